@@ -1,0 +1,1 @@
+//! Placeholder: the HTTP/1.1 upgrade handshake.

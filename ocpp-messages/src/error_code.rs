@@ -1,0 +1,1 @@
+//! Placeholder: error_code.
