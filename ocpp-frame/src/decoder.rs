@@ -1,0 +1,514 @@
+//! The frame decoder: bytes in, complete messages out (RFC 6455 §5), for either role.
+
+use bytes::{Buf, BytesMut};
+
+use crate::close::parse_close_payload;
+use crate::frame::{FrameHeader, Role, MAX_HEADER_LEN};
+use crate::mask::apply_mask;
+use crate::utf8::Utf8Validator;
+use crate::{Message, Opcode, ProtocolError, Utf8Bytes};
+
+/// Limits and options of a [`Decoder`]. Every limit is on by default.
+///
+/// ```
+/// use ocpp_frame::DecoderConfig;
+/// let config = DecoderConfig::default()
+///     .max_frame_size(64 * 1024)
+///     .max_message_size(256 * 1024)
+///     .max_fragments(16);
+/// assert_eq!(config.get_max_message_size(), 256 * 1024);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DecoderConfig {
+    max_frame_size: u64,
+    max_message_size: u64,
+    max_fragments: u32,
+    allowed_rsv: u8,
+}
+
+impl Default for DecoderConfig {
+    /// 1 MiB per frame and per message, 1,024 fragments per message, no RSV bits.
+    ///
+    /// OCPP-J sets no maximum; OCPP 2.1 Part 4 §5.2 notes that 99% of messages fit in 2 kB, so
+    /// 1 MiB leaves room for large configuration and certificate messages while bounding what one
+    /// of tens of thousands of peers can make the server hold.
+    fn default() -> Self {
+        DecoderConfig {
+            max_frame_size: 1 << 20,
+            max_message_size: 1 << 20,
+            max_fragments: 1024,
+            allowed_rsv: 0,
+        }
+    }
+}
+
+impl DecoderConfig {
+    /// The largest payload one frame may declare; checked from the header, before anything of
+    /// the payload is buffered. Exceeding it closes with 1009.
+    pub fn max_frame_size(mut self, bytes: u64) -> Self {
+        self.max_frame_size = bytes;
+        self
+    }
+
+    /// The largest message, all fragments together; checked at each frame header against the
+    /// running total. Exceeding it closes with 1009.
+    pub fn max_message_size(mut self, bytes: u64) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// The most frames one message may have (counted per message). Exceeding it closes with 1008.
+    pub fn max_fragments(mut self, frames: u32) -> Self {
+        self.max_fragments = frames;
+        self
+    }
+
+    /// The RSV bits an extension negotiated for this connection defines (e.g.
+    /// [`RSV1`](crate::frame::RSV1) for permessage-deflate). Others are refused with 1002.
+    pub fn allowed_rsv(mut self, bits: u8) -> Self {
+        self.allowed_rsv = bits & 0b111;
+        self
+    }
+
+    /// See [`DecoderConfig::max_frame_size`].
+    pub fn get_max_frame_size(&self) -> u64 {
+        self.max_frame_size
+    }
+
+    /// See [`DecoderConfig::max_message_size`].
+    pub fn get_max_message_size(&self) -> u64 {
+        self.max_message_size
+    }
+
+    /// See [`DecoderConfig::max_fragments`].
+    pub fn get_max_fragments(&self) -> u32 {
+        self.max_fragments
+    }
+
+    /// See [`DecoderConfig::allowed_rsv`].
+    pub fn get_allowed_rsv(&self) -> u8 {
+        self.allowed_rsv
+    }
+}
+
+/// What one call to [`Decoder::decode`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "the consumed count says where the next call starts"]
+pub struct Decoded {
+    /// How many bytes of the input were consumed. When `message` is `None` this is the whole
+    /// input: every byte is either decoded or kept as part of an unfinished frame.
+    pub consumed: usize,
+    /// The message completed by the consumed bytes, if any.
+    pub message: Option<Message>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Data,
+    Control,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FrameInProgress {
+    header: FrameHeader,
+    received: u64,
+    target: Target,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct MessageInProgress {
+    text: bool,
+    fragments: u32,
+}
+
+/// Turns the bytes of a connection into messages, for either role (RFC 6455 §5-§8).
+///
+/// Sans-IO: it never reads or writes a socket. Give it the bytes you read, in pieces of any size;
+/// it returns at most one message per call and says how many bytes it consumed. It reassembles
+/// fragmented messages (with control frames in between), validates UTF-8 as it arrives (fail fast,
+/// at most 3 bytes carried), checks close payloads, masking, RSV bits, opcodes, control frame
+/// rules and the limits of its [`DecoderConfig`]. Any [`ProtocolError`] is final: close the
+/// connection with [`ProtocolError::close_code`]; later calls return the same error.
+///
+/// Memory: between frames it holds no heap buffer. A partial frame keeps only the bytes that have
+/// arrived (the buffer grows with them, at most doubling), never what the header announced.
+///
+/// ```
+/// use ocpp_frame::{Decoder, DecoderConfig, Message, Role};
+/// // RFC 6455 §5.7: a masked "Hello" from a client, in two pieces.
+/// let wire = [0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58];
+/// let mut decoder = Decoder::new(Role::Server, DecoderConfig::default());
+/// let first = decoder.decode(&wire[..4]).unwrap();
+/// assert_eq!((first.consumed, first.message), (4, None));
+/// let second = decoder.decode(&wire[4..]).unwrap();
+/// assert_eq!(second.message, Some(Message::Text("Hello".into())));
+/// ```
+#[derive(Debug)]
+pub struct Decoder {
+    role: Role,
+    config: DecoderConfig,
+    header: [u8; MAX_HEADER_LEN],
+    header_len: u8,
+    closed: bool,
+    frame: Option<FrameInProgress>,
+    message: Option<MessageInProgress>,
+    utf8: Utf8Validator,
+    data: BytesMut,
+    control: BytesMut,
+    error: Option<ProtocolError>,
+}
+
+impl Decoder {
+    /// A decoder for a connection in `role`.
+    pub fn new(role: Role, config: DecoderConfig) -> Self {
+        Decoder {
+            role,
+            config,
+            header: [0; MAX_HEADER_LEN],
+            header_len: 0,
+            closed: false,
+            frame: None,
+            message: None,
+            utf8: Utf8Validator::new(),
+            data: BytesMut::new(),
+            control: BytesMut::new(),
+            error: None,
+        }
+    }
+
+    /// The role this decoder was made for.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DecoderConfig {
+        &self.config
+    }
+
+    /// Changes the RSV bits an extension defines, e.g. after permessage-deflate was negotiated.
+    pub fn set_allowed_rsv(&mut self, bits: u8) {
+        self.config.allowed_rsv = bits & 0b111;
+    }
+
+    /// Whether a close frame was received; what follows it is ignored.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Whether the decoder is between frames and between messages (nothing partial held).
+    pub fn is_idle(&self) -> bool {
+        self.header_len == 0 && self.frame.is_none() && self.message.is_none()
+    }
+
+    /// The heap bytes this decoder holds (buffer capacity of partial frames and messages).
+    /// Zero whenever it is idle.
+    pub fn heap_bytes(&self) -> usize {
+        self.data.capacity() + self.control.capacity()
+    }
+
+    /// Decodes from `input`: consumes bytes until one message is complete or the input ends.
+    ///
+    /// Call it again with `&input[consumed..]` while it returns a message. The payload of a
+    /// message is copied out of `input` once (and unmasked in place); use
+    /// [`Decoder::decode_buf`] to hand out payloads without copying when you own a `BytesMut`.
+    pub fn decode(&mut self, input: &[u8]) -> Result<Decoded, ProtocolError> {
+        if let Some(error) = &self.error {
+            return Err(error.clone());
+        }
+        self.decode_slice(input).map_err(|e| self.fail(e))
+    }
+
+    /// Decodes from a buffer the caller owns and advances it past what was consumed.
+    ///
+    /// When a whole unfragmented frame sits at the front of `buf`, its payload is split off
+    /// `buf` and unmasked in place: the message shares `buf`'s allocation and nothing is copied.
+    /// Otherwise behaves like [`Decoder::decode`]. Returns `Ok(None)` once `buf` is empty.
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use ocpp_frame::{Decoder, DecoderConfig, Message, Role};
+    /// let mut buf = BytesMut::from(&[0x81, 0x02, b'h', b'i', 0x89, 0x00][..]);
+    /// let mut decoder = Decoder::new(Role::Client, DecoderConfig::default());
+    /// assert_eq!(decoder.decode_buf(&mut buf).unwrap(), Some(Message::Text("hi".into())));
+    /// assert_eq!(decoder.decode_buf(&mut buf).unwrap(), Some(Message::Ping(Default::default())));
+    /// assert_eq!(decoder.decode_buf(&mut buf).unwrap(), None);
+    /// ```
+    pub fn decode_buf(&mut self, buf: &mut BytesMut) -> Result<Option<Message>, ProtocolError> {
+        if let Some(error) = &self.error {
+            return Err(error.clone());
+        }
+        self.decode_owned(buf).map_err(|e| self.fail(e))
+    }
+
+    fn fail(&mut self, error: ProtocolError) -> ProtocolError {
+        self.error = Some(error.clone());
+        self.frame = None;
+        self.message = None;
+        self.data = BytesMut::new();
+        self.control = BytesMut::new();
+        error
+    }
+
+    fn decode_owned(&mut self, buf: &mut BytesMut) -> Result<Option<Message>, ProtocolError> {
+        loop {
+            if self.closed {
+                buf.clear();
+                return Ok(None);
+            }
+            if self.header_len == 0 && self.frame.is_none() {
+                if let Some((header, header_len)) = FrameHeader::parse(buf)? {
+                    let available = (buf.len() - header_len) as u64;
+                    if available >= header.payload_len {
+                        let target = self.begin_frame(header)?;
+                        let buffer = self.buffer(target);
+                        if buffer.is_empty() {
+                            buf.advance(header_len);
+                            // `payload_len <= available`, which is a `usize`.
+                            let payload = buf.split_to(header.payload_len as usize);
+                            *buffer = payload;
+                            self.payload_added(0)?;
+                        } else {
+                            // A continuation frame: append to the message so far.
+                            buf.advance(header_len);
+                            let payload = buf.split_to(header.payload_len as usize);
+                            self.add_payload(&payload)?;
+                        }
+                        if let Some(message) = self.end_frame()? {
+                            return Ok(Some(message));
+                        }
+                        continue;
+                    }
+                }
+            }
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            let decoded = self.decode_slice(buf)?;
+            buf.advance(decoded.consumed);
+            if decoded.message.is_some() || buf.is_empty() {
+                return Ok(decoded.message);
+            }
+        }
+    }
+
+    fn decode_slice(&mut self, input: &[u8]) -> Result<Decoded, ProtocolError> {
+        let mut pos = 0;
+        loop {
+            if self.closed {
+                return Ok(Decoded {
+                    consumed: input.len(),
+                    message: None,
+                });
+            }
+            let rest = &input[pos..];
+            let Some(frame) = self.frame else {
+                match self.read_header(rest)? {
+                    (used, Some(header)) => {
+                        pos += used;
+                        self.begin_frame(header)?;
+                        continue;
+                    }
+                    (_, None) => {
+                        return Ok(Decoded {
+                            consumed: input.len(),
+                            message: None,
+                        })
+                    }
+                }
+            };
+            let remaining = frame.header.payload_len - frame.received;
+            // `take <= rest.len()`, so the cast back to usize is lossless.
+            let take = remaining.min(rest.len() as u64) as usize;
+            if take > 0 {
+                self.add_payload(&rest[..take])?;
+                pos += take;
+            }
+            if take as u64 == remaining {
+                if let Some(message) = self.end_frame()? {
+                    return Ok(Decoded {
+                        consumed: pos,
+                        message: Some(message),
+                    });
+                }
+            } else {
+                return Ok(Decoded {
+                    consumed: pos,
+                    message: None,
+                });
+            }
+        }
+    }
+
+    /// Reads a header from `rest`, carrying a partial header across calls in a fixed array.
+    /// Returns the bytes used and the header once complete (all of `rest` is used otherwise).
+    fn read_header(&mut self, rest: &[u8]) -> Result<(usize, Option<FrameHeader>), ProtocolError> {
+        if self.header_len == 0 {
+            if let Some((header, used)) = FrameHeader::parse(rest)? {
+                return Ok((used, Some(header)));
+            }
+        }
+        let mut used = 0;
+        let mut have = usize::from(self.header_len);
+        // First the two bytes that announce the header's length, then the rest of it.
+        for _ in 0..2 {
+            let need = if have < 2 {
+                2
+            } else {
+                FrameHeader::len_from_prefix([self.header[0], self.header[1]])
+            };
+            let take = (need - have).min(rest.len() - used);
+            self.header[have..have + take].copy_from_slice(&rest[used..used + take]);
+            have += take;
+            used += take;
+            if have < need {
+                self.header_len = have as u8;
+                return Ok((used, None));
+            }
+        }
+        self.header_len = 0;
+        match FrameHeader::parse(&self.header[..have])? {
+            Some((header, _)) => Ok((used, Some(header))),
+            // Unreachable: `have` is the length the prefix announces.
+            None => Ok((used, None)),
+        }
+    }
+
+    /// Checks a header against the role, the extensions and the limits, and sets up its frame.
+    fn begin_frame(&mut self, header: FrameHeader) -> Result<Target, ProtocolError> {
+        if header.rsv & !self.config.allowed_rsv != 0 {
+            return Err(ProtocolError::ReservedBits(header.rsv));
+        }
+        match (self.role, header.mask.is_some()) {
+            (Role::Server, false) => return Err(ProtocolError::UnmaskedClientFrame),
+            (Role::Client, true) => return Err(ProtocolError::MaskedServerFrame),
+            _ => {}
+        }
+        let target = if header.opcode.is_control() {
+            if !header.fin {
+                return Err(ProtocolError::FragmentedControlFrame);
+            }
+            if header.payload_len > 125 {
+                return Err(ProtocolError::ControlFrameTooLong(header.payload_len));
+            }
+            Target::Control
+        } else {
+            if header.payload_len > self.config.max_frame_size {
+                return Err(ProtocolError::FrameTooLarge {
+                    size: header.payload_len,
+                    limit: self.config.max_frame_size,
+                });
+            }
+            let total = (self.data.len() as u64).saturating_add(header.payload_len);
+            if total > self.config.max_message_size {
+                return Err(ProtocolError::MessageTooLarge {
+                    size: total,
+                    limit: self.config.max_message_size,
+                });
+            }
+            match (header.opcode, &mut self.message) {
+                (Opcode::Continuation, None) => return Err(ProtocolError::UnexpectedContinuation),
+                (Opcode::Continuation, Some(message)) => {
+                    message.fragments = message.fragments.saturating_add(1);
+                    if message.fragments > self.config.max_fragments {
+                        return Err(ProtocolError::TooManyFragments {
+                            limit: self.config.max_fragments,
+                        });
+                    }
+                }
+                (_, Some(_)) => return Err(ProtocolError::ExpectedContinuation),
+                (opcode, None) => {
+                    self.message = Some(MessageInProgress {
+                        text: opcode == Opcode::Text,
+                        fragments: 1,
+                    });
+                }
+            }
+            Target::Data
+        };
+        self.frame = Some(FrameInProgress {
+            header,
+            received: 0,
+            target,
+        });
+        Ok(target)
+    }
+
+    fn buffer(&mut self, target: Target) -> &mut BytesMut {
+        match target {
+            Target::Data => &mut self.data,
+            Target::Control => &mut self.control,
+        }
+    }
+
+    /// Copies a piece of the current frame's payload into its buffer.
+    fn add_payload(&mut self, chunk: &[u8]) -> Result<(), ProtocolError> {
+        let Some(frame) = self.frame else {
+            return Ok(());
+        };
+        let buffer = self.buffer(frame.target);
+        let start = buffer.len();
+        if buffer.capacity() - start < chunk.len() {
+            // The whole rest of the frame if it is here, otherwise what arrived (growth doubles).
+            buffer.reserve(chunk.len());
+        }
+        buffer.extend_from_slice(chunk);
+        self.payload_added(start)
+    }
+
+    /// Unmasks and validates the bytes of the current frame's buffer from `start` on.
+    fn payload_added(&mut self, start: usize) -> Result<(), ProtocolError> {
+        let Some(frame) = self.frame.as_mut() else {
+            return Ok(());
+        };
+        let buffer = match frame.target {
+            Target::Data => &mut self.data,
+            Target::Control => &mut self.control,
+        };
+        let added = &mut buffer[start..];
+        if let Some(key) = frame.header.mask {
+            apply_mask(added, key, (frame.received % 4) as usize);
+        }
+        frame.received += added.len() as u64;
+        if frame.target == Target::Data && self.message.is_some_and(|m| m.text) {
+            self.utf8
+                .feed(added)
+                .map_err(|_| ProtocolError::InvalidUtf8)?;
+        }
+        Ok(())
+    }
+
+    /// Completes the current frame; returns the message it completes, if any.
+    fn end_frame(&mut self) -> Result<Option<Message>, ProtocolError> {
+        let Some(frame) = self.frame.take() else {
+            return Ok(None);
+        };
+        let message = match frame.header.opcode {
+            Opcode::Close => {
+                let payload = core::mem::take(&mut self.control).freeze();
+                let close = parse_close_payload(payload)?;
+                self.closed = true;
+                self.message = None;
+                self.data = BytesMut::new();
+                Message::Close(close)
+            }
+            Opcode::Ping => Message::Ping(core::mem::take(&mut self.control).freeze()),
+            Opcode::Pong => Message::Pong(core::mem::take(&mut self.control).freeze()),
+            Opcode::Text | Opcode::Binary | Opcode::Continuation => {
+                if !frame.header.fin {
+                    return Ok(None);
+                }
+                let text = self.message.take().is_some_and(|m| m.text);
+                let payload = core::mem::take(&mut self.data).freeze();
+                if text {
+                    self.utf8.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
+                    Message::Text(Utf8Bytes::from_validated(payload))
+                } else {
+                    Message::Binary(payload)
+                }
+            }
+        };
+        Ok(Some(message))
+    }
+}

@@ -1,0 +1,158 @@
+//! The frame encoder, for either role (RFC 6455 §5).
+
+use alloc::vec::Vec;
+
+use crate::frame::{FrameHeader, Role};
+use crate::mask::apply_mask;
+use crate::{CloseCode, EncodeError, Opcode};
+
+/// Writes frames for a connection in one role.
+///
+/// The client role masks every frame with a key the caller supplies (RFC 6455 §5.3 asks for a
+/// fresh, unpredictable key per frame; this crate has no RNG). The server role never masks. Frames
+/// are appended to a `Vec<u8>` the caller owns; the encoder holds no buffer and no state.
+///
+/// ```
+/// use ocpp_frame::{Encoder, Role};
+/// let mut out = Vec::new();
+/// Encoder::new(Role::Server).encode_text("Hello", None, &mut out).unwrap();
+/// assert_eq!(out, [0x81, 0x05, b'H', b'e', b'l', b'l', b'o']);
+///
+/// out.clear();
+/// let key = [0x37, 0xfa, 0x21, 0x3d];
+/// Encoder::new(Role::Client).encode_text("Hello", Some(key), &mut out).unwrap();
+/// assert_eq!(out, [0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Encoder {
+    role: Role,
+}
+
+impl Encoder {
+    /// An encoder for a connection in `role`.
+    pub const fn new(role: Role) -> Self {
+        Encoder { role }
+    }
+
+    /// The role this encoder writes for.
+    pub const fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Appends one frame: `header`'s FIN, RSV bits and opcode, `payload`, masked with `mask_key`.
+    ///
+    /// `header.payload_len` and `header.mask` are ignored: they come from `payload` and
+    /// `mask_key`. Refuses what a peer would have to refuse: a missing key in the client role, a
+    /// key in the server role, a fragmented control frame or one over 125 bytes.
+    pub fn encode_frame(
+        &self,
+        header: FrameHeader,
+        payload: &[u8],
+        mask_key: Option<[u8; 4]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        match (self.role, mask_key) {
+            (Role::Client, None) => return Err(EncodeError::MaskKeyRequired),
+            (Role::Server, Some(_)) => return Err(EncodeError::UnexpectedMaskKey),
+            _ => {}
+        }
+        if header.opcode.is_control() {
+            if !header.fin {
+                return Err(EncodeError::FragmentedControlFrame);
+            }
+            if payload.len() > 125 {
+                return Err(EncodeError::ControlFrameTooLong(payload.len()));
+            }
+        }
+        let header = FrameHeader {
+            payload_len: payload.len() as u64,
+            mask: mask_key,
+            ..header
+        };
+        out.reserve(header.encoded_len() + payload.len());
+        header.write_to(out);
+        let start = out.len();
+        out.extend_from_slice(payload);
+        if let Some(key) = mask_key {
+            apply_mask(&mut out[start..], key, 0);
+        }
+        Ok(())
+    }
+
+    /// Appends a single-frame text message.
+    pub fn encode_text(
+        &self,
+        text: &str,
+        mask_key: Option<[u8; 4]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let header = FrameHeader::new(Opcode::Text, 0);
+        self.encode_frame(header, text.as_bytes(), mask_key, out)
+    }
+
+    /// Appends a single-frame binary message.
+    pub fn encode_binary(
+        &self,
+        data: &[u8],
+        mask_key: Option<[u8; 4]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let header = FrameHeader::new(Opcode::Binary, 0);
+        self.encode_frame(header, data, mask_key, out)
+    }
+
+    /// Appends a ping (payload at most 125 bytes).
+    pub fn encode_ping(
+        &self,
+        payload: &[u8],
+        mask_key: Option<[u8; 4]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let header = FrameHeader::new(Opcode::Ping, 0);
+        self.encode_frame(header, payload, mask_key, out)
+    }
+
+    /// Appends a pong (payload at most 125 bytes; answer a ping with its payload).
+    pub fn encode_pong(
+        &self,
+        payload: &[u8],
+        mask_key: Option<[u8; 4]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let header = FrameHeader::new(Opcode::Pong, 0);
+        self.encode_frame(header, payload, mask_key, out)
+    }
+
+    /// Appends a close frame: empty for `None`, else the code and a reason of at most 123 bytes
+    /// (RFC 6455 §5.5.1). Codes that may not be sent (1005, 1006, 1015, unassigned) are refused.
+    ///
+    /// ```
+    /// use ocpp_frame::{CloseCode, Encoder, Role};
+    /// let mut out = Vec::new();
+    /// Encoder::new(Role::Server)
+    ///     .encode_close(Some((CloseCode::NORMAL, "bye")), None, &mut out)
+    ///     .unwrap();
+    /// assert_eq!(out, [0x88, 0x05, 0x03, 0xe8, b'b', b'y', b'e']);
+    /// ```
+    pub fn encode_close(
+        &self,
+        close: Option<(CloseCode, &str)>,
+        mask_key: Option<[u8; 4]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let header = FrameHeader::new(Opcode::Close, 0);
+        let Some((code, reason)) = close else {
+            return self.encode_frame(header, &[], mask_key, out);
+        };
+        if !code.is_valid_on_wire() {
+            return Err(EncodeError::InvalidCloseCode(code.as_u16()));
+        }
+        if reason.len() > 123 {
+            return Err(EncodeError::ControlFrameTooLong(reason.len() + 2));
+        }
+        let mut payload = [0u8; 125];
+        payload[..2].copy_from_slice(&code.as_u16().to_be_bytes());
+        payload[2..2 + reason.len()].copy_from_slice(reason.as_bytes());
+        self.encode_frame(header, &payload[..2 + reason.len()], mask_key, out)
+    }
+}
