@@ -79,7 +79,9 @@ fn rfc6455_5_7_examples() {
     let (m, e) = decode_all(&mut client(), &[0x81, 0x05, 0x48, 0x65, 0x6c, 0x6c, 0x6f]);
     assert_eq!((m, e), (vec![Message::Text("Hello".into())], None));
     // A single-frame masked text message.
-    let masked = [0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58];
+    let masked = [
+        0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58,
+    ];
     let (m, e) = decode_all(&mut server(), &masked);
     assert_eq!((m, e), (vec![Message::Text("Hello".into())], None));
     // A fragmented unmasked text message.
@@ -89,7 +91,9 @@ fn rfc6455_5_7_examples() {
     // Unmasked ping, masked pong.
     let (m, _) = decode_all(&mut client(), &[0x89, 0x05, 0x48, 0x65, 0x6c, 0x6c, 0x6f]);
     assert_eq!(m, vec![Message::Ping(Bytes::from_static(b"Hello"))]);
-    let pong = [0x8a, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58];
+    let pong = [
+        0x8a, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58,
+    ];
     let (m, _) = decode_all(&mut server(), &pong);
     assert_eq!(m, vec![Message::Pong(Bytes::from_static(b"Hello"))]);
     // 256 bytes and 64 KiB binary in a single unmasked frame.
@@ -109,10 +113,22 @@ fn rfc6455_5_7_examples() {
 fn refusals_have_exact_close_codes() {
     use ProtocolError as P;
     let cases: Vec<(Vec<u8>, ProtocolError, u16)> = vec![
-        (client_frame(true, 0b100, 1, b"x"), P::ReservedBits(0b100), 1002),
-        (client_frame(true, 0b001, 2, b"x"), P::ReservedBits(0b001), 1002),
+        (
+            client_frame(true, 0b100, 1, b"x"),
+            P::ReservedBits(0b100),
+            1002,
+        ),
+        (
+            client_frame(true, 0b001, 2, b"x"),
+            P::ReservedBits(0b001),
+            1002,
+        ),
         (client_frame(true, 0, 3, b""), P::ReservedOpcode(3), 1002),
-        (client_frame(true, 0, 0xB, b""), P::ReservedOpcode(0xB), 1002),
+        (
+            client_frame(true, 0, 0xB, b""),
+            P::ReservedOpcode(0xB),
+            1002,
+        ),
         (vec![0x81, 0x01, b'x'], P::UnmaskedClientFrame, 1002),
         (
             client_frame(false, 0, 9, b"x"),
@@ -130,7 +146,11 @@ fn refusals_have_exact_close_codes() {
             1002,
         ),
         (
-            [client_frame(false, 0, 1, b"a"), client_frame(true, 0, 1, b"b")].concat(),
+            [
+                client_frame(false, 0, 1, b"a"),
+                client_frame(true, 0, 1, b"b"),
+            ]
+            .concat(),
             P::ExpectedContinuation,
             1002,
         ),
@@ -460,11 +480,15 @@ fn encode(items: &[Item], keys: &[[u8; 4]]) -> (Vec<u8>, Vec<Message>) {
                 });
             }
             Item::Ping(p) => {
-                encoder.encode_ping(p, key.next().copied(), &mut wire).unwrap();
+                encoder
+                    .encode_ping(p, key.next().copied(), &mut wire)
+                    .unwrap();
                 expected.push(Message::Ping(p.clone().into()));
             }
             Item::Pong(p) => {
-                encoder.encode_pong(p, key.next().copied(), &mut wire).unwrap();
+                encoder
+                    .encode_pong(p, key.next().copied(), &mut wire)
+                    .unwrap();
                 expected.push(Message::Pong(p.clone().into()));
             }
         }
