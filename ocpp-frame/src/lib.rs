@@ -1,4 +1,65 @@
-//! Sans-IO RFC 6455 (placeholder docs; being written).
+//! Sans-IO RFC 6455: the WebSocket frame codec and the HTTP/1.1 upgrade handshake.
+//!
+//! No sockets, no clocks, no threads: give it bytes, take messages and bytes back, from any I/O
+//! loop (mio, tokio, io_uring, a microcontroller's). Strict by default, cheap per connection:
+//!
+//! - [`Decoder`] turns bytes into [`Message`]s for either [`Role`]: reassembly of fragments with
+//!   control frames in between, fail-fast UTF-8 ([`Utf8Validator`]), close payload checks
+//!   ([`CloseCode`]), masking rules, reserved bits and opcodes, and the limits of
+//!   [`DecoderConfig`], checked from the header before anything is buffered. An idle decoder holds
+//!   no heap buffer.
+//! - [`Encoder`] writes frames into a `Vec<u8>` you own; the client role masks with keys you
+//!   supply ([`mask`] does the XOR a word at a time).
+//! - [`ProtocolError::close_code`] is the one place that maps each refusal to its close code.
+//! - [`handshake`] parses and answers the HTTP/1.1 upgrade, server and client side.
+//!
+//! # A server's loop, in short
+//!
+//! ```
+//! use ocpp_frame::{Decoder, DecoderConfig, Encoder, Message, Role};
+//!
+//! let mut decoder = Decoder::new(Role::Server, DecoderConfig::default());
+//! let encoder = Encoder::new(Role::Server);
+//! let mut out = Vec::new(); // what to write to the socket
+//!
+//! // Bytes read from a socket: a masked ping, then a masked text frame "Hello" (RFC 6455 §5.7).
+//! let read: &[u8] = &[
+//!     0x89, 0x80, 1, 2, 3, 4,
+//!     0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58,
+//! ];
+//! let mut input = read;
+//! loop {
+//!     match decoder.decode(input) {
+//!         Ok(decoded) => {
+//!             input = &input[decoded.consumed..];
+//!             match decoded.message {
+//!                 Some(Message::Text(text)) => encoder.encode_text(&text, None, &mut out).unwrap(),
+//!                 Some(Message::Ping(payload)) => {
+//!                     encoder.encode_pong(&payload, None, &mut out).unwrap()
+//!                 }
+//!                 Some(Message::Close(_)) => {
+//!                     encoder.encode_close(None, None, &mut out).unwrap();
+//!                     break;
+//!                 }
+//!                 Some(_) => {}
+//!                 None => break, // every byte consumed: wait for the socket
+//!             }
+//!         }
+//!         Err(error) => {
+//!             // Refused: close with the code RFC 6455 asks for, then drop the connection.
+//!             let code = error.close_code();
+//!             encoder.encode_close(Some((code, "")), None, &mut out).unwrap();
+//!             break;
+//!         }
+//!     }
+//! }
+//! assert_eq!(out, [0x8a, 0x00, 0x81, 0x05, b'H', b'e', b'l', b'l', b'o']);
+//! ```
+//!
+//! # Features
+//!
+//! - `std` (default): `std::error::Error` for the error types. Without it the crate is
+//!   `#![no_std]` and needs only `alloc`.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
