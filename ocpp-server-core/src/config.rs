@@ -1,0 +1,170 @@
+//! Per-connection settings: timers, limits and the OCPP versions on offer.
+
+use std::time::Duration;
+
+use ocpp_frame::handshake::HandshakeConfig;
+use ocpp_frame::DecoderConfig;
+use ocpp_messages::decode::DecodeOptions;
+use ocpp_messages::version::OcppVersion;
+
+/// How the CSMS picks the OCPP version among the subprotocols a charge point offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VersionPolicy {
+    /// The first subprotocol in the client's list that the server supports (OCPP 2.1 Part 4
+    /// §3.1.2: the client lists them in order of preference).
+    ClientPreference,
+    /// The first version in this list that the client offers, whatever the client's order.
+    ServerPreference(Vec<OcppVersion>),
+}
+
+/// What the CSMS does when the client offers no subprotocol it supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NoCommonVersion {
+    /// Complete the handshake without `Sec-WebSocket-Protocol`, then close with 1002, as the
+    /// OCPP-J documents ask (OCPP 2.0.1 Part 4 §3.1.2).
+    AcceptThenClose,
+    /// Answer the upgrade with `400 Bad Request`.
+    Reject400,
+}
+
+/// Settings of one connection. Share one among many connections with `Arc`.
+///
+/// ```
+/// use std::time::Duration;
+/// use ocpp_server_core::ConnectionConfig;
+/// let config = ConnectionConfig::default()
+///     .ping_interval(None) // some chargers misbehave with server pings
+///     .call_timeout(Duration::from_secs(60));
+/// assert_eq!(config.get_call_timeout(), Duration::from_secs(60));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ConnectionConfig {
+    pub(crate) versions: Vec<OcppVersion>,
+    pub(crate) version_policy: VersionPolicy,
+    pub(crate) no_common_version: NoCommonVersion,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) ping_interval: Option<Duration>,
+    pub(crate) pong_timeout: Duration,
+    pub(crate) idle_timeout: Option<Duration>,
+    pub(crate) call_timeout: Duration,
+    pub(crate) close_timeout: Duration,
+    pub(crate) max_outbound_bytes: usize,
+    pub(crate) max_queued_calls: usize,
+    pub(crate) max_held_calls: usize,
+    pub(crate) decoder: DecoderConfig,
+    pub(crate) handshake: HandshakeConfig,
+    pub(crate) decode_options: DecodeOptions,
+}
+
+impl Default for ConnectionConfig {
+    /// All three versions (client's preference), 10 s to finish the handshake, a ping every
+    /// 60 s with 30 s for its pong, 5 minutes idle, 30 s per CALL, 5 s for the close handshake,
+    /// 256 KiB of unsent output, 16 queued CALLs, 4 held incoming CALLs, 64 KiB messages.
+    fn default() -> Self {
+        ConnectionConfig {
+            versions: vec![OcppVersion::V2_1, OcppVersion::V2_0_1, OcppVersion::V1_6],
+            version_policy: VersionPolicy::ClientPreference,
+            no_common_version: NoCommonVersion::AcceptThenClose,
+            handshake_timeout: Duration::from_secs(10),
+            ping_interval: Some(Duration::from_secs(60)),
+            pong_timeout: Duration::from_secs(30),
+            idle_timeout: Some(Duration::from_secs(300)),
+            call_timeout: Duration::from_secs(30),
+            close_timeout: Duration::from_secs(5),
+            max_outbound_bytes: 256 * 1024,
+            max_queued_calls: 16,
+            max_held_calls: 4,
+            decoder: DecoderConfig::default()
+                .max_frame_size(64 * 1024)
+                .max_message_size(64 * 1024)
+                .max_fragments(64),
+            handshake: HandshakeConfig::default(),
+            decode_options: DecodeOptions::strict(),
+        }
+    }
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident, $get:ident, $ty:ty) => {
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.$name = value;
+            self
+        }
+
+        #[doc = concat!("See [`ConnectionConfig::", stringify!($name), "`].")]
+        pub fn $get(&self) -> $ty {
+            self.$name.clone()
+        }
+    };
+}
+
+impl ConnectionConfig {
+    setter!(
+        /// The OCPP versions this end supports.
+        versions, get_versions, Vec<OcppVersion>
+    );
+    setter!(
+        /// How the CSMS chooses among the versions both ends support.
+        version_policy, get_version_policy, VersionPolicy
+    );
+    setter!(
+        /// What the CSMS does when no offered subprotocol is supported.
+        no_common_version, get_no_common_version, NoCommonVersion
+    );
+    setter!(
+        /// Time from the first byte to a completed upgrade, the application's decision included
+        /// (slowloris defence).
+        handshake_timeout, get_handshake_timeout, Duration
+    );
+    setter!(
+        /// Interval of keep-alive pings (OCPP `WebSocketPingInterval`); `None` disables them.
+        ping_interval, get_ping_interval, Option<Duration>
+    );
+    setter!(
+        /// How long a pong may take before the connection is considered dead.
+        pong_timeout, get_pong_timeout, Duration
+    );
+    setter!(
+        /// Close the connection after this long without receiving anything; `None` never.
+        idle_timeout, get_idle_timeout, Option<Duration>
+    );
+    setter!(
+        /// How long our CALL may wait for its answer before a timeout is reported.
+        call_timeout, get_call_timeout, Duration
+    );
+    setter!(
+        /// How long we wait for the peer's close frame or end of stream after sending ours.
+        close_timeout, get_close_timeout, Duration
+    );
+    setter!(
+        /// The most unsent output bytes: past it, CALLs and responses are refused and handed
+        /// back; pongs and close frames still go out, and a peer that lets the buffer grow past
+        /// twice this limit is dropped.
+        max_outbound_bytes, get_max_outbound_bytes, usize
+    );
+    setter!(
+        /// The most CALLs waiting behind the outstanding one (OCPP-J: one at a time).
+        max_queued_calls, get_max_queued_calls, usize
+    );
+    setter!(
+        /// The most peer CALLs held while an earlier one is unanswered.
+        max_held_calls, get_max_held_calls, usize
+    );
+    setter!(
+        /// The frame decoder's limits (frame and message size, fragments).
+        decoder, get_decoder, DecoderConfig
+    );
+    setter!(
+        /// The upgrade request parser's limits.
+        handshake, get_handshake, HandshakeConfig
+    );
+    setter!(
+        /// Strict or lenient schema validation, per action: lenient keeps unknown enum values
+        /// and extra fields, for chargers known to drift from the schema.
+        decode_options, get_decode_options, DecodeOptions
+    );
+}

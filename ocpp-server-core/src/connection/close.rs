@@ -1,0 +1,147 @@
+//! Ending a connection: the close handshake both ways, aborts, and the final event.
+
+use std::time::Instant;
+
+use ocpp_frame::{CloseCode, CloseFrame, Opcode};
+use ocpp_messages::envelope;
+
+use super::{Connection, HeldCall, State};
+use crate::timer::Timer;
+use crate::{CloseReason, Closed, Event, UnansweredCall};
+
+impl Connection {
+    /// Starts the closing handshake with `code` and `reason` (at most 123 bytes; longer is cut
+    /// at a character boundary). Before the WebSocket is open, just ends the connection.
+    ///
+    /// The connection ends ([`Event::Closed`]) when the peer answers, its stream ends, or the
+    /// close timeout passes.
+    pub fn close(&mut self, now: Instant, code: CloseCode, reason: &str) {
+        self.now = now;
+        match self.state {
+            State::Open => self.start_close(now, code, reason, CloseReason::LocalClose { code }),
+            State::Closing(_) | State::Closed => {}
+            _ => {
+                self.clear_output();
+                self.finish(CloseReason::LocalClose { code });
+            }
+        }
+    }
+
+    /// Sends a close frame and waits for the peer's answer, bounded by the close timeout.
+    pub(super) fn start_close(
+        &mut self,
+        now: Instant,
+        code: CloseCode,
+        text: &str,
+        reason: CloseReason,
+    ) {
+        if matches!(self.state, State::Closing(_) | State::Closed) {
+            return;
+        }
+        self.write_close(code, text);
+        self.timers.stop_all();
+        self.timers
+            .set(Timer::Close, now + self.config.close_timeout);
+        self.state = State::Closing(Box::new(reason));
+    }
+
+    /// Sends a close frame (it may never arrive) and ends the connection at once: the peer is
+    /// considered gone.
+    pub(super) fn abort_with_close(&mut self, reason: CloseReason) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        if matches!(self.state, State::Open) {
+            self.write_close(CloseCode::GOING_AWAY, "");
+        }
+        self.finish(reason);
+    }
+
+    /// RFC 6455 §7.1.7: the peer broke the protocol; send our close frame and end at once.
+    pub(super) fn fail_connection(&mut self, error: ocpp_frame::ProtocolError) {
+        if matches!(self.state, State::Open) {
+            self.write_close(error.close_code(), "");
+        }
+        self.finish(CloseReason::ProtocolError(error));
+    }
+
+    pub(super) fn on_close_frame(&mut self, frame: Option<CloseFrame>) {
+        match &self.state {
+            State::Closing(reason) => {
+                // The peer answered our close.
+                let reason = (**reason).clone();
+                self.finish(reason);
+            }
+            _ => {
+                // Echo the code (RFC 6455 §5.5.1), then end.
+                match &frame {
+                    Some(frame) => self.write_close(frame.code, ""),
+                    None => self.write_control(Opcode::Close, &[]),
+                }
+                let (code, reason) = match frame {
+                    Some(frame) => (Some(frame.code), frame.reason.as_str().to_owned()),
+                    None => (None, String::new()),
+                };
+                self.finish(CloseReason::PeerClosed { code, reason });
+            }
+        }
+    }
+
+    fn write_close(&mut self, code: CloseCode, text: &str) {
+        let code = if code.is_valid_on_wire() {
+            code
+        } else {
+            CloseCode::NORMAL
+        };
+        let mut cut = text.len().min(123);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let mut payload = Vec::with_capacity(2 + cut);
+        payload.extend_from_slice(&code.as_u16().to_be_bytes());
+        payload.extend_from_slice(&text.as_bytes()[..cut]);
+        self.write_control(Opcode::Close, &payload);
+    }
+
+    /// Ends the connection: stops every timer and queues the final event with what was left
+    /// unanswered.
+    pub(super) fn finish(&mut self, reason: CloseReason) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        self.state = State::Closed;
+        self.timers.stop_all();
+        let mut unanswered_incoming = Vec::new();
+        unanswered_incoming.extend(self.incoming.take());
+        for held in std::mem::take(&mut self.held) {
+            match held {
+                HeldCall::Refuse(id) => unanswered_incoming.push(id),
+                HeldCall::Deliver(bytes) => {
+                    let id = match envelope::parse(&bytes, self.version) {
+                        Ok(message) => Some(message.id().as_str().to_owned()),
+                        Err(error) => error.id().map(|id| id.as_str().to_owned()),
+                    };
+                    unanswered_incoming.extend(id);
+                }
+            }
+        }
+        let mut unanswered_outgoing = Vec::new();
+        if let Some(call) = self.outgoing.take() {
+            unanswered_outgoing.push(UnansweredCall {
+                id: call.id,
+                request: call.request,
+            });
+        }
+        for call in std::mem::take(&mut self.queued) {
+            unanswered_outgoing.push(UnansweredCall {
+                id: call.id,
+                request: call.request,
+            });
+        }
+        self.events.push_back(Event::Closed(Box::new(Closed {
+            reason,
+            unanswered_incoming,
+            unanswered_outgoing,
+        })));
+    }
+}

@@ -1,0 +1,301 @@
+//! The opening handshake, both sides: upgrade, identity, credentials, OCPP version.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use ocpp_frame::handshake::{
+    Accept, BuildError, ClientHandshake, ClientRequest, Progress, Rejection, SecWebSocketKey,
+};
+use ocpp_frame::CloseCode;
+use ocpp_messages::version::OcppVersion;
+
+use super::{Connection, PendingUpgrade, Side, State};
+use crate::config::{NoCommonVersion, VersionPolicy};
+use crate::timer::Timer;
+use crate::{ChargePointIdentity, CloseReason, ConnectionConfig, Event, IdentityError};
+
+/// A mutator was called in a state where it means nothing (e.g. `accept` twice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the connection is not in a state where this is possible")]
+pub struct WrongState;
+
+/// Where a charge point connects: everything its upgrade request carries.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ConnectTarget {
+    /// The host (and `:port`) for the `Host` header.
+    pub host: String,
+    /// The endpoint's path, without the identity (e.g. `/ocpp`).
+    pub endpoint: String,
+    /// The charge point's identity; percent-encoded into the last path segment.
+    pub identity: ChargePointIdentity,
+    /// The password for `Authorization: Basic` (security profiles 1 and 2), if any.
+    pub password: Option<Vec<u8>>,
+}
+
+impl ConnectTarget {
+    /// A target with no credentials.
+    pub fn new(host: &str, endpoint: &str, identity: ChargePointIdentity) -> Self {
+        ConnectTarget {
+            host: host.into(),
+            endpoint: endpoint.into(),
+            identity,
+            password: None,
+        }
+    }
+
+    /// Sends `Authorization: Basic base64(identity:password)`.
+    pub fn with_password(mut self, password: &[u8]) -> Self {
+        self.password = Some(password.to_vec());
+        self
+    }
+}
+
+impl Connection {
+    /// A charge-point-side connection: writes the upgrade request for `target`, offering the
+    /// configured versions in order. `key` is the `Sec-WebSocket-Key` and `seed` seeds the
+    /// masking keys; take both from your RNG (RFC 6455 §4.1, §5.3).
+    pub fn connect(
+        now: Instant,
+        config: Arc<ConnectionConfig>,
+        target: &ConnectTarget,
+        key: [u8; 16],
+        seed: u64,
+    ) -> Result<Self, BuildError> {
+        let path = format!(
+            "{}/{}",
+            target.endpoint.trim_end_matches('/'),
+            percent_encode(target.identity.as_str())
+        );
+        let mut request =
+            ClientRequest::new(&target.host, &path, SecWebSocketKey::from_bytes(key))?;
+        for version in &config.versions {
+            request = request.with_subprotocol(version.subprotocol())?;
+        }
+        if let Some(password) = &target.password {
+            request = request.with_basic_auth(target.identity.as_str().as_bytes(), password)?;
+        }
+        let handshake = ClientHandshake::with_config(&request, config.handshake);
+        let mut connection = Connection::new(
+            now,
+            Side::ChargePoint,
+            config,
+            State::ClientHandshake(Box::new(handshake)),
+            seed,
+        );
+        request.write(&mut connection.out);
+        let deadline = now + connection.config.handshake_timeout;
+        connection.timers.set(Timer::Handshake, deadline);
+        Ok(connection)
+    }
+
+    /// CSMS side: accepts the upgrade announced by [`Event::UpgradeRequested`].
+    ///
+    /// With a version in common, answers 101 with it and the connection opens
+    /// ([`Event::Connected`]). Without one, answers 101 without a subprotocol and closes with
+    /// 1002, as OCPP-J asks.
+    pub fn accept(&mut self, now: Instant) -> Result<(), WrongState> {
+        let State::AwaitingDecision(_) = &self.state else {
+            return Err(WrongState);
+        };
+        let State::AwaitingDecision(pending) = std::mem::replace(&mut self.state, State::Open)
+        else {
+            return Err(WrongState);
+        };
+        let PendingUpgrade {
+            request,
+            version,
+            trailing,
+        } = *pending;
+        let accept = match version {
+            Some(version) => Accept::new().with_subprotocol(version.subprotocol()),
+            None => Accept::new(),
+        };
+        if request.accept(&accept, &mut self.out).is_err() {
+            // Unreachable: the subprotocol was among those offered and no extra header is set.
+            self.finish(CloseReason::HandshakeFailed {
+                status: 500,
+                description: "could not build the 101 response".into(),
+            });
+            return Ok(());
+        }
+        self.start_open_timers(now);
+        match version {
+            Some(version) => {
+                self.version = version;
+                self.events.push_back(Event::Connected { version });
+                if !trailing.is_empty() {
+                    self.handle_frames(now, &trailing);
+                }
+            }
+            None => self.start_close(
+                now,
+                CloseCode::PROTOCOL_ERROR,
+                "no OCPP subprotocol in common",
+                CloseReason::NoCommonVersion,
+            ),
+        }
+        Ok(())
+    }
+
+    /// CSMS side: refuses the upgrade with an HTTP status (401 bad credentials, 404 unknown
+    /// identity, 503 overloaded...). 401 carries `WWW-Authenticate: Basic realm="OCPP"`.
+    pub fn reject(&mut self, _now: Instant, status: u16) -> Result<(), WrongState> {
+        let State::AwaitingDecision(_) = &self.state else {
+            return Err(WrongState);
+        };
+        // Statuses outside 300-599 would not refuse an upgrade: send 500 instead.
+        let status = if (300..=599).contains(&status) {
+            status
+        } else {
+            500
+        };
+        if let Ok(rejection) = Rejection::new(status) {
+            let rejection = if status == 401 {
+                rejection.with_realm("OCPP").unwrap_or(rejection)
+            } else {
+                rejection
+            };
+            rejection.write(&mut self.out);
+        }
+        self.finish(CloseReason::Rejected { status });
+        Ok(())
+    }
+
+    pub(super) fn handle_upgrade_request(&mut self, _now: Instant, data: &[u8]) {
+        let State::ServerHandshake(handshake) = &mut self.state else {
+            return;
+        };
+        let (request, consumed) = match handshake.handle_data(data) {
+            Ok(Progress::NeedMore) => return,
+            Ok(Progress::Complete { value, consumed }) => (value, consumed),
+            Err(error) => {
+                error.write_response(&mut self.out);
+                self.finish(CloseReason::HandshakeFailed {
+                    status: error.status(),
+                    description: error.to_string(),
+                });
+                return;
+            }
+        };
+        let offered: Vec<String> = request.subprotocols().map(String::from).collect();
+        let version = self.choose_version(&offered);
+        if version.is_none() && self.config.no_common_version == NoCommonVersion::Reject400 {
+            self.fail_handshake(400, "no OCPP subprotocol in common");
+            return;
+        }
+        let strict_v2 = version.is_some_and(OcppVersion::is_2x);
+        let identity = match ChargePointIdentity::from_path(request.path(), strict_v2) {
+            Ok(identity) => identity,
+            Err(IdentityError::Missing) => {
+                self.fail_handshake(404, "no charge point identity in the path");
+                return;
+            }
+            Err(error) => {
+                self.fail_handshake(400, &error.to_string());
+                return;
+            }
+        };
+        let credentials = match request.basic_credentials() {
+            Ok(credentials) => credentials.cloned(),
+            Err(_) => {
+                self.fail_handshake(401, "malformed Basic credentials");
+                return;
+            }
+        };
+        let upgrade = crate::UpgradeRequest {
+            identity,
+            version,
+            offered_subprotocols: offered,
+            credentials,
+            path: request.path().into(),
+            query: request.query().map(String::from),
+        };
+        self.events
+            .push_back(Event::UpgradeRequested(Box::new(upgrade)));
+        self.state = State::AwaitingDecision(Box::new(PendingUpgrade {
+            request,
+            version,
+            trailing: Bytes::copy_from_slice(&data[consumed..]),
+        }));
+    }
+
+    pub(super) fn handle_upgrade_response(&mut self, now: Instant, data: &[u8]) {
+        let State::ClientHandshake(handshake) = &mut self.state else {
+            return;
+        };
+        match handshake.handle_data(data) {
+            Ok(Progress::NeedMore) => {}
+            Ok(Progress::Complete { value, consumed }) => {
+                let version = value
+                    .subprotocol()
+                    .and_then(OcppVersion::from_subprotocol)
+                    .filter(|v| self.config.versions.contains(v));
+                self.state = State::Open;
+                self.start_open_timers(now);
+                match version {
+                    Some(version) => {
+                        self.version = version;
+                        self.events.push_back(Event::Connected { version });
+                        self.handle_frames(now, &data[consumed..]);
+                    }
+                    None => {
+                        self.start_close(
+                            now,
+                            CloseCode::PROTOCOL_ERROR,
+                            "no OCPP subprotocol in common",
+                            CloseReason::NoCommonVersion,
+                        );
+                        // The server's own close may follow its 101 in the same read.
+                        self.handle_frames(now, &data[consumed..]);
+                    }
+                }
+            }
+            Err(error) => {
+                self.clear_output();
+                self.finish(CloseReason::UpgradeRefused {
+                    status: error.status(),
+                    description: error.to_string(),
+                });
+            }
+        }
+    }
+
+    /// Answers the upgrade with `status` and ends the connection.
+    pub(super) fn fail_handshake(&mut self, status: u16, description: &str) {
+        if let Ok(rejection) = Rejection::new(status) {
+            rejection.write(&mut self.out);
+        }
+        self.finish(CloseReason::HandshakeFailed {
+            status,
+            description: description.into(),
+        });
+    }
+
+    fn choose_version(&self, offered: &[String]) -> Option<OcppVersion> {
+        let supported = &self.config.versions;
+        match &self.config.version_policy {
+            VersionPolicy::ClientPreference => offered
+                .iter()
+                .filter_map(|name| OcppVersion::from_subprotocol(name))
+                .find(|v| supported.contains(v)),
+            VersionPolicy::ServerPreference(order) => order.iter().copied().find(|v| {
+                supported.contains(v) && offered.iter().any(|name| name == v.subprotocol())
+            }),
+        }
+    }
+}
+
+/// Percent-encodes an identity for the last path segment (RFC 3986 unreserved characters stay).
+fn percent_encode(identity: &str) -> String {
+    let mut out = String::with_capacity(identity.len());
+    for byte in identity.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,412 @@
+//! One OCPP-J connection, CSMS side or charge-point side, as a Sans-IO state machine.
+
+mod close;
+mod handshake;
+mod rpc;
+
+pub use handshake::{ConnectTarget, WrongState};
+pub use rpc::{RefusalReason, Refused};
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use ocpp_frame::handshake::{ClientHandshake, ServerHandshake, UpgradeRequest as RawUpgrade};
+use ocpp_frame::{Decoder, Encoder, Role};
+use ocpp_messages::version::OcppVersion;
+
+use crate::timer::{Timer, TimerTable};
+use crate::{ConnectionConfig, Event, Request};
+
+/// Which end of the OCPP-J link this connection is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The central system: accepts WebSocket connections.
+    Csms,
+    /// The charge point: opens the WebSocket connection.
+    ChargePoint,
+}
+
+/// One OCPP-J connection: bytes and the time in; events, bytes to write and the next deadline
+/// out. No socket, no clock, no thread.
+///
+/// Methods come in four families (the shape of quinn-proto's `Connection`):
+/// - `handle_*` feed it what happened: [`handle_data`](Self::handle_data) (bytes read),
+///   [`handle_eof`](Self::handle_eof) (the peer closed its side),
+///   [`handle_timeout`](Self::handle_timeout) (the deadline of
+///   [`poll_timeout`](Self::poll_timeout) passed);
+/// - `poll_*` drain what it produced: [`poll_event`](Self::poll_event),
+///   [`poll_transmit`](Self::poll_transmit) (or [`pending_transmit`](Self::pending_transmit)
+///   and [`advance_transmit`](Self::advance_transmit)), [`poll_timeout`](Self::poll_timeout);
+/// - mutators: [`accept`](Self::accept), [`reject`](Self::reject), [`call`](Self::call),
+///   [`respond`](Self::respond), [`respond_error`](Self::respond_error), [`send`](Self::send),
+///   [`close`](Self::close);
+/// - getters: [`side`](Self::side), [`version`](Self::version), [`is_open`](Self::is_open),
+///   [`is_closed`](Self::is_closed)...
+///
+/// After any `handle_*` or mutator call, drain events and output, then sleep until the socket is
+/// readable or `poll_timeout` passes.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Instant;
+/// use ocpp_server_core::{Connection, ConnectionConfig, Event};
+///
+/// let now = Instant::now();
+/// let mut csms = Connection::accept_incoming(now, Arc::new(ConnectionConfig::default()));
+/// let request = b"GET /ocpp/CP001 HTTP/1.1\r\nHost: csms\r\nUpgrade: websocket\r\n\
+///     Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+///     Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ocpp1.6\r\n\r\n";
+/// csms.handle_data(now, request);
+/// let Some(Event::UpgradeRequested(upgrade)) = csms.poll_event() else { panic!() };
+/// assert_eq!(upgrade.identity.as_str(), "CP001");
+/// csms.accept(now).unwrap();
+/// assert!(matches!(csms.poll_event(), Some(Event::Connected { .. })));
+/// let mut out = [0u8; 512];
+/// let n = csms.poll_transmit(&mut out);
+/// assert!(out[..n].starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
+/// ```
+#[derive(Debug)]
+pub struct Connection {
+    side: Side,
+    config: Arc<ConnectionConfig>,
+    state: State,
+    version: OcppVersion,
+    decoder: Decoder,
+    encoder: Encoder,
+    out: Vec<u8>,
+    out_head: usize,
+    events: VecDeque<Event>,
+    timers: TimerTable,
+    outgoing: Option<OutgoingCall>,
+    queued: VecDeque<QueuedCall>,
+    incoming: Option<String>,
+    held: VecDeque<HeldCall>,
+    next_id: u64,
+    mask_state: u64,
+    refused_output: bool,
+    ping_counter: u32,
+    now: Instant,
+}
+
+#[derive(Debug)]
+enum State {
+    /// CSMS: reading the upgrade request.
+    ServerHandshake(Box<ServerHandshake>),
+    /// CSMS: the application decides; bytes that followed the request wait here.
+    AwaitingDecision(Box<PendingUpgrade>),
+    /// Charge point: our request is written; reading the response.
+    ClientHandshake(Box<ClientHandshake>),
+    /// Messages flow.
+    Open,
+    /// We sent a close frame; waiting for the peer's, or its end of stream, or the timeout.
+    Closing(Box<crate::CloseReason>),
+    /// Over; the `Closed` event was queued.
+    Closed,
+}
+
+#[derive(Debug)]
+struct PendingUpgrade {
+    request: RawUpgrade,
+    version: Option<OcppVersion>,
+    trailing: Bytes,
+}
+
+/// Our CALL in flight.
+#[derive(Debug)]
+struct OutgoingCall {
+    id: String,
+    request: Request,
+}
+
+/// Our CALL waiting for the one in flight.
+#[derive(Debug)]
+struct QueuedCall {
+    id: String,
+    request: Request,
+}
+
+/// A peer CALL that arrived while an earlier one was unanswered.
+#[derive(Debug)]
+enum HeldCall {
+    /// To be decoded and delivered (the raw text message).
+    Deliver(Bytes),
+    /// Past the hold limit: to be refused with a CALLERROR in turn (its id only).
+    Refuse(String),
+}
+
+/// Past the held CALLs, how many more ids are kept to be refused in order before the peer is
+/// disconnected.
+const MAX_REFUSED_IDS: usize = 64;
+
+impl Connection {
+    /// A CSMS-side connection for a socket just accepted; the upgrade request is expected.
+    pub fn accept_incoming(now: Instant, config: Arc<ConnectionConfig>) -> Self {
+        let handshake = ServerHandshake::with_config(config.handshake);
+        let mut connection = Self::new(
+            now,
+            Side::Csms,
+            config,
+            State::ServerHandshake(Box::new(handshake)),
+            0,
+        );
+        let deadline = now + connection.config.handshake_timeout;
+        connection.timers.set(Timer::Handshake, deadline);
+        connection
+    }
+
+    fn new(
+        now: Instant,
+        side: Side,
+        config: Arc<ConnectionConfig>,
+        state: State,
+        seed: u64,
+    ) -> Self {
+        let role = match side {
+            Side::Csms => Role::Server,
+            Side::ChargePoint => Role::Client,
+        };
+        Connection {
+            side,
+            decoder: Decoder::new(role, config.decoder.clone()),
+            encoder: Encoder::new(role),
+            config,
+            state,
+            version: OcppVersion::V1_6,
+            out: Vec::new(),
+            out_head: 0,
+            events: VecDeque::new(),
+            timers: TimerTable::default(),
+            outgoing: None,
+            queued: VecDeque::new(),
+            incoming: None,
+            held: VecDeque::new(),
+            next_id: 1,
+            // xorshift needs a non-zero state.
+            mask_state: seed | 1,
+            refused_output: false,
+            ping_counter: 0,
+            now,
+        }
+    }
+
+    // ---- getters ----
+
+    /// Which end this is.
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    /// The negotiated OCPP version, once connected.
+    pub fn version(&self) -> Option<OcppVersion> {
+        match self.state {
+            State::Open | State::Closing(_) => Some(self.version),
+            _ => None,
+        }
+    }
+
+    /// Whether messages can be exchanged.
+    pub fn is_open(&self) -> bool {
+        matches!(self.state, State::Open)
+    }
+
+    /// Whether the connection is over (the `Closed` event was queued). Write out what
+    /// [`Self::poll_transmit`] still has, then close the socket.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed)
+    }
+
+    /// Whether one of our CALLs awaits its answer.
+    pub fn has_call_in_flight(&self) -> bool {
+        self.outgoing.is_some()
+    }
+
+    /// How many of our CALLs wait behind the one in flight.
+    pub fn queued_calls(&self) -> usize {
+        self.queued.len()
+    }
+
+    /// Unsent output bytes.
+    pub fn pending_transmit_len(&self) -> usize {
+        self.out.len() - self.out_head
+    }
+
+    /// Heap bytes held by this connection's own buffers and queues (not counting the shared
+    /// configuration); zero for an idle open connection.
+    pub fn heap_bytes(&self) -> usize {
+        self.decoder.heap_bytes()
+            + self.out.capacity()
+            + self.events.capacity() * std::mem::size_of::<Event>()
+            + self.queued.capacity() * std::mem::size_of::<QueuedCall>()
+            + self.held.capacity() * std::mem::size_of::<HeldCall>()
+            + self.incoming.as_ref().map_or(0, String::capacity)
+    }
+
+    // ---- handle_* ----
+
+    /// Bytes read from the socket.
+    pub fn handle_data(&mut self, now: Instant, data: &[u8]) {
+        self.now = now;
+        match &mut self.state {
+            State::ServerHandshake(_) => self.handle_upgrade_request(now, data),
+            State::ClientHandshake(_) => self.handle_upgrade_response(now, data),
+            State::AwaitingDecision(pending) => {
+                // A client should wait for the 101; keep what it pipelined, bounded.
+                let limit = self.config.decoder.get_max_frame_size() as usize + 14;
+                if pending.trailing.len() + data.len() > limit {
+                    self.fail_handshake(400, "data before the upgrade completed");
+                } else {
+                    let mut joined = BytesMut::from(&pending.trailing[..]);
+                    joined.extend_from_slice(data);
+                    pending.trailing = joined.freeze();
+                }
+            }
+            State::Open | State::Closing(_) => self.handle_frames(now, data),
+            State::Closed => {}
+        }
+    }
+
+    /// The peer closed its side of the stream (a read returned 0) or the socket failed.
+    pub fn handle_eof(&mut self, now: Instant) {
+        self.now = now;
+        match &self.state {
+            State::Closed => {}
+            State::Closing(reason) => {
+                let reason = (**reason).clone();
+                self.finish(reason);
+            }
+            _ => self.finish(crate::CloseReason::Eof),
+        }
+    }
+
+    /// The deadline [`Self::poll_timeout`] returned has passed (calling it early is harmless).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        for timer in Timer::ALL {
+            if self.timers.is_expired(timer, now) {
+                self.timers.stop(timer);
+                self.on_timer(now, timer);
+            }
+        }
+    }
+
+    // ---- poll_* ----
+
+    /// The next event, if any.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        let event = self.events.pop_front();
+        if self.events.is_empty() && self.events.capacity() > 0 {
+            // An idle connection holds no queue.
+            self.events = VecDeque::new();
+        }
+        event
+    }
+
+    /// Copies output into `buf` and returns how many bytes it wrote (0: nothing to send).
+    ///
+    /// Use it when you can write everything you take; otherwise use
+    /// [`Self::pending_transmit`] and [`Self::advance_transmit`], which leave unsent bytes here.
+    pub fn poll_transmit(&mut self, buf: &mut [u8]) -> usize {
+        let pending = self.pending_transmit();
+        let n = buf.len().min(pending.len());
+        buf[..n].copy_from_slice(&pending[..n]);
+        self.advance_transmit(n);
+        n
+    }
+
+    /// The output not written yet.
+    pub fn pending_transmit(&self) -> &[u8] {
+        &self.out[self.out_head..]
+    }
+
+    /// Marks `n` bytes of [`Self::pending_transmit`] as written.
+    pub fn advance_transmit(&mut self, n: usize) {
+        self.out_head = (self.out_head + n).min(self.out.len());
+        if self.out_head == self.out.len() {
+            // An idle connection holds no buffer.
+            self.out = Vec::new();
+            self.out_head = 0;
+        } else if self.out_head >= 4096 && self.out_head * 2 >= self.out.len() {
+            // Reclaim the written front once it is at least half the buffer.
+            self.out.drain(..self.out_head);
+            self.out_head = 0;
+        }
+        if self.refused_output && self.pending_transmit_len() <= self.config.max_outbound_bytes / 2
+        {
+            self.refused_output = false;
+            self.events.push_back(Event::Writable);
+        }
+        self.dispatch_queued_call();
+    }
+
+    /// The next deadline: call [`Self::handle_timeout`] when it passes. `None`: no timer runs.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    // ---- internals shared by the submodules ----
+
+    fn on_timer(&mut self, now: Instant, timer: Timer) {
+        match timer {
+            Timer::Handshake | Timer::Accept => {
+                if !matches!(self.state, State::Open | State::Closing(_) | State::Closed) {
+                    self.clear_output();
+                    self.finish(crate::CloseReason::HandshakeTimeout);
+                }
+            }
+            Timer::Ping => self.send_ping(now),
+            Timer::Pong => self.abort_with_close(crate::CloseReason::PongTimeout),
+            Timer::Idle => self.abort_with_close(crate::CloseReason::IdleTimeout),
+            Timer::Call => self.call_timed_out(now),
+            Timer::Close => {
+                if let State::Closing(reason) = &self.state {
+                    let reason = (**reason).clone();
+                    self.finish(reason);
+                }
+            }
+        }
+    }
+
+    /// Starts the timers of an open connection.
+    fn start_open_timers(&mut self, now: Instant) {
+        self.timers.stop(Timer::Handshake);
+        self.timers.stop(Timer::Accept);
+        if let Some(interval) = self.config.ping_interval {
+            self.timers.set(Timer::Ping, now + interval);
+        }
+        if let Some(idle) = self.config.idle_timeout {
+            self.timers.set(Timer::Idle, now + idle);
+        }
+    }
+
+    /// The next masking key (charge-point side): xorshift64*, seeded by the caller. Masking keys
+    /// only need to be unpredictable to script in a browser (RFC 6455 §10.3); a charge point
+    /// runs no foreign script, and the seed comes from the application's RNG.
+    fn mask_key(&mut self) -> Option<[u8; 4]> {
+        if self.side == Side::Csms {
+            return None;
+        }
+        let mut x = self.mask_state;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.mask_state = x;
+        let key = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        Some(((key >> 32) as u32).to_ne_bytes())
+    }
+
+    fn next_message_id(&mut self) -> String {
+        let id = self.next_id;
+        self.next_id += 1;
+        id.to_string()
+    }
+
+    /// Drops unsent output (the peer is gone or will not read it).
+    fn clear_output(&mut self) {
+        self.out = Vec::new();
+        self.out_head = 0;
+    }
+}

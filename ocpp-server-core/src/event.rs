@@ -1,0 +1,199 @@
+//! What a connection tells the application.
+
+use ocpp_frame::handshake::BasicCredentials;
+use ocpp_frame::{CloseCode, ProtocolError};
+use ocpp_messages::error_code::ErrorCode;
+use ocpp_messages::version::OcppVersion;
+
+use crate::{ChargePointIdentity, Request, Response};
+
+/// Something the application must know or act on; drain them with
+/// [`Connection::poll_event`](crate::Connection::poll_event).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// CSMS side: a charge point asks to connect. Decide with
+    /// [`Connection::accept`](crate::Connection::accept) or
+    /// [`Connection::reject`](crate::Connection::reject) (401 for bad credentials, 404 for an
+    /// unknown identity) before the handshake deadline.
+    UpgradeRequested(Box<UpgradeRequest>),
+    /// The WebSocket is open and the OCPP version negotiated.
+    Connected {
+        /// The version both ends speak.
+        version: OcppVersion,
+    },
+    /// A CALL from the peer. Answer it exactly once with
+    /// [`Connection::respond`](crate::Connection::respond) or
+    /// [`Connection::respond_error`](crate::Connection::respond_error); the next CALL of the
+    /// peer is held back until then, so answers leave in the order the CALLs came.
+    Call {
+        /// The CALL's id, to answer it.
+        id: String,
+        /// The decoded, schema-checked payload.
+        request: Request,
+    },
+    /// A SEND from the peer (OCPP 2.1): never answered.
+    Send {
+        /// The SEND's id.
+        id: String,
+        /// The decoded payload.
+        request: Request,
+    },
+    /// Our CALL ended: answered, refused, timed out, or answered with something unreadable.
+    CallCompleted {
+        /// The id [`Connection::call`](crate::Connection::call) returned.
+        id: String,
+        /// The CALL's action.
+        action: &'static str,
+        /// How it ended.
+        outcome: CallOutcome,
+    },
+    /// A CALLRESULT or CALLERROR whose id matches no CALL of ours (OCPP-J: not answered; the
+    /// connection goes on).
+    UnmatchedResponse {
+        /// The id it carried.
+        id: String,
+    },
+    /// OCPP 2.1: the peer could not process our CALLRESULT with this id.
+    CallResultError {
+        /// The id of our CALLRESULT.
+        id: String,
+        /// The error code.
+        code: ErrorCode,
+        /// The description.
+        description: String,
+    },
+    /// Output was refused for back-pressure and there is room again.
+    Writable,
+    /// The connection is over: the last event. Write out what
+    /// [`Connection::poll_transmit`](crate::Connection::poll_transmit) still has, then close
+    /// the socket.
+    Closed(Box<Closed>),
+}
+
+/// A charge point's upgrade request, as the CSMS sees it before deciding.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct UpgradeRequest {
+    /// The identity from the last path segment, percent-decoded.
+    pub identity: ChargePointIdentity,
+    /// The version the server will speak if it accepts; `None` if no offered subprotocol is
+    /// supported (accepting then completes the handshake and closes, as OCPP-J asks).
+    pub version: Option<OcppVersion>,
+    /// The subprotocols offered, in the client's order.
+    pub offered_subprotocols: Vec<String>,
+    /// `Authorization: Basic` credentials (security profiles 1 and 2), if sent.
+    pub credentials: Option<BasicCredentials>,
+    /// The raw request path (not percent-decoded).
+    pub path: String,
+    /// The raw query, without `?`.
+    pub query: Option<String>,
+}
+
+/// How one of our CALLs ended.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CallOutcome {
+    /// A CALLRESULT, decoded with the CALL's action.
+    Result(Response),
+    /// A CALLERROR.
+    Error {
+        /// The error code (any version's spelling read by meaning).
+        code: ErrorCode,
+        /// The description.
+        description: String,
+        /// The details object as JSON text.
+        details: String,
+    },
+    /// No answer within the call timeout.
+    Timeout,
+    /// A CALLRESULT that does not decode as the action's response (on OCPP 2.1 the peer was
+    /// sent a CALLRESULTERROR).
+    InvalidResult {
+        /// What was wrong.
+        description: String,
+    },
+}
+
+/// Why and how a connection ended, and what it leaves undone.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Closed {
+    /// Why it ended.
+    pub reason: CloseReason,
+    /// Peer CALLs that were never answered (ids, in arrival order): delivered to the
+    /// application, or held behind one that was.
+    pub unanswered_incoming: Vec<String>,
+    /// Our CALLs that never got an outcome (in flight, then queued), to retry or fail.
+    pub unanswered_outgoing: Vec<UnansweredCall>,
+}
+
+/// A CALL of ours left without an outcome when the connection ended.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct UnansweredCall {
+    /// Its id.
+    pub id: String,
+    /// Its request, to send again on the next connection.
+    pub request: Request,
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// The upgrade request was malformed and answered with this HTTP status.
+    HandshakeFailed {
+        /// The status sent.
+        status: u16,
+        /// What was wrong.
+        description: String,
+    },
+    /// The application rejected the upgrade with this status.
+    Rejected {
+        /// The status sent.
+        status: u16,
+    },
+    /// Charge-point side: the server refused the upgrade (e.g. 401, 404) or answered it wrongly.
+    UpgradeRefused {
+        /// The HTTP status, when there was one other than 101.
+        status: Option<u16>,
+        /// What was wrong.
+        description: String,
+    },
+    /// The handshake did not finish in time.
+    HandshakeTimeout,
+    /// No OCPP version in common.
+    NoCommonVersion,
+    /// The peer closed with this code and reason (`None`: a close frame without a code).
+    PeerClosed {
+        /// The code, if any.
+        code: Option<CloseCode>,
+        /// The reason.
+        reason: String,
+    },
+    /// We closed (through [`Connection::close`](crate::Connection::close)) and the peer
+    /// answered or the close timeout passed.
+    LocalClose {
+        /// The code we sent.
+        code: CloseCode,
+    },
+    /// The peer broke RFC 6455; we sent a close frame with `error.close_code()`.
+    ProtocolError(ProtocolError),
+    /// The peer broke OCPP-J in a way that ends the connection (binary frames, too many CALLs
+    /// at once); we sent a close frame with this code.
+    OcppViolation {
+        /// The code sent.
+        code: CloseCode,
+        /// What was wrong.
+        description: String,
+    },
+    /// No pong arrived in time.
+    PongTimeout,
+    /// Nothing arrived for the idle timeout.
+    IdleTimeout,
+    /// The stream ended without a close handshake (close code 1006).
+    Eof,
+    /// The peer stopped reading and our output passed twice the outbound limit.
+    SlowPeer,
+}
