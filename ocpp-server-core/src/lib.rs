@@ -1,4 +1,33 @@
-//! The Sans-IO OCPP-J connection (being written).
+//! The Sans-IO OCPP-J connection: what a central system (CSMS) drives for each charge point,
+//! and what a charge point (or a load generator) drives for its link to the CSMS.
+//!
+//! One [`Connection`] per peer takes bytes and the time, and hands back typed [`Event`]s, bytes
+//! to write and its next deadline. It holds the OCPP-J rules that libraries in the field get
+//! partly wrong:
+//!
+//! - the upgrade: identity from the last path segment (percent-decoded; OCPP 2.x: at most 48
+//!   characters, no `:`), Basic credentials and the offered subprotocols reach the application,
+//!   which accepts or rejects (401, 404) before the upgrade completes; the version is chosen by
+//!   the client's order or a server policy; no common version completes the handshake and closes,
+//!   or answers 400 ([`NoCommonVersion`]); a handshake that drags on is dropped;
+//! - one outstanding CALL per direction: further CALLs queue (bounded); a peer's CALL that
+//!   arrives before its previous one was answered is held (bounded) so that answers leave in the
+//!   order the CALLs came; SEND (2.1) neither counts nor is answered;
+//! - correlation: a CALLRESULT is decoded with its CALL's action; an unknown id is reported, not
+//!   fatal; timeouts are events; a CALLRESULT that does not decode gets a CALLRESULTERROR on 2.1;
+//! - every CALL received is answered exactly once: by the application, or by the core with the
+//!   CALLERROR its problem calls for (NotImplemented for an unknown action, the schema
+//!   violation's code, FormationViolation/FormatViolation for bad JSON), spelled for the
+//!   negotiated version;
+//! - keep-alive and timers in a small table ([`Connection::poll_timeout`] is their minimum);
+//!   every expiry ends in a terminal state;
+//! - back-pressure: a bounded output, messages handed back when full ([`Refused`]), pongs and
+//!   close frames always let through, a peer that stops reading dropped;
+//! - a final [`Event::Closed`] that lists the CALLs left unanswered both ways.
+//!
+//! An idle open connection is 544 bytes and holds no heap buffer (see `tests/memory.rs`).
+//! [`IdentityTable`] keeps identities to connections with the policy a CSMS needs for
+//! duplicates: the newer connection wins.
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),
