@@ -262,17 +262,17 @@ impl Decoder {
                     let available = (buf.len() - header_len) as u64;
                     if available >= header.payload_len {
                         let target = self.begin_frame(header)?;
-                        let buffer = self.buffer(target);
-                        if buffer.is_empty() {
-                            buf.advance(header_len);
-                            // `payload_len <= available`, which is a `usize`.
-                            let payload = buf.split_to(header.payload_len as usize);
-                            *buffer = payload;
+                        // Only a frame that is a whole message (or a control frame) is handed
+                        // out as a slice of `buf`. A fragment is copied: kept as a slice, it
+                        // would pin the caller's whole read buffer until the message ends.
+                        let whole = header.fin && header.opcode != Opcode::Continuation;
+                        buf.advance(header_len);
+                        // `payload_len <= available`, which is a `usize`.
+                        let payload = buf.split_to(header.payload_len as usize);
+                        if whole {
+                            *self.buffer(target) = payload;
                             self.payload_added(0)?;
                         } else {
-                            // A continuation frame: append to the message so far.
-                            buf.advance(header_len);
-                            let payload = buf.split_to(header.payload_len as usize);
                             self.add_payload(&payload)?;
                         }
                         if let Some(message) = self.end_frame()? {
@@ -447,11 +447,20 @@ impl Decoder {
         let Some(frame) = self.frame else {
             return Ok(());
         };
+        let frame_left = frame.header.payload_len - frame.received;
         let buffer = self.buffer(frame.target);
         let start = buffer.len();
         if buffer.capacity() - start < chunk.len() {
-            // The whole rest of the frame if it is here, otherwise what arrived (growth doubles).
-            buffer.reserve(chunk.len());
+            // Grow to twice what arrived (at least the chunk), but never past the end of this
+            // frame: the whole rest of the frame if it is here, and no more than twice what the
+            // peer actually sent otherwise. Allocated exactly (`with_capacity`), not by `reserve`,
+            // whose growth may overshoot.
+            let end_of_frame = (start as u64).saturating_add(frame_left);
+            let wanted = (2 * start).max(start + chunk.len()) as u64;
+            let capacity = wanted.min(end_of_frame) as usize;
+            let mut grown = BytesMut::with_capacity(capacity);
+            grown.extend_from_slice(buffer);
+            *buffer = grown;
         }
         buffer.extend_from_slice(chunk);
         self.payload_added(start)
