@@ -1,6 +1,35 @@
 //! OCPP-J over WebSocket: the RPC envelope and typed messages for OCPP 1.6, 2.0.1 and 2.1.
 //!
-//! (Crate documentation is being written; see the modules.)
+//! This crate knows the OCPP-J message layer and nothing of the transport: it takes the bytes of
+//! one WebSocket text message and gives them back the same way.
+//!
+//! - [`version`]: [`OcppVersion`], negotiated through the WebSocket subprotocol
+//!   (`ocpp1.6`, `ocpp2.0.1`, `ocpp2.1`).
+//! - [`envelope`]: the RPC frame (`[2,"id","Action",{..}]` and friends). Parsing borrows from
+//!   the input and keeps payloads as raw JSON until the action is known; writing appends to the
+//!   caller's buffer; [`envelope::respond_to_parse_error`] is the one place where the OCPP-J
+//!   rules for bad input live.
+//! - [`error_code`]: CALLERROR codes, spelt exactly per version and read in any spelling.
+//! - The typed messages of each version and their validation (`v1_6`, `v2_0_1`, `v2_1`,
+//!   `validate`, behind features of the same names).
+//!
+//! ```
+//! use ocpp_messages::envelope::{parse, RpcMessage};
+//! use ocpp_messages::OcppVersion;
+//!
+//! let version = OcppVersion::from_subprotocol("ocpp1.6").unwrap();
+//! let mut out = Vec::new();
+//! match parse(b"[2,19223201,\"Heartbeat\",{}]", version) {
+//!     Ok(RpcMessage::Call(_call)) => { /* decode _call.payload for _call.action */ }
+//!     Ok(_) => {}
+//!     // Integer ids are not valid: answered with id "-1", never echoed.
+//!     Err(e) => { e.respond(version).write_to(&mut out, version)?; }
+//! }
+//! assert_eq!(out, br#"[4,"-1","FormationViolation","MessageId is not a string",{}]"#);
+//! # Ok::<(), ocpp_messages::envelope::SerializeError>(())
+//! ```
+//!
+//! `no_std` + `alloc` without the default `std` feature.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -11,7 +40,32 @@ extern crate alloc;
 pub mod envelope;
 pub mod error_code;
 pub mod version;
+
+pub use envelope::{MessageId, MessageTypeId, ParseError, RpcMessage};
+pub use error_code::ErrorCode;
+pub use version::OcppVersion;
 // --- end envelope section ---
 
 // --- generated typed messages, validation, date-time (owner: codegen work) ---
+mod payload_enum;
+pub mod wire_enum;
+
+pub mod action;
+#[cfg(feature = "proptest")]
+pub mod arbitrary;
+pub mod datetime;
+pub mod decode;
+pub mod validate;
+
+#[cfg(feature = "v1_6")]
+pub mod v1_6;
+#[cfg(feature = "v2_0_1")]
+pub mod v2_0_1;
+#[cfg(feature = "v2_1")]
+pub mod v2_1;
+
+pub use action::{ActionRequest, ActionResponse, OcppAction, Payload};
+pub use datetime::DateTime;
+pub use decode::{DecodeError, DecodeOptions};
+pub use validate::{Mode, Violation, ViolationKind};
 // --- end codegen section ---

@@ -1,0 +1,136 @@
+//! Decoding a payload into its typed form: parse the JSON, check it against the schema (strict
+//! or lenient), then build the Rust value.
+//!
+//! Numbers declared `"type": "number"` in the schemas decode to `f64`: the schemas give no
+//! precision, and re-encoding prints the shortest form that reads back to the same `f64` (so
+//! `1` may come back as `1.0`). Integers are 32-bit, as OCPP defines them.
+
+use alloc::collections::BTreeSet;
+use alloc::string::{String, ToString};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::validate::{Mode, Path, Schema, Violation, ViolationKind};
+
+/// Why a payload could not be decoded. Each variant tells which CALLERROR to answer with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The action name is not one of the version's actions: answer `NotImplemented`.
+    #[error("unknown action `{0}`")]
+    UnknownAction(String),
+    /// The action is SEND-only (OCPP 2.1 `NotifyPeriodicEventStream`), so no CALLRESULT can
+    /// answer it.
+    #[error("`{0}` is a SEND-only action and has no response")]
+    NoResponse(&'static str),
+    /// The payload is not valid JSON: answer `FormationViolation` (1.6) / `FormatViolation`
+    /// (2.x).
+    #[error("payload is not valid JSON: {0}")]
+    Json(String),
+    /// The payload is JSON but breaks the action's schema; the kind gives the error code.
+    #[error("payload violates the schema: {0}")]
+    Violation(#[from] Violation),
+}
+
+impl DecodeError {
+    /// The violation kind this error maps to: [`ViolationKind::Format`] for JSON that does not
+    /// parse, the violation's kind for a schema violation, `None` for an unknown action (answer
+    /// `NotImplemented`) or a response to a SEND-only action.
+    pub fn violation_kind(&self) -> Option<ViolationKind> {
+        match self {
+            DecodeError::Json(_) => Some(ViolationKind::Format),
+            DecodeError::Violation(v) => Some(v.kind()),
+            DecodeError::UnknownAction(_) | DecodeError::NoResponse(_) => None,
+        }
+    }
+}
+
+/// The error of `Action::from_str`: the name is not an action of this version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("unknown action")]
+pub struct UnknownAction;
+
+/// Which actions are decoded strictly and which leniently ([`Mode`]).
+///
+/// ```
+/// use ocpp_messages::{DecodeOptions, Mode};
+///
+/// let options = DecodeOptions::strict().with_lenient_action("StatusNotification");
+/// assert_eq!(options.mode_for("StatusNotification"), Mode::Lenient);
+/// assert_eq!(options.mode_for("BootNotification"), Mode::Strict);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DecodeOptions {
+    default: Mode,
+    exceptions: BTreeSet<String>,
+}
+
+impl DecodeOptions {
+    /// Every action strict (the default).
+    pub fn strict() -> Self {
+        DecodeOptions {
+            default: Mode::Strict,
+            exceptions: BTreeSet::new(),
+        }
+    }
+
+    /// Every action lenient.
+    pub fn lenient() -> Self {
+        DecodeOptions {
+            default: Mode::Lenient,
+            exceptions: BTreeSet::new(),
+        }
+    }
+
+    /// Decodes `action` leniently whatever the default.
+    pub fn with_lenient_action(mut self, action: &str) -> Self {
+        self.set(action, Mode::Lenient);
+        self
+    }
+
+    /// Decodes `action` strictly whatever the default.
+    pub fn with_strict_action(mut self, action: &str) -> Self {
+        self.set(action, Mode::Strict);
+        self
+    }
+
+    fn set(&mut self, action: &str, mode: Mode) {
+        if mode == self.default {
+            self.exceptions.remove(action);
+        } else {
+            self.exceptions.insert(action.to_string());
+        }
+    }
+
+    /// The mode for `action`.
+    pub fn mode_for(&self, action: &str) -> Mode {
+        match (self.default, self.exceptions.contains(action)) {
+            (mode, false) => mode,
+            (Mode::Strict, true) => Mode::Lenient,
+            (Mode::Lenient, true) => Mode::Strict,
+        }
+    }
+}
+
+/// Parses `payload`, checks it against `T`'s schema in `mode` and builds the value.
+pub fn decode_payload<T: Schema + DeserializeOwned>(
+    payload: &str,
+    mode: Mode,
+) -> Result<T, DecodeError> {
+    let value: Value =
+        serde_json::from_str(payload).map_err(|e| DecodeError::Json(e.to_string()))?;
+    decode_value(value, mode)
+}
+
+/// Checks an already parsed payload against `T`'s schema in `mode` and builds the value.
+pub fn decode_value<T: Schema + DeserializeOwned>(
+    value: Value,
+    mode: Mode,
+) -> Result<T, DecodeError> {
+    T::check_json(&value, &Path::Root, mode)?;
+    // After the check, building the value only fails where a type is narrower than the check
+    // (never, for the generated types); report it as a type violation rather than panic.
+    T::deserialize(value)
+        .map_err(|e| Violation::new(ViolationKind::Type, &Path::Root, e.to_string()).into())
+}

@@ -1,0 +1,281 @@
+//! The checks generated [`Schema`](super::Schema) implementations are made of; one function per
+//! JSON schema rule, each reporting the [`ViolationKind`] OCPP-J asks for.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use serde_json::{Map, Value};
+
+use super::{Mode, Path, Violation, ViolationKind};
+use crate::datetime::DateTime;
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn wrong_type(value: &Value, path: &Path<'_>, expected: &str) -> Violation {
+    Violation::new(
+        ViolationKind::Type,
+        path,
+        format!("expected {expected}, found {}", json_type(value)),
+    )
+}
+
+/// `"type": "object"`. The payload itself not being an object is a format violation.
+pub fn object<'v>(value: &'v Value, path: &Path<'_>) -> Result<&'v Map<String, Value>, Violation> {
+    match value {
+        Value::Object(map) => Ok(map),
+        _ if matches!(path, Path::Root) => Err(Violation::new(
+            ViolationKind::Format,
+            path,
+            format!("payload must be a JSON object, found {}", json_type(value)),
+        )),
+        _ => Err(wrong_type(value, path, "an object")),
+    }
+}
+
+/// `"additionalProperties": false`: in strict mode every property must be one of `known`.
+pub fn known_fields(
+    object: &Map<String, Value>,
+    path: &Path<'_>,
+    mode: Mode,
+    known: &[&str],
+) -> Result<(), Violation> {
+    if mode == Mode::Lenient {
+        return Ok(());
+    }
+    match object.keys().find(|k| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(extra) => Err(Violation::new(
+            ViolationKind::Format,
+            &path.field(extra),
+            "property not allowed by the schema (additionalProperties: false)",
+        )),
+    }
+}
+
+/// `"required"`: the property must be present (`path` is the property's path).
+pub fn required<'v>(
+    object: &'v Map<String, Value>,
+    name: &str,
+    path: &Path<'_>,
+) -> Result<&'v Value, Violation> {
+    object
+        .get(name)
+        .ok_or_else(|| Violation::new(ViolationKind::Occurrence, path, "required property missing"))
+}
+
+/// An optional property; in lenient mode `null` counts as absent.
+pub fn optional<'v>(object: &'v Map<String, Value>, name: &str, mode: Mode) -> Option<&'v Value> {
+    match object.get(name) {
+        Some(Value::Null) if mode == Mode::Lenient => None,
+        other => other,
+    }
+}
+
+/// `"type": "string"` with an optional `maxLength` (counted in characters, as JSON schema does).
+pub fn string<'v>(
+    value: &'v Value,
+    path: &Path<'_>,
+    max_len: Option<u64>,
+) -> Result<&'v str, Violation> {
+    let Value::String(s) = value else {
+        return Err(wrong_type(value, path, "a string"));
+    };
+    if let Some(max) = max_len {
+        // Cheap test first: no more bytes than allowed characters means no more characters.
+        if s.len() as u64 > max {
+            let chars = s.chars().count() as u64;
+            if chars > max {
+                return Err(Violation::new(
+                    ViolationKind::Property,
+                    path,
+                    format!("longer than maxLength {max} ({chars} characters)"),
+                ));
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// `"format": "uri"`: a scheme (`[A-Za-z][A-Za-z0-9+.-]*`), a colon, and no whitespace or
+/// control characters.
+pub fn uri(value: &Value, path: &Path<'_>, max_len: Option<u64>) -> Result<(), Violation> {
+    let s = string(value, path, max_len)?;
+    let valid = match s.split_once(':') {
+        Some((scheme, _)) => {
+            let mut chars = scheme.chars();
+            chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+                && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+                && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+        }
+        None => false,
+    };
+    if valid {
+        Ok(())
+    } else {
+        Err(Violation::new(
+            ViolationKind::Format,
+            path,
+            "not a URI (format: uri)",
+        ))
+    }
+}
+
+/// `"format": "date-time"`: an RFC 3339 date-time, see [`DateTime`].
+pub fn date_time(value: &Value, path: &Path<'_>) -> Result<(), Violation> {
+    let s = string(value, path, None)?;
+    DateTime::parse(s).map(|_| ()).map_err(|e| {
+        Violation::new(
+            ViolationKind::Format,
+            path,
+            format!("not an RFC 3339 date-time: {e}"),
+        )
+    })
+}
+
+/// `"type": "integer"` within `[lo, hi]`: the schema's bounds narrowed to the Rust type's
+/// (32 bits, as OCPP defines integers). A number with a fraction part is a type violation.
+pub fn integer(value: &Value, path: &Path<'_>, lo: i64, hi: i64) -> Result<(), Violation> {
+    let Value::Number(n) = value else {
+        return Err(wrong_type(value, path, "an integer"));
+    };
+    let in_range = match (n.as_i64(), n.as_u64()) {
+        (Some(i), _) => (lo..=hi).contains(&i),
+        (None, Some(_)) => false,
+        (None, None) => return Err(wrong_type(value, path, "an integer")),
+    };
+    if in_range {
+        Ok(())
+    } else {
+        Err(Violation::new(
+            ViolationKind::Property,
+            path,
+            format!("{n} is outside {lo}..={hi}"),
+        ))
+    }
+}
+
+/// `"type": "number"` with optional `minimum`, `maximum` and `multipleOf` (the latter with a
+/// relative tolerance of 1e-9, since decimals such as 0.1 have no exact binary form).
+pub fn number(
+    value: &Value,
+    path: &Path<'_>,
+    min: Option<f64>,
+    max: Option<f64>,
+    multiple_of: Option<f64>,
+) -> Result<(), Violation> {
+    let Some(x) = value.as_f64() else {
+        return Err(wrong_type(value, path, "a number"));
+    };
+    if let Some(min) = min.filter(|m| x < *m) {
+        return Err(Violation::new(
+            ViolationKind::Property,
+            path,
+            format!("{x} is below minimum {min}"),
+        ));
+    }
+    if let Some(max) = max.filter(|m| x > *m) {
+        return Err(Violation::new(
+            ViolationKind::Property,
+            path,
+            format!("{x} is above maximum {max}"),
+        ));
+    }
+    if let Some(step) = multiple_of {
+        if !is_multiple(x, step) {
+            return Err(Violation::new(
+                ViolationKind::Property,
+                path,
+                format!("{x} is not a multiple of {step}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn abs(x: f64) -> f64 {
+    if x < 0.0 {
+        -x
+    } else {
+        x
+    }
+}
+
+fn is_multiple(x: f64, step: f64) -> bool {
+    if step <= 0.0 {
+        return true;
+    }
+    let q = x / step;
+    if abs(q) >= 9.0e15 {
+        return true; // beyond f64 integer precision: every such quotient is "integral"
+    }
+    let truncated = q as i64 as f64;
+    let frac = abs(q - truncated);
+    let distance = if frac > 0.5 { 1.0 - frac } else { frac };
+    let scale = if abs(q) > 1.0 { abs(q) } else { 1.0 };
+    distance <= 1e-9 * scale
+}
+
+/// `"type": "boolean"`.
+pub fn boolean(value: &Value, path: &Path<'_>) -> Result<(), Violation> {
+    match value {
+        Value::Bool(_) => Ok(()),
+        _ => Err(wrong_type(value, path, "a boolean")),
+    }
+}
+
+/// `"type": "array"` with optional `minItems` and `maxItems`.
+pub fn array<'v>(
+    value: &'v Value,
+    path: &Path<'_>,
+    min: Option<u64>,
+    max: Option<u64>,
+) -> Result<&'v Vec<Value>, Violation> {
+    let Value::Array(items) = value else {
+        return Err(wrong_type(value, path, "an array"));
+    };
+    let n = items.len() as u64;
+    if let Some(min) = min.filter(|m| n < *m) {
+        return Err(Violation::new(
+            ViolationKind::Occurrence,
+            path,
+            format!("{n} items, fewer than minItems {min}"),
+        ));
+    }
+    if let Some(max) = max.filter(|m| n > *m) {
+        return Err(Violation::new(
+            ViolationKind::Occurrence,
+            path,
+            format!("{n} items, more than maxItems {max}"),
+        ));
+    }
+    Ok(items)
+}
+
+/// `"enum"`: a string, and in strict mode one of `values`.
+pub fn enum_value(
+    value: &Value,
+    path: &Path<'_>,
+    mode: Mode,
+    values: &[&str],
+) -> Result<(), Violation> {
+    let Value::String(s) = value else {
+        return Err(wrong_type(value, path, "a string"));
+    };
+    if mode == Mode::Strict && !values.contains(&s.as_str()) {
+        let mut rule = format!("value {s:?} is not one of ");
+        rule.push_str(&values.join(", "));
+        return Err(Violation::new(ViolationKind::Property, path, rule));
+    }
+    Ok(())
+}
