@@ -1,0 +1,192 @@
+//! `charge-point`: an OCPP charge point simulator (OCPP-J 1.6, 2.0.1 and 2.1 over `ws://`).
+//!
+//! It connects to a CSMS (identity in the URL's last segment, the versions offered as
+//! subprotocols in order, `Authorization: Basic` with `--password`), boots, reports its
+//! connectors, heartbeats at the interval the CSMS gives, optionally plays a charging session
+//! (`--session`), answers the CSMS's commands, and reconnects with the back-off of OCPP 2.0.1
+//! Part 4 §5.3 after any loss. On exit (`--duration-s`, Ctrl-C or SIGTERM) it prints one
+//! summary line on stdout.
+//!
+//! ```sh
+//! cargo run --release -p ocpp-examples --bin charge-point -- \
+//!     --url ws://127.0.0.1:9000/ocpp/CP001 --version 1.6 --session --duration-s 60
+//! ```
+//!
+//! How it is built: a current-thread tokio runtime runs one task per simulated charge point
+//! ([`driver`]); each task drives a Sans-IO `ocpp_server_core::Connection` (the protocol) and
+//! a [`station::Station`] (the charge point's behaviour, Sans-IO too) with a `TcpStream` and
+//! the clock. The same connection type runs the CSMS side in the mio server: the core takes
+//! bytes and `now`, and hands back events, bytes and a deadline, whatever loop calls it.
+
+#[path = "charge_point/backoff.rs"]
+mod backoff;
+#[path = "charge_point/cli.rs"]
+mod cli;
+#[path = "charge_point/driver.rs"]
+mod driver;
+#[path = "charge_point/payload.rs"]
+mod payload;
+#[path = "charge_point/settings.rs"]
+mod settings;
+#[path = "charge_point/station.rs"]
+mod station;
+#[path = "charge_point/stats.rs"]
+mod stats;
+
+use std::cell::RefCell;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ocpp_server_core::{ChargePointIdentity, ConnectionConfig};
+use tokio::sync::watch;
+use tokio::task::{JoinSet, LocalSet};
+use tracing::{info, warn};
+
+use cli::{CliError, Options, USAGE};
+use driver::Driver;
+use stats::Stats;
+
+/// How long the charge points get to close their connections after the stop command.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(6);
+
+fn main() -> ExitCode {
+    let options = match Options::parse(std::env::args().skip(1)) {
+        Ok(options) => options,
+        Err(CliError::Help) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(CliError::Invalid(message)) => {
+            eprintln!("charge-point: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    // OCPP 2.x identities: at most 48 characters, no ':' (OCPP 2.0.1 Part 4 §3.1.1).
+    let strict = options.versions.iter().any(|v| v.is_2x());
+    let mut identities = Vec::new();
+    for name in options.identities() {
+        match ChargePointIdentity::new(name.clone(), strict) {
+            Ok(identity) => identities.push(identity),
+            Err(error) => {
+                eprintln!("charge-point: identity {name:?}: {error}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("charge-point: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    LocalSet::new().block_on(&runtime, run(options, identities));
+    ExitCode::SUCCESS
+}
+
+/// Runs every charge point until the duration passes or a signal comes, stops them, and prints
+/// the summary line.
+async fn run(options: Options, identities: Vec<ChargePointIdentity>) {
+    let stats = Rc::new(RefCell::new(Stats::new(identities.len())));
+    let seed = options.seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+            ^ u64::from(std::process::id())
+    });
+    let mut rng = fastrand::Rng::with_seed(seed);
+    // Room for a boot's StatusNotifications (up to 33) and an offline backlog in the queue.
+    let config = Arc::new(
+        ConnectionConfig::default()
+            .versions(options.versions.clone())
+            .max_queued_calls(64),
+    );
+    let options = Rc::new(options);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    info!(
+        count = identities.len(),
+        host = %options.host,
+        versions = ?options.versions,
+        "starting"
+    );
+    // Many charge points start spread over up to a second rather than all at once.
+    let spread_ms = (identities.len() as u64).min(1000);
+    for identity in identities {
+        let start_after = Duration::from_millis(if spread_ms > 1 {
+            rng.u64(..spread_ms)
+        } else {
+            0
+        });
+        let driver = Driver::new(
+            options.clone(),
+            config.clone(),
+            identity,
+            stats.clone(),
+            stop_rx.clone(),
+            rng.u64(..),
+        );
+        tasks.spawn_local(async move {
+            tokio::time::sleep(start_after).await;
+            driver.run().await;
+        });
+    }
+    let duration = options.duration;
+    let elapsed = async move {
+        match duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = elapsed => info!("duration reached"),
+        _ = shutdown_signal() => info!("signal received"),
+    }
+    let _ = stop_tx.send(true);
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        warn!("some charge points did not close in time");
+        tasks.abort_all();
+    }
+    println!("{}", stats.borrow());
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
