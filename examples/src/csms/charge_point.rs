@@ -1,0 +1,278 @@
+//! What the CSMS remembers of each charge point, in words every OCPP version shares: the
+//! per-version handlers translate their typed messages into these calls.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use ocpp_messages::version::OcppVersion;
+
+use super::SessionId;
+
+/// One charge point: its live session (if connected), what it said at boot, its connectors and
+/// its transactions. Kept after it disconnects, so that a transaction started before a
+/// reconnect can end after it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ChargePoint {
+    /// The identity (last segment of the WebSocket URL).
+    pub identity: String,
+    /// The current connection, if any.
+    pub session: Option<Session>,
+    /// The last BootNotification.
+    pub registration: Option<Registration>,
+    /// When the last Heartbeat arrived.
+    pub last_heartbeat: Option<SystemTime>,
+    /// Connector states by label: `"1"` (OCPP 1.6 connectorId) or `"1/1"` (2.x evse/connector).
+    pub connectors: BTreeMap<String, ConnectorState>,
+    /// Transactions, active and the last few ended, in the order they started.
+    pub transactions: Vec<Transaction>,
+}
+
+/// A live WebSocket connection of a charge point.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Session {
+    /// Its id.
+    pub id: SessionId,
+    /// The negotiated OCPP version.
+    pub version: OcppVersion,
+    /// When the WebSocket opened.
+    pub since: SystemTime,
+}
+
+/// What a BootNotification said.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Registration {
+    /// `chargePointVendor` (1.6) / `chargingStation.vendorName` (2.x).
+    pub vendor: String,
+    /// `chargePointModel` (1.6) / `chargingStation.model` (2.x).
+    pub model: String,
+    /// The serial number, if sent.
+    pub serial_number: Option<String>,
+    /// The firmware version, if sent.
+    pub firmware_version: Option<String>,
+    /// 2.x: why it booted (`PowerUp`, ...).
+    pub reason: Option<String>,
+    /// When it arrived.
+    pub at: SystemTime,
+}
+
+/// The last StatusNotification of a connector.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ConnectorState {
+    /// The status as on the wire (`Available`, `Charging`, `Occupied`...).
+    pub status: String,
+    /// 1.6: the error code unless `NoError`.
+    pub error_code: Option<String>,
+    /// When it arrived.
+    pub at: SystemTime,
+}
+
+/// A charging session.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Transaction {
+    /// The id: ours for 1.6 (`transactionId` of StartTransaction.conf), the charge point's for
+    /// 2.x (`transactionInfo.transactionId`).
+    pub id: String,
+    /// The connector label (see [`ChargePoint::connectors`]).
+    pub connector: String,
+    /// The idTag / idToken that started it, if any.
+    pub id_tag: Option<String>,
+    /// When it started (our clock).
+    pub started: SystemTime,
+    /// When it ended, if it did.
+    pub ended: Option<SystemTime>,
+    /// Why it ended (`Local`, `EVDisconnected`...), if said.
+    pub stop_reason: Option<String>,
+    /// 2.x `chargingState` (`Charging`, `SuspendedEV`...), if said.
+    pub charging_state: Option<String>,
+    /// The energy register at the start, in Wh.
+    pub meter_start_wh: Option<f64>,
+    /// The last energy register reading, in Wh.
+    pub meter_last_wh: Option<f64>,
+    /// How many sampled values arrived for it.
+    pub samples: u64,
+}
+
+impl Transaction {
+    /// Energy delivered so far (last reading minus start), in Wh.
+    pub fn energy_wh(&self) -> Option<f64> {
+        Some(self.meter_last_wh? - self.meter_start_wh?)
+    }
+
+    /// Whether it has not ended.
+    pub fn is_active(&self) -> bool {
+        self.ended.is_none()
+    }
+}
+
+/// One sampled value, in words every version shares.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeterReading<'a> {
+    /// The measurand as on the wire; `None` means the default, `Energy.Active.Import.Register`.
+    pub measurand: Option<&'a str>,
+    /// The value (1.6 sends it as text: parse it first).
+    pub value: f64,
+    /// The unit as on the wire (`Wh` when `None`), e.g. `kWh`.
+    pub unit: Option<&'a str>,
+    /// 2.x `unitOfMeasure.multiplier`: the value is `value * 10^multiplier`.
+    pub multiplier: i32,
+}
+
+impl MeterReading<'_> {
+    /// The reading in Wh if it is the imported active energy register.
+    pub fn energy_import_wh(&self) -> Option<f64> {
+        let measurand = self.measurand.unwrap_or("Energy.Active.Import.Register");
+        if measurand != "Energy.Active.Import.Register" {
+            return None;
+        }
+        let scale = match self.unit.unwrap_or("Wh") {
+            "Wh" => 1.0,
+            "kWh" => 1000.0,
+            _ => return None,
+        };
+        Some(self.value * scale * 10f64.powi(self.multiplier))
+    }
+}
+
+impl ChargePoint {
+    /// A charge point seen for the first time.
+    pub fn new(identity: &str) -> Self {
+        ChargePoint {
+            identity: identity.into(),
+            session: None,
+            registration: None,
+            last_heartbeat: None,
+            connectors: BTreeMap::new(),
+            transactions: Vec::new(),
+        }
+    }
+
+    /// The registration status to show: `Accepted` once booted (this CSMS accepts every
+    /// BootNotification), `Unregistered` before.
+    pub fn status(&self) -> &'static str {
+        if self.registration.is_some() {
+            "Accepted"
+        } else {
+            "Unregistered"
+        }
+    }
+
+    /// Records a connector status.
+    pub fn set_connector_status(
+        &mut self,
+        connector: String,
+        status: &str,
+        error_code: Option<&str>,
+        at: SystemTime,
+    ) {
+        self.connectors.insert(
+            connector,
+            ConnectorState {
+                status: status.into(),
+                error_code: error_code.map(String::from),
+                at,
+            },
+        );
+    }
+
+    /// The transaction with this id.
+    pub fn transaction_mut(&mut self, id: &str) -> Option<&mut Transaction> {
+        self.transactions.iter_mut().rev().find(|t| t.id == id)
+    }
+
+    /// The active transaction on a connector (the latest one if several).
+    pub fn active_transaction_on(&mut self, connector: &str) -> Option<&mut Transaction> {
+        self.transactions
+            .iter_mut()
+            .rev()
+            .find(|t| t.is_active() && t.connector == connector)
+    }
+
+    /// Starts a transaction, or returns the existing one with this id (a repeated
+    /// StartTransaction or `Started` event must not create two).
+    pub fn start_transaction(
+        &mut self,
+        id: String,
+        connector: String,
+        id_tag: Option<String>,
+        meter_start_wh: Option<f64>,
+        now: SystemTime,
+    ) -> &mut Transaction {
+        if let Some(index) = self.transactions.iter().position(|t| t.id == id) {
+            return &mut self.transactions[index];
+        }
+        self.transactions.push(Transaction {
+            id,
+            connector,
+            id_tag,
+            started: now,
+            ended: None,
+            stop_reason: None,
+            charging_state: None,
+            meter_start_wh,
+            meter_last_wh: meter_start_wh,
+            samples: 0,
+        });
+        let last = self.transactions.len() - 1;
+        &mut self.transactions[last]
+    }
+
+    /// Ends a transaction (creating it when it was started before this CSMS knew it, e.g.
+    /// across a restart), then drops ended ones past `keep`.
+    pub fn end_transaction(
+        &mut self,
+        id: &str,
+        connector: Option<String>,
+        meter_stop_wh: Option<f64>,
+        reason: Option<&str>,
+        keep: usize,
+        now: SystemTime,
+    ) {
+        let transaction = match self.transactions.iter().position(|t| t.id == id) {
+            Some(index) => &mut self.transactions[index],
+            None => {
+                tracing::warn!(identity = %self.identity, id, "ending an unknown transaction");
+                self.start_transaction(id.into(), connector.unwrap_or_default(), None, None, now)
+            }
+        };
+        transaction.ended = Some(now);
+        transaction.stop_reason = reason.map(String::from);
+        if meter_stop_wh.is_some() {
+            transaction.meter_last_wh = meter_stop_wh;
+        }
+        self.prune_ended(keep);
+    }
+
+    /// Applies sampled values to a transaction: the last energy register reading wins.
+    pub fn record_meter<'a>(
+        transaction: &mut Transaction,
+        readings: impl IntoIterator<Item = MeterReading<'a>>,
+    ) {
+        for reading in readings {
+            transaction.samples += 1;
+            if let Some(wh) = reading.energy_import_wh() {
+                if transaction.meter_start_wh.is_none() {
+                    transaction.meter_start_wh = Some(wh);
+                }
+                transaction.meter_last_wh = Some(wh);
+            }
+        }
+    }
+
+    fn prune_ended(&mut self, keep: usize) {
+        let ended = self.transactions.iter().filter(|t| !t.is_active()).count();
+        let mut excess = ended.saturating_sub(keep);
+        self.transactions.retain(|t| {
+            if excess > 0 && !t.is_active() {
+                excess -= 1;
+                false
+            } else {
+                true
+            }
+        });
+    }
+}

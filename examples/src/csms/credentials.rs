@@ -1,0 +1,165 @@
+//! Security profile 1 (OCPP 1.6 security whitepaper §2.3, OCPP 2.0.1 A00.FR.2xx): HTTP Basic
+//! authentication with the charge point's identity as user and its AuthorizationKey as
+//! password, checked before the WebSocket upgrade completes.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use ocpp_frame::handshake::BasicCredentials;
+use ocpp_server_core::ChargePointIdentity;
+
+/// Passwords per identity, read from a file of `identity:password` lines.
+///
+/// ```
+/// use ocpp_examples::csms::Credentials;
+/// let credentials = Credentials::parse("# comment\nCP001:0123456789abcdef\n").unwrap();
+/// assert_eq!(credentials.len(), 1);
+/// ```
+#[derive(Clone, Default)]
+pub struct Credentials {
+    passwords: HashMap<String, Vec<u8>>,
+}
+
+impl std::fmt::Debug for Credentials {
+    /// Lists identities, never passwords.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("identities", &self.passwords.len())
+            .finish()
+    }
+}
+
+/// Why a credentials file could not be read.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CredentialsError {
+    /// The file could not be read.
+    Io(std::io::Error),
+    /// A line has no `:` (1-based line number).
+    MissingColon(usize),
+    /// A line has an empty identity (1-based line number).
+    EmptyIdentity(usize),
+}
+
+impl std::fmt::Display for CredentialsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CredentialsError::Io(e) => write!(f, "cannot read the credentials file: {e}"),
+            CredentialsError::MissingColon(line) => {
+                write!(f, "line {line}: expected `identity:password`")
+            }
+            CredentialsError::EmptyIdentity(line) => write!(f, "line {line}: empty identity"),
+        }
+    }
+}
+
+impl std::error::Error for CredentialsError {}
+
+impl Credentials {
+    /// Reads a credentials file (see [`Credentials::parse`]).
+    pub fn load(path: &Path) -> Result<Self, CredentialsError> {
+        let text = std::fs::read_to_string(path).map_err(CredentialsError::Io)?;
+        Self::parse(&text)
+    }
+
+    /// Parses `identity:password` lines; the identity ends at the first `:` (a Basic user-id
+    /// cannot hold one, RFC 7617 §2), the password is the rest of the line. Blank lines and
+    /// lines starting with `#` are skipped.
+    pub fn parse(text: &str) -> Result<Self, CredentialsError> {
+        let mut passwords = HashMap::new();
+        for (index, line) in text.lines().enumerate() {
+            let line = line.trim_end_matches('\r');
+            if line.trim().is_empty() || line.trim_start().starts_with('#') {
+                continue;
+            }
+            let (identity, password) = line
+                .split_once(':')
+                .ok_or(CredentialsError::MissingColon(index + 1))?;
+            if identity.is_empty() {
+                return Err(CredentialsError::EmptyIdentity(index + 1));
+            }
+            passwords.insert(identity.to_owned(), password.as_bytes().to_vec());
+        }
+        Ok(Credentials { passwords })
+    }
+
+    /// How many identities have a password.
+    pub fn len(&self) -> usize {
+        self.passwords.len()
+    }
+
+    /// Whether no identity has a password.
+    pub fn is_empty(&self) -> bool {
+        self.passwords.is_empty()
+    }
+
+    /// Checks an upgrade's credentials: sent, user equal to the identity, known identity, same
+    /// password. The error says which check failed (for the log; the charge point only sees
+    /// 401, so an unknown identity cannot be told from a wrong password).
+    pub fn check(
+        &self,
+        identity: &ChargePointIdentity,
+        sent: Option<&BasicCredentials>,
+    ) -> Result<(), &'static str> {
+        let sent = sent.ok_or("no Basic credentials")?;
+        if sent.user_bytes() != identity.as_str().as_bytes() {
+            return Err("the Basic user is not the identity");
+        }
+        let expected = self
+            .passwords
+            .get(identity.as_str())
+            .ok_or("unknown identity")?;
+        if constant_time_eq(expected, sent.password()) {
+            Ok(())
+        } else {
+            Err("wrong password")
+        }
+    }
+}
+
+/// Compares without stopping at the first difference, so the time taken does not tell how
+/// much of a guessed password was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(name: &str) -> ChargePointIdentity {
+        ChargePointIdentity::new(name.into(), false).unwrap()
+    }
+
+    #[test]
+    fn checks_user_and_password() {
+        let credentials = Credentials::parse("CP1:secret-password-16\n\n# x\nCP2:a:b\n").unwrap();
+        assert_eq!(credentials.len(), 2);
+        let good = BasicCredentials::new(b"CP1", b"secret-password-16").unwrap();
+        let colon = BasicCredentials::new(b"CP2", b"a:b").unwrap();
+        let bad = BasicCredentials::new(b"CP1", b"wrong").unwrap();
+        let other = BasicCredentials::new(b"CP2", b"secret-password-16").unwrap();
+        assert_eq!(credentials.check(&identity("CP1"), Some(&good)), Ok(()));
+        assert_eq!(credentials.check(&identity("CP2"), Some(&colon)), Ok(()));
+        assert!(credentials.check(&identity("CP1"), Some(&bad)).is_err());
+        assert!(credentials.check(&identity("CP1"), Some(&other)).is_err());
+        assert!(credentials.check(&identity("CP1"), None).is_err());
+        let unknown = BasicCredentials::new(b"CP9", b"x").unwrap();
+        assert!(credentials.check(&identity("CP9"), Some(&unknown)).is_err());
+    }
+
+    #[test]
+    fn rejects_malformed_lines() {
+        assert!(matches!(
+            Credentials::parse("CP1"),
+            Err(CredentialsError::MissingColon(1))
+        ));
+        assert!(matches!(
+            Credentials::parse("ok:x\n:pw"),
+            Err(CredentialsError::EmptyIdentity(2))
+        ));
+    }
+}

@@ -1,0 +1,178 @@
+//! Counters and gauges, lock-free, rendered in the Prometheus text format (version 0.0.4).
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+/// A monotonically increasing count.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds one.
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The current value.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A value that goes up and down.
+#[derive(Debug, Default)]
+pub struct Gauge(AtomicI64);
+
+impl Gauge {
+    /// Adds one.
+    pub fn inc(&self) {
+        self.add(1);
+    }
+
+    /// Subtracts one.
+    pub fn dec(&self) {
+        self.add(-1);
+    }
+
+    /// Adds `n` (negative to subtract).
+    pub fn add(&self, n: i64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The current value.
+    pub fn get(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// What `GET /metrics` reports. The application ([`super::Csms`]) counts OCPP things; the I/O
+/// loop counts sockets.
+///
+/// ```
+/// use ocpp_examples::csms::Metrics;
+/// let metrics = Metrics::default();
+/// metrics.messages_in.inc();
+/// assert!(metrics.render().contains("ocpp_messages_in_total 1\n"));
+/// ```
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// TCP connections accepted (I/O loop).
+    pub sockets_accepted: Counter,
+    /// TCP connections open now, in any state (I/O loop).
+    pub sockets_open: Gauge,
+    /// WebSocket sessions opened since start.
+    pub sessions_total: Counter,
+    /// Charge points with an open session now.
+    pub charge_points_connected: Gauge,
+    /// Upgrades refused by the application (401...).
+    pub upgrades_rejected: Counter,
+    /// OCPP messages received: CALLs, SENDs, answers to our CALLs.
+    pub messages_in: Counter,
+    /// OCPP messages sent: answers to CALLs, our CALLs.
+    pub messages_out: Counter,
+    /// CALLERRORs we answered with.
+    pub call_errors_sent: Counter,
+    /// CALLERRORs (or unreadable CALLRESULTs) the charge points answered our CALLs with.
+    pub call_errors_received: Counter,
+    /// Our CALLs that got no answer in time.
+    pub call_timeouts: Counter,
+    /// Our CALLs awaiting an answer (in flight or queued).
+    pub calls_pending: Gauge,
+    /// Connections ended because the peer broke RFC 6455.
+    pub protocol_errors: Counter,
+    /// Push CALLs (`--push-interval-ms`) skipped because the previous one was unanswered.
+    pub pushes_skipped: Counter,
+    /// Admin HTTP requests served.
+    pub admin_requests: Counter,
+}
+
+impl Metrics {
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(2048);
+        let mut counter = |name: &str, help: &str, value: u64| {
+            let _ = write!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n"
+            );
+        };
+        counter(
+            "ocpp_sockets_accepted_total",
+            "TCP connections accepted.",
+            self.sockets_accepted.get(),
+        );
+        counter(
+            "ocpp_sessions_total",
+            "WebSocket sessions opened.",
+            self.sessions_total.get(),
+        );
+        counter(
+            "ocpp_upgrades_rejected_total",
+            "Upgrade requests refused (e.g. 401).",
+            self.upgrades_rejected.get(),
+        );
+        counter(
+            "ocpp_messages_in_total",
+            "OCPP messages received.",
+            self.messages_in.get(),
+        );
+        counter(
+            "ocpp_messages_out_total",
+            "OCPP messages sent.",
+            self.messages_out.get(),
+        );
+        counter(
+            "ocpp_call_errors_sent_total",
+            "CALLERRORs sent.",
+            self.call_errors_sent.get(),
+        );
+        counter(
+            "ocpp_call_errors_received_total",
+            "CALLERRORs or invalid CALLRESULTs received.",
+            self.call_errors_received.get(),
+        );
+        counter(
+            "ocpp_call_timeouts_total",
+            "CALLs of ours that timed out.",
+            self.call_timeouts.get(),
+        );
+        counter(
+            "ocpp_protocol_errors_total",
+            "Connections ended by a WebSocket protocol error.",
+            self.protocol_errors.get(),
+        );
+        counter(
+            "ocpp_pushes_skipped_total",
+            "Push CALLs skipped while the previous CALL was unanswered.",
+            self.pushes_skipped.get(),
+        );
+        counter(
+            "ocpp_admin_requests_total",
+            "Admin HTTP requests.",
+            self.admin_requests.get(),
+        );
+        let mut gauge = |name: &str, help: &str, value: i64| {
+            let _ = write!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
+            );
+        };
+        gauge(
+            "ocpp_sockets_open",
+            "TCP connections open.",
+            self.sockets_open.get(),
+        );
+        gauge(
+            "ocpp_charge_points_connected",
+            "Charge points with an open session.",
+            self.charge_points_connected.get(),
+        );
+        gauge(
+            "ocpp_calls_pending",
+            "CALLs of ours awaiting an answer.",
+            self.calls_pending.get(),
+        );
+        out
+    }
+}

@@ -1,0 +1,416 @@
+//! The CSMS application, independent of the I/O loop that feeds it.
+//!
+//! An I/O loop (the mio server, the tokio server, a test) owns sockets and one
+//! [`ocpp_server_core::Connection`] per charge point; it turns the connection's events into
+//! calls on one shared [`Csms`], and turns the answers back into mutator calls:
+//!
+//! | connection event | call | then |
+//! | --- | --- | --- |
+//! | `UpgradeRequested(upgrade)` | [`Csms::on_upgrade`] | `accept` or `reject(status)` |
+//! | `Connected { version }` | [`Csms::on_connected`] | keep the [`SessionId`] |
+//! | `Call { id, request }` | [`Csms::on_call`] | `respond` or `respond_error` |
+//! | `Send { request, .. }` (2.1) | [`Csms::on_send`] | nothing |
+//! | (you send a CALL) | [`Csms::on_call_sent`] | |
+//! | `CallCompleted { .. }` | [`Csms::on_call_completed`] | |
+//! | `Closed(closed)` | [`Csms::on_closed`] | close the socket |
+//!
+//! ```
+//! use ocpp_examples::csms::{Csms, CsmsConfig, Reply};
+//! use ocpp_messages::{v1_6, version::OcppVersion};
+//! use ocpp_server_core::{ChargePointIdentity, Request};
+//!
+//! let csms = Csms::new(CsmsConfig::default());
+//! let identity = ChargePointIdentity::new("CP001".into(), false).unwrap();
+//! let session = csms.on_connected(&identity, OcppVersion::V1_6);
+//! let heartbeat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
+//! let Reply::Result(response) = csms.on_call(session, &identity, &heartbeat) else { panic!() };
+//! assert_eq!(response.action(), "Heartbeat");
+//! ```
+//!
+//! State lives in memory behind one mutex, taken once per message for a few microseconds; an
+//! application with a database would keep the same API and write through. Metrics are atomic
+//! counters ([`Metrics`]) that need no lock.
+
+pub mod admin;
+mod charge_point;
+mod credentials;
+mod metrics;
+pub mod push;
+mod v1_6;
+mod v2_0_1;
+mod v2_1;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use ocpp_messages::error_code::ErrorCode;
+use ocpp_messages::version::OcppVersion;
+use ocpp_messages::DateTime;
+use ocpp_server_core::{
+    CallOutcome, ChargePointIdentity, CloseReason, Closed, Request, Response, UpgradeRequest,
+};
+
+pub use charge_point::{
+    ChargePoint, ConnectorState, MeterReading, Registration, Session, Transaction,
+};
+pub use credentials::{Credentials, CredentialsError};
+pub use metrics::{Counter, Gauge, Metrics};
+
+/// Settings of the CSMS application.
+///
+/// ```
+/// use std::time::Duration;
+/// use ocpp_examples::csms::CsmsConfig;
+/// let config = CsmsConfig::default().heartbeat_interval(Duration::from_secs(60));
+/// assert_eq!(config.get_heartbeat_interval(), Duration::from_secs(60));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CsmsConfig {
+    heartbeat_interval: Duration,
+    credentials: Option<Credentials>,
+    ended_transactions_kept: usize,
+}
+
+impl Default for CsmsConfig {
+    /// Heartbeat every 300 s, no authentication, the last 8 ended transactions of each charge
+    /// point kept.
+    fn default() -> Self {
+        CsmsConfig {
+            heartbeat_interval: Duration::from_secs(300),
+            credentials: None,
+            ended_transactions_kept: 8,
+        }
+    }
+}
+
+impl CsmsConfig {
+    /// The `interval` a BootNotification answer asks for (seconds, OCPP 1.6 §4.2, 2.0.1 B01).
+    pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.heartbeat_interval = interval;
+        self
+    }
+
+    /// See [`CsmsConfig::heartbeat_interval`].
+    pub fn get_heartbeat_interval(&self) -> Duration {
+        self.heartbeat_interval
+    }
+
+    /// Security profile 1: require `Authorization: Basic` with these credentials (401
+    /// otherwise). `None` (the default) accepts every charge point.
+    pub fn credentials(mut self, credentials: Option<Credentials>) -> Self {
+        self.credentials = credentials;
+        self
+    }
+
+    /// How many ended transactions each charge point keeps in memory (active ones are always
+    /// kept), so that a long run does not grow without bound.
+    pub fn ended_transactions_kept(mut self, count: usize) -> Self {
+        self.ended_transactions_kept = count;
+        self
+    }
+}
+
+/// What to answer to an upgrade request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Complete the WebSocket handshake (`Connection::accept`).
+    Accept,
+    /// Refuse it with this HTTP status (`Connection::reject`), e.g. 401 for bad credentials.
+    Reject {
+        /// The HTTP status.
+        status: u16,
+        /// Why, for the log.
+        reason: &'static str,
+    },
+}
+
+/// The answer to a charge point's CALL.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A CALLRESULT (`Connection::respond`).
+    Result(Response),
+    /// A CALLERROR (`Connection::respond_error`); the core spells the code for the version.
+    Error {
+        /// The code, e.g. [`ErrorCode::NotSupported`] for a known action we do not handle.
+        code: ErrorCode,
+        /// A short description (at most 255 characters reach the wire).
+        description: String,
+    },
+}
+
+impl Reply {
+    /// A CALLERROR with code NotSupported for a known action this CSMS does not handle
+    /// (OCPP-J: NotImplemented is for unknown actions, which the core answers itself).
+    pub fn not_supported(action: &str) -> Reply {
+        Reply::Error {
+            code: ErrorCode::NotSupported,
+            description: format!("{action} is not supported by this CSMS"),
+        }
+    }
+}
+
+/// One WebSocket connection of a charge point, as the application knows it. A charge point
+/// that reconnects gets a new session; the old one's [`Csms::on_closed`] then leaves the new
+/// one alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(u64);
+
+impl SessionId {
+    /// The number, for logs.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// The CSMS application: charge-point state, handlers and metrics. Share it between threads
+/// with `Arc`; every method takes `&self`.
+#[derive(Debug)]
+pub struct Csms {
+    config: CsmsConfig,
+    charge_points: Mutex<HashMap<ChargePointIdentity, ChargePoint>>,
+    next_session: AtomicU64,
+    next_transaction_id: AtomicI32,
+    metrics: Metrics,
+}
+
+impl Csms {
+    /// A CSMS with no charge point known yet.
+    pub fn new(config: CsmsConfig) -> Self {
+        Csms {
+            config,
+            charge_points: Mutex::new(HashMap::new()),
+            next_session: AtomicU64::new(1),
+            next_transaction_id: AtomicI32::new(1),
+            metrics: Metrics::default(),
+        }
+    }
+
+    /// The counters (Prometheus text with [`Metrics::render`]).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CsmsConfig {
+        &self.config
+    }
+
+    /// Decides on an upgrade request: with credentials configured, the `Authorization: Basic`
+    /// user must be the identity and the password must match (OCPP 1.6 security whitepaper,
+    /// profile 1), or the answer is 401 before the upgrade completes.
+    pub fn on_upgrade(&self, upgrade: &UpgradeRequest) -> Decision {
+        let decision = match &self.config.credentials {
+            None => Decision::Accept,
+            Some(credentials) => {
+                match credentials.check(&upgrade.identity, upgrade.credentials.as_ref()) {
+                    Ok(()) => Decision::Accept,
+                    Err(reason) => Decision::Reject {
+                        status: 401,
+                        reason,
+                    },
+                }
+            }
+        };
+        if let Decision::Reject { .. } = decision {
+            self.metrics.upgrades_rejected.inc();
+        }
+        decision
+    }
+
+    /// The WebSocket is open: records the session and returns its id.
+    pub fn on_connected(&self, identity: &ChargePointIdentity, version: OcppVersion) -> SessionId {
+        let session = SessionId(self.next_session.fetch_add(1, Ordering::Relaxed));
+        let mut charge_points = self.lock();
+        let charge_point = charge_points
+            .entry(identity.clone())
+            .or_insert_with(|| ChargePoint::new(identity.as_str()));
+        if charge_point.session.is_none() {
+            self.metrics.charge_points_connected.inc();
+        }
+        charge_point.session = Some(Session {
+            id: session,
+            version,
+            since: SystemTime::now(),
+        });
+        self.metrics.sessions_total.inc();
+        session
+    }
+
+    /// Answers a CALL of the charge point. Counts one message in and one out.
+    pub fn on_call(
+        &self,
+        session: SessionId,
+        identity: &ChargePointIdentity,
+        request: &Request,
+    ) -> Reply {
+        let _ = session;
+        self.metrics.messages_in.inc();
+        self.metrics.messages_out.inc();
+        let reply = {
+            let mut charge_points = self.lock();
+            let charge_point = charge_points
+                .entry(identity.clone())
+                .or_insert_with(|| ChargePoint::new(identity.as_str()));
+            let context = Context {
+                config: &self.config,
+                next_transaction_id: &self.next_transaction_id,
+                now: SystemTime::now(),
+            };
+            match request {
+                Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
+                Request::V2_0_1(request) => v2_0_1::handle(&context, charge_point, request),
+                Request::V2_1(request) => v2_1::handle(&context, charge_point, request),
+                _ => Reply::not_supported(request.action()),
+            }
+        };
+        if let Reply::Error { .. } = reply {
+            self.metrics.call_errors_sent.inc();
+        }
+        reply
+    }
+
+    /// A SEND (OCPP 2.1, never answered), e.g. NotifyPeriodicEventStream: counted only.
+    pub fn on_send(&self, identity: &ChargePointIdentity, request: &Request) {
+        let _ = (identity, request);
+        self.metrics.messages_in.inc();
+    }
+
+    /// The I/O loop sent one of our CALLs (from the admin API or the push timer).
+    pub fn on_call_sent(&self, identity: &ChargePointIdentity, action: &str) {
+        let _ = (identity, action);
+        self.metrics.messages_out.inc();
+        self.metrics.calls_pending.inc();
+    }
+
+    /// One of our CALLs ended.
+    pub fn on_call_completed(
+        &self,
+        identity: &ChargePointIdentity,
+        action: &str,
+        outcome: &CallOutcome,
+    ) {
+        self.metrics.calls_pending.dec();
+        match outcome {
+            CallOutcome::Result(_) => self.metrics.messages_in.inc(),
+            CallOutcome::Error { code, .. } => {
+                self.metrics.messages_in.inc();
+                self.metrics.call_errors_received.inc();
+                tracing::debug!(%identity, action, code = ?code, "CALLERROR received");
+            }
+            CallOutcome::Timeout => {
+                self.metrics.call_timeouts.inc();
+                tracing::warn!(%identity, action, "CALL timed out");
+            }
+            _ => {
+                self.metrics.messages_in.inc();
+                self.metrics.call_errors_received.inc();
+            }
+        }
+    }
+
+    /// The connection ended. `session` is `None` when it never opened (a rejected or failed
+    /// handshake). Our CALLs left without an answer are logged as failed.
+    pub fn on_closed(
+        &self,
+        session: Option<SessionId>,
+        identity: Option<&ChargePointIdentity>,
+        closed: &Closed,
+    ) {
+        let unanswered = closed.unanswered_outgoing.len() as i64;
+        self.metrics.calls_pending.add(-unanswered);
+        for call in &closed.unanswered_outgoing {
+            tracing::warn!(
+                identity = identity.map(ChargePointIdentity::as_str),
+                id = %call.id,
+                action = call.request.action(),
+                "pending CALL failed: the connection ended"
+            );
+        }
+        if matches!(closed.reason, CloseReason::ProtocolError(_)) {
+            self.metrics.protocol_errors.inc();
+        }
+        let (Some(session), Some(identity)) = (session, identity) else {
+            return;
+        };
+        let mut charge_points = self.lock();
+        if let Some(charge_point) = charge_points.get_mut(identity) {
+            // A newer connection of the same charge point may already hold it.
+            if charge_point.session.as_ref().map(|s| s.id) == Some(session) {
+                charge_point.session = None;
+                self.metrics.charge_points_connected.dec();
+            }
+        }
+    }
+
+    /// The negotiated version of a connected charge point.
+    pub fn version_of(&self, identity: &ChargePointIdentity) -> Option<OcppVersion> {
+        self.lock()
+            .get(identity)
+            .and_then(|cp| cp.session.as_ref().map(|s| s.version))
+    }
+
+    /// A copy of one charge point's state (connected or not).
+    pub fn charge_point(&self, identity: &ChargePointIdentity) -> Option<ChargePoint> {
+        self.lock().get(identity).cloned()
+    }
+
+    /// Copies of the connected charge points, sorted by identity.
+    pub fn connected(&self) -> Vec<ChargePoint> {
+        let mut list: Vec<ChargePoint> = self
+            .lock()
+            .values()
+            .filter(|cp| cp.session.is_some())
+            .cloned()
+            .collect();
+        list.sort_by(|a, b| a.identity.cmp(&b.identity));
+        list
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<ChargePointIdentity, ChargePoint>> {
+        // A handler that panicked leaves consistent enough state for an example: go on.
+        self.charge_points
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// What the per-version handlers need besides the charge point.
+#[derive(Debug)]
+struct Context<'a> {
+    config: &'a CsmsConfig,
+    next_transaction_id: &'a AtomicI32,
+    now: SystemTime,
+}
+
+impl Context<'_> {
+    /// `now` as an OCPP date-time (UTC, whole seconds).
+    fn current_time(&self) -> DateTime {
+        date_time(self.now)
+    }
+
+    /// The BootNotification `interval`, in whole seconds.
+    fn heartbeat_interval(&self) -> i32 {
+        i32::try_from(self.config.heartbeat_interval.as_secs()).unwrap_or(i32::MAX)
+    }
+
+    /// A new OCPP 1.6 transaction id (unique in this process).
+    fn next_transaction_id(&self) -> i32 {
+        self.next_transaction_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// A system time as an OCPP date-time (UTC, whole seconds; the epoch for times before it).
+pub fn date_time(time: SystemTime) -> DateTime {
+    let secs = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    DateTime::from_unix_timestamp(i64::try_from(secs).unwrap_or(0))
+        .or_else(|| DateTime::from_unix_timestamp(0))
+        .expect("the epoch is within DateTime's range")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,63 @@
+//! The benchmark push: a DataTransfer CALL carrying a sequence number and the time it was
+//! built, so a load client can measure one-way latency and detect gaps.
+//!
+//! Payload: `{"vendorId":"bench","messageId":"ts","data":"<seq>:<unix_time_nanos>"}` (on 2.x
+//! `data` is any JSON value; the same string is sent).
+
+use std::time::SystemTime;
+
+use ocpp_messages::version::OcppVersion;
+use ocpp_messages::{v1_6, v2_0_1, v2_1};
+use ocpp_server_core::Request;
+
+/// The `vendorId` of push messages.
+pub const VENDOR_ID: &str = "bench";
+/// The `messageId` of push messages.
+pub const MESSAGE_ID: &str = "ts";
+
+/// Nanoseconds since the Unix epoch, now.
+pub fn unix_nanos_now() -> u128 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// The push DataTransfer for `version`, stamped with `seq` and `unix_nanos`. Build it right
+/// before [`Connection::call`](ocpp_server_core::Connection::call) when no CALL is in flight,
+/// so that the connection serialises it at once and the stamp is the encode time.
+///
+/// ```
+/// use ocpp_examples::csms::push;
+/// use ocpp_messages::version::OcppVersion;
+/// let request = push::data_transfer(OcppVersion::V1_6, 1, 42);
+/// assert_eq!(request.action(), "DataTransfer");
+/// assert_eq!(
+///     serde_json::to_string(&request).unwrap(),
+///     r#"{"vendorId":"bench","messageId":"ts","data":"1:42"}"#
+/// );
+/// ```
+pub fn data_transfer(version: OcppVersion, seq: u64, unix_nanos: u128) -> Request {
+    let data = format!("{seq}:{unix_nanos}");
+    match version {
+        OcppVersion::V1_6 => v1_6::Request::from(v1_6::DataTransferRequest {
+            vendor_id: VENDOR_ID.into(),
+            message_id: Some(MESSAGE_ID.into()),
+            data: Some(data),
+        })
+        .into(),
+        OcppVersion::V2_0_1 => v2_0_1::Request::from(v2_0_1::DataTransferRequest {
+            custom_data: None,
+            message_id: Some(MESSAGE_ID.into()),
+            data: Some(serde_json::Value::String(data)),
+            vendor_id: VENDOR_ID.into(),
+        })
+        .into(),
+        OcppVersion::V2_1 => v2_1::Request::from(v2_1::DataTransferRequest {
+            message_id: Some(MESSAGE_ID.into()),
+            data: Some(serde_json::Value::String(data)),
+            vendor_id: VENDOR_ID.into(),
+            custom_data: None,
+        })
+        .into(),
+    }
+}

@@ -1,0 +1,393 @@
+//! Charging sessions played end to end through the handler API, one per version.
+
+use ocpp_frame::handshake::BasicCredentials;
+use ocpp_messages::error_code::ErrorCode;
+use ocpp_messages::version::OcppVersion;
+use ocpp_messages::{v1_6, v2_0_1, v2_1};
+use ocpp_server_core::{CallOutcome, ChargePointIdentity, CloseReason, Closed, Request, Response};
+use serde_json::Value;
+
+use super::*;
+
+fn identity(name: &str) -> ChargePointIdentity {
+    ChargePointIdentity::new(name.into(), true).unwrap()
+}
+
+/// Sends the CALL `action` with `payload` (JSON) through [`Csms::on_call`] and returns the
+/// CALLRESULT payload as JSON.
+fn call(
+    csms: &Csms,
+    session: SessionId,
+    cp: &ChargePointIdentity,
+    action: &str,
+    payload: &str,
+) -> Value {
+    let version = csms.version_of(cp).expect("connected");
+    let request = admin::decode_command(version, action, payload).expect("valid request");
+    match csms.on_call(session, cp, &request) {
+        Reply::Result(response) => {
+            assert_eq!(response.action(), action);
+            assert_eq!(response.version(), version);
+            response.validate_json()
+        }
+        Reply::Error { code, description } => panic!("{action}: {code:?} {description}"),
+    }
+}
+
+trait ValidateJson {
+    fn validate_json(&self) -> Value;
+}
+
+impl ValidateJson for Response {
+    /// The payload as JSON, after checking it against its schema.
+    fn validate_json(&self) -> Value {
+        match self {
+            Response::V1_6(r) => r.validate().unwrap(),
+            Response::V2_0_1(r) => r.validate().unwrap(),
+            Response::V2_1(r) => r.validate().unwrap(),
+            _ => unreachable!(),
+        }
+        serde_json::to_value(self).unwrap()
+    }
+}
+
+fn closed() -> Closed {
+    // `Closed` is non-exhaustive: build one the way the core reports it.
+    let mut pair = ocpp_server_core::Connection::accept_incoming(
+        std::time::Instant::now(),
+        std::sync::Arc::new(ocpp_server_core::ConnectionConfig::default()),
+    );
+    pair.handle_eof(std::time::Instant::now());
+    match pair.poll_event() {
+        Some(ocpp_server_core::Event::Closed(closed)) => {
+            assert_eq!(closed.reason, CloseReason::Eof);
+            *closed
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn charging_session_v1_6() {
+    let csms = Csms::new(CsmsConfig::default().heartbeat_interval(Duration::from_secs(120)));
+    let cp = identity("CP16");
+    let session = csms.on_connected(&cp, OcppVersion::V1_6);
+
+    let boot = call(
+        &csms,
+        session,
+        &cp,
+        "BootNotification",
+        r#"{"chargePointVendor":"ACME","chargePointModel":"Fast-50","firmwareVersion":"1.2.3"}"#,
+    );
+    assert_eq!(boot["status"], "Accepted");
+    assert_eq!(boot["interval"], 120);
+    assert!(DateTime::parse(boot["currentTime"].as_str().unwrap()).is_ok());
+
+    let heartbeat = call(&csms, session, &cp, "Heartbeat", "{}");
+    assert!(heartbeat["currentTime"].is_string());
+
+    call(
+        &csms,
+        session,
+        &cp,
+        "StatusNotification",
+        r#"{"connectorId":1,"errorCode":"NoError","status":"Preparing"}"#,
+    );
+    let auth = call(&csms, session, &cp, "Authorize", r#"{"idTag":"TAG1"}"#);
+    assert_eq!(auth["idTagInfo"]["status"], "Accepted");
+
+    let start = call(
+        &csms,
+        session,
+        &cp,
+        "StartTransaction",
+        r#"{"connectorId":1,"idTag":"TAG1","meterStart":1000,"timestamp":"2026-11-29T12:00:00Z"}"#,
+    );
+    let tx = start["transactionId"].as_i64().unwrap();
+    assert_eq!(start["idTagInfo"]["status"], "Accepted");
+    call(
+        &csms,
+        session,
+        &cp,
+        "StatusNotification",
+        r#"{"connectorId":1,"errorCode":"NoError","status":"Charging"}"#,
+    );
+    call(
+        &csms,
+        session,
+        &cp,
+        "MeterValues",
+        &format!(
+            r#"{{"connectorId":1,"transactionId":{tx},"meterValue":[{{"timestamp":"2026-11-29T12:05:00Z",
+        "sampledValue":[{{"value":"1.5","unit":"kWh","measurand":"Energy.Active.Import.Register"}},
+        {{"value":"7000","measurand":"Power.Active.Import","unit":"W"}}]}}]}}"#
+        ),
+    );
+
+    let state = csms.charge_point(&cp).unwrap();
+    assert_eq!(state.registration.as_ref().unwrap().vendor, "ACME");
+    assert!(state.last_heartbeat.is_some());
+    assert_eq!(state.connectors["1"].status, "Charging");
+    let active = &state.transactions[0];
+    assert!(active.is_active());
+    assert_eq!(active.energy_wh(), Some(500.0));
+    assert_eq!(active.samples, 2);
+
+    let stop = call(
+        &csms,
+        session,
+        &cp,
+        "StopTransaction",
+        &format!(
+            r#"{{"transactionId":{tx},"meterStop":4000,"timestamp":"2026-11-29T13:00:00Z","reason":"Local","idTag":"TAG1"}}"#
+        ),
+    );
+    assert_eq!(stop["idTagInfo"]["status"], "Accepted");
+    let state = csms.charge_point(&cp).unwrap();
+    let ended = &state.transactions[0];
+    assert!(!ended.is_active());
+    assert_eq!(ended.energy_wh(), Some(3000.0));
+    assert_eq!(ended.stop_reason.as_deref(), Some("Local"));
+
+    // A second transaction gets another id.
+    let again = call(
+        &csms,
+        session,
+        &cp,
+        "StartTransaction",
+        r#"{"connectorId":1,"idTag":"TAG1","meterStart":4000,"timestamp":"2026-11-29T14:00:00Z"}"#,
+    );
+    assert_ne!(again["transactionId"].as_i64().unwrap(), tx);
+
+    // A known action this CSMS does not handle: NotSupported.
+    let firmware = Request::from(v1_6::Request::from(
+        v1_6::FirmwareStatusNotificationRequest {
+            status: v1_6::FirmwareStatus::Installed,
+        },
+    ));
+    match csms.on_call(session, &cp, &firmware) {
+        Reply::Error { code, .. } => assert_eq!(code, ErrorCode::NotSupported),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(csms.metrics().call_errors_sent.get(), 1);
+    assert_eq!(csms.connected().len(), 1);
+    csms.on_closed(Some(session), Some(&cp), &closed());
+    assert!(csms.connected().is_empty());
+    assert_eq!(csms.metrics().charge_points_connected.get(), 0);
+}
+
+#[test]
+fn charging_session_v2_0_1() {
+    let csms = Csms::new(CsmsConfig::default());
+    let cp = identity("CS201");
+    let session = csms.on_connected(&cp, OcppVersion::V2_0_1);
+
+    let boot = call(
+        &csms,
+        session,
+        &cp,
+        "BootNotification",
+        r#"{"chargingStation":{"vendorName":"ACME","model":"AC-22"},"reason":"PowerUp"}"#,
+    );
+    assert_eq!(boot["status"], "Accepted");
+    assert_eq!(boot["interval"], 300);
+    call(&csms, session, &cp, "Heartbeat", "{}");
+    call(
+        &csms,
+        session,
+        &cp,
+        "StatusNotification",
+        r#"{"timestamp":"2026-11-29T12:00:00Z","connectorStatus":"Occupied","evseId":1,"connectorId":1}"#,
+    );
+    let auth = call(
+        &csms,
+        session,
+        &cp,
+        "Authorize",
+        r#"{"idToken":{"idToken":"TAG1","type":"ISO14443"}}"#,
+    );
+    assert_eq!(auth["idTokenInfo"]["status"], "Accepted");
+
+    let event = |kind: &str, seq: u32, extra: &str| {
+        format!(
+            r#"{{"eventType":"{kind}","timestamp":"2026-11-29T12:00:00Z","triggerReason":"Authorized",
+            "seqNo":{seq},"transactionInfo":{{"transactionId":"TX-1"{extra}}},"evse":{{"id":1,"connectorId":1}},
+            "idToken":{{"idToken":"TAG1","type":"ISO14443"}},
+            "meterValue":[{{"timestamp":"2026-11-29T12:00:00Z","sampledValue":[{{"value":{wh}}}]}}]}}"#,
+            wh = 1000 + seq * 1000
+        )
+    };
+    let started = call(
+        &csms,
+        session,
+        &cp,
+        "TransactionEvent",
+        &event("Started", 0, r#","chargingState":"Charging""#),
+    );
+    assert_eq!(started["idTokenInfo"]["status"], "Accepted");
+    call(
+        &csms,
+        session,
+        &cp,
+        "TransactionEvent",
+        &event("Updated", 1, ""),
+    );
+    call(
+        &csms,
+        session,
+        &cp,
+        "MeterValues",
+        r#"{"evseId":1,"meterValue":[{"timestamp":"2026-11-29T12:10:00Z","sampledValue":[{"value":2.5,"unitOfMeasure":{"unit":"kWh"}}]}]}"#,
+    );
+    let state = csms.charge_point(&cp).unwrap();
+    let tx = &state.transactions[0];
+    assert_eq!(tx.id, "TX-1");
+    assert_eq!(tx.connector, "1/1");
+    assert_eq!(tx.charging_state.as_deref(), Some("Charging"));
+    assert_eq!(tx.energy_wh(), Some(1500.0));
+    assert_eq!(state.connectors["1/1"].status, "Occupied");
+
+    call(
+        &csms,
+        session,
+        &cp,
+        "TransactionEvent",
+        &event("Ended", 2, r#","stoppedReason":"EVDisconnected""#),
+    );
+    let state = csms.charge_point(&cp).unwrap();
+    assert_eq!(state.transactions.len(), 1);
+    let tx = &state.transactions[0];
+    assert!(!tx.is_active());
+    assert_eq!(tx.energy_wh(), Some(2000.0));
+    assert_eq!(tx.stop_reason.as_deref(), Some("EVDisconnected"));
+
+    let notify = admin::decode_command(
+        OcppVersion::V2_0_1,
+        "SecurityEventNotification",
+        r#"{"type":"StartupOfTheDevice","timestamp":"2026-11-29T12:00:00Z"}"#,
+    )
+    .unwrap();
+    assert!(matches!(
+        csms.on_call(session, &cp, &notify),
+        Reply::Error {
+            code: ErrorCode::NotSupported,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn boot_and_transaction_v2_1() {
+    let csms = Csms::new(CsmsConfig::default());
+    let cp = identity("CS21");
+    let session = csms.on_connected(&cp, OcppVersion::V2_1);
+    let boot = call(
+        &csms,
+        session,
+        &cp,
+        "BootNotification",
+        r#"{"chargingStation":{"vendorName":"ACME","model":"DC-400"},"reason":"PowerUp"}"#,
+    );
+    assert_eq!(boot["status"], "Accepted");
+    let start = r#"{"eventType":"Started","timestamp":"2026-11-29T12:00:00Z","triggerReason":"CablePluggedIn",
+        "seqNo":0,"transactionInfo":{"transactionId":"T21"},"evse":{"id":2,"connectorId":1}}"#;
+    let answer = call(&csms, session, &cp, "TransactionEvent", start);
+    assert!(
+        answer.get("idTokenInfo").is_none(),
+        "no idToken, no idTokenInfo: {answer}"
+    );
+    let end = r#"{"eventType":"Ended","timestamp":"2026-11-29T12:30:00Z","triggerReason":"EVDeparted",
+        "seqNo":1,"transactionInfo":{"transactionId":"T21","stoppedReason":"EVDisconnected"}}"#;
+    call(&csms, session, &cp, "TransactionEvent", end);
+    let state = csms.charge_point(&cp).unwrap();
+    assert_eq!(state.transactions[0].connector, "2/1");
+    assert!(!state.transactions[0].is_active());
+    let _ = (v2_0_1::Action::ALL.len(), v2_1::Action::ALL.len());
+}
+
+#[test]
+fn reconnect_keeps_the_newer_session() {
+    let csms = Csms::new(CsmsConfig::default());
+    let cp = identity("CP1");
+    let old = csms.on_connected(&cp, OcppVersion::V1_6);
+    let new = csms.on_connected(&cp, OcppVersion::V2_0_1);
+    csms.on_closed(Some(old), Some(&cp), &closed());
+    assert_eq!(csms.version_of(&cp), Some(OcppVersion::V2_0_1));
+    assert_eq!(csms.metrics().charge_points_connected.get(), 1);
+    csms.on_closed(Some(new), Some(&cp), &closed());
+    assert_eq!(csms.version_of(&cp), None);
+}
+
+#[test]
+fn ended_transactions_are_pruned() {
+    let csms = Csms::new(CsmsConfig::default().ended_transactions_kept(2));
+    let cp = identity("CP1");
+    let session = csms.on_connected(&cp, OcppVersion::V1_6);
+    for _ in 0..5 {
+        let start = call(
+            &csms,
+            session,
+            &cp,
+            "StartTransaction",
+            r#"{"connectorId":1,"idTag":"T","meterStart":0,"timestamp":"2026-11-29T12:00:00Z"}"#,
+        );
+        let tx = start["transactionId"].as_i64().unwrap();
+        call(
+            &csms,
+            session,
+            &cp,
+            "StopTransaction",
+            &format!(
+                r#"{{"transactionId":{tx},"meterStop":10,"timestamp":"2026-11-29T12:00:00Z"}}"#
+            ),
+        );
+    }
+    assert_eq!(csms.charge_point(&cp).unwrap().transactions.len(), 2);
+}
+
+#[test]
+fn basic_auth_decides_the_upgrade() {
+    let credentials = Credentials::parse("CP1:0123456789abcdef\n").unwrap();
+    let csms = Csms::new(CsmsConfig::default().credentials(Some(credentials)));
+    let upgrade = |user: &[u8], password: &[u8]| {
+        let mut connection = ocpp_server_core::Connection::accept_incoming(
+            std::time::Instant::now(),
+            std::sync::Arc::new(ocpp_server_core::ConnectionConfig::default()),
+        );
+        let auth = BasicCredentials::new(user, password)
+            .unwrap()
+            .header_value();
+        let request = format!(
+            "GET /ocpp/CP1 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+             Sec-WebSocket-Protocol: ocpp1.6\r\nAuthorization: {auth}\r\n\r\n"
+        );
+        connection.handle_data(std::time::Instant::now(), request.as_bytes());
+        match connection.poll_event() {
+            Some(ocpp_server_core::Event::UpgradeRequested(upgrade)) => csms.on_upgrade(&upgrade),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(upgrade(b"CP1", b"0123456789abcdef"), Decision::Accept);
+    assert!(matches!(
+        upgrade(b"CP1", b"nope"),
+        Decision::Reject { status: 401, .. }
+    ));
+    assert!(matches!(
+        upgrade(b"CP2", b"0123456789abcdef"),
+        Decision::Reject { status: 401, .. }
+    ));
+    assert_eq!(csms.metrics().upgrades_rejected.get(), 2);
+}
+
+#[test]
+fn call_outcomes_keep_the_pending_gauge() {
+    let csms = Csms::new(CsmsConfig::default());
+    let cp = identity("CP1");
+    csms.on_call_sent(&cp, "Reset");
+    assert_eq!(csms.metrics().calls_pending.get(), 1);
+    csms.on_call_completed(&cp, "Reset", &CallOutcome::Timeout);
+    assert_eq!(csms.metrics().calls_pending.get(), 0);
+    assert_eq!(csms.metrics().call_timeouts.get(), 1);
+}

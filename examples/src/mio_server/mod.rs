@@ -1,0 +1,313 @@
+//! A CSMS on mio: one or more single-threaded event loops, each holding thousands of charge
+//! points through `ocpp-server-core`, all driving one shared [`Csms`] application.
+//!
+//! # One loop
+//! Each loop ([`event_loop`]) owns a `mio::Poll`, its own listening socket, a [`slab::Slab`]
+//! of connections, a [`timers::TimerHeap`] and one 64 KiB read buffer. It sleeps in `poll`
+//! until a socket is ready, a command arrives, or the earliest deadline passes, then:
+//!
+//! 1. reads each readable socket into the shared buffer and hands the bytes to the
+//!    connection's `handle_data` (the connection keeps only a partial frame, so no connection
+//!    holds a read buffer of its own);
+//! 2. drains the connection's events into the [`Csms`] hooks and answers with its mutators;
+//! 3. writes `pending_transmit()` until the socket would block, and keeps `WRITABLE` interest
+//!    only while output is left;
+//! 4. schedules the connection's `poll_timeout()` in the timer heap;
+//! 5. fires the timers that passed and the push timer (`--push-interval-ms`).
+//!
+//! # Several loops
+//! `--threads N` runs N loops on N threads. Every loop binds its own listener to the same
+//! address with `SO_REUSEPORT`, so the kernel spreads new connections over them and the loops
+//! share nothing on the hot path. What crosses threads:
+//! - the [`Csms`] (one mutex taken per OCPP message, atomics for metrics);
+//! - one [`IdentityTable`] mapping each charge point to the loop and slab key of its
+//!   connection (taken on connect and disconnect only): a charge point that reconnects on
+//!   another loop replaces its old connection there, and the admin interface finds any charge
+//!   point through it;
+//! - [`Command`]s: one channel and one `mio::Waker` per loop. The admin interface (on loop 0)
+//!   sends a CALL to the loop that holds the charge point; that loop sends the HTTP answer back
+//!   when the CALL completes. Shutdown is a command too.
+//!
+//! # Back-pressure
+//! The connection refuses output past its limit (`max_outbound_bytes`). The loop stops
+//! reading from a peer whose unsent output is past half that limit, so a peer that sends
+//! without reading cannot make us buffer without bound, and resumes once the output drains.
+//! An answer refused for back-pressure waits in the connection's slot until `Writable`; a
+//! push is skipped while the previous CALL is unanswered; an admin CALL refused gets 503.
+//!
+//! # Closing
+//! After `Event::Closed` a connection flushes what it still has (at most
+//! [`FLUSH_TIMEOUT`]), shuts down its write side and reads until the peer's end of stream (at
+//! most [`DRAIN_TIMEOUT`]) so that closing never sends a reset over unread data, then the
+//! socket is closed. On shutdown every connection is closed with 1001 and the loop exits when
+//! all are gone or [`SHUTDOWN_TIMEOUT`] passed; CALLs left unanswered are logged.
+
+mod event_loop;
+pub mod slab;
+pub mod timers;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use mio::net::TcpListener;
+use mio::{Poll, Token, Waker};
+use ocpp_server_core::{ConnectionConfig, IdentityTable, Request};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::csms::admin::HttpResponse;
+use crate::csms::Csms;
+use event_loop::EventLoop;
+use slab::Key;
+
+/// How long a closed connection may take to write out what it still has.
+pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long we wait for the peer's end of stream after shutting down our write side.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a graceful shutdown may take before the remaining connections are dropped.
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+/// The listen backlog.
+const BACKLOG: i32 = 4096;
+
+/// Token of the OCPP listener; connection tokens are slab keys, whose generation (high 32
+/// bits) is never 0, so tokens below 2^32 are free for these.
+const LISTENER: Token = Token(0);
+/// Token of the admin HTTP listener (loop 0 only).
+const ADMIN_LISTENER: Token = Token(1);
+/// Token of the loop's waker (commands from other threads).
+const WAKER: Token = Token(2);
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// Where charge points connect (`ws://ADDR/any/path/IDENTITY`).
+    pub listen: SocketAddr,
+    /// The admin HTTP interface, if any (served by loop 0).
+    pub admin: Option<SocketAddr>,
+    /// How many event loops (threads).
+    pub threads: usize,
+    /// Send each charge point a DataTransfer this often, if set.
+    pub push_interval: Option<Duration>,
+    /// The settings of every OCPP connection.
+    pub connection: ConnectionConfig,
+}
+
+impl ServerConfig {
+    /// One loop on `listen`, no admin interface, no push, the default connection settings.
+    pub fn new(listen: SocketAddr) -> Self {
+        ServerConfig {
+            listen,
+            admin: None,
+            threads: 1,
+            push_interval: None,
+            connection: ConnectionConfig::default(),
+        }
+    }
+}
+
+/// Where a charge point's connection lives: which loop, which slab key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Handle {
+    loop_index: usize,
+    key: Key,
+}
+
+/// A message to one loop from another thread (or from itself).
+#[derive(Debug)]
+enum Command {
+    /// Close every connection and exit.
+    Shutdown,
+    /// Admin interface: send `request` on connection `target`, then answer the admin
+    /// connection `reply_to` on loop 0.
+    AdminCall {
+        target: Key,
+        request: Request,
+        reply_to: Key,
+    },
+    /// The answer to the admin connection `to` (loop 0).
+    AdminReply { to: Key, response: HttpResponse },
+    /// Close connection `target`: its charge point connected again.
+    Replace { target: Key },
+}
+
+/// One loop's mailbox.
+#[derive(Debug)]
+struct Mailbox {
+    sender: Sender<Command>,
+    waker: Waker,
+}
+
+/// What the loops share.
+#[derive(Debug)]
+struct Shared {
+    csms: Arc<Csms>,
+    connection_config: Arc<ConnectionConfig>,
+    push_interval: Option<Duration>,
+    mailboxes: Vec<Mailbox>,
+    identities: Mutex<IdentityTable<Handle>>,
+}
+
+impl Shared {
+    /// Queues `command` for loop `loop_index` and wakes it.
+    fn send(&self, loop_index: usize, command: Command) {
+        let Some(mailbox) = self.mailboxes.get(loop_index) else {
+            return;
+        };
+        // A loop that exited dropped its receiver: nothing to wake.
+        if mailbox.sender.send(command).is_ok() {
+            if let Err(e) = mailbox.waker.wake() {
+                tracing::error!(loop_index, "cannot wake loop: {e}");
+            }
+        }
+    }
+
+    fn identities(&self) -> MutexGuard<'_, IdentityTable<Handle>> {
+        self.identities
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Stops a running [`Server`] gracefully; clone it into a signal handler thread.
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle(Arc<Shared>);
+
+impl ShutdownHandle {
+    /// Asks every loop to close its connections (1001) and exit.
+    pub fn shutdown(&self) {
+        for index in 0..self.0.mailboxes.len() {
+            self.0.send(index, Command::Shutdown);
+        }
+    }
+}
+
+/// The bound server: listeners open, loops ready to run.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use ocpp_examples::csms::{Csms, CsmsConfig};
+/// use ocpp_examples::mio_server::{Server, ServerConfig};
+/// let csms = Arc::new(Csms::new(CsmsConfig::default()));
+/// let server = Server::bind(ServerConfig::new("127.0.0.1:9000".parse().unwrap()), csms).unwrap();
+/// println!("listening on {}", server.local_addr());
+/// server.run().unwrap(); // until a ShutdownHandle is used
+/// ```
+#[derive(Debug)]
+pub struct Server {
+    loops: Vec<EventLoop>,
+    shared: Arc<Shared>,
+    local_addr: SocketAddr,
+    admin_addr: Option<SocketAddr>,
+}
+
+impl Server {
+    /// Binds the listeners (port 0 picks a free port, shared by every loop) and prepares the
+    /// loops.
+    pub fn bind(config: ServerConfig, csms: Arc<Csms>) -> io::Result<Server> {
+        let threads = config.threads.max(1);
+        let mut polls = Vec::with_capacity(threads);
+        let mut mailboxes = Vec::with_capacity(threads);
+        let mut receivers = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let poll = Poll::new()?;
+            let waker = Waker::new(poll.registry(), WAKER)?;
+            let (sender, receiver) = mpsc::channel();
+            polls.push(poll);
+            mailboxes.push(Mailbox { sender, waker });
+            receivers.push(receiver);
+        }
+        let mut listeners = Vec::with_capacity(threads);
+        let mut addr = config.listen;
+        for _ in 0..threads {
+            let listener = bind_listener(addr, threads > 1)?;
+            addr = listener.local_addr()?; // the port 0 picked, for the next loops
+            listeners.push(listener);
+        }
+        let admin = match config.admin {
+            Some(addr) => Some(bind_listener(addr, false)?),
+            None => None,
+        };
+        let admin_addr = admin.as_ref().map(TcpListener::local_addr).transpose()?;
+        let shared = Arc::new(Shared {
+            csms,
+            connection_config: Arc::new(config.connection),
+            push_interval: config.push_interval,
+            mailboxes,
+            identities: Mutex::new(IdentityTable::new()),
+        });
+        let mut admin = admin;
+        let loops = polls
+            .into_iter()
+            .zip(listeners)
+            .zip(receivers)
+            .enumerate()
+            .map(|(index, ((poll, listener), receiver))| {
+                let admin = if index == 0 { admin.take() } else { None };
+                EventLoop::new(index, poll, listener, admin, receiver, Arc::clone(&shared))
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Server {
+            loops,
+            shared,
+            local_addr: addr,
+            admin_addr,
+        })
+    }
+
+    /// The address charge points connect to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The admin interface's address, if enabled.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
+    }
+
+    /// A handle that stops the server.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle(Arc::clone(&self.shared))
+    }
+
+    /// Runs loop 0 on this thread and the others on their own, until shutdown.
+    pub fn run(self) -> io::Result<()> {
+        let mut loops = self.loops.into_iter();
+        let Some(first) = loops.next() else {
+            return Ok(());
+        };
+        let threads = loops
+            .map(|event_loop| {
+                let index = event_loop.index();
+                std::thread::Builder::new()
+                    .name(format!("mio-loop-{index}"))
+                    .spawn(move || event_loop.run())
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let mut result = first.run();
+        for thread in threads {
+            match thread.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => result = result.and(Err(e)),
+                Err(_) => result = result.and(Err(io::Error::other("an event loop panicked"))),
+            }
+        }
+        result
+    }
+}
+
+/// A non-blocking listener; with `reuse_port`, several may bind the same address and the
+/// kernel balances connections between them (Linux `SO_REUSEPORT`).
+fn bind_listener(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    Ok(TcpListener::from_std(socket.into()))
+}
