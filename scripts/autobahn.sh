@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Runs the Autobahn|Testsuite fuzzingclient (cases 1-10, 301 cases) against the echo server.
+#
+# usage: bash scripts/autobahn.sh [CASES]     (from anywhere; CASES as for run.sh, default: all 301)
+#
+# Builds examples' echo-server in release, starts it on a free port (port 0; the port is read
+# from its "listening on" line), runs ../shared/tools/autobahn/run.sh (the shared dir sits
+# beside the repository), stops the server by its PID and exits with run.sh's status. Also
+# fails when the summary shows any NON-STRICT case: our bar is strict conformance.
+#
+# env: AUTOBAHN_RUN_SH   path of run.sh (default ../shared/tools/autobahn/run.sh from the repo)
+#      AUTOBAHN_*        passed on to run.sh (AUTOBAHN_REPORT_DIR, AUTOBAHN_TIMEOUT, ...)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+RUN_SH="${AUTOBAHN_RUN_SH:-../shared/tools/autobahn/run.sh}"
+[ -f "$RUN_SH" ] || { echo "autobahn.sh: $RUN_SH not found (expected the shared tools beside the repo)" >&2; exit 2; }
+
+echo "autobahn.sh: building echo-server (release)"
+cargo build --release --quiet -p ocpp-examples --bin echo-server
+TARGET_DIR="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
+BIN="$TARGET_DIR/release/echo-server"
+
+WORK="$(mktemp -d /tmp/echo-autobahn.XXXXXX)"
+SERVER_PID=""
+stop_server() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  SERVER_PID=""
+}
+trap 'stop_server; rm -rf "$WORK"' EXIT
+
+# Start on port 0 and wait (at most 10 s) for the line that names the port it got.
+"$BIN" 127.0.0.1:0 2>"$WORK/server.log" &
+SERVER_PID=$!
+PORT=""
+for _ in $(seq 100); do
+  PORT="$(sed -n 's/^echo-server listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$WORK/server.log" 2>/dev/null || true)"
+  [ -n "$PORT" ] && break
+  kill -0 "$SERVER_PID" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$PORT" ]; then
+  echo "autobahn.sh: echo-server did not start listening; its log:" >&2
+  cat "$WORK/server.log" >&2 || echo "(no log: $WORK/server.log is gone)" >&2
+  exit 1
+fi
+echo "autobahn.sh: echo-server (PID $SERVER_PID) listening on 127.0.0.1:$PORT"
+
+set +e
+bash "$RUN_SH" "ws://127.0.0.1:$PORT" echo-server "$@" 2>&1 | tee "$WORK/run.out"
+RC=${PIPESTATUS[0]}
+set -e
+stop_server
+if [ -s "$WORK/server.log" ] && [ "$(wc -l <"$WORK/server.log" 2>/dev/null || echo 0)" -gt 1 ]; then
+  echo "autobahn.sh: echo-server log:"
+  sed 's/^/  /' "$WORK/server.log"
+fi
+
+NON_STRICT="$(sed -n 's/^ *NON-STRICT: *\([0-9][0-9]*\)$/\1/p' "$WORK/run.out")"
+if [ "$RC" -ne 0 ]; then
+  echo "autobahn.sh: FAILED (run.sh exited with $RC)"
+  exit "$RC"
+fi
+if [ -z "$NON_STRICT" ]; then
+  echo "autobahn.sh: FAILED (no NON-STRICT count in the summary)"
+  exit 1
+fi
+if [ "$NON_STRICT" -gt 0 ]; then
+  echo "autobahn.sh: FAILED ($NON_STRICT NON-STRICT cases; the bar is 0)"
+  exit 1
+fi
+echo "autobahn.sh: OK"
