@@ -17,11 +17,15 @@ cd "$ROOT"
 RUN_SH="${AUTOBAHN_RUN_SH:-../shared/tools/autobahn/run.sh}"
 [ -f "$RUN_SH" ] || { echo "autobahn.sh: $RUN_SH not found (expected the shared tools beside the repo)" >&2; exit 2; }
 
-echo "autobahn.sh: building echo-server (release)"
-cargo build --release --quiet -p ocpp-examples --bin echo-server
+# SERVER_PROFILE=dev (what .ci/run sets) reuses the debug build the test step made; the default
+# is an optimised build.
+PROFILE="${SERVER_PROFILE:-release}"
+echo "autobahn.sh: building echo-server (profile $PROFILE)"
+cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin echo-server
 TARGET_DIR="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps \
   | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
-BIN="$TARGET_DIR/release/echo-server"
+case "$PROFILE" in dev | test) PROFILE_DIR=debug ;; bench) PROFILE_DIR=release ;; *) PROFILE_DIR="$PROFILE" ;; esac
+BIN="$TARGET_DIR/$PROFILE_DIR/echo-server"
 
 WORK="$(mktemp -d /tmp/echo-autobahn.XXXXXX)"
 SERVER_PID=""

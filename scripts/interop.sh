@@ -43,11 +43,15 @@ install_deps() {
 install_deps
 [ "${1:-}" = "--deps-only" ] && exit 0
 
-echo "interop.sh: building echo-server (release)"
-cargo build --release --quiet -p ocpp-examples --bin echo-server
+# SERVER_PROFILE=dev (what .ci/run sets) reuses the debug build the test step made; the default
+# is an optimised build.
+PROFILE="${SERVER_PROFILE:-release}"
+echo "interop.sh: building echo-server (profile $PROFILE)"
+cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin echo-server
 TARGET_DIR="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps \
   | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
-BIN="$TARGET_DIR/release/echo-server"
+case "$PROFILE" in dev | test) PROFILE_DIR=debug ;; bench) PROFILE_DIR=release ;; *) PROFILE_DIR="$PROFILE" ;; esac
+BIN="$TARGET_DIR/$PROFILE_DIR/echo-server"
 
 WORK="$(mktemp -d /tmp/echo-interop.XXXXXX)"
 SERVER_PID=""
