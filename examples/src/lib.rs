@@ -9,3 +9,4 @@
 
 pub mod csms;
 pub mod mio_server;
+pub mod tokio_server;

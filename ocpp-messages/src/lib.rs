@@ -32,7 +32,10 @@
 //! `no_std` + `alloc` without the default `std` feature.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 extern crate alloc;
 

@@ -1,0 +1,565 @@
+//! One charge point's task: its socket, its Sans-IO connection, its mailbox.
+
+use std::cell::RefCell;
+use std::io;
+use std::net::{Shutdown, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ocpp_frame::CloseCode;
+use ocpp_messages::version::OcppVersion;
+use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, RefusalReason, Refused};
+use socket2::SockRef;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::{Command, Handle, Shared, DRAIN_TIMEOUT, FLUSH_TIMEOUT, MAILBOX, SHUTDOWN_TIMEOUT};
+use crate::csms::admin::{self, HttpResponse};
+use crate::csms::{push, Decision, Reply, SessionId};
+
+/// The read buffer of each worker thread, shared by every connection that thread polls.
+const SCRATCH_SIZE: usize = 64 * 1024;
+/// At most this many reads per wake-up, so one busy peer cannot hold a worker (the rest is read
+/// on the next turn: tokio keeps the readiness until a read would block).
+const READS_PER_WAKE: usize = 16;
+
+thread_local! {
+    static SCRATCH: RefCell<Box<[u8]>> = RefCell::new(vec![0; SCRATCH_SIZE].into_boxed_slice());
+}
+
+/// Where a charge point's socket is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The connection runs.
+    Live,
+    /// The connection ended; write out what it still has, until the deadline.
+    Flushing { deadline: Instant },
+    /// Our write side is shut; read until the peer's end of stream, until the deadline.
+    Draining { deadline: Instant },
+}
+
+/// What woke the task.
+#[derive(Debug)]
+enum Wake {
+    Readable(io::Result<()>),
+    Writable(io::Result<()>),
+    Deadline,
+    Command(Option<Command>),
+    Shutdown,
+}
+
+/// A charge point's socket and connection, and what the application knows of it.
+#[derive(Debug)]
+struct Task {
+    id: u64,
+    socket: TcpStream,
+    peer: SocketAddr,
+    connection: Connection,
+    shared: Arc<Shared>,
+    /// A sender to our own mailbox, cloned into the identity table.
+    mailbox: mpsc::Sender<Command>,
+    phase: Phase,
+    /// Reading stopped because our output to this peer is backed up.
+    read_paused: bool,
+    /// A write failed: the socket is dead, drop what is left.
+    broken: bool,
+    /// The task is over: drop the socket.
+    done: bool,
+    /// Set when the server shuts down: the task ends by then whatever happens.
+    shutdown_deadline: Option<Instant>,
+    identity: Option<ChargePointIdentity>,
+    version: Option<OcppVersion>,
+    session: Option<SessionId>,
+    opened: Instant,
+    /// Sequence number of the last push DataTransfer.
+    push_seq: u64,
+    /// Our CALLs sent for the admin interface: call id and where to send the HTTP answer.
+    admin_waiters: Vec<(String, oneshot::Sender<HttpResponse>)>,
+    /// An answer refused for back-pressure, sent again on `Event::Writable`.
+    deferred_reply: Option<(String, Reply)>,
+}
+
+/// Serves one accepted socket until its connection is over.
+pub(super) async fn run(
+    id: u64,
+    socket: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let (mailbox, mut commands) = mpsc::channel(MAILBOX);
+    let now = Instant::now();
+    let connection = Connection::accept_incoming(now, Arc::clone(&shared.connection_config));
+    let metrics = shared.csms.metrics();
+    metrics.sockets_accepted.inc();
+    metrics.sockets_open.inc();
+    let mut task = Task {
+        id,
+        socket,
+        peer,
+        connection,
+        shared: Arc::clone(&shared),
+        mailbox,
+        phase: Phase::Live,
+        read_paused: false,
+        broken: false,
+        done: false,
+        shutdown_deadline: None,
+        identity: None,
+        version: None,
+        session: None,
+        opened: now,
+        push_seq: 0,
+        admin_waiters: Vec::new(),
+        deferred_reply: None,
+    };
+    if *stop.borrow_and_update() {
+        task.begin_shutdown(now);
+    }
+    let sleep = tokio::time::sleep_until(now.into());
+    tokio::pin!(sleep);
+    loop {
+        task.service(Instant::now());
+        if task.done {
+            break;
+        }
+        let want_read = match task.phase {
+            Phase::Live => !task.read_paused,
+            Phase::Flushing { .. } => false,
+            Phase::Draining { .. } => true,
+        };
+        let want_write = !task.broken && task.connection.pending_transmit_len() > 0;
+        let deadline = task.deadline();
+        if let Some(deadline) = deadline {
+            if sleep.deadline() != deadline.into() {
+                sleep.as_mut().reset(deadline.into());
+            }
+        }
+        let live = task.phase == Phase::Live;
+        let watching = task.shutdown_deadline.is_none();
+        let wake = tokio::select! {
+            ready = task.socket.readable(), if want_read => Wake::Readable(ready),
+            ready = task.socket.writable(), if want_write => Wake::Writable(ready),
+            () = &mut sleep, if deadline.is_some() => Wake::Deadline,
+            command = commands.recv(), if live => Wake::Command(command),
+            _ = stop.changed(), if watching => Wake::Shutdown,
+        };
+        let now = Instant::now();
+        match wake {
+            Wake::Readable(Ok(())) => task.read(now),
+            Wake::Writable(Ok(())) => {} // `service` writes
+            Wake::Readable(Err(e)) | Wake::Writable(Err(e)) => {
+                tracing::debug!(peer = %task.peer, "socket: {e}");
+                task.broken = true;
+                task.connection.handle_eof(now);
+            }
+            Wake::Deadline => task.on_deadline(now),
+            Wake::Command(Some(command)) => task.on_command(command, now),
+            Wake::Command(None) => {} // we hold a sender: never
+            Wake::Shutdown => task.begin_shutdown(now),
+        }
+    }
+    shared.csms.metrics().sockets_open.dec();
+}
+
+impl Task {
+    /// The next time the task must wake up without I/O.
+    fn deadline(&self) -> Option<Instant> {
+        let own = match self.phase {
+            Phase::Live => self.connection.poll_timeout(),
+            Phase::Flushing { deadline } | Phase::Draining { deadline } => Some(deadline),
+        };
+        [own, self.shutdown_deadline].into_iter().flatten().min()
+    }
+
+    fn handle(&self) -> Handle {
+        Handle {
+            id: self.id,
+            commands: self.mailbox.clone(),
+        }
+    }
+
+    /// Reads into the worker's buffer and feeds the connection, handling its events after each
+    /// read so that answers are produced (and back-pressure noticed) as data comes in.
+    fn read(&mut self, now: Instant) {
+        let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
+        for _ in 0..READS_PER_WAKE {
+            match self.phase {
+                Phase::Live => {}
+                // A closed connection ignores input; we read it only when draining.
+                Phase::Flushing { .. } => return,
+                Phase::Draining { .. } => {
+                    self.drain();
+                    return;
+                }
+            }
+            if self.connection.pending_transmit_len() > max_outbound / 2 {
+                // Back-pressure: the peer does not read what we send; stop reading it.
+                self.read_paused = true;
+                return;
+            }
+            let (socket, connection) = (&self.socket, &mut self.connection);
+            let result = SCRATCH.with(|scratch| {
+                let mut scratch = scratch.borrow_mut();
+                let n = socket.try_read(&mut scratch)?;
+                if n > 0 {
+                    connection.handle_data(now, &scratch[..n]);
+                }
+                Ok::<usize, io::Error>(n)
+            });
+            match result {
+                Ok(0) => {
+                    self.connection.handle_eof(now);
+                    self.handle_events(now);
+                    return;
+                }
+                Ok(_) => {
+                    self.handle_events(now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::debug!(peer = %self.peer, "read: {e}");
+                    self.connection.handle_eof(now);
+                    self.handle_events(now);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Draining: discards input until the peer's end of stream, then ends the task.
+    fn drain(&mut self) {
+        let socket = &self.socket;
+        for _ in 0..READS_PER_WAKE {
+            let result = SCRATCH.with(|scratch| socket.try_read(&mut scratch.borrow_mut()));
+            match result {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        self.done = true;
+    }
+
+    /// After anything happened: handle the connection's events, write its output, move it along
+    /// its phases.
+    fn service(&mut self, now: Instant) {
+        let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
+        // Writing may produce events (Writable, a queued CALL sent); a few rounds settle it.
+        for _ in 0..8 {
+            let handled = self.handle_events(now);
+            if self.broken {
+                break;
+            }
+            let before = self.connection.pending_transmit_len();
+            if let Err(e) = self.write_out() {
+                tracing::debug!(peer = %self.peer, "write: {e}");
+                self.broken = true;
+                self.connection.handle_eof(now);
+                continue;
+            }
+            if handled == 0 && self.connection.pending_transmit_len() == before {
+                break;
+            }
+        }
+        if self.broken {
+            // Let the application hear of the end before the socket goes.
+            self.handle_events(now);
+            self.done = true;
+            return;
+        }
+        let pending = self.connection.pending_transmit_len();
+        if let Phase::Flushing { .. } = self.phase {
+            if pending == 0 {
+                // Everything is out: half-close and wait for the peer's end of stream.
+                let _ = SockRef::from(&self.socket).shutdown(Shutdown::Write);
+                self.phase = Phase::Draining {
+                    deadline: now + DRAIN_TIMEOUT,
+                };
+                self.drain();
+            }
+        }
+        if self.read_paused && pending <= max_outbound / 4 {
+            self.read_paused = false;
+        }
+    }
+
+    /// Writes the connection's output until done or the socket would block.
+    fn write_out(&mut self) -> io::Result<()> {
+        loop {
+            let pending = self.connection.pending_transmit();
+            if pending.is_empty() {
+                return Ok(());
+            }
+            match self.socket.try_write(pending) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.connection.advance_transmit(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A deadline passed: the connection's timers, the flush or drain limit, or shutdown's.
+    fn on_deadline(&mut self, now: Instant) {
+        if self.shutdown_deadline.is_some_and(|at| at <= now) {
+            if self.phase == Phase::Live {
+                // Its CALLs left unanswered are logged by `on_closed`.
+                self.connection.handle_eof(now);
+                self.handle_events(now);
+            }
+            self.done = true;
+            return;
+        }
+        match self.phase {
+            Phase::Live => self.connection.handle_timeout(now),
+            Phase::Flushing { deadline } | Phase::Draining { deadline } if deadline <= now => {
+                self.done = true;
+            }
+            _ => {}
+        }
+    }
+
+    fn begin_shutdown(&mut self, now: Instant) {
+        if self.shutdown_deadline.is_some() {
+            return;
+        }
+        self.shutdown_deadline = Some(now + SHUTDOWN_TIMEOUT);
+        if self.phase == Phase::Live {
+            self.connection
+                .close(now, CloseCode::GOING_AWAY, "server shutting down");
+        }
+    }
+
+    fn on_command(&mut self, command: Command, now: Instant) {
+        match command {
+            Command::AdminCall { request, reply } => self.admin_call(request, reply, now),
+            Command::Push => self.push(now),
+            Command::Replace => {
+                tracing::info!(identity = ?self.identity, "replaced by a newer connection");
+                self.connection.close(
+                    now,
+                    CloseCode::POLICY_VIOLATION,
+                    "replaced by a newer connection",
+                );
+            }
+        }
+    }
+
+    fn admin_call(
+        &mut self,
+        request: ocpp_server_core::Request,
+        reply: oneshot::Sender<HttpResponse>,
+        now: Instant,
+    ) {
+        if self.phase != Phase::Live || !self.connection.is_open() {
+            let _ = reply.send(HttpResponse::error(
+                404,
+                "the charge point is no longer connected",
+            ));
+            return;
+        }
+        let action = request.action();
+        match self.connection.call(now, request) {
+            Ok(id) => {
+                if let Some(identity) = &self.identity {
+                    self.shared.csms.on_call_sent(identity, action);
+                    tracing::info!(%identity, action, id, "admin CALL sent");
+                }
+                self.admin_waiters.push((id, reply));
+            }
+            Err(Refused { reason, .. }) => {
+                let _ = reply.send(HttpResponse::refused(reason));
+            }
+        }
+    }
+
+    /// `--push-interval-ms`: a DataTransfer if the previous CALL was answered; built right
+    /// before `call`, so it is serialised (and stamped) at once.
+    fn push(&mut self, now: Instant) {
+        let (Some(version), Some(identity)) = (self.version, &self.identity) else {
+            return;
+        };
+        if self.phase != Phase::Live || !self.connection.is_open() {
+            return;
+        }
+        let csms = &self.shared.csms;
+        if self.connection.has_call_in_flight() || self.connection.queued_calls() > 0 {
+            csms.metrics().pushes_skipped.inc();
+            return;
+        }
+        let request = push::data_transfer(version, self.push_seq + 1, push::unix_nanos_now());
+        match self.connection.call(now, request) {
+            Ok(_) => {
+                self.push_seq += 1;
+                csms.on_call_sent(identity, "DataTransfer");
+            }
+            Err(_) => csms.metrics().pushes_skipped.inc(),
+        }
+    }
+
+    /// Drains the connection's events into the application. Returns how many it handled.
+    fn handle_events(&mut self, now: Instant) -> usize {
+        let shared = Arc::clone(&self.shared);
+        let csms = &shared.csms;
+        let mut handled = 0;
+        while let Some(event) = self.connection.poll_event() {
+            handled += 1;
+            match event {
+                Event::UpgradeRequested(upgrade) => {
+                    self.identity = Some(upgrade.identity.clone());
+                    let result = match csms.on_upgrade(&upgrade) {
+                        Decision::Accept => self.connection.accept(now),
+                        Decision::Reject { status, reason } => {
+                            tracing::info!(
+                                identity = %upgrade.identity, peer = %self.peer, status, reason,
+                                "upgrade rejected"
+                            );
+                            self.connection.reject(now, status)
+                        }
+                    };
+                    if result.is_err() {
+                        tracing::warn!("accept/reject in the wrong state");
+                    }
+                }
+                Event::Connected { version } => {
+                    let Some(identity) = self.identity.clone() else {
+                        continue;
+                    };
+                    self.version = Some(version);
+                    self.session = Some(csms.on_connected(&identity, version));
+                    tracing::info!(
+                        %identity, version = version.as_str(), peer = %self.peer, "connected"
+                    );
+                    let replaced = shared.identities().register(identity, self.handle());
+                    if let Some(old) = replaced {
+                        replace(old);
+                    }
+                }
+                Event::Call { id, request } => {
+                    let (Some(identity), Some(session)) = (&self.identity, self.session) else {
+                        continue;
+                    };
+                    let reply = csms.on_call(session, identity, &request);
+                    self.send_reply(id, reply, now);
+                }
+                Event::Send { request, .. } => {
+                    if let Some(identity) = &self.identity {
+                        csms.on_send(identity, &request);
+                    }
+                }
+                Event::CallCompleted {
+                    id,
+                    action,
+                    outcome,
+                } => {
+                    let Some(identity) = &self.identity else {
+                        continue;
+                    };
+                    csms.on_call_completed(identity, action, &outcome);
+                    if let Some(at) = self.admin_waiters.iter().position(|(i, _)| *i == id) {
+                        let (_, reply) = self.admin_waiters.swap_remove(at);
+                        let version = self.version.unwrap_or(OcppVersion::V1_6);
+                        let response = admin::call_response(version, &id, action, &outcome);
+                        tracing::info!(
+                            %identity, action, id, status = response.status,
+                            "admin CALL completed"
+                        );
+                        let _ = reply.send(response);
+                    }
+                }
+                Event::UnmatchedResponse { id } => {
+                    tracing::debug!(identity = ?self.identity, id, "answer to no CALL of ours");
+                }
+                Event::CallResultError {
+                    id,
+                    code,
+                    description,
+                } => {
+                    tracing::warn!(
+                        identity = ?self.identity, id, ?code, description, "CALLRESULTERROR"
+                    );
+                }
+                Event::Writable => {
+                    if let Some((id, reply)) = self.deferred_reply.take() {
+                        self.send_reply(id, reply, now);
+                    }
+                }
+                Event::Closed(closed) => self.on_closed(&closed, now),
+                _ => {}
+            }
+        }
+        handled
+    }
+
+    /// The connection ended: tell the application, free the identity, fail the admin commands
+    /// waiting on it, and start flushing.
+    fn on_closed(&mut self, closed: &Closed, now: Instant) {
+        let shared = Arc::clone(&self.shared);
+        shared
+            .csms
+            .on_closed(self.session, self.identity.as_ref(), closed);
+        if let (Some(identity), Some(_)) = (&self.identity, self.session) {
+            shared.identities().remove(identity, &self.handle());
+            tracing::info!(
+                %identity, reason = ?closed.reason,
+                seconds = now.duration_since(self.opened).as_secs(), "disconnected"
+            );
+        } else {
+            tracing::debug!(peer = %self.peer, reason = ?closed.reason, "handshake ended");
+        }
+        for (_, reply) in self.admin_waiters.drain(..) {
+            let _ = reply.send(HttpResponse::disconnected());
+        }
+        self.deferred_reply = None;
+        self.phase = Phase::Flushing {
+            deadline: now + FLUSH_TIMEOUT,
+        };
+    }
+
+    /// Answers a CALL; an answer refused for back-pressure waits for `Event::Writable`.
+    fn send_reply(&mut self, id: String, reply: Reply, now: Instant) {
+        let refused = match reply {
+            Reply::Result(response) => match self.connection.respond(now, &id, response) {
+                Ok(()) => return,
+                Err(Refused { reason, message }) => (reason, Reply::Result(message)),
+            },
+            Reply::Error { code, description } => {
+                match self.connection.respond_error(now, &id, code, &description) {
+                    Ok(()) => return,
+                    Err(Refused { reason, message }) => (
+                        reason,
+                        Reply::Error {
+                            code: message,
+                            description,
+                        },
+                    ),
+                }
+            }
+        };
+        match refused {
+            (RefusalReason::Backpressure, reply) => self.deferred_reply = Some((id, reply)),
+            (reason, _) => {
+                tracing::debug!(identity = ?self.identity, id, %reason, "answer not sent");
+            }
+        }
+    }
+}
+
+/// Asks the task of a replaced connection to close; waits for room in its mailbox off this
+/// task if it is full.
+fn replace(old: Handle) {
+    match old.commands.try_send(Command::Replace) {
+        Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+        Err(mpsc::error::TrySendError::Full(command)) => {
+            tokio::spawn(async move {
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(5), old.commands.send(command)).await;
+            });
+        }
+    }
+}

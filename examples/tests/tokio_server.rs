@@ -1,0 +1,707 @@
+//! `tokio-server` end to end, the same checks as `mio_server.rs`: the built binary on free
+//! loopback ports, charge points built on `ocpp-server-core`'s charge-point side over blocking
+//! std sockets, the admin API over plain HTTP. Every wait is bounded; the server is stopped by
+//! PID when a test ends.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use ocpp_examples::csms::admin::decode_command;
+use ocpp_messages::version::OcppVersion;
+use ocpp_server_core::{
+    CallOutcome, ChargePointIdentity, CloseReason, ConnectTarget, Connection, ConnectionConfig,
+    Event, Request, Response,
+};
+use serde_json::Value;
+
+/// The longest any single wait in these tests may take.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// The server process, killed (by its PID) when dropped.
+struct Server {
+    child: Child,
+    ocpp: SocketAddr,
+    admin: SocketAddr,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tokio-server"))
+            .args(["--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start tokio-server");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = match rx.recv_timeout(WAIT) {
+            Ok(line) => line,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("tokio-server did not start");
+            }
+        };
+        // `tokio-server listening on ADDR (admin on ADDR)`
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(&words[..3], ["tokio-server", "listening", "on"], "{line}");
+        let ocpp = words[3].parse().expect("ocpp address");
+        let admin = words[6]
+            .trim_end_matches(')')
+            .parse()
+            .expect("admin address");
+        Server { child, ocpp, admin }
+    }
+
+    /// Sends SIGTERM (graceful shutdown).
+    fn sigterm(&self) {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    }
+
+    /// Waits (bounded) for the exit status.
+    fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "tokio-server did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A charge point: a blocking socket with a read timeout driving a Sans-IO connection.
+struct ChargePoint {
+    stream: TcpStream,
+    connection: Connection,
+    version: OcppVersion,
+}
+
+static KEYS: AtomicU64 = AtomicU64::new(1);
+
+impl ChargePoint {
+    /// Connects and waits for the upgrade's outcome: the version, or why it failed.
+    fn connect(
+        addr: SocketAddr,
+        identity: &str,
+        versions: &[OcppVersion],
+        password: Option<&[u8]>,
+    ) -> Result<ChargePoint, CloseReason> {
+        let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect");
+        stream.set_nodelay(true).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        stream.set_write_timeout(Some(WAIT)).unwrap();
+        let identity = ChargePointIdentity::new(identity.into(), false).unwrap();
+        let mut target = ConnectTarget::new(&addr.to_string(), "/ocpp", identity);
+        if let Some(password) = password {
+            target = target.with_password(password);
+        }
+        let n = KEYS.fetch_add(1, Ordering::Relaxed);
+        let config = ConnectionConfig::default().versions(versions.to_vec());
+        let connection = Connection::connect(
+            Instant::now(),
+            Arc::new(config),
+            &target,
+            (u128::from(n) * 0x9E37_79B9_7F4A_7C15).to_le_bytes(),
+            n,
+        )
+        .unwrap();
+        let mut cp = ChargePoint {
+            stream,
+            connection,
+            version: OcppVersion::V1_6,
+        };
+        match cp.next_event() {
+            Event::Connected { version } => {
+                cp.version = version;
+                Ok(cp)
+            }
+            Event::Closed(closed) => Err(closed.reason),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn flush(&mut self) {
+        while !self.connection.pending_transmit().is_empty() {
+            let n = self
+                .stream
+                .write(self.connection.pending_transmit())
+                .expect("write");
+            self.connection.advance_transmit(n);
+        }
+    }
+
+    /// The next event, reading as needed (at most [`WAIT`]).
+    fn next_event(&mut self) -> Event {
+        let deadline = Instant::now() + WAIT;
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            self.flush();
+            if let Some(event) = self.connection.poll_event() {
+                return event;
+            }
+            assert!(Instant::now() < deadline, "no event in time");
+            match self.stream.read(&mut buf) {
+                Ok(0) => self.connection.handle_eof(Instant::now()),
+                Ok(n) => self.connection.handle_data(Instant::now(), &buf[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => self.connection.handle_eof(Instant::now()),
+            }
+            self.connection.handle_timeout(Instant::now());
+        }
+    }
+
+    /// Sends a CALL (payload as JSON) and returns the CALLRESULT payload as JSON.
+    fn call(&mut self, action: &str, payload: &str) -> Value {
+        let request = decode_command(self.version, action, payload).expect("valid request");
+        let id = self.connection.call(Instant::now(), request).expect("call");
+        loop {
+            match self.next_event() {
+                Event::CallCompleted {
+                    id: done, outcome, ..
+                } if done == id => match outcome {
+                    CallOutcome::Result(response) => {
+                        return serde_json::to_value(&response).unwrap()
+                    }
+                    other => panic!("{action}: {other:?}"),
+                },
+                Event::Call { .. } => panic!("unexpected CALL from the server"),
+                _ => {}
+            }
+        }
+    }
+
+    /// Waits for a CALL from the server.
+    fn expect_call(&mut self) -> (String, Request) {
+        loop {
+            match self.next_event() {
+                Event::Call { id, request } => return (id, request),
+                Event::Closed(closed) => panic!("closed: {closed:?}"),
+                _ => {}
+            }
+        }
+    }
+
+    fn respond(&mut self, id: &str, response: Response) {
+        self.connection
+            .respond(Instant::now(), id, response)
+            .expect("respond");
+        self.flush();
+    }
+
+    /// Closes with 1000 and waits for the end.
+    fn close(mut self) {
+        self.connection
+            .close(Instant::now(), ocpp_frame::CloseCode::NORMAL, "bye");
+        loop {
+            if let Event::Closed(_) = self.next_event() {
+                return;
+            }
+        }
+    }
+}
+
+/// One HTTP request to the admin interface; returns the status and the body.
+fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect_timeout(&addr, WAIT).expect("admin connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(45)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .expect("admin response");
+    let status = response[9..12].parse().expect("status");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn charge_point_state(server: &Server, identity: &str) -> Value {
+    let (status, body) = http(
+        server.admin,
+        "GET",
+        &format!("/chargepoints/{identity}"),
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    json(&body)
+}
+
+#[test]
+fn v1_6_charging_session_and_admin_commands() {
+    let server = Server::start(&[]);
+    let mut cp = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
+    assert_eq!(cp.version, OcppVersion::V1_6);
+    let boot = cp.call(
+        "BootNotification",
+        r#"{"chargePointVendor":"ACME","chargePointModel":"Fast-50"}"#,
+    );
+    assert_eq!(boot["status"], "Accepted");
+    assert_eq!(boot["interval"], 300);
+    assert!(cp.call("Heartbeat", "{}")["currentTime"].is_string());
+    cp.call(
+        "StatusNotification",
+        r#"{"connectorId":1,"errorCode":"NoError","status":"Preparing"}"#,
+    );
+    assert_eq!(
+        cp.call("Authorize", r#"{"idTag":"TAG1"}"#)["idTagInfo"]["status"],
+        "Accepted"
+    );
+    let start = cp.call(
+        "StartTransaction",
+        r#"{"connectorId":1,"idTag":"TAG1","meterStart":100,"timestamp":"2026-11-29T12:00:00Z"}"#,
+    );
+    let tx = start["transactionId"].as_i64().unwrap();
+    cp.call(
+        "MeterValues",
+        &format!(
+            r#"{{"connectorId":1,"transactionId":{tx},"meterValue":[{{"timestamp":"2026-11-29T12:01:00Z","sampledValue":[{{"value":"600"}}]}}]}}"#
+        ),
+    );
+    let state = charge_point_state(&server, "CP1");
+    assert_eq!(state["version"], "1.6");
+    assert_eq!(state["transactions"][0]["energy_wh"], 500.0);
+    cp.call(
+        "StopTransaction",
+        &format!(r#"{{"transactionId":{tx},"meterStop":1100,"timestamp":"2026-11-29T12:30:00Z"}}"#),
+    );
+    let state = charge_point_state(&server, "CP1");
+    assert_eq!(state["transactions"][0]["energy_wh"], 1000.0);
+    assert!(state["transactions"][0]["ended"].is_string());
+
+    let (status, body) = http(server.admin, "GET", "/chargepoints", "");
+    assert_eq!(status, 200);
+    let list = json(&body);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["identity"], "CP1");
+    assert_eq!(list[0]["status"], "Accepted");
+    assert!(list[0]["connected_since"].is_string());
+
+    // A command down: the HTTP request waits for the charge point's answer.
+    let admin = server.admin;
+    let command = std::thread::spawn(move || {
+        http(
+            admin,
+            "POST",
+            "/chargepoints/CP1/call/Reset",
+            r#"{"type":"Soft"}"#,
+        )
+    });
+    let (id, request) = cp.expect_call();
+    assert_eq!(request.action(), "Reset");
+    let accepted = decode_command(OcppVersion::V1_6, "Reset", "{}").err();
+    assert!(accepted.is_some(), "an empty Reset does not validate");
+    cp.respond(
+        &id,
+        Response::from(ocpp_messages::v1_6::Response::from(
+            ocpp_messages::v1_6::ResetResponse {
+                status: ocpp_messages::v1_6::ResetStatus::Accepted,
+            },
+        )),
+    );
+    let (status, body) = command.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(json(&body)["result"]["status"], "Accepted");
+
+    // A CALLERROR from the charge point comes back as 502.
+    let command = std::thread::spawn(move || {
+        http(
+            admin,
+            "POST",
+            "/chargepoints/CP1/call/DataTransfer",
+            r#"{"vendorId":"x"}"#,
+        )
+    });
+    let (id, _) = cp.expect_call();
+    cp.connection
+        .respond_error(
+            Instant::now(),
+            &id,
+            ocpp_messages::error_code::ErrorCode::NotSupported,
+            "no",
+        )
+        .unwrap();
+    cp.flush();
+    let (status, body) = command.join().unwrap();
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(json(&body)["error"]["code"], "NotSupported");
+
+    // Bad payload: 400; unknown identity: 404; unknown path: 404.
+    let (status, _) = http(
+        server.admin,
+        "POST",
+        "/chargepoints/CP1/call/Reset",
+        r#"{"type":"Sometimes"}"#,
+    );
+    assert_eq!(status, 400);
+    let (status, _) = http(
+        server.admin,
+        "POST",
+        "/chargepoints/NOPE/call/Reset",
+        r#"{"type":"Soft"}"#,
+    );
+    assert_eq!(status, 404);
+    let (status, _) = http(server.admin, "GET", "/nothing", "");
+    assert_eq!(status, 404);
+
+    let (status, metrics) = http(server.admin, "GET", "/metrics", "");
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("ocpp_charge_points_connected 1\n"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("ocpp_messages_in_total "), "{metrics}");
+    cp.close();
+}
+
+#[test]
+fn v2_0_1_charging_session() {
+    let server = Server::start(&[]);
+    let mut cp = ChargePoint::connect(
+        server.ocpp,
+        "CS201",
+        &[OcppVersion::V2_0_1, OcppVersion::V1_6],
+        None,
+    )
+    .unwrap();
+    assert_eq!(cp.version, OcppVersion::V2_0_1);
+    let boot = cp.call(
+        "BootNotification",
+        r#"{"chargingStation":{"vendorName":"ACME","model":"AC-22"},"reason":"PowerUp"}"#,
+    );
+    assert_eq!(boot["status"], "Accepted");
+    cp.call("Heartbeat", "{}");
+    cp.call(
+        "StatusNotification",
+        r#"{"timestamp":"2026-11-29T12:00:00Z","connectorStatus":"Occupied","evseId":1,"connectorId":1}"#,
+    );
+    let event = |kind: &str, seq: u32, wh: u32| {
+        format!(
+            r#"{{"eventType":"{kind}","timestamp":"2026-11-29T12:00:00Z","triggerReason":"Authorized","seqNo":{seq},
+            "transactionInfo":{{"transactionId":"TX-9"}},"evse":{{"id":1,"connectorId":1}},
+            "idToken":{{"idToken":"TAG1","type":"ISO14443"}},
+            "meterValue":[{{"timestamp":"2026-11-29T12:00:00Z","sampledValue":[{{"value":{wh}}}]}}]}}"#
+        )
+    };
+    let started = cp.call("TransactionEvent", &event("Started", 0, 0));
+    assert_eq!(started["idTokenInfo"]["status"], "Accepted");
+    cp.call("TransactionEvent", &event("Updated", 1, 2500));
+    cp.call("TransactionEvent", &event("Ended", 2, 7000));
+    let state = charge_point_state(&server, "CS201");
+    assert_eq!(state["version"], "2.0.1");
+    assert_eq!(state["connectors"]["1/1"]["status"], "Occupied");
+    let tx = &state["transactions"][0];
+    assert_eq!(tx["id"], "TX-9");
+    assert_eq!(tx["energy_wh"], 7000.0);
+    assert!(tx["ended"].is_string());
+
+    // A command down on 2.0.1.
+    let admin = server.admin;
+    let command = std::thread::spawn(move || {
+        http(
+            admin,
+            "POST",
+            "/chargepoints/CS201/call/Reset",
+            r#"{"type":"Immediate"}"#,
+        )
+    });
+    let (id, request) = cp.expect_call();
+    assert_eq!(request.action(), "Reset");
+    let response =
+        ocpp_messages::v2_0_1::decode_result("Reset", r#"{"status":"Scheduled"}"#).unwrap();
+    cp.respond(&id, response.into());
+    let (status, body) = command.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(json(&body)["result"]["status"], "Scheduled");
+    cp.close();
+}
+
+#[test]
+fn basic_auth_rejects_bad_credentials_with_401() {
+    let dir = std::env::temp_dir().join(format!("tokio-server-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("passwords");
+    std::fs::write(&file, "CP1:0123456789abcdef\n").unwrap();
+    let server = Server::start(&["--basic-auth", file.to_str().unwrap()]);
+    let v16 = [OcppVersion::V1_6];
+    let refused = |reason: CloseReason| match reason {
+        CloseReason::UpgradeRefused { status, .. } => status,
+        other => panic!("{other:?}"),
+    };
+    let wrong = ChargePoint::connect(server.ocpp, "CP1", &v16, Some(b"wrong-password-123")).err();
+    assert_eq!(wrong.map(refused), Some(Some(401)));
+    let missing = ChargePoint::connect(server.ocpp, "CP1", &v16, None).err();
+    assert_eq!(missing.map(refused), Some(Some(401)));
+    let unknown = ChargePoint::connect(server.ocpp, "CP2", &v16, Some(b"0123456789abcdef")).err();
+    assert_eq!(unknown.map(refused), Some(Some(401)));
+    let mut good =
+        ChargePoint::connect(server.ocpp, "CP1", &v16, Some(b"0123456789abcdef")).unwrap();
+    good.call("Heartbeat", "{}");
+    let (_, metrics) = http(server.admin, "GET", "/metrics", "");
+    assert!(
+        metrics.contains("ocpp_upgrades_rejected_total 3\n"),
+        "{metrics}"
+    );
+    good.close();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fifty_concurrent_charge_points_on_two_worker_threads() {
+    let server = Server::start(&["--threads", "2"]);
+    let addr = server.ocpp;
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = Arc::new(std::sync::Mutex::new(release_rx));
+    let threads: Vec<_> = (0..5)
+        .map(|t| {
+            let ready_tx = ready_tx.clone();
+            let release_rx = Arc::clone(&release_rx);
+            std::thread::spawn(move || {
+                let mut cps: Vec<ChargePoint> = (0..10)
+                    .map(|i| {
+                        let version = if i % 2 == 0 {
+                            OcppVersion::V1_6
+                        } else {
+                            OcppVersion::V2_0_1
+                        };
+                        let identity = format!("CP-{t}-{i}");
+                        let mut cp = ChargePoint::connect(addr, &identity, &[version], None)
+                            .unwrap();
+                        let boot = if version == OcppVersion::V1_6 {
+                            r#"{"chargePointVendor":"ACME","chargePointModel":"M"}"#
+                        } else {
+                            r#"{"chargingStation":{"vendorName":"ACME","model":"M"},"reason":"PowerUp"}"#
+                        };
+                        assert_eq!(cp.call("BootNotification", boot)["status"], "Accepted");
+                        cp
+                    })
+                    .collect();
+                for cp in &mut cps {
+                    cp.call("Heartbeat", "{}");
+                }
+                ready_tx.send(()).unwrap();
+                // Hold every connection open until the main thread has checked.
+                let _ = release_rx.lock().unwrap().recv_timeout(WAIT * 3);
+                for cp in cps {
+                    cp.close();
+                }
+            })
+        })
+        .collect();
+    for _ in 0..5 {
+        ready_rx
+            .recv_timeout(WAIT * 3)
+            .expect("charge points booted");
+    }
+    let (status, body) = http(server.admin, "GET", "/chargepoints", "");
+    assert_eq!(status, 200);
+    let list = json(&body);
+    assert_eq!(list.as_array().unwrap().len(), 50);
+    assert!(list
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|cp| cp["status"] == "Accepted"));
+    let (_, metrics) = http(server.admin, "GET", "/metrics", "");
+    assert!(
+        metrics.contains("ocpp_charge_points_connected 50\n"),
+        "{metrics}"
+    );
+
+    // Commands reach charge points whichever worker thread runs their task.
+    for i in 0..4 {
+        let identity = format!("CMD-{i}");
+        let mut cp = ChargePoint::connect(addr, &identity, &[OcppVersion::V1_6], None).unwrap();
+        let admin = server.admin;
+        let path = format!("/chargepoints/{identity}/call/Reset");
+        let command = std::thread::spawn(move || http(admin, "POST", &path, r#"{"type":"Hard"}"#));
+        let (id, request) = cp.expect_call();
+        assert_eq!(request.action(), "Reset");
+        let response =
+            ocpp_messages::v1_6::decode_result("Reset", r#"{"status":"Rejected"}"#).unwrap();
+        cp.respond(&id, response.into());
+        let (status, body) = command.join().unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(json(&body)["result"]["status"], "Rejected");
+        cp.close();
+    }
+    for _ in 0..5 {
+        release_tx.send(()).unwrap();
+    }
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, body) = http(server.admin, "GET", "/chargepoints", "");
+        if json(&body).as_array().unwrap().is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "charge points still listed: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn push_interval_sends_numbered_data_transfers() {
+    let server = Server::start(&["--push-interval-ms", "50"]);
+    for version in [OcppVersion::V1_6, OcppVersion::V2_0_1] {
+        let mut cp = ChargePoint::connect(
+            server.ocpp,
+            &format!("P{}", version.as_str()),
+            &[version],
+            None,
+        )
+        .unwrap();
+        for expected in 1..=3u64 {
+            let (id, request) = cp.expect_call();
+            assert_eq!(request.action(), "DataTransfer");
+            let payload = serde_json::to_value(&request).unwrap();
+            assert_eq!(payload["vendorId"], "bench");
+            assert_eq!(payload["messageId"], "ts");
+            let data = payload["data"].as_str().unwrap();
+            let (seq, nanos) = data.split_once(':').unwrap();
+            assert_eq!(seq.parse::<u64>().unwrap(), expected);
+            assert!(nanos.parse::<u128>().unwrap() > 1_600_000_000_000_000_000);
+            let response = decode_result(version, r#"{"status":"Accepted"}"#);
+            cp.respond(&id, response);
+        }
+        cp.close();
+    }
+}
+
+fn decode_result(version: OcppVersion, payload: &str) -> Response {
+    match version {
+        OcppVersion::V1_6 => ocpp_messages::v1_6::decode_result("DataTransfer", payload)
+            .unwrap()
+            .into(),
+        OcppVersion::V2_0_1 => ocpp_messages::v2_0_1::decode_result("DataTransfer", payload)
+            .unwrap()
+            .into(),
+        OcppVersion::V2_1 => ocpp_messages::v2_1::decode_result("DataTransfer", payload)
+            .unwrap()
+            .into(),
+    }
+}
+
+#[test]
+fn a_reconnect_replaces_the_old_connection() {
+    let server = Server::start(&[]);
+    let mut old = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
+    let mut new = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
+    loop {
+        if let Event::Closed(closed) = old.next_event() {
+            match closed.reason {
+                CloseReason::PeerClosed { code, .. } => {
+                    assert_eq!(code, Some(ocpp_frame::CloseCode::POLICY_VIOLATION))
+                }
+                other => panic!("{other:?}"),
+            }
+            break;
+        }
+    }
+    new.call("Heartbeat", "{}");
+    let (_, body) = http(server.admin, "GET", "/chargepoints", "");
+    assert_eq!(json(&body).as_array().unwrap().len(), 1);
+    new.close();
+}
+
+#[test]
+fn sigterm_closes_connections_with_1001_and_exits() {
+    let mut server = Server::start(&[]);
+    let mut cp = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
+    cp.call("Heartbeat", "{}");
+    let status = {
+        server.sigterm();
+        loop {
+            if let Event::Closed(closed) = cp.next_event() {
+                match closed.reason {
+                    CloseReason::PeerClosed { code, .. } => {
+                        assert_eq!(code, Some(ocpp_frame::CloseCode::GOING_AWAY))
+                    }
+                    other => panic!("{other:?}"),
+                }
+                break;
+            }
+        }
+        server.wait_exit()
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn sigterm_answers_a_waiting_admin_command_and_closes_with_1001() {
+    let mut server = Server::start(&["--threads", "2"]);
+    let mut cp = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
+    cp.call("Heartbeat", "{}");
+    let admin = server.admin;
+    let command = std::thread::spawn(move || {
+        http(
+            admin,
+            "POST",
+            "/chargepoints/CP1/call/Reset",
+            r#"{"type":"Soft"}"#,
+        )
+    });
+    // The charge point never answers this CALL.
+    let (_, request) = cp.expect_call();
+    assert_eq!(request.action(), "Reset");
+    server.sigterm();
+    loop {
+        if let Event::Closed(closed) = cp.next_event() {
+            match closed.reason {
+                CloseReason::PeerClosed { code, .. } => {
+                    assert_eq!(code, Some(ocpp_frame::CloseCode::GOING_AWAY))
+                }
+                other => panic!("{other:?}"),
+            }
+            break;
+        }
+    }
+    let (status, body) = command.join().unwrap();
+    // 503 (shutting down) or, if the connection's end was seen first, 502 (disconnected).
+    assert!(status == 503 || status == 502, "{status} {body}");
+    assert!(server.wait_exit().success());
+}
