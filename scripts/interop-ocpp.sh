@@ -17,6 +17,7 @@
 #
 # env: PYTHON            interpreter for the Python client (default python3)
 #      CARGO_TARGET_DIR  honoured by the build; the binary is looked up there
+#      MIO_SERVER_BIN    an already built mio-server to use instead of building one
 set -euo pipefail
 
 OCPP_PY_VERSION="2.1.0"
@@ -83,12 +84,6 @@ install_python_deps
 install_node_deps
 [ "$DEPS_ONLY" = 1 ] && exit 0
 
-echo "interop-ocpp.sh: building mio-server (release)"
-cargo build --release --quiet -p ocpp-examples --bin mio-server
-TARGET_DIR="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps \
-  | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
-BIN="$TARGET_DIR/release/mio-server"
-
 WORK="$(mktemp -d /tmp/ocpp-interop.XXXXXX)"
 SERVER_PID=""
 stop_server() {
@@ -107,6 +102,17 @@ stop_server() {
 }
 trap 'stop_server; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
+
+if [ -n "${MIO_SERVER_BIN:-}" ]; then
+  BIN="$MIO_SERVER_BIN"
+  echo "interop-ocpp.sh: using $BIN (MIO_SERVER_BIN; not building)"
+else
+  echo "interop-ocpp.sh: building mio-server (release)"
+  cargo build --release --quiet -p ocpp-examples --bin mio-server
+  TARGET_DIR="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps \
+    | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
+  BIN="$TARGET_DIR/release/mio-server"
+fi
 
 # Start on free ports; wait (bounded) for `mio-server listening on ADDR (admin on ADDR)`.
 RUST_LOG="${RUST_LOG:-info}" "$BIN" --listen 127.0.0.1:0 --admin 127.0.0.1:0 \

@@ -2,7 +2,7 @@
 //! points through `ocpp-server-core`, all driving one shared [`Csms`] application.
 //!
 //! # One loop
-//! Each loop ([`event_loop`]) owns a `mio::Poll`, its own listening socket, a [`slab::Slab`]
+//! Each loop (`event_loop`) owns a `mio::Poll`, its own listening socket, a [`slab::Slab`]
 //! of connections, a [`timers::TimerHeap`] and one 64 KiB read buffer. It sleeps in `poll`
 //! until a socket is ready, a command arrives, or the earliest deadline passes, then:
 //!
@@ -24,7 +24,7 @@
 //!   connection (taken on connect and disconnect only): a charge point that reconnects on
 //!   another loop replaces its old connection there, and the admin interface finds any charge
 //!   point through it;
-//! - [`Command`]s: one channel and one `mio::Waker` per loop. The admin interface (on loop 0)
+//! - `Command`s: one channel and one `mio::Waker` per loop. The admin interface (on loop 0)
 //!   sends a CALL to the loop that holds the charge point; that loop sends the HTTP answer back
 //!   when the CALL completes. Shutdown is a command too.
 //!

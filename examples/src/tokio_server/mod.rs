@@ -3,14 +3,14 @@
 //! mio server.
 //!
 //! # One connection, one task
-//! Each accepted socket gets a task ([`connection`]) that owns the socket and the Sans-IO
+//! Each accepted socket gets a task (`connection`) that owns the socket and the Sans-IO
 //! connection. It waits (one `select!`) for the first of:
 //! - the socket readable (only while the connection takes input and its output is not backed
 //!   up): it reads with `try_read` into the worker thread's 64 KiB scratch buffer and hands the
 //!   bytes to `handle_data`, so an idle connection holds no read buffer;
 //! - the socket writable (only while output is pending);
 //! - `sleep_until(poll_timeout())` (or the flush, drain or shutdown deadline);
-//! - a [`Command`] on its own channel: an admin CALL, a push, "you were replaced";
+//! - a `Command` on its own channel: an admin CALL, a push, "you were replaced";
 //! - the server's shutdown signal (a `watch` channel).
 //!
 //! Then it drains the connection's events into the [`Csms`] hooks, answers with the mutators
@@ -21,7 +21,7 @@
 //! - one [`IdentityTable`] mapping each connected charge point to its task's command sender
 //!   (taken on connect and disconnect, by the admin interface and the push ticker): a charge
 //!   point that connects again wins, and its old connection is closed with 1008;
-//! - [`Command`]s on a small bounded channel per connection; an admin CALL carries a oneshot
+//! - `Command`s on a small bounded channel per connection; an admin CALL carries a oneshot
 //!   sender for the HTTP answer.
 //!
 //! # Back-pressure
