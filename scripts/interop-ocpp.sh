@@ -107,11 +107,14 @@ if [ -n "${MIO_SERVER_BIN:-}" ]; then
   BIN="$MIO_SERVER_BIN"
   echo "interop-ocpp.sh: using $BIN (MIO_SERVER_BIN; not building)"
 else
-  echo "interop-ocpp.sh: building mio-server (release)"
-  cargo build --release --quiet -p ocpp-examples --bin mio-server
+  # SERVER_PROFILE=dev (what .ci/run sets) reuses the debug build of the test step.
+  PROFILE="${SERVER_PROFILE:-release}"
+  echo "interop-ocpp.sh: building mio-server (profile $PROFILE)"
+  cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin mio-server
   TARGET_DIR="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps \
     | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
-  BIN="$TARGET_DIR/release/mio-server"
+  case "$PROFILE" in dev | test) PROFILE_DIR=debug ;; bench) PROFILE_DIR=release ;; *) PROFILE_DIR="$PROFILE" ;; esac
+  BIN="$TARGET_DIR/$PROFILE_DIR/mio-server"
 fi
 
 # Start on free ports; wait (bounded) for `mio-server listening on ADDR (admin on ADDR)`.
