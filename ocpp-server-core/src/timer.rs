@@ -8,10 +8,9 @@ use std::time::Instant;
 /// Something the connection waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Timer {
-    /// The opening handshake must finish by then (slowloris defence).
+    /// The opening handshake, the application's decision included, must finish by then
+    /// (slowloris defence).
     Handshake,
-    /// The application must accept or reject the upgrade by then.
-    Accept,
     /// Send the next keep-alive ping.
     Ping,
     /// The pong to our last ping must have arrived by then.
@@ -25,9 +24,8 @@ pub(crate) enum Timer {
 }
 
 impl Timer {
-    pub(crate) const ALL: [Timer; 7] = [
+    pub(crate) const ALL: [Timer; 6] = [
         Timer::Handshake,
-        Timer::Accept,
         Timer::Ping,
         Timer::Pong,
         Timer::Idle,
@@ -43,7 +41,7 @@ impl Timer {
 /// One optional deadline per [`Timer`].
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TimerTable {
-    deadlines: [Option<Instant>; 7],
+    deadlines: [Option<Instant>; 6],
 }
 
 impl TimerTable {
@@ -60,7 +58,7 @@ impl TimerTable {
     }
 
     pub(crate) fn stop_all(&mut self) {
-        self.deadlines = [None; 7];
+        self.deadlines = [None; 6];
     }
 
     /// The earliest deadline, if any timer is running.

@@ -351,7 +351,7 @@ impl Connection {
 
     fn on_timer(&mut self, now: Instant, timer: Timer) {
         match timer {
-            Timer::Handshake | Timer::Accept => {
+            Timer::Handshake => {
                 if !matches!(self.state, State::Open | State::Closing(_) | State::Closed) {
                     self.clear_output();
                     self.finish(crate::CloseReason::HandshakeTimeout);
@@ -373,7 +373,6 @@ impl Connection {
     /// Starts the timers of an open connection.
     fn start_open_timers(&mut self, now: Instant) {
         self.timers.stop(Timer::Handshake);
-        self.timers.stop(Timer::Accept);
         if let Some(interval) = self.config.ping_interval {
             self.timers.set(Timer::Ping, now + interval);
         }
