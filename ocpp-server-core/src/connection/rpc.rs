@@ -233,26 +233,37 @@ impl Connection {
 
     fn on_text(&mut self, now: Instant, bytes: Bytes) {
         let version = self.version;
-        let hold = {
-            let parsed = envelope::parse(&bytes, version);
-            let call_like = match &parsed {
-                Ok(RpcMessage::Call(_)) => true,
-                Ok(_) => false,
-                Err(error) => is_call_error(error, version),
-            };
-            call_like && (self.incoming.is_some() || !self.held.is_empty())
+        // Parsed once: the message is handled from this parse unless it must wait its turn.
+        let parsed = envelope::parse(&bytes, version);
+        let call_like = match &parsed {
+            Ok(RpcMessage::Call(_)) => true,
+            Ok(_) => false,
+            Err(error) => is_call_error(error, version),
         };
-        if hold {
-            self.hold(now, bytes);
+        if call_like && (self.incoming.is_some() || !self.held.is_empty()) {
+            let id = match &parsed {
+                Ok(message) => message.id().as_str().to_owned(),
+                Err(error) => error
+                    .id()
+                    .map_or("-1".to_owned(), |id| id.as_str().to_owned()),
+            };
+            drop(parsed);
+            self.hold(now, bytes, id);
         } else {
-            self.process_text(now, &bytes);
+            self.process_message(now, parsed);
         }
     }
 
-    /// Handles one RPC message whose turn it is.
+    /// Parses and handles a held message whose turn has come.
     fn process_text(&mut self, now: Instant, bytes: &[u8]) {
+        let parsed = envelope::parse(bytes, self.version);
+        self.process_message(now, parsed);
+    }
+
+    /// Handles one RPC message whose turn it is.
+    fn process_message(&mut self, now: Instant, parsed: Result<RpcMessage<'_>, ParseError>) {
         let version = self.version;
-        match envelope::parse(bytes, version) {
+        match parsed {
             Ok(RpcMessage::Call(call)) => {
                 let options = &self.config.decode_options;
                 match decode_call(version, &call.action, call.payload.get(), options) {
@@ -349,17 +360,12 @@ impl Connection {
     }
 
     /// Holds a peer CALL behind the unanswered one, bounded.
-    fn hold(&mut self, now: Instant, bytes: Bytes) {
+    /// `id` is the CALL's id (`"-1"` if unreadable), kept alone past the hold limit.
+    fn hold(&mut self, now: Instant, bytes: Bytes, id: String) {
         let limit = self.config.max_held_calls;
         if self.held.len() < limit {
             self.held.push_back(HeldCall::Deliver(bytes));
         } else if self.held.len() < limit + MAX_REFUSED_IDS {
-            let id = match envelope::parse(&bytes, self.version) {
-                Ok(message) => message.id().as_str().to_owned(),
-                Err(error) => error
-                    .id()
-                    .map_or("-1".to_owned(), |id| id.as_str().to_owned()),
-            };
             self.held.push_back(HeldCall::Refuse(id));
         } else {
             self.start_close(
