@@ -9,4 +9,5 @@
 
 pub mod csms;
 pub mod mio_server;
+pub mod server_cli;
 pub mod tokio_server;
