@@ -2,271 +2,17 @@
 //! `ocpp-server-core`'s charge-point side over blocking std sockets, the admin API over plain
 //! HTTP. Every wait is bounded; the server is stopped by PID when a test ends.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+mod common;
 
-use ocpp_examples::csms::admin::decode_command;
-use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{
-    CallOutcome, ChargePointIdentity, CloseReason, ConnectTarget, Connection, ConnectionConfig,
-    Event, Request, Response,
-};
-use serde_json::Value;
+use common::*;
 
-/// The longest any single wait in these tests may take.
-const WAIT: Duration = Duration::from_secs(10);
-
-/// The server process, killed (by its PID) when dropped.
-struct Server {
-    child: Child,
-    ocpp: SocketAddr,
-    admin: SocketAddr,
-}
-
-impl Server {
-    fn start(extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mio-server"))
-            .args(["--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start mio-server");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = match rx.recv_timeout(WAIT) {
-            Ok(line) => line,
-            Err(_) => {
-                let _ = child.kill();
-                panic!("mio-server did not start");
-            }
-        };
-        // `mio-server listening on ADDR (admin on ADDR)`
-        let words: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(&words[..3], ["mio-server", "listening", "on"], "{line}");
-        let ocpp = words[3].parse().expect("ocpp address");
-        let admin = words[6]
-            .trim_end_matches(')')
-            .parse()
-            .expect("admin address");
-        Server { child, ocpp, admin }
-    }
-
-    /// Sends SIGTERM (graceful shutdown).
-    fn sigterm(&self) {
-        let pid = rustix::process::Pid::from_child(&self.child);
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
-    }
-
-    /// Waits (bounded) for the exit status.
-    fn wait_exit(&mut self) -> std::process::ExitStatus {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "mio-server did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A charge point: a blocking socket with a read timeout driving a Sans-IO connection.
-struct ChargePoint {
-    stream: TcpStream,
-    connection: Connection,
-    version: OcppVersion,
-}
-
-static KEYS: AtomicU64 = AtomicU64::new(1);
-
-impl ChargePoint {
-    /// Connects and waits for the upgrade's outcome: the version, or why it failed.
-    fn connect(
-        addr: SocketAddr,
-        identity: &str,
-        versions: &[OcppVersion],
-        password: Option<&[u8]>,
-    ) -> Result<ChargePoint, CloseReason> {
-        let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect");
-        stream.set_nodelay(true).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_millis(50)))
-            .unwrap();
-        stream.set_write_timeout(Some(WAIT)).unwrap();
-        let identity = ChargePointIdentity::new(identity.into(), false).unwrap();
-        let mut target = ConnectTarget::new(&addr.to_string(), "/ocpp", identity);
-        if let Some(password) = password {
-            target = target.with_password(password);
-        }
-        let n = KEYS.fetch_add(1, Ordering::Relaxed);
-        let config = ConnectionConfig::default().versions(versions.to_vec());
-        let connection = Connection::connect(
-            Instant::now(),
-            Arc::new(config),
-            &target,
-            (u128::from(n) * 0x9E37_79B9_7F4A_7C15).to_le_bytes(),
-            n,
-        )
-        .unwrap();
-        let mut cp = ChargePoint {
-            stream,
-            connection,
-            version: OcppVersion::V1_6,
-        };
-        match cp.next_event() {
-            Event::Connected { version } => {
-                cp.version = version;
-                Ok(cp)
-            }
-            Event::Closed(closed) => Err(closed.reason),
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-
-    fn flush(&mut self) {
-        while !self.connection.pending_transmit().is_empty() {
-            let n = self
-                .stream
-                .write(self.connection.pending_transmit())
-                .expect("write");
-            self.connection.advance_transmit(n);
-        }
-    }
-
-    /// The next event, reading as needed (at most [`WAIT`]).
-    fn next_event(&mut self) -> Event {
-        let deadline = Instant::now() + WAIT;
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            self.flush();
-            if let Some(event) = self.connection.poll_event() {
-                return event;
-            }
-            assert!(Instant::now() < deadline, "no event in time");
-            match self.stream.read(&mut buf) {
-                Ok(0) => self.connection.handle_eof(Instant::now()),
-                Ok(n) => self.connection.handle_data(Instant::now(), &buf[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(_) => self.connection.handle_eof(Instant::now()),
-            }
-            self.connection.handle_timeout(Instant::now());
-        }
-    }
-
-    /// Sends a CALL (payload as JSON) and returns the CALLRESULT payload as JSON.
-    fn call(&mut self, action: &str, payload: &str) -> Value {
-        let request = decode_command(self.version, action, payload).expect("valid request");
-        let id = self.connection.call(Instant::now(), request).expect("call");
-        loop {
-            match self.next_event() {
-                Event::CallCompleted {
-                    id: done, outcome, ..
-                } if done == id => match outcome {
-                    CallOutcome::Result(response) => {
-                        return serde_json::to_value(&response).unwrap()
-                    }
-                    other => panic!("{action}: {other:?}"),
-                },
-                Event::Call { .. } => panic!("unexpected CALL from the server"),
-                _ => {}
-            }
-        }
-    }
-
-    /// Waits for a CALL from the server.
-    fn expect_call(&mut self) -> (String, Request) {
-        loop {
-            match self.next_event() {
-                Event::Call { id, request } => return (id, request),
-                Event::Closed(closed) => panic!("closed: {closed:?}"),
-                _ => {}
-            }
-        }
-    }
-
-    fn respond(&mut self, id: &str, response: Response) {
-        self.connection
-            .respond(Instant::now(), id, response)
-            .expect("respond");
-        self.flush();
-    }
-
-    /// Closes with 1000 and waits for the end.
-    fn close(mut self) {
-        self.connection
-            .close(Instant::now(), ocpp_frame::CloseCode::NORMAL, "bye");
-        loop {
-            if let Event::Closed(_) = self.next_event() {
-                return;
-            }
-        }
-    }
-}
-
-/// One HTTP request to the admin interface; returns the status and the body.
-fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect_timeout(&addr, WAIT).expect("admin connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(45)))
-        .unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream
-        .read_to_string(&mut response)
-        .expect("admin response");
-    let status = response[9..12].parse().expect("status");
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
-
-fn json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
-
-fn charge_point_state(server: &Server, identity: &str) -> Value {
-    let (status, body) = http(
-        server.admin,
-        "GET",
-        &format!("/chargepoints/{identity}"),
-        "",
-    );
-    assert_eq!(status, 200, "{body}");
-    json(&body)
+fn start(extra: &[&str]) -> Server {
+    Server::start(env!("CARGO_BIN_EXE_mio-server"), extra)
 }
 
 #[test]
 fn v1_6_charging_session_and_admin_commands() {
-    let server = Server::start(&[]);
+    let server = start(&[]);
     let mut cp = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
     assert_eq!(cp.version, OcppVersion::V1_6);
     let boot = cp.call(
@@ -393,7 +139,7 @@ fn v1_6_charging_session_and_admin_commands() {
 
 #[test]
 fn v2_0_1_charging_session() {
-    let server = Server::start(&[]);
+    let server = start(&[]);
     let mut cp = ChargePoint::connect(
         server.ocpp,
         "CS201",
@@ -459,7 +205,7 @@ fn basic_auth_rejects_bad_credentials_with_401() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("passwords");
     std::fs::write(&file, "CP1:0123456789abcdef\n").unwrap();
-    let server = Server::start(&["--basic-auth", file.to_str().unwrap()]);
+    let server = start(&["--basic-auth", file.to_str().unwrap()]);
     let v16 = [OcppVersion::V1_6];
     let refused = |reason: CloseReason| match reason {
         CloseReason::UpgradeRefused { status, .. } => status,
@@ -485,7 +231,7 @@ fn basic_auth_rejects_bad_credentials_with_401() {
 
 #[test]
 fn a_hundred_concurrent_charge_points_on_two_loops() {
-    let server = Server::start(&["--threads", "2"]);
+    let server = start(&["--threads", "2"]);
     let addr = server.ocpp;
     let (ready_tx, ready_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel::<()>();
@@ -576,7 +322,7 @@ fn a_hundred_concurrent_charge_points_on_two_loops() {
 
 #[test]
 fn push_interval_sends_numbered_data_transfers() {
-    let server = Server::start(&["--push-interval-ms", "50"]);
+    let server = start(&["--push-interval-ms", "50"]);
     for version in [OcppVersion::V1_6, OcppVersion::V2_0_1] {
         let mut cp = ChargePoint::connect(
             server.ocpp,
@@ -618,7 +364,7 @@ fn decode_result(version: OcppVersion, payload: &str) -> Response {
 
 #[test]
 fn a_reconnect_replaces_the_old_connection() {
-    let server = Server::start(&[]);
+    let server = start(&[]);
     let mut old = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
     let mut new = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
     loop {
@@ -640,7 +386,7 @@ fn a_reconnect_replaces_the_old_connection() {
 
 #[test]
 fn sigterm_closes_connections_with_1001_and_exits() {
-    let mut server = Server::start(&[]);
+    let mut server = start(&[]);
     let mut cp = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
     cp.call("Heartbeat", "{}");
     let status = {

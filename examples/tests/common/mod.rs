@@ -1,0 +1,274 @@
+//! What the end-to-end tests of `mio-server` and `tokio-server` share: the server process on
+//! free loopback ports, a charge point built on `ocpp-server-core`'s charge-point side over
+//! blocking std sockets, and the admin API over plain HTTP. Every wait is bounded; the server is
+//! stopped by PID when dropped.
+#![allow(dead_code, unreachable_pub)]
+
+pub use std::io::{BufRead, BufReader, Read, Write};
+pub use std::net::{SocketAddr, TcpStream};
+pub use std::process::{Child, Command, Stdio};
+pub use std::sync::atomic::{AtomicU64, Ordering};
+pub use std::sync::{mpsc, Arc};
+pub use std::time::{Duration, Instant};
+
+pub use ocpp_examples::csms::admin::decode_command;
+pub use ocpp_messages::version::OcppVersion;
+pub use ocpp_server_core::{
+    CallOutcome, ChargePointIdentity, CloseReason, ConnectTarget, Connection, ConnectionConfig,
+    Event, Request, Response,
+};
+pub use serde_json::Value;
+
+/// The longest any single wait in these tests may take.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// The server process, killed (by its PID) when dropped.
+pub struct Server {
+    pub child: Child,
+    pub ocpp: SocketAddr,
+    pub admin: SocketAddr,
+}
+
+impl Server {
+    /// Starts the server binary at `binary` (`mio-server` or `tokio-server`, which share their
+    /// command line and first output line).
+    pub fn start(binary: &str, extra: &[&str]) -> Server {
+        let name = std::path::Path::new(binary)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(binary)
+            .to_owned();
+        let mut child = Command::new(binary)
+            .args(["--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = match rx.recv_timeout(WAIT) {
+            Ok(line) => line,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("{name} did not start");
+            }
+        };
+        // `NAME listening on ADDR (admin on ADDR)`
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(&words[..3], [name.as_str(), "listening", "on"], "{line}");
+        let ocpp = words[3].parse().expect("ocpp address");
+        let admin = words[6]
+            .trim_end_matches(')')
+            .parse()
+            .expect("admin address");
+        Server { child, ocpp, admin }
+    }
+
+    /// Sends SIGTERM (graceful shutdown).
+    pub fn sigterm(&self) {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    }
+
+    /// Waits (bounded) for the exit status.
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the server did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A charge point: a blocking socket with a read timeout driving a Sans-IO connection.
+pub struct ChargePoint {
+    pub stream: TcpStream,
+    pub connection: Connection,
+    pub version: OcppVersion,
+}
+
+static KEYS: AtomicU64 = AtomicU64::new(1);
+
+impl ChargePoint {
+    /// Connects and waits for the upgrade's outcome: the version, or why it failed.
+    pub fn connect(
+        addr: SocketAddr,
+        identity: &str,
+        versions: &[OcppVersion],
+        password: Option<&[u8]>,
+    ) -> Result<ChargePoint, CloseReason> {
+        let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect");
+        stream.set_nodelay(true).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        stream.set_write_timeout(Some(WAIT)).unwrap();
+        let identity = ChargePointIdentity::new(identity.into(), false).unwrap();
+        let mut target = ConnectTarget::new(&addr.to_string(), "/ocpp", identity);
+        if let Some(password) = password {
+            target = target.with_password(password);
+        }
+        let n = KEYS.fetch_add(1, Ordering::Relaxed);
+        let config = ConnectionConfig::default().versions(versions.to_vec());
+        let connection = Connection::connect(
+            Instant::now(),
+            Arc::new(config),
+            &target,
+            (u128::from(n) * 0x9E37_79B9_7F4A_7C15).to_le_bytes(),
+            n,
+        )
+        .unwrap();
+        let mut cp = ChargePoint {
+            stream,
+            connection,
+            version: OcppVersion::V1_6,
+        };
+        match cp.next_event() {
+            Event::Connected { version } => {
+                cp.version = version;
+                Ok(cp)
+            }
+            Event::Closed(closed) => Err(closed.reason),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    pub fn flush(&mut self) {
+        while !self.connection.pending_transmit().is_empty() {
+            let n = self
+                .stream
+                .write(self.connection.pending_transmit())
+                .expect("write");
+            self.connection.advance_transmit(n);
+        }
+    }
+
+    /// The next event, reading as needed (at most [`WAIT`]).
+    pub fn next_event(&mut self) -> Event {
+        let deadline = Instant::now() + WAIT;
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            self.flush();
+            if let Some(event) = self.connection.poll_event() {
+                return event;
+            }
+            assert!(Instant::now() < deadline, "no event in time");
+            match self.stream.read(&mut buf) {
+                Ok(0) => self.connection.handle_eof(Instant::now()),
+                Ok(n) => self.connection.handle_data(Instant::now(), &buf[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => self.connection.handle_eof(Instant::now()),
+            }
+            self.connection.handle_timeout(Instant::now());
+        }
+    }
+
+    /// Sends a CALL (payload as JSON) and returns the CALLRESULT payload as JSON.
+    pub fn call(&mut self, action: &str, payload: &str) -> Value {
+        let request = decode_command(self.version, action, payload).expect("valid request");
+        let id = self.connection.call(Instant::now(), request).expect("call");
+        loop {
+            match self.next_event() {
+                Event::CallCompleted {
+                    id: done, outcome, ..
+                } if done == id => match outcome {
+                    CallOutcome::Result(response) => {
+                        return serde_json::to_value(&response).unwrap()
+                    }
+                    other => panic!("{action}: {other:?}"),
+                },
+                Event::Call { .. } => panic!("unexpected CALL from the server"),
+                _ => {}
+            }
+        }
+    }
+
+    /// Waits for a CALL from the server.
+    pub fn expect_call(&mut self) -> (String, Request) {
+        loop {
+            match self.next_event() {
+                Event::Call { id, request } => return (id, request),
+                Event::Closed(closed) => panic!("closed: {closed:?}"),
+                _ => {}
+            }
+        }
+    }
+
+    pub fn respond(&mut self, id: &str, response: Response) {
+        self.connection
+            .respond(Instant::now(), id, response)
+            .expect("respond");
+        self.flush();
+    }
+
+    /// Closes with 1000 and waits for the end.
+    pub fn close(mut self) {
+        self.connection
+            .close(Instant::now(), ocpp_frame::CloseCode::NORMAL, "bye");
+        loop {
+            if let Event::Closed(_) = self.next_event() {
+                return;
+            }
+        }
+    }
+}
+
+/// One HTTP request to the admin interface; returns the status and the body.
+pub fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect_timeout(&addr, WAIT).expect("admin connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(45)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .expect("admin response");
+    let status = response[9..12].parse().expect("status");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+pub fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+pub fn charge_point_state(server: &Server, identity: &str) -> Value {
+    let (status, body) = http(
+        server.admin,
+        "GET",
+        &format!("/chargepoints/{identity}"),
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    json(&body)
+}
