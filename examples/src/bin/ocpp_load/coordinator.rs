@@ -1,0 +1,403 @@
+//! The coordinator: starts the worker processes, holds them at each phase boundary while it
+//! reads the server's memory and CPU time from `/proc`, restarts the server for `reconnect`,
+//! merges what the workers measured, and writes the report.
+//!
+//! The coordinator holds no socket of its own; `ocpp-load` always runs its charge points in
+//! workers (one or more), so one charge point count or many take the same path.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use ocpp_examples::csms::push::unix_nanos_now;
+use serde_json::{json, Value};
+
+use super::cli::Options;
+use super::phase::{curve, summary, PhaseStats};
+use super::procfs::{self, Sample};
+
+/// How long a worker may take to set up.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the workers get to close their connections and exit.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// One worker process.
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+}
+
+/// What a worker said: its index and the line.
+type Said = (usize, Option<String>);
+
+/// What happened around one phase.
+struct PhaseRecord {
+    stats: PhaseStats,
+    server_before: Sample,
+    server_after: Sample,
+    wall: Duration,
+}
+
+/// Runs the whole measurement; `args` are the command line to pass on to the workers.
+pub(crate) fn run(mut options: Options, args: &[String]) -> Result<Value, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
+    let (sender, said) = mpsc::channel::<Said>();
+    let mut workers = Vec::new();
+    for index in 0..options.processes {
+        let mut child = Command::new(&exe)
+            .args(args)
+            .arg("--worker")
+            .arg(format!("{index}/{}", options.processes))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start worker {index}: {e}"))?;
+        let stdin = child.stdin.take().ok_or("worker without stdin")?;
+        let stdout = child.stdout.take().ok_or("worker without stdout")?;
+        let sender = sender.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send((index, Some(line))).is_err() {
+                    return;
+                }
+            }
+            let _ = sender.send((index, None));
+        });
+        workers.push(Worker { child, stdin });
+    }
+    let result = drive(&mut options, &mut workers, &said);
+    // Whatever happened: tell the workers to finish, then make sure they are gone.
+    for worker in &mut workers {
+        let _ = writeln!(worker.stdin, "quit");
+        let _ = worker.stdin.flush();
+    }
+    let deadline = Instant::now() + EXIT_TIMEOUT;
+    for worker in &mut workers {
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = worker.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if let Ok(None) = worker.child.try_wait() {
+            let _ = worker.child.kill();
+            let _ = worker.child.wait();
+        }
+    }
+    result
+}
+
+fn expect_from_all(
+    said: &mpsc::Receiver<Said>,
+    workers: usize,
+    word: &str,
+    timeout: Duration,
+) -> Result<Vec<String>, String> {
+    let deadline = Instant::now() + timeout;
+    let mut lines: Vec<Option<String>> = vec![None; workers];
+    while lines.iter().any(Option::is_none) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match said.recv_timeout(left) {
+            Ok((index, Some(line))) => {
+                if let Some(rest) = line.strip_prefix(word) {
+                    lines[index] = Some(rest.trim().to_string());
+                } else {
+                    return Err(format!("worker {index} said `{line}`, expected `{word}`"));
+                }
+            }
+            Ok((index, None)) => return Err(format!("worker {index} exited")),
+            Err(_) => return Err(format!("workers did not say `{word}` within {timeout:?}")),
+        }
+    }
+    Ok(lines.into_iter().flatten().collect())
+}
+
+fn tell_all(workers: &mut [Worker], word: &str) -> Result<(), String> {
+    for (index, worker) in workers.iter_mut().enumerate() {
+        writeln!(worker.stdin, "{word}")
+            .and_then(|()| worker.stdin.flush())
+            .map_err(|e| format!("worker {index}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn drive(
+    options: &mut Options,
+    workers: &mut [Worker],
+    said: &mpsc::Receiver<Said>,
+) -> Result<Value, String> {
+    let count = workers.len();
+    expect_from_all(said, count, "ready", READY_TIMEOUT)?;
+    let baseline = procfs::sample(&options.server_pids);
+    let mut phases = vec!["connect"];
+    phases.extend(options.scenario.run_phase());
+    let mut records = Vec::new();
+    for name in phases {
+        let server_before = procfs::sample(&options.server_pids);
+        let started = Instant::now();
+        let burner = (name != "connect" && options.burn_percent > 0)
+            .then(|| Burner::start(options.burn_percent));
+        tell_all(workers, "go")?;
+        if name == "reconnect" {
+            restart_server(options)?;
+        }
+        let limit = options.duration + options.connect_timeout + Duration::from_secs(60);
+        let lines = expect_from_all(said, count, "done", limit)?;
+        drop(burner);
+        let wall = started.elapsed();
+        let mut merged: Option<PhaseStats> = None;
+        for line in lines {
+            let value: Value =
+                serde_json::from_str(&line).map_err(|e| format!("bad worker report: {e}"))?;
+            let stats = PhaseStats::from_wire(&value).ok_or("bad worker report")?;
+            match &mut merged {
+                Some(all) => all.merge(&stats),
+                None => merged = Some(stats),
+            }
+        }
+        let stats = merged.ok_or("no worker")?;
+        let server_after = procfs::sample(&options.server_pids);
+        let record = PhaseRecord {
+            stats,
+            server_before,
+            server_after,
+            wall,
+        };
+        eprintln!("{}", describe(options, &record, baseline));
+        records.push(record);
+    }
+    Ok(report(options, baseline, &records))
+}
+
+/// Stops the server (SIGTERM, then SIGKILL after 10 s) and starts it again with
+/// `--restart-cmd`; from then on the new process is the one measured.
+fn restart_server(options: &mut Options) -> Result<(), String> {
+    use rustix::process::{kill_process, Pid, Signal};
+    for &pid in &options.server_pids {
+        let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+            continue;
+        };
+        let _ = kill_process(pid, Signal::TERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while options.server_pids.iter().any(|&p| procfs::alive(p)) {
+        if Instant::now() > deadline {
+            for &pid in &options.server_pids {
+                if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+                    let _ = kill_process(pid, Signal::KILL);
+                }
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let command = options.restart_cmd.as_deref().ok_or("no --restart-cmd")?;
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot restart the server: {e}"))?;
+    options.server_pids = vec![child.id()];
+    if let Some(file) = &options.restart_pid_file {
+        std::fs::write(file, format!("{}\n", child.id()))
+            .map_err(|e| format!("cannot write {file}: {e}"))?;
+    }
+    // Dropping a `Child` leaves the process running: the caller stops it by the PID in the
+    // file.
+    drop(child);
+    Ok(())
+}
+
+fn cpu_share(before: Sample, after: Sample, wall: Duration) -> f64 {
+    let cpu = after.cpu.saturating_sub(before.cpu).as_secs_f64();
+    if wall.is_zero() {
+        0.0
+    } else {
+        cpu / wall.as_secs_f64() * 100.0
+    }
+}
+
+fn per(cpu: Duration, n: u64) -> Option<f64> {
+    (n > 0).then(|| cpu.as_secs_f64() * 1e6 / n as f64)
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (x * scale).round() / scale
+}
+
+/// The JSON of one phase.
+fn phase_json(options: &Options, record: &PhaseRecord, baseline: Sample) -> Value {
+    let stats = &record.stats;
+    let server_cpu = record
+        .server_after
+        .cpu
+        .saturating_sub(record.server_before.cpu);
+    let wall = record.wall.as_secs_f64();
+    let mut value = json!({
+        "phase": stats.name,
+        "seconds": round(wall, 3),
+        "counters": stats.counters,
+        "server_rss_bytes": record.server_after.rss,
+        "server_cpu_percent": round(cpu_share(record.server_before, record.server_after, record.wall), 2),
+        "server_alive": record.server_after.alive,
+        "load_cpu_percent": round(stats.counter("load_cpu_us") as f64 / 1e6 / wall.max(1e-9) * 100.0, 2),
+    });
+    let connected = stats.counter("open_at_end");
+    if connected > 0 && record.server_after.alive > 0 && baseline.alive > 0 {
+        let per_conn =
+            record.server_after.rss.saturating_sub(baseline.rss) as f64 / connected as f64;
+        value["server_rss_per_connection_bytes"] = json!(round(per_conn, 0));
+    }
+    match stats.name.as_str() {
+        "connect" => {
+            let ok = stats.counter("connected");
+            value["connect_rate_per_s"] = json!(round(ok as f64 / stats.seconds().max(1e-9), 1));
+            value["failed"] = json!(
+                stats.counter("connect_failed")
+                    + stats.counter("connect_timeout")
+                    + stats.counter("boot_rejected")
+            );
+            value["server_cpu_us_per_connect"] = json!(per(server_cpu, ok).map(|x| round(x, 1)));
+        }
+        "heartbeat" => {
+            let ok = stats.counter("requests_ok");
+            value["requests_per_s"] = json!(round(ok as f64 / wall.max(1e-9), 1));
+            value["server_cpu_us_per_request"] = json!(per(server_cpu, ok).map(|x| round(x, 1)));
+        }
+        "push" => {
+            let pushes = stats.counter("pushes");
+            value["pushes_per_s"] = json!(round(pushes as f64 / wall.max(1e-9), 1));
+            let clients = options.count as f64;
+            value["pushes_per_s_per_client"] =
+                json!(round(pushes as f64 / wall.max(1e-9) / clients, 2));
+            value["server_cpu_us_per_push"] = json!(per(server_cpu, pushes).map(|x| round(x, 1)));
+        }
+        "reconnect" => {
+            if let (Some(first), Some(last)) = (
+                stats.instants.get("first_drop"),
+                stats.instants.get("last_back"),
+            ) {
+                value["all_back_after_s"] =
+                    json!(round(last.saturating_sub(*first) as f64 / 1e9, 3));
+            }
+        }
+        _ => {}
+    }
+    let mut latency = serde_json::Map::new();
+    let mut curves = serde_json::Map::new();
+    for (name, hist) in &stats.histograms {
+        if hist.is_empty() {
+            continue;
+        }
+        latency.insert(name.clone(), summary(hist));
+        curves.insert(name.clone(), curve(hist));
+    }
+    value["latency"] = Value::Object(latency);
+    value["curves"] = Value::Object(curves);
+    value
+}
+
+fn report(options: &Options, baseline: Sample, records: &[PhaseRecord]) -> Value {
+    json!({
+        "label": options.label,
+        "scenario": options.scenario.name(),
+        "charge_points": options.count,
+        "processes": options.processes,
+        "version": options.version.subprotocol(),
+        "rate": options.rate,
+        "duration_s": options.duration.as_secs_f64(),
+        "kernel_timestamps": options.kernel_timestamps,
+        "burn_percent": options.burn_percent,
+        "date_unix_ns": unix_nanos_now().to_string(),
+        "server_baseline_rss_bytes": baseline.rss,
+        "phases": records.iter().map(|r| phase_json(options, r, baseline)).collect::<Vec<_>>(),
+    })
+}
+
+/// One line per phase for the terminal.
+fn describe(options: &Options, record: &PhaseRecord, baseline: Sample) -> String {
+    let value = phase_json(options, record, baseline);
+    let mut line = format!(
+        "[{}] {} {:.1} s: server cpu {}%, rss {:.1} MB",
+        options.label,
+        record.stats.name,
+        record.wall.as_secs_f64(),
+        value["server_cpu_percent"],
+        record.server_after.rss as f64 / 1e6,
+    );
+    if let Some(per_conn) = value["server_rss_per_connection_bytes"].as_f64() {
+        line += &format!(" ({per_conn:.0} B per connection)");
+    }
+    line += &format!(", load cpu {}%", value["load_cpu_percent"]);
+    for (name, n) in &record.stats.counters {
+        if name != "load_cpu_us" {
+            line += &format!(", {name} {n}");
+        }
+    }
+    if let Some(latency) = value["latency"].as_object() {
+        for (name, s) in latency {
+            line += &format!(
+                "\n    {name:<10} n={} p50 {} us, p90 {} us, p99 {} us, p99.9 {} us, max {} us",
+                s["count"], s["p50_us"], s["p90_us"], s["p99_us"], s["p99_9_us"], s["max_us"]
+            );
+        }
+    }
+    for key in [
+        "connect_rate_per_s",
+        "requests_per_s",
+        "server_cpu_us_per_request",
+        "pushes_per_s",
+        "server_cpu_us_per_push",
+        "all_back_after_s",
+    ] {
+        if !value[key].is_null() {
+            line += &format!("\n    {key} = {}", value[key]);
+        }
+    }
+    line
+}
+
+/// Busy threads that load every core to a share of its time, for the run under load.
+struct Burner {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Burner {
+    fn start(percent: u32) -> Burner {
+        let stop = Arc::new(AtomicBool::new(false));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let busy = Duration::from_micros(100 * u64::from(percent));
+        let period = Duration::from_millis(10);
+        let threads = (0..cores)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let start = Instant::now();
+                        while start.elapsed() < busy {
+                            std::hint::spin_loop();
+                        }
+                        std::thread::sleep(period.saturating_sub(busy));
+                    }
+                })
+            })
+            .collect();
+        Burner { stop, threads }
+    }
+}
+
+impl Drop for Burner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}

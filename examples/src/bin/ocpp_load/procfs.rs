@@ -1,0 +1,106 @@
+//! A process's resident memory and CPU time, read from `/proc`.
+
+use std::time::Duration;
+
+/// RSS and CPU time of one or more processes at one instant.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Sample {
+    /// Resident set size, bytes (summed over the processes).
+    pub(crate) rss: u64,
+    /// User + system CPU time (summed).
+    pub(crate) cpu: Duration,
+    /// How many of the processes could be read.
+    pub(crate) alive: usize,
+}
+
+fn ticks_per_second() -> u64 {
+    rustix::param::clock_ticks_per_second().max(1)
+}
+
+/// User + system CPU time from the text of `/proc/PID/stat`.
+fn cpu_from_stat(stat: &str) -> Option<Duration> {
+    // The command name (field 2) may hold spaces and parentheses: fields are counted after
+    // the last ')'. utime and stime are fields 14 and 15, i.e. the 12th and 13th after it.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after.split_ascii_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    let ticks = utime + stime;
+    let per_second = ticks_per_second();
+    Some(
+        Duration::from_secs(ticks / per_second)
+            + Duration::from_nanos((ticks % per_second) * 1_000_000_000 / per_second),
+    )
+}
+
+/// `VmRSS` from the text of `/proc/PID/status`, in bytes.
+fn rss_from_status(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Reads one process (`"self"` or a PID).
+fn read(pid: &str) -> Option<(u64, Duration)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    Some((rss_from_status(&status)?, cpu_from_stat(&stat)?))
+}
+
+/// Samples the processes `pids` (summed).
+pub(crate) fn sample(pids: &[u32]) -> Sample {
+    let mut total = Sample::default();
+    for pid in pids {
+        if let Some((rss, cpu)) = read(&pid.to_string()) {
+            total.rss += rss;
+            total.cpu += cpu;
+            total.alive += 1;
+        }
+    }
+    total
+}
+
+/// This process's CPU time so far.
+pub(crate) fn own_cpu() -> Duration {
+    read("self").map_or(Duration::ZERO, |(_, cpu)| cpu)
+}
+
+/// Whether the process exists (and is not a zombie).
+pub(crate) fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|i| stat[i + 1..].split_ascii_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_odd_names() {
+        let ticks = ticks_per_second();
+        let stat = format!(
+            "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 {} {} 0 0 20 0 1 0 5 1000 200",
+            ticks * 2,
+            ticks / 2
+        );
+        assert_eq!(cpu_from_stat(&stat), Some(Duration::from_millis(2500)));
+    }
+
+    #[test]
+    fn parses_status() {
+        let status = "Name:\tx\nVmPeak:\t  10 kB\nVmRSS:\t    2048 kB\nThreads: 1\n";
+        assert_eq!(rss_from_status(status), Some(2 * 1024 * 1024));
+    }
+
+    #[test]
+    fn reads_itself() {
+        let me = sample(&[std::process::id()]);
+        assert_eq!(me.alive, 1);
+        assert!(me.rss > 0);
+        assert!(alive(std::process::id()));
+        assert!(!alive(u32::MAX - 1));
+    }
+}

@@ -1,0 +1,1018 @@
+//! One worker process: its share of the charge points on one mio loop, driven through the
+//! charge-point side of `ocpp-server-core`.
+//!
+//! The coordinator starts the worker, then says `go` on its standard input at each phase
+//! boundary; the worker answers `ready` once set up and `done <json>` at the end of each phase,
+//! on its standard output (logs go to standard error). Between phases it keeps serving its
+//! connections (pings, pushes), so a phase boundary never stalls the swarm.
+//!
+//! # One loop
+//! - A connect pacer opens this worker's share of `--rate`.
+//! - Each socket's reads land in one 64 KiB buffer per worker; with kernel timestamps on, every
+//!   read returns the time the kernel received its bytes (`SO_TIMESTAMPNS`), so a push's
+//!   latency does not include the time the swarm took to get to it.
+//! - Every connection's next deadline (the connection's own timers and the scenario's next
+//!   message) sits in a binary heap; stale entries are skipped when popped.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io::{self, BufRead, IoSliceMut, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
+use nix::sys::time::TimeSpec;
+use ocpp_examples::csms::push::unix_nanos_now;
+use ocpp_messages::error_code::ErrorCode;
+use ocpp_messages::v1_6;
+use ocpp_messages::version::OcppVersion;
+use ocpp_server_core::{
+    CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event, Request,
+    Response,
+};
+use socket2::{Domain, Socket, Type};
+
+use super::cli::{Options, WorkerSlot};
+use super::payload::{self, Answer, ConnectorState, Outgoing, Reading, Reply};
+use super::phase::PhaseStats;
+use super::procfs;
+
+const STDIN: Token = Token(usize::MAX - 1);
+const READ_BUFFER: usize = 64 * 1024;
+/// The longest a worker waits for its connections to close at the end.
+const CLOSE_GRACE: Duration = Duration::from_secs(3);
+
+/// A message the swarm sends on a schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Boot,
+    Heartbeat,
+    Status,
+    Meter,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Boot => "boot",
+            Kind::Heartbeat => "heartbeat",
+            Kind::Status => "status",
+            Kind::Meter => "meter",
+        }
+    }
+}
+
+/// A charge point's socket and connection, while it has one.
+#[derive(Debug)]
+struct Link {
+    stream: TcpStream,
+    conn: Connection,
+    /// The TCP connect has completed (first writable event).
+    connected: bool,
+    /// `WRITABLE` interest is registered.
+    wants_write: bool,
+}
+
+/// One simulated charge point.
+#[derive(Debug)]
+struct Cp {
+    link: Option<Link>,
+    booted: bool,
+    /// Settled in the connect phase (booted, or failed for good).
+    settled: bool,
+    /// When the current connection attempt started.
+    attempt_started: Instant,
+    /// Reconnect phase: when its connection dropped (Unix ns), until it is booted again.
+    dropped_ns: Option<u128>,
+    retry_at: Option<Instant>,
+    attempts: u32,
+    /// Our CALLs in flight or queued: id, kind, when `call` was made.
+    calls: Vec<(String, Kind, Instant)>,
+    last_seq: u64,
+    next: [Option<Instant>; 3],
+    /// The deadline this charge point has in the heap.
+    scheduled: Option<Instant>,
+}
+
+/// Requests built once and cloned per message.
+#[derive(Debug)]
+struct Prebuilt {
+    heartbeat: Request,
+    status: Request,
+    meter: Request,
+    data_transfer_answer: Response,
+}
+
+impl Prebuilt {
+    fn new(version: OcppVersion) -> io::Result<Self> {
+        let bad = |e: payload::PayloadError| io::Error::other(e.to_string());
+        let reading = Reading {
+            energy_wh: 12_345,
+            power_w: 7_400.0,
+        };
+        Ok(Prebuilt {
+            heartbeat: payload::request(version, &Outgoing::Heartbeat).map_err(bad)?,
+            status: payload::request(
+                version,
+                &Outgoing::Status {
+                    connector: 1,
+                    state: ConnectorState::Available,
+                },
+            )
+            .map_err(bad)?,
+            meter: payload::request(
+                version,
+                &Outgoing::Meter {
+                    connector: 1,
+                    reading,
+                },
+            )
+            .map_err(bad)?,
+            data_transfer_answer: payload::response(version, "DataTransfer", &Reply::DataTransfer)
+                .map_err(bad)?,
+        })
+    }
+
+    /// The request of a scheduled kind (Boot is built per charge point, with its identity).
+    fn request(&self, kind: Kind) -> Option<Request> {
+        match kind {
+            Kind::Heartbeat => Some(self.heartbeat.clone()),
+            Kind::Status => Some(self.status.clone()),
+            Kind::Meter => Some(self.meter.clone()),
+            Kind::Boot => None,
+        }
+    }
+}
+
+/// Where the worker is in the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// Between phases: serving connections, waiting for `go`.
+    Waiting,
+    Connect,
+    Idle {
+        until: Instant,
+    },
+    Heartbeat {
+        until: Instant,
+    },
+    Push {
+        until: Instant,
+    },
+    Reconnect {
+        until: Instant,
+    },
+}
+
+/// The worker's state.
+struct Worker {
+    options: Options,
+    poll: Poll,
+    config: Arc<ConnectionConfig>,
+    target: SocketAddr,
+    cps: Vec<Cp>,
+    /// Global index of `cps[0]`.
+    first: usize,
+    heap: BinaryHeap<Reverse<(Instant, usize)>>,
+    read_buf: Vec<u8>,
+    cmsg: Vec<u8>,
+    prebuilt: Prebuilt,
+    rng: fastrand::Rng,
+    phase: Phase,
+    phases: VecDeque<&'static str>,
+    stats: PhaseStats,
+    phase_cpu: Duration,
+    /// Connect pacing.
+    connect_next: usize,
+    connect_started: Instant,
+    connect_rate: f64,
+    connect_deadline: Instant,
+    settled: usize,
+    rebooted: usize,
+    commands: mpsc::Receiver<String>,
+    shutting_down: Option<Instant>,
+}
+
+/// Runs worker `slot` of `options` until the coordinator's last `go`.
+pub(crate) fn run(options: Options, slot: WorkerSlot) -> io::Result<()> {
+    let poll = Poll::new()?;
+    let waker = Waker::new(poll.registry(), STDIN)?;
+    let (sender, commands) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() || waker.wake().is_err() {
+                return;
+            }
+        }
+        // End of input: the coordinator is gone; shut down.
+        let _ = sender.send("quit".into());
+        let _ = waker.wake();
+    });
+
+    let first = options.count * slot.index / slot.of;
+    let last = options.count * (slot.index + 1) / slot.of;
+    let now = Instant::now();
+    let cps = (first..last)
+        .map(|_| Cp {
+            link: None,
+            booted: false,
+            settled: false,
+            attempt_started: now,
+            dropped_ns: None,
+            retry_at: None,
+            attempts: 0,
+            calls: Vec::new(),
+            last_seq: 0,
+            next: [None; 3],
+            scheduled: None,
+        })
+        .collect();
+    let config = ConnectionConfig::default()
+        .versions(vec![options.version])
+        .ping_interval(None)
+        .idle_timeout(None)
+        .handshake_timeout(Duration::from_secs(60))
+        .call_timeout(Duration::from_secs(60));
+    let mut phases: VecDeque<&'static str> = VecDeque::from(["connect"]);
+    if let Some(run_phase) = options.scenario.run_phase() {
+        phases.push_back(run_phase);
+    }
+    let mut worker = Worker {
+        target: SocketAddr::new(options.target_ip, options.port),
+        connect_rate: options.rate / slot.of as f64,
+        prebuilt: Prebuilt::new(options.version)?,
+        options,
+        poll,
+        config: Arc::new(config),
+        cps,
+        first,
+        heap: BinaryHeap::new(),
+        read_buf: vec![0; READ_BUFFER],
+        cmsg: nix::cmsg_space!(TimeSpec),
+        rng: fastrand::Rng::with_seed(0x5eed ^ slot.index as u64),
+        phase: Phase::Waiting,
+        phases,
+        stats: PhaseStats::new("setup", unix_nanos_now()),
+        phase_cpu: Duration::ZERO,
+        connect_next: 0,
+        connect_started: now,
+        connect_deadline: now,
+        settled: 0,
+        rebooted: 0,
+        commands,
+        shutting_down: None,
+    };
+    say("ready")?;
+    worker.run()
+}
+
+/// One line to the coordinator.
+fn say(line: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(line.as_bytes())?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// Reads from `stream`; with `cmsg`, also the kernel's receive time (Unix ns) of the bytes.
+fn read_stamped(
+    stream: &TcpStream,
+    buf: &mut [u8],
+    cmsg: Option<&mut Vec<u8>>,
+) -> io::Result<(usize, Option<u128>)> {
+    let Some(cmsg) = cmsg else {
+        let mut reader: &TcpStream = stream;
+        return reader.read(buf).map(|n| (n, None));
+    };
+    let mut iov = [IoSliceMut::new(buf)];
+    let message = recvmsg::<()>(stream.as_raw_fd(), &mut iov, Some(cmsg), MsgFlags::empty())?;
+    let mut stamp = None;
+    for control in message.cmsgs()? {
+        if let ControlMessageOwned::ScmTimestampns(t) = control {
+            let secs = u128::try_from(t.tv_sec()).unwrap_or(0);
+            let nanos = u128::try_from(t.tv_nsec()).unwrap_or(0);
+            stamp = Some(secs * 1_000_000_000 + nanos);
+        }
+    }
+    Ok((message.bytes, stamp))
+}
+
+/// `<seq>:<unix_nanos>` of a push, if `request` is one.
+fn push_stamp(request: &Request) -> Option<(u64, u128)> {
+    let data = match request {
+        Request::V1_6(r) => match r.as_ref() {
+            v1_6::Request::DataTransfer(d) => d.data.clone()?,
+            _ => return None,
+        },
+        other if other.action() == "DataTransfer" => serde_json::to_value(other).ok()?["data"]
+            .as_str()?
+            .to_string(),
+        _ => return None,
+    };
+    let (seq, nanos) = data.split_once(':')?;
+    Some((seq.parse().ok()?, nanos.parse().ok()?))
+}
+
+impl Worker {
+    fn run(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let now = Instant::now();
+            let timeout = self
+                .next_wake(now)
+                .map(|at| at.saturating_duration_since(now));
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            for event in &events {
+                if event.token() == STDIN {
+                    continue;
+                }
+                let index = event.token().0;
+                if event.is_writable() {
+                    self.on_writable(index);
+                }
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    self.on_readable(index);
+                }
+                self.after(index);
+            }
+            while let Ok(command) = self.commands.try_recv() {
+                match command.as_str() {
+                    "go" => self.next_phase()?,
+                    _ => self.begin_shutdown(),
+                }
+            }
+            self.fire_timers();
+            self.pace_connects();
+            if self.check_phase_end()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The earliest of the heap, the pacer and the phase's end.
+    fn next_wake(&self, now: Instant) -> Option<Instant> {
+        let mut wake = self.heap.peek().map(|Reverse((at, _))| *at);
+        let mut consider = |at: Instant| wake = Some(wake.map_or(at, |w| w.min(at)));
+        match self.phase {
+            Phase::Connect => {
+                if self.connect_next < self.cps.len() {
+                    consider(self.connect_due(self.connect_next));
+                }
+                consider(self.connect_deadline);
+            }
+            Phase::Idle { until }
+            | Phase::Heartbeat { until }
+            | Phase::Push { until }
+            | Phase::Reconnect { until } => consider(until),
+            Phase::Waiting => {}
+        }
+        if let Some(started) = self.shutting_down {
+            consider(started + CLOSE_GRACE);
+        }
+        // Never sleep more than a second: the loop re-checks everything at least that often.
+        consider(now + Duration::from_secs(1));
+        wake
+    }
+
+    fn connect_due(&self, local: usize) -> Instant {
+        self.connect_started + Duration::from_secs_f64(local as f64 / self.connect_rate)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Phases.
+
+    fn next_phase(&mut self) -> io::Result<()> {
+        let Some(name) = self.phases.pop_front() else {
+            self.begin_shutdown();
+            return Ok(());
+        };
+        let now = Instant::now();
+        self.stats = PhaseStats::new(name, unix_nanos_now());
+        self.phase_cpu = procfs::own_cpu();
+        let until = now + self.options.duration;
+        self.phase = match name {
+            "connect" => {
+                self.connect_started = now;
+                self.connect_deadline = now + self.options.connect_timeout;
+                Phase::Connect
+            }
+            "idle" => Phase::Idle { until },
+            "heartbeat" => {
+                self.schedule_messages(now);
+                Phase::Heartbeat { until }
+            }
+            "push" => Phase::Push { until },
+            _ => {
+                self.rebooted = 0;
+                Phase::Reconnect {
+                    until: now + self.options.connect_timeout,
+                }
+            }
+        };
+        Ok(())
+    }
+
+    /// Spreads every charge point's Heartbeat, StatusNotification and MeterValues evenly over
+    /// their periods.
+    fn schedule_messages(&mut self, now: Instant) {
+        let total = self.options.count as f64;
+        let periods = [
+            self.options.heartbeat,
+            self.options.status,
+            self.options.meter,
+        ];
+        for (local, cp) in self.cps.iter_mut().enumerate() {
+            let fraction = (self.first + local) as f64 / total;
+            for (slot, period) in periods.iter().enumerate() {
+                // Each kind gets its own offset so the three do not line up.
+                cp.next[slot] = period.map(|p| {
+                    let shift = (fraction + slot as f64 / 3.0).fract();
+                    now + p.mul_f64(shift)
+                });
+            }
+            cp.scheduled = None;
+        }
+        for local in 0..self.cps.len() {
+            self.reschedule(local);
+        }
+    }
+
+    /// Ends the phase when its condition is met; `Ok(true)` when the worker is done.
+    fn check_phase_end(&mut self) -> io::Result<bool> {
+        let now = Instant::now();
+        if let Some(started) = self.shutting_down {
+            let open = self.cps.iter().filter(|cp| cp.link.is_some()).count();
+            return Ok(open == 0 || now >= started + CLOSE_GRACE);
+        }
+        let ended = match self.phase {
+            Phase::Waiting => false,
+            Phase::Connect => {
+                if now >= self.connect_deadline && self.settled < self.cps.len() {
+                    let missing = self.cps.len() - self.settled;
+                    self.stats.add("connect_timeout", missing as u64);
+                    for cp in &mut self.cps {
+                        cp.settled = true;
+                    }
+                    self.settled = self.cps.len();
+                }
+                self.settled == self.cps.len()
+            }
+            Phase::Idle { until } | Phase::Heartbeat { until } | Phase::Push { until } => {
+                now >= until
+            }
+            Phase::Reconnect { until } => now >= until || self.rebooted == self.cps.len(),
+        };
+        if ended {
+            if let Phase::Heartbeat { .. } = self.phase {
+                for cp in &mut self.cps {
+                    cp.next = [None; 3];
+                }
+            }
+            if let Phase::Reconnect { .. } = self.phase {
+                let missing = self.cps.len() - self.rebooted;
+                self.stats.add("not_back", missing as u64);
+            }
+            self.stats.ended_ns = unix_nanos_now();
+            let cpu = procfs::own_cpu().saturating_sub(self.phase_cpu);
+            self.stats.add(
+                "load_cpu_us",
+                u64::try_from(cpu.as_micros()).unwrap_or(u64::MAX),
+            );
+            let open = self
+                .cps
+                .iter()
+                .filter(|cp| cp.booted && cp.link.is_some())
+                .count();
+            self.stats.add("open_at_end", open as u64);
+            self.phase = Phase::Waiting;
+            say(&format!("done {}", self.stats.to_wire()))?;
+        }
+        Ok(false)
+    }
+
+    fn begin_shutdown(&mut self) {
+        if self.shutting_down.is_some() {
+            return;
+        }
+        let now = Instant::now();
+        self.shutting_down = Some(now);
+        self.phase = Phase::Waiting;
+        for local in 0..self.cps.len() {
+            self.cps[local].retry_at = None;
+            self.cps[local].next = [None; 3];
+            if let Some(link) = &mut self.cps[local].link {
+                link.conn
+                    .close(now, ocpp_frame::CloseCode::NORMAL, "load done");
+            }
+            self.after(local);
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Connecting.
+
+    fn pace_connects(&mut self) {
+        if self.phase != Phase::Connect {
+            return;
+        }
+        let now = Instant::now();
+        while self.connect_next < self.cps.len() && self.connect_due(self.connect_next) <= now {
+            let local = self.connect_next;
+            self.connect_next += 1;
+            self.start_connect(local, now);
+        }
+    }
+
+    fn identity(&self, local: usize) -> String {
+        format!("{}{:06}", self.options.prefix, self.first + local)
+    }
+
+    fn start_connect(&mut self, local: usize, now: Instant) {
+        self.cps[local].attempt_started = now;
+        self.cps[local].attempts += 1;
+        match self.open(local, now) {
+            Ok(link) => {
+                self.cps[local].link = Some(link);
+            }
+            Err(e) => {
+                tracing::debug!(local, "connect: {e}");
+                self.stats.add("connect_errors", 1);
+                self.link_lost(local, now);
+            }
+        }
+        self.reschedule(local);
+    }
+
+    fn open(&mut self, local: usize, now: Instant) -> io::Result<Link> {
+        let global = self.first + local;
+        let source = self.options.sources[global % self.options.sources.len()];
+        let socket = Socket::new(Domain::for_address(self.target), Type::STREAM, None)?;
+        socket.set_nonblocking(true)?;
+        socket.set_tcp_nodelay(true)?;
+        if self.options.sources.len() > 1
+            || !source.is_loopback()
+            || source.to_string() != "127.0.0.1"
+        {
+            socket.bind(&SocketAddr::new(source, 0).into())?;
+        }
+        match socket.connect(&self.target.into()) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EINPROGRESS as i32) => {}
+            Err(e) => return Err(e),
+        }
+        let std_stream: std::net::TcpStream = socket.into();
+        let mut stream = TcpStream::from_std(std_stream);
+        if self.options.kernel_timestamps {
+            setsockopt(&stream, sockopt::ReceiveTimestampns, &true)?;
+        }
+        self.poll.registry().register(
+            &mut stream,
+            Token(local),
+            Interest::READABLE | Interest::WRITABLE,
+        )?;
+        let identity = ChargePointIdentity::new(self.identity(local), false)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let mut target = ConnectTarget::new(&self.options.host, &self.options.endpoint, identity);
+        if let Some(password) = &self.options.password {
+            target = target.with_password(password.as_bytes());
+        }
+        let mut key = [0u8; 16];
+        self.rng.fill(&mut key);
+        let conn = Connection::connect(now, self.config.clone(), &target, key, self.rng.u64(..))
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        Ok(Link {
+            stream,
+            conn,
+            connected: false,
+            wants_write: true,
+        })
+    }
+
+    /// The connection of `local` is gone (closed, refused, reset): settle the bookkeeping and,
+    /// in the reconnect phase, schedule the next attempt.
+    fn link_lost(&mut self, local: usize, now: Instant) {
+        let phase = self.phase;
+        let cp = &mut self.cps[local];
+        if let Some(mut link) = cp.link.take() {
+            let _ = self.poll.registry().deregister(&mut link.stream);
+        }
+        let was_booted = cp.booted;
+        cp.booted = false;
+        match phase {
+            Phase::Connect if !cp.settled && self.shutting_down.is_none() => {
+                cp.settled = true;
+                self.settled += 1;
+                self.stats.add("connect_failed", 1);
+            }
+            Phase::Reconnect { .. } => {
+                if was_booted && cp.dropped_ns.is_none() {
+                    let at = unix_nanos_now();
+                    cp.dropped_ns = Some(at);
+                    self.stats.mark("first_drop", at);
+                    self.stats.add("dropped", 1);
+                    cp.attempts = 0;
+                }
+                let backoff = self
+                    .options
+                    .retry_min
+                    .saturating_mul(1 << cp.attempts.min(4));
+                let jitter = self.options.retry_random.mul_f64(self.rng.f64());
+                cp.retry_at = Some(now + backoff.min(Duration::from_secs(8)) + jitter);
+            }
+            _ => {
+                if was_booted && self.shutting_down.is_none() {
+                    self.stats.add("disconnects", 1);
+                }
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // I/O.
+
+    fn on_writable(&mut self, local: usize) {
+        let Some(link) = self.cps.get_mut(local).and_then(|cp| cp.link.as_mut()) else {
+            return;
+        };
+        if !link.connected {
+            match link.stream.take_error() {
+                Ok(None) if link.stream.peer_addr().is_ok() => link.connected = true,
+                Ok(None) => {} // not yet
+                Ok(Some(e)) | Err(e) => {
+                    tracing::debug!(local, "connect failed: {e}");
+                    self.stats.add("connect_errors", 1);
+                    link.conn.handle_eof(Instant::now());
+                }
+            }
+        }
+    }
+
+    fn on_readable(&mut self, local: usize) {
+        let kernel = self.options.kernel_timestamps;
+        loop {
+            let Some(link) = self.cps.get_mut(local).and_then(|cp| cp.link.as_mut()) else {
+                return;
+            };
+            if !link.connected {
+                if link.stream.peer_addr().is_err() {
+                    if let Ok(Some(_)) | Err(_) = link.stream.take_error() {
+                        link.conn.handle_eof(Instant::now());
+                        self.drain(local, None);
+                    }
+                    return;
+                }
+                link.connected = true;
+            }
+            let cmsg = kernel.then_some(&mut self.cmsg);
+            match read_stamped(&link.stream, &mut self.read_buf, cmsg) {
+                Ok((0, _)) => {
+                    link.conn.handle_eof(Instant::now());
+                    self.drain(local, None);
+                    return;
+                }
+                Ok((n, stamp)) => {
+                    let now = Instant::now();
+                    let stamp = stamp.unwrap_or_else(unix_nanos_now);
+                    link.conn.handle_data(now, &self.read_buf[..n]);
+                    self.drain(local, Some(stamp));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::debug!(local, "read: {e}");
+                    link.conn.handle_eof(Instant::now());
+                    self.drain(local, None);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes what the connection has, fixes the interest, and reschedules; drops the link
+    /// once the connection is closed and flushed.
+    fn after(&mut self, local: usize) {
+        let now = Instant::now();
+        self.drain(local, None);
+        let Some(link) = self.cps.get_mut(local).and_then(|cp| cp.link.as_mut()) else {
+            self.reschedule(local);
+            return;
+        };
+        let mut failed = false;
+        if link.connected {
+            while !link.conn.pending_transmit().is_empty() {
+                match (&link.stream).write(link.conn.pending_transmit()) {
+                    Ok(0) => {
+                        failed = true;
+                        break;
+                    }
+                    Ok(n) => link.conn.advance_transmit(n),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if failed {
+            link.conn.handle_eof(now);
+            self.drain(local, None);
+        }
+        let Some(link) = self.cps.get_mut(local).and_then(|cp| cp.link.as_mut()) else {
+            self.reschedule(local);
+            return;
+        };
+        let pending = !link.conn.pending_transmit().is_empty() || !link.connected;
+        if pending != link.wants_write {
+            let interest = if pending {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if self
+                .poll
+                .registry()
+                .reregister(&mut link.stream, Token(local), interest)
+                .is_ok()
+            {
+                link.wants_write = pending;
+            }
+        }
+        if link.conn.is_closed() && link.conn.pending_transmit().is_empty() {
+            self.link_lost(local, now);
+        }
+        self.reschedule(local);
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Events.
+
+    /// Hands every event of `local`'s connection to the scenario. `stamp`: when the bytes that
+    /// caused them arrived (Unix ns).
+    fn drain(&mut self, local: usize, stamp: Option<u128>) {
+        loop {
+            let Some(link) = self.cps.get_mut(local).and_then(|cp| cp.link.as_mut()) else {
+                return;
+            };
+            let Some(event) = link.conn.poll_event() else {
+                return;
+            };
+            let now = Instant::now();
+            match event {
+                Event::Connected { version } => {
+                    let identity = self.identity(local);
+                    let boot = payload::request(
+                        version,
+                        &Outgoing::Boot {
+                            identity,
+                            reason: payload::BootReason::PowerUp,
+                        },
+                    );
+                    self.call(local, Kind::Boot, boot.ok(), now);
+                }
+                Event::Call { id, request } => self.on_call(local, &id, &request, stamp, now),
+                Event::CallCompleted { id, outcome, .. } => {
+                    self.on_completed(local, &id, outcome, now);
+                }
+                Event::UnmatchedResponse { .. } => self.stats.add("unmatched_responses", 1),
+                Event::Closed(closed) => {
+                    if !closed.unanswered_outgoing.is_empty() {
+                        self.stats.add(
+                            "unanswered_at_close",
+                            closed.unanswered_outgoing.len() as u64,
+                        );
+                    }
+                    tracing::debug!(local, reason = ?closed.reason, "closed");
+                    self.cps[local].calls.clear();
+                    // The link goes once its output is flushed (`after`).
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn on_call(
+        &mut self,
+        local: usize,
+        id: &str,
+        request: &Request,
+        stamp: Option<u128>,
+        now: Instant,
+    ) {
+        let Some(link) = self.cps[local].link.as_mut() else {
+            return;
+        };
+        let Some((seq, sent_ns)) = push_stamp(request) else {
+            let _ = link
+                .conn
+                .respond_error(now, id, ErrorCode::NotSupported, "load client");
+            self.stats.add("other_calls", 1);
+            return;
+        };
+        let _ = link
+            .conn
+            .respond(now, id, self.prebuilt.data_transfer_answer.clone());
+        let cp = &mut self.cps[local];
+        let last = cp.last_seq;
+        cp.last_seq = last.max(seq);
+        if let Phase::Push { .. } = self.phase {
+            let received = stamp.unwrap_or_else(unix_nanos_now);
+            let latency = received.saturating_sub(sent_ns);
+            self.stats
+                .record("push", u64::try_from(latency).unwrap_or(u64::MAX));
+            self.stats.add("pushes", 1);
+            if last != 0 && seq > last + 1 {
+                self.stats.add("push_lost", seq - last - 1);
+            } else if last != 0 && seq <= last {
+                self.stats.add("push_out_of_order", 1);
+            }
+        }
+    }
+
+    fn call(&mut self, local: usize, kind: Kind, request: Option<Request>, now: Instant) {
+        let Some(request) = request else {
+            self.stats.add("build_errors", 1);
+            return;
+        };
+        let measuring = matches!(self.phase, Phase::Heartbeat { .. }) || kind == Kind::Boot;
+        let Some(link) = self.cps[local].link.as_mut() else {
+            return;
+        };
+        match link.conn.call(now, request) {
+            Ok(id) => {
+                self.cps[local].calls.push((id, kind, now));
+                if measuring && kind != Kind::Boot {
+                    self.stats.add("requests_sent", 1);
+                }
+            }
+            Err(_) => self.stats.add("requests_refused", 1),
+        }
+    }
+
+    fn on_completed(&mut self, local: usize, id: &str, outcome: CallOutcome, now: Instant) {
+        let cp = &mut self.cps[local];
+        let Some(at) = cp.calls.iter().position(|(call_id, _, _)| call_id == id) else {
+            self.stats.add("unknown_completions", 1);
+            return;
+        };
+        let (_, kind, started) = cp.calls.swap_remove(at);
+        let ok = match &outcome {
+            CallOutcome::Result(response) => match kind {
+                Kind::Boot => matches!(
+                    payload::read_answer(response),
+                    Answer::Boot { accepted: true, .. }
+                ),
+                _ => true,
+            },
+            _ => false,
+        };
+        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        if kind == Kind::Boot {
+            if !ok {
+                tracing::debug!(local, ?outcome, "boot not accepted");
+                self.stats.add("boot_rejected", 1);
+                if let Some(link) = cp.link.as_mut() {
+                    link.conn
+                        .close(now, ocpp_frame::CloseCode::NORMAL, "boot rejected");
+                }
+                return;
+            }
+            cp.booted = true;
+            let since_attempt = now.saturating_duration_since(cp.attempt_started);
+            match self.phase {
+                Phase::Connect if !cp.settled => {
+                    cp.settled = true;
+                    self.settled += 1;
+                    self.stats.add("connected", 1);
+                    self.stats.record("connect", nanos(since_attempt));
+                }
+                Phase::Reconnect { .. } => {
+                    if let Some(dropped) = cp.dropped_ns.take() {
+                        let back = unix_nanos_now();
+                        self.rebooted += 1;
+                        self.stats.add("rebooted", 1);
+                        self.stats.mark("last_back", back);
+                        self.stats.record(
+                            "reconnect",
+                            u64::try_from(back.saturating_sub(dropped)).unwrap_or(u64::MAX),
+                        );
+                    }
+                }
+                _ => self.stats.add("late_boots", 1),
+            }
+            return;
+        }
+        if !matches!(self.phase, Phase::Heartbeat { .. }) {
+            return;
+        }
+        if ok {
+            self.stats.add("requests_ok", 1);
+            let latency = nanos(now.saturating_duration_since(started));
+            self.stats.record("request", latency);
+            self.stats.record(kind.name(), latency);
+        } else {
+            tracing::debug!(local, ?outcome, kind = kind.name(), "request failed");
+            self.stats.add("requests_failed", 1);
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Timers.
+
+    fn due(&self, local: usize) -> Option<Instant> {
+        let cp = &self.cps[local];
+        let mut due = cp.link.as_ref().and_then(|l| l.conn.poll_timeout());
+        let mut consider = |at: Option<Instant>| {
+            if let Some(at) = at {
+                due = Some(due.map_or(at, |d| d.min(at)));
+            }
+        };
+        if cp.link.is_none() {
+            consider(cp.retry_at);
+        } else if cp.booted {
+            for next in cp.next {
+                consider(next);
+            }
+        }
+        due
+    }
+
+    fn reschedule(&mut self, local: usize) {
+        let due = self.due(local);
+        let cp = &mut self.cps[local];
+        if due != cp.scheduled {
+            cp.scheduled = due;
+            if let Some(at) = due {
+                self.heap.push(Reverse((at, local)));
+            }
+        }
+    }
+
+    fn fire_timers(&mut self) {
+        let now = Instant::now();
+        while let Some(&Reverse((at, local))) = self.heap.peek() {
+            if at > now {
+                break;
+            }
+            self.heap.pop();
+            if self.cps[local].scheduled != Some(at) {
+                continue; // stale
+            }
+            self.cps[local].scheduled = None;
+            self.on_timer(local, now);
+            self.after(local);
+        }
+    }
+
+    fn on_timer(&mut self, local: usize, now: Instant) {
+        if self.cps[local].link.is_none() {
+            if self.cps[local].retry_at.is_some_and(|at| at <= now) {
+                self.cps[local].retry_at = None;
+                self.start_connect(local, now);
+            }
+            return;
+        }
+        if let Some(link) = self.cps[local].link.as_mut() {
+            if link.conn.poll_timeout().is_some_and(|at| at <= now) {
+                link.conn.handle_timeout(now);
+            }
+        }
+        let periods = [
+            self.options.heartbeat,
+            self.options.status,
+            self.options.meter,
+        ];
+        let kinds = [Kind::Heartbeat, Kind::Status, Kind::Meter];
+        for slot in 0..3 {
+            let (Some(next), Some(period)) = (self.cps[local].next[slot], periods[slot]) else {
+                continue;
+            };
+            if next > now || !self.cps[local].booted {
+                continue;
+            }
+            self.cps[local].next[slot] = Some(next + period);
+            let request = self.prebuilt.request(kinds[slot]);
+            self.call(local, kinds[slot], request, now);
+        }
+    }
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("charge_points", &self.cps.len())
+            .field("phase", &self.phase)
+            .finish()
+    }
+}
