@@ -383,3 +383,260 @@ pub fn transport(session: Option<&TlsSession>) -> crate::csms::Transport {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+
+    /// One direction of a socket pair in memory: at most `capacity` bytes in flight, at most
+    /// `max_write` taken per write, `WouldBlock` when full or empty (a non-blocking socket).
+    struct Pipe {
+        bytes: VecDeque<u8>,
+        capacity: usize,
+        max_write: usize,
+        blocked_writes: usize,
+        partial_writes: usize,
+        eof: bool,
+    }
+
+    impl Pipe {
+        fn new(capacity: usize, max_write: usize) -> Pipe {
+            Pipe {
+                bytes: VecDeque::new(),
+                capacity,
+                max_write,
+                blocked_writes: 0,
+                partial_writes: 0,
+                eof: false,
+            }
+        }
+    }
+
+    impl Write for Pipe {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let room = self.capacity - self.bytes.len();
+            if room == 0 {
+                self.blocked_writes += 1;
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = buf.len().min(room).min(self.max_write);
+            if n < buf.len() {
+                self.partial_writes += 1;
+            }
+            self.bytes.extend(&buf[..n]);
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Read for Pipe {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.bytes.is_empty() {
+                return if self.eof {
+                    Ok(0)
+                } else {
+                    Err(io::ErrorKind::WouldBlock.into())
+                };
+            }
+            let n = buf.len().min(self.bytes.len());
+            for (slot, byte) in buf.iter_mut().zip(self.bytes.drain(..n)) {
+                *slot = byte;
+            }
+            Ok(n)
+        }
+    }
+
+    /// A CA, a server certificate for 127.0.0.1 and a client certificate with CN `CP001`, as
+    /// PEM files in a fresh directory.
+    fn pki() -> PathBuf {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "tls-unit-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name.push(DnType::CommonName, "unit CA");
+        std::fs::write(dir.join("ca.pem"), ca.self_signed(&ca_key).unwrap().pem()).unwrap();
+        let issuer = Issuer::new(ca, ca_key);
+        for (name, sans, cn) in [
+            ("server", vec!["127.0.0.1".to_owned()], "csms"),
+            ("cp", vec![], "CP001"),
+        ] {
+            let key = KeyPair::generate().unwrap();
+            let mut params = CertificateParams::new(sans).unwrap();
+            params.distinguished_name.push(DnType::CommonName, cn);
+            let cert = params.signed_by(&key, &issuer).unwrap();
+            std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
+            std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
+        }
+        dir
+    }
+
+    /// Moves records between the two sessions until neither has anything to say; returns the
+    /// plaintext each received.
+    fn pump(
+        client: &mut TlsSession,
+        server: &mut TlsSession,
+        to_server: &mut Pipe,
+        to_client: &mut Pipe,
+    ) -> (Vec<u8>, Vec<u8>) {
+        let (mut at_client, mut at_server) = (Vec::new(), Vec::new());
+        let mut scratch = [0u8; 4096];
+        for _ in 0..10_000 {
+            client.write_to(to_server).unwrap();
+            let a = server.receive(to_server, &mut scratch, |p| at_server.extend_from_slice(p));
+            server.write_to(to_client).unwrap();
+            let b = client.receive(to_client, &mut scratch, |p| at_client.extend_from_slice(p));
+            match (a, b) {
+                (Received::WouldBlock, Received::WouldBlock)
+                    if !client.wants_write() && !server.wants_write() =>
+                {
+                    return (at_client, at_server)
+                }
+                (Received::Failed(e), _) | (_, Received::Failed(e)) => panic!("{e}"),
+                _ => {}
+            }
+        }
+        panic!("no quiet state");
+    }
+
+    #[test]
+    fn handshake_bulk_through_a_small_pipe_and_close_notify() {
+        let dir = pki();
+        let server_config = server_config(
+            &dir.join("server.pem"),
+            &dir.join("server.key"),
+            Some(&dir.join("ca.pem")),
+        )
+        .unwrap();
+        let client_config = client_config(
+            &dir.join("ca.pem"),
+            Some((&dir.join("cp.pem"), &dir.join("cp.key"))),
+        )
+        .unwrap();
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let mut client = TlsSession::client(client_config, name).unwrap();
+        let mut server = TlsSession::server(server_config).unwrap();
+        // 10 KB in flight at most, 3000 bytes per write: records (up to 16 KiB) are cut.
+        let (mut to_server, mut to_client) = (Pipe::new(10_000, 3000), Pipe::new(10_000, 3000));
+        pump(&mut client, &mut server, &mut to_server, &mut to_client);
+        assert!(!client.is_handshaking() && !server.is_handshaking());
+        assert_eq!(server.peer_common_name(), Some(Some("CP001".to_owned())));
+        assert_eq!(client.peer_common_name(), Some(Some("csms".to_owned())));
+        assert_eq!(
+            transport(Some(&server)),
+            crate::csms::Transport::Tls {
+                client_certificate: Some(crate::csms::ClientCertificate::new(Some("CP001".into())))
+            }
+        );
+
+        // 300 KB from the server: `send` takes what fits, stops on WouldBlock, and goes on
+        // after the client read.
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let (mut offset, mut received) = (0, Vec::new());
+        let mut scratch = [0u8; 4096];
+        for _ in 0..10_000 {
+            offset += server.send(&mut to_client, &data[offset..]).unwrap();
+            let _ = client.receive(&mut to_client, &mut scratch, |p| {
+                received.extend_from_slice(p)
+            });
+            if received.len() == data.len() {
+                break;
+            }
+        }
+        assert!(
+            received == data,
+            "{} of {} bytes",
+            received.len(),
+            data.len()
+        );
+        assert!(to_client.blocked_writes > 0, "never blocked");
+        assert!(to_client.partial_writes > 0, "never a partial write");
+
+        // close_notify: the client sees the end of the stream; nothing is sent after it.
+        server.close();
+        server.close();
+        assert_eq!(server.send(&mut to_client, b"late").unwrap(), 0);
+        let mut ended = false;
+        for _ in 0..10 {
+            match client.receive(&mut to_client, &mut scratch, |_| panic!("data after close")) {
+                Received::Closed => {
+                    ended = true;
+                    break;
+                }
+                Received::Progress | Received::WouldBlock => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(ended);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_missing_client_certificate_fails_with_an_alert() {
+        let dir = pki();
+        let server_config = server_config(
+            &dir.join("server.pem"),
+            &dir.join("server.key"),
+            Some(&dir.join("ca.pem")),
+        )
+        .unwrap();
+        let client_config = client_config(&dir.join("ca.pem"), None).unwrap();
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let mut client = TlsSession::client(client_config, name).unwrap();
+        let mut server = TlsSession::server(server_config).unwrap();
+        let (mut to_server, mut to_client) =
+            (Pipe::new(1 << 20, 1 << 20), Pipe::new(1 << 20, 1 << 20));
+        let mut scratch = [0u8; 4096];
+        let mut failure = None;
+        for _ in 0..100 {
+            client.write_to(&mut to_server).unwrap();
+            match server.receive(&mut to_server, &mut scratch, |_| {}) {
+                Received::Failed(e) => {
+                    failure = Some(e);
+                    server.abandon();
+                    server.write_to(&mut to_client).unwrap();
+                    break;
+                }
+                _ => server.write_to(&mut to_client).unwrap(),
+            }
+            let _ = client.receive(&mut to_client, &mut scratch, |_| {});
+        }
+        assert_eq!(failure, Some(rustls::Error::NoCertificatesPresented));
+        to_client.eof = true;
+        let mut alert = None;
+        for _ in 0..10 {
+            if let Received::Failed(e) = client.receive(&mut to_client, &mut scratch, |_| {}) {
+                alert = Some(e);
+                break;
+            }
+        }
+        assert_eq!(
+            alert,
+            Some(rustls::Error::AlertReceived(
+                rustls::AlertDescription::CertificateRequired
+            ))
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn common_name_of_a_certificate_without_one() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["x.test".to_owned()]).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        let cert = params.self_signed(&key).unwrap();
+        assert_eq!(common_name(cert.der()), None);
+        assert_eq!(common_name(&CertificateDer::from(&b"not DER"[..])), None);
+    }
+}

@@ -295,6 +295,64 @@ fn a_plain_client_on_the_tls_port_is_dropped_and_the_server_carries_on() {
     cp.close();
 }
 
+/// Messages of 60 KB span several TLS records (at most 16 KiB each) both ways. (Partial writes
+/// and `WouldBlock` are driven in `tls`'s unit tests: one CALL at a time keeps the server's
+/// output below a loopback socket's buffer here.)
+fn large_messages_over_tls(binary: &str) {
+    let pki = Pki::new("p2-large");
+    let server = start_profile(binary, &pki, 2);
+    let mut cp = ChargePoint::connect_with(
+        server.ocpp,
+        "CP001",
+        V16,
+        Some(b"0123456789abcdef"),
+        Some(&pki.client(None)),
+    )
+    .unwrap();
+    let data: String = (0..60_000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let admin = server.admin;
+    for round in 0..3 {
+        let body = format!(r#"{{"vendorId":"big","messageId":"{round}","data":"{data}"}}"#);
+        let command = std::thread::spawn(move || {
+            http(
+                admin,
+                "POST",
+                "/chargepoints/CP001/call/DataTransfer",
+                &body,
+            )
+        });
+        let (id, request) = cp.expect_call();
+        let payload = serde_json::to_value(&request).unwrap();
+        assert_eq!(payload["data"].as_str().map(str::len), Some(60_000));
+        assert_eq!(payload["messageId"], round.to_string());
+        let response = ocpp_messages::v1_6::decode_result(
+            "DataTransfer",
+            &format!(r#"{{"status":"Accepted","data":"{data}"}}"#),
+        )
+        .unwrap();
+        cp.respond(&id, response.into());
+        let (status, body) = command.join().unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(
+            json(&body)["result"]["data"].as_str().map(str::len),
+            Some(60_000)
+        );
+    }
+    cp.close();
+}
+
+#[test]
+fn large_messages_over_tls_mio() {
+    large_messages_over_tls(MIO);
+}
+
+#[test]
+fn large_messages_over_tls_tokio() {
+    large_messages_over_tls(TOKIO);
+}
+
 // ---- profile 3 ----
 
 fn profile_3_happy_path(binary: &str) {
