@@ -27,9 +27,9 @@ ws://LISTEN/<any path>/<identity> (wss:// with --tls-cert) with subprotocol ocpp
 ocpp2.0.1 or ocpp2.1.
 
 Security profiles (OCPP 1.6 security whitepaper, OCPP 2.0.1 part 2 A00):
-  1: --basic-auth FILE                              Basic auth over ws://
-  2: --basic-auth FILE --tls-cert FILE --tls-key FILE  Basic auth over wss://
-  3: --tls-cert FILE --tls-key FILE --client-ca FILE   client certificates over wss://
+  1: --basic-auth FILE                                  Basic auth over ws://
+  2: --basic-auth FILE --tls-cert FILE --tls-key FILE   Basic auth over wss://
+  3: --tls-cert FILE --tls-key FILE --client-ca FILE    client certificates over wss://
 
 Options:
   --listen ADDR          address for charge points (default {DEFAULT_LISTEN}; port 0 picks one)

@@ -83,13 +83,21 @@ fn boots(cp: &mut ChargePoint) {
     assert_eq!(boot["status"], "Accepted");
 }
 
-fn rejected_upgrades(server: &Server) -> u64 {
+/// The value of the counter `name` in `GET /metrics`.
+fn metric(server: &Server, name: &str) -> u64 {
     let (_, metrics) = http(server.admin, "GET", "/metrics", "");
     let line = metrics
         .lines()
-        .find(|l| l.starts_with("ocpp_upgrades_rejected_total "))
-        .unwrap_or_else(|| panic!("{metrics}"));
+        .find(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(' '))
+        })
+        .unwrap_or_else(|| panic!("{name}: {metrics}"));
     line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+fn rejected_upgrades(server: &Server) -> u64 {
+    metric(server, "ocpp_upgrades_rejected_total")
 }
 
 /// A TLS 1.2-only client trusting our CA (with the certificate `name`, if given).
@@ -445,6 +453,7 @@ fn profile_3_refusals(binary: &str) {
     .unwrap();
     assert_eq!(other.status(), Some(403), "{other:?}");
     assert_eq!(rejected_upgrades(&server), 2);
+    assert_eq!(metric(&server, "ocpp_tls_failures_total"), 3);
 
     // The failures cost the server nothing else: CP001 with its own certificate boots.
     let mut cp = ChargePoint::connect_with(

@@ -401,6 +401,7 @@ impl EventLoop {
                         // Send the alert rustls chose; `service` then shuts our side and
                         // drains the socket, so the peer reads the alert rather than a reset.
                         tracing::info!(peer = %s.peer, "TLS failed: {e}");
+                        self.shared.csms.metrics().tls_failures.inc();
                         session.abandon();
                         if let Err(e) = session.write_to(&mut s.socket) {
                             tracing::debug!(peer = %s.peer, "TLS alert not sent: {e}");

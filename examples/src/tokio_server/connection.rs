@@ -235,6 +235,7 @@ impl Task {
                         // Send the alert rustls chose; `service` then shuts our side and
                         // drains the socket, so the peer reads the alert rather than a reset.
                         tracing::info!(peer = %self.peer, "TLS failed: {e}");
+                        self.shared.csms.metrics().tls_failures.inc();
                         session.abandon();
                         if let Err(e) = session.write_to(&mut TryIo(socket)) {
                             tracing::debug!(peer = %self.peer, "TLS alert not sent: {e}");
