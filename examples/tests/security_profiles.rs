@@ -535,21 +535,12 @@ impl Drop for Process {
     }
 }
 
-#[test]
-fn charge_point_binary_boots_over_wss_with_a_client_certificate() {
-    let pki = Pki::new("cp-binary");
-    let server = start_profile(MIO, &pki, 3);
-    let url = format!("wss://127.0.0.1:{}/ocpp/CP001", server.ocpp.port());
+/// Runs the `charge-point` binary with `args` until CP001 is booted on `server` (bounded).
+fn charge_point_boots(server: &Server, args: &[String]) {
     let _cp = Process(
         Command::new(env!("CARGO_BIN_EXE_charge-point"))
-            .args(["--url", &url, "--version", "2.0.1", "--duration-s", "20"])
-            .args(["--ca", &pki.path("ca.pem")])
-            .args([
-                "--cert",
-                &pki.path("CP001.pem"),
-                "--key",
-                &pki.path("CP001.key"),
-            ])
+            .args(args)
+            .args(["--version", "2.0.1", "--duration-s", "20"])
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -561,7 +552,7 @@ fn charge_point_binary_boots_over_wss_with_a_client_certificate() {
         let (status, body) = http(server.admin, "GET", "/chargepoints/CP001", "");
         if status == 200 && json(&body)["status"] == "Accepted" {
             assert_eq!(json(&body)["version"], "2.0.1");
-            break;
+            return;
         }
         assert!(
             Instant::now() < deadline,
@@ -569,4 +560,31 @@ fn charge_point_binary_boots_over_wss_with_a_client_certificate() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn charge_point_binary_boots_over_wss_with_a_client_certificate() {
+    let pki = Pki::new("cp-binary-3");
+    let server = start_profile(MIO, &pki, 3);
+    let url = format!("wss://localhost:{}/ocpp/CP001", server.ocpp.port());
+    let args = ["--url", &url, "--ca", &pki.path("ca.pem")]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(["--cert".into(), pki.path("CP001.pem")])
+        .chain(["--key".into(), pki.path("CP001.key")])
+        .collect::<Vec<_>>();
+    charge_point_boots(&server, &args);
+}
+
+#[test]
+fn charge_point_binary_boots_over_wss_with_a_password() {
+    let pki = Pki::new("cp-binary-2");
+    let server = start_profile(TOKIO, &pki, 2);
+    let url = format!("wss://127.0.0.1:{}/ocpp/CP001", server.ocpp.port());
+    let args = ["--url", &url, "--ca", &pki.path("ca.pem")]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(["--password".into(), "0123456789abcdef".into()])
+        .collect::<Vec<_>>();
+    charge_point_boots(&server, &args);
 }
