@@ -6,8 +6,13 @@
 //!   metrics and the admin HTTP interface. The mio server and the tokio server both drive it.
 //! - [`mio_server`]: the `mio-server` binary's event loop (one or more single-threaded mio
 //!   loops sharing one port with `SO_REUSEPORT`).
+//! - [`tokio_server`]: the `tokio-server` binary's tasks (one per connection).
+//! - [`server_cli`]: the command line both servers share.
+//! - [`tls`]: rustls driven the Sans-IO way between a socket and an OCPP connection
+//!   (security profiles 2 and 3), for both servers and the `charge-point` binary.
 
 pub mod csms;
 pub mod mio_server;
 pub mod server_cli;
+pub mod tls;
 pub mod tokio_server;

@@ -3,11 +3,13 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ocpp_server_core::ConnectionConfig;
 
 use crate::csms::{Credentials, Csms, CsmsConfig};
+use crate::tls::{self, TlsError};
 
 /// Where charge points connect unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9000";
@@ -21,7 +23,13 @@ pub fn usage(name: &str, intro: &str, threads: &str) -> String {
         "Usage: {name} [OPTIONS]
 
 {intro} Charge points connect to
-ws://LISTEN/<any path>/<identity> with subprotocol ocpp1.6, ocpp2.0.1 or ocpp2.1.
+ws://LISTEN/<any path>/<identity> (wss:// with --tls-cert) with subprotocol ocpp1.6,
+ocpp2.0.1 or ocpp2.1.
+
+Security profiles (OCPP 1.6 security whitepaper, OCPP 2.0.1 part 2 A00):
+  1: --basic-auth FILE                                  Basic auth over ws://
+  2: --basic-auth FILE --tls-cert FILE --tls-key FILE   Basic auth over wss://
+  3: --tls-cert FILE --tls-key FILE --client-ca FILE    client certificates over wss://
 
 Options:
   --listen ADDR          address for charge points (default {DEFAULT_LISTEN}; port 0 picks one)
@@ -35,6 +43,13 @@ Options:
                          {{\"vendorId\":\"bench\",\"messageId\":\"ts\",\"data\":\"<seq>:<unix_nanos>\"}}
   --basic-auth FILE      require HTTP Basic auth (security profile 1); FILE has lines
                          `identity:password`; others get 401 before the upgrade
+  --tls-cert FILE        serve wss:// (TLS 1.2 and 1.3) with this certificate chain (PEM,
+                         server certificate first); needs --tls-key
+  --tls-key FILE         the private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1)
+  --client-ca FILE       require a client certificate issued by a CA of FILE (PEM), else the
+                         TLS handshake fails with an alert; the certificate's subject CN must
+                         be the URL's identity, else the upgrade gets 403 (needs --tls-cert;
+                         not with --basic-auth: one security profile at a time)
   -h, --help             print this help
 
 Logs go to stderr (RUST_LOG filters them, default `info`: one line per connect and disconnect).
@@ -56,6 +71,12 @@ pub struct Args {
     pub push_interval: Option<Duration>,
     /// `--basic-auth`.
     pub basic_auth: Option<PathBuf>,
+    /// `--tls-cert`.
+    pub tls_cert: Option<PathBuf>,
+    /// `--tls-key`.
+    pub tls_key: Option<PathBuf>,
+    /// `--client-ca`.
+    pub client_ca: Option<PathBuf>,
 }
 
 /// Parses `--flag value` and `--flag=value` by hand: few options, no dependency. `Ok(None)`
@@ -67,6 +88,9 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
         threads: 1,
         push_interval: None,
         basic_auth: None,
+        tls_cert: None,
+        tls_key: None,
+        client_ca: None,
     };
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -109,7 +133,27 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
                 parsed.push_interval = Some(Duration::from_millis(ms));
             }
             "--basic-auth" => parsed.basic_auth = Some(PathBuf::from(value()?)),
+            "--tls-cert" => parsed.tls_cert = Some(PathBuf::from(value()?)),
+            "--tls-key" => parsed.tls_key = Some(PathBuf::from(value()?)),
+            "--client-ca" => parsed.client_ca = Some(PathBuf::from(value()?)),
             other => return Err(format!("unknown option {other}")),
+        }
+    }
+    match (&parsed.tls_cert, &parsed.tls_key) {
+        (Some(_), None) => return Err("--tls-cert needs --tls-key".into()),
+        (None, Some(_)) => return Err("--tls-key needs --tls-cert".into()),
+        _ => {}
+    }
+    if parsed.client_ca.is_some() {
+        if parsed.tls_cert.is_none() {
+            return Err("--client-ca needs --tls-cert and --tls-key".into());
+        }
+        if parsed.basic_auth.is_some() {
+            return Err(
+                "--client-ca (security profile 3) and --basic-auth (profiles 1 and 2) exclude \
+                 each other: one security profile at a time"
+                    .into(),
+            );
         }
     }
     Ok(Some(parsed))
@@ -145,7 +189,29 @@ pub fn csms(args: &Args) -> Result<Csms, Box<dyn std::error::Error>> {
         }
         None => None,
     };
-    Ok(Csms::new(CsmsConfig::default().credentials(credentials)))
+    if args.client_ca.is_some() {
+        tracing::info!("client certificates required (security profile 3)");
+    }
+    Ok(Csms::new(
+        CsmsConfig::default()
+            .credentials(credentials)
+            .client_certificates(args.client_ca.is_some()),
+    ))
+}
+
+/// The TLS configuration of `--tls-cert`, `--tls-key` and `--client-ca`; `None` without
+/// `--tls-cert` (plain `ws://`).
+pub fn tls_config(args: &Args) -> Result<Option<Arc<rustls::ServerConfig>>, TlsError> {
+    let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
+        return Ok(None);
+    };
+    let config = tls::server_config(cert, key, args.client_ca.as_deref())?;
+    tracing::info!(
+        cert = %cert.display(),
+        client_ca = args.client_ca.as_ref().map(|p| p.display().to_string()),
+        "TLS on (wss://)"
+    );
+    Ok(Some(config))
 }
 
 /// The connection settings both servers use: pings detect dead links, and charge points that
@@ -204,5 +270,66 @@ mod tests {
         assert!(parse(&["--threads", "0"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
         assert!(parse(&["--listen"]).is_err());
+    }
+
+    #[test]
+    fn tls_flags_go_together() {
+        let args = parse(&[
+            "--tls-cert",
+            "c.pem",
+            "--tls-key=k.pem",
+            "--client-ca",
+            "ca.pem",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(args.tls_cert.unwrap(), PathBuf::from("c.pem"));
+        assert_eq!(args.tls_key.unwrap(), PathBuf::from("k.pem"));
+        assert_eq!(args.client_ca.unwrap(), PathBuf::from("ca.pem"));
+        for bad in [
+            &["--tls-cert", "c.pem"][..],
+            &["--tls-key", "k.pem"],
+            &["--client-ca", "ca.pem"],
+            &[
+                "--tls-cert",
+                "c",
+                "--tls-key",
+                "k",
+                "--client-ca",
+                "ca",
+                "--basic-auth",
+                "p",
+            ],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+        let args = parse(&["--tls-cert", "c", "--tls-key", "k", "--basic-auth", "p"]).unwrap();
+        assert!(args.is_some(), "profile 2");
+    }
+
+    #[test]
+    fn pem_errors_name_the_file() {
+        let dir = std::env::temp_dir().join(format!("server-cli-pem-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let args = |cert: &std::path::Path| Args {
+            tls_cert: Some(cert.to_owned()),
+            tls_key: Some(cert.to_owned()),
+            ..parse(&[]).unwrap().unwrap()
+        };
+        let error = tls_config(&args(&empty)).unwrap_err().to_string();
+        assert!(
+            error.contains("empty.pem: no PEM certificate found"),
+            "{error}"
+        );
+        let error = tls_config(&args(&dir.join("missing.pem")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("missing.pem: cannot read the PEM certificate"),
+            "{error}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

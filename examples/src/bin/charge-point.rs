@@ -1,4 +1,5 @@
-//! `charge-point`: an OCPP charge point simulator (OCPP-J 1.6, 2.0.1 and 2.1 over `ws://`).
+//! `charge-point`: an OCPP charge point simulator (OCPP-J 1.6, 2.0.1 and 2.1 over `ws://` or
+//! `wss://`).
 //!
 //! It connects to a CSMS (identity in the URL's last segment, the versions offered as
 //! subprotocols in order, `Authorization: Basic` with `--password`), boots, reports its
@@ -10,6 +11,9 @@
 //! ```sh
 //! cargo run --release -p ocpp-examples --bin charge-point -- \
 //!     --url ws://127.0.0.1:9000/ocpp/CP001 --version 1.6 --session --duration-s 60
+//! # security profile 3: TLS with a client certificate whose subject CN is CP001
+//! cargo run --release -p ocpp-examples --bin charge-point -- \
+//!     --url wss://localhost:9000/ocpp/CP001 --ca ca.pem --cert cp001.pem --key cp001.key
 //! ```
 //!
 //! How it is built: a current-thread tokio runtime runs one task per simulated charge point
@@ -46,7 +50,7 @@ use tokio::task::{JoinSet, LocalSet};
 use tracing::{info, warn};
 
 use cli::{CliError, Options, USAGE};
-use driver::Driver;
+use driver::{Driver, TlsTarget};
 use stats::Stats;
 
 /// How long the charge points get to close their connections after the stop command.
@@ -84,6 +88,13 @@ fn main() -> ExitCode {
             }
         }
     }
+    let tls = match tls_target(&options) {
+        Ok(tls) => tls,
+        Err(message) => {
+            eprintln!("charge-point: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -94,13 +105,31 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    LocalSet::new().block_on(&runtime, run(options, identities));
+    LocalSet::new().block_on(&runtime, run(options, tls, identities));
     ExitCode::SUCCESS
+}
+
+/// `wss://`: the TLS client configuration from `--ca`, `--cert` and `--key`.
+fn tls_target(options: &Options) -> Result<Option<TlsTarget>, String> {
+    let Some(ca) = options.ca.as_deref().filter(|_| options.tls) else {
+        return Ok(None);
+    };
+    let identity = options
+        .client_cert
+        .as_ref()
+        .map(|(cert, key)| (cert.as_path(), key.as_path()));
+    let config = ocpp_examples::tls::client_config(ca, identity).map_err(|e| e.to_string())?;
+    let server_name = rustls::pki_types::ServerName::try_from(options.server_name.clone())
+        .map_err(|e| format!("{}: not a TLS server name: {e}", options.server_name))?;
+    Ok(Some(TlsTarget {
+        config,
+        server_name,
+    }))
 }
 
 /// Runs every charge point until the duration passes or a signal comes, stops them, and prints
 /// the summary line.
-async fn run(options: Options, identities: Vec<ChargePointIdentity>) {
+async fn run(options: Options, tls: Option<TlsTarget>, identities: Vec<ChargePointIdentity>) {
     let stats = Rc::new(RefCell::new(Stats::new(identities.len())));
     let seed = options.seed.unwrap_or_else(|| {
         SystemTime::now()
@@ -135,6 +164,7 @@ async fn run(options: Options, identities: Vec<ChargePointIdentity>) {
         let driver = Driver::new(
             options.clone(),
             config.clone(),
+            tls.clone(),
             identity,
             stats.clone(),
             stop_rx.clone(),

@@ -57,6 +57,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     config.threads = args.threads;
     config.push_interval = args.push_interval;
     config.connection = server_cli::connection_config();
+    config.tls = server_cli::tls_config(&args)?;
     let server = Server::bind(config, csms)?;
 
     // Signals are read on their own thread, which asks the loops to shut down.

@@ -65,6 +65,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     config.admin = args.admin;
     config.push_interval = args.push_interval;
     config.connection = server_cli::connection_config();
+    config.tls = server_cli::tls_config(&args)?;
     let server = Server::bind(config, csms)?;
 
     // Listen for the signals before announcing that we run.

@@ -1,12 +1,28 @@
 //! Security profile 1 (OCPP 1.6 security whitepaper §2.3, OCPP 2.0.1 A00.FR.2xx): HTTP Basic
 //! authentication with the charge point's identity as user and its AuthorizationKey as
 //! password, checked before the WebSocket upgrade completes.
+//!
+//! Passwords are kept only as SHA-256 digests and compared in constant time (`subtle`), so
+//! neither the time a check takes nor a memory dump gives a password away; the digests have
+//! a fixed length, so the comparison does not even stop on a length difference. No
+//! password, sent or expected, ever reaches a log line or a `Debug` output.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use ocpp_frame::handshake::BasicCredentials;
 use ocpp_server_core::ChargePointIdentity;
+use ring::digest::{digest, SHA256};
+use subtle::ConstantTimeEq;
+
+/// The SHA-256 digest of a password.
+type Digest = [u8; 32];
+
+fn password_digest(password: &[u8]) -> Digest {
+    let mut out = [0; 32];
+    out.copy_from_slice(digest(&SHA256, password).as_ref());
+    out
+}
 
 /// Passwords per identity, read from a file of `identity:password` lines.
 ///
@@ -17,7 +33,8 @@ use ocpp_server_core::ChargePointIdentity;
 /// ```
 #[derive(Clone, Default)]
 pub struct Credentials {
-    passwords: HashMap<String, Vec<u8>>,
+    /// Identity to the digest of its password.
+    passwords: HashMap<String, Digest>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -78,7 +95,7 @@ impl Credentials {
             if identity.is_empty() {
                 return Err(CredentialsError::EmptyIdentity(index + 1));
             }
-            passwords.insert(identity.to_owned(), password.as_bytes().to_vec());
+            passwords.insert(identity.to_owned(), password_digest(password.as_bytes()));
         }
         Ok(Credentials { passwords })
     }
@@ -109,21 +126,14 @@ impl Credentials {
             .passwords
             .get(identity.as_str())
             .ok_or("unknown identity")?;
-        if constant_time_eq(expected, sent.password()) {
+        // Digests of equal length, compared without an early exit: the time taken tells
+        // neither how much of a guess was right nor how long the password is.
+        if bool::from(expected.ct_eq(&password_digest(sent.password()))) {
             Ok(())
         } else {
             Err("wrong password")
         }
     }
-}
-
-/// Compares without stopping at the first difference, so the time taken does not tell how
-/// much of a guessed password was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -149,6 +159,15 @@ mod tests {
         assert!(credentials.check(&identity("CP1"), None).is_err());
         let unknown = BasicCredentials::new(b"CP9", b"x").unwrap();
         assert!(credentials.check(&identity("CP9"), Some(&unknown)).is_err());
+    }
+
+    #[test]
+    fn debug_shows_no_password() {
+        let credentials = Credentials::parse("CP1:secret-password-16\n").unwrap();
+        let shown = format!("{credentials:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        let sent = BasicCredentials::new(b"CP1", b"secret-password-16").unwrap();
+        assert!(!format!("{sent:?}").contains("secret"));
     }
 
     #[test]

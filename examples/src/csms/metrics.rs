@@ -81,6 +81,9 @@ pub struct Metrics {
     pub calls_pending: Gauge,
     /// Connections ended because the peer broke RFC 6455.
     pub protocol_errors: Counter,
+    /// TLS connections ended by a TLS error: a failed handshake (no client certificate, an
+    /// untrusted one, no common version) or a bad record (I/O loop).
+    pub tls_failures: Counter,
     /// Push CALLs (`--push-interval-ms`) skipped because the previous one was unanswered.
     pub pushes_skipped: Counter,
     /// Admin HTTP requests served.
@@ -141,6 +144,11 @@ impl Metrics {
             "ocpp_protocol_errors_total",
             "Connections ended by a WebSocket protocol error.",
             self.protocol_errors.get(),
+        );
+        counter(
+            "ocpp_tls_failures_total",
+            "TLS connections ended by a failed handshake or a bad record.",
+            self.tls_failures.get(),
         );
         counter(
             "ocpp_pushes_skipped_total",

@@ -6,7 +6,7 @@
 //!
 //! | connection event | call | then |
 //! | --- | --- | --- |
-//! | `UpgradeRequested(upgrade)` | [`Csms::on_upgrade`] | `accept` or `reject(status)` |
+//! | `UpgradeRequested(upgrade)` | [`Csms::on_upgrade`] (with the [`Transport`]) | `accept` or `reject(status)` |
 //! | `Connected { version }` | [`Csms::on_connected`] | keep the [`SessionId`] |
 //! | `Call { id, request }` | [`Csms::on_call`] | `respond` or `respond_error` |
 //! | `Send { request, .. }` (2.1) | [`Csms::on_send`] | nothing |
@@ -71,6 +71,7 @@ pub use metrics::{Counter, Gauge, Metrics};
 pub struct CsmsConfig {
     heartbeat_interval: Duration,
     credentials: Option<Credentials>,
+    client_certificates: bool,
     ended_transactions_kept: usize,
 }
 
@@ -81,6 +82,7 @@ impl Default for CsmsConfig {
         CsmsConfig {
             heartbeat_interval: Duration::from_secs(300),
             credentials: None,
+            client_certificates: false,
             ended_transactions_kept: 8,
         }
     }
@@ -105,11 +107,50 @@ impl CsmsConfig {
         self
     }
 
+    /// Security profile 3: require a client certificate, verified by the TLS layer, whose
+    /// subject CN is the identity of the URL (403 otherwise). Off by default.
+    pub fn client_certificates(mut self, required: bool) -> Self {
+        self.client_certificates = required;
+        self
+    }
+
     /// How many ended transactions each charge point keeps in memory (active ones are always
     /// kept), so that a long run does not grow without bound.
     pub fn ended_transactions_kept(mut self, count: usize) -> Self {
         self.ended_transactions_kept = count;
         self
+    }
+}
+
+/// How the charge point reached us, as the I/O loop knows it: what [`Csms::on_upgrade`]
+/// decides on besides the upgrade request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// Plain TCP (`ws://`).
+    #[default]
+    Plain,
+    /// TLS (`wss://`).
+    Tls {
+        /// The client certificate the TLS layer verified against `--client-ca` (security
+        /// profile 3), if the charge point presented one.
+        client_certificate: Option<ClientCertificate>,
+    },
+}
+
+/// A client certificate the TLS layer verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientCertificate {
+    /// The subject Common Name, which names the charge point (OCPP 2.0.1 A00, security
+    /// profile 3); `None` when the certificate has none.
+    pub common_name: Option<String>,
+}
+
+impl ClientCertificate {
+    /// A verified certificate with this subject CN.
+    pub fn new(common_name: Option<String>) -> Self {
+        ClientCertificate { common_name }
     }
 }
 
@@ -198,26 +239,78 @@ impl Csms {
         &self.config
     }
 
-    /// Decides on an upgrade request: with credentials configured, the `Authorization: Basic`
-    /// user must be the identity and the password must match (OCPP 1.6 security whitepaper,
-    /// profile 1), or the answer is 401 before the upgrade completes.
-    pub fn on_upgrade(&self, upgrade: &UpgradeRequest) -> Decision {
-        let decision = match &self.config.credentials {
-            None => Decision::Accept,
-            Some(credentials) => {
-                match credentials.check(&upgrade.identity, upgrade.credentials.as_ref()) {
-                    Ok(()) => Decision::Accept,
-                    Err(reason) => Decision::Reject {
-                        status: 401,
-                        reason,
-                    },
+    /// Decides on an upgrade request, before the upgrade completes:
+    /// - with client certificates required (security profile 3), the certificate the TLS
+    ///   layer verified must name the URL's identity in its subject CN, or the answer is
+    ///   403: the charge point proved who it is, and that is not who it claims to be in the
+    ///   URL (401 would ask for Basic credentials, which profile 3 does not use);
+    /// - with credentials configured (profiles 1 and 2), the `Authorization: Basic` user must
+    ///   be the identity and the password must match (OCPP 1.6 security whitepaper, OCPP
+    ///   2.0.1 A00.FR.2xx), or the answer is 401 (with `WWW-Authenticate: Basic`).
+    ///
+    /// ```
+    /// use ocpp_examples::csms::{ClientCertificate, Csms, CsmsConfig, Decision, Transport};
+    /// # use ocpp_server_core::{Connection, ConnectionConfig, Event};
+    /// # use std::{sync::Arc, time::Instant};
+    /// # let mut connection =
+    /// #     Connection::accept_incoming(Instant::now(), Arc::new(ConnectionConfig::default()));
+    /// # connection.handle_data(Instant::now(), b"GET /ocpp/CP001 HTTP/1.1\r\nHost: x\r\n\
+    /// #     Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+    /// #     Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: ocpp1.6\r\n\r\n");
+    /// # let Some(Event::UpgradeRequested(upgrade)) = connection.poll_event() else { panic!() };
+    /// let csms = Csms::new(CsmsConfig::default().client_certificates(true));
+    /// let tls = |cn: &str| Transport::Tls {
+    ///     client_certificate: Some(ClientCertificate::new(Some(cn.into()))),
+    /// };
+    /// // `upgrade` asks for ws://.../ocpp/CP001
+    /// assert_eq!(csms.on_upgrade(&upgrade, &tls("CP001")), Decision::Accept);
+    /// assert!(matches!(csms.on_upgrade(&upgrade, &tls("CP002")), Decision::Reject { status: 403, .. }));
+    /// ```
+    pub fn on_upgrade(&self, upgrade: &UpgradeRequest, transport: &Transport) -> Decision {
+        let decision = match self.check_certificate(upgrade, transport) {
+            Err(reason) => Decision::Reject {
+                status: 403,
+                reason,
+            },
+            Ok(()) => match &self.config.credentials {
+                None => Decision::Accept,
+                Some(credentials) => {
+                    match credentials.check(&upgrade.identity, upgrade.credentials.as_ref()) {
+                        Ok(()) => Decision::Accept,
+                        Err(reason) => Decision::Reject {
+                            status: 401,
+                            reason,
+                        },
+                    }
                 }
-            }
+            },
         };
         if let Decision::Reject { .. } = decision {
             self.metrics.upgrades_rejected.inc();
         }
         decision
+    }
+
+    /// Security profile 3: the verified certificate's CN must be the URL's identity.
+    fn check_certificate(
+        &self,
+        upgrade: &UpgradeRequest,
+        transport: &Transport,
+    ) -> Result<(), &'static str> {
+        if !self.config.client_certificates {
+            return Ok(());
+        }
+        let Transport::Tls {
+            client_certificate: Some(certificate),
+        } = transport
+        else {
+            return Err("no client certificate");
+        };
+        match &certificate.common_name {
+            None => Err("the client certificate has no subject CN"),
+            Some(cn) if cn.as_str() == upgrade.identity.as_str() => Ok(()),
+            Some(_) => Err("the client certificate's CN is not the identity"),
+        }
     }
 
     /// The WebSocket is open: records the session and returns its id.

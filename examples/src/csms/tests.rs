@@ -346,28 +346,36 @@ fn ended_transactions_are_pruned() {
     assert_eq!(csms.charge_point(&cp).unwrap().transactions.len(), 2);
 }
 
+/// The `UpgradeRequested` of a connection to `/ocpp/CP1`, with Basic credentials if given.
+fn upgrade_request(basic: Option<(&[u8], &[u8])>) -> Box<ocpp_server_core::UpgradeRequest> {
+    let mut connection = ocpp_server_core::Connection::accept_incoming(
+        std::time::Instant::now(),
+        std::sync::Arc::new(ocpp_server_core::ConnectionConfig::default()),
+    );
+    let auth = basic.map_or(String::new(), |(user, password)| {
+        let value = BasicCredentials::new(user, password)
+            .unwrap()
+            .header_value();
+        format!("Authorization: {value}\r\n")
+    });
+    let request = format!(
+        "GET /ocpp/CP1 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Protocol: ocpp1.6\r\n{auth}\r\n"
+    );
+    connection.handle_data(std::time::Instant::now(), request.as_bytes());
+    match connection.poll_event() {
+        Some(ocpp_server_core::Event::UpgradeRequested(upgrade)) => upgrade,
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn basic_auth_decides_the_upgrade() {
     let credentials = Credentials::parse("CP1:0123456789abcdef\n").unwrap();
     let csms = Csms::new(CsmsConfig::default().credentials(Some(credentials)));
     let upgrade = |user: &[u8], password: &[u8]| {
-        let mut connection = ocpp_server_core::Connection::accept_incoming(
-            std::time::Instant::now(),
-            std::sync::Arc::new(ocpp_server_core::ConnectionConfig::default()),
-        );
-        let auth = BasicCredentials::new(user, password)
-            .unwrap()
-            .header_value();
-        let request = format!(
-            "GET /ocpp/CP1 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
-             Sec-WebSocket-Protocol: ocpp1.6\r\nAuthorization: {auth}\r\n\r\n"
-        );
-        connection.handle_data(std::time::Instant::now(), request.as_bytes());
-        match connection.poll_event() {
-            Some(ocpp_server_core::Event::UpgradeRequested(upgrade)) => csms.on_upgrade(&upgrade),
-            other => panic!("{other:?}"),
-        }
+        csms.on_upgrade(&upgrade_request(Some((user, password))), &Transport::Plain)
     };
     assert_eq!(upgrade(b"CP1", b"0123456789abcdef"), Decision::Accept);
     assert!(matches!(
@@ -378,7 +386,59 @@ fn basic_auth_decides_the_upgrade() {
         upgrade(b"CP2", b"0123456789abcdef"),
         Decision::Reject { status: 401, .. }
     ));
-    assert_eq!(csms.metrics().upgrades_rejected.get(), 2);
+    assert!(matches!(
+        csms.on_upgrade(&upgrade_request(None), &Transport::Plain),
+        Decision::Reject {
+            status: 401,
+            reason: "no Basic credentials"
+        }
+    ));
+    assert_eq!(csms.metrics().upgrades_rejected.get(), 3);
+}
+
+#[test]
+fn client_certificate_must_name_the_identity() {
+    let csms = Csms::new(CsmsConfig::default().client_certificates(true));
+    let request = upgrade_request(None);
+    let with_cn = |cn: Option<&str>| Transport::Tls {
+        client_certificate: Some(ClientCertificate::new(cn.map(str::to_owned))),
+    };
+    assert_eq!(
+        csms.on_upgrade(&request, &with_cn(Some("CP1"))),
+        Decision::Accept
+    );
+    for (transport, why) in [
+        (
+            with_cn(Some("CP2")),
+            "the client certificate's CN is not the identity",
+        ),
+        (
+            with_cn(Some("cp1")),
+            "the client certificate's CN is not the identity",
+        ),
+        (with_cn(None), "the client certificate has no subject CN"),
+        (
+            Transport::Tls {
+                client_certificate: None,
+            },
+            "no client certificate",
+        ),
+        (Transport::Plain, "no client certificate"),
+    ] {
+        assert_eq!(
+            csms.on_upgrade(&request, &transport),
+            Decision::Reject {
+                status: 403,
+                reason: why
+            }
+        );
+    }
+    // Without the requirement a certificate changes nothing.
+    let csms = Csms::new(CsmsConfig::default());
+    assert_eq!(
+        csms.on_upgrade(&request, &with_cn(Some("CP2"))),
+        Decision::Accept
+    );
 }
 
 #[test]

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::csms::admin::{self, AdminRequest, HttpResponse, Route};
 use crate::csms::{push, Decision, Reply, SessionId};
+use crate::tls::{self, Received, TlsSession};
 
 /// The one read buffer of the loop, shared by every connection.
 const SCRATCH_SIZE: usize = 64 * 1024;
@@ -56,6 +57,8 @@ enum Phase {
 struct OcppSocket {
     socket: TcpStream,
     peer: SocketAddr,
+    /// The TLS session with `wss://`; `None` (a null pointer) with plain `ws://`.
+    tls: Option<Box<TlsSession>>,
     connection: Connection,
     phase: Phase,
     /// The interest registered with the poller.
@@ -246,11 +249,22 @@ impl EventLoop {
                 }
             };
             let _ = socket.set_nodelay(true);
+            let tls = match &self.shared.tls {
+                None => None,
+                Some(config) => match TlsSession::server(Arc::clone(config)) {
+                    Ok(session) => Some(Box::new(session)),
+                    Err(e) => {
+                        tracing::warn!(%peer, "TLS session: {e}");
+                        continue;
+                    }
+                },
+            };
             let connection =
                 Connection::accept_incoming(now, Arc::clone(&self.shared.connection_config));
             let key = self.sockets.insert(Entry::Ocpp(Box::new(OcppSocket {
                 socket,
                 peer,
+                tls,
                 connection,
                 phase: Phase::Live,
                 interest: Interest::READABLE,
@@ -367,6 +381,38 @@ impl EventLoop {
                 s.read_paused = true;
                 return;
             }
+            let s = &mut **s;
+            if let Some(session) = &mut s.tls {
+                let connection = &mut s.connection;
+                let received = session.receive(&mut s.socket, &mut self.scratch, |plaintext| {
+                    connection.handle_data(now, plaintext)
+                });
+                match received {
+                    Received::Progress => {
+                        self.handle_events(key, now);
+                        continue;
+                    }
+                    Received::WouldBlock => {
+                        self.handle_events(key, now);
+                        return;
+                    }
+                    Received::Closed => {}
+                    Received::Failed(e) => {
+                        // Send the alert rustls chose; `service` then shuts our side and
+                        // drains the socket, so the peer reads the alert rather than a reset.
+                        tracing::info!(peer = %s.peer, "TLS failed: {e}");
+                        self.shared.csms.metrics().tls_failures.inc();
+                        session.abandon();
+                        if let Err(e) = session.write_to(&mut s.socket) {
+                            tracing::debug!(peer = %s.peer, "TLS alert not sent: {e}");
+                        }
+                    }
+                    Received::Io(e) => tracing::debug!(peer = %s.peer, "read: {e}"),
+                }
+                s.connection.handle_eof(now);
+                self.handle_events(key, now);
+                return;
+            }
             match s.socket.read(&mut self.scratch) {
                 Ok(0) => {
                     s.connection.handle_eof(now);
@@ -442,6 +488,16 @@ impl EventLoop {
         let pending = s.connection.pending_transmit_len();
         if let Phase::Flushing { .. } = s.phase {
             if pending == 0 {
+                if let Some(session) = &mut s.tls {
+                    // TLS ends with close_notify (RFC 8446 §6.1) before the TCP half-close.
+                    session.close();
+                    if session.write_to(&mut s.socket).is_err() {
+                        self.remove(key);
+                        return;
+                    }
+                }
+            }
+            if pending == 0 && !s.tls.as_ref().is_some_and(|t| t.wants_write()) {
                 // Everything is out: half-close and wait for the peer's end of stream.
                 let _ = s.socket.shutdown(Shutdown::Write);
                 s.phase = Phase::Draining {
@@ -461,7 +517,7 @@ impl EventLoop {
             s.read_paused = false;
             self.read_again.push(key);
         }
-        let interest = if pending > 0 {
+        let interest = if pending > 0 || s.tls.as_ref().is_some_and(|t| t.wants_write()) {
             Interest::READABLE | Interest::WRITABLE
         } else {
             Interest::READABLE
@@ -499,7 +555,8 @@ impl EventLoop {
             match event {
                 Event::UpgradeRequested(upgrade) => {
                     s.identity = Some(upgrade.identity.clone());
-                    let result = match csms.on_upgrade(&upgrade) {
+                    let transport = tls::transport(s.tls.as_deref());
+                    let result = match csms.on_upgrade(&upgrade, &transport) {
                         Decision::Accept => s.connection.accept(now),
                         Decision::Reject { status, reason } => {
                             tracing::info!(
@@ -956,8 +1013,17 @@ impl EventLoop {
     }
 }
 
-/// Writes the connection's output until done or the socket would block.
+/// Writes the connection's output (through TLS, if on) until done or the socket would block.
 fn write_out(s: &mut OcppSocket) -> io::Result<()> {
+    if let Some(session) = &mut s.tls {
+        loop {
+            let taken = session.send(&mut s.socket, s.connection.pending_transmit())?;
+            s.connection.advance_transmit(taken);
+            if taken == 0 || s.connection.pending_transmit().is_empty() {
+                return Ok(());
+            }
+        }
+    }
     loop {
         let pending = s.connection.pending_transmit();
         if pending.is_empty() {

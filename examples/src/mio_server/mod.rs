@@ -28,6 +28,16 @@
 //!   sends a CALL to the loop that holds the charge point; that loop sends the HTTP answer back
 //!   when the CALL completes. Shutdown is a command too.
 //!
+//! # TLS (`wss://`, security profiles 2 and 3)
+//! With a TLS configuration each connection also holds a [`TlsSession`](crate::tls::TlsSession)
+//! (boxed, so a plaintext connection pays one null pointer): reads go socket → rustls →
+//! plaintext in the loop's buffer → `handle_data`; writes go `pending_transmit()` → rustls →
+//! socket, until it would block. A connection whose TLS handshake fails (no client
+//! certificate, an untrusted one, a protocol error) gets the alert rustls chose, its write side
+//! shut, and is drained and dropped like any other; the loop carries on. Closing sends
+//! `close_notify` before the TCP half-close. The CSMS sees the verified client certificate's CN
+//! in the upgrade decision ([`Transport`](crate::csms::Transport)).
+//!
 //! # Back-pressure
 //! The connection refuses output past its limit (`max_outbound_bytes`). The loop stops
 //! reading from a peer whose unsent output is past half that limit, so a peer that sends
@@ -93,10 +103,14 @@ pub struct ServerConfig {
     pub push_interval: Option<Duration>,
     /// The settings of every OCPP connection.
     pub connection: ConnectionConfig,
+    /// Serve `wss://` with this TLS configuration (security profiles 2 and 3); `None` serves
+    /// plain `ws://`.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl ServerConfig {
-    /// One loop on `listen`, no admin interface, no push, the default connection settings.
+    /// One loop on `listen`, no admin interface, no push, the default connection settings,
+    /// no TLS.
     pub fn new(listen: SocketAddr) -> Self {
         ServerConfig {
             listen,
@@ -104,6 +118,7 @@ impl ServerConfig {
             threads: 1,
             push_interval: None,
             connection: ConnectionConfig::default(),
+            tls: None,
         }
     }
 }
@@ -146,6 +161,7 @@ struct Shared {
     csms: Arc<Csms>,
     connection_config: Arc<ConnectionConfig>,
     push_interval: Option<Duration>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     mailboxes: Vec<Mailbox>,
     identities: Mutex<IdentityTable<Handle>>,
 }
@@ -235,6 +251,7 @@ impl Server {
             csms,
             connection_config: Arc::new(config.connection),
             push_interval: config.push_interval,
+            tls: config.tls,
             mailboxes,
             identities: Mutex::new(IdentityTable::new()),
         });

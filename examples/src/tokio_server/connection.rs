@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::{Command, Handle, Shared, DRAIN_TIMEOUT, FLUSH_TIMEOUT, MAILBOX, SHUTDOWN_TIMEOUT};
 use crate::csms::admin::{self, HttpResponse};
 use crate::csms::{push, Decision, Reply, SessionId};
+use crate::tls::{self, Received, TlsSession, TryIo};
 
 /// The read buffer of each worker thread, shared by every connection that thread polls.
 const SCRATCH_SIZE: usize = 64 * 1024;
@@ -54,6 +55,8 @@ struct Task {
     id: u64,
     socket: TcpStream,
     peer: SocketAddr,
+    /// The TLS session with `wss://`; `None` (a null pointer) with plain `ws://`.
+    tls: Option<Box<TlsSession>>,
     connection: Connection,
     shared: Arc<Shared>,
     /// A sender to our own mailbox, cloned into the identity table.
@@ -87,6 +90,16 @@ pub(super) async fn run(
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let tls = match &shared.tls {
+        None => None,
+        Some(config) => match TlsSession::server(Arc::clone(config)) {
+            Ok(session) => Some(Box::new(session)),
+            Err(e) => {
+                tracing::warn!(%peer, "TLS session: {e}");
+                return;
+            }
+        },
+    };
     let (mailbox, mut commands) = mpsc::channel(MAILBOX);
     let now = Instant::now();
     let connection = Connection::accept_incoming(now, Arc::clone(&shared.connection_config));
@@ -97,6 +110,7 @@ pub(super) async fn run(
         id,
         socket,
         peer,
+        tls,
         connection,
         shared: Arc::clone(&shared),
         mailbox,
@@ -128,7 +142,9 @@ pub(super) async fn run(
             Phase::Flushing { .. } => false,
             Phase::Draining { .. } => true,
         };
-        let want_write = !task.broken && task.connection.pending_transmit_len() > 0;
+        let want_write = !task.broken
+            && (task.connection.pending_transmit_len() > 0
+                || task.tls.as_ref().is_some_and(|t| t.wants_write()));
         let deadline = task.deadline();
         if let Some(deadline) = deadline {
             if sleep.deadline() != deadline.into() {
@@ -196,6 +212,39 @@ impl Task {
             if self.connection.pending_transmit_len() > max_outbound / 2 {
                 // Back-pressure: the peer does not read what we send; stop reading it.
                 self.read_paused = true;
+                return;
+            }
+            if let Some(session) = &mut self.tls {
+                let (socket, connection) = (&self.socket, &mut self.connection);
+                let received = SCRATCH.with(|scratch| {
+                    session.receive(&mut TryIo(socket), &mut scratch.borrow_mut(), |plaintext| {
+                        connection.handle_data(now, plaintext)
+                    })
+                });
+                match received {
+                    Received::Progress => {
+                        self.handle_events(now);
+                        continue;
+                    }
+                    Received::WouldBlock => {
+                        self.handle_events(now);
+                        return;
+                    }
+                    Received::Closed => {}
+                    Received::Failed(e) => {
+                        // Send the alert rustls chose; `service` then shuts our side and
+                        // drains the socket, so the peer reads the alert rather than a reset.
+                        tracing::info!(peer = %self.peer, "TLS failed: {e}");
+                        self.shared.csms.metrics().tls_failures.inc();
+                        session.abandon();
+                        if let Err(e) = session.write_to(&mut TryIo(socket)) {
+                            tracing::debug!(peer = %self.peer, "TLS alert not sent: {e}");
+                        }
+                    }
+                    Received::Io(e) => tracing::debug!(peer = %self.peer, "read: {e}"),
+                }
+                self.connection.handle_eof(now);
+                self.handle_events(now);
                 return;
             }
             let (socket, connection) = (&self.socket, &mut self.connection);
@@ -272,8 +321,16 @@ impl Task {
             return;
         }
         let pending = self.connection.pending_transmit_len();
+        if let (Phase::Flushing { .. }, 0, Some(session)) = (self.phase, pending, &mut self.tls) {
+            // TLS ends with close_notify (RFC 8446 §6.1) before the TCP half-close.
+            session.close();
+            if session.write_to(&mut TryIo(&self.socket)).is_err() {
+                self.done = true;
+                return;
+            }
+        }
         if let Phase::Flushing { .. } = self.phase {
-            if pending == 0 {
+            if pending == 0 && !self.tls.as_ref().is_some_and(|t| t.wants_write()) {
                 // Everything is out: half-close and wait for the peer's end of stream.
                 let _ = SockRef::from(&self.socket).shutdown(Shutdown::Write);
                 self.phase = Phase::Draining {
@@ -287,8 +344,19 @@ impl Task {
         }
     }
 
-    /// Writes the connection's output until done or the socket would block.
+    /// Writes the connection's output (through TLS, if on) until done or the socket would
+    /// block.
     fn write_out(&mut self) -> io::Result<()> {
+        if let Some(session) = &mut self.tls {
+            loop {
+                let taken =
+                    session.send(&mut TryIo(&self.socket), self.connection.pending_transmit())?;
+                self.connection.advance_transmit(taken);
+                if taken == 0 || self.connection.pending_transmit().is_empty() {
+                    return Ok(());
+                }
+            }
+        }
         loop {
             let pending = self.connection.pending_transmit();
             if pending.is_empty() {
@@ -412,7 +480,8 @@ impl Task {
             match event {
                 Event::UpgradeRequested(upgrade) => {
                     self.identity = Some(upgrade.identity.clone());
-                    let result = match csms.on_upgrade(&upgrade) {
+                    let transport = tls::transport(self.tls.as_deref());
+                    let result = match csms.on_upgrade(&upgrade, &transport) {
                         Decision::Accept => self.connection.accept(now),
                         Decision::Reject { status, reason } => {
                             tracing::info!(

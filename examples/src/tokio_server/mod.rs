@@ -16,6 +16,13 @@
 //! Then it drains the connection's events into the [`Csms`] hooks, answers with the mutators
 //! and writes `pending_transmit()` until the socket would block.
 //!
+//! # TLS (`wss://`, security profiles 2 and 3)
+//! With a TLS configuration the task also holds a [`TlsSession`](crate::tls::TlsSession), the
+//! same Sans-IO rustls driver as the mio server's, fed through tokio's readiness API
+//! ([`TryIo`](crate::tls::TryIo)): the read path and the shared scratch buffer stay as they are,
+//! and a plaintext connection holds one null pointer more. A failed TLS handshake sends rustls's
+//! alert and ends the task; closing sends `close_notify` before the TCP half-close.
+//!
 //! # What crosses tasks
 //! - the [`Csms`] (one mutex taken per OCPP message, atomics for metrics);
 //! - one [`IdentityTable`] mapping each connected charge point to its task's command sender
@@ -80,16 +87,20 @@ pub struct ServerConfig {
     pub push_interval: Option<Duration>,
     /// The settings of every OCPP connection.
     pub connection: ConnectionConfig,
+    /// Serve `wss://` with this TLS configuration (security profiles 2 and 3); `None` serves
+    /// plain `ws://`.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl ServerConfig {
-    /// `listen`, no admin interface, no push, the default connection settings.
+    /// `listen`, no admin interface, no push, the default connection settings, no TLS.
     pub fn new(listen: SocketAddr) -> Self {
         ServerConfig {
             listen,
             admin: None,
             push_interval: None,
             connection: ConnectionConfig::default(),
+            tls: None,
         }
     }
 }
@@ -127,6 +138,7 @@ impl PartialEq for Handle {
 struct Shared {
     csms: Arc<Csms>,
     connection_config: Arc<ConnectionConfig>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     identities: Mutex<IdentityTable<Handle>>,
     next_id: AtomicU64,
 }
@@ -191,6 +203,7 @@ impl Server {
             shared: Arc::new(Shared {
                 csms,
                 connection_config: Arc::new(config.connection),
+                tls: config.tls,
                 identities: Mutex::new(IdentityTable::new()),
                 next_id: AtomicU64::new(1),
             }),

@@ -1,11 +1,13 @@
 //! What the end-to-end tests of `mio-server` and `tokio-server` share: the server process on
 //! free loopback ports, a charge point built on `ocpp-server-core`'s charge-point side over
-//! blocking std sockets, and the admin API over plain HTTP. Every wait is bounded; the server is
-//! stopped by PID when dropped.
+//! blocking std sockets (optionally through rustls: `wss://`), certificates made with rcgen
+//! ([`Pki`]), and the admin API over plain HTTP. Every wait is bounded; the server is stopped
+//! by PID when dropped.
 #![allow(dead_code, unreachable_pub)]
 
 pub use std::io::{BufRead, BufReader, Read, Write};
 pub use std::net::{SocketAddr, TcpStream};
+pub use std::path::{Path, PathBuf};
 pub use std::process::{Child, Command, Stdio};
 pub use std::sync::atomic::{AtomicU64, Ordering};
 pub use std::sync::{mpsc, Arc};
@@ -97,11 +99,90 @@ impl Drop for Server {
     }
 }
 
+/// The charge point's socket: plain TCP, or TLS through rustls.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// `wss://`: the client's TLS configuration and the name the server's certificate must carry.
+#[derive(Clone)]
+pub struct TlsClient {
+    pub config: Arc<rustls::ClientConfig>,
+    pub server_name: rustls::pki_types::ServerName<'static>,
+}
+
+impl TlsClient {
+    /// Trusts the CAs of `ca` (PEM); presents `identity` (certificate and key files) if given;
+    /// expects the server to be `127.0.0.1`.
+    pub fn new(ca: &Path, identity: Option<(&Path, &Path)>) -> TlsClient {
+        TlsClient {
+            config: ocpp_examples::tls::client_config(ca, identity).expect("client config"),
+            server_name: rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap(),
+        }
+    }
+}
+
+/// Why a connection attempt did not open.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The server answered the upgrade with an error status (or it failed otherwise).
+    Upgrade(CloseReason),
+    /// The TLS handshake or a later record failed: our own verification, or the server's
+    /// alert (`rustls::Error::AlertReceived`).
+    Tls(rustls::Error),
+}
+
+impl Refusal {
+    /// The HTTP status of a refused upgrade.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Refusal::Upgrade(CloseReason::UpgradeRefused { status, .. }) => *status,
+            _ => None,
+        }
+    }
+}
+
+/// The `rustls::Error` inside an I/O error from rustls's stream, if it is one.
+pub fn tls_error(error: &std::io::Error) -> Option<rustls::Error> {
+    error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .cloned()
+}
+
 /// A charge point: a blocking socket with a read timeout driving a Sans-IO connection.
 pub struct ChargePoint {
-    pub stream: TcpStream,
+    pub stream: Stream,
     pub connection: Connection,
     pub version: OcppVersion,
+    /// The TLS error that ended the stream, if one did.
+    pub tls_error: Option<rustls::Error>,
 }
 
 static KEYS: AtomicU64 = AtomicU64::new(1);
@@ -114,12 +195,48 @@ impl ChargePoint {
         versions: &[OcppVersion],
         password: Option<&[u8]>,
     ) -> Result<ChargePoint, CloseReason> {
-        let stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect");
-        stream.set_nodelay(true).unwrap();
-        stream
+        match Self::connect_with(addr, identity, versions, password, None) {
+            Ok(cp) => Ok(cp),
+            Err(Refusal::Upgrade(reason)) => Err(reason),
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+
+    /// [`ChargePoint::connect`], over TLS with `tls`: the handshake runs first (bounded), then
+    /// the upgrade.
+    pub fn connect_with(
+        addr: SocketAddr,
+        identity: &str,
+        versions: &[OcppVersion],
+        password: Option<&[u8]>,
+        tls: Option<&TlsClient>,
+    ) -> Result<ChargePoint, Refusal> {
+        let mut socket = TcpStream::connect_timeout(&addr, WAIT).expect("connect");
+        socket.set_nodelay(true).unwrap();
+        socket.set_read_timeout(Some(WAIT)).unwrap();
+        socket.set_write_timeout(Some(WAIT)).unwrap();
+        let stream = match tls {
+            None => Stream::Plain(socket),
+            Some(tls) => {
+                let mut session =
+                    rustls::ClientConnection::new(Arc::clone(&tls.config), tls.server_name.clone())
+                        .expect("client session");
+                while session.is_handshaking() {
+                    if let Err(e) = session.complete_io(&mut socket) {
+                        let error = tls_error(&e).unwrap_or_else(|| panic!("handshake: {e}"));
+                        return Err(Refusal::Tls(error));
+                    }
+                }
+                Stream::Tls(Box::new(rustls::StreamOwned::new(session, socket)))
+            }
+        };
+        let socket = match &stream {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref(),
+        };
+        socket
             .set_read_timeout(Some(Duration::from_millis(50)))
             .unwrap();
-        stream.set_write_timeout(Some(WAIT)).unwrap();
         let identity = ChargePointIdentity::new(identity.into(), false).unwrap();
         let mut target = ConnectTarget::new(&addr.to_string(), "/ocpp", identity);
         if let Some(password) = password {
@@ -139,13 +256,17 @@ impl ChargePoint {
             stream,
             connection,
             version: OcppVersion::V1_6,
+            tls_error: None,
         };
         match cp.next_event() {
             Event::Connected { version } => {
                 cp.version = version;
                 Ok(cp)
             }
-            Event::Closed(closed) => Err(closed.reason),
+            Event::Closed(closed) => match cp.tls_error.take() {
+                Some(error) => Err(Refusal::Tls(error)),
+                None => Err(Refusal::Upgrade(closed.reason)),
+            },
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -178,7 +299,10 @@ impl ChargePoint {
                         e.kind(),
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                     ) => {}
-                Err(_) => self.connection.handle_eof(Instant::now()),
+                Err(e) => {
+                    self.tls_error = self.tls_error.take().or_else(|| tls_error(&e));
+                    self.connection.handle_eof(Instant::now());
+                }
             }
             self.connection.handle_timeout(Instant::now());
         }
@@ -271,4 +395,107 @@ pub fn charge_point_state(server: &Server, identity: &str) -> Value {
     );
     assert_eq!(status, 200, "{body}");
     json(&body)
+}
+
+/// Test certificates made with rcgen in a fresh directory (removed when dropped):
+/// - `ca.pem`: the CA the server and the charge points trust;
+/// - `server.pem` / `server.key`: the CSMS, for `127.0.0.1` and `localhost`;
+/// - `CP001.pem` / `CP001.key`, `CP002.pem` / `CP002.key`: charge points (subject CN = identity);
+/// - `rogue-ca.pem`, `rogue-CP001.pem` / `rogue-CP001.key`: another CA and a CP001
+///   certificate it issued, which the server does not trust.
+pub struct Pki {
+    pub dir: PathBuf,
+}
+
+impl Pki {
+    pub fn new(name: &str) -> Pki {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+            KeyPair, KeyUsagePurpose,
+        };
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "ocpp-pki-{name}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |file: &str, text: &str| std::fs::write(dir.join(file), text).unwrap();
+        let ca = |cn: &str, file: &str| {
+            let key = KeyPair::generate().unwrap();
+            let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            params.distinguished_name.push(DnType::CommonName, cn);
+            params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+            write(file, &params.self_signed(&key).unwrap().pem());
+            Issuer::new(params, key)
+        };
+        let leaf = |issuer: &Issuer<'_, KeyPair>,
+                    cn: &str,
+                    names: &[&str],
+                    usage: ExtendedKeyUsagePurpose,
+                    file: &str| {
+            let key = KeyPair::generate().unwrap();
+            let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            let mut params = CertificateParams::new(names).unwrap();
+            params.distinguished_name.push(DnType::CommonName, cn);
+            params.extended_key_usages = vec![usage];
+            let cert = params.signed_by(&key, issuer).unwrap();
+            write(&format!("{file}.pem"), &cert.pem());
+            write(&format!("{file}.key"), &key.serialize_pem());
+        };
+        let ours = ca("OCPP test CA", "ca.pem");
+        leaf(
+            &ours,
+            "csms.test",
+            &["127.0.0.1", "localhost"],
+            ExtendedKeyUsagePurpose::ServerAuth,
+            "server",
+        );
+        for cp in ["CP001", "CP002"] {
+            leaf(&ours, cp, &[], ExtendedKeyUsagePurpose::ClientAuth, cp);
+        }
+        let rogue = ca("Rogue CA", "rogue-ca.pem");
+        leaf(
+            &rogue,
+            "CP001",
+            &[],
+            ExtendedKeyUsagePurpose::ClientAuth,
+            "rogue-CP001",
+        );
+        Pki { dir }
+    }
+
+    /// The path of one of the files, as a string for a command line.
+    pub fn path(&self, file: &str) -> String {
+        self.dir.join(file).to_str().unwrap().to_owned()
+    }
+
+    /// A client trusting our CA, presenting the certificate `name` (e.g. `CP001`) if given.
+    pub fn client(&self, name: Option<&str>) -> TlsClient {
+        let (cert, key) = name.map_or((String::new(), String::new()), |n| {
+            (
+                self.path(&format!("{n}.pem")),
+                self.path(&format!("{n}.key")),
+            )
+        });
+        let identity = name.map(|_| (Path::new(&cert), Path::new(&key)));
+        TlsClient::new(&self.dir.join("ca.pem"), identity)
+    }
+
+    /// The server's TLS flags: `--tls-cert`, `--tls-key`.
+    pub fn server_args(&self) -> Vec<String> {
+        vec![
+            "--tls-cert".into(),
+            self.path("server.pem"),
+            "--tls-key".into(),
+            self.path("server.key"),
+        ]
+    }
+}
+
+impl Drop for Pki {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

@@ -1,5 +1,7 @@
 //! The command line of `charge-point`.
 
+use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use ocpp_messages::version::OcppVersion;
@@ -7,15 +9,20 @@ use ocpp_messages::version::OcppVersion;
 use super::backoff::RetryBackOff;
 
 pub(crate) const USAGE: &str = "\
-charge-point: an OCPP charge point simulator (OCPP-J 1.6, 2.0.1, 2.1 over ws://)
+charge-point: an OCPP charge point simulator (OCPP-J 1.6, 2.0.1, 2.1 over ws:// or wss://)
 
 usage: charge-point [options]
 
   --url URL                   CSMS endpoint and identity (default ws://127.0.0.1:9000/ocpp/CP001);
-                              the identity is the last path segment
+                              the identity is the last path segment; wss:// for TLS (needs --ca)
   --version V                 1.6, 2.0.1 or 2.1; repeatable, offered in the given order
                               (default: 2.1, 2.0.1, 1.6)
-  --password P                send `Authorization: Basic` (security profile 1)
+  --password P                send `Authorization: Basic` (security profiles 1 and 2)
+  --ca FILE                   wss://: trust the CA certificates of FILE (PEM) for the CSMS's
+                              certificate, which must name the URL's host
+  --cert FILE                 wss://: present this client certificate chain (PEM; security
+                              profile 3: its subject CN should be the identity); needs --key
+  --key FILE                  the private key of --cert (PEM)
   --count N                   simulate N charge points CP0001..CP000N at once (default 1); with
                               N > 1 the URL's last segment is replaced by each identity
   --connectors N              connectors (1.6) / EVSEs (2.x) per charge point (default 1)
@@ -44,8 +51,16 @@ pub(crate) struct Options {
     pub(crate) endpoint: String,
     /// The identity of the URL's last segment, percent-decoded.
     pub(crate) identity: String,
+    /// `wss://`: TLS to `server_name`.
+    pub(crate) tls: bool,
+    /// The host without port or brackets: the TLS server name (a DNS name or an IP address).
+    pub(crate) server_name: String,
+    /// `--ca`.
+    pub(crate) ca: Option<PathBuf>,
+    /// `--cert` and `--key`.
+    pub(crate) client_cert: Option<(PathBuf, PathBuf)>,
     pub(crate) versions: Vec<OcppVersion>,
-    pub(crate) password: Option<String>,
+    pub(crate) password: Option<Password>,
     pub(crate) count: usize,
     pub(crate) connectors: u32,
     pub(crate) meter_interval: Duration,
@@ -63,6 +78,10 @@ impl Default for Options {
             host: "127.0.0.1:9000".into(),
             endpoint: "/ocpp".into(),
             identity: "CP001".into(),
+            tls: false,
+            server_name: "127.0.0.1".into(),
+            ca: None,
+            client_cert: None,
             versions: vec![OcppVersion::V2_1, OcppVersion::V2_0_1, OcppVersion::V1_6],
             password: None,
             count: 1,
@@ -75,6 +94,16 @@ impl Default for Options {
             back_off: RetryBackOff::default(),
             seed: None,
         }
+    }
+}
+
+/// The `--password`, whose `Debug` never shows it.
+#[derive(Clone)]
+pub(crate) struct Password(pub(crate) String);
+
+impl fmt::Debug for Password {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Password(<redacted>)")
     }
 }
 
@@ -101,6 +130,7 @@ impl Options {
     pub(crate) fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Options, CliError> {
         let mut options = Options::default();
         let mut versions = Vec::new();
+        let (mut cert, mut key) = (None, None);
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             if flag == "--help" || flag == "-h" {
@@ -121,7 +151,10 @@ impl Options {
                         versions.push(version);
                     }
                 }
-                "--password" => options.password = Some(value),
+                "--password" => options.password = Some(Password(value)),
+                "--ca" => options.ca = Some(PathBuf::from(value)),
+                "--cert" => cert = Some(PathBuf::from(value)),
+                "--key" => key = Some(PathBuf::from(value)),
                 "--count" => options.count = parse_number(&flag, &value, 1, 100_000)? as usize,
                 "--connectors" => options.connectors = parse_number(&flag, &value, 1, 32)? as u32,
                 "--meter-interval-s" => options.meter_interval = parse_seconds(&flag, &value)?,
@@ -144,6 +177,22 @@ impl Options {
         if !versions.is_empty() {
             options.versions = versions;
         }
+        options.client_cert = match (cert, key) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            (Some(_), None) => return Err(CliError::Invalid("--cert needs --key".into())),
+            (None, Some(_)) => return Err(CliError::Invalid("--key needs --cert".into())),
+        };
+        if options.tls && options.ca.is_none() {
+            return Err(CliError::Invalid(
+                "wss:// needs --ca FILE (the CA of the CSMS's certificate, PEM)".into(),
+            ));
+        }
+        if !options.tls && (options.ca.is_some() || options.client_cert.is_some()) {
+            return Err(CliError::Invalid(
+                "--ca, --cert and --key are for wss:// URLs".into(),
+            ));
+        }
         if options.meter_interval.is_zero() {
             return Err(CliError::Invalid("--meter-interval-s must be > 0".into()));
         }
@@ -155,17 +204,16 @@ impl Options {
         Ok(options)
     }
 
-    /// `ws://host[:port]/path/identity`: splits host, endpoint and (percent-decoded) identity.
+    /// `ws[s]://host[:port]/path/identity`: splits host, endpoint and (percent-decoded)
+    /// identity.
     fn set_url(&mut self, url: &str) -> Result<(), CliError> {
-        let rest = if let Some(rest) = url.strip_prefix("ws://") {
-            rest
-        } else if url.starts_with("wss://") {
-            return Err(CliError::Invalid(
-                "wss:// (TLS) is not supported by this example; use ws://".into(),
-            ));
+        let (rest, tls) = if let Some(rest) = url.strip_prefix("ws://") {
+            (rest, false)
+        } else if let Some(rest) = url.strip_prefix("wss://") {
+            (rest, true)
         } else {
             return Err(CliError::Invalid(format!(
-                "{url}: expected ws://host[:port]/path"
+                "{url}: expected ws://host[:port]/path or wss://host[:port]/path"
             )));
         };
         let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
@@ -181,10 +229,23 @@ impl Options {
         }
         let identity = ocpp_server_core::ChargePointIdentity::from_path(path, false)
             .map_err(|e| CliError::Invalid(format!("{url}: {e}")))?;
-        self.host = if host.contains(':') {
+        // `[v6]:port`, `[v6]`, `name:port`, `name`.
+        let (name, has_port) = match host.strip_prefix('[') {
+            Some(v6) => {
+                let (name, after) = v6.split_once(']').unwrap_or((v6, ""));
+                (name, after.starts_with(':'))
+            }
+            None => {
+                let name = host.split(':').next().unwrap_or(host);
+                (name, host.contains(':'))
+            }
+        };
+        self.server_name = name.to_owned();
+        self.tls = tls;
+        self.host = if has_port {
             host.to_owned()
         } else {
-            format!("{host}:80")
+            format!("{host}:{}", if tls { 443 } else { 80 })
         };
         self.endpoint = endpoint.to_owned();
         self.identity = identity.as_str().to_owned();
@@ -237,6 +298,39 @@ mod tests {
         assert_eq!(o.identity, "RDAM|123");
         let o = parse(&["--url", "ws://[::1]:9/CP9"]).unwrap();
         assert_eq!((o.host.as_str(), o.endpoint.as_str()), ("[::1]:9", ""));
+        assert_eq!(o.server_name, "::1");
+        assert!(!o.tls);
+    }
+
+    #[test]
+    fn wss_and_certificates() {
+        let o = parse(&["--url", "wss://csms.example/ocpp/CP1", "--ca", "ca.pem"]).unwrap();
+        assert!(o.tls);
+        assert_eq!(o.host, "csms.example:443");
+        assert_eq!(o.server_name, "csms.example");
+        assert_eq!(o.ca, Some(PathBuf::from("ca.pem")));
+        let o = parse(&[
+            "--url",
+            "wss://127.0.0.1:9443/ocpp/CP1",
+            "--ca",
+            "ca.pem",
+            "--cert",
+            "cp.pem",
+            "--key",
+            "cp.key",
+            "--password",
+            "secret-password-1234",
+        ])
+        .unwrap();
+        assert_eq!(
+            (o.host.as_str(), o.server_name.as_str()),
+            ("127.0.0.1:9443", "127.0.0.1")
+        );
+        assert_eq!(
+            o.client_cert,
+            Some((PathBuf::from("cp.pem"), PathBuf::from("cp.key")))
+        );
+        assert!(!format!("{o:?}").contains("secret-password-1234"));
     }
 
     #[test]
@@ -263,6 +357,9 @@ mod tests {
         for bad in [
             &["--url", "http://x/y"][..],
             &["--url", "wss://x/y"],
+            &["--url", "ws://x/y", "--ca", "ca.pem"],
+            &["--url", "wss://x/y", "--ca", "ca.pem", "--cert", "c.pem"],
+            &["--url", "wss://x/y", "--ca", "ca.pem", "--key", "k.pem"],
             &["--url", "ws://x/"],
             &["--version", "3.0"],
             &["--count", "0"],

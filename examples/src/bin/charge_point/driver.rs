@@ -1,5 +1,6 @@
 //! The I/O loop of one charge point: a tokio task that owns a `TcpStream`, the clock and the
-//! reconnect schedule, and drives the Sans-IO `Connection` and [`Station`] with them.
+//! reconnect schedule, and drives the Sans-IO `Connection` and [`Station`] with them. With
+//! `wss://` a Sans-IO `TlsSession` (rustls) sits between the socket and the connection.
 //!
 //! # The loop
 //!
@@ -32,8 +33,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ocpp_examples::tls::{Received, TlsSession, TryIo};
 use ocpp_frame::CloseCode;
 use ocpp_server_core::{ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event};
+use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::sleep_until;
@@ -61,11 +64,19 @@ enum Ended {
     Stopped,
 }
 
+/// `wss://`: the TLS client configuration and the name the server's certificate must carry.
+#[derive(Debug, Clone)]
+pub(crate) struct TlsTarget {
+    pub(crate) config: Arc<rustls::ClientConfig>,
+    pub(crate) server_name: ServerName<'static>,
+}
+
 /// Everything one charge point's task needs.
 #[derive(Debug)]
 pub(crate) struct Driver {
     options: Rc<Options>,
     config: Arc<ConnectionConfig>,
+    tls: Option<TlsTarget>,
     identity: ChargePointIdentity,
     station: Station,
     rng: fastrand::Rng,
@@ -75,9 +86,11 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         options: Rc<Options>,
         config: Arc<ConnectionConfig>,
+        tls: Option<TlsTarget>,
         identity: ChargePointIdentity,
         stats: Rc<RefCell<Stats>>,
         stop: watch::Receiver<bool>,
@@ -92,6 +105,7 @@ impl Driver {
         Driver {
             options,
             config,
+            tls,
             identity,
             station,
             rng: fastrand::Rng::with_seed(seed),
@@ -171,14 +185,27 @@ impl Driver {
         let now = Instant::now();
         let mut key = [0u8; 16];
         key.iter_mut().for_each(|b| *b = self.rng.u8(..));
+        // The `Host` header gets the name without the port: ocpp-frame's request builder reads
+        // any `:` as an IPv6 address, so `localhost:9000` is refused and `127.0.0.1:9000`
+        // would be sent bracketed. Servers route OCPP on the path, not on `Host`.
         let mut target = ConnectTarget::new(
-            &self.options.host,
+            &self.options.server_name,
             &self.options.endpoint,
             self.identity.clone(),
         );
         if let Some(password) = &self.options.password {
-            target = target.with_password(password.as_bytes());
+            target = target.with_password(password.0.as_bytes());
         }
+        let mut tls = match &self.tls {
+            None => None,
+            Some(tls) => match TlsSession::client(tls.config.clone(), tls.server_name.clone()) {
+                Ok(session) => Some(session),
+                Err(error) => {
+                    warn!(identity = %self.identity, %error, "TLS session not created");
+                    return Ended::Lost;
+                }
+            },
+        };
         let mut conn =
             match Connection::connect(now, self.config.clone(), &target, key, self.rng.u64(..)) {
                 Ok(conn) => conn,
@@ -198,8 +225,13 @@ impl Driver {
                     }
                     Event::Closed(closed) => {
                         let reboot = self.station.on_closed(&closed);
-                        // The close frame, if any, goes out before the socket is dropped.
-                        let _ = flush(&stream, &mut conn);
+                        // The close frame, if any, and TLS's close_notify go out before the
+                        // socket is dropped.
+                        let _ = flush(&stream, tls.as_mut(), &mut conn);
+                        if let Some(session) = &mut tls {
+                            session.close();
+                            let _ = session.write_to(&mut TryIo(&stream));
+                        }
                         return if stopping {
                             Ended::Stopped
                         } else if reboot {
@@ -217,7 +249,7 @@ impl Driver {
                 continue;
             }
             // 2. Write what the socket takes now.
-            if let Err(error) = flush(&stream, &mut conn) {
+            if let Err(error) = flush(&stream, tls.as_mut(), &mut conn) {
                 debug!(identity = %self.identity, %error, "write failed");
                 conn.handle_eof(now);
                 continue;
@@ -228,12 +260,35 @@ impl Driver {
                 .flatten()
                 .min()
                 .unwrap_or(now + FAR);
-            let want_write = conn.pending_transmit_len() > 0;
+            let want_write =
+                conn.pending_transmit_len() > 0 || tls.as_ref().is_some_and(|t| t.wants_write());
             tokio::select! {
                 ready = stream.readable() => {
                     let now = Instant::now();
                     if ready.is_err() {
                         conn.handle_eof(now);
+                        continue;
+                    }
+                    if let Some(session) = &mut tls {
+                        let received = session.receive(&mut TryIo(&stream), &mut self.buf, |plaintext| {
+                            conn.handle_data(now, plaintext)
+                        });
+                        match received {
+                            Received::Progress | Received::WouldBlock => {}
+                            Received::Closed => conn.handle_eof(now),
+                            Received::Failed(error) => {
+                                // E.g. the CSMS's certificate is not trusted (UnknownIssuer),
+                                // or it refused ours with an alert.
+                                warn!(identity = %self.identity, %error, "TLS failed");
+                                session.abandon();
+                                let _ = session.write_to(&mut TryIo(&stream));
+                                conn.handle_eof(now);
+                            }
+                            Received::Io(error) => {
+                                debug!(identity = %self.identity, %error, "read failed");
+                                conn.handle_eof(now);
+                            }
+                        }
                         continue;
                     }
                     match stream.try_read(&mut self.buf) {
@@ -263,8 +318,21 @@ impl Driver {
     }
 }
 
-/// Writes as much pending output as the socket takes without blocking.
-fn flush(stream: &TcpStream, conn: &mut Connection) -> io::Result<()> {
+/// Writes as much pending output as the socket takes without blocking (through TLS, if on).
+fn flush(
+    stream: &TcpStream,
+    tls: Option<&mut TlsSession>,
+    conn: &mut Connection,
+) -> io::Result<()> {
+    if let Some(session) = tls {
+        loop {
+            let taken = session.send(&mut TryIo(stream), conn.pending_transmit())?;
+            conn.advance_transmit(taken);
+            if taken == 0 || conn.pending_transmit_len() == 0 {
+                return Ok(());
+            }
+        }
+    }
     while conn.pending_transmit_len() > 0 {
         match stream.try_write(conn.pending_transmit()) {
             Ok(n) => conn.advance_transmit(n),

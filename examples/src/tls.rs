@@ -1,0 +1,642 @@
+//! TLS for the examples' I/O loops (OCPP security profiles 2 and 3), with `rustls` driven the
+//! Sans-IO way: the loop reads and writes the socket, a [`TlsSession`] turns TLS records into
+//! plaintext for the `ocpp_server_core::Connection` and its output back into records. The OCPP
+//! crates never see TLS.
+//!
+//! - [`server_config`]: a server certificate (profile 2), optionally client certificates
+//!   required and verified against a CA (profile 3, `WebPkiClientVerifier`).
+//! - [`client_config`]: the CA the charge point trusts, optionally its own certificate.
+//! - [`TlsSession`]: one connection's TLS state between the socket and the OCPP connection,
+//!   the same code for the mio loop, the tokio tasks ([`TryIo`] adapts tokio's readiness API)
+//!   and the charge point.
+//! - [`common_name`]: the subject CN of a certificate: in OCPP 2.0.1 (A00, security profile 3)
+//!   the charge point's certificate names its identity (serial number) there.
+//!
+//! TLS 1.2 and 1.3 with the `ring` provider. A connection without TLS holds no TLS state at all
+//! (`Option<Box<TlsSession>>` is one pointer).
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
+
+/// Why a TLS configuration could not be built.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// A PEM file could not be read or holds no item of the kind wanted.
+    Pem {
+        /// The file.
+        path: PathBuf,
+        /// What was looked for: "certificate" or "private key".
+        what: &'static str,
+        /// The parser's or the file system's error.
+        error: rustls::pki_types::pem::Error,
+    },
+    /// A CA certificate was refused as a trust anchor.
+    BadCa {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: rustls::Error,
+    },
+    /// The client certificate verifier could not be built (e.g. no usable CA).
+    Verifier(rustls::server::VerifierBuilderError),
+    /// rustls refused the configuration (e.g. a key that does not match the certificate).
+    Config(rustls::Error),
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TlsError::Pem { path, what, error } => match error {
+                rustls::pki_types::pem::Error::NoItemsFound => write!(
+                    f,
+                    "{}: no PEM {what} found (expected a `-----BEGIN ...-----` section)",
+                    path.display()
+                ),
+                error => write!(f, "{}: cannot read the PEM {what}: {error}", path.display()),
+            },
+            TlsError::BadCa { path, error } => {
+                write!(
+                    f,
+                    "{}: not a usable CA certificate: {error}",
+                    path.display()
+                )
+            }
+            TlsError::Verifier(e) => write!(f, "client certificate verifier: {e}"),
+            TlsError::Config(e) => write!(f, "TLS configuration: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TlsError {}
+
+/// Every certificate in a PEM file, in order (a server's own certificate first, then the
+/// intermediates).
+///
+/// ```no_run
+/// let chain = ocpp_examples::tls::load_certificates("server.pem".as_ref()).unwrap();
+/// assert!(!chain.is_empty());
+/// ```
+pub fn load_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let pem_error = |error| TlsError::Pem {
+        path: path.to_owned(),
+        what: "certificate",
+        error,
+    };
+    let certificates = CertificateDer::pem_file_iter(path)
+        .map_err(pem_error)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(pem_error)?;
+    if certificates.is_empty() {
+        return Err(pem_error(rustls::pki_types::pem::Error::NoItemsFound));
+    }
+    Ok(certificates)
+}
+
+/// The first private key (PKCS#8, PKCS#1 or SEC1) in a PEM file.
+pub fn load_private_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|error| TlsError::Pem {
+        path: path.to_owned(),
+        what: "private key",
+        error,
+    })
+}
+
+/// The CA certificates of a PEM file as trust anchors.
+fn load_roots(path: &Path) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    for certificate in load_certificates(path)? {
+        roots.add(certificate).map_err(|error| TlsError::BadCa {
+            path: path.to_owned(),
+            error,
+        })?;
+    }
+    Ok(roots)
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The server side: `cert` (PEM chain) and `key` for security profile 2; with `client_ca`,
+/// security profile 3: every client must present a certificate that chains to that CA, or the
+/// handshake fails with an alert (`certificate_required`, `unknown_ca`, `bad_certificate`).
+///
+/// ```no_run
+/// use ocpp_examples::tls::server_config;
+/// let profile_2 = server_config("server.pem".as_ref(), "server.key".as_ref(), None).unwrap();
+/// let profile_3 =
+///     server_config("server.pem".as_ref(), "server.key".as_ref(), Some("ca.pem".as_ref()))
+///         .unwrap();
+/// ```
+pub fn server_config(
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+) -> Result<Arc<ServerConfig>, TlsError> {
+    let chain = load_certificates(cert)?;
+    let key = load_private_key(key)?;
+    let builder = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(rustls::ALL_VERSIONS)
+        .map_err(TlsError::Config)?;
+    let builder = match client_ca {
+        Some(ca) => {
+            let verifier =
+                WebPkiClientVerifier::builder_with_provider(Arc::new(load_roots(ca)?), provider())
+                    .build()
+                    .map_err(TlsError::Verifier)?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let config = builder
+        .with_single_cert(chain, key)
+        .map_err(TlsError::Config)?;
+    Ok(Arc::new(config))
+}
+
+/// The charge point's side: trusts the CAs of the PEM file `ca`; with `identity` (certificate
+/// chain and key files) it presents a client certificate (security profile 3).
+pub fn client_config(
+    ca: &Path,
+    identity: Option<(&Path, &Path)>,
+) -> Result<Arc<ClientConfig>, TlsError> {
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(rustls::ALL_VERSIONS)
+        .map_err(TlsError::Config)?
+        .with_root_certificates(load_roots(ca)?);
+    let config = match identity {
+        Some((cert, key)) => builder
+            .with_client_auth_cert(load_certificates(cert)?, load_private_key(key)?)
+            .map_err(TlsError::Config)?,
+        None => builder.with_no_client_auth(),
+    };
+    Ok(Arc::new(config))
+}
+
+/// The subject Common Name of a DER certificate, if it has one in UTF-8 (or ASCII) form.
+/// OCPP 2.0.1 security (A00.FR.4xx): the charge point certificate's CN carries its identity.
+pub fn common_name(certificate: &CertificateDer<'_>) -> Option<String> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(certificate.as_ref()).ok()?;
+    let cn = parsed.subject().iter_common_name().next()?;
+    cn.as_str().ok().map(str::to_owned)
+}
+
+/// What one call of [`TlsSession::receive`] saw.
+#[derive(Debug)]
+#[must_use]
+pub enum Received {
+    /// Records were read (maybe plaintext handed on); read again.
+    Progress,
+    /// The socket has nothing more now.
+    WouldBlock,
+    /// The peer ended the stream (`close_notify`, or TCP end of stream with or without it).
+    Closed,
+    /// The peer broke the TLS protocol or failed verification (a handshake failure, a bad
+    /// record). An alert is queued: write it with [`TlsSession::write_to`], then drop the
+    /// connection.
+    Failed(rustls::Error),
+    /// The socket failed.
+    Io(io::Error),
+}
+
+/// One connection's TLS state, between its socket and its OCPP connection.
+///
+/// Input: [`TlsSession::receive`] reads records from the socket and hands each piece of
+/// plaintext to a callback (the OCPP connection's `handle_data`). Output:
+/// [`TlsSession::send`] takes the OCPP connection's pending bytes and writes records to the
+/// socket until it would block. Closing: [`TlsSession::close`] queues `close_notify` once.
+#[derive(Debug)]
+pub struct TlsSession {
+    connection: rustls::Connection,
+    close_notify_sent: bool,
+}
+
+/// How much plaintext rustls may hold encrypted and unsent before refusing more (the OCPP
+/// connection keeps the rest and applies its own back-pressure).
+const TLS_BUFFER_LIMIT: usize = 64 * 1024;
+
+impl TlsSession {
+    /// A server-side session (the handshake starts with the client's first bytes).
+    pub fn server(config: Arc<ServerConfig>) -> Result<Self, rustls::Error> {
+        Ok(Self::new(ServerConnection::new(config)?.into()))
+    }
+
+    /// A client-side session for `server_name` (a DNS name or an IP address, checked against
+    /// the server's certificate); the ClientHello is queued at once.
+    pub fn client(
+        config: Arc<ClientConfig>,
+        server_name: ServerName<'static>,
+    ) -> Result<Self, rustls::Error> {
+        Ok(Self::new(
+            ClientConnection::new(config, server_name)?.into(),
+        ))
+    }
+
+    fn new(mut connection: rustls::Connection) -> Self {
+        connection.set_buffer_limit(Some(TLS_BUFFER_LIMIT));
+        TlsSession {
+            connection,
+            close_notify_sent: false,
+        }
+    }
+
+    /// Whether the handshake is still going on.
+    pub fn is_handshaking(&self) -> bool {
+        self.connection.is_handshaking()
+    }
+
+    /// Whether records wait to be written to the socket.
+    pub fn wants_write(&self) -> bool {
+        self.connection.wants_write()
+    }
+
+    /// The peer's certificate chain (end entity first) once the handshake verified it.
+    pub fn peer_certificates(&self) -> Option<&[CertificateDer<'static>]> {
+        self.connection.peer_certificates()
+    }
+
+    /// The subject CN of the peer's verified end-entity certificate: `None` when it sent none,
+    /// `Some(None)` when it has no readable CN.
+    pub fn peer_common_name(&self) -> Option<Option<String>> {
+        self.peer_certificates()
+            .and_then(<[_]>::first)
+            .map(common_name)
+    }
+
+    /// Reads once from `socket`, decrypts, and hands every piece of plaintext to
+    /// `on_plaintext` (through `scratch`, the loop's buffer). Call again on
+    /// [`Received::Progress`].
+    pub fn receive(
+        &mut self,
+        socket: &mut impl Read,
+        scratch: &mut [u8],
+        mut on_plaintext: impl FnMut(&[u8]),
+    ) -> Received {
+        let eof = match self.connection.read_tls(socket) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Received::WouldBlock,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Received::Progress,
+            Err(e) => return Received::Io(e),
+        };
+        if let Err(error) = self.connection.process_new_packets() {
+            return Received::Failed(error);
+        }
+        loop {
+            match self.connection.reader().read(scratch) {
+                Ok(0) => return Received::Closed, // close_notify
+                Ok(n) => on_plaintext(&scratch[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // TCP end of stream without close_notify.
+                Err(_) => return Received::Closed,
+            }
+        }
+        if eof {
+            Received::Closed
+        } else {
+            Received::Progress
+        }
+    }
+
+    /// Encrypts as much of `plaintext` as the session takes and writes records to `socket`
+    /// until it would block. Returns how many plaintext bytes were taken (advance the OCPP
+    /// connection's output by that much); an error means the socket is dead.
+    pub fn send(&mut self, socket: &mut impl Write, plaintext: &[u8]) -> io::Result<usize> {
+        let mut taken = 0;
+        loop {
+            if taken < plaintext.len() && !self.close_notify_sent {
+                taken += self.connection.writer().write(&plaintext[taken..])?;
+            }
+            if !self.connection.wants_write() {
+                return Ok(taken);
+            }
+            match self.connection.write_tls(socket) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(taken),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Writes queued records (e.g. the alert after [`Received::Failed`]) until the socket
+    /// would block. An error means the socket is dead.
+    pub fn write_to(&mut self, socket: &mut impl Write) -> io::Result<()> {
+        self.send(socket, &[]).map(|_| ())
+    }
+
+    /// Queues `close_notify` (once); write it with [`TlsSession::write_to`] before
+    /// shutting the socket's write side.
+    pub fn close(&mut self) {
+        if !self.close_notify_sent {
+            self.close_notify_sent = true;
+            self.connection.send_close_notify();
+        }
+    }
+
+    /// Marks the session as not to be closed with `close_notify` (after a fatal alert).
+    pub fn abandon(&mut self) {
+        self.close_notify_sent = true;
+    }
+}
+
+/// `Read` and `Write` over tokio's readiness API (`try_read`, `try_write`), so that a
+/// [`TlsSession`] drives a tokio `TcpStream` the same way as a mio one: `WouldBlock` clears
+/// tokio's readiness, and the task waits for `readable()` or `writable()` again.
+#[derive(Debug)]
+pub struct TryIo<'a>(pub &'a tokio::net::TcpStream);
+
+impl Read for TryIo<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_read(buf)
+    }
+}
+
+impl Write for TryIo<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.try_write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What the CSMS decides an upgrade on besides the request: plain TCP, or TLS with the client
+/// certificate it verified (its subject CN read here, once per connection).
+pub fn transport(session: Option<&TlsSession>) -> crate::csms::Transport {
+    match session {
+        None => crate::csms::Transport::Plain,
+        Some(session) => crate::csms::Transport::Tls {
+            client_certificate: session
+                .peer_common_name()
+                .map(crate::csms::ClientCertificate::new),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+
+    /// One direction of a socket pair in memory: at most `capacity` bytes in flight, at most
+    /// `max_write` taken per write, `WouldBlock` when full or empty (a non-blocking socket).
+    struct Pipe {
+        bytes: VecDeque<u8>,
+        capacity: usize,
+        max_write: usize,
+        blocked_writes: usize,
+        partial_writes: usize,
+        eof: bool,
+    }
+
+    impl Pipe {
+        fn new(capacity: usize, max_write: usize) -> Pipe {
+            Pipe {
+                bytes: VecDeque::new(),
+                capacity,
+                max_write,
+                blocked_writes: 0,
+                partial_writes: 0,
+                eof: false,
+            }
+        }
+    }
+
+    impl Write for Pipe {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let room = self.capacity - self.bytes.len();
+            if room == 0 {
+                self.blocked_writes += 1;
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = buf.len().min(room).min(self.max_write);
+            if n < buf.len() {
+                self.partial_writes += 1;
+            }
+            self.bytes.extend(&buf[..n]);
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Read for Pipe {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.bytes.is_empty() {
+                return if self.eof {
+                    Ok(0)
+                } else {
+                    Err(io::ErrorKind::WouldBlock.into())
+                };
+            }
+            let n = buf.len().min(self.bytes.len());
+            for (slot, byte) in buf.iter_mut().zip(self.bytes.drain(..n)) {
+                *slot = byte;
+            }
+            Ok(n)
+        }
+    }
+
+    /// A CA, a server certificate for 127.0.0.1 and a client certificate with CN `CP001`, as
+    /// PEM files in a fresh directory.
+    fn pki() -> PathBuf {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "tls-unit-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name.push(DnType::CommonName, "unit CA");
+        std::fs::write(dir.join("ca.pem"), ca.self_signed(&ca_key).unwrap().pem()).unwrap();
+        let issuer = Issuer::new(ca, ca_key);
+        for (name, sans, cn) in [
+            ("server", vec!["127.0.0.1".to_owned()], "csms"),
+            ("cp", vec![], "CP001"),
+        ] {
+            let key = KeyPair::generate().unwrap();
+            let mut params = CertificateParams::new(sans).unwrap();
+            params.distinguished_name.push(DnType::CommonName, cn);
+            let cert = params.signed_by(&key, &issuer).unwrap();
+            std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
+            std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
+        }
+        dir
+    }
+
+    /// Moves records between the two sessions until neither has anything to say; returns the
+    /// plaintext each received.
+    fn pump(
+        client: &mut TlsSession,
+        server: &mut TlsSession,
+        to_server: &mut Pipe,
+        to_client: &mut Pipe,
+    ) -> (Vec<u8>, Vec<u8>) {
+        let (mut at_client, mut at_server) = (Vec::new(), Vec::new());
+        let mut scratch = [0u8; 4096];
+        for _ in 0..10_000 {
+            client.write_to(to_server).unwrap();
+            let a = server.receive(to_server, &mut scratch, |p| at_server.extend_from_slice(p));
+            server.write_to(to_client).unwrap();
+            let b = client.receive(to_client, &mut scratch, |p| at_client.extend_from_slice(p));
+            match (a, b) {
+                (Received::WouldBlock, Received::WouldBlock)
+                    if !client.wants_write() && !server.wants_write() =>
+                {
+                    return (at_client, at_server)
+                }
+                (Received::Failed(e), _) | (_, Received::Failed(e)) => panic!("{e}"),
+                _ => {}
+            }
+        }
+        panic!("no quiet state");
+    }
+
+    #[test]
+    fn handshake_bulk_through_a_small_pipe_and_close_notify() {
+        let dir = pki();
+        let server_config = server_config(
+            &dir.join("server.pem"),
+            &dir.join("server.key"),
+            Some(&dir.join("ca.pem")),
+        )
+        .unwrap();
+        let client_config = client_config(
+            &dir.join("ca.pem"),
+            Some((&dir.join("cp.pem"), &dir.join("cp.key"))),
+        )
+        .unwrap();
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let mut client = TlsSession::client(client_config, name).unwrap();
+        let mut server = TlsSession::server(server_config).unwrap();
+        // 10 KB in flight at most, 3000 bytes per write: records (up to 16 KiB) are cut.
+        let (mut to_server, mut to_client) = (Pipe::new(10_000, 3000), Pipe::new(10_000, 3000));
+        pump(&mut client, &mut server, &mut to_server, &mut to_client);
+        assert!(!client.is_handshaking() && !server.is_handshaking());
+        assert_eq!(server.peer_common_name(), Some(Some("CP001".to_owned())));
+        assert_eq!(client.peer_common_name(), Some(Some("csms".to_owned())));
+        assert_eq!(
+            transport(Some(&server)),
+            crate::csms::Transport::Tls {
+                client_certificate: Some(crate::csms::ClientCertificate::new(Some("CP001".into())))
+            }
+        );
+
+        // 300 KB from the server: `send` takes what fits, stops on WouldBlock, and goes on
+        // after the client read.
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let (mut offset, mut received) = (0, Vec::new());
+        let mut scratch = [0u8; 4096];
+        for _ in 0..10_000 {
+            offset += server.send(&mut to_client, &data[offset..]).unwrap();
+            let _ = client.receive(&mut to_client, &mut scratch, |p| {
+                received.extend_from_slice(p)
+            });
+            if received.len() == data.len() {
+                break;
+            }
+        }
+        assert!(
+            received == data,
+            "{} of {} bytes",
+            received.len(),
+            data.len()
+        );
+        assert!(to_client.blocked_writes > 0, "never blocked");
+        assert!(to_client.partial_writes > 0, "never a partial write");
+
+        // close_notify: the client sees the end of the stream; nothing is sent after it.
+        server.close();
+        server.close();
+        assert_eq!(server.send(&mut to_client, b"late").unwrap(), 0);
+        let mut ended = false;
+        for _ in 0..10 {
+            match client.receive(&mut to_client, &mut scratch, |_| panic!("data after close")) {
+                Received::Closed => {
+                    ended = true;
+                    break;
+                }
+                Received::Progress | Received::WouldBlock => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(ended);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_missing_client_certificate_fails_with_an_alert() {
+        let dir = pki();
+        let server_config = server_config(
+            &dir.join("server.pem"),
+            &dir.join("server.key"),
+            Some(&dir.join("ca.pem")),
+        )
+        .unwrap();
+        let client_config = client_config(&dir.join("ca.pem"), None).unwrap();
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let mut client = TlsSession::client(client_config, name).unwrap();
+        let mut server = TlsSession::server(server_config).unwrap();
+        let (mut to_server, mut to_client) =
+            (Pipe::new(1 << 20, 1 << 20), Pipe::new(1 << 20, 1 << 20));
+        let mut scratch = [0u8; 4096];
+        let mut failure = None;
+        for _ in 0..100 {
+            client.write_to(&mut to_server).unwrap();
+            match server.receive(&mut to_server, &mut scratch, |_| {}) {
+                Received::Failed(e) => {
+                    failure = Some(e);
+                    server.abandon();
+                    server.write_to(&mut to_client).unwrap();
+                    break;
+                }
+                _ => server.write_to(&mut to_client).unwrap(),
+            }
+            let _ = client.receive(&mut to_client, &mut scratch, |_| {});
+        }
+        assert_eq!(failure, Some(rustls::Error::NoCertificatesPresented));
+        to_client.eof = true;
+        let mut alert = None;
+        for _ in 0..10 {
+            if let Received::Failed(e) = client.receive(&mut to_client, &mut scratch, |_| {}) {
+                alert = Some(e);
+                break;
+            }
+        }
+        assert_eq!(
+            alert,
+            Some(rustls::Error::AlertReceived(
+                rustls::AlertDescription::CertificateRequired
+            ))
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn common_name_of_a_certificate_without_one() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["x.test".to_owned()]).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        let cert = params.self_signed(&key).unwrap();
+        assert_eq!(common_name(cert.der()), None);
+        assert_eq!(common_name(&CertificateDer::from(&b"not DER"[..])), None);
+    }
+}
