@@ -84,7 +84,8 @@ pub struct Metrics {
     /// TLS connections ended by a TLS error: a failed handshake (no client certificate, an
     /// untrusted one, no common version) or a bad record (I/O loop).
     pub tls_failures: Counter,
-    /// Push CALLs (`--push-interval-ms`) skipped because the previous one was unanswered.
+    /// Push CALLs (`--push-interval-ms`) skipped because the previous one was unanswered (each
+    /// still takes its sequence number, so the charge point sees the gap).
     pub pushes_skipped: Counter,
     /// Admin HTTP requests served.
     pub admin_requests: Counter,

@@ -748,6 +748,9 @@ impl EventLoop {
                 continue;
             }
             if s.connection.has_call_in_flight() || s.connection.queued_calls() > 0 {
+                // A skipped push still takes its sequence number: the charge point sees the
+                // gap and counts it as lost, instead of the server hiding it.
+                s.push_seq += 1;
                 shared.csms.metrics().pushes_skipped.inc();
                 continue;
             }
@@ -757,7 +760,10 @@ impl EventLoop {
                     s.push_seq += 1;
                     shared.csms.on_call_sent(identity, "DataTransfer");
                 }
-                Err(_) => shared.csms.metrics().pushes_skipped.inc(),
+                Err(_) => {
+                    s.push_seq += 1;
+                    shared.csms.metrics().pushes_skipped.inc();
+                }
             }
             self.service(key, now);
         }

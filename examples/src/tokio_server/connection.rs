@@ -457,6 +457,9 @@ impl Task {
         }
         let csms = &self.shared.csms;
         if self.connection.has_call_in_flight() || self.connection.queued_calls() > 0 {
+            // A skipped push still takes its sequence number: the charge point sees the gap
+            // and counts it as lost, instead of the server hiding it.
+            self.push_seq += 1;
             csms.metrics().pushes_skipped.inc();
             return;
         }
@@ -466,7 +469,10 @@ impl Task {
                 self.push_seq += 1;
                 csms.on_call_sent(identity, "DataTransfer");
             }
-            Err(_) => csms.metrics().pushes_skipped.inc(),
+            Err(_) => {
+                self.push_seq += 1;
+                csms.metrics().pushes_skipped.inc();
+            }
         }
     }
 
