@@ -17,6 +17,8 @@
 #   BENCH_OUT        results folder [bench/results/latest]
 #   BENCH_SKIP_INSTALL=1  do not install the peers (already installed)
 #   BENCH_SKIP_REPORT=1   do not write BENCHMARKS.md's tables and plots
+#   BENCH_PROFILE    cargo profile of mio-server and ocpp-load [release]; CI's quick check
+#                    uses dev (the test build) to save a release build
 #
 # Bounded: every ocpp-load run has its own time limits plus `timeout`; every server this
 # script starts is stopped by its PID. Loopback only.
@@ -70,8 +72,11 @@ stop_servers() {
 trap stop_servers EXIT
 
 # -- Build and install ---------------------------------------------------------------------
-log "building mio-server and ocpp-load (release)"
-cargo build --release --quiet -p ocpp-examples --bin mio-server --bin ocpp-load || exit 1
+PROFILE=${BENCH_PROFILE:-release}
+PROFILE_DIR=$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")
+BIN=$TARGET/$PROFILE_DIR
+log "building mio-server and ocpp-load ($PROFILE)"
+cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin mio-server --bin ocpp-load || exit 1
 if [ "${BENCH_SKIP_INSTALL:-0}" != 1 ]; then
     for server in $SERVERS; do
         case $server in
@@ -100,7 +105,7 @@ server_cmd() {
         mio-*)
             local push_flag=""
             [ "$push" -gt 0 ] && push_flag="--push-interval-ms $push"
-            echo "exec $TARGET/release/mio-server --listen 127.0.0.1:$PORT --admin 127.0.0.1:0 --threads ${server#mio-} $push_flag" ;;
+            echo "exec $BIN/mio-server --listen 127.0.0.1:$PORT --admin 127.0.0.1:0 --threads ${server#mio-} $push_flag" ;;
         rust-tungstenite-*)
             echo "exec bash $ROOT/bench/peers/rust-tungstenite/run.sh 127.0.0.1:$PORT $push ${server#rust-tungstenite-}" ;;
         *)
@@ -149,7 +154,7 @@ run() {
     pids=$(IFS=,; echo "${SERVER_PIDS[*]}")
     local sources=$(( (count + 19999) / 20000 ))
     local budget=$(( count / RATE + 240 ))
-    if ! timeout "$budget" $PIN_LOAD "$TARGET/release/ocpp-load" "$scenario" \
+    if ! timeout "$budget" $PIN_LOAD "$BIN/ocpp-load" "$scenario" \
         --url "ws://127.0.0.1:$PORT/ocpp" --count "$count" --rate "$RATE" \
         --source-count "$sources" --server-pid "$pids" --label "$server" --json "$json" \
         "$@" 2>>"$LOG"; then

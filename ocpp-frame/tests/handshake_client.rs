@@ -119,6 +119,9 @@ fn hosts() {
     for bad in [
         "",
         "csms.example:9000",
+        // Once taken for an IPv6 literal and written as `[127.0.0.1:9000]`.
+        "127.0.0.1:9000",
+        "1:2",
         "a b",
         "a\r\nX: y",
         "host/path",

@@ -186,8 +186,10 @@ fn normalize_host(host: &str) -> Option<String> {
         let ok = inner.contains(':') && inner.bytes().all(ipv6_char);
         return ok.then(|| String::from(host));
     }
+    // An IPv6 literal has at least two colons; one colon is a `name:port` or `ip:port`, which
+    // belongs in `with_port`, not here (it was once bracketed as if it were IPv6).
     if host.contains(':') {
-        let ok = host.bytes().all(ipv6_char);
+        let ok = host.bytes().filter(|&b| b == b':').count() >= 2 && host.bytes().all(ipv6_char);
         return ok.then(|| {
             let mut bracketed = String::with_capacity(host.len() + 2);
             bracketed.push('[');

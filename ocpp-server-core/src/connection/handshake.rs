@@ -20,8 +20,9 @@ use crate::{ChargePointIdentity, CloseReason, ConnectionConfig, Event, IdentityE
 #[error("the connection is not in a state where this is possible")]
 pub struct WrongState;
 
-/// Where a charge point connects: everything its upgrade request carries.
-#[derive(Debug, Clone)]
+/// Where a charge point connects: everything its upgrade request carries. `Debug` never shows
+/// the password.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ConnectTarget {
     /// The host (and `:port`) for the `Host` header.
@@ -52,6 +53,40 @@ impl ConnectTarget {
     }
 }
 
+impl std::fmt::Debug for ConnectTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectTarget")
+            .field("host", &self.host)
+            .field("endpoint", &self.endpoint)
+            .field("identity", &self.identity)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// Splits `host[:port]` (`name:80`, `10.0.0.1:80`, `[::1]:80`, or without a port; a bare IPv6
+/// literal has several colons and no port) for the `Host` header.
+fn split_host_port(authority: &str) -> Result<(&str, Option<u16>), BuildError> {
+    let port = |text: &str| text.parse::<u16>().map_err(|_| BuildError::InvalidHost);
+    if let Some(rest) = authority.strip_prefix('[') {
+        let end = rest.find(']').ok_or(BuildError::InvalidHost)?;
+        let host = &authority[..end + 2];
+        return match &rest[end + 1..] {
+            "" => Ok((host, None)),
+            tail => Ok((
+                host,
+                Some(port(
+                    tail.strip_prefix(':').ok_or(BuildError::InvalidHost)?,
+                )?),
+            )),
+        };
+    }
+    match authority.split_once(':') {
+        Some((host, tail)) if !tail.contains(':') => Ok((host, Some(port(tail)?))),
+        _ => Ok((authority, None)),
+    }
+}
+
 impl Connection {
     /// A charge-point-side connection: writes the upgrade request for `target`, offering the
     /// configured versions in order. `key` is the `Sec-WebSocket-Key` and `seed` seeds the
@@ -68,8 +103,11 @@ impl Connection {
             target.endpoint.trim_end_matches('/'),
             percent_encode(target.identity.as_str())
         );
-        let mut request =
-            ClientRequest::new(&target.host, &path, SecWebSocketKey::from_bytes(key))?;
+        let (host, port) = split_host_port(&target.host)?;
+        let mut request = ClientRequest::new(host, &path, SecWebSocketKey::from_bytes(key))?;
+        if let Some(port) = port {
+            request = request.with_port(port);
+        }
         for version in &config.versions {
             request = request.with_subprotocol(version.subprotocol())?;
         }
@@ -298,4 +336,49 @@ fn percent_encode(identity: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_and_port() {
+        assert_eq!(split_host_port("csms.example"), Ok(("csms.example", None)));
+        assert_eq!(
+            split_host_port("localhost:9000"),
+            Ok(("localhost", Some(9000)))
+        );
+        assert_eq!(split_host_port("127.0.0.1:80"), Ok(("127.0.0.1", Some(80))));
+        assert_eq!(split_host_port("[::1]:8443"), Ok(("[::1]", Some(8443))));
+        assert_eq!(split_host_port("[::1]"), Ok(("[::1]", None)));
+        assert_eq!(split_host_port("fe80::1"), Ok(("fe80::1", None)));
+        assert_eq!(split_host_port("h:x"), Err(BuildError::InvalidHost));
+        assert_eq!(split_host_port("[::1]x"), Err(BuildError::InvalidHost));
+        assert_eq!(split_host_port("[::1"), Err(BuildError::InvalidHost));
+    }
+
+    #[test]
+    fn debug_hides_the_password() {
+        let identity = ChargePointIdentity::new("CP1".into(), false).unwrap();
+        let target = ConnectTarget::new("h", "/ocpp", identity).with_password(b"hunter2");
+        let text = format!("{target:?}");
+        assert!(!text.contains("hunter2") && !text.contains("104"), "{text}");
+        assert!(text.contains("<redacted>"));
+        // The connection's output holds the upgrade request, Authorization included.
+        let connection = Connection::connect(
+            Instant::now(),
+            Arc::new(ConnectionConfig::default()),
+            &target,
+            [7; 16],
+            1,
+        )
+        .unwrap();
+        assert!(connection.pending_transmit_len() > 0);
+        let text = format!("{connection:?}");
+        assert!(
+            !text.contains("Q1AxOmh1bnRlcjI") && !text.contains("hunter2"),
+            "{text}"
+        );
+    }
 }

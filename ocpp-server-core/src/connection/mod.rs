@@ -67,7 +67,9 @@ pub enum Side {
 /// let n = csms.poll_transmit(&mut out);
 /// assert!(out[..n].starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
 /// ```
-#[derive(Debug)]
+///
+/// `Debug` shows the state and sizes, never buffered bytes: the output buffer may hold an
+/// upgrade request with `Authorization` in it.
 pub struct Connection {
     side: Side,
     config: Arc<ConnectionConfig>,
@@ -90,7 +92,30 @@ pub struct Connection {
     now: Instant,
 }
 
-#[derive(Debug)]
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            State::ServerHandshake(_) => "ServerHandshake",
+            State::AwaitingDecision(_) => "AwaitingDecision",
+            State::ClientHandshake(_) => "ClientHandshake",
+            State::Open => "Open",
+            State::Closing(_) => "Closing",
+            State::Closed => "Closed",
+        };
+        f.debug_struct("Connection")
+            .field("side", &self.side)
+            .field("state", &state)
+            .field("version", &self.version)
+            .field("pending_transmit", &(self.out.len() - self.out_head))
+            .field("events", &self.events.len())
+            .field("call_in_flight", &self.outgoing.as_ref().map(|c| &c.id))
+            .field("queued_calls", &self.queued.len())
+            .field("incoming_call", &self.incoming)
+            .field("held_calls", &self.held.len())
+            .finish()
+    }
+}
+
 enum State {
     /// CSMS: reading the upgrade request.
     ServerHandshake(Box<ServerHandshake>),

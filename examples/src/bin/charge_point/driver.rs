@@ -185,11 +185,9 @@ impl Driver {
         let now = Instant::now();
         let mut key = [0u8; 16];
         key.iter_mut().for_each(|b| *b = self.rng.u8(..));
-        // The `Host` header gets the name without the port: ocpp-frame's request builder reads
-        // any `:` as an IPv6 address, so `localhost:9000` is refused and `127.0.0.1:9000`
-        // would be sent bracketed. Servers route OCPP on the path, not on `Host`.
+        // `Host: host[:port]`, as in the URL (RFC 7230 §5.4).
         let mut target = ConnectTarget::new(
-            &self.options.server_name,
+            &self.options.host,
             &self.options.endpoint,
             self.identity.clone(),
         );
