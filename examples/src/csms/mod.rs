@@ -211,7 +211,9 @@ impl SessionId {
 #[derive(Debug)]
 pub struct Csms {
     config: CsmsConfig,
-    charge_points: Mutex<HashMap<ChargePointIdentity, ChargePoint>>,
+    /// Boxed: a table slot is a pointer, not a whole `ChargePoint`, so the table's spare
+    /// capacity (up to half of it after a resize) costs 32 bytes per slot instead of 280.
+    charge_points: Mutex<HashMap<ChargePointIdentity, Box<ChargePoint>>>,
     next_session: AtomicU64,
     next_transaction_id: AtomicI32,
     metrics: Metrics,
@@ -317,9 +319,7 @@ impl Csms {
     pub fn on_connected(&self, identity: &ChargePointIdentity, version: OcppVersion) -> SessionId {
         let session = SessionId(self.next_session.fetch_add(1, Ordering::Relaxed));
         let mut charge_points = self.lock();
-        let charge_point = charge_points
-            .entry(identity.clone())
-            .or_insert_with(|| ChargePoint::new(identity.as_str()));
+        let charge_point = entry(&mut charge_points, identity);
         if charge_point.session.is_none() {
             self.metrics.charge_points_connected.inc();
         }
@@ -344,9 +344,7 @@ impl Csms {
         self.metrics.messages_out.inc();
         let reply = {
             let mut charge_points = self.lock();
-            let charge_point = charge_points
-                .entry(identity.clone())
-                .or_insert_with(|| ChargePoint::new(identity.as_str()));
+            let charge_point = entry(&mut charge_points, identity);
             let context = Context {
                 config: &self.config,
                 next_transaction_id: &self.next_transaction_id,
@@ -447,7 +445,7 @@ impl Csms {
 
     /// A copy of one charge point's state (connected or not).
     pub fn charge_point(&self, identity: &ChargePointIdentity) -> Option<ChargePoint> {
-        self.lock().get(identity).cloned()
+        self.lock().get(identity).map(|cp| ChargePoint::clone(cp))
     }
 
     /// Copies of the connected charge points, sorted by identity.
@@ -456,17 +454,35 @@ impl Csms {
             .lock()
             .values()
             .filter(|cp| cp.session.is_some())
-            .cloned()
+            .map(|cp| ChargePoint::clone(cp))
             .collect();
         list.sort_by(|a, b| a.identity.cmp(&b.identity));
         list
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<ChargePointIdentity, ChargePoint>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<ChargePointIdentity, Box<ChargePoint>>> {
         // A handler that panicked leaves consistent enough state for an example: go on.
         self.charge_points
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The charge point's record, created on first sight. Looks up before inserting, so the
+/// per-message path does not clone the identity (`entry` needs an owned key).
+fn entry<'a>(
+    charge_points: &'a mut HashMap<ChargePointIdentity, Box<ChargePoint>>,
+    identity: &ChargePointIdentity,
+) -> &'a mut ChargePoint {
+    if !charge_points.contains_key(identity) {
+        charge_points.insert(
+            identity.clone(),
+            Box::new(ChargePoint::new(identity.as_str())),
+        );
+    }
+    match charge_points.get_mut(identity) {
+        Some(charge_point) => charge_point,
+        None => unreachable!("inserted above"),
     }
 }
 
