@@ -1,7 +1,7 @@
 //! One single-threaded event loop: sockets, connections, timers, commands.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::net::Shutdown;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -56,7 +56,6 @@ enum Phase {
 #[derive(Debug)]
 struct OcppSocket {
     socket: TcpStream,
-    peer: SocketAddr,
     /// The TLS session with `wss://`; `None` (a null pointer) with plain `ws://`.
     tls: Option<Box<TlsSession>>,
     connection: Connection,
@@ -75,10 +74,40 @@ struct OcppSocket {
     opened: Instant,
     /// Sequence number of the last push DataTransfer.
     push_seq: u64,
+    /// What only some connections need, boxed so the others pay one null pointer.
+    rare: Option<Box<Rare>>,
+}
+
+/// The rarely used part of an [`OcppSocket`].
+#[derive(Debug, Default)]
+struct Rare {
     /// Our CALLs sent for the admin interface: call id and the admin socket to answer.
     admin_waiters: Vec<(String, Key)>,
     /// An answer refused for back-pressure, sent again on `Event::Writable`.
     deferred_reply: Option<(String, Reply)>,
+}
+
+impl OcppSocket {
+    fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+}
+
+/// Drops the rare part of a socket once it holds nothing.
+fn tidy(rare: &mut Option<Box<Rare>>) {
+    if rare
+        .as_ref()
+        .is_some_and(|r| r.admin_waiters.is_empty() && r.deferred_reply.is_none())
+    {
+        *rare = None;
+    }
+}
+
+/// The peer's address, for logs (asked of the socket, not kept per connection).
+fn peer(socket: &TcpStream) -> String {
+    socket
+        .peer_addr()
+        .map_or_else(|_| "unknown".to_string(), |a| a.to_string())
 }
 
 /// Where an admin HTTP socket is in its life.
@@ -263,7 +292,6 @@ impl EventLoop {
                 Connection::accept_incoming(now, Arc::clone(&self.shared.connection_config));
             let key = self.sockets.insert(Entry::Ocpp(Box::new(OcppSocket {
                 socket,
-                peer,
                 tls,
                 connection,
                 phase: Phase::Live,
@@ -276,8 +304,7 @@ impl EventLoop {
                 session: None,
                 opened: now,
                 push_seq: 0,
-                admin_waiters: Vec::new(),
-                deferred_reply: None,
+                rare: None,
             })));
             let metrics = self.shared.csms.metrics();
             metrics.sockets_accepted.inc();
@@ -400,14 +427,14 @@ impl EventLoop {
                     Received::Failed(e) => {
                         // Send the alert rustls chose; `service` then shuts our side and
                         // drains the socket, so the peer reads the alert rather than a reset.
-                        tracing::info!(peer = %s.peer, "TLS failed: {e}");
+                        tracing::info!(peer = %peer(&s.socket), "TLS failed: {e}");
                         self.shared.csms.metrics().tls_failures.inc();
                         session.abandon();
                         if let Err(e) = session.write_to(&mut s.socket) {
-                            tracing::debug!(peer = %s.peer, "TLS alert not sent: {e}");
+                            tracing::debug!(peer = %peer(&s.socket), "TLS alert not sent: {e}");
                         }
                     }
-                    Received::Io(e) => tracing::debug!(peer = %s.peer, "read: {e}"),
+                    Received::Io(e) => tracing::debug!(peer = %peer(&s.socket), "read: {e}"),
                 }
                 s.connection.handle_eof(now);
                 self.handle_events(key, now);
@@ -426,7 +453,7 @@ impl EventLoop {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    tracing::debug!(peer = %s.peer, "read: {e}");
+                    tracing::debug!(peer = %peer(&s.socket), "read: {e}");
                     s.connection.handle_eof(now);
                     self.handle_events(key, now);
                     return;
@@ -469,7 +496,7 @@ impl EventLoop {
             }
             let before = s.connection.pending_transmit_len();
             if let Err(e) = write_out(s) {
-                tracing::debug!(peer = %s.peer, "write: {e}");
+                tracing::debug!(peer = %peer(&s.socket), "write: {e}");
                 s.broken = true;
                 s.connection.handle_eof(now);
                 continue;
@@ -560,7 +587,7 @@ impl EventLoop {
                         Decision::Accept => s.connection.accept(now),
                         Decision::Reject { status, reason } => {
                             tracing::info!(
-                                identity = %upgrade.identity, peer = %s.peer, status, reason,
+                                identity = %upgrade.identity, peer = %peer(&s.socket), status, reason,
                                 "upgrade rejected"
                             );
                             s.connection.reject(now, status)
@@ -577,7 +604,7 @@ impl EventLoop {
                     s.version = Some(version);
                     s.session = Some(csms.on_connected(&identity, version));
                     tracing::info!(
-                        %identity, version = version.as_str(), peer = %s.peer,
+                        %identity, version = version.as_str(), peer = %peer(&s.socket),
                         loop_index = self.index, "connected"
                     );
                     let handle = Handle {
@@ -610,8 +637,12 @@ impl EventLoop {
                         continue;
                     };
                     csms.on_call_completed(identity, action, &outcome);
-                    if let Some(at) = s.admin_waiters.iter().position(|(i, _)| *i == id) {
-                        let (_, admin) = s.admin_waiters.swap_remove(at);
+                    let waiter = s.rare.as_mut().and_then(|rare| {
+                        let at = rare.admin_waiters.iter().position(|(i, _)| *i == id)?;
+                        Some(rare.admin_waiters.swap_remove(at).1)
+                    });
+                    tidy(&mut s.rare);
+                    if let Some(admin) = waiter {
                         let version = s.version.unwrap_or(OcppVersion::V1_6);
                         let response = admin::call_response(version, &id, action, &outcome);
                         tracing::info!(%identity, action, id, status = response.status, "admin CALL completed");
@@ -635,7 +666,9 @@ impl EventLoop {
                     tracing::warn!(identity = ?s.identity, id, ?code, description, "CALLRESULTERROR");
                 }
                 Event::Writable => {
-                    if let Some((id, reply)) = s.deferred_reply.take() {
+                    let deferred = s.rare.as_mut().and_then(|r| r.deferred_reply.take());
+                    tidy(&mut s.rare);
+                    if let Some((id, reply)) = deferred {
                         send_reply(s, id, reply, now);
                     }
                 }
@@ -666,9 +699,10 @@ impl EventLoop {
                 "disconnected"
             );
         } else {
-            tracing::debug!(peer = %s.peer, reason = ?closed.reason, "handshake ended");
+            tracing::debug!(peer = %peer(&s.socket), reason = ?closed.reason, "handshake ended");
         }
-        for (_, admin) in s.admin_waiters.drain(..) {
+        let waiters = s.rare.take().map(|r| r.admin_waiters).unwrap_or_default();
+        for (_, admin) in waiters {
             shared.send(
                 0,
                 Command::AdminReply {
@@ -677,7 +711,6 @@ impl EventLoop {
                 },
             );
         }
-        s.deferred_reply = None;
         s.phase = Phase::Flushing {
             deadline: now + FLUSH_TIMEOUT,
         };
@@ -819,7 +852,7 @@ impl EventLoop {
                             shared.csms.on_call_sent(identity, action);
                             tracing::info!(%identity, action, id, "admin CALL sent");
                         }
-                        s.admin_waiters.push((id, reply_to));
+                        s.rare().admin_waiters.push((id, reply_to));
                         self.service(target, now);
                         return;
                     }
@@ -1066,7 +1099,7 @@ fn send_reply(s: &mut OcppSocket, id: String, reply: Reply, now: Instant) {
         }
     };
     match refused {
-        (RefusalReason::Backpressure, reply) => s.deferred_reply = Some((id, reply)),
+        (RefusalReason::Backpressure, reply) => s.rare().deferred_reply = Some((id, reply)),
         (reason, _) => tracing::debug!(identity = ?s.identity, id, %reason, "answer not sent"),
     }
 }
