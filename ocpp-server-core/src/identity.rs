@@ -1,6 +1,7 @@
 //! The charge point's identity, read from the last segment of the upgrade request's path.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// A charge point's identity (OCPP-J 1.6 §3.1.1, OCPP 2.0.1 Part 4 §3.1.1): the last segment of
 /// the WebSocket URL's path, percent-decoded.
@@ -12,8 +13,12 @@ use std::fmt;
 /// // OCPP 2.x: at most 48 characters and no ':'.
 /// assert!(ChargePointIdentity::from_path("/ocpp/a:b", true).is_err());
 /// ```
+///
+/// Cloning shares the text (an `Arc<str>`): a server keeps the identity in several places (its
+/// connection, its routing table, the application's records) for tens of thousands of charge
+/// points, and each copy costs a pointer, not an allocation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ChargePointIdentity(String);
+pub struct ChargePointIdentity(Arc<str>);
 
 /// Why a path does not name a charge point.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,7 +73,7 @@ impl ChargePointIdentity {
                 return Err(IdentityError::Colon);
             }
         }
-        Ok(ChargePointIdentity(identity))
+        Ok(ChargePointIdentity(Arc::from(identity)))
     }
 
     /// The identity.

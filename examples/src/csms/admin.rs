@@ -344,7 +344,7 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
         })
         .collect();
     json!({
-        "identity": cp.identity,
+        "identity": cp.identity.as_str(),
         "connected": cp.session.is_some(),
         "version": cp.session.as_ref().map(|s| s.version.as_str()),
         "connected_since": cp.session.as_ref().map(|s| time_json(s.since)),

@@ -1,6 +1,7 @@
 //! What the CSMS remembers of each charge point, in words every OCPP version shares: the
 //! per-version handlers translate their typed messages into these calls.
 
+use ocpp_server_core::ChargePointIdentity;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
@@ -14,8 +15,8 @@ use super::SessionId;
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ChargePoint {
-    /// The identity (last segment of the WebSocket URL).
-    pub identity: String,
+    /// The identity (last segment of the WebSocket URL), shared with the table's key.
+    pub identity: ChargePointIdentity,
     /// The current connection, if any.
     pub session: Option<Session>,
     /// The last BootNotification.
@@ -140,9 +141,9 @@ impl MeterReading<'_> {
 
 impl ChargePoint {
     /// A charge point seen for the first time.
-    pub fn new(identity: &str) -> Self {
+    pub fn new(identity: ChargePointIdentity) -> Self {
         ChargePoint {
-            identity: identity.into(),
+            identity,
             session: None,
             registration: None,
             last_heartbeat: None,

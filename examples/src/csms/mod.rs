@@ -477,7 +477,7 @@ fn entry<'a>(
     if !charge_points.contains_key(identity) {
         charge_points.insert(
             identity.clone(),
-            Box::new(ChargePoint::new(identity.as_str())),
+            Box::new(ChargePoint::new(identity.clone())),
         );
     }
     match charge_points.get_mut(identity) {
