@@ -215,7 +215,7 @@ impl EventLoop {
             }
             let now = Instant::now();
             for key in std::mem::take(&mut self.read_again) {
-                self.socket_ready(key, true, false, now);
+                self.socket_ready(key, true, false, true, now);
             }
             for event in events.iter() {
                 match event.token() {
@@ -225,7 +225,9 @@ impl EventLoop {
                     token => {
                         let readable = event.is_readable() || event.is_read_closed();
                         let writable = event.is_writable() || event.is_write_closed();
-                        self.socket_ready(Key::from_token(token), readable, writable, now);
+                        // After the peer's FIN or an error, read on to the end of stream.
+                        let exhaust = event.is_read_closed() || event.is_error();
+                        self.socket_ready(Key::from_token(token), readable, writable, exhaust, now);
                     }
                 }
             }
@@ -371,11 +373,18 @@ impl EventLoop {
 
     // ---- readiness ----
 
-    fn socket_ready(&mut self, key: Key, readable: bool, writable: bool, now: Instant) {
+    fn socket_ready(
+        &mut self,
+        key: Key,
+        readable: bool,
+        writable: bool,
+        exhaust: bool,
+        now: Instant,
+    ) {
         match self.sockets.get_mut(key) {
             Some(Entry::Ocpp(_)) => {
                 if readable {
-                    self.read(key, now);
+                    self.read(key, exhaust, now);
                 }
                 // Writing happens in `service` whether or not this event said writable.
                 let _ = writable;
@@ -388,7 +397,12 @@ impl EventLoop {
 
     /// Reads into the loop's buffer and feeds the connection, handling its events after each
     /// read so that answers are produced (and back-pressure noticed) as data comes in.
-    fn read(&mut self, key: Key, now: Instant) {
+    ///
+    /// A read that returns less than the buffer has emptied the socket's receive queue, so
+    /// unless `exhaust` (the peer's FIN or an error was reported, or this is a `read_again`)
+    /// the loop stops there instead of paying a second `recvfrom` for its `EAGAIN`: any byte
+    /// that arrives later raises a new edge. That is one system call in three per message.
+    fn read(&mut self, key: Key, exhaust: bool, now: Instant) {
         let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
         for _ in 0..READS_PER_EVENT {
             let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
@@ -449,6 +463,9 @@ impl EventLoop {
                 Ok(n) => {
                     s.connection.handle_data(now, &self.scratch[..n]);
                     self.handle_events(key, now);
+                    if n < self.scratch.len() && !exhaust {
+                        return;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
