@@ -51,6 +51,7 @@ LOG="$OUT/run.log"
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
 
 SERVER_PIDS=()
+FAILURES=0
 stop_servers() {
     for pid in "${SERVER_PIDS[@]}"; do
         kill -TERM "$pid" 2>/dev/null || true
@@ -146,6 +147,7 @@ run() {
     log "$name: $server, $count charge points, $scenario"
     if ! start_server "$server" "$push" "$processes"; then
         log "$name: $server did not start"
+        FAILURES=$((FAILURES + 1))
         echo "{\"label\":\"$server\",\"scenario\":\"$scenario\",\"charge_points\":$count,\"error\":\"server did not start\"}" >"$json"
         stop_servers
         return
@@ -159,6 +161,7 @@ run() {
         --source-count "$sources" --server-pid "$pids" --label "$server" --json "$json" \
         "$@" 2>>"$LOG"; then
         log "$name: ocpp-load failed or timed out (see run.log)"
+        FAILURES=$((FAILURES + 1))
         [ -s "$json" ] || echo "{\"label\":\"$server\",\"scenario\":\"$scenario\",\"charge_points\":$count,\"error\":\"could not complete (ocpp-load failed or timed out)\"}" >"$json"
     fi
     stop_servers
@@ -215,5 +218,11 @@ fi
 log "results in $OUT"
 
 if [ "${BENCH_SKIP_REPORT:-0}" != 1 ]; then
-    bash bench/report.sh "$OUT"
+    bash bench/report.sh "$OUT" || exit 1
+fi
+log "$FAILURES runs did not complete"
+# A peer that cannot hold a size is a result of the full run; in the quick check every run
+# must complete.
+if [ "$QUICK" = 1 ] && [ "$FAILURES" -gt 0 ]; then
+    exit 1
 fi
