@@ -71,6 +71,8 @@ extern crate alloc;
 
 mod close;
 mod decoder;
+#[cfg(feature = "deflate")]
+pub mod deflate;
 mod encoder;
 mod error;
 pub mod frame;
