@@ -704,6 +704,13 @@ fn append_inflated(
     let len = data.len();
     let size = (len as u64).saturating_add(bytes.len() as u64);
     if size > limit {
+        // Invalid text within the limit is reported as such, wherever the inflater's output
+        // happened to be cut.
+        if text {
+            let fits = limit.saturating_sub(len as u64) as usize;
+            utf8.feed(bytes.get(..fits).unwrap_or(bytes))
+                .map_err(|_| ProtocolError::InvalidUtf8)?;
+        }
         return Err(ProtocolError::MessageTooLarge { size, limit });
     }
     if text {

@@ -80,15 +80,17 @@ impl Decompressor {
         let mut input = input;
         loop {
             let (in_before, out_before) = (state.total_in(), state.total_out());
-            let status = state
-                .decompress(input, &mut out, FlushDecompress::None)
-                .map_err(|_| ProtocolError::InvalidCompressedData)?;
+            let result = state.decompress(input, &mut out, FlushDecompress::None);
             let used = (state.total_in() - in_before) as usize;
             let produced = (state.total_out() - out_before) as usize;
             input = input.get(used..).unwrap_or(&[]);
+            // What was inflated before bad data goes to the sink first, so that the outcome
+            // (e.g. invalid UTF-8 before the bad data) does not depend on how the payload was
+            // split across calls.
             if produced > 0 {
                 sink(out.get(..produced).unwrap_or(&[]))?;
             }
+            let status = result.map_err(|_| ProtocolError::InvalidCompressedData)?;
             if status == Status::StreamEnd {
                 self.ended = true;
                 return Ok(());
