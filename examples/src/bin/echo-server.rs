@@ -634,4 +634,19 @@ mod tests {
         close_for_error(&ProtocolError::InvalidUtf8, &mut out);
         assert_eq!(&out[..4], [0x88, out[1], 0x03, 0xef]); // 1007
     }
+
+    #[test]
+    fn echoes_compressed_with_deflate() {
+        let params = ocpp_frame::deflate::DeflateParams::default();
+        let mut compressor = Compressor::new(Role::Server, &params, &deflate_config());
+        let mut out = Vec::new();
+        let hello = Message::Text("Hello".into());
+        assert_eq!(echo(hello, Some(&mut compressor), &mut out), Flow::Continue);
+        // RFC 7692 §7.2.3.1; even 5 bytes are compressed (threshold 0).
+        assert_eq!(out, [0xc1, 0x07, 0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00]);
+        out.clear();
+        let ping = Message::Ping(b"p".to_vec().into());
+        assert_eq!(echo(ping, Some(&mut compressor), &mut out), Flow::Continue);
+        assert_eq!(out, [0x8a, 0x01, b'p']);
+    }
 }
