@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the Autobahn|Testsuite fuzzingclient against the echo server: cases 1-10 (301 cases), then
-# a subset of the permessage-deflate cases 12.* and 13.* (54 cases, about 1.5-3 min): all of
-# 12.1 and 13.1 (every message size, context takeover both ways) and the small sizes of 12.2
-# and 13.3 (binary; the server limited to a 9-bit window). Run all of 12.* and 13.* by hand:
+# a subset of the permessage-deflate cases 12.* and 13.* (72 cases, about 1.5-3 min): 12.1 and
+# 12.2 (text and binary, every message size, context takeover both ways), 13.1 and 13.3 (the
+# client's offer of context takeover, and of a 9-bit server window). Run all of 12.* and 13.* by hand:
 # AUTOBAHN_COMPRESSION_CASES='["12.*","13.*"]' (216 cases, 10-15 min on 2 cores, release build).
 #
 # usage: bash scripts/autobahn.sh [CASES]     (from anywhere; CASES as for run.sh: only those,
@@ -61,7 +61,7 @@ if [ -z "$PORT" ]; then
 fi
 echo "autobahn.sh: echo-server (PID $SERVER_PID) listening on 127.0.0.1:$PORT"
 
-COMPRESSION_DEFAULT='["12.1.*","13.1.*","12.2.1","12.2.2","12.2.3","12.2.4","12.2.5","12.2.6","12.2.7","12.2.8","12.2.9","13.3.1","13.3.2","13.3.3","13.3.4","13.3.5","13.3.6","13.3.7","13.3.8","13.3.9"]'
+COMPRESSION_DEFAULT='["12.1.*","12.2.*","13.1.*","13.3.*"]'
 COMPRESSION_CASES="${AUTOBAHN_COMPRESSION_CASES:-$COMPRESSION_DEFAULT}"
 [ $# -gt 0 ] && COMPRESSION_CASES=none
 
