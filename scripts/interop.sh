@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Interop checks: the Python `websockets` and Node `ws` clients against the echo server.
+# Interop checks: the Python `websockets` and Node `ws` clients against the echo server, each
+# without compression and with permessage-deflate (the clients check that it was negotiated).
 #
 # usage: bash scripts/interop.sh [--deps-only]
 #

@@ -107,6 +107,8 @@ pub struct Decoded {
 enum Target {
     Data,
     Control,
+    /// A frame of a compressed message: inflated as it arrives, never buffered.
+    Compressed,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -120,6 +122,7 @@ struct FrameInProgress {
 struct MessageInProgress {
     text: bool,
     fragments: u32,
+    compressed: bool,
 }
 
 /// Turns the bytes of a connection into messages, for either role (RFC 6455 §5-§8).
@@ -157,6 +160,8 @@ pub struct Decoder {
     data: BytesMut,
     control: BytesMut,
     error: Option<ProtocolError>,
+    #[cfg(feature = "deflate")]
+    inflate: Option<crate::deflate::Decompressor>,
 }
 
 impl Decoder {
@@ -174,6 +179,55 @@ impl Decoder {
             data: BytesMut::new(),
             control: BytesMut::new(),
             error: None,
+            #[cfg(feature = "deflate")]
+            inflate: None,
+        }
+    }
+
+    /// Turns on permessage-deflate with the parameters the handshake agreed (RFC 7692): RSV1
+    /// becomes allowed on the first frame of a data message, and such messages are inflated as
+    /// their payload arrives. The size limits apply to the inflated bytes, checked in bounded
+    /// chunks while inflating (a decompression bomb stops at the limit: 1009); UTF-8 is checked
+    /// on the inflated text (1007); RSV1 on a control or continuation frame is refused (1002);
+    /// data that does not inflate closes with 1007.
+    ///
+    /// Memory: without context takeover of the peer (`*_no_context_takeover` for its role) the
+    /// inflate state exists only while a compressed message is arriving; with it, from the first
+    /// compressed message on.
+    ///
+    /// ```
+    /// use ocpp_frame::deflate::DeflateParams;
+    /// use ocpp_frame::{Decoder, DecoderConfig, Message, ProtocolError, Role};
+    /// let mut decoder = Decoder::new(Role::Client, DecoderConfig::default());
+    /// decoder.set_deflate(&DeflateParams::default());
+    /// // RFC 7692 §7.2.3.1: "Hello", compressed, in one frame.
+    /// let wire = [0xc1, 0x07, 0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00];
+    /// assert_eq!(decoder.decode(&wire).unwrap().message, Some(Message::Text("Hello".into())));
+    /// // RSV1 on a ping is a protocol error.
+    /// assert_eq!(decoder.decode(&[0xc9, 0x00]), Err(ProtocolError::CompressedControlFrame));
+    /// ```
+    #[cfg(feature = "deflate")]
+    pub fn set_deflate(&mut self, params: &crate::deflate::DeflateParams) {
+        self.config.allowed_rsv |= crate::frame::RSV1;
+        self.inflate = Some(crate::deflate::Decompressor::new(self.role, params));
+    }
+
+    /// [`Decoder::set_deflate`] in builder form.
+    #[cfg(feature = "deflate")]
+    pub fn with_deflate(mut self, params: &crate::deflate::DeflateParams) -> Self {
+        self.set_deflate(params);
+        self
+    }
+
+    /// Whether permessage-deflate is on ([`Decoder::set_deflate`]).
+    pub fn is_deflate(&self) -> bool {
+        #[cfg(feature = "deflate")]
+        {
+            self.inflate.is_some()
+        }
+        #[cfg(not(feature = "deflate"))]
+        {
+            false
         }
     }
 
@@ -202,10 +256,33 @@ impl Decoder {
         self.header_len == 0 && self.frame.is_none() && self.message.is_none()
     }
 
-    /// The heap bytes this decoder holds (buffer capacity of partial frames and messages).
-    /// Zero whenever it is idle.
+    /// The heap bytes this decoder holds (buffer capacity of partial frames and messages, and
+    /// an estimate of the inflate state while it is allocated). Zero whenever it is idle, unless
+    /// permessage-deflate keeps the peer's context between messages.
     pub fn heap_bytes(&self) -> usize {
-        self.data.capacity() + self.control.capacity()
+        let inflate = {
+            #[cfg(feature = "deflate")]
+            {
+                self.inflate.as_ref().map_or(0, |d| d.heap_bytes())
+            }
+            #[cfg(not(feature = "deflate"))]
+            {
+                0
+            }
+        };
+        self.data.capacity() + self.control.capacity() + inflate
+    }
+
+    /// Whether the inflate state of permessage-deflate is allocated right now.
+    pub fn is_inflate_allocated(&self) -> bool {
+        #[cfg(feature = "deflate")]
+        {
+            self.inflate.as_ref().is_some_and(|d| d.is_allocated())
+        }
+        #[cfg(not(feature = "deflate"))]
+        {
+            false
+        }
     }
 
     /// Decodes from `input`: consumes bytes until one message is complete or the input ends.
@@ -248,6 +325,10 @@ impl Decoder {
         self.message = None;
         self.data = BytesMut::new();
         self.control = BytesMut::new();
+        #[cfg(feature = "deflate")]
+        if let Some(inflate) = &mut self.inflate {
+            inflate.reset();
+        }
         error
     }
 
@@ -265,7 +346,9 @@ impl Decoder {
                         // Only a frame that is a whole message (or a control frame) is handed
                         // out as a slice of `buf`. A fragment is copied: kept as a slice, it
                         // would pin the caller's whole read buffer until the message ends.
-                        let whole = header.fin && header.opcode != Opcode::Continuation;
+                        let whole = header.fin
+                            && header.opcode != Opcode::Continuation
+                            && target != Target::Compressed;
                         buf.advance(header_len);
                         // `payload_len <= available`, which is a `usize`.
                         let payload = buf.split_to(header.payload_len as usize);
@@ -380,6 +463,15 @@ impl Decoder {
         if header.rsv & !self.config.allowed_rsv != 0 {
             return Err(ProtocolError::ReservedBits(header.rsv));
         }
+        // RFC 7692 §6.1: with permessage-deflate, RSV1 marks the first frame of a compressed
+        // data message and nothing else.
+        let rsv1 = self.is_deflate() && header.rsv & crate::frame::RSV1 != 0;
+        if rsv1 && header.opcode.is_control() {
+            return Err(ProtocolError::CompressedControlFrame);
+        }
+        if rsv1 && header.opcode == Opcode::Continuation {
+            return Err(ProtocolError::CompressedContinuation);
+        }
         match (self.role, header.mask.is_some()) {
             (Role::Server, false) => return Err(ProtocolError::UnmaskedClientFrame),
             (Role::Client, true) => return Err(ProtocolError::MaskedServerFrame),
@@ -400,8 +492,10 @@ impl Decoder {
                     limit: self.config.max_frame_size,
                 });
             }
+            // A compressed message's limit is on its inflated size, checked while inflating.
+            let compressed = rsv1 || self.message.is_some_and(|m| m.compressed);
             let total = (self.data.len() as u64).saturating_add(header.payload_len);
-            if total > self.config.max_message_size {
+            if !compressed && total > self.config.max_message_size {
                 return Err(ProtocolError::MessageTooLarge {
                     size: total,
                     limit: self.config.max_message_size,
@@ -422,10 +516,15 @@ impl Decoder {
                     self.message = Some(MessageInProgress {
                         text: opcode == Opcode::Text,
                         fragments: 1,
+                        compressed: rsv1,
                     });
                 }
             }
-            Target::Data
+            if compressed {
+                Target::Compressed
+            } else {
+                Target::Data
+            }
         };
         self.frame = Some(FrameInProgress {
             header,
@@ -437,7 +536,7 @@ impl Decoder {
 
     fn buffer(&mut self, target: Target) -> &mut BytesMut {
         match target {
-            Target::Data => &mut self.data,
+            Target::Data | Target::Compressed => &mut self.data,
             Target::Control => &mut self.control,
         }
     }
@@ -447,6 +546,9 @@ impl Decoder {
         let Some(frame) = self.frame else {
             return Ok(());
         };
+        if frame.target == Target::Compressed {
+            return self.inflate_payload(chunk);
+        }
         let frame_left = frame.header.payload_len - frame.received;
         let buffer = self.buffer(frame.target);
         let start = buffer.len();
@@ -472,7 +574,7 @@ impl Decoder {
             return Ok(());
         };
         let buffer = match frame.target {
-            Target::Data => &mut self.data,
+            Target::Data | Target::Compressed => &mut self.data,
             Target::Control => &mut self.control,
         };
         let added = &mut buffer[start..];
@@ -508,6 +610,9 @@ impl Decoder {
                 if !frame.header.fin {
                     return Ok(None);
                 }
+                if frame.target == Target::Compressed {
+                    self.finish_inflate()?;
+                }
                 let text = self.message.take().is_some_and(|m| m.text);
                 let payload = core::mem::take(&mut self.data).freeze();
                 if text {
@@ -520,4 +625,105 @@ impl Decoder {
         };
         Ok(Some(message))
     }
+}
+
+/// Unmasks compressed payload through this stack buffer on its way to the inflater: compressed
+/// bytes are never buffered on the heap.
+#[cfg(feature = "deflate")]
+const UNMASK_CHUNK: usize = 4096;
+
+#[cfg(feature = "deflate")]
+impl Decoder {
+    /// Unmasks and inflates a piece of a compressed frame's payload.
+    fn inflate_payload(&mut self, chunk: &[u8]) -> Result<(), ProtocolError> {
+        let Some(frame) = self.frame.as_mut() else {
+            return Ok(());
+        };
+        let Some(inflate) = self.inflate.as_mut() else {
+            return Ok(());
+        };
+        let data = &mut self.data;
+        let utf8 = &mut self.utf8;
+        let text = self.message.is_some_and(|m| m.text);
+        let limit = self.config.max_message_size;
+        let mut sink = |bytes: &[u8]| append_inflated(data, utf8, text, limit, bytes);
+        match frame.header.mask {
+            None => {
+                frame.received += chunk.len() as u64;
+                inflate.inflate(chunk, &mut sink)
+            }
+            Some(key) => {
+                let mut scratch = [0u8; UNMASK_CHUNK];
+                for piece in chunk.chunks(UNMASK_CHUNK) {
+                    let unmasked = &mut scratch[..piece.len()];
+                    unmasked.copy_from_slice(piece);
+                    apply_mask(unmasked, key, (frame.received % 4) as usize);
+                    frame.received += piece.len() as u64;
+                    inflate.inflate(unmasked, &mut sink)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Ends a compressed message: inflates the tail RFC 7692 §7.2.2 appends.
+    fn finish_inflate(&mut self) -> Result<(), ProtocolError> {
+        let Some(inflate) = self.inflate.as_mut() else {
+            return Ok(());
+        };
+        let data = &mut self.data;
+        let utf8 = &mut self.utf8;
+        let text = self.message.is_some_and(|m| m.text);
+        let limit = self.config.max_message_size;
+        inflate.finish_message(&mut |bytes: &[u8]| append_inflated(data, utf8, text, limit, bytes))
+    }
+}
+
+#[cfg(not(feature = "deflate"))]
+impl Decoder {
+    fn inflate_payload(&mut self, _chunk: &[u8]) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+
+    fn finish_inflate(&mut self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+}
+
+/// Appends inflated bytes to the message, refusing them (before storing anything) once the
+/// message would pass `limit`, and validating text as it grows. The buffer grows to twice its
+/// length at most, and never past the limit.
+#[cfg(feature = "deflate")]
+fn append_inflated(
+    data: &mut BytesMut,
+    utf8: &mut Utf8Validator,
+    text: bool,
+    limit: u64,
+    bytes: &[u8],
+) -> Result<(), ProtocolError> {
+    let len = data.len();
+    let size = (len as u64).saturating_add(bytes.len() as u64);
+    if size > limit {
+        // Invalid text within the limit is reported as such, wherever the inflater's output
+        // happened to be cut.
+        if text {
+            let fits = limit.saturating_sub(len as u64) as usize;
+            utf8.feed(bytes.get(..fits).unwrap_or(bytes))
+                .map_err(|_| ProtocolError::InvalidUtf8)?;
+        }
+        return Err(ProtocolError::MessageTooLarge { size, limit });
+    }
+    if text {
+        utf8.feed(bytes).map_err(|_| ProtocolError::InvalidUtf8)?;
+    }
+    if data.capacity() - len < bytes.len() {
+        // `size <= limit`, so the cast is lossless wherever the message fits in memory.
+        let wanted = (2 * len).max(len + bytes.len()).max(256) as u64;
+        let capacity = wanted.min(limit) as usize;
+        let mut grown = BytesMut::with_capacity(capacity);
+        grown.extend_from_slice(data);
+        *data = grown;
+    }
+    data.extend_from_slice(bytes);
+    Ok(())
 }

@@ -79,6 +79,69 @@ impl Encoder {
         Ok(())
     }
 
+    /// Appends a single-frame data message compressed with permessage-deflate (RFC 7692 §6,
+    /// §7.2.1): RSV1 set, the payload deflated by `compressor` with its tail removed.
+    ///
+    /// A payload under the compressor's [`min_compress_size`](crate::deflate::DeflateConfig::min_compress_size)
+    /// goes out uncompressed (RSV1 clear, allowed per message), and so does a control frame
+    /// (control frames are never compressed). The frame is written straight into `out`: the
+    /// compressed bytes are produced behind room for the longest header, then moved once.
+    ///
+    /// ```
+    /// use ocpp_frame::deflate::{Compressor, DeflateConfig, DeflateParams};
+    /// use ocpp_frame::{Encoder, Opcode, Role};
+    /// let config = DeflateConfig::default().min_compress_size(0);
+    /// let mut compressor = Compressor::new(Role::Server, &DeflateParams::default(), &config);
+    /// let mut out = Vec::new();
+    /// Encoder::new(Role::Server)
+    ///     .encode_compressed(&mut compressor, Opcode::Text, b"Hello", None, &mut out)
+    ///     .unwrap();
+    /// // RFC 7692 §7.2.3.1.
+    /// assert_eq!(out, [0xc1, 0x07, 0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00]);
+    /// ```
+    #[cfg(feature = "deflate")]
+    pub fn encode_compressed(
+        &self,
+        compressor: &mut crate::deflate::Compressor,
+        opcode: Opcode,
+        payload: &[u8],
+        mask_key: Option<[u8; 4]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        if opcode.is_control() || !compressor.should_compress(payload.len()) {
+            return self.encode_frame(FrameHeader::new(opcode, 0), payload, mask_key, out);
+        }
+        match (self.role, mask_key) {
+            (Role::Client, None) => return Err(EncodeError::MaskKeyRequired),
+            (Role::Server, Some(_)) => return Err(EncodeError::UnexpectedMaskKey),
+            _ => {}
+        }
+        let start = out.len();
+        let body = start + crate::frame::MAX_HEADER_LEN;
+        out.resize(body, 0);
+        if let Err(error) = compressor.compress(payload, out) {
+            out.truncate(start);
+            return Err(error);
+        }
+        let len = out.len() - body;
+        let header = FrameHeader {
+            fin: true,
+            rsv: crate::frame::RSV1,
+            opcode,
+            mask: mask_key,
+            payload_len: len as u64,
+        };
+        let mut head = [0u8; crate::frame::MAX_HEADER_LEN];
+        let head_len = header.encode(&mut head);
+        out.copy_within(body.., start + head_len);
+        out.truncate(start + head_len + len);
+        out[start..start + head_len].copy_from_slice(&head[..head_len]);
+        if let Some(key) = mask_key {
+            apply_mask(&mut out[start + head_len..], key, 0);
+        }
+        Ok(())
+    }
+
     /// Appends a single-frame text message.
     pub fn encode_text(
         &self,

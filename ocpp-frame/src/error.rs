@@ -70,14 +70,26 @@ pub enum ProtocolError {
         /// The configured limit.
         limit: u32,
     },
+    /// RSV1 (compressed) on a control frame (RFC 7692 §6.1: only data messages are compressed).
+    #[error("compressed control frame")]
+    CompressedControlFrame,
+    /// RSV1 on a continuation frame (RFC 7692 §6.1: it marks the first frame of a message only).
+    #[error("RSV1 set on a continuation frame")]
+    CompressedContinuation,
+    /// A compressed message whose DEFLATE data does not inflate (RFC 7692 §7.2.2).
+    #[error("compressed data does not inflate")]
+    InvalidCompressedData,
 }
 
 impl ProtocolError {
     /// The close code to send for this error: the single mapping of the crate.
     ///
     /// - 1007 (invalid payload data) for UTF-8 errors, in text and in close reasons (RFC 6455
-    ///   §7.4.1, §8.1);
-    /// - 1009 (message too big) when a frame or message exceeds a size limit;
+    ///   §7.4.1, §8.1), and for compressed data that does not inflate: RFC 7692 names no code;
+    ///   the payload is inconsistent with its message type, as Node `ws` answers it (Python
+    ///   `websockets` answers 1002);
+    /// - 1009 (message too big) when a frame or message exceeds a size limit, a compressed
+    ///   message's inflated size included;
     /// - 1008 (policy violation) when a message has too many fragments: a limit of this
     ///   endpoint's, not of the protocol;
     /// - 1002 (protocol error) for everything else.
@@ -89,9 +101,9 @@ impl ProtocolError {
     /// ```
     pub const fn close_code(&self) -> CloseCode {
         match self {
-            ProtocolError::InvalidUtf8 | ProtocolError::InvalidCloseReason => {
-                CloseCode::INVALID_PAYLOAD
-            }
+            ProtocolError::InvalidUtf8
+            | ProtocolError::InvalidCloseReason
+            | ProtocolError::InvalidCompressedData => CloseCode::INVALID_PAYLOAD,
             ProtocolError::FrameTooLarge { .. } | ProtocolError::MessageTooLarge { .. } => {
                 CloseCode::MESSAGE_TOO_BIG
             }
@@ -106,7 +118,9 @@ impl ProtocolError {
             | ProtocolError::UnexpectedContinuation
             | ProtocolError::ExpectedContinuation
             | ProtocolError::InvalidClosePayloadLength
-            | ProtocolError::InvalidCloseCode(_) => CloseCode::PROTOCOL_ERROR,
+            | ProtocolError::InvalidCloseCode(_)
+            | ProtocolError::CompressedControlFrame
+            | ProtocolError::CompressedContinuation => CloseCode::PROTOCOL_ERROR,
         }
     }
 }
@@ -130,4 +144,7 @@ pub enum EncodeError {
     /// A close code that may not be sent (RFC 6455 §7.4).
     #[error("close code {0} may not be sent")]
     InvalidCloseCode(u16),
+    /// The compressor failed (permessage-deflate); nothing was written.
+    #[error("compression failed")]
+    Compression,
 }

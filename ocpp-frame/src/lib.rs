@@ -12,6 +12,11 @@
 //!   supply ([`mask`] does the XOR a word at a time).
 //! - [`ProtocolError::close_code`] is the one place that maps each refusal to its close code.
 //! - [`handshake`] parses and answers the HTTP/1.1 upgrade, server and client side.
+//! - [`deflate`] (feature `deflate`) negotiates permessage-deflate (RFC 7692) and compresses
+//!   and inflates messages; [`Decoder::set_deflate`] inflates as the payload arrives, with the
+//!   message size limit applied to the inflated bytes (a decompression bomb is refused with
+//!   1009 without allocating past the limit); without context takeover an idle connection holds
+//!   no compression state.
 //!
 //! # A server's loop, in short
 //!
@@ -56,10 +61,45 @@
 //! assert_eq!(out, [0x8a, 0x00, 0x81, 0x05, b'H', b'e', b'l', b'l', b'o']);
 //! ```
 //!
+//! # permessage-deflate, in short
+//!
+//! ```
+//! # #[cfg(feature = "deflate")] {
+//! use ocpp_frame::deflate::{Compressor, DeflateConfig};
+//! use ocpp_frame::handshake::{Accept, Progress, ServerHandshake};
+//! use ocpp_frame::{Decoder, DecoderConfig, Encoder, Opcode, Role};
+//!
+//! let config = DeflateConfig::default(); // no context takeover: idle connections hold nothing
+//! let mut handshake = ServerHandshake::new();
+//! let Ok(Progress::Complete { value: request, .. }) = handshake.handle_data(
+//!     b"GET /ocpp/CP001 HTTP/1.1\r\nHost: csms\r\nUpgrade: websocket\r\n\
+//!       Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+//!       Sec-WebSocket-Version: 13\r\n\
+//!       Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n",
+//! ) else { panic!() };
+//! let accepted = config.accept_offer(request.extensions()).unwrap();
+//! let mut out = Vec::new();
+//! let headers = [("Sec-WebSocket-Extensions", accepted.response.as_bytes())];
+//! request.accept(&Accept::new().with_headers(&headers), &mut out).unwrap();
+//!
+//! // Inflate what the client sends, compress what we send.
+//! let decoder = Decoder::new(Role::Server, DecoderConfig::default()).with_deflate(&accepted.params);
+//! let mut compressor = Compressor::new(Role::Server, &accepted.params, &config);
+//! let json = r#"[3,"1",{"status":"Accepted","currentTime":"2026-11-30T01:00:00Z","interval":300}]"#;
+//! Encoder::new(Role::Server)
+//!     .encode_compressed(&mut compressor, Opcode::Text, json.repeat(4).as_bytes(), None, &mut out)
+//!     .unwrap();
+//! assert!(!compressor.is_allocated()); // dropped after the message
+//! # let _ = decoder;
+//! # }
+//! ```
+//!
 //! # Features
 //!
 //! - `std` (default): `std::error::Error` for the error types. Without it the crate is
 //!   `#![no_std]` and needs only `alloc`.
+//! - `deflate` (default, needs `std`): the [`deflate`] module, through `flate2` with the
+//!   pure-Rust `zlib-rs` backend.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -71,6 +111,8 @@ extern crate alloc;
 
 mod close;
 mod decoder;
+#[cfg(feature = "deflate")]
+pub mod deflate;
 mod encoder;
 mod error;
 pub mod frame;

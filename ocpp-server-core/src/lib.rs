@@ -42,7 +42,7 @@ mod identity_table;
 mod timer;
 mod typed;
 
-pub use config::{ConnectionConfig, NoCommonVersion, VersionPolicy};
+pub use config::{ConnectionConfig, DeflatePolicy, NoCommonVersion, VersionPolicy};
 pub use connection::{ConnectTarget, Connection, RefusalReason, Refused, Side, WrongState};
 pub use event::{CallOutcome, CloseReason, Closed, Event, UnansweredCall, UpgradeRequest};
 pub use identity::{ChargePointIdentity, IdentityError};

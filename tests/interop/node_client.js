@@ -3,6 +3,10 @@
 //
 // Usage: node tests/interop/node_client.js ws://127.0.0.1:PORT
 //
+// Every check runs twice: without compression, then with permessage-deflate (threshold 0, so
+// every message is compressed; the run checks that the server accepted it), plus a large
+// compressible message and invalid UTF-8 inside a compressed message.
+//
 // Each check prints one line; the script exits 1 on the first mismatch (or any error) and 0 when
 // every check passed. Needs `ws` from tests/interop/node_modules (scripts/interop.sh runs
 // `npm ci` there). Every step has a timeout, so a silent server cannot hang it.
@@ -46,10 +50,14 @@ function next(ws, event) {
   });
 }
 
-function open(url) {
-  // No compression: the echo server does not negotiate permessage-deflate.
-  const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 4 * BIG });
-  return next(ws, 'open').then(() => ws);
+function open(url, deflate) {
+  const perMessageDeflate = deflate ? { threshold: 0 } : false;
+  const ws = new WebSocket(url, { perMessageDeflate, maxPayload: 8 * BIG });
+  return next(ws, 'open').then(() => {
+    const negotiated = ws.extensions.split(/[;,]/)[0].trim();
+    expect(`negotiated extension '${deflate ? 'permessage-deflate' : ''}'`, negotiated, deflate ? 'permessage-deflate' : '');
+    return ws;
+  });
 }
 
 // Sends `parts` as one message (fragmented when there is more than one part) and returns the
@@ -67,8 +75,8 @@ async function expectEcho(ws, what, parts, binary) {
   expect(what, data, want);
 }
 
-async function exchanges(url) {
-  const ws = await open(url);
+async function exchanges(url, deflate) {
+  const ws = await open(url, deflate);
   await expectEcho(ws, 'text echoed as text', ['hello'], false);
   await expectEcho(ws, 'unicode text echoed', ['h\u00e9llo w\u00f6rld \u2713 \u4e2d\u6587 \u{1f600}'], false);
   const binary = Buffer.alloc(1024, 0).map((_, i) => i % 256);
@@ -88,6 +96,17 @@ async function exchanges(url) {
   for (let i = 0; i < BIG; i += 65536) pieces.push(big.subarray(i, i + 65536));
   await expectEcho(ws, '1 MiB binary in 16 fragments echoed', pieces, true);
 
+  if (deflate) {
+    const meter = '{"timestamp":"2026-11-30T01:00:00Z","value":"1234.5","unit":"Wh"},';
+    await expectEcho(ws, '4 MiB compressible text echoed', [`[${meter.repeat(Math.floor((4 * BIG) / meter.length))}{}]`], false);
+    for (let i = 0; i < 50; i++) {
+      const msg = `[2,"${i}","Heartbeat",{}]`.repeat(i % 7);
+      const [data] = await echo(ws, [msg], false);
+      if (data.toString('utf8') !== msg) throw new Mismatch(`context takeover message ${i}: got ${show(data.toString('utf8'))}`);
+    }
+    console.log('ok   50 messages with context takeover echoed');
+  }
+
   const pong = next(ws, 'pong');
   ws.ping(Buffer.from('are you there'));
   const [pongData] = await pong;
@@ -100,8 +119,8 @@ async function exchanges(url) {
   expect('client close: server echoed reason', reason.toString('utf8'), 'bye from node');
 }
 
-async function protocolError(url) {
-  const ws = await open(url);
+async function protocolError(url, deflate) {
+  const ws = await open(url, deflate);
   const closed = next(ws, 'close');
   // ws does not validate what it sends: a Buffer with binary: false goes out as a Text frame.
   ws.send(Buffer.from([0xff, 0xfe, 0x20, 0x78]), { binary: false });
@@ -116,8 +135,11 @@ async function main() {
     process.exit(2);
   }
   try {
-    await exchanges(url);
-    await protocolError(url);
+    for (const deflate of [false, true]) {
+      console.log(`--   permessage-deflate ${deflate ? 'on' : 'off'}`);
+      await exchanges(url, deflate);
+      await protocolError(url, deflate);
+    }
   } catch (err) {
     console.log(`FAIL ${err instanceof Mismatch ? '' : `${err.name}: `}${err.message}`);
     process.exit(1);

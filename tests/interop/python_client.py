@@ -3,6 +3,10 @@
 
 Usage: python3 tests/interop/python_client.py ws://127.0.0.1:PORT
 
+Every check runs twice: without compression, then with permessage-deflate (websockets
+offers it by default; the run checks that the server accepted it), plus a large
+compressible message and invalid UTF-8 inside a compressed message.
+
 Each check prints one line; the script exits 1 on the first mismatch (or any
 error) and 0 when every check passed. Needs `websockets` (pinned in
 scripts/interop.sh). Every step has a timeout, so a silent server cannot hang it.
@@ -35,21 +39,27 @@ async def echo(ws, message, text=None):
     return await asyncio.wait_for(ws.recv(), STEP_TIMEOUT)
 
 
-def open_connection(url):
-    # No keep-alive pings of our own (they would interleave with the ping check) and no
-    # compression (the echo server does not negotiate permessage-deflate).
+def open_connection(url, compression):
+    # No keep-alive pings of our own (they would interleave with the ping check).
     return connect(
         url,
-        compression=None,
+        compression=compression,
         ping_interval=None,
-        max_size=4 * BIG,
+        max_size=8 * BIG,
         open_timeout=STEP_TIMEOUT,
         close_timeout=STEP_TIMEOUT,
     )
 
 
-async def exchanges(url):
-    async with open_connection(url) as ws:
+def check_extensions(ws, compression):
+    negotiated = [extension.name for extension in ws.protocol.extensions]
+    want = ["permessage-deflate"] if compression else []
+    expect(f"negotiated extensions {want}", negotiated, want)
+
+
+async def exchanges(url, compression):
+    async with open_connection(url, compression) as ws:
+        check_extensions(ws, compression)
         expect("text echoed as text", await echo(ws, "hello"), "hello")
         unicode = "h\u00e9llo w\u00f6rld \u2713 \u4e2d\u6587 \U0001f600"
         expect("unicode text echoed", await echo(ws, unicode), unicode)
@@ -73,6 +83,18 @@ async def exchanges(url):
         big_fragments = [big_binary[i : i + 65536] for i in range(0, BIG, 65536)]
         expect("1 MiB binary in 16 fragments echoed", await echo(ws, big_fragments), big_binary)
 
+        if compression:
+            # 4 MiB of JSON-like text: about 1% of it on the wire each way.
+            meter = '{"timestamp":"2026-11-30T01:00:00Z","value":"1234.5","unit":"Wh"},'
+            huge = "[" + meter * (4 * BIG // len(meter)) + "{}]"
+            expect("4 MiB compressible text echoed", await echo(ws, huge), huge)
+            for i in range(50):
+                msg = f'[2,"{i}","Heartbeat",{{}}]' * (i % 7)
+                got = await echo(ws, msg)
+                if got != msg:
+                    raise Mismatch(f"context takeover message {i}: got {got!r}, want {msg!r}")
+            print("ok   50 messages with context takeover echoed")
+
         pong = await asyncio.wait_for(ws.ping(b"are you there"), STEP_TIMEOUT)
         latency = await asyncio.wait_for(pong, STEP_TIMEOUT)
         expect("ping answered by a pong with the same payload", latency >= 0, True)
@@ -82,8 +104,9 @@ async def exchanges(url):
         expect("client close: server echoed reason", ws.close_reason, "bye from python")
 
 
-async def protocol_error(url):
-    async with open_connection(url) as ws:
+async def protocol_error(url, compression):
+    async with open_connection(url, compression) as ws:
+        check_extensions(ws, compression)
         # `text=True` sends bytes in a Text frame without checking them: invalid UTF-8 on the wire.
         await asyncio.wait_for(ws.send(b"\xff\xfe invalid", text=True), STEP_TIMEOUT)
         try:
@@ -96,8 +119,10 @@ async def protocol_error(url):
 
 
 async def main(url):
-    await exchanges(url)
-    await protocol_error(url)
+    for compression in (None, "deflate"):
+        print(f"--   compression={compression}")
+        await exchanges(url, compression)
+        await protocol_error(url, compression)
 
 
 if __name__ == "__main__":

@@ -14,11 +14,16 @@
 //! Memory: one scratch read buffer for the whole loop ([`SCRATCH_SIZE`]); per connection only
 //! the socket, the handshake or decoder state and the bytes still to be written.
 //!
+//! Compression: permessage-deflate (RFC 7692) is accepted whenever a client offers it, with
+//! whatever parameters the offer asks for and context takeover allowed both ways (the
+//! conformance suites exercise every variant); every data message is compressed, whatever its
+//! size. `--no-deflate` answers without the extension.
+//!
 //! Subprotocols: the server never selects one, even when the client offers some (RFC 6455 §4.2.2
 //! lets a server answer without `Sec-WebSocket-Protocol`; it then speaks none). An OCPP server
 //! would pick the first offered version it supports instead.
 //!
-//! Usage: `echo-server [ADDR]` (default `127.0.0.1:9001`; port 0 picks a free port, printed in
+//! Usage: `echo-server [--no-deflate] [ADDR]` (default `127.0.0.1:9001`; port 0 picks a free port, printed in
 //! the `listening on` line on stderr).
 
 use std::cmp::Reverse;
@@ -30,8 +35,11 @@ use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Registry, Token};
+use ocpp_frame::deflate::{Compressor, DeflateConfig};
 use ocpp_frame::handshake::{Accept, Progress, ServerHandshake};
-use ocpp_frame::{CloseCode, Decoder, DecoderConfig, Encoder, Message, ProtocolError, Role};
+use ocpp_frame::{
+    CloseCode, Decoder, DecoderConfig, Encoder, Message, Opcode, ProtocolError, Role,
+};
 
 /// The address used when none is given.
 const DEFAULT_ADDR: &str = "127.0.0.1:9001";
@@ -59,7 +67,7 @@ const MAX_CLOSE_REASON: usize = 123;
 
 fn usage() -> String {
     format!(
-        "Usage: echo-server [ADDR]\n\
+        "Usage: echo-server [--no-deflate] [ADDR]\n\
          \n\
          A plain WebSocket echo server (RFC 6455, no OCPP) for conformance suites.\n\
          Echoes text and binary messages, answers pings with pongs and closes with closes.\n\
@@ -68,7 +76,8 @@ fn usage() -> String {
            ADDR        address to listen on (default {DEFAULT_ADDR}; port 0 picks a free port)\n\
          \n\
          Options:\n  \
-           -h, --help  print this help\n\
+           --no-deflate  do not accept permessage-deflate (RFC 7692)\n  \
+           -h, --help    print this help\n\
          \n\
          Prints `echo-server listening on ADDR` to stderr once it accepts connections."
     )
@@ -80,6 +89,8 @@ fn main() -> ExitCode {
         println!("{}", usage());
         return ExitCode::SUCCESS;
     }
+    let deflate = !args.iter().any(|a| a == "--no-deflate");
+    let args: Vec<&String> = args.iter().filter(|a| *a != "--no-deflate").collect();
     let addr = match args.as_slice() {
         [] => DEFAULT_ADDR,
         [addr] => addr.as_str(),
@@ -95,7 +106,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(addr) {
+    let deflate = deflate.then(deflate_config);
+    match run(addr, deflate) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("echo-server: {e}");
@@ -105,14 +117,14 @@ fn main() -> ExitCode {
 }
 
 /// Binds `addr` and runs the event loop until a fatal error (it never returns `Ok` on its own).
-fn run(addr: SocketAddr) -> io::Result<()> {
+fn run(addr: SocketAddr, deflate: Option<DeflateConfig>) -> io::Result<()> {
     let mut poll = Poll::new()?;
     let mut listener = TcpListener::bind(addr)?;
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)?;
     eprintln!("echo-server listening on {}", listener.local_addr()?);
 
-    let mut server = Server::new();
+    let mut server = Server::new(deflate);
     let mut events = Events::with_capacity(1024);
     loop {
         // Sleep until a socket is ready or the earliest deadline passes.
@@ -146,11 +158,14 @@ struct Server {
     /// The one read buffer of the loop: bytes go from here straight into the handshake parser
     /// or the decoder, which keep only what belongs to an unfinished head or frame.
     scratch: Box<[u8]>,
+    /// What to accept of permessage-deflate; `None` with `--no-deflate`.
+    deflate: Option<DeflateConfig>,
 }
 
 impl Server {
-    fn new() -> Self {
+    fn new(deflate: Option<DeflateConfig>) -> Self {
         Server {
+            deflate,
             connections: HashMap::new(),
             next_token: LISTENER.0 + 1,
             timers: BinaryHeap::new(),
@@ -194,7 +209,7 @@ impl Server {
             let deadline = now + HANDSHAKE_TIMEOUT;
             self.timers.push(Reverse((deadline, token)));
             self.connections
-                .insert(token, Connection::new(stream, deadline));
+                .insert(token, Connection::new(stream, deadline, self.deflate));
         }
     }
 
@@ -265,8 +280,8 @@ enum Next {
 enum Phase {
     /// Reading the HTTP upgrade request (RFC 6455 §4.2.1).
     Handshake(ServerHandshake),
-    /// Exchanging frames.
-    Open(Decoder),
+    /// Exchanging frames; the compressor when permessage-deflate was agreed.
+    Open(Decoder, Option<Box<Compressor>>),
     /// A close frame or an HTTP error response is queued: flush it, shut down the write side,
     /// then read and discard until the peer's EOF (or the deadline).
     Closing,
@@ -285,11 +300,14 @@ struct Connection {
     write_shut: bool,
     /// When the connection is dropped if it is still here; `None` while it is open.
     deadline: Option<Instant>,
+    /// What to accept of permessage-deflate.
+    deflate: Option<DeflateConfig>,
 }
 
 impl Connection {
-    fn new(stream: TcpStream, handshake_deadline: Instant) -> Self {
+    fn new(stream: TcpStream, handshake_deadline: Instant, deflate: Option<DeflateConfig>) -> Self {
         Connection {
+            deflate,
             stream,
             phase: Phase::Handshake(ServerHandshake::new()),
             output: Outbox::default(),
@@ -350,11 +368,35 @@ impl Connection {
                     consumed,
                 }) => {
                     // Any path is accepted, and no subprotocol is selected (see the module docs).
-                    if request.accept(&Accept::new(), self.output.buf()).is_err() {
+                    let accepted = self
+                        .deflate
+                        .and_then(|config| config.accept_offer(request.extensions()));
+                    let header;
+                    let headers: &[(&str, &[u8])] = match &accepted {
+                        Some(accepted) => {
+                            header = [("Sec-WebSocket-Extensions", accepted.response.as_bytes())];
+                            &header
+                        }
+                        None => &[],
+                    };
+                    let accept = Accept::new().with_headers(headers);
+                    if request.accept(&accept, self.output.buf()).is_err() {
                         self.start_closing(now);
                         return;
                     }
-                    self.phase = Phase::Open(Decoder::new(Role::Server, decoder_config()));
+                    let mut decoder = Decoder::new(Role::Server, decoder_config());
+                    let compressor = match (&accepted, &self.deflate) {
+                        (Some(accepted), Some(config)) => {
+                            decoder.set_deflate(&accepted.params);
+                            Some(Box::new(Compressor::new(
+                                Role::Server,
+                                &accepted.params,
+                                config,
+                            )))
+                        }
+                        _ => None,
+                    };
+                    self.phase = Phase::Open(decoder, compressor);
                     self.deadline = None;
                     // Frames the client sent right behind its request (h11's "trailing data").
                     input = &input[consumed..];
@@ -367,7 +409,7 @@ impl Connection {
                 }
             }
         }
-        let Phase::Open(decoder) = &mut self.phase else {
+        let Phase::Open(decoder, compressor) = &mut self.phase else {
             return; // Closing: what the peer sends now is read and discarded.
         };
         // One call to `decode` yields at most one message: call again with the rest.
@@ -378,7 +420,7 @@ impl Connection {
                     let Some(message) = decoded.message else {
                         break; // All consumed; a partial frame is kept by the decoder.
                     };
-                    if echo(message, self.output.buf()) == Flow::Close {
+                    if echo(message, compressor.as_deref_mut(), self.output.buf()) == Flow::Close {
                         self.start_closing(now);
                         return;
                     }
@@ -423,10 +465,32 @@ enum Flow {
     Close,
 }
 
-/// Queues the answer to one message: the echo, a pong, or the closing handshake's reply.
-fn echo(message: Message, out: &mut Vec<u8>) -> Flow {
+/// Queues the answer to one message: the echo (compressed when permessage-deflate is on), a
+/// pong, or the closing handshake's reply.
+fn echo(message: Message, compressor: Option<&mut Compressor>, out: &mut Vec<u8>) -> Flow {
     let encoder = Encoder::new(Role::Server);
     // The server role never masks, so `None` is the masking key throughout.
+    let result = match (message, compressor) {
+        (Message::Text(text), Some(compressor)) => {
+            encoder.encode_compressed(compressor, Opcode::Text, text.as_bytes(), None, out)
+        }
+        (Message::Binary(data), Some(compressor)) => {
+            encoder.encode_compressed(compressor, Opcode::Binary, &data, None, out)
+        }
+        (message, _) => return echo_plain(message, &encoder, out),
+    };
+    match result {
+        Ok(()) => Flow::Continue,
+        Err(_) => {
+            // Cannot happen for a server encoder with checked payloads; close rather than guess.
+            let _ = encoder.encode_close(Some((CloseCode::INTERNAL_ERROR, "")), None, out);
+            Flow::Close
+        }
+    }
+}
+
+/// [`echo`] without compression.
+fn echo_plain(message: Message, encoder: &Encoder, out: &mut Vec<u8>) -> Flow {
     let result = match message {
         Message::Text(text) => encoder.encode_text(&text, None, out),
         Message::Binary(data) => encoder.encode_binary(&data, None, out),
@@ -474,6 +538,15 @@ fn truncate_utf8(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+/// What the server accepts of permessage-deflate: any offer, with context takeover allowed
+/// both ways (only what the client asks for is turned off), every data message compressed.
+fn deflate_config() -> DeflateConfig {
+    DeflateConfig::default()
+        .server_no_context_takeover(false)
+        .client_no_context_takeover(false)
+        .min_compress_size(0)
 }
 
 /// The decoder limits of this server: large enough for Autobahn's 9.x performance cases.
@@ -545,17 +618,35 @@ mod tests {
     #[test]
     fn echoes_and_closes() {
         let mut out = Vec::new();
-        assert_eq!(echo(Message::Text("hi".into()), &mut out), Flow::Continue);
+        assert_eq!(
+            echo(Message::Text("hi".into()), None, &mut out),
+            Flow::Continue
+        );
         assert_eq!(out, [0x81, 0x02, b'h', b'i']);
         out.clear();
         let ping = Message::Ping(b"p".to_vec().into());
-        assert_eq!(echo(ping, &mut out), Flow::Continue);
+        assert_eq!(echo(ping, None, &mut out), Flow::Continue);
         assert_eq!(out, [0x8a, 0x01, b'p']);
         out.clear();
-        assert_eq!(echo(Message::Close(None), &mut out), Flow::Close);
+        assert_eq!(echo(Message::Close(None), None, &mut out), Flow::Close);
         assert_eq!(out, [0x88, 0x00]);
         out.clear();
         close_for_error(&ProtocolError::InvalidUtf8, &mut out);
         assert_eq!(&out[..4], [0x88, out[1], 0x03, 0xef]); // 1007
+    }
+
+    #[test]
+    fn echoes_compressed_with_deflate() {
+        let params = ocpp_frame::deflate::DeflateParams::default();
+        let mut compressor = Compressor::new(Role::Server, &params, &deflate_config());
+        let mut out = Vec::new();
+        let hello = Message::Text("Hello".into());
+        assert_eq!(echo(hello, Some(&mut compressor), &mut out), Flow::Continue);
+        // RFC 7692 §7.2.3.1; even 5 bytes are compressed (threshold 0).
+        assert_eq!(out, [0xc1, 0x07, 0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00]);
+        out.clear();
+        let ping = Message::Ping(b"p".to_vec().into());
+        assert_eq!(echo(ping, Some(&mut compressor), &mut out), Flow::Continue);
+        assert_eq!(out, [0x8a, 0x01, b'p']);
     }
 }

@@ -11,7 +11,7 @@ use ocpp_frame::CloseCode;
 use ocpp_messages::version::OcppVersion;
 
 use super::{Connection, PendingUpgrade, Side, State};
-use crate::config::{NoCommonVersion, VersionPolicy};
+use crate::config::{DeflatePolicy, NoCommonVersion, VersionPolicy};
 use crate::timer::Timer;
 use crate::{ChargePointIdentity, CloseReason, ConnectionConfig, Event, IdentityError};
 
@@ -114,6 +114,10 @@ impl Connection {
         if let Some(password) = &target.password {
             request = request.with_basic_auth(target.identity.as_str().as_bytes(), password)?;
         }
+        if let DeflatePolicy::Offer(deflate) = &config.deflate {
+            request =
+                request.with_header("Sec-WebSocket-Extensions", deflate.offer().as_bytes())?;
+        }
         let handshake = ClientHandshake::with_config(&request, config.handshake);
         let mut connection = Connection::new(
             now,
@@ -145,11 +149,21 @@ impl Connection {
             request,
             version,
             trailing,
+            deflate,
         } = *pending;
+        let extension;
+        let headers: &[(&str, &[u8])] = match (&deflate, version) {
+            (Some(accepted), Some(_)) => {
+                extension = [("Sec-WebSocket-Extensions", accepted.response.as_bytes())];
+                &extension
+            }
+            _ => &[],
+        };
         let accept = match version {
             Some(version) => Accept::new().with_subprotocol(version.subprotocol()),
             None => Accept::new(),
-        };
+        }
+        .with_headers(headers);
         if request.accept(&accept, &mut self.out).is_err() {
             // Unreachable: the subprotocol was among those offered and no extra header is set.
             self.finish(CloseReason::HandshakeFailed {
@@ -161,6 +175,9 @@ impl Connection {
         self.start_open_timers(now);
         match version {
             Some(version) => {
+                if let Some(accepted) = deflate {
+                    self.start_deflate(accepted.params);
+                }
                 self.version = version;
                 self.events.push_back(Event::Connected { version });
                 if !trailing.is_empty() {
@@ -252,10 +269,16 @@ impl Connection {
         };
         self.events
             .push_back(Event::UpgradeRequested(Box::new(upgrade)));
+        let deflate = self
+            .config
+            .deflate
+            .config()
+            .and_then(|config| config.accept_offer(request.extensions()));
         self.state = State::AwaitingDecision(Box::new(PendingUpgrade {
             request,
             version,
             trailing: Bytes::copy_from_slice(&data[consumed..]),
+            deflate,
         }));
     }
 
@@ -266,6 +289,25 @@ impl Connection {
         match handshake.handle_data(data) {
             Ok(Progress::NeedMore) => {}
             Ok(Progress::Complete { value, consumed }) => {
+                // RFC 7692 §7.1: an answer we did not allow fails the connection.
+                let deflate = match &self.config.deflate {
+                    DeflatePolicy::Offer(config) => config.check_response(value.extensions()),
+                    _ => Ok(None),
+                };
+                let deflate = match deflate {
+                    Ok(deflate) => deflate,
+                    Err(error) => {
+                        self.clear_output();
+                        self.finish(CloseReason::UpgradeRefused {
+                            status: None,
+                            description: format!("permessage-deflate: {error}"),
+                        });
+                        return;
+                    }
+                };
+                if let Some(params) = deflate {
+                    self.start_deflate(params);
+                }
                 let version = value
                     .subprotocol()
                     .and_then(OcppVersion::from_subprotocol)

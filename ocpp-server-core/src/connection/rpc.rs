@@ -490,9 +490,19 @@ impl Connection {
         }
     }
 
-    /// Frames a text message (the JSON of an RPC message) into the output.
+    /// Frames a text message (the JSON of an RPC message) into the output, compressed when
+    /// permessage-deflate was agreed and the message is not tiny.
     fn write_text(&mut self, json: &[u8]) {
         let key = self.mask_key();
+        if let Some(compressor) = self.compressor.as_mut() {
+            let written =
+                self.encoder
+                    .encode_compressed(compressor, Opcode::Text, json, key, &mut self.out);
+            if written.is_ok() {
+                return;
+            }
+            // The compressor failed (nothing was written): send the message uncompressed.
+        }
         let header = FrameHeader::new(Opcode::Text, 0);
         // Cannot fail: a data frame, and the key matches the role.
         let _ = self.encoder.encode_frame(header, json, key, &mut self.out);
