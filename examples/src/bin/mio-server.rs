@@ -56,7 +56,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     config.admin = args.admin;
     config.threads = args.threads;
     config.push_interval = args.push_interval;
-    config.connection = server_cli::connection_config();
+    config.connection = server_cli::connection_config(&args);
     config.tls = server_cli::tls_config(&args)?;
     let server = Server::bind(config, csms)?;
 

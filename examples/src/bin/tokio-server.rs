@@ -64,7 +64,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut config = ServerConfig::new(args.listen);
     config.admin = args.admin;
     config.push_interval = args.push_interval;
-    config.connection = server_cli::connection_config();
+    config.connection = server_cli::connection_config(&args);
     config.tls = server_cli::tls_config(&args)?;
     let server = Server::bind(config, csms)?;
 

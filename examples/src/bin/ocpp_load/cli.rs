@@ -98,7 +98,18 @@ pub(crate) struct Options {
     pub(crate) kernel_timestamps: bool,
     pub(crate) retry_min: Duration,
     pub(crate) retry_random: Duration,
+    pub(crate) deflate: Deflate,
     pub(crate) worker: Option<WorkerSlot>,
+}
+
+/// Whether the charge points offer permessage-deflate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Deflate {
+    Off,
+    /// Offer it without context takeover.
+    NoContext,
+    /// Offer it with context takeover both ways.
+    Context,
 }
 
 pub(crate) const USAGE: &str = "\
@@ -142,6 +153,7 @@ options:
   --restart-pid-file F   reconnect: write the restarted server's PID there
   --retry-min-ms MS      reconnect: first retry after MS + random(--retry-random-ms) [250]
   --retry-random-ms MS   [1000]
+  --deflate MODE         offer permessage-deflate: off, no-context or context [off]
   --burn PERCENT         load both cores to PERCENT with busy threads during the run phase
   --timestamps K         kernel (SO_TIMESTAMPNS, the default) or user: receive time of a push
   --label NAME           the server's name in the report [server]
@@ -198,6 +210,7 @@ pub(crate) fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Opt
         kernel_timestamps: true,
         retry_min: Duration::from_millis(250),
         retry_random: Duration::from_millis(1000),
+        deflate: Deflate::Off,
         worker: None,
     };
     while let Some(flag) = args.next() {
@@ -275,6 +288,14 @@ pub(crate) fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Opt
                     "kernel" => true,
                     "user" => false,
                     _ => return Err("--timestamps: kernel or user".into()),
+                }
+            }
+            "--deflate" => {
+                options.deflate = match value.as_str() {
+                    "off" => Deflate::Off,
+                    "no-context" => Deflate::NoContext,
+                    "context" => Deflate::Context,
+                    _ => return Err("--deflate: off, no-context or context".into()),
                 }
             }
             "--label" => options.label = value,

@@ -142,6 +142,7 @@ fn drive(
         let burner = (name != "connect" && options.burn_percent > 0)
             .then(|| Burner::start(options.burn_percent));
         tell_all(workers, "go")?;
+        expect_from_all(said, count, "started", READY_TIMEOUT)?;
         if name == "reconnect" {
             restart_server(options)?;
         }
@@ -314,6 +315,7 @@ fn report(options: &Options, baseline: Sample, records: &[PhaseRecord]) -> Value
         "duration_s": options.duration.as_secs_f64(),
         "kernel_timestamps": options.kernel_timestamps,
         "burn_percent": options.burn_percent,
+        "deflate": format!("{:?}", options.deflate),
         "date_unix_ns": unix_nanos_now().to_string(),
         "server_baseline_rss_bytes": baseline.rss,
         "phases": records.iter().map(|r| phase_json(options, r, baseline)).collect::<Vec<_>>(),

@@ -28,16 +28,17 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
 use nix::sys::time::TimeSpec;
 use ocpp_examples::csms::push::unix_nanos_now;
+use ocpp_frame::deflate::DeflateConfig;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{
-    CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event, Request,
-    Response,
+    CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DeflatePolicy,
+    Event, Request, Response,
 };
 use socket2::{Domain, Socket, Type};
 
-use super::cli::{Options, WorkerSlot};
+use super::cli::{Deflate, Options, WorkerSlot};
 use super::payload::{self, Answer, ConnectorState, Outgoing, Reading, Reply};
 use super::phase::PhaseStats;
 use super::procfs;
@@ -238,7 +239,16 @@ pub(crate) fn run(options: Options, slot: WorkerSlot) -> io::Result<()> {
         .ping_interval(None)
         .idle_timeout(None)
         .handshake_timeout(Duration::from_secs(60))
-        .call_timeout(Duration::from_secs(60));
+        .call_timeout(Duration::from_secs(60))
+        .deflate(match options.deflate {
+            Deflate::Off => DeflatePolicy::Off,
+            Deflate::NoContext => DeflatePolicy::Offer(DeflateConfig::default()),
+            Deflate::Context => DeflatePolicy::Offer(
+                DeflateConfig::default()
+                    .server_no_context_takeover(false)
+                    .client_no_context_takeover(false),
+            ),
+        });
     let mut phases: VecDeque<&'static str> = VecDeque::from(["connect"]);
     if let Some(run_phase) = options.scenario.run_phase() {
         phases.push_back(run_phase);
@@ -421,7 +431,9 @@ impl Worker {
                 }
             }
         };
-        Ok(())
+        // The coordinator waits for this before acting on the phase (stopping the server for
+        // `reconnect`), so no close can reach us before we count it.
+        say(&format!("started {name}"))
     }
 
     /// Spreads every charge point's Heartbeat, StatusNotification and MeterValues evenly over
