@@ -42,6 +42,10 @@ def ms(us):
     return f"{us / 1000:.3f}" if us < 10_000 else f"{us / 1000:.1f}"
 
 
+def kib(x):
+    return "-" if x is None else f"{x / 1024:.2f} KiB"
+
+
 def num(x, digits=1):
     if x is None:
         return "-"
@@ -96,12 +100,12 @@ def idle_table(runs):
 
 def heartbeat_table(runs):
     rows = [
-        "| server | charge points | answered /s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | failed | disconnects | server CPU % | server CPU per request |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| server | charge points | answered /s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | failed | disconnects | server CPU % | server CPU per request | server RSS per connection |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for run in sorted((r for r in runs if r.get("scenario") == "heartbeat"), key=order):
         if failure(run):
-            rows.append(f"| {run['label']} | {run['charge_points']:,} | {failure(run)} | | | | | | | | | |")
+            rows.append(f"| {run['label']} | {run['charge_points']:,} | {failure(run)} | | | | | | | | | | |")
             continue
         h = phase(run, "heartbeat")
         if not h:
@@ -115,7 +119,7 @@ def heartbeat_table(runs):
             f"| {run['label']} | {run['charge_points']:,}{note} | {num(h.get('requests_per_s'))} | {ms(lat.get('p50_us'))} | "
             f"{ms(lat.get('p90_us'))} | {ms(lat.get('p99_us'))} | {ms(lat.get('p99_9_us'))} | {ms(lat.get('max_us'))} | "
             f"{k.get('requests_failed', 0) + k.get('requests_refused', 0)} | {k.get('disconnects', 0)} | "
-            f"{num(h.get('server_cpu_percent'), 1)} | {num(per)} us |"
+            f"{num(h.get('server_cpu_percent'), 1)} | {num(per)} us | {kib(h.get('server_rss_per_connection_bytes'))} |"
         )
     return rows
 

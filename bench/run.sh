@@ -11,7 +11,7 @@
 #                    rust-tungstenite-tuned rust-ocpp-kit node-ocpp-rpc python-ocpp]
 #   BENCH_SIZES      charge points on one server process [1000 10000 19000]
 #   BENCH_BIG_SIZES  charge points across several mio-server processes [50000 100000]
-#   BENCH_SCENARIOS  [idle heartbeat push stream reconnect]
+#   BENCH_SCENARIOS  [idle heartbeat push stream reconnect deflate]
 #   BENCH_IDLE_S BENCH_HEARTBEAT_S BENCH_PUSH_S BENCH_STREAM_S   phase lengths [20 30 20 20]
 #   BENCH_RATE       connects per second [1000]
 #   BENCH_OUT        results folder [bench/results/latest]
@@ -41,7 +41,11 @@ else
     IDLE_S=${BENCH_IDLE_S:-20}; HEARTBEAT_S=${BENCH_HEARTBEAT_S:-30}
     PUSH_S=${BENCH_PUSH_S:-20}; STREAM_S=${BENCH_STREAM_S:-20}
 fi
-SCENARIOS=${BENCH_SCENARIOS:-idle heartbeat push stream reconnect}
+SCENARIOS=${BENCH_SCENARIOS:-idle heartbeat push stream reconnect deflate}
+RECONNECT_SIZE=${BENCH_RECONNECT_SIZE:-}
+BURN_SERVERS=${BENCH_BURN_SERVERS:-$SERVERS}
+# Extra flags for mio-server (the deflate runs set them).
+SERVER_EXTRA=""
 RATE=${BENCH_RATE:-1000}
 OUT=${BENCH_OUT:-$ROOT/bench/results/latest}
 PORT=${BENCH_PORT:-9400}
@@ -106,7 +110,7 @@ server_cmd() {
         mio-*)
             local push_flag=""
             [ "$push" -gt 0 ] && push_flag="--push-interval-ms $push"
-            echo "exec $BIN/mio-server --listen 127.0.0.1:$PORT --admin 127.0.0.1:0 --threads ${server#mio-} $push_flag" ;;
+            echo "exec $BIN/mio-server --listen 127.0.0.1:$PORT --admin 127.0.0.1:0 --threads ${server#mio-} $push_flag $SERVER_EXTRA" ;;
         rust-tungstenite-*)
             echo "exec bash $ROOT/bench/peers/rust-tungstenite/run.sh 127.0.0.1:$PORT $push ${server#rust-tungstenite-}" ;;
         *)
@@ -190,20 +194,34 @@ if has stream; then
     for server in $SERVERS; do
         for clients in 1 20; do
             run "stream-$server-$clients" "$server" "$clients" 1 stream 10 --duration-s "$STREAM_S"
-            run "stream-burn-$server-$clients" "$server" "$clients" 1 stream 10 \
-                --duration-s "$STREAM_S" --burn 80
+            case " $BURN_SERVERS " in
+                *" $server "*) run "stream-burn-$server-$clients" "$server" "$clients" 1 stream 10 \
+                    --duration-s "$STREAM_S" --burn 80 ;;
+            esac
         done
     done
 fi
 
 if has reconnect; then
     for server in $SERVERS; do
-        size=$(echo "$SIZES" | awk '{print $1}')
-        [ "$QUICK" = 1 ] || size=10000
+        size=${RECONNECT_SIZE:-$(echo "$SIZES" | awk '{print $1}')}
         run "reconnect-$server-$size" "$server" "$size" 1 reconnect 0 \
             --restart-cmd "exec $PIN_SERVER sh -c '$(server_cmd "$server" 0)' >>$OUT/server.log 2>&1" \
             --restart-pid-file "$OUT/restarted.pid" --connect-timeout-s 120
     done
+fi
+
+# permessage-deflate: the same heartbeat run with the charge points offering compression and
+# mio-server accepting it, without and with context takeover.
+if has deflate; then
+    size=$(echo "$SIZES" | awk '{print $NF}')
+    for mode in no-context context; do
+        SERVER_EXTRA="--deflate $mode"
+        run "heartbeat-deflate-$mode-mio-1-$size" mio-1 "$size" 1 heartbeat 0 \
+            --duration-s "$HEARTBEAT_S" --heartbeat-s 10 --status-s 30 --meter-s 30 \
+            --deflate "$mode" --label "mio-1 deflate $mode"
+    done
+    SERVER_EXTRA=""
 fi
 
 {
