@@ -1,7 +1,7 @@
 //! permessage-deflate: encoding (compress + frame) and decoding (unmask + inflate + UTF-8) of a
 //! typical OCPP MeterValues CALL (about 1 KB) and a 64 KiB JSON message, with and without
 //! context takeover, against the uncompressed encode and decode of the same message in the same
-//! run (criterion figures move with the machine's load: quote ratios, see DEFLATE.md).
+//! run (criterion figures move with the machine's load: quote ratios, see BENCHMARKS.md).
 //!
 //! `cargo bench -p ocpp-frame --bench deflate -- --warm-up-time 1 --measurement-time 3`
 //!

@@ -1,7 +1,7 @@
 //! What permessage-deflate costs in memory, measured per thread with a counting global allocator
 //! (the approach of `tests/memory.rs`): the compressor and decompressor state per window size,
 //! nothing held between messages without context takeover, and the peak heap of a decoder fed
-//! a decompression bomb. Run with `--nocapture` to see the figures (they go into DEFLATE.md).
+//! a decompression bomb. Run with `--nocapture` to see the figures (they go into BENCHMARKS.md).
 #![cfg(feature = "deflate")]
 // A `GlobalAlloc` is an `unsafe impl`: the only unsafe code here, a pass-through to `System`.
 #![allow(unsafe_code)]

@@ -15,7 +15,7 @@
 //! DEFLATE with an 8-bit window: when 8 is agreed our compressor uses 9, and our decompressor
 //! always inflates with at least 9 so that peers doing the same are understood.
 //!
-//! Memory per connection (measured, see `DEFLATE.md`): with context takeover the compressor
+//! Memory per connection (measured, see `BENCHMARKS.md` at the repository root): with context takeover the compressor
 //! (380,176 bytes at 15 bits) and decompressor (47,704 bytes) live as long as the connection;
 //! with no context takeover (the default of [`DeflateConfig`]) they exist only while a message
 //! is being compressed or inflated.

@@ -13,7 +13,7 @@ pub const MAX_WINDOW_BITS: u8 = 15;
 /// The parameter names are RFC 7692's, so `server_*` is about what the server sends and
 /// `client_*` about what the client sends, whichever side uses the config.
 ///
-/// Memory (measured by `tests/deflate_memory.rs`, see `DEFLATE.md`): with context takeover a
+/// Memory (measured by `tests/deflate_memory.rs`, see `BENCHMARKS.md` at the repository root): with context takeover a
 /// connection keeps its compressor (380,176 bytes at 15 window bits, 251,152 at 9) and its
 /// decompressor (47,704 bytes) between messages; with `*_no_context_takeover` each is allocated
 /// for one message and dropped after it, so an idle connection holds nothing. The default asks
