@@ -158,7 +158,9 @@ run() {
     fi
     local pids
     pids=$(IFS=,; echo "${SERVER_PIDS[*]}")
-    local sources=$(( (count + 19999) / 20000 ))
+    # One source address per 5,000 charge points: connect()'s search for a free ephemeral
+    # port slows down sharply as one (source, destination) pair fills its 28,232 ports.
+    local sources=$(( (count + 4999) / 5000 ))
     local budget=$(( count / RATE + 240 ))
     if ! timeout "$budget" $PIN_LOAD "$BIN/ocpp-load" "$scenario" \
         --url "ws://127.0.0.1:$PORT/ocpp" --count "$count" --rate "$RATE" \
@@ -214,7 +216,7 @@ fi
 # permessage-deflate: the same heartbeat run with the charge points offering compression and
 # mio-server accepting it, without and with context takeover.
 if has deflate; then
-    size=$(echo "$SIZES" | awk '{print $NF}')
+    size=${BENCH_DEFLATE_SIZE:-$(echo "$SIZES" | awk '{print $NF}')}
     for mode in no-context context; do
         SERVER_EXTRA="--deflate $mode"
         run "heartbeat-deflate-$mode-mio-1-$size" mio-1 "$size" 1 heartbeat 0 \

@@ -131,6 +131,21 @@ fn reconnect_scenario_brings_every_charge_point_back() {
     let server = Server::start(MIO, &["--listen", &listen]);
     let pid_file = std::env::temp_dir().join(format!("ocpp-load-restart-{}", std::process::id()));
     let restart = format!("exec {MIO} --listen {listen} --admin 127.0.0.1:0 >/dev/null 2>&1");
+    // Stops the restarted server, by the PID ocpp-load wrote, however the test ends.
+    struct Restarted(std::path::PathBuf);
+    impl Drop for Restarted {
+        fn drop(&mut self) {
+            if let Some(pid) = std::fs::read_to_string(&self.0)
+                .ok()
+                .and_then(|text| text.trim().parse::<i32>().ok())
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _restarted = Restarted(pid_file.clone());
     let report = load(&[
         "reconnect",
         "--url",
@@ -150,15 +165,6 @@ fn reconnect_scenario_brings_every_charge_point_back() {
         "--connect-timeout-s",
         "30",
     ]);
-    // Stop the restarted server, by its PID.
-    if let Some(pid) = std::fs::read_to_string(&pid_file)
-        .ok()
-        .and_then(|text| text.trim().parse::<i32>().ok())
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-    }
-    let _ = std::fs::remove_file(&pid_file);
     let reconnect = phase(&report, "reconnect");
     assert_eq!(counter(reconnect, "dropped"), 30, "{reconnect}");
     assert_eq!(counter(reconnect, "rebooted"), 30, "{reconnect}");

@@ -18,7 +18,9 @@
 //! # Several loops
 //! `--threads N` runs N loops on N threads. Every loop binds its own listener to the same
 //! address with `SO_REUSEPORT`, so the kernel spreads new connections over them and the loops
-//! share nothing on the hot path. What crosses threads:
+//! share nothing on the hot path. Several `mio-server` processes can share the port the same
+//! way (past one process's open-file limit); processes share nothing at all, so each one's
+//! admin interface sees only its own charge points. What crosses threads:
 //! - the [`Csms`] (one mutex taken per OCPP message, atomics for metrics);
 //! - one [`IdentityTable`] mapping each charge point to the loop and slab key of its
 //!   connection (taken on connect and disconnect only): a charge point that reconnects on
@@ -238,7 +240,9 @@ impl Server {
         let mut listeners = Vec::with_capacity(threads);
         let mut addr = config.listen;
         for _ in 0..threads {
-            let listener = bind_listener(addr, threads > 1)?;
+            // Always shareable: the loops of this process, and other mio-server processes on
+            // the same port (one process holds at most about 19,990 sockets here).
+            let listener = bind_listener(addr, true)?;
             addr = listener.local_addr()?; // the port 0 picked, for the next loops
             listeners.push(listener);
         }

@@ -239,6 +239,10 @@ fn phase_json(options: &Options, record: &PhaseRecord, baseline: Sample) -> Valu
         .server_after
         .cpu
         .saturating_sub(record.server_before.cpu);
+    let server_system = record
+        .server_after
+        .system
+        .saturating_sub(record.server_before.system);
     let wall = record.wall.as_secs_f64();
     let mut value = json!({
         "phase": stats.name,
@@ -270,6 +274,8 @@ fn phase_json(options: &Options, record: &PhaseRecord, baseline: Sample) -> Valu
             let ok = stats.counter("requests_ok");
             value["requests_per_s"] = json!(round(ok as f64 / wall.max(1e-9), 1));
             value["server_cpu_us_per_request"] = json!(per(server_cpu, ok).map(|x| round(x, 1)));
+            value["server_system_cpu_us_per_request"] =
+                json!(per(server_system, ok).map(|x| round(x, 1)));
         }
         "push" => {
             let pushes = stats.counter("pushes");
@@ -278,6 +284,8 @@ fn phase_json(options: &Options, record: &PhaseRecord, baseline: Sample) -> Valu
             value["pushes_per_s_per_client"] =
                 json!(round(pushes as f64 / wall.max(1e-9) / clients, 2));
             value["server_cpu_us_per_push"] = json!(per(server_cpu, pushes).map(|x| round(x, 1)));
+            value["server_system_cpu_us_per_push"] =
+                json!(per(server_system, pushes).map(|x| round(x, 1)));
         }
         "reconnect" => {
             if let (Some(first), Some(last)) = (
@@ -354,8 +362,10 @@ fn describe(options: &Options, record: &PhaseRecord, baseline: Sample) -> String
         "connect_rate_per_s",
         "requests_per_s",
         "server_cpu_us_per_request",
+        "server_system_cpu_us_per_request",
         "pushes_per_s",
         "server_cpu_us_per_push",
+        "server_system_cpu_us_per_push",
         "all_back_after_s",
     ] {
         if !value[key].is_null() {

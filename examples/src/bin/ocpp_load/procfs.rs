@@ -9,6 +9,9 @@ pub(crate) struct Sample {
     pub(crate) rss: u64,
     /// User + system CPU time (summed).
     pub(crate) cpu: Duration,
+    /// The system (kernel) part of `cpu`: system calls, and on loopback the receiving side's
+    /// TCP processing and wake-up of every segment sent.
+    pub(crate) system: Duration,
     /// How many of the processes could be read.
     pub(crate) alive: usize,
 }
@@ -17,20 +20,20 @@ fn ticks_per_second() -> u64 {
     rustix::param::clock_ticks_per_second().max(1)
 }
 
-/// User + system CPU time from the text of `/proc/PID/stat`.
-fn cpu_from_stat(stat: &str) -> Option<Duration> {
+/// (user + system, system) CPU time from the text of `/proc/PID/stat`.
+fn cpu_from_stat(stat: &str) -> Option<(Duration, Duration)> {
     // The command name (field 2) may hold spaces and parentheses: fields are counted after
     // the last ')'. utime and stime are fields 14 and 15, i.e. the 12th and 13th after it.
     let after = &stat[stat.rfind(')')? + 1..];
     let mut fields = after.split_ascii_whitespace().skip(11);
     let utime: u64 = fields.next()?.parse().ok()?;
     let stime: u64 = fields.next()?.parse().ok()?;
-    let ticks = utime + stime;
     let per_second = ticks_per_second();
-    Some(
+    let time = |ticks: u64| {
         Duration::from_secs(ticks / per_second)
-            + Duration::from_nanos((ticks % per_second) * 1_000_000_000 / per_second),
-    )
+            + Duration::from_nanos((ticks % per_second) * 1_000_000_000 / per_second)
+    };
+    Some((time(utime + stime), time(stime)))
 }
 
 /// `VmRSS` from the text of `/proc/PID/status`, in bytes.
@@ -41,7 +44,7 @@ fn rss_from_status(status: &str) -> Option<u64> {
 }
 
 /// Reads one process (`"self"` or a PID).
-fn read(pid: &str) -> Option<(u64, Duration)> {
+fn read(pid: &str) -> Option<(u64, (Duration, Duration))> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     Some((rss_from_status(&status)?, cpu_from_stat(&stat)?))
@@ -51,9 +54,10 @@ fn read(pid: &str) -> Option<(u64, Duration)> {
 pub(crate) fn sample(pids: &[u32]) -> Sample {
     let mut total = Sample::default();
     for pid in pids {
-        if let Some((rss, cpu)) = read(&pid.to_string()) {
+        if let Some((rss, (cpu, system))) = read(&pid.to_string()) {
             total.rss += rss;
             total.cpu += cpu;
+            total.system += system;
             total.alive += 1;
         }
     }
@@ -62,15 +66,22 @@ pub(crate) fn sample(pids: &[u32]) -> Sample {
 
 /// This process's CPU time so far.
 pub(crate) fn own_cpu() -> Duration {
-    read("self").map_or(Duration::ZERO, |(_, cpu)| cpu)
+    read("self").map_or(Duration::ZERO, |(_, (cpu, _))| cpu)
 }
 
-/// Whether the process exists (and is not a zombie).
+/// Whether the process still runs: one of its threads is not a zombie. The leader of a
+/// multi-threaded process shows `Z` while its other threads still exit and still hold its
+/// descriptors (a listening socket among them), so the leader alone does not tell.
 pub(crate) fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rfind(')')
-            .and_then(|i| stat[i + 1..].split_ascii_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| {
+            stat.rfind(')')
+                .and_then(|i| stat[i + 1..].split_ascii_whitespace().next())
+                .is_some_and(|state| state != "Z" && state != "X")
+        })
     })
 }
 
@@ -86,7 +97,10 @@ mod tests {
             ticks * 2,
             ticks / 2
         );
-        assert_eq!(cpu_from_stat(&stat), Some(Duration::from_millis(2500)));
+        assert_eq!(
+            cpu_from_stat(&stat),
+            Some((Duration::from_millis(2500), Duration::from_millis(500)))
+        );
     }
 
     #[test]

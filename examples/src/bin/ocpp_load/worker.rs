@@ -45,6 +45,9 @@ use super::procfs;
 
 const STDIN: Token = Token(usize::MAX - 1);
 const READ_BUFFER: usize = 64 * 1024;
+/// The most connections opened per turn of the loop: when the pacer is behind, the
+/// connections already open are served between bursts (their handshakes, pings and boots).
+const CONNECTS_PER_TURN: usize = 32;
 /// The longest a worker waits for its connections to close at the end.
 const CLOSE_GRACE: Duration = Duration::from_secs(3);
 
@@ -540,7 +543,12 @@ impl Worker {
             return;
         }
         let now = Instant::now();
-        while self.connect_next < self.cps.len() && self.connect_due(self.connect_next) <= now {
+        let mut opened = 0;
+        while opened < CONNECTS_PER_TURN
+            && self.connect_next < self.cps.len()
+            && self.connect_due(self.connect_next) <= now
+        {
+            opened += 1;
             let local = self.connect_next;
             self.connect_next += 1;
             self.start_connect(local, now);
