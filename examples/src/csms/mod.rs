@@ -468,22 +468,15 @@ impl Csms {
     }
 }
 
-/// The charge point's record, created on first sight. Looks up before inserting, so the
-/// per-message path does not clone the identity (`entry` needs an owned key).
+/// The charge point's record, created on first sight. One lookup: the owned key `entry` needs
+/// is a reference count (the identity shares its text), not an allocation.
 fn entry<'a>(
     charge_points: &'a mut HashMap<ChargePointIdentity, Box<ChargePoint>>,
     identity: &ChargePointIdentity,
 ) -> &'a mut ChargePoint {
-    if !charge_points.contains_key(identity) {
-        charge_points.insert(
-            identity.clone(),
-            Box::new(ChargePoint::new(identity.clone())),
-        );
-    }
-    match charge_points.get_mut(identity) {
-        Some(charge_point) => charge_point,
-        None => unreachable!("inserted above"),
-    }
+    charge_points
+        .entry(identity.clone())
+        .or_insert_with(|| Box::new(ChargePoint::new(identity.clone())))
 }
 
 /// What the per-version handlers need besides the charge point.

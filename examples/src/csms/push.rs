@@ -4,11 +4,13 @@
 //! Payload: `{"vendorId":"bench","messageId":"ts","data":"<seq>:<unix_time_nanos>"}` (on 2.x
 //! `data` is any JSON value; the same string is sent).
 
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
-use ocpp_server_core::Request;
+use ocpp_server_core::{ChargePointIdentity, Connection, Request};
+
+use super::Csms;
 
 /// The `vendorId` of push messages.
 pub const VENDOR_ID: &str = "bench";
@@ -59,5 +61,34 @@ pub fn data_transfer(version: OcppVersion, seq: u64, unix_nanos: u128) -> Reques
             custom_data: None,
         })
         .into(),
+    }
+}
+
+/// One push tick for one charge point, shared by both servers: sends the next DataTransfer,
+/// or skips it while a CALL of ours is unanswered. Either way the push takes its sequence
+/// number, so a skip shows at the charge point as a gap (counted as lost) instead of being
+/// hidden. Returns whether it was sent.
+pub fn send_next(
+    csms: &Csms,
+    connection: &mut Connection,
+    now: Instant,
+    version: OcppVersion,
+    identity: &ChargePointIdentity,
+    seq: &mut u64,
+) -> bool {
+    *seq += 1;
+    if connection.has_call_in_flight() || connection.queued_calls() > 0 {
+        csms.metrics().pushes_skipped.inc();
+        return false;
+    }
+    match connection.call(now, data_transfer(version, *seq, unix_nanos_now())) {
+        Ok(_) => {
+            csms.on_call_sent(identity, "DataTransfer");
+            true
+        }
+        Err(_) => {
+            csms.metrics().pushes_skipped.inc();
+            false
+        }
     }
 }

@@ -797,25 +797,17 @@ impl EventLoop {
             if s.phase != Phase::Live || !s.connection.is_open() {
                 continue;
             }
-            if s.connection.has_call_in_flight() || s.connection.queued_calls() > 0 {
-                // A skipped push still takes its sequence number: the charge point sees the
-                // gap and counts it as lost, instead of the server hiding it.
-                s.push_seq += 1;
-                shared.csms.metrics().pushes_skipped.inc();
-                continue;
+            let sent = push::send_next(
+                &shared.csms,
+                &mut s.connection,
+                now,
+                version,
+                identity,
+                &mut s.push_seq,
+            );
+            if sent {
+                self.service(key, now);
             }
-            let request = push::data_transfer(version, s.push_seq + 1, push::unix_nanos_now());
-            match s.connection.call(now, request) {
-                Ok(_) => {
-                    s.push_seq += 1;
-                    shared.csms.on_call_sent(identity, "DataTransfer");
-                }
-                Err(_) => {
-                    s.push_seq += 1;
-                    shared.csms.metrics().pushes_skipped.inc();
-                }
-            }
-            self.service(key, now);
         }
     }
 

@@ -455,25 +455,14 @@ impl Task {
         if self.phase != Phase::Live || !self.connection.is_open() {
             return;
         }
-        let csms = &self.shared.csms;
-        if self.connection.has_call_in_flight() || self.connection.queued_calls() > 0 {
-            // A skipped push still takes its sequence number: the charge point sees the gap
-            // and counts it as lost, instead of the server hiding it.
-            self.push_seq += 1;
-            csms.metrics().pushes_skipped.inc();
-            return;
-        }
-        let request = push::data_transfer(version, self.push_seq + 1, push::unix_nanos_now());
-        match self.connection.call(now, request) {
-            Ok(_) => {
-                self.push_seq += 1;
-                csms.on_call_sent(identity, "DataTransfer");
-            }
-            Err(_) => {
-                self.push_seq += 1;
-                csms.metrics().pushes_skipped.inc();
-            }
-        }
+        push::send_next(
+            &self.shared.csms,
+            &mut self.connection,
+            now,
+            version,
+            identity,
+            &mut self.push_seq,
+        );
     }
 
     /// Drains the connection's events into the application. Returns how many it handled.
