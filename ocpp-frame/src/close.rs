@@ -92,6 +92,27 @@ pub struct CloseFrame {
 }
 
 /// Parses and validates a close payload: empty (no code), or a valid code and a UTF-8 reason.
+/// The longest close reason in bytes: a control frame carries at most 125 bytes, two of them
+/// the code (RFC 6455 §5.5, §5.5.1).
+pub const MAX_CLOSE_REASON_LEN: usize = 123;
+
+/// `reason` cut to at most [`MAX_CLOSE_REASON_LEN`] bytes at a character boundary, so that it
+/// fits a close frame and stays valid UTF-8.
+///
+/// ```
+/// use ocpp_frame::truncate_close_reason;
+/// assert_eq!(truncate_close_reason("bye"), "bye");
+/// let long = "é".repeat(100); // 200 bytes
+/// assert_eq!(truncate_close_reason(&long).len(), 122);
+/// ```
+pub fn truncate_close_reason(reason: &str) -> &str {
+    let mut cut = reason.len().min(MAX_CLOSE_REASON_LEN);
+    while !reason.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &reason[..cut]
+}
+
 pub(crate) fn parse_close_payload(payload: Bytes) -> Result<Option<CloseFrame>, ProtocolError> {
     match payload.len() {
         0 => Ok(None),

@@ -142,6 +142,68 @@ impl Encoder {
         Ok(())
     }
 
+    /// Starts a single-frame data message whose payload the caller writes straight into `out`
+    /// (e.g. JSON serialised in place), without a buffer of its own: reserves room for the
+    /// longest header. Finish with [`Encoder::finish_frame`], or drop what was written with
+    /// [`FrameInProgress::abandon`].
+    ///
+    /// ```
+    /// use ocpp_frame::{Encoder, Opcode, Role};
+    /// let encoder = Encoder::new(Role::Server);
+    /// let mut out = b"earlier frames ".to_vec();
+    /// let frame = encoder.start_frame(&mut out);
+    /// out.extend_from_slice(b"Hello");
+    /// encoder.finish_frame(frame, Opcode::Text, None, &mut out).unwrap();
+    /// assert_eq!(&out[15..], [0x81, 0x05, b'H', b'e', b'l', b'l', b'o']);
+    /// ```
+    pub fn start_frame(&self, out: &mut Vec<u8>) -> FrameInProgress {
+        let start = out.len();
+        out.resize(start + crate::frame::MAX_HEADER_LEN, 0);
+        FrameInProgress { start }
+    }
+
+    /// Frames the payload written into `out` since [`Encoder::start_frame`]: writes the header in
+    /// front of it (moving the payload once, by the unused header room) and masks it with
+    /// `mask_key`. A control `opcode` or a key that does not fit the role is refused and the
+    /// payload removed.
+    pub fn finish_frame(
+        &self,
+        frame: FrameInProgress,
+        opcode: Opcode,
+        mask_key: Option<[u8; 4]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let refusal = match (self.role, mask_key) {
+            (Role::Client, None) => Some(EncodeError::MaskKeyRequired),
+            (Role::Server, Some(_)) => Some(EncodeError::UnexpectedMaskKey),
+            _ if opcode.is_control() => Some(EncodeError::ControlFrameInPlace),
+            _ => None,
+        };
+        if let Some(error) = refusal {
+            frame.abandon(out);
+            return Err(error);
+        }
+        let start = frame.start;
+        let body = start + crate::frame::MAX_HEADER_LEN;
+        let len = out.len().saturating_sub(body);
+        let header = FrameHeader {
+            fin: true,
+            rsv: 0,
+            opcode,
+            mask: mask_key,
+            payload_len: len as u64,
+        };
+        let mut head = [0u8; crate::frame::MAX_HEADER_LEN];
+        let head_len = header.encode(&mut head);
+        out.copy_within(body.., start + head_len);
+        out.truncate(start + head_len + len);
+        out[start..start + head_len].copy_from_slice(&head[..head_len]);
+        if let Some(key) = mask_key {
+            apply_mask(&mut out[start + head_len..], key, 0);
+        }
+        Ok(())
+    }
+
     /// Appends a single-frame text message.
     pub fn encode_text(
         &self,
@@ -217,5 +279,20 @@ impl Encoder {
         payload[..2].copy_from_slice(&code.as_u16().to_be_bytes());
         payload[2..2 + reason.len()].copy_from_slice(reason.as_bytes());
         self.encode_frame(header, &payload[..2 + reason.len()], mask_key, out)
+    }
+}
+
+/// A data frame begun with [`Encoder::start_frame`]: its payload is being written into the
+/// caller's buffer. Finish it with [`Encoder::finish_frame`] or [`FrameInProgress::abandon`] it.
+#[derive(Debug)]
+#[must_use = "finish the frame or abandon it, or the buffer keeps a blank header"]
+pub struct FrameInProgress {
+    start: usize,
+}
+
+impl FrameInProgress {
+    /// Removes the reserved header room and whatever payload was written since.
+    pub fn abandon(self, out: &mut Vec<u8>) {
+        out.truncate(self.start);
     }
 }

@@ -147,4 +147,8 @@ pub enum EncodeError {
     /// The compressor failed (permessage-deflate); nothing was written.
     #[error("compression failed")]
     Compression,
+    /// [`Encoder::finish_frame`](crate::Encoder::finish_frame) frames data messages only;
+    /// control frames go through [`Encoder::encode_frame`](crate::Encoder::encode_frame).
+    #[error("a control frame cannot be written in place")]
+    ControlFrameInPlace,
 }

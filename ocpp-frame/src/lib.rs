@@ -122,9 +122,9 @@ mod message;
 mod opcode;
 mod utf8;
 
-pub use close::{CloseCode, CloseFrame};
+pub use close::{truncate_close_reason, CloseCode, CloseFrame, MAX_CLOSE_REASON_LEN};
 pub use decoder::{Decoded, Decoder, DecoderConfig};
-pub use encoder::Encoder;
+pub use encoder::{Encoder, FrameInProgress};
 pub use error::{EncodeError, ProtocolError};
 pub use frame::{FrameHeader, Role};
 pub use message::{Message, Utf8Bytes};

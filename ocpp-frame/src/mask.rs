@@ -5,6 +5,45 @@
 //! of `buf[0]` within the payload (`offset`), so a payload that arrives in pieces is unmasked piece by
 //! piece without being buffered first (the shape of gobwas/ws's `Cipher(payload, mask, offset)`).
 
+/// Masking keys for a client's frames, one per frame (RFC 6455 §5.3), from a seeded
+/// xorshift64* generator.
+///
+/// RFC 6455 §10.3 asks keys to be unpredictable so that script in a browser cannot choose the
+/// bytes an intermediary sees. A charge point runs no foreign script; a seed from the
+/// application's RNG per connection is enough, and the generator costs 8 bytes and no
+/// allocation.
+///
+/// ```
+/// use ocpp_frame::mask::MaskKeys;
+/// let mut keys = MaskKeys::new(42);
+/// let (a, b) = (keys.next_key(), keys.next_key());
+/// assert_ne!(a, b);
+/// assert_eq!(MaskKeys::new(42).next_key(), a); // the same seed gives the same keys
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaskKeys {
+    state: u64,
+}
+
+impl MaskKeys {
+    /// A generator seeded with `seed` (any value; zero is mapped to a non-zero state).
+    pub const fn new(seed: u64) -> Self {
+        // xorshift needs a non-zero state.
+        MaskKeys { state: seed | 1 }
+    }
+
+    /// The next key.
+    pub fn next_key(&mut self) -> [u8; 4] {
+        let mut x = self.state;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.state = x;
+        let key = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        ((key >> 32) as u32).to_ne_bytes()
+    }
+}
+
 /// XORs `buf` with the masking `key`, where `buf[0]` is byte number `offset` of the frame payload.
 ///
 /// Masking is its own inverse: the same call masks and unmasks. Works 16 bytes at a time, then a byte
