@@ -2,6 +2,7 @@
 
 use ocpp_frame::handshake::BasicCredentials;
 use ocpp_frame::{CloseCode, ProtocolError};
+use ocpp_messages::envelope::MessageId;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 
@@ -24,25 +25,28 @@ pub enum Event {
     },
     /// A CALL from the peer. Answer it exactly once with
     /// [`Connection::respond`](crate::Connection::respond) or
-    /// [`Connection::respond_error`](crate::Connection::respond_error); the next CALL of the
-    /// peer is held back until then, so answers leave in the order the CALLs came.
+    /// [`Connection::respond_error`](crate::Connection::respond_error) (never refused for
+    /// back-pressure); the next CALL of the peer is held back until then, so answers leave in
+    /// the order the CALLs came. (A peer that pipelines more CALLs than
+    /// [`ConnectionConfig::max_held_calls`](crate::ConnectionConfig::max_held_calls) gets a
+    /// CALLERROR for each one past the limit at once.)
     Call {
         /// The CALL's id, to answer it.
-        id: String,
+        id: MessageId<'static>,
         /// The decoded, schema-checked payload.
         request: Request,
     },
     /// A SEND from the peer (OCPP 2.1): never answered.
     Send {
         /// The SEND's id.
-        id: String,
+        id: MessageId<'static>,
         /// The decoded payload.
         request: Request,
     },
     /// Our CALL ended: answered, refused, timed out, or answered with something unreadable.
     CallCompleted {
         /// The id [`Connection::call`](crate::Connection::call) returned.
-        id: String,
+        id: MessageId<'static>,
         /// The CALL's action.
         action: &'static str,
         /// How it ended.
@@ -52,19 +56,17 @@ pub enum Event {
     /// connection goes on).
     UnmatchedResponse {
         /// The id it carried.
-        id: String,
+        id: MessageId<'static>,
     },
     /// OCPP 2.1: the peer could not process our CALLRESULT with this id.
     CallResultError {
         /// The id of our CALLRESULT.
-        id: String,
+        id: MessageId<'static>,
         /// The error code.
         code: ErrorCode,
         /// The description.
         description: String,
     },
-    /// Output was refused for back-pressure and there is room again.
-    Writable,
     /// The connection is over: the last event. Write out what
     /// [`Connection::poll_transmit`](crate::Connection::poll_transmit) still has, then close
     /// the socket.
@@ -123,7 +125,7 @@ pub struct Closed {
     pub reason: CloseReason,
     /// Peer CALLs that were never answered (ids, in arrival order): delivered to the
     /// application, or held behind one that was.
-    pub unanswered_incoming: Vec<String>,
+    pub unanswered_incoming: Vec<MessageId<'static>>,
     /// Our CALLs that never got an outcome (in flight, then queued), to retry or fail.
     pub unanswered_outgoing: Vec<UnansweredCall>,
 }
@@ -133,7 +135,7 @@ pub struct Closed {
 #[non_exhaustive]
 pub struct UnansweredCall {
     /// Its id.
-    pub id: String,
+    pub id: MessageId<'static>,
     /// Its request, to send again on the next connection.
     pub request: Request,
 }

@@ -1,5 +1,6 @@
 //! The charge point's identity, read from the last segment of the upgrade request's path.
 
+use std::borrow::Borrow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -115,6 +116,14 @@ fn hex_value(b: u8) -> Option<u8> {
         b'a'..=b'f' => Some(b - b'a' + 10),
         b'A'..=b'F' => Some(b - b'A' + 10),
         _ => None,
+    }
+}
+
+/// Lets maps keyed by identity be searched with a `&str` without allocating
+/// (`Hash` and `Eq` are those of the text).
+impl Borrow<str> for ChargePointIdentity {
+    fn borrow(&self) -> &str {
+        &self.0
     }
 }
 

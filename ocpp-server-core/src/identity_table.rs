@@ -1,6 +1,8 @@
 //! Which connection holds which charge point: the policy a CSMS needs for duplicates.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::hash::Hash;
 
 use crate::ChargePointIdentity;
 
@@ -20,6 +22,7 @@ use crate::ChargePointIdentity;
 /// assert_eq!(table.register(cp.clone(), 2u32), Some(1)); // close connection 1
 /// assert!(!table.remove(&cp, &1)); // connection 1 closing does not remove connection 2
 /// assert_eq!(table.get(&cp), Some(&2));
+/// assert_eq!(table.get("CP1"), Some(&2)); // looked up by `&str`, without allocating
 /// assert!(table.remove(&cp, &2));
 /// assert!(table.is_empty());
 /// ```
@@ -49,7 +52,11 @@ impl<H: PartialEq> IdentityTable<H> {
     }
 
     /// Removes `identity` if, and only if, `handle` still holds it. Returns whether it did.
-    pub fn remove(&mut self, identity: &ChargePointIdentity, handle: &H) -> bool {
+    pub fn remove<Q>(&mut self, identity: &Q, handle: &H) -> bool
+    where
+        ChargePointIdentity: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         if self.holders.get(identity) == Some(handle) {
             self.holders.remove(identity);
             true
@@ -58,8 +65,12 @@ impl<H: PartialEq> IdentityTable<H> {
         }
     }
 
-    /// The handle holding `identity`.
-    pub fn get(&self, identity: &ChargePointIdentity) -> Option<&H> {
+    /// The handle holding `identity` (a [`ChargePointIdentity`] or a `&str`: no allocation).
+    pub fn get<Q>(&self, identity: &Q) -> Option<&H>
+    where
+        ChargePointIdentity: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.holders.get(identity)
     }
 

@@ -43,8 +43,17 @@ mod timer;
 mod typed;
 
 pub use config::{ConnectionConfig, DeflatePolicy, NoCommonVersion, VersionPolicy};
+// What a CSMS uses from the layers below, so that one dependency suffices.
 pub use connection::{ConnectTarget, Connection, RefusalReason, Refused, Side, WrongState};
 pub use event::{CallOutcome, CloseReason, Closed, Event, UnansweredCall, UpgradeRequest};
 pub use identity::{ChargePointIdentity, IdentityError};
 pub use identity_table::IdentityTable;
+pub use ocpp_frame::CloseCode;
+#[cfg(feature = "v1_6")]
+pub use ocpp_messages::v1_6;
+#[cfg(feature = "v2_0_1")]
+pub use ocpp_messages::v2_0_1;
+#[cfg(feature = "v2_1")]
+pub use ocpp_messages::v2_1;
+pub use ocpp_messages::{envelope::MessageId, DateTime, ErrorCode, OcppVersion};
 pub use typed::{Request, Response};

@@ -98,7 +98,7 @@ fn one_outstanding_call_per_direction() {
         .respond(pair.now, &c, heartbeat_response())
         .unwrap();
     pair.drive();
-    let completed: Vec<String> = pair
+    let completed: Vec<_> = pair
         .take_cp_events()
         .into_iter()
         .map(|e| match e {
@@ -283,37 +283,31 @@ fn heartbeat_csms() -> ocpp_server_core::Request {
 }
 
 #[test]
-fn backpressure_hands_messages_back_and_signals_writable() {
-    let config = v16().max_outbound_bytes(300).ping_interval(None);
+fn answers_are_never_refused_and_reading_pauses_while_output_is_full() {
+    let config = v16().max_outbound_bytes(400).ping_interval(None);
     let mut pair = Pair::connected(config, v16());
     let id = pair.cp.call(pair.now, boot_request()).unwrap();
     pair.drive();
     pair.take_csms_events();
+    assert!(pair.csms.wants_read());
     // Fill the CSMS output: the charge point stops reading.
     pair.deliver_to_cp = false;
-    let mut big = String::new();
-    for _ in 0..3 {
-        big.push_str(&"x".repeat(90));
-    }
     let filler = ocpp_messages::v1_6::Request::from(ocpp_messages::v1_6::DataTransferRequest {
         vendor_id: "v".into(),
         message_id: None,
-        data: Some(big),
+        data: Some("x".repeat(270)),
     });
-    // Our call goes out (the buffer was empty), then the response does not fit.
     pair.csms.call(pair.now, filler.into()).unwrap();
-    let refused = pair
-        .csms
-        .respond(pair.now, &id, boot_accepted())
-        .unwrap_err();
-    assert_eq!(refused.reason, RefusalReason::Backpressure);
-    assert_eq!(refused.message, boot_accepted());
-    // The charge point reads again: Writable, and the retry goes through.
+    // Over half the limit: the loop is told to stop reading, and the answer still goes out.
+    assert!(!pair.csms.wants_read());
+    pair.csms.respond(pair.now, &id, boot_accepted()).unwrap();
+    assert!(pair.csms.pending_transmit_len() > 400);
+    assert!(!pair.csms.wants_read());
+    // The charge point reads again: the output drains and reading resumes; no event says so.
     pair.deliver_to_cp = true;
     pair.drive();
-    assert!(pair.take_csms_events().contains(&Event::Writable));
-    pair.csms.respond(pair.now, &id, refused.message).unwrap();
-    pair.drive();
+    assert!(pair.csms.wants_read());
+    assert!(pair.take_csms_events().is_empty());
     assert!(pair.take_cp_events().iter().any(|e| matches!(
         e,
         Event::CallCompleted {
@@ -321,6 +315,20 @@ fn backpressure_hands_messages_back_and_signals_writable() {
             ..
         }
     )));
+}
+
+#[test]
+fn advancing_the_output_produces_nothing() {
+    let mut pair = Pair::connected_v16();
+    // A queued CALL waits for the answer to the one in flight, not for the output.
+    pair.csms.call(pair.now, heartbeat_csms()).unwrap();
+    pair.csms.call(pair.now, heartbeat_csms()).unwrap();
+    let pending = pair.csms.pending_transmit_len();
+    assert!(pending > 0);
+    pair.csms.advance_transmit(pending);
+    assert_eq!(pair.csms.pending_transmit_len(), 0);
+    assert!(pair.csms.poll_event().is_none());
+    assert_eq!(pair.csms.queued_calls(), 1);
 }
 
 #[test]
@@ -420,8 +428,8 @@ fn unmatched_response_is_reported_not_fatal() {
     assert_eq!(
         peer.events(),
         vec![
-            Event::UnmatchedResponse { id: "nope".into() },
-            Event::UnmatchedResponse { id: "nope2".into() }
+            Event::UnmatchedResponse { id: mid("nope") },
+            Event::UnmatchedResponse { id: mid("nope2") }
         ]
     );
     assert!(peer.received_texts().is_empty());
@@ -445,7 +453,7 @@ fn held_calls_are_answered_in_order() {
         "nothing may overtake the answer to 1"
     );
     peer.csms
-        .respond(peer.now, "1", heartbeat_response())
+        .respond(peer.now, &mid("1"), heartbeat_response())
         .unwrap();
     // 1 is answered, then 2 by the core, then 3 reaches the app.
     let texts = peer.received_texts();
@@ -456,24 +464,78 @@ fn held_calls_are_answered_in_order() {
 }
 
 #[test]
-fn too_many_held_calls_are_refused_in_turn() {
+fn calls_past_the_hold_limit_are_refused_at_once() {
     let config = ConnectionConfig::default().max_held_calls(1);
     let mut peer = RawPeer::open(config, "ocpp1.6");
     for id in 1..=3 {
         peer.send_text(&format!(r#"[2,"{id}","Heartbeat",{{}}]"#));
     }
-    peer.events();
+    // 1 reaches the app, 2 is held, 3 is past the limit: refused at once, and the loop is
+    // told to stop reading until the app catches up.
+    assert!(matches!(&peer.events()[..], [Event::Call { id, .. }] if id == "1"));
+    let texts = peer.received_texts();
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert!(texts[0].starts_with(r#"[4,"3","GenericError""#));
+    assert!(!peer.csms.wants_read());
     peer.csms
-        .respond(peer.now, "1", heartbeat_response())
+        .respond(peer.now, &mid("1"), heartbeat_response())
         .unwrap();
-    // 2 was held and reaches the app; 3 was past the limit and is refused after 2.
     assert!(matches!(&peer.events()[..], [Event::Call { id, .. }] if id == "2"));
     peer.csms
-        .respond(peer.now, "2", heartbeat_response())
+        .respond(peer.now, &mid("2"), heartbeat_response())
         .unwrap();
+    assert!(peer.csms.wants_read());
     let texts = peer.received_texts();
-    assert_eq!(texts.len(), 3, "{texts:?}");
-    assert!(texts[2].starts_with(r#"[4,"3","GenericError""#));
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[0].starts_with(r#"[3,"1","#));
+    assert!(texts[1].starts_with(r#"[3,"2","#));
+    assert!(peer.csms.is_open());
+}
+
+/// 1,000 CALLs pipelined in one write (an attack seen on a real server): every one gets exactly
+/// one answer, the held ones from the application in order, the surplus a CALLERROR, and the
+/// connection carries on.
+#[test]
+fn a_thousand_pipelined_calls_each_get_one_answer() {
+    let mut peer = RawPeer::open(ConnectionConfig::default(), "ocpp1.6");
+    let mut wire = Vec::new();
+    let encoder = ocpp_frame::Encoder::new(ocpp_frame::Role::Client);
+    for id in 0..1000 {
+        let text = format!(r#"[2,"{id}","Heartbeat",{{}}]"#);
+        encoder
+            .encode_text(&text, Some([9, 8, 7, 6]), &mut wire)
+            .unwrap();
+    }
+    peer.send_raw(&wire);
+    let mut answers = std::collections::BTreeMap::<String, String>::new();
+    let mut record = |texts: Vec<String>| {
+        for text in texts {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let id = v[1].as_str().unwrap().to_owned();
+            let kind = if v[0] == 3 { "result" } else { "error" };
+            assert!(
+                answers.insert(id.clone(), kind.into()).is_none(),
+                "{id} twice"
+            );
+        }
+    };
+    for _ in 0..1000 {
+        let events = peer.events();
+        let Some(Event::Call { id, .. }) = events.into_iter().next() else {
+            break;
+        };
+        peer.csms
+            .respond(peer.now, &id, heartbeat_response())
+            .unwrap();
+        record(peer.received_texts());
+    }
+    record(peer.received_texts());
+    assert_eq!(answers.len(), 1000);
+    let results = answers.values().filter(|k| *k == "result").count();
+    // The first and the four held (the default hold limit) reach the application.
+    assert_eq!(results, 5);
+    assert!(peer.csms.is_open());
+    assert!(peer.csms.wants_read());
 }
 
 #[test]
@@ -482,18 +544,18 @@ fn respond_twice_is_refused() {
     peer.send_text(r#"[2,"1","Heartbeat",{}]"#);
     peer.events();
     peer.csms
-        .respond(peer.now, "1", heartbeat_response())
+        .respond(peer.now, &mid("1"), heartbeat_response())
         .unwrap();
     let again = peer
         .csms
-        .respond(peer.now, "1", heartbeat_response())
+        .respond(peer.now, &mid("1"), heartbeat_response())
         .unwrap_err();
     assert_eq!(again.reason, RefusalReason::UnknownId);
     let error = peer
         .csms
-        .respond_error(peer.now, "1", ErrorCode::NotSupported, "")
+        .respond_error(peer.now, &mid("1"), ErrorCode::NotSupported, "")
         .unwrap_err();
-    assert_eq!(error.reason, RefusalReason::UnknownId);
+    assert_eq!(error, RefusalReason::UnknownId);
 }
 
 #[test]
@@ -502,7 +564,7 @@ fn not_supported_spelling() {
     peer.send_text(r#"[2,"9","Heartbeat",{}]"#);
     peer.events();
     peer.csms
-        .respond_error(peer.now, "9", ErrorCode::NotSupported, "not here")
+        .respond_error(peer.now, &mid("9"), ErrorCode::NotSupported, "not here")
         .unwrap();
     assert_eq!(
         peer.received_texts(),
@@ -637,7 +699,7 @@ fn basic_credentials_and_identity_reach_the_app() {
     assert_eq!(upgrade.version, Some(OcppVersion::V2_0_1));
 }
 
-fn raw_v21_reset_call(peer: &mut RawPeer) -> String {
+fn raw_v21_reset_call(peer: &mut RawPeer) -> ocpp_server_core::MessageId<'static> {
     let reset = ocpp_messages::v2_1::Request::from(ocpp_messages::v2_1::ResetRequest {
         r#type: ocpp_messages::v2_1::ResetEnum::Immediate,
         evse_id: None,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::v1_6;
-use ocpp_server_core::{ConnectionConfig, Event, Request};
+use ocpp_server_core::{ConnectionConfig, Event, MessageId, Request};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -42,11 +42,11 @@ fn step() -> impl Strategy<Value = Step> {
 #[derive(Debug, Default)]
 struct Ledger {
     /// CALLs this side sent (ids from `call`), and how many outcomes each got.
-    sent: BTreeMap<String, u32>,
+    sent: BTreeMap<MessageId<'static>, u32>,
     /// CALLs this side received (from events), and how many answers it gave.
-    received: BTreeMap<String, u32>,
+    received: BTreeMap<MessageId<'static>, u32>,
     /// Received CALLs not answered yet, oldest first.
-    to_answer: VecDeque<String>,
+    to_answer: VecDeque<MessageId<'static>>,
     events: Vec<String>,
     closed: bool,
 }

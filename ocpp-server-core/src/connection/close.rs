@@ -2,10 +2,9 @@
 
 use std::time::Instant;
 
-use ocpp_frame::{CloseCode, CloseFrame, Opcode};
-use ocpp_messages::envelope;
+use ocpp_frame::{truncate_close_reason, CloseCode, CloseFrame};
 
-use super::{Connection, HeldCall, State};
+use super::{Connection, State};
 use crate::timer::Timer;
 use crate::{CloseReason, Closed, Event, UnansweredCall};
 
@@ -74,9 +73,15 @@ impl Connection {
             }
             _ => {
                 // Echo the code (RFC 6455 §5.5.1), then end.
-                match &frame {
-                    Some(frame) => self.write_close(frame.code, ""),
-                    None => self.write_control(Opcode::Close, &[]),
+                let key = self.mask_key();
+                let close = frame.as_ref().map(|frame| (frame.code, ""));
+                // A code the peer could send is one we may echo; otherwise send 1000.
+                if self
+                    .encoder
+                    .encode_close(close, key, &mut self.out)
+                    .is_err()
+                {
+                    self.write_close(CloseCode::NORMAL, "");
                 }
                 let (code, reason) = match frame {
                     Some(frame) => (Some(frame.code), frame.reason.as_str().to_owned()),
@@ -87,20 +92,18 @@ impl Connection {
         }
     }
 
+    /// Writes a close frame with `code` (1000 instead of a code that may not be sent) and
+    /// `text` cut to fit (RFC 6455 §5.5.1).
     fn write_close(&mut self, code: CloseCode, text: &str) {
         let code = if code.is_valid_on_wire() {
             code
         } else {
             CloseCode::NORMAL
         };
-        let mut cut = text.len().min(123);
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let mut payload = Vec::with_capacity(2 + cut);
-        payload.extend_from_slice(&code.as_u16().to_be_bytes());
-        payload.extend_from_slice(&text.as_bytes()[..cut]);
-        self.write_control(Opcode::Close, &payload);
+        let key = self.mask_key();
+        let close = Some((code, truncate_close_reason(text)));
+        // Cannot fail: the code may be sent, the reason fits and the key matches the role.
+        let _ = self.encoder.encode_close(close, key, &mut self.out);
     }
 
     /// Ends the connection: stops every timer and queues the final event with what was left
@@ -114,16 +117,7 @@ impl Connection {
         let mut unanswered_incoming = Vec::new();
         unanswered_incoming.extend(self.incoming.take());
         for held in std::mem::take(&mut self.held) {
-            match held {
-                HeldCall::Refuse(id) => unanswered_incoming.push(id),
-                HeldCall::Deliver(bytes) => {
-                    let id = match envelope::parse(&bytes, self.version) {
-                        Ok(message) => Some(message.id().as_str().to_owned()),
-                        Err(error) => error.id().map(|id| id.as_str().to_owned()),
-                    };
-                    unanswered_incoming.extend(id);
-                }
-            }
+            unanswered_incoming.extend(held.id().cloned());
         }
         let mut unanswered_outgoing = Vec::new();
         if let Some(call) = self.outgoing.take() {

@@ -7,6 +7,8 @@ mod rpc;
 pub use handshake::{ConnectTarget, WrongState};
 pub use rpc::{RefusalReason, Refused};
 
+use rpc::Turn;
+
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,7 +16,9 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use ocpp_frame::deflate::{Accepted, Compressor, DeflateParams};
 use ocpp_frame::handshake::{ClientHandshake, ServerHandshake, UpgradeRequest as RawUpgrade};
+use ocpp_frame::mask::MaskKeys;
 use ocpp_frame::{Decoder, Encoder, Role};
+use ocpp_messages::envelope::MessageId;
 use ocpp_messages::version::OcppVersion;
 
 use crate::timer::{Timer, TimerTable};
@@ -37,17 +41,120 @@ pub enum Side {
 ///   [`handle_eof`](Self::handle_eof) (the peer closed its side),
 ///   [`handle_timeout`](Self::handle_timeout) (the deadline of
 ///   [`poll_timeout`](Self::poll_timeout) passed);
-/// - `poll_*` drain what it produced: [`poll_event`](Self::poll_event),
-///   [`poll_transmit`](Self::poll_transmit) (or [`pending_transmit`](Self::pending_transmit)
-///   and [`advance_transmit`](Self::advance_transmit)), [`poll_timeout`](Self::poll_timeout);
 /// - mutators: [`accept`](Self::accept), [`reject`](Self::reject), [`call`](Self::call),
 ///   [`respond`](Self::respond), [`respond_error`](Self::respond_error), [`send`](Self::send),
 ///   [`close`](Self::close);
-/// - getters: [`side`](Self::side), [`version`](Self::version), [`is_open`](Self::is_open),
-///   [`is_closed`](Self::is_closed)...
+/// - draining: [`poll_event`](Self::poll_event), then the output:
+///   [`pending_transmit`](Self::pending_transmit) and
+///   [`advance_transmit`](Self::advance_transmit), and the deadline:
+///   [`poll_timeout`](Self::poll_timeout);
+/// - getters: [`wants_read`](Self::wants_read), [`side`](Self::side),
+///   [`version`](Self::version), [`is_open`](Self::is_open), [`is_closed`](Self::is_closed)...
 ///
-/// After any `handle_*` or mutator call, drain events and output, then sleep until the socket is
-/// readable or `poll_timeout` passes.
+/// # The drain contract
+///
+/// Only `handle_*` and mutators produce events and output. After any of them, in one pass:
+///
+/// 1. take every event with [`poll_event`](Self::poll_event) until it returns `None`,
+///    answering CALLs as they come (an answer may hand on a held CALL: it is an event of the
+///    same pass, so keep polling until `None`);
+/// 2. write [`pending_transmit`](Self::pending_transmit) to the socket and report what was
+///    written with [`advance_transmit`](Self::advance_transmit), until the socket would block;
+/// 3. once [`is_closed`](Self::is_closed) and nothing is pending, close the socket;
+/// 4. otherwise sleep until the socket is readable (if [`wants_read`](Self::wants_read)),
+///    writable (if output is pending), or [`poll_timeout`](Self::poll_timeout) passes; then
+///    feed what happened to `handle_*` and start again.
+///
+/// `advance_transmit`, `poll_*` and the getters never produce events or output, so one pass
+/// drains everything: no repeated rounds. Answers ([`respond`](Self::respond),
+/// [`respond_error`](Self::respond_error)) are never refused for back-pressure; instead
+/// [`wants_read`](Self::wants_read) turns false while the output is over half of
+/// [`ConnectionConfig::max_outbound_bytes`](crate::ConnectionConfig::max_outbound_bytes) (until
+/// it drains below a quarter) or while the peer has pipelined more CALLs than are held.
+///
+/// A complete charge point and central system, each on its own socket and thread, with one
+/// loop that follows the contract (blocking std sockets: the read timeout is the deadline):
+///
+/// ```
+/// use std::io::{self, Read, Write};
+/// use std::net::{TcpListener, TcpStream};
+/// use std::sync::Arc;
+/// use std::time::{Duration, Instant};
+/// use ocpp_server_core::{
+///     v1_6, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DateTime, Event,
+///     OcppVersion,
+/// };
+///
+/// /// Drives `conn` on `stream` until it is closed; `on_event` answers what it must.
+/// fn drive(
+///     mut stream: TcpStream,
+///     mut conn: Connection,
+///     mut on_event: impl FnMut(&mut Connection, Event),
+/// ) -> io::Result<()> {
+///     let mut buf = [0u8; 4096];
+///     loop {
+///         while let Some(event) = conn.poll_event() {
+///             on_event(&mut conn, event);
+///         }
+///         let n = conn.pending_transmit().len();
+///         stream.write_all(conn.pending_transmit())?;
+///         conn.advance_transmit(n);
+///         if conn.is_closed() {
+///             return Ok(());
+///         }
+///         let now = Instant::now();
+///         let wait = conn.poll_timeout().map(|t| t.saturating_duration_since(now));
+///         stream.set_read_timeout(wait.map(|w| w.max(Duration::from_millis(1))))?;
+///         // (A blocking loop writes everything at once, so `wants_read` stays true here.)
+///         match stream.read(&mut buf) {
+///             Ok(0) => conn.handle_eof(Instant::now()),
+///             Ok(n) => conn.handle_data(Instant::now(), &buf[..n]),
+///             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+///                 conn.handle_timeout(Instant::now())
+///             }
+///             Err(_) => conn.handle_eof(Instant::now()),
+///         }
+///     }
+/// }
+///
+/// let listener = TcpListener::bind("127.0.0.1:0")?;
+/// let address = listener.local_addr()?;
+/// let config = Arc::new(ConnectionConfig::default().versions(vec![OcppVersion::V1_6]));
+/// let csms_config = config.clone();
+/// let csms = std::thread::spawn(move || -> io::Result<()> {
+///     let (stream, _) = listener.accept()?;
+///     let conn = Connection::accept_incoming(Instant::now(), csms_config);
+///     drive(stream, conn, |conn, event| match event {
+///         Event::UpgradeRequested(_) => conn.accept(Instant::now()).unwrap(),
+///         Event::Call { id, request } => {
+///             assert_eq!(request.action(), "Heartbeat");
+///             let now = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
+///             let answer = v1_6::Response::from(v1_6::HeartbeatResponse { current_time: now });
+///             conn.respond(Instant::now(), &id, answer.into()).unwrap();
+///         }
+///         _ => {}
+///     })
+/// });
+///
+/// let identity = ChargePointIdentity::new("CP001".into(), false).unwrap();
+/// let target = ConnectTarget::new(&address.to_string(), "/ocpp", identity);
+/// let cp = Connection::connect(Instant::now(), config, &target, [7; 16], 42).unwrap();
+/// drive(TcpStream::connect(address)?, cp, |conn, event| match event {
+///     Event::Connected { .. } => {
+///         let heartbeat = v1_6::Request::from(v1_6::HeartbeatRequest {});
+///         conn.call(Instant::now(), heartbeat.into()).unwrap();
+///     }
+///     Event::CallCompleted { outcome, .. } => {
+///         println!("{outcome:?}");
+///         conn.close(Instant::now(), ocpp_server_core::CloseCode::NORMAL, "done");
+///     }
+///     _ => {}
+/// })?;
+/// csms.join().unwrap()?;
+/// # Ok::<(), io::Error>(())
+/// ```
+///
+/// The upgrade on its own, in memory:
 ///
 /// ```
 /// use std::sync::Arc;
@@ -64,9 +171,7 @@ pub enum Side {
 /// assert_eq!(upgrade.identity.as_str(), "CP001");
 /// csms.accept(now).unwrap();
 /// assert!(matches!(csms.poll_event(), Some(Event::Connected { .. })));
-/// let mut out = [0u8; 512];
-/// let n = csms.poll_transmit(&mut out);
-/// assert!(out[..n].starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
+/// assert!(csms.pending_transmit().starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
 /// ```
 ///
 /// `Debug` shows the state and sizes, never buffered bytes: the output buffer may hold an
@@ -86,12 +191,15 @@ pub struct Connection {
     events: VecDeque<Event>,
     timers: TimerTable,
     outgoing: Option<OutgoingCall>,
-    queued: VecDeque<QueuedCall>,
-    incoming: Option<String>,
-    held: VecDeque<HeldCall>,
+    queued: VecDeque<OutgoingCall>,
+    /// The peer's CALL delivered to the application and not answered yet.
+    incoming: Option<MessageId<'static>>,
+    /// Peer CALLs that arrived while an earlier one was unanswered, waiting their turn.
+    held: VecDeque<Turn>,
     next_id: u64,
-    mask_state: u64,
-    refused_output: bool,
+    mask_keys: MaskKeys,
+    /// Reading paused: the output passed half its limit and has not drained below a quarter.
+    read_paused: bool,
     ping_counter: u32,
     now: Instant,
 }
@@ -144,32 +252,12 @@ struct PendingUpgrade {
     deflate: Option<Accepted>,
 }
 
-/// Our CALL in flight.
+/// Our CALL, in flight or queued behind the one in flight.
 #[derive(Debug)]
 struct OutgoingCall {
-    id: String,
+    id: MessageId<'static>,
     request: Request,
 }
-
-/// Our CALL waiting for the one in flight.
-#[derive(Debug)]
-struct QueuedCall {
-    id: String,
-    request: Request,
-}
-
-/// A peer CALL that arrived while an earlier one was unanswered.
-#[derive(Debug)]
-enum HeldCall {
-    /// To be decoded and delivered (the raw text message).
-    Deliver(Bytes),
-    /// Past the hold limit: to be refused with a CALLERROR in turn (its id only).
-    Refuse(String),
-}
-
-/// Past the held CALLs, how many more ids are kept to be refused in order before the peer is
-/// disconnected.
-const MAX_REFUSED_IDS: usize = 64;
 
 impl Connection {
     /// A CSMS-side connection for a socket just accepted; the upgrade request is expected.
@@ -216,9 +304,8 @@ impl Connection {
             incoming: None,
             held: VecDeque::new(),
             next_id: 1,
-            // xorshift needs a non-zero state.
-            mask_state: seed | 1,
-            refused_output: false,
+            mask_keys: MaskKeys::new(seed),
+            read_paused: false,
             ping_counter: 0,
             now,
         }
@@ -270,6 +357,16 @@ impl Connection {
         self.out.len() - self.out_head
     }
 
+    /// Whether the loop should read from the socket now. False once closed, while the unsent
+    /// output is over half of `max_outbound_bytes` (until it drains below a quarter: a peer
+    /// that does not read its answers is not given more work), and while the peer has more
+    /// CALLs pipelined than are held. Never false for long on a connection that is
+    /// written out: answers do not wait for input.
+    pub fn wants_read(&self) -> bool {
+        let pipelined = self.incoming.is_some() && self.held.len() >= self.config.max_held_calls;
+        !(self.is_closed() || self.read_paused || pipelined)
+    }
+
     /// Heap bytes held by this connection's own buffers and queues (not counting the shared
     /// configuration); zero for an idle open connection, unless permessage-deflate with context
     /// takeover keeps compression state (counted from the measured figures of
@@ -280,9 +377,9 @@ impl Connection {
             + self.decoder.heap_bytes()
             + self.out.capacity()
             + self.events.capacity() * std::mem::size_of::<Event>()
-            + self.queued.capacity() * std::mem::size_of::<QueuedCall>()
-            + self.held.capacity() * std::mem::size_of::<HeldCall>()
-            + self.incoming.as_ref().map_or(0, String::capacity)
+            + self.queued.capacity() * std::mem::size_of::<OutgoingCall>()
+            + self.held.capacity() * std::mem::size_of::<Turn>()
+            + self.incoming.as_ref().map_or(0, |id| id.len())
     }
 
     // ---- handle_* ----
@@ -295,7 +392,8 @@ impl Connection {
             State::ClientHandshake(_) => self.handle_upgrade_response(now, data),
             State::AwaitingDecision(pending) => {
                 // A client should wait for the 101; keep what it pipelined, bounded.
-                let limit = self.config.decoder.get_max_frame_size() as usize + 14;
+                let limit = self.config.decoder.get_max_frame_size() as usize
+                    + ocpp_frame::frame::MAX_HEADER_LEN;
                 if pending.trailing.len() + data.len() > limit {
                     self.fail_handshake(400, "data before the upgrade completed");
                 } else {
@@ -346,24 +444,15 @@ impl Connection {
         event
     }
 
-    /// Copies output into `buf` and returns how many bytes it wrote (0: nothing to send).
-    ///
-    /// Use it when you can write everything you take; otherwise use
-    /// [`Self::pending_transmit`] and [`Self::advance_transmit`], which leave unsent bytes here.
-    pub fn poll_transmit(&mut self, buf: &mut [u8]) -> usize {
-        let pending = self.pending_transmit();
-        let n = buf.len().min(pending.len());
-        buf[..n].copy_from_slice(&pending[..n]);
-        self.advance_transmit(n);
-        n
-    }
-
-    /// The output not written yet.
+    /// The output not written yet: write it to the socket (from the start, as much as it
+    /// takes), then say how much with [`Self::advance_transmit`]. Bytes stay here until then,
+    /// so a partial write loses nothing and copies nothing.
     pub fn pending_transmit(&self) -> &[u8] {
         &self.out[self.out_head..]
     }
 
-    /// Marks `n` bytes of [`Self::pending_transmit`] as written.
+    /// Marks `n` bytes of [`Self::pending_transmit`] as written. Produces no event and no
+    /// output (the drain contract); it may let [`Self::wants_read`] turn true again.
     pub fn advance_transmit(&mut self, n: usize) {
         self.out_head = (self.out_head + n).min(self.out.len());
         if self.out_head == self.out.len() {
@@ -375,12 +464,9 @@ impl Connection {
             self.out.drain(..self.out_head);
             self.out_head = 0;
         }
-        if self.refused_output && self.pending_transmit_len() <= self.config.max_outbound_bytes / 2
-        {
-            self.refused_output = false;
-            self.events.push_back(Event::Writable);
+        if self.read_paused && self.pending_transmit_len() <= self.config.max_outbound_bytes / 4 {
+            self.read_paused = false;
         }
-        self.dispatch_queued_call();
     }
 
     /// The next deadline: call [`Self::handle_timeout`] when it passes. `None`: no timer runs.
@@ -423,26 +509,26 @@ impl Connection {
         }
     }
 
-    /// The next masking key (charge-point side): xorshift64*, seeded by the caller. Masking keys
-    /// only need to be unpredictable to script in a browser (RFC 6455 §10.3); a charge point
-    /// runs no foreign script, and the seed comes from the application's RNG.
+    /// The next masking key: the charge-point side masks every frame (RFC 6455 §5.3) with keys
+    /// from `ocpp_frame`'s generator, seeded by the application's RNG.
     fn mask_key(&mut self) -> Option<[u8; 4]> {
-        if self.side == Side::Csms {
-            return None;
+        match self.side {
+            Side::Csms => None,
+            Side::ChargePoint => Some(self.mask_keys.next_key()),
         }
-        let mut x = self.mask_state;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.mask_state = x;
-        let key = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        Some(((key >> 32) as u32).to_ne_bytes())
     }
 
-    fn next_message_id(&mut self) -> String {
+    fn next_message_id(&mut self) -> MessageId<'static> {
         let id = self.next_id;
         self.next_id += 1;
-        id.to_string()
+        MessageId::from_counter(id)
+    }
+
+    /// After a data frame was written: pauses reading past half the outbound limit.
+    fn note_output(&mut self) {
+        if self.pending_transmit_len() > self.config.max_outbound_bytes / 2 {
+            self.read_paused = true;
+        }
     }
 
     /// Turns permessage-deflate on with the agreed parameters.

@@ -5,21 +5,21 @@ use std::time::Instant;
 use bytes::Bytes;
 use ocpp_frame::{CloseCode, FrameHeader, Message, Opcode};
 use ocpp_messages::envelope::{
-    self, Disposition, MessageId, MessageTypeId, ParseError, RpcMessage,
+    self, Call, Disposition, MessageId, MessageTypeId, ParseError, RpcMessage, SerializeError,
 };
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 
-use super::{Connection, HeldCall, OutgoingCall, QueuedCall, State, MAX_REFUSED_IDS};
+use super::{Connection, OutgoingCall, State};
 use crate::timer::Timer;
 use crate::typed::{decode_call, decode_result, error_code_for};
 use crate::{CallOutcome, CloseReason, Event, Request, Response};
 
-/// Our descriptions in CALLERRORs stay within OCPP 2.x's 255 characters on every version.
-const MAX_DESCRIPTION_CHARS: usize = 255;
+/// The description of the CALLERROR that refuses a CALL past the hold limit.
+const SURPLUS_CALL: &str = "more CALLs outstanding than allowed (OCPP-J: one at a time)";
 
-/// Why [`Connection::call`], [`Connection::respond`] or [`Connection::send`] handed its message
-/// back.
+/// Why [`Connection::call`], [`Connection::respond`], [`Connection::respond_error`] or
+/// [`Connection::send`] refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RefusalReason {
@@ -29,10 +29,13 @@ pub enum RefusalReason {
     /// The payload belongs to another OCPP version than the one negotiated.
     #[error("the payload is of another OCPP version than the connection's")]
     WrongVersion,
-    /// The unsent output passed its limit; wait for [`Event::Writable`].
+    /// `send` only: the unsent output is over
+    /// [`ConnectionConfig::max_outbound_bytes`](crate::ConnectionConfig::max_outbound_bytes);
+    /// write the output out and try again.
     #[error("the outbound buffer is full")]
     Backpressure,
-    /// As many CALLs are queued as the configuration allows; wait for a `CallCompleted`.
+    /// `call` only: as many CALLs are queued as the configuration allows; wait for a
+    /// `CallCompleted`.
     #[error("the call queue is full")]
     QueueFull,
     /// No CALL of the peer with this id awaits an answer.
@@ -60,10 +63,35 @@ fn refuse<T>(reason: RefusalReason, message: T) -> Refused<T> {
     Refused { reason, message }
 }
 
-fn truncate(text: &str) -> &str {
-    match text.char_indices().nth(MAX_DESCRIPTION_CHARS) {
-        Some((at, _)) => &text[..at],
-        None => text,
+/// A peer CALL read from the wire, ready for its turn: delivered to the application, or
+/// answered by the core. Decoded once, when it arrives.
+#[derive(Debug)]
+pub(super) enum Turn {
+    /// Decoded and schema-checked: an [`Event::Call`] when its turn comes.
+    Deliver {
+        id: MessageId<'static>,
+        request: Request,
+    },
+    /// It did not decode: the core answers with this CALLERROR.
+    Refuse {
+        id: MessageId<'static>,
+        code: ErrorCode,
+        description: String,
+    },
+    /// It did not parse as a CALL: the reply the envelope rules ask for.
+    Reply {
+        id: Option<MessageId<'static>>,
+        disposition: Disposition,
+    },
+}
+
+impl Turn {
+    /// The CALL's id, when it could be read.
+    pub(super) fn id(&self) -> Option<&MessageId<'static>> {
+        match self {
+            Turn::Deliver { id, .. } | Turn::Refuse { id, .. } => Some(id),
+            Turn::Reply { id, .. } => id.as_ref(),
+        }
     }
 }
 
@@ -71,7 +99,15 @@ impl Connection {
     /// Sends a CALL, or queues it behind the one in flight (OCPP-J: one outstanding CALL per
     /// direction). Returns its id; its end comes as [`Event::CallCompleted`] (result, error or
     /// timeout), or in [`crate::Closed::unanswered_outgoing`] if the connection ends first.
-    pub fn call(&mut self, now: Instant, request: Request) -> Result<String, Refused<Request>> {
+    ///
+    /// # Errors
+    /// [`RefusalReason::NotOpen`], [`RefusalReason::WrongVersion`] or
+    /// [`RefusalReason::QueueFull`], with the request handed back.
+    pub fn call(
+        &mut self,
+        now: Instant,
+        request: Request,
+    ) -> Result<MessageId<'static>, Refused<Request>> {
         self.now = now;
         if !self.is_open() {
             return Err(refuse(RefusalReason::NotOpen, request));
@@ -83,7 +119,7 @@ impl Connection {
             return Err(refuse(RefusalReason::QueueFull, request));
         }
         let id = self.next_message_id();
-        self.queued.push_back(QueuedCall {
+        self.queued.push_back(OutgoingCall {
             id: id.clone(),
             request,
         });
@@ -91,71 +127,77 @@ impl Connection {
         Ok(id)
     }
 
-    /// Answers the peer's CALL `id` with a CALLRESULT.
+    /// Answers the peer's CALL `id` with a CALLRESULT, serialised straight into the output.
+    ///
+    /// Never refused for back-pressure: the core owes at most one answer at a time and stops
+    /// asking for input while the output is full ([`Connection::wants_read`]).
+    ///
+    /// # Errors
+    /// [`RefusalReason::NotOpen`], [`RefusalReason::UnknownId`] (not the CALL awaiting an
+    /// answer), [`RefusalReason::WrongVersion`] or [`RefusalReason::Serialize`], with the
+    /// response handed back.
     pub fn respond(
         &mut self,
         now: Instant,
-        id: &str,
+        id: &MessageId<'_>,
         response: Response,
     ) -> Result<(), Refused<Response>> {
         self.now = now;
         if !self.is_open() {
             return Err(refuse(RefusalReason::NotOpen, response));
         }
-        if self.incoming.as_deref() != Some(id) {
+        if self.incoming.as_ref().map(MessageId::as_str) != Some(id.as_str()) {
             return Err(refuse(RefusalReason::UnknownId, response));
         }
         if response.version() != self.version {
             return Err(refuse(RefusalReason::WrongVersion, response));
         }
-        let mut json = Vec::new();
-        let message_id = MessageId::new(id).unwrap_or_else(|_| MessageId::from_counter(0));
-        if envelope::write_call_result(&mut json, &message_id, &response).is_err() {
+        let written = self.write_message(|out| envelope::write_call_result(out, id, &response));
+        if written.is_err() {
             return Err(refuse(RefusalReason::Serialize, response));
         }
-        if !self.has_room_for(json.len()) {
-            return Err(refuse(RefusalReason::Backpressure, response));
-        }
-        self.write_text(&json);
         self.incoming = None;
         self.release_held(now);
         Ok(())
     }
 
     /// Answers the peer's CALL `id` with a CALLERROR, spelled for the negotiated version (e.g.
-    /// [`ErrorCode::NotSupported`] for a known action this application does not handle).
+    /// [`ErrorCode::NotSupported`] for a known action this application does not handle); OCPP
+    /// 2.x descriptions are cut to 255 characters. Never refused for back-pressure.
+    ///
+    /// # Errors
+    /// [`RefusalReason::NotOpen`] or [`RefusalReason::UnknownId`].
     pub fn respond_error(
         &mut self,
         now: Instant,
-        id: &str,
+        id: &MessageId<'_>,
         code: ErrorCode,
         description: &str,
-    ) -> Result<(), Refused<ErrorCode>> {
+    ) -> Result<(), RefusalReason> {
         self.now = now;
         if !self.is_open() {
-            return Err(refuse(RefusalReason::NotOpen, code));
+            return Err(RefusalReason::NotOpen);
         }
-        if self.incoming.as_deref() != Some(id) {
-            return Err(refuse(RefusalReason::UnknownId, code));
+        if self.incoming.as_ref().map(MessageId::as_str) != Some(id.as_str()) {
+            return Err(RefusalReason::UnknownId);
         }
-        let mut json = Vec::new();
-        if self
-            .write_call_error(&mut json, id, &code, description)
-            .is_err()
-        {
-            return Err(refuse(RefusalReason::Serialize, code));
-        }
-        if !self.has_room_for(json.len()) {
-            return Err(refuse(RefusalReason::Backpressure, code));
-        }
-        self.write_text(&json);
+        self.write_call_error(id, &code, description);
         self.incoming = None;
         self.release_held(now);
         Ok(())
     }
 
     /// Sends a SEND (OCPP 2.1, e.g. NotifyPeriodicEventStream): never answered, never queued.
-    pub fn send(&mut self, now: Instant, request: Request) -> Result<String, Refused<Request>> {
+    ///
+    /// # Errors
+    /// [`RefusalReason::NotOpen`], [`RefusalReason::SendNeedsV21`],
+    /// [`RefusalReason::Backpressure`] (write the output out, then retry) or
+    /// [`RefusalReason::Serialize`], with the request handed back.
+    pub fn send(
+        &mut self,
+        now: Instant,
+        request: Request,
+    ) -> Result<MessageId<'static>, Refused<Request>> {
         self.now = now;
         if !self.is_open() {
             return Err(refuse(RefusalReason::NotOpen, request));
@@ -163,16 +205,15 @@ impl Connection {
         if self.version != OcppVersion::V2_1 || request.version() != OcppVersion::V2_1 {
             return Err(refuse(RefusalReason::SendNeedsV21, request));
         }
-        let id = self.next_message_id();
-        let mut json = Vec::new();
-        let message_id = MessageId::new(id.as_str()).unwrap_or_else(|_| MessageId::from_counter(0));
-        if envelope::write_send(&mut json, &message_id, request.action(), &request).is_err() {
-            return Err(refuse(RefusalReason::Serialize, request));
-        }
-        if !self.has_room_for(json.len()) {
+        if self.pending_transmit_len() >= self.config.max_outbound_bytes {
             return Err(refuse(RefusalReason::Backpressure, request));
         }
-        self.write_text(&json);
+        let id = self.next_message_id();
+        let action = request.action();
+        let written = self.write_message(|out| envelope::write_send(out, &id, action, &request));
+        if written.is_err() {
+            return Err(refuse(RefusalReason::Serialize, request));
+        }
         Ok(id)
     }
 
@@ -231,52 +272,13 @@ impl Connection {
         }
     }
 
+    /// Handles one text message: parsed once, a CALL decoded once.
     fn on_text(&mut self, now: Instant, bytes: Bytes) {
         let version = self.version;
-        // Parsed once: the message is handled from this parse unless it must wait its turn.
-        let parsed = envelope::parse(&bytes, version);
-        let call_like = match &parsed {
-            Ok(RpcMessage::Call(_)) => true,
-            Ok(_) => false,
-            Err(error) => is_call_error(error, version),
-        };
-        if call_like && (self.incoming.is_some() || !self.held.is_empty()) {
-            let id = match &parsed {
-                Ok(message) => message.id().as_str().to_owned(),
-                Err(error) => error
-                    .id()
-                    .map_or("-1".to_owned(), |id| id.as_str().to_owned()),
-            };
-            drop(parsed);
-            self.hold(now, bytes, id);
-        } else {
-            self.process_message(now, parsed);
-        }
-    }
-
-    /// Parses and handles a held message whose turn has come.
-    fn process_text(&mut self, now: Instant, bytes: &[u8]) {
-        let parsed = envelope::parse(bytes, self.version);
-        self.process_message(now, parsed);
-    }
-
-    /// Handles one RPC message whose turn it is.
-    fn process_message(&mut self, now: Instant, parsed: Result<RpcMessage<'_>, ParseError>) {
-        let version = self.version;
-        match parsed {
+        match envelope::parse(&bytes, version) {
             Ok(RpcMessage::Call(call)) => {
-                let options = &self.config.decode_options;
-                match decode_call(version, &call.action, call.payload.get(), options) {
-                    Ok(request) => {
-                        let id = call.id.as_str().to_owned();
-                        self.incoming = Some(id.clone());
-                        self.events.push_back(Event::Call { id, request });
-                    }
-                    Err(error) => {
-                        let code = error_code_for(&error);
-                        self.write_core_error(call.id.as_str(), &code, &error.to_string());
-                    }
-                }
+                let turn = self.read_call(&call);
+                self.take_turn_or_hold(turn);
             }
             Ok(RpcMessage::Send(send)) => {
                 let options = &self.config.decode_options;
@@ -284,13 +286,13 @@ impl Connection {
                 // is dropped.
                 if let Ok(request) = decode_call(version, &send.action, send.payload.get(), options)
                 {
-                    let id = send.id.as_str().to_owned();
+                    let id = send.id.into_owned();
                     self.events.push_back(Event::Send { id, request });
                 }
             }
             Ok(RpcMessage::CallResult(result)) => {
-                if !self.is_outgoing(result.id.as_str()) {
-                    let id = result.id.as_str().to_owned();
+                if !self.is_outgoing(&result.id) {
+                    let id = result.id.into_owned();
                     self.events.push_back(Event::UnmatchedResponse { id });
                     return;
                 }
@@ -302,27 +304,24 @@ impl Connection {
                         let description = error.to_string();
                         if version == OcppVersion::V2_1 {
                             let code = error_code_for(&error);
-                            let mut json = Vec::new();
-                            let id = result.id.as_borrowed();
-                            if envelope::write_call_result_error(
-                                &mut json,
-                                &id,
-                                &code,
-                                truncate(&description),
-                                None,
-                            )
-                            .is_ok()
-                            {
-                                self.write_text(&json);
-                            }
+                            let id = &result.id;
+                            let _ = self.write_message(|out| {
+                                envelope::write_call_result_error(
+                                    out,
+                                    id,
+                                    &code,
+                                    &description,
+                                    None,
+                                )
+                            });
                         }
                         self.complete_outgoing(now, CallOutcome::InvalidResult { description });
                     }
                 }
             }
             Ok(RpcMessage::CallError(error)) => {
-                if !self.is_outgoing(error.id.as_str()) {
-                    let id = error.id.as_str().to_owned();
+                if !self.is_outgoing(&error.id) {
+                    let id = error.id.into_owned();
                     self.events.push_back(Event::UnmatchedResponse { id });
                     return;
                 }
@@ -335,61 +334,89 @@ impl Connection {
             }
             Ok(RpcMessage::CallResultError(error)) => {
                 self.events.push_back(Event::CallResultError {
-                    id: error.id.as_str().to_owned(),
+                    id: error.id.into_owned(),
                     code: error.code.clone(),
                     description: error.description.to_string(),
                 });
+            }
+            Err(error) if is_call_error(&error, version) => {
+                let turn = Turn::Reply {
+                    id: error.id().cloned(),
+                    disposition: error.respond(version),
+                };
+                self.take_turn_or_hold(turn);
             }
             Err(error) => {
                 // A broken answer to our CALL still ends it, rather than leaving it to time out.
                 let answers_ours = matches!(
                     error.message_type(),
                     Some(MessageTypeId::CallResult | MessageTypeId::CallError)
-                ) && error.id().is_some_and(|id| self.is_outgoing(id.as_str()));
+                ) && error.id().is_some_and(|id| self.is_outgoing(id));
                 if answers_ours {
                     let description = error.to_string();
                     self.complete_outgoing(now, CallOutcome::InvalidResult { description });
                 }
-                let disposition = error.respond(version);
-                let mut json = Vec::new();
-                if let Ok(true) = disposition.write_to(&mut json, version) {
-                    self.write_text(&json);
-                }
+                self.write_disposition(&error.respond(version));
             }
         }
     }
 
-    /// Holds a peer CALL behind the unanswered one, bounded.
-    /// `id` is the CALL's id (`"-1"` if unreadable), kept alone past the hold limit.
-    fn hold(&mut self, now: Instant, bytes: Bytes, id: String) {
-        let limit = self.config.max_held_calls;
-        if self.held.len() < limit {
-            self.held.push_back(HeldCall::Deliver(bytes));
-        } else if self.held.len() < limit + MAX_REFUSED_IDS {
-            self.held.push_back(HeldCall::Refuse(id));
-        } else {
-            self.start_close(
-                now,
-                CloseCode::POLICY_VIOLATION,
-                "too many CALLs at once",
-                CloseReason::OcppViolation {
-                    code: CloseCode::POLICY_VIOLATION,
-                    description: "more CALLs outstanding than the hold limit".into(),
-                },
-            );
+    /// Decodes a peer CALL with the negotiated version's types.
+    fn read_call(&self, call: &Call<'_>) -> Turn {
+        let options = &self.config.decode_options;
+        let id = call.id.as_borrowed().into_owned();
+        match decode_call(self.version, &call.action, call.payload.get(), options) {
+            Ok(request) => Turn::Deliver { id, request },
+            Err(error) => Turn::Refuse {
+                id,
+                code: error_code_for(&error),
+                description: error.to_string(),
+            },
         }
     }
 
-    /// Once the peer's CALL is answered, hands on the next held one (or refuses it in turn).
-    fn release_held(&mut self, now: Instant) {
+    /// A CALL's turn comes when no earlier CALL of the peer awaits its answer; until then it is
+    /// held, up to the hold limit. Past it, the CALL is refused at once with a CALLERROR
+    /// (OCPP-J allows one CALL at a time; every CALL still gets exactly one answer).
+    fn take_turn_or_hold(&mut self, turn: Turn) {
+        if self.incoming.is_none() && self.held.is_empty() {
+            self.take_turn(turn);
+        } else if self.held.len() < self.config.max_held_calls {
+            self.held.push_back(turn);
+        } else {
+            let id = turn.id().cloned().unwrap_or(MessageId::UNREADABLE);
+            self.write_call_error(&id, &ErrorCode::GenericError, SURPLUS_CALL);
+            self.check_slow_peer();
+        }
+    }
+
+    fn take_turn(&mut self, turn: Turn) {
+        match turn {
+            Turn::Deliver { id, request } => {
+                self.incoming = Some(id.clone());
+                self.events.push_back(Event::Call { id, request });
+            }
+            Turn::Refuse {
+                id,
+                code,
+                description,
+            } => {
+                self.write_call_error(&id, &code, &description);
+                self.check_slow_peer();
+            }
+            Turn::Reply { disposition, .. } => {
+                self.write_disposition(&disposition);
+                self.check_slow_peer();
+            }
+        }
+    }
+
+    /// Once the peer's CALL is answered, hands on the next held one (or answers it in turn).
+    fn release_held(&mut self, _now: Instant) {
         while self.incoming.is_none() && self.is_open() {
             match self.held.pop_front() {
                 None => break,
-                Some(HeldCall::Deliver(bytes)) => self.process_text(now, &bytes),
-                Some(HeldCall::Refuse(id)) => {
-                    let description = "more CALLs outstanding than allowed (OCPP-J: one at a time)";
-                    self.write_core_error(&id, &ErrorCode::GenericError, description);
-                }
+                Some(turn) => self.take_turn(turn),
             }
         }
         if self.held.is_empty() && self.held.capacity() > 0 {
@@ -397,16 +424,18 @@ impl Connection {
         }
     }
 
-    fn is_outgoing(&self, id: &str) -> bool {
-        self.outgoing.as_ref().is_some_and(|call| call.id == id)
+    fn is_outgoing(&self, id: &MessageId<'_>) -> bool {
+        self.outgoing
+            .as_ref()
+            .is_some_and(|call| call.id.as_str() == id.as_str())
     }
 
     fn complete_outgoing(&mut self, _now: Instant, outcome: CallOutcome) {
         if let Some(call) = self.outgoing.take() {
             self.timers.stop(Timer::Call);
             self.events.push_back(Event::CallCompleted {
-                id: call.id,
                 action: call.request.action(),
+                id: call.id,
                 outcome,
             });
         }
@@ -417,20 +446,18 @@ impl Connection {
         self.complete_outgoing(now, CallOutcome::Timeout);
     }
 
-    /// Sends the next queued CALL if none is in flight and the output has room.
+    /// Sends the next queued CALL if none is in flight. Only ever called from `call` and from
+    /// the end of the CALL in flight (inside a `handle_*`), so output appears only where the
+    /// drain contract says it may.
     pub(super) fn dispatch_queued_call(&mut self) {
-        while self.is_open()
-            && self.outgoing.is_none()
-            && self.pending_transmit_len() < self.config.max_outbound_bytes
-        {
+        while self.is_open() && self.outgoing.is_none() {
             let Some(call) = self.queued.pop_front() else {
                 break;
             };
-            let mut json = Vec::new();
-            let id =
-                MessageId::new(call.id.as_str()).unwrap_or_else(|_| MessageId::from_counter(0));
             let action = call.request.action();
-            if envelope::write_call(&mut json, &id, action, &call.request).is_err() {
+            let written = self
+                .write_message(|out| envelope::write_call(out, &call.id, action, &call.request));
+            if written.is_err() {
                 self.events.push_back(Event::CallCompleted {
                     id: call.id,
                     action,
@@ -442,70 +469,67 @@ impl Connection {
                 });
                 continue;
             }
-            self.write_text(&json);
             self.timers
                 .set(Timer::Call, self.now + self.config.call_timeout);
-            self.outgoing = Some(OutgoingCall {
-                id: call.id,
-                request: call.request,
-            });
+            self.outgoing = Some(call);
         }
         if self.queued.is_empty() && self.queued.capacity() > 0 {
             self.queued = Default::default();
         }
     }
 
-    /// Writes a CALLERROR the core itself answers with (no back-pressure check: every CALL gets
-    /// its answer; these are small and bounded by the hold limits).
-    fn write_core_error(&mut self, id: &str, code: &ErrorCode, description: &str) {
-        let mut json = Vec::new();
-        if self
-            .write_call_error(&mut json, id, code, description)
-            .is_ok()
-        {
-            self.write_text(&json);
-            self.check_slow_peer();
+    /// Writes a CALLERROR spelled for the negotiated version (no back-pressure check: every
+    /// CALL gets its answer).
+    fn write_call_error(&mut self, id: &MessageId<'_>, code: &ErrorCode, description: &str) {
+        let version = self.version;
+        // Cannot fail: no details object is given.
+        let _ = self.write_message(|out| {
+            envelope::write_call_error(out, version, id, code, description, None)
+        });
+    }
+
+    fn write_disposition(&mut self, disposition: &Disposition) {
+        if matches!(disposition, Disposition::Ignore) {
+            return;
         }
+        let version = self.version;
+        let _ = self.write_message(|out| disposition.write_to(out, version).map(|_| ()));
     }
 
-    fn write_call_error(
-        &self,
-        json: &mut Vec<u8>,
-        id: &str,
-        code: &ErrorCode,
-        description: &str,
-    ) -> Result<(), envelope::SerializeError> {
-        let id = MessageId::new(id).unwrap_or_else(|_| MessageId::from_counter(0));
-        envelope::write_call_error(json, self.version, &id, code, truncate(description), None)
-    }
-
-    /// Whether `len` more payload bytes fit under the outbound limit; remembers a refusal so
-    /// that [`Event::Writable`] follows when the output drains.
-    fn has_room_for(&mut self, len: usize) -> bool {
-        if self.pending_transmit_len() + len + 14 > self.config.max_outbound_bytes {
-            self.refused_output = true;
-            false
-        } else {
-            true
-        }
-    }
-
-    /// Frames a text message (the JSON of an RPC message) into the output, compressed when
-    /// permessage-deflate was agreed and the message is not tiny.
-    fn write_text(&mut self, json: &[u8]) {
+    /// Frames one RPC message whose JSON `write` appends to a buffer: straight into the output
+    /// (the frame header is written in front of it afterwards), or, with permessage-deflate,
+    /// into a scratch buffer that is compressed into the output. Nothing is written if `write`
+    /// fails.
+    fn write_message(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<(), SerializeError>,
+    ) -> Result<(), SerializeError> {
         let key = self.mask_key();
         if let Some(compressor) = self.compressor.as_mut() {
-            let written =
+            let mut json = Vec::new();
+            write(&mut json)?;
+            let compressed =
                 self.encoder
-                    .encode_compressed(compressor, Opcode::Text, json, key, &mut self.out);
-            if written.is_ok() {
-                return;
+                    .encode_compressed(compressor, Opcode::Text, &json, key, &mut self.out);
+            if compressed.is_err() {
+                // The compressor failed (nothing was written): send the message uncompressed.
+                let header = FrameHeader::new(Opcode::Text, 0);
+                // Cannot fail: a data frame, and the key matches the role.
+                let _ = self.encoder.encode_frame(header, &json, key, &mut self.out);
             }
-            // The compressor failed (nothing was written): send the message uncompressed.
+        } else {
+            let frame = self.encoder.start_frame(&mut self.out);
+            if let Err(error) = write(&mut self.out) {
+                frame.abandon(&mut self.out);
+                return Err(error);
+            }
+            // Cannot fail: a data frame, and the key matches the role.
+            let _ = self
+                .encoder
+                .finish_frame(frame, Opcode::Text, key, &mut self.out);
         }
-        let header = FrameHeader::new(Opcode::Text, 0);
-        // Cannot fail: a data frame, and the key matches the role.
-        let _ = self.encoder.encode_frame(header, json, key, &mut self.out);
+        self.note_output();
+        Ok(())
     }
 
     /// Frames a control frame; control frames bypass the outbound limit.

@@ -9,8 +9,14 @@ use std::time::{Duration, Instant};
 
 use ocpp_messages::v1_6;
 use ocpp_server_core::{
-    ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event, Request, Response,
+    ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event, MessageId, Request,
+    Response,
 };
+
+/// A message id from text.
+pub fn mid(id: &str) -> MessageId<'static> {
+    MessageId::new(id.to_owned()).unwrap()
+}
 
 pub struct Pair {
     pub now: Instant,
