@@ -39,9 +39,11 @@ use ocpp_server_core::{
 use socket2::{Domain, Socket, Type};
 
 use super::cli::{Deflate, Options, WorkerSlot};
-use super::payload::{self, Answer, ConnectorState, Outgoing, Reading, Reply};
 use super::phase::PhaseStats;
 use super::procfs;
+use ocpp_examples::charge_point_payload::{
+    self as payload, Answer, ConnectorState, Outgoing, Reading, Reply,
+};
 
 const STDIN: Token = Token(usize::MAX - 1);
 const READ_BUFFER: usize = 64 * 1024;
