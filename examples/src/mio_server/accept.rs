@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use mio::Interest;
 use ocpp_server_core::Connection;
 
-use super::admin_socket::{AdminPhase, AdminSocket, ADMIN_IO_TIMEOUT};
+use super::admin_socket::{AdminSocket, AdminStage, ADMIN_IO_TIMEOUT};
 use super::event_loop::{Entry, EventLoop};
-use super::ocpp_socket::{OcppSocket, Phase};
+use super::ocpp_socket::{OcppSocket, SocketStage};
 use crate::tls::TlsSession;
 
 /// How long to wait before accepting again after running out of file descriptors.
@@ -53,7 +53,7 @@ impl EventLoop {
                 socket,
                 tls,
                 connection,
-                phase: Phase::Live,
+                stage: SocketStage::Live,
                 interest: Interest::READABLE,
                 read_paused: false,
                 broken: false,
@@ -63,7 +63,7 @@ impl EventLoop {
                 session: None,
                 opened: now,
                 push_seq: 0,
-                rare: None,
+                pending_answers: None,
             })));
             let metrics = self.shared.csms.metrics();
             metrics.sockets_accepted.inc();
@@ -103,7 +103,7 @@ impl EventLoop {
             };
             let key = self.sockets.insert(Entry::Admin(Box::new(AdminSocket {
                 socket,
-                phase: AdminPhase::Reading,
+                stage: AdminStage::Reading,
                 input: Vec::new(),
                 output: Vec::new(),
                 written: 0,

@@ -11,7 +11,7 @@ use mio::Interest;
 use ocpp_server_core::Refused;
 
 use super::event_loop::{Entry, EventLoop};
-use super::ocpp_socket::Phase;
+use super::ocpp_socket::SocketStage;
 use super::slab::Key;
 use super::Command;
 use crate::csms::admin::{self, AdminRequest, HttpResponse, Route};
@@ -24,7 +24,7 @@ pub(super) const ADMIN_CALL_GRACE: Duration = Duration::from_secs(5);
 
 /// Where an admin HTTP socket is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum AdminPhase {
+pub(super) enum AdminStage {
     Reading,
     /// A CALL was sent to a charge point; the answer comes as [`Command::AdminReply`].
     Waiting,
@@ -35,7 +35,7 @@ pub(super) enum AdminPhase {
 #[derive(Debug)]
 pub(super) struct AdminSocket {
     pub(super) socket: TcpStream,
-    pub(super) phase: AdminPhase,
+    pub(super) stage: AdminStage,
     pub(super) input: Vec<u8>,
     pub(super) output: Vec<u8>,
     pub(super) written: usize,
@@ -54,7 +54,7 @@ impl EventLoop {
     ) {
         let shared = Arc::clone(&self.shared);
         let response = match self.sockets.get_mut(target) {
-            Some(Entry::Ocpp(s)) if s.phase == Phase::Live && s.connection.is_open() => {
+            Some(Entry::Ocpp(s)) if s.stage == SocketStage::Live && s.connection.is_open() => {
                 let action = request.action();
                 match s.connection.call(now, request) {
                     Ok(id) => {
@@ -62,7 +62,7 @@ impl EventLoop {
                             shared.csms.on_call_sent(identity, action);
                             tracing::info!(%identity, action, id, "admin CALL sent");
                         }
-                        s.rare().admin_waiters.push((id, reply_to));
+                        s.pending_answers().admin_waiters.push((id, reply_to));
                         self.service(target, now);
                         return;
                     }
@@ -84,11 +84,11 @@ impl EventLoop {
         let Some(Entry::Admin(a)) = self.sockets.get_mut(key) else {
             return;
         };
-        if a.phase == AdminPhase::Writing {
+        if a.stage == AdminStage::Writing {
             self.admin_write(key, now);
             return;
         }
-        if !readable || a.phase != AdminPhase::Reading {
+        if !readable || a.stage != AdminStage::Reading {
             return;
         }
         loop {
@@ -129,7 +129,7 @@ impl EventLoop {
                     self.admin_respond(key, HttpResponse::not_connected(&identity), now);
                     return;
                 };
-                a.phase = AdminPhase::Waiting;
+                a.stage = AdminStage::Waiting;
                 a.deadline =
                     now + self.shared.connection_config.get_call_timeout() + ADMIN_CALL_GRACE;
                 self.timers
@@ -152,7 +152,7 @@ impl EventLoop {
         };
         a.output = response.to_bytes();
         a.written = 0;
-        a.phase = AdminPhase::Writing;
+        a.stage = AdminStage::Writing;
         a.deadline = now + ADMIN_IO_TIMEOUT;
         self.timers
             .schedule(key, Some(a.deadline), &mut a.scheduled);

@@ -12,8 +12,8 @@ use mio::net::TcpListener;
 use mio::{Events, Interest, Poll};
 use ocpp_frame::CloseCode;
 
-use super::admin_socket::{AdminPhase, AdminSocket};
-use super::ocpp_socket::{OcppSocket, Phase};
+use super::admin_socket::{AdminSocket, AdminStage};
+use super::ocpp_socket::{OcppSocket, SocketStage};
 use super::slab::{Key, Slab};
 use super::timers::TimerHeap;
 use super::{Command, Shared, ADMIN_LISTENER, LISTENER, WAKER};
@@ -186,12 +186,12 @@ impl EventLoop {
                         continue; // stale: a newer, earlier entry superseded it
                     }
                     s.scheduled = None;
-                    match s.phase {
-                        Phase::Live => {
+                    match s.stage {
+                        SocketStage::Live => {
                             s.connection.handle_timeout(now);
                             self.service(key, now);
                         }
-                        Phase::Flushing { deadline } | Phase::Draining { deadline }
+                        SocketStage::Flushing { deadline } | SocketStage::Draining { deadline }
                             if deadline <= now =>
                         {
                             self.remove(key)
@@ -207,7 +207,7 @@ impl EventLoop {
                     if a.deadline > now {
                         self.timers
                             .schedule(key, Some(a.deadline), &mut a.scheduled);
-                    } else if a.phase == AdminPhase::Waiting {
+                    } else if a.stage == AdminStage::Waiting {
                         self.admin_respond(key, HttpResponse::timeout(), now);
                     } else {
                         self.remove(key);
@@ -229,7 +229,7 @@ impl EventLoop {
                 } => self.admin_call(target, request, reply_to, now),
                 Command::AdminReply { to, response } => {
                     if let Some(Entry::Admin(a)) = self.sockets.get_mut(to) {
-                        if a.phase == AdminPhase::Waiting {
+                        if a.stage == AdminStage::Waiting {
                             self.admin_respond(to, response, now);
                         }
                     }

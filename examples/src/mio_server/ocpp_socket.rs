@@ -25,7 +25,7 @@ pub(super) const READS_PER_EVENT: usize = 16;
 
 /// Where a charge point's socket is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Phase {
+pub(super) enum SocketStage {
     /// The connection runs.
     Live,
     /// The connection ended; write out what it still has, until the deadline.
@@ -41,7 +41,7 @@ pub(super) struct OcppSocket {
     /// The TLS session with `wss://`; `None` (a null pointer) with plain `ws://`.
     pub(super) tls: Option<Box<TlsSession>>,
     pub(super) connection: Connection,
-    pub(super) phase: Phase,
+    pub(super) stage: SocketStage,
     /// The interest registered with the poller.
     pub(super) interest: Interest,
     /// Reading stopped because our output to this peer is backed up.
@@ -56,32 +56,35 @@ pub(super) struct OcppSocket {
     pub(super) opened: Instant,
     /// Sequence number of the last push DataTransfer.
     pub(super) push_seq: u64,
-    /// What only some connections need, boxed so the others pay one null pointer.
-    pub(super) rare: Option<Box<Rare>>,
+    /// The answers this socket waits for or still owes: only some connections have any, so
+    /// they are boxed and the others pay one null pointer.
+    pub(super) pending_answers: Option<Box<PendingAnswers>>,
 }
 
 impl OcppSocket {
-    pub(super) fn rare(&mut self) -> &mut Rare {
-        self.rare.get_or_insert_with(Box::default)
+    /// The pending answers, boxed on first use.
+    pub(super) fn pending_answers(&mut self) -> &mut PendingAnswers {
+        self.pending_answers.get_or_insert_with(Box::default)
     }
 }
 
-/// The rarely used part of an [`OcppSocket`].
+/// The answers an [`OcppSocket`] waits for (admin CALLs) or still owes (a deferred reply): the
+/// rarely used part of the socket, boxed.
 #[derive(Debug, Default)]
-pub(super) struct Rare {
+pub(super) struct PendingAnswers {
     /// Our CALLs sent for the admin interface: call id and the admin socket to answer.
     pub(super) admin_waiters: Vec<(String, Key)>,
     /// An answer refused for back-pressure, sent again on `Event::Writable`.
     pub(super) deferred_reply: Option<(String, Reply)>,
 }
 
-/// Drops the rare part of a socket once it holds nothing.
-fn tidy(rare: &mut Option<Box<Rare>>) {
-    if rare
+/// Frees a socket's pending answers once there are none left, back to a null pointer.
+fn drop_pending_answers_if_empty(pending: &mut Option<Box<PendingAnswers>>) {
+    if pending
         .as_ref()
-        .is_some_and(|r| r.admin_waiters.is_empty() && r.deferred_reply.is_none())
+        .is_some_and(|p| p.admin_waiters.is_empty() && p.deferred_reply.is_none())
     {
-        *rare = None;
+        *pending = None;
     }
 }
 
@@ -106,11 +109,11 @@ impl EventLoop {
             let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
                 return;
             };
-            match s.phase {
-                Phase::Live => {}
+            match s.stage {
+                SocketStage::Live => {}
                 // A closed connection ignores input; we read it only when draining.
-                Phase::Flushing { .. } => return,
-                Phase::Draining { .. } => {
+                SocketStage::Flushing { .. } => return,
+                SocketStage::Draining { .. } => {
                     self.drain(key);
                     return;
                 }
@@ -197,7 +200,7 @@ impl EventLoop {
     }
 
     /// After anything happened to a connection: handle its events, write its output, move it
-    /// along its phases, and re-register its interest and deadline.
+    /// along its stages, and re-register its interest and deadline.
     pub(super) fn service(&mut self, key: Key, now: Instant) {
         let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
         // Writing may produce events (Writable, a queued CALL sent); a few rounds settle it.
@@ -228,7 +231,7 @@ impl EventLoop {
             return;
         }
         let pending = s.connection.pending_transmit_len();
-        if let Phase::Flushing { .. } = s.phase {
+        if let SocketStage::Flushing { .. } = s.stage {
             if pending == 0 {
                 if let Some(session) = &mut s.tls {
                     // TLS ends with close_notify (RFC 8446 §6.1) before the TCP half-close.
@@ -242,7 +245,7 @@ impl EventLoop {
             if pending == 0 && !s.tls.as_ref().is_some_and(|t| t.wants_write()) {
                 // Everything is out: half-close and wait for the peer's end of stream.
                 let _ = s.socket.shutdown(Shutdown::Write);
-                s.phase = Phase::Draining {
+                s.stage = SocketStage::Draining {
                     deadline: now + DRAIN_TIMEOUT,
                 };
                 self.drain(key);
@@ -274,9 +277,11 @@ impl EventLoop {
             }
             s.interest = interest;
         }
-        let deadline = match s.phase {
-            Phase::Live => s.connection.poll_timeout(),
-            Phase::Flushing { deadline } | Phase::Draining { deadline } => Some(deadline),
+        let deadline = match s.stage {
+            SocketStage::Live => s.connection.poll_timeout(),
+            SocketStage::Flushing { deadline } | SocketStage::Draining { deadline } => {
+                Some(deadline)
+            }
         };
         self.timers.schedule(key, deadline, &mut s.scheduled);
     }
@@ -352,11 +357,11 @@ impl EventLoop {
                         continue;
                     };
                     csms.on_call_completed(identity, action, &outcome);
-                    let waiter = s.rare.as_mut().and_then(|rare| {
-                        let at = rare.admin_waiters.iter().position(|(i, _)| *i == id)?;
-                        Some(rare.admin_waiters.swap_remove(at).1)
+                    let waiter = s.pending_answers.as_mut().and_then(|pending| {
+                        let at = pending.admin_waiters.iter().position(|(i, _)| *i == id)?;
+                        Some(pending.admin_waiters.swap_remove(at).1)
                     });
-                    tidy(&mut s.rare);
+                    drop_pending_answers_if_empty(&mut s.pending_answers);
                     if let Some(admin) = waiter {
                         let version = s.version.unwrap_or(OcppVersion::V1_6);
                         let response = admin::call_response(version, &id, action, &outcome);
@@ -381,8 +386,11 @@ impl EventLoop {
                     tracing::warn!(identity = ?s.identity, id, ?code, description, "CALLRESULTERROR");
                 }
                 Event::Writable => {
-                    let deferred = s.rare.as_mut().and_then(|r| r.deferred_reply.take());
-                    tidy(&mut s.rare);
+                    let deferred = s
+                        .pending_answers
+                        .as_mut()
+                        .and_then(|p| p.deferred_reply.take());
+                    drop_pending_answers_if_empty(&mut s.pending_answers);
                     if let Some((id, reply)) = deferred {
                         send_reply(s, id, reply, now);
                     }
@@ -416,7 +424,11 @@ impl EventLoop {
         } else {
             tracing::debug!(peer = %peer(&s.socket), reason = ?closed.reason, "handshake ended");
         }
-        let waiters = s.rare.take().map(|r| r.admin_waiters).unwrap_or_default();
+        let waiters = s
+            .pending_answers
+            .take()
+            .map(|p| p.admin_waiters)
+            .unwrap_or_default();
         for (_, admin) in waiters {
             shared.send(
                 0,
@@ -426,7 +438,7 @@ impl EventLoop {
                 },
             );
         }
-        s.phase = Phase::Flushing {
+        s.stage = SocketStage::Flushing {
             deadline: now + FLUSH_TIMEOUT,
         };
     }
@@ -479,7 +491,9 @@ fn send_reply(s: &mut OcppSocket, id: String, reply: Reply, now: Instant) {
         }
     };
     match refused {
-        (RefusalReason::Backpressure, reply) => s.rare().deferred_reply = Some((id, reply)),
+        (RefusalReason::Backpressure, reply) => {
+            s.pending_answers().deferred_reply = Some((id, reply))
+        }
         (reason, _) => tracing::debug!(identity = ?s.identity, id, %reason, "answer not sent"),
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::event_loop::{Entry, EventLoop};
-use super::ocpp_socket::Phase;
+use super::ocpp_socket::SocketStage;
 use crate::csms::push;
 
 impl EventLoop {
@@ -27,7 +27,7 @@ impl EventLoop {
             let (Some(version), Some(identity)) = (s.version, &s.identity) else {
                 continue;
             };
-            if s.phase != Phase::Live || !s.connection.is_open() {
+            if s.stage != SocketStage::Live || !s.connection.is_open() {
                 continue;
             }
             let sent = push::send_next(

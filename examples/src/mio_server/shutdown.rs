@@ -5,9 +5,9 @@ use std::time::Instant;
 
 use ocpp_frame::CloseCode;
 
-use super::admin_socket::AdminPhase;
+use super::admin_socket::AdminStage;
 use super::event_loop::{Entry, EventLoop};
-use super::ocpp_socket::Phase;
+use super::ocpp_socket::SocketStage;
 use super::SHUTDOWN_TIMEOUT;
 use crate::csms::admin::HttpResponse;
 
@@ -33,17 +33,17 @@ impl EventLoop {
         for key in self.sockets.keys() {
             match self.sockets.get_mut(key) {
                 Some(Entry::Ocpp(s)) => {
-                    if s.phase == Phase::Live {
+                    if s.stage == SocketStage::Live {
                         s.connection
                             .close(now, CloseCode::GOING_AWAY, "server shutting down");
                     }
                     self.service(key, now);
                 }
                 Some(Entry::Admin(a)) => {
-                    if a.phase == AdminPhase::Writing {
+                    if a.stage == AdminStage::Writing {
                         continue;
                     }
-                    if a.phase == AdminPhase::Waiting {
+                    if a.stage == AdminStage::Waiting {
                         self.admin_respond(key, HttpResponse::shutting_down(), now);
                     } else {
                         self.remove(key);
@@ -58,7 +58,7 @@ impl EventLoop {
     pub(super) fn force_close_all(&mut self, now: Instant) {
         for key in self.sockets.keys() {
             if let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) {
-                if s.phase == Phase::Live {
+                if s.stage == SocketStage::Live {
                     s.connection.handle_eof(now);
                     self.handle_events(key, now);
                 }
