@@ -10,7 +10,7 @@ use std::time::Instant;
 use mio::net::TcpStream;
 use mio::Interest;
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, RefusalReason, Refused};
+use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event};
 
 use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
@@ -472,28 +472,7 @@ fn write_out(s: &mut OcppSocket) -> io::Result<()> {
 
 /// Answers a CALL; an answer refused for back-pressure waits for `Event::Writable`.
 fn send_reply(s: &mut OcppSocket, id: String, reply: Reply, now: Instant) {
-    let refused = match reply {
-        Reply::Result(response) => match s.connection.respond(now, &id, response) {
-            Ok(()) => return,
-            Err(Refused { reason, message }) => (reason, Reply::Result(message)),
-        },
-        Reply::Error { code, description } => {
-            match s.connection.respond_error(now, &id, code, &description) {
-                Ok(()) => return,
-                Err(Refused { reason, message }) => (
-                    reason,
-                    Reply::Error {
-                        code: message,
-                        description,
-                    },
-                ),
-            }
-        }
-    };
-    match refused {
-        (RefusalReason::Backpressure, reply) => {
-            s.pending_answers().deferred_reply = Some((id, reply))
-        }
-        (reason, _) => tracing::debug!(identity = ?s.identity, id, %reason, "answer not sent"),
+    if let Some(deferred) = reply.send(&mut s.connection, id, s.identity.as_ref(), now) {
+        s.pending_answers().deferred_reply = Some(deferred);
     }
 }

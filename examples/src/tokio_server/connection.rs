@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ocpp_frame::CloseCode;
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, RefusalReason, Refused};
+use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, Refused};
 use socket2::SockRef;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -593,29 +593,8 @@ impl Task {
 
     /// Answers a CALL; an answer refused for back-pressure waits for `Event::Writable`.
     fn send_reply(&mut self, id: String, reply: Reply, now: Instant) {
-        let refused = match reply {
-            Reply::Result(response) => match self.connection.respond(now, &id, response) {
-                Ok(()) => return,
-                Err(Refused { reason, message }) => (reason, Reply::Result(message)),
-            },
-            Reply::Error { code, description } => {
-                match self.connection.respond_error(now, &id, code, &description) {
-                    Ok(()) => return,
-                    Err(Refused { reason, message }) => (
-                        reason,
-                        Reply::Error {
-                            code: message,
-                            description,
-                        },
-                    ),
-                }
-            }
-        };
-        match refused {
-            (RefusalReason::Backpressure, reply) => self.deferred_reply = Some((id, reply)),
-            (reason, _) => {
-                tracing::debug!(identity = ?self.identity, id, %reason, "answer not sent");
-            }
+        if let Some(deferred) = reply.send(&mut self.connection, id, self.identity.as_ref(), now) {
+            self.deferred_reply = Some(deferred);
         }
     }
 }
