@@ -43,13 +43,14 @@ mod v2_1;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::DateTime;
 use ocpp_server_core::{
-    CallOutcome, ChargePointIdentity, CloseReason, Closed, Request, Response, UpgradeRequest,
+    CallOutcome, ChargePointIdentity, CloseReason, Closed, Connection, RefusalReason, Refused,
+    Request, Response, UpgradeRequest,
 };
 
 pub use charge_point::{
@@ -189,6 +190,43 @@ impl Reply {
         Reply::Error {
             code: ErrorCode::NotSupported,
             description: format!("{action} is not supported by this CSMS"),
+        }
+    }
+
+    /// Sends this answer to the CALL `id` on `connection`, for both servers. An answer the
+    /// connection refuses for back-pressure comes back, to be sent again on `Event::Writable`;
+    /// one refused for any other reason is logged and dropped.
+    pub fn send(
+        self,
+        connection: &mut Connection,
+        id: String,
+        identity: Option<&ChargePointIdentity>,
+        now: Instant,
+    ) -> Option<(String, Reply)> {
+        let refused = match self {
+            Reply::Result(response) => match connection.respond(now, &id, response) {
+                Ok(()) => return None,
+                Err(Refused { reason, message }) => (reason, Reply::Result(message)),
+            },
+            Reply::Error { code, description } => {
+                match connection.respond_error(now, &id, code, &description) {
+                    Ok(()) => return None,
+                    Err(Refused { reason, message }) => (
+                        reason,
+                        Reply::Error {
+                            code: message,
+                            description,
+                        },
+                    ),
+                }
+            }
+        };
+        match refused {
+            (RefusalReason::Backpressure, reply) => Some((id, reply)),
+            (reason, _) => {
+                tracing::debug!(identity = ?identity, id, %reason, "answer not sent");
+                None
+            }
         }
     }
 }

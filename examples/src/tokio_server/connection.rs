@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ocpp_frame::CloseCode;
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, RefusalReason, Refused};
+use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, Refused};
 use socket2::SockRef;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -30,7 +30,7 @@ thread_local! {
 
 /// Where a charge point's socket is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+enum SocketStage {
     /// The connection runs.
     Live,
     /// The connection ended; write out what it still has, until the deadline.
@@ -61,7 +61,7 @@ struct Task {
     shared: Arc<Shared>,
     /// A sender to our own mailbox, cloned into the identity table.
     mailbox: mpsc::Sender<Command>,
-    phase: Phase,
+    stage: SocketStage,
     /// Reading stopped because our output to this peer is backed up.
     read_paused: bool,
     /// A write failed: the socket is dead, drop what is left.
@@ -114,7 +114,7 @@ pub(super) async fn run(
         connection,
         shared: Arc::clone(&shared),
         mailbox,
-        phase: Phase::Live,
+        stage: SocketStage::Live,
         read_paused: false,
         broken: false,
         done: false,
@@ -137,10 +137,10 @@ pub(super) async fn run(
         if task.done {
             break;
         }
-        let want_read = match task.phase {
-            Phase::Live => !task.read_paused,
-            Phase::Flushing { .. } => false,
-            Phase::Draining { .. } => true,
+        let want_read = match task.stage {
+            SocketStage::Live => !task.read_paused,
+            SocketStage::Flushing { .. } => false,
+            SocketStage::Draining { .. } => true,
         };
         let want_write = !task.broken
             && (task.connection.pending_transmit_len() > 0
@@ -151,7 +151,7 @@ pub(super) async fn run(
                 sleep.as_mut().reset(deadline.into());
             }
         }
-        let live = task.phase == Phase::Live;
+        let live = task.stage == SocketStage::Live;
         let watching = task.shutdown_deadline.is_none();
         let wake = tokio::select! {
             ready = task.socket.readable(), if want_read => Wake::Readable(ready),
@@ -181,9 +181,11 @@ pub(super) async fn run(
 impl Task {
     /// The next time the task must wake up without I/O.
     fn deadline(&self) -> Option<Instant> {
-        let own = match self.phase {
-            Phase::Live => self.connection.poll_timeout(),
-            Phase::Flushing { deadline } | Phase::Draining { deadline } => Some(deadline),
+        let own = match self.stage {
+            SocketStage::Live => self.connection.poll_timeout(),
+            SocketStage::Flushing { deadline } | SocketStage::Draining { deadline } => {
+                Some(deadline)
+            }
         };
         [own, self.shutdown_deadline].into_iter().flatten().min()
     }
@@ -200,11 +202,11 @@ impl Task {
     fn read(&mut self, now: Instant) {
         let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
         for _ in 0..READS_PER_WAKE {
-            match self.phase {
-                Phase::Live => {}
+            match self.stage {
+                SocketStage::Live => {}
                 // A closed connection ignores input; we read it only when draining.
-                Phase::Flushing { .. } => return,
-                Phase::Draining { .. } => {
+                SocketStage::Flushing { .. } => return,
+                SocketStage::Draining { .. } => {
                     self.drain();
                     return;
                 }
@@ -294,7 +296,7 @@ impl Task {
     }
 
     /// After anything happened: handle the connection's events, write its output, move it along
-    /// its phases.
+    /// its stages.
     fn service(&mut self, now: Instant) {
         let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
         // Writing may produce events (Writable, a queued CALL sent); a few rounds settle it.
@@ -321,7 +323,9 @@ impl Task {
             return;
         }
         let pending = self.connection.pending_transmit_len();
-        if let (Phase::Flushing { .. }, 0, Some(session)) = (self.phase, pending, &mut self.tls) {
+        if let (SocketStage::Flushing { .. }, 0, Some(session)) =
+            (self.stage, pending, &mut self.tls)
+        {
             // TLS ends with close_notify (RFC 8446 §6.1) before the TCP half-close.
             session.close();
             if session.write_to(&mut TryIo(&self.socket)).is_err() {
@@ -329,11 +333,11 @@ impl Task {
                 return;
             }
         }
-        if let Phase::Flushing { .. } = self.phase {
+        if let SocketStage::Flushing { .. } = self.stage {
             if pending == 0 && !self.tls.as_ref().is_some_and(|t| t.wants_write()) {
                 // Everything is out: half-close and wait for the peer's end of stream.
                 let _ = SockRef::from(&self.socket).shutdown(Shutdown::Write);
-                self.phase = Phase::Draining {
+                self.stage = SocketStage::Draining {
                     deadline: now + DRAIN_TIMEOUT,
                 };
                 self.drain();
@@ -375,7 +379,7 @@ impl Task {
     /// A deadline passed: the connection's timers, the flush or drain limit, or shutdown's.
     fn on_deadline(&mut self, now: Instant) {
         if self.shutdown_deadline.is_some_and(|at| at <= now) {
-            if self.phase == Phase::Live {
+            if self.stage == SocketStage::Live {
                 // Its CALLs left unanswered are logged by `on_closed`.
                 self.connection.handle_eof(now);
                 self.handle_events(now);
@@ -383,9 +387,11 @@ impl Task {
             self.done = true;
             return;
         }
-        match self.phase {
-            Phase::Live => self.connection.handle_timeout(now),
-            Phase::Flushing { deadline } | Phase::Draining { deadline } if deadline <= now => {
+        match self.stage {
+            SocketStage::Live => self.connection.handle_timeout(now),
+            SocketStage::Flushing { deadline } | SocketStage::Draining { deadline }
+                if deadline <= now =>
+            {
                 self.done = true;
             }
             _ => {}
@@ -397,7 +403,7 @@ impl Task {
             return;
         }
         self.shutdown_deadline = Some(now + SHUTDOWN_TIMEOUT);
-        if self.phase == Phase::Live {
+        if self.stage == SocketStage::Live {
             self.connection
                 .close(now, CloseCode::GOING_AWAY, "server shutting down");
         }
@@ -424,7 +430,7 @@ impl Task {
         reply: oneshot::Sender<HttpResponse>,
         now: Instant,
     ) {
-        if self.phase != Phase::Live || !self.connection.is_open() {
+        if self.stage != SocketStage::Live || !self.connection.is_open() {
             let _ = reply.send(HttpResponse::error(
                 404,
                 "the charge point is no longer connected",
@@ -452,7 +458,7 @@ impl Task {
         let (Some(version), Some(identity)) = (self.version, &self.identity) else {
             return;
         };
-        if self.phase != Phase::Live || !self.connection.is_open() {
+        if self.stage != SocketStage::Live || !self.connection.is_open() {
             return;
         }
         push::send_next(
@@ -580,36 +586,15 @@ impl Task {
             let _ = reply.send(HttpResponse::disconnected());
         }
         self.deferred_reply = None;
-        self.phase = Phase::Flushing {
+        self.stage = SocketStage::Flushing {
             deadline: now + FLUSH_TIMEOUT,
         };
     }
 
     /// Answers a CALL; an answer refused for back-pressure waits for `Event::Writable`.
     fn send_reply(&mut self, id: String, reply: Reply, now: Instant) {
-        let refused = match reply {
-            Reply::Result(response) => match self.connection.respond(now, &id, response) {
-                Ok(()) => return,
-                Err(Refused { reason, message }) => (reason, Reply::Result(message)),
-            },
-            Reply::Error { code, description } => {
-                match self.connection.respond_error(now, &id, code, &description) {
-                    Ok(()) => return,
-                    Err(Refused { reason, message }) => (
-                        reason,
-                        Reply::Error {
-                            code: message,
-                            description,
-                        },
-                    ),
-                }
-            }
-        };
-        match refused {
-            (RefusalReason::Backpressure, reply) => self.deferred_reply = Some((id, reply)),
-            (reason, _) => {
-                tracing::debug!(identity = ?self.identity, id, %reason, "answer not sent");
-            }
+        if let Some(deferred) = reply.send(&mut self.connection, id, self.identity.as_ref(), now) {
+            self.deferred_reply = Some(deferred);
         }
     }
 }

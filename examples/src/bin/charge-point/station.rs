@@ -23,12 +23,12 @@ use tracing::{debug, info, warn};
 
 use super::backoff::Reconnect;
 use super::cli::Options;
-use super::payload::{
-    self, Answer, BootReason, Command, ConnectorState, Outgoing, Reading, Reply, StopReason,
-    TriggerKind, TxRef,
-};
 use super::settings::{Changed, Settings};
 use super::stats::Stats;
+use ocpp_examples::charge_point_payload::{
+    self as payload, Answer, BootReason, Command, ConnectorState, Outgoing, Reading, Reply,
+    StopReason, TriggerKind, TxRef,
+};
 
 /// The simulated charging power.
 const POWER_W: f64 = 11_000.0;
