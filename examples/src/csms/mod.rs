@@ -49,8 +49,8 @@ use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::DateTime;
 use ocpp_server_core::{
-    CallOutcome, ChargePointIdentity, CloseReason, Closed, Connection, RefusalReason, Refused,
-    Request, Response, UpgradeRequest,
+    CallOutcome, ChargePointIdentity, CloseReason, Closed, Connection, MessageId, Request,
+    Response, UpgradeRequest,
 };
 
 pub use charge_point::{
@@ -193,40 +193,27 @@ impl Reply {
         }
     }
 
-    /// Sends this answer to the CALL `id` on `connection`, for both servers. An answer the
-    /// connection refuses for back-pressure comes back, to be sent again on `Event::Writable`;
-    /// one refused for any other reason is logged and dropped.
+    /// Sends this answer to the CALL `id` on `connection`, for both servers. Answers are never
+    /// refused for back-pressure; one refused for another reason (the connection closed while
+    /// the answer was being made) is logged and dropped: the CALL is then listed in
+    /// `Closed::unanswered_incoming`.
     pub fn send(
         self,
         connection: &mut Connection,
-        id: String,
+        id: &MessageId<'_>,
         identity: Option<&ChargePointIdentity>,
         now: Instant,
-    ) -> Option<(String, Reply)> {
+    ) {
         let refused = match self {
-            Reply::Result(response) => match connection.respond(now, &id, response) {
-                Ok(()) => return None,
-                Err(Refused { reason, message }) => (reason, Reply::Result(message)),
-            },
+            Reply::Result(response) => connection
+                .respond(now, id, response)
+                .map_err(|refused| refused.reason),
             Reply::Error { code, description } => {
-                match connection.respond_error(now, &id, code, &description) {
-                    Ok(()) => return None,
-                    Err(Refused { reason, message }) => (
-                        reason,
-                        Reply::Error {
-                            code: message,
-                            description,
-                        },
-                    ),
-                }
+                connection.respond_error(now, id, code, &description)
             }
         };
-        match refused {
-            (RefusalReason::Backpressure, reply) => Some((id, reply)),
-            (reason, _) => {
-                tracing::debug!(identity = ?identity, id, %reason, "answer not sent");
-                None
-            }
+        if let Err(reason) = refused {
+            tracing::debug!(identity = ?identity, %id, %reason, "answer not sent");
         }
     }
 }

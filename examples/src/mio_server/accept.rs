@@ -56,14 +56,13 @@ impl EventLoop {
                 stage: SocketStage::Live,
                 interest: Interest::READABLE,
                 read_paused: false,
-                broken: false,
                 scheduled: None,
                 identity: None,
                 version: None,
                 session: None,
                 opened: now,
                 push_seq: 0,
-                pending_answers: None,
+                admin_waiters: None,
             })));
             let metrics = self.shared.csms.metrics();
             metrics.sockets_accepted.inc();

@@ -60,9 +60,11 @@ impl EventLoop {
                     Ok(id) => {
                         if let Some(identity) = &s.identity {
                             shared.csms.on_call_sent(identity, action);
-                            tracing::info!(%identity, action, id, "admin CALL sent");
+                            tracing::info!(%identity, action, %id, "admin CALL sent");
                         }
-                        s.pending_answers().admin_waiters.push((id, reply_to));
+                        s.admin_waiters
+                            .get_or_insert_with(Box::default)
+                            .push((id, reply_to));
                         self.service(target, now);
                         return;
                     }

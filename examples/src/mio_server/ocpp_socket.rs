@@ -10,13 +10,13 @@ use std::time::Instant;
 use mio::net::TcpStream;
 use mio::Interest;
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event};
+use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, MessageId};
 
 use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
 use super::{Command, Handle, DRAIN_TIMEOUT, FLUSH_TIMEOUT};
 use crate::csms::admin::{self, HttpResponse};
-use crate::csms::{Decision, Reply, SessionId};
+use crate::csms::{Decision, SessionId};
 use crate::tls::{self, Received, TlsSession};
 
 /// At most this many read calls per readiness event, so one busy peer cannot starve the
@@ -44,10 +44,10 @@ pub(super) struct OcppSocket {
     pub(super) stage: SocketStage,
     /// The interest registered with the poller.
     pub(super) interest: Interest,
-    /// Reading stopped because our output to this peer is backed up.
+    /// Reading stopped because the connection did not want input (`wants_read`): our output
+    /// to this peer is backed up. Edge-triggered readiness will not report the data waiting,
+    /// so the loop reads again when it resumes.
     pub(super) read_paused: bool,
-    /// A write failed: the socket is dead, drop what is left.
-    pub(super) broken: bool,
     /// The earliest deadline of ours in the timer heap.
     pub(super) scheduled: Option<Instant>,
     pub(super) identity: Option<ChargePointIdentity>,
@@ -56,36 +56,9 @@ pub(super) struct OcppSocket {
     pub(super) opened: Instant,
     /// Sequence number of the last push DataTransfer.
     pub(super) push_seq: u64,
-    /// The answers this socket waits for or still owes: only some connections have any, so
-    /// they are boxed and the others pay one null pointer.
-    pub(super) pending_answers: Option<Box<PendingAnswers>>,
-}
-
-impl OcppSocket {
-    /// The pending answers, boxed on first use.
-    pub(super) fn pending_answers(&mut self) -> &mut PendingAnswers {
-        self.pending_answers.get_or_insert_with(Box::default)
-    }
-}
-
-/// The answers an [`OcppSocket`] waits for (admin CALLs) or still owes (a deferred reply): the
-/// rarely used part of the socket, boxed.
-#[derive(Debug, Default)]
-pub(super) struct PendingAnswers {
-    /// Our CALLs sent for the admin interface: call id and the admin socket to answer.
-    pub(super) admin_waiters: Vec<(String, Key)>,
-    /// An answer refused for back-pressure, sent again on `Event::Writable`.
-    pub(super) deferred_reply: Option<(String, Reply)>,
-}
-
-/// Frees a socket's pending answers once there are none left, back to a null pointer.
-fn drop_pending_answers_if_empty(pending: &mut Option<Box<PendingAnswers>>) {
-    if pending
-        .as_ref()
-        .is_some_and(|p| p.admin_waiters.is_empty() && p.deferred_reply.is_none())
-    {
-        *pending = None;
-    }
+    /// Our CALLs sent for the admin interface (call id, the admin socket to answer): only
+    /// some connections have any, so they are boxed and the others pay one null pointer.
+    pub(super) admin_waiters: Option<Box<Vec<(MessageId<'static>, Key)>>>,
 }
 
 /// The peer's address, for logs (asked of the socket, not kept per connection).
@@ -96,15 +69,15 @@ fn peer(socket: &TcpStream) -> String {
 }
 
 impl EventLoop {
-    /// Reads into the loop's buffer and feeds the connection, handling its events after each
-    /// read so that answers are produced (and back-pressure noticed) as data comes in.
+    /// Reads into the loop's buffer and feeds the connection while it
+    /// [wants input](Connection::wants_read); the caller then services it once (events,
+    /// output), as the drain contract asks.
     ///
     /// A read that returns less than the buffer has emptied the socket's receive queue, so
     /// unless `exhaust` (the peer's FIN or an error was reported, or this is a `read_again`)
     /// the loop stops there instead of paying a second `recvfrom` for its `EAGAIN`: any byte
     /// that arrives later raises a new edge. That is one system call in three per message.
     pub(super) fn read(&mut self, key: Key, exhaust: bool, now: Instant) {
-        let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
         for _ in 0..READS_PER_EVENT {
             let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
                 return;
@@ -118,7 +91,7 @@ impl EventLoop {
                     return;
                 }
             }
-            if s.connection.pending_transmit_len() > max_outbound / 2 {
+            if !s.connection.wants_read() {
                 // Back-pressure: the peer does not read what we send; stop reading it.
                 s.read_paused = true;
                 return;
@@ -130,14 +103,8 @@ impl EventLoop {
                     connection.handle_data(now, plaintext)
                 });
                 match received {
-                    Received::Progress => {
-                        self.handle_events(key, now);
-                        continue;
-                    }
-                    Received::WouldBlock => {
-                        self.handle_events(key, now);
-                        return;
-                    }
+                    Received::Progress => continue,
+                    Received::WouldBlock => return,
                     Received::Closed => {}
                     Received::Failed(e) => {
                         // Send the alert rustls chose; `service` then shuts our side and
@@ -152,18 +119,15 @@ impl EventLoop {
                     Received::Io(e) => tracing::debug!(peer = %peer(&s.socket), "read: {e}"),
                 }
                 s.connection.handle_eof(now);
-                self.handle_events(key, now);
                 return;
             }
             match s.socket.read(&mut self.scratch) {
                 Ok(0) => {
                     s.connection.handle_eof(now);
-                    self.handle_events(key, now);
                     return;
                 }
                 Ok(n) => {
                     s.connection.handle_data(now, &self.scratch[..n]);
-                    self.handle_events(key, now);
                     if n < self.scratch.len() && !exhaust {
                         return;
                     }
@@ -173,7 +137,6 @@ impl EventLoop {
                 Err(e) => {
                     tracing::debug!(peer = %peer(&s.socket), "read: {e}");
                     s.connection.handle_eof(now);
-                    self.handle_events(key, now);
                     return;
                 }
             }
@@ -199,34 +162,19 @@ impl EventLoop {
         self.remove(key);
     }
 
-    /// After anything happened to a connection: handle its events, write its output, move it
-    /// along its stages, and re-register its interest and deadline.
+    /// After anything happened to a connection: one pass of the drain contract (handle its
+    /// events, write its output), then move it along its stages and re-register its interest
+    /// and deadline.
     pub(super) fn service(&mut self, key: Key, now: Instant) {
-        let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
-        // Writing may produce events (Writable, a queued CALL sent); a few rounds settle it.
-        for _ in 0..8 {
-            let handled = self.handle_events(key, now);
-            let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
-                return;
-            };
-            if s.broken {
-                break;
-            }
-            let before = s.connection.pending_transmit_len();
-            if let Err(e) = write_out(s) {
-                tracing::debug!(peer = %peer(&s.socket), "write: {e}");
-                s.broken = true;
-                s.connection.handle_eof(now);
-                continue;
-            }
-            if handled == 0 && s.connection.pending_transmit_len() == before {
-                break;
-            }
-        }
+        self.handle_events(key, now);
         let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
             return;
         };
-        if s.broken {
+        if let Err(e) = write_out(s) {
+            tracing::debug!(peer = %peer(&s.socket), "write: {e}");
+            // The socket is dead: end the connection, tell the application, drop the socket.
+            s.connection.handle_eof(now);
+            self.handle_events(key, now);
             self.remove(key);
             return;
         }
@@ -257,7 +205,7 @@ impl EventLoop {
         let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
             return;
         };
-        let resume = s.read_paused && pending <= max_outbound / 4;
+        let resume = s.read_paused && s.connection.wants_read();
         if resume {
             s.read_paused = false;
             self.read_again.push(key);
@@ -286,19 +234,17 @@ impl EventLoop {
         self.timers.schedule(key, deadline, &mut s.scheduled);
     }
 
-    /// Drains the connection's events into the application. Returns how many it handled.
-    pub(super) fn handle_events(&mut self, key: Key, now: Instant) -> usize {
+    /// Drains the connection's events into the application, until there are none.
+    pub(super) fn handle_events(&mut self, key: Key, now: Instant) {
         let shared = Arc::clone(&self.shared);
         let csms = &shared.csms;
-        let mut handled = 0;
         loop {
             let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
-                return handled;
+                return;
             };
             let Some(event) = s.connection.poll_event() else {
-                return handled;
+                return;
             };
-            handled += 1;
             match event {
                 Event::UpgradeRequested(upgrade) => {
                     s.identity = Some(upgrade.identity.clone());
@@ -341,7 +287,7 @@ impl EventLoop {
                         continue;
                     };
                     let reply = csms.on_call(session, identity, &request);
-                    send_reply(s, id, reply, now);
+                    reply.send(&mut s.connection, &id, Some(identity), now);
                 }
                 Event::Send { request, .. } => {
                     if let Some(identity) = &s.identity {
@@ -357,15 +303,17 @@ impl EventLoop {
                         continue;
                     };
                     csms.on_call_completed(identity, action, &outcome);
-                    let waiter = s.pending_answers.as_mut().and_then(|pending| {
-                        let at = pending.admin_waiters.iter().position(|(i, _)| *i == id)?;
-                        Some(pending.admin_waiters.swap_remove(at).1)
+                    let waiter = s.admin_waiters.as_mut().and_then(|waiters| {
+                        let at = waiters.iter().position(|(i, _)| *i == id)?;
+                        Some(waiters.swap_remove(at).1)
                     });
-                    drop_pending_answers_if_empty(&mut s.pending_answers);
+                    if s.admin_waiters.as_ref().is_some_and(|w| w.is_empty()) {
+                        s.admin_waiters = None;
+                    }
                     if let Some(admin) = waiter {
                         let version = s.version.unwrap_or(OcppVersion::V1_6);
                         let response = admin::call_response(version, &id, action, &outcome);
-                        tracing::info!(%identity, action, id, status = response.status, "admin CALL completed");
+                        tracing::info!(%identity, action, %id, status = response.status, "admin CALL completed");
                         shared.send(
                             0,
                             Command::AdminReply {
@@ -376,24 +324,14 @@ impl EventLoop {
                     }
                 }
                 Event::UnmatchedResponse { id } => {
-                    tracing::debug!(identity = ?s.identity, id, "answer to no CALL of ours");
+                    tracing::debug!(identity = ?s.identity, %id, "answer to no CALL of ours");
                 }
                 Event::CallResultError {
                     id,
                     code,
                     description,
                 } => {
-                    tracing::warn!(identity = ?s.identity, id, ?code, description, "CALLRESULTERROR");
-                }
-                Event::Writable => {
-                    let deferred = s
-                        .pending_answers
-                        .as_mut()
-                        .and_then(|p| p.deferred_reply.take());
-                    drop_pending_answers_if_empty(&mut s.pending_answers);
-                    if let Some((id, reply)) = deferred {
-                        send_reply(s, id, reply, now);
-                    }
+                    tracing::warn!(identity = ?s.identity, %id, ?code, description, "CALLRESULTERROR");
                 }
                 Event::Closed(closed) => self.on_closed(key, &closed, now),
                 _ => {}
@@ -424,11 +362,7 @@ impl EventLoop {
         } else {
             tracing::debug!(peer = %peer(&s.socket), reason = ?closed.reason, "handshake ended");
         }
-        let waiters = s
-            .pending_answers
-            .take()
-            .map(|p| p.admin_waiters)
-            .unwrap_or_default();
+        let waiters = s.admin_waiters.take().map(|w| *w).unwrap_or_default();
         for (_, admin) in waiters {
             shared.send(
                 0,
@@ -467,12 +401,5 @@ fn write_out(s: &mut OcppSocket) -> io::Result<()> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
-    }
-}
-
-/// Answers a CALL; an answer refused for back-pressure waits for `Event::Writable`.
-fn send_reply(s: &mut OcppSocket, id: String, reply: Reply, now: Instant) {
-    if let Some(deferred) = reply.send(&mut s.connection, id, s.identity.as_ref(), now) {
-        s.pending_answers().deferred_reply = Some(deferred);
     }
 }

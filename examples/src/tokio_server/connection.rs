@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use ocpp_frame::CloseCode;
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, Refused};
+use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, MessageId, Refused};
 use socket2::SockRef;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{Command, Handle, Shared, DRAIN_TIMEOUT, FLUSH_TIMEOUT, MAILBOX, SHUTDOWN_TIMEOUT};
 use crate::csms::admin::{self, HttpResponse};
-use crate::csms::{push, Decision, Reply, SessionId};
+use crate::csms::{push, Decision, SessionId};
 use crate::tls::{self, Received, TlsSession, TryIo};
 
 /// The read buffer of each worker thread, shared by every connection that thread polls.
@@ -62,10 +62,6 @@ struct Task {
     /// A sender to our own mailbox, cloned into the identity table.
     mailbox: mpsc::Sender<Command>,
     stage: SocketStage,
-    /// Reading stopped because our output to this peer is backed up.
-    read_paused: bool,
-    /// A write failed: the socket is dead, drop what is left.
-    broken: bool,
     /// The task is over: drop the socket.
     done: bool,
     /// Set when the server shuts down: the task ends by then whatever happens.
@@ -77,9 +73,7 @@ struct Task {
     /// Sequence number of the last push DataTransfer.
     push_seq: u64,
     /// Our CALLs sent for the admin interface: call id and where to send the HTTP answer.
-    admin_waiters: Vec<(String, oneshot::Sender<HttpResponse>)>,
-    /// An answer refused for back-pressure, sent again on `Event::Writable`.
-    deferred_reply: Option<(String, Reply)>,
+    admin_waiters: Vec<(MessageId<'static>, oneshot::Sender<HttpResponse>)>,
 }
 
 /// Serves one accepted socket until its connection is over.
@@ -115,8 +109,6 @@ pub(super) async fn run(
         shared: Arc::clone(&shared),
         mailbox,
         stage: SocketStage::Live,
-        read_paused: false,
-        broken: false,
         done: false,
         shutdown_deadline: None,
         identity: None,
@@ -125,7 +117,6 @@ pub(super) async fn run(
         opened: now,
         push_seq: 0,
         admin_waiters: Vec::new(),
-        deferred_reply: None,
     };
     if *stop.borrow_and_update() {
         task.begin_shutdown(now);
@@ -138,13 +129,12 @@ pub(super) async fn run(
             break;
         }
         let want_read = match task.stage {
-            SocketStage::Live => !task.read_paused,
+            SocketStage::Live => task.connection.wants_read(),
             SocketStage::Flushing { .. } => false,
             SocketStage::Draining { .. } => true,
         };
-        let want_write = !task.broken
-            && (task.connection.pending_transmit_len() > 0
-                || task.tls.as_ref().is_some_and(|t| t.wants_write()));
+        let want_write = task.connection.pending_transmit_len() > 0
+            || task.tls.as_ref().is_some_and(|t| t.wants_write());
         let deadline = task.deadline();
         if let Some(deadline) = deadline {
             if sleep.deadline() != deadline.into() {
@@ -166,8 +156,10 @@ pub(super) async fn run(
             Wake::Writable(Ok(())) => {} // `service` writes
             Wake::Readable(Err(e)) | Wake::Writable(Err(e)) => {
                 tracing::debug!(peer = %task.peer, "socket: {e}");
-                task.broken = true;
+                // The socket is dead: let the application hear of the end, then stop.
                 task.connection.handle_eof(now);
+                task.handle_events(now);
+                break;
             }
             Wake::Deadline => task.on_deadline(now),
             Wake::Command(Some(command)) => task.on_command(command, now),
@@ -197,10 +189,9 @@ impl Task {
         }
     }
 
-    /// Reads into the worker's buffer and feeds the connection, handling its events after each
-    /// read so that answers are produced (and back-pressure noticed) as data comes in.
+    /// Reads into the worker's buffer and feeds the connection while it
+    /// [wants input](Connection::wants_read); `service` then drains it once.
     fn read(&mut self, now: Instant) {
-        let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
         for _ in 0..READS_PER_WAKE {
             match self.stage {
                 SocketStage::Live => {}
@@ -211,9 +202,8 @@ impl Task {
                     return;
                 }
             }
-            if self.connection.pending_transmit_len() > max_outbound / 2 {
+            if !self.connection.wants_read() {
                 // Back-pressure: the peer does not read what we send; stop reading it.
-                self.read_paused = true;
                 return;
             }
             if let Some(session) = &mut self.tls {
@@ -224,14 +214,8 @@ impl Task {
                     })
                 });
                 match received {
-                    Received::Progress => {
-                        self.handle_events(now);
-                        continue;
-                    }
-                    Received::WouldBlock => {
-                        self.handle_events(now);
-                        return;
-                    }
+                    Received::Progress => continue,
+                    Received::WouldBlock => return,
                     Received::Closed => {}
                     Received::Failed(e) => {
                         // Send the alert rustls chose; `service` then shuts our side and
@@ -246,7 +230,6 @@ impl Task {
                     Received::Io(e) => tracing::debug!(peer = %self.peer, "read: {e}"),
                 }
                 self.connection.handle_eof(now);
-                self.handle_events(now);
                 return;
             }
             let (socket, connection) = (&self.socket, &mut self.connection);
@@ -261,18 +244,14 @@ impl Task {
             match result {
                 Ok(0) => {
                     self.connection.handle_eof(now);
-                    self.handle_events(now);
                     return;
                 }
-                Ok(_) => {
-                    self.handle_events(now);
-                }
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     tracing::debug!(peer = %self.peer, "read: {e}");
                     self.connection.handle_eof(now);
-                    self.handle_events(now);
                     return;
                 }
             }
@@ -295,29 +274,14 @@ impl Task {
         self.done = true;
     }
 
-    /// After anything happened: handle the connection's events, write its output, move it along
-    /// its stages.
+    /// After anything happened: one pass of the drain contract (the connection's events, then
+    /// its output), then move it along its stages.
     fn service(&mut self, now: Instant) {
-        let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
-        // Writing may produce events (Writable, a queued CALL sent); a few rounds settle it.
-        for _ in 0..8 {
-            let handled = self.handle_events(now);
-            if self.broken {
-                break;
-            }
-            let before = self.connection.pending_transmit_len();
-            if let Err(e) = self.write_out() {
-                tracing::debug!(peer = %self.peer, "write: {e}");
-                self.broken = true;
-                self.connection.handle_eof(now);
-                continue;
-            }
-            if handled == 0 && self.connection.pending_transmit_len() == before {
-                break;
-            }
-        }
-        if self.broken {
-            // Let the application hear of the end before the socket goes.
+        self.handle_events(now);
+        if let Err(e) = self.write_out() {
+            tracing::debug!(peer = %self.peer, "write: {e}");
+            // The socket is dead: let the application hear of the end before it goes.
+            self.connection.handle_eof(now);
             self.handle_events(now);
             self.done = true;
             return;
@@ -342,9 +306,6 @@ impl Task {
                 };
                 self.drain();
             }
-        }
-        if self.read_paused && pending <= max_outbound / 4 {
-            self.read_paused = false;
         }
     }
 
@@ -442,7 +403,7 @@ impl Task {
             Ok(id) => {
                 if let Some(identity) = &self.identity {
                     self.shared.csms.on_call_sent(identity, action);
-                    tracing::info!(%identity, action, id, "admin CALL sent");
+                    tracing::info!(%identity, action, %id, "admin CALL sent");
                 }
                 self.admin_waiters.push((id, reply));
             }
@@ -471,13 +432,11 @@ impl Task {
         );
     }
 
-    /// Drains the connection's events into the application. Returns how many it handled.
-    fn handle_events(&mut self, now: Instant) -> usize {
+    /// Drains the connection's events into the application, until there are none.
+    fn handle_events(&mut self, now: Instant) {
         let shared = Arc::clone(&self.shared);
         let csms = &shared.csms;
-        let mut handled = 0;
         while let Some(event) = self.connection.poll_event() {
-            handled += 1;
             match event {
                 Event::UpgradeRequested(upgrade) => {
                     self.identity = Some(upgrade.identity.clone());
@@ -515,7 +474,7 @@ impl Task {
                         continue;
                     };
                     let reply = csms.on_call(session, identity, &request);
-                    self.send_reply(id, reply, now);
+                    reply.send(&mut self.connection, &id, Some(identity), now);
                 }
                 Event::Send { request, .. } => {
                     if let Some(identity) = &self.identity {
@@ -536,14 +495,14 @@ impl Task {
                         let version = self.version.unwrap_or(OcppVersion::V1_6);
                         let response = admin::call_response(version, &id, action, &outcome);
                         tracing::info!(
-                            %identity, action, id, status = response.status,
+                            %identity, action, %id, status = response.status,
                             "admin CALL completed"
                         );
                         let _ = reply.send(response);
                     }
                 }
                 Event::UnmatchedResponse { id } => {
-                    tracing::debug!(identity = ?self.identity, id, "answer to no CALL of ours");
+                    tracing::debug!(identity = ?self.identity, %id, "answer to no CALL of ours");
                 }
                 Event::CallResultError {
                     id,
@@ -551,19 +510,13 @@ impl Task {
                     description,
                 } => {
                     tracing::warn!(
-                        identity = ?self.identity, id, ?code, description, "CALLRESULTERROR"
+                        identity = ?self.identity, %id, ?code, description, "CALLRESULTERROR"
                     );
-                }
-                Event::Writable => {
-                    if let Some((id, reply)) = self.deferred_reply.take() {
-                        self.send_reply(id, reply, now);
-                    }
                 }
                 Event::Closed(closed) => self.on_closed(&closed, now),
                 _ => {}
             }
         }
-        handled
     }
 
     /// The connection ended: tell the application, free the identity, fail the admin commands
@@ -585,17 +538,9 @@ impl Task {
         for (_, reply) in self.admin_waiters.drain(..) {
             let _ = reply.send(HttpResponse::disconnected());
         }
-        self.deferred_reply = None;
         self.stage = SocketStage::Flushing {
             deadline: now + FLUSH_TIMEOUT,
         };
-    }
-
-    /// Answers a CALL; an answer refused for back-pressure waits for `Event::Writable`.
-    fn send_reply(&mut self, id: String, reply: Reply, now: Instant) {
-        if let Some(deferred) = reply.send(&mut self.connection, id, self.identity.as_ref(), now) {
-            self.deferred_reply = Some(deferred);
-        }
     }
 }
 

@@ -34,7 +34,7 @@ use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{
     CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DeflatePolicy,
-    Event, Request, Response,
+    Event, MessageId, Request, Response,
 };
 use socket2::{Domain, Socket, Type};
 
@@ -98,7 +98,7 @@ struct SimulatedChargePoint {
     retry_at: Option<Instant>,
     attempts: u32,
     /// Our CALLs in flight or queued: id, kind, when `call` was made.
-    calls: Vec<(String, Kind, Instant)>,
+    calls: Vec<(MessageId<'static>, Kind, Instant)>,
     last_seq: u64,
     next: [Option<Instant>; 3],
     /// The deadline this charge point has in the heap.
@@ -832,7 +832,7 @@ impl Worker {
     fn on_call(
         &mut self,
         local: usize,
-        id: &str,
+        id: &MessageId<'_>,
         request: &Request,
         stamp: Option<u128>,
         now: Instant,
@@ -887,7 +887,13 @@ impl Worker {
         }
     }
 
-    fn on_completed(&mut self, local: usize, id: &str, outcome: CallOutcome, now: Instant) {
+    fn on_completed(
+        &mut self,
+        local: usize,
+        id: &MessageId<'_>,
+        outcome: CallOutcome,
+        now: Instant,
+    ) {
         let cp = &mut self.cps[local];
         let Some(at) = cp.calls.iter().position(|(call_id, _, _)| call_id == id) else {
             self.stats.add("unknown_completions", 1);
