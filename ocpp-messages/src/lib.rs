@@ -59,6 +59,7 @@ pub mod arbitrary;
 pub mod datetime;
 pub mod decode;
 pub mod validate;
+pub mod versioned;
 
 #[cfg(feature = "v1_6")]
 pub mod v1_6;
@@ -71,4 +72,5 @@ pub use action::{ActionRequest, ActionResponse, OcppAction, Payload};
 pub use datetime::DateTime;
 pub use decode::{DecodeError, DecodeOptions};
 pub use validate::{Mode, Violation, ViolationKind};
+pub use versioned::{Request, RequestRef, Response, ResponseRef};
 // --- end codegen section ---
