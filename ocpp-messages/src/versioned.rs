@@ -285,3 +285,41 @@ impl Response {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Run with a single version, e.g. `cargo test -p ocpp-messages --lib
+    /// --no-default-features --features std,v1_6`: the versions left out are refused.
+    #[test]
+    fn version_not_compiled() {
+        let options = DecodeOptions::strict();
+        for version in OcppVersion::ALL {
+            let compiled = match version {
+                OcppVersion::V1_6 => cfg!(feature = "v1_6"),
+                OcppVersion::V2_0_1 => cfg!(feature = "v2_0_1"),
+                OcppVersion::V2_1 => cfg!(feature = "v2_1"),
+            };
+            let request = Request::decode(version, "Heartbeat", "{}", &options);
+            let response = Response::decode(
+                version,
+                "Heartbeat",
+                r#"{"currentTime":"2025-01-02T03:04:05Z"}"#,
+                &options,
+            );
+            if compiled {
+                assert_eq!(request.map(|r| r.version()), Ok(version));
+                assert_eq!(response.map(|r| r.action()), Ok("Heartbeat"));
+            } else {
+                let error = request.unwrap_err();
+                assert_eq!(error, DecodeError::VersionNotCompiled(version));
+                assert_eq!(error.error_code(), crate::ErrorCode::ProtocolError);
+                assert_eq!(
+                    response.unwrap_err(),
+                    DecodeError::VersionNotCompiled(version)
+                );
+            }
+        }
+    }
+}
