@@ -458,3 +458,48 @@ fn date_time_now() {
     let response: Response = v1_6::HeartbeatResponse::new(DateTime::now()).into();
     response.validate().unwrap();
 }
+
+/// The second example of README.md, kept compiling here.
+#[test]
+fn readme_example() -> Result<(), DecodeError> {
+    // 2.0.1: answer an Authorize.
+    let authorize = v2_0_1::AuthorizeResponse::new(v2_0_1::IdTokenInfo::new(
+        v2_0_1::AuthorizationStatusEnum::Accepted,
+    ));
+    let response: Response = authorize.into();
+    assert_eq!(
+        serde_json::to_string(&response).unwrap(),
+        r#"{"idTokenInfo":{"status":"Accepted"}}"#
+    );
+
+    // 1.6: optional fields through `with_*`.
+    let start = v1_6::StartTransactionResponse::new(
+        v1_6::IdTagInfo::new(v1_6::AuthorizationStatus::Accepted).with_parent_id_tag("FLEET-1"),
+        42,
+    );
+    let heartbeat: Response = v1_6::HeartbeatResponse::new(DateTime::now()).into();
+    start.validate().unwrap();
+    heartbeat.validate().unwrap();
+
+    // Any version's CALL, one match.
+    let payload = r#"{"chargePointVendor":"ACME","chargePointModel":"One"}"#;
+    let request = Request::decode(
+        OcppVersion::V1_6,
+        "BootNotification",
+        payload,
+        &DecodeOptions::strict(),
+    )?;
+    match request.view() {
+        RequestRef::V1_6(v1_6::Request::BootNotification(boot)) => {
+            println!("{}", boot.charge_point_model)
+        }
+        RequestRef::V2_0_1(v2_0_1::Request::BootNotification(boot)) => {
+            println!("{}", boot.charging_station.model)
+        }
+        _ => {}
+    }
+    // And back to one action's type.
+    let boot = v1_6::BootNotificationRequest::try_from(request).unwrap();
+    assert_eq!(boot.charge_point_vendor, "ACME");
+    Ok(())
+}
