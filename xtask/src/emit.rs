@@ -125,6 +125,10 @@ fn mod_file(version: &Version) -> String {
 //! - One module per action in [`messages`] (the action's marker type implementing\n\
 //!   [`OcppAction`](crate::action::OcppAction), its request and response), and the types\n\
 //!   several actions share in [`enums`] and [`datatypes`]. Everything is re-exported here.\n\
+//! - Every struct with a required field has `new(<required fields in schema order>)`, one whose\n\
+//!   fields are all optional implements `Default`; each optional field has a `with_<field>`\n\
+//!   setter. Every payload converts into [`crate::Request`] / [`crate::Response`] with `.into()`\n\
+//!   and back with `TryFrom`.\n\
 \n\
 pub mod action;\n\
 pub mod datatypes;\n\
