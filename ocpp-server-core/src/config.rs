@@ -112,14 +112,27 @@ pub struct ConnectionConfig {
     pub(crate) deflate: DeflatePolicy,
 }
 
+/// The versions this build knows (features `v2_1`, `v2_0_1`, `v1_6`), newest first.
+fn compiled_versions() -> Vec<OcppVersion> {
+    let mut versions = Vec::new();
+    #[cfg(feature = "v2_1")]
+    versions.push(OcppVersion::V2_1);
+    #[cfg(feature = "v2_0_1")]
+    versions.push(OcppVersion::V2_0_1);
+    #[cfg(feature = "v1_6")]
+    versions.push(OcppVersion::V1_6);
+    versions
+}
+
 impl Default for ConnectionConfig {
-    /// All three versions (client's preference), 10 s to finish the handshake, a ping every
-    /// 60 s with 30 s for its pong, 5 minutes idle, 30 s per CALL, 5 s for the close handshake,
+    /// Every version compiled in (features `v1_6`, `v2_0_1`, `v2_1`; all three by default) in
+    /// the client's preference, 10 s to finish the handshake, a ping every 60 s with 30 s for
+    /// its pong, 5 minutes idle, 30 s per CALL, 5 s for the close handshake,
     /// 256 KiB of unsent output, 16 queued CALLs, 4 held incoming CALLs, 64 KiB messages,
     /// permessage-deflate accepted when offered (without context takeover).
     fn default() -> Self {
         ConnectionConfig {
-            versions: vec![OcppVersion::V2_1, OcppVersion::V2_0_1, OcppVersion::V1_6],
+            versions: compiled_versions(),
             version_policy: VersionPolicy::ClientPreference,
             no_common_version: NoCommonVersion::AcceptThenClose,
             handshake_timeout: Duration::from_secs(10),

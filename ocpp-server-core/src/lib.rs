@@ -40,7 +40,6 @@ mod event;
 mod identity;
 mod identity_table;
 mod timer;
-mod typed;
 
 pub use config::{ConnectionConfig, DeflatePolicy, NoCommonVersion, VersionPolicy};
 // What a CSMS uses from the layers below, so that one dependency suffices.
@@ -55,5 +54,7 @@ pub use ocpp_messages::v1_6;
 pub use ocpp_messages::v2_0_1;
 #[cfg(feature = "v2_1")]
 pub use ocpp_messages::v2_1;
-pub use ocpp_messages::{envelope::MessageId, DateTime, ErrorCode, OcppVersion};
-pub use typed::{Request, Response};
+pub use ocpp_messages::{
+    envelope::MessageId, ActionRequest, ActionResponse, DateTime, ErrorCode, OcppVersion, Request,
+    RequestRef, Response, ResponseRef,
+};

@@ -128,8 +128,7 @@ pub enum Side {
 ///         Event::UpgradeRequested(_) => conn.accept(Instant::now()).unwrap(),
 ///         Event::Call { id, request } => {
 ///             assert_eq!(request.action(), "Heartbeat");
-///             let now = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
-///             let answer = v1_6::Response::from(v1_6::HeartbeatResponse { current_time: now });
+///             let answer = v1_6::HeartbeatResponse::new(DateTime::now());
 ///             conn.respond(Instant::now(), &id, answer.into()).unwrap();
 ///         }
 ///         _ => {}
@@ -141,8 +140,7 @@ pub enum Side {
 /// let cp = Connection::connect(Instant::now(), config, &target, [7; 16], 42).unwrap();
 /// drive(TcpStream::connect(address)?, cp, |conn, event| match event {
 ///     Event::Connected { .. } => {
-///         let heartbeat = v1_6::Request::from(v1_6::HeartbeatRequest {});
-///         conn.call(Instant::now(), heartbeat.into()).unwrap();
+///         conn.call(Instant::now(), v1_6::HeartbeatRequest::default().into()).unwrap();
 ///     }
 ///     Event::CallCompleted { outcome, .. } => {
 ///         println!("{outcome:?}");

@@ -12,7 +12,6 @@ use ocpp_messages::version::OcppVersion;
 
 use super::{Connection, OutgoingCall, State};
 use crate::timer::Timer;
-use crate::typed::{decode_call, decode_result, error_code_for};
 use crate::{CallOutcome, CloseReason, Event, Request, Response};
 
 /// The description of the CALLERROR that refuses a CALL past the hold limit.
@@ -284,7 +283,8 @@ impl Connection {
                 let options = &self.config.decode_options;
                 // A SEND is never answered (OCPP 2.1 Part 4 §4.2.6): one that does not decode
                 // is dropped.
-                if let Ok(request) = decode_call(version, &send.action, send.payload.get(), options)
+                if let Ok(request) =
+                    Request::decode(version, &send.action, send.payload.get(), options)
                 {
                     let id = send.id.into_owned();
                     self.events.push_back(Event::Send { id, request });
@@ -298,12 +298,12 @@ impl Connection {
                 }
                 let action = self.outgoing.as_ref().map_or("", |c| c.request.action());
                 let options = &self.config.decode_options;
-                match decode_result(version, action, result.payload.get(), options) {
+                match Response::decode(version, action, result.payload.get(), options) {
                     Ok(response) => self.complete_outgoing(now, CallOutcome::Result(response)),
                     Err(error) => {
                         let description = error.to_string();
                         if version == OcppVersion::V2_1 {
-                            let code = error_code_for(&error);
+                            let code = error.error_code();
                             let id = &result.id;
                             let _ = self.write_message(|out| {
                                 envelope::write_call_result_error(
@@ -365,11 +365,11 @@ impl Connection {
     fn read_call(&self, call: &Call<'_>) -> Turn {
         let options = &self.config.decode_options;
         let id = call.id.as_borrowed().into_owned();
-        match decode_call(self.version, &call.action, call.payload.get(), options) {
+        match Request::decode(self.version, &call.action, call.payload.get(), options) {
             Ok(request) => Turn::Deliver { id, request },
             Err(error) => Turn::Refuse {
                 id,
-                code: error_code_for(&error),
+                code: error.error_code(),
                 description: error.to_string(),
             },
         }
