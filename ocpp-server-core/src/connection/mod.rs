@@ -330,7 +330,7 @@ impl Connection {
     }
 
     /// Whether the connection is over (the `Closed` event was queued). Write out what
-    /// [`Self::poll_transmit`] still has, then close the socket.
+    /// [`Self::pending_transmit`] still has, then close the socket.
     pub fn is_closed(&self) -> bool {
         matches!(self.state, State::Closed)
     }
