@@ -114,14 +114,14 @@ pub struct ConnectionConfig {
 
 /// The versions this build knows (features `v2_1`, `v2_0_1`, `v1_6`), newest first.
 fn compiled_versions() -> Vec<OcppVersion> {
-    let mut versions = Vec::new();
-    #[cfg(feature = "v2_1")]
-    versions.push(OcppVersion::V2_1);
-    #[cfg(feature = "v2_0_1")]
-    versions.push(OcppVersion::V2_0_1);
-    #[cfg(feature = "v1_6")]
-    versions.push(OcppVersion::V1_6);
-    versions
+    [
+        (cfg!(feature = "v2_1"), OcppVersion::V2_1),
+        (cfg!(feature = "v2_0_1"), OcppVersion::V2_0_1),
+        (cfg!(feature = "v1_6"), OcppVersion::V1_6),
+    ]
+    .into_iter()
+    .filter_map(|(compiled, version)| compiled.then_some(version))
+    .collect()
 }
 
 impl Default for ConnectionConfig {
