@@ -189,7 +189,11 @@ impl ConnectionConfig {
         handshake_timeout, get_handshake_timeout, Duration
     );
     setter!(
-        /// Interval of keep-alive pings (OCPP `WebSocketPingInterval`); `None` disables them.
+        /// Keep-alive (OCPP `WebSocketPingInterval`): a ping once the peer has been silent for
+        /// this long, so a busy line is never pinged and costs no timer work per message; a
+        /// silent one is pinged every interval and dropped when a pong does not come within
+        /// [`ConnectionConfig::pong_timeout`] (dead-peer detection within interval + pong
+        /// timeout of the last byte received). `None` disables pings.
         ping_interval, get_ping_interval, Option<Duration>
     );
     setter!(
@@ -197,7 +201,8 @@ impl ConnectionConfig {
         pong_timeout, get_pong_timeout, Duration
     );
     setter!(
-        /// Close the connection after this long without receiving anything; `None` never.
+        /// Close the connection after this long without receiving anything (pongs count);
+        /// `None` never.
         idle_timeout, get_idle_timeout, Option<Duration>
     );
     setter!(

@@ -10,7 +10,7 @@ use ocpp_messages::envelope::{
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 
-use super::{Connection, OutgoingCall, State};
+use super::{Connection, OutgoingCall};
 use crate::timer::Timer;
 use crate::{CallOutcome, CloseReason, Event, Request, Response};
 
@@ -107,7 +107,6 @@ impl Connection {
         now: Instant,
         request: Request,
     ) -> Result<MessageId<'static>, Refused<Request>> {
-        self.now = now;
         if !self.is_open() {
             return Err(refuse(RefusalReason::NotOpen, request));
         }
@@ -122,7 +121,7 @@ impl Connection {
             id: id.clone(),
             request,
         });
-        self.dispatch_queued_call();
+        self.dispatch_queued_call(now);
         Ok(id)
     }
 
@@ -141,7 +140,6 @@ impl Connection {
         id: &MessageId<'_>,
         response: Response,
     ) -> Result<(), Refused<Response>> {
-        self.now = now;
         if !self.is_open() {
             return Err(refuse(RefusalReason::NotOpen, response));
         }
@@ -173,7 +171,6 @@ impl Connection {
         code: ErrorCode,
         description: &str,
     ) -> Result<(), RefusalReason> {
-        self.now = now;
         if !self.is_open() {
             return Err(RefusalReason::NotOpen);
         }
@@ -197,7 +194,7 @@ impl Connection {
         now: Instant,
         request: Request,
     ) -> Result<MessageId<'static>, Refused<Request>> {
-        self.now = now;
+        let _ = now; // a SEND starts no timer; `now` keeps the mutators' shape
         if !self.is_open() {
             return Err(refuse(RefusalReason::NotOpen, request));
         }
@@ -218,10 +215,7 @@ impl Connection {
 
     /// Feeds bytes of the open WebSocket to the frame decoder and handles each message.
     pub(super) fn handle_frames(&mut self, now: Instant, data: &[u8]) {
-        self.now = now;
-        if let (State::Open, Some(idle)) = (&self.state, self.config.idle_timeout) {
-            self.timers.set(Timer::Idle, now + idle);
-        }
+        self.last_rx = now;
         let mut input = data;
         while !self.is_closed() {
             match self.decoder.decode(input) {
@@ -430,7 +424,7 @@ impl Connection {
             .is_some_and(|call| call.id.as_str() == id.as_str())
     }
 
-    fn complete_outgoing(&mut self, _now: Instant, outcome: CallOutcome) {
+    fn complete_outgoing(&mut self, now: Instant, outcome: CallOutcome) {
         if let Some(call) = self.outgoing.take() {
             self.timers.stop(Timer::Call);
             self.events.push_back(Event::CallCompleted {
@@ -439,7 +433,7 @@ impl Connection {
                 outcome,
             });
         }
-        self.dispatch_queued_call();
+        self.dispatch_queued_call(now);
     }
 
     pub(super) fn call_timed_out(&mut self, now: Instant) {
@@ -449,7 +443,7 @@ impl Connection {
     /// Sends the next queued CALL if none is in flight. Only ever called from `call` and from
     /// the end of the CALL in flight (inside a `handle_*`), so output appears only where the
     /// drain contract says it may.
-    pub(super) fn dispatch_queued_call(&mut self) {
+    pub(super) fn dispatch_queued_call(&mut self, now: Instant) {
         while self.is_open() && self.outgoing.is_none() {
             let Some(call) = self.queued.pop_front() else {
                 break;
@@ -469,8 +463,7 @@ impl Connection {
                 });
                 continue;
             }
-            self.timers
-                .set(Timer::Call, self.now + self.config.call_timeout);
+            self.timers.set(Timer::Call, now + self.config.call_timeout);
             self.outgoing = Some(call);
         }
         if self.queued.is_empty() && self.queued.capacity() > 0 {
