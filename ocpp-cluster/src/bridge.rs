@@ -171,7 +171,9 @@ impl Drop for JobSlot {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Executor for BridgeExecutor {
@@ -383,6 +385,11 @@ impl ClusterBridge {
         self.outputs.try_recv().ok()
     }
 
+    /// Whether the node's inbox subscription is up (see [`Cluster::is_connected`]).
+    pub fn is_connected(&self) -> bool {
+        self.cluster.is_connected()
+    }
+
     /// The local claim on `identity` (no Redis call, no wait on the cluster thread).
     pub fn holds(&self, identity: &str) -> Option<Claim> {
         self.cluster.holds(identity)
@@ -469,7 +476,9 @@ async fn serve(cluster: Cluster, out: Outputs, request: Request) {
             timeout,
         } => BridgeOutput::CallDone {
             request,
-            result: cluster.call(&identity, &action, &payload_json, timeout).await,
+            result: cluster
+                .call(&identity, &action, &payload_json, timeout)
+                .await,
         },
         Request::Refresh { request } => BridgeOutput::Refreshed {
             request,

@@ -183,7 +183,9 @@ impl std::fmt::Debug for Shared {
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these locks leaves consistent data (single inserts and
     // removes), so a poisoned lock is used as it is.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 pub(crate) fn unix_ms() -> u64 {
@@ -477,7 +479,10 @@ impl Shared {
         let then = {
             let mut claims = lock(&self.claims);
             let newer = claims.get(identity).is_some_and(|c| c.ticket != ticket);
-            match (&epoch, claims.get_mut(identity).filter(|c| c.ticket == ticket)) {
+            match (
+                &epoch,
+                claims.get_mut(identity).filter(|c| c.ticket == ticket),
+            ) {
                 (Ok(epoch), Some(claim)) => match claim.early.take() {
                     Some((early, by_node, by_epoch)) if early == *epoch => {
                         claims.remove(identity);
@@ -668,7 +673,7 @@ impl Shared {
                             _ = ping.tick() => {
                                 let pong = tokio::time::timeout(
                                     self.config.redis_timeout,
-                                    sink.ping::<String>(),
+                                    sink.ping::<redis::Value>(),
                                 ).await;
                                 if !matches!(pong, Ok(Ok(_))) {
                                     break;
@@ -791,7 +796,12 @@ impl Shared {
         let channel = format!("{}{}", self.config.inbox_prefix(), command.reply_to);
         let mut redis = self.redis.clone();
         let sent = self
-            .bounded(redis::cmd("PUBLISH").arg(channel).arg(reply).query_async::<i64>(&mut redis))
+            .bounded(
+                redis::cmd("PUBLISH")
+                    .arg(channel)
+                    .arg(reply)
+                    .query_async::<i64>(&mut redis),
+            )
             .await;
         if let Err(e) = sent {
             tracing::warn!(id = command.id, error = %e, "reply not sent");
@@ -838,7 +848,9 @@ impl Shared {
                     match state {
                         ClaimState::Pending => self.register(&identity, ticket).await.map(|_| None),
                         ClaimState::Registering => Ok(None),
-                        ClaimState::Held(epoch) => self.refresh_claim(&identity, ticket, epoch).await,
+                        ClaimState::Held(epoch) => {
+                            self.refresh_claim(&identity, ticket, epoch).await
+                        }
                     }
                 })
                 .buffer_unordered(REFRESH_CONCURRENCY)
@@ -931,7 +943,9 @@ impl Shared {
                 self.emit(lost.clone());
                 Ok(Some(lost))
             }
-            other => Err(ClusterError::Protocol(format!("refresh.lua answered {other:?}"))),
+            other => Err(ClusterError::Protocol(format!(
+                "refresh.lua answered {other:?}"
+            ))),
         }
     }
 

@@ -83,7 +83,11 @@ pub(crate) fn encode_reply(id: &str, outcome: &CommandOutcome) -> String {
             description,
             details,
         } => {
-            let details = if details.trim().is_empty() { "{}" } else { details };
+            let details = if details.trim().is_empty() {
+                "{}"
+            } else {
+                details
+            };
             match serde_json::from_str::<&RawValue>(details) {
                 Ok(raw) => Reply {
                     kind: "reply",
@@ -122,12 +126,17 @@ impl<'a> Reply<'a> {
     pub(crate) fn outcome(&self) -> CommandOutcome {
         match self.status {
             "result" => CommandOutcome::Result(
-                self.payload.map(|p| p.get().to_owned()).unwrap_or_else(|| "{}".to_owned()),
+                self.payload
+                    .map(|p| p.get().to_owned())
+                    .unwrap_or_else(|| "{}".to_owned()),
             ),
             "call_error" => CommandOutcome::CallError {
                 code: self.code.unwrap_or("InternalError").to_owned(),
                 description: self.description.unwrap_or("").to_owned(),
-                details: self.details.map(|d| d.get().to_owned()).unwrap_or_else(|| "{}".to_owned()),
+                details: self
+                    .details
+                    .map(|d| d.get().to_owned())
+                    .unwrap_or_else(|| "{}".to_owned()),
             },
             "not_connected" => CommandOutcome::NotConnected,
             "timeout" => CommandOutcome::Timeout,
