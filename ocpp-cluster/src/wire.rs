@@ -148,3 +148,78 @@ impl<'a> Reply<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_are_spelled_as_protocol_md_says_and_read_back() {
+        let cases = [
+            (
+                CommandOutcome::Result(r#"{"status":"Accepted"}"#.to_owned()),
+                r#"{"type":"reply","id":"x","status":"result","payload":{"status":"Accepted"}}"#,
+            ),
+            (
+                CommandOutcome::CallError {
+                    code: "NotSupported".to_owned(),
+                    description: "not here".to_owned(),
+                    details: String::new(),
+                },
+                r#"{"type":"reply","id":"x","status":"call_error","code":"NotSupported","description":"not here","details":{}}"#,
+            ),
+            (
+                CommandOutcome::NotConnected,
+                r#"{"type":"reply","id":"x","status":"not_connected"}"#,
+            ),
+            (
+                CommandOutcome::Timeout,
+                r#"{"type":"reply","id":"x","status":"timeout"}"#,
+            ),
+        ];
+        for (outcome, text) in cases {
+            assert_eq!(encode_reply("x", &outcome), text);
+            let reply: Reply<'_> = serde_json::from_str(text).unwrap();
+            let expected = match outcome {
+                CommandOutcome::CallError {
+                    code, description, ..
+                } => CommandOutcome::CallError {
+                    code,
+                    description,
+                    details: "{}".to_owned(),
+                },
+                other => other,
+            };
+            assert_eq!(reply.outcome(), expected);
+        }
+    }
+
+    #[test]
+    fn an_answer_that_is_not_json_becomes_an_internal_error() {
+        let text = encode_reply("x", &CommandOutcome::Result("not json".to_owned()));
+        let reply: Reply<'_> = serde_json::from_str(&text).unwrap();
+        assert!(
+            matches!(reply.outcome(), CommandOutcome::CallError { code, .. } if code == "InternalError")
+        );
+    }
+
+    #[test]
+    fn an_unknown_status_is_still_one_answer() {
+        let reply: Reply<'_> =
+            serde_json::from_str(r#"{"type":"reply","id":"x","status":"maybe"}"#).unwrap();
+        assert!(matches!(reply.outcome(), CommandOutcome::CallError { .. }));
+    }
+
+    #[test]
+    fn the_documented_command_and_superseded_messages_parse() {
+        let command = r#"{"type":"command","id":"a-5f0c9e1d2b3a4c5d-17","reply_to":"a","identity":"CP-1","action":"Reset","payload":{"type":"Soft"},"deadline_ms":1796121429478}"#;
+        let head: Head<'_> = serde_json::from_str(command).unwrap();
+        assert_eq!(head.kind, "command");
+        let command: Command<'_> = serde_json::from_str(command).unwrap();
+        assert_eq!(command.payload.get(), r#"{"type":"Soft"}"#);
+        assert_eq!(command.deadline_ms, 1_796_121_429_478);
+        let superseded = r#"{"type":"superseded","identity":"CP-7","epoch":1796121429478310,"by_node":"b","by_epoch":1796121429478311}"#;
+        let superseded: Superseded<'_> = serde_json::from_str(superseded).unwrap();
+        assert_eq!(superseded.by_epoch, 1_796_121_429_478_311);
+    }
+}
