@@ -168,6 +168,8 @@ struct Shared {
     inbox_up: AtomicBool,
     draining: AtomicBool,
     refresh_now: Notify,
+    /// Woken after each claim.lua, for a registration that waits on another.
+    registered: Notify,
     round: tokio::sync::Mutex<()>,
 }
 
@@ -248,6 +250,7 @@ impl Cluster {
             inbox_up: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             refresh_now: Notify::new(),
+            registered: Notify::new(),
             round: tokio::sync::Mutex::new(()),
         });
         let inbox = runtime.spawn(Arc::clone(&shared).inbox_loop());
@@ -473,20 +476,29 @@ impl Shared {
         identity: &str,
         ticket: ClaimTicket,
     ) -> Result<Option<u64>, ClusterError> {
-        {
+        // Another registration of this claim (a refresh round) may be in flight: wait for it
+        // (bounded) rather than run claim.lua twice.
+        let done = self.registered.notified();
+        tokio::pin!(done);
+        done.as_mut().enable();
+        let in_flight = {
             let mut claims = lock(&self.claims);
             match claims.get_mut(identity) {
                 Some(c) if c.ticket == ticket && c.state == ClaimState::Pending => {
                     c.state = ClaimState::Registering;
+                    false
                 }
-                Some(c) if c.ticket == ticket => {
-                    return Ok(match c.state {
-                        ClaimState::Held(epoch) => Some(epoch),
-                        _ => None,
-                    });
-                }
+                Some(c) if c.ticket == ticket => match c.state {
+                    ClaimState::Held(epoch) => return Ok(Some(epoch)),
+                    _ => true,
+                },
                 _ => return Ok(None),
             }
+        };
+        if in_flight {
+            let wait = self.config.redis_timeout + Duration::from_millis(100);
+            let _ = tokio::time::timeout(wait, done).await;
+            return Ok(self.epoch_of(identity, ticket));
         }
         let mut in_flight = InFlight {
             shared: self,
@@ -553,6 +565,8 @@ impl Shared {
                 (Err(_), None) => Then::Done,
             }
         };
+        // Wake a registration waiting on this one, now that the state is settled.
+        self.registered.notify_waiters();
         match then {
             Then::Done => {}
             Then::Lost(lost) => self.emit(lost),
@@ -578,6 +592,16 @@ impl Shared {
             )
             .await?;
         Ok(released == 1)
+    }
+
+    fn epoch_of(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
+        match lock(&self.claims).get(identity) {
+            Some(c) if c.ticket == ticket => match c.state {
+                ClaimState::Held(epoch) => Some(epoch),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     fn holds(&self, identity: &str) -> bool {

@@ -157,9 +157,11 @@ async fn a_killed_node_s_claims_expire_and_routing_follows_the_reconnection() {
     b.cluster.claim("CP-K").await;
     assert!(c.cluster.call("CP-K", "Reset", "{}", CALL).await.is_ok());
 
-    // "SIGKILL": b's tasks and connections stop, nothing is released.
+    // "SIGKILL": b's tasks and connections stop, nothing is released. (The kernel closes a
+    // killed process's sockets at once; an aborted task drops its connection a moment later.)
     drop(b);
     let killed = Instant::now();
+    tokio::time::sleep(Duration::from_millis(200)).await;
     // Until the claim expires: OwnerUnreachable (nobody reads b's inbox, or its record is gone).
     let answer = c.cluster.call("CP-K", "Reset", "{}", CALL).await;
     assert_eq!(answer, Err(CallFailure::OwnerUnreachable));
@@ -251,7 +253,7 @@ async fn with_redis_down_local_work_goes_on_and_remote_commands_fail_fast() {
         .call("CP-REMOTE", "Reset", "{}", Duration::from_secs(10))
         .await;
     assert_eq!(answer, Err(CallFailure::OwnerUnreachable));
-    assert!(started.elapsed() < Duration::from_millis(100));
+    assert!(started.elapsed() < Duration::from_millis(500));
 
     // Local: lookups and commands.
     assert!(a.cluster.holds("CP-LOCAL").is_some());
@@ -469,7 +471,8 @@ async fn the_bridge_serves_a_non_async_loop() {
         BridgeOutput::Event(ClusterEvent::Superseded(s)) if s.identity == "CP-M" && s.by_node == "b")));
     assert!(bridge.holds("CP-M").is_none());
     let _ = next_event_none(&mut b.events);
-    drop(bridge); // joins the cluster thread
+    // Dropped on a thread without a runtime (as in the mio server): joins the cluster thread.
+    std::thread::spawn(move || drop(bridge)).join().unwrap();
 }
 
 async fn reply(replies: &mut redis::aio::PubSubStream) -> serde_json::Value {
