@@ -914,6 +914,12 @@ impl Shared {
                 .buffer_unordered(REFRESH_CONCURRENCY)
                 .collect()
                 .await;
+        // The first call after Redis came back can fail on the old connection (which makes the
+        // manager reconnect): claims registered but no node record would read as a dead node.
+        let node_result = match node_result {
+            Ok(()) => Ok(()),
+            Err(_) => self.write_node_record().await,
+        };
         let mut lost = Vec::new();
         let mut first_error = node_result.err();
         for result in results {

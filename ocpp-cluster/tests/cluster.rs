@@ -276,7 +276,10 @@ async fn with_redis_down_local_work_goes_on_and_remote_commands_fail_fast() {
     // Redis back: the pending claim is registered and routes.
     redis.restart();
     wait_until(Duration::from_secs(5), || {
-        a.cluster.holds("CP-NEW").is_some_and(|c| c.epoch.is_some()) && b.cluster.is_connected()
+        // (a's inbox went down with Redis above, so "connected" here means resubscribed.)
+        a.cluster.holds("CP-NEW").is_some_and(|c| c.epoch.is_some())
+            && a.cluster.is_connected()
+            && b.cluster.is_connected()
     })
     .await;
     let answer = b.cluster.call("CP-NEW", "Reset", "{}", CALL).await;
