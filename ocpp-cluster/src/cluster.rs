@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -77,7 +77,7 @@ pub enum ClusterEvent {
     Superseded(Superseded),
 }
 
-/// The events of one node, in the order they happened.
+/// The events of one node, in the order they happened (unbounded: read them).
 pub type ClusterEvents = mpsc::UnboundedReceiver<ClusterEvent>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -620,10 +620,25 @@ impl Shared {
             return CommandOutcome::Timeout;
         }
         let left = Duration::from_millis(deadline_ms - now);
-        let work = self.executor.execute(identity, action, payload_json, left);
-        tokio::time::timeout(left, work)
-            .await
-            .unwrap_or(CommandOutcome::Timeout)
+        // A panicking executor is the server's bug; the caller still gets one answer.
+        let work = std::panic::AssertUnwindSafe(async {
+            self.executor
+                .execute(identity, action, payload_json, left)
+                .await
+        })
+        .catch_unwind();
+        match tokio::time::timeout(left, work).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => {
+                tracing::error!(identity, action, "the executor panicked");
+                CommandOutcome::CallError {
+                    code: "InternalError".to_owned(),
+                    description: "the command's executor failed".to_owned(),
+                    details: "{}".to_owned(),
+                }
+            }
+            Err(_) => CommandOutcome::Timeout,
+        }
     }
 
     async fn call(

@@ -49,6 +49,15 @@ async fn a_command_on_one_node_reaches_the_holder_and_its_answer_comes_back() {
         })
     );
 
+    // A panicking executor: still one answer, a CALLERROR, remote and local.
+    for from in [&a, &b] {
+        let answer = from.cluster.call("CP-1", "Panic", "{}", CALL).await;
+        assert!(
+            matches!(&answer, Err(CallFailure::CallError { code, .. }) if code == "InternalError"),
+            "{answer:?}"
+        );
+    }
+
     // On the holder itself: the local executor, no Redis needed.
     let answer = b.cluster.call("CP-1", "Reset", r#"{"n":1}"#, CALL).await;
     assert_eq!(answer, Ok(r#"{"node":"b","identity":"CP-1"}"#.to_owned()));

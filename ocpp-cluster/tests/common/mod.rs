@@ -155,6 +155,7 @@ impl Executor for Probe {
                     description: "not here".to_owned(),
                     details: r#"{"why":"test"}"#.to_owned(),
                 },
+                "Panic" => panic!("the probe executor panics on purpose"),
                 "Slow" => {
                     tokio::time::sleep(Duration::from_millis(800)).await;
                     CommandOutcome::Result(answer)
