@@ -365,6 +365,26 @@ impl Cluster {
             .collect()
     }
 
+    /// Where `identity` is connected according to Redis: the holder's node id and the claim's
+    /// epoch, or `None` without a live claim (one Redis call, bounded).
+    pub async fn locate(&self, identity: &str) -> Result<Option<(String, u64)>, ClusterError> {
+        let mut redis = self.shared.redis.clone();
+        let (node, epoch): (Option<String>, Option<String>) = self
+            .shared
+            .bounded(
+                redis::cmd("HMGET")
+                    .arg(self.shared.config.claim_key(identity))
+                    .arg("node")
+                    .arg("epoch")
+                    .query_async(&mut redis),
+            )
+            .await?;
+        match (node, epoch) {
+            (Some(node), Some(epoch)) if !node.is_empty() => Ok(Some((node, parse_epoch(&epoch)?))),
+            _ => Ok(None),
+        }
+    }
+
     /// Sends CALL `action` with `payload_json` to charge point `identity` wherever it is
     /// connected and returns the CALLRESULT payload (JSON text). Exactly one answer within
     /// `timeout`; the command runs at most once, and not at all past its deadline. A charge

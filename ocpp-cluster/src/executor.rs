@@ -24,7 +24,8 @@ pub enum CommandOutcome {
         /// The error details, JSON text.
         details: String,
     },
-    /// The charge point is not (or no longer) connected here.
+    /// The charge point is not (or no longer) connected here, and the CALL was **not** sent
+    /// (a caller may route a command answered so once more, to wherever the charge point moved).
     NotConnected,
     /// The charge point did not answer within the timeout it was given.
     Timeout,
