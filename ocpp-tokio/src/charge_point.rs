@@ -1,0 +1,310 @@
+//! The handle of one charge point's connection: calls, SEND, close, run-time settings.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::task::Waker;
+use std::time::Duration;
+
+use ocpp_messages::action::{ActionRequest, OcppAction};
+use ocpp_server_core::{ChargePointIdentity, CloseCode, OcppVersion, Request, Response};
+use tokio::sync::oneshot;
+
+use crate::error::{CallError, SendError};
+use crate::typed::TypedCall;
+
+/// A command from a handle to the connection's task.
+#[derive(Debug)]
+pub(crate) enum Command {
+    Call {
+        request: Request,
+        reply: oneshot::Sender<Result<Response, CallError>>,
+    },
+    Send {
+        request: Request,
+        reply: oneshot::Sender<Result<(), SendError>>,
+    },
+    Close {
+        code: CloseCode,
+        reason: String,
+    },
+    Settings(Settings),
+    /// Server shutdown past its grace period: drop the socket now.
+    Abort,
+}
+
+/// Per-connection settings a handle may change at run time.
+///
+/// The core's `ConnectionConfig` is shared and fixed once a connection exists; these are the
+/// driver's own timers, which can only be stricter than the config's (see each field).
+///
+/// ```
+/// use std::time::Duration;
+/// use ocpp_tokio::Settings;
+/// let settings = Settings::default()
+///     .call_timeout(Some(Duration::from_secs(5)))
+///     .idle_timeout(Some(Duration::from_secs(110)));
+/// assert_eq!(settings.get_call_timeout(), Some(Duration::from_secs(5)));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Settings {
+    call_timeout: Option<Duration>,
+    idle_timeout: Option<Duration>,
+}
+
+impl Settings {
+    /// How long a CALL of this connection may take, from [`ChargePoint::call`] to its answer
+    /// (queueing included); `None`: only the config's `call_timeout` applies (which also
+    /// bounds this one: the core's timer still runs).
+    pub fn call_timeout(mut self, value: Option<Duration>) -> Self {
+        self.call_timeout = value;
+        self
+    }
+
+    /// Close this connection (code 1001) after this long without receiving anything; `None`:
+    /// only the config's `idle_timeout` applies.
+    pub fn idle_timeout(mut self, value: Option<Duration>) -> Self {
+        self.idle_timeout = value;
+        self
+    }
+
+    /// See [`Settings::call_timeout`].
+    pub fn get_call_timeout(&self) -> Option<Duration> {
+        self.call_timeout
+    }
+
+    /// See [`Settings::idle_timeout`].
+    pub fn get_idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout
+    }
+}
+
+/// What a connection's task and its handles share: the mailbox and, once connected, who it is.
+pub(crate) struct Link {
+    /// Once connected: the identity and version.
+    pub(crate) info: OnceLock<(ChargePointIdentity, OcppVersion)>,
+    mailbox: Mutex<Mailbox>,
+    capacity: usize,
+}
+
+#[derive(Default)]
+struct Mailbox {
+    commands: VecDeque<Command>,
+    waker: Option<Waker>,
+    /// The task is gone: commands are refused.
+    closed: bool,
+    settings: Settings,
+}
+
+impl Link {
+    pub(crate) fn new(capacity: usize) -> Arc<Link> {
+        Arc::new(Link {
+            info: OnceLock::new(),
+            mailbox: Mutex::new(Mailbox::default()),
+            capacity,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Mailbox> {
+        // A panic while the lock was held leaves the queue usable.
+        self.mailbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a command and wakes the task; hands it back if the task is gone (`Err(None)`
+    /// never happens: `Err(Some)` is "closed", the bool says "full").
+    pub(crate) fn push(&self, command: Command, bounded: bool) -> Result<(), (Command, bool)> {
+        let mut mailbox = self.lock();
+        if mailbox.closed {
+            return Err((command, false));
+        }
+        if bounded && mailbox.commands.len() >= self.capacity {
+            return Err((command, true));
+        }
+        mailbox.commands.push_back(command);
+        if let Some(waker) = mailbox.waker.take() {
+            waker.wake();
+        }
+        Ok(())
+    }
+
+    /// The task: the next command, or registers `waker` to be woken by the next push.
+    pub(crate) fn pop(&self, waker: &Waker) -> Option<Command> {
+        let mut mailbox = self.lock();
+        let command = mailbox.commands.pop_front();
+        if command.is_none() {
+            if mailbox.commands.capacity() > 0 {
+                mailbox.commands = VecDeque::new();
+            }
+            match &mailbox.waker {
+                Some(w) if w.will_wake(waker) => {}
+                _ => mailbox.waker = Some(waker.clone()),
+            }
+        }
+        command
+    }
+
+    /// The task ends: refuses later commands and returns those still queued.
+    pub(crate) fn close(&self) -> VecDeque<Command> {
+        let mut mailbox = self.lock();
+        mailbox.closed = true;
+        mailbox.waker = None;
+        std::mem::take(&mut mailbox.commands)
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    fn settings(&self) -> Settings {
+        self.lock().settings
+    }
+
+    fn set_settings(&self, settings: Settings) -> bool {
+        let mut mailbox = self.lock();
+        mailbox.settings = settings;
+        drop(mailbox);
+        self.push(Command::Settings(settings), false).is_ok()
+    }
+}
+
+/// A connected charge point: cheap to clone, safe to keep after it disconnects (calls then
+/// fail with [`CallError::NotConnected`]). A handle always refers to one connection: when the
+/// charge point reconnects, the new connection has a new handle, and the old one never
+/// reaches it.
+///
+/// ```no_run
+/// # async fn example(cp: ocpp_tokio::ChargePoint) {
+/// use ocpp_tokio::v1_6;
+/// let request = v1_6::RemoteStartTransactionRequest {
+///     connector_id: Some(1),
+///     id_tag: "TAG1".into(),
+///     charging_profile: None,
+/// };
+/// match cp.call(request).await {
+///     Ok(response) => println!("{}: {:?}", cp.identity(), response.status),
+///     Err(error) => println!("{}: {error}", cp.identity()),
+/// }
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ChargePoint {
+    pub(crate) link: Arc<Link>,
+}
+
+impl fmt::Debug for ChargePoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChargePoint")
+            .field("identity", &self.identity())
+            .field("version", &self.version())
+            .field("connected", &self.is_connected())
+            .finish()
+    }
+}
+
+impl PartialEq for ChargePoint {
+    /// The same connection (not merely the same identity).
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.link, &other.link)
+    }
+}
+
+impl Eq for ChargePoint {}
+
+impl ChargePoint {
+    pub(crate) fn new(link: Arc<Link>) -> Self {
+        ChargePoint { link }
+    }
+
+    /// The identity (last segment of the URL path, percent-decoded).
+    pub fn identity(&self) -> &str {
+        self.link
+            .info
+            .get()
+            .map_or("", |(identity, _)| identity.as_str())
+    }
+
+    /// The identity as the core keeps it.
+    pub fn charge_point_identity(&self) -> Option<&ChargePointIdentity> {
+        self.link.info.get().map(|(identity, _)| identity)
+    }
+
+    /// The negotiated OCPP version.
+    pub fn version(&self) -> OcppVersion {
+        self.link
+            .info
+            .get()
+            .map_or(OcppVersion::V1_6, |(_, version)| *version)
+    }
+
+    /// Whether this connection's task still runs (it may be closing).
+    pub fn is_connected(&self) -> bool {
+        !self.link.is_closed()
+    }
+
+    /// Sends a CALL and waits for its typed answer: the response type is the action's
+    /// (`v1_6::ResetRequest` gives `v1_6::ResetResponse`).
+    ///
+    /// # Errors
+    /// Exactly what happened, as a [`CallError`].
+    pub async fn call<R>(
+        &self,
+        request: R,
+    ) -> Result<<R::Action as OcppAction>::Response, CallError>
+    where
+        R: ActionRequest + TypedCall,
+    {
+        let request = request.into_request(self.version())?;
+        let response = self.call_raw(request).await?;
+        R::from_response(response)
+    }
+
+    /// Sends a CALL of any action and version and waits for its answer, untyped.
+    ///
+    /// # Errors
+    /// Exactly what happened, as a [`CallError`].
+    pub async fn call_raw(&self, request: Request) -> Result<Response, CallError> {
+        let (reply, answer) = oneshot::channel();
+        match self.link.push(Command::Call { request, reply }, true) {
+            Ok(()) => {}
+            Err((_, true)) => return Err(CallError::Refused),
+            Err((_, false)) => return Err(CallError::NotConnected),
+        }
+        answer.await.unwrap_or(Err(CallError::Disconnected))
+    }
+
+    /// Sends a SEND (OCPP 2.1): never answered. Returns once it is written to the
+    /// connection's output (retried after the next write while the output is full).
+    ///
+    /// # Errors
+    /// [`SendError`].
+    pub async fn send(&self, request: impl Into<Request>) -> Result<(), SendError> {
+        let (reply, sent) = oneshot::channel();
+        let request = request.into();
+        match self.link.push(Command::Send { request, reply }, true) {
+            Ok(()) => {}
+            Err((_, true)) => return Err(SendError::Refused),
+            Err((_, false)) => return Err(SendError::NotConnected),
+        }
+        sent.await.unwrap_or(Err(SendError::NotConnected))
+    }
+
+    /// Starts the closing handshake with `code` and `reason`; returns at once (the end comes
+    /// as [`Handler::on_close`](crate::Handler::on_close)). Pending calls end as
+    /// [`CallError::Disconnected`].
+    pub fn close(&self, code: CloseCode, reason: &str) {
+        let reason = reason.to_owned();
+        let _ = self.link.push(Command::Close { code, reason }, false);
+    }
+
+    /// This connection's run-time settings.
+    pub fn settings(&self) -> Settings {
+        self.link.settings()
+    }
+
+    /// Changes this connection's run-time settings (see [`Settings`]); returns false if the
+    /// connection is over.
+    pub fn set_settings(&self, settings: Settings) -> bool {
+        self.link.set_settings(settings)
+    }
+}
