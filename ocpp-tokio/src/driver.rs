@@ -147,6 +147,8 @@ pub(crate) struct Driver<S, H: Handler> {
     needs_flush: bool,
     stream_failed: bool,
     finished: bool,
+    /// Once closed: until when the last bytes may take to leave.
+    linger: Option<Instant>,
 }
 
 impl<S, H> Driver<S, H>
@@ -187,6 +189,7 @@ where
             needs_flush: false,
             stream_failed: false,
             finished: false,
+            linger: None,
         }
     }
 
@@ -568,7 +571,11 @@ where
         self.conn.handle_eof(now);
     }
 
+    /// The connection is over: handles released, `on_close` started (once).
     fn end(&mut self) {
+        if self.finished {
+            return;
+        }
         self.finish();
         if let (true, Some(closed)) = (self.registered, self.closed.take()) {
             let handler = self.shared.handler.clone();
@@ -606,16 +613,28 @@ where
                 busy = true;
                 busy |= this.retry_sends(now);
             }
-            if this.conn.is_closed()
-                && (this.stream_failed || this.conn.pending_transmit().is_empty())
-            {
-                // Step 3: everything written; the socket closes when dropped.
-                if !this.stream_failed {
-                    let _ = Pin::new(&mut this.stream).poll_shutdown(cx);
-                }
+            if this.conn.is_closed() {
                 this.drain_events(now);
                 this.end();
-                return Poll::Ready(());
+                // Step 3: the last bytes (a close frame) get the close timeout to leave: a
+                // peer that does not read is gone (the core's rule), the socket dropped.
+                let linger = *this
+                    .linger
+                    .get_or_insert(now + this.shared.config.get_close_timeout());
+                if this.stream_failed || this.conn.pending_transmit().is_empty() || now >= linger {
+                    if !this.stream_failed {
+                        let _ = Pin::new(&mut this.stream).poll_shutdown(cx);
+                    }
+                    return Poll::Ready(());
+                }
+                let at = tokio::time::Instant::from_std(linger);
+                if this.sleep.deadline() != at {
+                    this.sleep.as_mut().reset(at);
+                }
+                if this.sleep.as_mut().poll(cx).is_ready() {
+                    continue;
+                }
+                return Poll::Pending;
             }
             if !this.stream_failed && this.conn.wants_read() {
                 busy |= this.poll_read(cx, now);
@@ -648,7 +667,8 @@ impl<S, H: Handler> Driver<S, H> {
 
     // ---- the end ----
 
-    /// Frees everything the connection held; the handles see it as gone.
+    /// Frees everything the connection held; the handles see it as gone (the socket may
+    /// still be flushing its last bytes).
     fn finish(&mut self) {
         if self.finished {
             return;
@@ -677,13 +697,13 @@ impl<S, H: Handler> Driver<S, H> {
                 self.shared.registry.remove(identity, &cp);
             }
         }
-        self.shared.discharge(self.key);
     }
 }
 
 impl<S, H: Handler> Drop for Driver<S, H> {
     fn drop(&mut self) {
-        // Dropped without ending (the runtime shut down): the handles still learn it.
+        // Also when dropped without ending (the runtime shut down): the handles learn it.
         self.finish();
+        self.shared.discharge(self.key);
     }
 }
