@@ -8,9 +8,13 @@
 //!   loops sharing one port with `SO_REUSEPORT`).
 //! - [`tokio_server`]: the `tokio-server` binary's tasks (one per connection).
 //! - [`server_cli`]: the command line both servers share.
+//! - [`charge_point_payload`]: what a simulated charge point sends and receives, built for and
+//!   read from the negotiated OCPP version; shared by the `charge-point` and `ocpp-load`
+//!   binaries.
 //! - [`tls`]: rustls driven the Sans-IO way between a socket and an OCPP connection
 //!   (security profiles 2 and 3), for both servers and the `charge-point` binary.
 
+pub mod charge_point_payload;
 pub mod csms;
 pub mod mio_server;
 pub mod server_cli;

@@ -4,7 +4,8 @@
 //! The first input byte picks whether the upgrade is done first (to reach the open state) and
 //! which subprotocol it offers; the rest is a script of operations. Invariants: no panic; after
 //! `Closed` no event follows; unsent output stays bounded (twice the outbound limit plus one
-//! message); every `Call` event is answered at most once.
+//! message); every `Call` event is answered at most once; advancing the output produces no
+//! event (the drain contract).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use libfuzzer_sys::fuzz_target;
 use ocpp_frame::{CloseCode, Encoder, Role};
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::v1_6;
-use ocpp_server_core::{Connection, ConnectionConfig, Event, Request};
+use ocpp_server_core::{Connection, ConnectionConfig, Event, MessageId, Request};
 
 const UPGRADE: &str = "GET /ocpp/CP1 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\
     Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
@@ -30,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
     let limit = 2 * config.get_max_outbound_bytes() + 70_000;
     let mut now = Instant::now();
     let mut connection = Connection::accept_incoming(now, Arc::new(config));
-    let mut pending_calls: Vec<String> = Vec::new();
+    let mut pending_calls: Vec<MessageId<'static>> = Vec::new();
     let mut closed = false;
     let encoder = Encoder::new(Role::Client);
 
@@ -80,6 +81,7 @@ fuzz_target!(|data: &[u8]| {
                 let n = usize::from(op >> 3) * 97;
                 let len = connection.pending_transmit().len().min(n);
                 connection.advance_transmit(len);
+                assert!(connection.poll_event().is_none(), "advance_transmit made an event");
             }
             _ => {
                 if op & 0x80 != 0 {

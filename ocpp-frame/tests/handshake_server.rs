@@ -446,6 +446,27 @@ fn header_bytes_cap_is_431() {
 }
 
 #[test]
+fn a_request_line_past_the_cap_is_414() {
+    // RFC 9112 §3: a request-target longer than the server parses gets 414 URI Too Long.
+    let target = format!("/ocpp/{}", "A".repeat(100 * 1024));
+    let request = format!(
+        "GET {target} HTTP/1.1\r\nHost: csms\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+    );
+    let error = refusal(request.as_bytes());
+    assert_eq!(error, HandshakeError::UriTooLong { limit: 16 * 1024 });
+    assert_eq!(error.status(), 414);
+    assert!(response_of(&error).starts_with("HTTP/1.1 414 URI Too Long\r\n"));
+    // The same line arriving a byte at a time.
+    let mut handshake = ServerHandshake::new();
+    let error = request
+        .as_bytes()
+        .chunks(1)
+        .find_map(|b| handshake.handle_data(b).err())
+        .unwrap();
+    assert_eq!(error.status(), 414);
+}
+
+#[test]
 fn endless_head_is_cut_at_the_cap_and_buffer_never_exceeds_it() {
     let mut handshake =
         ServerHandshake::with_config(HandshakeConfig::default().with_max_header_bytes(1000));

@@ -205,6 +205,60 @@ impl DateTime {
         Self::parse(&text).ok()
     }
 
+    /// The current UTC time from the system clock ([`std::time::SystemTime`]), in whole seconds
+    /// (the fraction truncated) and printed with `Z`, e.g. `2025-01-02T03:04:05Z`: the form every
+    /// OCPP 1.6 and 2.x peer reads. Feature `std`.
+    ///
+    /// A clock set before the year 0 or after 9999 gives the nearest date-time that can be
+    /// written (`0000-01-01T00:00:00Z`, `9999-12-31T23:59:59Z`).
+    ///
+    /// A Sans-IO state machine takes the time from its caller: call this in the I/O loop or the
+    /// application, not inside protocol code.
+    ///
+    /// ```
+    /// use ocpp_messages::DateTime;
+    /// use std::time::{SystemTime, UNIX_EPOCH};
+    ///
+    /// let now = DateTime::now();
+    /// assert!(now.as_str().ends_with('Z'));
+    /// assert_eq!(now.nanosecond(), 0);
+    /// let system = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64;
+    /// assert!((now.unix_timestamp() - system).abs() <= 2);
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn now() -> Self {
+        use std::time::{SystemTime, UNIX_EPOCH};
+        let secs = match SystemTime::now().duration_since(UNIX_EPOCH) {
+            Ok(after) => i64::try_from(after.as_secs()).unwrap_or(i64::MAX),
+            // Before 1970: round towards the past, as for a time after it.
+            Err(before) => {
+                let d = before.duration();
+                let whole = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+                -whole - i64::from(d.subsec_nanos() > 0)
+            }
+        };
+        // 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z.
+        const MIN: i64 = -62_167_219_200;
+        const MAX: i64 = 253_402_300_799;
+        Self::from_unix_timestamp(secs.clamp(MIN, MAX)).unwrap_or_else(Self::epoch)
+    }
+
+    /// 1970-01-01T00:00:00Z, built without parsing (the fallback that cannot fail).
+    #[cfg(feature = "std")]
+    fn epoch() -> Self {
+        DateTime {
+            text: String::from("1970-01-01T00:00:00Z"),
+            year: 1970,
+            month: 1,
+            day: 1,
+            hour: 0,
+            minute: 0,
+            second: 0,
+            nanosecond: 0,
+            offset_minutes: 0,
+        }
+    }
+
     /// Seconds since 1970-01-01T00:00:00Z (the fraction dropped; a leap second counts as the
     /// next second).
     pub fn unix_timestamp(&self) -> i64 {
@@ -305,5 +359,30 @@ impl<'de> serde::Deserialize<'de> for DateTime {
             }
         }
         deserializer.deserialize_str(Visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unix_bounds_of_now() {
+        // The clamp bounds of `now` are the first and last writable seconds.
+        let min = DateTime::from_unix_timestamp(-62_167_219_200).map(|t| t.unix_timestamp());
+        let max = DateTime::from_unix_timestamp(253_402_300_799).map(|t| t.unix_timestamp());
+        assert_eq!(min, Some(-62_167_219_200));
+        assert_eq!(max, Some(253_402_300_799));
+        assert!(DateTime::from_unix_timestamp(253_402_300_800).is_none());
+        assert!(DateTime::from_unix_timestamp(-62_167_219_201).is_none());
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn epoch_fallback_is_valid() {
+        assert_eq!(
+            DateTime::epoch(),
+            DateTime::parse("1970-01-01T00:00:00Z").unwrap()
+        );
     }
 }

@@ -11,7 +11,9 @@ use alloc::string::{String, ToString};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::error_code::ErrorCode;
 use crate::validate::{Mode, Path, Schema, Violation, ViolationKind};
+use crate::version::OcppVersion;
 
 /// Why a payload could not be decoded. Each variant tells which CALLERROR to answer with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,6 +33,10 @@ pub enum DecodeError {
     /// The payload is JSON but breaks the action's schema; the kind gives the error code.
     #[error("payload violates the schema: {0}")]
     Violation(#[from] Violation),
+    /// The payload is of an OCPP version whose feature (`v1_6`, `v2_0_1`, `v2_1`) is off in
+    /// this build, so it has no types to decode into: answer `ProtocolError`.
+    #[error("OCPP {0} is not compiled in (its cargo feature is off)")]
+    VersionNotCompiled(OcppVersion),
 }
 
 impl DecodeError {
@@ -41,7 +47,39 @@ impl DecodeError {
         match self {
             DecodeError::Json(_) => Some(ViolationKind::Format),
             DecodeError::Violation(v) => Some(v.kind()),
-            DecodeError::UnknownAction(_) | DecodeError::NoResponse(_) => None,
+            DecodeError::UnknownAction(_)
+            | DecodeError::NoResponse(_)
+            | DecodeError::VersionNotCompiled(_) => None,
+        }
+    }
+
+    /// The CALLERROR code to answer a payload that failed to decode with (OCPP-J 1.6 §4.2.3,
+    /// OCPP 2.0.1 Part 4 §4.3): `NotImplemented` for an unknown action, the code of the
+    /// violation's kind (`TypeConstraintViolation`, `PropertyConstraintViolation`,
+    /// `OccurrenceConstraintViolation`, `FormatViolation`) for JSON that does not parse or
+    /// breaks the schema, `ProtocolError` otherwise. The code is spelt per version when written
+    /// (`FormationViolation` in 1.6).
+    ///
+    /// ```
+    /// use ocpp_messages::{v1_6, ErrorCode};
+    ///
+    /// let unknown = v1_6::decode_call("NoSuchAction", "{}").unwrap_err();
+    /// assert_eq!(unknown.error_code(), ErrorCode::NotImplemented);
+    /// let missing = v1_6::decode_call("BootNotification", "{}").unwrap_err();
+    /// assert_eq!(missing.error_code(), ErrorCode::OccurrenceConstraintViolation);
+    /// let not_json = v1_6::decode_call("Heartbeat", "{").unwrap_err();
+    /// assert_eq!(not_json.error_code(), ErrorCode::FormatViolation);
+    /// ```
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            DecodeError::UnknownAction(_) => ErrorCode::NotImplemented,
+            other => match other.violation_kind() {
+                Some(ViolationKind::Type) => ErrorCode::TypeConstraintViolation,
+                Some(ViolationKind::Property) => ErrorCode::PropertyConstraintViolation,
+                Some(ViolationKind::Occurrence) => ErrorCode::OccurrenceConstraintViolation,
+                Some(ViolationKind::Format) => ErrorCode::FormatViolation,
+                None => ErrorCode::ProtocolError,
+            },
         }
     }
 }
@@ -133,4 +171,60 @@ pub fn decode_value<T: Schema + DeserializeOwned>(
     // (never, for the generated types); report it as a type violation rather than panic.
     T::deserialize(value)
         .map_err(|e| Violation::new(ViolationKind::Type, &Path::Root, e.to_string()).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn violation(kind: ViolationKind) -> DecodeError {
+        DecodeError::Violation(Violation::new(kind, &Path::Root, "rule"))
+    }
+
+    #[test]
+    fn error_code_per_kind() {
+        assert_eq!(
+            DecodeError::UnknownAction("Foo".into()).error_code(),
+            ErrorCode::NotImplemented
+        );
+        assert_eq!(
+            DecodeError::Json("eof".into()).error_code(),
+            ErrorCode::FormatViolation
+        );
+        for (kind, code) in [
+            (ViolationKind::Type, ErrorCode::TypeConstraintViolation),
+            (
+                ViolationKind::Property,
+                ErrorCode::PropertyConstraintViolation,
+            ),
+            (
+                ViolationKind::Occurrence,
+                ErrorCode::OccurrenceConstraintViolation,
+            ),
+            (ViolationKind::Format, ErrorCode::FormatViolation),
+        ] {
+            assert_eq!(violation(kind).error_code(), code, "{kind:?}");
+        }
+        assert_eq!(
+            DecodeError::NoResponse("NotifyPeriodicEventStream").error_code(),
+            ErrorCode::ProtocolError
+        );
+        assert_eq!(
+            DecodeError::VersionNotCompiled(OcppVersion::V2_1).error_code(),
+            ErrorCode::ProtocolError
+        );
+    }
+
+    #[test]
+    fn error_code_spelt_per_version() {
+        let code = violation(ViolationKind::Occurrence).error_code();
+        assert_eq!(
+            code.as_str(OcppVersion::V1_6),
+            "OccurenceConstraintViolation"
+        );
+        assert_eq!(
+            code.as_str(OcppVersion::V2_0_1),
+            "OccurrenceConstraintViolation"
+        );
+    }
 }

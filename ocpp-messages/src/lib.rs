@@ -29,6 +29,34 @@
 //! # Ok::<(), ocpp_messages::envelope::SerializeError>(())
 //! ```
 //!
+//! - [`Request`] and [`Response`] ([`versioned`]): a payload of any action of any compiled
+//!   version, decoded with [`Request::decode`] / [`Response::decode`], matched in one go through
+//!   [`Request::view`]; [`DecodeError::error_code`] is the CALLERROR for a payload that failed.
+//!
+//! Every generated payload and data type has `new(<required fields>)` (or `Default` when all of
+//! its fields are optional) and a `with_<field>` setter per optional field; each converts into
+//! [`Request`] / [`Response`] with `.into()` and back with `try_into()`:
+//!
+//! ```
+//! use ocpp_messages::{v2_0_1, Response};
+//!
+//! let authorize = v2_0_1::AuthorizeResponse::new(
+//!     v2_0_1::IdTokenInfo::new(v2_0_1::AuthorizationStatusEnum::Accepted)
+//!         .with_personal_message(v2_0_1::MessageContent::new(
+//!             v2_0_1::MessageFormatEnum::UTF8,
+//!             "Welcome",
+//!         )),
+//! );
+//! let response: Response = authorize.clone().into();
+//! assert_eq!(response.action(), "Authorize");
+//! assert_eq!(
+//!     serde_json::to_string(&response)?,
+//!     r#"{"idTokenInfo":{"status":"Accepted","personalMessage":{"format":"UTF8","content":"Welcome"}}}"#
+//! );
+//! assert_eq!(v2_0_1::AuthorizeResponse::try_from(response).ok(), Some(authorize));
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+//!
 //! `no_std` + `alloc` without the default `std` feature.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
@@ -59,6 +87,7 @@ pub mod arbitrary;
 pub mod datetime;
 pub mod decode;
 pub mod validate;
+pub mod versioned;
 
 #[cfg(feature = "v1_6")]
 pub mod v1_6;
@@ -71,4 +100,5 @@ pub use action::{ActionRequest, ActionResponse, OcppAction, Payload};
 pub use datetime::DateTime;
 pub use decode::{DecodeError, DecodeOptions};
 pub use validate::{Mode, Violation, ViolationKind};
+pub use versioned::{Request, RequestRef, Response, ResponseRef};
 // --- end codegen section ---

@@ -1,12 +1,17 @@
 //! The code the per-version `Request` and `Response` enums share (decode by action, validate,
-//! serialize, `From` each payload), written once as a macro so the generated files stay short.
+//! serialize, `From` each payload, the conversions to and from the versioned
+//! [`crate::Request`] / [`crate::Response`]), written once as a macro so the generated files stay
+//! short.
 
-/// Declares a payload enum over the actions of a version: `payload_enum! { /// docs
+/// Declares a payload enum over the actions of a version: `payload_enum! { version = V1_6;
+/// /// docs
 /// pub enum Request { /// docs
 /// Authorize(super::AuthorizeRequest), ... } }`. Each variant is named after its action; an
-/// `Action` enum with the same variants must be in scope.
+/// `Action` enum with the same variants must be in scope, and `version` names the variant of the
+/// crate-level enum of the same name (`crate::Request::V1_6`).
 macro_rules! payload_enum {
     (
+        version = $version:ident;
         $(#[$meta:meta])*
         pub enum $name:ident {
             $( $(#[$variant_meta:meta])* $variant:ident($payload:ty), )*
@@ -81,10 +86,40 @@ macro_rules! payload_enum {
             }
         }
 
+        impl From<$name> for $crate::$name {
+            fn from(payload: $name) -> Self {
+                $crate::$name::$version(alloc::boxed::Box::new(payload))
+            }
+        }
+
         $(
             impl From<$payload> for $name {
                 fn from(payload: $payload) -> Self {
                     Self::$variant(payload)
+                }
+            }
+
+            impl From<$payload> for $crate::$name {
+                fn from(payload: $payload) -> Self {
+                    $crate::$name::$version(alloc::boxed::Box::new($name::$variant(payload)))
+                }
+            }
+
+            impl TryFrom<$crate::$name> for $payload {
+                /// Any other version or action, handed back unchanged.
+                type Error = $crate::$name;
+
+                fn try_from(value: $crate::$name) -> Result<Self, Self::Error> {
+                    #[allow(unreachable_patterns)]
+                    match value {
+                        $crate::$name::$version(inner) if matches!(*inner, $name::$variant(_)) => {
+                            match *inner {
+                                $name::$variant(payload) => Ok(payload),
+                                other => Err($crate::$name::$version(alloc::boxed::Box::new(other))),
+                            }
+                        }
+                        other => Err(other),
+                    }
                 }
             }
         )*

@@ -125,6 +125,10 @@ fn mod_file(version: &Version) -> String {
 //! - One module per action in [`messages`] (the action's marker type implementing\n\
 //!   [`OcppAction`](crate::action::OcppAction), its request and response), and the types\n\
 //!   several actions share in [`enums`] and [`datatypes`]. Everything is re-exported here.\n\
+//! - Every struct with a required field has `new(<required fields in schema order>)`, one whose\n\
+//!   fields are all optional implements `Default`; each optional field has a `with_<field>`\n\
+//!   setter. Every payload converts into [`crate::Request`] / [`crate::Response`] with `.into()`\n\
+//!   and back with `TryFrom`.\n\
 \n\
 pub mod action;\n\
 pub mod datatypes;\n\
@@ -325,7 +329,13 @@ fn struct_code(t: &TypeDef, fields: &[Field], open: bool, imports: &mut Imports)
     imports.validate = true;
     imports.value = true;
     let mut s = docs::render(&t.doc, "");
-    s.push_str("#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]\n");
+    // Construction rule (see `builder_code`): `Default` when every field is optional, `new(..)`
+    // taking the required fields otherwise.
+    if fields.iter().any(|f| f.required) {
+        s.push_str("#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]\n");
+    } else {
+        s.push_str("#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]\n");
+    }
     let _ = writeln!(s, "pub struct {} {{", t.name);
     for f in fields {
         let mut doc = f.doc.clone();
@@ -363,6 +373,7 @@ fn struct_code(t: &TypeDef, fields: &[Field], open: bool, imports: &mut Imports)
         s.push_str("    #[serde(flatten)]\n    pub extra: Map<String, Value>,\n");
     }
     s.push_str("}\n\n");
+    s.push_str(&builder_code(t, fields, open, imports));
     let _ = writeln!(s, "impl Schema for {} {{", t.name);
     s.push_str("    fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {\n");
     s.push_str("        let object = check::object(value, path)?;\n");
@@ -394,6 +405,85 @@ fn struct_code(t: &TypeDef, fields: &[Field], open: bool, imports: &mut Imports)
     }
     s.push_str("        Ok(())\n    }\n}\n\n");
     s.push_str(&arbitrary_code(t, fields, open));
+    s
+}
+
+/// The parameter type of a constructor or setter taking a `ty`, and the expression turning the
+/// parameter `name` into the field's value: strings take `impl Into<String>`, the rest the type.
+fn param(ty: &Ty, name: &str, imports: &mut Imports) -> (String, String) {
+    match ty {
+        Ty::String { .. } | Ty::Uri { .. } => {
+            imports.string = true;
+            ("impl Into<String>".to_owned(), format!("{name}.into()"))
+        }
+        other => (rust_type(other, imports), name.to_owned()),
+    }
+}
+
+/// Constructors and setters of a struct. The rule, the same for every struct:
+/// - at least one required field: `new(<required fields in schema order>)`, the optional fields
+///   `None` (and `extra` empty); no `Default`, as no value would be valid;
+/// - every field optional (empty structs included): `#[derive(Default)]` and no `new()`;
+/// - each optional field `foo`: `with_foo(self, value) -> Self`, setting `Some(value)`.
+fn builder_code(t: &TypeDef, fields: &[Field], open: bool, imports: &mut Imports) -> String {
+    let required: Vec<&Field> = fields.iter().filter(|f| f.required).collect();
+    let optional: Vec<&Field> = fields.iter().filter(|f| !f.required).collect();
+    if optional.is_empty() && required.is_empty() {
+        return String::new();
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "impl {} {{", t.name);
+    if !required.is_empty() {
+        let wires: Vec<String> = required.iter().map(|f| format!("`{}`", f.wire)).collect();
+        let rest = if optional.is_empty() {
+            ""
+        } else {
+            "; the optional ones start as `None`"
+        };
+        let _ = writeln!(
+            s,
+            "    /// Creates a value from its required fields ({}){rest}.",
+            wires.join(", ")
+        );
+        if required.len() > 7 {
+            s.push_str("    #[allow(clippy::too_many_arguments)]\n");
+        }
+        let mut params = Vec::new();
+        let mut inits = Vec::new();
+        for f in fields {
+            if f.required {
+                let (ty, value) = param(&f.ty, &f.rust, imports);
+                params.push(format!("{}: {ty}", f.rust));
+                inits.push(if value == f.rust {
+                    value
+                } else {
+                    format!("{}: {value}", f.rust)
+                });
+            } else {
+                inits.push(format!("{}: None", f.rust));
+            }
+        }
+        if open {
+            inits.push("extra: Map::new()".to_owned());
+        }
+        let _ = writeln!(
+            s,
+            "    pub fn new({}) -> Self {{\n        Self {{ {} }}\n    }}\n",
+            params.join(", "),
+            inits.join(", ")
+        );
+    }
+    for f in &optional {
+        let (ty, value) = param(&f.ty, "value", imports);
+        let _ = writeln!(
+            s,
+            "    /// Sets `{}` (optional).\n    #[must_use]\n    pub fn with_{}(mut self, value: {ty}) -> Self {{\n        self.{} = Some({value});\n        self\n    }}\n",
+            f.wire,
+            f.rust.trim_start_matches("r#"),
+            f.rust
+        );
+    }
+    s.push_str("}\n\n");
     s
 }
 
@@ -728,6 +818,15 @@ fn shared_files(
     Ok(files)
 }
 
+/// The variant of `crate::Request` / `crate::Response` for a version module: `v1_6` -> `V1_6`.
+fn version_variant(module: &str) -> String {
+    let mut chars = module.chars();
+    chars
+        .next()
+        .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
+}
+
 fn action_file(version: &Version) -> String {
     let spec = version.spec;
     let m = spec.module;
@@ -814,7 +913,8 @@ use crate::decode::{{DecodeError, DecodeOptions, UnknownAction}};\n\n",
     ] {
         let _ = writeln!(
             t,
-            "crate::payload_enum::payload_enum! {{\n    /// The {what} of any {} action.",
+            "crate::payload_enum::payload_enum! {{\n    version = {};\n    /// The {what} of any {} action.",
+            version_variant(m),
             spec.title
         );
         let _ = writeln!(t, "    pub enum {enum_name} {{");

@@ -148,7 +148,7 @@ fn run(addr: SocketAddr, deflate: Option<DeflateConfig>) -> io::Result<()> {
 
 /// Everything the event loop owns besides the poller and the listener.
 struct Server {
-    connections: HashMap<Token, Connection>,
+    connections: HashMap<Token, EchoConnection>,
     /// The next connection token; tokens are never reused, so a stale event or timer entry can
     /// never reach a newer connection.
     next_token: usize,
@@ -209,7 +209,7 @@ impl Server {
             let deadline = now + HANDSHAKE_TIMEOUT;
             self.timers.push(Reverse((deadline, token)));
             self.connections
-                .insert(token, Connection::new(stream, deadline, self.deflate));
+                .insert(token, EchoConnection::new(stream, deadline, self.deflate));
         }
     }
 
@@ -277,7 +277,7 @@ enum Next {
 }
 
 /// Where a connection stands.
-enum Phase {
+enum WebSocketStage {
     /// Reading the HTTP upgrade request (RFC 6455 §4.2.1).
     Handshake(ServerHandshake),
     /// Exchanging frames; the compressor when permessage-deflate was agreed.
@@ -288,9 +288,9 @@ enum Phase {
 }
 
 /// One client connection: the socket, its protocol state and the bytes it still has to write.
-struct Connection {
+struct EchoConnection {
     stream: TcpStream,
-    phase: Phase,
+    stage: WebSocketStage,
     output: Outbox,
     /// Whether WRITABLE interest is registered (only while output is pending).
     writable_registered: bool,
@@ -304,12 +304,12 @@ struct Connection {
     deflate: Option<DeflateConfig>,
 }
 
-impl Connection {
+impl EchoConnection {
     fn new(stream: TcpStream, handshake_deadline: Instant, deflate: Option<DeflateConfig>) -> Self {
-        Connection {
+        EchoConnection {
             deflate,
             stream,
-            phase: Phase::Handshake(ServerHandshake::new()),
+            stage: WebSocketStage::Handshake(ServerHandshake::new()),
             output: Outbox::default(),
             writable_registered: false,
             peer_eof: false,
@@ -343,7 +343,7 @@ impl Connection {
             }
         }
         let flushed = self.output.pending() == 0;
-        if matches!(self.phase, Phase::Closing) && flushed && !self.write_shut {
+        if matches!(self.stage, WebSocketStage::Closing) && flushed && !self.write_shut {
             // Everything we owe is written: send FIN, then wait for the peer's (RFC 6455 §7.1.1:
             // the server should close the TCP connection first).
             self.write_shut = true;
@@ -360,7 +360,7 @@ impl Connection {
     /// Feeds bytes read from the socket to the handshake or the decoder; whatever they answer
     /// is queued in the output.
     fn handle_input(&mut self, mut input: &[u8], now: Instant) {
-        if let Phase::Handshake(handshake) = &mut self.phase {
+        if let WebSocketStage::Handshake(handshake) = &mut self.stage {
             match handshake.handle_data(input) {
                 Ok(Progress::NeedMore) => return,
                 Ok(Progress::Complete {
@@ -396,7 +396,7 @@ impl Connection {
                         }
                         _ => None,
                     };
-                    self.phase = Phase::Open(decoder, compressor);
+                    self.stage = WebSocketStage::Open(decoder, compressor);
                     self.deadline = None;
                     // Frames the client sent right behind its request (h11's "trailing data").
                     input = &input[consumed..];
@@ -409,7 +409,7 @@ impl Connection {
                 }
             }
         }
-        let Phase::Open(decoder, compressor) = &mut self.phase else {
+        let WebSocketStage::Open(decoder, compressor) = &mut self.stage else {
             return; // Closing: what the peer sends now is read and discarded.
         };
         // One call to `decode` yields at most one message: call again with the rest.
@@ -434,10 +434,10 @@ impl Connection {
         }
     }
 
-    /// Enters the closing phase: no more frames are decoded and the connection is dropped by
+    /// Enters the closing stage: no more frames are decoded and the connection is dropped by
     /// `CLOSE_TIMEOUT` at the latest.
     fn start_closing(&mut self, now: Instant) {
-        self.phase = Phase::Closing;
+        self.stage = WebSocketStage::Closing;
         self.deadline = Some(now + CLOSE_TIMEOUT);
     }
 

@@ -43,13 +43,14 @@ mod v2_1;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::DateTime;
 use ocpp_server_core::{
-    CallOutcome, ChargePointIdentity, CloseReason, Closed, Request, Response, UpgradeRequest,
+    CallOutcome, ChargePointIdentity, CloseReason, Closed, Connection, MessageId, Request,
+    Response, UpgradeRequest,
 };
 
 pub use charge_point::{
@@ -189,6 +190,30 @@ impl Reply {
         Reply::Error {
             code: ErrorCode::NotSupported,
             description: format!("{action} is not supported by this CSMS"),
+        }
+    }
+
+    /// Sends this answer to the CALL `id` on `connection`, for both servers. Answers are never
+    /// refused for back-pressure; one refused for another reason (the connection closed while
+    /// the answer was being made) is logged and dropped: the CALL is then listed in
+    /// `Closed::unanswered_incoming`.
+    pub fn send(
+        self,
+        connection: &mut Connection,
+        id: &MessageId<'_>,
+        identity: Option<&ChargePointIdentity>,
+        now: Instant,
+    ) {
+        let refused = match self {
+            Reply::Result(response) => connection
+                .respond(now, id, response)
+                .map_err(|refused| refused.reason),
+            Reply::Error { code, description } => {
+                connection.respond_error(now, id, code, &description)
+            }
+        };
+        if let Err(reason) = refused {
+            tracing::debug!(identity = ?identity, %id, %reason, "answer not sent");
         }
     }
 }

@@ -15,6 +15,16 @@
 //! 4. schedules the connection's `poll_timeout()` in the timer heap;
 //! 5. fires the timers that passed and the push timer (`--push-interval-ms`).
 //!
+//! # Files
+//! - `event_loop`: the loop itself: `poll`, dispatch by token, commands, timers, the slab;
+//! - `ocpp_socket`: a charge point's socket record and its reading, events, writing,
+//!   flushing and draining;
+//! - `admin_socket`: the admin HTTP sockets (loop 0) and the admin CALLs they send;
+//! - `accept`: accepting OCPP and admin sockets;
+//! - `push`: the push tick;
+//! - `shutdown`: the graceful shutdown and its deadline;
+//! - [`slab`], [`timers`]: the socket table and the deadline heap.
+//!
 //! # Several loops
 //! `--threads N` runs N loops on N threads. Every loop binds its own listener to the same
 //! address with `SO_REUSEPORT`, so the kernel spreads new connections over them and the loops
@@ -54,7 +64,12 @@
 //! socket is closed. On shutdown every connection is closed with 1001 and the loop exits when
 //! all are gone or [`SHUTDOWN_TIMEOUT`] passed; CALLs left unanswered are logged.
 
+mod accept;
+mod admin_socket;
 mod event_loop;
+mod ocpp_socket;
+mod push;
+mod shutdown;
 pub mod slab;
 pub mod timers;
 

@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use ocpp_frame::CloseCode;
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, RefusalReason, Refused};
+use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, MessageId, Refused};
 use socket2::SockRef;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{Command, Handle, Shared, DRAIN_TIMEOUT, FLUSH_TIMEOUT, MAILBOX, SHUTDOWN_TIMEOUT};
 use crate::csms::admin::{self, HttpResponse};
-use crate::csms::{push, Decision, Reply, SessionId};
+use crate::csms::{push, Decision, SessionId};
 use crate::tls::{self, Received, TlsSession, TryIo};
 
 /// The read buffer of each worker thread, shared by every connection that thread polls.
@@ -30,7 +30,7 @@ thread_local! {
 
 /// Where a charge point's socket is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+enum SocketStage {
     /// The connection runs.
     Live,
     /// The connection ended; write out what it still has, until the deadline.
@@ -61,11 +61,7 @@ struct Task {
     shared: Arc<Shared>,
     /// A sender to our own mailbox, cloned into the identity table.
     mailbox: mpsc::Sender<Command>,
-    phase: Phase,
-    /// Reading stopped because our output to this peer is backed up.
-    read_paused: bool,
-    /// A write failed: the socket is dead, drop what is left.
-    broken: bool,
+    stage: SocketStage,
     /// The task is over: drop the socket.
     done: bool,
     /// Set when the server shuts down: the task ends by then whatever happens.
@@ -77,9 +73,7 @@ struct Task {
     /// Sequence number of the last push DataTransfer.
     push_seq: u64,
     /// Our CALLs sent for the admin interface: call id and where to send the HTTP answer.
-    admin_waiters: Vec<(String, oneshot::Sender<HttpResponse>)>,
-    /// An answer refused for back-pressure, sent again on `Event::Writable`.
-    deferred_reply: Option<(String, Reply)>,
+    admin_waiters: Vec<(MessageId<'static>, oneshot::Sender<HttpResponse>)>,
 }
 
 /// Serves one accepted socket until its connection is over.
@@ -114,9 +108,7 @@ pub(super) async fn run(
         connection,
         shared: Arc::clone(&shared),
         mailbox,
-        phase: Phase::Live,
-        read_paused: false,
-        broken: false,
+        stage: SocketStage::Live,
         done: false,
         shutdown_deadline: None,
         identity: None,
@@ -125,7 +117,6 @@ pub(super) async fn run(
         opened: now,
         push_seq: 0,
         admin_waiters: Vec::new(),
-        deferred_reply: None,
     };
     if *stop.borrow_and_update() {
         task.begin_shutdown(now);
@@ -137,21 +128,20 @@ pub(super) async fn run(
         if task.done {
             break;
         }
-        let want_read = match task.phase {
-            Phase::Live => !task.read_paused,
-            Phase::Flushing { .. } => false,
-            Phase::Draining { .. } => true,
+        let want_read = match task.stage {
+            SocketStage::Live => task.connection.wants_read(),
+            SocketStage::Flushing { .. } => false,
+            SocketStage::Draining { .. } => true,
         };
-        let want_write = !task.broken
-            && (task.connection.pending_transmit_len() > 0
-                || task.tls.as_ref().is_some_and(|t| t.wants_write()));
+        let want_write = task.connection.pending_transmit_len() > 0
+            || task.tls.as_ref().is_some_and(|t| t.wants_write());
         let deadline = task.deadline();
         if let Some(deadline) = deadline {
             if sleep.deadline() != deadline.into() {
                 sleep.as_mut().reset(deadline.into());
             }
         }
-        let live = task.phase == Phase::Live;
+        let live = task.stage == SocketStage::Live;
         let watching = task.shutdown_deadline.is_none();
         let wake = tokio::select! {
             ready = task.socket.readable(), if want_read => Wake::Readable(ready),
@@ -166,8 +156,10 @@ pub(super) async fn run(
             Wake::Writable(Ok(())) => {} // `service` writes
             Wake::Readable(Err(e)) | Wake::Writable(Err(e)) => {
                 tracing::debug!(peer = %task.peer, "socket: {e}");
-                task.broken = true;
+                // The socket is dead: let the application hear of the end, then stop.
                 task.connection.handle_eof(now);
+                task.handle_events(now);
+                break;
             }
             Wake::Deadline => task.on_deadline(now),
             Wake::Command(Some(command)) => task.on_command(command, now),
@@ -181,9 +173,11 @@ pub(super) async fn run(
 impl Task {
     /// The next time the task must wake up without I/O.
     fn deadline(&self) -> Option<Instant> {
-        let own = match self.phase {
-            Phase::Live => self.connection.poll_timeout(),
-            Phase::Flushing { deadline } | Phase::Draining { deadline } => Some(deadline),
+        let own = match self.stage {
+            SocketStage::Live => self.connection.poll_timeout(),
+            SocketStage::Flushing { deadline } | SocketStage::Draining { deadline } => {
+                Some(deadline)
+            }
         };
         [own, self.shutdown_deadline].into_iter().flatten().min()
     }
@@ -195,23 +189,21 @@ impl Task {
         }
     }
 
-    /// Reads into the worker's buffer and feeds the connection, handling its events after each
-    /// read so that answers are produced (and back-pressure noticed) as data comes in.
+    /// Reads into the worker's buffer and feeds the connection while it
+    /// [wants input](Connection::wants_read); `service` then drains it once.
     fn read(&mut self, now: Instant) {
-        let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
         for _ in 0..READS_PER_WAKE {
-            match self.phase {
-                Phase::Live => {}
+            match self.stage {
+                SocketStage::Live => {}
                 // A closed connection ignores input; we read it only when draining.
-                Phase::Flushing { .. } => return,
-                Phase::Draining { .. } => {
+                SocketStage::Flushing { .. } => return,
+                SocketStage::Draining { .. } => {
                     self.drain();
                     return;
                 }
             }
-            if self.connection.pending_transmit_len() > max_outbound / 2 {
+            if !self.connection.wants_read() {
                 // Back-pressure: the peer does not read what we send; stop reading it.
-                self.read_paused = true;
                 return;
             }
             if let Some(session) = &mut self.tls {
@@ -222,14 +214,8 @@ impl Task {
                     })
                 });
                 match received {
-                    Received::Progress => {
-                        self.handle_events(now);
-                        continue;
-                    }
-                    Received::WouldBlock => {
-                        self.handle_events(now);
-                        return;
-                    }
+                    Received::Progress => continue,
+                    Received::WouldBlock => return,
                     Received::Closed => {}
                     Received::Failed(e) => {
                         // Send the alert rustls chose; `service` then shuts our side and
@@ -244,7 +230,6 @@ impl Task {
                     Received::Io(e) => tracing::debug!(peer = %self.peer, "read: {e}"),
                 }
                 self.connection.handle_eof(now);
-                self.handle_events(now);
                 return;
             }
             let (socket, connection) = (&self.socket, &mut self.connection);
@@ -259,18 +244,14 @@ impl Task {
             match result {
                 Ok(0) => {
                     self.connection.handle_eof(now);
-                    self.handle_events(now);
                     return;
                 }
-                Ok(_) => {
-                    self.handle_events(now);
-                }
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     tracing::debug!(peer = %self.peer, "read: {e}");
                     self.connection.handle_eof(now);
-                    self.handle_events(now);
                     return;
                 }
             }
@@ -293,35 +274,22 @@ impl Task {
         self.done = true;
     }
 
-    /// After anything happened: handle the connection's events, write its output, move it along
-    /// its phases.
+    /// After anything happened: one pass of the drain contract (the connection's events, then
+    /// its output), then move it along its stages.
     fn service(&mut self, now: Instant) {
-        let max_outbound = self.shared.connection_config.get_max_outbound_bytes();
-        // Writing may produce events (Writable, a queued CALL sent); a few rounds settle it.
-        for _ in 0..8 {
-            let handled = self.handle_events(now);
-            if self.broken {
-                break;
-            }
-            let before = self.connection.pending_transmit_len();
-            if let Err(e) = self.write_out() {
-                tracing::debug!(peer = %self.peer, "write: {e}");
-                self.broken = true;
-                self.connection.handle_eof(now);
-                continue;
-            }
-            if handled == 0 && self.connection.pending_transmit_len() == before {
-                break;
-            }
-        }
-        if self.broken {
-            // Let the application hear of the end before the socket goes.
+        self.handle_events(now);
+        if let Err(e) = self.write_out() {
+            tracing::debug!(peer = %self.peer, "write: {e}");
+            // The socket is dead: let the application hear of the end before it goes.
+            self.connection.handle_eof(now);
             self.handle_events(now);
             self.done = true;
             return;
         }
         let pending = self.connection.pending_transmit_len();
-        if let (Phase::Flushing { .. }, 0, Some(session)) = (self.phase, pending, &mut self.tls) {
+        if let (SocketStage::Flushing { .. }, 0, Some(session)) =
+            (self.stage, pending, &mut self.tls)
+        {
             // TLS ends with close_notify (RFC 8446 §6.1) before the TCP half-close.
             session.close();
             if session.write_to(&mut TryIo(&self.socket)).is_err() {
@@ -329,18 +297,15 @@ impl Task {
                 return;
             }
         }
-        if let Phase::Flushing { .. } = self.phase {
+        if let SocketStage::Flushing { .. } = self.stage {
             if pending == 0 && !self.tls.as_ref().is_some_and(|t| t.wants_write()) {
                 // Everything is out: half-close and wait for the peer's end of stream.
                 let _ = SockRef::from(&self.socket).shutdown(Shutdown::Write);
-                self.phase = Phase::Draining {
+                self.stage = SocketStage::Draining {
                     deadline: now + DRAIN_TIMEOUT,
                 };
                 self.drain();
             }
-        }
-        if self.read_paused && pending <= max_outbound / 4 {
-            self.read_paused = false;
         }
     }
 
@@ -375,7 +340,7 @@ impl Task {
     /// A deadline passed: the connection's timers, the flush or drain limit, or shutdown's.
     fn on_deadline(&mut self, now: Instant) {
         if self.shutdown_deadline.is_some_and(|at| at <= now) {
-            if self.phase == Phase::Live {
+            if self.stage == SocketStage::Live {
                 // Its CALLs left unanswered are logged by `on_closed`.
                 self.connection.handle_eof(now);
                 self.handle_events(now);
@@ -383,9 +348,11 @@ impl Task {
             self.done = true;
             return;
         }
-        match self.phase {
-            Phase::Live => self.connection.handle_timeout(now),
-            Phase::Flushing { deadline } | Phase::Draining { deadline } if deadline <= now => {
+        match self.stage {
+            SocketStage::Live => self.connection.handle_timeout(now),
+            SocketStage::Flushing { deadline } | SocketStage::Draining { deadline }
+                if deadline <= now =>
+            {
                 self.done = true;
             }
             _ => {}
@@ -397,7 +364,7 @@ impl Task {
             return;
         }
         self.shutdown_deadline = Some(now + SHUTDOWN_TIMEOUT);
-        if self.phase == Phase::Live {
+        if self.stage == SocketStage::Live {
             self.connection
                 .close(now, CloseCode::GOING_AWAY, "server shutting down");
         }
@@ -424,7 +391,7 @@ impl Task {
         reply: oneshot::Sender<HttpResponse>,
         now: Instant,
     ) {
-        if self.phase != Phase::Live || !self.connection.is_open() {
+        if self.stage != SocketStage::Live || !self.connection.is_open() {
             let _ = reply.send(HttpResponse::error(
                 404,
                 "the charge point is no longer connected",
@@ -436,7 +403,7 @@ impl Task {
             Ok(id) => {
                 if let Some(identity) = &self.identity {
                     self.shared.csms.on_call_sent(identity, action);
-                    tracing::info!(%identity, action, id, "admin CALL sent");
+                    tracing::info!(%identity, action, %id, "admin CALL sent");
                 }
                 self.admin_waiters.push((id, reply));
             }
@@ -452,7 +419,7 @@ impl Task {
         let (Some(version), Some(identity)) = (self.version, &self.identity) else {
             return;
         };
-        if self.phase != Phase::Live || !self.connection.is_open() {
+        if self.stage != SocketStage::Live || !self.connection.is_open() {
             return;
         }
         push::send_next(
@@ -465,13 +432,11 @@ impl Task {
         );
     }
 
-    /// Drains the connection's events into the application. Returns how many it handled.
-    fn handle_events(&mut self, now: Instant) -> usize {
+    /// Drains the connection's events into the application, until there are none.
+    fn handle_events(&mut self, now: Instant) {
         let shared = Arc::clone(&self.shared);
         let csms = &shared.csms;
-        let mut handled = 0;
         while let Some(event) = self.connection.poll_event() {
-            handled += 1;
             match event {
                 Event::UpgradeRequested(upgrade) => {
                     self.identity = Some(upgrade.identity.clone());
@@ -509,7 +474,7 @@ impl Task {
                         continue;
                     };
                     let reply = csms.on_call(session, identity, &request);
-                    self.send_reply(id, reply, now);
+                    reply.send(&mut self.connection, &id, Some(identity), now);
                 }
                 Event::Send { request, .. } => {
                     if let Some(identity) = &self.identity {
@@ -530,14 +495,14 @@ impl Task {
                         let version = self.version.unwrap_or(OcppVersion::V1_6);
                         let response = admin::call_response(version, &id, action, &outcome);
                         tracing::info!(
-                            %identity, action, id, status = response.status,
+                            %identity, action, %id, status = response.status,
                             "admin CALL completed"
                         );
                         let _ = reply.send(response);
                     }
                 }
                 Event::UnmatchedResponse { id } => {
-                    tracing::debug!(identity = ?self.identity, id, "answer to no CALL of ours");
+                    tracing::debug!(identity = ?self.identity, %id, "answer to no CALL of ours");
                 }
                 Event::CallResultError {
                     id,
@@ -545,19 +510,13 @@ impl Task {
                     description,
                 } => {
                     tracing::warn!(
-                        identity = ?self.identity, id, ?code, description, "CALLRESULTERROR"
+                        identity = ?self.identity, %id, ?code, description, "CALLRESULTERROR"
                     );
-                }
-                Event::Writable => {
-                    if let Some((id, reply)) = self.deferred_reply.take() {
-                        self.send_reply(id, reply, now);
-                    }
                 }
                 Event::Closed(closed) => self.on_closed(&closed, now),
                 _ => {}
             }
         }
-        handled
     }
 
     /// The connection ended: tell the application, free the identity, fail the admin commands
@@ -579,38 +538,9 @@ impl Task {
         for (_, reply) in self.admin_waiters.drain(..) {
             let _ = reply.send(HttpResponse::disconnected());
         }
-        self.deferred_reply = None;
-        self.phase = Phase::Flushing {
+        self.stage = SocketStage::Flushing {
             deadline: now + FLUSH_TIMEOUT,
         };
-    }
-
-    /// Answers a CALL; an answer refused for back-pressure waits for `Event::Writable`.
-    fn send_reply(&mut self, id: String, reply: Reply, now: Instant) {
-        let refused = match reply {
-            Reply::Result(response) => match self.connection.respond(now, &id, response) {
-                Ok(()) => return,
-                Err(Refused { reason, message }) => (reason, Reply::Result(message)),
-            },
-            Reply::Error { code, description } => {
-                match self.connection.respond_error(now, &id, code, &description) {
-                    Ok(()) => return,
-                    Err(Refused { reason, message }) => (
-                        reason,
-                        Reply::Error {
-                            code: message,
-                            description,
-                        },
-                    ),
-                }
-            }
-        };
-        match refused {
-            (RefusalReason::Backpressure, reply) => self.deferred_reply = Some((id, reply)),
-            (reason, _) => {
-                tracing::debug!(identity = ?self.identity, id, %reason, "answer not sent");
-            }
-        }
     }
 }
 

@@ -329,7 +329,7 @@ impl ChargePoint {
     }
 
     /// Waits for a CALL from the server.
-    pub fn expect_call(&mut self) -> (String, Request) {
+    pub fn expect_call(&mut self) -> (ocpp_server_core::MessageId<'static>, Request) {
         loop {
             match self.next_event() {
                 Event::Call { id, request } => return (id, request),
@@ -339,7 +339,7 @@ impl ChargePoint {
         }
     }
 
-    pub fn respond(&mut self, id: &str, response: Response) {
+    pub fn respond(&mut self, id: &ocpp_server_core::MessageId<'_>, response: Response) {
         self.connection
             .respond(Instant::now(), id, response)
             .expect("respond");

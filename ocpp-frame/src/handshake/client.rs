@@ -91,7 +91,9 @@ impl ClientHandshake {
                 let value = self.check(head)?;
                 Ok(Progress::Complete { value, consumed })
             }
-            Err(HeadReadError::TooLarge) => Err(ClientHandshakeError::HeaderTooLarge { limit }),
+            Err(HeadReadError::TooLarge { .. }) => {
+                Err(ClientHandshakeError::HeaderTooLarge { limit })
+            }
             Err(HeadReadError::Finished) => Err(ClientHandshakeError::AlreadyFinished),
         }
     }

@@ -33,6 +33,14 @@ pub enum HandshakeError {
         /// The cap in force.
         limit: usize,
     },
+    /// The request line alone exceeded
+    /// [`HandshakeConfig::max_header_bytes`](crate::handshake::HandshakeConfig): a request-target
+    /// longer than the server will parse (RFC 9112 §3: 414 URI Too Long).
+    #[error("request line exceeds {limit} bytes")]
+    UriTooLong {
+        /// The cap in force.
+        limit: usize,
+    },
     /// More header fields than [`HandshakeConfig::max_headers`](crate::handshake::HandshakeConfig)
     /// (RFC 6585 §5: 431).
     #[error("request has more than {limit} header fields")]
@@ -101,6 +109,7 @@ impl HandshakeError {
     pub const fn status(&self) -> u16 {
         match self {
             HandshakeError::HeaderTooLarge { .. } | HandshakeError::TooManyHeaders { .. } => 431,
+            HandshakeError::UriTooLong { .. } => 414,
             HandshakeError::MethodNotAllowed => 405,
             HandshakeError::HttpVersionNotSupported => 505,
             HandshakeError::MissingWebSocketVersion
@@ -123,6 +132,7 @@ impl HandshakeError {
     pub const fn detail(&self) -> &'static str {
         match self {
             HandshakeError::HeaderTooLarge { .. } => "request head too large\n",
+            HandshakeError::UriTooLong { .. } => "request target too long\n",
             HandshakeError::TooManyHeaders { .. } => "too many header fields\n",
             HandshakeError::MalformedRequest { .. } => "malformed HTTP request\n",
             HandshakeError::MethodNotAllowed => "a WebSocket handshake uses GET\n",
@@ -173,6 +183,14 @@ pub enum ClientHandshakeError {
     /// The head exceeded the byte cap before its blank line.
     #[error("response head exceeds {limit} bytes")]
     HeaderTooLarge {
+        /// The cap in force.
+        limit: usize,
+    },
+    /// The request line alone exceeded
+    /// [`HandshakeConfig::max_header_bytes`](crate::handshake::HandshakeConfig): a request-target
+    /// longer than the server will parse (RFC 9112 §3: 414 URI Too Long).
+    #[error("request line exceeds {limit} bytes")]
+    UriTooLong {
         /// The cap in force.
         limit: usize,
     },

@@ -47,8 +47,9 @@ pub(crate) enum HeadRead {
 /// Why [`HeadReader::push`] stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HeadReadError {
-    /// The head would exceed the byte cap.
-    TooLarge,
+    /// The head would exceed the byte cap; `in_first_line`: before the first line (the request
+    /// or status line) ended.
+    TooLarge { in_first_line: bool },
     /// The head already completed or failed; the reader takes no more input.
     Finished,
 }
@@ -107,8 +108,14 @@ impl HeadReader {
             }
         }
         if data.len() > room {
+            let in_first_line = !self
+                .buf
+                .iter()
+                .chain(window)
+                .skip_while(|&&b| b == b'\r' || b == b'\n')
+                .any(|&b| b == b'\n');
             self.finish();
-            return Err(HeadReadError::TooLarge);
+            return Err(HeadReadError::TooLarge { in_first_line });
         }
         self.scan = scan;
         self.buf.extend_from_slice(data);
@@ -164,7 +171,16 @@ mod tests {
         let mut reader = HeadReader::new();
         assert_eq!(
             reader.push(input, input.len() - 1).unwrap_err(),
-            HeadReadError::TooLarge
+            HeadReadError::TooLarge {
+                in_first_line: false
+            }
+        );
+        let mut reader = HeadReader::new();
+        assert_eq!(
+            reader.push(b"\r\nGET /aaaaaaaaaa", 8).unwrap_err(),
+            HeadReadError::TooLarge {
+                in_first_line: true
+            }
         );
         assert_eq!(reader.buffered_len(), 0);
     }

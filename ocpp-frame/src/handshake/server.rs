@@ -74,7 +74,11 @@ impl ServerHandshake {
                 let value = UpgradeRequest::parse(head, &self.config)?;
                 Ok(Progress::Complete { value, consumed })
             }
-            Err(HeadReadError::TooLarge) => Err(HandshakeError::HeaderTooLarge { limit }),
+            // RFC 9112 §3: a request line past the cap is a target too long to parse (414).
+            Err(HeadReadError::TooLarge {
+                in_first_line: true,
+            }) => Err(HandshakeError::UriTooLong { limit }),
+            Err(HeadReadError::TooLarge { .. }) => Err(HandshakeError::HeaderTooLarge { limit }),
             Err(HeadReadError::Finished) => Err(HandshakeError::AlreadyFinished),
         }
     }

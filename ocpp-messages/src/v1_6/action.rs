@@ -242,6 +242,7 @@ impl fmt::Display for Action {
 }
 
 crate::payload_enum::payload_enum! {
+    version = V1_6;
     /// The request (the payload of a CALL, or of a SEND) of any OCPP 1.6 action.
     pub enum Request {
         /// `Authorize`.
@@ -326,6 +327,7 @@ crate::payload_enum::payload_enum! {
 }
 
 crate::payload_enum::payload_enum! {
+    version = V1_6;
     /// The response (the payload of a CALLRESULT) of any OCPP 1.6 action.
     pub enum Response {
         /// `Authorize`.

@@ -29,6 +29,23 @@ pub struct CertificateHashData {
     pub serial_number: String,
 }
 
+impl CertificateHashData {
+    /// Creates a value from its required fields (`hashAlgorithm`, `issuerNameHash`, `issuerKeyHash`, `serialNumber`).
+    pub fn new(
+        hash_algorithm: HashAlgorithmEnum,
+        issuer_name_hash: impl Into<String>,
+        issuer_key_hash: impl Into<String>,
+        serial_number: impl Into<String>,
+    ) -> Self {
+        Self {
+            hash_algorithm,
+            issuer_name_hash: issuer_name_hash.into(),
+            issuer_key_hash: issuer_key_hash.into(),
+            serial_number: serial_number.into(),
+        }
+    }
+}
+
 impl Schema for CertificateHashData {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -124,6 +141,57 @@ pub struct ChargingProfile {
     /// `chargingSchedule`: required, [`ChargingSchedule`].
     #[serde(rename = "chargingSchedule")]
     pub charging_schedule: ChargingSchedule,
+}
+
+impl ChargingProfile {
+    /// Creates a value from its required fields (`chargingProfileId`, `stackLevel`, `chargingProfilePurpose`, `chargingProfileKind`, `chargingSchedule`); the optional ones start as `None`.
+    pub fn new(
+        charging_profile_id: i32,
+        stack_level: i32,
+        charging_profile_purpose: ChargingProfilePurposeType,
+        charging_profile_kind: ChargingProfileKindType,
+        charging_schedule: ChargingSchedule,
+    ) -> Self {
+        Self {
+            charging_profile_id,
+            transaction_id: None,
+            stack_level,
+            charging_profile_purpose,
+            charging_profile_kind,
+            recurrency_kind: None,
+            valid_from: None,
+            valid_to: None,
+            charging_schedule,
+        }
+    }
+
+    /// Sets `transactionId` (optional).
+    #[must_use]
+    pub fn with_transaction_id(mut self, value: i32) -> Self {
+        self.transaction_id = Some(value);
+        self
+    }
+
+    /// Sets `recurrencyKind` (optional).
+    #[must_use]
+    pub fn with_recurrency_kind(mut self, value: RecurrencyKindType) -> Self {
+        self.recurrency_kind = Some(value);
+        self
+    }
+
+    /// Sets `validFrom` (optional).
+    #[must_use]
+    pub fn with_valid_from(mut self, value: DateTime) -> Self {
+        self.valid_from = Some(value);
+        self
+    }
+
+    /// Sets `validTo` (optional).
+    #[must_use]
+    pub fn with_valid_to(mut self, value: DateTime) -> Self {
+        self.valid_to = Some(value);
+        self
+    }
 }
 
 impl Schema for ChargingProfile {
@@ -250,6 +318,43 @@ pub struct ChargingSchedule {
     pub min_charging_rate: Option<f64>,
 }
 
+impl ChargingSchedule {
+    /// Creates a value from its required fields (`chargingRateUnit`, `chargingSchedulePeriod`); the optional ones start as `None`.
+    pub fn new(
+        charging_rate_unit: ChargingRateUnitType,
+        charging_schedule_period: Vec<ChargingSchedulePeriod>,
+    ) -> Self {
+        Self {
+            duration: None,
+            start_schedule: None,
+            charging_rate_unit,
+            charging_schedule_period,
+            min_charging_rate: None,
+        }
+    }
+
+    /// Sets `duration` (optional).
+    #[must_use]
+    pub fn with_duration(mut self, value: i32) -> Self {
+        self.duration = Some(value);
+        self
+    }
+
+    /// Sets `startSchedule` (optional).
+    #[must_use]
+    pub fn with_start_schedule(mut self, value: DateTime) -> Self {
+        self.start_schedule = Some(value);
+        self
+    }
+
+    /// Sets `minChargingRate` (optional).
+    #[must_use]
+    pub fn with_min_charging_rate(mut self, value: f64) -> Self {
+        self.min_charging_rate = Some(value);
+        self
+    }
+}
+
 impl Schema for ChargingSchedule {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -334,6 +439,24 @@ pub struct ChargingSchedulePeriod {
     pub number_phases: Option<i32>,
 }
 
+impl ChargingSchedulePeriod {
+    /// Creates a value from its required fields (`startPeriod`, `limit`); the optional ones start as `None`.
+    pub fn new(start_period: i32, limit: f64) -> Self {
+        Self {
+            start_period,
+            limit,
+            number_phases: None,
+        }
+    }
+
+    /// Sets `numberPhases` (optional).
+    #[must_use]
+    pub fn with_number_phases(mut self, value: i32) -> Self {
+        self.number_phases = Some(value);
+        self
+    }
+}
+
 impl Schema for ChargingSchedulePeriod {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -396,6 +519,31 @@ pub struct IdTagInfo {
     /// `status`: required, [`AuthorizationStatus`].
     #[serde(rename = "status")]
     pub status: AuthorizationStatus,
+}
+
+impl IdTagInfo {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: AuthorizationStatus) -> Self {
+        Self {
+            expiry_date: None,
+            parent_id_tag: None,
+            status,
+        }
+    }
+
+    /// Sets `expiryDate` (optional).
+    #[must_use]
+    pub fn with_expiry_date(mut self, value: DateTime) -> Self {
+        self.expiry_date = Some(value);
+        self
+    }
+
+    /// Sets `parentIdTag` (optional).
+    #[must_use]
+    pub fn with_parent_id_tag(mut self, value: impl Into<String>) -> Self {
+        self.parent_id_tag = Some(value.into());
+        self
+    }
 }
 
 impl Schema for IdTagInfo {

@@ -367,6 +367,7 @@ impl fmt::Display for Action {
 }
 
 crate::payload_enum::payload_enum! {
+    version = V2_0_1;
     /// The request (the payload of a CALL, or of a SEND) of any OCPP 2.0.1 action.
     pub enum Request {
         /// `Authorize`.
@@ -501,6 +502,7 @@ crate::payload_enum::payload_enum! {
 }
 
 crate::payload_enum::payload_enum! {
+    version = V2_0_1;
     /// The response (the payload of a CALLRESULT) of any OCPP 2.0.1 action.
     pub enum Response {
         /// `Authorize`.

@@ -7,6 +7,10 @@
 //! - One module per action in [`messages`] (the action's marker type implementing
 //!   [`OcppAction`](crate::action::OcppAction), its request and response), and the types
 //!   several actions share in [`enums`] and [`datatypes`]. Everything is re-exported here.
+//! - Every struct with a required field has `new(<required fields in schema order>)`, one whose
+//!   fields are all optional implements `Default`; each optional field has a `with_<field>`
+//!   setter. Every payload converts into [`crate::Request`] / [`crate::Response`] with `.into()`
+//!   and back with `TryFrom`.
 
 pub mod action;
 pub mod datatypes;

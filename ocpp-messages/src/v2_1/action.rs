@@ -501,6 +501,7 @@ impl fmt::Display for Action {
 }
 
 crate::payload_enum::payload_enum! {
+    version = V2_1;
     /// The request (the payload of a CALL, or of a SEND) of any OCPP 2.1 action.
     pub enum Request {
         /// `AFRRSignal`.
@@ -689,6 +690,7 @@ crate::payload_enum::payload_enum! {
 }
 
 crate::payload_enum::payload_enum! {
+    version = V2_1;
     /// The response (the payload of a CALLRESULT) of any OCPP 2.1 action.
     pub enum Response {
         /// `AFRRSignal`.

@@ -33,6 +33,15 @@ pub struct AuthorizeRequest {
     pub id_tag: String,
 }
 
+impl AuthorizeRequest {
+    /// Creates a value from its required fields (`idTag`).
+    pub fn new(id_tag: impl Into<String>) -> Self {
+        Self {
+            id_tag: id_tag.into(),
+        }
+    }
+}
+
 impl Schema for AuthorizeRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -65,6 +74,13 @@ pub struct AuthorizeResponse {
     /// `idTagInfo`: required, [`IdTagInfo`].
     #[serde(rename = "idTagInfo")]
     pub id_tag_info: IdTagInfo,
+}
+
+impl AuthorizeResponse {
+    /// Creates a value from its required fields (`idTagInfo`).
+    pub fn new(id_tag_info: IdTagInfo) -> Self {
+        Self { id_tag_info }
+    }
 }
 
 impl Schema for AuthorizeResponse {

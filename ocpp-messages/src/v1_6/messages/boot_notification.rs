@@ -64,6 +64,75 @@ pub struct BootNotificationRequest {
     pub meter_serial_number: Option<String>,
 }
 
+impl BootNotificationRequest {
+    /// Creates a value from its required fields (`chargePointVendor`, `chargePointModel`); the optional ones start as `None`.
+    pub fn new(
+        charge_point_vendor: impl Into<String>,
+        charge_point_model: impl Into<String>,
+    ) -> Self {
+        Self {
+            charge_point_vendor: charge_point_vendor.into(),
+            charge_point_model: charge_point_model.into(),
+            charge_point_serial_number: None,
+            charge_box_serial_number: None,
+            firmware_version: None,
+            iccid: None,
+            imsi: None,
+            meter_type: None,
+            meter_serial_number: None,
+        }
+    }
+
+    /// Sets `chargePointSerialNumber` (optional).
+    #[must_use]
+    pub fn with_charge_point_serial_number(mut self, value: impl Into<String>) -> Self {
+        self.charge_point_serial_number = Some(value.into());
+        self
+    }
+
+    /// Sets `chargeBoxSerialNumber` (optional).
+    #[must_use]
+    pub fn with_charge_box_serial_number(mut self, value: impl Into<String>) -> Self {
+        self.charge_box_serial_number = Some(value.into());
+        self
+    }
+
+    /// Sets `firmwareVersion` (optional).
+    #[must_use]
+    pub fn with_firmware_version(mut self, value: impl Into<String>) -> Self {
+        self.firmware_version = Some(value.into());
+        self
+    }
+
+    /// Sets `iccid` (optional).
+    #[must_use]
+    pub fn with_iccid(mut self, value: impl Into<String>) -> Self {
+        self.iccid = Some(value.into());
+        self
+    }
+
+    /// Sets `imsi` (optional).
+    #[must_use]
+    pub fn with_imsi(mut self, value: impl Into<String>) -> Self {
+        self.imsi = Some(value.into());
+        self
+    }
+
+    /// Sets `meterType` (optional).
+    #[must_use]
+    pub fn with_meter_type(mut self, value: impl Into<String>) -> Self {
+        self.meter_type = Some(value.into());
+        self
+    }
+
+    /// Sets `meterSerialNumber` (optional).
+    #[must_use]
+    pub fn with_meter_serial_number(mut self, value: impl Into<String>) -> Self {
+        self.meter_serial_number = Some(value.into());
+        self
+    }
+}
+
 impl Schema for BootNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -174,6 +243,17 @@ pub struct BootNotificationResponse {
     /// `interval`: required, integer.
     #[serde(rename = "interval")]
     pub interval: i32,
+}
+
+impl BootNotificationResponse {
+    /// Creates a value from its required fields (`status`, `currentTime`, `interval`).
+    pub fn new(status: RegistrationStatus, current_time: DateTime, interval: i32) -> Self {
+        Self {
+            status,
+            current_time,
+            interval,
+        }
+    }
 }
 
 impl Schema for BootNotificationResponse {

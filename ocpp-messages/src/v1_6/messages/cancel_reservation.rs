@@ -32,6 +32,13 @@ pub struct CancelReservationRequest {
     pub reservation_id: i32,
 }
 
+impl CancelReservationRequest {
+    /// Creates a value from its required fields (`reservationId`).
+    pub fn new(reservation_id: i32) -> Self {
+        Self { reservation_id }
+    }
+}
+
 impl Schema for CancelReservationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -64,6 +71,13 @@ pub struct CancelReservationResponse {
     /// `status`: required, [`CancelReservationStatus`].
     #[serde(rename = "status")]
     pub status: CancelReservationStatus,
+}
+
+impl CancelReservationResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: CancelReservationStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for CancelReservationResponse {

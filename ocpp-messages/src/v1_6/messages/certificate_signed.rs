@@ -32,6 +32,15 @@ pub struct CertificateSignedRequest {
     pub certificate_chain: String,
 }
 
+impl CertificateSignedRequest {
+    /// Creates a value from its required fields (`certificateChain`).
+    pub fn new(certificate_chain: impl Into<String>) -> Self {
+        Self {
+            certificate_chain: certificate_chain.into(),
+        }
+    }
+}
+
 impl Schema for CertificateSignedRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -66,6 +75,13 @@ pub struct CertificateSignedResponse {
     /// `status`: required, [`CertificateSignedStatusEnum`].
     #[serde(rename = "status")]
     pub status: CertificateSignedStatusEnum,
+}
+
+impl CertificateSignedResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: CertificateSignedStatusEnum) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for CertificateSignedResponse {

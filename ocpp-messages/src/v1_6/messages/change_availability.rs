@@ -35,6 +35,16 @@ pub struct ChangeAvailabilityRequest {
     pub r#type: AvailabilityType,
 }
 
+impl ChangeAvailabilityRequest {
+    /// Creates a value from its required fields (`connectorId`, `type`).
+    pub fn new(connector_id: i32, r#type: AvailabilityType) -> Self {
+        Self {
+            connector_id,
+            r#type,
+        }
+    }
+}
+
 impl Schema for ChangeAvailabilityRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -78,6 +88,13 @@ pub struct ChangeAvailabilityResponse {
     /// `status`: required, [`AvailabilityStatus`].
     #[serde(rename = "status")]
     pub status: AvailabilityStatus,
+}
+
+impl ChangeAvailabilityResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: AvailabilityStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for ChangeAvailabilityResponse {

@@ -35,6 +35,16 @@ pub struct ChangeConfigurationRequest {
     pub value: String,
 }
 
+impl ChangeConfigurationRequest {
+    /// Creates a value from its required fields (`key`, `value`).
+    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+}
+
 impl Schema for ChangeConfigurationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -72,6 +82,13 @@ pub struct ChangeConfigurationResponse {
     /// `status`: required, [`ConfigurationStatus`].
     #[serde(rename = "status")]
     pub status: ConfigurationStatus,
+}
+
+impl ChangeConfigurationResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: ConfigurationStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for ChangeConfigurationResponse {

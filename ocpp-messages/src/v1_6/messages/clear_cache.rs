@@ -25,7 +25,7 @@ impl crate::action::ActionResponse for ClearCacheResponse {
 }
 
 /// Payload of the `ClearCache` request (schema `v1_6/ClearCache.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClearCacheRequest {}
 
 impl Schema for ClearCacheRequest {
@@ -53,6 +53,13 @@ pub struct ClearCacheResponse {
     /// `status`: required, [`ClearCacheStatus`].
     #[serde(rename = "status")]
     pub status: ClearCacheStatus,
+}
+
+impl ClearCacheResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: ClearCacheStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for ClearCacheResponse {

@@ -26,7 +26,7 @@ impl crate::action::ActionResponse for ClearChargingProfileResponse {
 }
 
 /// Payload of the `ClearChargingProfile` request (schema `v1_6/ClearChargingProfile.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClearChargingProfileRequest {
     /// `id`: optional, integer.
     #[serde(rename = "id")]
@@ -44,6 +44,36 @@ pub struct ClearChargingProfileRequest {
     #[serde(rename = "stackLevel")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack_level: Option<i32>,
+}
+
+impl ClearChargingProfileRequest {
+    /// Sets `id` (optional).
+    #[must_use]
+    pub fn with_id(mut self, value: i32) -> Self {
+        self.id = Some(value);
+        self
+    }
+
+    /// Sets `connectorId` (optional).
+    #[must_use]
+    pub fn with_connector_id(mut self, value: i32) -> Self {
+        self.connector_id = Some(value);
+        self
+    }
+
+    /// Sets `chargingProfilePurpose` (optional).
+    #[must_use]
+    pub fn with_charging_profile_purpose(mut self, value: ChargingProfilePurposeType) -> Self {
+        self.charging_profile_purpose = Some(value);
+        self
+    }
+
+    /// Sets `stackLevel` (optional).
+    #[must_use]
+    pub fn with_stack_level(mut self, value: i32) -> Self {
+        self.stack_level = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearChargingProfileRequest {
@@ -104,6 +134,13 @@ pub struct ClearChargingProfileResponse {
     /// `status`: required, [`ClearChargingProfileStatus`].
     #[serde(rename = "status")]
     pub status: ClearChargingProfileStatus,
+}
+
+impl ClearChargingProfileResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: ClearChargingProfileStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for ClearChargingProfileResponse {

@@ -40,6 +40,31 @@ pub struct DataTransferRequest {
     pub data: Option<String>,
 }
 
+impl DataTransferRequest {
+    /// Creates a value from its required fields (`vendorId`); the optional ones start as `None`.
+    pub fn new(vendor_id: impl Into<String>) -> Self {
+        Self {
+            vendor_id: vendor_id.into(),
+            message_id: None,
+            data: None,
+        }
+    }
+
+    /// Sets `messageId` (optional).
+    #[must_use]
+    pub fn with_message_id(mut self, value: impl Into<String>) -> Self {
+        self.message_id = Some(value.into());
+        self
+    }
+
+    /// Sets `data` (optional).
+    #[must_use]
+    pub fn with_data(mut self, value: impl Into<String>) -> Self {
+        self.data = Some(value.into());
+        self
+    }
+}
+
 impl Schema for DataTransferRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -92,6 +117,20 @@ pub struct DataTransferResponse {
     #[serde(rename = "data")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
+}
+
+impl DataTransferResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: DataTransferStatus) -> Self {
+        Self { status, data: None }
+    }
+
+    /// Sets `data` (optional).
+    #[must_use]
+    pub fn with_data(mut self, value: impl Into<String>) -> Self {
+        self.data = Some(value.into());
+        self
+    }
 }
 
 impl Schema for DataTransferResponse {

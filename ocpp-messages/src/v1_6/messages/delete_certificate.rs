@@ -33,6 +33,15 @@ pub struct DeleteCertificateRequest {
     pub certificate_hash_data: CertificateHashData,
 }
 
+impl DeleteCertificateRequest {
+    /// Creates a value from its required fields (`certificateHashData`).
+    pub fn new(certificate_hash_data: CertificateHashData) -> Self {
+        Self {
+            certificate_hash_data,
+        }
+    }
+}
+
 impl Schema for DeleteCertificateRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -67,6 +76,13 @@ pub struct DeleteCertificateResponse {
     /// `status`: required, [`DeleteCertificateStatusEnum`].
     #[serde(rename = "status")]
     pub status: DeleteCertificateStatusEnum,
+}
+
+impl DeleteCertificateResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: DeleteCertificateStatusEnum) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for DeleteCertificateResponse {

@@ -32,6 +32,13 @@ pub struct DiagnosticsStatusNotificationRequest {
     pub status: DiagnosticsStatus,
 }
 
+impl DiagnosticsStatusNotificationRequest {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: DiagnosticsStatus) -> Self {
+        Self { status }
+    }
+}
+
 impl Schema for DiagnosticsStatusNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -59,7 +66,7 @@ impl proptest::arbitrary::Arbitrary for DiagnosticsStatusNotificationRequest {
 }
 
 /// Payload of the `DiagnosticsStatusNotification` response (CALLRESULT) (schema `v1_6/DiagnosticsStatusNotificationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DiagnosticsStatusNotificationResponse {}
 
 impl Schema for DiagnosticsStatusNotificationResponse {

@@ -36,6 +36,23 @@ pub struct ExtendedTriggerMessageRequest {
     pub connector_id: Option<i32>,
 }
 
+impl ExtendedTriggerMessageRequest {
+    /// Creates a value from its required fields (`requestedMessage`); the optional ones start as `None`.
+    pub fn new(requested_message: MessageTriggerEnum) -> Self {
+        Self {
+            requested_message,
+            connector_id: None,
+        }
+    }
+
+    /// Sets `connectorId` (optional).
+    #[must_use]
+    pub fn with_connector_id(mut self, value: i32) -> Self {
+        self.connector_id = Some(value);
+        self
+    }
+}
+
 impl Schema for ExtendedTriggerMessageRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -78,6 +95,13 @@ pub struct ExtendedTriggerMessageResponse {
     /// `status`: required, [`TriggerMessageStatusEnum`].
     #[serde(rename = "status")]
     pub status: TriggerMessageStatusEnum,
+}
+
+impl ExtendedTriggerMessageResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: TriggerMessageStatusEnum) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for ExtendedTriggerMessageResponse {

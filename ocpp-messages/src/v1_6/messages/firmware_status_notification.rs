@@ -32,6 +32,13 @@ pub struct FirmwareStatusNotificationRequest {
     pub status: FirmwareStatus,
 }
 
+impl FirmwareStatusNotificationRequest {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: FirmwareStatus) -> Self {
+        Self { status }
+    }
+}
+
 impl Schema for FirmwareStatusNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -59,7 +66,7 @@ impl proptest::arbitrary::Arbitrary for FirmwareStatusNotificationRequest {
 }
 
 /// Payload of the `FirmwareStatusNotification` response (CALLRESULT) (schema `v1_6/FirmwareStatusNotificationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct FirmwareStatusNotificationResponse {}
 
 impl Schema for FirmwareStatusNotificationResponse {

@@ -41,6 +41,24 @@ pub struct GetCompositeScheduleRequest {
     pub charging_rate_unit: Option<ChargingRateUnitType>,
 }
 
+impl GetCompositeScheduleRequest {
+    /// Creates a value from its required fields (`connectorId`, `duration`); the optional ones start as `None`.
+    pub fn new(connector_id: i32, duration: i32) -> Self {
+        Self {
+            connector_id,
+            duration,
+            charging_rate_unit: None,
+        }
+    }
+
+    /// Sets `chargingRateUnit` (optional).
+    #[must_use]
+    pub fn with_charging_rate_unit(mut self, value: ChargingRateUnitType) -> Self {
+        self.charging_rate_unit = Some(value);
+        self
+    }
+}
+
 impl Schema for GetCompositeScheduleRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -107,6 +125,39 @@ pub struct GetCompositeScheduleResponse {
     #[serde(rename = "chargingSchedule")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charging_schedule: Option<ChargingSchedule>,
+}
+
+impl GetCompositeScheduleResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GetCompositeScheduleStatus) -> Self {
+        Self {
+            status,
+            connector_id: None,
+            schedule_start: None,
+            charging_schedule: None,
+        }
+    }
+
+    /// Sets `connectorId` (optional).
+    #[must_use]
+    pub fn with_connector_id(mut self, value: i32) -> Self {
+        self.connector_id = Some(value);
+        self
+    }
+
+    /// Sets `scheduleStart` (optional).
+    #[must_use]
+    pub fn with_schedule_start(mut self, value: DateTime) -> Self {
+        self.schedule_start = Some(value);
+        self
+    }
+
+    /// Sets `chargingSchedule` (optional).
+    #[must_use]
+    pub fn with_charging_schedule(mut self, value: ChargingSchedule) -> Self {
+        self.charging_schedule = Some(value);
+        self
+    }
 }
 
 impl Schema for GetCompositeScheduleResponse {

@@ -26,12 +26,21 @@ impl crate::action::ActionResponse for GetConfigurationResponse {
 }
 
 /// Payload of the `GetConfiguration` request (schema `v1_6/GetConfiguration.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GetConfigurationRequest {
     /// `key`: optional, array of any number of × string of at most 50 characters.
     #[serde(rename = "key")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<Vec<String>>,
+}
+
+impl GetConfigurationRequest {
+    /// Sets `key` (optional).
+    #[must_use]
+    pub fn with_key(mut self, value: Vec<String>) -> Self {
+        self.key = Some(value);
+        self
+    }
 }
 
 impl Schema for GetConfigurationRequest {
@@ -66,7 +75,7 @@ impl proptest::arbitrary::Arbitrary for GetConfigurationRequest {
 }
 
 /// Payload of the `GetConfiguration` response (CALLRESULT) (schema `v1_6/GetConfigurationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GetConfigurationResponse {
     /// `configurationKey`: optional, array of any number of × [`KeyValue`].
     #[serde(rename = "configurationKey")]
@@ -76,6 +85,22 @@ pub struct GetConfigurationResponse {
     #[serde(rename = "unknownKey")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unknown_key: Option<Vec<String>>,
+}
+
+impl GetConfigurationResponse {
+    /// Sets `configurationKey` (optional).
+    #[must_use]
+    pub fn with_configuration_key(mut self, value: Vec<KeyValue>) -> Self {
+        self.configuration_key = Some(value);
+        self
+    }
+
+    /// Sets `unknownKey` (optional).
+    #[must_use]
+    pub fn with_unknown_key(mut self, value: Vec<String>) -> Self {
+        self.unknown_key = Some(value);
+        self
+    }
 }
 
 impl Schema for GetConfigurationResponse {
@@ -138,6 +163,24 @@ pub struct KeyValue {
     #[serde(rename = "value")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+}
+
+impl KeyValue {
+    /// Creates a value from its required fields (`key`, `readonly`); the optional ones start as `None`.
+    pub fn new(key: impl Into<String>, readonly: bool) -> Self {
+        Self {
+            key: key.into(),
+            readonly,
+            value: None,
+        }
+    }
+
+    /// Sets `value` (optional).
+    #[must_use]
+    pub fn with_value(mut self, value: impl Into<String>) -> Self {
+        self.value = Some(value.into());
+        self
+    }
 }
 
 impl Schema for KeyValue {

@@ -49,6 +49,47 @@ pub struct GetDiagnosticsRequest {
     pub stop_time: Option<DateTime>,
 }
 
+impl GetDiagnosticsRequest {
+    /// Creates a value from its required fields (`location`); the optional ones start as `None`.
+    pub fn new(location: impl Into<String>) -> Self {
+        Self {
+            location: location.into(),
+            retries: None,
+            retry_interval: None,
+            start_time: None,
+            stop_time: None,
+        }
+    }
+
+    /// Sets `retries` (optional).
+    #[must_use]
+    pub fn with_retries(mut self, value: i32) -> Self {
+        self.retries = Some(value);
+        self
+    }
+
+    /// Sets `retryInterval` (optional).
+    #[must_use]
+    pub fn with_retry_interval(mut self, value: i32) -> Self {
+        self.retry_interval = Some(value);
+        self
+    }
+
+    /// Sets `startTime` (optional).
+    #[must_use]
+    pub fn with_start_time(mut self, value: DateTime) -> Self {
+        self.start_time = Some(value);
+        self
+    }
+
+    /// Sets `stopTime` (optional).
+    #[must_use]
+    pub fn with_stop_time(mut self, value: DateTime) -> Self {
+        self.stop_time = Some(value);
+        self
+    }
+}
+
 impl Schema for GetDiagnosticsRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -115,12 +156,21 @@ impl proptest::arbitrary::Arbitrary for GetDiagnosticsRequest {
 }
 
 /// Payload of the `GetDiagnostics` response (CALLRESULT) (schema `v1_6/GetDiagnosticsResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GetDiagnosticsResponse {
     /// `fileName`: optional, string of at most 255 characters.
     #[serde(rename = "fileName")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_name: Option<String>,
+}
+
+impl GetDiagnosticsResponse {
+    /// Sets `fileName` (optional).
+    #[must_use]
+    pub fn with_file_name(mut self, value: impl Into<String>) -> Self {
+        self.file_name = Some(value.into());
+        self
+    }
 }
 
 impl Schema for GetDiagnosticsResponse {

@@ -34,6 +34,13 @@ pub struct GetInstalledCertificateIdsRequest {
     pub certificate_type: CertificateUseEnum,
 }
 
+impl GetInstalledCertificateIdsRequest {
+    /// Creates a value from its required fields (`certificateType`).
+    pub fn new(certificate_type: CertificateUseEnum) -> Self {
+        Self { certificate_type }
+    }
+}
+
 impl Schema for GetInstalledCertificateIdsRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -72,6 +79,23 @@ pub struct GetInstalledCertificateIdsResponse {
     /// `status`: required, [`GetInstalledCertificateStatusEnum`].
     #[serde(rename = "status")]
     pub status: GetInstalledCertificateStatusEnum,
+}
+
+impl GetInstalledCertificateIdsResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GetInstalledCertificateStatusEnum) -> Self {
+        Self {
+            certificate_hash_data: None,
+            status,
+        }
+    }
+
+    /// Sets `certificateHashData` (optional).
+    #[must_use]
+    pub fn with_certificate_hash_data(mut self, value: Vec<CertificateHashData>) -> Self {
+        self.certificate_hash_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetInstalledCertificateIdsResponse {

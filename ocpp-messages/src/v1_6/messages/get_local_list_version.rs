@@ -24,7 +24,7 @@ impl crate::action::ActionResponse for GetLocalListVersionResponse {
 }
 
 /// Payload of the `GetLocalListVersion` request (schema `v1_6/GetLocalListVersion.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GetLocalListVersionRequest {}
 
 impl Schema for GetLocalListVersionRequest {
@@ -52,6 +52,13 @@ pub struct GetLocalListVersionResponse {
     /// `listVersion`: required, integer.
     #[serde(rename = "listVersion")]
     pub list_version: i32,
+}
+
+impl GetLocalListVersionResponse {
+    /// Creates a value from its required fields (`listVersion`).
+    pub fn new(list_version: i32) -> Self {
+        Self { list_version }
+    }
 }
 
 impl Schema for GetLocalListVersionResponse {

@@ -47,6 +47,33 @@ pub struct GetLogRequest {
     pub retry_interval: Option<i32>,
 }
 
+impl GetLogRequest {
+    /// Creates a value from its required fields (`log`, `logType`, `requestId`); the optional ones start as `None`.
+    pub fn new(log: LogParameters, log_type: LogEnum, request_id: i32) -> Self {
+        Self {
+            log,
+            log_type,
+            request_id,
+            retries: None,
+            retry_interval: None,
+        }
+    }
+
+    /// Sets `retries` (optional).
+    #[must_use]
+    pub fn with_retries(mut self, value: i32) -> Self {
+        self.retries = Some(value);
+        self
+    }
+
+    /// Sets `retryInterval` (optional).
+    #[must_use]
+    pub fn with_retry_interval(mut self, value: i32) -> Self {
+        self.retry_interval = Some(value);
+        self
+    }
+}
+
 impl Schema for GetLogRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -120,6 +147,23 @@ pub struct GetLogResponse {
     pub filename: Option<String>,
 }
 
+impl GetLogResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: LogStatusEnum) -> Self {
+        Self {
+            status,
+            filename: None,
+        }
+    }
+
+    /// Sets `filename` (optional).
+    #[must_use]
+    pub fn with_filename(mut self, value: impl Into<String>) -> Self {
+        self.filename = Some(value.into());
+        self
+    }
+}
+
 impl Schema for GetLogResponse {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -183,6 +227,31 @@ pub struct LogParameters {
     #[serde(rename = "latestTimestamp")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_timestamp: Option<DateTime>,
+}
+
+impl LogParameters {
+    /// Creates a value from its required fields (`remoteLocation`); the optional ones start as `None`.
+    pub fn new(remote_location: impl Into<String>) -> Self {
+        Self {
+            remote_location: remote_location.into(),
+            oldest_timestamp: None,
+            latest_timestamp: None,
+        }
+    }
+
+    /// Sets `oldestTimestamp` (optional).
+    #[must_use]
+    pub fn with_oldest_timestamp(mut self, value: DateTime) -> Self {
+        self.oldest_timestamp = Some(value);
+        self
+    }
+
+    /// Sets `latestTimestamp` (optional).
+    #[must_use]
+    pub fn with_latest_timestamp(mut self, value: DateTime) -> Self {
+        self.latest_timestamp = Some(value);
+        self
+    }
 }
 
 impl Schema for LogParameters {

@@ -25,7 +25,7 @@ impl crate::action::ActionResponse for HeartbeatResponse {
 }
 
 /// Payload of the `Heartbeat` request (schema `v1_6/Heartbeat.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HeartbeatRequest {}
 
 impl Schema for HeartbeatRequest {
@@ -53,6 +53,13 @@ pub struct HeartbeatResponse {
     /// `currentTime`: required, RFC 3339 date-time.
     #[serde(rename = "currentTime")]
     pub current_time: DateTime,
+}
+
+impl HeartbeatResponse {
+    /// Creates a value from its required fields (`currentTime`).
+    pub fn new(current_time: DateTime) -> Self {
+        Self { current_time }
+    }
 }
 
 impl Schema for HeartbeatResponse {

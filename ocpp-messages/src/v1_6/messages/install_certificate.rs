@@ -36,6 +36,16 @@ pub struct InstallCertificateRequest {
     pub certificate: String,
 }
 
+impl InstallCertificateRequest {
+    /// Creates a value from its required fields (`certificateType`, `certificate`).
+    pub fn new(certificate_type: CertificateUseEnum, certificate: impl Into<String>) -> Self {
+        Self {
+            certificate_type,
+            certificate: certificate.into(),
+        }
+    }
+}
+
 impl Schema for InstallCertificateRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -79,6 +89,13 @@ pub struct InstallCertificateResponse {
     /// `status`: required, [`InstallCertificateStatusEnum`].
     #[serde(rename = "status")]
     pub status: InstallCertificateStatusEnum,
+}
+
+impl InstallCertificateResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: InstallCertificateStatusEnum) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for InstallCertificateResponse {

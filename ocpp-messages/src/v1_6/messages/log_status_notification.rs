@@ -36,6 +36,23 @@ pub struct LogStatusNotificationRequest {
     pub request_id: Option<i32>,
 }
 
+impl LogStatusNotificationRequest {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: UploadLogStatusEnum) -> Self {
+        Self {
+            status,
+            request_id: None,
+        }
+    }
+
+    /// Sets `requestId` (optional).
+    #[must_use]
+    pub fn with_request_id(mut self, value: i32) -> Self {
+        self.request_id = Some(value);
+        self
+    }
+}
+
 impl Schema for LogStatusNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -73,7 +90,7 @@ impl proptest::arbitrary::Arbitrary for LogStatusNotificationRequest {
 }
 
 /// Payload of the `LogStatusNotification` response (CALLRESULT) (schema `v1_6/LogStatusNotificationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LogStatusNotificationResponse {}
 
 impl Schema for LogStatusNotificationResponse {

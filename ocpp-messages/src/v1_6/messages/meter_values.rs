@@ -42,6 +42,24 @@ pub struct MeterValuesRequest {
     pub meter_value: Vec<MeterValue>,
 }
 
+impl MeterValuesRequest {
+    /// Creates a value from its required fields (`connectorId`, `meterValue`); the optional ones start as `None`.
+    pub fn new(connector_id: i32, meter_value: Vec<MeterValue>) -> Self {
+        Self {
+            connector_id,
+            transaction_id: None,
+            meter_value,
+        }
+    }
+
+    /// Sets `transactionId` (optional).
+    #[must_use]
+    pub fn with_transaction_id(mut self, value: i32) -> Self {
+        self.transaction_id = Some(value);
+        self
+    }
+}
+
 impl Schema for MeterValuesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -94,7 +112,7 @@ impl proptest::arbitrary::Arbitrary for MeterValuesRequest {
 }
 
 /// Payload of the `MeterValues` response (CALLRESULT) (schema `v1_6/MeterValuesResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MeterValuesResponse {}
 
 impl Schema for MeterValuesResponse {
@@ -125,6 +143,16 @@ pub struct MeterValue {
     /// `sampledValue`: required, array of at least 1 × [`SampledValue`].
     #[serde(rename = "sampledValue")]
     pub sampled_value: Vec<SampledValue>,
+}
+
+impl MeterValue {
+    /// Creates a value from its required fields (`timestamp`, `sampledValue`).
+    pub fn new(timestamp: DateTime, sampled_value: Vec<SampledValue>) -> Self {
+        Self {
+            timestamp,
+            sampled_value,
+        }
+    }
 }
 
 impl Schema for MeterValue {
@@ -197,6 +225,63 @@ pub struct SampledValue {
     #[serde(rename = "unit")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<UnitOfMeasure>,
+}
+
+impl SampledValue {
+    /// Creates a value from its required fields (`value`); the optional ones start as `None`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self {
+            value: value.into(),
+            context: None,
+            format: None,
+            measurand: None,
+            phase: None,
+            location: None,
+            unit: None,
+        }
+    }
+
+    /// Sets `context` (optional).
+    #[must_use]
+    pub fn with_context(mut self, value: ReadingContext) -> Self {
+        self.context = Some(value);
+        self
+    }
+
+    /// Sets `format` (optional).
+    #[must_use]
+    pub fn with_format(mut self, value: ValueFormat) -> Self {
+        self.format = Some(value);
+        self
+    }
+
+    /// Sets `measurand` (optional).
+    #[must_use]
+    pub fn with_measurand(mut self, value: Measurand) -> Self {
+        self.measurand = Some(value);
+        self
+    }
+
+    /// Sets `phase` (optional).
+    #[must_use]
+    pub fn with_phase(mut self, value: Phase) -> Self {
+        self.phase = Some(value);
+        self
+    }
+
+    /// Sets `location` (optional).
+    #[must_use]
+    pub fn with_location(mut self, value: Location) -> Self {
+        self.location = Some(value);
+        self
+    }
+
+    /// Sets `unit` (optional).
+    #[must_use]
+    pub fn with_unit(mut self, value: UnitOfMeasure) -> Self {
+        self.unit = Some(value);
+        self
+    }
 }
 
 impl Schema for SampledValue {

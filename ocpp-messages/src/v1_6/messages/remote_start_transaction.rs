@@ -41,6 +41,31 @@ pub struct RemoteStartTransactionRequest {
     pub charging_profile: Option<ChargingProfile>,
 }
 
+impl RemoteStartTransactionRequest {
+    /// Creates a value from its required fields (`idTag`); the optional ones start as `None`.
+    pub fn new(id_tag: impl Into<String>) -> Self {
+        Self {
+            connector_id: None,
+            id_tag: id_tag.into(),
+            charging_profile: None,
+        }
+    }
+
+    /// Sets `connectorId` (optional).
+    #[must_use]
+    pub fn with_connector_id(mut self, value: i32) -> Self {
+        self.connector_id = Some(value);
+        self
+    }
+
+    /// Sets `chargingProfile` (optional).
+    #[must_use]
+    pub fn with_charging_profile(mut self, value: ChargingProfile) -> Self {
+        self.charging_profile = Some(value);
+        self
+    }
+}
+
 impl Schema for RemoteStartTransactionRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -94,6 +119,13 @@ pub struct RemoteStartTransactionResponse {
     /// `status`: required, [`RemoteStartStopStatus`].
     #[serde(rename = "status")]
     pub status: RemoteStartStopStatus,
+}
+
+impl RemoteStartTransactionResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: RemoteStartStopStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for RemoteStartTransactionResponse {

@@ -32,6 +32,13 @@ pub struct RemoteStopTransactionRequest {
     pub transaction_id: i32,
 }
 
+impl RemoteStopTransactionRequest {
+    /// Creates a value from its required fields (`transactionId`).
+    pub fn new(transaction_id: i32) -> Self {
+        Self { transaction_id }
+    }
+}
+
 impl Schema for RemoteStopTransactionRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -64,6 +71,13 @@ pub struct RemoteStopTransactionResponse {
     /// `status`: required, [`RemoteStartStopStatus`].
     #[serde(rename = "status")]
     pub status: RemoteStartStopStatus,
+}
+
+impl RemoteStopTransactionResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: RemoteStartStopStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for RemoteStopTransactionResponse {

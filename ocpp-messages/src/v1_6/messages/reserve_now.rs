@@ -46,6 +46,31 @@ pub struct ReserveNowRequest {
     pub reservation_id: i32,
 }
 
+impl ReserveNowRequest {
+    /// Creates a value from its required fields (`connectorId`, `expiryDate`, `idTag`, `reservationId`); the optional ones start as `None`.
+    pub fn new(
+        connector_id: i32,
+        expiry_date: DateTime,
+        id_tag: impl Into<String>,
+        reservation_id: i32,
+    ) -> Self {
+        Self {
+            connector_id,
+            expiry_date,
+            id_tag: id_tag.into(),
+            parent_id_tag: None,
+            reservation_id,
+        }
+    }
+
+    /// Sets `parentIdTag` (optional).
+    #[must_use]
+    pub fn with_parent_id_tag(mut self, value: impl Into<String>) -> Self {
+        self.parent_id_tag = Some(value.into());
+        self
+    }
+}
+
 impl Schema for ReserveNowRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -120,6 +145,13 @@ pub struct ReserveNowResponse {
     /// `status`: required, [`ReservationStatus`].
     #[serde(rename = "status")]
     pub status: ReservationStatus,
+}
+
+impl ReserveNowResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: ReservationStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for ReserveNowResponse {

@@ -32,6 +32,13 @@ pub struct ResetRequest {
     pub r#type: ResetType,
 }
 
+impl ResetRequest {
+    /// Creates a value from its required fields (`type`).
+    pub fn new(r#type: ResetType) -> Self {
+        Self { r#type }
+    }
+}
+
 impl Schema for ResetRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -64,6 +71,13 @@ pub struct ResetResponse {
     /// `status`: required, [`ResetStatus`].
     #[serde(rename = "status")]
     pub status: ResetStatus,
+}
+
+impl ResetResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: ResetStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for ResetResponse {

@@ -40,6 +40,24 @@ pub struct SecurityEventNotificationRequest {
     pub tech_info: Option<String>,
 }
 
+impl SecurityEventNotificationRequest {
+    /// Creates a value from its required fields (`type`, `timestamp`); the optional ones start as `None`.
+    pub fn new(r#type: impl Into<String>, timestamp: DateTime) -> Self {
+        Self {
+            r#type: r#type.into(),
+            timestamp,
+            tech_info: None,
+        }
+    }
+
+    /// Sets `techInfo` (optional).
+    #[must_use]
+    pub fn with_tech_info(mut self, value: impl Into<String>) -> Self {
+        self.tech_info = Some(value.into());
+        self
+    }
+}
+
 impl Schema for SecurityEventNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -84,7 +102,7 @@ impl proptest::arbitrary::Arbitrary for SecurityEventNotificationRequest {
 }
 
 /// Payload of the `SecurityEventNotification` response (CALLRESULT) (schema `v1_6/SecurityEventNotificationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SecurityEventNotificationResponse {}
 
 impl Schema for SecurityEventNotificationResponse {

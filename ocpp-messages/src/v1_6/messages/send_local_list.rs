@@ -41,6 +41,24 @@ pub struct SendLocalListRequest {
     pub update_type: UpdateType,
 }
 
+impl SendLocalListRequest {
+    /// Creates a value from its required fields (`listVersion`, `updateType`); the optional ones start as `None`.
+    pub fn new(list_version: i32, update_type: UpdateType) -> Self {
+        Self {
+            list_version,
+            local_authorization_list: None,
+            update_type,
+        }
+    }
+
+    /// Sets `localAuthorizationList` (optional).
+    #[must_use]
+    pub fn with_local_authorization_list(mut self, value: Vec<AuthorizationData>) -> Self {
+        self.local_authorization_list = Some(value);
+        self
+    }
+}
+
 impl Schema for SendLocalListRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -103,6 +121,13 @@ pub struct SendLocalListResponse {
     pub status: UpdateStatus,
 }
 
+impl SendLocalListResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: UpdateStatus) -> Self {
+        Self { status }
+    }
+}
+
 impl Schema for SendLocalListResponse {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -139,6 +164,23 @@ pub struct AuthorizationData {
     #[serde(rename = "idTagInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_tag_info: Option<IdTagInfo>,
+}
+
+impl AuthorizationData {
+    /// Creates a value from its required fields (`idTag`); the optional ones start as `None`.
+    pub fn new(id_tag: impl Into<String>) -> Self {
+        Self {
+            id_tag: id_tag.into(),
+            id_tag_info: None,
+        }
+    }
+
+    /// Sets `idTagInfo` (optional).
+    #[must_use]
+    pub fn with_id_tag_info(mut self, value: IdTagInfo) -> Self {
+        self.id_tag_info = Some(value);
+        self
+    }
 }
 
 impl Schema for AuthorizationData {

@@ -36,6 +36,16 @@ pub struct SetChargingProfileRequest {
     pub cs_charging_profiles: ChargingProfile,
 }
 
+impl SetChargingProfileRequest {
+    /// Creates a value from its required fields (`connectorId`, `csChargingProfiles`).
+    pub fn new(connector_id: i32, cs_charging_profiles: ChargingProfile) -> Self {
+        Self {
+            connector_id,
+            cs_charging_profiles,
+        }
+    }
+}
+
 impl Schema for SetChargingProfileRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -79,6 +89,13 @@ pub struct SetChargingProfileResponse {
     /// `status`: required, [`ChargingProfileStatus`].
     #[serde(rename = "status")]
     pub status: ChargingProfileStatus,
+}
+
+impl SetChargingProfileResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: ChargingProfileStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for SetChargingProfileResponse {

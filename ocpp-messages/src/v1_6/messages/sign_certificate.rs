@@ -32,6 +32,13 @@ pub struct SignCertificateRequest {
     pub csr: String,
 }
 
+impl SignCertificateRequest {
+    /// Creates a value from its required fields (`csr`).
+    pub fn new(csr: impl Into<String>) -> Self {
+        Self { csr: csr.into() }
+    }
+}
+
 impl Schema for SignCertificateRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -64,6 +71,13 @@ pub struct SignCertificateResponse {
     /// `status`: required, [`GenericStatusEnum`].
     #[serde(rename = "status")]
     pub status: GenericStatusEnum,
+}
+
+impl SignCertificateResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: GenericStatusEnum) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for SignCertificateResponse {

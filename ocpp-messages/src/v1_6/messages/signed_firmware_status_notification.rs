@@ -36,6 +36,23 @@ pub struct SignedFirmwareStatusNotificationRequest {
     pub request_id: Option<i32>,
 }
 
+impl SignedFirmwareStatusNotificationRequest {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: FirmwareStatusEnum) -> Self {
+        Self {
+            status,
+            request_id: None,
+        }
+    }
+
+    /// Sets `requestId` (optional).
+    #[must_use]
+    pub fn with_request_id(mut self, value: i32) -> Self {
+        self.request_id = Some(value);
+        self
+    }
+}
+
 impl Schema for SignedFirmwareStatusNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -73,7 +90,7 @@ impl proptest::arbitrary::Arbitrary for SignedFirmwareStatusNotificationRequest 
 }
 
 /// Payload of the `SignedFirmwareStatusNotification` response (CALLRESULT) (schema `v1_6/SignedFirmwareStatusNotificationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SignedFirmwareStatusNotificationResponse {}
 
 impl Schema for SignedFirmwareStatusNotificationResponse {

@@ -44,6 +44,32 @@ pub struct SignedUpdateFirmwareRequest {
     pub firmware: Firmware,
 }
 
+impl SignedUpdateFirmwareRequest {
+    /// Creates a value from its required fields (`requestId`, `firmware`); the optional ones start as `None`.
+    pub fn new(request_id: i32, firmware: Firmware) -> Self {
+        Self {
+            retries: None,
+            retry_interval: None,
+            request_id,
+            firmware,
+        }
+    }
+
+    /// Sets `retries` (optional).
+    #[must_use]
+    pub fn with_retries(mut self, value: i32) -> Self {
+        self.retries = Some(value);
+        self
+    }
+
+    /// Sets `retryInterval` (optional).
+    #[must_use]
+    pub fn with_retry_interval(mut self, value: i32) -> Self {
+        self.retry_interval = Some(value);
+        self
+    }
+}
+
 impl Schema for SignedUpdateFirmwareRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -106,6 +132,13 @@ pub struct SignedUpdateFirmwareResponse {
     pub status: UpdateFirmwareStatusEnum,
 }
 
+impl SignedUpdateFirmwareResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: UpdateFirmwareStatusEnum) -> Self {
+        Self { status }
+    }
+}
+
 impl Schema for SignedUpdateFirmwareResponse {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -151,6 +184,31 @@ pub struct Firmware {
     /// `signature`: required, string of at most 800 characters.
     #[serde(rename = "signature")]
     pub signature: String,
+}
+
+impl Firmware {
+    /// Creates a value from its required fields (`location`, `retrieveDateTime`, `signingCertificate`, `signature`); the optional ones start as `None`.
+    pub fn new(
+        location: impl Into<String>,
+        retrieve_date_time: DateTime,
+        signing_certificate: impl Into<String>,
+        signature: impl Into<String>,
+    ) -> Self {
+        Self {
+            location: location.into(),
+            retrieve_date_time,
+            install_date_time: None,
+            signing_certificate: signing_certificate.into(),
+            signature: signature.into(),
+        }
+    }
+
+    /// Sets `installDateTime` (optional).
+    #[must_use]
+    pub fn with_install_date_time(mut self, value: DateTime) -> Self {
+        self.install_date_time = Some(value);
+        self
+    }
 }
 
 impl Schema for Firmware {

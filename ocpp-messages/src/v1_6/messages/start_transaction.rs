@@ -47,6 +47,31 @@ pub struct StartTransactionRequest {
     pub timestamp: DateTime,
 }
 
+impl StartTransactionRequest {
+    /// Creates a value from its required fields (`connectorId`, `idTag`, `meterStart`, `timestamp`); the optional ones start as `None`.
+    pub fn new(
+        connector_id: i32,
+        id_tag: impl Into<String>,
+        meter_start: i32,
+        timestamp: DateTime,
+    ) -> Self {
+        Self {
+            connector_id,
+            id_tag: id_tag.into(),
+            meter_start,
+            reservation_id: None,
+            timestamp,
+        }
+    }
+
+    /// Sets `reservationId` (optional).
+    #[must_use]
+    pub fn with_reservation_id(mut self, value: i32) -> Self {
+        self.reservation_id = Some(value);
+        self
+    }
+}
+
 impl Schema for StartTransactionRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -124,6 +149,16 @@ pub struct StartTransactionResponse {
     /// `transactionId`: required, integer.
     #[serde(rename = "transactionId")]
     pub transaction_id: i32,
+}
+
+impl StartTransactionResponse {
+    /// Creates a value from its required fields (`idTagInfo`, `transactionId`).
+    pub fn new(id_tag_info: IdTagInfo, transaction_id: i32) -> Self {
+        Self {
+            id_tag_info,
+            transaction_id,
+        }
+    }
 }
 
 impl Schema for StartTransactionResponse {

@@ -55,6 +55,53 @@ pub struct StatusNotificationRequest {
     pub vendor_error_code: Option<String>,
 }
 
+impl StatusNotificationRequest {
+    /// Creates a value from its required fields (`connectorId`, `errorCode`, `status`); the optional ones start as `None`.
+    pub fn new(
+        connector_id: i32,
+        error_code: ChargePointErrorCode,
+        status: ChargePointStatus,
+    ) -> Self {
+        Self {
+            connector_id,
+            error_code,
+            info: None,
+            status,
+            timestamp: None,
+            vendor_id: None,
+            vendor_error_code: None,
+        }
+    }
+
+    /// Sets `info` (optional).
+    #[must_use]
+    pub fn with_info(mut self, value: impl Into<String>) -> Self {
+        self.info = Some(value.into());
+        self
+    }
+
+    /// Sets `timestamp` (optional).
+    #[must_use]
+    pub fn with_timestamp(mut self, value: DateTime) -> Self {
+        self.timestamp = Some(value);
+        self
+    }
+
+    /// Sets `vendorId` (optional).
+    #[must_use]
+    pub fn with_vendor_id(mut self, value: impl Into<String>) -> Self {
+        self.vendor_id = Some(value.into());
+        self
+    }
+
+    /// Sets `vendorErrorCode` (optional).
+    #[must_use]
+    pub fn with_vendor_error_code(mut self, value: impl Into<String>) -> Self {
+        self.vendor_error_code = Some(value.into());
+        self
+    }
+}
+
 impl Schema for StatusNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -139,7 +186,7 @@ impl proptest::arbitrary::Arbitrary for StatusNotificationRequest {
 }
 
 /// Payload of the `StatusNotification` response (CALLRESULT) (schema `v1_6/StatusNotificationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StatusNotificationResponse {}
 
 impl Schema for StatusNotificationResponse {

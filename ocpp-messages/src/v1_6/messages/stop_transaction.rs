@@ -53,6 +53,41 @@ pub struct StopTransactionRequest {
     pub transaction_data: Option<Vec<TransactionData>>,
 }
 
+impl StopTransactionRequest {
+    /// Creates a value from its required fields (`meterStop`, `timestamp`, `transactionId`); the optional ones start as `None`.
+    pub fn new(meter_stop: i32, timestamp: DateTime, transaction_id: i32) -> Self {
+        Self {
+            id_tag: None,
+            meter_stop,
+            timestamp,
+            transaction_id,
+            reason: None,
+            transaction_data: None,
+        }
+    }
+
+    /// Sets `idTag` (optional).
+    #[must_use]
+    pub fn with_id_tag(mut self, value: impl Into<String>) -> Self {
+        self.id_tag = Some(value.into());
+        self
+    }
+
+    /// Sets `reason` (optional).
+    #[must_use]
+    pub fn with_reason(mut self, value: Reason) -> Self {
+        self.reason = Some(value);
+        self
+    }
+
+    /// Sets `transactionData` (optional).
+    #[must_use]
+    pub fn with_transaction_data(mut self, value: Vec<TransactionData>) -> Self {
+        self.transaction_data = Some(value);
+        self
+    }
+}
+
 impl Schema for StopTransactionRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -134,12 +169,21 @@ impl proptest::arbitrary::Arbitrary for StopTransactionRequest {
 }
 
 /// Payload of the `StopTransaction` response (CALLRESULT) (schema `v1_6/StopTransactionResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StopTransactionResponse {
     /// `idTagInfo`: optional, [`IdTagInfo`].
     #[serde(rename = "idTagInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_tag_info: Option<IdTagInfo>,
+}
+
+impl StopTransactionResponse {
+    /// Sets `idTagInfo` (optional).
+    #[must_use]
+    pub fn with_id_tag_info(mut self, value: IdTagInfo) -> Self {
+        self.id_tag_info = Some(value);
+        self
+    }
 }
 
 impl Schema for StopTransactionResponse {
@@ -207,6 +251,16 @@ pub struct TransactionData {
     /// `sampledValue`: required, array of any number of × [`TransactionDataSampledValue`].
     #[serde(rename = "sampledValue")]
     pub sampled_value: Vec<TransactionDataSampledValue>,
+}
+
+impl TransactionData {
+    /// Creates a value from its required fields (`timestamp`, `sampledValue`).
+    pub fn new(timestamp: DateTime, sampled_value: Vec<TransactionDataSampledValue>) -> Self {
+        Self {
+            timestamp,
+            sampled_value,
+        }
+    }
 }
 
 impl Schema for TransactionData {
@@ -282,6 +336,63 @@ pub struct TransactionDataSampledValue {
     #[serde(rename = "unit")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<TransactionDataUnitOfMeasure>,
+}
+
+impl TransactionDataSampledValue {
+    /// Creates a value from its required fields (`value`); the optional ones start as `None`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self {
+            value: value.into(),
+            context: None,
+            format: None,
+            measurand: None,
+            phase: None,
+            location: None,
+            unit: None,
+        }
+    }
+
+    /// Sets `context` (optional).
+    #[must_use]
+    pub fn with_context(mut self, value: ReadingContext) -> Self {
+        self.context = Some(value);
+        self
+    }
+
+    /// Sets `format` (optional).
+    #[must_use]
+    pub fn with_format(mut self, value: ValueFormat) -> Self {
+        self.format = Some(value);
+        self
+    }
+
+    /// Sets `measurand` (optional).
+    #[must_use]
+    pub fn with_measurand(mut self, value: Measurand) -> Self {
+        self.measurand = Some(value);
+        self
+    }
+
+    /// Sets `phase` (optional).
+    #[must_use]
+    pub fn with_phase(mut self, value: Phase) -> Self {
+        self.phase = Some(value);
+        self
+    }
+
+    /// Sets `location` (optional).
+    #[must_use]
+    pub fn with_location(mut self, value: Location) -> Self {
+        self.location = Some(value);
+        self
+    }
+
+    /// Sets `unit` (optional).
+    #[must_use]
+    pub fn with_unit(mut self, value: TransactionDataUnitOfMeasure) -> Self {
+        self.unit = Some(value);
+        self
+    }
 }
 
 impl Schema for TransactionDataSampledValue {

@@ -36,6 +36,23 @@ pub struct TriggerMessageRequest {
     pub connector_id: Option<i32>,
 }
 
+impl TriggerMessageRequest {
+    /// Creates a value from its required fields (`requestedMessage`); the optional ones start as `None`.
+    pub fn new(requested_message: MessageTrigger) -> Self {
+        Self {
+            requested_message,
+            connector_id: None,
+        }
+    }
+
+    /// Sets `connectorId` (optional).
+    #[must_use]
+    pub fn with_connector_id(mut self, value: i32) -> Self {
+        self.connector_id = Some(value);
+        self
+    }
+}
+
 impl Schema for TriggerMessageRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -78,6 +95,13 @@ pub struct TriggerMessageResponse {
     /// `status`: required, [`TriggerMessageStatus`].
     #[serde(rename = "status")]
     pub status: TriggerMessageStatus,
+}
+
+impl TriggerMessageResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: TriggerMessageStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for TriggerMessageResponse {

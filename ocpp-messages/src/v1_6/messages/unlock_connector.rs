@@ -32,6 +32,13 @@ pub struct UnlockConnectorRequest {
     pub connector_id: i32,
 }
 
+impl UnlockConnectorRequest {
+    /// Creates a value from its required fields (`connectorId`).
+    pub fn new(connector_id: i32) -> Self {
+        Self { connector_id }
+    }
+}
+
 impl Schema for UnlockConnectorRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -64,6 +71,13 @@ pub struct UnlockConnectorResponse {
     /// `status`: required, [`UnlockStatus`].
     #[serde(rename = "status")]
     pub status: UnlockStatus,
+}
+
+impl UnlockConnectorResponse {
+    /// Creates a value from its required fields (`status`).
+    pub fn new(status: UnlockStatus) -> Self {
+        Self { status }
+    }
 }
 
 impl Schema for UnlockConnectorResponse {

@@ -44,6 +44,32 @@ pub struct UpdateFirmwareRequest {
     pub retry_interval: Option<i32>,
 }
 
+impl UpdateFirmwareRequest {
+    /// Creates a value from its required fields (`location`, `retrieveDate`); the optional ones start as `None`.
+    pub fn new(location: impl Into<String>, retrieve_date: DateTime) -> Self {
+        Self {
+            location: location.into(),
+            retries: None,
+            retrieve_date,
+            retry_interval: None,
+        }
+    }
+
+    /// Sets `retries` (optional).
+    #[must_use]
+    pub fn with_retries(mut self, value: i32) -> Self {
+        self.retries = Some(value);
+        self
+    }
+
+    /// Sets `retryInterval` (optional).
+    #[must_use]
+    pub fn with_retry_interval(mut self, value: i32) -> Self {
+        self.retry_interval = Some(value);
+        self
+    }
+}
+
 impl Schema for UpdateFirmwareRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -99,7 +125,7 @@ impl proptest::arbitrary::Arbitrary for UpdateFirmwareRequest {
 }
 
 /// Payload of the `UpdateFirmware` response (CALLRESULT) (schema `v1_6/UpdateFirmwareResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct UpdateFirmwareResponse {}
 
 impl Schema for UpdateFirmwareResponse {

@@ -3,10 +3,12 @@
 //!
 //! Split alphabetically into files of about 1200 lines; everything is re-exported here.
 
-mod a_to_i;
-mod i_to_s;
-mod u_to_v;
+mod a_to_c;
+mod c_to_m;
+mod o_to_u;
+mod v_to_v;
 
-pub use a_to_i::*;
-pub use i_to_s::*;
-pub use u_to_v::*;
+pub use a_to_c::*;
+pub use c_to_m::*;
+pub use o_to_u::*;
+pub use v_to_v::*;

@@ -48,6 +48,39 @@ pub struct AuthorizeRequest {
     pub iso15118_certificate_hash_data: Option<Vec<OCSPRequestData>>,
 }
 
+impl AuthorizeRequest {
+    /// Creates a value from its required fields (`idToken`); the optional ones start as `None`.
+    pub fn new(id_token: IdToken) -> Self {
+        Self {
+            custom_data: None,
+            id_token,
+            certificate: None,
+            iso15118_certificate_hash_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `certificate` (optional).
+    #[must_use]
+    pub fn with_certificate(mut self, value: impl Into<String>) -> Self {
+        self.certificate = Some(value.into());
+        self
+    }
+
+    /// Sets `iso15118CertificateHashData` (optional).
+    #[must_use]
+    pub fn with_iso15118_certificate_hash_data(mut self, value: Vec<OCSPRequestData>) -> Self {
+        self.iso15118_certificate_hash_data = Some(value);
+        self
+    }
+}
+
 impl Schema for AuthorizeRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -126,6 +159,31 @@ pub struct AuthorizeResponse {
     #[serde(rename = "certificateStatus")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate_status: Option<AuthorizeCertificateStatusEnum>,
+}
+
+impl AuthorizeResponse {
+    /// Creates a value from its required fields (`idTokenInfo`); the optional ones start as `None`.
+    pub fn new(id_token_info: IdTokenInfo) -> Self {
+        Self {
+            custom_data: None,
+            id_token_info,
+            certificate_status: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `certificateStatus` (optional).
+    #[must_use]
+    pub fn with_certificate_status(mut self, value: AuthorizeCertificateStatusEnum) -> Self {
+        self.certificate_status = Some(value);
+        self
+    }
 }
 
 impl Schema for AuthorizeResponse {

@@ -41,6 +41,24 @@ pub struct BootNotificationRequest {
     pub reason: BootReasonEnum,
 }
 
+impl BootNotificationRequest {
+    /// Creates a value from its required fields (`chargingStation`, `reason`); the optional ones start as `None`.
+    pub fn new(charging_station: ChargingStation, reason: BootReasonEnum) -> Self {
+        Self {
+            custom_data: None,
+            charging_station,
+            reason,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for BootNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -113,6 +131,33 @@ pub struct BootNotificationResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl BootNotificationResponse {
+    /// Creates a value from its required fields (`currentTime`, `interval`, `status`); the optional ones start as `None`.
+    pub fn new(current_time: DateTime, interval: i32, status: RegistrationStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            current_time,
+            interval,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for BootNotificationResponse {
@@ -251,6 +296,48 @@ pub struct ChargingStation {
     pub firmware_version: Option<String>,
 }
 
+impl ChargingStation {
+    /// Creates a value from its required fields (`model`, `vendorName`); the optional ones start as `None`.
+    pub fn new(model: impl Into<String>, vendor_name: impl Into<String>) -> Self {
+        Self {
+            custom_data: None,
+            serial_number: None,
+            model: model.into(),
+            modem: None,
+            vendor_name: vendor_name.into(),
+            firmware_version: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `serialNumber` (optional).
+    #[must_use]
+    pub fn with_serial_number(mut self, value: impl Into<String>) -> Self {
+        self.serial_number = Some(value.into());
+        self
+    }
+
+    /// Sets `modem` (optional).
+    #[must_use]
+    pub fn with_modem(mut self, value: Modem) -> Self {
+        self.modem = Some(value);
+        self
+    }
+
+    /// Sets `firmwareVersion` (optional).
+    #[must_use]
+    pub fn with_firmware_version(mut self, value: impl Into<String>) -> Self {
+        self.firmware_version = Some(value.into());
+        self
+    }
+}
+
 impl Schema for ChargingStation {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -328,7 +415,7 @@ impl proptest::arbitrary::Arbitrary for ChargingStation {
 /// Defines parameters required for initiating and maintaining wireless communication with other devices.
 ///
 /// Schema definition `ModemType`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Modem {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
@@ -348,6 +435,29 @@ pub struct Modem {
     #[serde(rename = "imsi")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imsi: Option<String>,
+}
+
+impl Modem {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `iccid` (optional).
+    #[must_use]
+    pub fn with_iccid(mut self, value: impl Into<String>) -> Self {
+        self.iccid = Some(value.into());
+        self
+    }
+
+    /// Sets `imsi` (optional).
+    #[must_use]
+    pub fn with_imsi(mut self, value: impl Into<String>) -> Self {
+        self.imsi = Some(value.into());
+        self
+    }
 }
 
 impl Schema for Modem {

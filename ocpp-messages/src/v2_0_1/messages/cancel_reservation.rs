@@ -39,6 +39,23 @@ pub struct CancelReservationRequest {
     pub reservation_id: i32,
 }
 
+impl CancelReservationRequest {
+    /// Creates a value from its required fields (`reservationId`); the optional ones start as `None`.
+    pub fn new(reservation_id: i32) -> Self {
+        Self {
+            custom_data: None,
+            reservation_id,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for CancelReservationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -89,6 +106,31 @@ pub struct CancelReservationResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl CancelReservationResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: CancelReservationStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for CancelReservationResponse {

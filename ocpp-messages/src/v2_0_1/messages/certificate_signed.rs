@@ -45,6 +45,31 @@ pub struct CertificateSignedRequest {
     pub certificate_type: Option<CertificateSigningUseEnum>,
 }
 
+impl CertificateSignedRequest {
+    /// Creates a value from its required fields (`certificateChain`); the optional ones start as `None`.
+    pub fn new(certificate_chain: impl Into<String>) -> Self {
+        Self {
+            custom_data: None,
+            certificate_chain: certificate_chain.into(),
+            certificate_type: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `certificateType` (optional).
+    #[must_use]
+    pub fn with_certificate_type(mut self, value: CertificateSigningUseEnum) -> Self {
+        self.certificate_type = Some(value);
+        self
+    }
+}
+
 impl Schema for CertificateSignedRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -106,6 +131,31 @@ pub struct CertificateSignedResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl CertificateSignedResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: CertificateSignedStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for CertificateSignedResponse {

@@ -41,6 +41,31 @@ pub struct ChangeAvailabilityRequest {
     pub operational_status: OperationalStatusEnum,
 }
 
+impl ChangeAvailabilityRequest {
+    /// Creates a value from its required fields (`operationalStatus`); the optional ones start as `None`.
+    pub fn new(operational_status: OperationalStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            evse: None,
+            operational_status,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `evse` (optional).
+    #[must_use]
+    pub fn with_evse(mut self, value: EVSE) -> Self {
+        self.evse = Some(value);
+        self
+    }
+}
+
 impl Schema for ChangeAvailabilityRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -102,6 +127,31 @@ pub struct ChangeAvailabilityResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl ChangeAvailabilityResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: ChangeAvailabilityStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for ChangeAvailabilityResponse {

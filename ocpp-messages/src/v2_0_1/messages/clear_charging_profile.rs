@@ -26,7 +26,7 @@ impl crate::action::ActionResponse for ClearChargingProfileResponse {
 }
 
 /// Payload of the `ClearChargingProfile` request (schema `v2_0_1/ClearChargingProfileRequest.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClearChargingProfileRequest {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
@@ -42,6 +42,29 @@ pub struct ClearChargingProfileRequest {
     #[serde(rename = "chargingProfileCriteria")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charging_profile_criteria: Option<ClearChargingProfileType>,
+}
+
+impl ClearChargingProfileRequest {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `chargingProfileId` (optional).
+    #[must_use]
+    pub fn with_charging_profile_id(mut self, value: i32) -> Self {
+        self.charging_profile_id = Some(value);
+        self
+    }
+
+    /// Sets `chargingProfileCriteria` (optional).
+    #[must_use]
+    pub fn with_charging_profile_criteria(mut self, value: ClearChargingProfileType) -> Self {
+        self.charging_profile_criteria = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearChargingProfileRequest {
@@ -106,6 +129,31 @@ pub struct ClearChargingProfileResponse {
     pub status_info: Option<StatusInfo>,
 }
 
+impl ClearChargingProfileResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: ClearChargingProfileStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+}
+
 impl Schema for ClearChargingProfileResponse {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -167,7 +215,7 @@ crate::wire_enum::wire_enum!(ClearChargingProfileStatusEnum { Accepted => "Accep
 /// A ChargingProfile consists of a ChargingSchedule, describing the amount of power or current that can be delivered per time interval.
 ///
 /// Schema definition `ClearChargingProfileType`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClearChargingProfileType {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
@@ -192,6 +240,36 @@ pub struct ClearChargingProfileType {
     #[serde(rename = "stackLevel")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack_level: Option<i32>,
+}
+
+impl ClearChargingProfileType {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: i32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+
+    /// Sets `chargingProfilePurpose` (optional).
+    #[must_use]
+    pub fn with_charging_profile_purpose(mut self, value: ChargingProfilePurposeEnum) -> Self {
+        self.charging_profile_purpose = Some(value);
+        self
+    }
+
+    /// Sets `stackLevel` (optional).
+    #[must_use]
+    pub fn with_stack_level(mut self, value: i32) -> Self {
+        self.stack_level = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearChargingProfileType {

@@ -40,6 +40,23 @@ pub struct ClearVariableMonitoringRequest {
     pub id: Vec<i32>,
 }
 
+impl ClearVariableMonitoringRequest {
+    /// Creates a value from its required fields (`id`); the optional ones start as `None`.
+    pub fn new(id: Vec<i32>) -> Self {
+        Self {
+            custom_data: None,
+            id,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ClearVariableMonitoringRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -89,6 +106,23 @@ pub struct ClearVariableMonitoringResponse {
     /// `clearMonitoringResult`: required, array of at least 1 × [`ClearMonitoringResult`].
     #[serde(rename = "clearMonitoringResult")]
     pub clear_monitoring_result: Vec<ClearMonitoringResult>,
+}
+
+impl ClearVariableMonitoringResponse {
+    /// Creates a value from its required fields (`clearMonitoringResult`); the optional ones start as `None`.
+    pub fn new(clear_monitoring_result: Vec<ClearMonitoringResult>) -> Self {
+        Self {
+            custom_data: None,
+            clear_monitoring_result,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearVariableMonitoringResponse {
@@ -149,6 +183,32 @@ pub struct ClearMonitoringResult {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl ClearMonitoringResult {
+    /// Creates a value from its required fields (`status`, `id`); the optional ones start as `None`.
+    pub fn new(status: ClearMonitoringStatusEnum, id: i32) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            id,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearMonitoringResult {

@@ -42,6 +42,31 @@ pub struct ClearedChargingLimitRequest {
     pub evse_id: Option<i32>,
 }
 
+impl ClearedChargingLimitRequest {
+    /// Creates a value from its required fields (`chargingLimitSource`); the optional ones start as `None`.
+    pub fn new(charging_limit_source: ChargingLimitSourceEnum) -> Self {
+        Self {
+            custom_data: None,
+            charging_limit_source,
+            evse_id: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: i32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+}
+
 impl Schema for ClearedChargingLimitRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -90,12 +115,21 @@ impl proptest::arbitrary::Arbitrary for ClearedChargingLimitRequest {
 }
 
 /// Payload of the `ClearedChargingLimit` response (CALLRESULT) (schema `v2_0_1/ClearedChargingLimitResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClearedChargingLimitResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ClearedChargingLimitResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearedChargingLimitResponse {

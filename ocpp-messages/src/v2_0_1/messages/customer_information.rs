@@ -64,6 +64,49 @@ pub struct CustomerInformationRequest {
     pub customer_identifier: Option<String>,
 }
 
+impl CustomerInformationRequest {
+    /// Creates a value from its required fields (`requestId`, `report`, `clear`); the optional ones start as `None`.
+    pub fn new(request_id: i32, report: bool, clear: bool) -> Self {
+        Self {
+            custom_data: None,
+            customer_certificate: None,
+            id_token: None,
+            request_id,
+            report,
+            clear,
+            customer_identifier: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `customerCertificate` (optional).
+    #[must_use]
+    pub fn with_customer_certificate(mut self, value: CertificateHashData) -> Self {
+        self.customer_certificate = Some(value);
+        self
+    }
+
+    /// Sets `idToken` (optional).
+    #[must_use]
+    pub fn with_id_token(mut self, value: IdToken) -> Self {
+        self.id_token = Some(value);
+        self
+    }
+
+    /// Sets `customerIdentifier` (optional).
+    #[must_use]
+    pub fn with_customer_identifier(mut self, value: impl Into<String>) -> Self {
+        self.customer_identifier = Some(value.into());
+        self
+    }
+}
+
 impl Schema for CustomerInformationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -161,6 +204,31 @@ pub struct CustomerInformationResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl CustomerInformationResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: CustomerInformationStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for CustomerInformationResponse {

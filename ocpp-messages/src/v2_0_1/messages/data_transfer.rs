@@ -51,6 +51,39 @@ pub struct DataTransferRequest {
     pub vendor_id: String,
 }
 
+impl DataTransferRequest {
+    /// Creates a value from its required fields (`vendorId`); the optional ones start as `None`.
+    pub fn new(vendor_id: impl Into<String>) -> Self {
+        Self {
+            custom_data: None,
+            message_id: None,
+            data: None,
+            vendor_id: vendor_id.into(),
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `messageId` (optional).
+    #[must_use]
+    pub fn with_message_id(mut self, value: impl Into<String>) -> Self {
+        self.message_id = Some(value.into());
+        self
+    }
+
+    /// Sets `data` (optional).
+    #[must_use]
+    pub fn with_data(mut self, value: Value) -> Self {
+        self.data = Some(value);
+        self
+    }
+}
+
 impl Schema for DataTransferRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -124,6 +157,39 @@ pub struct DataTransferResponse {
     #[serde(rename = "data")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+}
+
+impl DataTransferResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: DataTransferStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+            data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `data` (optional).
+    #[must_use]
+    pub fn with_data(mut self, value: Value) -> Self {
+        self.data = Some(value);
+        self
+    }
 }
 
 impl Schema for DataTransferResponse {

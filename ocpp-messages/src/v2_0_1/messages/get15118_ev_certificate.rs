@@ -47,6 +47,29 @@ pub struct Get15118EVCertificateRequest {
     pub exi_request: String,
 }
 
+impl Get15118EVCertificateRequest {
+    /// Creates a value from its required fields (`iso15118SchemaVersion`, `action`, `exiRequest`); the optional ones start as `None`.
+    pub fn new(
+        iso15118_schema_version: impl Into<String>,
+        action: CertificateActionEnum,
+        exi_request: impl Into<String>,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            iso15118_schema_version: iso15118_schema_version.into(),
+            action,
+            exi_request: exi_request.into(),
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for Get15118EVCertificateRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -126,6 +149,32 @@ pub struct Get15118EVCertificateResponse {
     /// `exiResponse`: required, string of at most 7500 characters.
     #[serde(rename = "exiResponse")]
     pub exi_response: String,
+}
+
+impl Get15118EVCertificateResponse {
+    /// Creates a value from its required fields (`status`, `exiResponse`); the optional ones start as `None`.
+    pub fn new(status: Iso15118EVCertificateStatusEnum, exi_response: impl Into<String>) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+            exi_response: exi_response.into(),
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for Get15118EVCertificateResponse {

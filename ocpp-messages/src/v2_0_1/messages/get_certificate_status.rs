@@ -37,6 +37,23 @@ pub struct GetCertificateStatusRequest {
     pub ocsp_request_data: OCSPRequestData,
 }
 
+impl GetCertificateStatusRequest {
+    /// Creates a value from its required fields (`ocspRequestData`); the optional ones start as `None`.
+    pub fn new(ocsp_request_data: OCSPRequestData) -> Self {
+        Self {
+            custom_data: None,
+            ocsp_request_data,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GetCertificateStatusRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -93,6 +110,39 @@ pub struct GetCertificateStatusResponse {
     #[serde(rename = "ocspResult")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ocsp_result: Option<String>,
+}
+
+impl GetCertificateStatusResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GetCertificateStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+            ocsp_result: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `ocspResult` (optional).
+    #[must_use]
+    pub fn with_ocsp_result(mut self, value: impl Into<String>) -> Self {
+        self.ocsp_result = Some(value.into());
+        self
+    }
 }
 
 impl Schema for GetCertificateStatusResponse {

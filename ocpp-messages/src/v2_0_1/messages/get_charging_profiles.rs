@@ -49,6 +49,32 @@ pub struct GetChargingProfilesRequest {
     pub charging_profile: ChargingProfileCriterion,
 }
 
+impl GetChargingProfilesRequest {
+    /// Creates a value from its required fields (`requestId`, `chargingProfile`); the optional ones start as `None`.
+    pub fn new(request_id: i32, charging_profile: ChargingProfileCriterion) -> Self {
+        Self {
+            custom_data: None,
+            request_id,
+            evse_id: None,
+            charging_profile,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: i32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+}
+
 impl Schema for GetChargingProfilesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -119,6 +145,31 @@ pub struct GetChargingProfilesResponse {
     pub status_info: Option<StatusInfo>,
 }
 
+impl GetChargingProfilesResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GetChargingProfileStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+}
+
 impl Schema for GetChargingProfilesResponse {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -165,7 +216,7 @@ impl proptest::arbitrary::Arbitrary for GetChargingProfilesResponse {
 /// A ChargingProfile consists of ChargingSchedule, describing the amount of power or current that can be delivered per time interval.
 ///
 /// Schema definition `ChargingProfileCriterionType`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ChargingProfileCriterion {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
@@ -194,6 +245,43 @@ pub struct ChargingProfileCriterion {
     #[serde(rename = "chargingLimitSource")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charging_limit_source: Option<Vec<ChargingLimitSourceEnum>>,
+}
+
+impl ChargingProfileCriterion {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `chargingProfilePurpose` (optional).
+    #[must_use]
+    pub fn with_charging_profile_purpose(mut self, value: ChargingProfilePurposeEnum) -> Self {
+        self.charging_profile_purpose = Some(value);
+        self
+    }
+
+    /// Sets `stackLevel` (optional).
+    #[must_use]
+    pub fn with_stack_level(mut self, value: i32) -> Self {
+        self.stack_level = Some(value);
+        self
+    }
+
+    /// Sets `chargingProfileId` (optional).
+    #[must_use]
+    pub fn with_charging_profile_id(mut self, value: Vec<i32>) -> Self {
+        self.charging_profile_id = Some(value);
+        self
+    }
+
+    /// Sets `chargingLimitSource` (optional).
+    #[must_use]
+    pub fn with_charging_limit_source(mut self, value: Vec<ChargingLimitSourceEnum>) -> Self {
+        self.charging_limit_source = Some(value);
+        self
+    }
 }
 
 impl Schema for ChargingProfileCriterion {

@@ -51,6 +51,32 @@ pub struct GetCompositeScheduleRequest {
     pub evse_id: i32,
 }
 
+impl GetCompositeScheduleRequest {
+    /// Creates a value from its required fields (`duration`, `evseId`); the optional ones start as `None`.
+    pub fn new(duration: i32, evse_id: i32) -> Self {
+        Self {
+            custom_data: None,
+            duration,
+            charging_rate_unit: None,
+            evse_id,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `chargingRateUnit` (optional).
+    #[must_use]
+    pub fn with_charging_rate_unit(mut self, value: ChargingRateUnitEnum) -> Self {
+        self.charging_rate_unit = Some(value);
+        self
+    }
+}
+
 impl Schema for GetCompositeScheduleRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -123,6 +149,39 @@ pub struct GetCompositeScheduleResponse {
     #[serde(rename = "schedule")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<CompositeSchedule>,
+}
+
+impl GetCompositeScheduleResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GenericStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+            schedule: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `schedule` (optional).
+    #[must_use]
+    pub fn with_schedule(mut self, value: CompositeSchedule) -> Self {
+        self.schedule = Some(value);
+        self
+    }
 }
 
 impl Schema for GetCompositeScheduleResponse {
@@ -212,6 +271,33 @@ pub struct CompositeSchedule {
     /// `chargingRateUnit`: required, [`ChargingRateUnitEnum`].
     #[serde(rename = "chargingRateUnit")]
     pub charging_rate_unit: ChargingRateUnitEnum,
+}
+
+impl CompositeSchedule {
+    /// Creates a value from its required fields (`chargingSchedulePeriod`, `evseId`, `duration`, `scheduleStart`, `chargingRateUnit`); the optional ones start as `None`.
+    pub fn new(
+        charging_schedule_period: Vec<ChargingSchedulePeriod>,
+        evse_id: i32,
+        duration: i32,
+        schedule_start: DateTime,
+        charging_rate_unit: ChargingRateUnitEnum,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            charging_schedule_period,
+            evse_id,
+            duration,
+            schedule_start,
+            charging_rate_unit,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for CompositeSchedule {

@@ -54,6 +54,47 @@ pub struct GetDisplayMessagesRequest {
     pub state: Option<MessageStateEnum>,
 }
 
+impl GetDisplayMessagesRequest {
+    /// Creates a value from its required fields (`requestId`); the optional ones start as `None`.
+    pub fn new(request_id: i32) -> Self {
+        Self {
+            custom_data: None,
+            id: None,
+            request_id,
+            priority: None,
+            state: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `id` (optional).
+    #[must_use]
+    pub fn with_id(mut self, value: Vec<i32>) -> Self {
+        self.id = Some(value);
+        self
+    }
+
+    /// Sets `priority` (optional).
+    #[must_use]
+    pub fn with_priority(mut self, value: MessagePriorityEnum) -> Self {
+        self.priority = Some(value);
+        self
+    }
+
+    /// Sets `state` (optional).
+    #[must_use]
+    pub fn with_state(mut self, value: MessageStateEnum) -> Self {
+        self.state = Some(value);
+        self
+    }
+}
+
 impl Schema for GetDisplayMessagesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -133,6 +174,31 @@ pub struct GetDisplayMessagesResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl GetDisplayMessagesResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GetDisplayMessagesStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for GetDisplayMessagesResponse {

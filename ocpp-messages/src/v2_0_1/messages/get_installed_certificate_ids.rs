@@ -27,7 +27,7 @@ impl crate::action::ActionResponse for GetInstalledCertificateIdsResponse {
 }
 
 /// Payload of the `GetInstalledCertificateIds` request (schema `v2_0_1/GetInstalledCertificateIdsRequest.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GetInstalledCertificateIdsRequest {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
@@ -39,6 +39,22 @@ pub struct GetInstalledCertificateIdsRequest {
     #[serde(rename = "certificateType")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate_type: Option<Vec<GetCertificateIdUseEnum>>,
+}
+
+impl GetInstalledCertificateIdsRequest {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `certificateType` (optional).
+    #[must_use]
+    pub fn with_certificate_type(mut self, value: Vec<GetCertificateIdUseEnum>) -> Self {
+        self.certificate_type = Some(value);
+        self
+    }
 }
 
 impl Schema for GetInstalledCertificateIdsRequest {
@@ -100,6 +116,42 @@ pub struct GetInstalledCertificateIdsResponse {
     #[serde(rename = "certificateHashDataChain")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate_hash_data_chain: Option<Vec<CertificateHashDataChain>>,
+}
+
+impl GetInstalledCertificateIdsResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GetInstalledCertificateStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+            certificate_hash_data_chain: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `certificateHashDataChain` (optional).
+    #[must_use]
+    pub fn with_certificate_hash_data_chain(
+        mut self,
+        value: Vec<CertificateHashDataChain>,
+    ) -> Self {
+        self.certificate_hash_data_chain = Some(value);
+        self
+    }
 }
 
 impl Schema for GetInstalledCertificateIdsResponse {
@@ -183,6 +235,35 @@ pub struct CertificateHashDataChain {
     #[serde(rename = "childCertificateHashData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_certificate_hash_data: Option<Vec<CertificateHashData>>,
+}
+
+impl CertificateHashDataChain {
+    /// Creates a value from its required fields (`certificateHashData`, `certificateType`); the optional ones start as `None`.
+    pub fn new(
+        certificate_hash_data: CertificateHashData,
+        certificate_type: GetCertificateIdUseEnum,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            certificate_hash_data,
+            certificate_type,
+            child_certificate_hash_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `childCertificateHashData` (optional).
+    #[must_use]
+    pub fn with_child_certificate_hash_data(mut self, value: Vec<CertificateHashData>) -> Self {
+        self.child_certificate_hash_data = Some(value);
+        self
+    }
 }
 
 impl Schema for CertificateHashDataChain {

@@ -26,7 +26,7 @@ impl crate::action::ActionResponse for GetTransactionStatusResponse {
 }
 
 /// Payload of the `GetTransactionStatus` request (schema `v2_0_1/GetTransactionStatusRequest.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GetTransactionStatusRequest {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
@@ -38,6 +38,22 @@ pub struct GetTransactionStatusRequest {
     #[serde(rename = "transactionId")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transaction_id: Option<String>,
+}
+
+impl GetTransactionStatusRequest {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `transactionId` (optional).
+    #[must_use]
+    pub fn with_transaction_id(mut self, value: impl Into<String>) -> Self {
+        self.transaction_id = Some(value.into());
+        self
+    }
 }
 
 impl Schema for GetTransactionStatusRequest {
@@ -93,6 +109,31 @@ pub struct GetTransactionStatusResponse {
     /// `messagesInQueue`: required, boolean.
     #[serde(rename = "messagesInQueue")]
     pub messages_in_queue: bool,
+}
+
+impl GetTransactionStatusResponse {
+    /// Creates a value from its required fields (`messagesInQueue`); the optional ones start as `None`.
+    pub fn new(messages_in_queue: bool) -> Self {
+        Self {
+            custom_data: None,
+            ongoing_indicator: None,
+            messages_in_queue,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `ongoingIndicator` (optional).
+    #[must_use]
+    pub fn with_ongoing_indicator(mut self, value: bool) -> Self {
+        self.ongoing_indicator = Some(value);
+        self
+    }
 }
 
 impl Schema for GetTransactionStatusResponse {

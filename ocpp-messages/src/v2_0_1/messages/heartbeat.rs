@@ -26,12 +26,21 @@ impl crate::action::ActionResponse for HeartbeatResponse {
 }
 
 /// Payload of the `Heartbeat` request (schema `v2_0_1/HeartbeatRequest.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HeartbeatRequest {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl HeartbeatRequest {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for HeartbeatRequest {
@@ -73,6 +82,23 @@ pub struct HeartbeatResponse {
     /// `currentTime`: required, RFC 3339 date-time.
     #[serde(rename = "currentTime")]
     pub current_time: DateTime,
+}
+
+impl HeartbeatResponse {
+    /// Creates a value from its required fields (`currentTime`); the optional ones start as `None`.
+    pub fn new(current_time: DateTime) -> Self {
+        Self {
+            custom_data: None,
+            current_time,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for HeartbeatResponse {

@@ -42,6 +42,27 @@ pub struct InstallCertificateRequest {
     pub certificate: String,
 }
 
+impl InstallCertificateRequest {
+    /// Creates a value from its required fields (`certificateType`, `certificate`); the optional ones start as `None`.
+    pub fn new(
+        certificate_type: InstallCertificateUseEnum,
+        certificate: impl Into<String>,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            certificate_type,
+            certificate: certificate.into(),
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for InstallCertificateRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -104,6 +125,31 @@ pub struct InstallCertificateResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl InstallCertificateResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: InstallCertificateStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for InstallCertificateResponse {

@@ -47,6 +47,24 @@ pub struct MeterValuesRequest {
     pub meter_value: Vec<MeterValue>,
 }
 
+impl MeterValuesRequest {
+    /// Creates a value from its required fields (`evseId`, `meterValue`); the optional ones start as `None`.
+    pub fn new(evse_id: i32, meter_value: Vec<MeterValue>) -> Self {
+        Self {
+            custom_data: None,
+            evse_id,
+            meter_value,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for MeterValuesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -94,12 +112,21 @@ impl proptest::arbitrary::Arbitrary for MeterValuesRequest {
 }
 
 /// Payload of the `MeterValues` response (CALLRESULT) (schema `v2_0_1/MeterValuesResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MeterValuesResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl MeterValuesResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for MeterValuesResponse {

@@ -61,6 +61,39 @@ pub struct NotifyCustomerInformationRequest {
     pub request_id: i32,
 }
 
+impl NotifyCustomerInformationRequest {
+    /// Creates a value from its required fields (`data`, `seqNo`, `generatedAt`, `requestId`); the optional ones start as `None`.
+    pub fn new(
+        data: impl Into<String>,
+        seq_no: i32,
+        generated_at: DateTime,
+        request_id: i32,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            data: data.into(),
+            tbc: None,
+            seq_no,
+            generated_at,
+            request_id,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `tbc` (optional).
+    #[must_use]
+    pub fn with_tbc(mut self, value: bool) -> Self {
+        self.tbc = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyCustomerInformationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -139,12 +172,21 @@ impl proptest::arbitrary::Arbitrary for NotifyCustomerInformationRequest {
 }
 
 /// Payload of the `NotifyCustomerInformation` response (CALLRESULT) (schema `v2_0_1/NotifyCustomerInformationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NotifyCustomerInformationResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyCustomerInformationResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyCustomerInformationResponse {

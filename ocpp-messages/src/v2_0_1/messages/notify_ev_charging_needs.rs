@@ -49,6 +49,32 @@ pub struct NotifyEVChargingNeedsRequest {
     pub evse_id: i32,
 }
 
+impl NotifyEVChargingNeedsRequest {
+    /// Creates a value from its required fields (`chargingNeeds`, `evseId`); the optional ones start as `None`.
+    pub fn new(charging_needs: ChargingNeeds, evse_id: i32) -> Self {
+        Self {
+            custom_data: None,
+            max_schedule_tuples: None,
+            charging_needs,
+            evse_id,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `maxScheduleTuples` (optional).
+    #[must_use]
+    pub fn with_max_schedule_tuples(mut self, value: i32) -> Self {
+        self.max_schedule_tuples = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyEVChargingNeedsRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -117,6 +143,31 @@ pub struct NotifyEVChargingNeedsResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl NotifyEVChargingNeedsResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: NotifyEVChargingNeedsStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyEVChargingNeedsResponse {
@@ -195,6 +246,31 @@ pub struct ACChargingParameters {
     /// `evMaxVoltage`: required, integer.
     #[serde(rename = "evMaxVoltage")]
     pub ev_max_voltage: i32,
+}
+
+impl ACChargingParameters {
+    /// Creates a value from its required fields (`energyAmount`, `evMinCurrent`, `evMaxCurrent`, `evMaxVoltage`); the optional ones start as `None`.
+    pub fn new(
+        energy_amount: i32,
+        ev_min_current: i32,
+        ev_max_current: i32,
+        ev_max_voltage: i32,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            energy_amount,
+            ev_min_current,
+            ev_max_current,
+            ev_max_voltage,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ACChargingParameters {
@@ -292,6 +368,47 @@ pub struct ChargingNeeds {
     #[serde(rename = "departureTime")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub departure_time: Option<DateTime>,
+}
+
+impl ChargingNeeds {
+    /// Creates a value from its required fields (`requestedEnergyTransfer`); the optional ones start as `None`.
+    pub fn new(requested_energy_transfer: EnergyTransferModeEnum) -> Self {
+        Self {
+            custom_data: None,
+            ac_charging_parameters: None,
+            dc_charging_parameters: None,
+            requested_energy_transfer,
+            departure_time: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `acChargingParameters` (optional).
+    #[must_use]
+    pub fn with_ac_charging_parameters(mut self, value: ACChargingParameters) -> Self {
+        self.ac_charging_parameters = Some(value);
+        self
+    }
+
+    /// Sets `dcChargingParameters` (optional).
+    #[must_use]
+    pub fn with_dc_charging_parameters(mut self, value: DCChargingParameters) -> Self {
+        self.dc_charging_parameters = Some(value);
+        self
+    }
+
+    /// Sets `departureTime` (optional).
+    #[must_use]
+    pub fn with_departure_time(mut self, value: DateTime) -> Self {
+        self.departure_time = Some(value);
+        self
+    }
 }
 
 impl Schema for ChargingNeeds {
@@ -423,6 +540,72 @@ pub struct DCChargingParameters {
     #[serde(rename = "bulkSoC")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bulk_so_c: Option<u32>,
+}
+
+impl DCChargingParameters {
+    /// Creates a value from its required fields (`evMaxCurrent`, `evMaxVoltage`); the optional ones start as `None`.
+    pub fn new(ev_max_current: i32, ev_max_voltage: i32) -> Self {
+        Self {
+            custom_data: None,
+            ev_max_current,
+            ev_max_voltage,
+            energy_amount: None,
+            ev_max_power: None,
+            state_of_charge: None,
+            ev_energy_capacity: None,
+            full_so_c: None,
+            bulk_so_c: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `energyAmount` (optional).
+    #[must_use]
+    pub fn with_energy_amount(mut self, value: i32) -> Self {
+        self.energy_amount = Some(value);
+        self
+    }
+
+    /// Sets `evMaxPower` (optional).
+    #[must_use]
+    pub fn with_ev_max_power(mut self, value: i32) -> Self {
+        self.ev_max_power = Some(value);
+        self
+    }
+
+    /// Sets `stateOfCharge` (optional).
+    #[must_use]
+    pub fn with_state_of_charge(mut self, value: u32) -> Self {
+        self.state_of_charge = Some(value);
+        self
+    }
+
+    /// Sets `evEnergyCapacity` (optional).
+    #[must_use]
+    pub fn with_ev_energy_capacity(mut self, value: i32) -> Self {
+        self.ev_energy_capacity = Some(value);
+        self
+    }
+
+    /// Sets `fullSoC` (optional).
+    #[must_use]
+    pub fn with_full_so_c(mut self, value: u32) -> Self {
+        self.full_so_c = Some(value);
+        self
+    }
+
+    /// Sets `bulkSoC` (optional).
+    #[must_use]
+    pub fn with_bulk_so_c(mut self, value: u32) -> Self {
+        self.bulk_so_c = Some(value);
+        self
+    }
 }
 
 impl Schema for DCChargingParameters {

@@ -47,6 +47,25 @@ pub struct NotifyEVChargingScheduleRequest {
     pub evse_id: i32,
 }
 
+impl NotifyEVChargingScheduleRequest {
+    /// Creates a value from its required fields (`timeBase`, `chargingSchedule`, `evseId`); the optional ones start as `None`.
+    pub fn new(time_base: DateTime, charging_schedule: ChargingSchedule, evse_id: i32) -> Self {
+        Self {
+            custom_data: None,
+            time_base,
+            charging_schedule,
+            evse_id,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyEVChargingScheduleRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -116,6 +135,31 @@ pub struct NotifyEVChargingScheduleResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl NotifyEVChargingScheduleResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GenericStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyEVChargingScheduleResponse {

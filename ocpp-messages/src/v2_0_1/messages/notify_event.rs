@@ -55,6 +55,33 @@ pub struct NotifyEventRequest {
     pub event_data: Vec<EventData>,
 }
 
+impl NotifyEventRequest {
+    /// Creates a value from its required fields (`generatedAt`, `seqNo`, `eventData`); the optional ones start as `None`.
+    pub fn new(generated_at: DateTime, seq_no: i32, event_data: Vec<EventData>) -> Self {
+        Self {
+            custom_data: None,
+            generated_at,
+            tbc: None,
+            seq_no,
+            event_data,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `tbc` (optional).
+    #[must_use]
+    pub fn with_tbc(mut self, value: bool) -> Self {
+        self.tbc = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyEventRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -120,12 +147,21 @@ impl proptest::arbitrary::Arbitrary for NotifyEventRequest {
 }
 
 /// Payload of the `NotifyEvent` response (CALLRESULT) (schema `v2_0_1/NotifyEventResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NotifyEventResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyEventResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyEventResponse {
@@ -229,6 +265,85 @@ pub struct EventData {
     /// `variable`: required, [`Variable`].
     #[serde(rename = "variable")]
     pub variable: Variable,
+}
+
+impl EventData {
+    /// Creates a value from its required fields (`eventId`, `timestamp`, `trigger`, `actualValue`, `component`, `eventNotificationType`, `variable`); the optional ones start as `None`.
+    pub fn new(
+        event_id: i32,
+        timestamp: DateTime,
+        trigger: EventTriggerEnum,
+        actual_value: impl Into<String>,
+        component: Component,
+        event_notification_type: EventNotificationEnum,
+        variable: Variable,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            event_id,
+            timestamp,
+            trigger,
+            cause: None,
+            actual_value: actual_value.into(),
+            tech_code: None,
+            tech_info: None,
+            cleared: None,
+            transaction_id: None,
+            component,
+            variable_monitoring_id: None,
+            event_notification_type,
+            variable,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `cause` (optional).
+    #[must_use]
+    pub fn with_cause(mut self, value: i32) -> Self {
+        self.cause = Some(value);
+        self
+    }
+
+    /// Sets `techCode` (optional).
+    #[must_use]
+    pub fn with_tech_code(mut self, value: impl Into<String>) -> Self {
+        self.tech_code = Some(value.into());
+        self
+    }
+
+    /// Sets `techInfo` (optional).
+    #[must_use]
+    pub fn with_tech_info(mut self, value: impl Into<String>) -> Self {
+        self.tech_info = Some(value.into());
+        self
+    }
+
+    /// Sets `cleared` (optional).
+    #[must_use]
+    pub fn with_cleared(mut self, value: bool) -> Self {
+        self.cleared = Some(value);
+        self
+    }
+
+    /// Sets `transactionId` (optional).
+    #[must_use]
+    pub fn with_transaction_id(mut self, value: impl Into<String>) -> Self {
+        self.transaction_id = Some(value.into());
+        self
+    }
+
+    /// Sets `variableMonitoringId` (optional).
+    #[must_use]
+    pub fn with_variable_monitoring_id(mut self, value: i32) -> Self {
+        self.variable_monitoring_id = Some(value);
+        self
+    }
 }
 
 impl Schema for EventData {

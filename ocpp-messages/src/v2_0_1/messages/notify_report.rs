@@ -61,6 +61,41 @@ pub struct NotifyReportRequest {
     pub seq_no: i32,
 }
 
+impl NotifyReportRequest {
+    /// Creates a value from its required fields (`requestId`, `generatedAt`, `seqNo`); the optional ones start as `None`.
+    pub fn new(request_id: i32, generated_at: DateTime, seq_no: i32) -> Self {
+        Self {
+            custom_data: None,
+            request_id,
+            generated_at,
+            report_data: None,
+            tbc: None,
+            seq_no,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `reportData` (optional).
+    #[must_use]
+    pub fn with_report_data(mut self, value: Vec<ReportData>) -> Self {
+        self.report_data = Some(value);
+        self
+    }
+
+    /// Sets `tbc` (optional).
+    #[must_use]
+    pub fn with_tbc(mut self, value: bool) -> Self {
+        self.tbc = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyReportRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -142,12 +177,21 @@ impl proptest::arbitrary::Arbitrary for NotifyReportRequest {
 }
 
 /// Payload of the `NotifyReport` response (CALLRESULT) (schema `v2_0_1/NotifyReportResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NotifyReportResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyReportResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyReportResponse {
@@ -245,6 +289,37 @@ pub struct ReportData {
     pub variable_characteristics: Option<VariableCharacteristics>,
 }
 
+impl ReportData {
+    /// Creates a value from its required fields (`component`, `variable`, `variableAttribute`); the optional ones start as `None`.
+    pub fn new(
+        component: Component,
+        variable: Variable,
+        variable_attribute: Vec<VariableAttribute>,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            component,
+            variable,
+            variable_attribute,
+            variable_characteristics: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `variableCharacteristics` (optional).
+    #[must_use]
+    pub fn with_variable_characteristics(mut self, value: VariableCharacteristics) -> Self {
+        self.variable_characteristics = Some(value);
+        self
+    }
+}
+
 impl Schema for ReportData {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -318,7 +393,7 @@ impl proptest::arbitrary::Arbitrary for ReportData {
 /// Attribute data of a variable.
 ///
 /// Schema definition `VariableAttributeType`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct VariableAttribute {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
@@ -352,6 +427,50 @@ pub struct VariableAttribute {
     #[serde(rename = "constant")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constant: Option<bool>,
+}
+
+impl VariableAttribute {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `type` (optional).
+    #[must_use]
+    pub fn with_type(mut self, value: AttributeEnum) -> Self {
+        self.r#type = Some(value);
+        self
+    }
+
+    /// Sets `value` (optional).
+    #[must_use]
+    pub fn with_value(mut self, value: impl Into<String>) -> Self {
+        self.value = Some(value.into());
+        self
+    }
+
+    /// Sets `mutability` (optional).
+    #[must_use]
+    pub fn with_mutability(mut self, value: MutabilityEnum) -> Self {
+        self.mutability = Some(value);
+        self
+    }
+
+    /// Sets `persistent` (optional).
+    #[must_use]
+    pub fn with_persistent(mut self, value: bool) -> Self {
+        self.persistent = Some(value);
+        self
+    }
+
+    /// Sets `constant` (optional).
+    #[must_use]
+    pub fn with_constant(mut self, value: bool) -> Self {
+        self.constant = Some(value);
+        self
+    }
 }
 
 impl Schema for VariableAttribute {
@@ -476,6 +595,56 @@ pub struct VariableCharacteristics {
     /// `supportsMonitoring`: required, boolean.
     #[serde(rename = "supportsMonitoring")]
     pub supports_monitoring: bool,
+}
+
+impl VariableCharacteristics {
+    /// Creates a value from its required fields (`dataType`, `supportsMonitoring`); the optional ones start as `None`.
+    pub fn new(data_type: DataEnum, supports_monitoring: bool) -> Self {
+        Self {
+            custom_data: None,
+            unit: None,
+            data_type,
+            min_limit: None,
+            max_limit: None,
+            values_list: None,
+            supports_monitoring,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `unit` (optional).
+    #[must_use]
+    pub fn with_unit(mut self, value: impl Into<String>) -> Self {
+        self.unit = Some(value.into());
+        self
+    }
+
+    /// Sets `minLimit` (optional).
+    #[must_use]
+    pub fn with_min_limit(mut self, value: f64) -> Self {
+        self.min_limit = Some(value);
+        self
+    }
+
+    /// Sets `maxLimit` (optional).
+    #[must_use]
+    pub fn with_max_limit(mut self, value: f64) -> Self {
+        self.max_limit = Some(value);
+        self
+    }
+
+    /// Sets `valuesList` (optional).
+    #[must_use]
+    pub fn with_values_list(mut self, value: impl Into<String>) -> Self {
+        self.values_list = Some(value.into());
+        self
+    }
 }
 
 impl Schema for VariableCharacteristics {

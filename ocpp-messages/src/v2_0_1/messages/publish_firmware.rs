@@ -69,6 +69,41 @@ pub struct PublishFirmwareRequest {
     pub retry_interval: Option<i32>,
 }
 
+impl PublishFirmwareRequest {
+    /// Creates a value from its required fields (`location`, `checksum`, `requestId`); the optional ones start as `None`.
+    pub fn new(location: impl Into<String>, checksum: impl Into<String>, request_id: i32) -> Self {
+        Self {
+            custom_data: None,
+            location: location.into(),
+            retries: None,
+            checksum: checksum.into(),
+            request_id,
+            retry_interval: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `retries` (optional).
+    #[must_use]
+    pub fn with_retries(mut self, value: i32) -> Self {
+        self.retries = Some(value);
+        self
+    }
+
+    /// Sets `retryInterval` (optional).
+    #[must_use]
+    pub fn with_retry_interval(mut self, value: i32) -> Self {
+        self.retry_interval = Some(value);
+        self
+    }
+}
+
 impl Schema for PublishFirmwareRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -157,6 +192,31 @@ pub struct PublishFirmwareResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl PublishFirmwareResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GenericStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for PublishFirmwareResponse {

@@ -56,6 +56,39 @@ pub struct ReportChargingProfilesRequest {
     pub evse_id: i32,
 }
 
+impl ReportChargingProfilesRequest {
+    /// Creates a value from its required fields (`requestId`, `chargingLimitSource`, `chargingProfile`, `evseId`); the optional ones start as `None`.
+    pub fn new(
+        request_id: i32,
+        charging_limit_source: ChargingLimitSourceEnum,
+        charging_profile: Vec<ChargingProfile>,
+        evse_id: i32,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            request_id,
+            charging_limit_source,
+            charging_profile,
+            tbc: None,
+            evse_id,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `tbc` (optional).
+    #[must_use]
+    pub fn with_tbc(mut self, value: bool) -> Self {
+        self.tbc = Some(value);
+        self
+    }
+}
+
 impl Schema for ReportChargingProfilesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -137,12 +170,21 @@ impl proptest::arbitrary::Arbitrary for ReportChargingProfilesRequest {
 }
 
 /// Payload of the `ReportChargingProfiles` response (CALLRESULT) (schema `v2_0_1/ReportChargingProfilesResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ReportChargingProfilesResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ReportChargingProfilesResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ReportChargingProfilesResponse {

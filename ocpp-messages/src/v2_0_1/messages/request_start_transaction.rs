@@ -56,6 +56,48 @@ pub struct RequestStartTransactionRequest {
     pub charging_profile: Option<ChargingProfile>,
 }
 
+impl RequestStartTransactionRequest {
+    /// Creates a value from its required fields (`idToken`, `remoteStartId`); the optional ones start as `None`.
+    pub fn new(id_token: IdToken, remote_start_id: i32) -> Self {
+        Self {
+            custom_data: None,
+            evse_id: None,
+            group_id_token: None,
+            id_token,
+            remote_start_id,
+            charging_profile: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: i32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+
+    /// Sets `groupIdToken` (optional).
+    #[must_use]
+    pub fn with_group_id_token(mut self, value: IdToken) -> Self {
+        self.group_id_token = Some(value);
+        self
+    }
+
+    /// Sets `chargingProfile` (optional).
+    #[must_use]
+    pub fn with_charging_profile(mut self, value: ChargingProfile) -> Self {
+        self.charging_profile = Some(value);
+        self
+    }
+}
+
 impl Schema for RequestStartTransactionRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -151,6 +193,39 @@ pub struct RequestStartTransactionResponse {
     #[serde(rename = "transactionId")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transaction_id: Option<String>,
+}
+
+impl RequestStartTransactionResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: RequestStartStopStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+            transaction_id: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `transactionId` (optional).
+    #[must_use]
+    pub fn with_transaction_id(mut self, value: impl Into<String>) -> Self {
+        self.transaction_id = Some(value.into());
+        self
+    }
 }
 
 impl Schema for RequestStartTransactionResponse {

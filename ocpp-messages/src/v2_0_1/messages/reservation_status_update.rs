@@ -42,6 +42,27 @@ pub struct ReservationStatusUpdateRequest {
     pub reservation_update_status: ReservationUpdateStatusEnum,
 }
 
+impl ReservationStatusUpdateRequest {
+    /// Creates a value from its required fields (`reservationId`, `reservationUpdateStatus`); the optional ones start as `None`.
+    pub fn new(
+        reservation_id: i32,
+        reservation_update_status: ReservationUpdateStatusEnum,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            reservation_id,
+            reservation_update_status,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ReservationStatusUpdateRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -91,12 +112,21 @@ impl proptest::arbitrary::Arbitrary for ReservationStatusUpdateRequest {
 }
 
 /// Payload of the `ReservationStatusUpdate` response (CALLRESULT) (schema `v2_0_1/ReservationStatusUpdateResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ReservationStatusUpdateResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ReservationStatusUpdateResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ReservationStatusUpdateResponse {

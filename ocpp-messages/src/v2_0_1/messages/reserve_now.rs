@@ -62,6 +62,49 @@ pub struct ReserveNowRequest {
     pub group_id_token: Option<IdToken>,
 }
 
+impl ReserveNowRequest {
+    /// Creates a value from its required fields (`id`, `expiryDateTime`, `idToken`); the optional ones start as `None`.
+    pub fn new(id: i32, expiry_date_time: DateTime, id_token: IdToken) -> Self {
+        Self {
+            custom_data: None,
+            id,
+            expiry_date_time,
+            connector_type: None,
+            id_token,
+            evse_id: None,
+            group_id_token: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `connectorType` (optional).
+    #[must_use]
+    pub fn with_connector_type(mut self, value: ConnectorEnum) -> Self {
+        self.connector_type = Some(value);
+        self
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: i32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+
+    /// Sets `groupIdToken` (optional).
+    #[must_use]
+    pub fn with_group_id_token(mut self, value: IdToken) -> Self {
+        self.group_id_token = Some(value);
+        self
+    }
+}
+
 impl Schema for ReserveNowRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -157,6 +200,31 @@ pub struct ReserveNowResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl ReserveNowResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: ReserveNowStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for ReserveNowResponse {

@@ -47,6 +47,32 @@ pub struct SendLocalListRequest {
     pub update_type: UpdateEnum,
 }
 
+impl SendLocalListRequest {
+    /// Creates a value from its required fields (`versionNumber`, `updateType`); the optional ones start as `None`.
+    pub fn new(version_number: i32, update_type: UpdateEnum) -> Self {
+        Self {
+            custom_data: None,
+            local_authorization_list: None,
+            version_number,
+            update_type,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `localAuthorizationList` (optional).
+    #[must_use]
+    pub fn with_local_authorization_list(mut self, value: Vec<AuthorizationData>) -> Self {
+        self.local_authorization_list = Some(value);
+        self
+    }
+}
+
 impl Schema for SendLocalListRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -128,6 +154,31 @@ pub struct SendLocalListResponse {
     pub status_info: Option<StatusInfo>,
 }
 
+impl SendLocalListResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: SendLocalListStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+}
+
 impl Schema for SendLocalListResponse {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -186,6 +237,31 @@ pub struct AuthorizationData {
     #[serde(rename = "idTokenInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_token_info: Option<IdTokenInfo>,
+}
+
+impl AuthorizationData {
+    /// Creates a value from its required fields (`idToken`); the optional ones start as `None`.
+    pub fn new(id_token: IdToken) -> Self {
+        Self {
+            custom_data: None,
+            id_token,
+            id_token_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `idTokenInfo` (optional).
+    #[must_use]
+    pub fn with_id_token_info(mut self, value: IdTokenInfo) -> Self {
+        self.id_token_info = Some(value);
+        self
+    }
 }
 
 impl Schema for AuthorizationData {

@@ -42,6 +42,24 @@ pub struct SetChargingProfileRequest {
     pub charging_profile: ChargingProfile,
 }
 
+impl SetChargingProfileRequest {
+    /// Creates a value from its required fields (`evseId`, `chargingProfile`); the optional ones start as `None`.
+    pub fn new(evse_id: i32, charging_profile: ChargingProfile) -> Self {
+        Self {
+            custom_data: None,
+            evse_id,
+            charging_profile,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for SetChargingProfileRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -104,6 +122,31 @@ pub struct SetChargingProfileResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl SetChargingProfileResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: ChargingProfileStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for SetChargingProfileResponse {

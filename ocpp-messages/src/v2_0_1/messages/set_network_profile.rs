@@ -42,6 +42,24 @@ pub struct SetNetworkProfileRequest {
     pub connection_data: NetworkConnectionProfile,
 }
 
+impl SetNetworkProfileRequest {
+    /// Creates a value from its required fields (`configurationSlot`, `connectionData`); the optional ones start as `None`.
+    pub fn new(configuration_slot: i32, connection_data: NetworkConnectionProfile) -> Self {
+        Self {
+            custom_data: None,
+            configuration_slot,
+            connection_data,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for SetNetworkProfileRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -104,6 +122,31 @@ pub struct SetNetworkProfileResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl SetNetworkProfileResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: SetNetworkProfileStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for SetNetworkProfileResponse {
@@ -205,6 +248,64 @@ pub struct APN {
     /// `apnAuthentication`: required, [`APNAuthenticationEnum`].
     #[serde(rename = "apnAuthentication")]
     pub apn_authentication: APNAuthenticationEnum,
+}
+
+impl APN {
+    /// Creates a value from its required fields (`apn`, `apnAuthentication`); the optional ones start as `None`.
+    pub fn new(apn: impl Into<String>, apn_authentication: APNAuthenticationEnum) -> Self {
+        Self {
+            custom_data: None,
+            apn: apn.into(),
+            apn_user_name: None,
+            apn_password: None,
+            sim_pin: None,
+            preferred_network: None,
+            use_only_preferred_network: None,
+            apn_authentication,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `apnUserName` (optional).
+    #[must_use]
+    pub fn with_apn_user_name(mut self, value: impl Into<String>) -> Self {
+        self.apn_user_name = Some(value.into());
+        self
+    }
+
+    /// Sets `apnPassword` (optional).
+    #[must_use]
+    pub fn with_apn_password(mut self, value: impl Into<String>) -> Self {
+        self.apn_password = Some(value.into());
+        self
+    }
+
+    /// Sets `simPin` (optional).
+    #[must_use]
+    pub fn with_sim_pin(mut self, value: i32) -> Self {
+        self.sim_pin = Some(value);
+        self
+    }
+
+    /// Sets `preferredNetwork` (optional).
+    #[must_use]
+    pub fn with_preferred_network(mut self, value: impl Into<String>) -> Self {
+        self.preferred_network = Some(value.into());
+        self
+    }
+
+    /// Sets `useOnlyPreferredNetwork` (optional).
+    #[must_use]
+    pub fn with_use_only_preferred_network(mut self, value: bool) -> Self {
+        self.use_only_preferred_network = Some(value);
+        self
+    }
 }
 
 impl Schema for APN {
@@ -359,6 +460,51 @@ pub struct NetworkConnectionProfile {
     #[serde(rename = "vpn")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vpn: Option<VPN>,
+}
+
+impl NetworkConnectionProfile {
+    /// Creates a value from its required fields (`ocppVersion`, `ocppTransport`, `ocppCsmsUrl`, `messageTimeout`, `securityProfile`, `ocppInterface`); the optional ones start as `None`.
+    pub fn new(
+        ocpp_version: OCPPVersionEnum,
+        ocpp_transport: OCPPTransportEnum,
+        ocpp_csms_url: impl Into<String>,
+        message_timeout: i32,
+        security_profile: i32,
+        ocpp_interface: OCPPInterfaceEnum,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            apn: None,
+            ocpp_version,
+            ocpp_transport,
+            ocpp_csms_url: ocpp_csms_url.into(),
+            message_timeout,
+            security_profile,
+            ocpp_interface,
+            vpn: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `apn` (optional).
+    #[must_use]
+    pub fn with_apn(mut self, value: APN) -> Self {
+        self.apn = Some(value);
+        self
+    }
+
+    /// Sets `vpn` (optional).
+    #[must_use]
+    pub fn with_vpn(mut self, value: VPN) -> Self {
+        self.vpn = Some(value);
+        self
+    }
 }
 
 impl Schema for NetworkConnectionProfile {
@@ -587,6 +733,41 @@ pub struct VPN {
     /// `type`: required, [`VPNEnum`].
     #[serde(rename = "type")]
     pub r#type: VPNEnum,
+}
+
+impl VPN {
+    /// Creates a value from its required fields (`server`, `user`, `password`, `key`, `type`); the optional ones start as `None`.
+    pub fn new(
+        server: impl Into<String>,
+        user: impl Into<String>,
+        password: impl Into<String>,
+        key: impl Into<String>,
+        r#type: VPNEnum,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            server: server.into(),
+            user: user.into(),
+            group: None,
+            password: password.into(),
+            key: key.into(),
+            r#type,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `group` (optional).
+    #[must_use]
+    pub fn with_group(mut self, value: impl Into<String>) -> Self {
+        self.group = Some(value.into());
+        self
+    }
 }
 
 impl Schema for VPN {

@@ -38,6 +38,23 @@ pub struct SetVariableMonitoringRequest {
     pub set_monitoring_data: Vec<SetMonitoringData>,
 }
 
+impl SetVariableMonitoringRequest {
+    /// Creates a value from its required fields (`setMonitoringData`); the optional ones start as `None`.
+    pub fn new(set_monitoring_data: Vec<SetMonitoringData>) -> Self {
+        Self {
+            custom_data: None,
+            set_monitoring_data,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for SetVariableMonitoringRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -87,6 +104,23 @@ pub struct SetVariableMonitoringResponse {
     /// `setMonitoringResult`: required, array of at least 1 × [`SetMonitoringResult`].
     #[serde(rename = "setMonitoringResult")]
     pub set_monitoring_result: Vec<SetMonitoringResult>,
+}
+
+impl SetVariableMonitoringResponse {
+    /// Creates a value from its required fields (`setMonitoringResult`); the optional ones start as `None`.
+    pub fn new(set_monitoring_result: Vec<SetMonitoringResult>) -> Self {
+        Self {
+            custom_data: None,
+            set_monitoring_result,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SetVariableMonitoringResponse {
@@ -191,6 +225,49 @@ pub struct SetMonitoringData {
     /// `variable`: required, [`Variable`].
     #[serde(rename = "variable")]
     pub variable: Variable,
+}
+
+impl SetMonitoringData {
+    /// Creates a value from its required fields (`value`, `type`, `severity`, `component`, `variable`); the optional ones start as `None`.
+    pub fn new(
+        value: f64,
+        r#type: MonitorEnum,
+        severity: i32,
+        component: Component,
+        variable: Variable,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            id: None,
+            transaction: None,
+            value,
+            r#type,
+            severity,
+            component,
+            variable,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `id` (optional).
+    #[must_use]
+    pub fn with_id(mut self, value: i32) -> Self {
+        self.id = Some(value);
+        self
+    }
+
+    /// Sets `transaction` (optional).
+    #[must_use]
+    pub fn with_transaction(mut self, value: bool) -> Self {
+        self.transaction = Some(value);
+        self
+    }
 }
 
 impl Schema for SetMonitoringData {
@@ -341,6 +418,49 @@ pub struct SetMonitoringResult {
     /// `severity`: required, integer.
     #[serde(rename = "severity")]
     pub severity: i32,
+}
+
+impl SetMonitoringResult {
+    /// Creates a value from its required fields (`status`, `type`, `component`, `variable`, `severity`); the optional ones start as `None`.
+    pub fn new(
+        status: SetMonitoringStatusEnum,
+        r#type: MonitorEnum,
+        component: Component,
+        variable: Variable,
+        severity: i32,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            id: None,
+            status_info: None,
+            status,
+            r#type,
+            component,
+            variable,
+            severity,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `id` (optional).
+    #[must_use]
+    pub fn with_id(mut self, value: i32) -> Self {
+        self.id = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for SetMonitoringResult {

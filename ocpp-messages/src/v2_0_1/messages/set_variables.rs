@@ -38,6 +38,23 @@ pub struct SetVariablesRequest {
     pub set_variable_data: Vec<SetVariableData>,
 }
 
+impl SetVariablesRequest {
+    /// Creates a value from its required fields (`setVariableData`); the optional ones start as `None`.
+    pub fn new(set_variable_data: Vec<SetVariableData>) -> Self {
+        Self {
+            custom_data: None,
+            set_variable_data,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for SetVariablesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -87,6 +104,23 @@ pub struct SetVariablesResponse {
     /// `setVariableResult`: required, array of at least 1 × [`SetVariableResult`].
     #[serde(rename = "setVariableResult")]
     pub set_variable_result: Vec<SetVariableResult>,
+}
+
+impl SetVariablesResponse {
+    /// Creates a value from its required fields (`setVariableResult`); the optional ones start as `None`.
+    pub fn new(set_variable_result: Vec<SetVariableResult>) -> Self {
+        Self {
+            custom_data: None,
+            set_variable_result,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SetVariablesResponse {
@@ -152,6 +186,37 @@ pub struct SetVariableData {
     /// `variable`: required, [`Variable`].
     #[serde(rename = "variable")]
     pub variable: Variable,
+}
+
+impl SetVariableData {
+    /// Creates a value from its required fields (`attributeValue`, `component`, `variable`); the optional ones start as `None`.
+    pub fn new(
+        attribute_value: impl Into<String>,
+        component: Component,
+        variable: Variable,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            attribute_type: None,
+            attribute_value: attribute_value.into(),
+            component,
+            variable,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `attributeType` (optional).
+    #[must_use]
+    pub fn with_attribute_type(mut self, value: AttributeEnum) -> Self {
+        self.attribute_type = Some(value);
+        self
+    }
 }
 
 impl Schema for SetVariableData {
@@ -245,6 +310,45 @@ pub struct SetVariableResult {
     /// `variable`: required, [`Variable`].
     #[serde(rename = "variable")]
     pub variable: Variable,
+}
+
+impl SetVariableResult {
+    /// Creates a value from its required fields (`attributeStatus`, `component`, `variable`); the optional ones start as `None`.
+    pub fn new(
+        attribute_status: SetVariableStatusEnum,
+        component: Component,
+        variable: Variable,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            attribute_type: None,
+            attribute_status,
+            attribute_status_info: None,
+            component,
+            variable,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `attributeType` (optional).
+    #[must_use]
+    pub fn with_attribute_type(mut self, value: AttributeEnum) -> Self {
+        self.attribute_type = Some(value);
+        self
+    }
+
+    /// Sets `attributeStatusInfo` (optional).
+    #[must_use]
+    pub fn with_attribute_status_info(mut self, value: StatusInfo) -> Self {
+        self.attribute_status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for SetVariableResult {

@@ -43,6 +43,31 @@ pub struct SignCertificateRequest {
     pub certificate_type: Option<CertificateSigningUseEnum>,
 }
 
+impl SignCertificateRequest {
+    /// Creates a value from its required fields (`csr`); the optional ones start as `None`.
+    pub fn new(csr: impl Into<String>) -> Self {
+        Self {
+            custom_data: None,
+            csr: csr.into(),
+            certificate_type: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `certificateType` (optional).
+    #[must_use]
+    pub fn with_certificate_type(mut self, value: CertificateSigningUseEnum) -> Self {
+        self.certificate_type = Some(value);
+        self
+    }
+}
+
 impl Schema for SignCertificateRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -104,6 +129,31 @@ pub struct SignCertificateResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl SignCertificateResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GenericStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for SignCertificateResponse {

@@ -53,6 +53,31 @@ pub struct StatusNotificationRequest {
     pub connector_id: i32,
 }
 
+impl StatusNotificationRequest {
+    /// Creates a value from its required fields (`timestamp`, `connectorStatus`, `evseId`, `connectorId`); the optional ones start as `None`.
+    pub fn new(
+        timestamp: DateTime,
+        connector_status: ConnectorStatusEnum,
+        evse_id: i32,
+        connector_id: i32,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            timestamp,
+            connector_status,
+            evse_id,
+            connector_id,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for StatusNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -122,12 +147,21 @@ impl proptest::arbitrary::Arbitrary for StatusNotificationRequest {
 }
 
 /// Payload of the `StatusNotification` response (CALLRESULT) (schema `v2_0_1/StatusNotificationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StatusNotificationResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl StatusNotificationResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for StatusNotificationResponse {

@@ -91,6 +91,89 @@ pub struct TransactionEventRequest {
     pub id_token: Option<IdToken>,
 }
 
+impl TransactionEventRequest {
+    /// Creates a value from its required fields (`eventType`, `timestamp`, `triggerReason`, `seqNo`, `transactionInfo`); the optional ones start as `None`.
+    pub fn new(
+        event_type: TransactionEventEnum,
+        timestamp: DateTime,
+        trigger_reason: TriggerReasonEnum,
+        seq_no: i32,
+        transaction_info: Transaction,
+    ) -> Self {
+        Self {
+            custom_data: None,
+            event_type,
+            meter_value: None,
+            timestamp,
+            trigger_reason,
+            seq_no,
+            offline: None,
+            number_of_phases_used: None,
+            cable_max_current: None,
+            reservation_id: None,
+            transaction_info,
+            evse: None,
+            id_token: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `meterValue` (optional).
+    #[must_use]
+    pub fn with_meter_value(mut self, value: Vec<MeterValue>) -> Self {
+        self.meter_value = Some(value);
+        self
+    }
+
+    /// Sets `offline` (optional).
+    #[must_use]
+    pub fn with_offline(mut self, value: bool) -> Self {
+        self.offline = Some(value);
+        self
+    }
+
+    /// Sets `numberOfPhasesUsed` (optional).
+    #[must_use]
+    pub fn with_number_of_phases_used(mut self, value: i32) -> Self {
+        self.number_of_phases_used = Some(value);
+        self
+    }
+
+    /// Sets `cableMaxCurrent` (optional).
+    #[must_use]
+    pub fn with_cable_max_current(mut self, value: i32) -> Self {
+        self.cable_max_current = Some(value);
+        self
+    }
+
+    /// Sets `reservationId` (optional).
+    #[must_use]
+    pub fn with_reservation_id(mut self, value: i32) -> Self {
+        self.reservation_id = Some(value);
+        self
+    }
+
+    /// Sets `evse` (optional).
+    #[must_use]
+    pub fn with_evse(mut self, value: EVSE) -> Self {
+        self.evse = Some(value);
+        self
+    }
+
+    /// Sets `idToken` (optional).
+    #[must_use]
+    pub fn with_id_token(mut self, value: IdToken) -> Self {
+        self.id_token = Some(value);
+        self
+    }
+}
+
 impl Schema for TransactionEventRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -231,7 +314,7 @@ impl proptest::arbitrary::Arbitrary for TransactionEventRequest {
 }
 
 /// Payload of the `TransactionEvent` response (CALLRESULT) (schema `v2_0_1/TransactionEventResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TransactionEventResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
@@ -257,6 +340,43 @@ pub struct TransactionEventResponse {
     #[serde(rename = "updatedPersonalMessage")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_personal_message: Option<MessageContent>,
+}
+
+impl TransactionEventResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `totalCost` (optional).
+    #[must_use]
+    pub fn with_total_cost(mut self, value: f64) -> Self {
+        self.total_cost = Some(value);
+        self
+    }
+
+    /// Sets `chargingPriority` (optional).
+    #[must_use]
+    pub fn with_charging_priority(mut self, value: i32) -> Self {
+        self.charging_priority = Some(value);
+        self
+    }
+
+    /// Sets `idTokenInfo` (optional).
+    #[must_use]
+    pub fn with_id_token_info(mut self, value: IdTokenInfo) -> Self {
+        self.id_token_info = Some(value);
+        self
+    }
+
+    /// Sets `updatedPersonalMessage` (optional).
+    #[must_use]
+    pub fn with_updated_personal_message(mut self, value: MessageContent) -> Self {
+        self.updated_personal_message = Some(value);
+        self
+    }
 }
 
 impl Schema for TransactionEventResponse {
@@ -431,6 +551,55 @@ pub struct Transaction {
     #[serde(rename = "remoteStartId")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_start_id: Option<i32>,
+}
+
+impl Transaction {
+    /// Creates a value from its required fields (`transactionId`); the optional ones start as `None`.
+    pub fn new(transaction_id: impl Into<String>) -> Self {
+        Self {
+            custom_data: None,
+            transaction_id: transaction_id.into(),
+            charging_state: None,
+            time_spent_charging: None,
+            stopped_reason: None,
+            remote_start_id: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `chargingState` (optional).
+    #[must_use]
+    pub fn with_charging_state(mut self, value: ChargingStateEnum) -> Self {
+        self.charging_state = Some(value);
+        self
+    }
+
+    /// Sets `timeSpentCharging` (optional).
+    #[must_use]
+    pub fn with_time_spent_charging(mut self, value: i32) -> Self {
+        self.time_spent_charging = Some(value);
+        self
+    }
+
+    /// Sets `stoppedReason` (optional).
+    #[must_use]
+    pub fn with_stopped_reason(mut self, value: ReasonEnum) -> Self {
+        self.stopped_reason = Some(value);
+        self
+    }
+
+    /// Sets `remoteStartId` (optional).
+    #[must_use]
+    pub fn with_remote_start_id(mut self, value: i32) -> Self {
+        self.remote_start_id = Some(value);
+        self
+    }
 }
 
 impl Schema for Transaction {

@@ -39,6 +39,23 @@ pub struct UnpublishFirmwareRequest {
     pub checksum: String,
 }
 
+impl UnpublishFirmwareRequest {
+    /// Creates a value from its required fields (`checksum`); the optional ones start as `None`.
+    pub fn new(checksum: impl Into<String>) -> Self {
+        Self {
+            custom_data: None,
+            checksum: checksum.into(),
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for UnpublishFirmwareRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -85,6 +102,23 @@ pub struct UnpublishFirmwareResponse {
     /// `status`: required, [`UnpublishFirmwareStatusEnum`].
     #[serde(rename = "status")]
     pub status: UnpublishFirmwareStatusEnum,
+}
+
+impl UnpublishFirmwareResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: UnpublishFirmwareStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for UnpublishFirmwareResponse {

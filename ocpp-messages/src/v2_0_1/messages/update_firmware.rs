@@ -55,6 +55,40 @@ pub struct UpdateFirmwareRequest {
     pub firmware: Firmware,
 }
 
+impl UpdateFirmwareRequest {
+    /// Creates a value from its required fields (`requestId`, `firmware`); the optional ones start as `None`.
+    pub fn new(request_id: i32, firmware: Firmware) -> Self {
+        Self {
+            custom_data: None,
+            retries: None,
+            retry_interval: None,
+            request_id,
+            firmware,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `retries` (optional).
+    #[must_use]
+    pub fn with_retries(mut self, value: i32) -> Self {
+        self.retries = Some(value);
+        self
+    }
+
+    /// Sets `retryInterval` (optional).
+    #[must_use]
+    pub fn with_retry_interval(mut self, value: i32) -> Self {
+        self.retry_interval = Some(value);
+        self
+    }
+}
+
 impl Schema for UpdateFirmwareRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -135,6 +169,31 @@ pub struct UpdateFirmwareResponse {
     #[serde(rename = "statusInfo")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_info: Option<StatusInfo>,
+}
+
+impl UpdateFirmwareResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: UpdateFirmwareStatusEnum) -> Self {
+        Self {
+            custom_data: None,
+            status,
+            status_info: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
 }
 
 impl Schema for UpdateFirmwareResponse {
@@ -227,6 +286,48 @@ pub struct Firmware {
     #[serde(rename = "signature")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+}
+
+impl Firmware {
+    /// Creates a value from its required fields (`location`, `retrieveDateTime`); the optional ones start as `None`.
+    pub fn new(location: impl Into<String>, retrieve_date_time: DateTime) -> Self {
+        Self {
+            custom_data: None,
+            location: location.into(),
+            retrieve_date_time,
+            install_date_time: None,
+            signing_certificate: None,
+            signature: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+
+    /// Sets `installDateTime` (optional).
+    #[must_use]
+    pub fn with_install_date_time(mut self, value: DateTime) -> Self {
+        self.install_date_time = Some(value);
+        self
+    }
+
+    /// Sets `signingCertificate` (optional).
+    #[must_use]
+    pub fn with_signing_certificate(mut self, value: impl Into<String>) -> Self {
+        self.signing_certificate = Some(value.into());
+        self
+    }
+
+    /// Sets `signature` (optional).
+    #[must_use]
+    pub fn with_signature(mut self, value: impl Into<String>) -> Self {
+        self.signature = Some(value.into());
+        self
+    }
 }
 
 impl Schema for Firmware {

@@ -4,15 +4,19 @@
 //! Split alphabetically into files of about 1200 lines; everything is re-exported here.
 
 mod a_to_c;
+mod c_to_c;
 mod c_to_f;
-mod f_to_o;
-mod p_to_s;
+mod f_to_m;
+mod m_to_r;
+mod r_to_t;
 mod t_to_t;
-mod u_to_v;
+mod t_to_v;
 
 pub use a_to_c::*;
+pub use c_to_c::*;
 pub use c_to_f::*;
-pub use f_to_o::*;
-pub use p_to_s::*;
+pub use f_to_m::*;
+pub use m_to_r::*;
+pub use r_to_t::*;
 pub use t_to_t::*;
-pub use u_to_v::*;
+pub use t_to_v::*;

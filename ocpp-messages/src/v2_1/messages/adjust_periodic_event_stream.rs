@@ -39,6 +39,24 @@ pub struct AdjustPeriodicEventStreamRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl AdjustPeriodicEventStreamRequest {
+    /// Creates a value from its required fields (`id`, `params`); the optional ones start as `None`.
+    pub fn new(id: u32, params: PeriodicEventStreamParams) -> Self {
+        Self {
+            id,
+            params,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for AdjustPeriodicEventStreamRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -96,6 +114,31 @@ pub struct AdjustPeriodicEventStreamResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl AdjustPeriodicEventStreamResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GenericStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for AdjustPeriodicEventStreamResponse {

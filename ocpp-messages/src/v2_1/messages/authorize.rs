@@ -51,6 +51,39 @@ pub struct AuthorizeRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl AuthorizeRequest {
+    /// Creates a value from its required fields (`idToken`); the optional ones start as `None`.
+    pub fn new(id_token: IdToken) -> Self {
+        Self {
+            id_token,
+            certificate: None,
+            iso15118_certificate_hash_data: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `certificate` (optional).
+    #[must_use]
+    pub fn with_certificate(mut self, value: impl Into<String>) -> Self {
+        self.certificate = Some(value.into());
+        self
+    }
+
+    /// Sets `iso15118CertificateHashData` (optional).
+    #[must_use]
+    pub fn with_iso15118_certificate_hash_data(mut self, value: Vec<OCSPRequestData>) -> Self {
+        self.iso15118_certificate_hash_data = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for AuthorizeRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -139,6 +172,47 @@ pub struct AuthorizeResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl AuthorizeResponse {
+    /// Creates a value from its required fields (`idTokenInfo`); the optional ones start as `None`.
+    pub fn new(id_token_info: IdTokenInfo) -> Self {
+        Self {
+            id_token_info,
+            certificate_status: None,
+            allowed_energy_transfer: None,
+            tariff: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `certificateStatus` (optional).
+    #[must_use]
+    pub fn with_certificate_status(mut self, value: AuthorizeCertificateStatusEnum) -> Self {
+        self.certificate_status = Some(value);
+        self
+    }
+
+    /// Sets `allowedEnergyTransfer` (optional).
+    #[must_use]
+    pub fn with_allowed_energy_transfer(mut self, value: Vec<EnergyTransferModeEnum>) -> Self {
+        self.allowed_energy_transfer = Some(value);
+        self
+    }
+
+    /// Sets `tariff` (optional).
+    #[must_use]
+    pub fn with_tariff(mut self, value: Tariff) -> Self {
+        self.tariff = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for AuthorizeResponse {

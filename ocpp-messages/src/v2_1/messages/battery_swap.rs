@@ -50,6 +50,31 @@ pub struct BatterySwapRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl BatterySwapRequest {
+    /// Creates a value from its required fields (`batteryData`, `eventType`, `idToken`, `requestId`); the optional ones start as `None`.
+    pub fn new(
+        battery_data: Vec<BatteryData>,
+        event_type: BatterySwapEventEnum,
+        id_token: IdToken,
+        request_id: i32,
+    ) -> Self {
+        Self {
+            battery_data,
+            event_type,
+            id_token,
+            request_id,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for BatterySwapRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -124,12 +149,21 @@ impl proptest::arbitrary::Arbitrary for BatterySwapRequest {
 /// This is an empty response that just acknowledges receipt of the request. (The request cannot be rejected).
 ///
 /// Payload of the `BatterySwap` response (CALLRESULT) (schema `v2_1/BatterySwapResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct BatterySwapResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl BatterySwapResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for BatterySwapResponse {
@@ -198,6 +232,42 @@ pub struct BatteryData {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl BatteryData {
+    /// Creates a value from its required fields (`evseId`, `serialNumber`, `soC`, `soH`); the optional ones start as `None`.
+    pub fn new(evse_id: u32, serial_number: impl Into<String>, so_c: f64, so_h: f64) -> Self {
+        Self {
+            evse_id,
+            serial_number: serial_number.into(),
+            so_c,
+            so_h,
+            production_date: None,
+            vendor_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `productionDate` (optional).
+    #[must_use]
+    pub fn with_production_date(mut self, value: DateTime) -> Self {
+        self.production_date = Some(value);
+        self
+    }
+
+    /// Sets `vendorInfo` (optional).
+    #[must_use]
+    pub fn with_vendor_info(mut self, value: impl Into<String>) -> Self {
+        self.vendor_info = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for BatteryData {

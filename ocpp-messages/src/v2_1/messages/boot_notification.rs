@@ -41,6 +41,24 @@ pub struct BootNotificationRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl BootNotificationRequest {
+    /// Creates a value from its required fields (`chargingStation`, `reason`); the optional ones start as `None`.
+    pub fn new(charging_station: ChargingStation, reason: BootReasonEnum) -> Self {
+        Self {
+            charging_station,
+            reason,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for BootNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -113,6 +131,33 @@ pub struct BootNotificationResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl BootNotificationResponse {
+    /// Creates a value from its required fields (`currentTime`, `interval`, `status`); the optional ones start as `None`.
+    pub fn new(current_time: DateTime, interval: i32, status: RegistrationStatusEnum) -> Self {
+        Self {
+            current_time,
+            interval,
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for BootNotificationResponse {
@@ -248,6 +293,48 @@ pub struct ChargingStation {
     pub custom_data: Option<CustomData>,
 }
 
+impl ChargingStation {
+    /// Creates a value from its required fields (`model`, `vendorName`); the optional ones start as `None`.
+    pub fn new(model: impl Into<String>, vendor_name: impl Into<String>) -> Self {
+        Self {
+            serial_number: None,
+            model: model.into(),
+            modem: None,
+            vendor_name: vendor_name.into(),
+            firmware_version: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `serialNumber` (optional).
+    #[must_use]
+    pub fn with_serial_number(mut self, value: impl Into<String>) -> Self {
+        self.serial_number = Some(value.into());
+        self
+    }
+
+    /// Sets `modem` (optional).
+    #[must_use]
+    pub fn with_modem(mut self, value: Modem) -> Self {
+        self.modem = Some(value);
+        self
+    }
+
+    /// Sets `firmwareVersion` (optional).
+    #[must_use]
+    pub fn with_firmware_version(mut self, value: impl Into<String>) -> Self {
+        self.firmware_version = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ChargingStation {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -324,7 +411,7 @@ impl proptest::arbitrary::Arbitrary for ChargingStation {
 /// Defines parameters required for initiating and maintaining wireless communication with other devices.
 ///
 /// Schema definition `ModemType`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Modem {
     /// This contains the ICCID of the modem’s SIM card.
     ///
@@ -342,6 +429,29 @@ pub struct Modem {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl Modem {
+    /// Sets `iccid` (optional).
+    #[must_use]
+    pub fn with_iccid(mut self, value: impl Into<String>) -> Self {
+        self.iccid = Some(value.into());
+        self
+    }
+
+    /// Sets `imsi` (optional).
+    #[must_use]
+    pub fn with_imsi(mut self, value: impl Into<String>) -> Self {
+        self.imsi = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for Modem {

@@ -51,6 +51,39 @@ pub struct CertificateSignedRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl CertificateSignedRequest {
+    /// Creates a value from its required fields (`certificateChain`); the optional ones start as `None`.
+    pub fn new(certificate_chain: impl Into<String>) -> Self {
+        Self {
+            certificate_chain: certificate_chain.into(),
+            certificate_type: None,
+            request_id: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `certificateType` (optional).
+    #[must_use]
+    pub fn with_certificate_type(mut self, value: CertificateSigningUseEnum) -> Self {
+        self.certificate_type = Some(value);
+        self
+    }
+
+    /// Sets `requestId` (optional).
+    #[must_use]
+    pub fn with_request_id(mut self, value: i32) -> Self {
+        self.request_id = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for CertificateSignedRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -123,6 +156,31 @@ pub struct CertificateSignedResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl CertificateSignedResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: CertificateSignedStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for CertificateSignedResponse {

@@ -42,6 +42,24 @@ pub struct ChangeTransactionTariffRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl ChangeTransactionTariffRequest {
+    /// Creates a value from its required fields (`tariff`, `transactionId`); the optional ones start as `None`.
+    pub fn new(tariff: Tariff, transaction_id: impl Into<String>) -> Self {
+        Self {
+            tariff,
+            transaction_id: transaction_id.into(),
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ChangeTransactionTariffRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -104,6 +122,31 @@ pub struct ChangeTransactionTariffResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ChangeTransactionTariffResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: TariffChangeStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ChangeTransactionTariffResponse {

@@ -26,7 +26,7 @@ impl crate::action::ActionResponse for ClearChargingProfileResponse {
 }
 
 /// Payload of the `ClearChargingProfile` request (schema `v2_1/ClearChargingProfileRequest.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClearChargingProfileRequest {
     /// The Id of the charging profile to clear.
     ///
@@ -42,6 +42,29 @@ pub struct ClearChargingProfileRequest {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ClearChargingProfileRequest {
+    /// Sets `chargingProfileId` (optional).
+    #[must_use]
+    pub fn with_charging_profile_id(mut self, value: i32) -> Self {
+        self.charging_profile_id = Some(value);
+        self
+    }
+
+    /// Sets `chargingProfileCriteria` (optional).
+    #[must_use]
+    pub fn with_charging_profile_criteria(mut self, value: ClearChargingProfileType) -> Self {
+        self.charging_profile_criteria = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearChargingProfileRequest {
@@ -106,6 +129,31 @@ pub struct ClearChargingProfileResponse {
     pub custom_data: Option<CustomData>,
 }
 
+impl ClearChargingProfileResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: ClearChargingProfileStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ClearChargingProfileResponse {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -166,7 +214,7 @@ crate::wire_enum::wire_enum!(ClearChargingProfileStatusEnum { Accepted => "Accep
 /// A ClearChargingProfileType is a filter for charging profiles to be cleared by ClearChargingProfileRequest.
 ///
 /// Schema definition `ClearChargingProfileType`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClearChargingProfileType {
     /// Specifies the id of the EVSE for which to clear charging profiles. An evseId of zero (0) specifies the charging profile for the overall Charging Station. Absence of this parameter means the clearing applies to all charging profiles that match the other criteria in the request.
     ///
@@ -188,6 +236,36 @@ pub struct ClearChargingProfileType {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ClearChargingProfileType {
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: u32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+
+    /// Sets `chargingProfilePurpose` (optional).
+    #[must_use]
+    pub fn with_charging_profile_purpose(mut self, value: ChargingProfilePurposeEnum) -> Self {
+        self.charging_profile_purpose = Some(value);
+        self
+    }
+
+    /// Sets `stackLevel` (optional).
+    #[must_use]
+    pub fn with_stack_level(mut self, value: u32) -> Self {
+        self.stack_level = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearChargingProfileType {

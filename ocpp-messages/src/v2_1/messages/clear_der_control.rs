@@ -49,6 +49,39 @@ pub struct ClearDERControlRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl ClearDERControlRequest {
+    /// Creates a value from its required fields (`isDefault`); the optional ones start as `None`.
+    pub fn new(is_default: bool) -> Self {
+        Self {
+            is_default,
+            control_type: None,
+            control_id: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `controlType` (optional).
+    #[must_use]
+    pub fn with_control_type(mut self, value: DERControlEnum) -> Self {
+        self.control_type = Some(value);
+        self
+    }
+
+    /// Sets `controlId` (optional).
+    #[must_use]
+    pub fn with_control_id(mut self, value: impl Into<String>) -> Self {
+        self.control_id = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ClearDERControlRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -116,6 +149,31 @@ pub struct ClearDERControlResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ClearDERControlResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: DERControlStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearDERControlResponse {

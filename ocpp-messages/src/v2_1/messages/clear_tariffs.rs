@@ -27,7 +27,7 @@ impl crate::action::ActionResponse for ClearTariffsResponse {
 }
 
 /// Payload of the `ClearTariffs` request (schema `v2_1/ClearTariffsRequest.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClearTariffsRequest {
     /// List of tariff Ids to clear. When absent clears all tariffs at \_evseId\_.
     ///
@@ -45,6 +45,29 @@ pub struct ClearTariffsRequest {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ClearTariffsRequest {
+    /// Sets `tariffIds` (optional).
+    #[must_use]
+    pub fn with_tariff_ids(mut self, value: Vec<String>) -> Self {
+        self.tariff_ids = Some(value);
+        self
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: u32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearTariffsRequest {
@@ -106,6 +129,23 @@ pub struct ClearTariffsResponse {
     pub custom_data: Option<CustomData>,
 }
 
+impl ClearTariffsResponse {
+    /// Creates a value from its required fields (`clearTariffsResult`); the optional ones start as `None`.
+    pub fn new(clear_tariffs_result: Vec<ClearTariffsResult>) -> Self {
+        Self {
+            clear_tariffs_result,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ClearTariffsResponse {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -165,6 +205,39 @@ pub struct ClearTariffsResult {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ClearTariffsResult {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: TariffClearStatusEnum) -> Self {
+        Self {
+            status_info: None,
+            tariff_id: None,
+            status,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `tariffId` (optional).
+    #[must_use]
+    pub fn with_tariff_id(mut self, value: impl Into<String>) -> Self {
+        self.tariff_id = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearTariffsResult {

@@ -40,6 +40,23 @@ pub struct ClearVariableMonitoringRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl ClearVariableMonitoringRequest {
+    /// Creates a value from its required fields (`id`); the optional ones start as `None`.
+    pub fn new(id: Vec<u32>) -> Self {
+        Self {
+            id,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ClearVariableMonitoringRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -89,6 +106,23 @@ pub struct ClearVariableMonitoringResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ClearVariableMonitoringResponse {
+    /// Creates a value from its required fields (`clearMonitoringResult`); the optional ones start as `None`.
+    pub fn new(clear_monitoring_result: Vec<ClearMonitoringResult>) -> Self {
+        Self {
+            clear_monitoring_result,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearVariableMonitoringResponse {
@@ -149,6 +183,32 @@ pub struct ClearMonitoringResult {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ClearMonitoringResult {
+    /// Creates a value from its required fields (`status`, `id`); the optional ones start as `None`.
+    pub fn new(status: ClearMonitoringStatusEnum, id: u32) -> Self {
+        Self {
+            status,
+            id,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearMonitoringResult {

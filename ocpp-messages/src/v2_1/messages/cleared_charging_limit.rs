@@ -45,6 +45,31 @@ pub struct ClearedChargingLimitRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl ClearedChargingLimitRequest {
+    /// Creates a value from its required fields (`chargingLimitSource`); the optional ones start as `None`.
+    pub fn new(charging_limit_source: impl Into<String>) -> Self {
+        Self {
+            charging_limit_source: charging_limit_source.into(),
+            evse_id: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: u32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ClearedChargingLimitRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -93,12 +118,21 @@ impl proptest::arbitrary::Arbitrary for ClearedChargingLimitRequest {
 }
 
 /// Payload of the `ClearedChargingLimit` response (CALLRESULT) (schema `v2_1/ClearedChargingLimitResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClearedChargingLimitResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ClearedChargingLimitResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ClearedChargingLimitResponse {

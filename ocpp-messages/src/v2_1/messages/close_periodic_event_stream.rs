@@ -38,6 +38,23 @@ pub struct ClosePeriodicEventStreamRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl ClosePeriodicEventStreamRequest {
+    /// Creates a value from its required fields (`id`); the optional ones start as `None`.
+    pub fn new(id: u32) -> Self {
+        Self {
+            id,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ClosePeriodicEventStreamRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -75,12 +92,21 @@ impl proptest::arbitrary::Arbitrary for ClosePeriodicEventStreamRequest {
 }
 
 /// Payload of the `ClosePeriodicEventStream` response (CALLRESULT) (schema `v2_1/ClosePeriodicEventStreamResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClosePeriodicEventStreamResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ClosePeriodicEventStreamResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ClosePeriodicEventStreamResponse {

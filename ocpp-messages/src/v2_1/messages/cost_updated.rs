@@ -44,6 +44,24 @@ pub struct CostUpdatedRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl CostUpdatedRequest {
+    /// Creates a value from its required fields (`totalCost`, `transactionId`); the optional ones start as `None`.
+    pub fn new(total_cost: f64, transaction_id: impl Into<String>) -> Self {
+        Self {
+            total_cost,
+            transaction_id: transaction_id.into(),
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for CostUpdatedRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -93,12 +111,21 @@ impl proptest::arbitrary::Arbitrary for CostUpdatedRequest {
 }
 
 /// Payload of the `CostUpdated` response (CALLRESULT) (schema `v2_1/CostUpdatedResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct CostUpdatedResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl CostUpdatedResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for CostUpdatedResponse {

@@ -51,6 +51,39 @@ pub struct DataTransferRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl DataTransferRequest {
+    /// Creates a value from its required fields (`vendorId`); the optional ones start as `None`.
+    pub fn new(vendor_id: impl Into<String>) -> Self {
+        Self {
+            message_id: None,
+            data: None,
+            vendor_id: vendor_id.into(),
+            custom_data: None,
+        }
+    }
+
+    /// Sets `messageId` (optional).
+    #[must_use]
+    pub fn with_message_id(mut self, value: impl Into<String>) -> Self {
+        self.message_id = Some(value.into());
+        self
+    }
+
+    /// Sets `data` (optional).
+    #[must_use]
+    pub fn with_data(mut self, value: Value) -> Self {
+        self.data = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for DataTransferRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -124,6 +157,39 @@ pub struct DataTransferResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl DataTransferResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: DataTransferStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            data: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `data` (optional).
+    #[must_use]
+    pub fn with_data(mut self, value: Value) -> Self {
+        self.data = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for DataTransferResponse {

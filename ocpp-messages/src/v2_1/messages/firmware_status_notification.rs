@@ -49,6 +49,39 @@ pub struct FirmwareStatusNotificationRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl FirmwareStatusNotificationRequest {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: FirmwareStatusEnum) -> Self {
+        Self {
+            status,
+            request_id: None,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `requestId` (optional).
+    #[must_use]
+    pub fn with_request_id(mut self, value: i32) -> Self {
+        self.request_id = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for FirmwareStatusNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -103,12 +136,21 @@ impl proptest::arbitrary::Arbitrary for FirmwareStatusNotificationRequest {
 }
 
 /// Payload of the `FirmwareStatusNotification` response (CALLRESULT) (schema `v2_1/FirmwareStatusNotificationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct FirmwareStatusNotificationResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl FirmwareStatusNotificationResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for FirmwareStatusNotificationResponse {

@@ -62,6 +62,45 @@ pub struct Get15118EVCertificateRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl Get15118EVCertificateRequest {
+    /// Creates a value from its required fields (`iso15118SchemaVersion`, `action`, `exiRequest`); the optional ones start as `None`.
+    pub fn new(
+        iso15118_schema_version: impl Into<String>,
+        action: CertificateActionEnum,
+        exi_request: impl Into<String>,
+    ) -> Self {
+        Self {
+            iso15118_schema_version: iso15118_schema_version.into(),
+            action,
+            exi_request: exi_request.into(),
+            maximum_contract_certificate_chains: None,
+            prioritized_emai_ds: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `maximumContractCertificateChains` (optional).
+    #[must_use]
+    pub fn with_maximum_contract_certificate_chains(mut self, value: u32) -> Self {
+        self.maximum_contract_certificate_chains = Some(value);
+        self
+    }
+
+    /// Sets `prioritizedEMAIDs` (optional).
+    #[must_use]
+    pub fn with_prioritized_emai_ds(mut self, value: Vec<String>) -> Self {
+        self.prioritized_emai_ds = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for Get15118EVCertificateRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -168,6 +207,40 @@ pub struct Get15118EVCertificateResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl Get15118EVCertificateResponse {
+    /// Creates a value from its required fields (`status`, `exiResponse`); the optional ones start as `None`.
+    pub fn new(status: Iso15118EVCertificateStatusEnum, exi_response: impl Into<String>) -> Self {
+        Self {
+            status,
+            status_info: None,
+            exi_response: exi_response.into(),
+            remaining_contracts: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `remainingContracts` (optional).
+    #[must_use]
+    pub fn with_remaining_contracts(mut self, value: u32) -> Self {
+        self.remaining_contracts = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for Get15118EVCertificateResponse {

@@ -39,6 +39,23 @@ pub struct GetCertificateChainStatusRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl GetCertificateChainStatusRequest {
+    /// Creates a value from its required fields (`certificateStatusRequests`); the optional ones start as `None`.
+    pub fn new(certificate_status_requests: Vec<CertificateStatusRequestInfo>) -> Self {
+        Self {
+            certificate_status_requests,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GetCertificateChainStatusRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -96,6 +113,23 @@ pub struct GetCertificateChainStatusResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetCertificateChainStatusResponse {
+    /// Creates a value from its required fields (`certificateStatus`); the optional ones start as `None`.
+    pub fn new(certificate_status: Vec<CertificateStatus>) -> Self {
+        Self {
+            certificate_status,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetCertificateChainStatusResponse {
@@ -158,6 +192,31 @@ pub struct CertificateStatus {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl CertificateStatus {
+    /// Creates a value from its required fields (`certificateHashData`, `source`, `status`, `nextUpdate`); the optional ones start as `None`.
+    pub fn new(
+        certificate_hash_data: CertificateHashData,
+        source: CertificateStatusSourceEnum,
+        status: CertificateStatusEnum,
+        next_update: DateTime,
+    ) -> Self {
+        Self {
+            certificate_hash_data,
+            source,
+            status,
+            next_update,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for CertificateStatus {
@@ -267,6 +326,29 @@ pub struct CertificateStatusRequestInfo {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl CertificateStatusRequestInfo {
+    /// Creates a value from its required fields (`certificateHashData`, `source`, `urls`); the optional ones start as `None`.
+    pub fn new(
+        certificate_hash_data: CertificateHashData,
+        source: CertificateStatusSourceEnum,
+        urls: Vec<String>,
+    ) -> Self {
+        Self {
+            certificate_hash_data,
+            source,
+            urls,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for CertificateStatusRequestInfo {

@@ -37,6 +37,23 @@ pub struct GetCertificateStatusRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl GetCertificateStatusRequest {
+    /// Creates a value from its required fields (`ocspRequestData`); the optional ones start as `None`.
+    pub fn new(ocsp_request_data: OCSPRequestData) -> Self {
+        Self {
+            ocsp_request_data,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GetCertificateStatusRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -94,6 +111,39 @@ pub struct GetCertificateStatusResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetCertificateStatusResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GetCertificateStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            ocsp_result: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `ocspResult` (optional).
+    #[must_use]
+    pub fn with_ocsp_result(mut self, value: impl Into<String>) -> Self {
+        self.ocsp_result = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetCertificateStatusResponse {

@@ -50,6 +50,32 @@ pub struct GetChargingProfilesRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl GetChargingProfilesRequest {
+    /// Creates a value from its required fields (`requestId`, `chargingProfile`); the optional ones start as `None`.
+    pub fn new(request_id: i32, charging_profile: ChargingProfileCriterion) -> Self {
+        Self {
+            request_id,
+            evse_id: None,
+            charging_profile,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: u32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GetChargingProfilesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -120,6 +146,31 @@ pub struct GetChargingProfilesResponse {
     pub custom_data: Option<CustomData>,
 }
 
+impl GetChargingProfilesResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GetChargingProfileStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GetChargingProfilesResponse {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -165,7 +216,7 @@ impl proptest::arbitrary::Arbitrary for GetChargingProfilesResponse {
 /// A ChargingProfileCriterionType is a filter for charging profiles to be selected by a GetChargingProfilesRequest.
 ///
 /// Schema definition `ChargingProfileCriterionType`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ChargingProfileCriterion {
     /// `chargingProfilePurpose`: optional, [`ChargingProfilePurposeEnum`].
     #[serde(rename = "chargingProfilePurpose")]
@@ -193,6 +244,43 @@ pub struct ChargingProfileCriterion {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ChargingProfileCriterion {
+    /// Sets `chargingProfilePurpose` (optional).
+    #[must_use]
+    pub fn with_charging_profile_purpose(mut self, value: ChargingProfilePurposeEnum) -> Self {
+        self.charging_profile_purpose = Some(value);
+        self
+    }
+
+    /// Sets `stackLevel` (optional).
+    #[must_use]
+    pub fn with_stack_level(mut self, value: u32) -> Self {
+        self.stack_level = Some(value);
+        self
+    }
+
+    /// Sets `chargingProfileId` (optional).
+    #[must_use]
+    pub fn with_charging_profile_id(mut self, value: Vec<i32>) -> Self {
+        self.charging_profile_id = Some(value);
+        self
+    }
+
+    /// Sets `chargingLimitSource` (optional).
+    #[must_use]
+    pub fn with_charging_limit_source(mut self, value: Vec<String>) -> Self {
+        self.charging_limit_source = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ChargingProfileCriterion {

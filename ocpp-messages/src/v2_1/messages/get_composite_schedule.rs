@@ -51,6 +51,32 @@ pub struct GetCompositeScheduleRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl GetCompositeScheduleRequest {
+    /// Creates a value from its required fields (`duration`, `evseId`); the optional ones start as `None`.
+    pub fn new(duration: i32, evse_id: u32) -> Self {
+        Self {
+            duration,
+            charging_rate_unit: None,
+            evse_id,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `chargingRateUnit` (optional).
+    #[must_use]
+    pub fn with_charging_rate_unit(mut self, value: ChargingRateUnitEnum) -> Self {
+        self.charging_rate_unit = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GetCompositeScheduleRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -123,6 +149,39 @@ pub struct GetCompositeScheduleResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetCompositeScheduleResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GenericStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            schedule: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `schedule` (optional).
+    #[must_use]
+    pub fn with_schedule(mut self, value: CompositeSchedule) -> Self {
+        self.schedule = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetCompositeScheduleResponse {
@@ -200,6 +259,33 @@ pub struct CompositeSchedule {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl CompositeSchedule {
+    /// Creates a value from its required fields (`evseId`, `duration`, `scheduleStart`, `chargingRateUnit`, `chargingSchedulePeriod`); the optional ones start as `None`.
+    pub fn new(
+        evse_id: u32,
+        duration: i32,
+        schedule_start: DateTime,
+        charging_rate_unit: ChargingRateUnitEnum,
+        charging_schedule_period: Vec<ChargingSchedulePeriod>,
+    ) -> Self {
+        Self {
+            evse_id,
+            duration,
+            schedule_start,
+            charging_rate_unit,
+            charging_schedule_period,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for CompositeSchedule {

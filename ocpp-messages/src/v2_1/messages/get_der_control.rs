@@ -55,6 +55,47 @@ pub struct GetDERControlRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl GetDERControlRequest {
+    /// Creates a value from its required fields (`requestId`); the optional ones start as `None`.
+    pub fn new(request_id: i32) -> Self {
+        Self {
+            request_id,
+            is_default: None,
+            control_type: None,
+            control_id: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `isDefault` (optional).
+    #[must_use]
+    pub fn with_is_default(mut self, value: bool) -> Self {
+        self.is_default = Some(value);
+        self
+    }
+
+    /// Sets `controlType` (optional).
+    #[must_use]
+    pub fn with_control_type(mut self, value: DERControlEnum) -> Self {
+        self.control_type = Some(value);
+        self
+    }
+
+    /// Sets `controlId` (optional).
+    #[must_use]
+    pub fn with_control_id(mut self, value: impl Into<String>) -> Self {
+        self.control_id = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GetDERControlRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -134,6 +175,31 @@ pub struct GetDERControlResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetDERControlResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: DERControlStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetDERControlResponse {

@@ -54,6 +54,47 @@ pub struct GetDisplayMessagesRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl GetDisplayMessagesRequest {
+    /// Creates a value from its required fields (`requestId`); the optional ones start as `None`.
+    pub fn new(request_id: i32) -> Self {
+        Self {
+            id: None,
+            request_id,
+            priority: None,
+            state: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `id` (optional).
+    #[must_use]
+    pub fn with_id(mut self, value: Vec<u32>) -> Self {
+        self.id = Some(value);
+        self
+    }
+
+    /// Sets `priority` (optional).
+    #[must_use]
+    pub fn with_priority(mut self, value: MessagePriorityEnum) -> Self {
+        self.priority = Some(value);
+        self
+    }
+
+    /// Sets `state` (optional).
+    #[must_use]
+    pub fn with_state(mut self, value: MessageStateEnum) -> Self {
+        self.state = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GetDisplayMessagesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -130,6 +171,31 @@ pub struct GetDisplayMessagesResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetDisplayMessagesResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GetDisplayMessagesStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetDisplayMessagesResponse {

@@ -25,12 +25,21 @@ impl crate::action::ActionResponse for GetLocalListVersionResponse {
 }
 
 /// Payload of the `GetLocalListVersion` request (schema `v2_1/GetLocalListVersionRequest.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GetLocalListVersionRequest {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetLocalListVersionRequest {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetLocalListVersionRequest {
@@ -72,6 +81,23 @@ pub struct GetLocalListVersionResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetLocalListVersionResponse {
+    /// Creates a value from its required fields (`versionNumber`); the optional ones start as `None`.
+    pub fn new(version_number: i32) -> Self {
+        Self {
+            version_number,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetLocalListVersionResponse {

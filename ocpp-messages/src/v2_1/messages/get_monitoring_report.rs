@@ -50,6 +50,39 @@ pub struct GetMonitoringReportRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl GetMonitoringReportRequest {
+    /// Creates a value from its required fields (`requestId`); the optional ones start as `None`.
+    pub fn new(request_id: i32) -> Self {
+        Self {
+            component_variable: None,
+            request_id,
+            monitoring_criteria: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `componentVariable` (optional).
+    #[must_use]
+    pub fn with_component_variable(mut self, value: Vec<ComponentVariable>) -> Self {
+        self.component_variable = Some(value);
+        self
+    }
+
+    /// Sets `monitoringCriteria` (optional).
+    #[must_use]
+    pub fn with_monitoring_criteria(mut self, value: Vec<MonitoringCriterionEnum>) -> Self {
+        self.monitoring_criteria = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GetMonitoringReportRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -134,6 +167,31 @@ pub struct GetMonitoringReportResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetMonitoringReportResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GenericDeviceModelStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetMonitoringReportResponse {

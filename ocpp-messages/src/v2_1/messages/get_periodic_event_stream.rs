@@ -28,12 +28,21 @@ impl crate::action::ActionResponse for GetPeriodicEventStreamResponse {
 /// This message is empty. It has no fields.
 ///
 /// Payload of the `GetPeriodicEventStream` request (schema `v2_1/GetPeriodicEventStreamRequest.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GetPeriodicEventStreamRequest {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetPeriodicEventStreamRequest {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetPeriodicEventStreamRequest {
@@ -64,7 +73,7 @@ impl proptest::arbitrary::Arbitrary for GetPeriodicEventStreamRequest {
 }
 
 /// Payload of the `GetPeriodicEventStream` response (CALLRESULT) (schema `v2_1/GetPeriodicEventStreamResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GetPeriodicEventStreamResponse {
     /// `constantStreamData`: optional, array of at least 1 × [`ConstantStreamData`].
     #[serde(rename = "constantStreamData")]
@@ -74,6 +83,22 @@ pub struct GetPeriodicEventStreamResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetPeriodicEventStreamResponse {
+    /// Sets `constantStreamData` (optional).
+    #[must_use]
+    pub fn with_constant_stream_data(mut self, value: Vec<ConstantStreamData>) -> Self {
+        self.constant_stream_data = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetPeriodicEventStreamResponse {

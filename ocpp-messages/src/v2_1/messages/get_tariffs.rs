@@ -41,6 +41,23 @@ pub struct GetTariffsRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl GetTariffsRequest {
+    /// Creates a value from its required fields (`evseId`); the optional ones start as `None`.
+    pub fn new(evse_id: u32) -> Self {
+        Self {
+            evse_id,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GetTariffsRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -95,6 +112,39 @@ pub struct GetTariffsResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetTariffsResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: TariffGetStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            tariff_assignments: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `tariffAssignments` (optional).
+    #[must_use]
+    pub fn with_tariff_assignments(mut self, value: Vec<TariffAssignment>) -> Self {
+        self.tariff_assignments = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetTariffsResponse {
@@ -189,6 +239,48 @@ pub struct TariffAssignment {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl TariffAssignment {
+    /// Creates a value from its required fields (`tariffId`, `tariffKind`); the optional ones start as `None`.
+    pub fn new(tariff_id: impl Into<String>, tariff_kind: TariffKindEnum) -> Self {
+        Self {
+            tariff_id: tariff_id.into(),
+            tariff_kind,
+            valid_from: None,
+            evse_ids: None,
+            id_tokens: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `validFrom` (optional).
+    #[must_use]
+    pub fn with_valid_from(mut self, value: DateTime) -> Self {
+        self.valid_from = Some(value);
+        self
+    }
+
+    /// Sets `evseIds` (optional).
+    #[must_use]
+    pub fn with_evse_ids(mut self, value: Vec<u32>) -> Self {
+        self.evse_ids = Some(value);
+        self
+    }
+
+    /// Sets `idTokens` (optional).
+    #[must_use]
+    pub fn with_id_tokens(mut self, value: Vec<String>) -> Self {
+        self.id_tokens = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for TariffAssignment {

@@ -26,7 +26,7 @@ impl crate::action::ActionResponse for GetTransactionStatusResponse {
 }
 
 /// Payload of the `GetTransactionStatus` request (schema `v2_1/GetTransactionStatusRequest.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct GetTransactionStatusRequest {
     /// The Id of the transaction for which the status is requested.
     ///
@@ -38,6 +38,22 @@ pub struct GetTransactionStatusRequest {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetTransactionStatusRequest {
+    /// Sets `transactionId` (optional).
+    #[must_use]
+    pub fn with_transaction_id(mut self, value: impl Into<String>) -> Self {
+        self.transaction_id = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetTransactionStatusRequest {
@@ -93,6 +109,31 @@ pub struct GetTransactionStatusResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetTransactionStatusResponse {
+    /// Creates a value from its required fields (`messagesInQueue`); the optional ones start as `None`.
+    pub fn new(messages_in_queue: bool) -> Self {
+        Self {
+            ongoing_indicator: None,
+            messages_in_queue,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `ongoingIndicator` (optional).
+    #[must_use]
+    pub fn with_ongoing_indicator(mut self, value: bool) -> Self {
+        self.ongoing_indicator = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetTransactionStatusResponse {

@@ -38,6 +38,23 @@ pub struct GetVariablesRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl GetVariablesRequest {
+    /// Creates a value from its required fields (`getVariableData`); the optional ones start as `None`.
+    pub fn new(get_variable_data: Vec<GetVariableData>) -> Self {
+        Self {
+            get_variable_data,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GetVariablesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -87,6 +104,23 @@ pub struct GetVariablesResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetVariablesResponse {
+    /// Creates a value from its required fields (`getVariableResult`); the optional ones start as `None`.
+    pub fn new(get_variable_result: Vec<GetVariableResult>) -> Self {
+        Self {
+            get_variable_result,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetVariablesResponse {
@@ -147,6 +181,32 @@ pub struct GetVariableData {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetVariableData {
+    /// Creates a value from its required fields (`component`, `variable`); the optional ones start as `None`.
+    pub fn new(component: Component, variable: Variable) -> Self {
+        Self {
+            attribute_type: None,
+            component,
+            variable,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `attributeType` (optional).
+    #[must_use]
+    pub fn with_attribute_type(mut self, value: AttributeEnum) -> Self {
+        self.attribute_type = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetVariableData {
@@ -237,6 +297,53 @@ pub struct GetVariableResult {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl GetVariableResult {
+    /// Creates a value from its required fields (`attributeStatus`, `component`, `variable`); the optional ones start as `None`.
+    pub fn new(
+        attribute_status: GetVariableStatusEnum,
+        component: Component,
+        variable: Variable,
+    ) -> Self {
+        Self {
+            attribute_status,
+            attribute_status_info: None,
+            attribute_type: None,
+            attribute_value: None,
+            component,
+            variable,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `attributeStatusInfo` (optional).
+    #[must_use]
+    pub fn with_attribute_status_info(mut self, value: StatusInfo) -> Self {
+        self.attribute_status_info = Some(value);
+        self
+    }
+
+    /// Sets `attributeType` (optional).
+    #[must_use]
+    pub fn with_attribute_type(mut self, value: AttributeEnum) -> Self {
+        self.attribute_type = Some(value);
+        self
+    }
+
+    /// Sets `attributeValue` (optional).
+    #[must_use]
+    pub fn with_attribute_value(mut self, value: impl Into<String>) -> Self {
+        self.attribute_value = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for GetVariableResult {

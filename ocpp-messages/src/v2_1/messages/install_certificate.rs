@@ -42,6 +42,27 @@ pub struct InstallCertificateRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl InstallCertificateRequest {
+    /// Creates a value from its required fields (`certificateType`, `certificate`); the optional ones start as `None`.
+    pub fn new(
+        certificate_type: InstallCertificateUseEnum,
+        certificate: impl Into<String>,
+    ) -> Self {
+        Self {
+            certificate_type,
+            certificate: certificate.into(),
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for InstallCertificateRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -104,6 +125,31 @@ pub struct InstallCertificateResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl InstallCertificateResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: InstallCertificateStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for InstallCertificateResponse {

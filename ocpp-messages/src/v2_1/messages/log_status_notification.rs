@@ -48,6 +48,39 @@ pub struct LogStatusNotificationRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl LogStatusNotificationRequest {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: UploadLogStatusEnum) -> Self {
+        Self {
+            status,
+            request_id: None,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `requestId` (optional).
+    #[must_use]
+    pub fn with_request_id(mut self, value: i32) -> Self {
+        self.request_id = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for LogStatusNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -102,12 +135,21 @@ impl proptest::arbitrary::Arbitrary for LogStatusNotificationRequest {
 }
 
 /// Payload of the `LogStatusNotification` response (CALLRESULT) (schema `v2_1/LogStatusNotificationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LogStatusNotificationResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl LogStatusNotificationResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for LogStatusNotificationResponse {

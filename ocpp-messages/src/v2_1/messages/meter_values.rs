@@ -42,6 +42,24 @@ pub struct MeterValuesRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl MeterValuesRequest {
+    /// Creates a value from its required fields (`evseId`, `meterValue`); the optional ones start as `None`.
+    pub fn new(evse_id: u32, meter_value: Vec<MeterValue>) -> Self {
+        Self {
+            evse_id,
+            meter_value,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for MeterValuesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -89,12 +107,21 @@ impl proptest::arbitrary::Arbitrary for MeterValuesRequest {
 }
 
 /// Payload of the `MeterValues` response (CALLRESULT) (schema `v2_1/MeterValuesResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MeterValuesResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl MeterValuesResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for MeterValuesResponse {

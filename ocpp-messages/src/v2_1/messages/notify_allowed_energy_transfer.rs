@@ -45,6 +45,27 @@ pub struct NotifyAllowedEnergyTransferRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl NotifyAllowedEnergyTransferRequest {
+    /// Creates a value from its required fields (`transactionId`, `allowedEnergyTransfer`); the optional ones start as `None`.
+    pub fn new(
+        transaction_id: impl Into<String>,
+        allowed_energy_transfer: Vec<EnergyTransferModeEnum>,
+    ) -> Self {
+        Self {
+            transaction_id: transaction_id.into(),
+            allowed_energy_transfer,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyAllowedEnergyTransferRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -110,6 +131,31 @@ pub struct NotifyAllowedEnergyTransferResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyAllowedEnergyTransferResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: NotifyAllowedEnergyTransferStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyAllowedEnergyTransferResponse {

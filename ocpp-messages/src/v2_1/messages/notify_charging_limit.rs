@@ -48,6 +48,39 @@ pub struct NotifyChargingLimitRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl NotifyChargingLimitRequest {
+    /// Creates a value from its required fields (`chargingLimit`); the optional ones start as `None`.
+    pub fn new(charging_limit: ChargingLimit) -> Self {
+        Self {
+            charging_schedule: None,
+            evse_id: None,
+            charging_limit,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `chargingSchedule` (optional).
+    #[must_use]
+    pub fn with_charging_schedule(mut self, value: Vec<ChargingSchedule>) -> Self {
+        self.charging_schedule = Some(value);
+        self
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: u32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyChargingLimitRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -108,12 +141,21 @@ impl proptest::arbitrary::Arbitrary for NotifyChargingLimitRequest {
 }
 
 /// Payload of the `NotifyChargingLimit` response (CALLRESULT) (schema `v2_1/NotifyChargingLimitResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NotifyChargingLimitResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyChargingLimitResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyChargingLimitResponse {
@@ -167,6 +209,39 @@ pub struct ChargingLimit {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ChargingLimit {
+    /// Creates a value from its required fields (`chargingLimitSource`); the optional ones start as `None`.
+    pub fn new(charging_limit_source: impl Into<String>) -> Self {
+        Self {
+            charging_limit_source: charging_limit_source.into(),
+            is_local_generation: None,
+            is_grid_critical: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `isLocalGeneration` (optional).
+    #[must_use]
+    pub fn with_is_local_generation(mut self, value: bool) -> Self {
+        self.is_local_generation = Some(value);
+        self
+    }
+
+    /// Sets `isGridCritical` (optional).
+    #[must_use]
+    pub fn with_is_grid_critical(mut self, value: bool) -> Self {
+        self.is_grid_critical = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ChargingLimit {

@@ -60,6 +60,48 @@ pub struct NotifyDERAlarmRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl NotifyDERAlarmRequest {
+    /// Creates a value from its required fields (`controlType`, `timestamp`); the optional ones start as `None`.
+    pub fn new(control_type: DERControlEnum, timestamp: DateTime) -> Self {
+        Self {
+            control_type,
+            grid_event_fault: None,
+            alarm_ended: None,
+            timestamp,
+            extra_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `gridEventFault` (optional).
+    #[must_use]
+    pub fn with_grid_event_fault(mut self, value: GridEventFaultEnum) -> Self {
+        self.grid_event_fault = Some(value);
+        self
+    }
+
+    /// Sets `alarmEnded` (optional).
+    #[must_use]
+    pub fn with_alarm_ended(mut self, value: bool) -> Self {
+        self.alarm_ended = Some(value);
+        self
+    }
+
+    /// Sets `extraInfo` (optional).
+    #[must_use]
+    pub fn with_extra_info(mut self, value: impl Into<String>) -> Self {
+        self.extra_info = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyDERAlarmRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -134,12 +176,21 @@ impl proptest::arbitrary::Arbitrary for NotifyDERAlarmRequest {
 }
 
 /// Payload of the `NotifyDERAlarm` response (CALLRESULT) (schema `v2_1/NotifyDERAlarmResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NotifyDERAlarmResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyDERAlarmResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyDERAlarmResponse {

@@ -58,6 +58,33 @@ pub struct NotifyDERStartStopRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl NotifyDERStartStopRequest {
+    /// Creates a value from its required fields (`controlId`, `started`, `timestamp`); the optional ones start as `None`.
+    pub fn new(control_id: impl Into<String>, started: bool, timestamp: DateTime) -> Self {
+        Self {
+            control_id: control_id.into(),
+            started,
+            timestamp,
+            superseded_ids: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `supersededIds` (optional).
+    #[must_use]
+    pub fn with_superseded_ids(mut self, value: Vec<String>) -> Self {
+        self.superseded_ids = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyDERStartStopRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -132,12 +159,21 @@ impl proptest::arbitrary::Arbitrary for NotifyDERStartStopRequest {
 }
 
 /// Payload of the `NotifyDERStartStop` response (CALLRESULT) (schema `v2_1/NotifyDERStartStopResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NotifyDERStartStopResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyDERStartStopResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyDERStartStopResponse {

@@ -49,6 +49,39 @@ pub struct NotifyDisplayMessagesRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl NotifyDisplayMessagesRequest {
+    /// Creates a value from its required fields (`requestId`); the optional ones start as `None`.
+    pub fn new(request_id: i32) -> Self {
+        Self {
+            message_info: None,
+            request_id,
+            tbc: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `messageInfo` (optional).
+    #[must_use]
+    pub fn with_message_info(mut self, value: Vec<MessageInfo>) -> Self {
+        self.message_info = Some(value);
+        self
+    }
+
+    /// Sets `tbc` (optional).
+    #[must_use]
+    pub fn with_tbc(mut self, value: bool) -> Self {
+        self.tbc = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyDisplayMessagesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -109,12 +142,21 @@ impl proptest::arbitrary::Arbitrary for NotifyDisplayMessagesRequest {
 }
 
 /// Payload of the `NotifyDisplayMessages` response (CALLRESULT) (schema `v2_1/NotifyDisplayMessagesResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NotifyDisplayMessagesResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyDisplayMessagesResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyDisplayMessagesResponse {

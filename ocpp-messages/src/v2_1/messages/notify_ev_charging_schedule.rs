@@ -60,6 +60,41 @@ pub struct NotifyEVChargingScheduleRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl NotifyEVChargingScheduleRequest {
+    /// Creates a value from its required fields (`timeBase`, `chargingSchedule`, `evseId`); the optional ones start as `None`.
+    pub fn new(time_base: DateTime, charging_schedule: ChargingSchedule, evse_id: u32) -> Self {
+        Self {
+            time_base,
+            charging_schedule,
+            evse_id,
+            selected_charging_schedule_id: None,
+            power_tolerance_acceptance: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `selectedChargingScheduleId` (optional).
+    #[must_use]
+    pub fn with_selected_charging_schedule_id(mut self, value: u32) -> Self {
+        self.selected_charging_schedule_id = Some(value);
+        self
+    }
+
+    /// Sets `powerToleranceAcceptance` (optional).
+    #[must_use]
+    pub fn with_power_tolerance_acceptance(mut self, value: bool) -> Self {
+        self.power_tolerance_acceptance = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyEVChargingScheduleRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -150,6 +185,31 @@ pub struct NotifyEVChargingScheduleResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyEVChargingScheduleResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GenericStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyEVChargingScheduleResponse {

@@ -60,6 +60,41 @@ pub struct NotifyMonitoringReportRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl NotifyMonitoringReportRequest {
+    /// Creates a value from its required fields (`requestId`, `seqNo`, `generatedAt`); the optional ones start as `None`.
+    pub fn new(request_id: i32, seq_no: u32, generated_at: DateTime) -> Self {
+        Self {
+            monitor: None,
+            request_id,
+            tbc: None,
+            seq_no,
+            generated_at,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `monitor` (optional).
+    #[must_use]
+    pub fn with_monitor(mut self, value: Vec<MonitoringData>) -> Self {
+        self.monitor = Some(value);
+        self
+    }
+
+    /// Sets `tbc` (optional).
+    #[must_use]
+    pub fn with_tbc(mut self, value: bool) -> Self {
+        self.tbc = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyMonitoringReportRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -143,12 +178,21 @@ impl proptest::arbitrary::Arbitrary for NotifyMonitoringReportRequest {
 }
 
 /// Payload of the `NotifyMonitoringReport` response (CALLRESULT) (schema `v2_1/NotifyMonitoringReportResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NotifyMonitoringReportResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyMonitoringReportResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyMonitoringReportResponse {
@@ -196,6 +240,29 @@ pub struct MonitoringData {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl MonitoringData {
+    /// Creates a value from its required fields (`component`, `variable`, `variableMonitoring`); the optional ones start as `None`.
+    pub fn new(
+        component: Component,
+        variable: Variable,
+        variable_monitoring: Vec<VariableMonitoring>,
+    ) -> Self {
+        Self {
+            component,
+            variable,
+            variable_monitoring,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for MonitoringData {
@@ -314,6 +381,35 @@ pub struct VariableMonitoring {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl VariableMonitoring {
+    /// Creates a value from its required fields (`id`, `transaction`, `value`, `type`, `severity`, `eventNotificationType`); the optional ones start as `None`.
+    pub fn new(
+        id: u32,
+        transaction: bool,
+        value: f64,
+        r#type: MonitorEnum,
+        severity: u32,
+        event_notification_type: EventNotificationEnum,
+    ) -> Self {
+        Self {
+            id,
+            transaction,
+            value,
+            r#type,
+            severity,
+            event_notification_type,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for VariableMonitoring {

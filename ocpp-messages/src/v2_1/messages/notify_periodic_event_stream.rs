@@ -50,6 +50,26 @@ pub struct NotifyPeriodicEventStreamRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl NotifyPeriodicEventStreamRequest {
+    /// Creates a value from its required fields (`data`, `id`, `pending`, `basetime`); the optional ones start as `None`.
+    pub fn new(data: Vec<StreamDataElement>, id: u32, pending: u32, basetime: DateTime) -> Self {
+        Self {
+            data,
+            id,
+            pending,
+            basetime,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyPeriodicEventStreamRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -130,6 +150,24 @@ pub struct StreamDataElement {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl StreamDataElement {
+    /// Creates a value from its required fields (`t`, `v`); the optional ones start as `None`.
+    pub fn new(t: f64, v: impl Into<String>) -> Self {
+        Self {
+            t,
+            v: v.into(),
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for StreamDataElement {

@@ -44,6 +44,24 @@ pub struct NotifyPriorityChargingRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl NotifyPriorityChargingRequest {
+    /// Creates a value from its required fields (`transactionId`, `activated`); the optional ones start as `None`.
+    pub fn new(transaction_id: impl Into<String>, activated: bool) -> Self {
+        Self {
+            transaction_id: transaction_id.into(),
+            activated,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyPriorityChargingRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -95,12 +113,21 @@ impl proptest::arbitrary::Arbitrary for NotifyPriorityChargingRequest {
 /// This response message has an empty body.
 ///
 /// Payload of the `NotifyPriorityCharging` response (CALLRESULT) (schema `v2_1/NotifyPriorityChargingResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NotifyPriorityChargingResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyPriorityChargingResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyPriorityChargingResponse {

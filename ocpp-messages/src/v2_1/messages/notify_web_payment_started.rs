@@ -43,6 +43,24 @@ pub struct NotifyWebPaymentStartedRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl NotifyWebPaymentStartedRequest {
+    /// Creates a value from its required fields (`evseId`, `timeout`); the optional ones start as `None`.
+    pub fn new(evse_id: u32, timeout: i32) -> Self {
+        Self {
+            evse_id,
+            timeout,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyWebPaymentStartedRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -87,12 +105,21 @@ impl proptest::arbitrary::Arbitrary for NotifyWebPaymentStartedRequest {
 }
 
 /// Payload of the `NotifyWebPaymentStarted` response (CALLRESULT) (schema `v2_1/NotifyWebPaymentStartedResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct NotifyWebPaymentStartedResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyWebPaymentStartedResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyWebPaymentStartedResponse {

@@ -36,6 +36,23 @@ pub struct OpenPeriodicEventStreamRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl OpenPeriodicEventStreamRequest {
+    /// Creates a value from its required fields (`constantStreamData`); the optional ones start as `None`.
+    pub fn new(constant_stream_data: ConstantStreamData) -> Self {
+        Self {
+            constant_stream_data,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for OpenPeriodicEventStreamRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -86,6 +103,31 @@ pub struct OpenPeriodicEventStreamResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl OpenPeriodicEventStreamResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GenericStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for OpenPeriodicEventStreamResponse {

@@ -70,6 +70,41 @@ pub struct PublishFirmwareRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl PublishFirmwareRequest {
+    /// Creates a value from its required fields (`location`, `checksum`, `requestId`); the optional ones start as `None`.
+    pub fn new(location: impl Into<String>, checksum: impl Into<String>, request_id: u32) -> Self {
+        Self {
+            location: location.into(),
+            retries: None,
+            checksum: checksum.into(),
+            request_id,
+            retry_interval: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `retries` (optional).
+    #[must_use]
+    pub fn with_retries(mut self, value: u32) -> Self {
+        self.retries = Some(value);
+        self
+    }
+
+    /// Sets `retryInterval` (optional).
+    #[must_use]
+    pub fn with_retry_interval(mut self, value: u32) -> Self {
+        self.retry_interval = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for PublishFirmwareRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -158,6 +193,31 @@ pub struct PublishFirmwareResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl PublishFirmwareResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GenericStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for PublishFirmwareResponse {

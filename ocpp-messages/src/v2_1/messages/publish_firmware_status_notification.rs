@@ -57,6 +57,47 @@ pub struct PublishFirmwareStatusNotificationRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl PublishFirmwareStatusNotificationRequest {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: PublishFirmwareStatusEnum) -> Self {
+        Self {
+            status,
+            location: None,
+            request_id: None,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `location` (optional).
+    #[must_use]
+    pub fn with_location(mut self, value: Vec<String>) -> Self {
+        self.location = Some(value);
+        self
+    }
+
+    /// Sets `requestId` (optional).
+    #[must_use]
+    pub fn with_request_id(mut self, value: u32) -> Self {
+        self.request_id = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for PublishFirmwareStatusNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -131,12 +172,21 @@ impl proptest::arbitrary::Arbitrary for PublishFirmwareStatusNotificationRequest
 }
 
 /// Payload of the `PublishFirmwareStatusNotification` response (CALLRESULT) (schema `v2_1/PublishFirmwareStatusNotificationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PublishFirmwareStatusNotificationResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl PublishFirmwareStatusNotificationResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for PublishFirmwareStatusNotificationResponse {

@@ -38,6 +38,23 @@ pub struct PullDynamicScheduleUpdateRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl PullDynamicScheduleUpdateRequest {
+    /// Creates a value from its required fields (`chargingProfileId`); the optional ones start as `None`.
+    pub fn new(charging_profile_id: i32) -> Self {
+        Self {
+            charging_profile_id,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for PullDynamicScheduleUpdateRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -92,6 +109,39 @@ pub struct PullDynamicScheduleUpdateResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl PullDynamicScheduleUpdateResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: ChargingProfileStatusEnum) -> Self {
+        Self {
+            schedule_update: None,
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `scheduleUpdate` (optional).
+    #[must_use]
+    pub fn with_schedule_update(mut self, value: ChargingScheduleUpdate) -> Self {
+        self.schedule_update = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for PullDynamicScheduleUpdateResponse {

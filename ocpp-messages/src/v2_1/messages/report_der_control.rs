@@ -82,6 +82,95 @@ pub struct ReportDERControlRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl ReportDERControlRequest {
+    /// Creates a value from its required fields (`requestId`); the optional ones start as `None`.
+    pub fn new(request_id: i32) -> Self {
+        Self {
+            curve: None,
+            enter_service: None,
+            fixed_pf_absorb: None,
+            fixed_pf_inject: None,
+            fixed_var: None,
+            freq_droop: None,
+            gradient: None,
+            limit_max_discharge: None,
+            request_id,
+            tbc: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `curve` (optional).
+    #[must_use]
+    pub fn with_curve(mut self, value: Vec<DERCurveGet>) -> Self {
+        self.curve = Some(value);
+        self
+    }
+
+    /// Sets `enterService` (optional).
+    #[must_use]
+    pub fn with_enter_service(mut self, value: Vec<EnterServiceGet>) -> Self {
+        self.enter_service = Some(value);
+        self
+    }
+
+    /// Sets `fixedPFAbsorb` (optional).
+    #[must_use]
+    pub fn with_fixed_pf_absorb(mut self, value: Vec<FixedPFGet>) -> Self {
+        self.fixed_pf_absorb = Some(value);
+        self
+    }
+
+    /// Sets `fixedPFInject` (optional).
+    #[must_use]
+    pub fn with_fixed_pf_inject(mut self, value: Vec<FixedPFGet>) -> Self {
+        self.fixed_pf_inject = Some(value);
+        self
+    }
+
+    /// Sets `fixedVar` (optional).
+    #[must_use]
+    pub fn with_fixed_var(mut self, value: Vec<FixedVarGet>) -> Self {
+        self.fixed_var = Some(value);
+        self
+    }
+
+    /// Sets `freqDroop` (optional).
+    #[must_use]
+    pub fn with_freq_droop(mut self, value: Vec<FreqDroopGet>) -> Self {
+        self.freq_droop = Some(value);
+        self
+    }
+
+    /// Sets `gradient` (optional).
+    #[must_use]
+    pub fn with_gradient(mut self, value: Vec<GradientGet>) -> Self {
+        self.gradient = Some(value);
+        self
+    }
+
+    /// Sets `limitMaxDischarge` (optional).
+    #[must_use]
+    pub fn with_limit_max_discharge(mut self, value: Vec<LimitMaxDischargeGet>) -> Self {
+        self.limit_max_discharge = Some(value);
+        self
+    }
+
+    /// Sets `tbc` (optional).
+    #[must_use]
+    pub fn with_tbc(mut self, value: bool) -> Self {
+        self.tbc = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ReportDERControlRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -246,12 +335,21 @@ impl proptest::arbitrary::Arbitrary for ReportDERControlRequest {
 /// This message has no parameters.
 ///
 /// Payload of the `ReportDERControl` response (CALLRESULT) (schema `v2_1/ReportDERControlResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ReportDERControlResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ReportDERControlResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ReportDERControlResponse {
@@ -309,6 +407,33 @@ pub struct DERCurveGet {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl DERCurveGet {
+    /// Creates a value from its required fields (`curve`, `id`, `curveType`, `isDefault`, `isSuperseded`); the optional ones start as `None`.
+    pub fn new(
+        curve: DERCurve,
+        id: impl Into<String>,
+        curve_type: DERControlEnum,
+        is_default: bool,
+        is_superseded: bool,
+    ) -> Self {
+        Self {
+            curve,
+            id: id.into(),
+            curve_type,
+            is_default,
+            is_superseded,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for DERCurveGet {
@@ -404,6 +529,24 @@ pub struct EnterServiceGet {
     pub custom_data: Option<CustomData>,
 }
 
+impl EnterServiceGet {
+    /// Creates a value from its required fields (`enterService`, `id`); the optional ones start as `None`.
+    pub fn new(enter_service: EnterService, id: impl Into<String>) -> Self {
+        Self {
+            enter_service,
+            id: id.into(),
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for EnterServiceGet {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -472,6 +615,31 @@ pub struct FixedPFGet {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl FixedPFGet {
+    /// Creates a value from its required fields (`fixedPF`, `id`, `isDefault`, `isSuperseded`); the optional ones start as `None`.
+    pub fn new(
+        fixed_pf: FixedPF,
+        id: impl Into<String>,
+        is_default: bool,
+        is_superseded: bool,
+    ) -> Self {
+        Self {
+            fixed_pf,
+            id: id.into(),
+            is_default,
+            is_superseded,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for FixedPFGet {
@@ -563,6 +731,31 @@ pub struct FixedVarGet {
     pub custom_data: Option<CustomData>,
 }
 
+impl FixedVarGet {
+    /// Creates a value from its required fields (`fixedVar`, `id`, `isDefault`, `isSuperseded`); the optional ones start as `None`.
+    pub fn new(
+        fixed_var: FixedVar,
+        id: impl Into<String>,
+        is_default: bool,
+        is_superseded: bool,
+    ) -> Self {
+        Self {
+            fixed_var,
+            id: id.into(),
+            is_default,
+            is_superseded,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for FixedVarGet {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -652,6 +845,31 @@ pub struct FreqDroopGet {
     pub custom_data: Option<CustomData>,
 }
 
+impl FreqDroopGet {
+    /// Creates a value from its required fields (`freqDroop`, `id`, `isDefault`, `isSuperseded`); the optional ones start as `None`.
+    pub fn new(
+        freq_droop: FreqDroop,
+        id: impl Into<String>,
+        is_default: bool,
+        is_superseded: bool,
+    ) -> Self {
+        Self {
+            freq_droop,
+            id: id.into(),
+            is_default,
+            is_superseded,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for FreqDroopGet {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -731,6 +949,24 @@ pub struct GradientGet {
     pub custom_data: Option<CustomData>,
 }
 
+impl GradientGet {
+    /// Creates a value from its required fields (`gradient`, `id`); the optional ones start as `None`.
+    pub fn new(gradient: Gradient, id: impl Into<String>) -> Self {
+        Self {
+            gradient,
+            id: id.into(),
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for GradientGet {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -799,6 +1035,31 @@ pub struct LimitMaxDischargeGet {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl LimitMaxDischargeGet {
+    /// Creates a value from its required fields (`id`, `isDefault`, `isSuperseded`, `limitMaxDischarge`); the optional ones start as `None`.
+    pub fn new(
+        id: impl Into<String>,
+        is_default: bool,
+        is_superseded: bool,
+        limit_max_discharge: LimitMaxDischarge,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            is_default,
+            is_superseded,
+            limit_max_discharge,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for LimitMaxDischargeGet {

@@ -64,6 +64,49 @@ pub struct ReserveNowRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl ReserveNowRequest {
+    /// Creates a value from its required fields (`id`, `expiryDateTime`, `idToken`); the optional ones start as `None`.
+    pub fn new(id: u32, expiry_date_time: DateTime, id_token: IdToken) -> Self {
+        Self {
+            id,
+            expiry_date_time,
+            connector_type: None,
+            id_token,
+            evse_id: None,
+            group_id_token: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `connectorType` (optional).
+    #[must_use]
+    pub fn with_connector_type(mut self, value: impl Into<String>) -> Self {
+        self.connector_type = Some(value.into());
+        self
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: u32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+
+    /// Sets `groupIdToken` (optional).
+    #[must_use]
+    pub fn with_group_id_token(mut self, value: IdToken) -> Self {
+        self.group_id_token = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ReserveNowRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -159,6 +202,31 @@ pub struct ReserveNowResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ReserveNowResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: ReserveNowStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ReserveNowResponse {

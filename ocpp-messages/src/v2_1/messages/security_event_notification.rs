@@ -51,6 +51,32 @@ pub struct SecurityEventNotificationRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl SecurityEventNotificationRequest {
+    /// Creates a value from its required fields (`type`, `timestamp`); the optional ones start as `None`.
+    pub fn new(r#type: impl Into<String>, timestamp: DateTime) -> Self {
+        Self {
+            r#type: r#type.into(),
+            timestamp,
+            tech_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `techInfo` (optional).
+    #[must_use]
+    pub fn with_tech_info(mut self, value: impl Into<String>) -> Self {
+        self.tech_info = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for SecurityEventNotificationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -106,12 +132,21 @@ impl proptest::arbitrary::Arbitrary for SecurityEventNotificationRequest {
 }
 
 /// Payload of the `SecurityEventNotification` response (CALLRESULT) (schema `v2_1/SecurityEventNotificationResponse.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SecurityEventNotificationResponse {
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl SecurityEventNotificationResponse {
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SecurityEventNotificationResponse {

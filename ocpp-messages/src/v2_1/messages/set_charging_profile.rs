@@ -41,6 +41,24 @@ pub struct SetChargingProfileRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl SetChargingProfileRequest {
+    /// Creates a value from its required fields (`evseId`, `chargingProfile`); the optional ones start as `None`.
+    pub fn new(evse_id: u32, charging_profile: ChargingProfile) -> Self {
+        Self {
+            evse_id,
+            charging_profile,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for SetChargingProfileRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -103,6 +121,31 @@ pub struct SetChargingProfileResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl SetChargingProfileResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: ChargingProfileStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SetChargingProfileResponse {

@@ -83,6 +83,93 @@ pub struct SetDERControlRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl SetDERControlRequest {
+    /// Creates a value from its required fields (`isDefault`, `controlId`, `controlType`); the optional ones start as `None`.
+    pub fn new(
+        is_default: bool,
+        control_id: impl Into<String>,
+        control_type: DERControlEnum,
+    ) -> Self {
+        Self {
+            is_default,
+            control_id: control_id.into(),
+            control_type,
+            curve: None,
+            enter_service: None,
+            fixed_pf_absorb: None,
+            fixed_pf_inject: None,
+            fixed_var: None,
+            freq_droop: None,
+            gradient: None,
+            limit_max_discharge: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `curve` (optional).
+    #[must_use]
+    pub fn with_curve(mut self, value: DERCurve) -> Self {
+        self.curve = Some(value);
+        self
+    }
+
+    /// Sets `enterService` (optional).
+    #[must_use]
+    pub fn with_enter_service(mut self, value: EnterService) -> Self {
+        self.enter_service = Some(value);
+        self
+    }
+
+    /// Sets `fixedPFAbsorb` (optional).
+    #[must_use]
+    pub fn with_fixed_pf_absorb(mut self, value: FixedPF) -> Self {
+        self.fixed_pf_absorb = Some(value);
+        self
+    }
+
+    /// Sets `fixedPFInject` (optional).
+    #[must_use]
+    pub fn with_fixed_pf_inject(mut self, value: FixedPF) -> Self {
+        self.fixed_pf_inject = Some(value);
+        self
+    }
+
+    /// Sets `fixedVar` (optional).
+    #[must_use]
+    pub fn with_fixed_var(mut self, value: FixedVar) -> Self {
+        self.fixed_var = Some(value);
+        self
+    }
+
+    /// Sets `freqDroop` (optional).
+    #[must_use]
+    pub fn with_freq_droop(mut self, value: FreqDroop) -> Self {
+        self.freq_droop = Some(value);
+        self
+    }
+
+    /// Sets `gradient` (optional).
+    #[must_use]
+    pub fn with_gradient(mut self, value: Gradient) -> Self {
+        self.gradient = Some(value);
+        self
+    }
+
+    /// Sets `limitMaxDischarge` (optional).
+    #[must_use]
+    pub fn with_limit_max_discharge(mut self, value: LimitMaxDischarge) -> Self {
+        self.limit_max_discharge = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for SetDERControlRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -225,6 +312,39 @@ pub struct SetDERControlResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl SetDERControlResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: DERControlStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            superseded_ids: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `supersededIds` (optional).
+    #[must_use]
+    pub fn with_superseded_ids(mut self, value: Vec<String>) -> Self {
+        self.superseded_ids = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SetDERControlResponse {

@@ -42,6 +42,24 @@ pub struct SetNetworkProfileRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl SetNetworkProfileRequest {
+    /// Creates a value from its required fields (`configurationSlot`, `connectionData`); the optional ones start as `None`.
+    pub fn new(configuration_slot: i32, connection_data: NetworkConnectionProfile) -> Self {
+        Self {
+            configuration_slot,
+            connection_data,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for SetNetworkProfileRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -104,6 +122,31 @@ pub struct SetNetworkProfileResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl SetNetworkProfileResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: SetNetworkProfileStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SetNetworkProfileResponse {
@@ -198,6 +241,64 @@ pub struct APN {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl APN {
+    /// Creates a value from its required fields (`apn`, `apnAuthentication`); the optional ones start as `None`.
+    pub fn new(apn: impl Into<String>, apn_authentication: APNAuthenticationEnum) -> Self {
+        Self {
+            apn: apn.into(),
+            apn_user_name: None,
+            apn_password: None,
+            sim_pin: None,
+            preferred_network: None,
+            use_only_preferred_network: None,
+            apn_authentication,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `apnUserName` (optional).
+    #[must_use]
+    pub fn with_apn_user_name(mut self, value: impl Into<String>) -> Self {
+        self.apn_user_name = Some(value.into());
+        self
+    }
+
+    /// Sets `apnPassword` (optional).
+    #[must_use]
+    pub fn with_apn_password(mut self, value: impl Into<String>) -> Self {
+        self.apn_password = Some(value.into());
+        self
+    }
+
+    /// Sets `simPin` (optional).
+    #[must_use]
+    pub fn with_sim_pin(mut self, value: i32) -> Self {
+        self.sim_pin = Some(value);
+        self
+    }
+
+    /// Sets `preferredNetwork` (optional).
+    #[must_use]
+    pub fn with_preferred_network(mut self, value: impl Into<String>) -> Self {
+        self.preferred_network = Some(value.into());
+        self
+    }
+
+    /// Sets `useOnlyPreferredNetwork` (optional).
+    #[must_use]
+    pub fn with_use_only_preferred_network(mut self, value: bool) -> Self {
+        self.use_only_preferred_network = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for APN {
@@ -363,6 +464,73 @@ pub struct NetworkConnectionProfile {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NetworkConnectionProfile {
+    /// Creates a value from its required fields (`ocppInterface`, `ocppTransport`, `messageTimeout`, `ocppCsmsUrl`, `securityProfile`); the optional ones start as `None`.
+    pub fn new(
+        ocpp_interface: OCPPInterfaceEnum,
+        ocpp_transport: OCPPTransportEnum,
+        message_timeout: i32,
+        ocpp_csms_url: impl Into<String>,
+        security_profile: u32,
+    ) -> Self {
+        Self {
+            apn: None,
+            ocpp_version: None,
+            ocpp_interface,
+            ocpp_transport,
+            message_timeout,
+            ocpp_csms_url: ocpp_csms_url.into(),
+            security_profile,
+            identity: None,
+            basic_auth_password: None,
+            vpn: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `apn` (optional).
+    #[must_use]
+    pub fn with_apn(mut self, value: APN) -> Self {
+        self.apn = Some(value);
+        self
+    }
+
+    /// Sets `ocppVersion` (optional).
+    #[must_use]
+    pub fn with_ocpp_version(mut self, value: OCPPVersionEnum) -> Self {
+        self.ocpp_version = Some(value);
+        self
+    }
+
+    /// Sets `identity` (optional).
+    #[must_use]
+    pub fn with_identity(mut self, value: impl Into<String>) -> Self {
+        self.identity = Some(value.into());
+        self
+    }
+
+    /// Sets `basicAuthPassword` (optional).
+    #[must_use]
+    pub fn with_basic_auth_password(mut self, value: impl Into<String>) -> Self {
+        self.basic_auth_password = Some(value.into());
+        self
+    }
+
+    /// Sets `vpn` (optional).
+    #[must_use]
+    pub fn with_vpn(mut self, value: VPN) -> Self {
+        self.vpn = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NetworkConnectionProfile {
@@ -604,6 +772,41 @@ pub struct VPN {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl VPN {
+    /// Creates a value from its required fields (`server`, `user`, `password`, `key`, `type`); the optional ones start as `None`.
+    pub fn new(
+        server: impl Into<String>,
+        user: impl Into<String>,
+        password: impl Into<String>,
+        key: impl Into<String>,
+        r#type: VPNEnum,
+    ) -> Self {
+        Self {
+            server: server.into(),
+            user: user.into(),
+            group: None,
+            password: password.into(),
+            key: key.into(),
+            r#type,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `group` (optional).
+    #[must_use]
+    pub fn with_group(mut self, value: impl Into<String>) -> Self {
+        self.group = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for VPN {

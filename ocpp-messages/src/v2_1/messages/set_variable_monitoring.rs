@@ -40,6 +40,23 @@ pub struct SetVariableMonitoringRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl SetVariableMonitoringRequest {
+    /// Creates a value from its required fields (`setMonitoringData`); the optional ones start as `None`.
+    pub fn new(set_monitoring_data: Vec<SetMonitoringData>) -> Self {
+        Self {
+            set_monitoring_data,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for SetVariableMonitoringRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -89,6 +106,23 @@ pub struct SetVariableMonitoringResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl SetVariableMonitoringResponse {
+    /// Creates a value from its required fields (`setMonitoringResult`); the optional ones start as `None`.
+    pub fn new(set_monitoring_result: Vec<SetMonitoringResult>) -> Self {
+        Self {
+            set_monitoring_result,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SetVariableMonitoringResponse {
@@ -197,6 +231,57 @@ pub struct SetMonitoringData {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl SetMonitoringData {
+    /// Creates a value from its required fields (`value`, `type`, `severity`, `component`, `variable`); the optional ones start as `None`.
+    pub fn new(
+        value: f64,
+        r#type: MonitorEnum,
+        severity: u32,
+        component: Component,
+        variable: Variable,
+    ) -> Self {
+        Self {
+            id: None,
+            periodic_event_stream: None,
+            transaction: None,
+            value,
+            r#type,
+            severity,
+            component,
+            variable,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `id` (optional).
+    #[must_use]
+    pub fn with_id(mut self, value: u32) -> Self {
+        self.id = Some(value);
+        self
+    }
+
+    /// Sets `periodicEventStream` (optional).
+    #[must_use]
+    pub fn with_periodic_event_stream(mut self, value: PeriodicEventStreamParams) -> Self {
+        self.periodic_event_stream = Some(value);
+        self
+    }
+
+    /// Sets `transaction` (optional).
+    #[must_use]
+    pub fn with_transaction(mut self, value: bool) -> Self {
+        self.transaction = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SetMonitoringData {
@@ -360,6 +445,49 @@ pub struct SetMonitoringResult {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl SetMonitoringResult {
+    /// Creates a value from its required fields (`status`, `type`, `component`, `variable`, `severity`); the optional ones start as `None`.
+    pub fn new(
+        status: SetMonitoringStatusEnum,
+        r#type: MonitorEnum,
+        component: Component,
+        variable: Variable,
+        severity: u32,
+    ) -> Self {
+        Self {
+            id: None,
+            status_info: None,
+            status,
+            r#type,
+            component,
+            variable,
+            severity,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `id` (optional).
+    #[must_use]
+    pub fn with_id(mut self, value: u32) -> Self {
+        self.id = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SetMonitoringResult {

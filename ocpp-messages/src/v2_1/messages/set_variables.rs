@@ -38,6 +38,23 @@ pub struct SetVariablesRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl SetVariablesRequest {
+    /// Creates a value from its required fields (`setVariableData`); the optional ones start as `None`.
+    pub fn new(set_variable_data: Vec<SetVariableData>) -> Self {
+        Self {
+            set_variable_data,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for SetVariablesRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -87,6 +104,23 @@ pub struct SetVariablesResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl SetVariablesResponse {
+    /// Creates a value from its required fields (`setVariableResult`); the optional ones start as `None`.
+    pub fn new(set_variable_result: Vec<SetVariableResult>) -> Self {
+        Self {
+            set_variable_result,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SetVariablesResponse {
@@ -153,6 +187,37 @@ pub struct SetVariableData {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl SetVariableData {
+    /// Creates a value from its required fields (`attributeValue`, `component`, `variable`); the optional ones start as `None`.
+    pub fn new(
+        attribute_value: impl Into<String>,
+        component: Component,
+        variable: Variable,
+    ) -> Self {
+        Self {
+            attribute_type: None,
+            attribute_value: attribute_value.into(),
+            component,
+            variable,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `attributeType` (optional).
+    #[must_use]
+    pub fn with_attribute_type(mut self, value: AttributeEnum) -> Self {
+        self.attribute_type = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SetVariableData {
@@ -246,6 +311,45 @@ pub struct SetVariableResult {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl SetVariableResult {
+    /// Creates a value from its required fields (`attributeStatus`, `component`, `variable`); the optional ones start as `None`.
+    pub fn new(
+        attribute_status: SetVariableStatusEnum,
+        component: Component,
+        variable: Variable,
+    ) -> Self {
+        Self {
+            attribute_type: None,
+            attribute_status,
+            attribute_status_info: None,
+            component,
+            variable,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `attributeType` (optional).
+    #[must_use]
+    pub fn with_attribute_type(mut self, value: AttributeEnum) -> Self {
+        self.attribute_type = Some(value);
+        self
+    }
+
+    /// Sets `attributeStatusInfo` (optional).
+    #[must_use]
+    pub fn with_attribute_status_info(mut self, value: StatusInfo) -> Self {
+        self.attribute_status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SetVariableResult {

@@ -55,6 +55,47 @@ pub struct SignCertificateRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl SignCertificateRequest {
+    /// Creates a value from its required fields (`csr`); the optional ones start as `None`.
+    pub fn new(csr: impl Into<String>) -> Self {
+        Self {
+            csr: csr.into(),
+            certificate_type: None,
+            hash_root_certificate: None,
+            request_id: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `certificateType` (optional).
+    #[must_use]
+    pub fn with_certificate_type(mut self, value: CertificateSigningUseEnum) -> Self {
+        self.certificate_type = Some(value);
+        self
+    }
+
+    /// Sets `hashRootCertificate` (optional).
+    #[must_use]
+    pub fn with_hash_root_certificate(mut self, value: CertificateHashData) -> Self {
+        self.hash_root_certificate = Some(value);
+        self
+    }
+
+    /// Sets `requestId` (optional).
+    #[must_use]
+    pub fn with_request_id(mut self, value: i32) -> Self {
+        self.request_id = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for SignCertificateRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -134,6 +175,31 @@ pub struct SignCertificateResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl SignCertificateResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: GenericStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for SignCertificateResponse {

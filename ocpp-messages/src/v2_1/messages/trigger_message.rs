@@ -47,6 +47,39 @@ pub struct TriggerMessageRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl TriggerMessageRequest {
+    /// Creates a value from its required fields (`requestedMessage`); the optional ones start as `None`.
+    pub fn new(requested_message: MessageTriggerEnum) -> Self {
+        Self {
+            evse: None,
+            requested_message,
+            custom_trigger: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `evse` (optional).
+    #[must_use]
+    pub fn with_evse(mut self, value: EVSE) -> Self {
+        self.evse = Some(value);
+        self
+    }
+
+    /// Sets `customTrigger` (optional).
+    #[must_use]
+    pub fn with_custom_trigger(mut self, value: impl Into<String>) -> Self {
+        self.custom_trigger = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for TriggerMessageRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -114,6 +147,31 @@ pub struct TriggerMessageResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl TriggerMessageResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: TriggerMessageStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for TriggerMessageResponse {

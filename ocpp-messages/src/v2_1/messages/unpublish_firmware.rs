@@ -39,6 +39,23 @@ pub struct UnpublishFirmwareRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl UnpublishFirmwareRequest {
+    /// Creates a value from its required fields (`checksum`); the optional ones start as `None`.
+    pub fn new(checksum: impl Into<String>) -> Self {
+        Self {
+            checksum: checksum.into(),
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for UnpublishFirmwareRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -85,6 +102,23 @@ pub struct UnpublishFirmwareResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl UnpublishFirmwareResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: UnpublishFirmwareStatusEnum) -> Self {
+        Self {
+            status,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for UnpublishFirmwareResponse {

@@ -43,6 +43,24 @@ pub struct UpdateDynamicScheduleRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl UpdateDynamicScheduleRequest {
+    /// Creates a value from its required fields (`chargingProfileId`, `scheduleUpdate`); the optional ones start as `None`.
+    pub fn new(charging_profile_id: i32, schedule_update: ChargingScheduleUpdate) -> Self {
+        Self {
+            charging_profile_id,
+            schedule_update,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for UpdateDynamicScheduleRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -105,6 +123,31 @@ pub struct UpdateDynamicScheduleResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl UpdateDynamicScheduleResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: ChargingProfileStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for UpdateDynamicScheduleResponse {

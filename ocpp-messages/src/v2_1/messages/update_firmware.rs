@@ -56,6 +56,40 @@ pub struct UpdateFirmwareRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl UpdateFirmwareRequest {
+    /// Creates a value from its required fields (`requestId`, `firmware`); the optional ones start as `None`.
+    pub fn new(request_id: i32, firmware: Firmware) -> Self {
+        Self {
+            retries: None,
+            retry_interval: None,
+            request_id,
+            firmware,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `retries` (optional).
+    #[must_use]
+    pub fn with_retries(mut self, value: u32) -> Self {
+        self.retries = Some(value);
+        self
+    }
+
+    /// Sets `retryInterval` (optional).
+    #[must_use]
+    pub fn with_retry_interval(mut self, value: i32) -> Self {
+        self.retry_interval = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for UpdateFirmwareRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -138,6 +172,31 @@ pub struct UpdateFirmwareResponse {
     pub custom_data: Option<CustomData>,
 }
 
+impl UpdateFirmwareResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: UpdateFirmwareStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for UpdateFirmwareResponse {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -218,6 +277,48 @@ pub struct Firmware {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl Firmware {
+    /// Creates a value from its required fields (`location`, `retrieveDateTime`); the optional ones start as `None`.
+    pub fn new(location: impl Into<String>, retrieve_date_time: DateTime) -> Self {
+        Self {
+            location: location.into(),
+            retrieve_date_time,
+            install_date_time: None,
+            signing_certificate: None,
+            signature: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `installDateTime` (optional).
+    #[must_use]
+    pub fn with_install_date_time(mut self, value: DateTime) -> Self {
+        self.install_date_time = Some(value);
+        self
+    }
+
+    /// Sets `signingCertificate` (optional).
+    #[must_use]
+    pub fn with_signing_certificate(mut self, value: impl Into<String>) -> Self {
+        self.signing_certificate = Some(value.into());
+        self
+    }
+
+    /// Sets `signature` (optional).
+    #[must_use]
+    pub fn with_signature(mut self, value: impl Into<String>) -> Self {
+        self.signature = Some(value.into());
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for Firmware {

@@ -45,6 +45,24 @@ pub struct UsePriorityChargingRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl UsePriorityChargingRequest {
+    /// Creates a value from its required fields (`transactionId`, `activate`); the optional ones start as `None`.
+    pub fn new(transaction_id: impl Into<String>, activate: bool) -> Self {
+        Self {
+            transaction_id: transaction_id.into(),
+            activate,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for UsePriorityChargingRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -107,6 +125,31 @@ pub struct UsePriorityChargingResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl UsePriorityChargingResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: PriorityChargingStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for UsePriorityChargingResponse {

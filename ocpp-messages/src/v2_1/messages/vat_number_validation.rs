@@ -45,6 +45,31 @@ pub struct VatNumberValidationRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl VatNumberValidationRequest {
+    /// Creates a value from its required fields (`vatNumber`); the optional ones start as `None`.
+    pub fn new(vat_number: impl Into<String>) -> Self {
+        Self {
+            vat_number: vat_number.into(),
+            evse_id: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: u32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for VatNumberValidationRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -116,6 +141,48 @@ pub struct VatNumberValidationResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl VatNumberValidationResponse {
+    /// Creates a value from its required fields (`vatNumber`, `status`); the optional ones start as `None`.
+    pub fn new(vat_number: impl Into<String>, status: GenericStatusEnum) -> Self {
+        Self {
+            company: None,
+            status_info: None,
+            vat_number: vat_number.into(),
+            evse_id: None,
+            status,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `company` (optional).
+    #[must_use]
+    pub fn with_company(mut self, value: Address) -> Self {
+        self.company = Some(value);
+        self
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `evseId` (optional).
+    #[must_use]
+    pub fn with_evse_id(mut self, value: u32) -> Self {
+        self.evse_id = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for VatNumberValidationResponse {

@@ -61,6 +61,40 @@ pub struct NotifyEVChargingNeedsRequest {
     pub custom_data: Option<CustomData>,
 }
 
+impl NotifyEVChargingNeedsRequest {
+    /// Creates a value from its required fields (`evseId`, `chargingNeeds`); the optional ones start as `None`.
+    pub fn new(evse_id: u32, charging_needs: ChargingNeeds) -> Self {
+        Self {
+            evse_id,
+            max_schedule_tuples: None,
+            charging_needs,
+            timestamp: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `maxScheduleTuples` (optional).
+    #[must_use]
+    pub fn with_max_schedule_tuples(mut self, value: u32) -> Self {
+        self.max_schedule_tuples = Some(value);
+        self
+    }
+
+    /// Sets `timestamp` (optional).
+    #[must_use]
+    pub fn with_timestamp(mut self, value: DateTime) -> Self {
+        self.timestamp = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for NotifyEVChargingNeedsRequest {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -141,6 +175,31 @@ pub struct NotifyEVChargingNeedsResponse {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl NotifyEVChargingNeedsResponse {
+    /// Creates a value from its required fields (`status`); the optional ones start as `None`.
+    pub fn new(status: NotifyEVChargingNeedsStatusEnum) -> Self {
+        Self {
+            status,
+            status_info: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `statusInfo` (optional).
+    #[must_use]
+    pub fn with_status_info(mut self, value: StatusInfo) -> Self {
+        self.status_info = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for NotifyEVChargingNeedsResponse {

@@ -52,6 +52,31 @@ pub struct ACChargingParameters {
     pub custom_data: Option<CustomData>,
 }
 
+impl ACChargingParameters {
+    /// Creates a value from its required fields (`energyAmount`, `evMinCurrent`, `evMaxCurrent`, `evMaxVoltage`); the optional ones start as `None`.
+    pub fn new(
+        energy_amount: f64,
+        ev_min_current: f64,
+        ev_max_current: f64,
+        ev_max_voltage: f64,
+    ) -> Self {
+        Self {
+            energy_amount,
+            ev_min_current,
+            ev_max_current,
+            ev_max_voltage,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for ACChargingParameters {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -172,6 +197,95 @@ pub struct ChargingNeeds {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl ChargingNeeds {
+    /// Creates a value from its required fields (`requestedEnergyTransfer`); the optional ones start as `None`.
+    pub fn new(requested_energy_transfer: EnergyTransferModeEnum) -> Self {
+        Self {
+            ac_charging_parameters: None,
+            der_charging_parameters: None,
+            ev_energy_offer: None,
+            requested_energy_transfer,
+            dc_charging_parameters: None,
+            v2x_charging_parameters: None,
+            available_energy_transfer: None,
+            control_mode: None,
+            mobility_needs_mode: None,
+            departure_time: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `acChargingParameters` (optional).
+    #[must_use]
+    pub fn with_ac_charging_parameters(mut self, value: ACChargingParameters) -> Self {
+        self.ac_charging_parameters = Some(value);
+        self
+    }
+
+    /// Sets `derChargingParameters` (optional).
+    #[must_use]
+    pub fn with_der_charging_parameters(mut self, value: DERChargingParameters) -> Self {
+        self.der_charging_parameters = Some(value);
+        self
+    }
+
+    /// Sets `evEnergyOffer` (optional).
+    #[must_use]
+    pub fn with_ev_energy_offer(mut self, value: EVEnergyOffer) -> Self {
+        self.ev_energy_offer = Some(value);
+        self
+    }
+
+    /// Sets `dcChargingParameters` (optional).
+    #[must_use]
+    pub fn with_dc_charging_parameters(mut self, value: DCChargingParameters) -> Self {
+        self.dc_charging_parameters = Some(value);
+        self
+    }
+
+    /// Sets `v2xChargingParameters` (optional).
+    #[must_use]
+    pub fn with_v2x_charging_parameters(mut self, value: V2XChargingParameters) -> Self {
+        self.v2x_charging_parameters = Some(value);
+        self
+    }
+
+    /// Sets `availableEnergyTransfer` (optional).
+    #[must_use]
+    pub fn with_available_energy_transfer(mut self, value: Vec<EnergyTransferModeEnum>) -> Self {
+        self.available_energy_transfer = Some(value);
+        self
+    }
+
+    /// Sets `controlMode` (optional).
+    #[must_use]
+    pub fn with_control_mode(mut self, value: ControlModeEnum) -> Self {
+        self.control_mode = Some(value);
+        self
+    }
+
+    /// Sets `mobilityNeedsMode` (optional).
+    #[must_use]
+    pub fn with_mobility_needs_mode(mut self, value: MobilityNeedsModeEnum) -> Self {
+        self.mobility_needs_mode = Some(value);
+        self
+    }
+
+    /// Sets `departureTime` (optional).
+    #[must_use]
+    pub fn with_departure_time(mut self, value: DateTime) -> Self {
+        self.departure_time = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for ChargingNeeds {
@@ -381,6 +495,72 @@ pub struct DCChargingParameters {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl DCChargingParameters {
+    /// Creates a value from its required fields (`evMaxCurrent`, `evMaxVoltage`); the optional ones start as `None`.
+    pub fn new(ev_max_current: f64, ev_max_voltage: f64) -> Self {
+        Self {
+            ev_max_current,
+            ev_max_voltage,
+            ev_max_power: None,
+            ev_energy_capacity: None,
+            energy_amount: None,
+            state_of_charge: None,
+            full_so_c: None,
+            bulk_so_c: None,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `evMaxPower` (optional).
+    #[must_use]
+    pub fn with_ev_max_power(mut self, value: f64) -> Self {
+        self.ev_max_power = Some(value);
+        self
+    }
+
+    /// Sets `evEnergyCapacity` (optional).
+    #[must_use]
+    pub fn with_ev_energy_capacity(mut self, value: f64) -> Self {
+        self.ev_energy_capacity = Some(value);
+        self
+    }
+
+    /// Sets `energyAmount` (optional).
+    #[must_use]
+    pub fn with_energy_amount(mut self, value: f64) -> Self {
+        self.energy_amount = Some(value);
+        self
+    }
+
+    /// Sets `stateOfCharge` (optional).
+    #[must_use]
+    pub fn with_state_of_charge(mut self, value: u32) -> Self {
+        self.state_of_charge = Some(value);
+        self
+    }
+
+    /// Sets `fullSoC` (optional).
+    #[must_use]
+    pub fn with_full_so_c(mut self, value: u32) -> Self {
+        self.full_so_c = Some(value);
+        self
+    }
+
+    /// Sets `bulkSoC` (optional).
+    #[must_use]
+    pub fn with_bulk_so_c(mut self, value: u32) -> Self {
+        self.bulk_so_c = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for DCChargingParameters {

@@ -21,7 +21,7 @@ use serde_json::Value;
 /// NOTE: All these fields have values greater or equal to zero (i.e. are non-negative)
 ///
 /// Schema definition `DERChargingParametersType`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DERChargingParameters {
     /// DER control functions supported by EV. +
     /// \*ISO 15118-20\*: DER\_BPT\_AC\_CPDReqEnergyTransferModeType:DERControlFunctions (bitmap)
@@ -346,6 +346,305 @@ pub struct DERChargingParameters {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl DERChargingParameters {
+    /// Sets `evSupportedDERControl` (optional).
+    #[must_use]
+    pub fn with_ev_supported_der_control(mut self, value: Vec<DERControlEnum>) -> Self {
+        self.ev_supported_der_control = Some(value);
+        self
+    }
+
+    /// Sets `evOverExcitedMaxDischargePower` (optional).
+    #[must_use]
+    pub fn with_ev_over_excited_max_discharge_power(mut self, value: f64) -> Self {
+        self.ev_over_excited_max_discharge_power = Some(value);
+        self
+    }
+
+    /// Sets `evOverExcitedPowerFactor` (optional).
+    #[must_use]
+    pub fn with_ev_over_excited_power_factor(mut self, value: f64) -> Self {
+        self.ev_over_excited_power_factor = Some(value);
+        self
+    }
+
+    /// Sets `evUnderExcitedMaxDischargePower` (optional).
+    #[must_use]
+    pub fn with_ev_under_excited_max_discharge_power(mut self, value: f64) -> Self {
+        self.ev_under_excited_max_discharge_power = Some(value);
+        self
+    }
+
+    /// Sets `evUnderExcitedPowerFactor` (optional).
+    #[must_use]
+    pub fn with_ev_under_excited_power_factor(mut self, value: f64) -> Self {
+        self.ev_under_excited_power_factor = Some(value);
+        self
+    }
+
+    /// Sets `maxApparentPower` (optional).
+    #[must_use]
+    pub fn with_max_apparent_power(mut self, value: f64) -> Self {
+        self.max_apparent_power = Some(value);
+        self
+    }
+
+    /// Sets `maxChargeApparentPower` (optional).
+    #[must_use]
+    pub fn with_max_charge_apparent_power(mut self, value: f64) -> Self {
+        self.max_charge_apparent_power = Some(value);
+        self
+    }
+
+    /// Sets `maxChargeApparentPower_L2` (optional).
+    #[must_use]
+    pub fn with_max_charge_apparent_power_l2(mut self, value: f64) -> Self {
+        self.max_charge_apparent_power_l2 = Some(value);
+        self
+    }
+
+    /// Sets `maxChargeApparentPower_L3` (optional).
+    #[must_use]
+    pub fn with_max_charge_apparent_power_l3(mut self, value: f64) -> Self {
+        self.max_charge_apparent_power_l3 = Some(value);
+        self
+    }
+
+    /// Sets `maxDischargeApparentPower` (optional).
+    #[must_use]
+    pub fn with_max_discharge_apparent_power(mut self, value: f64) -> Self {
+        self.max_discharge_apparent_power = Some(value);
+        self
+    }
+
+    /// Sets `maxDischargeApparentPower_L2` (optional).
+    #[must_use]
+    pub fn with_max_discharge_apparent_power_l2(mut self, value: f64) -> Self {
+        self.max_discharge_apparent_power_l2 = Some(value);
+        self
+    }
+
+    /// Sets `maxDischargeApparentPower_L3` (optional).
+    #[must_use]
+    pub fn with_max_discharge_apparent_power_l3(mut self, value: f64) -> Self {
+        self.max_discharge_apparent_power_l3 = Some(value);
+        self
+    }
+
+    /// Sets `maxChargeReactivePower` (optional).
+    #[must_use]
+    pub fn with_max_charge_reactive_power(mut self, value: f64) -> Self {
+        self.max_charge_reactive_power = Some(value);
+        self
+    }
+
+    /// Sets `maxChargeReactivePower_L2` (optional).
+    #[must_use]
+    pub fn with_max_charge_reactive_power_l2(mut self, value: f64) -> Self {
+        self.max_charge_reactive_power_l2 = Some(value);
+        self
+    }
+
+    /// Sets `maxChargeReactivePower_L3` (optional).
+    #[must_use]
+    pub fn with_max_charge_reactive_power_l3(mut self, value: f64) -> Self {
+        self.max_charge_reactive_power_l3 = Some(value);
+        self
+    }
+
+    /// Sets `minChargeReactivePower` (optional).
+    #[must_use]
+    pub fn with_min_charge_reactive_power(mut self, value: f64) -> Self {
+        self.min_charge_reactive_power = Some(value);
+        self
+    }
+
+    /// Sets `minChargeReactivePower_L2` (optional).
+    #[must_use]
+    pub fn with_min_charge_reactive_power_l2(mut self, value: f64) -> Self {
+        self.min_charge_reactive_power_l2 = Some(value);
+        self
+    }
+
+    /// Sets `minChargeReactivePower_L3` (optional).
+    #[must_use]
+    pub fn with_min_charge_reactive_power_l3(mut self, value: f64) -> Self {
+        self.min_charge_reactive_power_l3 = Some(value);
+        self
+    }
+
+    /// Sets `maxDischargeReactivePower` (optional).
+    #[must_use]
+    pub fn with_max_discharge_reactive_power(mut self, value: f64) -> Self {
+        self.max_discharge_reactive_power = Some(value);
+        self
+    }
+
+    /// Sets `maxDischargeReactivePower_L2` (optional).
+    #[must_use]
+    pub fn with_max_discharge_reactive_power_l2(mut self, value: f64) -> Self {
+        self.max_discharge_reactive_power_l2 = Some(value);
+        self
+    }
+
+    /// Sets `maxDischargeReactivePower_L3` (optional).
+    #[must_use]
+    pub fn with_max_discharge_reactive_power_l3(mut self, value: f64) -> Self {
+        self.max_discharge_reactive_power_l3 = Some(value);
+        self
+    }
+
+    /// Sets `minDischargeReactivePower` (optional).
+    #[must_use]
+    pub fn with_min_discharge_reactive_power(mut self, value: f64) -> Self {
+        self.min_discharge_reactive_power = Some(value);
+        self
+    }
+
+    /// Sets `minDischargeReactivePower_L2` (optional).
+    #[must_use]
+    pub fn with_min_discharge_reactive_power_l2(mut self, value: f64) -> Self {
+        self.min_discharge_reactive_power_l2 = Some(value);
+        self
+    }
+
+    /// Sets `minDischargeReactivePower_L3` (optional).
+    #[must_use]
+    pub fn with_min_discharge_reactive_power_l3(mut self, value: f64) -> Self {
+        self.min_discharge_reactive_power_l3 = Some(value);
+        self
+    }
+
+    /// Sets `nominalVoltage` (optional).
+    #[must_use]
+    pub fn with_nominal_voltage(mut self, value: f64) -> Self {
+        self.nominal_voltage = Some(value);
+        self
+    }
+
+    /// Sets `nominalVoltageOffset` (optional).
+    #[must_use]
+    pub fn with_nominal_voltage_offset(mut self, value: f64) -> Self {
+        self.nominal_voltage_offset = Some(value);
+        self
+    }
+
+    /// Sets `maxNominalVoltage` (optional).
+    #[must_use]
+    pub fn with_max_nominal_voltage(mut self, value: f64) -> Self {
+        self.max_nominal_voltage = Some(value);
+        self
+    }
+
+    /// Sets `minNominalVoltage` (optional).
+    #[must_use]
+    pub fn with_min_nominal_voltage(mut self, value: f64) -> Self {
+        self.min_nominal_voltage = Some(value);
+        self
+    }
+
+    /// Sets `evInverterManufacturer` (optional).
+    #[must_use]
+    pub fn with_ev_inverter_manufacturer(mut self, value: impl Into<String>) -> Self {
+        self.ev_inverter_manufacturer = Some(value.into());
+        self
+    }
+
+    /// Sets `evInverterModel` (optional).
+    #[must_use]
+    pub fn with_ev_inverter_model(mut self, value: impl Into<String>) -> Self {
+        self.ev_inverter_model = Some(value.into());
+        self
+    }
+
+    /// Sets `evInverterSerialNumber` (optional).
+    #[must_use]
+    pub fn with_ev_inverter_serial_number(mut self, value: impl Into<String>) -> Self {
+        self.ev_inverter_serial_number = Some(value.into());
+        self
+    }
+
+    /// Sets `evInverterSwVersion` (optional).
+    #[must_use]
+    pub fn with_ev_inverter_sw_version(mut self, value: impl Into<String>) -> Self {
+        self.ev_inverter_sw_version = Some(value.into());
+        self
+    }
+
+    /// Sets `evInverterHwVersion` (optional).
+    #[must_use]
+    pub fn with_ev_inverter_hw_version(mut self, value: impl Into<String>) -> Self {
+        self.ev_inverter_hw_version = Some(value.into());
+        self
+    }
+
+    /// Sets `evIslandingDetectionMethod` (optional).
+    #[must_use]
+    pub fn with_ev_islanding_detection_method(
+        mut self,
+        value: Vec<IslandingDetectionEnum>,
+    ) -> Self {
+        self.ev_islanding_detection_method = Some(value);
+        self
+    }
+
+    /// Sets `evIslandingTripTime` (optional).
+    #[must_use]
+    pub fn with_ev_islanding_trip_time(mut self, value: f64) -> Self {
+        self.ev_islanding_trip_time = Some(value);
+        self
+    }
+
+    /// Sets `evMaximumLevel1DCInjection` (optional).
+    #[must_use]
+    pub fn with_ev_maximum_level1_dc_injection(mut self, value: f64) -> Self {
+        self.ev_maximum_level1_dc_injection = Some(value);
+        self
+    }
+
+    /// Sets `evDurationLevel1DCInjection` (optional).
+    #[must_use]
+    pub fn with_ev_duration_level1_dc_injection(mut self, value: f64) -> Self {
+        self.ev_duration_level1_dc_injection = Some(value);
+        self
+    }
+
+    /// Sets `evMaximumLevel2DCInjection` (optional).
+    #[must_use]
+    pub fn with_ev_maximum_level2_dc_injection(mut self, value: f64) -> Self {
+        self.ev_maximum_level2_dc_injection = Some(value);
+        self
+    }
+
+    /// Sets `evDurationLevel2DCInjection` (optional).
+    #[must_use]
+    pub fn with_ev_duration_level2_dc_injection(mut self, value: f64) -> Self {
+        self.ev_duration_level2_dc_injection = Some(value);
+        self
+    }
+
+    /// Sets `evReactiveSusceptance` (optional).
+    #[must_use]
+    pub fn with_ev_reactive_susceptance(mut self, value: f64) -> Self {
+        self.ev_reactive_susceptance = Some(value);
+        self
+    }
+
+    /// Sets `evSessionTotalDischargeEnergyAvailable` (optional).
+    #[must_use]
+    pub fn with_ev_session_total_discharge_energy_available(mut self, value: f64) -> Self {
+        self.ev_session_total_discharge_energy_available = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for DERChargingParameters {
@@ -733,6 +1032,31 @@ pub struct EVAbsolutePriceSchedule {
     pub custom_data: Option<CustomData>,
 }
 
+impl EVAbsolutePriceSchedule {
+    /// Creates a value from its required fields (`timeAnchor`, `currency`, `evAbsolutePriceScheduleEntries`, `priceAlgorithm`); the optional ones start as `None`.
+    pub fn new(
+        time_anchor: DateTime,
+        currency: impl Into<String>,
+        ev_absolute_price_schedule_entries: Vec<EVAbsolutePriceScheduleEntry>,
+        price_algorithm: impl Into<String>,
+    ) -> Self {
+        Self {
+            time_anchor,
+            currency: currency.into(),
+            ev_absolute_price_schedule_entries,
+            price_algorithm: price_algorithm.into(),
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for EVAbsolutePriceSchedule {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -829,6 +1153,24 @@ pub struct EVAbsolutePriceScheduleEntry {
     pub custom_data: Option<CustomData>,
 }
 
+impl EVAbsolutePriceScheduleEntry {
+    /// Creates a value from its required fields (`duration`, `evPriceRule`); the optional ones start as `None`.
+    pub fn new(duration: i32, ev_price_rule: Vec<EVPriceRule>) -> Self {
+        Self {
+            duration,
+            ev_price_rule,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for EVAbsolutePriceScheduleEntry {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -898,6 +1240,31 @@ pub struct EVEnergyOffer {
     pub custom_data: Option<CustomData>,
 }
 
+impl EVEnergyOffer {
+    /// Creates a value from its required fields (`evPowerSchedule`); the optional ones start as `None`.
+    pub fn new(ev_power_schedule: EVPowerSchedule) -> Self {
+        Self {
+            ev_absolute_price_schedule: None,
+            ev_power_schedule,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `evAbsolutePriceSchedule` (optional).
+    #[must_use]
+    pub fn with_ev_absolute_price_schedule(mut self, value: EVAbsolutePriceSchedule) -> Self {
+        self.ev_absolute_price_schedule = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for EVEnergyOffer {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -962,6 +1329,27 @@ pub struct EVPowerSchedule {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl EVPowerSchedule {
+    /// Creates a value from its required fields (`evPowerScheduleEntries`, `timeAnchor`); the optional ones start as `None`.
+    pub fn new(
+        ev_power_schedule_entries: Vec<EVPowerScheduleEntry>,
+        time_anchor: DateTime,
+    ) -> Self {
+        Self {
+            ev_power_schedule_entries,
+            time_anchor,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for EVPowerSchedule {

@@ -28,6 +28,24 @@ pub struct EVPowerScheduleEntry {
     pub custom_data: Option<CustomData>,
 }
 
+impl EVPowerScheduleEntry {
+    /// Creates a value from its required fields (`duration`, `power`); the optional ones start as `None`.
+    pub fn new(duration: i32, power: f64) -> Self {
+        Self {
+            duration,
+            power,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
+}
+
 impl Schema for EVPowerScheduleEntry {
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation> {
         let object = check::object(value, path)?;
@@ -90,6 +108,24 @@ pub struct EVPriceRule {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl EVPriceRule {
+    /// Creates a value from its required fields (`energyFee`, `powerRangeStart`); the optional ones start as `None`.
+    pub fn new(energy_fee: f64, power_range_start: f64) -> Self {
+        Self {
+            energy_fee,
+            power_range_start,
+            custom_data: None,
+        }
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for EVPriceRule {
@@ -220,7 +256,7 @@ crate::wire_enum::wire_enum!(NotifyEVChargingNeedsStatusEnum { Accepted => "Acce
 /// All values are greater or equal to zero, with the exception of EVMinEnergyRequest, EVMaxEnergyRequest, EVTargetEnergyRequest, EVMinV2XEnergyRequest and EVMaxV2XEnergyRequest.
 ///
 /// Schema definition `V2XChargingParametersType`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct V2XChargingParameters {
     /// Minimum charge power in W, defined by max(EV, EVSE).
     /// This field represents the sum of all phases, unless values are provided for L2 and L3, in which case this field represents phase L1.
@@ -430,6 +466,183 @@ pub struct V2XChargingParameters {
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
+}
+
+impl V2XChargingParameters {
+    /// Sets `minChargePower` (optional).
+    #[must_use]
+    pub fn with_min_charge_power(mut self, value: f64) -> Self {
+        self.min_charge_power = Some(value);
+        self
+    }
+
+    /// Sets `minChargePower_L2` (optional).
+    #[must_use]
+    pub fn with_min_charge_power_l2(mut self, value: f64) -> Self {
+        self.min_charge_power_l2 = Some(value);
+        self
+    }
+
+    /// Sets `minChargePower_L3` (optional).
+    #[must_use]
+    pub fn with_min_charge_power_l3(mut self, value: f64) -> Self {
+        self.min_charge_power_l3 = Some(value);
+        self
+    }
+
+    /// Sets `maxChargePower` (optional).
+    #[must_use]
+    pub fn with_max_charge_power(mut self, value: f64) -> Self {
+        self.max_charge_power = Some(value);
+        self
+    }
+
+    /// Sets `maxChargePower_L2` (optional).
+    #[must_use]
+    pub fn with_max_charge_power_l2(mut self, value: f64) -> Self {
+        self.max_charge_power_l2 = Some(value);
+        self
+    }
+
+    /// Sets `maxChargePower_L3` (optional).
+    #[must_use]
+    pub fn with_max_charge_power_l3(mut self, value: f64) -> Self {
+        self.max_charge_power_l3 = Some(value);
+        self
+    }
+
+    /// Sets `minDischargePower` (optional).
+    #[must_use]
+    pub fn with_min_discharge_power(mut self, value: f64) -> Self {
+        self.min_discharge_power = Some(value);
+        self
+    }
+
+    /// Sets `minDischargePower_L2` (optional).
+    #[must_use]
+    pub fn with_min_discharge_power_l2(mut self, value: f64) -> Self {
+        self.min_discharge_power_l2 = Some(value);
+        self
+    }
+
+    /// Sets `minDischargePower_L3` (optional).
+    #[must_use]
+    pub fn with_min_discharge_power_l3(mut self, value: f64) -> Self {
+        self.min_discharge_power_l3 = Some(value);
+        self
+    }
+
+    /// Sets `maxDischargePower` (optional).
+    #[must_use]
+    pub fn with_max_discharge_power(mut self, value: f64) -> Self {
+        self.max_discharge_power = Some(value);
+        self
+    }
+
+    /// Sets `maxDischargePower_L2` (optional).
+    #[must_use]
+    pub fn with_max_discharge_power_l2(mut self, value: f64) -> Self {
+        self.max_discharge_power_l2 = Some(value);
+        self
+    }
+
+    /// Sets `maxDischargePower_L3` (optional).
+    #[must_use]
+    pub fn with_max_discharge_power_l3(mut self, value: f64) -> Self {
+        self.max_discharge_power_l3 = Some(value);
+        self
+    }
+
+    /// Sets `minChargeCurrent` (optional).
+    #[must_use]
+    pub fn with_min_charge_current(mut self, value: f64) -> Self {
+        self.min_charge_current = Some(value);
+        self
+    }
+
+    /// Sets `maxChargeCurrent` (optional).
+    #[must_use]
+    pub fn with_max_charge_current(mut self, value: f64) -> Self {
+        self.max_charge_current = Some(value);
+        self
+    }
+
+    /// Sets `minDischargeCurrent` (optional).
+    #[must_use]
+    pub fn with_min_discharge_current(mut self, value: f64) -> Self {
+        self.min_discharge_current = Some(value);
+        self
+    }
+
+    /// Sets `maxDischargeCurrent` (optional).
+    #[must_use]
+    pub fn with_max_discharge_current(mut self, value: f64) -> Self {
+        self.max_discharge_current = Some(value);
+        self
+    }
+
+    /// Sets `minVoltage` (optional).
+    #[must_use]
+    pub fn with_min_voltage(mut self, value: f64) -> Self {
+        self.min_voltage = Some(value);
+        self
+    }
+
+    /// Sets `maxVoltage` (optional).
+    #[must_use]
+    pub fn with_max_voltage(mut self, value: f64) -> Self {
+        self.max_voltage = Some(value);
+        self
+    }
+
+    /// Sets `evTargetEnergyRequest` (optional).
+    #[must_use]
+    pub fn with_ev_target_energy_request(mut self, value: f64) -> Self {
+        self.ev_target_energy_request = Some(value);
+        self
+    }
+
+    /// Sets `evMinEnergyRequest` (optional).
+    #[must_use]
+    pub fn with_ev_min_energy_request(mut self, value: f64) -> Self {
+        self.ev_min_energy_request = Some(value);
+        self
+    }
+
+    /// Sets `evMaxEnergyRequest` (optional).
+    #[must_use]
+    pub fn with_ev_max_energy_request(mut self, value: f64) -> Self {
+        self.ev_max_energy_request = Some(value);
+        self
+    }
+
+    /// Sets `evMinV2XEnergyRequest` (optional).
+    #[must_use]
+    pub fn with_ev_min_v2_x_energy_request(mut self, value: f64) -> Self {
+        self.ev_min_v2_x_energy_request = Some(value);
+        self
+    }
+
+    /// Sets `evMaxV2XEnergyRequest` (optional).
+    #[must_use]
+    pub fn with_ev_max_v2_x_energy_request(mut self, value: f64) -> Self {
+        self.ev_max_v2_x_energy_request = Some(value);
+        self
+    }
+
+    /// Sets `targetSoC` (optional).
+    #[must_use]
+    pub fn with_target_so_c(mut self, value: u32) -> Self {
+        self.target_so_c = Some(value);
+        self
+    }
+
+    /// Sets `customData` (optional).
+    #[must_use]
+    pub fn with_custom_data(mut self, value: CustomData) -> Self {
+        self.custom_data = Some(value);
+        self
+    }
 }
 
 impl Schema for V2XChargingParameters {

@@ -17,19 +17,10 @@
 
 use std::process::ExitCode;
 
-#[path = "ocpp_load/cli.rs"]
 mod cli;
-#[path = "ocpp_load/coordinator.rs"]
 mod coordinator;
-// The charge point's message builders, shared with the `charge-point` binary.
-#[path = "charge_point/payload.rs"]
-#[allow(dead_code)]
-mod payload;
-#[path = "ocpp_load/phase.rs"]
 mod phase;
-#[path = "ocpp_load/procfs.rs"]
 mod procfs;
-#[path = "ocpp_load/worker.rs"]
 mod worker;
 
 fn main() -> ExitCode {

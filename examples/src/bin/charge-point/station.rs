@@ -18,17 +18,17 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{CallOutcome, CloseReason, Closed, Connection, Event, Request};
+use ocpp_server_core::{CallOutcome, CloseReason, Closed, Connection, Event, MessageId, Request};
 use tracing::{debug, info, warn};
 
 use super::backoff::Reconnect;
 use super::cli::Options;
-use super::payload::{
-    self, Answer, BootReason, Command, ConnectorState, Outgoing, Reading, Reply, StopReason,
-    TriggerKind, TxRef,
-};
 use super::settings::{Changed, Settings};
 use super::stats::Stats;
+use ocpp_examples::charge_point_payload::{
+    self as payload, Answer, BootReason, Command, ConnectorState, Outgoing, Reading, Reply,
+    StopReason, TriggerKind, TxRef,
+};
 
 /// The simulated charging power.
 const POWER_W: f64 = 11_000.0;
@@ -61,7 +61,7 @@ struct Link {
     registration: Registration,
     next_heartbeat: Option<Instant>,
     /// Our transaction CALLs in flight, by id: re-sent after a reconnect if unanswered.
-    tx_calls: HashMap<String, Outgoing>,
+    tx_calls: HashMap<MessageId<'static>, Outgoing>,
 }
 
 /// A transaction in progress.
@@ -180,7 +180,7 @@ impl Station {
                 action,
                 outcome,
             } => self.on_completed(now, conn, &id, action, outcome),
-            Event::Send { .. } | Event::Writable | Event::UnmatchedResponse { .. } => {}
+            Event::Send { .. } | Event::UnmatchedResponse { .. } => {}
             other => debug!(identity = %self.identity, ?other, "event"),
         }
     }
@@ -725,7 +725,13 @@ impl Station {
 
     // ---- commands of the CSMS ----
 
-    fn on_command(&mut self, now: Instant, conn: &mut Connection, id: &str, request: &Request) {
+    fn on_command(
+        &mut self,
+        now: Instant,
+        conn: &mut Connection,
+        id: &MessageId<'_>,
+        request: &Request,
+    ) {
         self.stats.borrow_mut().commands += 1;
         let Some(version) = self.link.as_ref().map(|l| l.version) else {
             return;
@@ -738,7 +744,7 @@ impl Station {
             None => {
                 let description = format!("{action} is not supported by this simulator");
                 if let Err(e) = conn.respond_error(now, id, ErrorCode::NotSupported, &description) {
-                    warn!(identity = %self.identity, reason = %e.reason, "CALLERROR not sent");
+                    warn!(identity = %self.identity, reason = %e, "CALLERROR not sent");
                 }
                 return;
             }

@@ -22,19 +22,11 @@
 //! the clock. The same connection type runs the CSMS side in the mio server: the core takes
 //! bytes and `now`, and hands back events, bytes and a deadline, whatever loop calls it.
 
-#[path = "charge_point/backoff.rs"]
 mod backoff;
-#[path = "charge_point/cli.rs"]
 mod cli;
-#[path = "charge_point/driver.rs"]
 mod driver;
-#[path = "charge_point/payload.rs"]
-mod payload;
-#[path = "charge_point/settings.rs"]
 mod settings;
-#[path = "charge_point/station.rs"]
 mod station;
-#[path = "charge_point/stats.rs"]
 mod stats;
 
 use std::cell::RefCell;

@@ -6,6 +6,8 @@
 //! some integers unsigned), so their payloads are written once as JSON and decoded through the
 //! version's generated, schema-checking decoder: one code path serves both, and a payload the
 //! schema rejects is caught here rather than by the CSMS.
+//!
+//! The `charge-point` simulator and the `ocpp-load` swarm both build their messages here.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -15,7 +17,7 @@ use ocpp_server_core::{Request, Response};
 use serde_json::{json, Value};
 
 /// The wall clock as an OCPP date-time (UTC, whole seconds).
-pub(crate) fn now_datetime() -> DateTime {
+fn now_datetime() -> DateTime {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -26,131 +28,182 @@ pub(crate) fn now_datetime() -> DateTime {
 
 /// Why a charge point (re)booted (2.x `BootReasonEnum`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BootReason {
+pub enum BootReason {
+    /// Switched on (`PowerUp`).
     PowerUp,
+    /// After a Reset of the CSMS (`RemoteReset`).
     RemoteReset,
+    /// TriggerMessage(BootNotification) (`Triggered`).
     Triggered,
 }
 
 /// A connector's state, in the words of both versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ConnectorState {
+pub enum ConnectorState {
+    /// Free for a new session.
     Available,
+    /// A session is being set up (1.6 Preparing, 2.x Occupied).
     Preparing,
+    /// Energy flows (1.6 Charging, 2.x Occupied).
     Charging,
+    /// The session ended, the cable is still in (1.6 Finishing, 2.x Occupied).
     Finishing,
 }
 
 /// Why a transaction ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StopReason {
+pub enum StopReason {
+    /// Stopped at the charge point.
     Local,
+    /// RemoteStopTransaction / RequestStopTransaction.
     Remote,
     /// A Reset command (`hard`: 1.6 Hard, 2.x Immediate).
     Reset {
+        /// 1.6 Hard, 2.x Immediate.
         hard: bool,
     },
+    /// The CSMS did not accept the id tag.
     DeAuthorized,
 }
 
 /// One energy reading of a transaction.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Reading {
+pub struct Reading {
     /// The import register, in Wh.
-    pub(crate) energy_wh: i64,
+    pub energy_wh: i64,
     /// The active power, in W.
-    pub(crate) power_w: f64,
+    pub power_w: f64,
 }
 
 /// A transaction as the messages that report it need it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct TxRef {
-    pub(crate) connector: u32,
-    pub(crate) id_tag: String,
+pub struct TxRef {
+    /// The connector (1.6 connectorId; 2.x EVSE 1's connector).
+    pub connector: u32,
+    /// The id tag (2.x idToken) that started it.
+    pub id_tag: String,
     /// 2.x: our transactionId.
-    pub(crate) local_id: String,
+    pub local_id: String,
     /// 1.6: the transactionId the CSMS gave in StartTransaction's answer.
-    pub(crate) csms_id: Option<i32>,
+    pub csms_id: Option<i32>,
     /// 2.x: the sequence number of this TransactionEvent.
-    pub(crate) seq_no: u32,
+    pub seq_no: u32,
     /// 2.x: the remoteStartId of RequestStartTransaction, if it started that way.
-    pub(crate) remote_start_id: Option<i32>,
+    pub remote_start_id: Option<i32>,
 }
 
 /// A CALL the charge point sends.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Outgoing {
+pub enum Outgoing {
+    /// BootNotification.
     Boot {
+        /// The charge point's identity (its serial number in the payload).
         identity: String,
+        /// Why it booted.
         reason: BootReason,
     },
+    /// Heartbeat.
     Heartbeat,
+    /// StatusNotification.
     Status {
+        /// The connector reported.
         connector: u32,
+        /// Its state.
         state: ConnectorState,
     },
+    /// Authorize.
     Authorize {
+        /// The id tag (2.x idToken) to check.
         id_tag: String,
     },
     /// 1.6 StartTransaction, 2.x TransactionEvent(Started).
     TxStarted {
+        /// The transaction.
         tx: TxRef,
+        /// The meter at the start.
         reading: Reading,
+        /// Started by the CSMS (RemoteStart / RequestStartTransaction).
         remote: bool,
     },
     /// 1.6 MeterValues, 2.x TransactionEvent(Updated).
     TxUpdated {
+        /// The transaction.
         tx: TxRef,
+        /// The meter now.
         reading: Reading,
+        /// Asked for by TriggerMessage rather than periodic.
         triggered: bool,
     },
     /// 1.6 StopTransaction, 2.x TransactionEvent(Ended).
     TxEnded {
+        /// The transaction.
         tx: TxRef,
+        /// The meter at the end.
         reading: Reading,
+        /// Why it ended.
         reason: StopReason,
     },
     /// 1.6 MeterValues outside a transaction (TriggerMessage).
     Meter {
+        /// The connector measured.
         connector: u32,
+        /// The meter now.
         reading: Reading,
     },
 }
 
 /// A CALL of the CSMS, read into what the charge point acts on.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Command {
+pub enum Command {
+    /// 1.6 RemoteStartTransaction, 2.x RequestStartTransaction.
     RemoteStart {
+        /// The id tag (2.x idToken) to charge for.
         id_tag: String,
+        /// The connector asked for (`None`: the charge point picks).
         connector: Option<u32>,
+        /// 2.x: the remoteStartId to report in TransactionEvent.
         remote_start_id: Option<i32>,
     },
+    /// 1.6 RemoteStopTransaction, 2.x RequestStopTransaction.
     RemoteStop {
+        /// The transaction to stop, as the CSMS knows it.
         transaction_id: String,
     },
+    /// Reset.
     Reset {
+        /// 1.6 Hard, 2.x Immediate.
         hard: bool,
     },
+    /// TriggerMessage.
     Trigger {
+        /// What to send.
         message: TriggerKind,
+        /// The connector it is about, if any.
         connector: Option<u32>,
     },
     /// 1.6 ChangeConfiguration.
     ChangeConfiguration {
+        /// The configuration key.
         key: String,
+        /// Its new value.
         value: String,
     },
     /// 1.6 GetConfiguration (`None`: all keys).
     GetConfiguration {
+        /// The keys asked for (`None`: all keys).
         keys: Option<Vec<String>>,
     },
     /// 2.x SetVariables: (component, variable, value).
     SetVariables(Vec<(String, String, String)>),
     /// 2.x GetVariables: (component, variable).
     GetVariables(Vec<(String, String)>),
+    /// DataTransfer.
     DataTransfer {
+        /// vendorId.
         vendor_id: String,
+        /// messageId, if given.
         message_id: Option<String>,
+        /// data, if given.
         data: Option<String>,
     },
     /// Anything else: answered NotSupported.
@@ -159,19 +212,27 @@ pub(crate) enum Command {
 
 /// What TriggerMessage asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TriggerKind {
+pub enum TriggerKind {
+    /// BootNotification.
     Boot,
+    /// Heartbeat.
     Heartbeat,
+    /// StatusNotification.
     Status,
+    /// MeterValues.
     Meter,
+    /// 2.x TransactionEvent.
     TransactionEvent,
+    /// Anything else (answered NotImplemented).
     Unsupported,
 }
 
 /// Status of a configuration change or a variable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SetStatus {
+pub enum SetStatus {
+    /// Accepted.
     Accepted,
+    /// Rejected.
     Rejected,
     /// 1.6: the key is unknown (NotSupported); 2.x: UnknownVariable.
     Unknown,
@@ -179,35 +240,49 @@ pub(crate) enum SetStatus {
 
 /// The answer to a [`Command`].
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Reply {
+pub enum Reply {
     /// RemoteStart/RemoteStop/RequestStart/RequestStop, with the 2.x transactionId if one runs.
     StartStop {
+        /// Whether the command is accepted.
         accepted: bool,
+        /// 2.x: the transactionId of the running transaction, if any.
         transaction_id: Option<String>,
     },
+    /// Reset.
     Reset {
+        /// Whether the reset is accepted.
         accepted: bool,
     },
+    /// TriggerMessage.
     Trigger {
+        /// Whether the message will be sent.
         accepted: bool,
+        /// `false`: the trigger is not implemented (NotImplemented).
         implemented: bool,
     },
+    /// 1.6 ChangeConfiguration.
     ChangeConfiguration(SetStatus),
     /// Known keys (key, value, read-only) and unknown ones.
     GetConfiguration {
+        /// (key, value, read-only).
         known: Vec<(String, String, bool)>,
+        /// The keys asked for that do not exist.
         unknown: Vec<String>,
     },
     /// (component, variable, status).
     SetVariables(Vec<(String, String, SetStatus)>),
     /// (component, variable, value if known).
     GetVariables(Vec<(String, String, Option<String>)>),
+    /// DataTransfer (Accepted).
     DataTransfer,
 }
 
 /// A payload that did not come out right: a bug in this file, logged and skipped.
 #[derive(Debug)]
-pub(crate) struct PayloadError(pub(crate) String);
+pub struct PayloadError(
+    /// What went wrong.
+    pub String,
+);
 
 impl std::fmt::Display for PayloadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -219,7 +294,7 @@ impl std::fmt::Display for PayloadError {
 // Outgoing CALLs.
 
 /// The request for `message` in `version`.
-pub(crate) fn request(version: OcppVersion, message: &Outgoing) -> Result<Request, PayloadError> {
+pub fn request(version: OcppVersion, message: &Outgoing) -> Result<Request, PayloadError> {
     match version {
         OcppVersion::V1_6 => Ok(Request::from(request_v16(message))),
         OcppVersion::V2_0_1 | OcppVersion::V2_1 => {
@@ -507,13 +582,20 @@ fn decode_v2_response(
 
 /// What the answer to a CALL of ours says, as far as the charge point cares.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Answer {
+pub enum Answer {
     /// BootNotification: (accepted, pending, interval in seconds).
-    Boot { accepted: bool, interval_s: i64 },
+    Boot {
+        /// Accepted (rather than Pending or Rejected).
+        accepted: bool,
+        /// The interval the CSMS gave, in seconds.
+        interval_s: i64,
+    },
     /// Authorize / StartTransaction / TransactionEvent: whether the id tag is accepted (`None`:
     /// not said), and 1.6 StartTransaction's transactionId.
     IdTag {
+        /// Whether the id tag is accepted (`None`: not said).
         accepted: Option<bool>,
+        /// 1.6 StartTransaction's transactionId.
         transaction_id: Option<i32>,
     },
     /// Anything else.
@@ -521,7 +603,7 @@ pub(crate) enum Answer {
 }
 
 /// Reads the answer to our CALL.
-pub(crate) fn read_answer(response: &Response) -> Answer {
+pub fn read_answer(response: &Response) -> Answer {
     match response {
         Response::V1_6(r) => match r.as_ref() {
             v1_6::Response::BootNotification(b) => Answer::Boot {
@@ -561,7 +643,7 @@ pub(crate) fn read_answer(response: &Response) -> Answer {
 // Commands of the CSMS.
 
 /// Reads a CALL of the CSMS.
-pub(crate) fn read_command(request: &Request) -> Command {
+pub fn read_command(request: &Request) -> Command {
     match request {
         Request::V1_6(r) => read_command_v16(r),
         other => read_command_v2(
@@ -681,7 +763,7 @@ fn read_command_v2(action: &'static str, json: &Value) -> Command {
 }
 
 /// The response to a command, in `version`.
-pub(crate) fn response(
+pub fn response(
     version: OcppVersion,
     action: &str,
     reply: &Reply,

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::backoff::RetryBackOff;
-use super::payload::SetStatus;
+use ocpp_examples::charge_point_payload::SetStatus;
 
 /// One setting, under its 1.6 key and its 2.x component and variable names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,14 +34,16 @@ use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{
     CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DeflatePolicy,
-    Event, Request, Response,
+    Event, MessageId, Request, Response,
 };
 use socket2::{Domain, Socket, Type};
 
 use super::cli::{Deflate, Options, WorkerSlot};
-use super::payload::{self, Answer, ConnectorState, Outgoing, Reading, Reply};
 use super::phase::PhaseStats;
 use super::procfs;
+use ocpp_examples::charge_point_payload::{
+    self as payload, Answer, ConnectorState, Outgoing, Reading, Reply,
+};
 
 const STDIN: Token = Token(usize::MAX - 1);
 const READ_BUFFER: usize = 64 * 1024;
@@ -84,7 +86,7 @@ struct Link {
 
 /// One simulated charge point.
 #[derive(Debug)]
-struct Cp {
+struct SimulatedChargePoint {
     link: Option<Link>,
     booted: bool,
     /// Settled in the connect phase (booted, or failed for good).
@@ -96,7 +98,7 @@ struct Cp {
     retry_at: Option<Instant>,
     attempts: u32,
     /// Our CALLs in flight or queued: id, kind, when `call` was made.
-    calls: Vec<(String, Kind, Instant)>,
+    calls: Vec<(MessageId<'static>, Kind, Instant)>,
     last_seq: u64,
     next: [Option<Instant>; 3],
     /// The deadline this charge point has in the heap.
@@ -153,9 +155,9 @@ impl Prebuilt {
     }
 }
 
-/// Where the worker is in the run.
+/// The benchmark phase the worker is in (`connect`, then the scenario's phase).
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Phase {
+enum LoadPhase {
     /// Between phases: serving connections, waiting for `go`.
     Waiting,
     Connect,
@@ -179,7 +181,7 @@ struct Worker {
     poll: Poll,
     config: Arc<ConnectionConfig>,
     target: SocketAddr,
-    cps: Vec<Cp>,
+    cps: Vec<SimulatedChargePoint>,
     /// Global index of `cps[0]`.
     first: usize,
     heap: BinaryHeap<Reverse<(Instant, usize)>>,
@@ -187,7 +189,7 @@ struct Worker {
     cmsg: Vec<u8>,
     prebuilt: Prebuilt,
     rng: fastrand::Rng,
-    phase: Phase,
+    phase: LoadPhase,
     phases: VecDeque<&'static str>,
     stats: PhaseStats,
     phase_cpu: Duration,
@@ -223,7 +225,7 @@ pub(crate) fn run(options: Options, slot: WorkerSlot) -> io::Result<()> {
     let last = options.count * (slot.index + 1) / slot.of;
     let now = Instant::now();
     let cps = (first..last)
-        .map(|_| Cp {
+        .map(|_| SimulatedChargePoint {
             link: None,
             booted: false,
             settled: false,
@@ -269,7 +271,7 @@ pub(crate) fn run(options: Options, slot: WorkerSlot) -> io::Result<()> {
         read_buf: vec![0; READ_BUFFER],
         cmsg: nix::cmsg_space!(TimeSpec),
         rng: fastrand::Rng::with_seed(0x5eed ^ slot.index as u64),
-        phase: Phase::Waiting,
+        phase: LoadPhase::Waiting,
         phases,
         stats: PhaseStats::new("setup", unix_nanos_now()),
         phase_cpu: Duration::ZERO,
@@ -379,17 +381,17 @@ impl Worker {
         let mut wake = self.heap.peek().map(|Reverse((at, _))| *at);
         let mut consider = |at: Instant| wake = Some(wake.map_or(at, |w| w.min(at)));
         match self.phase {
-            Phase::Connect => {
+            LoadPhase::Connect => {
                 if self.connect_next < self.cps.len() {
                     consider(self.connect_due(self.connect_next));
                 }
                 consider(self.connect_deadline);
             }
-            Phase::Idle { until }
-            | Phase::Heartbeat { until }
-            | Phase::Push { until }
-            | Phase::Reconnect { until } => consider(until),
-            Phase::Waiting => {}
+            LoadPhase::Idle { until }
+            | LoadPhase::Heartbeat { until }
+            | LoadPhase::Push { until }
+            | LoadPhase::Reconnect { until } => consider(until),
+            LoadPhase::Waiting => {}
         }
         if let Some(started) = self.shutting_down {
             consider(started + CLOSE_GRACE);
@@ -419,17 +421,17 @@ impl Worker {
             "connect" => {
                 self.connect_started = now;
                 self.connect_deadline = now + self.options.connect_timeout;
-                Phase::Connect
+                LoadPhase::Connect
             }
-            "idle" => Phase::Idle { until },
+            "idle" => LoadPhase::Idle { until },
             "heartbeat" => {
                 self.schedule_messages(now);
-                Phase::Heartbeat { until }
+                LoadPhase::Heartbeat { until }
             }
-            "push" => Phase::Push { until },
+            "push" => LoadPhase::Push { until },
             _ => {
                 self.rebooted = 0;
-                Phase::Reconnect {
+                LoadPhase::Reconnect {
                     until: now + self.options.connect_timeout,
                 }
             }
@@ -472,8 +474,8 @@ impl Worker {
             return Ok(open == 0 || now >= started + CLOSE_GRACE);
         }
         let ended = match self.phase {
-            Phase::Waiting => false,
-            Phase::Connect => {
+            LoadPhase::Waiting => false,
+            LoadPhase::Connect => {
                 if now >= self.connect_deadline && self.settled < self.cps.len() {
                     let missing = self.cps.len() - self.settled;
                     self.stats.add("connect_timeout", missing as u64);
@@ -484,18 +486,18 @@ impl Worker {
                 }
                 self.settled == self.cps.len()
             }
-            Phase::Idle { until } | Phase::Heartbeat { until } | Phase::Push { until } => {
-                now >= until
-            }
-            Phase::Reconnect { until } => now >= until || self.rebooted == self.cps.len(),
+            LoadPhase::Idle { until }
+            | LoadPhase::Heartbeat { until }
+            | LoadPhase::Push { until } => now >= until,
+            LoadPhase::Reconnect { until } => now >= until || self.rebooted == self.cps.len(),
         };
         if ended {
-            if let Phase::Heartbeat { .. } = self.phase {
+            if let LoadPhase::Heartbeat { .. } = self.phase {
                 for cp in &mut self.cps {
                     cp.next = [None; 3];
                 }
             }
-            if let Phase::Reconnect { .. } = self.phase {
+            if let LoadPhase::Reconnect { .. } = self.phase {
                 let missing = self.cps.len() - self.rebooted;
                 self.stats.add("not_back", missing as u64);
             }
@@ -511,7 +513,7 @@ impl Worker {
                 .filter(|cp| cp.booted && cp.link.is_some())
                 .count();
             self.stats.add("open_at_end", open as u64);
-            self.phase = Phase::Waiting;
+            self.phase = LoadPhase::Waiting;
             say(&format!("done {}", self.stats.to_wire()))?;
         }
         Ok(false)
@@ -523,7 +525,7 @@ impl Worker {
         }
         let now = Instant::now();
         self.shutting_down = Some(now);
-        self.phase = Phase::Waiting;
+        self.phase = LoadPhase::Waiting;
         for local in 0..self.cps.len() {
             self.cps[local].retry_at = None;
             self.cps[local].next = [None; 3];
@@ -539,7 +541,7 @@ impl Worker {
     // Connecting.
 
     fn pace_connects(&mut self) {
-        if self.phase != Phase::Connect {
+        if self.phase != LoadPhase::Connect {
             return;
         }
         let now = Instant::now();
@@ -631,12 +633,12 @@ impl Worker {
         let was_booted = cp.booted;
         cp.booted = false;
         match phase {
-            Phase::Connect if !cp.settled && self.shutting_down.is_none() => {
+            LoadPhase::Connect if !cp.settled && self.shutting_down.is_none() => {
                 cp.settled = true;
                 self.settled += 1;
                 self.stats.add("connect_failed", 1);
             }
-            Phase::Reconnect { .. } => {
+            LoadPhase::Reconnect { .. } => {
                 if was_booted && cp.dropped_ns.is_none() {
                     let at = unix_nanos_now();
                     cp.dropped_ns = Some(at);
@@ -830,7 +832,7 @@ impl Worker {
     fn on_call(
         &mut self,
         local: usize,
-        id: &str,
+        id: &MessageId<'_>,
         request: &Request,
         stamp: Option<u128>,
         now: Instant,
@@ -851,7 +853,7 @@ impl Worker {
         let cp = &mut self.cps[local];
         let last = cp.last_seq;
         cp.last_seq = last.max(seq);
-        if let Phase::Push { .. } = self.phase {
+        if let LoadPhase::Push { .. } = self.phase {
             let received = stamp.unwrap_or_else(unix_nanos_now);
             let latency = received.saturating_sub(sent_ns);
             self.stats
@@ -870,7 +872,7 @@ impl Worker {
             self.stats.add("build_errors", 1);
             return;
         };
-        let measuring = matches!(self.phase, Phase::Heartbeat { .. }) || kind == Kind::Boot;
+        let measuring = matches!(self.phase, LoadPhase::Heartbeat { .. }) || kind == Kind::Boot;
         let Some(link) = self.cps[local].link.as_mut() else {
             return;
         };
@@ -885,7 +887,13 @@ impl Worker {
         }
     }
 
-    fn on_completed(&mut self, local: usize, id: &str, outcome: CallOutcome, now: Instant) {
+    fn on_completed(
+        &mut self,
+        local: usize,
+        id: &MessageId<'_>,
+        outcome: CallOutcome,
+        now: Instant,
+    ) {
         let cp = &mut self.cps[local];
         let Some(at) = cp.calls.iter().position(|(call_id, _, _)| call_id == id) else {
             self.stats.add("unknown_completions", 1);
@@ -916,13 +924,13 @@ impl Worker {
             cp.booted = true;
             let since_attempt = now.saturating_duration_since(cp.attempt_started);
             match self.phase {
-                Phase::Connect if !cp.settled => {
+                LoadPhase::Connect if !cp.settled => {
                     cp.settled = true;
                     self.settled += 1;
                     self.stats.add("connected", 1);
                     self.stats.record("connect", nanos(since_attempt));
                 }
-                Phase::Reconnect { .. } => {
+                LoadPhase::Reconnect { .. } => {
                     if let Some(dropped) = cp.dropped_ns.take() {
                         let back = unix_nanos_now();
                         self.rebooted += 1;
@@ -938,7 +946,7 @@ impl Worker {
             }
             return;
         }
-        if !matches!(self.phase, Phase::Heartbeat { .. }) {
+        if !matches!(self.phase, LoadPhase::Heartbeat { .. }) {
             return;
         }
         if ok {

@@ -1,0 +1,137 @@
+//! Accepting: new OCPP sockets (with their TLS session, if any) and admin sockets, and the
+//! retry after running out of file descriptors.
+
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::Interest;
+use ocpp_server_core::Connection;
+
+use super::admin_socket::{AdminSocket, AdminStage, ADMIN_IO_TIMEOUT};
+use super::event_loop::{Entry, EventLoop};
+use super::ocpp_socket::{OcppSocket, SocketStage};
+use crate::tls::TlsSession;
+
+/// How long to wait before accepting again after running out of file descriptors.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
+impl EventLoop {
+    pub(super) fn accept(&mut self, now: Instant) {
+        loop {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            let (socket, peer) = match listener.accept() {
+                Ok(accepted) => accepted,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if is_resource_exhaustion(&e) => {
+                    // Out of file descriptors: the backlog keeps the connection; try later.
+                    tracing::warn!(loop_index = self.index, "accept: {e}; retrying shortly");
+                    self.accept_retry = Some(now + ACCEPT_RETRY);
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!("accept: {e}");
+                    continue;
+                }
+            };
+            let _ = socket.set_nodelay(true);
+            let tls = match &self.shared.tls {
+                None => None,
+                Some(config) => match TlsSession::server(Arc::clone(config)) {
+                    Ok(session) => Some(Box::new(session)),
+                    Err(e) => {
+                        tracing::warn!(%peer, "TLS session: {e}");
+                        continue;
+                    }
+                },
+            };
+            let connection =
+                Connection::accept_incoming(now, Arc::clone(&self.shared.connection_config));
+            let key = self.sockets.insert(Entry::Ocpp(Box::new(OcppSocket {
+                socket,
+                tls,
+                connection,
+                stage: SocketStage::Live,
+                interest: Interest::READABLE,
+                read_paused: false,
+                scheduled: None,
+                identity: None,
+                version: None,
+                session: None,
+                opened: now,
+                push_seq: 0,
+                admin_waiters: None,
+            })));
+            let metrics = self.shared.csms.metrics();
+            metrics.sockets_accepted.inc();
+            metrics.sockets_open.inc();
+            let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+                continue;
+            };
+            if let Err(e) =
+                self.poll
+                    .registry()
+                    .register(&mut s.socket, key.token(), Interest::READABLE)
+            {
+                tracing::warn!("register: {e}");
+                self.remove(key);
+                continue;
+            }
+            self.timers
+                .schedule(key, s.connection.poll_timeout(), &mut s.scheduled);
+        }
+    }
+
+    pub(super) fn accept_admin(&mut self, now: Instant) {
+        loop {
+            let Some(listener) = &self.admin_listener else {
+                return;
+            };
+            let socket = match listener.accept() {
+                Ok((socket, _)) => socket,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    tracing::debug!("admin accept: {e}");
+                    if is_resource_exhaustion(&e) {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let key = self.sockets.insert(Entry::Admin(Box::new(AdminSocket {
+                socket,
+                stage: AdminStage::Reading,
+                input: Vec::new(),
+                output: Vec::new(),
+                written: 0,
+                deadline: now + ADMIN_IO_TIMEOUT,
+                scheduled: None,
+                interest: Interest::READABLE,
+            })));
+            let Some(Entry::Admin(a)) = self.sockets.get_mut(key) else {
+                continue;
+            };
+            if self
+                .poll
+                .registry()
+                .register(&mut a.socket, key.token(), Interest::READABLE)
+                .is_err()
+            {
+                self.remove(key);
+                continue;
+            }
+            self.timers
+                .schedule(key, Some(a.deadline), &mut a.scheduled);
+        }
+    }
+}
+
+/// Errors after which accepting again at once would spin: out of descriptors or memory.
+fn is_resource_exhaustion(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(23 /* ENFILE */ | 24 /* EMFILE */ | 12 /* ENOMEM */ | 105 /* ENOBUFS */)
+    )
+}

@@ -1,0 +1,191 @@
+//! The admin HTTP sockets (loop 0 only): read a request, route it, answer at once or send a
+//! CALL to the loop that holds the charge point and answer when it completes.
+
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::Interest;
+use ocpp_server_core::Refused;
+
+use super::event_loop::{Entry, EventLoop};
+use super::ocpp_socket::SocketStage;
+use super::slab::Key;
+use super::Command;
+use crate::csms::admin::{self, AdminRequest, HttpResponse, Route};
+
+/// How long an admin client may take to send its request, and we to write the answer.
+pub(super) const ADMIN_IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an admin command may wait beyond the connection's call timeout before 504.
+pub(super) const ADMIN_CALL_GRACE: Duration = Duration::from_secs(5);
+
+/// Where an admin HTTP socket is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AdminStage {
+    Reading,
+    /// A CALL was sent to a charge point; the answer comes as [`Command::AdminReply`].
+    Waiting,
+    Writing,
+}
+
+/// An admin HTTP socket (loop 0 only).
+#[derive(Debug)]
+pub(super) struct AdminSocket {
+    pub(super) socket: TcpStream,
+    pub(super) stage: AdminStage,
+    pub(super) input: Vec<u8>,
+    pub(super) output: Vec<u8>,
+    pub(super) written: usize,
+    pub(super) deadline: Instant,
+    pub(super) scheduled: Option<Instant>,
+    pub(super) interest: Interest,
+}
+
+impl EventLoop {
+    pub(super) fn admin_call(
+        &mut self,
+        target: Key,
+        request: ocpp_server_core::Request,
+        reply_to: Key,
+        now: Instant,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        let response = match self.sockets.get_mut(target) {
+            Some(Entry::Ocpp(s)) if s.stage == SocketStage::Live && s.connection.is_open() => {
+                let action = request.action();
+                match s.connection.call(now, request) {
+                    Ok(id) => {
+                        if let Some(identity) = &s.identity {
+                            shared.csms.on_call_sent(identity, action);
+                            tracing::info!(%identity, action, %id, "admin CALL sent");
+                        }
+                        s.admin_waiters
+                            .get_or_insert_with(Box::default)
+                            .push((id, reply_to));
+                        self.service(target, now);
+                        return;
+                    }
+                    Err(Refused { reason, .. }) => HttpResponse::refused(reason),
+                }
+            }
+            _ => HttpResponse::error(404, "the charge point is no longer connected"),
+        };
+        shared.send(
+            0,
+            Command::AdminReply {
+                to: reply_to,
+                response,
+            },
+        );
+    }
+
+    pub(super) fn admin_ready(&mut self, key: Key, readable: bool, now: Instant) {
+        let Some(Entry::Admin(a)) = self.sockets.get_mut(key) else {
+            return;
+        };
+        if a.stage == AdminStage::Writing {
+            self.admin_write(key, now);
+            return;
+        }
+        if !readable || a.stage != AdminStage::Reading {
+            return;
+        }
+        loop {
+            match a.socket.read(&mut self.scratch) {
+                Ok(0) => {
+                    self.remove(key);
+                    return;
+                }
+                Ok(n) => {
+                    a.input.extend_from_slice(&self.scratch[..n]);
+                    if a.input.len() > admin::MAX_HEAD + admin::MAX_BODY {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.remove(key);
+                    return;
+                }
+            }
+        }
+        let parsed = AdminRequest::parse(&a.input);
+        let request = match parsed {
+            Ok(None) => return,
+            Ok(Some((request, _))) => request,
+            Err(response) => {
+                self.admin_respond(key, response, now);
+                return;
+            }
+        };
+        let csms = Arc::clone(&self.shared.csms);
+        match admin::route(&csms, &request) {
+            Route::Respond(response) => self.admin_respond(key, response, now),
+            Route::Call { identity, request } => {
+                let handle = self.shared.identities().get(&identity).copied();
+                let Some(handle) = handle else {
+                    self.admin_respond(key, HttpResponse::not_connected(&identity), now);
+                    return;
+                };
+                a.stage = AdminStage::Waiting;
+                a.deadline =
+                    now + self.shared.connection_config.get_call_timeout() + ADMIN_CALL_GRACE;
+                self.timers
+                    .schedule(key, Some(a.deadline), &mut a.scheduled);
+                self.shared.send(
+                    handle.loop_index,
+                    Command::AdminCall {
+                        target: handle.key,
+                        request,
+                        reply_to: key,
+                    },
+                );
+            }
+        }
+    }
+
+    pub(super) fn admin_respond(&mut self, key: Key, response: HttpResponse, now: Instant) {
+        let Some(Entry::Admin(a)) = self.sockets.get_mut(key) else {
+            return;
+        };
+        a.output = response.to_bytes();
+        a.written = 0;
+        a.stage = AdminStage::Writing;
+        a.deadline = now + ADMIN_IO_TIMEOUT;
+        self.timers
+            .schedule(key, Some(a.deadline), &mut a.scheduled);
+        self.admin_write(key, now);
+    }
+
+    fn admin_write(&mut self, key: Key, _now: Instant) {
+        let Some(Entry::Admin(a)) = self.sockets.get_mut(key) else {
+            return;
+        };
+        while a.written < a.output.len() {
+            match a.socket.write(&a.output[a.written..]) {
+                Ok(0) => break,
+                Ok(n) => a.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if a.interest != Interest::WRITABLE {
+                        a.interest = Interest::WRITABLE;
+                        let _ = self.poll.registry().reregister(
+                            &mut a.socket,
+                            key.token(),
+                            Interest::WRITABLE,
+                        );
+                    }
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        // The whole request was read, so closing sends no reset.
+        let _ = a.socket.shutdown(Shutdown::Write);
+        self.remove(key);
+    }
+}

@@ -1,0 +1,407 @@
+//! A charge point's socket: the record that holds its Sans-IO connection, and how the loop
+//! reads it, feeds the connection, hands its events to the CSMS, writes its output and moves
+//! it through flushing and draining to its close.
+
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::sync::Arc;
+use std::time::Instant;
+
+use mio::net::TcpStream;
+use mio::Interest;
+use ocpp_messages::version::OcppVersion;
+use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, MessageId};
+
+use super::event_loop::{Entry, EventLoop};
+use super::slab::Key;
+use super::{Command, Handle, DRAIN_TIMEOUT, FLUSH_TIMEOUT};
+use crate::csms::admin::{self, HttpResponse};
+use crate::csms::{Decision, SessionId};
+use crate::tls::{self, Received, TlsSession};
+
+/// At most this many read calls per readiness event, so one busy peer cannot starve the
+/// others (the rest is read on the next turn of the loop).
+pub(super) const READS_PER_EVENT: usize = 16;
+
+/// Where a charge point's socket is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SocketStage {
+    /// The connection runs.
+    Live,
+    /// The connection ended; write out what it still has, until the deadline.
+    Flushing { deadline: Instant },
+    /// Our write side is shut; read until the peer's end of stream, until the deadline.
+    Draining { deadline: Instant },
+}
+
+/// A charge point's socket and its Sans-IO connection.
+#[derive(Debug)]
+pub(super) struct OcppSocket {
+    pub(super) socket: TcpStream,
+    /// The TLS session with `wss://`; `None` (a null pointer) with plain `ws://`.
+    pub(super) tls: Option<Box<TlsSession>>,
+    pub(super) connection: Connection,
+    pub(super) stage: SocketStage,
+    /// The interest registered with the poller.
+    pub(super) interest: Interest,
+    /// Reading stopped because the connection did not want input (`wants_read`): our output
+    /// to this peer is backed up. Edge-triggered readiness will not report the data waiting,
+    /// so the loop reads again when it resumes.
+    pub(super) read_paused: bool,
+    /// The earliest deadline of ours in the timer heap.
+    pub(super) scheduled: Option<Instant>,
+    pub(super) identity: Option<ChargePointIdentity>,
+    pub(super) version: Option<OcppVersion>,
+    pub(super) session: Option<SessionId>,
+    pub(super) opened: Instant,
+    /// Sequence number of the last push DataTransfer.
+    pub(super) push_seq: u64,
+    /// Our CALLs sent for the admin interface (call id, the admin socket to answer): only
+    /// some connections have any, so they are boxed and the others pay one null pointer
+    /// (8 bytes, where a `Vec` is 24 in every socket record).
+    #[allow(clippy::box_collection)]
+    pub(super) admin_waiters: Option<Box<Vec<(MessageId<'static>, Key)>>>,
+}
+
+/// The peer's address, for logs (asked of the socket, not kept per connection).
+fn peer(socket: &TcpStream) -> String {
+    socket
+        .peer_addr()
+        .map_or_else(|_| "unknown".to_string(), |a| a.to_string())
+}
+
+impl EventLoop {
+    /// Reads into the loop's buffer and feeds the connection while it
+    /// [wants input](Connection::wants_read); the caller then services it once (events,
+    /// output), as the drain contract asks.
+    ///
+    /// A read that returns less than the buffer has emptied the socket's receive queue, so
+    /// unless `exhaust` (the peer's FIN or an error was reported, or this is a `read_again`)
+    /// the loop stops there instead of paying a second `recvfrom` for its `EAGAIN`: any byte
+    /// that arrives later raises a new edge. That is one system call in three per message.
+    pub(super) fn read(&mut self, key: Key, exhaust: bool, now: Instant) {
+        for _ in 0..READS_PER_EVENT {
+            let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+                return;
+            };
+            match s.stage {
+                SocketStage::Live => {}
+                // A closed connection ignores input; we read it only when draining.
+                SocketStage::Flushing { .. } => return,
+                SocketStage::Draining { .. } => {
+                    self.drain(key);
+                    return;
+                }
+            }
+            if !s.connection.wants_read() {
+                // Back-pressure: the peer does not read what we send; stop reading it.
+                s.read_paused = true;
+                return;
+            }
+            let s = &mut **s;
+            if let Some(session) = &mut s.tls {
+                let connection = &mut s.connection;
+                let received = session.receive(&mut s.socket, &mut self.scratch, |plaintext| {
+                    connection.handle_data(now, plaintext)
+                });
+                match received {
+                    Received::Progress => continue,
+                    Received::WouldBlock => return,
+                    Received::Closed => {}
+                    Received::Failed(e) => {
+                        // Send the alert rustls chose; `service` then shuts our side and
+                        // drains the socket, so the peer reads the alert rather than a reset.
+                        tracing::info!(peer = %peer(&s.socket), "TLS failed: {e}");
+                        self.shared.csms.metrics().tls_failures.inc();
+                        session.abandon();
+                        if let Err(e) = session.write_to(&mut s.socket) {
+                            tracing::debug!(peer = %peer(&s.socket), "TLS alert not sent: {e}");
+                        }
+                    }
+                    Received::Io(e) => tracing::debug!(peer = %peer(&s.socket), "read: {e}"),
+                }
+                s.connection.handle_eof(now);
+                return;
+            }
+            match s.socket.read(&mut self.scratch) {
+                Ok(0) => {
+                    s.connection.handle_eof(now);
+                    return;
+                }
+                Ok(n) => {
+                    s.connection.handle_data(now, &self.scratch[..n]);
+                    if n < self.scratch.len() && !exhaust {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::debug!(peer = %peer(&s.socket), "read: {e}");
+                    s.connection.handle_eof(now);
+                    return;
+                }
+            }
+        }
+        // Data may be left: edge-triggered readiness will not say so again.
+        self.read_again.push(key);
+    }
+
+    /// Draining: discards input until the peer's end of stream, then closes the socket.
+    fn drain(&mut self, key: Key) {
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+            return;
+        };
+        for _ in 0..READS_PER_EVENT {
+            match s.socket.read(&mut self.scratch) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        self.remove(key);
+    }
+
+    /// After anything happened to a connection: one pass of the drain contract (handle its
+    /// events, write its output), then move it along its stages and re-register its interest
+    /// and deadline.
+    pub(super) fn service(&mut self, key: Key, now: Instant) {
+        self.handle_events(key, now);
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+            return;
+        };
+        if let Err(e) = write_out(s) {
+            tracing::debug!(peer = %peer(&s.socket), "write: {e}");
+            // The socket is dead: end the connection, tell the application, drop the socket.
+            s.connection.handle_eof(now);
+            self.handle_events(key, now);
+            self.remove(key);
+            return;
+        }
+        let pending = s.connection.pending_transmit_len();
+        if let SocketStage::Flushing { .. } = s.stage {
+            if pending == 0 {
+                if let Some(session) = &mut s.tls {
+                    // TLS ends with close_notify (RFC 8446 §6.1) before the TCP half-close.
+                    session.close();
+                    if session.write_to(&mut s.socket).is_err() {
+                        self.remove(key);
+                        return;
+                    }
+                }
+            }
+            if pending == 0 && !s.tls.as_ref().is_some_and(|t| t.wants_write()) {
+                // Everything is out: half-close and wait for the peer's end of stream.
+                let _ = s.socket.shutdown(Shutdown::Write);
+                s.stage = SocketStage::Draining {
+                    deadline: now + DRAIN_TIMEOUT,
+                };
+                self.drain(key);
+                let Some(Entry::Ocpp(_)) = self.sockets.get_mut(key) else {
+                    return;
+                };
+            }
+        }
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+            return;
+        };
+        let resume = s.read_paused && s.connection.wants_read();
+        if resume {
+            s.read_paused = false;
+            self.read_again.push(key);
+        }
+        let interest = if pending > 0 || s.tls.as_ref().is_some_and(|t| t.wants_write()) {
+            Interest::READABLE | Interest::WRITABLE
+        } else {
+            Interest::READABLE
+        };
+        if interest != s.interest {
+            if let Err(e) = self
+                .poll
+                .registry()
+                .reregister(&mut s.socket, key.token(), interest)
+            {
+                tracing::debug!("reregister: {e}");
+            }
+            s.interest = interest;
+        }
+        let deadline = match s.stage {
+            SocketStage::Live => s.connection.poll_timeout(),
+            SocketStage::Flushing { deadline } | SocketStage::Draining { deadline } => {
+                Some(deadline)
+            }
+        };
+        self.timers.schedule(key, deadline, &mut s.scheduled);
+    }
+
+    /// Drains the connection's events into the application, until there are none.
+    pub(super) fn handle_events(&mut self, key: Key, now: Instant) {
+        let shared = Arc::clone(&self.shared);
+        let csms = &shared.csms;
+        loop {
+            let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+                return;
+            };
+            let Some(event) = s.connection.poll_event() else {
+                return;
+            };
+            match event {
+                Event::UpgradeRequested(upgrade) => {
+                    s.identity = Some(upgrade.identity.clone());
+                    let transport = tls::transport(s.tls.as_deref());
+                    let result = match csms.on_upgrade(&upgrade, &transport) {
+                        Decision::Accept => s.connection.accept(now),
+                        Decision::Reject { status, reason } => {
+                            tracing::info!(
+                                identity = %upgrade.identity, peer = %peer(&s.socket), status, reason,
+                                "upgrade rejected"
+                            );
+                            s.connection.reject(now, status)
+                        }
+                    };
+                    if result.is_err() {
+                        tracing::warn!("accept/reject in the wrong state");
+                    }
+                }
+                Event::Connected { version } => {
+                    let Some(identity) = s.identity.clone() else {
+                        continue;
+                    };
+                    s.version = Some(version);
+                    s.session = Some(csms.on_connected(&identity, version));
+                    tracing::info!(
+                        %identity, version = version.as_str(), peer = %peer(&s.socket),
+                        loop_index = self.index, "connected"
+                    );
+                    let handle = Handle {
+                        loop_index: self.index,
+                        key,
+                    };
+                    let replaced = shared.identities().register(identity, handle);
+                    if let Some(old) = replaced {
+                        shared.send(old.loop_index, Command::Replace { target: old.key });
+                    }
+                }
+                Event::Call { id, request } => {
+                    let (Some(identity), Some(session)) = (&s.identity, s.session) else {
+                        continue;
+                    };
+                    let reply = csms.on_call(session, identity, &request);
+                    reply.send(&mut s.connection, &id, Some(identity), now);
+                }
+                Event::Send { request, .. } => {
+                    if let Some(identity) = &s.identity {
+                        csms.on_send(identity, &request);
+                    }
+                }
+                Event::CallCompleted {
+                    id,
+                    action,
+                    outcome,
+                } => {
+                    let Some(identity) = &s.identity else {
+                        continue;
+                    };
+                    csms.on_call_completed(identity, action, &outcome);
+                    let waiter = s.admin_waiters.as_mut().and_then(|waiters| {
+                        let at = waiters.iter().position(|(i, _)| *i == id)?;
+                        Some(waiters.swap_remove(at).1)
+                    });
+                    if s.admin_waiters.as_ref().is_some_and(|w| w.is_empty()) {
+                        s.admin_waiters = None;
+                    }
+                    if let Some(admin) = waiter {
+                        let version = s.version.unwrap_or(OcppVersion::V1_6);
+                        let response = admin::call_response(version, &id, action, &outcome);
+                        tracing::info!(%identity, action, %id, status = response.status, "admin CALL completed");
+                        shared.send(
+                            0,
+                            Command::AdminReply {
+                                to: admin,
+                                response,
+                            },
+                        );
+                    }
+                }
+                Event::UnmatchedResponse { id } => {
+                    tracing::debug!(identity = ?s.identity, %id, "answer to no CALL of ours");
+                }
+                Event::CallResultError {
+                    id,
+                    code,
+                    description,
+                } => {
+                    tracing::warn!(identity = ?s.identity, %id, ?code, description, "CALLRESULTERROR");
+                }
+                Event::Closed(closed) => self.on_closed(key, &closed, now),
+                _ => {}
+            }
+        }
+    }
+
+    /// The connection ended: tell the application, free the identity, fail the admin
+    /// commands waiting on it, and start flushing.
+    fn on_closed(&mut self, key: Key, closed: &Closed, now: Instant) {
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+            return;
+        };
+        let shared = &self.shared;
+        shared
+            .csms
+            .on_closed(s.session, s.identity.as_ref(), closed);
+        if let (Some(identity), Some(_)) = (&s.identity, s.session) {
+            let handle = Handle {
+                loop_index: self.index,
+                key,
+            };
+            shared.identities().remove(identity, &handle);
+            tracing::info!(
+                %identity, reason = ?closed.reason, seconds = now.duration_since(s.opened).as_secs(),
+                "disconnected"
+            );
+        } else {
+            tracing::debug!(peer = %peer(&s.socket), reason = ?closed.reason, "handshake ended");
+        }
+        let waiters = s.admin_waiters.take().map(|w| *w).unwrap_or_default();
+        for (_, admin) in waiters {
+            shared.send(
+                0,
+                Command::AdminReply {
+                    to: admin,
+                    response: HttpResponse::disconnected(),
+                },
+            );
+        }
+        s.stage = SocketStage::Flushing {
+            deadline: now + FLUSH_TIMEOUT,
+        };
+    }
+}
+
+/// Writes the connection's output (through TLS, if on) until done or the socket would block.
+fn write_out(s: &mut OcppSocket) -> io::Result<()> {
+    if let Some(session) = &mut s.tls {
+        loop {
+            let taken = session.send(&mut s.socket, s.connection.pending_transmit())?;
+            s.connection.advance_transmit(taken);
+            if taken == 0 || s.connection.pending_transmit().is_empty() {
+                return Ok(());
+            }
+        }
+    }
+    loop {
+        let pending = s.connection.pending_transmit();
+        if pending.is_empty() {
+            return Ok(());
+        }
+        match s.socket.write(pending) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => s.connection.advance_transmit(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}

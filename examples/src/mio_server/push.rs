@@ -1,0 +1,46 @@
+//! The push tick (`--push-interval-ms`): a DataTransfer to every open charge point.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::event_loop::{Entry, EventLoop};
+use super::ocpp_socket::SocketStage;
+use crate::csms::push;
+
+impl EventLoop {
+    /// `--push-interval-ms`: a DataTransfer to every open connection whose previous CALL was
+    /// answered; built right before `call`, so it is serialised (and stamped) at once.
+    pub(super) fn push_tick(&mut self, now: Instant) {
+        let (Some(at), Some(interval)) = (self.next_push, self.shared.push_interval) else {
+            return;
+        };
+        if at > now {
+            return;
+        }
+        let next = at + interval;
+        self.next_push = Some(if next <= now { now + interval } else { next });
+        let shared = Arc::clone(&self.shared);
+        for key in self.sockets.keys() {
+            let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+                continue;
+            };
+            let (Some(version), Some(identity)) = (s.version, &s.identity) else {
+                continue;
+            };
+            if s.stage != SocketStage::Live || !s.connection.is_open() {
+                continue;
+            }
+            let sent = push::send_next(
+                &shared.csms,
+                &mut s.connection,
+                now,
+                version,
+                identity,
+                &mut s.push_seq,
+            );
+            if sent {
+                self.service(key, now);
+            }
+        }
+    }
+}

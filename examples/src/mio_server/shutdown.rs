@@ -1,0 +1,69 @@
+//! Graceful shutdown: close every connection with 1001, then end what is left at the
+//! deadline.
+
+use std::time::Instant;
+
+use ocpp_frame::CloseCode;
+
+use super::admin_socket::AdminStage;
+use super::event_loop::{Entry, EventLoop};
+use super::ocpp_socket::SocketStage;
+use super::SHUTDOWN_TIMEOUT;
+use crate::csms::admin::HttpResponse;
+
+impl EventLoop {
+    pub(super) fn begin_shutdown(&mut self, now: Instant) {
+        if self.shutdown_deadline.is_some() {
+            return;
+        }
+        tracing::info!(
+            loop_index = self.index,
+            connections = self.sockets.len(),
+            "shutting down"
+        );
+        self.shutdown_deadline = Some(now + SHUTDOWN_TIMEOUT);
+        self.next_push = None;
+        for listener in [self.listener.take(), self.admin_listener.take()]
+            .into_iter()
+            .flatten()
+        {
+            let mut listener = listener;
+            let _ = self.poll.registry().deregister(&mut listener);
+        }
+        for key in self.sockets.keys() {
+            match self.sockets.get_mut(key) {
+                Some(Entry::Ocpp(s)) => {
+                    if s.stage == SocketStage::Live {
+                        s.connection
+                            .close(now, CloseCode::GOING_AWAY, "server shutting down");
+                    }
+                    self.service(key, now);
+                }
+                Some(Entry::Admin(a)) => {
+                    if a.stage == AdminStage::Writing {
+                        continue;
+                    }
+                    if a.stage == AdminStage::Waiting {
+                        self.admin_respond(key, HttpResponse::shutting_down(), now);
+                    } else {
+                        self.remove(key);
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// The shutdown deadline passed: end what is left (their pending CALLs are logged).
+    pub(super) fn force_close_all(&mut self, now: Instant) {
+        for key in self.sockets.keys() {
+            if let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) {
+                if s.stage == SocketStage::Live {
+                    s.connection.handle_eof(now);
+                    self.handle_events(key, now);
+                }
+            }
+            self.remove(key);
+        }
+    }
+}
