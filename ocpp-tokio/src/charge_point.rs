@@ -6,12 +6,13 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::Waker;
 use std::time::Duration;
 
-use ocpp_messages::action::{ActionRequest, OcppAction};
-use ocpp_server_core::{ChargePointIdentity, CloseCode, OcppVersion, Request, Response};
+use ocpp_messages::action::ActionRequest;
+use ocpp_messages::{Request, Response};
+use ocpp_server_core::{ChargePointIdentity, CloseCode, OcppVersion};
 use tokio::sync::oneshot;
 
 use crate::error::{CallError, SendError};
-use crate::typed::TypedCall;
+use crate::typed::{ResponseOf, TypedCall};
 
 /// A command from a handle to the connection's task.
 #[derive(Debug)]
@@ -247,10 +248,7 @@ impl ChargePoint {
     ///
     /// # Errors
     /// Exactly what happened, as a [`CallError`].
-    pub async fn call<R>(
-        &self,
-        request: R,
-    ) -> Result<<R::Action as OcppAction>::Response, CallError>
+    pub async fn call<R>(&self, request: R) -> Result<ResponseOf<R>, CallError>
     where
         R: ActionRequest + TypedCall,
     {

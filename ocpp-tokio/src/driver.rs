@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use ocpp_server_core::{
     CallOutcome, ChargePointIdentity, CloseCode, Closed, Connection, ConnectionConfig, Event,
-    MessageId, RefusalReason, Request, Response,
+    MessageId, RefusalReason,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{oneshot, Notify};
@@ -21,7 +21,9 @@ use crate::charge_point::{Command, Link, Settings};
 use crate::error::{CallError, SendError};
 use crate::handler::{AnswerKind, IncomingCall};
 use crate::hook::{Hook, Message, MessageEvent};
+use crate::typed::{request_from_core, request_to_core, response_from_core, response_to_core};
 use crate::{Answer, ChargePoint, ChargePoints, Handler, PeerCertificate, Upgrade};
+use crate::{Request, Response};
 
 /// Bytes read per `read` call: on the thread's stack, never in the connection's memory.
 const READ_CHUNK: usize = 8 * 1024;
@@ -212,6 +214,10 @@ where
             Command::Call { request, reply } => {
                 let deadline = self.settings.get_call_timeout().map(|t| now + t);
                 let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
+                let Some(request) = request_to_core(request) else {
+                    let _ = reply.send(Err(CallError::WrongVersion));
+                    return true;
+                };
                 match self.conn.call(now, request) {
                     Ok(id) => {
                         if let Some(request) = &hook_request {
@@ -255,6 +261,10 @@ where
         reply: oneshot::Sender<Result<(), SendError>>,
     ) {
         let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
+        let Some(request) = request_to_core(request) else {
+            let _ = reply.send(Err(SendError::NeedsV21));
+            return;
+        };
         match self.conn.send(now, request) {
             Ok(id) => {
                 if let Some(request) = &hook_request {
@@ -263,7 +273,12 @@ where
                 let _ = reply.send(Ok(()));
             }
             Err(refused) => match refused.reason {
-                RefusalReason::Backpressure => self.send_retry.push_front((refused.message, reply)),
+                RefusalReason::Backpressure => match request_from_core(refused.message) {
+                    Some(request) => self.send_retry.push_front((request, reply)),
+                    None => {
+                        let _ = reply.send(Err(SendError::NeedsV21));
+                    }
+                },
                 RefusalReason::NotOpen => {
                     let _ = reply.send(Err(SendError::NotConnected));
                 }
@@ -333,15 +348,22 @@ where
                 if self.shared.hook.is_some() {
                     self.hook(&id, Message::ResultOut(&response));
                 }
-                if let Err(refused) = self.conn.respond(now, &id, response) {
+                let refused = match response_to_core(response) {
+                    Some(response) => self
+                        .conn
+                        .respond(now, &id, response)
+                        .err()
+                        .map(|r| r.reason),
+                    None => Some(RefusalReason::WrongVersion),
+                };
+                if let Some(reason) = refused {
                     // Of another version, or not serialisable: the charge point still gets
                     // its one answer.
                     tracing::warn!(
                         identity = self.identity.as_ref().map_or("", |i| i.as_str()),
-                        "answer refused by the core ({}); sending InternalError",
-                        refused.reason
+                        "answer refused by the core ({reason}); sending InternalError",
                     );
-                    let description = refused.reason.to_string();
+                    let description = reason.to_string();
                     let code = ocpp_server_core::ErrorCode::InternalError;
                     let _ = self.conn.respond_error(now, &id, code, &description);
                 }
@@ -383,6 +405,13 @@ where
             }
             Event::Connected { version } => self.on_connected(now, version),
             Event::Call { id, request } => {
+                let Some(request) = request_from_core(request) else {
+                    let code = ocpp_server_core::ErrorCode::InternalError;
+                    let _ = self
+                        .conn
+                        .respond_error(now, &id, code, "unsupported version");
+                    return;
+                };
                 if self.shared.hook.is_some() {
                     self.hook(&id, Message::CallIn(&request));
                 }
@@ -394,6 +423,9 @@ where
                 self.answer = Some((id, answer));
             }
             Event::Send { id, request } => {
+                let Some(request) = request_from_core(request) else {
+                    return;
+                };
                 if self.shared.hook.is_some() {
                     self.hook(&id, Message::SendIn(&request));
                 }
@@ -404,11 +436,12 @@ where
                     .push_back(Box::pin(async move { handler.on_send(&cp, send).await }));
             }
             Event::CallCompleted { id, outcome, .. } => {
-                if self.shared.hook.is_some() {
-                    self.hook(&id, Message::OutcomeIn(&outcome));
-                }
                 let result = match outcome {
-                    CallOutcome::Result(response) => Ok(response),
+                    CallOutcome::Result(response) => {
+                        response_from_core(response).ok_or(CallError::InvalidResponse {
+                            description: "a response of a version this driver lacks".into(),
+                        })
+                    }
                     CallOutcome::Error {
                         code,
                         description,
@@ -426,6 +459,9 @@ where
                         description: "an outcome this driver does not know".into(),
                     }),
                 };
+                if self.shared.hook.is_some() {
+                    self.hook(&id, Message::OutcomeIn(&result));
+                }
                 if let Some(at) = self
                     .waiters
                     .iter()

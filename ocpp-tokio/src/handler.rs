@@ -2,9 +2,8 @@
 
 use std::future::Future;
 
-use ocpp_server_core::{
-    Closed, ErrorCode, MessageId, OcppVersion, Request, Response, UpgradeRequest,
-};
+use ocpp_messages::{Request, RequestRef, Response};
+use ocpp_server_core::{Closed, ErrorCode, MessageId, OcppVersion, UpgradeRequest};
 use rustls::pki_types::CertificateDer;
 
 use crate::ChargePoint;
@@ -18,19 +17,20 @@ use crate::ChargePoint;
 /// in tasks of their own. Implement them with `async fn`.
 ///
 /// ```
-/// use ocpp_tokio::{v1_6, Answer, ChargePoint, Handler, IncomingCall, Request};
+/// use ocpp_tokio::{v1_6, v2_0_1, Answer, ChargePoint, DateTime, Handler, IncomingCall};
+/// use ocpp_tokio::RequestRef;
 ///
 /// struct Csms;
 ///
 /// impl Handler for Csms {
 ///     async fn on_call(&self, _cp: &ChargePoint, call: IncomingCall) -> Answer {
-///         match call.request() {
-///             Request::V1_6(request) => match **request {
-///                 v1_6::Request::Heartbeat(_) => Answer::result(v1_6::Response::from(v1_6::HeartbeatResponse {
-///                     current_time: ocpp_tokio::DateTime::from_unix_timestamp(0).unwrap(),
-///                 })),
-///                 _ => Answer::not_supported(),
-///             },
+///         match call.view() {
+///             RequestRef::V1_6(v1_6::Request::Heartbeat(_)) => {
+///                 Answer::result(v1_6::HeartbeatResponse::new(DateTime::now()))
+///             }
+///             RequestRef::V2_0_1(v2_0_1::Request::Heartbeat(_)) => {
+///                 Answer::result(v2_0_1::HeartbeatResponse::new(DateTime::now()))
+///             }
 ///             _ => Answer::not_supported(),
 ///         }
 ///     }
@@ -168,9 +168,15 @@ impl IncomingCall {
         self.request.version()
     }
 
-    /// The payload, to `match` on: `Request::V1_6(r) => match **r { .. }`.
+    /// The payload.
     pub fn request(&self) -> &Request {
         &self.request
+    }
+
+    /// The payload borrowed for one `match` over versions and actions:
+    /// `RequestRef::V1_6(v1_6::Request::Heartbeat(_)) => ..`.
+    pub fn view(&self) -> RequestRef<'_> {
+        self.request.view()
     }
 
     /// The payload, owned.
@@ -184,7 +190,7 @@ impl IncomingCall {
 /// ```
 /// use ocpp_tokio::{v1_6, Answer, DateTime, ErrorCode};
 /// let now = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
-/// let ok = Answer::result(v1_6::Response::from(v1_6::HeartbeatResponse { current_time: now }));
+/// let ok = Answer::result(v1_6::HeartbeatResponse::new(now));
 /// let refused = Answer::error(ErrorCode::SecurityError, "not accepted yet");
 /// assert!(ok.is_result() && !refused.is_result());
 /// ```
@@ -201,8 +207,8 @@ pub(crate) enum AnswerKind {
 }
 
 impl Answer {
-    /// A CALLRESULT with this payload (a [`Response`], or a version's response enum such as
-    /// `v1_6::Response`).
+    /// A CALLRESULT with this payload: a generated response (`v1_6::HeartbeatResponse`), a
+    /// version's response enum, or a [`Response`].
     pub fn result(response: impl Into<Response>) -> Self {
         Answer(AnswerKind::Result(response.into()))
     }

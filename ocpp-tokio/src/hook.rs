@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use ocpp_server_core::{CallOutcome, ErrorCode, MessageId, Request, Response};
+use ocpp_messages::{Request, Response};
+use ocpp_server_core::{ErrorCode, MessageId};
+
+use crate::CallError;
 
 /// The hook's type: see [`ServerBuilder::on_message`](crate::ServerBuilder::on_message).
 pub(crate) type Hook = Arc<dyn Fn(&MessageEvent<'_>) + Send + Sync>;
@@ -37,8 +40,9 @@ pub enum Message<'a> {
     SendIn(&'a Request),
     /// Out: our CALL.
     CallOut(&'a Request),
-    /// In: how our CALL ended (a result, a CALLERROR, a timeout, an unreadable answer).
-    OutcomeIn(&'a CallOutcome),
+    /// In: how our CALL ended, as its caller sees it (a result, a CALLERROR, a timeout, an
+    /// answer that does not decode).
+    OutcomeIn(&'a Result<Response, CallError>),
     /// Out: our SEND (OCPP 2.1).
     SendOut(&'a Request),
 }

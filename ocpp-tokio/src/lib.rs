@@ -35,12 +35,13 @@ pub use handler::{Answer, Handler, IncomingCall, PeerCertificate, Upgrade};
 pub use hook::{Message, MessageEvent};
 pub use registry::{ChargePoints, Remote, RemoteCall};
 pub use server::{Server, ServerBuilder};
-pub use typed::TypedCall;
+pub use typed::{ResponseOf, TypedCall};
 
 pub use ocpp_frame::handshake::BasicCredentials;
+pub use ocpp_messages::{Request, RequestRef, Response, ResponseRef};
 pub use ocpp_server_core::{
     v1_6, v2_0_1, v2_1, ChargePointIdentity, CloseCode, CloseReason, Closed, ConnectionConfig,
-    DateTime, ErrorCode, MessageId, OcppVersion, Request, Response, UpgradeRequest,
+    DateTime, ErrorCode, MessageId, OcppVersion, UpgradeRequest,
 };
 pub use rustls;
 

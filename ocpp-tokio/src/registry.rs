@@ -5,7 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use ocpp_server_core::{ChargePointIdentity, IdentityTable, Request, Response};
+use ocpp_messages::{Request, Response};
+use ocpp_server_core::{ChargePointIdentity, IdentityTable};
 
 use crate::error::CallError;
 use crate::ChargePoint;

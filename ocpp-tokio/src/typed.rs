@@ -1,90 +1,105 @@
-//! From a typed request to the core's [`Request`] and back from its [`Response`].
+//! From a typed request to the core's [`Request`] and back from its [`Response`], through
+//! `ocpp-messages`' conversions (`From<vX::FooRequest> for ocpp_messages::Request`,
+//! `TryFrom<ocpp_messages::Response> for vX::FooResponse`): no serialisation.
 //!
-//! Until `ocpp-messages` has `From<vX::FooRequest> for Request` and
-//! `TryFrom<Response> for vX::FooResponse`, this goes through JSON: the request is serialised
-//! and decoded as its version's enum, the response serialised and decoded as the action's type.
+//! The public API speaks `ocpp_messages::{Request, Response}`. `ocpp_server_core` has its own
+//! types of the same shape (one box per version); until it re-exports `ocpp_messages`' ones,
+//! the functions here move the boxes across at the boundary (no copy of the payload).
 
-use ocpp_messages::action::{ActionRequest, OcppAction, Payload};
-use ocpp_messages::decode::DecodeOptions;
-use ocpp_server_core::{v1_6, v2_0_1, v2_1, OcppVersion, Request, Response};
+use ocpp_messages::action::{ActionRequest, OcppAction};
+use ocpp_messages::{Request, Response};
+use ocpp_server_core::OcppVersion;
 
 use crate::error::CallError;
 
+/// The response type of a request's action.
+pub type ResponseOf<R> = <<R as ActionRequest>::Action as OcppAction>::Response;
+
 /// A typed request that [`ChargePoint::call`](crate::ChargePoint::call) can send: every
-/// generated `vX::FooRequest` (implemented for all [`ActionRequest`]s).
+/// generated `vX::FooRequest` (implemented for all of them).
 pub trait TypedCall: ActionRequest + Sized {
-    /// The request as the core's [`Request`] for a connection on `negotiated`.
+    /// The request as a [`Request`] for a connection on `negotiated`.
     ///
     /// # Errors
     /// [`CallError::WrongVersion`] when the type belongs to another version.
     fn into_request(self, negotiated: OcppVersion) -> Result<Request, CallError>;
 
-    /// The typed answer out of the core's [`Response`].
+    /// The typed answer out of a [`Response`].
     ///
     /// # Errors
-    /// [`CallError::InvalidResponse`] or [`CallError::WrongVersion`].
-    fn from_response(
-        response: Response,
-    ) -> Result<<Self::Action as OcppAction>::Response, CallError>;
+    /// [`CallError::WrongVersion`] for a response of another version,
+    /// [`CallError::InvalidResponse`] for one of another action.
+    fn from_response(response: Response) -> Result<ResponseOf<Self>, CallError>;
 }
 
-/// The version a generated type belongs to, from its module path.
-fn version_of<T>() -> Option<OcppVersion> {
-    let name = std::any::type_name::<T>();
-    if name.contains("::v1_6::") {
-        Some(OcppVersion::V1_6)
-    } else if name.contains("::v2_0_1::") {
-        Some(OcppVersion::V2_0_1)
-    } else if name.contains("::v2_1::") {
-        Some(OcppVersion::V2_1)
-    } else {
-        None
-    }
-}
-
-fn invalid(error: impl std::fmt::Display) -> CallError {
-    CallError::InvalidResponse {
-        description: error.to_string(),
-    }
-}
-
-impl<R: ActionRequest> TypedCall for R {
+impl<R> TypedCall for R
+where
+    R: ActionRequest + Into<Request>,
+    ResponseOf<R>: TryFrom<Response, Error = Response>,
+{
     fn into_request(self, negotiated: OcppVersion) -> Result<Request, CallError> {
-        let version = version_of::<R>().unwrap_or(negotiated);
-        if version != negotiated {
+        let request: Request = self.into();
+        if request.version() != negotiated {
             return Err(CallError::WrongVersion);
         }
-        let json = serde_json::to_string(&self).map_err(invalid)?;
-        let action = <R::Action as OcppAction>::NAME;
-        let options = DecodeOptions::lenient();
-        let request = match version {
-            OcppVersion::V1_6 => v1_6::decode_call_with(action, &json, &options).map(Request::from),
-            OcppVersion::V2_0_1 => {
-                v2_0_1::decode_call_with(action, &json, &options).map(Request::from)
-            }
-            _ => v2_1::decode_call_with(action, &json, &options).map(Request::from),
-        };
-        request.map_err(|_| CallError::WrongVersion)
+        Ok(request)
     }
 
-    fn from_response(
-        response: Response,
-    ) -> Result<<Self::Action as OcppAction>::Response, CallError> {
-        if version_of::<R>().is_some_and(|version| version != response.version()) {
-            return Err(CallError::WrongVersion);
-        }
-        if response.action() != <R::Action as OcppAction>::NAME {
-            return Err(invalid(format_args!(
-                "a {} response answers a {} request",
-                response.action(),
-                <R::Action as OcppAction>::NAME
-            )));
-        }
-        let json = serde_json::to_string(&response).map_err(invalid)?;
-        <<R::Action as OcppAction>::Response as Payload>::decode_with(
-            &json,
-            ocpp_messages::validate::Mode::Lenient,
-        )
-        .map_err(invalid)
+    fn from_response(response: Response) -> Result<ResponseOf<Self>, CallError> {
+        ResponseOf::<Self>::try_from(response).map_err(|other| {
+            // The core decodes a CALLRESULT with the CALL's action and version, so this only
+            // happens through a `Remote` that answered something else.
+            CallError::InvalidResponse {
+                description: format!("a {} {} response", other.version(), other.action()),
+            }
+        })
+    }
+}
+
+/// A [`Request`] as the core's (`None`: a version the core lacks).
+pub(crate) fn request_to_core(request: Request) -> Option<ocpp_server_core::Request> {
+    use ocpp_server_core::Request as Core;
+    match request {
+        Request::V1_6(r) => Some(Core::V1_6(r)),
+        Request::V2_0_1(r) => Some(Core::V2_0_1(r)),
+        Request::V2_1(r) => Some(Core::V2_1(r)),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// A [`Response`] as the core's.
+pub(crate) fn response_to_core(response: Response) -> Option<ocpp_server_core::Response> {
+    use ocpp_server_core::Response as Core;
+    match response {
+        Response::V1_6(r) => Some(Core::V1_6(r)),
+        Response::V2_0_1(r) => Some(Core::V2_0_1(r)),
+        Response::V2_1(r) => Some(Core::V2_1(r)),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// The core's response as a [`Response`].
+pub(crate) fn response_from_core(response: ocpp_server_core::Response) -> Option<Response> {
+    use ocpp_server_core::Response as Core;
+    match response {
+        Core::V1_6(r) => Some(Response::V1_6(r)),
+        Core::V2_0_1(r) => Some(Response::V2_0_1(r)),
+        Core::V2_1(r) => Some(Response::V2_1(r)),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// The core's request as a [`Request`].
+pub(crate) fn request_from_core(request: ocpp_server_core::Request) -> Option<Request> {
+    use ocpp_server_core::Request as Core;
+    match request {
+        Core::V1_6(r) => Some(Request::V1_6(r)),
+        Core::V2_0_1(r) => Some(Request::V2_0_1(r)),
+        Core::V2_1(r) => Some(Request::V2_1(r)),
+        #[allow(unreachable_patterns)]
+        _ => None,
     }
 }

@@ -27,7 +27,7 @@ fn stream_send(id: u32) -> Request {
         basetime: now_utc(),
         custom_data: None,
     };
-    Request::from(v2_1::Request::from(request))
+    Request::from(request)
 }
 
 /// A 2.1 charge point whose socket has a small receive buffer.
@@ -65,7 +65,7 @@ fn push(
 async fn heartbeats(cp: &mut TestCp, count: usize) -> Duration {
     let started = Instant::now();
     for _ in 0..count {
-        let beat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
+        let beat = ocpp_server_core::Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
         assert!(matches!(cp.call(beat).await, CallOutcome::Result(_)));
     }
     started.elapsed()

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use ocpp_server_core::{CallOutcome, Event};
+// The test charge points speak the core's payload types; the server's API `ocpp_messages`'.
+use ocpp_server_core::{CallOutcome, Event, Request, Response};
 use ocpp_tokio::{
-    v1_6, v2_0_1, CallError, CloseCode, CloseReason, ErrorCode, Message, OcppVersion, Request,
-    Response, Server, Settings,
+    v1_6, v2_0_1, CallError, CloseCode, CloseReason, ErrorCode, Message, OcppVersion, Server,
+    Settings,
 };
 
 fn reset_soft() -> v1_6::ResetRequest {
@@ -146,9 +147,7 @@ async fn typed_call_results_and_wrong_version() {
         Err(CallError::WrongVersion)
     );
     // Untyped, through the registry.
-    let clear = Request::from(v2_0_1::Request::from(v2_0_1::ClearCacheRequest {
-        custom_data: None,
-    }));
+    let clear = ocpp_tokio::Request::from(v2_0_1::ClearCacheRequest::default());
     let charge_points = server.charge_points.clone();
     let call = tokio::spawn(async move { charge_points.call("TYPED", clear).await });
     let (id, _) = cp.expect_call().await;
@@ -156,7 +155,10 @@ async fn typed_call_results_and_wrong_version() {
         serde_json::from_value(serde_json::json!({"status": "Accepted"})).unwrap();
     cp.respond(&id, v2_0_1::Response::from(cleared).into())
         .await;
-    assert!(matches!(call.await.unwrap(), Ok(Response::V2_0_1(_))));
+    assert!(matches!(
+        call.await.unwrap(),
+        Ok(ocpp_tokio::Response::V2_0_1(_))
+    ));
     server.stop().await;
 }
 
@@ -177,7 +179,7 @@ async fn every_call_error() {
         .call_timeout(Duration::from_millis(400));
     let server = TestServer::start(config).await;
     let charge_points = server.charge_points.clone();
-    let clear = || Request::from(v1_6::Request::from(v1_6::ClearCacheRequest {}));
+    let clear = || ocpp_tokio::Request::from(v1_6::ClearCacheRequest {});
 
     // NotConnected: nobody holds the identity.
     assert_eq!(
@@ -364,7 +366,7 @@ async fn the_hook_sees_every_message() {
                 Message::ResultOut(r) => format!("out RESULT {}", r.action()),
                 Message::ErrorOut { code, .. } => format!("out ERROR {code:?}"),
                 Message::CallOut(r) => format!("out CALL {}", r.action()),
-                Message::OutcomeIn(CallOutcome::Result(r)) => format!("in RESULT {}", r.action()),
+                Message::OutcomeIn(Ok(r)) => format!("in RESULT {}", r.action()),
                 Message::OutcomeIn(other) => format!("in OUTCOME {other:?}"),
                 other => format!("{other:?}"),
             };

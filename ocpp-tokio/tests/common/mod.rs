@@ -135,16 +135,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
         }
     }
 
-    /// Sends a CALL and waits for its outcome (answering nothing else).
+    /// Sends a CALL and waits for its outcome; other events wait for the next `next_event`.
     pub async fn call(&mut self, request: Request) -> CallOutcome {
         self.conn.call(Instant::now(), request).unwrap();
-        loop {
+        let mut other = VecDeque::new();
+        let outcome = loop {
             match self.next_event().await {
-                Event::CallCompleted { outcome, .. } => return outcome,
+                Event::CallCompleted { outcome, .. } => break outcome,
                 Event::Closed(closed) => panic!("closed while calling: {closed:?}"),
-                _ => {}
+                event => other.push_back(event),
             }
+        };
+        while let Some(event) = other.pop_back() {
+            self.events.push_front(event);
         }
+        outcome
     }
 
     /// Waits for a CALL of the server.
