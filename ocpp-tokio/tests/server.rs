@@ -475,3 +475,51 @@ async fn the_per_connection_idle_timeout_closes_with_1001() {
     let _ = AtomicUsize::new(0).load(Ordering::Relaxed);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
+    let server = TestServer::start(server_config()).await;
+    let mut cp = TestCp::connect(server.addr, "SEND21", OcppVersion::V2_1).await;
+    let element = ocpp_tokio::v2_1::StreamDataElement::new(0.0, "1.5");
+    let stream =
+        ocpp_tokio::v2_1::NotifyPeriodicEventStreamRequest::new(vec![element], 7, 0, now_utc());
+    let request = Request::from(ocpp_tokio::v2_1::Request::from(stream));
+    cp.conn.send(std::time::Instant::now(), request).unwrap();
+    cp.flush().await;
+    eventually("on_send ran", || {
+        !server.handler.sends.lock().unwrap().is_empty()
+    })
+    .await;
+    let sends = server.handler.sends.lock().unwrap().clone();
+    assert_eq!(
+        sends,
+        [(
+            "SEND21".to_owned(),
+            "NotifyPeriodicEventStream",
+            OcppVersion::V2_1
+        )]
+    );
+    // Nothing came back; the connection goes on (a CALL still works).
+    let beat = Request::from(ocpp_tokio::v2_1::Request::from(
+        ocpp_tokio::v2_1::HeartbeatRequest::default(),
+    ));
+    assert!(matches!(
+        cp.call(beat).await,
+        CallOutcome::Error { .. } | CallOutcome::Result(_)
+    ));
+    // And the server's SEND to a 1.6 charge point is refused as such.
+    let _cp16 = TestCp::connect(server.addr, "SEND16", OcppVersion::V1_6).await;
+    eventually("registered", || {
+        server.charge_points.get("SEND16").is_some()
+    })
+    .await;
+    let handle = server.charge_points.get("SEND16").unwrap();
+    let element = ocpp_tokio::v2_1::StreamDataElement::new(0.0, "1.5");
+    let stream =
+        ocpp_tokio::v2_1::NotifyPeriodicEventStreamRequest::new(vec![element], 7, 0, now_utc());
+    assert_eq!(
+        handle.send(stream).await,
+        Err(ocpp_tokio::SendError::NeedsV21)
+    );
+    server.stop().await;
+}

@@ -239,6 +239,8 @@ pub fn raw_text_frame(text: &str) -> Vec<u8> {
 pub struct TestHandler {
     pub closed: std::sync::Mutex<Vec<(String, ocpp_tokio::CloseReason)>>,
     pub connects: AtomicU64,
+    /// SENDs received: identity, action, OCPP version.
+    pub sends: std::sync::Mutex<Vec<(String, &'static str, OcppVersion)>>,
 }
 
 pub const PASSWORD: &[u8] = b"secret-password-16";
@@ -322,6 +324,11 @@ impl ocpp_tokio::Handler for TestHandler {
             },
             _ => Answer::not_supported(),
         }
+    }
+
+    async fn on_send(&self, cp: &ocpp_tokio::ChargePoint, send: ocpp_tokio::IncomingCall) {
+        let mut sends = self.sends.lock().unwrap();
+        sends.push((cp.identity().to_owned(), send.action(), send.version()));
     }
 
     async fn on_close(&self, cp: &ocpp_tokio::ChargePoint, closed: &ocpp_tokio::Closed) {
