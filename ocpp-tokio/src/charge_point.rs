@@ -306,3 +306,51 @@ impl ChargePoint {
         self.link.set_settings(settings)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A waker that does nothing (`Waker::noop` needs Rust 1.85; the workspace supports 1.81).
+    struct Noop;
+
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    fn noop() -> Waker {
+        Waker::from(Arc::new(Noop))
+    }
+
+    fn close() -> Command {
+        Command::Close {
+            code: CloseCode::NORMAL,
+            reason: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_mailbox_is_bounded_and_refuses_once_closed() {
+        let link = Link::new(2);
+        assert!(link.push(close(), true).is_ok());
+        assert!(link.push(close(), true).is_ok());
+        assert!(matches!(link.push(close(), true), Err((_, true))));
+        // Unbounded commands (close, settings) always get in.
+        assert!(link.push(close(), false).is_ok());
+        let waker = noop();
+        assert!(link.pop(&waker).is_some());
+        assert_eq!(link.close().len(), 2);
+        assert!(matches!(link.push(close(), false), Err((_, false))));
+        assert!(link.is_closed());
+    }
+
+    #[test]
+    fn an_empty_mailbox_holds_no_queue() {
+        let link = Link::new(4);
+        assert!(link.push(close(), true).is_ok());
+        let waker = noop();
+        assert!(link.pop(&waker).is_some());
+        assert!(link.pop(&waker).is_none());
+        assert_eq!(link.lock().commands.capacity(), 0);
+    }
+}

@@ -5,6 +5,18 @@ use ocpp_server_core::ErrorCode;
 /// Why [`ChargePoint::call`](crate::ChargePoint::call) (or `call_raw`,
 /// [`ChargePoints::call`](crate::ChargePoints::call)) did not return a result: exactly one of
 /// these happened.
+///
+/// ```no_run
+/// # async fn example(cp: ocpp_tokio::ChargePoint) {
+/// use ocpp_tokio::{v1_6, CallError};
+/// match cp.call(v1_6::ResetRequest::new(v1_6::ResetType::Soft)).await {
+///     Ok(response) => println!("reset: {:?}", response.status),
+///     Err(CallError::CallError { code, description, .. }) => println!("{code:?}: {description}"),
+///     Err(CallError::Timeout | CallError::Disconnected) => println!("no answer; retry later"),
+///     Err(other) => println!("not sent: {other}"),
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {

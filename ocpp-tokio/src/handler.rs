@@ -75,7 +75,9 @@ pub trait Handler: Send + Sync + 'static {
     }
 
     /// The connection of a charge point that had connected is over; runs in a task of its
-    /// own. `closed` says why and lists what was left unanswered.
+    /// own. `closed` says why and lists what was left unanswered. When a newer connection
+    /// replaced this one, the identity is already the newer one's: `charge_points.get(id) ==
+    /// Some(cp)` tells whether `cp` still held it.
     fn on_close(&self, cp: &ChargePoint, closed: &Closed) -> impl Future<Output = ()> + Send {
         let _ = (cp, closed);
         async {}
