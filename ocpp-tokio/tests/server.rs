@@ -523,3 +523,28 @@ async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
     );
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_connection_serves_any_stream() {
+    let handler = Arc::new(TestHandler::default());
+    let server = Server::builder()
+        .config(server_config())
+        .handler(handler.clone())
+        .build();
+    assert!(server.local_addr().is_err());
+    let (client, served) = tokio::io::duplex(4096);
+    server.serve_connection(served);
+    let mut cp = TestCp::over(client, "in-memory", "DUPLEX", OcppVersion::V2_0_1, None);
+    assert!(matches!(cp.next_event().await, Event::Connected { .. }));
+    assert_eq!(cp.boot().await, "Accepted");
+    assert_eq!(server.connections(), 1);
+    assert_eq!(server.shutdown().await, 0);
+    assert!(matches!(
+        cp.expect_closed().await.reason,
+        CloseReason::PeerClosed {
+            code: Some(CloseCode::GOING_AWAY),
+            ..
+        }
+    ));
+    assert_eq!(server.connections(), 0);
+}
