@@ -24,6 +24,10 @@ pub trait TypedCall: ActionRequest + Sized {
     /// [`CallError::WrongVersion`] when the type belongs to another version.
     fn into_request(self, negotiated: OcppVersion) -> Result<Request, CallError>;
 
+    /// The request as a [`Request`] of its own version (for a [`Remote`](crate::Remote), which
+    /// knows the charge point's version).
+    fn into_any_request(self) -> Request;
+
     /// The typed answer out of a [`Response`].
     ///
     /// # Errors
@@ -38,19 +42,27 @@ where
     ResponseOf<R>: TryFrom<Response, Error = Response>,
 {
     fn into_request(self, negotiated: OcppVersion) -> Result<Request, CallError> {
-        let request: Request = self.into();
+        let request = self.into_any_request();
         if request.version() != negotiated {
             return Err(CallError::WrongVersion);
         }
         Ok(request)
     }
 
+    fn into_any_request(self) -> Request {
+        self.into()
+    }
+
     fn from_response(response: Response) -> Result<ResponseOf<Self>, CallError> {
         ResponseOf::<Self>::try_from(response).map_err(|other| {
             // The core decodes a CALLRESULT with the CALL's action and version, so this only
             // happens through a `Remote` that answered something else.
-            CallError::InvalidResponse {
-                description: format!("a {} {} response", other.version(), other.action()),
+            if other.action() == <R::Action as OcppAction>::NAME {
+                CallError::WrongVersion
+            } else {
+                CallError::InvalidResponse {
+                    description: format!("a {} {} response", other.version(), other.action()),
+                }
             }
         })
     }

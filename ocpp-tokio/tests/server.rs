@@ -548,3 +548,52 @@ async fn serve_connection_serves_any_stream() {
     ));
     assert_eq!(server.connections(), 0);
 }
+
+/// A cluster stand-in: answers ClearCache for `FAR`, of the version it was asked in.
+struct FarNode;
+
+impl ocpp_tokio::Remote for FarNode {
+    fn call<'a>(
+        &'a self,
+        identity: &'a str,
+        request: ocpp_tokio::Request,
+    ) -> ocpp_tokio::RemoteCall<'a> {
+        Box::pin(async move {
+            if identity != "FAR" {
+                return Err(CallError::NotConnected);
+            }
+            assert_eq!(request.action(), "ClearCache");
+            Ok(v1_6::ClearCacheResponse::new(v1_6::ClearCacheStatus::Rejected).into())
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_routes_unknown_identities_to_the_remote() {
+    let builder = Server::builder().config(server_config()).remote(FarNode);
+    let server = TestServer::start_with(builder).await;
+    let typed = server
+        .charge_points
+        .call_typed("FAR", v1_6::ClearCacheRequest::default())
+        .await;
+    assert_eq!(typed.unwrap().status, v1_6::ClearCacheStatus::Rejected);
+    let raw = server
+        .charge_points
+        .call(
+            "FAR",
+            ocpp_tokio::Request::from(v1_6::ClearCacheRequest::default()),
+        )
+        .await;
+    assert!(matches!(raw, Ok(ocpp_tokio::Response::V1_6(_))));
+    // The remote answered 1.6 to a 2.0.1 request: WrongVersion.
+    let wrong = server
+        .charge_points
+        .call_typed("FAR", v2_0_1::ClearCacheRequest::default())
+        .await;
+    assert_eq!(wrong, Err(CallError::WrongVersion));
+    let nobody = server
+        .charge_points
+        .call_typed("NOBODY", v1_6::ClearCacheRequest::default());
+    assert_eq!(nobody.await, Err(CallError::NotConnected));
+    server.stop().await;
+}
