@@ -597,3 +597,33 @@ async fn the_registry_routes_unknown_identities_to_the_remote() {
     assert_eq!(nobody.await, Err(CallError::NotConnected));
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_closes_its_connection_and_on_close_runs() {
+    let server = TestServer::start(server_config()).await;
+    let (mut cp, handle) = connected(&server, "BYE").await;
+    assert_eq!(
+        server
+            .handler
+            .connects
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    handle.close(CloseCode::NORMAL, "bye");
+    match cp.expect_closed().await.reason {
+        CloseReason::PeerClosed { code, reason } => {
+            assert_eq!((code, reason.as_str()), (Some(CloseCode::NORMAL), "bye"));
+        }
+        other => panic!("{other:?}"),
+    }
+    eventually("on_close ran", || !server.closes_of("BYE").is_empty()).await;
+    assert_eq!(
+        server.closes_of("BYE"),
+        [CloseReason::LocalClose {
+            code: CloseCode::NORMAL
+        }]
+    );
+    assert!(!handle.is_connected());
+    assert!(server.charge_points.is_empty());
+    server.stop().await;
+}
