@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +11,6 @@ use common::*;
 use ocpp_server_core::{CallOutcome, Event, Request, Response};
 use ocpp_tokio::{
     v1_6, v2_0_1, CallError, CloseCode, CloseReason, ErrorCode, Message, OcppVersion, Server,
-    Settings,
 };
 
 fn reset_soft() -> v1_6::ResetRequest {
@@ -251,7 +249,9 @@ async fn every_call_error() {
     cp.late_error(&late2).await;
 
     // The per-connection call timeout (shorter than the config's).
-    assert!(handle.set_settings(Settings::default().call_timeout(Some(Duration::from_millis(100)))));
+    let settings = handle.settings();
+    assert_eq!(settings.get_call_timeout(), Duration::from_millis(400));
+    assert!(handle.set_settings(settings.call_timeout(Duration::from_millis(100))));
     let started = std::time::Instant::now();
     let call = tokio::spawn({
         let handle = handle.clone();
@@ -264,10 +264,8 @@ async fn every_call_error() {
         "{:?}",
         started.elapsed()
     );
-    // Let the core's own timer end that CALL before the next one.
-    tokio::time::sleep(Duration::from_millis(400)).await;
     cp.late_error(&late3).await;
-    handle.set_settings(Settings::default());
+    handle.set_settings(settings);
 
     // Disconnected: the charge point goes away before answering.
     let call = tokio::spawn({
@@ -459,7 +457,11 @@ async fn the_per_connection_idle_timeout_closes_with_1001() {
     let mut cp = TestCp::connect(server.addr, "IDLE", OcppVersion::V1_6).await;
     eventually("registered", || server.charge_points.get("IDLE").is_some()).await;
     let handle = server.charge_points.get("IDLE").unwrap();
-    handle.set_settings(Settings::default().idle_timeout(Some(Duration::from_millis(200))));
+    handle.set_settings(
+        handle
+            .settings()
+            .idle_timeout(Some(Duration::from_millis(200))),
+    );
     assert_eq!(
         handle.settings().get_idle_timeout(),
         Some(Duration::from_millis(200))
@@ -472,7 +474,33 @@ async fn the_per_connection_idle_timeout_closes_with_1001() {
             ..
         }
     ));
-    let _ = AtomicUsize::new(0).load(Ordering::Relaxed);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_pings_turned_off_for_one_charge_point() {
+    // Pings after 100 ms of silence, 100 ms for the pong: a charge point that does not read
+    // is dropped within about 200 ms, unless its pings are off (ocpp-rpc #80).
+    let config = server_config()
+        .ping_interval(Some(Duration::from_millis(100)))
+        .pong_timeout(Duration::from_millis(100));
+    let server = TestServer::start(config).await;
+    let (_quiet, quiet) = connected(&server, "QUIET").await;
+    let (_deaf, _) = connected(&server, "DEAF").await;
+    assert!(quiet.set_settings(quiet.settings().ping_interval(None)));
+    assert_eq!(quiet.settings().get_ping_interval(), None);
+    eventually("DEAF dropped", || !server.closes_of("DEAF").is_empty()).await;
+    assert_eq!(server.closes_of("DEAF"), [CloseReason::PongTimeout]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(quiet.is_connected(), "{:?}", server.closes_of("QUIET"));
+    // And back on: QUIET goes the same way.
+    quiet.set_settings(
+        quiet
+            .settings()
+            .ping_interval(Some(Duration::from_millis(100))),
+    );
+    eventually("QUIET dropped", || !server.closes_of("QUIET").is_empty()).await;
+    assert_eq!(server.closes_of("QUIET"), [CloseReason::PongTimeout]);
     server.stop().await;
 }
 
