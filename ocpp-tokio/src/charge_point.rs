@@ -1,0 +1,432 @@
+//! The handle of one charge point's connection: calls, SEND, close, run-time settings.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::task::Waker;
+use std::time::Duration;
+
+use ocpp_messages::action::ActionRequest;
+use ocpp_messages::{Request, Response};
+use ocpp_server_core::{ChargePointIdentity, CloseCode, ConnectionConfig, OcppVersion};
+use tokio::sync::oneshot;
+
+use crate::error::{CallError, SendError};
+use crate::typed::{ResponseOf, TypedCall};
+
+/// A command from a handle to the connection's task.
+#[derive(Debug)]
+pub(crate) enum Command {
+    Call {
+        request: Request,
+        reply: oneshot::Sender<Result<Response, CallError>>,
+    },
+    Send {
+        request: Request,
+        reply: oneshot::Sender<Result<(), SendError>>,
+    },
+    Close {
+        code: CloseCode,
+        reason: String,
+    },
+    Settings(Settings),
+    /// Server shutdown past its grace period: drop the socket now.
+    Abort,
+}
+
+/// One connection's keep-alive and timeouts, changeable while it runs (ocpp-rpc #80,
+/// ocpp-go #44/#103): the server's [`ConnectionConfig`] gives every connection its start values;
+/// [`ChargePoint::set_settings`] changes them for one charge point (through the core's
+/// `Connection::set_config`).
+///
+/// ```no_run
+/// # fn example(cp: ocpp_tokio::ChargePoint) {
+/// use std::time::Duration;
+/// // This charger misbehaves with server pings and drops idle links after 110 s.
+/// let settings = cp.settings().ping_interval(None).idle_timeout(Some(Duration::from_secs(100)));
+/// cp.set_settings(settings);
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Settings {
+    ping_interval: Option<Duration>,
+    pong_timeout: Duration,
+    idle_timeout: Option<Duration>,
+    call_timeout: Duration,
+}
+
+macro_rules! setting {
+    ($(#[$doc:meta])* $name:ident, $get:ident, $ty:ty) => {
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.$name = value;
+            self
+        }
+
+        #[doc = concat!("See [`Settings::", stringify!($name), "`].")]
+        pub fn $get(&self) -> $ty {
+            self.$name
+        }
+    };
+}
+
+impl Settings {
+    /// The values `config` gives a connection.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ocpp_tokio::{ConnectionConfig, Settings};
+    /// let config = ConnectionConfig::default().ping_interval(None);
+    /// assert_eq!(Settings::from_config(&config).get_ping_interval(), None);
+    /// ```
+    pub fn from_config(config: &ConnectionConfig) -> Self {
+        Settings {
+            ping_interval: config.get_ping_interval(),
+            pong_timeout: config.get_pong_timeout(),
+            idle_timeout: config.get_idle_timeout(),
+            call_timeout: config.get_call_timeout(),
+        }
+    }
+
+    /// `config` with these values.
+    pub(crate) fn apply(self, config: ConnectionConfig) -> ConnectionConfig {
+        config
+            .ping_interval(self.ping_interval)
+            .pong_timeout(self.pong_timeout)
+            .idle_timeout(self.idle_timeout)
+            .call_timeout(self.call_timeout)
+    }
+
+    setting!(
+        /// Keep-alive pings after this long without input (OCPP `WebSocketPingInterval`);
+        /// `None`: no pings for this charge point.
+        ping_interval, get_ping_interval, Option<Duration>
+    );
+    setting!(
+        /// How long a pong may take before the connection is dropped.
+        pong_timeout, get_pong_timeout, Duration
+    );
+    setting!(
+        /// Close (1001) after this long without input; `None`: never.
+        idle_timeout, get_idle_timeout, Option<Duration>
+    );
+    setting!(
+        /// How long each of our CALLs may wait for its answer once sent (a CALL in flight when
+        /// this changes keeps its deadline).
+        call_timeout, get_call_timeout, Duration
+    );
+}
+
+/// What a connection's task and its handles share: the mailbox and, once connected, who it is.
+pub(crate) struct Link {
+    /// Once connected: the identity and version.
+    pub(crate) info: OnceLock<(ChargePointIdentity, OcppVersion)>,
+    mailbox: Mutex<Mailbox>,
+    capacity: usize,
+}
+
+#[derive(Default)]
+struct Mailbox {
+    commands: VecDeque<Command>,
+    waker: Option<Waker>,
+    /// How many of `commands` are CALLs and SENDs (the bounded kind).
+    bounded: usize,
+    /// The task is gone: commands are refused.
+    closed: bool,
+    /// Once connected: the connection's current settings.
+    settings: Option<Settings>,
+}
+
+impl Link {
+    pub(crate) fn new(capacity: usize) -> Arc<Link> {
+        Arc::new(Link {
+            info: OnceLock::new(),
+            mailbox: Mutex::new(Mailbox::default()),
+            capacity,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Mailbox> {
+        // A panic while the lock was held leaves the queue usable.
+        self.mailbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a command and wakes the task; hands it back with `false` if the task is gone,
+    /// with `true` if it is a CALL or SEND and as many wait as the capacity allows (closes,
+    /// settings and aborts always get in).
+    pub(crate) fn push(&self, command: Command) -> Result<(), (Command, bool)> {
+        let bounded = matches!(command, Command::Call { .. } | Command::Send { .. });
+        let mut mailbox = self.lock();
+        if mailbox.closed {
+            return Err((command, false));
+        }
+        if bounded {
+            if mailbox.bounded >= self.capacity {
+                return Err((command, true));
+            }
+            mailbox.bounded += 1;
+        }
+        mailbox.commands.push_back(command);
+        if let Some(waker) = mailbox.waker.take() {
+            waker.wake();
+        }
+        Ok(())
+    }
+
+    /// The task: the next command, or registers `waker` to be woken by the next push.
+    pub(crate) fn pop(&self, waker: &Waker) -> Option<Command> {
+        let mut mailbox = self.lock();
+        let command = mailbox.commands.pop_front();
+        if matches!(command, Some(Command::Call { .. } | Command::Send { .. })) {
+            mailbox.bounded = mailbox.bounded.saturating_sub(1);
+        }
+        if command.is_none() {
+            if mailbox.commands.capacity() > 0 {
+                mailbox.commands = VecDeque::new();
+            }
+            match &mailbox.waker {
+                Some(w) if w.will_wake(waker) => {}
+                _ => mailbox.waker = Some(waker.clone()),
+            }
+        }
+        command
+    }
+
+    /// The task ends: refuses later commands and returns those still queued.
+    pub(crate) fn close(&self) -> VecDeque<Command> {
+        let mut mailbox = self.lock();
+        mailbox.closed = true;
+        mailbox.waker = None;
+        mailbox.bounded = 0;
+        std::mem::take(&mut mailbox.commands)
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    pub(crate) fn init_settings(&self, settings: Settings) {
+        self.lock().settings = Some(settings);
+    }
+
+    fn settings(&self) -> Settings {
+        let settings = self.lock().settings;
+        settings.unwrap_or_else(|| Settings::from_config(&ConnectionConfig::default()))
+    }
+
+    fn set_settings(&self, settings: Settings) -> bool {
+        let mut mailbox = self.lock();
+        if mailbox.closed {
+            return false;
+        }
+        mailbox.settings = Some(settings);
+        drop(mailbox);
+        self.push(Command::Settings(settings)).is_ok()
+    }
+}
+
+/// A connected charge point: cheap to clone, safe to keep after it disconnects (calls then
+/// fail with [`CallError::NotConnected`]). A handle always refers to one connection: when the
+/// charge point reconnects, the new connection has a new handle, and the old one never
+/// reaches it.
+///
+/// ```no_run
+/// # async fn example(cp: ocpp_tokio::ChargePoint) {
+/// use ocpp_tokio::v1_6;
+/// let request = v1_6::RemoteStartTransactionRequest {
+///     connector_id: Some(1),
+///     id_tag: "TAG1".into(),
+///     charging_profile: None,
+/// };
+/// match cp.call(request).await {
+///     Ok(response) => println!("{}: {:?}", cp.identity(), response.status),
+///     Err(error) => println!("{}: {error}", cp.identity()),
+/// }
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ChargePoint {
+    pub(crate) link: Arc<Link>,
+}
+
+impl fmt::Debug for ChargePoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChargePoint")
+            .field("identity", &self.identity())
+            .field("version", &self.version())
+            .field("connected", &self.is_connected())
+            .finish()
+    }
+}
+
+impl PartialEq for ChargePoint {
+    /// The same connection (not merely the same identity).
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.link, &other.link)
+    }
+}
+
+impl Eq for ChargePoint {}
+
+impl ChargePoint {
+    pub(crate) fn new(link: Arc<Link>) -> Self {
+        ChargePoint { link }
+    }
+
+    /// The identity (last segment of the URL path, percent-decoded).
+    pub fn identity(&self) -> &str {
+        self.link
+            .info
+            .get()
+            .map_or("", |(identity, _)| identity.as_str())
+    }
+
+    /// The identity as the core keeps it.
+    pub fn charge_point_identity(&self) -> Option<&ChargePointIdentity> {
+        self.link.info.get().map(|(identity, _)| identity)
+    }
+
+    /// The negotiated OCPP version.
+    pub fn version(&self) -> OcppVersion {
+        self.link
+            .info
+            .get()
+            .map_or(OcppVersion::V1_6, |(_, version)| *version)
+    }
+
+    /// Whether this connection's task still runs (it may be closing).
+    pub fn is_connected(&self) -> bool {
+        !self.link.is_closed()
+    }
+
+    /// Sends a CALL and waits for its typed answer: the response type is the action's
+    /// (`v1_6::ResetRequest` gives `v1_6::ResetResponse`).
+    ///
+    /// # Errors
+    /// Exactly what happened, as a [`CallError`].
+    pub async fn call<R>(&self, request: R) -> Result<ResponseOf<R>, CallError>
+    where
+        R: ActionRequest + TypedCall,
+    {
+        let request = request.into_request(self.version())?;
+        let response = self.call_raw(request).await?;
+        R::from_response(response)
+    }
+
+    /// Sends a CALL of any action and version and waits for its answer, untyped.
+    ///
+    /// # Errors
+    /// Exactly what happened, as a [`CallError`].
+    pub async fn call_raw(&self, request: Request) -> Result<Response, CallError> {
+        let (reply, answer) = oneshot::channel();
+        match self.link.push(Command::Call { request, reply }) {
+            Ok(()) => {}
+            Err((_, true)) => return Err(CallError::Refused),
+            Err((_, false)) => return Err(CallError::NotConnected),
+        }
+        answer.await.unwrap_or(Err(CallError::Disconnected))
+    }
+
+    /// Sends a SEND (OCPP 2.1): never answered. Returns once it is written to the
+    /// connection's output (retried after the next write while the output is full).
+    ///
+    /// # Errors
+    /// [`SendError`].
+    pub async fn send(&self, request: impl Into<Request>) -> Result<(), SendError> {
+        let (reply, sent) = oneshot::channel();
+        let request = request.into();
+        match self.link.push(Command::Send { request, reply }) {
+            Ok(()) => {}
+            Err((_, true)) => return Err(SendError::Refused),
+            Err((_, false)) => return Err(SendError::NotConnected),
+        }
+        sent.await.unwrap_or(Err(SendError::NotConnected))
+    }
+
+    /// Starts the closing handshake with `code` and `reason`; returns at once (the end comes
+    /// as [`Handler::on_close`](crate::Handler::on_close)). Pending calls end as
+    /// [`CallError::Disconnected`].
+    pub fn close(&self, code: CloseCode, reason: &str) {
+        let reason = reason.to_owned();
+        let _ = self.link.push(Command::Close { code, reason });
+    }
+
+    /// This connection's keep-alive and timeouts.
+    pub fn settings(&self) -> Settings {
+        self.link.settings()
+    }
+
+    /// Changes this connection's keep-alive and timeouts (see [`Settings`]), from now on;
+    /// returns false if the connection is over.
+    pub fn set_settings(&self, settings: Settings) -> bool {
+        self.link.set_settings(settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A waker that does nothing (`Waker::noop` needs Rust 1.85; the workspace supports 1.81).
+    struct Noop;
+
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    fn noop() -> Waker {
+        Waker::from(Arc::new(Noop))
+    }
+
+    fn close() -> Command {
+        Command::Close {
+            code: CloseCode::NORMAL,
+            reason: String::new(),
+        }
+    }
+
+    fn call() -> Command {
+        let (reply, _) = oneshot::channel();
+        let request = ocpp_messages::v1_6::HeartbeatRequest::default().into();
+        Command::Call { request, reply }
+    }
+
+    #[test]
+    fn the_mailbox_is_bounded_and_refuses_once_closed() {
+        let link = Link::new(2);
+        assert!(link.push(call()).is_ok());
+        assert!(link.push(call()).is_ok());
+        assert!(matches!(link.push(call()), Err((_, true))));
+        // Closes and settings always get in.
+        assert!(link.push(close()).is_ok());
+        let waker = noop();
+        assert!(link.pop(&waker).is_some());
+        assert_eq!(link.close().len(), 2);
+        assert!(matches!(link.push(close()), Err((_, false))));
+        assert!(matches!(link.push(call()), Err((_, false))));
+        assert!(link.is_closed());
+    }
+
+    #[test]
+    fn only_calls_and_sends_count_against_the_bound() {
+        let link = Link::new(1);
+        assert!(link.push(close()).is_ok());
+        assert!(link.push(call()).is_ok());
+        assert!(matches!(link.push(call()), Err((_, true))));
+        let waker = noop();
+        assert!(matches!(link.pop(&waker), Some(Command::Close { .. })));
+        assert!(matches!(link.pop(&waker), Some(Command::Call { .. })));
+        assert!(link.push(call()).is_ok());
+    }
+
+    #[test]
+    fn an_empty_mailbox_holds_no_queue() {
+        let link = Link::new(4);
+        assert!(link.push(close()).is_ok());
+        let waker = noop();
+        assert!(link.pop(&waker).is_some());
+        assert!(link.pop(&waker).is_none());
+        assert_eq!(link.lock().commands.capacity(), 0);
+    }
+}

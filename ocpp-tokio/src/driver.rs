@@ -1,0 +1,663 @@
+//! One task per connection: drives an `ocpp_server_core::Connection` on a stream, following
+//! the core's drain contract (one pass drains everything), and the handler futures beside it.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use ocpp_server_core::{
+    CallOutcome, ChargePointIdentity, CloseCode, Closed, Connection, ConnectionConfig, Event,
+    MessageId, RefusalReason, Refused,
+};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{oneshot, Notify};
+use tokio::time::Sleep;
+
+use crate::charge_point::{Command, Link, Settings};
+use crate::error::{CallError, SendError};
+use crate::handler::{AnswerKind, IncomingCall};
+use crate::hook::{Hook, Message, MessageEvent};
+use crate::{Answer, ChargePoint, ChargePoints, Handler, PeerCertificate, Upgrade};
+use crate::{Request, Response};
+
+/// Bytes read per `read` call: on the thread's stack, never in the connection's memory.
+const READ_CHUNK: usize = 8 * 1024;
+/// Turns of the loop before the task yields to others.
+const TURNS_PER_POLL: usize = 64;
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// What every connection task of one server shares.
+pub(crate) struct Shared<H> {
+    pub(crate) handler: Arc<H>,
+    pub(crate) config: Arc<ConnectionConfig>,
+    pub(crate) registry: ChargePoints,
+    pub(crate) hook: Option<Hook>,
+    pub(crate) mailbox_capacity: usize,
+    /// Every connection task, connected or not, for shutdown.
+    live: Mutex<HashMap<u64, Arc<Link>>>,
+    next_task: AtomicU64,
+    /// Set once shutdown began: new connections are closed with 1001 as soon as they open.
+    pub(crate) draining: AtomicBool,
+    /// Notified when the last task ends.
+    all_gone: Notify,
+}
+
+impl<H> Shared<H> {
+    pub(crate) fn new(
+        handler: Arc<H>,
+        config: Arc<ConnectionConfig>,
+        registry: ChargePoints,
+        hook: Option<Hook>,
+        mailbox_capacity: usize,
+    ) -> Self {
+        Shared {
+            handler,
+            config,
+            registry,
+            hook,
+            mailbox_capacity,
+            live: Mutex::new(HashMap::new()),
+            next_task: AtomicU64::new(0),
+            draining: AtomicBool::new(false),
+            all_gone: Notify::new(),
+        }
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Link>>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new task's link, recorded for shutdown.
+    pub(crate) fn enlist(&self) -> (u64, Arc<Link>) {
+        let key = self.next_task.fetch_add(1, Ordering::Relaxed);
+        let link = Link::new(self.mailbox_capacity);
+        self.live().insert(key, link.clone());
+        (key, link)
+    }
+
+    pub(crate) fn discharge(&self, key: u64) {
+        let mut live = self.live();
+        live.remove(&key);
+        if live.is_empty() {
+            self.all_gone.notify_waiters();
+        }
+    }
+
+    /// How many connection tasks run.
+    pub(crate) fn tasks(&self) -> usize {
+        self.live().len()
+    }
+
+    /// Sends `command` (close or abort) to every task.
+    pub(crate) fn broadcast(&self, command: impl Fn() -> Command) {
+        let links: Vec<Arc<Link>> = self.live().values().cloned().collect();
+        for link in links {
+            let _ = link.push(command());
+        }
+    }
+
+    /// Waits until no task runs, or `deadline`; returns whether none runs.
+    pub(crate) async fn wait_all_gone(&self, deadline: tokio::time::Instant) -> bool {
+        loop {
+            let notified = self.all_gone.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.live().is_empty() {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.live().is_empty();
+            }
+        }
+    }
+}
+
+/// A CALL of ours waiting for its outcome.
+struct Waiter {
+    id: MessageId<'static>,
+    reply: oneshot::Sender<Result<Response, CallError>>,
+}
+
+/// The connection task: a future that ends when the connection is over.
+pub(crate) struct Driver<S, H: Handler> {
+    shared: Arc<Shared<H>>,
+    key: u64,
+    stream: S,
+    conn: Connection,
+    link: Arc<Link>,
+    certificate: Option<PeerCertificate>,
+    sleep: Pin<Box<Sleep>>,
+    identity: Option<ChargePointIdentity>,
+    upgrade: Option<BoxFuture<Upgrade>>,
+    answer: Option<(MessageId<'static>, BoxFuture<Answer>)>,
+    sends: VecDeque<BoxFuture<()>>,
+    waiters: Vec<Waiter>,
+    /// SENDs refused for back-pressure, retried after the next write.
+    send_retry: VecDeque<(Request, oneshot::Sender<Result<(), SendError>>)>,
+    registered: bool,
+    closed: Option<Box<Closed>>,
+    needs_flush: bool,
+    stream_failed: bool,
+    finished: bool,
+    /// Once closed: until when the last bytes may take to leave.
+    linger: Option<Instant>,
+}
+
+impl<S, H> Driver<S, H>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    H: Handler,
+{
+    /// The task for an accepted stream whose upgrade request comes next; `conn` was created
+    /// when the socket was accepted, so its handshake deadline covers TLS.
+    pub(crate) fn new(
+        shared: Arc<Shared<H>>,
+        key: u64,
+        link: Arc<Link>,
+        stream: S,
+        conn: Connection,
+        certificate: Option<PeerCertificate>,
+    ) -> Self {
+        let now = Instant::now();
+        let sleep = Box::pin(tokio::time::sleep_until(now.into()));
+        Driver {
+            shared,
+            key,
+            stream,
+            conn,
+            link,
+            certificate,
+            sleep,
+            identity: None,
+            upgrade: None,
+            answer: None,
+            sends: VecDeque::new(),
+            waiters: Vec::new(),
+            send_retry: VecDeque::new(),
+            registered: false,
+            closed: None,
+            needs_flush: false,
+            stream_failed: false,
+            finished: false,
+            linger: None,
+        }
+    }
+
+    fn hook(&self, id: &MessageId<'static>, message: Message<'_>) {
+        if let Some(hook) = &self.shared.hook {
+            let identity = self.identity.as_ref().map_or("", |i| i.as_str());
+            hook(&MessageEvent {
+                identity,
+                id,
+                message,
+            });
+        }
+    }
+
+    // ---- commands from handles ----
+
+    /// Applies one command; returns false for `Abort`.
+    fn on_command(&mut self, now: Instant, command: Command) -> bool {
+        match command {
+            Command::Call { request, reply } => {
+                let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
+                match self.conn.call(now, request) {
+                    Ok(id) => {
+                        if let Some(request) = &hook_request {
+                            self.hook(&id, Message::CallOut(request));
+                        }
+                        self.waiters.push(Waiter { id, reply });
+                    }
+                    Err(refused) => {
+                        let error = match refused.reason {
+                            RefusalReason::WrongVersion => CallError::WrongVersion,
+                            RefusalReason::QueueFull => CallError::Refused,
+                            _ => CallError::NotConnected,
+                        };
+                        let _ = reply.send(Err(error));
+                    }
+                }
+            }
+            Command::Send { request, reply } => {
+                if self.send_retry.is_empty() {
+                    self.try_send(now, request, reply);
+                } else {
+                    self.send_retry.push_back((request, reply));
+                }
+            }
+            Command::Close { code, reason } => self.conn.close(now, code, &reason),
+            Command::Settings(settings) => {
+                // One connection's keep-alive and timeouts (ocpp-rpc #80, ocpp-go #44/#103).
+                let config = settings.apply((**self.conn.config()).clone());
+                self.conn.set_config(now, Arc::new(config));
+            }
+            Command::Abort => return false,
+        }
+        true
+    }
+
+    /// Sends a SEND; keeps it for a retry when the output is full.
+    fn try_send(
+        &mut self,
+        now: Instant,
+        request: Request,
+        reply: oneshot::Sender<Result<(), SendError>>,
+    ) {
+        let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
+        match self.conn.send(now, request) {
+            Ok(id) => {
+                if let Some(request) = &hook_request {
+                    self.hook(&id, Message::SendOut(request));
+                }
+                let _ = reply.send(Ok(()));
+            }
+            Err(refused) => match refused.reason {
+                RefusalReason::Backpressure => self.send_retry.push_front((refused.message, reply)),
+                RefusalReason::NotOpen => {
+                    let _ = reply.send(Err(SendError::NotConnected));
+                }
+                _ => {
+                    let _ = reply.send(Err(SendError::NeedsV21));
+                }
+            },
+        }
+    }
+
+    fn retry_sends(&mut self, now: Instant) -> bool {
+        let mut progressed = false;
+        while let Some((request, reply)) = self.send_retry.pop_front() {
+            let before = self.send_retry.len();
+            self.try_send(now, request, reply);
+            if self.send_retry.len() > before {
+                break; // still full
+            }
+            progressed = true;
+        }
+        progressed
+    }
+
+    // ---- handler futures ----
+
+    fn poll_handlers(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+        let mut progressed = false;
+        if let Some(upgrade) = &mut self.upgrade {
+            if let Poll::Ready(decision) = upgrade.as_mut().poll(cx) {
+                self.upgrade = None;
+                progressed = true;
+                let result = match decision {
+                    Upgrade::Accept => self.conn.accept(now),
+                    Upgrade::Reject { status } => self.conn.reject(now, status),
+                };
+                if result.is_err() {
+                    tracing::debug!("upgrade decision after the handshake ended");
+                }
+            }
+        }
+        if let Some((_, answer)) = &mut self.answer {
+            if let Poll::Ready(answer) = answer.as_mut().poll(cx) {
+                progressed = true;
+                if let Some((id, _)) = self.answer.take() {
+                    self.respond(now, id, answer);
+                }
+            }
+        }
+        while let Some(send) = self.sends.front_mut() {
+            match send.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    self.sends.pop_front();
+                    progressed = true;
+                }
+                Poll::Pending => break,
+            }
+        }
+        if self.sends.is_empty() && self.sends.capacity() > 0 {
+            self.sends = VecDeque::new();
+        }
+        progressed
+    }
+
+    fn respond(&mut self, now: Instant, id: MessageId<'static>, answer: Answer) {
+        match answer.0 {
+            AnswerKind::Result(response) => {
+                if self.shared.hook.is_some() {
+                    self.hook(&id, Message::ResultOut(&response));
+                }
+                if let Err(Refused { reason, .. }) = self.conn.respond(now, &id, response) {
+                    // Of another version, or not serialisable: the charge point still gets
+                    // its one answer.
+                    tracing::warn!(
+                        identity = self.identity.as_ref().map_or("", |i| i.as_str()),
+                        "answer refused by the core ({reason}); sending InternalError",
+                    );
+                    let description = reason.to_string();
+                    let code = ocpp_server_core::ErrorCode::InternalError;
+                    let _ = self.conn.respond_error(now, &id, code, &description);
+                }
+            }
+            AnswerKind::Error { code, description } => {
+                if self.shared.hook.is_some() {
+                    let message = Message::ErrorOut {
+                        code: &code,
+                        description: &description,
+                    };
+                    self.hook(&id, message);
+                }
+                let _ = self.conn.respond_error(now, &id, code, &description);
+            }
+        }
+    }
+
+    // ---- events of the core ----
+
+    /// Takes every event (the drain contract's step 1); returns whether there was one.
+    fn drain_events(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        while let Some(event) = self.conn.poll_event() {
+            any = true;
+            self.on_event(now, event);
+        }
+        any
+    }
+
+    fn on_event(&mut self, now: Instant, event: Event) {
+        match event {
+            Event::UpgradeRequested(request) => {
+                self.identity = Some(request.identity.clone());
+                let handler = self.shared.handler.clone();
+                let certificate = self.certificate.clone();
+                self.upgrade = Some(Box::pin(async move {
+                    handler.on_upgrade(&request, certificate.as_ref()).await
+                }));
+            }
+            Event::Connected { version } => self.on_connected(now, version),
+            Event::Call { id, request } => {
+                if self.shared.hook.is_some() {
+                    self.hook(&id, Message::CallIn(&request));
+                }
+                let handler = self.shared.handler.clone();
+                let cp = self.cp();
+                let call = IncomingCall::new(id.clone(), request);
+                let answer: BoxFuture<Answer> =
+                    Box::pin(async move { handler.on_call(&cp, call).await });
+                self.answer = Some((id, answer));
+            }
+            Event::Send { id, request } => {
+                if self.shared.hook.is_some() {
+                    self.hook(&id, Message::SendIn(&request));
+                }
+                let handler = self.shared.handler.clone();
+                let cp = self.cp();
+                let send = IncomingCall::new(id, request);
+                self.sends
+                    .push_back(Box::pin(async move { handler.on_send(&cp, send).await }));
+            }
+            Event::CallCompleted { id, outcome, .. } => {
+                let result = match outcome {
+                    CallOutcome::Result(response) => Ok(response),
+                    CallOutcome::Error {
+                        code,
+                        description,
+                        details,
+                    } => Err(CallError::CallError {
+                        code,
+                        description,
+                        details,
+                    }),
+                    CallOutcome::Timeout => Err(CallError::Timeout),
+                    CallOutcome::InvalidResult { description } => {
+                        Err(CallError::InvalidResponse { description })
+                    }
+                    _ => Err(CallError::InvalidResponse {
+                        description: "an outcome this driver does not know".into(),
+                    }),
+                };
+                if self.shared.hook.is_some() {
+                    self.hook(&id, Message::OutcomeIn(&result));
+                }
+                if let Some(at) = self
+                    .waiters
+                    .iter()
+                    .position(|w| w.id.as_str() == id.as_str())
+                {
+                    let waiter = self.waiters.swap_remove(at);
+                    let _ = waiter.reply.send(result);
+                }
+                // Else its caller gave up (the per-connection call timeout) or went away.
+            }
+            Event::UnmatchedResponse { id } => {
+                tracing::debug!(id = id.as_str(), "answer to no CALL of ours");
+            }
+            Event::CallResultError { id, code, .. } => {
+                tracing::debug!(
+                    id = id.as_str(),
+                    ?code,
+                    "the charge point refused our CALLRESULT"
+                );
+            }
+            Event::Closed(closed) => {
+                for waiter in self.waiters.drain(..) {
+                    let _ = waiter.reply.send(Err(CallError::Disconnected));
+                }
+                self.closed = Some(closed);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_connected(&mut self, now: Instant, version: ocpp_server_core::OcppVersion) {
+        let Some(identity) = self.identity.clone() else {
+            return;
+        };
+        let _ = self.link.info.set((identity.clone(), version));
+        self.link
+            .init_settings(Settings::from_config(self.conn.config()));
+        let cp = self.cp();
+        if let Some(old) = self.shared.registry.register(identity, cp.clone()) {
+            // ocpp-go #314/#358, SteVe #357: the newer connection wins.
+            old.close(
+                CloseCode::POLICY_VIOLATION,
+                "replaced by a newer connection",
+            );
+        }
+        self.registered = true;
+        if self.shared.draining.load(Ordering::Acquire) {
+            self.conn
+                .close(now, CloseCode::GOING_AWAY, "server shutting down");
+        }
+        let handler = self.shared.handler.clone();
+        tokio::spawn(async move { handler.on_connect(cp).await });
+    }
+
+    // ---- the stream ----
+
+    /// Writes what the core has (step 2 of the drain contract), then flushes.
+    fn poll_write(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+        let mut progressed = false;
+        while !self.stream_failed && !self.conn.pending_transmit().is_empty() {
+            match Pin::new(&mut self.stream).poll_write(cx, self.conn.pending_transmit()) {
+                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => self.fail_stream(now),
+                Poll::Ready(Ok(n)) => {
+                    self.conn.advance_transmit(n);
+                    self.needs_flush = true;
+                    progressed = true;
+                }
+                Poll::Pending => break,
+            }
+        }
+        if self.needs_flush && !self.stream_failed && self.conn.pending_transmit().is_empty() {
+            match Pin::new(&mut self.stream).poll_flush(cx) {
+                Poll::Ready(Ok(())) => self.needs_flush = false,
+                Poll::Ready(Err(_)) => self.fail_stream(now),
+                Poll::Pending => {}
+            }
+        }
+        progressed
+    }
+
+    /// Reads once into a stack buffer and hands the bytes to the core.
+    fn poll_read(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+        let mut chunk = [0u8; READ_CHUNK];
+        let mut buf = ReadBuf::new(&mut chunk);
+        match Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
+            Poll::Ready(Ok(())) if buf.filled().is_empty() => {
+                self.conn.handle_eof(now);
+                true
+            }
+            Poll::Ready(Ok(())) => {
+                self.conn.handle_data(now, buf.filled());
+                true
+            }
+            Poll::Ready(Err(_)) => {
+                self.fail_stream(now);
+                true
+            }
+            Poll::Pending => false,
+        }
+    }
+
+    fn fail_stream(&mut self, now: Instant) {
+        self.stream_failed = true;
+        self.conn.handle_eof(now);
+    }
+
+    /// The connection is over: handles released, `on_close` started (once).
+    fn end(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finish();
+        if let (true, Some(closed)) = (self.registered, self.closed.take()) {
+            let handler = self.shared.handler.clone();
+            let cp = self.cp();
+            tokio::spawn(async move { handler.on_close(&cp, &closed).await });
+        }
+    }
+}
+
+impl<S, H> Future for Driver<S, H>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    H: Handler,
+{
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        for _ in 0..TURNS_PER_POLL {
+            let now = Instant::now();
+            let mut busy = false;
+            while let Some(command) = this.link.pop(cx.waker()) {
+                busy = true;
+                if !this.on_command(now, command) {
+                    // Shutdown past its grace period: the connection ends here.
+                    this.conn.handle_eof(now);
+                    this.drain_events(now);
+                    this.end();
+                    return Poll::Ready(());
+                }
+            }
+            busy |= this.poll_handlers(cx, now);
+            busy |= this.drain_events(now);
+            if this.poll_write(cx, now) {
+                busy = true;
+                busy |= this.retry_sends(now);
+            }
+            if this.conn.is_closed() {
+                this.drain_events(now);
+                this.end();
+                // Step 3: the last bytes (a close frame) get the close timeout to leave: a
+                // peer that does not read is gone (the core's rule), the socket dropped.
+                let linger = *this
+                    .linger
+                    .get_or_insert(now + this.shared.config.get_close_timeout());
+                if this.stream_failed || this.conn.pending_transmit().is_empty() || now >= linger {
+                    if !this.stream_failed {
+                        let _ = Pin::new(&mut this.stream).poll_shutdown(cx);
+                    }
+                    return Poll::Ready(());
+                }
+                let at = tokio::time::Instant::from_std(linger);
+                if this.sleep.deadline() != at {
+                    this.sleep.as_mut().reset(at);
+                }
+                if this.sleep.as_mut().poll(cx).is_ready() {
+                    continue;
+                }
+                return Poll::Pending;
+            }
+            if !this.stream_failed && this.conn.wants_read() {
+                busy |= this.poll_read(cx, now);
+            }
+            if let Some(deadline) = this.conn.poll_timeout() {
+                if deadline <= now {
+                    this.conn.handle_timeout(now);
+                    busy = true;
+                } else {
+                    let at = tokio::time::Instant::from_std(deadline);
+                    if this.sleep.deadline() != at {
+                        this.sleep.as_mut().reset(at);
+                    }
+                    busy |= this.sleep.as_mut().poll(cx).is_ready();
+                }
+            }
+            if !busy {
+                return Poll::Pending;
+            }
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl<S, H: Handler> Driver<S, H> {
+    fn cp(&self) -> ChargePoint {
+        ChargePoint::new(self.link.clone())
+    }
+
+    // ---- the end ----
+
+    /// Frees everything the connection held; the handles see it as gone (the socket may
+    /// still be flushing its last bytes).
+    fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        for command in self.link.close() {
+            match command {
+                Command::Call { reply, .. } => {
+                    let _ = reply.send(Err(CallError::NotConnected));
+                }
+                Command::Send { reply, .. } => {
+                    let _ = reply.send(Err(SendError::NotConnected));
+                }
+                _ => {}
+            }
+        }
+        for waiter in self.waiters.drain(..) {
+            let _ = waiter.reply.send(Err(CallError::Disconnected));
+        }
+        for (_, reply) in self.send_retry.drain(..) {
+            let _ = reply.send(Err(SendError::NotConnected));
+        }
+        let cp = self.cp();
+        if self.registered {
+            if let Some(identity) = &self.identity {
+                self.shared.registry.remove(identity, &cp);
+            }
+        }
+    }
+}
+
+impl<S, H: Handler> Drop for Driver<S, H> {
+    fn drop(&mut self) {
+        // Also when dropped without ending (the runtime shut down): the handles learn it.
+        self.finish();
+        self.shared.discharge(self.key);
+    }
+}

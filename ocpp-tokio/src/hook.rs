@@ -1,0 +1,48 @@
+//! One hook for every OCPP message in and out (logging, metrics): nothing is built when unset.
+
+use std::sync::Arc;
+
+use ocpp_messages::{Request, Response};
+use ocpp_server_core::{ErrorCode, MessageId};
+
+use crate::CallError;
+
+/// The hook's type: see [`ServerBuilder::on_message`](crate::ServerBuilder::on_message).
+pub(crate) type Hook = Arc<dyn Fn(&MessageEvent<'_>) + Send + Sync>;
+
+/// One OCPP message of one charge point, as the hook sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageEvent<'a> {
+    /// The charge point.
+    pub identity: &'a str,
+    /// The message id.
+    pub id: &'a MessageId<'static>,
+    /// What it is.
+    pub message: Message<'a>,
+}
+
+/// The message of a [`MessageEvent`], in or out.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Message<'a> {
+    /// In: a CALL of the charge point, handed to [`Handler::on_call`](crate::Handler::on_call).
+    CallIn(&'a Request),
+    /// Out: our CALLRESULT to it.
+    ResultOut(&'a Response),
+    /// Out: our CALLERROR to it.
+    ErrorOut {
+        /// The code.
+        code: &'a ErrorCode,
+        /// The description.
+        description: &'a str,
+    },
+    /// In: a SEND of the charge point (OCPP 2.1).
+    SendIn(&'a Request),
+    /// Out: our CALL.
+    CallOut(&'a Request),
+    /// In: how our CALL ended, as its caller sees it (a result, a CALLERROR, a timeout, an
+    /// answer that does not decode).
+    OutcomeIn(&'a Result<Response, CallError>),
+    /// Out: our SEND (OCPP 2.1).
+    SendOut(&'a Request),
+}

@@ -1,0 +1,168 @@
+//! Which charge points are connected: the registry handle, and the seam a cluster plugs into.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use ocpp_messages::{Request, Response};
+use ocpp_server_core::{ChargePointIdentity, IdentityTable};
+
+use crate::error::CallError;
+use crate::typed::{ResponseOf, TypedCall};
+use crate::ChargePoint;
+
+/// The future a [`Remote`] returns.
+pub type RemoteCall<'a> = Pin<Box<dyn Future<Output = Result<Response, CallError>> + Send + 'a>>;
+
+/// Serves [`ChargePoints::call`] for identities not connected to this server: e.g. a cluster
+/// that routes the CALL to the node holding the charge point.
+///
+/// ```
+/// use ocpp_tokio::{CallError, Remote, RemoteCall, Request};
+///
+/// /// A node alone: nobody else holds charge points.
+/// struct Alone;
+///
+/// impl Remote for Alone {
+///     fn call<'a>(&'a self, _identity: &'a str, _request: Request) -> RemoteCall<'a> {
+///         Box::pin(async { Err(CallError::NotConnected) })
+///     }
+/// }
+/// ```
+pub trait Remote: Send + Sync + 'static {
+    /// Sends `request` to the charge point `identity` held elsewhere and waits for its answer;
+    /// [`CallError::NotConnected`] when nobody holds it.
+    fn call<'a>(&'a self, identity: &'a str, request: Request) -> RemoteCall<'a>;
+}
+
+struct Inner {
+    table: RwLock<IdentityTable<ChargePoint>>,
+    remote: Option<Arc<dyn Remote>>,
+}
+
+/// The connected charge points of a server: cheap to clone, shared with every connection's
+/// task. Duplicates follow the core's [`IdentityTable`] rule: the newer connection wins.
+///
+/// ```no_run
+/// # async fn example(charge_points: ocpp_tokio::ChargePoints) {
+/// use ocpp_tokio::v1_6;
+/// if let Some(cp) = charge_points.get("CP001") {
+///     let _ = cp.call(v1_6::ClearCacheRequest {}).await;
+/// }
+/// println!("{} connected: {:?}", charge_points.len(), charge_points.identities());
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ChargePoints {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for ChargePoints {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChargePoints")
+            .field("len", &self.len())
+            .field("remote", &self.inner.remote.is_some())
+            .finish()
+    }
+}
+
+impl ChargePoints {
+    pub(crate) fn new(remote: Option<Arc<dyn Remote>>) -> Self {
+        ChargePoints {
+            inner: Arc::new(Inner {
+                table: RwLock::new(IdentityTable::new()),
+                remote,
+            }),
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, IdentityTable<ChargePoint>> {
+        self.inner.table.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, IdentityTable<ChargePoint>> {
+        self.inner.table.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The connected charge point with this identity (on this server).
+    pub fn get(&self, identity: &str) -> Option<ChargePoint> {
+        self.read().get(identity).cloned()
+    }
+
+    /// How many charge points are connected to this server.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    /// The identities connected now (a snapshot).
+    pub fn identities(&self) -> Vec<ChargePointIdentity> {
+        self.read()
+            .iter()
+            .map(|(identity, _)| identity.clone())
+            .collect()
+    }
+
+    /// The charge points connected now (a snapshot).
+    pub fn iter(&self) -> std::vec::IntoIter<ChargePoint> {
+        let all: Vec<ChargePoint> = self.read().iter().map(|(_, cp)| cp.clone()).collect();
+        all.into_iter()
+    }
+
+    /// Sends a CALL to `identity` wherever it is connected: here, or through the [`Remote`]
+    /// given to [`ServerBuilder::remote`](crate::ServerBuilder::remote).
+    ///
+    /// # Errors
+    /// [`CallError::NotConnected`] when nobody holds it; otherwise what the call met.
+    pub async fn call(&self, identity: &str, request: Request) -> Result<Response, CallError> {
+        if let Some(cp) = self.get(identity) {
+            return cp.call_raw(request).await;
+        }
+        match &self.inner.remote {
+            Some(remote) => remote.call(identity, request).await,
+            None => Err(CallError::NotConnected),
+        }
+    }
+
+    /// [`ChargePoints::call`] typed by the action, like [`ChargePoint::call`]: the answer is the
+    /// action's response, wherever the charge point is connected.
+    ///
+    /// # Errors
+    /// As [`ChargePoints::call`]; [`CallError::WrongVersion`] when the answer is of another
+    /// version than the request.
+    pub async fn call_typed<R: TypedCall>(
+        &self,
+        identity: &str,
+        request: R,
+    ) -> Result<ResponseOf<R>, CallError> {
+        if let Some(cp) = self.get(identity) {
+            return cp.call(request).await;
+        }
+        match &self.inner.remote {
+            Some(remote) => {
+                let response = remote.call(identity, request.into_any_request()).await?;
+                R::from_response(response)
+            }
+            None => Err(CallError::NotConnected),
+        }
+    }
+
+    /// Records `cp`; returns the connection it replaces (to close with 1008).
+    pub(crate) fn register(
+        &self,
+        identity: ChargePointIdentity,
+        cp: ChargePoint,
+    ) -> Option<ChargePoint> {
+        self.write().register(identity, cp)
+    }
+
+    /// Removes `cp` if it still holds its identity.
+    pub(crate) fn remove(&self, identity: &ChargePointIdentity, cp: &ChargePoint) -> bool {
+        self.write().remove(identity, cp)
+    }
+}

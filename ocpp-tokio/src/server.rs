@@ -1,0 +1,347 @@
+//! The server: a builder, the accept loop, TLS, and graceful shutdown.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ocpp_server_core::{CloseCode, Connection, ConnectionConfig};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio_rustls::TlsAcceptor;
+
+use crate::charge_point::Command;
+use crate::driver::{Driver, Shared};
+use crate::error::ServerError;
+use crate::hook::Hook;
+use crate::{ChargePoints, Handler, MessageEvent, PeerCertificate, Remote};
+
+/// Builds a [`Server`]: `Server::builder().config(..).handler(..).bind(addr).await?`.
+///
+/// ```no_run
+/// # async fn example() -> Result<(), ocpp_tokio::ServerError> {
+/// use std::time::Duration;
+/// use ocpp_tokio::{ConnectionConfig, OcppVersion, Server};
+///
+/// let config = ConnectionConfig::default()
+///     .versions(vec![OcppVersion::V2_0_1, OcppVersion::V1_6])
+///     .ping_interval(None);
+/// let server = Server::builder()
+///     .config(config)
+///     .shutdown_timeout(Duration::from_secs(2))
+///     .on_message(|event| println!("{}: {:?}", event.identity, event.message))
+///     .bind("127.0.0.1:9000")
+///     .await?;
+/// // Serve for an hour, then shut down gracefully (a signal handler would go here).
+/// server.run_until(tokio::time::sleep(Duration::from_secs(3600))).await
+/// # }
+/// ```
+pub struct ServerBuilder<H> {
+    handler: H,
+    config: ConnectionConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    hook: Option<Hook>,
+    remote: Option<Arc<dyn Remote>>,
+    shutdown_timeout: Duration,
+    mailbox_capacity: Option<usize>,
+}
+
+impl<H> fmt::Debug for ServerBuilder<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("config", &self.config)
+            .field("tls", &self.tls.is_some())
+            .field("hook", &self.hook.is_some())
+            .field("remote", &self.remote.is_some())
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .finish()
+    }
+}
+
+impl<H> ServerBuilder<H> {
+    /// The settings of every connection (versions, timeouts, limits).
+    pub fn config(mut self, config: ConnectionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The application: see [`Handler`]. Without one, every identity is accepted and every
+    /// CALL answered `NotSupported`.
+    pub fn handler<H2: Handler>(self, handler: H2) -> ServerBuilder<H2> {
+        ServerBuilder {
+            handler,
+            config: self.config,
+            tls: self.tls,
+            hook: self.hook,
+            remote: self.remote,
+            shutdown_timeout: self.shutdown_timeout,
+            mailbox_capacity: self.mailbox_capacity,
+        }
+    }
+
+    /// TLS (security profiles 2 and 3: with a client certificate verifier, profile 3). The
+    /// TLS handshake counts against the config's handshake timeout.
+    pub fn tls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// A hook called for every OCPP message in and out (logging, metrics); costs nothing when
+    /// not set.
+    pub fn on_message(mut self, hook: impl Fn(&MessageEvent<'_>) + Send + Sync + 'static) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
+    }
+
+    /// Where [`ChargePoints::call`] sends CALLs for identities not connected here (a cluster).
+    pub fn remote(mut self, remote: impl Remote) -> Self {
+        self.remote = Some(Arc::new(remote));
+        self
+    }
+
+    /// How long graceful shutdown waits for connections to finish their close handshake
+    /// before dropping them (default 5 s).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// The most commands (calls, SENDs) waiting for one connection's task (default: the
+    /// config's `max_queued_calls`); past it, calls fail with `Refused`.
+    pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
+        self.mailbox_capacity = Some(capacity);
+        self
+    }
+}
+
+impl<H: Handler> ServerBuilder<H> {
+    /// Binds a listening socket and returns the server (not yet accepting: see
+    /// [`Server::run`]).
+    ///
+    /// # Errors
+    /// The bind failed.
+    pub async fn bind(self, addr: impl ToSocketAddrs) -> Result<Server<H>, ServerError> {
+        let listener = TcpListener::bind(addr).await?;
+        Ok(self.serve_listener(listener))
+    }
+
+    /// Serves an already bound listener.
+    pub fn serve_listener(self, listener: TcpListener) -> Server<H> {
+        let mut server = self.build();
+        server.listener = Some(listener);
+        server
+    }
+
+    /// A server without a listener, for streams handed to [`Server::serve_connection`].
+    pub fn build(self) -> Server<H> {
+        let capacity = self
+            .mailbox_capacity
+            .unwrap_or_else(|| self.config.get_max_queued_calls().max(1));
+        let registry = ChargePoints::new(self.remote);
+        let shared = Shared::new(
+            Arc::new(self.handler),
+            Arc::new(self.config),
+            registry,
+            self.hook,
+            capacity,
+        );
+        Server {
+            shared: Arc::new(shared),
+            listener: None,
+            tls: self.tls.map(TlsAcceptor::from),
+            shutdown_timeout: self.shutdown_timeout,
+        }
+    }
+}
+
+/// An OCPP-J central system's front door: accepts charge points, drives one task per
+/// connection, and keeps the [`ChargePoints`] registry.
+///
+/// ```no_run
+/// # async fn example() -> Result<(), ocpp_tokio::ServerError> {
+/// let server = ocpp_tokio::Server::builder().bind("127.0.0.1:0").await?;
+/// println!("listening on {}", server.local_addr()?);
+/// let charge_points = server.charge_points();
+/// tokio::spawn(server.run());
+/// # let _ = charge_points; Ok(()) }
+/// ```
+pub struct Server<H> {
+    shared: Arc<Shared<H>>,
+    listener: Option<TcpListener>,
+    tls: Option<TlsAcceptor>,
+    shutdown_timeout: Duration,
+}
+
+impl<H> fmt::Debug for Server<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field(
+                "local_addr",
+                &self.listener.as_ref().map(TcpListener::local_addr),
+            )
+            .field("tls", &self.tls.is_some())
+            .field("connections", &self.shared.tasks())
+            .field("charge_points", &self.shared.registry.len())
+            .finish()
+    }
+}
+
+impl Server<()> {
+    /// A builder with the default config, no TLS, and the default handler (accept all,
+    /// answer `NotSupported`).
+    pub fn builder() -> ServerBuilder<()> {
+        ServerBuilder {
+            handler: (),
+            config: ConnectionConfig::default(),
+            tls: None,
+            hook: None,
+            remote: None,
+            shutdown_timeout: Duration::from_secs(5),
+            mailbox_capacity: None,
+        }
+    }
+}
+
+impl<H: Handler> Server<H> {
+    /// The listening address.
+    ///
+    /// # Errors
+    /// No listener (built with [`ServerBuilder::build`]), or the socket's error.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        match &self.listener {
+            Some(listener) => listener.local_addr(),
+            None => Err(io::Error::new(io::ErrorKind::NotConnected, "no listener")),
+        }
+    }
+
+    /// The registry of connected charge points (a clone-cheap handle).
+    pub fn charge_points(&self) -> ChargePoints {
+        self.shared.registry.clone()
+    }
+
+    /// How many connections are being served (connected or still in the handshake).
+    pub fn connections(&self) -> usize {
+        self.shared.tasks()
+    }
+
+    /// Serves one stream (TLS first if configured) in a task of its own; it counts in
+    /// graceful shutdown like an accepted one. Call from within a tokio runtime.
+    ///
+    /// ```no_run
+    /// # async fn example(server: ocpp_tokio::Server<()>) -> std::io::Result<()> {
+    /// let (stream, _) = tokio::net::TcpListener::bind("127.0.0.1:0").await?.accept().await?;
+    /// server.serve_connection(stream);
+    /// # Ok(()) }
+    /// ```
+    pub fn serve_connection<S>(&self, stream: S)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = self.shared.clone();
+        let now = Instant::now();
+        let conn = Connection::accept_incoming(now, shared.config.clone());
+        let (key, link) = shared.enlist();
+        match &self.tls {
+            None => {
+                tokio::spawn(Driver::new(shared, key, link, stream, conn, None));
+            }
+            Some(acceptor) => {
+                let acceptor = acceptor.clone();
+                let deadline = now + shared.config.get_handshake_timeout();
+                tokio::spawn(async move {
+                    let accept = acceptor.accept(stream);
+                    match tokio::time::timeout_at(deadline.into(), accept).await {
+                        Ok(Ok(tls)) => {
+                            let certificate = tls
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .and_then(|chain| chain.first())
+                                .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
+                            Driver::new(shared, key, link, tls, conn, certificate).await;
+                        }
+                        Ok(Err(error)) => {
+                            tracing::debug!(%error, "TLS handshake failed");
+                            link.close();
+                            shared.discharge(key);
+                        }
+                        Err(_) => {
+                            tracing::debug!("TLS handshake timed out");
+                            link.close();
+                            shared.discharge(key);
+                        }
+                    }
+                });
+            }
+        }
+    }
+
+    /// Accepts charge points until an error of the listener; never returns on its own.
+    ///
+    /// # Errors
+    /// No listener.
+    pub async fn run(self) -> Result<(), ServerError> {
+        self.run_until(std::future::pending()).await
+    }
+
+    /// Accepts charge points until `shutdown` completes, then shuts down gracefully: stops
+    /// accepting, closes every connection with 1001 (going away), waits for them at most the
+    /// shutdown timeout, then drops what remains.
+    ///
+    /// # Errors
+    /// No listener.
+    pub async fn run_until(
+        mut self,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), ServerError> {
+        let Some(listener) = self.listener.take() else {
+            return Err(ServerError::Io(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "no listener",
+            )));
+        };
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nodelay(true);
+                        self.serve_connection(stream);
+                    }
+                    Err(error) => {
+                        // EMFILE and the like: wait a little rather than spin.
+                        tracing::warn!(%error, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                },
+            }
+        }
+        drop(listener);
+        self.shutdown().await;
+        Ok(())
+    }
+
+    /// Graceful shutdown of what is being served (the listener, if any, is not touched):
+    /// every connection closed with 1001, bounded by the shutdown timeout, then dropped.
+    /// Returns how many connections had to be dropped.
+    pub async fn shutdown(&self) -> usize {
+        self.shared.draining.store(true, Ordering::Release);
+        self.shared.broadcast(|| Command::Close {
+            code: CloseCode::GOING_AWAY,
+            reason: "server shutting down".into(),
+        });
+        let deadline = tokio::time::Instant::now() + self.shutdown_timeout;
+        if self.shared.wait_all_gone(deadline).await {
+            return 0;
+        }
+        let left = self.shared.tasks();
+        self.shared.broadcast(|| Command::Abort);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        self.shared.wait_all_gone(deadline).await;
+        left
+    }
+}

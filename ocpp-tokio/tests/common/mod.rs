@@ -1,0 +1,428 @@
+//! A light charge point for the tests: `ocpp_server_core::Connection::connect` driven on a
+//! tokio stream (plain TCP or TLS), every wait bounded.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ocpp_server_core::{
+    CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event,
+    MessageId, OcppVersion, Request, Response,
+};
+use ocpp_tokio::{v1_6, v2_0_1, DateTime};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Every wait of a test charge point ends within this.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+pub fn now_utc() -> DateTime {
+    DateTime::from_unix_timestamp(1_780_000_000).unwrap()
+}
+
+/// The client side's configuration: `version` only, no pings of its own.
+pub fn client_config(version: OcppVersion) -> Arc<ConnectionConfig> {
+    Arc::new(
+        ConnectionConfig::default()
+            .versions(vec![version])
+            .ping_interval(None)
+            .idle_timeout(None),
+    )
+}
+
+pub struct TestCp<S = TcpStream> {
+    pub stream: S,
+    pub conn: Connection,
+    pub events: VecDeque<Event>,
+    /// Whether this charge point reads its socket (false: the stalled peer).
+    pub reading: bool,
+}
+
+static SEED: AtomicU64 = AtomicU64::new(1);
+
+impl TestCp<TcpStream> {
+    /// Connects and completes the upgrade; panics unless `Connected`.
+    pub async fn connect(addr: SocketAddr, identity: &str, version: OcppVersion) -> TestCp {
+        let mut cp = Self::start(addr, identity, version, None).await;
+        match cp.next_event().await {
+            Event::Connected { .. } => cp,
+            other => panic!("{identity}: expected Connected, got {other:?}"),
+        }
+    }
+
+    /// Opens the socket and writes the upgrade request (with a password: Basic auth).
+    pub async fn start(
+        addr: SocketAddr,
+        identity: &str,
+        version: OcppVersion,
+        password: Option<&[u8]>,
+    ) -> TestCp {
+        let stream = TcpStream::connect(addr).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        TestCp::over(stream, &addr.to_string(), identity, version, password)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
+    pub fn over(
+        stream: S,
+        host: &str,
+        identity: &str,
+        version: OcppVersion,
+        password: Option<&[u8]>,
+    ) -> TestCp<S> {
+        let identity = ChargePointIdentity::new(identity.into(), false).unwrap();
+        let mut target = ConnectTarget::new(host, "/ocpp", identity);
+        if let Some(password) = password {
+            target = target.with_password(password);
+        }
+        let seed = SEED.fetch_add(1, Ordering::Relaxed);
+        let conn = Connection::connect(
+            Instant::now(),
+            client_config(version),
+            &target,
+            [7; 16],
+            seed,
+        )
+        .unwrap();
+        TestCp {
+            stream,
+            conn,
+            events: VecDeque::new(),
+            reading: true,
+        }
+    }
+
+    /// Writes what is pending.
+    pub async fn flush(&mut self) {
+        let n = self.conn.pending_transmit().len();
+        if n > 0 {
+            let _ = self.stream.write_all(self.conn.pending_transmit()).await;
+            self.conn.advance_transmit(n);
+        }
+    }
+
+    /// Drives the connection until it has an event; panics after [`WAIT`].
+    pub async fn next_event(&mut self) -> Event {
+        match tokio::time::timeout(WAIT, self.drive()).await {
+            Ok(event) => event,
+            Err(_) => panic!("no event within {WAIT:?}: {:?}", self.conn),
+        }
+    }
+
+    async fn drive(&mut self) -> Event {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            while let Some(event) = self.conn.poll_event() {
+                self.events.push_back(event);
+            }
+            self.flush().await;
+            if let Some(event) = self.events.pop_front() {
+                return event;
+            }
+            let wait = self
+                .conn
+                .poll_timeout()
+                .map_or(WAIT, |t| t.saturating_duration_since(Instant::now()));
+            match tokio::time::timeout(wait, self.stream.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => self.conn.handle_eof(Instant::now()),
+                Ok(Ok(n)) => self.conn.handle_data(Instant::now(), &buf[..n]),
+                Err(_) => self.conn.handle_timeout(Instant::now()),
+            }
+        }
+    }
+
+    /// Sends a CALL and waits for its outcome; other events wait for the next `next_event`.
+    pub async fn call(&mut self, request: Request) -> CallOutcome {
+        self.conn.call(Instant::now(), request).unwrap();
+        let mut other = VecDeque::new();
+        let outcome = loop {
+            match self.next_event().await {
+                Event::CallCompleted { outcome, .. } => break outcome,
+                Event::Closed(closed) => panic!("closed while calling: {closed:?}"),
+                event => other.push_back(event),
+            }
+        };
+        while let Some(event) = other.pop_back() {
+            self.events.push_front(event);
+        }
+        outcome
+    }
+
+    /// Waits for a CALL of the server.
+    pub async fn expect_call(&mut self) -> (MessageId<'static>, Request) {
+        loop {
+            match self.next_event().await {
+                Event::Call { id, request } => return (id, request),
+                Event::Closed(closed) => panic!("closed while waiting for a CALL: {closed:?}"),
+                _ => {}
+            }
+        }
+    }
+
+    pub async fn respond(&mut self, id: &MessageId<'_>, response: Response) {
+        self.conn.respond(Instant::now(), id, response).unwrap();
+        self.flush().await;
+    }
+
+    /// Waits for the end of the connection.
+    pub async fn expect_closed(&mut self) -> ocpp_server_core::Closed {
+        loop {
+            if let Event::Closed(closed) = self.next_event().await {
+                return *closed;
+            }
+        }
+    }
+
+    /// A 1.6 or 2.0.1 BootNotification; returns the status as text.
+    pub async fn boot(&mut self) -> String {
+        let request = match self.conn.version() {
+            Some(OcppVersion::V1_6) => Request::from(v1_6::Request::from(boot16())),
+            _ => Request::from(v2_0_1::Request::from(boot201())),
+        };
+        match self.call(request).await {
+            CallOutcome::Result(response) => {
+                let json = serde_json::to_value(&response).unwrap();
+                json["status"].as_str().unwrap().to_owned()
+            }
+            other => panic!("BootNotification: {other:?}"),
+        }
+    }
+}
+
+pub fn boot16() -> v1_6::BootNotificationRequest {
+    serde_json::from_value(serde_json::json!({
+        "chargePointVendor": "ACME", "chargePointModel": "Test"
+    }))
+    .unwrap()
+}
+
+pub fn boot201() -> v2_0_1::BootNotificationRequest {
+    serde_json::from_value(serde_json::json!({
+        "chargingStation": {"vendorName": "ACME", "model": "Test"}, "reason": "PowerUp"
+    }))
+    .unwrap()
+}
+
+/// Waits until `condition` holds, polling; panics after [`WAIT`].
+pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !condition() {
+        assert!(Instant::now() < deadline, "not within {WAIT:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A client text frame (masked with a zero key, which leaves the payload as is), for
+/// messages the core's client would not write.
+pub fn raw_text_frame(text: &str) -> Vec<u8> {
+    let payload = text.as_bytes();
+    let mut frame = vec![0x81];
+    if payload.len() < 126 {
+        frame.push(0x80 | payload.len() as u8);
+    } else {
+        frame.push(0x80 | 126);
+        frame.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    }
+    frame.extend_from_slice(&[0, 0, 0, 0]);
+    frame.extend_from_slice(payload);
+    frame
+}
+
+/// A handler for the tests: boots and heartbeats for 1.6 and 2.0.1, identities starting with
+/// `UNKNOWN` refused with 404, password `secret-password-16` required of identities starting
+/// with `AUTH`; every close recorded.
+#[derive(Default)]
+pub struct TestHandler {
+    pub closed: std::sync::Mutex<Vec<(String, ocpp_tokio::CloseReason)>>,
+    pub connects: AtomicU64,
+    /// SENDs received: identity, action, OCPP version.
+    pub sends: std::sync::Mutex<Vec<(String, &'static str, OcppVersion)>>,
+}
+
+pub const PASSWORD: &[u8] = b"secret-password-16";
+
+impl ocpp_tokio::Handler for TestHandler {
+    async fn on_upgrade(
+        &self,
+        request: &ocpp_tokio::UpgradeRequest,
+        certificate: Option<&ocpp_tokio::PeerCertificate>,
+    ) -> ocpp_tokio::Upgrade {
+        let identity = request.identity.as_str();
+        if let Some(certificate) = certificate {
+            if certificate.common_name() != Some(identity) {
+                return ocpp_tokio::Upgrade::FORBIDDEN;
+            }
+        }
+        if identity.starts_with("UNKNOWN") {
+            return ocpp_tokio::Upgrade::NOT_FOUND;
+        }
+        if identity.starts_with("AUTH") {
+            let ok = request
+                .credentials
+                .as_ref()
+                .is_some_and(|c| c.user() == Some(identity) && c.password() == PASSWORD);
+            if !ok {
+                return ocpp_tokio::Upgrade::UNAUTHORIZED;
+            }
+        }
+        ocpp_tokio::Upgrade::Accept
+    }
+
+    async fn on_connect(&self, _cp: ocpp_tokio::ChargePoint) {
+        self.connects.fetch_add(1, Ordering::Relaxed);
+    }
+
+    async fn on_call(
+        &self,
+        _cp: &ocpp_tokio::ChargePoint,
+        call: ocpp_tokio::IncomingCall,
+    ) -> ocpp_tokio::Answer {
+        use ocpp_tokio::{Answer, Request};
+        let current_time = now_utc();
+        match call.request() {
+            Request::V1_6(request) => match &**request {
+                v1_6::Request::BootNotification(_) => {
+                    Answer::result(v1_6::Response::from(v1_6::BootNotificationResponse {
+                        status: v1_6::RegistrationStatus::Accepted,
+                        current_time,
+                        interval: 300,
+                    }))
+                }
+                v1_6::Request::Heartbeat(_) => {
+                    Answer::result(v1_6::Response::from(v1_6::HeartbeatResponse {
+                        current_time,
+                    }))
+                }
+                v1_6::Request::Authorize(_) => {
+                    // A slow answer: the connection keeps serving meanwhile.
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    Answer::error(ocpp_tokio::ErrorCode::SecurityError, "slow and refused")
+                }
+                _ => Answer::not_supported(),
+            },
+            Request::V2_0_1(request) => match &**request {
+                v2_0_1::Request::BootNotification(_) => {
+                    Answer::result(v2_0_1::Response::from(v2_0_1::BootNotificationResponse {
+                        status: v2_0_1::RegistrationStatusEnum::Accepted,
+                        current_time,
+                        interval: 300,
+                        custom_data: None,
+                        status_info: None,
+                    }))
+                }
+                v2_0_1::Request::Heartbeat(_) => {
+                    Answer::result(v2_0_1::Response::from(v2_0_1::HeartbeatResponse {
+                        current_time,
+                        custom_data: None,
+                    }))
+                }
+                _ => Answer::not_supported(),
+            },
+            _ => Answer::not_supported(),
+        }
+    }
+
+    async fn on_send(&self, cp: &ocpp_tokio::ChargePoint, send: ocpp_tokio::IncomingCall) {
+        let mut sends = self.sends.lock().unwrap();
+        sends.push((cp.identity().to_owned(), send.action(), send.version()));
+    }
+
+    async fn on_close(&self, cp: &ocpp_tokio::ChargePoint, closed: &ocpp_tokio::Closed) {
+        let mut all = self.closed.lock().unwrap();
+        all.push((cp.identity().to_owned(), closed.reason.clone()));
+    }
+}
+
+/// A running server with [`TestHandler`]; stopped (gracefully) through `stop`.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub charge_points: ocpp_tokio::ChargePoints,
+    pub handler: Arc<TestHandler>,
+    pub stop: Option<tokio::sync::oneshot::Sender<()>>,
+    pub done: tokio::task::JoinHandle<Result<(), ocpp_tokio::ServerError>>,
+}
+
+impl TestServer {
+    pub async fn start(config: ConnectionConfig) -> TestServer {
+        Self::start_with(ocpp_tokio::Server::builder().config(config)).await
+    }
+
+    pub async fn start_with(builder: ocpp_tokio::ServerBuilder<()>) -> TestServer {
+        let handler = Arc::new(TestHandler::default());
+        let server = builder
+            .handler(handler.clone())
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = server.local_addr().unwrap();
+        let charge_points = server.charge_points();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let done = tokio::spawn(server.run_until(async {
+            let _ = stopped.await;
+        }));
+        TestServer {
+            addr,
+            charge_points,
+            handler,
+            stop: Some(stop),
+            done,
+        }
+    }
+
+    /// Graceful shutdown; returns how long it took.
+    pub async fn stop(mut self) -> Duration {
+        let started = Instant::now();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        tokio::time::timeout(WAIT, &mut self.done)
+            .await
+            .expect("shutdown is bounded")
+            .unwrap()
+            .unwrap();
+        started.elapsed()
+    }
+
+    pub fn closes_of(&self, identity: &str) -> Vec<ocpp_tokio::CloseReason> {
+        let all = self.handler.closed.lock().unwrap();
+        all.iter()
+            .filter(|(who, _)| who == identity)
+            .map(|(_, why)| why.clone())
+            .collect()
+    }
+}
+
+/// The test config: 1.6 and 2.0.1 (and 2.1), short timeouts.
+pub fn server_config() -> ConnectionConfig {
+    ConnectionConfig::default()
+        .versions(vec![
+            OcppVersion::V2_1,
+            OcppVersion::V2_0_1,
+            OcppVersion::V1_6,
+        ])
+        .handshake_timeout(Duration::from_secs(5))
+        .close_timeout(Duration::from_secs(1))
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
+    /// Writes raw bytes (whole frames) to the socket.
+    pub async fn stream_write(&mut self, bytes: &[u8]) {
+        self.flush().await;
+        self.stream.write_all(bytes).await.unwrap();
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
+    /// Answers a CALL of the server with a CALLERROR (after the server gave up on it).
+    pub async fn late_error(&mut self, id: &MessageId<'_>) {
+        let code = ocpp_tokio::ErrorCode::GenericError;
+        self.conn
+            .respond_error(Instant::now(), id, code, "late")
+            .unwrap();
+        self.flush().await;
+    }
+}

@@ -1,0 +1,657 @@
+//! The server through its public API, on loopback sockets: routing, typed calls, every
+//! `CallError`, upgrade decisions, duplicate identities, the message hook, graceful shutdown.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+// The test charge points speak the core's payload types; the server's API `ocpp_messages`'.
+use ocpp_server_core::{CallOutcome, Event, Request, Response};
+use ocpp_tokio::{
+    v1_6, v2_0_1, CallError, CloseCode, CloseReason, ErrorCode, Message, OcppVersion, Server,
+};
+
+fn reset_soft() -> v1_6::ResetRequest {
+    serde_json::from_value(serde_json::json!({"type": "Soft"})).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_reach_the_handler_on_1_6_and_2_0_1() {
+    let server = TestServer::start(server_config()).await;
+    let mut cp16 = TestCp::connect(server.addr, "CP16", OcppVersion::V1_6).await;
+    let mut cp201 = TestCp::connect(server.addr, "CP201", OcppVersion::V2_0_1).await;
+    assert_eq!(cp16.boot().await, "Accepted");
+    assert_eq!(cp201.boot().await, "Accepted");
+    let beat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
+    assert!(matches!(
+        cp16.call(beat).await,
+        CallOutcome::Result(Response::V1_6(_))
+    ));
+    let beat = Request::from(v2_0_1::Request::from(v2_0_1::HeartbeatRequest {
+        custom_data: None,
+    }));
+    assert!(matches!(
+        cp201.call(beat).await,
+        CallOutcome::Result(Response::V2_0_1(_))
+    ));
+    // A known action the handler does not serve: NotSupported, spelled for the version.
+    let data: v1_6::DataTransferRequest =
+        serde_json::from_value(serde_json::json!({"vendorId": "ACME"})).unwrap();
+    match cp16.call(v1_6::Request::from(data).into()).await {
+        CallOutcome::Error { code, .. } => assert_eq!(code, ErrorCode::NotSupported),
+        other => panic!("{other:?}"),
+    }
+    // An unknown action: the core answers NotImplemented without the handler.
+    cp16.stream_write(&raw_text_frame(r#"[2,"u1","NoSuchAction",{}]"#))
+        .await;
+    // (Its CALLERROR is an unmatched response for our client.)
+    assert!(matches!(
+        cp16.next_event().await,
+        Event::UnmatchedResponse { .. }
+    ));
+    assert_eq!(server.charge_points.len(), 2);
+    let mut identities: Vec<String> = server
+        .charge_points
+        .identities()
+        .iter()
+        .map(|i| i.as_str().to_owned())
+        .collect();
+    identities.sort();
+    assert_eq!(identities, ["CP16", "CP201"]);
+    assert_eq!(
+        server.charge_points.get("CP201").unwrap().version(),
+        OcppVersion::V2_0_1
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_handler_does_not_stop_the_connection() {
+    let config = server_config().ping_interval(Some(Duration::from_millis(50)));
+    let server = TestServer::start(config).await;
+    let mut cp = TestCp::connect(server.addr, "SLOW", OcppVersion::V1_6).await;
+    let handle = server.charge_points.get("SLOW").unwrap();
+    let authorize: v1_6::AuthorizeRequest =
+        serde_json::from_value(serde_json::json!({"idTag": "T"})).unwrap();
+    cp.conn
+        .call(
+            std::time::Instant::now(),
+            v1_6::Request::from(authorize).into(),
+        )
+        .unwrap();
+    // While the handler sleeps 300 ms, the server's own CALL goes out and is answered.
+    let call = tokio::spawn(async move { handle.call(reset_soft()).await });
+    let (id, request) = cp.expect_call().await;
+    assert_eq!(request.action(), "Reset");
+    let accepted = v1_6::ResetResponse {
+        status: v1_6::ResetStatus::Accepted,
+    };
+    cp.respond(&id, v1_6::Response::from(accepted).into()).await;
+    let result = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Event::CallCompleted { outcome, .. } = cp.next_event().await {
+                return outcome;
+            }
+        }
+    });
+    let outcome = result.await.unwrap();
+    match outcome {
+        CallOutcome::Error {
+            code, description, ..
+        } => {
+            assert_eq!(code, ErrorCode::SecurityError);
+            assert_eq!(description, "slow and refused");
+        }
+        other => panic!("{other:?}"),
+    }
+    let typed = call.await.unwrap().unwrap();
+    assert_eq!(typed.status, v1_6::ResetStatus::Accepted);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_call_results_and_wrong_version() {
+    let server = TestServer::start(server_config()).await;
+    let mut cp = TestCp::connect(server.addr, "TYPED", OcppVersion::V2_0_1).await;
+    let handle = server.charge_points.get("TYPED").unwrap();
+    let request = v2_0_1::GetVariablesRequest {
+        custom_data: None,
+        get_variable_data: vec![serde_json::from_value(serde_json::json!({
+            "component": {"name": "OCPPCommCtrlr"}, "variable": {"name": "HeartbeatInterval"}
+        }))
+        .unwrap()],
+    };
+    let call = tokio::spawn({
+        let handle = handle.clone();
+        async move { handle.call(request).await }
+    });
+    let (id, request) = cp.expect_call().await;
+    assert_eq!(request.action(), "GetVariables");
+    let response: v2_0_1::GetVariablesResponse = serde_json::from_value(serde_json::json!({
+        "getVariableResult": [{
+            "attributeStatus": "Accepted", "attributeValue": "120",
+            "component": {"name": "OCPPCommCtrlr"}, "variable": {"name": "HeartbeatInterval"}
+        }]
+    }))
+    .unwrap();
+    cp.respond(&id, v2_0_1::Response::from(response.clone()).into())
+        .await;
+    assert_eq!(call.await.unwrap().unwrap(), response);
+    // A 1.6 request on a 2.0.1 connection: refused before anything is sent.
+    assert_eq!(
+        handle.call(reset_soft()).await,
+        Err(CallError::WrongVersion)
+    );
+    // Untyped, through the registry.
+    let clear = ocpp_tokio::Request::from(v2_0_1::ClearCacheRequest::default());
+    let charge_points = server.charge_points.clone();
+    let call = tokio::spawn(async move { charge_points.call("TYPED", clear).await });
+    let (id, _) = cp.expect_call().await;
+    let cleared: v2_0_1::ClearCacheResponse =
+        serde_json::from_value(serde_json::json!({"status": "Accepted"})).unwrap();
+    cp.respond(&id, v2_0_1::Response::from(cleared).into())
+        .await;
+    assert!(matches!(
+        call.await.unwrap(),
+        Ok(ocpp_tokio::Response::V2_0_1(_))
+    ));
+    server.stop().await;
+}
+
+/// A 1.6 test charge point `identity`, connected, and the server's handle of it.
+async fn connected(server: &TestServer, identity: &str) -> (TestCp, ocpp_tokio::ChargePoint) {
+    let cp = TestCp::connect(server.addr, identity, OcppVersion::V1_6).await;
+    eventually("registered", || {
+        server.charge_points.get(identity).is_some()
+    })
+    .await;
+    (cp, server.charge_points.get(identity).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_error() {
+    let config = server_config()
+        .max_queued_calls(1)
+        .call_timeout(Duration::from_millis(400));
+    let server = TestServer::start(config).await;
+    let charge_points = server.charge_points.clone();
+    let clear = || ocpp_tokio::Request::from(v1_6::ClearCacheRequest {});
+
+    // NotConnected: nobody holds the identity.
+    assert_eq!(
+        charge_points.call("NOBODY", clear()).await,
+        Err(CallError::NotConnected)
+    );
+
+    let (mut cp, _) = connected(&server, "ERR").await;
+
+    // CALLERROR with code, description and details (written raw: our client has no details;
+    // its own core then still owes that CALL an answer, so each raw case has its own client).
+    let (mut raw, handle) = connected(&server, "ERR-DETAILS").await;
+    let call = tokio::spawn({
+        let handle = handle.clone();
+        async move { handle.call(v1_6::ClearCacheRequest {}).await }
+    });
+    let (id, _) = raw.expect_call().await;
+    let error = format!(
+        r#"[4,"{}","GenericError","nope",{{"why":"test"}}]"#,
+        id.as_str()
+    );
+    raw.stream_write(&raw_text_frame(&error)).await;
+    let result = call.await.unwrap();
+    assert_eq!(
+        result,
+        Err(CallError::CallError {
+            code: ErrorCode::GenericError,
+            description: "nope".into(),
+            details: r#"{"why":"test"}"#.into(),
+        })
+    );
+
+    // InvalidResponse: a CALLRESULT that is not a ClearCacheResponse.
+    let (mut raw, handle) = connected(&server, "ERR-INVALID").await;
+    let call = tokio::spawn({
+        let handle = handle.clone();
+        async move { handle.call(v1_6::ClearCacheRequest {}).await }
+    });
+    let (id, _) = raw.expect_call().await;
+    let bad = format!(r#"[3,"{}",{{"status":"Maybe"}}]"#, id.as_str());
+    raw.stream_write(&raw_text_frame(&bad)).await;
+    assert!(matches!(
+        call.await.unwrap(),
+        Err(CallError::InvalidResponse { .. })
+    ));
+
+    let handle = charge_points.get("ERR").unwrap();
+    // Timeout (the config's 400 ms), and Refused: one in flight, one queued, the third refused.
+    let first = tokio::spawn({
+        let handle = handle.clone();
+        async move { handle.call(v1_6::ClearCacheRequest {}).await }
+    });
+    let (late1, _) = cp.expect_call().await;
+    let second = tokio::spawn({
+        let handle = handle.clone();
+        async move { handle.call(v1_6::ClearCacheRequest {}).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        handle.call(v1_6::ClearCacheRequest {}).await,
+        Err(CallError::Refused)
+    );
+    assert_eq!(first.await.unwrap(), Err(CallError::Timeout));
+    // Answered too late: the server ignores it (and our client may take the next CALL).
+    cp.late_error(&late1).await;
+    // The queued one went out after the timeout; let it time out too.
+    let (late2, _) = cp.expect_call().await;
+    assert_eq!(second.await.unwrap(), Err(CallError::Timeout));
+    cp.late_error(&late2).await;
+
+    // The per-connection call timeout (shorter than the config's).
+    let settings = handle.settings();
+    assert_eq!(settings.get_call_timeout(), Duration::from_millis(400));
+    assert!(handle.set_settings(settings.call_timeout(Duration::from_millis(100))));
+    let started = std::time::Instant::now();
+    let call = tokio::spawn({
+        let handle = handle.clone();
+        async move { handle.call(v1_6::ClearCacheRequest {}).await }
+    });
+    let (late3, _) = cp.expect_call().await;
+    assert_eq!(call.await.unwrap(), Err(CallError::Timeout));
+    assert!(
+        started.elapsed() < Duration::from_millis(390),
+        "{:?}",
+        started.elapsed()
+    );
+    cp.late_error(&late3).await;
+    handle.set_settings(settings);
+
+    // Disconnected: the charge point goes away before answering.
+    let call = tokio::spawn({
+        let handle = handle.clone();
+        async move { handle.call(v1_6::ClearCacheRequest {}).await }
+    });
+    let _ = cp.expect_call().await;
+    drop(cp);
+    assert_eq!(call.await.unwrap(), Err(CallError::Disconnected));
+
+    // NotConnected: a handle kept after the end.
+    eventually("the task ends", || !handle.is_connected()).await;
+    assert_eq!(
+        handle.call(v1_6::ClearCacheRequest {}).await,
+        Err(CallError::NotConnected)
+    );
+    assert!(charge_points.get("ERR").is_none());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_decisions_401_and_404() {
+    let server = TestServer::start(server_config()).await;
+    for (identity, password, status) in [
+        ("UNKNOWN1", None, Some(404)),
+        ("AUTH1", None, Some(401)),
+        ("AUTH1", Some(&b"wrong-password-16"[..]), Some(401)),
+        ("AUTH1", Some(PASSWORD), None),
+    ] {
+        let mut cp = TestCp::start(server.addr, identity, OcppVersion::V1_6, password).await;
+        match (cp.next_event().await, status) {
+            (Event::Connected { .. }, None) => {}
+            (Event::Closed(closed), Some(status)) => match closed.reason {
+                CloseReason::UpgradeRefused { status: got, .. } => assert_eq!(got, Some(status)),
+                other => panic!("{identity}: {other:?}"),
+            },
+            (other, _) => panic!("{identity}: {other:?}"),
+        }
+    }
+    eventually("AUTH1 registered", || {
+        server.charge_points.get("AUTH1").is_some()
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_identity_replaces_the_old_connection() {
+    let server = TestServer::start(server_config()).await;
+    let mut old = TestCp::connect(server.addr, "DUP", OcppVersion::V1_6).await;
+    eventually("registered", || server.charge_points.get("DUP").is_some()).await;
+    let old_handle = server.charge_points.get("DUP").unwrap();
+    // A CALL of the old connection is pending when the new one arrives.
+    let pending = tokio::spawn({
+        let handle = old_handle.clone();
+        async move { handle.call(v1_6::ClearCacheRequest {}).await }
+    });
+    let _ = old.expect_call().await;
+
+    let mut new = TestCp::connect(server.addr, "DUP", OcppVersion::V1_6).await;
+    let closed = old.expect_closed().await;
+    match closed.reason {
+        CloseReason::PeerClosed { code, .. } => assert_eq!(code, Some(CloseCode::POLICY_VIOLATION)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(pending.await.unwrap(), Err(CallError::Disconnected));
+    eventually("old task ended", || !old_handle.is_connected()).await;
+    assert_eq!(
+        old_handle.call(v1_6::ClearCacheRequest {}).await,
+        Err(CallError::NotConnected)
+    );
+
+    let new_handle = server.charge_points.get("DUP").unwrap();
+    assert_ne!(new_handle, old_handle);
+    assert_eq!(server.charge_points.len(), 1);
+    // The new connection is served, and its handle reaches it.
+    assert_eq!(new.boot().await, "Accepted");
+    let call = tokio::spawn(async move { new_handle.call(v1_6::ClearCacheRequest {}).await });
+    let (id, _) = new.expect_call().await;
+    let cleared = v1_6::ClearCacheResponse {
+        status: v1_6::ClearCacheStatus::Accepted,
+    };
+    new.respond(&id, v1_6::Response::from(cleared).into()).await;
+    assert!(call.await.unwrap().is_ok());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hook_sees_every_message() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let builder = Server::builder().config(server_config()).on_message({
+        let seen = seen.clone();
+        move |event| {
+            let what = match event.message {
+                Message::CallIn(r) => format!("in CALL {}", r.action()),
+                Message::ResultOut(r) => format!("out RESULT {}", r.action()),
+                Message::ErrorOut { code, .. } => format!("out ERROR {code:?}"),
+                Message::CallOut(r) => format!("out CALL {}", r.action()),
+                Message::OutcomeIn(Ok(r)) => format!("in RESULT {}", r.action()),
+                Message::OutcomeIn(other) => format!("in OUTCOME {other:?}"),
+                other => format!("{other:?}"),
+            };
+            seen.lock()
+                .unwrap()
+                .push(format!("{}: {what}", event.identity));
+        }
+    });
+    let server = TestServer::start_with(builder).await;
+    let mut cp = TestCp::connect(server.addr, "HOOK", OcppVersion::V1_6).await;
+    cp.boot().await;
+    let handle = server.charge_points.get("HOOK").unwrap();
+    let call = tokio::spawn(async move { handle.call(reset_soft()).await });
+    let (id, _) = cp.expect_call().await;
+    let accepted = v1_6::ResetResponse {
+        status: v1_6::ResetStatus::Accepted,
+    };
+    cp.respond(&id, v1_6::Response::from(accepted).into()).await;
+    call.await.unwrap().unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "HOOK: in CALL BootNotification",
+            "HOOK: out RESULT BootNotification",
+            "HOOK: out CALL Reset",
+            "HOOK: in RESULT Reset",
+        ]
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_closes_everyone_with_1001() {
+    let server = TestServer::start(server_config()).await;
+    let mut cps = Vec::new();
+    for n in 0..5 {
+        cps.push(TestCp::connect(server.addr, &format!("SHUT{n}"), OcppVersion::V2_0_1).await);
+    }
+    eventually("all registered", || server.charge_points.len() == 5).await;
+    let closes = tokio::spawn(async move {
+        let mut codes = Vec::new();
+        for mut cp in cps {
+            let closed = cp.expect_closed().await;
+            codes.push(closed.reason);
+        }
+        codes
+    });
+    let took = server.stop().await;
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    for reason in closes.await.unwrap() {
+        match reason {
+            CloseReason::PeerClosed { code, .. } => assert_eq!(code, Some(CloseCode::GOING_AWAY)),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_is_bounded_when_a_peer_never_answers() {
+    let builder = Server::builder()
+        .config(server_config().close_timeout(Duration::from_secs(30)))
+        .shutdown_timeout(Duration::from_millis(300));
+    let server = TestServer::start_with(builder).await;
+    // This charge point connects and then never reads or answers the close.
+    let mut silent = TestCp::connect(server.addr, "SILENT", OcppVersion::V1_6).await;
+    silent.reading = false;
+    let mut polite = TestCp::connect(server.addr, "POLITE", OcppVersion::V1_6).await;
+    eventually("both registered", || server.charge_points.len() == 2).await;
+    let charge_points = server.charge_points.clone();
+    let polite_closed = tokio::spawn(async move { polite.expect_closed().await });
+    let took = server.stop().await;
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    assert!(matches!(
+        polite_closed.await.unwrap().reason,
+        CloseReason::PeerClosed {
+            code: Some(CloseCode::GOING_AWAY),
+            ..
+        }
+    ));
+    assert_eq!(charge_points.len(), 0);
+    drop(silent);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_per_connection_idle_timeout_closes_with_1001() {
+    let server = TestServer::start(server_config()).await;
+    let mut cp = TestCp::connect(server.addr, "IDLE", OcppVersion::V1_6).await;
+    eventually("registered", || server.charge_points.get("IDLE").is_some()).await;
+    let handle = server.charge_points.get("IDLE").unwrap();
+    handle.set_settings(
+        handle
+            .settings()
+            .idle_timeout(Some(Duration::from_millis(200))),
+    );
+    assert_eq!(
+        handle.settings().get_idle_timeout(),
+        Some(Duration::from_millis(200))
+    );
+    let closed = cp.expect_closed().await;
+    assert!(matches!(
+        closed.reason,
+        CloseReason::PeerClosed {
+            code: Some(CloseCode::GOING_AWAY),
+            ..
+        }
+    ));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_pings_turned_off_for_one_charge_point() {
+    // Pings after 100 ms of silence, 100 ms for the pong: a charge point that does not read
+    // is dropped within about 200 ms, unless its pings are off (ocpp-rpc #80).
+    let config = server_config()
+        .ping_interval(Some(Duration::from_millis(100)))
+        .pong_timeout(Duration::from_millis(100));
+    let server = TestServer::start(config).await;
+    let (_quiet, quiet) = connected(&server, "QUIET").await;
+    let (_deaf, _) = connected(&server, "DEAF").await;
+    assert!(quiet.set_settings(quiet.settings().ping_interval(None)));
+    assert_eq!(quiet.settings().get_ping_interval(), None);
+    eventually("DEAF dropped", || !server.closes_of("DEAF").is_empty()).await;
+    assert_eq!(server.closes_of("DEAF"), [CloseReason::PongTimeout]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(quiet.is_connected(), "{:?}", server.closes_of("QUIET"));
+    // And back on: QUIET goes the same way.
+    quiet.set_settings(
+        quiet
+            .settings()
+            .ping_interval(Some(Duration::from_millis(100))),
+    );
+    eventually("QUIET dropped", || !server.closes_of("QUIET").is_empty()).await;
+    assert_eq!(server.closes_of("QUIET"), [CloseReason::PongTimeout]);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
+    let server = TestServer::start(server_config()).await;
+    let mut cp = TestCp::connect(server.addr, "SEND21", OcppVersion::V2_1).await;
+    let element = ocpp_tokio::v2_1::StreamDataElement::new(0.0, "1.5");
+    let stream =
+        ocpp_tokio::v2_1::NotifyPeriodicEventStreamRequest::new(vec![element], 7, 0, now_utc());
+    let request = Request::from(ocpp_tokio::v2_1::Request::from(stream));
+    cp.conn.send(std::time::Instant::now(), request).unwrap();
+    cp.flush().await;
+    eventually("on_send ran", || {
+        !server.handler.sends.lock().unwrap().is_empty()
+    })
+    .await;
+    let sends = server.handler.sends.lock().unwrap().clone();
+    assert_eq!(
+        sends,
+        [(
+            "SEND21".to_owned(),
+            "NotifyPeriodicEventStream",
+            OcppVersion::V2_1
+        )]
+    );
+    // Nothing came back; the connection goes on (a CALL still works).
+    let beat = Request::from(ocpp_tokio::v2_1::Request::from(
+        ocpp_tokio::v2_1::HeartbeatRequest::default(),
+    ));
+    assert!(matches!(
+        cp.call(beat).await,
+        CallOutcome::Error { .. } | CallOutcome::Result(_)
+    ));
+    // And the server's SEND to a 1.6 charge point is refused as such.
+    let _cp16 = TestCp::connect(server.addr, "SEND16", OcppVersion::V1_6).await;
+    eventually("registered", || {
+        server.charge_points.get("SEND16").is_some()
+    })
+    .await;
+    let handle = server.charge_points.get("SEND16").unwrap();
+    let element = ocpp_tokio::v2_1::StreamDataElement::new(0.0, "1.5");
+    let stream =
+        ocpp_tokio::v2_1::NotifyPeriodicEventStreamRequest::new(vec![element], 7, 0, now_utc());
+    assert_eq!(
+        handle.send(stream).await,
+        Err(ocpp_tokio::SendError::NeedsV21)
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_connection_serves_any_stream() {
+    let handler = Arc::new(TestHandler::default());
+    let server = Server::builder()
+        .config(server_config())
+        .handler(handler.clone())
+        .build();
+    assert!(server.local_addr().is_err());
+    let (client, served) = tokio::io::duplex(4096);
+    server.serve_connection(served);
+    let mut cp = TestCp::over(client, "in-memory", "DUPLEX", OcppVersion::V2_0_1, None);
+    assert!(matches!(cp.next_event().await, Event::Connected { .. }));
+    assert_eq!(cp.boot().await, "Accepted");
+    assert_eq!(server.connections(), 1);
+    assert_eq!(server.shutdown().await, 0);
+    assert!(matches!(
+        cp.expect_closed().await.reason,
+        CloseReason::PeerClosed {
+            code: Some(CloseCode::GOING_AWAY),
+            ..
+        }
+    ));
+    assert_eq!(server.connections(), 0);
+}
+
+/// A cluster stand-in: answers ClearCache for `FAR`, of the version it was asked in.
+struct FarNode;
+
+impl ocpp_tokio::Remote for FarNode {
+    fn call<'a>(
+        &'a self,
+        identity: &'a str,
+        request: ocpp_tokio::Request,
+    ) -> ocpp_tokio::RemoteCall<'a> {
+        Box::pin(async move {
+            if identity != "FAR" {
+                return Err(CallError::NotConnected);
+            }
+            assert_eq!(request.action(), "ClearCache");
+            Ok(v1_6::ClearCacheResponse::new(v1_6::ClearCacheStatus::Rejected).into())
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_routes_unknown_identities_to_the_remote() {
+    let builder = Server::builder().config(server_config()).remote(FarNode);
+    let server = TestServer::start_with(builder).await;
+    let typed = server
+        .charge_points
+        .call_typed("FAR", v1_6::ClearCacheRequest::default())
+        .await;
+    assert_eq!(typed.unwrap().status, v1_6::ClearCacheStatus::Rejected);
+    let raw = server
+        .charge_points
+        .call(
+            "FAR",
+            ocpp_tokio::Request::from(v1_6::ClearCacheRequest::default()),
+        )
+        .await;
+    assert!(matches!(raw, Ok(ocpp_tokio::Response::V1_6(_))));
+    // The remote answered 1.6 to a 2.0.1 request: WrongVersion.
+    let wrong = server
+        .charge_points
+        .call_typed("FAR", v2_0_1::ClearCacheRequest::default())
+        .await;
+    assert_eq!(wrong, Err(CallError::WrongVersion));
+    let nobody = server
+        .charge_points
+        .call_typed("NOBODY", v1_6::ClearCacheRequest::default());
+    assert_eq!(nobody.await, Err(CallError::NotConnected));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_closes_its_connection_and_on_close_runs() {
+    let server = TestServer::start(server_config()).await;
+    let (mut cp, handle) = connected(&server, "BYE").await;
+    assert_eq!(
+        server
+            .handler
+            .connects
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    handle.close(CloseCode::NORMAL, "bye");
+    match cp.expect_closed().await.reason {
+        CloseReason::PeerClosed { code, reason } => {
+            assert_eq!((code, reason.as_str()), (Some(CloseCode::NORMAL), "bye"));
+        }
+        other => panic!("{other:?}"),
+    }
+    eventually("on_close ran", || !server.closes_of("BYE").is_empty()).await;
+    assert_eq!(
+        server.closes_of("BYE"),
+        [CloseReason::LocalClose {
+            code: CloseCode::NORMAL
+        }]
+    );
+    assert!(!handle.is_connected());
+    assert!(server.charge_points.is_empty());
+    server.stop().await;
+}
