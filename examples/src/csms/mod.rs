@@ -32,16 +32,18 @@
 //! counters ([`Metrics`]) that need no lock.
 
 pub mod admin;
+pub mod boot;
 mod charge_point;
 mod credentials;
 mod metrics;
 pub mod push;
+mod tokens;
 mod v1_6;
 mod v2x;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use ocpp_messages::error_code::ErrorCode;
@@ -52,11 +54,28 @@ use ocpp_server_core::{
     Response, UpgradeRequest,
 };
 
+pub use boot::BootPolicy;
 pub use charge_point::{
-    ChargePoint, ConnectorState, MeterReading, Registration, Session, Transaction,
+    ChargePoint, ConnectorState, MeterReading, Notification, Registration, SeqNoGap, Session,
+    Transaction,
 };
 pub use credentials::{Credentials, CredentialsError};
 pub use metrics::{Counter, Gauge, Metrics};
+pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};
+
+/// The CALLs of a charge point whose content lives in typed state ([`ChargePoint`]'s
+/// registration, connectors, transactions); every other CALL (and SEND) is kept as a
+/// [`Notification`].
+const TYPED_ACTIONS: &[&str] = &[
+    "BootNotification",
+    "Heartbeat",
+    "StatusNotification",
+    "MeterValues",
+    "Authorize",
+    "StartTransaction",
+    "StopTransaction",
+    "TransactionEvent",
+];
 
 /// Settings of the CSMS application.
 ///
@@ -73,17 +92,29 @@ pub struct CsmsConfig {
     credentials: Option<Credentials>,
     client_certificates: bool,
     ended_transactions_kept: usize,
+    notifications_kept: usize,
+    boot_policy: BootPolicy,
+    boot_retry_interval: Duration,
+    tokens: Option<TokenStore>,
+    data_transfer_vendors: Vec<String>,
 }
 
 impl Default for CsmsConfig {
-    /// Heartbeat every 300 s, no authentication, the last 8 ended transactions of each charge
-    /// point kept.
+    /// Heartbeat every 300 s, no authentication, the last 8 ended transactions and the last
+    /// 8 notifications of each kind of each charge point kept, every BootNotification
+    /// Accepted, every token Accepted (no token store), DataTransfer known for vendor
+    /// `ocpp-ws` only.
     fn default() -> Self {
         CsmsConfig {
             heartbeat_interval: Duration::from_secs(300),
             credentials: None,
             client_certificates: false,
             ended_transactions_kept: 8,
+            notifications_kept: 8,
+            boot_policy: BootPolicy::Accepted,
+            boot_retry_interval: Duration::from_secs(60),
+            tokens: None,
+            data_transfer_vendors: vec!["ocpp-ws".into()],
         }
     }
 }
@@ -118,6 +149,46 @@ impl CsmsConfig {
     /// kept), so that a long run does not grow without bound.
     pub fn ended_transactions_kept(mut self, count: usize) -> Self {
         self.ended_transactions_kept = count;
+        self
+    }
+
+    /// How many notifications of each kind (NotifyEvent, NotifyReport...) each charge point
+    /// keeps, and how many seqNo gaps: the oldest go first.
+    pub fn notifications_kept(mut self, count: usize) -> Self {
+        self.notifications_kept = count;
+        self
+    }
+
+    /// The answer to a BootNotification of a station without a policy of its own (see
+    /// [`boot`]; default Accepted).
+    pub fn boot_policy(mut self, policy: BootPolicy) -> Self {
+        self.boot_policy = policy;
+        self
+    }
+
+    /// See [`CsmsConfig::boot_policy`].
+    pub fn get_boot_policy(&self) -> BootPolicy {
+        self.boot_policy
+    }
+
+    /// The `interval` of a Pending or Rejected BootNotification answer: when to boot again
+    /// (default 60 s).
+    pub fn boot_retry_interval(mut self, interval: Duration) -> Self {
+        self.boot_retry_interval = interval;
+        self
+    }
+
+    /// Answer Authorize, StartTransaction, StopTransaction and TransactionEvent from this
+    /// token store ([`TokenStore`]); `None` (the default) accepts every token.
+    pub fn tokens(mut self, tokens: Option<TokenStore>) -> Self {
+        self.tokens = tokens;
+        self
+    }
+
+    /// The DataTransfer `vendorId`s this CSMS knows: their DataTransfer is Accepted, others
+    /// get `UnknownVendorId` (OCPP 1.6 §4.3, 2.0.1 P01.FR.06). Default: `ocpp-ws`.
+    pub fn data_transfer_vendors(mut self, vendors: Vec<String>) -> Self {
+        self.data_transfer_vendors = vendors;
         self
     }
 }
@@ -241,18 +312,43 @@ pub struct Csms {
     next_session: AtomicU64,
     next_transaction_id: AtomicI32,
     metrics: Metrics,
+    /// The token store; `None`: every token is accepted. Taken after `charge_points` when
+    /// both are needed.
+    tokens: RwLock<Option<TokenStore>>,
 }
 
 impl Csms {
     /// A CSMS with no charge point known yet.
     pub fn new(config: CsmsConfig) -> Self {
+        let tokens = RwLock::new(config.tokens.clone());
         Csms {
             config,
             charge_points: Mutex::new(HashMap::new()),
             next_session: AtomicU64::new(1),
             next_transaction_id: AtomicI32::new(1),
             metrics: Metrics::default(),
+            tokens,
         }
+    }
+
+    /// A copy of the token store (`None`: every token is accepted).
+    pub fn tokens(&self) -> Option<TokenStore> {
+        self.tokens
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Edits the token store; the first edit of a CSMS without one creates an empty store
+    /// (from then on, unknown tokens are refused).
+    pub fn edit_tokens<T>(&self, edit: impl FnOnce(&mut TokenStore) -> T) -> T {
+        let mut tokens = self.tokens.write().unwrap_or_else(|p| p.into_inner());
+        edit(tokens.get_or_insert_with(TokenStore::default))
+    }
+
+    /// Sets (or with `None` clears) the boot policy of one station, known or not yet.
+    pub fn set_boot_policy(&self, identity: &ChargePointIdentity, policy: Option<BootPolicy>) {
+        entry(&mut self.lock(), identity).boot_policy = policy;
     }
 
     /// The counters (Prometheus text with [`Metrics::render`]).
@@ -369,16 +465,35 @@ impl Csms {
         let reply = {
             let mut charge_points = self.lock();
             let charge_point = entry(&mut charge_points, identity);
+            let action = request.action();
             let context = Context {
                 config: &self.config,
                 next_transaction_id: &self.next_transaction_id,
+                tokens: &self.tokens,
                 now: SystemTime::now(),
             };
-            match request {
-                Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
-                Request::V2_0_1(request) => v2x::v2_0_1::handle(&context, charge_point, request),
-                Request::V2_1(request) => v2x::v2_1::handle(&context, charge_point, request),
-                _ => Reply::not_supported(request.action()),
+            if !boot::allows(charge_point.boot_status, charge_point.triggered, action) {
+                // 2.0.1 B02.FR.09, B03; OCPP-J 1.6 errata §3.8.
+                Reply::Error {
+                    code: ErrorCode::SecurityError,
+                    description: format!(
+                        "{action} refused: the BootNotification was answered {}",
+                        charge_point.status()
+                    ),
+                }
+            } else {
+                let reply = match request {
+                    Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
+                    Request::V2_0_1(request) => {
+                        v2x::v2_0_1::handle(&context, charge_point, request)
+                    }
+                    Request::V2_1(request) => v2x::v2_1::handle(&context, charge_point, request),
+                    _ => Reply::not_supported(action),
+                };
+                if matches!(reply, Reply::Result(_)) && !TYPED_ACTIONS.contains(&action) {
+                    self.record(charge_point, request, context.now);
+                }
+                reply
             }
         };
         if let Reply::Error { .. } = reply {
@@ -387,17 +502,35 @@ impl Csms {
         reply
     }
 
-    /// A SEND (OCPP 2.1, never answered), e.g. NotifyPeriodicEventStream: counted only.
+    /// A SEND (OCPP 2.1, never answered), e.g. NotifyPeriodicEventStream: counted and kept
+    /// as a [`Notification`].
     pub fn on_send(&self, identity: &ChargePointIdentity, request: &Request) {
-        let _ = (identity, request);
         self.metrics.messages_in.inc();
+        let mut charge_points = self.lock();
+        self.record(
+            entry(&mut charge_points, identity),
+            request,
+            SystemTime::now(),
+        );
     }
 
-    /// The I/O loop sent one of our CALLs (from the admin API or the push timer).
+    /// Keeps a report of the charge point (bounded per kind).
+    fn record(&self, charge_point: &mut ChargePoint, request: &Request, now: SystemTime) {
+        let payload = serde_json::to_value(request).unwrap_or(serde_json::Value::Null);
+        let keep = self.config.notifications_kept;
+        charge_point.record_notification(request.action(), payload, keep, now);
+    }
+
+    /// The I/O loop sent one of our CALLs (from the admin API or the push timer). A
+    /// TriggerMessage lets a Pending station send what it triggers ([`boot`]).
     pub fn on_call_sent(&self, identity: &ChargePointIdentity, action: &str) {
-        let _ = (identity, action);
         self.metrics.messages_out.inc();
         self.metrics.calls_pending.inc();
+        if matches!(action, "TriggerMessage" | "ExtendedTriggerMessage") {
+            if let Some(charge_point) = self.lock().get_mut(identity) {
+                charge_point.triggered = true;
+            }
+        }
     }
 
     /// One of our CALLs ended.
@@ -508,18 +641,52 @@ fn entry<'a>(
 struct Context<'a> {
     config: &'a CsmsConfig,
     next_transaction_id: &'a AtomicI32,
+    tokens: &'a RwLock<Option<TokenStore>>,
     now: SystemTime,
 }
 
 impl Context<'_> {
+    /// The answer for an idTag / idToken: from the token store, or Accepted without one.
+    fn authorize(&self, token: &str) -> Authorization {
+        let tokens = self.tokens.read().unwrap_or_else(|p| p.into_inner());
+        match tokens.as_ref() {
+            Some(store) => store.authorize(token, &self.current_time()),
+            None => Authorization::accepted(),
+        }
+    }
+
+    /// The boot policy for this station: its own, else the default.
+    fn boot_policy(&self, cp: &ChargePoint) -> BootPolicy {
+        cp.boot_policy.unwrap_or(self.config.boot_policy)
+    }
+
+    /// The BootNotification `interval` for this answer: the heartbeat interval when
+    /// Accepted, the retry interval otherwise (1.6 §4.2, 2.0.1 B01/B02/B03).
+    fn boot_interval(&self, policy: BootPolicy) -> i32 {
+        let interval = match policy {
+            BootPolicy::Accepted => self.config.heartbeat_interval,
+            _ => self.config.boot_retry_interval,
+        };
+        i32::try_from(interval.as_secs()).unwrap_or(i32::MAX)
+    }
+
+    /// Records what a BootNotification is answered.
+    fn booted(&self, cp: &mut ChargePoint, policy: BootPolicy) {
+        cp.boot_status = Some(policy);
+        cp.triggered = false;
+    }
+
+    /// Whether a DataTransfer `vendorId` is known.
+    fn knows_vendor(&self, vendor: &str) -> bool {
+        self.config
+            .data_transfer_vendors
+            .iter()
+            .any(|v| v == vendor)
+    }
+
     /// `now` as an OCPP date-time (UTC, whole seconds).
     fn current_time(&self) -> DateTime {
         date_time(self.now)
-    }
-
-    /// The BootNotification `interval`, in whole seconds.
-    fn heartbeat_interval(&self) -> i32 {
-        i32::try_from(self.config.heartbeat_interval.as_secs()).unwrap_or(i32::MAX)
     }
 
     /// A new OCPP 1.6 transaction id (unique in this process).
