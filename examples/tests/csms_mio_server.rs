@@ -214,3 +214,84 @@ fn no_common_version_accept_then_close_or_reject_400() {
     let line = upgrade_without_common_version(&server);
     assert!(line.starts_with("HTTP/1.1 400"), "{line}");
 }
+
+/// Changes a charge point's Basic password with `command` (ACTION, body), answered with
+/// `answer`; returns whether the new password then opens a connection (and the old one not).
+fn password_change(version: OcppVersion, command: (&str, &str), answer: &str) -> bool {
+    let dir = std::env::temp_dir().join(format!(
+        "csms-mio-password-{}-{}",
+        std::process::id(),
+        version.as_str()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("passwords");
+    std::fs::write(&file, "CPW:old-password-0000\n").unwrap();
+    let server = start(&["--basic-auth", file.to_str().unwrap()]);
+    let old: &[u8] = b"old-password-0000";
+    let new: &[u8] = b"new-password-1111";
+    let mut cp = ChargePoint::connect(server.ocpp, "CPW", &[version], Some(old)).unwrap();
+    let (action, body) = (command.0.to_owned(), command.1.to_owned());
+    let admin_addr = server.admin;
+    let sent = std::thread::spawn(move || {
+        http(
+            admin_addr,
+            "POST",
+            &format!("/chargepoints/CPW/call/{action}"),
+            &body,
+        )
+    });
+    let (id, request) = cp.expect_call();
+    assert_eq!(request.action(), command.0);
+    let options = ocpp_messages::decode::DecodeOptions::default();
+    let response = Response::decode(version, command.0, answer, &options).expect("valid answer");
+    cp.respond(&id, response);
+    let (status, text) = sent.join().unwrap();
+    assert_eq!(status, 200, "{text}");
+    cp.close();
+    let changed = ChargePoint::connect(server.ocpp, "CPW", &[version], Some(new)).is_ok();
+    let old_works = ChargePoint::connect(server.ocpp, "CPW", &[version], Some(old)).is_ok();
+    assert_ne!(changed, old_works, "exactly one password works");
+    let _ = std::fs::remove_dir_all(&dir);
+    changed
+}
+
+#[test]
+fn v1_6_authorization_key_change_counts_from_the_next_connection() {
+    let command = (
+        "ChangeConfiguration",
+        r#"{"key":"AuthorizationKey","value":"new-password-1111"}"#,
+    );
+    assert!(password_change(
+        OcppVersion::V1_6,
+        command,
+        r#"{"status":"Accepted"}"#
+    ));
+    assert!(!password_change(
+        OcppVersion::V1_6,
+        command,
+        r#"{"status":"Rejected"}"#
+    ));
+}
+
+#[test]
+fn v2_0_1_basic_auth_password_change_counts_from_the_next_connection() {
+    let command = (
+        "SetVariables",
+        r#"{"setVariableData":[{"attributeValue":"new-password-1111","component":{"name":"SecurityCtrlr"},"variable":{"name":"BasicAuthPassword"}}]}"#,
+    );
+    let answer = |status: &str| {
+        format!(
+            r#"{{"setVariableResult":[{{"attributeStatus":"{status}","component":{{"name":"SecurityCtrlr"}},"variable":{{"name":"BasicAuthPassword"}}}}]}}"#
+        )
+    };
+    assert!(password_change(
+        OcppVersion::V2_0_1,
+        command,
+        &answer("Accepted")
+    ));
+    assert!(!password_change(
+        OcppVersion::V2_0_1,
+        command,
+        &answer("Rejected")
+    ));
+}

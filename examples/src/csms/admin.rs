@@ -12,7 +12,7 @@
 //! | `GET /chargepoints/{identity}/boot` | 200, `{"policy","default","answered"}`: its own policy (or null), the CSMS default, its last BootNotification's answer |
 //! | `PUT /chargepoints/{identity}/boot` + `{"status":"Accepted"\|"Pending"\|"Rejected"}` | 200; the next BootNotification gets it (known or not yet seen) |
 //! | `DELETE /chargepoints/{identity}/boot` | 200; back to the default policy |
-//! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload |
+//! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload; a SetVariables `SecurityCtrlr.BasicAuthPassword` / ChangeConfiguration `AuthorizationKey` changes the Basic password once accepted ([`Csms::on_command`]) |
 //! | `GET /tokens` | 200, `{"enabled","master_pass","tokens":{ID:{"status","group","expiry"}}}` |
 //! | `GET /tokens/{idToken}` | 200, one token, 404 unknown |
 //! | `PUT /tokens/{idToken}` + `{"status", "group"?, "expiry"?}` | 200; the first edit turns the store on (unknown tokens are refused from then on) |
@@ -241,7 +241,10 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
                 Err(_) => return Route::Respond(HttpResponse::error(400, "body is not UTF-8")),
             };
             match decode_command(version, action, body) {
-                Ok(request) => return Route::Call { identity, request },
+                Ok(request) => {
+                    csms.on_command(&identity, &request);
+                    return Route::Call { identity, request };
+                }
                 Err(error) => HttpResponse::error(400, &format!("{action}: {error}")),
             }
         }

@@ -315,12 +315,16 @@ pub struct Csms {
     /// The token store; `None`: every token is accepted. Taken after `charge_points` when
     /// both are needed.
     tokens: RwLock<Option<TokenStore>>,
+    /// Security profiles 1 and 2: the passwords, changed by an accepted SetVariables
+    /// BasicAuthPassword / ChangeConfiguration AuthorizationKey. Never taken with another lock.
+    credentials: RwLock<Option<Credentials>>,
 }
 
 impl Csms {
     /// A CSMS with no charge point known yet.
     pub fn new(config: CsmsConfig) -> Self {
         let tokens = RwLock::new(config.tokens.clone());
+        let credentials = RwLock::new(config.credentials.clone());
         Csms {
             config,
             charge_points: Mutex::new(HashMap::new()),
@@ -328,6 +332,27 @@ impl Csms {
             next_transaction_id: AtomicI32::new(1),
             metrics: Metrics::default(),
             tokens,
+            credentials,
+        }
+    }
+
+    /// An admin command is about to go to `identity`: a SetVariables of
+    /// `SecurityCtrlr.BasicAuthPassword` (2.x, A01) or a ChangeConfiguration of
+    /// `AuthorizationKey` (1.6 security whitepaper) proposes a new Basic password, which
+    /// replaces the old one when the charge point accepts it ([`Csms::on_call_completed`])
+    /// and counts from its next connection on. The 1.6 value is taken as the password text
+    /// as sent (no hex decoding). Without `--basic-auth` there is nothing to change.
+    pub fn on_command(&self, identity: &ChargePointIdentity, request: &Request) {
+        let Some(password) = proposed_password(request) else {
+            return;
+        };
+        let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
+        match credentials.as_mut() {
+            Some(credentials) => {
+                credentials.propose(identity, password.as_bytes());
+                tracing::info!(%identity, action = request.action(), "password change proposed");
+            }
+            None => tracing::debug!(%identity, "password change ignored: no --basic-auth"),
         }
     }
 
@@ -394,7 +419,7 @@ impl Csms {
                 status: 403,
                 reason,
             },
-            Ok(()) => match &self.config.credentials {
+            Ok(()) => match &*self.credentials.read().unwrap_or_else(|p| p.into_inner()) {
                 None => Decision::Accept,
                 Some(credentials) => {
                     match credentials.check(&upgrade.identity, upgrade.credentials.as_ref()) {
@@ -541,6 +566,16 @@ impl Csms {
         outcome: &CallOutcome,
     ) {
         self.metrics.calls_pending.dec();
+        if matches!(action, "SetVariables" | "ChangeConfiguration") {
+            let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
+            if let Some(credentials) = credentials.as_mut().filter(|c| c.has_proposal(identity)) {
+                if credentials.settle(identity, password_change_accepted(outcome)) {
+                    tracing::info!(%identity, "password changed: counts from the next connection");
+                } else {
+                    tracing::warn!(%identity, action, "password change not accepted");
+                }
+            }
+        }
         match outcome {
             CallOutcome::Result(_) => self.metrics.messages_in.inc(),
             CallOutcome::Error { code, .. } => {
@@ -692,6 +727,49 @@ impl Context<'_> {
     /// A new OCPP 1.6 transaction id (unique in this process).
     fn next_transaction_id(&self) -> i32 {
         self.next_transaction_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// The Basic password a command proposes: SetVariables `SecurityCtrlr.BasicAuthPassword`
+/// (2.x) or ChangeConfiguration `AuthorizationKey` (1.6). Read from the JSON, which has the
+/// same shape in 2.0.1 and 2.1.
+fn proposed_password(request: &Request) -> Option<String> {
+    let payload = match request.action() {
+        "SetVariables" | "ChangeConfiguration" => serde_json::to_value(request).ok()?,
+        _ => return None,
+    };
+    if payload["key"] == "AuthorizationKey" {
+        return payload["value"].as_str().map(String::from);
+    }
+    payload["setVariableData"]
+        .as_array()?
+        .iter()
+        .find(|data| is_basic_auth_password(data))
+        .and_then(|data| data["attributeValue"].as_str().map(String::from))
+}
+
+fn is_basic_auth_password(data: &serde_json::Value) -> bool {
+    data["component"]["name"] == "SecurityCtrlr"
+        && data["variable"]["name"] == "BasicAuthPassword"
+        // Only the `Actual` attribute (the default) is the password.
+        && matches!(data["attributeType"].as_str(), None | Some("Actual"))
+}
+
+/// Whether the answer to a password change accepted it (RebootRequired: it counts after the
+/// reboot, which is a new connection anyway).
+fn password_change_accepted(outcome: &CallOutcome) -> bool {
+    let CallOutcome::Result(response) = outcome else {
+        return false;
+    };
+    let Ok(payload) = serde_json::to_value(response) else {
+        return false;
+    };
+    let ok = |status: &serde_json::Value| status == "Accepted" || status == "RebootRequired";
+    match payload["setVariableResult"].as_array() {
+        Some(results) => results
+            .iter()
+            .any(|result| is_basic_auth_password(result) && ok(&result["attributeStatus"])),
+        None => ok(&payload["status"]),
     }
 }
 
