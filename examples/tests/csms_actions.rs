@@ -808,6 +808,11 @@ fn v2_0_1_seq_no_gaps_are_noticed() {
     assert_eq!(body["seq_no_gaps"]["count"], 1);
     assert_eq!(body["seq_no_gaps"]["recent"][0]["transaction"], "TX1");
     assert_eq!(body["transactions"][0]["last_seq_no"], 5);
+    assert_eq!(csms.metrics().seq_no_gaps.get(), 1);
+    assert!(csms
+        .metrics()
+        .render()
+        .contains("ocpp_transaction_seq_no_gaps_total 1\n"));
 }
 
 #[test]

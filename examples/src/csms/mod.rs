@@ -13,6 +13,52 @@
 //! | (you send a CALL) | [`Csms::on_call_sent`] | |
 //! | `CallCompleted { .. }` | [`Csms::on_call_completed`] | |
 //! | `Closed(closed)` | [`Csms::on_closed`] | close the socket |
+//! | (an admin command is decoded) | [`Csms::on_command`] (done by [`admin::route`]) | send it |
+//!
+//! # What a charge point's CALLs get
+//!
+//! Every action a charge point may send in OCPP 1.6 (with the security whitepaper), 2.0.1
+//! and 2.1 gets its typed CALLRESULT; only an action that the central system sends (a
+//! `Reset` from a charge point, say) gets NotSupported. BootNotification, Heartbeat,
+//! StatusNotification, MeterValues, Authorize, Start/StopTransaction and TransactionEvent
+//! update typed state ([`ChargePoint`]); every other CALL, and the 2.1 SEND
+//! NotifyPeriodicEventStream, is kept as a [`Notification`] (the last
+//! [`CsmsConfig::notifications_kept`] of each kind) and shown at
+//! `GET /chargepoints/ID/notifications`. Where this example has no back end, the answer
+//! says so rather than promise: SignCertificate `Rejected` (no CA), Get15118EVCertificate
+//! and GetCertificateStatus `Failed`, GetCertificateChainStatus every certificate `Failed`
+//! (no PKI, no OCSP), NotifyEVChargingNeeds `Rejected` (no smart charging),
+//! PullDynamicScheduleUpdate and VatNumberValidation `Rejected`; DataTransfer is `Accepted`
+//! for a vendor of [`CsmsConfig::data_transfer_vendors`] and `UnknownVendorId` otherwise.
+//!
+//! Authorization comes from a [`TokenStore`] when one is configured (`--tokens`, or the first
+//! `PUT /tokens/ID`), else every token is Accepted. The boot policy ([`BootPolicy`],
+//! `--boot-policy`, `PUT /chargepoints/ID/boot`) decides the BootNotification answer, and
+//! while a station is Pending or Rejected its other CALLs get SecurityError except those
+//! [`boot`] lists. TransactionEvent `seqNo` gaps are counted per charge point
+//! ([`ChargePoint::seq_no_gaps`]).
+//!
+//! # Compliance runs (OCTT CSMS test cases)
+//!
+//! - **No subprotocol in common.** The OCPP-J texts say to complete the handshake without
+//!   `Sec-WebSocket-Protocol` and then close, which is the servers' default
+//!   (`--no-common-version accept-then-close`). The OCTT cases TC_088_CSMS (1.6) and
+//!   TC_B_58_CSMS (2.0.1) expect the upgrade refused instead: run them with
+//!   `--no-common-version reject-400` (HTTP 400, `ocpp_server_core::NoCommonVersion::Reject400`).
+//! - **TLS cipher suites: a documented deviation from OCPP 2.0.1 Part 2 A00.FR.318.** That
+//!   requirement lists, for TLS 1.2 with an RSA certificate, `TLS_RSA_WITH_AES_128_GCM_SHA256`
+//!   and `TLS_RSA_WITH_AES_256_GCM_SHA384`: static RSA key exchange, without forward secrecy.
+//!   rustls does not implement static RSA key exchange and never will (a deliberate design
+//!   decision: a stolen server key must not decrypt recorded traffic), and this CSMS uses
+//!   only rustls. With an RSA certificate it offers `TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`
+//!   and `TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384` (same ciphers, ephemeral key exchange) and
+//!   TLS 1.3; with an ECDSA certificate the `TLS_ECDHE_ECDSA_*` suites A00.FR.317 asks for. A
+//!   station that offers only static-RSA suites cannot connect; we accept that, and a test
+//!   case that requires those two suites will fail against this CSMS.
+//! - **Password changes** (A01, 1.6 security whitepaper): a SetVariables of
+//!   `SecurityCtrlr.BasicAuthPassword` or a ChangeConfiguration of `AuthorizationKey` sent
+//!   through the admin API replaces the charge point's Basic password once it answers
+//!   Accepted (or RebootRequired), from its next connection on ([`Csms::on_command`]).
 //!
 //! ```
 //! use ocpp_examples::csms::{Csms, CsmsConfig, Reply};
@@ -342,6 +388,11 @@ impl Csms {
     /// replaces the old one when the charge point accepts it ([`Csms::on_call_completed`])
     /// and counts from its next connection on. The 1.6 value is taken as the password text
     /// as sent (no hex decoding). Without `--basic-auth` there is nothing to change.
+    ///
+    /// The proposal is settled by the next SetVariables / ChangeConfiguration answer of that
+    /// charge point: with several such commands in flight at once, the first answer settles
+    /// it. (Pairing them exactly needs the I/O loop to hand the application the request of
+    /// each answered CALL, which `on_call_completed` does not get today.)
     pub fn on_command(&self, identity: &ChargePointIdentity, request: &Request) {
         let Some(password) = proposed_password(request) else {
             return;
@@ -507,6 +558,7 @@ impl Csms {
                     ),
                 }
             } else {
+                let gaps_before = charge_point.seq_no_gap_count;
                 let reply = match request {
                     Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
                     Request::V2_0_1(request) => {
@@ -515,6 +567,9 @@ impl Csms {
                     Request::V2_1(request) => v2x::v2_1::handle(&context, charge_point, request),
                     _ => Reply::not_supported(action),
                 };
+                if charge_point.seq_no_gap_count != gaps_before {
+                    self.metrics.seq_no_gaps.inc();
+                }
                 if matches!(reply, Reply::Result(_)) && !TYPED_ACTIONS.contains(&action) {
                     self.record(charge_point, request, context.now);
                 }
