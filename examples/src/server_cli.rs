@@ -70,7 +70,8 @@ Options:
                          Without it every token is Accepted
   --master-pass ID       the master pass group id (OCPP 2.0.1 C16): this token, and tokens
                          of this group, are Accepted with it as groupIdToken (1.6:
-                         parentIdTag), so that stations let them stop any transaction
+                         parentIdTag), so that stations let them stop any transaction;
+                         without --tokens, the store holds only the master pass
   --boot-policy POLICY   the answer to BootNotification: accepted (default), pending or
                          rejected; while not accepted a station's other CALLs get
                          SecurityError (per-station: PUT /chargepoints/ID/boot)

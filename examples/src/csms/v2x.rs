@@ -35,7 +35,6 @@ macro_rules! handlers_2x {
 
             use super::super::{
                 Authorization, ChargePoint, Context, MeterReading, Registration, Reply,
-                TokenStatus,
             };
 
             /// Answers one CALL of this version.
@@ -263,8 +262,6 @@ macro_rules! handlers_2x {
                 if let Some(expiry) = authorization.expiry {
                     info = info.with_cache_expiry_date_time(expiry);
                 }
-                // Unused in a version whose statuses all map directly.
-                let _ = TokenStatus::Accepted;
                 info
             }
 
