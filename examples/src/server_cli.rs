@@ -56,6 +56,11 @@ Options:
                          connection holds no compression state), `context` (context takeover
                          when offered: better ratios, about 430 KB per connection that has
                          compressed both ways) or `off`
+  --redis URL            join a cluster of nodes on this Redis (redis://HOST:PORT/): charge
+                         points are claimed in Redis, a newer connection on another node
+                         closes this one (1008), and an admin command for a charge point held
+                         by another node is routed there (needs --node-id)
+  --node-id NAME         this node's id, unique in the cluster (needs --redis)
   -h, --help             print this help
 
 Logs go to stderr (RUST_LOG filters them, default `info`: one line per connect and disconnect).
@@ -85,6 +90,10 @@ pub struct Args {
     pub client_ca: Option<PathBuf>,
     /// `--deflate`.
     pub deflate: DeflatePolicy,
+    /// `--redis`: the cluster's Redis URL; `None`: a single process.
+    pub redis: Option<String>,
+    /// `--node-id`: this node's id in the cluster.
+    pub node_id: Option<String>,
 }
 
 /// Parses `--flag value` and `--flag=value` by hand: few options, no dependency. `Ok(None)`
@@ -100,6 +109,8 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
         tls_key: None,
         client_ca: None,
         deflate: ConnectionConfig::default().get_deflate(),
+        redis: None,
+        node_id: None,
     };
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -161,12 +172,25 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
             "--tls-cert" => parsed.tls_cert = Some(PathBuf::from(value()?)),
             "--tls-key" => parsed.tls_key = Some(PathBuf::from(value()?)),
             "--client-ca" => parsed.client_ca = Some(PathBuf::from(value()?)),
+            "--redis" => parsed.redis = Some(value()?),
+            "--node-id" => {
+                let id = value()?;
+                if id.is_empty() {
+                    return Err("--node-id takes a non-empty name".into());
+                }
+                parsed.node_id = Some(id);
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
     match (&parsed.tls_cert, &parsed.tls_key) {
         (Some(_), None) => return Err("--tls-cert needs --tls-key".into()),
         (None, Some(_)) => return Err("--tls-key needs --tls-cert".into()),
+        _ => {}
+    }
+    match (&parsed.redis, &parsed.node_id) {
+        (Some(_), None) => return Err("--redis needs --node-id".into()),
+        (None, Some(_)) => return Err("--node-id needs --redis".into()),
         _ => {}
     }
     if parsed.client_ca.is_some() {
@@ -296,6 +320,13 @@ mod tests {
         assert!(parse(&["--threads", "0"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
         assert!(parse(&["--listen"]).is_err());
+        let args = parse(&["--redis", "redis://127.0.0.1:6379/", "--node-id=a"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(args.redis.as_deref(), Some("redis://127.0.0.1:6379/"));
+        assert_eq!(args.node_id.as_deref(), Some("a"));
+        assert!(parse(&["--redis", "redis://127.0.0.1/"]).is_err());
+        assert!(parse(&["--node-id", "a"]).is_err());
     }
 
     #[test]
