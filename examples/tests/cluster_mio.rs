@@ -248,6 +248,18 @@ fn a_killed_node_is_unreachable_at_once_and_routing_follows_the_reconnect() {
     }
     drop(cp);
 
+    // b's claim expires with its TTL (3 s here): then connected nowhere.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (status, _) = reset_unanswered(a.admin, "CP1");
+        if status == 404 {
+            break;
+        }
+        assert_eq!(status, 503);
+        assert!(Instant::now() < deadline, "b's claim did not expire");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
     // The charge point reconnects to a: routing follows, from c and on a itself.
     let mut cp = connect(&a, "CP1");
     redis.wait_claimed("CP1", "a");

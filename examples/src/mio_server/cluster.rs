@@ -515,3 +515,44 @@ fn remote_response(call: &RemoteCall, result: &Result<String, CallFailure>) -> H
         Err(failure) => HttpResponse::error(failure.http_status(), &failure.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_need_no_json_escape() {
+        assert_eq!(plain("a \"b\" c\\d\ne"), "a 'b' c/d e");
+        let text = serde_json::to_string(&plain("x\"\u{1}\\")).unwrap();
+        assert!(!text[1..text.len() - 1].contains('\\'), "{text}");
+    }
+
+    #[test]
+    fn remote_answers() {
+        let call = RemoteCall {
+            admin: Key::from_token(mio::Token(1 << 32)),
+            identity: "CP1".into(),
+            action: "Reset".into(),
+        };
+        let ok = remote_response(&call, &Ok(r#"{"status":"Accepted"}"#.into()));
+        assert_eq!(ok.status, 200);
+        let body: Value = serde_json::from_slice(&ok.body).unwrap();
+        assert_eq!(body["result"]["status"], "Accepted");
+        let error = CallFailure::CallError {
+            code: "NotSupported".into(),
+            description: "no".into(),
+            details: "{}".into(),
+        };
+        let failed = remote_response(&call, &Err(error));
+        assert_eq!(failed.status, 502);
+        let body: Value = serde_json::from_slice(&failed.body).unwrap();
+        assert_eq!(body["error"]["code"], "NotSupported");
+        for (failure, status) in [
+            (CallFailure::NotConnected, 404),
+            (CallFailure::OwnerUnreachable, 503),
+            (CallFailure::Timeout, 504),
+        ] {
+            assert_eq!(remote_response(&call, &Err(failure)).status, status);
+        }
+    }
+}

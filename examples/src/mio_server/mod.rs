@@ -32,7 +32,8 @@
 //! address with `SO_REUSEPORT`, so the kernel spreads new connections over them and the loops
 //! share nothing on the hot path. Several `mio-server` processes can share the port the same
 //! way (past one process's open-file limit); processes share nothing at all, so each one's
-//! admin interface sees only its own charge points. What crosses threads:
+//! admin interface sees only its own charge points, unless they are nodes of one cluster
+//! (below), whose admin commands reach a charge point on any node. What crosses threads:
 //! - the [`Csms`] (one mutex taken per OCPP message, atomics for metrics);
 //! - one [`IdentityTable`] mapping each charge point to the loop and slab key of its
 //!   connection (taken on connect and disconnect only): a charge point that reconnects on
