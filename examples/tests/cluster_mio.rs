@@ -26,26 +26,37 @@ impl Redis {
         let dir =
             std::env::temp_dir().join(format!("ocpp-cluster-mio-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
+        let mut redis = Redis {
+            child: None,
+            port,
+            dir,
+        };
+        redis.spawn();
+        redis
+    }
+
+    fn spawn(&mut self) {
         let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
             .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
             .arg("--dir")
-            .arg(&dir)
+            .arg(&self.dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server must be installed (apt-get install -y redis-server)");
-        let redis = Redis {
-            child: Some(child),
-            port,
-            dir,
-        };
+        self.child = Some(child);
         let start = Instant::now();
-        while redis.query("PING").as_deref() != Some("+PONG") {
+        while self.query("PING").as_deref() != Some("+PONG") {
             assert!(start.elapsed() < WAIT, "redis-server did not answer PING");
             std::thread::sleep(Duration::from_millis(20));
         }
-        redis
+    }
+
+    /// Starts it again on the same port, empty.
+    fn restart(&mut self) {
+        self.stop();
+        self.spawn();
     }
 
     fn url(&self) -> String {
@@ -270,12 +281,12 @@ fn a_killed_node_is_unreachable_at_once_and_routing_follows_the_reconnect() {
 }
 
 #[test]
-fn with_redis_down_local_commands_work_and_remote_ones_fail_fast() {
+fn with_redis_down_local_commands_work_and_remote_ones_fail_fast_then_it_comes_back() {
     let mut redis = Redis::start();
     let a = node(&redis, "a", &[]);
     let b = node(&redis, "b", &[]);
     let mut local = connect(&a, "CP1");
-    let _remote = connect(&b, "CP2");
+    let mut remote = connect(&b, "CP2");
     redis.wait_claimed("CP1", "a");
     redis.wait_claimed("CP2", "b");
 
@@ -293,6 +304,19 @@ fn with_redis_down_local_commands_work_and_remote_ones_fail_fast() {
     let (status, elapsed) = reset_unanswered(a.admin, "CP2");
     assert_eq!(status, 503);
     assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+
+    // Redis back, empty: the nodes claim their charge points again (the one that connected
+    // meanwhile too) and commands route again.
+    redis.restart();
+    for (identity, holder) in [("CP1", "a"), ("CP2", "b"), ("CP3", "a")] {
+        redis.wait_claimed(identity, holder);
+    }
+    let (status, body) = reset_through(b.admin, &mut late, "CP3");
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = reset_through(b.admin, &mut local, "CP1");
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = reset_through(a.admin, &mut remote, "CP2");
+    assert_eq!(status, 200, "{body}");
 }
 
 #[test]
