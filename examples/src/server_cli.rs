@@ -84,6 +84,11 @@ Options:
                          without Sec-WebSocket-Protocol, then close) or `reject-400` (refuse
                          the upgrade with 400, which the OCTT cases TC_088_CSMS and
                          TC_B_58_CSMS expect: use it for a compliance run)
+  --redis URL            join a cluster of nodes on this Redis (redis://HOST:PORT/): charge
+                         points are claimed in Redis, a newer connection on another node
+                         closes this one (1008), and an admin command for a charge point held
+                         by another node is routed there (needs --node-id)
+  --node-id NAME         this node's id, unique in the cluster (needs --redis)
   -h, --help             print this help
 
 Logs go to stderr (RUST_LOG filters them, default `info`: one line per connect and disconnect).
@@ -123,6 +128,10 @@ pub struct Args {
     pub data_transfer_vendors: Vec<String>,
     /// `--no-common-version`.
     pub no_common_version: NoCommonVersion,
+    /// `--redis`: the cluster's Redis URL; `None`: a single process.
+    pub redis: Option<String>,
+    /// `--node-id`: this node's id in the cluster.
+    pub node_id: Option<String>,
 }
 
 /// Parses `--flag value` and `--flag=value` by hand: few options, no dependency. `Ok(None)`
@@ -143,6 +152,8 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
         boot_policy: BootPolicy::Accepted,
         data_transfer_vendors: Vec::new(),
         no_common_version: NoCommonVersion::AcceptThenClose,
+        redis: None,
+        node_id: None,
     };
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -237,12 +248,25 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
                     }
                 };
             }
+            "--redis" => parsed.redis = Some(value()?),
+            "--node-id" => {
+                let id = value()?;
+                if id.is_empty() {
+                    return Err("--node-id takes a non-empty name".into());
+                }
+                parsed.node_id = Some(id);
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
     match (&parsed.tls_cert, &parsed.tls_key) {
         (Some(_), None) => return Err("--tls-cert needs --tls-key".into()),
         (None, Some(_)) => return Err("--tls-key needs --tls-cert".into()),
+        _ => {}
+    }
+    match (&parsed.redis, &parsed.node_id) {
+        (Some(_), None) => return Err("--redis needs --node-id".into()),
+        (None, Some(_)) => return Err("--node-id needs --redis".into()),
         _ => {}
     }
     if parsed.client_ca.is_some() {
@@ -390,6 +414,13 @@ mod tests {
         assert!(parse(&["--threads", "0"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
         assert!(parse(&["--listen"]).is_err());
+        let args = parse(&["--redis", "redis://127.0.0.1:6379/", "--node-id=a"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(args.redis.as_deref(), Some("redis://127.0.0.1:6379/"));
+        assert_eq!(args.node_id.as_deref(), Some("a"));
+        assert!(parse(&["--redis", "redis://127.0.0.1/"]).is_err());
+        assert!(parse(&["--node-id", "a"]).is_err());
     }
 
     #[test]
