@@ -694,11 +694,11 @@ impl Shared {
                 self.next_request.fetch_add(1, Ordering::Relaxed)
             );
             let message = serde_json::to_string(&wire::Command {
-                kind: "command",
-                id: &id,
-                reply_to: &self.config.node_id,
-                identity,
-                action,
+                kind: "command".into(),
+                id: id.as_str().into(),
+                reply_to: self.config.node_id.as_str().into(),
+                identity: identity.into(),
+                action: action.into(),
                 payload,
                 deadline_ms,
             })
@@ -812,10 +812,10 @@ impl Shared {
             tracing::warn!(message = text, "inbox message without a type");
             return;
         };
-        match head.kind {
+        match &*head.kind {
             "reply" => match serde_json::from_str::<wire::Reply<'_>>(text) {
                 Ok(reply) => {
-                    if let Some(tx) = lock(&self.pending).remove(reply.id) {
+                    if let Some(tx) = lock(&self.pending).remove(&*reply.id) {
                         let _ = tx.send(reply.outcome());
                     }
                 }
@@ -836,24 +836,24 @@ impl Shared {
 
     fn superseded(&self, msg: wire::Superseded<'_>) {
         let mut claims = lock(&self.claims);
-        let Some(claim) = claims.get_mut(msg.identity) else {
+        let Some(claim) = claims.get_mut(&*msg.identity) else {
             return;
         };
         match claim.state {
             ClaimState::Held(epoch) if epoch == msg.epoch => {
                 let ticket = claim.ticket;
-                claims.remove(msg.identity);
+                claims.remove(&*msg.identity);
                 drop(claims);
                 self.emit(Superseded {
-                    identity: msg.identity.to_owned(),
+                    identity: msg.identity.into_owned(),
                     ticket,
                     epoch: msg.epoch,
-                    by_node: msg.by_node.to_owned(),
+                    by_node: msg.by_node.into_owned(),
                     by_epoch: msg.by_epoch,
                 });
             }
             ClaimState::Registering => {
-                claim.early = Some((msg.epoch, msg.by_node.to_owned(), msg.by_epoch));
+                claim.early = Some((msg.epoch, msg.by_node.into_owned(), msg.by_epoch));
             }
             _ => {}
         }
@@ -869,30 +869,30 @@ impl Shared {
         };
         {
             let mut seen = lock(&self.seen);
-            if seen.contains_key(command.id) {
-                tracing::warn!(id = command.id, "duplicate command dropped");
+            if seen.contains_key(&*command.id) {
+                tracing::warn!(id = %command.id, "duplicate command dropped");
                 return;
             }
             seen.insert(
-                command.id.to_owned(),
+                command.id.to_string(),
                 command.deadline_ms.saturating_add(SEEN_GRACE_MS),
             );
         }
         let outcome = if unix_ms() >= command.deadline_ms {
-            tracing::info!(id = command.id, "command past its deadline: not executed");
+            tracing::info!(id = %command.id, "command past its deadline: not executed");
             CommandOutcome::Timeout
-        } else if !self.holds(command.identity) {
+        } else if !self.holds(&command.identity) {
             CommandOutcome::NotConnected
         } else {
             self.execute_local(
-                command.identity,
-                command.action,
+                &command.identity,
+                &command.action,
                 command.payload.get(),
                 command.deadline_ms,
             )
             .await
         };
-        let reply = wire::encode_reply(command.id, &outcome);
+        let reply = wire::encode_reply(&command.id, &outcome);
         let channel = format!("{}{}", self.config.inbox_prefix(), command.reply_to);
         let mut redis = self.redis.clone();
         let sent = self
@@ -904,7 +904,7 @@ impl Shared {
             )
             .await;
         if let Err(e) = sent {
-            tracing::warn!(id = command.id, error = %e, "reply not sent");
+            tracing::warn!(id = %command.id, error = %e, "reply not sent");
         }
     }
 

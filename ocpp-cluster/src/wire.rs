@@ -1,6 +1,8 @@
 //! The messages nodes publish to each other's inbox channel (`<prefix>:inbox:<node>`), JSON
 //! with a `type` field. See PROTOCOL.md.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -10,18 +12,22 @@ use crate::CommandOutcome;
 #[derive(Debug, Deserialize)]
 pub(crate) struct Head<'a> {
     #[serde(rename = "type", borrow)]
-    pub(crate) kind: &'a str,
+    pub(crate) kind: Cow<'a, str>,
 }
 
 /// `{"type":"command",...}`: run a CALL on a charge point the receiver holds.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Command<'a> {
-    #[serde(rename = "type")]
-    pub(crate) kind: &'a str,
-    pub(crate) id: &'a str,
-    pub(crate) reply_to: &'a str,
-    pub(crate) identity: &'a str,
-    pub(crate) action: &'a str,
+    #[serde(borrow, rename = "type")]
+    pub(crate) kind: Cow<'a, str>,
+    #[serde(borrow)]
+    pub(crate) id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub(crate) reply_to: Cow<'a, str>,
+    #[serde(borrow)]
+    pub(crate) identity: Cow<'a, str>,
+    #[serde(borrow)]
+    pub(crate) action: Cow<'a, str>,
     #[serde(borrow)]
     pub(crate) payload: &'a RawValue,
     pub(crate) deadline_ms: u64,
@@ -30,16 +36,18 @@ pub(crate) struct Command<'a> {
 /// `{"type":"reply",...}`: the one answer to a command, on the caller's inbox.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Reply<'a> {
-    #[serde(rename = "type")]
-    pub(crate) kind: &'a str,
-    pub(crate) id: &'a str,
-    pub(crate) status: &'a str,
+    #[serde(borrow, rename = "type")]
+    pub(crate) kind: Cow<'a, str>,
+    #[serde(borrow)]
+    pub(crate) id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub(crate) status: Cow<'a, str>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub(crate) payload: Option<&'a RawValue>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) code: Option<&'a str>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) description: Option<&'a str>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub(crate) code: Option<Cow<'a, str>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub(crate) description: Option<Cow<'a, str>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub(crate) details: Option<&'a RawValue>,
 }
@@ -47,9 +55,11 @@ pub(crate) struct Reply<'a> {
 /// `{"type":"superseded",...}`: published by `claim.lua` to the previous holder.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Superseded<'a> {
-    pub(crate) identity: &'a str,
+    #[serde(borrow)]
+    pub(crate) identity: Cow<'a, str>,
     pub(crate) epoch: u64,
-    pub(crate) by_node: &'a str,
+    #[serde(borrow)]
+    pub(crate) by_node: Cow<'a, str>,
     pub(crate) by_epoch: u64,
 }
 
@@ -57,20 +67,20 @@ pub(crate) struct Superseded<'a> {
 /// valid JSON text becomes a CALLERROR `InternalError` (the caller must get valid JSON).
 pub(crate) fn encode_reply(id: &str, outcome: &CommandOutcome) -> String {
     let bad = || Reply {
-        kind: "reply",
-        id,
-        status: "call_error",
+        kind: "reply".into(),
+        id: id.into(),
+        status: "call_error".into(),
         payload: None,
-        code: Some("InternalError"),
-        description: Some("the charge point's answer is not valid JSON"),
+        code: Some("InternalError".into()),
+        description: Some("the charge point's answer is not valid JSON".into()),
         details: None,
     };
     let reply = match outcome {
         CommandOutcome::Result(payload) => match serde_json::from_str::<&RawValue>(payload) {
             Ok(raw) => Reply {
-                kind: "reply",
-                id,
-                status: "result",
+                kind: "reply".into(),
+                id: id.into(),
+                status: "result".into(),
                 payload: Some(raw),
                 code: None,
                 description: None,
@@ -90,12 +100,12 @@ pub(crate) fn encode_reply(id: &str, outcome: &CommandOutcome) -> String {
             };
             match serde_json::from_str::<&RawValue>(details) {
                 Ok(raw) => Reply {
-                    kind: "reply",
-                    id,
-                    status: "call_error",
+                    kind: "reply".into(),
+                    id: id.into(),
+                    status: "call_error".into(),
                     payload: None,
-                    code: Some(code),
-                    description: Some(description),
+                    code: Some(code.as_str().into()),
+                    description: Some(description.as_str().into()),
                     details: Some(raw),
                 },
                 Err(_) => bad(),
@@ -104,16 +114,16 @@ pub(crate) fn encode_reply(id: &str, outcome: &CommandOutcome) -> String {
         CommandOutcome::NotConnected => Reply::bare(id, "not_connected"),
         CommandOutcome::Timeout => Reply::bare(id, "timeout"),
     };
-    // Serialising these borrowed strings and checked raw values cannot fail.
+    // Serialising these strings and checked raw values cannot fail.
     serde_json::to_string(&reply).unwrap_or_default()
 }
 
 impl<'a> Reply<'a> {
     fn bare(id: &'a str, status: &'a str) -> Self {
         Reply {
-            kind: "reply",
-            id,
-            status,
+            kind: "reply".into(),
+            id: id.into(),
+            status: status.into(),
             payload: None,
             code: None,
             description: None,
@@ -124,15 +134,15 @@ impl<'a> Reply<'a> {
     /// The outcome this reply carries; an unknown status reads as a CALLERROR so that the
     /// caller still gets exactly one answer.
     pub(crate) fn outcome(&self) -> CommandOutcome {
-        match self.status {
+        match &*self.status {
             "result" => CommandOutcome::Result(
                 self.payload
                     .map(|p| p.get().to_owned())
                     .unwrap_or_else(|| "{}".to_owned()),
             ),
             "call_error" => CommandOutcome::CallError {
-                code: self.code.unwrap_or("InternalError").to_owned(),
-                description: self.description.unwrap_or("").to_owned(),
+                code: self.code.as_deref().unwrap_or("InternalError").to_owned(),
+                description: self.description.as_deref().unwrap_or("").to_owned(),
                 details: self
                     .details
                     .map(|d| d.get().to_owned())
@@ -208,6 +218,24 @@ mod tests {
         let reply: Reply<'_> =
             serde_json::from_str(r#"{"type":"reply","id":"x","status":"maybe"}"#).unwrap();
         assert!(matches!(reply.outcome(), CommandOutcome::CallError { .. }));
+    }
+
+    #[test]
+    fn strings_that_need_escapes_survive_the_round_trip() {
+        // A CALLERROR description with a quote, a backslash and a newline; an identity with a
+        // quote (OCPP 1.6 allows it). Borrowed `&str` fields could not read these back.
+        let outcome = CommandOutcome::CallError {
+            code: "GenericError".to_owned(),
+            description: "say \"no\"\\\nthen stop".to_owned(),
+            details: "{}".to_owned(),
+        };
+        let json = encode_reply("id-\"1\"", &outcome);
+        let reply: Reply<'_> = serde_json::from_str(&json).unwrap();
+        assert_eq!(reply.id, "id-\"1\"");
+        assert_eq!(reply.outcome(), outcome);
+        let command = r#"{"type":"command","id":"a-1","reply_to":"a","identity":"CP\"7","action":"Reset","payload":{},"deadline_ms":1}"#;
+        let command: Command<'_> = serde_json::from_str(command).unwrap();
+        assert_eq!(command.identity, "CP\"7");
     }
 
     #[test]

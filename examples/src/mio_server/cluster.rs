@@ -342,7 +342,7 @@ impl EventLoop {
             Err(e) => {
                 answer.complete(CommandOutcome::CallError {
                     code: e.error_code().as_str(version).to_owned(),
-                    description: plain(&format!("{}: {e}", job.action)),
+                    description: format!("{}: {e}", job.action),
                     details: "{}".to_owned(),
                 });
                 return;
@@ -363,7 +363,7 @@ impl EventLoop {
             Err(Refused { reason, .. }) => {
                 answer.complete(CommandOutcome::CallError {
                     code: ErrorCode::GenericError.as_str(version).to_owned(),
-                    description: plain(&format!("the CALL was not sent: {reason}")),
+                    description: format!("the CALL was not sent: {reason}"),
                     details: "{}".to_owned(),
                 });
             }
@@ -449,7 +449,7 @@ impl EventLoop {
 pub(super) fn command_outcome(version: OcppVersion, outcome: &CallOutcome) -> CommandOutcome {
     let error = |code: ErrorCode, description: String| CommandOutcome::CallError {
         code: code.as_str(version).to_owned(),
-        description: plain(&description),
+        description,
         details: "{}".to_owned(),
     };
     match outcome {
@@ -463,7 +463,7 @@ pub(super) fn command_outcome(version: OcppVersion, outcome: &CallOutcome) -> Co
             details,
         } => CommandOutcome::CallError {
             code: code.as_str(version).to_owned(),
-            description: plain(description),
+            description: description.clone(),
             details: details.clone(),
         },
         CallOutcome::Timeout => CommandOutcome::Timeout,
@@ -473,20 +473,6 @@ pub(super) fn command_outcome(version: OcppVersion, outcome: &CallOutcome) -> Co
         ),
         _ => error(ErrorCode::InternalError, "unexpected outcome".to_owned()),
     }
-}
-
-/// `text` without the characters JSON escapes (`"` becomes `'`, `\` `/`, controls a space):
-/// `ocpp-cluster` 0.1 reads a reply's description as a borrowed string, so a description that
-/// needs an escape would make the reply unreadable and the caller time out.
-fn plain(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '"' => '\'',
-            '\\' => '/',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect()
 }
 
 /// The admin answer to a command routed through the cluster: 200 `{"action","result"}`, 502
@@ -519,13 +505,6 @@ fn remote_response(call: &RemoteCall, result: &Result<String, CallFailure>) -> H
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn descriptions_need_no_json_escape() {
-        assert_eq!(plain("a \"b\" c\\d\ne"), "a 'b' c/d e");
-        let text = serde_json::to_string(&plain("x\"\u{1}\\")).unwrap();
-        assert!(!text[1..text.len() - 1].contains('\\'), "{text}");
-    }
 
     #[test]
     fn remote_answers() {
