@@ -112,14 +112,27 @@ pub struct ConnectionConfig {
     pub(crate) deflate: DeflatePolicy,
 }
 
+/// The versions this build knows (features `v2_1`, `v2_0_1`, `v1_6`), newest first.
+fn compiled_versions() -> Vec<OcppVersion> {
+    [
+        (cfg!(feature = "v2_1"), OcppVersion::V2_1),
+        (cfg!(feature = "v2_0_1"), OcppVersion::V2_0_1),
+        (cfg!(feature = "v1_6"), OcppVersion::V1_6),
+    ]
+    .into_iter()
+    .filter_map(|(compiled, version)| compiled.then_some(version))
+    .collect()
+}
+
 impl Default for ConnectionConfig {
-    /// All three versions (client's preference), 10 s to finish the handshake, a ping every
-    /// 60 s with 30 s for its pong, 5 minutes idle, 30 s per CALL, 5 s for the close handshake,
+    /// Every version compiled in (features `v1_6`, `v2_0_1`, `v2_1`; all three by default) in
+    /// the client's preference, 10 s to finish the handshake, a ping every 60 s with 30 s for
+    /// its pong, 5 minutes idle, 30 s per CALL, 5 s for the close handshake,
     /// 256 KiB of unsent output, 16 queued CALLs, 4 held incoming CALLs, 64 KiB messages,
     /// permessage-deflate accepted when offered (without context takeover).
     fn default() -> Self {
         ConnectionConfig {
-            versions: vec![OcppVersion::V2_1, OcppVersion::V2_0_1, OcppVersion::V1_6],
+            versions: compiled_versions(),
             version_policy: VersionPolicy::ClientPreference,
             no_common_version: NoCommonVersion::AcceptThenClose,
             handshake_timeout: Duration::from_secs(10),
@@ -176,7 +189,11 @@ impl ConnectionConfig {
         handshake_timeout, get_handshake_timeout, Duration
     );
     setter!(
-        /// Interval of keep-alive pings (OCPP `WebSocketPingInterval`); `None` disables them.
+        /// Keep-alive (OCPP `WebSocketPingInterval`): a ping once the peer has been silent for
+        /// this long, so a busy line is never pinged and costs no timer work per message; a
+        /// silent one is pinged every interval and dropped when a pong does not come within
+        /// [`ConnectionConfig::pong_timeout`] (dead-peer detection within interval + pong
+        /// timeout of the last byte received). `None` disables pings.
         ping_interval, get_ping_interval, Option<Duration>
     );
     setter!(
@@ -184,7 +201,8 @@ impl ConnectionConfig {
         pong_timeout, get_pong_timeout, Duration
     );
     setter!(
-        /// Close the connection after this long without receiving anything; `None` never.
+        /// Close the connection after this long without receiving anything (pongs count);
+        /// `None` never.
         idle_timeout, get_idle_timeout, Option<Duration>
     );
     setter!(

@@ -68,7 +68,7 @@ pub enum Event {
         description: String,
     },
     /// The connection is over: the last event. Write out what
-    /// [`Connection::poll_transmit`](crate::Connection::poll_transmit) still has, then close
+    /// [`Connection::pending_transmit`](crate::Connection::pending_transmit) still has, then close
     /// the socket.
     Closed(Box<Closed>),
 }

@@ -34,13 +34,17 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+/// The README's examples, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod config;
 mod connection;
 mod event;
 mod identity;
 mod identity_table;
 mod timer;
-mod typed;
 
 pub use config::{ConnectionConfig, DeflatePolicy, NoCommonVersion, VersionPolicy};
 // What a CSMS uses from the layers below, so that one dependency suffices.
@@ -55,5 +59,7 @@ pub use ocpp_messages::v1_6;
 pub use ocpp_messages::v2_0_1;
 #[cfg(feature = "v2_1")]
 pub use ocpp_messages::v2_1;
-pub use ocpp_messages::{envelope::MessageId, DateTime, ErrorCode, OcppVersion};
-pub use typed::{Request, Response};
+pub use ocpp_messages::{
+    envelope::MessageId, ActionRequest, ActionResponse, DateTime, ErrorCode, OcppVersion, Request,
+    RequestRef, Response, ResponseRef,
+};

@@ -37,8 +37,7 @@ mod credentials;
 mod metrics;
 pub mod push;
 mod v1_6;
-mod v2_0_1;
-mod v2_1;
+mod v2x;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -377,8 +376,8 @@ impl Csms {
             };
             match request {
                 Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
-                Request::V2_0_1(request) => v2_0_1::handle(&context, charge_point, request),
-                Request::V2_1(request) => v2_1::handle(&context, charge_point, request),
+                Request::V2_0_1(request) => v2x::v2_0_1::handle(&context, charge_point, request),
+                Request::V2_1(request) => v2x::v2_1::handle(&context, charge_point, request),
                 _ => Reply::not_supported(request.action()),
             }
         };

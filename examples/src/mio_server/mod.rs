@@ -6,12 +6,14 @@
 //! of connections, a [`timers::TimerHeap`] and one 64 KiB read buffer. It sleeps in `poll`
 //! until a socket is ready, a command arrives, or the earliest deadline passes, then:
 //!
-//! 1. reads each readable socket into the shared buffer and hands the bytes to the
-//!    connection's `handle_data` (the connection keeps only a partial frame, so no connection
-//!    holds a read buffer of its own);
-//! 2. drains the connection's events into the [`Csms`] hooks and answers with its mutators;
-//! 3. writes `pending_transmit()` until the socket would block, and keeps `WRITABLE` interest
-//!    only while output is left;
+//! 1. reads each readable socket into the shared buffer, while the connection
+//!    [wants input](ocpp_server_core::Connection::wants_read), and hands the bytes to its
+//!    `handle_data` (the connection keeps only a partial frame, so no connection holds a read
+//!    buffer of its own);
+//! 2. drains the connection's events into the [`Csms`] hooks and answers with its mutators,
+//!    then writes `pending_transmit()` until the socket would block, keeping `WRITABLE`
+//!    interest only while output is left: one pass of the core's drain contract, in
+//!    `ocpp_socket::service`, the one place that handles events;
 //! 4. schedules the connection's `poll_timeout()` in the timer heap;
 //! 5. fires the timers that passed and the push timer (`--push-interval-ms`).
 //!
@@ -51,11 +53,12 @@
 //! in the upgrade decision ([`Transport`](crate::csms::Transport)).
 //!
 //! # Back-pressure
-//! The connection refuses output past its limit (`max_outbound_bytes`). The loop stops
-//! reading from a peer whose unsent output is past half that limit, so a peer that sends
-//! without reading cannot make us buffer without bound, and resumes once the output drains.
-//! An answer refused for back-pressure waits in the connection's slot until `Writable`; a
-//! push is skipped while the previous CALL is unanswered; an admin CALL refused gets 503.
+//! The loop reads only while the connection wants input: it stops past half of
+//! `max_outbound_bytes` of unsent output, so a peer that sends without reading cannot make us
+//! buffer without bound, and resumes once the output drains below a quarter (the socket is
+//! then read again at once: edge-triggered readiness would not report the waiting data).
+//! Answers are never refused; a push is skipped while the previous CALL is unanswered; an
+//! admin CALL refused gets 503.
 //!
 //! # Closing
 //! After `Event::Closed` a connection flushes what it still has (at most

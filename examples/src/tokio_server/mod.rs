@@ -32,10 +32,11 @@
 //!   sender for the HTTP answer.
 //!
 //! # Back-pressure
-//! As in the mio server: the task stops reading from a peer whose unsent output is past half of
-//! `max_outbound_bytes` and resumes below a quarter; an answer refused for back-pressure waits
-//! for `Event::Writable`; a push is skipped while the previous CALL is unanswered or the
-//! connection's mailbox is full; an admin CALL refused gets 503.
+//! As in the mio server: the task reads only while the connection
+//! [wants input](ocpp_server_core::Connection::wants_read) (it stops past half of
+//! `max_outbound_bytes` of unsent output and resumes below a quarter); answers are never
+//! refused; a push is skipped while the previous CALL is unanswered or the connection's mailbox
+//! is full; an admin CALL refused gets 503.
 //!
 //! # Closing
 //! After `Event::Closed` a task flushes what is left (at most [`FLUSH_TIMEOUT`]), shuts down

@@ -15,7 +15,6 @@ impl Connection {
     /// The connection ends ([`Event::Closed`]) when the peer answers, its stream ends, or the
     /// close timeout passes.
     pub fn close(&mut self, now: Instant, code: CloseCode, reason: &str) {
-        self.now = now;
         match self.state {
             State::Open => self.start_close(now, code, reason, CloseReason::LocalClose { code }),
             State::Closing(_) | State::Closed => {}

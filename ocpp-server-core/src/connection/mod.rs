@@ -128,8 +128,7 @@ pub enum Side {
 ///         Event::UpgradeRequested(_) => conn.accept(Instant::now()).unwrap(),
 ///         Event::Call { id, request } => {
 ///             assert_eq!(request.action(), "Heartbeat");
-///             let now = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
-///             let answer = v1_6::Response::from(v1_6::HeartbeatResponse { current_time: now });
+///             let answer = v1_6::HeartbeatResponse::new(DateTime::now());
 ///             conn.respond(Instant::now(), &id, answer.into()).unwrap();
 ///         }
 ///         _ => {}
@@ -141,8 +140,7 @@ pub enum Side {
 /// let cp = Connection::connect(Instant::now(), config, &target, [7; 16], 42).unwrap();
 /// drive(TcpStream::connect(address)?, cp, |conn, event| match event {
 ///     Event::Connected { .. } => {
-///         let heartbeat = v1_6::Request::from(v1_6::HeartbeatRequest {});
-///         conn.call(Instant::now(), heartbeat.into()).unwrap();
+///         conn.call(Instant::now(), v1_6::HeartbeatRequest::default().into()).unwrap();
 ///     }
 ///     Event::CallCompleted { outcome, .. } => {
 ///         println!("{outcome:?}");
@@ -201,7 +199,9 @@ pub struct Connection {
     /// Reading paused: the output passed half its limit and has not drained below a quarter.
     read_paused: bool,
     ping_counter: u32,
-    now: Instant,
+    /// When the peer last sent anything: the keep-alive and idle timers count silence from
+    /// here, so a busy line costs one store per read and no timer work.
+    last_rx: Instant,
 }
 
 impl std::fmt::Debug for Connection {
@@ -307,7 +307,7 @@ impl Connection {
             mask_keys: MaskKeys::new(seed),
             read_paused: false,
             ping_counter: 0,
-            now,
+            last_rx: now,
         }
     }
 
@@ -332,7 +332,7 @@ impl Connection {
     }
 
     /// Whether the connection is over (the `Closed` event was queued). Write out what
-    /// [`Self::poll_transmit`] still has, then close the socket.
+    /// [`Self::pending_transmit`] still has, then close the socket.
     pub fn is_closed(&self) -> bool {
         matches!(self.state, State::Closed)
     }
@@ -386,7 +386,6 @@ impl Connection {
 
     /// Bytes read from the socket.
     pub fn handle_data(&mut self, now: Instant, data: &[u8]) {
-        self.now = now;
         match &mut self.state {
             State::ServerHandshake(_) => self.handle_upgrade_request(now, data),
             State::ClientHandshake(_) => self.handle_upgrade_response(now, data),
@@ -408,8 +407,7 @@ impl Connection {
     }
 
     /// The peer closed its side of the stream (a read returned 0) or the socket failed.
-    pub fn handle_eof(&mut self, now: Instant) {
-        self.now = now;
+    pub fn handle_eof(&mut self, _now: Instant) {
         match &self.state {
             State::Closed => {}
             State::Closing(reason) => {
@@ -422,7 +420,6 @@ impl Connection {
 
     /// The deadline [`Self::poll_timeout`] returned has passed (calling it early is harmless).
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.now = now;
         for timer in Timer::ALL {
             if self.timers.is_expired(timer, now) {
                 self.timers.stop(timer);
@@ -485,9 +482,22 @@ impl Connection {
                     self.finish(crate::CloseReason::HandshakeTimeout);
                 }
             }
-            Timer::Ping => self.send_ping(now),
+            Timer::Ping => match self.config.ping_interval {
+                // A ping only after the interval passed in silence: a busy line never pings.
+                Some(interval) if now < self.last_rx + interval => {
+                    self.timers.set(Timer::Ping, self.last_rx + interval);
+                }
+                Some(_) => self.send_ping(now),
+                None => {}
+            },
             Timer::Pong => self.abort_with_close(crate::CloseReason::PongTimeout),
-            Timer::Idle => self.abort_with_close(crate::CloseReason::IdleTimeout),
+            Timer::Idle => match self.config.idle_timeout {
+                Some(idle) if now < self.last_rx + idle => {
+                    self.timers.set(Timer::Idle, self.last_rx + idle);
+                }
+                Some(_) => self.abort_with_close(crate::CloseReason::IdleTimeout),
+                None => {}
+            },
             Timer::Call => self.call_timed_out(now),
             Timer::Close => {
                 if let State::Closing(reason) = &self.state {
@@ -501,12 +511,49 @@ impl Connection {
     /// Starts the timers of an open connection.
     fn start_open_timers(&mut self, now: Instant) {
         self.timers.stop(Timer::Handshake);
-        if let Some(interval) = self.config.ping_interval {
-            self.timers.set(Timer::Ping, now + interval);
+        self.last_rx = now;
+        self.start_silence_timers();
+    }
+
+    /// (Re)arms the keep-alive and idle timers from the last input, as the configuration says.
+    fn start_silence_timers(&mut self) {
+        match self.config.ping_interval {
+            Some(interval) => self.timers.set(Timer::Ping, self.last_rx + interval),
+            None => self.timers.stop(Timer::Ping),
         }
-        if let Some(idle) = self.config.idle_timeout {
-            self.timers.set(Timer::Idle, now + idle);
+        match self.config.idle_timeout {
+            Some(idle) => self.timers.set(Timer::Idle, self.last_rx + idle),
+            None => self.timers.stop(Timer::Idle),
         }
+    }
+
+    /// Replaces this connection's settings, e.g. to change one charge point's keep-alive or
+    /// timeouts while it is connected (ocpp-rpc #80, ocpp-go #44). The keep-alive, pong, idle
+    /// and call timeouts, the outbound and queue limits and the decode options apply from now
+    /// on (a running ping or idle deadline is recomputed from the last input; a CALL in flight
+    /// keeps its deadline); what was negotiated at the upgrade (versions, frame limits,
+    /// permessage-deflate) stays as it was.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::{Duration, Instant};
+    /// use ocpp_server_core::{Connection, ConnectionConfig};
+    /// let shared = Arc::new(ConnectionConfig::default());
+    /// let mut conn = Connection::accept_incoming(Instant::now(), shared.clone());
+    /// // This charge point misbehaves with server pings: turn them off for it alone.
+    /// let quiet = (*shared).clone().ping_interval(None);
+    /// conn.set_config(Instant::now(), Arc::new(quiet));
+    /// ```
+    pub fn set_config(&mut self, _now: Instant, config: Arc<ConnectionConfig>) {
+        self.config = config;
+        if matches!(self.state, State::Open) {
+            self.start_silence_timers();
+        }
+    }
+
+    /// This connection's settings.
+    pub fn config(&self) -> &Arc<ConnectionConfig> {
+        &self.config
     }
 
     /// The next masking key: the charge-point side masks every frame (RFC 6455 §5.3) with keys

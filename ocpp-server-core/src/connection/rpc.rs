@@ -10,9 +10,8 @@ use ocpp_messages::envelope::{
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 
-use super::{Connection, OutgoingCall, State};
+use super::{Connection, OutgoingCall};
 use crate::timer::Timer;
-use crate::typed::{decode_call, decode_result, error_code_for};
 use crate::{CallOutcome, CloseReason, Event, Request, Response};
 
 /// The description of the CALLERROR that refuses a CALL past the hold limit.
@@ -108,7 +107,6 @@ impl Connection {
         now: Instant,
         request: Request,
     ) -> Result<MessageId<'static>, Refused<Request>> {
-        self.now = now;
         if !self.is_open() {
             return Err(refuse(RefusalReason::NotOpen, request));
         }
@@ -123,7 +121,7 @@ impl Connection {
             id: id.clone(),
             request,
         });
-        self.dispatch_queued_call();
+        self.dispatch_queued_call(now);
         Ok(id)
     }
 
@@ -142,7 +140,6 @@ impl Connection {
         id: &MessageId<'_>,
         response: Response,
     ) -> Result<(), Refused<Response>> {
-        self.now = now;
         if !self.is_open() {
             return Err(refuse(RefusalReason::NotOpen, response));
         }
@@ -174,7 +171,6 @@ impl Connection {
         code: ErrorCode,
         description: &str,
     ) -> Result<(), RefusalReason> {
-        self.now = now;
         if !self.is_open() {
             return Err(RefusalReason::NotOpen);
         }
@@ -198,7 +194,7 @@ impl Connection {
         now: Instant,
         request: Request,
     ) -> Result<MessageId<'static>, Refused<Request>> {
-        self.now = now;
+        let _ = now; // a SEND starts no timer; `now` keeps the mutators' shape
         if !self.is_open() {
             return Err(refuse(RefusalReason::NotOpen, request));
         }
@@ -219,10 +215,7 @@ impl Connection {
 
     /// Feeds bytes of the open WebSocket to the frame decoder and handles each message.
     pub(super) fn handle_frames(&mut self, now: Instant, data: &[u8]) {
-        self.now = now;
-        if let (State::Open, Some(idle)) = (&self.state, self.config.idle_timeout) {
-            self.timers.set(Timer::Idle, now + idle);
-        }
+        self.last_rx = now;
         let mut input = data;
         while !self.is_closed() {
             match self.decoder.decode(input) {
@@ -284,7 +277,8 @@ impl Connection {
                 let options = &self.config.decode_options;
                 // A SEND is never answered (OCPP 2.1 Part 4 §4.2.6): one that does not decode
                 // is dropped.
-                if let Ok(request) = decode_call(version, &send.action, send.payload.get(), options)
+                if let Ok(request) =
+                    Request::decode(version, &send.action, send.payload.get(), options)
                 {
                     let id = send.id.into_owned();
                     self.events.push_back(Event::Send { id, request });
@@ -298,12 +292,12 @@ impl Connection {
                 }
                 let action = self.outgoing.as_ref().map_or("", |c| c.request.action());
                 let options = &self.config.decode_options;
-                match decode_result(version, action, result.payload.get(), options) {
+                match Response::decode(version, action, result.payload.get(), options) {
                     Ok(response) => self.complete_outgoing(now, CallOutcome::Result(response)),
                     Err(error) => {
                         let description = error.to_string();
                         if version == OcppVersion::V2_1 {
-                            let code = error_code_for(&error);
+                            let code = error.error_code();
                             let id = &result.id;
                             let _ = self.write_message(|out| {
                                 envelope::write_call_result_error(
@@ -365,11 +359,11 @@ impl Connection {
     fn read_call(&self, call: &Call<'_>) -> Turn {
         let options = &self.config.decode_options;
         let id = call.id.as_borrowed().into_owned();
-        match decode_call(self.version, &call.action, call.payload.get(), options) {
+        match Request::decode(self.version, &call.action, call.payload.get(), options) {
             Ok(request) => Turn::Deliver { id, request },
             Err(error) => Turn::Refuse {
                 id,
-                code: error_code_for(&error),
+                code: error.error_code(),
                 description: error.to_string(),
             },
         }
@@ -430,7 +424,7 @@ impl Connection {
             .is_some_and(|call| call.id.as_str() == id.as_str())
     }
 
-    fn complete_outgoing(&mut self, _now: Instant, outcome: CallOutcome) {
+    fn complete_outgoing(&mut self, now: Instant, outcome: CallOutcome) {
         if let Some(call) = self.outgoing.take() {
             self.timers.stop(Timer::Call);
             self.events.push_back(Event::CallCompleted {
@@ -439,7 +433,7 @@ impl Connection {
                 outcome,
             });
         }
-        self.dispatch_queued_call();
+        self.dispatch_queued_call(now);
     }
 
     pub(super) fn call_timed_out(&mut self, now: Instant) {
@@ -449,7 +443,7 @@ impl Connection {
     /// Sends the next queued CALL if none is in flight. Only ever called from `call` and from
     /// the end of the CALL in flight (inside a `handle_*`), so output appears only where the
     /// drain contract says it may.
-    pub(super) fn dispatch_queued_call(&mut self) {
+    pub(super) fn dispatch_queued_call(&mut self, now: Instant) {
         while self.is_open() && self.outgoing.is_none() {
             let Some(call) = self.queued.pop_front() else {
                 break;
@@ -469,8 +463,7 @@ impl Connection {
                 });
                 continue;
             }
-            self.timers
-                .set(Timer::Call, self.now + self.config.call_timeout);
+            self.timers.set(Timer::Call, now + self.config.call_timeout);
             self.outgoing = Some(call);
         }
         if self.queued.is_empty() && self.queued.capacity() > 0 {
