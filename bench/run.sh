@@ -7,8 +7,9 @@
 #   BENCH_QUICK=1 bash bench/run.sh        # a small case of everything (a few minutes)
 #
 # Settings (environment):
-#   BENCH_SERVERS    servers to measure [mio-1 mio-2 rust-tungstenite-default
+#   BENCH_SERVERS    servers to measure [mio-1 mio-2 rust-floor rust-tungstenite-default
 #                    rust-tungstenite-tuned rust-ocpp-kit node-ocpp-rpc python-ocpp]
+#                    (rust-floor: the floor peer every figure is compared with)
 #   BENCH_SIZES      charge points on one server process [1000 10000 19000]
 #   BENCH_BIG_SIZES  charge points across several mio-server processes [50000 100000]
 #   BENCH_SCENARIOS  [idle heartbeat push stream reconnect deflate]
@@ -35,7 +36,7 @@ if [ "$QUICK" = 1 ]; then
     IDLE_S=${BENCH_IDLE_S:-2}; HEARTBEAT_S=${BENCH_HEARTBEAT_S:-3}
     PUSH_S=${BENCH_PUSH_S:-2}; STREAM_S=${BENCH_STREAM_S:-2}
 else
-    SERVERS=${BENCH_SERVERS:-mio-1 mio-2 rust-tungstenite-default rust-tungstenite-tuned rust-ocpp-kit node-ocpp-rpc python-ocpp}
+    SERVERS=${BENCH_SERVERS:-mio-1 mio-2 rust-floor rust-tungstenite-default rust-tungstenite-tuned rust-ocpp-kit node-ocpp-rpc python-ocpp}
     SIZES=${BENCH_SIZES:-1000 10000 19000}
     BIG_SIZES=${BENCH_BIG_SIZES:-50000 100000}
     IDLE_S=${BENCH_IDLE_S:-20}; HEARTBEAT_S=${BENCH_HEARTBEAT_S:-30}

@@ -3,7 +3,7 @@
 # peer's install time. Exits non-zero if any install fails (the others are still tried).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-peers=(python-ocpp node-ocpp-rpc rust-tungstenite rust-ocpp-kit)
+peers=(python-ocpp node-ocpp-rpc rust-tungstenite rust-ocpp-kit rust-floor)
 failed=0
 for peer in "${peers[@]}"; do
     start=$(date +%s)

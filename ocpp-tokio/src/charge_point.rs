@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ocpp_messages::action::ActionRequest;
 use ocpp_messages::{Request, Response};
-use ocpp_server_core::{ChargePointIdentity, CloseCode, OcppVersion};
+use ocpp_server_core::{ChargePointIdentity, CloseCode, ConnectionConfig, OcppVersion};
 use tokio::sync::oneshot;
 
 use crate::error::{CallError, SendError};
@@ -34,51 +34,88 @@ pub(crate) enum Command {
     Abort,
 }
 
-/// Per-connection settings a handle may change at run time.
+/// One connection's keep-alive and timeouts, changeable while it runs (ocpp-rpc #80,
+/// ocpp-go #44/#103): the server's [`ConnectionConfig`] gives every connection its start values;
+/// [`ChargePoint::set_settings`] changes them for one charge point (through the core's
+/// `Connection::set_config`).
 ///
-/// The core's `ConnectionConfig` is shared and fixed once a connection exists; these are the
-/// driver's own timers, which can only be stricter than the config's (see each field).
-///
-/// ```
+/// ```no_run
+/// # fn example(cp: ocpp_tokio::ChargePoint) {
 /// use std::time::Duration;
-/// use ocpp_tokio::Settings;
-/// let settings = Settings::default()
-///     .call_timeout(Some(Duration::from_secs(5)))
-///     .idle_timeout(Some(Duration::from_secs(110)));
-/// assert_eq!(settings.get_call_timeout(), Some(Duration::from_secs(5)));
+/// // This charger misbehaves with server pings and drops idle links after 110 s.
+/// let settings = cp.settings().ping_interval(None).idle_timeout(Some(Duration::from_secs(100)));
+/// cp.set_settings(settings);
+/// # }
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Settings {
-    call_timeout: Option<Duration>,
+    ping_interval: Option<Duration>,
+    pong_timeout: Duration,
     idle_timeout: Option<Duration>,
+    call_timeout: Duration,
+}
+
+macro_rules! setting {
+    ($(#[$doc:meta])* $name:ident, $get:ident, $ty:ty) => {
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.$name = value;
+            self
+        }
+
+        #[doc = concat!("See [`Settings::", stringify!($name), "`].")]
+        pub fn $get(&self) -> $ty {
+            self.$name
+        }
+    };
 }
 
 impl Settings {
-    /// How long a CALL of this connection may take, from [`ChargePoint::call`] to its answer
-    /// (queueing included); `None`: only the config's `call_timeout` applies (which also
-    /// bounds this one: the core's timer still runs).
-    pub fn call_timeout(mut self, value: Option<Duration>) -> Self {
-        self.call_timeout = value;
-        self
+    /// The values `config` gives a connection.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ocpp_tokio::{ConnectionConfig, Settings};
+    /// let config = ConnectionConfig::default().ping_interval(None);
+    /// assert_eq!(Settings::from_config(&config).get_ping_interval(), None);
+    /// ```
+    pub fn from_config(config: &ConnectionConfig) -> Self {
+        Settings {
+            ping_interval: config.get_ping_interval(),
+            pong_timeout: config.get_pong_timeout(),
+            idle_timeout: config.get_idle_timeout(),
+            call_timeout: config.get_call_timeout(),
+        }
     }
 
-    /// Close this connection (code 1001) after this long without receiving anything; `None`:
-    /// only the config's `idle_timeout` applies.
-    pub fn idle_timeout(mut self, value: Option<Duration>) -> Self {
-        self.idle_timeout = value;
-        self
+    /// `config` with these values.
+    pub(crate) fn apply(self, config: ConnectionConfig) -> ConnectionConfig {
+        config
+            .ping_interval(self.ping_interval)
+            .pong_timeout(self.pong_timeout)
+            .idle_timeout(self.idle_timeout)
+            .call_timeout(self.call_timeout)
     }
 
-    /// See [`Settings::call_timeout`].
-    pub fn get_call_timeout(&self) -> Option<Duration> {
-        self.call_timeout
-    }
-
-    /// See [`Settings::idle_timeout`].
-    pub fn get_idle_timeout(&self) -> Option<Duration> {
-        self.idle_timeout
-    }
+    setting!(
+        /// Keep-alive pings after this long without input (OCPP `WebSocketPingInterval`);
+        /// `None`: no pings for this charge point.
+        ping_interval, get_ping_interval, Option<Duration>
+    );
+    setting!(
+        /// How long a pong may take before the connection is dropped.
+        pong_timeout, get_pong_timeout, Duration
+    );
+    setting!(
+        /// Close (1001) after this long without input; `None`: never.
+        idle_timeout, get_idle_timeout, Option<Duration>
+    );
+    setting!(
+        /// How long each of our CALLs may wait for its answer once sent (a CALL in flight when
+        /// this changes keeps its deadline).
+        call_timeout, get_call_timeout, Duration
+    );
 }
 
 /// What a connection's task and its handles share: the mailbox and, once connected, who it is.
@@ -93,9 +130,12 @@ pub(crate) struct Link {
 struct Mailbox {
     commands: VecDeque<Command>,
     waker: Option<Waker>,
+    /// How many of `commands` are CALLs and SENDs (the bounded kind).
+    bounded: usize,
     /// The task is gone: commands are refused.
     closed: bool,
-    settings: Settings,
+    /// Once connected: the connection's current settings.
+    settings: Option<Settings>,
 }
 
 impl Link {
@@ -112,15 +152,20 @@ impl Link {
         self.mailbox.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues a command and wakes the task; hands it back if the task is gone (`Err(None)`
-    /// never happens: `Err(Some)` is "closed", the bool says "full").
-    pub(crate) fn push(&self, command: Command, bounded: bool) -> Result<(), (Command, bool)> {
+    /// Queues a command and wakes the task; hands it back with `false` if the task is gone,
+    /// with `true` if it is a CALL or SEND and as many wait as the capacity allows (closes,
+    /// settings and aborts always get in).
+    pub(crate) fn push(&self, command: Command) -> Result<(), (Command, bool)> {
+        let bounded = matches!(command, Command::Call { .. } | Command::Send { .. });
         let mut mailbox = self.lock();
         if mailbox.closed {
             return Err((command, false));
         }
-        if bounded && mailbox.commands.len() >= self.capacity {
-            return Err((command, true));
+        if bounded {
+            if mailbox.bounded >= self.capacity {
+                return Err((command, true));
+            }
+            mailbox.bounded += 1;
         }
         mailbox.commands.push_back(command);
         if let Some(waker) = mailbox.waker.take() {
@@ -133,6 +178,9 @@ impl Link {
     pub(crate) fn pop(&self, waker: &Waker) -> Option<Command> {
         let mut mailbox = self.lock();
         let command = mailbox.commands.pop_front();
+        if matches!(command, Some(Command::Call { .. } | Command::Send { .. })) {
+            mailbox.bounded = mailbox.bounded.saturating_sub(1);
+        }
         if command.is_none() {
             if mailbox.commands.capacity() > 0 {
                 mailbox.commands = VecDeque::new();
@@ -150,6 +198,7 @@ impl Link {
         let mut mailbox = self.lock();
         mailbox.closed = true;
         mailbox.waker = None;
+        mailbox.bounded = 0;
         std::mem::take(&mut mailbox.commands)
     }
 
@@ -157,15 +206,23 @@ impl Link {
         self.lock().closed
     }
 
+    pub(crate) fn init_settings(&self, settings: Settings) {
+        self.lock().settings = Some(settings);
+    }
+
     fn settings(&self) -> Settings {
-        self.lock().settings
+        let settings = self.lock().settings;
+        settings.unwrap_or_else(|| Settings::from_config(&ConnectionConfig::default()))
     }
 
     fn set_settings(&self, settings: Settings) -> bool {
         let mut mailbox = self.lock();
-        mailbox.settings = settings;
+        if mailbox.closed {
+            return false;
+        }
+        mailbox.settings = Some(settings);
         drop(mailbox);
-        self.push(Command::Settings(settings), false).is_ok()
+        self.push(Command::Settings(settings)).is_ok()
     }
 }
 
@@ -263,7 +320,7 @@ impl ChargePoint {
     /// Exactly what happened, as a [`CallError`].
     pub async fn call_raw(&self, request: Request) -> Result<Response, CallError> {
         let (reply, answer) = oneshot::channel();
-        match self.link.push(Command::Call { request, reply }, true) {
+        match self.link.push(Command::Call { request, reply }) {
             Ok(()) => {}
             Err((_, true)) => return Err(CallError::Refused),
             Err((_, false)) => return Err(CallError::NotConnected),
@@ -279,7 +336,7 @@ impl ChargePoint {
     pub async fn send(&self, request: impl Into<Request>) -> Result<(), SendError> {
         let (reply, sent) = oneshot::channel();
         let request = request.into();
-        match self.link.push(Command::Send { request, reply }, true) {
+        match self.link.push(Command::Send { request, reply }) {
             Ok(()) => {}
             Err((_, true)) => return Err(SendError::Refused),
             Err((_, false)) => return Err(SendError::NotConnected),
@@ -292,16 +349,16 @@ impl ChargePoint {
     /// [`CallError::Disconnected`].
     pub fn close(&self, code: CloseCode, reason: &str) {
         let reason = reason.to_owned();
-        let _ = self.link.push(Command::Close { code, reason }, false);
+        let _ = self.link.push(Command::Close { code, reason });
     }
 
-    /// This connection's run-time settings.
+    /// This connection's keep-alive and timeouts.
     pub fn settings(&self) -> Settings {
         self.link.settings()
     }
 
-    /// Changes this connection's run-time settings (see [`Settings`]); returns false if the
-    /// connection is over.
+    /// Changes this connection's keep-alive and timeouts (see [`Settings`]), from now on;
+    /// returns false if the connection is over.
     pub fn set_settings(&self, settings: Settings) -> bool {
         self.link.set_settings(settings)
     }
@@ -329,25 +386,44 @@ mod tests {
         }
     }
 
+    fn call() -> Command {
+        let (reply, _) = oneshot::channel();
+        let request = ocpp_messages::v1_6::HeartbeatRequest::default().into();
+        Command::Call { request, reply }
+    }
+
     #[test]
     fn the_mailbox_is_bounded_and_refuses_once_closed() {
         let link = Link::new(2);
-        assert!(link.push(close(), true).is_ok());
-        assert!(link.push(close(), true).is_ok());
-        assert!(matches!(link.push(close(), true), Err((_, true))));
-        // Unbounded commands (close, settings) always get in.
-        assert!(link.push(close(), false).is_ok());
+        assert!(link.push(call()).is_ok());
+        assert!(link.push(call()).is_ok());
+        assert!(matches!(link.push(call()), Err((_, true))));
+        // Closes and settings always get in.
+        assert!(link.push(close()).is_ok());
         let waker = noop();
         assert!(link.pop(&waker).is_some());
         assert_eq!(link.close().len(), 2);
-        assert!(matches!(link.push(close(), false), Err((_, false))));
+        assert!(matches!(link.push(close()), Err((_, false))));
+        assert!(matches!(link.push(call()), Err((_, false))));
         assert!(link.is_closed());
+    }
+
+    #[test]
+    fn only_calls_and_sends_count_against_the_bound() {
+        let link = Link::new(1);
+        assert!(link.push(close()).is_ok());
+        assert!(link.push(call()).is_ok());
+        assert!(matches!(link.push(call()), Err((_, true))));
+        let waker = noop();
+        assert!(matches!(link.pop(&waker), Some(Command::Close { .. })));
+        assert!(matches!(link.pop(&waker), Some(Command::Call { .. })));
+        assert!(link.push(call()).is_ok());
     }
 
     #[test]
     fn an_empty_mailbox_holds_no_queue() {
         let link = Link::new(4);
-        assert!(link.push(close(), true).is_ok());
+        assert!(link.push(close()).is_ok());
         let waker = noop();
         assert!(link.pop(&waker).is_some());
         assert!(link.pop(&waker).is_none());

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use ocpp_server_core::{
     CallOutcome, ChargePointIdentity, CloseCode, Closed, Connection, ConnectionConfig, Event,
-    MessageId, RefusalReason,
+    MessageId, RefusalReason, Refused,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{oneshot, Notify};
@@ -21,7 +21,6 @@ use crate::charge_point::{Command, Link, Settings};
 use crate::error::{CallError, SendError};
 use crate::handler::{AnswerKind, IncomingCall};
 use crate::hook::{Hook, Message, MessageEvent};
-use crate::typed::{request_from_core, request_to_core, response_from_core, response_to_core};
 use crate::{Answer, ChargePoint, ChargePoints, Handler, PeerCertificate, Upgrade};
 use crate::{Request, Response};
 
@@ -98,7 +97,7 @@ impl<H> Shared<H> {
     pub(crate) fn broadcast(&self, command: impl Fn() -> Command) {
         let links: Vec<Arc<Link>> = self.live().values().cloned().collect();
         for link in links {
-            let _ = link.push(command(), false);
+            let _ = link.push(command());
         }
     }
 
@@ -122,8 +121,6 @@ impl<H> Shared<H> {
 struct Waiter {
     id: MessageId<'static>,
     reply: oneshot::Sender<Result<Response, CallError>>,
-    /// The per-connection call timeout ([`Settings::call_timeout`]), if set.
-    deadline: Option<Instant>,
 }
 
 /// The connection task: a future that ends when the connection is over.
@@ -142,8 +139,6 @@ pub(crate) struct Driver<S, H: Handler> {
     waiters: Vec<Waiter>,
     /// SENDs refused for back-pressure, retried after the next write.
     send_retry: VecDeque<(Request, oneshot::Sender<Result<(), SendError>>)>,
-    settings: Settings,
-    last_input: Instant,
     registered: bool,
     closed: Option<Box<Closed>>,
     needs_flush: bool,
@@ -184,8 +179,6 @@ where
             sends: VecDeque::new(),
             waiters: Vec::new(),
             send_retry: VecDeque::new(),
-            settings: Settings::default(),
-            last_input: now,
             registered: false,
             closed: None,
             needs_flush: false,
@@ -212,22 +205,13 @@ where
     fn on_command(&mut self, now: Instant, command: Command) -> bool {
         match command {
             Command::Call { request, reply } => {
-                let deadline = self.settings.get_call_timeout().map(|t| now + t);
                 let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
-                let Some(request) = request_to_core(request) else {
-                    let _ = reply.send(Err(CallError::WrongVersion));
-                    return true;
-                };
                 match self.conn.call(now, request) {
                     Ok(id) => {
                         if let Some(request) = &hook_request {
                             self.hook(&id, Message::CallOut(request));
                         }
-                        self.waiters.push(Waiter {
-                            id,
-                            reply,
-                            deadline,
-                        });
+                        self.waiters.push(Waiter { id, reply });
                     }
                     Err(refused) => {
                         let error = match refused.reason {
@@ -247,7 +231,11 @@ where
                 }
             }
             Command::Close { code, reason } => self.conn.close(now, code, &reason),
-            Command::Settings(settings) => self.settings = settings,
+            Command::Settings(settings) => {
+                // One connection's keep-alive and timeouts (ocpp-rpc #80, ocpp-go #44/#103).
+                let config = settings.apply((**self.conn.config()).clone());
+                self.conn.set_config(now, Arc::new(config));
+            }
             Command::Abort => return false,
         }
         true
@@ -261,10 +249,6 @@ where
         reply: oneshot::Sender<Result<(), SendError>>,
     ) {
         let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
-        let Some(request) = request_to_core(request) else {
-            let _ = reply.send(Err(SendError::NeedsV21));
-            return;
-        };
         match self.conn.send(now, request) {
             Ok(id) => {
                 if let Some(request) = &hook_request {
@@ -273,12 +257,7 @@ where
                 let _ = reply.send(Ok(()));
             }
             Err(refused) => match refused.reason {
-                RefusalReason::Backpressure => match request_from_core(refused.message) {
-                    Some(request) => self.send_retry.push_front((request, reply)),
-                    None => {
-                        let _ = reply.send(Err(SendError::NeedsV21));
-                    }
-                },
+                RefusalReason::Backpressure => self.send_retry.push_front((refused.message, reply)),
                 RefusalReason::NotOpen => {
                     let _ = reply.send(Err(SendError::NotConnected));
                 }
@@ -348,15 +327,7 @@ where
                 if self.shared.hook.is_some() {
                     self.hook(&id, Message::ResultOut(&response));
                 }
-                let refused = match response_to_core(response) {
-                    Some(response) => self
-                        .conn
-                        .respond(now, &id, response)
-                        .err()
-                        .map(|r| r.reason),
-                    None => Some(RefusalReason::WrongVersion),
-                };
-                if let Some(reason) = refused {
+                if let Err(Refused { reason, .. }) = self.conn.respond(now, &id, response) {
                     // Of another version, or not serialisable: the charge point still gets
                     // its one answer.
                     tracing::warn!(
@@ -405,13 +376,6 @@ where
             }
             Event::Connected { version } => self.on_connected(now, version),
             Event::Call { id, request } => {
-                let Some(request) = request_from_core(request) else {
-                    let code = ocpp_server_core::ErrorCode::InternalError;
-                    let _ = self
-                        .conn
-                        .respond_error(now, &id, code, "unsupported version");
-                    return;
-                };
                 if self.shared.hook.is_some() {
                     self.hook(&id, Message::CallIn(&request));
                 }
@@ -423,9 +387,6 @@ where
                 self.answer = Some((id, answer));
             }
             Event::Send { id, request } => {
-                let Some(request) = request_from_core(request) else {
-                    return;
-                };
                 if self.shared.hook.is_some() {
                     self.hook(&id, Message::SendIn(&request));
                 }
@@ -437,11 +398,7 @@ where
             }
             Event::CallCompleted { id, outcome, .. } => {
                 let result = match outcome {
-                    CallOutcome::Result(response) => {
-                        response_from_core(response).ok_or(CallError::InvalidResponse {
-                            description: "a response of a version this driver lacks".into(),
-                        })
-                    }
+                    CallOutcome::Result(response) => Ok(response),
                     CallOutcome::Error {
                         code,
                         description,
@@ -497,7 +454,8 @@ where
             return;
         };
         let _ = self.link.info.set((identity.clone(), version));
-        self.last_input = now;
+        self.link
+            .init_settings(Settings::from_config(self.conn.config()));
         let cp = self.cp();
         if let Some(old) = self.shared.registry.register(identity, cp.clone()) {
             // ocpp-go #314/#358, SteVe #357: the newer connection wins.
@@ -513,45 +471,6 @@ where
         }
         let handler = self.shared.handler.clone();
         tokio::spawn(async move { handler.on_connect(cp).await });
-    }
-
-    // ---- timers ----
-
-    /// The earliest of the core's deadline and the driver's own (per-connection settings).
-    fn deadline(&self) -> Option<Instant> {
-        let mut deadline = self.conn.poll_timeout();
-        let mut consider = |at: Instant| {
-            deadline = Some(deadline.map_or(at, |d| d.min(at)));
-        };
-        for waiter in &self.waiters {
-            if let Some(at) = waiter.deadline {
-                consider(at);
-            }
-        }
-        if let (Some(idle), true) = (self.settings.get_idle_timeout(), self.conn.is_open()) {
-            consider(self.last_input + idle);
-        }
-        deadline
-    }
-
-    fn on_deadline(&mut self, now: Instant) {
-        if self.conn.poll_timeout().is_some_and(|at| at <= now) {
-            self.conn.handle_timeout(now);
-        }
-        let mut at = 0;
-        while at < self.waiters.len() {
-            if self.waiters[at].deadline.is_some_and(|d| d <= now) {
-                let waiter = self.waiters.swap_remove(at);
-                let _ = waiter.reply.send(Err(CallError::Timeout));
-            } else {
-                at += 1;
-            }
-        }
-        if let Some(idle) = self.settings.get_idle_timeout() {
-            if self.conn.is_open() && self.last_input + idle <= now {
-                self.conn.close(now, CloseCode::GOING_AWAY, "idle timeout");
-            }
-        }
     }
 
     // ---- the stream ----
@@ -590,7 +509,6 @@ where
                 true
             }
             Poll::Ready(Ok(())) => {
-                self.last_input = now;
                 self.conn.handle_data(now, buf.filled());
                 true
             }
@@ -675,9 +593,9 @@ where
             if !this.stream_failed && this.conn.wants_read() {
                 busy |= this.poll_read(cx, now);
             }
-            if let Some(deadline) = this.deadline() {
+            if let Some(deadline) = this.conn.poll_timeout() {
                 if deadline <= now {
-                    this.on_deadline(now);
+                    this.conn.handle_timeout(now);
                     busy = true;
                 } else {
                     let at = tokio::time::Instant::from_std(deadline);

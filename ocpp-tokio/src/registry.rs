@@ -9,6 +9,7 @@ use ocpp_messages::{Request, Response};
 use ocpp_server_core::{ChargePointIdentity, IdentityTable};
 
 use crate::error::CallError;
+use crate::typed::{ResponseOf, TypedCall};
 use crate::ChargePoint;
 
 /// The future a [`Remote`] returns.
@@ -124,6 +125,29 @@ impl ChargePoints {
         }
         match &self.inner.remote {
             Some(remote) => remote.call(identity, request).await,
+            None => Err(CallError::NotConnected),
+        }
+    }
+
+    /// [`ChargePoints::call`] typed by the action, like [`ChargePoint::call`]: the answer is the
+    /// action's response, wherever the charge point is connected.
+    ///
+    /// # Errors
+    /// As [`ChargePoints::call`]; [`CallError::WrongVersion`] when the answer is of another
+    /// version than the request.
+    pub async fn call_typed<R: TypedCall>(
+        &self,
+        identity: &str,
+        request: R,
+    ) -> Result<ResponseOf<R>, CallError> {
+        if let Some(cp) = self.get(identity) {
+            return cp.call(request).await;
+        }
+        match &self.inner.remote {
+            Some(remote) => {
+                let response = remote.call(identity, request.into_any_request()).await?;
+                R::from_response(response)
+            }
             None => Err(CallError::NotConnected),
         }
     }

@@ -1,6 +1,6 @@
 //! Memory per idle booted charge point of a whole server: the README example (`examples/csms.rs`,
 //! a separate process) with 2,000 idle 2.0.1 charge points, its RSS read from /proc before and
-//! after. Debug build; prints the figure (about 2.1 KB when written), and fails past 4 KiB (the
+//! after. Debug build; prints the figure (about 2.0 KB when written), and fails past 4 KiB (the
 //! target is 3 KiB).
 #![cfg(target_os = "linux")]
 

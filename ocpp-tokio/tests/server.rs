@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +11,6 @@ use common::*;
 use ocpp_server_core::{CallOutcome, Event, Request, Response};
 use ocpp_tokio::{
     v1_6, v2_0_1, CallError, CloseCode, CloseReason, ErrorCode, Message, OcppVersion, Server,
-    Settings,
 };
 
 fn reset_soft() -> v1_6::ResetRequest {
@@ -251,7 +249,9 @@ async fn every_call_error() {
     cp.late_error(&late2).await;
 
     // The per-connection call timeout (shorter than the config's).
-    assert!(handle.set_settings(Settings::default().call_timeout(Some(Duration::from_millis(100)))));
+    let settings = handle.settings();
+    assert_eq!(settings.get_call_timeout(), Duration::from_millis(400));
+    assert!(handle.set_settings(settings.call_timeout(Duration::from_millis(100))));
     let started = std::time::Instant::now();
     let call = tokio::spawn({
         let handle = handle.clone();
@@ -264,10 +264,8 @@ async fn every_call_error() {
         "{:?}",
         started.elapsed()
     );
-    // Let the core's own timer end that CALL before the next one.
-    tokio::time::sleep(Duration::from_millis(400)).await;
     cp.late_error(&late3).await;
-    handle.set_settings(Settings::default());
+    handle.set_settings(settings);
 
     // Disconnected: the charge point goes away before answering.
     let call = tokio::spawn({
@@ -459,7 +457,11 @@ async fn the_per_connection_idle_timeout_closes_with_1001() {
     let mut cp = TestCp::connect(server.addr, "IDLE", OcppVersion::V1_6).await;
     eventually("registered", || server.charge_points.get("IDLE").is_some()).await;
     let handle = server.charge_points.get("IDLE").unwrap();
-    handle.set_settings(Settings::default().idle_timeout(Some(Duration::from_millis(200))));
+    handle.set_settings(
+        handle
+            .settings()
+            .idle_timeout(Some(Duration::from_millis(200))),
+    );
     assert_eq!(
         handle.settings().get_idle_timeout(),
         Some(Duration::from_millis(200))
@@ -472,7 +474,33 @@ async fn the_per_connection_idle_timeout_closes_with_1001() {
             ..
         }
     ));
-    let _ = AtomicUsize::new(0).load(Ordering::Relaxed);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_pings_turned_off_for_one_charge_point() {
+    // Pings after 100 ms of silence, 100 ms for the pong: a charge point that does not read
+    // is dropped within about 200 ms, unless its pings are off (ocpp-rpc #80).
+    let config = server_config()
+        .ping_interval(Some(Duration::from_millis(100)))
+        .pong_timeout(Duration::from_millis(100));
+    let server = TestServer::start(config).await;
+    let (_quiet, quiet) = connected(&server, "QUIET").await;
+    let (_deaf, _) = connected(&server, "DEAF").await;
+    assert!(quiet.set_settings(quiet.settings().ping_interval(None)));
+    assert_eq!(quiet.settings().get_ping_interval(), None);
+    eventually("DEAF dropped", || !server.closes_of("DEAF").is_empty()).await;
+    assert_eq!(server.closes_of("DEAF"), [CloseReason::PongTimeout]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(quiet.is_connected(), "{:?}", server.closes_of("QUIET"));
+    // And back on: QUIET goes the same way.
+    quiet.set_settings(
+        quiet
+            .settings()
+            .ping_interval(Some(Duration::from_millis(100))),
+    );
+    eventually("QUIET dropped", || !server.closes_of("QUIET").is_empty()).await;
+    assert_eq!(server.closes_of("QUIET"), [CloseReason::PongTimeout]);
     server.stop().await;
 }
 
@@ -521,5 +549,109 @@ async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
         handle.send(stream).await,
         Err(ocpp_tokio::SendError::NeedsV21)
     );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_connection_serves_any_stream() {
+    let handler = Arc::new(TestHandler::default());
+    let server = Server::builder()
+        .config(server_config())
+        .handler(handler.clone())
+        .build();
+    assert!(server.local_addr().is_err());
+    let (client, served) = tokio::io::duplex(4096);
+    server.serve_connection(served);
+    let mut cp = TestCp::over(client, "in-memory", "DUPLEX", OcppVersion::V2_0_1, None);
+    assert!(matches!(cp.next_event().await, Event::Connected { .. }));
+    assert_eq!(cp.boot().await, "Accepted");
+    assert_eq!(server.connections(), 1);
+    assert_eq!(server.shutdown().await, 0);
+    assert!(matches!(
+        cp.expect_closed().await.reason,
+        CloseReason::PeerClosed {
+            code: Some(CloseCode::GOING_AWAY),
+            ..
+        }
+    ));
+    assert_eq!(server.connections(), 0);
+}
+
+/// A cluster stand-in: answers ClearCache for `FAR`, of the version it was asked in.
+struct FarNode;
+
+impl ocpp_tokio::Remote for FarNode {
+    fn call<'a>(
+        &'a self,
+        identity: &'a str,
+        request: ocpp_tokio::Request,
+    ) -> ocpp_tokio::RemoteCall<'a> {
+        Box::pin(async move {
+            if identity != "FAR" {
+                return Err(CallError::NotConnected);
+            }
+            assert_eq!(request.action(), "ClearCache");
+            Ok(v1_6::ClearCacheResponse::new(v1_6::ClearCacheStatus::Rejected).into())
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_routes_unknown_identities_to_the_remote() {
+    let builder = Server::builder().config(server_config()).remote(FarNode);
+    let server = TestServer::start_with(builder).await;
+    let typed = server
+        .charge_points
+        .call_typed("FAR", v1_6::ClearCacheRequest::default())
+        .await;
+    assert_eq!(typed.unwrap().status, v1_6::ClearCacheStatus::Rejected);
+    let raw = server
+        .charge_points
+        .call(
+            "FAR",
+            ocpp_tokio::Request::from(v1_6::ClearCacheRequest::default()),
+        )
+        .await;
+    assert!(matches!(raw, Ok(ocpp_tokio::Response::V1_6(_))));
+    // The remote answered 1.6 to a 2.0.1 request: WrongVersion.
+    let wrong = server
+        .charge_points
+        .call_typed("FAR", v2_0_1::ClearCacheRequest::default())
+        .await;
+    assert_eq!(wrong, Err(CallError::WrongVersion));
+    let nobody = server
+        .charge_points
+        .call_typed("NOBODY", v1_6::ClearCacheRequest::default());
+    assert_eq!(nobody.await, Err(CallError::NotConnected));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_closes_its_connection_and_on_close_runs() {
+    let server = TestServer::start(server_config()).await;
+    let (mut cp, handle) = connected(&server, "BYE").await;
+    assert_eq!(
+        server
+            .handler
+            .connects
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    handle.close(CloseCode::NORMAL, "bye");
+    match cp.expect_closed().await.reason {
+        CloseReason::PeerClosed { code, reason } => {
+            assert_eq!((code, reason.as_str()), (Some(CloseCode::NORMAL), "bye"));
+        }
+        other => panic!("{other:?}"),
+    }
+    eventually("on_close ran", || !server.closes_of("BYE").is_empty()).await;
+    assert_eq!(
+        server.closes_of("BYE"),
+        [CloseReason::LocalClose {
+            code: CloseCode::NORMAL
+        }]
+    );
+    assert!(!handle.is_connected());
+    assert!(server.charge_points.is_empty());
     server.stop().await;
 }
