@@ -1,9 +1,10 @@
 //! The [`ocpp_tokio::Handler`] over the shared [`Csms`]: upgrades, CALLs, SENDs and closes go
 //! to the CSMS application, and what a connection needs besides its `ChargePoint` handle (the
-//! CSMS session, the push sequence) lives in one table keyed by identity.
+//! CSMS session) lives in one table keyed by identity.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use ocpp_server_core::{CallOutcome, ChargePointIdentity, Closed, ErrorCode, Response};
 use ocpp_tokio::UpgradeRequest;
@@ -17,10 +18,6 @@ struct Session {
     /// The connection: a newer one of the same identity has another handle.
     cp: ChargePoint,
     id: SessionId,
-    /// Sequence number of the last push DataTransfer.
-    push_seq: u64,
-    /// A push of ours waits for its answer: the next tick skips this charge point.
-    push_in_flight: bool,
 }
 
 /// The application the tokio server serves: the [`Csms`], and the CSMS session of every
@@ -30,6 +27,8 @@ pub(super) struct App {
     pub(super) csms: Arc<Csms>,
     /// `wss://`: the transport [`Csms::on_upgrade`] is told of.
     tls: bool,
+    /// `--push-interval-ms`.
+    push_interval: Option<Duration>,
     sessions: Mutex<HashMap<ChargePointIdentity, Session>>,
 }
 
@@ -45,10 +44,11 @@ pub(super) enum Ended {
 }
 
 impl App {
-    pub(super) fn new(csms: Arc<Csms>, tls: bool) -> Self {
+    pub(super) fn new(csms: Arc<Csms>, tls: bool, push_interval: Option<Duration>) -> Self {
         App {
             csms,
             tls,
+            push_interval,
             sessions: Mutex::new(HashMap::new()),
         }
     }
@@ -75,12 +75,7 @@ impl App {
             return None;
         }
         let id = self.csms.on_connected(identity, cp.version());
-        let session = Session {
-            cp: cp.clone(),
-            id,
-            push_seq: 0,
-            push_in_flight: false,
-        };
+        let session = Session { cp: cp.clone(), id };
         // A newer connection replaces the older one's entry; the older one's `on_close` then
         // leaves the CSMS alone (the CSMS already moved to the new session).
         sessions.insert(identity.clone(), session);
@@ -90,34 +85,6 @@ impl App {
     /// Opens `cp`'s CSMS session if it has none yet (see [`App::session`]).
     pub(super) fn open(&self, cp: &ChargePoint) {
         let _ = self.session(cp);
-    }
-
-    /// One push tick: first clears the pushes `answered` since the last tick, then returns
-    /// the charge points to push to with their sequence numbers. A charge point whose push is
-    /// still unanswered is skipped but takes its number, so the skip shows as a gap (as
-    /// [`crate::csms::push::send_next`] does).
-    pub(super) fn push_targets(&self, answered: &mut Vec<ChargePoint>) -> Vec<(ChargePoint, u64)> {
-        let mut sessions = self.sessions();
-        for cp in answered.drain(..) {
-            if let Some(identity) = cp.charge_point_identity() {
-                if let Some(session) = sessions.get_mut(identity) {
-                    if session.cp == cp {
-                        session.push_in_flight = false;
-                    }
-                }
-            }
-        }
-        let mut due = Vec::with_capacity(sessions.len());
-        for session in sessions.values_mut() {
-            session.push_seq += 1;
-            if session.push_in_flight {
-                self.csms.metrics().pushes_skipped.inc();
-            } else {
-                session.push_in_flight = true;
-                due.push((session.cp.clone(), session.push_seq));
-            }
-        }
-        due
     }
 
     /// Tells the CSMS how one of our CALLs to `cp` ended. `ChargePoint::call_raw` reports only
@@ -191,6 +158,10 @@ impl Handler for App {
                 version = cp.version().as_str(),
                 "connected"
             );
+            if let Some(interval) = self.push_interval {
+                // This task is the charge point's own: it pushes until the connection ends.
+                super::push::pusher(self, cp, interval).await;
+            }
         }
     }
 

@@ -9,7 +9,8 @@
 //! - `admin`: the admin HTTP interface on axum over [`ocpp_tokio::ChargePoints`]
 //!   (`GET /chargepoints`, `GET /chargepoints/ID`, `POST /chargepoints/ID/call/ACTION`,
 //!   `GET /metrics`), routed by [`crate::csms::admin::route`];
-//! - `push`: `--push-interval-ms`, a DataTransfer to every charge point per tick;
+//! - `push`: `--push-interval-ms`, a DataTransfer to each charge point per interval, from the
+//!   task `on_connect` runs in;
 //! - here: the listeners, the accept loop (which counts sockets) and shutdown.
 
 mod admin;
@@ -99,7 +100,6 @@ pub struct Server {
     admin: Option<TcpListener>,
     local_addr: SocketAddr,
     admin_addr: Option<SocketAddr>,
-    push_interval: Option<Duration>,
     app: Arc<App>,
     ocpp: ocpp_tokio::Server<Arc<App>>,
     shutdown: Arc<watch::Sender<bool>>,
@@ -112,7 +112,11 @@ impl Server {
         let local_addr = listener.local_addr()?;
         let admin = config.admin.map(bind_listener).transpose()?;
         let admin_addr = admin.as_ref().map(TcpListener::local_addr).transpose()?;
-        let app = Arc::new(App::new(Arc::clone(&csms), config.tls.is_some()));
+        let app = Arc::new(App::new(
+            Arc::clone(&csms),
+            config.tls.is_some(),
+            config.push_interval,
+        ));
         let mut builder = ocpp_tokio::Server::builder()
             .config(config.connection)
             .shutdown_timeout(SHUTDOWN_TIMEOUT)
@@ -129,7 +133,6 @@ impl Server {
             admin,
             local_addr,
             admin_addr,
-            push_interval: config.push_interval,
             app,
             ocpp: builder.build(),
             shutdown: Arc::new(shutdown),
@@ -157,7 +160,6 @@ impl Server {
         let Server {
             listener,
             admin,
-            push_interval,
             app,
             ocpp,
             shutdown,
@@ -183,13 +185,6 @@ impl Server {
                 }
             })
         });
-        if let Some(interval) = push_interval {
-            tokio::spawn(push::ticker(
-                Arc::clone(&app),
-                interval,
-                shutdown.subscribe(),
-            ));
-        }
         while !*stop.borrow_and_update() {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
