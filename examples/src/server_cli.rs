@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ocpp_frame::deflate::DeflateConfig;
-use ocpp_server_core::{ConnectionConfig, DeflatePolicy};
+use ocpp_server_core::{ConnectionConfig, DeflatePolicy, NoCommonVersion};
 
-use crate::csms::{Credentials, Csms, CsmsConfig};
+use crate::csms::{BootPolicy, Credentials, Csms, CsmsConfig, TokenStore};
 use crate::tls::{self, TlsError};
 
 /// Where charge points connect unless `--listen` says otherwise.
@@ -37,7 +37,13 @@ Options:
   --admin ADDR|off       admin HTTP interface (default {DEFAULT_ADMIN}; `off` disables it):
                            GET  /chargepoints                       connected charge points (JSON)
                            GET  /chargepoints/ID                    one charge point (JSON)
+                           GET  /chargepoints/ID/notifications[/ACTION]  what it reported
+                           GET|PUT|DELETE /chargepoints/ID/boot     its boot policy
+                                                                    ({{\"status\":\"Pending\"}})
                            POST /chargepoints/ID/call/ACTION        send a CALL, JSON payload as body
+                           GET  /tokens                             the token store
+                           GET|PUT|DELETE /tokens/ID                one token
+                                                                    ({{\"status\":\"Blocked\",\"group\":\"G\"}})
                            GET  /metrics                            Prometheus text
   --threads N            {threads} (default 1)
   --push-interval-ms N   every N ms send each charge point a DataTransfer
@@ -56,6 +62,33 @@ Options:
                          connection holds no compression state), `context` (context takeover
                          when offered: better ratios, about 430 KB per connection that has
                          compressed both ways) or `off`
+  --tokens FILE          answer Authorize, Start/StopTransaction and TransactionEvent from
+                         a token store: lines `idToken status [groupIdToken|-] [expiry]`
+                         (status Accepted, Blocked, ConcurrentTx, Expired, Invalid, NoCredit,
+                         NotAllowedTypeEVSE, NotAtThisLocation, NotAtThisTime or Unknown;
+                         expiry RFC 3339); unknown tokens get Invalid (1.6) / Unknown (2.x).
+                         Without it every token is Accepted
+  --master-pass ID       the master pass group id (OCPP 2.0.1 C16): this token, and tokens
+                         of this group, are Accepted with it as groupIdToken (1.6:
+                         parentIdTag), so that stations let them stop any transaction;
+                         without --tokens, the store holds only the master pass
+  --boot-policy POLICY   the answer to BootNotification: accepted (default), pending or
+                         rejected; while not accepted a station's other CALLs get
+                         SecurityError (per-station: PUT /chargepoints/ID/boot)
+  --data-transfer-vendor ID
+                         a DataTransfer vendorId this CSMS knows (repeatable; default
+                         ocpp-ws): its DataTransfer is Accepted, others get UnknownVendorId
+  --no-common-version MODE
+                         when a client offers no subprotocol we speak: `accept-then-close`
+                         (default; OCPP-J 1.6 §3.2, 2.0.1 §3.1.2: complete the handshake
+                         without Sec-WebSocket-Protocol, then close) or `reject-400` (refuse
+                         the upgrade with 400, which the OCTT cases TC_088_CSMS and
+                         TC_B_58_CSMS expect: use it for a compliance run)
+  --redis URL            join a cluster of nodes on this Redis (redis://HOST:PORT/): charge
+                         points are claimed in Redis, a newer connection on another node
+                         closes this one (1008), and an admin command for a charge point held
+                         by another node is routed there (needs --node-id)
+  --node-id NAME         this node's id, unique in the cluster (needs --redis)
   -h, --help             print this help
 
 Logs go to stderr (RUST_LOG filters them, default `info`: one line per connect and disconnect).
@@ -85,6 +118,20 @@ pub struct Args {
     pub client_ca: Option<PathBuf>,
     /// `--deflate`.
     pub deflate: DeflatePolicy,
+    /// `--tokens`.
+    pub tokens: Option<PathBuf>,
+    /// `--master-pass`.
+    pub master_pass: Option<String>,
+    /// `--boot-policy`.
+    pub boot_policy: BootPolicy,
+    /// `--data-transfer-vendor` (empty: the default).
+    pub data_transfer_vendors: Vec<String>,
+    /// `--no-common-version`.
+    pub no_common_version: NoCommonVersion,
+    /// `--redis`: the cluster's Redis URL; `None`: a single process.
+    pub redis: Option<String>,
+    /// `--node-id`: this node's id in the cluster.
+    pub node_id: Option<String>,
 }
 
 /// Parses `--flag value` and `--flag=value` by hand: few options, no dependency. `Ok(None)`
@@ -100,6 +147,13 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
         tls_key: None,
         client_ca: None,
         deflate: ConnectionConfig::default().get_deflate(),
+        tokens: None,
+        master_pass: None,
+        boot_policy: BootPolicy::Accepted,
+        data_transfer_vendors: Vec::new(),
+        no_common_version: NoCommonVersion::AcceptThenClose,
+        redis: None,
+        node_id: None,
     };
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -161,12 +215,58 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
             "--tls-cert" => parsed.tls_cert = Some(PathBuf::from(value()?)),
             "--tls-key" => parsed.tls_key = Some(PathBuf::from(value()?)),
             "--client-ca" => parsed.client_ca = Some(PathBuf::from(value()?)),
+            "--tokens" => parsed.tokens = Some(PathBuf::from(value()?)),
+            "--master-pass" => {
+                let id = value()?;
+                if id.is_empty() || id.chars().count() > 36 {
+                    return Err("--master-pass takes an idToken of 1 to 36 characters".into());
+                }
+                parsed.master_pass = Some(id);
+            }
+            "--boot-policy" => {
+                let policy = value()?;
+                parsed.boot_policy = BootPolicy::parse(&policy).ok_or_else(|| {
+                    format!("--boot-policy takes accepted, pending or rejected, not `{policy}`")
+                })?;
+            }
+            "--data-transfer-vendor" => {
+                let id = value()?;
+                if id.is_empty() || id.chars().count() > 255 {
+                    return Err("--data-transfer-vendor takes 1 to 255 characters".into());
+                }
+                parsed.data_transfer_vendors.push(id);
+            }
+            "--no-common-version" => {
+                parsed.no_common_version = match value()?.as_str() {
+                    "accept-then-close" => NoCommonVersion::AcceptThenClose,
+                    "reject-400" => NoCommonVersion::Reject400,
+                    other => {
+                        return Err(format!(
+                            "--no-common-version takes accept-then-close or reject-400, not \
+                             `{other}`"
+                        ))
+                    }
+                };
+            }
+            "--redis" => parsed.redis = Some(value()?),
+            "--node-id" => {
+                let id = value()?;
+                if id.is_empty() {
+                    return Err("--node-id takes a non-empty name".into());
+                }
+                parsed.node_id = Some(id);
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
     match (&parsed.tls_cert, &parsed.tls_key) {
         (Some(_), None) => return Err("--tls-cert needs --tls-key".into()),
         (None, Some(_)) => return Err("--tls-key needs --tls-cert".into()),
+        _ => {}
+    }
+    match (&parsed.redis, &parsed.node_id) {
+        (Some(_), None) => return Err("--redis needs --node-id".into()),
+        (None, Some(_)) => return Err("--node-id needs --redis".into()),
         _ => {}
     }
     if parsed.client_ca.is_some() {
@@ -217,11 +317,27 @@ pub fn csms(args: &Args) -> Result<Csms, Box<dyn std::error::Error>> {
     if args.client_ca.is_some() {
         tracing::info!("client certificates required (security profile 3)");
     }
-    Ok(Csms::new(
-        CsmsConfig::default()
-            .credentials(credentials)
-            .client_certificates(args.client_ca.is_some()),
-    ))
+    let tokens = match &args.tokens {
+        Some(path) => {
+            let tokens = TokenStore::load(path)?.with_master_pass(args.master_pass.clone());
+            tracing::info!(tokens = tokens.len(), "token store on");
+            Some(tokens)
+        }
+        // A master pass alone: a store with no other token (every other one is refused).
+        None => args
+            .master_pass
+            .clone()
+            .map(|master| TokenStore::default().with_master_pass(Some(master))),
+    };
+    let mut config = CsmsConfig::default()
+        .credentials(credentials)
+        .client_certificates(args.client_ca.is_some())
+        .tokens(tokens)
+        .boot_policy(args.boot_policy);
+    if !args.data_transfer_vendors.is_empty() {
+        config = config.data_transfer_vendors(args.data_transfer_vendors.clone());
+    }
+    Ok(Csms::new(config))
 }
 
 /// The TLS configuration of `--tls-cert`, `--tls-key` and `--client-ca`; `None` without
@@ -241,12 +357,14 @@ pub fn tls_config(args: &Args) -> Result<Option<Arc<rustls::ServerConfig>>, TlsE
 
 /// The connection settings both servers use: pings detect dead links, and charge points that
 /// only send a Heartbeat every 300 s must not be dropped as idle, so the idle timeout is off.
-/// Closing waits at most 3 s for the peer.
+/// Closing waits at most 3 s for the peer. `--no-common-version` decides what a client that
+/// offers no subprotocol we speak gets.
 pub fn connection_config(args: &Args) -> ConnectionConfig {
     ConnectionConfig::default()
         .idle_timeout(None)
         .close_timeout(Duration::from_secs(3))
         .deflate(args.deflate.clone())
+        .no_common_version(args.no_common_version)
 }
 
 /// Raises the soft limit of open files to the hard limit: each connection is a descriptor.
@@ -296,6 +414,64 @@ mod tests {
         assert!(parse(&["--threads", "0"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
         assert!(parse(&["--listen"]).is_err());
+        let args = parse(&["--redis", "redis://127.0.0.1:6379/", "--node-id=a"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(args.redis.as_deref(), Some("redis://127.0.0.1:6379/"));
+        assert_eq!(args.node_id.as_deref(), Some("a"));
+        assert!(parse(&["--redis", "redis://127.0.0.1/"]).is_err());
+        assert!(parse(&["--node-id", "a"]).is_err());
+    }
+
+    #[test]
+    fn csms_flags() {
+        let args = parse(&[]).unwrap().unwrap();
+        assert_eq!(args.boot_policy, BootPolicy::Accepted);
+        assert_eq!(
+            connection_config(&args).get_no_common_version(),
+            NoCommonVersion::AcceptThenClose
+        );
+        let args = parse(&[
+            "--boot-policy",
+            "pending",
+            "--no-common-version=reject-400",
+            "--master-pass",
+            "MASTER",
+            "--data-transfer-vendor",
+            "acme",
+            "--data-transfer-vendor",
+            "other",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(args.boot_policy, BootPolicy::Pending);
+        assert_eq!(
+            connection_config(&args).get_no_common_version(),
+            NoCommonVersion::Reject400
+        );
+        assert_eq!(args.data_transfer_vendors, ["acme", "other"]);
+        let app = super::csms(&args).unwrap();
+        assert_eq!(app.config().get_boot_policy(), BootPolicy::Pending);
+        assert_eq!(app.tokens().unwrap().master_pass(), Some("MASTER"));
+        for bad in [
+            &["--boot-policy", "maybe"][..],
+            &["--no-common-version", "close"],
+            &["--master-pass", ""],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+        let dir = std::env::temp_dir().join(format!("server-cli-tokens-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("tokens.txt");
+        std::fs::write(&file, "TAG1 Accepted\nTAG2 Blocked G\n").unwrap();
+        let args = parse(&["--tokens", file.to_str().unwrap()])
+            .unwrap()
+            .unwrap();
+        assert_eq!(super::csms(&args).unwrap().tokens().unwrap().len(), 2);
+        std::fs::write(&file, "TAG1 Sometimes\n").unwrap();
+        let error = super::csms(&args).unwrap_err().to_string();
+        assert!(error.contains("line 1"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -158,6 +158,9 @@ impl Encoder {
     /// ```
     pub fn start_frame(&self, out: &mut Vec<u8>) -> FrameInProgress {
         let start = out.len();
+        // Room for the header and a typical OCPP message, so that writing the payload does
+        // not grow the buffer step by step (one allocation instead of several).
+        out.reserve(crate::frame::MAX_HEADER_LEN + 242);
         out.resize(start + crate::frame::MAX_HEADER_LEN, 0);
         FrameInProgress { start }
     }

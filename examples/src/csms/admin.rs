@@ -6,8 +6,17 @@
 //! | request | answer |
 //! | --- | --- |
 //! | `GET /chargepoints` | 200, JSON list of connected charge points |
-//! | `GET /chargepoints/{identity}` | 200, one charge point (connected or not), 404 unknown |
-//! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload |
+//! | `GET /chargepoints/{identity}` | 200, one charge point (connected or not; with its notification counts, last status per kind, boot policy and seqNo gaps), 404 unknown |
+//! | `GET /chargepoints/{identity}/notifications` | 200, the notifications kept, by action (`{"NotifyEvent":[{"at","payload"}...]...}`) |
+//! | `GET /chargepoints/{identity}/notifications/{Action}` | 200, the notifications of one action, oldest first |
+//! | `GET /chargepoints/{identity}/boot` | 200, `{"policy","default","answered"}`: its own policy (or null), the CSMS default, its last BootNotification's answer |
+//! | `PUT /chargepoints/{identity}/boot` + `{"status":"Accepted"\|"Pending"\|"Rejected"}` | 200; the next BootNotification gets it (known or not yet seen) |
+//! | `DELETE /chargepoints/{identity}/boot` | 200; back to the default policy |
+//! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload; a SetVariables `SecurityCtrlr.BasicAuthPassword` / ChangeConfiguration `AuthorizationKey` changes the Basic password once accepted ([`Csms::on_command`]) |
+//! | `GET /tokens` | 200, `{"enabled","master_pass","tokens":{ID:{"status","group","expiry"}}}` |
+//! | `GET /tokens/{idToken}` | 200, one token, 404 unknown |
+//! | `PUT /tokens/{idToken}` + `{"status", "group"?, "expiry"?}` | 200; the first edit turns the store on (unknown tokens are refused from then on) |
+//! | `DELETE /tokens/{idToken}` | 200, 404 unknown |
 //! | `GET /metrics` | 200, Prometheus text |
 //!
 //! One request per connection (`Connection: close`): simple, and admin traffic is light.
@@ -29,7 +38,7 @@ use ocpp_messages::{v1_6, v2_0_1, v2_1, DecodeError};
 use ocpp_server_core::{CallOutcome, ChargePointIdentity, RefusalReason, Request, Response};
 use serde_json::{json, Value};
 
-use super::{date_time, ChargePoint, Csms};
+use super::{date_time, BootPolicy, ChargePoint, Csms, TokenEntry, TokenStatus, TokenStore};
 
 /// The largest request head (request line and headers).
 pub const MAX_HEAD: usize = 8 * 1024;
@@ -232,8 +241,96 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
                 Err(_) => return Route::Respond(HttpResponse::error(400, "body is not UTF-8")),
             };
             match decode_command(version, action, body) {
-                Ok(request) => return Route::Call { identity, request },
+                Ok(request) => {
+                    csms.on_command(&identity, &request);
+                    return Route::Call { identity, request };
+                }
                 Err(error) => HttpResponse::error(400, &format!("{action}: {error}")),
+            }
+        }
+        ("GET", ["chargepoints", identity, "notifications"]) => {
+            with_charge_point(csms, identity, |cp| {
+                let all: serde_json::Map<String, Value> = cp
+                    .notifications
+                    .iter()
+                    .map(|(kind, list)| ((*kind).to_owned(), notifications_json(list)))
+                    .collect();
+                Value::Object(all)
+            })
+        }
+        ("GET", ["chargepoints", identity, "notifications", kind]) => {
+            with_charge_point(csms, identity, |cp| {
+                cp.notifications
+                    .get(kind)
+                    .map_or(Value::Array(Vec::new()), notifications_json)
+            })
+        }
+        ("GET", ["chargepoints", identity, "boot"]) => with_charge_point(csms, identity, |cp| {
+            json!({
+                "policy": cp.boot_policy.map(BootPolicy::as_str),
+                "default": csms.config().get_boot_policy().as_str(),
+                "answered": cp.boot_status.map(BootPolicy::as_str),
+            })
+        }),
+        ("PUT" | "DELETE", ["chargepoints", identity, "boot"]) => {
+            let identity = match parse_identity(identity) {
+                Ok(identity) => identity,
+                Err(response) => return Route::Respond(response),
+            };
+            let policy = if method == "PUT" {
+                let status = body_json(request)
+                    .ok()
+                    .and_then(|v| v["status"].as_str().and_then(BootPolicy::parse));
+                match status {
+                    Some(policy) => Some(policy),
+                    None => {
+                        return Route::Respond(HttpResponse::error(
+                            400,
+                            "expected {\"status\":\"Accepted\"|\"Pending\"|\"Rejected\"}",
+                        ))
+                    }
+                }
+            } else {
+                None
+            };
+            csms.set_boot_policy(&identity, policy);
+            HttpResponse::json(
+                200,
+                &json!({ "identity": identity.as_str(), "policy": policy.map(BootPolicy::as_str) }),
+            )
+        }
+        ("GET", ["tokens"]) => {
+            let store = csms.tokens();
+            let tokens: serde_json::Map<String, Value> = store
+                .iter()
+                .flat_map(TokenStore::iter)
+                .map(|(id, entry)| (id.to_owned(), token_json(entry)))
+                .collect();
+            HttpResponse::json(
+                200,
+                &json!({
+                    "enabled": store.is_some(),
+                    "master_pass": store.as_ref().and_then(TokenStore::master_pass),
+                    "tokens": tokens,
+                }),
+            )
+        }
+        ("GET", ["tokens", token]) => match csms.tokens().as_ref().and_then(|s| s.get(token)) {
+            Some(entry) => HttpResponse::json(200, &token_json(entry)),
+            None => HttpResponse::error(404, &format!("unknown token {token}")),
+        },
+        ("PUT", ["tokens", token]) => match token_entry(request) {
+            Ok(entry) => match csms.edit_tokens(|store| store.insert(token, entry.clone())) {
+                Ok(()) => HttpResponse::json(200, &token_json(&entry)),
+                Err(error) => HttpResponse::error(400, &error),
+            },
+            Err(error) => HttpResponse::error(400, &error),
+        },
+        ("DELETE", ["tokens", token]) => {
+            if csms.tokens().is_some() && csms.edit_tokens(|store| store.remove(token)) {
+                HttpResponse::json(200, &json!({ "deleted": token }))
+            } else {
+                HttpResponse::error(404, &format!("unknown token {token}"))
             }
         }
         ("GET", ["metrics"]) => HttpResponse {
@@ -241,8 +338,11 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
             content_type: "text/plain; version=0.0.4; charset=utf-8",
             body: csms.metrics().render().into_bytes(),
         },
-        (_, ["chargepoints"] | ["chargepoints", _] | ["metrics"])
-        | (_, ["chargepoints", _, "call", _]) => HttpResponse::error(405, "method not allowed"),
+        (_, ["chargepoints"] | ["chargepoints", _] | ["metrics"] | ["tokens"] | ["tokens", _])
+        | (_, ["chargepoints", _, "call", _] | ["chargepoints", _, "boot"])
+        | (_, ["chargepoints", _, "notifications"] | ["chargepoints", _, "notifications", _]) => {
+            HttpResponse::error(405, "method not allowed")
+        }
         _ => HttpResponse::error(404, "no such resource"),
     };
     Route::Respond(response)
@@ -302,6 +402,69 @@ fn response_json(response: &Response) -> Value {
     serde_json::to_value(response).unwrap_or(Value::Null)
 }
 
+/// 200 with `show(cp)`, 404 for a charge point never seen, 400 for a bad identity.
+fn with_charge_point(
+    csms: &Csms,
+    identity: &str,
+    show: impl FnOnce(&ChargePoint) -> Value,
+) -> HttpResponse {
+    match parse_identity(identity) {
+        Ok(identity) => match csms.charge_point(&identity) {
+            Some(cp) => HttpResponse::json(200, &show(&cp)),
+            None => HttpResponse::error(404, &format!("unknown charge point {identity}")),
+        },
+        Err(response) => response,
+    }
+}
+
+fn body_json(request: &AdminRequest) -> Result<Value, String> {
+    serde_json::from_slice(&request.body).map_err(|e| format!("body is not JSON: {e}"))
+}
+
+/// A token from a PUT body `{"status", "group"?, "expiry"?}`.
+fn token_entry(request: &AdminRequest) -> Result<TokenEntry, String> {
+    let body = body_json(request)?;
+    let status = body["status"]
+        .as_str()
+        .and_then(TokenStatus::parse)
+        .ok_or_else(|| {
+            let all: Vec<&str> = TokenStatus::ALL.iter().map(|s| s.as_str()).collect();
+            format!("`status` must be one of {}", all.join(", "))
+        })?;
+    let mut entry = TokenEntry::new(status);
+    match &body["group"] {
+        Value::Null => {}
+        Value::String(group) if !group.is_empty() && group.chars().count() <= 36 => {
+            entry = entry.with_group(group.as_str());
+        }
+        _ => return Err("`group` must be a string of 1 to 36 characters".into()),
+    }
+    match &body["expiry"] {
+        Value::Null => {}
+        Value::String(expiry) => {
+            let expiry = ocpp_messages::DateTime::parse(expiry)
+                .map_err(|_| format!("`expiry` {expiry:?} is not an RFC 3339 date-time"))?;
+            entry = entry.with_expiry(expiry);
+        }
+        _ => return Err("`expiry` must be an RFC 3339 date-time".into()),
+    }
+    Ok(entry)
+}
+
+fn token_json(entry: &TokenEntry) -> Value {
+    json!({
+        "status": entry.status.as_str(),
+        "group": entry.group,
+        "expiry": entry.expiry.as_ref().map(|e| e.as_str()),
+    })
+}
+
+fn notifications_json(list: &std::collections::VecDeque<super::Notification>) -> Value {
+    list.iter()
+        .map(|n| json!({ "at": time_json(n.at), "payload": n.payload }))
+        .collect()
+}
+
 fn parse_identity(segment: &str) -> Result<ChargePointIdentity, HttpResponse> {
     ChargePointIdentity::from_path(&format!("/{segment}"), false)
         .map_err(|e| HttpResponse::error(400, &format!("bad identity: {e}")))
@@ -340,7 +503,24 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
                 "meter_last_wh": t.meter_last_wh,
                 "energy_wh": t.energy_wh(),
                 "samples": t.samples,
+                "last_seq_no": t.last_seq_no,
             })
+        })
+        .collect();
+    // Per kind: how many arrived, when the last did, and its `status` if it has one
+    // (FirmwareStatusNotification, LogStatusNotification...). The payloads are at
+    // `/chargepoints/ID/notifications`.
+    let notifications: serde_json::Map<String, Value> = cp
+        .notification_counts
+        .iter()
+        .map(|(kind, count)| {
+            let last = cp.notifications.get(kind).and_then(|list| list.back());
+            let value = json!({
+                "count": count,
+                "last_at": last.map(|n| time_json(n.at)),
+                "last_status": last.and_then(|n| n.payload.get("status")).cloned(),
+            });
+            ((*kind).to_owned(), value)
         })
         .collect();
     json!({
@@ -360,6 +540,17 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
         "last_heartbeat": cp.last_heartbeat.map(time_json),
         "connectors": connectors,
         "transactions": transactions,
+        "boot_policy": cp.boot_policy.map(BootPolicy::as_str),
+        "notifications": notifications,
+        "seq_no_gaps": {
+            "count": cp.seq_no_gap_count,
+            "recent": cp.seq_no_gaps.iter().map(|g| json!({
+                "transaction": g.transaction,
+                "expected": g.expected,
+                "received": g.received,
+                "at": time_json(g.at),
+            })).collect::<Vec<_>>(),
+        },
     })
 }
 

@@ -2,12 +2,13 @@
 //! per-version handlers translate their typed messages into these calls.
 
 use ocpp_server_core::ChargePointIdentity;
-use std::collections::BTreeMap;
+use serde_json::Value;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::SystemTime;
 
 use ocpp_messages::version::OcppVersion;
 
-use super::SessionId;
+use super::{BootPolicy, SessionId};
 
 /// One charge point: its live session (if connected), what it said at boot, its connectors and
 /// its transactions. Kept after it disconnects, so that a transaction started before a
@@ -27,6 +28,49 @@ pub struct ChargePoint {
     pub connectors: BTreeMap<String, ConnectorState>,
     /// Transactions, active and the last few ended, in the order they started.
     pub transactions: Vec<Transaction>,
+    /// What the charge point reported beyond the typed state above (NotifyEvent,
+    /// NotifyReport, FirmwareStatusNotification, SecurityEventNotification, DataTransfer...),
+    /// by action: the last few of each kind, oldest first.
+    pub notifications: BTreeMap<&'static str, VecDeque<Notification>>,
+    /// How many notifications of each kind arrived in all (including those dropped).
+    pub notification_counts: BTreeMap<&'static str, u64>,
+    /// This station's boot policy, overriding the CSMS default (`PUT /chargepoints/ID/boot`).
+    pub boot_policy: Option<BootPolicy>,
+    /// What its last BootNotification was answered; `None` before the first.
+    pub boot_status: Option<BootPolicy>,
+    /// Whether we sent it a TriggerMessage since its last BootNotification (a Pending
+    /// station may then send what was triggered, see [`super::boot`]).
+    pub triggered: bool,
+    /// OCPP 2.x TransactionEvent `seqNo` gaps and repeats noticed (E: seqNo is incremental
+    /// per transaction), the last few.
+    pub seq_no_gaps: VecDeque<SeqNoGap>,
+    /// How many gaps were noticed in all.
+    pub seq_no_gap_count: u64,
+}
+
+/// One report of a charge point, as it arrived.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Notification {
+    /// When it arrived.
+    pub at: SystemTime,
+    /// The payload as JSON.
+    pub payload: Value,
+}
+
+/// A TransactionEvent whose `seqNo` was not the one after the last (OCPP 2.0.1 E: messages
+/// lost, or sent again).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SeqNoGap {
+    /// The transaction.
+    pub transaction: String,
+    /// The seqNo expected (the last plus one).
+    pub expected: i64,
+    /// The seqNo received.
+    pub received: i64,
+    /// When it arrived.
+    pub at: SystemTime,
 }
 
 /// A live WebSocket connection of a charge point.
@@ -96,6 +140,8 @@ pub struct Transaction {
     pub meter_last_wh: Option<f64>,
     /// How many sampled values arrived for it.
     pub samples: u64,
+    /// 2.x: the last TransactionEvent `seqNo`.
+    pub last_seq_no: Option<i64>,
 }
 
 impl Transaction {
@@ -149,17 +195,77 @@ impl ChargePoint {
             last_heartbeat: None,
             connectors: BTreeMap::new(),
             transactions: Vec::new(),
+            notifications: BTreeMap::new(),
+            notification_counts: BTreeMap::new(),
+            boot_policy: None,
+            boot_status: None,
+            triggered: false,
+            seq_no_gaps: VecDeque::new(),
+            seq_no_gap_count: 0,
         }
     }
 
-    /// The registration status to show: `Accepted` once booted (this CSMS accepts every
-    /// BootNotification), `Unregistered` before.
+    /// The registration status to show: what its last BootNotification was answered
+    /// (`Accepted`, `Pending`, `Rejected`), `Unregistered` before the first.
     pub fn status(&self) -> &'static str {
-        if self.registration.is_some() {
-            "Accepted"
-        } else {
-            "Unregistered"
+        match self.boot_status {
+            Some(status) => status.as_str(),
+            None => "Unregistered",
         }
+    }
+
+    /// Keeps a report, dropping the oldest of its kind past `keep`.
+    pub fn record_notification(
+        &mut self,
+        kind: &'static str,
+        payload: Value,
+        keep: usize,
+        at: SystemTime,
+    ) {
+        *self.notification_counts.entry(kind).or_default() += 1;
+        if keep == 0 {
+            return;
+        }
+        let list = self.notifications.entry(kind).or_default();
+        while list.len() >= keep {
+            list.pop_front();
+        }
+        list.push_back(Notification { at, payload });
+    }
+
+    /// Notes a TransactionEvent `seqNo` of a transaction: a gap or repeat is counted, logged
+    /// and kept (the last `keep`). Returns whether it was one.
+    pub fn note_seq_no(
+        &mut self,
+        transaction: &str,
+        seq_no: i64,
+        keep: usize,
+        at: SystemTime,
+    ) -> bool {
+        let Some(t) = self.transaction_mut(transaction) else {
+            return false;
+        };
+        let last = t.last_seq_no.replace(seq_no);
+        let Some(expected) = last.map(|l| l.saturating_add(1)) else {
+            return false;
+        };
+        if seq_no == expected {
+            return false;
+        }
+        tracing::warn!(identity = %self.identity, transaction, expected, received = seq_no, "TransactionEvent seqNo gap");
+        self.seq_no_gap_count += 1;
+        if keep > 0 {
+            while self.seq_no_gaps.len() >= keep {
+                self.seq_no_gaps.pop_front();
+            }
+            self.seq_no_gaps.push_back(SeqNoGap {
+                transaction: transaction.into(),
+                expected,
+                received: seq_no,
+                at,
+            });
+        }
+        true
     }
 
     /// Records a connector status.
@@ -217,6 +323,7 @@ impl ChargePoint {
             meter_start_wh,
             meter_last_wh: meter_start_wh,
             samples: 0,
+            last_seq_no: None,
         });
         let last = self.transactions.len() - 1;
         &mut self.transactions[last]

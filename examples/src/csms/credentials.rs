@@ -35,6 +35,9 @@ fn password_digest(password: &[u8]) -> Digest {
 pub struct Credentials {
     /// Identity to the digest of its password.
     passwords: HashMap<String, Digest>,
+    /// Identity to the digest of the password we asked it to change to (SetVariables
+    /// BasicAuthPassword, ChangeConfiguration AuthorizationKey), until it answers.
+    proposed: HashMap<String, Digest>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -42,6 +45,7 @@ impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Credentials")
             .field("identities", &self.passwords.len())
+            .field("changes_pending", &self.proposed.len())
             .finish()
     }
 }
@@ -97,7 +101,35 @@ impl Credentials {
             }
             passwords.insert(identity.to_owned(), password_digest(password.as_bytes()));
         }
-        Ok(Credentials { passwords })
+        Ok(Credentials {
+            passwords,
+            proposed: HashMap::new(),
+        })
+    }
+
+    /// Notes a password change we are asking the charge point to make (OCPP 2.0.1 A01,
+    /// 1.6 security whitepaper §2.3): kept aside until [`Credentials::settle`].
+    pub fn propose(&mut self, identity: &ChargePointIdentity, password: &[u8]) {
+        self.proposed
+            .insert(identity.as_str().to_owned(), password_digest(password));
+    }
+
+    /// The charge point answered the change: with `accepted` the proposed password replaces
+    /// the old one from its next connection on (the connection it is on stays open); either
+    /// way the proposal is gone. Returns whether a password changed.
+    pub fn settle(&mut self, identity: &ChargePointIdentity, accepted: bool) -> bool {
+        match self.proposed.remove(identity.as_str()) {
+            Some(digest) if accepted => {
+                self.passwords.insert(identity.as_str().to_owned(), digest);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a change is waiting for the charge point's answer.
+    pub fn has_proposal(&self, identity: &ChargePointIdentity) -> bool {
+        self.proposed.contains_key(identity.as_str())
     }
 
     /// How many identities have a password.
@@ -159,6 +191,23 @@ mod tests {
         assert!(credentials.check(&identity("CP1"), None).is_err());
         let unknown = BasicCredentials::new(b"CP9", b"x").unwrap();
         assert!(credentials.check(&identity("CP9"), Some(&unknown)).is_err());
+    }
+
+    #[test]
+    fn a_proposed_password_counts_once_accepted() {
+        let mut credentials = Credentials::parse("CP1:old-password-0000\n").unwrap();
+        let cp1 = identity("CP1");
+        let old = BasicCredentials::new(b"CP1", b"old-password-0000").unwrap();
+        let new = BasicCredentials::new(b"CP1", b"new-password-1111").unwrap();
+        credentials.propose(&cp1, b"new-password-1111");
+        assert_eq!(credentials.check(&cp1, Some(&old)), Ok(()));
+        assert!(!credentials.settle(&cp1, false), "refused: nothing changes");
+        assert!(credentials.check(&cp1, Some(&new)).is_err());
+        credentials.propose(&cp1, b"new-password-1111");
+        assert!(credentials.settle(&cp1, true));
+        assert_eq!(credentials.check(&cp1, Some(&new)), Ok(()));
+        assert!(credentials.check(&cp1, Some(&old)).is_err());
+        assert!(!credentials.settle(&cp1, true), "settled once");
     }
 
     #[test]

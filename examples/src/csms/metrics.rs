@@ -89,6 +89,8 @@ pub struct Metrics {
     pub pushes_skipped: Counter,
     /// Admin HTTP requests served.
     pub admin_requests: Counter,
+    /// OCPP 2.x TransactionEvent seqNo gaps and repeats noticed (events lost or sent again).
+    pub seq_no_gaps: Counter,
 }
 
 impl Metrics {
@@ -150,6 +152,11 @@ impl Metrics {
             "ocpp_tls_failures_total",
             "TLS connections ended by a failed handshake or a bad record.",
             self.tls_failures.get(),
+        );
+        counter(
+            "ocpp_transaction_seq_no_gaps_total",
+            "TransactionEvent seqNo gaps and repeats noticed (OCPP 2.x E).",
+            self.seq_no_gaps.get(),
         );
         counter(
             "ocpp_pushes_skipped_total",

@@ -160,13 +160,22 @@ fn charging_session_v1_6() {
     );
     assert_ne!(again["transactionId"].as_i64().unwrap(), tx);
 
-    // A known action this CSMS does not handle: NotSupported.
+    // A report: answered and kept.
     let firmware = Request::from(v1_6::Request::from(
         v1_6::FirmwareStatusNotificationRequest {
             status: v1_6::FirmwareStatus::Installed,
         },
     ));
-    match csms.on_call(session, &cp, &firmware) {
+    assert!(matches!(
+        csms.on_call(session, &cp, &firmware),
+        Reply::Result(_)
+    ));
+    let state = csms.charge_point(&cp).unwrap();
+    let kept = &state.notifications["FirmwareStatusNotification"];
+    assert_eq!(kept.back().unwrap().payload["status"], "Installed");
+    // A CALL only the central system sends: NotSupported.
+    let reset = admin::decode_command(OcppVersion::V1_6, "Reset", r#"{"type":"Soft"}"#).unwrap();
+    match csms.on_call(session, &cp, &reset) {
         Reply::Error { code, .. } => assert_eq!(code, ErrorCode::NotSupported),
         other => panic!("{other:?}"),
     }
@@ -262,14 +271,23 @@ fn charging_session_v2_0_1() {
     assert_eq!(tx.energy_wh(), Some(2000.0));
     assert_eq!(tx.stop_reason.as_deref(), Some("EVDisconnected"));
 
-    let notify = admin::decode_command(
-        OcppVersion::V2_0_1,
+    let notify = call(
+        &csms,
+        session,
+        &cp,
         "SecurityEventNotification",
         r#"{"type":"StartupOfTheDevice","timestamp":"2026-11-29T12:00:00Z"}"#,
-    )
-    .unwrap();
+    );
+    assert_eq!(notify, serde_json::json!({}));
+    let state = csms.charge_point(&cp).unwrap();
+    assert_eq!(
+        state.notifications["SecurityEventNotification"][0].payload["type"],
+        "StartupOfTheDevice"
+    );
+    let reset =
+        admin::decode_command(OcppVersion::V2_0_1, "Reset", r#"{"type":"Immediate"}"#).unwrap();
     assert!(matches!(
-        csms.on_call(session, &cp, &notify),
+        csms.on_call(session, &cp, &reset),
         Reply::Error {
             code: ErrorCode::NotSupported,
             ..

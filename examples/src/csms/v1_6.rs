@@ -2,20 +2,24 @@
 //! [`ChargePoint`] state.
 
 use ocpp_messages::v1_6::{
-    AuthorizationStatus, AuthorizeResponse, BootNotificationResponse, HeartbeatResponse, IdTagInfo,
-    MeterValuesResponse, RegistrationStatus, Request, SampledValue, StartTransactionResponse,
-    StatusNotificationResponse, StopTransactionResponse,
+    AuthorizationStatus, AuthorizeResponse, BootNotificationResponse, DataTransferResponse,
+    DataTransferStatus, DiagnosticsStatusNotificationResponse, FirmwareStatusNotificationResponse,
+    GenericStatusEnum, HeartbeatResponse, IdTagInfo, LogStatusNotificationResponse,
+    MeterValuesResponse, RegistrationStatus, Request, SampledValue,
+    SecurityEventNotificationResponse, SignCertificateResponse,
+    SignedFirmwareStatusNotificationResponse, StartTransactionResponse, StatusNotificationResponse,
+    StopTransactionResponse,
 };
 use ocpp_server_core::Response;
 
-use super::{ChargePoint, Context, MeterReading, Registration, Reply};
+use super::{Authorization, ChargePoint, Context, MeterReading, Registration, Reply};
 
 /// Answers one OCPP 1.6 CALL.
 pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Request) -> Reply {
     let now = context.now;
     let response: ocpp_messages::v1_6::Response = match request {
-        // Core profile, OCPP 1.6 §4.2: accept every charge point, tell it our clock and how
-        // often to send Heartbeat.
+        // Core profile, OCPP 1.6 §4.2: answer with the boot policy, our clock and how often
+        // to send Heartbeat (or, when not Accepted, when to boot again).
         Request::BootNotification(boot) => {
             cp.registration = Some(Registration {
                 vendor: boot.charge_point_vendor.clone(),
@@ -28,10 +32,12 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
                 reason: None,
                 at: now,
             });
+            let policy = context.boot_policy(cp);
+            context.booted(cp, policy);
             BootNotificationResponse {
-                status: RegistrationStatus::Accepted,
+                status: RegistrationStatus::from_wire(policy.as_str()),
                 current_time: context.current_time(),
-                interval: context.heartbeat_interval(),
+                interval: context.boot_interval(policy),
             }
             .into()
         }
@@ -53,13 +59,15 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
             );
             StatusNotificationResponse {}.into()
         }
-        // §4.1: this CSMS accepts every idTag; a real one looks it up.
-        Request::Authorize(_) => AuthorizeResponse {
-            id_tag_info: accepted(),
+        // §4.1: from the token store (every idTag Accepted without one).
+        Request::Authorize(authorize) => AuthorizeResponse {
+            id_tag_info: id_tag_info(context.authorize(&authorize.id_tag)),
         }
         .into(),
-        // §4.8: the central system assigns the transaction id.
+        // §4.8: the central system assigns the transaction id, even for an idTag it refuses
+        // (the charge point then stops the transaction, §5.x StopTransactionOnInvalidId).
         Request::StartTransaction(start) => {
+            let authorization = context.authorize(&start.id_tag);
             let id = context.next_transaction_id();
             cp.start_transaction(
                 id.to_string(),
@@ -69,7 +77,7 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
                 now,
             );
             StartTransactionResponse {
-                id_tag_info: accepted(),
+                id_tag_info: id_tag_info(authorization),
                 transaction_id: id,
             }
             .into()
@@ -100,7 +108,10 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
                 now,
             );
             StopTransactionResponse {
-                id_tag_info: stop.id_tag.as_ref().map(|_| accepted()),
+                id_tag_info: stop
+                    .id_tag
+                    .as_ref()
+                    .map(|tag| id_tag_info(context.authorize(tag))),
             }
             .into()
         }
@@ -121,16 +132,48 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
             }
             MeterValuesResponse {}.into()
         }
+        // §4.3: Accepted for a vendor we know, UnknownVendorId otherwise.
+        Request::DataTransfer(transfer) => {
+            let status = if context.knows_vendor(&transfer.vendor_id) {
+                DataTransferStatus::Accepted
+            } else {
+                DataTransferStatus::UnknownVendorId
+            };
+            DataTransferResponse::new(status).into()
+        }
+        // §4.4, §4.5 and the security whitepaper §4-§5: kept as notifications (see
+        // `Csms::on_call`), acknowledged.
+        Request::DiagnosticsStatusNotification(_) => {
+            DiagnosticsStatusNotificationResponse::default().into()
+        }
+        Request::FirmwareStatusNotification(_) => {
+            FirmwareStatusNotificationResponse::default().into()
+        }
+        Request::LogStatusNotification(_) => LogStatusNotificationResponse::default().into(),
+        Request::SecurityEventNotification(_) => {
+            SecurityEventNotificationResponse::default().into()
+        }
+        Request::SignedFirmwareStatusNotification(_) => {
+            SignedFirmwareStatusNotificationResponse::default().into()
+        }
+        // Security whitepaper §3.2 (A02/A03): this CSMS has no certificate authority to sign
+        // a CSR with, so it says Rejected rather than promise a CertificateSigned.
+        Request::SignCertificate(_) => {
+            SignCertificateResponse::new(GenericStatusEnum::Rejected).into()
+        }
+        // A CALL the central system sends, not the charge point.
         other => return Reply::not_supported(other.action().as_str()),
     };
     Reply::Result(Response::from(response))
 }
 
-fn accepted() -> IdTagInfo {
+/// An authorization as 1.6 `idTagInfo` (2.x-only statuses become Invalid).
+fn id_tag_info(authorization: Authorization) -> IdTagInfo {
     IdTagInfo {
-        expiry_date: None,
-        parent_id_tag: None,
-        status: AuthorizationStatus::Accepted,
+        expiry_date: authorization.expiry,
+        // 1.6 idTags are at most 20 characters; a longer group cannot be sent.
+        parent_id_tag: authorization.group.filter(|g| g.chars().count() <= 20),
+        status: AuthorizationStatus::from_wire(authorization.status.as_v1_6_str()),
     }
 }
 

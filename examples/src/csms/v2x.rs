@@ -1,21 +1,41 @@
 //! OCPP 2.0.1 and 2.1 handlers, written once: each CALL of a charging station, answered from
 //! and recorded in the [`ChargePoint`] state. The two versions' messages differ only in
 //! optional fields these handlers leave unset, so one body serves both, instantiated for each
-//! version's types by [`handlers_2x`].
+//! version's types by [`handlers_2x`]; the actions only 2.1 has are extra match arms given
+//! to the 2.1 instance.
+//!
+//! Reports (NotifyEvent, NotifyReport, the status notifications...) are kept by
+//! `Csms::on_call` as notifications; here they are only acknowledged. Where this CSMS lacks
+//! what a real one would need (a PKI, smart charging, a VAT register), the answer says so
+//! (Failed / Rejected) rather than promise what will never come.
 
 /// The handlers of one OCPP 2.x version: a module named after the version (`v2_0_1`, `v2_1`)
-/// over that version's types.
+/// over that version's types. `central` is the `IdToken` type `Central` of the version (an
+/// enum in 2.0.1, a string in 2.1); `extra` are match arms for the version's own actions.
 macro_rules! handlers_2x {
-    ($version:ident) => {
+    ($version:ident, central: $central:expr, extra($context:ident): { $($extra:tt)* }) => {
         pub(super) mod $version {
             use ocpp_messages::$version::{
                 AuthorizationStatusEnum, AuthorizeResponse, BootNotificationResponse,
-                HeartbeatResponse, IdTokenInfo, MeterValue, MeterValuesResponse,
-                RegistrationStatusEnum, Request, Response, StatusNotificationResponse,
-                TransactionEventEnum, TransactionEventResponse,
+                ClearedChargingLimitResponse, DataTransferResponse, DataTransferStatusEnum,
+                FirmwareStatusNotificationResponse, GenericStatusEnum,
+                Get15118EVCertificateResponse, GetCertificateStatusEnum,
+                GetCertificateStatusResponse, HeartbeatResponse, IdToken, IdTokenInfo,
+                Iso15118EVCertificateStatusEnum, LogStatusNotificationResponse, MeterValue,
+                MeterValuesResponse, NotifyChargingLimitResponse,
+                NotifyCustomerInformationResponse, NotifyDisplayMessagesResponse,
+                NotifyEVChargingNeedsResponse, NotifyEVChargingNeedsStatusEnum,
+                NotifyEVChargingScheduleResponse, NotifyEventResponse,
+                NotifyMonitoringReportResponse, NotifyReportResponse,
+                PublishFirmwareStatusNotificationResponse, RegistrationStatusEnum,
+                ReportChargingProfilesResponse, Request, ReservationStatusUpdateResponse,
+                Response, SecurityEventNotificationResponse, SignCertificateResponse,
+                StatusNotificationResponse, TransactionEventEnum, TransactionEventResponse,
             };
 
-            use super::super::{ChargePoint, Context, MeterReading, Registration, Reply};
+            use super::super::{
+                Authorization, ChargePoint, Context, MeterReading, Registration, Reply,
+            };
 
             /// Answers one CALL of this version.
             pub(in crate::csms) fn handle(
@@ -24,8 +44,12 @@ macro_rules! handlers_2x {
                 request: &Request,
             ) -> Reply {
                 let now = context.now;
+                // The name the `extra` arms use for the context (macro hygiene).
+                #[allow(unused_variables)]
+                let $context = context;
                 let response: Response = match request {
-                    // B01: accept every station, tell it our clock and the heartbeat interval.
+                    // B01-B03: the boot policy, our clock, and the heartbeat interval (or,
+                    // when not Accepted, when to boot again).
                     Request::BootNotification(boot) => {
                         let station = &boot.charging_station;
                         cp.registration = Some(Registration {
@@ -36,10 +60,12 @@ macro_rules! handlers_2x {
                             reason: Some(boot.reason.as_str().into()),
                             at: now,
                         });
+                        let policy = context.boot_policy(cp);
+                        context.booted(cp, policy);
                         BootNotificationResponse::new(
                             context.current_time(),
-                            context.heartbeat_interval(),
-                            RegistrationStatusEnum::Accepted,
+                            context.boot_interval(policy),
+                            RegistrationStatusEnum::from_wire(policy.as_str()),
                         )
                         .into()
                     }
@@ -58,8 +84,10 @@ macro_rules! handlers_2x {
                         );
                         StatusNotificationResponse::default().into()
                     }
-                    // C01: this CSMS accepts every idToken; a real one looks it up.
-                    Request::Authorize(_) => AuthorizeResponse::new(accepted()).into(),
+                    // C01: from the token store (every idToken Accepted without one).
+                    Request::Authorize(authorize) => {
+                        AuthorizeResponse::new(id_token_info(context, &authorize.id_token)).into()
+                    }
                     // E01-E07: the station names the transaction; Started, Updated..., Ended.
                     Request::TransactionEvent(event) => {
                         let info = &event.transaction_info;
@@ -70,6 +98,11 @@ macro_rules! handlers_2x {
                         let id_tag = event.id_token.as_ref().map(|t| t.id_token.clone());
                         let readings = event.meter_value.iter().flatten().flat_map(readings);
                         let keep = context.config.ended_transactions_kept;
+                        // E: seqNo grows by one per event of a transaction; a jump means
+                        // lost messages.
+                        let gaps_kept = context.config.notifications_kept;
+                        let seq_no = i64::from(event.seq_no);
+                        cp.note_seq_no(&info.transaction_id, seq_no, gaps_kept, now);
                         match event.event_type {
                             TransactionEventEnum::Ended => {
                                 if let Some(transaction) = cp.transaction_mut(&info.transaction_id)
@@ -85,6 +118,10 @@ macro_rules! handlers_2x {
                                     keep,
                                     now,
                                 );
+                                if let Some(transaction) = cp.transaction_mut(&info.transaction_id)
+                                {
+                                    transaction.last_seq_no = Some(seq_no);
+                                }
                             }
                             _ => {
                                 // Started, or Updated for a transaction we did not see start.
@@ -98,6 +135,7 @@ macro_rules! handlers_2x {
                                 if transaction.id_tag.is_none() {
                                     transaction.id_tag = id_tag.clone();
                                 }
+                                transaction.last_seq_no.get_or_insert(seq_no);
                                 if let Some(state) = &info.charging_state {
                                     transaction.charging_state = Some(state.as_str().into());
                                 }
@@ -105,9 +143,10 @@ macro_rules! handlers_2x {
                             }
                         }
                         let mut response = TransactionEventResponse::default();
-                        // idTokenInfo answers an event that carries an idToken (E03).
-                        if id_tag.is_some() {
-                            response = response.with_id_token_info(accepted());
+                        // idTokenInfo answers an event that carries an idToken (E03), from
+                        // the token store.
+                        if let Some(token) = &event.id_token {
+                            response = response.with_id_token_info(id_token_info(context, token));
                         }
                         response.into()
                     }
@@ -127,13 +166,103 @@ macro_rules! handlers_2x {
                         }
                         MeterValuesResponse::default().into()
                     }
+                    // P01/P02: Accepted for a vendor we know, UnknownVendorId otherwise.
+                    Request::DataTransfer(transfer) => {
+                        let status = if context.knows_vendor(&transfer.vendor_id) {
+                            DataTransferStatusEnum::Accepted
+                        } else {
+                            DataTransferStatusEnum::UnknownVendorId
+                        };
+                        DataTransferResponse::new(status).into()
+                    }
+                    // Reports and status notifications, kept by `Csms::on_call`:
+                    // B07/B08 NotifyReport, N07/N02 NotifyEvent and NotifyMonitoringReport,
+                    // N09/N10 NotifyCustomerInformation, O03/O04 NotifyDisplayMessages,
+                    // K11-K14 charging limits, K09/K10 ReportChargingProfiles, H05
+                    // ReservationStatusUpdate, L01/L03 firmware, N01 logs, A04 security
+                    // events.
+                    Request::NotifyEvent(_) => NotifyEventResponse::default().into(),
+                    Request::NotifyReport(_) => NotifyReportResponse::default().into(),
+                    Request::NotifyMonitoringReport(_) => {
+                        NotifyMonitoringReportResponse::default().into()
+                    }
+                    Request::NotifyCustomerInformation(_) => {
+                        NotifyCustomerInformationResponse::default().into()
+                    }
+                    Request::NotifyDisplayMessages(_) => {
+                        NotifyDisplayMessagesResponse::default().into()
+                    }
+                    Request::NotifyChargingLimit(_) => NotifyChargingLimitResponse::default().into(),
+                    Request::ClearedChargingLimit(_) => {
+                        ClearedChargingLimitResponse::default().into()
+                    }
+                    Request::ReportChargingProfiles(_) => {
+                        ReportChargingProfilesResponse::default().into()
+                    }
+                    Request::ReservationStatusUpdate(_) => {
+                        ReservationStatusUpdateResponse::default().into()
+                    }
+                    Request::FirmwareStatusNotification(_) => {
+                        FirmwareStatusNotificationResponse::default().into()
+                    }
+                    Request::PublishFirmwareStatusNotification(_) => {
+                        PublishFirmwareStatusNotificationResponse::default().into()
+                    }
+                    Request::LogStatusNotification(_) => {
+                        LogStatusNotificationResponse::default().into()
+                    }
+                    Request::SecurityEventNotification(_) => {
+                        SecurityEventNotificationResponse::default().into()
+                    }
+                    // K15-K17: this CSMS does no smart charging, so it will not send a
+                    // charging profile for these needs (Rejected); the EV's own schedule is
+                    // acknowledged (Accepted).
+                    Request::NotifyEVChargingNeeds(_) => NotifyEVChargingNeedsResponse::new(
+                        NotifyEVChargingNeedsStatusEnum::Rejected,
+                    )
+                    .into(),
+                    Request::NotifyEVChargingSchedule(_) => {
+                        NotifyEVChargingScheduleResponse::new(GenericStatusEnum::Accepted).into()
+                    }
+                    // No PKI yet: A02/A03 SignCertificate Rejected (no CA to sign with),
+                    // M02/M03 Get15118EVCertificate Failed (no contract certificate pool),
+                    // M06 GetCertificateStatus Failed (no OCSP responder reachable).
+                    Request::SignCertificate(_) => {
+                        SignCertificateResponse::new(GenericStatusEnum::Rejected).into()
+                    }
+                    Request::Get15118EVCertificate(_) => Get15118EVCertificateResponse::new(
+                        Iso15118EVCertificateStatusEnum::Failed,
+                        "",
+                    )
+                    .into(),
+                    Request::GetCertificateStatus(_) => {
+                        GetCertificateStatusResponse::new(GetCertificateStatusEnum::Failed).into()
+                    }
+                    $($extra)*
+                    // A CALL the CSMS sends, not the station.
                     other => return Reply::not_supported(other.action().as_str()),
                 };
                 Reply::Result(response.into())
             }
 
-            fn accepted() -> IdTokenInfo {
-                IdTokenInfo::new(AuthorizationStatusEnum::Accepted)
+            /// The answer for a token as 2.x `idTokenInfo`: from the token store, except
+            /// `NoAuthorization` (the station lets the driver charge without a token, C01).
+            fn id_token_info(context: &Context<'_>, token: &IdToken) -> IdTokenInfo {
+                let authorization = if token.r#type.as_str() == "NoAuthorization" {
+                    Authorization::accepted()
+                } else {
+                    context.authorize(&token.id_token)
+                };
+                let mut info = IdTokenInfo::new(AuthorizationStatusEnum::from_wire(
+                    authorization.status.as_str(),
+                ));
+                if let Some(group) = authorization.group {
+                    info = info.with_group_id_token(IdToken::new(group, $central));
+                }
+                if let Some(expiry) = authorization.expiry {
+                    info = info.with_cache_expiry_date_time(expiry);
+                }
+                info
             }
 
             fn readings(value: &MeterValue) -> impl Iterator<Item = MeterReading<'_>> {
@@ -151,5 +280,62 @@ macro_rules! handlers_2x {
     };
 }
 
-handlers_2x!(v2_0_1);
-handlers_2x!(v2_1);
+handlers_2x!(v2_0_1, central: ocpp_messages::v2_0_1::IdTokenEnum::Central, extra(context): {});
+handlers_2x!(v2_1, central: "Central", extra(context): {
+    // 2.1's own charging-station CALLs. Battery swaps (C24), DER alarms, start/stops and
+    // control reports (R04-R06), priority charging (K21), settlements (C18) and periodic
+    // event streams (N01.x) are kept as notifications and acknowledged.
+    Request::BatterySwap(_) => ocpp_messages::v2_1::BatterySwapResponse::default().into(),
+    Request::NotifyDERAlarm(_) => ocpp_messages::v2_1::NotifyDERAlarmResponse::default().into(),
+    Request::NotifyDERStartStop(_) => {
+        ocpp_messages::v2_1::NotifyDERStartStopResponse::default().into()
+    }
+    Request::ReportDERControl(_) => {
+        ocpp_messages::v2_1::ReportDERControlResponse::default().into()
+    }
+    Request::NotifyPriorityCharging(_) => {
+        ocpp_messages::v2_1::NotifyPriorityChargingResponse::default().into()
+    }
+    Request::NotifySettlement(_) => {
+        ocpp_messages::v2_1::NotifySettlementResponse::default().into()
+    }
+    Request::OpenPeriodicEventStream(_) => ocpp_messages::v2_1::OpenPeriodicEventStreamResponse::new(
+        GenericStatusEnum::Accepted,
+    )
+    .into(),
+    Request::ClosePeriodicEventStream(_) => {
+        ocpp_messages::v2_1::ClosePeriodicEventStreamResponse::default().into()
+    }
+    // No dynamic schedule (K28): Rejected. No VAT register (C20 VatNumberValidation):
+    // Rejected, the number echoed as the schema requires.
+    Request::PullDynamicScheduleUpdate(_) => {
+        ocpp_messages::v2_1::PullDynamicScheduleUpdateResponse::new(
+            ocpp_messages::v2_1::ChargingProfileStatusEnum::Rejected,
+        )
+        .into()
+    }
+    Request::VatNumberValidation(validation) => {
+        ocpp_messages::v2_1::VatNumberValidationResponse::new(
+            validation.vat_number.clone(),
+            GenericStatusEnum::Rejected,
+        )
+        .into()
+    }
+    // No PKI (M06): every certificate of the chain Failed, until its next update in a day.
+    Request::GetCertificateChainStatus(chain) => {
+        let next_update = super::super::date_time(context.now + std::time::Duration::from_secs(86_400));
+        let statuses = chain
+            .certificate_status_requests
+            .iter()
+            .map(|request| {
+                ocpp_messages::v2_1::CertificateStatus::new(
+                    request.certificate_hash_data.clone(),
+                    request.source.clone(),
+                    ocpp_messages::v2_1::CertificateStatusEnum::Failed,
+                    next_update.clone(),
+                )
+            })
+            .collect();
+        ocpp_messages::v2_1::GetCertificateChainStatusResponse::new(statuses).into()
+    }
+});

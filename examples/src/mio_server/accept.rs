@@ -62,7 +62,8 @@ impl EventLoop {
                 session: None,
                 opened: now,
                 push_seq: 0,
-                admin_waiters: None,
+                waiters: None,
+                claim: None,
             })));
             let metrics = self.shared.csms.metrics();
             metrics.sockets_accepted.inc();

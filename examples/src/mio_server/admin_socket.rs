@@ -11,7 +11,7 @@ use mio::Interest;
 use ocpp_server_core::Refused;
 
 use super::event_loop::{Entry, EventLoop};
-use super::ocpp_socket::SocketStage;
+use super::ocpp_socket::{SocketStage, Waiter};
 use super::slab::Key;
 use super::Command;
 use crate::csms::admin::{self, AdminRequest, HttpResponse, Route};
@@ -62,9 +62,9 @@ impl EventLoop {
                             shared.csms.on_call_sent(identity, action);
                             tracing::info!(%identity, action, %id, "admin CALL sent");
                         }
-                        s.admin_waiters
+                        s.waiters
                             .get_or_insert_with(Box::default)
-                            .push((id, reply_to));
+                            .push((id, Waiter::Admin(reply_to)));
                         self.service(target, now);
                         return;
                     }
@@ -122,6 +122,10 @@ impl EventLoop {
                 return;
             }
         };
+        if let Some((identity, action)) = self.remote_command(&request.method, &request.path) {
+            self.admin_remote_call(key, identity, action, &request.body, now);
+            return;
+        }
         let csms = Arc::clone(&self.shared.csms);
         match admin::route(&csms, &request) {
             Route::Respond(response) => self.admin_respond(key, response, now),
@@ -129,6 +133,9 @@ impl EventLoop {
                 let handle = self.shared.identities().get(&identity).copied();
                 let Some(handle) = handle else {
                     self.admin_respond(key, HttpResponse::not_connected(&identity), now);
+                    return;
+                };
+                let Some(Entry::Admin(a)) = self.sockets.get_mut(key) else {
                     return;
                 };
                 a.stage = AdminStage::Waiting;

@@ -3,6 +3,7 @@
 //! passed, and owns the slab of sockets. What happens to each kind of socket is in
 //! [`ocpp_socket`](super::ocpp_socket) and [`admin_socket`](super::admin_socket).
 
+use std::collections::HashMap;
 use std::io;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -10,9 +11,11 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll};
+use ocpp_cluster::RequestId;
 use ocpp_frame::CloseCode;
 
 use super::admin_socket::{AdminSocket, AdminStage};
+use super::cluster::{DrainState, RemoteCall};
 use super::ocpp_socket::{OcppSocket, SocketStage};
 use super::slab::{Key, Slab};
 use super::timers::TimerHeap;
@@ -49,6 +52,10 @@ pub(super) struct EventLoop {
     /// left, or their reading resumed after back-pressure (edge-triggered readiness will not
     /// report either again).
     pub(super) read_again: Vec<Key>,
+    /// Loop 0 of a cluster node: admin commands routed through the cluster, by request.
+    pub(super) remote_calls: HashMap<RequestId, RemoteCall>,
+    /// Loop 0 of a cluster node: leaving the cluster during a shutdown.
+    pub(super) drain_state: DrainState,
 }
 
 impl EventLoop {
@@ -83,6 +90,8 @@ impl EventLoop {
             accept_retry: None,
             shutdown_deadline: None,
             read_again: Vec::new(),
+            remote_calls: HashMap::new(),
+            drain_state: DrainState::Idle,
         })
     }
 
@@ -95,7 +104,7 @@ impl EventLoop {
     pub(super) fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
-            if self.shutdown_deadline.is_some() && self.sockets.is_empty() {
+            if self.shutdown_deadline.is_some() && self.sockets.is_empty() && self.cluster_done() {
                 tracing::debug!(loop_index = self.index, "event loop done");
                 return Ok(());
             }
@@ -119,7 +128,12 @@ impl EventLoop {
                 match event.token() {
                     LISTENER => self.accept(now),
                     ADMIN_LISTENER => self.accept_admin(now),
-                    WAKER => self.run_commands(now),
+                    WAKER => {
+                        self.run_commands(now);
+                        if self.index == 0 {
+                            self.cluster_outputs(now);
+                        }
+                    }
                     token => {
                         let readable = event.is_readable() || event.is_read_closed();
                         let writable = event.is_writable() || event.is_write_closed();
@@ -132,6 +146,7 @@ impl EventLoop {
             let now = Instant::now();
             self.expire_timers(now);
             self.push_tick(now);
+            self.cluster_shutdown_tick(now);
             if self.accept_retry.is_some_and(|at| at <= now) {
                 self.accept_retry = None;
                 self.accept(now);
@@ -143,13 +158,14 @@ impl EventLoop {
     }
 
     /// The earliest of: a connection deadline, the push timer, an accept retry, the shutdown
-    /// deadline.
+    /// deadline, the cluster drain check.
     fn next_wakeup(&self) -> Option<Instant> {
         [
             self.timers.next_deadline(),
             self.next_push,
             self.accept_retry,
             self.shutdown_deadline,
+            self.drain_check_at(Instant::now()),
         ]
         .into_iter()
         .flatten()
@@ -234,6 +250,12 @@ impl EventLoop {
                         }
                     }
                 }
+                Command::ClusterJob {
+                    target,
+                    job,
+                    answer,
+                } => self.run_job(target, job, answer, now),
+                Command::Superseded { target, ticket } => self.superseded(target, ticket, now),
                 Command::Replace { target } => {
                     if let Some(Entry::Ocpp(s)) = self.sockets.get_mut(target) {
                         tracing::info!(identity = ?s.identity, "replaced by a newer connection");

@@ -32,7 +32,8 @@
 //! address with `SO_REUSEPORT`, so the kernel spreads new connections over them and the loops
 //! share nothing on the hot path. Several `mio-server` processes can share the port the same
 //! way (past one process's open-file limit); processes share nothing at all, so each one's
-//! admin interface sees only its own charge points. What crosses threads:
+//! admin interface sees only its own charge points, unless they are nodes of one cluster
+//! (below), whose admin commands reach a charge point on any node. What crosses threads:
 //! - the [`Csms`] (one mutex taken per OCPP message, atomics for metrics);
 //! - one [`IdentityTable`] mapping each charge point to the loop and slab key of its
 //!   connection (taken on connect and disconnect only): a charge point that reconnects on
@@ -41,6 +42,15 @@
 //! - `Command`s: one channel and one `mio::Waker` per loop. The admin interface (on loop 0)
 //!   sends a CALL to the loop that holds the charge point; that loop sends the HTTP answer back
 //!   when the CALL completes. Shutdown is a command too.
+//!
+//! # Cluster (`--redis URL --node-id NAME`)
+//! With a [`ClusterConfig`] the process is one node of a cluster sharing a Redis
+//! (`ocpp-cluster`): one [`ClusterBridge`] per process in `Shared`, on its own thread, which
+//! the loops only call without blocking. Connected charge points are claimed, a newer claim on
+//! another node closes our socket with 1008, and an admin command for a charge point no loop
+//! here holds is routed to the node that does; loop 0 reads the bridge's outputs (its waker is
+//! the bridge's wake) and forwards commands and takeovers to the loop holding the identity.
+//! Shutdown closes with 1012 and drains the node. Details in `cluster`.
 //!
 //! # TLS (`wss://`, security profiles 2 and 3)
 //! With a TLS configuration each connection also holds a [`TlsSession`](crate::tls::TlsSession)
@@ -64,11 +74,13 @@
 //! After `Event::Closed` a connection flushes what it still has (at most
 //! [`FLUSH_TIMEOUT`]), shuts down its write side and reads until the peer's end of stream (at
 //! most [`DRAIN_TIMEOUT`]) so that closing never sends a reset over unread data, then the
-//! socket is closed. On shutdown every connection is closed with 1001 and the loop exits when
+//! socket is closed. On shutdown every connection is closed with 1001 (1012 in a cluster) and
+//! the loop exits when
 //! all are gone or [`SHUTDOWN_TIMEOUT`] passed; CALLs left unanswered are logged.
 
 mod accept;
 mod admin_socket;
+mod cluster;
 mod event_loop;
 mod ocpp_socket;
 mod push;
@@ -82,13 +94,16 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use cluster::ClusterNode;
 use mio::net::TcpListener;
 use mio::{Poll, Token, Waker};
+use ocpp_cluster::{ClaimTicket, ClusterBridge, ClusterConfig, Job};
 use ocpp_server_core::{ConnectionConfig, IdentityTable, Request};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::csms::admin::HttpResponse;
 use crate::csms::Csms;
+use cluster::JobAnswer;
 use event_loop::EventLoop;
 use slab::Key;
 
@@ -126,6 +141,8 @@ pub struct ServerConfig {
     /// Serve `wss://` with this TLS configuration (security profiles 2 and 3); `None` serves
     /// plain `ws://`.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Join a cluster of nodes on Redis with this configuration; `None`: one process alone.
+    pub cluster: Option<ClusterConfig>,
 }
 
 impl ServerConfig {
@@ -139,6 +156,7 @@ impl ServerConfig {
             push_interval: None,
             connection: ConnectionConfig::default(),
             tls: None,
+            cluster: None,
         }
     }
 }
@@ -166,13 +184,23 @@ enum Command {
     AdminReply { to: Key, response: HttpResponse },
     /// Close connection `target`: its charge point connected again.
     Replace { target: Key },
+    /// Cluster (from loop 0): run the forwarded command `job` on connection `target`.
+    ClusterJob {
+        target: Key,
+        job: Job,
+        answer: JobAnswer,
+    },
+    /// Cluster (from loop 0): another node claimed the identity of connection `target`, if it
+    /// still holds `ticket`.
+    Superseded { target: Key, ticket: ClaimTicket },
 }
 
 /// One loop's mailbox.
 #[derive(Debug)]
 struct Mailbox {
     sender: Sender<Command>,
-    waker: Waker,
+    /// Shared with the cluster bridge's wake (loop 0).
+    waker: Arc<Waker>,
 }
 
 /// What the loops share.
@@ -184,6 +212,8 @@ struct Shared {
     tls: Option<Arc<rustls::ServerConfig>>,
     mailboxes: Vec<Mailbox>,
     identities: Mutex<IdentityTable<Handle>>,
+    /// The cluster node, if clustered (one per process; outputs read by loop 0).
+    cluster: Option<Arc<ClusterNode>>,
 }
 
 impl Shared {
@@ -212,7 +242,8 @@ impl Shared {
 pub struct ShutdownHandle(Arc<Shared>);
 
 impl ShutdownHandle {
-    /// Asks every loop to close its connections (1001) and exit.
+    /// Asks every loop to close its connections (1001; 1012 in a cluster, which it then
+    /// leaves) and exit.
     pub fn shutdown(&self) {
         for index in 0..self.0.mailboxes.len() {
             self.0.send(index, Command::Shutdown);
@@ -249,7 +280,7 @@ impl Server {
         let mut receivers = Vec::with_capacity(threads);
         for _ in 0..threads {
             let poll = Poll::new()?;
-            let waker = Waker::new(poll.registry(), WAKER)?;
+            let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
             let (sender, receiver) = mpsc::channel();
             polls.push(poll);
             mailboxes.push(Mailbox { sender, waker });
@@ -269,6 +300,20 @@ impl Server {
             None => None,
         };
         let admin_addr = admin.as_ref().map(TcpListener::local_addr).transpose()?;
+        let cluster = match config.cluster {
+            Some(cluster) => {
+                let waker = Arc::clone(&mailboxes[0].waker);
+                let wake = Box::new(move || {
+                    if let Err(e) = waker.wake() {
+                        tracing::error!("cannot wake loop 0 for the cluster: {e}");
+                    }
+                });
+                let bridge = ClusterBridge::spawn(cluster, wake).map_err(io::Error::other)?;
+                tracing::info!(node_id = bridge.node_id(), "cluster node started");
+                Some(Arc::new(ClusterNode::new(bridge)))
+            }
+            None => None,
+        };
         let shared = Arc::new(Shared {
             csms,
             connection_config: Arc::new(config.connection),
@@ -276,6 +321,7 @@ impl Server {
             tls: config.tls,
             mailboxes,
             identities: Mutex::new(IdentityTable::new()),
+            cluster,
         });
         let mut admin = admin;
         let loops = polls

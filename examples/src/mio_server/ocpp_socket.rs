@@ -9,9 +9,11 @@ use std::time::Instant;
 
 use mio::net::TcpStream;
 use mio::Interest;
+use ocpp_cluster::{ClaimTicket, CommandOutcome};
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, MessageId};
 
+use super::cluster::{command_outcome, JobAnswer};
 use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
 use super::{Command, Handle, DRAIN_TIMEOUT, FLUSH_TIMEOUT};
@@ -32,6 +34,15 @@ pub(super) enum SocketStage {
     Flushing { deadline: Instant },
     /// Our write side is shut; read until the peer's end of stream, until the deadline.
     Draining { deadline: Instant },
+}
+
+/// Who waits for the answer to one of our CALLs.
+#[derive(Debug)]
+pub(super) enum Waiter {
+    /// The admin socket to answer (loop 0).
+    Admin(Key),
+    /// A command forwarded by another node of the cluster.
+    Job(JobAnswer),
 }
 
 /// A charge point's socket and its Sans-IO connection.
@@ -56,11 +67,14 @@ pub(super) struct OcppSocket {
     pub(super) opened: Instant,
     /// Sequence number of the last push DataTransfer.
     pub(super) push_seq: u64,
-    /// Our CALLs sent for the admin interface (call id, the admin socket to answer): only
-    /// some connections have any, so they are boxed and the others pay one null pointer
+    /// Our CALLs sent for the admin interface or for another node (call id, who waits):
+    /// only some connections have any, so they are boxed and the others pay one null pointer
     /// (8 bytes, where a `Vec` is 24 in every socket record).
     #[allow(clippy::box_collection)]
-    pub(super) admin_waiters: Option<Box<Vec<(MessageId<'static>, Key)>>>,
+    pub(super) waiters: Option<Box<Vec<(MessageId<'static>, Waiter)>>>,
+    /// The cluster claim of this connection's identity (clustered, once connected); `None`
+    /// again once released or superseded.
+    pub(super) claim: Option<ClaimTicket>,
 }
 
 /// The peer's address, for logs (asked of the socket, not kept per connection).
@@ -279,9 +293,13 @@ impl EventLoop {
                         loop_index: self.index,
                         key,
                     };
-                    let replaced = shared.identities().register(identity, handle);
+                    let replaced = shared.identities().register(identity.clone(), handle);
                     if let Some(old) = replaced {
                         shared.send(old.loop_index, Command::Replace { target: old.key });
+                    }
+                    if let Some(bridge) = &shared.cluster {
+                        // Held locally at once; registered in Redis by the cluster thread.
+                        s.claim = Some(bridge.bridge().claim(identity.as_str()));
                     }
                 }
                 Event::Call { id, request } => {
@@ -305,15 +323,18 @@ impl EventLoop {
                         continue;
                     };
                     csms.on_call_completed(identity, action, &outcome);
-                    let waiter = s.admin_waiters.as_mut().and_then(|waiters| {
+                    let waiter = s.waiters.as_mut().and_then(|waiters| {
                         let at = waiters.iter().position(|(i, _)| *i == id)?;
                         Some(waiters.swap_remove(at).1)
                     });
-                    if s.admin_waiters.as_ref().is_some_and(|w| w.is_empty()) {
-                        s.admin_waiters = None;
+                    if s.waiters.as_ref().is_some_and(|w| w.is_empty()) {
+                        s.waiters = None;
                     }
-                    if let Some(admin) = waiter {
-                        let version = s.version.unwrap_or(OcppVersion::V1_6);
+                    let version = s.version.unwrap_or(OcppVersion::V1_6);
+                    if let Some(Waiter::Job(answer)) = waiter {
+                        let answered = answer.complete(command_outcome(version, &outcome));
+                        tracing::info!(%identity, action, %id, answered, "cluster CALL completed");
+                    } else if let Some(Waiter::Admin(admin)) = waiter {
                         let response = admin::call_response(version, &id, action, &outcome);
                         tracing::info!(%identity, action, %id, status = response.status, "admin CALL completed");
                         shared.send(
@@ -357,6 +378,9 @@ impl EventLoop {
                 key,
             };
             shared.identities().remove(identity, &handle);
+            if let (Some(ticket), Some(node)) = (s.claim.take(), &shared.cluster) {
+                node.release(identity.as_str(), ticket);
+            }
             tracing::info!(
                 %identity, reason = ?closed.reason, seconds = now.duration_since(s.opened).as_secs(),
                 "disconnected"
@@ -364,15 +388,22 @@ impl EventLoop {
         } else {
             tracing::debug!(peer = %peer(&s.socket), reason = ?closed.reason, "handshake ended");
         }
-        let waiters = s.admin_waiters.take().map(|w| *w).unwrap_or_default();
-        for (_, admin) in waiters {
-            shared.send(
-                0,
-                Command::AdminReply {
-                    to: admin,
-                    response: HttpResponse::disconnected(),
-                },
-            );
+        let waiters = s.waiters.take().map(|w| *w).unwrap_or_default();
+        for (_, waiter) in waiters {
+            match waiter {
+                Waiter::Admin(admin) => shared.send(
+                    0,
+                    Command::AdminReply {
+                        to: admin,
+                        response: HttpResponse::disconnected(),
+                    },
+                ),
+                // The CALL was sent and may have run: not NotConnected (which lets the caller
+                // route it again), but no answer came, as with a timeout.
+                Waiter::Job(answer) => {
+                    answer.complete(CommandOutcome::Timeout);
+                }
+            }
         }
         s.stage = SocketStage::Flushing {
             deadline: now + FLUSH_TIMEOUT,

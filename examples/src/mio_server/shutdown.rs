@@ -1,11 +1,12 @@
-//! Graceful shutdown: close every connection with 1001, then end what is left at the
-//! deadline.
+//! Graceful shutdown: close every connection with 1001 (1012, "service restart", in a
+//! cluster, which loop 0 then leaves: `cluster`), then end what is left at the deadline.
 
 use std::time::Instant;
 
 use ocpp_frame::CloseCode;
 
 use super::admin_socket::AdminStage;
+use super::cluster::DrainState;
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::SocketStage;
 use super::SHUTDOWN_TIMEOUT;
@@ -30,12 +31,16 @@ impl EventLoop {
             let mut listener = listener;
             let _ = self.poll.registry().deregister(&mut listener);
         }
+        let (code, reason) = if self.shared.cluster.is_some() {
+            (CloseCode::SERVICE_RESTART, "service restart")
+        } else {
+            (CloseCode::GOING_AWAY, "server shutting down")
+        };
         for key in self.sockets.keys() {
             match self.sockets.get_mut(key) {
                 Some(Entry::Ocpp(s)) => {
                     if s.stage == SocketStage::Live {
-                        s.connection
-                            .close(now, CloseCode::GOING_AWAY, "server shutting down");
+                        s.connection.close(now, code, reason);
                     }
                     self.service(key, now);
                 }
@@ -56,6 +61,10 @@ impl EventLoop {
 
     /// The shutdown deadline passed: end what is left (their pending CALLs are logged).
     pub(super) fn force_close_all(&mut self, now: Instant) {
+        if !self.cluster_done() {
+            tracing::warn!("leaving the cluster did not finish before the deadline");
+            self.drain_state = DrainState::GaveUp;
+        }
         for key in self.sockets.keys() {
             if let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) {
                 if s.stage == SocketStage::Live {

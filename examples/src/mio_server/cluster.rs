@@ -1,0 +1,537 @@
+//! The cluster node (`--redis URL --node-id NAME`): the [`ClusterBridge`] of `ocpp-cluster`
+//! (its own thread and tokio runtime; every call here returns at once) wired into the loops.
+//!
+//! - **Presence**: `Event::Connected` claims the identity (the socket keeps the
+//!   [`ClaimTicket`]); `Event::Closed` releases that ticket (the bridge refreshes claims itself).
+//! - **Takeover**: a [`ClusterEvent::Superseded`] closes the socket holding that ticket with
+//!   1008 ([`CLOSE_SUPERSEDED`]): it leaves the identity table at once, is sent nothing more,
+//!   and its claim is not released (it is no longer ours).
+//! - **Routing**: an admin command for an identity that is not local goes to
+//!   [`ClusterBridge::call`]; its [`BridgeOutput::CallDone`] answers the admin socket. A command
+//!   forwarded to us ([`BridgeOutput::Execute`]) is decoded with the charge point's version,
+//!   sent on its connection, and answered with [`ClusterBridge::complete`] exactly once
+//!   ([`JobAnswer`] answers `NotConnected` if it is dropped unanswered).
+//! - **Several loops**: loop 0's waker is the bridge's wake; loop 0 reads every output and
+//!   forwards jobs and takeovers to the loop holding the identity as [`Command`]s.
+//! - **Shutdown**: sockets close with 1012; loop 0 then calls [`ClusterBridge::drain`] (once
+//!   the identity table is empty, or shortly before the shutdown deadline) and exits on
+//!   [`BridgeOutput::Drained`] or at the deadline.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use ocpp_cluster::{
+    BridgeOutput, CallFailure, ClaimTicket, ClusterBridge, ClusterEvent, CommandOutcome, Job,
+    JobId, RequestId, CLOSE_SUPERSEDED,
+};
+use ocpp_frame::CloseCode;
+use ocpp_messages::version::OcppVersion;
+use ocpp_messages::{DecodeOptions, ErrorCode};
+use ocpp_server_core::{CallOutcome, ChargePointIdentity, Refused, Request};
+use serde_json::{json, Value};
+
+use super::admin_socket::{AdminStage, ADMIN_CALL_GRACE};
+use super::event_loop::{Entry, EventLoop};
+use super::ocpp_socket::{SocketStage, Waiter};
+use super::slab::Key;
+use super::{Command, Handle};
+use crate::csms::admin::HttpResponse;
+
+const _: () = assert!(CLOSE_SUPERSEDED == CloseCode::POLICY_VIOLATION.as_u16());
+
+/// How often loop 0 looks whether every charge point is gone, during a shutdown, before it
+/// drains the cluster node.
+const DRAIN_CHECK: Duration = Duration::from_millis(20);
+/// The part of the shutdown deadline kept for the drain (the releases in Redis), whatever
+/// sockets are still closing.
+const DRAIN_RESERVE: Duration = Duration::from_secs(1);
+
+/// The process's cluster bridge, behind a lock: it is `Send` but not `Sync` (its output
+/// receiver), and every loop calls it (claim, release). Each call returns at once, so the lock
+/// is held for a moment; never hold the guard while calling something that may lock it again
+/// (a [`JobAnswer`] dropped, for one).
+#[derive(Debug)]
+pub(super) struct ClusterNode {
+    bridge: Mutex<ClusterBridge>,
+    /// Releases asked for and not answered yet: a shutdown waits for them (the process would
+    /// otherwise exit before they reach Redis).
+    releases: AtomicUsize,
+}
+
+impl ClusterNode {
+    pub(super) fn new(bridge: ClusterBridge) -> Self {
+        ClusterNode {
+            bridge: Mutex::new(bridge),
+            releases: AtomicUsize::new(0),
+        }
+    }
+
+    pub(super) fn bridge(&self) -> MutexGuard<'_, ClusterBridge> {
+        self.bridge
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The charge point of `ticket` left: its claim goes (locally at once, in Redis soon).
+    pub(super) fn release(&self, identity: &str, ticket: ClaimTicket) {
+        let released = self.bridge().release(identity, ticket);
+        match released {
+            Ok(_) => {
+                self.releases.fetch_add(1, Ordering::AcqRel);
+            }
+            Err(e) => tracing::warn!(identity, "release: {e} (the claim expires with its TTL)"),
+        }
+    }
+}
+
+/// The one answer a forwarded command gets: [`JobAnswer::complete`], or `NotConnected` when it
+/// is dropped unanswered (a loop that exited, a command that never reached its socket).
+#[derive(Debug)]
+pub(super) struct JobAnswer {
+    node: Arc<ClusterNode>,
+    id: JobId,
+    done: bool,
+}
+
+impl JobAnswer {
+    fn new(node: Arc<ClusterNode>, id: JobId) -> Self {
+        JobAnswer {
+            node,
+            id,
+            done: false,
+        }
+    }
+
+    /// Answers the job; `false` if the cluster no longer waits for it (past its deadline).
+    pub(super) fn complete(mut self, outcome: CommandOutcome) -> bool {
+        self.done = true;
+        self.node.bridge().complete(self.id, outcome)
+    }
+}
+
+impl Drop for JobAnswer {
+    fn drop(&mut self) {
+        if !self.done {
+            self.node
+                .bridge()
+                .complete(self.id, CommandOutcome::NotConnected);
+        }
+    }
+}
+
+/// An admin command routed through the cluster, waiting for its [`BridgeOutput::CallDone`].
+#[derive(Debug)]
+pub(super) struct RemoteCall {
+    admin: Key,
+    identity: String,
+    action: String,
+}
+
+/// Where loop 0 is with leaving the cluster during a shutdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DrainState {
+    /// Not asked yet (or no cluster, or not loop 0).
+    Idle,
+    /// `drain()` sent; waiting for `Drained`.
+    Waiting(RequestId),
+    /// Drained: the loop exits once the releases in flight are answered.
+    Done,
+    /// Given up at the shutdown deadline.
+    GaveUp,
+}
+
+impl EventLoop {
+    /// The admin command `POST /chargepoints/ID/call/ACTION` for an identity no loop of ours
+    /// holds, when clustered: `Some(identity, action)`.
+    pub(super) fn remote_command(
+        &self,
+        method: &str,
+        path: &str,
+    ) -> Option<(ChargePointIdentity, String)> {
+        self.shared.cluster.as_ref()?;
+        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let (identity, action) = match (method, segments.as_slice()) {
+            ("POST", ["chargepoints", identity, "call", action]) => (*identity, *action),
+            _ => return None,
+        };
+        let identity = ChargePointIdentity::from_path(&format!("/{identity}"), false).ok()?;
+        if self.shared.identities().get(identity.as_str()).is_some() {
+            return None; // local: as without a cluster
+        }
+        Some((identity, action.to_owned()))
+    }
+
+    /// Sends an admin command for a charge point held elsewhere (or nowhere) through the
+    /// cluster; the admin socket `key` waits for the answer.
+    pub(super) fn admin_remote_call(
+        &mut self,
+        key: Key,
+        identity: ChargePointIdentity,
+        action: String,
+        body: &[u8],
+        now: Instant,
+    ) {
+        let Some(node) = self.shared.cluster.clone() else {
+            return;
+        };
+        self.shared.csms.metrics().admin_requests.inc();
+        let body = match std::str::from_utf8(body) {
+            Ok("") => "{}",
+            Ok(body) => body,
+            Err(_) => {
+                self.admin_respond(key, HttpResponse::error(400, "body is not UTF-8"), now);
+                return;
+            }
+        };
+        if serde_json::from_str::<Value>(body).is_err() {
+            self.admin_respond(key, HttpResponse::error(400, "body is not JSON"), now);
+            return;
+        }
+        let timeout = self.shared.connection_config.get_call_timeout();
+        let called = node
+            .bridge()
+            .call(identity.as_str(), &action, body, timeout);
+        let request = match called {
+            Ok(request) => request,
+            Err(e) => {
+                tracing::warn!(%identity, action, "cluster call refused: {e}");
+                let response = HttpResponse::error(503, &format!("cluster: {e}"));
+                self.admin_respond(key, response, now);
+                return;
+            }
+        };
+        tracing::info!(%identity, action, "admin CALL routed through the cluster");
+        let Some(Entry::Admin(a)) = self.sockets.get_mut(key) else {
+            return;
+        };
+        a.stage = AdminStage::Waiting;
+        a.deadline = now + timeout + ADMIN_CALL_GRACE;
+        self.timers
+            .schedule(key, Some(a.deadline), &mut a.scheduled);
+        self.remote_calls.insert(
+            request,
+            RemoteCall {
+                admin: key,
+                identity: identity.as_str().to_owned(),
+                action,
+            },
+        );
+    }
+
+    /// Loop 0, on its waker: everything the cluster thread handed back.
+    pub(super) fn cluster_outputs(&mut self, now: Instant) {
+        let Some(node) = self.shared.cluster.clone() else {
+            return;
+        };
+        loop {
+            // The guard must not live through the handling (a JobAnswer locks it).
+            let next = node.bridge().try_recv();
+            let Some(output) = next else {
+                return;
+            };
+            match output {
+                BridgeOutput::Registered {
+                    identity, epoch, ..
+                } => tracing::debug!(identity, ?epoch, "claim registered"),
+                BridgeOutput::Released { result, .. } => {
+                    let _ = node
+                        .releases
+                        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+                    if let Err(e) = result {
+                        tracing::warn!("release: {e} (the claim expires with its TTL)");
+                    }
+                }
+                BridgeOutput::CallDone { request, result } => {
+                    let Some(call) = self.remote_calls.remove(&request) else {
+                        continue;
+                    };
+                    let response = remote_response(&call, &result);
+                    tracing::info!(
+                        identity = call.identity,
+                        action = call.action,
+                        status = response.status,
+                        "cluster CALL completed"
+                    );
+                    if let Some(Entry::Admin(a)) = self.sockets.get_mut(call.admin) {
+                        if a.stage == AdminStage::Waiting {
+                            self.admin_respond(call.admin, response, now);
+                        }
+                    }
+                }
+                BridgeOutput::Drained { request, result } => {
+                    if self.drain_state == DrainState::Waiting(request) {
+                        self.drain_state = DrainState::Done;
+                    }
+                    match result {
+                        Ok(released) => tracing::info!(released, "left the cluster"),
+                        Err(e) => tracing::warn!("drain: {e} (the claims expire with their TTL)"),
+                    }
+                }
+                BridgeOutput::Execute(job) => {
+                    let answer = JobAnswer::new(Arc::clone(&node), job.id);
+                    let handle = self.shared.identities().get(job.identity.as_str()).copied();
+                    match handle {
+                        None => {
+                            answer.complete(CommandOutcome::NotConnected);
+                        }
+                        Some(Handle { loop_index, key }) if loop_index == self.index => {
+                            self.run_job(key, job, answer, now)
+                        }
+                        Some(Handle { loop_index, key }) => self.shared.send(
+                            loop_index,
+                            Command::ClusterJob {
+                                target: key,
+                                job,
+                                answer,
+                            },
+                        ),
+                    }
+                }
+                BridgeOutput::Event(ClusterEvent::Superseded(lost)) => {
+                    tracing::info!(
+                        identity = lost.identity,
+                        by_node = lost.by_node,
+                        "superseded by another node"
+                    );
+                    let handle = self
+                        .shared
+                        .identities()
+                        .get(lost.identity.as_str())
+                        .copied();
+                    if let Some(Handle { loop_index, key }) = handle {
+                        self.shared.send(
+                            loop_index,
+                            Command::Superseded {
+                                target: key,
+                                ticket: lost.ticket,
+                            },
+                        );
+                    }
+                }
+                other => tracing::debug!(?other, "cluster output"),
+            }
+        }
+    }
+
+    /// A forwarded command for the socket `target` of this loop: decode it with the charge
+    /// point's version and send the CALL; the answer goes out on `CallCompleted` (or on
+    /// close). Not sent (gone, closing, shutting down): `NotConnected`; not decodable: a
+    /// CALLERROR.
+    pub(super) fn run_job(&mut self, target: Key, job: Job, answer: JobAnswer, now: Instant) {
+        let shutting_down = self.shutdown_deadline.is_some();
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(target) else {
+            answer.complete(CommandOutcome::NotConnected);
+            return;
+        };
+        let held = s.stage == SocketStage::Live
+            && s.connection.is_open()
+            && s.claim.is_some()
+            && s.identity.as_ref().map(ChargePointIdentity::as_str) == Some(job.identity.as_str());
+        let (true, false, Some(version)) = (held, shutting_down, s.version) else {
+            answer.complete(CommandOutcome::NotConnected);
+            return;
+        };
+        let request = match Request::decode(
+            version,
+            &job.action,
+            &job.payload_json,
+            &DecodeOptions::strict(),
+        ) {
+            Ok(request) => request,
+            Err(e) => {
+                answer.complete(CommandOutcome::CallError {
+                    code: e.error_code().as_str(version).to_owned(),
+                    description: format!("{}: {e}", job.action),
+                    details: "{}".to_owned(),
+                });
+                return;
+            }
+        };
+        let action = request.action();
+        match s.connection.call(now, request) {
+            Ok(id) => {
+                if let Some(identity) = &s.identity {
+                    self.shared.csms.on_call_sent(identity, action);
+                    tracing::info!(%identity, action, %id, "cluster CALL sent");
+                }
+                s.waiters
+                    .get_or_insert_with(Box::default)
+                    .push((id, Waiter::Job(answer)));
+                self.service(target, now);
+            }
+            Err(Refused { reason, .. }) => {
+                answer.complete(CommandOutcome::CallError {
+                    code: ErrorCode::GenericError.as_str(version).to_owned(),
+                    description: format!("the CALL was not sent: {reason}"),
+                    details: "{}".to_owned(),
+                });
+            }
+        }
+    }
+
+    /// Another node claimed the identity of socket `target` (if it still holds `ticket`):
+    /// out of the identity table, closed with 1008, its claim not released.
+    pub(super) fn superseded(&mut self, target: Key, ticket: ClaimTicket, now: Instant) {
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(target) else {
+            return;
+        };
+        if s.claim != Some(ticket) {
+            return;
+        }
+        s.claim = None;
+        if let Some(identity) = &s.identity {
+            let handle = Handle {
+                loop_index: self.index,
+                key: target,
+            };
+            self.shared.identities().remove(identity, &handle);
+            tracing::info!(%identity, "connected to another node: closing with 1008");
+        }
+        if s.stage == SocketStage::Live {
+            s.connection.close(
+                now,
+                CloseCode::POLICY_VIOLATION,
+                "connected to another node",
+            );
+        }
+        self.service(target, now);
+    }
+
+    /// Loop 0 during a shutdown: drain the cluster node once every charge point is gone (or
+    /// shortly before the deadline).
+    pub(super) fn cluster_shutdown_tick(&mut self, now: Instant) {
+        let (Some(node), Some(deadline)) = (&self.shared.cluster, self.shutdown_deadline) else {
+            return;
+        };
+        if self.index != 0 || self.drain_state != DrainState::Idle {
+            return;
+        }
+        let reserve = deadline.checked_sub(DRAIN_RESERVE).unwrap_or(deadline);
+        if !self.shared.identities().is_empty() && now < reserve {
+            return;
+        }
+        let drained = node.bridge().drain();
+        self.drain_state = match drained {
+            Ok(request) => DrainState::Waiting(request),
+            Err(e) => {
+                tracing::warn!("drain: {e}");
+                DrainState::Done
+            }
+        };
+    }
+
+    /// When loop 0 must look again whether it can drain.
+    pub(super) fn drain_check_at(&self, now: Instant) -> Option<Instant> {
+        let waiting = self.index == 0
+            && self.shared.cluster.is_some()
+            && self.shutdown_deadline.is_some()
+            && self.drain_state == DrainState::Idle;
+        waiting.then_some(now + DRAIN_CHECK)
+    }
+
+    /// Whether this loop may exit once its sockets are gone: loop 0 of a cluster node waits
+    /// for the drain (bounded by the shutdown deadline).
+    pub(super) fn cluster_done(&self) -> bool {
+        let Some(node) = &self.shared.cluster else {
+            return true;
+        };
+        match self.drain_state {
+            _ if self.index != 0 => true,
+            DrainState::GaveUp => true,
+            DrainState::Done => node.releases.load(Ordering::Acquire) == 0,
+            DrainState::Idle | DrainState::Waiting(_) => false,
+        }
+    }
+}
+
+/// How a local CALL's outcome travels back to the node that asked.
+pub(super) fn command_outcome(version: OcppVersion, outcome: &CallOutcome) -> CommandOutcome {
+    let error = |code: ErrorCode, description: String| CommandOutcome::CallError {
+        code: code.as_str(version).to_owned(),
+        description,
+        details: "{}".to_owned(),
+    };
+    match outcome {
+        CallOutcome::Result(response) => match serde_json::to_string(response) {
+            Ok(payload) => CommandOutcome::Result(payload),
+            Err(e) => error(ErrorCode::InternalError, format!("CALLRESULT: {e}")),
+        },
+        CallOutcome::Error {
+            code,
+            description,
+            details,
+        } => CommandOutcome::CallError {
+            code: code.as_str(version).to_owned(),
+            description: description.clone(),
+            details: details.clone(),
+        },
+        CallOutcome::Timeout => CommandOutcome::Timeout,
+        CallOutcome::InvalidResult { description } => error(
+            ErrorCode::GenericError,
+            format!("invalid CALLRESULT: {description}"),
+        ),
+        _ => error(ErrorCode::InternalError, "unexpected outcome".to_owned()),
+    }
+}
+
+/// The admin answer to a command routed through the cluster: 200 `{"action","result"}`, 502
+/// `{"action","error":{"code","description","details"}}`, or the failure's status (404, 503,
+/// 504) with `{"error": ...}`.
+fn remote_response(call: &RemoteCall, result: &Result<String, CallFailure>) -> HttpResponse {
+    let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+    match result {
+        Ok(payload) => HttpResponse::json(
+            200,
+            &json!({ "action": call.action, "result": parse(payload) }),
+        ),
+        Err(CallFailure::CallError {
+            code,
+            description,
+            details,
+        }) => HttpResponse::json(
+            502,
+            &json!({ "action": call.action, "error": {
+                "code": code, "description": description, "details": parse(details) } }),
+        ),
+        Err(CallFailure::NotConnected) => HttpResponse::error(
+            404,
+            &format!("charge point {} is not connected", call.identity),
+        ),
+        Err(failure) => HttpResponse::error(failure.http_status(), &failure.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_answers() {
+        let call = RemoteCall {
+            admin: Key::from_token(mio::Token(1 << 32)),
+            identity: "CP1".into(),
+            action: "Reset".into(),
+        };
+        let ok = remote_response(&call, &Ok(r#"{"status":"Accepted"}"#.into()));
+        assert_eq!(ok.status, 200);
+        let body: Value = serde_json::from_slice(&ok.body).unwrap();
+        assert_eq!(body["result"]["status"], "Accepted");
+        let error = CallFailure::CallError {
+            code: "NotSupported".into(),
+            description: "no".into(),
+            details: "{}".into(),
+        };
+        let failed = remote_response(&call, &Err(error));
+        assert_eq!(failed.status, 502);
+        let body: Value = serde_json::from_slice(&failed.body).unwrap();
+        assert_eq!(body["error"]["code"], "NotSupported");
+        for (failure, status) in [
+            (CallFailure::NotConnected, 404),
+            (CallFailure::OwnerUnreachable, 503),
+            (CallFailure::Timeout, 504),
+        ] {
+            assert_eq!(remote_response(&call, &Err(failure)).status, status);
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! `mio-server` as a cluster node: a `redis-server` of the test's own on a free loopback port
+//! (killed by its PID when the test ends, also on panic), two or three `mio-server` processes
+//! with `--redis redis://127.0.0.1:PORT/ --node-id a|b|c`, charge points built on
+//! `ocpp-server-core`'s charge-point side (`common`). Every wait is bounded.
+//!
+//! Needs `redis-server` on the PATH (`apt-get install -y redis-server`).
+
+mod common;
+
+use common::*;
+use ocpp_messages::v1_6;
+
+/// A redis-server child process, killed (by its PID) when dropped.
+struct Redis {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let dir =
+            std::env::temp_dir().join(format!("ocpp-cluster-mio-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let mut redis = Redis {
+            child: None,
+            port,
+            dir,
+        };
+        redis.spawn();
+        redis
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (apt-get install -y redis-server)");
+        self.child = Some(child);
+        let start = Instant::now();
+        while self.query("PING").as_deref() != Some("+PONG") {
+            assert!(start.elapsed() < WAIT, "redis-server did not answer PING");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts it again on the same port, empty.
+    fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// One inline command; the first reply line, or the bulk string's value.
+    fn query(&self, command: &str) -> Option<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+        stream.write_all(format!("{command}\r\n").as_bytes()).ok()?;
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let line = line.trim_end().to_owned();
+        if line.starts_with('$') && line != "$-1" {
+            let mut value = String::new();
+            reader.read_line(&mut value).ok()?;
+            return Some(value.trim_end().to_owned());
+        }
+        Some(line)
+    }
+
+    /// Waits until Redis says `node` holds `identity`.
+    fn wait_claimed(&self, identity: &str, node: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let holder = self.query(&format!("HGET ocpp:cp:{identity} node"));
+            if holder.as_deref() == Some(node) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{identity} not claimed by {node}: {holder:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills the server (its data is gone).
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn node(redis: &Redis, id: &str, extra: &[&str]) -> Server {
+    let url = redis.url();
+    let mut args = vec!["--redis", url.as_str(), "--node-id", id];
+    args.extend_from_slice(extra);
+    Server::start(env!("CARGO_BIN_EXE_mio-server"), &args)
+}
+
+fn connect(server: &Server, identity: &str) -> ChargePoint {
+    ChargePoint::connect(server.ocpp, identity, &[OcppVersion::V1_6], None).expect("connected")
+}
+
+fn reset_accepted() -> Response {
+    Response::from(v1_6::Response::from(v1_6::ResetResponse {
+        status: v1_6::ResetStatus::Accepted,
+    }))
+}
+
+/// `POST /chargepoints/ID/call/Reset` on `admin`, answered by `cp`: the status and body.
+fn reset_through(admin: SocketAddr, cp: &mut ChargePoint, identity: &str) -> (u16, Value) {
+    let path = format!("/chargepoints/{identity}/call/Reset");
+    let command = std::thread::spawn(move || http(admin, "POST", &path, r#"{"type":"Soft"}"#));
+    let (id, request) = cp.expect_call();
+    assert_eq!(request.action(), "Reset");
+    cp.respond(&id, reset_accepted());
+    let (status, body) = command.join().unwrap();
+    (status, json(&body))
+}
+
+/// A command nobody answers: the status and how long it took.
+fn reset_unanswered(admin: SocketAddr, identity: &str) -> (u16, Duration) {
+    let start = Instant::now();
+    let (status, _) = http(
+        admin,
+        "POST",
+        &format!("/chargepoints/{identity}/call/Reset"),
+        r#"{"type":"Soft"}"#,
+    );
+    (status, start.elapsed())
+}
+
+/// Reads until the connection ends; the close code the server sent.
+fn close_code(mut cp: ChargePoint) -> Option<u16> {
+    loop {
+        if let Event::Closed(closed) = cp.next_event() {
+            return match closed.reason {
+                CloseReason::PeerClosed { code, .. } => code.map(|c| c.as_u16()),
+                other => panic!("closed otherwise: {other:?}"),
+            };
+        }
+    }
+}
+
+#[test]
+fn commands_reach_charge_points_on_other_nodes_and_the_newest_connection_wins() {
+    let redis = Redis::start();
+    let a = node(&redis, "a", &["--threads", "2"]);
+    let b = node(&redis, "b", &["--threads", "2"]);
+
+    // Several charge points on b (spread over its two loops): each reached through a.
+    let mut cps: Vec<(String, ChargePoint)> = (1..=4)
+        .map(|n| {
+            let identity = format!("CP{n}");
+            let cp = connect(&b, &identity);
+            (identity, cp)
+        })
+        .collect();
+    for (identity, _) in &cps {
+        redis.wait_claimed(identity, "b");
+    }
+    for (identity, cp) in &mut cps {
+        let (status, body) = reset_through(a.admin, cp, identity);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["result"]["status"], "Accepted", "{body}");
+        assert_eq!(body["action"], "Reset");
+    }
+
+    // A CALLERROR comes back as 502 with its code.
+    let (_, cp1) = &mut cps[0];
+    let admin = a.admin;
+    let command = std::thread::spawn(move || {
+        http(
+            admin,
+            "POST",
+            "/chargepoints/CP1/call/DataTransfer",
+            r#"{"vendorId":"x"}"#,
+        )
+    });
+    let (id, _) = cp1.expect_call();
+    cp1.connection
+        .respond_error(
+            Instant::now(),
+            &id,
+            ocpp_messages::error_code::ErrorCode::NotSupported,
+            "no",
+        )
+        .unwrap();
+    cp1.flush();
+    let (status, body) = command.join().unwrap();
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(json(&body)["error"]["code"], "NotSupported", "{body}");
+
+    // A payload that does not decode on the holder: a CALLERROR, nothing sent.
+    let (status, body) = http(
+        a.admin,
+        "POST",
+        "/chargepoints/CP1/call/Reset",
+        r#"{"type":"Sometimes"}"#,
+    );
+    assert_eq!(status, 502, "{body}");
+    // Not JSON at all: refused on the caller.
+    let (status, _) = http(a.admin, "POST", "/chargepoints/CP1/call/Reset", "{");
+    assert_eq!(status, 400);
+    // Connected nowhere: 404.
+    let (status, body) = http(a.admin, "POST", "/chargepoints/NOBODY/call/Reset", "{}");
+    assert_eq!(status, 404, "{body}");
+
+    // Takeover: CP9 on a, then on b: a closes its socket with 1008.
+    let old = connect(&a, "CP9");
+    redis.wait_claimed("CP9", "a");
+    let mut new = connect(&b, "CP9");
+    assert_eq!(close_code(old), Some(1008));
+    redis.wait_claimed("CP9", "b");
+    for admin in [a.admin, b.admin] {
+        let (status, body) = reset_through(admin, &mut new, "CP9");
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["result"]["status"], "Accepted");
+    }
+}
+
+#[test]
+fn a_killed_node_is_unreachable_at_once_and_routing_follows_the_reconnect() {
+    let redis = Redis::start();
+    let a = node(&redis, "a", &["--cluster-ttl-s", "3"]);
+    let mut b = node(&redis, "b", &["--cluster-ttl-s", "3"]);
+    let c = node(&redis, "c", &["--cluster-ttl-s", "3"]);
+    let cp = connect(&b, "CP1");
+    redis.wait_claimed("CP1", "b");
+
+    b.child.kill().expect("SIGKILL b");
+    let _ = b.child.wait();
+    for admin in [a.admin, c.admin] {
+        let (status, elapsed) = reset_unanswered(admin, "CP1");
+        assert_eq!(status, 503, "owner unreachable");
+        assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+    }
+    drop(cp);
+
+    // b's claim expires with its TTL (3 s here): then connected nowhere.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (status, _) = reset_unanswered(a.admin, "CP1");
+        if status == 404 {
+            break;
+        }
+        assert_eq!(status, 503);
+        assert!(Instant::now() < deadline, "b's claim did not expire");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // The charge point reconnects to a: routing follows, from c and on a itself.
+    let mut cp = connect(&a, "CP1");
+    redis.wait_claimed("CP1", "a");
+    for admin in [c.admin, a.admin] {
+        let (status, body) = reset_through(admin, &mut cp, "CP1");
+        assert_eq!(status, 200, "{body}");
+    }
+}
+
+#[test]
+fn with_redis_down_local_commands_work_and_remote_ones_fail_fast_then_it_comes_back() {
+    let mut redis = Redis::start();
+    let a = node(&redis, "a", &[]);
+    let b = node(&redis, "b", &[]);
+    let mut local = connect(&a, "CP1");
+    let mut remote = connect(&b, "CP2");
+    redis.wait_claimed("CP1", "a");
+    redis.wait_claimed("CP2", "b");
+
+    redis.stop();
+    let (status, body) = reset_through(a.admin, &mut local, "CP1");
+    assert_eq!(status, 200, "{body}");
+    let (status, elapsed) = reset_unanswered(a.admin, "CP2");
+    assert_eq!(status, 503);
+    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+
+    // A charge point connecting meanwhile is served locally.
+    let mut late = connect(&a, "CP3");
+    let (status, body) = reset_through(a.admin, &mut late, "CP3");
+    assert_eq!(status, 200, "{body}");
+    let (status, elapsed) = reset_unanswered(a.admin, "CP2");
+    assert_eq!(status, 503);
+    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+
+    // Redis back, empty: the nodes claim their charge points again (the one that connected
+    // meanwhile too) and commands route again.
+    redis.restart();
+    for (identity, holder) in [("CP1", "a"), ("CP2", "b"), ("CP3", "a")] {
+        redis.wait_claimed(identity, holder);
+    }
+    let (status, body) = reset_through(b.admin, &mut late, "CP3");
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = reset_through(b.admin, &mut local, "CP1");
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = reset_through(a.admin, &mut remote, "CP2");
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn sigterm_closes_with_1012_and_leaves_the_cluster() {
+    let redis = Redis::start();
+    let a = node(&redis, "a", &[]);
+    let mut b = node(&redis, "b", &[]);
+    let cp = connect(&b, "CP1");
+    redis.wait_claimed("CP1", "b");
+
+    let start = Instant::now();
+    b.sigterm();
+    assert_eq!(close_code(cp), Some(1012));
+    assert!(b.wait_exit().success());
+    assert!(
+        start.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        start.elapsed()
+    );
+    // Released in Redis: not connected anywhere.
+    assert_eq!(
+        redis.query("HGET ocpp:cp:CP1 node").as_deref(),
+        Some(""),
+        "a tombstone"
+    );
+    let (status, _) = reset_unanswered(a.admin, "CP1");
+    assert_eq!(status, 404);
+}

@@ -1,0 +1,43 @@
+//! The OCPP-J cluster protocol on Redis: several CSMS nodes behind a load balancer share one
+//! view of which node holds which charge point, and a command for any charge point can be
+//! issued on any node.
+//!
+//! - **Presence**: a claim per identity (`<prefix>:cp:<identity>`, a hash of node and epoch,
+//!   with a TTL), made by `claim.lua`, extended by `refresh.lua` only while still this node's,
+//!   released by `release.lua` only if still this node's epoch. A node record per node
+//!   (`<prefix>:node:<node>`) with a TTL too.
+//! - **Takeover**: the newest claim wins; the previous holder hears it at once on its inbox
+//!   channel and at the latest at its next refresh, as [`ClusterEvent::Superseded`] (close that
+//!   socket with [`CLOSE_SUPERSEDED`], 1008).
+//! - **Routing**: [`Cluster::call`] runs the command through the local [`Executor`] if this node
+//!   holds the charge point, or publishes it to the holder's inbox (`route.lua`) and waits for
+//!   the one reply; at most once, never past its deadline, always one answer within the
+//!   timeout ([`CallFailure`]).
+//! - **Failures**: every Redis call is bounded; with Redis down local work goes on and remote
+//!   calls fail fast; when Redis returns every claim is registered again.
+//!
+//! Two faces: [`Cluster`] (async, tokio) and [`ClusterBridge`] (its own thread; non-blocking
+//! calls, outputs through a channel and a wake callback, for a mio loop).
+//! The protocol, for a node in another language: `PROTOCOL.md` beside this crate.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+mod bridge;
+mod cluster;
+mod config;
+mod error;
+mod executor;
+pub mod scripts;
+mod wire;
+
+pub use bridge::{BridgeError, BridgeOutput, ClusterBridge, Job, JobId, RequestId, Wake};
+pub use cluster::{
+    Claim, ClaimTicket, Cluster, ClusterEvent, ClusterEvents, Superseded, CLOSE_SUPERSEDED,
+};
+pub use config::ClusterConfig;
+pub use error::{CallFailure, ClusterError};
+pub use executor::{BoxFuture, CommandOutcome, Executor};

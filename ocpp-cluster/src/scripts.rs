@@ -1,0 +1,42 @@
+//! The Lua scripts of the protocol, one file each under `src/scripts/`; `PROTOCOL.md` quotes
+//! them verbatim (a test keeps the two the same).
+
+/// `claim.lua`: a node takes an identity under a new epoch; the newest claim wins and the
+/// previous holder is told on its inbox.
+pub const CLAIM: &str = include_str!("scripts/claim.lua");
+/// `refresh.lua`: extend a claim only while it is still this node's; restore it under a new
+/// epoch if the key is gone; report a loss otherwise.
+pub const REFRESH: &str = include_str!("scripts/refresh.lua");
+/// `release.lua`: compare-and-delete (a tombstone that expires) when the charge point leaves.
+pub const RELEASE: &str = include_str!("scripts/release.lua");
+/// `route.lua`: find the holder of an identity and publish a command to its inbox.
+pub const ROUTE: &str = include_str!("scripts/route.lua");
+
+/// Every script with its file name, in the order PROTOCOL.md lists them.
+pub const ALL: [(&str, &str); 4] = [
+    ("claim.lua", CLAIM),
+    ("refresh.lua", REFRESH),
+    ("release.lua", RELEASE),
+    ("route.lua", ROUTE),
+];
+
+/// The scripts prepared once per cluster (their SHA-1 computed; `EVALSHA`, then `EVAL` on
+/// `NOSCRIPT`, e.g. after Redis restarted).
+#[derive(Debug)]
+pub(crate) struct Scripts {
+    pub(crate) claim: redis::Script,
+    pub(crate) refresh: redis::Script,
+    pub(crate) release: redis::Script,
+    pub(crate) route: redis::Script,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        Self {
+            claim: redis::Script::new(CLAIM),
+            refresh: redis::Script::new(REFRESH),
+            release: redis::Script::new(RELEASE),
+            route: redis::Script::new(ROUTE),
+        }
+    }
+}

@@ -1,0 +1,22 @@
+-- claim.lua: this node takes identity X; the newest claim always wins.
+-- KEYS[1] = claim key <prefix>:cp:<identity>   KEYS[2] = epoch counter <prefix>:epoch
+-- ARGV[1] = claiming node id   ARGV[2] = claim TTL in ms
+-- ARGV[3] = inbox channel prefix <prefix>:inbox:   ARGV[4] = identity
+-- Returns {new epoch, previous node ("" if none or released), previous epoch ("0" if none)}.
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  local t = redis.call('TIME')
+  redis.call('SET', KEYS[2], string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])))
+end
+local epoch = string.format('%.0f', redis.call('INCR', KEYS[2]))
+local old = redis.call('HMGET', KEYS[1], 'node', 'epoch')
+local old_node = old[1] or ''
+local old_epoch = old[2] or '0'
+redis.call('HSET', KEYS[1], 'node', ARGV[1], 'epoch', epoch)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if old_node ~= '' and old_node ~= ARGV[1] then
+  redis.call('PUBLISH', ARGV[3] .. old_node,
+    '{"type":"superseded","identity":' .. cjson.encode(ARGV[4]) ..
+    ',"epoch":' .. old_epoch .. ',"by_node":' .. cjson.encode(ARGV[1]) ..
+    ',"by_epoch":' .. epoch .. '}')
+end
+return {epoch, old_node, old_epoch}

@@ -1,0 +1,594 @@
+//! The cluster protocol against a real redis-server on loopback (each test starts its own).
+
+mod common;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{node, wait_until, RedisServer};
+use futures_util::StreamExt;
+use ocpp_cluster::{
+    BridgeOutput, CallFailure, ClusterBridge, ClusterEvent, CommandOutcome, Superseded,
+};
+
+const CALL: Duration = Duration::from_secs(2);
+
+async fn next_event(events: &mut ocpp_cluster::ClusterEvents, within: Duration) -> Superseded {
+    match tokio::time::timeout(within, events.recv()).await {
+        Ok(Some(ClusterEvent::Superseded(s))) => s,
+        other => panic!("no takeover event within {within:?}: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_on_one_node_reaches_the_holder_and_its_answer_comes_back() {
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let claim = b.cluster.claim("CP-1").await;
+    assert!(claim.epoch.is_some(), "registered");
+
+    // Result, through Redis to b's executor and back.
+    let answer = a
+        .cluster
+        .call("CP-1", "Reset", r#"{"type":"Soft"}"#, CALL)
+        .await;
+    assert_eq!(answer, Ok(r#"{"node":"b","identity":"CP-1"}"#.to_owned()));
+    assert_eq!(b.probe.runs_of(r#"{"type":"Soft"}"#), 1);
+    assert_eq!(a.probe.total(), 0);
+
+    // A CALLERROR comes back as such, details verbatim.
+    let answer = a.cluster.call("CP-1", "Fail", "{}", CALL).await;
+    assert_eq!(
+        answer,
+        Err(CallFailure::CallError {
+            code: "NotSupported".to_owned(),
+            description: "not here".to_owned(),
+            details: r#"{"why":"test"}"#.to_owned(),
+        })
+    );
+
+    // A panicking executor: still one answer, a CALLERROR, remote and local.
+    for from in [&a, &b] {
+        let answer = from.cluster.call("CP-1", "Panic", "{}", CALL).await;
+        assert!(
+            matches!(&answer, Err(CallFailure::CallError { code, .. }) if code == "InternalError"),
+            "{answer:?}"
+        );
+    }
+
+    // On the holder itself: the local executor, no Redis needed.
+    let answer = b.cluster.call("CP-1", "Reset", r#"{"n":1}"#, CALL).await;
+    assert_eq!(answer, Ok(r#"{"node":"b","identity":"CP-1"}"#.to_owned()));
+
+    // Nobody holds it: NotConnected (404).
+    let answer = a.cluster.call("CP-404", "Reset", "{}", CALL).await;
+    assert_eq!(answer, Err(CallFailure::NotConnected));
+    assert_eq!(CallFailure::NotConnected.http_status(), 404);
+
+    // Released: NotConnected too, and only the holder's own epoch can release.
+    assert!(
+        !a.cluster.release("CP-1", claim.ticket).await.unwrap(),
+        "a holds nothing"
+    );
+    assert!(b.cluster.release("CP-1", claim.ticket).await.unwrap());
+    let answer = a.cluster.call("CP-1", "Reset", "{}", CALL).await;
+    assert_eq!(answer, Err(CallFailure::NotConnected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_newest_claim_wins_and_the_old_node_hears_it_at_once() {
+    let redis = RedisServer::start();
+    let mut a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let c = node(&redis, "c").await;
+
+    let old = a.cluster.claim("CP-7").await;
+    let new = b.cluster.claim("CP-7").await;
+    assert!(new.epoch > old.epoch, "epochs grow: {old:?} then {new:?}");
+
+    let started = Instant::now();
+    let lost = next_event(&mut a.events, Duration::from_secs(2)).await;
+    assert_eq!(lost.identity, "CP-7");
+    assert_eq!(lost.ticket, old.ticket);
+    assert_eq!(Some(lost.epoch), old.epoch);
+    assert_eq!(lost.by_node, "b");
+    assert_eq!(Some(lost.by_epoch), new.epoch);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "at once, not at the next refresh"
+    );
+    assert!(a.cluster.holds("CP-7").is_none());
+
+    // Commands follow the new owner, from the old node and from a third one.
+    for from in [&a, &c] {
+        let answer = from.cluster.call("CP-7", "Reset", "{}", CALL).await;
+        assert_eq!(answer, Ok(r#"{"node":"b","identity":"CP-7"}"#.to_owned()));
+    }
+    assert_eq!(a.probe.total(), 0, "no command went to the stale socket");
+
+    // The old node's late release cannot touch the new claim.
+    assert!(!a.cluster.release("CP-7", old.ticket).await.unwrap());
+    let answer = c.cluster.call("CP-7", "Reset", "{}", CALL).await;
+    assert!(answer.is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_stays_subscribed_across_its_pings() {
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    for _ in 0..25 {
+        assert!(a.cluster.is_connected());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_reports_a_takeover_the_inbox_missed() {
+    let redis = RedisServer::start();
+    let mut a = node(&redis, "a").await;
+    let claim = a.cluster.claim("CP-9").await;
+    assert!(a.cluster.refresh().await.unwrap().is_empty(), "still ours");
+
+    // Another node's claim whose message a did not get (written straight into Redis).
+    let mut raw = redis.connection().await;
+    let _: () = redis::cmd("HSET")
+        .arg("ocpp:cp:CP-9")
+        .arg(&["node", "elsewhere", "epoch", "99999999999999999"])
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let lost = a.cluster.refresh().await.unwrap();
+    assert_eq!(lost.len(), 1);
+    assert_eq!(lost[0].identity, "CP-9");
+    assert_eq!(lost[0].ticket, claim.ticket);
+    assert_eq!(lost[0].by_node, "elsewhere");
+    assert_eq!(lost[0].by_epoch, 99_999_999_999_999_999);
+    let event = next_event(&mut a.events, Duration::from_secs(1)).await;
+    assert_eq!(event, lost[0]);
+    assert!(a.cluster.holds("CP-9").is_none());
+    // The refresh did not extend the other node's claim.
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("ocpp:cp:CP-9")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(ttl > 0 && ttl <= 2_000, "ttl {ttl}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_node_s_claims_expire_and_routing_follows_the_reconnection() {
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let c = node(&redis, "c").await;
+    b.cluster.claim("CP-K").await;
+    assert!(c.cluster.call("CP-K", "Reset", "{}", CALL).await.is_ok());
+
+    // "SIGKILL": b's tasks and connections stop, nothing is released. (The kernel closes a
+    // killed process's sockets at once; an aborted task drops its connection a moment later.)
+    drop(b);
+    let killed = Instant::now();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Until the claim expires: OwnerUnreachable (nobody reads b's inbox, or its record is gone).
+    let answer = c.cluster.call("CP-K", "Reset", "{}", CALL).await;
+    assert_eq!(answer, Err(CallFailure::OwnerUnreachable));
+    // Within the TTL (2 s) plus slack: NotConnected.
+    loop {
+        let answer = c.cluster.call("CP-K", "Reset", "{}", CALL).await;
+        if answer == Err(CallFailure::NotConnected) {
+            break;
+        }
+        assert_eq!(answer, Err(CallFailure::OwnerUnreachable));
+        assert!(
+            killed.elapsed() < Duration::from_secs(4),
+            "claim outlived its TTL"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The charge point reconnects to a: routing follows.
+    a.cluster.claim("CP-K").await;
+    let answer = c.cluster.call("CP-K", "Reset", "{}", CALL).await;
+    assert_eq!(answer, Ok(r#"{"node":"a","identity":"CP-K"}"#.to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_redis_restart_the_nodes_register_again_and_commands_route() {
+    let mut redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let before = b.cluster.claim("CP-R").await;
+    assert!(a.cluster.call("CP-R", "Reset", "{}", CALL).await.is_ok());
+
+    redis.restart(); // same port, no data
+    let restarted = Instant::now();
+    wait_until(Duration::from_secs(5), || {
+        b.cluster.holds("CP-R").and_then(|c| c.epoch) != before.epoch
+    })
+    .await;
+    // Until both inboxes are back, OwnerUnreachable (or a Timeout if a's inbox has not noticed
+    // the restart yet); then the command routes.
+    let answer = loop {
+        let answer = a
+            .cluster
+            .call("CP-R", "Reset", "{}", Duration::from_millis(500))
+            .await;
+        match answer {
+            Err(CallFailure::OwnerUnreachable) | Err(CallFailure::Timeout) => {
+                assert!(
+                    restarted.elapsed() < Duration::from_secs(6),
+                    "no route after restart"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            answer => break answer,
+        }
+    };
+    assert_eq!(answer, Ok(r#"{"node":"b","identity":"CP-R"}"#.to_owned()));
+    assert_eq!(
+        b.cluster.holds("CP-R").unwrap().ticket,
+        before.ticket,
+        "same local claim"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_down_local_work_goes_on_and_remote_commands_fail_fast() {
+    let mut redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    a.cluster.claim("CP-LOCAL").await;
+    b.cluster.claim("CP-REMOTE").await;
+
+    redis.stop();
+    // Remote: OwnerUnreachable, fast (a correctness bound, not a benchmark).
+    let started = Instant::now();
+    let answer = a
+        .cluster
+        .call("CP-REMOTE", "Reset", "{}", Duration::from_secs(10))
+        .await;
+    assert_eq!(answer, Err(CallFailure::OwnerUnreachable));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    // Once the inbox noticed, immediately.
+    wait_until(Duration::from_secs(4), || !a.cluster.is_connected()).await;
+    let started = Instant::now();
+    let answer = a
+        .cluster
+        .call("CP-REMOTE", "Reset", "{}", Duration::from_secs(10))
+        .await;
+    assert_eq!(answer, Err(CallFailure::OwnerUnreachable));
+    assert!(started.elapsed() < Duration::from_millis(500));
+
+    // Local: lookups and commands.
+    assert!(a.cluster.holds("CP-LOCAL").is_some());
+    let answer = a.cluster.call("CP-LOCAL", "Reset", "{}", CALL).await;
+    assert_eq!(
+        answer,
+        Ok(r#"{"node":"a","identity":"CP-LOCAL"}"#.to_owned())
+    );
+    // A new connection is held at once, registered later; claim waits only a bounded time.
+    let started = Instant::now();
+    let claim = a.cluster.claim("CP-NEW").await;
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(claim.epoch, None);
+    assert!(a.cluster.call("CP-NEW", "Reset", "{}", CALL).await.is_ok());
+    assert!(
+        a.cluster.refresh().await.is_err(),
+        "the refresh reports Redis down"
+    );
+
+    // Redis back: the pending claim is registered and routes.
+    redis.restart();
+    wait_until(Duration::from_secs(5), || {
+        // (a's inbox went down with Redis above, so "connected" here means resubscribed.)
+        a.cluster.holds("CP-NEW").is_some_and(|c| c.epoch.is_some())
+            && a.cluster.is_connected()
+            && b.cluster.is_connected()
+    })
+    .await;
+    let answer = b.cluster.call("CP-NEW", "Reset", "{}", CALL).await;
+    assert_eq!(answer, Ok(r#"{"node":"a","identity":"CP-NEW"}"#.to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_runs_at_most_once_and_never_past_its_deadline() {
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    b.cluster.claim("CP-1").await;
+
+    // The caller gives up before the charge point answers: Timeout, executed once.
+    let started = Instant::now();
+    let answer = a
+        .cluster
+        .call("CP-1", "Slow", r#"{"slow":1}"#, Duration::from_millis(300))
+        .await;
+    assert_eq!(answer, Err(CallFailure::Timeout));
+    assert!(started.elapsed() < Duration::from_millis(800));
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(b.probe.runs_of(r#"{"slow":1}"#), 1);
+
+    // Hand-made messages on b's inbox, as a node in another language would send them; the
+    // replies go to a "probe" inbox we read.
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut pubsub = client.get_async_pubsub().await.unwrap();
+    pubsub.subscribe("ocpp:inbox:probe").await.unwrap();
+    let mut replies = pubsub.into_on_message();
+    let raw = redis.connection().await;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let publish = |message: String| {
+        let mut raw = raw.clone();
+        async move {
+            let n: i64 = redis::cmd("PUBLISH")
+                .arg("ocpp:inbox:b")
+                .arg(message)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            assert_eq!(n, 1);
+        }
+    };
+
+    // Late: past its deadline on arrival, answered Timeout, not executed.
+    publish(format!(
+        r#"{{"type":"command","id":"late-1","reply_to":"probe","identity":"CP-1","action":"Reset","payload":{{"late":1}},"deadline_ms":{}}}"#,
+        now_ms - 1
+    ))
+    .await;
+    let answer = reply(&mut replies).await;
+    assert_eq!(
+        answer,
+        serde_json::json!({"type":"reply","id":"late-1","status":"timeout"})
+    );
+    assert_eq!(b.probe.runs_of(r#"{"late":1}"#), 0);
+
+    // Delivered twice (same id): executed once, answered once.
+    let twice = format!(
+        r#"{{"type":"command","id":"dup-1","reply_to":"probe","identity":"CP-1","action":"Reset","payload":{{"dup":1}},"deadline_ms":{}}}"#,
+        now_ms + 60_000
+    );
+    publish(twice.clone()).await;
+    publish(twice).await;
+    let answer = reply(&mut replies).await;
+    assert_eq!(
+        answer,
+        serde_json::json!({"type":"reply","id":"dup-1","status":"result","payload":{"node":"b","identity":"CP-1"}})
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), replies.next())
+            .await
+            .is_err(),
+        "one answer only"
+    );
+    assert_eq!(b.probe.runs_of(r#"{"dup":1}"#), 1);
+
+    // For an identity b does not hold: not_connected, not executed.
+    publish(format!(
+        r#"{{"type":"command","id":"nc-1","reply_to":"probe","identity":"CP-NONE","action":"Reset","payload":{{}},"deadline_ms":{}}}"#,
+        now_ms + 60_000
+    ))
+    .await;
+    let answer = reply(&mut replies).await;
+    assert_eq!(
+        answer,
+        serde_json::json!({"type":"reply","id":"nc-1","status":"not_connected"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_releases_every_claim_and_the_node_record() {
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    a.cluster.claim("CP-1").await;
+    a.cluster.claim("CP-2").await;
+    let mut raw = redis.connection().await;
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg("ocpp:node:a")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(exists, 1);
+
+    assert_eq!(a.cluster.drain().await.unwrap(), 2);
+    assert!(a.cluster.claims().is_empty());
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg("ocpp:node:a")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(exists, 0);
+    for id in ["CP-1", "CP-2"] {
+        assert_eq!(
+            b.cluster.call(id, "Reset", "{}", CALL).await,
+            Err(CallFailure::NotConnected)
+        );
+    }
+    // Nothing comes back after a refresh round.
+    a.cluster.refresh().await.unwrap();
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg("ocpp:node:a")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(exists, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_serves_a_non_async_loop() {
+    let redis = RedisServer::start();
+    let mut b = node(&redis, "b").await;
+    let wakes = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&wakes);
+    let bridge = ClusterBridge::spawn(
+        common::config(&redis, "m"),
+        Box::new(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }),
+    )
+    .unwrap();
+    b.cluster.claim("CP-B").await;
+    let ticket = bridge.claim("CP-M");
+    assert!(bridge.holds("CP-M").is_some(), "held at once");
+
+    // The "mio loop": a plain thread that never blocks on Redis, polling after wakes.
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let loop_thread = std::thread::spawn(move || {
+        let mut outputs = Vec::new();
+        while !bridge.is_connected() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let call = bridge
+            .call("CP-B", "Reset", r#"{"from":"m"}"#, CALL)
+            .unwrap();
+        while stop_rx.try_recv().is_err() {
+            while let Some(output) = bridge.try_recv() {
+                if let BridgeOutput::Execute(job) = &output {
+                    assert_eq!(job.identity, "CP-M");
+                    assert!(
+                        bridge.complete(job.id, CommandOutcome::Result(r#"{"mio":true}"#.into()))
+                    );
+                }
+                outputs.push(output);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        (bridge, call, outputs)
+    });
+
+    // b calls the charge point the loop holds.
+    wait_until(Duration::from_secs(3), || wakes.load(Ordering::SeqCst) > 0).await;
+    let answer = b.cluster.call("CP-M", "Reset", "{}", CALL).await;
+    assert_eq!(answer, Ok(r#"{"mio":true}"#.to_owned()));
+    // b takes CP-M over: the loop gets the event.
+    b.cluster.claim("CP-M").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop_tx.send(()).unwrap();
+    let (bridge, call, outputs) = loop_thread.join().unwrap();
+
+    assert!(outputs.iter().any(|o| matches!(o,
+        BridgeOutput::Registered { identity, ticket: t, epoch: Some(_) } if identity == "CP-M" && *t == ticket)));
+    assert!(outputs.iter().any(|o| matches!(o,
+        BridgeOutput::CallDone { request, result: Ok(payload) }
+            if *request == call && payload == r#"{"node":"b","identity":"CP-B"}"#)));
+    assert!(outputs.iter().any(|o| matches!(o,
+        BridgeOutput::Event(ClusterEvent::Superseded(s)) if s.identity == "CP-M" && s.by_node == "b")));
+    assert!(bridge.holds("CP-M").is_none());
+    let _ = next_event_none(&mut b.events);
+    // Dropped on a thread without a runtime (as in the mio server): joins the cluster thread.
+    std::thread::spawn(move || drop(bridge)).join().unwrap();
+}
+
+async fn reply(replies: &mut redis::aio::PubSubStream) -> serde_json::Value {
+    let msg = tokio::time::timeout(Duration::from_secs(2), replies.next())
+        .await
+        .expect("a reply")
+        .unwrap();
+    serde_json::from_slice(msg.get_payload_bytes()).unwrap()
+}
+
+fn next_event_none(events: &mut ocpp_cluster::ClusterEvents) -> Option<ClusterEvent> {
+    events.try_recv().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soak_every_command_gets_one_answer_and_runs_at_most_once_while_charge_points_move() {
+    const NODES: usize = 3;
+    const IDENTITIES: usize = 12;
+    const COMMANDS: usize = 300;
+    let redis = RedisServer::start();
+    let mut nodes = Vec::new();
+    for name in ["s0", "s1", "s2"] {
+        nodes.push(node(&redis, name).await);
+    }
+    let nodes = Arc::new(nodes);
+    for i in 0..IDENTITIES {
+        nodes[i % NODES].cluster.claim(&format!("CP-{i}")).await;
+    }
+
+    // Charge points move: a reconnect elsewhere (takeover), sometimes a disconnect first.
+    let mover = {
+        let nodes = Arc::clone(&nodes);
+        tokio::spawn(async move {
+            for _ in 0..60 {
+                let id = format!("CP-{}", fastrand::usize(..IDENTITIES));
+                let to = fastrand::usize(..NODES);
+                if fastrand::u8(..4) == 0 {
+                    for n in nodes.iter() {
+                        if let Some(c) = n.cluster.holds(&id) {
+                            n.cluster.release(&id, c.ticket).await.unwrap();
+                        }
+                    }
+                }
+                nodes[to].cluster.claim(&id).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+
+    let started = Instant::now();
+    let results = futures_util::stream::iter(0..COMMANDS)
+        .map(|n| {
+            let nodes = Arc::clone(&nodes);
+            async move {
+                let from = fastrand::usize(..NODES);
+                let id = format!("CP-{}", fastrand::usize(..IDENTITIES));
+                let answer = nodes[from]
+                    .cluster
+                    .call(
+                        &id,
+                        "Jitter",
+                        &format!(r#"{{"n":{n}}}"#),
+                        Duration::from_secs(2),
+                    )
+                    .await;
+                (n, answer)
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await;
+    mover.await.unwrap();
+    let elapsed = started.elapsed();
+    let mut nodes = Arc::try_unwrap(nodes).ok().expect("the mover is done");
+    let moved: usize = nodes
+        .iter_mut()
+        .map(|n| std::iter::from_fn(|| n.events.try_recv().ok()).count())
+        .sum();
+    assert!(moved > 0, "charge points were taken over during the run");
+
+    let (mut ok, mut not_connected, mut timeout) = (0, 0, 0);
+    let mut answered = vec![0u32; COMMANDS];
+    for (n, answer) in &results {
+        answered[*n] += 1;
+        let runs: u32 = nodes
+            .iter()
+            .map(|x| x.probe.runs_of(&format!(r#"{{"n":{n}}}"#)))
+            .sum();
+        assert!(runs <= 1, "command {n} executed {runs} times");
+        match answer {
+            Ok(_) => {
+                assert_eq!(runs, 1, "a result without an execution");
+                ok += 1;
+            }
+            Err(CallFailure::NotConnected) => not_connected += 1,
+            Err(CallFailure::Timeout) => timeout += 1,
+            Err(other) => panic!("command {n}: unexpected {other:?}"),
+        }
+    }
+    assert!(answered.iter().all(|&a| a == 1), "exactly one answer each");
+    assert_eq!(ok + not_connected + timeout, COMMANDS);
+    assert!(
+        ok > COMMANDS / 2,
+        "most commands land: {ok} ok, {not_connected} not connected, {timeout} timeouts"
+    );
+    eprintln!("soak: {COMMANDS} commands in {elapsed:?}: {ok} ok, {not_connected} not connected, {timeout} timeouts, {moved} takeovers");
+}

@@ -1,0 +1,98 @@
+//! How many heap allocations one Heartbeat costs the CSMS side: the frame read, the CALL
+//! decoded and delivered, the answer serialised into the output and written out. Counted per
+//! thread by a counting global allocator (the approach of `ocpp-frame/tests/memory.rs`); the
+//! figure is deterministic, so the test pins it: a change that adds an allocation to the hot
+//! path fails here and must say why. Run with `--nocapture` to see it.
+// A `GlobalAlloc` is an `unsafe impl`: the only unsafe code here, a pass-through to `System`.
+#![allow(unsafe_code)]
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use common::*;
+use ocpp_server_core::Event;
+
+/// `System`, counting this thread's allocations (reallocations count as one).
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() {
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
+
+// SAFETY: every call is forwarded to `System` with the same arguments; the counter is only
+// bookkeeping and never influences an allocation.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        System.alloc(layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        System.alloc_zeroed(layout)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+#[test]
+fn allocations_per_heartbeat_on_the_csms_side() {
+    let mut pair = Pair::connected_v16();
+    let response = heartbeat_response();
+    let mut per_round = Vec::new();
+    for _ in 0..5 {
+        pair.cp.call(pair.now, heartbeat()).unwrap();
+        let wire = pair.cp.pending_transmit().to_vec();
+        pair.cp.advance_transmit(wire.len());
+        let answer = response.clone();
+        // The CSMS's part only, from the bytes read to the bytes written.
+        let before = allocations();
+        pair.csms.handle_data(pair.now, &wire);
+        let event = pair.csms.poll_event();
+        let Some(Event::Call { id, .. }) = event else {
+            panic!("no call: {event:?} after {} bytes", wire.len());
+        };
+        pair.csms.respond(pair.now, &id, answer).unwrap();
+        drop(id);
+        // What a socket write does: the bytes leave the connection's buffer.
+        let mut socket = [0u8; 512];
+        let written = pair.csms.pending_transmit().len();
+        socket[..written].copy_from_slice(pair.csms.pending_transmit());
+        pair.csms.advance_transmit(written);
+        per_round.push(allocations() - before);
+        // The charge point reads the answer (not counted).
+        pair.cp.handle_data(pair.now, &socket[..written]);
+        pair.take_cp_events();
+    }
+    println!("allocations per Heartbeat, CSMS side: {per_round:?}");
+    let steady = per_round[per_round.len() - 1];
+    assert!(per_round[1..].iter().all(|&n| n == steady), "{per_round:?}");
+    // Where they are (2026-12-01): the decoder's message buffer, the CALL's id (owned for the
+    // event, and once more for the connection's "awaiting an answer" slot), the typed request's
+    // box, the event queue (released when it empties, so an idle connection holds none) and
+    // the output buffer (likewise). Lower this when one goes.
+    assert!(
+        steady <= 6,
+        "{steady} allocations per Heartbeat: {per_round:?}"
+    );
+}
