@@ -61,6 +61,11 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if args.redis.is_some() {
+        // ocpp-tokio has the seam (`ServerBuilder::remote`); the wiring to ocpp-cluster is
+        // mio-server's only so far.
+        return Err("--redis: clusters are served by mio-server only".into());
+    }
     let csms = Arc::new(server_cli::csms(&args)?);
     let mut config = ServerConfig::new(args.listen);
     config.admin = args.admin;
