@@ -9,7 +9,8 @@
 # Settings (environment):
 #   BENCH_SERVERS    servers to measure [mio-1 mio-2 rust-floor rust-tungstenite-default
 #                    rust-tungstenite-tuned rust-ocpp-kit node-ocpp-rpc python-ocpp]
-#                    (rust-floor: the floor peer every figure is compared with)
+#                    (rust-floor: the floor peer every figure is compared with;
+#                    tokio-server: ours on ocpp-tokio, one worker thread, on request only)
 #   BENCH_SIZES      charge points on one server process [1000 10000 19000]
 #   BENCH_BIG_SIZES  charge points across several mio-server processes [50000 100000]
 #   BENCH_SCENARIOS  [idle heartbeat push stream reconnect deflate]
@@ -81,12 +82,13 @@ trap stop_servers EXIT
 PROFILE=${BENCH_PROFILE:-release}
 PROFILE_DIR=$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")
 BIN=$TARGET/$PROFILE_DIR
-log "building mio-server and ocpp-load ($PROFILE)"
-cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin mio-server --bin ocpp-load || exit 1
+log "building mio-server, tokio-server and ocpp-load ($PROFILE)"
+cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin mio-server --bin tokio-server \
+    --bin ocpp-load || exit 1
 if [ "${BENCH_SKIP_INSTALL:-0}" != 1 ]; then
     for server in $SERVERS; do
         case $server in
-            mio-*) ;;
+            mio-* | tokio-server) continue ;;
             rust-tungstenite-*) peer=rust-tungstenite ;;
             *) peer=$server ;;
         esac
@@ -112,6 +114,11 @@ server_cmd() {
             local push_flag=""
             [ "$push" -gt 0 ] && push_flag="--push-interval-ms $push"
             echo "exec $BIN/mio-server --listen 127.0.0.1:$PORT --admin 127.0.0.1:0 --threads ${server#mio-} $push_flag $SERVER_EXTRA" ;;
+        tokio-server)
+            # Pinned to one core like mio-1: one worker thread of the tokio runtime.
+            local push_flag=""
+            [ "$push" -gt 0 ] && push_flag="--push-interval-ms $push"
+            echo "exec $BIN/tokio-server --listen 127.0.0.1:$PORT --admin 127.0.0.1:0 --threads 1 $push_flag $SERVER_EXTRA" ;;
         rust-tungstenite-*)
             echo "exec bash $ROOT/bench/peers/rust-tungstenite/run.sh 127.0.0.1:$PORT $push ${server#rust-tungstenite-}" ;;
         *)

@@ -6,7 +6,8 @@
 //!   metrics and the admin HTTP interface. The mio server and the tokio server both drive it.
 //! - [`mio_server`]: the `mio-server` binary's event loop (one or more single-threaded mio
 //!   loops sharing one port with `SO_REUSEPORT`).
-//! - [`tokio_server`]: the `tokio-server` binary's tasks (one per connection).
+//! - [`tokio_server`]: the `tokio-server` binary on `ocpp-tokio` (a `Handler` over the CSMS, the
+//!   admin interface on axum).
 //! - [`server_cli`]: the command line both servers share.
 //! - [`charge_point_payload`]: what a simulated charge point sends and receives, built for and
 //!   read from the negotiated OCPP version; shared by the `charge-point` and `ocpp-load`

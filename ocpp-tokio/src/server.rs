@@ -47,7 +47,11 @@ pub struct ServerBuilder<H> {
     remote: Option<Arc<dyn Remote>>,
     shutdown_timeout: Duration,
     mailbox_capacity: Option<usize>,
+    tls_error: Option<TlsErrorHook>,
 }
+
+/// The hook of [`ServerBuilder::on_tls_error`].
+type TlsErrorHook = Arc<dyn Fn(&io::Error) + Send + Sync>;
 
 impl<H> fmt::Debug for ServerBuilder<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -79,6 +83,7 @@ impl<H> ServerBuilder<H> {
             remote: self.remote,
             shutdown_timeout: self.shutdown_timeout,
             mailbox_capacity: self.mailbox_capacity,
+            tls_error: self.tls_error,
         }
     }
 
@@ -93,6 +98,13 @@ impl<H> ServerBuilder<H> {
     /// not set.
     pub fn on_message(mut self, hook: impl Fn(&MessageEvent<'_>) + Send + Sync + 'static) -> Self {
         self.hook = Some(Arc::new(hook));
+        self
+    }
+
+    /// A hook called when a TLS handshake fails (the peer's certificate refused, not TLS at
+    /// all...), e.g. to count the failures; a handshake that times out is not one.
+    pub fn on_tls_error(mut self, hook: impl Fn(&io::Error) + Send + Sync + 'static) -> Self {
+        self.tls_error = Some(Arc::new(hook));
         self
     }
 
@@ -152,6 +164,7 @@ impl<H: Handler> ServerBuilder<H> {
             shared: Arc::new(shared),
             listener: None,
             tls: self.tls.map(TlsAcceptor::from),
+            tls_error: self.tls_error,
             shutdown_timeout: self.shutdown_timeout,
         }
     }
@@ -172,6 +185,7 @@ pub struct Server<H> {
     shared: Arc<Shared<H>>,
     listener: Option<TcpListener>,
     tls: Option<TlsAcceptor>,
+    tls_error: Option<TlsErrorHook>,
     shutdown_timeout: Duration,
 }
 
@@ -201,6 +215,7 @@ impl Server<()> {
             remote: None,
             shutdown_timeout: Duration::from_secs(5),
             mailbox_capacity: None,
+            tls_error: None,
         }
     }
 }
@@ -250,6 +265,7 @@ impl<H: Handler> Server<H> {
             }
             Some(acceptor) => {
                 let acceptor = acceptor.clone();
+                let tls_error = self.tls_error.clone();
                 let deadline = now + shared.config.get_handshake_timeout();
                 tokio::spawn(async move {
                     let accept = acceptor.accept(stream);
@@ -265,6 +281,9 @@ impl<H: Handler> Server<H> {
                         }
                         Ok(Err(error)) => {
                             tracing::debug!(%error, "TLS handshake failed");
+                            if let Some(hook) = &tls_error {
+                                hook(&error);
+                            }
                             link.close();
                             shared.discharge(key);
                         }

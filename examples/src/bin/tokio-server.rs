@@ -1,7 +1,8 @@
-//! `tokio-server`: a CSMS on a multi-thread tokio runtime, built on `ocpp-server-core` and the
-//! shared [`ocpp_examples::csms`] application; the same behaviour and command line as
-//! `mio-server`. See [`ocpp_examples::tokio_server`] for how the tasks work; this file is the
-//! command line, logging, limits, the runtime and signals.
+//! `tokio-server`: a CSMS on a multi-thread tokio runtime, built on `ocpp-tokio` (the tokio
+//! driver of `ocpp-server-core`) and the shared [`ocpp_examples::csms`] application, with its
+//! admin interface on axum; the same behaviour and command line as `mio-server`. See
+//! [`ocpp_examples::tokio_server`] for the wiring; this file is the command line, logging,
+//! limits, the runtime and signals.
 //!
 //! ```text
 //! cargo run --release -p ocpp-examples --bin tokio-server -- --threads 2 --push-interval-ms 1000
@@ -60,6 +61,11 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if args.redis.is_some() {
+        // ocpp-tokio has the seam (`ServerBuilder::remote`); the wiring to ocpp-cluster is
+        // mio-server's only so far.
+        return Err("--redis: clusters are served by mio-server only".into());
+    }
     let csms = Arc::new(server_cli::csms(&args)?);
     let mut config = ServerConfig::new(args.listen);
     config.admin = args.admin;

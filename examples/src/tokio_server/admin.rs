@@ -1,145 +1,124 @@
-//! The admin HTTP interface on tokio: one short task per request (`Connection: close`); the
-//! parsing, routing and answers are [`crate::csms::admin`]'s.
+//! The admin HTTP interface on axum: axum (hyper) reads and writes HTTP, the routes and
+//! answers are [`crate::csms::admin`]'s (the same as the mio server's), and a command to a
+//! charge point is a `ChargePoint::call_raw` on its handle in [`ChargePoints`].
 
-use std::io;
-use std::net::Shutdown;
 use std::sync::Arc;
-use std::time::Duration;
 
-use socket2::SockRef;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, watch};
-use tokio::task::JoinSet;
-use tokio::time::timeout;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use ocpp_server_core::{ChargePointIdentity, RefusalReason};
+use ocpp_tokio::{CallError, ChargePoints};
+use serde_json::Value;
+use tokio::sync::watch;
 
-use super::{is_resource_exhaustion, Command, Shared, ACCEPT_RETRY};
-use crate::csms::admin::{self, AdminRequest, HttpResponse, Route};
+use super::handler::{App, Ended};
+use crate::csms::admin::{self, AdminRequest, HttpResponse, Route, MAX_BODY};
 
-/// How long an admin client may take to send its request, and we to write the answer.
-const ADMIN_IO_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long an admin command may wait beyond the connection's call timeout before 504.
-const ADMIN_CALL_GRACE: Duration = Duration::from_secs(5);
-/// The stack buffer one read fills (admin traffic is light).
-const READ_CHUNK: usize = 4096;
-
-/// Accepts admin clients until shutdown, then waits (bounded) for the requests in progress,
-/// which answer 503 if they wait for a charge point.
-pub(super) async fn serve(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let mut requests = JoinSet::new();
-    while !*stop.borrow_and_update() {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((socket, _)) => {
-                    requests.spawn(serve_one(socket, Arc::clone(&shared), stop.clone()));
-                }
-                Err(e) if is_resource_exhaustion(&e) => {
-                    tracing::warn!("admin accept: {e}; retrying shortly");
-                    tokio::time::sleep(ACCEPT_RETRY).await;
-                }
-                Err(e) => tracing::debug!("admin accept: {e}"),
-            },
-            Some(_) = requests.join_next(), if !requests.is_empty() => {}
-            _ = stop.changed() => {}
-        }
-    }
-    drop(listener);
-    let _ = timeout(ADMIN_IO_TIMEOUT, async {
-        while requests.join_next().await.is_some() {}
-    })
-    .await;
+/// What the admin handlers share.
+#[derive(Debug, Clone)]
+pub(super) struct Admin {
+    pub(super) app: Arc<App>,
+    pub(super) charge_points: ChargePoints,
+    /// Becomes true when the server shuts down: commands still waiting answer 503.
+    pub(super) stop: watch::Receiver<bool>,
 }
 
-/// One request and its answer.
-async fn serve_one(socket: TcpStream, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let request = match timeout(ADMIN_IO_TIMEOUT, read_request(&socket)).await {
-        Ok(Ok(Some(Ok(request)))) => request,
-        Ok(Ok(Some(Err(response)))) => {
-            write_response(&socket, &response).await;
-            return;
-        }
-        // The client went away, the socket failed or the request took too long.
-        Ok(Ok(None)) | Ok(Err(_)) | Err(_) => return,
+/// The router: every path goes to [`admin::route`]; bodies past [`MAX_BODY`] get 413.
+pub(super) fn router(admin: Admin) -> Router {
+    Router::new()
+        .fallback(serve)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(admin)
+}
+
+async fn serve(State(admin): State<Admin>, method: Method, uri: Uri, body: Bytes) -> Response {
+    let request = AdminRequest {
+        method: method.as_str().to_owned(),
+        path: uri.path().to_owned(),
+        body: body.to_vec(),
     };
-    let response = match admin::route(&shared.csms, &request) {
+    open_session(&admin, &request.path);
+    let response = match admin::route(&admin.app.csms, &request) {
         Route::Respond(response) => response,
-        Route::Call { identity, request } => {
-            let handle = shared.identities().get(&identity).cloned();
-            match handle {
-                None => HttpResponse::not_connected(&identity),
-                Some(handle) => {
-                    let (reply, answer) = oneshot::channel();
-                    let command = Command::AdminCall { request, reply };
-                    let wait = shared.connection_config.get_call_timeout() + ADMIN_CALL_GRACE;
-                    match timeout(ADMIN_IO_TIMEOUT, handle.commands.send(command)).await {
-                        Ok(Ok(())) => tokio::select! {
-                            answer = timeout(wait, answer) => match answer {
-                                Ok(Ok(response)) => response,
-                                // The task ended without answering.
-                                Ok(Err(_)) => HttpResponse::disconnected(),
-                                Err(_) => HttpResponse::timeout(),
-                            },
-                            _ = stop.changed() => HttpResponse::shutting_down(),
-                        },
-                        Ok(Err(_)) => {
-                            HttpResponse::error(404, "the charge point is no longer connected")
-                        }
-                        Err(_) => HttpResponse::error(503, "the charge point's mailbox is full"),
+        Route::Call { identity, request } => match admin.charge_points.get(identity.as_str()) {
+            None => HttpResponse::not_connected(&identity),
+            Some(cp) => {
+                let action = request.action();
+                let version = cp.version();
+                tracing::info!(%identity, action, "admin CALL");
+                // In a task of its own, so that the CSMS hears of the outcome even if the
+                // HTTP client goes away.
+                let app = Arc::clone(&admin.app);
+                let call = tokio::spawn(async move {
+                    let result = cp.call_raw(request).await;
+                    app.call_ended(&cp, action, result)
+                });
+                let mut stop = admin.stop.clone();
+                let ended = tokio::select! {
+                    ended = call => ended.ok(),
+                    _ = stop.wait_for(|stopping| *stopping) => None,
+                };
+                let response = match ended {
+                    Some(Ended::Outcome(outcome)) => {
+                        without_id(admin::call_response(version, "", action, &outcome))
                     }
-                }
+                    Some(Ended::Disconnected) => HttpResponse::disconnected(),
+                    Some(Ended::NotSent(CallError::NotConnected)) => {
+                        HttpResponse::not_connected(&identity)
+                    }
+                    Some(Ended::NotSent(CallError::WrongVersion)) => {
+                        HttpResponse::refused(RefusalReason::WrongVersion)
+                    }
+                    Some(Ended::NotSent(_)) => HttpResponse::refused(RefusalReason::QueueFull),
+                    None => HttpResponse::shutting_down(),
+                };
+                tracing::info!(%identity, action, status = response.status, "admin CALL ended");
+                response
             }
-        }
+        },
     };
-    write_response(&socket, &response).await;
+    into_response(response)
 }
 
-/// Reads until a whole request is parsed: `None` if the client closed first, `Some(Err)` for a
-/// request to refuse.
-async fn read_request(
-    socket: &TcpStream,
-) -> io::Result<Option<Result<AdminRequest, HttpResponse>>> {
-    let mut input = Vec::new();
-    loop {
-        socket.readable().await?;
-        let mut chunk = [0u8; READ_CHUNK];
-        match socket.try_read(&mut chunk) {
-            Ok(0) => return Ok(None),
-            Ok(n) => input.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-        // The parser refuses a head or a body past its limits, so `input` stays bounded.
-        match AdminRequest::parse(&input) {
-            Ok(None) => {}
-            Ok(Some((request, _))) => return Ok(Some(Ok(request))),
-            Err(response) => return Ok(Some(Err(response))),
+/// `on_connect` runs in a task of its own, so a charge point may be registered (and have
+/// its 101) before the CSMS knows of it: a request about one charge point opens its session
+/// first, so that a command sent right after the upgrade finds it.
+fn open_session(admin: &Admin, path: &str) {
+    let mut segments = path.trim_matches('/').split('/');
+    if let (Some("chargepoints"), Some(segment)) = (segments.next(), segments.next()) {
+        if let Ok(identity) = ChargePointIdentity::from_path(&format!("/{segment}"), false) {
+            if let Some(cp) = admin.charge_points.get(identity.as_str()) {
+                admin.app.open(&cp);
+            }
         }
     }
 }
 
-/// Writes the answer (bounded in time) and half-closes: the request was read, so closing sends
-/// no reset.
-async fn write_response(socket: &TcpStream, response: &HttpResponse) {
-    let bytes = response.to_bytes();
-    let write = async {
-        let mut written = 0;
-        while written < bytes.len() {
-            socket.writable().await?;
-            match socket.try_write(&bytes[written..]) {
-                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-                Ok(n) => written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+/// `ChargePoint::call_raw` does not tell the CALL's message id: the answer shows `"id": null`
+/// rather than a made-up one.
+fn without_id(mut response: HttpResponse) -> HttpResponse {
+    if let Ok(mut value) = serde_json::from_slice::<Value>(&response.body) {
+        if let Some(id) = value.get_mut("id") {
+            *id = Value::Null;
+            response.body = value.to_string().into_bytes();
         }
-        Ok(())
-    };
-    if let Ok(Ok(())) = timeout(ADMIN_IO_TIMEOUT, write).await {
-        let _ = SockRef::from(socket).shutdown(Shutdown::Write);
     }
+    response
+}
+
+/// The CSMS's answer as axum's; `Connection: close` as before (one request per connection).
+fn into_response(response: HttpResponse) -> Response {
+    let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, response.content_type),
+            (header::CONNECTION, "close"),
+        ],
+        Body::from(response.body),
+    )
+        .into_response()
 }

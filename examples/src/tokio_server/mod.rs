@@ -1,76 +1,40 @@
-//! A CSMS on tokio: one task per charge point driving an `ocpp-server-core`
-//! [`Connection`](ocpp_server_core::Connection), all sharing one [`Csms`] application with the
-//! mio server.
+//! A CSMS on tokio, built on [`ocpp_tokio`]: the driver serves every connection (one task
+//! each, TLS, keep-alive, timeouts, back-pressure, the registry of charge points, 1008 for a
+//! replaced connection, graceful shutdown with 1001), and this module only wires the shared
+//! [`Csms`] application to it:
 //!
-//! # One connection, one task
-//! Each accepted socket gets a task (`connection`) that owns the socket and the Sans-IO
-//! connection. It waits (one `select!`) for the first of:
-//! - the socket readable (only while the connection takes input and its output is not backed
-//!   up): it reads with `try_read` into the worker thread's 64 KiB scratch buffer and hands the
-//!   bytes to `handle_data`, so an idle connection holds no read buffer;
-//! - the socket writable (only while output is pending);
-//! - `sleep_until(poll_timeout())` (or the flush, drain or shutdown deadline);
-//! - a `Command` on its own channel: an admin CALL, a push, "you were replaced";
-//! - the server's shutdown signal (a `watch` channel).
-//!
-//! Then it drains the connection's events into the [`Csms`] hooks, answers with the mutators
-//! and writes `pending_transmit()` until the socket would block.
-//!
-//! # TLS (`wss://`, security profiles 2 and 3)
-//! With a TLS configuration the task also holds a [`TlsSession`](crate::tls::TlsSession), the
-//! same Sans-IO rustls driver as the mio server's, fed through tokio's readiness API
-//! ([`TryIo`](crate::tls::TryIo)): the read path and the shared scratch buffer stay as they are,
-//! and a plaintext connection holds one null pointer more. A failed TLS handshake sends rustls's
-//! alert and ends the task; closing sends `close_notify` before the TCP half-close.
-//!
-//! # What crosses tasks
-//! - the [`Csms`] (one mutex taken per OCPP message, atomics for metrics);
-//! - one [`IdentityTable`] mapping each connected charge point to its task's command sender
-//!   (taken on connect and disconnect, by the admin interface and the push ticker): a charge
-//!   point that connects again wins, and its old connection is closed with 1008;
-//! - `Command`s on a small bounded channel per connection; an admin CALL carries a oneshot
-//!   sender for the HTTP answer.
-//!
-//! # Back-pressure
-//! As in the mio server: the task reads only while the connection
-//! [wants input](ocpp_server_core::Connection::wants_read) (it stops past half of
-//! `max_outbound_bytes` of unsent output and resumes below a quarter); answers are never
-//! refused; a push is skipped while the previous CALL is unanswered or the connection's mailbox
-//! is full; an admin CALL refused gets 503.
-//!
-//! # Closing
-//! After `Event::Closed` a task flushes what is left (at most [`FLUSH_TIMEOUT`]), shuts down
-//! its write side and reads until the peer's end of stream (at most [`DRAIN_TIMEOUT`]), then
-//! drops the socket. On shutdown every connection is closed with 1001; the server waits for the
-//! tasks at most [`SHUTDOWN_TIMEOUT`] (each task ends itself at that deadline, logging the CALLs
-//! left unanswered).
+//! - `handler`: the [`ocpp_tokio::Handler`] over the [`Csms`] (upgrade decisions with Basic
+//!   auth and client certificates, CALLs, SENDs, closes) and the CSMS session of each
+//!   connection;
+//! - `admin`: the admin HTTP interface on axum over [`ocpp_tokio::ChargePoints`]
+//!   (`GET /chargepoints`, `GET /chargepoints/ID`, `POST /chargepoints/ID/call/ACTION`,
+//!   `GET /metrics`), routed by [`crate::csms::admin::route`];
+//! - `push`: `--push-interval-ms`, a DataTransfer to each charge point per interval, from the
+//!   task `on_connect` runs in;
+//! - here: the listeners, the accept loop (which counts sockets) and shutdown.
 
 mod admin;
-mod connection;
+mod handler;
+mod push;
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use ocpp_server_core::{ConnectionConfig, IdentityTable, Request};
+use ocpp_server_core::ConnectionConfig;
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinSet;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 
-use crate::csms::admin::HttpResponse;
 use crate::csms::Csms;
+use handler::App;
 
-/// How long a closed connection may take to write out what it still has.
-pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long we wait for the peer's end of stream after shutting down our write side.
-pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a graceful shutdown may take before the remaining connections are dropped.
 pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
-/// How many commands may wait for one connection's task.
-const MAILBOX: usize = 8;
 /// The listen backlog.
 const BACKLOG: i32 = 4096;
 /// How long to wait before accepting again after running out of file descriptors.
@@ -106,52 +70,6 @@ impl ServerConfig {
     }
 }
 
-/// A message to one connection's task.
-#[derive(Debug)]
-enum Command {
-    /// Admin interface: send `request`, answer on `reply` when it completes.
-    AdminCall {
-        request: Request,
-        reply: oneshot::Sender<HttpResponse>,
-    },
-    /// `--push-interval-ms`: send the benchmark DataTransfer if no CALL is in flight.
-    Push,
-    /// The charge point connected again: close this connection with 1008.
-    Replace,
-}
-
-/// How the identity table and the admin interface reach a connection's task. Two handles are
-/// the same connection when their ids are equal.
-#[derive(Debug, Clone)]
-struct Handle {
-    id: u64,
-    commands: mpsc::Sender<Command>,
-}
-
-impl PartialEq for Handle {
-    fn eq(&self, other: &Self) -> bool {
-        self.id == other.id
-    }
-}
-
-/// What the tasks share.
-#[derive(Debug)]
-struct Shared {
-    csms: Arc<Csms>,
-    connection_config: Arc<ConnectionConfig>,
-    tls: Option<Arc<rustls::ServerConfig>>,
-    identities: Mutex<IdentityTable<Handle>>,
-    next_id: AtomicU64,
-}
-
-impl Shared {
-    fn identities(&self) -> MutexGuard<'_, IdentityTable<Handle>> {
-        self.identities
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
 /// Stops a running [`Server`] gracefully.
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle(Arc<watch::Sender<bool>>);
@@ -182,8 +100,8 @@ pub struct Server {
     admin: Option<TcpListener>,
     local_addr: SocketAddr,
     admin_addr: Option<SocketAddr>,
-    push_interval: Option<Duration>,
-    shared: Arc<Shared>,
+    app: Arc<App>,
+    ocpp: ocpp_tokio::Server<Arc<App>>,
     shutdown: Arc<watch::Sender<bool>>,
 }
 
@@ -194,20 +112,29 @@ impl Server {
         let local_addr = listener.local_addr()?;
         let admin = config.admin.map(bind_listener).transpose()?;
         let admin_addr = admin.as_ref().map(TcpListener::local_addr).transpose()?;
+        let app = Arc::new(App::new(
+            Arc::clone(&csms),
+            config.tls.is_some(),
+            config.push_interval,
+        ));
+        let mut builder = ocpp_tokio::Server::builder()
+            .config(config.connection)
+            .shutdown_timeout(SHUTDOWN_TIMEOUT)
+            .handler(Arc::clone(&app));
+        if let Some(tls) = config.tls {
+            builder = builder.tls(tls).on_tls_error(move |error| {
+                tracing::info!("TLS failed: {error}");
+                csms.metrics().tls_failures.inc();
+            });
+        }
         let (shutdown, _) = watch::channel(false);
         Ok(Server {
             listener,
             admin,
             local_addr,
             admin_addr,
-            push_interval: config.push_interval,
-            shared: Arc::new(Shared {
-                csms,
-                connection_config: Arc::new(config.connection),
-                tls: config.tls,
-                identities: Mutex::new(IdentityTable::new()),
-                next_id: AtomicU64::new(1),
-            }),
+            app,
+            ocpp: builder.build(),
             shutdown: Arc::new(shutdown),
         })
     }
@@ -233,41 +160,37 @@ impl Server {
         let Server {
             listener,
             admin,
-            push_interval,
-            shared,
+            app,
+            ocpp,
             shutdown,
             ..
         } = self;
         let mut stop = shutdown.subscribe();
-        let mut background = JoinSet::new();
-        if let Some(admin) = admin {
-            background.spawn(admin::serve(
-                admin,
-                Arc::clone(&shared),
-                shutdown.subscribe(),
-            ));
-        }
-        if let Some(interval) = push_interval {
-            background.spawn(push_ticker(
-                interval,
-                Arc::clone(&shared),
-                shutdown.subscribe(),
-            ));
-        }
-        let mut connections = JoinSet::new();
+        let admin_task = admin.map(|admin| {
+            let router = admin::router(admin::Admin {
+                app: Arc::clone(&app),
+                charge_points: ocpp.charge_points(),
+                stop: shutdown.subscribe(),
+            });
+            let mut stop = shutdown.subscribe();
+            tokio::spawn(async move {
+                let stopped = async move {
+                    let _ = stop.wait_for(|stopping| *stopping).await;
+                };
+                if let Err(e) = axum::serve(admin, router)
+                    .with_graceful_shutdown(stopped)
+                    .await
+                {
+                    tracing::warn!("admin interface: {e}");
+                }
+            })
+        });
         while !*stop.borrow_and_update() {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok((socket, peer)) => {
+                    Ok((socket, _)) => {
                         let _ = socket.set_nodelay(true);
-                        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-                        connections.spawn(connection::run(
-                            id,
-                            socket,
-                            peer,
-                            Arc::clone(&shared),
-                            shutdown.subscribe(),
-                        ));
+                        ocpp.serve_connection(Counted::new(socket, Arc::clone(&app.csms)));
                     }
                     Err(e) if is_resource_exhaustion(&e) => {
                         // Out of file descriptors: the backlog keeps the connection.
@@ -276,47 +199,83 @@ impl Server {
                     }
                     Err(e) => tracing::debug!("accept: {e}"),
                 },
-                // Reap finished tasks so the set does not grow with every connection.
-                Some(_) = connections.join_next(), if !connections.is_empty() => {}
                 _ = stop.changed() => {}
             }
         }
         drop(listener);
-        tracing::info!(connections = connections.len(), "shutting down");
-        // Every task ends itself by SHUTDOWN_TIMEOUT; the margin covers a busy runtime.
-        let all_done = async {
-            while connections.join_next().await.is_some() {}
-            while background.join_next().await.is_some() {}
-        };
-        if tokio::time::timeout(SHUTDOWN_TIMEOUT + Duration::from_secs(1), all_done)
-            .await
-            .is_err()
-        {
-            tracing::warn!("shutdown timed out; dropping the remaining tasks");
+        tracing::info!(connections = ocpp.connections(), "shutting down");
+        let dropped = ocpp.shutdown().await;
+        if dropped > 0 {
+            tracing::warn!(dropped, "shutdown timed out; connections dropped");
+        }
+        if let Some(task) = admin_task {
+            // The admin requests in progress answer 503 at once; the margin covers a slow
+            // client.
+            let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
         }
         Ok(())
     }
 }
 
-/// `--push-interval-ms`: asks every connected charge point's task to send a DataTransfer.
-async fn push_ticker(interval: Duration, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = stop.changed() => return,
-        }
-        let targets: Vec<mpsc::Sender<Command>> = shared
-            .identities()
-            .iter()
-            .map(|(_, handle)| handle.commands.clone())
-            .collect();
-        for target in targets {
-            if target.try_send(Command::Push).is_err() {
-                shared.csms.metrics().pushes_skipped.inc();
-            }
-        }
+/// A charge point's socket, counted in the metrics while it is open.
+#[derive(Debug)]
+struct Counted {
+    socket: TcpStream,
+    csms: Arc<Csms>,
+}
+
+impl Counted {
+    fn new(socket: TcpStream, csms: Arc<Csms>) -> Self {
+        let metrics = csms.metrics();
+        metrics.sockets_accepted.inc();
+        metrics.sockets_open.inc();
+        Counted { socket, csms }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.csms.metrics().sockets_open.dec();
+    }
+}
+
+impl AsyncRead for Counted {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().socket).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Counted {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().socket).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().socket).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().socket).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().socket).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.socket.is_write_vectored()
     }
 }
 
