@@ -123,22 +123,7 @@ impl Encoder {
             out.truncate(start);
             return Err(error);
         }
-        let len = out.len() - body;
-        let header = FrameHeader {
-            fin: true,
-            rsv: crate::frame::RSV1,
-            opcode,
-            mask: mask_key,
-            payload_len: len as u64,
-        };
-        let mut head = [0u8; crate::frame::MAX_HEADER_LEN];
-        let head_len = header.encode(&mut head);
-        out.copy_within(body.., start + head_len);
-        out.truncate(start + head_len + len);
-        out[start..start + head_len].copy_from_slice(&head[..head_len]);
-        if let Some(key) = mask_key {
-            apply_mask(&mut out[start + head_len..], key, 0);
-        }
+        frame_in_place(out, start, crate::frame::RSV1, opcode, mask_key);
         Ok(())
     }
 
@@ -186,24 +171,7 @@ impl Encoder {
             frame.abandon(out);
             return Err(error);
         }
-        let start = frame.start;
-        let body = start + crate::frame::MAX_HEADER_LEN;
-        let len = out.len().saturating_sub(body);
-        let header = FrameHeader {
-            fin: true,
-            rsv: 0,
-            opcode,
-            mask: mask_key,
-            payload_len: len as u64,
-        };
-        let mut head = [0u8; crate::frame::MAX_HEADER_LEN];
-        let head_len = header.encode(&mut head);
-        out.copy_within(body.., start + head_len);
-        out.truncate(start + head_len + len);
-        out[start..start + head_len].copy_from_slice(&head[..head_len]);
-        if let Some(key) = mask_key {
-            apply_mask(&mut out[start + head_len..], key, 0);
-        }
+        frame_in_place(out, frame.start, 0, opcode, mask_key);
         Ok(())
     }
 
@@ -282,6 +250,35 @@ impl Encoder {
         payload[..2].copy_from_slice(&code.as_u16().to_be_bytes());
         payload[2..2 + reason.len()].copy_from_slice(reason.as_bytes());
         self.encode_frame(header, &payload[..2 + reason.len()], mask_key, out)
+    }
+}
+
+/// Frames in place the payload that follows `MAX_HEADER_LEN` reserved bytes at `start` of
+/// `out`: the header goes in front of the payload, which moves once by the unused header room,
+/// and the payload is masked with `mask_key`.
+fn frame_in_place(
+    out: &mut Vec<u8>,
+    start: usize,
+    rsv: u8,
+    opcode: Opcode,
+    mask_key: Option<[u8; 4]>,
+) {
+    let body = start + crate::frame::MAX_HEADER_LEN;
+    let len = out.len().saturating_sub(body);
+    let header = FrameHeader {
+        fin: true,
+        rsv,
+        opcode,
+        mask: mask_key,
+        payload_len: len as u64,
+    };
+    let mut head = [0u8; crate::frame::MAX_HEADER_LEN];
+    let head_len = header.encode(&mut head);
+    out.copy_within(body.., start + head_len);
+    out.truncate(start + head_len + len);
+    out[start..start + head_len].copy_from_slice(&head[..head_len]);
+    if let Some(key) = mask_key {
+        apply_mask(&mut out[start + head_len..], key, 0);
     }
 }
 
