@@ -39,6 +39,10 @@ fuzz_target!(|data: &[u8]| {
         let subprotocol = ["ocpp1.6", "ocpp2.0.1", "ocpp2.1", "nope"][usize::from(mode >> 1) % 4];
         connection.handle_data(now, format!("{UPGRADE}{subprotocol}\r\n\r\n").as_bytes());
         let _ = connection.accept(now);
+        // Drain what the upgrade produced, as a loop would, before the script starts.
+        while let Some(event) = connection.poll_event() {
+            closed |= matches!(event, Event::Closed(_));
+        }
     }
 
     while let Some((&op, rest)) = script.split_first() {
