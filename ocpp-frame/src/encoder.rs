@@ -145,7 +145,7 @@ impl Encoder {
         let start = out.len();
         // Room for the header and a typical OCPP message, so that writing the payload does
         // not grow the buffer step by step (one allocation instead of several).
-        out.reserve(crate::frame::MAX_HEADER_LEN + 242);
+        out.reserve(crate::frame::MAX_HEADER_LEN + TYPICAL_MESSAGE_LEN);
         out.resize(start + crate::frame::MAX_HEADER_LEN, 0);
         FrameInProgress { start }
     }
@@ -252,6 +252,10 @@ impl Encoder {
         self.encode_frame(header, &payload[..2 + reason.len()], mask_key, out)
     }
 }
+
+/// The payload room `Encoder::start_frame` reserves: most OCPP messages (Heartbeat, status
+/// and meter answers) fit, so serialising one grows the buffer once.
+const TYPICAL_MESSAGE_LEN: usize = 242;
 
 /// Frames in place the payload that follows `MAX_HEADER_LEN` reserved bytes at `start` of
 /// `out`: the header goes in front of the payload, which moves once by the unused header room,

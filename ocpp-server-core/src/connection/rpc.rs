@@ -140,11 +140,9 @@ impl Connection {
         id: &MessageId<'_>,
         response: Response,
     ) -> Result<(), Refused<Response>> {
-        if !self.is_open() {
-            return Err(refuse(RefusalReason::NotOpen, response));
-        }
-        if self.incoming.as_ref().map(MessageId::as_str) != Some(id.as_str()) {
-            return Err(refuse(RefusalReason::UnknownId, response));
+        let _ = now; // an answer starts no timer; `now` keeps the mutators' shape
+        if let Err(reason) = self.check_answerable(id) {
+            return Err(refuse(reason, response));
         }
         if response.version() != self.version {
             return Err(refuse(RefusalReason::WrongVersion, response));
@@ -153,8 +151,7 @@ impl Connection {
         if written.is_err() {
             return Err(refuse(RefusalReason::Serialize, response));
         }
-        self.incoming = None;
-        self.release_held(now);
+        self.answered();
         Ok(())
     }
 
@@ -171,16 +168,28 @@ impl Connection {
         code: ErrorCode,
         description: &str,
     ) -> Result<(), RefusalReason> {
+        let _ = now; // as in `respond`
+        self.check_answerable(id)?;
+        self.write_call_error(id, &code, description);
+        self.answered();
+        Ok(())
+    }
+
+    /// Whether `id` is the peer's CALL that awaits our answer on an open connection.
+    fn check_answerable(&self, id: &MessageId<'_>) -> Result<(), RefusalReason> {
         if !self.is_open() {
             return Err(RefusalReason::NotOpen);
         }
         if self.incoming.as_ref().map(MessageId::as_str) != Some(id.as_str()) {
             return Err(RefusalReason::UnknownId);
         }
-        self.write_call_error(id, &code, description);
-        self.incoming = None;
-        self.release_held(now);
         Ok(())
+    }
+
+    /// The awaited CALL was answered: the next held one takes its turn.
+    fn answered(&mut self) {
+        self.incoming = None;
+        self.release_held();
     }
 
     /// Sends a SEND (OCPP 2.1, e.g. NotifyPeriodicEventStream): never answered, never queued.
@@ -406,7 +415,7 @@ impl Connection {
     }
 
     /// Once the peer's CALL is answered, hands on the next held one (or answers it in turn).
-    fn release_held(&mut self, _now: Instant) {
+    fn release_held(&mut self) {
         while self.incoming.is_none() && self.is_open() {
             match self.held.pop_front() {
                 None => break,
