@@ -419,6 +419,34 @@ fn tc_017_1_unlock_connector_no_charging_session(binary: &str) {
     );
 }
 
+/// TC_018_1_CSMS, Unlock Connector - With Charging Session (Not Fixed Cable): UnlockConnector,
+/// Unlocked; the charge point stops the transaction (reason UnlockCommand), accepted and
+/// recorded.
+fn tc_018_1_unlock_connector_with_charging_session(binary: &str) {
+    let server = Server::start(binary, &[]);
+    let mut ws = booted(&server, "CP018");
+    let tx = start_transaction(&mut ws, "TAG-1", 0)["transactionId"].clone();
+    status(&mut ws, 1, "Charging");
+    let body = json!({"connectorId": 1});
+    let unlocked = json!({"status": "Unlocked"});
+    command(
+        &server,
+        &mut ws,
+        "CP018",
+        "UnlockConnector",
+        body.clone(),
+        Answer::Result(unlocked.clone()),
+    )
+    .assert_result(&body, &unlocked);
+    let stop = json!({"transactionId": tx, "meterStop": 10, "timestamp": T0,
+                      "reason": "UnlockCommand"});
+    assert_eq!(ws.result("StopTransaction", stop), json!({}));
+    status(&mut ws, 1, "Finishing");
+    let transaction = &charge_point_state(&server, "CP018")["transactions"][0];
+    assert_eq!(transaction["stop_reason"], "UnlockCommand");
+    ws.close();
+}
+
 /// TC_030_CSMS, Unlock Connector - Unlock Failure.
 fn tc_030_unlock_connector_unlock_failure(binary: &str) {
     let body = json!({"connectorId": 1});
@@ -658,6 +686,7 @@ on_both_servers!(
     tc_013_hard_reset,
     tc_014_soft_reset,
     tc_017_1_unlock_connector_no_charging_session,
+    tc_018_1_unlock_connector_with_charging_session,
     tc_019_1_retrieve_all_configuration_keys,
     tc_019_2_retrieve_specific_configuration_key,
     tc_021_change_configuration,

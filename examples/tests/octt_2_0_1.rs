@@ -992,6 +992,75 @@ fn tc_f_11_trigger_meter_values_specific_evse(binary: &str) {
     assert_eq!(answer, json!({}));
 }
 
+/// TC_F_12_CSMS, Trigger message - MeterValues - All EVSE: one MeterValues per EVSE.
+fn tc_f_12_trigger_meter_values_all_evse(binary: &str) {
+    let body = json!({"requestedMessage": "MeterValues"});
+    let (_server, answer) = trigger(
+        binary,
+        body,
+        "MeterValues",
+        with(json!({"evseId": 1}), energy(100)),
+    );
+    assert_eq!(answer, json!({}));
+}
+
+/// TC_F_13_CSMS, Trigger message - TransactionEvent - Specific EVSE: the triggered Updated
+/// event (triggerReason Trigger) of an unseen transaction is acknowledged and recorded.
+fn tc_f_13_trigger_transaction_event_specific_evse(binary: &str) {
+    let body = json!({"requestedMessage": "TransactionEvent", "evse": {"id": 1}});
+    let updated = event(
+        "Updated",
+        "Trigger",
+        3,
+        "TX-F13",
+        json!({"chargingState": "Charging"}),
+        energy(900),
+    );
+    let (server, answer) = trigger(binary, body, "TransactionEvent", updated);
+    assert_eq!(answer, json!({}));
+    let transaction = &charge_point_state(&server, "CS-TRIG")["transactions"][0];
+    assert_eq!(transaction["id"], "TX-F13");
+    assert_eq!(transaction["charging_state"], "Charging");
+}
+
+/// TC_F_15_CSMS, Trigger message - LogStatusNotification - Idle: acknowledged and kept.
+fn tc_f_15_trigger_log_status_notification_idle(binary: &str) {
+    let body = json!({"requestedMessage": "LogStatusNotification"});
+    let (server, answer) = trigger(
+        binary,
+        body,
+        "LogStatusNotification",
+        json!({"status": "Idle"}),
+    );
+    assert_eq!(answer, json!({}));
+    let kept = &charge_point_state(&server, "CS-TRIG")["notifications"]["LogStatusNotification"];
+    assert_eq!(kept["last_status"], "Idle");
+}
+
+/// TC_F_18_CSMS, Trigger message - FirmwareStatusNotification - Idle: acknowledged and kept.
+fn tc_f_18_trigger_firmware_status_notification_idle(binary: &str) {
+    let body = json!({"requestedMessage": "FirmwareStatusNotification"});
+    let payload = json!({"status": "Idle"});
+    let (server, answer) = trigger(binary, body, "FirmwareStatusNotification", payload);
+    assert_eq!(answer, json!({}));
+    let state = charge_point_state(&server, "CS-TRIG");
+    assert_eq!(
+        state["notifications"]["FirmwareStatusNotification"]["last_status"],
+        "Idle"
+    );
+}
+
+/// TC_F_24_CSMS, Trigger message - StatusNotification - Specific EVSE - Occupied.
+fn tc_f_24_trigger_status_notification_occupied(binary: &str) {
+    let body =
+        json!({"requestedMessage": "StatusNotification", "evse": {"id": 1, "connectorId": 1}});
+    let payload = status_payload(1, 1, "Occupied");
+    let (server, answer) = trigger(binary, body, "StatusNotification", payload);
+    assert_eq!(answer, json!({}));
+    let state = charge_point_state(&server, "CS-TRIG");
+    assert_eq!(state["connectors"]["1/1"]["status"], "Occupied");
+}
+
 /// TC_F_27_CSMS, Trigger message - NotImplemented: the station's answer reaches the operator.
 fn tc_f_27_trigger_message_not_implemented(binary: &str) {
     let body = json!({"requestedMessage": "PublishFirmwareStatusNotification"});
@@ -1065,6 +1134,99 @@ fn tc_g_08_change_availability_connector_operative(binary: &str) {
         Some(json!({"id": 1, "connectorId": 1})),
         "Operative",
     );
+}
+
+/// ChangeAvailability of `evse` to Inoperative during a transaction: Scheduled; the change
+/// happens when the transaction ends (the StatusNotification Unavailable recorded).
+fn availability_with_transaction(binary: &str, evse: Option<Value>) {
+    let server = Server::start(binary, &[]);
+    let mut ws = booted(&server, "CS-G");
+    let started = event(
+        "Started",
+        "Authorized",
+        0,
+        "TX-G",
+        json!({}),
+        json!({"idToken": id_token("TAG-OK")}),
+    );
+    ws.result("TransactionEvent", started);
+    let mut body = json!({"operationalStatus": "Inoperative"});
+    if let Some(evse) = evse {
+        body["evse"] = evse;
+    }
+    let scheduled = json!({"status": "Scheduled"});
+    command(
+        &server,
+        &mut ws,
+        "CS-G",
+        "ChangeAvailability",
+        body.clone(),
+        Answer::Result(scheduled.clone()),
+    )
+    .assert_result(&body, &scheduled);
+    let ended = event(
+        "Ended",
+        "StopAuthorized",
+        1,
+        "TX-G",
+        json!({"stoppedReason": "Local"}),
+        json!({}),
+    );
+    assert_eq!(ws.result("TransactionEvent", ended), json!({}));
+    status(&mut ws, 1, 1, "Unavailable");
+    let state = charge_point_state(&server, "CS-G");
+    assert_eq!(state["connectors"]["1/1"]["status"], "Unavailable");
+    assert!(state["transactions"][0]["ended"].is_string());
+    ws.close();
+}
+
+/// TC_G_11_CSMS, Change Availability EVSE - With ongoing transaction.
+fn tc_g_11_change_availability_evse_with_ongoing_transaction(binary: &str) {
+    availability_with_transaction(binary, Some(json!({"id": 1})));
+}
+
+/// TC_G_14_CSMS, Change Availability Charging Station - With ongoing transaction.
+fn tc_g_14_change_availability_station_with_ongoing_transaction(binary: &str) {
+    availability_with_transaction(binary, None);
+}
+
+/// TC_G_17_CSMS, Change Availability Connector - With ongoing transaction.
+fn tc_g_17_change_availability_connector_with_ongoing_transaction(binary: &str) {
+    availability_with_transaction(binary, Some(json!({"id": 1, "connectorId": 1})));
+}
+
+/// TC_E_30_CSMS, Check Transaction status - Transaction with id ongoing - without message in
+/// queue: GetTransactionStatus with the transactionId; the answer reaches the operator.
+fn tc_e_30_check_transaction_status_ongoing_without_messages(binary: &str) {
+    let server = Server::start(binary, &[]);
+    let mut ws = booted(&server, "CS-E30");
+    let started = event(
+        "Started",
+        "Authorized",
+        0,
+        "TX-E30",
+        json!({}),
+        json!({"idToken": id_token("TAG-OK")}),
+    );
+    ws.result("TransactionEvent", started);
+    let body = json!({"transactionId": "TX-E30"});
+    let answer = json!({"ongoingIndicator": true, "messagesInQueue": false});
+    command(
+        &server,
+        &mut ws,
+        "CS-E30",
+        "GetTransactionStatus",
+        body.clone(),
+        Answer::Result(answer.clone()),
+    )
+    .assert_result(&body, &answer);
+    ws.close();
+}
+
+/// TC_E_34_CSMS, Check Transaction status - Without transactionId - without message in queue.
+fn tc_e_34_check_transaction_status_without_transaction_id(binary: &str) {
+    let answer = json!({"messagesInQueue": false});
+    simple_command(binary, "GetTransactionStatus", json!({}), answer);
 }
 
 /// TC_J_01_CSMS, Clock-aligned Meter Values - No transaction ongoing: MeterValues acknowledged.
@@ -1301,14 +1463,21 @@ on_both_servers!(
     tc_e_03_local_start_cable_plugin_first,
     tc_e_04_local_start_authorization_first,
     tc_e_21_stop_authorized_remote,
+    tc_e_30_check_transaction_status_ongoing_without_messages,
+    tc_e_34_check_transaction_status_without_transaction_id,
     tc_e_53_seq_no_restarts_at_0_for_a_new_transaction,
     seq_no_gap_is_answered_and_noticed,
     tc_f_01_remote_start_cable_plugin_first,
     tc_f_02_remote_start_first,
     tc_f_06_unlock_connector_without_transaction,
     tc_f_11_trigger_meter_values_specific_evse,
+    tc_f_12_trigger_meter_values_all_evse,
+    tc_f_13_trigger_transaction_event_specific_evse,
+    tc_f_15_trigger_log_status_notification_idle,
+    tc_f_18_trigger_firmware_status_notification_idle,
     tc_f_20_trigger_message_heartbeat,
     tc_f_23_trigger_status_notification_available,
+    tc_f_24_trigger_status_notification_occupied,
     tc_f_27_trigger_message_not_implemented,
     tc_g_03_change_availability_evse_inoperative,
     tc_g_04_change_availability_evse_operative,
@@ -1316,6 +1485,9 @@ on_both_servers!(
     tc_g_06_change_availability_station_operative,
     tc_g_07_change_availability_connector_inoperative,
     tc_g_08_change_availability_connector_operative,
+    tc_g_11_change_availability_evse_with_ongoing_transaction,
+    tc_g_14_change_availability_station_with_ongoing_transaction,
+    tc_g_17_change_availability_connector_with_ongoing_transaction,
     tc_j_01_clock_aligned_meter_values_no_transaction,
     tc_j_02_clock_aligned_meter_values_transaction_ongoing,
     tc_p_02_data_transfer_unknown_vendor,
