@@ -217,8 +217,25 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
     let method = request.method.as_str();
     let response = match (method, segments.as_slice()) {
         ("GET", ["chargepoints"]) => {
-            let list: Vec<Value> = csms.connected().iter().map(charge_point_json).collect();
-            HttpResponse::json(200, &Value::Array(list))
+            // One record's JSON tree at a time, written straight into the body: the peak is
+            // the body, not a tree of every record.
+            csms.with_connected(|list| {
+                let mut body = Vec::with_capacity(2 + list.len() * 160);
+                body.push(b'[');
+                for (i, cp) in list.iter().enumerate() {
+                    if i > 0 {
+                        body.push(b',');
+                    }
+                    // Writing a `Value` into a `Vec` cannot fail (no I/O, string keys).
+                    let _ = serde_json::to_writer(&mut body, &charge_point_json(cp));
+                }
+                body.push(b']');
+                HttpResponse {
+                    status: 200,
+                    content_type: "application/json",
+                    body,
+                }
+            })
         }
         ("GET", ["chargepoints", identity]) => match parse_identity(identity) {
             Ok(identity) => match csms.charge_point(&identity) {

@@ -697,14 +697,21 @@ impl Csms {
 
     /// Copies of the connected charge points, sorted by identity.
     pub fn connected(&self) -> Vec<ChargePoint> {
-        let mut list: Vec<ChargePoint> = self
-            .lock()
+        self.with_connected(|list| list.iter().map(|cp| ChargePoint::clone(cp)).collect())
+    }
+
+    /// Runs `f` on the connected charge points, sorted by identity, under the store's lock:
+    /// no record is copied (a listing of 16,000 records built from copies held 75 MB of heap
+    /// at its peak). Keep `f` short and free of I/O: every connection waits for the lock.
+    pub fn with_connected<R>(&self, f: impl FnOnce(&[&ChargePoint]) -> R) -> R {
+        let store = self.lock();
+        let mut list: Vec<&ChargePoint> = store
             .values()
             .filter(|cp| cp.session.is_some())
-            .map(|cp| ChargePoint::clone(cp))
+            .map(|cp| &**cp)
             .collect();
         list.sort_by(|a, b| a.identity.cmp(&b.identity));
-        list
+        f(&list)
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<ChargePointIdentity, Box<ChargePoint>>> {
