@@ -749,6 +749,7 @@ fn signed_certificate_opens_profile_3(binary: &str, version: OcppVersion) {
     );
     assert!(certificate["serial"].is_string(), "{record}");
     assert!(certificate["answered_at"].is_string(), "{record}");
+    assert_eq!(metric(&server, "ocpp_certificates_signed_total"), 1);
     cp.close();
 
     // The next connection: the new certificate, no password.
@@ -840,6 +841,11 @@ fn csr_refusals(binary: &str, version: OcppVersion) {
     assert!(cp.call("Heartbeat", "{}")["currentTime"].is_string());
     let record = charge_point_state(&server, "CP003");
     assert!(record["certificate"]["answer"].is_null(), "{record}");
+    assert_eq!(
+        metric(&server, "ocpp_certificate_requests_rejected_total"),
+        2
+    );
+    assert_eq!(metric(&server, "ocpp_certificates_signed_total"), 0);
     cp.close();
 }
 

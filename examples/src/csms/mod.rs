@@ -25,8 +25,8 @@
 //! NotifyPeriodicEventStream, is kept as a [`Notification`] (the last
 //! [`CsmsConfig::notifications_kept`] of each kind) and shown at
 //! `GET /chargepoints/ID/notifications`. Where this example has no back end, the answer
-//! says so rather than promise: SignCertificate `Rejected` (no CA), Get15118EVCertificate
-//! and GetCertificateStatus `Failed`, GetCertificateChainStatus every certificate `Failed`
+//! says so rather than promise: SignCertificate `Rejected` without a CA (see below),
+//! Get15118EVCertificate and GetCertificateStatus `Failed`, GetCertificateChainStatus every certificate `Failed`
 //! (no PKI, no OCSP), NotifyEVChargingNeeds `Rejected` (no smart charging),
 //! PullDynamicScheduleUpdate and VatNumberValidation `Rejected`; DataTransfer is `Accepted`
 //! for a vendor of [`CsmsConfig::data_transfer_vendors`] and `UnknownVendorId` otherwise.
@@ -37,6 +37,29 @@
 //! while a station is Pending or Rejected its other CALLs get SecurityError except those
 //! [`boot`] lists. TransactionEvent `seqNo` gaps are counted per charge point
 //! ([`ChargePoint::seq_no_gaps`]).
+//!
+//! # Certificates and security profiles
+//!
+//! - **SignCertificate -> CertificateSigned** (2.0.1 and 2.1 A02/A03, 1.6 security
+//!   whitepaper §3). With a CA ([`CsmsConfig::certificate_authority`]; `--ca-cert FILE
+//!   --ca-key FILE`, PEM) a SignCertificate is Accepted when the CSR parses, its signature
+//!   verifies, its subject CN is the station's identity and it asks for no CA certificate
+//!   ([`CertificateAuthority`] lists the checks and why); right after the answer the CSMS
+//!   sends CertificateSigned with the chain (the new certificate, then the CA's), and records
+//!   the station's answer ([`ChargePoint::certificate`], `certificate` in
+//!   `GET /chargepoints/ID`). Otherwise (no CA, a CSR that fails a check) the answer is
+//!   Rejected and nothing follows. The I/O loops send the follow-up CALL with
+//!   [`Csms::take_follow_up`] / [`Csms::send_follow_up`]. The TLS listener trusts the same CA
+//!   for client certificates, so the station can use its new certificate for security
+//!   profile 3 at its next connection.
+//! - **Security profile per station** ([`credentials`]: `--security-profiles FILE` with lines
+//!   `identity profile`, `GET|PUT|DELETE /chargepoints/ID/security`): on one wss:// listener
+//!   with optional client certificates (`--client-ca` with `--basic-auth` or
+//!   `--security-profiles`), a profile-3 station must show its certificate (a password alone
+//!   gets 401), a profile-2 station its password over TLS; a certificate naming another
+//!   identity gets 403; a station that connected with its certificate is held to profile 3.
+//!   Both servers decide in [`Csms::on_upgrade`], which calls [`credentials::decide`];
+//!   refusals count in `ocpp_upgrades_rejected_total`.
 //!
 //! # Compliance runs (OCTT CSMS test cases)
 //!
@@ -673,6 +696,12 @@ impl Csms {
                 };
                 if charge_point.seq_no_gap_count != gaps_before {
                     self.metrics.seq_no_gaps.inc();
+                }
+                if action == "SignCertificate" {
+                    match charge_point.certificate.as_ref().map(|c| c.status) {
+                        Some("Accepted") => self.metrics.certificates_signed.inc(),
+                        _ => self.metrics.certificate_requests_rejected.inc(),
+                    }
                 }
                 if matches!(reply, Reply::Result(_)) && !TYPED_ACTIONS.contains(&action) {
                     self.record(charge_point, request, context.now);

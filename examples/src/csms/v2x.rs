@@ -10,8 +10,10 @@
 //! (Failed / Rejected) rather than promise what will never come.
 
 /// The handlers of one OCPP 2.x version: a module named after the version (`v2_0_1`, `v2_1`)
-/// over that version's types. `central` is the `IdToken` type `Central` of the version (an
-/// enum in 2.0.1, a string in 2.1); `extra` are match arms for the version's own actions.
+/// over that version's types, with the `OcppVersion` variant in parentheses. `central` is the
+/// `IdToken` type `Central` of the version (an enum in 2.0.1, a string in 2.1); `request_id`
+/// the SignCertificate's `requestId` (2.1 only; `sign` names the request); `extra` are match
+/// arms for the version's own actions.
 macro_rules! handlers_2x {
     (
         $version:ident ($ocpp_version:ident),
