@@ -591,6 +591,43 @@ mod tests {
     }
 
     #[test]
+    fn ca_and_profile_files() {
+        let dir = std::env::temp_dir().join(format!("server-cli-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        std::fs::write(dir.join("ca.pem"), params.self_signed(&key).unwrap().pem()).unwrap();
+        std::fs::write(dir.join("ca.key"), key.serialize_pem()).unwrap();
+        std::fs::write(dir.join("profiles"), "CP001 3\n").unwrap();
+        let path = |file: &str| dir.join(file).to_str().unwrap().to_owned();
+        let args = parse(&[
+            "--ca-cert",
+            &path("ca.pem"),
+            "--ca-key",
+            &path("ca.key"),
+            "--security-profiles",
+            &path("profiles"),
+        ])
+        .unwrap()
+        .unwrap();
+        let app = super::csms(&args).unwrap();
+        let cp001 = ocpp_server_core::ChargePointIdentity::new("CP001".into(), false).unwrap();
+        assert_eq!(
+            app.security_profile(&cp001).0,
+            Some(crate::csms::SecurityProfile::TlsClientCertificate)
+        );
+        let mut bad = args;
+        bad.ca_key = Some(dir.join("missing.key"));
+        let error = super::csms(&bad).unwrap_err().to_string();
+        assert!(error.contains("missing.key: cannot read"), "{error}");
+        std::fs::write(dir.join("profiles"), "CP001 three\n").unwrap();
+        let error = super::csms(&bad).unwrap_err().to_string();
+        assert!(error.contains("line 1"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn pem_errors_name_the_file() {
         let dir = std::env::temp_dir().join(format!("server-cli-pem-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
