@@ -665,6 +665,10 @@ impl Csms {
         let _ = session;
         self.metrics.messages_in.inc();
         self.metrics.messages_out.inc();
+        // A CSR is checked and signed before the lock is taken: that takes a millisecond or
+        // so, the lock is held for microseconds otherwise.
+        let presigned =
+            (request.action() == "SignCertificate").then(|| self.sign(identity, request));
         let reply = {
             let mut charge_points = self.lock();
             let charge_point = entry(&mut charge_points, identity);
@@ -674,6 +678,7 @@ impl Csms {
                 next_transaction_id: &self.next_transaction_id,
                 tokens: &self.tokens,
                 now: SystemTime::now(),
+                presigned: presigned.as_ref(),
             };
             if !boot::allows(charge_point.boot_status, charge_point.triggered, action) {
                 // 2.0.1 B02.FR.09, B03; OCPP-J 1.6 errata §3.8.
@@ -713,6 +718,25 @@ impl Csms {
             self.metrics.call_errors_sent.inc();
         }
         reply
+    }
+
+    /// Checks and signs the CSR of a SignCertificate (any version) with the CA.
+    fn sign(
+        &self,
+        identity: &ChargePointIdentity,
+        request: &Request,
+    ) -> Result<SignedCertificate, String> {
+        let Some(ca) = &self.config.certificate_authority else {
+            return Err(NO_CA.to_owned());
+        };
+        let payload = serde_json::to_value(request).map_err(|e| e.to_string())?;
+        let csr = payload["csr"].as_str().unwrap_or_default();
+        ca.sign(
+            csr,
+            identity,
+            certificate_use(payload["certificateType"].as_str()),
+        )
+        .map_err(|refusal| refusal.to_string())
     }
 
     /// A SEND (OCPP 2.1, never answered), e.g. NotifyPeriodicEventStream: counted and kept
@@ -882,6 +906,19 @@ struct Context<'a> {
     next_transaction_id: &'a AtomicI32,
     tokens: &'a RwLock<Option<TokenStore>>,
     now: SystemTime,
+    /// A SignCertificate's CSR, checked and signed before the lock was taken.
+    presigned: Option<&'a Result<SignedCertificate, String>>,
+}
+
+/// Why a SignCertificate is Rejected without a CA.
+const NO_CA: &str = "no certificate authority (--ca-cert, --ca-key)";
+
+/// The certificate use of a 2.x `certificateType` (none: a station certificate).
+fn certificate_use(certificate_type: Option<&str>) -> CertificateUse {
+    match certificate_type {
+        Some("V2GCertificate") => CertificateUse::V2G,
+        _ => CertificateUse::ChargingStation,
+    }
 }
 
 impl Context<'_> {
@@ -926,13 +963,11 @@ impl Context<'_> {
         certificate_type: Option<&str>,
         request_id: Option<i32>,
     ) -> bool {
-        let usage = match certificate_type {
-            Some("V2GCertificate") => CertificateUse::V2G,
-            _ => CertificateUse::ChargingStation,
-        };
-        let signed = match &self.config.certificate_authority {
-            None => Err("no certificate authority (--ca-cert, --ca-key)".to_owned()),
-            Some(ca) => ca
+        let usage = certificate_use(certificate_type);
+        let signed = match (self.presigned, &self.config.certificate_authority) {
+            (Some(presigned), _) => presigned.clone(),
+            (None, None) => Err(NO_CA.to_owned()),
+            (None, Some(ca)) => ca
                 .sign(csr, &cp.identity, usage)
                 .map_err(|refusal| refusal.to_string()),
         };
