@@ -4,7 +4,9 @@
 //! crates never see TLS.
 //!
 //! - [`server_config`]: a server certificate (profile 2), optionally client certificates
-//!   required and verified against a CA (profile 3, `WebPkiClientVerifier`).
+//!   required and verified against a CA (profile 3, `WebPkiClientVerifier`);
+//!   [`server_config_with`] also lets them be optional ([`ClientCertificates::Optional`]),
+//!   for a listener where each station's own profile decides at the upgrade.
 //! - [`client_config`]: the CA the charge point trusts, optionally its own certificate.
 //! - [`TlsSession`]: one connection's TLS state between the socket and the OCPP connection,
 //!   the same code for the mio loop, the tokio tasks ([`TryIo`] adapts tokio's readiness API)

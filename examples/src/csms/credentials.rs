@@ -57,13 +57,6 @@ fn password_digest(password: &[u8]) -> Digest {
     out
 }
 
-/// Passwords per identity, read from a file of `identity:password` lines.
-///
-/// ```
-/// use ocpp_examples::csms::Credentials;
-/// let credentials = Credentials::parse("# comment\nCP001:0123456789abcdef\n").unwrap();
-/// assert_eq!(credentials.len(), 1);
-/// ```
 /// An OCPP security profile (1.6 security whitepaper §2, 2.0.1 part 2 A00).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SecurityProfile {
@@ -174,6 +167,14 @@ pub fn decide(
     }
 }
 
+/// The credentials store: passwords per identity, read from a file of `identity:password`
+/// lines, and security profiles per identity ([`Credentials::parse_profiles`]).
+///
+/// ```
+/// use ocpp_examples::csms::Credentials;
+/// let credentials = Credentials::parse("# comment\nCP001:0123456789abcdef\n").unwrap();
+/// assert_eq!(credentials.len(), 1);
+/// ```
 #[derive(Clone, Default)]
 pub struct Credentials {
     /// Identity to the digest of its password.
