@@ -653,6 +653,9 @@ fn sign_certificate(cp: &mut ChargePoint, csr: &str) -> Value {
     if cp.version != OcppVersion::V1_6 {
         payload["certificateType"] = "ChargingStationCertificate".into();
     }
+    if cp.version == OcppVersion::V2_1 {
+        payload["requestId"] = 7.into();
+    }
     cp.call("SignCertificate", &payload.to_string())
 }
 
@@ -734,6 +737,12 @@ fn signed_certificate_opens_profile_3(binary: &str, version: OcppVersion) {
     let payload = serde_json::to_value(&call).unwrap();
     if version != OcppVersion::V1_6 {
         assert_eq!(payload["certificateType"], "ChargingStationCertificate");
+    }
+    if version == OcppVersion::V2_1 {
+        assert_eq!(
+            payload["requestId"], 7,
+            "2.1: the SignCertificate's requestId"
+        );
     }
     let chain = payload["certificateChain"].as_str().unwrap().to_owned();
     verify_chain(&pki, &chain, "CP003");
