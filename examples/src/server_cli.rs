@@ -9,8 +9,8 @@ use std::time::Duration;
 use ocpp_frame::deflate::DeflateConfig;
 use ocpp_server_core::{ConnectionConfig, DeflatePolicy, NoCommonVersion};
 
-use crate::csms::{BootPolicy, Credentials, Csms, CsmsConfig, TokenStore};
-use crate::tls::{self, TlsError};
+use crate::csms::{BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, TokenStore};
+use crate::tls::{self, ClientCertificates, TlsError};
 
 /// Where charge points connect unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9000";
@@ -31,6 +31,12 @@ Security profiles (OCPP 1.6 security whitepaper, OCPP 2.0.1 part 2 A00):
   1: --basic-auth FILE                                  Basic auth over ws://
   2: --basic-auth FILE --tls-cert FILE --tls-key FILE   Basic auth over wss://
   3: --tls-cert FILE --tls-key FILE --client-ca FILE    client certificates over wss://
+  per station, on one wss:// listener: --tls-cert FILE --tls-key FILE --client-ca FILE
+     --basic-auth FILE --security-profiles FILE: client certificates are optional at the
+     TLS layer and each station's profile decides at the upgrade (401 for credentials
+     missing or wrong, e.g. a profile-3 station with a password only; 403 for a certificate
+     naming another identity or a profile-2 station on ws://); a station that connected
+     with its certificate is held to profile 3 from then on
 
 Options:
   --listen ADDR          address for charge points (default {DEFAULT_LISTEN}; port 0 picks one)
@@ -40,6 +46,8 @@ Options:
                            GET  /chargepoints/ID/notifications[/ACTION]  what it reported
                            GET|PUT|DELETE /chargepoints/ID/boot     its boot policy
                                                                     ({{\"status\":\"Pending\"}})
+                           GET|PUT|DELETE /chargepoints/ID/security its security profile
+                                                                    ({{\"profile\":3}})
                            POST /chargepoints/ID/call/ACTION        send a CALL, JSON payload as body
                            GET  /tokens                             the token store
                            GET|PUT|DELETE /tokens/ID                one token
@@ -53,10 +61,26 @@ Options:
   --tls-cert FILE        serve wss:// (TLS 1.2 and 1.3) with this certificate chain (PEM,
                          server certificate first); needs --tls-key
   --tls-key FILE         the private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1)
-  --client-ca FILE       require a client certificate issued by a CA of FILE (PEM), else the
-                         TLS handshake fails with an alert; the certificate's subject CN must
-                         be the URL's identity, else the upgrade gets 403 (needs --tls-cert;
-                         not with --basic-auth: one security profile at a time)
+  --client-ca FILE       verify client certificates against the CAs of FILE (PEM); the
+                         certificate's subject CN must be the URL's identity, else the upgrade
+                         gets 403 (needs --tls-cert). Alone: every station must present one,
+                         else the TLS handshake fails with an alert (profile 3 for all). With
+                         --basic-auth or --security-profiles: optional, and each station's
+                         profile decides (see above)
+  --security-profiles FILE
+                         per-station security profiles: lines `identity profile` (1, 2 or
+                         3); a station not listed gets profile 1 (2 over TLS: its
+                         --basic-auth password) or, with a certificate, 3. Also
+                         PUT /chargepoints/ID/security
+  --ca-cert FILE         the CA (PEM certificate) that signs the stations' CSRs: SignCertificate
+                         (1.6 security, 2.x A02/A03) is Accepted when the CSR parses, its
+                         signature verifies, its subject CN is the station's identity and it
+                         asks for no CA certificate; CertificateSigned then carries the chain
+                         (the new certificate, then FILE). The TLS listener also trusts this CA
+                         for client certificates, so a station can use the certificate for
+                         profile 3 at its next connection. Needs --ca-key. Without it every
+                         SignCertificate is answered Rejected
+  --ca-key FILE          the private key of --ca-cert (PEM, PKCS#8)
   --deflate MODE         permessage-deflate (RFC 7692) when a client offers it:
                          `no-context` (default; no context takeover either way, so an idle
                          connection holds no compression state), `context` (context takeover
@@ -116,6 +140,12 @@ pub struct Args {
     pub tls_key: Option<PathBuf>,
     /// `--client-ca`.
     pub client_ca: Option<PathBuf>,
+    /// `--security-profiles`.
+    pub security_profiles: Option<PathBuf>,
+    /// `--ca-cert`.
+    pub ca_cert: Option<PathBuf>,
+    /// `--ca-key`.
+    pub ca_key: Option<PathBuf>,
     /// `--deflate`.
     pub deflate: DeflatePolicy,
     /// `--tokens`.
@@ -146,6 +176,9 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
         tls_cert: None,
         tls_key: None,
         client_ca: None,
+        security_profiles: None,
+        ca_cert: None,
+        ca_key: None,
         deflate: ConnectionConfig::default().get_deflate(),
         tokens: None,
         master_pass: None,
@@ -215,6 +248,9 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
             "--tls-cert" => parsed.tls_cert = Some(PathBuf::from(value()?)),
             "--tls-key" => parsed.tls_key = Some(PathBuf::from(value()?)),
             "--client-ca" => parsed.client_ca = Some(PathBuf::from(value()?)),
+            "--security-profiles" => parsed.security_profiles = Some(PathBuf::from(value()?)),
+            "--ca-cert" => parsed.ca_cert = Some(PathBuf::from(value()?)),
+            "--ca-key" => parsed.ca_key = Some(PathBuf::from(value()?)),
             "--tokens" => parsed.tokens = Some(PathBuf::from(value()?)),
             "--master-pass" => {
                 let id = value()?;
@@ -269,19 +305,28 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
         (None, Some(_)) => return Err("--node-id needs --redis".into()),
         _ => {}
     }
-    if parsed.client_ca.is_some() {
-        if parsed.tls_cert.is_none() {
-            return Err("--client-ca needs --tls-cert and --tls-key".into());
-        }
-        if parsed.basic_auth.is_some() {
-            return Err(
-                "--client-ca (security profile 3) and --basic-auth (profiles 1 and 2) exclude \
-                 each other: one security profile at a time"
-                    .into(),
-            );
-        }
+    if parsed.client_ca.is_some() && parsed.tls_cert.is_none() {
+        return Err("--client-ca needs --tls-cert and --tls-key".into());
+    }
+    match (&parsed.ca_cert, &parsed.ca_key) {
+        (Some(_), None) => return Err("--ca-cert needs --ca-key".into()),
+        (None, Some(_)) => return Err("--ca-key needs --ca-cert".into()),
+        _ => {}
     }
     Ok(Some(parsed))
+}
+
+impl Args {
+    /// Whether each station's profile decides (`--basic-auth` or `--security-profiles`), so
+    /// that client certificates are optional at the TLS layer.
+    fn per_station(&self) -> bool {
+        self.basic_auth.is_some() || self.security_profiles.is_some()
+    }
+
+    /// Whether every station must present a client certificate: `--client-ca` alone.
+    fn certificates_required(&self) -> bool {
+        self.client_ca.is_some() && !self.per_station()
+    }
 }
 
 fn parse_addr(text: &str) -> Result<SocketAddr, String> {
@@ -303,7 +348,7 @@ pub fn init_logging() {
 
 /// The CSMS application for these arguments (credentials loaded from `--basic-auth`).
 pub fn csms(args: &Args) -> Result<Csms, Box<dyn std::error::Error>> {
-    let credentials = match &args.basic_auth {
+    let mut credentials = match &args.basic_auth {
         Some(path) => {
             let credentials = Credentials::load(path)?;
             tracing::info!(
@@ -314,9 +359,22 @@ pub fn csms(args: &Args) -> Result<Csms, Box<dyn std::error::Error>> {
         }
         None => None,
     };
-    if args.client_ca.is_some() {
+    if let Some(path) = &args.security_profiles {
+        let store = credentials.get_or_insert_with(Credentials::default);
+        store.load_profiles(path)?;
+        tracing::info!("security profiles per station");
+    }
+    if args.certificates_required() {
         tracing::info!("client certificates required (security profile 3)");
     }
+    let certificate_authority = match (&args.ca_cert, &args.ca_key) {
+        (Some(cert), Some(key)) => {
+            let ca = CertificateAuthority::load(cert, key)?;
+            tracing::info!(ca = %cert.display(), "SignCertificate: CSRs signed by this CA");
+            Some(Arc::new(ca))
+        }
+        _ => None,
+    };
     let tokens = match &args.tokens {
         Some(path) => {
             let tokens = TokenStore::load(path)?.with_master_pass(args.master_pass.clone());
@@ -331,7 +389,8 @@ pub fn csms(args: &Args) -> Result<Csms, Box<dyn std::error::Error>> {
     };
     let mut config = CsmsConfig::default()
         .credentials(credentials)
-        .client_certificates(args.client_ca.is_some())
+        .client_certificates(args.certificates_required())
+        .certificate_authority(certificate_authority)
         .tokens(tokens)
         .boot_policy(args.boot_policy);
     if !args.data_transfer_vendors.is_empty() {
@@ -341,12 +400,26 @@ pub fn csms(args: &Args) -> Result<Csms, Box<dyn std::error::Error>> {
 }
 
 /// The TLS configuration of `--tls-cert`, `--tls-key` and `--client-ca`; `None` without
-/// `--tls-cert` (plain `ws://`).
+/// `--tls-cert` (plain `ws://`). Client certificates are verified against `--client-ca` and
+/// `--ca-cert` (the CA that signs the stations' CSRs); required with `--client-ca` alone,
+/// optional with `--basic-auth` or `--security-profiles` (or with `--ca-cert` alone).
 pub fn tls_config(args: &Args) -> Result<Option<Arc<rustls::ServerConfig>>, TlsError> {
     let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
         return Ok(None);
     };
-    let config = tls::server_config(cert, key, args.client_ca.as_deref())?;
+    let signing_ca = match &args.ca_cert {
+        Some(path) => tls::load_certificates(path)?,
+        None => Vec::new(),
+    };
+    let files: Vec<&std::path::Path> = args.client_ca.iter().map(PathBuf::as_path).collect();
+    let client_certificates = if files.is_empty() && signing_ca.is_empty() {
+        ClientCertificates::None
+    } else if args.certificates_required() {
+        ClientCertificates::Required(tls::roots(&files, &signing_ca)?)
+    } else {
+        ClientCertificates::Optional(tls::roots(&files, &signing_ca)?)
+    };
+    let config = tls::server_config_with(cert, key, client_certificates)?;
     tracing::info!(
         cert = %cert.display(),
         client_ca = args.client_ca.as_ref().map(|p| p.display().to_string()),
@@ -492,21 +565,66 @@ mod tests {
             &["--tls-cert", "c.pem"][..],
             &["--tls-key", "k.pem"],
             &["--client-ca", "ca.pem"],
-            &[
-                "--tls-cert",
-                "c",
-                "--tls-key",
-                "k",
-                "--client-ca",
-                "ca",
-                "--basic-auth",
-                "p",
-            ],
+            &["--ca-cert", "ca.pem"],
+            &["--ca-key", "ca.key"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
+        // Profiles per station: client certificates become optional.
+        let mixed = parse(&[
+            "--tls-cert",
+            "c",
+            "--tls-key",
+            "k",
+            "--client-ca",
+            "ca",
+            "--basic-auth",
+            "p",
+        ])
+        .unwrap()
+        .unwrap();
+        assert!(!mixed.certificates_required());
+        let alone = parse(&["--tls-cert", "c", "--tls-key", "k", "--client-ca", "ca"]);
+        assert!(alone.unwrap().unwrap().certificates_required());
         let args = parse(&["--tls-cert", "c", "--tls-key", "k", "--basic-auth", "p"]).unwrap();
         assert!(args.is_some(), "profile 2");
+    }
+
+    #[test]
+    fn ca_and_profile_files() {
+        let dir = std::env::temp_dir().join(format!("server-cli-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        std::fs::write(dir.join("ca.pem"), params.self_signed(&key).unwrap().pem()).unwrap();
+        std::fs::write(dir.join("ca.key"), key.serialize_pem()).unwrap();
+        std::fs::write(dir.join("profiles"), "CP001 3\n").unwrap();
+        let path = |file: &str| dir.join(file).to_str().unwrap().to_owned();
+        let args = parse(&[
+            "--ca-cert",
+            &path("ca.pem"),
+            "--ca-key",
+            &path("ca.key"),
+            "--security-profiles",
+            &path("profiles"),
+        ])
+        .unwrap()
+        .unwrap();
+        let app = super::csms(&args).unwrap();
+        let cp001 = ocpp_server_core::ChargePointIdentity::new("CP001".into(), false).unwrap();
+        assert_eq!(
+            app.security_profile(&cp001).0,
+            Some(crate::csms::SecurityProfile::TlsClientCertificate)
+        );
+        let mut bad = args;
+        bad.ca_key = Some(dir.join("missing.key"));
+        let error = super::csms(&bad).unwrap_err().to_string();
+        assert!(error.contains("missing.key: cannot read"), "{error}");
+        std::fs::write(dir.join("profiles"), "CP001 three\n").unwrap();
+        let error = super::csms(&bad).unwrap_err().to_string();
+        assert!(error.contains("line 1"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! crates never see TLS.
 //!
 //! - [`server_config`]: a server certificate (profile 2), optionally client certificates
-//!   required and verified against a CA (profile 3, `WebPkiClientVerifier`).
+//!   required and verified against a CA (profile 3, `WebPkiClientVerifier`);
+//!   [`server_config_with`] also lets them be optional ([`ClientCertificates::Optional`]),
+//!   for a listener where each station's own profile decides at the upgrade.
 //! - [`client_config`]: the CA the charge point trusts, optionally its own certificate.
 //! - [`TlsSession`]: one connection's TLS state between the socket and the OCPP connection,
 //!   the same code for the mio loop, the tokio tasks ([`TryIo`] adapts tokio's readiness API)
@@ -141,20 +143,70 @@ pub fn server_config(
     key: &Path,
     client_ca: Option<&Path>,
 ) -> Result<Arc<ServerConfig>, TlsError> {
+    let client_certificates = match client_ca {
+        Some(ca) => ClientCertificates::Required(load_roots(ca)?),
+        None => ClientCertificates::None,
+    };
+    server_config_with(cert, key, client_certificates)
+}
+
+/// Which client certificates a TLS listener asks for.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ClientCertificates {
+    /// None (security profile 2 at most).
+    None,
+    /// Every client must present one that chains to these roots (profile 3 for all).
+    Required(RootCertStore),
+    /// A client may present one, verified against these roots (a bad one fails the
+    /// handshake); one without is let through to the upgrade, where the station's own
+    /// profile decides (`csms::credentials`).
+    Optional(RootCertStore),
+}
+
+/// The CA certificates of PEM files, and more, as trust anchors (for
+/// [`ClientCertificates`]).
+pub fn roots(files: &[&Path], more: &[CertificateDer<'static>]) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    for path in files {
+        roots.roots.extend(load_roots(path)?.roots);
+    }
+    for certificate in more {
+        roots
+            .add(certificate.clone())
+            .map_err(|error| TlsError::BadCa {
+                path: PathBuf::from("--ca-cert"),
+                error,
+            })?;
+    }
+    Ok(roots)
+}
+
+/// [`server_config`] with the client certificate policy spelled out.
+pub fn server_config_with(
+    cert: &Path,
+    key: &Path,
+    client_certificates: ClientCertificates,
+) -> Result<Arc<ServerConfig>, TlsError> {
     let chain = load_certificates(cert)?;
     let key = load_private_key(key)?;
     let builder = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(rustls::ALL_VERSIONS)
         .map_err(TlsError::Config)?;
-    let builder = match client_ca {
-        Some(ca) => {
-            let verifier =
-                WebPkiClientVerifier::builder_with_provider(Arc::new(load_roots(ca)?), provider())
-                    .build()
-                    .map_err(TlsError::Verifier)?;
-            builder.with_client_cert_verifier(verifier)
+    let verifier = |roots: RootCertStore| {
+        WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+    };
+    let builder = match client_certificates {
+        ClientCertificates::Required(roots) => {
+            builder.with_client_cert_verifier(verifier(roots).build().map_err(TlsError::Verifier)?)
         }
-        None => builder.with_no_client_auth(),
+        ClientCertificates::Optional(roots) => builder.with_client_cert_verifier(
+            verifier(roots)
+                .allow_unauthenticated()
+                .build()
+                .map_err(TlsError::Verifier)?,
+        ),
+        ClientCertificates::None => builder.with_no_client_auth(),
     };
     let config = builder
         .with_single_cert(chain, key)

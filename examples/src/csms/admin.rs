@@ -6,12 +6,15 @@
 //! | request | answer |
 //! | --- | --- |
 //! | `GET /chargepoints` | 200, JSON list of connected charge points |
-//! | `GET /chargepoints/{identity}` | 200, one charge point (connected or not; with its notification counts, last status per kind, boot policy and seqNo gaps), 404 unknown |
+//! | `GET /chargepoints/{identity}` | 200, one charge point (connected or not; with its notification counts, last status per kind, boot policy, seqNo gaps and its last SignCertificate: `certificate` with our answer, the serial signed and its answer to CertificateSigned), 404 unknown |
 //! | `GET /chargepoints/{identity}/notifications` | 200, the notifications kept, by action (`{"NotifyEvent":[{"at","payload"}...]...}`) |
 //! | `GET /chargepoints/{identity}/notifications/{Action}` | 200, the notifications of one action, oldest first |
 //! | `GET /chargepoints/{identity}/boot` | 200, `{"policy","default","answered"}`: its own policy (or null), the CSMS default, its last BootNotification's answer |
 //! | `PUT /chargepoints/{identity}/boot` + `{"status":"Accepted"\|"Pending"\|"Rejected"}` | 200; the next BootNotification gets it (known or not yet seen) |
 //! | `DELETE /chargepoints/{identity}/boot` | 200; back to the default policy |
+//! | `GET /chargepoints/{identity}/security` | 200, `{"identity","profile","default","password"}`: its own security profile (1, 2, 3 or null), the server's, whether it has a Basic password |
+//! | `PUT /chargepoints/{identity}/security` + `{"profile":1\|2\|3}` | 200; counts from its next connection ([`super::credentials`]); 409 without a credentials store (`--basic-auth` or `--security-profiles`) |
+//! | `DELETE /chargepoints/{identity}/security` | 200; back to the server's profile |
 //! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload; a SetVariables `SecurityCtrlr.BasicAuthPassword` / ChangeConfiguration `AuthorizationKey` changes the Basic password once accepted ([`Csms::on_command`]) |
 //! | `GET /tokens` | 200, `{"enabled","master_pass","tokens":{ID:{"status","group","expiry"}}}` |
 //! | `GET /tokens/{idToken}` | 200, one token, 404 unknown |
@@ -38,7 +41,9 @@ use ocpp_messages::{v1_6, v2_0_1, v2_1, DecodeError};
 use ocpp_server_core::{CallOutcome, ChargePointIdentity, RefusalReason, Request, Response};
 use serde_json::{json, Value};
 
-use super::{date_time, BootPolicy, ChargePoint, Csms, TokenEntry, TokenStatus, TokenStore};
+use super::{
+    date_time, BootPolicy, ChargePoint, Csms, SecurityProfile, TokenEntry, TokenStatus, TokenStore,
+};
 
 /// The largest request head (request line and headers).
 pub const MAX_HEAD: usize = 8 * 1024;
@@ -185,6 +190,7 @@ fn reason_phrase(status: u16) -> &'static str {
         400 => "Bad Request",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        409 => "Conflict",
         411 => "Length Required",
         413 => "Payload Too Large",
         431 => "Request Header Fields Too Large",
@@ -316,6 +322,53 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
                 &json!({ "identity": identity.as_str(), "policy": policy.map(BootPolicy::as_str) }),
             )
         }
+        ("GET", ["chargepoints", identity, "security"]) => match parse_identity(identity) {
+            Ok(identity) => {
+                let (own, default, password) = csms.security_profile(&identity);
+                HttpResponse::json(
+                    200,
+                    &json!({
+                        "identity": identity.as_str(),
+                        "profile": own.map(SecurityProfile::number),
+                        "default": default.map(SecurityProfile::number),
+                        "password": password,
+                    }),
+                )
+            }
+            Err(response) => response,
+        },
+        ("PUT" | "DELETE", ["chargepoints", identity, "security"]) => {
+            let identity = match parse_identity(identity) {
+                Ok(identity) => identity,
+                Err(response) => return Route::Respond(response),
+            };
+            let profile = if method == "PUT" {
+                let profile = body_json(request)
+                    .ok()
+                    .and_then(|v| v["profile"].as_u64().and_then(SecurityProfile::from_number));
+                match profile {
+                    Some(profile) => Some(profile),
+                    None => {
+                        return Route::Respond(HttpResponse::error(
+                            400,
+                            "expected {\"profile\":1|2|3}",
+                        ))
+                    }
+                }
+            } else {
+                None
+            };
+            match csms.set_security_profile(&identity, profile) {
+                Ok(()) => HttpResponse::json(
+                    200,
+                    &json!({
+                        "identity": identity.as_str(),
+                        "profile": profile.map(SecurityProfile::number),
+                    }),
+                ),
+                Err(why) => HttpResponse::error(409, why),
+            }
+        }
         ("GET", ["tokens"]) => {
             let store = csms.tokens();
             let tokens: serde_json::Map<String, Value> = store
@@ -357,6 +410,7 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
         },
         (_, ["chargepoints"] | ["chargepoints", _] | ["metrics"] | ["tokens"] | ["tokens", _])
         | (_, ["chargepoints", _, "call", _] | ["chargepoints", _, "boot"])
+        | (_, ["chargepoints", _, "security"])
         | (_, ["chargepoints", _, "notifications"] | ["chargepoints", _, "notifications", _]) => {
             HttpResponse::error(405, "method not allowed")
         }
@@ -559,6 +613,16 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
         "transactions": transactions,
         "boot_policy": cp.boot_policy.map(BootPolicy::as_str),
         "notifications": notifications,
+        "certificate": cp.certificate.as_ref().map(|c| json!({
+            "requested_at": time_json(c.requested_at),
+            "certificate_type": c.certificate_type,
+            "status": c.status,
+            "reason": c.reason,
+            "serial": c.serial,
+            "not_after": c.not_after,
+            "answer": c.answer,
+            "answered_at": c.answered_at.map(time_json),
+        })),
         "seq_no_gaps": {
             "count": cp.seq_no_gap_count,
             "recent": cp.seq_no_gaps.iter().map(|g| json!({

@@ -46,6 +46,36 @@ pub struct ChargePoint {
     pub seq_no_gaps: VecDeque<SeqNoGap>,
     /// How many gaps were noticed in all.
     pub seq_no_gap_count: u64,
+    /// Its last SignCertificate and what came of it (A02/A03), if it sent one.
+    pub certificate: Option<CertificateSigning>,
+    /// CALLs to send it right after the answer just made (CertificateSigned after an accepted
+    /// SignCertificate), taken by the I/O loop with `Csms::take_follow_up`.
+    pub(super) follow_up: Option<ocpp_server_core::Request>,
+}
+
+/// A SignCertificate and what came of it: our answer, the certificate we signed, the
+/// station's answer to the CertificateSigned that carried it (OCPP 2.0.1 A02/A03, 1.6
+/// security whitepaper §3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CertificateSigning {
+    /// When the SignCertificate arrived.
+    pub requested_at: SystemTime,
+    /// `ChargingStationCertificate` or `V2GCertificate`.
+    pub certificate_type: &'static str,
+    /// `Accepted` or `Rejected`: our answer to the SignCertificate.
+    pub status: &'static str,
+    /// Why it was Rejected (no CA, or the CSR check that failed).
+    pub reason: Option<String>,
+    /// The serial number (hex) of the certificate we signed.
+    pub serial: Option<String>,
+    /// Its end of validity, seconds since the Unix epoch.
+    pub not_after: Option<i64>,
+    /// The station's answer to CertificateSigned: its `status` (`Accepted`, `Rejected`), or
+    /// `CALLERROR <code>`, `Timeout`, `Disconnected`; `None` while it is pending.
+    pub answer: Option<String>,
+    /// When that answer came.
+    pub answered_at: Option<SystemTime>,
 }
 
 /// One report of a charge point, as it arrived.
@@ -202,6 +232,8 @@ impl ChargePoint {
             triggered: false,
             seq_no_gaps: VecDeque::new(),
             seq_no_gap_count: 0,
+            certificate: None,
+            follow_up: None,
         }
     }
 

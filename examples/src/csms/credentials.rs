@@ -1,6 +1,37 @@
+//! The credentials store and the one decision on an upgrade that both servers' accept paths
+//! reach (through `Csms::on_upgrade`): [`decide`].
+//!
 //! Security profile 1 (OCPP 1.6 security whitepaper §2.3, OCPP 2.0.1 A00.FR.2xx): HTTP Basic
 //! authentication with the charge point's identity as user and its AuthorizationKey as
-//! password, checked before the WebSocket upgrade completes.
+//! password, checked before the WebSocket upgrade completes. Profile 2: the same over TLS.
+//! Profile 3: a client certificate, verified by the TLS layer, whose subject CN is the
+//! identity.
+//!
+//! # Security profile per station
+//!
+//! One listener can serve stations of several profiles (OCPP 2.0.1 A00, A05: a station is
+//! migrated from one profile to a higher one, never back). Each station may have a profile of
+//! its own ([`Credentials::set_profile`]: `--security-profiles FILE` with lines
+//! `identity profile`, or `PUT /chargepoints/ID/security` with `{"profile":3}`); without one
+//! it gets the server's: 3 with `--client-ca` alone (certificates required by the TLS layer),
+//! 1 (2 over TLS) with `--basic-auth` or `--security-profiles`, none otherwise (every station
+//! accepted). What [`decide`] answers:
+//!
+//! | the station's profile | it comes with | answer |
+//! | --- | --- | --- |
+//! | any | a verified certificate whose CN is another identity, or has no CN | 403 |
+//! | any | a verified certificate whose CN is its identity | accepted as profile 3 |
+//! | 3 | no certificate (a password alone, or nothing) | 401 |
+//! | 2 | plain TCP (`ws://`) | 403: the transport is below its profile |
+//! | 2 | TLS and its Basic password | accepted as profile 2 |
+//! | 1 | its Basic password | accepted as profile 1 (2 over TLS) |
+//! | 1, 2 | a wrong or missing password, an unknown identity | 401 |
+//!
+//! 401 is for credentials missing or wrong (the core adds `WWW-Authenticate: Basic`); 403 for
+//! a station that proved an identity other than the one it claims, or came on a transport its
+//! profile forbids, which no credentials can fix. No downgrade: a station accepted with a
+//! certificate is held to profile 3 from then on (`Csms::on_upgrade` records it), so a stolen
+//! password no longer opens a connection for it.
 //!
 //! Passwords are kept only as SHA-256 digests and compared in constant time (`subtle`), so
 //! neither the time a check takes nor a memory dump gives a password away; the digests have
@@ -12,6 +43,8 @@ use std::path::Path;
 
 use ocpp_frame::handshake::BasicCredentials;
 use ocpp_server_core::ChargePointIdentity;
+
+use super::Transport;
 use ring::digest::{digest, SHA256};
 use subtle::ConstantTimeEq;
 
@@ -24,7 +57,118 @@ fn password_digest(password: &[u8]) -> Digest {
     out
 }
 
-/// Passwords per identity, read from a file of `identity:password` lines.
+/// An OCPP security profile (1.6 security whitepaper §2, 2.0.1 part 2 A00).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SecurityProfile {
+    /// 1: Basic authentication, no TLS.
+    Basic,
+    /// 2: Basic authentication over TLS.
+    TlsBasic,
+    /// 3: TLS with a client certificate.
+    TlsClientCertificate,
+}
+
+impl SecurityProfile {
+    /// The profile's number (1, 2, 3).
+    pub fn number(self) -> u8 {
+        match self {
+            SecurityProfile::Basic => 1,
+            SecurityProfile::TlsBasic => 2,
+            SecurityProfile::TlsClientCertificate => 3,
+        }
+    }
+
+    /// The profile of a number (1, 2, 3).
+    pub fn from_number(number: u64) -> Option<Self> {
+        match number {
+            1 => Some(SecurityProfile::Basic),
+            2 => Some(SecurityProfile::TlsBasic),
+            3 => Some(SecurityProfile::TlsClientCertificate),
+            _ => None,
+        }
+    }
+}
+
+/// An upgrade refused by [`decide`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The HTTP status: 401 (credentials missing or wrong) or 403 (see the module docs).
+    pub status: u16,
+    /// Why, for the log (never a password).
+    pub reason: &'static str,
+}
+
+/// Decides an upgrade for both servers (the table in the module docs): `store` is the
+/// credentials store (`None`: no `--basic-auth` or `--security-profiles`),
+/// `certificates_required` whether the TLS listener requires client certificates of every
+/// station (`--client-ca` alone). `Ok` carries the profile the connection reached (`None`
+/// when no authentication is configured and none was shown).
+///
+/// ```
+/// use ocpp_examples::csms::{credentials, ClientCertificate, Credentials, SecurityProfile, Transport};
+/// use ocpp_frame::handshake::BasicCredentials;
+/// use ocpp_server_core::ChargePointIdentity;
+///
+/// let mut store = Credentials::parse("CP1:0123456789abcdef\n").unwrap();
+/// store.set_profile("CP1", Some(SecurityProfile::TlsClientCertificate));
+/// let cp1 = ChargePointIdentity::new("CP1".into(), false).unwrap();
+/// let password = BasicCredentials::new(b"CP1", b"0123456789abcdef").unwrap();
+/// let tls = |cn: Option<&str>| Transport::Tls {
+///     client_certificate: cn.map(|cn| ClientCertificate::new(Some(cn.into()))),
+/// };
+/// // Profile 3: the password alone is not enough (401), the certificate is.
+/// let refused = credentials::decide(Some(&store), false, &cp1, Some(&password), &tls(None));
+/// assert_eq!(refused.unwrap_err().status, 401);
+/// let accepted = credentials::decide(Some(&store), false, &cp1, None, &tls(Some("CP1")));
+/// assert_eq!(accepted, Ok(Some(SecurityProfile::TlsClientCertificate)));
+/// ```
+pub fn decide(
+    store: Option<&Credentials>,
+    certificates_required: bool,
+    identity: &ChargePointIdentity,
+    sent: Option<&BasicCredentials>,
+    transport: &Transport,
+) -> Result<Option<SecurityProfile>, Refusal> {
+    let refuse = |status, reason| Err(Refusal { status, reason });
+    let (tls, certificate) = match transport {
+        Transport::Plain => (false, None),
+        Transport::Tls { client_certificate } => (true, client_certificate.as_ref()),
+    };
+    // A certificate the TLS layer verified proves an identity: it must be the one claimed.
+    let certified = match certificate.map(|c| c.common_name.as_deref()) {
+        None => false,
+        Some(None) => return refuse(403, "the client certificate has no subject CN"),
+        Some(Some(cn)) if cn == identity.as_str() => true,
+        Some(Some(_)) => return refuse(403, "the client certificate's CN is not the identity"),
+    };
+    let required = store
+        .and_then(|store| store.profile(identity.as_str()))
+        .or(certificates_required.then_some(SecurityProfile::TlsClientCertificate))
+        .or(store.map(|_| SecurityProfile::Basic));
+    if certified {
+        return Ok(Some(SecurityProfile::TlsClientCertificate));
+    }
+    let Some(required) = required else {
+        return Ok(None);
+    };
+    match (required, store) {
+        (SecurityProfile::TlsClientCertificate, _) => {
+            refuse(401, "security profile 3: no client certificate")
+        }
+        (SecurityProfile::TlsBasic, _) if !tls => {
+            refuse(403, "security profile 2: plain TCP is below it")
+        }
+        (_, None) => refuse(401, "no credentials known"),
+        (_, Some(store)) => match store.check(identity, sent) {
+            Ok(()) if tls => Ok(Some(SecurityProfile::TlsBasic)),
+            Ok(()) => Ok(Some(SecurityProfile::Basic)),
+            Err(reason) => refuse(401, reason),
+        },
+    }
+}
+
+/// The credentials store: passwords per identity, read from a file of `identity:password`
+/// lines, and security profiles per identity ([`Credentials::parse_profiles`]).
 ///
 /// ```
 /// use ocpp_examples::csms::Credentials;
@@ -38,6 +182,8 @@ pub struct Credentials {
     /// Identity to the digest of the password we asked it to change to (SetVariables
     /// BasicAuthPassword, ChangeConfiguration AuthorizationKey), until it answers.
     proposed: HashMap<String, Digest>,
+    /// Identity to its own security profile (see the module docs).
+    profiles: HashMap<String, SecurityProfile>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -46,6 +192,7 @@ impl std::fmt::Debug for Credentials {
         f.debug_struct("Credentials")
             .field("identities", &self.passwords.len())
             .field("changes_pending", &self.proposed.len())
+            .field("profiles", &self.profiles)
             .finish()
     }
 }
@@ -60,6 +207,9 @@ pub enum CredentialsError {
     MissingColon(usize),
     /// A line has an empty identity (1-based line number).
     EmptyIdentity(usize),
+    /// A security profiles line is not `identity profile` with profile 1, 2 or 3 (1-based
+    /// line number).
+    BadProfile(usize),
 }
 
 impl std::fmt::Display for CredentialsError {
@@ -70,6 +220,12 @@ impl std::fmt::Display for CredentialsError {
                 write!(f, "line {line}: expected `identity:password`")
             }
             CredentialsError::EmptyIdentity(line) => write!(f, "line {line}: empty identity"),
+            CredentialsError::BadProfile(line) => {
+                write!(
+                    f,
+                    "line {line}: expected `identity profile` (profile 1, 2 or 3)"
+                )
+            }
         }
     }
 }
@@ -104,7 +260,63 @@ impl Credentials {
         Ok(Credentials {
             passwords,
             proposed: HashMap::new(),
+            profiles: HashMap::new(),
         })
+    }
+
+    /// Reads a security profiles file (see [`Credentials::parse_profiles`]) into this store.
+    pub fn load_profiles(&mut self, path: &Path) -> Result<(), CredentialsError> {
+        let text = std::fs::read_to_string(path).map_err(CredentialsError::Io)?;
+        self.parse_profiles(&text)
+    }
+
+    /// Parses `identity profile` lines (profile 1, 2 or 3; blank lines and `#` comments
+    /// skipped) into per-station profiles.
+    ///
+    /// ```
+    /// use ocpp_examples::csms::{Credentials, SecurityProfile};
+    /// let mut store = Credentials::default();
+    /// store.parse_profiles("# station profile\nCP001 3\nCP002 2\n").unwrap();
+    /// assert_eq!(store.profile("CP001"), Some(SecurityProfile::TlsClientCertificate));
+    /// assert!(store.parse_profiles("CP003 4").is_err());
+    /// ```
+    pub fn parse_profiles(&mut self, text: &str) -> Result<(), CredentialsError> {
+        for (index, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut words = line.split_whitespace();
+            let (Some(identity), Some(profile), None) = (words.next(), words.next(), words.next())
+            else {
+                return Err(CredentialsError::BadProfile(index + 1));
+            };
+            let profile = profile
+                .parse()
+                .ok()
+                .and_then(SecurityProfile::from_number)
+                .ok_or(CredentialsError::BadProfile(index + 1))?;
+            self.profiles.insert(identity.to_owned(), profile);
+        }
+        Ok(())
+    }
+
+    /// The station's own security profile, if it has one.
+    pub fn profile(&self, identity: &str) -> Option<SecurityProfile> {
+        self.profiles.get(identity).copied()
+    }
+
+    /// Sets (or with `None` clears) the station's own security profile.
+    pub fn set_profile(&mut self, identity: &str, profile: Option<SecurityProfile>) {
+        match profile {
+            Some(profile) => self.profiles.insert(identity.to_owned(), profile),
+            None => self.profiles.remove(identity),
+        };
+    }
+
+    /// Whether the station has a password.
+    pub fn has_password(&self, identity: &str) -> bool {
+        self.passwords.contains_key(identity)
     }
 
     /// Notes a password change we are asking the charge point to make (OCPP 2.0.1 A01,

@@ -91,6 +91,10 @@ pub struct Metrics {
     pub admin_requests: Counter,
     /// OCPP 2.x TransactionEvent seqNo gaps and repeats noticed (events lost or sent again).
     pub seq_no_gaps: Counter,
+    /// SignCertificate requests answered Accepted: a CSR signed by the CA.
+    pub certificates_signed: Counter,
+    /// SignCertificate requests answered Rejected (no CA, or a CSR that failed a check).
+    pub certificate_requests_rejected: Counter,
 }
 
 impl Metrics {
@@ -157,6 +161,16 @@ impl Metrics {
             "ocpp_transaction_seq_no_gaps_total",
             "TransactionEvent seqNo gaps and repeats noticed (OCPP 2.x E).",
             self.seq_no_gaps.get(),
+        );
+        counter(
+            "ocpp_certificates_signed_total",
+            "SignCertificate requests Accepted (CSR signed by the CA).",
+            self.certificates_signed.get(),
+        );
+        counter(
+            "ocpp_certificate_requests_rejected_total",
+            "SignCertificate requests Rejected.",
+            self.certificate_requests_rejected.get(),
         );
         counter(
             "ocpp_pushes_skipped_total",

@@ -25,8 +25,8 @@
 //! NotifyPeriodicEventStream, is kept as a [`Notification`] (the last
 //! [`CsmsConfig::notifications_kept`] of each kind) and shown at
 //! `GET /chargepoints/ID/notifications`. Where this example has no back end, the answer
-//! says so rather than promise: SignCertificate `Rejected` (no CA), Get15118EVCertificate
-//! and GetCertificateStatus `Failed`, GetCertificateChainStatus every certificate `Failed`
+//! says so rather than promise: SignCertificate `Rejected` without a CA (see below),
+//! Get15118EVCertificate and GetCertificateStatus `Failed`, GetCertificateChainStatus every certificate `Failed`
 //! (no PKI, no OCSP), NotifyEVChargingNeeds `Rejected` (no smart charging),
 //! PullDynamicScheduleUpdate and VatNumberValidation `Rejected`; DataTransfer is `Accepted`
 //! for a vendor of [`CsmsConfig::data_transfer_vendors`] and `UnknownVendorId` otherwise.
@@ -37,6 +37,29 @@
 //! while a station is Pending or Rejected its other CALLs get SecurityError except those
 //! [`boot`] lists. TransactionEvent `seqNo` gaps are counted per charge point
 //! ([`ChargePoint::seq_no_gaps`]).
+//!
+//! # Certificates and security profiles
+//!
+//! - **SignCertificate -> CertificateSigned** (2.0.1 and 2.1 A02/A03, 1.6 security
+//!   whitepaper §3). With a CA ([`CsmsConfig::certificate_authority`]; `--ca-cert FILE
+//!   --ca-key FILE`, PEM) a SignCertificate is Accepted when the CSR parses, its signature
+//!   verifies, its subject CN is the station's identity and it asks for no CA certificate
+//!   ([`CertificateAuthority`] lists the checks and why); right after the answer the CSMS
+//!   sends CertificateSigned with the chain (the new certificate, then the CA's), and records
+//!   the station's answer ([`ChargePoint::certificate`], `certificate` in
+//!   `GET /chargepoints/ID`). Otherwise (no CA, a CSR that fails a check) the answer is
+//!   Rejected and nothing follows. The I/O loops send the follow-up CALL with
+//!   [`Csms::take_follow_up`] / [`Csms::send_follow_up`]. The TLS listener trusts the same CA
+//!   for client certificates, so the station can use its new certificate for security
+//!   profile 3 at its next connection.
+//! - **Security profile per station** ([`credentials`]: `--security-profiles FILE` with lines
+//!   `identity profile`, `GET|PUT|DELETE /chargepoints/ID/security`): on one wss:// listener
+//!   with optional client certificates (`--client-ca` with `--basic-auth` or
+//!   `--security-profiles`), a profile-3 station must show its certificate (a password alone
+//!   gets 401), a profile-2 station its password over TLS; a certificate naming another
+//!   identity gets 403; a station that connected with its certificate is held to profile 3.
+//!   Both servers decide in [`Csms::on_upgrade`], which calls [`credentials::decide`];
+//!   refusals count in `ocpp_upgrades_rejected_total`.
 //!
 //! # Compliance runs (OCTT CSMS test cases)
 //!
@@ -79,8 +102,9 @@
 
 pub mod admin;
 pub mod boot;
+mod certificate_authority;
 mod charge_point;
-mod credentials;
+pub mod credentials;
 mod metrics;
 pub mod push;
 mod tokens;
@@ -89,7 +113,7 @@ mod v2x;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use ocpp_messages::error_code::ErrorCode;
@@ -101,11 +125,15 @@ use ocpp_server_core::{
 };
 
 pub use boot::BootPolicy;
-pub use charge_point::{
-    ChargePoint, ConnectorState, MeterReading, Notification, Registration, SeqNoGap, Session,
-    Transaction,
+pub use certificate_authority::{
+    CaError, CertificateAuthority, CertificateUse, CsrRefusal, SignedCertificate,
+    CERTIFICATE_VALIDITY,
 };
-pub use credentials::{Credentials, CredentialsError};
+pub use charge_point::{
+    CertificateSigning, ChargePoint, ConnectorState, MeterReading, Notification, Registration,
+    SeqNoGap, Session, Transaction,
+};
+pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use metrics::{Counter, Gauge, Metrics};
 pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};
 
@@ -143,6 +171,7 @@ pub struct CsmsConfig {
     boot_retry_interval: Duration,
     tokens: Option<TokenStore>,
     data_transfer_vendors: Vec<String>,
+    certificate_authority: Option<Arc<CertificateAuthority>>,
 }
 
 impl Default for CsmsConfig {
@@ -161,6 +190,7 @@ impl Default for CsmsConfig {
             boot_retry_interval: Duration::from_secs(60),
             tokens: None,
             data_transfer_vendors: vec!["ocpp-ws".into()],
+            certificate_authority: None,
         }
     }
 }
@@ -184,8 +214,9 @@ impl CsmsConfig {
         self
     }
 
-    /// Security profile 3: require a client certificate, verified by the TLS layer, whose
-    /// subject CN is the identity of the URL (403 otherwise). Off by default.
+    /// Security profile 3 for every station: require a client certificate, verified by the
+    /// TLS layer, whose subject CN is the identity of the URL (401 without one, 403 for
+    /// another CN). Off by default; per station: [`Credentials::set_profile`].
     pub fn client_certificates(mut self, required: bool) -> Self {
         self.client_certificates = required;
         self
@@ -235,6 +266,13 @@ impl CsmsConfig {
     /// get `UnknownVendorId` (OCPP 1.6 §4.3, 2.0.1 P01.FR.06). Default: `ocpp-ws`.
     pub fn data_transfer_vendors(mut self, vendors: Vec<String>) -> Self {
         self.data_transfer_vendors = vendors;
+        self
+    }
+
+    /// The CA that signs the stations' CSRs (SignCertificate, then CertificateSigned; see
+    /// [`CertificateAuthority`]). `None` (the default): every SignCertificate is Rejected.
+    pub fn certificate_authority(mut self, ca: Option<Arc<CertificateAuthority>>) -> Self {
+        self.certificate_authority = ca;
         self
     }
 }
@@ -437,14 +475,13 @@ impl Csms {
         &self.config
     }
 
-    /// Decides on an upgrade request, before the upgrade completes:
-    /// - with client certificates required (security profile 3), the certificate the TLS
-    ///   layer verified must name the URL's identity in its subject CN, or the answer is
-    ///   403: the charge point proved who it is, and that is not who it claims to be in the
-    ///   URL (401 would ask for Basic credentials, which profile 3 does not use);
-    /// - with credentials configured (profiles 1 and 2), the `Authorization: Basic` user must
-    ///   be the identity and the password must match (OCPP 1.6 security whitepaper, OCPP
-    ///   2.0.1 A00.FR.2xx), or the answer is 401 (with `WWW-Authenticate: Basic`).
+    /// Decides on an upgrade request, before the upgrade completes, with
+    /// [`credentials::decide`] (the table of its module: per-station security profiles, 401
+    /// for credentials missing or wrong, 403 for a certificate naming another identity or a
+    /// transport below the station's profile). Every refusal counts in
+    /// `ocpp_upgrades_rejected_total`. A station accepted with its certificate is held to
+    /// profile 3 from then on (no downgrade, OCPP 2.0.1 A05) when there is a credentials
+    /// store.
     ///
     /// ```
     /// use ocpp_examples::csms::{ClientCertificate, Csms, CsmsConfig, Decision, Transport};
@@ -465,49 +502,139 @@ impl Csms {
     /// assert!(matches!(csms.on_upgrade(&upgrade, &tls("CP002")), Decision::Reject { status: 403, .. }));
     /// ```
     pub fn on_upgrade(&self, upgrade: &UpgradeRequest, transport: &Transport) -> Decision {
-        let decision = match self.check_certificate(upgrade, transport) {
-            Err(reason) => Decision::Reject {
-                status: 403,
-                reason,
-            },
-            Ok(()) => match &*self.credentials.read().unwrap_or_else(|p| p.into_inner()) {
-                None => Decision::Accept,
-                Some(credentials) => {
-                    match credentials.check(&upgrade.identity, upgrade.credentials.as_ref()) {
-                        Ok(()) => Decision::Accept,
-                        Err(reason) => Decision::Reject {
-                            status: 401,
-                            reason,
-                        },
-                    }
+        let decided = credentials::decide(
+            self.credentials
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref(),
+            self.config.client_certificates,
+            &upgrade.identity,
+            upgrade.credentials.as_ref(),
+            transport,
+        );
+        match decided {
+            Ok(profile) => {
+                if profile == Some(SecurityProfile::TlsClientCertificate) {
+                    self.hold_to_certificates(&upgrade.identity);
                 }
-            },
-        };
-        if let Decision::Reject { .. } = decision {
-            self.metrics.upgrades_rejected.inc();
+                Decision::Accept
+            }
+            Err(refusal) => {
+                self.metrics.upgrades_rejected.inc();
+                Decision::Reject {
+                    status: refusal.status,
+                    reason: refusal.reason,
+                }
+            }
         }
-        decision
     }
 
-    /// Security profile 3: the verified certificate's CN must be the URL's identity.
-    fn check_certificate(
-        &self,
-        upgrade: &UpgradeRequest,
-        transport: &Transport,
-    ) -> Result<(), &'static str> {
-        if !self.config.client_certificates {
-            return Ok(());
-        }
-        let Transport::Tls {
-            client_certificate: Some(certificate),
-        } = transport
-        else {
-            return Err("no client certificate");
+    /// No downgrade: a station that connected with its certificate gets profile 3 as its own.
+    fn hold_to_certificates(&self, identity: &ChargePointIdentity) {
+        let profile = SecurityProfile::TlsClientCertificate;
+        let held = |credentials: &Option<Credentials>| match credentials {
+            None => true,
+            Some(c) => c.profile(identity.as_str()) == Some(profile),
         };
-        match &certificate.common_name {
-            None => Err("the client certificate has no subject CN"),
-            Some(cn) if cn.as_str() == upgrade.identity.as_str() => Ok(()),
-            Some(_) => Err("the client certificate's CN is not the identity"),
+        if held(&self.credentials.read().unwrap_or_else(|p| p.into_inner())) {
+            return;
+        }
+        let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(credentials) = credentials.as_mut() {
+            credentials.set_profile(identity.as_str(), Some(profile));
+            tracing::info!(%identity, "connected with its certificate: held to security profile 3");
+        }
+    }
+
+    /// The security profile of a station: its own (`None`: the server's), the server's
+    /// default (`None`: no authentication), and whether it has a Basic password.
+    pub fn security_profile(
+        &self,
+        identity: &ChargePointIdentity,
+    ) -> (Option<SecurityProfile>, Option<SecurityProfile>, bool) {
+        let credentials = self.credentials.read().unwrap_or_else(|p| p.into_inner());
+        let own = credentials
+            .as_ref()
+            .and_then(|c| c.profile(identity.as_str()));
+        let password = credentials
+            .as_ref()
+            .is_some_and(|c| c.has_password(identity.as_str()));
+        let default = if self.config.client_certificates {
+            Some(SecurityProfile::TlsClientCertificate)
+        } else {
+            credentials.as_ref().map(|_| SecurityProfile::Basic)
+        };
+        (own, default, password)
+    }
+
+    /// Sets (or with `None` clears) a station's own security profile, from its next
+    /// connection on. Refused without a credentials store (`--basic-auth` or
+    /// `--security-profiles`): creating one would refuse every station without a password.
+    pub fn set_security_profile(
+        &self,
+        identity: &ChargePointIdentity,
+        profile: Option<SecurityProfile>,
+    ) -> Result<(), &'static str> {
+        let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
+        let Some(credentials) = credentials.as_mut() else {
+            return Err(
+                "no credentials store: start the server with --basic-auth or --security-profiles",
+            );
+        };
+        credentials.set_profile(identity.as_str(), profile);
+        Ok(())
+    }
+
+    /// The CALL the application wants sent to `identity` right after the answer just made
+    /// (CertificateSigned after an accepted SignCertificate), if any. The I/O loop sends it
+    /// after the answer, so that the station gets the CALLRESULT first (both servers: see
+    /// [`Csms::send_follow_up`] for a [`Connection`] the loop drives itself).
+    pub fn take_follow_up(&self, identity: &ChargePointIdentity) -> Option<Request> {
+        self.lock()
+            .get_mut(identity)
+            .and_then(|cp| cp.follow_up.take())
+    }
+
+    /// Sends [`Csms::take_follow_up`]'s CALL on `connection` (queued behind the answer and
+    /// any CALL in flight) and counts it as sent; a CALL the connection refuses is logged and
+    /// recorded as not sent.
+    pub fn send_follow_up(
+        &self,
+        connection: &mut Connection,
+        identity: &ChargePointIdentity,
+        now: Instant,
+    ) {
+        let Some(request) = self.take_follow_up(identity) else {
+            return;
+        };
+        let action = request.action().to_owned();
+        match connection.call(now, request) {
+            Ok(_) => self.on_call_sent(identity, &action),
+            Err(refused) => {
+                tracing::warn!(%identity, action, reason = %refused.reason, "follow-up CALL not sent");
+                self.note_certificate_answer(identity, &action, "NotSent".into());
+            }
+        }
+    }
+
+    /// Records the station's answer to our CertificateSigned.
+    fn note_certificate_answer(
+        &self,
+        identity: &ChargePointIdentity,
+        action: &str,
+        answer: String,
+    ) {
+        if action != "CertificateSigned" {
+            return;
+        }
+        if let Some(record) = self
+            .lock()
+            .get_mut(identity)
+            .and_then(|cp| cp.certificate.as_mut())
+        {
+            tracing::info!(%identity, answer, "CertificateSigned answered");
+            record.answer = Some(answer);
+            record.answered_at = Some(SystemTime::now());
         }
     }
 
@@ -538,6 +665,10 @@ impl Csms {
         let _ = session;
         self.metrics.messages_in.inc();
         self.metrics.messages_out.inc();
+        // A CSR is checked and signed before the lock is taken: that takes a millisecond or
+        // so, the lock is held for microseconds otherwise.
+        let presigned =
+            (request.action() == "SignCertificate").then(|| self.sign(identity, request));
         let reply = {
             let mut charge_points = self.lock();
             let charge_point = entry(&mut charge_points, identity);
@@ -547,6 +678,7 @@ impl Csms {
                 next_transaction_id: &self.next_transaction_id,
                 tokens: &self.tokens,
                 now: SystemTime::now(),
+                presigned: presigned.as_ref(),
             };
             if !boot::allows(charge_point.boot_status, charge_point.triggered, action) {
                 // 2.0.1 B02.FR.09, B03; OCPP-J 1.6 errata §3.8.
@@ -570,6 +702,12 @@ impl Csms {
                 if charge_point.seq_no_gap_count != gaps_before {
                     self.metrics.seq_no_gaps.inc();
                 }
+                if action == "SignCertificate" {
+                    match charge_point.certificate.as_ref().map(|c| c.status) {
+                        Some("Accepted") => self.metrics.certificates_signed.inc(),
+                        _ => self.metrics.certificate_requests_rejected.inc(),
+                    }
+                }
                 if matches!(reply, Reply::Result(_)) && !TYPED_ACTIONS.contains(&action) {
                     self.record(charge_point, request, context.now);
                 }
@@ -580,6 +718,25 @@ impl Csms {
             self.metrics.call_errors_sent.inc();
         }
         reply
+    }
+
+    /// Checks and signs the CSR of a SignCertificate (any version) with the CA.
+    fn sign(
+        &self,
+        identity: &ChargePointIdentity,
+        request: &Request,
+    ) -> Result<SignedCertificate, String> {
+        let Some(ca) = &self.config.certificate_authority else {
+            return Err(NO_CA.to_owned());
+        };
+        let payload = serde_json::to_value(request).map_err(|e| e.to_string())?;
+        let csr = payload["csr"].as_str().unwrap_or_default();
+        ca.sign(
+            csr,
+            identity,
+            certificate_use(payload["certificateType"].as_str()),
+        )
+        .map_err(|refusal| refusal.to_string())
     }
 
     /// A SEND (OCPP 2.1, never answered), e.g. NotifyPeriodicEventStream: counted and kept
@@ -621,6 +778,18 @@ impl Csms {
         outcome: &CallOutcome,
     ) {
         self.metrics.calls_pending.dec();
+        if action == "CertificateSigned" {
+            let answer = match outcome {
+                CallOutcome::Result(response) => serde_json::to_value(response)
+                    .ok()
+                    .and_then(|v| v["status"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "InvalidResult".into()),
+                CallOutcome::Error { code, .. } => format!("CALLERROR {code:?}"),
+                CallOutcome::Timeout => "Timeout".into(),
+                _ => "InvalidResult".into(),
+            };
+            self.note_certificate_answer(identity, action, answer);
+        }
         if matches!(action, "SetVariables" | "ChangeConfiguration") {
             let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
             if let Some(credentials) = credentials.as_mut().filter(|c| c.has_proposal(identity)) {
@@ -660,6 +829,10 @@ impl Csms {
         let unanswered = closed.unanswered_outgoing.len() as i64;
         self.metrics.calls_pending.add(-unanswered);
         for call in &closed.unanswered_outgoing {
+            if let Some(identity) = identity {
+                let action = call.request.action();
+                self.note_certificate_answer(identity, action, "Disconnected".into());
+            }
             tracing::warn!(
                 identity = identity.map(ChargePointIdentity::as_str),
                 id = %call.id,
@@ -740,6 +913,19 @@ struct Context<'a> {
     next_transaction_id: &'a AtomicI32,
     tokens: &'a RwLock<Option<TokenStore>>,
     now: SystemTime,
+    /// A SignCertificate's CSR, checked and signed before the lock was taken.
+    presigned: Option<&'a Result<SignedCertificate, String>>,
+}
+
+/// Why a SignCertificate is Rejected without a CA.
+const NO_CA: &str = "no certificate authority (--ca-cert, --ca-key)";
+
+/// The certificate use of a 2.x `certificateType` (none: a station certificate).
+fn certificate_use(certificate_type: Option<&str>) -> CertificateUse {
+    match certificate_type {
+        Some("V2GCertificate") => CertificateUse::V2G,
+        _ => CertificateUse::ChargingStation,
+    }
 }
 
 impl Context<'_> {
@@ -773,6 +959,58 @@ impl Context<'_> {
         cp.triggered = false;
     }
 
+    /// SignCertificate (A02/A03, 1.6 security whitepaper §3): checks and signs the CSR with
+    /// the CA, if there is one, and records the outcome; when Accepted, the CertificateSigned
+    /// carrying the chain waits in `follow_up` for the I/O loop. Returns whether Accepted.
+    fn sign_certificate(
+        &self,
+        cp: &mut ChargePoint,
+        version: OcppVersion,
+        csr: &str,
+        certificate_type: Option<&str>,
+        request_id: Option<i32>,
+    ) -> bool {
+        let usage = certificate_use(certificate_type);
+        let signed = match (self.presigned, &self.config.certificate_authority) {
+            (Some(presigned), _) => presigned.clone(),
+            (None, None) => Err(NO_CA.to_owned()),
+            (None, Some(ca)) => ca
+                .sign(csr, &cp.identity, usage)
+                .map_err(|refusal| refusal.to_string()),
+        };
+        let sent = signed.and_then(|signed| {
+            let request = certificate_signed(version, &signed.chain, certificate_type, request_id)?;
+            Ok((signed, request))
+        });
+        let mut record = CertificateSigning {
+            requested_at: self.now,
+            certificate_type: usage.as_str(),
+            status: "Rejected",
+            reason: None,
+            serial: None,
+            not_after: None,
+            answer: None,
+            answered_at: None,
+        };
+        let accepted = match sent {
+            Ok((signed, request)) => {
+                tracing::info!(identity = %cp.identity, serial = signed.serial, "CSR signed");
+                record.status = "Accepted";
+                record.serial = Some(signed.serial);
+                record.not_after = Some(signed.not_after);
+                cp.follow_up = Some(request);
+                true
+            }
+            Err(reason) => {
+                tracing::info!(identity = %cp.identity, reason, "SignCertificate rejected");
+                record.reason = Some(reason);
+                false
+            }
+        };
+        cp.certificate = Some(record);
+        accepted
+    }
+
     /// Whether a DataTransfer `vendorId` is known.
     fn knows_vendor(&self, vendor: &str) -> bool {
         self.config
@@ -790,6 +1028,27 @@ impl Context<'_> {
     fn next_transaction_id(&self) -> i32 {
         self.next_transaction_id.fetch_add(1, Ordering::Relaxed)
     }
+}
+
+/// The CertificateSigned CALL carrying `chain`, for `version` (2.x: with the
+/// `certificateType` asked for; 2.1: the SignCertificate's `requestId`).
+fn certificate_signed(
+    version: OcppVersion,
+    chain: &str,
+    certificate_type: Option<&str>,
+    request_id: Option<i32>,
+) -> Result<Request, String> {
+    let mut payload = serde_json::json!({ "certificateChain": chain });
+    if version != OcppVersion::V1_6 {
+        if let Some(certificate_type) = certificate_type {
+            payload["certificateType"] = certificate_type.into();
+        }
+    }
+    if let (OcppVersion::V2_1, Some(id)) = (version, request_id) {
+        payload["requestId"] = id.into();
+    }
+    admin::decode_command(version, "CertificateSigned", &payload.to_string())
+        .map_err(|e| format!("CertificateSigned: {e}"))
 }
 
 /// The Basic password a command proposes: SetVariables `SecurityCtrlr.BasicAuthPassword`

@@ -435,13 +435,6 @@ fn client_certificate_must_name_the_identity() {
             "the client certificate's CN is not the identity",
         ),
         (with_cn(None), "the client certificate has no subject CN"),
-        (
-            Transport::Tls {
-                client_certificate: None,
-            },
-            "no client certificate",
-        ),
-        (Transport::Plain, "no client certificate"),
     ] {
         assert_eq!(
             csms.on_upgrade(&request, &transport),
@@ -451,10 +444,39 @@ fn client_certificate_must_name_the_identity() {
             }
         );
     }
-    // Without the requirement a certificate changes nothing.
+    // No certificate: the credentials are missing (401).
+    for transport in [
+        Transport::Tls {
+            client_certificate: None,
+        },
+        Transport::Plain,
+    ] {
+        assert_eq!(
+            csms.on_upgrade(&request, &transport),
+            Decision::Reject {
+                status: 401,
+                reason: "security profile 3: no client certificate"
+            }
+        );
+    }
+    // Without the requirement a verified certificate still proves who the station is: one
+    // naming another identity is refused, none at all changes nothing.
     let csms = Csms::new(CsmsConfig::default());
-    assert_eq!(
+    assert!(matches!(
         csms.on_upgrade(&request, &with_cn(Some("CP2"))),
+        Decision::Reject { status: 403, .. }
+    ));
+    assert_eq!(
+        csms.on_upgrade(&request, &with_cn(Some("CP1"))),
+        Decision::Accept
+    );
+    assert_eq!(
+        csms.on_upgrade(
+            &request,
+            &Transport::Tls {
+                client_certificate: None
+            }
+        ),
         Decision::Accept
     );
 }
@@ -468,4 +490,47 @@ fn call_outcomes_keep_the_pending_gauge() {
     csms.on_call_completed(&cp, "Reset", &CallOutcome::Timeout);
     assert_eq!(csms.metrics().calls_pending.get(), 0);
     assert_eq!(csms.metrics().call_timeouts.get(), 1);
+}
+
+#[test]
+fn security_profiles_per_station_on_one_listener() {
+    use super::SecurityProfile::{Basic, TlsBasic, TlsClientCertificate};
+    let mut credentials = Credentials::parse("CP1:0123456789abcdef\n").unwrap();
+    credentials.set_profile("CP1", Some(TlsBasic));
+    let csms = Csms::new(CsmsConfig::default().credentials(Some(credentials)));
+    let cp1 = identity("CP1");
+    let password = upgrade_request(Some((b"CP1", b"0123456789abcdef")));
+    let wrong = upgrade_request(Some((b"CP1", b"0123456789abcdeX")));
+    let tls = |cn: Option<&str>| Transport::Tls {
+        client_certificate: cn.map(|cn| ClientCertificate::new(Some(cn.into()))),
+    };
+    let status = |decision: Decision| match decision {
+        Decision::Accept => 101,
+        Decision::Reject { status, .. } => status,
+    };
+    // Profile 2: its password over TLS; not on plain TCP, not a wrong one.
+    assert_eq!(status(csms.on_upgrade(&password, &tls(None))), 101);
+    assert_eq!(status(csms.on_upgrade(&password, &Transport::Plain)), 403);
+    assert_eq!(status(csms.on_upgrade(&wrong, &tls(None))), 401);
+    // Another station's certificate: 403 whatever the password.
+    assert_eq!(status(csms.on_upgrade(&password, &tls(Some("CP2")))), 403);
+    assert_eq!(
+        csms.security_profile(&cp1),
+        (Some(TlsBasic), Some(Basic), true)
+    );
+    // Its own certificate: profile 3, and held there: the password alone no longer does.
+    assert_eq!(status(csms.on_upgrade(&wrong, &tls(Some("CP1")))), 101);
+    assert_eq!(csms.security_profile(&cp1).0, Some(TlsClientCertificate));
+    assert_eq!(status(csms.on_upgrade(&password, &tls(None))), 401);
+    assert_eq!(csms.metrics().upgrades_rejected.get(), 4);
+    // The operator may set it back.
+    csms.set_security_profile(&cp1, Some(TlsBasic)).unwrap();
+    assert_eq!(status(csms.on_upgrade(&password, &tls(None))), 101);
+    // Without a store there is nothing to set.
+    let open = Csms::new(CsmsConfig::default());
+    assert!(open.set_security_profile(&cp1, Some(Basic)).is_err());
+    assert_eq!(
+        status(open.on_upgrade(&upgrade_request(None), &Transport::Plain)),
+        101
+    );
 }

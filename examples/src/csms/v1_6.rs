@@ -10,6 +10,7 @@ use ocpp_messages::v1_6::{
     SignedFirmwareStatusNotificationResponse, StartTransactionResponse, StatusNotificationResponse,
     StopTransactionResponse,
 };
+use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::Response;
 
 use super::{Authorization, ChargePoint, Context, MeterReading, Registration, Reply};
@@ -156,10 +157,17 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
         Request::SignedFirmwareStatusNotification(_) => {
             SignedFirmwareStatusNotificationResponse::default().into()
         }
-        // Security whitepaper §3.2 (A02/A03): this CSMS has no certificate authority to sign
-        // a CSR with, so it says Rejected rather than promise a CertificateSigned.
-        Request::SignCertificate(_) => {
-            SignCertificateResponse::new(GenericStatusEnum::Rejected).into()
+        // Security whitepaper §3 (A02/A03): Accepted when the CA (`--ca-cert`) signs the
+        // CSR, the CertificateSigned then follows the answer; Rejected otherwise (no CA, or
+        // a CSR that fails a check of `CertificateAuthority::sign`).
+        Request::SignCertificate(sign) => {
+            let accepted = context.sign_certificate(cp, OcppVersion::V1_6, &sign.csr, None, None);
+            SignCertificateResponse::new(if accepted {
+                GenericStatusEnum::Accepted
+            } else {
+                GenericStatusEnum::Rejected
+            })
+            .into()
         }
         // A CALL the central system sends, not the charge point.
         other => return Reply::not_supported(other.action().as_str()),

@@ -10,10 +10,17 @@
 //! (Failed / Rejected) rather than promise what will never come.
 
 /// The handlers of one OCPP 2.x version: a module named after the version (`v2_0_1`, `v2_1`)
-/// over that version's types. `central` is the `IdToken` type `Central` of the version (an
-/// enum in 2.0.1, a string in 2.1); `extra` are match arms for the version's own actions.
+/// over that version's types, with the `OcppVersion` variant in parentheses. `central` is the
+/// `IdToken` type `Central` of the version (an enum in 2.0.1, a string in 2.1); `request_id`
+/// the SignCertificate's `requestId` (2.1 only; `sign` names the request); `extra` are match
+/// arms for the version's own actions.
 macro_rules! handlers_2x {
-    ($version:ident, central: $central:expr, extra($context:ident): { $($extra:tt)* }) => {
+    (
+        $version:ident ($ocpp_version:ident),
+        central: $central:expr,
+        request_id($sign:ident): $request_id:expr,
+        extra($context:ident): { $($extra:tt)* }
+    ) => {
         pub(super) mod $version {
             use ocpp_messages::$version::{
                 AuthorizationStatusEnum, AuthorizeResponse, BootNotificationResponse,
@@ -224,11 +231,28 @@ macro_rules! handlers_2x {
                     Request::NotifyEVChargingSchedule(_) => {
                         NotifyEVChargingScheduleResponse::new(GenericStatusEnum::Accepted).into()
                     }
-                    // No PKI yet: A02/A03 SignCertificate Rejected (no CA to sign with),
-                    // M02/M03 Get15118EVCertificate Failed (no contract certificate pool),
-                    // M06 GetCertificateStatus Failed (no OCSP responder reachable).
-                    Request::SignCertificate(_) => {
-                        SignCertificateResponse::new(GenericStatusEnum::Rejected).into()
+                    // A02/A03: Accepted when the CA (`--ca-cert`) signs the CSR, the
+                    // CertificateSigned then follows the answer; Rejected otherwise (no CA,
+                    // or a CSR that fails a check of `CertificateAuthority::sign`).
+                    // No contract PKI: M02/M03 Get15118EVCertificate Failed (no contract
+                    // certificate pool), M06 GetCertificateStatus Failed (no OCSP responder
+                    // reachable).
+                    Request::SignCertificate($sign) => {
+                        let certificate_type =
+                            $sign.certificate_type.as_ref().map(|t| t.as_str());
+                        let accepted = context.sign_certificate(
+                            cp,
+                            ocpp_messages::version::OcppVersion::$ocpp_version,
+                            &$sign.csr,
+                            certificate_type,
+                            $request_id,
+                        );
+                        SignCertificateResponse::new(if accepted {
+                            GenericStatusEnum::Accepted
+                        } else {
+                            GenericStatusEnum::Rejected
+                        })
+                        .into()
                     }
                     Request::Get15118EVCertificate(_) => Get15118EVCertificateResponse::new(
                         Iso15118EVCertificateStatusEnum::Failed,
@@ -280,8 +304,13 @@ macro_rules! handlers_2x {
     };
 }
 
-handlers_2x!(v2_0_1, central: ocpp_messages::v2_0_1::IdTokenEnum::Central, extra(context): {});
-handlers_2x!(v2_1, central: "Central", extra(context): {
+handlers_2x!(
+    v2_0_1(V2_0_1),
+    central: ocpp_messages::v2_0_1::IdTokenEnum::Central,
+    request_id(sign): None,
+    extra(context): {}
+);
+handlers_2x!(v2_1(V2_1), central: "Central", request_id(sign): sign.request_id, extra(context): {
     // 2.1's own charging-station CALLs. Battery swaps (C24), DER alarms, start/stops and
     // control reports (R04-R06), priority charging (K21), settlements (C18) and periodic
     // event streams (N01.x) are kept as notifications and acknowledged.

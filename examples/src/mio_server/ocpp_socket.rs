@@ -308,6 +308,8 @@ impl EventLoop {
                     };
                     let reply = csms.on_call(session, identity, &request);
                     reply.send(&mut s.connection, &id, Some(identity), now);
+                    // CertificateSigned after an accepted SignCertificate: behind the answer.
+                    csms.send_follow_up(&mut s.connection, identity, now);
                 }
                 Event::Send { request, .. } => {
                     if let Some(identity) = &s.identity {

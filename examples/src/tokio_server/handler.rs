@@ -97,35 +97,45 @@ impl App {
         action: &str,
         result: Result<Response, CallError>,
     ) -> Ended {
-        let outcome = match result {
-            Ok(response) => CallOutcome::Result(response),
-            Err(CallError::CallError {
-                code,
-                description,
-                details,
-            }) => CallOutcome::Error {
-                code,
-                description,
-                details,
-            },
-            Err(CallError::Timeout) => CallOutcome::Timeout,
-            Err(CallError::InvalidResponse { description }) => {
-                CallOutcome::InvalidResult { description }
-            }
-            Err(CallError::Disconnected) => {
-                if let Some(identity) = cp.charge_point_identity() {
-                    self.csms.on_call_sent(identity, action);
-                }
-                return Ended::Disconnected;
-            }
-            Err(other) => return Ended::NotSent(other),
-        };
-        if let Some(identity) = cp.charge_point_identity() {
-            self.csms.on_call_sent(identity, action);
-            self.csms.on_call_completed(identity, action, &outcome);
-        }
-        Ended::Outcome(outcome)
+        call_ended(&self.csms, cp, action, result)
     }
+}
+
+/// [`App::call_ended`], for a task that holds only the [`Csms`].
+fn call_ended(
+    csms: &Csms,
+    cp: &ChargePoint,
+    action: &str,
+    result: Result<Response, CallError>,
+) -> Ended {
+    let outcome = match result {
+        Ok(response) => CallOutcome::Result(response),
+        Err(CallError::CallError {
+            code,
+            description,
+            details,
+        }) => CallOutcome::Error {
+            code,
+            description,
+            details,
+        },
+        Err(CallError::Timeout) => CallOutcome::Timeout,
+        Err(CallError::InvalidResponse { description }) => {
+            CallOutcome::InvalidResult { description }
+        }
+        Err(CallError::Disconnected) => {
+            if let Some(identity) = cp.charge_point_identity() {
+                csms.on_call_sent(identity, action);
+            }
+            return Ended::Disconnected;
+        }
+        Err(other) => return Ended::NotSent(other),
+    };
+    if let Some(identity) = cp.charge_point_identity() {
+        csms.on_call_sent(identity, action);
+        csms.on_call_completed(identity, action, &outcome);
+    }
+    Ended::Outcome(outcome)
 }
 
 impl Handler for App {
@@ -169,10 +179,28 @@ impl Handler for App {
         let (Some(identity), Some(session)) = (cp.charge_point_identity(), self.session(cp)) else {
             return Answer::error(ErrorCode::InternalError, "the connection is over");
         };
-        match self.csms.on_call(session, identity, call.request()) {
+        let answer = match self.csms.on_call(session, identity, call.request()) {
             Reply::Result(response) => Answer::result(response),
             Reply::Error { code, description } => Answer::error(code, description),
+        };
+        // CertificateSigned after an accepted SignCertificate. The driver writes the answer
+        // as soon as this future is ready, before it takes the next command: the CALL
+        // follows the answer.
+        if let Some(request) = self.csms.take_follow_up(identity) {
+            let (csms, cp) = (Arc::clone(&self.csms), cp.clone());
+            tokio::spawn(async move {
+                let action = request.action().to_owned();
+                let result = cp.call_raw(request).await;
+                if let Ended::NotSent(error) = call_ended(&csms, &cp, &action, result) {
+                    tracing::warn!(
+                        identity = cp.identity(),
+                        action,
+                        "follow-up CALL not sent: {error}"
+                    );
+                }
+            });
         }
+        answer
     }
 
     async fn on_send(&self, cp: &ChargePoint, send: IncomingCall) {

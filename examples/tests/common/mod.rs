@@ -398,7 +398,8 @@ pub fn charge_point_state(server: &Server, identity: &str) -> Value {
 }
 
 /// Test certificates made with rcgen in a fresh directory (removed when dropped):
-/// - `ca.pem`: the CA the server and the charge points trust;
+/// - `ca.pem` / `ca.key`: the CA the server and the charge points trust (and its key, for a
+///   CSMS that signs CSRs with it: `--ca-cert`, `--ca-key`);
 /// - `server.pem` / `server.key`: the CSMS, for `127.0.0.1` and `localhost`;
 /// - `CP001.pem` / `CP001.key`, `CP002.pem` / `CP002.key`: charge points (subject CN = identity);
 /// - `rogue-ca.pem`, `rogue-CP001.pem` / `rogue-CP001.key`: another CA and a CP001
@@ -428,6 +429,7 @@ impl Pki {
             params.distinguished_name.push(DnType::CommonName, cn);
             params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
             write(file, &params.self_signed(&key).unwrap().pem());
+            write(&file.replace(".pem", ".key"), &key.serialize_pem());
             Issuer::new(params, key)
         };
         let leaf = |issuer: &Issuer<'_, KeyPair>,
