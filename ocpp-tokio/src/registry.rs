@@ -3,7 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ocpp_messages::{Request, Response};
 use ocpp_server_core::{ChargePointIdentity, IdentityTable};
@@ -45,9 +45,11 @@ struct Inner {
 }
 
 /// A registry that does not keep the server alive (the cluster's executor holds one).
+#[cfg(feature = "redis")]
 #[derive(Clone)]
-pub(crate) struct WeakChargePoints(Weak<Inner>);
+pub(crate) struct WeakChargePoints(std::sync::Weak<Inner>);
 
+#[cfg(feature = "redis")]
 impl WeakChargePoints {
     pub(crate) fn upgrade(&self) -> Option<ChargePoints> {
         self.0.upgrade().map(|inner| ChargePoints { inner })
@@ -104,6 +106,7 @@ impl ChargePoints {
         }
     }
 
+    #[cfg(feature = "redis")]
     pub(crate) fn downgrade(&self) -> WeakChargePoints {
         WeakChargePoints(Arc::downgrade(&self.inner))
     }

@@ -124,7 +124,7 @@ impl<H> ServerBuilder<H> {
     }
 
     /// Where [`ChargePoints::call`] sends CALLs for identities not connected here (a cluster
-    /// of your own; with the feature `redis`, [`ServerBuilder::cluster`] plugs in
+    /// of your own; with the feature `redis`, `ServerBuilder::cluster` plugs in
     /// `ocpp-cluster`'s and takes precedence).
     pub fn remote(mut self, remote: impl Remote) -> Self {
         self.remote = Some(Arc::new(remote));
