@@ -2,9 +2,9 @@
 //! [`ocpp_cluster`], the Redis protocol of `ocpp-cluster/PROTOCOL.md`, implemented there once.
 //!
 //! - **Presence**: a connection is claimed when it is registered (after the upgrade, once the
-//!   identity is known), under the same lock as the registry, so the registry and the local
-//!   claims agree on which connection holds an identity; it is released when the connection
-//!   ends, with its own [`ClaimTicket`] (a no-op once the claim is no longer ours).
+//!   identity is known), both under one lock, so the registry and the local claims agree on
+//!   which connection holds an identity; it is released when the connection ends, with its
+//!   own [`ClaimTicket`] (a no-op once the claim is no longer ours). Not while shutting down.
 //! - **Takeover**: [`ClusterEvent::Superseded`] takes the connection of that ticket out of the
 //!   registry and closes it with [`CLOSE_SUPERSEDED`] (1008).
 //! - **Routing**: [`ChargePoints::call`](crate::ChargePoints::call) for an identity not held
@@ -142,10 +142,20 @@ impl Node {
             tokio::spawn(work);
         }
         let ticket = self.cluster.holds(&name).map(|claim| claim.ticket);
-        if let Some(ticket) = ticket {
-            lock(&self.held).insert(ticket, cp.clone());
+        let mut held = lock(&self.held);
+        match ticket {
+            // A ticket another connection holds would mean the claim was not taken on that
+            // first poll: keep nothing rather than close or release that connection's claim.
+            Some(ticket) if held.contains_key(&ticket) => {
+                tracing::warn!(identity = name, "the claim was not taken at once");
+                (replaced, None)
+            }
+            Some(ticket) => {
+                held.insert(ticket, cp.clone());
+                (replaced, Some(ticket))
+            }
+            None => (replaced, None),
         }
-        (replaced, ticket)
     }
 
     /// The connection of `ticket` ended: its claim goes (locally at once, in Redis in a task;
