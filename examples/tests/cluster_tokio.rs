@@ -110,11 +110,17 @@ fn commands_reach(
 
 /// `identity` on `first`, then on `second`: `first` closes its socket with 1008, and commands
 /// through either reach the new connection.
-fn takeover(redis: &RedisServer, first: &Server, first_id: &str, second: &Server, identity: &str) {
+fn takeover(
+    redis: &RedisServer,
+    (first, first_id): (&Server, &str),
+    (second, second_id): (&Server, &str),
+    identity: &str,
+) {
     let old = connect(first, identity);
     redis.wait_claimed(identity, first_id);
     let mut new = connect(second, identity);
     assert_eq!(close_code(old), Some(1008));
+    redis.wait_claimed(identity, second_id);
     for admin in [first.admin, second.admin] {
         let (status, body) = reset_through(admin, &mut new, identity);
         assert_eq!(status, 200, "{body}");
@@ -132,8 +138,7 @@ fn two_tokio_server_nodes_route_commands_and_the_newest_connection_wins() {
     let (status, body) = http(a.admin, "POST", "/chargepoints/NOBODY/call/Reset", "{}");
     assert_eq!(status, 404, "{body}");
 
-    takeover(&redis, &a, "a", &b, "CP9");
-    redis.wait_claimed("CP9", "b");
+    takeover(&redis, (&a, "a"), (&b, "b"), "CP9");
 }
 
 #[test]
@@ -150,8 +155,8 @@ fn a_mio_node_and_a_tokio_node_speak_one_protocol() {
         assert_eq!(status, 404);
     }
     // Takeovers both ways.
-    takeover(&redis, &m, "m", &t, "CP8");
-    takeover(&redis, &t, "t", &m, "CP9");
+    takeover(&redis, (&m, "m"), (&t, "t"), "CP8");
+    takeover(&redis, (&t, "t"), (&m, "m"), "CP9");
 
     // The tokio node killed: its charge points are unreachable at once from the mio node,
     // until its claims expire (3 s), then connected nowhere.
