@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ocpp_cluster::ClusterConfig;
 use ocpp_frame::deflate::DeflateConfig;
 use ocpp_server_core::{ConnectionConfig, DeflatePolicy, NoCommonVersion};
 
@@ -113,11 +114,15 @@ Options:
                          closes this one (1008), and an admin command for a charge point held
                          by another node is routed there (needs --node-id)
   --node-id NAME         this node's id, unique in the cluster (needs --redis)
+  --cluster-ttl-s N      the claim and node record TTL in seconds (default 90; refreshed
+                         every third of it): how long a killed node's charge points stay
+                         claimed by it (needs --redis)
   -h, --help             print this help
 
 Logs go to stderr (RUST_LOG filters them, default `info`: one line per connect and disconnect).
 Prints `{name} listening on ADDR (admin on ADDR)` on stdout once it accepts connections.
-SIGINT/SIGTERM close every connection with 1001 and exit within a few seconds."
+SIGINT/SIGTERM close every connection with 1001 and exit within a few seconds; a cluster
+node (--redis) closes with 1012 and leaves the cluster (releases its claims)."
     )
 }
 
@@ -162,6 +167,8 @@ pub struct Args {
     pub redis: Option<String>,
     /// `--node-id`: this node's id in the cluster.
     pub node_id: Option<String>,
+    /// `--cluster-ttl-s`: the claim and node record TTL.
+    pub cluster_ttl: Option<Duration>,
 }
 
 /// Parses `--flag value` and `--flag=value` by hand: few options, no dependency. `Ok(None)`
@@ -187,6 +194,7 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
         no_common_version: NoCommonVersion::AcceptThenClose,
         redis: None,
         node_id: None,
+        cluster_ttl: None,
     };
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -292,6 +300,14 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
                 }
                 parsed.node_id = Some(id);
             }
+            "--cluster-ttl-s" => {
+                let seconds: u64 = value()?
+                    .parse()
+                    .ok()
+                    .filter(|s| *s > 0)
+                    .ok_or("--cluster-ttl-s takes a positive number of seconds")?;
+                parsed.cluster_ttl = Some(Duration::from_secs(seconds));
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -304,6 +320,9 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
         (Some(_), None) => return Err("--redis needs --node-id".into()),
         (None, Some(_)) => return Err("--node-id needs --redis".into()),
         _ => {}
+    }
+    if parsed.cluster_ttl.is_some() && parsed.redis.is_none() {
+        return Err("--cluster-ttl-s needs --redis and --node-id".into());
     }
     if parsed.client_ca.is_some() && parsed.tls_cert.is_none() {
         return Err("--client-ca needs --tls-cert and --tls-key".into());
@@ -332,6 +351,23 @@ impl Args {
 fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     text.parse()
         .map_err(|e| format!("invalid address {text:?}: {e}"))
+}
+
+/// The cluster node of `--redis`, `--node-id` and `--cluster-ttl-s` (the admin address is
+/// the node record's informative address); `None` without `--redis`.
+pub fn cluster_config(args: &Args) -> Option<ClusterConfig> {
+    let (Some(redis), Some(node_id)) = (&args.redis, &args.node_id) else {
+        return None;
+    };
+    let mut cluster = ClusterConfig::new(redis.as_str(), node_id.as_str());
+    if let Some(admin) = args.admin {
+        cluster = cluster.with_address(format!("http://{admin}"));
+    }
+    if let Some(ttl) = args.cluster_ttl {
+        cluster = cluster.with_claim_ttl(ttl).with_node_ttl(ttl);
+    }
+    tracing::info!(node_id, redis, "cluster node");
+    Some(cluster)
 }
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`).
@@ -494,6 +530,16 @@ mod tests {
         assert_eq!(args.node_id.as_deref(), Some("a"));
         assert!(parse(&["--redis", "redis://127.0.0.1/"]).is_err());
         assert!(parse(&["--node-id", "a"]).is_err());
+        let args = parse(&["--redis=redis://r/", "--node-id=b", "--cluster-ttl-s", "3"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(args.cluster_ttl, Some(Duration::from_secs(3)));
+        let cluster = cluster_config(&args).unwrap();
+        assert_eq!(cluster.node_id, "b");
+        assert_eq!(cluster.claim_ttl, Duration::from_secs(3));
+        assert_eq!(cluster.address, format!("http://{DEFAULT_ADMIN}"));
+        assert!(parse(&["--cluster-ttl-s", "3"]).is_err());
+        assert!(parse(&["--redis=redis://r/", "--node-id=b", "--cluster-ttl-s=0"]).is_err());
     }
 
     #[test]

@@ -1,118 +1,17 @@
 //! `mio-server` as a cluster node: a `redis-server` of the test's own on a free loopback port
-//! (killed by its PID when the test ends, also on panic), two or three `mio-server` processes
-//! with `--redis redis://127.0.0.1:PORT/ --node-id a|b|c`, charge points built on
-//! `ocpp-server-core`'s charge-point side (`common`). Every wait is bounded.
+//! (`common::redis_server`: killed by its PID when the test ends, also on panic), two or three
+//! `mio-server` processes with `--redis redis://127.0.0.1:PORT/ --node-id a|b|c`, charge
+//! points built on `ocpp-server-core`'s charge-point side (`common`). Every wait is bounded.
 //!
 //! Needs `redis-server` on the PATH (`apt-get install -y redis-server`).
 
 mod common;
 
+use common::redis_server::RedisServer;
 use common::*;
 use ocpp_messages::v1_6;
 
-/// A redis-server child process, killed (by its PID) when dropped.
-struct Redis {
-    child: Option<Child>,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl Redis {
-    fn start() -> Redis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let dir =
-            std::env::temp_dir().join(format!("ocpp-cluster-mio-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let mut redis = Redis {
-            child: None,
-            port,
-            dir,
-        };
-        redis.spawn();
-        redis
-    }
-
-    fn spawn(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (apt-get install -y redis-server)");
-        self.child = Some(child);
-        let start = Instant::now();
-        while self.query("PING").as_deref() != Some("+PONG") {
-            assert!(start.elapsed() < WAIT, "redis-server did not answer PING");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Starts it again on the same port, empty.
-    fn restart(&mut self) {
-        self.stop();
-        self.spawn();
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// One inline command; the first reply line, or the bulk string's value.
-    fn query(&self, command: &str) -> Option<String> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
-        stream.write_all(format!("{command}\r\n").as_bytes()).ok()?;
-        let mut reader = BufReader::new(stream);
-        let mut line = String::new();
-        reader.read_line(&mut line).ok()?;
-        let line = line.trim_end().to_owned();
-        if line.starts_with('$') && line != "$-1" {
-            let mut value = String::new();
-            reader.read_line(&mut value).ok()?;
-            return Some(value.trim_end().to_owned());
-        }
-        Some(line)
-    }
-
-    /// Waits until Redis says `node` holds `identity`.
-    fn wait_claimed(&self, identity: &str, node: &str) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let holder = self.query(&format!("HGET ocpp:cp:{identity} node"));
-            if holder.as_deref() == Some(node) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{identity} not claimed by {node}: {holder:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Kills the server (its data is gone).
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn node(redis: &Redis, id: &str, extra: &[&str]) -> Server {
+fn node(redis: &RedisServer, id: &str, extra: &[&str]) -> Server {
     let url = redis.url();
     let mut args = vec!["--redis", url.as_str(), "--node-id", id];
     args.extend_from_slice(extra);
@@ -166,7 +65,7 @@ fn close_code(mut cp: ChargePoint) -> Option<u16> {
 
 #[test]
 fn commands_reach_charge_points_on_other_nodes_and_the_newest_connection_wins() {
-    let redis = Redis::start();
+    let redis = RedisServer::start();
     let a = node(&redis, "a", &["--threads", "2"]);
     let b = node(&redis, "b", &["--threads", "2"]);
 
@@ -243,7 +142,7 @@ fn commands_reach_charge_points_on_other_nodes_and_the_newest_connection_wins() 
 
 #[test]
 fn a_killed_node_is_unreachable_at_once_and_routing_follows_the_reconnect() {
-    let redis = Redis::start();
+    let redis = RedisServer::start();
     let a = node(&redis, "a", &["--cluster-ttl-s", "3"]);
     let mut b = node(&redis, "b", &["--cluster-ttl-s", "3"]);
     let c = node(&redis, "c", &["--cluster-ttl-s", "3"]);
@@ -282,7 +181,7 @@ fn a_killed_node_is_unreachable_at_once_and_routing_follows_the_reconnect() {
 
 #[test]
 fn with_redis_down_local_commands_work_and_remote_ones_fail_fast_then_it_comes_back() {
-    let mut redis = Redis::start();
+    let mut redis = RedisServer::start();
     let a = node(&redis, "a", &[]);
     let b = node(&redis, "b", &[]);
     let mut local = connect(&a, "CP1");
@@ -321,7 +220,7 @@ fn with_redis_down_local_commands_work_and_remote_ones_fail_fast_then_it_comes_b
 
 #[test]
 fn sigterm_closes_with_1012_and_leaves_the_cluster() {
-    let redis = Redis::start();
+    let redis = RedisServer::start();
     let a = node(&redis, "a", &[]);
     let mut b = node(&redis, "b", &[]);
     let cp = connect(&b, "CP1");

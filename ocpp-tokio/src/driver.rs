@@ -45,6 +45,9 @@ pub(crate) struct Shared<H> {
     pub(crate) draining: AtomicBool,
     /// Notified when the last task ends.
     all_gone: Notify,
+    /// This server's cluster node (feature `redis`).
+    #[cfg(feature = "redis")]
+    pub(crate) cluster: Option<Arc<crate::cluster::Node>>,
 }
 
 impl<H> Shared<H> {
@@ -65,7 +68,19 @@ impl<H> Shared<H> {
             next_task: AtomicU64::new(0),
             draining: AtomicBool::new(false),
             all_gone: Notify::new(),
+            #[cfg(feature = "redis")]
+            cluster: None,
         }
+    }
+
+    /// The close code and reason of a graceful shutdown: 1001 (going away), or 1012 (service
+    /// restart: the charge point reconnects, to another node) on a cluster node.
+    pub(crate) fn shutdown_close(&self) -> (CloseCode, &'static str) {
+        #[cfg(feature = "redis")]
+        if self.cluster.is_some() {
+            return (CloseCode::SERVICE_RESTART, "service restart");
+        }
+        (CloseCode::GOING_AWAY, "server shutting down")
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Link>>> {
@@ -140,6 +155,9 @@ pub(crate) struct Driver<S, H: Handler> {
     /// SENDs refused for back-pressure, retried after the next write.
     send_retry: VecDeque<(Request, oneshot::Sender<Result<(), SendError>>)>,
     registered: bool,
+    /// The cluster claim this connection made (feature `redis`).
+    #[cfg(feature = "redis")]
+    claim: Option<ocpp_cluster::ClaimTicket>,
     closed: Option<Box<Closed>>,
     needs_flush: bool,
     stream_failed: bool,
@@ -180,6 +198,8 @@ where
             waiters: Vec::new(),
             send_retry: VecDeque::new(),
             registered: false,
+            #[cfg(feature = "redis")]
+            claim: None,
             closed: None,
             needs_flush: false,
             stream_failed: false,
@@ -457,7 +477,20 @@ where
         self.link
             .init_settings(Settings::from_config(self.conn.config()));
         let cp = self.cp();
-        if let Some(old) = self.shared.registry.register(identity, cp.clone()) {
+        let draining = self.shared.draining.load(Ordering::Acquire);
+        #[cfg(feature = "redis")]
+        let replaced = match &self.shared.cluster {
+            Some(node) => {
+                let (replaced, claim) =
+                    node.connect(&self.shared.registry, identity, &cp, !draining);
+                self.claim = claim;
+                replaced
+            }
+            None => self.shared.registry.register(identity, cp.clone()),
+        };
+        #[cfg(not(feature = "redis"))]
+        let replaced = self.shared.registry.register(identity, cp.clone());
+        if let Some(old) = replaced {
             // ocpp-go #314/#358, SteVe #357: the newer connection wins.
             old.close(
                 CloseCode::POLICY_VIOLATION,
@@ -465,9 +498,9 @@ where
             );
         }
         self.registered = true;
-        if self.shared.draining.load(Ordering::Acquire) {
-            self.conn
-                .close(now, CloseCode::GOING_AWAY, "server shutting down");
+        if draining {
+            let (code, reason) = self.shared.shutdown_close();
+            self.conn.close(now, code, reason);
         }
         let handler = self.shared.handler.clone();
         tokio::spawn(async move { handler.on_connect(cp).await });
@@ -649,6 +682,10 @@ impl<S, H: Handler> Driver<S, H> {
         if self.registered {
             if let Some(identity) = &self.identity {
                 self.shared.registry.remove(identity, &cp);
+                #[cfg(feature = "redis")]
+                if let (Some(node), Some(ticket)) = (&self.shared.cluster, self.claim.take()) {
+                    node.disconnect(identity.as_str(), ticket);
+                }
             }
         }
     }

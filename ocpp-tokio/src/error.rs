@@ -55,6 +55,11 @@ pub enum CallError {
     /// The request is of another OCPP version than the one the connection negotiated.
     #[error("the request is of another OCPP version than the connection's")]
     WrongVersion,
+    /// Through a cluster (feature `redis`): the charge point is held by another node that
+    /// cannot be reached (its node record expired, nobody reads its inbox), or Redis is down;
+    /// the CALL was not delivered.
+    #[error("the node holding the charge point cannot be reached")]
+    OwnerUnreachable,
 }
 
 /// Why [`ChargePoint::send`](crate::ChargePoint::send) did not send.

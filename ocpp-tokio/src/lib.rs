@@ -9,7 +9,9 @@
 //!   and 3), graceful shutdown (1001 to every connection, bounded);
 //! - [`Handler`]: what the application writes, only the methods it needs;
 //! - [`ChargePoints`]: the registry of connected charge points (newer connection wins), with a
-//!   [`Remote`] seam for a cluster;
+//!   [`Remote`] seam for a cluster; with the feature `redis`, `ServerBuilder::cluster` makes
+//!   the server a node of `ocpp-cluster`'s cluster on Redis (claims, takeover with 1008, calls
+//!   routed to the node holding the charge point, drain on shutdown);
 //! - [`ChargePoint`]: a handle to one connection: [`ChargePoint::call`] returns the action's
 //!   typed response or a [`CallError`] that says exactly what happened.
 //!
@@ -21,6 +23,8 @@
 )]
 
 mod charge_point;
+#[cfg(feature = "redis")]
+mod cluster;
 mod driver;
 mod error;
 mod handler;
@@ -37,6 +41,9 @@ pub use registry::{ChargePoints, Remote, RemoteCall};
 pub use server::{Server, ServerBuilder};
 pub use typed::{ResponseOf, TypedCall};
 
+/// The cluster protocol on Redis that [`ServerBuilder::cluster`] plugs in (feature `redis`).
+#[cfg(feature = "redis")]
+pub use ocpp_cluster;
 pub use ocpp_frame::handshake::BasicCredentials;
 pub use ocpp_messages::{Request, RequestRef, Response, ResponseRef};
 pub use ocpp_server_core::{

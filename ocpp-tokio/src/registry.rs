@@ -39,6 +39,21 @@ pub trait Remote: Send + Sync + 'static {
 struct Inner {
     table: RwLock<IdentityTable<ChargePoint>>,
     remote: Option<Arc<dyn Remote>>,
+    /// This server's cluster node (feature `redis`).
+    #[cfg(feature = "redis")]
+    cluster: Option<ocpp_cluster::Cluster>,
+}
+
+/// A registry that does not keep the server alive (the cluster's executor holds one).
+#[cfg(feature = "redis")]
+#[derive(Clone)]
+pub(crate) struct WeakChargePoints(std::sync::Weak<Inner>);
+
+#[cfg(feature = "redis")]
+impl WeakChargePoints {
+    pub(crate) fn upgrade(&self) -> Option<ChargePoints> {
+        self.0.upgrade().map(|inner| ChargePoints { inner })
+    }
 }
 
 /// The connected charge points of a server: cheap to clone, shared with every connection's
@@ -73,8 +88,36 @@ impl ChargePoints {
             inner: Arc::new(Inner {
                 table: RwLock::new(IdentityTable::new()),
                 remote,
+                #[cfg(feature = "redis")]
+                cluster: None,
             }),
         }
+    }
+
+    /// The registry of a cluster node: identities not held here are called through it.
+    #[cfg(feature = "redis")]
+    pub(crate) fn clustered(node: &Arc<crate::cluster::Node>) -> Self {
+        ChargePoints {
+            inner: Arc::new(Inner {
+                table: RwLock::new(IdentityTable::new()),
+                remote: Some(Arc::new(crate::cluster::ClusterRemote(Arc::clone(node)))),
+                cluster: Some(node.cluster().clone()),
+            }),
+        }
+    }
+
+    #[cfg(feature = "redis")]
+    pub(crate) fn downgrade(&self) -> WeakChargePoints {
+        WeakChargePoints(Arc::downgrade(&self.inner))
+    }
+
+    /// This server's node in the cluster (see
+    /// [`ServerBuilder::cluster`](crate::ServerBuilder::cluster)), if it is one: e.g. to send a
+    /// command whose payload is JSON text ([`Cluster::call`](ocpp_cluster::Cluster::call)), as
+    /// an admin API that does not know the charge point's OCPP version does.
+    #[cfg(feature = "redis")]
+    pub fn cluster(&self) -> Option<&ocpp_cluster::Cluster> {
+        self.inner.cluster.as_ref()
     }
 
     fn read(&self) -> RwLockReadGuard<'_, IdentityTable<ChargePoint>> {
@@ -115,10 +158,14 @@ impl ChargePoints {
     }
 
     /// Sends a CALL to `identity` wherever it is connected: here, or through the [`Remote`]
-    /// given to [`ServerBuilder::remote`](crate::ServerBuilder::remote).
+    /// given to [`ServerBuilder::remote`](crate::ServerBuilder::remote) (or the cluster of
+    /// `ServerBuilder::cluster`, feature `redis`: the CALL goes to the node that holds the
+    /// charge point, which decodes it for its connection's version; the answer is decoded as
+    /// `request`'s version).
     ///
     /// # Errors
-    /// [`CallError::NotConnected`] when nobody holds it; otherwise what the call met.
+    /// [`CallError::NotConnected`] when nobody holds it; otherwise what the call met (through a
+    /// cluster also [`CallError::OwnerUnreachable`]).
     pub async fn call(&self, identity: &str, request: Request) -> Result<Response, CallError> {
         if let Some(cp) = self.get(identity) {
             return cp.call_raw(request).await;

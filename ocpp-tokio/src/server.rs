@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ocpp_server_core::{CloseCode, Connection, ConnectionConfig};
+use ocpp_server_core::{Connection, ConnectionConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_rustls::TlsAcceptor;
@@ -48,6 +48,8 @@ pub struct ServerBuilder<H> {
     shutdown_timeout: Duration,
     mailbox_capacity: Option<usize>,
     tls_error: Option<TlsErrorHook>,
+    #[cfg(feature = "redis")]
+    cluster: Option<Arc<crate::cluster::Node>>,
 }
 
 /// The hook of [`ServerBuilder::on_tls_error`].
@@ -60,12 +62,23 @@ impl<H> fmt::Debug for ServerBuilder<H> {
             .field("tls", &self.tls.is_some())
             .field("hook", &self.hook.is_some())
             .field("remote", &self.remote.is_some())
+            .field("cluster", &self.cluster_id())
             .field("shutdown_timeout", &self.shutdown_timeout)
             .finish()
     }
 }
 
 impl<H> ServerBuilder<H> {
+    #[cfg(feature = "redis")]
+    fn cluster_id(&self) -> Option<&str> {
+        self.cluster.as_ref().map(|node| node.cluster().node_id())
+    }
+
+    #[cfg(not(feature = "redis"))]
+    fn cluster_id(&self) -> Option<&str> {
+        None
+    }
+
     /// The settings of every connection (versions, timeouts, limits).
     pub fn config(mut self, config: ConnectionConfig) -> Self {
         self.config = config;
@@ -84,6 +97,8 @@ impl<H> ServerBuilder<H> {
             shutdown_timeout: self.shutdown_timeout,
             mailbox_capacity: self.mailbox_capacity,
             tls_error: self.tls_error,
+            #[cfg(feature = "redis")]
+            cluster: self.cluster,
         }
     }
 
@@ -108,10 +123,59 @@ impl<H> ServerBuilder<H> {
         self
     }
 
-    /// Where [`ChargePoints::call`] sends CALLs for identities not connected here (a cluster).
+    /// Where [`ChargePoints::call`] sends CALLs for identities not connected here (a cluster
+    /// of your own; with the feature `redis`, `ServerBuilder::cluster` plugs in
+    /// `ocpp-cluster`'s and takes precedence).
     pub fn remote(mut self, remote: impl Remote) -> Self {
         self.remote = Some(Arc::new(remote));
         self
+    }
+
+    /// Makes this server node `config.node_id` of a cluster on Redis (feature `redis`; the
+    /// protocol is `ocpp-cluster`'s, the same as `mio-server`'s): every charge point that
+    /// connects is claimed in Redis and released when it leaves; a newer connection of the
+    /// same identity on another node closes this one with 1008
+    /// ([`ocpp_cluster::CLOSE_SUPERSEDED`]); [`ChargePoints::call`] and
+    /// [`ChargePoints::call_typed`] reach a charge point on any node (an unreachable node is
+    /// [`CallError::OwnerUnreachable`](crate::CallError::OwnerUnreachable)); commands from
+    /// other nodes run on this server's connections; graceful shutdown closes with 1012
+    /// (service restart) and then leaves the cluster ([`ocpp_cluster::Cluster::drain`]).
+    /// With Redis down, local charge points are served and calls to them work; calls for the
+    /// others fail at once.
+    ///
+    /// The node starts at once, in the current tokio runtime (Redis is reached in the
+    /// background).
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// use ocpp_tokio::ocpp_cluster::ClusterConfig;
+    /// use ocpp_tokio::{v1_6, CallError, Server};
+    ///
+    /// let config = ClusterConfig::new("redis://127.0.0.1:6379/", "csms-a");
+    /// let server = Server::builder().cluster(config)?.bind("0.0.0.0:9000").await?;
+    /// let charge_points = server.charge_points();
+    /// tokio::spawn(server.run());
+    /// // CP-7 may be connected to any node of the cluster.
+    /// let reset = v1_6::ResetRequest::new(v1_6::ResetType::Soft);
+    /// match charge_points.call_typed("CP-7", reset).await {
+    ///     Ok(response) => println!("reset: {:?}", response.status),
+    ///     Err(CallError::NotConnected) => println!("connected to no node"),
+    ///     Err(CallError::OwnerUnreachable) => println!("its node (or Redis) is down"),
+    ///     Err(other) => println!("{other}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// The configuration cannot work ([`ClusterError::Config`](ocpp_cluster::ClusterError)),
+    /// or no tokio runtime runs ([`ClusterError::NoRuntime`](ocpp_cluster::ClusterError)).
+    #[cfg(feature = "redis")]
+    pub fn cluster(
+        mut self,
+        config: ocpp_cluster::ClusterConfig,
+    ) -> Result<Self, ocpp_cluster::ClusterError> {
+        self.cluster = Some(crate::cluster::Node::start(config)?);
+        Ok(self)
     }
 
     /// How long graceful shutdown waits for connections to finish their close handshake
@@ -152,14 +216,29 @@ impl<H: Handler> ServerBuilder<H> {
         let capacity = self
             .mailbox_capacity
             .unwrap_or_else(|| self.config.get_max_queued_calls().max(1));
+        #[cfg(feature = "redis")]
+        let registry = match &self.cluster {
+            Some(node) => {
+                let registry = ChargePoints::clustered(node);
+                node.attach(&registry, &self.config);
+                registry
+            }
+            None => ChargePoints::new(self.remote),
+        };
+        #[cfg(not(feature = "redis"))]
         let registry = ChargePoints::new(self.remote);
-        let shared = Shared::new(
+        #[allow(unused_mut)]
+        let mut shared = Shared::new(
             Arc::new(self.handler),
             Arc::new(self.config),
             registry,
             self.hook,
             capacity,
         );
+        #[cfg(feature = "redis")]
+        {
+            shared.cluster = self.cluster;
+        }
         Server {
             shared: Arc::new(shared),
             listener: None,
@@ -216,6 +295,8 @@ impl Server<()> {
             shutdown_timeout: Duration::from_secs(5),
             mailbox_capacity: None,
             tls_error: None,
+            #[cfg(feature = "redis")]
+            cluster: None,
         }
     }
 }
@@ -235,6 +316,13 @@ impl<H: Handler> Server<H> {
     /// The registry of connected charge points (a clone-cheap handle).
     pub fn charge_points(&self) -> ChargePoints {
         self.shared.registry.clone()
+    }
+
+    /// This server's node in the cluster, if it is one (feature `redis`, see
+    /// [`ServerBuilder::cluster`]).
+    #[cfg(feature = "redis")]
+    pub fn cluster(&self) -> Option<&ocpp_cluster::Cluster> {
+        self.shared.registry.cluster()
     }
 
     /// How many connections are being served (connected or still in the handshake).
@@ -307,8 +395,9 @@ impl<H: Handler> Server<H> {
     }
 
     /// Accepts charge points until `shutdown` completes, then shuts down gracefully: stops
-    /// accepting, closes every connection with 1001 (going away), waits for them at most the
-    /// shutdown timeout, then drops what remains.
+    /// accepting, closes every connection with 1001 (going away; 1012, service restart, on a
+    /// cluster node), waits for them at most the shutdown timeout, then drops what remains
+    /// (and a cluster node leaves the cluster).
     ///
     /// # Errors
     /// No listener.
@@ -345,22 +434,28 @@ impl<H: Handler> Server<H> {
     }
 
     /// Graceful shutdown of what is being served (the listener, if any, is not touched):
-    /// every connection closed with 1001, bounded by the shutdown timeout, then dropped.
+    /// every connection closed with 1001 (1012 on a cluster node), bounded by the shutdown
+    /// timeout, then dropped; a cluster node then releases its claims and its node record.
     /// Returns how many connections had to be dropped.
     pub async fn shutdown(&self) -> usize {
         self.shared.draining.store(true, Ordering::Release);
+        let (code, reason) = self.shared.shutdown_close();
         self.shared.broadcast(|| Command::Close {
-            code: CloseCode::GOING_AWAY,
-            reason: "server shutting down".into(),
+            code,
+            reason: reason.into(),
         });
         let deadline = tokio::time::Instant::now() + self.shutdown_timeout;
-        if self.shared.wait_all_gone(deadline).await {
-            return 0;
+        let mut left = 0;
+        if !self.shared.wait_all_gone(deadline).await {
+            left = self.shared.tasks();
+            self.shared.broadcast(|| Command::Abort);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+            self.shared.wait_all_gone(deadline).await;
         }
-        let left = self.shared.tasks();
-        self.shared.broadcast(|| Command::Abort);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
-        self.shared.wait_all_gone(deadline).await;
+        #[cfg(feature = "redis")]
+        if let Some(node) = &self.shared.cluster {
+            node.leave().await;
+        }
         left
     }
 }

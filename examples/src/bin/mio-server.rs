@@ -17,59 +17,22 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
-use ocpp_cluster::ClusterConfig;
 use ocpp_examples::mio_server::{Server, ServerConfig};
 use ocpp_examples::server_cli::{self, parse_args, Args};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 fn usage() -> String {
-    let mut usage = server_cli::usage(
+    server_cli::usage(
         "mio-server",
         "A CSMS (OCPP central system) on single-threaded mio event loops.",
         "event loops (threads) sharing the port with SO_REUSEPORT",
-    );
-    usage.push_str(
-        "
-
-Cluster (with --redis and --node-id): SIGINT/SIGTERM close with 1012 and leave the cluster.
-  --cluster-ttl-s N      the claim and node record TTL in seconds (default 90; refreshed
-                         every third of it): how long a killed node's charge points stay
-                         claimed by it",
-    );
-    usage
-}
-
-/// Takes `--cluster-ttl-s N` (mio-server only) out of the arguments.
-fn take_cluster_ttl(args: Vec<String>) -> Result<(Vec<String>, Option<Duration>), String> {
-    let mut rest = Vec::with_capacity(args.len());
-    let mut ttl = None;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let value = if arg == "--cluster-ttl-s" {
-            args.next().ok_or("--cluster-ttl-s needs a value")?
-        } else if let Some(value) = arg.strip_prefix("--cluster-ttl-s=") {
-            value.to_owned()
-        } else {
-            rest.push(arg);
-            continue;
-        };
-        let seconds: u64 = value
-            .parse()
-            .ok()
-            .filter(|s| *s > 0)
-            .ok_or("--cluster-ttl-s takes a positive number of seconds")?;
-        ttl = Some(Duration::from_secs(seconds));
-    }
-    Ok((rest, ttl))
+    )
 }
 
 fn main() -> ExitCode {
-    let parsed = take_cluster_ttl(std::env::args().skip(1).collect())
-        .and_then(|(args, ttl)| Ok(parse_args(args.into_iter())?.map(|args| (args, ttl))));
-    let (args, cluster_ttl) = match parsed {
+    let args = match parse_args(std::env::args().skip(1)) {
         Ok(Some(args)) => args,
         Ok(None) => {
             println!("{}", usage());
@@ -82,7 +45,7 @@ fn main() -> ExitCode {
     };
     server_cli::init_logging();
     server_cli::raise_open_files_limit();
-    match run(args, cluster_ttl) {
+    match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -92,7 +55,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: Args, cluster_ttl: Option<Duration>) -> Result<(), Box<dyn std::error::Error>> {
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let csms = Arc::new(server_cli::csms(&args)?);
     let mut config = ServerConfig::new(args.listen);
     config.admin = args.admin;
@@ -100,19 +63,7 @@ fn run(args: Args, cluster_ttl: Option<Duration>) -> Result<(), Box<dyn std::err
     config.push_interval = args.push_interval;
     config.connection = server_cli::connection_config(&args);
     config.tls = server_cli::tls_config(&args)?;
-    if let (Some(redis), Some(node_id)) = (&args.redis, &args.node_id) {
-        let mut cluster = ClusterConfig::new(redis.as_str(), node_id.as_str());
-        if let Some(admin) = args.admin {
-            cluster = cluster.with_address(format!("http://{admin}"));
-        }
-        if let Some(ttl) = cluster_ttl {
-            cluster = cluster.with_claim_ttl(ttl).with_node_ttl(ttl);
-        }
-        tracing::info!(node_id, redis, "cluster node");
-        config.cluster = Some(cluster);
-    } else if cluster_ttl.is_some() {
-        return Err("--cluster-ttl-s needs --redis and --node-id".into());
-    }
+    config.cluster = server_cli::cluster_config(&args);
     let server = Server::bind(config, csms)?;
 
     // Signals are read on their own thread, which asks the loops to shut down.

@@ -10,6 +10,9 @@
 //! curl http://127.0.0.1:9001/chargepoints
 //! curl -X POST -d '{"type":"Soft"}' http://127.0.0.1:9001/chargepoints/CP001/call/Reset
 //! curl http://127.0.0.1:9001/metrics
+//! # a cluster node on Redis, with mio-server or tokio-server nodes: one protocol
+//! cargo run -p ocpp-examples --bin tokio-server -- --listen 127.0.0.1:9100 --admin 127.0.0.1:9101 \
+//!     --redis redis://127.0.0.1:6379/ --node-id b
 //! ```
 
 use std::process::ExitCode;
@@ -61,17 +64,13 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    if args.redis.is_some() {
-        // ocpp-tokio has the seam (`ServerBuilder::remote`); the wiring to ocpp-cluster is
-        // mio-server's only so far.
-        return Err("--redis: clusters are served by mio-server only".into());
-    }
     let csms = Arc::new(server_cli::csms(&args)?);
     let mut config = ServerConfig::new(args.listen);
     config.admin = args.admin;
     config.push_interval = args.push_interval;
     config.connection = server_cli::connection_config(&args);
     config.tls = server_cli::tls_config(&args)?;
+    config.cluster = server_cli::cluster_config(&args);
     let server = Server::bind(config, csms)?;
 
     // Listen for the signals before announcing that we run.

@@ -36,6 +36,7 @@
 
 use std::time::SystemTime;
 
+use ocpp_cluster::CallFailure;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1, DecodeError};
 use ocpp_server_core::{CallOutcome, ChargePointIdentity, RefusalReason, Request, Response};
@@ -469,6 +470,63 @@ pub fn call_response(
     }
 }
 
+/// The charge point and action of a command (`POST /chargepoints/ID/call/ACTION`), if
+/// `method` and `path` name one: a cluster node sends a command for a charge point it does
+/// not hold through the cluster, before [`route`] (which knows only local ones).
+pub fn command_target(method: &str, path: &str) -> Option<(ChargePointIdentity, String)> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (identity, action) = match (method, segments.as_slice()) {
+        ("POST", ["chargepoints", identity, "call", action]) => (*identity, *action),
+        _ => return None,
+    };
+    let identity = ChargePointIdentity::from_path(&format!("/{identity}"), false).ok()?;
+    Some((identity, action.to_owned()))
+}
+
+/// The body of a command sent through the cluster, as JSON text (`{}` when empty; the node
+/// holding the charge point decodes it for its version), or the 400 answer.
+pub fn command_body(body: &[u8]) -> Result<&str, HttpResponse> {
+    let body = match std::str::from_utf8(body) {
+        Ok("") => "{}",
+        Ok(body) => body,
+        Err(_) => return Err(HttpResponse::error(400, "body is not UTF-8")),
+    };
+    if serde_json::from_str::<Value>(body).is_err() {
+        return Err(HttpResponse::error(400, "body is not JSON"));
+    }
+    Ok(body)
+}
+
+/// The answer to a command routed through the cluster (`ocpp-cluster`'s one answer): 200
+/// `{"action","result"}`, 502 `{"action","error":{"code","description","details"}}` for a
+/// CALLERROR, or the failure's status with `{"error": ...}`: 404 connected to no node, 503
+/// its node (or Redis) unreachable, 504 no answer in time.
+pub fn remote_call_response(
+    identity: &str,
+    action: &str,
+    result: &Result<String, CallFailure>,
+) -> HttpResponse {
+    let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+    match result {
+        Ok(payload) => {
+            HttpResponse::json(200, &json!({ "action": action, "result": parse(payload) }))
+        }
+        Err(CallFailure::CallError {
+            code,
+            description,
+            details,
+        }) => HttpResponse::json(
+            502,
+            &json!({ "action": action, "error": {
+                "code": code, "description": description, "details": parse(details) } }),
+        ),
+        Err(CallFailure::NotConnected) => {
+            HttpResponse::error(404, &format!("charge point {identity} is not connected"))
+        }
+        Err(failure) => HttpResponse::error(failure.http_status(), &failure.to_string()),
+    }
+}
+
 fn response_json(response: &Response) -> Value {
     serde_json::to_value(response).unwrap_or(Value::Null)
 }
@@ -711,5 +769,41 @@ mod tests {
         );
         let bytes = ok.to_bytes();
         assert!(bytes.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    }
+
+    #[test]
+    fn commands_through_the_cluster() {
+        let (identity, action) = command_target("POST", "/chargepoints/CP%201/call/Reset").unwrap();
+        assert_eq!((identity.as_str(), action.as_str()), ("CP 1", "Reset"));
+        assert!(command_target("GET", "/chargepoints/CP1/call/Reset").is_none());
+        assert!(command_target("POST", "/chargepoints/CP1").is_none());
+        assert_eq!(command_body(b"").unwrap(), "{}");
+        assert_eq!(command_body(b"{").unwrap_err().status, 400);
+        assert_eq!(command_body(&[0xff]).unwrap_err().status, 400);
+
+        let ok = remote_call_response("CP1", "Reset", &Ok(r#"{"status":"Accepted"}"#.into()));
+        assert_eq!(ok.status, 200);
+        let body: Value = serde_json::from_slice(&ok.body).unwrap();
+        assert_eq!(body["result"]["status"], "Accepted");
+        assert_eq!(body["action"], "Reset");
+        let error = CallFailure::CallError {
+            code: "NotSupported".into(),
+            description: "no".into(),
+            details: "{}".into(),
+        };
+        let failed = remote_call_response("CP1", "Reset", &Err(error));
+        assert_eq!(failed.status, 502);
+        let body: Value = serde_json::from_slice(&failed.body).unwrap();
+        assert_eq!(body["error"]["code"], "NotSupported");
+        for (failure, status) in [
+            (CallFailure::NotConnected, 404),
+            (CallFailure::OwnerUnreachable, 503),
+            (CallFailure::Timeout, 504),
+        ] {
+            assert_eq!(
+                remote_call_response("CP1", "Reset", &Err(failure)).status,
+                status
+            );
+        }
     }
 }

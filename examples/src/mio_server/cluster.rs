@@ -22,21 +22,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
-    BridgeOutput, CallFailure, ClaimTicket, ClusterBridge, ClusterEvent, CommandOutcome, Job,
-    JobId, RequestId, CLOSE_SUPERSEDED,
+    BridgeOutput, ClaimTicket, ClusterBridge, ClusterEvent, CommandOutcome, Job, JobId, RequestId,
+    CLOSE_SUPERSEDED,
 };
 use ocpp_frame::CloseCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{DecodeOptions, ErrorCode};
 use ocpp_server_core::{CallOutcome, ChargePointIdentity, Refused, Request};
-use serde_json::{json, Value};
 
 use super::admin_socket::{AdminStage, ADMIN_CALL_GRACE};
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{SocketStage, Waiter};
 use super::slab::Key;
 use super::{Command, Handle};
-use crate::csms::admin::HttpResponse;
+use crate::csms::admin::{self, HttpResponse};
 
 const _: () = assert!(CLOSE_SUPERSEDED == CloseCode::POLICY_VIOLATION.as_u16());
 
@@ -150,16 +149,11 @@ impl EventLoop {
         path: &str,
     ) -> Option<(ChargePointIdentity, String)> {
         self.shared.cluster.as_ref()?;
-        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-        let (identity, action) = match (method, segments.as_slice()) {
-            ("POST", ["chargepoints", identity, "call", action]) => (*identity, *action),
-            _ => return None,
-        };
-        let identity = ChargePointIdentity::from_path(&format!("/{identity}"), false).ok()?;
+        let (identity, action) = admin::command_target(method, path)?;
         if self.shared.identities().get(identity.as_str()).is_some() {
             return None; // local: as without a cluster
         }
-        Some((identity, action.to_owned()))
+        Some((identity, action))
     }
 
     /// Sends an admin command for a charge point held elsewhere (or nowhere) through the
@@ -176,18 +170,13 @@ impl EventLoop {
             return;
         };
         self.shared.csms.metrics().admin_requests.inc();
-        let body = match std::str::from_utf8(body) {
-            Ok("") => "{}",
+        let body = match admin::command_body(body) {
             Ok(body) => body,
-            Err(_) => {
-                self.admin_respond(key, HttpResponse::error(400, "body is not UTF-8"), now);
+            Err(response) => {
+                self.admin_respond(key, response, now);
                 return;
             }
         };
-        if serde_json::from_str::<Value>(body).is_err() {
-            self.admin_respond(key, HttpResponse::error(400, "body is not JSON"), now);
-            return;
-        }
         let timeout = self.shared.connection_config.get_call_timeout();
         let called = node
             .bridge()
@@ -246,7 +235,8 @@ impl EventLoop {
                     let Some(call) = self.remote_calls.remove(&request) else {
                         continue;
                     };
-                    let response = remote_response(&call, &result);
+                    let response =
+                        admin::remote_call_response(&call.identity, &call.action, &result);
                     tracing::info!(
                         identity = call.identity,
                         action = call.action,
@@ -472,66 +462,5 @@ pub(super) fn command_outcome(version: OcppVersion, outcome: &CallOutcome) -> Co
             format!("invalid CALLRESULT: {description}"),
         ),
         _ => error(ErrorCode::InternalError, "unexpected outcome".to_owned()),
-    }
-}
-
-/// The admin answer to a command routed through the cluster: 200 `{"action","result"}`, 502
-/// `{"action","error":{"code","description","details"}}`, or the failure's status (404, 503,
-/// 504) with `{"error": ...}`.
-fn remote_response(call: &RemoteCall, result: &Result<String, CallFailure>) -> HttpResponse {
-    let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
-    match result {
-        Ok(payload) => HttpResponse::json(
-            200,
-            &json!({ "action": call.action, "result": parse(payload) }),
-        ),
-        Err(CallFailure::CallError {
-            code,
-            description,
-            details,
-        }) => HttpResponse::json(
-            502,
-            &json!({ "action": call.action, "error": {
-                "code": code, "description": description, "details": parse(details) } }),
-        ),
-        Err(CallFailure::NotConnected) => HttpResponse::error(
-            404,
-            &format!("charge point {} is not connected", call.identity),
-        ),
-        Err(failure) => HttpResponse::error(failure.http_status(), &failure.to_string()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn remote_answers() {
-        let call = RemoteCall {
-            admin: Key::from_token(mio::Token(1 << 32)),
-            identity: "CP1".into(),
-            action: "Reset".into(),
-        };
-        let ok = remote_response(&call, &Ok(r#"{"status":"Accepted"}"#.into()));
-        assert_eq!(ok.status, 200);
-        let body: Value = serde_json::from_slice(&ok.body).unwrap();
-        assert_eq!(body["result"]["status"], "Accepted");
-        let error = CallFailure::CallError {
-            code: "NotSupported".into(),
-            description: "no".into(),
-            details: "{}".into(),
-        };
-        let failed = remote_response(&call, &Err(error));
-        assert_eq!(failed.status, 502);
-        let body: Value = serde_json::from_slice(&failed.body).unwrap();
-        assert_eq!(body["error"]["code"], "NotSupported");
-        for (failure, status) in [
-            (CallFailure::NotConnected, 404),
-            (CallFailure::OwnerUnreachable, 503),
-            (CallFailure::Timeout, 504),
-        ] {
-            assert_eq!(remote_response(&call, &Err(failure)).status, status);
-        }
     }
 }

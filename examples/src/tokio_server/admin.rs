@@ -1,8 +1,12 @@
 //! The admin HTTP interface on axum: axum (hyper) reads and writes HTTP, the routes and
 //! answers are [`crate::csms::admin`]'s (the same as the mio server's), and a command to a
-//! charge point is a `ChargePoint::call_raw` on its handle in [`ChargePoints`].
+//! charge point is a `ChargePoint::call_raw` on its handle in [`ChargePoints`]; on a cluster
+//! node, a command for a charge point not connected here goes to the registry's
+//! [`Cluster::call`](ocpp_cluster::Cluster::call) with the body as it came (the holder decodes
+//! it for its connection's version), answered as mio-server answers it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
@@ -24,6 +28,9 @@ pub(super) struct Admin {
     pub(super) charge_points: ChargePoints,
     /// Becomes true when the server shuts down: commands still waiting answer 503.
     pub(super) stop: watch::Receiver<bool>,
+    /// How long a command routed through the cluster may take (the connections' call
+    /// timeout).
+    pub(super) call_timeout: Duration,
 }
 
 /// The router: every path goes to [`admin::route`]; bodies past [`MAX_BODY`] get 413.
@@ -41,6 +48,9 @@ async fn serve(State(admin): State<Admin>, method: Method, uri: Uri, body: Bytes
         body: body.to_vec(),
     };
     open_session(&admin, &request.path);
+    if let Some(response) = remote_command(&admin, &request).await {
+        return into_response(response);
+    }
     let response = match admin::route(&admin.app.csms, &request) {
         Route::Respond(response) => response,
         Route::Call { identity, request } => match admin.charge_points.get(identity.as_str()) {
@@ -81,6 +91,43 @@ async fn serve(State(admin): State<Admin>, method: Method, uri: Uri, body: Bytes
         },
     };
     into_response(response)
+}
+
+/// A command for a charge point not connected here, on a cluster node: sent through the
+/// cluster (`None`: not one, or local).
+async fn remote_command(admin: &Admin, request: &AdminRequest) -> Option<HttpResponse> {
+    let cluster = admin.charge_points.cluster()?;
+    let (identity, action) = admin::command_target(&request.method, &request.path)?;
+    if admin.charge_points.get(identity.as_str()).is_some() {
+        return None; // local: as without a cluster
+    }
+    admin.app.csms.metrics().admin_requests.inc();
+    let body = match admin::command_body(&request.body) {
+        Ok(body) => body.to_owned(),
+        Err(response) => return Some(response),
+    };
+    tracing::info!(%identity, action, "admin CALL routed through the cluster");
+    // In a task of its own, like a local command: the CALL's fate does not depend on the
+    // HTTP client staying.
+    let call = {
+        let (cluster, identity, action) = (cluster.clone(), identity.clone(), action.clone());
+        let timeout = admin.call_timeout;
+        tokio::spawn(async move {
+            cluster
+                .call(identity.as_str(), &action, &body, timeout)
+                .await
+        })
+    };
+    let mut stop = admin.stop.clone();
+    let response = tokio::select! {
+        result = call => match result {
+            Ok(result) => admin::remote_call_response(identity.as_str(), &action, &result),
+            Err(_) => HttpResponse::error(500, "the cluster call failed"),
+        },
+        _ = stop.wait_for(|stopping| *stopping) => HttpResponse::shutting_down(),
+    };
+    tracing::info!(%identity, action, status = response.status, "cluster CALL completed");
+    Some(response)
 }
 
 /// `on_connect` runs in a task of its own, so a charge point may be registered (and have

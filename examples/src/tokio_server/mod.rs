@@ -8,10 +8,13 @@
 //!   connection;
 //! - `admin`: the admin HTTP interface on axum over [`ocpp_tokio::ChargePoints`]
 //!   (`GET /chargepoints`, `GET /chargepoints/ID`, `POST /chargepoints/ID/call/ACTION`,
-//!   `GET /metrics`), routed by [`crate::csms::admin::route`];
+//!   `GET /metrics`), routed by [`crate::csms::admin::route`]; on a cluster node a command
+//!   for a charge point held elsewhere goes through the registry's cluster;
 //! - `push`: `--push-interval-ms`, a DataTransfer to each charge point per interval, from the
 //!   task `on_connect` runs in;
-//! - here: the listeners, the accept loop (which counts sockets) and shutdown.
+//! - here: the listeners, the accept loop (which counts sockets) and shutdown; the cluster
+//!   node (`--redis`) is `ocpp-tokio`'s (feature `redis`): claims, takeovers (1008), routed
+//!   commands, and the drain on shutdown (1012, claims released).
 
 mod admin;
 mod handler;
@@ -24,6 +27,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use ocpp_cluster::ClusterConfig;
 use ocpp_server_core::ConnectionConfig;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -55,6 +59,9 @@ pub struct ServerConfig {
     /// Serve `wss://` with this TLS configuration (security profiles 2 and 3); `None` serves
     /// plain `ws://`.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Join a cluster of nodes on Redis (`--redis`, `--node-id`): see
+    /// [`ocpp_tokio::ServerBuilder::cluster`].
+    pub cluster: Option<ClusterConfig>,
 }
 
 impl ServerConfig {
@@ -66,11 +73,13 @@ impl ServerConfig {
             push_interval: None,
             connection: ConnectionConfig::default(),
             tls: None,
+            cluster: None,
         }
     }
 }
 
-/// Stops a running [`Server`] gracefully.
+/// Stops a running [`Server`] gracefully (on a cluster node: closes with 1012 and leaves the
+/// cluster).
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle(Arc<watch::Sender<bool>>);
 
@@ -103,10 +112,13 @@ pub struct Server {
     app: Arc<App>,
     ocpp: ocpp_tokio::Server<Arc<App>>,
     shutdown: Arc<watch::Sender<bool>>,
+    /// The connections' call timeout (the admin's cluster commands take it too).
+    call_timeout: Duration,
 }
 
 impl Server {
-    /// Binds the listeners (port 0 picks a free port). Call it inside the runtime.
+    /// Binds the listeners (port 0 picks a free port) and starts the cluster node, if any.
+    /// Call it inside the runtime.
     pub fn bind(config: ServerConfig, csms: Arc<Csms>) -> io::Result<Server> {
         let listener = bind_listener(config.listen)?;
         let local_addr = listener.local_addr()?;
@@ -117,6 +129,7 @@ impl Server {
             config.tls.is_some(),
             config.push_interval,
         ));
+        let call_timeout = config.connection.get_call_timeout();
         let mut builder = ocpp_tokio::Server::builder()
             .config(config.connection)
             .shutdown_timeout(SHUTDOWN_TIMEOUT)
@@ -127,6 +140,9 @@ impl Server {
                 csms.metrics().tls_failures.inc();
             });
         }
+        if let Some(cluster) = config.cluster {
+            builder = builder.cluster(cluster).map_err(io::Error::other)?;
+        }
         let (shutdown, _) = watch::channel(false);
         Ok(Server {
             listener,
@@ -136,6 +152,7 @@ impl Server {
             app,
             ocpp: builder.build(),
             shutdown: Arc::new(shutdown),
+            call_timeout,
         })
     }
 
@@ -155,7 +172,8 @@ impl Server {
     }
 
     /// Accepts charge points (and admin clients) until shutdown, then closes every connection
-    /// with 1001 and returns once they are gone or [`SHUTDOWN_TIMEOUT`] passed.
+    /// with 1001 (1012 on a cluster node) and returns once they are gone or
+    /// [`SHUTDOWN_TIMEOUT`] passed (a cluster node then leaves the cluster).
     pub async fn run(self) -> io::Result<()> {
         let Server {
             listener,
@@ -163,6 +181,7 @@ impl Server {
             app,
             ocpp,
             shutdown,
+            call_timeout,
             ..
         } = self;
         let mut stop = shutdown.subscribe();
@@ -171,6 +190,7 @@ impl Server {
                 app: Arc::clone(&app),
                 charge_points: ocpp.charge_points(),
                 stop: shutdown.subscribe(),
+                call_timeout,
             });
             let mut stop = shutdown.subscribe();
             tokio::spawn(async move {

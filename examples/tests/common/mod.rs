@@ -21,6 +21,11 @@ pub use ocpp_server_core::{
 };
 pub use serde_json::Value;
 
+/// A redis-server of the test's own (the cluster tests), the guard `ocpp-cluster`'s and
+/// `ocpp-tokio`'s tests use too.
+#[path = "../../../ocpp-cluster/tests/common/redis_server.rs"]
+pub mod redis_server;
+
 /// The longest any single wait in these tests may take.
 pub const WAIT: Duration = Duration::from_secs(10);
 

@@ -1,109 +1,24 @@
-//! A redis-server of the test's own on a free loopback port, and a probe executor.
+//! A redis-server of the test's own on a free loopback port (`redis_server`, shared with the
+//! tests of `ocpp-tokio` and the example servers), and a probe executor.
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ocpp_cluster::{BoxFuture, Cluster, ClusterConfig, ClusterEvents, CommandOutcome, Executor};
 
-/// A redis-server child process, killed (by its PID) when dropped, also on panic.
-pub struct RedisServer {
-    child: Option<Child>,
-    pub port: u16,
-    dir: PathBuf,
-}
+mod redis_server;
 
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local addr").port()
-}
+pub use redis_server::RedisServer;
 
 impl RedisServer {
-    pub fn start() -> Self {
-        Self::start_on(free_port())
-    }
-
-    pub fn start_on(port: u16) -> Self {
-        let dir = std::env::temp_dir().join(format!("ocpp-cluster-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let mut server = RedisServer {
-            child: None,
-            port,
-            dir,
-        };
-        server.spawn();
-        server
-    }
-
-    fn spawn(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (apt-get install -y redis-server)");
-        self.child = Some(child);
-        let start = Instant::now();
-        while !self.answers_ping() {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "redis-server did not answer PING"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn answers_ping(&self) -> bool {
-        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
-        if stream.write_all(b"PING\r\n").is_err() {
-            return false;
-        }
-        let mut buf = [0u8; 7];
-        stream.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// Kills the server (its data is gone: `--save ''`).
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// Starts it again on the same port, empty.
-    pub fn restart(&mut self) {
-        self.stop();
-        self.spawn();
-    }
-
     pub async fn connection(&self) -> redis::aio::MultiplexedConnection {
         redis::Client::open(self.url())
             .expect("client")
             .get_multiplexed_async_connection()
             .await
             .expect("connect to the test redis")
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -1,0 +1,122 @@
+//! A `redis-server` of a test's own: a free loopback port, a temporary directory, no
+//! persistence; killed by its PID when dropped (also on panic). Std only, so that the tests of
+//! `ocpp-cluster`, `ocpp-tokio` (feature `redis`) and the example servers share this one file
+//! (`#[path]`). Needs `redis-server` on the PATH (`apt-get install -y redis-server`).
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long the server may take to answer its first PING, and a claim to show.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A redis-server child process, killed (by its PID) when dropped, also on panic.
+pub struct RedisServer {
+    child: Option<Child>,
+    pub port: u16,
+    dir: PathBuf,
+}
+
+/// A loopback port free at the time of asking.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local addr").port()
+}
+
+impl RedisServer {
+    pub fn start() -> Self {
+        Self::start_on(free_port())
+    }
+
+    pub fn start_on(port: u16) -> Self {
+        let dir = std::env::temp_dir().join(format!("ocpp-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let mut server = RedisServer {
+            child: None,
+            port,
+            dir,
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (apt-get install -y redis-server)");
+        self.child = Some(child);
+        let start = Instant::now();
+        while self.query("PING").as_deref() != Some("+PONG") {
+            assert!(start.elapsed() < WAIT, "redis-server did not answer PING");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// One inline command; the first reply line, or the bulk string's value (`None` when the
+    /// server does not answer).
+    pub fn query(&self, command: &str) -> Option<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+        stream.write_all(format!("{command}\r\n").as_bytes()).ok()?;
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let line = line.trim_end().to_owned();
+        if line.starts_with('$') && line != "$-1" {
+            let mut value = String::new();
+            reader.read_line(&mut value).ok()?;
+            return Some(value.trim_end().to_owned());
+        }
+        Some(line)
+    }
+
+    /// Waits (blocking, bounded) until Redis says `node` holds `identity` (prefix `ocpp`).
+    pub fn wait_claimed(&self, identity: &str, node: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let holder = self.query(&format!("HGET ocpp:cp:{identity} node"));
+            if holder.as_deref() == Some(node) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{identity} not claimed by {node}: {holder:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills the server (its data is gone: `--save ''`).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port, empty.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

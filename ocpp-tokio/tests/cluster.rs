@@ -1,0 +1,274 @@
+//! `ServerBuilder::cluster` (feature `redis`): two `Server`s of this process as two nodes on
+//! one `redis-server` of the test's own (a free loopback port, killed by its PID when the test
+//! ends); calls through `ChargePoints` reach charge points on the other node, the newest
+//! connection wins, Redis down keeps local calls working, shutdown leaves the cluster. Every
+//! wait is bounded.
+//!
+//! Needs `redis-server` on the PATH (`apt-get install -y redis-server`).
+
+mod common;
+#[path = "../../ocpp-cluster/tests/common/redis_server.rs"]
+mod redis_server;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use ocpp_server_core::Response;
+use ocpp_tokio::ocpp_cluster::ClusterConfig;
+use ocpp_tokio::{v1_6, CallError, CloseCode, CloseReason, ErrorCode, OcppVersion, Server};
+use redis_server::RedisServer;
+
+/// The charge points' call timeout: short, so that the timeout case fits in a test.
+const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Node `name` on `redis`, with short TTLs.
+async fn node(redis: &RedisServer, name: &str) -> TestServer {
+    let cluster = ClusterConfig::new(redis.url(), name)
+        .with_claim_ttl(Duration::from_secs(2))
+        .with_node_ttl(Duration::from_secs(2))
+        .with_refresh_interval(Duration::from_millis(500))
+        .with_redis_timeout(Duration::from_millis(300));
+    let builder = Server::builder()
+        .config(server_config().call_timeout(CALL_TIMEOUT))
+        .shutdown_timeout(Duration::from_secs(2))
+        .cluster(cluster)
+        .expect("a valid cluster config");
+    let server = TestServer::start_with(builder).await;
+    let cluster = server
+        .charge_points
+        .cluster()
+        .expect("a cluster node")
+        .clone();
+    let deadline = Instant::now() + WAIT;
+    while !cluster.is_connected() {
+        assert!(Instant::now() < deadline, "{name}: inbox not subscribed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    server
+}
+
+/// Waits until Redis says `holder` holds `identity` (asked through `server`'s node).
+async fn claimed(server: &TestServer, identity: &str, holder: &str) {
+    let cluster = server.charge_points.cluster().expect("a cluster node");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let located = cluster.locate(identity).await;
+        if matches!(&located, Ok(Some((node, _))) if node == holder) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{identity} not claimed by {holder}: {located:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn reset_soft() -> v1_6::ResetRequest {
+    v1_6::ResetRequest::new(v1_6::ResetType::Soft)
+}
+
+fn reset_accepted() -> Response {
+    Response::from(v1_6::Response::from(v1_6::ResetResponse {
+        status: v1_6::ResetStatus::Accepted,
+    }))
+}
+
+/// A typed Reset through `server`'s registry, answered Accepted by `cp` wherever it is.
+async fn reset_through(server: &TestServer, cp: &mut TestCp, identity: &str) {
+    let charge_points = server.charge_points.clone();
+    let identity = identity.to_owned();
+    let call = tokio::spawn(async move { charge_points.call_typed(&identity, reset_soft()).await });
+    let (id, request) = cp.expect_call().await;
+    assert_eq!(request.action(), "Reset");
+    cp.respond(&id, reset_accepted()).await;
+    let response = tokio::time::timeout(WAIT, call)
+        .await
+        .expect("answered in time")
+        .unwrap()
+        .expect("a CALLRESULT");
+    assert_eq!(response.status, v1_6::ResetStatus::Accepted);
+}
+
+fn close_code(closed: &ocpp_server_core::Closed) -> Option<CloseCode> {
+    match &closed.reason {
+        CloseReason::PeerClosed { code, .. } => *code,
+        other => panic!("closed otherwise: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_on_one_node_reaches_a_charge_point_on_the_other() {
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let mut cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
+    claimed(&a, "CP1", "b").await;
+    assert!(a.charge_points.get("CP1").is_none(), "not connected to a");
+
+    // Typed, through a's registry: the result comes back from b.
+    reset_through(&a, &mut cp, "CP1").await;
+
+    // Untyped, answered with a CALLERROR: its code comes back.
+    let charge_points = a.charge_points.clone();
+    let call = tokio::spawn(async move {
+        let request = ocpp_tokio::Request::from(v1_6::Request::from(reset_soft()));
+        charge_points.call("CP1", request).await
+    });
+    let (id, _) = cp.expect_call().await;
+    cp.conn
+        .respond_error(Instant::now(), &id, ErrorCode::NotSupported, "no")
+        .unwrap();
+    cp.flush().await;
+    match call.await.unwrap() {
+        Err(CallError::CallError {
+            code, description, ..
+        }) => {
+            assert_eq!(code, ErrorCode::NotSupported);
+            assert_eq!(description, "no");
+        }
+        other => panic!("expected a CALLERROR, got {other:?}"),
+    }
+
+    // Not answered: a timeout, within the call timeout and a margin.
+    let start = Instant::now();
+    let charge_points = a.charge_points.clone();
+    let call = tokio::spawn(async move { charge_points.call_typed("CP1", reset_soft()).await });
+    let (id, _) = cp.expect_call().await;
+    assert_eq!(call.await.unwrap(), Err(CallError::Timeout));
+    assert!(start.elapsed() < CALL_TIMEOUT + Duration::from_secs(1));
+    // Answered late (the server gave up): the next CALL may come.
+    cp.late_error(&id).await;
+
+    // Connected to no node.
+    let nobody = a.charge_points.call_typed("NOBODY", reset_soft()).await;
+    assert_eq!(nobody, Err(CallError::NotConnected));
+
+    // And from b to itself, as without a cluster.
+    reset_through(&b, &mut cp, "CP1").await;
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_newest_connection_wins_and_calls_follow_it() {
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let mut old = TestCp::connect(a.addr, "CP9", OcppVersion::V1_6).await;
+    claimed(&b, "CP9", "a").await;
+    reset_through(&b, &mut old, "CP9").await;
+
+    let mut new = TestCp::connect(b.addr, "CP9", OcppVersion::V1_6).await;
+    let closed = old.expect_closed().await;
+    assert_eq!(close_code(&closed), Some(CloseCode::POLICY_VIOLATION));
+    claimed(&a, "CP9", "b").await;
+    eventually("a forgot CP9", || a.charge_points.get("CP9").is_none()).await;
+    for server in [&a, &b] {
+        reset_through(server, &mut new, "CP9").await;
+    }
+
+    // The old connection's end released nothing: b's claim stands. The new one's end
+    // releases it (a tombstone: connected nowhere).
+    assert_eq!(redis.query("HGET ocpp:cp:CP9 node").as_deref(), Some("b"));
+    new.conn.close(Instant::now(), CloseCode::NORMAL, "bye");
+    let _ = new.expect_closed().await;
+    let deadline = Instant::now() + WAIT;
+    while redis.query("HGET ocpp:cp:CP9 node").as_deref() != Some("") {
+        assert!(Instant::now() < deadline, "CP9 not released");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let gone = a.charge_points.call_typed("CP9", reset_soft()).await;
+    assert_eq!(gone, Err(CallError::NotConnected));
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_down_local_calls_work_and_remote_ones_fail_fast() {
+    let mut redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let mut local = TestCp::connect(a.addr, "CP1", OcppVersion::V1_6).await;
+    let mut remote = TestCp::connect(b.addr, "CP2", OcppVersion::V1_6).await;
+    claimed(&a, "CP1", "a").await;
+    claimed(&a, "CP2", "b").await;
+
+    redis.stop();
+    reset_through(&a, &mut local, "CP1").await;
+    for _ in 0..3 {
+        let start = Instant::now();
+        let unreachable = a.charge_points.call_typed("CP2", reset_soft()).await;
+        assert_eq!(unreachable, Err(CallError::OwnerUnreachable));
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+    // A charge point connecting meanwhile is served, and called, locally.
+    let mut late = TestCp::connect(a.addr, "CP3", OcppVersion::V1_6).await;
+    eventually("CP3 registered", || a.charge_points.get("CP3").is_some()).await;
+    reset_through(&a, &mut late, "CP3").await;
+
+    // Redis back, empty: both nodes claim their charge points again; routing works again.
+    redis.restart();
+    for (identity, holder) in [("CP1", "a"), ("CP2", "b"), ("CP3", "a")] {
+        claimed(&b, identity, holder).await;
+    }
+    let deadline = Instant::now() + WAIT;
+    while !(a.charge_points.cluster().unwrap().is_connected()
+        && b.charge_points.cluster().unwrap().is_connected())
+    {
+        assert!(Instant::now() < deadline, "inboxes not subscribed again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    reset_through(&b, &mut late, "CP3").await;
+    reset_through(&a, &mut remote, "CP2").await;
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_with_1012_and_leaves_the_cluster() {
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let mut cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
+    claimed(&a, "CP1", "b").await;
+    assert_eq!(redis.query("EXISTS ocpp:node:b").as_deref(), Some(":1"));
+
+    let took = b.stop().await;
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    let closed = cp.expect_closed().await;
+    assert_eq!(close_code(&closed), Some(CloseCode::SERVICE_RESTART));
+    assert_eq!(
+        redis.query("HGET ocpp:cp:CP1 node").as_deref(),
+        Some(""),
+        "released: a tombstone"
+    );
+    assert_eq!(redis.query("EXISTS ocpp:node:b").as_deref(), Some(":0"));
+    let gone = a.charge_points.call_typed("CP1", reset_soft()).await;
+    assert_eq!(gone, Err(CallError::NotConnected));
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_does_not_decode_on_the_holder_is_a_call_error() {
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let _cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
+    claimed(&a, "CP1", "b").await;
+    // A 2.0.1 request for a 1.6 charge point: the holder cannot decode it for 1.6 (required
+    // `type` missing), and answers with a CALLERROR rather than sending anything.
+    let request = ocpp_tokio::Request::from(ocpp_tokio::v2_0_1::Request::from(
+        ocpp_tokio::v2_0_1::ResetRequest::new(ocpp_tokio::v2_0_1::ResetEnum::Immediate),
+    ));
+    match a.charge_points.call("CP1", request).await {
+        Err(CallError::CallError { code, .. }) => assert_ne!(code, ErrorCode::NotSupported),
+        other => panic!("expected a CALLERROR, got {other:?}"),
+    }
+    a.stop().await;
+    b.stop().await;
+}
