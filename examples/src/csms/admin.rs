@@ -15,7 +15,7 @@
 //! | `GET /chargepoints/{identity}/security` | 200, `{"identity","profile","default","password"}`: its own security profile (1, 2, 3 or null), the server's, whether it has a Basic password |
 //! | `PUT /chargepoints/{identity}/security` + `{"profile":1\|2\|3}` | 200; counts from its next connection ([`super::credentials`]); 409 without a credentials store (`--basic-auth` or `--security-profiles`) |
 //! | `DELETE /chargepoints/{identity}/security` | 200; back to the server's profile |
-//! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload; a SetVariables `SecurityCtrlr.BasicAuthPassword` / ChangeConfiguration `AuthorizationKey` changes the Basic password once accepted ([`Csms::on_command`]) |
+//! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload; a SetVariables `SecurityCtrlr.BasicAuthPassword` / ChangeConfiguration `AuthorizationKey` changes the Basic password once accepted ([`Csms::on_command`]); a GetVariables / SetVariables with more entries than the station's ItemsPerMessage is [`Route::Calls`]: several CALLs, one answer ([`super::items_per_message`]) |
 //! | `GET /tokens` | 200, `{"enabled","master_pass","tokens":{ID:{"status","group","expiry"}}}` |
 //! | `GET /tokens/{idToken}` | 200, one token, 404 unknown |
 //! | `PUT /tokens/{idToken}` + `{"status", "group"?, "expiry"?}` | 200; the first edit turns the store on (unknown tokens are refused from then on) |
@@ -43,7 +43,8 @@ use ocpp_server_core::{CallOutcome, ChargePointIdentity, RefusalReason, Request,
 use serde_json::{json, Value};
 
 use super::{
-    date_time, BootPolicy, ChargePoint, Csms, SecurityProfile, TokenEntry, TokenStatus, TokenStore,
+    date_time, BootPolicy, ChargePoint, Csms, SecurityProfile, SplitCall, TokenEntry, TokenStatus,
+    TokenStore,
 };
 
 /// The largest request head (request line and headers).
@@ -214,6 +215,16 @@ pub enum Route {
         /// The typed request, decoded and schema-checked for the charge point's version.
         request: Request,
     },
+    /// Send these CALLs to the charge point one after another (a GetVariables or
+    /// SetVariables longer than its ItemsPerMessage, [`super::items_per_message`]): each
+    /// [`SplitCall::next_request`] once the previous one is answered, each outcome to
+    /// [`SplitCall::complete`], which gives the one answer.
+    Calls {
+        /// The charge point.
+        identity: ChargePointIdentity,
+        /// The chunks and the results so far.
+        split: Box<SplitCall>,
+    },
 }
 
 /// Routes an admin request. A command for a charge point that is not connected gets 404; a
@@ -267,7 +278,16 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
             match decode_command(version, action, body) {
                 Ok(request) => {
                     csms.on_command(&identity, &request);
-                    return Route::Call { identity, request };
+                    let limit = csms.items_per_message(&identity).limit(action);
+                    let split = limit.map(|limit| SplitCall::plan(version, &request, limit));
+                    return match split {
+                        Some(Ok(Some(split))) => Route::Calls {
+                            identity,
+                            split: Box::new(split),
+                        },
+                        Some(Err(error)) => Route::Respond(HttpResponse::error(400, &error)),
+                        Some(Ok(None)) | None => Route::Call { identity, request },
+                    };
                 }
                 Err(error) => HttpResponse::error(400, &format!("{action}: {error}")),
             }
@@ -670,6 +690,7 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
         "connectors": connectors,
         "transactions": transactions,
         "boot_policy": cp.boot_policy.map(BootPolicy::as_str),
+        "items_per_message": cp.items_per_message.to_json(),
         "notifications": notifications,
         "certificate": cp.certificate.as_ref().map(|c| json!({
             "requested_at": time_json(c.requested_at),
@@ -725,7 +746,7 @@ mod tests {
         let csms = Csms::new(CsmsConfig::default());
         let status = |raw: &[u8]| match route(&csms, &parse(raw)) {
             Route::Respond(response) => response.status,
-            Route::Call { .. } => 0,
+            Route::Call { .. } | Route::Calls { .. } => 0,
         };
         assert_eq!(status(b"GET /chargepoints HTTP/1.1\r\n\r\n"), 200);
         assert_eq!(status(b"GET /metrics HTTP/1.1\r\n\r\n"), 200);

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use ocpp_messages::version::OcppVersion;
 
-use super::{BootPolicy, SessionId};
+use super::{BootPolicy, ItemsPerMessage, SessionId};
 
 /// One charge point: its live session (if connected), what it said at boot, its connectors and
 /// its transactions. Kept after it disconnects, so that a transaction started before a
@@ -51,6 +51,9 @@ pub struct ChargePoint {
     /// CALLs to send it right after the answer just made (CertificateSigned after an accepted
     /// SignCertificate), taken by the I/O loop with `Csms::take_follow_up`.
     pub(super) follow_up: Option<ocpp_server_core::Request>,
+    /// Its `DeviceDataCtrlr.ItemsPerMessage`, from NotifyReport and our GetVariables
+    /// (see [`super::items_per_message`]).
+    pub items_per_message: ItemsPerMessage,
 }
 
 /// A SignCertificate and what came of it: our answer, the certificate we signed, the
@@ -234,6 +237,7 @@ impl ChargePoint {
             seq_no_gap_count: 0,
             certificate: None,
             follow_up: None,
+            items_per_message: ItemsPerMessage::default(),
         }
     }
 

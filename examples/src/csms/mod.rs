@@ -105,6 +105,7 @@ pub mod boot;
 mod certificate_authority;
 mod charge_point;
 pub mod credentials;
+pub mod items_per_message;
 mod metrics;
 pub mod push;
 mod tokens;
@@ -134,6 +135,7 @@ pub use charge_point::{
     SeqNoGap, Session, Transaction,
 };
 pub use credentials::{Credentials, CredentialsError, SecurityProfile};
+pub use items_per_message::{ItemsPerMessage, SplitCall};
 pub use metrics::{Counter, Gauge, Metrics};
 pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};
 
@@ -710,6 +712,16 @@ impl Csms {
                 }
                 if matches!(reply, Reply::Result(_)) && !TYPED_ACTIONS.contains(&action) {
                     self.record(charge_point, request, context.now);
+                    if action == "NotifyReport" {
+                        if let Some(notification) = charge_point
+                            .notifications
+                            .get(action)
+                            .and_then(|list| list.back())
+                        {
+                            let payload = &notification.payload;
+                            charge_point.items_per_message.learn_from_report(payload);
+                        }
+                    }
                 }
                 reply
             }
@@ -790,6 +802,15 @@ impl Csms {
             };
             self.note_certificate_answer(identity, action, answer);
         }
+        if let ("GetVariables", CallOutcome::Result(response)) = (action, outcome) {
+            if let Ok(payload) = serde_json::to_value(response) {
+                if let Some(charge_point) = self.lock().get_mut(identity) {
+                    charge_point
+                        .items_per_message
+                        .learn_from_get_variables(&payload);
+                }
+            }
+        }
         if matches!(action, "SetVariables" | "ChangeConfiguration") {
             let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
             if let Some(credentials) = credentials.as_mut().filter(|c| c.has_proposal(identity)) {
@@ -854,6 +875,15 @@ impl Csms {
                 self.metrics.charge_points_connected.dec();
             }
         }
+    }
+
+    /// What the charge point told us of its `DeviceDataCtrlr.ItemsPerMessage`
+    /// ([`items_per_message`]; all unknown for a charge point never seen).
+    pub fn items_per_message(&self, identity: &ChargePointIdentity) -> ItemsPerMessage {
+        self.lock()
+            .get(identity)
+            .map(|cp| cp.items_per_message)
+            .unwrap_or_default()
     }
 
     /// The negotiated version of a connected charge point.

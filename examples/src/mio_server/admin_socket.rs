@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::Interest;
-use ocpp_server_core::Refused;
+use ocpp_server_core::{ChargePointIdentity, Refused};
 
 use super::event_loop::{Entry, EventLoop};
-use super::ocpp_socket::{SocketStage, Waiter};
+use super::ocpp_socket::{send_chunk, SocketStage, Waiter};
 use super::slab::Key;
-use super::Command;
+use super::{Command, Handle};
 use crate::csms::admin::{self, AdminRequest, HttpResponse, Route};
+use crate::csms::SplitCall;
 
 /// How long an admin client may take to send its request, and we to write the answer.
 pub(super) const ADMIN_IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -82,6 +83,40 @@ impl EventLoop {
         );
     }
 
+    /// A split command ([`Route::Calls`]): its first chunk; the others follow as each is
+    /// answered ([`send_chunk`]).
+    pub(super) fn admin_calls(
+        &mut self,
+        target: Key,
+        split: Box<SplitCall>,
+        reply_to: Key,
+        now: Instant,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        let response = match self.sockets.get_mut(target) {
+            Some(Entry::Ocpp(s)) if s.stage == SocketStage::Live && s.connection.is_open() => {
+                match send_chunk(&shared.csms, s, split, reply_to, now) {
+                    Ok(()) => {
+                        self.service(target, now);
+                        return;
+                    }
+                    Err(response) => response,
+                }
+            }
+            _ => split.fail(HttpResponse::error(
+                404,
+                "the charge point is no longer connected",
+            )),
+        };
+        shared.send(
+            0,
+            Command::AdminReply {
+                to: reply_to,
+                response,
+            },
+        );
+    }
+
     pub(super) fn admin_ready(&mut self, key: Key, readable: bool, now: Instant) {
         let Some(Entry::Admin(a)) = self.sockets.get_mut(key) else {
             return;
@@ -130,19 +165,9 @@ impl EventLoop {
         match admin::route(&csms, &request) {
             Route::Respond(response) => self.admin_respond(key, response, now),
             Route::Call { identity, request } => {
-                let handle = self.shared.identities().get(&identity).copied();
-                let Some(handle) = handle else {
-                    self.admin_respond(key, HttpResponse::not_connected(&identity), now);
+                let Some(handle) = self.admin_wait(key, &identity, 1, now) else {
                     return;
                 };
-                let Some(Entry::Admin(a)) = self.sockets.get_mut(key) else {
-                    return;
-                };
-                a.stage = AdminStage::Waiting;
-                a.deadline =
-                    now + self.shared.connection_config.get_call_timeout() + ADMIN_CALL_GRACE;
-                self.timers
-                    .schedule(key, Some(a.deadline), &mut a.scheduled);
                 self.shared.send(
                     handle.loop_index,
                     Command::AdminCall {
@@ -152,7 +177,47 @@ impl EventLoop {
                     },
                 );
             }
+            Route::Calls { identity, split } => {
+                let Some(handle) = self.admin_wait(key, &identity, split.chunks(), now) else {
+                    return;
+                };
+                self.shared.send(
+                    handle.loop_index,
+                    Command::AdminCalls {
+                        target: handle.key,
+                        split,
+                        reply_to: key,
+                    },
+                );
+            }
         }
+    }
+
+    /// The admin socket `key` waits for `calls` CALLs to `identity`, one after another (its
+    /// deadline: that many call timeouts and a grace); `None` when it is not connected
+    /// (answered 404).
+    fn admin_wait(
+        &mut self,
+        key: Key,
+        identity: &ChargePointIdentity,
+        calls: usize,
+        now: Instant,
+    ) -> Option<Handle> {
+        let handle = self.shared.identities().get(identity).copied();
+        let Some(handle) = handle else {
+            self.admin_respond(key, HttpResponse::not_connected(identity), now);
+            return None;
+        };
+        let Some(Entry::Admin(a)) = self.sockets.get_mut(key) else {
+            return None;
+        };
+        a.stage = AdminStage::Waiting;
+        let calls = u32::try_from(calls).unwrap_or(u32::MAX);
+        let call_timeout = self.shared.connection_config.get_call_timeout();
+        a.deadline = now + call_timeout.saturating_mul(calls) + ADMIN_CALL_GRACE;
+        self.timers
+            .schedule(key, Some(a.deadline), &mut a.scheduled);
+        Some(handle)
     }
 
     pub(super) fn admin_respond(&mut self, key: Key, response: HttpResponse, now: Instant) {

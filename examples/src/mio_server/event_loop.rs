@@ -243,6 +243,11 @@ impl EventLoop {
                     request,
                     reply_to,
                 } => self.admin_call(target, request, reply_to, now),
+                Command::AdminCalls {
+                    target,
+                    split,
+                    reply_to,
+                } => self.admin_calls(target, split, reply_to, now),
                 Command::AdminReply { to, response } => {
                     if let Some(Entry::Admin(a)) = self.sockets.get_mut(to) {
                         if a.stage == AdminStage::Waiting {

@@ -180,6 +180,13 @@ enum Command {
         request: Request,
         reply_to: Key,
     },
+    /// Admin interface: send the chunks of `split` one after another on connection
+    /// `target`, then answer the admin connection `reply_to` on loop 0.
+    AdminCalls {
+        target: Key,
+        split: Box<crate::csms::SplitCall>,
+        reply_to: Key,
+    },
     /// The answer to the admin connection `to` (loop 0).
     AdminReply { to: Key, response: HttpResponse },
     /// Close connection `target`: its charge point connected again.

@@ -18,7 +18,7 @@ use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
 use super::{Command, Handle, DRAIN_TIMEOUT, FLUSH_TIMEOUT};
 use crate::csms::admin::{self, HttpResponse};
-use crate::csms::{Decision, SessionId};
+use crate::csms::{Csms, Decision, SessionId, SplitCall};
 use crate::tls::{self, Received, TlsSession};
 
 /// At most this many read calls per readiness event, so one busy peer cannot starve the
@@ -41,6 +41,12 @@ pub(super) enum SocketStage {
 pub(super) enum Waiter {
     /// The admin socket to answer (loop 0).
     Admin(Key),
+    /// The admin socket to answer (loop 0) once every chunk of a split command is answered
+    /// (or one failed); the next chunk goes when this one is answered.
+    AdminSplit {
+        reply_to: Key,
+        split: Box<SplitCall>,
+    },
     /// A command forwarded by another node of the cluster.
     Job(JobAnswer),
 }
@@ -336,6 +342,25 @@ impl EventLoop {
                     if let Some(Waiter::Job(answer)) = waiter {
                         let answered = answer.complete(command_outcome(version, &outcome));
                         tracing::info!(%identity, action, %id, answered, "cluster CALL completed");
+                    } else if let Some(Waiter::AdminSplit {
+                        reply_to,
+                        mut split,
+                    }) = waiter
+                    {
+                        let done = match split.complete(&outcome) {
+                            Some(response) => Some(response),
+                            None => send_chunk(csms, s, split, reply_to, now).err(),
+                        };
+                        if let Some(response) = done {
+                            tracing::info!(identity = ?s.identity, action, %id, status = response.status, "admin CALLs completed");
+                            shared.send(
+                                0,
+                                Command::AdminReply {
+                                    to: reply_to,
+                                    response,
+                                },
+                            );
+                        }
                     } else if let Some(Waiter::Admin(admin)) = waiter {
                         let response = admin::call_response(version, &id, action, &outcome);
                         tracing::info!(%identity, action, %id, status = response.status, "admin CALL completed");
@@ -400,6 +425,13 @@ impl EventLoop {
                         response: HttpResponse::disconnected(),
                     },
                 ),
+                Waiter::AdminSplit { reply_to, split } => shared.send(
+                    0,
+                    Command::AdminReply {
+                        to: reply_to,
+                        response: split.fail(HttpResponse::disconnected()),
+                    },
+                ),
                 // The CALL was sent and may have run: not NotConnected (which lets the caller
                 // route it again), but no answer came, as with a timeout.
                 Waiter::Job(answer) => {
@@ -410,6 +442,36 @@ impl EventLoop {
         s.stage = SocketStage::Flushing {
             deadline: now + FLUSH_TIMEOUT,
         };
+    }
+}
+
+/// Sends the next chunk of a split admin command on `s` and waits for its answer; `Err` is
+/// the admin caller's answer when it cannot be sent.
+pub(super) fn send_chunk(
+    csms: &Csms,
+    s: &mut OcppSocket,
+    mut split: Box<SplitCall>,
+    reply_to: Key,
+    now: Instant,
+) -> Result<(), HttpResponse> {
+    let Some(request) = split.next_request() else {
+        return Err(HttpResponse::error(500, "no chunk left to send"));
+    };
+    let action = request.action();
+    match s.connection.call(now, request) {
+        Ok(id) => {
+            if let Some(identity) = &s.identity {
+                csms.on_call_sent(identity, action);
+                tracing::info!(%identity, action, %id, chunks = split.chunks(), "admin CALL (chunk) sent");
+            }
+            s.waiters
+                .get_or_insert_with(Box::default)
+                .push((id, Waiter::AdminSplit { reply_to, split }));
+            Ok(())
+        }
+        Err(ocpp_server_core::Refused { reason, .. }) => {
+            Err(split.fail(HttpResponse::refused(reason)))
+        }
     }
 }
 

@@ -56,41 +56,78 @@ async fn serve(State(admin): State<Admin>, method: Method, uri: Uri, body: Bytes
         Route::Call { identity, request } => match admin.charge_points.get(identity.as_str()) {
             None => HttpResponse::not_connected(&identity),
             Some(cp) => {
-                let action = request.action();
                 let version = cp.version();
-                tracing::info!(%identity, action, "admin CALL");
-                // In a task of its own, so that the CSMS hears of the outcome even if the
-                // HTTP client goes away.
-                let app = Arc::clone(&admin.app);
-                let call = tokio::spawn(async move {
-                    let result = cp.call_raw(request).await;
-                    app.call_ended(&cp, action, result)
-                });
-                let mut stop = admin.stop.clone();
-                let ended = tokio::select! {
-                    ended = call => ended.ok(),
-                    _ = stop.wait_for(|stopping| *stopping) => None,
-                };
-                let response = match ended {
-                    Some(Ended::Outcome(outcome)) => {
-                        without_id(admin::call_response(version, "", action, &outcome))
-                    }
-                    Some(Ended::Disconnected) => HttpResponse::disconnected(),
-                    Some(Ended::NotSent(CallError::NotConnected)) => {
-                        HttpResponse::not_connected(&identity)
-                    }
-                    Some(Ended::NotSent(CallError::WrongVersion)) => {
-                        HttpResponse::refused(RefusalReason::WrongVersion)
-                    }
-                    Some(Ended::NotSent(_)) => HttpResponse::refused(RefusalReason::QueueFull),
-                    None => HttpResponse::shutting_down(),
+                let action = request.action();
+                let response = match call(&admin, &identity, cp, request).await {
+                    Ok(outcome) => without_id(admin::call_response(version, "", action, &outcome)),
+                    Err(response) => response,
                 };
                 tracing::info!(%identity, action, status = response.status, "admin CALL ended");
                 response
             }
         },
+        Route::Calls {
+            identity,
+            mut split,
+        } => {
+            // One CALL in flight at a time (OCPP-J): each chunk once the previous one is
+            // answered; the split gives the one answer.
+            let action = split.action();
+            let response = loop {
+                let Some(request) = split.next_request() else {
+                    break HttpResponse::error(500, "no chunk left to send");
+                };
+                let Some(cp) = admin.charge_points.get(identity.as_str()) else {
+                    break split.fail(HttpResponse::not_connected(&identity));
+                };
+                match call(&admin, &identity, cp, request).await {
+                    Ok(outcome) => {
+                        if let Some(response) = split.complete(&outcome) {
+                            break response;
+                        }
+                    }
+                    Err(response) => break split.fail(response),
+                }
+            };
+            tracing::info!(%identity, action, chunks = split.chunks(), status = response.status, "admin CALLs ended");
+            response
+        }
     };
     into_response(response)
+}
+
+/// Sends one CALL of an admin command and waits for its outcome; `Err` is the answer for a
+/// CALL that got none (disconnected, not sent, shutting down).
+async fn call(
+    admin: &Admin,
+    identity: &ChargePointIdentity,
+    cp: ocpp_tokio::ChargePoint,
+    request: ocpp_server_core::Request,
+) -> Result<ocpp_server_core::CallOutcome, HttpResponse> {
+    let action = request.action();
+    tracing::info!(%identity, action, "admin CALL");
+    // In a task of its own, so that the CSMS hears of the outcome even if the HTTP client
+    // goes away.
+    let app = Arc::clone(&admin.app);
+    let call = tokio::spawn(async move {
+        let result = cp.call_raw(request).await;
+        app.call_ended(&cp, action, result)
+    });
+    let mut stop = admin.stop.clone();
+    let ended = tokio::select! {
+        ended = call => ended.ok(),
+        _ = stop.wait_for(|stopping| *stopping) => None,
+    };
+    match ended {
+        Some(Ended::Outcome(outcome)) => Ok(outcome),
+        Some(Ended::Disconnected) => Err(HttpResponse::disconnected()),
+        Some(Ended::NotSent(CallError::NotConnected)) => Err(HttpResponse::not_connected(identity)),
+        Some(Ended::NotSent(CallError::WrongVersion)) => {
+            Err(HttpResponse::refused(RefusalReason::WrongVersion))
+        }
+        Some(Ended::NotSent(_)) => Err(HttpResponse::refused(RefusalReason::QueueFull)),
+        None => Err(HttpResponse::shutting_down()),
+    }
 }
 
 /// A command for a charge point not connected here, on a cluster node: sent through the

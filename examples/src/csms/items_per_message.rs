@@ -1,0 +1,255 @@
+//! GetVariables and SetVariables split by the station's `DeviceDataCtrlr.ItemsPerMessage`
+//! (OCPP 2.0.1 / 2.1 Part 2, B06 and B05: the CSMS sends no more `getVariableData` /
+//! `setVariableData` entries in one request than the station accepts).
+//!
+//! - **Learning the limit.** [`Csms::on_call`](super::Csms::on_call) reads every NotifyReport
+//!   `reportData` entry of component `DeviceDataCtrlr`, variable `ItemsPerMessage`, instance
+//!   `GetVariables` or `SetVariables`, from its `Actual` attribute (an entry without a type
+//!   is Actual); [`Csms::on_call_completed`](super::Csms::on_call_completed) reads the
+//!   Accepted results of our own GetVariables for the same variable. The last value seen
+//!   wins; a value that is not a positive integer is ignored. The admin API shows it as
+//!   `items_per_message: {"GetVariables": n|null, "SetVariables": n|null}` in
+//!   `GET /chargepoints/ID`.
+//! - **Unknown limit: one message.** Until the station has told us, a command goes as the
+//!   admin caller wrote it, in one CALL (the station may then answer OccurrenceConstraintViolation
+//!   or reject entries; that is its answer to show). BytesPerMessage is not taken into account.
+//! - **Splitting.** [`SplitCall::plan`] cuts the request's list into consecutive chunks of at
+//!   most the limit, in order, each a typed request decoded for the station's version. The
+//!   I/O loop sends [`SplitCall::next_request`], one CALL in flight at a time (OCPP-J §4.1.1),
+//!   and hands each outcome to [`SplitCall::complete`], which says when to stop and what to
+//!   answer: 200 with the results concatenated in the request's order, or the status today's
+//!   mapping gives the failed chunk ([`super::admin::call_response`]; 502 CALLERROR, 504
+//!   timeout) with `failed_chunk`, `chunks` and the `partial_result` of the chunks that
+//!   succeeded. A failure that is not a CALL outcome (disconnected, not sent) goes through
+//!   [`SplitCall::fail`], which adds the same fields to that answer.
+//! - **Cluster: not split.** A command for a station held by another node travels as one raw
+//!   payload with one deadline (the call timeout) and comes back as one outcome; a CALLERROR
+//!   there cannot carry the results of the chunks that succeeded, and several chunks may need
+//!   longer than the deadline. Without changing the cluster protocol, the holder sends such a
+//!   command as one CALL, as before.
+//!
+//! ```
+//! use ocpp_examples::csms::items_per_message::SplitCall;
+//! use ocpp_examples::csms::admin::decode_command;
+//! use ocpp_messages::version::OcppVersion;
+//!
+//! let entry = r#"{"component":{"name":"C"},"variable":{"name":"V"}}"#;
+//! let body = format!(r#"{{"getVariableData":[{entry},{entry},{entry}]}}"#);
+//! let request = decode_command(OcppVersion::V2_0_1, "GetVariables", &body).unwrap();
+//! let mut split = SplitCall::plan(OcppVersion::V2_0_1, &request, 2).unwrap().unwrap();
+//! assert_eq!(split.chunks(), 2);
+//! assert!(split.next_request().is_some());
+//! ```
+
+use std::collections::VecDeque;
+
+use ocpp_messages::version::OcppVersion;
+use ocpp_server_core::{CallOutcome, Request};
+use serde_json::{json, Value};
+
+use super::admin::{self, HttpResponse};
+
+/// A station's `DeviceDataCtrlr.ItemsPerMessage`, as far as we know it (`None`: unknown).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ItemsPerMessage {
+    /// Instance `GetVariables`: the most `getVariableData` entries in one GetVariables.
+    pub get_variables: Option<usize>,
+    /// Instance `SetVariables`: the most `setVariableData` entries in one SetVariables.
+    pub set_variables: Option<usize>,
+}
+
+impl ItemsPerMessage {
+    /// The limit for `action` (`None`: unknown, or an action that is not split).
+    pub fn limit(&self, action: &str) -> Option<usize> {
+        match action {
+            "GetVariables" => self.get_variables,
+            "SetVariables" => self.set_variables,
+            _ => None,
+        }
+    }
+
+    /// Learns from a NotifyReport payload (its `reportData` entries).
+    pub fn learn_from_report(&mut self, payload: &Value) {
+        let Some(entries) = payload["reportData"].as_array() else {
+            return;
+        };
+        for entry in entries {
+            let Some(attributes) = entry["variableAttribute"].as_array() else {
+                continue;
+            };
+            let actual = attributes
+                .iter()
+                .find(|a| matches!(a["type"].as_str(), None | Some("Actual")));
+            if let Some(value) = actual.and_then(|a| a["value"].as_str()) {
+                self.learn(entry, value);
+            }
+        }
+    }
+
+    /// Learns from the CALLRESULT of a GetVariables (its Accepted `getVariableResult`s).
+    pub fn learn_from_get_variables(&mut self, payload: &Value) {
+        let Some(results) = payload["getVariableResult"].as_array() else {
+            return;
+        };
+        for result in results {
+            let accepted = result["attributeStatus"] == "Accepted"
+                && matches!(result["attributeType"].as_str(), None | Some("Actual"));
+            if let (true, Some(value)) = (accepted, result["attributeValue"].as_str()) {
+                self.learn(result, value);
+            }
+        }
+    }
+
+    /// One component/variable pair with its value, if it is ItemsPerMessage.
+    fn learn(&mut self, entry: &Value, value: &str) {
+        if entry["component"]["name"] != "DeviceDataCtrlr"
+            || entry["variable"]["name"] != "ItemsPerMessage"
+        {
+            return;
+        }
+        let Some(limit) = value.trim().parse::<usize>().ok().filter(|n| *n > 0) else {
+            return;
+        };
+        match entry["variable"]["instance"].as_str() {
+            Some("GetVariables") => self.get_variables = Some(limit),
+            Some("SetVariables") => self.set_variables = Some(limit),
+            _ => {}
+        }
+    }
+
+    /// As the admin API shows it.
+    pub fn to_json(&self) -> Value {
+        json!({ "GetVariables": self.get_variables, "SetVariables": self.set_variables })
+    }
+}
+
+/// The list a split action carries and the list its answer carries.
+fn lists(action: &str) -> Option<(&'static str, &'static str)> {
+    match action {
+        "GetVariables" => Some(("getVariableData", "getVariableResult")),
+        "SetVariables" => Some(("setVariableData", "setVariableResult")),
+        _ => None,
+    }
+}
+
+/// A GetVariables or SetVariables cut into consecutive CALLs of at most the station's
+/// limit, and the results of the chunks answered so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SplitCall {
+    version: OcppVersion,
+    action: &'static str,
+    result_key: &'static str,
+    pending: VecDeque<Request>,
+    chunks: usize,
+    /// Chunks sent so far (the one in flight included).
+    sent: usize,
+    results: Vec<Value>,
+}
+
+impl SplitCall {
+    /// Cuts `request` into chunks of at most `limit` entries: `Ok(None)` when it need not be
+    /// split (another action, or no more entries than the limit), `Err` when a chunk does
+    /// not decode (it should: each is a part of a valid request).
+    pub fn plan(
+        version: OcppVersion,
+        request: &Request,
+        limit: usize,
+    ) -> Result<Option<SplitCall>, String> {
+        let action = request.action();
+        let Some((list_key, result_key)) = lists(action) else {
+            return Ok(None);
+        };
+        let payload = serde_json::to_value(request).map_err(|e| e.to_string())?;
+        let Some(entries) = payload[list_key].as_array() else {
+            return Ok(None);
+        };
+        let limit = limit.max(1);
+        if entries.len() <= limit {
+            return Ok(None);
+        }
+        let mut pending = VecDeque::new();
+        for chunk in entries.chunks(limit) {
+            let mut part = payload.clone();
+            part[list_key] = Value::Array(chunk.to_vec());
+            let request = admin::decode_command(version, action, &part.to_string())
+                .map_err(|e| format!("{action} chunk: {e}"))?;
+            pending.push_back(request);
+        }
+        Ok(Some(SplitCall {
+            version,
+            action,
+            result_key,
+            chunks: pending.len(),
+            pending,
+            sent: 0,
+            results: Vec::new(),
+        }))
+    }
+
+    /// How many CALLs in all.
+    pub fn chunks(&self) -> usize {
+        self.chunks
+    }
+
+    /// The action (`GetVariables` or `SetVariables`).
+    pub fn action(&self) -> &'static str {
+        self.action
+    }
+
+    /// The next CALL to send, once the previous one was answered; `None` when all were sent.
+    pub fn next_request(&mut self) -> Option<Request> {
+        let next = self.pending.pop_front()?;
+        self.sent += 1;
+        Some(next)
+    }
+
+    /// The outcome of the CALL in flight: `None` to send the next one, or the one answer
+    /// for the admin caller (all done, or this chunk failed).
+    pub fn complete(&mut self, outcome: &CallOutcome) -> Option<HttpResponse> {
+        if let CallOutcome::Result(response) = outcome {
+            let payload = serde_json::to_value(response).unwrap_or(Value::Null);
+            if let Some(results) = payload[self.result_key].as_array() {
+                self.results.extend(results.iter().cloned());
+                if self.pending.is_empty() {
+                    return Some(self.merged());
+                }
+                return None;
+            }
+        }
+        let failed = admin::call_response(self.version, "", self.action, outcome);
+        Some(self.fail(failed))
+    }
+
+    /// 200 `{"id":null,"action","result":{list: all results in order},"chunks"}`.
+    fn merged(&self) -> HttpResponse {
+        HttpResponse::json(
+            200,
+            &json!({
+                "id": null,
+                "action": self.action,
+                "result": { self.result_key: self.results },
+                "chunks": self.chunks,
+            }),
+        )
+    }
+
+    /// The answer for a failure of the chunk in flight (`response`, as today's mapping
+    /// gives it), with `failed_chunk` (1-based), `chunks` and the `partial_result` of the
+    /// chunks that succeeded added to its JSON body.
+    pub fn fail(&self, response: HttpResponse) -> HttpResponse {
+        let mut body: Value = serde_json::from_slice(&response.body).unwrap_or_else(
+            |_| json!({ "error": String::from_utf8_lossy(&response.body).trim().to_owned() }),
+        );
+        if let Value::Object(fields) = &mut body {
+            fields.insert("id".into(), Value::Null);
+            fields.insert("failed_chunk".into(), json!(self.sent.max(1)));
+            fields.insert("chunks".into(), json!(self.chunks));
+            fields.insert(
+                "partial_result".into(),
+                json!({ self.result_key: self.results }),
+            );
+        }
+        HttpResponse::json(response.status, &body)
+    }
+}
