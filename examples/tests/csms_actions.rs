@@ -567,7 +567,7 @@ fn admin_get(csms: &Csms, method: &str, path: &str, body: &str) -> (u16, Value) 
             let body = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
             (response.status, body)
         }
-        Route::Call { .. } => panic!("{path}: a CALL"),
+        Route::Call { .. } | Route::Calls { .. } => panic!("{path}: a CALL"),
     }
 }
 

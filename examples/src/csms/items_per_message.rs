@@ -216,6 +216,8 @@ impl SplitCall {
                 }
                 return None;
             }
+            let description = format!("the CALLRESULT has no {}", self.result_key);
+            return Some(self.fail(HttpResponse::error(502, &description)));
         }
         let failed = admin::call_response(self.version, "", self.action, outcome);
         Some(self.fail(failed))
@@ -251,5 +253,193 @@ impl SplitCall {
             );
         }
         HttpResponse::json(response.status, &body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ocpp_messages::error_code::ErrorCode;
+    use ocpp_messages::v2_0_1;
+
+    const V201: OcppVersion = OcppVersion::V2_0_1;
+
+    fn entry(i: usize) -> Value {
+        json!({"component": {"name": "C"}, "variable": {"name": format!("V{i}")}})
+    }
+
+    fn get_variables(n: usize) -> Request {
+        let body = json!({ "getVariableData": (1..=n).map(entry).collect::<Vec<_>>() });
+        admin::decode_command(V201, "GetVariables", &body.to_string()).unwrap()
+    }
+
+    fn names(list: &Value) -> Vec<String> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["variable"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// The station's answer to one chunk: each entry Accepted.
+    fn answer(request: &Request) -> CallOutcome {
+        let payload = serde_json::to_value(request).unwrap();
+        let results: Vec<Value> = payload["getVariableData"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                json!({"attributeStatus": "Accepted", "component": d["component"],
+                            "variable": d["variable"]})
+            })
+            .collect();
+        let text = json!({ "getVariableResult": results }).to_string();
+        let response: v2_0_1::GetVariablesResponse = serde_json::from_str(&text).unwrap();
+        CallOutcome::Result(v2_0_1::Response::from(response).into())
+    }
+
+    fn body(response: &HttpResponse) -> Value {
+        serde_json::from_slice(&response.body).unwrap()
+    }
+
+    #[test]
+    fn plan_cuts_in_order_and_only_past_the_limit() {
+        let mut split = SplitCall::plan(V201, &get_variables(5), 2)
+            .unwrap()
+            .unwrap();
+        assert_eq!((split.chunks(), split.action()), (3, "GetVariables"));
+        let mut seen = Vec::new();
+        while let Some(request) = split.next_request() {
+            let payload = serde_json::to_value(&request).unwrap();
+            seen.push(names(&payload["getVariableData"]));
+        }
+        assert_eq!(seen, [vec!["V1", "V2"], vec!["V3", "V4"], vec!["V5"]]);
+        assert_eq!(SplitCall::plan(V201, &get_variables(2), 2).unwrap(), None);
+        assert_eq!(SplitCall::plan(V201, &get_variables(1), 5).unwrap(), None);
+        // A limit of 0 is taken as 1 (the learners never store 0).
+        let split = SplitCall::plan(V201, &get_variables(3), 0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(split.chunks(), 3);
+        let reset = admin::decode_command(V201, "Reset", r#"{"type":"Immediate"}"#).unwrap();
+        assert_eq!(SplitCall::plan(V201, &reset, 1).unwrap(), None);
+    }
+
+    #[test]
+    fn complete_merges_the_results_in_order() {
+        let mut split = SplitCall::plan(V201, &get_variables(5), 2)
+            .unwrap()
+            .unwrap();
+        let mut answers = 0;
+        let response = loop {
+            let request = split.next_request().unwrap();
+            answers += 1;
+            if let Some(response) = split.complete(&answer(&request)) {
+                break response;
+            }
+        };
+        assert_eq!(answers, 3);
+        assert_eq!(response.status, 200);
+        let body = body(&response);
+        assert_eq!(
+            names(&body["result"]["getVariableResult"]),
+            ["V1", "V2", "V3", "V4", "V5"]
+        );
+        assert_eq!(
+            (&body["action"], &body["chunks"]),
+            (&json!("GetVariables"), &json!(3))
+        );
+    }
+
+    #[test]
+    fn a_failed_chunk_keeps_the_status_and_the_partial_results() {
+        let mut split = SplitCall::plan(V201, &get_variables(5), 2)
+            .unwrap()
+            .unwrap();
+        let first = split.next_request().unwrap();
+        assert_eq!(split.complete(&answer(&first)), None);
+        split.next_request().unwrap();
+        let error = CallOutcome::Error {
+            code: ErrorCode::InternalError,
+            description: "boom".into(),
+            details: "{}".into(),
+        };
+        let response = split.complete(&error).unwrap();
+        assert_eq!(response.status, 502);
+        let failed = body(&response);
+        assert_eq!(failed["error"]["code"], "InternalError");
+        assert_eq!(failed["failed_chunk"], 2);
+        assert_eq!(failed["chunks"], 3);
+        assert_eq!(
+            names(&failed["partial_result"]["getVariableResult"]),
+            ["V1", "V2"]
+        );
+
+        let mut split = SplitCall::plan(V201, &get_variables(3), 2)
+            .unwrap()
+            .unwrap();
+        split.next_request().unwrap();
+        let timeout = split.complete(&CallOutcome::Timeout).unwrap();
+        assert_eq!(timeout.status, 504);
+        let timeout = body(&timeout);
+        assert_eq!(timeout["failed_chunk"], 1);
+        assert_eq!(timeout["partial_result"]["getVariableResult"], json!([]));
+        let gone = split.fail(HttpResponse::disconnected());
+        assert_eq!(gone.status, 502);
+        assert!(body(&gone)["error"].is_string());
+        // A text body becomes JSON too.
+        let text = split.fail(HttpResponse::text(503, "busy"));
+        assert_eq!(body(&text)["error"], "busy");
+    }
+
+    #[test]
+    fn limits_learned_from_reports_and_results() {
+        let item = |instance: &str, kind: Option<&str>, value: &str| {
+            let mut attribute = json!({ "value": value });
+            if let Some(kind) = kind {
+                attribute["type"] = json!(kind);
+            }
+            json!({"component": {"name": "DeviceDataCtrlr"},
+                   "variable": {"name": "ItemsPerMessage", "instance": instance},
+                   "variableAttribute": [attribute]})
+        };
+        let mut limits = ItemsPerMessage::default();
+        assert_eq!(limits.limit("GetVariables"), None);
+        limits.learn_from_report(&json!({"reportData": [
+            item("GetVariables", Some("Actual"), "4"),
+            item("SetVariables", None, "7"),
+            item("GetVariables", Some("Target"), "9"),
+        ]}));
+        assert_eq!(
+            (limits.get_variables, limits.set_variables),
+            (Some(4), Some(7))
+        );
+        // Not a positive integer, another variable or component: ignored.
+        limits.learn_from_report(&json!({"reportData": [
+            item("GetVariables", None, "0"),
+            item("SetVariables", None, "many"),
+            {"component": {"name": "Other"}, "variable": {"name": "ItemsPerMessage",
+             "instance": "GetVariables"}, "variableAttribute": [{"value": "1"}]},
+        ]}));
+        assert_eq!(
+            (limits.limit("GetVariables"), limits.limit("SetVariables")),
+            (Some(4), Some(7))
+        );
+        assert_eq!(limits.limit("Reset"), None);
+        limits.learn_from_get_variables(&json!({"getVariableResult": [
+            {"attributeStatus": "Accepted", "attributeValue": "3",
+             "component": {"name": "DeviceDataCtrlr"},
+             "variable": {"name": "ItemsPerMessage", "instance": "GetVariables"}},
+            {"attributeStatus": "Rejected", "attributeValue": "1",
+             "component": {"name": "DeviceDataCtrlr"},
+             "variable": {"name": "ItemsPerMessage", "instance": "SetVariables"}},
+        ]}));
+        assert_eq!(
+            limits.to_json(),
+            json!({"GetVariables": 3, "SetVariables": 7})
+        );
+        // Garbage does not panic.
+        limits.learn_from_report(&json!({"reportData": 5}));
+        limits.learn_from_get_variables(&Value::Null);
     }
 }

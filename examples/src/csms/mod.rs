@@ -900,7 +900,7 @@ impl Csms {
 
     /// Copies of the connected charge points, sorted by identity.
     pub fn connected(&self) -> Vec<ChargePoint> {
-        self.with_connected(|list| list.iter().map(|cp| ChargePoint::clone(cp)).collect())
+        self.with_connected(|list| list.iter().copied().cloned().collect())
     }
 
     /// Runs `f` on the connected charge points, sorted by identity, under the store's lock:
