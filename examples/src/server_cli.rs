@@ -103,6 +103,10 @@ Options:
   --data-transfer-vendor ID
                          a DataTransfer vendorId this CSMS knows (repeatable; default
                          ocpp-ws): its DataTransfer is Accepted, others get UnknownVendorId
+  --items-per-message N  the most getVariableData / setVariableData entries one
+                         GetVariables / SetVariables carries for a station that has not
+                         reported DeviceDataCtrlr.ItemsPerMessage (default: no limit, one
+                         CALL); longer commands are split (OCPP 2.x B05/B06)
   --no-common-version MODE
                          when a client offers no subprotocol we speak: `accept-then-close`
                          (default; OCPP-J 1.6 §3.2, 2.0.1 §3.1.2: complete the handshake
@@ -161,6 +165,8 @@ pub struct Args {
     pub boot_policy: BootPolicy,
     /// `--data-transfer-vendor` (empty: the default).
     pub data_transfer_vendors: Vec<String>,
+    /// `--items-per-message`: the split limit for stations that did not report theirs.
+    pub items_per_message: Option<usize>,
     /// `--no-common-version`.
     pub no_common_version: NoCommonVersion,
     /// `--redis`: the cluster's Redis URL; `None`: a single process.
@@ -191,6 +197,7 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
         master_pass: None,
         boot_policy: BootPolicy::Accepted,
         data_transfer_vendors: Vec::new(),
+        items_per_message: None,
         no_common_version: NoCommonVersion::AcceptThenClose,
         redis: None,
         node_id: None,
@@ -279,6 +286,12 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
                     return Err("--data-transfer-vendor takes 1 to 255 characters".into());
                 }
                 parsed.data_transfer_vendors.push(id);
+            }
+            "--items-per-message" => {
+                let n = value()?;
+                let n = n.parse::<usize>().ok().filter(|n| *n > 0);
+                parsed.items_per_message =
+                    Some(n.ok_or("--items-per-message takes a positive integer")?);
             }
             "--no-common-version" => {
                 parsed.no_common_version = match value()?.as_str() {
@@ -428,7 +441,8 @@ pub fn csms(args: &Args) -> Result<Csms, Box<dyn std::error::Error>> {
         .client_certificates(args.certificates_required())
         .certificate_authority(certificate_authority)
         .tokens(tokens)
-        .boot_policy(args.boot_policy);
+        .boot_policy(args.boot_policy)
+        .items_per_message(args.items_per_message);
     if !args.data_transfer_vendors.is_empty() {
         config = config.data_transfer_vendors(args.data_transfer_vendors.clone());
     }
@@ -560,6 +574,7 @@ mod tests {
             "acme",
             "--data-transfer-vendor",
             "other",
+            "--items-per-message=4",
         ])
         .unwrap()
         .unwrap();
@@ -571,11 +586,14 @@ mod tests {
         assert_eq!(args.data_transfer_vendors, ["acme", "other"]);
         let app = super::csms(&args).unwrap();
         assert_eq!(app.config().get_boot_policy(), BootPolicy::Pending);
+        assert_eq!(app.config().get_items_per_message(), Some(4));
         assert_eq!(app.tokens().unwrap().master_pass(), Some("MASTER"));
         for bad in [
             &["--boot-policy", "maybe"][..],
             &["--no-common-version", "close"],
             &["--master-pass", ""],
+            &["--items-per-message", "0"],
+            &["--items-per-message", "x"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

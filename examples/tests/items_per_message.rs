@@ -262,6 +262,40 @@ fn no_limit_known_one_call(binary: &str) {
     ws.close();
 }
 
+/// `--items-per-message 2`: the default for a station that reported nothing; its own report
+/// wins once it comes.
+fn default_limit_from_the_command_line(binary: &str) {
+    let server = Server::start(binary, &["--items-per-message", "2"]);
+    let mut ws = booted(&server, "CS-IPM-DEFAULT");
+    let entries: Vec<Value> = (1..=5).map(get_data).collect();
+    let (received, status, _) = run(
+        &server,
+        &mut ws,
+        "CS-IPM-DEFAULT",
+        "GetVariables",
+        entries.clone(),
+        &[Chunk::Answer, Chunk::Answer, Chunk::Answer],
+    );
+    let sizes: Vec<usize> = received.iter().map(Vec::len).collect();
+    assert_eq!((sizes, status), (vec![2, 2, 1], 200));
+    let payload = json!({
+        "requestId": 1, "generatedAt": T0, "seqNo": 0,
+        "reportData": [items_entry("GetVariables", "4")],
+    });
+    assert_eq!(ws.result("NotifyReport", payload), json!({}));
+    let (received, status, _) = run(
+        &server,
+        &mut ws,
+        "CS-IPM-DEFAULT",
+        "GetVariables",
+        entries,
+        &[Chunk::Answer, Chunk::Answer],
+    );
+    let sizes: Vec<usize> = received.iter().map(Vec::len).collect();
+    assert_eq!((sizes, status), (vec![4, 1], 200));
+    ws.close();
+}
+
 /// The limit learned from the result of our own GetVariables of ItemsPerMessage.
 fn limit_learned_from_get_variables(binary: &str) {
     let server = Server::start(binary, &[]);
@@ -310,4 +344,5 @@ on_both_servers!(
     failed_chunk_gives_partial_results,
     no_limit_known_one_call,
     limit_learned_from_get_variables,
+    default_limit_from_the_command_line,
 );

@@ -278,7 +278,10 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
             match decode_command(version, action, body) {
                 Ok(request) => {
                     csms.on_command(&identity, &request);
-                    let limit = csms.items_per_message(&identity).limit(action);
+                    let limit = csms
+                        .items_per_message(&identity)
+                        .limit(action)
+                        .or(csms.config().get_items_per_message());
                     let split = limit.map(|limit| SplitCall::plan(version, &request, limit));
                     return match split {
                         Some(Ok(Some(split))) => Route::Calls {

@@ -11,8 +11,11 @@
 //!   `items_per_message: {"GetVariables": n|null, "SetVariables": n|null}` in
 //!   `GET /chargepoints/ID`.
 //! - **Unknown limit: one message.** Until the station has told us, a command goes as the
-//!   admin caller wrote it, in one CALL (the station may then answer OccurrenceConstraintViolation
-//!   or reject entries; that is its answer to show). BytesPerMessage is not taken into account.
+//!   admin caller wrote it, in one CALL (the station may then answer with a CALLERROR or
+//!   reject entries; that is its answer to show), unless the server was given a default
+//!   with `--items-per-message N` ([`CsmsConfig::items_per_message`](super::CsmsConfig::items_per_message)),
+//!   which counts for every station that has not reported its own. BytesPerMessage is not
+//!   taken into account.
 //! - **Splitting.** [`SplitCall::plan`] cuts the request's list into consecutive chunks of at
 //!   most the limit, in order, each a typed request decoded for the station's version. The
 //!   I/O loop sends [`SplitCall::next_request`], one CALL in flight at a time (OCPP-J §4.1.1),

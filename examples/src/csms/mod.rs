@@ -174,13 +174,14 @@ pub struct CsmsConfig {
     tokens: Option<TokenStore>,
     data_transfer_vendors: Vec<String>,
     certificate_authority: Option<Arc<CertificateAuthority>>,
+    items_per_message: Option<usize>,
 }
 
 impl Default for CsmsConfig {
     /// Heartbeat every 300 s, no authentication, the last 8 ended transactions and the last
     /// 8 notifications of each kind of each charge point kept, every BootNotification
     /// Accepted, every token Accepted (no token store), DataTransfer known for vendor
-    /// `ocpp-ws` only.
+    /// `ocpp-ws` only, no ItemsPerMessage assumed.
     fn default() -> Self {
         CsmsConfig {
             heartbeat_interval: Duration::from_secs(300),
@@ -193,6 +194,7 @@ impl Default for CsmsConfig {
             tokens: None,
             data_transfer_vendors: vec!["ocpp-ws".into()],
             certificate_authority: None,
+            items_per_message: None,
         }
     }
 }
@@ -276,6 +278,21 @@ impl CsmsConfig {
     pub fn certificate_authority(mut self, ca: Option<Arc<CertificateAuthority>>) -> Self {
         self.certificate_authority = ca;
         self
+    }
+}
+
+impl CsmsConfig {
+    /// The ItemsPerMessage to split GetVariables / SetVariables by for a station that has
+    /// not reported its own (`--items-per-message`; see [`items_per_message`]). `None` (the
+    /// default): no limit, such a command goes as one CALL. A value of 0 counts as 1.
+    pub fn items_per_message(mut self, limit: Option<usize>) -> Self {
+        self.items_per_message = limit;
+        self
+    }
+
+    /// See [`CsmsConfig::items_per_message`].
+    pub fn get_items_per_message(&self) -> Option<usize> {
+        self.items_per_message
     }
 }
 
