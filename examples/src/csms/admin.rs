@@ -6,7 +6,7 @@
 //! | request | answer |
 //! | --- | --- |
 //! | `GET /chargepoints` | 200, JSON list of connected charge points |
-//! | `GET /chargepoints/{identity}` | 200, one charge point (connected or not; with its notification counts, last status per kind, boot policy, seqNo gaps and its last SignCertificate: `certificate` with our answer, the serial signed and its answer to CertificateSigned), 404 unknown |
+//! | `GET /chargepoints/{identity}` | 200, one charge point (connected or not; with its notification counts, last status per kind, boot policy, seqNo gaps, `items_per_message` (its DeviceDataCtrlr.ItemsPerMessage GetVariables / SetVariables, null unknown) and its last SignCertificate: `certificate` with our answer, the serial signed and its answer to CertificateSigned), 404 unknown |
 //! | `GET /chargepoints/{identity}/notifications` | 200, the notifications kept, by action (`{"NotifyEvent":[{"at","payload"}...]...}`) |
 //! | `GET /chargepoints/{identity}/notifications/{Action}` | 200, the notifications of one action, oldest first |
 //! | `GET /chargepoints/{identity}/boot` | 200, `{"policy","default","answered"}`: its own policy (or null), the CSMS default, its last BootNotification's answer |

@@ -78,6 +78,15 @@
 //!   TLS 1.3; with an ECDSA certificate the `TLS_ECDHE_ECDSA_*` suites A00.FR.317 asks for. A
 //!   station that offers only static-RSA suites cannot connect; we accept that, and a test
 //!   case that requires those two suites will fail against this CSMS.
+//! - **GetVariables / SetVariables split by ItemsPerMessage** (2.0.1 and 2.1 B05/B06,
+//!   [`items_per_message`]): the CSMS learns each station's `DeviceDataCtrlr.ItemsPerMessage`
+//!   (instances `GetVariables`, `SetVariables`) from NotifyReport and from the results of our
+//!   GetVariables, shows it on the charge point record, and sends an admin command with
+//!   more entries as consecutive CALLs of at most that many ([`admin::Route::Calls`],
+//!   [`SplitCall`]), one in flight, with one answer merged in the request's order. Unknown:
+//!   one CALL, unless `--items-per-message N` gives a default. A command forwarded through
+//!   the cluster is not split (its one deadline and one outcome cannot carry several
+//!   chunks); see [`items_per_message`].
 //! - **Password changes** (A01, 1.6 security whitepaper): a SetVariables of
 //!   `SecurityCtrlr.BasicAuthPassword` or a ChangeConfiguration of `AuthorizationKey` sent
 //!   through the admin API replaces the charge point's Basic password once it answers
