@@ -837,7 +837,10 @@ impl Csms {
                 }
             }
         }
-        if matches!(action, "SetVariables" | "ChangeConfiguration") {
+        // A chunk of a split SetVariables ([`items_per_message`]) that did not carry the
+        // password leaves the proposal for the chunk that does.
+        if matches!(action, "SetVariables" | "ChangeConfiguration") && !answers_other_chunk(outcome)
+        {
             let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
             if let Some(credentials) = credentials.as_mut().filter(|c| c.has_proposal(identity)) {
                 if credentials.settle(identity, password_change_accepted(outcome)) {
@@ -1130,6 +1133,20 @@ fn is_basic_auth_password(data: &serde_json::Value) -> bool {
         && data["variable"]["name"] == "BasicAuthPassword"
         // Only the `Actual` attribute (the default) is the password.
         && matches!(data["attributeType"].as_str(), None | Some("Actual"))
+}
+
+/// Whether `outcome` is a SetVariables CALLRESULT none of whose results is the Basic
+/// password: the answer to a chunk of a split command that did not carry it.
+fn answers_other_chunk(outcome: &CallOutcome) -> bool {
+    let CallOutcome::Result(response) = outcome else {
+        return false;
+    };
+    let Ok(payload) = serde_json::to_value(response) else {
+        return false;
+    };
+    payload["setVariableResult"]
+        .as_array()
+        .is_some_and(|results| !results.iter().any(is_basic_auth_password))
 }
 
 /// Whether the answer to a password change accepted it (RebootRequired: it counts after the

@@ -534,3 +534,62 @@ fn security_profiles_per_station_on_one_listener() {
         101
     );
 }
+
+/// A SetVariables split by ItemsPerMessage whose second chunk carries
+/// `SecurityCtrlr.BasicAuthPassword`: the first chunk's answer does not settle the password
+/// change, the second one's Accepted does.
+#[test]
+fn password_change_in_a_later_chunk_of_a_split_set_variables() {
+    let credentials = Credentials::parse("CP1:0123456789abcdef\n").unwrap();
+    let config = CsmsConfig::default()
+        .credentials(Some(credentials))
+        .items_per_message(Some(1));
+    let csms = Csms::new(config);
+    let cp = ChargePointIdentity::new("CP1".into(), false).unwrap();
+    csms.on_connected(&cp, OcppVersion::V2_0_1);
+    let other = serde_json::json!({"component": {"name": "Ctrlr"}, "variable": {"name": "V"},
+                                   "attributeValue": "1"});
+    let password = serde_json::json!({"component": {"name": "SecurityCtrlr"},
+                                      "variable": {"name": "BasicAuthPassword"},
+                                      "attributeValue": "fedcba9876543210"});
+    let body = serde_json::json!({"setVariableData": [other, password]}).to_string();
+    let request = admin::AdminRequest {
+        method: "POST".into(),
+        path: "/chargepoints/CP1/call/SetVariables".into(),
+        body: body.into_bytes(),
+    };
+    let admin::Route::Calls { mut split, .. } = admin::route(&csms, &request) else {
+        panic!("expected a split command")
+    };
+    let accepted = |data: &Value| -> CallOutcome {
+        let payload = serde_json::json!({"setVariableResult": [{"attributeStatus": "Accepted",
+            "component": data["component"], "variable": data["variable"]}]});
+        let response: v2_0_1::SetVariablesResponse = serde_json::from_value(payload).unwrap();
+        CallOutcome::Result(v2_0_1::Response::from(response).into())
+    };
+    let upgrade = |password: &[u8]| {
+        csms.on_upgrade(
+            &upgrade_request(Some((b"CP1", password))),
+            &Transport::Plain,
+        )
+    };
+    let mut answered = None;
+    let mut chunks = 0;
+    while let Some(chunk) = split.next_request() {
+        chunks += 1;
+        let data = serde_json::to_value(&chunk).unwrap()["setVariableData"][0].clone();
+        let outcome = accepted(&data);
+        csms.on_call_completed(&cp, "SetVariables", &outcome);
+        if chunks == 1 {
+            // After the first chunk: still the old password.
+            assert_eq!(upgrade(b"0123456789abcdef"), Decision::Accept);
+        }
+        answered = split.complete(&outcome);
+    }
+    assert_eq!((chunks, answered.map(|r| r.status)), (2, Some(200)));
+    assert_eq!(upgrade(b"fedcba9876543210"), Decision::Accept);
+    assert!(matches!(
+        upgrade(b"0123456789abcdef"),
+        Decision::Reject { status: 401, .. }
+    ));
+}
