@@ -235,6 +235,48 @@ fn failed_chunk_gives_partial_results(binary: &str) {
     ws.close();
 }
 
+/// The station disconnects with the second chunk unanswered: the admin caller gets what a
+/// disconnect gives today (502) with the first chunk's results.
+fn disconnect_during_a_split(binary: &str) {
+    let server = Server::start(binary, &[]);
+    let mut ws = booted(&server, "CS-IPM-GONE");
+    report_limits(&mut ws);
+    let entries: Vec<Value> = (1..=5).map(get_data).collect();
+    let admin = server.admin;
+    let text = json!({ "getVariableData": entries }).to_string();
+    let request = std::thread::spawn(move || {
+        http(
+            admin,
+            "POST",
+            "/chargepoints/CS-IPM-GONE/call/GetVariables",
+            &text,
+        )
+    });
+    let (id, _, payload) = ws.expect_call();
+    let first: Vec<Value> = payload["getVariableData"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let answered: Vec<Value> = first.iter().map(get_result).collect();
+    ws.reply(&id, json!({ "getVariableResult": answered }));
+    let (_, action, payload) = ws.expect_call();
+    assert_eq!(action, "GetVariables");
+    assert_eq!(
+        names(payload["getVariableData"].as_array().unwrap()),
+        ["V3", "V4"]
+    );
+    ws.close();
+    let (status, text) = request.join().expect("the admin request");
+    let body = json(&text);
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["failed_chunk"], 2, "{body}");
+    let partial = body["partial_result"]["getVariableResult"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(names(&partial), ["V1", "V2"], "{body}");
+}
+
 fn no_limit_known_one_call(binary: &str) {
     let server = Server::start(binary, &[]);
     let mut ws = booted(&server, "CS-IPM-NONE");
@@ -342,6 +384,7 @@ on_both_servers!(
     get_variables_split_2_2_1,
     set_variables_split_3_2,
     failed_chunk_gives_partial_results,
+    disconnect_during_a_split,
     no_limit_known_one_call,
     limit_learned_from_get_variables,
     default_limit_from_the_command_line,
