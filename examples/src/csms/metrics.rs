@@ -95,6 +95,17 @@ pub struct Metrics {
     pub certificates_signed: Counter,
     /// SignCertificate requests answered Rejected (no CA, or a CSR that failed a check).
     pub certificate_requests_rejected: Counter,
+    /// Peer CALLs handed to the application.
+    pub calls_received: Counter,
+    /// Answers to peer CALLs taken by their connection (mio-server's I/O loop): with
+    /// `calls_unanswered_at_close`, every received CALL is counted once.
+    pub calls_answered: Counter,
+    /// Peer CALLs left unanswered when their connection ended (`Closed::unanswered_incoming`).
+    pub calls_unanswered_at_close: Counter,
+    /// Our CALLs sent (admin commands, pushes).
+    pub calls_sent: Counter,
+    /// Connections ended because the handshake did not finish in time.
+    pub handshake_timeouts: Counter,
 }
 
 impl Metrics {
@@ -182,6 +193,35 @@ impl Metrics {
             "Admin HTTP requests.",
             self.admin_requests.get(),
         );
+        for (name, help, value) in [
+            (
+                "ocpp_calls_received_total",
+                "Peer CALLs received.",
+                &self.calls_received,
+            ),
+            (
+                "ocpp_calls_answered_total",
+                "Peer CALLs answered.",
+                &self.calls_answered,
+            ),
+            (
+                "ocpp_calls_unanswered_at_close_total",
+                "Peer CALLs unanswered when their connection ended.",
+                &self.calls_unanswered_at_close,
+            ),
+            (
+                "ocpp_calls_sent_total",
+                "CALLs of ours sent.",
+                &self.calls_sent,
+            ),
+            (
+                "ocpp_handshake_timeouts_total",
+                "Handshakes that did not finish in time.",
+                &self.handshake_timeouts,
+            ),
+        ] {
+            counter(name, help, value.get());
+        }
         let mut gauge = |name: &str, help: &str, value: i64| {
             let _ = write!(
                 out,

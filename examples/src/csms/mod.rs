@@ -378,14 +378,14 @@ impl Reply {
     /// Sends this answer to the CALL `id` on `connection`, for both servers. Answers are never
     /// refused for back-pressure; one refused for another reason (the connection closed while
     /// the answer was being made) is logged and dropped: the CALL is then listed in
-    /// `Closed::unanswered_incoming`.
+    /// `Closed::unanswered_incoming`. Returns whether the connection took the answer.
     pub fn send(
         self,
         connection: &mut Connection,
         id: &MessageId<'_>,
         identity: Option<&ChargePointIdentity>,
         now: Instant,
-    ) {
+    ) -> bool {
         let refused = match self {
             Reply::Result(response) => connection
                 .respond(now, id, response)
@@ -394,9 +394,10 @@ impl Reply {
                 connection.respond_error(now, id, code, &description)
             }
         };
-        if let Err(reason) = refused {
+        if let Err(reason) = &refused {
             tracing::debug!(identity = ?identity, %id, %reason, "answer not sent");
         }
+        refused.is_ok()
     }
 }
 
@@ -693,6 +694,7 @@ impl Csms {
         let _ = session;
         self.metrics.messages_in.inc();
         self.metrics.messages_out.inc();
+        self.metrics.calls_received.inc();
         // A CSR is checked and signed before the lock is taken: that takes a millisecond or
         // so, the lock is held for microseconds otherwise.
         let presigned =
@@ -801,6 +803,7 @@ impl Csms {
     pub fn on_call_sent(&self, identity: &ChargePointIdentity, action: &str) {
         self.metrics.messages_out.inc();
         self.metrics.calls_pending.inc();
+        self.metrics.calls_sent.inc();
         if matches!(action, "TriggerMessage" | "ExtendedTriggerMessage") {
             if let Some(charge_point) = self.lock().get_mut(identity) {
                 charge_point.triggered = true;
@@ -878,6 +881,12 @@ impl Csms {
     ) {
         let unanswered = closed.unanswered_outgoing.len() as i64;
         self.metrics.calls_pending.add(-unanswered);
+        for _ in &closed.unanswered_incoming {
+            self.metrics.calls_unanswered_at_close.inc();
+        }
+        if closed.reason == CloseReason::HandshakeTimeout {
+            self.metrics.handshake_timeouts.inc();
+        }
         for call in &closed.unanswered_outgoing {
             if let Some(identity) = identity {
                 let action = call.request.action();

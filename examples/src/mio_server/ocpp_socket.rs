@@ -313,7 +313,9 @@ impl EventLoop {
                         continue;
                     };
                     let reply = csms.on_call(session, identity, &request);
-                    reply.send(&mut s.connection, &id, Some(identity), now);
+                    if reply.send(&mut s.connection, &id, Some(identity), now) {
+                        csms.metrics().calls_answered.inc();
+                    }
                     // CertificateSigned after an accepted SignCertificate: behind the answer.
                     csms.send_follow_up(&mut s.connection, identity, now);
                 }
