@@ -21,6 +21,10 @@ pub(crate) enum Scenario {
     Stream,
     /// Connect, then the server is restarted: the time until every charge point is back.
     Reconnect,
+    /// Connect, then sessions, notifications, commands through the admin API and churn
+    /// (clean closes, abrupt drops, duplicate identities) for the duration; every CALL both
+    /// ways is accounted for at the end.
+    Soak,
 }
 
 impl Scenario {
@@ -32,6 +36,7 @@ impl Scenario {
             "push" => Scenario::Push,
             "stream" => Scenario::Stream,
             "reconnect" => Scenario::Reconnect,
+            "soak" => Scenario::Soak,
             other => return Err(format!("unknown scenario `{other}`")),
         })
     }
@@ -45,6 +50,7 @@ impl Scenario {
             Scenario::Push => "push",
             Scenario::Stream => "stream",
             Scenario::Reconnect => "reconnect",
+            Scenario::Soak => "soak",
         }
     }
 
@@ -56,6 +62,7 @@ impl Scenario {
             Scenario::Heartbeat => Some("heartbeat"),
             Scenario::Push | Scenario::Stream => Some("push"),
             Scenario::Reconnect => Some("reconnect"),
+            Scenario::Soak => Some("soak"),
         }
     }
 }
@@ -99,7 +106,31 @@ pub(crate) struct Options {
     pub(crate) retry_min: Duration,
     pub(crate) retry_random: Duration,
     pub(crate) deflate: Deflate,
+    pub(crate) soak: SoakOptions,
     pub(crate) worker: Option<WorkerSlot>,
+}
+
+/// The `soak` scenario's settings.
+#[derive(Debug, Clone)]
+pub(crate) struct SoakOptions {
+    /// The admin interface of the server: commands go there, and `/metrics` is read.
+    pub(crate) admin: Option<std::net::SocketAddr>,
+    /// Admin commands per second, over all charge points.
+    pub(crate) commands_per_s: f64,
+    /// Mean time between two disconnects of one charge point (exponential).
+    pub(crate) churn: Option<Duration>,
+    /// The share of those disconnects that shut the socket without a close frame.
+    pub(crate) drop_share: f64,
+    /// Extra charge points, as a share of `--count`, that connect now and then with the
+    /// identity of another one.
+    pub(crate) duplicate_share: f64,
+    /// Mean length of a charging session and of the pause between two.
+    pub(crate) session: Duration,
+    pub(crate) pause: Duration,
+    /// The longest back-off before a reconnect (before jitter).
+    pub(crate) retry_max: Duration,
+    /// The server's call timeout: a command unanswered 15 s past it counts as hung.
+    pub(crate) call_timeout: Duration,
 }
 
 /// Whether the charge points offer permessage-deflate.
@@ -128,6 +159,11 @@ scenarios:
   stream      push, for 1 or 20 clients with the server pushing every 10 ms (seed 002)
   reconnect   connect, then stop the server (--server-pid) and start it again
               (--restart-cmd): the time until every charge point is back and booted
+  soak        connect, then for --duration-s: charging sessions (Authorize, Start,
+              MeterValues every --meter-s, Stop, StatusNotification), Heartbeat every
+              --heartbeat-s, commands through the admin API (--admin), churn (clean closes,
+              abrupt drops, reconnects with back-off and jitter, duplicate identities);
+              then every CALL both ways is reconciled with the server's /metrics
 
 options:
   --url URL              ws://HOST:PORT/PATH; the identity is appended [ws://127.0.0.1:9000/ocpp]
@@ -154,6 +190,16 @@ options:
   --retry-min-ms MS      reconnect: first retry after MS + random(--retry-random-ms) [250]
   --retry-random-ms MS   [1000]
   --deflate MODE         offer permessage-deflate: off, no-context or context [off]
+  --admin ADDR           soak: the server's admin interface (commands, /metrics)
+  --commands-per-s N     soak: admin commands per second [10]
+  --churn-s S            soak: mean time between disconnects of a charge point, 0 = none [600]
+  --drop-share F         soak: share of disconnects without a close frame [0.5]
+  --duplicate-share F    soak: extra charge points (share of --count) that connect with an
+                         identity already connected [0.02]
+  --session-s S          soak: mean session length, and mean pause between sessions [180]
+  --retry-max-ms MS      soak: the longest back-off before jitter [30000]
+  --call-timeout-s S     soak: the server's call timeout; a command unanswered 15 s past it
+                         counts as hung [30]
   --burn PERCENT         load both cores to PERCENT with busy threads during the run phase
   --timestamps K         kernel (SO_TIMESTAMPNS, the default) or user: receive time of a push
   --label NAME           the server's name in the report [server]
@@ -173,6 +219,14 @@ fn seconds(flag: &str, value: &str) -> Result<Option<Duration>, String> {
         return Err(format!("{flag}: `{value}` must be >= 0"));
     }
     Ok((s > 0.0).then(|| Duration::from_secs_f64(s)))
+}
+
+fn share(flag: &str, value: &str) -> Result<f64, String> {
+    let x: f64 = number(flag, value)?;
+    if !(0.0..=1.0).contains(&x) {
+        return Err(format!("{flag}: `{value}` must be within 0..=1"));
+    }
+    Ok(x)
 }
 
 /// Parses the arguments after the program name; `Ok(None)` for `--help`.
@@ -211,6 +265,17 @@ pub(crate) fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Opt
         retry_min: Duration::from_millis(250),
         retry_random: Duration::from_millis(1000),
         deflate: Deflate::Off,
+        soak: SoakOptions {
+            admin: None,
+            commands_per_s: 10.0,
+            churn: Some(Duration::from_secs(600)),
+            drop_share: 0.5,
+            duplicate_share: 0.02,
+            session: Duration::from_secs(180),
+            pause: Duration::from_secs(180),
+            retry_max: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(30),
+        },
         worker: None,
     };
     while let Some(flag) = args.next() {
@@ -297,6 +362,29 @@ pub(crate) fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Opt
                     "context" => Deflate::Context,
                     _ => return Err("--deflate: off, no-context or context".into()),
                 }
+            }
+            "--admin" => {
+                options.soak.admin = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("--admin: `{value}` is not IP:PORT"))?,
+                );
+            }
+            "--commands-per-s" => options.soak.commands_per_s = number(&flag, &value)?,
+            "--churn-s" => options.soak.churn = seconds(&flag, &value)?,
+            "--drop-share" => options.soak.drop_share = share(&flag, &value)?,
+            "--duplicate-share" => options.soak.duplicate_share = share(&flag, &value)?,
+            "--session-s" => {
+                let s = seconds(&flag, &value)?.unwrap_or(Duration::from_secs(1));
+                options.soak.session = s;
+                options.soak.pause = s;
+            }
+            "--retry-max-ms" => {
+                options.soak.retry_max = Duration::from_millis(number(&flag, &value)?);
+            }
+            "--call-timeout-s" => {
+                options.soak.call_timeout =
+                    seconds(&flag, &value)?.unwrap_or(Duration::from_secs(30));
             }
             "--label" => options.label = value,
             "--json" => options.json = Some(value),
@@ -394,6 +482,8 @@ mod tests {
         assert!(parse_line("idle --count x").is_err());
         assert!(parse_line("idle --url wss://h/x").is_err());
         assert!(parse_line("reconnect").is_err());
+        assert!(parse_line("soak --drop-share 2").is_err());
+        assert!(parse_line("soak --admin nowhere").is_err());
         assert!(parse_line("--help").unwrap().is_none());
     }
 }

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use ocpp_examples::csms::push::unix_nanos_now;
 use serde_json::{json, Value};
 
-use super::cli::Options;
+use super::admin::{self, CommandDriver};
+use super::cli::{Options, Scenario};
 use super::phase::{curve, summary, PhaseStats};
 use super::procfs::{self, Sample};
 
@@ -133,6 +134,12 @@ fn drive(
     let count = workers.len();
     expect_from_all(said, count, "ready", READY_TIMEOUT)?;
     let baseline = procfs::sample(&options.server_pids);
+    let soak_admin = options
+        .soak
+        .admin
+        .filter(|_| options.scenario == Scenario::Soak);
+    let metrics_before = soak_admin.map(admin::metrics).transpose()?;
+    let mut commands = None;
     let mut phases = vec!["connect"];
     phases.extend(options.scenario.run_phase());
     let mut records = Vec::new();
@@ -145,6 +152,22 @@ fn drive(
         expect_from_all(said, count, "started", READY_TIMEOUT)?;
         if name == "reconnect" {
             restart_server(options)?;
+        }
+        if let (Some(admin), "soak") = (soak_admin, name) {
+            let driver = (options.soak.commands_per_s > 0.0).then(|| {
+                CommandDriver::start(
+                    admin,
+                    options.soak.commands_per_s,
+                    options.count,
+                    &options.prefix,
+                    options.version,
+                    options.soak.call_timeout,
+                )
+            });
+            // The commands stop with the duration, while the swarm still serves (it then
+            // waits for its own CALLs and closes).
+            std::thread::sleep(options.duration);
+            commands = driver.map(CommandDriver::finish);
         }
         let limit = options.duration + options.connect_timeout + Duration::from_secs(60);
         let lines = expect_from_all(said, count, "done", limit)?;
@@ -171,7 +194,195 @@ fn drive(
         eprintln!("{}", describe(options, &record, baseline));
         records.push(record);
     }
-    Ok(report(options, baseline, &records))
+    let mut value = report(options, baseline, &records);
+    if let (Some(admin), Some(before)) = (soak_admin, metrics_before) {
+        // The server's side of the last closes.
+        std::thread::sleep(Duration::from_secs(2));
+        let after = admin::metrics(admin)?;
+        let soak = soak_summary(&records, commands.as_ref(), &before, &after);
+        eprintln!("{}", describe_soak(&soak));
+        value["soak"] = soak;
+    }
+    Ok(value)
+}
+
+/// The soak's reconciliation: the client's counts (every phase), the commands' HTTP
+/// outcomes and the server's `/metrics` (the difference over the run; gauges at the end).
+fn soak_summary(
+    records: &[PhaseRecord],
+    commands: Option<&PhaseStats>,
+    before: &std::collections::BTreeMap<String, f64>,
+    after: &std::collections::BTreeMap<String, f64>,
+) -> Value {
+    let mut client = PhaseStats::new("client", 0);
+    for record in records {
+        client.merge(&record.stats);
+    }
+    let c = |name: &str| client.counter(name);
+    let delta = |name: &str| {
+        let at = |m: &std::collections::BTreeMap<String, f64>| m.get(name).copied().unwrap_or(0.0);
+        (at(after) - at(before)).max(0.0) as u64
+    };
+    let gauge = |name: &str| after.get(name).copied().unwrap_or(f64::NAN);
+    let empty = PhaseStats::new("commands", 0);
+    let commands = commands.unwrap_or(&empty);
+    let k = |name: &str| commands.counter(name);
+
+    let sent = c("calls_sent");
+    let (result, error, timeout) = (c("calls_result"), c("calls_error"), c("calls_timeout"));
+    let (ours, takeover, other) = (
+        c("calls_unanswered_ours"),
+        c("calls_unanswered_takeover"),
+        c("calls_unanswered_other"),
+    );
+    let answered = result + error;
+    let s_received = delta("ocpp_calls_received_total");
+    let s_answered = delta("ocpp_calls_answered_total");
+    let s_unanswered = delta("ocpp_calls_unanswered_at_close_total");
+    let s_sent = delta("ocpp_calls_sent_total");
+    let (r_received, r_answered, r_refused, r_unanswered) = (
+        c("srv_calls_received"),
+        c("srv_calls_answered"),
+        c("srv_calls_answer_refused"),
+        c("srv_calls_unanswered_at_close"),
+    );
+    let statuses = [
+        "http_200",
+        "http_502_callerror",
+        "http_502_disconnected",
+        "http_404",
+        "http_503",
+        "http_504",
+    ];
+    let resolved: u64 = statuses.iter().map(|s| k(s)).sum();
+    let other_status: u64 = commands
+        .counters
+        .iter()
+        .filter(|(name, _)| name.starts_with("http_") && !statuses.contains(&name.as_str()))
+        .map(|(_, n)| *n)
+        .sum();
+    let with_call =
+        k("http_200") + k("http_502_callerror") + k("http_502_disconnected") + k("http_504");
+    let check = |ok: bool, what: String| json!({ "ok": ok, "what": what });
+    let checks = vec![
+        check(
+            s_received == s_answered + s_unanswered,
+            format!(
+                "server: CALLs received {s_received} = answered {s_answered} + unanswered at close {s_unanswered}"
+            ),
+        ),
+        check(
+            sent == answered + timeout + ours + takeover + other,
+            format!(
+                "client: CALLs sent {sent} = result {result} + error {error} + timeout {timeout} \
+                 + unanswered at a close of ours {ours} + at a takeover {takeover} + otherwise {other}"
+            ),
+        ),
+        check(
+            other == 0 && timeout == 0,
+            format!("client: unanswered otherwise {other} and timed out {timeout} are 0"),
+        ),
+        check(
+            c("unknown_completions") == 0 && c("unmatched_responses") == 0,
+            format!(
+                "client: answers to no CALL of ours {} (a second answer would be one), unknown completions {}",
+                c("unmatched_responses"),
+                c("unknown_completions")
+            ),
+        ),
+        check(
+            s_received <= sent && sent - s_received <= ours + takeover + other,
+            format!(
+                "both: the server received {s_received} of {sent} sent; the {} missing are within \
+                 the {} unanswered at a close",
+                sent.saturating_sub(s_received),
+                ours + takeover + other
+            ),
+        ),
+        check(
+            answered <= s_answered && s_answered - answered <= ours + takeover + other,
+            format!(
+                "both: the client got {answered} of the server's {s_answered} answers; the {} missing \
+                 are within the {} unanswered at a close",
+                s_answered.saturating_sub(answered),
+                ours + takeover + other
+            ),
+        ),
+        check(
+            r_received == r_answered + r_refused + r_unanswered && r_refused == 0,
+            format!(
+                "client: server CALLs received {r_received} = answered {r_answered} + refused \
+                 {r_refused} + unanswered at close {r_unanswered}"
+            ),
+        ),
+        check(
+            r_received <= s_sent && s_sent == with_call,
+            format!(
+                "commands: the server sent {s_sent} CALLs = HTTP 200 {} + 502 {} + 504 {}; the \
+                 swarm received {r_received}",
+                k("http_200"),
+                k("http_502_callerror") + k("http_502_disconnected"),
+                k("http_504")
+            ),
+        ),
+        check(
+            k("commands_hung") == 0
+                && k("commands_failed") == 0
+                && other_status == 0
+                && resolved == k("commands_sent"),
+            format!(
+                "commands: {} sent, {resolved} resolved (200/502/404/503/504), hung {}, failed {}, \
+                 other status {other_status}",
+                k("commands_sent"),
+                k("commands_hung"),
+                k("commands_failed")
+            ),
+        ),
+        check(
+            gauge("ocpp_calls_pending") == 0.0
+                && gauge("ocpp_sockets_open") == 0.0
+                && gauge("ocpp_charge_points_connected") == 0.0,
+            format!(
+                "server at the end: CALLs pending {}, sockets open {}, charge points connected {}",
+                gauge("ocpp_calls_pending"),
+                gauge("ocpp_sockets_open"),
+                gauge("ocpp_charge_points_connected")
+            ),
+        ),
+    ];
+    let server: std::collections::BTreeMap<String, u64> = after
+        .keys()
+        .filter(|name| name.ends_with("_total"))
+        .map(|name| (name.clone(), delta(name)))
+        .collect();
+    let mut latency = serde_json::Map::new();
+    for (name, hist) in &commands.histograms {
+        if !hist.is_empty() {
+            latency.insert(name.clone(), summary(hist));
+        }
+    }
+    json!({
+        "all_ok": checks.iter().all(|c| c["ok"] == true),
+        "checks": checks,
+        "client": client.counters,
+        "commands": commands.counters,
+        "command_latency": latency,
+        "server_counters": server,
+        "server_gauges_at_end": after
+            .iter()
+            .filter(|(name, _)| !name.ends_with("_total"))
+            .collect::<std::collections::BTreeMap<_, _>>(),
+    })
+}
+
+fn describe_soak(soak: &Value) -> String {
+    let mut text = format!("soak reconciliation: all ok = {}", soak["all_ok"]);
+    for check in soak["checks"].as_array().into_iter().flatten() {
+        let mark = if check["ok"] == true { "ok  " } else { "FAIL" };
+        text += &format!("\n  {mark} {}", check["what"].as_str().unwrap_or_default());
+    }
+    text += &format!("\n  commands: {}", soak["commands"]);
+    text
 }
 
 /// Stops the server (SIGTERM, then SIGKILL after 10 s) and starts it again with

@@ -17,6 +17,7 @@
 
 use std::process::ExitCode;
 
+mod admin;
 mod cli;
 mod coordinator;
 mod phase;

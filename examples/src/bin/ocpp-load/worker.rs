@@ -38,12 +38,15 @@ use ocpp_server_core::{
 };
 use socket2::{Domain, Socket, Type};
 
-use super::cli::{Deflate, Options, WorkerSlot};
+use super::cli::{Deflate, Options, Scenario, WorkerSlot};
 use super::phase::PhaseStats;
 use super::procfs;
 use ocpp_examples::charge_point_payload::{
     self as payload, Answer, ConnectorState, Outgoing, Reading, Reply,
 };
+
+mod soak;
+use soak::SoakCp;
 
 const STDIN: Token = Token(usize::MAX - 1);
 const READ_BUFFER: usize = 64 * 1024;
@@ -60,6 +63,10 @@ enum Kind {
     Heartbeat,
     Status,
     Meter,
+    /// The soak's sessions: Authorize, StartTransaction, StopTransaction.
+    Authorize,
+    Start,
+    Stop,
 }
 
 impl Kind {
@@ -69,6 +76,9 @@ impl Kind {
             Kind::Heartbeat => "heartbeat",
             Kind::Status => "status",
             Kind::Meter => "meter",
+            Kind::Authorize => "authorize",
+            Kind::Start => "start",
+            Kind::Stop => "stop",
         }
     }
 }
@@ -103,6 +113,8 @@ struct SimulatedChargePoint {
     next: [Option<Instant>; 3],
     /// The deadline this charge point has in the heap.
     scheduled: Option<Instant>,
+    /// The soak scenario's state.
+    soak: SoakCp,
 }
 
 /// Requests built once and cloned per message.
@@ -150,7 +162,7 @@ impl Prebuilt {
             Kind::Heartbeat => Some(self.heartbeat.clone()),
             Kind::Status => Some(self.status.clone()),
             Kind::Meter => Some(self.meter.clone()),
-            Kind::Boot => None,
+            _ => None,
         }
     }
 }
@@ -173,6 +185,16 @@ enum LoadPhase {
     Reconnect {
         until: Instant,
     },
+    Soak {
+        until: Instant,
+    },
+    /// The soak's end: no new CALLs; once ours are answered (or at `close_at`) every
+    /// connection is closed; done when all are gone (or at `deadline`).
+    SoakEnding {
+        close_at: Instant,
+        closed: bool,
+        deadline: Instant,
+    },
 }
 
 /// The worker's state.
@@ -182,6 +204,10 @@ struct Worker {
     config: Arc<ConnectionConfig>,
     target: SocketAddr,
     cps: Vec<SimulatedChargePoint>,
+    /// This worker's share of `--count`: `cps[..primaries]`; the soak's duplicates follow.
+    primaries: usize,
+    /// Counting every CALL both ways (the soak scenario).
+    accounting: bool,
     /// Global index of `cps[0]`.
     first: usize,
     heap: BinaryHeap<Reverse<(Instant, usize)>>,
@@ -224,7 +250,13 @@ pub(crate) fn run(options: Options, slot: WorkerSlot) -> io::Result<()> {
     let first = options.count * slot.index / slot.of;
     let last = options.count * (slot.index + 1) / slot.of;
     let now = Instant::now();
-    let cps = (first..last)
+    let primaries = last - first;
+    let duplicates = if options.scenario == Scenario::Soak && options.soak.duplicate_share > 0.0 {
+        ((primaries as f64 * options.soak.duplicate_share).round() as usize).max(1)
+    } else {
+        0
+    };
+    let cps = (0..primaries + duplicates)
         .map(|_| SimulatedChargePoint {
             link: None,
             booted: false,
@@ -237,6 +269,7 @@ pub(crate) fn run(options: Options, slot: WorkerSlot) -> io::Result<()> {
             last_seq: 0,
             next: [None; 3],
             scheduled: None,
+            soak: SoakCp::default(),
         })
         .collect();
     let config = ConnectionConfig::default()
@@ -258,6 +291,7 @@ pub(crate) fn run(options: Options, slot: WorkerSlot) -> io::Result<()> {
     if let Some(run_phase) = options.scenario.run_phase() {
         phases.push_back(run_phase);
     }
+    let options_scenario_is_soak = options.scenario == Scenario::Soak;
     let mut worker = Worker {
         target: SocketAddr::new(options.target_ip, options.port),
         connect_rate: options.rate / slot.of as f64,
@@ -266,6 +300,8 @@ pub(crate) fn run(options: Options, slot: WorkerSlot) -> io::Result<()> {
         poll,
         config: Arc::new(config),
         cps,
+        primaries,
+        accounting: options_scenario_is_soak,
         first,
         heap: BinaryHeap::new(),
         read_buf: vec![0; READ_BUFFER],
@@ -382,7 +418,7 @@ impl Worker {
         let mut consider = |at: Instant| wake = Some(wake.map_or(at, |w| w.min(at)));
         match self.phase {
             LoadPhase::Connect => {
-                if self.connect_next < self.cps.len() {
+                if self.connect_next < self.primaries {
                     consider(self.connect_due(self.connect_next));
                 }
                 consider(self.connect_deadline);
@@ -390,7 +426,14 @@ impl Worker {
             LoadPhase::Idle { until }
             | LoadPhase::Heartbeat { until }
             | LoadPhase::Push { until }
-            | LoadPhase::Reconnect { until } => consider(until),
+            | LoadPhase::Reconnect { until }
+            | LoadPhase::Soak { until } => consider(until),
+            LoadPhase::SoakEnding {
+                close_at, deadline, ..
+            } => {
+                consider(close_at);
+                consider(deadline);
+            }
             LoadPhase::Waiting => {}
         }
         if let Some(started) = self.shutting_down {
@@ -429,6 +472,10 @@ impl Worker {
                 LoadPhase::Heartbeat { until }
             }
             "push" => LoadPhase::Push { until },
+            "soak" => {
+                self.soak_begin(now);
+                LoadPhase::Soak { until }
+            }
             _ => {
                 self.rebooted = 0;
                 LoadPhase::Reconnect {
@@ -476,20 +523,27 @@ impl Worker {
         let ended = match self.phase {
             LoadPhase::Waiting => false,
             LoadPhase::Connect => {
-                if now >= self.connect_deadline && self.settled < self.cps.len() {
-                    let missing = self.cps.len() - self.settled;
+                if now >= self.connect_deadline && self.settled < self.primaries {
+                    let missing = self.primaries - self.settled;
                     self.stats.add("connect_timeout", missing as u64);
                     for cp in &mut self.cps {
                         cp.settled = true;
                     }
-                    self.settled = self.cps.len();
+                    self.settled = self.primaries;
                 }
-                self.settled == self.cps.len()
+                self.settled == self.primaries
             }
             LoadPhase::Idle { until }
             | LoadPhase::Heartbeat { until }
             | LoadPhase::Push { until } => now >= until,
-            LoadPhase::Reconnect { until } => now >= until || self.rebooted == self.cps.len(),
+            LoadPhase::Reconnect { until } => now >= until || self.rebooted == self.primaries,
+            LoadPhase::Soak { until } => {
+                if now >= until {
+                    self.soak_end(now);
+                }
+                false
+            }
+            LoadPhase::SoakEnding { .. } => self.soak_ending(now),
         };
         if ended {
             if let LoadPhase::Heartbeat { .. } = self.phase {
@@ -498,7 +552,7 @@ impl Worker {
                 }
             }
             if let LoadPhase::Reconnect { .. } = self.phase {
-                let missing = self.cps.len() - self.rebooted;
+                let missing = self.primaries - self.rebooted;
                 self.stats.add("not_back", missing as u64);
             }
             self.stats.ended_ns = unix_nanos_now();
@@ -547,7 +601,7 @@ impl Worker {
         let now = Instant::now();
         let mut opened = 0;
         while opened < CONNECTS_PER_TURN
-            && self.connect_next < self.cps.len()
+            && self.connect_next < self.primaries
             && self.connect_due(self.connect_next) <= now
         {
             opened += 1;
@@ -557,8 +611,11 @@ impl Worker {
         }
     }
 
+    /// The identity of `cps[local]`: a soak duplicate takes the one of the charge point it
+    /// doubles.
     fn identity(&self, local: usize) -> String {
-        format!("{}{:06}", self.options.prefix, self.first + local)
+        let own = self.cps[local].soak.alias.unwrap_or(local);
+        format!("{}{:06}", self.options.prefix, self.first + own)
     }
 
     fn start_connect(&mut self, local: usize, now: Instant) {
@@ -653,6 +710,7 @@ impl Worker {
                 let jitter = self.options.retry_random.mul_f64(self.rng.f64());
                 cp.retry_at = Some(now + backoff.min(Duration::from_secs(8)) + jitter);
             }
+            LoadPhase::Soak { .. } => self.soak_link_lost(local, was_booted, now),
             _ => {
                 if was_booted && self.shutting_down.is_none() {
                     self.stats.add("disconnects", 1);
@@ -814,6 +872,9 @@ impl Worker {
                 }
                 Event::UnmatchedResponse { .. } => self.stats.add("unmatched_responses", 1),
                 Event::Closed(closed) => {
+                    if self.accounting {
+                        self.soak_closed(local, &closed);
+                    }
                     if !closed.unanswered_outgoing.is_empty() {
                         self.stats.add(
                             "unanswered_at_close",
@@ -837,6 +898,10 @@ impl Worker {
         stamp: Option<u128>,
         now: Instant,
     ) {
+        if self.accounting {
+            self.soak_call(local, id, request, now);
+            return;
+        }
         let Some(link) = self.cps[local].link.as_mut() else {
             return;
         };
@@ -882,6 +947,9 @@ impl Worker {
                 if measuring && kind != Kind::Boot {
                     self.stats.add("requests_sent", 1);
                 }
+                if self.accounting {
+                    self.stats.add("calls_sent", 1);
+                }
             }
             Err(_) => self.stats.add("requests_refused", 1),
         }
@@ -900,6 +968,21 @@ impl Worker {
             return;
         };
         let (_, kind, started) = cp.calls.swap_remove(at);
+        if self.accounting {
+            self.stats.add(
+                match &outcome {
+                    CallOutcome::Result(_) => "calls_result",
+                    CallOutcome::Timeout => "calls_timeout",
+                    _ => "calls_error",
+                },
+                1,
+            );
+            if kind != Kind::Boot || !matches!(self.phase, LoadPhase::Connect) {
+                self.soak_completed(local, kind, &outcome, started, now);
+                return;
+            }
+        }
+        let cp = &mut self.cps[local];
         let ok = match &outcome {
             CallOutcome::Result(response) => match kind {
                 Kind::Boot => matches!(
@@ -977,6 +1060,9 @@ impl Worker {
             for next in cp.next {
                 consider(next);
             }
+            for at in cp.soak.timers() {
+                consider(Some(at));
+            }
         }
         due
     }
@@ -1012,7 +1098,9 @@ impl Worker {
         if self.cps[local].link.is_none() {
             if self.cps[local].retry_at.is_some_and(|at| at <= now) {
                 self.cps[local].retry_at = None;
-                self.start_connect(local, now);
+                if local < self.primaries || self.soak_pick_alias(local) {
+                    self.start_connect(local, now);
+                }
             }
             return;
         }
@@ -1020,6 +1108,10 @@ impl Worker {
             if link.conn.poll_timeout().is_some_and(|at| at <= now) {
                 link.conn.handle_timeout(now);
             }
+        }
+        if matches!(self.phase, LoadPhase::Soak { .. }) && self.cps[local].booted {
+            self.soak_timer(local, now);
+            return;
         }
         let periods = [
             self.options.heartbeat,
