@@ -171,3 +171,60 @@ fn reconnect_scenario_brings_every_charge_point_back() {
     assert_eq!(counter(reconnect, "not_back"), 0, "{reconnect}");
     assert!(reconnect["all_back_after_s"].as_f64().is_some());
 }
+
+#[test]
+fn soak_scenario_accounts_for_every_call_and_command() {
+    let server = Server::start(MIO, &[]);
+    let url = format!("ws://{}/ocpp", server.ocpp);
+    let admin = server.admin.to_string();
+    let pid = server.child.id().to_string();
+    // 30 charge points for 6 s with fast churn (a disconnect every 3 s on average), short
+    // sessions, duplicates and 20 commands a second: every path runs, briefly.
+    let report = load(&[
+        "soak",
+        "--url",
+        &url,
+        "--admin",
+        &admin,
+        "--count",
+        "30",
+        "--rate",
+        "300",
+        "--duration-s",
+        "6",
+        "--heartbeat-s",
+        "1",
+        "--meter-s",
+        "0.5",
+        "--session-s",
+        "1",
+        "--churn-s",
+        "3",
+        "--duplicate-share",
+        "0.1",
+        "--commands-per-s",
+        "20",
+        "--retry-min-ms",
+        "50",
+        "--retry-random-ms",
+        "100",
+        "--retry-max-ms",
+        "1000",
+        "--server-pid",
+        &pid,
+    ]);
+    let soak = &report["soak"];
+    assert_eq!(soak["all_ok"], true, "{soak:#}");
+    let client = &soak["client"];
+    let n = |name: &str| client[name].as_u64().unwrap_or(0);
+    assert_eq!(n("calls_unanswered_other"), 0, "{client}");
+    assert!(n("sessions_started") > 0, "{client}");
+    assert!(n("reconnected") > 0, "{client}");
+    assert!(n("closes_dropped") + n("closes_clean") > 0, "{client}");
+    assert!(n("duplicate_connects") > 0, "{client}");
+    assert!(n("srv_calls_received") > 0, "{client}");
+    assert!(
+        soak["commands"]["http_200"].as_u64().unwrap_or(0) > 0,
+        "{soak}"
+    );
+}
