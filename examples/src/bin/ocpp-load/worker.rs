@@ -811,8 +811,17 @@ impl Worker {
             }
         }
         if failed {
+            // The socket is dead: the connection's output (a close reply, say) can never
+            // leave, and a closed connection has no timer left, so the link goes now rather
+            // than when its output is flushed (it never would be: the charge point would
+            // stay in limbo and never reconnect).
             link.conn.handle_eof(now);
             self.drain(local, None);
+            if self.cps[local].link.is_some() {
+                self.link_lost(local, now);
+            }
+            self.reschedule(local);
+            return;
         }
         let Some(link) = self.cps.get_mut(local).and_then(|cp| cp.link.as_mut()) else {
             self.reschedule(local);
@@ -834,7 +843,9 @@ impl Worker {
                 link.wants_write = pending;
             }
         }
-        if link.conn.is_closed() && link.conn.pending_transmit().is_empty() {
+        // A connection that ended before its TCP connect completed (refused, reset) still
+        // holds its upgrade request, which will never leave: it goes at once.
+        if link.conn.is_closed() && (link.conn.pending_transmit().is_empty() || !link.connected) {
             self.link_lost(local, now);
         }
         self.reschedule(local);
