@@ -3,7 +3,9 @@
 dependency beyond the standard library (bench/report.py needs matplotlib, which these machines
 do not have).
 
-    python3 bench/soak_plot.py RSS_CSV OUT_SVG [TITLE]
+    python3 bench/soak_plot.py RSS_CSV OUT_SVG [TITLE [MINUTES:LABEL ...]]
+
+Each MINUTES:LABEL draws a vertical mark with its label (an event during the run).
 
 RSS_CSV is what scripts/soak.sh writes: `unix_s,elapsed_s,rss_kib,charge_points_connected,...`
 with a header line.
@@ -91,6 +93,17 @@ def main():
         f'<text x="{w - 14}" y="{top + ph / 2}" text-anchor="middle" fill="#ff7f0e" '
         f'transform="rotate(90 {w - 14} {top + ph / 2})">charge points connected</text>'
     )
+    for mark in sys.argv[4:]:
+        at, _, label = mark.partition(":")
+        try:
+            mx = x(float(at))
+        except ValueError:
+            continue
+        out.append(
+            f'<line x1="{mx:.1f}" y1="{top}" x2="{mx:.1f}" y2="{top + ph}" stroke="#c00" '
+            f'stroke-dasharray="4 3"/>'
+        )
+        out.append(f'<text x="{mx + 4:.1f}" y="{top + 14}" fill="#c00">{label}</text>')
     conn = " ".join(f"{x(m):.1f},{y(c, cmax):.1f}" for m, _, c in rows)
     rss = " ".join(f"{x(m):.1f},{y(r, ymax):.1f}" for m, r, _ in rows)
     out.append(f'<polyline points="{conn}" fill="none" stroke="#ff7f0e" stroke-width="1.2"/>')
