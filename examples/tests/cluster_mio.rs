@@ -7,67 +7,17 @@
 
 mod common;
 
+use common::cluster::*;
 use common::redis_server::RedisServer;
 use common::*;
-use ocpp_messages::v1_6;
 
-fn node(redis: &RedisServer, id: &str, extra: &[&str]) -> Server {
-    let url = redis.url();
-    let mut args = vec!["--redis", url.as_str(), "--node-id", id];
-    args.extend_from_slice(extra);
-    Server::start(env!("CARGO_BIN_EXE_mio-server"), &args)
-}
-
-fn connect(server: &Server, identity: &str) -> ChargePoint {
-    ChargePoint::connect(server.ocpp, identity, &[OcppVersion::V1_6], None).expect("connected")
-}
-
-fn reset_accepted() -> Response {
-    Response::from(v1_6::Response::from(v1_6::ResetResponse {
-        status: v1_6::ResetStatus::Accepted,
-    }))
-}
-
-/// `POST /chargepoints/ID/call/Reset` on `admin`, answered by `cp`: the status and body.
-fn reset_through(admin: SocketAddr, cp: &mut ChargePoint, identity: &str) -> (u16, Value) {
-    let path = format!("/chargepoints/{identity}/call/Reset");
-    let command = std::thread::spawn(move || http(admin, "POST", &path, r#"{"type":"Soft"}"#));
-    let (id, request) = cp.expect_call();
-    assert_eq!(request.action(), "Reset");
-    cp.respond(&id, reset_accepted());
-    let (status, body) = command.join().unwrap();
-    (status, json(&body))
-}
-
-/// A command nobody answers: the status and how long it took.
-fn reset_unanswered(admin: SocketAddr, identity: &str) -> (u16, Duration) {
-    let start = Instant::now();
-    let (status, _) = http(
-        admin,
-        "POST",
-        &format!("/chargepoints/{identity}/call/Reset"),
-        r#"{"type":"Soft"}"#,
-    );
-    (status, start.elapsed())
-}
-
-/// Reads until the connection ends; the close code the server sent.
-fn close_code(mut cp: ChargePoint) -> Option<u16> {
-    loop {
-        if let Event::Closed(closed) = cp.next_event() {
-            return match closed.reason {
-                CloseReason::PeerClosed { code, .. } => code.map(|c| c.as_u16()),
-                other => panic!("closed otherwise: {other:?}"),
-            };
-        }
-    }
-}
+const MIO: &str = env!("CARGO_BIN_EXE_mio-server");
 
 #[test]
 fn commands_reach_charge_points_on_other_nodes_and_the_newest_connection_wins() {
     let redis = RedisServer::start();
-    let a = node(&redis, "a", &["--threads", "2"]);
-    let b = node(&redis, "b", &["--threads", "2"]);
+    let a = node(MIO, &redis, "a", &["--threads", "2"]);
+    let b = node(MIO, &redis, "b", &["--threads", "2"]);
 
     // Several charge points on b (spread over its two loops): each reached through a.
     let mut cps: Vec<(String, ChargePoint)> = (1..=4)
@@ -143,9 +93,9 @@ fn commands_reach_charge_points_on_other_nodes_and_the_newest_connection_wins() 
 #[test]
 fn a_killed_node_is_unreachable_at_once_and_routing_follows_the_reconnect() {
     let redis = RedisServer::start();
-    let a = node(&redis, "a", &["--cluster-ttl-s", "3"]);
-    let mut b = node(&redis, "b", &["--cluster-ttl-s", "3"]);
-    let c = node(&redis, "c", &["--cluster-ttl-s", "3"]);
+    let a = node(MIO, &redis, "a", &["--cluster-ttl-s", "3"]);
+    let mut b = node(MIO, &redis, "b", &["--cluster-ttl-s", "3"]);
+    let c = node(MIO, &redis, "c", &["--cluster-ttl-s", "3"]);
     let cp = connect(&b, "CP1");
     redis.wait_claimed("CP1", "b");
 
@@ -182,8 +132,8 @@ fn a_killed_node_is_unreachable_at_once_and_routing_follows_the_reconnect() {
 #[test]
 fn with_redis_down_local_commands_work_and_remote_ones_fail_fast_then_it_comes_back() {
     let mut redis = RedisServer::start();
-    let a = node(&redis, "a", &[]);
-    let b = node(&redis, "b", &[]);
+    let a = node(MIO, &redis, "a", &[]);
+    let b = node(MIO, &redis, "b", &[]);
     let mut local = connect(&a, "CP1");
     let mut remote = connect(&b, "CP2");
     redis.wait_claimed("CP1", "a");
@@ -221,8 +171,8 @@ fn with_redis_down_local_commands_work_and_remote_ones_fail_fast_then_it_comes_b
 #[test]
 fn sigterm_closes_with_1012_and_leaves_the_cluster() {
     let redis = RedisServer::start();
-    let a = node(&redis, "a", &[]);
-    let mut b = node(&redis, "b", &[]);
+    let a = node(MIO, &redis, "a", &[]);
+    let mut b = node(MIO, &redis, "b", &[]);
     let cp = connect(&b, "CP1");
     redis.wait_claimed("CP1", "b");
 

@@ -9,64 +9,12 @@
 
 mod common;
 
+use common::cluster::*;
 use common::redis_server::RedisServer;
 use common::*;
-use ocpp_messages::v1_6;
 
 const TOKIO: &str = env!("CARGO_BIN_EXE_tokio-server");
 const MIO: &str = env!("CARGO_BIN_EXE_mio-server");
-
-fn node(binary: &str, redis: &RedisServer, id: &str, extra: &[&str]) -> Server {
-    let url = redis.url();
-    let mut args = vec!["--redis", url.as_str(), "--node-id", id];
-    args.extend_from_slice(extra);
-    Server::start(binary, &args)
-}
-
-fn connect(server: &Server, identity: &str) -> ChargePoint {
-    ChargePoint::connect(server.ocpp, identity, &[OcppVersion::V1_6], None).expect("connected")
-}
-
-fn reset_accepted() -> Response {
-    Response::from(v1_6::Response::from(v1_6::ResetResponse {
-        status: v1_6::ResetStatus::Accepted,
-    }))
-}
-
-/// `POST /chargepoints/ID/call/Reset` on `admin`, answered by `cp`: the status and body.
-fn reset_through(admin: SocketAddr, cp: &mut ChargePoint, identity: &str) -> (u16, Value) {
-    let path = format!("/chargepoints/{identity}/call/Reset");
-    let command = std::thread::spawn(move || http(admin, "POST", &path, r#"{"type":"Soft"}"#));
-    let (id, request) = cp.expect_call();
-    assert_eq!(request.action(), "Reset");
-    cp.respond(&id, reset_accepted());
-    let (status, body) = command.join().unwrap();
-    (status, json(&body))
-}
-
-/// A command nobody answers: the status and how long it took.
-fn reset_unanswered(admin: SocketAddr, identity: &str) -> (u16, Duration) {
-    let start = Instant::now();
-    let (status, _) = http(
-        admin,
-        "POST",
-        &format!("/chargepoints/{identity}/call/Reset"),
-        r#"{"type":"Soft"}"#,
-    );
-    (status, start.elapsed())
-}
-
-/// Reads until the connection ends; the close code the server sent.
-fn close_code(mut cp: ChargePoint) -> Option<u16> {
-    loop {
-        if let Event::Closed(closed) = cp.next_event() {
-            return match closed.reason {
-                CloseReason::PeerClosed { code, .. } => code.map(|c| c.as_u16()),
-                other => panic!("closed otherwise: {other:?}"),
-            };
-        }
-    }
-}
 
 /// A charge point on `holder` reached through `caller`'s admin API: a result (200), a
 /// CALLERROR (502), a payload the holder cannot decode (502), not JSON (400).

@@ -26,6 +26,9 @@ pub use serde_json::Value;
 #[path = "../../../ocpp-cluster/tests/common/redis_server.rs"]
 pub mod redis_server;
 
+/// The cluster tests' helpers (`cluster_mio.rs`, `cluster_tokio.rs`).
+pub mod cluster;
+
 /// The longest any single wait in these tests may take.
 pub const WAIT: Duration = Duration::from_secs(10);
 
