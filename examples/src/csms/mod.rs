@@ -122,7 +122,7 @@ mod v1_6;
 mod v2x;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -431,6 +431,10 @@ pub struct Csms {
     /// Security profiles 1 and 2: the passwords, changed by an accepted SetVariables
     /// BasicAuthPassword / ChangeConfiguration AuthorizationKey. Never taken with another lock.
     credentials: RwLock<Option<Credentials>>,
+    /// How many follow-up CALLs are waiting in the store: every answered CALL asks for one
+    /// ([`Csms::take_follow_up`]), and this spares it the store's lock while there are none
+    /// (almost always: only an accepted SignCertificate makes one).
+    follow_ups: AtomicUsize,
 }
 
 impl Csms {
@@ -444,6 +448,7 @@ impl Csms {
             next_session: AtomicU64::new(1),
             next_transaction_id: AtomicI32::new(1),
             metrics: Metrics::default(),
+            follow_ups: AtomicUsize::new(0),
             tokens,
             credentials,
         }
@@ -619,9 +624,17 @@ impl Csms {
     /// after the answer, so that the station gets the CALLRESULT first (both servers: see
     /// [`Csms::send_follow_up`] for a [`Connection`] the loop drives itself).
     pub fn take_follow_up(&self, identity: &ChargePointIdentity) -> Option<Request> {
-        self.lock()
+        if self.follow_ups.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let taken = self
+            .lock()
             .get_mut(identity)
-            .and_then(|cp| cp.follow_up.take())
+            .and_then(|cp| cp.follow_up.take());
+        if taken.is_some() {
+            self.follow_ups.fetch_sub(1, Ordering::AcqRel);
+        }
+        taken
     }
 
     /// Sends [`Csms::take_follow_up`]'s CALL on `connection` (queued behind the answer and
@@ -707,6 +720,7 @@ impl Csms {
                 config: &self.config,
                 next_transaction_id: &self.next_transaction_id,
                 tokens: &self.tokens,
+                follow_ups: &self.follow_ups,
                 now: SystemTime::now(),
                 presigned: presigned.as_ref(),
             };
@@ -980,6 +994,8 @@ struct Context<'a> {
     config: &'a CsmsConfig,
     next_transaction_id: &'a AtomicI32,
     tokens: &'a RwLock<Option<TokenStore>>,
+    /// [`Csms::follow_ups`], counted up when a follow-up CALL is stored.
+    follow_ups: &'a AtomicUsize,
     now: SystemTime,
     /// A SignCertificate's CSR, checked and signed before the lock was taken.
     presigned: Option<&'a Result<SignedCertificate, String>>,
@@ -1066,7 +1082,9 @@ impl Context<'_> {
                 record.status = "Accepted";
                 record.serial = Some(signed.serial);
                 record.not_after = Some(signed.not_after);
-                cp.follow_up = Some(request);
+                if cp.follow_up.replace(request).is_none() {
+                    self.follow_ups.fetch_add(1, Ordering::AcqRel);
+                }
                 true
             }
             Err(reason) => {
