@@ -56,6 +56,14 @@ fn digits(bytes: &[u8], at: usize, n: usize) -> Result<u32, DateTimeError> {
     Ok(value)
 }
 
+/// Writes `value` in decimal into `out`, zero-padded to its length (the value must fit).
+fn put_digits(out: &mut [u8], mut value: u32) {
+    for slot in out.iter_mut().rev() {
+        *slot = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
+}
+
 fn expect(bytes: &[u8], at: usize, allowed: &[u8]) -> Result<u8, DateTimeError> {
     match bytes.get(at) {
         Some(b) if allowed.contains(b) => Ok(*b),
@@ -196,13 +204,33 @@ impl DateTime {
         if !(0..=9999).contains(&year) {
             return None;
         }
-        let text = alloc::format!(
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-            rem / 3600,
-            rem / 60 % 60,
-            rem % 60
-        );
-        Self::parse(&text).ok()
+        // The fields are in range by construction: print them straight (no `format!` and no
+        // second parse; a Heartbeat answer pays for this on every request).
+        let (hour, minute, second) = (rem / 3600, rem / 60 % 60, rem % 60);
+        let mut text = [0u8; 20];
+        put_digits(&mut text[0..4], year as u32);
+        text[4] = b'-';
+        put_digits(&mut text[5..7], month);
+        text[7] = b'-';
+        put_digits(&mut text[8..10], day);
+        text[10] = b'T';
+        put_digits(&mut text[11..13], hour as u32);
+        text[13] = b':';
+        put_digits(&mut text[14..16], minute as u32);
+        text[16] = b':';
+        put_digits(&mut text[17..19], second as u32);
+        text[19] = b'Z';
+        Some(DateTime {
+            text: String::from(core::str::from_utf8(&text).ok()?),
+            year: year as u16,
+            month: month as u8,
+            day: day as u8,
+            hour: hour as u8,
+            minute: minute as u8,
+            second: second as u8,
+            nanosecond: 0,
+            offset_minutes: 0,
+        })
     }
 
     /// The current UTC time from the system clock ([`std::time::SystemTime`]), in whole seconds
@@ -375,6 +403,32 @@ mod tests {
         assert_eq!(max, Some(253_402_300_799));
         assert!(DateTime::from_unix_timestamp(253_402_300_800).is_none());
         assert!(DateTime::from_unix_timestamp(-62_167_219_201).is_none());
+    }
+
+    #[test]
+    fn from_unix_timestamp_agrees_with_parse() {
+        // Seconds spread over the whole writable range (a prime step), plus the edges of days,
+        // months and leap years: the printed text parses back to the same value and second.
+        let (first, last) = (-62_167_219_200_i64, 253_402_300_799_i64);
+        let mut secs: alloc::vec::Vec<i64> = (0..20_000)
+            .map(|i| first + i * ((last - first) / 20_000) + (i * 7_919) % 86_400)
+            .collect();
+        secs.extend([
+            first,
+            last,
+            0,
+            -1,
+            86_399,
+            86_400,
+            951_782_400,
+            951_868_799,
+            4_107_542_399,
+        ]);
+        for s in secs {
+            let t = DateTime::from_unix_timestamp(s).unwrap();
+            assert_eq!(DateTime::parse(t.as_str()), Ok(t.clone()), "{s}");
+            assert_eq!(t.unix_timestamp(), s);
+        }
     }
 
     #[cfg(feature = "std")]
