@@ -113,4 +113,7 @@ impl Schema for NoResponse {
             "a SEND-only action has no response",
         ))
     }
+    fn conforms(&self, _: Mode) -> bool {
+        match *self {}
+    }
 }

@@ -151,8 +151,42 @@ impl DecodeOptions {
     }
 }
 
+mod one_pass;
+
 /// Parses `payload`, checks it against `T`'s schema in `mode` and builds the value.
+///
+/// A payload that keeps the schema is read in one pass, straight into `T`; one that breaks
+/// it (or has a `null` somewhere) is read again through a `serde_json::Value`, checked rule
+/// by rule ([`Schema::check_json`]), and the first violation found is the error. Both ways
+/// give the same answer.
+///
+/// ```
+/// use ocpp_messages::decode::decode_payload;
+/// use ocpp_messages::validate::Mode;
+/// use ocpp_messages::v1_6::StatusNotificationRequest;
+///
+/// let ok = r#"{"connectorId":1,"errorCode":"NoError","status":"Available"}"#;
+/// let status: StatusNotificationRequest = decode_payload(ok, Mode::Strict)?;
+/// assert_eq!(status.connector_id, 1);
+/// let unknown = r#"{"connectorId":1,"errorCode":"NoError","status":"Available","x":1}"#;
+/// let err = decode_payload::<StatusNotificationRequest>(unknown, Mode::Strict).unwrap_err();
+/// assert_eq!(err.error_code(), ocpp_messages::ErrorCode::FormatViolation); // additionalProperties
+/// assert!(decode_payload::<StatusNotificationRequest>(unknown, Mode::Lenient).is_ok());
+/// # Ok::<(), ocpp_messages::DecodeError>(())
+/// ```
 pub fn decode_payload<T: Schema + DeserializeOwned>(
+    payload: &str,
+    mode: Mode,
+) -> Result<T, DecodeError> {
+    if let Some(value) = one_pass::decode(payload, mode) {
+        return Ok(value);
+    }
+    decode_checked(payload, mode)
+}
+
+/// [`decode_payload`] without the one-pass attempt: always through a `serde_json::Value` and
+/// [`Schema::check_json`]. Slower, and the same answer; for differential tests.
+pub fn decode_checked<T: Schema + DeserializeOwned>(
     payload: &str,
     mode: Mode,
 ) -> Result<T, DecodeError> {

@@ -133,4 +133,22 @@ pub trait Schema {
     /// assert_eq!(err.path(), "chargePointModel");
     /// ```
     fn check_json(value: &Value, path: &Path<'_>, mode: Mode) -> Result<(), Violation>;
+
+    /// Whether a value serde built straight from a payload also keeps the rules serde does not
+    /// enforce: `maxLength`, `format: uri`, numeric bounds and `multipleOf`, `minItems` and
+    /// `maxItems`, and in strict mode only listed enumeration values. The one-pass decoder
+    /// ([`crate::decode::decode_payload`]) returns such a value without building a
+    /// `serde_json::Value` first; anything else goes through [`Schema::check_json`].
+    ///
+    /// ```
+    /// use ocpp_messages::validate::{Mode, Schema};
+    /// use ocpp_messages::v1_6::{AuthorizeRequest, ChargePointStatus};
+    ///
+    /// assert!(AuthorizeRequest::new("TAG-1").conforms(Mode::Strict));
+    /// // idTag is at most 20 characters
+    /// assert!(!AuthorizeRequest::new("T".repeat(21)).conforms(Mode::Strict));
+    /// let unknown = ChargePointStatus::from_wire("Sleeping");
+    /// assert!(!unknown.conforms(Mode::Strict) && unknown.conforms(Mode::Lenient));
+    /// ```
+    fn conforms(&self, mode: Mode) -> bool;
 }

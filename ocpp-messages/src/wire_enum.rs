@@ -110,6 +110,10 @@ macro_rules! wire_enum {
             ) -> Result<(), $crate::validate::Violation> {
                 $crate::validate::check::enum_value(value, path, mode, Self::VALUES)
             }
+
+            fn conforms(&self, mode: $crate::validate::Mode) -> bool {
+                mode == $crate::validate::Mode::Lenient || self.is_recognized()
+            }
         }
     };
 }

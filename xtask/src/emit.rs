@@ -324,6 +324,87 @@ fn check_code(ty: &Ty, v: &str, path: &str, depth: usize) -> String {
     }
 }
 
+/// A boolean expression saying whether `v` (a reference to a value of `ty`) keeps the rules
+/// serde does not enforce when it builds the value (see `Schema::conforms`); `None` when serde
+/// enforces them all (the type alone is the rule).
+fn conforms_code(ty: &Ty, v: &str, depth: usize) -> Option<String> {
+    match ty {
+        Ty::String { max_len } => max_len.map(|m| format!("check::fits({v}, {m})")),
+        Ty::Uri { max_len } => Some(match max_len {
+            Some(m) => format!("check::is_uri({v}) && check::fits({v}, {m})"),
+            None => format!("check::is_uri({v})"),
+        }),
+        Ty::DateTime | Ty::Bool | Ty::Any => None,
+        Ty::Int { rust, min, max } => {
+            let (lo, hi) = match rust {
+                IntTy::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
+                IntTy::U32 => (0, i64::from(u32::MAX)),
+            };
+            let (lo2, hi2) = (min.map_or(lo, |m| m.max(lo)), max.map_or(hi, |m| m.min(hi)));
+            ((lo2, hi2) != (lo, hi)).then(|| format!("({lo2}..={hi2}).contains(&i64::from(*{v}))"))
+        }
+        Ty::Number {
+            min,
+            max,
+            multiple_of,
+        } => (min.is_some() || max.is_some() || multiple_of.is_some()).then(|| {
+            format!(
+                "check::number_fits(*{v}, {}, {}, {})",
+                opt_f64(*min),
+                opt_f64(*max),
+                opt_f64(*multiple_of)
+            )
+        }),
+        Ty::Named(_) => Some(format!("{v}.conforms(mode)")),
+        Ty::Array { item, min, max } => {
+            let item_var = format!("item{depth}");
+            let count = (min.is_some() || max.is_some()).then(|| {
+                format!(
+                    "check::count_fits({v}.len(), {}, {})",
+                    opt_u64(*min),
+                    opt_u64(*max)
+                )
+            });
+            let items = conforms_code(item, &item_var, depth + 1)
+                .map(|e| format!("{v}.iter().all(|{item_var}| {e})"));
+            match (count, items) {
+                (Some(c), Some(i)) => Some(format!("{c} && {i}")),
+                (c, i) => c.or(i),
+            }
+        }
+    }
+}
+
+/// `Schema::conforms` of a struct: every field's rule, an optional field only when present.
+fn struct_conforms_code(fields: &[Field]) -> String {
+    let mut lets = String::new();
+    let mut terms = Vec::new();
+    for (i, f) in fields.iter().enumerate() {
+        let var = format!("f{i}");
+        let Some(e) = conforms_code(&f.ty, &var, 0) else {
+            continue;
+        };
+        if f.required {
+            let _ = writeln!(lets, "        let {var} = &self.{};", f.rust);
+            terms.push(e);
+        } else {
+            terms.push(format!(
+                "self.{}.as_ref().map_or(true, |{var}| {e})",
+                f.rust
+            ));
+        }
+    }
+    let mut body = if terms.is_empty() {
+        "true".to_owned()
+    } else {
+        terms.join("\n            && ")
+    };
+    if !body.contains("(mode)") {
+        body.insert_str(0, "let _ = mode;\n        ");
+    }
+    format!("    fn conforms(&self, mode: Mode) -> bool {{\n{lets}        {body}\n    }}\n")
+}
+
 fn struct_code(t: &TypeDef, fields: &[Field], open: bool, imports: &mut Imports) -> String {
     imports.serde = true;
     imports.validate = true;
@@ -403,7 +484,9 @@ fn struct_code(t: &TypeDef, fields: &[Field], open: bool, imports: &mut Imports)
             );
         }
     }
-    s.push_str("        Ok(())\n    }\n}\n\n");
+    s.push_str("        Ok(())\n    }\n\n");
+    s.push_str(&struct_conforms_code(fields));
+    s.push_str("}\n\n");
     s.push_str(&arbitrary_code(t, fields, open));
     s
 }

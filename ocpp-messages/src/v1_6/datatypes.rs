@@ -82,6 +82,14 @@ impl Schema for CertificateHashData {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.hash_algorithm;
+        let f1 = &self.issuer_name_hash;
+        let f2 = &self.issuer_key_hash;
+        let f3 = &self.serial_number;
+        f0.conforms(mode) && check::fits(f1, 128) && check::fits(f2, 128) && check::fits(f3, 40)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -256,6 +264,19 @@ impl Schema for ChargingProfile {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.charging_profile_purpose;
+        let f4 = &self.charging_profile_kind;
+        let f8 = &self.charging_schedule;
+        f3.conforms(mode)
+            && f4.conforms(mode)
+            && self
+                .recurrency_kind
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+            && f8.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -397,6 +418,17 @@ impl Schema for ChargingSchedule {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.charging_rate_unit;
+        let f3 = &self.charging_schedule_period;
+        f2.conforms(mode)
+            && f3.iter().all(|item0| item0.conforms(mode))
+            && self
+                .min_charging_rate
+                .as_ref()
+                .map_or(true, |f4| check::number_fits(*f4, None, None, Some(0.1)))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -482,6 +514,12 @@ impl Schema for ChargingSchedulePeriod {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.limit;
+        let _ = mode;
+        check::number_fits(*f1, None, None, Some(0.1))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -564,6 +602,14 @@ impl Schema for IdTagInfo {
             AuthorizationStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.status;
+        self.parent_id_tag
+            .as_ref()
+            .map_or(true, |f1| check::fits(f1, 20))
+            && f2.conforms(mode)
     }
 }
 

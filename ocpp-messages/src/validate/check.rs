@@ -91,27 +91,27 @@ pub fn string<'v>(
     let Value::String(s) = value else {
         return Err(wrong_type(value, path, "a string"));
     };
-    if let Some(max) = max_len {
-        // Cheap test first: no more bytes than allowed characters means no more characters.
-        if s.len() as u64 > max {
-            let chars = s.chars().count() as u64;
-            if chars > max {
-                return Err(Violation::new(
-                    ViolationKind::Property,
-                    path,
-                    format!("longer than maxLength {max} ({chars} characters)"),
-                ));
-            }
-        }
+    if let Some(max) = max_len.filter(|max| !fits(s, *max)) {
+        let chars = s.chars().count();
+        return Err(Violation::new(
+            ViolationKind::Property,
+            path,
+            format!("longer than maxLength {max} ({chars} characters)"),
+        ));
     }
     Ok(s)
 }
 
+/// `maxLength`: whether `s` has at most `max` characters, as JSON schema counts them.
+pub fn fits(s: &str, max: u64) -> bool {
+    // Cheap test first: no more bytes than allowed characters means no more characters.
+    s.len() as u64 <= max || s.chars().count() as u64 <= max
+}
+
 /// `"format": "uri"`: a scheme (`[A-Za-z][A-Za-z0-9+.-]*`), a colon, and no whitespace or
 /// control characters.
-pub fn uri(value: &Value, path: &Path<'_>, max_len: Option<u64>) -> Result<(), Violation> {
-    let s = string(value, path, max_len)?;
-    let valid = match s.split_once(':') {
+pub fn is_uri(s: &str) -> bool {
+    match s.split_once(':') {
         Some((scheme, _)) => {
             let mut chars = scheme.chars();
             chars.next().is_some_and(|c| c.is_ascii_alphabetic())
@@ -119,8 +119,12 @@ pub fn uri(value: &Value, path: &Path<'_>, max_len: Option<u64>) -> Result<(), V
                 && !s.chars().any(|c| c.is_whitespace() || c.is_control())
         }
         None => false,
-    };
-    if valid {
+    }
+}
+
+/// `"format": "uri"` ([`is_uri`]) with an optional `maxLength`.
+pub fn uri(value: &Value, path: &Path<'_>, max_len: Option<u64>) -> Result<(), Violation> {
+    if is_uri(string(value, path, max_len)?) {
         Ok(())
     } else {
         Err(Violation::new(
@@ -201,6 +205,19 @@ pub fn number(
         }
     }
     Ok(())
+}
+
+/// `minimum`, `maximum` and `multipleOf` of a number already read (see [`number`]).
+pub fn number_fits(x: f64, min: Option<f64>, max: Option<f64>, multiple_of: Option<f64>) -> bool {
+    min.map_or(true, |min| x >= min)
+        && max.map_or(true, |max| x <= max)
+        && multiple_of.map_or(true, |step| is_multiple(x, step))
+}
+
+/// `minItems` and `maxItems` of an array of `n` items (see [`array`]).
+pub fn count_fits(n: usize, min: Option<u64>, max: Option<u64>) -> bool {
+    let n = n as u64;
+    min.map_or(true, |min| n >= min) && max.map_or(true, |max| n <= max)
 }
 
 fn abs(x: f64) -> f64 {

@@ -53,6 +53,12 @@ impl Schema for AuthorizeRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.id_tag;
+        let _ = mode;
+        check::fits(f0, 20)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -93,6 +99,11 @@ impl Schema for AuthorizeResponse {
             IdTagInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.id_tag_info;
+        f0.conforms(mode)
     }
 }
 

@@ -192,6 +192,36 @@ impl Schema for BootNotificationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.charge_point_vendor;
+        let f1 = &self.charge_point_model;
+        let _ = mode;
+        check::fits(f0, 20)
+            && check::fits(f1, 20)
+            && self
+                .charge_point_serial_number
+                .as_ref()
+                .map_or(true, |f2| check::fits(f2, 25))
+            && self
+                .charge_box_serial_number
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 25))
+            && self
+                .firmware_version
+                .as_ref()
+                .map_or(true, |f4| check::fits(f4, 50))
+            && self.iccid.as_ref().map_or(true, |f5| check::fits(f5, 20))
+            && self.imsi.as_ref().map_or(true, |f6| check::fits(f6, 20))
+            && self
+                .meter_type
+                .as_ref()
+                .map_or(true, |f7| check::fits(f7, 25))
+            && self
+                .meter_serial_number
+                .as_ref()
+                .map_or(true, |f8| check::fits(f8, 25))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -276,6 +306,11 @@ impl Schema for BootNotificationResponse {
             check::integer(v, path, -2147483648, 2147483647)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

@@ -52,6 +52,12 @@ impl Schema for CertificateSignedRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.certificate_chain;
+        let _ = mode;
+        check::fits(f0, 10000)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -94,6 +100,11 @@ impl Schema for CertificateSignedResponse {
             CertificateSignedStatusEnum::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

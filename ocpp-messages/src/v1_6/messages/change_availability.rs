@@ -61,6 +61,11 @@ impl Schema for ChangeAvailabilityRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.r#type;
+        f1.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -107,6 +112,11 @@ impl Schema for ChangeAvailabilityResponse {
             AvailabilityStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

@@ -61,6 +61,13 @@ impl Schema for ChangeConfigurationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.key;
+        let f1 = &self.value;
+        let _ = mode;
+        check::fits(f0, 50) && check::fits(f1, 500)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -101,6 +108,11 @@ impl Schema for ChangeConfigurationResponse {
             ConfigurationStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

@@ -34,6 +34,11 @@ impl Schema for ClearCacheRequest {
         check::known_fields(object, path, mode, &[])?;
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let _ = mode;
+        true
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -72,6 +77,11 @@ impl Schema for ClearCacheResponse {
             ClearCacheStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

@@ -103,6 +103,12 @@ impl Schema for ClearChargingProfileRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.charging_profile_purpose
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -153,6 +159,11 @@ impl Schema for ClearChargingProfileResponse {
             ClearChargingProfileStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

@@ -84,6 +84,16 @@ impl Schema for DataTransferRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.vendor_id;
+        let _ = mode;
+        check::fits(f0, 255)
+            && self
+                .message_id
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 50))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -147,6 +157,11 @@ impl Schema for DataTransferResponse {
             check::string(v, path, None)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

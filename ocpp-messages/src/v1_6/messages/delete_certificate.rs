@@ -53,6 +53,11 @@ impl Schema for DeleteCertificateRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.certificate_hash_data;
+        f0.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -95,6 +100,11 @@ impl Schema for DeleteCertificateResponse {
             DeleteCertificateStatusEnum::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

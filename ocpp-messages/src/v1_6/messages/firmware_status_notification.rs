@@ -50,6 +50,11 @@ impl Schema for FirmwareStatusNotificationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -74,6 +79,11 @@ impl Schema for FirmwareStatusNotificationResponse {
         let object = check::object(value, path)?;
         check::known_fields(object, path, mode, &[])?;
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let _ = mode;
+        true
     }
 }
 

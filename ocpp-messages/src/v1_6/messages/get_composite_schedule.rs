@@ -84,6 +84,12 @@ impl Schema for GetCompositeScheduleRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.charging_rate_unit
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -187,6 +193,15 @@ impl Schema for GetCompositeScheduleResponse {
             ChargingSchedule::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .charging_schedule
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 

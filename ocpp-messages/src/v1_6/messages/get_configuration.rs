@@ -56,6 +56,13 @@ impl Schema for GetConfigurationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let _ = mode;
+        self.key
+            .as_ref()
+            .map_or(true, |f0| f0.iter().all(|item0| check::fits(item0, 50)))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -122,6 +129,16 @@ impl Schema for GetConfigurationResponse {
             }
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.configuration_key
+            .as_ref()
+            .map_or(true, |f0| f0.iter().all(|item0| item0.conforms(mode)))
+            && self
+                .unknown_key
+                .as_ref()
+                .map_or(true, |f1| f1.iter().all(|item0| check::fits(item0, 50)))
     }
 }
 
@@ -202,6 +219,12 @@ impl Schema for KeyValue {
             check::string(v, path, Some(500))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.key;
+        let _ = mode;
+        check::fits(f0, 50) && self.value.as_ref().map_or(true, |f2| check::fits(f2, 500))
     }
 }
 

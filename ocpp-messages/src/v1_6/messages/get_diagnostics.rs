@@ -128,6 +128,12 @@ impl Schema for GetDiagnosticsRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.location;
+        let _ = mode;
+        check::is_uri(f0)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -182,6 +188,13 @@ impl Schema for GetDiagnosticsResponse {
             check::string(v, path, Some(255))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let _ = mode;
+        self.file_name
+            .as_ref()
+            .map_or(true, |f0| check::fits(f0, 255))
     }
 }
 

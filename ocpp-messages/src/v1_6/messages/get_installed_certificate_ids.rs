@@ -52,6 +52,11 @@ impl Schema for GetInstalledCertificateIdsRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.certificate_type;
+        f0.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -115,6 +120,14 @@ impl Schema for GetInstalledCertificateIdsResponse {
             GetInstalledCertificateStatusEnum::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.certificate_hash_data.as_ref().map_or(true, |f0| {
+            check::count_fits(f0.len(), Some(1), None)
+                && f0.iter().all(|item0| item0.conforms(mode))
+        }) && f1.conforms(mode)
     }
 }
 

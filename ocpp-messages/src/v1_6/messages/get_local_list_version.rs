@@ -33,6 +33,11 @@ impl Schema for GetLocalListVersionRequest {
         check::known_fields(object, path, mode, &[])?;
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let _ = mode;
+        true
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -71,6 +76,11 @@ impl Schema for GetLocalListVersionResponse {
             check::integer(v, path, -2147483648, 2147483647)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let _ = mode;
+        true
     }
 }
 

@@ -108,6 +108,12 @@ impl Schema for GetLogRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.log;
+        let f1 = &self.log_type;
+        f0.conforms(mode) && f1.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -178,6 +184,15 @@ impl Schema for GetLogResponse {
             check::string(v, path, Some(255))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .filename
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 255))
     }
 }
 
@@ -277,6 +292,12 @@ impl Schema for LogParameters {
             check::date_time(v, path)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.remote_location;
+        let _ = mode;
+        check::fits(f0, 512)
     }
 }
 

@@ -62,6 +62,12 @@ impl Schema for InstallCertificateRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.certificate_type;
+        let f1 = &self.certificate;
+        f0.conforms(mode) && check::fits(f1, 5500)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -108,6 +114,11 @@ impl Schema for InstallCertificateResponse {
             InstallCertificateStatusEnum::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

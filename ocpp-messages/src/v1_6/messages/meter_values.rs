@@ -88,6 +88,11 @@ impl Schema for MeterValuesRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.meter_value;
+        check::count_fits(f2.len(), Some(1), None) && f2.iter().all(|item0| item0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -120,6 +125,11 @@ impl Schema for MeterValuesResponse {
         let object = check::object(value, path)?;
         check::known_fields(object, path, mode, &[])?;
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let _ = mode;
+        true
     }
 }
 
@@ -173,6 +183,11 @@ impl Schema for MeterValue {
             }
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.sampled_value;
+        check::count_fits(f1.len(), Some(1), None) && f1.iter().all(|item0| item0.conforms(mode))
     }
 }
 
@@ -331,6 +346,15 @@ impl Schema for SampledValue {
             UnitOfMeasure::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.context.as_ref().map_or(true, |f1| f1.conforms(mode))
+            && self.format.as_ref().map_or(true, |f2| f2.conforms(mode))
+            && self.measurand.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self.phase.as_ref().map_or(true, |f4| f4.conforms(mode))
+            && self.location.as_ref().map_or(true, |f5| f5.conforms(mode))
+            && self.unit.as_ref().map_or(true, |f6| f6.conforms(mode))
     }
 }
 

@@ -90,6 +90,15 @@ impl Schema for RemoteStartTransactionRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.id_tag;
+        check::fits(f1, 20)
+            && self
+                .charging_profile
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -138,6 +147,11 @@ impl Schema for RemoteStartTransactionResponse {
             RemoteStartStopStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

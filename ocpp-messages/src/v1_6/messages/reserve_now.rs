@@ -112,6 +112,16 @@ impl Schema for ReserveNowRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.id_tag;
+        let _ = mode;
+        check::fits(f2, 20)
+            && self
+                .parent_id_tag
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 20))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -164,6 +174,11 @@ impl Schema for ReserveNowResponse {
             ReservationStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

@@ -50,6 +50,11 @@ impl Schema for ResetRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.r#type;
+        f0.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -90,6 +95,11 @@ impl Schema for ResetResponse {
             ResetStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

@@ -78,6 +78,16 @@ impl Schema for SecurityEventNotificationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.r#type;
+        let _ = mode;
+        check::fits(f0, 50)
+            && self
+                .tech_info
+                .as_ref()
+                .map_or(true, |f2| check::fits(f2, 255))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -110,6 +120,11 @@ impl Schema for SecurityEventNotificationResponse {
         let object = check::object(value, path)?;
         check::known_fields(object, path, mode, &[])?;
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let _ = mode;
+        true
     }
 }
 

@@ -87,6 +87,14 @@ impl Schema for SendLocalListRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.update_type;
+        self.local_authorization_list
+            .as_ref()
+            .map_or(true, |f1| f1.iter().all(|item0| item0.conforms(mode)))
+            && f2.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -138,6 +146,11 @@ impl Schema for SendLocalListResponse {
             UpdateStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 
@@ -197,6 +210,15 @@ impl Schema for AuthorizationData {
             IdTagInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.id_tag;
+        check::fits(f0, 20)
+            && self
+                .id_tag_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
     }
 }
 

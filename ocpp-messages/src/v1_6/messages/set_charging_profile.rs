@@ -62,6 +62,11 @@ impl Schema for SetChargingProfileRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.cs_charging_profiles;
+        f1.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -108,6 +113,11 @@ impl Schema for SetChargingProfileResponse {
             ChargingProfileStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

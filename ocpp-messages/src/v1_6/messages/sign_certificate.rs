@@ -50,6 +50,12 @@ impl Schema for SignCertificateRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.csr;
+        let _ = mode;
+        check::fits(f0, 5500)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -90,6 +96,11 @@ impl Schema for SignCertificateResponse {
             GenericStatusEnum::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

@@ -99,6 +99,11 @@ impl Schema for SignedUpdateFirmwareRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.firmware;
+        f3.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -149,6 +154,11 @@ impl Schema for SignedUpdateFirmwareResponse {
             UpdateFirmwareStatusEnum::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 
@@ -251,6 +261,14 @@ impl Schema for Firmware {
             check::string(v, path, Some(800))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.location;
+        let f3 = &self.signing_certificate;
+        let f4 = &self.signature;
+        let _ = mode;
+        check::fits(f0, 512) && check::fits(f3, 5500) && check::fits(f4, 800)
     }
 }
 

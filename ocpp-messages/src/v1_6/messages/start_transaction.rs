@@ -113,6 +113,12 @@ impl Schema for StartTransactionRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.id_tag;
+        let _ = mode;
+        check::fits(f1, 20)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -176,6 +182,11 @@ impl Schema for StartTransactionResponse {
             check::integer(v, path, -2147483648, 2147483647)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.id_tag_info;
+        f0.conforms(mode)
     }
 }
 

@@ -152,6 +152,22 @@ impl Schema for StatusNotificationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.error_code;
+        let f3 = &self.status;
+        f1.conforms(mode)
+            && self.info.as_ref().map_or(true, |f2| check::fits(f2, 50))
+            && f3.conforms(mode)
+            && self
+                .vendor_id
+                .as_ref()
+                .map_or(true, |f5| check::fits(f5, 255))
+            && self
+                .vendor_error_code
+                .as_ref()
+                .map_or(true, |f6| check::fits(f6, 50))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -194,6 +210,11 @@ impl Schema for StatusNotificationResponse {
         let object = check::object(value, path)?;
         check::known_fields(object, path, mode, &[])?;
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let _ = mode;
+        true
     }
 }
 

@@ -136,6 +136,15 @@ impl Schema for StopTransactionRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.id_tag.as_ref().map_or(true, |f0| check::fits(f0, 20))
+            && self.reason.as_ref().map_or(true, |f4| f4.conforms(mode))
+            && self
+                .transaction_data
+                .as_ref()
+                .map_or(true, |f5| f5.iter().all(|item0| item0.conforms(mode)))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -195,6 +204,12 @@ impl Schema for StopTransactionResponse {
             IdTagInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.id_tag_info
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -281,6 +296,11 @@ impl Schema for TransactionData {
             }
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.sampled_value;
+        f1.iter().all(|item0| item0.conforms(mode))
     }
 }
 
@@ -442,6 +462,15 @@ impl Schema for TransactionDataSampledValue {
             TransactionDataUnitOfMeasure::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.context.as_ref().map_or(true, |f1| f1.conforms(mode))
+            && self.format.as_ref().map_or(true, |f2| f2.conforms(mode))
+            && self.measurand.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self.phase.as_ref().map_or(true, |f4| f4.conforms(mode))
+            && self.location.as_ref().map_or(true, |f5| f5.conforms(mode))
+            && self.unit.as_ref().map_or(true, |f6| f6.conforms(mode))
     }
 }
 

@@ -68,6 +68,11 @@ impl Schema for TriggerMessageRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.requested_message;
+        f0.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -114,6 +119,11 @@ impl Schema for TriggerMessageResponse {
             TriggerMessageStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

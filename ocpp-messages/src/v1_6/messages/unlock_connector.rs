@@ -50,6 +50,11 @@ impl Schema for UnlockConnectorRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let _ = mode;
+        true
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -90,6 +95,11 @@ impl Schema for UnlockConnectorResponse {
             UnlockStatus::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
     }
 }
 

@@ -99,6 +99,12 @@ impl Schema for UpdateFirmwareRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.location;
+        let _ = mode;
+        check::is_uri(f0)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -133,6 +139,11 @@ impl Schema for UpdateFirmwareResponse {
         let object = check::object(value, path)?;
         check::known_fields(object, path, mode, &[])?;
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let _ = mode;
+        true
     }
 }
 

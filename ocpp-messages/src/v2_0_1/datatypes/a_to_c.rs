@@ -76,6 +76,16 @@ impl Schema for AdditionalInfo {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.additional_id_token;
+        let f2 = &self.r#type;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 36)
+            && check::fits(f2, 50)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -191,6 +201,20 @@ impl Schema for CertificateHashData {
             check::string(v, path, Some(40))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.hash_algorithm;
+        let f2 = &self.issuer_name_hash;
+        let f3 = &self.issuer_key_hash;
+        let f4 = &self.serial_number;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && check::fits(f2, 128)
+            && check::fits(f3, 128)
+            && check::fits(f4, 40)
     }
 }
 
@@ -406,6 +430,27 @@ impl Schema for ChargingProfile {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.charging_profile_purpose;
+        let f4 = &self.charging_profile_kind;
+        let f8 = &self.charging_schedule;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f3.conforms(mode)
+            && f4.conforms(mode)
+            && self
+                .recurrency_kind
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+            && check::count_fits(f8.len(), Some(1), Some(3))
+            && f8.iter().all(|item0| item0.conforms(mode))
+            && self
+                .transaction_id
+                .as_ref()
+                .map_or(true, |f9| check::fits(f9, 36))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -613,6 +658,21 @@ impl Schema for ChargingSchedule {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f4 = &self.charging_rate_unit;
+        let f5 = &self.charging_schedule_period;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f4.conforms(mode)
+            && check::count_fits(f5.len(), Some(1), Some(1024))
+            && f5.iter().all(|item0| item0.conforms(mode))
+            && self
+                .sales_tariff
+                .as_ref()
+                .map_or(true, |f7| f7.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -756,6 +816,12 @@ impl Schema for ChargingSchedulePeriod {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -870,6 +936,19 @@ impl Schema for Component {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.name;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.evse.as_ref().map_or(true, |f1| f1.conforms(mode))
+            && check::fits(f2, 50)
+            && self
+                .instance
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 50))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -957,6 +1036,15 @@ impl Schema for ComponentVariable {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.component;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self.variable.as_ref().map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -1040,6 +1128,15 @@ impl Schema for ConsumptionCost {
             }
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.cost;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::count_fits(f2.len(), Some(1), Some(3))
+            && f2.iter().all(|item0| item0.conforms(mode))
     }
 }
 

@@ -94,6 +94,14 @@ impl Schema for Cost {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.cost_kind;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -152,6 +160,12 @@ impl Schema for CustomData {
             check::string(v, path, Some(255))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.vendor_id;
+        let _ = mode;
+        check::fits(f0, 255)
     }
 }
 
@@ -239,6 +253,12 @@ impl Schema for EVSE {
             check::integer(v, path, -2147483648, 2147483647)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -343,6 +363,20 @@ impl Schema for IdToken {
             IdTokenEnum::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.id_token;
+        let f3 = &self.r#type;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.additional_info.as_ref().map_or(true, |f1| {
+                check::count_fits(f1.len(), Some(1), None)
+                    && f1.iter().all(|item0| item0.conforms(mode))
+            })
+            && check::fits(f2, 36)
+            && f3.conforms(mode)
     }
 }
 
@@ -563,6 +597,34 @@ impl Schema for IdTokenInfo {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .language1
+                .as_ref()
+                .map_or(true, |f4| check::fits(f4, 8))
+            && self
+                .evse_id
+                .as_ref()
+                .map_or(true, |f5| check::count_fits(f5.len(), Some(1), None))
+            && self
+                .group_id_token
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
+            && self
+                .language2
+                .as_ref()
+                .map_or(true, |f7| check::fits(f7, 8))
+            && self
+                .personal_message
+                .as_ref()
+                .map_or(true, |f8| f8.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -690,6 +752,17 @@ impl Schema for MessageContent {
             check::string(v, path, Some(512))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.format;
+        let f3 = &self.content;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self.language.as_ref().map_or(true, |f2| check::fits(f2, 8))
+            && check::fits(f3, 512)
     }
 }
 
@@ -893,6 +966,22 @@ impl Schema for MessageInfo {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.priority;
+        let f8 = &self.message;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.display.as_ref().map_or(true, |f1| f1.conforms(mode))
+            && f3.conforms(mode)
+            && self.state.as_ref().map_or(true, |f4| f4.conforms(mode))
+            && self
+                .transaction_id
+                .as_ref()
+                .map_or(true, |f7| check::fits(f7, 36))
+            && f8.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -996,6 +1085,15 @@ impl Schema for MeterValue {
             check::date_time(v, path)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.sampled_value;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::count_fits(f1.len(), Some(1), None)
+            && f1.iter().all(|item0| item0.conforms(mode))
     }
 }
 

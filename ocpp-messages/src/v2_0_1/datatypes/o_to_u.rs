@@ -117,6 +117,22 @@ impl Schema for OCSPRequestData {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.hash_algorithm;
+        let f2 = &self.issuer_name_hash;
+        let f3 = &self.issuer_key_hash;
+        let f4 = &self.serial_number;
+        let f5 = &self.responder_url;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && check::fits(f2, 128)
+            && check::fits(f3, 128)
+            && check::fits(f4, 40)
+            && check::fits(f5, 512)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -213,6 +229,12 @@ impl Schema for RelativeTimeInterval {
             check::integer(v, path, -2147483648, 2147483647)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -352,6 +374,19 @@ impl Schema for SalesTariff {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f4 = &self.sales_tariff_entry;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .sales_tariff_description
+                .as_ref()
+                .map_or(true, |f2| check::fits(f2, 32))
+            && check::count_fits(f4.len(), Some(1), Some(1024))
+            && f4.iter().all(|item0| item0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -472,6 +507,18 @@ impl Schema for SalesTariffEntry {
             }
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.relative_time_interval;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self.consumption_cost.as_ref().map_or(true, |f3| {
+                check::count_fits(f3.len(), Some(1), Some(3))
+                    && f3.iter().all(|item0| item0.conforms(mode))
+            })
     }
 }
 
@@ -663,6 +710,24 @@ impl Schema for SampledValue {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.context.as_ref().map_or(true, |f2| f2.conforms(mode))
+            && self.measurand.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self.phase.as_ref().map_or(true, |f4| f4.conforms(mode))
+            && self.location.as_ref().map_or(true, |f5| f5.conforms(mode))
+            && self
+                .signed_meter_value
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
+            && self
+                .unit_of_measure
+                .as_ref()
+                .map_or(true, |f7| f7.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -793,6 +858,20 @@ impl Schema for SignedMeterValue {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.signed_meter_data;
+        let f2 = &self.signing_method;
+        let f3 = &self.encoding_method;
+        let f4 = &self.public_key;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 2500)
+            && check::fits(f2, 50)
+            && check::fits(f3, 50)
+            && check::fits(f4, 2500)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -891,6 +970,18 @@ impl Schema for StatusInfo {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.reason_code;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 20)
+            && self
+                .additional_info
+                .as_ref()
+                .map_or(true, |f2| check::fits(f2, 512))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -979,6 +1070,13 @@ impl Schema for UnitOfMeasure {
             check::integer(v, path, -2147483648, 2147483647)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.unit.as_ref().map_or(true, |f1| check::fits(f1, 20))
     }
 }
 

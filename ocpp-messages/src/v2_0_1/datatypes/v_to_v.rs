@@ -73,6 +73,18 @@ impl Schema for Variable {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.name;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 50)
+            && self
+                .instance
+                .as_ref()
+                .map_or(true, |f2| check::fits(f2, 50))
+    }
 }
 
 #[cfg(feature = "proptest")]

@@ -84,6 +84,16 @@ impl Schema for BootNotificationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.charging_station;
+        let f2 = &self.reason;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && f2.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -199,6 +209,18 @@ impl Schema for BootNotificationResponse {
             StatusInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f3.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
     }
 }
 
@@ -382,6 +404,25 @@ impl Schema for ChargingStation {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.model;
+        let f4 = &self.vendor_name;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .serial_number
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 25))
+            && check::fits(f2, 20)
+            && self.modem.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && check::fits(f4, 50)
+            && self
+                .firmware_version
+                .as_ref()
+                .map_or(true, |f5| check::fits(f5, 50))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -477,6 +518,14 @@ impl Schema for Modem {
             check::string(v, path, Some(20))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.iccid.as_ref().map_or(true, |f1| check::fits(f1, 20))
+            && self.imsi.as_ref().map_or(true, |f2| check::fits(f2, 20))
     }
 }
 

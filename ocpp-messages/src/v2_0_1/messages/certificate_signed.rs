@@ -94,6 +94,18 @@ impl Schema for CertificateSignedRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.certificate_chain;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 10000)
+            && self
+                .certificate_type
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -176,6 +188,18 @@ impl Schema for CertificateSignedResponse {
             StatusInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

@@ -90,6 +90,15 @@ impl Schema for ChangeAvailabilityRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.operational_status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.evse.as_ref().map_or(true, |f1| f1.conforms(mode))
+            && f2.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -172,6 +181,18 @@ impl Schema for ChangeAvailabilityResponse {
             StatusInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

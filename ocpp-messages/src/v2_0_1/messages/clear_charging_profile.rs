@@ -90,6 +90,16 @@ impl Schema for ClearChargingProfileRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .charging_profile_criteria
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -172,6 +182,18 @@ impl Schema for ClearChargingProfileResponse {
             StatusInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -303,6 +325,16 @@ impl Schema for ClearChargingProfileType {
             check::integer(v, path, -2147483648, 2147483647)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .charging_profile_purpose
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

@@ -91,6 +91,14 @@ impl Schema for ClearedChargingLimitRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.charging_limit_source;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -141,6 +149,12 @@ impl Schema for ClearedChargingLimitResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -87,6 +87,14 @@ impl Schema for CostUpdatedRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.transaction_id;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f2, 36)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -137,6 +145,12 @@ impl Schema for CostUpdatedResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -157,6 +157,21 @@ impl Schema for CustomerInformationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .customer_certificate
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self.id_token.as_ref().map_or(true, |f2| f2.conforms(mode))
+            && self
+                .customer_identifier
+                .as_ref()
+                .map_or(true, |f6| check::fits(f6, 64))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -249,6 +264,18 @@ impl Schema for CustomerInformationResponse {
             StatusInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

@@ -112,6 +112,18 @@ impl Schema for DataTransferRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.vendor_id;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .message_id
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 50))
+            && check::fits(f3, 255)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -219,6 +231,18 @@ impl Schema for DataTransferResponse {
             let _ = (v, path);
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

@@ -89,6 +89,14 @@ impl Schema for FirmwareStatusNotificationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -139,6 +147,12 @@ impl Schema for FirmwareStatusNotificationResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -105,6 +105,18 @@ impl Schema for Get15118EVCertificateRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.iso15118_schema_version;
+        let f2 = &self.action;
+        let f3 = &self.exi_request;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 50)
+            && f2.conforms(mode)
+            && check::fits(f3, 5600)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -205,6 +217,20 @@ impl Schema for Get15118EVCertificateResponse {
             check::string(v, path, Some(7500))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        let f3 = &self.exi_response;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && check::fits(f3, 7500)
     }
 }
 

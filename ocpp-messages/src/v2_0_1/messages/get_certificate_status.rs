@@ -69,6 +69,14 @@ impl Schema for GetCertificateStatusRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.ocsp_request_data;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -172,6 +180,22 @@ impl Schema for GetCertificateStatusResponse {
             check::string(v, path, Some(5500))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && self
+                .ocsp_result
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 5500))
     }
 }
 

@@ -104,6 +104,14 @@ impl Schema for GetChargingProfilesRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.charging_profile;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f3.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -188,6 +196,18 @@ impl Schema for GetChargingProfilesResponse {
             StatusInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -326,6 +346,24 @@ impl Schema for ChargingProfileCriterion {
             }
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .charging_profile_purpose
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .charging_profile_id
+                .as_ref()
+                .map_or(true, |f3| check::count_fits(f3.len(), Some(1), None))
+            && self.charging_limit_source.as_ref().map_or(true, |f4| {
+                check::count_fits(f4.len(), Some(1), Some(4))
+                    && f4.iter().all(|item0| item0.conforms(mode))
+            })
     }
 }
 

@@ -52,6 +52,12 @@ impl Schema for GetLocalListVersionRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -114,6 +120,12 @@ impl Schema for GetLocalListVersionResponse {
             check::integer(v, path, -2147483648, 2147483647)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -138,6 +138,16 @@ impl Schema for GetLogRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.log;
+        let f2 = &self.log_type;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && f2.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -249,6 +259,22 @@ impl Schema for GetLogResponse {
             check::string(v, path, Some(255))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && self
+                .filename
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 255))
     }
 }
 
@@ -392,6 +418,14 @@ impl Schema for LogParameters {
             check::date_time(v, path)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.remote_location;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 512)
     }
 }
 

@@ -122,6 +122,20 @@ impl Schema for GetReportRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.component_variable.as_ref().map_or(true, |f1| {
+                check::count_fits(f1.len(), Some(1), None)
+                    && f1.iter().all(|item0| item0.conforms(mode))
+            })
+            && self.component_criteria.as_ref().map_or(true, |f3| {
+                check::count_fits(f3.len(), Some(1), Some(4))
+                    && f3.iter().all(|item0| item0.conforms(mode))
+            })
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -212,6 +226,18 @@ impl Schema for GetReportResponse {
             StatusInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

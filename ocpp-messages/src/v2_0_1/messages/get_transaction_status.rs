@@ -70,6 +70,16 @@ impl Schema for GetTransactionStatusRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .transaction_id
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 36))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -159,6 +169,12 @@ impl Schema for GetTransactionStatusResponse {
             check::boolean(v, path)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -73,6 +73,15 @@ impl Schema for GetVariablesRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.get_variable_data;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::count_fits(f1.len(), Some(1), None)
+            && f1.iter().all(|item0| item0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -140,6 +149,15 @@ impl Schema for GetVariablesResponse {
             }
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.get_variable_result;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::count_fits(f1.len(), Some(1), None)
+            && f1.iter().all(|item0| item0.conforms(mode))
     }
 }
 
@@ -237,6 +255,20 @@ impl Schema for GetVariableData {
             Variable::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.component;
+        let f3 = &self.variable;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .attribute_type
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && f2.conforms(mode)
+            && f3.conforms(mode)
     }
 }
 
@@ -395,6 +427,30 @@ impl Schema for GetVariableResult {
             Variable::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.attribute_status;
+        let f5 = &self.component;
+        let f6 = &self.variable;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .attribute_status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && f2.conforms(mode)
+            && self
+                .attribute_type
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+            && self
+                .attribute_value
+                .as_ref()
+                .map_or(true, |f4| check::fits(f4, 2500))
+            && f5.conforms(mode)
+            && f6.conforms(mode)
     }
 }
 

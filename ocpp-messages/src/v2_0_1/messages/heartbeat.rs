@@ -53,6 +53,12 @@ impl Schema for HeartbeatRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -115,6 +121,12 @@ impl Schema for HeartbeatResponse {
             check::date_time(v, path)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -88,6 +88,15 @@ impl Schema for MeterValuesRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.meter_value;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::count_fits(f2.len(), Some(1), None)
+            && f2.iter().all(|item0| item0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -138,6 +147,12 @@ impl Schema for MeterValuesResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

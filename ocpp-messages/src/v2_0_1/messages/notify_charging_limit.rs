@@ -111,6 +111,18 @@ impl Schema for NotifyChargingLimitRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.charging_limit;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.charging_schedule.as_ref().map_or(true, |f1| {
+                check::count_fits(f1.len(), Some(1), None)
+                    && f1.iter().all(|item0| item0.conforms(mode))
+            })
+            && f3.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -166,6 +178,12 @@ impl Schema for NotifyChargingLimitResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -255,6 +273,14 @@ impl Schema for ChargingLimit {
             check::boolean(v, path)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.charging_limit_source;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
     }
 }
 

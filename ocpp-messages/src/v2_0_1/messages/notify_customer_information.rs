@@ -140,6 +140,14 @@ impl Schema for NotifyCustomerInformationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.data;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 512)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -198,6 +206,12 @@ impl Schema for NotifyCustomerInformationResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

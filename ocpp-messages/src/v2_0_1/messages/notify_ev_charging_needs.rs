@@ -104,6 +104,14 @@ impl Schema for NotifyEVChargingNeedsRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.charging_needs;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f2.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -188,6 +196,18 @@ impl Schema for NotifyEVChargingNeedsResponse {
             StatusInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -313,6 +333,12 @@ impl Schema for ACChargingParameters {
             check::integer(v, path, -2147483648, 2147483647)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -448,6 +474,22 @@ impl Schema for ChargingNeeds {
             check::date_time(v, path)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.requested_energy_transfer;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .ac_charging_parameters
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .dc_charging_parameters
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && f3.conforms(mode)
     }
 }
 
@@ -666,6 +708,24 @@ impl Schema for DCChargingParameters {
             check::integer(v, path, 0, 100)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .state_of_charge
+                .as_ref()
+                .map_or(true, |f5| (0..=100).contains(&i64::from(*f5)))
+            && self
+                .full_so_c
+                .as_ref()
+                .map_or(true, |f7| (0..=100).contains(&i64::from(*f7)))
+            && self
+                .bulk_so_c
+                .as_ref()
+                .map_or(true, |f8| (0..=100).contains(&i64::from(*f8)))
     }
 }
 

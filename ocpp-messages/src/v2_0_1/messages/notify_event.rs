@@ -119,6 +119,15 @@ impl Schema for NotifyEventRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f4 = &self.event_data;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::count_fits(f4.len(), Some(1), None)
+            && f4.iter().all(|item0| item0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -173,6 +182,12 @@ impl Schema for NotifyEventResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -434,6 +449,34 @@ impl Schema for EventData {
             Variable::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.trigger;
+        let f5 = &self.actual_value;
+        let f10 = &self.component;
+        let f12 = &self.event_notification_type;
+        let f13 = &self.variable;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f3.conforms(mode)
+            && check::fits(f5, 2500)
+            && self
+                .tech_code
+                .as_ref()
+                .map_or(true, |f6| check::fits(f6, 50))
+            && self
+                .tech_info
+                .as_ref()
+                .map_or(true, |f7| check::fits(f7, 500))
+            && self
+                .transaction_id
+                .as_ref()
+                .map_or(true, |f9| check::fits(f9, 36))
+            && f10.conforms(mode)
+            && f12.conforms(mode)
+            && f13.conforms(mode)
     }
 }
 

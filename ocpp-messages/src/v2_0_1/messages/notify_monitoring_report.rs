@@ -143,6 +143,16 @@ impl Schema for NotifyMonitoringReportRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.monitor.as_ref().map_or(true, |f1| {
+                check::count_fits(f1.len(), Some(1), None)
+                    && f1.iter().all(|item0| item0.conforms(mode))
+            })
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -204,6 +214,12 @@ impl Schema for NotifyMonitoringReportResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -297,6 +313,19 @@ impl Schema for MonitoringData {
             }
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.component;
+        let f2 = &self.variable;
+        let f3 = &self.variable_monitoring;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && f2.conforms(mode)
+            && check::count_fits(f3.len(), Some(1), None)
+            && f3.iter().all(|item0| item0.conforms(mode))
     }
 }
 
@@ -447,6 +476,14 @@ impl Schema for VariableMonitoring {
             check::integer(v, path, -2147483648, 2147483647)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f4 = &self.r#type;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f4.conforms(mode)
     }
 }
 

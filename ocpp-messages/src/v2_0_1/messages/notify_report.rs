@@ -144,6 +144,16 @@ impl Schema for NotifyReportRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.report_data.as_ref().map_or(true, |f3| {
+                check::count_fits(f3.len(), Some(1), None)
+                    && f3.iter().all(|item0| item0.conforms(mode))
+            })
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -203,6 +213,12 @@ impl Schema for NotifyReportResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -363,6 +379,23 @@ impl Schema for ReportData {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.component;
+        let f2 = &self.variable;
+        let f3 = &self.variable_attribute;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && f2.conforms(mode)
+            && check::count_fits(f3.len(), Some(1), Some(4))
+            && f3.iter().all(|item0| item0.conforms(mode))
+            && self
+                .variable_characteristics
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -514,6 +547,18 @@ impl Schema for VariableAttribute {
             check::boolean(v, path)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.r#type.as_ref().map_or(true, |f1| f1.conforms(mode))
+            && self.value.as_ref().map_or(true, |f2| check::fits(f2, 2500))
+            && self
+                .mutability
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 
@@ -695,6 +740,19 @@ impl Schema for VariableCharacteristics {
             check::boolean(v, path)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.data_type;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.unit.as_ref().map_or(true, |f1| check::fits(f1, 16))
+            && f2.conforms(mode)
+            && self
+                .values_list
+                .as_ref()
+                .map_or(true, |f5| check::fits(f5, 1000))
     }
 }
 

@@ -149,6 +149,16 @@ impl Schema for PublishFirmwareRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.location;
+        let f3 = &self.checksum;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 512)
+            && check::fits(f3, 32)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -237,6 +247,18 @@ impl Schema for PublishFirmwareResponse {
             StatusInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

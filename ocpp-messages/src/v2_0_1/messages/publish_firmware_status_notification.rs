@@ -117,6 +117,18 @@ impl Schema for PublishFirmwareStatusNotificationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self.location.as_ref().map_or(true, |f2| {
+                check::count_fits(f2.len(), Some(1), None)
+                    && f2.iter().all(|item0| check::fits(item0, 512))
+            })
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -174,6 +186,12 @@ impl Schema for PublishFirmwareStatusNotificationResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

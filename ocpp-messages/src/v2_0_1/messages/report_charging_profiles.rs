@@ -138,6 +138,17 @@ impl Schema for ReportChargingProfilesRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.charging_limit_source;
+        let f3 = &self.charging_profile;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f2.conforms(mode)
+            && check::count_fits(f3.len(), Some(1), None)
+            && f3.iter().all(|item0| item0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -196,6 +207,12 @@ impl Schema for ReportChargingProfilesResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

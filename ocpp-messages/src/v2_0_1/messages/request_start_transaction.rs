@@ -142,6 +142,22 @@ impl Schema for RequestStartTransactionRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.id_token;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .group_id_token
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && f3.conforms(mode)
+            && self
+                .charging_profile
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -255,6 +271,22 @@ impl Schema for RequestStartTransactionResponse {
             check::string(v, path, Some(36))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && self
+                .transaction_id
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 36))
     }
 }
 

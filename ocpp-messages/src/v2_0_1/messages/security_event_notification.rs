@@ -106,6 +106,18 @@ impl Schema for SecurityEventNotificationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.r#type;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 50)
+            && self
+                .tech_info
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 255))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -158,6 +170,12 @@ impl Schema for SecurityEventNotificationResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

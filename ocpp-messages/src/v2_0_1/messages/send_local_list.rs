@@ -110,6 +110,18 @@ impl Schema for SendLocalListRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.update_type;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self.local_authorization_list.as_ref().map_or(true, |f1| {
+                check::count_fits(f1.len(), Some(1), None)
+                    && f1.iter().all(|item0| item0.conforms(mode))
+            })
+            && f3.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -197,6 +209,18 @@ impl Schema for SendLocalListResponse {
             StatusInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -287,6 +311,18 @@ impl Schema for AuthorizationData {
             IdTokenInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.id_token;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .id_token_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

@@ -73,6 +73,15 @@ impl Schema for SetVariableMonitoringRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.set_monitoring_data;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::count_fits(f1.len(), Some(1), None)
+            && f1.iter().all(|item0| item0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -140,6 +149,15 @@ impl Schema for SetVariableMonitoringResponse {
             }
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.set_monitoring_result;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::count_fits(f1.len(), Some(1), None)
+            && f1.iter().all(|item0| item0.conforms(mode))
     }
 }
 
@@ -326,6 +344,18 @@ impl Schema for SetMonitoringData {
             Variable::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f4 = &self.r#type;
+        let f6 = &self.component;
+        let f7 = &self.variable;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f4.conforms(mode)
+            && f6.conforms(mode)
+            && f7.conforms(mode)
     }
 }
 
@@ -519,6 +549,24 @@ impl Schema for SetMonitoringResult {
             check::integer(v, path, -2147483648, 2147483647)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.status;
+        let f4 = &self.r#type;
+        let f5 = &self.component;
+        let f6 = &self.variable;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && f3.conforms(mode)
+            && f4.conforms(mode)
+            && f5.conforms(mode)
+            && f6.conforms(mode)
     }
 }
 

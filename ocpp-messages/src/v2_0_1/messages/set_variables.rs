@@ -73,6 +73,15 @@ impl Schema for SetVariablesRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.set_variable_data;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::count_fits(f1.len(), Some(1), None)
+            && f1.iter().all(|item0| item0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -140,6 +149,15 @@ impl Schema for SetVariablesResponse {
             }
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.set_variable_result;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::count_fits(f1.len(), Some(1), None)
+            && f1.iter().all(|item0| item0.conforms(mode))
     }
 }
 
@@ -258,6 +276,22 @@ impl Schema for SetVariableData {
             Variable::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.attribute_value;
+        let f3 = &self.component;
+        let f4 = &self.variable;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .attribute_type
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && check::fits(f2, 1000)
+            && f3.conforms(mode)
+            && f4.conforms(mode)
     }
 }
 
@@ -395,6 +429,26 @@ impl Schema for SetVariableResult {
             Variable::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.attribute_status;
+        let f4 = &self.component;
+        let f5 = &self.variable;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .attribute_type
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && f2.conforms(mode)
+            && self
+                .attribute_status_info
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+            && f4.conforms(mode)
+            && f5.conforms(mode)
     }
 }
 

@@ -71,6 +71,14 @@ impl Schema for UnpublishFirmwareRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.checksum;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 32)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -135,6 +143,14 @@ impl Schema for UnpublishFirmwareResponse {
             UnpublishFirmwareStatusEnum::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
     }
 }
 

@@ -128,6 +128,14 @@ impl Schema for UpdateFirmwareRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f4 = &self.firmware;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f4.conforms(mode)
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -214,6 +222,18 @@ impl Schema for UpdateFirmwareResponse {
             StatusInfo::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.status;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -373,6 +393,22 @@ impl Schema for Firmware {
             check::string(v, path, Some(800))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.location;
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 512)
+            && self
+                .signing_certificate
+                .as_ref()
+                .map_or(true, |f4| check::fits(f4, 5500))
+            && self
+                .signature
+                .as_ref()
+                .map_or(true, |f5| check::fits(f5, 800))
     }
 }
 

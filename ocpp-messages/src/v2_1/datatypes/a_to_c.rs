@@ -255,6 +255,48 @@ impl Schema for AbsolutePriceSchedule {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.currency;
+        let f4 = &self.language;
+        let f5 = &self.price_algorithm;
+        let f8 = &self.price_rule_stacks;
+        self.price_schedule_description
+            .as_ref()
+            .map_or(true, |f2| check::fits(f2, 160))
+            && check::fits(f3, 3)
+            && check::fits(f4, 8)
+            && check::fits(f5, 2000)
+            && self
+                .minimum_cost
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
+            && self
+                .maximum_cost
+                .as_ref()
+                .map_or(true, |f7| f7.conforms(mode))
+            && check::count_fits(f8.len(), Some(1), Some(1024))
+            && f8.iter().all(|item0| item0.conforms(mode))
+            && self.tax_rules.as_ref().map_or(true, |f9| {
+                check::count_fits(f9.len(), Some(1), Some(10))
+                    && f9.iter().all(|item0| item0.conforms(mode))
+            })
+            && self
+                .overstay_rule_list
+                .as_ref()
+                .map_or(true, |f10| f10.conforms(mode))
+            && self
+                .additional_selected_services
+                .as_ref()
+                .map_or(true, |f11| {
+                    check::count_fits(f11.len(), Some(1), Some(5))
+                        && f11.iter().all(|item0| item0.conforms(mode))
+                })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f12| f12.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -376,6 +418,17 @@ impl Schema for AdditionalInfo {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.additional_id_token;
+        let f1 = &self.r#type;
+        check::fits(f0, 255)
+            && check::fits(f1, 50)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -460,6 +513,17 @@ impl Schema for AdditionalSelectedServices {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.service_fee;
+        let f1 = &self.service_name;
+        f0.conforms(mode)
+            && check::fits(f1, 80)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -619,6 +683,29 @@ impl Schema for Address {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.name;
+        let f1 = &self.address1;
+        let f3 = &self.city;
+        let f5 = &self.country;
+        check::fits(f0, 50)
+            && check::fits(f1, 100)
+            && self
+                .address2
+                .as_ref()
+                .map_or(true, |f2| check::fits(f2, 100))
+            && check::fits(f3, 100)
+            && self
+                .postal_code
+                .as_ref()
+                .map_or(true, |f4| check::fits(f4, 20))
+            && check::fits(f5, 50)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -749,6 +836,21 @@ impl Schema for CertificateHashData {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.hash_algorithm;
+        let f1 = &self.issuer_name_hash;
+        let f2 = &self.issuer_key_hash;
+        let f3 = &self.serial_number;
+        f0.conforms(mode)
+            && check::fits(f1, 128)
+            && check::fits(f2, 128)
+            && check::fits(f3, 40)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
     }
 }
 
@@ -1061,6 +1163,32 @@ impl Schema for ChargingProfile {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.charging_profile_purpose;
+        let f3 = &self.charging_profile_kind;
+        let f9 = &self.charging_schedule;
+        f2.conforms(mode)
+            && f3.conforms(mode)
+            && self
+                .recurrency_kind
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+            && self
+                .transaction_id
+                .as_ref()
+                .map_or(true, |f7| check::fits(f7, 36))
+            && check::count_fits(f9.len(), Some(1), Some(3))
+            && f9.iter().all(|item0| item0.conforms(mode))
+            && self
+                .price_schedule_signature
+                .as_ref()
+                .map_or(true, |f13| check::fits(f13, 256))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f14| f14.conforms(mode))
     }
 }
 

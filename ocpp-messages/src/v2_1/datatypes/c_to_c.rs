@@ -320,6 +320,37 @@ impl Schema for ChargingSchedule {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f4 = &self.charging_rate_unit;
+        let f10 = &self.charging_schedule_period;
+        self.limit_at_so_c
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
+            && f4.conforms(mode)
+            && self
+                .digest_value
+                .as_ref()
+                .map_or(true, |f8| check::fits(f8, 88))
+            && check::count_fits(f10.len(), Some(1), Some(1024))
+            && f10.iter().all(|item0| item0.conforms(mode))
+            && self
+                .sales_tariff
+                .as_ref()
+                .map_or(true, |f12| f12.conforms(mode))
+            && self
+                .absolute_price_schedule
+                .as_ref()
+                .map_or(true, |f13| f13.conforms(mode))
+            && self
+                .price_level_schedule
+                .as_ref()
+                .map_or(true, |f14| f14.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f15| f15.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -825,6 +856,44 @@ impl Schema for ChargingSchedulePeriod {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.number_phases
+            .as_ref()
+            .map_or(true, |f4| (0..=3).contains(&i64::from(*f4)))
+            && self
+                .phase_to_use
+                .as_ref()
+                .map_or(true, |f5| (0..=3).contains(&i64::from(*f5)))
+            && self
+                .discharge_limit
+                .as_ref()
+                .map_or(true, |f6| check::number_fits(*f6, None, Some(0.0), None))
+            && self
+                .discharge_limit_l2
+                .as_ref()
+                .map_or(true, |f7| check::number_fits(*f7, None, Some(0.0), None))
+            && self
+                .discharge_limit_l3
+                .as_ref()
+                .map_or(true, |f8| check::number_fits(*f8, None, Some(0.0), None))
+            && self
+                .operation_mode
+                .as_ref()
+                .map_or(true, |f18| f18.conforms(mode))
+            && self.v2x_freq_watt_curve.as_ref().map_or(true, |f19| {
+                check::count_fits(f19.len(), Some(1), Some(20))
+                    && f19.iter().all(|item0| item0.conforms(mode))
+            })
+            && self.v2x_signal_watt_curve.as_ref().map_or(true, |f20| {
+                check::count_fits(f20.len(), Some(1), Some(20))
+                    && f20.iter().all(|item0| item0.conforms(mode))
+            })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f21| f21.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -1164,6 +1233,24 @@ impl Schema for ChargingScheduleUpdate {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.discharge_limit
+            .as_ref()
+            .map_or(true, |f3| check::number_fits(*f3, None, Some(0.0), None))
+            && self
+                .discharge_limit_l2
+                .as_ref()
+                .map_or(true, |f4| check::number_fits(*f4, None, Some(0.0), None))
+            && self
+                .discharge_limit_l3
+                .as_ref()
+                .map_or(true, |f5| check::number_fits(*f5, None, Some(0.0), None))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f12| f12.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -1301,6 +1388,20 @@ impl Schema for Component {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.name;
+        self.evse.as_ref().map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 50)
+            && self
+                .instance
+                .as_ref()
+                .map_or(true, |f2| check::fits(f2, 50))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 

@@ -74,6 +74,16 @@ impl Schema for ComponentVariable {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.component;
+        f0.conforms(mode)
+            && self.variable.as_ref().map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -168,6 +178,15 @@ impl Schema for ConstantStreamData {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.params;
+        f1.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -250,6 +269,16 @@ impl Schema for ConsumptionCost {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.cost;
+        check::count_fits(f1.len(), Some(1), Some(3))
+            && f1.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -352,6 +381,15 @@ impl Schema for Cost {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.cost_kind;
+        f0.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -410,6 +448,12 @@ impl Schema for CustomData {
             check::string(v, path, Some(255))?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.vendor_id;
+        let _ = mode;
+        check::fits(f0, 255)
     }
 }
 
@@ -614,6 +658,30 @@ impl Schema for DERCurve {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.curve_data;
+        let f5 = &self.y_unit;
+        check::count_fits(f0.len(), Some(1), Some(10))
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .hysteresis
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .reactive_power_params
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+            && self
+                .voltage_params
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+            && f5.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f9| f9.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -712,6 +780,12 @@ impl Schema for DERCurvePoints {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -800,6 +874,12 @@ impl Schema for EVSE {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -989,6 +1069,12 @@ impl Schema for EnterService {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f8| f8.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -1144,6 +1230,12 @@ impl Schema for FixedPF {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -1288,6 +1380,15 @@ impl Schema for FixedVar {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.unit;
+        f2.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
     }
 }
 

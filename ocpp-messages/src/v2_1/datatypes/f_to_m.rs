@@ -171,6 +171,12 @@ impl Schema for FreqDroop {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f8| f8.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -282,6 +288,12 @@ impl Schema for Gradient {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f3| f3.conforms(mode))
     }
 }
 
@@ -415,6 +427,12 @@ impl Schema for Hysteresis {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -524,6 +542,20 @@ impl Schema for IdToken {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.id_token;
+        let f2 = &self.r#type;
+        self.additional_info.as_ref().map_or(true, |f0| {
+            check::count_fits(f0.len(), Some(1), None)
+                && f0.iter().all(|item0| item0.conforms(mode))
+        }) && check::fits(f1, 255)
+            && check::fits(f2, 20)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 
@@ -740,6 +772,35 @@ impl Schema for IdTokenInfo {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .group_id_token
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+            && self
+                .language1
+                .as_ref()
+                .map_or(true, |f4| check::fits(f4, 8))
+            && self
+                .language2
+                .as_ref()
+                .map_or(true, |f5| check::fits(f5, 8))
+            && self
+                .evse_id
+                .as_ref()
+                .map_or(true, |f6| check::count_fits(f6.len(), Some(1), None))
+            && self
+                .personal_message
+                .as_ref()
+                .map_or(true, |f7| f7.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f8| f8.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -836,6 +897,15 @@ impl Schema for LimitAtSoC {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.soc;
+        (0..=100).contains(&i64::from(*f0))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -990,6 +1060,16 @@ impl Schema for LimitMaxDischarge {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.power_monitoring_must_trip
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -1100,6 +1180,18 @@ impl Schema for MessageContent {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.format;
+        let f2 = &self.content;
+        f0.conforms(mode)
+            && self.language.as_ref().map_or(true, |f1| check::fits(f1, 8))
+            && check::fits(f2, 1024)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 
@@ -1314,6 +1406,27 @@ impl Schema for MessageInfo {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.priority;
+        let f7 = &self.message;
+        self.display.as_ref().map_or(true, |f0| f0.conforms(mode))
+            && f2.conforms(mode)
+            && self.state.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self
+                .transaction_id
+                .as_ref()
+                .map_or(true, |f6| check::fits(f6, 36))
+            && f7.conforms(mode)
+            && self.message_extra.as_ref().map_or(true, |f8| {
+                check::count_fits(f8.len(), Some(1), Some(4))
+                    && f8.iter().all(|item0| item0.conforms(mode))
+            })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f9| f9.conforms(mode))
     }
 }
 

@@ -74,6 +74,16 @@ impl Schema for MeterValue {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.sampled_value;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -212,6 +222,23 @@ impl Schema for OCSPRequestData {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.hash_algorithm;
+        let f1 = &self.issuer_name_hash;
+        let f2 = &self.issuer_key_hash;
+        let f3 = &self.serial_number;
+        let f4 = &self.responder_url;
+        f0.conforms(mode)
+            && check::fits(f1, 128)
+            && check::fits(f2, 128)
+            && check::fits(f3, 40)
+            && check::fits(f4, 2000)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -338,6 +365,19 @@ impl Schema for OverstayRule {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.overstay_fee;
+        f0.conforms(mode)
+            && self
+                .overstay_rule_description
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 32))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -458,6 +498,19 @@ impl Schema for OverstayRuleList {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.overstay_rule;
+        self.overstay_power_threshold
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::count_fits(f1.len(), Some(1), Some(5))
+            && f1.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -544,6 +597,12 @@ impl Schema for PeriodicEventStreamParams {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -654,6 +713,16 @@ impl Schema for Price {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.tax_rates.as_ref().map_or(true, |f2| {
+            check::count_fits(f2.len(), Some(1), Some(5))
+                && f2.iter().all(|item0| item0.conforms(mode))
+        }) && self
+            .custom_data
+            .as_ref()
+            .map_or(true, |f3| f3.conforms(mode))
     }
 }
 
@@ -803,6 +872,20 @@ impl Schema for PriceLevelSchedule {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.price_level_schedule_entries;
+        check::count_fits(f0.len(), Some(1), Some(100))
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .price_schedule_description
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 32))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -895,6 +978,12 @@ impl Schema for PriceLevelScheduleEntry {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -1058,6 +1147,24 @@ impl Schema for PriceRule {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.energy_fee;
+        let f5 = &self.power_range_start;
+        self.renewable_generation_percentage
+            .as_ref()
+            .map_or(true, |f2| (0..=100).contains(&i64::from(*f2)))
+            && f3.conforms(mode)
+            && self
+                .parking_fee
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+            && f5.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -1149,6 +1256,16 @@ impl Schema for PriceRuleStack {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.price_rule;
+        check::count_fits(f1.len(), Some(1), Some(8))
+            && f1.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -1230,6 +1347,12 @@ impl Schema for RationalNumber {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

@@ -101,6 +101,12 @@ impl Schema for ReactivePowerParams {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -189,6 +195,12 @@ impl Schema for RelativeTimeInterval {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -324,6 +336,19 @@ impl Schema for SalesTariff {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.sales_tariff_entry;
+        self.sales_tariff_description
+            .as_ref()
+            .map_or(true, |f1| check::fits(f1, 32))
+            && check::count_fits(f3.len(), Some(1), Some(1024))
+            && f3.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -441,6 +466,19 @@ impl Schema for SalesTariffEntry {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.relative_time_interval;
+        f0.conforms(mode)
+            && self.consumption_cost.as_ref().map_or(true, |f2| {
+                check::count_fits(f2.len(), Some(1), Some(3))
+                    && f2.iter().all(|item0| item0.conforms(mode))
+            })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 
@@ -630,6 +668,25 @@ impl Schema for SampledValue {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.measurand.as_ref().map_or(true, |f1| f1.conforms(mode))
+            && self.context.as_ref().map_or(true, |f2| f2.conforms(mode))
+            && self.phase.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self.location.as_ref().map_or(true, |f4| f4.conforms(mode))
+            && self
+                .signed_meter_value
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+            && self
+                .unit_of_measure
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f7| f7.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -769,6 +826,25 @@ impl Schema for SignedMeterValue {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.signed_meter_data;
+        let f2 = &self.encoding_method;
+        check::fits(f0, 32768)
+            && self
+                .signing_method
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 50))
+            && check::fits(f2, 50)
+            && self
+                .public_key
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 2500))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -866,6 +942,19 @@ impl Schema for StatusInfo {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.reason_code;
+        check::fits(f0, 20)
+            && self
+                .additional_info
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 1024))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -1141,6 +1230,44 @@ impl Schema for Tariff {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.tariff_id;
+        let f2 = &self.currency;
+        check::fits(f0, 60)
+            && self.description.as_ref().map_or(true, |f1| {
+                check::count_fits(f1.len(), Some(1), Some(10))
+                    && f1.iter().all(|item0| item0.conforms(mode))
+            })
+            && check::fits(f2, 3)
+            && self.energy.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self
+                .charging_time
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+            && self.idle_time.as_ref().map_or(true, |f6| f6.conforms(mode))
+            && self.fixed_fee.as_ref().map_or(true, |f7| f7.conforms(mode))
+            && self
+                .reservation_time
+                .as_ref()
+                .map_or(true, |f8| f8.conforms(mode))
+            && self
+                .reservation_fixed
+                .as_ref()
+                .map_or(true, |f9| f9.conforms(mode))
+            && self
+                .min_cost
+                .as_ref()
+                .map_or(true, |f10| f10.conforms(mode))
+            && self
+                .max_cost
+                .as_ref()
+                .map_or(true, |f11| f11.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f12| f12.conforms(mode))
     }
 }
 

@@ -413,6 +413,17 @@ impl Schema for TariffConditions {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.day_of_week.as_ref().map_or(true, |f2| {
+            check::count_fits(f2.len(), Some(1), Some(7))
+                && f2.iter().all(|item0| item0.conforms(mode))
+        }) && self.evse_kind.as_ref().map_or(true, |f5| f5.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f18| f18.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -682,6 +693,25 @@ impl Schema for TariffConditionsFixed {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.day_of_week.as_ref().map_or(true, |f2| {
+            check::count_fits(f2.len(), Some(1), Some(7))
+                && f2.iter().all(|item0| item0.conforms(mode))
+        }) && self.evse_kind.as_ref().map_or(true, |f5| f5.conforms(mode))
+            && self
+                .payment_brand
+                .as_ref()
+                .map_or(true, |f6| check::fits(f6, 20))
+            && self
+                .payment_recognition
+                .as_ref()
+                .map_or(true, |f7| check::fits(f7, 20))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f8| f8.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -794,6 +824,20 @@ impl Schema for TariffEnergy {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.prices;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self.tax_rates.as_ref().map_or(true, |f1| {
+                check::count_fits(f1.len(), Some(1), Some(5))
+                    && f1.iter().all(|item0| item0.conforms(mode))
+            })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -889,6 +933,16 @@ impl Schema for TariffEnergyPrice {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.conditions
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -977,6 +1031,20 @@ impl Schema for TariffFixed {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.prices;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self.tax_rates.as_ref().map_or(true, |f1| {
+                check::count_fits(f1.len(), Some(1), Some(5))
+                    && f1.iter().all(|item0| item0.conforms(mode))
+            })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -1073,6 +1141,16 @@ impl Schema for TariffFixedPrice {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.conditions
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -1163,6 +1241,20 @@ impl Schema for TariffTime {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.prices;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self.tax_rates.as_ref().map_or(true, |f1| {
+                check::count_fits(f1.len(), Some(1), Some(5))
+                    && f1.iter().all(|item0| item0.conforms(mode))
+            })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -1258,6 +1350,16 @@ impl Schema for TariffTimePrice {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.conditions
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

@@ -87,6 +87,15 @@ impl Schema for TaxRate {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.r#type;
+        check::fits(f0, 20)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -271,6 +280,18 @@ impl Schema for TaxRule {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f7 = &self.tax_rate;
+        self.tax_rule_name
+            .as_ref()
+            .map_or(true, |f1| check::fits(f1, 100))
+            && f7.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f8| f8.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -377,6 +398,14 @@ impl Schema for UnitOfMeasure {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.unit.as_ref().map_or(true, |f0| check::fits(f0, 20))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -459,6 +488,12 @@ impl Schema for V2XFreqWattPoint {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -540,6 +575,12 @@ impl Schema for V2XSignalWattPoint {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -629,6 +670,19 @@ impl Schema for Variable {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.name;
+        check::fits(f0, 50)
+            && self
+                .instance
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 50))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -745,6 +799,16 @@ impl Schema for VoltageParams {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.power_during_cessation
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 

@@ -120,6 +120,26 @@ impl Schema for AuthorizeRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.id_token;
+        f0.conforms(mode)
+            && self
+                .certificate
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 10000))
+            && self
+                .iso15118_certificate_hash_data
+                .as_ref()
+                .map_or(true, |f2| {
+                    check::count_fits(f2.len(), Some(1), Some(4))
+                        && f2.iter().all(|item0| item0.conforms(mode))
+                })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -255,6 +275,24 @@ impl Schema for AuthorizeResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.id_token_info;
+        f0.conforms(mode)
+            && self
+                .certificate_status
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self.allowed_energy_transfer.as_ref().map_or(true, |f2| {
+                check::count_fits(f2.len(), Some(1), None)
+                    && f2.iter().all(|item0| item0.conforms(mode))
+            })
+            && self.tariff.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
     }
 }
 

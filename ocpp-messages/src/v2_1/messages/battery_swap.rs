@@ -119,6 +119,20 @@ impl Schema for BatterySwapRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.battery_data;
+        let f1 = &self.event_type;
+        let f2 = &self.id_token;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && f1.conforms(mode)
+            && f2.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -175,6 +189,12 @@ impl Schema for BatterySwapResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -320,6 +340,23 @@ impl Schema for BatteryData {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.serial_number;
+        let f2 = &self.so_c;
+        let f3 = &self.so_h;
+        check::fits(f1, 50)
+            && check::number_fits(*f2, Some(0.0), Some(100.0), None)
+            && check::number_fits(*f3, Some(0.0), Some(100.0), None)
+            && self
+                .vendor_info
+                .as_ref()
+                .map_or(true, |f5| check::fits(f5, 500))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
     }
 }
 

@@ -84,6 +84,17 @@ impl Schema for BootNotificationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.charging_station;
+        let f1 = &self.reason;
+        f0.conforms(mode)
+            && f1.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -199,6 +210,19 @@ impl Schema for BootNotificationResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.status;
+        f2.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
     }
 }
 
@@ -379,6 +403,25 @@ impl Schema for ChargingStation {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.model;
+        let f3 = &self.vendor_name;
+        self.serial_number
+            .as_ref()
+            .map_or(true, |f0| check::fits(f0, 25))
+            && check::fits(f1, 20)
+            && self.modem.as_ref().map_or(true, |f2| f2.conforms(mode))
+            && check::fits(f3, 50)
+            && self
+                .firmware_version
+                .as_ref()
+                .map_or(true, |f4| check::fits(f4, 50))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -471,6 +514,15 @@ impl Schema for Modem {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.iccid.as_ref().map_or(true, |f0| check::fits(f0, 20))
+            && self.imsi.as_ref().map_or(true, |f1| check::fits(f1, 20))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

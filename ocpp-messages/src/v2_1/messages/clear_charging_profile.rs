@@ -90,6 +90,16 @@ impl Schema for ClearChargingProfileRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.charging_profile_criteria
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -172,6 +182,19 @@ impl Schema for ClearChargingProfileResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -299,6 +322,16 @@ impl Schema for ClearChargingProfileType {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.charging_profile_purpose
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 

@@ -110,6 +110,20 @@ impl Schema for ClearDERControlRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.control_type
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .control_id
+                .as_ref()
+                .map_or(true, |f2| check::fits(f2, 36))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -194,6 +208,19 @@ impl Schema for ClearDERControlResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

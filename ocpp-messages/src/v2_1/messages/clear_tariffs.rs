@@ -91,6 +91,16 @@ impl Schema for ClearTariffsRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.tariff_ids.as_ref().map_or(true, |f0| {
+            check::count_fits(f0.len(), Some(1), None)
+                && f0.iter().all(|item0| check::fits(item0, 60))
+        }) && self
+            .custom_data
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -163,6 +173,16 @@ impl Schema for ClearTariffsResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.clear_tariffs_result;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
     }
 }
 
@@ -267,6 +287,22 @@ impl Schema for ClearTariffsResult {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.status;
+        self.status_info
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && self
+                .tariff_id
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 60))
+            && f2.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 

@@ -75,6 +75,15 @@ impl Schema for ClearVariableMonitoringRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.id;
+        check::count_fits(f0.len(), Some(1), None)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -142,6 +151,16 @@ impl Schema for ClearVariableMonitoringResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.clear_monitoring_result;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
     }
 }
 
@@ -239,6 +258,19 @@ impl Schema for ClearMonitoringResult {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 

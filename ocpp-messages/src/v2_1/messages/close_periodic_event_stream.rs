@@ -70,6 +70,12 @@ impl Schema for ClosePeriodicEventStreamRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -118,6 +124,12 @@ impl Schema for ClosePeriodicEventStreamResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

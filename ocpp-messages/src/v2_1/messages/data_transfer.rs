@@ -112,6 +112,18 @@ impl Schema for DataTransferRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.vendor_id;
+        self.message_id
+            .as_ref()
+            .map_or(true, |f0| check::fits(f0, 50))
+            && check::fits(f2, 255)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -219,6 +231,19 @@ impl Schema for DataTransferResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 

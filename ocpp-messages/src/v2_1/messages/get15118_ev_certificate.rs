@@ -149,6 +149,23 @@ impl Schema for Get15118EVCertificateRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.iso15118_schema_version;
+        let f1 = &self.action;
+        let f2 = &self.exi_request;
+        check::fits(f0, 50)
+            && f1.conforms(mode)
+            && check::fits(f2, 11000)
+            && self.prioritized_emai_ds.as_ref().map_or(true, |f4| {
+                check::count_fits(f4.len(), Some(1), Some(8))
+                    && f4.iter().all(|item0| check::fits(item0, 255))
+            })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -281,6 +298,21 @@ impl Schema for Get15118EVCertificateResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        let f2 = &self.exi_response;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && check::fits(f2, 17000)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
     }
 }
 

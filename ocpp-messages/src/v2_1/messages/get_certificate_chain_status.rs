@@ -79,6 +79,16 @@ impl Schema for GetCertificateChainStatusRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.certificate_status_requests;
+        check::count_fits(f0.len(), Some(1), Some(4))
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -149,6 +159,16 @@ impl Schema for GetCertificateChainStatusResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.certificate_status;
+        check::count_fits(f0.len(), Some(1), Some(4))
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
     }
 }
 
@@ -259,6 +279,19 @@ impl Schema for CertificateStatus {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.certificate_hash_data;
+        let f1 = &self.source;
+        let f2 = &self.status;
+        f0.conforms(mode)
+            && f1.conforms(mode)
+            && f2.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
     }
 }
 
@@ -383,6 +416,20 @@ impl Schema for CertificateStatusRequestInfo {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.certificate_hash_data;
+        let f1 = &self.source;
+        let f2 = &self.urls;
+        f0.conforms(mode)
+            && f1.conforms(mode)
+            && check::count_fits(f2.len(), Some(1), Some(5))
+            && f2.iter().all(|item0| check::fits(item0, 2000))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 

@@ -74,6 +74,16 @@ impl Schema for GetInstalledCertificateIdsRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.certificate_type.as_ref().map_or(true, |f0| {
+            check::count_fits(f0.len(), Some(1), None)
+                && f0.iter().all(|item0| item0.conforms(mode))
+        }) && self
+            .custom_data
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -190,6 +200,26 @@ impl Schema for GetInstalledCertificateIdsResponse {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .certificate_hash_data_chain
+                .as_ref()
+                .map_or(true, |f2| {
+                    check::count_fits(f2.len(), Some(1), None)
+                        && f2.iter().all(|item0| item0.conforms(mode))
+                })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -302,6 +332,24 @@ impl Schema for CertificateHashDataChain {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.certificate_hash_data;
+        let f1 = &self.certificate_type;
+        f0.conforms(mode)
+            && f1.conforms(mode)
+            && self
+                .child_certificate_hash_data
+                .as_ref()
+                .map_or(true, |f2| {
+                    check::count_fits(f2.len(), Some(1), Some(4))
+                        && f2.iter().all(|item0| item0.conforms(mode))
+                })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 

@@ -55,6 +55,12 @@ impl Schema for GetPeriodicEventStreamRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -117,6 +123,16 @@ impl Schema for GetPeriodicEventStreamResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.constant_stream_data.as_ref().map_or(true, |f0| {
+            check::count_fits(f0.len(), Some(1), None)
+                && f0.iter().all(|item0| item0.conforms(mode))
+        }) && self
+            .custom_data
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
     }
 }
 

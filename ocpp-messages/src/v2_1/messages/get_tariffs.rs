@@ -73,6 +73,12 @@ impl Schema for GetTariffsRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -177,6 +183,23 @@ impl Schema for GetTariffsResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self.tariff_assignments.as_ref().map_or(true, |f2| {
+                check::count_fits(f2.len(), Some(1), None)
+                    && f2.iter().all(|item0| item0.conforms(mode))
+            })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 
@@ -332,6 +355,25 @@ impl Schema for TariffAssignment {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.tariff_id;
+        let f1 = &self.tariff_kind;
+        check::fits(f0, 60)
+            && f1.conforms(mode)
+            && self
+                .evse_ids
+                .as_ref()
+                .map_or(true, |f3| check::count_fits(f3.len(), Some(1), None))
+            && self.id_tokens.as_ref().map_or(true, |f4| {
+                check::count_fits(f4.len(), Some(1), None)
+                    && f4.iter().all(|item0| check::fits(item0, 255))
+            })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
     }
 }
 

@@ -70,6 +70,16 @@ impl Schema for GetTransactionStatusRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.transaction_id
+            .as_ref()
+            .map_or(true, |f0| check::fits(f0, 36))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -159,6 +169,12 @@ impl Schema for GetTransactionStatusResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

@@ -73,6 +73,16 @@ impl Schema for GetVariablesRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.get_variable_data;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -140,6 +150,16 @@ impl Schema for GetVariablesResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.get_variable_result;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
     }
 }
 
@@ -237,6 +257,20 @@ impl Schema for GetVariableData {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.component;
+        let f2 = &self.variable;
+        self.attribute_type
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && f2.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 
@@ -395,6 +429,31 @@ impl Schema for GetVariableResult {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.attribute_status;
+        let f4 = &self.component;
+        let f5 = &self.variable;
+        f0.conforms(mode)
+            && self
+                .attribute_status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .attribute_type
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && self
+                .attribute_value
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 2500))
+            && f4.conforms(mode)
+            && f5.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
     }
 }
 

@@ -109,6 +109,19 @@ impl Schema for LogStatusNotificationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -161,6 +174,12 @@ impl Schema for LogStatusNotificationResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -83,6 +83,16 @@ impl Schema for MeterValuesRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.meter_value;
+        check::count_fits(f1.len(), Some(1), None)
+            && f1.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -133,6 +143,12 @@ impl Schema for MeterValuesResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -94,6 +94,18 @@ impl Schema for NotifyAllowedEnergyTransferRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.transaction_id;
+        let f1 = &self.allowed_energy_transfer;
+        check::fits(f0, 36)
+            && check::count_fits(f1.len(), Some(1), None)
+            && f1.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -176,6 +188,19 @@ impl Schema for NotifyAllowedEnergyTransferResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

@@ -140,6 +140,15 @@ impl Schema for NotifyCustomerInformationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.data;
+        check::fits(f0, 512)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -198,6 +207,12 @@ impl Schema for NotifyCustomerInformationResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -146,6 +146,23 @@ impl Schema for NotifyDERAlarmRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.control_type;
+        f0.conforms(mode)
+            && self
+                .grid_event_fault
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .extra_info
+                .as_ref()
+                .map_or(true, |f4| check::fits(f4, 200))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -202,6 +219,12 @@ impl Schema for NotifyDERAlarmResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -128,6 +128,19 @@ impl Schema for NotifyDERStartStopRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.control_id;
+        check::fits(f0, 36)
+            && self.superseded_ids.as_ref().map_or(true, |f3| {
+                check::count_fits(f3.len(), Some(1), Some(24))
+                    && f3.iter().all(|item0| check::fits(item0, 36))
+            })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -185,6 +198,12 @@ impl Schema for NotifyDERStartStopResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -113,6 +113,16 @@ impl Schema for NotifyDisplayMessagesRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.message_info.as_ref().map_or(true, |f0| {
+            check::count_fits(f0.len(), Some(1), None)
+                && f0.iter().all(|item0| item0.conforms(mode))
+        }) && self
+            .custom_data
+            .as_ref()
+            .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -168,6 +178,12 @@ impl Schema for NotifyDisplayMessagesResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -119,6 +119,16 @@ impl Schema for NotifyEventRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.event_data;
+        check::count_fits(f3.len(), Some(1), None)
+            && f3.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -173,6 +183,12 @@ impl Schema for NotifyEventResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -453,6 +469,35 @@ impl Schema for EventData {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.trigger;
+        let f4 = &self.actual_value;
+        let f9 = &self.component;
+        let f11 = &self.event_notification_type;
+        let f12 = &self.variable;
+        f2.conforms(mode)
+            && check::fits(f4, 2500)
+            && self
+                .tech_code
+                .as_ref()
+                .map_or(true, |f5| check::fits(f5, 50))
+            && self
+                .tech_info
+                .as_ref()
+                .map_or(true, |f6| check::fits(f6, 500))
+            && self
+                .transaction_id
+                .as_ref()
+                .map_or(true, |f8| check::fits(f8, 36))
+            && f9.conforms(mode)
+            && f11.conforms(mode)
+            && f12.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f14| f14.conforms(mode))
     }
 }
 

@@ -143,6 +143,16 @@ impl Schema for NotifyMonitoringReportRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.monitor.as_ref().map_or(true, |f0| {
+            check::count_fits(f0.len(), Some(1), None)
+                && f0.iter().all(|item0| item0.conforms(mode))
+        }) && self
+            .custom_data
+            .as_ref()
+            .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -204,6 +214,12 @@ impl Schema for NotifyMonitoringReportResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -297,6 +313,20 @@ impl Schema for MonitoringData {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.component;
+        let f1 = &self.variable;
+        let f2 = &self.variable_monitoring;
+        f0.conforms(mode)
+            && f1.conforms(mode)
+            && check::count_fits(f2.len(), Some(1), None)
+            && f2.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
     }
 }
 
@@ -464,6 +494,17 @@ impl Schema for VariableMonitoring {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.r#type;
+        let f5 = &self.event_notification_type;
+        f3.conforms(mode)
+            && f5.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
     }
 }
 

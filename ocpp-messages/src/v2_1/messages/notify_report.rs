@@ -144,6 +144,16 @@ impl Schema for NotifyReportRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.report_data.as_ref().map_or(true, |f2| {
+            check::count_fits(f2.len(), Some(1), None)
+                && f2.iter().all(|item0| item0.conforms(mode))
+        }) && self
+            .custom_data
+            .as_ref()
+            .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -203,6 +213,12 @@ impl Schema for NotifyReportResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -363,6 +379,24 @@ impl Schema for ReportData {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.component;
+        let f1 = &self.variable;
+        let f2 = &self.variable_attribute;
+        f0.conforms(mode)
+            && f1.conforms(mode)
+            && check::count_fits(f2.len(), Some(1), Some(4))
+            && f2.iter().all(|item0| item0.conforms(mode))
+            && self
+                .variable_characteristics
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -514,6 +548,19 @@ impl Schema for VariableAttribute {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.r#type.as_ref().map_or(true, |f0| f0.conforms(mode))
+            && self.value.as_ref().map_or(true, |f1| check::fits(f1, 2500))
+            && self
+                .mutability
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
     }
 }
 
@@ -716,6 +763,24 @@ impl Schema for VariableCharacteristics {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.data_type;
+        self.unit.as_ref().map_or(true, |f0| check::fits(f0, 16))
+            && f1.conforms(mode)
+            && self
+                .max_elements
+                .as_ref()
+                .map_or(true, |f4| (1..=4294967295).contains(&i64::from(*f4)))
+            && self
+                .values_list
+                .as_ref()
+                .map_or(true, |f5| check::fits(f5, 1000))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f7| f7.conforms(mode))
     }
 }
 

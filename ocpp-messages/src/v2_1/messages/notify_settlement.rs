@@ -229,6 +229,40 @@ impl Schema for NotifySettlementRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.psp_ref;
+        let f2 = &self.status;
+        self.transaction_id
+            .as_ref()
+            .map_or(true, |f0| check::fits(f0, 36))
+            && check::fits(f1, 255)
+            && f2.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 500))
+            && self
+                .receipt_id
+                .as_ref()
+                .map_or(true, |f6| check::fits(f6, 50))
+            && self
+                .receipt_url
+                .as_ref()
+                .map_or(true, |f7| check::fits(f7, 2000))
+            && self
+                .vat_company
+                .as_ref()
+                .map_or(true, |f8| f8.conforms(mode))
+            && self
+                .vat_number
+                .as_ref()
+                .map_or(true, |f9| check::fits(f9, 20))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f10| f10.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -340,6 +374,20 @@ impl Schema for NotifySettlementResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.receipt_url
+            .as_ref()
+            .map_or(true, |f0| check::fits(f0, 2000))
+            && self
+                .receipt_id
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 50))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

@@ -141,6 +141,18 @@ impl Schema for ReportChargingProfilesRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.charging_limit_source;
+        let f2 = &self.charging_profile;
+        check::fits(f1, 20)
+            && check::count_fits(f2.len(), Some(1), None)
+            && f2.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -199,6 +211,12 @@ impl Schema for ReportChargingProfilesResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

@@ -263,6 +263,37 @@ impl Schema for ReportDERControlRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.curve.as_ref().map_or(true, |f0| {
+            check::count_fits(f0.len(), Some(1), Some(24))
+                && f0.iter().all(|item0| item0.conforms(mode))
+        }) && self.enter_service.as_ref().map_or(true, |f1| {
+            check::count_fits(f1.len(), Some(1), Some(24))
+                && f1.iter().all(|item0| item0.conforms(mode))
+        }) && self.fixed_pf_absorb.as_ref().map_or(true, |f2| {
+            check::count_fits(f2.len(), Some(1), Some(24))
+                && f2.iter().all(|item0| item0.conforms(mode))
+        }) && self.fixed_pf_inject.as_ref().map_or(true, |f3| {
+            check::count_fits(f3.len(), Some(1), Some(24))
+                && f3.iter().all(|item0| item0.conforms(mode))
+        }) && self.fixed_var.as_ref().map_or(true, |f4| {
+            check::count_fits(f4.len(), Some(1), Some(24))
+                && f4.iter().all(|item0| item0.conforms(mode))
+        }) && self.freq_droop.as_ref().map_or(true, |f5| {
+            check::count_fits(f5.len(), Some(1), Some(24))
+                && f5.iter().all(|item0| item0.conforms(mode))
+        }) && self.gradient.as_ref().map_or(true, |f6| {
+            check::count_fits(f6.len(), Some(1), Some(24))
+                && f6.iter().all(|item0| item0.conforms(mode))
+        }) && self.limit_max_discharge.as_ref().map_or(true, |f7| {
+            check::count_fits(f7.len(), Some(1), Some(24))
+                && f7.iter().all(|item0| item0.conforms(mode))
+        }) && self
+            .custom_data
+            .as_ref()
+            .map_or(true, |f10| f10.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -361,6 +392,12 @@ impl Schema for ReportDERControlResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 
@@ -483,6 +520,19 @@ impl Schema for DERCurveGet {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.curve;
+        let f1 = &self.id;
+        let f2 = &self.curve_type;
+        f0.conforms(mode)
+            && check::fits(f1, 36)
+            && f2.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -566,6 +616,17 @@ impl Schema for EnterServiceGet {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.enter_service;
+        let f1 = &self.id;
+        f0.conforms(mode)
+            && check::fits(f1, 36)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -676,6 +737,17 @@ impl Schema for FixedPFGet {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.fixed_pf;
+        let f1 = &self.id;
+        f0.conforms(mode)
+            && check::fits(f1, 36)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
     }
 }
 
@@ -791,6 +863,17 @@ impl Schema for FixedVarGet {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.fixed_var;
+        let f1 = &self.id;
+        f0.conforms(mode)
+            && check::fits(f1, 36)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -905,6 +988,17 @@ impl Schema for FreqDroopGet {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.freq_droop;
+        let f1 = &self.id;
+        f0.conforms(mode)
+            && check::fits(f1, 36)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -986,6 +1080,17 @@ impl Schema for GradientGet {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.gradient;
+        let f1 = &self.id;
+        f0.conforms(mode)
+            && check::fits(f1, 36)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -1102,6 +1207,17 @@ impl Schema for LimitMaxDischargeGet {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.id;
+        let f3 = &self.limit_max_discharge;
+        check::fits(f0, 36)
+            && f3.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
     }
 }
 

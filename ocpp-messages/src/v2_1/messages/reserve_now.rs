@@ -157,6 +157,22 @@ impl Schema for ReserveNowRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.id_token;
+        self.connector_type
+            .as_ref()
+            .map_or(true, |f2| check::fits(f2, 20))
+            && f3.conforms(mode)
+            && self
+                .group_id_token
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -247,6 +263,19 @@ impl Schema for ReserveNowResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

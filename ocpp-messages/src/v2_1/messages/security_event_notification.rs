@@ -106,6 +106,19 @@ impl Schema for SecurityEventNotificationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.r#type;
+        check::fits(f0, 50)
+            && self
+                .tech_info
+                .as_ref()
+                .map_or(true, |f2| check::fits(f2, 255))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -158,6 +171,12 @@ impl Schema for SecurityEventNotificationResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
     }
 }
 

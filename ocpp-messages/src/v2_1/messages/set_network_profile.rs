@@ -85,6 +85,15 @@ impl Schema for SetNetworkProfileRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.connection_data;
+        f1.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -167,6 +176,19 @@ impl Schema for SetNetworkProfileResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -354,6 +376,29 @@ impl Schema for APN {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.apn;
+        let f6 = &self.apn_authentication;
+        check::fits(f0, 2000)
+            && self
+                .apn_user_name
+                .as_ref()
+                .map_or(true, |f1| check::fits(f1, 50))
+            && self
+                .apn_password
+                .as_ref()
+                .map_or(true, |f2| check::fits(f2, 64))
+            && self
+                .preferred_network
+                .as_ref()
+                .map_or(true, |f4| check::fits(f4, 6))
+            && f6.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f7| f7.conforms(mode))
     }
 }
 
@@ -604,6 +649,33 @@ impl Schema for NetworkConnectionProfile {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.ocpp_interface;
+        let f3 = &self.ocpp_transport;
+        let f5 = &self.ocpp_csms_url;
+        self.apn.as_ref().map_or(true, |f0| f0.conforms(mode))
+            && self
+                .ocpp_version
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && f2.conforms(mode)
+            && f3.conforms(mode)
+            && check::fits(f5, 2000)
+            && self
+                .identity
+                .as_ref()
+                .map_or(true, |f7| check::fits(f7, 48))
+            && self
+                .basic_auth_password
+                .as_ref()
+                .map_or(true, |f8| check::fits(f8, 64))
+            && self.vpn.as_ref().map_or(true, |f9| f9.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f10| f10.conforms(mode))
     }
 }
 
@@ -860,6 +932,24 @@ impl Schema for VPN {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.server;
+        let f1 = &self.user;
+        let f3 = &self.password;
+        let f4 = &self.key;
+        let f5 = &self.r#type;
+        check::fits(f0, 2000)
+            && check::fits(f1, 50)
+            && self.group.as_ref().map_or(true, |f2| check::fits(f2, 50))
+            && check::fits(f3, 64)
+            && check::fits(f4, 255)
+            && f5.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
     }
 }
 

@@ -75,6 +75,16 @@ impl Schema for SetVariableMonitoringRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.set_monitoring_data;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -142,6 +152,16 @@ impl Schema for SetVariableMonitoringResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.set_monitoring_result;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
     }
 }
 
@@ -346,6 +366,22 @@ impl Schema for SetMonitoringData {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f4 = &self.r#type;
+        let f6 = &self.component;
+        let f7 = &self.variable;
+        self.periodic_event_stream
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
+            && f4.conforms(mode)
+            && f6.conforms(mode)
+            && f7.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f8| f8.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -546,6 +582,24 @@ impl Schema for SetMonitoringResult {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.status;
+        let f3 = &self.r#type;
+        let f4 = &self.component;
+        let f5 = &self.variable;
+        self.status_info
+            .as_ref()
+            .map_or(true, |f1| f1.conforms(mode))
+            && f2.conforms(mode)
+            && f3.conforms(mode)
+            && f4.conforms(mode)
+            && f5.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f7| f7.conforms(mode))
     }
 }
 

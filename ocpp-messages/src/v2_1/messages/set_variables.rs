@@ -73,6 +73,16 @@ impl Schema for SetVariablesRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.set_variable_data;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -140,6 +150,16 @@ impl Schema for SetVariablesResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.set_variable_result;
+        check::count_fits(f0.len(), Some(1), None)
+            && f0.iter().all(|item0| item0.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
     }
 }
 
@@ -259,6 +279,22 @@ impl Schema for SetVariableData {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.attribute_value;
+        let f2 = &self.component;
+        let f3 = &self.variable;
+        self.attribute_type
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && check::fits(f1, 2500)
+            && f2.conforms(mode)
+            && f3.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
     }
 }
 
@@ -396,6 +432,26 @@ impl Schema for SetVariableResult {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.attribute_status;
+        let f3 = &self.component;
+        let f4 = &self.variable;
+        self.attribute_type
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .attribute_status_info
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && f3.conforms(mode)
+            && f4.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
     }
 }
 

@@ -134,6 +134,23 @@ impl Schema for SignCertificateRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.csr;
+        check::fits(f0, 5500)
+            && self
+                .certificate_type
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .hash_root_certificate
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -220,6 +237,19 @@ impl Schema for SignCertificateResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

@@ -108,6 +108,20 @@ impl Schema for TriggerMessageRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.requested_message;
+        self.evse.as_ref().map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self
+                .custom_trigger
+                .as_ref()
+                .map_or(true, |f2| check::fits(f2, 50))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -192,6 +206,19 @@ impl Schema for TriggerMessageResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 

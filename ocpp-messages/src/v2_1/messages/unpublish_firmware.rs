@@ -71,6 +71,15 @@ impl Schema for UnpublishFirmwareRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.checksum;
+        check::fits(f0, 32)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -135,6 +144,15 @@ impl Schema for UnpublishFirmwareResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
     }
 }
 

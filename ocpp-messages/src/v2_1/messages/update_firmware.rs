@@ -129,6 +129,15 @@ impl Schema for UpdateFirmwareRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f3 = &self.firmware;
+        f3.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -215,6 +224,19 @@ impl Schema for UpdateFirmwareResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.status;
+        f0.conforms(mode)
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -364,6 +386,23 @@ impl Schema for Firmware {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.location;
+        check::fits(f0, 2000)
+            && self
+                .signing_certificate
+                .as_ref()
+                .map_or(true, |f3| check::fits(f3, 5500))
+            && self
+                .signature
+                .as_ref()
+                .map_or(true, |f4| check::fits(f4, 800))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
     }
 }
 

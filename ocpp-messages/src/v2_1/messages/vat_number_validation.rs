@@ -89,6 +89,15 @@ impl Schema for VatNumberValidationRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.vat_number;
+        check::fits(f0, 20)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -228,6 +237,22 @@ impl Schema for VatNumberValidationResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f2 = &self.vat_number;
+        let f4 = &self.status;
+        self.company.as_ref().map_or(true, |f0| f0.conforms(mode))
+            && self
+                .status_info
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && check::fits(f2, 20)
+            && f4.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
     }
 }
 

@@ -318,6 +318,39 @@ impl Schema for TransactionEventRequest {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.event_type;
+        let f4 = &self.trigger_reason;
+        let f12 = &self.transaction_info;
+        self.cost_details
+            .as_ref()
+            .map_or(true, |f0| f0.conforms(mode))
+            && f1.conforms(mode)
+            && self.meter_value.as_ref().map_or(true, |f2| {
+                check::count_fits(f2.len(), Some(1), None)
+                    && f2.iter().all(|item0| item0.conforms(mode))
+            })
+            && f4.conforms(mode)
+            && self
+                .number_of_phases_used
+                .as_ref()
+                .map_or(true, |f7| (0..=3).contains(&i64::from(*f7)))
+            && self
+                .preconditioning_status
+                .as_ref()
+                .map_or(true, |f10| f10.conforms(mode))
+            && f12.conforms(mode)
+            && self.evse.as_ref().map_or(true, |f13| f13.conforms(mode))
+            && self
+                .id_token
+                .as_ref()
+                .map_or(true, |f14| f14.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f15| f15.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -515,6 +548,31 @@ impl Schema for TransactionEventResponse {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.id_token_info
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
+            && self
+                .transaction_limit
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+            && self
+                .updated_personal_message
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+            && self
+                .updated_personal_message_extra
+                .as_ref()
+                .map_or(true, |f5| {
+                    check::count_fits(f5.len(), Some(1), Some(4))
+                        && f5.iter().all(|item0| item0.conforms(mode))
+                })
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
     }
 }
 

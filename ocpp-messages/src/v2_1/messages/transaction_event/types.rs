@@ -99,6 +99,20 @@ impl Schema for ChargingPeriod {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.dimensions.as_ref().map_or(true, |f0| {
+            check::count_fits(f0.len(), Some(1), None)
+                && f0.iter().all(|item0| item0.conforms(mode))
+        }) && self
+            .tariff_id
+            .as_ref()
+            .map_or(true, |f1| check::fits(f1, 60))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -273,6 +287,24 @@ impl Schema for CostDetails {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f1 = &self.total_cost;
+        let f2 = &self.total_usage;
+        self.charging_periods.as_ref().map_or(true, |f0| {
+            check::count_fits(f0.len(), Some(1), None)
+                && f0.iter().all(|item0| item0.conforms(mode))
+        }) && f1.conforms(mode)
+            && f2.conforms(mode)
+            && self
+                .failure_reason
+                .as_ref()
+                .map_or(true, |f4| check::fits(f4, 500))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -361,6 +393,15 @@ impl Schema for CostDimension {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.r#type;
+        f0.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -680,6 +721,34 @@ impl Schema for TotalCost {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.currency;
+        let f1 = &self.type_of_cost;
+        let f8 = &self.total;
+        check::fits(f0, 3)
+            && f1.conforms(mode)
+            && self.fixed.as_ref().map_or(true, |f2| f2.conforms(mode))
+            && self.energy.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self
+                .charging_time
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
+            && self.idle_time.as_ref().map_or(true, |f5| f5.conforms(mode))
+            && self
+                .reservation_time
+                .as_ref()
+                .map_or(true, |f6| f6.conforms(mode))
+            && self
+                .reservation_fixed
+                .as_ref()
+                .map_or(true, |f7| f7.conforms(mode))
+            && f8.conforms(mode)
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f9| f9.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -784,6 +853,12 @@ impl Schema for TotalPrice {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f2| f2.conforms(mode))
     }
 }
 
@@ -904,6 +979,12 @@ impl Schema for TotalUsage {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.custom_data
+            .as_ref()
+            .map_or(true, |f4| f4.conforms(mode))
     }
 }
 
@@ -1111,6 +1192,35 @@ impl Schema for Transaction {
         }
         Ok(())
     }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        let f0 = &self.transaction_id;
+        check::fits(f0, 36)
+            && self
+                .charging_state
+                .as_ref()
+                .map_or(true, |f1| f1.conforms(mode))
+            && self
+                .stopped_reason
+                .as_ref()
+                .map_or(true, |f3| f3.conforms(mode))
+            && self
+                .operation_mode
+                .as_ref()
+                .map_or(true, |f5| f5.conforms(mode))
+            && self
+                .tariff_id
+                .as_ref()
+                .map_or(true, |f6| check::fits(f6, 60))
+            && self
+                .transaction_limit
+                .as_ref()
+                .map_or(true, |f7| f7.conforms(mode))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f8| f8.conforms(mode))
+    }
 }
 
 #[cfg(feature = "proptest")]
@@ -1270,6 +1380,16 @@ impl Schema for TransactionLimit {
             CustomData::check_json(v, path, mode)?;
         }
         Ok(())
+    }
+
+    fn conforms(&self, mode: Mode) -> bool {
+        self.max_so_c
+            .as_ref()
+            .map_or(true, |f3| (0..=100).contains(&i64::from(*f3)))
+            && self
+                .custom_data
+                .as_ref()
+                .map_or(true, |f4| f4.conforms(mode))
     }
 }
 

@@ -4,9 +4,11 @@
 //! Split alphabetically into files of about 1200 lines; everything is re-exported here.
 
 mod a_to_d;
-mod d_to_e;
-mod e_to_v;
+mod d_to_d;
+mod e_to_n;
+mod v_to_v;
 
 pub use a_to_d::*;
-pub use d_to_e::*;
-pub use e_to_v::*;
+pub use d_to_d::*;
+pub use e_to_n::*;
+pub use v_to_v::*;
