@@ -54,6 +54,41 @@ use crate::version::OcppVersion;
 /// # Errors
 /// See [`ParseError`]; [`ParseError::respond`] says what to answer.
 pub fn parse(bytes: &[u8], version: OcppVersion) -> Result<RpcMessage<'_>, ParseError> {
+    match core::str::from_utf8(bytes) {
+        Ok(text) => parse_str(text, version),
+        // Not UTF-8: no valid JSON either; the parser says where it breaks.
+        Err(_) => parse_with(bytes, serde_json::Deserializer::from_slice(bytes), version),
+    }
+}
+
+/// [`parse`] for text already known to be UTF-8 (a WebSocket text message is): the JSON
+/// parser then does not check each string's UTF-8 again.
+///
+/// ```
+/// use ocpp_messages::envelope::{parse_str, RpcMessage};
+/// use ocpp_messages::version::OcppVersion;
+///
+/// let msg = parse_str(r#"[2, "1", "Heartbeat", {}]"#, OcppVersion::V1_6)?;
+/// assert!(matches!(msg, RpcMessage::Call(call) if call.action == "Heartbeat"));
+/// # Ok::<(), ocpp_messages::envelope::ParseError>(())
+/// ```
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_str(text: &str, version: OcppVersion) -> Result<RpcMessage<'_>, ParseError> {
+    parse_with(
+        text.as_bytes(),
+        serde_json::Deserializer::from_str(text),
+        version,
+    )
+}
+
+/// [`parse`] with the JSON deserializer over `bytes` chosen by the caller.
+fn parse_with<'a, R: serde_json::de::Read<'a>>(
+    bytes: &'a [u8],
+    mut de: serde_json::Deserializer<R>,
+    version: OcppVersion,
+) -> Result<RpcMessage<'a>, ParseError> {
     let first = bytes.iter().copied().find(|b| !is_json_whitespace(*b));
     if first != Some(b'[') {
         let valid_json = first.is_some() && serde_json::from_slice::<&RawValue>(bytes).is_ok();
@@ -65,7 +100,6 @@ pub fn parse(bytes: &[u8], version: OcppVersion) -> Result<RpcMessage<'_>, Parse
     }
 
     let mut elements = Elements::default();
-    let mut de = serde_json::Deserializer::from_slice(bytes);
     let syntax_ok = (&mut de)
         .deserialize_seq(ElementsVisitor(&mut elements))
         .and_then(|()| de.end())
@@ -222,8 +256,9 @@ fn read_id(element: Option<&RawValue>) -> Result<MessageId<'_>, IdRead> {
 /// Whether JSON text nests deeper than `limit` arrays/objects. The text is known to be valid
 /// JSON, so brackets inside strings are the only ones to skip.
 pub(crate) fn nests_deeper_than(json: &str, limit: usize) -> bool {
-    // Each level needs one opening bracket: short texts cannot be too deep.
-    if json.len() <= limit {
+    // Each level needs one opening bracket: texts with few of them (all real OCPP payloads)
+    // cannot be too deep, and counting them is a cheap, branch-free pass.
+    if json.len() <= limit || json.bytes().filter(|b| matches!(b, b'[' | b'{')).count() <= limit {
         return false;
     }
     let mut depth = 0usize;

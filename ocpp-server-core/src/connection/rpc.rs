@@ -2,8 +2,7 @@
 
 use std::time::Instant;
 
-use bytes::Bytes;
-use ocpp_frame::{CloseCode, FrameHeader, Message, Opcode};
+use ocpp_frame::{CloseCode, FrameHeader, Message, Opcode, Utf8Bytes};
 use ocpp_messages::envelope::{
     self, Call, Disposition, MessageId, MessageTypeId, ParseError, RpcMessage, SerializeError,
 };
@@ -249,7 +248,7 @@ impl Connection {
         match message {
             Message::Text(text) => {
                 if self.is_open() {
-                    self.on_text(now, text.into_bytes());
+                    self.on_text(now, &text);
                 }
             }
             Message::Binary(_) => {
@@ -275,9 +274,9 @@ impl Connection {
     }
 
     /// Handles one text message: parsed once, a CALL decoded once.
-    fn on_text(&mut self, now: Instant, bytes: Bytes) {
+    fn on_text(&mut self, now: Instant, text: &Utf8Bytes) {
         let version = self.version;
-        match envelope::parse(&bytes, version) {
+        match envelope::parse_str(text.as_str(), version) {
             Ok(RpcMessage::Call(call)) => {
                 let turn = self.read_call(&call);
                 self.take_turn_or_hold(turn);
