@@ -161,7 +161,7 @@ pub struct Decoder {
     control: BytesMut,
     error: Option<ProtocolError>,
     #[cfg(feature = "deflate")]
-    inflate: Option<crate::deflate::Decompressor>,
+    inflate: Option<Box<crate::deflate::Decompressor>>,
 }
 
 impl Decoder {
@@ -209,7 +209,9 @@ impl Decoder {
     #[cfg(feature = "deflate")]
     pub fn set_deflate(&mut self, params: &crate::deflate::DeflateParams) {
         self.config.allowed_rsv |= crate::frame::RSV1;
-        self.inflate = Some(crate::deflate::Decompressor::new(self.role, params));
+        self.inflate = Some(Box::new(crate::deflate::Decompressor::new(
+            self.role, params,
+        )));
     }
 
     /// [`Decoder::set_deflate`] in builder form.

@@ -632,11 +632,11 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
         .connectors
         .iter()
         .map(|(label, state)| {
-            let mut value = json!({ "status": state.status, "at": time_json(state.at) });
+            let mut value = json!({ "status": &*state.status, "at": time_json(state.at) });
             if let Some(code) = &state.error_code {
-                value["error_code"] = json!(code);
+                value["error_code"] = json!(&**code);
             }
-            (label.clone(), value)
+            (label.to_string(), value)
         })
         .collect();
     let transactions: Vec<Value> = cp
@@ -682,11 +682,11 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
         "connected_since": cp.session.as_ref().map(|s| time_json(s.since)),
         "status": cp.status(),
         "boot": cp.registration.as_ref().map(|r| json!({
-            "vendor": r.vendor,
-            "model": r.model,
-            "serial_number": r.serial_number,
-            "firmware_version": r.firmware_version,
-            "reason": r.reason,
+            "vendor": &*r.vendor,
+            "model": &*r.model,
+            "serial_number": r.serial_number.as_deref(),
+            "firmware_version": r.firmware_version.as_deref(),
+            "reason": r.reason.as_deref(),
             "at": time_json(r.at),
         })),
         "last_heartbeat": cp.last_heartbeat.map(time_json),

@@ -4,10 +4,12 @@
 use ocpp_server_core::ChargePointIdentity;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use ocpp_messages::version::OcppVersion;
 
+use super::shared_text::shared_text;
 use super::{BootPolicy, ItemsPerMessage, SessionId};
 
 /// One charge point: its live session (if connected), what it said at boot, its connectors and
@@ -25,7 +27,7 @@ pub struct ChargePoint {
     /// When the last Heartbeat arrived.
     pub last_heartbeat: Option<SystemTime>,
     /// Connector states by label: `"1"` (OCPP 1.6 connectorId) or `"1/1"` (2.x evse/connector).
-    pub connectors: BTreeMap<String, ConnectorState>,
+    pub connectors: Connectors,
     /// Transactions, active and the last few ended, in the order they started.
     pub transactions: Vec<Transaction>,
     /// What the charge point reported beyond the typed state above (NotifyEvent,
@@ -46,8 +48,9 @@ pub struct ChargePoint {
     pub seq_no_gaps: VecDeque<SeqNoGap>,
     /// How many gaps were noticed in all.
     pub seq_no_gap_count: u64,
-    /// Its last SignCertificate and what came of it (A02/A03), if it sent one.
-    pub certificate: Option<CertificateSigning>,
+    /// Its last SignCertificate and what came of it (A02/A03), if it sent one (boxed: few
+    /// stations send one, and the others pay a null pointer instead of 152 bytes).
+    pub certificate: Option<Box<CertificateSigning>>,
     /// CALLs to send it right after the answer just made (CertificateSigned after an accepted
     /// SignCertificate), taken by the I/O loop with `Csms::take_follow_up`.
     pub(super) follow_up: Option<ocpp_server_core::Request>,
@@ -118,34 +121,111 @@ pub struct Session {
     pub since: SystemTime,
 }
 
-/// What a BootNotification said.
+/// What a BootNotification said. The texts a fleet repeats (vendor, model, firmware, reason)
+/// are shared between the charge points that sent the same; only the serial number is each
+/// one's own.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Registration {
     /// `chargePointVendor` (1.6) / `chargingStation.vendorName` (2.x).
-    pub vendor: String,
+    pub vendor: Arc<str>,
     /// `chargePointModel` (1.6) / `chargingStation.model` (2.x).
-    pub model: String,
+    pub model: Arc<str>,
     /// The serial number, if sent.
-    pub serial_number: Option<String>,
+    pub serial_number: Option<Box<str>>,
     /// The firmware version, if sent.
-    pub firmware_version: Option<String>,
+    pub firmware_version: Option<Arc<str>>,
     /// 2.x: why it booted (`PowerUp`, ...).
-    pub reason: Option<String>,
+    pub reason: Option<Arc<str>>,
     /// When it arrived.
     pub at: SystemTime,
+}
+
+impl Registration {
+    /// A registration as a BootNotification says it, at `at`.
+    pub fn new(
+        vendor: &str,
+        model: &str,
+        serial_number: Option<&str>,
+        firmware_version: Option<&str>,
+        reason: Option<&str>,
+        at: SystemTime,
+    ) -> Self {
+        Registration {
+            vendor: shared_text(vendor),
+            model: shared_text(model),
+            serial_number: serial_number.map(Box::from),
+            firmware_version: firmware_version.map(shared_text),
+            reason: reason.map(shared_text),
+            at,
+        }
+    }
 }
 
 /// The last StatusNotification of a connector.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ConnectorState {
-    /// The status as on the wire (`Available`, `Charging`, `Occupied`...).
-    pub status: String,
+    /// The status as on the wire (`Available`, `Charging`, `Occupied`...), shared with every
+    /// connector in the same status.
+    pub status: Arc<str>,
     /// 1.6: the error code unless `NoError`.
-    pub error_code: Option<String>,
+    pub error_code: Option<Arc<str>>,
     /// When it arrived.
     pub at: SystemTime,
+}
+
+/// A charge point's connectors by label, in label order: a short sorted list, sized to what it
+/// holds (a `BTreeMap` allocates a node for 11 entries on the first, about 1 KiB here, and a
+/// station has a few connectors).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Connectors(Vec<(Box<str>, ConnectorState)>);
+
+impl Connectors {
+    /// The state of the connector `label`.
+    pub fn get(&self, label: &str) -> Option<&ConnectorState> {
+        let at = self.0.binary_search_by(|(l, _)| (**l).cmp(label)).ok()?;
+        Some(&self.0[at].1)
+    }
+
+    /// Sets the state of the connector `label`.
+    pub fn insert(&mut self, label: &str, state: ConnectorState) {
+        match self.0.binary_search_by(|(l, _)| (**l).cmp(label)) {
+            Ok(at) => self.0[at].1 = state,
+            Err(at) => {
+                self.0.reserve_exact(1);
+                self.0.insert(at, (Box::from(label), state));
+            }
+        }
+    }
+
+    /// Labels and states, in label order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &ConnectorState)> {
+        self.0.iter().map(|(label, state)| (&**label, state))
+    }
+
+    /// How many connectors reported.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether none has reported.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::ops::Index<&str> for Connectors {
+    type Output = ConnectorState;
+
+    /// The state of the connector `label`; panics if it never reported (for tests and callers
+    /// that checked).
+    fn index(&self, label: &str) -> &ConnectorState {
+        match self.get(label) {
+            Some(state) => state,
+            None => panic!("no connector {label:?}"),
+        }
+    }
 }
 
 /// A charging session.
@@ -226,7 +306,7 @@ impl ChargePoint {
             session: None,
             registration: None,
             last_heartbeat: None,
-            connectors: BTreeMap::new(),
+            connectors: Connectors::default(),
             transactions: Vec::new(),
             notifications: BTreeMap::new(),
             notification_counts: BTreeMap::new(),
@@ -307,7 +387,7 @@ impl ChargePoint {
     /// Records a connector status.
     pub fn set_connector_status(
         &mut self,
-        connector: String,
+        connector: &str,
         status: &str,
         error_code: Option<&str>,
         at: SystemTime,
@@ -315,8 +395,8 @@ impl ChargePoint {
         self.connectors.insert(
             connector,
             ConnectorState {
-                status: status.into(),
-                error_code: error_code.map(String::from),
+                status: shared_text(status),
+                error_code: error_code.map(shared_text),
                 at,
             },
         );

@@ -117,6 +117,7 @@ pub mod credentials;
 pub mod items_per_message;
 mod metrics;
 pub mod push;
+mod shared_text;
 mod tokens;
 mod v1_6;
 mod v2x;
@@ -140,8 +141,8 @@ pub use certificate_authority::{
     CERTIFICATE_VALIDITY,
 };
 pub use charge_point::{
-    CertificateSigning, ChargePoint, ConnectorState, MeterReading, Notification, Registration,
-    SeqNoGap, Session, Transaction,
+    CertificateSigning, ChargePoint, ConnectorState, Connectors, MeterReading, Notification,
+    Registration, SeqNoGap, Session, Transaction,
 };
 pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};
@@ -405,12 +406,12 @@ impl Reply {
 /// that reconnects gets a new session; the old one's [`Csms::on_closed`] then leaves the new
 /// one alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SessionId(u64);
+pub struct SessionId(std::num::NonZeroU64);
 
 impl SessionId {
     /// The number, for logs.
     pub fn get(self) -> u64 {
-        self.0
+        self.0.get()
     }
 }
 
@@ -682,7 +683,10 @@ impl Csms {
 
     /// The WebSocket is open: records the session and returns its id.
     pub fn on_connected(&self, identity: &ChargePointIdentity, version: OcppVersion) -> SessionId {
-        let session = SessionId(self.next_session.fetch_add(1, Ordering::Relaxed));
+        // Numbered from 1, so that an `Option<SessionId>` takes 8 bytes in every socket record.
+        let number = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let session =
+            SessionId(std::num::NonZeroU64::new(number).unwrap_or(std::num::NonZeroU64::MIN));
         let mut charge_points = self.lock();
         let charge_point = entry(&mut charge_points, identity);
         if charge_point.session.is_none() {
@@ -1093,7 +1097,7 @@ impl Context<'_> {
                 false
             }
         };
-        cp.certificate = Some(record);
+        cp.certificate = Some(Box::new(record));
         accepted
     }
 

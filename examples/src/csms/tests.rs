@@ -126,9 +126,9 @@ fn charging_session_v1_6() {
     );
 
     let state = csms.charge_point(&cp).unwrap();
-    assert_eq!(state.registration.as_ref().unwrap().vendor, "ACME");
+    assert_eq!(&*state.registration.as_ref().unwrap().vendor, "ACME");
     assert!(state.last_heartbeat.is_some());
-    assert_eq!(state.connectors["1"].status, "Charging");
+    assert_eq!(&*state.connectors["1"].status, "Charging");
     let active = &state.transactions[0];
     assert!(active.is_active());
     assert_eq!(active.energy_wh(), Some(500.0));
@@ -255,7 +255,7 @@ fn charging_session_v2_0_1() {
     assert_eq!(tx.connector, "1/1");
     assert_eq!(tx.charging_state.as_deref(), Some("Charging"));
     assert_eq!(tx.energy_wh(), Some(1500.0));
-    assert_eq!(state.connectors["1/1"].status, "Occupied");
+    assert_eq!(&*state.connectors["1/1"].status, "Occupied");
 
     call(
         &csms,

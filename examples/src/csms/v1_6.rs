@@ -22,17 +22,16 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
         // Core profile, OCPP 1.6 §4.2: answer with the boot policy, our clock and how often
         // to send Heartbeat (or, when not Accepted, when to boot again).
         Request::BootNotification(boot) => {
-            cp.registration = Some(Registration {
-                vendor: boot.charge_point_vendor.clone(),
-                model: boot.charge_point_model.clone(),
-                serial_number: boot
-                    .charge_point_serial_number
-                    .clone()
-                    .or_else(|| boot.charge_box_serial_number.clone()),
-                firmware_version: boot.firmware_version.clone(),
-                reason: None,
-                at: now,
-            });
+            cp.registration = Some(Registration::new(
+                &boot.charge_point_vendor,
+                &boot.charge_point_model,
+                boot.charge_point_serial_number
+                    .as_deref()
+                    .or(boot.charge_box_serial_number.as_deref()),
+                boot.firmware_version.as_deref(),
+                None,
+                now,
+            ));
             let policy = context.boot_policy(cp);
             context.booted(cp, policy);
             BootNotificationResponse {
@@ -53,7 +52,7 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
         Request::StatusNotification(status) => {
             let error = status.error_code.as_str();
             cp.set_connector_status(
-                status.connector_id.to_string(),
+                &status.connector_id.to_string(),
                 status.status.as_str(),
                 (error != "NoError").then_some(error),
                 now,

@@ -59,14 +59,14 @@ macro_rules! handlers_2x {
                     // when not Accepted, when to boot again).
                     Request::BootNotification(boot) => {
                         let station = &boot.charging_station;
-                        cp.registration = Some(Registration {
-                            vendor: station.vendor_name.clone(),
-                            model: station.model.clone(),
-                            serial_number: station.serial_number.clone(),
-                            firmware_version: station.firmware_version.clone(),
-                            reason: Some(boot.reason.as_str().into()),
-                            at: now,
-                        });
+                        cp.registration = Some(Registration::new(
+                            &station.vendor_name,
+                            &station.model,
+                            station.serial_number.as_deref(),
+                            station.firmware_version.as_deref(),
+                            Some(boot.reason.as_str()),
+                            now,
+                        ));
                         let policy = context.boot_policy(cp);
                         context.booted(cp, policy);
                         BootNotificationResponse::new(
@@ -84,7 +84,7 @@ macro_rules! handlers_2x {
                     // G01: connectors are numbered within their EVSE.
                     Request::StatusNotification(status) => {
                         cp.set_connector_status(
-                            format!("{}/{}", status.evse_id, status.connector_id),
+                            &format!("{}/{}", status.evse_id, status.connector_id),
                             status.connector_status.as_str(),
                             None,
                             now,

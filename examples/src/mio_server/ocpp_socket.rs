@@ -502,3 +502,28 @@ fn write_out(s: &mut OcppSocket) -> io::Result<()> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The socket record is most of what an idle charge point costs the loop (see
+    /// BENCHMARKS.md, "Memory per idle charge point"); it was 712 bytes.
+    #[test]
+    fn socket_record_size() {
+        use std::mem::size_of;
+        let size = size_of::<OcppSocket>();
+        println!(
+            "OcppSocket {size} B: Connection {}, stage {}, scheduled {}, identity {}, session {}, \
+             opened {}, claim {}",
+            size_of::<Connection>(),
+            size_of::<SocketStage>(),
+            size_of::<Option<Instant>>(),
+            size_of::<Option<ChargePointIdentity>>(),
+            size_of::<Option<SessionId>>(),
+            size_of::<Instant>(),
+            size_of::<Option<ClaimTicket>>(),
+        );
+        assert!(size <= 576, "OcppSocket grew to {size} bytes");
+    }
+}

@@ -2,11 +2,13 @@
 
 mod close;
 mod handshake;
+mod queue;
 mod rpc;
 
 pub use handshake::{ConnectTarget, WrongState};
 pub use rpc::{RefusalReason, Refused};
 
+use queue::LazyQueue;
 use rpc::Turn;
 
 use std::collections::VecDeque;
@@ -181,27 +183,26 @@ pub struct Connection {
     version: OcppVersion,
     decoder: Decoder,
     encoder: Encoder,
-    /// permessage-deflate, once agreed: the parameters and our compressor.
-    deflate: Option<DeflateParams>,
-    compressor: Option<Compressor>,
+    /// permessage-deflate, once agreed: the parameters and our compressor (boxed: most
+    /// connections never use it and pay one null pointer).
+    deflate: Option<Box<Deflate>>,
     out: Vec<u8>,
     out_head: usize,
     events: VecDeque<Event>,
+    /// The deadlines, and when the peer last sent anything: the keep-alive and idle timers
+    /// count silence from there, so a busy line costs one store per read and no timer work.
     timers: TimerTable,
     outgoing: Option<OutgoingCall>,
-    queued: VecDeque<OutgoingCall>,
+    queued: LazyQueue<OutgoingCall>,
     /// The peer's CALL delivered to the application and not answered yet.
     incoming: Option<MessageId<'static>>,
     /// Peer CALLs that arrived while an earlier one was unanswered, waiting their turn.
-    held: VecDeque<Turn>,
+    held: LazyQueue<Turn>,
     next_id: u64,
     mask_keys: MaskKeys,
     /// Reading paused: the output passed half its limit and has not drained below a quarter.
     read_paused: bool,
     ping_counter: u32,
-    /// When the peer last sent anything: the keep-alive and idle timers count silence from
-    /// here, so a busy line costs one store per read and no timer work.
-    last_rx: Instant,
 }
 
 impl std::fmt::Debug for Connection {
@@ -252,6 +253,13 @@ struct PendingUpgrade {
     deflate: Option<Accepted>,
 }
 
+/// permessage-deflate as agreed in the handshake, and our side's compressor.
+#[derive(Debug)]
+struct Deflate {
+    params: DeflateParams,
+    compressor: Compressor,
+}
+
 /// Our CALL, in flight or queued behind the one in flight.
 #[derive(Debug)]
 struct OutgoingCall {
@@ -291,23 +299,21 @@ impl Connection {
             decoder: Decoder::new(role, config.decoder.clone()),
             encoder: Encoder::new(role),
             deflate: None,
-            compressor: None,
             config,
             state,
             version: OcppVersion::V1_6,
             out: Vec::new(),
             out_head: 0,
             events: VecDeque::new(),
-            timers: TimerTable::default(),
+            timers: TimerTable::new(now),
             outgoing: None,
-            queued: VecDeque::new(),
+            queued: LazyQueue::default(),
             incoming: None,
-            held: VecDeque::new(),
+            held: LazyQueue::default(),
             next_id: 1,
             mask_keys: MaskKeys::new(seed),
             read_paused: false,
             ping_counter: 0,
-            last_rx: now,
         }
     }
 
@@ -339,7 +345,7 @@ impl Connection {
 
     /// The permessage-deflate parameters agreed in the handshake, if it was negotiated.
     pub fn deflate(&self) -> Option<&DeflateParams> {
-        self.deflate.as_ref()
+        self.deflate.as_ref().map(|d| &d.params)
     }
 
     /// Whether one of our CALLs awaits its answer.
@@ -372,13 +378,16 @@ impl Connection {
     /// takeover keeps compression state (counted from the measured figures of
     /// [`ocpp_frame::deflate`]).
     pub fn heap_bytes(&self) -> usize {
-        let compressor = self.compressor.as_ref().map_or(0, Compressor::heap_bytes);
+        let compressor = self
+            .deflate
+            .as_ref()
+            .map_or(0, |d| d.compressor.heap_bytes());
         compressor
             + self.decoder.heap_bytes()
             + self.out.capacity()
             + self.events.capacity() * std::mem::size_of::<Event>()
-            + self.queued.capacity() * std::mem::size_of::<OutgoingCall>()
-            + self.held.capacity() * std::mem::size_of::<Turn>()
+            + self.queued.heap_bytes()
+            + self.held.heap_bytes()
             + self.incoming.as_ref().map_or(0, |id| id.len())
     }
 
@@ -484,16 +493,18 @@ impl Connection {
             }
             Timer::Ping => match self.config.ping_interval {
                 // A ping only after the interval passed in silence: a busy line never pings.
-                Some(interval) if now < self.last_rx + interval => {
-                    self.timers.set(Timer::Ping, self.last_rx + interval);
+                Some(interval) if now < self.timers.last_input() + interval => {
+                    self.timers
+                        .set(Timer::Ping, self.timers.last_input() + interval);
                 }
                 Some(_) => self.send_ping(now),
                 None => {}
             },
             Timer::Pong => self.abort_with_close(crate::CloseReason::PongTimeout),
             Timer::Idle => match self.config.idle_timeout {
-                Some(idle) if now < self.last_rx + idle => {
-                    self.timers.set(Timer::Idle, self.last_rx + idle);
+                Some(idle) if now < self.timers.last_input() + idle => {
+                    self.timers
+                        .set(Timer::Idle, self.timers.last_input() + idle);
                 }
                 Some(_) => self.abort_with_close(crate::CloseReason::IdleTimeout),
                 None => {}
@@ -511,18 +522,22 @@ impl Connection {
     /// Starts the timers of an open connection.
     fn start_open_timers(&mut self, now: Instant) {
         self.timers.stop(Timer::Handshake);
-        self.last_rx = now;
+        self.timers.note_input(now);
         self.start_silence_timers();
     }
 
     /// (Re)arms the keep-alive and idle timers from the last input, as the configuration says.
     fn start_silence_timers(&mut self) {
         match self.config.ping_interval {
-            Some(interval) => self.timers.set(Timer::Ping, self.last_rx + interval),
+            Some(interval) => self
+                .timers
+                .set(Timer::Ping, self.timers.last_input() + interval),
             None => self.timers.stop(Timer::Ping),
         }
         match self.config.idle_timeout {
-            Some(idle) => self.timers.set(Timer::Idle, self.last_rx + idle),
+            Some(idle) => self
+                .timers
+                .set(Timer::Idle, self.timers.last_input() + idle),
             None => self.timers.stop(Timer::Idle),
         }
     }
@@ -586,8 +601,8 @@ impl Connection {
         };
         if let Some(config) = self.config.deflate.config() {
             self.decoder.set_deflate(&params);
-            self.compressor = Some(Compressor::new(role, &params, config));
-            self.deflate = Some(params);
+            let compressor = Compressor::new(role, &params, config);
+            self.deflate = Some(Box::new(Deflate { params, compressor }));
         }
     }
 

@@ -116,11 +116,17 @@ impl Connection {
             return Err(refuse(RefusalReason::QueueFull, request));
         }
         let id = self.next_message_id();
-        self.queued.push_back(OutgoingCall {
+        let call = OutgoingCall {
             id: id.clone(),
             request,
-        });
-        self.dispatch_queued_call(now);
+        };
+        // Nothing in flight means nothing queued (the queue is drained as the line frees):
+        // send it at once, without passing through the queue.
+        if self.outgoing.is_some() {
+            self.queued.push_back(call);
+        } else {
+            self.send_call(now, call);
+        }
         Ok(id)
     }
 
@@ -223,7 +229,7 @@ impl Connection {
 
     /// Feeds bytes of the open WebSocket to the frame decoder and handles each message.
     pub(super) fn handle_frames(&mut self, now: Instant, data: &[u8]) {
-        self.last_rx = now;
+        self.timers.note_input(now);
         let mut input = data;
         while !self.is_closed() {
             match self.decoder.decode(input) {
@@ -421,9 +427,6 @@ impl Connection {
                 Some(turn) => self.take_turn(turn),
             }
         }
-        if self.held.is_empty() && self.held.capacity() > 0 {
-            self.held = Default::default();
-        }
     }
 
     fn is_outgoing(&self, id: &MessageId<'_>) -> bool {
@@ -456,27 +459,30 @@ impl Connection {
             let Some(call) = self.queued.pop_front() else {
                 break;
             };
-            let action = call.request.action();
-            let written = self
-                .write_message(|out| envelope::write_call(out, &call.id, action, &call.request));
-            if written.is_err() {
-                self.events.push_back(Event::CallCompleted {
-                    id: call.id,
-                    action,
-                    outcome: CallOutcome::Error {
-                        code: ErrorCode::InternalError,
-                        description: "the request does not serialize to a JSON object".into(),
-                        details: "{}".into(),
-                    },
-                });
-                continue;
-            }
-            self.timers.set(Timer::Call, now + self.config.call_timeout);
-            self.outgoing = Some(call);
+            self.send_call(now, call);
         }
-        if self.queued.is_empty() && self.queued.capacity() > 0 {
-            self.queued = Default::default();
+    }
+
+    /// Writes our CALL and puts it in flight (or completes it with an error if it does not
+    /// serialise). The connection is open and no CALL of ours is in flight.
+    fn send_call(&mut self, now: Instant, call: OutgoingCall) {
+        let action = call.request.action();
+        let written =
+            self.write_message(|out| envelope::write_call(out, &call.id, action, &call.request));
+        if written.is_err() {
+            self.events.push_back(Event::CallCompleted {
+                id: call.id,
+                action,
+                outcome: CallOutcome::Error {
+                    code: ErrorCode::InternalError,
+                    description: "the request does not serialize to a JSON object".into(),
+                    details: "{}".into(),
+                },
+            });
+            return;
         }
+        self.timers.set(Timer::Call, now + self.config.call_timeout);
+        self.outgoing = Some(call);
     }
 
     /// Writes a CALLERROR spelled for the negotiated version (no back-pressure check: every
@@ -506,7 +512,7 @@ impl Connection {
         write: impl FnOnce(&mut Vec<u8>) -> Result<(), SerializeError>,
     ) -> Result<(), SerializeError> {
         let key = self.mask_key();
-        if let Some(compressor) = self.compressor.as_mut() {
+        if let Some(compressor) = self.deflate.as_mut().map(|d| &mut d.compressor) {
             let mut json = Vec::new();
             write(&mut json)?;
             let compressed =
