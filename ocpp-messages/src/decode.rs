@@ -186,6 +186,18 @@ pub fn decode_payload<T: Schema + DeserializeOwned>(
 
 /// [`decode_payload`] without the one-pass attempt: always through a `serde_json::Value` and
 /// [`Schema::check_json`]. Slower, and the same answer; for differential tests.
+///
+/// ```
+/// use ocpp_messages::decode::{decode_checked, decode_payload};
+/// use ocpp_messages::validate::Mode;
+/// use ocpp_messages::v1_6::HeartbeatResponse;
+///
+/// let text = r#"{"currentTime":"2025-01-01T00:00:00Z"}"#;
+/// assert_eq!(
+///     decode_checked::<HeartbeatResponse>(text, Mode::Strict),
+///     decode_payload::<HeartbeatResponse>(text, Mode::Strict)
+/// );
+/// ```
 pub fn decode_checked<T: Schema + DeserializeOwned>(
     payload: &str,
     mode: Mode,

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""The distance to the floor, from one `bench/run.sh` results folder.
+
+    python3 bench/floor_report.py RESULTS_DIR [PLOT.svg]
+
+Reads the idle, heartbeat and push runs of `mio-1` and `rust-floor` (any sizes), prints a
+Markdown table per size (server CPU per heartbeat-phase request, per push, RSS per idle
+booted charge point, push p99 and loss, and the ratios to the floor measured in the same
+run), and draws how each cost grows with the number of charge points in one process.
+"""
+
+import glob
+import json
+import os
+import sys
+
+SERVERS = ("mio-1", "rust-floor")
+
+
+def load(folder):
+    runs = {}
+    for path in glob.glob(os.path.join(folder, "*.json")):
+        with open(path) as f:
+            run = json.load(f)
+        if "error" in run or run.get("label") not in SERVERS:
+            continue
+        runs[(run["scenario"], run["label"], run["charge_points"])] = run
+    return runs
+
+
+def phase(run, name):
+    for p in (run or {}).get("phases", []):
+        if p.get("phase") == name:
+            return p
+    return None
+
+
+def measures(runs, label, size):
+    idle = phase(runs.get(("idle", label, size)), "idle") or {}
+    heartbeat = phase(runs.get(("heartbeat", label, size)), "heartbeat") or {}
+    push = phase(runs.get(("push", label, size)), "push") or {}
+    latency = (push.get("latency") or {}).get("push") or {}
+    return {
+        "request_us": heartbeat.get("server_cpu_us_per_request"),
+        "request_sys_us": heartbeat.get("server_system_cpu_us_per_request"),
+        "push_us": push.get("server_cpu_us_per_push"),
+        "push_sys_us": push.get("server_system_cpu_us_per_push"),
+        "rss_b": idle.get("server_rss_per_connection_bytes"),
+        "push_p99_us": latency.get("p99_us"),
+        # a gap in a charge point's sequence numbers is a lost push (ocpp-load's push_lost)
+        "push_lost": (push.get("counters") or {}).get("push_lost", 0 if push else None),
+        "pushes": (push.get("counters") or {}).get("pushes"),
+    }
+
+
+def fmt(value, digits=1):
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}"
+
+
+def ratio(ours, floor):
+    if ours is None or not floor:
+        return "-"
+    return f"{ours / floor:.2f}x"
+
+
+def table(runs):
+    sizes = sorted({size for (_, label, size) in runs if label == "mio-1"})
+    lines = [
+        "| charge points | measure | mio-server | floor | ratio | goal |",
+        "| ---: | --- | ---: | ---: | ---: | --- |",
+    ]
+    for size in sizes:
+        ours, floor = measures(runs, "mio-1", size), measures(runs, "rust-floor", size)
+        rows = [
+            ("server CPU per heartbeat-phase request (system part)", "request_us", "request_sys_us", "<= 1.10x"),
+            ("server CPU per push (system part)", "push_us", "push_sys_us", "<= 1.05x"),
+        ]
+        for name, key, sys_key, goal in rows:
+            lines.append(
+                f"| {size:,} | {name} | {fmt(ours[key])} us ({fmt(ours[sys_key])}) | "
+                f"{fmt(floor[key])} us ({fmt(floor[sys_key])}) | {ratio(ours[key], floor[key])} | {goal} |"
+            )
+        lines.append(
+            f"| {size:,} | RSS per idle booted charge point | {fmt(ours['rss_b'], 0)} B | "
+            f"{fmt(floor['rss_b'], 0)} B | | <= 768 B |"
+        )
+        lines.append(
+            f"| {size:,} | push p99, lost | {fmt(ours['push_p99_us'])} us, {fmt(ours['push_lost'])} | "
+            f"{fmt(floor['push_p99_us'])} us, {fmt(floor['push_lost'])} | | <= 10 us, 0 |"
+        )
+    return "\n".join(lines)
+
+
+def plot(runs, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+        return
+    panels = [
+        ("rss_b", "RSS per idle booted charge point (B)"),
+        ("request_us", "server CPU per request (us)"),
+        ("push_us", "server CPU per push (us)"),
+    ]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for ax, (key, title) in zip(axes, panels):
+        for label in SERVERS:
+            sizes = sorted({s for (_, l, s) in runs if l == label})
+            points = [(s, measures(runs, label, s)[key]) for s in sizes]
+            points = [(s, v) for s, v in points if v is not None]
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+        ax.set_xscale("log")
+        ax.set_xlabel("charge points in one process")
+        ax.set_title(title, fontsize=10)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    runs = load(sys.argv[1])
+    print(table(runs))
+    if len(sys.argv) > 2:
+        plot(runs, sys.argv[2])
+
+
+if __name__ == "__main__":
+    main()
