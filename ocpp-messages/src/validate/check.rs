@@ -207,14 +207,14 @@ pub fn number(
     Ok(())
 }
 
-/// `minimum`, `maximum` and `multipleOf` of a number already read (see [`number`]).
+/// `minimum`, `maximum` and `multipleOf` of a number already read (see [`number()`]).
 pub fn number_fits(x: f64, min: Option<f64>, max: Option<f64>, multiple_of: Option<f64>) -> bool {
     min.map_or(true, |min| x >= min)
         && max.map_or(true, |max| x <= max)
         && multiple_of.map_or(true, |step| is_multiple(x, step))
 }
 
-/// `minItems` and `maxItems` of an array of `n` items (see [`array`]).
+/// `minItems` and `maxItems` of an array of `n` items (see [`array()`]).
 pub fn count_fits(n: usize, min: Option<u64>, max: Option<u64>) -> bool {
     let n = n as u64;
     min.map_or(true, |min| n >= min) && max.map_or(true, |max| n <= max)
