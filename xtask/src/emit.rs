@@ -281,6 +281,15 @@ fn opt_f64(v: Option<f64>) -> String {
     v.map_or("None".to_owned(), |n| format!("Some({n:?})"))
 }
 
+/// The schema's integer bounds narrowed to the Rust type's (32 bits, as OCPP defines them).
+fn int_bounds(rust: IntTy, min: Option<i64>, max: Option<i64>) -> (i64, i64) {
+    let (lo, hi) = match rust {
+        IntTy::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
+        IntTy::U32 => (0, i64::from(u32::MAX)),
+    };
+    (min.map_or(lo, |m| m.max(lo)), max.map_or(hi, |m| m.min(hi)))
+}
+
 /// Statements checking `v` (a `&Value`) at `path` (a `&Path`) against `ty`.
 fn check_code(ty: &Ty, v: &str, path: &str, depth: usize) -> String {
     match ty {
@@ -288,12 +297,7 @@ fn check_code(ty: &Ty, v: &str, path: &str, depth: usize) -> String {
         Ty::Uri { max_len } => format!("check::uri({v}, {path}, {})?;\n", opt_u64(*max_len)),
         Ty::DateTime => format!("check::date_time({v}, {path})?;\n"),
         Ty::Int { rust, min, max } => {
-            let (lo, hi) = match rust {
-                IntTy::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
-                IntTy::U32 => (0, i64::from(u32::MAX)),
-            };
-            let lo = min.map_or(lo, |m| m.max(lo));
-            let hi = max.map_or(hi, |m| m.min(hi));
+            let (lo, hi) = int_bounds(*rust, *min, *max);
             format!("check::integer({v}, {path}, {lo}, {hi})?;\n")
         }
         Ty::Number {
@@ -336,12 +340,10 @@ fn conforms_code(ty: &Ty, v: &str, depth: usize) -> Option<String> {
         }),
         Ty::DateTime | Ty::Bool | Ty::Any => None,
         Ty::Int { rust, min, max } => {
-            let (lo, hi) = match rust {
-                IntTy::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
-                IntTy::U32 => (0, i64::from(u32::MAX)),
-            };
-            let (lo2, hi2) = (min.map_or(lo, |m| m.max(lo)), max.map_or(hi, |m| m.min(hi)));
-            ((lo2, hi2) != (lo, hi)).then(|| format!("({lo2}..={hi2}).contains(&i64::from(*{v}))"))
+            // Only bounds narrower than the Rust type's need a check: serde enforces those.
+            let (lo, hi) = int_bounds(*rust, *min, *max);
+            ((lo, hi) != int_bounds(*rust, None, None))
+                .then(|| format!("({lo}..={hi}).contains(&i64::from(*{v}))"))
         }
         Ty::Number {
             min,
@@ -577,12 +579,11 @@ fn strategy(ty: &Ty) -> String {
         Ty::Uri { .. } => "crate::arbitrary::uri()".to_owned(),
         Ty::DateTime => "crate::arbitrary::date_time()".to_owned(),
         Ty::Int { rust, min, max } => {
-            let (lo, hi, suffix) = match rust {
-                IntTy::I32 => (i64::from(i32::MIN), i64::from(i32::MAX), "i32"),
-                IntTy::U32 => (0, i64::from(u32::MAX), "u32"),
+            let (lo, hi) = int_bounds(*rust, *min, *max);
+            let suffix = match rust {
+                IntTy::I32 => "i32",
+                IntTy::U32 => "u32",
             };
-            let lo = min.map_or(lo, |m| m.max(lo));
-            let hi = max.map_or(hi, |m| m.min(hi));
             format!("{lo}{suffix}..={hi}{suffix}")
         }
         Ty::Number {

@@ -451,9 +451,9 @@ impl Connection {
         self.complete_outgoing(now, CallOutcome::Timeout);
     }
 
-    /// Sends the next queued CALL if none is in flight. Only ever called from `call` and from
-    /// the end of the CALL in flight (inside a `handle_*`), so output appears only where the
-    /// drain contract says it may.
+    /// Sends the next queued CALL if none is in flight. Only ever called at the end of the CALL
+    /// in flight (inside a `handle_*`), so output appears only where the drain contract says it
+    /// may; `call` sends a CALL itself when the line is free.
     pub(super) fn dispatch_queued_call(&mut self, now: Instant) {
         while self.is_open() && self.outgoing.is_none() {
             let Some(call) = self.queued.pop_front() else {
