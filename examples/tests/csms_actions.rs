@@ -476,7 +476,7 @@ fn answers_everything(version: OcppVersion, actions: &[(&str, &str)]) {
             "TransactionEvent",
         ];
         if !typed.contains(action) {
-            assert_eq!(state.notifications[action].len(), 1, "{action} kept");
+            assert_eq!(state.extras.notifications[action].len(), 1, "{action} kept");
         }
     }
 }
@@ -514,7 +514,7 @@ fn v2_1_every_charging_station_action_answered() {
         let request = decode_command(OcppVersion::V2_1, action, payload).unwrap();
         csms.on_send(&cp, &request);
         assert_eq!(
-            csms.charge_point(&cp).unwrap().notifications[action].len(),
+            csms.charge_point(&cp).unwrap().extras.notifications[action].len(),
             1
         );
     }
@@ -544,7 +544,7 @@ fn data_transfer_known_and_unknown_vendors() {
         assert_eq!(known["status"], "Accepted", "{version:?}");
         let unknown = call(&csms, &cp, "DataTransfer", r#"{"vendorId":"other"}"#);
         assert_eq!(unknown["status"], "UnknownVendorId", "{version:?}");
-        let kept = &csms.charge_point(&cp).unwrap().notifications["DataTransfer"];
+        let kept = &csms.charge_point(&cp).unwrap().extras.notifications["DataTransfer"];
         assert_eq!(kept[1].payload["vendorId"], "other");
     }
     let csms = Csms::new(CsmsConfig::default());
@@ -589,10 +589,10 @@ fn notifications_are_bounded_and_on_the_admin_api() {
         r#"{"status":"Installed","requestId":1}"#,
     );
     let state = csms.charge_point(&cp).unwrap();
-    let kept = &state.notifications["NotifyEvent"];
+    let kept = &state.extras.notifications["NotifyEvent"];
     assert_eq!(kept.len(), 3);
     assert_eq!(kept[0].payload["seqNo"], 17);
-    assert_eq!(state.notification_counts["NotifyEvent"], 20);
+    assert_eq!(state.extras.notification_counts["NotifyEvent"], 20);
 
     let (status, body) = admin_get(&csms, "GET", "/chargepoints/CS-EVENTS", "");
     assert_eq!(status, 200);
@@ -801,9 +801,9 @@ fn v2_0_1_seq_no_gaps_are_noticed() {
     event("Updated", 4);
     event("Ended", 5);
     let state = csms.charge_point(&cp).unwrap();
-    assert_eq!(state.seq_no_gap_count, 1);
-    assert_eq!(state.seq_no_gaps[0].expected, 2);
-    assert_eq!(state.seq_no_gaps[0].received, 4);
+    assert_eq!(state.extras.seq_no_gap_count, 1);
+    assert_eq!(state.extras.seq_no_gaps[0].expected, 2);
+    assert_eq!(state.extras.seq_no_gaps[0].received, 4);
     let (_, body) = admin_get(&csms, "GET", "/chargepoints/CS-SEQ", "");
     assert_eq!(body["seq_no_gaps"]["count"], 1);
     assert_eq!(body["seq_no_gaps"]["recent"][0]["transaction"], "TX1");

@@ -298,6 +298,7 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
         ("GET", ["chargepoints", identity, "notifications"]) => {
             with_charge_point(csms, identity, |cp| {
                 let all: serde_json::Map<String, Value> = cp
+                    .extras
                     .notifications
                     .iter()
                     .map(|(kind, list)| ((*kind).to_owned(), notifications_json(list)))
@@ -307,7 +308,8 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
         }
         ("GET", ["chargepoints", identity, "notifications", kind]) => {
             with_charge_point(csms, identity, |cp| {
-                cp.notifications
+                cp.extras
+                    .notifications
                     .get(kind)
                     .map_or(Value::Array(Vec::new()), notifications_json)
             })
@@ -663,10 +665,15 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
     // (FirmwareStatusNotification, LogStatusNotification...). The payloads are at
     // `/chargepoints/ID/notifications`.
     let notifications: serde_json::Map<String, Value> = cp
+        .extras
         .notification_counts
         .iter()
         .map(|(kind, count)| {
-            let last = cp.notifications.get(kind).and_then(|list| list.back());
+            let last = cp
+                .extras
+                .notifications
+                .get(kind)
+                .and_then(|list| list.back());
             let value = json!({
                 "count": count,
                 "last_at": last.map(|n| time_json(n.at)),
@@ -693,9 +700,9 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
         "connectors": connectors,
         "transactions": transactions,
         "boot_policy": cp.boot_policy.map(BootPolicy::as_str),
-        "items_per_message": cp.items_per_message.to_json(),
+        "items_per_message": cp.extras.items_per_message.to_json(),
         "notifications": notifications,
-        "certificate": cp.certificate.as_ref().map(|c| json!({
+        "certificate": cp.extras.certificate.as_ref().map(|c| json!({
             "requested_at": time_json(c.requested_at),
             "certificate_type": c.certificate_type,
             "status": c.status,
@@ -706,8 +713,8 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
             "answered_at": c.answered_at.map(time_json),
         })),
         "seq_no_gaps": {
-            "count": cp.seq_no_gap_count,
-            "recent": cp.seq_no_gaps.iter().map(|g| json!({
+            "count": cp.extras.seq_no_gap_count,
+            "recent": cp.extras.seq_no_gaps.iter().map(|g| json!({
                 "transaction": g.transaction,
                 "expected": g.expected,
                 "received": g.received,

@@ -30,12 +30,6 @@ pub struct ChargePoint {
     pub connectors: Connectors,
     /// Transactions, active and the last few ended, in the order they started.
     pub transactions: Vec<Transaction>,
-    /// What the charge point reported beyond the typed state above (NotifyEvent,
-    /// NotifyReport, FirmwareStatusNotification, SecurityEventNotification, DataTransfer...),
-    /// by action: the last few of each kind, oldest first.
-    pub notifications: BTreeMap<&'static str, VecDeque<Notification>>,
-    /// How many notifications of each kind arrived in all (including those dropped).
-    pub notification_counts: BTreeMap<&'static str, u64>,
     /// This station's boot policy, overriding the CSMS default (`PUT /chargepoints/ID/boot`).
     pub boot_policy: Option<BootPolicy>,
     /// What its last BootNotification was answered; `None` before the first.
@@ -43,20 +37,88 @@ pub struct ChargePoint {
     /// Whether we sent it a TriggerMessage since its last BootNotification (a Pending
     /// station may then send what was triggered, see [`super::boot`]).
     pub triggered: bool,
+    /// What only some charge points have: reports beyond the typed state, seqNo gaps, a
+    /// certificate signing, the items-per-message setting (see [`Extras`]).
+    pub extras: Extras,
+}
+
+/// What only some charge points have, boxed: a fleet that sends none of it pays one null
+/// pointer per record (8 bytes, where these fields took 144 in every record). Reading goes
+/// through `Deref` (an empty [`ExtraState`] when nothing was ever kept); [`Extras::get_mut`]
+/// allocates on the first write.
+///
+/// ```
+/// use ocpp_examples::csms::Extras;
+/// let mut extras = Extras::default();
+/// assert!(extras.notifications.is_empty() && !extras.is_allocated());
+/// extras.get_mut().seq_no_gap_count += 1;
+/// assert_eq!((extras.seq_no_gap_count, extras.is_allocated()), (1, true));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extras(Option<Box<ExtraState>>);
+
+/// The contents of [`Extras`].
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ExtraState {
+    /// What the charge point reported beyond the typed state of [`ChargePoint`] (NotifyEvent,
+    /// NotifyReport, FirmwareStatusNotification, SecurityEventNotification, DataTransfer...),
+    /// by action: the last few of each kind, oldest first.
+    pub notifications: BTreeMap<&'static str, VecDeque<Notification>>,
+    /// How many notifications of each kind arrived in all (including those dropped).
+    pub notification_counts: BTreeMap<&'static str, u64>,
     /// OCPP 2.x TransactionEvent `seqNo` gaps and repeats noticed (E: seqNo is incremental
     /// per transaction), the last few.
     pub seq_no_gaps: VecDeque<SeqNoGap>,
     /// How many gaps were noticed in all.
     pub seq_no_gap_count: u64,
-    /// Its last SignCertificate and what came of it (A02/A03), if it sent one (boxed: few
-    /// stations send one, and the others pay a null pointer instead of 152 bytes).
-    pub certificate: Option<Box<CertificateSigning>>,
+    /// Its last SignCertificate and what came of it (A02/A03), if it sent one.
+    pub certificate: Option<CertificateSigning>,
     /// CALLs to send it right after the answer just made (CertificateSigned after an accepted
     /// SignCertificate), taken by the I/O loop with `Csms::take_follow_up`.
     pub(super) follow_up: Option<ocpp_server_core::Request>,
     /// Its `DeviceDataCtrlr.ItemsPerMessage`, from NotifyReport and our GetVariables
     /// (see [`super::items_per_message`]).
     pub items_per_message: ItemsPerMessage,
+}
+
+/// What every record without extras reads.
+static NO_EXTRAS: ExtraState = ExtraState {
+    notifications: BTreeMap::new(),
+    notification_counts: BTreeMap::new(),
+    seq_no_gaps: VecDeque::new(),
+    seq_no_gap_count: 0,
+    certificate: None,
+    follow_up: None,
+    items_per_message: ItemsPerMessage {
+        get_variables: None,
+        set_variables: None,
+    },
+};
+
+impl Extras {
+    /// The extras to write to, allocated on the first call.
+    pub fn get_mut(&mut self) -> &mut ExtraState {
+        self.0.get_or_insert_with(Box::default)
+    }
+
+    /// Whether anything was ever written (the box is allocated).
+    pub fn is_allocated(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Takes the follow-up CALL, if one waits (allocates nothing).
+    pub(super) fn take_follow_up(&mut self) -> Option<ocpp_server_core::Request> {
+        self.0.as_mut().and_then(|extras| extras.follow_up.take())
+    }
+}
+
+impl std::ops::Deref for Extras {
+    type Target = ExtraState;
+
+    fn deref(&self) -> &ExtraState {
+        self.0.as_deref().unwrap_or(&NO_EXTRAS)
+    }
 }
 
 /// A SignCertificate and what came of it: our answer, the certificate we signed, the
@@ -308,16 +370,10 @@ impl ChargePoint {
             last_heartbeat: None,
             connectors: Connectors::default(),
             transactions: Vec::new(),
-            notifications: BTreeMap::new(),
-            notification_counts: BTreeMap::new(),
             boot_policy: None,
             boot_status: None,
             triggered: false,
-            seq_no_gaps: VecDeque::new(),
-            seq_no_gap_count: 0,
-            certificate: None,
-            follow_up: None,
-            items_per_message: ItemsPerMessage::default(),
+            extras: Extras::default(),
         }
     }
 
@@ -338,11 +394,12 @@ impl ChargePoint {
         keep: usize,
         at: SystemTime,
     ) {
-        *self.notification_counts.entry(kind).or_default() += 1;
+        let extras = self.extras.get_mut();
+        *extras.notification_counts.entry(kind).or_default() += 1;
         if keep == 0 {
             return;
         }
-        let list = self.notifications.entry(kind).or_default();
+        let list = extras.notifications.entry(kind).or_default();
         while list.len() >= keep {
             list.pop_front();
         }
@@ -369,12 +426,13 @@ impl ChargePoint {
             return false;
         }
         tracing::warn!(identity = %self.identity, transaction, expected, received = seq_no, "TransactionEvent seqNo gap");
-        self.seq_no_gap_count += 1;
+        let extras = self.extras.get_mut();
+        extras.seq_no_gap_count += 1;
         if keep > 0 {
-            while self.seq_no_gaps.len() >= keep {
-                self.seq_no_gaps.pop_front();
+            while extras.seq_no_gaps.len() >= keep {
+                extras.seq_no_gaps.pop_front();
             }
-            self.seq_no_gaps.push_back(SeqNoGap {
+            extras.seq_no_gaps.push_back(SeqNoGap {
                 transaction: transaction.into(),
                 expected,
                 received: seq_no,

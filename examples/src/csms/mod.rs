@@ -141,8 +141,8 @@ pub use certificate_authority::{
     CERTIFICATE_VALIDITY,
 };
 pub use charge_point::{
-    CertificateSigning, ChargePoint, ConnectorState, Connectors, MeterReading, Notification,
-    Registration, SeqNoGap, Session, Transaction,
+    CertificateSigning, ChargePoint, ConnectorState, Connectors, ExtraState, Extras, MeterReading,
+    Notification, Registration, SeqNoGap, Session, Transaction,
 };
 pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};
@@ -631,7 +631,7 @@ impl Csms {
         let taken = self
             .lock()
             .get_mut(identity)
-            .and_then(|cp| cp.follow_up.take());
+            .and_then(|cp| cp.extras.take_follow_up());
         if taken.is_some() {
             self.follow_ups.fetch_sub(1, Ordering::AcqRel);
         }
@@ -673,7 +673,7 @@ impl Csms {
         if let Some(record) = self
             .lock()
             .get_mut(identity)
-            .and_then(|cp| cp.certificate.as_mut())
+            .and_then(|cp| cp.extras.get_mut().certificate.as_mut())
         {
             tracing::info!(%identity, answer, "CertificateSigned answered");
             record.answer = Some(answer);
@@ -738,7 +738,7 @@ impl Csms {
                     ),
                 }
             } else {
-                let gaps_before = charge_point.seq_no_gap_count;
+                let gaps_before = charge_point.extras.seq_no_gap_count;
                 let reply = match request {
                     Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
                     Request::V2_0_1(request) => {
@@ -747,11 +747,11 @@ impl Csms {
                     Request::V2_1(request) => v2x::v2_1::handle(&context, charge_point, request),
                     _ => Reply::not_supported(action),
                 };
-                if charge_point.seq_no_gap_count != gaps_before {
+                if charge_point.extras.seq_no_gap_count != gaps_before {
                     self.metrics.seq_no_gaps.inc();
                 }
                 if action == "SignCertificate" {
-                    match charge_point.certificate.as_ref().map(|c| c.status) {
+                    match charge_point.extras.certificate.as_ref().map(|c| c.status) {
                         Some("Accepted") => self.metrics.certificates_signed.inc(),
                         _ => self.metrics.certificate_requests_rejected.inc(),
                     }
@@ -759,13 +759,14 @@ impl Csms {
                 if matches!(reply, Reply::Result(_)) && !TYPED_ACTIONS.contains(&action) {
                     self.record(charge_point, request, context.now);
                     if action == "NotifyReport" {
-                        if let Some(notification) = charge_point
+                        let extras = charge_point.extras.get_mut();
+                        if let Some(notification) = extras
                             .notifications
                             .get(action)
                             .and_then(|list| list.back())
                         {
                             let payload = &notification.payload;
-                            charge_point.items_per_message.learn_from_report(payload);
+                            extras.items_per_message.learn_from_report(payload);
                         }
                     }
                 }
@@ -853,6 +854,8 @@ impl Csms {
             if let Ok(payload) = serde_json::to_value(response) {
                 if let Some(charge_point) = self.lock().get_mut(identity) {
                     charge_point
+                        .extras
+                        .get_mut()
                         .items_per_message
                         .learn_from_get_variables(&payload);
                 }
@@ -938,7 +941,7 @@ impl Csms {
     pub fn items_per_message(&self, identity: &ChargePointIdentity) -> ItemsPerMessage {
         self.lock()
             .get(identity)
-            .map(|cp| cp.items_per_message)
+            .map(|cp| cp.extras.items_per_message)
             .unwrap_or_default()
     }
 
@@ -1086,7 +1089,7 @@ impl Context<'_> {
                 record.status = "Accepted";
                 record.serial = Some(signed.serial);
                 record.not_after = Some(signed.not_after);
-                if cp.follow_up.replace(request).is_none() {
+                if cp.extras.get_mut().follow_up.replace(request).is_none() {
                     self.follow_ups.fetch_add(1, Ordering::AcqRel);
                 }
                 true
@@ -1097,7 +1100,7 @@ impl Context<'_> {
                 false
             }
         };
-        cp.certificate = Some(Box::new(record));
+        cp.extras.get_mut().certificate = Some(record);
         accepted
     }
 

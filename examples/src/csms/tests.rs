@@ -171,7 +171,7 @@ fn charging_session_v1_6() {
         Reply::Result(_)
     ));
     let state = csms.charge_point(&cp).unwrap();
-    let kept = &state.notifications["FirmwareStatusNotification"];
+    let kept = &state.extras.notifications["FirmwareStatusNotification"];
     assert_eq!(kept.back().unwrap().payload["status"], "Installed");
     // A CALL only the central system sends: NotSupported.
     let reset = admin::decode_command(OcppVersion::V1_6, "Reset", r#"{"type":"Soft"}"#).unwrap();
@@ -281,7 +281,7 @@ fn charging_session_v2_0_1() {
     assert_eq!(notify, serde_json::json!({}));
     let state = csms.charge_point(&cp).unwrap();
     assert_eq!(
-        state.notifications["SecurityEventNotification"][0].payload["type"],
+        state.extras.notifications["SecurityEventNotification"][0].payload["type"],
         "StartupOfTheDevice"
     );
     let reset =
