@@ -65,7 +65,15 @@ fn csms_push(csms: &mut Connection, now: Instant, seq: u64) {
     let request = Request::from(v1_6::Request::from(v1_6::DataTransferRequest {
         vendor_id: "bench".into(),
         message_id: Some("ts".into()),
-        data: Some(format!("{seq}:1764590400000000000")),
+        // As `ocpp_examples::csms::push` prints it.
+        data: Some({
+            let mut seq_text = itoa::Buffer::new();
+            let seq = seq_text.format(seq);
+            let mut data = String::with_capacity(seq.len() + 20);
+            data.push_str(seq);
+            data.push_str(":1764590400000000000");
+            data
+        }),
     }));
     csms.call(now, request).expect("push");
 }

@@ -24,6 +24,20 @@ pub fn unix_nanos_now() -> u128 {
         .map_or(0, |d| d.as_nanos())
 }
 
+/// `"<seq>:<unix_nanos>"`, printed straight into a string of the right size (`format!` goes
+/// through the formatting machinery: about 430 of the 8,400 instructions a push cost the
+/// server, callgrind with `heartbeat_loop push`).
+fn push_data(seq: u64, unix_nanos: u128) -> String {
+    let mut seq_text = itoa::Buffer::new();
+    let mut nanos_text = itoa::Buffer::new();
+    let (seq, nanos) = (seq_text.format(seq), nanos_text.format(unix_nanos));
+    let mut data = String::with_capacity(seq.len() + 1 + nanos.len());
+    data.push_str(seq);
+    data.push(':');
+    data.push_str(nanos);
+    data
+}
+
 /// The push DataTransfer for `version`, stamped with `seq` and `unix_nanos`. Build it right
 /// before [`Connection::call`](ocpp_server_core::Connection::call) when no CALL is in flight,
 /// so that the connection serialises it at once and the stamp is the encode time.
@@ -39,7 +53,7 @@ pub fn unix_nanos_now() -> u128 {
 /// );
 /// ```
 pub fn data_transfer(version: OcppVersion, seq: u64, unix_nanos: u128) -> Request {
-    let data = format!("{seq}:{unix_nanos}");
+    let data = push_data(seq, unix_nanos);
     match version {
         OcppVersion::V1_6 => v1_6::Request::from(v1_6::DataTransferRequest {
             vendor_id: VENDOR_ID.into(),
