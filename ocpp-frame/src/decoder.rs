@@ -8,6 +8,10 @@ use crate::mask::apply_mask;
 use crate::utf8::Utf8Validator;
 use crate::{Message, Opcode, ProtocolError, Utf8Bytes};
 
+mod failure;
+
+use failure::Failure;
+
 /// Limits and options of a [`Decoder`]. Every limit is on by default.
 ///
 /// ```
@@ -159,7 +163,10 @@ pub struct Decoder {
     utf8: Utf8Validator,
     data: BytesMut,
     control: BytesMut,
-    error: Option<ProtocolError>,
+    /// The number the error carries besides a limit of `config` (see [`Failure`]).
+    error_value: u64,
+    /// The error every call returns once one was returned.
+    error: Option<Failure>,
     #[cfg(feature = "deflate")]
     inflate: Option<Box<crate::deflate::Decompressor>>,
 }
@@ -178,6 +185,7 @@ impl Decoder {
             utf8: Utf8Validator::new(),
             data: BytesMut::new(),
             control: BytesMut::new(),
+            error_value: 0,
             error: None,
             #[cfg(feature = "deflate")]
             inflate: None,
@@ -293,8 +301,8 @@ impl Decoder {
     /// message is copied out of `input` once (and unmasked in place); use
     /// [`Decoder::decode_buf`] to hand out payloads without copying when you own a `BytesMut`.
     pub fn decode(&mut self, input: &[u8]) -> Result<Decoded, ProtocolError> {
-        if let Some(error) = &self.error {
-            return Err(error.clone());
+        if let Some(failure) = self.error {
+            return Err(failure.join(self.error_value, &self.config));
         }
         self.decode_slice(input).map_err(|e| self.fail(e))
     }
@@ -315,14 +323,16 @@ impl Decoder {
     /// assert_eq!(decoder.decode_buf(&mut buf).unwrap(), None);
     /// ```
     pub fn decode_buf(&mut self, buf: &mut BytesMut) -> Result<Option<Message>, ProtocolError> {
-        if let Some(error) = &self.error {
-            return Err(error.clone());
+        if let Some(failure) = self.error {
+            return Err(failure.join(self.error_value, &self.config));
         }
         self.decode_owned(buf).map_err(|e| self.fail(e))
     }
 
     fn fail(&mut self, error: ProtocolError) -> ProtocolError {
-        self.error = Some(error.clone());
+        let (failure, value) = Failure::split(&error);
+        self.error = Some(failure);
+        self.error_value = value;
         self.frame = None;
         self.message = None;
         self.data = BytesMut::new();
