@@ -1,5 +1,7 @@
 //! The frame decoder: bytes in, complete messages out (RFC 6455 §5), for either role.
 
+use alloc::boxed::Box;
+
 use bytes::{Buf, BytesMut};
 
 use crate::close::parse_close_payload;
@@ -7,6 +9,10 @@ use crate::frame::{FrameHeader, Role, MAX_HEADER_LEN};
 use crate::mask::apply_mask;
 use crate::utf8::Utf8Validator;
 use crate::{Message, Opcode, ProtocolError, Utf8Bytes};
+
+mod failure;
+
+use failure::Failure;
 
 /// Limits and options of a [`Decoder`]. Every limit is on by default.
 ///
@@ -134,8 +140,11 @@ struct MessageInProgress {
 /// rules and the limits of its [`DecoderConfig`]. Any [`ProtocolError`] is final: close the
 /// connection with [`ProtocolError::close_code`]; later calls return the same error.
 ///
-/// Memory: between frames it holds no heap buffer. A partial frame keeps only the bytes that have
-/// arrived (the buffer grows with them, at most doubling), never what the header announced.
+/// Memory: an idle decoder is small (at most 56 bytes on 64-bit targets) and holds no heap. The state of
+/// an unfinished frame or message (a split header, the buffers, the UTF-8 state) is boxed only
+/// while a call ends inside one; a whole frame in the input is decoded without it. A partial frame
+/// keeps only the bytes that have arrived (the buffer grows with them, at most doubling), never
+/// what the header announced.
 ///
 /// ```
 /// use ocpp_frame::{Decoder, DecoderConfig, Message, Role};
@@ -149,38 +158,130 @@ struct MessageInProgress {
 /// ```
 #[derive(Debug)]
 pub struct Decoder {
-    role: Role,
     config: DecoderConfig,
+    /// The state of an unfinished frame or message; `None` whenever the decoder is idle.
+    partial: Option<Box<Partial>>,
+    #[cfg(feature = "deflate")]
+    inflate: Option<Box<crate::deflate::Decompressor>>,
+    /// The number the error carries besides a limit of `config` (see [`Failure`]).
+    error_value: u64,
+    /// The error every call returns once one was returned.
+    error: Option<Failure>,
+    role: Role,
+    closed: bool,
+}
+
+/// What a decoder holds only while a frame or a message is unfinished: boxed in
+/// [`Decoder::partial`] when a call ends inside one, dropped as soon as the decoder is idle
+/// again. A call that starts idle works on one on its stack, so a whole frame in the input
+/// never allocates it.
+#[derive(Debug)]
+struct Partial {
+    /// A header split across calls, carried in a fixed array.
     header: [u8; MAX_HEADER_LEN],
     header_len: u8,
-    closed: bool,
     frame: Option<FrameInProgress>,
     message: Option<MessageInProgress>,
     utf8: Utf8Validator,
     data: BytesMut,
     control: BytesMut,
-    error: Option<ProtocolError>,
-    #[cfg(feature = "deflate")]
-    inflate: Option<Box<crate::deflate::Decompressor>>,
+}
+
+impl Partial {
+    fn new() -> Self {
+        Partial {
+            header: [0; MAX_HEADER_LEN],
+            header_len: 0,
+            frame: None,
+            message: None,
+            utf8: Utf8Validator::new(),
+            data: BytesMut::new(),
+            control: BytesMut::new(),
+        }
+    }
+
+    /// Between frames and between messages: nothing in here is needed any more (the buffers
+    /// are handed out or reset when the frame or message that used them ends).
+    fn is_idle(&self) -> bool {
+        self.header_len == 0 && self.frame.is_none() && self.message.is_none()
+    }
+
+    fn buffer(&mut self, target: Target) -> &mut BytesMut {
+        match target {
+            Target::Data | Target::Compressed => &mut self.data,
+            Target::Control => &mut self.control,
+        }
+    }
+
+    /// Reads a header from `rest`, carrying a partial header across calls in a fixed array.
+    /// Returns the bytes used and the header once complete (all of `rest` is used otherwise).
+    fn read_header(&mut self, rest: &[u8]) -> Result<(usize, Option<FrameHeader>), ProtocolError> {
+        if self.header_len == 0 {
+            if let Some((header, used)) = FrameHeader::parse(rest)? {
+                return Ok((used, Some(header)));
+            }
+        }
+        let mut used = 0;
+        let mut have = usize::from(self.header_len);
+        // First the two bytes that announce the header's length, then the rest of it.
+        for _ in 0..2 {
+            let need = if have < 2 {
+                2
+            } else {
+                FrameHeader::len_from_prefix([self.header[0], self.header[1]])
+            };
+            let take = (need - have).min(rest.len() - used);
+            self.header[have..have + take].copy_from_slice(&rest[used..used + take]);
+            have += take;
+            used += take;
+            if have < need {
+                self.header_len = have as u8;
+                return Ok((used, None));
+            }
+        }
+        self.header_len = 0;
+        match FrameHeader::parse(&self.header[..have])? {
+            Some((header, _)) => Ok((used, Some(header))),
+            // Unreachable: `have` is the length the prefix announces.
+            None => Ok((used, None)),
+        }
+    }
+
+    /// Unmasks and validates the bytes of the current frame's buffer from `start` on.
+    fn payload_added(&mut self, start: usize) -> Result<(), ProtocolError> {
+        let Some(frame) = self.frame.as_mut() else {
+            return Ok(());
+        };
+        let buffer = match frame.target {
+            Target::Data | Target::Compressed => &mut self.data,
+            Target::Control => &mut self.control,
+        };
+        let added = &mut buffer[start..];
+        if let Some(key) = frame.header.mask {
+            apply_mask(added, key, (frame.received % 4) as usize);
+        }
+        frame.received += added.len() as u64;
+        if frame.target == Target::Data && self.message.is_some_and(|m| m.text) {
+            self.utf8
+                .feed(added)
+                .map_err(|_| ProtocolError::InvalidUtf8)?;
+        }
+        Ok(())
+    }
 }
 
 impl Decoder {
     /// A decoder for a connection in `role`.
     pub fn new(role: Role, config: DecoderConfig) -> Self {
         Decoder {
-            role,
             config,
-            header: [0; MAX_HEADER_LEN],
-            header_len: 0,
-            closed: false,
-            frame: None,
-            message: None,
-            utf8: Utf8Validator::new(),
-            data: BytesMut::new(),
-            control: BytesMut::new(),
-            error: None,
+            partial: None,
             #[cfg(feature = "deflate")]
             inflate: None,
+            error_value: 0,
+            error: None,
+            role,
+            closed: false,
         }
     }
 
@@ -255,12 +356,13 @@ impl Decoder {
 
     /// Whether the decoder is between frames and between messages (nothing partial held).
     pub fn is_idle(&self) -> bool {
-        self.header_len == 0 && self.frame.is_none() && self.message.is_none()
+        self.partial.as_deref().map_or(true, Partial::is_idle)
     }
 
-    /// The heap bytes this decoder holds (buffer capacity of partial frames and messages, and
-    /// an estimate of the inflate state while it is allocated). Zero whenever it is idle, unless
-    /// permessage-deflate keeps the peer's context between messages.
+    /// The heap bytes this decoder holds: while a frame or message is partial, its boxed state
+    /// and the capacity of its buffers; and an estimate of the inflate state while it is
+    /// allocated. Zero whenever it is idle, unless permessage-deflate keeps the peer's context
+    /// between messages.
     pub fn heap_bytes(&self) -> usize {
         let inflate = {
             #[cfg(feature = "deflate")]
@@ -272,7 +374,10 @@ impl Decoder {
                 0
             }
         };
-        self.data.capacity() + self.control.capacity() + inflate
+        let partial = self.partial.as_deref().map_or(0, |p| {
+            core::mem::size_of::<Partial>() + p.data.capacity() + p.control.capacity()
+        });
+        partial + inflate
     }
 
     /// Whether the inflate state of permessage-deflate is allocated right now.
@@ -293,10 +398,7 @@ impl Decoder {
     /// message is copied out of `input` once (and unmasked in place); use
     /// [`Decoder::decode_buf`] to hand out payloads without copying when you own a `BytesMut`.
     pub fn decode(&mut self, input: &[u8]) -> Result<Decoded, ProtocolError> {
-        if let Some(error) = &self.error {
-            return Err(error.clone());
-        }
-        self.decode_slice(input).map_err(|e| self.fail(e))
+        self.with_partial(|decoder, partial| decoder.decode_slice(partial, input))
     }
 
     /// Decodes from a buffer the caller owns and advances it past what was consumed.
@@ -315,18 +417,45 @@ impl Decoder {
     /// assert_eq!(decoder.decode_buf(&mut buf).unwrap(), None);
     /// ```
     pub fn decode_buf(&mut self, buf: &mut BytesMut) -> Result<Option<Message>, ProtocolError> {
-        if let Some(error) = &self.error {
-            return Err(error.clone());
-        }
-        self.decode_owned(buf).map_err(|e| self.fail(e))
+        self.with_partial(|decoder, partial| decoder.decode_owned(partial, buf))
     }
 
+    /// Runs one call on the partial state: the boxed one a call before left, or else a fresh
+    /// one on the stack, which is boxed only if the call ends inside a frame or message. The
+    /// boxed one is dropped once the decoder is idle. An error is final (see [`Decoder::fail`]).
+    fn with_partial<T>(
+        &mut self,
+        call: impl FnOnce(&mut Self, &mut Partial) -> Result<T, ProtocolError>,
+    ) -> Result<T, ProtocolError> {
+        if let Some(failure) = self.error {
+            return Err(failure.join(self.error_value, &self.config));
+        }
+        let result = match self.partial.take() {
+            Some(mut partial) => {
+                let result = call(self, &mut partial);
+                if result.is_ok() && !partial.is_idle() {
+                    self.partial = Some(partial);
+                }
+                result
+            }
+            None => {
+                let mut partial = Partial::new();
+                let result = call(self, &mut partial);
+                if result.is_ok() && !partial.is_idle() {
+                    self.partial = Some(Box::new(partial));
+                }
+                result
+            }
+        };
+        result.map_err(|e| self.fail(e))
+    }
+
+    /// Keeps `error` for every later call and drops everything partial.
     fn fail(&mut self, error: ProtocolError) -> ProtocolError {
-        self.error = Some(error.clone());
-        self.frame = None;
-        self.message = None;
-        self.data = BytesMut::new();
-        self.control = BytesMut::new();
+        let (failure, value) = Failure::split(&error);
+        self.error = Some(failure);
+        self.error_value = value;
+        self.partial = None;
         #[cfg(feature = "deflate")]
         if let Some(inflate) = &mut self.inflate {
             inflate.reset();
@@ -334,17 +463,21 @@ impl Decoder {
         error
     }
 
-    fn decode_owned(&mut self, buf: &mut BytesMut) -> Result<Option<Message>, ProtocolError> {
+    fn decode_owned(
+        &mut self,
+        p: &mut Partial,
+        buf: &mut BytesMut,
+    ) -> Result<Option<Message>, ProtocolError> {
         loop {
             if self.closed {
                 buf.clear();
                 return Ok(None);
             }
-            if self.header_len == 0 && self.frame.is_none() {
+            if p.header_len == 0 && p.frame.is_none() {
                 if let Some((header, header_len)) = FrameHeader::parse(buf)? {
                     let available = (buf.len() - header_len) as u64;
                     if available >= header.payload_len {
-                        let target = self.begin_frame(header)?;
+                        let target = self.begin_frame(p, header)?;
                         // Only a frame that is a whole message (or a control frame) is handed
                         // out as a slice of `buf`. A fragment is copied: kept as a slice, it
                         // would pin the caller's whole read buffer until the message ends.
@@ -355,12 +488,12 @@ impl Decoder {
                         // `payload_len <= available`, which is a `usize`.
                         let payload = buf.split_to(header.payload_len as usize);
                         if whole {
-                            *self.buffer(target) = payload;
-                            self.payload_added(0)?;
+                            *p.buffer(target) = payload;
+                            p.payload_added(0)?;
                         } else {
-                            self.add_payload(&payload)?;
+                            self.add_payload(p, &payload)?;
                         }
-                        if let Some(message) = self.end_frame()? {
+                        if let Some(message) = self.end_frame(p)? {
                             return Ok(Some(message));
                         }
                         continue;
@@ -370,7 +503,7 @@ impl Decoder {
             if buf.is_empty() {
                 return Ok(None);
             }
-            let decoded = self.decode_slice(buf)?;
+            let decoded = self.decode_slice(p, buf)?;
             buf.advance(decoded.consumed);
             if decoded.message.is_some() || buf.is_empty() {
                 return Ok(decoded.message);
@@ -378,7 +511,7 @@ impl Decoder {
         }
     }
 
-    fn decode_slice(&mut self, input: &[u8]) -> Result<Decoded, ProtocolError> {
+    fn decode_slice(&mut self, p: &mut Partial, input: &[u8]) -> Result<Decoded, ProtocolError> {
         let mut pos = 0;
         loop {
             if self.closed {
@@ -388,11 +521,11 @@ impl Decoder {
                 });
             }
             let rest = &input[pos..];
-            let Some(frame) = self.frame else {
-                match self.read_header(rest)? {
+            let Some(frame) = p.frame else {
+                match p.read_header(rest)? {
                     (used, Some(header)) => {
                         pos += used;
-                        self.begin_frame(header)?;
+                        self.begin_frame(p, header)?;
                         continue;
                     }
                     (_, None) => {
@@ -407,11 +540,11 @@ impl Decoder {
             // `take <= rest.len()`, so the cast back to usize is lossless.
             let take = remaining.min(rest.len() as u64) as usize;
             if take > 0 {
-                self.add_payload(&rest[..take])?;
+                self.add_payload(p, &rest[..take])?;
                 pos += take;
             }
             if take as u64 == remaining {
-                if let Some(message) = self.end_frame()? {
+                if let Some(message) = self.end_frame(p)? {
                     return Ok(Decoded {
                         consumed: pos,
                         message: Some(message),
@@ -426,42 +559,8 @@ impl Decoder {
         }
     }
 
-    /// Reads a header from `rest`, carrying a partial header across calls in a fixed array.
-    /// Returns the bytes used and the header once complete (all of `rest` is used otherwise).
-    fn read_header(&mut self, rest: &[u8]) -> Result<(usize, Option<FrameHeader>), ProtocolError> {
-        if self.header_len == 0 {
-            if let Some((header, used)) = FrameHeader::parse(rest)? {
-                return Ok((used, Some(header)));
-            }
-        }
-        let mut used = 0;
-        let mut have = usize::from(self.header_len);
-        // First the two bytes that announce the header's length, then the rest of it.
-        for _ in 0..2 {
-            let need = if have < 2 {
-                2
-            } else {
-                FrameHeader::len_from_prefix([self.header[0], self.header[1]])
-            };
-            let take = (need - have).min(rest.len() - used);
-            self.header[have..have + take].copy_from_slice(&rest[used..used + take]);
-            have += take;
-            used += take;
-            if have < need {
-                self.header_len = have as u8;
-                return Ok((used, None));
-            }
-        }
-        self.header_len = 0;
-        match FrameHeader::parse(&self.header[..have])? {
-            Some((header, _)) => Ok((used, Some(header))),
-            // Unreachable: `have` is the length the prefix announces.
-            None => Ok((used, None)),
-        }
-    }
-
     /// Checks a header against the role, the extensions and the limits, and sets up its frame.
-    fn begin_frame(&mut self, header: FrameHeader) -> Result<Target, ProtocolError> {
+    fn begin_frame(&self, p: &mut Partial, header: FrameHeader) -> Result<Target, ProtocolError> {
         if header.rsv & !self.config.allowed_rsv != 0 {
             return Err(ProtocolError::ReservedBits(header.rsv));
         }
@@ -495,15 +594,15 @@ impl Decoder {
                 });
             }
             // A compressed message's limit is on its inflated size, checked while inflating.
-            let compressed = rsv1 || self.message.is_some_and(|m| m.compressed);
-            let total = (self.data.len() as u64).saturating_add(header.payload_len);
+            let compressed = rsv1 || p.message.is_some_and(|m| m.compressed);
+            let total = (p.data.len() as u64).saturating_add(header.payload_len);
             if !compressed && total > self.config.max_message_size {
                 return Err(ProtocolError::MessageTooLarge {
                     size: total,
                     limit: self.config.max_message_size,
                 });
             }
-            match (header.opcode, &mut self.message) {
+            match (header.opcode, &mut p.message) {
                 (Opcode::Continuation, None) => return Err(ProtocolError::UnexpectedContinuation),
                 (Opcode::Continuation, Some(message)) => {
                     message.fragments = message.fragments.saturating_add(1);
@@ -515,7 +614,7 @@ impl Decoder {
                 }
                 (_, Some(_)) => return Err(ProtocolError::ExpectedContinuation),
                 (opcode, None) => {
-                    self.message = Some(MessageInProgress {
+                    p.message = Some(MessageInProgress {
                         text: opcode == Opcode::Text,
                         fragments: 1,
                         compressed: rsv1,
@@ -528,7 +627,7 @@ impl Decoder {
                 Target::Data
             }
         };
-        self.frame = Some(FrameInProgress {
+        p.frame = Some(FrameInProgress {
             header,
             received: 0,
             target,
@@ -536,23 +635,16 @@ impl Decoder {
         Ok(target)
     }
 
-    fn buffer(&mut self, target: Target) -> &mut BytesMut {
-        match target {
-            Target::Data | Target::Compressed => &mut self.data,
-            Target::Control => &mut self.control,
-        }
-    }
-
     /// Copies a piece of the current frame's payload into its buffer.
-    fn add_payload(&mut self, chunk: &[u8]) -> Result<(), ProtocolError> {
-        let Some(frame) = self.frame else {
+    fn add_payload(&mut self, p: &mut Partial, chunk: &[u8]) -> Result<(), ProtocolError> {
+        let Some(frame) = p.frame else {
             return Ok(());
         };
         if frame.target == Target::Compressed {
-            return self.inflate_payload(chunk);
+            return self.inflate_payload(p, chunk);
         }
         let frame_left = frame.header.payload_len - frame.received;
-        let buffer = self.buffer(frame.target);
+        let buffer = p.buffer(frame.target);
         let start = buffer.len();
         if buffer.capacity() - start < chunk.len() {
             // Grow to twice what arrived (at least the chunk), but never past the end of this
@@ -567,58 +659,36 @@ impl Decoder {
             *buffer = grown;
         }
         buffer.extend_from_slice(chunk);
-        self.payload_added(start)
-    }
-
-    /// Unmasks and validates the bytes of the current frame's buffer from `start` on.
-    fn payload_added(&mut self, start: usize) -> Result<(), ProtocolError> {
-        let Some(frame) = self.frame.as_mut() else {
-            return Ok(());
-        };
-        let buffer = match frame.target {
-            Target::Data | Target::Compressed => &mut self.data,
-            Target::Control => &mut self.control,
-        };
-        let added = &mut buffer[start..];
-        if let Some(key) = frame.header.mask {
-            apply_mask(added, key, (frame.received % 4) as usize);
-        }
-        frame.received += added.len() as u64;
-        if frame.target == Target::Data && self.message.is_some_and(|m| m.text) {
-            self.utf8
-                .feed(added)
-                .map_err(|_| ProtocolError::InvalidUtf8)?;
-        }
-        Ok(())
+        p.payload_added(start)
     }
 
     /// Completes the current frame; returns the message it completes, if any.
-    fn end_frame(&mut self) -> Result<Option<Message>, ProtocolError> {
-        let Some(frame) = self.frame.take() else {
+    fn end_frame(&mut self, p: &mut Partial) -> Result<Option<Message>, ProtocolError> {
+        let Some(frame) = p.frame.take() else {
             return Ok(None);
         };
         let message = match frame.header.opcode {
             Opcode::Close => {
-                let payload = core::mem::take(&mut self.control).freeze();
+                let payload = core::mem::take(&mut p.control).freeze();
                 let close = parse_close_payload(payload)?;
                 self.closed = true;
-                self.message = None;
-                self.data = BytesMut::new();
+                p.message = None;
+                p.data = BytesMut::new();
                 Message::Close(close)
             }
-            Opcode::Ping => Message::Ping(core::mem::take(&mut self.control).freeze()),
-            Opcode::Pong => Message::Pong(core::mem::take(&mut self.control).freeze()),
+            Opcode::Ping => Message::Ping(core::mem::take(&mut p.control).freeze()),
+            Opcode::Pong => Message::Pong(core::mem::take(&mut p.control).freeze()),
             Opcode::Text | Opcode::Binary | Opcode::Continuation => {
                 if !frame.header.fin {
                     return Ok(None);
                 }
                 if frame.target == Target::Compressed {
-                    self.finish_inflate()?;
+                    self.finish_inflate(p)?;
                 }
-                let text = self.message.take().is_some_and(|m| m.text);
-                let payload = core::mem::take(&mut self.data).freeze();
+                let text = p.message.take().is_some_and(|m| m.text);
+                let payload = core::mem::take(&mut p.data).freeze();
                 if text {
-                    self.utf8.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
+                    p.utf8.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
                     Message::Text(Utf8Bytes::from_validated(payload))
                 } else {
                     Message::Binary(payload)
@@ -637,16 +707,16 @@ const UNMASK_CHUNK: usize = 4096;
 #[cfg(feature = "deflate")]
 impl Decoder {
     /// Unmasks and inflates a piece of a compressed frame's payload.
-    fn inflate_payload(&mut self, chunk: &[u8]) -> Result<(), ProtocolError> {
-        let Some(frame) = self.frame.as_mut() else {
+    fn inflate_payload(&mut self, p: &mut Partial, chunk: &[u8]) -> Result<(), ProtocolError> {
+        let Some(frame) = p.frame.as_mut() else {
             return Ok(());
         };
         let Some(inflate) = self.inflate.as_mut() else {
             return Ok(());
         };
-        let data = &mut self.data;
-        let utf8 = &mut self.utf8;
-        let text = self.message.is_some_and(|m| m.text);
+        let data = &mut p.data;
+        let utf8 = &mut p.utf8;
+        let text = p.message.is_some_and(|m| m.text);
         let limit = self.config.max_message_size;
         let mut sink = |bytes: &[u8]| append_inflated(data, utf8, text, limit, bytes);
         match frame.header.mask {
@@ -669,13 +739,13 @@ impl Decoder {
     }
 
     /// Ends a compressed message: inflates the tail RFC 7692 §7.2.2 appends.
-    fn finish_inflate(&mut self) -> Result<(), ProtocolError> {
+    fn finish_inflate(&mut self, p: &mut Partial) -> Result<(), ProtocolError> {
         let Some(inflate) = self.inflate.as_mut() else {
             return Ok(());
         };
-        let data = &mut self.data;
-        let utf8 = &mut self.utf8;
-        let text = self.message.is_some_and(|m| m.text);
+        let data = &mut p.data;
+        let utf8 = &mut p.utf8;
+        let text = p.message.is_some_and(|m| m.text);
         let limit = self.config.max_message_size;
         inflate.finish_message(&mut |bytes: &[u8]| append_inflated(data, utf8, text, limit, bytes))
     }
@@ -683,11 +753,11 @@ impl Decoder {
 
 #[cfg(not(feature = "deflate"))]
 impl Decoder {
-    fn inflate_payload(&mut self, _chunk: &[u8]) -> Result<(), ProtocolError> {
+    fn inflate_payload(&mut self, _p: &mut Partial, _chunk: &[u8]) -> Result<(), ProtocolError> {
         Ok(())
     }
 
-    fn finish_inflate(&mut self) -> Result<(), ProtocolError> {
+    fn finish_inflate(&mut self, _p: &mut Partial) -> Result<(), ProtocolError> {
         Ok(())
     }
 }

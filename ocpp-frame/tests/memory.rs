@@ -332,3 +332,116 @@ fn decode_buf_continuation_allocates_read_buffer_capacity() {
     println!("decode_buf, two 1-byte fragments, max_message_size 16: heap_bytes() = {heap}");
     assert!(heap <= 2 * (max_message_size as usize + 125) + 64, "{heap}");
 }
+
+/// An idle decoder is small, and a whole frame in the input is decoded without the boxed partial
+/// state: what is live while the message is held is the message's payload and nothing else
+/// (`decode`), or nothing beyond the caller's buffer (`decode_buf`). A frame or message split
+/// across calls holds the partial state between them (reported by `heap_bytes()`, to the byte)
+/// and nothing once it is complete. The decoder was 184 bytes with all of that inline.
+#[test]
+fn partial_state_is_boxed_only_between_calls() {
+    let _guard = measure();
+    let size = std::mem::size_of::<Decoder>();
+    println!("size_of::<Decoder>() = {size} bytes");
+    assert!(size <= 56, "a decoder is {size} bytes");
+
+    let encoder = Encoder::new(Role::Client);
+    let mut frames = Vec::new();
+    for (opcode, payload) in [
+        (Opcode::Text, &b"[2,\"1\",\"Heartbeat\",{}]"[..]),
+        (Opcode::Binary, &[7; 1000][..]),
+        (Opcode::Ping, &b""[..]),
+        (Opcode::Pong, &b"pong"[..]),
+        (Opcode::Text, &[b'x'; 70_000][..]),
+    ] {
+        let mut wire = Vec::new();
+        encoder
+            .encode_frame(FrameHeader::new(opcode, 0), payload, Some(KEY), &mut wire)
+            .unwrap();
+        frames.push((wire, payload.len()));
+    }
+
+    // Whole frames through `decode`: one allocation per message, of its payload.
+    let mut decoder = Decoder::new(Role::Server, DecoderConfig::default());
+    for (wire, len) in &frames {
+        let before = live();
+        let decoded = decoder.decode(wire).unwrap();
+        assert_eq!(decoded.consumed, wire.len());
+        let message = decoded.message.unwrap();
+        assert_eq!(live() - before, signed(*len), "decode of a {len} B frame");
+        assert!(decoder.is_idle());
+        assert_eq!(decoder.heap_bytes(), 0);
+        drop(message);
+        assert_eq!(live(), before);
+    }
+
+    // Whole frames through `decode_buf`: the payload is a slice of the caller's buffer.
+    let mut buf = BytesMut::with_capacity(128 * 1024);
+    // The first split of a `BytesMut` allocates its shared header (`bytes`' doing, once per
+    // buffer): done here, so that what follows measures the decoder.
+    drop(buf.split());
+    for (wire, len) in &frames {
+        buf.extend_from_slice(wire);
+        let before = live();
+        let message = decoder.decode_buf(&mut buf).unwrap().unwrap();
+        assert_eq!(live(), before, "decode_buf of a {len} B frame");
+        assert!(buf.is_empty());
+        assert!(decoder.is_idle());
+        assert_eq!(decoder.heap_bytes(), 0);
+        drop(message);
+    }
+    drop(buf);
+
+    // A frame split across two calls, cut inside the header and inside the payload.
+    let (wire, len) = &frames[1];
+    for cut in [1, 3, 8, 9, 500, wire.len() - 1] {
+        for zero_copy in [false, true] {
+            let before = live();
+            let mut decoder = Decoder::new(Role::Server, DecoderConfig::default());
+            let first = if zero_copy {
+                let mut buf = BytesMut::from(&wire[..cut]);
+                assert_eq!(decoder.decode_buf(&mut buf).unwrap(), None);
+                assert!(buf.is_empty());
+                None
+            } else {
+                decoder.decode(&wire[..cut]).unwrap().message
+            };
+            assert_eq!(first, None);
+            assert!(!decoder.is_idle(), "cut at {cut}");
+            let held = live() - before;
+            assert!(held > 0, "cut at {cut}: nothing held");
+            assert_eq!(held, signed(decoder.heap_bytes()), "cut at {cut}");
+            let second = if zero_copy {
+                let mut buf = BytesMut::from(&wire[cut..]);
+                decoder.decode_buf(&mut buf).unwrap()
+            } else {
+                let decoded = decoder.decode(&wire[cut..]).unwrap();
+                assert_eq!(decoded.consumed, wire.len() - cut);
+                decoded.message
+            };
+            match second {
+                Some(Message::Binary(payload)) => assert_eq!(payload.len(), *len),
+                other => panic!("cut at {cut}: {other:?}"),
+            }
+            assert!(decoder.is_idle());
+            assert_eq!(decoder.heap_bytes(), 0, "cut at {cut}");
+            drop(decoder);
+            assert_eq!(live(), before, "cut at {cut}");
+        }
+    }
+
+    // A message in two fragments, each a whole frame: held between them, not after.
+    let (first, mut second) = two_tiny_fragments();
+    second[0] |= 0x80; // FIN: the continuation ends the message.
+    let before = live();
+    let mut decoder = Decoder::new(Role::Server, DecoderConfig::default());
+    assert_eq!(decoder.decode(&first).unwrap().message, None);
+    assert!(!decoder.is_idle());
+    assert_eq!(live() - before, signed(decoder.heap_bytes()));
+    let message = decoder.decode(&second).unwrap().message;
+    assert_eq!(message, Some(Message::Text("ab".into())));
+    assert!(decoder.is_idle());
+    assert_eq!(decoder.heap_bytes(), 0);
+    drop((message, decoder));
+    assert_eq!(live(), before);
+}
