@@ -398,6 +398,14 @@ impl Decoder {
     /// message is copied out of `input` once (and unmasked in place); use
     /// [`Decoder::decode_buf`] to hand out payloads without copying when you own a `BytesMut`.
     pub fn decode(&mut self, input: &[u8]) -> Result<Decoded, ProtocolError> {
+        if input.is_empty() && self.error.is_none() {
+            // No byte, no progress: answered without setting up the partial state (a caller
+            // that loops until a call returns no message ends with an empty input).
+            return Ok(Decoded {
+                consumed: 0,
+                message: None,
+            });
+        }
         self.with_partial(|decoder, partial| decoder.decode_slice(partial, input))
     }
 
@@ -417,6 +425,9 @@ impl Decoder {
     /// assert_eq!(decoder.decode_buf(&mut buf).unwrap(), None);
     /// ```
     pub fn decode_buf(&mut self, buf: &mut BytesMut) -> Result<Option<Message>, ProtocolError> {
+        if buf.is_empty() && self.error.is_none() {
+            return Ok(None);
+        }
         self.with_partial(|decoder, partial| decoder.decode_owned(partial, buf))
     }
 

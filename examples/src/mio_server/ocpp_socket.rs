@@ -508,7 +508,8 @@ mod tests {
     use super::*;
 
     /// The socket record is most of what an idle charge point costs the loop (see
-    /// BENCHMARKS.md, "Memory per idle charge point"); it was 712 bytes.
+    /// BENCHMARKS.md, "Memory per idle charge point"); it was 712 bytes, then 560, now 424
+    /// (release; a debug build's is 16 bytes more, hence the bound).
     #[test]
     fn socket_record_size() {
         use std::mem::size_of;
@@ -524,6 +525,6 @@ mod tests {
             size_of::<Instant>(),
             size_of::<Option<ClaimTicket>>(),
         );
-        assert!(size <= 576, "OcppSocket grew to {size} bytes");
+        assert!(size <= 440, "OcppSocket grew to {size} bytes");
     }
 }

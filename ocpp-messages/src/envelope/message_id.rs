@@ -1,7 +1,7 @@
 //! `MessageId`: the string that pairs a CALL with its CALLRESULT or CALLERROR.
 
 use alloc::borrow::Cow;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use core::borrow::Borrow;
 use core::fmt;
 use core::ops::Deref;
@@ -71,7 +71,7 @@ impl<'a> MessageId<'a> {
     /// An id made of the decimal digits of `counter` (at most 20 characters, so always valid).
     #[must_use]
     pub fn from_counter(counter: u64) -> MessageId<'static> {
-        MessageId(Cow::Owned(counter.to_string()))
+        MessageId(Cow::Owned(itoa::Buffer::new().format(counter).to_owned()))
     }
 
     /// The id as text.

@@ -131,7 +131,7 @@ impl Connection {
                 request: call.request,
             });
         }
-        self.events.push_back(Event::Closed(Box::new(Closed {
+        self.push_event(Event::Closed(Box::new(Closed {
             reason,
             unanswered_incoming,
             unanswered_outgoing,

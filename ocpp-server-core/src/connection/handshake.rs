@@ -179,7 +179,7 @@ impl Connection {
                     self.start_deflate(accepted.params);
                 }
                 self.version = version;
-                self.events.push_back(Event::Connected { version });
+                self.push_event(Event::Connected { version });
                 if !trailing.is_empty() {
                     self.handle_frames(now, &trailing);
                 }
@@ -267,8 +267,7 @@ impl Connection {
             path: request.path().into(),
             query: request.query().map(String::from),
         };
-        self.events
-            .push_back(Event::UpgradeRequested(Box::new(upgrade)));
+        self.push_event(Event::UpgradeRequested(Box::new(upgrade)));
         let deflate = self
             .config
             .deflate
@@ -317,7 +316,7 @@ impl Connection {
                 match version {
                     Some(version) => {
                         self.version = version;
-                        self.events.push_back(Event::Connected { version });
+                        self.push_event(Event::Connected { version });
                         self.handle_frames(now, &data[consumed..]);
                     }
                     None => {

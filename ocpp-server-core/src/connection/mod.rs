@@ -437,6 +437,17 @@ impl Connection {
         }
     }
 
+    /// Queues an event. The queue is freed when drained (an idle connection holds no heap),
+    /// so it is usually empty here: it is then allocated for exactly one event, which a pass
+    /// usually has (a `VecDeque` grows to room for four on its first push, through the
+    /// slower growth path).
+    fn push_event(&mut self, event: Event) {
+        if self.events.capacity() == 0 {
+            self.events = VecDeque::with_capacity(1);
+        }
+        self.events.push_back(event);
+    }
+
     // ---- poll_* ----
 
     /// The next event, if any.

@@ -295,13 +295,13 @@ impl Connection {
                     Request::decode(version, &send.action, send.payload.get(), options)
                 {
                     let id = send.id.into_owned();
-                    self.events.push_back(Event::Send { id, request });
+                    self.push_event(Event::Send { id, request });
                 }
             }
             Ok(RpcMessage::CallResult(result)) => {
                 if !self.is_outgoing(&result.id) {
                     let id = result.id.into_owned();
-                    self.events.push_back(Event::UnmatchedResponse { id });
+                    self.push_event(Event::UnmatchedResponse { id });
                     return;
                 }
                 let action = self.outgoing.as_ref().map_or("", |c| c.request.action());
@@ -330,7 +330,7 @@ impl Connection {
             Ok(RpcMessage::CallError(error)) => {
                 if !self.is_outgoing(&error.id) {
                     let id = error.id.into_owned();
-                    self.events.push_back(Event::UnmatchedResponse { id });
+                    self.push_event(Event::UnmatchedResponse { id });
                     return;
                 }
                 let outcome = CallOutcome::Error {
@@ -341,7 +341,7 @@ impl Connection {
                 self.complete_outgoing(now, outcome);
             }
             Ok(RpcMessage::CallResultError(error)) => {
-                self.events.push_back(Event::CallResultError {
+                self.push_event(Event::CallResultError {
                     id: error.id.into_owned(),
                     code: error.code.clone(),
                     description: error.description.to_string(),
@@ -402,7 +402,7 @@ impl Connection {
         match turn {
             Turn::Deliver { id, request } => {
                 self.incoming = Some(id.clone());
-                self.events.push_back(Event::Call { id, request });
+                self.push_event(Event::Call { id, request });
             }
             Turn::Refuse {
                 id,
@@ -438,7 +438,7 @@ impl Connection {
     fn complete_outgoing(&mut self, now: Instant, outcome: CallOutcome) {
         if let Some(call) = self.outgoing.take() {
             self.timers.stop(Timer::Call);
-            self.events.push_back(Event::CallCompleted {
+            self.push_event(Event::CallCompleted {
                 action: call.request.action(),
                 id: call.id,
                 outcome,
@@ -470,7 +470,7 @@ impl Connection {
         let written =
             self.write_message(|out| envelope::write_call(out, &call.id, action, &call.request));
         if written.is_err() {
-            self.events.push_back(Event::CallCompleted {
+            self.push_event(Event::CallCompleted {
                 id: call.id,
                 action,
                 outcome: CallOutcome::Error {
