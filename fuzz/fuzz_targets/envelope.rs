@@ -3,10 +3,12 @@
 //!
 //! Invariants: no panic; a reply's id is `"-1"` or the valid id read from the input; a reply
 //! holds nothing of the input but that id; a parsed message, written back, parses to the same
-//! message.
+//! message; whenever `split` delimits a frame whose payload is one JSON value, `parse_str`
+//! reads the same id, action and payload (the promise the core's fast way relies on).
 use libfuzzer_sys::fuzz_target;
 use ocpp_messages::envelope::{
-    parse, Disposition, MessageTypeId, RpcMessage, MAX_DESCRIPTION_CHARS_2X,
+    parse, parse_str, split, Disposition, MessageTypeId, RpcMessage, Split,
+    MAX_DESCRIPTION_CHARS_2X,
 };
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
@@ -31,6 +33,9 @@ const DESCRIPTIONS: [&str; 15] = [
 ];
 
 fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        check_split(text);
+    }
     for version in OcppVersion::ALL {
         match parse(data, version) {
             Ok(msg) => check_round_trip(&msg, version),
@@ -43,6 +48,34 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+fn check_split(text: &str) {
+    let (id, action, payload) = match split(text) {
+        Some(Split::Call {
+            id,
+            action,
+            payload,
+        }) => (id, Some(action), payload),
+        Some(Split::CallResult { id, payload }) => (id, None, payload),
+        None => return,
+    };
+    if serde_json::from_str::<&serde_json::value::RawValue>(payload).is_err() {
+        return; // a decoder refuses it too, and the frame goes to parse_str
+    }
+    for version in OcppVersion::ALL {
+        match (parse_str(text, version), action) {
+            (Ok(RpcMessage::Call(call)), Some(action)) => {
+                assert_eq!((&call.id, &*call.action), (&id, action));
+                assert_eq!(call.payload.get(), payload);
+            }
+            (Ok(RpcMessage::CallResult(result)), None) => {
+                assert_eq!(result.id, id);
+                assert_eq!(result.payload.get(), payload);
+            }
+            (other, _) => panic!("split {text:?}, but parse_str read {other:?}"),
+        }
+    }
+}
 
 fn check_round_trip(msg: &RpcMessage<'_>, version: OcppVersion) {
     assert!(msg.message_type().exists_in(version));

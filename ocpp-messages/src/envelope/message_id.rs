@@ -71,7 +71,9 @@ impl<'a> MessageId<'a> {
     /// An id made of the decimal digits of `counter` (at most 20 characters, so always valid).
     #[must_use]
     pub fn from_counter(counter: u64) -> MessageId<'static> {
-        MessageId(Cow::Owned(String::from(itoa::Buffer::new().format(counter))))
+        MessageId(Cow::Owned(String::from(
+            itoa::Buffer::new().format(counter),
+        )))
     }
 
     /// The id as text.

@@ -14,6 +14,9 @@
 //!   message into an [`RpcMessage`] that borrows from them. Payloads are not decoded: they stay
 //!   raw JSON ([`serde_json::value::RawValue`]) until the action, and so the type to decode
 //!   into, is known.
+//! - The fast way for the frames of nearly all traffic: [`split`] reads the envelope of a plain
+//!   CALL or CALLRESULT by hand and only delimits the payload, so that decoding it is the one
+//!   pass over it; anything else, and a payload that does not decode, goes to [`parse_str`].
 //! - Bad input: a [`ParseError`] says what was wrong and what could be read;
 //!   [`respond_to_parse_error`] (also [`ParseError::respond`]) says, for the negotiated version,
 //!   whether to ignore it or which CALLERROR to send. Those rules live there and nowhere else.
@@ -48,6 +51,7 @@ mod message_type;
 mod parse;
 mod respond;
 mod serialize;
+mod split;
 
 pub use error::{Malformation, ParseError, SerializeError};
 pub use message::{to_payload, Call, CallError, CallResult, RpcMessage};
@@ -59,6 +63,7 @@ pub use serialize::{
     write_call, write_call_error, write_call_result, write_call_result_error, write_send,
     MAX_DESCRIPTION_CHARS_2X,
 };
+pub use split::{split, Split};
 
 /// How deeply a payload (or error details) may nest arrays and objects, the payload object
 /// itself counting as 1. Deeper frames are refused with [`Malformation::TooDeep`].
