@@ -36,7 +36,7 @@
 //! `--boot-policy`, `PUT /chargepoints/ID/boot`) decides the BootNotification answer, and
 //! while a station is Pending or Rejected its other CALLs get SecurityError except those
 //! [`boot`] lists. TransactionEvent `seqNo` gaps are counted per charge point
-//! ([`ChargePoint::seq_no_gaps`]).
+//! ([`ExtraState::seq_no_gaps`]).
 //!
 //! # Certificates and security profiles
 //!
@@ -46,7 +46,7 @@
 //!   verifies, its subject CN is the station's identity and it asks for no CA certificate
 //!   ([`CertificateAuthority`] lists the checks and why); right after the answer the CSMS
 //!   sends CertificateSigned with the chain (the new certificate, then the CA's), and records
-//!   the station's answer ([`ChargePoint::certificate`], `certificate` in
+//!   the station's answer ([`ExtraState::certificate`], `certificate` in
 //!   `GET /chargepoints/ID`). Otherwise (no CA, a CSR that fails a check) the answer is
 //!   Rejected and nothing follows. The I/O loops send the follow-up CALL with
 //!   [`Csms::take_follow_up`] / [`Csms::send_follow_up`]. The TLS listener trusts the same CA
