@@ -4,8 +4,7 @@ use std::time::Instant;
 
 use ocpp_frame::{CloseCode, FrameHeader, Message, Opcode, Utf8Bytes};
 use ocpp_messages::envelope::{
-    self, Call, Disposition, MessageId, MessageTypeId, ParseError, RpcMessage, SerializeError,
-    Split,
+    self, Disposition, MessageId, MessageTypeId, ParseError, RpcMessage, SerializeError, Split,
 };
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
@@ -288,7 +287,7 @@ impl Connection {
         let version = self.version;
         match envelope::parse_str(text.as_str(), version) {
             Ok(RpcMessage::Call(call)) => {
-                let turn = self.read_call(&call);
+                let turn = self.read_call(&call.id, &call.action, call.payload.get());
                 self.take_turn_or_hold(turn);
             }
             Ok(RpcMessage::Send(send)) => {
@@ -308,7 +307,7 @@ impl Connection {
                     self.push_event(Event::UnmatchedResponse { id });
                     return;
                 }
-                let action = self.outgoing.as_ref().map_or("", |c| c.request.action());
+                let action = self.outgoing_action();
                 let options = &self.config.decode_options;
                 match Response::decode(version, action, result.payload.get(), options) {
                     Ok(response) => self.complete_outgoing(now, CallOutcome::Result(response)),
@@ -380,23 +379,22 @@ impl Connection {
     /// [`Self::on_text`] then reads the frame with [`envelope::parse_str`], whose answer says
     /// precisely what was wrong (`split` promises the same reading whenever the payload decodes).
     fn on_plain_text(&mut self, now: Instant, text: &str) -> bool {
-        let options = &self.config.decode_options;
         match envelope::split(text) {
             Some(Split::Call {
                 id,
                 action,
                 payload,
-            }) => match Request::decode(self.version, action, payload, options) {
-                Ok(request) => {
-                    let id = id.into_owned();
-                    self.take_turn_or_hold(Turn::Deliver { id, request });
-                    true
+            }) => {
+                let turn = self.read_call(&id, action, payload);
+                let delivered = matches!(turn, Turn::Deliver { .. });
+                if delivered {
+                    self.take_turn_or_hold(turn);
                 }
-                Err(_) => false,
-            },
+                delivered
+            }
             Some(Split::CallResult { id, payload }) if self.is_outgoing(&id) => {
-                let action = self.outgoing.as_ref().map_or("", |c| c.request.action());
-                match Response::decode(self.version, action, payload, options) {
+                let options = &self.config.decode_options;
+                match Response::decode(self.version, self.outgoing_action(), payload, options) {
                     Ok(response) => {
                         self.complete_outgoing(now, CallOutcome::Result(response));
                         true
@@ -408,10 +406,15 @@ impl Connection {
         }
     }
 
-    fn read_call(&self, call: &Call<'_>) -> Turn {
+    /// The action of our CALL in flight (`""` when none is).
+    fn outgoing_action(&self) -> &'static str {
+        self.outgoing.as_ref().map_or("", |c| c.request.action())
+    }
+
+    fn read_call(&self, id: &MessageId<'_>, action: &str, payload: &str) -> Turn {
         let options = &self.config.decode_options;
-        let id = call.id.as_borrowed().into_owned();
-        match Request::decode(self.version, &call.action, call.payload.get(), options) {
+        let id = id.as_borrowed().into_owned();
+        match Request::decode(self.version, action, payload, options) {
             Ok(request) => Turn::Deliver { id, request },
             Err(error) => Turn::Refuse {
                 id,
