@@ -73,6 +73,9 @@ fn main() -> io::Result<()> {
             let alive = if event.is_readable() || event.is_read_closed() {
                 serve(slot, &mut input, &mut out, &mut clock)
             } else {
+                // Only what an earlier write left: `out` still holds the last answer to
+                // another connection.
+                out.clear();
                 flush(slot, &mut out)
             };
             if !alive {
@@ -85,8 +88,9 @@ fn main() -> io::Result<()> {
         if let (Some(at), Some(period)) = (next_push, push) {
             if at <= Instant::now() {
                 next_push = Some(at + period);
-                let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
                 for slot in slots.iter_mut().flatten().filter(|s| s.open) {
+                    // Stamped per message, right before its write, as mio-server does.
+                    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
                     slot.push_seq += 1;
                     let seq = slot.push_seq;
                     let json = format!(
