@@ -49,7 +49,7 @@ impl EventLoop {
             };
             let connection =
                 Connection::accept_incoming(now, Arc::clone(&self.shared.connection_config));
-            let key = self.sockets.insert(Entry::Ocpp(Box::new(OcppSocket {
+            let key = self.sockets.insert(Entry::Ocpp(OcppSocket {
                 socket,
                 tls,
                 connection,
@@ -60,11 +60,11 @@ impl EventLoop {
                 identity: None,
                 version: None,
                 session: None,
-                opened: now,
+                opened: self.timers.moment(now),
                 push_seq: 0,
                 waiters: None,
                 claim: None,
-            })));
+            }));
             let metrics = self.shared.csms.metrics();
             metrics.sockets_accepted.inc();
             metrics.sockets_open.inc();

@@ -13,6 +13,7 @@ use ocpp_server_core::{ChargePointIdentity, Refused};
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{send_chunk, SocketStage, Waiter};
 use super::slab::Key;
+use super::timers::Moment;
 use super::{Command, Handle};
 use crate::csms::admin::{self, AdminRequest, HttpResponse, Route};
 use crate::csms::SplitCall;
@@ -41,7 +42,7 @@ pub(super) struct AdminSocket {
     pub(super) output: Vec<u8>,
     pub(super) written: usize,
     pub(super) deadline: Instant,
-    pub(super) scheduled: Option<Instant>,
+    pub(super) scheduled: Option<Moment>,
     pub(super) interest: Interest,
 }
 

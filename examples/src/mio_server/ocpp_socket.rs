@@ -16,6 +16,7 @@ use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, MessageId
 use super::cluster::{command_outcome, JobAnswer};
 use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
+use super::timers::Moment;
 use super::{Command, Handle, DRAIN_TIMEOUT, FLUSH_TIMEOUT};
 use crate::csms::admin::{self, HttpResponse};
 use crate::csms::{Csms, Decision, SessionId, SplitCall};
@@ -31,9 +32,9 @@ pub(super) enum SocketStage {
     /// The connection runs.
     Live,
     /// The connection ended; write out what it still has, until the deadline.
-    Flushing { deadline: Instant },
+    Flushing { deadline: Moment },
     /// Our write side is shut; read until the peer's end of stream, until the deadline.
-    Draining { deadline: Instant },
+    Draining { deadline: Moment },
 }
 
 /// Who waits for the answer to one of our CALLs.
@@ -66,11 +67,12 @@ pub(super) struct OcppSocket {
     /// so the loop reads again when it resumes.
     pub(super) read_paused: bool,
     /// The earliest deadline of ours in the timer heap.
-    pub(super) scheduled: Option<Instant>,
+    pub(super) scheduled: Option<Moment>,
     pub(super) identity: Option<ChargePointIdentity>,
     pub(super) version: Option<OcppVersion>,
     pub(super) session: Option<SessionId>,
-    pub(super) opened: Instant,
+    /// When the socket was accepted (rounded down to the millisecond).
+    pub(super) opened: Moment,
     /// Sequence number of the last push DataTransfer.
     pub(super) push_seq: u64,
     /// Our CALLs sent for the admin interface or for another node (call id, who waits):
@@ -118,7 +120,6 @@ impl EventLoop {
                 s.read_paused = true;
                 return;
             }
-            let s = &mut **s;
             if let Some(session) = &mut s.tls {
                 let connection = &mut s.connection;
                 let received = session.receive(&mut s.socket, &mut self.scratch, |plaintext| {
@@ -216,7 +217,7 @@ impl EventLoop {
                 // Everything is out: half-close and wait for the peer's end of stream.
                 let _ = s.socket.shutdown(Shutdown::Write);
                 s.stage = SocketStage::Draining {
-                    deadline: now + DRAIN_TIMEOUT,
+                    deadline: self.timers.deadline(now + DRAIN_TIMEOUT),
                 };
                 self.drain(key);
                 let Some(Entry::Ocpp(_)) = self.sockets.get_mut(key) else {
@@ -250,7 +251,7 @@ impl EventLoop {
         let deadline = match s.stage {
             SocketStage::Live => s.connection.poll_timeout(),
             SocketStage::Flushing { deadline } | SocketStage::Draining { deadline } => {
-                Some(deadline)
+                Some(self.timers.instant(deadline))
             }
         };
         self.timers.schedule(key, deadline, &mut s.scheduled);
@@ -411,7 +412,7 @@ impl EventLoop {
                 node.release(identity.as_str(), ticket);
             }
             tracing::info!(
-                %identity, reason = ?closed.reason, seconds = now.duration_since(s.opened).as_secs(),
+                %identity, reason = ?closed.reason, seconds = now.duration_since(self.timers.instant(s.opened)).as_secs(),
                 "disconnected"
             );
         } else {
@@ -442,7 +443,7 @@ impl EventLoop {
             }
         }
         s.stage = SocketStage::Flushing {
-            deadline: now + FLUSH_TIMEOUT,
+            deadline: self.timers.deadline(now + FLUSH_TIMEOUT),
         };
     }
 }
@@ -508,23 +509,29 @@ mod tests {
     use super::*;
 
     /// The socket record is most of what an idle charge point costs the loop (see
-    /// BENCHMARKS.md, "Memory per idle charge point"); it was 712 bytes, then 560, now 424
-    /// (release; a debug build's is 16 bytes more, hence the bound).
+    /// BENCHMARKS.md, "Memory per idle charge point"); it was 712 bytes, then 560, 424, now
+    /// 400 (release; a debug build's is 16 bytes more, hence the bound), and it lives in the
+    /// slab's slot, which adds only the slot's generation to it.
     #[test]
     fn socket_record_size() {
         use std::mem::size_of;
         let size = size_of::<OcppSocket>();
+        let slot = super::super::slab::slot_size::<Entry>();
         println!(
-            "OcppSocket {size} B: Connection {}, stage {}, scheduled {}, identity {}, session {}, \
-             opened {}, claim {}",
+            "OcppSocket {size} B (slab slot {slot}): Connection {}, stage {}, scheduled {}, \
+             identity {}, session {}, opened {}, claim {}",
             size_of::<Connection>(),
             size_of::<SocketStage>(),
-            size_of::<Option<Instant>>(),
+            size_of::<Option<Moment>>(),
             size_of::<Option<ChargePointIdentity>>(),
             size_of::<Option<SessionId>>(),
-            size_of::<Instant>(),
+            size_of::<Moment>(),
             size_of::<Option<ClaimTicket>>(),
         );
-        assert!(size <= 440, "OcppSocket grew to {size} bytes");
+        assert!(size <= 416, "OcppSocket grew to {size} bytes");
+        assert!(
+            slot <= size + 8,
+            "a slab slot is {slot} bytes for a {size}-byte record"
+        );
     }
 }

@@ -40,6 +40,12 @@ struct Slot<T> {
     value: Option<T>,
 }
 
+/// The bytes of one slot holding a `T` (its value inline, and the generation).
+#[cfg(test)]
+pub(super) fn slot_size<T>() -> usize {
+    std::mem::size_of::<Slot<T>>()
+}
+
 /// Values addressed by generation-checked [`Key`]s.
 #[derive(Debug)]
 pub struct Slab<T> {
