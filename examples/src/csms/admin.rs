@@ -34,8 +34,6 @@
 //! assert_eq!(response.body, b"[]");
 //! ```
 
-use std::time::SystemTime;
-
 use ocpp_cluster::CallFailure;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1, DecodeError};
@@ -44,7 +42,7 @@ use serde_json::{json, Value};
 
 use super::{
     date_time, BootPolicy, ChargePoint, Csms, SecurityProfile, SplitCall, TokenEntry, TokenStatus,
-    TokenStore,
+    TokenStore, UnixTime,
 };
 
 /// The largest request head (request line and headers).
@@ -624,8 +622,8 @@ fn parse_identity(segment: &str) -> Result<ChargePointIdentity, HttpResponse> {
         .map_err(|e| HttpResponse::error(400, &format!("bad identity: {e}")))
 }
 
-fn time_json(time: SystemTime) -> Value {
-    Value::String(date_time(time).as_str().to_owned())
+fn time_json(time: UnixTime) -> Value {
+    Value::String(date_time(time.into()).as_str().to_owned())
 }
 
 /// A charge point as the admin API shows it.

@@ -5,11 +5,11 @@ use ocpp_server_core::ChargePointIdentity;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use ocpp_messages::version::OcppVersion;
 
 use super::shared_text::shared_text;
+use super::UnixTime;
 use super::{BootPolicy, ItemsPerMessage, SessionId};
 
 /// One charge point: its live session (if connected), what it said at boot, its connectors and
@@ -25,7 +25,7 @@ pub struct ChargePoint {
     /// The last BootNotification.
     pub registration: Option<Registration>,
     /// When the last Heartbeat arrived.
-    pub last_heartbeat: Option<SystemTime>,
+    pub last_heartbeat: Option<UnixTime>,
     /// Connector states by label: `"1"` (OCPP 1.6 connectorId) or `"1/1"` (2.x evse/connector).
     pub connectors: Connectors,
     /// Transactions, active and the last few ended, in the order they started.
@@ -128,7 +128,7 @@ impl std::ops::Deref for Extras {
 #[non_exhaustive]
 pub struct CertificateSigning {
     /// When the SignCertificate arrived.
-    pub requested_at: SystemTime,
+    pub requested_at: UnixTime,
     /// `ChargingStationCertificate` or `V2GCertificate`.
     pub certificate_type: &'static str,
     /// `Accepted` or `Rejected`: our answer to the SignCertificate.
@@ -143,7 +143,7 @@ pub struct CertificateSigning {
     /// `CALLERROR <code>`, `Timeout`, `Disconnected`; `None` while it is pending.
     pub answer: Option<String>,
     /// When that answer came.
-    pub answered_at: Option<SystemTime>,
+    pub answered_at: Option<UnixTime>,
 }
 
 /// One report of a charge point, as it arrived.
@@ -151,7 +151,7 @@ pub struct CertificateSigning {
 #[non_exhaustive]
 pub struct Notification {
     /// When it arrived.
-    pub at: SystemTime,
+    pub at: UnixTime,
     /// The payload as JSON.
     pub payload: Value,
 }
@@ -168,7 +168,7 @@ pub struct SeqNoGap {
     /// The seqNo received.
     pub received: i64,
     /// When it arrived.
-    pub at: SystemTime,
+    pub at: UnixTime,
 }
 
 /// A live WebSocket connection of a charge point.
@@ -180,7 +180,7 @@ pub struct Session {
     /// The negotiated OCPP version.
     pub version: OcppVersion,
     /// When the WebSocket opened.
-    pub since: SystemTime,
+    pub since: UnixTime,
 }
 
 /// What a BootNotification said. The texts a fleet repeats (vendor, model, firmware, reason)
@@ -200,7 +200,7 @@ pub struct Registration {
     /// 2.x: why it booted (`PowerUp`, ...).
     pub reason: Option<Arc<str>>,
     /// When it arrived.
-    pub at: SystemTime,
+    pub at: UnixTime,
 }
 
 impl Registration {
@@ -211,7 +211,7 @@ impl Registration {
         serial_number: Option<&str>,
         firmware_version: Option<&str>,
         reason: Option<&str>,
-        at: SystemTime,
+        at: UnixTime,
     ) -> Self {
         Registration {
             vendor: shared_text(vendor),
@@ -234,7 +234,7 @@ pub struct ConnectorState {
     /// 1.6: the error code unless `NoError`.
     pub error_code: Option<Arc<str>>,
     /// When it arrived.
-    pub at: SystemTime,
+    pub at: UnixTime,
 }
 
 /// A charge point's connectors by label, in label order: a short sorted list, sized to what it
@@ -302,9 +302,9 @@ pub struct Transaction {
     /// The idTag / idToken that started it, if any.
     pub id_tag: Option<String>,
     /// When it started (our clock).
-    pub started: SystemTime,
+    pub started: UnixTime,
     /// When it ended, if it did.
-    pub ended: Option<SystemTime>,
+    pub ended: Option<UnixTime>,
     /// Why it ended (`Local`, `EVDisconnected`...), if said.
     pub stop_reason: Option<String>,
     /// 2.x `chargingState` (`Charging`, `SuspendedEV`...), if said.
@@ -392,7 +392,7 @@ impl ChargePoint {
         kind: &'static str,
         payload: Value,
         keep: usize,
-        at: SystemTime,
+        at: UnixTime,
     ) {
         let extras = self.extras.get_mut();
         *extras.notification_counts.entry(kind).or_default() += 1;
@@ -413,7 +413,7 @@ impl ChargePoint {
         transaction: &str,
         seq_no: i64,
         keep: usize,
-        at: SystemTime,
+        at: UnixTime,
     ) -> bool {
         let Some(t) = self.transaction_mut(transaction) else {
             return false;
@@ -448,7 +448,7 @@ impl ChargePoint {
         connector: &str,
         status: &str,
         error_code: Option<&str>,
-        at: SystemTime,
+        at: UnixTime,
     ) {
         self.connectors.insert(
             connector,
@@ -481,7 +481,7 @@ impl ChargePoint {
         connector: String,
         id_tag: Option<String>,
         meter_start_wh: Option<f64>,
-        now: SystemTime,
+        now: UnixTime,
     ) -> &mut Transaction {
         if let Some(index) = self.transactions.iter().position(|t| t.id == id) {
             return &mut self.transactions[index];
@@ -512,7 +512,7 @@ impl ChargePoint {
         meter_stop_wh: Option<f64>,
         reason: Option<&str>,
         keep: usize,
-        now: SystemTime,
+        now: UnixTime,
     ) {
         let transaction = match self.transactions.iter().position(|t| t.id == id) {
             Some(index) => &mut self.transactions[index],

@@ -114,19 +114,21 @@ pub mod boot;
 mod certificate_authority;
 mod charge_point;
 pub mod credentials;
+mod fleet;
 pub mod items_per_message;
 mod metrics;
 pub mod push;
 mod shared_text;
 mod tokens;
+mod unix_time;
 mod v1_6;
 mod v2x;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use fleet::Fleet;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::DateTime;
@@ -134,6 +136,7 @@ use ocpp_server_core::{
     CallOutcome, ChargePointIdentity, CloseReason, Closed, Connection, MessageId, Request,
     Response, UpgradeRequest,
 };
+pub use unix_time::UnixTime;
 
 pub use boot::BootPolicy;
 pub use certificate_authority::{
@@ -422,7 +425,7 @@ pub struct Csms {
     config: CsmsConfig,
     /// Boxed: a table slot is a pointer, not a whole `ChargePoint`, so the table's spare
     /// capacity (up to half of it after a resize) costs 32 bytes per slot instead of 280.
-    charge_points: Mutex<HashMap<ChargePointIdentity, Box<ChargePoint>>>,
+    charge_points: Mutex<Fleet>,
     next_session: AtomicU64,
     next_transaction_id: AtomicI32,
     metrics: Metrics,
@@ -445,7 +448,7 @@ impl Csms {
         let credentials = RwLock::new(config.credentials.clone());
         Csms {
             config,
-            charge_points: Mutex::new(HashMap::new()),
+            charge_points: Mutex::new(Fleet::default()),
             next_session: AtomicU64::new(1),
             next_transaction_id: AtomicI32::new(1),
             metrics: Metrics::default(),
@@ -677,7 +680,7 @@ impl Csms {
         {
             tracing::info!(%identity, answer, "CertificateSigned answered");
             record.answer = Some(answer);
-            record.answered_at = Some(SystemTime::now());
+            record.answered_at = Some(UnixTime::now());
         }
     }
 
@@ -695,7 +698,7 @@ impl Csms {
         charge_point.session = Some(Session {
             id: session,
             version,
-            since: SystemTime::now(),
+            since: UnixTime::now(),
         });
         self.metrics.sessions_total.inc();
         session
@@ -725,7 +728,7 @@ impl Csms {
                 next_transaction_id: &self.next_transaction_id,
                 tokens: &self.tokens,
                 follow_ups: &self.follow_ups,
-                now: SystemTime::now(),
+                now: UnixTime::now(),
                 presigned: presigned.as_ref(),
             };
             if !boot::allows(charge_point.boot_status, charge_point.triggered, action) {
@@ -806,12 +809,12 @@ impl Csms {
         self.record(
             entry(&mut charge_points, identity),
             request,
-            SystemTime::now(),
+            UnixTime::now(),
         );
     }
 
     /// Keeps a report of the charge point (bounded per kind).
-    fn record(&self, charge_point: &mut ChargePoint, request: &Request, now: SystemTime) {
+    fn record(&self, charge_point: &mut ChargePoint, request: &Request, now: UnixTime) {
         let payload = serde_json::to_value(request).unwrap_or(serde_json::Value::Null);
         let keep = self.config.notifications_kept;
         charge_point.record_notification(request.action(), payload, keep, now);
@@ -954,7 +957,7 @@ impl Csms {
 
     /// A copy of one charge point's state (connected or not).
     pub fn charge_point(&self, identity: &ChargePointIdentity) -> Option<ChargePoint> {
-        self.lock().get(identity).map(|cp| ChargePoint::clone(cp))
+        self.lock().get(identity).cloned()
     }
 
     /// Copies of the connected charge points, sorted by identity.
@@ -967,16 +970,13 @@ impl Csms {
     /// at its peak). Keep `f` short and free of I/O: every connection waits for the lock.
     pub fn with_connected<R>(&self, f: impl FnOnce(&[&ChargePoint]) -> R) -> R {
         let store = self.lock();
-        let mut list: Vec<&ChargePoint> = store
-            .values()
-            .filter(|cp| cp.session.is_some())
-            .map(|cp| &**cp)
-            .collect();
+        let mut list: Vec<&ChargePoint> =
+            store.values().filter(|cp| cp.session.is_some()).collect();
         list.sort_by(|a, b| a.identity.cmp(&b.identity));
         f(&list)
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<ChargePointIdentity, Box<ChargePoint>>> {
+    fn lock(&self) -> MutexGuard<'_, Fleet> {
         // A handler that panicked leaves consistent enough state for an example: go on.
         self.charge_points
             .lock()
@@ -984,15 +984,9 @@ impl Csms {
     }
 }
 
-/// The charge point's record, created on first sight. One lookup: the owned key `entry` needs
-/// is a reference count (the identity shares its text), not an allocation.
-fn entry<'a>(
-    charge_points: &'a mut HashMap<ChargePointIdentity, Box<ChargePoint>>,
-    identity: &ChargePointIdentity,
-) -> &'a mut ChargePoint {
-    charge_points
-        .entry(identity.clone())
-        .or_insert_with(|| Box::new(ChargePoint::new(identity.clone())))
+/// The charge point's record, created on first sight.
+fn entry<'a>(charge_points: &'a mut Fleet, identity: &ChargePointIdentity) -> &'a mut ChargePoint {
+    charge_points.entry(identity)
 }
 
 /// What the per-version handlers need besides the charge point.
@@ -1003,7 +997,7 @@ struct Context<'a> {
     tokens: &'a RwLock<Option<TokenStore>>,
     /// [`Csms::follow_ups`], counted up when a follow-up CALL is stored.
     follow_ups: &'a AtomicUsize,
-    now: SystemTime,
+    now: UnixTime,
     /// A SignCertificate's CSR, checked and signed before the lock was taken.
     presigned: Option<&'a Result<SignedCertificate, String>>,
 }
@@ -1114,7 +1108,7 @@ impl Context<'_> {
 
     /// `now` as an OCPP date-time (UTC, whole seconds).
     fn current_time(&self) -> DateTime {
-        date_time(self.now)
+        date_time(self.now.into())
     }
 
     /// A new OCPP 1.6 transaction id (unique in this process).

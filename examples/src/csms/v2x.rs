@@ -352,7 +352,7 @@ handlers_2x!(v2_1(V2_1), central: "Central", request_id(sign): sign.request_id, 
     }
     // No PKI (M06): every certificate of the chain Failed, until its next update in a day.
     Request::GetCertificateChainStatus(chain) => {
-        let next_update = super::super::date_time(context.now + std::time::Duration::from_secs(86_400));
+        let next_update = super::super::date_time(std::time::SystemTime::from(context.now) + std::time::Duration::from_secs(86_400));
         let statuses = chain
             .certificate_status_requests
             .iter()
