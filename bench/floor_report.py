@@ -46,6 +46,10 @@ def measures(runs, label, size):
         "push_us": push.get("server_cpu_us_per_push"),
         "push_sys_us": push.get("server_system_cpu_us_per_push"),
         "rss_b": idle.get("server_rss_per_connection_bytes"),
+        "anon_b": idle.get("server_anon_rss_per_connection_bytes"),
+        "rss_total": idle.get("server_rss_bytes"),
+        "anon_total": idle.get("server_anon_rss_bytes"),
+        "open": (idle.get("counters") or {}).get("open_at_end"),
         "push_p99_us": latency.get("p99_us"),
         # a gap in a charge point's sequence numbers is a lost push (ocpp-load's push_lost)
         "push_lost": (push.get("counters") or {}).get("push_lost", 0 if push else None),
@@ -65,6 +69,21 @@ def ratio(ours, floor):
     if ours is None or not floor:
         return "-"
     return f"{ours / floor:.2f}x"
+
+
+def marginal(runs, label, key):
+    """Bytes per charge point between the smallest and the largest size of the run: the slope,
+    in which every fixed cost of the process cancels (the executable's pages touched once, the
+    read buffer, the thread stacks)."""
+    points = []
+    for size in sorted({s for (_, l, s) in runs if l == label}):
+        m = measures(runs, label, size)
+        if m[key] is not None and m["open"]:
+            points.append((m["open"], m[key]))
+    if len(points) < 2 or points[-1][0] == points[0][0]:
+        return None
+    (n0, b0), (n1, b1) = points[0], points[-1]
+    return (b1 - b0) / (n1 - n0), n0, n1
 
 
 def table(runs):
@@ -89,9 +108,21 @@ def table(runs):
             f"{fmt(floor['rss_b'], 0)} B | | <= 768 B |"
         )
         lines.append(
+            f"| {size:,} | of which anonymous (RssAnon: heap, stacks) | {fmt(ours['anon_b'], 0)} B | "
+            f"{fmt(floor['anon_b'], 0)} B | | |"
+        )
+        lines.append(
             f"| {size:,} | push p99, lost | {fmt(ours['push_p99_us'])} us, {fmt(ours['push_lost'])} | "
             f"{fmt(floor['push_p99_us'])} us, {fmt(floor['push_lost'])} | | <= 10 us, 0 |"
         )
+    for name, key in (("RSS", "rss_total"), ("anonymous RSS", "anon_total")):
+        ours, floor = marginal(runs, "mio-1", key), marginal(runs, "rust-floor", key)
+        if ours:
+            floor_text = f"{floor[0]:,.0f} B" if floor else "-"
+            lines.append(
+                f"| {ours[1]:,} to {ours[2]:,} | {name} per charge point added (slope) | "
+                f"{ours[0]:,.0f} B | {floor_text} | | <= 768 B |"
+            )
     return "\n".join(lines)
 
 

@@ -7,6 +7,10 @@ use std::time::Duration;
 pub(crate) struct Sample {
     /// Resident set size, bytes (summed over the processes).
     pub(crate) rss: u64,
+    /// The anonymous part of `rss` (`RssAnon`: heap, stacks, the process's own data), bytes.
+    /// The rest is mostly the executable's and the libraries' pages, mapped from their files
+    /// once touched: a fixed cost of the process, whatever the number of connections.
+    pub(crate) anon: u64,
     /// User + system CPU time (summed).
     pub(crate) cpu: Duration,
     /// The system (kernel) part of `cpu`: system calls, and on loopback the receiving side's
@@ -36,26 +40,33 @@ fn cpu_from_stat(stat: &str) -> Option<(Duration, Duration)> {
     Some((time(utime + stime), time(stime)))
 }
 
-/// `VmRSS` from the text of `/proc/PID/status`, in bytes.
-fn rss_from_status(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+/// A `kB` field of `/proc/PID/status` (`VmRSS:`, `RssAnon:`...), in bytes.
+fn kib_from_status(status: &str, field: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line.split_ascii_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
 
-/// Reads one process (`"self"` or a PID).
-fn read(pid: &str) -> Option<(u64, (Duration, Duration))> {
+/// `VmRSS` from the text of `/proc/PID/status`, in bytes.
+fn rss_from_status(status: &str) -> Option<u64> {
+    kib_from_status(status, "VmRSS:")
+}
+
+/// Reads one process (`"self"` or a PID): (RSS, its anonymous part, CPU times).
+fn read(pid: &str) -> Option<(u64, u64, (Duration, Duration))> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    Some((rss_from_status(&status)?, cpu_from_stat(&stat)?))
+    let anon = kib_from_status(&status, "RssAnon:").unwrap_or(0);
+    Some((rss_from_status(&status)?, anon, cpu_from_stat(&stat)?))
 }
 
 /// Samples the processes `pids` (summed).
 pub(crate) fn sample(pids: &[u32]) -> Sample {
     let mut total = Sample::default();
     for pid in pids {
-        if let Some((rss, (cpu, system))) = read(&pid.to_string()) {
+        if let Some((rss, anon, (cpu, system))) = read(&pid.to_string()) {
             total.rss += rss;
+            total.anon += anon;
             total.cpu += cpu;
             total.system += system;
             total.alive += 1;
@@ -66,7 +77,7 @@ pub(crate) fn sample(pids: &[u32]) -> Sample {
 
 /// This process's CPU time so far.
 pub(crate) fn own_cpu() -> Duration {
-    read("self").map_or(Duration::ZERO, |(_, (cpu, _))| cpu)
+    read("self").map_or(Duration::ZERO, |(_, _, (cpu, _))| cpu)
 }
 
 /// Whether the process still runs: one of its threads is not a zombie. The leader of a
@@ -105,8 +116,10 @@ mod tests {
 
     #[test]
     fn parses_status() {
-        let status = "Name:\tx\nVmPeak:\t  10 kB\nVmRSS:\t    2048 kB\nThreads: 1\n";
+        let status =
+            "Name:\tx\nVmPeak:\t  10 kB\nVmRSS:\t    2048 kB\nRssAnon:\t  512 kB\nThreads: 1\n";
         assert_eq!(rss_from_status(status), Some(2 * 1024 * 1024));
+        assert_eq!(kib_from_status(status, "RssAnon:"), Some(512 * 1024));
     }
 
     #[test]
@@ -114,6 +127,7 @@ mod tests {
         let me = sample(&[std::process::id()]);
         assert_eq!(me.alive, 1);
         assert!(me.rss > 0);
+        assert!(me.anon > 0 && me.anon <= me.rss);
         assert!(alive(std::process::id()));
         assert!(!alive(u32::MAX - 1));
     }
