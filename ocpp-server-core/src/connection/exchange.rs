@@ -1,0 +1,250 @@
+//! What a connection holds only while a message exchange is under way: the output not written
+//! yet, the events not polled yet, our CALL in flight and the peer's CALL awaiting our answer.
+//!
+//! All four are empty on an idle open connection, which is what a CSMS holds tens of thousands
+//! of. Kept in the [`Connection`](super::Connection) they took 128 bytes of its 304; behind one
+//! pointer, allocated when the first of them is needed and freed when the last one empties, an
+//! idle connection pays 8 bytes for them and no heap. The first event of a pass lives in the box
+//! itself, so the box takes the place of the event queue's allocation: a Heartbeat costs no
+//! more allocations than before (the box, and the output buffer it holds).
+
+use std::collections::VecDeque;
+
+use ocpp_messages::envelope::MessageId;
+
+use super::OutgoingCall;
+use crate::Event;
+
+/// The state of the exchanges under way; `None` while there is none (an idle connection).
+/// (Boxed on purpose: the box is the point, a null pointer while idle.)
+#[derive(Debug, Default)]
+pub(super) struct Exchange(Option<Box<Underway>>);
+
+/// What [`Exchange`] holds while it is allocated; at least one field is non-empty between
+/// calls of the application, except for the moments the drain contract allows (an answer
+/// given, a CALL completed), which always leave an event or output behind.
+#[derive(Debug, Default)]
+struct Underway {
+    /// The output not written yet is `out[out_head..]`; freed once all of it is written.
+    out: Vec<u8>,
+    out_head: usize,
+    /// The oldest event not polled yet: most passes have exactly one, and it costs no
+    /// allocation of its own here.
+    first_event: Option<Event>,
+    /// The events behind `first_event`, in order (allocated only for a pass with several).
+    later_events: VecDeque<Event>,
+    /// Our CALL in flight (OCPP-J: one outstanding CALL per direction).
+    outgoing: Option<OutgoingCall>,
+    /// The peer's CALL delivered to the application and not answered yet.
+    incoming: Option<MessageId<'static>>,
+}
+
+impl Underway {
+    fn is_idle(&self) -> bool {
+        self.out.capacity() == 0
+            && self.first_event.is_none()
+            && self.later_events.capacity() == 0
+            && self.outgoing.is_none()
+            && self.incoming.is_none()
+    }
+}
+
+impl Exchange {
+    /// The state, allocated if there was none.
+    fn underway(&mut self) -> &mut Underway {
+        self.0.get_or_insert_with(Box::default)
+    }
+
+    /// Frees the state once nothing is under way (an idle connection holds no heap).
+    fn release_if_idle(&mut self) {
+        if self.0.as_ref().is_some_and(|state| state.is_idle()) {
+            self.0 = None;
+        }
+    }
+
+    /// Heap bytes held: the box, the output buffer and the overflow events, and the awaited
+    /// CALL's id.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.0.as_ref().map_or(0, |state| {
+            std::mem::size_of::<Underway>()
+                + state.out.capacity()
+                + state.later_events.capacity() * std::mem::size_of::<Event>()
+                + state.incoming.as_ref().map_or(0, |id| id.len())
+        })
+    }
+
+    /// Frees the state if nothing is under way: after a step that may have emptied it without
+    /// leaving an event or output behind (a message that did not serialise).
+    pub(super) fn settle(&mut self) {
+        self.release_if_idle();
+    }
+
+    // ---- output ----
+
+    /// The output buffer, to append a frame to.
+    pub(super) fn out(&mut self) -> &mut Vec<u8> {
+        &mut self.underway().out
+    }
+
+    /// The output not written yet.
+    pub(super) fn pending(&self) -> &[u8] {
+        self.0
+            .as_ref()
+            .map_or(&[], |state| &state.out[state.out_head..])
+    }
+
+    /// Marks `n` pending bytes as written (at most all of them).
+    pub(super) fn advance(&mut self, n: usize) {
+        let Some(state) = self.0.as_mut() else {
+            return;
+        };
+        state.out_head = (state.out_head + n).min(state.out.len());
+        if state.out_head == state.out.len() {
+            // An idle connection holds no buffer.
+            state.out = Vec::new();
+            state.out_head = 0;
+            self.release_if_idle();
+        } else if state.out_head >= 4096 && state.out_head * 2 >= state.out.len() {
+            // Reclaim the written front once it is at least half the buffer.
+            state.out.drain(..state.out_head);
+            state.out_head = 0;
+        }
+    }
+
+    /// Drops the output not written yet. The caller leaves an event behind (the connection
+    /// ends), so the state is not released here.
+    pub(super) fn clear_output(&mut self) {
+        if let Some(state) = self.0.as_mut() {
+            state.out = Vec::new();
+            state.out_head = 0;
+        }
+    }
+
+    // ---- events ----
+
+    /// Queues an event after those not polled yet.
+    pub(super) fn push_event(&mut self, event: Event) {
+        let state = self.underway();
+        if state.first_event.is_none() && state.later_events.is_empty() {
+            state.first_event = Some(event);
+        } else {
+            // `first_event`, if set, is older than all of these: the order holds.
+            state.later_events.push_back(event);
+        }
+    }
+
+    /// The oldest event not polled yet.
+    pub(super) fn pop_event(&mut self) -> Option<Event> {
+        let state = self.0.as_mut()?;
+        let event = match state.first_event.take() {
+            Some(event) => Some(event),
+            None => {
+                let event = state.later_events.pop_front();
+                if state.later_events.is_empty() {
+                    state.later_events = VecDeque::new();
+                }
+                event
+            }
+        };
+        self.release_if_idle();
+        event
+    }
+
+    /// How many events were not polled yet.
+    pub(super) fn event_count(&self) -> usize {
+        self.0.as_ref().map_or(0, |state| {
+            usize::from(state.first_event.is_some()) + state.later_events.len()
+        })
+    }
+
+    // ---- the CALLs under way ----
+
+    /// Our CALL in flight.
+    pub(super) fn outgoing(&self) -> Option<&OutgoingCall> {
+        self.0.as_ref()?.outgoing.as_ref()
+    }
+
+    /// Puts our CALL in flight (none was).
+    pub(super) fn set_outgoing(&mut self, call: OutgoingCall) {
+        self.underway().outgoing = Some(call);
+    }
+
+    /// Ends our CALL in flight. The caller leaves an event behind (its `CallCompleted`, or the
+    /// connection's `Closed`), so the state is not released here.
+    pub(super) fn take_outgoing(&mut self) -> Option<OutgoingCall> {
+        self.0.as_mut()?.outgoing.take()
+    }
+
+    /// The peer's CALL that awaits our answer.
+    pub(super) fn incoming(&self) -> Option<&MessageId<'static>> {
+        self.0.as_ref()?.incoming.as_ref()
+    }
+
+    /// The peer's CALL `id` now awaits our answer (none did).
+    pub(super) fn set_incoming(&mut self, id: MessageId<'static>) {
+        self.underway().incoming = Some(id);
+    }
+
+    /// The awaited CALL was answered or the connection ended. The caller leaves output (the
+    /// answer) or an event (`Closed`) behind, so the state is not released here.
+    pub(super) fn take_incoming(&mut self) -> Option<MessageId<'static>> {
+        self.0.as_mut()?.incoming.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ocpp_messages::version::OcppVersion;
+
+    fn connected() -> Event {
+        Event::Connected {
+            version: OcppVersion::V1_6,
+        }
+    }
+
+    #[test]
+    fn allocated_only_while_something_is_under_way() {
+        let mut exchange = Exchange::default();
+        assert_eq!(exchange.heap_bytes(), 0);
+        assert_eq!(exchange.pop_event(), None);
+        exchange.push_event(connected());
+        assert!(exchange.heap_bytes() > 0);
+        exchange.out().extend_from_slice(b"abc");
+        assert_eq!(exchange.pop_event(), Some(connected()));
+        assert!(exchange.heap_bytes() > 0, "the output is still pending");
+        exchange.advance(2);
+        assert_eq!(exchange.pending(), b"c");
+        exchange.advance(5);
+        assert_eq!((exchange.pending(), exchange.heap_bytes()), (&b""[..], 0));
+        exchange.set_incoming(MessageId::from_counter(7));
+        exchange.out().push(b'x');
+        assert_eq!(exchange.take_incoming(), Some(MessageId::from_counter(7)));
+        exchange.advance(1);
+        assert_eq!(exchange.heap_bytes(), 0);
+        // A state emptied without output or event left behind is freed by `settle`.
+        exchange.out();
+        exchange.settle();
+        assert_eq!(exchange.heap_bytes(), 0);
+    }
+
+    #[test]
+    fn events_come_out_in_order() {
+        let mut exchange = Exchange::default();
+        let call = |n| Event::UnmatchedResponse {
+            id: MessageId::from_counter(n),
+        };
+        exchange.push_event(call(1));
+        exchange.push_event(call(2));
+        assert_eq!(exchange.pop_event(), Some(call(1)));
+        // The first slot is free, but an older event waits behind it.
+        exchange.push_event(call(3));
+        assert_eq!(exchange.event_count(), 2);
+        assert_eq!(exchange.pop_event(), Some(call(2)));
+        exchange.push_event(call(4));
+        assert_eq!(exchange.pop_event(), Some(call(3)));
+        assert_eq!(exchange.pop_event(), Some(call(4)));
+        assert_eq!(exchange.pop_event(), None);
+        assert_eq!(exchange.heap_bytes(), 0);
+    }
+}
