@@ -8,10 +8,9 @@
 //! itself, so the box takes the place of the event queue's allocation: a Heartbeat costs no
 //! more allocations than before (the box, and the output buffer it holds).
 
-use std::collections::VecDeque;
-
 use ocpp_messages::envelope::MessageId;
 
+use super::queue::LazyQueue;
 use super::OutgoingCall;
 use crate::Event;
 
@@ -32,7 +31,7 @@ struct Underway {
     /// allocation of its own here.
     first_event: Option<Event>,
     /// The events behind `first_event`, in order (allocated only for a pass with several).
-    later_events: VecDeque<Event>,
+    later_events: LazyQueue<Event>,
     /// Our CALL in flight (OCPP-J: one outstanding CALL per direction).
     outgoing: Option<OutgoingCall>,
     /// The peer's CALL delivered to the application and not answered yet.
@@ -43,7 +42,7 @@ impl Underway {
     fn is_idle(&self) -> bool {
         self.out.capacity() == 0
             && self.first_event.is_none()
-            && self.later_events.capacity() == 0
+            && self.later_events.is_empty()
             && self.outgoing.is_none()
             && self.incoming.is_none()
     }
@@ -68,7 +67,7 @@ impl Exchange {
         self.0.as_ref().map_or(0, |state| {
             std::mem::size_of::<Underway>()
                 + state.out.capacity()
-                + state.later_events.capacity() * std::mem::size_of::<Event>()
+                + state.later_events.heap_bytes()
                 + state.incoming.as_ref().map_or(0, |id| id.len())
         })
     }
@@ -136,16 +135,10 @@ impl Exchange {
     /// The oldest event not polled yet.
     pub(super) fn pop_event(&mut self) -> Option<Event> {
         let state = self.0.as_mut()?;
-        let event = match state.first_event.take() {
-            Some(event) => Some(event),
-            None => {
-                let event = state.later_events.pop_front();
-                if state.later_events.is_empty() {
-                    state.later_events = VecDeque::new();
-                }
-                event
-            }
-        };
+        let event = state
+            .first_event
+            .take()
+            .or_else(|| state.later_events.pop_front());
         self.release_if_idle();
         event
     }
