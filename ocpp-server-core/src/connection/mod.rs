@@ -365,7 +365,7 @@ impl Connection {
     /// written out: answers do not wait for input.
     pub fn wants_read(&self) -> bool {
         let pipelined =
-            self.exchange.incoming().is_some() && self.held.len() >= self.config.max_held_calls;
+            self.exchange.awaits_answer() && self.held.len() >= self.config.max_held_calls;
         !(self.is_closed() || self.read_paused || pipelined)
     }
 

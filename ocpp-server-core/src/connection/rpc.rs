@@ -185,7 +185,7 @@ impl Connection {
         if !self.is_open() {
             return Err(RefusalReason::NotOpen);
         }
-        if self.exchange.incoming().map(MessageId::as_str) != Some(id.as_str()) {
+        if !self.exchange.awaits_answer_to(id) {
             return Err(RefusalReason::UnknownId);
         }
         Ok(())
@@ -193,7 +193,7 @@ impl Connection {
 
     /// The awaited CALL was answered: the next held one takes its turn.
     fn answered(&mut self) {
-        self.exchange.take_incoming();
+        self.exchange.answered();
         self.release_held();
     }
 
@@ -430,7 +430,7 @@ impl Connection {
     /// held, up to the hold limit. Past it, the CALL is refused at once with a CALLERROR
     /// (OCPP-J allows one CALL at a time; every CALL still gets exactly one answer).
     fn take_turn_or_hold(&mut self, turn: Turn) {
-        if self.exchange.incoming().is_none() && self.held.is_empty() {
+        if !self.exchange.awaits_answer() && self.held.is_empty() {
             self.take_turn(turn);
         } else if self.held.len() < self.config.max_held_calls {
             self.held.push_back(turn);
@@ -444,7 +444,7 @@ impl Connection {
     fn take_turn(&mut self, turn: Turn) {
         match turn {
             Turn::Deliver { id, request } => {
-                self.exchange.set_incoming(id.clone());
+                self.exchange.set_incoming(&id);
                 self.push_event(Event::Call { id, request });
             }
             Turn::Refuse {
@@ -464,7 +464,7 @@ impl Connection {
 
     /// Once the peer's CALL is answered, hands on the next held one (or answers it in turn).
     fn release_held(&mut self) {
-        while self.exchange.incoming().is_none() && self.is_open() {
+        while !self.exchange.awaits_answer() && self.is_open() {
             match self.held.pop_front() {
                 None => break,
                 Some(turn) => self.take_turn(turn),
