@@ -115,7 +115,8 @@ impl Connection {
         self.timers.stop_all();
         let mut unanswered_incoming = Vec::new();
         unanswered_incoming.extend(self.exchange.take_incoming());
-        for held in std::mem::take(&mut self.held) {
+        let (queued, held) = self.exchange.take_waiting();
+        for held in held {
             unanswered_incoming.extend(held.id().cloned());
         }
         let mut unanswered_outgoing = Vec::new();
@@ -125,7 +126,7 @@ impl Connection {
                 request: call.request,
             });
         }
-        for call in std::mem::take(&mut self.queued) {
+        for call in queued {
             unanswered_outgoing.push(UnansweredCall {
                 id: call.id,
                 request: call.request,

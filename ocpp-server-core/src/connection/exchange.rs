@@ -1,18 +1,21 @@
 //! What a connection holds only while a message exchange is under way: the output not written
-//! yet, the events not polled yet, our CALL in flight and the peer's CALL awaiting our answer.
+//! yet, the events not polled yet, our CALL in flight (and those queued behind it) and the
+//! peer's CALL awaiting our answer (and those held behind it).
 //!
-//! All four are empty on an idle open connection, which is what a CSMS holds tens of thousands
-//! of. Kept in the [`Connection`](super::Connection) they took 128 bytes of its 304; behind one
+//! All are empty on an idle open connection, which is what a CSMS holds tens of thousands of.
+//! Kept in the [`Connection`](super::Connection) they took 144 bytes of its 304; behind one
 //! pointer, allocated when the first of them is needed and freed when the last one empties, an
 //! idle connection pays 8 bytes for them and no heap. The first event of a pass and the awaited
 //! CALL's id live in the box itself: the box takes the place of the event queue's allocation and
 //! the id needs no heap copy of its own, so a Heartbeat costs one allocation fewer (5 on the
-//! CSMS side, where it was 6: `tests/allocations.rs`). Callgrind, CSMS side per round trip: a Heartbeat 5,113 -> 5,040
-//! instructions, the benchmark push 7,037 -> 7,000 (`examples/heartbeat_loop.rs`).
+//! CSMS side, where it was 6: `tests/allocations.rs`). `size_of::<Connection>()` 304 -> 168
+//! bytes. Callgrind, CSMS side per round trip: a Heartbeat 5,113 -> 5,084 instructions, the
+//! benchmark push 7,037 -> 7,009 (`examples/heartbeat_loop.rs`).
 
 use ocpp_messages::envelope::MessageId;
 
 use super::queue::LazyQueue;
+use super::rpc::Turn;
 use super::OutgoingCall;
 use crate::Event;
 
@@ -37,8 +40,12 @@ struct Underway {
     later_events: LazyQueue<Event>,
     /// Our CALL in flight (OCPP-J: one outstanding CALL per direction).
     outgoing: Option<OutgoingCall>,
+    /// Our CALLs waiting behind the one in flight (none while none is in flight).
+    queued: LazyQueue<OutgoingCall>,
     /// The id of the peer's CALL delivered to the application and not answered yet.
     incoming: Option<AwaitedId>,
+    /// Peer CALLs that arrived while an earlier one was unanswered, waiting their turn.
+    held: LazyQueue<Turn>,
 }
 
 /// The id of the peer's CALL that awaits our answer, kept in the exchange state itself: ids
@@ -105,7 +112,9 @@ impl Underway {
             && self.first_event.is_none()
             && self.later_events.is_empty()
             && self.outgoing.is_none()
+            && self.queued.is_empty()
             && self.incoming.is_none()
+            && self.held.is_empty()
     }
 }
 
@@ -129,7 +138,9 @@ impl Exchange {
             std::mem::size_of::<Underway>()
                 + state.out.capacity()
                 + state.later_events.heap_bytes()
+                + state.queued.heap_bytes()
                 + state.incoming.as_ref().map_or(0, AwaitedId::heap_bytes)
+                + state.held.heap_bytes()
         })
     }
 
@@ -227,6 +238,50 @@ impl Exchange {
     /// connection's `Closed`), so the state is not released here.
     pub(super) fn take_outgoing(&mut self) -> Option<OutgoingCall> {
         self.0.as_mut()?.outgoing.take()
+    }
+
+    /// How many of our CALLs wait behind the one in flight.
+    pub(super) fn queued_len(&self) -> usize {
+        self.0.as_ref().map_or(0, |state| state.queued.len())
+    }
+
+    /// Queues our CALL behind the one in flight.
+    pub(super) fn queue_call(&mut self, call: OutgoingCall) {
+        self.underway().queued.push_back(call);
+    }
+
+    /// The next queued CALL. The caller sends it (output, or a `CallCompleted` if it does not
+    /// serialise), so the state is not released here.
+    pub(super) fn next_queued(&mut self) -> Option<OutgoingCall> {
+        self.0.as_mut()?.queued.pop_front()
+    }
+
+    /// How many CALLs of the peer are held.
+    pub(super) fn held_len(&self) -> usize {
+        self.0.as_ref().map_or(0, |state| state.held.len())
+    }
+
+    /// Holds a CALL of the peer until its turn.
+    pub(super) fn hold(&mut self, turn: Turn) {
+        self.underway().held.push_back(turn);
+    }
+
+    /// The next held CALL. The caller gives it its turn (an event or an answer), so the state is
+    /// not released here.
+    pub(super) fn next_held(&mut self) -> Option<Turn> {
+        self.0.as_mut()?.held.pop_front()
+    }
+
+    /// The connection ended: the queued and the held CALLs, for `Closed` (which the caller
+    /// leaves behind).
+    pub(super) fn take_waiting(&mut self) -> (LazyQueue<OutgoingCall>, LazyQueue<Turn>) {
+        match self.0.as_mut() {
+            Some(state) => (
+                std::mem::take(&mut state.queued),
+                std::mem::take(&mut state.held),
+            ),
+            None => Default::default(),
+        }
     }
 
     /// The id of the peer's CALL that awaits our answer.

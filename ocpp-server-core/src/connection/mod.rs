@@ -10,8 +10,6 @@ pub use handshake::{ConnectTarget, WrongState};
 pub use rpc::{RefusalReason, Refused};
 
 use exchange::Exchange;
-use queue::LazyQueue;
-use rpc::Turn;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -187,16 +185,13 @@ pub struct Connection {
     /// permessage-deflate, once agreed: the parameters and our compressor (boxed: most
     /// connections never use it and pay one null pointer).
     deflate: Option<Box<Deflate>>,
-    /// The output, the events, our CALL in flight and the peer's CALL awaiting an answer:
-    /// allocated only while one of them is under way (an idle connection pays one null pointer
-    /// where they took 128 bytes).
+    /// The output, the events, our CALLs in flight and queued, the peer's CALLs awaiting an
+    /// answer and held: allocated only while one of them is under way (an idle connection pays
+    /// one null pointer where they took 144 bytes).
     exchange: Exchange,
     /// The deadlines, and when the peer last sent anything: the keep-alive and idle timers
     /// count silence from there, so a busy line costs one store per read and no timer work.
     timers: TimerTable,
-    queued: LazyQueue<OutgoingCall>,
-    /// Peer CALLs that arrived while an earlier one was unanswered, waiting their turn.
-    held: LazyQueue<Turn>,
     next_id: u64,
     mask_keys: MaskKeys,
     /// Reading paused: the output passed half its limit and has not drained below a quarter.
@@ -221,9 +216,9 @@ impl std::fmt::Debug for Connection {
             .field("pending_transmit", &self.pending_transmit_len())
             .field("events", &self.exchange.event_count())
             .field("call_in_flight", &self.exchange.outgoing().map(|c| &c.id))
-            .field("queued_calls", &self.queued.len())
+            .field("queued_calls", &self.exchange.queued_len())
             .field("incoming_call", &self.exchange.incoming())
-            .field("held_calls", &self.held.len())
+            .field("held_calls", &self.exchange.held_len())
             .finish()
     }
 }
@@ -303,8 +298,6 @@ impl Connection {
             version: OcppVersion::V1_6,
             exchange: Exchange::default(),
             timers: TimerTable::new(now),
-            queued: LazyQueue::default(),
-            held: LazyQueue::default(),
             next_id: 1,
             mask_keys: MaskKeys::new(seed),
             read_paused: false,
@@ -350,7 +343,7 @@ impl Connection {
 
     /// How many of our CALLs wait behind the one in flight.
     pub fn queued_calls(&self) -> usize {
-        self.queued.len()
+        self.exchange.queued_len()
     }
 
     /// Unsent output bytes.
@@ -365,7 +358,7 @@ impl Connection {
     /// written out: answers do not wait for input.
     pub fn wants_read(&self) -> bool {
         let pipelined =
-            self.exchange.awaits_answer() && self.held.len() >= self.config.max_held_calls;
+            self.exchange.awaits_answer() && self.exchange.held_len() >= self.config.max_held_calls;
         !(self.is_closed() || self.read_paused || pipelined)
     }
 
@@ -378,11 +371,7 @@ impl Connection {
             .deflate
             .as_ref()
             .map_or(0, |d| d.compressor.heap_bytes());
-        compressor
-            + self.decoder.heap_bytes()
-            + self.exchange.heap_bytes()
-            + self.queued.heap_bytes()
-            + self.held.heap_bytes()
+        compressor + self.decoder.heap_bytes() + self.exchange.heap_bytes()
     }
 
     // ---- handle_* ----

@@ -112,7 +112,7 @@ impl Connection {
         if request.version() != self.version {
             return Err(refuse(RefusalReason::WrongVersion, request));
         }
-        if self.queued.len() >= self.config.max_queued_calls {
+        if self.exchange.queued_len() >= self.config.max_queued_calls {
             return Err(refuse(RefusalReason::QueueFull, request));
         }
         let id = self.next_message_id();
@@ -123,7 +123,7 @@ impl Connection {
         // Nothing in flight means nothing queued (the queue is drained as the line frees):
         // send it at once, without passing through the queue.
         if self.exchange.outgoing().is_some() {
-            self.queued.push_back(call);
+            self.exchange.queue_call(call);
         } else {
             self.send_call(now, call);
         }
@@ -430,10 +430,10 @@ impl Connection {
     /// held, up to the hold limit. Past it, the CALL is refused at once with a CALLERROR
     /// (OCPP-J allows one CALL at a time; every CALL still gets exactly one answer).
     fn take_turn_or_hold(&mut self, turn: Turn) {
-        if !self.exchange.awaits_answer() && self.held.is_empty() {
+        if !self.exchange.awaits_answer() && self.exchange.held_len() == 0 {
             self.take_turn(turn);
-        } else if self.held.len() < self.config.max_held_calls {
-            self.held.push_back(turn);
+        } else if self.exchange.held_len() < self.config.max_held_calls {
+            self.exchange.hold(turn);
         } else {
             let id = turn.id().cloned().unwrap_or(MessageId::UNREADABLE);
             self.write_call_error(&id, &ErrorCode::GenericError, SURPLUS_CALL);
@@ -465,7 +465,7 @@ impl Connection {
     /// Once the peer's CALL is answered, hands on the next held one (or answers it in turn).
     fn release_held(&mut self) {
         while !self.exchange.awaits_answer() && self.is_open() {
-            match self.held.pop_front() {
+            match self.exchange.next_held() {
                 None => break,
                 Some(turn) => self.take_turn(turn),
             }
@@ -499,7 +499,7 @@ impl Connection {
     /// may; `call` sends a CALL itself when the line is free.
     pub(super) fn dispatch_queued_call(&mut self, now: Instant) {
         while self.is_open() && self.exchange.outgoing().is_none() {
-            let Some(call) = self.queued.pop_front() else {
+            let Some(call) = self.exchange.next_queued() else {
                 break;
             };
             self.send_call(now, call);
