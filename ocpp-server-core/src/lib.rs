@@ -25,7 +25,7 @@
 //!   close frames always let through, a peer that stops reading dropped;
 //! - a final [`Event::Closed`] that lists the CALLs left unanswered both ways.
 //!
-//! An idle open connection is 304 bytes and holds no heap buffer (see `tests/memory.rs`).
+//! An idle open connection is 168 bytes and holds no heap buffer (see `tests/memory.rs`).
 //! [`IdentityTable`] keeps identities to connections with the policy a CSMS needs for
 //! duplicates: the newer connection wins.
 #![deny(missing_docs)]

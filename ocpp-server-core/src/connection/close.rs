@@ -77,7 +77,7 @@ impl Connection {
                 // A code the peer could send is one we may echo; otherwise send 1000.
                 if self
                     .encoder
-                    .encode_close(close, key, &mut self.out)
+                    .encode_close(close, key, self.exchange.out())
                     .is_err()
                 {
                     self.write_close(CloseCode::NORMAL, "");
@@ -102,7 +102,7 @@ impl Connection {
         let key = self.mask_key();
         let close = Some((code, truncate_close_reason(text)));
         // Cannot fail: the code may be sent, the reason fits and the key matches the role.
-        let _ = self.encoder.encode_close(close, key, &mut self.out);
+        let _ = self.encoder.encode_close(close, key, self.exchange.out());
     }
 
     /// Ends the connection: stops every timer and queues the final event with what was left
@@ -114,18 +114,19 @@ impl Connection {
         self.state = State::Closed;
         self.timers.stop_all();
         let mut unanswered_incoming = Vec::new();
-        unanswered_incoming.extend(self.incoming.take());
-        for held in std::mem::take(&mut self.held) {
+        unanswered_incoming.extend(self.exchange.take_incoming());
+        let (queued, held) = self.exchange.take_waiting();
+        for held in held {
             unanswered_incoming.extend(held.id().cloned());
         }
         let mut unanswered_outgoing = Vec::new();
-        if let Some(call) = self.outgoing.take() {
+        if let Some(call) = self.exchange.take_outgoing() {
             unanswered_outgoing.push(UnansweredCall {
                 id: call.id,
                 request: call.request,
             });
         }
-        for call in std::mem::take(&mut self.queued) {
+        for call in queued {
             unanswered_outgoing.push(UnansweredCall {
                 id: call.id,
                 request: call.request,

@@ -126,7 +126,7 @@ impl Connection {
             State::ClientHandshake(Box::new(handshake)),
             seed,
         );
-        request.write(&mut connection.out);
+        request.write(connection.exchange.out());
         let deadline = now + connection.config.handshake_timeout;
         connection.timers.set(Timer::Handshake, deadline);
         Ok(connection)
@@ -164,7 +164,7 @@ impl Connection {
             None => Accept::new(),
         }
         .with_headers(headers);
-        if request.accept(&accept, &mut self.out).is_err() {
+        if request.accept(&accept, self.exchange.out()).is_err() {
             // Unreachable: the subprotocol was among those offered and no extra header is set.
             self.finish(CloseReason::HandshakeFailed {
                 status: 500,
@@ -212,7 +212,7 @@ impl Connection {
             } else {
                 rejection
             };
-            rejection.write(&mut self.out);
+            rejection.write(self.exchange.out());
         }
         self.finish(CloseReason::Rejected { status });
         Ok(())
@@ -226,7 +226,7 @@ impl Connection {
             Ok(Progress::NeedMore) => return,
             Ok(Progress::Complete { value, consumed }) => (value, consumed),
             Err(error) => {
-                error.write_response(&mut self.out);
+                error.write_response(self.exchange.out());
                 self.finish(CloseReason::HandshakeFailed {
                     status: error.status(),
                     description: error.to_string(),
@@ -344,7 +344,7 @@ impl Connection {
     /// Answers the upgrade with `status` and ends the connection.
     pub(super) fn fail_handshake(&mut self, status: u16, description: &str) {
         if let Ok(rejection) = Rejection::new(status) {
-            rejection.write(&mut self.out);
+            rejection.write(self.exchange.out());
         }
         self.finish(CloseReason::HandshakeFailed {
             status,

@@ -1,6 +1,7 @@
 //! One OCPP-J connection, CSMS side or charge-point side, as a Sans-IO state machine.
 
 mod close;
+mod exchange;
 mod handshake;
 mod queue;
 mod rpc;
@@ -8,10 +9,8 @@ mod rpc;
 pub use handshake::{ConnectTarget, WrongState};
 pub use rpc::{RefusalReason, Refused};
 
-use queue::LazyQueue;
-use rpc::Turn;
+use exchange::Exchange;
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -186,18 +185,13 @@ pub struct Connection {
     /// permessage-deflate, once agreed: the parameters and our compressor (boxed: most
     /// connections never use it and pay one null pointer).
     deflate: Option<Box<Deflate>>,
-    out: Vec<u8>,
-    out_head: usize,
-    events: VecDeque<Event>,
+    /// The output, the events, our CALLs in flight and queued, the peer's CALLs awaiting an
+    /// answer and held: allocated only while one of them is under way (an idle connection pays
+    /// one null pointer where they took 144 bytes).
+    exchange: Exchange,
     /// The deadlines, and when the peer last sent anything: the keep-alive and idle timers
     /// count silence from there, so a busy line costs one store per read and no timer work.
     timers: TimerTable,
-    outgoing: Option<OutgoingCall>,
-    queued: LazyQueue<OutgoingCall>,
-    /// The peer's CALL delivered to the application and not answered yet.
-    incoming: Option<MessageId<'static>>,
-    /// Peer CALLs that arrived while an earlier one was unanswered, waiting their turn.
-    held: LazyQueue<Turn>,
     next_id: u64,
     mask_keys: MaskKeys,
     /// Reading paused: the output passed half its limit and has not drained below a quarter.
@@ -219,12 +213,12 @@ impl std::fmt::Debug for Connection {
             .field("side", &self.side)
             .field("state", &state)
             .field("version", &self.version)
-            .field("pending_transmit", &(self.out.len() - self.out_head))
-            .field("events", &self.events.len())
-            .field("call_in_flight", &self.outgoing.as_ref().map(|c| &c.id))
-            .field("queued_calls", &self.queued.len())
-            .field("incoming_call", &self.incoming)
-            .field("held_calls", &self.held.len())
+            .field("pending_transmit", &self.pending_transmit_len())
+            .field("events", &self.exchange.event_count())
+            .field("call_in_flight", &self.exchange.outgoing().map(|c| &c.id))
+            .field("queued_calls", &self.exchange.queued_len())
+            .field("incoming_call", &self.exchange.incoming())
+            .field("held_calls", &self.exchange.held_len())
             .finish()
     }
 }
@@ -302,14 +296,8 @@ impl Connection {
             config,
             state,
             version: OcppVersion::V1_6,
-            out: Vec::new(),
-            out_head: 0,
-            events: VecDeque::new(),
+            exchange: Exchange::default(),
             timers: TimerTable::new(now),
-            outgoing: None,
-            queued: LazyQueue::default(),
-            incoming: None,
-            held: LazyQueue::default(),
             next_id: 1,
             mask_keys: MaskKeys::new(seed),
             read_paused: false,
@@ -350,17 +338,17 @@ impl Connection {
 
     /// Whether one of our CALLs awaits its answer.
     pub fn has_call_in_flight(&self) -> bool {
-        self.outgoing.is_some()
+        self.exchange.outgoing().is_some()
     }
 
     /// How many of our CALLs wait behind the one in flight.
     pub fn queued_calls(&self) -> usize {
-        self.queued.len()
+        self.exchange.queued_len()
     }
 
     /// Unsent output bytes.
     pub fn pending_transmit_len(&self) -> usize {
-        self.out.len() - self.out_head
+        self.exchange.pending().len()
     }
 
     /// Whether the loop should read from the socket now. False once closed, while the unsent
@@ -369,7 +357,8 @@ impl Connection {
     /// CALLs pipelined than are held. Never false for long on a connection that is
     /// written out: answers do not wait for input.
     pub fn wants_read(&self) -> bool {
-        let pipelined = self.incoming.is_some() && self.held.len() >= self.config.max_held_calls;
+        let pipelined =
+            self.exchange.awaits_answer() && self.exchange.held_len() >= self.config.max_held_calls;
         !(self.is_closed() || self.read_paused || pipelined)
     }
 
@@ -382,13 +371,7 @@ impl Connection {
             .deflate
             .as_ref()
             .map_or(0, |d| d.compressor.heap_bytes());
-        compressor
-            + self.decoder.heap_bytes()
-            + self.out.capacity()
-            + self.events.capacity() * std::mem::size_of::<Event>()
-            + self.queued.heap_bytes()
-            + self.held.heap_bytes()
-            + self.incoming.as_ref().map_or(0, |id| id.len())
+        compressor + self.decoder.heap_bytes() + self.exchange.heap_bytes()
     }
 
     // ---- handle_* ----
@@ -437,15 +420,10 @@ impl Connection {
         }
     }
 
-    /// Queues an event. The queue is freed when drained (an idle connection holds no heap),
-    /// so it is usually empty here: it is then allocated for exactly one event, which a pass
-    /// usually has (a `VecDeque` grows to room for four on its first push, through the
-    /// slower growth path).
+    /// Queues an event. The first of a pass goes into the exchange state itself (most passes
+    /// have exactly one), so it costs no allocation beyond that state's.
     fn push_event(&mut self, event: Event) {
-        if self.events.capacity() == 0 {
-            self.events = VecDeque::with_capacity(1);
-        }
-        self.events.push_back(event);
+        self.exchange.push_event(event);
     }
 
     // ---- poll_* ----
@@ -453,34 +431,23 @@ impl Connection {
     /// The next event, if any.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
-        let event = self.events.pop_front();
-        if self.events.is_empty() && self.events.capacity() > 0 {
-            // An idle connection holds no queue.
-            self.events = VecDeque::new();
-        }
-        event
+        // The last event taken frees the exchange state if nothing else is under way.
+        self.exchange.pop_event()
     }
 
     /// The output not written yet: write it to the socket (from the start, as much as it
     /// takes), then say how much with [`Self::advance_transmit`]. Bytes stay here until then,
     /// so a partial write loses nothing and copies nothing.
     pub fn pending_transmit(&self) -> &[u8] {
-        &self.out[self.out_head..]
+        self.exchange.pending()
     }
 
     /// Marks `n` bytes of [`Self::pending_transmit`] as written. Produces no event and no
     /// output (the drain contract); it may let [`Self::wants_read`] turn true again.
     pub fn advance_transmit(&mut self, n: usize) {
-        self.out_head = (self.out_head + n).min(self.out.len());
-        if self.out_head == self.out.len() {
-            // An idle connection holds no buffer.
-            self.out = Vec::new();
-            self.out_head = 0;
-        } else if self.out_head >= 4096 && self.out_head * 2 >= self.out.len() {
-            // Reclaim the written front once it is at least half the buffer.
-            self.out.drain(..self.out_head);
-            self.out_head = 0;
-        }
+        // All of it written: the buffer is freed, and the exchange state with it if nothing
+        // else is under way.
+        self.exchange.advance(n);
         if self.read_paused && self.pending_transmit_len() <= self.config.max_outbound_bytes / 4 {
             self.read_paused = false;
         }
@@ -619,7 +586,6 @@ impl Connection {
 
     /// Drops unsent output (the peer is gone or will not read it).
     fn clear_output(&mut self) {
-        self.out = Vec::new();
-        self.out_head = 0;
+        self.exchange.clear_output();
     }
 }

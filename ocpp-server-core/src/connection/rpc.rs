@@ -112,7 +112,7 @@ impl Connection {
         if request.version() != self.version {
             return Err(refuse(RefusalReason::WrongVersion, request));
         }
-        if self.queued.len() >= self.config.max_queued_calls {
+        if self.exchange.queued_len() >= self.config.max_queued_calls {
             return Err(refuse(RefusalReason::QueueFull, request));
         }
         let id = self.next_message_id();
@@ -122,8 +122,8 @@ impl Connection {
         };
         // Nothing in flight means nothing queued (the queue is drained as the line frees):
         // send it at once, without passing through the queue.
-        if self.outgoing.is_some() {
-            self.queued.push_back(call);
+        if self.exchange.outgoing().is_some() {
+            self.exchange.queue_call(call);
         } else {
             self.send_call(now, call);
         }
@@ -185,7 +185,7 @@ impl Connection {
         if !self.is_open() {
             return Err(RefusalReason::NotOpen);
         }
-        if self.incoming.as_ref().map(MessageId::as_str) != Some(id.as_str()) {
+        if !self.exchange.awaits_answer_to(id) {
             return Err(RefusalReason::UnknownId);
         }
         Ok(())
@@ -193,7 +193,7 @@ impl Connection {
 
     /// The awaited CALL was answered: the next held one takes its turn.
     fn answered(&mut self) {
-        self.incoming = None;
+        self.exchange.answered();
         self.release_held();
     }
 
@@ -222,6 +222,8 @@ impl Connection {
         let action = request.action();
         let written = self.write_message(|out| envelope::write_send(out, &id, action, &request));
         if written.is_err() {
+            // Nothing was written: free the exchange state if this SEND alone allocated it.
+            self.exchange.settle();
             return Err(refuse(RefusalReason::Serialize, request));
         }
         Ok(id)
@@ -408,7 +410,7 @@ impl Connection {
 
     /// The action of our CALL in flight (`""` when none is).
     fn outgoing_action(&self) -> &'static str {
-        self.outgoing.as_ref().map_or("", |c| c.request.action())
+        self.exchange.outgoing().map_or("", |c| c.request.action())
     }
 
     fn read_call(&self, id: &MessageId<'_>, action: &str, payload: &str) -> Turn {
@@ -428,10 +430,10 @@ impl Connection {
     /// held, up to the hold limit. Past it, the CALL is refused at once with a CALLERROR
     /// (OCPP-J allows one CALL at a time; every CALL still gets exactly one answer).
     fn take_turn_or_hold(&mut self, turn: Turn) {
-        if self.incoming.is_none() && self.held.is_empty() {
+        if !self.exchange.awaits_answer() && self.exchange.held_len() == 0 {
             self.take_turn(turn);
-        } else if self.held.len() < self.config.max_held_calls {
-            self.held.push_back(turn);
+        } else if self.exchange.held_len() < self.config.max_held_calls {
+            self.exchange.hold(turn);
         } else {
             let id = turn.id().cloned().unwrap_or(MessageId::UNREADABLE);
             self.write_call_error(&id, &ErrorCode::GenericError, SURPLUS_CALL);
@@ -442,7 +444,7 @@ impl Connection {
     fn take_turn(&mut self, turn: Turn) {
         match turn {
             Turn::Deliver { id, request } => {
-                self.incoming = Some(id.clone());
+                self.exchange.set_incoming(&id);
                 self.push_event(Event::Call { id, request });
             }
             Turn::Refuse {
@@ -462,8 +464,8 @@ impl Connection {
 
     /// Once the peer's CALL is answered, hands on the next held one (or answers it in turn).
     fn release_held(&mut self) {
-        while self.incoming.is_none() && self.is_open() {
-            match self.held.pop_front() {
+        while !self.exchange.awaits_answer() && self.is_open() {
+            match self.exchange.next_held() {
                 None => break,
                 Some(turn) => self.take_turn(turn),
             }
@@ -471,13 +473,13 @@ impl Connection {
     }
 
     fn is_outgoing(&self, id: &MessageId<'_>) -> bool {
-        self.outgoing
-            .as_ref()
+        self.exchange
+            .outgoing()
             .is_some_and(|call| call.id.as_str() == id.as_str())
     }
 
     fn complete_outgoing(&mut self, now: Instant, outcome: CallOutcome) {
-        if let Some(call) = self.outgoing.take() {
+        if let Some(call) = self.exchange.take_outgoing() {
             self.timers.stop(Timer::Call);
             self.push_event(Event::CallCompleted {
                 action: call.request.action(),
@@ -496,8 +498,8 @@ impl Connection {
     /// in flight (inside a `handle_*`), so output appears only where the drain contract says it
     /// may; `call` sends a CALL itself when the line is free.
     pub(super) fn dispatch_queued_call(&mut self, now: Instant) {
-        while self.is_open() && self.outgoing.is_none() {
-            let Some(call) = self.queued.pop_front() else {
+        while self.is_open() && self.exchange.outgoing().is_none() {
+            let Some(call) = self.exchange.next_queued() else {
                 break;
             };
             self.send_call(now, call);
@@ -523,7 +525,7 @@ impl Connection {
             return;
         }
         self.timers.set(Timer::Call, now + self.config.call_timeout);
-        self.outgoing = Some(call);
+        self.exchange.set_outgoing(call);
     }
 
     /// Writes a CALLERROR spelled for the negotiated version (no back-pressure check: every
@@ -556,25 +558,25 @@ impl Connection {
         if let Some(compressor) = self.deflate.as_mut().map(|d| &mut d.compressor) {
             let mut json = Vec::new();
             write(&mut json)?;
+            let out = self.exchange.out();
             let compressed =
                 self.encoder
-                    .encode_compressed(compressor, Opcode::Text, &json, key, &mut self.out);
+                    .encode_compressed(compressor, Opcode::Text, &json, key, out);
             if compressed.is_err() {
                 // The compressor failed (nothing was written): send the message uncompressed.
                 let header = FrameHeader::new(Opcode::Text, 0);
                 // Cannot fail: a data frame, and the key matches the role.
-                let _ = self.encoder.encode_frame(header, &json, key, &mut self.out);
+                let _ = self.encoder.encode_frame(header, &json, key, out);
             }
         } else {
-            let frame = self.encoder.start_frame(&mut self.out);
-            if let Err(error) = write(&mut self.out) {
-                frame.abandon(&mut self.out);
+            let out = self.exchange.out();
+            let frame = self.encoder.start_frame(out);
+            if let Err(error) = write(out) {
+                frame.abandon(out);
                 return Err(error);
             }
             // Cannot fail: a data frame, and the key matches the role.
-            let _ = self
-                .encoder
-                .finish_frame(frame, Opcode::Text, key, &mut self.out);
+            let _ = self.encoder.finish_frame(frame, Opcode::Text, key, out);
         }
         self.note_output();
         Ok(())
@@ -586,7 +588,7 @@ impl Connection {
         let header = FrameHeader::new(opcode, 0);
         let _ = self
             .encoder
-            .encode_frame(header, payload, key, &mut self.out);
+            .encode_frame(header, payload, key, self.exchange.out());
     }
 
     pub(super) fn send_ping(&mut self, now: Instant) {
