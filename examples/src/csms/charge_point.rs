@@ -4,11 +4,10 @@
 use ocpp_server_core::ChargePointIdentity;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
 
 use ocpp_messages::version::OcppVersion;
 
-use super::shared_text::shared_text;
+use super::shared_text::{shared_text, SharedText};
 use super::UnixTime;
 use super::{BootPolicy, ItemsPerMessage, SessionId};
 
@@ -190,15 +189,15 @@ pub struct Session {
 #[non_exhaustive]
 pub struct Registration {
     /// `chargePointVendor` (1.6) / `chargingStation.vendorName` (2.x).
-    pub vendor: Arc<str>,
+    pub vendor: SharedText,
     /// `chargePointModel` (1.6) / `chargingStation.model` (2.x).
-    pub model: Arc<str>,
+    pub model: SharedText,
     /// The serial number, if sent.
     pub serial_number: Option<Box<str>>,
     /// The firmware version, if sent.
-    pub firmware_version: Option<Arc<str>>,
+    pub firmware_version: Option<SharedText>,
     /// 2.x: why it booted (`PowerUp`, ...).
-    pub reason: Option<Arc<str>>,
+    pub reason: Option<SharedText>,
     /// When it arrived.
     pub at: UnixTime,
 }
@@ -230,9 +229,9 @@ impl Registration {
 pub struct ConnectorState {
     /// The status as on the wire (`Available`, `Charging`, `Occupied`...), shared with every
     /// connector in the same status.
-    pub status: Arc<str>,
+    pub status: SharedText,
     /// 1.6: the error code unless `NoError`.
-    pub error_code: Option<Arc<str>>,
+    pub error_code: Option<SharedText>,
     /// When it arrived.
     pub at: UnixTime,
 }

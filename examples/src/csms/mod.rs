@@ -136,6 +136,7 @@ use ocpp_server_core::{
     CallOutcome, ChargePointIdentity, CloseReason, Closed, Connection, MessageId, Request,
     Response, UpgradeRequest,
 };
+pub use shared_text::SharedText;
 pub use unix_time::UnixTime;
 
 pub use boot::BootPolicy;

@@ -472,8 +472,7 @@ fn phase_json(options: &Options, record: &PhaseRecord, baseline: Sample) -> Valu
         value["server_rss_per_connection_bytes"] = json!(round(per_conn, 0));
         // Without the executable's pages touched once (a fixed cost of the process, which
         // the figure above spreads over the connections: 2.4 MB for mio-server).
-        let anon =
-            record.server_after.anon.saturating_sub(baseline.anon) as f64 / connected as f64;
+        let anon = record.server_after.anon.saturating_sub(baseline.anon) as f64 / connected as f64;
         value["server_anon_rss_per_connection_bytes"] = json!(round(anon, 0));
     }
     match stats.name.as_str() {
