@@ -501,7 +501,7 @@ impl Csms {
 
     /// Sets (or with `None` clears) the boot policy of one station, known or not yet.
     pub fn set_boot_policy(&self, identity: &ChargePointIdentity, policy: Option<BootPolicy>) {
-        entry(&mut self.lock(), identity).boot_policy = policy;
+        self.lock().entry(identity).boot_policy = policy;
     }
 
     /// The counters (Prometheus text with [`Metrics::render`]).
@@ -692,7 +692,7 @@ impl Csms {
         let session =
             SessionId(std::num::NonZeroU64::new(number).unwrap_or(std::num::NonZeroU64::MIN));
         let mut charge_points = self.lock();
-        let charge_point = entry(&mut charge_points, identity);
+        let charge_point = charge_points.entry(identity);
         if charge_point.session.is_none() {
             self.metrics.charge_points_connected.inc();
         }
@@ -722,7 +722,7 @@ impl Csms {
             (request.action() == "SignCertificate").then(|| self.sign(identity, request));
         let reply = {
             let mut charge_points = self.lock();
-            let charge_point = entry(&mut charge_points, identity);
+            let charge_point = charge_points.entry(identity);
             let action = request.action();
             let context = Context {
                 config: &self.config,
@@ -807,11 +807,7 @@ impl Csms {
     pub fn on_send(&self, identity: &ChargePointIdentity, request: &Request) {
         self.metrics.messages_in.inc();
         let mut charge_points = self.lock();
-        self.record(
-            entry(&mut charge_points, identity),
-            request,
-            UnixTime::now(),
-        );
+        self.record(charge_points.entry(identity), request, UnixTime::now());
     }
 
     /// Keeps a report of the charge point (bounded per kind).
@@ -983,11 +979,6 @@ impl Csms {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-}
-
-/// The charge point's record, created on first sight.
-fn entry<'a>(charge_points: &'a mut Fleet, identity: &ChargePointIdentity) -> &'a mut ChargePoint {
-    charge_points.entry(identity)
 }
 
 /// What the per-version handlers need besides the charge point.

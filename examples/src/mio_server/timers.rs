@@ -26,7 +26,9 @@ use super::slab::Key;
 pub struct Moment(NonZeroU64);
 
 impl Moment {
-    fn from_millis(millis: u64) -> Moment {
+    /// `millis` after the epoch (saturating: 584 million years are never reached).
+    fn from_millis(millis: u128) -> Moment {
+        let millis = u64::try_from(millis).unwrap_or(u64::MAX);
         Moment(NonZeroU64::MIN.saturating_add(millis))
     }
 
@@ -55,14 +57,12 @@ impl TimerHeap {
     /// `at` as a deadline: rounded up to the millisecond, so it never passes before `at`.
     pub fn deadline(&self, at: Instant) -> Moment {
         let since = at.saturating_duration_since(self.epoch);
-        let millis = since.as_millis() + u128::from(since.subsec_nanos() % 1_000_000 != 0);
-        Moment::from_millis(u64::try_from(millis).unwrap_or(u64::MAX - 1))
+        Moment::from_millis(since.as_millis() + u128::from(since.subsec_nanos() % 1_000_000 != 0))
     }
 
     /// `now` as a moment gone by: rounded down to the millisecond.
     pub fn moment(&self, now: Instant) -> Moment {
-        let millis = now.saturating_duration_since(self.epoch).as_millis();
-        Moment::from_millis(u64::try_from(millis).unwrap_or(u64::MAX - 1))
+        Moment::from_millis(now.saturating_duration_since(self.epoch).as_millis())
     }
 
     /// The instant of `moment`.

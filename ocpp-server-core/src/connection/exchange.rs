@@ -26,7 +26,7 @@ pub(super) struct Exchange(Option<Box<Underway>>);
 
 /// What [`Exchange`] holds while it is allocated. It is freed once every field is empty: when
 /// the last event is polled, when the last output byte is written, and after a message that did
-/// not serialise ([`Exchange::settle`]). The other steps that empty a field (an answer given, a
+/// not serialise ([`Exchange::release_if_idle`], from the one place that writes messages). The other steps that empty a field (an answer given, a
 /// CALL completed, the connection ended) always leave output or an event behind.
 #[derive(Debug, Default)]
 struct Underway {
@@ -124,8 +124,9 @@ impl Exchange {
         self.0.get_or_insert_with(Box::default)
     }
 
-    /// Frees the state once nothing is under way (an idle connection holds no heap).
-    fn release_if_idle(&mut self) {
+    /// Frees the state once nothing is under way (an idle connection holds no heap). Called by
+    /// every step here that may empty the state, and after a message that did not serialise.
+    pub(super) fn release_if_idle(&mut self) {
         if self.0.as_ref().is_some_and(|state| state.is_idle()) {
             self.0 = None;
         }
@@ -142,12 +143,6 @@ impl Exchange {
                 + state.incoming.as_ref().map_or(0, AwaitedId::heap_bytes)
                 + state.held.heap_bytes()
         })
-    }
-
-    /// Frees the state if nothing is under way: after a step that may have emptied it without
-    /// leaving an event or output behind (a message that did not serialise).
-    pub(super) fn settle(&mut self) {
-        self.release_if_idle();
     }
 
     // ---- output ----
@@ -359,9 +354,9 @@ mod tests {
         exchange.answered();
         exchange.advance(1);
         assert_eq!(exchange.heap_bytes(), 0);
-        // A state emptied without output or event left behind is freed by `settle`.
+        // A state emptied without output or event left behind is freed by `release_if_idle`.
         exchange.out().reserve(16);
-        exchange.settle();
+        exchange.release_if_idle();
         assert_eq!(exchange.heap_bytes(), 0);
     }
 

@@ -222,8 +222,6 @@ impl Connection {
         let action = request.action();
         let written = self.write_message(|out| envelope::write_send(out, &id, action, &request));
         if written.is_err() {
-            // Nothing was written: free the exchange state if this SEND alone allocated it.
-            self.exchange.settle();
             return Err(refuse(RefusalReason::Serialize, request));
         }
         Ok(id)
@@ -573,6 +571,9 @@ impl Connection {
             let frame = self.encoder.start_frame(out);
             if let Err(error) = write(out) {
                 frame.abandon(out);
+                // Nothing was written: free the exchange state if this message alone
+                // allocated it.
+                self.exchange.release_if_idle();
                 return Err(error);
             }
             // Cannot fail: a data frame, and the key matches the role.
