@@ -12,7 +12,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{
-    ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event, Request, Response,
+    Answer, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event, Request,
+    Response,
 };
 
 fn shuttle(from: &mut Connection, to: &mut Connection, now: Instant) {
@@ -65,7 +66,8 @@ fn heartbeat_round_trip(c: &mut Criterion) {
             let Some(Event::Call { id: got, .. }) = csms.poll_event() else {
                 panic!("no call")
             };
-            csms.respond(now, &got, response.clone()).unwrap();
+            csms.answer(now, &got, Answer::Result(response.clone()))
+                .unwrap();
             let n = transmit(&mut csms, &mut scratch);
             cp.handle_data(now, &scratch[..n]);
             let Some(Event::CallCompleted { id: done, .. }) = cp.poll_event() else {

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ocpp_server_core::{
-    v1_6, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DateTime, Event,
-    OcppVersion, Request, Response,
+    v1_6, Answer, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DateTime,
+    Event, OcppVersion, Request, Response,
 };
 
 /// What a socket write does: copy the pending output out, then advance past it.
@@ -50,7 +50,8 @@ fn csms_drain(csms: &mut Connection, now: Instant, current_time: &DateTime) -> u
                 let response = Response::from(v1_6::Response::from(v1_6::HeartbeatResponse {
                     current_time: current_time.clone(),
                 }));
-                csms.respond(now, &id, response).expect("respond");
+                csms.answer(now, &id, Answer::Result(response))
+                    .expect("respond");
             }
             Event::CallCompleted { .. } => completed += 1,
             _ => {}
@@ -88,7 +89,8 @@ fn cp_drain(cp: &mut Connection, now: Instant) -> u32 {
                     status: v1_6::DataTransferStatus::Accepted,
                     data: None,
                 }));
-                cp.respond(now, &id, response).expect("respond");
+                cp.answer(now, &id, Answer::Result(response))
+                    .expect("respond");
             }
             Event::CallCompleted { .. } => completed += 1,
             _ => {}

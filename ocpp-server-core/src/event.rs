@@ -6,7 +6,7 @@ use ocpp_messages::envelope::MessageId;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 
-use crate::{ChargePointIdentity, Request, Response};
+use crate::{CallFailure, CallOutcome, ChargePointIdentity, Request};
 
 /// Something the application must know or act on; drain them with
 /// [`Connection::poll_event`](crate::Connection::poll_event).
@@ -24,9 +24,7 @@ pub enum Event {
         version: OcppVersion,
     },
     /// A CALL from the peer. Answer it exactly once with
-    /// [`Connection::respond`](crate::Connection::respond) or
-    /// [`Connection::respond_error`](crate::Connection::respond_error) (never refused for
-    /// back-pressure); the next CALL of the peer is held back until then, so answers leave in
+    /// [`Connection::answer`](crate::Connection::answer) (never refused for back-pressure); the next CALL of the peer is held back until then, so answers leave in
     /// the order the CALLs came. (A peer that pipelines more CALLs than
     /// [`ConnectionConfig::max_held_calls`](crate::ConnectionConfig::max_held_calls) gets a
     /// CALLERROR for each one past the limit at once.)
@@ -43,7 +41,8 @@ pub enum Event {
         /// The decoded payload.
         request: Request,
     },
-    /// Our CALL ended: answered, refused, timed out, or answered with something unreadable.
+    /// Our CALL ended: answered (`Ok`), or a CALLERROR, a timeout, an answer that does not
+    /// decode, a request that does not serialise (`Err`).
     CallCompleted {
         /// The id [`Connection::call`](crate::Connection::call) returned.
         id: MessageId<'static>,
@@ -92,31 +91,6 @@ pub struct UpgradeRequest {
     pub query: Option<String>,
 }
 
-/// How one of our CALLs ended.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum CallOutcome {
-    /// A CALLRESULT, decoded with the CALL's action.
-    Result(Response),
-    /// A CALLERROR.
-    Error {
-        /// The error code (any version's spelling read by meaning).
-        code: ErrorCode,
-        /// The description.
-        description: String,
-        /// The details object as JSON text.
-        details: String,
-    },
-    /// No answer within the call timeout.
-    Timeout,
-    /// A CALLRESULT that does not decode as the action's response (on OCPP 2.1 the peer was
-    /// sent a CALLRESULTERROR).
-    InvalidResult {
-        /// What was wrong.
-        description: String,
-    },
-}
-
 /// Why and how a connection ended, and what it leaves undone.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -138,6 +112,20 @@ pub struct UnansweredCall {
     pub id: MessageId<'static>,
     /// Its request, to send again on the next connection.
     pub request: Request,
+    /// Whether it was written (it was in flight) or still queued behind another one.
+    pub sent: bool,
+}
+
+impl UnansweredCall {
+    /// Its outcome: [`CallFailure::Disconnected`] when it was sent (it may have run),
+    /// [`CallFailure::ClosedBeforeSent`] when it was still queued.
+    pub fn failure(&self) -> CallFailure {
+        if self.sent {
+            CallFailure::Disconnected
+        } else {
+            CallFailure::ClosedBeforeSent
+        }
+    }
 }
 
 /// Why a connection ended.

@@ -15,15 +15,20 @@
 //!   order the CALLs came; SEND (2.1) neither counts nor is answered;
 //! - correlation: a CALLRESULT is decoded with its CALL's action; an unknown id is reported, not
 //!   fatal; timeouts are events; a CALLRESULT that does not decode gets a CALLRESULTERROR on 2.1;
-//! - every CALL received is answered exactly once: by the application, or by the core with the
-//!   CALLERROR its problem calls for (NotImplemented for an unknown action, the schema
+//! - every CALL received is answered exactly once ([`Connection::answer`], the one answer rule:
+//!   an answer of another action or version than the CALL's becomes CALLERROR `InternalError`,
+//!   never a wrong payload): by the application, or by the core with the CALLERROR its
+//!   problem calls for (NotImplemented for an unknown action, the schema
 //!   violation's code, FormationViolation/FormatViolation for bad JSON), spelled for the
 //!   negotiated version;
 //! - keep-alive and timers in a small table ([`Connection::poll_timeout`] is their minimum);
 //!   every expiry ends in a terminal state;
 //! - back-pressure: a bounded output, messages handed back when full ([`Refused`]), pongs and
 //!   close frames always let through, a peer that stops reading dropped;
-//! - a final [`Event::Closed`] that lists the CALLs left unanswered both ways.
+//! - a final [`Event::Closed`] that lists the CALLs left unanswered both ways;
+//! - one vocabulary for what a CALL of ours came to ([`CallOutcome`], [`CallFailure`]), each
+//!   failure saying whether the CALL may have reached the peer ([`Delivery`]), for every
+//!   driver and path to reuse.
 //!
 //! An idle open connection is 168 bytes and holds no heap buffer (see `tests/memory.rs`).
 //! [`IdentityTable`] keeps identities to connections with the policy a CSMS needs for
@@ -39,17 +44,24 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod answer;
 mod config;
 mod connection;
 mod event;
 mod identity;
 mod identity_table;
+mod outcome;
+mod rejection;
 mod timer;
+
+pub use answer::{Answer, AnswerError, ErrorAnswer};
+pub use outcome::{CallFailure, CallOutcome, Delivery};
+pub use rejection::Rejection;
 
 pub use config::{ConnectionConfig, DeflatePolicy, NoCommonVersion, VersionPolicy};
 // What a CSMS uses from the layers below, so that one dependency suffices.
 pub use connection::{ConnectTarget, Connection, RefusalReason, Refused, Side, WrongState};
-pub use event::{CallOutcome, CloseReason, Closed, Event, UnansweredCall, UpgradeRequest};
+pub use event::{CloseReason, Closed, Event, UnansweredCall, UpgradeRequest};
 pub use identity::{ChargePointIdentity, IdentityError};
 pub use identity_table::IdentityTable;
 pub use ocpp_frame::CloseCode;

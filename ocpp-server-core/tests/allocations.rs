@@ -12,6 +12,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use common::*;
+use ocpp_server_core::Answer;
 use ocpp_server_core::Event;
 
 /// `System`, counting this thread's allocations (reallocations count as one).
@@ -72,7 +73,9 @@ fn allocations_per_heartbeat_on_the_csms_side() {
         let Some(Event::Call { id, .. }) = event else {
             panic!("no call: {event:?} after {} bytes", wire.len());
         };
-        pair.csms.respond(pair.now, &id, answer).unwrap();
+        pair.csms
+            .answer(pair.now, &id, Answer::Result(answer))
+            .unwrap();
         drop(id);
         // What a socket write does: the bytes leave the connection's buffer.
         let mut socket = [0u8; 512];

@@ -11,7 +11,8 @@ use ocpp_frame::{CloseCode, Message};
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{
-    CallOutcome, CloseReason, ConnectionConfig, Event, NoCommonVersion, RefusalReason,
+    Answer, AnswerError, CallFailure, CloseReason, ConnectionConfig, Event, NoCommonVersion,
+    RefusalReason,
 };
 
 fn v16() -> ConnectionConfig {
@@ -49,14 +50,16 @@ fn boot_and_heartbeat() {
         };
         assert_eq!(got, &id);
         assert_eq!(request, &boot_request());
-        pair.csms.respond(pair.now, &id, boot_accepted()).unwrap();
+        pair.csms
+            .answer(pair.now, &id, Answer::Result(boot_accepted()))
+            .unwrap();
         pair.drive();
         assert_eq!(
             pair.take_cp_events(),
             vec![Event::CallCompleted {
                 id,
                 action: "BootNotification",
-                outcome: CallOutcome::Result(boot_accepted()),
+                outcome: Ok(boot_accepted()),
             }]
         );
 
@@ -64,15 +67,12 @@ fn boot_and_heartbeat() {
         pair.drive();
         assert!(matches!(&pair.take_csms_events()[..], [Event::Call { .. }]));
         pair.csms
-            .respond(pair.now, &id, heartbeat_response())
+            .answer(pair.now, &id, Answer::Result(heartbeat_response()))
             .unwrap();
         pair.drive();
         assert!(matches!(
             &pair.take_cp_events()[..],
-            [Event::CallCompleted {
-                outcome: CallOutcome::Result(_),
-                ..
-            }]
+            [Event::CallCompleted { outcome: Ok(_), .. }]
         ));
     }
 }
@@ -89,13 +89,15 @@ fn one_outstanding_call_per_direction() {
     let events = pair.take_csms_events();
     assert!(matches!(&events[..], [Event::Call { id, .. }] if *id == a));
     for (id, response) in [(&a, heartbeat_response()), (&b, boot_accepted())] {
-        pair.csms.respond(pair.now, id, response).unwrap();
+        pair.csms
+            .answer(pair.now, id, Answer::Result(response))
+            .unwrap();
         pair.drive();
         let events = pair.take_csms_events();
         assert_eq!(events.len(), 1, "{events:?}");
     }
     pair.csms
-        .respond(pair.now, &c, heartbeat_response())
+        .answer(pair.now, &c, Answer::Result(heartbeat_response()))
         .unwrap();
     pair.drive();
     let completed: Vec<_> = pair
@@ -121,13 +123,13 @@ fn calls_cross() {
     assert!(matches!(&pair.take_csms_events()[..], [Event::Call { .. }]));
     assert!(matches!(&pair.take_cp_events()[..], [Event::Call { .. }]));
     pair.csms
-        .respond(pair.now, &from_cp, heartbeat_response())
+        .answer(pair.now, &from_cp, Answer::Result(heartbeat_response()))
         .unwrap();
     let reset_ok = ocpp_messages::v1_6::Response::from(ocpp_messages::v1_6::ResetResponse {
         status: ocpp_messages::v1_6::ResetStatus::Accepted,
     });
     pair.cp
-        .respond(pair.now, &from_csms, reset_ok.into())
+        .answer(pair.now, &from_csms, Answer::Result(reset_ok.into()))
         .unwrap();
     pair.drive();
     assert!(
@@ -154,13 +156,13 @@ fn call_timeout_then_next_call_goes_out() {
         vec![Event::CallCompleted {
             id: first,
             action: "Heartbeat",
-            outcome: CallOutcome::Timeout
+            outcome: Err(CallFailure::Timeout)
         }]
     );
     assert!(pair.cp.has_call_in_flight(), "the second call was sent");
     pair.advance(Duration::from_secs(30));
     assert!(
-        matches!(&pair.take_cp_events()[..], [Event::CallCompleted { id, outcome: CallOutcome::Timeout, .. }] if *id == second)
+        matches!(&pair.take_cp_events()[..], [Event::CallCompleted { id, outcome: Err(CallFailure::Timeout), .. }] if *id == second)
     );
 }
 
@@ -199,7 +201,7 @@ fn pings_from_csms(pair: &mut Pair, seconds: u64, heartbeat_every: Option<u64>) 
             let id = pair.cp.call(pair.now, heartbeat()).unwrap();
             pair.drive();
             pair.csms
-                .respond(pair.now, &id, heartbeat_response())
+                .answer(pair.now, &id, Answer::Result(heartbeat_response()))
                 .unwrap();
             pair.take_csms_events();
             pair.take_cp_events();
@@ -278,7 +280,7 @@ fn idle_timeout_closes() {
     let id = pair.cp.call(pair.now, heartbeat()).unwrap();
     pair.drive();
     pair.csms
-        .respond(pair.now, &id, heartbeat_response())
+        .answer(pair.now, &id, Answer::Result(heartbeat_response()))
         .unwrap();
     pair.advance(Duration::from_secs(99));
     assert!(pair.csms.is_open(), "data resets the idle timer");
@@ -376,7 +378,9 @@ fn answers_are_never_refused_and_reading_pauses_while_output_is_full() {
     pair.csms.call(pair.now, filler.into()).unwrap();
     // Over half the limit: the loop is told to stop reading, and the answer still goes out.
     assert!(!pair.csms.wants_read());
-    pair.csms.respond(pair.now, &id, boot_accepted()).unwrap();
+    pair.csms
+        .answer(pair.now, &id, Answer::Result(boot_accepted()))
+        .unwrap();
     assert!(pair.csms.pending_transmit_len() > 400);
     assert!(!pair.csms.wants_read());
     // The charge point reads again: the output drains and reading resumes; no event says so.
@@ -384,13 +388,10 @@ fn answers_are_never_refused_and_reading_pauses_while_output_is_full() {
     pair.drive();
     assert!(pair.csms.wants_read());
     assert!(pair.take_csms_events().is_empty());
-    assert!(pair.take_cp_events().iter().any(|e| matches!(
-        e,
-        Event::CallCompleted {
-            outcome: CallOutcome::Result(_),
-            ..
-        }
-    )));
+    assert!(pair
+        .take_cp_events()
+        .iter()
+        .any(|e| matches!(e, Event::CallCompleted { outcome: Ok(_), .. })));
 }
 
 #[test]
@@ -529,7 +530,7 @@ fn held_calls_are_answered_in_order() {
         "nothing may overtake the answer to 1"
     );
     peer.csms
-        .respond(peer.now, &mid("1"), heartbeat_response())
+        .answer(peer.now, &mid("1"), Answer::Result(heartbeat_response()))
         .unwrap();
     // 1 is answered, then 2 by the core, then 3 reaches the app.
     let texts = peer.received_texts();
@@ -554,11 +555,11 @@ fn calls_past_the_hold_limit_are_refused_at_once() {
     assert!(texts[0].starts_with(r#"[4,"3","GenericError""#));
     assert!(!peer.csms.wants_read());
     peer.csms
-        .respond(peer.now, &mid("1"), heartbeat_response())
+        .answer(peer.now, &mid("1"), Answer::Result(heartbeat_response()))
         .unwrap();
     assert!(matches!(&peer.events()[..], [Event::Call { id, .. }] if id == "2"));
     peer.csms
-        .respond(peer.now, &mid("2"), heartbeat_response())
+        .answer(peer.now, &mid("2"), Answer::Result(heartbeat_response()))
         .unwrap();
     assert!(peer.csms.wants_read());
     let texts = peer.received_texts();
@@ -601,7 +602,7 @@ fn a_thousand_pipelined_calls_each_get_one_answer() {
             break;
         };
         peer.csms
-            .respond(peer.now, &id, heartbeat_response())
+            .answer(peer.now, &id, Answer::Result(heartbeat_response()))
             .unwrap();
         record(peer.received_texts());
     }
@@ -615,23 +616,87 @@ fn a_thousand_pipelined_calls_each_get_one_answer() {
 }
 
 #[test]
-fn respond_twice_is_refused() {
+fn answer_twice_is_refused() {
     let mut peer = RawPeer::open(ConnectionConfig::default(), "ocpp1.6");
     peer.send_text(r#"[2,"1","Heartbeat",{}]"#);
     peer.events();
     peer.csms
-        .respond(peer.now, &mid("1"), heartbeat_response())
+        .answer(peer.now, &mid("1"), Answer::Result(heartbeat_response()))
         .unwrap();
     let again = peer
         .csms
-        .respond(peer.now, &mid("1"), heartbeat_response())
+        .answer(peer.now, &mid("1"), Answer::Result(heartbeat_response()))
         .unwrap_err();
-    assert_eq!(again.reason, RefusalReason::UnknownId);
+    assert_eq!(again, AnswerError::UnknownId);
+    assert!(!again.was_answered());
     let error = peer
         .csms
-        .respond_error(peer.now, &mid("1"), ErrorCode::NotSupported, "")
+        .answer(
+            peer.now,
+            &mid("1"),
+            Answer::error(ErrorCode::NotSupported, ""),
+        )
         .unwrap_err();
-    assert_eq!(error, RefusalReason::UnknownId);
+    assert_eq!(error, AnswerError::UnknownId);
+    // One answer on the wire, no more.
+    assert_eq!(peer.received_texts().len(), 1);
+}
+
+/// The answer rule: a result of another action than the CALL's is the application's bug. The
+/// application hears of it, the charge point gets CALLERROR InternalError (never the wrong
+/// payload), and the connection goes on: the next CALL is delivered and answered.
+#[test]
+fn an_answer_of_another_action_becomes_internal_error() {
+    let mut peer = RawPeer::open(ConnectionConfig::default(), "ocpp1.6");
+    peer.send_text(r#"[2,"1","Heartbeat",{}]"#);
+    peer.events();
+    let refused = peer
+        .csms
+        .answer(peer.now, &mid("1"), Answer::Result(boot_accepted()))
+        .unwrap_err();
+    assert_eq!(
+        refused,
+        AnswerError::WrongAction {
+            call: "Heartbeat",
+            answer: "BootNotification"
+        }
+    );
+    assert!(refused.was_answered());
+    let texts = peer.received_texts();
+    assert_eq!(texts.len(), 1);
+    assert!(
+        texts[0].starts_with(
+            r#"[4,"1","InternalError","a BootNotification result for a Heartbeat CALL"#
+        ),
+        "{texts:?}"
+    );
+    peer.send_text(r#"[2,"2","Heartbeat",{}]"#);
+    assert!(matches!(&peer.events()[..], [Event::Call { id, .. }] if id.as_str() == "2"));
+    peer.csms
+        .answer(peer.now, &mid("2"), Answer::Result(heartbeat_response()))
+        .unwrap();
+    assert!(peer.received_texts()[0].starts_with(r#"[3,"2",{"currentTime""#));
+}
+
+/// A result of another version than the connection's gets the same treatment.
+#[test]
+fn an_answer_of_another_version_becomes_internal_error() {
+    let mut peer = RawPeer::open(ConnectionConfig::default(), "ocpp2.0.1");
+    peer.send_text(r#"[2,"7","Heartbeat",{}]"#);
+    peer.events();
+    let refused = peer
+        .csms
+        .answer(peer.now, &mid("7"), Answer::Result(heartbeat_response()))
+        .unwrap_err();
+    assert!(
+        matches!(refused, AnswerError::WrongVersion { .. }),
+        "{refused:?}"
+    );
+    let texts = peer.received_texts();
+    assert!(
+        texts[0].starts_with(r#"[4,"7","InternalError","#),
+        "{texts:?}"
+    );
 }
 
 #[test]
@@ -640,7 +705,11 @@ fn not_supported_spelling() {
     peer.send_text(r#"[2,"9","Heartbeat",{}]"#);
     peer.events();
     peer.csms
-        .respond_error(peer.now, &mid("9"), ErrorCode::NotSupported, "not here")
+        .answer(
+            peer.now,
+            &mid("9"),
+            Answer::error(ErrorCode::NotSupported, "not here"),
+        )
         .unwrap();
     assert_eq!(
         peer.received_texts(),
@@ -804,7 +873,7 @@ fn v21_undecodable_result_gets_callresulterror() {
     assert!(matches!(
         &peer.events()[..],
         [Event::CallCompleted {
-            outcome: CallOutcome::InvalidResult { .. },
+            outcome: Err(CallFailure::InvalidResponse { .. }),
             ..
         }]
     ));
@@ -822,7 +891,7 @@ fn v21_undecodable_result_gets_callresulterror() {
     assert!(matches!(
         &peer.events()[..],
         [Event::CallCompleted {
-            outcome: CallOutcome::InvalidResult { .. },
+            outcome: Err(CallFailure::InvalidResponse { .. }),
             ..
         }]
     ));

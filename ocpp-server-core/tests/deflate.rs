@@ -12,8 +12,8 @@ use ocpp_frame::deflate::DeflateConfig;
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{
-    ChargePointIdentity, CloseReason, ConnectTarget, Connection, ConnectionConfig, DeflatePolicy,
-    Event, Request,
+    Answer, ChargePointIdentity, CloseReason, ConnectTarget, Connection, ConnectionConfig,
+    DeflatePolicy, Event, Request,
 };
 
 fn v16() -> ConnectionConfig {
@@ -55,11 +55,13 @@ fn send_big_call(pair: &mut Pair) -> (Vec<u8>, String) {
     let received = transfer.data.clone().unwrap_or_default();
     let id = id.clone();
     pair.csms
-        .respond_error(
+        .answer(
             pair.now,
             &id,
-            ocpp_messages::error_code::ErrorCode::NotImplemented,
-            &"x".repeat(200),
+            Answer::error(
+                ocpp_messages::error_code::ErrorCode::NotImplemented,
+                &"x".repeat(200),
+            ),
         )
         .unwrap();
     pair.drive();

@@ -8,6 +8,7 @@
 mod common;
 
 use common::*;
+use ocpp_server_core::Answer;
 use ocpp_server_core::Connection;
 
 #[test]
@@ -18,7 +19,9 @@ fn idle_open_connection_footprint() {
         let id = pair.cp.call(pair.now, boot_request()).unwrap();
         pair.drive();
         pair.take_csms_events();
-        pair.csms.respond(pair.now, &id, boot_accepted()).unwrap();
+        pair.csms
+            .answer(pair.now, &id, Answer::Result(boot_accepted()))
+            .unwrap();
         pair.drive();
         pair.take_cp_events();
     }

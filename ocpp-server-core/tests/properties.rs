@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::v1_6;
-use ocpp_server_core::{ConnectionConfig, Event, MessageId, Request};
+use ocpp_server_core::{Answer, ConnectionConfig, Event, MessageId, Request};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -141,10 +141,12 @@ fn run(steps: &[Step], chunk: usize) -> (Ledger, Ledger) {
                 if let Some(id) = csms.to_answer.front().cloned() {
                     let ok = if *error {
                         pair.csms
-                            .respond_error(now, &id, ErrorCode::NotSupported, "")
+                            .answer(now, &id, Answer::error(ErrorCode::NotSupported, ""))
                             .is_ok()
                     } else {
-                        pair.csms.respond(now, &id, heartbeat_response()).is_ok()
+                        pair.csms
+                            .answer(now, &id, Answer::Result(heartbeat_response()))
+                            .is_ok()
                     };
                     if ok {
                         csms.to_answer.pop_front();
@@ -156,10 +158,10 @@ fn run(steps: &[Step], chunk: usize) -> (Ledger, Ledger) {
                 if let Some(id) = cp.to_answer.front().cloned() {
                     let ok = if *error {
                         pair.cp
-                            .respond_error(now, &id, ErrorCode::InternalError, "")
+                            .answer(now, &id, Answer::error(ErrorCode::InternalError, ""))
                             .is_ok()
                     } else {
-                        pair.cp.respond(now, &id, reset_ok()).is_ok()
+                        pair.cp.answer(now, &id, Answer::Result(reset_ok())).is_ok()
                     };
                     if ok {
                         cp.to_answer.pop_front();

@@ -124,12 +124,14 @@ impl Connection {
             unanswered_outgoing.push(UnansweredCall {
                 id: call.id,
                 request: call.request,
+                sent: true,
             });
         }
         for call in queued {
             unanswered_outgoing.push(UnansweredCall {
                 id: call.id,
                 request: call.request,
+                sent: false,
             });
         }
         self.push_event(Event::Closed(Box::new(Closed {

@@ -44,6 +44,8 @@ struct Underway {
     queued: LazyQueue<OutgoingCall>,
     /// The id of the peer's CALL delivered to the application and not answered yet.
     incoming: Option<AwaitedId>,
+    /// That CALL's action: its answer must be of the same action (the answer rule).
+    incoming_action: &'static str,
     /// Peer CALLs that arrived while an earlier one was unanswered, waiting their turn.
     held: LazyQueue<Turn>,
 }
@@ -291,17 +293,18 @@ impl Exchange {
             .is_some_and(|state| state.incoming.is_some())
     }
 
-    /// Whether `id` is the peer's CALL that awaits our answer.
-    pub(super) fn awaits_answer_to(&self, id: &MessageId<'_>) -> bool {
-        self.0
-            .as_ref()
-            .and_then(|state| state.incoming.as_ref())
-            .is_some_and(|awaited| awaited.as_bytes() == id.as_str().as_bytes())
+    /// The action of the peer's CALL `id`, if that CALL awaits our answer.
+    pub(super) fn awaited_action(&self, id: &MessageId<'_>) -> Option<&'static str> {
+        let state = self.0.as_ref()?;
+        let awaited = state.incoming.as_ref()?;
+        (awaited.as_bytes() == id.as_str().as_bytes()).then_some(state.incoming_action)
     }
 
-    /// The peer's CALL `id` now awaits our answer (none did).
-    pub(super) fn set_incoming(&mut self, id: &MessageId<'_>) {
-        self.underway().incoming = Some(AwaitedId::new(id));
+    /// The peer's CALL `id` of `action` now awaits our answer (none did).
+    pub(super) fn set_incoming(&mut self, id: &MessageId<'_>, action: &'static str) {
+        let state = self.underway();
+        state.incoming = Some(AwaitedId::new(id));
+        state.incoming_action = action;
     }
 
     /// The awaited CALL was answered. The caller leaves output (the answer) behind, so the
@@ -348,7 +351,7 @@ mod tests {
         assert_eq!(exchange.pending(), b"c");
         exchange.advance(5);
         assert_eq!((exchange.pending(), exchange.heap_bytes()), (&b""[..], 0));
-        exchange.set_incoming(&MessageId::from_counter(7));
+        exchange.set_incoming(&MessageId::from_counter(7), "Heartbeat");
         exchange.out().push(b'x');
         assert_eq!(exchange.incoming(), Some("7"));
         exchange.answered();
@@ -367,10 +370,13 @@ mod tests {
         let wide = "\u{e9}".repeat(MessageId::MAX_CHARS);
         for text in ["", "19223201", &ascii, &wide] {
             let id = MessageId::new(text).unwrap();
-            exchange.set_incoming(&id);
+            exchange.set_incoming(&id, "Heartbeat");
             assert_eq!(exchange.incoming(), Some(text));
-            assert!(exchange.awaits_answer() && exchange.awaits_answer_to(&id));
-            assert!(!exchange.awaits_answer_to(&MessageId::new("other").unwrap()));
+            assert!(exchange.awaits_answer() && exchange.awaited_action(&id) == Some("Heartbeat"));
+            assert_eq!(
+                exchange.awaited_action(&MessageId::new("other").unwrap()),
+                None
+            );
             let heap = exchange.heap_bytes() - std::mem::size_of::<Underway>();
             assert_eq!(heap, if text.len() > 36 { text.len() } else { 0 });
             assert_eq!(exchange.take_incoming(), Some(id.into_owned()));

@@ -194,6 +194,31 @@ impl Connection {
         Ok(())
     }
 
+    /// CSMS side: [`accept`](Self::accept) for `Ok`, [`reject`](Self::reject) with the
+    /// rejection's status for `Err`: the application's decision on an upgrade, as every driver
+    /// hands it over.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use ocpp_server_core::{Connection, Rejection, UpgradeRequest};
+    ///
+    /// fn on_upgrade(csms: &mut Connection, upgrade: &UpgradeRequest) {
+    ///     let known = upgrade.identity.as_str().starts_with("CP");
+    ///     let decision = if known { Ok(()) } else { Err(Rejection::NOT_FOUND) };
+    ///     let _ = csms.decide(Instant::now(), decision);
+    /// }
+    /// ```
+    pub fn decide(
+        &mut self,
+        now: Instant,
+        decision: Result<(), crate::Rejection>,
+    ) -> Result<(), WrongState> {
+        match decision {
+            Ok(()) => self.accept(now),
+            Err(rejection) => self.reject(now, rejection.status),
+        }
+    }
+
     /// CSMS side: refuses the upgrade with an HTTP status (401 bad credentials, 404 unknown
     /// identity, 503 overloaded...). 401 carries `WWW-Authenticate: Basic realm="OCPP"`.
     pub fn reject(&mut self, _now: Instant, status: u16) -> Result<(), WrongState> {

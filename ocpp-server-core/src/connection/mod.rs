@@ -42,8 +42,8 @@ pub enum Side {
 ///   [`handle_eof`](Self::handle_eof) (the peer closed its side),
 ///   [`handle_timeout`](Self::handle_timeout) (the deadline of
 ///   [`poll_timeout`](Self::poll_timeout) passed);
-/// - mutators: [`accept`](Self::accept), [`reject`](Self::reject), [`call`](Self::call),
-///   [`respond`](Self::respond), [`respond_error`](Self::respond_error), [`send`](Self::send),
+/// - mutators: [`accept`](Self::accept), [`reject`](Self::reject), [`decide`](Self::decide),
+///   [`call`](Self::call), [`answer`](Self::answer) (the one answer rule), [`send`](Self::send),
 ///   [`close`](Self::close);
 /// - draining: [`poll_event`](Self::poll_event), then the output:
 ///   [`pending_transmit`](Self::pending_transmit) and
@@ -67,8 +67,8 @@ pub enum Side {
 ///    feed what happened to `handle_*` and start again.
 ///
 /// `advance_transmit`, `poll_*` and the getters never produce events or output, so one pass
-/// drains everything: no repeated rounds. Answers ([`respond`](Self::respond),
-/// [`respond_error`](Self::respond_error)) are never refused for back-pressure; instead
+/// drains everything: no repeated rounds. Answers ([`answer`](Self::answer)) are never refused
+/// for back-pressure; instead
 /// [`wants_read`](Self::wants_read) turns false while the output is over half of
 /// [`ConnectionConfig::max_outbound_bytes`](crate::ConnectionConfig::max_outbound_bytes) (until
 /// it drains below a quarter) or while the peer has pipelined more CALLs than are held.
@@ -82,7 +82,7 @@ pub enum Side {
 /// use std::sync::Arc;
 /// use std::time::{Duration, Instant};
 /// use ocpp_server_core::{
-///     v1_6, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DateTime, Event,
+///     v1_6, Answer, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DateTime, Event,
 ///     OcppVersion,
 /// };
 ///
@@ -129,8 +129,8 @@ pub enum Side {
 ///         Event::UpgradeRequested(_) => conn.accept(Instant::now()).unwrap(),
 ///         Event::Call { id, request } => {
 ///             assert_eq!(request.action(), "Heartbeat");
-///             let answer = v1_6::HeartbeatResponse::new(DateTime::now());
-///             conn.respond(Instant::now(), &id, answer.into()).unwrap();
+///             let answer = Answer::result(v1_6::HeartbeatResponse::new(DateTime::now()));
+///             conn.answer(Instant::now(), &id, answer).unwrap();
 ///         }
 ///         _ => {}
 ///     })

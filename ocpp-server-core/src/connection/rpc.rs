@@ -11,13 +11,12 @@ use ocpp_messages::version::OcppVersion;
 
 use super::{Connection, OutgoingCall};
 use crate::timer::Timer;
-use crate::{CallOutcome, CloseReason, Event, Request, Response};
+use crate::{Answer, AnswerError, CallFailure, CloseReason, Event, Request, Response};
 
 /// The description of the CALLERROR that refuses a CALL past the hold limit.
 const SURPLUS_CALL: &str = "more CALLs outstanding than allowed (OCPP-J: one at a time)";
 
-/// Why [`Connection::call`], [`Connection::respond`], [`Connection::respond_error`] or
-/// [`Connection::send`] refused.
+/// Why [`Connection::call`] or [`Connection::send`] refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RefusalReason {
@@ -36,9 +35,6 @@ pub enum RefusalReason {
     /// `CallCompleted`.
     #[error("the call queue is full")]
     QueueFull,
-    /// No CALL of the peer with this id awaits an answer.
-    #[error("no CALL with this id awaits an answer")]
-    UnknownId,
     /// The payload did not serialize as a JSON object.
     #[error("the payload does not serialize to a JSON object")]
     Serialize,
@@ -130,65 +126,79 @@ impl Connection {
         Ok(id)
     }
 
-    /// Answers the peer's CALL `id` with a CALLRESULT, serialised straight into the output.
+    /// Answers the peer's CALL `id`: the one way to answer (OCPP-J: every CALL gets exactly one
+    /// answer). A CALLRESULT is serialised straight into the output; a CALLERROR is spelled for
+    /// the negotiated version (OCPP 2.x descriptions cut to 255 characters).
     ///
-    /// Never refused for back-pressure: the core owes at most one answer at a time and stops
-    /// asking for input while the output is full ([`Connection::wants_read`]).
+    /// An answer that cannot go out as given is the application's bug, and the peer is not
+    /// sent a wrong payload: a result of another action than the CALL's, of another version,
+    /// or one that does not serialise is replaced by CALLERROR `InternalError`, and the error
+    /// says what happened ([`AnswerError::was_answered`] is then true). Never refused for
+    /// back-pressure: the core owes at most one answer at a time and stops asking for input
+    /// while the output is full ([`Connection::wants_read`]).
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use ocpp_server_core::{v1_6, Answer, Connection, DateTime, Event};
+    ///
+    /// fn on_event(csms: &mut Connection, event: Event) {
+    ///     if let Event::Call { id, request } = event {
+    ///         let answer = match request.action() {
+    ///             "Heartbeat" => Answer::result(v1_6::HeartbeatResponse::new(DateTime::now())),
+    ///             action => Answer::not_supported(action),
+    ///         };
+    ///         if let Err(error) = csms.answer(Instant::now(), &id, answer) {
+    ///             eprintln!("{error}");
+    ///         }
+    ///     }
+    /// }
+    /// ```
     ///
     /// # Errors
-    /// [`RefusalReason::NotOpen`], [`RefusalReason::UnknownId`] (not the CALL awaiting an
-    /// answer), [`RefusalReason::WrongVersion`] or [`RefusalReason::Serialize`], with the
-    /// response handed back.
-    pub fn respond(
+    /// [`AnswerError::NotOpen`] or [`AnswerError::UnknownId`]: nothing was written.
+    /// [`AnswerError::WrongAction`], [`AnswerError::WrongVersion`] or
+    /// [`AnswerError::Serialize`]: CALLERROR `InternalError` was written in its place.
+    pub fn answer(
         &mut self,
         now: Instant,
         id: &MessageId<'_>,
-        response: Response,
-    ) -> Result<(), Refused<Response>> {
+        answer: Answer,
+    ) -> Result<(), AnswerError> {
         let _ = now; // an answer starts no timer; `now` keeps the mutators' shape
-        if let Err(reason) = self.check_answerable(id) {
-            return Err(refuse(reason, response));
-        }
-        if response.version() != self.version {
-            return Err(refuse(RefusalReason::WrongVersion, response));
-        }
-        let written = self.write_message(|out| envelope::write_call_result(out, id, &response));
-        if written.is_err() {
-            return Err(refuse(RefusalReason::Serialize, response));
-        }
-        self.answered();
-        Ok(())
-    }
-
-    /// Answers the peer's CALL `id` with a CALLERROR, spelled for the negotiated version (e.g.
-    /// [`ErrorCode::NotSupported`] for a known action this application does not handle); OCPP
-    /// 2.x descriptions are cut to 255 characters. Never refused for back-pressure.
-    ///
-    /// # Errors
-    /// [`RefusalReason::NotOpen`] or [`RefusalReason::UnknownId`].
-    pub fn respond_error(
-        &mut self,
-        now: Instant,
-        id: &MessageId<'_>,
-        code: ErrorCode,
-        description: &str,
-    ) -> Result<(), RefusalReason> {
-        let _ = now; // as in `respond`
-        self.check_answerable(id)?;
-        self.write_call_error(id, &code, description);
-        self.answered();
-        Ok(())
-    }
-
-    /// Whether `id` is the peer's CALL that awaits our answer on an open connection.
-    fn check_answerable(&self, id: &MessageId<'_>) -> Result<(), RefusalReason> {
         if !self.is_open() {
-            return Err(RefusalReason::NotOpen);
+            return Err(AnswerError::NotOpen);
         }
-        if !self.exchange.awaits_answer_to(id) {
-            return Err(RefusalReason::UnknownId);
+        let Some(action) = self.exchange.awaited_action(id) else {
+            return Err(AnswerError::UnknownId);
+        };
+        let refused = match answer {
+            Answer::Error(error) => {
+                self.write_call_error(id, &error.code, &error.description);
+                None
+            }
+            Answer::Result(response) if response.action() != action => {
+                Some(AnswerError::WrongAction {
+                    call: action,
+                    answer: response.action(),
+                })
+            }
+            Answer::Result(response) if response.version() != self.version => {
+                Some(AnswerError::WrongVersion {
+                    connection: self.version,
+                    answer: response.version(),
+                })
+            }
+            Answer::Result(response) => self
+                .write_message(|out| envelope::write_call_result(out, id, &response))
+                .err()
+                .map(|_| AnswerError::Serialize),
+        };
+        if let Some(error) = &refused {
+            let description = error.to_string();
+            self.write_call_error(id, &ErrorCode::InternalError, &description);
         }
-        Ok(())
+        self.answered();
+        refused.map_or(Ok(()), Err)
     }
 
     /// The awaited CALL was answered: the next held one takes its turn.
@@ -310,7 +320,7 @@ impl Connection {
                 let action = self.outgoing_action();
                 let options = &self.config.decode_options;
                 match Response::decode(version, action, result.payload.get(), options) {
-                    Ok(response) => self.complete_outgoing(now, CallOutcome::Result(response)),
+                    Ok(response) => self.complete_outgoing(now, Ok(response)),
                     Err(error) => {
                         let description = error.to_string();
                         if version == OcppVersion::V2_1 {
@@ -326,7 +336,10 @@ impl Connection {
                                 )
                             });
                         }
-                        self.complete_outgoing(now, CallOutcome::InvalidResult { description });
+                        self.complete_outgoing(
+                            now,
+                            Err(CallFailure::InvalidResponse { description }),
+                        );
                     }
                 }
             }
@@ -336,11 +349,11 @@ impl Connection {
                     self.push_event(Event::UnmatchedResponse { id });
                     return;
                 }
-                let outcome = CallOutcome::Error {
+                let outcome = Err(CallFailure::ErrorResponse {
                     code: error.code.clone(),
                     description: error.description.to_string(),
                     details: error.details_json().to_owned(),
-                };
+                });
                 self.complete_outgoing(now, outcome);
             }
             Ok(RpcMessage::CallResultError(error)) => {
@@ -365,7 +378,7 @@ impl Connection {
                 ) && error.id().is_some_and(|id| self.is_outgoing(id));
                 if answers_ours {
                     let description = error.to_string();
-                    self.complete_outgoing(now, CallOutcome::InvalidResult { description });
+                    self.complete_outgoing(now, Err(CallFailure::InvalidResponse { description }));
                 }
                 self.write_disposition(&error.respond(version));
             }
@@ -396,7 +409,7 @@ impl Connection {
                 let options = &self.config.decode_options;
                 match Response::decode(self.version, self.outgoing_action(), payload, options) {
                     Ok(response) => {
-                        self.complete_outgoing(now, CallOutcome::Result(response));
+                        self.complete_outgoing(now, Ok(response));
                         true
                     }
                     Err(_) => false,
@@ -442,7 +455,8 @@ impl Connection {
     fn take_turn(&mut self, turn: Turn) {
         match turn {
             Turn::Deliver { id, request } => {
-                self.exchange.set_incoming(&id);
+                let action = request.action();
+                self.exchange.set_incoming(&id, action);
                 self.push_event(Event::Call { id, request });
             }
             Turn::Refuse {
@@ -476,7 +490,7 @@ impl Connection {
             .is_some_and(|call| call.id.as_str() == id.as_str())
     }
 
-    fn complete_outgoing(&mut self, now: Instant, outcome: CallOutcome) {
+    fn complete_outgoing(&mut self, now: Instant, outcome: crate::CallOutcome) {
         if let Some(call) = self.exchange.take_outgoing() {
             self.timers.stop(Timer::Call);
             self.push_event(Event::CallCompleted {
@@ -489,7 +503,7 @@ impl Connection {
     }
 
     pub(super) fn call_timed_out(&mut self, now: Instant) {
-        self.complete_outgoing(now, CallOutcome::Timeout);
+        self.complete_outgoing(now, Err(CallFailure::Timeout));
     }
 
     /// Sends the next queued CALL if none is in flight. Only ever called at the end of the CALL
@@ -514,11 +528,9 @@ impl Connection {
             self.push_event(Event::CallCompleted {
                 id: call.id,
                 action,
-                outcome: CallOutcome::Error {
-                    code: ErrorCode::InternalError,
+                outcome: Err(CallFailure::InvalidRequest {
                     description: "the request does not serialize to a JSON object".into(),
-                    details: "{}".into(),
-                },
+                }),
             });
             return;
         }

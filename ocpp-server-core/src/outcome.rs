@@ -1,0 +1,125 @@
+//! What a CALL of ours came to, and whether it may have reached the peer: one vocabulary for
+//! every driver (mio, tokio, the charge-point side) and every path (local, routed).
+
+use ocpp_messages::error_code::ErrorCode;
+
+use crate::{RefusalReason, Response};
+
+/// How one of our CALLs ended: the peer's CALLRESULT, decoded with the CALL's action, or why
+/// there is none.
+pub type CallOutcome = Result<Response, CallFailure>;
+
+/// Why a CALL of ours got no result: exactly one of these happened. Each says whether the CALL
+/// may have reached the peer ([`CallFailure::delivery`]), so that a caller knows when sending
+/// it again is safe.
+///
+/// ```
+/// use ocpp_server_core::{CallFailure, Delivery};
+/// assert_eq!(CallFailure::NotConnected.delivery(), Delivery::NotSent);
+/// assert_eq!(CallFailure::Timeout.delivery(), Delivery::Unknown);
+/// assert!(CallFailure::Timeout.may_have_reached_peer());
+/// ```
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallFailure {
+    /// The peer is not connected (never was, closed, or replaced by a newer connection): the
+    /// CALL was not sent.
+    #[error("the charge point is not connected")]
+    NotConnected,
+    /// As many CALLs wait for this connection as its limits allow
+    /// ([`ConnectionConfig::max_queued_calls`](crate::ConnectionConfig::max_queued_calls)): the
+    /// CALL was not sent; retry later.
+    #[error("the call queue is full")]
+    QueueFull,
+    /// The request is of another OCPP version than the connection's: the CALL was not sent.
+    #[error("the request is of another OCPP version than the connection's")]
+    WrongVersion,
+    /// The request could not be sent as it is (it does not serialise as a JSON object): the
+    /// CALL was not sent.
+    #[error("the request cannot be sent: {description}")]
+    InvalidRequest {
+        /// What was wrong.
+        description: String,
+    },
+    /// The connection ended while the CALL waited behind another one: it was never written.
+    #[error("the connection ended before the CALL was sent")]
+    ClosedBeforeSent,
+    /// A cluster's node holding the charge point could not be reached (or Redis is down): the
+    /// CALL was not delivered.
+    #[error("the node holding the charge point cannot be reached")]
+    OwnerUnreachable,
+    /// No answer within the call timeout: the CALL was sent and may have run.
+    #[error("no answer within the call timeout")]
+    Timeout,
+    /// The connection ended after the CALL was sent, before its answer: it may have run.
+    #[error("the connection ended before the answer")]
+    Disconnected,
+    /// The peer answered with a CALLERROR.
+    #[error("CALLERROR {code:?}: {description}")]
+    ErrorResponse {
+        /// The error code (any version's spelling, read by meaning).
+        code: ErrorCode,
+        /// The description.
+        description: String,
+        /// The details object, as JSON text (`{}` when there are none).
+        details: String,
+    },
+    /// The peer's CALLRESULT did not decode as the action's response (on OCPP 2.1 it was sent
+    /// a CALLRESULTERROR).
+    #[error("the answer does not decode: {description}")]
+    InvalidResponse {
+        /// What was wrong.
+        description: String,
+    },
+}
+
+/// Whether a CALL that got no result may have reached the peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Delivery {
+    /// The CALL never left: sending it again cannot make the peer act twice.
+    NotSent,
+    /// The CALL was written and no answer came: it may have reached the peer and run. Sending
+    /// it again is safe only for an action that is safe to repeat.
+    Unknown,
+    /// The peer answered (a CALLERROR, or a CALLRESULT that does not decode).
+    Answered,
+}
+
+impl CallFailure {
+    /// Whether the CALL may have reached the peer.
+    pub fn delivery(&self) -> Delivery {
+        match self {
+            CallFailure::NotConnected
+            | CallFailure::QueueFull
+            | CallFailure::WrongVersion
+            | CallFailure::InvalidRequest { .. }
+            | CallFailure::ClosedBeforeSent
+            | CallFailure::OwnerUnreachable => Delivery::NotSent,
+            CallFailure::Timeout | CallFailure::Disconnected => Delivery::Unknown,
+            CallFailure::ErrorResponse { .. } | CallFailure::InvalidResponse { .. } => {
+                Delivery::Answered
+            }
+        }
+    }
+
+    /// Whether the CALL may have reached the peer (anything but [`Delivery::NotSent`]).
+    pub fn may_have_reached_peer(&self) -> bool {
+        self.delivery() != Delivery::NotSent
+    }
+}
+
+/// Why [`Connection::call`](crate::Connection::call) refused a CALL, as its outcome (never
+/// sent).
+impl From<RefusalReason> for CallFailure {
+    fn from(reason: RefusalReason) -> Self {
+        match reason {
+            RefusalReason::WrongVersion => CallFailure::WrongVersion,
+            RefusalReason::QueueFull | RefusalReason::Backpressure => CallFailure::QueueFull,
+            RefusalReason::NotOpen => CallFailure::NotConnected,
+            other => CallFailure::InvalidRequest {
+                description: other.to_string(),
+            },
+        }
+    }
+}
