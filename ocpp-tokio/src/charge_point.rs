@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Duration;
 
@@ -11,7 +11,9 @@ use ocpp_messages::{Request, Response};
 use ocpp_server_core::{ChargePointIdentity, CloseCode, ConnectionConfig, OcppVersion};
 use tokio::sync::oneshot;
 
-use crate::error::{CallError, SendError};
+use ocpp_server_core::CallFailure;
+
+use crate::error::SendError;
 use crate::typed::{ResponseOf, TypedCall};
 
 /// A command from a handle to the connection's task.
@@ -19,7 +21,7 @@ use crate::typed::{ResponseOf, TypedCall};
 pub(crate) enum Command {
     Call {
         request: Request,
-        reply: oneshot::Sender<Result<Response, CallError>>,
+        reply: oneshot::Sender<Result<Response, CallFailure>>,
     },
     Send {
         request: Request,
@@ -118,10 +120,8 @@ impl Settings {
     );
 }
 
-/// What a connection's task and its handles share: the mailbox and, once connected, who it is.
+/// What a connection's task and its handles share: the mailbox.
 pub(crate) struct Link {
-    /// Once connected: the identity and version.
-    pub(crate) info: OnceLock<(ChargePointIdentity, OcppVersion)>,
     mailbox: Mutex<Mailbox>,
     capacity: usize,
 }
@@ -141,7 +141,6 @@ struct Mailbox {
 impl Link {
     pub(crate) fn new(capacity: usize) -> Arc<Link> {
         Arc::new(Link {
-            info: OnceLock::new(),
             mailbox: Mutex::new(Mailbox::default()),
             capacity,
         })
@@ -227,34 +226,33 @@ impl Link {
 }
 
 /// A connected charge point: cheap to clone, safe to keep after it disconnects (calls then
-/// fail with [`CallError::NotConnected`]). A handle always refers to one connection: when the
-/// charge point reconnects, the new connection has a new handle, and the old one never
-/// reaches it.
+/// fail with [`CallFailure::NotConnected`]). A handle always refers to one connection, made
+/// once the connection is open (so its identity and version are known): when the charge point
+/// reconnects, the new connection has a new handle, and the old one never reaches it.
 ///
 /// ```no_run
 /// # async fn example(cp: ocpp_tokio::ChargePoint) {
 /// use ocpp_tokio::v1_6;
-/// let request = v1_6::RemoteStartTransactionRequest {
-///     connector_id: Some(1),
-///     id_tag: "TAG1".into(),
-///     charging_profile: None,
-/// };
+/// let request = v1_6::RemoteStartTransactionRequest::new("TAG1").with_connector_id(1);
 /// match cp.call(request).await {
 ///     Ok(response) => println!("{}: {:?}", cp.identity(), response.status),
-///     Err(error) => println!("{}: {error}", cp.identity()),
+///     Err(failure) if failure.may_have_reached_peer() => println!("{}: {failure}", cp.identity()),
+///     Err(failure) => println!("{}: not sent ({failure}); safe to retry", cp.identity()),
 /// }
 /// # }
 /// ```
 #[derive(Clone)]
 pub struct ChargePoint {
-    pub(crate) link: Arc<Link>,
+    link: Arc<Link>,
+    identity: ChargePointIdentity,
+    version: OcppVersion,
 }
 
 impl fmt::Debug for ChargePoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChargePoint")
-            .field("identity", &self.identity())
-            .field("version", &self.version())
+            .field("identity", &self.identity)
+            .field("version", &self.version)
             .field("connected", &self.is_connected())
             .finish()
     }
@@ -270,29 +268,23 @@ impl PartialEq for ChargePoint {
 impl Eq for ChargePoint {}
 
 impl ChargePoint {
-    pub(crate) fn new(link: Arc<Link>) -> Self {
-        ChargePoint { link }
+    /// The handle of an open connection.
+    pub(crate) fn new(link: Arc<Link>, identity: ChargePointIdentity, version: OcppVersion) -> Self {
+        ChargePoint {
+            link,
+            identity,
+            version,
+        }
     }
 
     /// The identity (last segment of the URL path, percent-decoded).
-    pub fn identity(&self) -> &str {
-        self.link
-            .info
-            .get()
-            .map_or("", |(identity, _)| identity.as_str())
-    }
-
-    /// The identity as the core keeps it.
-    pub fn charge_point_identity(&self) -> Option<&ChargePointIdentity> {
-        self.link.info.get().map(|(identity, _)| identity)
+    pub fn identity(&self) -> &ChargePointIdentity {
+        &self.identity
     }
 
     /// The negotiated OCPP version.
     pub fn version(&self) -> OcppVersion {
-        self.link
-            .info
-            .get()
-            .map_or(OcppVersion::V1_6, |(_, version)| *version)
+        self.version
     }
 
     /// Whether this connection's task still runs (it may be closing).
@@ -304,12 +296,13 @@ impl ChargePoint {
     /// (`v1_6::ResetRequest` gives `v1_6::ResetResponse`).
     ///
     /// # Errors
-    /// Exactly what happened, as a [`CallError`].
-    pub async fn call<R>(&self, request: R) -> Result<ResponseOf<R>, CallError>
+    /// Exactly what happened, as a [`CallFailure`] (which says whether the CALL may have
+    /// reached the charge point).
+    pub async fn call<R>(&self, request: R) -> Result<ResponseOf<R>, CallFailure>
     where
         R: ActionRequest + TypedCall,
     {
-        let request = request.into_request(self.version())?;
+        let request = request.into_request(self.version)?;
         let response = self.call_raw(request).await?;
         R::from_response(response)
     }
@@ -317,15 +310,16 @@ impl ChargePoint {
     /// Sends a CALL of any action and version and waits for its answer, untyped.
     ///
     /// # Errors
-    /// Exactly what happened, as a [`CallError`].
-    pub async fn call_raw(&self, request: Request) -> Result<Response, CallError> {
+    /// Exactly what happened, as a [`CallFailure`].
+    pub async fn call_raw(&self, request: Request) -> Result<Response, CallFailure> {
         let (reply, answer) = oneshot::channel();
         match self.link.push(Command::Call { request, reply }) {
             Ok(()) => {}
-            Err((_, true)) => return Err(CallError::Refused),
-            Err((_, false)) => return Err(CallError::NotConnected),
+            Err((_, true)) => return Err(CallFailure::QueueFull),
+            Err((_, false)) => return Err(CallFailure::NotConnected),
         }
-        answer.await.unwrap_or(Err(CallError::Disconnected))
+        // The task always replies; a task dropped with the runtime may have sent the CALL.
+        answer.await.unwrap_or(Err(CallFailure::Disconnected))
     }
 
     /// Sends a SEND (OCPP 2.1): never answered. Returns once it is written to the
@@ -338,15 +332,15 @@ impl ChargePoint {
         let request = request.into();
         match self.link.push(Command::Send { request, reply }) {
             Ok(()) => {}
-            Err((_, true)) => return Err(SendError::Refused),
+            Err((_, true)) => return Err(SendError::QueueFull),
             Err((_, false)) => return Err(SendError::NotConnected),
         }
         sent.await.unwrap_or(Err(SendError::NotConnected))
     }
 
     /// Starts the closing handshake with `code` and `reason`; returns at once (the end comes
-    /// as [`Handler::on_close`](crate::Handler::on_close)). Pending calls end as
-    /// [`CallError::Disconnected`].
+    /// as [`Handler::on_close`](crate::Handler::on_close)). CALLs in flight end as
+    /// [`CallFailure::Disconnected`], queued ones as [`CallFailure::ClosedBeforeSent`].
     pub fn close(&self, code: CloseCode, reason: &str) {
         let reason = reason.to_owned();
         let _ = self.link.push(Command::Close { code, reason });

@@ -21,15 +21,16 @@ use std::task::{Context, Wake, Waker};
 use std::time::Duration;
 
 use ocpp_cluster::{
-    BoxFuture, CallFailure, ClaimTicket, Cluster, ClusterConfig, ClusterError, ClusterEvent,
+    BoxFuture, CallFailure as RoutedFailure, ClaimTicket, Cluster, ClusterConfig, ClusterError, ClusterEvent,
     ClusterEvents, CommandOutcome, Executor, CLOSE_SUPERSEDED,
 };
 use ocpp_messages::{DecodeOptions, ErrorCode, Request, Response};
-use ocpp_server_core::{ChargePointIdentity, CloseCode, ConnectionConfig};
+use ocpp_server_core::{CallFailure, ChargePointIdentity, CloseCode, ConnectionConfig};
 use tokio::sync::Notify;
 
 use crate::registry::WeakChargePoints;
-use crate::{CallError, ChargePoint, ChargePoints, Remote, RemoteCall};
+use crate::registry::{Remote, RemoteCall};
+use crate::{ChargePoint, ChargePoints};
 
 const _: () = assert!(CLOSE_SUPERSEDED == CloseCode::POLICY_VIOLATION.as_u16());
 
@@ -188,8 +189,8 @@ impl Node {
             by_node,
             "connected to another node: closing with 1008"
         );
-        if let (Some(registry), Some(name)) = (self.registry(), cp.charge_point_identity()) {
-            registry.remove(name, &cp);
+        if let Some(registry) = self.registry() {
+            registry.remove(cp.identity(), &cp);
         }
         cp.close(CloseCode::POLICY_VIOLATION, "connected to another node");
     }
@@ -323,7 +324,7 @@ impl Executor for RegistryExecutor {
                     Ok(payload) => CommandOutcome::Result(payload),
                     Err(e) => error(ErrorCode::InternalError, format!("CALLRESULT: {e}")),
                 },
-                Ok(Err(CallError::CallError {
+                Ok(Err(CallFailure::ErrorResponse {
                     code,
                     description,
                     details,
@@ -333,22 +334,19 @@ impl Executor for RegistryExecutor {
                     details,
                 },
                 // Not sent: the caller may route it once more.
-                Ok(Err(CallError::NotConnected)) => CommandOutcome::NotConnected,
-                Ok(Err(CallError::Refused)) => error(
-                    ErrorCode::GenericError,
-                    "the CALL was not sent: the charge point's call queue is full".to_owned(),
-                ),
-                Ok(Err(CallError::WrongVersion)) => error(
-                    ErrorCode::GenericError,
-                    "the CALL was not sent: of another OCPP version".to_owned(),
-                ),
-                Ok(Err(CallError::InvalidResponse { description })) => error(
+                Ok(Err(CallFailure::NotConnected)) => CommandOutcome::NotConnected,
+                Ok(Err(CallFailure::InvalidResponse { description })) => error(
                     ErrorCode::GenericError,
                     format!("invalid CALLRESULT: {description}"),
                 ),
                 // Sent, and may have run, but no answer came: as a timeout (not NotConnected,
                 // which would let the caller send it again).
-                Ok(Err(_)) | Err(_) => CommandOutcome::Timeout,
+                Ok(Err(failure)) if failure.may_have_reached_peer() => CommandOutcome::Timeout,
+                Err(_) => CommandOutcome::Timeout,
+                Ok(Err(failure)) => error(
+                    ErrorCode::GenericError,
+                    format!("the CALL was not sent: {failure}"),
+                ),
             }
         })
     }
@@ -362,11 +360,10 @@ impl Remote for ClusterRemote {
         Box::pin(async move {
             let version = request.version();
             let action = request.action();
-            let payload = serde_json::to_string(&request).map_err(|e| CallError::CallError {
-                code: ErrorCode::InternalError,
-                description: format!("the request does not serialise: {e}"),
-                details: "{}".to_owned(),
-            })?;
+            let payload =
+                serde_json::to_string(&request).map_err(|e| CallFailure::InvalidRequest {
+                    description: format!("the request does not serialise: {e}"),
+                })?;
             let (timeout, options) = self.0.call_settings();
             match self
                 .0
@@ -375,7 +372,7 @@ impl Remote for ClusterRemote {
                 .await
             {
                 Ok(result) => Response::decode(version, action, &result, &options).map_err(|e| {
-                    CallError::InvalidResponse {
+                    CallFailure::InvalidResponse {
                         description: format!("{action}: {e}"),
                     }
                 }),
@@ -385,20 +382,20 @@ impl Remote for ClusterRemote {
     }
 }
 
-/// The cluster's answer as the registry's error.
-fn call_error(failure: CallFailure) -> CallError {
+/// The cluster's answer as a call's failure.
+fn call_error(failure: RoutedFailure) -> CallFailure {
     match failure {
-        CallFailure::CallError {
+        RoutedFailure::CallError {
             code,
             description,
             details,
-        } => CallError::CallError {
+        } => CallFailure::ErrorResponse {
             code: ErrorCode::parse(&code),
             description,
             details,
         },
-        CallFailure::NotConnected => CallError::NotConnected,
-        CallFailure::Timeout => CallError::Timeout,
-        _ => CallError::OwnerUnreachable,
+        RoutedFailure::NotConnected => CallFailure::NotConnected,
+        RoutedFailure::Timeout => CallFailure::Timeout,
+        _ => CallFailure::OwnerUnreachable,
     }
 }

@@ -10,19 +10,20 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use ocpp_server_core::{
-    CallOutcome, ChargePointIdentity, CloseCode, Closed, Connection, ConnectionConfig, Event,
-    MessageId, RefusalReason, Refused,
+    Answer, CallFailure, CallOutcome, CloseCode, Closed, Connection, ConnectionConfig, Event,
+    MessageId, RefusalReason, Rejection,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{oneshot, Notify};
 use tokio::time::Sleep;
 
 use crate::charge_point::{Command, Link, Settings};
-use crate::error::{CallError, SendError};
-use crate::handler::{AnswerKind, IncomingCall};
+use crate::error::SendError;
+use crate::handler::{Connecting, IncomingCall};
 use crate::hook::{Hook, Message, MessageEvent};
-use crate::{Answer, ChargePoint, ChargePoints, Handler, PeerCertificate, Upgrade};
-use crate::{Request, Response};
+use crate::handler::PeerCertificate;
+use crate::{ChargePoint, ChargePoints, Handler, Session};
+use ocpp_messages::Request;
 
 /// Bytes read per `read` call: on the thread's stack, never in the connection's memory.
 const READ_CHUNK: usize = 8 * 1024;
@@ -135,7 +136,7 @@ impl<H> Shared<H> {
 /// A CALL of ours waiting for its outcome.
 struct Waiter {
     id: MessageId<'static>,
-    reply: oneshot::Sender<Result<Response, CallError>>,
+    reply: oneshot::Sender<CallOutcome>,
 }
 
 /// The connection task: a future that ends when the connection is over.
@@ -147,8 +148,13 @@ pub(crate) struct Driver<S, H: Handler> {
     link: Arc<Link>,
     certificate: Option<PeerCertificate>,
     sleep: Pin<Box<Sleep>>,
-    identity: Option<ChargePointIdentity>,
-    upgrade: Option<BoxFuture<Upgrade>>,
+    /// Once the upgrade is requested: the identity, for logs and the hook.
+    identity: Option<ocpp_server_core::ChargePointIdentity>,
+    upgrade: Option<BoxFuture<Result<H::State, Rejection>>>,
+    /// The application's state for this connection, from the upgrade decision.
+    state: Option<Arc<H::State>>,
+    /// Once connected: the handle and the state, as the handlers get them.
+    session: Option<Session<H::State>>,
     answer: Option<(MessageId<'static>, BoxFuture<Answer>)>,
     sends: VecDeque<BoxFuture<()>>,
     waiters: Vec<Waiter>,
@@ -193,6 +199,8 @@ where
             sleep,
             identity: None,
             upgrade: None,
+            state: None,
+            session: None,
             answer: None,
             sends: VecDeque::new(),
             waiters: Vec::new(),
@@ -234,12 +242,7 @@ where
                         self.waiters.push(Waiter { id, reply });
                     }
                     Err(refused) => {
-                        let error = match refused.reason {
-                            RefusalReason::WrongVersion => CallError::WrongVersion,
-                            RefusalReason::QueueFull => CallError::Refused,
-                            _ => CallError::NotConnected,
-                        };
-                        let _ = reply.send(Err(error));
+                        let _ = reply.send(Err(CallFailure::from(refused.reason)));
                     }
                 }
             }
@@ -309,10 +312,11 @@ where
             if let Poll::Ready(decision) = upgrade.as_mut().poll(cx) {
                 self.upgrade = None;
                 progressed = true;
-                let result = match decision {
-                    Upgrade::Accept => self.conn.accept(now),
-                    Upgrade::Reject { status } => self.conn.reject(now, status),
-                };
+                let decision = decision.map(|state| self.state = Some(Arc::new(state)));
+                if let Err(rejection) = &decision {
+                    tracing::info!(identity = ?self.identity, %rejection, "upgrade refused");
+                }
+                let result = self.conn.decide(now, decision);
                 if result.is_err() {
                     tracing::debug!("upgrade decision after the handshake ended");
                 }
@@ -341,34 +345,25 @@ where
         progressed
     }
 
+    /// The handler's answer, through the core's answer rule (which owns what happens when it
+    /// cannot be sent as given).
     fn respond(&mut self, now: Instant, id: MessageId<'static>, answer: Answer) {
-        match answer.0 {
-            AnswerKind::Result(response) => {
-                if self.shared.hook.is_some() {
-                    self.hook(&id, Message::ResultOut(&response));
-                }
-                if let Err(Refused { reason, .. }) = self.conn.respond(now, &id, response) {
-                    // Of another version, or not serialisable: the charge point still gets
-                    // its one answer.
-                    tracing::warn!(
-                        identity = self.identity.as_ref().map_or("", |i| i.as_str()),
-                        "answer refused by the core ({reason}); sending InternalError",
-                    );
-                    let description = reason.to_string();
-                    let code = ocpp_server_core::ErrorCode::InternalError;
-                    let _ = self.conn.respond_error(now, &id, code, &description);
-                }
-            }
-            AnswerKind::Error { code, description } => {
-                if self.shared.hook.is_some() {
-                    let message = Message::ErrorOut {
-                        code: &code,
-                        description: &description,
-                    };
-                    self.hook(&id, message);
-                }
-                let _ = self.conn.respond_error(now, &id, code, &description);
-            }
+        if self.shared.hook.is_some() {
+            let message = match &answer {
+                Answer::Result(response) => Message::ResultOut(response),
+                Answer::Error(error) => Message::ErrorOut {
+                    code: &error.code,
+                    description: &error.description,
+                },
+                _ => Message::ErrorOut {
+                    code: &ocpp_server_core::ErrorCode::InternalError,
+                    description: "",
+                },
+            };
+            self.hook(&id, message);
+        }
+        if let Err(error) = self.conn.answer(now, &id, answer) {
+            tracing::warn!(identity = ?self.identity, "answer: {error}");
         }
     }
 
@@ -389,66 +384,39 @@ where
             Event::UpgradeRequested(request) => {
                 self.identity = Some(request.identity.clone());
                 let handler = self.shared.handler.clone();
-                let certificate = self.certificate.clone();
-                self.upgrade = Some(Box::pin(async move {
-                    handler.on_upgrade(&request, certificate.as_ref()).await
-                }));
+                let connecting = Connecting::new(request, self.certificate.take());
+                self.upgrade = Some(Box::pin(
+                    async move { handler.on_upgrade(connecting).await },
+                ));
             }
             Event::Connected { version } => self.on_connected(now, version),
             Event::Call { id, request } => {
                 if self.shared.hook.is_some() {
                     self.hook(&id, Message::CallIn(&request));
                 }
+                let Some(session) = self.session.clone() else {
+                    let answer = Answer::not_supported(request.action());
+                    return self.respond(now, id, answer);
+                };
                 let handler = self.shared.handler.clone();
-                let cp = self.cp();
                 let call = IncomingCall::new(id.clone(), request);
                 let answer: BoxFuture<Answer> =
-                    Box::pin(async move { handler.on_call(&cp, call).await });
+                    Box::pin(async move { handler.on_call(&session, call).await });
                 self.answer = Some((id, answer));
             }
             Event::Send { id, request } => {
                 if self.shared.hook.is_some() {
                     self.hook(&id, Message::SendIn(&request));
                 }
+                let Some(session) = self.session.clone() else {
+                    return;
+                };
                 let handler = self.shared.handler.clone();
-                let cp = self.cp();
                 let send = IncomingCall::new(id, request);
                 self.sends
-                    .push_back(Box::pin(async move { handler.on_send(&cp, send).await }));
+                    .push_back(Box::pin(async move { handler.on_send(&session, send).await }));
             }
-            Event::CallCompleted { id, outcome, .. } => {
-                let result = match outcome {
-                    CallOutcome::Result(response) => Ok(response),
-                    CallOutcome::Error {
-                        code,
-                        description,
-                        details,
-                    } => Err(CallError::CallError {
-                        code,
-                        description,
-                        details,
-                    }),
-                    CallOutcome::Timeout => Err(CallError::Timeout),
-                    CallOutcome::InvalidResult { description } => {
-                        Err(CallError::InvalidResponse { description })
-                    }
-                    _ => Err(CallError::InvalidResponse {
-                        description: "an outcome this driver does not know".into(),
-                    }),
-                };
-                if self.shared.hook.is_some() {
-                    self.hook(&id, Message::OutcomeIn(&result));
-                }
-                if let Some(at) = self
-                    .waiters
-                    .iter()
-                    .position(|w| w.id.as_str() == id.as_str())
-                {
-                    let waiter = self.waiters.swap_remove(at);
-                    let _ = waiter.reply.send(result);
-                }
-                // Else its caller gave up (the per-connection call timeout) or went away.
-            }
+            Event::CallCompleted { id, outcome, .. } => self.complete(&id, outcome),
             Event::UnmatchedResponse { id } => {
                 tracing::debug!(id = id.as_str(), "answer to no CALL of ours");
             }
@@ -460,8 +428,9 @@ where
                 );
             }
             Event::Closed(closed) => {
-                for waiter in self.waiters.drain(..) {
-                    let _ = waiter.reply.send(Err(CallError::Disconnected));
+                // Each CALL left over ends as the core says: sent (it may have run) or not.
+                for call in &closed.unanswered_outgoing {
+                    self.complete(&call.id, Err(call.failure()));
                 }
                 self.closed = Some(closed);
             }
@@ -469,14 +438,30 @@ where
         }
     }
 
+    /// Hands the outcome of our CALL `id` to its caller (if it still waits).
+    fn complete(&mut self, id: &MessageId<'static>, outcome: CallOutcome) {
+        if self.shared.hook.is_some() {
+            self.hook(id, Message::OutcomeIn(&outcome));
+        }
+        if let Some(at) = self
+            .waiters
+            .iter()
+            .position(|w| w.id.as_str() == id.as_str())
+        {
+            let waiter = self.waiters.swap_remove(at);
+            let _ = waiter.reply.send(outcome);
+        }
+    }
+
     fn on_connected(&mut self, now: Instant, version: ocpp_server_core::OcppVersion) {
-        let Some(identity) = self.identity.clone() else {
+        let (Some(identity), Some(state)) = (self.identity.clone(), self.state.take()) else {
             return;
         };
-        let _ = self.link.info.set((identity.clone(), version));
         self.link
             .init_settings(Settings::from_config(self.conn.config()));
-        let cp = self.cp();
+        let cp = ChargePoint::new(self.link.clone(), identity.clone(), version);
+        let session = Session::new(cp.clone(), state);
+        self.session = Some(session.clone());
         let draining = self.shared.draining.load(Ordering::Acquire);
         #[cfg(feature = "redis")]
         let replaced = match &self.shared.cluster {
@@ -486,10 +471,10 @@ where
                 self.claim = claim;
                 replaced
             }
-            None => self.shared.registry.register(identity, cp.clone()),
+            None => self.shared.registry.register(identity, cp),
         };
         #[cfg(not(feature = "redis"))]
-        let replaced = self.shared.registry.register(identity, cp.clone());
+        let replaced = self.shared.registry.register(identity, cp);
         if let Some(old) = replaced {
             // ocpp-go #314/#358, SteVe #357: the newer connection wins.
             old.close(
@@ -503,7 +488,7 @@ where
             self.conn.close(now, code, reason);
         }
         let handler = self.shared.handler.clone();
-        tokio::spawn(async move { handler.on_connect(cp).await });
+        tokio::spawn(async move { handler.on_connect(session).await });
     }
 
     // ---- the stream ----
@@ -564,10 +549,11 @@ where
             return;
         }
         self.finish();
-        if let (true, Some(closed)) = (self.registered, self.closed.take()) {
+        if let (true, Some(session), Some(closed)) =
+            (self.registered, self.session.take(), self.closed.take())
+        {
             let handler = self.shared.handler.clone();
-            let cp = self.cp();
-            tokio::spawn(async move { handler.on_close(&cp, &closed).await });
+            tokio::spawn(async move { handler.on_close(session, *closed).await });
         }
     }
 }
@@ -648,10 +634,6 @@ where
 }
 
 impl<S, H: Handler> Driver<S, H> {
-    fn cp(&self) -> ChargePoint {
-        ChargePoint::new(self.link.clone())
-    }
-
     // ---- the end ----
 
     /// Frees everything the connection held; the handles see it as gone (the socket may
@@ -664,7 +646,7 @@ impl<S, H: Handler> Driver<S, H> {
         for command in self.link.close() {
             match command {
                 Command::Call { reply, .. } => {
-                    let _ = reply.send(Err(CallError::NotConnected));
+                    let _ = reply.send(Err(CallFailure::NotConnected));
                 }
                 Command::Send { reply, .. } => {
                     let _ = reply.send(Err(SendError::NotConnected));
@@ -672,16 +654,19 @@ impl<S, H: Handler> Driver<S, H> {
                 _ => {}
             }
         }
+        // Only when the task is dropped without its `Closed` event (the runtime shut down):
+        // the CALLs may have been written.
         for waiter in self.waiters.drain(..) {
-            let _ = waiter.reply.send(Err(CallError::Disconnected));
+            let _ = waiter.reply.send(Err(CallFailure::Disconnected));
         }
         for (_, reply) in self.send_retry.drain(..) {
             let _ = reply.send(Err(SendError::NotConnected));
         }
-        let cp = self.cp();
-        if self.registered {
-            if let Some(identity) = &self.identity {
-                self.shared.registry.remove(identity, &cp);
+        if let (true, Some(session)) = (self.registered, &self.session) {
+            let cp = session.charge_point();
+            let identity = cp.identity();
+            {
+                self.shared.registry.remove(identity, cp);
                 #[cfg(feature = "redis")]
                 if let (Some(node), Some(ticket)) = (&self.shared.cluster, self.claim.take()) {
                     node.disconnect(identity.as_str(), ticket);

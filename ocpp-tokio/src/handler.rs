@@ -1,15 +1,24 @@
-//! What the application writes: a [`Handler`] with only the methods it needs.
+//! What the application writes: a [`Handler`] with only the methods it needs, and what it
+//! is handed (a [`Connecting`] charge point, an [`IncomingCall`]).
 
 use std::future::Future;
 
-use ocpp_messages::{Request, RequestRef, Response};
-use ocpp_server_core::{Closed, ErrorCode, MessageId, OcppVersion, UpgradeRequest};
+use ocpp_frame::handshake::BasicCredentials;
+use ocpp_messages::{Request, RequestRef};
+use ocpp_server_core::{
+    Answer, ChargePointIdentity, Closed, MessageId, OcppVersion, Rejection, UpgradeRequest,
+};
 use rustls::pki_types::CertificateDer;
 
-use crate::ChargePoint;
+pub use crate::session::Session;
 
-/// The application's side of every connection. Every method has a default, so an
-/// implementation names only what it serves (like `@on("BootNotification")` in Python `ocpp`).
+/// The application's side of every connection, untyped: the [`Router`](crate::Router) is
+/// one (typed, an async function per action); implement this trait directly for what a
+/// router does not cover. Every method but [`on_upgrade`](Self::on_upgrade) has a default.
+///
+/// Each connection has a [`State`](Self::State) of the application's own, made by
+/// `on_upgrade` before the upgrade completes (so before any CALL of that connection), reached
+/// by every method through the [`Session`], and handed back to `on_close`.
 ///
 /// Methods run while the connection keeps serving pings, timeouts and the results of its own
 /// CALLs: [`on_call`](Self::on_call) and [`on_send`](Self::on_send) are polled by the
@@ -17,93 +26,132 @@ use crate::ChargePoint;
 /// in tasks of their own. Implement them with `async fn`.
 ///
 /// ```
-/// use ocpp_tokio::{v1_6, v2_0_1, Answer, ChargePoint, DateTime, Handler, IncomingCall};
+/// use ocpp_tokio::{v1_6, Answer, Connecting, DateTime, Handler, IncomingCall, Rejection, Session};
 /// use ocpp_tokio::RequestRef;
 ///
 /// struct Csms;
 ///
 /// impl Handler for Csms {
-///     async fn on_call(&self, _cp: &ChargePoint, call: IncomingCall) -> Answer {
+///     type State = ();
+///
+///     async fn on_upgrade(&self, connecting: Connecting) -> Result<(), Rejection> {
+///         match connecting.identity().as_str().starts_with("CP") {
+///             true => Ok(()),
+///             false => Err(Rejection::NOT_FOUND),
+///         }
+///     }
+///
+///     async fn on_call(&self, _: &Session<()>, call: IncomingCall) -> Answer {
 ///         match call.view() {
 ///             RequestRef::V1_6(v1_6::Request::Heartbeat(_)) => {
 ///                 Answer::result(v1_6::HeartbeatResponse::new(DateTime::now()))
 ///             }
-///             RequestRef::V2_0_1(v2_0_1::Request::Heartbeat(_)) => {
-///                 Answer::result(v2_0_1::HeartbeatResponse::new(DateTime::now()))
-///             }
-///             _ => Answer::not_supported(),
+///             _ => Answer::not_supported(call.action()),
 ///         }
 ///     }
 /// }
 /// ```
 pub trait Handler: Send + Sync + 'static {
-    /// A charge point asks to connect: accept it, or refuse with an HTTP status (401 for bad
-    /// Basic credentials, security profiles 1 and 2; 404 for an unknown identity; 403 when a
-    /// client certificate's subject does not match, profile 3). Runs within the handshake
-    /// deadline. The default accepts every charge point.
+    /// What the application keeps for each connection (`()` for nothing).
+    type State: Send + Sync + 'static;
+
+    /// A charge point asks to connect: accept it with its state, or refuse with an HTTP status
+    /// ([`Rejection::UNAUTHORIZED`] for bad Basic credentials, security profiles 1 and 2;
+    /// [`Rejection::NOT_FOUND`] for an unknown identity; [`Rejection::FORBIDDEN`] when a client
+    /// certificate does not match, profile 3). Runs within the handshake deadline.
     fn on_upgrade(
         &self,
-        request: &UpgradeRequest,
-        certificate: Option<&PeerCertificate>,
-    ) -> impl Future<Output = Upgrade> + Send {
-        let _ = (request, certificate);
-        async { Upgrade::Accept }
-    }
+        connecting: Connecting,
+    ) -> impl Future<Output = Result<Self::State, Rejection>> + Send;
 
     /// The charge point is connected and registered (its handle is in
     /// [`ChargePoints`](crate::ChargePoints)); runs in a task of its own, so it may call the
-    /// charge point and wait.
-    fn on_connect(&self, cp: ChargePoint) -> impl Future<Output = ()> + Send {
-        let _ = cp;
+    /// charge point and wait. CALLs of the charge point may be handled meanwhile.
+    fn on_connect(&self, session: Session<Self::State>) -> impl Future<Output = ()> + Send {
+        let _ = session;
         async {}
     }
 
-    /// A CALL from the charge point; the answer goes out when the future completes. The
-    /// charge point's next CALL waits until then (OCPP-J: one at a time). The default answers
-    /// `NotSupported` (the action is known: an unknown one never reaches the handler, the
-    /// core answers it `NotImplemented`).
-    fn on_call(&self, cp: &ChargePoint, call: IncomingCall) -> impl Future<Output = Answer> + Send {
-        let _ = (cp, call);
-        async { Answer::not_supported() }
+    /// A CALL from the charge point; the answer goes out when the future completes, through
+    /// the core's answer rule (an answer of another action or version than the CALL's goes
+    /// out as CALLERROR `InternalError`). The charge point's next CALL waits until then
+    /// (OCPP-J: one at a time). The default answers `NotSupported` (the action is known: an
+    /// unknown one never reaches the handler, the core answers it `NotImplemented`).
+    fn on_call(
+        &self,
+        session: &Session<Self::State>,
+        call: IncomingCall,
+    ) -> impl Future<Output = Answer> + Send {
+        let _ = session;
+        async move { Answer::not_supported(call.action()) }
     }
 
     /// A SEND from the charge point (OCPP 2.1, e.g. NotifyPeriodicEventStream): never
     /// answered. SENDs of one connection are handled one after the other, in order.
-    fn on_send(&self, cp: &ChargePoint, send: IncomingCall) -> impl Future<Output = ()> + Send {
-        let _ = (cp, send);
+    fn on_send(
+        &self,
+        session: &Session<Self::State>,
+        send: IncomingCall,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (session, send);
         async {}
     }
 
     /// The connection of a charge point that had connected is over; runs in a task of its
-    /// own. `closed` says why and lists what was left unanswered. When a newer connection
-    /// replaced this one, the identity is already the newer one's: `charge_points.get(id) ==
-    /// Some(cp)` tells whether `cp` still held it.
-    fn on_close(&self, cp: &ChargePoint, closed: &Closed) -> impl Future<Output = ()> + Send {
-        let _ = (cp, closed);
+    /// own, with the connection's state. `closed` says why and lists what was left unanswered.
+    /// When a newer connection replaced this one, the identity is already the newer one's:
+    /// `charge_points.get(id) == Some(cp)` tells whether this one still held it.
+    fn on_close(
+        &self,
+        session: Session<Self::State>,
+        closed: Closed,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (session, closed);
         async {}
     }
 }
 
-/// The upgrade decision of [`Handler::on_upgrade`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Upgrade {
-    /// Complete the WebSocket upgrade.
-    Accept,
-    /// Refuse with this HTTP status (e.g. [`Upgrade::UNAUTHORIZED`]).
-    Reject {
-        /// The HTTP status sent.
-        status: u16,
-    },
+/// A charge point asking to connect, as [`Handler::on_upgrade`] sees it: its upgrade request
+/// and, over TLS, its client certificate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Connecting {
+    request: Box<UpgradeRequest>,
+    certificate: Option<PeerCertificate>,
 }
 
-impl Upgrade {
-    /// 401: missing or bad Basic credentials (security profiles 1 and 2).
-    pub const UNAUTHORIZED: Upgrade = Upgrade::Reject { status: 401 };
-    /// 403: the client certificate does not belong to this identity (security profile 3).
-    pub const FORBIDDEN: Upgrade = Upgrade::Reject { status: 403 };
-    /// 404: unknown identity (OCPP-J §3.1: SHOULD).
-    pub const NOT_FOUND: Upgrade = Upgrade::Reject { status: 404 };
+impl Connecting {
+    pub(crate) fn new(request: Box<UpgradeRequest>, certificate: Option<PeerCertificate>) -> Self {
+        Connecting {
+            request,
+            certificate,
+        }
+    }
+
+    /// The identity from the last path segment, percent-decoded.
+    pub fn identity(&self) -> &ChargePointIdentity {
+        &self.request.identity
+    }
+
+    /// The version the connection will speak if accepted; `None` when no offered subprotocol
+    /// is supported (accepting then completes the handshake and closes, as OCPP-J asks).
+    pub fn version(&self) -> Option<OcppVersion> {
+        self.request.version
+    }
+
+    /// `Authorization: Basic` credentials (security profiles 1 and 2), if sent.
+    pub fn credentials(&self) -> Option<&BasicCredentials> {
+        self.request.credentials.as_ref()
+    }
+
+    /// The client certificate the TLS layer verified (security profile 3), if any.
+    pub fn certificate(&self) -> Option<&PeerCertificate> {
+        self.certificate.as_ref()
+    }
+
+    /// The whole upgrade request (path, query, subprotocols offered).
+    pub fn request(&self) -> &UpgradeRequest {
+        &self.request
+    }
 }
 
 /// The client certificate a charge point presented over TLS (security profile 3).
@@ -185,78 +233,58 @@ impl IncomingCall {
     pub fn into_request(self) -> Request {
         self.request
     }
-}
 
-/// How a CALL is answered: a CALLRESULT or a CALLERROR.
-///
-/// ```
-/// use ocpp_tokio::{v1_6, Answer, DateTime, ErrorCode};
-/// let now = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
-/// let ok = Answer::result(v1_6::HeartbeatResponse::new(now));
-/// let refused = Answer::error(ErrorCode::SecurityError, "not accepted yet");
-/// assert!(ok.is_result() && !refused.is_result());
-/// ```
-#[derive(Debug, Clone, PartialEq)]
-pub struct Answer(pub(crate) AnswerKind);
-
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum AnswerKind {
-    Result(Response),
-    Error {
-        code: ErrorCode,
-        description: String,
-    },
-}
-
-impl Answer {
-    /// A CALLRESULT with this payload: a generated response (`v1_6::HeartbeatResponse`), a
-    /// version's response enum, or a [`Response`].
-    pub fn result(response: impl Into<Response>) -> Self {
-        Answer(AnswerKind::Result(response.into()))
-    }
-
-    /// A CALLERROR with this code (spelled for the connection's version) and description.
-    pub fn error(code: ErrorCode, description: impl Into<String>) -> Self {
-        Answer(AnswerKind::Error {
-            code,
-            description: description.into(),
-        })
-    }
-
-    /// CALLERROR `NotSupported`: the action is known but this CSMS does not serve it.
-    pub fn not_supported() -> Self {
-        Answer::error(ErrorCode::NotSupported, "")
-    }
-
-    /// Whether this is a CALLRESULT.
-    pub fn is_result(&self) -> bool {
-        matches!(self.0, AnswerKind::Result(_))
+    /// The id and the payload, owned.
+    pub fn into_parts(self) -> (MessageId<'static>, Request) {
+        (self.id, self.request)
     }
 }
 
 /// A shared handler (the application keeps a clone to reach its state).
 impl<H: Handler> Handler for std::sync::Arc<H> {
+    type State = H::State;
+
     fn on_upgrade(
         &self,
-        request: &UpgradeRequest,
-        certificate: Option<&PeerCertificate>,
-    ) -> impl Future<Output = Upgrade> + Send {
-        (**self).on_upgrade(request, certificate)
+        connecting: Connecting,
+    ) -> impl Future<Output = Result<Self::State, Rejection>> + Send {
+        (**self).on_upgrade(connecting)
     }
 
-    fn on_connect(&self, cp: ChargePoint) -> impl Future<Output = ()> + Send {
-        (**self).on_connect(cp)
+    fn on_connect(&self, session: Session<Self::State>) -> impl Future<Output = ()> + Send {
+        (**self).on_connect(session)
     }
 
-    fn on_call(&self, cp: &ChargePoint, call: IncomingCall) -> impl Future<Output = Answer> + Send {
-        (**self).on_call(cp, call)
+    fn on_call(
+        &self,
+        session: &Session<Self::State>,
+        call: IncomingCall,
+    ) -> impl Future<Output = Answer> + Send {
+        (**self).on_call(session, call)
     }
 
-    fn on_send(&self, cp: &ChargePoint, send: IncomingCall) -> impl Future<Output = ()> + Send {
-        (**self).on_send(cp, send)
+    fn on_send(
+        &self,
+        session: &Session<Self::State>,
+        send: IncomingCall,
+    ) -> impl Future<Output = ()> + Send {
+        (**self).on_send(session, send)
     }
 
-    fn on_close(&self, cp: &ChargePoint, closed: &Closed) -> impl Future<Output = ()> + Send {
-        (**self).on_close(cp, closed)
+    fn on_close(
+        &self,
+        session: Session<Self::State>,
+        closed: Closed,
+    ) -> impl Future<Output = ()> + Send {
+        (**self).on_close(session, closed)
+    }
+}
+
+/// The default handler: accepts every charge point, answers every CALL `NotSupported`.
+impl Handler for () {
+    type State = ();
+
+    async fn on_upgrade(&self, _: Connecting) -> Result<(), Rejection> {
+        Ok(())
     }
 }

@@ -3,9 +3,7 @@
 use std::sync::Arc;
 
 use ocpp_messages::{Request, Response};
-use ocpp_server_core::{ErrorCode, MessageId};
-
-use crate::CallError;
+use ocpp_server_core::{CallOutcome, ErrorCode, MessageId};
 
 /// The hook's type: see [`ServerBuilder::on_message`](crate::ServerBuilder::on_message).
 pub(crate) type Hook = Arc<dyn Fn(&MessageEvent<'_>) + Send + Sync>;
@@ -42,7 +40,7 @@ pub enum Message<'a> {
     CallOut(&'a Request),
     /// In: how our CALL ended, as its caller sees it (a result, a CALLERROR, a timeout, an
     /// answer that does not decode).
-    OutcomeIn(&'a Result<Response, CallError>),
+    OutcomeIn(&'a CallOutcome),
     /// Out: our SEND (OCPP 2.1).
     SendOut(&'a Request),
 }

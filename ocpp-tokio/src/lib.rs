@@ -1,19 +1,28 @@
 //! OCPP-J for tokio: serve charge points (OCPP 1.6, 2.0.1, 2.1 over WebSocket), answer their
-//! CALLs with handlers, and call them with typed, awaitable requests.
+//! CALLs with typed handlers, and call them with typed, awaitable requests.
 //!
 //! The I/O half over the Sans-IO [`ocpp_server_core`], as quinn is to quinn-proto: one task
-//! per connection drives an [`ocpp_server_core::Connection`]; all protocol rules stay in the
-//! core. The pieces:
+//! per connection drives an [`ocpp_server_core::Connection`]; every protocol rule stays in the
+//! core, including the rules around a call (an answer checked against its CALL, what a call's
+//! outcome means). The crate, by concept:
 //!
-//! - [`Server`] (built by [`ServerBuilder`]): listens, TLS optionally (security profiles 2
-//!   and 3), graceful shutdown (1001 to every connection, bounded);
-//! - [`Handler`]: what the application writes, only the methods it needs;
-//! - [`ChargePoints`]: the registry of connected charge points (newer connection wins), with a
-//!   [`Remote`] seam for a cluster; with the feature `redis`, `ServerBuilder::cluster` makes
-//!   the server a node of `ocpp-cluster`'s cluster on Redis (claims, takeover with 1008, calls
-//!   routed to the node holding the charge point, drain on shutdown);
-//! - [`ChargePoint`]: a handle to one connection: [`ChargePoint::call`] returns the action's
-//!   typed response or a [`CallError`] that says exactly what happened.
+//! - **the server** ([`server`]): [`Server`] (a listener, built by [`ServerBuilder`]) and
+//!   [`Service`](server::Service) (streams you accept yourself); TLS (security profiles 2 and 3),
+//!   graceful shutdown (1001 to every connection, bounded);
+//! - **the application** ([`router`], [`handler`]): a [`Router`] with one typed async function
+//!   per action, or a [`Handler`] for what is not routed; each connection has a [`Session`]
+//!   holding the application's per-connection state, made when the charge point
+//!   [connects](Connecting);
+//! - **the charge points** ([`registry`]): [`ChargePoints`] (who is connected; newer connection
+//!   wins) and [`ChargePoint`] handles whose [`call`](ChargePoint::call) returns the action's
+//!   typed response or a [`CallFailure`] that says what happened and whether the CALL may have
+//!   reached the charge point;
+//! - **a cluster** (feature `redis`): [`ServerBuilder::cluster`] makes the server a node of
+//!   `ocpp-cluster`'s cluster on Redis (claims, takeover with 1008, calls routed to the node
+//!   holding the charge point, drain on shutdown); [`registry::Remote`] is the seam for your own;
+//! - **the message hook** ([`hook`]): one function for every message in and out;
+//! - **the protocol** ([`ocpp`]): the types of the layers below (payloads per version, the
+//!   answer and outcome types, identities, close codes, configuration).
 //!
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
@@ -27,30 +36,43 @@ mod charge_point;
 mod cluster;
 mod driver;
 mod error;
-mod handler;
-mod hook;
-mod registry;
-mod server;
+pub mod handler;
+pub mod hook;
+pub mod registry;
+pub mod router;
+pub mod server;
+mod session;
 mod typed;
 
-pub use charge_point::{ChargePoint, Settings};
-pub use error::{CallError, SendError, ServerError};
-pub use handler::{Answer, Handler, IncomingCall, PeerCertificate, Upgrade};
-pub use hook::{Message, MessageEvent};
-pub use registry::{ChargePoints, Remote, RemoteCall};
+/// The protocol types of the layers below, in one place: the typed payloads of each version,
+/// the answer rule's and the call outcome's types, identities, close codes and the connection
+/// settings.
+pub mod ocpp {
+    pub use ocpp_frame::handshake::BasicCredentials;
+    pub use ocpp_messages::{Request, RequestRef, Response, ResponseRef};
+    pub use ocpp_server_core::{
+        v1_6, v2_0_1, v2_1, Answer, CallFailure, CallOutcome, ChargePointIdentity, CloseCode,
+        CloseReason, Closed, ConnectionConfig, DateTime, Delivery, ErrorAnswer, ErrorCode,
+        MessageId, OcppVersion, Rejection, UpgradeRequest,
+    };
+}
+
+// The server.
 pub use server::{Server, ServerBuilder};
-pub use typed::{ResponseOf, TypedCall};
+// The application.
+pub use handler::{Connecting, Handler, IncomingCall};
+pub use router::{Reply, Router};
+pub use session::Session;
+// The charge points.
+pub use registry::{ChargePoint, ChargePoints};
+// What every program names.
+pub use ocpp::{
+    v1_6, v2_0_1, v2_1, Answer, CallFailure, ConnectionConfig, DateTime, ErrorAnswer, ErrorCode,
+    OcppVersion, Rejection,
+};
 
 /// The cluster protocol on Redis that [`ServerBuilder::cluster`] plugs in (feature `redis`).
 #[cfg(feature = "redis")]
 pub use ocpp_cluster;
-pub use ocpp_frame::handshake::BasicCredentials;
-pub use ocpp_messages::{Request, RequestRef, Response, ResponseRef};
-pub use ocpp_server_core::{
-    v1_6, v2_0_1, v2_1, ChargePointIdentity, CloseCode, CloseReason, Closed, ConnectionConfig,
-    DateTime, ErrorCode, MessageId, OcppVersion, UpgradeRequest,
-};
+/// The TLS library of [`ServerBuilder::tls`].
 pub use rustls;
-
-/// The default handler: accepts every charge point, answers every CALL `NotSupported`.
-impl Handler for () {}

@@ -1,4 +1,6 @@
-//! Which charge points are connected: the registry handle, and the seam a cluster plugs into.
+//! The charge points: which are connected ([`ChargePoints`]), a handle to each
+//! ([`ChargePoint`]) with its run-time [`Settings`], and the seam a cluster plugs into
+//! ([`Remote`]).
 
 use std::fmt;
 use std::future::Future;
@@ -8,31 +10,35 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use ocpp_messages::{Request, Response};
 use ocpp_server_core::{ChargePointIdentity, IdentityTable};
 
-use crate::error::CallError;
-use crate::typed::{ResponseOf, TypedCall};
-use crate::ChargePoint;
+use ocpp_server_core::CallFailure;
+
+pub use crate::charge_point::{ChargePoint, Settings};
+pub use crate::error::SendError;
+pub use crate::typed::{ResponseOf, TypedCall};
 
 /// The future a [`Remote`] returns.
-pub type RemoteCall<'a> = Pin<Box<dyn Future<Output = Result<Response, CallError>> + Send + 'a>>;
+pub type RemoteCall<'a> = Pin<Box<dyn Future<Output = Result<Response, CallFailure>> + Send + 'a>>;
 
-/// Serves [`ChargePoints::call`] for identities not connected to this server: e.g. a cluster
+/// Serves [`ChargePoints::call`] and [`ChargePoints::call_raw`] for identities not connected
+/// to this server: e.g. a cluster
 /// that routes the CALL to the node holding the charge point.
 ///
 /// ```
-/// use ocpp_tokio::{CallError, Remote, RemoteCall, Request};
+/// use ocpp_tokio::registry::{Remote, RemoteCall};
+/// use ocpp_tokio::{CallFailure, Request};
 ///
 /// /// A node alone: nobody else holds charge points.
 /// struct Alone;
 ///
 /// impl Remote for Alone {
 ///     fn call<'a>(&'a self, _identity: &'a str, _request: Request) -> RemoteCall<'a> {
-///         Box::pin(async { Err(CallError::NotConnected) })
+///         Box::pin(async { Err(CallFailure::NotConnected) })
 ///     }
 /// }
 /// ```
 pub trait Remote: Send + Sync + 'static {
     /// Sends `request` to the charge point `identity` held elsewhere and waits for its answer;
-    /// [`CallError::NotConnected`] when nobody holds it.
+    /// [`CallFailure::NotConnected`] when nobody holds it.
     fn call<'a>(&'a self, identity: &'a str, request: Request) -> RemoteCall<'a>;
 }
 
@@ -157,36 +163,21 @@ impl ChargePoints {
         all.into_iter()
     }
 
-    /// Sends a CALL to `identity` wherever it is connected: here, or through the [`Remote`]
-    /// given to [`ServerBuilder::remote`](crate::ServerBuilder::remote) (or the cluster of
+    /// Sends a typed CALL to `identity` wherever it is connected, and waits for the action's
+    /// typed response, as [`ChargePoint::call`] does: here, or through the [`Remote`] given to
+    /// [`ServerBuilder::remote`](crate::ServerBuilder::remote) (or the cluster of
     /// `ServerBuilder::cluster`, feature `redis`: the CALL goes to the node that holds the
-    /// charge point, which decodes it for its connection's version; the answer is decoded as
-    /// `request`'s version).
+    /// charge point).
     ///
     /// # Errors
-    /// [`CallError::NotConnected`] when nobody holds it; otherwise what the call met (through a
-    /// cluster also [`CallError::OwnerUnreachable`]).
-    pub async fn call(&self, identity: &str, request: Request) -> Result<Response, CallError> {
-        if let Some(cp) = self.get(identity) {
-            return cp.call_raw(request).await;
-        }
-        match &self.inner.remote {
-            Some(remote) => remote.call(identity, request).await,
-            None => Err(CallError::NotConnected),
-        }
-    }
-
-    /// [`ChargePoints::call`] typed by the action, like [`ChargePoint::call`]: the answer is the
-    /// action's response, wherever the charge point is connected.
-    ///
-    /// # Errors
-    /// As [`ChargePoints::call`]; [`CallError::WrongVersion`] when the answer is of another
-    /// version than the request.
-    pub async fn call_typed<R: TypedCall>(
+    /// [`CallFailure::NotConnected`] when nobody holds it; otherwise what the call met (through
+    /// a cluster also [`CallFailure::OwnerUnreachable`]); [`CallFailure::WrongVersion`] when
+    /// the charge point speaks another version than the request's.
+    pub async fn call<R: TypedCall>(
         &self,
         identity: &str,
         request: R,
-    ) -> Result<ResponseOf<R>, CallError> {
+    ) -> Result<ResponseOf<R>, CallFailure> {
         if let Some(cp) = self.get(identity) {
             return cp.call(request).await;
         }
@@ -195,7 +186,23 @@ impl ChargePoints {
                 let response = remote.call(identity, request.into_any_request()).await?;
                 R::from_response(response)
             }
-            None => Err(CallError::NotConnected),
+            None => Err(CallFailure::NotConnected),
+        }
+    }
+
+    /// [`ChargePoints::call`] untyped, like [`ChargePoint::call_raw`]: a request of any
+    /// action and version (through a cluster, the holding node decodes it for its
+    /// connection's version; the answer is decoded as `request`'s version).
+    ///
+    /// # Errors
+    /// As [`ChargePoints::call`].
+    pub async fn call_raw(&self, identity: &str, request: Request) -> Result<Response, CallFailure> {
+        if let Some(cp) = self.get(identity) {
+            return cp.call_raw(request).await;
+        }
+        match &self.inner.remote {
+            Some(remote) => remote.call(identity, request).await,
+            None => Err(CallFailure::NotConnected),
         }
     }
 

@@ -13,13 +13,17 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_rustls::TlsAcceptor;
 
+pub use crate::error::ServerError;
+
 use crate::charge_point::Command;
 use crate::driver::{Driver, Shared};
-use crate::error::ServerError;
-use crate::hook::Hook;
-use crate::{ChargePoints, Handler, MessageEvent, PeerCertificate, Remote};
+use crate::hook::{Hook, MessageEvent};
+use crate::registry::Remote;
+use crate::handler::PeerCertificate;
+use crate::{ChargePoints, Handler};
 
-/// Builds a [`Server`]: `Server::builder().config(..).handler(..).bind(addr).await?`.
+/// Builds a [`Server`] (`Server::builder().config(..).handler(..).bind(addr).await?`), or a
+/// [`Service`] for streams accepted elsewhere ([`ServerBuilder::build`]).
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), ocpp_tokio::ServerError> {
@@ -85,8 +89,8 @@ impl<H> ServerBuilder<H> {
         self
     }
 
-    /// The application: see [`Handler`]. Without one, every identity is accepted and every
-    /// CALL answered `NotSupported`.
+    /// The application: a [`Router`](crate::Router), or any [`Handler`]. Without one, every
+    /// identity is accepted and every CALL answered `NotSupported`.
     pub fn handler<H2: Handler>(self, handler: H2) -> ServerBuilder<H2> {
         ServerBuilder {
             handler,
@@ -136,8 +140,8 @@ impl<H> ServerBuilder<H> {
     /// connects is claimed in Redis and released when it leaves; a newer connection of the
     /// same identity on another node closes this one with 1008
     /// ([`ocpp_cluster::CLOSE_SUPERSEDED`]); [`ChargePoints::call`] and
-    /// [`ChargePoints::call_typed`] reach a charge point on any node (an unreachable node is
-    /// [`CallError::OwnerUnreachable`](crate::CallError::OwnerUnreachable)); commands from
+    /// [`ChargePoints::call_raw`] reach a charge point on any node (an unreachable node is
+    /// [`CallFailure::OwnerUnreachable`](crate::CallFailure::OwnerUnreachable)); commands from
     /// other nodes run on this server's connections; graceful shutdown closes with 1012
     /// (service restart) and then leaves the cluster ([`ocpp_cluster::Cluster::drain`]).
     /// With Redis down, local charge points are served and calls to them work; calls for the
@@ -149,7 +153,7 @@ impl<H> ServerBuilder<H> {
     /// ```no_run
     /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
     /// use ocpp_tokio::ocpp_cluster::ClusterConfig;
-    /// use ocpp_tokio::{v1_6, CallError, Server};
+    /// use ocpp_tokio::{v1_6, CallFailure, Server};
     ///
     /// let config = ClusterConfig::new("redis://127.0.0.1:6379/", "csms-a");
     /// let server = Server::builder().cluster(config)?.bind("0.0.0.0:9000").await?;
@@ -157,10 +161,10 @@ impl<H> ServerBuilder<H> {
     /// tokio::spawn(server.run());
     /// // CP-7 may be connected to any node of the cluster.
     /// let reset = v1_6::ResetRequest::new(v1_6::ResetType::Soft);
-    /// match charge_points.call_typed("CP-7", reset).await {
+    /// match charge_points.call("CP-7", reset).await {
     ///     Ok(response) => println!("reset: {:?}", response.status),
-    ///     Err(CallError::NotConnected) => println!("connected to no node"),
-    ///     Err(CallError::OwnerUnreachable) => println!("its node (or Redis) is down"),
+    ///     Err(CallFailure::NotConnected) => println!("connected to no node"),
+    ///     Err(CallFailure::OwnerUnreachable) => println!("its node (or Redis) is down"),
     ///     Err(other) => println!("{other}"),
     /// }
     /// # Ok(()) }
@@ -206,13 +210,16 @@ impl<H: Handler> ServerBuilder<H> {
 
     /// Serves an already bound listener.
     pub fn serve_listener(self, listener: TcpListener) -> Server<H> {
-        let mut server = self.build();
-        server.listener = Some(listener);
-        server
+        Server {
+            service: self.build(),
+            listener,
+        }
     }
 
-    /// A server without a listener, for streams handed to [`Server::serve_connection`].
-    pub fn build(self) -> Server<H> {
+    /// A service without a listener, for streams accepted elsewhere (a listener of your own,
+    /// a test's in-memory pipe): see [`Service::serve_connection`]. Call it inside a tokio
+    /// runtime when the server is a cluster node.
+    pub fn build(self) -> Service<H> {
         let capacity = self
             .mailbox_capacity
             .unwrap_or_else(|| self.config.get_max_queued_calls().max(1));
@@ -239,9 +246,8 @@ impl<H: Handler> ServerBuilder<H> {
         {
             shared.cluster = self.cluster;
         }
-        Server {
+        Service {
             shared: Arc::new(shared),
-            listener: None,
             tls: self.tls.map(TlsAcceptor::from),
             tls_error: self.tls_error,
             shutdown_timeout: self.shutdown_timeout,
@@ -249,35 +255,58 @@ impl<H: Handler> ServerBuilder<H> {
     }
 }
 
-/// An OCPP-J central system's front door: accepts charge points, drives one task per
-/// connection, and keeps the [`ChargePoints`] registry.
+/// Serves OCPP-J streams handed to it ([`Service::serve_connection`]): one task per
+/// connection, the [`ChargePoints`] registry, graceful shutdown. A [`Server`] is one with a
+/// listener.
 ///
 /// ```no_run
-/// # async fn example() -> Result<(), ocpp_tokio::ServerError> {
+/// # async fn example() -> std::io::Result<()> {
+/// let service = ocpp_tokio::Server::builder().build();
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// loop {
+///     let (stream, _) = listener.accept().await?;
+///     service.serve_connection(stream);
+/// }
+/// # }
+/// ```
+pub struct Service<H: Handler> {
+    shared: Arc<Shared<H>>,
+    tls: Option<TlsAcceptor>,
+    tls_error: Option<TlsErrorHook>,
+    shutdown_timeout: Duration,
+}
+
+impl<H: Handler> fmt::Debug for Service<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Service")
+            .field("tls", &self.tls.is_some())
+            .field("connections", &self.shared.tasks())
+            .field("charge_points", &self.shared.registry.len())
+            .finish()
+    }
+}
+
+/// An OCPP-J central system's front door: a listener and the [`Service`] that serves what it
+/// accepts (one task per connection, the [`ChargePoints`] registry).
+///
+/// ```no_run
+/// # async fn example() -> Result<(), ocpp_tokio::server::ServerError> {
 /// let server = ocpp_tokio::Server::builder().bind("127.0.0.1:0").await?;
 /// println!("listening on {}", server.local_addr()?);
 /// let charge_points = server.charge_points();
 /// tokio::spawn(server.run());
 /// # let _ = charge_points; Ok(()) }
 /// ```
-pub struct Server<H> {
-    shared: Arc<Shared<H>>,
-    listener: Option<TcpListener>,
-    tls: Option<TlsAcceptor>,
-    tls_error: Option<TlsErrorHook>,
-    shutdown_timeout: Duration,
+pub struct Server<H: Handler> {
+    service: Service<H>,
+    listener: TcpListener,
 }
 
-impl<H> fmt::Debug for Server<H> {
+impl<H: Handler> fmt::Debug for Server<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Server")
-            .field(
-                "local_addr",
-                &self.listener.as_ref().map(TcpListener::local_addr),
-            )
-            .field("tls", &self.tls.is_some())
-            .field("connections", &self.shared.tasks())
-            .field("charge_points", &self.shared.registry.len())
+            .field("local_addr", &self.listener.local_addr())
+            .field("service", &self.service)
             .finish()
     }
 }
@@ -305,14 +334,74 @@ impl<H: Handler> Server<H> {
     /// The listening address.
     ///
     /// # Errors
-    /// No listener (built with [`ServerBuilder::build`]), or the socket's error.
+    /// The socket's error.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        match &self.listener {
-            Some(listener) => listener.local_addr(),
-            None => Err(io::Error::new(io::ErrorKind::NotConnected, "no listener")),
-        }
+        self.listener.local_addr()
     }
 
+    /// The registry of connected charge points (a clone-cheap handle).
+    pub fn charge_points(&self) -> ChargePoints {
+        self.service.charge_points()
+    }
+
+    /// How many connections are being served (connected or still in the handshake).
+    pub fn connections(&self) -> usize {
+        self.service.connections()
+    }
+
+    /// This server's node in the cluster, if it is one (feature `redis`, see
+    /// [`ServerBuilder::cluster`]).
+    #[cfg(feature = "redis")]
+    pub fn cluster(&self) -> Option<&ocpp_cluster::Cluster> {
+        self.service.cluster()
+    }
+
+    /// The service behind the listener (e.g. to serve streams from a second listener too).
+    pub fn service(&self) -> &Service<H> {
+        &self.service
+    }
+
+    /// Accepts charge points; never returns on its own.
+    ///
+    /// # Errors
+    /// None today; the type leaves room for listener errors that end the server.
+    pub async fn run(self) -> Result<(), ServerError> {
+        self.run_until(std::future::pending()).await
+    }
+
+    /// Accepts charge points until `shutdown` completes, then shuts down gracefully: stops
+    /// accepting, closes every connection with 1001 (going away; 1012, service restart, on a
+    /// cluster node), waits for them at most the shutdown timeout, then drops what remains
+    /// (and a cluster node leaves the cluster).
+    ///
+    /// # Errors
+    /// As [`Server::run`].
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> Result<(), ServerError> {
+        let Server { service, listener } = self;
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nodelay(true);
+                        service.serve_connection(stream);
+                    }
+                    Err(error) => {
+                        // EMFILE and the like: wait a little rather than spin.
+                        tracing::warn!(%error, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                },
+            }
+        }
+        drop(listener);
+        service.shutdown().await;
+        Ok(())
+    }
+}
+
+impl<H: Handler> Service<H> {
     /// The registry of connected charge points (a clone-cheap handle).
     pub fn charge_points(&self) -> ChargePoints {
         self.shared.registry.clone()
@@ -334,9 +423,9 @@ impl<H: Handler> Server<H> {
     /// graceful shutdown like an accepted one. Call from within a tokio runtime.
     ///
     /// ```no_run
-    /// # async fn example(server: ocpp_tokio::Server<()>) -> std::io::Result<()> {
+    /// # async fn example(service: ocpp_tokio::server::Service<()>) -> std::io::Result<()> {
     /// let (stream, _) = tokio::net::TcpListener::bind("127.0.0.1:0").await?.accept().await?;
-    /// server.serve_connection(stream);
+    /// service.serve_connection(stream);
     /// # Ok(()) }
     /// ```
     pub fn serve_connection<S>(&self, stream: S)
@@ -384,53 +473,6 @@ impl<H: Handler> Server<H> {
                 });
             }
         }
-    }
-
-    /// Accepts charge points until an error of the listener; never returns on its own.
-    ///
-    /// # Errors
-    /// No listener.
-    pub async fn run(self) -> Result<(), ServerError> {
-        self.run_until(std::future::pending()).await
-    }
-
-    /// Accepts charge points until `shutdown` completes, then shuts down gracefully: stops
-    /// accepting, closes every connection with 1001 (going away; 1012, service restart, on a
-    /// cluster node), waits for them at most the shutdown timeout, then drops what remains
-    /// (and a cluster node leaves the cluster).
-    ///
-    /// # Errors
-    /// No listener.
-    pub async fn run_until(
-        mut self,
-        shutdown: impl Future<Output = ()>,
-    ) -> Result<(), ServerError> {
-        let Some(listener) = self.listener.take() else {
-            return Err(ServerError::Io(io::Error::new(
-                io::ErrorKind::NotConnected,
-                "no listener",
-            )));
-        };
-        tokio::pin!(shutdown);
-        loop {
-            tokio::select! {
-                () = &mut shutdown => break,
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => {
-                        let _ = stream.set_nodelay(true);
-                        self.serve_connection(stream);
-                    }
-                    Err(error) => {
-                        // EMFILE and the like: wait a little rather than spin.
-                        tracing::warn!(%error, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                },
-            }
-        }
-        drop(listener);
-        self.shutdown().await;
-        Ok(())
     }
 
     /// Graceful shutdown of what is being served (the listener, if any, is not touched):

@@ -6,7 +6,7 @@ use ocpp_messages::action::{ActionRequest, OcppAction};
 use ocpp_messages::{Request, Response};
 use ocpp_server_core::OcppVersion;
 
-use crate::error::CallError;
+use ocpp_server_core::CallFailure;
 
 /// The response type of a request's action.
 pub type ResponseOf<R> = <<R as ActionRequest>::Action as OcppAction>::Response;
@@ -17,8 +17,8 @@ pub trait TypedCall: ActionRequest + Sized {
     /// The request as a [`Request`] for a connection on `negotiated`.
     ///
     /// # Errors
-    /// [`CallError::WrongVersion`] when the type belongs to another version.
-    fn into_request(self, negotiated: OcppVersion) -> Result<Request, CallError>;
+    /// [`CallFailure::WrongVersion`] when the type belongs to another version.
+    fn into_request(self, negotiated: OcppVersion) -> Result<Request, CallFailure>;
 
     /// The request as a [`Request`] of its own version (for a [`Remote`](crate::Remote), which
     /// knows the charge point's version).
@@ -27,9 +27,9 @@ pub trait TypedCall: ActionRequest + Sized {
     /// The typed answer out of a [`Response`].
     ///
     /// # Errors
-    /// [`CallError::WrongVersion`] for a response of another version,
-    /// [`CallError::InvalidResponse`] for one of another action.
-    fn from_response(response: Response) -> Result<ResponseOf<Self>, CallError>;
+    /// [`CallFailure::WrongVersion`] for a response of another version,
+    /// [`CallFailure::InvalidResponse`] for one of another action.
+    fn from_response(response: Response) -> Result<ResponseOf<Self>, CallFailure>;
 }
 
 impl<R> TypedCall for R
@@ -37,10 +37,10 @@ where
     R: ActionRequest + Into<Request>,
     ResponseOf<R>: TryFrom<Response, Error = Response>,
 {
-    fn into_request(self, negotiated: OcppVersion) -> Result<Request, CallError> {
+    fn into_request(self, negotiated: OcppVersion) -> Result<Request, CallFailure> {
         let request = self.into_any_request();
         if request.version() != negotiated {
-            return Err(CallError::WrongVersion);
+            return Err(CallFailure::WrongVersion);
         }
         Ok(request)
     }
@@ -49,14 +49,14 @@ where
         self.into()
     }
 
-    fn from_response(response: Response) -> Result<ResponseOf<Self>, CallError> {
+    fn from_response(response: Response) -> Result<ResponseOf<Self>, CallFailure> {
         ResponseOf::<Self>::try_from(response).map_err(|other| {
             // The core decodes a CALLRESULT with the CALL's action and version, so this only
             // happens through a `Remote` that answered something else.
             if other.action() == <R::Action as OcppAction>::NAME {
-                CallError::WrongVersion
+                CallFailure::WrongVersion
             } else {
-                CallError::InvalidResponse {
+                CallFailure::InvalidResponse {
                     description: format!("a {} {} response", other.version(), other.action()),
                 }
             }

@@ -1,0 +1,275 @@
+//! The typed router: one async function per action, typed in and typed out, with the
+//! connection's [`Session`] handed in (axum's handlers, Python `ocpp`'s `@on("Action")`).
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use ocpp_messages::action::ActionRequest;
+use ocpp_messages::{Request, Response};
+use ocpp_server_core::{Answer, Closed, ErrorAnswer, Rejection};
+
+use crate::typed::ResponseOf;
+use crate::{Connecting, Handler, IncomingCall, Session};
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// What an action's handler returns: the action's response (a CALLRESULT), or a CALLERROR.
+pub type Reply<T> = Result<T, ErrorAnswer>;
+
+/// One action of one version: hands the request back when it is another version's.
+type Route<S> = Box<dyn Fn(Session<S>, Request) -> Result<BoxFuture<Answer>, Request> + Send + Sync>;
+type MakeState<S> = Box<dyn Fn(Connecting) -> BoxFuture<Result<S, Rejection>> + Send + Sync>;
+type OnCall<S> = Box<dyn Fn(Session<S>, IncomingCall) -> BoxFuture<Answer> + Send + Sync>;
+type OnSession<S> = Box<dyn Fn(Session<S>) -> BoxFuture<()> + Send + Sync>;
+type OnSend<S> = Box<dyn Fn(Session<S>, IncomingCall) -> BoxFuture<()> + Send + Sync>;
+type OnClose<S> = Box<dyn Fn(Session<S>, Closed) -> BoxFuture<()> + Send + Sync>;
+
+/// A [`Handler`] made of one async function per action: each takes the connection's
+/// [`Session`] and the action's request type, and returns that action's response type or a
+/// CALLERROR ([`Reply`]), so a wrong answer does not compile. OCPP 1.6 and 2.x payloads stay
+/// distinct types: route each version's action to its own function, and share the logic
+/// behind them in plain functions. A known action without a route gets `NotSupported` (or
+/// what [`Router::fallback`] answers); an unknown one never reaches the router (the core
+/// answers `NotImplemented`).
+///
+/// `S` is the state of one connection, made by the function given to [`Router::new`] when a
+/// charge point connects (before any of its CALLs is handled), reached by every handler
+/// through the session, and handed back to [`Router::on_close`].
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+/// use ocpp_tokio::{v1_6, v2_0_1, Connecting, DateTime, Reply, Router, Session};
+///
+/// #[derive(Default)]
+/// struct Station {
+///     heartbeats: AtomicU32,
+/// }
+///
+/// async fn heartbeat(s: Session<Station>, _: v1_6::HeartbeatRequest) -> Reply<v1_6::HeartbeatResponse> {
+///     s.heartbeats.fetch_add(1, Relaxed);
+///     Ok(v1_6::HeartbeatResponse::new(DateTime::now()))
+/// }
+///
+/// async fn heartbeat_2(s: Session<Station>, _: v2_0_1::HeartbeatRequest) -> Reply<v2_0_1::HeartbeatResponse> {
+///     s.heartbeats.fetch_add(1, Relaxed);
+///     Ok(v2_0_1::HeartbeatResponse::new(DateTime::now()))
+/// }
+///
+/// let router = Router::new(|_: Connecting| async { Ok(Station::default()) })
+///     .on(heartbeat)
+///     .on(heartbeat_2);
+/// # let _ = router;
+/// ```
+///
+/// A handler whose answer is not its action's response is refused at compile time:
+///
+/// ```compile_fail
+/// use ocpp_tokio::{v1_6, DateTime, Reply, Router, Session};
+///
+/// async fn heartbeat(_: Session<()>, _: v1_6::HeartbeatRequest) -> Reply<v1_6::BootNotificationResponse> {
+///     let accepted = v1_6::RegistrationStatus::Accepted;
+///     Ok(v1_6::BootNotificationResponse::new(accepted, DateTime::now(), 300))
+/// }
+///
+/// let router = Router::<()>::default().on(heartbeat);
+/// ```
+pub struct Router<S> {
+    make_state: MakeState<S>,
+    routes: HashMap<&'static str, Vec<(TypeId, Route<S>)>>,
+    fallback: Option<OnCall<S>>,
+    on_connect: Option<OnSession<S>>,
+    on_send: Option<OnSend<S>>,
+    on_close: Option<OnClose<S>>,
+}
+
+impl<S> fmt::Debug for Router<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut actions: Vec<_> = self.routes.keys().collect();
+        actions.sort();
+        f.debug_struct("Router")
+            .field("actions", &actions)
+            .field("fallback", &self.fallback.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A router that accepts every charge point with `S::default()` as its state.
+impl<S: Default + Send + Sync + 'static> Default for Router<S> {
+    fn default() -> Self {
+        Router::new(|_| async { Ok(S::default()) })
+    }
+}
+
+impl<S: Send + Sync + 'static> Router<S> {
+    /// A router whose connections start from `make_state`: it sees the charge point
+    /// connecting (identity, version, Basic credentials, client certificate) and returns its
+    /// state, which accepts it, or a [`Rejection`] (401, 403, 404...), which refuses the
+    /// upgrade. It runs within the handshake deadline.
+    ///
+    /// ```
+    /// use ocpp_tokio::{Connecting, Rejection, Router};
+    ///
+    /// struct Station {
+    ///     identity: String,
+    /// }
+    ///
+    /// let router = Router::new(|connecting: Connecting| async move {
+    ///     let identity = connecting.identity().as_str();
+    ///     if !identity.starts_with("CP") {
+    ///         return Err(Rejection::NOT_FOUND);
+    ///     }
+    ///     Ok(Station { identity: identity.to_owned() })
+    /// });
+    /// # let _ = router;
+    /// ```
+    pub fn new<F, Fut>(make_state: F) -> Self
+    where
+        F: Fn(Connecting) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<S, Rejection>> + Send + 'static,
+    {
+        Router {
+            make_state: Box::new(move |connecting| Box::pin(make_state(connecting))),
+            routes: HashMap::new(),
+            fallback: None,
+            on_connect: None,
+            on_send: None,
+            on_close: None,
+        }
+    }
+
+    /// Routes the CALLs of one action of one version (the request type `R` says which) to
+    /// `handler`. Routing the same request type again replaces the earlier handler.
+    ///
+    /// ```
+    /// use ocpp_tokio::{v1_6, DateTime, Reply, Router, Session};
+    ///
+    /// let router = Router::<()>::default().on(|_: Session<()>, _: v1_6::HeartbeatRequest| async {
+    ///     Reply::Ok(v1_6::HeartbeatResponse::new(DateTime::now()))
+    /// });
+    /// # let _ = router;
+    /// ```
+    pub fn on<R, F, Fut>(mut self, handler: F) -> Self
+    where
+        R: ActionRequest + TryFrom<Request, Error = Request> + Send + 'static,
+        ResponseOf<R>: Into<Response>,
+        F: Fn(Session<S>, R) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Reply<ResponseOf<R>>> + Send + 'static,
+    {
+        let route: Route<S> = Box::new(move |session, request| {
+            let request = R::try_from(request)?;
+            let answer = handler(session, request);
+            Ok(Box::pin(async move { Answer::from(answer.await) }))
+        });
+        let name = <R::Action as ocpp_messages::action::OcppAction>::NAME;
+        let routes = self.routes.entry(name).or_default();
+        routes.retain(|(id, _)| *id != TypeId::of::<R>());
+        routes.push((TypeId::of::<R>(), route));
+        self
+    }
+
+    /// Answers the CALLs no route takes (default: `NotSupported`), untyped: the answer goes
+    /// through the core's answer rule, so one of another action is sent as CALLERROR
+    /// `InternalError`, never as a wrong payload.
+    pub fn fallback<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Session<S>, IncomingCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Answer> + Send + 'static,
+    {
+        self.fallback = Some(Box::new(move |session, call| Box::pin(handler(session, call))));
+        self
+    }
+
+    /// Runs when a charge point is connected and registered, in a task of its own (it may
+    /// call the charge point and wait; its CALLs are handled meanwhile).
+    pub fn on_connect<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Session<S>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.on_connect = Some(Box::new(move |session| Box::pin(handler(session))));
+        self
+    }
+
+    /// Handles the SENDs of a charge point (OCPP 2.1), one after the other.
+    pub fn on_send<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Session<S>, IncomingCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.on_send = Some(Box::new(move |session, send| Box::pin(handler(session, send))));
+        self
+    }
+
+    /// Runs when the connection of a charge point that had connected is over, with its
+    /// session (and so its state) and why it ended.
+    pub fn on_close<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Session<S>, Closed) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.on_close = Some(Box::new(move |session, closed| Box::pin(handler(session, closed))));
+        self
+    }
+
+    /// The handler of `call`, or the fallback's answer.
+    fn dispatch(&self, session: Session<S>, call: IncomingCall) -> BoxFuture<Answer> {
+        let (id, mut request) = call.into_parts();
+        if let Some(routes) = self.routes.get(request.action()) {
+            for (_, route) in routes {
+                match route(session.clone(), request) {
+                    Ok(answer) => return answer,
+                    Err(other) => request = other,
+                }
+            }
+        }
+        match &self.fallback {
+            Some(fallback) => fallback(session, IncomingCall::new(id, request)),
+            None => {
+                let answer = Answer::not_supported(request.action());
+                Box::pin(async move { answer })
+            }
+        }
+    }
+}
+
+impl<S: Send + Sync + 'static> Handler for Router<S> {
+    type State = S;
+
+    fn on_upgrade(&self, connecting: Connecting) -> impl Future<Output = Result<S, Rejection>> + Send {
+        (self.make_state)(connecting)
+    }
+
+    fn on_connect(&self, session: Session<S>) -> impl Future<Output = ()> + Send {
+        let run = self.on_connect.as_ref().map(|handler| handler(session));
+        async move {
+            if let Some(run) = run {
+                run.await;
+            }
+        }
+    }
+
+    fn on_call(&self, session: &Session<S>, call: IncomingCall) -> impl Future<Output = Answer> + Send {
+        self.dispatch(session.clone(), call)
+    }
+
+    fn on_send(&self, session: &Session<S>, send: IncomingCall) -> impl Future<Output = ()> + Send {
+        let run = self.on_send.as_ref().map(|handler| handler(session.clone(), send));
+        async move {
+            if let Some(run) = run {
+                run.await;
+            }
+        }
+    }
+
+    fn on_close(&self, session: Session<S>, closed: Closed) -> impl Future<Output = ()> + Send {
+        let run = self.on_close.as_ref().map(|handler| handler(session, closed));
+        async move {
+            if let Some(run) = run {
+                run.await;
+            }
+        }
+    }
+}
