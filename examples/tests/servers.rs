@@ -1,19 +1,150 @@
-//! `tokio-server` end to end, the same checks as `mio_server.rs`: the built binary on free
-//! loopback ports, charge points built on `ocpp-server-core`'s charge-point side over blocking
-//! std sockets, the admin API over plain HTTP. Every wait is bounded; the server is stopped by
-//! PID when a test ends.
+//! `mio-server` and `tokio-server` end to end, each scenario written once and run against both:
+//! the built binary on free loopback ports, charge points built on `ocpp-server-core`'s
+//! charge-point side over blocking std sockets, the admin API over plain HTTP. Every wait is
+//! bounded; the server is stopped by PID when a test ends.
+//!
+//! A scenario is a `fn scenario(kind: Kind)`; [`on_both_servers!`] runs it as two tests,
+//! `mio_server::scenario` and `tokio_server::scenario` (the naming of the OCTT tests), so a
+//! failure names the server. What differs between the servers is data on [`Kind`].
 
 mod common;
 
 use common::*;
 
-fn start(extra: &[&str]) -> Server {
-    Server::start(env!("CARGO_BIN_EXE_tokio-server"), extra)
+/// Which server binary a scenario runs against.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Mio,
+    Tokio,
 }
 
-#[test]
-fn v1_6_charging_session_and_admin_commands() {
-    let server = start(&[]);
+/// The crowd scenario's load: `clients` threads, each holding `per_client` charge points.
+struct Crowd {
+    clients: usize,
+    per_client: usize,
+}
+
+impl Kind {
+    fn binary(self) -> &'static str {
+        match self {
+            Kind::Mio => env!("CARGO_BIN_EXE_mio-server"),
+            Kind::Tokio => env!("CARGO_BIN_EXE_tokio-server"),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Mio => "mio-server",
+            Kind::Tokio => "tokio-server",
+        }
+    }
+
+    /// 100 charge points on mio-server's two loops (four sockets' worth of kernel spreading),
+    /// 50 on tokio-server's two worker threads.
+    fn crowd(self) -> Crowd {
+        match self {
+            Kind::Mio => Crowd {
+                clients: 4,
+                per_client: 25,
+            },
+            Kind::Tokio => Crowd {
+                clients: 5,
+                per_client: 10,
+            },
+        }
+    }
+
+    fn start(self, extra: &[&str]) -> Server {
+        Server::start(self.binary(), extra)
+    }
+}
+
+/// Runs each named scenario (a `fn scenario(kind: Kind)`) as two tests, `mio_server::scenario`
+/// and `tokio_server::scenario`.
+macro_rules! on_both_servers {
+    ($($scenario:ident),* $(,)?) => {
+        mod mio_server {
+            $(#[test] fn $scenario() { super::$scenario(super::Kind::Mio) })*
+        }
+        mod tokio_server {
+            $(#[test] fn $scenario() { super::$scenario(super::Kind::Tokio) })*
+        }
+    };
+}
+
+on_both_servers!(
+    v1_6_charging_session_and_admin_commands,
+    v2_0_1_charging_session,
+    basic_auth_rejects_bad_credentials_with_401,
+    concurrent_charge_points_on_two_threads,
+    push_interval_sends_numbered_data_transfers,
+    a_reconnect_replaces_the_old_connection,
+    sigterm_closes_connections_with_1001_and_exits,
+    sigterm_answers_a_waiting_admin_command_and_closes_with_1001,
+);
+
+/// An admin command on its own thread: the HTTP request waits for the charge point's answer.
+fn command(
+    admin: SocketAddr,
+    path: String,
+    body: &'static str,
+) -> std::thread::JoinHandle<(u16, String)> {
+    std::thread::spawn(move || http(admin, "POST", &path, body))
+}
+
+/// A `Reset` with `payload` through the admin API: checks `cp` receives it, answers with
+/// `response`, checks the API's 200 and returns its `result`.
+fn reset(
+    server: &Server,
+    cp: &mut ChargePoint,
+    identity: &str,
+    payload: &'static str,
+    response: Response,
+) -> Value {
+    let reset = command(
+        server.admin,
+        format!("/chargepoints/{identity}/call/Reset"),
+        payload,
+    );
+    let (id, request) = cp.expect_call();
+    assert_eq!(request.action(), "Reset");
+    cp.respond(&id, response);
+    let (status, body) = reset.join().unwrap();
+    assert_eq!(status, 200, "{identity}: {body}");
+    json(&body)["result"].clone()
+}
+
+/// Reads until the connection ends and checks the server closed it with `code`.
+fn expect_closed_with(cp: &mut ChargePoint, code: ocpp_frame::CloseCode) {
+    loop {
+        if let Event::Closed(closed) = cp.next_event() {
+            match closed.reason {
+                CloseReason::PeerClosed { code: got, .. } => assert_eq!(got, Some(code)),
+                other => panic!("{other:?}"),
+            }
+            return;
+        }
+    }
+}
+
+/// The `/chargepoints` list.
+fn charge_points(server: &Server) -> Vec<Value> {
+    let (status, body) = http(server.admin, "GET", "/chargepoints", "");
+    assert_eq!(status, 200, "{body}");
+    match json(&body) {
+        Value::Array(list) => list,
+        other => panic!("not a list: {other}"),
+    }
+}
+
+fn metrics(server: &Server) -> String {
+    let (status, metrics) = http(server.admin, "GET", "/metrics", "");
+    assert_eq!(status, 200);
+    metrics
+}
+
+fn v1_6_charging_session_and_admin_commands(kind: Kind) {
+    let server = kind.start(&[]);
     let mut cp = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
     assert_eq!(cp.version, OcppVersion::V1_6);
     let boot = cp.call(
@@ -53,49 +184,29 @@ fn v1_6_charging_session_and_admin_commands() {
     assert_eq!(state["transactions"][0]["energy_wh"], 1000.0);
     assert!(state["transactions"][0]["ended"].is_string());
 
-    let (status, body) = http(server.admin, "GET", "/chargepoints", "");
-    assert_eq!(status, 200);
-    let list = json(&body);
-    assert_eq!(list.as_array().unwrap().len(), 1);
+    let list = charge_points(&server);
+    assert_eq!(list.len(), 1);
     assert_eq!(list[0]["identity"], "CP1");
     assert_eq!(list[0]["status"], "Accepted");
     assert!(list[0]["connected_since"].is_string());
 
     // A command down: the HTTP request waits for the charge point's answer.
-    let admin = server.admin;
-    let command = std::thread::spawn(move || {
-        http(
-            admin,
-            "POST",
-            "/chargepoints/CP1/call/Reset",
-            r#"{"type":"Soft"}"#,
-        )
-    });
-    let (id, request) = cp.expect_call();
-    assert_eq!(request.action(), "Reset");
     let accepted = decode_command(OcppVersion::V1_6, "Reset", "{}").err();
     assert!(accepted.is_some(), "an empty Reset does not validate");
-    cp.respond(
-        &id,
-        Response::from(ocpp_messages::v1_6::Response::from(
-            ocpp_messages::v1_6::ResetResponse {
-                status: ocpp_messages::v1_6::ResetStatus::Accepted,
-            },
-        )),
-    );
-    let (status, body) = command.join().unwrap();
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(json(&body)["result"]["status"], "Accepted");
+    let accepted = Response::from(ocpp_messages::v1_6::Response::from(
+        ocpp_messages::v1_6::ResetResponse {
+            status: ocpp_messages::v1_6::ResetStatus::Accepted,
+        },
+    ));
+    let result = reset(&server, &mut cp, "CP1", r#"{"type":"Soft"}"#, accepted);
+    assert_eq!(result["status"], "Accepted");
 
     // A CALLERROR from the charge point comes back as 502.
-    let command = std::thread::spawn(move || {
-        http(
-            admin,
-            "POST",
-            "/chargepoints/CP1/call/DataTransfer",
-            r#"{"vendorId":"x"}"#,
-        )
-    });
+    let transfer = command(
+        server.admin,
+        "/chargepoints/CP1/call/DataTransfer".into(),
+        r#"{"vendorId":"x"}"#,
+    );
     let (id, _) = cp.expect_call();
     cp.connection
         .respond_error(
@@ -106,30 +217,31 @@ fn v1_6_charging_session_and_admin_commands() {
         )
         .unwrap();
     cp.flush();
-    let (status, body) = command.join().unwrap();
+    let (status, body) = transfer.join().unwrap();
     assert_eq!(status, 502, "{body}");
     assert_eq!(json(&body)["error"]["code"], "NotSupported");
 
     // Bad payload: 400; unknown identity: 404; unknown path: 404.
-    let (status, _) = http(
-        server.admin,
-        "POST",
-        "/chargepoints/CP1/call/Reset",
-        r#"{"type":"Sometimes"}"#,
-    );
-    assert_eq!(status, 400);
-    let (status, _) = http(
-        server.admin,
-        "POST",
-        "/chargepoints/NOPE/call/Reset",
-        r#"{"type":"Soft"}"#,
-    );
-    assert_eq!(status, 404);
-    let (status, _) = http(server.admin, "GET", "/nothing", "");
-    assert_eq!(status, 404);
+    for (method, path, body, expected) in [
+        (
+            "POST",
+            "/chargepoints/CP1/call/Reset",
+            r#"{"type":"Sometimes"}"#,
+            400,
+        ),
+        (
+            "POST",
+            "/chargepoints/NOPE/call/Reset",
+            r#"{"type":"Soft"}"#,
+            404,
+        ),
+        ("GET", "/nothing", "", 404),
+    ] {
+        let (status, _) = http(server.admin, method, path, body);
+        assert_eq!(status, expected, "{method} {path}");
+    }
 
-    let (status, metrics) = http(server.admin, "GET", "/metrics", "");
-    assert_eq!(status, 200);
+    let metrics = metrics(&server);
     assert!(
         metrics.contains("ocpp_charge_points_connected 1\n"),
         "{metrics}"
@@ -138,9 +250,8 @@ fn v1_6_charging_session_and_admin_commands() {
     cp.close();
 }
 
-#[test]
-fn v2_0_1_charging_session() {
-    let server = start(&[]);
+fn v2_0_1_charging_session(kind: Kind) {
+    let server = kind.start(&[]);
     let mut cp = ChargePoint::connect(
         server.ocpp,
         "CS201",
@@ -180,33 +291,25 @@ fn v2_0_1_charging_session() {
     assert!(tx["ended"].is_string());
 
     // A command down on 2.0.1.
-    let admin = server.admin;
-    let command = std::thread::spawn(move || {
-        http(
-            admin,
-            "POST",
-            "/chargepoints/CS201/call/Reset",
-            r#"{"type":"Immediate"}"#,
-        )
-    });
-    let (id, request) = cp.expect_call();
-    assert_eq!(request.action(), "Reset");
-    let response =
+    let scheduled =
         ocpp_messages::v2_0_1::decode_result("Reset", r#"{"status":"Scheduled"}"#).unwrap();
-    cp.respond(&id, response.into());
-    let (status, body) = command.join().unwrap();
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(json(&body)["result"]["status"], "Scheduled");
+    let result = reset(
+        &server,
+        &mut cp,
+        "CS201",
+        r#"{"type":"Immediate"}"#,
+        scheduled.into(),
+    );
+    assert_eq!(result["status"], "Scheduled");
     cp.close();
 }
 
-#[test]
-fn basic_auth_rejects_bad_credentials_with_401() {
-    let dir = std::env::temp_dir().join(format!("tokio-server-auth-{}", std::process::id()));
+fn basic_auth_rejects_bad_credentials_with_401(kind: Kind) {
+    let dir = std::env::temp_dir().join(format!("{}-auth-{}", kind.name(), std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("passwords");
     std::fs::write(&file, "CP1:0123456789abcdef\n").unwrap();
-    let server = start(&["--basic-auth", file.to_str().unwrap()]);
+    let server = kind.start(&["--basic-auth", file.to_str().unwrap()]);
     let v16 = [OcppVersion::V1_6];
     let refused = |reason: CloseReason| match reason {
         CloseReason::UpgradeRefused { status, .. } => status,
@@ -221,7 +324,7 @@ fn basic_auth_rejects_bad_credentials_with_401() {
     let mut good =
         ChargePoint::connect(server.ocpp, "CP1", &v16, Some(b"0123456789abcdef")).unwrap();
     good.call("Heartbeat", "{}");
-    let (_, metrics) = http(server.admin, "GET", "/metrics", "");
+    let metrics = metrics(&server);
     assert!(
         metrics.contains("ocpp_upgrades_rejected_total 3\n"),
         "{metrics}"
@@ -230,19 +333,24 @@ fn basic_auth_rejects_bad_credentials_with_401() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn fifty_concurrent_charge_points_on_two_worker_threads() {
-    let server = start(&["--threads", "2"]);
+/// [`Kind::crowd`]'s charge points, booted (1.6 and 2.0.1 alternately) and held open from
+/// their client threads, then commands to four more charge points, on `--threads 2`.
+fn concurrent_charge_points_on_two_threads(kind: Kind) {
+    let Crowd {
+        clients,
+        per_client,
+    } = kind.crowd();
+    let server = kind.start(&["--threads", "2"]);
     let addr = server.ocpp;
     let (ready_tx, ready_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel::<()>();
     let release_rx = Arc::new(std::sync::Mutex::new(release_rx));
-    let threads: Vec<_> = (0..5)
+    let threads: Vec<_> = (0..clients)
         .map(|t| {
             let ready_tx = ready_tx.clone();
             let release_rx = Arc::clone(&release_rx);
             std::thread::spawn(move || {
-                let mut cps: Vec<ChargePoint> = (0..10)
+                let mut cps: Vec<ChargePoint> = (0..per_client)
                     .map(|i| {
                         let version = if i % 2 == 0 {
                             OcppVersion::V1_6
@@ -273,44 +381,40 @@ fn fifty_concurrent_charge_points_on_two_worker_threads() {
             })
         })
         .collect();
-    for _ in 0..5 {
+    for _ in 0..clients {
         ready_rx
             .recv_timeout(WAIT * 3)
             .expect("charge points booted");
     }
-    let (status, body) = http(server.admin, "GET", "/chargepoints", "");
-    assert_eq!(status, 200);
-    let list = json(&body);
-    assert_eq!(list.as_array().unwrap().len(), 50);
-    assert!(list
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|cp| cp["status"] == "Accepted"));
-    let (_, metrics) = http(server.admin, "GET", "/metrics", "");
+    let total = clients * per_client;
+    let list = charge_points(&server);
+    assert_eq!(list.len(), total);
+    assert!(list.iter().all(|cp| cp["status"] == "Accepted"));
+    let metrics = metrics(&server);
     assert!(
-        metrics.contains("ocpp_charge_points_connected 50\n"),
+        metrics.contains(&format!("ocpp_charge_points_connected {total}\n")),
         "{metrics}"
     );
 
-    // Commands reach charge points whichever worker thread runs their task.
+    // Commands reach charge points whichever of the two threads (mio-server's event loops,
+    // tokio-server's worker threads) holds them; the kernel spreads these four over mio-server's
+    // loops with high probability.
     for i in 0..4 {
         let identity = format!("CMD-{i}");
         let mut cp = ChargePoint::connect(addr, &identity, &[OcppVersion::V1_6], None).unwrap();
-        let admin = server.admin;
-        let path = format!("/chargepoints/{identity}/call/Reset");
-        let command = std::thread::spawn(move || http(admin, "POST", &path, r#"{"type":"Hard"}"#));
-        let (id, request) = cp.expect_call();
-        assert_eq!(request.action(), "Reset");
-        let response =
+        let rejected =
             ocpp_messages::v1_6::decode_result("Reset", r#"{"status":"Rejected"}"#).unwrap();
-        cp.respond(&id, response.into());
-        let (status, body) = command.join().unwrap();
-        assert_eq!(status, 200, "{body}");
-        assert_eq!(json(&body)["result"]["status"], "Rejected");
+        let result = reset(
+            &server,
+            &mut cp,
+            &identity,
+            r#"{"type":"Hard"}"#,
+            rejected.into(),
+        );
+        assert_eq!(result["status"], "Rejected");
         cp.close();
     }
-    for _ in 0..5 {
+    for _ in 0..clients {
         release_tx.send(()).unwrap();
     }
     for thread in threads {
@@ -318,21 +422,20 @@ fn fifty_concurrent_charge_points_on_two_worker_threads() {
     }
     let deadline = Instant::now() + WAIT;
     loop {
-        let (_, body) = http(server.admin, "GET", "/chargepoints", "");
-        if json(&body).as_array().unwrap().is_empty() {
+        let list = charge_points(&server);
+        if list.is_empty() {
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "charge points still listed: {body}"
+            "charge points still listed: {list:?}"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
-#[test]
-fn push_interval_sends_numbered_data_transfers() {
-    let server = start(&["--push-interval-ms", "50"]);
+fn push_interval_sends_numbered_data_transfers(kind: Kind) {
+    let server = kind.start(&["--push-interval-ms", "50"]);
     for version in [OcppVersion::V1_6, OcppVersion::V2_0_1] {
         let mut cp = ChargePoint::connect(
             server.ocpp,
@@ -358,6 +461,7 @@ fn push_interval_sends_numbered_data_transfers() {
     }
 }
 
+/// A DataTransfer CALLRESULT of `version`.
 fn decode_result(version: OcppVersion, payload: &str) -> Response {
     match version {
         OcppVersion::V1_6 => ocpp_messages::v1_6::decode_result("DataTransfer", payload)
@@ -372,82 +476,43 @@ fn decode_result(version: OcppVersion, payload: &str) -> Response {
     }
 }
 
-#[test]
-fn a_reconnect_replaces_the_old_connection() {
-    let server = start(&[]);
+fn a_reconnect_replaces_the_old_connection(kind: Kind) {
+    let server = kind.start(&[]);
     let mut old = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
     let mut new = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
-    loop {
-        if let Event::Closed(closed) = old.next_event() {
-            match closed.reason {
-                CloseReason::PeerClosed { code, .. } => {
-                    assert_eq!(code, Some(ocpp_frame::CloseCode::POLICY_VIOLATION))
-                }
-                other => panic!("{other:?}"),
-            }
-            break;
-        }
-    }
+    expect_closed_with(&mut old, ocpp_frame::CloseCode::POLICY_VIOLATION);
     new.call("Heartbeat", "{}");
-    let (_, body) = http(server.admin, "GET", "/chargepoints", "");
-    assert_eq!(json(&body).as_array().unwrap().len(), 1);
+    assert_eq!(charge_points(&server).len(), 1);
     new.close();
 }
 
-#[test]
-fn sigterm_closes_connections_with_1001_and_exits() {
-    let mut server = start(&[]);
+fn sigterm_closes_connections_with_1001_and_exits(kind: Kind) {
+    let mut server = kind.start(&[]);
     let mut cp = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
     cp.call("Heartbeat", "{}");
-    let status = {
-        server.sigterm();
-        loop {
-            if let Event::Closed(closed) = cp.next_event() {
-                match closed.reason {
-                    CloseReason::PeerClosed { code, .. } => {
-                        assert_eq!(code, Some(ocpp_frame::CloseCode::GOING_AWAY))
-                    }
-                    other => panic!("{other:?}"),
-                }
-                break;
-            }
-        }
-        server.wait_exit()
-    };
+    server.sigterm();
+    expect_closed_with(&mut cp, ocpp_frame::CloseCode::GOING_AWAY);
+    let status = server.wait_exit();
     assert!(status.success(), "{status:?}");
 }
 
-#[test]
-fn sigterm_answers_a_waiting_admin_command_and_closes_with_1001() {
-    let mut server = start(&["--threads", "2"]);
+fn sigterm_answers_a_waiting_admin_command_and_closes_with_1001(kind: Kind) {
+    let mut server = kind.start(&["--threads", "2"]);
     let mut cp = ChargePoint::connect(server.ocpp, "CP1", &[OcppVersion::V1_6], None).unwrap();
     cp.call("Heartbeat", "{}");
-    let admin = server.admin;
-    let command = std::thread::spawn(move || {
-        http(
-            admin,
-            "POST",
-            "/chargepoints/CP1/call/Reset",
-            r#"{"type":"Soft"}"#,
-        )
-    });
+    let reset = command(
+        server.admin,
+        "/chargepoints/CP1/call/Reset".into(),
+        r#"{"type":"Soft"}"#,
+    );
     // The charge point never answers this CALL.
     let (_, request) = cp.expect_call();
     assert_eq!(request.action(), "Reset");
     server.sigterm();
-    loop {
-        if let Event::Closed(closed) = cp.next_event() {
-            match closed.reason {
-                CloseReason::PeerClosed { code, .. } => {
-                    assert_eq!(code, Some(ocpp_frame::CloseCode::GOING_AWAY))
-                }
-                other => panic!("{other:?}"),
-            }
-            break;
-        }
-    }
-    let (status, body) = command.join().unwrap();
+    expect_closed_with(&mut cp, ocpp_frame::CloseCode::GOING_AWAY);
+    let (status, body) = reset.join().unwrap();
     // 503 (shutting down) or, if the connection's end was seen first, 502 (disconnected).
     assert!(status == 503 || status == 502, "{status} {body}");
-    assert!(server.wait_exit().success());
+    let exit = server.wait_exit();
+    assert!(exit.success(), "{exit:?}");
 }
