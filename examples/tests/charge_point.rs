@@ -17,7 +17,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
-use ocpp_server_core::{CallOutcome, Connection, ConnectionConfig, Event, Request, Response};
+use ocpp_server_core::{
+    Answer, CallFailure, Connection, ConnectionConfig, Event, Request, Response,
+};
 use serde_json::{json, Value};
 
 /// How long any single expectation may take.
@@ -294,14 +296,16 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
                     let heartbeat_s = shared.policy.lock().unwrap().heartbeat_s;
                     let response = answer(version, &action, heartbeat_s);
                     shared.record(Seen::Call { action, payload });
-                    conn.respond(now, &id, response).unwrap();
+                    conn.answer(now, &id, Answer::Result(response)).unwrap();
                 }
                 Event::CallCompleted {
                     action, outcome, ..
                 } => {
                     let result = match outcome {
-                        CallOutcome::Result(r) => Ok(serde_json::to_value(&r).unwrap()),
-                        CallOutcome::Error { code, .. } => Err(code.as_str(version).to_owned()),
+                        Ok(r) => Ok(serde_json::to_value(&r).unwrap()),
+                        Err(CallFailure::ErrorResponse { code, .. }) => {
+                            Err(code.as_str(version).to_owned())
+                        }
                         other => Err(format!("{other:?}")),
                     };
                     shared.record(Seen::Completed {

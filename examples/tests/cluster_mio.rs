@@ -49,15 +49,7 @@ fn commands_reach_charge_points_on_other_nodes_and_the_newest_connection_wins() 
         )
     });
     let (id, _) = cp1.expect_call();
-    cp1.connection
-        .respond_error(
-            Instant::now(),
-            &id,
-            ocpp_messages::error_code::ErrorCode::NotSupported,
-            "no",
-        )
-        .unwrap();
-    cp1.flush();
+    cp1.respond_error(&id, ocpp_messages::error_code::ErrorCode::NotSupported);
     let (status, body) = command.join().unwrap();
     assert_eq!(status, 502, "{body}");
     assert_eq!(json(&body)["error"]["code"], "NotSupported", "{body}");

@@ -11,10 +11,11 @@
 use std::collections::BTreeSet;
 
 use ocpp_examples::csms::admin::{self, decode_command, AdminRequest, Route};
-use ocpp_examples::csms::{BootPolicy, Csms, CsmsConfig, Reply, TokenStore};
+use ocpp_examples::csms::{BootPolicy, Csms, CsmsConfig, TokenStore};
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
+use ocpp_server_core::Answer;
 use ocpp_server_core::{ChargePointIdentity, Response};
 use serde_json::{json, Value};
 
@@ -411,15 +412,15 @@ fn assert_covers(charge_point: &[&str], central: &[&str], all: &[&str]) {
 /// The CALLRESULT payload of `action`, after checking it is one and passes its schema.
 fn call(csms: &Csms, cp: &ChargePointIdentity, action: &str, payload: &str) -> Value {
     match call_reply(csms, cp, action, payload) {
-        Reply::Result(response) => {
+        Answer::Result(response) => {
             assert_eq!(response.action(), action);
             validated(&response)
         }
-        Reply::Error { code, description } => panic!("{action}: {code:?} {description}"),
+        other => panic!("{action}: {other:?}"),
     }
 }
 
-fn call_reply(csms: &Csms, cp: &ChargePointIdentity, action: &str, payload: &str) -> Reply {
+fn call_reply(csms: &Csms, cp: &ChargePointIdentity, action: &str, payload: &str) -> Answer {
     let version = csms.version_of(cp).expect("connected");
     let request = decode_command(version, action, payload)
         .unwrap_or_else(|e| panic!("{action} {payload}: {e}"));
@@ -440,10 +441,10 @@ fn validated(response: &Response) -> Value {
     serde_json::to_value(response).unwrap()
 }
 
-fn error_code(reply: Reply) -> ErrorCode {
+fn error_code(reply: Answer) -> ErrorCode {
     match reply {
-        Reply::Error { code, .. } => code,
-        Reply::Result(response) => panic!("expected a CALLERROR, got {response:?}"),
+        Answer::Error(error) => error.code,
+        other => panic!("expected a CALLERROR, got {other:?}"),
     }
 }
 
@@ -455,7 +456,7 @@ fn answers_everything(version: OcppVersion, actions: &[(&str, &str)]) {
     csms.on_connected(&cp, version);
     for (action, payload) in actions {
         let reply = call_reply(&csms, &cp, action, payload);
-        let Reply::Result(response) = reply else {
+        let Answer::Result(response) = reply else {
             panic!("{version:?} {action}: {reply:?}")
         };
         assert_eq!(response.action(), *action);

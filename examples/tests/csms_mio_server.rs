@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use ocpp_server_core::CallFailure;
 
 fn start(extra: &[&str]) -> Server {
     Server::start(env!("CARGO_BIN_EXE_mio-server"), extra)
@@ -20,8 +21,10 @@ fn call_outcome(cp: &mut ChargePoint, action: &str, payload: &str) -> Result<Val
                 id: done, outcome, ..
             } if done == id => {
                 return match outcome {
-                    CallOutcome::Result(response) => Ok(serde_json::to_value(&response).unwrap()),
-                    CallOutcome::Error { code, .. } => Err(code.as_str(cp.version).to_owned()),
+                    Ok(response) => Ok(serde_json::to_value(&response).unwrap()),
+                    Err(CallFailure::ErrorResponse { code, .. }) => {
+                        Err(code.as_str(cp.version).to_owned())
+                    }
                     other => panic!("{action}: {other:?}"),
                 }
             }

@@ -18,8 +18,8 @@ use ocpp_frame::deflate::DeflateConfig;
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{
-    CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DeflatePolicy,
-    Event, Request, Response,
+    ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DeflatePolicy, Event,
+    Request, Response,
 };
 
 /// A child process killed by its PID when dropped.
@@ -110,7 +110,7 @@ fn run(config: DeflateConfig) {
                     println!("agreed: {params:?}");
                 }
                 Event::CallCompleted { outcome, .. } => {
-                    let CallOutcome::Result(Response::V1_6(response)) = outcome else {
+                    let Ok(Response::V1_6(response)) = outcome else {
                         panic!("{outcome:?}");
                     };
                     let v1_6::Response::DataTransfer(transfer) = *response else {

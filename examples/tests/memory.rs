@@ -10,8 +10,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use ocpp_examples::charge_point_payload::{self as payload, BootReason, ConnectorState, Outgoing};
-use ocpp_examples::csms::{ChargePoint, Csms, CsmsConfig, Reply};
+use ocpp_examples::csms::{ChargePoint, Csms, CsmsConfig};
 use ocpp_messages::version::OcppVersion;
+use ocpp_server_core::Answer;
 use ocpp_server_core::ChargePointIdentity;
 
 /// `System`, counting this thread's live allocations.
@@ -85,8 +86,8 @@ fn call(
 ) {
     let request = payload::request(OcppVersion::V1_6, message).expect("request");
     match csms.on_call(session, identity, &request) {
-        Reply::Result(_) => {}
-        Reply::Error { code, description } => panic!("{code:?} {description}"),
+        Answer::Result(_) => {}
+        other => panic!("{other:?}"),
     }
 }
 

@@ -208,15 +208,7 @@ fn v1_6_charging_session_and_admin_commands(kind: Kind) {
         r#"{"vendorId":"x"}"#,
     );
     let (id, _) = cp.expect_call();
-    cp.connection
-        .respond_error(
-            Instant::now(),
-            &id,
-            ocpp_messages::error_code::ErrorCode::NotSupported,
-            "no",
-        )
-        .unwrap();
-    cp.flush();
+    cp.respond_error(&id, ocpp_messages::error_code::ErrorCode::NotSupported);
     let (status, body) = transfer.join().unwrap();
     assert_eq!(status, 502, "{body}");
     assert_eq!(json(&body)["error"]["code"], "NotSupported");

@@ -4,6 +4,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use ocpp_server_core::{CallFailure as LocalFailure, CallOutcome, ErrorCode, OcppVersion};
+
 use crate::CallFailure;
 
 /// A boxed future, as [`Executor::execute`] returns it.
@@ -32,6 +34,61 @@ pub enum CommandOutcome {
 }
 
 impl CommandOutcome {
+    /// How a local CALL ended, as the command's outcome: the one mapping every node uses
+    /// (mio and tokio alike), so that the same event gets the same answer on every path. The
+    /// CALLERROR code is spelled for `version`. A CALL that was sent and got no answer
+    /// (timeout, connection lost) is [`CommandOutcome::Timeout`]: it may have run, so it must
+    /// not be routed again; one that was never written because the charge point is gone is
+    /// [`CommandOutcome::NotConnected`], which may be routed again.
+    ///
+    /// ```
+    /// use ocpp_cluster::CommandOutcome;
+    /// use ocpp_server_core::{CallFailure, OcppVersion};
+    /// let lost = CommandOutcome::from_call(OcppVersion::V1_6, &Err(CallFailure::Disconnected));
+    /// assert_eq!(lost, CommandOutcome::Timeout);
+    /// let gone = CommandOutcome::from_call(OcppVersion::V1_6, &Err(CallFailure::ClosedBeforeSent));
+    /// assert_eq!(gone, CommandOutcome::NotConnected);
+    /// ```
+    pub fn from_call(version: OcppVersion, outcome: &CallOutcome) -> Self {
+        let error = |code: ErrorCode, description: String| CommandOutcome::CallError {
+            code: code.as_str(version).to_owned(),
+            description,
+            details: "{}".to_owned(),
+        };
+        let failure = match outcome {
+            Ok(response) => {
+                return match serde_json::to_string(response) {
+                    Ok(payload) => CommandOutcome::Result(payload),
+                    Err(e) => error(ErrorCode::InternalError, format!("CALLRESULT: {e}")),
+                }
+            }
+            Err(failure) => failure,
+        };
+        match failure {
+            LocalFailure::ErrorResponse {
+                code,
+                description,
+                details,
+            } => CommandOutcome::CallError {
+                code: code.as_str(version).to_owned(),
+                description: description.clone(),
+                details: details.clone(),
+            },
+            LocalFailure::InvalidResponse { description } => error(
+                ErrorCode::GenericError,
+                format!("invalid CALLRESULT: {description}"),
+            ),
+            LocalFailure::NotConnected | LocalFailure::ClosedBeforeSent => {
+                CommandOutcome::NotConnected
+            }
+            failure if failure.may_have_reached_peer() => CommandOutcome::Timeout,
+            not_sent => error(
+                ErrorCode::GenericError,
+                format!("the CALL was not sent: {not_sent}"),
+            ),
+        }
+    }
+
     /// The outcome as the caller of [`Cluster::call`](crate::Cluster::call) sees it.
     pub fn into_result(self) -> Result<String, CallFailure> {
         match self {

@@ -269,7 +269,11 @@ impl Eq for ChargePoint {}
 
 impl ChargePoint {
     /// The handle of an open connection.
-    pub(crate) fn new(link: Arc<Link>, identity: ChargePointIdentity, version: OcppVersion) -> Self {
+    pub(crate) fn new(
+        link: Arc<Link>,
+        identity: ChargePointIdentity,
+        version: OcppVersion,
+    ) -> Self {
         ChargePoint {
             link,
             identity,

@@ -21,8 +21,8 @@ use std::task::{Context, Wake, Waker};
 use std::time::Duration;
 
 use ocpp_cluster::{
-    BoxFuture, CallFailure as RoutedFailure, ClaimTicket, Cluster, ClusterConfig, ClusterError, ClusterEvent,
-    ClusterEvents, CommandOutcome, Executor, CLOSE_SUPERSEDED,
+    BoxFuture, CallFailure as RoutedFailure, ClaimTicket, Cluster, ClusterConfig, ClusterError,
+    ClusterEvent, ClusterEvents, CommandOutcome, Executor, CLOSE_SUPERSEDED,
 };
 use ocpp_messages::{DecodeOptions, ErrorCode, Request, Response};
 use ocpp_server_core::{CallFailure, ChargePointIdentity, CloseCode, ConnectionConfig};
@@ -313,41 +313,11 @@ impl Executor for RegistryExecutor {
             }
         };
         Box::pin(async move {
-            let answer = tokio::time::timeout(timeout, cp.call_raw(request)).await;
-            let error = |code: ErrorCode, description: String| CommandOutcome::CallError {
-                code: code.as_str(version).to_owned(),
-                description,
-                details: "{}".to_owned(),
-            };
-            match answer {
-                Ok(Ok(response)) => match serde_json::to_string(&response) {
-                    Ok(payload) => CommandOutcome::Result(payload),
-                    Err(e) => error(ErrorCode::InternalError, format!("CALLRESULT: {e}")),
-                },
-                Ok(Err(CallFailure::ErrorResponse {
-                    code,
-                    description,
-                    details,
-                })) => CommandOutcome::CallError {
-                    code: code.as_str(version).to_owned(),
-                    description,
-                    details,
-                },
-                // Not sent: the caller may route it once more.
-                Ok(Err(CallFailure::NotConnected)) => CommandOutcome::NotConnected,
-                Ok(Err(CallFailure::InvalidResponse { description })) => error(
-                    ErrorCode::GenericError,
-                    format!("invalid CALLRESULT: {description}"),
-                ),
-                // Sent, and may have run, but no answer came: as a timeout (not NotConnected,
-                // which would let the caller send it again).
-                Ok(Err(failure)) if failure.may_have_reached_peer() => CommandOutcome::Timeout,
-                Err(_) => CommandOutcome::Timeout,
-                Ok(Err(failure)) => error(
-                    ErrorCode::GenericError,
-                    format!("the CALL was not sent: {failure}"),
-                ),
-            }
+            // No answer in `timeout`: the CALL may have been sent, as with the core's timeout.
+            let outcome = tokio::time::timeout(timeout, cp.call_raw(request))
+                .await
+                .unwrap_or(Err(CallFailure::Timeout));
+            CommandOutcome::from_call(version, &outcome)
         })
     }
 }

@@ -19,9 +19,9 @@ use tokio::time::Sleep;
 
 use crate::charge_point::{Command, Link, Settings};
 use crate::error::SendError;
+use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
 use crate::hook::{Hook, Message, MessageEvent};
-use crate::handler::PeerCertificate;
 use crate::{ChargePoint, ChargePoints, Handler, Session};
 use ocpp_messages::Request;
 
@@ -413,8 +413,9 @@ where
                 };
                 let handler = self.shared.handler.clone();
                 let send = IncomingCall::new(id, request);
-                self.sends
-                    .push_back(Box::pin(async move { handler.on_send(&session, send).await }));
+                self.sends.push_back(Box::pin(
+                    async move { handler.on_send(&session, send).await },
+                ));
             }
             Event::CallCompleted { id, outcome, .. } => self.complete(&id, outcome),
             Event::UnmatchedResponse { id } => {

@@ -196,7 +196,11 @@ impl ChargePoints {
     ///
     /// # Errors
     /// As [`ChargePoints::call`].
-    pub async fn call_raw(&self, identity: &str, request: Request) -> Result<Response, CallFailure> {
+    pub async fn call_raw(
+        &self,
+        identity: &str,
+        request: Request,
+    ) -> Result<Response, CallFailure> {
         if let Some(cp) = self.get(identity) {
             return cp.call_raw(request).await;
         }

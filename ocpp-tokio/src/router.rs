@@ -20,7 +20,8 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 pub type Reply<T> = Result<T, ErrorAnswer>;
 
 /// One action of one version: hands the request back when it is another version's.
-type Route<S> = Box<dyn Fn(Session<S>, Request) -> Result<BoxFuture<Answer>, Request> + Send + Sync>;
+type Route<S> =
+    Box<dyn Fn(Session<S>, Request) -> Result<BoxFuture<Answer>, Request> + Send + Sync>;
 type MakeState<S> = Box<dyn Fn(Connecting) -> BoxFuture<Result<S, Rejection>> + Send + Sync>;
 type OnCall<S> = Box<dyn Fn(Session<S>, IncomingCall) -> BoxFuture<Answer> + Send + Sync>;
 type OnSession<S> = Box<dyn Fn(Session<S>) -> BoxFuture<()> + Send + Sync>;
@@ -178,7 +179,9 @@ impl<S: Send + Sync + 'static> Router<S> {
         F: Fn(Session<S>, IncomingCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Answer> + Send + 'static,
     {
-        self.fallback = Some(Box::new(move |session, call| Box::pin(handler(session, call))));
+        self.fallback = Some(Box::new(move |session, call| {
+            Box::pin(handler(session, call))
+        }));
         self
     }
 
@@ -199,7 +202,9 @@ impl<S: Send + Sync + 'static> Router<S> {
         F: Fn(Session<S>, IncomingCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.on_send = Some(Box::new(move |session, send| Box::pin(handler(session, send))));
+        self.on_send = Some(Box::new(move |session, send| {
+            Box::pin(handler(session, send))
+        }));
         self
     }
 
@@ -210,7 +215,9 @@ impl<S: Send + Sync + 'static> Router<S> {
         F: Fn(Session<S>, Closed) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.on_close = Some(Box::new(move |session, closed| Box::pin(handler(session, closed))));
+        self.on_close = Some(Box::new(move |session, closed| {
+            Box::pin(handler(session, closed))
+        }));
         self
     }
 
@@ -238,7 +245,10 @@ impl<S: Send + Sync + 'static> Router<S> {
 impl<S: Send + Sync + 'static> Handler for Router<S> {
     type State = S;
 
-    fn on_upgrade(&self, connecting: Connecting) -> impl Future<Output = Result<S, Rejection>> + Send {
+    fn on_upgrade(
+        &self,
+        connecting: Connecting,
+    ) -> impl Future<Output = Result<S, Rejection>> + Send {
         (self.make_state)(connecting)
     }
 
@@ -251,12 +261,19 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
         }
     }
 
-    fn on_call(&self, session: &Session<S>, call: IncomingCall) -> impl Future<Output = Answer> + Send {
+    fn on_call(
+        &self,
+        session: &Session<S>,
+        call: IncomingCall,
+    ) -> impl Future<Output = Answer> + Send {
         self.dispatch(session.clone(), call)
     }
 
     fn on_send(&self, session: &Session<S>, send: IncomingCall) -> impl Future<Output = ()> + Send {
-        let run = self.on_send.as_ref().map(|handler| handler(session.clone(), send));
+        let run = self
+            .on_send
+            .as_ref()
+            .map(|handler| handler(session.clone(), send));
         async move {
             if let Some(run) = run {
                 run.await;
@@ -265,7 +282,10 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
     }
 
     fn on_close(&self, session: Session<S>, closed: Closed) -> impl Future<Output = ()> + Send {
-        let run = self.on_close.as_ref().map(|handler| handler(session, closed));
+        let run = self
+            .on_close
+            .as_ref()
+            .map(|handler| handler(session, closed));
         async move {
             if let Some(run) = run {
                 run.await;

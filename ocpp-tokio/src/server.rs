@@ -17,9 +17,9 @@ pub use crate::error::ServerError;
 
 use crate::charge_point::Command;
 use crate::driver::{Driver, Shared};
+use crate::handler::PeerCertificate;
 use crate::hook::{Hook, MessageEvent};
 use crate::registry::Remote;
-use crate::handler::PeerCertificate;
 use crate::{ChargePoints, Handler};
 
 /// Builds a [`Server`] (`Server::builder().config(..).handler(..).bind(addr).await?`), or a

@@ -34,10 +34,10 @@
 //! assert_eq!(response.body, b"[]");
 //! ```
 
-use ocpp_cluster::CallFailure;
+use ocpp_cluster::CallFailure as RoutedFailure;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1, DecodeError};
-use ocpp_server_core::{CallOutcome, ChargePointIdentity, RefusalReason, Request, Response};
+use ocpp_server_core::{CallFailure, CallOutcome, ChargePointIdentity, Request, Response};
 use serde_json::{json, Value};
 
 use super::{
@@ -152,16 +152,6 @@ impl HttpResponse {
     /// 504: no answer in time.
     pub fn timeout() -> Self {
         Self::error(504, "the charge point did not answer in time")
-    }
-
-    /// 503: the connection refused the CALL (output full, queue full, closing...).
-    pub fn refused(reason: RefusalReason) -> Self {
-        Self::error(503, &format!("the CALL was not sent: {reason}"))
-    }
-
-    /// 502: the connection ended before the answer.
-    pub fn disconnected() -> Self {
-        Self::error(502, "the charge point disconnected before answering")
     }
 
     /// 503: the server is shutting down.
@@ -456,21 +446,30 @@ pub fn decode_command(
     })
 }
 
-/// The answer to a command: 200 `{"id","action","result"}` for a CALLRESULT, 502
+/// The answer to a command, for every outcome of its CALL (the one mapping both servers
+/// use): 200 `{"id","action","result"}` for a CALLRESULT; 502
 /// `{"id","action","error":{"code","description","details"}}` for a CALLERROR or an
-/// unreadable CALLRESULT (the code spelled for `version`), 504 for a timeout.
+/// unreadable CALLRESULT (the code spelled for `version`) and 502 when the connection ended
+/// after the CALL was sent; 504 for a timeout; 404 when the charge point is not connected; 503
+/// when the CALL was not sent (queue full, another version, the connection ended first) or
+/// its node cannot be reached.
 pub fn call_response(
     version: OcppVersion,
     id: &str,
     action: &str,
     outcome: &CallOutcome,
 ) -> HttpResponse {
-    match outcome {
-        CallOutcome::Result(response) => HttpResponse::json(
-            200,
-            &json!({ "id": id, "action": action, "result": response_json(response) }),
-        ),
-        CallOutcome::Error {
+    let failure = match outcome {
+        Ok(response) => {
+            return HttpResponse::json(
+                200,
+                &json!({ "id": id, "action": action, "result": response_json(response) }),
+            )
+        }
+        Err(failure) => failure,
+    };
+    match failure {
+        CallFailure::ErrorResponse {
             code,
             description,
             details,
@@ -483,13 +482,17 @@ pub fn call_response(
                     "code": code, "description": description, "details": details } }),
             )
         }
-        CallOutcome::Timeout => HttpResponse::timeout(),
-        CallOutcome::InvalidResult { description } => HttpResponse::json(
+        CallFailure::InvalidResponse { description } => HttpResponse::json(
             502,
             &json!({ "id": id, "action": action, "error": {
                 "code": "InvalidResult", "description": description } }),
         ),
-        _ => HttpResponse::error(502, "unexpected outcome"),
+        CallFailure::Timeout => HttpResponse::timeout(),
+        CallFailure::Disconnected => {
+            HttpResponse::error(502, "the charge point disconnected before answering")
+        }
+        CallFailure::NotConnected => HttpResponse::error(404, "the charge point is not connected"),
+        not_sent => HttpResponse::error(503, &format!("the CALL was not sent: {not_sent}")),
     }
 }
 
@@ -527,14 +530,14 @@ pub fn command_body(body: &[u8]) -> Result<&str, HttpResponse> {
 pub fn remote_call_response(
     identity: &str,
     action: &str,
-    result: &Result<String, CallFailure>,
+    result: &Result<String, RoutedFailure>,
 ) -> HttpResponse {
     let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
     match result {
         Ok(payload) => {
             HttpResponse::json(200, &json!({ "action": action, "result": parse(payload) }))
         }
-        Err(CallFailure::CallError {
+        Err(RoutedFailure::CallError {
             code,
             description,
             details,
@@ -543,7 +546,7 @@ pub fn remote_call_response(
             &json!({ "action": action, "error": {
                 "code": code, "description": description, "details": parse(details) } }),
         ),
-        Err(CallFailure::NotConnected) => {
+        Err(RoutedFailure::NotConnected) => {
             HttpResponse::error(404, &format!("charge point {identity} is not connected"))
         }
         Err(failure) => HttpResponse::error(failure.http_status(), &failure.to_string()),
@@ -783,21 +786,34 @@ mod tests {
         let reset = v1_6::Response::from(v1_6::ResetResponse {
             status: v1_6::ResetStatus::Accepted,
         });
-        let ok = call_response(
-            OcppVersion::V1_6,
-            "1",
-            "Reset",
-            &CallOutcome::Result(reset.into()),
-        );
+        let ok = call_response(OcppVersion::V1_6, "1", "Reset", &Ok(reset.into()));
         assert_eq!(ok.status, 200);
         let body: Value = serde_json::from_slice(&ok.body).unwrap();
         assert_eq!(body["result"]["status"], "Accepted");
         assert_eq!(
-            call_response(OcppVersion::V1_6, "1", "Reset", &CallOutcome::Timeout).status,
+            call_response(OcppVersion::V1_6, "1", "Reset", &Err(CallFailure::Timeout)).status,
             504
         );
         let bytes = ok.to_bytes();
         assert!(bytes.starts_with(b"HTTP/1.1 200 OK\r\n"));
+        // Every failure has its status, in this one place for both servers.
+        for (failure, status) in [
+            (CallFailure::NotConnected, 404),
+            (CallFailure::QueueFull, 503),
+            (CallFailure::ClosedBeforeSent, 503),
+            (CallFailure::Disconnected, 502),
+            (
+                CallFailure::InvalidResponse {
+                    description: "x".into(),
+                },
+                502,
+            ),
+        ] {
+            assert_eq!(
+                call_response(OcppVersion::V1_6, "1", "Reset", &Err(failure)).status,
+                status
+            );
+        }
     }
 
     #[test]
@@ -815,7 +831,7 @@ mod tests {
         let body: Value = serde_json::from_slice(&ok.body).unwrap();
         assert_eq!(body["result"]["status"], "Accepted");
         assert_eq!(body["action"], "Reset");
-        let error = CallFailure::CallError {
+        let error = RoutedFailure::CallError {
             code: "NotSupported".into(),
             description: "no".into(),
             details: "{}".into(),
@@ -825,9 +841,9 @@ mod tests {
         let body: Value = serde_json::from_slice(&failed.body).unwrap();
         assert_eq!(body["error"]["code"], "NotSupported");
         for (failure, status) in [
-            (CallFailure::NotConnected, 404),
-            (CallFailure::OwnerUnreachable, 503),
-            (CallFailure::Timeout, 504),
+            (RoutedFailure::NotConnected, 404),
+            (RoutedFailure::OwnerUnreachable, 503),
+            (RoutedFailure::Timeout, 504),
         ] {
             assert_eq!(
                 remote_call_response("CP1", "Reset", &Err(failure)).status,

@@ -210,7 +210,7 @@ impl SplitCall {
     /// The outcome of the CALL in flight: `None` to send the next one, or the one answer
     /// for the admin caller (all done, or this chunk failed).
     pub fn complete(&mut self, outcome: &CallOutcome) -> Option<HttpResponse> {
-        if let CallOutcome::Result(response) = outcome {
+        if let Ok(response) = outcome {
             let payload = serde_json::to_value(response).unwrap_or(Value::Null);
             if let Some(results) = payload[self.result_key].as_array() {
                 self.results.extend(results.iter().cloned());
@@ -264,6 +264,7 @@ mod tests {
     use super::*;
     use ocpp_messages::error_code::ErrorCode;
     use ocpp_messages::v2_0_1;
+    use ocpp_server_core::CallFailure;
 
     const V201: OcppVersion = OcppVersion::V2_0_1;
 
@@ -298,7 +299,7 @@ mod tests {
             .collect();
         let text = json!({ "getVariableResult": results }).to_string();
         let response: v2_0_1::GetVariablesResponse = serde_json::from_str(&text).unwrap();
-        CallOutcome::Result(v2_0_1::Response::from(response).into())
+        Ok(v2_0_1::Response::from(response).into())
     }
 
     fn body(response: &HttpResponse) -> Value {
@@ -362,11 +363,11 @@ mod tests {
         let first = split.next_request().unwrap();
         assert_eq!(split.complete(&answer(&first)), None);
         split.next_request().unwrap();
-        let error = CallOutcome::Error {
+        let error = Err(CallFailure::ErrorResponse {
             code: ErrorCode::InternalError,
             description: "boom".into(),
             details: "{}".into(),
-        };
+        });
         let response = split.complete(&error).unwrap();
         assert_eq!(response.status, 502);
         let failed = body(&response);
@@ -382,12 +383,12 @@ mod tests {
             .unwrap()
             .unwrap();
         split.next_request().unwrap();
-        let timeout = split.complete(&CallOutcome::Timeout).unwrap();
+        let timeout = split.complete(&Err(CallFailure::Timeout)).unwrap();
         assert_eq!(timeout.status, 504);
         let timeout = body(&timeout);
         assert_eq!(timeout["failed_chunk"], 1);
         assert_eq!(timeout["partial_result"]["getVariableResult"], json!([]));
-        let gone = split.fail(HttpResponse::disconnected());
+        let gone = split.fail(HttpResponse::error(502, "disconnected"));
         assert_eq!(gone.status, 502);
         assert!(body(&gone)["error"].is_string());
         // A text body becomes JSON too.

@@ -6,9 +6,9 @@
 //!
 //! | connection event | call | then |
 //! | --- | --- | --- |
-//! | `UpgradeRequested(upgrade)` | [`Csms::on_upgrade`] (with the [`Transport`]) | `accept` or `reject(status)` |
+//! | `UpgradeRequested(upgrade)` | [`Csms::on_upgrade`] (with the [`Transport`]) | `Connection::decide` |
 //! | `Connected { version }` | [`Csms::on_connected`] | keep the [`SessionId`] |
-//! | `Call { id, request }` | [`Csms::on_call`] | `respond` or `respond_error` |
+//! | `Call { id, request }` | [`Csms::on_call`] | `Connection::answer` |
 //! | `Send { request, .. }` (2.1) | [`Csms::on_send`] | nothing |
 //! | (you send a CALL) | [`Csms::on_call_sent`] | |
 //! | `CallCompleted { .. }` | [`Csms::on_call_completed`] | |
@@ -92,8 +92,13 @@
 //!   through the admin API replaces the charge point's Basic password once it answers
 //!   Accepted (or RebootRequired), from its next connection on ([`Csms::on_command`]).
 //!
+//! The CSMS speaks the library's vocabulary: an upgrade decision is `Result<(), Rejection>`,
+//! an answer is the core's [`Answer`] (which `Connection::answer` checks against its CALL),
+//! an outcome of our CALL is the core's [`CallOutcome`].
+//!
 //! ```
-//! use ocpp_examples::csms::{Csms, CsmsConfig, Reply};
+//! use ocpp_examples::csms::{Csms, CsmsConfig};
+//! use ocpp_server_core::Answer;
 //! use ocpp_messages::{v1_6, version::OcppVersion};
 //! use ocpp_server_core::{ChargePointIdentity, Request};
 //!
@@ -101,7 +106,7 @@
 //! let identity = ChargePointIdentity::new("CP001".into(), false).unwrap();
 //! let session = csms.on_connected(&identity, OcppVersion::V1_6);
 //! let heartbeat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
-//! let Reply::Result(response) = csms.on_call(session, &identity, &heartbeat) else { panic!() };
+//! let Answer::Result(response) = csms.on_call(session, &identity, &heartbeat) else { panic!() };
 //! assert_eq!(response.action(), "Heartbeat");
 //! ```
 //!
@@ -133,8 +138,8 @@ use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::DateTime;
 use ocpp_server_core::{
-    CallOutcome, ChargePointIdentity, CloseReason, Closed, Connection, MessageId, Request,
-    Response, UpgradeRequest,
+    Answer, CallFailure, CallOutcome, ChargePointIdentity, CloseReason, Closed, Connection,
+    Rejection, Request, UpgradeRequest,
 };
 pub use shared_text::SharedText;
 pub use unix_time::UnixTime;
@@ -342,70 +347,6 @@ impl ClientCertificate {
     }
 }
 
-/// What to answer to an upgrade request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// Complete the WebSocket handshake (`Connection::accept`).
-    Accept,
-    /// Refuse it with this HTTP status (`Connection::reject`), e.g. 401 for bad credentials.
-    Reject {
-        /// The HTTP status.
-        status: u16,
-        /// Why, for the log.
-        reason: &'static str,
-    },
-}
-
-/// The answer to a charge point's CALL.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// A CALLRESULT (`Connection::respond`).
-    Result(Response),
-    /// A CALLERROR (`Connection::respond_error`); the core spells the code for the version.
-    Error {
-        /// The code, e.g. [`ErrorCode::NotSupported`] for a known action we do not handle.
-        code: ErrorCode,
-        /// A short description (at most 255 characters reach the wire).
-        description: String,
-    },
-}
-
-impl Reply {
-    /// A CALLERROR with code NotSupported for a known action this CSMS does not handle
-    /// (OCPP-J: NotImplemented is for unknown actions, which the core answers itself).
-    pub fn not_supported(action: &str) -> Reply {
-        Reply::Error {
-            code: ErrorCode::NotSupported,
-            description: format!("{action} is not supported by this CSMS"),
-        }
-    }
-
-    /// Sends this answer to the CALL `id` on `connection`, for both servers. Answers are never
-    /// refused for back-pressure; one refused for another reason (the connection closed while
-    /// the answer was being made) is logged and dropped: the CALL is then listed in
-    /// `Closed::unanswered_incoming`. Returns whether the connection took the answer.
-    pub fn send(
-        self,
-        connection: &mut Connection,
-        id: &MessageId<'_>,
-        identity: Option<&ChargePointIdentity>,
-        now: Instant,
-    ) -> bool {
-        let refused = match self {
-            Reply::Result(response) => connection
-                .respond(now, id, response)
-                .map_err(|refused| refused.reason),
-            Reply::Error { code, description } => {
-                connection.respond_error(now, id, code, &description)
-            }
-        };
-        if let Err(reason) = &refused {
-            tracing::debug!(identity = ?identity, %id, %reason, "answer not sent");
-        }
-        refused.is_ok()
-    }
-}
-
 /// One WebSocket connection of a charge point, as the application knows it. A charge point
 /// that reconnects gets a new session; the old one's [`Csms::on_closed`] then leaves the new
 /// one alone.
@@ -523,7 +464,7 @@ impl Csms {
     /// store.
     ///
     /// ```
-    /// use ocpp_examples::csms::{ClientCertificate, Csms, CsmsConfig, Decision, Transport};
+    /// use ocpp_examples::csms::{ClientCertificate, Csms, CsmsConfig, Transport};
     /// # use ocpp_server_core::{Connection, ConnectionConfig, Event};
     /// # use std::{sync::Arc, time::Instant};
     /// # let mut connection =
@@ -537,10 +478,14 @@ impl Csms {
     ///     client_certificate: Some(ClientCertificate::new(Some(cn.into()))),
     /// };
     /// // `upgrade` asks for ws://.../ocpp/CP001
-    /// assert_eq!(csms.on_upgrade(&upgrade, &tls("CP001")), Decision::Accept);
-    /// assert!(matches!(csms.on_upgrade(&upgrade, &tls("CP002")), Decision::Reject { status: 403, .. }));
+    /// assert_eq!(csms.on_upgrade(&upgrade, &tls("CP001")), Ok(()));
+    /// assert!(matches!(csms.on_upgrade(&upgrade, &tls("CP002")), Err(r) if r.status == 403));
     /// ```
-    pub fn on_upgrade(&self, upgrade: &UpgradeRequest, transport: &Transport) -> Decision {
+    pub fn on_upgrade(
+        &self,
+        upgrade: &UpgradeRequest,
+        transport: &Transport,
+    ) -> Result<(), Rejection> {
         let decided = credentials::decide(
             self.credentials
                 .read()
@@ -556,14 +501,12 @@ impl Csms {
                 if profile == Some(SecurityProfile::TlsClientCertificate) {
                     self.hold_to_certificates(&upgrade.identity);
                 }
-                Decision::Accept
+                Ok(())
             }
             Err(refusal) => {
                 self.metrics.upgrades_rejected.inc();
-                Decision::Reject {
-                    status: refusal.status,
-                    reason: refusal.reason,
-                }
+                tracing::info!(identity = %upgrade.identity, status = refusal.status, reason = refusal.reason, "upgrade rejected");
+                Err(Rejection::new(refusal.status, refusal.reason))
             }
         }
     }
@@ -711,7 +654,7 @@ impl Csms {
         session: SessionId,
         identity: &ChargePointIdentity,
         request: &Request,
-    ) -> Reply {
+    ) -> Answer {
         let _ = session;
         self.metrics.messages_in.inc();
         self.metrics.messages_out.inc();
@@ -734,13 +677,10 @@ impl Csms {
             };
             if !boot::allows(charge_point.boot_status, charge_point.triggered, action) {
                 // 2.0.1 B02.FR.09, B03; OCPP-J 1.6 errata §3.8.
-                Reply::Error {
-                    code: ErrorCode::SecurityError,
-                    description: format!(
-                        "{action} refused: the BootNotification was answered {}",
-                        charge_point.status()
-                    ),
-                }
+                let status = charge_point.status();
+                let description =
+                    format!("{action} refused: the BootNotification was answered {status}");
+                Answer::error(ErrorCode::SecurityError, description)
             } else {
                 let gaps_before = charge_point.extras.seq_no_gap_count;
                 let reply = match request {
@@ -749,7 +689,7 @@ impl Csms {
                         v2x::v2_0_1::handle(&context, charge_point, request)
                     }
                     Request::V2_1(request) => v2x::v2_1::handle(&context, charge_point, request),
-                    _ => Reply::not_supported(action),
+                    _ => Answer::not_supported(action),
                 };
                 if charge_point.extras.seq_no_gap_count != gaps_before {
                     self.metrics.seq_no_gaps.inc();
@@ -760,7 +700,7 @@ impl Csms {
                         _ => self.metrics.certificate_requests_rejected.inc(),
                     }
                 }
-                if matches!(reply, Reply::Result(_)) && !TYPED_ACTIONS.contains(&action) {
+                if reply.is_result() && !TYPED_ACTIONS.contains(&action) {
                     self.record(charge_point, request, context.now);
                     if action == "NotifyReport" {
                         let extras = charge_point.extras.get_mut();
@@ -777,7 +717,7 @@ impl Csms {
                 reply
             }
         };
-        if let Reply::Error { .. } = reply {
+        if !reply.is_result() {
             self.metrics.call_errors_sent.inc();
         }
         reply
@@ -840,17 +780,17 @@ impl Csms {
         self.metrics.calls_pending.dec();
         if action == "CertificateSigned" {
             let answer = match outcome {
-                CallOutcome::Result(response) => serde_json::to_value(response)
+                Ok(response) => serde_json::to_value(response)
                     .ok()
                     .and_then(|v| v["status"].as_str().map(str::to_owned))
                     .unwrap_or_else(|| "InvalidResult".into()),
-                CallOutcome::Error { code, .. } => format!("CALLERROR {code:?}"),
-                CallOutcome::Timeout => "Timeout".into(),
+                Err(CallFailure::ErrorResponse { code, .. }) => format!("CALLERROR {code:?}"),
+                Err(CallFailure::Timeout) => "Timeout".into(),
                 _ => "InvalidResult".into(),
             };
             self.note_certificate_answer(identity, action, answer);
         }
-        if let ("GetVariables", CallOutcome::Result(response)) = (action, outcome) {
+        if let ("GetVariables", Ok(response)) = (action, outcome) {
             if let Ok(payload) = serde_json::to_value(response) {
                 if let Some(charge_point) = self.lock().get_mut(identity) {
                     charge_point
@@ -875,13 +815,13 @@ impl Csms {
             }
         }
         match outcome {
-            CallOutcome::Result(_) => self.metrics.messages_in.inc(),
-            CallOutcome::Error { code, .. } => {
+            Ok(_) => self.metrics.messages_in.inc(),
+            Err(CallFailure::ErrorResponse { code, .. }) => {
                 self.metrics.messages_in.inc();
                 self.metrics.call_errors_received.inc();
                 tracing::debug!(%identity, action, code = ?code, "CALLERROR received");
             }
-            CallOutcome::Timeout => {
+            Err(CallFailure::Timeout) => {
                 self.metrics.call_timeouts.inc();
                 tracing::warn!(%identity, action, "CALL timed out");
             }
@@ -1158,7 +1098,7 @@ fn is_basic_auth_password(data: &serde_json::Value) -> bool {
 /// Whether `outcome` is a SetVariables CALLRESULT none of whose results is the Basic
 /// password: the answer to a chunk of a split command that did not carry it.
 fn answers_other_chunk(outcome: &CallOutcome) -> bool {
-    let CallOutcome::Result(response) = outcome else {
+    let Ok(response) = outcome else {
         return false;
     };
     let Ok(payload) = serde_json::to_value(response) else {
@@ -1172,7 +1112,7 @@ fn answers_other_chunk(outcome: &CallOutcome) -> bool {
 /// Whether the answer to a password change accepted it (RebootRequired: it counts after the
 /// reboot, which is a new connection anyway).
 fn password_change_accepted(outcome: &CallOutcome) -> bool {
-    let CallOutcome::Result(response) = outcome else {
+    let Ok(response) = outcome else {
         return false;
     };
     let Ok(payload) = serde_json::to_value(response) else {

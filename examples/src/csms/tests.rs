@@ -25,12 +25,12 @@ fn call(
     let version = csms.version_of(cp).expect("connected");
     let request = admin::decode_command(version, action, payload).expect("valid request");
     match csms.on_call(session, cp, &request) {
-        Reply::Result(response) => {
+        Answer::Result(response) => {
             assert_eq!(response.action(), action);
             assert_eq!(response.version(), version);
             response.validate_json()
         }
-        Reply::Error { code, description } => panic!("{action}: {code:?} {description}"),
+        other => panic!("{action}: {other:?}"),
     }
 }
 
@@ -168,7 +168,7 @@ fn charging_session_v1_6() {
     ));
     assert!(matches!(
         csms.on_call(session, &cp, &firmware),
-        Reply::Result(_)
+        Answer::Result(_)
     ));
     let state = csms.charge_point(&cp).unwrap();
     let kept = &state.extras.notifications["FirmwareStatusNotification"];
@@ -176,7 +176,7 @@ fn charging_session_v1_6() {
     // A CALL only the central system sends: NotSupported.
     let reset = admin::decode_command(OcppVersion::V1_6, "Reset", r#"{"type":"Soft"}"#).unwrap();
     match csms.on_call(session, &cp, &reset) {
-        Reply::Error { code, .. } => assert_eq!(code, ErrorCode::NotSupported),
+        Answer::Error(error) => assert_eq!(error.code, ErrorCode::NotSupported),
         other => panic!("{other:?}"),
     }
     assert_eq!(csms.metrics().call_errors_sent.get(), 1);
@@ -288,10 +288,7 @@ fn charging_session_v2_0_1() {
         admin::decode_command(OcppVersion::V2_0_1, "Reset", r#"{"type":"Immediate"}"#).unwrap();
     assert!(matches!(
         csms.on_call(session, &cp, &reset),
-        Reply::Error {
-            code: ErrorCode::NotSupported,
-            ..
-        }
+        Answer::Error(error) if error.code == ErrorCode::NotSupported
     ));
 }
 
@@ -395,22 +392,19 @@ fn basic_auth_decides_the_upgrade() {
     let upgrade = |user: &[u8], password: &[u8]| {
         csms.on_upgrade(&upgrade_request(Some((user, password))), &Transport::Plain)
     };
-    assert_eq!(upgrade(b"CP1", b"0123456789abcdef"), Decision::Accept);
+    assert_eq!(upgrade(b"CP1", b"0123456789abcdef"), Ok(()));
     assert!(matches!(
         upgrade(b"CP1", b"nope"),
-        Decision::Reject { status: 401, .. }
+        Err(Rejection { status: 401, .. })
     ));
     assert!(matches!(
         upgrade(b"CP2", b"0123456789abcdef"),
-        Decision::Reject { status: 401, .. }
+        Err(Rejection { status: 401, .. })
     ));
-    assert!(matches!(
+    assert_eq!(
         csms.on_upgrade(&upgrade_request(None), &Transport::Plain),
-        Decision::Reject {
-            status: 401,
-            reason: "no Basic credentials"
-        }
-    ));
+        Err(Rejection::new(401, "no Basic credentials"))
+    );
     assert_eq!(csms.metrics().upgrades_rejected.get(), 3);
 }
 
@@ -421,10 +415,7 @@ fn client_certificate_must_name_the_identity() {
     let with_cn = |cn: Option<&str>| Transport::Tls {
         client_certificate: Some(ClientCertificate::new(cn.map(str::to_owned))),
     };
-    assert_eq!(
-        csms.on_upgrade(&request, &with_cn(Some("CP1"))),
-        Decision::Accept
-    );
+    assert_eq!(csms.on_upgrade(&request, &with_cn(Some("CP1"))), Ok(()));
     for (transport, why) in [
         (
             with_cn(Some("CP2")),
@@ -438,10 +429,7 @@ fn client_certificate_must_name_the_identity() {
     ] {
         assert_eq!(
             csms.on_upgrade(&request, &transport),
-            Decision::Reject {
-                status: 403,
-                reason: why
-            }
+            Err(Rejection::new(403, why))
         );
     }
     // No certificate: the credentials are missing (401).
@@ -453,10 +441,10 @@ fn client_certificate_must_name_the_identity() {
     ] {
         assert_eq!(
             csms.on_upgrade(&request, &transport),
-            Decision::Reject {
-                status: 401,
-                reason: "security profile 3: no client certificate"
-            }
+            Err(Rejection::new(
+                401,
+                "security profile 3: no client certificate"
+            ))
         );
     }
     // Without the requirement a verified certificate still proves who the station is: one
@@ -464,12 +452,9 @@ fn client_certificate_must_name_the_identity() {
     let csms = Csms::new(CsmsConfig::default());
     assert!(matches!(
         csms.on_upgrade(&request, &with_cn(Some("CP2"))),
-        Decision::Reject { status: 403, .. }
+        Err(Rejection { status: 403, .. })
     ));
-    assert_eq!(
-        csms.on_upgrade(&request, &with_cn(Some("CP1"))),
-        Decision::Accept
-    );
+    assert_eq!(csms.on_upgrade(&request, &with_cn(Some("CP1"))), Ok(()));
     assert_eq!(
         csms.on_upgrade(
             &request,
@@ -477,7 +462,7 @@ fn client_certificate_must_name_the_identity() {
                 client_certificate: None
             }
         ),
-        Decision::Accept
+        Ok(())
     );
 }
 
@@ -487,7 +472,7 @@ fn call_outcomes_keep_the_pending_gauge() {
     let cp = identity("CP1");
     csms.on_call_sent(&cp, "Reset");
     assert_eq!(csms.metrics().calls_pending.get(), 1);
-    csms.on_call_completed(&cp, "Reset", &CallOutcome::Timeout);
+    csms.on_call_completed(&cp, "Reset", &Err(CallFailure::Timeout));
     assert_eq!(csms.metrics().calls_pending.get(), 0);
     assert_eq!(csms.metrics().call_timeouts.get(), 1);
 }
@@ -504,10 +489,7 @@ fn security_profiles_per_station_on_one_listener() {
     let tls = |cn: Option<&str>| Transport::Tls {
         client_certificate: cn.map(|cn| ClientCertificate::new(Some(cn.into()))),
     };
-    let status = |decision: Decision| match decision {
-        Decision::Accept => 101,
-        Decision::Reject { status, .. } => status,
-    };
+    let status = |decision: Result<(), Rejection>| decision.map_or_else(|r| r.status, |()| 101);
     // Profile 2: its password over TLS; not on plain TCP, not a wrong one.
     assert_eq!(status(csms.on_upgrade(&password, &tls(None))), 101);
     assert_eq!(status(csms.on_upgrade(&password, &Transport::Plain)), 403);
@@ -565,7 +547,7 @@ fn password_change_in_a_later_chunk_of_a_split_set_variables() {
         let payload = serde_json::json!({"setVariableResult": [{"attributeStatus": "Accepted",
             "component": data["component"], "variable": data["variable"]}]});
         let response: v2_0_1::SetVariablesResponse = serde_json::from_value(payload).unwrap();
-        CallOutcome::Result(v2_0_1::Response::from(response).into())
+        Ok(v2_0_1::Response::from(response).into())
     };
     let upgrade = |password: &[u8]| {
         csms.on_upgrade(
@@ -582,14 +564,14 @@ fn password_change_in_a_later_chunk_of_a_split_set_variables() {
         csms.on_call_completed(&cp, "SetVariables", &outcome);
         if chunks == 1 {
             // After the first chunk: still the old password.
-            assert_eq!(upgrade(b"0123456789abcdef"), Decision::Accept);
+            assert_eq!(upgrade(b"0123456789abcdef"), Ok(()));
         }
         answered = split.complete(&outcome);
     }
     assert_eq!((chunks, answered.map(|r| r.status)), (2, Some(200)));
-    assert_eq!(upgrade(b"fedcba9876543210"), Decision::Accept);
+    assert_eq!(upgrade(b"fedcba9876543210"), Ok(()));
     assert!(matches!(
         upgrade(b"0123456789abcdef"),
-        Decision::Reject { status: 401, .. }
+        Err(Rejection { status: 401, .. })
     ));
 }

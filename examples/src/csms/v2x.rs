@@ -40,8 +40,10 @@ macro_rules! handlers_2x {
                 StatusNotificationResponse, TransactionEventEnum, TransactionEventResponse,
             };
 
+            use ocpp_server_core::Answer;
+
             use super::super::{
-                Authorization, ChargePoint, Context, MeterReading, Registration, Reply,
+                Authorization, ChargePoint, Context, MeterReading, Registration,
             };
 
             /// Answers one CALL of this version.
@@ -49,7 +51,7 @@ macro_rules! handlers_2x {
                 context: &Context<'_>,
                 cp: &mut ChargePoint,
                 request: &Request,
-            ) -> Reply {
+            ) -> Answer {
                 let now = context.now;
                 // The name the `extra` arms use for the context (macro hygiene).
                 #[allow(unused_variables)]
@@ -264,9 +266,9 @@ macro_rules! handlers_2x {
                     }
                     $($extra)*
                     // A CALL the CSMS sends, not the station.
-                    other => return Reply::not_supported(other.action().as_str()),
+                    other => return Answer::not_supported(other.action().as_str()),
                 };
-                Reply::Result(response.into())
+                Answer::Result(response.into())
             }
 
             /// The answer for a token as 2.x `idTokenInfo`: from the token store, except

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::Interest;
-use ocpp_server_core::{ChargePointIdentity, Refused};
+use ocpp_messages::version::OcppVersion;
+use ocpp_server_core::{CallFailure, ChargePointIdentity, Refused};
 
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{send_chunk, SocketStage, Waiter};
@@ -70,7 +71,11 @@ impl EventLoop {
                         self.service(target, now);
                         return;
                     }
-                    Err(Refused { reason, .. }) => HttpResponse::refused(reason),
+                    Err(Refused { reason, .. }) => {
+                        let version = s.connection.version().unwrap_or(OcppVersion::V1_6);
+                        let not_sent = Err(CallFailure::from(reason));
+                        admin::call_response(version, "", action, &not_sent)
+                    }
                 }
             }
             _ => HttpResponse::error(404, "the charge point is no longer connected"),

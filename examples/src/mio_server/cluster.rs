@@ -26,9 +26,8 @@ use ocpp_cluster::{
     CLOSE_SUPERSEDED,
 };
 use ocpp_frame::CloseCode;
-use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{DecodeOptions, ErrorCode};
-use ocpp_server_core::{CallOutcome, ChargePointIdentity, Refused, Request};
+use ocpp_server_core::{ChargePointIdentity, Refused, Request};
 
 use super::admin_socket::{AdminStage, ADMIN_CALL_GRACE};
 use super::event_loop::{Entry, EventLoop};
@@ -432,35 +431,5 @@ impl EventLoop {
             DrainState::Done => node.releases.load(Ordering::Acquire) == 0,
             DrainState::Idle | DrainState::Waiting(_) => false,
         }
-    }
-}
-
-/// How a local CALL's outcome travels back to the node that asked.
-pub(super) fn command_outcome(version: OcppVersion, outcome: &CallOutcome) -> CommandOutcome {
-    let error = |code: ErrorCode, description: String| CommandOutcome::CallError {
-        code: code.as_str(version).to_owned(),
-        description,
-        details: "{}".to_owned(),
-    };
-    match outcome {
-        CallOutcome::Result(response) => match serde_json::to_string(response) {
-            Ok(payload) => CommandOutcome::Result(payload),
-            Err(e) => error(ErrorCode::InternalError, format!("CALLRESULT: {e}")),
-        },
-        CallOutcome::Error {
-            code,
-            description,
-            details,
-        } => CommandOutcome::CallError {
-            code: code.as_str(version).to_owned(),
-            description: description.clone(),
-            details: details.clone(),
-        },
-        CallOutcome::Timeout => CommandOutcome::Timeout,
-        CallOutcome::InvalidResult { description } => error(
-            ErrorCode::GenericError,
-            format!("invalid CALLRESULT: {description}"),
-        ),
-        _ => error(ErrorCode::InternalError, "unexpected outcome".to_owned()),
     }
 }

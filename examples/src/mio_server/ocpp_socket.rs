@@ -11,15 +11,17 @@ use mio::net::TcpStream;
 use mio::Interest;
 use ocpp_cluster::{ClaimTicket, CommandOutcome};
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{ChargePointIdentity, Closed, Connection, Event, MessageId};
+use ocpp_server_core::{
+    CallFailure, CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId,
+};
 
-use super::cluster::{command_outcome, JobAnswer};
+use super::cluster::JobAnswer;
 use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
 use super::timers::Moment;
 use super::{Command, Handle, DRAIN_TIMEOUT, FLUSH_TIMEOUT};
 use crate::csms::admin::{self, HttpResponse};
-use crate::csms::{Csms, Decision, SessionId, SplitCall};
+use crate::csms::{Csms, SessionId, SplitCall};
 use crate::tls::{self, Received, TlsSession};
 
 /// At most this many read calls per readiness event, so one busy peer cannot starve the
@@ -272,17 +274,8 @@ impl EventLoop {
                 Event::UpgradeRequested(upgrade) => {
                     s.identity = Some(upgrade.identity.clone());
                     let transport = tls::transport(s.tls.as_deref());
-                    let result = match csms.on_upgrade(&upgrade, &transport) {
-                        Decision::Accept => s.connection.accept(now),
-                        Decision::Reject { status, reason } => {
-                            tracing::info!(
-                                identity = %upgrade.identity, peer = %peer(&s.socket), status, reason,
-                                "upgrade rejected"
-                            );
-                            s.connection.reject(now, status)
-                        }
-                    };
-                    if result.is_err() {
+                    let decision = csms.on_upgrade(&upgrade, &transport);
+                    if s.connection.decide(now, decision).is_err() {
                         tracing::warn!("accept/reject in the wrong state");
                     }
                 }
@@ -313,9 +306,10 @@ impl EventLoop {
                     let (Some(identity), Some(session)) = (&s.identity, s.session) else {
                         continue;
                     };
-                    let reply = csms.on_call(session, identity, &request);
-                    if reply.send(&mut s.connection, &id, Some(identity), now) {
-                        csms.metrics().calls_answered.inc();
+                    let answer = csms.on_call(session, identity, &request);
+                    match s.connection.answer(now, &id, answer) {
+                        Ok(()) => csms.metrics().calls_answered.inc(),
+                        Err(error) => tracing::warn!(%identity, %id, "answer: {error}"),
                     }
                     // CertificateSigned after an accepted SignCertificate: behind the answer.
                     csms.send_follow_up(&mut s.connection, identity, now);
@@ -334,47 +328,7 @@ impl EventLoop {
                         continue;
                     };
                     csms.on_call_completed(identity, action, &outcome);
-                    let waiter = s.waiters.as_mut().and_then(|waiters| {
-                        let at = waiters.iter().position(|(i, _)| *i == id)?;
-                        Some(waiters.swap_remove(at).1)
-                    });
-                    if s.waiters.as_ref().is_some_and(|w| w.is_empty()) {
-                        s.waiters = None;
-                    }
-                    let version = s.version.unwrap_or(OcppVersion::V1_6);
-                    if let Some(Waiter::Job(answer)) = waiter {
-                        let answered = answer.complete(command_outcome(version, &outcome));
-                        tracing::info!(%identity, action, %id, answered, "cluster CALL completed");
-                    } else if let Some(Waiter::AdminSplit {
-                        reply_to,
-                        mut split,
-                    }) = waiter
-                    {
-                        let done = match split.complete(&outcome) {
-                            Some(response) => Some(response),
-                            None => send_chunk(csms, s, split, reply_to, now).err(),
-                        };
-                        if let Some(response) = done {
-                            tracing::info!(identity = ?s.identity, action, %id, status = response.status, "admin CALLs completed");
-                            shared.send(
-                                0,
-                                Command::AdminReply {
-                                    to: reply_to,
-                                    response,
-                                },
-                            );
-                        }
-                    } else if let Some(Waiter::Admin(admin)) = waiter {
-                        let response = admin::call_response(version, &id, action, &outcome);
-                        tracing::info!(%identity, action, %id, status = response.status, "admin CALL completed");
-                        shared.send(
-                            0,
-                            Command::AdminReply {
-                                to: admin,
-                                response,
-                            },
-                        );
-                    }
+                    self.call_ended(key, &id, action, outcome, now);
                 }
                 Event::UnmatchedResponse { id } => {
                     tracing::debug!(identity = ?s.identity, %id, "answer to no CALL of ours");
@@ -418,33 +372,78 @@ impl EventLoop {
         } else {
             tracing::debug!(peer = %peer(&s.socket), reason = ?closed.reason, "handshake ended");
         }
-        let waiters = s.waiters.take().map(|w| *w).unwrap_or_default();
-        for (_, waiter) in waiters {
-            match waiter {
-                Waiter::Admin(admin) => shared.send(
-                    0,
-                    Command::AdminReply {
-                        to: admin,
-                        response: HttpResponse::disconnected(),
-                    },
-                ),
-                Waiter::AdminSplit { reply_to, split } => shared.send(
-                    0,
-                    Command::AdminReply {
-                        to: reply_to,
-                        response: split.fail(HttpResponse::disconnected()),
-                    },
-                ),
-                // The CALL was sent and may have run: not NotConnected (which lets the caller
-                // route it again), but no answer came, as with a timeout.
-                Waiter::Job(answer) => {
-                    answer.complete(CommandOutcome::Timeout);
-                }
-            }
+        // Each CALL left over ends as the core says (sent and may have run, or never sent),
+        // for whoever waits on it: the same way as an answered one.
+        for call in &closed.unanswered_outgoing {
+            let outcome = Err(call.failure());
+            self.call_ended(key, &call.id, call.request.action(), outcome, now);
         }
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+            return;
+        };
         s.stage = SocketStage::Flushing {
             deadline: self.timers.deadline(now + FLUSH_TIMEOUT),
         };
+    }
+
+    /// One of our CALLs on `key` ended: hands the outcome to whoever waits for it (an admin
+    /// client, a split command's next chunk, another node of the cluster).
+    fn call_ended(
+        &mut self,
+        key: Key,
+        id: &MessageId<'static>,
+        action: &'static str,
+        outcome: CallOutcome,
+        now: Instant,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+            return;
+        };
+        let waiter = s.waiters.as_mut().and_then(|waiters| {
+            let at = waiters.iter().position(|(i, _)| i == id)?;
+            Some(waiters.swap_remove(at).1)
+        });
+        if s.waiters.as_ref().is_some_and(|w| w.is_empty()) {
+            s.waiters = None;
+        }
+        let version = s.version.unwrap_or(OcppVersion::V1_6);
+        let (reply_to, response) = match waiter {
+            None => return,
+            Some(Waiter::Job(answer)) => {
+                let answered = answer.complete(CommandOutcome::from_call(version, &outcome));
+                tracing::info!(identity = ?s.identity, action, %id, answered, "cluster CALL completed");
+                return;
+            }
+            Some(Waiter::AdminSplit {
+                reply_to,
+                mut split,
+            }) => {
+                let done = match split.complete(&outcome) {
+                    Some(response) => Some(response),
+                    None if s.connection.is_open() => {
+                        send_chunk(&shared.csms, s, split, reply_to, now).err()
+                    }
+                    None => Some(split.fail(admin::call_response(version, id, action, &outcome))),
+                };
+                match done {
+                    Some(response) => (reply_to, response),
+                    None => return,
+                }
+            }
+            Some(Waiter::Admin(reply_to)) => (
+                reply_to,
+                admin::call_response(version, id, action, &outcome),
+            ),
+        };
+        tracing::info!(identity = ?s.identity, action, %id, status = response.status, "admin CALL completed");
+        shared.send(
+            0,
+            Command::AdminReply {
+                to: reply_to,
+                response,
+            },
+        );
     }
 }
 
@@ -473,7 +472,9 @@ pub(super) fn send_chunk(
             Ok(())
         }
         Err(ocpp_server_core::Refused { reason, .. }) => {
-            Err(split.fail(HttpResponse::refused(reason)))
+            let version = s.version.unwrap_or(OcppVersion::V1_6);
+            let not_sent = Err(CallFailure::from(reason));
+            Err(split.fail(admin::call_response(version, "", action, &not_sent)))
         }
     }
 }

@@ -13,12 +13,12 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use ocpp_server_core::{ChargePointIdentity, RefusalReason};
-use ocpp_tokio::{CallError, ChargePoints};
+use ocpp_server_core::{CallOutcome, ChargePointIdentity};
+use ocpp_tokio::ChargePoints;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::handler::{App, Ended};
+use super::handler::{call_ended, App};
 use crate::csms::admin::{self, AdminRequest, HttpResponse, Route, MAX_BODY};
 
 /// What the admin handlers share.
@@ -47,7 +47,6 @@ async fn serve(State(admin): State<Admin>, method: Method, uri: Uri, body: Bytes
         path: uri.path().to_owned(),
         body: body.to_vec(),
     };
-    open_session(&admin, &request.path);
     if let Some(response) = remote_command(&admin, &request).await {
         return into_response(response);
     }
@@ -96,37 +95,28 @@ async fn serve(State(admin): State<Admin>, method: Method, uri: Uri, body: Bytes
     into_response(response)
 }
 
-/// Sends one CALL of an admin command and waits for its outcome; `Err` is the answer for a
-/// CALL that got none (disconnected, not sent, shutting down).
+/// Sends one CALL of an admin command and waits for its outcome; `Err` is the answer when
+/// the server shuts down first.
 async fn call(
     admin: &Admin,
     identity: &ChargePointIdentity,
     cp: ocpp_tokio::ChargePoint,
     request: ocpp_server_core::Request,
-) -> Result<ocpp_server_core::CallOutcome, HttpResponse> {
+) -> Result<CallOutcome, HttpResponse> {
     let action = request.action();
     tracing::info!(%identity, action, "admin CALL");
     // In a task of its own, so that the CSMS hears of the outcome even if the HTTP client
     // goes away.
-    let app = Arc::clone(&admin.app);
+    let csms = Arc::clone(&admin.app.csms);
     let call = tokio::spawn(async move {
-        let result = cp.call_raw(request).await;
-        app.call_ended(&cp, action, result)
+        let outcome = cp.call_raw(request).await;
+        call_ended(&csms, &cp, action, &outcome);
+        outcome
     });
     let mut stop = admin.stop.clone();
-    let ended = tokio::select! {
-        ended = call => ended.ok(),
-        _ = stop.wait_for(|stopping| *stopping) => None,
-    };
-    match ended {
-        Some(Ended::Outcome(outcome)) => Ok(outcome),
-        Some(Ended::Disconnected) => Err(HttpResponse::disconnected()),
-        Some(Ended::NotSent(CallError::NotConnected)) => Err(HttpResponse::not_connected(identity)),
-        Some(Ended::NotSent(CallError::WrongVersion)) => {
-            Err(HttpResponse::refused(RefusalReason::WrongVersion))
-        }
-        Some(Ended::NotSent(_)) => Err(HttpResponse::refused(RefusalReason::QueueFull)),
-        None => Err(HttpResponse::shutting_down()),
+    tokio::select! {
+        outcome = call => outcome.map_err(|_| HttpResponse::error(500, "the CALL's task failed")),
+        _ = stop.wait_for(|stopping| *stopping) => Err(HttpResponse::shutting_down()),
     }
 }
 
@@ -165,20 +155,6 @@ async fn remote_command(admin: &Admin, request: &AdminRequest) -> Option<HttpRes
     };
     tracing::info!(%identity, action, status = response.status, "cluster CALL completed");
     Some(response)
-}
-
-/// `on_connect` runs in a task of its own, so a charge point may be registered (and have
-/// its 101) before the CSMS knows of it: a request about one charge point opens its session
-/// first, so that a command sent right after the upgrade finds it.
-fn open_session(admin: &Admin, path: &str) {
-    let mut segments = path.trim_matches('/').split('/');
-    if let (Some("chargepoints"), Some(segment)) = (segments.next(), segments.next()) {
-        if let Ok(identity) = ChargePointIdentity::from_path(&format!("/{segment}"), false) {
-            if let Some(cp) = admin.charge_points.get(identity.as_str()) {
-                admin.app.open(&cp);
-            }
-        }
-    }
 }
 
 /// `ChargePoint::call_raw` does not tell the CALL's message id: the answer shows `"id": null`

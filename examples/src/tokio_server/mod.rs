@@ -110,7 +110,7 @@ pub struct Server {
     local_addr: SocketAddr,
     admin_addr: Option<SocketAddr>,
     app: Arc<App>,
-    ocpp: ocpp_tokio::Server<Arc<App>>,
+    ocpp: ocpp_tokio::server::Service<Arc<App>>,
     shutdown: Arc<watch::Sender<bool>>,
     /// The connections' call timeout (the admin's cluster commands take it too).
     call_timeout: Duration,

@@ -17,7 +17,7 @@ use futures_util::future::{Fuse, FusedFuture, FutureExt};
 use ocpp_tokio::ChargePoint;
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
-use super::handler::{App, Ended};
+use super::handler::{call_ended, App};
 use crate::csms::push;
 
 /// Pushes to `cp` until its connection is over. A tick while the previous push is
@@ -42,8 +42,9 @@ pub(super) async fn pusher(app: &App, cp: ChargePoint, interval: Duration) {
                     app.csms.metrics().pushes_skipped.inc();
                 }
             }
-            result = &mut call => {
-                if let Ended::NotSent(_) = app.call_ended(&cp, "DataTransfer", result) {
+            outcome = &mut call => {
+                call_ended(&app.csms, &cp, "DataTransfer", &outcome);
+                if outcome.is_err_and(|failure| !failure.may_have_reached_peer()) {
                     app.csms.metrics().pushes_skipped.inc();
                     if !cp.is_connected() {
                         return;

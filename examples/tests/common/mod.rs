@@ -15,8 +15,9 @@ pub use std::time::{Duration, Instant};
 
 pub use ocpp_examples::csms::admin::decode_command;
 pub use ocpp_messages::version::OcppVersion;
+use ocpp_server_core::Answer;
 pub use ocpp_server_core::{
-    CallOutcome, ChargePointIdentity, CloseReason, ConnectTarget, Connection, ConnectionConfig,
+    ChargePointIdentity, CloseReason, ConnectTarget, Connection, ConnectionConfig, ErrorCode,
     Event, Request, Response,
 };
 pub use serde_json::Value;
@@ -325,9 +326,7 @@ impl ChargePoint {
                 Event::CallCompleted {
                     id: done, outcome, ..
                 } if done == id => match outcome {
-                    CallOutcome::Result(response) => {
-                        return serde_json::to_value(&response).unwrap()
-                    }
+                    Ok(response) => return serde_json::to_value(&response).unwrap(),
                     other => panic!("{action}: {other:?}"),
                 },
                 Event::Call { .. } => panic!("unexpected CALL from the server"),
@@ -348,9 +347,18 @@ impl ChargePoint {
     }
 
     pub fn respond(&mut self, id: &ocpp_server_core::MessageId<'_>, response: Response) {
+        self.answer(id, Answer::Result(response));
+    }
+
+    /// Answers the CALL `id` with a CALLERROR.
+    pub fn respond_error(&mut self, id: &ocpp_server_core::MessageId<'_>, code: ErrorCode) {
+        self.answer(id, Answer::error(code, "no"));
+    }
+
+    fn answer(&mut self, id: &ocpp_server_core::MessageId<'_>, answer: Answer) {
         self.connection
-            .respond(Instant::now(), id, response)
-            .expect("respond");
+            .answer(Instant::now(), id, answer)
+            .expect("answer");
         self.flush();
     }
 

@@ -18,7 +18,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{CallOutcome, CloseReason, Closed, Connection, Event, MessageId, Request};
+use ocpp_server_core::{
+    CallFailure, CallOutcome, CloseReason, Closed, Connection, Event, MessageId, Request,
+};
 use tracing::{debug, info, warn};
 
 use super::backoff::Reconnect;
@@ -589,11 +591,11 @@ impl Station {
         outcome: CallOutcome,
     ) {
         let response = match outcome {
-            CallOutcome::Result(response) => {
+            Ok(response) => {
                 self.stats.borrow_mut().calls_answered += 1;
                 response
             }
-            CallOutcome::Timeout => {
+            Err(CallFailure::Timeout) => {
                 self.stats.borrow_mut().call_timeouts += 1;
                 warn!(identity = %self.identity, %id, action, "no answer in time");
                 self.on_failed(now, action);
@@ -743,7 +745,11 @@ impl Station {
             Some(decision) => decision,
             None => {
                 let description = format!("{action} is not supported by this simulator");
-                if let Err(e) = conn.respond_error(now, id, ErrorCode::NotSupported, &description) {
+                if let Err(e) = conn.answer(
+                    now,
+                    id,
+                    ocpp_server_core::Answer::error(ErrorCode::NotSupported, &description),
+                ) {
                     warn!(identity = %self.identity, reason = %e, "CALLERROR not sent");
                 }
                 return;
@@ -751,13 +757,17 @@ impl Station {
         };
         match payload::response(version, action, &reply) {
             Ok(response) => {
-                if let Err(e) = conn.respond(now, id, response) {
-                    warn!(identity = %self.identity, reason = %e.reason, "response not sent");
+                if let Err(e) = conn.answer(now, id, ocpp_server_core::Answer::Result(response)) {
+                    warn!(identity = %self.identity, error = %e, "response not sent");
                 }
             }
             Err(error) => {
                 warn!(identity = %self.identity, %error, "response not built");
-                let _ = conn.respond_error(now, id, ErrorCode::InternalError, "");
+                let _ = conn.answer(
+                    now,
+                    id,
+                    ocpp_server_core::Answer::error(ErrorCode::InternalError, ""),
+                );
                 return;
             }
         }

@@ -33,8 +33,8 @@ use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{
-    CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DeflatePolicy,
-    Event, MessageId, Request, Response,
+    CallFailure, CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig,
+    DeflatePolicy, Event, MessageId, Request, Response,
 };
 use socket2::{Domain, Socket, Type};
 
@@ -917,15 +917,19 @@ impl Worker {
             return;
         };
         let Some((seq, sent_ns)) = push_stamp(request) else {
-            let _ = link
-                .conn
-                .respond_error(now, id, ErrorCode::NotSupported, "load client");
+            let _ = link.conn.answer(
+                now,
+                id,
+                ocpp_server_core::Answer::error(ErrorCode::NotSupported, "load client"),
+            );
             self.stats.add("other_calls", 1);
             return;
         };
-        let _ = link
-            .conn
-            .respond(now, id, self.prebuilt.data_transfer_answer.clone());
+        let _ = link.conn.answer(
+            now,
+            id,
+            ocpp_server_core::Answer::Result(self.prebuilt.data_transfer_answer.clone()),
+        );
         let cp = &mut self.cps[local];
         let last = cp.last_seq;
         cp.last_seq = last.max(seq);
@@ -982,8 +986,8 @@ impl Worker {
         if self.accounting {
             self.stats.add(
                 match &outcome {
-                    CallOutcome::Result(_) => "calls_result",
-                    CallOutcome::Timeout => "calls_timeout",
+                    Ok(_) => "calls_result",
+                    Err(CallFailure::Timeout) => "calls_timeout",
                     _ => "calls_error",
                 },
                 1,
@@ -995,7 +999,7 @@ impl Worker {
         }
         let cp = &mut self.cps[local];
         let ok = match &outcome {
-            CallOutcome::Result(response) => match kind {
+            Ok(response) => match kind {
                 Kind::Boot => matches!(
                     payload::read_answer(response),
                     Answer::Boot { accepted: true, .. }

@@ -384,7 +384,7 @@ impl Worker {
         let latency =
             u64::try_from(now.saturating_duration_since(started).as_nanos()).unwrap_or(u64::MAX);
         let response = match outcome {
-            CallOutcome::Result(response) => {
+            Ok(response) => {
                 self.stats.record("request", latency);
                 self.stats.record(kind.name(), latency);
                 Some(response)
@@ -758,16 +758,27 @@ impl Worker {
             return;
         };
         let answered = match response {
-            Some(Ok(response)) => link.conn.respond(now, id, response).is_ok(),
+            Some(Ok(response)) => link
+                .conn
+                .answer(now, id, ocpp_server_core::Answer::Result(response))
+                .is_ok(),
             Some(Err(e)) => {
                 tracing::warn!(action, "answer: {e}");
                 link.conn
-                    .respond_error(now, id, ErrorCode::InternalError, "load client")
+                    .answer(
+                        now,
+                        id,
+                        ocpp_server_core::Answer::error(ErrorCode::InternalError, "load client"),
+                    )
                     .is_ok()
             }
             None => link
                 .conn
-                .respond_error(now, id, ErrorCode::NotSupported, "load client")
+                .answer(
+                    now,
+                    id,
+                    ocpp_server_core::Answer::error(ErrorCode::NotSupported, "load client"),
+                )
                 .is_ok(),
         };
         self.stats.add(
