@@ -78,7 +78,8 @@ impl Settings {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ocpp_tokio::{ConnectionConfig, Settings};
+    /// use ocpp_tokio::registry::Settings;
+    /// use ocpp_tokio::ConnectionConfig;
     /// let config = ConnectionConfig::default().ping_interval(None);
     /// assert_eq!(Settings::from_config(&config).get_ping_interval(), None);
     /// ```

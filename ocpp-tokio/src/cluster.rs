@@ -10,7 +10,7 @@
 //! - **Routing**: [`ChargePoints::call`](crate::ChargePoints::call) for an identity not held
 //!   here goes to [`Cluster::call`] (the [`Remote`] seam); a command from another node runs on
 //!   the local connection through the [`Executor`] over the registry.
-//! - **Drain**: [`Server::shutdown`](crate::Server::shutdown) closes with 1012, then releases
+//! - **Drain**: [`Service::shutdown`](crate::server::Service::shutdown) closes with 1012, then releases
 //!   every claim and the node record ([`Cluster::drain`]).
 
 use std::collections::HashMap;

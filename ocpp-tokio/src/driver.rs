@@ -346,25 +346,33 @@ where
     }
 
     /// The handler's answer, through the core's answer rule (which owns what happens when it
-    /// cannot be sent as given).
+    /// cannot be sent as given); the hook sees what went out.
     fn respond(&mut self, now: Instant, id: MessageId<'static>, answer: Answer) {
-        if self.shared.hook.is_some() {
-            let message = match &answer {
-                Answer::Result(response) => Message::ResultOut(response),
-                Answer::Error(error) => Message::ErrorOut {
-                    code: &error.code,
-                    description: &error.description,
-                },
-                _ => Message::ErrorOut {
-                    code: &ocpp_server_core::ErrorCode::InternalError,
-                    description: "",
-                },
-            };
-            self.hook(&id, message);
-        }
-        if let Err(error) = self.conn.answer(now, &id, answer) {
+        let hooked = self.shared.hook.is_some().then(|| answer.clone());
+        let result = self.conn.answer(now, &id, answer);
+        if let Err(error) = &result {
             tracing::warn!(identity = ?self.identity, "answer: {error}");
         }
+        let Some(answer) = hooked else {
+            return;
+        };
+        let replaced;
+        let message = match (&result, &answer) {
+            (Err(error), _) if error.was_answered() => {
+                replaced = error.to_string();
+                Message::ErrorOut {
+                    code: &ocpp_server_core::ErrorCode::InternalError,
+                    description: &replaced,
+                }
+            }
+            (Ok(()), Answer::Result(response)) => Message::ResultOut(response),
+            (Ok(()), Answer::Error(error)) => Message::ErrorOut {
+                code: &error.code,
+                description: &error.description,
+            },
+            _ => return, // nothing went out
+        };
+        self.hook(&id, message);
     }
 
     // ---- events of the core ----

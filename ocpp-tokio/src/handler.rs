@@ -27,7 +27,7 @@ pub use crate::session::Session;
 ///
 /// ```
 /// use ocpp_tokio::{v1_6, Answer, Connecting, DateTime, Handler, IncomingCall, Rejection, Session};
-/// use ocpp_tokio::RequestRef;
+/// use ocpp_tokio::ocpp::RequestRef;
 ///
 /// struct Csms;
 ///
@@ -165,7 +165,7 @@ impl PeerCertificate {
     /// Reads the subject of a DER certificate (the end-entity certificate of the chain).
     ///
     /// ```
-    /// use ocpp_tokio::PeerCertificate;
+    /// use ocpp_tokio::handler::PeerCertificate;
     /// let not_a_certificate = PeerCertificate::from_der(vec![1, 2, 3].into());
     /// assert_eq!(not_a_certificate.common_name(), None);
     /// ```

@@ -20,12 +20,12 @@ pub use crate::typed::{ResponseOf, TypedCall};
 pub type RemoteCall<'a> = Pin<Box<dyn Future<Output = Result<Response, CallFailure>> + Send + 'a>>;
 
 /// Serves [`ChargePoints::call`] and [`ChargePoints::call_raw`] for identities not connected
-/// to this server: e.g. a cluster
-/// that routes the CALL to the node holding the charge point.
+/// to this server: e.g. a cluster that routes the CALL to the node holding the charge point.
 ///
 /// ```
 /// use ocpp_tokio::registry::{Remote, RemoteCall};
-/// use ocpp_tokio::{CallFailure, Request};
+/// use ocpp_tokio::ocpp::Request;
+/// use ocpp_tokio::CallFailure;
 ///
 /// /// A node alone: nobody else holds charge points.
 /// struct Alone;

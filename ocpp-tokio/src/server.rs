@@ -26,7 +26,7 @@ use crate::{ChargePoints, Handler};
 /// [`Service`] for streams accepted elsewhere ([`ServerBuilder::build`]).
 ///
 /// ```no_run
-/// # async fn example() -> Result<(), ocpp_tokio::ServerError> {
+/// # async fn example() -> Result<(), ocpp_tokio::server::ServerError> {
 /// use std::time::Duration;
 /// use ocpp_tokio::{ConnectionConfig, OcppVersion, Server};
 ///
@@ -190,7 +190,8 @@ impl<H> ServerBuilder<H> {
     }
 
     /// The most commands (calls, SENDs) waiting for one connection's task (default: the
-    /// config's `max_queued_calls`); past it, calls fail with `Refused`.
+    /// config's `max_queued_calls`); past it, calls fail with
+    /// [`CallFailure::QueueFull`](crate::CallFailure::QueueFull).
     pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
         self.mailbox_capacity = Some(capacity);
         self

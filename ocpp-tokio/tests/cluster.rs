@@ -13,9 +13,10 @@ mod redis_server;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ocpp_server_core::Response;
+use ocpp_server_core::{Answer, Response};
+use ocpp_tokio::ocpp::{CloseCode, CloseReason};
 use ocpp_tokio::ocpp_cluster::ClusterConfig;
-use ocpp_tokio::{v1_6, CallError, CloseCode, CloseReason, ErrorCode, OcppVersion, Server};
+use ocpp_tokio::{v1_6, CallFailure, ErrorCode, OcppVersion, Server};
 use redis_server::RedisServer;
 
 /// The charge points' call timeout: short, so that the timeout case fits in a test.
@@ -78,7 +79,7 @@ fn reset_accepted() -> Response {
 async fn reset_through(server: &TestServer, cp: &mut TestCp, identity: &str) {
     let charge_points = server.charge_points.clone();
     let identity = identity.to_owned();
-    let call = tokio::spawn(async move { charge_points.call_typed(&identity, reset_soft()).await });
+    let call = tokio::spawn(async move { charge_points.call(&identity, reset_soft()).await });
     let (id, request) = cp.expect_call().await;
     assert_eq!(request.action(), "Reset");
     cp.respond(&id, reset_accepted()).await;
@@ -112,16 +113,20 @@ async fn a_call_on_one_node_reaches_a_charge_point_on_the_other() {
     // Untyped, answered with a CALLERROR: its code comes back.
     let charge_points = a.charge_points.clone();
     let call = tokio::spawn(async move {
-        let request = ocpp_tokio::Request::from(v1_6::Request::from(reset_soft()));
-        charge_points.call("CP1", request).await
+        let request = ocpp_tokio::ocpp::Request::from(v1_6::Request::from(reset_soft()));
+        charge_points.call_raw("CP1", request).await
     });
     let (id, _) = cp.expect_call().await;
     cp.conn
-        .respond_error(Instant::now(), &id, ErrorCode::NotSupported, "no")
+        .answer(
+            Instant::now(),
+            &id,
+            Answer::error(ErrorCode::NotSupported, "no"),
+        )
         .unwrap();
     cp.flush().await;
     match call.await.unwrap() {
-        Err(CallError::CallError {
+        Err(CallFailure::ErrorResponse {
             code, description, ..
         }) => {
             assert_eq!(code, ErrorCode::NotSupported);
@@ -133,16 +138,16 @@ async fn a_call_on_one_node_reaches_a_charge_point_on_the_other() {
     // Not answered: a timeout, within the call timeout and a margin.
     let start = Instant::now();
     let charge_points = a.charge_points.clone();
-    let call = tokio::spawn(async move { charge_points.call_typed("CP1", reset_soft()).await });
+    let call = tokio::spawn(async move { charge_points.call("CP1", reset_soft()).await });
     let (id, _) = cp.expect_call().await;
-    assert_eq!(call.await.unwrap(), Err(CallError::Timeout));
+    assert_eq!(call.await.unwrap(), Err(CallFailure::Timeout));
     assert!(start.elapsed() < CALL_TIMEOUT + Duration::from_secs(1));
     // Answered late (the server gave up): the next CALL may come.
     cp.late_error(&id).await;
 
     // Connected to no node.
-    let nobody = a.charge_points.call_typed("NOBODY", reset_soft()).await;
-    assert_eq!(nobody, Err(CallError::NotConnected));
+    let nobody = a.charge_points.call("NOBODY", reset_soft()).await;
+    assert_eq!(nobody, Err(CallFailure::NotConnected));
 
     // And from b to itself, as without a cluster.
     reset_through(&b, &mut cp, "CP1").await;
@@ -178,8 +183,8 @@ async fn the_newest_connection_wins_and_calls_follow_it() {
         assert!(Instant::now() < deadline, "CP9 not released");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let gone = a.charge_points.call_typed("CP9", reset_soft()).await;
-    assert_eq!(gone, Err(CallError::NotConnected));
+    let gone = a.charge_points.call("CP9", reset_soft()).await;
+    assert_eq!(gone, Err(CallFailure::NotConnected));
     a.stop().await;
     b.stop().await;
 }
@@ -198,8 +203,8 @@ async fn with_redis_down_local_calls_work_and_remote_ones_fail_fast() {
     reset_through(&a, &mut local, "CP1").await;
     for _ in 0..3 {
         let start = Instant::now();
-        let unreachable = a.charge_points.call_typed("CP2", reset_soft()).await;
-        assert_eq!(unreachable, Err(CallError::OwnerUnreachable));
+        let unreachable = a.charge_points.call("CP2", reset_soft()).await;
+        assert_eq!(unreachable, Err(CallFailure::OwnerUnreachable));
         assert!(
             start.elapsed() < Duration::from_secs(1),
             "{:?}",
@@ -248,8 +253,8 @@ async fn shutdown_closes_with_1012_and_leaves_the_cluster() {
         "released: a tombstone"
     );
     assert_eq!(redis.query("EXISTS ocpp:node:b").as_deref(), Some(":0"));
-    let gone = a.charge_points.call_typed("CP1", reset_soft()).await;
-    assert_eq!(gone, Err(CallError::NotConnected));
+    let gone = a.charge_points.call("CP1", reset_soft()).await;
+    assert_eq!(gone, Err(CallFailure::NotConnected));
     a.stop().await;
 }
 
@@ -262,11 +267,11 @@ async fn a_command_that_does_not_decode_on_the_holder_is_a_call_error() {
     claimed(&a, "CP1", "b").await;
     // A 2.0.1 request for a 1.6 charge point: the holder cannot decode it for 1.6 (required
     // `type` missing), and answers with a CALLERROR rather than sending anything.
-    let request = ocpp_tokio::Request::from(ocpp_tokio::v2_0_1::Request::from(
+    let request = ocpp_tokio::ocpp::Request::from(ocpp_tokio::v2_0_1::Request::from(
         ocpp_tokio::v2_0_1::ResetRequest::new(ocpp_tokio::v2_0_1::ResetEnum::Immediate),
     ));
-    match a.charge_points.call("CP1", request).await {
-        Err(CallError::CallError { code, .. }) => assert_ne!(code, ErrorCode::NotSupported),
+    match a.charge_points.call_raw("CP1", request).await {
+        Err(CallFailure::ErrorResponse { code, .. }) => assert_ne!(code, ErrorCode::NotSupported),
         other => panic!("expected a CALLERROR, got {other:?}"),
     }
     a.stop().await;

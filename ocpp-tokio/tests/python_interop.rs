@@ -1,6 +1,8 @@
-//! The README's example (`examples/csms.rs`, built by `cargo test`) against charge points on
-//! the PyPI `ocpp` library (2.1.0), OCPP 1.6 and 2.0.1: boots, heartbeats, and the typed result
-//! of the RemoteStartTransaction the example sends once a 1.6 charge point has booted.
+//! The README's two programs (`examples/csms.rs` and `examples/stations.rs`, built by `cargo
+//! test`) against charge points on the PyPI `ocpp` library (2.1.0), OCPP 1.6 and 2.0.1: boots,
+//! heartbeats, the typed result of the RemoteStartTransaction the first sends once a 1.6
+//! charge point has booted; Authorize against the token list and the StatusNotifications
+//! counted in each connection's state, printed at its close, for the second.
 //!
 //! Needs python3 with `ocpp` and `websockets` (`bash scripts/interop-ocpp.sh --deps-only`):
 //! skipped with a printed reason when missing, failed when `OCPP_INTEROP_REQUIRED=1`.
@@ -12,6 +14,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/python_cp.py");
+const STATION: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/interop/python_station.py"
+);
 
 fn python() -> String {
     std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
@@ -37,13 +43,13 @@ fn python_ocpp_present() -> bool {
     present
 }
 
-/// target/debug/examples/csms, next to this test's binary (target/debug/deps/..).
-fn example_binary() -> PathBuf {
+/// target/debug/examples/NAME, next to this test's binary (target/debug/deps/..).
+fn example_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let debug = exe.parent().and_then(|deps| deps.parent()).unwrap();
     debug
         .join("examples")
-        .join(format!("csms{}", std::env::consts::EXE_SUFFIX))
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
 struct Killed(Child);
@@ -55,12 +61,16 @@ impl Drop for Killed {
     }
 }
 
-#[test]
-fn the_readme_csms_against_python_ocpp_charge_points() {
-    if !python_ocpp_present() {
-        return;
-    }
-    let binary = example_binary();
+/// A running example: its process (killed when dropped), the lines it prints after the first,
+/// and the URL it serves (from its first line, `listening on ADDR`).
+struct Example {
+    _process: Killed,
+    lines: mpsc::Receiver<String>,
+    url: String,
+}
+
+fn start(name: &str) -> Example {
+    let binary = example_binary(name);
     assert!(
         binary.exists(),
         "{} (built by cargo test)",
@@ -73,7 +83,7 @@ fn the_readme_csms_against_python_ocpp_charge_points() {
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let _guard = Killed(child);
+    let process = Killed(child);
     let (lines_tx, lines) = mpsc::channel::<String>();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -89,20 +99,30 @@ fn the_readme_csms_against_python_ocpp_charge_points() {
         .strip_prefix("listening on ")
         .expect("its first line")
         .to_owned();
-    let url = format!("ws://{addr}/ocpp");
+    Example {
+        _process: process,
+        lines,
+        url: format!("ws://{addr}/ocpp"),
+    }
+}
 
+/// Runs a Python charge point script; fails the test if it fails.
+fn run_python(args: &[&str]) {
+    let output = Command::new(python()).args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    assert!(output.status.success(), "{args:?}:\n{stdout}\n{stderr}");
+}
+
+#[test]
+fn the_readme_csms_against_python_ocpp_charge_points() {
+    if !python_ocpp_present() {
+        return;
+    }
+    let Example { lines, url, .. } = &start("csms");
     for (version, identity) in [("1.6", "PY16"), ("2.0.1", "PY201")] {
-        let output = Command::new(python())
-            .args([SCRIPT, &url, version, identity, "--timeout", "20"])
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        println!("{stdout}");
-        assert!(
-            output.status.success(),
-            "python-ocpp {version}:\n{stdout}\n{stderr}"
-        );
+        run_python(&[SCRIPT, url, version, identity, "--timeout", "20"]);
     }
     // What the example printed: the typed result of its RemoteStartTransaction.
     let printed = lines
@@ -112,4 +132,23 @@ fn the_readme_csms_against_python_ocpp_charge_points() {
         printed,
         "PY16: RemoteStartTransaction -> Ok(RemoteStartTransactionResponse { status: Accepted })"
     );
+}
+
+#[test]
+fn the_readme_stations_against_python_ocpp_charge_points() {
+    if !python_ocpp_present() {
+        return;
+    }
+    let Example { lines, url, .. } = &start("stations");
+    for (version, identity, statuses) in [("1.6", "PY16", "3"), ("2.0.1", "PY201", "2")] {
+        run_python(&[STATION, url, version, identity, statuses, "--timeout", "20"]);
+        // What the example printed at the close: the count from that connection's state.
+        let printed = lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the close line");
+        assert_eq!(
+            printed,
+            format!("{identity} closed: {statuses} status notifications")
+        );
+    }
 }

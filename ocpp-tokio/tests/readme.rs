@@ -1,19 +1,36 @@
-//! The README opens with `examples/csms.rs`, verbatim, in at most 40 lines.
+//! The README's two programs are `examples/csms.rs` and `examples/stations.rs`, verbatim (so
+//! the examples, built by `cargo test`, are what the README shows), in at most 40 and 60 lines.
+
+/// The `n`th ```rust block of the README (from 0).
+fn block(n: usize) -> &'static str {
+    let readme = include_str!("../README.md");
+    let fence = "```rust,no_run\n";
+    let mut rest = readme;
+    for _ in 0..n {
+        rest = &rest[rest.find(fence).expect("a rust block") + fence.len()..];
+    }
+    let start = rest.find(fence).expect("a rust block") + fence.len();
+    let end = start + rest[start..].find("\n```").expect("its end");
+    &rest[start..end]
+}
 
 #[test]
-fn the_readme_example_is_examples_csms_rs() {
+fn the_readme_opens_with_examples_csms_rs() {
     let readme = include_str!("../README.md");
     let example = include_str!("../examples/csms.rs");
-    let start = readme.find("```rust,no_run\n").expect("a rust block") + "```rust,no_run\n".len();
-    let end = start + readme[start..].find("\n```").expect("its end");
     assert!(
         readme.starts_with("# ocpp-tokio\n\n```rust"),
         "the README opens with the example"
     );
-    assert_eq!(&readme[start..end], example.trim_end());
-    assert!(
-        example.lines().count() <= 40,
-        "{} lines",
-        example.lines().count()
-    );
+    assert_eq!(block(0), example.trim_end());
+    let lines = example.lines().count();
+    assert!(lines <= 40, "{lines} lines");
+}
+
+#[test]
+fn the_second_block_is_examples_stations_rs() {
+    let example = include_str!("../examples/stations.rs");
+    assert_eq!(block(1), example.trim_end());
+    let lines = example.lines().count();
+    assert!(lines <= 60, "{lines} lines");
 }

@@ -1,5 +1,6 @@
 //! The server through its public API, on loopback sockets: routing, typed calls, every
-//! `CallError`, upgrade decisions, duplicate identities, the message hook, graceful shutdown.
+//! `CallFailure`, upgrade decisions, duplicate identities, the message hook, graceful shutdown,
+//! the answer rule on the untyped handler path.
 
 mod common;
 
@@ -8,10 +9,10 @@ use std::time::Duration;
 
 use common::*;
 // The test charge points speak the core's payload types; the server's API `ocpp_messages`'.
-use ocpp_server_core::{CallOutcome, Event, Request, Response};
-use ocpp_tokio::{
-    v1_6, v2_0_1, CallError, CloseCode, CloseReason, ErrorCode, Message, OcppVersion, Server,
-};
+use ocpp_server_core::{CallFailure as CoreFailure, Event, Request, Response};
+use ocpp_tokio::hook::Message;
+use ocpp_tokio::ocpp::{CloseCode, CloseReason, Delivery};
+use ocpp_tokio::{v1_6, v2_0_1, CallFailure, ErrorCode, OcppVersion, Server};
 
 fn reset_soft() -> v1_6::ResetRequest {
     serde_json::from_value(serde_json::json!({"type": "Soft"})).unwrap()
@@ -25,22 +26,16 @@ async fn calls_reach_the_handler_on_1_6_and_2_0_1() {
     assert_eq!(cp16.boot().await, "Accepted");
     assert_eq!(cp201.boot().await, "Accepted");
     let beat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
-    assert!(matches!(
-        cp16.call(beat).await,
-        CallOutcome::Result(Response::V1_6(_))
-    ));
+    assert!(matches!(cp16.call(beat).await, Ok(Response::V1_6(_))));
     let beat = Request::from(v2_0_1::Request::from(v2_0_1::HeartbeatRequest {
         custom_data: None,
     }));
-    assert!(matches!(
-        cp201.call(beat).await,
-        CallOutcome::Result(Response::V2_0_1(_))
-    ));
+    assert!(matches!(cp201.call(beat).await, Ok(Response::V2_0_1(_))));
     // A known action the handler does not serve: NotSupported, spelled for the version.
     let data: v1_6::DataTransferRequest =
         serde_json::from_value(serde_json::json!({"vendorId": "ACME"})).unwrap();
     match cp16.call(v1_6::Request::from(data).into()).await {
-        CallOutcome::Error { code, .. } => assert_eq!(code, ErrorCode::NotSupported),
+        Err(CoreFailure::ErrorResponse { code, .. }) => assert_eq!(code, ErrorCode::NotSupported),
         other => panic!("{other:?}"),
     }
     // An unknown action: the core answers NotImplemented without the handler.
@@ -98,9 +93,9 @@ async fn a_slow_handler_does_not_stop_the_connection() {
     });
     let outcome = result.await.unwrap();
     match outcome {
-        CallOutcome::Error {
+        Err(CoreFailure::ErrorResponse {
             code, description, ..
-        } => {
+        }) => {
             assert_eq!(code, ErrorCode::SecurityError);
             assert_eq!(description, "slow and refused");
         }
@@ -142,12 +137,12 @@ async fn typed_call_results_and_wrong_version() {
     // A 1.6 request on a 2.0.1 connection: refused before anything is sent.
     assert_eq!(
         handle.call(reset_soft()).await,
-        Err(CallError::WrongVersion)
+        Err(CallFailure::WrongVersion)
     );
     // Untyped, through the registry.
-    let clear = ocpp_tokio::Request::from(v2_0_1::ClearCacheRequest::default());
+    let clear = ocpp_tokio::ocpp::Request::from(v2_0_1::ClearCacheRequest::default());
     let charge_points = server.charge_points.clone();
-    let call = tokio::spawn(async move { charge_points.call("TYPED", clear).await });
+    let call = tokio::spawn(async move { charge_points.call_raw("TYPED", clear).await });
     let (id, _) = cp.expect_call().await;
     let cleared: v2_0_1::ClearCacheResponse =
         serde_json::from_value(serde_json::json!({"status": "Accepted"})).unwrap();
@@ -155,7 +150,7 @@ async fn typed_call_results_and_wrong_version() {
         .await;
     assert!(matches!(
         call.await.unwrap(),
-        Ok(ocpp_tokio::Response::V2_0_1(_))
+        Ok(ocpp_tokio::ocpp::Response::V2_0_1(_))
     ));
     server.stop().await;
 }
@@ -177,13 +172,20 @@ async fn every_call_error() {
         .call_timeout(Duration::from_millis(400));
     let server = TestServer::start(config).await;
     let charge_points = server.charge_points.clone();
-    let clear = || ocpp_tokio::Request::from(v1_6::ClearCacheRequest {});
+    let clear = || ocpp_tokio::ocpp::Request::from(v1_6::ClearCacheRequest {});
 
-    // NotConnected: nobody holds the identity.
+    // NotConnected: nobody holds the identity (untyped and typed).
     assert_eq!(
-        charge_points.call("NOBODY", clear()).await,
-        Err(CallError::NotConnected)
+        charge_points.call_raw("NOBODY", clear()).await,
+        Err(CallFailure::NotConnected)
     );
+    assert_eq!(
+        charge_points
+            .call("NOBODY", v1_6::ClearCacheRequest {})
+            .await,
+        Err(CallFailure::NotConnected)
+    );
+    assert_eq!(CallFailure::NotConnected.delivery(), Delivery::NotSent);
 
     let (mut cp, _) = connected(&server, "ERR").await;
 
@@ -203,7 +205,7 @@ async fn every_call_error() {
     let result = call.await.unwrap();
     assert_eq!(
         result,
-        Err(CallError::CallError {
+        Err(CallFailure::ErrorResponse {
             code: ErrorCode::GenericError,
             description: "nope".into(),
             details: r#"{"why":"test"}"#.into(),
@@ -221,11 +223,12 @@ async fn every_call_error() {
     raw.stream_write(&raw_text_frame(&bad)).await;
     assert!(matches!(
         call.await.unwrap(),
-        Err(CallError::InvalidResponse { .. })
+        Err(CallFailure::InvalidResponse { .. })
     ));
 
     let handle = charge_points.get("ERR").unwrap();
-    // Timeout (the config's 400 ms), and Refused: one in flight, one queued, the third refused.
+    // Timeout (the config's 400 ms), and QueueFull: one in flight, one queued, the third
+    // refused.
     let first = tokio::spawn({
         let handle = handle.clone();
         async move { handle.call(v1_6::ClearCacheRequest {}).await }
@@ -238,14 +241,14 @@ async fn every_call_error() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(
         handle.call(v1_6::ClearCacheRequest {}).await,
-        Err(CallError::Refused)
+        Err(CallFailure::QueueFull)
     );
-    assert_eq!(first.await.unwrap(), Err(CallError::Timeout));
+    assert_eq!(first.await.unwrap(), Err(CallFailure::Timeout));
     // Answered too late: the server ignores it (and our client may take the next CALL).
     cp.late_error(&late1).await;
     // The queued one went out after the timeout; let it time out too.
     let (late2, _) = cp.expect_call().await;
-    assert_eq!(second.await.unwrap(), Err(CallError::Timeout));
+    assert_eq!(second.await.unwrap(), Err(CallFailure::Timeout));
     cp.late_error(&late2).await;
 
     // The per-connection call timeout (shorter than the config's).
@@ -258,7 +261,7 @@ async fn every_call_error() {
         async move { handle.call(v1_6::ClearCacheRequest {}).await }
     });
     let (late3, _) = cp.expect_call().await;
-    assert_eq!(call.await.unwrap(), Err(CallError::Timeout));
+    assert_eq!(call.await.unwrap(), Err(CallFailure::Timeout));
     assert!(
         started.elapsed() < Duration::from_millis(390),
         "{:?}",
@@ -267,20 +270,22 @@ async fn every_call_error() {
     cp.late_error(&late3).await;
     handle.set_settings(settings);
 
-    // Disconnected: the charge point goes away before answering.
+    // Disconnected: the charge point goes away before answering (the CALL may have run).
     let call = tokio::spawn({
         let handle = handle.clone();
         async move { handle.call(v1_6::ClearCacheRequest {}).await }
     });
     let _ = cp.expect_call().await;
     drop(cp);
-    assert_eq!(call.await.unwrap(), Err(CallError::Disconnected));
+    let disconnected = call.await.unwrap().unwrap_err();
+    assert_eq!(disconnected, CallFailure::Disconnected);
+    assert!(disconnected.may_have_reached_peer());
 
     // NotConnected: a handle kept after the end.
     eventually("the task ends", || !handle.is_connected()).await;
     assert_eq!(
         handle.call(v1_6::ClearCacheRequest {}).await,
-        Err(CallError::NotConnected)
+        Err(CallFailure::NotConnected)
     );
     assert!(charge_points.get("ERR").is_none());
     server.stop().await;
@@ -331,11 +336,11 @@ async fn a_duplicate_identity_replaces_the_old_connection() {
         CloseReason::PeerClosed { code, .. } => assert_eq!(code, Some(CloseCode::POLICY_VIOLATION)),
         other => panic!("{other:?}"),
     }
-    assert_eq!(pending.await.unwrap(), Err(CallError::Disconnected));
+    assert_eq!(pending.await.unwrap(), Err(CallFailure::Disconnected));
     eventually("old task ended", || !old_handle.is_connected()).await;
     assert_eq!(
         old_handle.call(v1_6::ClearCacheRequest {}).await,
-        Err(CallError::NotConnected)
+        Err(CallFailure::NotConnected)
     );
 
     let new_handle = server.charge_points.get("DUP").unwrap();
@@ -533,7 +538,7 @@ async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
     ));
     assert!(matches!(
         cp.call(beat).await,
-        CallOutcome::Error { .. } | CallOutcome::Result(_)
+        Err(CoreFailure::ErrorResponse { .. }) | Ok(_)
     ));
     // And the server's SEND to a 1.6 charge point is refused as such.
     let _cp16 = TestCp::connect(server.addr, "SEND16", OcppVersion::V1_6).await;
@@ -547,7 +552,7 @@ async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
         ocpp_tokio::v2_1::NotifyPeriodicEventStreamRequest::new(vec![element], 7, 0, now_utc());
     assert_eq!(
         handle.send(stream).await,
-        Err(ocpp_tokio::SendError::NeedsV21)
+        Err(ocpp_tokio::registry::SendError::NeedsV21)
     );
     server.stop().await;
 }
@@ -555,11 +560,11 @@ async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_connection_serves_any_stream() {
     let handler = Arc::new(TestHandler::default());
-    let server = Server::builder()
+    // A service has no listener (so no address): it serves the streams it is handed.
+    let server: ocpp_tokio::server::Service<_> = Server::builder()
         .config(server_config())
         .handler(handler.clone())
         .build();
-    assert!(server.local_addr().is_err());
     let (client, served) = tokio::io::duplex(4096);
     server.serve_connection(served);
     let mut cp = TestCp::over(client, "in-memory", "DUPLEX", OcppVersion::V2_0_1, None);
@@ -580,15 +585,15 @@ async fn serve_connection_serves_any_stream() {
 /// A cluster stand-in: answers ClearCache for `FAR`, of the version it was asked in.
 struct FarNode;
 
-impl ocpp_tokio::Remote for FarNode {
+impl ocpp_tokio::registry::Remote for FarNode {
     fn call<'a>(
         &'a self,
         identity: &'a str,
-        request: ocpp_tokio::Request,
-    ) -> ocpp_tokio::RemoteCall<'a> {
+        request: ocpp_tokio::ocpp::Request,
+    ) -> ocpp_tokio::registry::RemoteCall<'a> {
         Box::pin(async move {
             if identity != "FAR" {
-                return Err(CallError::NotConnected);
+                return Err(CallFailure::NotConnected);
             }
             assert_eq!(request.action(), "ClearCache");
             Ok(v1_6::ClearCacheResponse::new(v1_6::ClearCacheStatus::Rejected).into())
@@ -602,27 +607,27 @@ async fn the_registry_routes_unknown_identities_to_the_remote() {
     let server = TestServer::start_with(builder).await;
     let typed = server
         .charge_points
-        .call_typed("FAR", v1_6::ClearCacheRequest::default())
+        .call("FAR", v1_6::ClearCacheRequest::default())
         .await;
     assert_eq!(typed.unwrap().status, v1_6::ClearCacheStatus::Rejected);
     let raw = server
         .charge_points
-        .call(
+        .call_raw(
             "FAR",
-            ocpp_tokio::Request::from(v1_6::ClearCacheRequest::default()),
+            ocpp_tokio::ocpp::Request::from(v1_6::ClearCacheRequest::default()),
         )
         .await;
-    assert!(matches!(raw, Ok(ocpp_tokio::Response::V1_6(_))));
+    assert!(matches!(raw, Ok(ocpp_tokio::ocpp::Response::V1_6(_))));
     // The remote answered 1.6 to a 2.0.1 request: WrongVersion.
     let wrong = server
         .charge_points
-        .call_typed("FAR", v2_0_1::ClearCacheRequest::default())
+        .call("FAR", v2_0_1::ClearCacheRequest::default())
         .await;
-    assert_eq!(wrong, Err(CallError::WrongVersion));
+    assert_eq!(wrong, Err(CallFailure::WrongVersion));
     let nobody = server
         .charge_points
-        .call_typed("NOBODY", v1_6::ClearCacheRequest::default());
-    assert_eq!(nobody.await, Err(CallError::NotConnected));
+        .call("NOBODY", v1_6::ClearCacheRequest::default());
+    assert_eq!(nobody.await, Err(CallFailure::NotConnected));
     server.stop().await;
 }
 
@@ -653,5 +658,141 @@ async fn a_handle_closes_its_connection_and_on_close_runs() {
     );
     assert!(!handle.is_connected());
     assert!(server.charge_points.is_empty());
+    server.stop().await;
+}
+
+/// On its first Heartbeat, answers with a BootNotificationResponse (a bug of the application:
+/// the untyped path lets it compile); afterwards, correctly. The count is per connection.
+struct WrongOnce;
+
+impl ocpp_tokio::Handler for WrongOnce {
+    type State = std::sync::atomic::AtomicU32;
+
+    async fn on_upgrade(
+        &self,
+        _: ocpp_tokio::Connecting,
+    ) -> Result<Self::State, ocpp_tokio::Rejection> {
+        Ok(Default::default())
+    }
+
+    async fn on_call(
+        &self,
+        session: &ocpp_tokio::Session<Self::State>,
+        call: ocpp_tokio::IncomingCall,
+    ) -> ocpp_tokio::Answer {
+        use ocpp_tokio::ocpp::RequestRef;
+        use ocpp_tokio::Answer;
+        match call.view() {
+            RequestRef::V1_6(v1_6::Request::Heartbeat(_)) => {
+                if session.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0 {
+                    let accepted = v1_6::RegistrationStatus::Accepted;
+                    Answer::result(v1_6::BootNotificationResponse::new(
+                        accepted,
+                        now_utc(),
+                        300,
+                    ))
+                } else {
+                    Answer::result(v1_6::HeartbeatResponse::new(now_utc()))
+                }
+            }
+            _ => Answer::not_supported(call.action()),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_answer_goes_out_as_internal_error_and_the_connection_goes_on() {
+    let server = Server::builder()
+        .config(server_config())
+        .handler(WrongOnce)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr().unwrap();
+    let service_charge_points = server.charge_points();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let done = tokio::spawn(server.run_until(async {
+        let _ = stopped.await;
+    }));
+    let mut cp = TestCp::connect(addr, "WRONG", OcppVersion::V1_6).await;
+    let beat = || Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
+    // The handler's BootNotificationResponse for a Heartbeat: never sent as such, a CALLERROR
+    // InternalError in its place.
+    match cp.call(beat()).await {
+        Err(CoreFailure::ErrorResponse { code, .. }) => assert_eq!(code, ErrorCode::InternalError),
+        other => panic!("expected CALLERROR InternalError, got {other:?}"),
+    }
+    // The connection goes on: the next Heartbeat gets its HeartbeatResponse.
+    match cp.call(beat()).await {
+        Ok(Response::V1_6(response)) => {
+            assert!(
+                matches!(*response, v1_6::Response::Heartbeat(_)),
+                "{response:?}"
+            )
+        }
+        other => panic!("expected a HeartbeatResponse, got {other:?}"),
+    }
+    assert!(service_charge_points
+        .get("WRONG")
+        .is_some_and(|cp| cp.is_connected()));
+    let _ = stop.send(());
+    tokio::time::timeout(WAIT, done)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(matches!(
+        cp.expect_closed().await.reason,
+        CloseReason::PeerClosed {
+            code: Some(CloseCode::GOING_AWAY),
+            ..
+        }
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_fails_the_queued_call_as_closed_before_sent_and_the_sent_one_as_disconnected() {
+    // Count our CALLs the core took (in flight or queued behind the one in flight).
+    let calls_out = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let builder = Server::builder().config(server_config()).on_message({
+        let calls_out = calls_out.clone();
+        move |event| {
+            if matches!(event.message, Message::CallOut(_)) {
+                calls_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+    let server = TestServer::start_with(builder).await;
+    let (mut cp, _) = connected(&server, "QUEUE").await;
+    let call = |charge_points: ocpp_tokio::ChargePoints| {
+        tokio::spawn(async move {
+            charge_points
+                .call("QUEUE", v1_6::ClearCacheRequest {})
+                .await
+        })
+    };
+    // The first CALL is written (the charge point has it, and does not answer)...
+    let in_flight = call(server.charge_points.clone());
+    let (_, request) = cp.expect_call().await;
+    assert_eq!(request.action(), "ClearCache");
+    // ... the second waits behind it (OCPP-J: one CALL at a time).
+    let queued = call(server.charge_points.clone());
+    eventually("the second CALL is queued", || {
+        calls_out.load(std::sync::atomic::Ordering::Relaxed) == 2
+    })
+    .await;
+    // The charge point goes away.
+    drop(cp);
+    let queued = tokio::time::timeout(WAIT, queued).await.unwrap().unwrap();
+    assert_eq!(queued, Err(CallFailure::ClosedBeforeSent));
+    assert_eq!(CallFailure::ClosedBeforeSent.delivery(), Delivery::NotSent);
+    let in_flight = tokio::time::timeout(WAIT, in_flight)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(in_flight, Err(CallFailure::Disconnected));
+    assert_eq!(CallFailure::Disconnected.delivery(), Delivery::Unknown);
+    eventually("QUEUE closed", || !server.closes_of("QUEUE").is_empty()).await;
+    assert_eq!(server.closes_of("QUEUE"), [CloseReason::Eof]);
     server.stop().await;
 }

@@ -6,7 +6,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ocpp_tokio::{v1_6, v2_0_1, CloseCode, CloseReason, OcppVersion};
+use ocpp_tokio::ocpp::{CloseCode, CloseReason};
+use ocpp_tokio::{v1_6, v2_0_1, OcppVersion};
 
 const CHARGE_POINTS: usize = 1000;
 

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use ocpp_server_core::Event;
+use ocpp_tokio::ocpp::CloseReason;
 use ocpp_tokio::rustls;
-use ocpp_tokio::{CloseReason, OcppVersion, Server};
+use ocpp_tokio::{OcppVersion, Server};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ocpp_server_core::{
-    CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event,
+    Answer, CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event,
     MessageId, OcppVersion, Request, Response,
 };
 use ocpp_tokio::{v1_6, v2_0_1, DateTime};
@@ -164,7 +164,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
     }
 
     pub async fn respond(&mut self, id: &MessageId<'_>, response: Response) {
-        self.conn.respond(Instant::now(), id, response).unwrap();
+        self.conn
+            .answer(Instant::now(), id, Answer::Result(response))
+            .unwrap();
         self.flush().await;
     }
 
@@ -184,7 +186,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
             _ => Request::from(v2_0_1::Request::from(boot201())),
         };
         match self.call(request).await {
-            CallOutcome::Result(response) => {
+            Ok(response) => {
                 let json = serde_json::to_value(&response).unwrap();
                 json["status"].as_str().unwrap().to_owned()
             }
@@ -234,10 +236,11 @@ pub fn raw_text_frame(text: &str) -> Vec<u8> {
 
 /// A handler for the tests: boots and heartbeats for 1.6 and 2.0.1, identities starting with
 /// `UNKNOWN` refused with 404, password `secret-password-16` required of identities starting
-/// with `AUTH`; every close recorded.
+/// with `AUTH`, over TLS a client certificate whose CN is the identity (else 403); every close
+/// recorded. Each connection's state is the identity it was accepted with.
 #[derive(Default)]
 pub struct TestHandler {
-    pub closed: std::sync::Mutex<Vec<(String, ocpp_tokio::CloseReason)>>,
+    pub closed: std::sync::Mutex<Vec<(String, ocpp_tokio::ocpp::CloseReason)>>,
     pub connects: AtomicU64,
     /// SENDs received: identity, action, OCPP version.
     pub sends: std::sync::Mutex<Vec<(String, &'static str, OcppVersion)>>,
@@ -246,42 +249,46 @@ pub struct TestHandler {
 pub const PASSWORD: &[u8] = b"secret-password-16";
 
 impl ocpp_tokio::Handler for TestHandler {
+    /// The identity as `on_upgrade` saw it.
+    type State = String;
+
     async fn on_upgrade(
         &self,
-        request: &ocpp_tokio::UpgradeRequest,
-        certificate: Option<&ocpp_tokio::PeerCertificate>,
-    ) -> ocpp_tokio::Upgrade {
-        let identity = request.identity.as_str();
-        if let Some(certificate) = certificate {
+        connecting: ocpp_tokio::Connecting,
+    ) -> Result<String, ocpp_tokio::Rejection> {
+        use ocpp_tokio::Rejection;
+        let identity = connecting.identity().as_str();
+        if let Some(certificate) = connecting.certificate() {
             if certificate.common_name() != Some(identity) {
-                return ocpp_tokio::Upgrade::FORBIDDEN;
+                return Err(Rejection::FORBIDDEN);
             }
         }
         if identity.starts_with("UNKNOWN") {
-            return ocpp_tokio::Upgrade::NOT_FOUND;
+            return Err(Rejection::NOT_FOUND);
         }
         if identity.starts_with("AUTH") {
-            let ok = request
-                .credentials
-                .as_ref()
+            let ok = connecting
+                .credentials()
                 .is_some_and(|c| c.user() == Some(identity) && c.password() == PASSWORD);
             if !ok {
-                return ocpp_tokio::Upgrade::UNAUTHORIZED;
+                return Err(Rejection::UNAUTHORIZED);
             }
         }
-        ocpp_tokio::Upgrade::Accept
+        Ok(identity.to_owned())
     }
 
-    async fn on_connect(&self, _cp: ocpp_tokio::ChargePoint) {
+    async fn on_connect(&self, session: ocpp_tokio::Session<String>) {
+        assert_eq!(*session, session.identity().as_str());
         self.connects.fetch_add(1, Ordering::Relaxed);
     }
 
     async fn on_call(
         &self,
-        _cp: &ocpp_tokio::ChargePoint,
+        _session: &ocpp_tokio::Session<String>,
         call: ocpp_tokio::IncomingCall,
     ) -> ocpp_tokio::Answer {
-        use ocpp_tokio::{Answer, Request};
+        use ocpp_tokio::ocpp::Request;
+        use ocpp_tokio::Answer;
         let current_time = now_utc();
         match call.request() {
             Request::V1_6(request) => match &**request {
@@ -302,7 +309,7 @@ impl ocpp_tokio::Handler for TestHandler {
                     tokio::time::sleep(Duration::from_millis(300)).await;
                     Answer::error(ocpp_tokio::ErrorCode::SecurityError, "slow and refused")
                 }
-                _ => Answer::not_supported(),
+                _ => Answer::not_supported(call.action()),
             },
             Request::V2_0_1(request) => match &**request {
                 v2_0_1::Request::BootNotification(_) => {
@@ -320,20 +327,30 @@ impl ocpp_tokio::Handler for TestHandler {
                         custom_data: None,
                     }))
                 }
-                _ => Answer::not_supported(),
+                _ => Answer::not_supported(call.action()),
             },
-            _ => Answer::not_supported(),
+            _ => Answer::not_supported(call.action()),
         }
     }
 
-    async fn on_send(&self, cp: &ocpp_tokio::ChargePoint, send: ocpp_tokio::IncomingCall) {
+    async fn on_send(&self, session: &ocpp_tokio::Session<String>, send: ocpp_tokio::IncomingCall) {
         let mut sends = self.sends.lock().unwrap();
-        sends.push((cp.identity().to_owned(), send.action(), send.version()));
+        sends.push((
+            session.identity().to_string(),
+            send.action(),
+            send.version(),
+        ));
     }
 
-    async fn on_close(&self, cp: &ocpp_tokio::ChargePoint, closed: &ocpp_tokio::Closed) {
+    async fn on_close(
+        &self,
+        session: ocpp_tokio::Session<String>,
+        closed: ocpp_tokio::ocpp::Closed,
+    ) {
+        // The state made by on_upgrade comes back with the connection's end.
+        assert_eq!(*session, session.identity().as_str());
         let mut all = self.closed.lock().unwrap();
-        all.push((cp.identity().to_owned(), closed.reason.clone()));
+        all.push((session.identity().to_string(), closed.reason));
     }
 }
 
@@ -343,7 +360,7 @@ pub struct TestServer {
     pub charge_points: ocpp_tokio::ChargePoints,
     pub handler: Arc<TestHandler>,
     pub stop: Option<tokio::sync::oneshot::Sender<()>>,
-    pub done: tokio::task::JoinHandle<Result<(), ocpp_tokio::ServerError>>,
+    pub done: tokio::task::JoinHandle<Result<(), ocpp_tokio::server::ServerError>>,
 }
 
 impl TestServer {
@@ -387,7 +404,7 @@ impl TestServer {
         started.elapsed()
     }
 
-    pub fn closes_of(&self, identity: &str) -> Vec<ocpp_tokio::CloseReason> {
+    pub fn closes_of(&self, identity: &str) -> Vec<ocpp_tokio::ocpp::CloseReason> {
         let all = self.handler.closed.lock().unwrap();
         all.iter()
             .filter(|(who, _)| who == identity)
@@ -421,7 +438,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
     pub async fn late_error(&mut self, id: &MessageId<'_>) {
         let code = ocpp_tokio::ErrorCode::GenericError;
         self.conn
-            .respond_error(Instant::now(), id, code, "late")
+            .answer(Instant::now(), id, Answer::error(code, "late"))
             .unwrap();
         self.flush().await;
     }
