@@ -8,7 +8,8 @@
 //!   loops sharing one port with `SO_REUSEPORT`).
 //! - [`tokio_server`]: the `tokio-server` binary on `ocpp-tokio` (a `Handler` over the CSMS, the
 //!   admin interface on axum).
-//! - [`server_cli`]: the command line both servers share.
+//! - [`server_cli`] and [`server_config`]: the command line both servers share, and the
+//!   configuration it gives them.
 //! - [`charge_point_payload`]: what a simulated charge point sends and receives, built for and
 //!   read from the negotiated OCPP version; shared by the `charge-point` and `ocpp-load`
 //!   binaries.
@@ -19,5 +20,6 @@ pub mod charge_point_payload;
 pub mod csms;
 pub mod mio_server;
 pub mod server_cli;
+pub mod server_config;
 pub mod tls;
 pub mod tokio_server;

@@ -11,6 +11,7 @@ use ocpp_frame::deflate::DeflateConfig;
 use ocpp_server_core::{ConnectionConfig, DeflatePolicy, NoCommonVersion};
 
 use crate::csms::{BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, TokenStore};
+use crate::server_config::ServerConfig;
 use crate::tls::{self, ClientCertificates, TlsError};
 
 /// Where charge points connect unless `--listen` says otherwise.
@@ -364,6 +365,21 @@ impl Args {
 fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     text.parse()
         .map_err(|e| format!("invalid address {text:?}: {e}"))
+}
+
+/// The whole server configuration from the command line, as both servers take it.
+///
+/// # Errors
+/// The TLS files could not be read or used.
+pub fn server_config(args: &Args) -> Result<ServerConfig, TlsError> {
+    let mut config = ServerConfig::new(args.listen);
+    config.admin = args.admin;
+    config.threads = args.threads;
+    config.push_interval = args.push_interval;
+    config.connection = connection_config(args);
+    config.tls = tls_config(args)?;
+    config.cluster = cluster_config(args);
+    Ok(config)
 }
 
 /// The cluster node of `--redis`, `--node-id` and `--cluster-ttl-s` (the admin address is

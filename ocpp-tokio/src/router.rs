@@ -253,12 +253,7 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
     }
 
     fn on_connect(&self, session: Session<S>) -> impl Future<Output = ()> + Send {
-        let run = self.on_connect.as_ref().map(|handler| handler(session));
-        async move {
-            if let Some(run) = run {
-                run.await;
-            }
-        }
+        optional(self.on_connect.as_ref().map(|handler| handler(session)))
     }
 
     fn on_call(
@@ -270,26 +265,25 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
     }
 
     fn on_send(&self, session: &Session<S>, send: IncomingCall) -> impl Future<Output = ()> + Send {
-        let run = self
-            .on_send
-            .as_ref()
-            .map(|handler| handler(session.clone(), send));
-        async move {
-            if let Some(run) = run {
-                run.await;
-            }
-        }
+        optional(
+            self.on_send
+                .as_ref()
+                .map(|handler| handler(session.clone(), send)),
+        )
     }
 
     fn on_close(&self, session: Session<S>, closed: Closed) -> impl Future<Output = ()> + Send {
-        let run = self
-            .on_close
-            .as_ref()
-            .map(|handler| handler(session, closed));
-        async move {
-            if let Some(run) = run {
-                run.await;
-            }
-        }
+        optional(
+            self.on_close
+                .as_ref()
+                .map(|handler| handler(session, closed)),
+        )
+    }
+}
+
+/// Runs a handler the router was given, or nothing.
+async fn optional(run: Option<BoxFuture<()>>) {
+    if let Some(run) = run {
+        run.await;
     }
 }

@@ -18,7 +18,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use ocpp_examples::mio_server::{Server, ServerConfig};
+use ocpp_examples::mio_server::Server;
 use ocpp_examples::server_cli::{self, parse_args, Args};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -57,14 +57,7 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let csms = Arc::new(server_cli::csms(&args)?);
-    let mut config = ServerConfig::new(args.listen);
-    config.admin = args.admin;
-    config.threads = args.threads;
-    config.push_interval = args.push_interval;
-    config.connection = server_cli::connection_config(&args);
-    config.tls = server_cli::tls_config(&args)?;
-    config.cluster = server_cli::cluster_config(&args);
-    let server = Server::bind(config, csms)?;
+    let server = Server::bind(server_cli::server_config(&args)?, csms)?;
 
     // Signals are read on their own thread, which asks the loops to shut down.
     let mut signals = Signals::new([SIGINT, SIGTERM])?;

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use ocpp_examples::server_cli::{self, parse_args, Args};
-use ocpp_examples::tokio_server::{Server, ServerConfig, ShutdownHandle};
+use ocpp_examples::tokio_server::{Server, ShutdownHandle};
 use tokio::signal::unix::{signal, SignalKind};
 
 fn usage() -> String {
@@ -65,13 +65,7 @@ fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let csms = Arc::new(server_cli::csms(&args)?);
-    let mut config = ServerConfig::new(args.listen);
-    config.admin = args.admin;
-    config.push_interval = args.push_interval;
-    config.connection = server_cli::connection_config(&args);
-    config.tls = server_cli::tls_config(&args)?;
-    config.cluster = server_cli::cluster_config(&args);
-    let server = Server::bind(config, csms)?;
+    let server = Server::bind(server_cli::server_config(&args)?, csms)?;
 
     // Listen for the signals before announcing that we run.
     let interrupt = signal(SignalKind::interrupt())?;

@@ -97,7 +97,7 @@ use std::time::Duration;
 use cluster::ClusterNode;
 use mio::net::TcpListener;
 use mio::{Poll, Token, Waker};
-use ocpp_cluster::{ClaimTicket, ClusterBridge, ClusterConfig, Job};
+use ocpp_cluster::{ClaimTicket, ClusterBridge, Job};
 use ocpp_server_core::{ConnectionConfig, IdentityTable, Request};
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -124,42 +124,7 @@ const ADMIN_LISTENER: Token = Token(1);
 /// Token of the loop's waker (commands from other threads).
 const WAKER: Token = Token(2);
 
-/// How the server runs.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ServerConfig {
-    /// Where charge points connect (`ws://ADDR/any/path/IDENTITY`).
-    pub listen: SocketAddr,
-    /// The admin HTTP interface, if any (served by loop 0).
-    pub admin: Option<SocketAddr>,
-    /// How many event loops (threads).
-    pub threads: usize,
-    /// Send each charge point a DataTransfer this often, if set.
-    pub push_interval: Option<Duration>,
-    /// The settings of every OCPP connection.
-    pub connection: ConnectionConfig,
-    /// Serve `wss://` with this TLS configuration (security profiles 2 and 3); `None` serves
-    /// plain `ws://`.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
-    /// Join a cluster of nodes on Redis with this configuration; `None`: one process alone.
-    pub cluster: Option<ClusterConfig>,
-}
-
-impl ServerConfig {
-    /// One loop on `listen`, no admin interface, no push, the default connection settings,
-    /// no TLS.
-    pub fn new(listen: SocketAddr) -> Self {
-        ServerConfig {
-            listen,
-            admin: None,
-            threads: 1,
-            push_interval: None,
-            connection: ConnectionConfig::default(),
-            tls: None,
-            cluster: None,
-        }
-    }
-}
+pub use crate::server_config::ServerConfig;
 
 /// Where a charge point's connection lives: which loop, which slab key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

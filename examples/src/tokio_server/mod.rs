@@ -27,8 +27,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use ocpp_cluster::ClusterConfig;
-use ocpp_server_core::ConnectionConfig;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -44,39 +42,7 @@ const BACKLOG: i32 = 4096;
 /// How long to wait before accepting again after running out of file descriptors.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
-/// How the server runs.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ServerConfig {
-    /// Where charge points connect (`ws://ADDR/any/path/IDENTITY`).
-    pub listen: SocketAddr,
-    /// The admin HTTP interface, if any.
-    pub admin: Option<SocketAddr>,
-    /// Send each charge point a DataTransfer this often, if set.
-    pub push_interval: Option<Duration>,
-    /// The settings of every OCPP connection.
-    pub connection: ConnectionConfig,
-    /// Serve `wss://` with this TLS configuration (security profiles 2 and 3); `None` serves
-    /// plain `ws://`.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
-    /// Join a cluster of nodes on Redis (`--redis`, `--node-id`): see
-    /// [`ocpp_tokio::ServerBuilder::cluster`].
-    pub cluster: Option<ClusterConfig>,
-}
-
-impl ServerConfig {
-    /// `listen`, no admin interface, no push, the default connection settings, no TLS.
-    pub fn new(listen: SocketAddr) -> Self {
-        ServerConfig {
-            listen,
-            admin: None,
-            push_interval: None,
-            connection: ConnectionConfig::default(),
-            tls: None,
-            cluster: None,
-        }
-    }
-}
+pub use crate::server_config::ServerConfig;
 
 /// Stops a running [`Server`] gracefully (on a cluster node: closes with 1012 and leaves the
 /// cluster).

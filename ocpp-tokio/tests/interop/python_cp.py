@@ -91,15 +91,16 @@ async def run201(cp):
         check("NotSupported" in str(code) or type(e).__name__ in ("NotSupportedError",), f"code {code!r}")
 
 
-async def main(args):
+async def drive(args, classes, runs, *extra):
+    """Connects as `args.identity` on `args.version`, runs that version's scenario, closes."""
     subprotocol = {"1.6": "ocpp1.6", "2.0.1": "ocpp2.0.1"}[args.version]
     url = f"{args.url.rstrip('/')}/{args.identity}"
     async with websockets.connect(url, subprotocols=[subprotocol], open_timeout=5, close_timeout=2) as ws:
         check(ws.subprotocol == subprotocol, f"subprotocol {ws.subprotocol!r}")
-        cp = (Cp16 if args.version == "1.6" else Cp201Base)(args.identity, ws, response_timeout=5)
+        cp = classes[args.version](args.identity, ws, response_timeout=5)
         receiver = asyncio.create_task(cp.start())
         try:
-            await (run16 if args.version == "1.6" else run201)(cp)
+            await runs[args.version](cp, *extra)
         finally:
             receiver.cancel()
             try:
@@ -108,15 +109,18 @@ async def main(args):
                 pass
 
 
-if __name__ == "__main__":
+def cli(add_arguments, scenario):
+    """Parses the common arguments (and those `add_arguments` adds), runs `scenario(args)`
+    within --timeout, and exits 0 on success, 1 with a `FAIL:` line otherwise."""
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
     parser.add_argument("version", choices=["1.6", "2.0.1"])
     parser.add_argument("identity")
+    add_arguments(parser)
     parser.add_argument("--timeout", type=float, default=20.0)
     args = parser.parse_args()
     try:
-        asyncio.run(asyncio.wait_for(main(args), args.timeout))
+        asyncio.run(asyncio.wait_for(scenario(args), args.timeout))
     except Failure as e:
         print(f"FAIL: python-ocpp {args.version}: {e}", file=sys.stderr)
         sys.exit(1)
@@ -124,3 +128,10 @@ if __name__ == "__main__":
         print(f"FAIL: python-ocpp {args.version}: {type(e).__name__}: {e}", file=sys.stderr)
         sys.exit(1)
     print(f"python-ocpp {args.version}: all checks passed")
+
+
+if __name__ == "__main__":
+    cli(
+        lambda parser: None,
+        lambda args: drive(args, {"1.6": Cp16, "2.0.1": Cp201Base}, {"1.6": run16, "2.0.1": run201}),
+    )

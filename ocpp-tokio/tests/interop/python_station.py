@@ -3,18 +3,16 @@
 
 usage: python_station.py WS_URL VERSION IDENTITY STATUSES [--timeout S]
 
+(Shares python_cp.py's connection and command line.)
+
   BootNotification (expects Accepted, interval 300), Heartbeat, Authorize TAG-OK (expects
   Accepted) and TAG-BAD (expects Invalid), STATUSES StatusNotifications, then a clean close.
   VERSION is 1.6 or 2.0.1. Exits 0 on success, 1 with a `FAIL:` line otherwise; bounded by
   --timeout (default 20 s).
 """
 
-import argparse
-import asyncio
-import sys
 from datetime import datetime, timezone
 
-import websockets
 from ocpp.v16 import ChargePoint as Cp16
 from ocpp.v16 import call as call16
 from ocpp.v16 import enums as enums16
@@ -23,13 +21,7 @@ from ocpp.v201 import call as call201
 from ocpp.v201 import enums as enums201
 
 
-class Failure(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
+from python_cp import check, cli, drive
 
 
 def now():
@@ -81,37 +73,8 @@ async def run201(cp, statuses):
         )
 
 
-async def main(args):
-    subprotocol = {"1.6": "ocpp1.6", "2.0.1": "ocpp2.0.1"}[args.version]
-    url = f"{args.url.rstrip('/')}/{args.identity}"
-    async with websockets.connect(url, subprotocols=[subprotocol], open_timeout=5, close_timeout=2) as ws:
-        check(ws.subprotocol == subprotocol, f"subprotocol {ws.subprotocol!r}")
-        cp = (Cp16 if args.version == "1.6" else Cp201)(args.identity, ws, response_timeout=5)
-        receiver = asyncio.create_task(cp.start())
-        try:
-            await (run16 if args.version == "1.6" else run201)(cp, args.statuses)
-            print(f"  {args.statuses} StatusNotifications answered")
-        finally:
-            receiver.cancel()
-            try:
-                await receiver
-            except (asyncio.CancelledError, Exception):
-                pass
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("url")
-    parser.add_argument("version", choices=["1.6", "2.0.1"])
-    parser.add_argument("identity")
-    parser.add_argument("statuses", type=int)
-    parser.add_argument("--timeout", type=float, default=20.0)
-    args = parser.parse_args()
-    try:
-        asyncio.run(asyncio.wait_for(main(args), args.timeout))
-    except Failure as e:
-        print(f"FAIL: {e}")
-        sys.exit(1)
-    except Exception as e:  # noqa: BLE001 - any other failure is a failed run
-        print(f"FAIL: {type(e).__name__}: {e}")
-        sys.exit(1)
+    cli(
+        lambda parser: parser.add_argument("statuses", type=int),
+        lambda args: drive(args, {"1.6": Cp16, "2.0.1": Cp201}, {"1.6": run16, "2.0.1": run201}, args.statuses),
+    )

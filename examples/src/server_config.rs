@@ -1,0 +1,53 @@
+//! How a server runs: what both servers take, built from the shared command line
+//! ([`crate::server_cli::server_config`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ocpp_cluster::ClusterConfig;
+use ocpp_server_core::ConnectionConfig;
+
+/// How the server runs (mio-server and tokio-server alike).
+///
+/// ```
+/// use ocpp_examples::server_config::ServerConfig;
+/// let config = ServerConfig::new("127.0.0.1:9000".parse().unwrap());
+/// assert_eq!(config.threads, 1);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// Where charge points connect (`ws://ADDR/any/path/IDENTITY`).
+    pub listen: SocketAddr,
+    /// The admin HTTP interface, if any.
+    pub admin: Option<SocketAddr>,
+    /// mio-server: how many event loops (threads) share the port. tokio-server sizes its
+    /// runtime in its binary and does not read it.
+    pub threads: usize,
+    /// Send each charge point a DataTransfer this often, if set.
+    pub push_interval: Option<Duration>,
+    /// The settings of every OCPP connection.
+    pub connection: ConnectionConfig,
+    /// Serve `wss://` with this TLS configuration (security profiles 2 and 3); `None` serves
+    /// plain `ws://`.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Join a cluster of nodes on Redis (`--redis`, `--node-id`); `None`: one process alone.
+    pub cluster: Option<ClusterConfig>,
+}
+
+impl ServerConfig {
+    /// One thread on `listen`, no admin interface, no push, the default connection settings,
+    /// no TLS, no cluster.
+    pub fn new(listen: SocketAddr) -> Self {
+        ServerConfig {
+            listen,
+            admin: None,
+            threads: 1,
+            push_interval: None,
+            connection: ConnectionConfig::default(),
+            tls: None,
+            cluster: None,
+        }
+    }
+}
