@@ -1,5 +1,5 @@
-use ocpp_tokio::{server::ServerError, v1_6, v2_0_1, Connecting, ConnectionConfig, DateTime};
-use ocpp_tokio::{OcppVersion, Reply, Router, Server, Session};
+use ocpp_tokio::{server::ServerError, v1_6, v2_0_1, ConnectionConfig, DateTime, OcppVersion};
+use ocpp_tokio::{Router, Server};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// What each connection keeps: made when its charge point connects, handed back at its close.
@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 struct Station {
     statuses: AtomicU32,
 }
-type Cp = Session<Station>;
 
 /// The token list, the same for both versions.
 const TOKENS: [&str; 1] = ["TAG-OK"];
@@ -16,39 +15,39 @@ const TOKENS: [&str; 1] = ["TAG-OK"];
 async fn main() -> Result<(), ServerError> {
     let listen = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:9000".into());
     let config = ConnectionConfig::default().versions(vec![OcppVersion::V1_6, OcppVersion::V2_0_1]);
-    let router = Router::new(|_: Connecting| async { Ok(Station::default()) })
-        .on(|_: Cp, _: v1_6::BootNotificationRequest| async {
+    let router = Router::<Station>::default()
+        .on(|_, _: v1_6::BootNotificationRequest| async {
             let accepted = v1_6::RegistrationStatus::Accepted;
-            Reply::Ok(v1_6::BootNotificationResponse::new(accepted, DateTime::now(), 300))
+            Ok(v1_6::BootNotificationResponse::new(accepted, DateTime::now(), 300))
         })
-        .on(|_: Cp, _: v2_0_1::BootNotificationRequest| async {
+        .on(|_, _: v2_0_1::BootNotificationRequest| async {
             let accepted = v2_0_1::RegistrationStatusEnum::Accepted;
-            Reply::Ok(v2_0_1::BootNotificationResponse::new(DateTime::now(), 300, accepted))
+            Ok(v2_0_1::BootNotificationResponse::new(DateTime::now(), 300, accepted))
         })
-        .on(|_: Cp, _: v1_6::HeartbeatRequest| async {
-            Reply::Ok(v1_6::HeartbeatResponse::new(DateTime::now()))
+        .on(|_, _: v1_6::HeartbeatRequest| async {
+            Ok(v1_6::HeartbeatResponse::new(DateTime::now()))
         })
-        .on(|_: Cp, _: v2_0_1::HeartbeatRequest| async {
-            Reply::Ok(v2_0_1::HeartbeatResponse::new(DateTime::now()))
+        .on(|_, _: v2_0_1::HeartbeatRequest| async {
+            Ok(v2_0_1::HeartbeatResponse::new(DateTime::now()))
         })
-        .on(|_: Cp, r: v1_6::AuthorizeRequest| async move {
+        .on(|_, r: v1_6::AuthorizeRequest| async move {
             use v1_6::AuthorizationStatus::{Accepted, Invalid};
             let status = if TOKENS.contains(&r.id_tag.as_str()) { Accepted } else { Invalid };
-            Reply::Ok(v1_6::AuthorizeResponse::new(v1_6::IdTagInfo::new(status)))
+            Ok(v1_6::AuthorizeResponse::new(v1_6::IdTagInfo::new(status)))
         })
-        .on(|_: Cp, r: v2_0_1::AuthorizeRequest| async move {
+        .on(|_, r: v2_0_1::AuthorizeRequest| async move {
             use v2_0_1::AuthorizationStatusEnum::{Accepted, Invalid};
             let status =
                 if TOKENS.contains(&r.id_token.id_token.as_str()) { Accepted } else { Invalid };
-            Reply::Ok(v2_0_1::AuthorizeResponse::new(v2_0_1::IdTokenInfo::new(status)))
+            Ok(v2_0_1::AuthorizeResponse::new(v2_0_1::IdTokenInfo::new(status)))
         })
-        .on(|cp: Cp, _: v1_6::StatusNotificationRequest| async move {
+        .on(|cp, _: v1_6::StatusNotificationRequest| async move {
             cp.statuses.fetch_add(1, Relaxed);
-            Reply::Ok(v1_6::StatusNotificationResponse::default())
+            Ok(v1_6::StatusNotificationResponse::default())
         })
-        .on(|cp: Cp, _: v2_0_1::StatusNotificationRequest| async move {
+        .on(|cp, _: v2_0_1::StatusNotificationRequest| async move {
             cp.statuses.fetch_add(1, Relaxed);
-            Reply::Ok(v2_0_1::StatusNotificationResponse::default())
+            Ok(v2_0_1::StatusNotificationResponse::default())
         })
         .on_close(|cp, _| async move {
             let count = cp.statuses.load(Relaxed);

@@ -1,8 +1,9 @@
 //! The handle of one charge point's connection: calls, SEND, close, run-time settings.
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::Waker;
 use std::time::Duration;
 
@@ -121,9 +122,11 @@ impl Settings {
     );
 }
 
-/// What a connection's task and its handles share: the mailbox.
+/// What a connection's task and its handles share: the mailbox and, once connected, the
+/// application's state for the connection.
 pub(crate) struct Link {
     mailbox: Mutex<Mailbox>,
+    pub(crate) state: OnceLock<Arc<dyn Any + Send + Sync>>,
     capacity: usize,
 }
 
@@ -142,6 +145,7 @@ struct Mailbox {
 impl Link {
     pub(crate) fn new(capacity: usize) -> Arc<Link> {
         Arc::new(Link {
+            state: OnceLock::new(),
             mailbox: Mutex::new(Mailbox::default()),
             capacity,
         })
@@ -290,6 +294,33 @@ impl ChargePoint {
     /// The negotiated OCPP version.
     pub fn version(&self) -> OcppVersion {
         self.version
+    }
+
+    /// The application's state for this connection (what [`Handler::on_upgrade`] or the
+    /// function given to [`Router::new`] made), if it is of type `S`: e.g. for an HTTP API that
+    /// lists what the connected charge points reported.
+    ///
+    /// [`Handler::on_upgrade`]: crate::Handler::on_upgrade
+    /// [`Router::new`]: crate::Router::new
+    ///
+    /// ```
+    /// # fn example(charge_points: ocpp_tokio::ChargePoints) {
+    /// use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    ///
+    /// struct Station {
+    ///     statuses: AtomicU32,
+    /// }
+    ///
+    /// for cp in charge_points.iter() {
+    ///     if let Some(station) = cp.state::<Station>() {
+    ///         println!("{}: {} statuses", cp.identity(), station.statuses.load(Relaxed));
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn state<S: Send + Sync + 'static>(&self) -> Option<Arc<S>> {
+        let state = Arc::clone(self.link.state.get()?);
+        state.downcast::<S>().ok()
     }
 
     /// Whether this connection's task still runs (it may be closing).

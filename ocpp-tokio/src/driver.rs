@@ -468,6 +468,8 @@ where
         };
         self.link
             .init_settings(Settings::from_config(self.conn.config()));
+        let shared_state: Arc<dyn std::any::Any + Send + Sync> = state.clone();
+        let _ = self.link.state.set(shared_state);
         let cp = ChargePoint::new(self.link.clone(), identity.clone(), version);
         let session = Session::new(cp.clone(), state);
         self.session = Some(session.clone());

@@ -42,7 +42,7 @@ type OnClose<S> = Box<dyn Fn(Session<S>, Closed) -> BoxFuture<()> + Send + Sync>
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-/// use ocpp_tokio::{v1_6, v2_0_1, Connecting, DateTime, Reply, Router, Session};
+/// use ocpp_tokio::{v1_6, v2_0_1, DateTime, Reply, Router, Session};
 ///
 /// #[derive(Default)]
 /// struct Station {
@@ -59,9 +59,7 @@ type OnClose<S> = Box<dyn Fn(Session<S>, Closed) -> BoxFuture<()> + Send + Sync>
 ///     Ok(v2_0_1::HeartbeatResponse::new(DateTime::now()))
 /// }
 ///
-/// let router = Router::new(|_: Connecting| async { Ok(Station::default()) })
-///     .on(heartbeat)
-///     .on(heartbeat_2);
+/// let router = Router::<Station>::default().on(heartbeat).on(heartbeat_2);
 /// # let _ = router;
 /// ```
 ///
@@ -100,7 +98,7 @@ impl<S> fmt::Debug for Router<S> {
 /// A router that accepts every charge point with `S::default()` as its state.
 impl<S: Default + Send + Sync + 'static> Default for Router<S> {
     fn default() -> Self {
-        Router::new(|_| async { Ok(S::default()) })
+        Router::new(|_| Ok(S::default()))
     }
 }
 
@@ -108,16 +106,16 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// A router whose connections start from `make_state`: it sees the charge point
     /// connecting (identity, version, Basic credentials, client certificate) and returns its
     /// state, which accepts it, or a [`Rejection`] (401, 403, 404...), which refuses the
-    /// upgrade. It runs within the handshake deadline.
+    /// upgrade. (To decide with I/O, a database lookup say, see [`Router::new_async`].)
     ///
     /// ```
-    /// use ocpp_tokio::{Connecting, Rejection, Router};
+    /// use ocpp_tokio::{Rejection, Router};
     ///
     /// struct Station {
     ///     identity: String,
     /// }
     ///
-    /// let router = Router::new(|connecting: Connecting| async move {
+    /// let router = Router::new(|connecting| {
     ///     let identity = connecting.identity().as_str();
     ///     if !identity.starts_with("CP") {
     ///         return Err(Rejection::NOT_FOUND);
@@ -126,7 +124,32 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// });
     /// # let _ = router;
     /// ```
-    pub fn new<F, Fut>(make_state: F) -> Self
+    pub fn new<F>(make_state: F) -> Self
+    where
+        F: Fn(Connecting) -> Result<S, Rejection> + Send + Sync + 'static,
+    {
+        Router::new_async(move |connecting| std::future::ready(make_state(connecting)))
+    }
+
+    /// [`Router::new`] with an async `make_state`, e.g. to look the charge point up in a
+    /// database; it runs within the handshake deadline.
+    ///
+    /// ```
+    /// use ocpp_tokio::{Connecting, Rejection, Router};
+    ///
+    /// async fn known(identity: &str) -> bool {
+    ///     identity.starts_with("CP") // a database would be asked here
+    /// }
+    ///
+    /// let router = Router::new_async(|connecting: Connecting| async move {
+    ///     match known(connecting.identity().as_str()).await {
+    ///         true => Ok(()),
+    ///         false => Err(Rejection::NOT_FOUND),
+    ///     }
+    /// });
+    /// # let _ = router;
+    /// ```
+    pub fn new_async<F, Fut>(make_state: F) -> Self
     where
         F: Fn(Connecting) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<S, Rejection>> + Send + 'static,
@@ -145,10 +168,10 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// `handler`. Routing the same request type again replaces the earlier handler.
     ///
     /// ```
-    /// use ocpp_tokio::{v1_6, DateTime, Reply, Router, Session};
+    /// use ocpp_tokio::{v1_6, DateTime, Router};
     ///
-    /// let router = Router::<()>::default().on(|_: Session<()>, _: v1_6::HeartbeatRequest| async {
-    ///     Reply::Ok(v1_6::HeartbeatResponse::new(DateTime::now()))
+    /// let router = Router::<()>::default().on(|_, _: v1_6::HeartbeatRequest| async {
+    ///     Ok(v1_6::HeartbeatResponse::new(DateTime::now()))
     /// });
     /// # let _ = router;
     /// ```
