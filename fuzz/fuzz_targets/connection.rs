@@ -62,7 +62,10 @@ fuzz_target!(|data: &[u8]| {
                 script = rest;
                 let text = String::from_utf8_lossy(chunk);
                 let mut wire = Vec::new();
-                if encoder.encode_text(&text, Some([9, 8, 7, 6]), &mut wire).is_ok() {
+                if encoder
+                    .encode_text(&text, Some([9, 8, 7, 6]), &mut wire)
+                    .is_ok()
+                {
                     connection.handle_data(now, &wire);
                 }
             }
@@ -71,8 +74,19 @@ fuzz_target!(|data: &[u8]| {
                 connection.handle_timeout(now);
             }
             4 => {
+                // A CALLERROR, or a Heartbeat result whatever the CALL was (the answer rule
+                // sends InternalError for any other action or version).
                 if let Some(id) = pending_calls.pop() {
-                    let _ = connection.answer(now, &id, Answer::error(ErrorCode::NotSupported, "no"));
+                    let answer = if op & 8 == 0 {
+                        Answer::error(ErrorCode::NotSupported, "no")
+                    } else {
+                        let time = "2026-01-01T00:00:00Z".parse();
+                        match time {
+                            Ok(time) => Answer::result(v1_6::HeartbeatResponse::new(time)),
+                            Err(_) => Answer::not_supported("Heartbeat"),
+                        }
+                    };
+                    let _ = connection.answer(now, &id, answer);
                 }
             }
             5 => {
@@ -85,7 +99,10 @@ fuzz_target!(|data: &[u8]| {
                 let n = usize::from(op >> 3) * 97;
                 let len = connection.pending_transmit().len().min(n);
                 connection.advance_transmit(len);
-                assert!(connection.poll_event().is_none(), "advance_transmit made an event");
+                assert!(
+                    connection.poll_event().is_none(),
+                    "advance_transmit made an event"
+                );
             }
             _ => {
                 if op & 0x80 != 0 {
