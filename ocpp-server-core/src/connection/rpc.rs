@@ -176,7 +176,7 @@ impl Connection {
                 self.write_call_error(id, &error.code, &error.description);
                 None
             }
-            Answer::Result(response) if response.action() != action => {
+            Answer::Result(response) if !same_action(response.action(), action) => {
                 Some(AnswerError::WrongAction {
                     call: action,
                     answer: response.action(),
@@ -560,6 +560,7 @@ impl Connection {
     /// (the frame header is written in front of it afterwards), or, with permessage-deflate,
     /// into a scratch buffer that is compressed into the output. Nothing is written if `write`
     /// fails.
+    #[inline]
     fn write_message(
         &mut self,
         write: impl FnOnce(&mut Vec<u8>) -> Result<(), SerializeError>,
@@ -627,6 +628,13 @@ impl Connection {
             self.finish(CloseReason::SlowPeer);
         }
     }
+}
+
+/// Whether two action names are the same: the generated code's names are `'static` literals,
+/// the same one for a request and its response in practice, so the pointers usually answer
+/// without comparing the bytes.
+fn same_action(a: &'static str, b: &'static str) -> bool {
+    std::ptr::eq(a, b) || a == b
 }
 
 /// Whether a parse error is answered like a CALL (so it must wait its turn).
