@@ -12,7 +12,6 @@ use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{
     Answer, AnswerError, CallFailure, CloseReason, ConnectionConfig, Event, NoCommonVersion,
-    RefusalReason,
 };
 
 fn v16() -> ConnectionConfig {

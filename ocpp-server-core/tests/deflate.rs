@@ -60,7 +60,7 @@ fn send_big_call(pair: &mut Pair) -> (Vec<u8>, String) {
             &id,
             Answer::error(
                 ocpp_messages::error_code::ErrorCode::NotImplemented,
-                &"x".repeat(200),
+                "x".repeat(200),
             ),
         )
         .unwrap();

@@ -20,7 +20,7 @@ pub trait TypedCall: ActionRequest + Sized {
     /// [`CallFailure::WrongVersion`] when the type belongs to another version.
     fn into_request(self, negotiated: OcppVersion) -> Result<Request, CallFailure>;
 
-    /// The request as a [`Request`] of its own version (for a [`Remote`](crate::Remote), which
+    /// The request as a [`Request`] of its own version (for a [`Remote`](crate::registry::Remote), which
     /// knows the charge point's version).
     fn into_any_request(self) -> Request;
 

@@ -44,7 +44,7 @@
 //!   when the CALL completes. Shutdown is a command too.
 //!
 //! # Cluster (`--redis URL --node-id NAME`)
-//! With a [`ClusterConfig`] the process is one node of a cluster sharing a Redis
+//! With a [`ClusterConfig`](ocpp_cluster::ClusterConfig) the process is one node of a cluster sharing a Redis
 //! (`ocpp-cluster`): one [`ClusterBridge`] per process in `Shared`, on its own thread, which
 //! the loops only call without blocking. Connected charge points are claimed, a newer claim on
 //! another node closes our socket with 1008, and an admin command for a charge point no loop
