@@ -294,6 +294,7 @@ async fn every_call_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upgrade_decisions_401_and_404() {
     let server = TestServer::start(server_config()).await;
+    let mut accepted = Vec::new();
     for (identity, password, status) in [
         ("UNKNOWN1", None, Some(404)),
         ("AUTH1", None, Some(401)),
@@ -302,7 +303,8 @@ async fn upgrade_decisions_401_and_404() {
     ] {
         let mut cp = TestCp::start(server.addr, identity, OcppVersion::V1_6, password).await;
         match (cp.next_event().await, status) {
-            (Event::Connected { .. }, None) => {}
+            // Kept open until the registry is checked (dropping it would end the connection).
+            (Event::Connected { .. }, None) => accepted.push(cp),
             (Event::Closed(closed), Some(status)) => match closed.reason {
                 CloseReason::UpgradeRefused { status: got, .. } => assert_eq!(got, Some(status)),
                 other => panic!("{identity}: {other:?}"),
