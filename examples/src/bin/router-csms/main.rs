@@ -89,8 +89,8 @@ fn router() -> Router<Mutex<Reported>> {
         .on(|s, r: v1_6::MeterValuesRequest| async move {
             let energy = [None, Some(v1_6::Measurand::EnergyActiveImportRegister)];
             let mut samples = r.meter_value.iter().flat_map(|m| &m.sampled_value).rev();
-            if let Some(v) = samples.find(|v| energy.contains(&v.measurand)) {
-                let wh = v.value.parse().unwrap_or(f64::NAN);
+            let found = samples.find(|v| energy.contains(&v.measurand));
+            if let Some(wh) = found.and_then(|v| v.value.parse().ok()) {
                 s.lock().unwrap().energy.insert(r.connector_id.to_string(), wh);
             }
             Ok(v1_6::MeterValuesResponse {})
