@@ -314,7 +314,7 @@ where
                 progressed = true;
                 let decision = decision.map(|state| self.state = Some(Arc::new(state)));
                 if let Err(rejection) = &decision {
-                    tracing::info!(identity = ?self.identity, %rejection, "upgrade refused");
+                    tracing::debug!(identity = ?self.identity, %rejection, "upgrade refused");
                 }
                 let result = self.conn.decide(now, decision);
                 if result.is_err() {
@@ -676,12 +676,10 @@ impl<S, H: Handler> Driver<S, H> {
         if let (true, Some(session)) = (self.registered, &self.session) {
             let cp = session.charge_point();
             let identity = cp.identity();
-            {
-                self.shared.registry.remove(identity, cp);
-                #[cfg(feature = "redis")]
-                if let (Some(node), Some(ticket)) = (&self.shared.cluster, self.claim.take()) {
-                    node.disconnect(identity.as_str(), ticket);
-                }
+            self.shared.registry.remove(identity, cp);
+            #[cfg(feature = "redis")]
+            if let (Some(node), Some(ticket)) = (&self.shared.cluster, self.claim.take()) {
+                node.disconnect(identity.as_str(), ticket);
             }
         }
     }

@@ -37,7 +37,9 @@
 use ocpp_cluster::CallFailure as RoutedFailure;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1, DecodeError};
-use ocpp_server_core::{CallFailure, CallOutcome, ChargePointIdentity, Request, Response};
+use ocpp_server_core::{
+    CallFailure, CallOutcome, ChargePointIdentity, RefusalReason, Request, Response,
+};
 use serde_json::{json, Value};
 
 use super::{
@@ -494,6 +496,15 @@ pub fn call_response(
         CallFailure::NotConnected => HttpResponse::error(404, "the charge point is not connected"),
         not_sent => HttpResponse::error(503, &format!("the CALL was not sent: {not_sent}")),
     }
+}
+
+/// The answer to a command whose CALL the connection refused ([`Connection::call`]): the
+/// refusal as the call's outcome, through [`call_response`] (never sent: 503, or 404 when the
+/// connection is not open).
+///
+/// [`Connection::call`]: ocpp_server_core::Connection::call
+pub fn refused(version: OcppVersion, action: &str, reason: RefusalReason) -> HttpResponse {
+    call_response(version, "", action, &Err(CallFailure::from(reason)))
 }
 
 /// The charge point and action of a command (`POST /chargepoints/ID/call/ACTION`), if

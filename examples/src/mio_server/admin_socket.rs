@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::Interest;
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{CallFailure, ChargePointIdentity, Refused};
+use ocpp_server_core::{ChargePointIdentity, Refused};
 
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{send_chunk, SocketStage, Waiter};
@@ -73,8 +73,7 @@ impl EventLoop {
                     }
                     Err(Refused { reason, .. }) => {
                         let version = s.connection.version().unwrap_or(OcppVersion::V1_6);
-                        let not_sent = Err(CallFailure::from(reason));
-                        admin::call_response(version, "", action, &not_sent)
+                        admin::refused(version, action, reason)
                     }
                 }
             }

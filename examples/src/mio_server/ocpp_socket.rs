@@ -11,9 +11,7 @@ use mio::net::TcpStream;
 use mio::Interest;
 use ocpp_cluster::{ClaimTicket, CommandOutcome};
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{
-    CallFailure, CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId,
-};
+use ocpp_server_core::{CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId};
 
 use super::cluster::JobAnswer;
 use super::event_loop::{Entry, EventLoop};
@@ -473,8 +471,7 @@ pub(super) fn send_chunk(
         }
         Err(ocpp_server_core::Refused { reason, .. }) => {
             let version = s.version.unwrap_or(OcppVersion::V1_6);
-            let not_sent = Err(CallFailure::from(reason));
-            Err(split.fail(admin::call_response(version, "", action, &not_sent)))
+            Err(split.fail(admin::refused(version, action, reason)))
         }
     }
 }

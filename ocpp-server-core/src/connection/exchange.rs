@@ -42,10 +42,9 @@ struct Underway {
     outgoing: Option<OutgoingCall>,
     /// Our CALLs waiting behind the one in flight (none while none is in flight).
     queued: LazyQueue<OutgoingCall>,
-    /// The id of the peer's CALL delivered to the application and not answered yet.
-    incoming: Option<AwaitedId>,
-    /// That CALL's action: its answer must be of the same action (the answer rule).
-    incoming_action: &'static str,
+    /// The id and action of the peer's CALL delivered to the application and not answered
+    /// yet (its answer must be of the same action: the answer rule).
+    incoming: Option<(AwaitedId, &'static str)>,
     /// Peer CALLs that arrived while an earlier one was unanswered, waiting their turn.
     held: LazyQueue<Turn>,
 }
@@ -142,7 +141,7 @@ impl Exchange {
                 + state.out.capacity()
                 + state.later_events.heap_bytes()
                 + state.queued.heap_bytes()
-                + state.incoming.as_ref().map_or(0, AwaitedId::heap_bytes)
+                + state.incoming.as_ref().map_or(0, |(id, _)| id.heap_bytes())
                 + state.held.heap_bytes()
         })
     }
@@ -283,7 +282,11 @@ impl Exchange {
 
     /// The id of the peer's CALL that awaits our answer.
     pub(super) fn incoming(&self) -> Option<&str> {
-        self.0.as_ref()?.incoming.as_ref().map(AwaitedId::as_str)
+        self.0
+            .as_ref()?
+            .incoming
+            .as_ref()
+            .map(|(id, _)| id.as_str())
     }
 
     /// Whether a CALL of the peer awaits our answer.
@@ -295,16 +298,13 @@ impl Exchange {
 
     /// The action of the peer's CALL `id`, if that CALL awaits our answer.
     pub(super) fn awaited_action(&self, id: &MessageId<'_>) -> Option<&'static str> {
-        let state = self.0.as_ref()?;
-        let awaited = state.incoming.as_ref()?;
-        (awaited.as_bytes() == id.as_str().as_bytes()).then_some(state.incoming_action)
+        let (awaited, action) = self.0.as_ref()?.incoming.as_ref()?;
+        (awaited.as_bytes() == id.as_str().as_bytes()).then_some(*action)
     }
 
     /// The peer's CALL `id` of `action` now awaits our answer (none did).
     pub(super) fn set_incoming(&mut self, id: &MessageId<'_>, action: &'static str) {
-        let state = self.underway();
-        state.incoming = Some(AwaitedId::new(id));
-        state.incoming_action = action;
+        self.underway().incoming = Some((AwaitedId::new(id), action));
     }
 
     /// The awaited CALL was answered. The caller leaves output (the answer) behind, so the
@@ -322,7 +322,7 @@ impl Exchange {
             .as_mut()?
             .incoming
             .take()
-            .map(AwaitedId::into_message_id)
+            .map(|(id, _)| id.into_message_id())
     }
 }
 
