@@ -33,6 +33,7 @@
 //! An idle open connection is 168 bytes and holds no heap buffer (see `tests/memory.rs`).
 //! [`IdentityTable`] keeps identities to connections with the policy a CSMS needs for
 //! duplicates: the newer connection wins.
+//! [`station`] holds the rules a charging station follows around its connection, for every driver.
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),
@@ -52,6 +53,7 @@ mod identity;
 mod identity_table;
 mod outcome;
 mod rejection;
+pub mod station;
 mod timer;
 
 pub use answer::{Answer, AnswerError, ErrorAnswer};

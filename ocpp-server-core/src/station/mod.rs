@@ -1,0 +1,39 @@
+//! The OCPP rules a charging station follows around its connection, in the Sans-IO shape (no
+//! clock, no socket, no RNG: `now` and random draws come from the caller), so that every
+//! station driver (the tokio client, a mio load tool, a simulator) shares one implementation.
+//!
+//! - [`RetryBackOff`], [`Reconnect`]: how long to wait before connecting again (OCPP 2.0.1
+//!   Part 4 §5.3, OCPP 2.1 Part 4 §5.4; the same schedule on 1.6, and after a refused upgrade
+//!   as the OCPP-J 1.6 errata §3.3 ask).
+//! - [`boot_request`], [`heartbeat_request`], [`BootAnswer`]: what a station says at boot and
+//!   what the answer means, per version (OCPP 1.6 §4.2 and §4.6; 2.0.1 and 2.1 B01, G02).
+//! - [`Registration`]: one connection's registration. BootNotification until Accepted,
+//!   retried after the CSMS's interval while Pending or Rejected; heartbeats once accepted; what
+//!   the station may send ([`Registration::may_send`]) and which CALLs of the CSMS it refuses
+//!   ([`Registration::check_incoming`]) meanwhile (1.6 §4.2; 2.0.1 and 2.1 B02, B03).
+//! - [`is_transaction_message`] and its helpers: which messages are transaction-related and go
+//!   through a station's offline queue (1.6 StartTransaction, StopTransaction, MeterValues of a
+//!   transaction; 2.x TransactionEvent).
+//!
+//! A driver's loop, roughly: on connect, `Registration::new(now, version)`; sleep until the
+//! earliest of [`Registration::poll_timeout`] and the connection's own deadline; on wake,
+//! [`Registration::handle_timeout`] says whether a BootNotification or a Heartbeat is due;
+//! every CALL sent is reported with [`Registration::on_call_sent`], every boot answer with
+//! [`Registration::on_boot_answer`]; on loss, [`Reconnect::next_delay`] says how long to wait.
+
+mod backoff;
+mod boot;
+mod registration;
+mod transaction;
+
+pub use backoff::{Reconnect, RetryBackOff};
+pub use boot::{
+    boot_request, heartbeat_request, BootAnswer, BootReason, RegistrationStatus, StationInfo,
+};
+pub use registration::{
+    triggered_action, Due, Registration, BOOT_RETRY_FALLBACK, DEFAULT_HEARTBEAT_INTERVAL,
+    MAX_TRIGGER_CREDITS,
+};
+pub use transaction::{
+    is_transaction_action, is_transaction_message, transaction_id_of, with_transaction_id,
+};
