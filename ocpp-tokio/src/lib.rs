@@ -20,6 +20,10 @@
 //! - **a cluster** (feature `redis`): [`ServerBuilder::cluster`] makes the server a node of
 //!   `ocpp-cluster`'s cluster on Redis (claims, takeover with 1008, calls routed to the node
 //!   holding the charge point, drain on shutdown); [`registry::Remote`] is the seam for your own;
+//! - **a charging station** ([`station`]): [`Station`] connects to a central system, boots as
+//!   the specifications say, answers with the same [`Router`], reconnects with the back-off of
+//!   OCPP 2.0.1, and delivers transaction messages through an offline queue that survives
+//!   the process;
 //! - **the message hook** ([`hook`]): one function for every message in and out;
 //! - **the protocol** ([`ocpp`]): the types of the layers below (payloads per version, the
 //!   answer and outcome types, identities, close codes, configuration).
@@ -42,6 +46,7 @@ pub mod registry;
 pub mod router;
 pub mod server;
 mod session;
+pub mod station;
 mod typed;
 
 /// The protocol types of the layers below, in one place: the typed payloads of each version,
@@ -63,6 +68,8 @@ pub use server::{Server, ServerBuilder};
 pub use handler::{Connecting, Handler, IncomingCall};
 pub use router::{Reply, Router};
 pub use session::Session;
+// The charging station.
+pub use station::Station;
 // The charge points.
 pub use registry::{ChargePoint, ChargePoints};
 // What every program names.

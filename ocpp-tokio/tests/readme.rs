@@ -34,3 +34,16 @@ fn the_second_block_is_examples_stations_rs() {
     let lines = example.lines().count();
     assert!(lines <= 60, "{lines} lines");
 }
+
+#[test]
+fn the_charging_station_section_opens_with_examples_station_rs() {
+    let readme = include_str!("../README.md");
+    let section = readme
+        .find("\n## A charging station\n")
+        .expect("a section on a charging station");
+    let blocks_before = readme[..section].matches("```rust,no_run\n").count();
+    let example = include_str!("../examples/station.rs");
+    assert_eq!(block(blocks_before), example.trim_end());
+    let lines = example.lines().count();
+    assert!(lines <= 60, "{lines} lines");
+}

@@ -1,0 +1,645 @@
+//! A charging station: connect to a central system, boot, answer its CALLs with the same
+//! [`Router`](crate::Router) as a server, call it, and never lose a transaction message.
+//!
+//! [`Station::builder`] takes the URL (its last segment is the station's identity) and gives a
+//! [`StationBuilder`]: the versions offered, security profile 1 to 3 (a password, a TLS
+//! configuration with or without a client certificate), what the station says at boot
+//! ([`StationInfo`]), the router, the reconnect back-off and the [offline store](store).
+//! [`StationBuilder::connect`] starts the station's task and hands back a [`Station`], a
+//! cheap handle to call the central system with.
+//!
+//! What the task does, as the specifications say (the rules themselves are
+//! [`ocpp_server_core::station`]'s, shared by every driver):
+//!
+//! - **Boot** on every connection: BootNotification until Accepted; on Pending or Rejected,
+//!   again after the interval the central system gave. Meanwhile only what the version allows
+//!   goes out (a message the central system asked for with TriggerMessage while Pending) and
+//!   comes in (while Pending, not RemoteStart/RemoteStop or RequestStart/RequestStop; while
+//!   Rejected, nothing: CALLERROR SecurityError). Calls made meanwhile wait for Accepted.
+//! - **Heartbeat** at the interval the central system gave (2.x: skipped while other
+//!   messages keep the connection alive).
+//! - **Reconnect** after any loss (close, reset, refused or failed handshake, TLS failure)
+//!   with the back-off of OCPP 2.0.1 Part 4 §5.3 ([`RetryBackOff`]), the same schedule on 1.6;
+//!   a refusal that retrying cannot cure (401, 403, no version in common) ends the station
+//!   with a [`PermanentFailure`] instead (unless [`StationBuilder::retry_refusals`]).
+//! - **The offline queue**: transaction messages (1.6 Start/StopTransaction and MeterValues
+//!   of a transaction; 2.x TransactionEvent), whether sent with [`Station::call`] or
+//!   [`Station::queue`], go through one queue in a store ([`MemoryStore`], or [`FileStore`]
+//!   that survives the process being killed): delivered in order after an Accepted boot, each
+//!   until it is answered, the same content again when an answer was lost.
+//!
+//! Everything else a station does (its connectors, its transactions, what it answers) is the
+//! application's: a router and the station's state.
+//!
+//! ```no_run
+//! use ocpp_tokio::station::{Station, StationInfo};
+//! use ocpp_tokio::{v2_0_1, OcppVersion, Reply, Router, Session};
+//!
+//! async fn start(_: Session<()>, _: v2_0_1::RequestStartTransactionRequest)
+//!     -> Reply<v2_0_1::RequestStartTransactionResponse> {
+//!     Ok(v2_0_1::RequestStartTransactionResponse::new(v2_0_1::RequestStartStopStatusEnum::Accepted))
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let station = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")?
+//!     .versions([OcppVersion::V2_0_1])
+//!     .info(StationInfo::new("ACME", "One"))
+//!     .router(Router::<()>::default().on(start))
+//!     .connect()?;
+//! station.accepted().await?;
+//! let status = v2_0_1::StatusNotificationRequest::new(
+//!     ocpp_tokio::DateTime::now(), v2_0_1::ConnectorStatusEnum::Available, 1, 1);
+//! station.call(status).await?;
+//! station.stopped().await?;
+//! # Ok(()) }
+//! ```
+
+mod driver;
+mod queue;
+pub mod store;
+mod url;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ocpp_messages::{Request, Response};
+use ocpp_server_core::{
+    CallFailure, CallOutcome, ChargePointIdentity, ConnectionConfig, OcppVersion,
+};
+use tokio::sync::{mpsc, oneshot, watch};
+
+pub use ocpp_server_core::station::{BootReason, RegistrationStatus, RetryBackOff, StationInfo};
+pub use store::{FileStore, MemoryStore, OfflineStore, StoreError, StoredMessage};
+pub use url::{StationUrl, UrlError};
+
+use crate::typed::{ResponseOf, TypedCall};
+use crate::{Handler, Router};
+
+/// Where the station stands with the central system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Status {
+    /// Connecting: TCP, TLS and the WebSocket upgrade (`attempt` counts from 1 since the last
+    /// connection that opened).
+    Connecting {
+        /// The attempt.
+        attempt: u32,
+    },
+    /// Connected; the BootNotification is not answered Accepted (yet): `registration` is the
+    /// last answer (`None` before the first).
+    Registering {
+        /// The negotiated version.
+        version: OcppVersion,
+        /// The last BootNotification answer.
+        registration: Option<RegistrationStatus>,
+    },
+    /// Connected and Accepted: everything may be sent.
+    Accepted {
+        /// The negotiated version.
+        version: OcppVersion,
+    },
+    /// Not connected: the next attempt after the back-off, `wait` from when it was chosen.
+    Waiting {
+        /// The back-off chosen.
+        wait: Duration,
+    },
+    /// The station stopped ([`Station::close`] or a [`PermanentFailure`]).
+    Stopped,
+}
+
+/// A refusal that retrying cannot cure: the station stops instead of reconnecting forever.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PermanentFailure {
+    /// HTTP 401: the password (security profile 1 or 2) is wrong, or missing.
+    #[error("the central system refused the credentials (HTTP 401)")]
+    Unauthorized,
+    /// HTTP 403: the station is not allowed (e.g. its certificate, security profile 3).
+    #[error("the central system refused the station (HTTP 403)")]
+    Forbidden,
+    /// The central system speaks none of the versions offered.
+    #[error("the central system speaks none of the OCPP versions offered")]
+    NoCommonVersion,
+    /// The offline store failed: accepted messages could no longer be kept.
+    #[error("offline store: {0}")]
+    Store(String),
+}
+
+/// [`Station::accepted`]: the station stopped before it was accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the station stopped{}", .failure.as_ref().map(|f| format!(": {f}")).unwrap_or_default())]
+pub struct Stopped {
+    /// Why, unless [`Station::close`] stopped it.
+    pub failure: Option<PermanentFailure>,
+}
+
+/// Why [`Station::builder`] or [`StationBuilder::connect`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StationError {
+    /// The URL.
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    /// `wss://` without [`StationBuilder::tls`], or a server name TLS cannot use.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The offline store could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No versions to offer.
+    #[error("no OCPP version to offer")]
+    NoVersion,
+}
+
+/// Why [`Station::queue`] did not take a message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueueError {
+    /// Only transaction messages go through the offline queue (1.6 Start/StopTransaction and
+    /// MeterValues with a transactionId; 2.x TransactionEvent): use [`Station::call`].
+    #[error("not a transaction message: {0}")]
+    NotATransactionMessage(&'static str),
+    /// [`Station::queue_in`] with a message that carries no 1.6 transactionId.
+    #[error("only a 1.6 StopTransaction or MeterValues can take a transaction's id")]
+    NotForATransaction,
+    /// [`Station::queue_in`] with a StartTransaction this station no longer knows (given up,
+    /// or of an earlier run).
+    #[error("StartTransaction {0} is not known")]
+    UnknownTransaction(u64),
+    /// The message did not serialise.
+    #[error("encode: {0}")]
+    Encode(String),
+    /// The store refused it: the message was not accepted.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The station stopped.
+    #[error("the station stopped")]
+    Stopped,
+}
+
+/// A transaction message the offline queue accepted (it is in the store): its place, and its
+/// outcome once delivered.
+#[derive(Debug)]
+pub struct Queued {
+    seq: u64,
+    outcome: oneshot::Receiver<CallOutcome>,
+}
+
+impl Queued {
+    /// Its place in the queue; for 1.6, what [`Station::queue_in`] takes to give a later
+    /// message this StartTransaction's transactionId.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Waits for its delivery: the central system's answer, or why it was given up. A station
+    /// that stops first gives [`CallFailure::NotConnected`]: the message stays in the store
+    /// and goes after the next start.
+    pub async fn outcome(self) -> CallOutcome {
+        self.outcome.await.unwrap_or(Err(CallFailure::NotConnected))
+    }
+}
+
+/// What a handle asks of the station's task.
+pub(crate) enum Command {
+    Call {
+        request: Request,
+        reply: oneshot::Sender<CallOutcome>,
+    },
+    Queue {
+        request: Request,
+        transaction_of: Option<u64>,
+        reply: oneshot::Sender<Result<Queued, QueueError>>,
+    },
+    Close,
+    /// Close the connection and connect again at once; the next boot gives this reason.
+    Reboot(BootReason),
+    HeartbeatInterval(Duration),
+    BackOff(RetryBackOff),
+}
+
+/// What every handle shares.
+struct Shared {
+    commands: mpsc::UnboundedSender<Command>,
+    status: watch::Receiver<Status>,
+    stopped: watch::Receiver<Option<Result<(), PermanentFailure>>>,
+    identity: ChargePointIdentity,
+}
+
+/// A running charging station: cheap to clone; its task runs until [`Station::close`] or a
+/// [`PermanentFailure`] (dropping every handle does not stop it).
+///
+/// ```no_run
+/// # async fn example(station: ocpp_tokio::station::Station) {
+/// use ocpp_tokio::v1_6;
+/// let authorize = v1_6::AuthorizeRequest::new("TAG1");
+/// match station.call(authorize).await {
+///     Ok(answer) => println!("{:?}", answer.id_tag_info.status),
+///     Err(failure) => println!("{failure} (may have reached it: {})", failure.may_have_reached_peer()),
+/// }
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Station {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Station {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Station")
+            .field("identity", &self.shared.identity)
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+impl Station {
+    /// A station connecting to `url`: `ws://` or `wss://host[:port]/path/IDENTITY`.
+    ///
+    /// # Errors
+    /// [`StationError::Url`] when the URL is not one.
+    ///
+    /// ```
+    /// use ocpp_tokio::station::Station;
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001").unwrap();
+    /// # let _ = builder;
+    /// assert!(Station::builder("http://127.0.0.1:9000/ocpp/CP001").is_err());
+    /// ```
+    pub fn builder(url: &str) -> Result<StationBuilder, StationError> {
+        Ok(StationBuilder::new(StationUrl::parse(url)?))
+    }
+
+    /// The station's identity.
+    pub fn identity(&self) -> &ChargePointIdentity {
+        &self.shared.identity
+    }
+
+    /// Where it stands now.
+    pub fn status(&self) -> Status {
+        *self.shared.status.borrow()
+    }
+
+    /// Every change of [`Station::status`].
+    pub fn watch_status(&self) -> watch::Receiver<Status> {
+        self.shared.status.clone()
+    }
+
+    /// Waits until the central system has Accepted the station's BootNotification on the
+    /// current connection; the negotiated version.
+    ///
+    /// # Errors
+    /// [`Stopped`] if the station stops first.
+    pub async fn accepted(&self) -> Result<OcppVersion, Stopped> {
+        let mut status = self.shared.status.clone();
+        loop {
+            if let Status::Accepted { version } = *status.borrow_and_update() {
+                return Ok(version);
+            }
+            if matches!(*status.borrow(), Status::Stopped) || status.changed().await.is_err() {
+                return Err(Stopped {
+                    failure: self.stopped().await.err(),
+                });
+            }
+        }
+    }
+
+    /// Calls the central system: the action's typed response, or a [`CallFailure`] that says
+    /// whether the CALL may have reached it.
+    ///
+    /// A transaction message goes through the offline queue (as [`Station::queue`]) and this
+    /// waits for its delivery, across reconnections. Any other CALL fails with
+    /// [`CallFailure::NotConnected`] while the station is disconnected, and waits for the
+    /// registration to be Accepted while it is connected (OCPP allows nothing else before).
+    ///
+    /// # Errors
+    /// [`CallFailure`]: e.g. `NotConnected`, `WrongVersion` (a payload of another version than
+    /// the connection's), `Timeout`, `ErrorResponse`.
+    pub async fn call<R: TypedCall>(&self, request: R) -> Result<ResponseOf<R>, CallFailure> {
+        let response = self.call_raw(request.into_any_request()).await?;
+        R::from_response(response)
+    }
+
+    /// [`Station::call`] with an untyped [`Request`].
+    ///
+    /// # Errors
+    /// As [`Station::call`].
+    pub async fn call_raw(&self, request: Request) -> Result<Response, CallFailure> {
+        let (reply, outcome) = oneshot::channel();
+        if self
+            .shared
+            .commands
+            .send(Command::Call { request, reply })
+            .is_err()
+        {
+            return Err(CallFailure::NotConnected);
+        }
+        outcome.await.unwrap_or(Err(CallFailure::NotConnected))
+    }
+
+    /// Puts a transaction message in the offline queue and returns once the store has it
+    /// (with [`FileStore`], once it is on disk): from then on it is delivered, in order, even
+    /// if the process is killed and started again. [`Queued::outcome`] waits for the answer.
+    ///
+    /// # Errors
+    /// [`QueueError`]: not a transaction message, the store failed, the station stopped.
+    pub async fn queue(&self, request: impl Into<Request>) -> Result<Queued, QueueError> {
+        self.queue_with(request.into(), None).await
+    }
+
+    /// OCPP 1.6: queues a StopTransaction or MeterValues of the transaction that the queued
+    /// StartTransaction `start` ([`Queued::seq`]) begins: its `transactionId` is replaced by the
+    /// one the central system gives that StartTransaction (the station does not know it while
+    /// offline).
+    ///
+    /// # Errors
+    /// As [`Station::queue`], and [`QueueError::UnknownTransaction`],
+    /// [`QueueError::NotForATransaction`].
+    pub async fn queue_in(
+        &self,
+        start: u64,
+        request: impl Into<Request>,
+    ) -> Result<Queued, QueueError> {
+        self.queue_with(request.into(), Some(start)).await
+    }
+
+    async fn queue_with(
+        &self,
+        request: Request,
+        transaction_of: Option<u64>,
+    ) -> Result<Queued, QueueError> {
+        use ocpp_server_core::station::{is_transaction_message, with_transaction_id};
+        match transaction_of {
+            None if !is_transaction_message(&request) => {
+                return Err(QueueError::NotATransactionMessage(request.action()));
+            }
+            Some(_) if with_transaction_id(&request, 0).is_none() => {
+                return Err(QueueError::NotForATransaction);
+            }
+            _ => {}
+        }
+        let (reply, queued) = oneshot::channel();
+        let command = Command::Queue {
+            request,
+            transaction_of,
+            reply,
+        };
+        if self.shared.commands.send(command).is_err() {
+            return Err(QueueError::Stopped);
+        }
+        queued.await.unwrap_or(Err(QueueError::Stopped))
+    }
+
+    /// Reboots the station's link: the connection closes (1000) and the station connects again
+    /// at once, without the back-off, and boots with `reason` (e.g. after an accepted Reset:
+    /// [`BootReason::RemoteReset`]). Queued messages go on after the new boot.
+    pub fn reboot(&self, reason: BootReason) {
+        let _ = self.shared.commands.send(Command::Reboot(reason));
+    }
+
+    /// Sets the heartbeat interval of the current connection (the central system changed
+    /// `HeartbeatInterval`: 1.6 ChangeConfiguration, 2.x SetVariables); zero stops heartbeats.
+    /// The next accepted boot sets it again from its answer.
+    pub fn set_heartbeat_interval(&self, interval: Duration) {
+        let _ = self
+            .shared
+            .commands
+            .send(Command::HeartbeatInterval(interval));
+    }
+
+    /// Changes the reconnect back-off (2.0.1 `RetryBackOff*` variables set by the central
+    /// system); it applies from the next wait.
+    pub fn set_back_off(&self, back_off: RetryBackOff) {
+        let _ = self.shared.commands.send(Command::BackOff(back_off));
+    }
+
+    /// Stops the station: its connection closes (1000) and its task ends; queued messages
+    /// stay in the store.
+    pub fn close(&self) {
+        let _ = self.shared.commands.send(Command::Close);
+    }
+
+    /// Waits until the station stopped: `Ok` after [`Station::close`], the
+    /// [`PermanentFailure`] otherwise.
+    ///
+    /// # Errors
+    /// The [`PermanentFailure`] that stopped it.
+    pub async fn stopped(&self) -> Result<(), PermanentFailure> {
+        let mut stopped = self.shared.stopped.clone();
+        loop {
+            if let Some(result) = stopped.borrow_and_update().clone() {
+                return result;
+            }
+            if stopped.changed().await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The application behind a station: its handler and state, type-erased for the task.
+pub(crate) trait App: Send + Sync + 'static {
+    /// The session of one connection.
+    fn session(&self, cp: crate::ChargePoint) -> Arc<dyn driver::AppSession>;
+}
+
+/// Configures a [`Station`]: from [`Station::builder`].
+pub struct StationBuilder {
+    url: StationUrl,
+    versions: Vec<OcppVersion>,
+    password: Option<Vec<u8>>,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    info: StationInfo,
+    app: Option<Arc<dyn App>>,
+    back_off: RetryBackOff,
+    store: Option<Box<dyn OfflineStore>>,
+    config: ConnectionConfig,
+    retry_refusals: bool,
+    transaction_attempts: u32,
+    transaction_retry_interval: Duration,
+}
+
+impl fmt::Debug for StationBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StationBuilder")
+            .field("url", &self.url)
+            .field("versions", &self.versions)
+            .field("tls", &self.tls.is_some())
+            .field("info", &self.info)
+            .field("back_off", &self.back_off)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StationBuilder {
+    fn new(url: StationUrl) -> Self {
+        StationBuilder {
+            url,
+            versions: vec![OcppVersion::V2_1, OcppVersion::V2_0_1, OcppVersion::V1_6],
+            password: None,
+            tls: None,
+            info: StationInfo::new("ocpp-tokio", "station"),
+            app: None,
+            back_off: RetryBackOff::default(),
+            store: None,
+            config: ConnectionConfig::default(),
+            retry_refusals: false,
+            transaction_attempts: 3,
+            transaction_retry_interval: Duration::from_secs(10),
+        }
+    }
+
+    /// The versions offered, in order of preference (default: 2.1, 2.0.1, 1.6).
+    pub fn versions(mut self, versions: impl IntoIterator<Item = OcppVersion>) -> Self {
+        self.versions = versions.into_iter().collect();
+        self
+    }
+
+    /// Security profile 1 (or 2 with [`StationBuilder::tls`]): `Authorization: Basic` with the
+    /// identity and this password (the AuthorizationKey; binary allowed on 1.6).
+    pub fn password(mut self, password: impl AsRef<[u8]>) -> Self {
+        self.password = Some(password.as_ref().to_vec());
+        self
+    }
+
+    /// `wss://`: the TLS configuration, with the central system's CA (profile 2) and the
+    /// station's client certificate (profile 3: `with_client_auth_cert`).
+    pub fn tls(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// What the BootNotification says (vendor, model, serial number, firmware).
+    pub fn info(mut self, info: StationInfo) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// The router that answers the central system's CALLs; its state `S` is made once, with
+    /// `S::default()`, and lives as long as the station (across its connections).
+    pub fn router<S: Default + Send + Sync + 'static>(self, router: Router<S>) -> Self {
+        self.handler(router, S::default())
+    }
+
+    /// Any [`Handler`] (a [`Router`] among them) with the station's state: every connection's
+    /// [`Session`](crate::Session) derefs to this one state. (`Handler::on_upgrade` is a
+    /// server's and is not called.)
+    pub fn handler<H: Handler>(mut self, handler: H, state: H::State) -> Self {
+        self.app = Some(Arc::new(driver::Bound {
+            handler: Arc::new(handler),
+            state: Arc::new(state),
+        }));
+        self
+    }
+
+    /// The reconnect back-off (OCPP 2.0.1 `RetryBackOffWaitMinimum`,
+    /// `RetryBackOffRandomRange`, `RetryBackOffRepeatTimes`; the same schedule on 1.6).
+    pub fn back_off(mut self, back_off: RetryBackOff) -> Self {
+        self.back_off = back_off;
+        self
+    }
+
+    /// Where transaction messages wait (default: a [`MemoryStore`], lost with the process; a
+    /// [`FileStore`] survives it).
+    pub fn store(mut self, store: impl OfflineStore) -> Self {
+        self.store = Some(Box::new(store));
+        self
+    }
+
+    /// How often a transaction message answered with a CALLERROR is tried, and the wait before
+    /// the next try (multiplied by the tries so far): 1.6 `TransactionMessageAttempts` and
+    /// `TransactionMessageRetryInterval` (default 3 and 10 s).
+    pub fn transaction_retries(mut self, attempts: u32, interval: Duration) -> Self {
+        self.transaction_attempts = attempts;
+        self.transaction_retry_interval = interval;
+        self
+    }
+
+    /// Keep reconnecting (with the back-off) after a 401, a 403 or no version in common,
+    /// instead of stopping with a [`PermanentFailure`].
+    pub fn retry_refusals(mut self, retry: bool) -> Self {
+        self.retry_refusals = retry;
+        self
+    }
+
+    /// The connection's settings: timeouts, keep-alive pings, limits, compression (its
+    /// versions are those of [`StationBuilder::versions`]).
+    pub fn config(mut self, config: ConnectionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Starts the station's task on the current tokio runtime (it connects at once).
+    ///
+    /// # Errors
+    /// [`StationError`]: no versions, `wss://` without TLS configuration, an offline store
+    /// that cannot be read.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn connect(self) -> Result<Station, StationError> {
+        if self.versions.is_empty() {
+            return Err(StationError::NoVersion);
+        }
+        let tls = match (self.url.tls(), self.tls) {
+            (false, _) => None,
+            (true, None) => {
+                return Err(StationError::Tls(
+                    "wss:// needs StationBuilder::tls (the central system's CA)".into(),
+                ))
+            }
+            (true, Some(config)) => {
+                let name =
+                    rustls::pki_types::ServerName::try_from(self.url.server_name().to_owned())
+                        .map_err(|e| {
+                            StationError::Tls(format!("{}: {e}", self.url.server_name()))
+                        })?;
+                Some((config, name))
+            }
+        };
+        let store = self.store.unwrap_or_else(|| Box::new(MemoryStore::new()));
+        let queue = queue::Queue::open(
+            store,
+            self.transaction_attempts,
+            self.transaction_retry_interval,
+        )?;
+        let app = self.app.unwrap_or_else(|| {
+            Arc::new(driver::Bound {
+                handler: Arc::new(Router::<()>::default()),
+                state: Arc::new(()),
+            })
+        });
+        let (commands, receiver) = mpsc::unbounded_channel();
+        let (status_tx, status) = watch::channel(Status::Connecting { attempt: 1 });
+        let (stopped_tx, stopped) = watch::channel(None);
+        let identity = self.url.identity().clone();
+        let task = driver::Task {
+            config: Arc::new(self.config.versions(self.versions)),
+            url: self.url,
+            password: self.password,
+            tls,
+            info: self.info,
+            app,
+            reconnect: ocpp_server_core::station::Reconnect::new(self.back_off),
+            queue,
+            commands: receiver,
+            status: status_tx,
+            retry_refusals: self.retry_refusals,
+            rng: fastrand::Rng::new(),
+            booted_before: false,
+            boot_reason: None,
+        };
+        tokio::spawn(async move {
+            let result = task.run().await;
+            let _ = stopped_tx.send(Some(result));
+        });
+        Ok(Station {
+            shared: Arc::new(Shared {
+                commands,
+                status,
+                stopped,
+                identity,
+            }),
+        })
+    }
+}

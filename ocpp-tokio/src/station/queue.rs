@@ -1,0 +1,254 @@
+//! The offline queue: transaction messages, kept in a store, delivered in order, one at a
+//! time, each until it is answered.
+//!
+//! - A message is accepted once the store has it (`push` returned), so a station killed right
+//!   after can deliver it when it starts again.
+//! - Only the head is ever in flight, and only on an Accepted registration; the rest waits,
+//!   so the central system sees the transaction's messages in the order they happened.
+//! - A CALLRESULT removes it. A CALLERROR or an answer that does not decode counts as an
+//!   attempt: it is sent again after `retry_interval * attempts`, at most `attempts` times
+//!   (1.6 `TransactionMessageAttempts` / `TransactionMessageRetryInterval`, 2.0.1
+//!   `OCPPCommCtrlr.MessageAttempts{TransactionEvent}` / `MessageAttemptInterval...`), then it is
+//!   given up and its caller told.
+//! - An answer lost with the connection (timeout, close) does not count: the same content goes
+//!   again after the next Accepted boot, as OCPP allows for transaction messages (1.6 §4.7,
+//!   2.0.1 E13/E14): the station cannot tell whether it arrived.
+//! - OCPP 1.6: a StopTransaction or MeterValues queued for a StartTransaction still in the
+//!   queue gets that transaction's id once the StartTransaction is answered.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use ocpp_messages::{DecodeOptions, OcppVersion, Request};
+use ocpp_server_core::station::{transaction_id_of, with_transaction_id};
+use ocpp_server_core::{CallFailure, CallOutcome};
+use tokio::sync::oneshot;
+
+use super::store::{OfflineStore, StoreError, StoredMessage};
+use super::QueueError;
+use std::collections::HashMap;
+
+/// One queued message and who waits for its outcome.
+struct Entry {
+    stored: StoredMessage,
+    waiters: Vec<oneshot::Sender<CallOutcome>>,
+    /// CALLERRORs (or undecodable answers) so far.
+    attempts: u32,
+}
+
+/// The queue of one station: its store, and the messages in order.
+pub(crate) struct Queue {
+    store: Box<dyn OfflineStore>,
+    entries: VecDeque<Entry>,
+    next_seq: u64,
+    in_flight: Option<u64>,
+    /// 1.6: the transactionId each answered StartTransaction got (this run).
+    resolved: HashMap<u64, i32>,
+    retry_at: Option<Instant>,
+    attempts: u32,
+    retry_interval: Duration,
+}
+
+impl Queue {
+    /// The queue left in `store` (by an earlier run, maybe killed).
+    pub(crate) fn open(
+        mut store: Box<dyn OfflineStore>,
+        attempts: u32,
+        retry_interval: Duration,
+    ) -> Result<Queue, StoreError> {
+        let loaded = store.load()?;
+        let next_seq = loaded.last().map_or(1, |m| m.seq + 1);
+        Ok(Queue {
+            store,
+            entries: loaded
+                .into_iter()
+                .map(|stored| Entry {
+                    stored,
+                    waiters: Vec::new(),
+                    attempts: 0,
+                })
+                .collect(),
+            next_seq,
+            in_flight: None,
+            resolved: HashMap::new(),
+            retry_at: None,
+            attempts: attempts.max(1),
+            retry_interval,
+        })
+    }
+
+    /// Adds `request` at the end, durably; `transaction_of` is the 1.6 StartTransaction whose
+    /// id it takes. Returns its sequence number and where its outcome will come.
+    pub(crate) fn push(
+        &mut self,
+        request: &Request,
+        transaction_of: Option<u64>,
+    ) -> Result<(u64, oneshot::Receiver<CallOutcome>), QueueError> {
+        let mut request = request.clone();
+        let mut transaction_of = transaction_of;
+        if let Some(start) = transaction_of {
+            if !self.entries.iter().any(|e| e.stored.seq == start) {
+                // The StartTransaction was answered already: its id goes in now.
+                let id = *self
+                    .resolved
+                    .get(&start)
+                    .ok_or(QueueError::UnknownTransaction(start))?;
+                request =
+                    with_transaction_id(&request, id).ok_or(QueueError::NotForATransaction)?;
+                transaction_of = None;
+            }
+        }
+        let payload =
+            serde_json::to_string(&request).map_err(|e| QueueError::Encode(e.to_string()))?;
+        let stored = StoredMessage {
+            seq: self.next_seq,
+            version: request.version(),
+            action: request.action().to_owned(),
+            payload,
+            transaction_of,
+        };
+        self.store.push(&stored)?;
+        self.next_seq += 1;
+        let (tx, rx) = oneshot::channel();
+        let seq = stored.seq;
+        self.entries.push_back(Entry {
+            stored,
+            waiters: vec![tx],
+            attempts: 0,
+        });
+        Ok((seq, rx))
+    }
+
+    /// When the head may go again after a CALLERROR.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.retry_at
+    }
+
+    /// The head, to send on a connection of `version` now (nothing in flight, no retry wait).
+    /// A head that cannot go on this version, or whose transaction never got an id, is given
+    /// up here.
+    pub(crate) fn next(&mut self, now: Instant, version: OcppVersion) -> Option<(u64, Request)> {
+        if self.in_flight.is_some() || self.retry_at.is_some_and(|at| now < at) {
+            return None;
+        }
+        self.retry_at = None;
+        loop {
+            let head = self.entries.front()?;
+            let stored = &head.stored;
+            let failure = if stored.version != version {
+                Some(CallFailure::WrongVersion)
+            } else if stored.transaction_of.is_some() {
+                // Its StartTransaction left the queue without a transactionId.
+                Some(CallFailure::InvalidRequest {
+                    description: "its StartTransaction got no transactionId".into(),
+                })
+            } else {
+                match Request::decode(
+                    version,
+                    &stored.action,
+                    &stored.payload,
+                    &DecodeOptions::lenient(),
+                ) {
+                    Ok(request) => {
+                        let seq = stored.seq;
+                        self.in_flight = Some(seq);
+                        return Some((seq, request));
+                    }
+                    Err(error) => Some(CallFailure::InvalidRequest {
+                        description: format!("stored message does not decode: {error}"),
+                    }),
+                }
+            };
+            if let Some(failure) = failure {
+                tracing::warn!(seq = stored.seq, action = %stored.action, %failure, "queued message given up");
+                self.finish_head(Err(failure));
+            }
+        }
+    }
+
+    /// The head could not be written after all (the connection refused it): it stays first.
+    pub(crate) fn unsent(&mut self, seq: u64) {
+        if self.in_flight == Some(seq) {
+            self.in_flight = None;
+        }
+    }
+
+    /// The outcome of the head, sent as `seq`.
+    pub(crate) fn on_outcome(&mut self, now: Instant, seq: u64, outcome: CallOutcome) {
+        if self.in_flight != Some(seq) {
+            return;
+        }
+        self.in_flight = None;
+        match outcome {
+            Ok(response) => {
+                if let Some(id) = transaction_id_of(&response) {
+                    self.resolve_transaction(seq, id);
+                }
+                self.finish_head(Ok(response));
+            }
+            Err(
+                failure @ (CallFailure::ErrorResponse { .. } | CallFailure::InvalidResponse { .. }),
+            ) => {
+                let Some(head) = self.entries.front_mut() else {
+                    return;
+                };
+                head.attempts += 1;
+                if head.attempts >= self.attempts {
+                    tracing::warn!(seq, action = %head.stored.action, %failure, "queued message given up after its attempts");
+                    self.finish_head(Err(failure));
+                } else {
+                    let wait = self.retry_interval.saturating_mul(head.attempts);
+                    self.retry_at = Some(now + wait);
+                }
+            }
+            // Lost with the connection, or never written: the same content goes again.
+            Err(_) => {}
+        }
+    }
+
+    /// 1.6: the StartTransaction `start` got `id`; the messages queued for it take it.
+    fn resolve_transaction(&mut self, start: u64, id: i32) {
+        self.resolved.insert(start, id);
+        for entry in self.entries.iter_mut() {
+            if entry.stored.transaction_of != Some(start) {
+                continue;
+            }
+            let decoded = Request::decode(
+                entry.stored.version,
+                &entry.stored.action,
+                &entry.stored.payload,
+                &DecodeOptions::lenient(),
+            );
+            let Some(filled) = decoded.ok().and_then(|r| with_transaction_id(&r, id)) else {
+                continue;
+            };
+            let Ok(payload) = serde_json::to_string(&filled) else {
+                continue;
+            };
+            let mut stored = entry.stored.clone();
+            stored.payload = payload;
+            stored.transaction_of = None;
+            match self.store.replace(&stored) {
+                Ok(()) => entry.stored = stored,
+                Err(error) => {
+                    tracing::error!(%error, seq = stored.seq, "offline store: transactionId not recorded");
+                    entry.stored = stored;
+                }
+            }
+        }
+    }
+
+    /// Removes the head and tells its callers.
+    fn finish_head(&mut self, outcome: CallOutcome) {
+        let Some(head) = self.entries.pop_front() else {
+            return;
+        };
+        if let Err(error) = self.store.remove(head.stored.seq) {
+            // It stays in the file: after a restart it would go once more.
+            tracing::error!(%error, seq = head.stored.seq, "offline store: answered message not removed");
+        }
+        for waiter in head.waiters {
+            let _ = waiter.send(outcome.clone());
+        }
+    }
+}

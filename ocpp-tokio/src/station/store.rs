@@ -1,0 +1,1143 @@
+//! Where a charging station keeps the transaction messages that await delivery to the central
+//! system: the offline queue of OCPP 1.6 (StartTransaction, StopTransaction and transaction
+//! MeterValues, OCPP 1.6 §4.10 / §3.16) and OCPP 2.x (TransactionEvent, OCPP 2.0.1 Part 2 E,
+//! "Offline behaviour").
+//!
+//! [`OfflineStore`] is the seam; [`MemoryStore`] keeps the queue in memory (tests, or a station
+//! that accepts losing it on restart), [`FileStore`] keeps it in a journal file that survives the
+//! station process being killed at any moment (SIGKILL, power loss): nothing whose `push` returned
+//! `Ok` is lost, and nothing whose `remove` returned `Ok` comes back.
+//!
+//! ```
+//! use ocpp_messages::OcppVersion;
+//! use ocpp_tokio::station::store::{FileStore, OfflineStore, StoredMessage};
+//!
+//! let dir = std::env::temp_dir().join(format!("ocpp-store-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let mut store = FileStore::open(dir.join("offline-queue.jsonl"))?;
+//! store.push(&StoredMessage {
+//!     seq: 1,
+//!     version: OcppVersion::V2_0_1,
+//!     action: "TransactionEvent".into(),
+//!     payload: r#"{"eventType":"Started","seqNo":0}"#.into(),
+//!     transaction_of: None,
+//! })?;
+//! drop(store);
+//!
+//! // After a restart (or a crash), the queue is still there.
+//! let mut store = FileStore::open(dir.join("offline-queue.jsonl"))?;
+//! assert_eq!(store.load()?.len(), 1);
+//! store.remove(1)?; // answered by the central system
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Why a journal file rather than an embedded database
+//!
+//! The queue is only ever appended to and acknowledged from the front (plus, in 1.6, a message
+//! rewritten once its transactionId is known), so a log of those three operations is the whole
+//! data structure. A journal needs no C dependency (SQLite) and no engine of its own to trust
+//! (sled, redb); it costs one `fsync` per accepted message, which is the floor for a durable
+//! queue anyway; and a technician can read it, or rescue it, with `cat` and `jq`.
+//!
+//! # The journal
+//!
+//! JSON lines, UTF-8, one record per line, each ended by `\n`:
+//!
+//! ```text
+//! {"push":{"seq":1,"version":"1.6","action":"StartTransaction","payload":"{\"connectorId\":1}"}}
+//! {"push":{"seq":2,"version":"1.6","action":"MeterValues","payload":"{…}","transaction_of":1}}
+//! {"replace":{"seq":2,"version":"1.6","action":"MeterValues","payload":"{\"transactionId\":7,…}"}}
+//! {"remove":1}
+//! ```
+//!
+//! - `push` adds a message at the end (its `seq` must be greater than every queued one),
+//!   `replace` replaces the queued message with the same `seq`, `remove` removes one. Every field of
+//!   [`StoredMessage`] is written; `version` is the version number without the subprotocol prefix
+//!   (`"1.6"`, `"2.0.1"`, `"2.1"`), `payload` is the JSON text of the CALL payload as a string (so
+//!   it is kept byte for byte), and `transaction_of` is left out when it is `None`.
+//! - Each record is written with one `write_all` of the whole line, then `sync_data`, before the
+//!   method returns `Ok`. A failed write is undone (the file is cut back to its last record); if
+//!   even that fails, the store refuses further changes ([`StoreError::Poisoned`]) until reopened.
+//! - On [`FileStore::open`] the records are replayed. A last line that is not ended by `\n`, or
+//!   is not JSON at all, is a write torn by a crash: it is dropped and the file cut back to the
+//!   last good record. Anything else that does not read (a bad line followed by other lines, a
+//!   record of an unknown shape or version, a `remove` of a message that is not queued) is
+//!   [`StoreError::Corrupt`]: real data is never skipped silently.
+//! - Compaction: when a `remove` empties the queue, the file is truncated to zero length instead of
+//!   having the record appended. On `open`, if the journal holds more dead records than live
+//!   messages (and more than a few), the live messages are written as `push` records to
+//!   `<path>.tmp`, synced, renamed over the journal, and the directory synced: a crash at any point
+//!   leaves either the old journal or the new one. The directory is also synced on every `open`,
+//!   so a newly created journal cannot disappear.
+//!
+//! One process at a time may use a journal; the file is not locked.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use ocpp_messages::OcppVersion;
+use serde::{Deserialize, Serialize};
+
+/// On `open`, the journal is rewritten when it holds more dead records than live messages and
+/// more than this many dead records.
+const COMPACT_MIN_DEAD: usize = 32;
+
+/// One queued message, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMessage {
+    /// Its place in the queue: strictly increasing, assigned by the queue (not by the store).
+    pub seq: u64,
+    /// The OCPP version it was made for.
+    pub version: OcppVersion,
+    /// The action, e.g. "TransactionEvent".
+    pub action: String,
+    /// The payload as JSON text (exactly what goes in the CALL).
+    pub payload: String,
+    /// OCPP 1.6: the `seq` of the StartTransaction whose transactionId this message's
+    /// `transactionId` takes once known (None otherwise, or once filled in).
+    pub transaction_of: Option<u64>,
+}
+
+/// Where queued transaction messages wait. Called from the station's task; every method that
+/// returns Ok has made its change durable (for a durable store) before returning.
+///
+/// A store checks what it is asked: [`push`](OfflineStore::push) refuses a `seq` that is not
+/// greater than every queued one ([`StoreError::OutOfOrder`]), and
+/// [`replace`](OfflineStore::replace) and [`remove`](OfflineStore::remove) refuse a `seq` that is
+/// not queued ([`StoreError::NotQueued`]). A refused call changes nothing.
+pub trait OfflineStore: Send + 'static {
+    /// Every message still queued, in `seq` order (called once, when the station starts).
+    fn load(&mut self) -> Result<Vec<StoredMessage>, StoreError>;
+    /// Adds a message at the end.
+    fn push(&mut self, message: &StoredMessage) -> Result<(), StoreError>;
+    /// Replaces the message with the same `seq` (1.6: its transactionId filled in).
+    fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError>;
+    /// Removes the message `seq` (answered, or given up).
+    fn remove(&mut self, seq: u64) -> Result<(), StoreError>;
+}
+
+/// Why an [`OfflineStore`] refused a call or could not open its journal.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Reading, writing or syncing the journal (or its directory) failed.
+    #[error("offline queue journal {}: {source}", path.display())]
+    Io {
+        /// The file (or directory) concerned.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: io::Error,
+    },
+    /// A record of the journal does not read, and it is not a torn last record.
+    #[error("offline queue journal {}, line {line}: {reason}", path.display())]
+    Corrupt {
+        /// The journal.
+        path: PathBuf,
+        /// The line of the record, counted from 1.
+        line: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `push` of a message whose `seq` is not greater than every queued one.
+    #[error("message {seq} is not after the last queued message {last}")]
+    OutOfOrder {
+        /// The `seq` pushed.
+        seq: u64,
+        /// The greatest `seq` queued.
+        last: u64,
+    },
+    /// `replace` or `remove` of a message that is not queued.
+    #[error("message {seq} is not queued")]
+    NotQueued {
+        /// The `seq` asked for.
+        seq: u64,
+    },
+    /// A write failed and could not be undone, so the journal's state is unknown; the store
+    /// refuses changes until it is opened again (which reads what the file holds).
+    #[error("offline queue journal {}: a failed write could not be undone; reopen it", path.display())]
+    Poisoned {
+        /// The journal.
+        path: PathBuf,
+    },
+}
+
+/// One change to the queue: what a journal line holds, once read.
+#[derive(Debug)]
+enum Change {
+    Push(StoredMessage),
+    Replace(StoredMessage),
+    Remove(u64),
+}
+
+/// The queued messages by `seq`, with the rules every store follows.
+#[derive(Debug, Default)]
+struct Queue {
+    messages: BTreeMap<u64, StoredMessage>,
+}
+
+impl Queue {
+    fn check_push(&self, seq: u64) -> Result<(), StoreError> {
+        match self.messages.last_key_value() {
+            Some((&last, _)) if seq <= last => Err(StoreError::OutOfOrder { seq, last }),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_queued(&self, seq: u64) -> Result<(), StoreError> {
+        if self.messages.contains_key(&seq) {
+            Ok(())
+        } else {
+            Err(StoreError::NotQueued { seq })
+        }
+    }
+
+    fn check(&self, change: &Change) -> Result<(), StoreError> {
+        match change {
+            Change::Push(message) => self.check_push(message.seq),
+            Change::Replace(message) => self.check_queued(message.seq),
+            Change::Remove(seq) => self.check_queued(*seq),
+        }
+    }
+
+    /// Applies a change that [`Queue::check`] accepted.
+    fn commit(&mut self, change: Change) {
+        match change {
+            Change::Push(message) | Change::Replace(message) => {
+                self.messages.insert(message.seq, message);
+            }
+            Change::Remove(seq) => {
+                self.messages.remove(&seq);
+            }
+        }
+    }
+
+    fn apply(&mut self, change: Change) -> Result<(), StoreError> {
+        self.check(&change)?;
+        self.commit(change);
+        Ok(())
+    }
+
+    fn to_vec(&self) -> Vec<StoredMessage> {
+        self.messages.values().cloned().collect()
+    }
+}
+
+/// An [`OfflineStore`] in memory: fast, and gone when the process ends.
+///
+/// ```
+/// use ocpp_tokio::station::store::{MemoryStore, OfflineStore};
+///
+/// let mut store = MemoryStore::new();
+/// assert!(store.is_empty());
+/// assert!(store.load()?.is_empty());
+/// # Ok::<(), ocpp_tokio::station::store::StoreError>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    queue: Queue,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many messages are queued.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.queue.messages.len()
+    }
+
+    /// Whether no message is queued.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.queue.messages.is_empty()
+    }
+}
+
+impl OfflineStore for MemoryStore {
+    fn load(&mut self) -> Result<Vec<StoredMessage>, StoreError> {
+        Ok(self.queue.to_vec())
+    }
+
+    fn push(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+        self.queue.apply(Change::Push(message.clone()))
+    }
+
+    fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+        self.queue.apply(Change::Replace(message.clone()))
+    }
+
+    fn remove(&mut self, seq: u64) -> Result<(), StoreError> {
+        self.queue.apply(Change::Remove(seq))
+    }
+}
+
+/// An [`OfflineStore`] in a journal file that survives a crash at any moment (see the
+/// [module documentation](self) for the format and the guarantees). The queued messages are
+/// kept in memory too, so [`load`](OfflineStore::load) does not read the file.
+#[derive(Debug)]
+pub struct FileStore {
+    path: PathBuf,
+    /// Opened for appending: every write goes to the end.
+    file: File,
+    /// The length of the journal up to its last durable record.
+    len: u64,
+    queue: Queue,
+    /// A failed write could not be undone.
+    poisoned: bool,
+}
+
+impl FileStore {
+    /// Opens (creating if needed) the journal at `path`.
+    ///
+    /// The directory must exist. Replays the journal, drops a torn last record, and compacts the
+    /// file if it is mostly dead records (see the [module documentation](self)).
+    ///
+    /// ```
+    /// use ocpp_tokio::station::store::{FileStore, OfflineStore};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("ocpp-store-open-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut store = FileStore::open(dir.join("queue.jsonl"))?;
+    /// assert!(store.load()?.is_empty());
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Io`] if the file cannot be opened, read, repaired or compacted;
+    /// [`StoreError::Corrupt`] if a record other than a torn last one does not read.
+    pub fn open(path: impl AsRef<Path>) -> Result<FileStore, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let tmp = tmp_path(&path);
+        // What a crashed compaction left behind; the journal itself is intact.
+        match fs::remove_file(&tmp) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_error(&tmp, e)),
+            _ => {}
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+            .map_err(|e| io_error(&path, e))?;
+        // The file may have just been created: make its directory entry durable.
+        sync_dir(&path)?;
+        let mut bytes = Vec::new();
+        (&file)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io_error(&path, e))?;
+        let replay = replay(&path, &bytes)?;
+        let mut store = FileStore {
+            path,
+            file,
+            len: replay.good_len,
+            queue: replay.queue,
+            poisoned: false,
+        };
+        if replay.good_len < bytes.len() as u64 {
+            tracing::warn!(
+                path = %store.path.display(),
+                dropped_bytes = bytes.len() as u64 - replay.good_len,
+                "offline queue journal: dropped a record torn by a crash"
+            );
+            store.cut_to(replay.good_len)?;
+        }
+        let live = store.queue.messages.len();
+        let dead = replay.records - live;
+        if live == 0 && store.len > 0 {
+            store.cut_to(0)?;
+        } else if dead > live && dead > COMPACT_MIN_DEAD {
+            tracing::debug!(
+                path = %store.path.display(),
+                live,
+                dead,
+                "offline queue journal: compacting"
+            );
+            store.rewrite()?;
+        }
+        Ok(store)
+    }
+
+    /// The journal's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn io(&self, source: io::Error) -> StoreError {
+        io_error(&self.path, source)
+    }
+
+    fn check_usable(&self) -> Result<(), StoreError> {
+        if self.poisoned {
+            Err(StoreError::Poisoned {
+                path: self.path.clone(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Cuts the journal to `len` bytes, durably.
+    fn cut_to(&mut self, len: u64) -> Result<(), StoreError> {
+        self.file
+            .set_len(len)
+            .and_then(|()| self.file.sync_all())
+            .map_err(|e| io_error(&self.path, e))?;
+        self.len = len;
+        Ok(())
+    }
+
+    /// Appends one record, durably; on failure, cuts the file back to its last record.
+    fn append(&mut self, change: &Change) -> Result<(), StoreError> {
+        self.check_usable()?;
+        let line = encode(change).map_err(|e| self.io(e))?;
+        let written = (&self.file)
+            .write_all(&line)
+            .and_then(|()| self.file.sync_data());
+        match written {
+            Ok(()) => {
+                self.len += line.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let len = self.len;
+                if self.cut_to(len).is_err() {
+                    self.poisoned = true;
+                }
+                Err(self.io(e))
+            }
+        }
+    }
+
+    /// Writes the live messages to `<path>.tmp` and renames it over the journal.
+    fn rewrite(&mut self) -> Result<(), StoreError> {
+        let tmp = tmp_path(&self.path);
+        let mut bytes = Vec::new();
+        for message in self.queue.messages.values() {
+            let line = encode(&Change::Push(message.clone())).map_err(|e| self.io(e))?;
+            bytes.extend_from_slice(&line);
+        }
+        let mut out = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(|e| io_error(&tmp, e))?;
+        out.write_all(&bytes)
+            .and_then(|()| out.sync_all())
+            .map_err(|e| io_error(&tmp, e))?;
+        drop(out);
+        fs::rename(&tmp, &self.path).map_err(|e| io_error(&self.path, e))?;
+        // From here the journal is the new file: never append to the old one again.
+        self.file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| io_error(&self.path, e))?;
+        self.len = bytes.len() as u64;
+        sync_dir(&self.path)
+    }
+}
+
+impl OfflineStore for FileStore {
+    fn load(&mut self) -> Result<Vec<StoredMessage>, StoreError> {
+        Ok(self.queue.to_vec())
+    }
+
+    fn push(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+        let change = Change::Push(message.clone());
+        self.queue.check(&change)?;
+        self.append(&change)?;
+        self.queue.commit(change);
+        Ok(())
+    }
+
+    fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+        let change = Change::Replace(message.clone());
+        self.queue.check(&change)?;
+        self.append(&change)?;
+        self.queue.commit(change);
+        Ok(())
+    }
+
+    fn remove(&mut self, seq: u64) -> Result<(), StoreError> {
+        let change = Change::Remove(seq);
+        self.queue.check(&change)?;
+        if self.queue.messages.len() == 1 {
+            // The queue empties: an empty file says so, and stops the journal growing.
+            self.check_usable()?;
+            if let Err(e) = self.cut_to(0) {
+                // set_len may have happened without its sync: the file no longer holds the
+                // message the queue still has.
+                self.poisoned = true;
+                return Err(e);
+            }
+        } else {
+            self.append(&change)?;
+        }
+        self.queue.commit(change);
+        Ok(())
+    }
+}
+
+/// A journal line as written.
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum RecordOut<'a> {
+    Push(EntryOut<'a>),
+    Replace(EntryOut<'a>),
+    Remove(u64),
+}
+
+#[derive(Serialize)]
+struct EntryOut<'a> {
+    seq: u64,
+    version: &'static str,
+    action: &'a str,
+    payload: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transaction_of: Option<u64>,
+}
+
+impl<'a> From<&'a StoredMessage> for EntryOut<'a> {
+    fn from(message: &'a StoredMessage) -> Self {
+        EntryOut {
+            seq: message.seq,
+            version: message.version.as_str(),
+            action: &message.action,
+            payload: &message.payload,
+            transaction_of: message.transaction_of,
+        }
+    }
+}
+
+/// A journal line as read.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RecordIn {
+    Push(EntryIn),
+    Replace(EntryIn),
+    Remove(u64),
+}
+
+#[derive(Deserialize)]
+struct EntryIn {
+    seq: u64,
+    version: String,
+    action: String,
+    payload: String,
+    #[serde(default)]
+    transaction_of: Option<u64>,
+}
+
+impl EntryIn {
+    fn into_message(self) -> Result<StoredMessage, String> {
+        let version = self
+            .version
+            .parse::<OcppVersion>()
+            .map_err(|_| format!("unknown OCPP version {:?}", self.version))?;
+        Ok(StoredMessage {
+            seq: self.seq,
+            version,
+            action: self.action,
+            payload: self.payload,
+            transaction_of: self.transaction_of,
+        })
+    }
+}
+
+/// The line of a change, with its `\n`.
+fn encode(change: &Change) -> io::Result<Vec<u8>> {
+    let record = match change {
+        Change::Push(message) => RecordOut::Push(message.into()),
+        Change::Replace(message) => RecordOut::Replace(message.into()),
+        Change::Remove(seq) => RecordOut::Remove(*seq),
+    };
+    let mut line = serde_json::to_vec(&record)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// How a journal line reads.
+enum Parsed {
+    Change(Change),
+    /// Not JSON at all: torn, if it is the last line.
+    NotJson(String),
+    /// JSON, but not a record this version knows: corrupt wherever it is.
+    Bad(String),
+}
+
+fn parse(line: &[u8]) -> Parsed {
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+        return Parsed::NotJson(e.to_string());
+    }
+    let record = match serde_json::from_slice::<RecordIn>(line) {
+        Ok(record) => record,
+        Err(e) => return Parsed::Bad(e.to_string()),
+    };
+    let change = match record {
+        RecordIn::Push(entry) => entry.into_message().map(Change::Push),
+        RecordIn::Replace(entry) => entry.into_message().map(Change::Replace),
+        RecordIn::Remove(seq) => Ok(Change::Remove(seq)),
+    };
+    match change {
+        Ok(change) => Parsed::Change(change),
+        Err(reason) => Parsed::Bad(reason),
+    }
+}
+
+/// What a journal holds.
+struct Replay {
+    queue: Queue,
+    /// The length up to the end of the last good record.
+    good_len: u64,
+    /// How many good records.
+    records: usize,
+}
+
+fn replay(path: &Path, bytes: &[u8]) -> Result<Replay, StoreError> {
+    let corrupt = |line: u64, reason: String| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        line,
+        reason,
+    };
+    let mut queue = Queue::default();
+    let mut records = 0;
+    let mut start = 0;
+    let mut line_no = 0;
+    // A last piece without its `\n` is a torn write: it is left out of `good_len`.
+    while let Some(newline) = bytes[start..].iter().position(|&b| b == b'\n') {
+        line_no += 1;
+        let end = start + newline + 1;
+        match parse(&bytes[start..end - 1]) {
+            Parsed::Change(change) => {
+                queue
+                    .apply(change)
+                    .map_err(|e| corrupt(line_no, e.to_string()))?;
+                records += 1;
+            }
+            Parsed::NotJson(_) if end == bytes.len() => break,
+            Parsed::NotJson(reason) | Parsed::Bad(reason) => return Err(corrupt(line_no, reason)),
+        }
+        start = end;
+    }
+    Ok(Replay {
+        queue,
+        good_len: start as u64,
+        records,
+    })
+}
+
+fn io_error(path: &Path, source: io::Error) -> StoreError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// `<path>.tmp`: where compaction writes the new journal.
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
+/// Makes the directory entries of `path`'s directory durable (a created or renamed journal).
+#[cfg(unix)]
+fn sync_dir(path: &Path) -> Result<(), StoreError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_error(dir, e))
+}
+
+/// Directories cannot be opened for syncing here; the rename is as durable as the platform makes it.
+#[cfg(not(unix))]
+fn sync_dir(_path: &Path) -> Result<(), StoreError> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A directory under the system's temporary directory, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> TempDir {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = std::env::temp_dir()
+                .join(format!("ocpp-store-test-{}-{name}-{n}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+
+        fn journal(&self) -> PathBuf {
+            self.0.join("queue.jsonl")
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn message(seq: u64, version: OcppVersion, action: &str, payload: &str) -> StoredMessage {
+        StoredMessage {
+            seq,
+            version,
+            action: action.into(),
+            payload: payload.into(),
+            transaction_of: None,
+        }
+    }
+
+    fn file_len(path: &Path) -> u64 {
+        fs::metadata(path).unwrap().len()
+    }
+
+    fn lines(path: &Path) -> usize {
+        fs::read_to_string(path).unwrap().lines().count()
+    }
+
+    fn round_trip(store: &mut dyn OfflineStore) {
+        assert_eq!(store.load().unwrap(), vec![]);
+        let start = message(
+            1,
+            OcppVersion::V1_6,
+            "StartTransaction",
+            r#"{"connectorId":1,"idTag":"A\"B\n","meterStart":0,"timestamp":"2025-01-01T00:00:00Z"}"#,
+        );
+        let mut meter = message(
+            2,
+            OcppVersion::V1_6,
+            "MeterValues",
+            r#"{"connectorId":1,"transactionId":0,"meterValue":[]}"#,
+        );
+        meter.transaction_of = Some(1);
+        let event = message(
+            3,
+            OcppVersion::V2_0_1,
+            "TransactionEvent",
+            r#"{"eventType":"Started","seqNo":0,"ünï":"☃"}"#,
+        );
+        for m in [&start, &meter, &event] {
+            store.push(m).unwrap();
+        }
+        assert_eq!(
+            store.load().unwrap(),
+            vec![start.clone(), meter.clone(), event.clone()]
+        );
+
+        let filled = StoredMessage {
+            payload: r#"{"connectorId":1,"transactionId":42,"meterValue":[]}"#.into(),
+            transaction_of: None,
+            ..meter.clone()
+        };
+        store.replace(&filled).unwrap();
+        store.remove(1).unwrap();
+        assert_eq!(store.load().unwrap(), vec![filled.clone(), event.clone()]);
+
+        // Refusals change nothing.
+        assert!(matches!(
+            store.push(&message(3, OcppVersion::V2_1, "TransactionEvent", "{}")),
+            Err(StoreError::OutOfOrder { seq: 3, last: 3 })
+        ));
+        assert!(matches!(
+            store.replace(&start),
+            Err(StoreError::NotQueued { seq: 1 })
+        ));
+        assert!(matches!(
+            store.remove(9),
+            Err(StoreError::NotQueued { seq: 9 })
+        ));
+        assert_eq!(store.load().unwrap(), vec![filled, event]);
+
+        store.remove(3).unwrap();
+        store.remove(2).unwrap();
+        assert_eq!(store.load().unwrap(), vec![]);
+        let later = message(10, OcppVersion::V2_1, "TransactionEvent", "{}");
+        store.push(&later).unwrap();
+        assert_eq!(store.load().unwrap(), vec![later]);
+    }
+
+    #[test]
+    fn round_trip_memory_store() {
+        let mut store = MemoryStore::new();
+        round_trip(&mut store);
+        assert_eq!(store.len(), 1);
+        assert!(!store.is_empty());
+    }
+
+    #[test]
+    fn round_trip_file_store() {
+        let dir = TempDir::new("round-trip");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(store.path(), dir.journal());
+        round_trip(&mut store);
+        drop(store);
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(
+            store.load().unwrap(),
+            vec![message(10, OcppVersion::V2_1, "TransactionEvent", "{}")]
+        );
+    }
+
+    #[test]
+    fn journal_is_json_lines() {
+        let dir = TempDir::new("format");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        let mut m = message(1, OcppVersion::V1_6, "MeterValues", r#"{"a":1}"#);
+        m.transaction_of = Some(7);
+        store.push(&m).unwrap();
+        store
+            .push(&message(2, OcppVersion::V2_0_1, "TransactionEvent", "{}"))
+            .unwrap();
+        m.transaction_of = None;
+        store.replace(&m).unwrap();
+        store.remove(1).unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.journal()).unwrap(),
+            concat!(
+                r#"{"push":{"seq":1,"version":"1.6","action":"MeterValues","payload":"{\"a\":1}","transaction_of":7}}"#,
+                "\n",
+                r#"{"push":{"seq":2,"version":"2.0.1","action":"TransactionEvent","payload":"{}"}}"#,
+                "\n",
+                r#"{"replace":{"seq":1,"version":"1.6","action":"MeterValues","payload":"{\"a\":1}"}}"#,
+                "\n",
+                r#"{"remove":1}"#,
+                "\n",
+            )
+        );
+    }
+
+    #[test]
+    fn reopen_gives_the_same_messages_in_order() {
+        let dir = TempDir::new("reopen");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        let versions = [OcppVersion::V1_6, OcppVersion::V2_0_1, OcppVersion::V2_1];
+        for seq in 1..=20 {
+            let v = versions[seq as usize % 3];
+            store
+                .push(&message(
+                    seq,
+                    v,
+                    "TransactionEvent",
+                    &format!("{{\"seqNo\":{seq}}}"),
+                ))
+                .unwrap();
+        }
+        for seq in [2, 5, 19] {
+            store.remove(seq).unwrap();
+        }
+        let before = store.load().unwrap();
+        assert_eq!(before.len(), 17);
+        drop(store);
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(store.load().unwrap(), before);
+        assert!(before.windows(2).all(|w| w[0].seq < w[1].seq));
+    }
+
+    #[test]
+    fn torn_last_record_is_dropped_and_the_file_cut_back() {
+        let dir = TempDir::new("torn");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        let first = message(1, OcppVersion::V1_6, "StartTransaction", "{}");
+        let second = message(2, OcppVersion::V1_6, "StopTransaction", "{}");
+        store.push(&first).unwrap();
+        store.push(&second).unwrap();
+        drop(store);
+        let good = file_len(&dir.journal());
+
+        // Half a line, as a crash in the middle of the write leaves it.
+        let line = encode(&Change::Push(message(
+            3,
+            OcppVersion::V1_6,
+            "MeterValues",
+            "{}",
+        )))
+        .unwrap();
+        let mut file = OpenOptions::new().append(true).open(dir.journal()).unwrap();
+        file.write_all(&line[..line.len() / 2]).unwrap();
+        drop(file);
+        assert!(file_len(&dir.journal()) > good);
+
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(file_len(&dir.journal()), good);
+        assert_eq!(store.load().unwrap(), vec![first.clone(), second.clone()]);
+        let third = message(3, OcppVersion::V1_6, "MeterValues", "{}");
+        store.push(&third).unwrap();
+        drop(store);
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(
+            store.load().unwrap(),
+            vec![first.clone(), second.clone(), third.clone()]
+        );
+        drop(store);
+
+        // A complete last line of garbage (zeros from a power loss, then a newline) is dropped too.
+        let good = file_len(&dir.journal());
+        let mut file = OpenOptions::new().append(true).open(dir.journal()).unwrap();
+        file.write_all(b"\0\0\0\0\n").unwrap();
+        drop(file);
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(file_len(&dir.journal()), good);
+        assert_eq!(store.load().unwrap(), vec![first, second, third]);
+    }
+
+    #[test]
+    fn corrupt_middle_line_is_an_error() {
+        let dir = TempDir::new("corrupt");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        for seq in 1..=3 {
+            store
+                .push(&message(seq, OcppVersion::V2_0_1, "TransactionEvent", "{}"))
+                .unwrap();
+        }
+        drop(store);
+        let text = fs::read_to_string(dir.journal()).unwrap();
+        let mut records: Vec<&str> = text.lines().collect();
+        records[1] = r#"{"push":{"seq":2,"vers"#;
+        fs::write(dir.journal(), records.join("\n") + "\n").unwrap();
+        match FileStore::open(dir.journal()) {
+            Err(StoreError::Corrupt { path, line, .. }) => {
+                assert_eq!(path, dir.journal());
+                assert_eq!(line, 2);
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+        // The file is left as it was, for a technician to look at.
+        assert_eq!(lines(&dir.journal()), 3);
+
+        // A well-formed record that makes no sense is corrupt even as the last line.
+        for (bad, line) in [
+            (r#"{"remove":9}"#, 4),
+            (
+                r#"{"push":{"seq":4,"version":"9.9","action":"X","payload":"{}"}}"#,
+                4,
+            ),
+            (
+                r#"{"push":{"seq":1,"version":"1.6","action":"X","payload":"{}"}}"#,
+                4,
+            ),
+            (r#"{"frobnicate":1}"#, 4),
+        ] {
+            fs::write(dir.journal(), text.clone() + bad + "\n").unwrap();
+            match FileStore::open(dir.journal()) {
+                Err(StoreError::Corrupt { line: l, .. }) => assert_eq!(l, line, "{bad}"),
+                other => panic!("expected Corrupt for {bad}, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn emptied_queue_truncates_the_file() {
+        let dir = TempDir::new("empty");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        for seq in 1..=3 {
+            store
+                .push(&message(seq, OcppVersion::V1_6, "MeterValues", "{}"))
+                .unwrap();
+        }
+        store.remove(2).unwrap();
+        store.remove(1).unwrap();
+        assert!(file_len(&dir.journal()) > 0);
+        store.remove(3).unwrap();
+        assert_eq!(file_len(&dir.journal()), 0);
+        drop(store);
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(store.load().unwrap(), vec![]);
+        store
+            .push(&message(4, OcppVersion::V1_6, "MeterValues", "{}"))
+            .unwrap();
+        assert_eq!(lines(&dir.journal()), 1);
+    }
+
+    #[test]
+    fn many_dead_records_are_compacted_on_open() {
+        let dir = TempDir::new("compact");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        for seq in 1..=100 {
+            store
+                .push(&message(
+                    seq,
+                    OcppVersion::V2_1,
+                    "TransactionEvent",
+                    &format!("{{\"n\":{seq}}}"),
+                ))
+                .unwrap();
+        }
+        for seq in 1..=90 {
+            store.remove(seq).unwrap();
+        }
+        let mut filled = message(
+            95,
+            OcppVersion::V2_1,
+            "TransactionEvent",
+            "{\"filled\":true}",
+        );
+        filled.transaction_of = None;
+        store.replace(&filled).unwrap();
+        let live = store.load().unwrap();
+        drop(store);
+        assert_eq!(lines(&dir.journal()), 191);
+        // What a compaction killed half-way leaves behind.
+        fs::write(tmp_path(&dir.journal()), b"{\"push\":").unwrap();
+
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(lines(&dir.journal()), 10);
+        assert!(!tmp_path(&dir.journal()).exists());
+        assert_eq!(store.load().unwrap(), live);
+        let next = message(101, OcppVersion::V2_1, "TransactionEvent", "{}");
+        store.push(&next).unwrap();
+        drop(store);
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        let mut expected = live;
+        expected.push(next);
+        assert_eq!(store.load().unwrap(), expected);
+        assert_eq!(lines(&dir.journal()), 11);
+    }
+
+    #[test]
+    fn few_dead_records_are_kept() {
+        let dir = TempDir::new("no-compact");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        for seq in 1..=10 {
+            store
+                .push(&message(seq, OcppVersion::V1_6, "MeterValues", "{}"))
+                .unwrap();
+        }
+        for seq in 1..=8 {
+            store.remove(seq).unwrap();
+        }
+        drop(store);
+        let _store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(lines(&dir.journal()), 18);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push {
+            version: usize,
+            action: String,
+            payload: String,
+            transaction_of: Option<u64>,
+        },
+        /// A push whose `seq` is not after the last queued one.
+        PushStale,
+        Replace {
+            pick: usize,
+            payload: String,
+            clear: bool,
+        },
+        Remove {
+            pick: usize,
+        },
+        RemoveUnknown,
+        Reopen,
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(any::<char>(), 0..24).prop_map(String::from_iter)
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            5 => (0..3usize, "[A-Za-z]{1,12}", text(), proptest::option::of(0..50u64)).prop_map(
+                |(version, action, payload, transaction_of)| Op::Push {
+                    version,
+                    action,
+                    payload,
+                    transaction_of
+                }
+            ),
+            1 => Just(Op::PushStale),
+            2 => (any::<usize>(), text(), any::<bool>())
+                .prop_map(|(pick, payload, clear)| Op::Replace { pick, payload, clear }),
+            4 => any::<usize>().prop_map(|pick| Op::Remove { pick }),
+            1 => Just(Op::RemoveUnknown),
+            1 => Just(Op::Reopen),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn file_store_loads_what_memory_store_loads(ops in proptest::collection::vec(op(), 0..120)) {
+            let dir = TempDir::new("prop");
+            let mut memory = MemoryStore::new();
+            let mut file = FileStore::open(dir.journal()).unwrap();
+            let mut next_seq = 1u64;
+            for op in ops {
+                let live = memory.load().unwrap();
+                let (a, b) = match op {
+                    Op::Push { version, action, payload, transaction_of } => {
+                        let m = StoredMessage {
+                            seq: next_seq,
+                            version: OcppVersion::ALL[version],
+                            action,
+                            payload,
+                            transaction_of,
+                        };
+                        next_seq += 1;
+                        (memory.push(&m), file.push(&m))
+                    }
+                    Op::PushStale => {
+                        let seq = live.last().map_or(0, |m| m.seq);
+                        let m = message(seq, OcppVersion::V1_6, "MeterValues", "{}");
+                        (memory.push(&m), file.push(&m))
+                    }
+                    Op::Replace { pick, payload, clear } => {
+                        if live.is_empty() {
+                            continue;
+                        }
+                        let mut m = live[pick % live.len()].clone();
+                        m.payload = payload;
+                        if clear {
+                            m.transaction_of = None;
+                        }
+                        (memory.replace(&m), file.replace(&m))
+                    }
+                    Op::Remove { pick } => {
+                        if live.is_empty() {
+                            continue;
+                        }
+                        let seq = live[pick % live.len()].seq;
+                        (memory.remove(seq), file.remove(seq))
+                    }
+                    Op::RemoveUnknown => (memory.remove(next_seq + 7), file.remove(next_seq + 7)),
+                    Op::Reopen => {
+                        drop(file);
+                        file = FileStore::open(dir.journal()).unwrap();
+                        (Ok(()), Ok(()))
+                    }
+                };
+                prop_assert_eq!(a.is_ok(), b.is_ok(), "{:?} vs {:?}", a, b);
+                prop_assert_eq!(memory.load().unwrap(), file.load().unwrap());
+            }
+            drop(file);
+            let mut file = FileStore::open(dir.journal()).unwrap();
+            prop_assert_eq!(memory.load().unwrap(), file.load().unwrap());
+        }
+    }
+}
