@@ -451,7 +451,11 @@ impl Task {
                 online
                     .as_ref()
                     .and_then(|on| on.registration.poll_timeout()),
-                self.queue.poll_timeout(),
+                // The queue's retry matters only once its head may go.
+                online
+                    .as_ref()
+                    .filter(|on| on.registration.is_accepted())
+                    .and_then(|_| self.queue.poll_timeout()),
             ]
             .into_iter()
             .flatten()

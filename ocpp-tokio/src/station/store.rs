@@ -119,6 +119,25 @@ pub trait OfflineStore: Send + 'static {
     fn remove(&mut self, seq: u64) -> Result<(), StoreError>;
 }
 
+/// A boxed store is a store (to choose one at run time).
+impl<T: OfflineStore + ?Sized> OfflineStore for Box<T> {
+    fn load(&mut self) -> Result<Vec<StoredMessage>, StoreError> {
+        (**self).load()
+    }
+
+    fn push(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+        (**self).push(message)
+    }
+
+    fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+        (**self).replace(message)
+    }
+
+    fn remove(&mut self, seq: u64) -> Result<(), StoreError> {
+        (**self).remove(seq)
+    }
+}
+
 /// Why an [`OfflineStore`] refused a call or could not open its journal.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
