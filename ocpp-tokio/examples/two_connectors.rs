@@ -41,7 +41,7 @@ async fn start(
     let (evse, tx) = {
         let mut transactions = s.transactions.lock().unwrap_or_else(|e| e.into_inner());
         let free = (0..2).find(|&i| {
-            transactions[i].is_none() && request.evse_id.is_none_or(|e| e == i as i32 + 1)
+            transactions[i].is_none() && request.evse_id.map_or(true, |e| e == i as i32 + 1)
         });
         let Some(i) = free else {
             return Ok(v::RequestStartTransactionResponse::new(Rejected));
