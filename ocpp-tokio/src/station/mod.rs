@@ -1,5 +1,5 @@
 //! A charging station: connect to a central system, boot, answer its CALLs with the same
-//! [`Router`](crate::Router) as a server, call it, and never lose a transaction message.
+//! [`Router`] as a server, call it, and never lose a transaction message.
 //!
 //! [`Station::builder`] takes the URL (its last segment is the station's identity) and gives a
 //! [`StationBuilder`]: the versions offered, security profile 1 to 3 (a password, a TLS
