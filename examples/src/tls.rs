@@ -7,10 +7,10 @@
 //!   required and verified against a CA (profile 3, `WebPkiClientVerifier`);
 //!   [`server_config_with`] also lets them be optional ([`ClientCertificates::Optional`]),
 //!   for a listener where each station's own profile decides at the upgrade.
-//! - [`client_config`]: the CA the charge point trusts, optionally its own certificate.
-//! - [`TlsSession`]: one connection's TLS state between the socket and the OCPP connection,
-//!   the same code for the mio loop, the tokio tasks ([`TryIo`] adapts tokio's readiness API)
-//!   and the charge point.
+//! - [`client_config`]: the CA the charge point trusts, optionally its own certificate (for
+//!   `ocpp_tokio::station::StationBuilder::tls`, which drives the client side itself).
+//! - [`TlsSession`]: one server-side connection's TLS state between the socket and the OCPP
+//!   connection, for the mio loop.
 //! - [`common_name`]: the subject CN of a certificate: in OCPP 2.0.1 (A00, security profile 3)
 //!   the charge point's certificate names its identity (serial number) there.
 //!
@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
+use rustls::{ClientConfig, RootCertStore, ServerConfig, ServerConnection};
 
 /// Why a TLS configuration could not be built.
 #[derive(Debug)]
@@ -281,17 +281,6 @@ impl TlsSession {
         Ok(Self::new(ServerConnection::new(config)?.into()))
     }
 
-    /// A client-side session for `server_name` (a DNS name or an IP address, checked against
-    /// the server's certificate); the ClientHello is queued at once.
-    pub fn client(
-        config: Arc<ClientConfig>,
-        server_name: ServerName<'static>,
-    ) -> Result<Self, rustls::Error> {
-        Ok(Self::new(
-            ClientConnection::new(config, server_name)?.into(),
-        ))
-    }
-
     fn new(mut connection: rustls::Connection) -> Self {
         connection.set_buffer_limit(Some(TLS_BUFFER_LIMIT));
         TlsSession {
@@ -401,28 +390,6 @@ impl TlsSession {
     }
 }
 
-/// `Read` and `Write` over tokio's readiness API (`try_read`, `try_write`), so that a
-/// [`TlsSession`] drives a tokio `TcpStream` the same way as a mio one: `WouldBlock` clears
-/// tokio's readiness, and the task waits for `readable()` or `writable()` again.
-#[derive(Debug)]
-pub struct TryIo<'a>(pub &'a tokio::net::TcpStream);
-
-impl Read for TryIo<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.try_read(buf)
-    }
-}
-
-impl Write for TryIo<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.try_write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// What the CSMS decides an upgrade on besides the request: plain TCP, or TLS with the client
 /// certificate it verified (its subject CN read here, once per connection).
 pub fn transport(session: Option<&TlsSession>) -> crate::csms::Transport {
@@ -440,7 +407,15 @@ pub fn transport(session: Option<&TlsSession>) -> crate::csms::Transport {
 mod tests {
     use std::collections::VecDeque;
 
+    use rustls::pki_types::ServerName;
+    use rustls::ClientConnection;
+
     use super::*;
+
+    /// A client-side session for `server_name`: the ClientHello is queued at once.
+    fn client_session(config: Arc<ClientConfig>, server_name: ServerName<'static>) -> TlsSession {
+        TlsSession::new(ClientConnection::new(config, server_name).unwrap().into())
+    }
 
     /// One direction of a socket pair in memory: at most `capacity` bytes in flight, at most
     /// `max_write` taken per write, `WouldBlock` when full or empty (a non-blocking socket).
@@ -577,7 +552,7 @@ mod tests {
         )
         .unwrap();
         let name = ServerName::try_from("127.0.0.1").unwrap();
-        let mut client = TlsSession::client(client_config, name).unwrap();
+        let mut client = client_session(client_config, name);
         let mut server = TlsSession::server(server_config).unwrap();
         // 10 KB in flight at most, 3000 bytes per write: records (up to 16 KiB) are cut.
         let (mut to_server, mut to_client) = (Pipe::new(10_000, 3000), Pipe::new(10_000, 3000));
@@ -645,7 +620,7 @@ mod tests {
         .unwrap();
         let client_config = client_config(&dir.join("ca.pem"), None).unwrap();
         let name = ServerName::try_from("127.0.0.1").unwrap();
-        let mut client = TlsSession::client(client_config, name).unwrap();
+        let mut client = client_session(client_config, name);
         let mut server = TlsSession::server(server_config).unwrap();
         let (mut to_server, mut to_client) =
             (Pipe::new(1 << 20, 1 << 20), Pipe::new(1 << 20, 1 << 20));

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ocpp_messages::version::OcppVersion;
 
-use super::backoff::RetryBackOff;
+use ocpp_tokio::station::RetryBackOff;
 
 pub(crate) const USAGE: &str = "\
 charge-point: an OCPP charge point simulator (OCPP-J 1.6, 2.0.1, 2.1 over ws:// or wss://)
@@ -45,6 +45,8 @@ line to stdout.
 /// What the command line asked for.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
+    /// The URL as given.
+    pub(crate) url: String,
     /// `host[:port]` for the TCP connection and the `Host` header.
     pub(crate) host: String,
     /// The endpoint path without the identity, e.g. `/ocpp`.
@@ -75,6 +77,7 @@ pub(crate) struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
+            url: "ws://127.0.0.1:9000/ocpp/CP001".into(),
             host: "127.0.0.1:9000".into(),
             endpoint: "/ocpp".into(),
             identity: "CP001".into(),
@@ -124,6 +127,16 @@ impl Options {
         } else {
             (1..=self.count).map(|i| format!("CP{i:04}")).collect()
         }
+    }
+
+    /// The URL of `identity`: the URL as given for `--count 1`; the same endpoint with
+    /// `identity` as its last segment otherwise.
+    pub(crate) fn url_of(&self, identity: &str) -> String {
+        if self.count == 1 {
+            return self.url.clone();
+        }
+        let scheme = if self.tls { "wss" } else { "ws" };
+        format!("{scheme}://{}{}/{identity}", self.host, self.endpoint)
     }
 
     /// Parses the arguments (without the program name).
@@ -249,6 +262,7 @@ impl Options {
         };
         self.endpoint = endpoint.to_owned();
         self.identity = identity.as_str().to_owned();
+        self.url = url.to_owned();
         Ok(())
     }
 }

@@ -16,33 +16,27 @@
 //!     --url wss://localhost:9000/ocpp/CP001 --ca ca.pem --cert cp001.pem --key cp001.key
 //! ```
 //!
-//! How it is built: a current-thread tokio runtime runs one task per simulated charge point
-//! ([`driver`]); each task drives a Sans-IO `ocpp_server_core::Connection` (the protocol) and
-//! a [`station::Station`] (the charge point's behaviour, Sans-IO too) with a `TcpStream` and
-//! the clock. The same connection type runs the CSMS side in the mio server: the core takes
-//! bytes and `now`, and hands back events, bytes and a deadline, whatever loop calls it.
+//! How it is built: each simulated charge point is an [`ocpp_tokio::station::Station`] (the
+//! client: connection, TLS, Basic auth, boot, heartbeat, reconnect back-off, offline queue of
+//! transaction messages) with a router and tasks of [`station`] (what the simulated station
+//! answers and sends), on one current-thread tokio runtime.
 
-mod backoff;
 mod cli;
-mod driver;
 mod settings;
 mod station;
 mod stats;
 
-use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ocpp_server_core::{ChargePointIdentity, ConnectionConfig};
+use ocpp_server_core::ChargePointIdentity;
 use tokio::sync::watch;
-use tokio::task::{JoinSet, LocalSet};
+use tokio::task::JoinSet;
 use tracing::{info, warn};
 
 use cli::{CliError, Options, USAGE};
-use driver::{Driver, TlsTarget};
 use stats::Stats;
 
 /// How long the charge points get to close their connections after the stop command.
@@ -73,14 +67,14 @@ fn main() -> ExitCode {
     let mut identities = Vec::new();
     for name in options.identities() {
         match ChargePointIdentity::new(name.clone(), strict) {
-            Ok(identity) => identities.push(identity),
+            Ok(identity) => identities.push(identity.as_str().to_owned()),
             Err(error) => {
                 eprintln!("charge-point: identity {name:?}: {error}");
                 return ExitCode::from(2);
             }
         }
     }
-    let tls = match tls_target(&options) {
+    let tls = match tls_config(&options) {
         Ok(tls) => tls,
         Err(message) => {
             eprintln!("charge-point: {message}");
@@ -97,12 +91,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    LocalSet::new().block_on(&runtime, run(options, tls, identities));
+    runtime.block_on(run(options, tls, identities));
     ExitCode::SUCCESS
 }
 
 /// `wss://`: the TLS client configuration from `--ca`, `--cert` and `--key`.
-fn tls_target(options: &Options) -> Result<Option<TlsTarget>, String> {
+fn tls_config(options: &Options) -> Result<Option<Arc<rustls::ClientConfig>>, String> {
     let Some(ca) = options.ca.as_deref().filter(|_| options.tls) else {
         return Ok(None);
     };
@@ -110,19 +104,15 @@ fn tls_target(options: &Options) -> Result<Option<TlsTarget>, String> {
         .client_cert
         .as_ref()
         .map(|(cert, key)| (cert.as_path(), key.as_path()));
-    let config = ocpp_examples::tls::client_config(ca, identity).map_err(|e| e.to_string())?;
-    let server_name = rustls::pki_types::ServerName::try_from(options.server_name.clone())
-        .map_err(|e| format!("{}: not a TLS server name: {e}", options.server_name))?;
-    Ok(Some(TlsTarget {
-        config,
-        server_name,
-    }))
+    ocpp_examples::tls::client_config(ca, identity)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 /// Runs every charge point until the duration passes or a signal comes, stops them, and prints
 /// the summary line.
-async fn run(options: Options, tls: Option<TlsTarget>, identities: Vec<ChargePointIdentity>) {
-    let stats = Rc::new(RefCell::new(Stats::new(identities.len())));
+async fn run(options: Options, tls: Option<Arc<rustls::ClientConfig>>, identities: Vec<String>) {
+    let stats = Arc::new(Mutex::new(Stats::new(identities.len())));
     let seed = options.seed.unwrap_or_else(|| {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -130,13 +120,7 @@ async fn run(options: Options, tls: Option<TlsTarget>, identities: Vec<ChargePoi
             ^ u64::from(std::process::id())
     });
     let mut rng = fastrand::Rng::with_seed(seed);
-    // Room for a boot's StatusNotifications (up to 33) and an offline backlog in the queue.
-    let config = Arc::new(
-        ConnectionConfig::default()
-            .versions(options.versions.clone())
-            .max_queued_calls(64),
-    );
-    let options = Rc::new(options);
+    let options = Arc::new(options);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     info!(
@@ -153,18 +137,22 @@ async fn run(options: Options, tls: Option<TlsTarget>, identities: Vec<ChargePoi
         } else {
             0
         });
-        let driver = Driver::new(
+        let url = options.url_of(&identity);
+        let simulate = station::run(
             options.clone(),
-            config.clone(),
-            tls.clone(),
             identity,
+            url,
+            tls.clone(),
             stats.clone(),
             stop_rx.clone(),
-            rng.u64(..),
         );
-        tasks.spawn_local(async move {
-            tokio::time::sleep(start_after).await;
-            driver.run().await;
+        let mut stop = stop_rx.clone();
+        tasks.spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(start_after) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            simulate.await;
         });
     }
     let duration = options.duration;
@@ -187,7 +175,12 @@ async fn run(options: Options, tls: Option<TlsTarget>, identities: Vec<ChargePoi
         warn!("some charge points did not close in time");
         tasks.abort_all();
     }
-    println!("{}", stats.borrow());
+    // The connections' last callbacks (counters) run before the summary.
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
+    let summary = stats.lock().unwrap_or_else(|e| e.into_inner()).to_string();
+    println!("{summary}");
 }
 
 /// Ctrl-C, or SIGTERM on Unix.

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::backoff::RetryBackOff;
 use ocpp_examples::charge_point_payload::SetStatus;
+use ocpp_tokio::station::RetryBackOff;
 
 /// One setting, under its 1.6 key and its 2.x component and variable names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,6 @@
 //! Counters of all simulated charge points, and the summary line printed on exit.
 //!
-//! Every charge point runs on the same thread (a current-thread runtime), so they share one
-//! `Rc<RefCell<Stats>>` without locks.
+//! Every charge point's tasks share one `Arc<Mutex<Stats>>`.
 
 use std::fmt;
 
@@ -12,19 +11,21 @@ use hdrhistogram::Histogram;
 pub(crate) struct Stats {
     /// Charge points simulated.
     pub(crate) stations: usize,
-    /// TCP connection attempts.
+    /// Connection attempts.
     pub(crate) attempts: u64,
     /// WebSocket connections that opened.
     pub(crate) connections: u64,
     /// Connections open right now.
     pub(crate) connected_now: u64,
-    /// Upgrades the CSMS refused (401, 404...).
+    /// Attempts that did not open a connection: upgrades the CSMS refused (401, 404...), and
+    /// TCP or TLS failures (the client does not tell them apart).
     pub(crate) refused: u64,
     /// BootNotifications answered Accepted.
     pub(crate) boots: u64,
     /// Charge points accepted at least once.
     pub(crate) booted_stations: u64,
-    /// Our CALLs put on the connection.
+    /// Our CALLs put on the connection: accepted or not BootNotifications, and the simulator's
+    /// own (the client's Heartbeats are not seen).
     pub(crate) calls_sent: u64,
     /// Our CALLs answered with a CALLRESULT.
     pub(crate) calls_answered: u64,

@@ -32,6 +32,7 @@ use ocpp_frame::deflate::DeflateConfig;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
+use ocpp_server_core::station::{boot_request, BootReason, StationInfo};
 use ocpp_server_core::{
     CallFailure, CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig,
     DeflatePolicy, Event, MessageId, Request, Response,
@@ -868,14 +869,11 @@ impl Worker {
             match event {
                 Event::Connected { version } => {
                     let identity = self.identity(local);
-                    let boot = payload::request(
-                        version,
-                        &Outgoing::Boot {
-                            identity,
-                            reason: payload::BootReason::PowerUp,
-                        },
-                    );
-                    self.call(local, Kind::Boot, boot.ok(), now);
+                    let info = StationInfo::new("OcppWs", "SimCP")
+                        .with_serial_number(identity)
+                        .with_firmware_version(env!("CARGO_PKG_VERSION"));
+                    let boot = boot_request(version, &info, BootReason::PowerUp);
+                    self.call(local, Kind::Boot, boot, now);
                 }
                 Event::Call { id, request } => self.on_call(local, &id, &request, stamp, now),
                 Event::CallCompleted { id, outcome, .. } => {
