@@ -103,6 +103,30 @@ impl<S: Default + Send + Sync + 'static> Default for Router<S> {
 }
 
 impl<S: Send + Sync + 'static> Router<S> {
+    /// A router for a charging station ([`StationBuilder::handler`](crate::station::StationBuilder::handler)
+    /// takes the station's one state): no upgrade ever reaches a station, so there is no
+    /// state to make per connection, and `S` need not be `Default`.
+    ///
+    /// ```
+    /// use std::sync::atomic::AtomicU32;
+    /// use ocpp_tokio::station::Station;
+    /// use ocpp_tokio::Router;
+    ///
+    /// struct Connectors {
+    ///     count: u32,
+    ///     started: AtomicU32,
+    /// }
+    ///
+    /// let state = Connectors { count: 2, started: AtomicU32::new(0) };
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")
+    ///     .unwrap()
+    ///     .handler(Router::for_station(), state);
+    /// # let _ = builder;
+    /// ```
+    pub fn for_station() -> Self {
+        Router::new(|_| Err(Rejection::NOT_FOUND))
+    }
+
     /// A router whose connections start from `make_state`: it sees the charge point
     /// connecting (identity, version, Basic credentials, client certificate) and returns its
     /// state, which accepts it, or a [`Rejection`] (401, 403, 404...), which refuses the

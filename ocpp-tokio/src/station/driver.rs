@@ -104,7 +104,12 @@ enum Ended {
 enum Outgoing {
     Boot,
     Heartbeat,
-    Call(oneshot::Sender<CallOutcome>),
+    /// The application's CALL; a BootNotification (e.g. one a TriggerMessage asked for) also
+    /// tells the registration its answer.
+    Call {
+        reply: oneshot::Sender<CallOutcome>,
+        boot: bool,
+    },
     Queued(u64),
 }
 
@@ -309,6 +314,8 @@ impl Task {
         let mut held: VecDeque<(Request, oneshot::Sender<CallOutcome>)> = VecDeque::new();
         let mut closing = false;
         let mut rebooting = false;
+        // A TriggerMessage(BootNotification) was accepted: boot now.
+        let mut boot_now = false;
         let sleep = tokio::time::sleep_until(now.into());
         tokio::pin!(sleep);
         loop {
@@ -381,6 +388,17 @@ impl Task {
             }
             // 2. What is due: boot, heartbeat; then held CALLs and the queue's head.
             if let Some(on) = &mut online {
+                if std::mem::take(&mut boot_now) {
+                    let reason = BootReason::Triggered;
+                    if let Some(request) =
+                        boot_request(on.registration.version(), &self.info, reason)
+                    {
+                        if let Ok(id) = conn.call(now, request) {
+                            on.registration.on_call_sent(now, "BootNotification");
+                            outgoing.insert(id, Outgoing::Boot);
+                        }
+                    }
+                }
                 if let Some(due) = on.registration.handle_timeout(now) {
                     let (request, waiting) = match due {
                         Due::Boot => {
@@ -424,7 +442,8 @@ impl Task {
                     match conn.call(now, request) {
                         Ok(id) => {
                             on.registration.on_call_sent(now, action);
-                            outgoing.insert(id, Outgoing::Call(reply));
+                            let boot = action == "BootNotification";
+                            outgoing.insert(id, Outgoing::Call { reply, boot });
                         }
                         Err(refused) => {
                             let _ = reply.send(Err(CallFailure::from(refused.reason)));
@@ -466,6 +485,18 @@ impl Task {
             let link = online.as_ref().map(|on| on.link.clone());
             let has_output = !conn.pending_transmit().is_empty();
             tokio::select! {
+                // Answers first: a CALL a handler caused goes out after the handler's answer.
+                biased;
+                Some((id, answer, trigger)) = answers.recv() => {
+                    let now = Instant::now();
+                    let accepted_trigger = trigger.filter(|_| answer_accepted(&answer));
+                    if let Err(error) = conn.answer(now, &id, answer) {
+                        tracing::warn!(identity = %self.url.identity(), "answer: {error}");
+                    } else if let (Some(action), Some(on)) = (accepted_trigger, &mut online) {
+                        on.registration.on_trigger_accepted(action);
+                        boot_now |= action == "BootNotification";
+                    }
+                }
                 written = writer.write(conn.pending_transmit()), if has_output => match written {
                     Ok(0) | Err(_) => conn.handle_eof(Instant::now()),
                     Ok(n) => {
@@ -485,15 +516,6 @@ impl Task {
                         conn.handle_timeout(now);
                     }
                 }
-                Some((id, answer, trigger)) = answers.recv() => {
-                    let now = Instant::now();
-                    let accepted_trigger = trigger.filter(|_| answer_accepted(&answer));
-                    if let Err(error) = conn.answer(now, &id, answer) {
-                        tracing::warn!(identity = %self.url.identity(), "answer: {error}");
-                    } else if let (Some(action), Some(on)) = (accepted_trigger, &mut online) {
-                        on.registration.on_trigger_accepted(action);
-                    }
-                }
                 command = self.commands.recv(), if !closing => match command {
                     None | Some(Command::Close) => {
                         closing = true;
@@ -502,13 +524,9 @@ impl Task {
                     Some(Command::Call { request, reply }) if is_transaction_message(&request) => {
                         self.queue_call(request, reply);
                     }
-                    Some(Command::Call { request, reply }) => {
-                        if online.is_some() {
-                            held.push_back((request, reply));
-                        } else {
-                            let _ = reply.send(Err(CallFailure::NotConnected));
-                        }
-                    }
+                    // Held until Accepted (also during the handshake); dropped if the
+                    // connection ends first.
+                    Some(Command::Call { request, reply }) => held.push_back((request, reply)),
                     Some(Command::Queue { request, transaction_of, reply }) => {
                         self.queue_message(&request, transaction_of, reply);
                     }
@@ -585,7 +603,10 @@ impl Task {
                 }
             }
             Outgoing::Heartbeat => {}
-            Outgoing::Call(reply) => {
+            Outgoing::Call { reply, boot } => {
+                if boot {
+                    self.completed(now, online, Outgoing::Boot, outcome.clone());
+                }
                 let _ = reply.send(outcome);
             }
             Outgoing::Queued(seq) => self.queue.on_outcome(now, seq, outcome),

@@ -270,6 +270,22 @@ impl Station {
         Ok(StationBuilder::new(StationUrl::parse(url)?))
     }
 
+    /// A station connecting to an already parsed URL (e.g. one process simulating many
+    /// stations: [`StationUrl::with_identity`]).
+    ///
+    /// ```
+    /// use ocpp_tokio::station::{Station, StationUrl};
+    /// use ocpp_tokio::ocpp::ChargePointIdentity;
+    ///
+    /// let url = StationUrl::parse("ws://127.0.0.1:9000/ocpp/CP001").unwrap();
+    /// let second = ChargePointIdentity::new("CP002".into(), true).unwrap();
+    /// let builder = Station::builder_for(url.with_identity(second));
+    /// # let _ = builder;
+    /// ```
+    pub fn builder_for(url: StationUrl) -> StationBuilder {
+        StationBuilder::new(url)
+    }
+
     /// The station's identity.
     pub fn identity(&self) -> &ChargePointIdentity {
         &self.shared.identity

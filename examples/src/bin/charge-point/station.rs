@@ -39,9 +39,6 @@ use super::stats::Stats;
 const POWER_W: f64 = 11_000.0;
 /// The heartbeat interval until the CSMS changes it (the client does not tell the boot's).
 const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(60);
-/// What a command leads to waits this long, so that the command's answer goes out first
-/// (the client writes answers and CALLs in no guaranteed order).
-const AFTER_ANSWER: Duration = Duration::from_millis(10);
 /// How long a reset waits for the queued transaction messages before the reboot.
 const RESET_DRAIN: Duration = Duration::from_secs(10);
 /// A deadline far enough away to mean "none".
@@ -87,8 +84,6 @@ struct Transaction {
 
 /// What the sender does, in order.
 enum Item {
-    /// A command was answered: let its answer go out first.
-    AfterAnswer,
     Send(Outgoing),
     /// An accepted Reset: the queued messages delivered, close and boot again.
     Reboot,
@@ -156,7 +151,6 @@ impl Sim {
                 if ok {
                     let messages =
                         self.begin(&mut st, now, connector, id_tag, remote_start_id, true);
-                    self.send([Item::AfterAnswer]);
                     self.send_all(messages);
                     self.wake.notify_one();
                 }
@@ -176,7 +170,6 @@ impl Sim {
                 });
                 if ours {
                     let messages = self.end_transaction(&mut st, now, StopReason::Remote);
-                    self.send([Item::AfterAnswer]);
                     self.send_all(messages);
                 }
                 Reply::StartStop {
@@ -188,7 +181,6 @@ impl Sim {
                 info!(identity = %self.identity, hard, "reset accepted");
                 st.reset_requested = true;
                 let messages = self.end_transaction(&mut st, now, StopReason::Reset { hard });
-                self.send([Item::AfterAnswer]);
                 self.send_all(messages);
                 self.send([Item::Reboot]);
                 Reply::Reset { accepted: true }
@@ -200,15 +192,13 @@ impl Sim {
                     .is_some_and(|s| matches!(s.status(), Status::Accepted { .. }));
                 let (accepted, implemented) = match message {
                     TriggerKind::Unsupported => (false, false),
-                    // 2.x (F06.FR.17): no BootNotification on request once accepted; before,
-                    // the client boots again by itself.
+                    // 2.x (F06.FR.17): no BootNotification on request once accepted.
                     TriggerKind::Boot => (v16 || !accepted_boot, true),
                     TriggerKind::TransactionEvent => (!v16 && st.transaction.is_some(), !v16),
                     _ => (true, true),
                 };
                 if accepted {
                     let messages = self.triggered(&mut st, now, message, connector);
-                    self.send([Item::AfterAnswer]);
                     self.send_all(messages);
                 }
                 Reply::Trigger {
@@ -288,11 +278,7 @@ impl Sim {
     ) -> Vec<Outgoing> {
         let v16 = st.version == OcppVersion::V1_6;
         match kind {
-            // 1.6: a BootNotification on request, answered as any CALL (2.x: the client's).
-            TriggerKind::Boot if v16 => vec![Outgoing::Boot {
-                identity: self.identity.clone(),
-                reason: payload::BootReason::Triggered,
-            }],
+            // The client sends the BootNotification a trigger asked for.
             TriggerKind::Boot | TriggerKind::Unsupported => Vec::new(),
             TriggerKind::Heartbeat => vec![Outgoing::Heartbeat],
             TriggerKind::Status => statuses(st, connector),
@@ -557,8 +543,7 @@ fn next_tx_ref(st: &mut State, id_tag: &str) -> TxRef {
 /// Answers the CSMS's commands: one untyped route, since [`payload::read_command`] reads
 /// every version's commands into one [`Command`].
 pub(crate) fn router() -> Router<Arc<Sim>> {
-    // A station's router never sees an upgrade: its state is the one given to the builder.
-    Router::new(|_| Err(ocpp_tokio::Rejection::NOT_FOUND))
+    Router::for_station()
         .fallback(command)
         .on_connect(connected)
         .on_close(closed)
@@ -801,10 +786,6 @@ async fn send_loop(sim: Arc<Sim>, station: Station, mut items: mpsc::UnboundedRe
     let mut last_queued: Option<JoinHandle<()>> = None;
     while let Some(item) = items.recv().await {
         let message = match item {
-            Item::AfterAnswer => {
-                tokio::time::sleep(AFTER_ANSWER).await;
-                continue;
-            }
             Item::Reboot => {
                 if let Some(last) = last_queued.take() {
                     let _ = tokio::time::timeout(RESET_DRAIN, last).await;
