@@ -328,6 +328,13 @@ async fn boots_until_accepted_after_pending() {
     assert!(beat + Duration::from_millis(50) >= second + Duration::from_secs(1));
     assert!(beat < accepted_at + Duration::from_secs(4));
     assert_eq!(station.status(), Status::Accepted { version });
+    // The interval in force is the Accepted boot's, until the central system changes it.
+    assert_eq!(station.heartbeat_interval(), Duration::from_secs(1));
+    station.set_heartbeat_interval(Duration::from_secs(7));
+    eventually("the new interval", || {
+        station.heartbeat_interval() == Duration::from_secs(7)
+    })
+    .await;
 
     station.close();
     assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));

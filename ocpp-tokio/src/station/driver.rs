@@ -6,6 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -139,6 +140,8 @@ pub(crate) struct Task {
     pub(crate) retry_refusals: bool,
     pub(crate) rng: fastrand::Rng,
     pub(crate) booted_before: bool,
+    /// What [`Station::heartbeat_interval`](super::Station::heartbeat_interval) reads.
+    pub(crate) heartbeat_ms: Arc<AtomicU64>,
     /// The reason the next BootNotification gives, if not the default.
     pub(crate) boot_reason: Option<BootReason>,
 }
@@ -538,6 +541,7 @@ impl Task {
                     Some(Command::HeartbeatInterval(interval)) => {
                         if let Some(on) = &mut online {
                             on.registration.set_heartbeat_interval(Instant::now(), interval);
+                            self.publish_heartbeat(on);
                         }
                     }
                     Some(Command::BackOff(back_off)) => self.reconnect.set_policy(back_off),
@@ -568,6 +572,12 @@ impl Task {
         }
     }
 
+    fn publish_heartbeat(&self, on: &Online) {
+        let ms = on.registration.heartbeat_interval().as_millis();
+        self.heartbeat_ms
+            .store(u64::try_from(ms).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
     /// One of our CALLs came to `outcome`.
     fn completed(
         &mut self,
@@ -582,6 +592,7 @@ impl Task {
                 match outcome.as_ref().ok().and_then(BootAnswer::from_response) {
                     Some(answer) => {
                         on.registration.on_boot_answer(now, &answer);
+                        self.publish_heartbeat(on);
                         let version = on.registration.version();
                         let status = if answer.status == RegistrationStatus::Accepted {
                             self.booted_before = true;

@@ -60,6 +60,7 @@ pub mod store;
 mod url;
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -225,6 +226,8 @@ struct Shared {
     status: watch::Receiver<Status>,
     stopped: watch::Receiver<Option<Result<(), PermanentFailure>>>,
     identity: ChargePointIdentity,
+    /// The current heartbeat interval in milliseconds (the task writes it).
+    heartbeat_ms: Arc<AtomicU64>,
 }
 
 /// A running charging station: cheap to clone; its task runs until [`Station::close`] or a
@@ -294,6 +297,13 @@ impl Station {
     /// Where it stands now.
     pub fn status(&self) -> Status {
         *self.shared.status.borrow()
+    }
+
+    /// The heartbeat interval in force: the one the last accepted BootNotification's answer
+    /// gave, or [`Station::set_heartbeat_interval`]'s since (60 s before any; zero: none), e.g.
+    /// for a GetConfiguration or GetVariables of `HeartbeatInterval`.
+    pub fn heartbeat_interval(&self) -> Duration {
+        Duration::from_millis(self.shared.heartbeat_ms.load(Ordering::Relaxed))
     }
 
     /// Every change of [`Station::status`].
@@ -471,6 +481,7 @@ pub struct StationBuilder {
     store: Option<Box<dyn OfflineStore>>,
     config: ConnectionConfig,
     retry_refusals: bool,
+    seed: Option<u64>,
     transaction_attempts: u32,
     transaction_retry_interval: Duration,
 }
@@ -500,6 +511,7 @@ impl StationBuilder {
             store: None,
             config: ConnectionConfig::default(),
             retry_refusals: false,
+            seed: None,
             transaction_attempts: 3,
             transaction_retry_interval: Duration::from_secs(10),
         }
@@ -578,6 +590,13 @@ impl StationBuilder {
         self
     }
 
+    /// Seeds the station's random numbers (the back-off's random part, WebSocket keys), for a
+    /// simulation that must replay the same waits; by default they come from the system.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
     /// The connection's settings: timeouts, keep-alive pings, limits, compression (its
     /// versions are those of [`StationBuilder::versions`]).
     pub fn config(mut self, config: ConnectionConfig) -> Self {
@@ -629,6 +648,9 @@ impl StationBuilder {
         let (status_tx, status) = watch::channel(Status::Connecting { attempt: 1 });
         let (stopped_tx, stopped) = watch::channel(None);
         let identity = self.url.identity().clone();
+        let heartbeat_ms = Arc::new(AtomicU64::new(
+            ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL.as_millis() as u64,
+        ));
         let task = driver::Task {
             config: Arc::new(self.config.versions(self.versions)),
             url: self.url,
@@ -641,7 +663,10 @@ impl StationBuilder {
             commands: receiver,
             status: status_tx,
             retry_refusals: self.retry_refusals,
-            rng: fastrand::Rng::new(),
+            rng: self
+                .seed
+                .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed),
+            heartbeat_ms: heartbeat_ms.clone(),
             booted_before: false,
             boot_reason: None,
         };
@@ -655,6 +680,7 @@ impl StationBuilder {
                 status,
                 stopped,
                 identity,
+                heartbeat_ms,
             }),
         })
     }

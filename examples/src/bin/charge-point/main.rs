@@ -145,6 +145,7 @@ async fn run(options: Options, tls: Option<Arc<rustls::ClientConfig>>, identitie
             tls.clone(),
             stats.clone(),
             stop_rx.clone(),
+            rng.u64(..),
         );
         let mut stop = stop_rx.clone();
         tasks.spawn(async move {

@@ -37,8 +37,8 @@ use super::stats::Stats;
 
 /// The simulated charging power.
 const POWER_W: f64 = 11_000.0;
-/// The heartbeat interval until the CSMS changes it (the client does not tell the boot's).
-const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(60);
+/// The heartbeat interval until the first accepted boot.
+const DEFAULT_HEARTBEAT: Duration = ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL;
 /// How long a reset waits for the queued transaction messages before the reboot.
 const RESET_DRAIN: Duration = Duration::from_secs(10);
 /// A deadline far enough away to mean "none".
@@ -137,6 +137,10 @@ impl Sim {
         let v16 = version == OcppVersion::V1_6;
         let now = Instant::now();
         let mut st = self.lock();
+        // The interval in force: the boot's answer's, or the CSMS's change since.
+        if let Some(station) = self.station.get() {
+            st.settings.heartbeat_interval = station.heartbeat_interval();
+        }
         Some(match command {
             Command::RemoteStart {
                 id_tag,
@@ -595,6 +599,7 @@ pub(crate) async fn run(
     tls: Option<Arc<rustls::ClientConfig>>,
     stats: Arc<Mutex<Stats>>,
     mut stop: watch::Receiver<bool>,
+    seed: u64,
 ) {
     let (out, items) = mpsc::unbounded_channel();
     let sim = Arc::new(Sim {
@@ -621,7 +626,7 @@ pub(crate) async fn run(
             reset_requested: false,
         }),
     });
-    let station = match build(&options, &identity, &url, tls, sim.clone()) {
+    let station = match build(&options, &identity, &url, tls, sim.clone(), seed) {
         Ok(station) => station,
         Err(error) => {
             warn!(%identity, %error, "station not started");
@@ -673,6 +678,7 @@ fn build(
     url: &str,
     tls: Option<Arc<rustls::ClientConfig>>,
     sim: Arc<Sim>,
+    seed: u64,
 ) -> Result<Station, ocpp_tokio::station::StationError> {
     let info = ocpp_tokio::station::StationInfo::new("OcppWs", "SimCP")
         .with_serial_number(identity.chars().take(25).collect::<String>())
@@ -684,6 +690,7 @@ fn build(
         .info(info)
         .back_off(options.back_off)
         .retry_refusals(true)
+        .seed(seed)
         .config(config)
         .handler(router(), sim);
     if let Some(password) = &options.password {
