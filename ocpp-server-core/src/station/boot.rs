@@ -131,6 +131,34 @@ fn cut_opt(value: &Option<String>, max: usize) -> Option<String> {
     value.as_deref().map(|value| cut(value, max))
 }
 
+/// The BootNotification of a 2.x version: the same fields and reasons in 2.0.1 and 2.1, in
+/// each version's own types.
+#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
+macro_rules! boot_v2 {
+    ($v:ident, $info:expr, $reason:expr) => {{
+        use $v::BootReasonEnum as R;
+        let info = $info;
+        let mut station = $v::ChargingStation::new(
+            cut(&info.model, V2_MODEL_MAX),
+            cut(&info.vendor, V2_VENDOR_MAX),
+        );
+        station.serial_number = cut_opt(&info.serial_number, V2_SERIAL_MAX);
+        station.firmware_version = cut_opt(&info.firmware_version, V2_FIRMWARE_MAX);
+        let reason = match $reason {
+            BootReason::PowerUp => R::PowerUp,
+            BootReason::Reconnect => R::Unknown,
+            BootReason::RemoteReset => R::RemoteReset,
+            BootReason::LocalReset => R::LocalReset,
+            BootReason::FirmwareUpdate => R::FirmwareUpdate,
+            BootReason::Triggered => R::Triggered,
+            BootReason::Watchdog => R::Watchdog,
+            BootReason::ApplicationReset => R::ApplicationReset,
+            BootReason::ScheduledReset => R::ScheduledReset,
+        };
+        Request::from($v::BootNotificationRequest::new(station, reason))
+    }};
+}
+
 /// The BootNotification a station sends for `version` (OCPP 1.6 §4.2, 2.0.1 and 2.1 B01).
 ///
 /// OCPP 1.6: `chargePointVendor`, `chargePointModel`, `chargePointSerialNumber`,
@@ -172,49 +200,9 @@ pub fn boot_request(
             Some(request.into())
         }
         #[cfg(feature = "v2_0_1")]
-        OcppVersion::V2_0_1 => {
-            use v2_0_1::BootReasonEnum as R;
-            let mut station = v2_0_1::ChargingStation::new(
-                cut(&info.model, V2_MODEL_MAX),
-                cut(&info.vendor, V2_VENDOR_MAX),
-            );
-            station.serial_number = cut_opt(&info.serial_number, V2_SERIAL_MAX);
-            station.firmware_version = cut_opt(&info.firmware_version, V2_FIRMWARE_MAX);
-            let reason = match reason {
-                BootReason::PowerUp => R::PowerUp,
-                BootReason::Reconnect => R::Unknown,
-                BootReason::RemoteReset => R::RemoteReset,
-                BootReason::LocalReset => R::LocalReset,
-                BootReason::FirmwareUpdate => R::FirmwareUpdate,
-                BootReason::Triggered => R::Triggered,
-                BootReason::Watchdog => R::Watchdog,
-                BootReason::ApplicationReset => R::ApplicationReset,
-                BootReason::ScheduledReset => R::ScheduledReset,
-            };
-            Some(v2_0_1::BootNotificationRequest::new(station, reason).into())
-        }
+        OcppVersion::V2_0_1 => Some(boot_v2!(v2_0_1, info, reason)),
         #[cfg(feature = "v2_1")]
-        OcppVersion::V2_1 => {
-            use v2_1::BootReasonEnum as R;
-            let mut station = v2_1::ChargingStation::new(
-                cut(&info.model, V2_MODEL_MAX),
-                cut(&info.vendor, V2_VENDOR_MAX),
-            );
-            station.serial_number = cut_opt(&info.serial_number, V2_SERIAL_MAX);
-            station.firmware_version = cut_opt(&info.firmware_version, V2_FIRMWARE_MAX);
-            let reason = match reason {
-                BootReason::PowerUp => R::PowerUp,
-                BootReason::Reconnect => R::Unknown,
-                BootReason::RemoteReset => R::RemoteReset,
-                BootReason::LocalReset => R::LocalReset,
-                BootReason::FirmwareUpdate => R::FirmwareUpdate,
-                BootReason::Triggered => R::Triggered,
-                BootReason::Watchdog => R::Watchdog,
-                BootReason::ApplicationReset => R::ApplicationReset,
-                BootReason::ScheduledReset => R::ScheduledReset,
-            };
-            Some(v2_1::BootNotificationRequest::new(station, reason).into())
-        }
+        OcppVersion::V2_1 => Some(boot_v2!(v2_1, info, reason)),
         #[allow(unreachable_patterns)]
         _ => None,
     }
