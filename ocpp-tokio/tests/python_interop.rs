@@ -7,59 +7,20 @@
 //! Needs python3 with `ocpp` and `websockets` (`bash scripts/interop-ocpp.sh --deps-only`):
 //! skipped with a printed reason when missing, failed when `OCPP_INTEROP_REQUIRED=1`.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+
+use common::{example_binary, python, python_ocpp_present, Killed};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/python_cp.py");
 const STATION: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/interop/python_station.py"
 );
-
-fn python() -> String {
-    std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
-/// Whether python has `ocpp` and `websockets`; fails instead of skipping when required.
-fn python_ocpp_present() -> bool {
-    let present = Command::new(python())
-        .args(["-c", "import ocpp, websockets"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !present {
-        let reason = "python3 with `ocpp` and `websockets` is missing \
-                      (install: bash scripts/interop-ocpp.sh --deps-only)";
-        assert!(
-            std::env::var("OCPP_INTEROP_REQUIRED").as_deref() != Ok("1"),
-            "OCPP_INTEROP_REQUIRED=1 but {reason}"
-        );
-        eprintln!("SKIPPED: {reason}");
-    }
-    present
-}
-
-/// target/debug/examples/NAME, next to this test's binary (target/debug/deps/..).
-fn example_binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let debug = exe.parent().and_then(|deps| deps.parent()).unwrap();
-    debug
-        .join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A running example: its process (killed when dropped), the lines it prints after the first,
 /// and the URL it serves (from its first line, `listening on ADDR`).
@@ -70,13 +31,7 @@ struct Example {
 }
 
 fn start(name: &str) -> Example {
-    let binary = example_binary(name);
-    assert!(
-        binary.exists(),
-        "{} (built by cargo test)",
-        binary.display()
-    );
-    let mut child = Command::new(&binary)
+    let mut child = Command::new(example_binary(name))
         .arg("127.0.0.1:0")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

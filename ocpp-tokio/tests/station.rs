@@ -4,34 +4,29 @@
 //! across a killed process (the test re-executes itself as the station), and security profiles
 //! 2 and 3. Every wait is bounded.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{client_tls, eventually, pki, server_tls, Killed, Pki, PASSWORD, WAIT};
 use ocpp_server_core::NoCommonVersion;
 use ocpp_tokio::ocpp::CloseCode;
-use ocpp_tokio::rustls;
 use ocpp_tokio::station::{
-    FileStore, PermanentFailure, RetryBackOff, Station, StationInfo, Status, Stopped,
+    FileStore, PermanentFailure, RegistrationStatus, RetryBackOff, Station, StationBuilder,
+    StationInfo, Status, Stopped,
 };
 use ocpp_tokio::{
     v1_6, v2_0_1, CallFailure, ConnectionConfig, DateTime, ErrorAnswer, ErrorCode, OcppVersion,
     Rejection, Router, Server, Session,
 };
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
-
-/// Every single wait of these tests ends within this.
-const WAIT: Duration = Duration::from_secs(10);
 
 /// A typed payload from JSON.
 fn j<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
@@ -58,15 +53,6 @@ async fn bounded<T>(what: &str, future: impl std::future::Future<Output = T>) ->
     }
 }
 
-/// Waits until `condition` holds, polling; panics after [`WAIT`].
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !condition() {
-        assert!(Instant::now() < deadline, "not within {WAIT:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// Waits until the station's status satisfies `condition`; that status.
 async fn status_where(station: &Station, condition: impl Fn(&Status) -> bool) -> Status {
     let mut status = station.watch_status();
@@ -80,6 +66,49 @@ async fn status_where(station: &Station, condition: impl Fn(&Status) -> bool) ->
         }
     })
     .await
+}
+
+/// A station at `url` speaking `version`, with the quick back-off.
+fn station_at(url: &str, version: OcppVersion) -> StationBuilder {
+    Station::builder(url)
+        .unwrap()
+        .versions([version])
+        .back_off(quick())
+}
+
+/// Station `identity` of `csms` speaking `version`, with the quick back-off.
+fn station(csms: &Csms, identity: &str, version: OcppVersion) -> StationBuilder {
+    station_at(&csms.url(identity), version)
+}
+
+/// Waits until the station's boot was answered Pending; that status.
+async fn until_pending(station: &Station) -> Status {
+    status_where(station, |s| {
+        matches!(
+            s,
+            Status::Registering {
+                registration: Some(RegistrationStatus::Pending),
+                ..
+            }
+        )
+    })
+    .await
+}
+
+/// Waits until the station is offline, waiting to reconnect.
+async fn until_waiting(station: &Station) {
+    status_where(station, |s| matches!(s, Status::Waiting { .. })).await;
+}
+
+/// How the station stopped.
+async fn stopped(station: &Station) -> Result<(), PermanentFailure> {
+    bounded("stopped", station.stopped()).await
+}
+
+/// Closes the station; it stops without a failure.
+async fn close(station: &Station) {
+    station.close();
+    assert_eq!(stopped(station).await, Ok(()));
 }
 
 /// Waits until the station went back to Waiting (a failed attempt, the back-off chosen) at
@@ -141,6 +170,11 @@ impl Csms {
         format!("ws://{}/ocpp/{identity}", self.addr)
     }
 
+    /// The URL over TLS (the server certificate names localhost).
+    fn tls_url(&self, identity: &str) -> String {
+        format!("wss://localhost:{}/ocpp/{identity}", self.addr.port())
+    }
+
     async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -170,6 +204,18 @@ fn boot201(
     interval: i32,
 ) -> v2_0_1::BootNotificationResponse {
     v2_0_1::BootNotificationResponse::new(time(), interval, status)
+}
+
+/// `handler` of a router, given a clone of `shared` each time it is called.
+fn with<T, R, Fut>(
+    shared: &T,
+    handler: impl Fn(T, Session<()>, R) -> Fut + Send + Sync + 'static,
+) -> impl Fn(Session<()>, R) -> Fut + Send + Sync + 'static
+where
+    T: Clone + Send + Sync + 'static,
+{
+    let shared = shared.clone();
+    move |session, request| handler(shared.clone(), session, request)
 }
 
 /// A router that accepts every boot (300 s heartbeat) and answers heartbeats, 1.6 and 2.0.1.
@@ -228,31 +274,25 @@ async fn boots_until_accepted_after_pending() {
     let boots: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let heartbeats: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let router = Router::<()>::default()
-        .on({
-            let boots = boots.clone();
-            move |_, _: v1_6::BootNotificationRequest| {
-                let boots = boots.clone();
-                async move {
-                    let mut boots = boots.lock().unwrap();
-                    boots.push(Instant::now());
-                    Ok(if boots.len() == 1 {
-                        boot16(v1_6::RegistrationStatus::Pending, 1)
-                    } else {
-                        boot16(v1_6::RegistrationStatus::Accepted, 1)
-                    })
-                }
-            }
-        })
-        .on({
-            let heartbeats = heartbeats.clone();
-            move |_, _: v1_6::HeartbeatRequest| {
-                let heartbeats = heartbeats.clone();
-                async move {
-                    heartbeats.lock().unwrap().push(Instant::now());
-                    Ok(v1_6::HeartbeatResponse::new(time()))
-                }
-            }
-        });
+        .on(with(
+            &boots,
+            |boots, _, _: v1_6::BootNotificationRequest| async move {
+                let mut boots = boots.lock().unwrap();
+                boots.push(Instant::now());
+                Ok(if boots.len() == 1 {
+                    boot16(v1_6::RegistrationStatus::Pending, 1)
+                } else {
+                    boot16(v1_6::RegistrationStatus::Accepted, 1)
+                })
+            },
+        ))
+        .on(with(
+            &heartbeats,
+            |heartbeats, _, _: v1_6::HeartbeatRequest| async move {
+                heartbeats.lock().unwrap().push(Instant::now());
+                Ok(v1_6::HeartbeatResponse::new(time()))
+            },
+        ));
     let csms = Csms::start(router).await;
 
     // The station's router answers GetConfiguration (and would accept remote starts).
@@ -268,19 +308,19 @@ async fn boots_until_accepted_after_pending() {
                 v1_6::RemoteStartStopStatus::Accepted,
             ))
         });
-    let station = Station::builder(&csms.url("CP16"))
-        .unwrap()
-        .versions([OcppVersion::V1_6])
+    let station = station(&csms, "CP16", OcppVersion::V1_6)
         .info(StationInfo::new("ACME", "Pending"))
         .router(station_router)
-        .back_off(quick())
         .connect()
         .unwrap();
-    let pending = Status::Registering {
-        version: OcppVersion::V1_6,
-        registration: Some(ocpp_tokio::station::RegistrationStatus::Pending),
-    };
-    status_where(&station, |s| *s == pending).await;
+    let pending = until_pending(&station).await;
+    assert!(matches!(
+        pending,
+        Status::Registering {
+            version: OcppVersion::V1_6,
+            ..
+        }
+    ));
 
     // While Pending: a remote start is refused by the station itself, configuration is served.
     let cp = csms.charge_points.get("CP16").expect("registered");
@@ -336,8 +376,7 @@ async fn boots_until_accepted_after_pending() {
     })
     .await;
 
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     assert_eq!(station.status(), Status::Stopped);
     csms.stop().await;
 }
@@ -346,58 +385,40 @@ async fn boots_until_accepted_after_pending() {
 async fn a_call_made_while_pending_waits_for_accepted_on_2_0_1() {
     let log: Arc<Mutex<Vec<(&'static str, Instant)>>> = Arc::default();
     let router = Router::<()>::default()
-        .on({
-            let log = log.clone();
-            move |_, request: v2_0_1::BootNotificationRequest| {
-                let log = log.clone();
-                async move {
-                    assert_eq!(
-                        request.reason,
-                        v2_0_1::BootReasonEnum::PowerUp,
-                        "the first connection boots with PowerUp"
-                    );
-                    let mut log = log.lock().unwrap();
-                    let first = !log.iter().any(|(what, _)| *what == "Pending");
-                    let status = if first {
-                        log.push(("Pending", Instant::now()));
-                        v2_0_1::RegistrationStatusEnum::Pending
-                    } else {
-                        log.push(("Accepted", Instant::now()));
-                        v2_0_1::RegistrationStatusEnum::Accepted
-                    };
-                    Ok(boot201(status, 1))
-                }
-            }
-        })
-        .on({
-            let log = log.clone();
-            move |_, _: v2_0_1::StatusNotificationRequest| {
-                let log = log.clone();
-                async move {
-                    log.lock()
-                        .unwrap()
-                        .push(("StatusNotification", Instant::now()));
-                    Ok(v2_0_1::StatusNotificationResponse::default())
-                }
-            }
-        });
+        .on(with(
+            &log,
+            |log, _, request: v2_0_1::BootNotificationRequest| async move {
+                assert_eq!(
+                    request.reason,
+                    v2_0_1::BootReasonEnum::PowerUp,
+                    "the first connection boots with PowerUp"
+                );
+                let mut log = log.lock().unwrap();
+                let first = !log.iter().any(|(what, _)| *what == "Pending");
+                let status = if first {
+                    log.push(("Pending", Instant::now()));
+                    v2_0_1::RegistrationStatusEnum::Pending
+                } else {
+                    log.push(("Accepted", Instant::now()));
+                    v2_0_1::RegistrationStatusEnum::Accepted
+                };
+                Ok(boot201(status, 1))
+            },
+        ))
+        .on(with(
+            &log,
+            |log, _, _: v2_0_1::StatusNotificationRequest| async move {
+                log.lock()
+                    .unwrap()
+                    .push(("StatusNotification", Instant::now()));
+                Ok(v2_0_1::StatusNotificationResponse::default())
+            },
+        ));
     let csms = Csms::start(router).await;
-    let station = Station::builder(&csms.url("CP201"))
-        .unwrap()
-        .versions([OcppVersion::V2_0_1])
-        .back_off(quick())
+    let station = station(&csms, "CP201", OcppVersion::V2_0_1)
         .connect()
         .unwrap();
-    status_where(&station, |s| {
-        matches!(
-            s,
-            Status::Registering {
-                registration: Some(ocpp_tokio::station::RegistrationStatus::Pending),
-                ..
-            }
-        )
-    })
-    .await;
+    until_pending(&station).await;
     // A RequestStartTransaction of the CSMS is refused while Pending.
     let cp = csms.charge_points.get("CP201").expect("registered");
     let request: v2_0_1::RequestStartTransactionRequest = j(json!({
@@ -427,8 +448,7 @@ async fn a_call_made_while_pending_waits_for_accepted_on_2_0_1() {
     assert_eq!(order, ["Pending", "Accepted", "StatusNotification"]);
     assert!(log[1].1 - log[0].1 >= Duration::from_millis(950), "{log:?}");
     assert!(matches!(station.status(), Status::Accepted { .. }));
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     csms.stop().await;
 }
 
@@ -436,44 +456,31 @@ async fn a_call_made_while_pending_waits_for_accepted_on_2_0_1() {
 async fn a_triggered_message_goes_out_while_pending() {
     let log: Arc<Mutex<Vec<&'static str>>> = Arc::default();
     let router = Router::<()>::default()
-        .on({
-            let log = log.clone();
-            move |_, _: v1_6::BootNotificationRequest| {
-                let log = log.clone();
-                async move {
-                    let mut log = log.lock().unwrap();
-                    let first = !log.contains(&"Pending");
-                    log.push(if first { "Pending" } else { "Accepted" });
-                    Ok(if first {
-                        boot16(v1_6::RegistrationStatus::Pending, 2)
-                    } else {
-                        boot16(v1_6::RegistrationStatus::Accepted, 300)
-                    })
-                }
-            }
-        })
-        .on({
-            let log = log.clone();
-            move |_, _: v1_6::StatusNotificationRequest| {
-                let log = log.clone();
-                async move {
-                    log.lock().unwrap().push("StatusNotification");
-                    Ok(v1_6::StatusNotificationResponse::default())
-                }
-            }
-        })
-        .on({
-            let log = log.clone();
-            move |_, _: v1_6::AuthorizeRequest| {
-                let log = log.clone();
-                async move {
-                    log.lock().unwrap().push("Authorize");
-                    let answer: v1_6::AuthorizeResponse =
-                        j(json!({"idTagInfo": {"status": "Accepted"}}));
-                    Ok(answer)
-                }
-            }
-        });
+        .on(with(
+            &log,
+            |log, _, _: v1_6::BootNotificationRequest| async move {
+                let mut log = log.lock().unwrap();
+                let first = !log.contains(&"Pending");
+                log.push(if first { "Pending" } else { "Accepted" });
+                Ok(if first {
+                    boot16(v1_6::RegistrationStatus::Pending, 2)
+                } else {
+                    boot16(v1_6::RegistrationStatus::Accepted, 300)
+                })
+            },
+        ))
+        .on(with(
+            &log,
+            |log, _, _: v1_6::StatusNotificationRequest| async move {
+                log.lock().unwrap().push("StatusNotification");
+                Ok(v1_6::StatusNotificationResponse::default())
+            },
+        ))
+        .on(with(&log, |log, _, _: v1_6::AuthorizeRequest| async move {
+            log.lock().unwrap().push("Authorize");
+            let answer: v1_6::AuthorizeResponse = j(json!({"idTagInfo": {"status": "Accepted"}}));
+            Ok(answer)
+        }));
     let csms = Csms::start(router).await;
     // The station answers a StatusNotification trigger and sends it from a task of its own.
     let station_router =
@@ -491,23 +498,11 @@ async fn a_triggered_message_goes_out_while_pending() {
                 ))
             }
         });
-    let station = Station::builder(&csms.url("TRIGGER"))
-        .unwrap()
-        .versions([OcppVersion::V1_6])
+    let station = station(&csms, "TRIGGER", OcppVersion::V1_6)
         .router(station_router)
-        .back_off(quick())
         .connect()
         .unwrap();
-    status_where(&station, |s| {
-        matches!(
-            s,
-            Status::Registering {
-                registration: Some(ocpp_tokio::station::RegistrationStatus::Pending),
-                ..
-            }
-        )
-    })
-    .await;
+    until_pending(&station).await;
     // An Authorize of the station's own is held while Pending.
     let authorize = tokio::spawn({
         let station = station.clone();
@@ -526,8 +521,7 @@ async fn a_triggered_message_goes_out_while_pending() {
         *log.lock().unwrap(),
         ["Pending", "StatusNotification", "Accepted", "Authorize"]
     );
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     csms.stop().await;
 }
 
@@ -553,9 +547,7 @@ async fn backoff_waits_within_the_configured_bounds() {
         random_range: Duration::from_millis(100),
         repeat_times: 2,
     };
-    let station = Station::builder(&format!("ws://{addr}/ocpp/BACKOFF"))
-        .unwrap()
-        .versions([OcppVersion::V1_6])
+    let station = station_at(&format!("ws://{addr}/ocpp/BACKOFF"), OcppVersion::V1_6)
         .back_off(policy)
         .connect()
         .unwrap();
@@ -576,8 +568,7 @@ async fn backoff_waits_within_the_configured_bounds() {
     for _ in 0..5 {
         instants.push(bounded("an attempt", accepted.recv()).await.unwrap());
     }
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     acceptor.abort();
     let statuses = bounded("the statuses", statuses).await.unwrap();
 
@@ -627,13 +618,20 @@ async fn backoff_waits_within_the_configured_bounds() {
 // ---------------------------------------------------------------------------------------------
 // 3. Refusals.
 
-async fn refused_station(csms: &Csms, versions: &[OcppVersion]) -> Station {
-    Station::builder(&csms.url("REFUSED"))
-        .unwrap()
-        .versions(versions.iter().copied())
-        .back_off(quick())
-        .connect()
-        .unwrap()
+/// A 1.6 station of `csms`, "REFUSED".
+fn refused_station(csms: &Csms) -> StationBuilder {
+    station(csms, "REFUSED", OcppVersion::V1_6)
+}
+
+/// A router that counts the upgrades it answers with `answer`; the count.
+fn counting(answer: Result<(), Rejection>) -> (Router<()>, Arc<AtomicUsize>) {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let counted = attempts.clone();
+    let router = Router::<()>::new(move |_| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        answer
+    });
+    (router, attempts)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -642,20 +640,10 @@ async fn a_401_stops_the_station() {
         (Rejection::UNAUTHORIZED, PermanentFailure::Unauthorized),
         (Rejection::FORBIDDEN, PermanentFailure::Forbidden),
     ] {
-        let attempts = Arc::new(AtomicUsize::new(0));
-        let router = Router::<()>::new({
-            let attempts = attempts.clone();
-            move |_| {
-                attempts.fetch_add(1, Ordering::SeqCst);
-                Err(rejection)
-            }
-        });
+        let (router, attempts) = counting(Err(rejection));
         let csms = Csms::start(router).await;
-        let station = refused_station(&csms, &[OcppVersion::V1_6]).await;
-        assert_eq!(
-            bounded("stopped", station.stopped()).await,
-            Err(failure.clone())
-        );
+        let station = refused_station(&csms).connect().unwrap();
+        assert_eq!(stopped(&station).await, Err(failure.clone()));
         assert_eq!(
             bounded("accepted", station.accepted()).await,
             Err(Stopped {
@@ -672,26 +660,15 @@ async fn a_401_stops_the_station() {
     }
 
     // With retry_refusals, a 401 is retried with the back-off.
-    let attempts = Arc::new(AtomicUsize::new(0));
-    let router = Router::<()>::new({
-        let attempts = attempts.clone();
-        move |_| {
-            attempts.fetch_add(1, Ordering::SeqCst);
-            Err(Rejection::UNAUTHORIZED)
-        }
-    });
+    let (router, attempts) = counting(Err(Rejection::UNAUTHORIZED));
     let csms = Csms::start(router).await;
-    let station = Station::builder(&csms.url("REFUSED"))
-        .unwrap()
-        .versions([OcppVersion::V1_6])
-        .back_off(quick())
+    let station = refused_station(&csms)
         .retry_refusals(true)
         .connect()
         .unwrap();
     eventually("three attempts", || attempts.load(Ordering::SeqCst) >= 3).await;
     assert_ne!(station.status(), Status::Stopped);
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     assert_eq!(
         bounded("accepted", station.accepted()).await,
         Err(Stopped { failure: None })
@@ -702,19 +679,12 @@ async fn a_401_stops_the_station() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_version_in_common_stops_the_station() {
     // The server's default: complete the handshake without a subprotocol, then close (1002).
-    let attempts = Arc::new(AtomicUsize::new(0));
-    let router = Router::<()>::new({
-        let attempts = attempts.clone();
-        move |_| {
-            attempts.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        }
-    });
+    let (router, _) = counting(Ok(()));
     let config = server_config().versions(vec![OcppVersion::V2_0_1]);
     let csms = Csms::start_with(Server::builder().config(config).handler(router)).await;
-    let station = refused_station(&csms, &[OcppVersion::V1_6]).await;
+    let station = refused_station(&csms).connect().unwrap();
     assert_eq!(
-        bounded("stopped", station.stopped()).await,
+        stopped(&station).await,
         Err(PermanentFailure::NoCommonVersion)
     );
     assert_eq!(
@@ -727,20 +697,14 @@ async fn no_version_in_common_stops_the_station() {
 
     // A server configured to answer 400 instead: the station cannot tell a 400 from any other
     // bad request, so it keeps retrying with the back-off (it does not stop).
-    let attempts = Arc::new(AtomicUsize::new(0));
-    let counted = attempts.clone();
-    let router = Router::<()>::new(move |_| {
-        counted.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    });
+    let (router, _) = counting(Ok(()));
     let config = server_config()
         .versions(vec![OcppVersion::V2_0_1])
         .no_common_version(NoCommonVersion::Reject400);
     let csms = Csms::start_with(Server::builder().config(config).handler(router)).await;
-    let station = refused_station(&csms, &[OcppVersion::V1_6]).await;
+    let station = refused_station(&csms).connect().unwrap();
     keeps_retrying(&station, 3).await;
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     csms.stop().await;
 }
 
@@ -793,36 +757,27 @@ async fn transaction_messages_survive_a_lost_connection_in_order() {
     let recorder = Arc::new(Recorder::default());
     recorder.lose_at.store(3, Ordering::SeqCst);
     let reasons: Arc<Mutex<Vec<v2_0_1::BootReasonEnum>>> = Arc::default();
-    let router = recorder.router().on({
-        let reasons = reasons.clone();
-        move |_, request: v2_0_1::BootNotificationRequest| {
-            let reasons = reasons.clone();
-            async move {
-                reasons.lock().unwrap().push(request.reason);
-                Ok(boot201(v2_0_1::RegistrationStatusEnum::Accepted, 300))
-            }
-        }
-    });
-    let router = router.on({
-        let recorder = recorder.clone();
-        move |session: Session<()>, request: v2_0_1::TransactionEventRequest| {
-            let recorder = recorder.clone();
-            async move {
-                let count = {
-                    let mut seen = recorder.seen.lock().unwrap();
-                    seen.push((request.seq_no, serde_json::to_string(&request).unwrap()));
-                    seen.len()
-                };
-                recorder.maybe_lose(&session, count).await;
-                Ok(transaction_event_answer())
-            }
-        }
-    });
+    let router = recorder.router().on(with(
+        &reasons,
+        |reasons, _, request: v2_0_1::BootNotificationRequest| async move {
+            reasons.lock().unwrap().push(request.reason);
+            Ok(boot201(v2_0_1::RegistrationStatusEnum::Accepted, 300))
+        },
+    ));
+    let router = router.on(with(
+        &recorder,
+        |recorder, session: Session<()>, request: v2_0_1::TransactionEventRequest| async move {
+            let count = {
+                let mut seen = recorder.seen.lock().unwrap();
+                seen.push((request.seq_no, serde_json::to_string(&request).unwrap()));
+                seen.len()
+            };
+            recorder.maybe_lose(&session, count).await;
+            Ok(transaction_event_answer())
+        },
+    ));
     let csms = Csms::start(router).await;
-    let station = Station::builder(&csms.url("TX201"))
-        .unwrap()
-        .versions([OcppVersion::V2_0_1])
-        .back_off(quick())
+    let station = station(&csms, "TX201", OcppVersion::V2_0_1)
         .connect()
         .unwrap();
     bounded("accepted", station.accepted()).await.unwrap();
@@ -832,12 +787,12 @@ async fn transaction_messages_survive_a_lost_connection_in_order() {
     for seq_no in 0..=4 {
         queued.push(station.queue(transaction_event(seq_no)).await.unwrap());
     }
-    status_where(&station, |s| matches!(s, Status::Waiting { .. })).await;
+    until_waiting(&station).await;
     // Offline (upgrades refused): 5..=7, and a non-transaction call fails at once.
     for seq_no in 5..=7 {
         queued.push(station.queue(transaction_event(seq_no)).await.unwrap());
     }
-    status_where(&station, |s| matches!(s, Status::Waiting { .. })).await;
+    until_waiting(&station).await;
     let beat = v2_0_1::HeartbeatRequest::default();
     assert_eq!(station.call(beat).await, Err(CallFailure::NotConnected));
     // The seqs the queue gave are in order.
@@ -866,8 +821,7 @@ async fn transaction_messages_survive_a_lost_connection_in_order() {
     let answer = bounded("a call", station.call(transaction_event(8))).await;
     assert!(answer.is_ok(), "{answer:?}");
     assert_eq!(recorder.seen.lock().unwrap().last().unwrap().0, 8);
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     csms.stop().await;
 }
 
@@ -875,32 +829,24 @@ async fn transaction_messages_survive_a_lost_connection_in_order() {
 async fn a_callerror_is_retried_after_the_interval_then_given_up() {
     // seqNo 0: CALLERROR twice, then answered; seqNo 1: CALLERROR always; seqNo 2: answered.
     let seen: Arc<Mutex<Vec<(i32, Instant)>>> = Arc::default();
-    let router = accepting(Router::<()>::default()).on({
-        let seen = seen.clone();
-        move |_, request: v2_0_1::TransactionEventRequest| {
-            let seen = seen.clone();
-            async move {
-                let tries = {
-                    let mut seen = seen.lock().unwrap();
-                    seen.push((request.seq_no, Instant::now()));
-                    seen.iter().filter(|(s, _)| *s == request.seq_no).count()
-                };
-                match (request.seq_no, tries) {
-                    (0, 1 | 2) | (1, _) => {
-                        Err(ErrorAnswer::new(ErrorCode::InternalError, "not now"))
-                    }
-                    _ => Ok(transaction_event_answer()),
-                }
+    let router = accepting(Router::<()>::default()).on(with(
+        &seen,
+        |seen, _, request: v2_0_1::TransactionEventRequest| async move {
+            let tries = {
+                let mut seen = seen.lock().unwrap();
+                seen.push((request.seq_no, Instant::now()));
+                seen.iter().filter(|(s, _)| *s == request.seq_no).count()
+            };
+            match (request.seq_no, tries) {
+                (0, 1 | 2) | (1, _) => Err(ErrorAnswer::new(ErrorCode::InternalError, "not now")),
+                _ => Ok(transaction_event_answer()),
             }
-        }
-    });
+        },
+    ));
     let csms = Csms::start(router).await;
     let interval = Duration::from_millis(100);
-    let station = Station::builder(&csms.url("RETRY"))
-        .unwrap()
-        .versions([OcppVersion::V2_0_1])
+    let station = station(&csms, "RETRY", OcppVersion::V2_0_1)
         .transaction_retries(3, interval)
-        .back_off(quick())
         .connect()
         .unwrap();
     bounded("accepted", station.accepted()).await.unwrap();
@@ -940,8 +886,7 @@ async fn a_callerror_is_retried_after_the_interval_then_given_up() {
     }
     // The connection stayed up throughout.
     assert!(matches!(station.status(), Status::Accepted { .. }));
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     csms.stop().await;
 }
 
@@ -977,57 +922,43 @@ async fn a_1_6_transaction_queued_offline_gets_its_transaction_id() {
     }
     let router = recorder
         .router()
-        .on({
-            let recorder = recorder.clone();
-            move |session: Session<()>, request: v1_6::StartTransactionRequest| {
-                let recorder = recorder.clone();
-                async move {
-                    let json = serde_json::to_string(&request).unwrap();
-                    let count = record(&recorder, "StartTransaction", None, json);
-                    recorder.maybe_lose(&session, count).await;
-                    let answer: v1_6::StartTransactionResponse = j(json!({
-                        "idTagInfo": {"status": "Accepted"}, "transactionId": 4711
-                    }));
-                    Ok(answer)
-                }
-            }
-        })
-        .on({
-            let recorder = recorder.clone();
-            move |_, request: v1_6::MeterValuesRequest| {
-                let recorder = recorder.clone();
-                async move {
-                    let json = serde_json::to_string(&request).unwrap();
-                    record(&recorder, "MeterValues", request.transaction_id, json);
-                    Ok(v1_6::MeterValuesResponse::default())
-                }
-            }
-        })
-        .on({
-            let recorder = recorder.clone();
-            move |_, request: v1_6::StopTransactionRequest| {
-                let recorder = recorder.clone();
-                async move {
-                    let json = serde_json::to_string(&request).unwrap();
-                    record(
-                        &recorder,
-                        "StopTransaction",
-                        Some(request.transaction_id),
-                        json,
-                    );
-                    Ok(j::<v1_6::StopTransactionResponse>(json!({})))
-                }
-            }
-        });
+        .on(with(
+            &recorder,
+            |recorder, session: Session<()>, request: v1_6::StartTransactionRequest| async move {
+                let json = serde_json::to_string(&request).unwrap();
+                let count = record(&recorder, "StartTransaction", None, json);
+                recorder.maybe_lose(&session, count).await;
+                let answer: v1_6::StartTransactionResponse = j(json!({
+                    "idTagInfo": {"status": "Accepted"}, "transactionId": 4711
+                }));
+                Ok(answer)
+            },
+        ))
+        .on(with(
+            &recorder,
+            |recorder, _, request: v1_6::MeterValuesRequest| async move {
+                let json = serde_json::to_string(&request).unwrap();
+                record(&recorder, "MeterValues", request.transaction_id, json);
+                Ok(v1_6::MeterValuesResponse::default())
+            },
+        ))
+        .on(with(
+            &recorder,
+            |recorder, _, request: v1_6::StopTransactionRequest| async move {
+                let json = serde_json::to_string(&request).unwrap();
+                record(
+                    &recorder,
+                    "StopTransaction",
+                    Some(request.transaction_id),
+                    json,
+                );
+                Ok(j::<v1_6::StopTransactionResponse>(json!({})))
+            },
+        ));
     let csms = Csms::start(router).await;
-    let station = Station::builder(&csms.url("TX16"))
-        .unwrap()
-        .versions([OcppVersion::V1_6])
-        .back_off(quick())
-        .connect()
-        .unwrap();
+    let station = station(&csms, "TX16", OcppVersion::V1_6).connect().unwrap();
     // Offline from the start (the CSMS answers 503): the transaction is queued meanwhile.
-    status_where(&station, |s| matches!(s, Status::Waiting { .. })).await;
+    until_waiting(&station).await;
     let start = station.queue(start_transaction()).await.unwrap();
     let meter = station
         .queue_in(start.seq(), meter_values("1500"))
@@ -1085,8 +1016,7 @@ async fn a_1_6_transaction_queued_offline_gets_its_transaction_id() {
     bounded("late", late.outcome()).await.expect("answered");
     let last = recorder.actions.lock().unwrap().last().cloned().unwrap();
     assert_eq!((last.0, last.1), ("MeterValues", Some(4711)));
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     csms.stop().await;
 }
 
@@ -1120,10 +1050,7 @@ fn child_station() {
         .build()
         .unwrap();
     runtime.block_on(async move {
-        let station = Station::builder(&url)
-            .unwrap()
-            .versions([OcppVersion::V2_0_1])
-            .back_off(quick())
+        let station = station_at(&url, OcppVersion::V2_0_1)
             .store(FileStore::open(&journal).unwrap())
             .connect()
             .unwrap();
@@ -1148,7 +1075,7 @@ fn child_station() {
 
 /// A child station process and its stdout lines.
 struct ChildStation {
-    child: Child,
+    process: Killed,
     lines: mpsc::UnboundedReceiver<String>,
 }
 
@@ -1175,7 +1102,10 @@ impl ChildStation {
                 }
             }
         });
-        ChildStation { child, lines }
+        ChildStation {
+            process: Killed(child),
+            lines,
+        }
     }
 
     /// Waits for a line that ends with `expected`.
@@ -1194,15 +1124,8 @@ impl ChildStation {
     }
 
     fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for ChildStation {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.0.kill().unwrap();
+        self.process.0.wait().unwrap();
     }
 }
 
@@ -1234,18 +1157,17 @@ async fn the_file_store_survives_a_killed_station_process() {
     // Round 2: a CSMS that answers seqNo 1..=5 and never the 6th; 3 more queued (6..=8); the
     // process is killed once the CSMS has the 6th.
     let recording = |answer_from_6: bool| {
-        let seen = seen.clone();
-        accepting(Router::<()>::default()).on(move |_, request: v2_0_1::TransactionEventRequest| {
-            let seen = seen.clone();
-            async move {
+        accepting(Router::<()>::default()).on(with(
+            &seen,
+            move |seen, _, request: v2_0_1::TransactionEventRequest| async move {
                 let json = serde_json::to_string(&request).unwrap();
                 seen.lock().unwrap().push((request.seq_no, json));
                 if request.seq_no >= 6 && !answer_from_6 {
                     tokio::time::sleep(Duration::from_secs(30)).await;
                 }
                 Ok(transaction_event_answer())
-            }
-        })
+            },
+        ))
     };
     let csms = Csms::start(recording(false)).await;
     let mut child = ChildStation::spawn(&csms.url("FILE"), &journal, 6, 3);
@@ -1271,11 +1193,11 @@ async fn the_file_store_survives_a_killed_station_process() {
     })
     .await;
     // Close the child's stdin: it closes its station and exits.
-    drop(child.child.stdin.take());
+    drop(child.process.0.stdin.take());
     child.expect_line("closed").await;
     let status = bounded("the child's exit", async {
         loop {
-            if let Some(status) = child.child.try_wait().unwrap() {
+            if let Some(status) = child.process.0.try_wait().unwrap() {
                 return status;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -1293,86 +1215,6 @@ async fn the_file_store_survives_a_killed_station_process() {
 
 // ---------------------------------------------------------------------------------------------
 // 6. Security profiles 2 and 3.
-
-type Identity = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
-
-fn ca(cn: &str) -> (CertificateDer<'static>, Issuer<'static, KeyPair>) {
-    let key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, cn);
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let cert = params.self_signed(&key).unwrap();
-    (cert.der().clone(), Issuer::new(params, key))
-}
-
-fn leaf(
-    issuer: &Issuer<'_, KeyPair>,
-    cn: &str,
-    names: &[&str],
-    usage: ExtendedKeyUsagePurpose,
-) -> Identity {
-    let key = KeyPair::generate().unwrap();
-    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let mut params = CertificateParams::new(names).unwrap();
-    params.distinguished_name.push(DnType::CommonName, cn);
-    params.extended_key_usages = vec![usage];
-    let cert = params.signed_by(&key, issuer).unwrap();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-    (vec![cert.der().clone()], key)
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-fn roots(ca: &CertificateDer<'static>) -> Arc<rustls::RootCertStore> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(ca.clone()).unwrap();
-    Arc::new(roots)
-}
-
-fn server_tls(
-    ca: &CertificateDer<'static>,
-    server: &Identity,
-    mutual: bool,
-) -> Arc<rustls::ServerConfig> {
-    let builder = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap();
-    let builder = if mutual {
-        let verifier =
-            rustls::server::WebPkiClientVerifier::builder_with_provider(roots(ca), provider())
-                .build()
-                .unwrap();
-        builder.with_client_cert_verifier(verifier)
-    } else {
-        builder.with_no_client_auth()
-    };
-    Arc::new(
-        builder
-            .with_single_cert(server.0.clone(), server.1.clone_key())
-            .unwrap(),
-    )
-}
-
-fn client_tls(
-    ca: &CertificateDer<'static>,
-    identity: Option<&Identity>,
-) -> Arc<rustls::ClientConfig> {
-    let builder = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots(ca));
-    Arc::new(match identity {
-        Some((chain, key)) => builder
-            .with_client_auth_cert(chain.clone(), key.clone_key())
-            .unwrap(),
-        None => builder.with_no_client_auth(),
-    })
-}
-
-const PASSWORD: &[u8] = b"secret-password-16";
 
 /// Profile 2: the password must match; profile 3: the certificate's CN is the identity.
 fn tls_router() -> Router<()> {
@@ -1395,99 +1237,60 @@ fn tls_router() -> Router<()> {
     }))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn security_profile_2_and_3_over_tls() {
-    let (ca_cert, issuer) = ca("OCPP test CA");
-    let (rogue_ca, _) = ca("Rogue CA");
-    let server_identity = leaf(
-        &issuer,
-        "csms.test",
-        &["127.0.0.1", "localhost"],
-        ExtendedKeyUsagePurpose::ServerAuth,
-    );
-    let cp001 = leaf(&issuer, "CP001", &[], ExtendedKeyUsagePurpose::ClientAuth);
-
-    // Profile 2: TLS and Basic credentials.
+/// A central system over TLS with [`tls_router`]: profile 2 without `mutual`, 3 with.
+async fn tls_csms(pki: &Pki, mutual: bool) -> Csms {
     let builder = Server::builder()
         .config(server_config())
-        .tls(server_tls(&ca_cert, &server_identity, false))
+        .tls(server_tls(pki, mutual))
         .handler(tls_router());
-    let csms = Csms::start_with(builder).await;
-    let url = format!("wss://localhost:{}/ocpp/CP002", csms.addr.port());
-    let station = Station::builder(&url)
-        .unwrap()
-        .versions([OcppVersion::V2_0_1])
-        .password(PASSWORD)
-        .tls(client_tls(&ca_cert, None))
-        .back_off(quick())
-        .connect()
-        .unwrap();
+    Csms::start_with(builder).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn security_profile_2_and_3_over_tls() {
+    let pki = pki();
+
+    // Profile 2: TLS and Basic credentials.
+    let csms = tls_csms(&pki, false).await;
+    let profile_2 = |password: &[u8], trusted| {
+        station_at(&csms.tls_url("CP002"), OcppVersion::V2_0_1)
+            .password(password)
+            .tls(client_tls(trusted, None))
+            .connect()
+            .unwrap()
+    };
+    let station = profile_2(PASSWORD, &pki.ca);
     assert_eq!(
         bounded("accepted over TLS", station.accepted()).await,
         Ok(OcppVersion::V2_0_1)
     );
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     // The wrong password: 401 stops it.
-    let station = Station::builder(&url)
-        .unwrap()
-        .versions([OcppVersion::V2_0_1])
-        .password(b"wrong-password-16")
-        .tls(client_tls(&ca_cert, None))
-        .back_off(quick())
-        .connect()
-        .unwrap();
-    assert_eq!(
-        bounded("stopped", station.stopped()).await,
-        Err(PermanentFailure::Unauthorized)
-    );
+    let station = profile_2(b"wrong-password-16", &pki.ca);
+    assert_eq!(stopped(&station).await, Err(PermanentFailure::Unauthorized));
     // A station that does not trust the server's CA keeps retrying.
-    let station = Station::builder(&url)
-        .unwrap()
-        .versions([OcppVersion::V2_0_1])
-        .password(PASSWORD)
-        .tls(client_tls(&rogue_ca, None))
-        .back_off(quick())
-        .connect()
-        .unwrap();
+    let station = profile_2(PASSWORD, &pki.rogue_ca);
     keeps_retrying(&station, 3).await;
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     csms.stop().await;
 
     // Profile 3: mutual TLS; the certificate names the identity.
-    let builder = Server::builder()
-        .config(server_config())
-        .tls(server_tls(&ca_cert, &server_identity, true))
-        .handler(tls_router());
-    let csms = Csms::start_with(builder).await;
-    let url = format!("wss://localhost:{}/ocpp/CP001", csms.addr.port());
-    let station = Station::builder(&url)
-        .unwrap()
-        .versions([OcppVersion::V1_6])
-        .tls(client_tls(&ca_cert, Some(&cp001)))
-        .back_off(quick())
-        .connect()
-        .unwrap();
+    let csms = tls_csms(&pki, true).await;
+    let with_cp001 = |identity: &str| {
+        station_at(&csms.tls_url(identity), OcppVersion::V1_6)
+            .tls(client_tls(&pki.ca, Some(&pki.cp001)))
+            .connect()
+            .unwrap()
+    };
+    let station = with_cp001("CP001");
     assert_eq!(
         bounded("accepted over mutual TLS", station.accepted()).await,
         Ok(OcppVersion::V1_6)
     );
     assert!(csms.charge_points.get("CP001").is_some());
-    station.close();
-    assert_eq!(bounded("stopped", station.stopped()).await, Ok(()));
+    close(&station).await;
     // CP001's certificate for identity CP003: 403 stops it.
-    let url = format!("wss://localhost:{}/ocpp/CP003", csms.addr.port());
-    let station = Station::builder(&url)
-        .unwrap()
-        .versions([OcppVersion::V1_6])
-        .tls(client_tls(&ca_cert, Some(&cp001)))
-        .back_off(quick())
-        .connect()
-        .unwrap();
-    assert_eq!(
-        bounded("stopped", station.stopped()).await,
-        Err(PermanentFailure::Forbidden)
-    );
+    let station = with_cp001("CP003");
+    assert_eq!(stopped(&station).await, Err(PermanentFailure::Forbidden));
     csms.stop().await;
 }

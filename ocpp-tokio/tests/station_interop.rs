@@ -12,13 +12,16 @@
 //! `OCPP_INTEROP_REQUIRED=1`. mio-server is built with cargo when target/debug/mio-server is
 //! missing.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{example_binary, python, python_ocpp_present, target_dir, Killed};
 use serde_json::Value;
 
 const CSMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/python_csms.py");
@@ -26,49 +29,6 @@ const CSMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/python_cs
 const START: Duration = Duration::from_secs(10);
 /// How long a reconnection may take: the default back-off (3 s + up to 10 s) and a margin.
 const RECONNECT: Duration = Duration::from_secs(20);
-
-fn python() -> String {
-    std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
-/// Whether python has `ocpp` and `websockets`; fails instead of skipping when required.
-fn python_ocpp_present() -> bool {
-    let present = Command::new(python())
-        .args(["-c", "import ocpp, websockets"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !present {
-        let reason = "python3 with `ocpp` and `websockets` is missing \
-                      (install: bash scripts/interop-ocpp.sh --deps-only)";
-        assert!(
-            std::env::var("OCPP_INTEROP_REQUIRED").as_deref() != Ok("1"),
-            "OCPP_INTEROP_REQUIRED=1 but {reason}"
-        );
-        eprintln!("SKIPPED: {reason}");
-    }
-    present
-}
-
-/// target/debug, the directory above this test's binary (target/debug/deps/..).
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(|deps| deps.parent()).unwrap().into()
-}
-
-/// target/debug/examples/station.
-fn station_binary() -> PathBuf {
-    let binary = target_dir()
-        .join("examples")
-        .join(format!("station{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        binary.exists(),
-        "{} (built by cargo test)",
-        binary.display()
-    );
-    binary
-}
 
 /// target/debug/mio-server, built with cargo if missing (once per test binary).
 fn mio_server_binary() -> PathBuf {
@@ -103,7 +63,7 @@ fn free_port() -> u16 {
 /// stdout, each with the time it was read; echoed with `name` for `--nocapture`.
 struct Process {
     name: String,
-    child: Child,
+    _child: Killed,
     lines: mpsc::Receiver<(Instant, String)>,
     seen: Vec<(Instant, String)>,
 }
@@ -128,7 +88,7 @@ impl Process {
         });
         Process {
             name: name.to_owned(),
-            child,
+            _child: Killed(child),
             lines,
             seen: Vec::new(),
         }
@@ -186,16 +146,8 @@ impl Process {
             + 1
     }
 
-    fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn kill(self) {
+        drop(self);
     }
 }
 
@@ -203,7 +155,7 @@ impl Drop for Process {
 fn start_station(url: &str, version: &str) -> Process {
     Process::spawn(
         "station",
-        Command::new(station_binary()).args([url, version]),
+        Command::new(example_binary("station")).args([url, version]),
     )
 }
 

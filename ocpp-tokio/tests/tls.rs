@@ -4,114 +4,19 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
 use ocpp_server_core::Event;
 use ocpp_tokio::ocpp::CloseReason;
-use ocpp_tokio::rustls;
+use ocpp_tokio::rustls::pki_types::ServerName;
 use ocpp_tokio::{OcppVersion, Server};
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-type Identity = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
-
-struct Pki {
-    ca: CertificateDer<'static>,
-    server: Identity,
-    cp001: Identity,
-    rogue_cp001: Identity,
-}
-
-fn ca(cn: &str) -> (CertificateDer<'static>, Issuer<'static, KeyPair>) {
-    let key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, cn);
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let cert = params.self_signed(&key).unwrap();
-    (cert.der().clone(), Issuer::new(params, key))
-}
-
-fn leaf(
-    issuer: &Issuer<'_, KeyPair>,
-    cn: &str,
-    names: &[&str],
-    usage: ExtendedKeyUsagePurpose,
-) -> Identity {
-    let key = KeyPair::generate().unwrap();
-    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let mut params = CertificateParams::new(names).unwrap();
-    params.distinguished_name.push(DnType::CommonName, cn);
-    params.extended_key_usages = vec![usage];
-    let cert = params.signed_by(&key, issuer).unwrap();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-    (vec![cert.der().clone()], key)
-}
-
-fn pki() -> Pki {
-    let (ca_cert, ours) = ca("OCPP test CA");
-    let (_, rogue) = ca("Rogue CA");
-    Pki {
-        ca: ca_cert,
-        server: leaf(
-            &ours,
-            "csms.test",
-            &["127.0.0.1", "localhost"],
-            ExtendedKeyUsagePurpose::ServerAuth,
-        ),
-        cp001: leaf(&ours, "CP001", &[], ExtendedKeyUsagePurpose::ClientAuth),
-        rogue_cp001: leaf(&rogue, "CP001", &[], ExtendedKeyUsagePurpose::ClientAuth),
-    }
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-fn roots(pki: &Pki) -> Arc<rustls::RootCertStore> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(pki.ca.clone()).unwrap();
-    Arc::new(roots)
-}
-
-/// Profile 2 without `mutual`, profile 3 with.
-fn server_tls(pki: &Pki, mutual: bool) -> Arc<rustls::ServerConfig> {
-    let builder = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap();
-    let builder = if mutual {
-        let verifier =
-            rustls::server::WebPkiClientVerifier::builder_with_provider(roots(pki), provider())
-                .build()
-                .unwrap();
-        builder.with_client_cert_verifier(verifier)
-    } else {
-        builder.with_no_client_auth()
-    };
-    let (chain, key) = (pki.server.0.clone(), pki.server.1.clone_key());
-    Arc::new(builder.with_single_cert(chain, key).unwrap())
-}
-
 fn connector(pki: &Pki, identity: Option<&Identity>) -> TlsConnector {
-    let builder = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots(pki));
-    let config = match identity {
-        Some((chain, key)) => builder
-            .with_client_auth_cert(chain.clone(), key.clone_key())
-            .unwrap(),
-        None => builder.with_no_client_auth(),
-    };
-    TlsConnector::from(Arc::new(config))
+    TlsConnector::from(client_tls(&pki.ca, identity))
 }
 
 type TlsCp = TestCp<tokio_rustls::client::TlsStream<TcpStream>>;

@@ -18,7 +18,7 @@ use ocpp_server_core::station::{
 };
 use ocpp_server_core::{
     Answer, CallFailure, CallOutcome, CloseCode, CloseReason, Closed, ConnectTarget, Connection,
-    ConnectionConfig, Event, MessageId,
+    ConnectionConfig, Event, MessageId, RefusalReason,
 };
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::queue::Queue;
 use super::{App, Command, PermanentFailure, Queued, StationUrl, Status};
 use crate::charge_point::{Command as LinkCommand, Link};
+use crate::error::SendError;
 use crate::{ChargePoint, Handler, IncomingCall, Session};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -236,7 +237,7 @@ impl Task {
     fn offline_command(&mut self, command: Command) {
         match command {
             Command::Call { request, reply } if is_transaction_message(&request) => {
-                self.queue_call(request, reply)
+                queue_call(&mut self.queue, request, reply)
             }
             Command::Call { reply, .. } => {
                 let _ = reply.send(Err(CallFailure::NotConnected));
@@ -249,24 +250,6 @@ impl Task {
             Command::Reboot(reason) => self.boot_reason = Some(reason),
             Command::BackOff(back_off) => self.reconnect.set_policy(back_off),
             Command::Close | Command::HeartbeatInterval(_) => {}
-        }
-    }
-
-    /// A transaction message through [`Station::call`](super::Station::call): queued, and the
-    /// caller gets its outcome.
-    fn queue_call(&mut self, request: Request, reply: oneshot::Sender<CallOutcome>) {
-        match self.queue.push(&request, None) {
-            Ok((_, outcome)) => {
-                tokio::spawn(async move {
-                    let outcome = outcome.await.unwrap_or(Err(CallFailure::NotConnected));
-                    let _ = reply.send(outcome);
-                });
-            }
-            Err(error) => {
-                let _ = reply.send(Err(CallFailure::InvalidRequest {
-                    description: format!("not queued: {error}"),
-                }));
-            }
         }
     }
 
@@ -283,9 +266,76 @@ impl Task {
         let _ = reply.send(result);
     }
 
-    /// One WebSocket connection, from the upgrade request to its end.
+    /// One WebSocket connection, from the upgrade request to its end: the core's drain
+    /// contract (1. every event, 2. what is due goes on the connection, 3. write, read, sleep
+    /// until the next deadline), with the handlers' answers and the handles' commands beside it.
     async fn drive<S: AsyncRead + AsyncWrite + Unpin>(&mut self, stream: S) -> Ended {
-        let now = Instant::now();
+        let Some(mut wire) = self.dial(Instant::now()) else {
+            return Ended::Lost;
+        };
+        let (mut reader, mut writer) = tokio::io::split(stream);
+        let mut buf = vec![0u8; READ_CHUNK];
+        let (answers_tx, mut answers) = mpsc::unbounded_channel::<HandlerAnswer>();
+        let sleep = tokio::time::sleep_until(Instant::now().into());
+        tokio::pin!(sleep);
+        loop {
+            let now = Instant::now();
+            // 1. Everything the connection has to say.
+            while let Some(event) = wire.conn.poll_event() {
+                let Event::Closed(closed) = event else {
+                    self.on_event(&mut wire, now, event, &answers_tx);
+                    continue;
+                };
+                // The close frame, if any, goes out before the socket is dropped.
+                if !wire.conn.pending_transmit().is_empty() {
+                    let last = writer.write_all(wire.conn.pending_transmit());
+                    let _ = tokio::time::timeout(Duration::from_secs(1), last).await;
+                }
+                let _ = writer.shutdown().await;
+                return self.ended(wire, *closed);
+            }
+            // 2. What is due: boot, heartbeat, held CALLs, the queue's head.
+            self.send_due(&mut wire, now);
+            // 3. Write what the socket takes, read, wait for the next deadline or command.
+            let deadline = self.deadline(&wire);
+            if let Some(deadline) = deadline {
+                sleep.as_mut().reset(deadline.into());
+            }
+            let link = wire.online.as_ref().map(|on| on.link.clone());
+            let has_output = !wire.conn.pending_transmit().is_empty();
+            tokio::select! {
+                // Answers first: a CALL a handler caused goes out after the handler's answer.
+                biased;
+                Some(answer) = answers.recv() => self.on_answer(&mut wire, answer),
+                written = writer.write(wire.conn.pending_transmit()), if has_output => match written {
+                    Ok(0) | Err(_) => wire.conn.handle_eof(Instant::now()),
+                    Ok(n) => {
+                        wire.conn.advance_transmit(n);
+                        if wire.conn.pending_transmit().is_empty() && writer.flush().await.is_err() {
+                            wire.conn.handle_eof(Instant::now());
+                        }
+                    }
+                },
+                read = reader.read(&mut buf), if wire.conn.wants_read() => match read {
+                    Ok(0) | Err(_) => wire.conn.handle_eof(Instant::now()),
+                    Ok(n) => wire.conn.handle_data(Instant::now(), &buf[..n]),
+                },
+                () = &mut sleep, if deadline.is_some() => {
+                    let now = Instant::now();
+                    if wire.conn.poll_timeout().is_some_and(|t| t <= now) {
+                        wire.conn.handle_timeout(now);
+                    }
+                }
+                command = self.commands.recv(), if !wire.closing => self.on_command(&mut wire, command),
+                command = next_link_command(link.as_deref()), if link.is_some() => {
+                    on_link_command(&mut wire, command, &mut self.queue);
+                }
+            }
+        }
+    }
+
+    /// The upgrade request of a new connection (`None`: it could not be built).
+    fn dial(&mut self, now: Instant) -> Option<Wire> {
         let mut target = ConnectTarget::new(
             self.url.authority(),
             self.url.endpoint(),
@@ -296,280 +346,198 @@ impl Task {
         }
         let mut key = [0u8; 16];
         self.rng.fill(&mut key);
-        let mut conn = match Connection::connect(
-            now,
-            self.config.clone(),
-            &target,
-            key,
-            self.rng.u64(..),
-        ) {
-            Ok(conn) => conn,
+        let seed = self.rng.u64(..);
+        match Connection::connect(now, self.config.clone(), &target, key, seed) {
+            Ok(conn) => Some(Wire::new(conn)),
             Err(error) => {
                 tracing::warn!(identity = %self.url.identity(), %error, "upgrade request not built");
-                return Ended::Lost;
-            }
-        };
-        let (mut reader, mut writer) = tokio::io::split(stream);
-        let mut buf = vec![0u8; READ_CHUNK];
-        let (answers_tx, mut answers) = mpsc::unbounded_channel::<HandlerAnswer>();
-        let mut online: Option<Online> = None;
-        let mut outgoing: HashMap<MessageId<'static>, Outgoing> = HashMap::new();
-        let mut held: VecDeque<(Request, oneshot::Sender<CallOutcome>)> = VecDeque::new();
-        let mut closing = false;
-        let mut rebooting = false;
-        // A TriggerMessage(BootNotification) was accepted: boot now.
-        let mut boot_now = false;
-        let sleep = tokio::time::sleep_until(now.into());
-        tokio::pin!(sleep);
-        loop {
-            let now = Instant::now();
-            // 1. Everything the connection has to say.
-            while let Some(event) = conn.poll_event() {
-                match event {
-                    Event::Connected { version } => {
-                        self.reconnect.reset();
-                        let link = Link::new(MAILBOX);
-                        let cp =
-                            ChargePoint::new(link.clone(), self.url.identity().clone(), version);
-                        let app = self.app.session(cp);
-                        tokio::spawn(app.on_connect());
-                        online = Some(Online {
-                            registration: Registration::new(now, version),
-                            link,
-                            app,
-                        });
-                        let _ = self.status.send(Status::Registering {
-                            version,
-                            registration: None,
-                        });
-                    }
-                    Event::Call { id, request } => {
-                        let Some(on) = &online else { continue };
-                        if let Err(refusal) = on.registration.check_incoming(request.action()) {
-                            let _ = conn.answer(now, &id, Answer::Error(refusal));
-                            continue;
-                        }
-                        let trigger = requested_by_trigger(&request);
-                        let answer = on.app.on_call(IncomingCall::new(id.clone(), request));
-                        let tx = answers_tx.clone();
-                        tokio::spawn(async move {
-                            let _ = tx.send((id, answer.await, trigger));
-                        });
-                    }
-                    Event::Send { id, request } => {
-                        if let Some(on) = &online {
-                            tokio::spawn(on.app.on_send(IncomingCall::new(id, request)));
-                        }
-                    }
-                    Event::CallCompleted { id, outcome, .. } => {
-                        if let Some(waiting) = outgoing.remove(&id) {
-                            self.completed(now, online.as_mut(), waiting, outcome);
-                        }
-                    }
-                    Event::Closed(closed) => {
-                        for call in &closed.unanswered_outgoing {
-                            if let Some(waiting) = outgoing.remove(&call.id) {
-                                self.completed(now, online.as_mut(), waiting, Err(call.failure()));
-                            }
-                        }
-                        for (_, reply) in held.drain(..) {
-                            let _ = reply.send(Err(CallFailure::ClosedBeforeSent));
-                        }
-                        // The close frame, if any, goes out before the socket is dropped.
-                        if !conn.pending_transmit().is_empty() {
-                            let _ = tokio::time::timeout(
-                                Duration::from_secs(1),
-                                writer.write_all(conn.pending_transmit()),
-                            )
-                            .await;
-                        }
-                        let _ = writer.shutdown().await;
-                        return self.ended(*closed, online.take(), closing, rebooting);
-                    }
-                    _ => {}
-                }
-            }
-            // 2. What is due: boot, heartbeat; then held CALLs and the queue's head.
-            if let Some(on) = &mut online {
-                if std::mem::take(&mut boot_now) {
-                    let reason = BootReason::Triggered;
-                    if let Some(request) =
-                        boot_request(on.registration.version(), &self.info, reason)
-                    {
-                        if let Ok(id) = conn.call(now, request) {
-                            on.registration.on_call_sent(now, "BootNotification");
-                            outgoing.insert(id, Outgoing::Boot);
-                        }
-                    }
-                }
-                if let Some(due) = on.registration.handle_timeout(now) {
-                    let (request, waiting) = match due {
-                        Due::Boot => {
-                            let reason = self.boot_reason.unwrap_or(if self.booted_before {
-                                BootReason::Reconnect
-                            } else {
-                                BootReason::PowerUp
-                            });
-                            (
-                                boot_request(on.registration.version(), &self.info, reason),
-                                Outgoing::Boot,
-                            )
-                        }
-                        Due::Heartbeat => (
-                            heartbeat_request(on.registration.version()),
-                            Outgoing::Heartbeat,
-                        ),
-                    };
-                    let Some(request) = request else { continue };
-                    let action = request.action();
-                    match conn.call(now, request) {
-                        Ok(id) => {
-                            on.registration.on_call_sent(now, action);
-                            outgoing.insert(id, waiting);
-                        }
-                        Err(refused) => {
-                            tracing::debug!(reason = ?refused.reason, "{action} not sent");
-                            if matches!(waiting, Outgoing::Boot) {
-                                on.registration.on_boot_failed(now);
-                            }
-                        }
-                    }
-                }
-                let mut still_held = VecDeque::new();
-                while let Some((request, reply)) = held.pop_front() {
-                    if !on.registration.may_send(request.action()) {
-                        still_held.push_back((request, reply));
-                        continue;
-                    }
-                    let action = request.action();
-                    match conn.call(now, request) {
-                        Ok(id) => {
-                            on.registration.on_call_sent(now, action);
-                            let boot = action == "BootNotification";
-                            outgoing.insert(id, Outgoing::Call { reply, boot });
-                        }
-                        Err(refused) => {
-                            let _ = reply.send(Err(CallFailure::from(refused.reason)));
-                        }
-                    }
-                }
-                held = still_held;
-                if on.registration.is_accepted() {
-                    if let Some((seq, request)) = self.queue.next(now, on.registration.version()) {
-                        let action = request.action();
-                        match conn.call(now, request) {
-                            Ok(id) => {
-                                on.registration.on_call_sent(now, action);
-                                outgoing.insert(id, Outgoing::Queued(seq));
-                            }
-                            Err(_) => self.queue.unsent(seq),
-                        }
-                    }
-                }
-            }
-            // 3. Write what the socket takes, read, wait for the next deadline or command.
-            let deadline = [
-                conn.poll_timeout(),
-                online
-                    .as_ref()
-                    .and_then(|on| on.registration.poll_timeout()),
-                // The queue's retry matters only once its head may go.
-                online
-                    .as_ref()
-                    .filter(|on| on.registration.is_accepted())
-                    .and_then(|_| self.queue.poll_timeout()),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            if let Some(deadline) = deadline {
-                sleep.as_mut().reset(deadline.into());
-            }
-            let link = online.as_ref().map(|on| on.link.clone());
-            let has_output = !conn.pending_transmit().is_empty();
-            tokio::select! {
-                // Answers first: a CALL a handler caused goes out after the handler's answer.
-                biased;
-                Some((id, answer, trigger)) = answers.recv() => {
-                    let now = Instant::now();
-                    let accepted_trigger = trigger.filter(|_| answer_accepted(&answer));
-                    if let Err(error) = conn.answer(now, &id, answer) {
-                        tracing::warn!(identity = %self.url.identity(), "answer: {error}");
-                    } else if let (Some(action), Some(on)) = (accepted_trigger, &mut online) {
-                        on.registration.on_trigger_accepted(action);
-                        boot_now |= action == "BootNotification";
-                    }
-                }
-                written = writer.write(conn.pending_transmit()), if has_output => match written {
-                    Ok(0) | Err(_) => conn.handle_eof(Instant::now()),
-                    Ok(n) => {
-                        conn.advance_transmit(n);
-                        if conn.pending_transmit().is_empty() && writer.flush().await.is_err() {
-                            conn.handle_eof(Instant::now());
-                        }
-                    }
-                },
-                read = reader.read(&mut buf), if conn.wants_read() => match read {
-                    Ok(0) | Err(_) => conn.handle_eof(Instant::now()),
-                    Ok(n) => conn.handle_data(Instant::now(), &buf[..n]),
-                },
-                () = &mut sleep, if deadline.is_some() => {
-                    let now = Instant::now();
-                    if conn.poll_timeout().is_some_and(|t| t <= now) {
-                        conn.handle_timeout(now);
-                    }
-                }
-                command = self.commands.recv(), if !closing => match command {
-                    None | Some(Command::Close) => {
-                        closing = true;
-                        conn.close(Instant::now(), CloseCode::NORMAL, "station stopping");
-                    }
-                    Some(Command::Call { request, reply }) if is_transaction_message(&request) => {
-                        self.queue_call(request, reply);
-                    }
-                    // Held until Accepted (also during the handshake); dropped if the
-                    // connection ends first.
-                    Some(Command::Call { request, reply }) => held.push_back((request, reply)),
-                    Some(Command::Queue { request, transaction_of, reply }) => {
-                        self.queue_message(&request, transaction_of, reply);
-                    }
-                    Some(Command::Reboot(reason)) => {
-                        self.boot_reason = Some(reason);
-                        rebooting = true;
-                        conn.close(Instant::now(), CloseCode::NORMAL, "reboot");
-                    }
-                    Some(Command::HeartbeatInterval(interval)) => {
-                        if let Some(on) = &mut online {
-                            on.registration.set_heartbeat_interval(Instant::now(), interval);
-                            self.publish_heartbeat(on);
-                        }
-                    }
-                    Some(Command::BackOff(back_off)) => self.reconnect.set_policy(back_off),
-                },
-                command = next_link_command(link.as_deref()), if link.is_some() => match command {
-                    LinkCommand::Call { request, reply } if is_transaction_message(&request) => {
-                        self.queue_call(request, reply);
-                    }
-                    LinkCommand::Call { request, reply } => held.push_back((request, reply)),
-                    LinkCommand::Send { request, reply } => {
-                        let result = conn.send(Instant::now(), request).map(|_| ()).map_err(|refused| {
-                            match refused.reason {
-                                ocpp_server_core::RefusalReason::NotOpen => crate::error::SendError::NotConnected,
-                                ocpp_server_core::RefusalReason::Backpressure => crate::error::SendError::QueueFull,
-                                _ => crate::error::SendError::NeedsV21,
-                            }
-                        });
-                        let _ = reply.send(result);
-                    }
-                    LinkCommand::Close { code, reason } => conn.close(Instant::now(), code, &reason),
-                    LinkCommand::Settings(settings) => {
-                        let config = settings.apply((**conn.config()).clone());
-                        conn.set_config(Instant::now(), Arc::new(config));
-                    }
-                    LinkCommand::Abort => conn.handle_eof(Instant::now()),
-                },
+                None
             }
         }
+    }
+
+    /// One event of the connection but its end.
+    fn on_event(
+        &mut self,
+        wire: &mut Wire,
+        now: Instant,
+        event: Event,
+        answers: &mpsc::UnboundedSender<HandlerAnswer>,
+    ) {
+        match event {
+            Event::Connected { version } => {
+                self.reconnect.reset();
+                let link = Link::new(MAILBOX);
+                let cp = ChargePoint::new(link.clone(), self.url.identity().clone(), version);
+                let app = self.app.session(cp);
+                tokio::spawn(app.on_connect());
+                wire.online = Some(Online {
+                    registration: Registration::new(now, version),
+                    link,
+                    app,
+                });
+                let registration = None;
+                let _ = self.status.send(Status::Registering {
+                    version,
+                    registration,
+                });
+            }
+            Event::Call { id, request } => {
+                let Some(on) = &wire.online else { return };
+                // What the registration does not allow is refused here (SecurityError).
+                if let Err(refusal) = on.registration.check_incoming(request.action()) {
+                    let _ = wire.conn.answer(now, &id, Answer::Error(refusal));
+                    return;
+                }
+                let trigger = requested_by_trigger(&request);
+                let answer = on.app.on_call(IncomingCall::new(id.clone(), request));
+                let answers = answers.clone();
+                tokio::spawn(async move {
+                    let _ = answers.send((id, answer.await, trigger));
+                });
+            }
+            Event::Send { id, request } => {
+                if let Some(on) = &wire.online {
+                    tokio::spawn(on.app.on_send(IncomingCall::new(id, request)));
+                }
+            }
+            Event::CallCompleted { id, outcome, .. } => {
+                if let Some(waiting) = wire.outgoing.remove(&id) {
+                    self.completed(now, wire.online.as_mut(), waiting, outcome);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A handler's answer, through the core's answer rule; an accepted TriggerMessage lets
+    /// its message out while Pending (and a triggered BootNotification goes now).
+    fn on_answer(&mut self, wire: &mut Wire, (id, answer, trigger): HandlerAnswer) {
+        let accepted_trigger = trigger.filter(|_| answer_accepted(&answer));
+        if let Err(error) = wire.conn.answer(Instant::now(), &id, answer) {
+            tracing::warn!(identity = %self.url.identity(), "answer: {error}");
+        } else if let (Some(action), Some(on)) = (accepted_trigger, &mut wire.online) {
+            on.registration.on_trigger_accepted(action);
+            wire.boot_now |= action == "BootNotification";
+        }
+    }
+
+    /// A command of a [`Station`](super::Station) handle while connected.
+    fn on_command(&mut self, wire: &mut Wire, command: Option<Command>) {
+        let now = Instant::now();
+        match command {
+            None | Some(Command::Close) => {
+                wire.closing = true;
+                wire.conn.close(now, CloseCode::NORMAL, "station stopping");
+            }
+            Some(Command::Call { request, reply }) => wire.call(request, reply, &mut self.queue),
+            Some(Command::Queue {
+                request,
+                transaction_of,
+                reply,
+            }) => self.queue_message(&request, transaction_of, reply),
+            Some(Command::Reboot(reason)) => {
+                self.boot_reason = Some(reason);
+                wire.rebooting = true;
+                wire.conn.close(now, CloseCode::NORMAL, "reboot");
+            }
+            Some(Command::HeartbeatInterval(interval)) => {
+                if let Some(on) = &mut wire.online {
+                    on.registration.set_heartbeat_interval(now, interval);
+                    self.publish_heartbeat(on);
+                }
+            }
+            Some(Command::BackOff(back_off)) => self.reconnect.set_policy(back_off),
+        }
+    }
+
+    /// Step 2: puts on the connection what is due and allowed now, in this order: a boot a
+    /// TriggerMessage asked for, the registration's boot or heartbeat, the application's
+    /// held CALLs the registration allows, and the offline queue's head once Accepted.
+    fn send_due(&mut self, wire: &mut Wire, now: Instant) {
+        let Some(on) = &mut wire.online else { return };
+        let version = on.registration.version();
+        if std::mem::take(&mut wire.boot_now) {
+            if let Some(request) = boot_request(version, &self.info, BootReason::Triggered) {
+                if let Ok(id) = wire.conn.call(now, request) {
+                    on.registration.on_call_sent(now, "BootNotification");
+                    wire.outgoing.insert(id, Outgoing::Boot);
+                }
+            }
+        }
+        let due = match on.registration.handle_timeout(now) {
+            Some(Due::Boot) => {
+                let reason = self.boot_reason.unwrap_or(if self.booted_before {
+                    BootReason::Reconnect
+                } else {
+                    BootReason::PowerUp
+                });
+                boot_request(version, &self.info, reason).map(|r| (r, Outgoing::Boot))
+            }
+            Some(Due::Heartbeat) => heartbeat_request(version).map(|r| (r, Outgoing::Heartbeat)),
+            None => None,
+        };
+        if let Some((request, waiting)) = due {
+            let action = request.action();
+            match wire.conn.call(now, request) {
+                Ok(id) => {
+                    on.registration.on_call_sent(now, action);
+                    wire.outgoing.insert(id, waiting);
+                }
+                Err(refused) => {
+                    tracing::debug!(reason = ?refused.reason, "{action} not sent");
+                    if matches!(waiting, Outgoing::Boot) {
+                        on.registration.on_boot_failed(now);
+                    }
+                }
+            }
+        }
+        for (request, reply) in std::mem::take(&mut wire.held) {
+            if !on.registration.may_send(request.action()) {
+                wire.held.push_back((request, reply));
+                continue;
+            }
+            let action = request.action();
+            match wire.conn.call(now, request) {
+                Ok(id) => {
+                    on.registration.on_call_sent(now, action);
+                    let boot = action == "BootNotification";
+                    wire.outgoing.insert(id, Outgoing::Call { reply, boot });
+                }
+                Err(refused) => {
+                    let _ = reply.send(Err(CallFailure::from(refused.reason)));
+                }
+            }
+        }
+        if !on.registration.is_accepted() {
+            return;
+        }
+        if let Some((seq, request)) = self.queue.next(now, version) {
+            let action = request.action();
+            match wire.conn.call(now, request) {
+                Ok(id) => {
+                    on.registration.on_call_sent(now, action);
+                    wire.outgoing.insert(id, Outgoing::Queued(seq));
+                }
+                Err(_) => self.queue.unsent(seq),
+            }
+        }
+    }
+
+    /// The next deadline: the connection's, the registration's, the queue's retry (which
+    /// matters only once its head may go).
+    fn deadline(&self, wire: &Wire) -> Option<Instant> {
+        let registration = wire.online.as_ref().map(|on| &on.registration);
+        [
+            wire.conn.poll_timeout(),
+            registration.and_then(Registration::poll_timeout),
+            registration
+                .filter(|r| r.is_accepted())
+                .and_then(|_| self.queue.poll_timeout()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn publish_heartbeat(&self, on: &Online) {
@@ -624,15 +592,20 @@ impl Task {
         }
     }
 
-    /// What a close means for the station.
-    fn ended(
-        &mut self,
-        closed: Closed,
-        online: Option<Online>,
-        closing: bool,
-        rebooting: bool,
-    ) -> Ended {
-        if let Some(on) = online {
+    /// What a close means for the station: every CALL left over ends as the core says (sent:
+    /// it may have run; held or queued in the core: it was not sent); then reconnect, stop,
+    /// or give up.
+    fn ended(&mut self, mut wire: Wire, closed: Closed) -> Ended {
+        let now = Instant::now();
+        for call in &closed.unanswered_outgoing {
+            if let Some(waiting) = wire.outgoing.remove(&call.id) {
+                self.completed(now, wire.online.as_mut(), waiting, Err(call.failure()));
+            }
+        }
+        for (_, reply) in wire.held.drain(..) {
+            let _ = reply.send(Err(CallFailure::ClosedBeforeSent));
+        }
+        if let Some(on) = wire.online.take() {
             for command in on.link.close() {
                 if let LinkCommand::Call { reply, .. } = command {
                     let _ = reply.send(Err(CallFailure::NotConnected));
@@ -641,10 +614,10 @@ impl Task {
             tokio::spawn(on.app.on_close(closed.clone()));
         }
         tracing::info!(identity = %self.url.identity(), reason = ?closed.reason, "connection ended");
-        if closing {
+        if wire.closing {
             return Ended::Closed;
         }
-        if rebooting {
+        if wire.rebooting {
             return Ended::Reboot;
         }
         let failure = match &closed.reason {
@@ -660,6 +633,92 @@ impl Task {
         match failure {
             Some(failure) if !self.retry_refusals => Ended::Failed(failure),
             _ => Ended::Lost,
+        }
+    }
+}
+
+/// One connection of the station and what waits on it.
+struct Wire {
+    conn: Connection,
+    /// Once the WebSocket is open.
+    online: Option<Online>,
+    /// Our CALLs on the connection, by id.
+    outgoing: HashMap<MessageId<'static>, Outgoing>,
+    /// The application's CALLs the registration does not allow yet.
+    held: VecDeque<(Request, oneshot::Sender<CallOutcome>)>,
+    /// [`Station::close`](super::Station::close) closed it.
+    closing: bool,
+    /// [`Station::reboot`](super::Station::reboot) closed it.
+    rebooting: bool,
+    /// A TriggerMessage(BootNotification) was accepted: boot now.
+    boot_now: bool,
+}
+
+impl Wire {
+    fn new(conn: Connection) -> Self {
+        Wire {
+            conn,
+            online: None,
+            outgoing: HashMap::new(),
+            held: VecDeque::new(),
+            closing: false,
+            rebooting: false,
+            boot_now: false,
+        }
+    }
+
+    /// An application's CALL: a transaction message joins the queue; any other waits here
+    /// until the registration allows it (also during the handshake), or the connection ends.
+    fn call(&mut self, request: Request, reply: oneshot::Sender<CallOutcome>, queue: &mut Queue) {
+        if is_transaction_message(&request) {
+            queue_call(queue, request, reply);
+        } else {
+            self.held.push_back((request, reply));
+        }
+    }
+}
+
+/// A command of the session's handle ([`Session::charge_point`](crate::Session::charge_point)):
+/// its CALLs go the way of [`Station::call`](super::Station::call)'s.
+fn on_link_command(wire: &mut Wire, command: LinkCommand, queue: &mut Queue) {
+    let now = Instant::now();
+    match command {
+        LinkCommand::Call { request, reply } => wire.call(request, reply, queue),
+        LinkCommand::Send { request, reply } => {
+            let result = wire
+                .conn
+                .send(now, request)
+                .map(|_| ())
+                .map_err(|refused| match refused.reason {
+                    RefusalReason::NotOpen => SendError::NotConnected,
+                    RefusalReason::Backpressure => SendError::QueueFull,
+                    _ => SendError::NeedsV21,
+                });
+            let _ = reply.send(result);
+        }
+        LinkCommand::Close { code, reason } => wire.conn.close(now, code, &reason),
+        LinkCommand::Settings(settings) => {
+            let config = settings.apply((**wire.conn.config()).clone());
+            wire.conn.set_config(now, Arc::new(config));
+        }
+        LinkCommand::Abort => wire.conn.handle_eof(now),
+    }
+}
+
+/// A transaction message through [`Station::call`](super::Station::call): queued, and the
+/// caller gets its outcome once delivered.
+fn queue_call(queue: &mut Queue, request: Request, reply: oneshot::Sender<CallOutcome>) {
+    match queue.push(&request, None) {
+        Ok((_, outcome)) => {
+            tokio::spawn(async move {
+                let outcome = outcome.await.unwrap_or(Err(CallFailure::NotConnected));
+                let _ = reply.send(outcome);
+            });
+        }
+        Err(error) => {
+            let _ = reply.send(Err(CallFailure::InvalidRequest {
+                description: format!("not queued: {error}"),
+            }));
         }
     }
 }

@@ -4,6 +4,8 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +14,13 @@ use ocpp_server_core::{
     Answer, CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event,
     MessageId, OcppVersion, Request, Response,
 };
+use ocpp_tokio::rustls;
 use ocpp_tokio::{v1_6, v2_0_1, DateTime};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -441,5 +449,169 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
             .answer(Instant::now(), id, Answer::error(code, "late"))
             .unwrap();
         self.flush().await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Certificates (made by rcgen at test time) and the TLS configurations of security profiles 2
+// and 3.
+
+/// A certificate chain and its private key.
+pub type Identity = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
+
+/// Our CA with a server certificate (for 127.0.0.1 and localhost) and CP001's client
+/// certificate, and a rogue CA with a CP001 certificate of its own.
+pub struct Pki {
+    pub ca: CertificateDer<'static>,
+    pub server: Identity,
+    pub cp001: Identity,
+    pub rogue_ca: CertificateDer<'static>,
+    pub rogue_cp001: Identity,
+}
+
+fn ca(cn: &str) -> (CertificateDer<'static>, Issuer<'static, KeyPair>) {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let cert = params.self_signed(&key).unwrap();
+    (cert.der().clone(), Issuer::new(params, key))
+}
+
+fn leaf(
+    issuer: &Issuer<'_, KeyPair>,
+    cn: &str,
+    names: &[&str],
+    usage: ExtendedKeyUsagePurpose,
+) -> Identity {
+    let key = KeyPair::generate().unwrap();
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let mut params = CertificateParams::new(names).unwrap();
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params.extended_key_usages = vec![usage];
+    let cert = params.signed_by(&key, issuer).unwrap();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+    (vec![cert.der().clone()], key)
+}
+
+pub fn pki() -> Pki {
+    let (our_ca, ours) = ca("OCPP test CA");
+    let (rogue_ca, rogue) = ca("Rogue CA");
+    let client = ExtendedKeyUsagePurpose::ClientAuth;
+    Pki {
+        ca: our_ca,
+        server: leaf(
+            &ours,
+            "csms.test",
+            &["127.0.0.1", "localhost"],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        ),
+        cp001: leaf(&ours, "CP001", &[], client.clone()),
+        rogue_ca,
+        rogue_cp001: leaf(&rogue, "CP001", &[], client),
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn roots(ca: &CertificateDer<'static>) -> Arc<rustls::RootCertStore> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.clone()).unwrap();
+    Arc::new(roots)
+}
+
+/// The server's side: profile 2 without `mutual`, profile 3 (client certificates of our
+/// CA) with.
+pub fn server_tls(pki: &Pki, mutual: bool) -> Arc<rustls::ServerConfig> {
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let builder = if mutual {
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(roots(&pki.ca), provider())
+                .build()
+                .unwrap();
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let (chain, key) = (pki.server.0.clone(), pki.server.1.clone_key());
+    Arc::new(builder.with_single_cert(chain, key).unwrap())
+}
+
+/// The client's side: trusting `ca`, with `identity` as its certificate (profile 3).
+pub fn client_tls(
+    ca: &CertificateDer<'static>,
+    identity: Option<&Identity>,
+) -> Arc<rustls::ClientConfig> {
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots(ca));
+    Arc::new(match identity {
+        Some((chain, key)) => builder
+            .with_client_auth_cert(chain.clone(), key.clone_key())
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes: Python scripts on the PyPI `ocpp` library, the crate's examples.
+
+/// `$PYTHON`, else python3.
+pub fn python() -> String {
+    std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Whether python has `ocpp` and `websockets`; fails instead of skipping when required.
+pub fn python_ocpp_present() -> bool {
+    let present = Command::new(python())
+        .args(["-c", "import ocpp, websockets"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !present {
+        let reason = "python3 with `ocpp` and `websockets` is missing \
+                      (install: bash scripts/interop-ocpp.sh --deps-only)";
+        assert!(
+            std::env::var("OCPP_INTEROP_REQUIRED").as_deref() != Ok("1"),
+            "OCPP_INTEROP_REQUIRED=1 but {reason}"
+        );
+        eprintln!("SKIPPED: {reason}");
+    }
+    present
+}
+
+/// target/debug, the directory above this test's binary (target/debug/deps/..).
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(|deps| deps.parent()).unwrap().into()
+}
+
+/// target/debug/examples/NAME; panics if `cargo test` has not built it.
+pub fn example_binary(name: &str) -> PathBuf {
+    let binary = target_dir()
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        binary.exists(),
+        "{} (built by cargo test)",
+        binary.display()
+    );
+    binary
+}
+
+/// A child process, killed (SIGKILL) and reaped when dropped.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }

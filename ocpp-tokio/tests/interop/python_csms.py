@@ -54,6 +54,15 @@ def status_text(status):
     return getattr(status, "value", status)
 
 
+async def remote_start(cs, request):
+    """Sends `request` (the remote start) from `cs`; emits the status it got back, or the error."""
+    try:
+        answer = await cs.call(request, suppress=False)
+        emit("remote_start", id=cs.id, status=status_text(answer.status))
+    except Exception as e:  # noqa: BLE001
+        emit("remote_start", id=cs.id, error=f"{type(e).__name__}: {e}")
+
+
 class Cs16(Cp16Base):
     """OCPP 1.6 central system side of one connection."""
 
@@ -64,11 +73,7 @@ class Cs16(Cp16Base):
 
     @after("BootNotification")
     async def after_boot(self, **_):
-        try:
-            answer = await self.call(call16.RemoteStartTransaction(id_tag="TAG-1"), suppress=False)
-            emit("remote_start", id=self.id, status=status_text(answer.status))
-        except Exception as e:  # noqa: BLE001
-            emit("remote_start", id=self.id, error=f"{type(e).__name__}: {e}")
+        await remote_start(self, call16.RemoteStartTransaction(id_tag="TAG-1"))
 
     @on("Heartbeat")
     def on_heartbeat(self, **_):
@@ -117,11 +122,7 @@ class Cs201(Cp201Base):
             id_token={"id_token": "TAG-1", "type": enums201.IdTokenEnumType.iso14443},
             remote_start_id=1,
         )
-        try:
-            answer = await self.call(request, suppress=False)
-            emit("remote_start", id=self.id, status=status_text(answer.status))
-        except Exception as e:  # noqa: BLE001
-            emit("remote_start", id=self.id, error=f"{type(e).__name__}: {e}")
+        await remote_start(self, request)
 
     @on("Heartbeat")
     def on_heartbeat(self, **_):
