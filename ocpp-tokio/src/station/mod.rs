@@ -122,9 +122,6 @@ pub enum PermanentFailure {
     /// The central system speaks none of the versions offered.
     #[error("the central system speaks none of the OCPP versions offered")]
     NoCommonVersion,
-    /// The offline store failed: accepted messages could no longer be kept.
-    #[error("offline store: {0}")]
-    Store(String),
 }
 
 /// [`Station::accepted`]: the station stopped before it was accepted.
