@@ -93,7 +93,13 @@ fuzz_target!(|data: &[u8]| {
                 let request = Request::from(v1_6::Request::from(v1_6::ResetRequest {
                     r#type: v1_6::ResetType::Soft,
                 }));
-                let _ = connection.call(now, request);
+                // Every other one with a deadline 0 to 120 s away: queued ones may expire.
+                if op & 8 == 0 {
+                    let _ = connection.call(now, request);
+                } else {
+                    let deadline = now + Duration::from_secs(u64::from(op >> 4) * 8);
+                    let _ = connection.call_with_deadline(now, request, deadline);
+                }
             }
             6 => {
                 let n = usize::from(op >> 3) * 97;

@@ -44,6 +44,10 @@ pub enum CallFailure {
     /// The connection ended while the CALL waited behind another one: it was never written.
     #[error("the connection ended before the CALL was sent")]
     ClosedBeforeSent,
+    /// The CALL's deadline ([`Connection::call_with_deadline`](crate::Connection::call_with_deadline))
+    /// passed while it waited behind another one: it was never written, and never will be.
+    #[error("the deadline passed before the CALL could be sent")]
+    DeadlinePassed,
     /// A cluster's node holding the charge point could not be reached (or Redis is down): the
     /// CALL was not delivered.
     #[error("the node holding the charge point cannot be reached")]
@@ -95,6 +99,7 @@ impl CallFailure {
             | CallFailure::WrongVersion
             | CallFailure::InvalidRequest { .. }
             | CallFailure::ClosedBeforeSent
+            | CallFailure::DeadlinePassed
             | CallFailure::OwnerUnreachable => Delivery::NotSent,
             CallFailure::Timeout | CallFailure::Disconnected => Delivery::Unknown,
             CallFailure::ErrorResponse { .. } | CallFailure::InvalidResponse { .. } => {
@@ -117,6 +122,7 @@ impl From<RefusalReason> for CallFailure {
             RefusalReason::WrongVersion => CallFailure::WrongVersion,
             RefusalReason::QueueFull | RefusalReason::Backpressure => CallFailure::QueueFull,
             RefusalReason::NotOpen => CallFailure::NotConnected,
+            RefusalReason::DeadlinePassed => CallFailure::DeadlinePassed,
             other => CallFailure::InvalidRequest {
                 description: other.to_string(),
             },

@@ -22,16 +22,20 @@ pub(crate) enum Timer {
     Call,
     /// The peer must answer our close frame (or close TCP) by then.
     Close,
+    /// The earliest deadline of our CALLs queued behind the one in flight: those past it end
+    /// unsent ([`CallFailure::DeadlinePassed`](crate::CallFailure::DeadlinePassed)).
+    Queued,
 }
 
 impl Timer {
-    pub(crate) const ALL: [Timer; 6] = [
+    pub(crate) const ALL: [Timer; 7] = [
         Timer::Handshake,
         Timer::Ping,
         Timer::Pong,
         Timer::Idle,
         Timer::Call,
         Timer::Close,
+        Timer::Queued,
     ];
 
     const fn index(self) -> usize {
@@ -54,7 +58,7 @@ const STOPPED: u32 = u32::MAX;
 pub(crate) struct TimerTable {
     epoch: Instant,
     /// Per [`Timer`], milliseconds after `epoch`; [`STOPPED`]: not running.
-    deadlines: [u32; 6],
+    deadlines: [u32; 7],
     /// When the last input arrived, milliseconds after `epoch`.
     last_input: u32,
 }
@@ -64,7 +68,7 @@ impl TimerTable {
     pub(crate) fn new(now: Instant) -> Self {
         TimerTable {
             epoch: now,
-            deadlines: [STOPPED; 6],
+            deadlines: [STOPPED; 7],
             last_input: 0,
         }
     }
@@ -87,7 +91,7 @@ impl TimerTable {
     }
 
     pub(crate) fn stop_all(&mut self) {
-        self.deadlines = [STOPPED; 6];
+        self.deadlines = [STOPPED; 7];
     }
 
     /// The earliest deadline, if any timer is running.

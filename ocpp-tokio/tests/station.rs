@@ -453,6 +453,50 @@ async fn a_call_made_while_pending_waits_for_accepted_on_2_0_1() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_held_past_its_call_timeout_ends_unsent() {
+    // The CSMS keeps the station Pending (next boot in 60 s); the station's call timeout is
+    // 500 ms: its StatusNotification ends DeadlinePassed (safe to retry) and never goes out.
+    let log: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let router = Router::<()>::default()
+        .on(with(
+            &log,
+            |log, _, _: v2_0_1::BootNotificationRequest| async move {
+                log.lock().unwrap().push("BootNotification");
+                Ok(boot201(v2_0_1::RegistrationStatusEnum::Pending, 60))
+            },
+        ))
+        .on(with(
+            &log,
+            |log, _, _: v2_0_1::StatusNotificationRequest| async move {
+                log.lock().unwrap().push("StatusNotification");
+                Ok(v2_0_1::StatusNotificationResponse::default())
+            },
+        ));
+    let csms = Csms::start(router).await;
+    let config = ConnectionConfig::default().call_timeout(Duration::from_millis(500));
+    let station = station(&csms, "CP-HELD", OcppVersion::V2_0_1)
+        .config(config)
+        .connect()
+        .unwrap();
+    until_pending(&station).await;
+    let status = v2_0_1::StatusNotificationRequest::new(
+        time(),
+        v2_0_1::ConnectorStatusEnum::Available,
+        1,
+        1,
+    );
+    let asked = Instant::now();
+    let outcome = bounded("the held call", station.call(status)).await;
+    assert_eq!(outcome.unwrap_err(), CallFailure::DeadlinePassed);
+    assert!(asked.elapsed() >= Duration::from_millis(450));
+    assert!(!CallFailure::DeadlinePassed.may_have_reached_peer());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(*log.lock().unwrap(), ["BootNotification"]);
+    close(&station).await;
+    csms.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_triggered_message_goes_out_while_pending() {
     let log: Arc<Mutex<Vec<&'static str>>> = Arc::default();
     let router = Router::<()>::default()

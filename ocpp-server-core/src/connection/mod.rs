@@ -259,6 +259,8 @@ struct Deflate {
 struct OutgoingCall {
     id: MessageId<'static>,
     request: Request,
+    /// [`Connection::call_with_deadline`]: not written after this; answered by then.
+    deadline: Option<Instant>,
 }
 
 impl Connection {
@@ -488,6 +490,7 @@ impl Connection {
                 None => {}
             },
             Timer::Call => self.call_timed_out(now),
+            Timer::Queued => self.expire_queued(now),
             Timer::Close => {
                 if let State::Closing(reason) = &self.state {
                     let reason = (**reason).clone();

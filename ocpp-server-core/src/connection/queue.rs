@@ -42,6 +42,33 @@ impl<T> LazyQueue<T> {
         self.0.get_or_insert_with(Default::default).push_back(value);
     }
 
+    /// The elements, front to back.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.0.iter().flat_map(|q| q.iter())
+    }
+
+    /// Takes out, in order, the elements `take` picks; the others keep their order.
+    pub(super) fn take_where(&mut self, mut take: impl FnMut(&T) -> bool) -> Vec<T> {
+        let Some(queue) = self.0.as_mut() else {
+            return Vec::new();
+        };
+        let mut taken = Vec::new();
+        for _ in 0..queue.len() {
+            let Some(value) = queue.pop_front() else {
+                break;
+            };
+            if take(&value) {
+                taken.push(value);
+            } else {
+                queue.push_back(value);
+            }
+        }
+        if queue.is_empty() {
+            self.0 = None;
+        }
+        taken
+    }
+
     pub(super) fn pop_front(&mut self) -> Option<T> {
         let queue = self.0.as_mut()?;
         let value = queue.pop_front();

@@ -41,6 +41,9 @@ pub enum RefusalReason {
     /// SEND exists only in OCPP 2.1.
     #[error("SEND needs OCPP 2.1")]
     SendNeedsV21,
+    /// `call_with_deadline` only: the deadline is not after `now`.
+    #[error("the deadline has passed")]
+    DeadlinePassed,
 }
 
 /// A message handed back, with the reason.
@@ -102,6 +105,50 @@ impl Connection {
         now: Instant,
         request: Request,
     ) -> Result<MessageId<'static>, Refused<Request>> {
+        self.call_before(now, request, None)
+    }
+
+    /// [`Connection::call`] with a deadline that holds wherever the CALL waits: a CALL still
+    /// queued behind another at `deadline` ends unsent ([`CallFailure::DeadlinePassed`]: safe
+    /// to retry) and is never written after it; once written, its answer must come by
+    /// `deadline` or the call timeout, whichever is first ([`CallFailure::Timeout`]: it may
+    /// have run). So a caller that gives up at `deadline` knows the CALL will not go out later.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use ocpp_server_core::{v1_6, CallFailure, Connection, Event};
+    ///
+    /// fn remote_start(csms: &mut Connection) {
+    ///     let now = Instant::now();
+    ///     let request = v1_6::RemoteStartTransactionRequest::new("TAG1");
+    ///     let deadline = now + Duration::from_secs(30);
+    ///     if let Err(refused) = csms.call_with_deadline(now, request.into(), deadline) {
+    ///         eprintln!("not sent: {}", CallFailure::from(refused.reason));
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Connection::call`], and [`RefusalReason::DeadlinePassed`] when `deadline` is not
+    /// after `now`.
+    pub fn call_with_deadline(
+        &mut self,
+        now: Instant,
+        request: Request,
+        deadline: Instant,
+    ) -> Result<MessageId<'static>, Refused<Request>> {
+        if deadline <= now {
+            return Err(refuse(RefusalReason::DeadlinePassed, request));
+        }
+        self.call_before(now, request, Some(deadline))
+    }
+
+    fn call_before(
+        &mut self,
+        now: Instant,
+        request: Request,
+        deadline: Option<Instant>,
+    ) -> Result<MessageId<'static>, Refused<Request>> {
         if !self.is_open() {
             return Err(refuse(RefusalReason::NotOpen, request));
         }
@@ -115,11 +162,13 @@ impl Connection {
         let call = OutgoingCall {
             id: id.clone(),
             request,
+            deadline,
         };
         // Nothing in flight means nothing queued (the queue is drained as the line frees):
         // send it at once, without passing through the queue.
         if self.exchange.outgoing().is_some() {
             self.exchange.queue_call(call);
+            self.arm_queued_timer();
         } else {
             self.send_call(now, call);
         }
@@ -514,7 +563,38 @@ impl Connection {
             let Some(call) = self.exchange.next_queued() else {
                 break;
             };
+            // The deadline is checked right before the CALL would be written.
+            if call.deadline.is_some_and(|at| at <= now) {
+                self.push_event(Event::CallCompleted {
+                    action: call.request.action(),
+                    id: call.id,
+                    outcome: Err(CallFailure::DeadlinePassed),
+                });
+                continue;
+            }
             self.send_call(now, call);
+        }
+        self.arm_queued_timer();
+    }
+
+    /// The queued CALLs whose deadline passed end unsent, in their order.
+    pub(super) fn expire_queued(&mut self, now: Instant) {
+        for call in self.exchange.take_expired(now) {
+            self.push_event(Event::CallCompleted {
+                action: call.request.action(),
+                id: call.id,
+                outcome: Err(CallFailure::DeadlinePassed),
+            });
+        }
+        self.arm_queued_timer();
+    }
+
+    /// The queued-deadline timer at the earliest deadline of the queued CALLs (stopped when
+    /// none has one).
+    fn arm_queued_timer(&mut self) {
+        match self.exchange.queued_deadline() {
+            Some(at) => self.timers.set(Timer::Queued, at),
+            None => self.timers.stop(Timer::Queued),
         }
     }
 
@@ -534,7 +614,10 @@ impl Connection {
             });
             return;
         }
-        self.timers.set(Timer::Call, now + self.config.call_timeout);
+        // Answered by the call timeout, or by the CALL's deadline if that comes first.
+        let timeout = now + self.config.call_timeout;
+        let deadline = call.deadline.map_or(timeout, |at| at.min(timeout));
+        self.timers.set(Timer::Call, deadline);
         self.exchange.set_outgoing(call);
     }
 

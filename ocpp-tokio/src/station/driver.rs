@@ -495,13 +495,28 @@ impl Task {
                 }
             }
         }
-        for (request, reply) in std::mem::take(&mut wire.held) {
+        for held in std::mem::take(&mut wire.held) {
+            let Held {
+                request,
+                reply,
+                deadline,
+            } = held;
+            if deadline <= now {
+                // Held past its deadline (the registration never allowed it): never sent.
+                let _ = reply.send(Err(CallFailure::DeadlinePassed));
+                continue;
+            }
             if !on.registration.may_send(request.action()) {
-                wire.held.push_back((request, reply));
+                wire.held.push_back(Held {
+                    request,
+                    reply,
+                    deadline,
+                });
                 continue;
             }
             let action = request.action();
-            match wire.conn.call(now, request) {
+            // The same deadline holds in the core's queue and in flight.
+            match wire.conn.call_with_deadline(now, request, deadline) {
                 Ok(id) => {
                     on.registration.on_call_sent(now, action);
                     let boot = action == "BootNotification";
@@ -537,6 +552,7 @@ impl Task {
             registration
                 .filter(|r| r.is_accepted())
                 .and_then(|_| self.queue.poll_timeout()),
+            wire.held.iter().map(|held| held.deadline).min(),
         ]
         .into_iter()
         .flatten()
@@ -605,8 +621,8 @@ impl Task {
                 self.completed(now, wire.online.as_mut(), waiting, Err(call.failure()));
             }
         }
-        for (_, reply) in wire.held.drain(..) {
-            let _ = reply.send(Err(CallFailure::ClosedBeforeSent));
+        for held in wire.held.drain(..) {
+            let _ = held.reply.send(Err(CallFailure::ClosedBeforeSent));
         }
         if let Some(on) = wire.online.take() {
             for command in on.link.close() {
@@ -648,7 +664,7 @@ struct Wire {
     /// Our CALLs on the connection, by id.
     outgoing: HashMap<MessageId<'static>, Outgoing>,
     /// The application's CALLs the registration does not allow yet.
-    held: VecDeque<(Request, oneshot::Sender<CallOutcome>)>,
+    held: VecDeque<Held>,
     /// [`Station::close`](super::Station::close) closed it.
     closing: bool,
     /// [`Station::reboot`](super::Station::reboot) closed it.
@@ -672,13 +688,28 @@ impl Wire {
 
     /// An application's CALL: a transaction message joins the queue; any other waits here
     /// until the registration allows it (also during the handshake), or the connection ends.
+    /// Its deadline is the call timeout from now: held, queued and in flight together (a
+    /// held CALL past it ends [`CallFailure::DeadlinePassed`], never sent).
     fn call(&mut self, request: Request, reply: oneshot::Sender<CallOutcome>, queue: &mut Queue) {
         if is_transaction_message(&request) {
             queue_call(queue, request, reply);
         } else {
-            self.held.push_back((request, reply));
+            let deadline = Instant::now() + self.conn.config().get_call_timeout();
+            self.held.push_back(Held {
+                request,
+                reply,
+                deadline,
+            });
         }
     }
+}
+
+/// An application's CALL that waits for the registration to allow it.
+struct Held {
+    request: Request,
+    reply: oneshot::Sender<CallOutcome>,
+    /// Not sent after this; answered by then.
+    deadline: Instant,
 }
 
 /// A command of the session's handle ([`Session::charge_point`](crate::Session::charge_point)):

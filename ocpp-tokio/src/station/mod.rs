@@ -15,7 +15,8 @@
 //!   again after the interval the central system gave. Meanwhile only what the version allows
 //!   goes out (a message the central system asked for with TriggerMessage while Pending) and
 //!   comes in (while Pending, not RemoteStart/RemoteStop or RequestStart/RequestStop; while
-//!   Rejected, nothing: CALLERROR SecurityError). Calls made meanwhile wait for Accepted.
+//!   Rejected, nothing: CALLERROR SecurityError). Calls made meanwhile wait for Accepted, at
+//!   most their call timeout (then `DeadlinePassed`: never sent).
 //! - **Heartbeat** at the interval the central system gave (2.x: skipped while other
 //!   messages keep the connection alive).
 //! - **Reconnect** after any loss (close, reset, refused or failed handshake, TLS failure)
@@ -334,10 +335,15 @@ impl Station {
     /// waits for its delivery, across reconnections. Any other CALL fails with
     /// [`CallFailure::NotConnected`] while the station is disconnected, and waits for the
     /// registration to be Accepted while it is connected (OCPP allows nothing else before).
+    /// Its deadline is the call timeout ([`ConnectionConfig::call_timeout`]) from now, for the
+    /// wait and the answer together, by the core's deadline rule
+    /// ([`Connection::call_with_deadline`](ocpp_server_core::Connection::call_with_deadline)):
+    /// a CALL still waiting then ends [`CallFailure::DeadlinePassed`] and is never sent later.
     ///
     /// # Errors
-    /// [`CallFailure`]: e.g. `NotConnected`, `WrongVersion` (a payload of another version than
-    /// the connection's), `Timeout`, `ErrorResponse`.
+    /// [`CallFailure`]: e.g. `NotConnected`, `DeadlinePassed` (not sent: safe to retry),
+    /// `WrongVersion` (a payload of another version than the connection's), `Timeout`,
+    /// `ErrorResponse`.
     pub async fn call<R: TypedCall>(&self, request: R) -> Result<ResponseOf<R>, CallFailure> {
         let response = self.call_raw(request.into_any_request()).await?;
         R::from_response(response)
