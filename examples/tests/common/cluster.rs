@@ -5,12 +5,15 @@ use super::redis_server::RedisServer;
 use super::*;
 use ocpp_messages::v1_6;
 
-/// A server process (`binary`: mio-server or tokio-server) as node `id` on `redis`.
+/// A server process (`binary`: mio-server or tokio-server) as node `id` on `redis`, once it
+/// reads its inbox (commands routed to it before then are refused as not sent).
 pub fn node(binary: &str, redis: &RedisServer, id: &str, extra: &[&str]) -> Server {
     let url = redis.url();
     let mut args = vec!["--redis", url.as_str(), "--node-id", id];
     args.extend_from_slice(extra);
-    Server::start(binary, &args)
+    let server = Server::start(binary, &args);
+    redis.wait_inbox(id);
+    server
 }
 
 pub fn connect(server: &Server, identity: &str) -> ChargePoint {

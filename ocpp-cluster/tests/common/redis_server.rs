@@ -83,6 +83,24 @@ impl RedisServer {
         Some(line)
     }
 
+    /// Waits (blocking, bounded) until `node` reads its inbox (prefix `ocpp`): a command
+    /// routed to a node before then finds no reader, and its caller is told it was not sent
+    /// (`OwnerUnreachable`), so a test that expects delivery waits for this first.
+    pub fn wait_inbox(&self, node: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let channels = self.query(&format!("PUBSUB CHANNELS ocpp:inbox:{node}"));
+            if channels.as_deref() == Some("*1") {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {node} does not read its inbox: {channels:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits (blocking, bounded) until Redis says `node` holds `identity` (prefix `ocpp`).
     pub fn wait_claimed(&self, identity: &str, node: &str) {
         let deadline = Instant::now() + WAIT;
