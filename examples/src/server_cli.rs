@@ -114,6 +114,9 @@ Options:
                          without Sec-WebSocket-Protocol, then close) or `reject-400` (refuse
                          the upgrade with 400, which the OCTT cases TC_088_CSMS and
                          TC_B_58_CSMS expect: use it for a compliance run)
+  --call-timeout-s N     how long a CALL of ours may wait for its answer once sent, and a
+                         command in all (default 30); a command still queued behind another
+                         when its time is up is never sent
   --redis URL            join a cluster of nodes on this Redis (redis://HOST:PORT/): charge
                          points are claimed in Redis, a newer connection on another node
                          closes this one (1008), and an admin command for a charge point held
@@ -176,6 +179,8 @@ pub struct Args {
     pub node_id: Option<String>,
     /// `--cluster-ttl-s`: the claim and node record TTL.
     pub cluster_ttl: Option<Duration>,
+    /// `--call-timeout-s`: the connections' call timeout.
+    pub call_timeout: Option<Duration>,
 }
 
 /// Parses `--flag value` and `--flag=value` by hand: few options, no dependency. `Ok(None)`
@@ -203,6 +208,7 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
         redis: None,
         node_id: None,
         cluster_ttl: None,
+        call_timeout: None,
     };
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -321,6 +327,14 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>
                     .filter(|s| *s > 0)
                     .ok_or("--cluster-ttl-s takes a positive number of seconds")?;
                 parsed.cluster_ttl = Some(Duration::from_secs(seconds));
+            }
+            "--call-timeout-s" => {
+                let seconds: u64 = value()?
+                    .parse()
+                    .ok()
+                    .filter(|s| *s > 0)
+                    .ok_or("--call-timeout-s takes a positive number of seconds")?;
+                parsed.call_timeout = Some(Duration::from_secs(seconds));
             }
             other => return Err(format!("unknown option {other}")),
         }
@@ -499,11 +513,15 @@ pub fn tls_config(args: &Args) -> Result<Option<Arc<rustls::ServerConfig>>, TlsE
 /// Closing waits at most 3 s for the peer. `--no-common-version` decides what a client that
 /// offers no subprotocol we speak gets.
 pub fn connection_config(args: &Args) -> ConnectionConfig {
-    ConnectionConfig::default()
+    let config = ConnectionConfig::default()
         .idle_timeout(None)
         .close_timeout(Duration::from_secs(3))
         .deflate(args.deflate.clone())
-        .no_common_version(args.no_common_version)
+        .no_common_version(args.no_common_version);
+    match args.call_timeout {
+        Some(timeout) => config.call_timeout(timeout),
+        None => config,
+    }
 }
 
 /// Raises the soft limit of open files to the hard limit: each connection is a descriptor.

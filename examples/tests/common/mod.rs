@@ -292,14 +292,21 @@ impl ChargePoint {
 
     /// The next event, reading as needed (at most [`WAIT`]).
     pub fn next_event(&mut self) -> Event {
-        let deadline = Instant::now() + WAIT;
+        self.next_event_within(WAIT).expect("no event in time")
+    }
+
+    /// The next event within `within`, reading as needed; `None` if none came.
+    pub fn next_event_within(&mut self, within: Duration) -> Option<Event> {
+        let deadline = Instant::now() + within;
         let mut buf = [0u8; 16 * 1024];
         loop {
             self.flush();
             if let Some(event) = self.connection.poll_event() {
-                return event;
+                return Some(event);
             }
-            assert!(Instant::now() < deadline, "no event in time");
+            if Instant::now() >= deadline {
+                return None;
+            }
             match self.stream.read(&mut buf) {
                 Ok(0) => self.connection.handle_eof(Instant::now()),
                 Ok(n) => self.connection.handle_data(Instant::now(), &buf[..n]),
