@@ -25,14 +25,29 @@ const CALLER_TIMEOUT_S: &str = "2";
 
 fn a_routed_command_is_never_sent_after_its_deadline(holder_binary: &str, caller_binary: &str) {
     let redis = RedisServer::start();
-    let holder = node(holder_binary, &redis, "h", &["--call-timeout-s", HOLDER_TIMEOUT_S]);
-    let caller = node(caller_binary, &redis, "c", &["--call-timeout-s", CALLER_TIMEOUT_S]);
+    let holder = node(
+        holder_binary,
+        &redis,
+        "h",
+        &["--call-timeout-s", HOLDER_TIMEOUT_S],
+    );
+    let caller = node(
+        caller_binary,
+        &redis,
+        "c",
+        &["--call-timeout-s", CALLER_TIMEOUT_S],
+    );
     let mut cp = connect(&holder, "CPD");
     redis.wait_claimed("CPD", "h");
     // First: a Reset through the holder itself, which the charge point leaves unanswered.
     let admin = holder.admin;
     let first = std::thread::spawn(move || {
-        http(admin, "POST", "/chargepoints/CPD/call/Reset", r#"{"type":"Soft"}"#)
+        http(
+            admin,
+            "POST",
+            "/chargepoints/CPD/call/Reset",
+            r#"{"type":"Soft"}"#,
+        )
     });
     let (reset, request) = cp.expect_call();
     assert_eq!(request.action(), "Reset");
@@ -46,7 +61,10 @@ fn a_routed_command_is_never_sent_after_its_deadline(holder_binary: &str, caller
     );
     let answered = asked.elapsed();
     assert_eq!(status, 504, "{body}");
-    assert!(answered < Duration::from_secs(4), "answered after {answered:?}");
+    assert!(
+        answered < Duration::from_secs(4),
+        "answered after {answered:?}"
+    );
     // The Reset times out on the holder at 4 s (its admin answers 504) and the line frees:
     // the DataTransfer, past its deadline, must not follow.
     let (status, _) = first.join().unwrap();

@@ -81,6 +81,10 @@ impl CommandOutcome {
             LocalFailure::NotConnected | LocalFailure::ClosedBeforeSent => {
                 CommandOutcome::NotConnected
             }
+            // Past the command's deadline before it could be written: its caller has stopped
+            // waiting and was told `timeout` (PROTOCOL.md: "or the command arrived past it and
+            // was not sent").
+            LocalFailure::DeadlinePassed => CommandOutcome::Timeout,
             failure if failure.may_have_reached_peer() => CommandOutcome::Timeout,
             not_sent => error(
                 ErrorCode::GenericError,

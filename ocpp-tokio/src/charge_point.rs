@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::Waker;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ocpp_messages::action::ActionRequest;
 use ocpp_messages::{Request, Response};
@@ -23,6 +23,8 @@ pub(crate) enum Command {
     Call {
         request: Request,
         reply: oneshot::Sender<Result<Response, CallFailure>>,
+        /// Not written after this ([`ChargePoint::call_raw_with_deadline`]).
+        deadline: Option<Instant>,
     },
     Send {
         request: Request,
@@ -348,8 +350,49 @@ impl ChargePoint {
     /// # Errors
     /// Exactly what happened, as a [`CallFailure`].
     pub async fn call_raw(&self, request: Request) -> Result<Response, CallFailure> {
+        self.call_before(request, None).await
+    }
+
+    /// [`ChargePoint::call_raw`] with a deadline that holds wherever the CALL waits (the core's
+    /// rule, [`Connection::call_with_deadline`](ocpp_server_core::Connection::call_with_deadline)):
+    /// still queued behind another CALL at `deadline`, it ends
+    /// [`CallFailure::DeadlinePassed`] and is never written later; written, its answer is due
+    /// by `deadline` (or the call timeout, if sooner). A caller that stops waiting at
+    /// `deadline` knows the CALL will not reach the charge point afterwards.
+    ///
+    /// ```no_run
+    /// # async fn example(cp: ocpp_tokio::ChargePoint, request: ocpp_tokio::ocpp::Request) {
+    /// use std::time::{Duration, Instant};
+    /// let deadline = Instant::now() + Duration::from_secs(10);
+    /// match cp.call_raw_with_deadline(request, deadline).await {
+    ///     Ok(response) => println!("{}", response.action()),
+    ///     Err(failure) => println!("{failure} (may have reached it: {})", failure.may_have_reached_peer()),
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// Exactly what happened, as a [`CallFailure`].
+    pub async fn call_raw_with_deadline(
+        &self,
+        request: Request,
+        deadline: Instant,
+    ) -> Result<Response, CallFailure> {
+        self.call_before(request, Some(deadline)).await
+    }
+
+    async fn call_before(
+        &self,
+        request: Request,
+        deadline: Option<Instant>,
+    ) -> Result<Response, CallFailure> {
         let (reply, answer) = oneshot::channel();
-        match self.link.push(Command::Call { request, reply }) {
+        let command = Command::Call {
+            request,
+            reply,
+            deadline,
+        };
+        match self.link.push(command) {
             Ok(()) => {}
             Err((_, true)) => return Err(CallFailure::QueueFull),
             Err((_, false)) => return Err(CallFailure::NotConnected),
@@ -419,7 +462,11 @@ mod tests {
     fn call() -> Command {
         let (reply, _) = oneshot::channel();
         let request = ocpp_messages::v1_6::HeartbeatRequest::default().into();
-        Command::Call { request, reply }
+        Command::Call {
+            request,
+            reply,
+            deadline: None,
+        }
     }
 
     #[test]

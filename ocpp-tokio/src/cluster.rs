@@ -18,7 +18,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Wake, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
     BoxFuture, CallFailure as RoutedFailure, ClaimTicket, Cluster, ClusterConfig, ClusterError,
@@ -313,8 +313,11 @@ impl Executor for RegistryExecutor {
             }
         };
         Box::pin(async move {
-            // No answer in `timeout`: the CALL may have been sent, as with the core's timeout.
-            let outcome = tokio::time::timeout(timeout, cp.call_raw(request))
+            // The command's deadline goes with the CALL: still queued behind another then, it
+            // is never written (the core's rule); written, its answer is due by then.
+            let deadline = Instant::now() + timeout;
+            let call = cp.call_raw_with_deadline(request, deadline);
+            let outcome = tokio::time::timeout(timeout, call)
                 .await
                 .unwrap_or(Err(CallFailure::Timeout));
             CommandOutcome::from_call(version, &outcome)

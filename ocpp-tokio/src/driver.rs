@@ -232,9 +232,17 @@ where
     /// Applies one command; returns false for `Abort`.
     fn on_command(&mut self, now: Instant, command: Command) -> bool {
         match command {
-            Command::Call { request, reply } => {
+            Command::Call {
+                request,
+                reply,
+                deadline,
+            } => {
                 let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
-                match self.conn.call(now, request) {
+                let called = match deadline {
+                    Some(deadline) => self.conn.call_with_deadline(now, request, deadline),
+                    None => self.conn.call(now, request),
+                };
+                match called {
                     Ok(id) => {
                         if let Some(request) = &hook_request {
                             self.hook(&id, Message::CallOut(request));

@@ -26,8 +26,8 @@ use ocpp_cluster::{
     CLOSE_SUPERSEDED,
 };
 use ocpp_frame::CloseCode;
-use ocpp_messages::{DecodeOptions, ErrorCode};
-use ocpp_server_core::{ChargePointIdentity, Refused, Request};
+use ocpp_messages::DecodeOptions;
+use ocpp_server_core::{CallFailure, ChargePointIdentity, Refused, Request};
 
 use super::admin_socket::{AdminStage, ADMIN_CALL_GRACE};
 use super::event_loop::{Entry, EventLoop};
@@ -338,7 +338,12 @@ impl EventLoop {
             }
         };
         let action = request.action();
-        match s.connection.call(now, request) {
+        // The command's deadline goes with the CALL: still queued behind another then, it is
+        // never written (the core's rule); written, its answer is due by then.
+        match s
+            .connection
+            .call_with_deadline(now, request, now + job.timeout)
+        {
             Ok(id) => {
                 if let Some(identity) = &s.identity {
                     self.shared.csms.on_call_sent(identity, action);
@@ -350,11 +355,8 @@ impl EventLoop {
                 self.service(target, now);
             }
             Err(Refused { reason, .. }) => {
-                answer.complete(CommandOutcome::CallError {
-                    code: ErrorCode::GenericError.as_str(version).to_owned(),
-                    description: format!("the CALL was not sent: {reason}"),
-                    details: "{}".to_owned(),
-                });
+                let refused = Err(CallFailure::from(reason));
+                answer.complete(CommandOutcome::from_call(version, &refused));
             }
         }
     }

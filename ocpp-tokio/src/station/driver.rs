@@ -433,7 +433,9 @@ impl Task {
                 wire.closing = true;
                 wire.conn.close(now, CloseCode::NORMAL, "station stopping");
             }
-            Some(Command::Call { request, reply }) => wire.call(request, reply, &mut self.queue),
+            Some(Command::Call { request, reply }) => {
+                wire.call(request, reply, None, &mut self.queue)
+            }
             Some(Command::Queue {
                 request,
                 transaction_of,
@@ -688,13 +690,20 @@ impl Wire {
 
     /// An application's CALL: a transaction message joins the queue; any other waits here
     /// until the registration allows it (also during the handshake), or the connection ends.
-    /// Its deadline is the call timeout from now: held, queued and in flight together (a
-    /// held CALL past it ends [`CallFailure::DeadlinePassed`], never sent).
-    fn call(&mut self, request: Request, reply: oneshot::Sender<CallOutcome>, queue: &mut Queue) {
+    /// Its deadline (by default the call timeout from now) covers it held, queued and in
+    /// flight (a held CALL past it ends [`CallFailure::DeadlinePassed`], never sent).
+    fn call(
+        &mut self,
+        request: Request,
+        reply: oneshot::Sender<CallOutcome>,
+        deadline: Option<Instant>,
+        queue: &mut Queue,
+    ) {
         if is_transaction_message(&request) {
             queue_call(queue, request, reply);
         } else {
-            let deadline = Instant::now() + self.conn.config().get_call_timeout();
+            let deadline =
+                deadline.unwrap_or_else(|| Instant::now() + self.conn.config().get_call_timeout());
             self.held.push_back(Held {
                 request,
                 reply,
@@ -717,7 +726,11 @@ struct Held {
 fn on_link_command(wire: &mut Wire, command: LinkCommand, queue: &mut Queue) {
     let now = Instant::now();
     match command {
-        LinkCommand::Call { request, reply } => wire.call(request, reply, queue),
+        LinkCommand::Call {
+            request,
+            reply,
+            deadline,
+        } => wire.call(request, reply, deadline, queue),
         LinkCommand::Send { request, reply } => {
             let result = wire
                 .conn
