@@ -48,18 +48,22 @@ pub(super) struct AdminSocket {
 }
 
 impl EventLoop {
+    /// A one-CALL admin command on connection `target`: sent with the admin caller's
+    /// deadline, so that a CALL still queued behind another when the caller gets its answer
+    /// is never written (the core's rule).
     pub(super) fn admin_call(
         &mut self,
         target: Key,
         request: ocpp_server_core::Request,
         reply_to: Key,
+        deadline: Instant,
         now: Instant,
     ) {
         let shared = Arc::clone(&self.shared);
         let response = match self.sockets.get_mut(target) {
             Some(Entry::Ocpp(s)) if s.stage == SocketStage::Live && s.connection.is_open() => {
                 let action = request.action();
-                match s.connection.call(now, request) {
+                match s.connection.call_with_deadline(now, request, deadline) {
                     Ok(id) => {
                         if let Some(identity) = &s.identity {
                             shared.csms.on_call_sent(identity, action);
@@ -173,12 +177,15 @@ impl EventLoop {
                 let Some(handle) = self.admin_wait(key, &identity, 1, now) else {
                     return;
                 };
+                // The CALL's outcome comes by then, within the admin socket's own deadline.
+                let deadline = now + self.shared.connection_config.get_call_timeout();
                 self.shared.send(
                     handle.loop_index,
                     Command::AdminCall {
                         target: handle.key,
                         request,
                         reply_to: key,
+                        deadline,
                     },
                 );
             }

@@ -249,7 +249,8 @@ impl EventLoop {
                     target,
                     request,
                     reply_to,
-                } => self.admin_call(target, request, reply_to, now),
+                    deadline,
+                } => self.admin_call(target, request, reply_to, deadline, now),
                 Command::AdminCalls {
                     target,
                     split,

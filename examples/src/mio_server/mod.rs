@@ -144,6 +144,8 @@ enum Command {
         target: Key,
         request: Request,
         reply_to: Key,
+        /// Not written after this: the admin caller has its answer by then.
+        deadline: std::time::Instant,
     },
     /// Admin interface: send the chunks of `split` one after another on connection
     /// `target`, then answer the admin connection `reply_to` on loop 0.

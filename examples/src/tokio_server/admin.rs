@@ -108,8 +108,11 @@ async fn call(
     // In a task of its own, so that the CSMS hears of the outcome even if the HTTP client
     // goes away.
     let csms = Arc::clone(&admin.app.csms);
+    // Not written after the call timeout from now (the core's rule): the admin caller has its
+    // answer by then, and a CALL still queued behind another never goes out later.
+    let deadline = std::time::Instant::now() + admin.call_timeout;
     let call = tokio::spawn(async move {
-        let outcome = cp.call_raw(request).await;
+        let outcome = cp.call_raw_with_deadline(request, deadline).await;
         call_ended(&csms, &cp, action, &outcome);
         outcome
     });
