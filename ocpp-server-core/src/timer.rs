@@ -48,8 +48,9 @@ const STOPPED: u32 = u32::MAX;
 
 /// One optional deadline per [`Timer`], and when the peer last sent anything.
 ///
-/// Compact: every instant is kept as milliseconds after one `epoch` in a `u32` (44 bytes where
-/// six `Option<Instant>` and an `Instant` took 112; an idle connection is mostly its timers).
+/// Compact: every instant is kept as milliseconds after one `epoch` in a `u32` (48 bytes with
+/// alignment, where seven `Option<Instant>` and an `Instant` would take 128; an idle connection
+/// is mostly its timers).
 /// Deadlines are rounded up to the millisecond, so a timer never fires before its instant (at
 /// most a millisecond after it); the last input is rounded down, so the silence counted from it
 /// is never shorter than it was. Past about 49 days from the epoch, the epoch moves forward to
@@ -158,6 +159,11 @@ impl TimerTable {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_table_stays_small() {
+        assert_eq!(std::mem::size_of::<super::TimerTable>(), 48);
+    }
+
     use super::*;
 
     #[test]
