@@ -289,11 +289,8 @@ where
             }
             Err(refused) => match refused.reason {
                 RefusalReason::Backpressure => self.send_retry.push_front((refused.message, reply)),
-                RefusalReason::NotOpen => {
-                    let _ = reply.send(Err(SendError::NotConnected));
-                }
-                _ => {
-                    let _ = reply.send(Err(SendError::NeedsV21));
+                other => {
+                    let _ = reply.send(Err(SendError::from(other)));
                 }
             },
         }

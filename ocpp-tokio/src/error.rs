@@ -16,6 +16,18 @@ pub enum SendError {
     QueueFull,
 }
 
+/// Why the core refused a SEND, as a handle's error (back-pressure reads as a full queue; a
+/// driver may rather keep the SEND and retry after its next write).
+impl From<ocpp_server_core::RefusalReason> for SendError {
+    fn from(reason: ocpp_server_core::RefusalReason) -> Self {
+        match reason {
+            ocpp_server_core::RefusalReason::NotOpen => SendError::NotConnected,
+            ocpp_server_core::RefusalReason::Backpressure => SendError::QueueFull,
+            _ => SendError::NeedsV21,
+        }
+    }
+}
+
 /// Why the server could not start or serve.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -18,7 +18,7 @@ use ocpp_server_core::station::{
 };
 use ocpp_server_core::{
     Answer, CallFailure, CallOutcome, CloseCode, CloseReason, Closed, ConnectTarget, Connection,
-    ConnectionConfig, Event, MessageId, RefusalReason,
+    ConnectionConfig, Event, MessageId,
 };
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -736,11 +736,7 @@ fn on_link_command(wire: &mut Wire, command: LinkCommand, queue: &mut Queue) {
                 .conn
                 .send(now, request)
                 .map(|_| ())
-                .map_err(|refused| match refused.reason {
-                    RefusalReason::NotOpen => SendError::NotConnected,
-                    RefusalReason::Backpressure => SendError::QueueFull,
-                    _ => SendError::NeedsV21,
-                });
+                .map_err(|refused| SendError::from(refused.reason));
             let _ = reply.send(result);
         }
         LinkCommand::Close { code, reason } => wire.conn.close(now, code, &reason),

@@ -84,8 +84,8 @@ impl Queue {
         request: &Request,
         transaction_of: Option<u64>,
     ) -> Result<(u64, oneshot::Receiver<CallOutcome>), QueueError> {
-        let mut request = request.clone();
         let mut transaction_of = transaction_of;
+        let mut filled = None;
         if let Some(start) = transaction_of {
             if !self.entries.iter().any(|e| e.stored.seq == start) {
                 // The StartTransaction was answered already: its id goes in now.
@@ -93,13 +93,14 @@ impl Queue {
                     .resolved
                     .get(&start)
                     .ok_or(QueueError::UnknownTransaction(start))?;
-                request =
-                    with_transaction_id(&request, id).ok_or(QueueError::NotForATransaction)?;
+                filled =
+                    Some(with_transaction_id(request, id).ok_or(QueueError::NotForATransaction)?);
                 transaction_of = None;
             }
         }
+        let request = filled.as_ref().unwrap_or(request);
         let payload =
-            serde_json::to_string(&request).map_err(|e| QueueError::Encode(e.to_string()))?;
+            serde_json::to_string(request).map_err(|e| QueueError::Encode(e.to_string()))?;
         let stored = StoredMessage {
             seq: self.next_seq,
             version: request.version(),
