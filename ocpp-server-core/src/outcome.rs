@@ -112,6 +112,92 @@ impl CallFailure {
     pub fn may_have_reached_peer(&self) -> bool {
         self.delivery() != Delivery::NotSent
     }
+
+    /// The failure's name, in `snake_case`: how it is spelled on the cluster's wire
+    /// (`ocpp-cluster`'s PROTOCOL.md) and in an admin API's answers.
+    ///
+    /// ```
+    /// use ocpp_server_core::CallFailure;
+    /// assert_eq!(CallFailure::DeadlinePassed.name(), "deadline_passed");
+    /// assert_eq!(CallFailure::from_name("deadline_passed"), Some(CallFailure::DeadlinePassed));
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            CallFailure::NotConnected => "not_connected",
+            CallFailure::QueueFull => "queue_full",
+            CallFailure::WrongVersion => "wrong_version",
+            CallFailure::InvalidRequest { .. } => "invalid_request",
+            CallFailure::ClosedBeforeSent => "closed_before_sent",
+            CallFailure::DeadlinePassed => "deadline_passed",
+            CallFailure::OwnerUnreachable => "owner_unreachable",
+            CallFailure::Timeout => "timeout",
+            CallFailure::Disconnected => "disconnected",
+            CallFailure::ErrorResponse { .. } => "call_error",
+            CallFailure::InvalidResponse { .. } => "invalid_response",
+        }
+    }
+
+    /// The failure of that [`name`](CallFailure::name), for those without fields (the ones with
+    /// a description or an error code are built by whoever has them); `None` otherwise.
+    pub fn from_name(name: &str) -> Option<CallFailure> {
+        Some(match name {
+            "not_connected" => CallFailure::NotConnected,
+            "queue_full" => CallFailure::QueueFull,
+            "wrong_version" => CallFailure::WrongVersion,
+            "closed_before_sent" => CallFailure::ClosedBeforeSent,
+            "deadline_passed" => CallFailure::DeadlinePassed,
+            "owner_unreachable" => CallFailure::OwnerUnreachable,
+            "timeout" => CallFailure::Timeout,
+            "disconnected" => CallFailure::Disconnected,
+            _ => return None,
+        })
+    }
+
+    /// The HTTP status an admin API answers a command with when its CALL came to this: the one
+    /// table every path uses (local or through a cluster, on any server). A status a client
+    /// would retry (503) is only used when the CALL certainly was not sent; one that may have
+    /// reached the charge point is 504 whatever happened to it.
+    ///
+    /// | failure | [`Delivery`] | status |
+    /// | --- | --- | --- |
+    /// | `ErrorResponse`, `InvalidResponse` (the charge point answered) | `Answered` | 502 |
+    /// | `NotConnected` (connected to no node) | `NotSent` | 404 |
+    /// | `InvalidRequest` (the request does not fit the charge point's version) | `NotSent` | 400 |
+    /// | `WrongVersion` (a typed request of another version) | `NotSent` | 409 |
+    /// | `QueueFull`, `ClosedBeforeSent`, `DeadlinePassed`, `OwnerUnreachable` | `NotSent` | 503: retry |
+    /// | `Timeout`, `Disconnected` (sent, no answer) | `Unknown` | 504: may have run |
+    ///
+    /// A CALLRESULT is 200.
+    ///
+    /// ```
+    /// use ocpp_server_core::CallFailure;
+    /// assert_eq!(CallFailure::OwnerUnreachable.http_status(), 503);
+    /// assert_eq!(CallFailure::Disconnected.http_status(), 504);
+    /// ```
+    pub fn http_status(&self) -> u16 {
+        match self {
+            CallFailure::ErrorResponse { .. } | CallFailure::InvalidResponse { .. } => 502,
+            CallFailure::NotConnected => 404,
+            CallFailure::InvalidRequest { .. } => 400,
+            CallFailure::WrongVersion => 409,
+            CallFailure::QueueFull
+            | CallFailure::ClosedBeforeSent
+            | CallFailure::DeadlinePassed
+            | CallFailure::OwnerUnreachable => 503,
+            CallFailure::Timeout | CallFailure::Disconnected => 504,
+        }
+    }
+}
+
+impl Delivery {
+    /// `not_sent`, `unknown` or `answered`: how an admin API spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Delivery::NotSent => "not_sent",
+            Delivery::Unknown => "unknown",
+            Delivery::Answered => "answered",
+        }
+    }
 }
 
 /// Why [`Connection::call`](crate::Connection::call) refused a CALL, as its outcome (never
@@ -126,6 +212,59 @@ impl From<RefusalReason> for CallFailure {
             other => CallFailure::InvalidRequest {
                 description: other.to_string(),
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_failure() -> Vec<CallFailure> {
+        vec![
+            CallFailure::NotConnected,
+            CallFailure::QueueFull,
+            CallFailure::WrongVersion,
+            CallFailure::InvalidRequest {
+                description: "x".into(),
+            },
+            CallFailure::ClosedBeforeSent,
+            CallFailure::DeadlinePassed,
+            CallFailure::OwnerUnreachable,
+            CallFailure::Timeout,
+            CallFailure::Disconnected,
+            CallFailure::ErrorResponse {
+                code: ErrorCode::NotSupported,
+                description: "x".into(),
+                details: "{}".into(),
+            },
+            CallFailure::InvalidResponse {
+                description: "x".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn a_retryable_status_is_never_given_to_a_call_that_may_have_run() {
+        for failure in every_failure() {
+            let status = failure.http_status();
+            match failure.delivery() {
+                Delivery::NotSent => assert!(status < 500 || status == 503, "{failure:?}"),
+                Delivery::Unknown => assert_eq!(status, 504, "{failure:?}"),
+                Delivery::Answered => assert_eq!(status, 502, "{failure:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_name_is_distinct_and_reads_back() {
+        let failures = every_failure();
+        let names: std::collections::HashSet<&str> = failures.iter().map(|f| f.name()).collect();
+        assert_eq!(names.len(), failures.len());
+        for failure in failures {
+            if let Some(back) = CallFailure::from_name(failure.name()) {
+                assert_eq!(back, failure);
+            }
         }
     }
 }
