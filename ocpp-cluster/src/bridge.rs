@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
+use ocpp_server_core::OcppVersion;
+
 use crate::executor::BoxFuture;
 use crate::{
     CallFailure, Claim, ClaimTicket, Cluster, ClusterConfig, ClusterError, ClusterEvent,
@@ -53,7 +55,8 @@ pub struct Job {
 #[non_exhaustive]
 pub enum BridgeOutput {
     /// A claim from [`ClusterBridge::claim`] was registered (`epoch: Some`) or is held locally
-    /// until Redis answers (`None`).
+    /// until Redis answers (`None`): either way the claim attempt is over, and a server that
+    /// held the charge point's handshake answer for it sends it now (PROTOCOL.md 6.1).
     Registered {
         /// The identity.
         identity: String,
@@ -82,6 +85,20 @@ pub enum BridgeOutput {
         request: RequestId,
         /// As [`Cluster::refresh`].
         result: Result<Vec<crate::Superseded>, ClusterError>,
+    },
+    /// The answer to [`ClusterBridge::locate`].
+    Located {
+        /// The request.
+        request: RequestId,
+        /// As [`Cluster::locate`].
+        result: Result<Option<crate::Located>, ClusterError>,
+    },
+    /// The answer to [`ClusterBridge::list`].
+    Listed {
+        /// The request.
+        request: RequestId,
+        /// As [`Cluster::list`].
+        result: Result<Vec<crate::Located>, ClusterError>,
     },
     /// The answer to [`ClusterBridge::drain`].
     Drained {
@@ -129,6 +146,14 @@ enum Request {
     },
     Refresh {
         request: RequestId,
+    },
+    Locate {
+        request: RequestId,
+        identity: String,
+    },
+    List {
+        request: RequestId,
+        limit: usize,
     },
     Drain {
         request: RequestId,
@@ -201,7 +226,7 @@ impl Executor for BridgeExecutor {
         Box::pin(async move {
             let _slot = slot;
             // The loop dropped the job without an answer: the charge point is gone.
-            rx.await.unwrap_or(CommandOutcome::NotConnected)
+            rx.await.unwrap_or(Err(CallFailure::NotConnected))
         })
     }
 }
@@ -226,7 +251,7 @@ impl Executor for BridgeExecutor {
 ///         BridgeOutput::CallDone { request: r, result } if r == request => println!("{result:?}"),
 ///         BridgeOutput::Execute(job) => {
 ///             // Send job.action to job.identity's socket; when it answers:
-///             bridge.complete(job.id, CommandOutcome::Result("{}".into()));
+///             bridge.complete(job.id, Ok("{}".into()));
 ///         }
 ///         BridgeOutput::Event(event) => println!("{event:?}: close that socket with 1008"),
 ///         _ => {}
@@ -306,11 +331,23 @@ impl ClusterBridge {
         self.cluster.node_id()
     }
 
+    /// The configuration in force.
+    pub fn config(&self) -> &ClusterConfig {
+        self.cluster.config()
+    }
+
     /// Takes `identity`: held locally at once (commands route here from now on), registered in
     /// Redis by the cluster thread ([`BridgeOutput::Registered`] follows). If the queue is full
-    /// the next refresh round registers it.
+    /// the next refresh round registers it and nothing follows: a server waiting for the
+    /// output bounds its wait ([`ClusterConfig::claim_wait`]).
     pub fn claim(&self, identity: &str) -> ClaimTicket {
-        let ticket = self.cluster.hold(identity);
+        self.claim_as(identity, None)
+    }
+
+    /// [`ClusterBridge::claim`], recording the OCPP version of the connection with the claim
+    /// ([`Cluster::claim_as`]).
+    pub fn claim_as(&self, identity: &str, version: Option<OcppVersion>) -> ClaimTicket {
+        let ticket = self.cluster.hold(identity, version);
         // With the queue full the claim stays pending: the next refresh round registers it.
         let _ = self.send(Request::Register {
             identity: identity.to_owned(),
@@ -357,6 +394,25 @@ impl ClusterBridge {
     pub fn refresh(&self) -> Result<RequestId, BridgeError> {
         let request = self.request_id();
         self.send(Request::Refresh { request })?;
+        Ok(request)
+    }
+
+    /// Reads where `identity` is connected in the cluster ([`BridgeOutput::Located`] follows);
+    /// see [`Cluster::locate`].
+    pub fn locate(&self, identity: &str) -> Result<RequestId, BridgeError> {
+        let request = self.request_id();
+        self.send(Request::Locate {
+            request,
+            identity: identity.to_owned(),
+        })?;
+        Ok(request)
+    }
+
+    /// Reads where every charge point of the cluster is connected ([`BridgeOutput::Listed`]
+    /// follows); see [`Cluster::list`].
+    pub fn list(&self, limit: usize) -> Result<RequestId, BridgeError> {
+        let request = self.request_id();
+        self.send(Request::List { request, limit })?;
         Ok(request)
     }
 
@@ -479,6 +535,14 @@ async fn serve(cluster: Cluster, out: Outputs, request: Request) {
         Request::Refresh { request } => BridgeOutput::Refreshed {
             request,
             result: cluster.refresh().await,
+        },
+        Request::Locate { request, identity } => BridgeOutput::Located {
+            request,
+            result: cluster.locate(&identity).await,
+        },
+        Request::List { request, limit } => BridgeOutput::Listed {
+            request,
+            result: cluster.list(limit).await,
         },
         Request::Drain { request } => BridgeOutput::Drained {
             request,

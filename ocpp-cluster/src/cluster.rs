@@ -8,13 +8,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::{FutureExt, StreamExt};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
+use crate::claims::{Begin, ClaimTable, RefreshReply, Refreshed, Registered, Work};
+use crate::link::RedisLink;
 use crate::scripts::Scripts;
 use crate::{wire, CallFailure, ClusterConfig, ClusterError, CommandOutcome, Executor};
+use ocpp_server_core::OcppVersion;
 
 /// The WebSocket close code (RFC 6455 §7.4.1, policy violation) a server closes a socket with
 /// when its claim was superseded by a newer connection on another node.
@@ -41,7 +43,7 @@ const INBOX_PING: Duration = Duration::from_secs(1);
 /// it, so that a stale connection's release never drops a newer connection's claim.
 /// Non-zero, so that an `Option<ClaimTicket>` in every socket record is 8 bytes, not 16.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ClaimTicket(NonZeroU64);
+pub struct ClaimTicket(pub(crate) NonZeroU64);
 
 impl ClaimTicket {
     /// The ticket's number (unique per node process, from 1).
@@ -72,7 +74,9 @@ pub struct Superseded {
     pub identity: String,
     /// The ticket of the local claim that is gone.
     pub ticket: ClaimTicket,
-    /// The epoch that was superseded (0 if it had never been registered).
+    /// The epoch of this node's claim that was superseded, as the message or refresh named it:
+    /// it can be newer than [`Claim::epoch`] (Redis restored the claim meanwhile); 0 if it had
+    /// never been registered.
     pub epoch: u64,
     /// The node that holds it now; empty if the newer claim was already released.
     pub by_node: String,
@@ -91,25 +95,6 @@ pub enum ClusterEvent {
 /// The events of one node, in the order they happened (unbounded: read them).
 pub type ClusterEvents = mpsc::UnboundedReceiver<ClusterEvent>;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ClaimState {
-    /// Not registered in Redis (Redis down); the next refresh round claims it.
-    Pending,
-    /// `claim.lua` in flight.
-    Registering,
-    /// Registered under this epoch.
-    Held(u64),
-}
-
-#[derive(Debug)]
-struct LocalClaim {
-    ticket: ClaimTicket,
-    state: ClaimState,
-    /// A `superseded` message that arrived while `claim.lua` was in flight: (epoch, by_node,
-    /// by_epoch). Applied when the registration returns that epoch.
-    early: Option<(u64, String, u64)>,
-}
-
 /// One node of the cluster: a cheap handle to clone. Dropping the last handle stops the node's
 /// background tasks without releasing anything (as a crash would: the claims expire); call
 /// [`Cluster::drain`] first to leave cleanly.
@@ -121,7 +106,7 @@ struct LocalClaim {
 /// # async fn run() -> Result<(), ocpp_cluster::ClusterError> {
 /// // How this node runs a command for a charge point it holds (here: answers at once).
 /// let executor = |_id: &str, _action: &str, _payload: &str, _timeout: Duration|
-///     -> BoxFuture<CommandOutcome> { Box::pin(async { CommandOutcome::Result("{}".into()) }) };
+///     -> BoxFuture<CommandOutcome> { Box::pin(async { Ok("{}".to_owned()) }) };
 /// let config = ClusterConfig::new("redis://127.0.0.1:6379/", "csms-a");
 /// let (cluster, mut events) = Cluster::start(config, executor)?;
 ///
@@ -160,14 +145,15 @@ impl Drop for Tasks {
     }
 }
 
-struct Shared {
-    config: ClusterConfig,
-    client: redis::Client,
-    redis: ConnectionManager,
+pub(crate) struct Shared {
+    pub(crate) config: ClusterConfig,
+    /// Every command goes through it: one Redis, or the master Sentinel names (`link.rs`).
+    pub(crate) redis: RedisLink,
     scripts: Scripts,
     executor: Arc<dyn Executor>,
     events: mpsc::UnboundedSender<ClusterEvent>,
-    claims: Mutex<HashMap<String, LocalClaim>>,
+    /// The local claims (`claims.rs` decides; this node runs the scripts and acts).
+    claims: Mutex<ClaimTable>,
     pending: Mutex<HashMap<String, oneshot::Sender<CommandOutcome>>>,
     /// Command ids executed or dropped here, with the time (Unix ms) they may be forgotten.
     seen: Mutex<HashMap<String, u64>>,
@@ -215,7 +201,7 @@ fn millis(d: Duration) -> u64 {
     (d.as_millis() as u64).max(1)
 }
 
-fn parse_epoch(text: &str) -> Result<u64, ClusterError> {
+pub(crate) fn parse_epoch(text: &str) -> Result<u64, ClusterError> {
     text.parse()
         .map_err(|_| ClusterError::Protocol(format!("epoch {text:?} is not a number")))
 }
@@ -237,24 +223,15 @@ impl Cluster {
     ) -> Result<(Cluster, ClusterEvents), ClusterError> {
         config.validate()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| ClusterError::NoRuntime)?;
-        let client = redis::Client::open(config.redis_url.as_str())
-            .map_err(|e| ClusterError::Config(format!("redis url: {e}")))?;
-        let manager_config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.redis_timeout))
-            .set_response_timeout(Some(config.redis_timeout))
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(20))
-            .set_max_delay(config.redis_timeout);
-        let redis = ConnectionManager::new_lazy_with_config(client.clone(), manager_config)?;
+        let redis = RedisLink::open(&config, &runtime)?;
         let (events, events_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             config,
-            client,
             redis,
             scripts: Scripts::new(),
             executor,
             events,
-            claims: Mutex::new(HashMap::new()),
+            claims: Mutex::new(ClaimTable::default()),
             pending: Mutex::new(HashMap::new()),
             seen: Mutex::new(HashMap::new()),
             next_ticket: AtomicU64::new(1),
@@ -299,7 +276,21 @@ impl Cluster {
     /// with Redis down the claim has no epoch yet and is registered when Redis returns. Waits
     /// at most the Redis timeout.
     pub async fn claim(&self, identity: &str) -> Claim {
-        let ticket = self.shared.hold(identity);
+        self.claim_as(identity, None).await
+    }
+
+    /// [`Cluster::claim`], recording the OCPP version of the charge point's connection with
+    /// the claim, for the other nodes ([`Cluster::locate`], [`Cluster::list`]): an application
+    /// on any node can then pick the action that version has.
+    ///
+    /// ```no_run
+    /// # async fn run(cluster: ocpp_cluster::Cluster) {
+    /// use ocpp_server_core::OcppVersion;
+    /// let claim = cluster.claim_as("CP-1", Some(OcppVersion::V2_0_1)).await;
+    /// # }
+    /// ```
+    pub async fn claim_as(&self, identity: &str, version: Option<OcppVersion>) -> Claim {
+        let ticket = self.shared.hold(identity, version);
         let epoch = self.shared.register(identity, ticket).await.ok().flatten();
         Claim {
             identity: identity.to_owned(),
@@ -310,8 +301,8 @@ impl Cluster {
 
     /// Holds `identity` locally at once and returns its ticket; registration runs in the
     /// background (what a non-async caller needs).
-    pub(crate) fn hold(&self, identity: &str) -> ClaimTicket {
-        self.shared.hold(identity)
+    pub(crate) fn hold(&self, identity: &str, version: Option<OcppVersion>) -> ClaimTicket {
+        self.shared.hold(identity, version)
     }
 
     pub(crate) async fn register(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
@@ -330,14 +321,7 @@ impl Cluster {
     /// Drops the local claim made with `ticket` if it is still the current one; its epoch if it
     /// was registered.
     pub(crate) fn forget(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
-        let mut claims = lock(&self.shared.claims);
-        match claims.get(identity) {
-            Some(c) if c.ticket == ticket => match claims.remove(identity).map(|c| c.state) {
-                Some(ClaimState::Held(epoch)) => Some(epoch),
-                _ => None,
-            },
-            _ => None,
-        }
+        lock(&self.shared.claims).forget(identity, ticket)
     }
 
     /// The Redis half of a release (a registration in flight releases its own result when it
@@ -355,49 +339,16 @@ impl Cluster {
 
     /// The local claim on `identity`, if this node holds it (no Redis call).
     pub fn holds(&self, identity: &str) -> Option<Claim> {
-        lock(&self.shared.claims).get(identity).map(|c| Claim {
-            identity: identity.to_owned(),
-            ticket: c.ticket,
-            epoch: match c.state {
-                ClaimState::Held(e) => Some(e),
-                _ => None,
-            },
-        })
+        lock(&self.shared.claims).claim(identity)
     }
 
     /// Every claim this node holds.
     pub fn claims(&self) -> Vec<Claim> {
-        lock(&self.shared.claims)
-            .iter()
-            .map(|(identity, c)| Claim {
-                identity: identity.clone(),
-                ticket: c.ticket,
-                epoch: match c.state {
-                    ClaimState::Held(e) => Some(e),
-                    _ => None,
-                },
-            })
-            .collect()
+        lock(&self.shared.claims).all()
     }
 
-    /// Where `identity` is connected according to Redis: the holder's node id and the claim's
-    /// epoch, or `None` without a live claim (one Redis call, bounded).
-    pub async fn locate(&self, identity: &str) -> Result<Option<(String, u64)>, ClusterError> {
-        let mut redis = self.shared.redis.clone();
-        let (node, epoch): (Option<String>, Option<String>) = self
-            .shared
-            .bounded(
-                redis::cmd("HMGET")
-                    .arg(self.shared.config.claim_key(identity))
-                    .arg("node")
-                    .arg("epoch")
-                    .query_async(&mut redis),
-            )
-            .await?;
-        match (node, epoch) {
-            (Some(node), Some(epoch)) if !node.is_empty() => Ok(Some((node, parse_epoch(&epoch)?))),
-            _ => Ok(None),
-        }
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     /// Sends CALL `action` with `payload_json` to charge point `identity` wherever it is
@@ -437,7 +388,8 @@ impl Cluster {
 }
 
 /// Puts a claim whose `claim.lua` did not complete (the future was dropped) back to
-/// `Pending`, so that the next refresh round registers it.
+/// `Pending`, so that the next refresh round registers it (or drops it, if a `superseded`
+/// message kept meanwhile says so: [`ClaimTable::register_done`]).
 struct InFlight<'a> {
     shared: &'a Shared,
     identity: &'a str,
@@ -448,11 +400,9 @@ struct InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if self.armed {
-            if let Some(c) = lock(&self.shared.claims).get_mut(self.identity) {
-                if c.ticket == self.ticket && c.state == ClaimState::Registering {
-                    c.state = ClaimState::Pending;
-                    c.early = None;
-                }
+            let lost = lock(&self.shared.claims).register_abandoned(self.identity, self.ticket);
+            if let Some(lost) = lost {
+                self.shared.emit(lost);
             }
         }
     }
@@ -480,7 +430,7 @@ impl Shared {
         }
     }
 
-    async fn bounded<T>(
+    pub(crate) async fn bounded<T>(
         &self,
         work: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, ClusterError> {
@@ -499,24 +449,18 @@ impl Shared {
         let _ = self.events.send(ClusterEvent::Superseded(lost));
     }
 
-    fn hold(&self, identity: &str) -> ClaimTicket {
+    fn hold(&self, identity: &str, version: Option<OcppVersion>) -> ClaimTicket {
         // The counter starts at 1; it would reach 0 again only after 2^64 claims.
         let number = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         let ticket = ClaimTicket(NonZeroU64::new(number).unwrap_or(NonZeroU64::MIN));
-        lock(&self.claims).insert(
-            identity.to_owned(),
-            LocalClaim {
-                ticket,
-                state: ClaimState::Pending,
-                early: None,
-            },
-        );
+        lock(&self.claims).hold(identity, ticket, version);
         ticket
     }
 
     /// Runs `claim.lua` for a local claim in state `Pending` (moved to `Registering` for the
     /// time it runs; back to `Pending` if this future is dropped or Redis fails). `Ok(None)`:
-    /// nothing to do (released, or another registration of it is in flight).
+    /// nothing to do (released, or another registration of it is in flight). What the answer
+    /// means is [`ClaimTable::register_done`]'s.
     async fn register(
         &self,
         identity: &str,
@@ -527,24 +471,16 @@ impl Shared {
         let done = self.registered.notified();
         tokio::pin!(done);
         done.as_mut().enable();
-        let in_flight = {
-            let mut claims = lock(&self.claims);
-            match claims.get_mut(identity) {
-                Some(c) if c.ticket == ticket && c.state == ClaimState::Pending => {
-                    c.state = ClaimState::Registering;
-                    false
-                }
-                Some(c) if c.ticket == ticket => match c.state {
-                    ClaimState::Held(epoch) => return Ok(Some(epoch)),
-                    _ => true,
-                },
-                _ => return Ok(None),
+        let begin = lock(&self.claims).begin_register(identity, ticket);
+        match begin {
+            Begin::Run => {}
+            Begin::InFlight => {
+                let wait = self.config.redis_timeout + Duration::from_millis(100);
+                let _ = tokio::time::timeout(wait, done).await;
+                return Ok(self.epoch_of(identity, ticket));
             }
-        };
-        if in_flight {
-            let wait = self.config.redis_timeout + Duration::from_millis(100);
-            let _ = tokio::time::timeout(wait, done).await;
-            return Ok(self.epoch_of(identity, ticket));
+            Begin::Held(epoch) => return Ok(Some(epoch)),
+            Begin::Gone => return Ok(None),
         }
         let mut in_flight = InFlight {
             shared: self,
@@ -553,6 +489,7 @@ impl Shared {
             armed: true,
         };
         let config = &self.config;
+        let version = lock(&self.claims).version_of(identity);
         let mut redis = self.redis.clone();
         let answer: Result<Vec<String>, ClusterError> = match self.housekeeping_permit().await {
             Ok(_permit) => {
@@ -561,10 +498,12 @@ impl Shared {
                         .claim
                         .key(config.claim_key(identity))
                         .key(config.epoch_key())
+                        .key(config.since_key())
                         .arg(&config.node_id)
                         .arg(millis(config.claim_ttl))
                         .arg(config.inbox_prefix())
                         .arg(identity)
+                        .arg(version.map(OcppVersion::subprotocol).unwrap_or(""))
                         .invoke_async(&mut redis),
                 )
                 .await
@@ -572,57 +511,30 @@ impl Shared {
             Err(e) => Err(e),
         };
         let epoch = answer.and_then(|v| parse_epoch(v.first().map(String::as_str).unwrap_or("")));
-        // Decided under the lock, acted on after it.
-        enum Then {
-            Done,
-            Lost(Superseded),
-            GiveBack(u64),
-        }
         in_flight.armed = false;
-        let then = {
-            let mut claims = lock(&self.claims);
-            let newer = claims.get(identity).is_some_and(|c| c.ticket != ticket);
-            match (
-                &epoch,
-                claims.get_mut(identity).filter(|c| c.ticket == ticket),
-            ) {
-                (Ok(epoch), Some(claim)) => match claim.early.take() {
-                    Some((early, by_node, by_epoch)) if early == *epoch => {
-                        claims.remove(identity);
-                        Then::Lost(Superseded {
-                            identity: identity.to_owned(),
-                            ticket,
-                            epoch: *epoch,
-                            by_node,
-                            by_epoch,
-                        })
-                    }
-                    _ => {
-                        claim.state = ClaimState::Held(*epoch);
-                        Then::Done
-                    }
-                },
-                // Released (or replaced by a newer local claim) while claim.lua ran. A newer
-                // local claim owns the key now (refresh adopts it); otherwise give it back.
-                (Ok(epoch), None) if !newer => Then::GiveBack(*epoch),
-                (Ok(_), None) => Then::Done,
-                (Err(e), Some(claim)) => {
-                    claim.state = ClaimState::Pending;
-                    claim.early = None;
-                    tracing::warn!(identity, error = %e, "claim not registered; retried when Redis answers");
-                    Then::Done
-                }
-                (Err(_), None) => Then::Done,
-            }
-        };
+        let then = lock(&self.claims).register_done(identity, ticket, epoch.as_ref().ok().copied());
         // Wake a registration waiting on this one, now that the state is settled.
         self.registered.notify_waiters();
         match then {
-            Then::Done => {}
-            Then::Lost(lost) => self.emit(lost),
-            Then::GiveBack(epoch) => {
+            Registered::Held { epoch, recheck } => {
+                if recheck {
+                    // A refresh round passed over this claim while claim.lua ran: refresh it
+                    // now, for a takeover whose message the inbox may have dropped.
+                    if let Err(e) = self.refresh_claim(identity, ticket, epoch).await {
+                        tracing::debug!(identity, error = %e, "refresh after registration failed");
+                    }
+                }
+            }
+            Registered::Lost(lost) => self.emit(lost),
+            Registered::Pending => {
+                if let Err(e) = &epoch {
+                    tracing::warn!(identity, error = %e, "claim not registered; retried when Redis answers");
+                }
+            }
+            Registered::GiveBack(epoch) => {
                 let _ = self.release_epoch(identity, epoch).await;
             }
+            Registered::Nothing => {}
         }
         epoch.map(Some)
     }
@@ -646,17 +558,11 @@ impl Shared {
     }
 
     fn epoch_of(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
-        match lock(&self.claims).get(identity) {
-            Some(c) if c.ticket == ticket => match c.state {
-                ClaimState::Held(epoch) => Some(epoch),
-                _ => None,
-            },
-            _ => None,
-        }
+        lock(&self.claims).epoch_of(identity, ticket)
     }
 
     fn holds(&self, identity: &str) -> bool {
-        lock(&self.claims).contains_key(identity)
+        lock(&self.claims).contains(identity)
     }
 
     async fn execute_local(
@@ -668,7 +574,7 @@ impl Shared {
     ) -> CommandOutcome {
         let now = unix_ms();
         if now >= deadline_ms {
-            return CommandOutcome::Timeout;
+            return Err(CallFailure::DeadlinePassed);
         }
         let left = Duration::from_millis(deadline_ms - now);
         // A panicking executor is the server's bug; the caller still gets one answer.
@@ -681,14 +587,11 @@ impl Shared {
         match tokio::time::timeout(left, work).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => {
+                // Nothing says whether it wrote the CALL: an answer that may have run.
                 tracing::error!(identity, action, "the executor panicked");
-                CommandOutcome::CallError {
-                    code: "InternalError".to_owned(),
-                    description: "the command's executor failed".to_owned(),
-                    details: "{}".to_owned(),
-                }
+                Err(CallFailure::Timeout)
             }
-            Err(_) => CommandOutcome::Timeout,
+            Err(_) => Err(CallFailure::Timeout),
         }
     }
 
@@ -704,14 +607,11 @@ impl Shared {
             if self.holds(identity) {
                 return self
                     .execute_local(identity, action, payload_json, deadline_ms)
-                    .await
-                    .into_result();
+                    .await;
             }
             let Ok(payload) = serde_json::from_str::<&RawValue>(payload_json) else {
-                return Err(CallFailure::CallError {
-                    code: "InternalError".to_owned(),
+                return Err(CallFailure::InvalidRequest {
                     description: "the command's payload is not valid JSON".to_owned(),
-                    details: "{}".to_owned(),
                 });
             };
             if !self.inbox_up.load(Ordering::Acquire) {
@@ -747,10 +647,12 @@ impl Shared {
                     self.scripts
                         .route
                         .key(config.claim_key(identity))
+                        .key(config.since_key())
                         .arg(config.node_prefix())
                         .arg(config.inbox_prefix())
                         .arg(&config.node_id)
                         .arg(&message)
+                        .arg(millis(config.claim_ttl))
                         .invoke_async(&mut redis),
                 )
                 .await;
@@ -765,6 +667,9 @@ impl Shared {
                 Some("none") => return Err(CallFailure::NotConnected),
                 // Redis names us but we hold nothing: a stale claim of ours (its release failed).
                 Some("self") => return Err(CallFailure::NotConnected),
+                // Presence cannot know (Redis lost its data moments ago, or the holder stopped
+                // refreshing): the charge point may be connected; the CALL was not sent.
+                Some("unknown") => return Err(CallFailure::OwnerUnreachable),
                 Some("dead") | Some("unreachable") => return Err(CallFailure::OwnerUnreachable),
                 Some("sent") => {}
                 _ => return Err(CallFailure::OwnerUnreachable),
@@ -774,11 +679,16 @@ impl Shared {
                 // The slot was dropped (cannot happen while we hold it) or the deadline passed.
                 _ => return Err(CallFailure::Timeout),
             };
-            if outcome == CommandOutcome::NotConnected && attempt == 0 {
-                // The holder lost it between our lookup and its delivery: look again once.
+            // Not sent because the holder no longer held it (it left or moved between our
+            // lookup and its delivery): look again once.
+            let moved = matches!(
+                outcome,
+                Err(CallFailure::NotConnected | CallFailure::ClosedBeforeSent)
+            );
+            if moved && attempt == 0 {
                 continue;
             }
-            return outcome.into_result();
+            return outcome;
         }
         Err(CallFailure::NotConnected)
     }
@@ -788,7 +698,10 @@ impl Shared {
         let mut backoff = Duration::from_millis(50);
         loop {
             match self.subscribe(&channel).await {
-                Ok((mut sink, mut stream)) => {
+                Ok((mut sink, mut stream, moved)) => {
+                    // The link followed a failover: subscribe on the new master.
+                    let moved = moved.wait();
+                    tokio::pin!(moved);
                     backoff = Duration::from_millis(50);
                     self.inbox_up.store(true, Ordering::Release);
                     self.refresh_now.notify_one();
@@ -801,6 +714,7 @@ impl Shared {
                                 Some(message) => self.dispatch(message.get_payload_bytes()),
                                 None => break,
                             },
+                            _ = &mut moved => break,
                             _ = ping.tick() => {
                                 let pong = tokio::time::timeout(
                                     self.config.redis_timeout,
@@ -813,6 +727,7 @@ impl Shared {
                         }
                     }
                     self.inbox_up.store(false, Ordering::Release);
+                    self.redis.suspect();
                     tracing::warn!(node = %self.config.node_id, "inbox connection lost");
                 }
                 Err(e) => {
@@ -827,11 +742,18 @@ impl Shared {
     async fn subscribe(
         &self,
         channel: &str,
-    ) -> Result<(redis::aio::PubSubSink, redis::aio::PubSubStream), ClusterError> {
-        let pubsub = self.bounded(self.client.get_async_pubsub()).await?;
+    ) -> Result<
+        (
+            redis::aio::PubSubSink,
+            redis::aio::PubSubStream,
+            crate::link::MasterMoved,
+        ),
+        ClusterError,
+    > {
+        let (pubsub, moved) = self.bounded(self.redis.pubsub()).await?;
         let (mut sink, stream) = pubsub.split();
         self.bounded(sink.subscribe(channel)).await?;
-        Ok((sink, stream))
+        Ok((sink, stream, moved))
     }
 
     fn dispatch(self: &Arc<Self>, bytes: &[u8]) {
@@ -865,28 +787,12 @@ impl Shared {
         }
     }
 
+    /// A `superseded` message (PROTOCOL.md 5.3); [`ClaimTable::superseded`] decides.
     fn superseded(&self, msg: wire::Superseded<'_>) {
-        let mut claims = lock(&self.claims);
-        let Some(claim) = claims.get_mut(&*msg.identity) else {
-            return;
-        };
-        match claim.state {
-            ClaimState::Held(epoch) if epoch == msg.epoch => {
-                let ticket = claim.ticket;
-                claims.remove(&*msg.identity);
-                drop(claims);
-                self.emit(Superseded {
-                    identity: msg.identity.into_owned(),
-                    ticket,
-                    epoch: msg.epoch,
-                    by_node: msg.by_node.into_owned(),
-                    by_epoch: msg.by_epoch,
-                });
-            }
-            ClaimState::Registering => {
-                claim.early = Some((msg.epoch, msg.by_node.into_owned(), msg.by_epoch));
-            }
-            _ => {}
+        let lost =
+            lock(&self.claims).superseded(&msg.identity, msg.epoch, &msg.by_node, msg.by_epoch);
+        if let Some(lost) = lost {
+            self.emit(lost);
         }
     }
 
@@ -911,9 +817,9 @@ impl Shared {
         }
         let outcome = if unix_ms() >= command.deadline_ms {
             tracing::info!(id = %command.id, "command past its deadline: not executed");
-            CommandOutcome::Timeout
+            Err(CallFailure::DeadlinePassed)
         } else if !self.holds(&command.identity) {
-            CommandOutcome::NotConnected
+            Err(CallFailure::NotConnected)
         } else {
             self.execute_local(
                 &command.identity,
@@ -960,21 +866,14 @@ impl Shared {
         let now = unix_ms();
         lock(&self.seen).retain(|_, forget_at| *forget_at > now);
         let node_result = self.write_node_record().await;
-        let work: Vec<(String, ClaimTicket, ClaimState)> = {
-            lock(&self.claims)
-                .iter()
-                .map(|(identity, c)| (identity.clone(), c.ticket, c.state))
-                .collect()
-        };
+        // A claim whose claim.lua is in flight is refreshed once registered (`recheck`).
+        let work = lock(&self.claims).round();
         let results: Vec<Result<Option<Superseded>, ClusterError>> =
             futures_util::stream::iter(work)
-                .map(|(identity, ticket, state)| async move {
-                    match state {
-                        ClaimState::Pending => self.register(&identity, ticket).await.map(|_| None),
-                        ClaimState::Registering => Ok(None),
-                        ClaimState::Held(epoch) => {
-                            self.refresh_claim(&identity, ticket, epoch).await
-                        }
+                .map(|(identity, ticket, work)| async move {
+                    match work {
+                        Work::Register => self.register(&identity, ticket).await.map(|_| None),
+                        Work::Refresh(epoch) => self.refresh_claim(&identity, ticket, epoch).await,
                     }
                 })
                 .buffer_unordered(REFRESH_CONCURRENCY)
@@ -1031,6 +930,7 @@ impl Shared {
         epoch: u64,
     ) -> Result<Option<Superseded>, ClusterError> {
         let config = &self.config;
+        let version = lock(&self.claims).version_of(identity);
         let mut redis = self.redis.clone();
         let answer: Vec<String> = self
             .bounded(
@@ -1038,59 +938,55 @@ impl Shared {
                     .refresh
                     .key(config.claim_key(identity))
                     .key(config.epoch_key())
+                    .key(config.since_key())
                     .arg(&config.node_id)
                     .arg(millis(config.claim_ttl))
+                    .arg(version.map(OcppVersion::subprotocol).unwrap_or(""))
                     .invoke_async(&mut redis),
             )
             .await?;
         let field = |i: usize| answer.get(i).map(String::as_str).unwrap_or("");
-        let mut claims = lock(&self.claims);
-        let Some(claim) = claims
-            .get_mut(identity)
-            .filter(|c| c.ticket == ticket && c.state == ClaimState::Held(epoch))
-        else {
-            return Ok(None);
-        };
-        match field(0) {
-            "held" | "restored" => {
-                let now_epoch = parse_epoch(field(1))?;
-                if field(0) == "restored" {
-                    tracing::info!(identity, epoch = now_epoch, "claim restored");
-                }
-                claim.state = ClaimState::Held(now_epoch);
-                Ok(None)
+        let reply = match field(0) {
+            "held" => RefreshReply::Held(parse_epoch(field(1))?),
+            "restored" => {
+                let epoch = parse_epoch(field(1))?;
+                tracing::info!(identity, epoch, "claim restored");
+                RefreshReply::Restored(epoch)
             }
-            "lost" => {
-                claims.remove(identity);
-                drop(claims);
-                let lost = Superseded {
-                    identity: identity.to_owned(),
-                    ticket,
-                    epoch,
-                    by_node: field(1).to_owned(),
-                    by_epoch: parse_epoch(field(2)).unwrap_or(0),
-                };
+            "lost" => RefreshReply::Lost {
+                node: field(1).to_owned(),
+                epoch: parse_epoch(field(2)).unwrap_or(0),
+            },
+            other => {
+                return Err(ClusterError::Protocol(format!(
+                    "refresh.lua answered {other:?}"
+                )))
+            }
+        };
+        let refreshed = lock(&self.claims).refresh_done(identity, ticket, epoch, reply);
+        match refreshed {
+            Refreshed::Done => Ok(None),
+            Refreshed::Lost(lost) => {
                 self.emit(lost.clone());
                 Ok(Some(lost))
             }
-            other => Err(ClusterError::Protocol(format!(
-                "refresh.lua answered {other:?}"
-            ))),
+            Refreshed::GiveBack(epoch) => {
+                // Released while refresh.lua ran, which restored it: give it back.
+                let _ = self.release_epoch(identity, epoch).await;
+                Ok(None)
+            }
         }
     }
 
     async fn drain(&self) -> Result<usize, ClusterError> {
         let _round = self.round.lock().await;
         self.draining.store(true, Ordering::Release);
-        let held: Vec<(String, ClaimState)> = lock(&self.claims)
-            .drain()
-            .map(|(identity, c)| (identity, c.state))
-            .collect();
+        let held = lock(&self.claims).drain();
         let results: Vec<Result<bool, ClusterError>> = futures_util::stream::iter(held)
-            .map(|(identity, state)| async move {
-                match state {
-                    ClaimState::Held(epoch) => self.release_epoch(&identity, epoch).await,
-                    _ => Ok(false),
+            .map(|(identity, epoch)| async move {
+                match epoch {
+                    Some(epoch) => self.release_epoch(&identity, epoch).await,
+                    None => Ok(false),
                 }
             })
             .buffer_unordered(REFRESH_CONCURRENCY)

@@ -19,7 +19,13 @@ use crate::ClusterError;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ClusterConfig {
-    /// The Redis URL (`redis://host:port/db`).
+    /// Where the cluster's Redis is, one of:
+    /// - `redis://[user:password@]host:port[/db]`: one Redis (any URL the `redis` crate opens);
+    /// - `redis+sentinel://[user:password@]host:port[,host:port...]/service[?db=N]`: the master
+    ///   of `service` as Redis Sentinel names it, asked of these sentinels (port 26379 when
+    ///   left out), and followed through failovers (PROTOCOL.md 1). The user and password (both
+    ///   percent-decoded) and the database are those of the data nodes; the sentinels are
+    ///   asked without a password.
     pub redis_url: String,
     /// This node's id, unique in the cluster (e.g. the host name).
     pub node_id: String,
@@ -96,6 +102,22 @@ impl ClusterConfig {
             .unwrap_or_else(|| self.claim_ttl.min(self.node_ttl) / 3)
     }
 
+    /// How long a server holds a charge point's handshake answer (the 101) for its claim
+    /// (PROTOCOL.md 6.1): twice the Redis timeout, the bound of `claim.lua` with room for the
+    /// queue before it. Past it the charge point is served with its claim pending (Redis down
+    /// or too slow) and registered by a later refresh round.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ocpp_cluster::ClusterConfig;
+    ///
+    /// let config = ClusterConfig::new("redis://127.0.0.1:6379/", "csms-a");
+    /// assert_eq!(config.claim_wait(), Duration::from_secs(1));
+    /// ```
+    pub fn claim_wait(&self) -> Duration {
+        self.redis_timeout.saturating_mul(2)
+    }
+
     pub(crate) fn validate(&self) -> Result<(), ClusterError> {
         let bad = |why: &str| Err(ClusterError::Config(why.to_owned()));
         if self.node_id.is_empty() {
@@ -114,7 +136,21 @@ impl ClusterConfig {
         if self.redis_timeout.is_zero() {
             return bad("the Redis timeout is zero");
         }
+        self.redis_target()?;
         Ok(())
+    }
+
+    /// The Redis URL, read: one address, or a service behind Sentinel.
+    pub(crate) fn redis_target(&self) -> Result<RedisTarget, ClusterError> {
+        let url = self.redis_url.as_str();
+        match url.get(..SENTINEL_SCHEME.len()) {
+            Some(scheme) if scheme.eq_ignore_ascii_case(SENTINEL_SCHEME) => {
+                SentinelTarget::parse(&url[SENTINEL_SCHEME.len()..])
+                    .map(RedisTarget::Sentinel)
+                    .map_err(|why| ClusterError::Config(format!("redis url: {why}")))
+            }
+            _ => Ok(RedisTarget::Direct(self.redis_url.clone())),
+        }
     }
 
     pub(crate) fn claim_key(&self, identity: &str) -> String {
@@ -123,10 +159,240 @@ impl ClusterConfig {
     pub(crate) fn epoch_key(&self) -> String {
         format!("{}:epoch", self.key_prefix)
     }
+    pub(crate) fn since_key(&self) -> String {
+        format!("{}:since", self.key_prefix)
+    }
     pub(crate) fn node_prefix(&self) -> String {
         format!("{}:node:", self.key_prefix)
     }
     pub(crate) fn inbox_prefix(&self) -> String {
         format!("{}:inbox:", self.key_prefix)
+    }
+}
+
+/// The scheme of a Redis reached through Sentinel.
+const SENTINEL_SCHEME: &str = "redis+sentinel://";
+/// The port of a sentinel given without one.
+const SENTINEL_PORT: u16 = 26379;
+
+/// Where the cluster's Redis is ([`ClusterConfig::redis_url`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RedisTarget {
+    /// One Redis, opened with the URL as it is.
+    Direct(String),
+    /// The master of a service, asked of its sentinels.
+    Sentinel(SentinelTarget),
+}
+
+/// `redis+sentinel://[user:password@]host:port[,host:port...]/service[?db=N]`, read.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct SentinelTarget {
+    /// The sentinels (host, port), in the order given.
+    pub(crate) sentinels: Vec<(String, u16)>,
+    /// The service (`sentinel monitor <service> ...`).
+    pub(crate) service: String,
+    /// The data nodes' user, if any.
+    pub(crate) username: Option<String>,
+    /// The data nodes' password, if any.
+    pub(crate) password: Option<String>,
+    /// The data nodes' database.
+    pub(crate) db: i64,
+}
+
+impl std::fmt::Debug for SentinelTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentinelTarget")
+            .field("sentinels", &self.sentinels)
+            .field("service", &self.service)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("db", &self.db)
+            .finish()
+    }
+}
+
+impl SentinelTarget {
+    /// Reads what follows `redis+sentinel://`.
+    fn parse(rest: &str) -> Result<Self, String> {
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (authority, path) = rest
+            .split_once('/')
+            .ok_or("no service name (redis+sentinel://host:port/service)")?;
+        let service = percent_decode(path.strip_suffix('/').unwrap_or(path))?;
+        if service.is_empty() || service.contains('/') {
+            return Err(format!("bad service name {path:?}"));
+        }
+        let (userinfo, hosts) = match authority.rsplit_once('@') {
+            Some((userinfo, hosts)) => (Some(userinfo), hosts),
+            None => (None, authority),
+        };
+        let (username, password) = match userinfo {
+            None => (None, None),
+            Some(userinfo) => {
+                let (user, password) = match userinfo.split_once(':') {
+                    Some((user, password)) => (user, Some(password)),
+                    None => (userinfo, None),
+                };
+                let user = percent_decode(user)?;
+                let password = password.map(percent_decode).transpose()?;
+                ((!user.is_empty()).then_some(user), password)
+            }
+        };
+        let sentinels = hosts
+            .split(',')
+            .map(sentinel_address)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut db = 0;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("db", n)) => {
+                    db = n
+                        .parse::<i64>()
+                        .ok()
+                        .filter(|n| *n >= 0)
+                        .ok_or(format!("bad database {n:?}"))?;
+                }
+                _ => return Err(format!("unknown parameter {pair:?} (only db=N)")),
+            }
+        }
+        Ok(SentinelTarget {
+            sentinels,
+            service,
+            username,
+            password,
+            db,
+        })
+    }
+}
+
+/// `host:port`, `host` (port 26379), `[v6]:port` or `[v6]`.
+fn sentinel_address(text: &str) -> Result<(String, u16), String> {
+    let bad = || format!("bad sentinel address {text:?} (host:port)");
+    let (host, port) = match text.strip_prefix('[') {
+        Some(v6) => {
+            let (host, after) = v6.split_once(']').ok_or_else(bad)?;
+            match after {
+                "" => (host, None),
+                _ => (host, Some(after.strip_prefix(':').ok_or_else(bad)?)),
+            }
+        }
+        None => match text.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (text, None),
+        },
+    };
+    let port = match port {
+        None => SENTINEL_PORT,
+        Some(port) => port
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or_else(bad)?,
+    };
+    if host.is_empty() || (host.contains(['/', '@', ':']) && !text.starts_with('[')) {
+        return Err(bad());
+    }
+    Ok((host.to_owned(), port))
+}
+
+/// Decodes `%XX` escapes (a URL's user, password or service name).
+fn percent_decode(text: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let byte = text
+                .get(i + 1..i + 3)
+                .filter(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+                .ok_or_else(|| format!("bad escape in {text:?}"))?;
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("{text:?} is not UTF-8 once decoded"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str) -> Result<RedisTarget, ClusterError> {
+        ClusterConfig::new(url, "a").redis_target()
+    }
+
+    fn sentinel(url: &str) -> SentinelTarget {
+        match target(url) {
+            Ok(RedisTarget::Sentinel(t)) => t,
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_plain_url_is_used_as_it_is() {
+        let url = "redis://u:p@127.0.0.1:6379/2";
+        assert_eq!(target(url).unwrap(), RedisTarget::Direct(url.to_owned()));
+    }
+
+    #[test]
+    fn a_sentinel_url_names_its_sentinels_and_service() {
+        let t = sentinel("redis+sentinel://10.0.0.1:26379,10.0.0.2:26380,s3/svc");
+        assert_eq!(
+            t.sentinels,
+            [
+                ("10.0.0.1".to_owned(), 26379),
+                ("10.0.0.2".to_owned(), 26380),
+                ("s3".to_owned(), 26379)
+            ]
+        );
+        assert_eq!(t.service, "svc");
+        assert_eq!((t.username, t.password, t.db), (None, None, 0));
+
+        let t = sentinel("REDIS+SENTINEL://app:p%40ss%3Aw@[::1]:5000,[fe80::1]/my%20svc/?db=3");
+        assert_eq!(
+            t.sentinels,
+            [("::1".to_owned(), 5000), ("fe80::1".to_owned(), 26379)]
+        );
+        assert_eq!(t.service, "my svc");
+        assert_eq!(t.username.as_deref(), Some("app"));
+        assert_eq!(t.password.as_deref(), Some("p@ss:w"));
+        assert_eq!(t.db, 3);
+        assert!(
+            !format!("{t:?}").contains("p@ss"),
+            "the password is not logged"
+        );
+
+        let t = sentinel("redis+sentinel://:secret@h:1/svc");
+        assert_eq!((t.username, t.password.as_deref()), (None, Some("secret")));
+    }
+
+    #[test]
+    fn a_bad_sentinel_url_is_refused() {
+        for url in [
+            "redis+sentinel://h:26379",
+            "redis+sentinel://h:26379/",
+            "redis+sentinel:///svc",
+            "redis+sentinel://h:26379,/svc",
+            "redis+sentinel://h:0/svc",
+            "redis+sentinel://h:port/svc",
+            "redis+sentinel://h:1:2/svc",
+            "redis+sentinel://[::1/svc",
+            "redis+sentinel://h/a/b",
+            "redis+sentinel://h/svc?db=-1",
+            "redis+sentinel://h/svc?db=x",
+            "redis+sentinel://h/svc?timeout=1",
+            "redis+sentinel://h/sv%zz",
+            "redis+sentinel://h/%ff",
+        ] {
+            let config = ClusterConfig::new(url, "a");
+            assert!(
+                matches!(config.validate(), Err(ClusterError::Config(_))),
+                "{url} accepted"
+            );
+        }
     }
 }

@@ -12,9 +12,13 @@
 //! - **Routing**: [`Cluster::call`] runs the command through the local [`Executor`] if this node
 //!   holds the charge point, or publishes it to the holder's inbox (`route.lua`) and waits for
 //!   the one reply; at most once, never past its deadline, always one answer within the
-//!   timeout ([`CallFailure`]).
+//!   timeout: the core's [`CallFailure`] when there is no CALLRESULT, the same vocabulary as
+//!   a local CALL, each saying whether the CALL may have reached the charge point
+//!   ([`Delivery`]).
 //! - **Failures**: every Redis call is bounded; with Redis down local work goes on and remote
-//!   calls fail fast; when Redis returns every claim is registered again.
+//!   calls fail fast; when Redis returns every claim is registered again. Behind Redis
+//!   Sentinel (`redis+sentinel://`, [`ClusterConfig::redis_url`]) a node finds the master
+//!   through the sentinels and follows it through a failover (PROTOCOL.md 1.1).
 //!
 //! Two faces: [`Cluster`] (async, tokio) and [`ClusterBridge`] (its own thread; non-blocking
 //! calls, outputs through a channel and a wake callback, for a mio loop).
@@ -27,10 +31,13 @@
 )]
 
 mod bridge;
+mod claims;
 mod cluster;
 mod config;
+mod directory;
 mod error;
 mod executor;
+mod link;
 pub mod scripts;
 mod wire;
 
@@ -39,5 +46,7 @@ pub use cluster::{
     Claim, ClaimTicket, Cluster, ClusterEvent, ClusterEvents, Superseded, CLOSE_SUPERSEDED,
 };
 pub use config::ClusterConfig;
-pub use error::{CallFailure, ClusterError};
-pub use executor::{BoxFuture, CommandOutcome, Executor};
+pub use directory::Located;
+pub use error::ClusterError;
+pub use executor::{command_outcome, BoxFuture, CommandOutcome, Executor};
+pub use ocpp_server_core::{CallFailure, Delivery};

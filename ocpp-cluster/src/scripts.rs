@@ -11,13 +11,17 @@ pub const REFRESH: &str = include_str!("scripts/refresh.lua");
 pub const RELEASE: &str = include_str!("scripts/release.lua");
 /// `route.lua`: find the holder of an identity and publish a command to its inbox.
 pub const ROUTE: &str = include_str!("scripts/route.lua");
+/// `failover.lua`: a node that follows a Sentinel failover marks the new master as one that
+/// may have lost data (`since`) and lifts the epoch counter above the old master's.
+pub const FAILOVER: &str = include_str!("scripts/failover.lua");
 
 /// Every script with its file name, in the order PROTOCOL.md lists them.
-pub const ALL: [(&str, &str); 4] = [
+pub const ALL: [(&str, &str); 5] = [
     ("claim.lua", CLAIM),
     ("refresh.lua", REFRESH),
     ("release.lua", RELEASE),
     ("route.lua", ROUTE),
+    ("failover.lua", FAILOVER),
 ];
 
 /// The scripts prepared once per cluster (their SHA-1 computed; `EVALSHA`, then `EVAL` on

@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use ocpp_server_core::{CallFailure, ErrorCode, OcppVersion};
+
 use crate::CommandOutcome;
 
 /// Only the `type` field, read first to pick the message's shape.
@@ -66,56 +68,61 @@ pub(crate) struct Superseded<'a> {
 /// Serialises the reply to command `id` with `outcome`. A payload or details that is not
 /// valid JSON text becomes a CALLERROR `InternalError` (the caller must get valid JSON).
 pub(crate) fn encode_reply(id: &str, outcome: &CommandOutcome) -> String {
-    let bad = || Reply {
-        kind: "reply".into(),
-        id: id.into(),
-        status: "call_error".into(),
-        payload: None,
-        code: Some("InternalError".into()),
-        description: Some("the charge point's answer is not valid JSON".into()),
-        details: None,
+    let invalid_json = |what: &str| CallFailure::InvalidResponse {
+        description: format!("the charge point's {what} is not valid JSON"),
     };
-    let reply = match outcome {
-        CommandOutcome::Result(payload) => match serde_json::from_str::<&RawValue>(payload) {
-            Ok(raw) => Reply {
-                kind: "reply".into(),
-                id: id.into(),
-                status: "result".into(),
-                payload: Some(raw),
-                code: None,
-                description: None,
-                details: None,
-            },
-            Err(_) => bad(),
+    let substitute;
+    let failure = match outcome {
+        Ok(payload) => match serde_json::from_str::<&RawValue>(payload) {
+            Ok(raw) => {
+                let mut reply = Reply::bare(id, "result");
+                reply.payload = Some(raw);
+                return to_json(&reply);
+            }
+            Err(_) => {
+                substitute = invalid_json("CALLRESULT");
+                &substitute
+            }
         },
-        CommandOutcome::CallError {
+        Err(CallFailure::ErrorResponse { details, .. })
+            if serde_json::from_str::<&RawValue>(details_or_empty(details)).is_err() =>
+        {
+            substitute = invalid_json("CALLERROR's details");
+            &substitute
+        }
+        Err(failure) => failure,
+    };
+    let mut reply = Reply::bare(id, failure.name());
+    match failure {
+        CallFailure::ErrorResponse {
             code,
             description,
             details,
         } => {
-            let details = if details.trim().is_empty() {
-                "{}"
-            } else {
-                details
-            };
-            match serde_json::from_str::<&RawValue>(details) {
-                Ok(raw) => Reply {
-                    kind: "reply".into(),
-                    id: id.into(),
-                    status: "call_error".into(),
-                    payload: None,
-                    code: Some(code.as_str().into()),
-                    description: Some(description.as_str().into()),
-                    details: Some(raw),
-                },
-                Err(_) => bad(),
-            }
+            reply.code = Some(code.as_str(OcppVersion::V2_0_1).into());
+            reply.description = Some(description.as_str().into());
+            reply.details = serde_json::from_str(details_or_empty(details)).ok();
         }
-        CommandOutcome::NotConnected => Reply::bare(id, "not_connected"),
-        CommandOutcome::Timeout => Reply::bare(id, "timeout"),
-    };
-    // Serialising these strings and checked raw values cannot fail.
-    serde_json::to_string(&reply).unwrap_or_default()
+        CallFailure::InvalidRequest { description }
+        | CallFailure::InvalidResponse { description } => {
+            reply.description = Some(description.as_str().into());
+        }
+        _ => {}
+    }
+    to_json(&reply)
+}
+
+/// Serialising these strings and checked raw values cannot fail.
+fn to_json(reply: &Reply<'_>) -> String {
+    serde_json::to_string(reply).unwrap_or_default()
+}
+
+fn details_or_empty(details: &str) -> &str {
+    if details.trim().is_empty() {
+        "{}"
+    } else {
+        details
+    }
 }
 
 impl<'a> Reply<'a> {
@@ -131,30 +138,34 @@ impl<'a> Reply<'a> {
         }
     }
 
-    /// The outcome this reply carries; an unknown status reads as a CALLERROR so that the
-    /// caller still gets exactly one answer.
+    /// The command's outcome this reply carries. A status this node does not know (a newer
+    /// node's) reads as [`CallFailure::Timeout`]: nothing says the CALL was not sent, so the
+    /// caller must treat it as one that may have run.
     pub(crate) fn outcome(&self) -> CommandOutcome {
+        let description = || self.description.as_deref().unwrap_or("").to_owned();
         match &*self.status {
-            "result" => CommandOutcome::Result(
-                self.payload
-                    .map(|p| p.get().to_owned())
-                    .unwrap_or_else(|| "{}".to_owned()),
-            ),
-            "call_error" => CommandOutcome::CallError {
-                code: self.code.as_deref().unwrap_or("InternalError").to_owned(),
-                description: self.description.as_deref().unwrap_or("").to_owned(),
+            "result" => Ok(self
+                .payload
+                .map(|p| p.get().to_owned())
+                .unwrap_or_else(|| "{}".to_owned())),
+            "call_error" => Err(CallFailure::ErrorResponse {
+                code: ErrorCode::parse(self.code.as_deref().unwrap_or("InternalError")),
+                description: description(),
                 details: self
                     .details
                     .map(|d| d.get().to_owned())
                     .unwrap_or_else(|| "{}".to_owned()),
-            },
-            "not_connected" => CommandOutcome::NotConnected,
-            "timeout" => CommandOutcome::Timeout,
-            other => CommandOutcome::CallError {
-                code: "InternalError".to_owned(),
-                description: format!("unknown reply status {other:?}"),
-                details: "{}".to_owned(),
-            },
+            }),
+            "invalid_request" => Err(CallFailure::InvalidRequest {
+                description: description(),
+            }),
+            "invalid_response" => Err(CallFailure::InvalidResponse {
+                description: description(),
+            }),
+            other => Err(CallFailure::from_name(other).unwrap_or_else(|| {
+                tracing::warn!(status = other, "unknown reply status: read as a timeout");
+                CallFailure::Timeout
+            })),
         }
     }
 }
@@ -163,72 +174,101 @@ impl<'a> Reply<'a> {
 mod tests {
     use super::*;
 
+    fn call_error(code: ErrorCode, description: &str) -> CommandOutcome {
+        Err(CallFailure::ErrorResponse {
+            code,
+            description: description.to_owned(),
+            details: "{}".to_owned(),
+        })
+    }
+
     #[test]
     fn replies_are_spelled_as_protocol_md_says_and_read_back() {
         let cases = [
             (
-                CommandOutcome::Result(r#"{"status":"Accepted"}"#.to_owned()),
+                Ok(r#"{"status":"Accepted"}"#.to_owned()),
                 r#"{"type":"reply","id":"x","status":"result","payload":{"status":"Accepted"}}"#,
             ),
             (
-                CommandOutcome::CallError {
-                    code: "NotSupported".to_owned(),
-                    description: "not here".to_owned(),
-                    details: String::new(),
-                },
+                call_error(ErrorCode::NotSupported, "not here"),
                 r#"{"type":"reply","id":"x","status":"call_error","code":"NotSupported","description":"not here","details":{}}"#,
             ),
             (
-                CommandOutcome::NotConnected,
+                Err(CallFailure::NotConnected),
                 r#"{"type":"reply","id":"x","status":"not_connected"}"#,
             ),
             (
-                CommandOutcome::Timeout,
+                Err(CallFailure::Timeout),
                 r#"{"type":"reply","id":"x","status":"timeout"}"#,
+            ),
+            (
+                Err(CallFailure::Disconnected),
+                r#"{"type":"reply","id":"x","status":"disconnected"}"#,
+            ),
+            (
+                Err(CallFailure::DeadlinePassed),
+                r#"{"type":"reply","id":"x","status":"deadline_passed"}"#,
+            ),
+            (
+                Err(CallFailure::ClosedBeforeSent),
+                r#"{"type":"reply","id":"x","status":"closed_before_sent"}"#,
+            ),
+            (
+                Err(CallFailure::QueueFull),
+                r#"{"type":"reply","id":"x","status":"queue_full"}"#,
+            ),
+            (
+                Err(CallFailure::InvalidRequest {
+                    description: "no Reset in 2.0.1".to_owned(),
+                }),
+                r#"{"type":"reply","id":"x","status":"invalid_request","description":"no Reset in 2.0.1"}"#,
             ),
         ];
         for (outcome, text) in cases {
             assert_eq!(encode_reply("x", &outcome), text);
             let reply: Reply<'_> = serde_json::from_str(text).unwrap();
-            let expected = match outcome {
-                CommandOutcome::CallError {
-                    code, description, ..
-                } => CommandOutcome::CallError {
-                    code,
-                    description,
-                    details: "{}".to_owned(),
-                },
-                other => other,
-            };
-            assert_eq!(reply.outcome(), expected);
+            assert_eq!(reply.outcome(), outcome);
         }
     }
 
     #[test]
-    fn an_answer_that_is_not_json_becomes_an_internal_error() {
-        let text = encode_reply("x", &CommandOutcome::Result("not json".to_owned()));
-        let reply: Reply<'_> = serde_json::from_str(&text).unwrap();
-        assert!(
-            matches!(reply.outcome(), CommandOutcome::CallError { code, .. } if code == "InternalError")
-        );
+    fn an_error_code_is_sent_in_2x_spelling_and_read_by_meaning() {
+        let text = encode_reply("x", &call_error(ErrorCode::FormatViolation, ""));
+        assert!(text.contains(r#""code":"FormatViolation""#), "{text}");
+        let v16 = r#"{"type":"reply","id":"x","status":"call_error","code":"FormationViolation"}"#;
+        let reply: Reply<'_> = serde_json::from_str(v16).unwrap();
+        assert!(matches!(
+            reply.outcome(),
+            Err(CallFailure::ErrorResponse {
+                code: ErrorCode::FormatViolation,
+                ..
+            })
+        ));
     }
 
     #[test]
-    fn an_unknown_status_is_still_one_answer() {
+    fn an_answer_that_is_not_json_becomes_an_invalid_response() {
+        let text = encode_reply("x", &Ok("not json".to_owned()));
+        let reply: Reply<'_> = serde_json::from_str(&text).unwrap();
+        assert!(matches!(
+            reply.outcome(),
+            Err(CallFailure::InvalidResponse { .. })
+        ));
+    }
+
+    #[test]
+    fn an_unknown_status_is_still_one_answer_and_may_have_run() {
         let reply: Reply<'_> =
             serde_json::from_str(r#"{"type":"reply","id":"x","status":"maybe"}"#).unwrap();
-        assert!(matches!(reply.outcome(), CommandOutcome::CallError { .. }));
+        let failure = reply.outcome().unwrap_err();
+        assert!(failure.may_have_reached_peer());
     }
 
     #[test]
     fn strings_that_need_escapes_survive_the_round_trip() {
         // A CALLERROR description with a quote, a backslash and a newline; an identity with a
         // quote (OCPP 1.6 allows it). Borrowed `&str` fields could not read these back.
-        let outcome = CommandOutcome::CallError {
-            code: "GenericError".to_owned(),
-            description: "say \"no\"\\\nthen stop".to_owned(),
-            details: "{}".to_owned(),
-        };
+        let outcome = call_error(ErrorCode::GenericError, "say \"no\"\\\nthen stop");
         let json = encode_reply("id-\"1\"", &outcome);
         let reply: Reply<'_> = serde_json::from_str(&json).unwrap();
         assert_eq!(reply.id, "id-\"1\"");

@@ -1,19 +1,41 @@
 -- route.lua: deliver a command for identity X to the node that holds X, in one round trip.
--- KEYS[1] = claim key <prefix>:cp:<identity>
+-- KEYS[1] = claim key <prefix>:cp:<identity>   KEYS[2] = <prefix>:since
 -- ARGV[1] = node record prefix <prefix>:node:   ARGV[2] = inbox channel prefix <prefix>:inbox:
 -- ARGV[3] = the calling node's id   ARGV[4] = the command message (JSON text)
--- Returns {"none"}: no live claim (absent or released);
+-- ARGV[5] = the claim TTL in ms
+-- Returns {"none"}: X is connected nowhere: released, or no claim although Redis has had its
+--                   data for a claim TTL (every holder has registered since);
+--         {"unknown"}: no claim, but Redis started empty (or lost its data) less than a claim
+--                      TTL ago: X's holder may not have registered again yet;
+--         {"unknown", node, epoch}: a claim past its liveness, not released: its node stopped
+--                                   refreshing, and may only be stopped;
 --         {"self", node, epoch}: the caller holds X by Redis (it runs the command itself);
 --         {"dead", node, epoch}: the holder has no live node record;
 --         {"unreachable", node, epoch}: the holder's record lives but nobody reads its inbox;
 --         {"sent", node, epoch}: published to the holder's inbox, which one subscriber read.
-local cur = redis.call('HMGET', KEYS[1], 'node', 'epoch')
-if not cur[1] or cur[1] == '' then
+local cur = redis.call('HMGET', KEYS[1], 'node', 'epoch', 'expires_ms')
+if cur[1] == '' then
+  return {'none'}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if not cur[1] then
+  local since = redis.call('GET', KEYS[2])
+  if not since then
+    redis.call('SET', KEYS[2], string.format('%.0f', now))
+    return {'unknown'}
+  end
+  if now - tonumber(since) < tonumber(ARGV[5]) then
+    return {'unknown'}
+  end
   return {'none'}
 end
 local epoch = cur[2] or '0'
 if cur[1] == ARGV[3] then
   return {'self', cur[1], epoch}
+end
+if cur[3] and tonumber(cur[3]) <= now then
+  return {'unknown', cur[1], epoch}
 end
 if redis.call('EXISTS', ARGV[1] .. cur[1]) == 0 then
   return {'dead', cur[1], epoch}

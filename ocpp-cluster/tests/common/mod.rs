@@ -6,7 +6,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ocpp_cluster::{BoxFuture, Cluster, ClusterConfig, ClusterEvents, CommandOutcome, Executor};
+use ocpp_cluster::{
+    BoxFuture, CallFailure, Cluster, ClusterConfig, ClusterEvents, CommandOutcome, Executor,
+};
+use ocpp_server_core::ErrorCode;
 
 mod redis_server;
 
@@ -65,21 +68,21 @@ impl Executor for Probe {
         let action = action.to_owned();
         Box::pin(async move {
             match action.as_str() {
-                "Fail" => CommandOutcome::CallError {
-                    code: "NotSupported".to_owned(),
+                "Fail" => Err(CallFailure::ErrorResponse {
+                    code: ErrorCode::NotSupported,
                     description: "not here".to_owned(),
                     details: r#"{"why":"test"}"#.to_owned(),
-                },
+                }),
                 "Panic" => panic!("the probe executor panics on purpose"),
                 "Slow" => {
                     tokio::time::sleep(Duration::from_millis(800)).await;
-                    CommandOutcome::Result(answer)
+                    Ok(answer)
                 }
                 "Jitter" => {
                     tokio::time::sleep(Duration::from_millis(fastrand::u64(0..5))).await;
-                    CommandOutcome::Result(answer)
+                    Ok(answer)
                 }
-                _ => CommandOutcome::Result(answer),
+                _ => Ok(answer),
             }
         })
     }

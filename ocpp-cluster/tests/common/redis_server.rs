@@ -31,6 +31,10 @@ impl RedisServer {
         Self::start_on(free_port())
     }
 
+    /// Starts a server on `port` as a Redis the cluster (prefix `ocpp`) has used for long:
+    /// `ocpp:since` is 0, so a missing claim means connected nowhere at once. An empty Redis
+    /// (as after [`restart`](Self::restart)) reads a missing claim as unknown for a claim TTL,
+    /// until the holders had the time to register again (PROTOCOL.md, 2 and 4.4).
     pub fn start_on(port: u16) -> Self {
         let dir = std::env::temp_dir().join(format!("ocpp-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
@@ -40,6 +44,7 @@ impl RedisServer {
             dir,
         };
         server.spawn();
+        assert_eq!(server.query("SET ocpp:since 0").as_deref(), Some("+OK"));
         server
     }
 

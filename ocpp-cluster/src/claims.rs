@@ -1,0 +1,431 @@
+//! The local claim table of one node (PROTOCOL.md 5.3, 6.1-6.3): which charge points it holds,
+//! under which epoch, and what each script answer or `superseded` message does to them.
+//!
+//! Pure: no I/O, no lock, no clock. `cluster::Shared` keeps the table behind its mutex, runs the
+//! scripts it asks for and acts on what it decides (emit, release, refresh); the model test
+//! (`claims/model.rs`) drives it against a Redis modelled in plain Rust.
+//!
+//! The rule every decision rests on: a node holds one connection per identity, and every claim
+//! of this node in Redis belongs to its current connection (`refresh.lua`'s ownership is the
+//! node, not the epoch); epochs grow (the counter is seeded from Redis's clock when it is gone).
+//! So the newest epoch Redis holds for this node is the current connection's, whatever epoch the
+//! node has read so far, and a newer claim by another node supersedes the current connection.
+
+use std::collections::HashMap;
+
+use ocpp_server_core::OcppVersion;
+
+use crate::cluster::{Claim, ClaimTicket, Superseded};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClaimState {
+    /// No epoch known: not registered (Redis down), or its `claim.lua` failed or timed out on
+    /// this side (it may have run in Redis); the next refresh round claims it.
+    Pending,
+    /// `claim.lua` in flight.
+    Registering,
+    /// Registered; the newest epoch of this node's claim this node has read.
+    Held(u64),
+}
+
+/// A `superseded` message that arrived while `claim.lua` was in flight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Early {
+    epoch: u64,
+    by_node: String,
+    by_epoch: u64,
+}
+
+#[derive(Debug)]
+struct LocalClaim {
+    ticket: ClaimTicket,
+    state: ClaimState,
+    /// The newest `superseded` message kept while `claim.lua` ran.
+    early: Option<Early>,
+    /// A refresh round passed over this claim while `claim.lua` ran: once registered it is
+    /// refreshed, for the round it missed (a takeover whose message this node's inbox dropped
+    /// would otherwise go unseen until the next round).
+    recheck: bool,
+    /// The OCPP version of the connection, recorded with the claim for the other nodes.
+    version: Option<OcppVersion>,
+}
+
+/// What to do for one claim in a refresh round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Work {
+    /// Run `claim.lua` (through [`ClaimTable::begin_register`]).
+    Register,
+    /// Run `refresh.lua`; hand its answer to [`ClaimTable::refresh_done`] with this epoch.
+    Refresh(u64),
+}
+
+/// What [`ClaimTable::begin_register`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Begin {
+    /// Now `Registering`: run `claim.lua`, then [`ClaimTable::register_done`].
+    Run,
+    /// Another registration of this claim is in flight.
+    InFlight,
+    /// Already registered under this epoch.
+    Held(u64),
+    /// Not this node's current claim (released, or replaced by a newer connection).
+    Gone,
+}
+
+/// What a `claim.lua` answer (or failure) means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Registered {
+    /// Registered under `epoch`. `recheck`: run `refresh.lua` for it now (a round missed it).
+    Held { epoch: u64, recheck: bool },
+    /// A newer claim superseded it while `claim.lua` ran: it is gone; tell the server.
+    Lost(Superseded),
+    /// Pending again (no epoch known): the next refresh round claims it.
+    Pending,
+    /// The claim was released meanwhile and this node holds nothing else for the identity:
+    /// release this epoch in Redis.
+    GiveBack(u64),
+    /// Nothing to do.
+    Nothing,
+}
+
+/// A `refresh.lua` answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RefreshReply {
+    /// Still this node's, under this epoch.
+    Held(u64),
+    /// The key was gone: this node's again under this new epoch.
+    Restored(u64),
+    /// Another claim (`node`, `epoch`) or a release of it (`node` empty) replaced ours.
+    Lost { node: String, epoch: u64 },
+}
+
+/// What a `refresh.lua` answer means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refreshed {
+    /// Nothing more to do.
+    Done,
+    /// The claim is gone: tell the server.
+    Lost(Superseded),
+    /// The claim was released meanwhile and this node holds nothing else for the identity:
+    /// release this epoch in Redis.
+    GiveBack(u64),
+}
+
+/// The claims of one node, by identity.
+#[derive(Debug, Default)]
+pub(crate) struct ClaimTable {
+    claims: HashMap<String, LocalClaim>,
+}
+
+impl ClaimTable {
+    /// A connection for `identity` was accepted: its claim replaces any earlier one, pending.
+    pub(crate) fn hold(
+        &mut self,
+        identity: &str,
+        ticket: ClaimTicket,
+        version: Option<OcppVersion>,
+    ) {
+        self.claims.insert(
+            identity.to_owned(),
+            LocalClaim {
+                ticket,
+                state: ClaimState::Pending,
+                early: None,
+                recheck: false,
+                version,
+            },
+        );
+    }
+
+    /// The OCPP version recorded with the claim on `identity`.
+    pub(crate) fn version_of(&self, identity: &str) -> Option<OcppVersion> {
+        self.claims.get(identity).and_then(|c| c.version)
+    }
+
+    /// The connection with `ticket` closed: drops its claim if it is still the current one;
+    /// the epoch to release if it was registered.
+    pub(crate) fn forget(&mut self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
+        match self.claims.get(identity) {
+            Some(c) if c.ticket == ticket => match self.claims.remove(identity)?.state {
+                ClaimState::Held(epoch) => Some(epoch),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether this node holds `identity`.
+    pub(crate) fn contains(&self, identity: &str) -> bool {
+        self.claims.contains_key(identity)
+    }
+
+    /// The claim on `identity`, if held.
+    pub(crate) fn claim(&self, identity: &str) -> Option<Claim> {
+        self.claims.get(identity).map(|c| public(identity, c))
+    }
+
+    /// Every claim held.
+    pub(crate) fn all(&self) -> Vec<Claim> {
+        self.claims
+            .iter()
+            .map(|(identity, c)| public(identity, c))
+            .collect()
+    }
+
+    /// The epoch of the claim made with `ticket`, if it is current and registered.
+    pub(crate) fn epoch_of(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
+        match self.claims.get(identity) {
+            Some(c) if c.ticket == ticket => match c.state {
+                ClaimState::Held(epoch) => Some(epoch),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The state of the current claim on `identity` (tests and the model).
+    #[cfg(test)]
+    pub(crate) fn state(&self, identity: &str) -> Option<(ClaimTicket, ClaimState)> {
+        self.claims.get(identity).map(|c| (c.ticket, c.state))
+    }
+
+    /// Before `claim.lua` for the claim made with `ticket`: `Pending` becomes `Registering`.
+    pub(crate) fn begin_register(&mut self, identity: &str, ticket: ClaimTicket) -> Begin {
+        match self.claims.get_mut(identity) {
+            Some(c) if c.ticket == ticket => match c.state {
+                ClaimState::Pending => {
+                    c.state = ClaimState::Registering;
+                    c.early = None;
+                    c.recheck = false;
+                    Begin::Run
+                }
+                ClaimState::Registering => Begin::InFlight,
+                ClaimState::Held(epoch) => Begin::Held(epoch),
+            },
+            _ => Begin::Gone,
+        }
+    }
+
+    /// `claim.lua` for the claim made with `ticket` answered `Some(epoch)`, or failed (`None`:
+    /// an error or a timeout; it may have run in Redis all the same).
+    pub(crate) fn register_done(
+        &mut self,
+        identity: &str,
+        ticket: ClaimTicket,
+        answer: Option<u64>,
+    ) -> Registered {
+        let Some(claim) = self
+            .claims
+            .get_mut(identity)
+            .filter(|c| c.ticket == ticket && c.state == ClaimState::Registering)
+        else {
+            return match answer.and_then(|epoch| self.foreign(identity, epoch)) {
+                Some(epoch) => Registered::GiveBack(epoch),
+                None => Registered::Nothing,
+            };
+        };
+        let early = claim.early.take();
+        let recheck = std::mem::take(&mut claim.recheck);
+        match (answer, early) {
+            // A message naming an epoch at or above ours: a newer claim took over this node's
+            // claim, which is this connection's (the module's rule). Below ours: our claim.lua
+            // ran after that takeover and is the newest; the message is stale.
+            (Some(epoch), Some(early)) if epoch <= early.epoch => {
+                self.claims.remove(identity);
+                Registered::Lost(lost(identity, ticket, early))
+            }
+            (Some(epoch), _) => {
+                claim.state = ClaimState::Held(epoch);
+                Registered::Held { epoch, recheck }
+            }
+            // No epoch known, and a newer claim took over one of this node's claims, which is
+            // this connection's: as a `Pending` claim would, yield.
+            (None, Some(early)) => {
+                self.claims.remove(identity);
+                Registered::Lost(lost(identity, ticket, early))
+            }
+            (None, None) => {
+                claim.state = ClaimState::Pending;
+                Registered::Pending
+            }
+        }
+    }
+
+    /// The `claim.lua` of the claim made with `ticket` will not answer (its future was
+    /// dropped): as a failure. The superseded claim to report, if a kept message says so.
+    pub(crate) fn register_abandoned(
+        &mut self,
+        identity: &str,
+        ticket: ClaimTicket,
+    ) -> Option<Superseded> {
+        match self.register_done(identity, ticket, None) {
+            Registered::Lost(lost) => Some(lost),
+            _ => None,
+        }
+    }
+
+    /// A `superseded` message: this node's claim on `identity` under `epoch` was replaced by
+    /// `by_node`'s claim under `by_epoch` (PROTOCOL.md 5.3). The claim to report as gone, if the
+    /// message applies to the current one.
+    ///
+    /// - `Held(e)` with `e <= epoch`: this node's claim in Redis (the current connection's, under
+    ///   an epoch this node may not have read yet: a restore or a refresh whose answer is still
+    ///   on its way) was taken over: gone. `e > epoch`: a stale message about an earlier claim;
+    ///   ignored.
+    /// - `Registering`: kept (the newest one) until `claim.lua` answers ([`Self::register_done`]).
+    /// - `Pending` (no epoch known): gone too. The message was published after this connection
+    ///   was accepted (bar one in flight at that very moment: an inbox that is down drops what
+    ///   is published meanwhile), so the newer claim is a newer connection's; registering ours
+    ///   at the next round would close that one instead.
+    pub(crate) fn superseded(
+        &mut self,
+        identity: &str,
+        epoch: u64,
+        by_node: &str,
+        by_epoch: u64,
+    ) -> Option<Superseded> {
+        let claim = self.claims.get_mut(identity)?;
+        let early = Early {
+            epoch,
+            by_node: by_node.to_owned(),
+            by_epoch,
+        };
+        match claim.state {
+            ClaimState::Held(held) if held > epoch => None,
+            ClaimState::Held(_) | ClaimState::Pending => {
+                let ticket = claim.ticket;
+                self.claims.remove(identity);
+                Some(lost(identity, ticket, early))
+            }
+            ClaimState::Registering => {
+                if claim.early.as_ref().is_none_or(|kept| kept.epoch < epoch) {
+                    claim.early = Some(early);
+                }
+                None
+            }
+        }
+    }
+
+    /// A refresh round: the work for every claim. A claim whose `claim.lua` is in flight is
+    /// left to it and marked to be refreshed once registered.
+    pub(crate) fn round(&mut self) -> Vec<(String, ClaimTicket, Work)> {
+        self.claims
+            .iter_mut()
+            .filter_map(|(identity, c)| match c.state {
+                ClaimState::Pending => Some((identity.clone(), c.ticket, Work::Register)),
+                ClaimState::Registering => {
+                    c.recheck = true;
+                    None
+                }
+                ClaimState::Held(epoch) => Some((identity.clone(), c.ticket, Work::Refresh(epoch))),
+            })
+            .collect()
+    }
+
+    /// `refresh.lua` answered `reply` for the claim made with `ticket`, sent while it was held
+    /// under `epoch`. The local claim may have changed meanwhile (a message, a release, a newer
+    /// connection, another refresh); the answer is read against what is there now.
+    pub(crate) fn refresh_done(
+        &mut self,
+        identity: &str,
+        ticket: ClaimTicket,
+        epoch: u64,
+        reply: RefreshReply,
+    ) -> Refreshed {
+        match reply {
+            RefreshReply::Held(now) | RefreshReply::Restored(now) => {
+                match self.claims.get_mut(identity) {
+                    Some(c) if c.ticket == ticket && c.state == ClaimState::Held(epoch) => {
+                        c.state = ClaimState::Held(now);
+                        Refreshed::Done
+                    }
+                    _ => match self.foreign(identity, now) {
+                        Some(epoch) => Refreshed::GiveBack(epoch),
+                        None => Refreshed::Done,
+                    },
+                }
+            }
+            RefreshReply::Lost {
+                node,
+                epoch: by_epoch,
+            } => {
+                let Some(claim) = self.claims.get(identity) else {
+                    return Refreshed::Done;
+                };
+                // Redis named another claim (or its tombstone) under `by_epoch`. It replaced
+                // ours if it is newer than every epoch of ours this node has read: the one the
+                // refresh was sent with (the usual case) or the one held now. A claim not
+                // registered yet is settled by its own claim.lua.
+                let ClaimState::Held(held) = claim.state else {
+                    return Refreshed::Done;
+                };
+                if !((claim.ticket == ticket && held == epoch) || held < by_epoch) {
+                    return Refreshed::Done;
+                }
+                let ticket = claim.ticket;
+                self.claims.remove(identity);
+                Refreshed::Lost(Superseded {
+                    identity: identity.to_owned(),
+                    ticket,
+                    epoch: held,
+                    by_node: node,
+                    by_epoch,
+                })
+            }
+        }
+    }
+
+    /// Drain: every claim goes; the epochs to release.
+    pub(crate) fn drain(&mut self) -> Vec<(String, Option<u64>)> {
+        self.claims
+            .drain()
+            .map(|(identity, c)| match c.state {
+                ClaimState::Held(epoch) => (identity, Some(epoch)),
+                _ => (identity, None),
+            })
+            .collect()
+    }
+
+    /// Redis has this node's claim on `identity` under `epoch`, from a script of a connection
+    /// that is no longer current (or of a state that changed meanwhile). It is the current
+    /// connection's: a held claim adopts it if it is newer than what it read (so that its
+    /// release names it); a claim not registered yet is settled by its own claim.lua. With no
+    /// claim at all, the epoch to give back (release).
+    fn foreign(&mut self, identity: &str, epoch: u64) -> Option<u64> {
+        match self.claims.get_mut(identity) {
+            None => Some(epoch),
+            Some(c) => {
+                if let ClaimState::Held(held) = c.state {
+                    if held < epoch {
+                        c.state = ClaimState::Held(epoch);
+                    }
+                }
+                None
+            }
+        }
+    }
+}
+
+fn public(identity: &str, c: &LocalClaim) -> Claim {
+    Claim {
+        identity: identity.to_owned(),
+        ticket: c.ticket,
+        epoch: match c.state {
+            ClaimState::Held(epoch) => Some(epoch),
+            _ => None,
+        },
+    }
+}
+
+fn lost(identity: &str, ticket: ClaimTicket, early: Early) -> Superseded {
+    Superseded {
+        identity: identity.to_owned(),
+        ticket,
+        epoch: early.epoch,
+        by_node: early.by_node,
+        by_epoch: early.by_epoch,
+    }
+}
+
+#[cfg(test)]
+mod model;

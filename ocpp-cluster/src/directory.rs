@@ -1,0 +1,194 @@
+//! The cluster-wide view: where each charge point is connected, read from the presence
+//! records any node can see (PROTOCOL.md section 2): its node, the OCPP version of its
+//! connection, and when its claim was made.
+
+use ocpp_server_core::OcppVersion;
+
+use crate::cluster::parse_epoch;
+use crate::{Cluster, ClusterError};
+
+/// How many claim keys one `SCAN` step asks for, and how many records one pipeline reads.
+const SCAN_BATCH: usize = 500;
+
+/// Where a charge point is connected, as the cluster's presence records say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Located {
+    /// The charge point's identity.
+    pub identity: String,
+    /// The node holding it.
+    pub node: String,
+    /// Its claim's epoch.
+    pub epoch: u64,
+    /// The OCPP version of its connection (`None` from a node that does not record it).
+    pub version: Option<OcppVersion>,
+    /// When the claim was made (Unix ms, Redis's clock): the connection's start, or the moment
+    /// its node registered it again after Redis lost its data. `None` from a node that does not
+    /// record it.
+    pub claimed_ms: Option<u64>,
+    /// `false` for a claim past its liveness whose key lingers: its node stopped refreshing it
+    /// (stopped, or cut off from Redis) and may or may not still hold the socket.
+    pub live: bool,
+}
+
+/// The fields of a claim read back, in this order.
+const FIELDS: [&str; 5] = ["node", "epoch", "version", "claimed_ms", "expires_ms"];
+
+type Record = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+fn located(identity: &str, record: Record, now_ms: u64) -> Result<Option<Located>, ClusterError> {
+    let (node, epoch, version, claimed_ms, expires_ms) = record;
+    let (Some(node), Some(epoch)) = (node, epoch) else {
+        return Ok(None);
+    };
+    if node.is_empty() {
+        return Ok(None); // released: a tombstone
+    }
+    let number = |text: Option<String>| text.and_then(|t| t.parse::<u64>().ok());
+    Ok(Some(Located {
+        identity: identity.to_owned(),
+        node,
+        epoch: parse_epoch(&epoch)?,
+        version: version.as_deref().and_then(OcppVersion::from_subprotocol),
+        claimed_ms: number(claimed_ms),
+        live: number(expires_ms).is_none_or(|expires| expires > now_ms),
+    }))
+}
+
+impl Cluster {
+    /// Where `identity` is connected in the cluster (on this node or another), or `None`
+    /// without a claim or once released: one Redis call, bounded by the Redis timeout. A claim
+    /// past its liveness is returned with `live: false`.
+    ///
+    /// ```no_run
+    /// # async fn run(cluster: ocpp_cluster::Cluster) -> Result<(), ocpp_cluster::ClusterError> {
+    /// if let Some(cp) = cluster.locate("CP-1").await? {
+    ///     println!("on node {} with {:?}", cp.node, cp.version);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn locate(&self, identity: &str) -> Result<Option<Located>, ClusterError> {
+        let shared = self.shared();
+        let mut redis = shared.redis.clone();
+        let record: Record = shared
+            .bounded(
+                redis::cmd("HMGET")
+                    .arg(shared.config.claim_key(identity))
+                    .arg(&FIELDS[..])
+                    .query_async(&mut redis),
+            )
+            .await?;
+        located(identity, record, crate::cluster::unix_ms())
+    }
+
+    /// Every charge point connected in the cluster, as [`Cluster::locate`] sees each, in no
+    /// particular order: `SCAN` over the claim keys, each step and each batch of reads bounded
+    /// by the Redis timeout; at most `limit` entries.
+    ///
+    /// ```no_run
+    /// # async fn run(cluster: ocpp_cluster::Cluster) -> Result<(), ocpp_cluster::ClusterError> {
+    /// for cp in cluster.list(10_000).await? {
+    ///     println!("{} on {}", cp.identity, cp.node);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list(&self, limit: usize) -> Result<Vec<Located>, ClusterError> {
+        let shared = self.shared();
+        let prefix = shared.config.claim_key("");
+        let pattern = format!("{}*", glob_escape(&prefix));
+        let mut redis = shared.redis.clone();
+        let mut all = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = shared
+                .bounded(
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .arg("COUNT")
+                        .arg(SCAN_BATCH)
+                        .query_async(&mut redis),
+                )
+                .await?;
+            if !keys.is_empty() {
+                let mut pipe = redis::pipe();
+                for key in &keys {
+                    pipe.cmd("HMGET").arg(key).arg(&FIELDS[..]);
+                }
+                let records: Vec<Record> = shared.bounded(pipe.query_async(&mut redis)).await?;
+                let now = crate::cluster::unix_ms();
+                for (key, record) in keys.iter().zip(records) {
+                    let identity = key.strip_prefix(&prefix).unwrap_or(key);
+                    if let Some(cp) = located(identity, record, now)? {
+                        if all.len() < limit {
+                            all.push(cp);
+                        }
+                    }
+                }
+            }
+            cursor = next;
+            if cursor == 0 || all.len() >= limit {
+                return Ok(all);
+            }
+        }
+    }
+}
+
+/// `text` with the glob characters of `SCAN MATCH` escaped.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(fields: [Option<&str>; 5]) -> Record {
+        let f = |i: usize| fields[i].map(str::to_owned);
+        (f(0), f(1), f(2), f(3), f(4))
+    }
+
+    #[test]
+    fn a_record_reads_back_with_its_version_and_liveness() {
+        let live = record([
+            Some("b"),
+            Some("17"),
+            Some("ocpp2.0.1"),
+            Some("1000"),
+            Some("5000"),
+        ]);
+        let cp = located("CP-1", live.clone(), 4_000).unwrap().unwrap();
+        assert_eq!(cp.node, "b");
+        assert_eq!(cp.version, Some(OcppVersion::V2_0_1));
+        assert_eq!(cp.claimed_ms, Some(1_000));
+        assert!(cp.live);
+        assert!(!located("CP-1", live, 5_000).unwrap().unwrap().live);
+        // A node of an older release: no version, no times, live.
+        let old = record([Some("a"), Some("3"), None, None, None]);
+        let cp = located("CP-2", old, 1).unwrap().unwrap();
+        assert_eq!((cp.version, cp.live), (None, true));
+        // Released, or absent.
+        let tombstone = record([Some(""), Some("3"), None, None, None]);
+        assert_eq!(located("CP-3", tombstone, 1).unwrap(), None);
+        assert_eq!(located("CP-4", record([None; 5]), 1).unwrap(), None);
+    }
+
+    #[test]
+    fn glob_characters_are_escaped() {
+        assert_eq!(glob_escape("a*b?[c]\\"), "a\\*b\\?\\[c\\]\\\\");
+    }
+}

@@ -1,0 +1,411 @@
+//! Two nodes on a Redis Sentinel set of the test's own (`redis+sentinel://`): a stream of
+//! commands in both directions across a failover (the master killed, or switched with
+//! `SENTINEL FAILOVER`). Nothing runs twice, nothing runs past its deadline, every `Ok` ran
+//! exactly once, every answer comes within its timeout, and the failures are only the ones a
+//! failover may give (not sent, 503; or may have run, 504). Afterwards the nodes use the new
+//! master: commands pass both ways again, every claim is in the new master under its holder,
+//! and a claim the new master lost is made again by its holder.
+
+mod common;
+#[path = "common/sentinel.rs"]
+mod sentinel_set;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::wait_until;
+use ocpp_cluster::{
+    BoxFuture, CallFailure, Cluster, ClusterConfig, ClusterEvents, CommandOutcome, Executor,
+};
+use sentinel_set::{query, Reply, SentinelSet};
+
+/// Each command's timeout.
+const CALL: Duration = Duration::from_secs(1);
+/// How often the stream sends a command (alternately from each node): 20 per second.
+const EVERY: Duration = Duration::from_millis(50);
+/// Scheduling slack on a loaded machine for "within its timeout".
+const SLACK: Duration = Duration::from_millis(150);
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Records when each payload ran (Unix ms), and answers with the node's name at once.
+#[derive(Clone)]
+struct Recorder {
+    node: String,
+    runs: Arc<Mutex<HashMap<String, Vec<u64>>>>,
+}
+
+impl Executor for Recorder {
+    fn execute(
+        &self,
+        identity: &str,
+        _action: &str,
+        payload_json: &str,
+        _timeout: Duration,
+    ) -> BoxFuture<CommandOutcome> {
+        self.runs
+            .lock()
+            .unwrap()
+            .entry(payload_json.to_owned())
+            .or_default()
+            .push(unix_ms());
+        let answer = format!(r#"{{"node":"{}","identity":"{identity}"}}"#, self.node);
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+struct Node {
+    cluster: Cluster,
+    events: ClusterEvents,
+    recorder: Recorder,
+}
+
+fn start(url: &str, name: &str) -> Node {
+    let config = ClusterConfig::new(url, name)
+        .with_claim_ttl(Duration::from_secs(4))
+        .with_node_ttl(Duration::from_secs(4))
+        .with_refresh_interval(Duration::from_millis(500))
+        .with_redis_timeout(Duration::from_millis(300));
+    let recorder = Recorder {
+        node: name.to_owned(),
+        runs: Arc::default(),
+    };
+    let (cluster, events) = Cluster::start(config, recorder.clone()).expect("start");
+    Node {
+        cluster,
+        events,
+        recorder,
+    }
+}
+
+/// One command of the stream and its answer.
+struct Sent {
+    from: &'static str,
+    to: &'static str,
+    identity: String,
+    payload: String,
+    /// The deadline the caller set (Unix ms, read just before the call).
+    deadline_ms: u64,
+    started: Instant,
+    took: Duration,
+    answer: Result<String, CallFailure>,
+}
+
+fn holder(port: u16, identity: &str) -> Option<(String, String, u64)> {
+    let reply = query(port, &["HGETALL", &format!("ocpp:cp:{identity}")])?;
+    Some((
+        reply.field("node")?.to_owned(),
+        reply.field("epoch")?.to_owned(),
+        reply.field("expires_ms")?.parse().ok()?,
+    ))
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Switch {
+    /// SIGKILL the master: the sentinels see it down after a second and promote the replica.
+    Kill,
+    /// `SENTINEL FAILOVER`: the replica is promoted while the old master still runs (and
+    /// still accepts writes until the sentinels demote it, seconds later).
+    Failover,
+}
+
+async fn commands_across(switch: Switch) {
+    let mut set = tokio::task::block_in_place(SentinelSet::start);
+    let old = set.named_master().expect("a master");
+    let url = match switch {
+        // A sentinel that does not answer, first in the list: the others are asked.
+        Switch::Failover => format!(
+            "redis+sentinel://127.0.0.1:{},{}",
+            sentinel_set::free_port(),
+            set.url().trim_start_matches("redis+sentinel://")
+        ),
+        Switch::Kill => set.url(),
+    };
+    let mut a = start(&url, "a");
+    let mut b = start(&url, "b");
+    wait_until(Duration::from_secs(10), || {
+        a.cluster.is_connected() && b.cluster.is_connected()
+    })
+    .await;
+    let identities = |node: &str| -> Vec<String> {
+        (0..3)
+            .map(|i| format!("CP-{}{i}", node.to_uppercase()))
+            .collect()
+    };
+    for (node, name) in [(&a, "a"), (&b, "b")] {
+        for identity in identities(name) {
+            let claim = node.cluster.claim(&identity).await;
+            assert!(claim.epoch.is_some(), "{identity} registered");
+        }
+    }
+    for name in ["a", "b"] {
+        for identity in identities(name) {
+            let (node, ..) = holder(old, &identity).expect("claimed in the master");
+            assert_eq!(node, name);
+        }
+    }
+
+    let last_epoch = ["a", "b"]
+        .iter()
+        .flat_map(|name| identities(name))
+        .filter_map(|identity| holder(old, &identity))
+        .map(|(_, epoch, _)| epoch.parse::<u64>().expect("epoch"))
+        .max()
+        .expect("epochs");
+
+    // The stream: 20 commands a second, alternately a → CP-B* and b → CP-A*.
+    let stop = Arc::new(AtomicBool::new(false));
+    let log: Arc<Mutex<Vec<Sent>>> = Arc::default();
+    let stream = {
+        let (a, b) = (a.cluster.clone(), b.cluster.clone());
+        let (stop, log) = (Arc::clone(&stop), Arc::clone(&log));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(EVERY);
+            let mut calls = Vec::new();
+            let mut n = 0u32;
+            while !stop.load(Ordering::Acquire) {
+                tick.tick().await;
+                let (from, to, caller) = if n.is_multiple_of(2) {
+                    ("a", "b", a.clone())
+                } else {
+                    ("b", "a", b.clone())
+                };
+                let identity = format!("CP-{}{}", to.to_uppercase(), (n / 2) % 3);
+                let payload = format!(r#"{{"n":{n}}}"#);
+                let log = Arc::clone(&log);
+                calls.push(tokio::spawn(async move {
+                    let deadline_ms = unix_ms() + CALL.as_millis() as u64;
+                    let started = Instant::now();
+                    let answer = caller.call(&identity, "Reset", &payload, CALL).await;
+                    let took = started.elapsed();
+                    log.lock().unwrap().push(Sent {
+                        from,
+                        to,
+                        identity,
+                        payload,
+                        deadline_ms,
+                        started,
+                        took,
+                        answer,
+                    });
+                }));
+                n += 1;
+            }
+            for call in calls {
+                call.await.expect("a call task");
+            }
+            n as usize
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    let switch_ms = unix_ms();
+    let switched = Instant::now();
+    match switch {
+        Switch::Kill => assert_eq!(set.kill_master(), old),
+        Switch::Failover => set.failover(),
+    }
+    let new = tokio::task::block_in_place(|| set.wait_new_master(old, Duration::from_secs(30)));
+    let promoted = switched.elapsed();
+    // A write the new master lost (asynchronous replication): its holder makes it again, and
+    // meanwhile nobody reads it as connected nowhere.
+    assert_eq!(
+        query(new, &["DEL", "ocpp:cp:CP-A0"]),
+        Some(Reply::Int(1)),
+        "the replica had the claim"
+    );
+
+    // Commands pass both ways again.
+    let since_promotion = |from: &str| {
+        log.lock()
+            .unwrap()
+            .iter()
+            .any(|s| s.from == from && s.started >= switched + promoted && s.answer.is_ok())
+    };
+    wait_until(Duration::from_secs(20), || {
+        since_promotion("a") && since_promotion("b")
+    })
+    .await;
+    let recovered = switched.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, Ordering::Release);
+    let issued = stream.await.expect("the stream");
+
+    // Every command has its one answer, within its timeout.
+    let log = std::mem::take(&mut *log.lock().unwrap());
+    assert_eq!(log.len(), issued, "one answer per command");
+    let runs_a = a.recorder.runs.lock().unwrap().clone();
+    let runs_b = b.recorder.runs.lock().unwrap().clone();
+    let mut failures: HashMap<&'static str, usize> = HashMap::new();
+    for sent in &log {
+        assert!(
+            sent.took <= CALL + SLACK,
+            "{} answered after {:?}",
+            sent.payload,
+            sent.took
+        );
+        let (here, elsewhere) = match sent.to {
+            "a" => (&runs_a, &runs_b),
+            _ => (&runs_b, &runs_a),
+        };
+        assert!(
+            !elsewhere.contains_key(&sent.payload),
+            "{} ran on the wrong node",
+            sent.payload
+        );
+        let runs = here.get(&sent.payload).map(Vec::as_slice).unwrap_or(&[]);
+        assert!(runs.len() <= 1, "{} ran {} times", sent.payload, runs.len());
+        for ran in runs {
+            assert!(
+                *ran <= sent.deadline_ms + 1,
+                "{} ran {} ms after its deadline",
+                sent.payload,
+                ran - sent.deadline_ms
+            );
+        }
+        match &sent.answer {
+            Ok(answer) => {
+                assert_eq!(
+                    runs.len(),
+                    1,
+                    "{} answered Ok but ran {runs:?}",
+                    sent.payload
+                );
+                assert_eq!(
+                    answer,
+                    &format!(r#"{{"node":"{}","identity":"{}"}}"#, sent.to, sent.identity)
+                );
+            }
+            Err(CallFailure::OwnerUnreachable) => {
+                assert!(runs.is_empty(), "{}: 503 but it ran", sent.payload);
+                *failures.entry("owner_unreachable").or_default() += 1;
+            }
+            Err(CallFailure::Timeout) => *failures.entry("timeout").or_default() += 1,
+            Err(other) => panic!("{} from {}: {other:?}", sent.payload, sent.from),
+        }
+    }
+    let issued_payloads: std::collections::HashSet<&str> =
+        log.iter().map(|s| s.payload.as_str()).collect();
+    for payload in runs_a.keys().chain(runs_b.keys()) {
+        assert!(
+            issued_payloads.contains(payload.as_str()),
+            "{payload} ran unasked"
+        );
+    }
+
+    // Presence in the new master: every claim under its holder, made again there.
+    for (node, name) in [(&a, "a"), (&b, "b")] {
+        for identity in identities(name) {
+            let local = node.cluster.holds(&identity).expect("still held");
+            let mut found = None;
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(5) {
+                found = holder(new, &identity);
+                let matches = found.as_ref().is_some_and(|(holder, epoch, _)| {
+                    holder == name
+                        && node.cluster.holds(&identity).and_then(|c| c.epoch) == epoch.parse().ok()
+                });
+                if matches {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let (holder, epoch, expires_ms) =
+                found.unwrap_or_else(|| panic!("{identity} not in the new master"));
+            assert_eq!(holder, name, "{identity} held by its node");
+            assert_eq!(
+                node.cluster.holds(&identity).and_then(|c| c.epoch),
+                epoch.parse().ok(),
+                "{identity}: the node's epoch is the new master's"
+            );
+            assert_eq!(local.ticket, node.cluster.holds(&identity).unwrap().ticket);
+            assert!(
+                expires_ms > switch_ms,
+                "{identity} refreshed in the new master"
+            );
+        }
+    }
+    for identity in identities("a") {
+        assert!(b.cluster.holds(&identity).is_none());
+    }
+    for identity in identities("b") {
+        assert!(a.cluster.holds(&identity).is_none());
+    }
+    assert!(a.events.try_recv().is_err(), "no claim of a was superseded");
+    assert!(b.events.try_recv().is_err(), "no claim of b was superseded");
+    let since: u64 = match query(new, &["GET", "ocpp:since"]) {
+        Some(Reply::Bulk(Some(since))) => since.parse().expect("since"),
+        other => panic!("ocpp:since: {other:?}"),
+    };
+    assert!(since >= switch_ms, "the node that moved marked ocpp:since");
+    // The claim the new master lost has a new epoch, above every epoch of the old master.
+    let restored = a
+        .cluster
+        .holds("CP-A0")
+        .and_then(|c| c.epoch)
+        .expect("epoch");
+    assert!(restored > last_epoch, "{restored} > {last_epoch}");
+    assert!(
+        restored > switch_ms * 1000,
+        "the epoch counter was raised to the clock"
+    );
+    // Both inboxes read on the new master (after SENTINEL FAILOVER the old one still runs).
+    let numsub = query(new, &["PUBSUB", "NUMSUB", "ocpp:inbox:a", "ocpp:inbox:b"]);
+    assert_eq!(
+        numsub,
+        Some(Reply::Array(vec![
+            Reply::Bulk(Some("ocpp:inbox:a".into())),
+            Reply::Int(1),
+            Reply::Bulk(Some("ocpp:inbox:b".into())),
+            Reply::Int(1),
+        ]))
+    );
+    for name in ["a", "b"] {
+        assert_eq!(
+            query(new, &["EXISTS", &format!("ocpp:node:{name}")]),
+            Some(Reply::Int(1))
+        );
+    }
+
+    // And sequentially, every charge point from the other node.
+    for i in 0..3 {
+        let answer = a
+            .cluster
+            .call(&format!("CP-B{i}"), "Reset", "{}", CALL)
+            .await;
+        assert_eq!(
+            answer,
+            Ok(format!(r#"{{"node":"b","identity":"CP-B{i}"}}"#))
+        );
+        let answer = b
+            .cluster
+            .call(&format!("CP-A{i}"), "Reset", "{}", CALL)
+            .await;
+        assert_eq!(
+            answer,
+            Ok(format!(r#"{{"node":"a","identity":"CP-A{i}"}}"#))
+        );
+    }
+    eprintln!(
+        "{switch:?}: {} commands; new master named after {promoted:?}, commands passing both \
+         ways after {recovered:?}; failures {failures:?}",
+        log.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_master_is_followed_and_no_command_is_lost_doubled_or_late() {
+    commands_across(Switch::Kill).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_failover_is_followed_although_the_old_master_still_runs() {
+    commands_across(Switch::Failover).await;
+}
