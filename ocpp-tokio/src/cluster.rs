@@ -1,10 +1,16 @@
 //! The cluster behind the registry (feature `redis`): this server as one node of
 //! [`ocpp_cluster`], the Redis protocol of `ocpp-cluster/PROTOCOL.md`, implemented there once.
+//! The one module that names the feature: the server knows the cluster only through the
+//! [`Presence`] and [`Remote`] traits (`presence.rs`, `registry.rs`), which this module
+//! implements, and [`ServerBuilder::cluster`] plugs both in.
 //!
 //! - **Presence**: a connection is claimed when it is registered (after the upgrade, once the
 //!   identity is known), both under one lock, so the registry and the local claims agree on
-//!   which connection holds an identity; it is released when the connection ends, with its
-//!   own [`ClaimTicket`] (a no-op once the claim is no longer ours). Not while shutting down.
+//!   which connection holds an identity; its 101 waits in the output until the claim is
+//!   registered in Redis (at most [`ClusterConfig::claim_wait`], with Redis down), so that a
+//!   charge point that has its handshake is found from every node (PROTOCOL.md 6.1). It is
+//!   released when the connection ends, with its own [`ClaimTicket`] (a no-op once the claim
+//!   is no longer ours). Not while shutting down.
 //! - **Takeover**: [`ClusterEvent::Superseded`] takes the connection of that ticket out of the
 //!   registry and closes it with [`CLOSE_SUPERSEDED`] (1008).
 //! - **Routing**: [`ChargePoints::call`](crate::ChargePoints::call) for an identity not held
@@ -21,16 +27,18 @@ use std::task::{Context, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
-    BoxFuture, CallFailure as RoutedFailure, ClaimTicket, Cluster, ClusterConfig, ClusterError,
-    ClusterEvent, ClusterEvents, CommandOutcome, Executor, CLOSE_SUPERSEDED,
+    command_outcome, BoxFuture, ClaimTicket, Cluster, ClusterConfig, ClusterError, ClusterEvent,
+    ClusterEvents, CommandOutcome, Executor, CLOSE_SUPERSEDED,
 };
-use ocpp_messages::{DecodeOptions, ErrorCode, Request, Response};
+use ocpp_messages::{DecodeOptions, Request, Response};
 use ocpp_server_core::{CallFailure, ChargePointIdentity, CloseCode, ConnectionConfig};
-use tokio::sync::Notify;
+use tokio::sync::{oneshot, Notify};
 
+use crate::presence::{Joined, Leaving, Presence, PresenceTicket};
 use crate::registry::WeakChargePoints;
-use crate::registry::{Remote, RemoteCall};
-use crate::{ChargePoint, ChargePoints};
+use crate::registry::{Remote, RemoteCall, RemoteChargePoint, RemoteList, RemoteLocate};
+use crate::server::{Server, ServerBuilder, Service};
+use crate::{ChargePoint, ChargePoints, Handler};
 
 const _: () = assert!(CLOSE_SUPERSEDED == CloseCode::POLICY_VIOLATION.as_u16());
 
@@ -44,8 +52,8 @@ pub(crate) struct Node {
     attached: Arc<OnceLock<Attached>>,
     /// Held while a connection is registered and claimed: registry and claims in one order.
     presence: Mutex<()>,
-    /// The connection of each local claim, for takeovers.
-    held: Mutex<HashMap<ClaimTicket, ChargePoint>>,
+    /// The connection of each local claim (by its ticket's number), for takeovers.
+    held: Mutex<HashMap<u64, (ClaimTicket, ChargePoint)>>,
     /// Releases started and not finished: a shutdown waits for them (bounded).
     releases: Arc<Releases>,
 }
@@ -111,27 +119,41 @@ impl Node {
 
     /// A connection of `identity` is open: registers it (returning the connection it
     /// replaces) and claims the identity for it; `None` as the ticket when `claim` is false
-    /// (the server is shutting down).
+    /// (the server is shutting down). The receiver resolves (a value or a drop) when the
+    /// claim's registration in Redis is over or [`ClusterConfig::claim_wait`] passed: the
+    /// connection holds its handshake answer until then.
     pub(crate) fn connect(
         &self,
-        registry: &ChargePoints,
-        identity: ChargePointIdentity,
+        identity: &ChargePointIdentity,
         cp: &ChargePoint,
-        claim: bool,
-    ) -> (Option<ChargePoint>, Option<ClaimTicket>) {
+        register: &mut dyn FnMut(),
+    ) -> Option<Joined> {
         let _presence = lock(&self.presence);
         let name = identity.as_str().to_owned();
-        let replaced = registry.register(identity, cp.clone());
-        if !claim {
-            return (replaced, None);
-        }
+        register();
         // `claim` holds the identity locally on its first poll (before any Redis call), so
         // that poll happens here, under the lock; the registration in Redis goes on in a
-        // task of its own.
+        // task of its own, which tells the connection when to answer its handshake.
         let cluster = self.cluster.clone();
         let claimed = name.clone();
+        let version = cp.version();
+        let wait = self.cluster.config().claim_wait();
+        let (registered, answer_handshake) = oneshot::channel();
         let mut work: BoxFuture<()> = Box::pin(async move {
-            let claim = cluster.claim(&claimed).await;
+            let mut registered = Some(registered);
+            let registering = cluster.claim_as(&claimed, Some(version));
+            tokio::pin!(registering);
+            let claim = match tokio::time::timeout(wait, &mut registering).await {
+                Ok(claim) => claim,
+                Err(_) => {
+                    // Redis is down or slow: the handshake is answered with the claim pending.
+                    registered = None;
+                    registering.await
+                }
+            };
+            if let Some(registered) = registered {
+                let _ = registered.send(());
+            }
             tracing::debug!(identity = claimed, epoch = ?claim.epoch, "claimed");
         });
         let waker = Waker::from(Arc::new(NoWake));
@@ -142,27 +164,25 @@ impl Node {
         {
             tokio::spawn(work);
         }
-        let ticket = self.cluster.holds(&name).map(|claim| claim.ticket);
+        let ticket = self.cluster.holds(&name).map(|claim| claim.ticket)?;
+        let number = PresenceTicket::new(ticket.get())?;
         let mut held = lock(&self.held);
-        match ticket {
-            // A ticket another connection holds would mean the claim was not taken on that
-            // first poll: keep nothing rather than close or release that connection's claim.
-            Some(ticket) if held.contains_key(&ticket) => {
-                tracing::warn!(identity = name, "the claim was not taken at once");
-                (replaced, None)
-            }
-            Some(ticket) => {
-                held.insert(ticket, cp.clone());
-                (replaced, Some(ticket))
-            }
-            None => (replaced, None),
+        // A ticket another connection holds would mean the claim was not taken on that first
+        // poll: keep nothing rather than close or release that connection's claim.
+        if held.contains_key(&number.get()) {
+            tracing::warn!(identity = name, "the claim was not taken at once");
+            return None;
         }
+        held.insert(number.get(), (ticket, cp.clone()));
+        Some(Joined::new(number, Some(answer_handshake)))
     }
 
     /// The connection of `ticket` ended: its claim goes (locally at once, in Redis in a task;
     /// nothing if the claim is no longer ours).
-    pub(crate) fn disconnect(&self, identity: &str, ticket: ClaimTicket) {
-        lock(&self.held).remove(&ticket);
+    pub(crate) fn disconnect(&self, identity: &str, ticket: PresenceTicket) {
+        let Some((ticket, _)) = lock(&self.held).remove(&ticket.get()) else {
+            return; // taken over: the claim is no longer ours
+        };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return; // no runtime any more: the claim expires with its TTL
         };
@@ -181,7 +201,7 @@ impl Node {
     /// Another node took a charge point over: the connection of that claim leaves the
     /// registry at once (commands now route to the new holder) and is closed with 1008.
     fn superseded(&self, identity: &str, ticket: ClaimTicket, by_node: &str) {
-        let Some(cp) = lock(&self.held).remove(&ticket) else {
+        let Some((_, cp)) = lock(&self.held).remove(&ticket.get()) else {
             return;
         };
         tracing::info!(
@@ -230,6 +250,107 @@ impl Node {
                 (defaults.get_call_timeout(), defaults.get_decode_options())
             }
         }
+    }
+}
+
+impl<H> ServerBuilder<H> {
+    /// Makes this server node `config.node_id` of a cluster on Redis (feature `redis`; the
+    /// protocol is `ocpp-cluster`'s, the same as `mio-server`'s): every charge point that
+    /// connects is claimed in Redis and released when it leaves; a newer connection of the
+    /// same identity on another node closes this one with 1008
+    /// ([`ocpp_cluster::CLOSE_SUPERSEDED`]); [`ChargePoints::call`] and
+    /// [`ChargePoints::call_raw`] reach a charge point on any node (an unreachable node is
+    /// [`CallFailure::OwnerUnreachable`](crate::CallFailure::OwnerUnreachable)); commands from
+    /// other nodes run on this server's connections; graceful shutdown closes with 1012
+    /// (service restart) and then leaves the cluster ([`ocpp_cluster::Cluster::drain`]).
+    /// With Redis down, local charge points are served and calls to them work; calls for the
+    /// others fail at once.
+    ///
+    /// The node starts at once, in the current tokio runtime (Redis is reached in the
+    /// background).
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// use ocpp_tokio::ocpp_cluster::ClusterConfig;
+    /// use ocpp_tokio::{v1_6, CallFailure, Server};
+    ///
+    /// let config = ClusterConfig::new("redis://127.0.0.1:6379/", "csms-a");
+    /// let server = Server::builder().cluster(config)?.bind("0.0.0.0:9000").await?;
+    /// let charge_points = server.charge_points();
+    /// tokio::spawn(server.run());
+    /// // CP-7 may be connected to any node of the cluster.
+    /// let reset = v1_6::ResetRequest::new(v1_6::ResetType::Soft);
+    /// match charge_points.call("CP-7", reset).await {
+    ///     Ok(response) => println!("reset: {:?}", response.status),
+    ///     Err(CallFailure::NotConnected) => println!("connected to no node"),
+    ///     Err(CallFailure::OwnerUnreachable) => println!("its node (or Redis) is down"),
+    ///     Err(other) => println!("{other}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// The configuration cannot work ([`ClusterError::Config`](ocpp_cluster::ClusterError)),
+    /// or no tokio runtime runs ([`ClusterError::NoRuntime`](ocpp_cluster::ClusterError)).
+    pub fn cluster(self, config: ClusterConfig) -> Result<Self, ClusterError> {
+        let node = Node::start(config)?;
+        Ok(self
+            .remote(ClusterRemote(Arc::clone(&node)))
+            .presence(NodePresence(node)))
+    }
+}
+
+impl ChargePoints {
+    /// This server's node in the cluster (see [`ServerBuilder::cluster`]), if it is one: e.g.
+    /// to send a command whose payload is JSON text ([`Cluster::call`]), as an admin API that
+    /// does not know the charge point's OCPP version does.
+    pub fn cluster(&self) -> Option<&Cluster> {
+        let node = self.presence()?.as_any().downcast_ref::<Node>()?;
+        Some(node.cluster())
+    }
+}
+
+impl<H: Handler> Service<H> {
+    /// This server's node in the cluster, if it is one (see [`ServerBuilder::cluster`]).
+    pub fn cluster(&self) -> Option<Cluster> {
+        self.charge_points().cluster().cloned()
+    }
+}
+
+impl<H: Handler> Server<H> {
+    /// This server's node in the cluster, if it is one (see [`ServerBuilder::cluster`]).
+    pub fn cluster(&self) -> Option<Cluster> {
+        self.service().cluster()
+    }
+}
+
+/// The node as the server's [`Presence`].
+struct NodePresence(Arc<Node>);
+
+impl Presence for NodePresence {
+    fn attach(&self, registry: &ChargePoints, config: &ConnectionConfig) {
+        self.0.attach(registry, config);
+    }
+
+    fn connect(
+        &self,
+        identity: &ChargePointIdentity,
+        cp: &ChargePoint,
+        register: &mut dyn FnMut(),
+    ) -> Option<Joined> {
+        self.0.connect(identity, cp, register)
+    }
+
+    fn disconnect(&self, identity: &str, ticket: PresenceTicket) {
+        self.0.disconnect(identity, ticket);
+    }
+
+    fn leave(&self) -> Leaving<'_> {
+        Box::pin(self.0.leave())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        &*self.0
     }
 }
 
@@ -294,21 +415,21 @@ impl Executor for RegistryExecutor {
         timeout: Duration,
     ) -> BoxFuture<CommandOutcome> {
         let Some(attached) = self.attached.get() else {
-            return Box::pin(async { CommandOutcome::NotConnected });
+            return Box::pin(async { Err(CallFailure::NotConnected) });
         };
         let Some(cp) = attached.registry.upgrade().and_then(|r| r.get(identity)) else {
-            return Box::pin(async { CommandOutcome::NotConnected });
+            return Box::pin(async { Err(CallFailure::NotConnected) });
         };
         let version = cp.version();
         let options = &attached.decode_options;
         let request = match Request::decode(version, action, payload_json, options) {
             Ok(request) => request,
             Err(e) => {
-                let outcome = CommandOutcome::CallError {
-                    code: e.error_code().as_str(version).to_owned(),
-                    description: format!("{action}: {e}"),
-                    details: "{}".to_owned(),
-                };
+                // Not sent: the caller learns that the request does not fit this charge point,
+                // not a CALLERROR made up in its name.
+                let outcome = Err(CallFailure::InvalidRequest {
+                    description: format!("{action} for OCPP {version}: {e}"),
+                });
                 return Box::pin(async move { outcome });
             }
         };
@@ -320,7 +441,7 @@ impl Executor for RegistryExecutor {
             let outcome = tokio::time::timeout(timeout, call)
                 .await
                 .unwrap_or(Err(CallFailure::Timeout));
-            CommandOutcome::from_call(version, &outcome)
+            command_outcome(&outcome)
         })
     }
 }
@@ -328,7 +449,43 @@ impl Executor for RegistryExecutor {
 /// [`ChargePoints::call`] for identities not connected here: through the cluster.
 pub(crate) struct ClusterRemote(pub(crate) Arc<Node>);
 
+/// What the presence records say, as a remote charge point; this node's own claims are not
+/// remote.
+fn remote(node: &str, located: ocpp_cluster::Located) -> Option<RemoteChargePoint> {
+    (located.node != node).then(|| {
+        RemoteChargePoint::new(
+            located.identity,
+            located.node,
+            located.version,
+            located.live,
+        )
+    })
+}
+
 impl Remote for ClusterRemote {
+    fn locate<'a>(&'a self, identity: &'a str) -> RemoteLocate<'a> {
+        Box::pin(async move {
+            let cluster = &self.0.cluster;
+            match cluster.locate(identity).await {
+                Ok(located) => Ok(located.and_then(|l| remote(cluster.node_id(), l))),
+                Err(_) => Err(CallFailure::OwnerUnreachable),
+            }
+        })
+    }
+
+    fn list(&self, limit: usize) -> RemoteList<'_> {
+        Box::pin(async move {
+            let cluster = &self.0.cluster;
+            match cluster.list(limit).await {
+                Ok(all) => Ok(all
+                    .into_iter()
+                    .filter_map(|l| remote(cluster.node_id(), l))
+                    .collect()),
+                Err(_) => Err(CallFailure::OwnerUnreachable),
+            }
+        })
+    }
+
     fn call<'a>(&'a self, identity: &'a str, request: Request) -> RemoteCall<'a> {
         Box::pin(async move {
             let version = request.version();
@@ -349,26 +506,8 @@ impl Remote for ClusterRemote {
                         description: format!("{action}: {e}"),
                     }
                 }),
-                Err(failure) => Err(call_error(failure)),
+                Err(failure) => Err(failure),
             }
         })
-    }
-}
-
-/// The cluster's answer as a call's failure.
-fn call_error(failure: RoutedFailure) -> CallFailure {
-    match failure {
-        RoutedFailure::CallError {
-            code,
-            description,
-            details,
-        } => CallFailure::ErrorResponse {
-            code: ErrorCode::parse(&code),
-            description,
-            details,
-        },
-        RoutedFailure::NotConnected => CallFailure::NotConnected,
-        RoutedFailure::Timeout => CallFailure::Timeout,
-        _ => CallFailure::OwnerUnreachable,
     }
 }

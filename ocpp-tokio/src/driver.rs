@@ -22,6 +22,7 @@ use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
 use crate::hook::{Hook, Message, MessageEvent};
+use crate::presence::PresenceTicket;
 use crate::{ChargePoint, ChargePoints, Handler, Session};
 use ocpp_messages::Request;
 
@@ -46,9 +47,6 @@ pub(crate) struct Shared<H> {
     pub(crate) draining: AtomicBool,
     /// Notified when the last task ends.
     all_gone: Notify,
-    /// This server's cluster node (feature `redis`).
-    #[cfg(feature = "redis")]
-    pub(crate) cluster: Option<Arc<crate::cluster::Node>>,
 }
 
 impl<H> Shared<H> {
@@ -69,16 +67,13 @@ impl<H> Shared<H> {
             next_task: AtomicU64::new(0),
             draining: AtomicBool::new(false),
             all_gone: Notify::new(),
-            #[cfg(feature = "redis")]
-            cluster: None,
         }
     }
 
     /// The close code and reason of a graceful shutdown: 1001 (going away), or 1012 (service
     /// restart: the charge point reconnects, to another node) on a cluster node.
     pub(crate) fn shutdown_close(&self) -> (CloseCode, &'static str) {
-        #[cfg(feature = "redis")]
-        if self.cluster.is_some() {
+        if self.registry.presence().is_some() {
             return (CloseCode::SERVICE_RESTART, "service restart");
         }
         (CloseCode::GOING_AWAY, "server shutting down")
@@ -161,9 +156,11 @@ pub(crate) struct Driver<S, H: Handler> {
     /// SENDs refused for back-pressure, retried after the next write.
     send_retry: VecDeque<(Request, oneshot::Sender<Result<(), SendError>>)>,
     registered: bool,
-    /// The cluster claim this connection made (feature `redis`).
-    #[cfg(feature = "redis")]
-    claim: Option<ocpp_cluster::ClaimTicket>,
+    /// The cluster claim this connection made.
+    claim: Option<PresenceTicket>,
+    /// Until the other nodes can find the charge point (or the wait is over): the output, the
+    /// 101 first, waits.
+    claiming: Option<oneshot::Receiver<()>>,
     closed: Option<Box<Closed>>,
     needs_flush: bool,
     stream_failed: bool,
@@ -206,8 +203,8 @@ where
             waiters: Vec::new(),
             send_retry: VecDeque::new(),
             registered: false,
-            #[cfg(feature = "redis")]
             claim: None,
+            claiming: None,
             closed: None,
             needs_flush: false,
             stream_failed: false,
@@ -479,18 +476,28 @@ where
         let session = Session::new(cp.clone(), state);
         self.session = Some(session.clone());
         let draining = self.shared.draining.load(Ordering::Acquire);
-        #[cfg(feature = "redis")]
-        let replaced = match &self.shared.cluster {
-            Some(node) => {
-                let (replaced, claim) =
-                    node.connect(&self.shared.registry, identity, &cp, !draining);
-                self.claim = claim;
+        let registry = &self.shared.registry;
+        let replaced = match registry.presence() {
+            Some(presence) if !draining => {
+                let mut replaced = None;
+                let mut registered = false;
+                let joined = presence.connect(&identity, &cp, &mut || {
+                    if !registered {
+                        registered = true;
+                        replaced = registry.register(identity.clone(), cp.clone());
+                    }
+                });
+                if !registered {
+                    replaced = registry.register(identity, cp); // a presence that forgot
+                }
+                if let Some(joined) = joined {
+                    self.claim = Some(joined.ticket);
+                    self.claiming = joined.registered;
+                }
                 replaced
             }
-            None => self.shared.registry.register(identity, cp),
+            _ => registry.register(identity, cp),
         };
-        #[cfg(not(feature = "redis"))]
-        let replaced = self.shared.registry.register(identity, cp);
         if let Some(old) = replaced {
             // ocpp-go #314/#358, SteVe #357: the newer connection wins.
             old.close(
@@ -508,6 +515,19 @@ where
     }
 
     // ---- the stream ----
+
+    /// Whether the output waits for the cluster claim (the charge point has not seen its 101
+    /// yet); polls the wait, which ends with the registration or when the connection closed.
+    fn holding(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(registered) = &mut self.claiming else {
+            return false;
+        };
+        if Pin::new(registered).poll(cx).is_pending() && !self.conn.is_closed() {
+            return true;
+        }
+        self.claiming = None;
+        false
+    }
 
     /// Writes what the core has (step 2 of the drain contract), then flushes.
     fn poll_write(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
@@ -598,7 +618,7 @@ where
             }
             busy |= this.poll_handlers(cx, now);
             busy |= this.drain_events(now);
-            if this.poll_write(cx, now) {
+            if !this.holding(cx) && this.poll_write(cx, now) {
                 busy = true;
                 busy |= this.retry_sends(now);
             }
@@ -682,9 +702,9 @@ impl<S, H: Handler> Driver<S, H> {
             let cp = session.charge_point();
             let identity = cp.identity();
             self.shared.registry.remove(identity, cp);
-            #[cfg(feature = "redis")]
-            if let (Some(node), Some(ticket)) = (&self.shared.cluster, self.claim.take()) {
-                node.disconnect(identity.as_str(), ticket);
+            let presence = self.shared.registry.presence();
+            if let (Some(presence), Some(ticket)) = (presence, self.claim.take()) {
+                presence.disconnect(identity.as_str(), ticket);
             }
         }
     }

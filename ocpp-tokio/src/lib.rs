@@ -42,6 +42,7 @@ mod driver;
 mod error;
 pub mod handler;
 pub mod hook;
+pub mod presence;
 pub mod registry;
 pub mod router;
 pub mod server;

@@ -8,9 +8,11 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ocpp_messages::{Request, Response};
-use ocpp_server_core::{ChargePointIdentity, IdentityTable};
+use ocpp_server_core::{ChargePointIdentity, IdentityTable, OcppVersion};
 
 use ocpp_server_core::CallFailure;
+
+use crate::presence::Presence;
 
 pub use crate::charge_point::{ChargePoint, Settings};
 pub use crate::error::SendError;
@@ -18,6 +20,63 @@ pub use crate::typed::{ResponseOf, TypedCall};
 
 /// The future a [`Remote`] returns.
 pub type RemoteCall<'a> = Pin<Box<dyn Future<Output = Result<Response, CallFailure>> + Send + 'a>>;
+
+/// The future of [`Remote::locate`].
+pub type RemoteLocate<'a> =
+    Pin<Box<dyn Future<Output = Result<Option<RemoteChargePoint>, CallFailure>> + Send + 'a>>;
+
+/// The future of [`Remote::list`].
+pub type RemoteList<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<RemoteChargePoint>, CallFailure>> + Send + 'a>>;
+
+/// A charge point connected to another node, as the cluster knows it: enough to pick the
+/// action its OCPP version has and to send it ([`ChargePoints::call`]); its application state
+/// is the other node's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RemoteChargePoint {
+    /// Its identity.
+    pub identity: String,
+    /// The node holding it.
+    pub node: String,
+    /// The OCPP version of its connection (`None` if that node does not record it).
+    pub version: Option<OcppVersion>,
+    /// `false` when its node stopped refreshing its claim (stopped, or cut off from Redis):
+    /// it may or may not still hold the connection.
+    pub live: bool,
+}
+
+impl RemoteChargePoint {
+    /// A remote charge point (for a [`Remote`] of your own).
+    pub fn new(identity: String, node: String, version: Option<OcppVersion>, live: bool) -> Self {
+        RemoteChargePoint {
+            identity,
+            node,
+            version,
+            live,
+        }
+    }
+}
+
+/// Where a charge point is connected ([`ChargePoints::locate`]).
+#[derive(Debug, Clone)]
+pub enum Connected {
+    /// To this server: its handle.
+    Here(ChargePoint),
+    /// To another node of the cluster.
+    Elsewhere(RemoteChargePoint),
+}
+
+impl Connected {
+    /// The OCPP version of its connection, wherever it is (`None` if the other node does not
+    /// record it).
+    pub fn version(&self) -> Option<OcppVersion> {
+        match self {
+            Connected::Here(cp) => Some(cp.version()),
+            Connected::Elsewhere(remote) => remote.version,
+        }
+    }
+}
 
 /// Serves [`ChargePoints::call`] and [`ChargePoints::call_raw`] for identities not connected
 /// to this server: e.g. a cluster that routes the CALL to the node holding the charge point.
@@ -40,24 +99,44 @@ pub trait Remote: Send + Sync + 'static {
     /// Sends `request` to the charge point `identity` held elsewhere and waits for its answer;
     /// [`CallFailure::NotConnected`] when nobody holds it.
     fn call<'a>(&'a self, identity: &'a str, request: Request) -> RemoteCall<'a>;
+
+    /// Where `identity` is connected elsewhere (`None`: nowhere else);
+    /// [`CallFailure::OwnerUnreachable`] when that cannot be known now. By default: nowhere.
+    fn locate<'a>(&'a self, identity: &'a str) -> RemoteLocate<'a> {
+        let _ = identity;
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Every charge point connected elsewhere (at most `limit`). By default: none.
+    fn list(&self, limit: usize) -> RemoteList<'_> {
+        let _ = limit;
+        Box::pin(async { Ok(Vec::new()) })
+    }
 }
 
 struct Inner {
     table: RwLock<IdentityTable<ChargePoint>>,
     remote: Option<Arc<dyn Remote>>,
-    /// This server's cluster node (feature `redis`).
-    #[cfg(feature = "redis")]
-    cluster: Option<ocpp_cluster::Cluster>,
+    /// This server's presence in a cluster, if it is a node of one.
+    presence: Option<Arc<dyn Presence>>,
 }
 
-/// A registry that does not keep the server alive (the cluster's executor holds one).
-#[cfg(feature = "redis")]
+/// A handle on the registry that does not keep the server alive ([`ChargePoints::downgrade`]):
+/// what a [`Presence`] keeps, since the registry holds the presence.
 #[derive(Clone)]
-pub(crate) struct WeakChargePoints(std::sync::Weak<Inner>);
+pub struct WeakChargePoints(std::sync::Weak<Inner>);
 
-#[cfg(feature = "redis")]
+impl fmt::Debug for WeakChargePoints {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeakChargePoints")
+            .field("alive", &(self.0.strong_count() > 0))
+            .finish()
+    }
+}
+
 impl WeakChargePoints {
-    pub(crate) fn upgrade(&self) -> Option<ChargePoints> {
+    /// The registry, while its server lives.
+    pub fn upgrade(&self) -> Option<ChargePoints> {
         self.0.upgrade().map(|inner| ChargePoints { inner })
     }
 }
@@ -89,41 +168,30 @@ impl fmt::Debug for ChargePoints {
 }
 
 impl ChargePoints {
-    pub(crate) fn new(remote: Option<Arc<dyn Remote>>) -> Self {
+    pub(crate) fn new(
+        remote: Option<Arc<dyn Remote>>,
+        presence: Option<Arc<dyn Presence>>,
+    ) -> Self {
         ChargePoints {
             inner: Arc::new(Inner {
                 table: RwLock::new(IdentityTable::new()),
                 remote,
-                #[cfg(feature = "redis")]
-                cluster: None,
+                presence,
             }),
         }
     }
 
-    /// The registry of a cluster node: identities not held here are called through it.
-    #[cfg(feature = "redis")]
-    pub(crate) fn clustered(node: &Arc<crate::cluster::Node>) -> Self {
-        ChargePoints {
-            inner: Arc::new(Inner {
-                table: RwLock::new(IdentityTable::new()),
-                remote: Some(Arc::new(crate::cluster::ClusterRemote(Arc::clone(node)))),
-                cluster: Some(node.cluster().clone()),
-            }),
-        }
+    /// This server's presence in a cluster ([`ServerBuilder::presence`], or
+    /// `ServerBuilder::cluster`).
+    ///
+    /// [`ServerBuilder::presence`]: crate::ServerBuilder::presence
+    pub fn presence(&self) -> Option<&Arc<dyn Presence>> {
+        self.inner.presence.as_ref()
     }
 
-    #[cfg(feature = "redis")]
-    pub(crate) fn downgrade(&self) -> WeakChargePoints {
+    /// A handle that does not keep the server alive.
+    pub fn downgrade(&self) -> WeakChargePoints {
         WeakChargePoints(Arc::downgrade(&self.inner))
-    }
-
-    /// This server's node in the cluster (see
-    /// [`ServerBuilder::cluster`](crate::ServerBuilder::cluster)), if it is one: e.g. to send a
-    /// command whose payload is JSON text ([`Cluster::call`](ocpp_cluster::Cluster::call)), as
-    /// an admin API that does not know the charge point's OCPP version does.
-    #[cfg(feature = "redis")]
-    pub fn cluster(&self) -> Option<&ocpp_cluster::Cluster> {
-        self.inner.cluster.as_ref()
     }
 
     fn read(&self) -> RwLockReadGuard<'_, IdentityTable<ChargePoint>> {
@@ -207,6 +275,53 @@ impl ChargePoints {
         match &self.inner.remote {
             Some(remote) => remote.call(identity, request).await,
             None => Err(CallFailure::NotConnected),
+        }
+    }
+
+    /// Where `identity` is connected: to this server (its handle), or to another node (through
+    /// the [`Remote`], e.g. the cluster's presence records, with its OCPP version, so that the
+    /// application can pick the action that version has); `None` when connected nowhere.
+    ///
+    /// # Errors
+    /// [`CallFailure::OwnerUnreachable`] when the cluster cannot tell now (Redis down).
+    ///
+    /// ```no_run
+    /// # async fn example(charge_points: ocpp_tokio::ChargePoints) {
+    /// use ocpp_tokio::OcppVersion;
+    /// match charge_points.locate("CP001").await {
+    ///     Ok(Some(cp)) if cp.version() == Some(OcppVersion::V1_6) => { /* RemoteStartTransaction */ }
+    ///     Ok(Some(_)) => { /* RequestStartTransaction */ }
+    ///     Ok(None) => println!("not connected"),
+    ///     Err(failure) => println!("cannot tell now: {failure}"),
+    /// }
+    /// # }
+    /// ```
+    pub async fn locate(&self, identity: &str) -> Result<Option<Connected>, CallFailure> {
+        if let Some(cp) = self.get(identity) {
+            return Ok(Some(Connected::Here(cp)));
+        }
+        match &self.inner.remote {
+            Some(remote) => Ok(remote.locate(identity).await?.map(Connected::Elsewhere)),
+            None => Ok(None),
+        }
+    }
+
+    /// The charge points connected to other nodes (at most `limit`), through the [`Remote`];
+    /// this server's own are [`ChargePoints::iter`].
+    ///
+    /// # Errors
+    /// [`CallFailure::OwnerUnreachable`] when the cluster cannot tell now (Redis down).
+    pub async fn list_elsewhere(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<RemoteChargePoint>, CallFailure> {
+        match &self.inner.remote {
+            Some(remote) => {
+                let mut all = remote.list(limit).await?;
+                all.retain(|cp| self.get(&cp.identity).is_none());
+                Ok(all)
+            }
+            None => Ok(Vec::new()),
         }
     }
 

@@ -19,6 +19,7 @@ use crate::charge_point::Command;
 use crate::driver::{Driver, Shared};
 use crate::handler::PeerCertificate;
 use crate::hook::{Hook, MessageEvent};
+use crate::presence::Presence;
 use crate::registry::Remote;
 use crate::{ChargePoints, Handler};
 
@@ -52,8 +53,7 @@ pub struct ServerBuilder<H> {
     shutdown_timeout: Duration,
     mailbox_capacity: Option<usize>,
     tls_error: Option<TlsErrorHook>,
-    #[cfg(feature = "redis")]
-    cluster: Option<Arc<crate::cluster::Node>>,
+    presence: Option<Arc<dyn Presence>>,
 }
 
 /// The hook of [`ServerBuilder::on_tls_error`].
@@ -66,23 +66,13 @@ impl<H> fmt::Debug for ServerBuilder<H> {
             .field("tls", &self.tls.is_some())
             .field("hook", &self.hook.is_some())
             .field("remote", &self.remote.is_some())
-            .field("cluster", &self.cluster_id())
+            .field("presence", &self.presence.is_some())
             .field("shutdown_timeout", &self.shutdown_timeout)
             .finish()
     }
 }
 
 impl<H> ServerBuilder<H> {
-    #[cfg(feature = "redis")]
-    fn cluster_id(&self) -> Option<&str> {
-        self.cluster.as_ref().map(|node| node.cluster().node_id())
-    }
-
-    #[cfg(not(feature = "redis"))]
-    fn cluster_id(&self) -> Option<&str> {
-        None
-    }
-
     /// The settings of every connection (versions, timeouts, limits).
     pub fn config(mut self, config: ConnectionConfig) -> Self {
         self.config = config;
@@ -101,8 +91,7 @@ impl<H> ServerBuilder<H> {
             shutdown_timeout: self.shutdown_timeout,
             mailbox_capacity: self.mailbox_capacity,
             tls_error: self.tls_error,
-            #[cfg(feature = "redis")]
-            cluster: self.cluster,
+            presence: self.presence,
         }
     }
 
@@ -129,57 +118,18 @@ impl<H> ServerBuilder<H> {
 
     /// Where [`ChargePoints::call`] sends CALLs for identities not connected here (a cluster
     /// of your own; with the feature `redis`, `ServerBuilder::cluster` plugs in
-    /// `ocpp-cluster`'s and takes precedence).
+    /// `ocpp-cluster`'s: the last of the two called is the one used).
     pub fn remote(mut self, remote: impl Remote) -> Self {
         self.remote = Some(Arc::new(remote));
         self
     }
 
-    /// Makes this server node `config.node_id` of a cluster on Redis (feature `redis`; the
-    /// protocol is `ocpp-cluster`'s, the same as `mio-server`'s): every charge point that
-    /// connects is claimed in Redis and released when it leaves; a newer connection of the
-    /// same identity on another node closes this one with 1008
-    /// ([`ocpp_cluster::CLOSE_SUPERSEDED`]); [`ChargePoints::call`] and
-    /// [`ChargePoints::call_raw`] reach a charge point on any node (an unreachable node is
-    /// [`CallFailure::OwnerUnreachable`](crate::CallFailure::OwnerUnreachable)); commands from
-    /// other nodes run on this server's connections; graceful shutdown closes with 1012
-    /// (service restart) and then leaves the cluster ([`ocpp_cluster::Cluster::drain`]).
-    /// With Redis down, local charge points are served and calls to them work; calls for the
-    /// others fail at once.
-    ///
-    /// The node starts at once, in the current tokio runtime (Redis is reached in the
-    /// background).
-    ///
-    /// ```no_run
-    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-    /// use ocpp_tokio::ocpp_cluster::ClusterConfig;
-    /// use ocpp_tokio::{v1_6, CallFailure, Server};
-    ///
-    /// let config = ClusterConfig::new("redis://127.0.0.1:6379/", "csms-a");
-    /// let server = Server::builder().cluster(config)?.bind("0.0.0.0:9000").await?;
-    /// let charge_points = server.charge_points();
-    /// tokio::spawn(server.run());
-    /// // CP-7 may be connected to any node of the cluster.
-    /// let reset = v1_6::ResetRequest::new(v1_6::ResetType::Soft);
-    /// match charge_points.call("CP-7", reset).await {
-    ///     Ok(response) => println!("reset: {:?}", response.status),
-    ///     Err(CallFailure::NotConnected) => println!("connected to no node"),
-    ///     Err(CallFailure::OwnerUnreachable) => println!("its node (or Redis) is down"),
-    ///     Err(other) => println!("{other}"),
-    /// }
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// The configuration cannot work ([`ClusterError::Config`](ocpp_cluster::ClusterError)),
-    /// or no tokio runtime runs ([`ClusterError::NoRuntime`](ocpp_cluster::ClusterError)).
-    #[cfg(feature = "redis")]
-    pub fn cluster(
-        mut self,
-        config: ocpp_cluster::ClusterConfig,
-    ) -> Result<Self, ocpp_cluster::ClusterError> {
-        self.cluster = Some(crate::cluster::Node::start(config)?);
-        Ok(self)
+    /// This server's presence in a cluster of your own (with the feature `redis`,
+    /// `ServerBuilder::cluster` plugs in `ocpp-cluster`'s): told of every connection that
+    /// opens and closes, and left at shutdown. Usually with [`ServerBuilder::remote`].
+    pub fn presence(mut self, presence: impl Presence) -> Self {
+        self.presence = Some(Arc::new(presence));
+        self
     }
 
     /// How long graceful shutdown waits for connections to finish their close handshake
@@ -224,29 +174,17 @@ impl<H: Handler> ServerBuilder<H> {
         let capacity = self
             .mailbox_capacity
             .unwrap_or_else(|| self.config.get_max_queued_calls().max(1));
-        #[cfg(feature = "redis")]
-        let registry = match &self.cluster {
-            Some(node) => {
-                let registry = ChargePoints::clustered(node);
-                node.attach(&registry, &self.config);
-                registry
-            }
-            None => ChargePoints::new(self.remote),
-        };
-        #[cfg(not(feature = "redis"))]
-        let registry = ChargePoints::new(self.remote);
-        #[allow(unused_mut)]
-        let mut shared = Shared::new(
+        let registry = ChargePoints::new(self.remote, self.presence);
+        if let Some(presence) = registry.presence() {
+            presence.attach(&registry, &self.config);
+        }
+        let shared = Shared::new(
             Arc::new(self.handler),
             Arc::new(self.config),
             registry,
             self.hook,
             capacity,
         );
-        #[cfg(feature = "redis")]
-        {
-            shared.cluster = self.cluster;
-        }
         Service {
             shared: Arc::new(shared),
             tls: self.tls.map(TlsAcceptor::from),
@@ -325,8 +263,7 @@ impl Server<()> {
             shutdown_timeout: Duration::from_secs(5),
             mailbox_capacity: None,
             tls_error: None,
-            #[cfg(feature = "redis")]
-            cluster: None,
+            presence: None,
         }
     }
 }
@@ -348,13 +285,6 @@ impl<H: Handler> Server<H> {
     /// How many connections are being served (connected or still in the handshake).
     pub fn connections(&self) -> usize {
         self.service.connections()
-    }
-
-    /// This server's node in the cluster, if it is one (feature `redis`, see
-    /// [`ServerBuilder::cluster`]).
-    #[cfg(feature = "redis")]
-    pub fn cluster(&self) -> Option<&ocpp_cluster::Cluster> {
-        self.service.cluster()
     }
 
     /// The service behind the listener (e.g. to serve streams from a second listener too).
@@ -406,13 +336,6 @@ impl<H: Handler> Service<H> {
     /// The registry of connected charge points (a clone-cheap handle).
     pub fn charge_points(&self) -> ChargePoints {
         self.shared.registry.clone()
-    }
-
-    /// This server's node in the cluster, if it is one (feature `redis`, see
-    /// [`ServerBuilder::cluster`]).
-    #[cfg(feature = "redis")]
-    pub fn cluster(&self) -> Option<&ocpp_cluster::Cluster> {
-        self.shared.registry.cluster()
     }
 
     /// How many connections are being served (connected or still in the handshake).
@@ -495,9 +418,8 @@ impl<H: Handler> Service<H> {
             let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
             self.shared.wait_all_gone(deadline).await;
         }
-        #[cfg(feature = "redis")]
-        if let Some(node) = &self.shared.cluster {
-            node.leave().await;
+        if let Some(presence) = self.shared.registry.presence() {
+            presence.leave().await;
         }
         left
     }

@@ -16,6 +16,7 @@ use common::*;
 use ocpp_server_core::{Answer, Response};
 use ocpp_tokio::ocpp::{CloseCode, CloseReason};
 use ocpp_tokio::ocpp_cluster::ClusterConfig;
+use ocpp_tokio::registry::Connected;
 use ocpp_tokio::{v1_6, CallFailure, ErrorCode, OcppVersion, Server};
 use redis_server::RedisServer;
 
@@ -54,7 +55,7 @@ async fn claimed(server: &TestServer, identity: &str, holder: &str) {
     let deadline = Instant::now() + WAIT;
     loop {
         let located = cluster.locate(identity).await;
-        if matches!(&located, Ok(Some((node, _))) if node == holder) {
+        if matches!(&located, Ok(Some(cp)) if cp.node == holder) {
             return;
         }
         assert!(
@@ -259,21 +260,60 @@ async fn shutdown_closes_with_1012_and_leaves_the_cluster() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_that_does_not_decode_on_the_holder_is_a_call_error() {
+async fn a_command_that_does_not_fit_the_holder_s_version_is_not_sent() {
     let redis = RedisServer::start();
     let a = node(&redis, "a").await;
     let b = node(&redis, "b").await;
     let _cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
     claimed(&a, "CP1", "b").await;
-    // A 2.0.1 request for a 1.6 charge point: the holder cannot decode it for 1.6 (required
-    // `type` missing), and answers with a CALLERROR rather than sending anything.
+    // A 2.0.1 request for a 1.6 charge point: the holder cannot decode it for 1.6 (`type` is
+    // not a 1.6 value), sends nothing, and says so: not a CALLERROR made up in the charge
+    // point's name, which the caller could not tell from the charge point's own.
     let request = ocpp_tokio::ocpp::Request::from(ocpp_tokio::v2_0_1::Request::from(
         ocpp_tokio::v2_0_1::ResetRequest::new(ocpp_tokio::v2_0_1::ResetEnum::Immediate),
     ));
     match a.charge_points.call_raw("CP1", request).await {
-        Err(CallFailure::ErrorResponse { code, .. }) => assert_ne!(code, ErrorCode::NotSupported),
-        other => panic!("expected a CALLERROR, got {other:?}"),
+        Err(failure @ CallFailure::InvalidRequest { .. }) => {
+            assert!(!failure.may_have_reached_peer());
+            assert_eq!(failure.http_status(), 400);
+        }
+        other => panic!("expected InvalidRequest, got {other:?}"),
     }
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_node_can_tell_where_a_charge_point_is_and_its_version() {
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let _cp = TestCp::connect(b.addr, "CP1", OcppVersion::V2_0_1).await;
+    claimed(&a, "CP1", "b").await;
+    // On the node holding it: its handle. On the other: where, and its version, so that the
+    // application can pick RequestStartTransaction rather than RemoteStartTransaction.
+    match b.charge_points.locate("CP1").await {
+        Ok(Some(Connected::Here(cp))) => assert_eq!(cp.version(), OcppVersion::V2_0_1),
+        other => panic!("expected CP1 here, got {other:?}"),
+    }
+    match a.charge_points.locate("CP1").await {
+        Ok(Some(Connected::Elsewhere(cp))) => {
+            assert_eq!(cp.node, "b");
+            assert_eq!(cp.version, Some(OcppVersion::V2_0_1));
+            assert!(cp.live);
+        }
+        other => panic!("expected CP1 on b, got {other:?}"),
+    }
+    assert!(matches!(a.charge_points.locate("NOBODY").await, Ok(None)));
+    let elsewhere = a.charge_points.list_elsewhere(100).await.unwrap();
+    assert_eq!(elsewhere.len(), 1);
+    assert_eq!(elsewhere[0].identity, "CP1");
+    assert!(b
+        .charge_points
+        .list_elsewhere(100)
+        .await
+        .unwrap()
+        .is_empty());
     a.stop().await;
     b.stop().await;
 }
