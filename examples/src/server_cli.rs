@@ -120,7 +120,10 @@ Options:
   --redis URL            join a cluster of nodes on this Redis (redis://HOST:PORT/): charge
                          points are claimed in Redis, a newer connection on another node
                          closes this one (1008), and an admin command for a charge point held
-                         by another node is routed there (needs --node-id)
+                         by another node is routed there (needs --node-id); with Sentinel,
+                         redis+sentinel://[USER:PASS@]HOST:PORT[,HOST:PORT...]/SERVICE[?db=N]:
+                         the master the sentinels name, followed through failovers (USER,
+                         PASS and db are the data nodes')
   --node-id NAME         this node's id, unique in the cluster (needs --redis)
   --cluster-ttl-s N      the claim and node record TTL in seconds (default 90; refreshed
                          every third of it): how long a killed node's charge points stay

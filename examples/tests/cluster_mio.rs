@@ -54,14 +54,17 @@ fn commands_reach_charge_points_on_other_nodes_and_the_newest_connection_wins() 
     assert_eq!(status, 502, "{body}");
     assert_eq!(json(&body)["error"]["code"], "NotSupported", "{body}");
 
-    // A payload that does not decode on the holder: a CALLERROR, nothing sent.
+    // A payload that does not decode on the holder: nothing sent, and said so (400
+    // `invalid_request`), not a CALLERROR made up in the charge point's name.
     let (status, body) = http(
         a.admin,
         "POST",
         "/chargepoints/CP1/call/Reset",
         r#"{"type":"Sometimes"}"#,
     );
-    assert_eq!(status, 502, "{body}");
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(json(&body)["outcome"], "invalid_request", "{body}");
+    assert_eq!(json(&body)["delivery"], "not_sent", "{body}");
     // Not JSON at all: refused on the caller.
     let (status, _) = http(a.admin, "POST", "/chargepoints/CP1/call/Reset", "{");
     assert_eq!(status, 400);
@@ -100,7 +103,8 @@ fn a_killed_node_is_unreachable_at_once_and_routing_follows_the_reconnect() {
     }
     drop(cp);
 
-    // b's claim expires with its TTL (3 s here): then connected nowhere.
+    // b's claim goes stale after its TTL (3 s here) and its key one TTL later: then connected
+    // nowhere.
     let deadline = Instant::now() + WAIT;
     loop {
         let (status, _) = reset_unanswered(a.admin, "CP1");

@@ -17,7 +17,7 @@ const TOKIO: &str = env!("CARGO_BIN_EXE_tokio-server");
 const MIO: &str = env!("CARGO_BIN_EXE_mio-server");
 
 /// A charge point on `holder` reached through `caller`'s admin API: a result (200), a
-/// CALLERROR (502), a payload the holder cannot decode (502), not JSON (400).
+/// CALLERROR (502), a payload the holder cannot decode (400, not sent), not JSON (400).
 fn commands_reach(
     redis: &RedisServer,
     caller: &Server,
@@ -43,7 +43,8 @@ fn commands_reach(
 
     let path = format!("/chargepoints/{identity}/call/Reset");
     let (status, body) = http(caller.admin, "POST", &path, r#"{"type":"Sometimes"}"#);
-    assert_eq!(status, 502, "{body}");
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(json(&body)["outcome"], "invalid_request", "{body}");
     let (status, _) = http(caller.admin, "POST", &path, "{");
     assert_eq!(status, 400);
 }
@@ -99,7 +100,7 @@ fn a_mio_node_and_a_tokio_node_speak_one_protocol() {
     takeover(&redis, (&t, "t"), (&m, "m"), "CP9");
 
     // The tokio node killed: its charge points are unreachable at once from the mio node,
-    // until its claims expire (3 s), then connected nowhere.
+    // until its claims' keys go (twice the TTL of 3 s), then connected nowhere.
     let cp = connect(&t, "CP3");
     redis.wait_claimed("CP3", "t");
     t.child.kill().expect("SIGKILL t");

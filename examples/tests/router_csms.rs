@@ -256,7 +256,8 @@ fn run_charge_point(csms: &Csms, version: &str, identity: &str, expected: &Value
     assert_eq!(cp.wait_for("REMOTE-START "), expected["remote start"]);
     let (status, answer) = csms.remote_start(identity, r#"{"idTag": "TAG-FAIL"}"#);
     assert_eq!(status, 502, "{answer}");
-    assert_eq!(answer["mayHaveReachedChargePoint"], true, "{answer}");
+    assert_eq!(answer["outcome"], "call_error", "{answer}");
+    assert_eq!(answer["delivery"], "answered", "{answer}");
     let error = answer["error"].as_str().unwrap();
     assert!(error.contains("GenericError"), "{answer}");
     // Without a body: the first token of the list.

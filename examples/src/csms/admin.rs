@@ -5,7 +5,7 @@
 //!
 //! | request | answer |
 //! | --- | --- |
-//! | `GET /chargepoints` | 200, JSON list of connected charge points |
+//! | `GET /chargepoints` | 200, JSON list of connected charge points; on a cluster node, every node's, each with its `node` (those of other nodes from the presence records: [`cluster_list_response`]) |
 //! | `GET /chargepoints/{identity}` | 200, one charge point (connected or not; with its notification counts, last status per kind, boot policy, seqNo gaps, `items_per_message` (its DeviceDataCtrlr.ItemsPerMessage GetVariables / SetVariables, null unknown) and its last SignCertificate: `certificate` with our answer, the serial signed and its answer to CertificateSigned), 404 unknown |
 //! | `GET /chargepoints/{identity}/notifications` | 200, the notifications kept, by action (`{"NotifyEvent":[{"at","payload"}...]...}`) |
 //! | `GET /chargepoints/{identity}/notifications/{Action}` | 200, the notifications of one action, oldest first |
@@ -34,11 +34,11 @@
 //! assert_eq!(response.body, b"[]");
 //! ```
 
-use ocpp_cluster::CallFailure as RoutedFailure;
+use ocpp_cluster::{ClusterError, Located};
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1, DecodeError};
 use ocpp_server_core::{
-    CallFailure, CallOutcome, ChargePointIdentity, RefusalReason, Request, Response,
+    CallFailure, CallOutcome, ChargePointIdentity, Delivery, RefusalReason, Request, Response,
 };
 use serde_json::{json, Value};
 
@@ -146,19 +146,32 @@ impl HttpResponse {
         }
     }
 
-    /// 404: the charge point has no open connection.
+    /// 404 (`not_connected`, not sent): the charge point has no open connection.
     pub fn not_connected(identity: &ChargePointIdentity) -> Self {
-        Self::error(404, &format!("charge point {identity} is not connected"))
+        failure_only(
+            &CallFailure::NotConnected,
+            format!("charge point {identity} is not connected: the CALL was not sent"),
+        )
     }
 
-    /// 504: no answer in time.
+    /// 504 (`timeout`): no answer in time; the CALL may have reached the charge point.
     pub fn timeout() -> Self {
-        Self::error(504, "the charge point did not answer in time")
+        failure_only(
+            &CallFailure::Timeout,
+            failure_message(&CallFailure::Timeout),
+        )
     }
 
-    /// 503: the server is shutting down.
-    pub fn shutting_down() -> Self {
-        Self::error(503, "the server is shutting down")
+    /// 504 (`disconnected`): the server stops before the command's CALL has an outcome; it may
+    /// have reached the charge point. Never the retryable 503, which would make a client send
+    /// it again.
+    pub fn shut_down_before_answer() -> Self {
+        let failure = CallFailure::Disconnected;
+        let message = format!(
+            "the server shut down before the answer: {}",
+            failure_message(&failure)
+        );
+        failure_only(&failure, message)
     }
 
     /// The response as bytes on the wire (HTTP/1.1, `Connection: close`).
@@ -282,7 +295,14 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
                         Some(Ok(None)) | None => Route::Call { identity, request },
                     };
                 }
-                Err(error) => HttpResponse::error(400, &format!("{action}: {error}")),
+                // As the node holding a charge point answers a routed command that does not
+                // fit: not sent, 400 `invalid_request`.
+                Err(error) => {
+                    let failure = CallFailure::InvalidRequest {
+                        description: format!("{action} for OCPP {version}: {error}"),
+                    };
+                    failure_response(Some(version), None, action, &failure)
+                }
             }
         }
         ("GET", ["chargepoints", identity, "notifications"]) => {
@@ -448,54 +468,82 @@ pub fn decode_command(
     })
 }
 
-/// The answer to a command, for every outcome of its CALL (the one mapping both servers
-/// use): 200 `{"id","action","result"}` for a CALLRESULT; 502
-/// `{"id","action","error":{"code","description","details"}}` for a CALLERROR or an
-/// unreadable CALLRESULT (the code spelled for `version`) and 502 when the connection ended
-/// after the CALL was sent; 504 for a timeout; 404 when the charge point is not connected; 503
-/// when the CALL was not sent (queue full, another version, the connection ended first) or
-/// its node cannot be reached.
+/// The answer to a command, for every outcome of its CALL: 200
+/// `{"id","action","result"}` for a CALLRESULT, otherwise [`failure_response`] (the one
+/// mapping every path uses: both servers, local or through the cluster).
 pub fn call_response(
     version: OcppVersion,
     id: &str,
     action: &str,
     outcome: &CallOutcome,
 ) -> HttpResponse {
-    let failure = match outcome {
-        Ok(response) => {
-            return HttpResponse::json(
-                200,
-                &json!({ "id": id, "action": action, "result": response_json(response) }),
-            )
-        }
-        Err(failure) => failure,
-    };
-    match failure {
+    match outcome {
+        Ok(response) => HttpResponse::json(
+            200,
+            &json!({ "id": id, "action": action, "result": response_json(response) }),
+        ),
+        Err(failure) => failure_response(Some(version), Some(id), action, failure),
+    }
+}
+
+/// The answer to a command whose CALL got no CALLRESULT, the same on every path: the status is
+/// [`CallFailure::http_status`] (404 connected nowhere; 400 or 409 the request does not fit
+/// the charge point; 503 not sent, retry; 504 sent and not answered, it may have run; 502 the
+/// charge point answered with a CALLERROR or something unreadable), and the body names the
+/// outcome and whether the CALL may have reached the charge point:
+/// `{"id"?,"action","outcome","delivery","error"}`, where `error` is
+/// `{"code","description","details"}` for a CALLERROR (the code spelled for `version`, or as
+/// OCPP 2.x does when the charge point's version is not known here) and a message otherwise.
+pub fn failure_response(
+    version: Option<OcppVersion>,
+    id: Option<&str>,
+    action: &str,
+    failure: &CallFailure,
+) -> HttpResponse {
+    let error = match failure {
         CallFailure::ErrorResponse {
             code,
             description,
             details,
         } => {
             let details: Value = serde_json::from_str(details).unwrap_or(Value::Null);
-            let code = code.as_str(version);
-            HttpResponse::json(
-                502,
-                &json!({ "id": id, "action": action, "error": {
-                    "code": code, "description": description, "details": details } }),
-            )
+            let code = code.as_str(version.unwrap_or(OcppVersion::V2_0_1));
+            json!({ "code": code, "description": description, "details": details })
         }
-        CallFailure::InvalidResponse { description } => HttpResponse::json(
-            502,
-            &json!({ "id": id, "action": action, "error": {
-                "code": "InvalidResult", "description": description } }),
-        ),
-        CallFailure::Timeout => HttpResponse::timeout(),
-        CallFailure::Disconnected => {
-            HttpResponse::error(502, "the charge point disconnected before answering")
+        CallFailure::InvalidResponse { description } => {
+            json!({ "code": "InvalidResult", "description": description })
         }
-        CallFailure::NotConnected => HttpResponse::error(404, "the charge point is not connected"),
-        not_sent => HttpResponse::error(503, &format!("the CALL was not sent: {not_sent}")),
+        other => Value::String(failure_message(other)),
+    };
+    let mut body = json!({
+        "action": action,
+        "outcome": failure.name(),
+        "delivery": failure.delivery().name(),
+        "error": error,
+    });
+    if let Some(id) = id {
+        body["id"] = Value::String(id.to_owned());
     }
+    HttpResponse::json(failure.http_status(), &body)
+}
+
+/// What an admin client reads in `error`: the failure, and what it means for a retry.
+fn failure_message(failure: &CallFailure) -> String {
+    match failure.delivery() {
+        Delivery::NotSent => format!("{failure}: the CALL was not sent"),
+        Delivery::Unknown => format!("{failure}: the CALL may have reached the charge point"),
+        _ => failure.to_string(),
+    }
+}
+
+/// A failure's answer when no action is at hand: `{"outcome","delivery","error"}`.
+fn failure_only(failure: &CallFailure, message: String) -> HttpResponse {
+    let body = json!({
+        "outcome": failure.name(),
+        "delivery": failure.delivery().name(),
+        "error": message,
+    });
+    HttpResponse::json(failure.http_status(), &body)
 }
 
 /// The answer to a command whose CALL the connection refused ([`Connection::call`]): the
@@ -523,44 +571,128 @@ pub fn command_target(method: &str, path: &str) -> Option<(ChargePointIdentity, 
 /// The body of a command sent through the cluster, as JSON text (`{}` when empty; the node
 /// holding the charge point decodes it for its version), or the 400 answer.
 pub fn command_body(body: &[u8]) -> Result<&str, HttpResponse> {
+    let invalid = |description: &str| {
+        let failure = CallFailure::InvalidRequest {
+            description: description.to_owned(),
+        };
+        failure_only(&failure, failure_message(&failure))
+    };
     let body = match std::str::from_utf8(body) {
         Ok("") => "{}",
         Ok(body) => body,
-        Err(_) => return Err(HttpResponse::error(400, "body is not UTF-8")),
+        Err(_) => return Err(invalid("body is not UTF-8")),
     };
     if serde_json::from_str::<Value>(body).is_err() {
-        return Err(HttpResponse::error(400, "body is not JSON"));
+        return Err(invalid("body is not JSON"));
     }
     Ok(body)
 }
 
 /// The answer to a command routed through the cluster (`ocpp-cluster`'s one answer): 200
-/// `{"action","result"}`, 502 `{"action","error":{"code","description","details"}}` for a
-/// CALLERROR, or the failure's status with `{"error": ...}`: 404 connected to no node, 503
-/// its node (or Redis) unreachable, 504 no answer in time.
-pub fn remote_call_response(
-    identity: &str,
-    action: &str,
-    result: &Result<String, RoutedFailure>,
-) -> HttpResponse {
-    let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+/// `{"action","result"}`, or [`failure_response`] as for a local CALL.
+pub fn remote_call_response(action: &str, result: &Result<String, CallFailure>) -> HttpResponse {
     match result {
         Ok(payload) => {
-            HttpResponse::json(200, &json!({ "action": action, "result": parse(payload) }))
+            let result = serde_json::from_str::<Value>(payload).unwrap_or(Value::Null);
+            HttpResponse::json(200, &json!({ "action": action, "result": result }))
         }
-        Err(RoutedFailure::CallError {
-            code,
-            description,
-            details,
-        }) => HttpResponse::json(
-            502,
-            &json!({ "action": action, "error": {
-                "code": code, "description": description, "details": parse(details) } }),
-        ),
-        Err(RoutedFailure::NotConnected) => {
-            HttpResponse::error(404, &format!("charge point {identity} is not connected"))
+        Err(failure) => failure_response(None, None, action, failure),
+    }
+}
+
+/// How many charge points `GET /chargepoints` lists from a cluster's presence records at most.
+pub const CLUSTER_LIST_LIMIT: usize = 100_000;
+
+/// A read of the admin API that a cluster node answers from the cluster's presence records
+/// too ([`cluster_read`]): where charge points connected to other nodes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterRead {
+    /// `GET /chargepoints`: this node's, then every other node's.
+    List,
+    /// `GET /chargepoints/{identity}` for a charge point not connected here.
+    One(ChargePointIdentity),
+}
+
+/// Whether `method` and `path` are a read a cluster node answers cluster-wide.
+pub fn cluster_read(csms: &Csms, method: &str, path: &str) -> Option<ClusterRead> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match (method, segments.as_slice()) {
+        ("GET", ["chargepoints"]) => Some(ClusterRead::List),
+        ("GET", ["chargepoints", identity]) => {
+            let identity = parse_identity(identity).ok()?;
+            // Connected here: this node's own record, as without a cluster.
+            match csms.version_of(&identity) {
+                Some(_) => None,
+                None => Some(ClusterRead::One(identity)),
+            }
         }
-        Err(failure) => HttpResponse::error(failure.http_status(), &failure.to_string()),
+        _ => None,
+    }
+}
+
+/// A charge point connected to another node, as the presence records say: `{"identity",
+/// "node","connected","version","claimed_ms","live"}`. Its application state (status,
+/// transactions) is the holding node's: ask that node.
+pub fn located_json(cp: &Located) -> Value {
+    json!({
+        "identity": cp.identity,
+        "node": cp.node,
+        "connected": true,
+        "version": cp.version.map(OcppVersion::as_str),
+        "claimed_ms": cp.claimed_ms,
+        "live": cp.live,
+    })
+}
+
+/// `GET /chargepoints` on the cluster node `node`: this node's connected charge points (each
+/// with `"node"`), then those of every other node ([`located_json`]); 503 when the presence
+/// records cannot be read (Redis down: ask each node).
+pub fn cluster_list_response(
+    csms: &Csms,
+    node: &str,
+    located: &Result<Vec<Located>, ClusterError>,
+) -> HttpResponse {
+    let located = match located {
+        Ok(located) => located,
+        Err(e) => {
+            return HttpResponse::error(503, &format!("the cluster's presence is unreadable: {e}"))
+        }
+    };
+    let mut list: Vec<Value> = csms.with_connected(|local| {
+        local
+            .iter()
+            .map(|cp| {
+                let mut value = charge_point_json(cp);
+                value["node"] = Value::String(node.to_owned());
+                value
+            })
+            .collect()
+    });
+    let here: std::collections::HashSet<String> = list
+        .iter()
+        .filter_map(|cp| cp["identity"].as_str().map(str::to_owned))
+        .collect();
+    let mut remote: Vec<&Located> = located
+        .iter()
+        .filter(|cp| cp.node != node && !here.contains(&cp.identity))
+        .collect();
+    remote.sort_by(|a, b| a.identity.cmp(&b.identity));
+    list.extend(remote.into_iter().map(located_json));
+    HttpResponse::json(200, &Value::Array(list))
+}
+
+/// `GET /chargepoints/{identity}` on a cluster node for a charge point not connected here:
+/// where it is connected ([`located_json`]), or this node's record of it (`local`, from
+/// [`route`]: a charge point seen here before, or 404); 503 when the presence records cannot be
+/// read.
+pub fn cluster_one_response(
+    local: HttpResponse,
+    located: &Result<Option<Located>, ClusterError>,
+) -> HttpResponse {
+    match located {
+        Ok(Some(cp)) => HttpResponse::json(200, &located_json(cp)),
+        Ok(None) => local,
+        Err(e) => HttpResponse::error(503, &format!("the cluster's presence is unreadable: {e}")),
     }
 }
 
@@ -807,24 +939,36 @@ mod tests {
         );
         let bytes = ok.to_bytes();
         assert!(bytes.starts_with(b"HTTP/1.1 200 OK\r\n"));
-        // Every failure has its status, in this one place for both servers.
-        for (failure, status) in [
-            (CallFailure::NotConnected, 404),
-            (CallFailure::QueueFull, 503),
-            (CallFailure::ClosedBeforeSent, 503),
-            (CallFailure::Disconnected, 502),
+        // Every failure has its status, in this one place for both servers and every path.
+        for (failure, status, delivery) in [
+            (CallFailure::NotConnected, 404, "not_sent"),
+            (CallFailure::QueueFull, 503, "not_sent"),
+            (CallFailure::ClosedBeforeSent, 503, "not_sent"),
+            (CallFailure::DeadlinePassed, 503, "not_sent"),
+            (CallFailure::OwnerUnreachable, 503, "not_sent"),
+            (CallFailure::Disconnected, 504, "unknown"),
+            (CallFailure::Timeout, 504, "unknown"),
             (
                 CallFailure::InvalidResponse {
                     description: "x".into(),
                 },
                 502,
+                "answered",
             ),
         ] {
-            assert_eq!(
-                call_response(OcppVersion::V1_6, "1", "Reset", &Err(failure)).status,
-                status
-            );
+            let local = call_response(OcppVersion::V1_6, "1", "Reset", &Err(failure.clone()));
+            assert_eq!(local.status, status);
+            let body: Value = serde_json::from_slice(&local.body).unwrap();
+            assert_eq!(body["outcome"], failure.name());
+            assert_eq!(body["delivery"], delivery);
+            // Routed through the cluster: the same status and outcome.
+            let routed = remote_call_response("Reset", &Err(failure.clone()));
+            assert_eq!(routed.status, status);
+            let routed: Value = serde_json::from_slice(&routed.body).unwrap();
+            assert_eq!(routed["outcome"], body["outcome"]);
         }
+        assert_eq!(HttpResponse::shut_down_before_answer().status, 504);
+        assert_eq!(HttpResponse::timeout().status, 504);
     }
 
     #[test]
@@ -837,29 +981,20 @@ mod tests {
         assert_eq!(command_body(b"{").unwrap_err().status, 400);
         assert_eq!(command_body(&[0xff]).unwrap_err().status, 400);
 
-        let ok = remote_call_response("CP1", "Reset", &Ok(r#"{"status":"Accepted"}"#.into()));
+        let ok = remote_call_response("Reset", &Ok(r#"{"status":"Accepted"}"#.into()));
         assert_eq!(ok.status, 200);
         let body: Value = serde_json::from_slice(&ok.body).unwrap();
         assert_eq!(body["result"]["status"], "Accepted");
         assert_eq!(body["action"], "Reset");
-        let error = RoutedFailure::CallError {
-            code: "NotSupported".into(),
+        let error = CallFailure::ErrorResponse {
+            code: ocpp_messages::error_code::ErrorCode::NotSupported,
             description: "no".into(),
             details: "{}".into(),
         };
-        let failed = remote_call_response("CP1", "Reset", &Err(error));
+        let failed = remote_call_response("Reset", &Err(error));
         assert_eq!(failed.status, 502);
         let body: Value = serde_json::from_slice(&failed.body).unwrap();
         assert_eq!(body["error"]["code"], "NotSupported");
-        for (failure, status) in [
-            (RoutedFailure::NotConnected, 404),
-            (RoutedFailure::OwnerUnreachable, 503),
-            (RoutedFailure::Timeout, 504),
-        ] {
-            assert_eq!(
-                remote_call_response("CP1", "Reset", &Err(failure)).status,
-                status
-            );
-        }
+        assert_eq!(body["delivery"], "answered");
     }
 }

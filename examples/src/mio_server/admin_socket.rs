@@ -12,7 +12,7 @@ use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{ChargePointIdentity, Refused};
 
 use super::event_loop::{Entry, EventLoop};
-use super::ocpp_socket::{send_chunk, SocketStage, Waiter};
+use super::ocpp_socket::{send_chunk, Waiter};
 use super::slab::Key;
 use super::timers::Moment;
 use super::{Command, Handle};
@@ -61,7 +61,7 @@ impl EventLoop {
     ) {
         let shared = Arc::clone(&self.shared);
         let response = match self.sockets.get_mut(target) {
-            Some(Entry::Ocpp(s)) if s.stage == SocketStage::Live && s.connection.is_open() => {
+            Some(Entry::Ocpp(s)) if s.stage.is_open() && s.connection.is_open() => {
                 let action = request.action();
                 match s.connection.call_with_deadline(now, request, deadline) {
                     Ok(id) => {
@@ -99,12 +99,13 @@ impl EventLoop {
         target: Key,
         split: Box<SplitCall>,
         reply_to: Key,
+        deadline: Instant,
         now: Instant,
     ) {
         let shared = Arc::clone(&self.shared);
         let response = match self.sockets.get_mut(target) {
-            Some(Entry::Ocpp(s)) if s.stage == SocketStage::Live && s.connection.is_open() => {
-                match send_chunk(&shared.csms, s, split, reply_to, now) {
+            Some(Entry::Ocpp(s)) if s.stage.is_open() && s.connection.is_open() => {
+                match send_chunk(&shared.csms, s, split, reply_to, deadline, now) {
                     Ok(()) => {
                         self.service(target, now);
                         return;
@@ -166,6 +167,9 @@ impl EventLoop {
                 return;
             }
         };
+        if self.admin_cluster_read(key, &request, now) {
+            return;
+        }
         if let Some((identity, action)) = self.remote_command(&request.method, &request.path) {
             self.admin_remote_call(key, identity, action, &request.body, now);
             return;
@@ -190,15 +194,22 @@ impl EventLoop {
                 );
             }
             Route::Calls { identity, split } => {
-                let Some(handle) = self.admin_wait(key, &identity, split.chunks(), now) else {
+                let chunks = split.chunks();
+                let Some(handle) = self.admin_wait(key, &identity, chunks, now) else {
                     return;
                 };
+                // Every chunk's outcome comes by then (a call timeout each), within the admin
+                // socket's own deadline; none is written later.
+                let chunks = u32::try_from(chunks).unwrap_or(u32::MAX);
+                let call_timeout = self.shared.connection_config.get_call_timeout();
+                let deadline = now + call_timeout.saturating_mul(chunks);
                 self.shared.send(
                     handle.loop_index,
                     Command::AdminCalls {
                         target: handle.key,
                         split,
                         reply_to: key,
+                        deadline,
                     },
                 );
             }

@@ -2,7 +2,11 @@
 //! (its own thread and tokio runtime; every call here returns at once) wired into the loops.
 //!
 //! - **Presence**: `Event::Connected` claims the identity (the socket keeps the
-//!   [`ClaimTicket`]); `Event::Closed` releases that ticket (the bridge refreshes claims itself).
+//!   [`ClaimTicket`]) and the socket waits in `SocketStage::Claiming`, its 101 held in the
+//!   output, until [`BridgeOutput::Registered`] (at most
+//!   [`claim_wait`](ocpp_cluster::ClusterConfig::claim_wait), with Redis down): once a charge
+//!   point has its handshake, every node finds it (PROTOCOL.md 6.1).
+//!   `Event::Closed` releases that ticket (the bridge refreshes claims itself).
 //! - **Takeover**: a [`ClusterEvent::Superseded`] closes the socket holding that ticket with
 //!   1008 ([`CLOSE_SUPERSEDED`]): it leaves the identity table at once, is sent nothing more,
 //!   and its claim is not released (it is no longer ours).
@@ -10,7 +14,7 @@
 //!   [`ClusterBridge::call`]; its [`BridgeOutput::CallDone`] answers the admin socket. A command
 //!   forwarded to us ([`BridgeOutput::Execute`]) is decoded with the charge point's version,
 //!   sent on its connection, and answered with [`ClusterBridge::complete`] exactly once
-//!   ([`JobAnswer`] answers `NotConnected` if it is dropped unanswered).
+//!   ([`JobAnswer`] answers for itself if it is dropped unanswered).
 //! - **Several loops**: loop 0's waker is the bridge's wake; loop 0 reads every output and
 //!   forwards jobs and takeovers to the loop holding the identity as [`Command`]s.
 //! - **Shutdown**: sockets close with 1012; loop 0 then calls [`ClusterBridge::drain`] (once
@@ -83,13 +87,15 @@ impl ClusterNode {
     }
 }
 
-/// The one answer a forwarded command gets: [`JobAnswer::complete`], or `NotConnected` when it
-/// is dropped unanswered (a loop that exited, a command that never reached its socket).
+/// The one answer a forwarded command gets: [`JobAnswer::complete`], or, when it is dropped
+/// unanswered, `NotConnected` before its CALL was handed to a connection (a loop that exited,
+/// a command that never reached its socket) and `Disconnected` after (it may have run).
 #[derive(Debug)]
 pub(super) struct JobAnswer {
     node: Arc<ClusterNode>,
     id: JobId,
     done: bool,
+    sent: bool,
 }
 
 impl JobAnswer {
@@ -98,6 +104,7 @@ impl JobAnswer {
             node,
             id,
             done: false,
+            sent: false,
         }
     }
 
@@ -111,9 +118,12 @@ impl JobAnswer {
 impl Drop for JobAnswer {
     fn drop(&mut self) {
         if !self.done {
-            self.node
-                .bridge()
-                .complete(self.id, CommandOutcome::NotConnected);
+            let unanswered = if self.sent {
+                CallFailure::Disconnected
+            } else {
+                CallFailure::NotConnected
+            };
+            self.node.bridge().complete(self.id, Err(unanswered));
         }
     }
 }
@@ -124,6 +134,15 @@ pub(super) struct RemoteCall {
     admin: Key,
     identity: String,
     action: String,
+}
+
+/// An admin read waiting for the cluster's presence records ([`BridgeOutput::Located`],
+/// [`BridgeOutput::Listed`]).
+#[derive(Debug)]
+pub(super) struct RemoteRead {
+    admin: Key,
+    /// For one charge point: this node's answer when no node holds it (its record, or 404).
+    local: Option<HttpResponse>,
 }
 
 /// Where loop 0 is with leaving the cluster during a shutdown.
@@ -153,6 +172,54 @@ impl EventLoop {
             return None; // local: as without a cluster
         }
         Some((identity, action))
+    }
+
+    /// On a cluster node, a read answered from the cluster's presence records too
+    /// ([`admin::cluster_read`]): asks the cluster thread, and the admin socket `key` waits.
+    /// `false`: not such a read (or not a cluster node).
+    pub(super) fn admin_cluster_read(
+        &mut self,
+        key: Key,
+        request: &admin::AdminRequest,
+        now: Instant,
+    ) -> bool {
+        let Some(node) = self.shared.cluster.clone() else {
+            return false;
+        };
+        let csms = &self.shared.csms;
+        let Some(read) = admin::cluster_read(csms, &request.method, &request.path) else {
+            return false;
+        };
+        let (asked, local) = match read {
+            admin::ClusterRead::List => {
+                csms.metrics().admin_requests.inc();
+                (node.bridge().list(admin::CLUSTER_LIST_LIMIT), None)
+            }
+            admin::ClusterRead::One(identity) => {
+                let local = match admin::route(csms, request) {
+                    admin::Route::Respond(response) => response,
+                    _ => HttpResponse::error(500, "a read routed as a command"),
+                };
+                (node.bridge().locate(identity.as_str()), Some(local))
+            }
+        };
+        match asked {
+            Ok(request) => {
+                if let Some(Entry::Admin(a)) = self.sockets.get_mut(key) {
+                    a.stage = AdminStage::Waiting;
+                    a.deadline = now + ADMIN_CALL_GRACE;
+                    self.timers
+                        .schedule(key, Some(a.deadline), &mut a.scheduled);
+                }
+                self.remote_reads
+                    .insert(request, RemoteRead { admin: key, local });
+            }
+            Err(e) => {
+                let response = HttpResponse::error(503, &format!("cluster: {e}"));
+                self.admin_respond(key, response, now);
+            }
+        }
+        true
     }
 
     /// Sends an admin command for a charge point held elsewhere (or nowhere) through the
@@ -207,6 +274,15 @@ impl EventLoop {
         );
     }
 
+    /// The answer to an admin read, if its socket still waits for it.
+    fn admin_answer_read(&mut self, admin: Key, response: HttpResponse, now: Instant) {
+        if let Some(Entry::Admin(a)) = self.sockets.get_mut(admin) {
+            if a.stage == AdminStage::Waiting {
+                self.admin_respond(admin, response, now);
+            }
+        }
+    }
+
     /// Loop 0, on its waker: everything the cluster thread handed back.
     pub(super) fn cluster_outputs(&mut self, now: Instant) {
         let Some(node) = self.shared.cluster.clone() else {
@@ -220,8 +296,27 @@ impl EventLoop {
             };
             match output {
                 BridgeOutput::Registered {
-                    identity, epoch, ..
-                } => tracing::debug!(identity, ?epoch, "claim registered"),
+                    identity,
+                    ticket,
+                    epoch,
+                } => {
+                    tracing::debug!(identity, ?epoch, "claim registered");
+                    // The connection of that claim answers its handshake now.
+                    let handle = self.shared.identities().get(identity.as_str()).copied();
+                    match handle {
+                        Some(Handle { loop_index, key }) if loop_index == self.index => {
+                            self.claimed(key, ticket, now)
+                        }
+                        Some(Handle { loop_index, key }) => self.shared.send(
+                            loop_index,
+                            Command::Claimed {
+                                target: key,
+                                ticket,
+                            },
+                        ),
+                        None => {}
+                    }
+                }
                 BridgeOutput::Released { result, .. } => {
                     let _ = node
                         .releases
@@ -230,12 +325,28 @@ impl EventLoop {
                         tracing::warn!("release: {e} (the claim expires with its TTL)");
                     }
                 }
+                BridgeOutput::Listed { request, result } => {
+                    if let Some(read) = self.remote_reads.remove(&request) {
+                        let node_id = node.bridge().config().node_id.clone();
+                        let csms = &self.shared.csms;
+                        let response = admin::cluster_list_response(csms, &node_id, &result);
+                        self.admin_answer_read(read.admin, response, now);
+                    }
+                }
+                BridgeOutput::Located { request, result } => {
+                    if let Some(read) = self.remote_reads.remove(&request) {
+                        let local = read.local.unwrap_or_else(|| {
+                            HttpResponse::error(500, "a read without its local answer")
+                        });
+                        let response = admin::cluster_one_response(local, &result);
+                        self.admin_answer_read(read.admin, response, now);
+                    }
+                }
                 BridgeOutput::CallDone { request, result } => {
                     let Some(call) = self.remote_calls.remove(&request) else {
                         continue;
                     };
-                    let response =
-                        admin::remote_call_response(&call.identity, &call.action, &result);
+                    let response = admin::remote_call_response(&call.action, &result);
                     tracing::info!(
                         identity = call.identity,
                         action = call.action,
@@ -262,7 +373,7 @@ impl EventLoop {
                     let handle = self.shared.identities().get(job.identity.as_str()).copied();
                     match handle {
                         None => {
-                            answer.complete(CommandOutcome::NotConnected);
+                            answer.complete(Err(CallFailure::NotConnected));
                         }
                         Some(Handle { loop_index, key }) if loop_index == self.index => {
                             self.run_job(key, job, answer, now)
@@ -305,20 +416,20 @@ impl EventLoop {
 
     /// A forwarded command for the socket `target` of this loop: decode it with the charge
     /// point's version and send the CALL; the answer goes out on `CallCompleted` (or on
-    /// close). Not sent (gone, closing, shutting down): `NotConnected`; not decodable: a
-    /// CALLERROR.
+    /// close). Not sent (gone, closing, shutting down): `NotConnected`; not decodable for its
+    /// version: `InvalidRequest`.
     pub(super) fn run_job(&mut self, target: Key, job: Job, answer: JobAnswer, now: Instant) {
         let shutting_down = self.shutdown_deadline.is_some();
         let Some(Entry::Ocpp(s)) = self.sockets.get_mut(target) else {
-            answer.complete(CommandOutcome::NotConnected);
+            answer.complete(Err(CallFailure::NotConnected));
             return;
         };
-        let held = s.stage == SocketStage::Live
+        let held = s.stage.is_open()
             && s.connection.is_open()
             && s.claim.is_some()
             && s.identity.as_ref().map(ChargePointIdentity::as_str) == Some(job.identity.as_str());
         let (true, false, Some(version)) = (held, shutting_down, s.version) else {
-            answer.complete(CommandOutcome::NotConnected);
+            answer.complete(Err(CallFailure::NotConnected));
             return;
         };
         let request = match Request::decode(
@@ -329,11 +440,11 @@ impl EventLoop {
         ) {
             Ok(request) => request,
             Err(e) => {
-                answer.complete(CommandOutcome::CallError {
-                    code: e.error_code().as_str(version).to_owned(),
-                    description: format!("{}: {e}", job.action),
-                    details: "{}".to_owned(),
-                });
+                // Not sent: the caller learns that the request does not fit this charge point,
+                // not a CALLERROR made up in its name.
+                answer.complete(Err(CallFailure::InvalidRequest {
+                    description: format!("{} for OCPP {version}: {e}", job.action),
+                }));
                 return;
             }
         };
@@ -345,6 +456,8 @@ impl EventLoop {
             .call_with_deadline(now, request, now + job.timeout)
         {
             Ok(id) => {
+                let mut answer = answer;
+                answer.sent = true;
                 if let Some(identity) = &s.identity {
                     self.shared.csms.on_call_sent(identity, action);
                     tracing::info!(%identity, action, %id, "cluster CALL sent");
@@ -355,8 +468,7 @@ impl EventLoop {
                 self.service(target, now);
             }
             Err(Refused { reason, .. }) => {
-                let refused = Err(CallFailure::from(reason));
-                answer.complete(CommandOutcome::from_call(version, &refused));
+                answer.complete(Err(CallFailure::from(reason)));
             }
         }
     }
@@ -379,13 +491,26 @@ impl EventLoop {
             self.shared.identities().remove(identity, &handle);
             tracing::info!(%identity, "connected to another node: closing with 1008");
         }
-        if s.stage == SocketStage::Live {
+        if s.stage.is_open() {
             s.connection.close(
                 now,
                 CloseCode::POLICY_VIOLATION,
                 "connected to another node",
             );
         }
+        self.service(target, now);
+    }
+
+    /// The claim `ticket` of socket `target` is registered, or its attempt is over without
+    /// Redis (then it stays pending): the 101 and what followed it go out now.
+    pub(super) fn claimed(&mut self, target: Key, ticket: ClaimTicket, now: Instant) {
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(target) else {
+            return;
+        };
+        if s.claim != Some(ticket) || !matches!(s.stage, SocketStage::Claiming { .. }) {
+            return;
+        }
+        s.stage = SocketStage::Live;
         self.service(target, now);
     }
 

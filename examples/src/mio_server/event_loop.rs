@@ -15,7 +15,7 @@ use ocpp_cluster::RequestId;
 use ocpp_frame::CloseCode;
 
 use super::admin_socket::{AdminSocket, AdminStage};
-use super::cluster::{DrainState, RemoteCall};
+use super::cluster::{DrainState, RemoteCall, RemoteRead};
 use super::ocpp_socket::{OcppSocket, SocketStage};
 use super::slab::{Key, Slab};
 use super::timers::TimerHeap;
@@ -61,6 +61,8 @@ pub(super) struct EventLoop {
     pub(super) read_again: Vec<Key>,
     /// Loop 0 of a cluster node: admin commands routed through the cluster, by request.
     pub(super) remote_calls: HashMap<RequestId, RemoteCall>,
+    /// Loop 0 of a cluster node: admin reads waiting for the cluster's presence records.
+    pub(super) remote_reads: HashMap<RequestId, RemoteRead>,
     /// Loop 0 of a cluster node: leaving the cluster during a shutdown.
     pub(super) drain_state: DrainState,
 }
@@ -98,6 +100,7 @@ impl EventLoop {
             shutdown_deadline: None,
             read_again: Vec::new(),
             remote_calls: HashMap::new(),
+            remote_reads: HashMap::new(),
             drain_state: DrainState::Idle,
         })
     }
@@ -214,6 +217,16 @@ impl EventLoop {
                             s.connection.handle_timeout(now);
                             self.service(key, now);
                         }
+                        SocketStage::Claiming { deadline } => {
+                            if deadline <= self.timers.moment(now) {
+                                // Redis did not answer in time: out goes the 101, with the
+                                // claim pending (registered by a later refresh round).
+                                tracing::warn!(identity = ?s.identity, "claim not registered in time: connected with the claim pending");
+                                s.stage = SocketStage::Live;
+                            }
+                            s.connection.handle_timeout(now);
+                            self.service(key, now);
+                        }
                         SocketStage::Flushing { deadline } | SocketStage::Draining { deadline }
                             if deadline <= self.timers.moment(now) =>
                         {
@@ -255,7 +268,8 @@ impl EventLoop {
                     target,
                     split,
                     reply_to,
-                } => self.admin_calls(target, split, reply_to, now),
+                    deadline,
+                } => self.admin_calls(target, split, reply_to, deadline, now),
                 Command::AdminReply { to, response } => {
                     if let Some(Entry::Admin(a)) = self.sockets.get_mut(to) {
                         if a.stage == AdminStage::Waiting {
@@ -269,6 +283,7 @@ impl EventLoop {
                     answer,
                 } => self.run_job(target, job, answer, now),
                 Command::Superseded { target, ticket } => self.superseded(target, ticket, now),
+                Command::Claimed { target, ticket } => self.claimed(target, ticket, now),
                 Command::Replace { target } => {
                     if let Some(Entry::Ocpp(s)) = self.sockets.get_mut(target) {
                         tracing::info!(identity = ?s.identity, "replaced by a newer connection");

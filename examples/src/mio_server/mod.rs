@@ -153,6 +153,8 @@ enum Command {
         target: Key,
         split: Box<crate::csms::SplitCall>,
         reply_to: Key,
+        /// No chunk is written after this: the admin caller has its answer by then.
+        deadline: std::time::Instant,
     },
     /// The answer to the admin connection `to` (loop 0).
     AdminReply { to: Key, response: HttpResponse },
@@ -167,6 +169,9 @@ enum Command {
     /// Cluster (from loop 0): another node claimed the identity of connection `target`, if it
     /// still holds `ticket`.
     Superseded { target: Key, ticket: ClaimTicket },
+    /// Cluster (from loop 0): the claim `ticket` of connection `target` is registered (or its
+    /// attempt failed): its handshake answer goes out.
+    Claimed { target: Key, ticket: ClaimTicket },
 }
 
 /// One loop's mailbox.

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use mio::net::TcpStream;
 use mio::Interest;
-use ocpp_cluster::{ClaimTicket, CommandOutcome};
+use ocpp_cluster::{command_outcome, ClaimTicket};
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId};
 
@@ -31,10 +31,21 @@ pub(super) const READS_PER_EVENT: usize = 16;
 pub(super) enum SocketStage {
     /// The connection runs.
     Live,
+    /// Clustered: the connection runs, but its output (the 101 first) waits until the charge
+    /// point's claim is registered in Redis, so that once it has its handshake every node
+    /// finds it; at the deadline (Redis down or slow) it goes out with the claim pending.
+    Claiming { deadline: Moment },
     /// The connection ended; write out what it still has, until the deadline.
     Flushing { deadline: Moment },
     /// Our write side is shut; read until the peer's end of stream, until the deadline.
     Draining { deadline: Moment },
+}
+
+impl SocketStage {
+    /// Whether the connection runs (commands may be queued on it): `Live` or `Claiming`.
+    pub(super) fn is_open(self) -> bool {
+        matches!(self, SocketStage::Live | SocketStage::Claiming { .. })
+    }
 }
 
 /// Who waits for the answer to one of our CALLs.
@@ -47,6 +58,8 @@ pub(super) enum Waiter {
     AdminSplit {
         reply_to: Key,
         split: Box<SplitCall>,
+        /// The whole command's deadline: no chunk is written after it.
+        deadline: Instant,
     },
     /// A command forwarded by another node of the cluster.
     Job(JobAnswer),
@@ -107,7 +120,7 @@ impl EventLoop {
                 return;
             };
             match s.stage {
-                SocketStage::Live => {}
+                SocketStage::Live | SocketStage::Claiming { .. } => {}
                 // A closed connection ignores input; we read it only when draining.
                 SocketStage::Flushing { .. } => return,
                 SocketStage::Draining { .. } => {
@@ -193,7 +206,10 @@ impl EventLoop {
         let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
             return;
         };
-        if let Err(e) = write_out(s) {
+        // While claiming, the output waits (the charge point has not seen its 101 yet).
+        let holding = matches!(s.stage, SocketStage::Claiming { .. });
+        let written = if holding { Ok(()) } else { write_out(s) };
+        if let Err(e) = written {
             tracing::debug!(peer = %peer(&s.socket), "write: {e}");
             // The socket is dead: end the connection, tell the application, drop the socket.
             s.connection.handle_eof(now);
@@ -233,11 +249,12 @@ impl EventLoop {
             s.read_paused = false;
             self.read_again.push(key);
         }
-        let interest = if pending > 0 || s.tls.as_ref().is_some_and(|t| t.wants_write()) {
-            Interest::READABLE | Interest::WRITABLE
-        } else {
-            Interest::READABLE
-        };
+        let interest =
+            if (pending > 0 && !holding) || s.tls.as_ref().is_some_and(|t| t.wants_write()) {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
         if interest != s.interest {
             if let Err(e) = self
                 .poll
@@ -250,6 +267,10 @@ impl EventLoop {
         }
         let deadline = match s.stage {
             SocketStage::Live => s.connection.poll_timeout(),
+            SocketStage::Claiming { deadline } => {
+                let claim = self.timers.instant(deadline);
+                Some(s.connection.poll_timeout().map_or(claim, |t| t.min(claim)))
+            }
             SocketStage::Flushing { deadline } | SocketStage::Draining { deadline } => {
                 Some(self.timers.instant(deadline))
             }
@@ -295,9 +316,18 @@ impl EventLoop {
                     if let Some(old) = replaced {
                         shared.send(old.loop_index, Command::Replace { target: old.key });
                     }
-                    if let Some(bridge) = &shared.cluster {
-                        // Held locally at once; registered in Redis by the cluster thread.
-                        s.claim = Some(bridge.bridge().claim(identity.as_str()));
+                    if let Some(node) = &shared.cluster {
+                        // Held locally at once; registered in Redis by the cluster thread. The
+                        // 101 waits in the output until then (`claimed`), at most `claim_wait`.
+                        let bridge = node.bridge();
+                        s.claim = Some(bridge.claim_as(identity.as_str(), Some(version)));
+                        let wait = bridge.config().claim_wait();
+                        drop(bridge);
+                        if s.stage == SocketStage::Live {
+                            s.stage = SocketStage::Claiming {
+                                deadline: self.timers.deadline(now + wait),
+                            };
+                        }
                     }
                 }
                 Event::Call { id, request } => {
@@ -409,18 +439,19 @@ impl EventLoop {
         let (reply_to, response) = match waiter {
             None => return,
             Some(Waiter::Job(answer)) => {
-                let answered = answer.complete(CommandOutcome::from_call(version, &outcome));
+                let answered = answer.complete(command_outcome(&outcome));
                 tracing::info!(identity = ?s.identity, action, %id, answered, "cluster CALL completed");
                 return;
             }
             Some(Waiter::AdminSplit {
                 reply_to,
                 mut split,
+                deadline,
             }) => {
                 let done = match split.complete(&outcome) {
                     Some(response) => Some(response),
                     None if s.connection.is_open() => {
-                        send_chunk(&shared.csms, s, split, reply_to, now).err()
+                        send_chunk(&shared.csms, s, split, reply_to, deadline, now).err()
                     }
                     None => Some(split.fail(admin::call_response(version, id, action, &outcome))),
                 };
@@ -446,27 +477,34 @@ impl EventLoop {
 }
 
 /// Sends the next chunk of a split admin command on `s` and waits for its answer; `Err` is
-/// the admin caller's answer when it cannot be sent.
+/// the admin caller's answer when it cannot be sent. The chunk carries the whole command's
+/// `deadline`: still queued behind another CALL then, it is never written.
 pub(super) fn send_chunk(
     csms: &Csms,
     s: &mut OcppSocket,
     mut split: Box<SplitCall>,
     reply_to: Key,
+    deadline: Instant,
     now: Instant,
 ) -> Result<(), HttpResponse> {
     let Some(request) = split.next_request() else {
         return Err(HttpResponse::error(500, "no chunk left to send"));
     };
     let action = request.action();
-    match s.connection.call(now, request) {
+    match s.connection.call_with_deadline(now, request, deadline) {
         Ok(id) => {
             if let Some(identity) = &s.identity {
                 csms.on_call_sent(identity, action);
                 tracing::info!(%identity, action, %id, chunks = split.chunks(), "admin CALL (chunk) sent");
             }
-            s.waiters
-                .get_or_insert_with(Box::default)
-                .push((id, Waiter::AdminSplit { reply_to, split }));
+            s.waiters.get_or_insert_with(Box::default).push((
+                id,
+                Waiter::AdminSplit {
+                    reply_to,
+                    split,
+                    deadline,
+                },
+            ));
             Ok(())
         }
         Err(ocpp_server_core::Refused { reason, .. }) => {

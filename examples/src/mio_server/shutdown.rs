@@ -1,5 +1,7 @@
 //! Graceful shutdown: close every connection with 1001 (1012, "service restart", in a
-//! cluster, which loop 0 then leaves: `cluster`), then end what is left at the deadline.
+//! cluster, which loop 0 then leaves: `cluster`), then end what is left at the deadline. An
+//! admin command waiting for its CALL gets the CALL's own outcome, or at the deadline 504 (it
+//! may have run), never 503.
 
 use std::time::Instant;
 
@@ -8,7 +10,6 @@ use ocpp_frame::CloseCode;
 use super::admin_socket::AdminStage;
 use super::cluster::DrainState;
 use super::event_loop::{Entry, EventLoop};
-use super::ocpp_socket::SocketStage;
 use super::SHUTDOWN_TIMEOUT;
 use crate::csms::admin::HttpResponse;
 
@@ -39,21 +40,21 @@ impl EventLoop {
         for key in self.sockets.keys() {
             match self.sockets.get_mut(key) {
                 Some(Entry::Ocpp(s)) => {
-                    if s.stage == SocketStage::Live {
+                    if s.stage.is_open() {
                         s.connection.close(now, code, reason);
                     }
                     self.service(key, now);
                 }
-                Some(Entry::Admin(a)) => {
-                    if a.stage == AdminStage::Writing {
-                        continue;
-                    }
-                    if a.stage == AdminStage::Waiting {
-                        self.admin_respond(key, HttpResponse::shutting_down(), now);
-                    } else {
-                        self.remove(key);
-                    }
+                // A command waiting for its CALL's outcome keeps waiting: closing the
+                // connections above ends its CALL (not sent, or sent and unanswered), and a
+                // routed one gets its reply or its timeout. Answering "shutting down" here
+                // would tell a client that may retry about a CALL that may have run.
+                Some(Entry::Admin(a))
+                    if a.stage != AdminStage::Writing && a.stage != AdminStage::Waiting =>
+                {
+                    self.remove(key);
                 }
+                Some(Entry::Admin(_)) => {}
                 None => {}
             }
         }
@@ -67,9 +68,18 @@ impl EventLoop {
         }
         for key in self.sockets.keys() {
             if let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) {
-                if s.stage == SocketStage::Live {
+                if s.stage.is_open() {
                     s.connection.handle_eof(now);
                     self.handle_events(key, now);
+                }
+            }
+        }
+        // Commands still waiting (a routed one's reply did not come in time): their CALL may
+        // have run, so the answer says so (504), never the retryable 503.
+        for key in self.sockets.keys() {
+            if let Some(Entry::Admin(a)) = self.sockets.get_mut(key) {
+                if a.stage == AdminStage::Waiting {
+                    self.admin_respond(key, HttpResponse::shut_down_before_answer(), now);
                 }
             }
             self.remove(key);

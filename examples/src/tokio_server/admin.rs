@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::handler::{call_ended, App};
-use crate::csms::admin::{self, AdminRequest, HttpResponse, Route, MAX_BODY};
+use crate::csms::admin::{self, AdminRequest, ClusterRead, HttpResponse, Route, MAX_BODY};
 
 /// What the admin handlers share.
 #[derive(Debug, Clone)]
@@ -47,6 +47,9 @@ async fn serve(State(admin): State<Admin>, method: Method, uri: Uri, body: Bytes
         path: uri.path().to_owned(),
         body: body.to_vec(),
     };
+    if let Some(response) = cluster_read(&admin, &request).await {
+        return into_response(response);
+    }
     if let Some(response) = remote_command(&admin, &request).await {
         return into_response(response);
     }
@@ -116,11 +119,53 @@ async fn call(
         call_ended(&csms, &cp, action, &outcome);
         outcome
     });
-    let mut stop = admin.stop.clone();
+    let outcome = until_stopped(&admin.stop, call).await?;
+    outcome.map_err(|_| HttpResponse::error(500, "the CALL's task failed"))
+}
+
+/// How long a command waits for its CALL's outcome once the server stops: closing the
+/// connections ends a local CALL at once (not sent, or sent and unanswered).
+const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// `work`'s output; once the server stops, for [`STOP_GRACE`] more at most, then 504 (the CALL
+/// may have run): never the retryable 503 for a CALL whose fate is not known.
+async fn until_stopped<T>(
+    stop: &watch::Receiver<bool>,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, HttpResponse> {
+    tokio::pin!(work);
+    let mut stop = stop.clone();
     tokio::select! {
-        outcome = call => outcome.map_err(|_| HttpResponse::error(500, "the CALL's task failed")),
-        _ = stop.wait_for(|stopping| *stopping) => Err(HttpResponse::shutting_down()),
+        done = &mut work => return Ok(done),
+        _ = stop.wait_for(|stopping| *stopping) => {}
     }
+    tokio::time::timeout(STOP_GRACE, work)
+        .await
+        .map_err(|_| HttpResponse::shut_down_before_answer())
+}
+
+/// On a cluster node, a read answered from the cluster's presence records too (`None`: not
+/// one, or not a cluster node): `GET /chargepoints`, and `GET /chargepoints/ID` for a charge
+/// point connected elsewhere.
+async fn cluster_read(admin: &Admin, request: &AdminRequest) -> Option<HttpResponse> {
+    let cluster = admin.charge_points.cluster()?;
+    let csms = &admin.app.csms;
+    let read = admin::cluster_read(csms, &request.method, &request.path)?;
+    Some(match read {
+        ClusterRead::List => {
+            csms.metrics().admin_requests.inc();
+            let located = cluster.list(admin::CLUSTER_LIST_LIMIT).await;
+            admin::cluster_list_response(csms, cluster.node_id(), &located)
+        }
+        ClusterRead::One(identity) => {
+            let located = cluster.locate(identity.as_str()).await;
+            let local = match admin::route(csms, request) {
+                Route::Respond(response) => response,
+                _ => HttpResponse::error(500, "a read routed as a command"),
+            };
+            admin::cluster_one_response(local, &located)
+        }
+    })
 }
 
 /// A command for a charge point not connected here, on a cluster node: sent through the
@@ -148,13 +193,10 @@ async fn remote_command(admin: &Admin, request: &AdminRequest) -> Option<HttpRes
                 .await
         })
     };
-    let mut stop = admin.stop.clone();
-    let response = tokio::select! {
-        result = call => match result {
-            Ok(result) => admin::remote_call_response(identity.as_str(), &action, &result),
-            Err(_) => HttpResponse::error(500, "the cluster call failed"),
-        },
-        _ = stop.wait_for(|stopping| *stopping) => HttpResponse::shutting_down(),
+    let response = match until_stopped(&admin.stop, call).await {
+        Ok(Ok(result)) => admin::remote_call_response(&action, &result),
+        Ok(Err(_)) => HttpResponse::error(500, "the cluster call failed"),
+        Err(response) => response,
     };
     tracing::info!(%identity, action, status = response.status, "cluster CALL completed");
     Some(response)

@@ -195,8 +195,8 @@ impl Server {
             tracing::warn!(dropped, "shutdown timed out; connections dropped");
         }
         if let Some(task) = admin_task {
-            // The admin requests in progress answer 503 at once; the margin covers a slow
-            // client.
+            // The admin commands in progress get their CALL's outcome (the connections are
+            // closed now) or 504 within a second; the margin covers a slow client.
             let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
         }
         Ok(())

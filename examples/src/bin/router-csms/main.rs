@@ -21,7 +21,8 @@
 //! - `POST /chargepoints/{id}/remote-start` (body `{"idTag": ".."}`, optional: the first token
 //!   of the list): sends RemoteStartTransaction (1.6) or RequestStartTransaction (2.0.1) and
 //!   answers the charge point's status (`{"status": "Accepted"}`); 404 when it is not
-//!   connected, 502 when the call failed, saying whether it may have reached the charge point.
+//!   connected; otherwise the call's failure with `CallFailure::http_status` (502 a CALLERROR,
+//!   503 not sent, 504 it may have run) and `{"error", "outcome", "delivery"}`.
 //!
 //! ```text
 //! router-csms [--listen ADDR (127.0.0.1:9000)] [--http ADDR (127.0.0.1:9001)]
@@ -39,7 +40,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use ocpp_tokio::{v1_6, v2_0_1, CallFailure, ChargePoints, ConnectionConfig};
+use ocpp_tokio::{v1_6, v2_0_1, ChargePoints, ConnectionConfig};
 use ocpp_tokio::{DateTime, OcppVersion, Router, Server};
 use serde_json::{json, Value};
 
@@ -237,14 +238,17 @@ async fn remote_start(
     };
     match status {
         Ok(status) => json_response(StatusCode::OK, json!({ "status": status })),
-        // It left between the look-up and the call.
-        Err(CallFailure::NotConnected) => json_error(StatusCode::NOT_FOUND, "not connected"),
+        // The one table every path uses: 503 only when the CALL certainly was not sent, 504
+        // when it may have run, 502 when the charge point answered with a CALLERROR.
         Err(failure) => {
+            let status = StatusCode::from_u16(failure.http_status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let body = json!({
                 "error": failure.to_string(),
-                "mayHaveReachedChargePoint": failure.may_have_reached_peer(),
+                "outcome": failure.name(),
+                "delivery": failure.delivery().name(),
             });
-            json_response(StatusCode::BAD_GATEWAY, body)
+            json_response(status, body)
         }
     }
 }

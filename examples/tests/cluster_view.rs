@@ -1,0 +1,63 @@
+//! The admin API of a cluster node shows every charge point of the cluster with its node
+//! (issue "The cluster as one system", a cluster-wide view): `GET /chargepoints` lists this
+//! node's and every other node's, `GET /chargepoints/ID` answers for one connected elsewhere
+//! with its node and OCPP version. Both servers, on a real `redis-server`.
+
+mod common;
+
+use common::cluster::*;
+use common::redis_server::RedisServer;
+use common::*;
+
+const TOKIO: &str = env!("CARGO_BIN_EXE_tokio-server");
+const MIO: &str = env!("CARGO_BIN_EXE_mio-server");
+
+fn get(admin: SocketAddr, path: &str) -> (u16, Value) {
+    let (status, body) = http(admin, "GET", path, "");
+    (status, json(&body))
+}
+
+fn view(binary: &str, other: &str) {
+    let redis = RedisServer::start();
+    let a = node(binary, &redis, "a", &[]);
+    let b = node(other, &redis, "b", &[]);
+    let _here = connect(&a, "CP-HERE");
+    let _there = connect(&b, "CP-THERE");
+    redis.wait_claimed("CP-HERE", "a");
+    redis.wait_claimed("CP-THERE", "b");
+
+    let (status, list) = get(a.admin, "/chargepoints");
+    assert_eq!(status, 200, "{list}");
+    let list = list.as_array().expect("a list");
+    let entry = |identity: &str| {
+        list.iter()
+            .find(|cp| cp["identity"] == identity)
+            .unwrap_or_else(|| panic!("{identity} missing from {list:?}"))
+            .clone()
+    };
+    let here = entry("CP-HERE");
+    assert_eq!(here["node"], "a");
+    assert_eq!(here["connected"], true);
+    let there = entry("CP-THERE");
+    assert_eq!(there["node"], "b");
+    assert_eq!(there["version"], "1.6");
+    assert_eq!(there["live"], true);
+    assert_eq!(list.len(), 2, "{list:?}");
+
+    let (status, one) = get(a.admin, "/chargepoints/CP-THERE");
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one["node"], "b", "{one}");
+    assert_eq!(one["version"], "1.6", "{one}");
+    let (status, _) = get(a.admin, "/chargepoints/NOBODY");
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn a_mio_node_shows_every_charge_point_of_the_cluster() {
+    view(MIO, TOKIO);
+}
+
+#[test]
+fn a_tokio_node_shows_every_charge_point_of_the_cluster() {
+    view(TOKIO, MIO);
+}
