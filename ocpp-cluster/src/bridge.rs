@@ -136,6 +136,7 @@ enum Request {
         request: RequestId,
         identity: String,
         epoch: Option<u64>,
+        in_flight: crate::cluster::ReleaseInFlight,
     },
     Call {
         request: RequestId,
@@ -361,11 +362,14 @@ impl ClusterBridge {
     /// (commands meanwhile get NotConnected from this node).
     pub fn release(&self, identity: &str, ticket: ClaimTicket) -> Result<RequestId, BridgeError> {
         let request = self.request_id();
+        // Counted from now: a drain asked for after this waits for it.
+        let in_flight = self.cluster.release_started();
         let epoch = self.cluster.forget(identity, ticket);
         self.send(Request::Release {
             request,
             identity: identity.to_owned(),
             epoch,
+            in_flight,
         })?;
         Ok(request)
     }
@@ -516,10 +520,12 @@ async fn serve(cluster: Cluster, out: Outputs, request: Request) {
             request,
             identity,
             epoch,
-        } => BridgeOutput::Released {
-            request,
-            result: cluster.release_registered(&identity, epoch).await,
-        },
+            in_flight,
+        } => {
+            let result = cluster.release_registered(&identity, epoch).await;
+            drop(in_flight);
+            BridgeOutput::Released { request, result }
+        }
         Request::Call {
             request,
             identity,

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -35,6 +35,9 @@ const HOUSEKEEPING_CONCURRENCY: usize = 256;
 /// How long a claim or release waits for one of those permits before it gives up as a
 /// timeout (a claim is then registered by the next refresh round, a release left to the TTL).
 const HOUSEKEEPING_QUEUE_WAIT: Duration = Duration::from_secs(10);
+/// How long a drain waits for the releases in flight (those of connections that closed just
+/// before the shutdown).
+const RELEASES_WAIT: Duration = Duration::from_secs(1);
 /// How often the inbox connection is pinged (a dead Redis that keeps the socket open is
 /// noticed within this plus the Redis timeout).
 const INBOX_PING: Duration = Duration::from_secs(1);
@@ -133,6 +136,24 @@ pub struct Cluster {
     _tasks: Arc<Tasks>,
 }
 
+/// One release in flight ([`Cluster::release_started`]); counted down when dropped (also when
+/// its task is cancelled).
+pub(crate) struct ReleaseInFlight(Arc<Shared>);
+
+impl Drop for ReleaseInFlight {
+    fn drop(&mut self) {
+        if self.0.releases.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.releases_done.notify_waiters();
+        }
+    }
+}
+
+impl std::fmt::Debug for ReleaseInFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReleaseInFlight")
+    }
+}
+
 /// Aborts the node's background tasks when the last handle goes.
 #[derive(Debug)]
 struct Tasks(Vec<JoinHandle<()>>);
@@ -164,6 +185,11 @@ pub(crate) struct Shared {
     started_ms: u64,
     inbox_up: AtomicBool,
     draining: AtomicBool,
+    /// Releases in flight ([`Cluster::release_started`]), and their end.
+    releases: AtomicUsize,
+    releases_done: Notify,
+    /// The runtime the node started on (tasks of [`Cluster::release_later`]).
+    runtime: tokio::runtime::Handle,
     refresh_now: Notify,
     /// Woken after each claim.lua, for a registration that waits on another.
     registered: Notify,
@@ -240,6 +266,9 @@ impl Cluster {
             started_ms: unix_ms(),
             inbox_up: AtomicBool::new(false),
             draining: AtomicBool::new(false),
+            releases: AtomicUsize::new(0),
+            releases_done: Notify::new(),
+            runtime: runtime.clone(),
             refresh_now: Notify::new(),
             registered: Notify::new(),
             round: tokio::sync::Mutex::new(()),
@@ -314,8 +343,42 @@ impl Cluster {
     /// `Ok(true)`: released in Redis; `Ok(false)`: nothing of ours to release. On an error the
     /// local claim is gone all the same and the Redis claim expires with its TTL.
     pub async fn release(&self, identity: &str, ticket: ClaimTicket) -> Result<bool, ClusterError> {
+        let in_flight = self.release_started();
         let epoch = self.forget(identity, ticket);
-        self.release_registered(identity, epoch).await
+        let released = self.release_registered(identity, epoch).await;
+        drop(in_flight);
+        released
+    }
+
+    /// [`Cluster::release`] for a caller that does not wait: the local claim goes at once, the
+    /// Redis release runs in a task of the node's runtime (an error is logged: the claim then
+    /// expires with its TTL). A [`Cluster::drain`] that follows waits for it (bounded).
+    ///
+    /// ```no_run
+    /// # fn run(cluster: ocpp_cluster::Cluster, claim: ocpp_cluster::Claim) {
+    /// cluster.release_later(&claim.identity, claim.ticket);
+    /// # }
+    /// ```
+    pub fn release_later(&self, identity: &str, ticket: ClaimTicket) {
+        let in_flight = self.release_started();
+        let epoch = self.forget(identity, ticket);
+        let cluster = self.clone();
+        let identity = identity.to_owned();
+        self.shared.runtime.spawn(async move {
+            match cluster.release_registered(&identity, epoch).await {
+                Ok(released) => tracing::debug!(identity, released, "claim released"),
+                Err(e) => tracing::warn!(identity, "release: {e} (the claim expires with its TTL)"),
+            }
+            drop(in_flight);
+        });
+    }
+
+    /// Counts a release in flight until the guard drops: [`Cluster::drain`] waits for those
+    /// (bounded) before it leaves, so that a shutdown does not end before the releases of the
+    /// connections that closed just before it reached Redis.
+    pub(crate) fn release_started(&self) -> ReleaseInFlight {
+        self.shared.releases.fetch_add(1, Ordering::AcqRel);
+        ReleaseInFlight(Arc::clone(&self.shared))
     }
 
     /// Drops the local claim made with `ticket` if it is still the current one; its epoch if it
@@ -379,10 +442,12 @@ impl Cluster {
         self.shared.round().await
     }
 
-    /// Leaves the cluster (SIGTERM, after the server closed its sockets with 1012): releases
-    /// every claim still this node's and deletes the node record; the node registers nothing
-    /// more afterwards. Returns how many claims were released in Redis.
+    /// Leaves the cluster (SIGTERM, after the server closed its sockets with 1012): waits
+    /// (at most a second) for the releases in flight, releases every claim still this node's
+    /// and deletes the node record; the node registers nothing more afterwards. Returns how
+    /// many claims were released in Redis by the drain itself.
     pub async fn drain(&self) -> Result<usize, ClusterError> {
+        self.shared.releases_done().await;
         self.shared.drain().await
     }
 }
@@ -974,6 +1039,23 @@ impl Shared {
                 // Released while refresh.lua ran, which restored it: give it back.
                 let _ = self.release_epoch(identity, epoch).await;
                 Ok(None)
+            }
+        }
+    }
+
+    /// Waits until no release is in flight, at most [`RELEASES_WAIT`].
+    async fn releases_done(&self) {
+        let deadline = tokio::time::Instant::now() + RELEASES_WAIT;
+        loop {
+            let done = self.releases_done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            if self.releases.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, done).await.is_err() {
+                tracing::warn!("claims still being released when leaving the cluster");
+                return;
             }
         }
     }

@@ -21,7 +21,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -32,7 +31,7 @@ use ocpp_cluster::{
 };
 use ocpp_messages::{DecodeOptions, Request, Response};
 use ocpp_server_core::{CallFailure, ChargePointIdentity, CloseCode, ConnectionConfig};
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 
 use crate::presence::{Joined, Leaving, Presence, PresenceTicket};
 use crate::registry::WeakChargePoints;
@@ -41,9 +40,6 @@ use crate::server::{Server, ServerBuilder, Service};
 use crate::{ChargePoint, ChargePoints, Handler};
 
 const _: () = assert!(CLOSE_SUPERSEDED == CloseCode::POLICY_VIOLATION.as_u16());
-
-/// How long a shutdown waits for the releases of connections that ended just before it.
-const RELEASES_WAIT: Duration = Duration::from_secs(1);
 
 /// This server's node: the [`Cluster`] handle and what ties it to the registry.
 pub(crate) struct Node {
@@ -54,8 +50,6 @@ pub(crate) struct Node {
     presence: Mutex<()>,
     /// The connection of each local claim (by its ticket's number), for takeovers.
     held: Mutex<HashMap<u64, (ClaimTicket, ChargePoint)>>,
-    /// Releases started and not finished: a shutdown waits for them (bounded).
-    releases: Arc<Releases>,
 }
 
 /// What the node learns when the server is built.
@@ -98,7 +92,6 @@ impl Node {
             attached,
             presence: Mutex::new(()),
             held: Mutex::new(HashMap::new()),
-            releases: Arc::default(),
         });
         runtime.spawn(takeovers(Arc::downgrade(&node), events));
         Ok(node)
@@ -183,19 +176,7 @@ impl Node {
         let Some((ticket, _)) = lock(&self.held).remove(&ticket.get()) else {
             return; // taken over: the claim is no longer ours
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return; // no runtime any more: the claim expires with its TTL
-        };
-        let cluster = self.cluster.clone();
-        let identity = identity.to_owned();
-        let in_flight = Releases::start(&self.releases);
-        runtime.spawn(async move {
-            match cluster.release(&identity, ticket).await {
-                Ok(released) => tracing::debug!(identity, released, "claim released"),
-                Err(e) => tracing::warn!(identity, "release: {e} (the claim expires with its TTL)"),
-            }
-            drop(in_flight);
-        });
+        self.cluster.release_later(identity, ticket);
     }
 
     /// Another node took a charge point over: the connection of that claim leaves the
@@ -219,22 +200,9 @@ impl Node {
         self.attached.get().and_then(|a| a.registry.upgrade())
     }
 
-    /// Shutdown, after every connection closed: waits (bounded) for the releases in flight,
-    /// then leaves the cluster.
+    /// Shutdown, after every connection closed: leaves the cluster (the drain waits, bounded,
+    /// for the releases in flight).
     pub(crate) async fn leave(&self) {
-        let deadline = tokio::time::Instant::now() + RELEASES_WAIT;
-        loop {
-            let notified = self.releases.done.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.releases.count.load(Ordering::Acquire) == 0 {
-                break;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                tracing::warn!("claims still being released at shutdown");
-                break;
-            }
-        }
         match self.cluster.drain().await {
             Ok(released) => tracing::info!(released, "left the cluster"),
             Err(e) => tracing::warn!("leaving the cluster: {e} (the claims expire with their TTL)"),
@@ -351,31 +319,6 @@ impl Presence for NodePresence {
 
     fn as_any(&self) -> &dyn std::any::Any {
         &*self.0
-    }
-}
-
-/// The releases in flight.
-#[derive(Debug, Default)]
-struct Releases {
-    count: AtomicUsize,
-    done: Notify,
-}
-
-/// One release in flight; counted down when dropped (also if its task is cancelled).
-struct InFlight(Arc<Releases>);
-
-impl Releases {
-    fn start(releases: &Arc<Releases>) -> InFlight {
-        releases.count.fetch_add(1, Ordering::AcqRel);
-        InFlight(Arc::clone(releases))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.done.notify_waiters();
-        }
     }
 }
 

@@ -21,7 +21,6 @@
 //!   the identity table is empty, or shortly before the shutdown deadline) and exits on
 //!   [`BridgeOutput::Drained`] or at the deadline.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -56,16 +55,12 @@ const DRAIN_RESERVE: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(super) struct ClusterNode {
     bridge: Mutex<ClusterBridge>,
-    /// Releases asked for and not answered yet: a shutdown waits for them (the process would
-    /// otherwise exit before they reach Redis).
-    releases: AtomicUsize,
 }
 
 impl ClusterNode {
     pub(super) fn new(bridge: ClusterBridge) -> Self {
         ClusterNode {
             bridge: Mutex::new(bridge),
-            releases: AtomicUsize::new(0),
         }
     }
 
@@ -75,14 +70,11 @@ impl ClusterNode {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The charge point of `ticket` left: its claim goes (locally at once, in Redis soon).
+    /// The charge point of `ticket` left: its claim goes (locally at once, in Redis soon; a
+    /// drain waits for it, bounded).
     pub(super) fn release(&self, identity: &str, ticket: ClaimTicket) {
-        let released = self.bridge().release(identity, ticket);
-        match released {
-            Ok(_) => {
-                self.releases.fetch_add(1, Ordering::AcqRel);
-            }
-            Err(e) => tracing::warn!(identity, "release: {e} (the claim expires with its TTL)"),
+        if let Err(e) = self.bridge().release(identity, ticket) {
+            tracing::warn!(identity, "release: {e} (the claim expires with its TTL)");
         }
     }
 }
@@ -152,7 +144,7 @@ pub(super) enum DrainState {
     Idle,
     /// `drain()` sent; waiting for `Drained`.
     Waiting(RequestId),
-    /// Drained: the loop exits once the releases in flight are answered.
+    /// Drained (after the releases in flight, which the drain waits for).
     Done,
     /// Given up at the shutdown deadline.
     GaveUp,
@@ -318,9 +310,6 @@ impl EventLoop {
                     }
                 }
                 BridgeOutput::Released { result, .. } => {
-                    let _ = node
-                        .releases
-                        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
                     if let Err(e) = result {
                         tracing::warn!("release: {e} (the claim expires with its TTL)");
                     }
@@ -549,13 +538,12 @@ impl EventLoop {
     /// Whether this loop may exit once its sockets are gone: loop 0 of a cluster node waits
     /// for the drain (bounded by the shutdown deadline).
     pub(super) fn cluster_done(&self) -> bool {
-        let Some(node) = &self.shared.cluster else {
+        if self.shared.cluster.is_none() {
             return true;
-        };
+        }
         match self.drain_state {
             _ if self.index != 0 => true,
-            DrainState::GaveUp => true,
-            DrainState::Done => node.releases.load(Ordering::Acquire) == 0,
+            DrainState::GaveUp | DrainState::Done => true,
             DrainState::Idle | DrainState::Waiting(_) => false,
         }
     }
