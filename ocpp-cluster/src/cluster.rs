@@ -22,6 +22,9 @@ use ocpp_server_core::OcppVersion;
 /// when its claim was superseded by a newer connection on another node.
 pub const CLOSE_SUPERSEDED: u16 = 1008;
 
+/// The close reason sent with [`CLOSE_SUPERSEDED`] (the same from every server).
+pub const CLOSE_SUPERSEDED_REASON: &str = "connected to another node";
+
 /// How long a command id is remembered past its deadline, to drop a duplicate delivery.
 const SEEN_GRACE_MS: u64 = 60_000;
 /// How many claims one refresh round sends to Redis at once.

@@ -44,6 +44,7 @@ mod wire;
 pub use bridge::{BridgeError, BridgeOutput, ClusterBridge, Job, JobId, RequestId, Wake};
 pub use cluster::{
     Claim, ClaimTicket, Cluster, ClusterEvent, ClusterEvents, Superseded, CLOSE_SUPERSEDED,
+    CLOSE_SUPERSEDED_REASON,
 };
 pub use config::ClusterConfig;
 pub use directory::Located;

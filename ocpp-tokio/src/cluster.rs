@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
     command_outcome, BoxFuture, ClaimTicket, Cluster, ClusterConfig, ClusterError, ClusterEvent,
-    ClusterEvents, CommandOutcome, Executor, CLOSE_SUPERSEDED,
+    ClusterEvents, CommandOutcome, Executor, CLOSE_SUPERSEDED, CLOSE_SUPERSEDED_REASON,
 };
 use ocpp_messages::{DecodeOptions, Request, Response};
 use ocpp_server_core::{CallFailure, ChargePointIdentity, CloseCode, ConnectionConfig};
@@ -193,7 +193,7 @@ impl Node {
         if let Some(registry) = self.registry() {
             registry.remove(cp.identity(), &cp);
         }
-        cp.close(CloseCode::POLICY_VIOLATION, "connected to another node");
+        cp.close(CloseCode::POLICY_VIOLATION, CLOSE_SUPERSEDED_REASON);
     }
 
     fn registry(&self) -> Option<ChargePoints> {

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
     BridgeOutput, ClaimTicket, ClusterBridge, ClusterEvent, CommandOutcome, Job, JobId, RequestId,
-    CLOSE_SUPERSEDED,
+    CLOSE_SUPERSEDED, CLOSE_SUPERSEDED_REASON,
 };
 use ocpp_frame::CloseCode;
 use ocpp_messages::DecodeOptions;
@@ -481,11 +481,8 @@ impl EventLoop {
             tracing::info!(%identity, "connected to another node: closing with 1008");
         }
         if s.stage.is_open() {
-            s.connection.close(
-                now,
-                CloseCode::POLICY_VIOLATION,
-                "connected to another node",
-            );
+            s.connection
+                .close(now, CloseCode::POLICY_VIOLATION, CLOSE_SUPERSEDED_REASON);
         }
         self.service(target, now);
     }
