@@ -228,7 +228,7 @@ impl<H> ServerBuilder<H> {
     /// same identity on another node closes this one with 1008
     /// ([`ocpp_cluster::CLOSE_SUPERSEDED`]); [`ChargePoints::call`] and
     /// [`ChargePoints::call_raw`] reach a charge point on any node (an unreachable node is
-    /// [`CallFailure::OwnerUnreachable`](crate::CallFailure::OwnerUnreachable)); commands from
+    /// [`CallFailure::OwnerUnreachable`]); commands from
     /// other nodes run on this server's connections; graceful shutdown closes with 1012
     /// (service restart) and then leaves the cluster ([`ocpp_cluster::Cluster::drain`]).
     /// With Redis down, local charge points are served and calls to them work; calls for the
