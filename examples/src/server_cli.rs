@@ -10,6 +10,9 @@ use ocpp_cluster::ClusterConfig;
 use ocpp_frame::deflate::DeflateConfig;
 use ocpp_server_core::{ConnectionConfig, DeflatePolicy, NoCommonVersion};
 
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
+
+use crate::csms::admin_auth::{AdminAuth, AdminAuthError};
 use crate::csms::{BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, TokenStore};
 use crate::server_config::ServerConfig;
 use crate::tls::{self, ClientCertificates, TlsError};
@@ -19,15 +22,12 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9000";
 /// Where the admin interface listens unless `--admin` says otherwise.
 pub const DEFAULT_ADMIN: &str = "127.0.0.1:9001";
 
-/// The usage text of server `name`: `intro` describes its loop, `threads` what `--threads N`
-/// means for it.
-pub fn usage(name: &str, intro: &str, threads: &str) -> String {
+/// What both servers print after the options (`--help`): the URL charge points use, the
+/// security profiles, the admin routes, logs, signals.
+fn after_help(name: &str) -> String {
     format!(
-        "Usage: {name} [OPTIONS]
-
-{intro} Charge points connect to
-ws://LISTEN/<any path>/<identity> (wss:// with --tls-cert) with subprotocol ocpp1.6,
-ocpp2.0.1 or ocpp2.1.
+        "Charge points connect to ws://LISTEN/<any path>/<identity> (wss:// with --tls-cert) with
+subprotocol ocpp1.6, ocpp2.0.1 or ocpp2.1.
 
 Security profiles (OCPP 1.6 security whitepaper, OCPP 2.0.1 part 2 A00):
   1: --basic-auth FILE                                  Basic auth over ws://
@@ -40,101 +40,286 @@ Security profiles (OCPP 1.6 security whitepaper, OCPP 2.0.1 part 2 A00):
      naming another identity or a profile-2 station on ws://); a station that connected
      with its certificate is held to profile 3 from then on
 
-Options:
-  --listen ADDR          address for charge points (default {DEFAULT_LISTEN}; port 0 picks one)
-  --admin ADDR|off       admin HTTP interface (default {DEFAULT_ADMIN}; `off` disables it):
-                           GET  /chargepoints                       connected charge points (JSON)
-                           GET  /chargepoints/ID                    one charge point (JSON)
-                           GET  /chargepoints/ID/notifications[/ACTION]  what it reported
-                           GET|PUT|DELETE /chargepoints/ID/boot     its boot policy
-                                                                    ({{\"status\":\"Pending\"}})
-                           GET|PUT|DELETE /chargepoints/ID/security its security profile
-                                                                    ({{\"profile\":3}})
-                           POST /chargepoints/ID/call/ACTION        send a CALL, JSON payload as body
-                           GET  /tokens                             the token store
-                           GET|PUT|DELETE /tokens/ID                one token
-                                                                    ({{\"status\":\"Blocked\",\"group\":\"G\"}})
-                           GET  /metrics                            Prometheus text
-  --threads N            {threads} (default 1)
-  --push-interval-ms N   every N ms send each charge point a DataTransfer
-                         {{\"vendorId\":\"bench\",\"messageId\":\"ts\",\"data\":\"<seq>:<unix_nanos>\"}}
-  --basic-auth FILE      require HTTP Basic auth (security profile 1); FILE has lines
-                         `identity:password`; others get 401 before the upgrade
-  --tls-cert FILE        serve wss:// (TLS 1.2 and 1.3) with this certificate chain (PEM,
-                         server certificate first); needs --tls-key
-  --tls-key FILE         the private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1)
-  --client-ca FILE       verify client certificates against the CAs of FILE (PEM); the
-                         certificate's subject CN must be the URL's identity, else the upgrade
-                         gets 403 (needs --tls-cert). Alone: every station must present one,
-                         else the TLS handshake fails with an alert (profile 3 for all). With
-                         --basic-auth or --security-profiles: optional, and each station's
-                         profile decides (see above)
-  --security-profiles FILE
-                         per-station security profiles: lines `identity profile` (1, 2 or
-                         3); a station not listed gets profile 1 (2 over TLS: its
-                         --basic-auth password) or, with a certificate, 3. Also
-                         PUT /chargepoints/ID/security
-  --ca-cert FILE         the CA (PEM certificate) that signs the stations' CSRs: SignCertificate
-                         (1.6 security, 2.x A02/A03) is Accepted when the CSR parses, its
-                         signature verifies, its subject CN is the station's identity and it
-                         asks for no CA certificate; CertificateSigned then carries the chain
-                         (the new certificate, then FILE). The TLS listener also trusts this CA
-                         for client certificates, so a station can use the certificate for
-                         profile 3 at its next connection. Needs --ca-key. Without it every
-                         SignCertificate is answered Rejected
-  --ca-key FILE          the private key of --ca-cert (PEM, PKCS#8)
-  --deflate MODE         permessage-deflate (RFC 7692) when a client offers it:
-                         `no-context` (default; no context takeover either way, so an idle
-                         connection holds no compression state), `context` (context takeover
-                         when offered: better ratios, about 430 KB per connection that has
-                         compressed both ways) or `off`
-  --tokens FILE          answer Authorize, Start/StopTransaction and TransactionEvent from
-                         a token store: lines `idToken status [groupIdToken|-] [expiry]`
-                         (status Accepted, Blocked, ConcurrentTx, Expired, Invalid, NoCredit,
-                         NotAllowedTypeEVSE, NotAtThisLocation, NotAtThisTime or Unknown;
-                         expiry RFC 3339); unknown tokens get Invalid (1.6) / Unknown (2.x).
-                         Without it every token is Accepted
-  --master-pass ID       the master pass group id (OCPP 2.0.1 C16): this token, and tokens
-                         of this group, are Accepted with it as groupIdToken (1.6:
-                         parentIdTag), so that stations let them stop any transaction;
-                         without --tokens, the store holds only the master pass
-  --boot-policy POLICY   the answer to BootNotification: accepted (default), pending or
-                         rejected; while not accepted a station's other CALLs get
-                         SecurityError (per-station: PUT /chargepoints/ID/boot)
-  --data-transfer-vendor ID
-                         a DataTransfer vendorId this CSMS knows (repeatable; default
-                         ocpp-ws): its DataTransfer is Accepted, others get UnknownVendorId
-  --items-per-message N  the most getVariableData / setVariableData entries one
-                         GetVariables / SetVariables carries for a station that has not
-                         reported DeviceDataCtrlr.ItemsPerMessage (default: no limit, one
-                         CALL); longer commands are split (OCPP 2.x B05/B06)
-  --no-common-version MODE
-                         when a client offers no subprotocol we speak: `accept-then-close`
-                         (default; OCPP-J 1.6 §3.2, 2.0.1 §3.1.2: complete the handshake
-                         without Sec-WebSocket-Protocol, then close) or `reject-400` (refuse
-                         the upgrade with 400, which the OCTT cases TC_088_CSMS and
-                         TC_B_58_CSMS expect: use it for a compliance run)
-  --call-timeout-s N     how long a CALL of ours may wait for its answer once sent, and a
-                         command in all (default 30); a command still queued behind another
-                         when its time is up is never sent
-  --redis URL            join a cluster of nodes on this Redis (redis://HOST:PORT/): charge
-                         points are claimed in Redis, a newer connection on another node
-                         closes this one (1008), and an admin command for a charge point held
-                         by another node is routed there (needs --node-id); with Sentinel,
-                         redis+sentinel://[USER:PASS@]HOST:PORT[,HOST:PORT...]/SERVICE[?db=N]:
-                         the master the sentinels name, followed through failovers (USER,
-                         PASS and db are the data nodes')
-  --node-id NAME         this node's id, unique in the cluster (needs --redis)
-  --cluster-ttl-s N      the claim and node record TTL in seconds (default 90; refreshed
-                         every third of it): how long a killed node's charge points stay
-                         claimed by it (needs --redis)
-  -h, --help             print this help
+Admin interface (--admin; with --admin-token-file every route needs
+`Authorization: Bearer TOKEN`, else 401):
+  GET  /chargepoints                       connected charge points (JSON; on a cluster node,
+                                           every node's)
+  GET  /chargepoints/ID                    one charge point (JSON)
+  GET  /chargepoints/ID/notifications[/ACTION]  what it reported
+  GET|PUT|DELETE /chargepoints/ID/boot     its boot policy ({{\"status\":\"Pending\"}})
+  GET|PUT|DELETE /chargepoints/ID/security its security profile ({{\"profile\":3}})
+  POST /chargepoints/ID/call/ACTION        send a CALL, JSON payload as body
+  GET  /tokens                             the token store
+  GET|PUT|DELETE /tokens/ID                one token ({{\"status\":\"Blocked\",\"group\":\"G\"}})
+  GET  /metrics                            Prometheus text
 
 Logs go to stderr (RUST_LOG filters them, default `info`: one line per connect and disconnect).
 Prints `{name} listening on ADDR (admin on ADDR)` on stdout once it accepts connections.
 SIGINT/SIGTERM close every connection with 1001 and exit within a few seconds; a cluster
 node (--redis) closes with 1012 and leaves the cluster (releases its claims)."
     )
+}
+
+/// The command line of `name` (`mio-server` or `tokio-server`): `intro` describes its loop,
+/// `threads` what `--threads N` means for it. Parse with [`args_from`].
+///
+/// ```
+/// use ocpp_examples::server_cli::{args_from, command};
+/// let command = command("mio-server", "A CSMS on mio.", "event loops");
+/// let args = args_from(command, ["mio-server", "--listen", "127.0.0.1:0"]).unwrap();
+/// assert_eq!(args.listen.port(), 0);
+/// ```
+pub fn command(name: &'static str, intro: &'static str, threads: &'static str) -> clap::Command {
+    Cli::command()
+        .name(name)
+        .bin_name(name)
+        .about(intro)
+        .after_help(after_help(name))
+        .mut_arg("threads", |arg| arg.help(threads))
+}
+
+/// Parses a command line (`args` starts with the program's name) with `command`: `Err` is
+/// clap's error, with the usage (or the help, for `--help`), to print with
+/// [`clap::Error::exit`] (exit code 2; 0 for `--help`).
+///
+/// # Errors
+/// An unknown option, a value that does not parse, options that need each other.
+pub fn args_from<I, T>(command: clap::Command, args: I) -> Result<Args, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut command = command;
+    let matches = command.try_get_matches_from_mut(args)?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
+    let env_tokens = std::env::var(ADMIN_TOKENS_ENV).ok().map(Secret);
+    Ok(cli.into_args(env_tokens))
+}
+
+/// The environment variable that may hold admin tokens, one per line.
+pub const ADMIN_TOKENS_ENV: &str = "OCPP_ADMIN_TOKENS";
+
+/// Text never shown: its `Debug` prints `Secret(..)`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+/// The command line as clap reads it; [`Cli::into_args`] makes the [`Args`] the servers use.
+#[derive(Debug, Parser)]
+struct Cli {
+    /// Address for charge points (port 0 picks one).
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
+    listen: SocketAddr,
+    /// Admin HTTP interface (routes below), or `off`. An address other than loopback needs
+    /// --admin-token-file (or OCPP_ADMIN_TOKENS): the server refuses to start without.
+    #[arg(long, value_name = "ADDR|off", default_value = DEFAULT_ADMIN, value_parser = admin_addr)]
+    admin: AdminAddr,
+    /// Admin tokens, one per line (blank lines and `#` comments skipped; each 16 to 4096
+    /// visible ASCII characters): every admin request must carry `Authorization: Bearer
+    /// TOKEN`, else 401. Tokens may also come in the environment variable
+    /// OCPP_ADMIN_TOKENS (one per line; never on a command line, which other users can
+    /// read).
+    #[arg(long, value_name = "FILE", env = "OCPP_ADMIN_TOKEN_FILE")]
+    admin_token_file: Option<PathBuf>,
+    /// `GET /metrics` answers without a token (for a scraper that sends none); every other
+    /// admin route still needs one.
+    #[arg(long)]
+    metrics_public: bool,
+    /// Threads (set per server by `command`).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: u16,
+    /// Every N ms send each charge point a DataTransfer
+    /// {"vendorId":"bench","messageId":"ts","data":"<seq>:<unix_nanos>"}.
+    #[arg(long = "push-interval-ms", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    push_interval_ms: Option<u64>,
+    /// Require HTTP Basic auth (security profile 1): FILE has lines `identity:password`;
+    /// others get 401 before the upgrade.
+    #[arg(long, value_name = "FILE")]
+    basic_auth: Option<PathBuf>,
+    /// Serve wss:// (TLS 1.2 and 1.3) with this certificate chain (PEM, server certificate
+    /// first).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Verify client certificates against the CAs of FILE (PEM); the certificate's subject
+    /// CN must be the URL's identity, else the upgrade gets 403. Alone: every station must
+    /// present one, else the TLS handshake fails with an alert (profile 3 for all). With
+    /// --basic-auth or --security-profiles: optional, and each station's profile decides.
+    #[arg(long, value_name = "FILE", requires_all = ["tls_cert", "tls_key"])]
+    client_ca: Option<PathBuf>,
+    /// Per-station security profiles: lines `identity profile` (1, 2 or 3); a station not
+    /// listed gets profile 1 (2 over TLS: its --basic-auth password) or, with a certificate,
+    /// 3. Also PUT /chargepoints/ID/security.
+    #[arg(long, value_name = "FILE")]
+    security_profiles: Option<PathBuf>,
+    /// The CA (PEM certificate) that signs the stations' CSRs: SignCertificate is Accepted
+    /// when the CSR parses, its signature verifies, its subject CN is the station's identity
+    /// and it asks for no CA certificate; CertificateSigned then carries the chain. The TLS
+    /// listener also trusts this CA for client certificates. Without it every
+    /// SignCertificate is answered Rejected.
+    #[arg(long, value_name = "FILE", requires = "ca_key")]
+    ca_cert: Option<PathBuf>,
+    /// The private key of --ca-cert (PEM, PKCS#8).
+    #[arg(long, value_name = "FILE", requires = "ca_cert")]
+    ca_key: Option<PathBuf>,
+    /// permessage-deflate (RFC 7692) when a client offers it: `no-context` (no context
+    /// takeover either way, so an idle connection holds no compression state), `context`
+    /// (context takeover when offered: better ratios, about 430 KB per connection that has
+    /// compressed both ways) or `off`.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = Deflate::NoContext)]
+    deflate: Deflate,
+    /// Answer Authorize, Start/StopTransaction and TransactionEvent from a token store:
+    /// lines `idToken status [groupIdToken|-] [expiry]` (expiry RFC 3339); unknown tokens get
+    /// Invalid (1.6) / Unknown (2.x). Without it every token is Accepted.
+    #[arg(long, value_name = "FILE")]
+    tokens: Option<PathBuf>,
+    /// The master pass group id (OCPP 2.0.1 C16): this token, and tokens of this group, are
+    /// Accepted with it as groupIdToken (1.6: parentIdTag).
+    #[arg(long, value_name = "ID", value_parser = id_token)]
+    master_pass: Option<String>,
+    /// The answer to BootNotification: accepted, pending or rejected; while not accepted a
+    /// station's other CALLs get SecurityError (per station: PUT /chargepoints/ID/boot).
+    #[arg(long, value_name = "POLICY", default_value = "accepted", value_parser = boot_policy)]
+    boot_policy: BootPolicy,
+    /// A DataTransfer vendorId this CSMS knows (repeatable; default ocpp-ws): its
+    /// DataTransfer is Accepted, others get UnknownVendorId.
+    #[arg(long = "data-transfer-vendor", value_name = "ID", value_parser = vendor_id)]
+    data_transfer_vendors: Vec<String>,
+    /// The most getVariableData / setVariableData entries one GetVariables / SetVariables
+    /// carries for a station that has not reported DeviceDataCtrlr.ItemsPerMessage (default:
+    /// no limit); longer commands are split (OCPP 2.x B05/B06).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    items_per_message: Option<u32>,
+    /// When a client offers no subprotocol we speak: `accept-then-close` (OCPP-J 1.6 §3.2,
+    /// 2.0.1 §3.1.2: complete the handshake without Sec-WebSocket-Protocol, then close) or
+    /// `reject-400` (refuse the upgrade with 400, which the OCTT cases TC_088_CSMS and
+    /// TC_B_58_CSMS expect).
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = CommonVersion::AcceptThenClose)]
+    no_common_version: CommonVersion,
+    /// How long a CALL of ours may wait for its answer once sent, and a command in all
+    /// (default 30); a command still queued behind another when its time is up is never
+    /// sent.
+    #[arg(long = "call-timeout-s", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    call_timeout_s: Option<u64>,
+    /// Join a cluster of nodes on this Redis (redis://[USER:PASS@]HOST:PORT/): charge points
+    /// are claimed in Redis, a newer connection on another node closes this one (1008), and
+    /// an admin command for a charge point held by another node is routed there. With
+    /// Sentinel: redis+sentinel://[USER:PASS@]HOST:PORT[,HOST:PORT...]/SERVICE[?db=N] (the
+    /// master the sentinels name, followed through failovers).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "OCPP_REDIS_URL",
+        hide_env_values = true,
+        requires = "node_id"
+    )]
+    redis: Option<String>,
+    /// This node's id, unique in the cluster.
+    #[arg(long, value_name = "NAME", requires = "redis", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    node_id: Option<String>,
+    /// The claim and node record TTL in seconds (default 90; refreshed every third of it):
+    /// how long a killed node's charge points stay claimed by it.
+    #[arg(long = "cluster-ttl-s", value_name = "N", requires = "redis", value_parser = clap::value_parser!(u64).range(1..))]
+    cluster_ttl_s: Option<u64>,
+}
+
+/// `--admin`: an address or `off`.
+#[derive(Debug, Clone, Copy)]
+struct AdminAddr(Option<SocketAddr>);
+
+fn admin_addr(text: &str) -> Result<AdminAddr, String> {
+    match text {
+        "off" | "none" => Ok(AdminAddr(None)),
+        addr => addr
+            .parse()
+            .map(|addr| AdminAddr(Some(addr)))
+            .map_err(|e| format!("{e} (an address such as 127.0.0.1:9001, or off)")),
+    }
+}
+
+fn id_token(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.chars().count() > 36 {
+        return Err("an idToken has 1 to 36 characters".into());
+    }
+    Ok(text.to_owned())
+}
+
+fn vendor_id(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.chars().count() > 255 {
+        return Err("a vendorId has 1 to 255 characters".into());
+    }
+    Ok(text.to_owned())
+}
+
+fn boot_policy(text: &str) -> Result<BootPolicy, String> {
+    BootPolicy::parse(text).ok_or_else(|| "accepted, pending or rejected".into())
+}
+
+/// `--deflate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Deflate {
+    Off,
+    NoContext,
+    Context,
+}
+
+/// `--no-common-version`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CommonVersion {
+    AcceptThenClose,
+    #[value(name = "reject-400")]
+    Reject400,
+}
+
+impl Cli {
+    fn into_args(self, admin_tokens: Option<Secret>) -> Args {
+        let deflate = match self.deflate {
+            Deflate::Off => DeflatePolicy::Off,
+            Deflate::NoContext => DeflatePolicy::Accept(DeflateConfig::default()),
+            Deflate::Context => DeflatePolicy::Accept(
+                DeflateConfig::default()
+                    .server_no_context_takeover(false)
+                    .client_no_context_takeover(false),
+            ),
+        };
+        Args {
+            listen: self.listen,
+            admin: self.admin.0,
+            admin_token_file: self.admin_token_file,
+            admin_tokens,
+            metrics_public: self.metrics_public,
+            threads: usize::from(self.threads),
+            push_interval: self.push_interval_ms.map(Duration::from_millis),
+            basic_auth: self.basic_auth,
+            tls_cert: self.tls_cert,
+            tls_key: self.tls_key,
+            client_ca: self.client_ca,
+            security_profiles: self.security_profiles,
+            ca_cert: self.ca_cert,
+            ca_key: self.ca_key,
+            deflate,
+            tokens: self.tokens,
+            master_pass: self.master_pass,
+            boot_policy: self.boot_policy,
+            data_transfer_vendors: self.data_transfer_vendors,
+            items_per_message: self.items_per_message.map(|n| n as usize),
+            no_common_version: match self.no_common_version {
+                CommonVersion::AcceptThenClose => NoCommonVersion::AcceptThenClose,
+                CommonVersion::Reject400 => NoCommonVersion::Reject400,
+            },
+            redis: self.redis,
+            node_id: self.node_id,
+            cluster_ttl: self.cluster_ttl_s.map(Duration::from_secs),
+            call_timeout: self.call_timeout_s.map(Duration::from_secs),
+        }
+    }
 }
 
 /// The parsed command line.
@@ -144,6 +329,12 @@ pub struct Args {
     pub listen: SocketAddr,
     /// `--admin`; `None` for `off`.
     pub admin: Option<SocketAddr>,
+    /// `--admin-token-file` (or `OCPP_ADMIN_TOKEN_FILE`).
+    pub admin_token_file: Option<PathBuf>,
+    /// [`ADMIN_TOKENS_ENV`]: tokens, one per line.
+    pub admin_tokens: Option<Secret>,
+    /// `--metrics-public`.
+    pub metrics_public: bool,
     /// `--threads`.
     pub threads: usize,
     /// `--push-interval-ms`.
@@ -176,7 +367,7 @@ pub struct Args {
     pub items_per_message: Option<usize>,
     /// `--no-common-version`.
     pub no_common_version: NoCommonVersion,
-    /// `--redis`: the cluster's Redis URL; `None`: a single process.
+    /// `--redis` (or `OCPP_REDIS_URL`): the cluster's Redis URL; `None`: a single process.
     pub redis: Option<String>,
     /// `--node-id`: this node's id in the cluster.
     pub node_id: Option<String>,
@@ -184,186 +375,6 @@ pub struct Args {
     pub cluster_ttl: Option<Duration>,
     /// `--call-timeout-s`: the connections' call timeout.
     pub call_timeout: Option<Duration>,
-}
-
-/// Parses `--flag value` and `--flag=value` by hand: few options, no dependency. `Ok(None)`
-/// means `--help`.
-pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
-    let mut parsed = Args {
-        listen: parse_addr(DEFAULT_LISTEN)?,
-        admin: Some(parse_addr(DEFAULT_ADMIN)?),
-        threads: 1,
-        push_interval: None,
-        basic_auth: None,
-        tls_cert: None,
-        tls_key: None,
-        client_ca: None,
-        security_profiles: None,
-        ca_cert: None,
-        ca_key: None,
-        deflate: ConnectionConfig::default().get_deflate(),
-        tokens: None,
-        master_pass: None,
-        boot_policy: BootPolicy::Accepted,
-        data_transfer_vendors: Vec::new(),
-        items_per_message: None,
-        no_common_version: NoCommonVersion::AcceptThenClose,
-        redis: None,
-        node_id: None,
-        cluster_ttl: None,
-        call_timeout: None,
-    };
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => {
-                (flag.to_owned(), Some(value.to_owned()))
-            }
-            _ => (arg, None),
-        };
-        if flag == "-h" || flag == "--help" {
-            return Ok(None);
-        }
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag.as_str() {
-            "--listen" => parsed.listen = parse_addr(&value()?)?,
-            "--admin" => {
-                let value = value()?;
-                parsed.admin = match value.as_str() {
-                    "off" | "none" => None,
-                    addr => Some(parse_addr(addr)?),
-                };
-            }
-            "--threads" => {
-                parsed.threads = value()?
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=1024).contains(n))
-                    .ok_or("--threads takes a number from 1 to 1024")?;
-            }
-            "--deflate" => {
-                parsed.deflate = match value()?.as_str() {
-                    "off" => DeflatePolicy::Off,
-                    "no-context" => DeflatePolicy::Accept(DeflateConfig::default()),
-                    "context" => DeflatePolicy::Accept(
-                        DeflateConfig::default()
-                            .server_no_context_takeover(false)
-                            .client_no_context_takeover(false),
-                    ),
-                    other => {
-                        return Err(format!(
-                            "--deflate takes off, no-context or context, not `{other}`"
-                        ))
-                    }
-                };
-            }
-            "--push-interval-ms" => {
-                let ms: u64 = value()?
-                    .parse()
-                    .ok()
-                    .filter(|ms| *ms > 0)
-                    .ok_or("--push-interval-ms takes a positive number")?;
-                parsed.push_interval = Some(Duration::from_millis(ms));
-            }
-            "--basic-auth" => parsed.basic_auth = Some(PathBuf::from(value()?)),
-            "--tls-cert" => parsed.tls_cert = Some(PathBuf::from(value()?)),
-            "--tls-key" => parsed.tls_key = Some(PathBuf::from(value()?)),
-            "--client-ca" => parsed.client_ca = Some(PathBuf::from(value()?)),
-            "--security-profiles" => parsed.security_profiles = Some(PathBuf::from(value()?)),
-            "--ca-cert" => parsed.ca_cert = Some(PathBuf::from(value()?)),
-            "--ca-key" => parsed.ca_key = Some(PathBuf::from(value()?)),
-            "--tokens" => parsed.tokens = Some(PathBuf::from(value()?)),
-            "--master-pass" => {
-                let id = value()?;
-                if id.is_empty() || id.chars().count() > 36 {
-                    return Err("--master-pass takes an idToken of 1 to 36 characters".into());
-                }
-                parsed.master_pass = Some(id);
-            }
-            "--boot-policy" => {
-                let policy = value()?;
-                parsed.boot_policy = BootPolicy::parse(&policy).ok_or_else(|| {
-                    format!("--boot-policy takes accepted, pending or rejected, not `{policy}`")
-                })?;
-            }
-            "--data-transfer-vendor" => {
-                let id = value()?;
-                if id.is_empty() || id.chars().count() > 255 {
-                    return Err("--data-transfer-vendor takes 1 to 255 characters".into());
-                }
-                parsed.data_transfer_vendors.push(id);
-            }
-            "--items-per-message" => {
-                let n = value()?;
-                let n = n.parse::<usize>().ok().filter(|n| *n > 0);
-                parsed.items_per_message =
-                    Some(n.ok_or("--items-per-message takes a positive integer")?);
-            }
-            "--no-common-version" => {
-                parsed.no_common_version = match value()?.as_str() {
-                    "accept-then-close" => NoCommonVersion::AcceptThenClose,
-                    "reject-400" => NoCommonVersion::Reject400,
-                    other => {
-                        return Err(format!(
-                            "--no-common-version takes accept-then-close or reject-400, not \
-                             `{other}`"
-                        ))
-                    }
-                };
-            }
-            "--redis" => parsed.redis = Some(value()?),
-            "--node-id" => {
-                let id = value()?;
-                if id.is_empty() {
-                    return Err("--node-id takes a non-empty name".into());
-                }
-                parsed.node_id = Some(id);
-            }
-            "--cluster-ttl-s" => {
-                let seconds: u64 = value()?
-                    .parse()
-                    .ok()
-                    .filter(|s| *s > 0)
-                    .ok_or("--cluster-ttl-s takes a positive number of seconds")?;
-                parsed.cluster_ttl = Some(Duration::from_secs(seconds));
-            }
-            "--call-timeout-s" => {
-                let seconds: u64 = value()?
-                    .parse()
-                    .ok()
-                    .filter(|s| *s > 0)
-                    .ok_or("--call-timeout-s takes a positive number of seconds")?;
-                parsed.call_timeout = Some(Duration::from_secs(seconds));
-            }
-            other => return Err(format!("unknown option {other}")),
-        }
-    }
-    match (&parsed.tls_cert, &parsed.tls_key) {
-        (Some(_), None) => return Err("--tls-cert needs --tls-key".into()),
-        (None, Some(_)) => return Err("--tls-key needs --tls-cert".into()),
-        _ => {}
-    }
-    match (&parsed.redis, &parsed.node_id) {
-        (Some(_), None) => return Err("--redis needs --node-id".into()),
-        (None, Some(_)) => return Err("--node-id needs --redis".into()),
-        _ => {}
-    }
-    if parsed.cluster_ttl.is_some() && parsed.redis.is_none() {
-        return Err("--cluster-ttl-s needs --redis and --node-id".into());
-    }
-    if parsed.client_ca.is_some() && parsed.tls_cert.is_none() {
-        return Err("--client-ca needs --tls-cert and --tls-key".into());
-    }
-    match (&parsed.ca_cert, &parsed.ca_key) {
-        (Some(_), None) => return Err("--ca-cert needs --ca-key".into()),
-        (None, Some(_)) => return Err("--ca-key needs --ca-cert".into()),
-        _ => {}
-    }
-    Ok(Some(parsed))
 }
 
 impl Args {
@@ -379,18 +390,61 @@ impl Args {
     }
 }
 
-fn parse_addr(text: &str) -> Result<SocketAddr, String> {
-    text.parse()
-        .map_err(|e| format!("invalid address {text:?}: {e}"))
+/// Why a server does not start with these arguments.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The TLS files could not be read or used.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The admin tokens could not be loaded.
+    #[error(transparent)]
+    AdminTokens(#[from] AdminAuthError),
+    /// The admin interface would answer other hosts without a token.
+    #[error(
+        "the admin interface on {0} can be reached from other hosts and has no token: give \
+         --admin-token-file FILE (or {ADMIN_TOKENS_ENV}), or an address on loopback (e.g. \
+         --admin 127.0.0.1:9001)"
+    )]
+    AdminExposed(SocketAddr),
+}
+
+/// Who may use the admin interface: the tokens of `--admin-token-file` and
+/// [`ADMIN_TOKENS_ENV`], `--metrics-public`.
+///
+/// # Errors
+/// A token file that cannot be read, a bad token, an admin address beyond loopback with no
+/// token.
+pub fn admin_auth(args: &Args) -> Result<AdminAuth, StartError> {
+    let mut auth = match &args.admin_token_file {
+        Some(path) => AdminAuth::load(path)?,
+        None => AdminAuth::open(),
+    };
+    if let Some(Secret(tokens)) = &args.admin_tokens {
+        auth.add_lines(ADMIN_TOKENS_ENV, tokens)?;
+    }
+    if let Some(admin) = args.admin {
+        if auth.is_open() && !admin.ip().is_loopback() {
+            return Err(StartError::AdminExposed(admin));
+        }
+        if !auth.is_open() {
+            tracing::info!(
+                tokens = auth.len(),
+                "admin interface: bearer tokens required"
+            );
+        }
+    }
+    Ok(auth.metrics_public(args.metrics_public))
 }
 
 /// The whole server configuration from the command line, as both servers take it.
 ///
 /// # Errors
-/// The TLS files could not be read or used.
-pub fn server_config(args: &Args) -> Result<ServerConfig, TlsError> {
+/// The TLS files could not be read or used; [`admin_auth`]'s errors.
+pub fn server_config(args: &Args) -> Result<ServerConfig, StartError> {
     let mut config = ServerConfig::new(args.listen);
     config.admin = args.admin;
+    config.admin_auth = admin_auth(args)?;
     config.threads = args.threads;
     config.push_interval = args.push_interval;
     config.connection = connection_config(args);
@@ -412,8 +466,20 @@ pub fn cluster_config(args: &Args) -> Option<ClusterConfig> {
     if let Some(ttl) = args.cluster_ttl {
         cluster = cluster.with_claim_ttl(ttl).with_node_ttl(ttl);
     }
-    tracing::info!(node_id, redis, "cluster node");
+    tracing::info!(node_id, redis = %without_password(redis), "cluster node");
     Some(cluster)
+}
+
+/// `url` with the password of its user information replaced by `***`, to log.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+    format!("{scheme}://{user}:***@{host}")
 }
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`).
@@ -546,13 +612,17 @@ pub fn raise_open_files_limit() {
 mod tests {
     use super::*;
 
-    fn parse(args: &[&str]) -> Result<Option<Args>, String> {
-        parse_args(args.iter().map(|s| s.to_string()))
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        let command = command("server", "A test server.", "threads");
+        args_from(
+            command,
+            std::iter::once("server").chain(args.iter().copied()),
+        )
     }
 
     #[test]
     fn defaults_and_flags() {
-        let args = parse(&[]).unwrap().unwrap();
+        let args = parse(&[]).unwrap();
         assert_eq!(args.listen.to_string(), DEFAULT_LISTEN);
         assert_eq!(args.admin.unwrap().to_string(), DEFAULT_ADMIN);
         let args = parse(&[
@@ -564,26 +634,22 @@ mod tests {
             "--push-interval-ms",
             "500",
         ])
-        .unwrap()
         .unwrap();
         assert_eq!(args.listen.port(), 0);
         assert!(args.admin.is_none());
         assert_eq!(args.threads, 2);
         assert_eq!(args.push_interval, Some(Duration::from_millis(500)));
-        assert!(parse(&["--help"]).unwrap().is_none());
+        let help = parse(&["--help"]).unwrap_err();
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
         assert!(parse(&["--threads", "0"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
         assert!(parse(&["--listen"]).is_err());
-        let args = parse(&["--redis", "redis://127.0.0.1:6379/", "--node-id=a"])
-            .unwrap()
-            .unwrap();
+        let args = parse(&["--redis", "redis://127.0.0.1:6379/", "--node-id=a"]).unwrap();
         assert_eq!(args.redis.as_deref(), Some("redis://127.0.0.1:6379/"));
         assert_eq!(args.node_id.as_deref(), Some("a"));
         assert!(parse(&["--redis", "redis://127.0.0.1/"]).is_err());
         assert!(parse(&["--node-id", "a"]).is_err());
-        let args = parse(&["--redis=redis://r/", "--node-id=b", "--cluster-ttl-s", "3"])
-            .unwrap()
-            .unwrap();
+        let args = parse(&["--redis=redis://r/", "--node-id=b", "--cluster-ttl-s", "3"]).unwrap();
         assert_eq!(args.cluster_ttl, Some(Duration::from_secs(3)));
         let cluster = cluster_config(&args).unwrap();
         assert_eq!(cluster.node_id, "b");
@@ -595,7 +661,7 @@ mod tests {
 
     #[test]
     fn csms_flags() {
-        let args = parse(&[]).unwrap().unwrap();
+        let args = parse(&[]).unwrap();
         assert_eq!(args.boot_policy, BootPolicy::Accepted);
         assert_eq!(
             connection_config(&args).get_no_common_version(),
@@ -613,7 +679,6 @@ mod tests {
             "other",
             "--items-per-message=4",
         ])
-        .unwrap()
         .unwrap();
         assert_eq!(args.boot_policy, BootPolicy::Pending);
         assert_eq!(
@@ -638,9 +703,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("tokens.txt");
         std::fs::write(&file, "TAG1 Accepted\nTAG2 Blocked G\n").unwrap();
-        let args = parse(&["--tokens", file.to_str().unwrap()])
-            .unwrap()
-            .unwrap();
+        let args = parse(&["--tokens", file.to_str().unwrap()]).unwrap();
         assert_eq!(super::csms(&args).unwrap().tokens().unwrap().len(), 2);
         std::fs::write(&file, "TAG1 Sometimes\n").unwrap();
         let error = super::csms(&args).unwrap_err().to_string();
@@ -657,7 +720,6 @@ mod tests {
             "--client-ca",
             "ca.pem",
         ])
-        .unwrap()
         .unwrap();
         assert_eq!(args.tls_cert.unwrap(), PathBuf::from("c.pem"));
         assert_eq!(args.tls_key.unwrap(), PathBuf::from("k.pem"));
@@ -682,13 +744,12 @@ mod tests {
             "--basic-auth",
             "p",
         ])
-        .unwrap()
         .unwrap();
         assert!(!mixed.certificates_required());
         let alone = parse(&["--tls-cert", "c", "--tls-key", "k", "--client-ca", "ca"]);
-        assert!(alone.unwrap().unwrap().certificates_required());
-        let args = parse(&["--tls-cert", "c", "--tls-key", "k", "--basic-auth", "p"]).unwrap();
-        assert!(args.is_some(), "profile 2");
+        assert!(alone.unwrap().certificates_required());
+        let args = parse(&["--tls-cert", "c", "--tls-key", "k", "--basic-auth", "p"]);
+        assert!(args.is_ok(), "profile 2");
     }
 
     #[test]
@@ -710,7 +771,6 @@ mod tests {
             "--security-profiles",
             &path("profiles"),
         ])
-        .unwrap()
         .unwrap();
         let app = super::csms(&args).unwrap();
         let cp001 = ocpp_server_core::ChargePointIdentity::new("CP001".into(), false).unwrap();
@@ -737,7 +797,7 @@ mod tests {
         let args = |cert: &std::path::Path| Args {
             tls_cert: Some(cert.to_owned()),
             tls_key: Some(cert.to_owned()),
-            ..parse(&[]).unwrap().unwrap()
+            ..parse(&[]).unwrap()
         };
         let error = tls_config(&args(&empty)).unwrap_err().to_string();
         assert!(
@@ -752,5 +812,115 @@ mod tests {
             "{error}"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_admin_interface_beyond_loopback_needs_a_token() {
+        let exposed = parse(&["--admin", "0.0.0.0:9001"]).unwrap();
+        let error = admin_auth(&exposed).unwrap_err();
+        assert!(matches!(error, StartError::AdminExposed(_)), "{error}");
+        assert!(error.to_string().contains("--admin-token-file"), "{error}");
+        assert!(server_config(&exposed).is_err());
+        let exposed_v6 = parse(&["--admin", "[::]:9001"]).unwrap();
+        assert!(admin_auth(&exposed_v6).is_err());
+        // Loopback, or no admin interface at all: open is fine.
+        assert!(admin_auth(&parse(&["--admin", "[::1]:9001"]).unwrap())
+            .unwrap()
+            .is_open());
+        assert!(admin_auth(&parse(&["--admin", "off"]).unwrap())
+            .unwrap()
+            .is_open());
+        // Tokens from the environment variable's text count.
+        let with_env = Args {
+            admin_tokens: Some(Secret("# ops\nan-operator-token-1\n".into())),
+            ..parse(&["--admin", "0.0.0.0:9001"]).unwrap()
+        };
+        assert_eq!(admin_auth(&with_env).unwrap().len(), 1);
+        let bad_env = Args {
+            admin_tokens: Some(Secret("short\n".into())),
+            ..parse(&[]).unwrap()
+        };
+        let error = admin_auth(&bad_env).unwrap_err().to_string();
+        assert!(
+            error.contains(ADMIN_TOKENS_ENV) && error.contains("line 1"),
+            "{error}"
+        );
+        assert!(!format!("{with_env:?}").contains("an-operator-token-1"));
+    }
+
+    #[test]
+    fn admin_token_file_and_metrics_public() {
+        let dir = std::env::temp_dir().join(format!("server-cli-admin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("admin-tokens");
+        std::fs::write(&file, "an-operator-token-1\nan-operator-token-2\n").unwrap();
+        let path = file.to_str().unwrap();
+        let args = parse(&["--admin=0.0.0.0:9001", "--admin-token-file", path]).unwrap();
+        let auth = admin_auth(&args).unwrap();
+        assert_eq!(auth.len(), 2);
+        let metrics = crate::csms::admin::AdminRequest::parse(b"GET /metrics HTTP/1.1\r\n\r\n")
+            .unwrap()
+            .unwrap()
+            .0;
+        assert!(auth.check(&metrics).is_err());
+        let args = parse(&["--admin-token-file", path, "--metrics-public"]).unwrap();
+        assert!(admin_auth(&args).unwrap().check(&metrics).is_ok());
+        let args = parse(&["--admin-token-file", dir.join("none").to_str().unwrap()]).unwrap();
+        let error = admin_auth(&args).unwrap_err().to_string();
+        assert!(error.contains("cannot read the admin tokens"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_help_names_every_option() {
+        let help = command("mio-server", "A CSMS on mio.", "event loops")
+            .render_help()
+            .to_string();
+        for option in [
+            "--listen",
+            "--admin ",
+            "--admin-token-file",
+            "OCPP_ADMIN_TOKENS",
+            "--metrics-public",
+            "--threads",
+            "event loops",
+            "--push-interval-ms",
+            "--basic-auth",
+            "--tls-cert",
+            "--tls-key",
+            "--client-ca",
+            "--security-profiles",
+            "--ca-cert",
+            "--ca-key",
+            "--deflate",
+            "--tokens",
+            "--master-pass",
+            "--boot-policy",
+            "--data-transfer-vendor",
+            "--items-per-message",
+            "--no-common-version",
+            "--call-timeout-s",
+            "--redis",
+            "OCPP_REDIS_URL",
+            "--node-id",
+            "--cluster-ttl-s",
+            "/chargepoints/ID/call/ACTION",
+            "mio-server listening on",
+        ] {
+            assert!(help.contains(option), "{option} missing from\n{help}");
+        }
+    }
+
+    #[test]
+    fn a_redis_password_is_not_logged() {
+        assert_eq!(
+            without_password("redis://user:pw@10.0.0.1:6379/"),
+            "redis://user:***@10.0.0.1:6379/"
+        );
+        assert_eq!(
+            without_password("redis+sentinel://:pw@a:1,b:2/svc"),
+            "redis+sentinel://:***@a:1,b:2/svc"
+        );
+        assert_eq!(without_password("redis://r:6379/"), "redis://r:6379/");
     }
 }

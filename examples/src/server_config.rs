@@ -8,6 +8,8 @@ use std::time::Duration;
 use ocpp_cluster::ClusterConfig;
 use ocpp_server_core::ConnectionConfig;
 
+use crate::csms::admin_auth::AdminAuth;
+
 /// How the server runs (mio-server and tokio-server alike).
 ///
 /// ```
@@ -22,6 +24,8 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// The admin HTTP interface, if any.
     pub admin: Option<SocketAddr>,
+    /// Who may use it (`--admin-token-file`); open by default.
+    pub admin_auth: AdminAuth,
     /// mio-server: how many event loops (threads) share the port. tokio-server sizes its
     /// runtime in its binary and does not read it.
     pub threads: usize,
@@ -37,12 +41,13 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// One thread on `listen`, no admin interface, no push, the default connection settings,
+    /// One thread on `listen`, no admin interface (open to all once set), no push, the default connection settings,
     /// no TLS, no cluster.
     pub fn new(listen: SocketAddr) -> Self {
         ServerConfig {
             listen,
             admin: None,
+            admin_auth: AdminAuth::open(),
             threads: 1,
             push_interval: None,
             connection: ConnectionConfig::default(),

@@ -562,6 +562,7 @@ fn admin_get(csms: &Csms, method: &str, path: &str, body: &str) -> (u16, Value) 
         method: method.into(),
         path: path.into(),
         body: body.as_bytes().to_vec(),
+        authorization: None,
     };
     match admin::route(csms, &request) {
         Route::Respond(response) => {

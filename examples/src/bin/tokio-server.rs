@@ -18,30 +18,18 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use ocpp_examples::server_cli::{self, parse_args, Args};
+use ocpp_examples::server_cli::{self, Args};
 use ocpp_examples::tokio_server::{Server, ShutdownHandle};
 use tokio::signal::unix::{signal, SignalKind};
 
-fn usage() -> String {
-    server_cli::usage(
+fn main() -> ExitCode {
+    let command = server_cli::command(
         "tokio-server",
         "A CSMS (OCPP central system) on a tokio runtime, one task per connection.",
         "worker threads of the multi-thread tokio runtime",
-    )
-}
-
-fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
-        Ok(Some(args)) => args,
-        Ok(None) => {
-            println!("{}", usage());
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("tokio-server: {e}\n\n{}", usage());
-            return ExitCode::from(2);
-        }
-    };
+    );
+    // Errors and --help exit here (2 and 0), with the usage or the help.
+    let args = server_cli::args_from(command, std::env::args_os()).unwrap_or_else(|e| e.exit());
     server_cli::init_logging();
     server_cli::raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()

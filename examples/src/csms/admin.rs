@@ -22,6 +22,9 @@
 //! | `DELETE /tokens/{idToken}` | 200, 404 unknown |
 //! | `GET /metrics` | 200, Prometheus text |
 //!
+//! Before any route, both servers ask [`AdminAuth::check`](super::admin_auth::AdminAuth::check):
+//! with admin tokens configured, a request without a right `Authorization: Bearer` gets 401.
+//!
 //! One request per connection (`Connection: close`): simple, and admin traffic is light.
 //!
 //! ```
@@ -42,6 +45,7 @@ use ocpp_server_core::{
 };
 use serde_json::{json, Value};
 
+use super::admin_auth::Authorization;
 use super::{
     date_time, BootPolicy, ChargePoint, Csms, SecurityProfile, SplitCall, TokenEntry, TokenStatus,
     TokenStore, UnixTime,
@@ -61,6 +65,8 @@ pub struct AdminRequest {
     pub path: String,
     /// The body (`Content-Length` bytes).
     pub body: Vec<u8>,
+    /// The `Authorization` header, for [`AdminAuth::check`](super::admin_auth::AdminAuth::check).
+    pub authorization: Option<Authorization>,
 }
 
 impl AdminRequest {
@@ -81,8 +87,11 @@ impl AdminRequest {
             Err(e) => return Err(HttpResponse::text(400, &format!("bad request: {e}"))),
         };
         let mut content_length = 0usize;
+        let mut authorization = None;
         for header in request.headers.iter() {
-            if header.name.eq_ignore_ascii_case("content-length") {
+            if header.name.eq_ignore_ascii_case("authorization") {
+                authorization = Some(Authorization::new(header.value));
+            } else if header.name.eq_ignore_ascii_case("content-length") {
                 content_length = std::str::from_utf8(header.value)
                     .ok()
                     .and_then(|v| v.trim().parse().ok())
@@ -105,6 +114,7 @@ impl AdminRequest {
                 method: request.method.unwrap_or("GET").to_owned(),
                 path: path.to_owned(),
                 body: buf[head_len..total].to_vec(),
+                authorization,
             },
             total,
         )))
@@ -120,6 +130,8 @@ pub struct HttpResponse {
     pub content_type: &'static str,
     /// The body.
     pub body: Vec<u8>,
+    /// The `WWW-Authenticate` challenge of a 401 ([`super::admin_auth`]).
+    pub www_authenticate: Option<&'static str>,
 }
 
 impl HttpResponse {
@@ -129,6 +141,7 @@ impl HttpResponse {
             status,
             content_type: "application/json",
             body: value.to_string().into_bytes(),
+            www_authenticate: None,
         }
     }
 
@@ -143,6 +156,7 @@ impl HttpResponse {
             status,
             content_type: "text/plain; charset=utf-8",
             body: format!("{text}\n").into_bytes(),
+            www_authenticate: None,
         }
     }
 
@@ -176,8 +190,12 @@ impl HttpResponse {
 
     /// The response as bytes on the wire (HTTP/1.1, `Connection: close`).
     pub fn to_bytes(&self) -> Vec<u8> {
+        let challenge = match self.www_authenticate {
+            Some(challenge) => format!("WWW-Authenticate: {challenge}\r\n"),
+            None => String::new(),
+        };
         let mut out = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{challenge}Connection: close\r\n\r\n",
             self.status,
             reason_phrase(self.status),
             self.content_type,
@@ -193,6 +211,7 @@ fn reason_phrase(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
         404 => "Not Found",
         405 => "Method Not Allowed",
         409 => "Conflict",
@@ -255,6 +274,7 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
                     status: 200,
                     content_type: "application/json",
                     body,
+                    www_authenticate: None,
                 }
             })
         }
@@ -443,6 +463,7 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
             status: 200,
             content_type: "text/plain; version=0.0.4; charset=utf-8",
             body: csms.metrics().render().into_bytes(),
+            www_authenticate: None,
         },
         (_, ["chargepoints"] | ["chargepoints", _] | ["metrics"] | ["tokens"] | ["tokens", _])
         | (_, ["chargepoints", _, "call", _] | ["chargepoints", _, "boot"])

@@ -115,6 +115,7 @@
 //! counters ([`Metrics`]) that need no lock.
 
 pub mod admin;
+pub mod admin_auth;
 pub mod boot;
 mod certificate_authority;
 mod charge_point;

@@ -539,6 +539,7 @@ fn password_change_in_a_later_chunk_of_a_split_set_variables() {
         method: "POST".into(),
         path: "/chargepoints/CP1/call/SetVariables".into(),
         body: body.into_bytes(),
+        authorization: None,
     };
     let admin::Route::Calls { mut split, .. } = admin::route(&csms, &request) else {
         panic!("expected a split command")

@@ -167,6 +167,10 @@ impl EventLoop {
                 return;
             }
         };
+        if let Err(response) = self.shared.admin_auth.check(&request) {
+            self.admin_respond(key, response, now);
+            return;
+        }
         if self.admin_cluster_read(key, &request, now) {
             return;
         }

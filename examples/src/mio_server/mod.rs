@@ -102,6 +102,7 @@ use ocpp_server_core::{ConnectionConfig, IdentityTable, Request};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::csms::admin::HttpResponse;
+use crate::csms::admin_auth::AdminAuth;
 use crate::csms::Csms;
 use cluster::JobAnswer;
 use event_loop::EventLoop;
@@ -186,6 +187,8 @@ struct Mailbox {
 #[derive(Debug)]
 struct Shared {
     csms: Arc<Csms>,
+    /// Who may use the admin interface.
+    admin_auth: AdminAuth,
     connection_config: Arc<ConnectionConfig>,
     push_interval: Option<Duration>,
     tls: Option<Arc<rustls::ServerConfig>>,
@@ -295,6 +298,7 @@ impl Server {
         };
         let shared = Arc::new(Shared {
             csms,
+            admin_auth: config.admin_auth,
             connection_config: Arc::new(config.connection),
             push_interval: config.push_interval,
             tls: config.tls,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use ocpp_server_core::{CallOutcome, ChargePointIdentity};
@@ -20,6 +20,7 @@ use tokio::sync::watch;
 
 use super::handler::{call_ended, App};
 use crate::csms::admin::{self, AdminRequest, ClusterRead, HttpResponse, Route, MAX_BODY};
+use crate::csms::admin_auth::{AdminAuth, Authorization};
 
 /// What the admin handlers share.
 #[derive(Debug, Clone)]
@@ -31,6 +32,8 @@ pub(super) struct Admin {
     /// How long a command routed through the cluster may take (the connections' call
     /// timeout).
     pub(super) call_timeout: Duration,
+    /// Who may use the interface: checked first, for every route.
+    pub(super) auth: AdminAuth,
 }
 
 /// The router: every path goes to [`admin::route`]; bodies past [`MAX_BODY`] get 413.
@@ -41,12 +44,24 @@ pub(super) fn router(admin: Admin) -> Router {
         .with_state(admin)
 }
 
-async fn serve(State(admin): State<Admin>, method: Method, uri: Uri, body: Bytes) -> Response {
+async fn serve(
+    State(admin): State<Admin>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let request = AdminRequest {
         method: method.as_str().to_owned(),
         path: uri.path().to_owned(),
         body: body.to_vec(),
+        authorization: headers
+            .get(header::AUTHORIZATION)
+            .map(|value| Authorization::new(value.as_bytes())),
     };
+    if let Err(response) = admin.auth.check(&request) {
+        return into_response(response);
+    }
     if let Some(response) = cluster_read(&admin, &request).await {
         return into_response(response);
     }
@@ -217,7 +232,7 @@ fn without_id(mut response: HttpResponse) -> HttpResponse {
 /// The CSMS's answer as axum's; `Connection: close` as before (one request per connection).
 fn into_response(response: HttpResponse) -> Response {
     let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (
+    let mut answer = (
         status,
         [
             (header::CONTENT_TYPE, response.content_type),
@@ -225,5 +240,12 @@ fn into_response(response: HttpResponse) -> Response {
         ],
         Body::from(response.body),
     )
-        .into_response()
+        .into_response();
+    if let Some(challenge) = response.www_authenticate {
+        answer.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        );
+    }
+    answer
 }

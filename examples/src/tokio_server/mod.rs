@@ -32,6 +32,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use crate::csms::admin_auth::AdminAuth;
 use crate::csms::Csms;
 use handler::App;
 
@@ -42,7 +43,7 @@ const BACKLOG: i32 = 4096;
 /// How long to wait before accepting again after running out of file descriptors.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
-pub use crate::server_config::ServerConfig;
+use crate::server_config::ServerConfig;
 
 /// Stops a running [`Server`] gracefully (on a cluster node: closes with 1012 and leaves the
 /// cluster).
@@ -80,6 +81,8 @@ pub struct Server {
     shutdown: Arc<watch::Sender<bool>>,
     /// The connections' call timeout (the admin's cluster commands take it too).
     call_timeout: Duration,
+    /// Who may use the admin interface.
+    admin_auth: AdminAuth,
 }
 
 impl Server {
@@ -119,6 +122,7 @@ impl Server {
             ocpp: builder.build(),
             shutdown: Arc::new(shutdown),
             call_timeout,
+            admin_auth: config.admin_auth,
         })
     }
 
@@ -148,6 +152,7 @@ impl Server {
             ocpp,
             shutdown,
             call_timeout,
+            admin_auth,
             ..
         } = self;
         let mut stop = shutdown.subscribe();
@@ -157,6 +162,7 @@ impl Server {
                 charge_points: ocpp.charge_points(),
                 stop: shutdown.subscribe(),
                 call_timeout,
+                auth: admin_auth,
             });
             let mut stop = shutdown.subscribe();
             tokio::spawn(async move {

@@ -44,6 +44,11 @@ impl Server {
     /// Starts the server binary at `binary` (`mio-server` or `tokio-server`, which share their
     /// command line and first output line).
     pub fn start(binary: &str, extra: &[&str]) -> Server {
+        Self::start_with_env(binary, extra, &[])
+    }
+
+    /// [`Server::start`] with these environment variables set for the server.
+    pub fn start_with_env(binary: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let name = std::path::Path::new(binary)
             .file_name()
             .and_then(|n| n.to_str())
@@ -53,6 +58,7 @@ impl Server {
             .args(["--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
             .args(extra)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
