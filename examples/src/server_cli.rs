@@ -110,7 +110,9 @@ impl std::fmt::Debug for Secret {
 }
 
 /// The command line as clap reads it; [`Cli::into_args`] makes the [`Args`] the servers use.
+/// Given twice, an option keeps its last value (a script's defaults, then the caller's).
 #[derive(Debug, Parser)]
+#[command(args_override_self = true)]
 struct Cli {
     /// Address for charge points (port 0 picks one).
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
@@ -644,6 +646,14 @@ mod tests {
         assert!(parse(&["--threads", "0"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
         assert!(parse(&["--listen"]).is_err());
+        let twice = parse(&["--listen", "127.0.0.1:1", "--listen=127.0.0.1:2"]).unwrap();
+        assert_eq!(twice.listen.port(), 2, "the last one counts");
+        let vendors = parse(&["--data-transfer-vendor=a", "--data-transfer-vendor=b"]).unwrap();
+        assert_eq!(
+            vendors.data_transfer_vendors,
+            ["a", "b"],
+            "repeatable, all kept"
+        );
         let args = parse(&["--redis", "redis://127.0.0.1:6379/", "--node-id=a"]).unwrap();
         assert_eq!(args.redis.as_deref(), Some("redis://127.0.0.1:6379/"));
         assert_eq!(args.node_id.as_deref(), Some("a"));

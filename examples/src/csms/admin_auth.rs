@@ -16,12 +16,12 @@
 //! ```
 //! use ocpp_examples::csms::admin::AdminRequest;
 //! use ocpp_examples::csms::admin_auth::AdminAuth;
-//! let auth = AdminAuth::from_tokens(["s3cret"]).unwrap();
+//! let auth = AdminAuth::from_tokens(["s3cret-token-0123"]).unwrap();
 //! let ask = |head: &str| AdminRequest::parse(head.as_bytes()).unwrap().unwrap().0;
 //! let refused = auth.check(&ask("GET /chargepoints HTTP/1.1\r\n\r\n")).unwrap_err();
 //! assert_eq!(refused.status, 401);
 //! assert_eq!(refused.www_authenticate, Some("Bearer realm=\"ocpp-admin\""));
-//! let request = ask("GET /chargepoints HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n\r\n");
+//! let request = ask("GET /chargepoints HTTP/1.1\r\nAuthorization: Bearer s3cret-token-0123\r\n\r\n");
 //! assert!(auth.check(&request).is_ok());
 //! ```
 

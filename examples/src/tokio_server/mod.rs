@@ -43,7 +43,7 @@ const BACKLOG: i32 = 4096;
 /// How long to wait before accepting again after running out of file descriptors.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
-use crate::server_config::ServerConfig;
+pub use crate::server_config::ServerConfig;
 
 /// Stops a running [`Server`] gracefully (on a cluster node: closes with 1012 and leaves the
 /// cluster).

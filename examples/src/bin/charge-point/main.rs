@@ -36,24 +36,15 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
-use cli::{CliError, Options, USAGE};
+use cli::Options;
 use stats::Stats;
 
 /// How long the charge points get to close their connections after the stop command.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(6);
 
 fn main() -> ExitCode {
-    let options = match Options::parse(std::env::args().skip(1)) {
-        Ok(options) => options,
-        Err(CliError::Help) => {
-            print!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(CliError::Invalid(message)) => {
-            eprintln!("charge-point: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // `--help`: the help on stdout, exit code 0; a bad argument: the error on stderr, 2.
+    let options = Options::try_parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())

@@ -5,6 +5,7 @@
 //! The coordinator holds no socket of its own; `ocpp-load` always runs its charge points in
 //! workers (one or more), so one charge point count or many take the same path.
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,7 +43,7 @@ struct PhaseRecord {
 }
 
 /// Runs the whole measurement; `args` are the command line to pass on to the workers.
-pub(crate) fn run(mut options: Options, args: &[String]) -> Result<Value, String> {
+pub(crate) fn run(mut options: Options, args: &[OsString]) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
     let (sender, said) = mpsc::channel::<Said>();
     let mut workers = Vec::new();

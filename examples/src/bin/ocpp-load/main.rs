@@ -15,6 +15,7 @@
 //!
 //! See `ocpp-load --help` and `bench/run.sh`, which runs it against every server.
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 mod admin;
@@ -25,16 +26,14 @@ mod procfs;
 mod worker;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // As `OsString`s: clap reports an argument that is not UTF-8 instead of a panic here.
+    let args: Vec<OsString> = std::env::args_os().collect();
     let options = match cli::parse(args.iter().cloned()) {
-        Ok(Some(options)) => options,
-        Ok(None) => {
-            print!("{}", cli::USAGE);
-            return ExitCode::SUCCESS;
-        }
+        Ok(options) => options,
         Err(e) => {
-            eprintln!("ocpp-load: {e}\n\n{}", cli::USAGE);
-            return ExitCode::from(2);
+            // clap's own output: `--help` on stdout with exit code 0, an error on stderr with 2.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
     tracing_subscriber::fmt()
@@ -54,7 +53,8 @@ fn main() -> ExitCode {
             }
         };
     }
-    match coordinator::run(options.clone(), &args) {
+    // The workers get the same arguments, without the program name.
+    match coordinator::run(options.clone(), args.get(1..).unwrap_or_default()) {
         Ok(report) => {
             if let Some(path) = &options.json {
                 let text = serde_json::to_string_pretty(&report).unwrap_or_default();
