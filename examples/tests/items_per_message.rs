@@ -381,7 +381,57 @@ fn limit_learned_from_get_variables(binary: &str) {
     ws.close();
 }
 
+/// `--call-timeout-s 2` with a split command: each chunk's answer is due within the call
+/// timeout of its writing, the command has one per chunk in all, and a chunk that is not
+/// answered in time ends the command. The station answers the first chunk after 1.5 s and
+/// leaves the second unanswered: the admin caller gets 504 (`timeout`, chunk 2) by 3.5 s and
+/// a little, and the third chunk is never sent.
+fn a_split_command_has_one_deadline(binary: &str) {
+    let server = Server::start(
+        binary,
+        &["--items-per-message", "1", "--call-timeout-s", "2"],
+    );
+    let mut ws = booted(&server, "CS-IPM-DEADLINE");
+    let entries: Vec<Value> = (1..=3).map(set_data).collect();
+    let admin = server.admin;
+    let text = json!({ "setVariableData": entries }).to_string();
+    let request = std::thread::spawn(move || {
+        let asked = Instant::now();
+        let path = "/chargepoints/CS-IPM-DEADLINE/call/SetVariables";
+        let answer = http(admin, "POST", path, &text);
+        (answer, asked.elapsed())
+    });
+    let (id, action, payload) = ws.expect_call();
+    assert_eq!(action, "SetVariables");
+    std::thread::sleep(Duration::from_millis(1_500));
+    let chunk = payload["setVariableData"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let answered: Vec<Value> = chunk.iter().map(set_result).collect();
+    ws.reply(&id, json!({ "setVariableResult": answered }));
+    let (_, action, payload) = ws.expect_call();
+    assert_eq!(action, "SetVariables");
+    assert_eq!(
+        names(payload["setVariableData"].as_array().unwrap()),
+        ["V2"]
+    );
+    let ((status, body), took) = request.join().expect("the admin request");
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(json(&body)["outcome"], "timeout", "{body}");
+    assert_eq!(json(&body)["failed_chunk"], 2, "{body}");
+    assert!(
+        took <= Duration::from_millis(4_200),
+        "answered after {took:?}: {body}"
+    );
+    // Nothing more for this command: the next message is the answer to our Heartbeat.
+    std::thread::sleep(Duration::from_millis(500));
+    ws.result("Heartbeat", json!({}));
+    ws.close();
+}
+
 on_both_servers!(
+    a_split_command_has_one_deadline,
     get_variables_split_2_2_1,
     set_variables_split_3_2,
     failed_chunk_gives_partial_results,

@@ -45,6 +45,7 @@
 //! ```
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{CallOutcome, Request};
@@ -193,6 +194,23 @@ impl SplitCall {
     /// How many CALLs in all.
     pub fn chunks(&self) -> usize {
         self.chunks
+    }
+
+    /// The whole command's deadline when it starts at `start`: a call timeout per chunk
+    /// (each chunk's answer is due within `call_timeout` of its writing, the core's rule, so
+    /// the chunks of a station that answers in time always fit). Every chunk is sent with
+    /// it: one still queued behind other CALLs then is never written (both servers).
+    ///
+    /// ```
+    /// # use std::time::{Duration, Instant};
+    /// # use ocpp_examples::csms::items_per_message::SplitCall;
+    /// # fn three_chunks(split: &SplitCall, start: Instant) {
+    /// assert_eq!(split.deadline(start, Duration::from_secs(30)), start + Duration::from_secs(90));
+    /// # }
+    /// ```
+    pub fn deadline(&self, start: Instant, call_timeout: Duration) -> Instant {
+        let chunks = u32::try_from(self.chunks).unwrap_or(u32::MAX);
+        start + call_timeout.saturating_mul(chunks)
     }
 
     /// The action (`GetVariables` or `SetVariables`).

@@ -204,9 +204,8 @@ impl EventLoop {
                 };
                 // Every chunk's outcome comes by then (a call timeout each), within the admin
                 // socket's own deadline; none is written later.
-                let chunks = u32::try_from(chunks).unwrap_or(u32::MAX);
                 let call_timeout = self.shared.connection_config.get_call_timeout();
-                let deadline = now + call_timeout.saturating_mul(chunks);
+                let deadline = split.deadline(now, call_timeout);
                 self.shared.send(
                     handle.loop_index,
                     Command::AdminCalls {

@@ -6,7 +6,7 @@
 //! it for its connection's version), answered as mio-server answers it.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
@@ -75,7 +75,8 @@ async fn serve(
             Some(cp) => {
                 let version = cp.version();
                 let action = request.action();
-                let response = match call(&admin, &identity, cp, request).await {
+                let deadline = Instant::now() + admin.call_timeout;
+                let response = match call(&admin, &identity, cp, request, deadline).await {
                     Ok(outcome) => without_id(admin::call_response(version, "", action, &outcome)),
                     Err(response) => response,
                 };
@@ -88,8 +89,10 @@ async fn serve(
             mut split,
         } => {
             // One CALL in flight at a time (OCPP-J): each chunk once the previous one is
-            // answered; the split gives the one answer.
+            // answered; the split gives the one answer. Every chunk carries the command's
+            // deadline (as on mio-server): none is written after it.
             let action = split.action();
+            let deadline = split.deadline(Instant::now(), admin.call_timeout);
             let response = loop {
                 let Some(request) = split.next_request() else {
                     break HttpResponse::error(500, "no chunk left to send");
@@ -97,7 +100,7 @@ async fn serve(
                 let Some(cp) = admin.charge_points.get(identity.as_str()) else {
                     break split.fail(HttpResponse::not_connected(&identity));
                 };
-                match call(&admin, &identity, cp, request).await {
+                match call(&admin, &identity, cp, request, deadline).await {
                     Ok(outcome) => {
                         if let Some(response) = split.complete(&outcome) {
                             break response;
@@ -114,21 +117,21 @@ async fn serve(
 }
 
 /// Sends one CALL of an admin command and waits for its outcome; `Err` is the answer when
-/// the server shuts down first.
+/// the server shuts down first. Not written after the command's `deadline` (the core's
+/// rule): the admin caller has its answer by then, and a CALL still queued behind another
+/// never goes out later.
 async fn call(
     admin: &Admin,
     identity: &ChargePointIdentity,
     cp: ocpp_tokio::ChargePoint,
     request: ocpp_server_core::Request,
+    deadline: Instant,
 ) -> Result<CallOutcome, HttpResponse> {
     let action = request.action();
     tracing::info!(%identity, action, "admin CALL");
     // In a task of its own, so that the CSMS hears of the outcome even if the HTTP client
     // goes away.
     let csms = Arc::clone(&admin.app.csms);
-    // Not written after the call timeout from now (the core's rule): the admin caller has its
-    // answer by then, and a CALL still queued behind another never goes out later.
-    let deadline = std::time::Instant::now() + admin.call_timeout;
     let call = tokio::spawn(async move {
         let outcome = cp.call_raw_with_deadline(request, deadline).await;
         call_ended(&csms, &cp, action, &outcome);
