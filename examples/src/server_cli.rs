@@ -48,6 +48,8 @@ Admin interface (--admin; with --admin-token-file every route needs
   GET  /chargepoints/ID/notifications[/ACTION]  what it reported
   GET|PUT|DELETE /chargepoints/ID/boot     its boot policy ({{\"status\":\"Pending\"}})
   GET|PUT|DELETE /chargepoints/ID/security its security profile ({{\"profile\":3}})
+  PUT|DELETE /chargepoints/ID/password     its Basic password ({{\"password\":\"...\"}}), from
+                                           its next connection
   POST /chargepoints/ID/call/ACTION        send a CALL, JSON payload as body
   GET  /tokens                             the token store
   GET|PUT|DELETE /tokens/ID                one token ({{\"status\":\"Blocked\",\"group\":\"G\"}})

@@ -554,7 +554,8 @@ fn tc_055_trigger_message_rejected(binary: &str) {
 
 /// TC_073_CSMS, Update Charge Point Password for HTTP Basic Authentication: ChangeConfiguration
 /// AuthorizationKey (16 bytes, hex encoded as the test case checks), Accepted; from the next
-/// connection on only the new password opens, and the old one gets 401.
+/// connection on only the new password opens, and the old one gets 401; then the operator
+/// sets the old one back (`PUT /chargepoints/ID/password`).
 fn tc_073_update_authorization_key(binary: &str) {
     let old: &[u8] = b"old-password-0000";
     let new = "00112233445566778899AABBCCDDEEFF";
@@ -584,6 +585,17 @@ fn tc_073_update_authorization_key(binary: &str) {
         json!({"chargePointVendor": "ACME", "chargePointModel": "Fast-50"}),
     );
     ws.close();
+    // The case's last operator step sets the password back, through the admin API: from the
+    // next connection on the old one opens again, the changed one gets 401.
+    let (status, body) = admin(
+        &server,
+        "PUT",
+        "/chargepoints/CP073/password",
+        r#"{"password":"old-password-0000"}"#,
+    );
+    assert_eq!((status, &body["password"]), (200, &json!(true)), "{body}");
+    assert_eq!(open(new.as_bytes()).status, 401);
+    open(old).opened(V16).close();
 }
 
 /// TC_088_CSMS, WebSocket Subprotocol Negotiation, as the test case expects it: with

@@ -1397,11 +1397,41 @@ fn password_update(binary: &str, answer_status: &str) -> (u16, u16) {
 
 /// TC_A_09_CSMS, Update Charging Station Password for HTTP Basic Authentication - Accepted:
 /// from the next connection on, the new password opens (and boots Accepted) and the old one gets
-/// 401.
+/// 401. The case ends with the operator setting the old password back
+/// (`PUT /chargepoints/ID/password`): then the old one opens again and the new one gets 401.
 fn tc_a_09_password_update_accepted(binary: &str) {
     assert_eq!(password_update(binary, "Accepted"), (401, 101));
     // The test case allows RebootRequired too: it counts from the reboot's connection.
     assert_eq!(password_update(binary, "RebootRequired"), (401, 101));
+
+    let file = TempFile::new("passwords201-back", "CS-A09:old-password-0000\n");
+    let server = basic_auth_server(binary, &file);
+    let open = |password: &str| {
+        upgrade(
+            server.ocpp,
+            "CS-A09",
+            Some(V201),
+            Some(("CS-A09", password.as_bytes())),
+        )
+    };
+    let path = "/chargepoints/CS-A09/password";
+    let (status, _) = admin(&server, "PUT", path, r#"{"password":"new-password-1111"}"#);
+    assert_eq!(status, 200);
+    assert_eq!(open("old-password-0000").status, 401);
+    open("new-password-1111").opened(V201).close();
+    let (status, _) = admin(&server, "PUT", path, r#"{"password":"old-password-0000"}"#);
+    assert_eq!(status, 200);
+    assert_eq!(open("new-password-1111").status, 401);
+    let mut ws = open("old-password-0000").opened(V201);
+    assert_eq!(
+        ws.result("BootNotification", boot_payload("PowerUp"))["status"],
+        "Accepted"
+    );
+    ws.close();
+    // Removed: no password opens it.
+    let (status, body) = admin(&server, "DELETE", path, "");
+    assert_eq!((status, &body["password"]), (200, &json!(false)));
+    assert_eq!(open("old-password-0000").status, 401);
 }
 
 /// TC_A_10_CSMS, Update Charging Station Password for HTTP Basic Authentication - Rejected:

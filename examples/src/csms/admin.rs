@@ -15,6 +15,8 @@
 //! | `GET /chargepoints/{identity}/security` | 200, `{"identity","profile","default","password"}`: its own security profile (1, 2, 3 or null), the server's, whether it has a Basic password |
 //! | `PUT /chargepoints/{identity}/security` + `{"profile":1\|2\|3}` | 200; counts from its next connection ([`super::credentials`]); 409 without a credentials store (`--basic-auth` or `--security-profiles`) |
 //! | `DELETE /chargepoints/{identity}/security` | 200; back to the server's profile |
+//! | `PUT /chargepoints/{identity}/password` + `{"password":"..."}` | 200 `{"identity","password":true}` (never the password); the station's Basic password from its next connection on (a change asked of the station and not answered yet is dropped); 400 for an empty one, one longer than 64 characters or with control characters; 409 without a credentials store |
+//! | `DELETE /chargepoints/{identity}/password` | 200; the station has no password (Basic authentication refuses it) |
 //! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload; a SetVariables `SecurityCtrlr.BasicAuthPassword` / ChangeConfiguration `AuthorizationKey` changes the Basic password once accepted ([`Csms::on_command`]); a GetVariables / SetVariables with more entries than the station's ItemsPerMessage is [`Route::Calls`]: several CALLs, one answer ([`super::items_per_message`]) |
 //! | `GET /tokens` | 200, `{"enabled","master_pass","tokens":{ID:{"status","group","expiry"}}}` |
 //! | `GET /tokens/{idToken}` | 200, one token, 404 unknown |
@@ -425,6 +427,34 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
                 Err(why) => HttpResponse::error(409, why),
             }
         }
+        ("PUT" | "DELETE", ["chargepoints", identity, "password"]) => {
+            let identity = match parse_identity(identity) {
+                Ok(identity) => identity,
+                Err(response) => return Route::Respond(response),
+            };
+            let password = if method == "PUT" {
+                match body_json(request).ok().and_then(|v| password_of(&v)) {
+                    Some(password) => Some(password),
+                    None => {
+                        return Route::Respond(HttpResponse::error(
+                            400,
+                            "expected {\"password\":\"...\"}: 1 to 64 characters, no control \
+                             characters",
+                        ))
+                    }
+                }
+            } else {
+                None
+            };
+            match csms.set_password(&identity, password.as_deref()) {
+                // The password itself is never echoed.
+                Ok(()) => HttpResponse::json(
+                    200,
+                    &json!({ "identity": identity.as_str(), "password": password.is_some() }),
+                ),
+                Err(why) => HttpResponse::error(409, why),
+            }
+        }
         ("GET", ["tokens"]) => {
             let store = csms.tokens();
             let tokens: serde_json::Map<String, Value> = store
@@ -467,13 +497,22 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
         },
         (_, ["chargepoints"] | ["chargepoints", _] | ["metrics"] | ["tokens"] | ["tokens", _])
         | (_, ["chargepoints", _, "call", _] | ["chargepoints", _, "boot"])
-        | (_, ["chargepoints", _, "security"])
+        | (_, ["chargepoints", _, "security"] | ["chargepoints", _, "password"])
         | (_, ["chargepoints", _, "notifications"] | ["chargepoints", _, "notifications", _]) => {
             HttpResponse::error(405, "method not allowed")
         }
         _ => HttpResponse::error(404, "no such resource"),
     };
     Route::Respond(response)
+}
+
+/// The `password` of a `PUT /chargepoints/ID/password` body: 1 to 64 characters, none a
+/// control character (a Basic password is a line of text: RFC 7617 excludes controls).
+fn password_of(body: &Value) -> Option<String> {
+    let password = body["password"].as_str()?;
+    let length = password.chars().count();
+    let fits = (1..=64).contains(&length) && !password.chars().any(char::is_control);
+    fits.then(|| password.to_owned())
 }
 
 /// Decodes a command body as the request of `action` in `version` (strict schema check).
@@ -892,7 +931,8 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::csms::CsmsConfig;
+    use crate::csms::{Credentials, CsmsConfig};
+    use ocpp_frame::handshake::BasicCredentials;
 
     fn parse(raw: &[u8]) -> AdminRequest {
         AdminRequest::parse(raw).unwrap().unwrap().0
@@ -943,6 +983,56 @@ mod tests {
         };
         assert_eq!(identity.as_str(), "CP1");
         assert_eq!(request.action(), "Reset");
+    }
+
+    #[test]
+    fn the_operator_sets_a_password() {
+        let respond = |csms: &Csms, method: &str, body: &str| {
+            let raw = format!(
+                "{method} /chargepoints/CP1/password HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            match route(csms, &parse(raw.as_bytes())) {
+                Route::Respond(response) => response,
+                Route::Call { .. } | Route::Calls { .. } => panic!("not a command"),
+            }
+        };
+        // Without a credentials store: 409, as for the security profile.
+        let open = Csms::new(CsmsConfig::default());
+        let refused = respond(&open, "PUT", r#"{"password":"new-password-1111"}"#);
+        assert_eq!(refused.status, 409);
+
+        let credentials = Credentials::parse("CP1:old-password-0000\n").unwrap();
+        let csms = Csms::new(CsmsConfig::default().credentials(Some(credentials)));
+        let cp1 = ChargePointIdentity::new("CP1".into(), false).unwrap();
+        let set = respond(&csms, "PUT", r#"{"password":"new-password-1111"}"#);
+        assert_eq!(set.status, 200);
+        let body = String::from_utf8(set.body).unwrap();
+        assert!(!body.contains("new-password"), "never echoed: {body}");
+        let check = |password: &str| {
+            let credentials = csms.credentials.read().unwrap();
+            let sent = BasicCredentials::new(b"CP1", password.as_bytes()).unwrap();
+            credentials
+                .as_ref()
+                .unwrap()
+                .check(&cp1, Some(&sent))
+                .is_ok()
+        };
+        assert!(check("new-password-1111") && !check("old-password-0000"));
+        for bad in [
+            r#"{"password":""}"#,
+            r#"{"password":"line\nbreak"}"#,
+            r#"{"password":42}"#,
+            r#"{}"#,
+            "not json",
+        ] {
+            assert_eq!(respond(&csms, "PUT", bad).status, 400, "{bad}");
+        }
+        let long = format!(r#"{{"password":"{}"}}"#, "x".repeat(65));
+        assert_eq!(respond(&csms, "PUT", &long).status, 400);
+        assert_eq!(respond(&csms, "GET", "").status, 405);
+        assert_eq!(respond(&csms, "DELETE", "").status, 200);
+        assert!(!check("new-password-1111"));
     }
 
     #[test]

@@ -314,6 +314,28 @@ impl Credentials {
         };
     }
 
+    /// Sets (or with `None` removes) the station's Basic password, from its next connection
+    /// on (the operator's word: a change we asked the station to make and it has not answered
+    /// yet is dropped, so that its answer cannot overwrite this one).
+    ///
+    /// ```
+    /// use ocpp_examples::csms::Credentials;
+    /// let mut store = Credentials::parse("CP001:old-password-0000\n").unwrap();
+    /// store.set_password("CP001", Some(b"new-password-1111"));
+    /// assert!(store.has_password("CP001"));
+    /// store.set_password("CP001", None);
+    /// assert!(!store.has_password("CP001"));
+    /// ```
+    pub fn set_password(&mut self, identity: &str, password: Option<&[u8]>) {
+        self.proposed.remove(identity);
+        match password {
+            Some(password) => self
+                .passwords
+                .insert(identity.to_owned(), password_digest(password)),
+            None => self.passwords.remove(identity),
+        };
+    }
+
     /// Whether the station has a password.
     pub fn has_password(&self, identity: &str) -> bool {
         self.passwords.contains_key(identity)

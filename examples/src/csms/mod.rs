@@ -568,6 +568,26 @@ impl Csms {
         Ok(())
     }
 
+    /// Sets (or with `None` removes) a station's Basic password, from its next connection on
+    /// (`PUT|DELETE /chargepoints/ID/password`: the operator sets the password a station was
+    /// given by other means, e.g. back after a test case changed it). Refused without a
+    /// credentials store, as [`Csms::set_security_profile`] is.
+    pub fn set_password(
+        &self,
+        identity: &ChargePointIdentity,
+        password: Option<&str>,
+    ) -> Result<(), &'static str> {
+        let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
+        let Some(credentials) = credentials.as_mut() else {
+            return Err(
+                "no credentials store: start the server with --basic-auth or --security-profiles",
+            );
+        };
+        credentials.set_password(identity.as_str(), password.map(str::as_bytes));
+        tracing::info!(%identity, set = password.is_some(), "Basic password changed by the operator");
+        Ok(())
+    }
+
     /// The CALL the application wants sent to `identity` right after the answer just made
     /// (CertificateSigned after an accepted SignCertificate), if any. The I/O loop sends it
     /// after the answer, so that the station gets the CALLRESULT first (both servers: see
