@@ -14,6 +14,9 @@
 #   cargo build --release -p ocpp-examples --bin mio-server --bin ocpp-load
 #   (cd bench/peers/rust-floor && cargo build --release --locked)
 set -euo pipefail
+# The servers keep no state between runs here unless OCPP_DATABASE_URL says where (their
+# default is a SQLite file in the working directory).
+export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
 which=${1:?mio or floor}
 count=${2:-10000}
 cd "$(dirname "$0")/.."

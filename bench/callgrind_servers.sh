@@ -12,6 +12,9 @@
 # for every binary, so two builds (before and after a change) compare directly.
 # Build first: cargo build --release -p ocpp-examples --bin mio-server --bin tokio-server --bin ocpp-load
 set -euo pipefail
+# The servers keep no state between runs here unless OCPP_DATABASE_URL says where (their
+# default is a SQLite file in the working directory).
+export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
 server=${1:?the server binary (mio-server or tokio-server)}
 count=${2:-200}
 cd "$(dirname "$0")/.."

@@ -25,6 +25,9 @@
 # Bounded: every ocpp-load run has its own time limits plus `timeout`; every server this
 # script starts is stopped by its PID. Loopback only.
 set -uo pipefail
+# The servers keep no state between runs here unless OCPP_DATABASE_URL says where (their
+# default is a SQLite file in the working directory).
+export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"

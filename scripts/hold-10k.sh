@@ -11,6 +11,9 @@
 # Needs Python 3 with `websockets` (pip install websockets), and openssl for TLS=1. Bounded: the
 # client gives up after HOLD_TIMEOUT seconds (default 120). Uses CARGO_TARGET_DIR if set.
 set -euo pipefail
+# The servers keep no state between runs here unless OCPP_DATABASE_URL says where (their
+# default is a SQLite file in the working directory).
+export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
 
 N=${1:-10000}
 THREADS=${2:-1}

@@ -19,6 +19,9 @@
 #      CARGO_TARGET_DIR  honoured by the build; the binary is looked up there
 #      MIO_SERVER_BIN    an already built mio-server to use instead of building one
 set -euo pipefail
+# The servers keep no state between runs here unless OCPP_DATABASE_URL says where (their
+# default is a SQLite file in the working directory).
+export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
 
 OCPP_PY_VERSION="2.1.0"
 CLIENT_TIMEOUT=30  # seconds per client (each client bounds itself to 20 s)

@@ -13,6 +13,7 @@ use ocpp_server_core::{ConnectionConfig, DeflatePolicy, NoCommonVersion};
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::csms::admin_auth::{AdminAuth, AdminAuthError};
+use crate::csms::store::{SqlStore, Store};
 use crate::csms::{BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, TokenStore};
 use crate::server_config::ServerConfig;
 use crate::tls::{self, ClientCertificates, TlsError};
@@ -21,6 +22,9 @@ use crate::tls::{self, ClientCertificates, TlsError};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9000";
 /// Where the admin interface listens unless `--admin` says otherwise.
 pub const DEFAULT_ADMIN: &str = "127.0.0.1:9001";
+/// Where the CSMS keeps its state unless `--database` says otherwise: a SQLite file in the
+/// working directory.
+pub const DEFAULT_DATABASE: &str = "sqlite://ocpp-csms.sqlite3";
 
 /// What both servers print after the options (`--help`): the URL charge points use, the
 /// security profiles, the admin routes, logs, signals.
@@ -134,6 +138,12 @@ struct Cli {
     /// admin route still needs one.
     #[arg(long)]
     metrics_public: bool,
+    /// Where the CSMS keeps what must survive a restart (open transactions, tokens, boot
+    /// policies, security profiles, passwords): sqlite://FILE (created when missing),
+    /// postgres://USER:PASS@HOST/DB (several nodes may share it), or `memory` (nothing
+    /// kept).
+    #[arg(long, value_name = "URL|memory", env = "OCPP_DATABASE_URL", hide_env_values = true, default_value = DEFAULT_DATABASE)]
+    database: String,
     /// Threads (set per server by `command`).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: u16,
@@ -299,6 +309,10 @@ impl Cli {
             admin_token_file: self.admin_token_file,
             admin_tokens,
             metrics_public: self.metrics_public,
+            database: match self.database.as_str() {
+                "memory" | "none" | "off" => None,
+                url => Some(url.to_owned()),
+            },
             threads: usize::from(self.threads),
             push_interval: self.push_interval_ms.map(Duration::from_millis),
             basic_auth: self.basic_auth,
@@ -339,6 +353,8 @@ pub struct Args {
     pub admin_tokens: Option<Secret>,
     /// `--metrics-public`.
     pub metrics_public: bool,
+    /// `--database` (or `OCPP_DATABASE_URL`); `None` for `memory`.
+    pub database: Option<String>,
     /// `--threads`.
     pub threads: usize,
     /// `--push-interval-ms`.
@@ -470,20 +486,8 @@ pub fn cluster_config(args: &Args) -> Option<ClusterConfig> {
     if let Some(ttl) = args.cluster_ttl {
         cluster = cluster.with_claim_ttl(ttl).with_node_ttl(ttl);
     }
-    tracing::info!(node_id, redis = %without_password(redis), "cluster node");
+    tracing::info!(node_id, redis = %crate::csms::store::without_password(redis), "cluster node");
     Some(cluster)
-}
-
-/// `url` with the password of its user information replaced by `***`, to log.
-fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((userinfo, host)) = rest.rsplit_once('@') else {
-        return url.to_owned();
-    };
-    let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
-    format!("{scheme}://{user}:***@{host}")
 }
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`).
@@ -549,7 +553,14 @@ pub fn csms(args: &Args) -> Result<Csms, Box<dyn std::error::Error>> {
     if !args.data_transfer_vendors.is_empty() {
         config = config.data_transfer_vendors(args.data_transfer_vendors.clone());
     }
-    Ok(Csms::new(config))
+    if let Some(url) = &args.database {
+        let store = SqlStore::open(url)?;
+        tracing::info!(database = store.describe(), "state kept in the database");
+        config = config.store(Some(Arc::new(store)));
+    } else {
+        tracing::info!("--database memory: nothing is kept across a restart");
+    }
+    Ok(Csms::open(config)?)
 }
 
 /// The TLS configuration of `--tls-cert`, `--tls-key` and `--client-ca`; `None` without
@@ -618,10 +629,9 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Args, clap::Error> {
         let command = command("server", "A test server.", "threads");
-        args_from(
-            command,
-            std::iter::once("server").chain(args.iter().copied()),
-        )
+        // Nothing written to the working directory: memory unless a test says otherwise.
+        let defaults = ["server", "--database", "memory"];
+        args_from(command, defaults.into_iter().chain(args.iter().copied()))
     }
 
     #[test]
@@ -894,6 +904,8 @@ mod tests {
             "--admin-token-file",
             "OCPP_ADMIN_TOKENS",
             "--metrics-public",
+            "--database",
+            "OCPP_DATABASE_URL",
             "--threads",
             "event loops",
             "--push-interval-ms",
@@ -926,13 +938,16 @@ mod tests {
     #[test]
     fn a_redis_password_is_not_logged() {
         assert_eq!(
-            without_password("redis://user:pw@10.0.0.1:6379/"),
+            crate::csms::store::without_password("redis://user:pw@10.0.0.1:6379/"),
             "redis://user:***@10.0.0.1:6379/"
         );
         assert_eq!(
-            without_password("redis+sentinel://:pw@a:1,b:2/svc"),
+            crate::csms::store::without_password("redis+sentinel://:pw@a:1,b:2/svc"),
             "redis+sentinel://:***@a:1,b:2/svc"
         );
-        assert_eq!(without_password("redis://r:6379/"), "redis://r:6379/");
+        assert_eq!(
+            crate::csms::store::without_password("redis://r:6379/"),
+            "redis://r:6379/"
+        );
     }
 }

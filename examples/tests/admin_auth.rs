@@ -144,6 +144,7 @@ fn metrics_public(binary: &str) {
 /// before anything listens.
 fn refuses_an_exposed_admin_interface(binary: &str) {
     let output = Command::new(binary)
+        .env("OCPP_DATABASE_URL", "memory")
         .args(["--listen", "127.0.0.1:0", "--admin", "0.0.0.0:0"])
         .env_remove("OCPP_ADMIN_TOKENS")
         .env_remove("OCPP_ADMIN_TOKEN_FILE")
@@ -159,6 +160,7 @@ fn refuses_an_exposed_admin_interface(binary: &str) {
     assert!(output.stdout.is_empty(), "it listened: {output:?}");
     // A bad token file is refused the same way.
     let output = Command::new(binary)
+        .env("OCPP_DATABASE_URL", "memory")
         .args(["--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
         .args(["--admin-token-file", "/nonexistent/admin-tokens"])
         .env("RUST_LOG", "off")

@@ -27,6 +27,7 @@ impl Drop for Process {
 /// `NAME listening on ADDR (admin on ADDR)`).
 fn start_server(binary: &str, listen: &str) -> (Process, SocketAddr, SocketAddr) {
     let mut child = Command::new(binary)
+        .env("OCPP_DATABASE_URL", "memory")
         .args(["--listen", listen, "--admin", "127.0.0.1:0"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())

@@ -886,7 +886,8 @@ fn v2_0_1_pending_station_gets_security_error_until_accepted() {
 fn v1_6_rejected_charge_point_may_only_boot() {
     let csms = Csms::new(CsmsConfig::default());
     let cp = identity("CP-BAD");
-    csms.set_boot_policy(&cp, Some(BootPolicy::Rejected));
+    csms.set_boot_policy(&cp, Some(BootPolicy::Rejected))
+        .unwrap();
     csms.on_connected(&cp, OcppVersion::V1_6);
     // Never booted (a 1.6 charge point reconnecting to a restarted CSMS): served.
     call(&csms, &cp, "Heartbeat", "{}");

@@ -130,7 +130,9 @@ fn reconnect_scenario_brings_every_charge_point_back() {
     let listen = format!("127.0.0.1:{port}");
     let server = Server::start(MIO, &["--listen", &listen]);
     let pid_file = std::env::temp_dir().join(format!("ocpp-load-restart-{}", std::process::id()));
-    let restart = format!("exec {MIO} --listen {listen} --admin 127.0.0.1:0 >/dev/null 2>&1");
+    let restart = format!(
+        "exec {MIO} --listen {listen} --admin 127.0.0.1:0 --database memory >/dev/null 2>&1"
+    );
     // Stops the restarted server, by the PID ocpp-load wrote, however the test ends.
     struct Restarted(std::path::PathBuf);
     impl Drop for Restarted {

@@ -516,6 +516,7 @@ fn server_refuses_bad_tls_files_with_a_clear_message() {
             })
             .collect();
         let output = Command::new(MIO)
+            .env("OCPP_DATABASE_URL", "memory")
             .args(["--listen", "127.0.0.1:0", "--admin", "off"])
             .args(&args)
             .env("RUST_LOG", "off")

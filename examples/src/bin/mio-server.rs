@@ -44,8 +44,10 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    // The configuration first: it refuses what must not start before anything is opened.
+    let config = server_cli::server_config(&args)?;
     let csms = Arc::new(server_cli::csms(&args)?);
-    let server = Server::bind(server_cli::server_config(&args)?, csms)?;
+    let server = Server::bind(config, csms)?;
 
     // Signals are read on their own thread, which asks the loops to shut down.
     let mut signals = Signals::new([SIGINT, SIGTERM])?;

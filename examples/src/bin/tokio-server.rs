@@ -52,8 +52,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    // The configuration first: it refuses what must not start before anything is opened.
+    let config = server_cli::server_config(&args)?;
     let csms = Arc::new(server_cli::csms(&args)?);
-    let server = Server::bind(server_cli::server_config(&args)?, csms)?;
+    let server = Server::bind(config, csms)?;
 
     // Listen for the signals before announcing that we run.
     let interrupt = signal(SignalKind::interrupt())?;

@@ -18,9 +18,18 @@
 //! | `PUT /chargepoints/{identity}/password` + `{"password":"..."}` | 200 `{"identity","password":true}` (never the password); the station's Basic password from its next connection on (a change asked of the station and not answered yet is dropped); 400 for an empty one, one longer than 64 characters or with control characters; 409 without a credentials store |
 //! | `DELETE /chargepoints/{identity}/password` | 200; the station has no password (Basic authentication refuses it) |
 //! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload; a SetVariables `SecurityCtrlr.BasicAuthPassword` / ChangeConfiguration `AuthorizationKey` changes the Basic password once accepted ([`Csms::on_command`]); a GetVariables / SetVariables with more entries than the station's ItemsPerMessage is [`Route::Calls`]: several CALLs, one answer ([`super::items_per_message`]) |
+//! | `GET /chargepoints/{identity}/transactions` | 200, its transactions from the store (`--database`: every node's on a shared database; the last ones ended included), the latest started first |
+//! | `GET /transactions` | 200, every open transaction (`identity` in each) from the store, the latest started first, at most [`TRANSACTIONS_LIMIT`] |
 //! | `GET /tokens` | 200, `{"enabled","master_pass","tokens":{ID:{"status","group","expiry"}}}` |
 //! | `GET /tokens/{idToken}` | 200, one token, 404 unknown |
 //! | `PUT /tokens/{idToken}` + `{"status", "group"?, "expiry"?}` | 200; the first edit turns the store on (unknown tokens are refused from then on) |
+//!
+//! Every change an operator makes (tokens, boot policy, security profile, password) is
+//! committed to the store first, when there is one ([`super::persistence`]): 503 if it
+//! could not be, and then nothing changed.
+//!
+//! | request | answer |
+//! | --- | --- |
 //! | `DELETE /tokens/{idToken}` | 200, 404 unknown |
 //! | `GET /metrics` | 200, Prometheus text |
 //!
@@ -48,9 +57,10 @@ use ocpp_server_core::{
 use serde_json::{json, Value};
 
 use super::admin_auth::Authorization;
+use super::store::TransactionQuery;
 use super::{
-    date_time, BootPolicy, ChargePoint, Csms, SecurityProfile, SplitCall, TokenEntry, TokenStatus,
-    TokenStore, UnixTime,
+    date_time, BootPolicy, ChangeError, ChargePoint, Csms, SecurityProfile, SplitCall, TokenEntry,
+    TokenStatus, TokenStore, Transaction, UnixTime,
 };
 
 /// The largest request head (request line and headers).
@@ -374,10 +384,9 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
             } else {
                 None
             };
-            csms.set_boot_policy(&identity, policy);
-            HttpResponse::json(
-                200,
-                &json!({ "identity": identity.as_str(), "policy": policy.map(BootPolicy::as_str) }),
+            changed(
+                csms.set_boot_policy(&identity, policy),
+                json!({ "identity": identity.as_str(), "policy": policy.map(BootPolicy::as_str) }),
             )
         }
         ("GET", ["chargepoints", identity, "security"]) => match parse_identity(identity) {
@@ -416,16 +425,13 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
             } else {
                 None
             };
-            match csms.set_security_profile(&identity, profile) {
-                Ok(()) => HttpResponse::json(
-                    200,
-                    &json!({
-                        "identity": identity.as_str(),
-                        "profile": profile.map(SecurityProfile::number),
-                    }),
-                ),
-                Err(why) => HttpResponse::error(409, why),
-            }
+            changed(
+                csms.set_security_profile(&identity, profile),
+                json!({
+                    "identity": identity.as_str(),
+                    "profile": profile.map(SecurityProfile::number),
+                }),
+            )
         }
         ("PUT" | "DELETE", ["chargepoints", identity, "password"]) => {
             let identity = match parse_identity(identity) {
@@ -446,14 +452,11 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
             } else {
                 None
             };
-            match csms.set_password(&identity, password.as_deref()) {
-                // The password itself is never echoed.
-                Ok(()) => HttpResponse::json(
-                    200,
-                    &json!({ "identity": identity.as_str(), "password": password.is_some() }),
-                ),
-                Err(why) => HttpResponse::error(409, why),
-            }
+            // The password itself is never echoed.
+            changed(
+                csms.set_password(&identity, password.as_deref()),
+                json!({ "identity": identity.as_str(), "password": password.is_some() }),
+            )
         }
         ("GET", ["tokens"]) => {
             let store = csms.tokens();
@@ -476,19 +479,22 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
             None => HttpResponse::error(404, &format!("unknown token {token}")),
         },
         ("PUT", ["tokens", token]) => match token_entry(request) {
-            Ok(entry) => match csms.edit_tokens(|store| store.insert(token, entry.clone())) {
-                Ok(()) => HttpResponse::json(200, &token_json(&entry)),
-                Err(error) => HttpResponse::error(400, &error),
-            },
+            Ok(entry) => {
+                let body = token_json(&entry);
+                changed(csms.put_token(token, entry), body)
+            }
             Err(error) => HttpResponse::error(400, &error),
         },
-        ("DELETE", ["tokens", token]) => {
-            if csms.tokens().is_some() && csms.edit_tokens(|store| store.remove(token)) {
-                HttpResponse::json(200, &json!({ "deleted": token }))
-            } else {
-                HttpResponse::error(404, &format!("unknown token {token}"))
-            }
-        }
+        ("DELETE", ["tokens", token]) => match csms.remove_token(token) {
+            Ok(true) => HttpResponse::json(200, &json!({ "deleted": token })),
+            Ok(false) => HttpResponse::error(404, &format!("unknown token {token}")),
+            Err(e) => HttpResponse::error(503, &format!("not saved: {e}")),
+        },
+        ("GET", ["transactions"]) => stored_transactions(csms, None, true),
+        ("GET", ["chargepoints", identity, "transactions"]) => match parse_identity(identity) {
+            Ok(identity) => stored_transactions(csms, Some(identity.as_str()), false),
+            Err(response) => response,
+        },
         ("GET", ["metrics"]) => HttpResponse {
             status: 200,
             content_type: "text/plain; version=0.0.4; charset=utf-8",
@@ -498,6 +504,7 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
         (_, ["chargepoints"] | ["chargepoints", _] | ["metrics"] | ["tokens"] | ["tokens", _])
         | (_, ["chargepoints", _, "call", _] | ["chargepoints", _, "boot"])
         | (_, ["chargepoints", _, "security"] | ["chargepoints", _, "password"])
+        | (_, ["transactions"] | ["chargepoints", _, "transactions"])
         | (_, ["chargepoints", _, "notifications"] | ["chargepoints", _, "notifications", _]) => {
             HttpResponse::error(405, "method not allowed")
         }
@@ -809,6 +816,58 @@ fn token_entry(request: &AdminRequest) -> Result<TokenEntry, String> {
     Ok(entry)
 }
 
+fn transaction_json(t: &Transaction) -> Value {
+    json!({
+        "id": t.id,
+        "connector": t.connector,
+        "id_tag": t.id_tag,
+        "started": time_json(t.started),
+        "ended": t.ended.map(time_json),
+        "stop_reason": t.stop_reason,
+        "charging_state": t.charging_state,
+        "meter_start_wh": t.meter_start_wh,
+        "meter_last_wh": t.meter_last_wh,
+        "energy_wh": t.energy_wh(),
+        "samples": t.samples,
+        "last_seq_no": t.last_seq_no,
+    })
+}
+
+/// `GET /transactions` and `GET /chargepoints/ID/transactions`: from the store (every node's,
+/// on a database the nodes share), the latest started first.
+fn stored_transactions(csms: &Csms, identity: Option<&str>, open_only: bool) -> HttpResponse {
+    let query = TransactionQuery {
+        identity: identity.map(str::to_owned),
+        open_only,
+        limit: TRANSACTIONS_LIMIT,
+    };
+    match csms.stored_transactions(query) {
+        Ok(found) => {
+            let list: Vec<Value> = found
+                .iter()
+                .map(|(identity, t)| {
+                    let mut value = transaction_json(t);
+                    value["identity"] = json!(identity);
+                    value
+                })
+                .collect();
+            HttpResponse::json(200, &Value::Array(list))
+        }
+        Err(e) => HttpResponse::error(503, &format!("the database failed: {e}")),
+    }
+}
+
+/// The most transactions one `GET /transactions` lists.
+pub const TRANSACTIONS_LIMIT: usize = 1000;
+
+/// The answer to an operator's change: 200 with `body`, or the error's status.
+fn changed(result: Result<(), ChangeError>, body: Value) -> HttpResponse {
+    match result {
+        Ok(()) => HttpResponse::json(200, &body),
+        Err(e) => HttpResponse::error(e.http_status(), &e.to_string()),
+    }
+}
+
 fn token_json(entry: &TokenEntry) -> Value {
     json!({
         "status": entry.status.as_str(),
@@ -845,26 +904,7 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
             (label.to_string(), value)
         })
         .collect();
-    let transactions: Vec<Value> = cp
-        .transactions
-        .iter()
-        .map(|t| {
-            json!({
-                "id": t.id,
-                "connector": t.connector,
-                "id_tag": t.id_tag,
-                "started": time_json(t.started),
-                "ended": t.ended.map(time_json),
-                "stop_reason": t.stop_reason,
-                "charging_state": t.charging_state,
-                "meter_start_wh": t.meter_start_wh,
-                "meter_last_wh": t.meter_last_wh,
-                "energy_wh": t.energy_wh(),
-                "samples": t.samples,
-                "last_seq_no": t.last_seq_no,
-            })
-        })
-        .collect();
+    let transactions: Vec<Value> = cp.transactions.iter().map(transaction_json).collect();
     // Per kind: how many arrived, when the last did, and its `status` if it has one
     // (FirmwareStatusNotification, LogStatusNotification...). The payloads are at
     // `/chargepoints/ID/notifications`.

@@ -51,7 +51,7 @@ use subtle::ConstantTimeEq;
 /// The SHA-256 digest of a password.
 type Digest = [u8; 32];
 
-fn password_digest(password: &[u8]) -> Digest {
+pub(super) fn password_digest(password: &[u8]) -> Digest {
     let mut out = [0; 32];
     out.copy_from_slice(digest(&SHA256, password).as_ref());
     out
@@ -334,6 +334,20 @@ impl Credentials {
                 .insert(identity.to_owned(), password_digest(password)),
             None => self.passwords.remove(identity),
         };
+    }
+
+    /// [`Credentials::set_password`] with the SHA-256 digest the store kept.
+    pub fn set_password_digest(&mut self, identity: &str, digest: Option<[u8; 32]>) {
+        self.proposed.remove(identity);
+        match digest {
+            Some(digest) => self.passwords.insert(identity.to_owned(), digest),
+            None => self.passwords.remove(identity),
+        };
+    }
+
+    /// The SHA-256 digest of the station's password, to keep in a store.
+    pub fn password_digest_of(&self, identity: &str) -> Option<[u8; 32]> {
+        self.passwords.get(identity).copied()
     }
 
     /// Whether the station has a password.

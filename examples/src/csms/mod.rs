@@ -123,8 +123,10 @@ pub mod credentials;
 mod fleet;
 pub mod items_per_message;
 mod metrics;
+mod persistence;
 pub mod push;
 mod shared_text;
+pub mod store;
 mod tokens;
 mod unix_time;
 mod v1_6;
@@ -157,6 +159,8 @@ pub use charge_point::{
 pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};
 pub use metrics::{Counter, Gauge, Metrics};
+pub use persistence::ChangeError;
+pub use store::{Durability, Record, Store, StoreError};
 pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};
 
 /// The CALLs of a charge point whose content lives in typed state ([`ChargePoint`]'s
@@ -195,6 +199,7 @@ pub struct CsmsConfig {
     data_transfer_vendors: Vec<String>,
     certificate_authority: Option<Arc<CertificateAuthority>>,
     items_per_message: Option<usize>,
+    store: Option<Arc<dyn Store>>,
 }
 
 impl Default for CsmsConfig {
@@ -215,6 +220,7 @@ impl Default for CsmsConfig {
             data_transfer_vendors: vec!["ocpp-ws".into()],
             certificate_authority: None,
             items_per_message: None,
+            store: None,
         }
     }
 }
@@ -313,6 +319,19 @@ impl CsmsConfig {
     /// See [`CsmsConfig::items_per_message`].
     pub fn get_items_per_message(&self) -> Option<usize> {
         self.items_per_message
+    }
+
+    /// Keep what must survive a crash in `store` ([`store`]: open transactions, the token
+    /// store, per-station boot policies, security profiles and passwords); read back by
+    /// [`Csms::open`]. `None` (the default): memory only.
+    pub fn store(mut self, store: Option<Arc<dyn Store>>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// See [`CsmsConfig::store`].
+    pub fn get_store(&self) -> Option<&Arc<dyn Store>> {
+        self.store.as_ref()
     }
 }
 
@@ -441,9 +460,19 @@ impl Csms {
         edit(tokens.get_or_insert_with(TokenStore::default))
     }
 
-    /// Sets (or with `None` clears) the boot policy of one station, known or not yet.
-    pub fn set_boot_policy(&self, identity: &ChargePointIdentity, policy: Option<BootPolicy>) {
+    /// Sets (or with `None` clears) the boot policy of one station, known or not yet
+    /// (committed to the store first, if there is one).
+    ///
+    /// # Errors
+    /// The store could not commit it: nothing changed.
+    pub fn set_boot_policy(
+        &self,
+        identity: &ChargePointIdentity,
+        policy: Option<BootPolicy>,
+    ) -> Result<(), ChangeError> {
+        self.keep_boot_policy(identity, policy)?;
         self.lock().entry(identity).boot_policy = policy;
+        Ok(())
     }
 
     /// The counters (Prometheus text with [`Metrics::render`]).
@@ -553,16 +582,26 @@ impl Csms {
     /// Sets (or with `None` clears) a station's own security profile, from its next
     /// connection on. Refused without a credentials store (`--basic-auth` or
     /// `--security-profiles`): creating one would refuse every station without a password.
+    ///
+    /// # Errors
+    /// No credentials store, or the store could not commit it: nothing changed.
     pub fn set_security_profile(
         &self,
         identity: &ChargePointIdentity,
         profile: Option<SecurityProfile>,
-    ) -> Result<(), &'static str> {
+    ) -> Result<(), ChangeError> {
+        if self
+            .credentials
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+        {
+            return Err(ChangeError::NoCredentials);
+        }
+        self.keep_security_profile(identity, profile)?;
         let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
         let Some(credentials) = credentials.as_mut() else {
-            return Err(
-                "no credentials store: start the server with --basic-auth or --security-profiles",
-            );
+            return Err(ChangeError::NoCredentials);
         };
         credentials.set_profile(identity.as_str(), profile);
         Ok(())
@@ -572,16 +611,30 @@ impl Csms {
     /// (`PUT|DELETE /chargepoints/ID/password`: the operator sets the password a station was
     /// given by other means, e.g. back after a test case changed it). Refused without a
     /// credentials store, as [`Csms::set_security_profile`] is.
+    ///
+    /// # Errors
+    /// No credentials store, or the store could not commit it: nothing changed.
     pub fn set_password(
         &self,
         identity: &ChargePointIdentity,
         password: Option<&str>,
-    ) -> Result<(), &'static str> {
+    ) -> Result<(), ChangeError> {
+        if self
+            .credentials
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+        {
+            return Err(ChangeError::NoCredentials);
+        }
+        let record = Record::Password {
+            identity: identity.as_str().to_owned(),
+            sha256: password.map(|p| credentials::password_digest(p.as_bytes())),
+        };
+        self.keep(vec![record], Durability::Committed)?;
         let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
         let Some(credentials) = credentials.as_mut() else {
-            return Err(
-                "no credentials store: start the server with --basic-auth or --security-profiles",
-            );
+            return Err(ChangeError::NoCredentials);
         };
         credentials.set_password(identity.as_str(), password.map(str::as_bytes));
         tracing::info!(%identity, set = password.is_some(), "Basic password changed by the operator");
@@ -684,9 +737,16 @@ impl Csms {
         // so, the lock is held for microseconds otherwise.
         let presigned =
             (request.action() == "SignCertificate").then(|| self.sign(identity, request));
+        let keeps_transactions = self.has_store()
+            && matches!(
+                request.action(),
+                "StartTransaction" | "StopTransaction" | "MeterValues" | "TransactionEvent"
+            );
+        let mut changed = None;
         let reply = {
             let mut charge_points = self.lock();
             let charge_point = charge_points.entry(identity);
+            let before = keeps_transactions.then(|| charge_point.transactions.clone());
             let action = request.action();
             let context = Context {
                 config: &self.config,
@@ -721,6 +781,13 @@ impl Csms {
                         _ => self.metrics.certificate_requests_rejected.inc(),
                     }
                 }
+                if let Some(before) = &before {
+                    changed = Some(persistence::changed_transactions(
+                        identity,
+                        before,
+                        &charge_point.transactions,
+                    ));
+                }
                 if reply.is_result() && !TYPED_ACTIONS.contains(&action) {
                     self.record(charge_point, request, context.now);
                     if action == "NotifyReport" {
@@ -737,6 +804,22 @@ impl Csms {
                 }
                 reply
             }
+        };
+        // Outside the lock: a commit takes a disk flush, the other charge points go on.
+        let reply = match changed {
+            Some((records, durability)) if !records.is_empty() => {
+                match self.keep(records, durability) {
+                    Ok(()) => reply,
+                    Err(e) => {
+                        tracing::error!(%identity, action = request.action(), "not saved: {e}");
+                        Answer::error(
+                            ErrorCode::InternalError,
+                            "the central system could not save this: send it again",
+                        )
+                    }
+                }
+            }
+            _ => reply,
         };
         if !reply.is_result() {
             self.metrics.call_errors_sent.inc();
@@ -830,6 +913,14 @@ impl Csms {
             if let Some(credentials) = credentials.as_mut().filter(|c| c.has_proposal(identity)) {
                 if credentials.settle(identity, password_change_accepted(outcome)) {
                     tracing::info!(%identity, "password changed: counts from the next connection");
+                    let record = Record::Password {
+                        identity: identity.as_str().to_owned(),
+                        sha256: credentials.password_digest_of(identity.as_str()),
+                    };
+                    // Queued: the station already uses it; nothing here to acknowledge.
+                    if let Err(e) = self.keep(vec![record], Durability::Later) {
+                        tracing::error!(%identity, "the new password is not saved: {e}");
+                    }
                 } else {
                     tracing::warn!(%identity, action, "password change not accepted");
                 }

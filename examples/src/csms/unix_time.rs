@@ -31,6 +31,11 @@ impl UnixTime {
     pub fn millis(self) -> u64 {
         self.0.get() - 1
     }
+
+    /// The time `millis` milliseconds after the Unix epoch.
+    pub fn from_millis(millis: u64) -> UnixTime {
+        UnixTime(NonZeroU64::MIN.saturating_add(millis.min(u64::MAX - 1)))
+    }
 }
 
 impl From<SystemTime> for UnixTime {

@@ -27,6 +27,9 @@ pub use serde_json::Value;
 #[path = "../../../ocpp-cluster/tests/common/redis_server.rs"]
 pub mod redis_server;
 
+/// A PostgreSQL server of the test's own, stopped by PID when dropped (`postgres_harness.rs`).
+pub mod postgres_server;
+
 /// The cluster tests' helpers (`cluster_mio.rs`, `cluster_tokio.rs`).
 pub mod cluster;
 
@@ -58,6 +61,8 @@ impl Server {
             .args(["--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
             .args(extra)
             .env("RUST_LOG", "warn")
+            // Nothing kept across tests: a test that wants a database passes --database.
+            .env("OCPP_DATABASE_URL", "memory")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -1,0 +1,321 @@
+//! What the CSMS keeps in its [`Store`]: read back at start ([`Csms::open`]), written as it
+//! changes. The rules (see [`super::store`] for the backends):
+//!
+//! - A transaction that starts or ends is committed before the CALLRESULT that acknowledges
+//!   it goes out (StartTransaction, StopTransaction with the meter values that end it,
+//!   TransactionEvent Started and Ended, in every version); if the commit fails the charge
+//!   point gets CALLERROR InternalError and sends it again, as OCPP-J lets it. Other
+//!   changes to a transaction (meter values, Updated events) are queued.
+//! - An operator's change (token, boot policy, security profile, password) is committed
+//!   before it takes effect and before the admin API answers 200; a failed commit changes
+//!   nothing and answers 503.
+//! - At start: open transactions come back on their charge points (so a StopTransaction
+//!   after a crash ends the transaction it started), 1.6 transaction ids go on from the
+//!   highest ever given, and the store's tokens, boot policies, profiles and passwords win
+//!   over the files given at start (`--tokens` seeds the store once, when the database has
+//!   none yet; `--basic-auth` and `--security-profiles` stay the defaults for stations the
+//!   operator did not change).
+
+use ocpp_server_core::ChargePointIdentity;
+
+use super::store::{Durability, Record, Saved, Store, StoreError, TransactionQuery};
+use super::{BootPolicy, Csms, CsmsConfig, SecurityProfile, TokenEntry, Transaction};
+
+impl Csms {
+    /// A CSMS that starts from what its store ([`CsmsConfig::store`]) kept: the same as
+    /// [`Csms::new`] without one.
+    ///
+    /// ```
+    /// use ocpp_examples::csms::{Csms, CsmsConfig};
+    /// let csms = Csms::open(CsmsConfig::default()).unwrap();
+    /// assert!(csms.connected().is_empty());
+    /// ```
+    ///
+    /// # Errors
+    /// The store could not be read, or the seed tokens of `--tokens` not written.
+    pub fn open(config: CsmsConfig) -> Result<Csms, StoreError> {
+        let store = config.get_store().cloned();
+        let csms = Csms::new(config);
+        if let Some(store) = store {
+            let saved = store.load()?;
+            csms.restore(&*store, saved)?;
+        }
+        Ok(csms)
+    }
+
+    fn restore(&self, store: &dyn Store, saved: Saved) -> Result<(), StoreError> {
+        let open = saved.transactions.len();
+        {
+            let mut fleet = self.lock();
+            for (identity, transaction) in saved.transactions {
+                match ChargePointIdentity::new(identity.clone(), false) {
+                    Ok(identity) => fleet.entry(&identity).transactions.push(transaction),
+                    Err(e) => tracing::warn!(identity, "stored transaction skipped: {e}"),
+                }
+            }
+            for (identity, policy) in &saved.boot_policies {
+                if let Ok(identity) = ChargePointIdentity::new(identity.clone(), false) {
+                    fleet.entry(&identity).boot_policy = Some(*policy);
+                }
+            }
+        }
+        let next =
+            i32::try_from(saved.highest_transaction_id.saturating_add(1)).unwrap_or(i32::MAX);
+        self.next_transaction_id
+            .fetch_max(next, std::sync::atomic::Ordering::AcqRel);
+        if saved.tokens_enabled {
+            let mut tokens = self.tokens.write().unwrap_or_else(|p| p.into_inner());
+            let master_pass = tokens
+                .as_ref()
+                .and_then(|t| t.master_pass().map(str::to_owned));
+            let mut store = super::TokenStore::default().with_master_pass(master_pass);
+            for (id, entry) in saved.tokens {
+                if let Err(e) = store.insert(&id, entry) {
+                    tracing::warn!("stored token skipped: {e}");
+                }
+            }
+            *tokens = Some(store);
+        } else if let Some(seed) = self.tokens() {
+            // The first start on this database: the --tokens file becomes the store's.
+            let mut records: Vec<Record> = seed
+                .iter()
+                .map(|(id, entry)| Record::Token {
+                    id: id.to_owned(),
+                    entry: Some(entry.clone()),
+                })
+                .collect();
+            records.push(Record::TokensEnabled);
+            store.save(records, Durability::Committed)?;
+        }
+        let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
+        match credentials.as_mut() {
+            Some(credentials) => {
+                for (identity, profile) in &saved.security_profiles {
+                    credentials.set_profile(identity, Some(*profile));
+                }
+                for (identity, digest) in &saved.passwords {
+                    credentials.set_password_digest(identity, *digest);
+                }
+            }
+            None if !saved.security_profiles.is_empty() || !saved.passwords.is_empty() => {
+                tracing::warn!(
+                    "the database holds security profiles or passwords, but this server runs \
+                     without --basic-auth or --security-profiles: they are not used"
+                );
+            }
+            None => {}
+        }
+        tracing::info!(
+            database = store.describe(),
+            open_transactions = open,
+            "state restored"
+        );
+        Ok(())
+    }
+
+    /// Keeps `records` in the store, if there is one (nothing to do otherwise).
+    pub(super) fn keep(
+        &self,
+        records: Vec<Record>,
+        durability: Durability,
+    ) -> Result<(), StoreError> {
+        match self.config.get_store() {
+            Some(store) => store.save(records, durability),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a store keeps the state (else memory only).
+    pub fn has_store(&self) -> bool {
+        self.config.get_store().is_some()
+    }
+
+    /// Transactions as the store has them: on a database the nodes of a cluster share, every
+    /// node's; without a store, those this process knows (the same shape).
+    ///
+    /// # Errors
+    /// The store failed.
+    pub fn stored_transactions(
+        &self,
+        query: TransactionQuery,
+    ) -> Result<Vec<(String, Transaction)>, StoreError> {
+        if let Some(store) = self.config.get_store() {
+            return store.transactions(query);
+        }
+        let fleet = self.lock();
+        let mut found: Vec<(String, Transaction)> = fleet
+            .values()
+            .filter(|cp| {
+                query
+                    .identity
+                    .as_deref()
+                    .map_or(true, |id| cp.identity.as_str() == id)
+            })
+            .flat_map(|cp| {
+                cp.transactions
+                    .iter()
+                    .filter(|t| !query.open_only || t.is_active())
+                    .map(|t| (cp.identity.as_str().to_owned(), t.clone()))
+            })
+            .collect();
+        found.sort_by_key(|(_, t)| std::cmp::Reverse(t.started));
+        found.truncate(query.limit);
+        Ok(found)
+    }
+
+    /// Sets a token through the store: committed first, then in effect.
+    ///
+    /// # Errors
+    /// A bad token (`Err` text for 400), or the store's failure (for 503).
+    pub fn put_token(&self, id: &str, entry: TokenEntry) -> Result<(), ChangeError> {
+        // Checked as the store would check it, before anything is written.
+        super::TokenStore::default()
+            .insert(id, entry.clone())
+            .map_err(ChangeError::Invalid)?;
+        let record = Record::Token {
+            id: id.to_owned(),
+            entry: Some(entry.clone()),
+        };
+        self.keep(vec![record], Durability::Committed)?;
+        self.edit_tokens(|store| store.insert(id, entry))
+            .map_err(ChangeError::Invalid)
+    }
+
+    /// Removes a token through the store; whether it was there.
+    ///
+    /// # Errors
+    /// The store's failure.
+    pub fn remove_token(&self, id: &str) -> Result<bool, StoreError> {
+        if self.tokens().map_or(true, |store| store.get(id).is_none()) {
+            return Ok(false);
+        }
+        self.keep(
+            vec![Record::Token {
+                id: id.to_owned(),
+                entry: None,
+            }],
+            Durability::Committed,
+        )?;
+        Ok(self.edit_tokens(|store| store.remove(id)))
+    }
+
+    /// The records of a boot policy change.
+    pub(super) fn keep_boot_policy(
+        &self,
+        identity: &ChargePointIdentity,
+        policy: Option<BootPolicy>,
+    ) -> Result<(), StoreError> {
+        let record = Record::BootPolicy {
+            identity: identity.as_str().to_owned(),
+            policy,
+        };
+        self.keep(vec![record], Durability::Committed)
+    }
+
+    /// The records of a security profile change.
+    pub(super) fn keep_security_profile(
+        &self,
+        identity: &ChargePointIdentity,
+        profile: Option<SecurityProfile>,
+    ) -> Result<(), StoreError> {
+        let record = Record::SecurityProfile {
+            identity: identity.as_str().to_owned(),
+            profile,
+        };
+        self.keep(vec![record], Durability::Committed)
+    }
+}
+
+/// Why an operator's change was not made (nothing changed).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChangeError {
+    /// The value is not valid (the admin API answers 400).
+    #[error("{0}")]
+    Invalid(String),
+    /// There is no credentials store to change (409): creating one would refuse every
+    /// station without a password.
+    #[error("no credentials store: start the server with --basic-auth or --security-profiles")]
+    NoCredentials,
+    /// The store could not commit it (503).
+    #[error("not saved: {0}")]
+    Store(#[from] StoreError),
+}
+
+impl ChangeError {
+    /// The admin API's status for it.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            ChangeError::Invalid(_) => 400,
+            ChangeError::NoCredentials => 409,
+            ChangeError::Store(_) => 503,
+        }
+    }
+}
+
+/// The transactions of `after` that are new or changed against `before`, and whether one of
+/// them started or ended (then the answer waits for the commit).
+pub(super) fn changed_transactions(
+    identity: &ChargePointIdentity,
+    before: &[Transaction],
+    after: &[Transaction],
+) -> (Vec<Record>, Durability) {
+    let mut durability = Durability::Later;
+    let mut records = Vec::new();
+    for transaction in after {
+        let old = before.iter().find(|t| t.id == transaction.id);
+        if old == Some(transaction) {
+            continue;
+        }
+        let started = old.is_none();
+        let ended = transaction.ended.is_some() && old.map_or(true, |t| t.ended.is_none());
+        if started || ended {
+            durability = Durability::Committed;
+        }
+        records.push(Record::Transaction {
+            identity: identity.as_str().to_owned(),
+            transaction: transaction.clone(),
+        });
+    }
+    (records, durability)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::csms::UnixTime;
+
+    fn transaction(id: &str) -> Transaction {
+        Transaction {
+            id: id.into(),
+            connector: "1".into(),
+            id_tag: None,
+            started: UnixTime::from_millis(1),
+            ended: None,
+            stop_reason: None,
+            charging_state: None,
+            meter_start_wh: Some(0.0),
+            meter_last_wh: Some(0.0),
+            samples: 0,
+            last_seq_no: None,
+        }
+    }
+
+    #[test]
+    fn a_start_or_an_end_waits_for_the_commit_other_changes_do_not() {
+        let identity = ChargePointIdentity::new("CP1".into(), false).unwrap();
+        let (records, durability) = changed_transactions(&identity, &[], &[transaction("1")]);
+        assert_eq!((records.len(), durability), (1, Durability::Committed));
+        let before = vec![transaction("1")];
+        let mut metered = before.clone();
+        metered[0].meter_last_wh = Some(5.0);
+        let (records, durability) = changed_transactions(&identity, &before, &metered);
+        assert_eq!((records.len(), durability), (1, Durability::Later));
+        let mut ended = metered.clone();
+        ended[0].ended = Some(UnixTime::from_millis(9));
+        let (records, durability) = changed_transactions(&identity, &metered, &ended);
+        assert_eq!((records.len(), durability), (1, Durability::Committed));
+        let (records, _) = changed_transactions(&identity, &ended, &ended);
+        assert!(records.is_empty());
+    }
+}

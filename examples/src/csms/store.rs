@@ -1,0 +1,887 @@
+//! The CSMS's state in a database: what must survive a crash (open transactions, the token
+//! store, and what an operator set per station: boot policy, security profile, Basic
+//! password) is written to a [`Store`], and read back at start ([`Store::load`]).
+//!
+//! - **Backends**: one [`SqlStore`] for SQLite (`sqlite://FILE`, embedded, nothing to
+//!   install) and PostgreSQL (`postgres://...`, shared by the nodes of a cluster), through
+//!   sqlx's `Any` driver: one schema ([`MIGRATIONS`], in `examples/migrations/`, applied at
+//!   start), one set of queries. sqlx because it is the well-kept Rust crate that speaks both
+//!   (and migrations) with one API; its async runtime runs on the store's own thread, so that
+//!   neither the mio loops nor the tokio workers run database I/O.
+//! - **What waits for the disk**: [`Durability::Committed`] returns once the write is
+//!   committed (SQLite: `synchronous=FULL`; PostgreSQL: its commit). The CSMS uses it for what
+//!   matters for money and authorisation before it acknowledges it: a transaction's start
+//!   and end (with the meter values that end it), and every operator change (tokens, boot
+//!   policies, security profiles, passwords) before the admin API answers 200.
+//!   [`Durability::Later`] queues the write and returns at once: meter values during a
+//!   transaction, a password the station accepted. Heartbeat, StatusNotification and pushes
+//!   write nothing.
+//! - **Group commit**: the store's thread takes every write queued by the time it is free and
+//!   commits them in one database transaction, so that many charge points starting
+//!   transactions at once share one disk flush.
+//!
+//! ```no_run
+//! use ocpp_examples::csms::store::{Durability, Record, SqlStore, Store};
+//! let store = SqlStore::open("sqlite://ocpp-csms.sqlite3").unwrap();
+//! let saved = store.load().unwrap();
+//! println!("{} open transactions", saved.transactions.len());
+//! store.save(vec![Record::TokensEnabled], Durability::Committed).unwrap();
+//! ```
+
+use std::fmt;
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use ocpp_messages::DateTime;
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::{AnyPool, Row};
+use tokio::sync::mpsc;
+
+use super::{BootPolicy, SecurityProfile, TokenEntry, TokenStatus, Transaction, UnixTime};
+
+/// The schema's migrations, in order: (version, description, SQL). Applied at start by
+/// [`SqlStore::open`] (sqlx's `_sqlx_migrations` table remembers which ran).
+pub const MIGRATIONS: &[(i64, &str, &str)] =
+    &[(1, "state", include_str!("../../migrations/0001_state.sql"))];
+
+/// How long a write or read may wait for the database before it fails. A commit takes
+/// milliseconds; this bounds how long a caller (on mio-server, its whole event loop) waits
+/// while the database is unreachable before the CALL gets InternalError.
+const DATABASE_WAIT: Duration = Duration::from_secs(3);
+
+/// One change to keep.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Record {
+    /// A transaction as it is now (inserted or replaced by `(identity, id)`).
+    Transaction {
+        /// The charge point.
+        identity: String,
+        /// The transaction.
+        transaction: Transaction,
+    },
+    /// A token set (`Some`) or removed.
+    Token {
+        /// The idToken.
+        id: String,
+        /// Its entry.
+        entry: Option<TokenEntry>,
+    },
+    /// The token store is on (unknown tokens are refused), even when empty.
+    TokensEnabled,
+    /// A station's boot policy set or cleared.
+    BootPolicy {
+        /// The station.
+        identity: String,
+        /// Its own policy; `None`: the default.
+        policy: Option<BootPolicy>,
+    },
+    /// A station's security profile set or cleared.
+    SecurityProfile {
+        /// The station.
+        identity: String,
+        /// Its own profile; `None`: the server's.
+        profile: Option<SecurityProfile>,
+    },
+    /// A station's Basic password set (its SHA-256 digest) or removed.
+    Password {
+        /// The station.
+        identity: String,
+        /// The digest; `None`: removed (overrides the `--basic-auth` file).
+        sha256: Option<[u8; 32]>,
+    },
+}
+
+/// Whether [`Store::save`] waits for the commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Returns once committed: the caller may acknowledge what it wrote.
+    Committed,
+    /// Queued; committed soon (an error is logged).
+    Later,
+}
+
+/// What the store holds, read at start.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Saved {
+    /// Every transaction not ended, with its charge point.
+    pub transactions: Vec<(String, Transaction)>,
+    /// The highest numeric transaction id ever given (1.6 ids are ours: never reused).
+    pub highest_transaction_id: i64,
+    /// The token store's entries.
+    pub tokens: Vec<(String, TokenEntry)>,
+    /// Whether the token store is on.
+    pub tokens_enabled: bool,
+    /// Boot policies set per station.
+    pub boot_policies: Vec<(String, BootPolicy)>,
+    /// Security profiles set per station.
+    pub security_profiles: Vec<(String, SecurityProfile)>,
+    /// Basic passwords set per station (`None`: removed).
+    pub passwords: Vec<(String, Option<[u8; 32]>)>,
+}
+
+/// Which transactions [`Store::transactions`] reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TransactionQuery {
+    /// Only this charge point's.
+    pub identity: Option<String>,
+    /// Only those not ended.
+    pub open_only: bool,
+    /// At most this many, the latest started first.
+    pub limit: usize,
+}
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database refused or failed (connection, SQL, constraint).
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// A migration failed at start.
+    #[error("database migration: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    /// The URL names no backend this store speaks.
+    #[error("unsupported database URL `{0}`: use sqlite://FILE or postgres://...")]
+    UnsupportedUrl(String),
+    /// The store's thread is gone, or did not answer in time.
+    #[error("the database did not answer within {DATABASE_WAIT:?}")]
+    Unavailable,
+    /// A stored row could not be read back (a value out of range, an unknown status).
+    #[error("stored row not understood: {0}")]
+    BadRow(String),
+}
+
+/// Where the CSMS keeps what must survive a crash (see the [module](self)).
+pub trait Store: Send + Sync + fmt::Debug {
+    /// Everything kept, for the CSMS at start.
+    ///
+    /// # Errors
+    /// The database failed.
+    fn load(&self) -> Result<Saved, StoreError>;
+
+    /// Keeps `records` (in order, in one database transaction).
+    ///
+    /// # Errors
+    /// With [`Durability::Committed`]: the commit failed (nothing of `records` is kept).
+    fn save(&self, records: Vec<Record>, durability: Durability) -> Result<(), StoreError>;
+
+    /// Transactions as the database has them (every node's, on a shared database).
+    ///
+    /// # Errors
+    /// The database failed.
+    fn transactions(
+        &self,
+        query: TransactionQuery,
+    ) -> Result<Vec<(String, Transaction)>, StoreError>;
+
+    /// The database, for logs (no password).
+    fn describe(&self) -> String;
+}
+
+/// A job for the store's thread.
+enum Job {
+    Save {
+        records: Vec<Record>,
+        done: Option<std_mpsc::SyncSender<Result<(), StoreError>>>,
+    },
+    Load(std_mpsc::SyncSender<Result<Saved, StoreError>>),
+    Transactions(
+        TransactionQuery,
+        std_mpsc::SyncSender<Result<Vec<(String, Transaction)>, StoreError>>,
+    ),
+}
+
+/// [`Store`] on SQLite or PostgreSQL (see the [module](self)).
+pub struct SqlStore {
+    jobs: mpsc::UnboundedSender<Job>,
+    described: String,
+}
+
+impl fmt::Debug for SqlStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqlStore")
+            .field("database", &self.described)
+            .finish()
+    }
+}
+
+impl SqlStore {
+    /// Connects to `url` (`sqlite://FILE`, created when missing; `postgres://...`), applies
+    /// the migrations and starts the store's thread.
+    ///
+    /// # Errors
+    /// An unsupported URL, a database that cannot be reached or migrated.
+    pub fn open(url: &str) -> Result<SqlStore, StoreError> {
+        let sqlite = url.starts_with("sqlite:");
+        if !sqlite && !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
+            return Err(StoreError::UnsupportedUrl(without_password(url)));
+        }
+        let url = if sqlite && !url.contains("mode=") {
+            let separator = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{separator}mode=rwc")
+        } else {
+            url.to_owned()
+        };
+        let described = without_password(&url);
+        let (jobs, receiver) = mpsc::unbounded_channel();
+        let (ready, started) = std_mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("store".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = ready.send(Err(StoreError::Database(sqlx::Error::Io(e))));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let pool = match connect(&url, sqlite).await {
+                        Ok(pool) => pool,
+                        Err(e) => {
+                            let _ = ready.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = ready.send(Ok(()));
+                    serve(pool, receiver).await;
+                });
+            })
+            .map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
+        match started.recv_timeout(DATABASE_WAIT * 3) {
+            Ok(Ok(())) => Ok(SqlStore { jobs, described }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(StoreError::Unavailable),
+        }
+    }
+
+    fn ask<T>(
+        &self,
+        job: Job,
+        answer: std_mpsc::Receiver<Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        self.jobs.send(job).map_err(|_| StoreError::Unavailable)?;
+        wait(|| answer.recv_timeout(DATABASE_WAIT)).map_err(|_| StoreError::Unavailable)?
+    }
+}
+
+impl Store for SqlStore {
+    fn load(&self) -> Result<Saved, StoreError> {
+        let (reply, answer) = std_mpsc::sync_channel(1);
+        self.ask(Job::Load(reply), answer)
+    }
+
+    fn save(&self, records: Vec<Record>, durability: Durability) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        match durability {
+            Durability::Later => self
+                .jobs
+                .send(Job::Save {
+                    records,
+                    done: None,
+                })
+                .map_err(|_| StoreError::Unavailable),
+            Durability::Committed => {
+                let (reply, answer) = std_mpsc::sync_channel(1);
+                let job = Job::Save {
+                    records,
+                    done: Some(reply),
+                };
+                self.ask(job, answer)
+            }
+        }
+    }
+
+    fn transactions(
+        &self,
+        query: TransactionQuery,
+    ) -> Result<Vec<(String, Transaction)>, StoreError> {
+        let (reply, answer) = std_mpsc::sync_channel(1);
+        self.ask(Job::Transactions(query, reply), answer)
+    }
+
+    fn describe(&self) -> String {
+        self.described.clone()
+    }
+}
+
+/// Runs `blocking` on this thread; inside a multi-thread tokio runtime (tokio-server), tells
+/// tokio first so that its other tasks move to other workers meanwhile.
+fn wait<T>(blocking: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(blocking)
+        }
+        _ => blocking(),
+    }
+}
+
+async fn connect(url: &str, sqlite: bool) -> Result<AnyPool, StoreError> {
+    sqlx::any::install_default_drivers();
+    let pool = AnyPoolOptions::new()
+        // One writer is what SQLite allows anyway; reads take the others.
+        .max_connections(if sqlite { 2 } else { 4 })
+        .acquire_timeout(DATABASE_WAIT)
+        .after_connect(move |connection, _| {
+            Box::pin(async move {
+                if sqlite {
+                    // WAL: readers do not block the writer; FULL: a commit is on the disk
+                    // when it returns; a busy database is waited for, not failed at once.
+                    sqlx::query("PRAGMA journal_mode=WAL")
+                        .execute(&mut *connection)
+                        .await?;
+                    sqlx::query("PRAGMA synchronous=FULL")
+                        .execute(&mut *connection)
+                        .await?;
+                    sqlx::query("PRAGMA busy_timeout=3000")
+                        .execute(&mut *connection)
+                        .await?;
+                }
+                Ok(())
+            })
+        })
+        .connect(url)
+        .await?;
+    migrator().run(&pool).await?;
+    Ok(pool)
+}
+
+fn migrator() -> Migrator {
+    let migrations = MIGRATIONS
+        .iter()
+        .map(|(version, description, sql)| {
+            Migration::new(
+                *version,
+                (*description).into(),
+                MigrationType::Simple,
+                (*sql).into(),
+                false,
+            )
+        })
+        .collect::<Vec<_>>();
+    Migrator {
+        migrations: migrations.into(),
+        ..Migrator::DEFAULT
+    }
+}
+
+/// The store's thread: jobs in order; the saves queued together share one commit.
+async fn serve(pool: AnyPool, mut jobs: mpsc::UnboundedReceiver<Job>) {
+    while let Some(job) = jobs.recv().await {
+        match job {
+            Job::Save { records, done } => {
+                let mut batch = vec![(records, done)];
+                let mut others = Vec::new();
+                while let Ok(next) = jobs.try_recv() {
+                    match next {
+                        Job::Save { records, done } => batch.push((records, done)),
+                        other => {
+                            others.push(other);
+                            break;
+                        }
+                    }
+                }
+                let result = save_all(&pool, batch.iter().flat_map(|(r, _)| r)).await;
+                if let Err(e) = &result {
+                    tracing::error!(
+                        "database: the writes of {} callers failed: {e}",
+                        batch.len()
+                    );
+                }
+                for (_, done) in batch {
+                    if let Some(done) = done {
+                        let _ = done.send(match &result {
+                            Ok(()) => Ok(()),
+                            Err(e) => Err(StoreError::BadRow(format!("commit failed: {e}"))),
+                        });
+                    }
+                }
+                for other in others {
+                    answer(&pool, other).await;
+                }
+            }
+            other => answer(&pool, other).await,
+        }
+    }
+}
+
+async fn answer(pool: &AnyPool, job: Job) {
+    match job {
+        Job::Save { .. } => {}
+        Job::Load(reply) => {
+            let _ = reply.send(load(pool).await);
+        }
+        Job::Transactions(query, reply) => {
+            let _ = reply.send(transactions(pool, &query).await);
+        }
+    }
+}
+
+async fn save_all<'a>(
+    pool: &AnyPool,
+    records: impl Iterator<Item = &'a Record>,
+) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    for record in records {
+        match record {
+            Record::Transaction {
+                identity,
+                transaction: t,
+            } => {
+                sqlx::query(
+                    "INSERT INTO transactions (identity, id, connector, id_tag, started_ms, \
+                     ended_ms, stop_reason, charging_state, meter_start_wh, meter_last_wh, \
+                     samples, last_seq_no) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+                     $12) ON CONFLICT (identity, id) DO UPDATE SET connector = excluded.connector, \
+                     id_tag = excluded.id_tag, started_ms = excluded.started_ms, \
+                     ended_ms = excluded.ended_ms, stop_reason = excluded.stop_reason, \
+                     charging_state = excluded.charging_state, \
+                     meter_start_wh = excluded.meter_start_wh, \
+                     meter_last_wh = excluded.meter_last_wh, samples = excluded.samples, \
+                     last_seq_no = excluded.last_seq_no",
+                )
+                .bind(identity.as_str())
+                .bind(t.id.as_str())
+                .bind(t.connector.as_str())
+                .bind(t.id_tag.as_deref())
+                .bind(millis(t.started))
+                .bind(t.ended.map(millis))
+                .bind(t.stop_reason.as_deref())
+                .bind(t.charging_state.as_deref())
+                .bind(t.meter_start_wh)
+                .bind(t.meter_last_wh)
+                .bind(i64::try_from(t.samples).unwrap_or(i64::MAX))
+                .bind(t.last_seq_no)
+                .execute(&mut *tx)
+                .await?;
+            }
+            Record::Token {
+                id,
+                entry: Some(entry),
+            } => {
+                sqlx::query(
+                    "INSERT INTO tokens (id_token, status, group_id, expiry) VALUES ($1, $2, $3, \
+                     $4) ON CONFLICT (id_token) DO UPDATE SET status = excluded.status, \
+                     group_id = excluded.group_id, expiry = excluded.expiry",
+                )
+                .bind(id.as_str())
+                .bind(entry.status.as_str())
+                .bind(entry.group.as_deref())
+                .bind(entry.expiry.as_ref().map(|e| e.as_str().to_owned()))
+                .execute(&mut *tx)
+                .await?;
+                set_tokens_enabled(&mut tx).await?;
+            }
+            Record::Token { id, entry: None } => {
+                sqlx::query("DELETE FROM tokens WHERE id_token = $1")
+                    .bind(id.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+                set_tokens_enabled(&mut tx).await?;
+            }
+            Record::TokensEnabled => set_tokens_enabled(&mut tx).await?,
+            Record::BootPolicy { identity, policy } => {
+                sqlx::query(
+                    "INSERT INTO stations (identity, boot_policy) VALUES ($1, $2) \
+                     ON CONFLICT (identity) DO UPDATE SET boot_policy = excluded.boot_policy",
+                )
+                .bind(identity.as_str())
+                .bind(policy.map(BootPolicy::as_str))
+                .execute(&mut *tx)
+                .await?;
+            }
+            Record::SecurityProfile { identity, profile } => {
+                sqlx::query(
+                    "INSERT INTO stations (identity, security_profile) VALUES ($1, $2) \
+                     ON CONFLICT (identity) DO UPDATE SET \
+                     security_profile = excluded.security_profile",
+                )
+                .bind(identity.as_str())
+                .bind(profile.map(|p| i64::from(p.number())))
+                .execute(&mut *tx)
+                .await?;
+            }
+            Record::Password { identity, sha256 } => {
+                sqlx::query(
+                    "INSERT INTO stations (identity, password_sha256, password_removed) \
+                     VALUES ($1, $2, $3) ON CONFLICT (identity) DO UPDATE SET \
+                     password_sha256 = excluded.password_sha256, \
+                     password_removed = excluded.password_removed",
+                )
+                .bind(identity.as_str())
+                .bind(sha256.map(|digest| hex(&digest)))
+                .bind(i64::from(sha256.is_none()))
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+    }
+    tx.commit().await
+}
+
+async fn set_tokens_enabled(tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO settings (name, value) VALUES ('tokens_enabled', 'true') \
+         ON CONFLICT (name) DO NOTHING",
+    )
+    .execute(&mut **tx)
+    .await
+    .map(|_| ())
+}
+
+async fn load(pool: &AnyPool) -> Result<Saved, StoreError> {
+    let mut saved = Saved {
+        transactions: transactions(
+            pool,
+            &TransactionQuery {
+                identity: None,
+                open_only: true,
+                limit: usize::MAX,
+            },
+        )
+        .await?,
+        ..Saved::default()
+    };
+    // 1.6 transaction ids are ours, numbers: the next one follows the highest ever given.
+    for row in sqlx::query("SELECT id FROM transactions")
+        .fetch_all(pool)
+        .await?
+    {
+        let id: String = row.try_get(0)?;
+        if let Ok(n) = id.parse::<i64>() {
+            saved.highest_transaction_id = saved.highest_transaction_id.max(n);
+        }
+    }
+    for row in sqlx::query("SELECT id_token, status, group_id, expiry FROM tokens")
+        .fetch_all(pool)
+        .await?
+    {
+        let id: String = row.try_get(0)?;
+        let status: String = row.try_get(1)?;
+        let status = TokenStatus::parse(&status)
+            .ok_or_else(|| StoreError::BadRow(format!("token {id}: status {status}")))?;
+        let mut entry = TokenEntry::new(status);
+        if let Some(group) = row.try_get::<Option<String>, _>(2)? {
+            entry = entry.with_group(group);
+        }
+        if let Some(expiry) = row.try_get::<Option<String>, _>(3)? {
+            let expiry = DateTime::parse(&expiry)
+                .map_err(|_| StoreError::BadRow(format!("token {id}: expiry {expiry}")))?;
+            entry = entry.with_expiry(expiry);
+        }
+        saved.tokens.push((id, entry));
+    }
+    saved.tokens_enabled = sqlx::query("SELECT value FROM settings WHERE name = 'tokens_enabled'")
+        .fetch_optional(pool)
+        .await?
+        .is_some();
+    let rows = sqlx::query(
+        "SELECT identity, boot_policy, security_profile, password_sha256, password_removed \
+         FROM stations",
+    )
+    .fetch_all(pool)
+    .await?;
+    for row in rows {
+        let identity: String = row.try_get(0)?;
+        if let Some(policy) = row.try_get::<Option<String>, _>(1)? {
+            let policy = BootPolicy::parse(&policy)
+                .ok_or_else(|| StoreError::BadRow(format!("{identity}: boot policy {policy}")))?;
+            saved.boot_policies.push((identity.clone(), policy));
+        }
+        if let Some(profile) = row.try_get::<Option<i64>, _>(2)? {
+            let profile = u64::try_from(profile)
+                .ok()
+                .and_then(SecurityProfile::from_number)
+                .ok_or_else(|| StoreError::BadRow(format!("{identity}: profile {profile}")))?;
+            saved.security_profiles.push((identity.clone(), profile));
+        }
+        let digest = row.try_get::<Option<String>, _>(3)?;
+        let removed: i64 = row.try_get(4)?;
+        match digest {
+            Some(digest) => {
+                let digest = unhex(&digest)
+                    .ok_or_else(|| StoreError::BadRow(format!("{identity}: password digest")))?;
+                saved.passwords.push((identity, Some(digest)));
+            }
+            None if removed != 0 => saved.passwords.push((identity, None)),
+            None => {}
+        }
+    }
+    Ok(saved)
+}
+
+async fn transactions(
+    pool: &AnyPool,
+    query: &TransactionQuery,
+) -> Result<Vec<(String, Transaction)>, StoreError> {
+    let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+    let open = if query.open_only {
+        " AND ended_ms IS NULL"
+    } else {
+        ""
+    };
+    let columns = "identity, id, connector, id_tag, started_ms, ended_ms, stop_reason, \
+                   charging_state, meter_start_wh, meter_last_wh, samples, last_seq_no";
+    let rows = match &query.identity {
+        Some(identity) => {
+            sqlx::query(&format!(
+                "SELECT {columns} FROM transactions WHERE identity = $1{open} \
+                 ORDER BY started_ms DESC LIMIT $2"
+            ))
+            .bind(identity.as_str())
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+        }
+        None => {
+            sqlx::query(&format!(
+                "SELECT {columns} FROM transactions WHERE 1 = 1{open} \
+                 ORDER BY started_ms DESC LIMIT $1"
+            ))
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+        }
+    };
+    rows.iter().map(transaction_of).collect()
+}
+
+fn transaction_of(row: &AnyRow) -> Result<(String, Transaction), StoreError> {
+    let identity: String = row.try_get(0)?;
+    let started = unix_time(row.try_get(4)?);
+    let transaction = Transaction {
+        id: row.try_get(1)?,
+        connector: row.try_get(2)?,
+        id_tag: row.try_get(3)?,
+        started,
+        ended: row.try_get::<Option<i64>, _>(5)?.map(unix_time),
+        stop_reason: row.try_get(6)?,
+        charging_state: row.try_get(7)?,
+        meter_start_wh: row.try_get(8)?,
+        meter_last_wh: row.try_get(9)?,
+        samples: u64::try_from(row.try_get::<i64, _>(10)?).unwrap_or(0),
+        last_seq_no: row.try_get(11)?,
+    };
+    Ok((identity, transaction))
+}
+
+fn millis(time: UnixTime) -> i64 {
+    i64::try_from(time.millis()).unwrap_or(i64::MAX)
+}
+
+fn unix_time(millis: i64) -> UnixTime {
+    UnixTime::from_millis(u64::try_from(millis).unwrap_or(0))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if text.len() != 64 {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// `url` with the password of its user information replaced by `***`, to log.
+///
+/// ```
+/// use ocpp_examples::csms::store::without_password;
+/// assert_eq!(without_password("postgres://u:pw@h/db"), "postgres://u:***@h/db");
+/// ```
+pub fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+    format!("{scheme}://{user}:***@{host}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transaction(id: &str, ended: Option<u64>) -> Transaction {
+        Transaction {
+            id: id.into(),
+            connector: "1".into(),
+            id_tag: Some("TAG".into()),
+            started: UnixTime::from_millis(1_000),
+            ended: ended.map(UnixTime::from_millis),
+            stop_reason: ended.map(|_| "Local".into()),
+            charging_state: None,
+            meter_start_wh: Some(10.5),
+            meter_last_wh: Some(20.25),
+            samples: 3,
+            last_seq_no: Some(7),
+        }
+    }
+
+    fn temp_database(name: &str) -> (std::path::PathBuf, String) {
+        let dir = std::env::temp_dir().join(format!("store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let url = format!("sqlite://{}", dir.join("state.sqlite3").display());
+        (dir, url)
+    }
+
+    #[test]
+    fn every_record_comes_back_after_a_reopen() {
+        let (dir, url) = temp_database("round-trip");
+        let store = SqlStore::open(&url).unwrap();
+        assert_eq!(store.load().unwrap(), Saved::default());
+        let expiry = DateTime::parse("2030-01-01T00:00:00Z").unwrap();
+        let records = vec![
+            Record::Transaction {
+                identity: "CP1".into(),
+                transaction: transaction("41", None),
+            },
+            Record::Transaction {
+                identity: "CP1".into(),
+                transaction: transaction("40", Some(2_000)),
+            },
+            Record::Transaction {
+                identity: "CS2".into(),
+                transaction: transaction("uuid-1", None),
+            },
+            Record::Token {
+                id: "T1".into(),
+                entry: Some(
+                    TokenEntry::new(TokenStatus::Blocked)
+                        .with_group("G")
+                        .with_expiry(expiry),
+                ),
+            },
+            Record::Token {
+                id: "T2".into(),
+                entry: Some(TokenEntry::new(TokenStatus::Accepted)),
+            },
+            Record::Token {
+                id: "T2".into(),
+                entry: None,
+            },
+            Record::BootPolicy {
+                identity: "CP1".into(),
+                policy: Some(BootPolicy::Pending),
+            },
+            Record::SecurityProfile {
+                identity: "CP1".into(),
+                profile: Some(SecurityProfile::TlsClientCertificate),
+            },
+            Record::Password {
+                identity: "CP1".into(),
+                sha256: Some([7; 32]),
+            },
+            Record::Password {
+                identity: "CP3".into(),
+                sha256: None,
+            },
+        ];
+        store.save(records, Durability::Committed).unwrap();
+        // Queued, then read after: the store's thread keeps the order.
+        let mut updated = transaction("41", None);
+        updated.meter_last_wh = Some(99.0);
+        let later = Record::Transaction {
+            identity: "CP1".into(),
+            transaction: updated.clone(),
+        };
+        store.save(vec![later], Durability::Later).unwrap();
+        drop(store);
+
+        let store = SqlStore::open(&url).unwrap();
+        let saved = store.load().unwrap();
+        let mut open = saved.transactions.clone();
+        open.sort_by(|a, b| a.1.id.cmp(&b.1.id));
+        assert_eq!(
+            open,
+            vec![
+                ("CP1".to_owned(), updated),
+                ("CS2".to_owned(), transaction("uuid-1", None))
+            ]
+        );
+        assert_eq!(saved.highest_transaction_id, 41);
+        assert!(saved.tokens_enabled);
+        assert_eq!(saved.tokens.len(), 1);
+        let (id, entry) = &saved.tokens[0];
+        assert_eq!((id.as_str(), entry.status), ("T1", TokenStatus::Blocked));
+        assert_eq!(entry.group.as_deref(), Some("G"));
+        assert_eq!(
+            entry
+                .expiry
+                .as_ref()
+                .map(|e| e.as_str().to_owned())
+                .as_deref(),
+            Some("2030-01-01T00:00:00Z")
+        );
+        assert_eq!(
+            saved.boot_policies,
+            vec![("CP1".to_owned(), BootPolicy::Pending)]
+        );
+        assert_eq!(
+            saved.security_profiles,
+            vec![("CP1".to_owned(), SecurityProfile::TlsClientCertificate)]
+        );
+        let mut passwords = saved.passwords.clone();
+        passwords.sort();
+        assert_eq!(
+            passwords,
+            vec![("CP1".to_owned(), Some([7; 32])), ("CP3".to_owned(), None)]
+        );
+
+        let all = store
+            .transactions(TransactionQuery {
+                identity: Some("CP1".into()),
+                open_only: false,
+                limit: 10,
+            })
+            .unwrap();
+        assert_eq!(all.len(), 2);
+        let one = store
+            .transactions(TransactionQuery {
+                identity: None,
+                open_only: true,
+                limit: 1,
+            })
+            .unwrap();
+        assert_eq!(one.len(), 1);
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn bad_urls_and_unreachable_databases_are_errors() {
+        let error = SqlStore::open("mysql://h/db").unwrap_err();
+        assert!(matches!(error, StoreError::UnsupportedUrl(_)), "{error}");
+        let error = SqlStore::open("postgres://u:secret@127.0.0.1:1/db").unwrap_err();
+        assert!(!error.to_string().contains("secret"), "{error}");
+        let error = SqlStore::open("sqlite:///nonexistent-dir/x/state.sqlite3").unwrap_err();
+        assert!(matches!(error, StoreError::Database(_)), "{error}");
+    }
+
+    #[test]
+    fn passwords_are_kept_out_of_the_logs() {
+        assert_eq!(
+            without_password("postgres://u:pw@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(without_password("sqlite://state.db"), "sqlite://state.db");
+        assert_eq!(unhex(&hex(&[0xab; 32])), Some([0xab; 32]));
+        assert_eq!(unhex("zz"), None);
+    }
+}
