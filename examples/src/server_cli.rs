@@ -502,8 +502,9 @@ pub fn init_logging() {
         .init();
 }
 
-/// The CSMS application for these arguments (credentials loaded from `--basic-auth`).
-pub fn csms(args: &Args) -> Result<Csms, Box<dyn std::error::Error>> {
+/// The CSMS application for these arguments (credentials loaded from `--basic-auth`, state
+/// from `--database`, whose settings it then follows: [`Csms::follow_store`]).
+pub fn csms(args: &Args) -> Result<Arc<Csms>, Box<dyn std::error::Error>> {
     let mut credentials = match &args.basic_auth {
         Some(path) => {
             let credentials = Credentials::load(path)?;
@@ -560,7 +561,9 @@ pub fn csms(args: &Args) -> Result<Csms, Box<dyn std::error::Error>> {
     } else {
         tracing::info!("--database memory: nothing is kept across a restart");
     }
-    Ok(Csms::open(config)?)
+    let csms = Arc::new(Csms::open(config)?);
+    Csms::follow_store(&csms);
+    Ok(csms)
 }
 
 /// The TLS configuration of `--tls-cert`, `--tls-key` and `--client-ca`; `None` without

@@ -191,7 +191,7 @@ fn postgres_survives_kill_9(binary: &str) {
 }
 
 /// Two nodes (one mio, one tokio) on one PostgreSQL: a transaction reported to one is shown by
-/// the other's admin API.
+/// the other's admin API, and a token an operator blocks through one is refused by the other.
 fn two_nodes_show_the_same_transaction(binary: &str) {
     let postgres = PostgresServer::start();
     let other = if binary == octt::MIO {
@@ -217,6 +217,29 @@ fn two_nodes_show_the_same_transaction(binary: &str) {
         assert_eq!(shared["identity"], "CS-SHARED");
     }
     cs.close();
+
+    // An operator's change through one node reaches the other within its settings refresh
+    // (2 s): a token blocked through a is refused by b.
+    let (status, _) = admin(&a, "PUT", "/tokens/TAG-SHARED", r#"{"status":"Blocked"}"#);
+    assert_eq!(status, 200);
+    let deadline = Instant::now() + Duration::from_secs(6);
+    loop {
+        let (status, token) = admin(&b, "GET", "/tokens/TAG-SHARED", "");
+        if status == 200 {
+            assert_eq!(token["status"], "Blocked", "{token}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "b did not follow a's token change"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut cp = connect(&b, "CP-SHARED", V16);
+    boot_1_6(&mut cp);
+    let answer = cp.result("Authorize", json!({"idTag": "TAG-SHARED"}));
+    assert_eq!(answer["idTagInfo"]["status"], "Blocked", "{answer}");
+    cp.close();
 }
 
 /// While the database is down nothing is acknowledged that was not kept: a StartTransaction

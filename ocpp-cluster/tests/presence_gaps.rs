@@ -140,6 +140,15 @@ async fn a_claim_whose_node_stopped_refreshing_is_owner_unreachable_until_it_lin
     // here its tasks end without releasing anything).
     drop(s);
     let stopped = Instant::now();
+    // Its tasks, and with them its inbox's subscription, end asynchronously: for a moment a
+    // CALL may still be published to it, and then times out (it may have been received).
+    loop {
+        match a.cluster.call("CP-S", "Reset", "{}", CALL).await {
+            Err(CallFailure::OwnerUnreachable) => break,
+            Err(CallFailure::Timeout) if stopped.elapsed() < Duration::from_secs(1) => {}
+            other => panic!("CP-S, {:?} after s stopped: {other:?}", stopped.elapsed()),
+        }
+    }
     // Its claim outlives its 1 s of liveness: the charge point may still be connected to s
     // (which may wake up and refresh it), so OwnerUnreachable, also past the TTL.
     while stopped.elapsed() < Duration::from_millis(1_600) {

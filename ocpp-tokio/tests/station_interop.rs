@@ -318,7 +318,10 @@ struct Mio {
 fn start_mio(listen: &str) -> Mio {
     let mut process = Process::spawn(
         "mio-server",
-        Command::new(mio_server_binary()).args(["--listen", listen, "--admin", "127.0.0.1:0"]),
+        Command::new(mio_server_binary())
+            .args(["--listen", listen, "--admin", "127.0.0.1:0"])
+            // Nothing kept between runs (its default is a SQLite file in the working directory).
+            .args(["--database", "memory"]),
     );
     let lines = process.wait("its listening line", 0, START, |l| {
         l.iter()

@@ -33,6 +33,7 @@ use std::net::{Shutdown, SocketAddr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Registry, Token};
 use ocpp_frame::deflate::{Compressor, DeflateConfig};
@@ -65,49 +66,28 @@ const OUTPUT_KEEP_CAPACITY: usize = 64 * 1024;
 /// Close reasons are at most 123 bytes (RFC 6455 §5.5: 125-byte control payload minus the code).
 const MAX_CLOSE_REASON: usize = 123;
 
-fn usage() -> String {
-    format!(
-        "Usage: echo-server [--no-deflate] [ADDR]\n\
-         \n\
-         A plain WebSocket echo server (RFC 6455, no OCPP) for conformance suites.\n\
-         Echoes text and binary messages, answers pings with pongs and closes with closes.\n\
-         \n\
-         Arguments:\n  \
-           ADDR        address to listen on (default {DEFAULT_ADDR}; port 0 picks a free port)\n\
-         \n\
-         Options:\n  \
-           --no-deflate  do not accept permessage-deflate (RFC 7692)\n  \
-           -h, --help    print this help\n\
-         \n\
-         Prints `echo-server listening on ADDR` to stderr once it accepts connections."
-    )
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "echo-server",
+    about = "A plain WebSocket echo server (RFC 6455, no OCPP) for conformance suites.\n\
+             Echoes text and binary messages, answers pings with pongs and closes with closes.",
+    after_help = "Prints `echo-server listening on ADDR` to stderr once it accepts connections."
+)]
+struct Cli {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(value_name = "ADDR", default_value = DEFAULT_ADDR)]
+    addr: SocketAddr,
+    /// Do not accept permessage-deflate (RFC 7692).
+    #[arg(long)]
+    no_deflate: bool,
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{}", usage());
-        return ExitCode::SUCCESS;
-    }
-    let deflate = !args.iter().any(|a| a == "--no-deflate");
-    let args: Vec<&String> = args.iter().filter(|a| *a != "--no-deflate").collect();
-    let addr = match args.as_slice() {
-        [] => DEFAULT_ADDR,
-        [addr] => addr.as_str(),
-        _ => {
-            eprintln!("echo-server: too many arguments\n\n{}", usage());
-            return ExitCode::from(2);
-        }
-    };
-    let addr: SocketAddr = match addr.parse() {
-        Ok(addr) => addr,
-        Err(e) => {
-            eprintln!("echo-server: invalid address {addr:?}: {e}\n\n{}", usage());
-            return ExitCode::from(2);
-        }
-    };
-    let deflate = deflate.then(deflate_config);
-    match run(addr, deflate) {
+    // Errors and --help exit here (2 and 0).
+    let cli = Cli::parse();
+    let deflate = (!cli.no_deflate).then(deflate_config);
+    match run(cli.addr, deflate) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("echo-server: {e}");

@@ -16,7 +16,6 @@
 //! ```
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use ocpp_examples::mio_server::Server;
 use ocpp_examples::server_cli::{self, Args};
@@ -46,7 +45,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // The configuration first: it refuses what must not start before anything is opened.
     let config = server_cli::server_config(&args)?;
-    let csms = Arc::new(server_cli::csms(&args)?);
+    let csms = server_cli::csms(&args)?;
     let server = Server::bind(config, csms)?;
 
     // Signals are read on their own thread, which asks the loops to shut down.

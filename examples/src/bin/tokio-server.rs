@@ -16,7 +16,6 @@
 //! ```
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use ocpp_examples::server_cli::{self, Args};
 use ocpp_examples::tokio_server::{Server, ShutdownHandle};
@@ -54,7 +53,7 @@ fn main() -> ExitCode {
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // The configuration first: it refuses what must not start before anything is opened.
     let config = server_cli::server_config(&args)?;
-    let csms = Arc::new(server_cli::csms(&args)?);
+    let csms = server_cli::csms(&args)?;
     let server = Server::bind(config, csms)?;
 
     // Listen for the signals before announcing that we run.

@@ -336,9 +336,10 @@ impl Credentials {
         };
     }
 
-    /// [`Credentials::set_password`] with the SHA-256 digest the store kept.
+    /// The password the store kept for the station (its SHA-256 digest; `None`: removed).
+    /// Unlike [`Credentials::set_password`], a change asked of the station and not answered
+    /// yet stays pending.
     pub fn set_password_digest(&mut self, identity: &str, digest: Option<[u8; 32]>) {
-        self.proposed.remove(identity);
         match digest {
             Some(digest) => self.passwords.insert(identity.to_owned(), digest),
             None => self.passwords.remove(identity),

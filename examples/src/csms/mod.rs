@@ -159,7 +159,7 @@ pub use charge_point::{
 pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};
 pub use metrics::{Counter, Gauge, Metrics};
-pub use persistence::ChangeError;
+pub use persistence::{ChangeError, SETTINGS_REFRESH};
 pub use store::{Durability, Record, Store, StoreError};
 pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};
 
@@ -401,6 +401,10 @@ pub struct Csms {
     /// ([`Csms::take_follow_up`]), and this spares it the store's lock while there are none
     /// (almost always: only an accepted SignCertificate makes one).
     follow_ups: AtomicUsize,
+    /// Held while an operator's change is committed and applied, and while the settings are
+    /// read again from the store ([`Csms::refresh_settings`]), so that neither undoes the
+    /// other.
+    settings_changes: Mutex<()>,
 }
 
 impl Csms {
@@ -415,6 +419,7 @@ impl Csms {
             next_transaction_id: AtomicI32::new(1),
             metrics: Metrics::default(),
             follow_ups: AtomicUsize::new(0),
+            settings_changes: Mutex::new(()),
             tokens,
             credentials,
         }
@@ -470,6 +475,10 @@ impl Csms {
         identity: &ChargePointIdentity,
         policy: Option<BootPolicy>,
     ) -> Result<(), ChangeError> {
+        let _changes = self
+            .settings_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         self.keep_boot_policy(identity, policy)?;
         self.lock().entry(identity).boot_policy = policy;
         Ok(())
@@ -590,6 +599,10 @@ impl Csms {
         identity: &ChargePointIdentity,
         profile: Option<SecurityProfile>,
     ) -> Result<(), ChangeError> {
+        let _changes = self
+            .settings_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if self
             .credentials
             .read()
@@ -619,6 +632,10 @@ impl Csms {
         identity: &ChargePointIdentity,
         password: Option<&str>,
     ) -> Result<(), ChangeError> {
+        let _changes = self
+            .settings_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if self
             .credentials
             .read()
@@ -909,20 +926,34 @@ impl Csms {
         // password leaves the proposal for the chunk that does.
         if matches!(action, "SetVariables" | "ChangeConfiguration") && !answers_other_chunk(outcome)
         {
-            let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
-            if let Some(credentials) = credentials.as_mut().filter(|c| c.has_proposal(identity)) {
-                if credentials.settle(identity, password_change_accepted(outcome)) {
-                    tracing::info!(%identity, "password changed: counts from the next connection");
-                    let record = Record::Password {
-                        identity: identity.as_str().to_owned(),
-                        sha256: credentials.password_digest_of(identity.as_str()),
-                    };
-                    // Queued: the station already uses it; nothing here to acknowledge.
-                    if let Err(e) = self.keep(vec![record], Durability::Later) {
-                        tracing::error!(%identity, "the new password is not saved: {e}");
+            let _changes = self
+                .settings_changes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let changed = {
+                let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
+                match credentials.as_mut().filter(|c| c.has_proposal(identity)) {
+                    None => None,
+                    Some(credentials) => {
+                        if credentials.settle(identity, password_change_accepted(outcome)) {
+                            tracing::info!(%identity, "password changed: counts from the next connection");
+                            Some(Record::Password {
+                                identity: identity.as_str().to_owned(),
+                                sha256: credentials.password_digest_of(identity.as_str()),
+                            })
+                        } else {
+                            tracing::warn!(%identity, action, "password change not accepted");
+                            None
+                        }
                     }
-                } else {
-                    tracing::warn!(%identity, action, "password change not accepted");
+                }
+            };
+            // Committed (rare: a password change), outside the credentials' lock: the
+            // station may reconnect with it at once, on this node or another sharing the
+            // database.
+            if let Some(record) = changed {
+                if let Err(e) = self.keep(vec![record], Durability::Committed) {
+                    tracing::error!(%identity, "the new password is not saved: {e}");
                 }
             }
         }

@@ -9,6 +9,8 @@
 //! - An operator's change (token, boot policy, security profile, password) is committed
 //!   before it takes effect and before the admin API answers 200; a failed commit changes
 //!   nothing and answers 503.
+//! - While running, what operators set is read again every [`SETTINGS_REFRESH`]
+//!   ([`Csms::follow_store`]): nodes sharing a database follow each other's changes.
 //! - At start: open transactions come back on their charge points (so a StopTransaction
 //!   after a crash ends the transaction it started), 1.6 transaction ids go on from the
 //!   highest ever given, and the store's tokens, boot policies, profiles and passwords win
@@ -16,10 +18,17 @@
 //!   none yet; `--basic-auth` and `--security-profiles` stay the defaults for stations the
 //!   operator did not change).
 
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
 use ocpp_server_core::ChargePointIdentity;
 
-use super::store::{Durability, Record, Saved, Store, StoreError, TransactionQuery};
-use super::{BootPolicy, Csms, CsmsConfig, SecurityProfile, TokenEntry, Transaction};
+use super::store::{Durability, Record, Saved, Settings, Store, StoreError, TransactionQuery};
+use super::{BootPolicy, Csms, CsmsConfig, SecurityProfile, TokenEntry, TokenStore, Transaction};
+
+/// How often a CSMS with a store reads what operators set again ([`Csms::follow_store`]).
+pub const SETTINGS_REFRESH: Duration = Duration::from_secs(2);
 
 impl Csms {
     /// A CSMS that starts from what its store ([`CsmsConfig::store`]) kept: the same as
@@ -53,63 +62,129 @@ impl Csms {
                     Err(e) => tracing::warn!(identity, "stored transaction skipped: {e}"),
                 }
             }
-            for (identity, policy) in &saved.boot_policies {
-                if let Ok(identity) = ChargePointIdentity::new(identity.clone(), false) {
-                    fleet.entry(&identity).boot_policy = Some(*policy);
-                }
-            }
         }
         let next =
             i32::try_from(saved.highest_transaction_id.saturating_add(1)).unwrap_or(i32::MAX);
-        self.next_transaction_id
-            .fetch_max(next, std::sync::atomic::Ordering::AcqRel);
-        if saved.tokens_enabled {
-            let mut tokens = self.tokens.write().unwrap_or_else(|p| p.into_inner());
-            let master_pass = tokens
-                .as_ref()
-                .and_then(|t| t.master_pass().map(str::to_owned));
-            let mut store = super::TokenStore::default().with_master_pass(master_pass);
-            for (id, entry) in saved.tokens {
-                if let Err(e) = store.insert(&id, entry) {
-                    tracing::warn!("stored token skipped: {e}");
-                }
+        self.next_transaction_id.fetch_max(next, Ordering::AcqRel);
+        if !saved.settings.tokens_enabled {
+            if let Some(seed) = self.tokens() {
+                // The first start on this database: the --tokens file becomes the store's.
+                let mut records: Vec<Record> = seed
+                    .iter()
+                    .map(|(id, entry)| Record::Token {
+                        id: id.to_owned(),
+                        entry: Some(entry.clone()),
+                    })
+                    .collect();
+                records.push(Record::TokensEnabled);
+                store.save(records, Durability::Committed)?;
             }
-            *tokens = Some(store);
-        } else if let Some(seed) = self.tokens() {
-            // The first start on this database: the --tokens file becomes the store's.
-            let mut records: Vec<Record> = seed
-                .iter()
-                .map(|(id, entry)| Record::Token {
-                    id: id.to_owned(),
-                    entry: Some(entry.clone()),
-                })
-                .collect();
-            records.push(Record::TokensEnabled);
-            store.save(records, Durability::Committed)?;
         }
-        let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
-        match credentials.as_mut() {
-            Some(credentials) => {
-                for (identity, profile) in &saved.security_profiles {
-                    credentials.set_profile(identity, Some(*profile));
-                }
-                for (identity, digest) in &saved.passwords {
-                    credentials.set_password_digest(identity, *digest);
-                }
-            }
-            None if !saved.security_profiles.is_empty() || !saved.passwords.is_empty() => {
-                tracing::warn!(
-                    "the database holds security profiles or passwords, but this server runs \
-                     without --basic-auth or --security-profiles: they are not used"
-                );
-            }
-            None => {}
+        let credentials_ignored = self.apply_settings(saved.settings);
+        if credentials_ignored {
+            tracing::warn!(
+                "the database holds security profiles or passwords, but this server runs \
+                 without --basic-auth or --security-profiles: they are not used"
+            );
         }
         tracing::info!(
             database = store.describe(),
             open_transactions = open,
             "state restored"
         );
+        Ok(())
+    }
+
+    /// Takes what operators set as the store has it (at start, and every
+    /// [`SETTINGS_REFRESH`] while running: another node sharing the database may have changed
+    /// it). Returns whether profiles or passwords were there without a credentials store to
+    /// take them.
+    fn apply_settings(&self, settings: Settings) -> bool {
+        if settings.tokens_enabled {
+            let mut tokens = self.tokens.write().unwrap_or_else(|p| p.into_inner());
+            let master_pass = tokens
+                .as_ref()
+                .and_then(|t| t.master_pass().map(str::to_owned));
+            let mut store = TokenStore::default().with_master_pass(master_pass);
+            for (id, entry) in settings.tokens {
+                if let Err(e) = store.insert(&id, entry) {
+                    tracing::warn!("stored token skipped: {e}");
+                }
+            }
+            *tokens = Some(store);
+        }
+        {
+            let mut fleet = self.lock();
+            for (identity, policy) in &settings.boot_policies {
+                let Ok(identity) = ChargePointIdentity::new(identity.clone(), false) else {
+                    continue;
+                };
+                match policy {
+                    Some(policy) => fleet.entry(&identity).boot_policy = Some(*policy),
+                    None => {
+                        if let Some(cp) = fleet.get_mut(identity.as_str()) {
+                            cp.boot_policy = None;
+                        }
+                    }
+                }
+            }
+        }
+        let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
+        match credentials.as_mut() {
+            Some(credentials) => {
+                for (identity, profile) in &settings.security_profiles {
+                    credentials.set_profile(identity, *profile);
+                }
+                for (identity, digest) in &settings.passwords {
+                    credentials.set_password_digest(identity, *digest);
+                }
+                false
+            }
+            None => !settings.security_profiles.is_empty() || !settings.passwords.is_empty(),
+        }
+    }
+
+    /// Follows the store while `csms` lives: every [`SETTINGS_REFRESH`], what operators set
+    /// is read again (a thread of its own; nothing to do without a store). The nodes that
+    /// share a database so see each other's token, boot policy, profile and password changes
+    /// within that time.
+    pub fn follow_store(csms: &Arc<Csms>) {
+        if !csms.has_store() {
+            return;
+        }
+        let weak = Arc::downgrade(csms);
+        let spawned = std::thread::Builder::new()
+            .name("store-follow".into())
+            .spawn(move || loop {
+                std::thread::sleep(SETTINGS_REFRESH);
+                let Some(csms) = weak.upgrade() else {
+                    return;
+                };
+                if let Err(e) = csms.refresh_settings() {
+                    tracing::warn!("settings not refreshed from the database: {e}");
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot follow the database's settings: {e}");
+        }
+    }
+
+    /// Reads what operators set from the store and takes it (see [`Csms::follow_store`]).
+    ///
+    /// # Errors
+    /// The store failed; nothing changed.
+    pub fn refresh_settings(&self) -> Result<(), StoreError> {
+        let Some(store) = self.config.get_store() else {
+            return Ok(());
+        };
+        // A change of this node's own is made whole (committed, then applied) or not at all
+        // while the settings are read and applied: a read from before it cannot undo it.
+        let _changes = self
+            .settings_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let settings = store.settings()?;
+        self.apply_settings(settings);
         Ok(())
     }
 
@@ -168,8 +243,12 @@ impl Csms {
     /// # Errors
     /// A bad token (`Err` text for 400), or the store's failure (for 503).
     pub fn put_token(&self, id: &str, entry: TokenEntry) -> Result<(), ChangeError> {
+        let _changes = self
+            .settings_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         // Checked as the store would check it, before anything is written.
-        super::TokenStore::default()
+        TokenStore::default()
             .insert(id, entry.clone())
             .map_err(ChangeError::Invalid)?;
         let record = Record::Token {
@@ -186,6 +265,10 @@ impl Csms {
     /// # Errors
     /// The store's failure.
     pub fn remove_token(&self, id: &str) -> Result<bool, StoreError> {
+        let _changes = self
+            .settings_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if self.tokens().map_or(true, |store| store.get(id).is_none()) {
             return Ok(false);
         }

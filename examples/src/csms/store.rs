@@ -45,6 +45,11 @@ use super::{BootPolicy, SecurityProfile, TokenEntry, TokenStatus, Transaction, U
 pub const MIGRATIONS: &[(i64, &str, &str)] =
     &[(1, "state", include_str!("../../migrations/0001_state.sql"))];
 
+/// `stations.boot_policy` of a station whose policy was cleared (NULL: never set).
+const BOOT_POLICY_CLEARED: &str = "Default";
+/// `stations.security_profile` of a station whose profile was cleared (NULL: never set).
+const PROFILE_CLEARED: i64 = 0;
+
 /// How long a write or read may wait for the database before it fails. A commit takes
 /// milliseconds; this bounds how long a caller (on mio-server, its whole event loop) waits
 /// while the database is unreachable before the CALL gets InternalError.
@@ -110,14 +115,23 @@ pub struct Saved {
     pub transactions: Vec<(String, Transaction)>,
     /// The highest numeric transaction id ever given (1.6 ids are ours: never reused).
     pub highest_transaction_id: i64,
+    /// What operators set.
+    pub settings: Settings,
+}
+
+/// What operators set, as the store has it ([`Store::settings`]: read again while running,
+/// so that the nodes sharing a database follow each other's changes).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Settings {
     /// The token store's entries.
     pub tokens: Vec<(String, TokenEntry)>,
     /// Whether the token store is on.
     pub tokens_enabled: bool,
-    /// Boot policies set per station.
-    pub boot_policies: Vec<(String, BootPolicy)>,
-    /// Security profiles set per station.
-    pub security_profiles: Vec<(String, SecurityProfile)>,
+    /// Boot policies set (`Some`) or cleared back to the default (`None`) per station.
+    pub boot_policies: Vec<(String, Option<BootPolicy>)>,
+    /// Security profiles set (`Some`) or cleared back to the server's (`None`) per station.
+    pub security_profiles: Vec<(String, Option<SecurityProfile>)>,
     /// Basic passwords set per station (`None`: removed).
     pub passwords: Vec<(String, Option<[u8; 32]>)>,
 }
@@ -162,6 +176,12 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// The database failed.
     fn load(&self) -> Result<Saved, StoreError>;
 
+    /// What operators set (without the transactions).
+    ///
+    /// # Errors
+    /// The database failed.
+    fn settings(&self) -> Result<Settings, StoreError>;
+
     /// Keeps `records` (in order, in one database transaction).
     ///
     /// # Errors
@@ -188,6 +208,7 @@ enum Job {
         done: Option<std_mpsc::SyncSender<Result<(), StoreError>>>,
     },
     Load(std_mpsc::SyncSender<Result<Saved, StoreError>>),
+    Settings(std_mpsc::SyncSender<Result<Settings, StoreError>>),
     Transactions(
         TransactionQuery,
         std_mpsc::SyncSender<Result<Vec<(String, Transaction)>, StoreError>>,
@@ -277,6 +298,11 @@ impl Store for SqlStore {
         self.ask(Job::Load(reply), answer)
     }
 
+    fn settings(&self) -> Result<Settings, StoreError> {
+        let (reply, answer) = std_mpsc::sync_channel(1);
+        self.ask(Job::Settings(reply), answer)
+    }
+
     fn save(&self, records: Vec<Record>, durability: Durability) -> Result<(), StoreError> {
         if records.is_empty() {
             return Ok(());
@@ -333,25 +359,36 @@ async fn connect(url: &str, sqlite: bool) -> Result<AnyPool, StoreError> {
         .after_connect(move |connection, _| {
             Box::pin(async move {
                 if sqlite {
-                    // WAL: readers do not block the writer; FULL: a commit is on the disk
-                    // when it returns; a busy database is waited for, not failed at once.
-                    sqlx::query("PRAGMA journal_mode=WAL")
-                        .execute(&mut *connection)
-                        .await?;
-                    sqlx::query("PRAGMA synchronous=FULL")
-                        .execute(&mut *connection)
-                        .await?;
-                    sqlx::query("PRAGMA busy_timeout=3000")
-                        .execute(&mut *connection)
-                        .await?;
+                    // A database another process (another node) holds is waited for, not
+                    // failed at once (first: switching to WAL needs the lock); WAL: readers
+                    // do not block the writer; FULL: a commit is on the disk when it returns.
+                    for pragma in [
+                        "PRAGMA busy_timeout=3000",
+                        "PRAGMA journal_mode=WAL",
+                        "PRAGMA synchronous=FULL",
+                    ] {
+                        sqlx::query(pragma).execute(&mut *connection).await?;
+                    }
                 }
                 Ok(())
             })
         })
         .connect(url)
         .await?;
-    migrator().run(&pool).await?;
-    Ok(pool)
+    // Two processes starting on one new database at once (two nodes on one SQLite file) both
+    // try the first migration; the one that loses sees it applied when it tries again.
+    let mut tries = 0;
+    loop {
+        match migrator().run(&pool).await {
+            Ok(()) => return Ok(pool),
+            Err(e) if tries < 5 => {
+                tries += 1;
+                tracing::debug!("migration, try {tries}: {e}");
+                tokio::time::sleep(Duration::from_millis(100 * tries)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 fn migrator() -> Migrator {
@@ -418,6 +455,9 @@ async fn answer(pool: &AnyPool, job: Job) {
         Job::Save { .. } => {}
         Job::Load(reply) => {
             let _ = reply.send(load(pool).await);
+        }
+        Job::Settings(reply) => {
+            let _ = reply.send(settings(pool).await);
         }
         Job::Transactions(query, reply) => {
             let _ = reply.send(transactions(pool, &query).await);
@@ -494,7 +534,7 @@ async fn save_all<'a>(
                      ON CONFLICT (identity) DO UPDATE SET boot_policy = excluded.boot_policy",
                 )
                 .bind(identity.as_str())
-                .bind(policy.map(BootPolicy::as_str))
+                .bind(policy.map_or(BOOT_POLICY_CLEARED, BootPolicy::as_str))
                 .execute(&mut *tx)
                 .await?;
             }
@@ -505,7 +545,7 @@ async fn save_all<'a>(
                      security_profile = excluded.security_profile",
                 )
                 .bind(identity.as_str())
-                .bind(profile.map(|p| i64::from(p.number())))
+                .bind(profile.map_or(PROFILE_CLEARED, |p| i64::from(p.number())))
                 .execute(&mut *tx)
                 .await?;
             }
@@ -548,6 +588,7 @@ async fn load(pool: &AnyPool) -> Result<Saved, StoreError> {
             },
         )
         .await?,
+        settings: settings(pool).await?,
         ..Saved::default()
     };
     // 1.6 transaction ids are ours, numbers: the next one follows the highest ever given.
@@ -560,6 +601,11 @@ async fn load(pool: &AnyPool) -> Result<Saved, StoreError> {
             saved.highest_transaction_id = saved.highest_transaction_id.max(n);
         }
     }
+    Ok(saved)
+}
+
+async fn settings(pool: &AnyPool) -> Result<Settings, StoreError> {
+    let mut settings = Settings::default();
     for row in sqlx::query("SELECT id_token, status, group_id, expiry FROM tokens")
         .fetch_all(pool)
         .await?
@@ -577,12 +623,13 @@ async fn load(pool: &AnyPool) -> Result<Saved, StoreError> {
                 .map_err(|_| StoreError::BadRow(format!("token {id}: expiry {expiry}")))?;
             entry = entry.with_expiry(expiry);
         }
-        saved.tokens.push((id, entry));
+        settings.tokens.push((id, entry));
     }
-    saved.tokens_enabled = sqlx::query("SELECT value FROM settings WHERE name = 'tokens_enabled'")
-        .fetch_optional(pool)
-        .await?
-        .is_some();
+    settings.tokens_enabled =
+        sqlx::query("SELECT value FROM settings WHERE name = 'tokens_enabled'")
+            .fetch_optional(pool)
+            .await?
+            .is_some();
     let rows = sqlx::query(
         "SELECT identity, boot_policy, security_profile, password_sha256, password_removed \
          FROM stations",
@@ -591,17 +638,32 @@ async fn load(pool: &AnyPool) -> Result<Saved, StoreError> {
     .await?;
     for row in rows {
         let identity: String = row.try_get(0)?;
-        if let Some(policy) = row.try_get::<Option<String>, _>(1)? {
-            let policy = BootPolicy::parse(&policy)
-                .ok_or_else(|| StoreError::BadRow(format!("{identity}: boot policy {policy}")))?;
-            saved.boot_policies.push((identity.clone(), policy));
+        match row.try_get::<Option<String>, _>(1)? {
+            Some(policy) if policy == BOOT_POLICY_CLEARED => {
+                settings.boot_policies.push((identity.clone(), None));
+            }
+            Some(policy) => {
+                let parsed = BootPolicy::parse(&policy).ok_or_else(|| {
+                    StoreError::BadRow(format!("{identity}: boot policy {policy}"))
+                })?;
+                settings
+                    .boot_policies
+                    .push((identity.clone(), Some(parsed)));
+            }
+            None => {}
         }
-        if let Some(profile) = row.try_get::<Option<i64>, _>(2)? {
-            let profile = u64::try_from(profile)
-                .ok()
-                .and_then(SecurityProfile::from_number)
-                .ok_or_else(|| StoreError::BadRow(format!("{identity}: profile {profile}")))?;
-            saved.security_profiles.push((identity.clone(), profile));
+        match row.try_get::<Option<i64>, _>(2)? {
+            Some(PROFILE_CLEARED) => settings.security_profiles.push((identity.clone(), None)),
+            Some(profile) => {
+                let parsed = u64::try_from(profile)
+                    .ok()
+                    .and_then(SecurityProfile::from_number)
+                    .ok_or_else(|| StoreError::BadRow(format!("{identity}: profile {profile}")))?;
+                settings
+                    .security_profiles
+                    .push((identity.clone(), Some(parsed)));
+            }
+            None => {}
         }
         let digest = row.try_get::<Option<String>, _>(3)?;
         let removed: i64 = row.try_get(4)?;
@@ -609,13 +671,13 @@ async fn load(pool: &AnyPool) -> Result<Saved, StoreError> {
             Some(digest) => {
                 let digest = unhex(&digest)
                     .ok_or_else(|| StoreError::BadRow(format!("{identity}: password digest")))?;
-                saved.passwords.push((identity, Some(digest)));
+                settings.passwords.push((identity, Some(digest)));
             }
-            None if removed != 0 => saved.passwords.push((identity, None)),
+            None if removed != 0 => settings.passwords.push((identity, None)),
             None => {}
         }
     }
-    Ok(saved)
+    Ok(settings)
 }
 
 async fn transactions(
@@ -792,6 +854,14 @@ mod tests {
                 identity: "CP3".into(),
                 sha256: None,
             },
+            Record::BootPolicy {
+                identity: "CP4".into(),
+                policy: None,
+            },
+            Record::SecurityProfile {
+                identity: "CP4".into(),
+                profile: None,
+            },
         ];
         store.save(records, Durability::Committed).unwrap();
         // Queued, then read after: the store's thread keeps the order.
@@ -816,9 +886,11 @@ mod tests {
             ]
         );
         assert_eq!(saved.highest_transaction_id, 41);
-        assert!(saved.tokens_enabled);
-        assert_eq!(saved.tokens.len(), 1);
-        let (id, entry) = &saved.tokens[0];
+        let settings = &saved.settings;
+        assert_eq!(store.settings().unwrap(), *settings);
+        assert!(settings.tokens_enabled);
+        assert_eq!(settings.tokens.len(), 1);
+        let (id, entry) = &settings.tokens[0];
         assert_eq!((id.as_str(), entry.status), ("T1", TokenStatus::Blocked));
         assert_eq!(entry.group.as_deref(), Some("G"));
         assert_eq!(
@@ -829,15 +901,28 @@ mod tests {
                 .as_deref(),
             Some("2030-01-01T00:00:00Z")
         );
+        let mut policies = settings.boot_policies.clone();
+        policies.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(
-            saved.boot_policies,
-            vec![("CP1".to_owned(), BootPolicy::Pending)]
+            policies,
+            vec![
+                ("CP1".to_owned(), Some(BootPolicy::Pending)),
+                ("CP4".to_owned(), None)
+            ]
         );
+        let mut profiles = settings.security_profiles.clone();
+        profiles.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(
-            saved.security_profiles,
-            vec![("CP1".to_owned(), SecurityProfile::TlsClientCertificate)]
+            profiles,
+            vec![
+                (
+                    "CP1".to_owned(),
+                    Some(SecurityProfile::TlsClientCertificate)
+                ),
+                ("CP4".to_owned(), None)
+            ]
         );
-        let mut passwords = saved.passwords.clone();
+        let mut passwords = settings.passwords.clone();
         passwords.sort();
         assert_eq!(
             passwords,

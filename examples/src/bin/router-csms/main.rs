@@ -40,6 +40,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use clap::Parser;
 use ocpp_tokio::{v1_6, v2_0_1, ChargePoints, ConnectionConfig};
 use ocpp_tokio::{DateTime, OcppVersion, Router, Server};
 use serde_json::{json, Value};
@@ -253,31 +254,21 @@ async fn remote_start(
     }
 }
 
-const USAGE: &str =
-    "usage: router-csms [--listen ADDR (127.0.0.1:9000)] [--http ADDR (127.0.0.1:9001)]";
-
-/// `--listen ADDR` and `--http ADDR`.
-fn options() -> Result<(String, String), String> {
-    let mut listen = "127.0.0.1:9000".to_owned();
-    let mut http = "127.0.0.1:9001".to_owned();
-    let mut args = std::env::args().skip(1);
-    while let Some(option) = args.next() {
-        let target = match option.as_str() {
-            "--listen" => &mut listen,
-            "--http" => &mut http,
-            _ => return Err(format!("unknown option {option}\n{USAGE}")),
-        };
-        *target = args.next().ok_or(format!("{option} needs an address\n{USAGE}"))?;
-    }
-    Ok((listen, http))
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(name = "router-csms", about = "A small CSMS on ocpp-tokio's typed Router.")]
+struct Options {
+    /// Where charge points connect.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9000")]
+    listen: String,
+    /// The HTTP API.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9001")]
+    http: String,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
-    let (listen, http) = options().unwrap_or_else(|message| {
-        eprintln!("{message}");
-        std::process::exit(2);
-    });
+    let Options { listen, http } = Options::parse();
     let versions = vec![OcppVersion::V1_6, OcppVersion::V2_0_1];
     let server = Server::builder()
         .config(ConnectionConfig::default().versions(versions))
