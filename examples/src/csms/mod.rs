@@ -599,25 +599,13 @@ impl Csms {
         identity: &ChargePointIdentity,
         profile: Option<SecurityProfile>,
     ) -> Result<(), ChangeError> {
-        let _changes = self
-            .settings_changes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if self
-            .credentials
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
-        {
-            return Err(ChangeError::NoCredentials);
-        }
-        self.keep_security_profile(identity, profile)?;
-        let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
-        let Some(credentials) = credentials.as_mut() else {
-            return Err(ChangeError::NoCredentials);
+        let record = Record::SecurityProfile {
+            identity: identity.as_str().to_owned(),
+            profile,
         };
-        credentials.set_profile(identity.as_str(), profile);
-        Ok(())
+        self.change_credentials(record, |credentials| {
+            credentials.set_profile(identity.as_str(), profile);
+        })
     }
 
     /// Sets (or with `None` removes) a station's Basic password, from its next connection on
@@ -632,28 +620,13 @@ impl Csms {
         identity: &ChargePointIdentity,
         password: Option<&str>,
     ) -> Result<(), ChangeError> {
-        let _changes = self
-            .settings_changes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if self
-            .credentials
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
-        {
-            return Err(ChangeError::NoCredentials);
-        }
         let record = Record::Password {
             identity: identity.as_str().to_owned(),
             sha256: password.map(|p| credentials::password_digest(p.as_bytes())),
         };
-        self.keep(vec![record], Durability::Committed)?;
-        let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
-        let Some(credentials) = credentials.as_mut() else {
-            return Err(ChangeError::NoCredentials);
-        };
-        credentials.set_password(identity.as_str(), password.map(str::as_bytes));
+        self.change_credentials(record, |credentials| {
+            credentials.set_password(identity.as_str(), password.map(str::as_bytes));
+        })?;
         tracing::info!(%identity, set = password.is_some(), "Basic password changed by the operator");
         Ok(())
     }

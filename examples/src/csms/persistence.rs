@@ -25,7 +25,7 @@ use std::time::Duration;
 use ocpp_server_core::ChargePointIdentity;
 
 use super::store::{Durability, Record, Saved, Settings, Store, StoreError, TransactionQuery};
-use super::{BootPolicy, Csms, CsmsConfig, SecurityProfile, TokenEntry, TokenStore, Transaction};
+use super::{BootPolicy, Credentials, Csms, CsmsConfig, TokenEntry, TokenStore, Transaction};
 
 /// How often a CSMS with a store reads what operators set again ([`Csms::follow_store`]).
 pub const SETTINGS_REFRESH: Duration = Duration::from_secs(2);
@@ -295,17 +295,31 @@ impl Csms {
         self.keep(vec![record], Durability::Committed)
     }
 
-    /// The records of a security profile change.
-    pub(super) fn keep_security_profile(
+    /// An operator's change to the credentials store: committed first (with `record`), then
+    /// `apply`; refused without a credentials store (creating one would refuse every station
+    /// without a password).
+    pub(super) fn change_credentials(
         &self,
-        identity: &ChargePointIdentity,
-        profile: Option<SecurityProfile>,
-    ) -> Result<(), StoreError> {
-        let record = Record::SecurityProfile {
-            identity: identity.as_str().to_owned(),
-            profile,
-        };
-        self.keep(vec![record], Durability::Committed)
+        record: Record,
+        apply: impl FnOnce(&mut Credentials),
+    ) -> Result<(), ChangeError> {
+        let _changes = self
+            .settings_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let no_store = self
+            .credentials
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none();
+        if no_store {
+            return Err(ChangeError::NoCredentials);
+        }
+        self.keep(vec![record], Durability::Committed)?;
+        let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
+        let credentials = credentials.as_mut().ok_or(ChangeError::NoCredentials)?;
+        apply(credentials);
+        Ok(())
     }
 }
 
