@@ -110,9 +110,12 @@
 //! assert_eq!(response.action(), "Heartbeat");
 //! ```
 //!
-//! State lives in memory behind one mutex, taken once per message for a few microseconds; an
-//! application with a database would keep the same API and write through. Metrics are atomic
-//! counters ([`Metrics`]) that need no lock.
+//! State lives in memory behind one mutex, taken once per message for a few microseconds.
+//! What must survive a crash is written through to a [`Store`] when one is configured
+//! ([`CsmsConfig::store`], [`Csms::open`]; the rules in [`persistence`], the SQLite and
+//! PostgreSQL backends in [`store`]): a transaction's start and end before the CALLRESULT, an
+//! operator's change before it takes effect. Metrics are atomic counters ([`Metrics`]) that
+//! need no lock.
 
 pub mod admin;
 pub mod admin_auth;
@@ -123,7 +126,7 @@ pub mod credentials;
 mod fleet;
 pub mod items_per_message;
 mod metrics;
-mod persistence;
+pub mod persistence;
 pub mod push;
 mod shared_text;
 pub mod store;
