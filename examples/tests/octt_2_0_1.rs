@@ -799,9 +799,11 @@ fn tc_e_53_seq_no_restarts_at_0_for_a_new_transaction(binary: &str) {
     ws.close();
 }
 
-/// No OCTT case id found for this one (see the README): a jump in a transaction's seqNo
-/// (lost messages) is still answered, and noticed: counted and shown on the admin API.
-fn seq_no_gap_is_answered_and_noticed(binary: &str) {
+/// TC_E_31_CSMS (transaction recovery) and the seqNo rule: a jump in a transaction's seqNo
+/// (lost messages) is answered, noticed (counted, shown on the admin API, a metric), and the
+/// CSMS asks the station right after its answer with GetTransactionStatus for that
+/// transaction (E14) whether messages are still queued; the answer is kept with the gap.
+fn tc_e_31_seq_no_gap_asks_get_transaction_status(binary: &str) {
     let server = Server::start(binary, &[]);
     let mut ws = booted(&server, "CS-GAP");
     for (kind, seq_no) in [("Started", 0), ("Updated", 1), ("Updated", 4), ("Ended", 5)] {
@@ -814,12 +816,33 @@ fn seq_no_gap_is_answered_and_noticed(binary: &str) {
             json!({}),
         );
         assert_eq!(ws.result("TransactionEvent", payload), json!({}));
+        if seq_no == 4 {
+            let (id, action, payload) = ws.expect_call();
+            assert_eq!(action, "GetTransactionStatus");
+            assert_eq!(payload, json!({"transactionId": "TX-GAP"}));
+            let state = charge_point_state(&server, "CS-GAP");
+            let asked = &state["seq_no_gaps"]["recent"][0]["transaction_status"];
+            assert_eq!(asked, &json!({"asked": true}), "{state}");
+            ws.reply(
+                &id,
+                json!({"ongoingIndicator": true, "messagesInQueue": true}),
+            );
+        }
     }
     let gaps = &charge_point_state(&server, "CS-GAP")["seq_no_gaps"];
     assert_eq!(gaps["count"], 1, "{gaps}");
-    assert_eq!(gaps["recent"][0]["transaction"], "TX-GAP");
-    assert_eq!(gaps["recent"][0]["expected"], 2);
-    assert_eq!(gaps["recent"][0]["received"], 4);
+    let gap = &gaps["recent"][0];
+    assert_eq!(gap["transaction"], "TX-GAP");
+    assert_eq!(gap["expected"], 2);
+    assert_eq!(gap["received"], 4);
+    assert_eq!(
+        gap["transaction_status"]["ongoing_indicator"], true,
+        "{gap}"
+    );
+    assert_eq!(
+        gap["transaction_status"]["messages_in_queue"], true,
+        "{gap}"
+    );
     let (_, metrics) = http(server.admin, "GET", "/metrics", "");
     assert!(
         metrics.contains("ocpp_transaction_seq_no_gaps_total 1\n"),
@@ -1496,7 +1519,7 @@ on_both_servers!(
     tc_e_30_check_transaction_status_ongoing_without_messages,
     tc_e_34_check_transaction_status_without_transaction_id,
     tc_e_53_seq_no_restarts_at_0_for_a_new_transaction,
-    seq_no_gap_is_answered_and_noticed,
+    tc_e_31_seq_no_gap_asks_get_transaction_status,
     tc_f_01_remote_start_cable_plugin_first,
     tc_f_02_remote_start_first,
     tc_f_06_unlock_connector_without_transaction,

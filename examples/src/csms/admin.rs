@@ -60,7 +60,7 @@ use super::admin_auth::Authorization;
 use super::store::TransactionQuery;
 use super::{
     date_time, BootPolicy, ChangeError, ChargePoint, Csms, SecurityProfile, SplitCall, TokenEntry,
-    TokenStatus, TokenStore, Transaction, UnixTime,
+    TokenStatus, TokenStore, Transaction, TransactionStatusCheck, UnixTime,
 };
 
 /// The largest request head (request line and headers).
@@ -816,6 +816,24 @@ fn token_entry(request: &AdminRequest) -> Result<TokenEntry, String> {
     Ok(entry)
 }
 
+/// What our GetTransactionStatus after a seqNo gap found: `{"asked":true}` while unanswered,
+/// `{"ongoing_indicator","messages_in_queue","at"}`, or `{"failed": outcome}`.
+fn transaction_status_json(check: &TransactionStatusCheck) -> Value {
+    match check {
+        TransactionStatusCheck::Asked => json!({ "asked": true }),
+        TransactionStatusCheck::Answered {
+            ongoing,
+            messages_in_queue,
+            at,
+        } => json!({
+            "ongoing_indicator": ongoing,
+            "messages_in_queue": messages_in_queue,
+            "at": time_json(*at),
+        }),
+        TransactionStatusCheck::Failed(outcome) => json!({ "failed": outcome }),
+    }
+}
+
 fn transaction_json(t: &Transaction) -> Value {
     json!({
         "id": t.id,
@@ -963,6 +981,7 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
                 "expected": g.expected,
                 "received": g.received,
                 "at": time_json(g.at),
+                "transaction_status": g.check.as_ref().map(transaction_status_json),
             })).collect::<Vec<_>>(),
         },
     })

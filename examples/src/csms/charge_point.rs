@@ -168,6 +168,29 @@ pub struct SeqNoGap {
     pub received: i64,
     /// When it arrived.
     pub at: UnixTime,
+    /// What the GetTransactionStatus the CSMS sent about it found (OCPP 2.x E14), if one was
+    /// sent.
+    pub check: Option<TransactionStatusCheck>,
+}
+
+/// A GetTransactionStatus the CSMS sent after a seqNo gap (OCPP 2.x E14: are messages of the
+/// transaction still queued in the station?), and its answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransactionStatusCheck {
+    /// Sent, not answered yet.
+    Asked,
+    /// The station's answer.
+    Answered {
+        /// `ongoingIndicator`: whether the transaction is still ongoing (absent: not said).
+        ongoing: Option<bool>,
+        /// `messagesInQueue`: whether the station still holds messages of it to send.
+        messages_in_queue: bool,
+        /// When it answered.
+        at: UnixTime,
+    },
+    /// No usable answer: a CALLERROR, a timeout, a disconnect (the failure's name).
+    Failed(String),
 }
 
 /// A live WebSocket connection of a charge point.
@@ -436,6 +459,7 @@ impl ChargePoint {
                 expected,
                 received: seq_no,
                 at,
+                check: None,
             });
         }
         true

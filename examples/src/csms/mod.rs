@@ -157,7 +157,7 @@ pub use certificate_authority::{
 };
 pub use charge_point::{
     CertificateSigning, ChargePoint, ConnectorState, Connectors, ExtraState, Extras, MeterReading,
-    Notification, Registration, SeqNoGap, Session, Transaction,
+    Notification, Registration, SeqNoGap, Session, Transaction, TransactionStatusCheck,
 };
 pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};
@@ -767,6 +767,7 @@ impl Csms {
                 };
                 if charge_point.extras.seq_no_gap_count != gaps_before {
                     self.metrics.seq_no_gaps.inc();
+                    self.ask_transaction_status(charge_point, request.version());
                 }
                 if action == "SignCertificate" {
                     match charge_point.extras.certificate.as_ref().map(|c| c.status) {
@@ -818,6 +819,59 @@ impl Csms {
             self.metrics.call_errors_sent.inc();
         }
         reply
+    }
+
+    /// After a seqNo gap in a TransactionEvent (2.x): asks the station with a
+    /// GetTransactionStatus (E14), sent right after the answer as the follow-up CALL, whether
+    /// messages of the transaction are still queued; the answer is kept with the gap
+    /// ([`SeqNoGap::check`], `GET /chargepoints/ID`). Not asked while another follow-up waits.
+    fn ask_transaction_status(&self, cp: &mut ChargePoint, version: OcppVersion) {
+        if version == OcppVersion::V1_6 || cp.extras.follow_up.is_some() {
+            return;
+        }
+        let extras = cp.extras.get_mut();
+        let Some(gap) = extras.seq_no_gaps.back_mut() else {
+            return;
+        };
+        let payload = serde_json::json!({ "transactionId": gap.transaction });
+        match admin::decode_command(version, "GetTransactionStatus", &payload.to_string()) {
+            Ok(request) => {
+                gap.check = Some(TransactionStatusCheck::Asked);
+                extras.follow_up = Some(request);
+                self.follow_ups.fetch_add(1, Ordering::AcqRel);
+            }
+            Err(e) => tracing::warn!(identity = %cp.identity, "GetTransactionStatus: {e}"),
+        }
+    }
+
+    /// The answer to our GetTransactionStatus, kept with the gap that asked it.
+    fn note_transaction_status(&self, identity: &ChargePointIdentity, outcome: &CallOutcome) {
+        let check = match outcome {
+            Ok(response) => {
+                let payload = serde_json::to_value(response).unwrap_or_default();
+                TransactionStatusCheck::Answered {
+                    ongoing: payload["ongoingIndicator"].as_bool(),
+                    messages_in_queue: payload["messagesInQueue"].as_bool().unwrap_or(false),
+                    at: UnixTime::now(),
+                }
+            }
+            Err(failure) => TransactionStatusCheck::Failed(failure.name().to_owned()),
+        };
+        let mut fleet = self.lock();
+        let Some(cp) = fleet.get_mut(identity) else {
+            return;
+        };
+        let asked = cp
+            .extras
+            .get_mut()
+            .seq_no_gaps
+            .iter_mut()
+            .rev()
+            .find(|gap| gap.check == Some(TransactionStatusCheck::Asked));
+        if let Some(gap) = asked {
+            tracing::info!(%identity, transaction = gap.transaction, check = ?check, "GetTransactionStatus answered");
+            gap.check = Some(check);
+        }
     }
 
     /// Checks and signs the CSR of a SignCertificate (any version) with the CA.
@@ -886,6 +940,9 @@ impl Csms {
                 _ => "InvalidResult".into(),
             };
             self.note_certificate_answer(identity, action, answer);
+        }
+        if action == "GetTransactionStatus" {
+            self.note_transaction_status(identity, outcome);
         }
         if let ("GetVariables", Ok(response)) = (action, outcome) {
             if let Ok(payload) = serde_json::to_value(response) {
