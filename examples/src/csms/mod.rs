@@ -36,7 +36,8 @@
 //! `--boot-policy`, `PUT /chargepoints/ID/boot`) decides the BootNotification answer, and
 //! while a station is Pending or Rejected its other CALLs get SecurityError except those
 //! [`boot`] lists. TransactionEvent `seqNo` gaps are counted per charge point
-//! ([`ExtraState::seq_no_gaps`]).
+//! ([`ExtraState::seq_no_gaps`]), and each is followed by a GetTransactionStatus for its
+//! transaction (E14), whose answer is kept with it ([`SeqNoGap::check`]).
 //!
 //! # Certificates and security profiles
 //!
