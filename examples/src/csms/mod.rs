@@ -483,7 +483,11 @@ impl Csms {
             .settings_changes
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        self.keep_boot_policy(identity, policy)?;
+        let record = Record::BootPolicy {
+            identity: identity.as_str().to_owned(),
+            policy,
+        };
+        self.keep(vec![record], Durability::Committed)?;
         self.lock().entry(identity).boot_policy = policy;
         Ok(())
     }

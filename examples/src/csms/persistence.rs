@@ -25,7 +25,7 @@ use std::time::Duration;
 use ocpp_server_core::ChargePointIdentity;
 
 use super::store::{Durability, Record, Saved, Settings, Store, StoreError, TransactionQuery};
-use super::{BootPolicy, Credentials, Csms, CsmsConfig, TokenEntry, TokenStore, Transaction};
+use super::{Credentials, Csms, CsmsConfig, TokenEntry, TokenStore, Transaction};
 
 /// How often a CSMS with a store reads what operators set again ([`Csms::follow_store`]).
 pub const SETTINGS_REFRESH: Duration = Duration::from_secs(2);
@@ -280,19 +280,6 @@ impl Csms {
             Durability::Committed,
         )?;
         Ok(self.edit_tokens(|store| store.remove(id)))
-    }
-
-    /// The records of a boot policy change.
-    pub(super) fn keep_boot_policy(
-        &self,
-        identity: &ChargePointIdentity,
-        policy: Option<BootPolicy>,
-    ) -> Result<(), StoreError> {
-        let record = Record::BootPolicy {
-            identity: identity.as_str().to_owned(),
-            policy,
-        };
-        self.keep(vec![record], Durability::Committed)
     }
 
     /// An operator's change to the credentials store: committed first (with `record`), then

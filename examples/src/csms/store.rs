@@ -160,6 +160,9 @@ pub enum StoreError {
     /// The URL names no backend this store speaks.
     #[error("unsupported database URL `{0}`: use sqlite://FILE or postgres://...")]
     UnsupportedUrl(String),
+    /// The commit of a group of writes failed (the database's error; nothing of them kept).
+    #[error("the commit failed: {0}")]
+    Commit(String),
     /// The store's thread is gone, or did not answer in time.
     #[error("the database did not answer within {DATABASE_WAIT:?}")]
     Unavailable,
@@ -437,7 +440,7 @@ async fn serve(pool: AnyPool, mut jobs: mpsc::UnboundedReceiver<Job>) {
                     if let Some(done) = done {
                         let _ = done.send(match &result {
                             Ok(()) => Ok(()),
-                            Err(e) => Err(StoreError::BadRow(format!("commit failed: {e}"))),
+                            Err(e) => Err(StoreError::Commit(e.to_string())),
                         });
                     }
                 }
