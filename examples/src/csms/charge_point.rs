@@ -74,8 +74,9 @@ pub struct ExtraState {
     /// Its last SignCertificate and what came of it (A02/A03), if it sent one.
     pub certificate: Option<CertificateSigning>,
     /// CALLs to send it right after the answer just made (CertificateSigned after an accepted
-    /// SignCertificate), taken by the I/O loop with `Csms::take_follow_up`.
-    pub(super) follow_up: Option<ocpp_server_core::Request>,
+    /// SignCertificate, GetTransactionStatus after a seqNo gap...), oldest first, taken one by
+    /// one by the I/O loop with `Csms::take_follow_up`.
+    pub(super) follow_ups: VecDeque<ocpp_server_core::Request>,
     /// Its `DeviceDataCtrlr.ItemsPerMessage`, from NotifyReport and our GetVariables
     /// (see [`super::items_per_message`]).
     pub items_per_message: ItemsPerMessage,
@@ -88,7 +89,7 @@ static NO_EXTRAS: ExtraState = ExtraState {
     seq_no_gaps: VecDeque::new(),
     seq_no_gap_count: 0,
     certificate: None,
-    follow_up: None,
+    follow_ups: VecDeque::new(),
     items_per_message: ItemsPerMessage {
         get_variables: None,
         set_variables: None,
@@ -106,9 +107,11 @@ impl Extras {
         self.0.is_some()
     }
 
-    /// Takes the follow-up CALL, if one waits (allocates nothing).
+    /// Takes the oldest follow-up CALL, if one waits (allocates nothing).
     pub(super) fn take_follow_up(&mut self) -> Option<ocpp_server_core::Request> {
-        self.0.as_mut().and_then(|extras| extras.follow_up.take())
+        self.0
+            .as_mut()
+            .and_then(|extras| extras.follow_ups.pop_front())
     }
 }
 

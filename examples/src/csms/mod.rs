@@ -50,7 +50,7 @@
 //!   the station's answer ([`ExtraState::certificate`], `certificate` in
 //!   `GET /chargepoints/ID`). Otherwise (no CA, a CSR that fails a check) the answer is
 //!   Rejected and nothing follows. The I/O loops send the follow-up CALL with
-//!   [`Csms::take_follow_up`] / [`Csms::send_follow_up`]. The TLS listener trusts the same CA
+//!   [`Csms::take_follow_up`] / [`Csms::send_follow_ups`]. The TLS listener trusts the same CA
 //!   for client certificates, so the station can use its new certificate for security
 //!   profile 3 at its next connection.
 //! - **Security profile per station** ([`credentials`]: `--security-profiles FILE` with lines
@@ -639,10 +639,11 @@ impl Csms {
         Ok(())
     }
 
-    /// The CALL the application wants sent to `identity` right after the answer just made
-    /// (CertificateSigned after an accepted SignCertificate), if any. The I/O loop sends it
-    /// after the answer, so that the station gets the CALLRESULT first (both servers: see
-    /// [`Csms::send_follow_up`] for a [`Connection`] the loop drives itself).
+    /// The next CALL the application wants sent to `identity` right after the answer just
+    /// made (CertificateSigned after an accepted SignCertificate, GetTransactionStatus after
+    /// a seqNo gap...), if any; call it until `None`. The I/O loop sends them after the
+    /// answer, in this order, so that the station gets the CALLRESULT first (both servers:
+    /// see [`Csms::send_follow_ups`] for a [`Connection`] the loop drives itself).
     pub fn take_follow_up(&self, identity: &ChargePointIdentity) -> Option<Request> {
         if self.follow_ups.load(Ordering::Acquire) == 0 {
             return None;
@@ -657,24 +658,23 @@ impl Csms {
         taken
     }
 
-    /// Sends [`Csms::take_follow_up`]'s CALL on `connection` (queued behind the answer and
-    /// any CALL in flight) and counts it as sent; a CALL the connection refuses is logged and
-    /// recorded as not sent.
-    pub fn send_follow_up(
+    /// Sends every [`Csms::take_follow_up`] CALL on `connection` (queued, in order, behind
+    /// the answer and any CALL in flight) and counts each as sent; a CALL the connection
+    /// refuses is logged and recorded as not sent.
+    pub fn send_follow_ups(
         &self,
         connection: &mut Connection,
         identity: &ChargePointIdentity,
         now: Instant,
     ) {
-        let Some(request) = self.take_follow_up(identity) else {
-            return;
-        };
-        let action = request.action().to_owned();
-        match connection.call(now, request) {
-            Ok(_) => self.on_call_sent(identity, &action),
-            Err(refused) => {
-                tracing::warn!(%identity, action, reason = %refused.reason, "follow-up CALL not sent");
-                self.note_certificate_answer(identity, &action, "NotSent".into());
+        while let Some(request) = self.take_follow_up(identity) {
+            let action = request.action().to_owned();
+            match connection.call(now, request) {
+                Ok(_) => self.on_call_sent(identity, &action),
+                Err(refused) => {
+                    tracing::warn!(%identity, action, reason = %refused.reason, "follow-up CALL not sent");
+                    self.note_certificate_answer(identity, &action, "NotSent".into());
+                }
             }
         }
     }
@@ -829,9 +829,9 @@ impl Csms {
     /// After a seqNo gap in a TransactionEvent (2.x): asks the station with a
     /// GetTransactionStatus (E14), sent right after the answer as the follow-up CALL, whether
     /// messages of the transaction are still queued; the answer is kept with the gap
-    /// ([`SeqNoGap::check`], `GET /chargepoints/ID`). Not asked while another follow-up waits.
+    /// ([`SeqNoGap::check`], `GET /chargepoints/ID`).
     fn ask_transaction_status(&self, cp: &mut ChargePoint, version: OcppVersion) {
-        if version == OcppVersion::V1_6 || cp.extras.follow_up.is_some() {
+        if version == OcppVersion::V1_6 {
             return;
         }
         let extras = cp.extras.get_mut();
@@ -842,7 +842,7 @@ impl Csms {
         match admin::decode_command(version, "GetTransactionStatus", &payload.to_string()) {
             Ok(request) => {
                 gap.check = Some(TransactionStatusCheck::Asked);
-                extras.follow_up = Some(request);
+                extras.follow_ups.push_back(request);
                 self.follow_ups.fetch_add(1, Ordering::AcqRel);
             }
             Err(e) => tracing::warn!(identity = %cp.identity, "GetTransactionStatus: {e}"),
@@ -1151,6 +1151,13 @@ impl Context<'_> {
         i32::try_from(interval.as_secs()).unwrap_or(i32::MAX)
     }
 
+    /// Queues `request` to be sent to `cp` right after the answer being made (see
+    /// [`Csms::take_follow_up`]).
+    fn follow_up(&self, cp: &mut ChargePoint, request: Request) {
+        cp.extras.get_mut().follow_ups.push_back(request);
+        self.follow_ups.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Records what a BootNotification is answered.
     fn booted(&self, cp: &mut ChargePoint, policy: BootPolicy) {
         cp.boot_status = Some(policy);
@@ -1196,9 +1203,7 @@ impl Context<'_> {
                 record.status = "Accepted";
                 record.serial = Some(signed.serial);
                 record.not_after = Some(signed.not_after);
-                if cp.extras.get_mut().follow_up.replace(request).is_none() {
-                    self.follow_ups.fetch_add(1, Ordering::AcqRel);
-                }
+                self.follow_up(cp, request);
                 true
             }
             Err(reason) => {

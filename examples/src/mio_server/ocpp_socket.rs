@@ -339,8 +339,8 @@ impl EventLoop {
                         Ok(()) => csms.metrics().calls_answered.inc(),
                         Err(error) => tracing::warn!(%identity, %id, "answer: {error}"),
                     }
-                    // CertificateSigned after an accepted SignCertificate: behind the answer.
-                    csms.send_follow_up(&mut s.connection, identity, now);
+                    // CertificateSigned after an accepted SignCertificate...: behind the answer.
+                    csms.send_follow_ups(&mut s.connection, identity, now);
                 }
                 Event::Send { request, .. } => {
                     if let Some(identity) = &s.identity {

@@ -94,15 +94,19 @@ impl Handler for App {
         };
         let identity = station.identity();
         let answer = self.csms.on_call(session, identity, call.request());
-        // CertificateSigned after an accepted SignCertificate. The driver writes the answer
-        // as soon as this future is ready, before it takes the next command: the CALL
-        // follows the answer.
-        if let Some(request) = self.csms.take_follow_up(identity) {
+        // CertificateSigned after an accepted SignCertificate... The driver writes the answer
+        // as soon as this future is ready, before it takes the next command: the CALLs
+        // follow the answer, one after another, in order.
+        let follow_ups: Vec<_> =
+            std::iter::from_fn(|| self.csms.take_follow_up(identity)).collect();
+        if !follow_ups.is_empty() {
             let (csms, cp) = (Arc::clone(&self.csms), station.charge_point().clone());
             tokio::spawn(async move {
-                let action = request.action();
-                let outcome = cp.call_raw(request).await;
-                call_ended(&csms, &cp, action, &outcome);
+                for request in follow_ups {
+                    let action = request.action();
+                    let outcome = cp.call_raw(request).await;
+                    call_ended(&csms, &cp, action, &outcome);
+                }
             });
         }
         answer
