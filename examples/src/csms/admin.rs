@@ -281,7 +281,8 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
                         body.push(b',');
                     }
                     // Writing a `Value` into a `Vec` cannot fail (no I/O, string keys).
-                    let _ = serde_json::to_writer(&mut body, &charge_point_json(cp, default_tariff));
+                    let _ =
+                        serde_json::to_writer(&mut body, &charge_point_json(cp, default_tariff));
                 }
                 body.push(b']');
                 HttpResponse {
@@ -904,7 +905,9 @@ fn tariff_of(body: &Value, default_currency: Option<Currency>) -> Result<Tariff,
             Value::Number(number) => number.to_string(),
             _ => return Err(format!("`{name}` must be a decimal such as \"0.25\"")),
         };
-        text.parse().map(Some).map_err(|e: super::TariffError| e.to_string())
+        text.parse()
+            .map(Some)
+            .map_err(|e: super::TariffError| e.to_string())
     };
     let (per_kwh, per_hour) = (price("price_per_kwh")?, price("price_per_hour")?);
     if per_kwh.is_none() && per_hour.is_none() {
@@ -915,7 +918,9 @@ fn tariff_of(body: &Value, default_currency: Option<Currency>) -> Result<Tariff,
     }
     let currency = match &body["currency"] {
         Value::Null => default_currency.unwrap_or(Currency::EUR),
-        Value::String(code) => code.parse().map_err(|e: super::TariffError| e.to_string())?,
+        Value::String(code) => code
+            .parse()
+            .map_err(|e: super::TariffError| e.to_string())?,
         _ => return Err("`currency` must be an ISO 4217 code such as \"EUR\"".into()),
     };
     Ok(Tariff::new(
