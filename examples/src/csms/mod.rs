@@ -39,6 +39,13 @@
 //! ([`ExtraState::seq_no_gaps`]), and each is followed by a GetTransactionStatus for its
 //! transaction (E14), whose answer is kept with it ([`SeqNoGap::check`]).
 //!
+//! With a tariff ([`tariff`]: `--price-per-kwh`, `--price-per-hour`, or a station's own from
+//! `PUT /chargepoints/ID/tariff`), OCPP 2.0.1 and 2.1 TransactionEvent `Ended` answers carry
+//! the final `totalCost` (I03) and an `Updated` with meter values is followed by CostUpdated
+//! with the running cost (I02), at most once per [`CsmsConfig::cost_updated_interval`] per
+//! transaction; 2.1 `Updated` answers carry the running `totalCost` too. OCPP 1.6 has no cost
+//! message in its core profile: nothing is sent. Without a tariff nothing changes.
+//!
 //! # Certificates and security profiles
 //!
 //! - **SignCertificate -> CertificateSigned** (2.0.1 and 2.1 A02/A03, 1.6 security
