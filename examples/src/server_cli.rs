@@ -760,6 +760,7 @@ mod tests {
         let app = super::csms(&args).unwrap();
         assert_eq!(app.config().get_boot_policy(), BootPolicy::Pending);
         assert_eq!(app.config().get_items_per_message(), Some(4));
+        assert_eq!(app.tokens().unwrap().master_pass(), Some("MASTER"));
         assert_eq!(app.config().get_tariff(), None);
         assert_eq!(
             app.config().get_cost_updated_interval(),
@@ -780,7 +781,6 @@ mod tests {
         assert_eq!(app.config().get_cost_updated_interval(), Duration::ZERO);
         let args = parse(&["--price-per-hour", "1.5"]).unwrap();
         assert_eq!(args.tariff, Some(Tariff::parse("0", "1.5", "EUR").unwrap()));
-        assert_eq!(app.tokens().unwrap().master_pass(), Some("MASTER"));
         for bad in [
             &["--boot-policy", "maybe"][..],
             &["--no-common-version", "close"],
