@@ -31,7 +31,7 @@
 //! | --- | --- |
 //! | `GET /tariff` | 200, `{"default","cost_updated_interval_s"}`: the default tariff (`{"price_per_kwh","price_per_hour","currency"}`, prices as decimal strings) or null ([`super::tariff`]) |
 //! | `GET /chargepoints/{identity}/tariff` | 200, `{"identity","tariff","default","applies"}`: its own tariff, the default, the one that applies (each null when none) |
-//! | `PUT /chargepoints/{identity}/tariff` + `{"price_per_kwh"?, "price_per_hour"?, "currency"?}` | 200; its own tariff (memory only), for its transactions from its next TransactionEvent on; prices as decimal strings or numbers, at least one (the other 0), at most 4 digits after the point; currency ISO 4217, default the default tariff's, else EUR; 400 otherwise |
+//! | `PUT /chargepoints/{identity}/tariff` + `{"price_per_kwh"?, "price_per_hour"?, "currency"?}` | 200; its own tariff (committed to the store first), for its transactions from its next TransactionEvent on; prices as decimal strings or numbers, at least one (the other 0), at most 4 digits after the point; currency ISO 4217, default the default tariff's, else EUR; 400 otherwise |
 //! | `DELETE /chargepoints/{identity}/tariff` | 200; back to the default tariff (or none: no cost) |
 //! | `GET /tokens` | 200, `{"enabled","master_pass","tokens":{ID:{"status","group","expiry"}}}` |
 //! | `GET /tokens/{idToken}` | 200, one token, 404 unknown |

@@ -45,7 +45,7 @@ use std::time::Duration;
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::ChargePointIdentity;
 
-use super::{ChangeError, ChargePoint, Context, Csms, Transaction, UnixTime};
+use super::{ChangeError, ChargePoint, Context, Csms, Durability, Record, Transaction, UnixTime};
 
 /// 1/10,000 of the currency unit: the resolution of a [`Price`].
 const PRICE_SCALE: i128 = 10_000;
@@ -377,16 +377,25 @@ impl Csms {
 
     /// Sets (or with `None` clears) a station's own tariff, known or not yet seen
     /// (`PUT|DELETE /chargepoints/ID/tariff`). It prices every transaction of the station
-    /// from then on, those running included. Kept in memory: not in the store, so it is
-    /// this node's only and does not survive a restart.
+    /// from then on, those running included. Committed to the store first, if there is one
+    /// (the nodes sharing it follow, see [`super::persistence`]).
     ///
     /// # Errors
-    /// None today; a [`ChangeError`] as the other operator changes have, for a store.
+    /// The store could not commit it: nothing changed.
     pub fn set_tariff(
         &self,
         identity: &ChargePointIdentity,
         tariff: Option<Tariff>,
     ) -> Result<(), ChangeError> {
+        let _changes = self
+            .settings_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let record = Record::Tariff {
+            identity: identity.as_str().to_owned(),
+            tariff,
+        };
+        self.keep(vec![record], Durability::Committed)?;
         let mut fleet = self.lock();
         match tariff {
             Some(tariff) => fleet.entry(identity).extras.get_mut().tariff = Some(tariff),
