@@ -1149,6 +1149,18 @@ fn tariff_per_station_and_none(binary: &str) {
     assert_eq!(updated, json!({"totalCost": 1.1}));
     assert_eq!(ended, json!({"totalCost": 1.1}));
 
+    // An Ended of a transaction the CSMS never saw: its cost is not known, so no totalCost
+    // (0.00 would tell the driver it was free).
+    let unknown = event(
+        "Ended",
+        "EVCommunicationLost",
+        7,
+        "TX-UNSEEN",
+        json!({"stoppedReason": "EVDisconnected"}),
+        register(9_000, "Transaction.End"),
+    );
+    assert_eq!(ws.result("TransactionEvent", unknown), json!({}));
+
     // Back to the default (none): no cost again.
     let (code, _) = admin(&server, "DELETE", "/chargepoints/CS-TARIFF/tariff", "");
     assert_eq!(code, 200);

@@ -122,6 +122,9 @@ macro_rules! handlers_2x {
                         let mut running_cost = None;
                         match event.event_type {
                             TransactionEventEnum::Ended => {
+                                // The cost of a transaction never seen before its end is
+                                // not known: no totalCost (0 would say it was free).
+                                let known = cp.transaction_mut(&info.transaction_id).is_some();
                                 if let Some(transaction) = cp.transaction_mut(&info.transaction_id)
                                 {
                                     ChargePoint::record_meter(transaction, readings);
@@ -138,7 +141,9 @@ macro_rules! handlers_2x {
                                 if let Some(transaction) = cp.transaction_mut(&info.transaction_id)
                                 {
                                     transaction.last_seq_no = Some(seq_no);
-                                    final_cost = tariff.map(|t| t.cost_of(transaction, now));
+                                    final_cost = tariff
+                                        .filter(|_| known)
+                                        .map(|t| t.cost_of(transaction, now));
                                 }
                             }
                             _ => {
