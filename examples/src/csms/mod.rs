@@ -994,6 +994,7 @@ impl Csms {
             let answer = match outcome {
                 Ok(_) => "Accepted".into(),
                 Err(CallFailure::ErrorResponse { code, .. }) => format!("CALLERROR {code:?}"),
+                Err(CallFailure::Timeout) => "Timeout".into(),
                 Err(failure) => failure.name().to_owned(),
             };
             self.note_cost_updated_answer(identity, action, answer);

@@ -290,7 +290,8 @@ pub struct CostUpdate {
     /// When it was queued, right after the TransactionEvent answer.
     pub at: UnixTime,
     /// The station's answer: `Accepted` (an empty CostUpdatedResponse), or `CALLERROR
-    /// <code>`, `Timeout`, `Disconnected`, `NotSent`; `None` while pending.
+    /// <code>`, `Timeout`, `Disconnected`, `NotSent` or another failure's name; `None` while
+    /// pending.
     pub answer: Option<String>,
 }
 
@@ -442,6 +443,142 @@ impl Csms {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::csms::{admin, CsmsConfig};
+    use ocpp_server_core::{Answer, CallOutcome, Request};
+    use serde_json::{json, Value};
+
+    /// A CSMS with the default tariff 0.25 per kWh and this CostUpdated interval, and one
+    /// connected station of `version`.
+    fn csms(interval: Duration, version: OcppVersion) -> (Csms, ChargePointIdentity) {
+        let tariff = Tariff::parse("0.25", "0", "EUR").unwrap();
+        let config = CsmsConfig::default()
+            .tariff(Some(tariff))
+            .cost_updated_interval(interval);
+        let csms = Csms::new(config);
+        let identity = ChargePointIdentity::new("CP-TARIFF".into(), false).unwrap();
+        csms.on_connected(&identity, version);
+        (csms, identity)
+    }
+
+    /// The CALLRESULT payload of `action` (JSON in, JSON out).
+    fn answer(csms: &Csms, identity: &ChargePointIdentity, action: &str, payload: Value) -> Value {
+        let version = csms.version_of(identity).unwrap();
+        let request = admin::decode_command(version, action, &payload.to_string()).unwrap();
+        let session = csms.charge_point(identity).unwrap().session.unwrap().id;
+        match csms.on_call(session, identity, &request) {
+            Answer::Result(response) => serde_json::to_value(response).unwrap(),
+            other => panic!("{action}: {other:?}"),
+        }
+    }
+
+    fn event(kind: &str, seq_no: u32, tx: &str, wh: u32) -> Value {
+        json!({"eventType": kind, "timestamp": "2026-01-01T00:00:00Z",
+               "triggerReason": "MeterValuePeriodic", "seqNo": seq_no,
+               "transactionInfo": {"transactionId": tx}, "evse": {"id": 1, "connectorId": 1},
+               "meterValue": [{"timestamp": "2026-01-01T00:00:00Z",
+                               "sampledValue": [{"value": wh}]}]})
+    }
+
+    fn follow_up(csms: &Csms, identity: &ChargePointIdentity) -> Option<Value> {
+        csms.take_follow_up(identity).map(|request: Request| {
+            assert_eq!(request.action(), "CostUpdated");
+            serde_json::to_value(request).unwrap()
+        })
+    }
+
+    #[test]
+    fn cost_updated_is_paced_per_transaction_and_its_answer_kept() {
+        let (csms, cp) = csms(Duration::from_secs(3_600), OcppVersion::V2_0_1);
+        let te = |kind, seq_no, tx, wh| {
+            answer(&csms, &cp, "TransactionEvent", event(kind, seq_no, tx, wh))
+        };
+        assert_eq!(te("Started", 0, "A", 1_000), json!({}));
+        assert_eq!(follow_up(&csms, &cp), None, "not after Started");
+        assert_eq!(
+            te("Updated", 1, "A", 3_000),
+            json!({}),
+            "2.0.1: not in the answer"
+        );
+        let first = follow_up(&csms, &cp).expect("the first at once");
+        assert_eq!(first, json!({"totalCost": 0.5, "transactionId": "A"}));
+        assert_eq!(follow_up(&csms, &cp), None);
+        // Within the interval: none for A; B's first goes at once.
+        assert_eq!(te("Updated", 2, "A", 4_000), json!({}));
+        assert_eq!(follow_up(&csms, &cp), None, "paced");
+        te("Started", 0, "B", 0);
+        te("Updated", 1, "B", 10);
+        assert_eq!(
+            follow_up(&csms, &cp),
+            Some(json!({"totalCost": 0.0, "transactionId": "B"}))
+        );
+        // The answers, in order: A's accepted, B's a CALLERROR.
+        let accepted: CallOutcome = Ok(ocpp_messages::v2_0_1::Response::from(
+            ocpp_messages::v2_0_1::CostUpdatedResponse::default(),
+        )
+        .into());
+        csms.on_call_completed(&cp, "CostUpdated", &accepted);
+        let failed: CallOutcome = Err(ocpp_server_core::CallFailure::Timeout);
+        csms.on_call_completed(&cp, "CostUpdated", &failed);
+        let updates = csms.charge_point(&cp).unwrap().extras.cost_updates.clone();
+        let answers: Vec<_> = updates.iter().map(|u| u.answer.as_deref()).collect();
+        assert_eq!(answers, [Some("Accepted"), Some("Timeout")]);
+        // The final cost: 3 kWh at 0.25.
+        assert_eq!(te("Ended", 3, "A", 4_000), json!({"totalCost": 0.75}));
+        assert_eq!(follow_up(&csms, &cp), None);
+    }
+
+    #[test]
+    fn ocpp_2_1_updated_answers_carry_the_running_cost() {
+        let (csms, cp) = csms(Duration::ZERO, OcppVersion::V2_1);
+        answer(
+            &csms,
+            &cp,
+            "TransactionEvent",
+            event("Started", 0, "T", 1_000),
+        );
+        let updated = answer(
+            &csms,
+            &cp,
+            "TransactionEvent",
+            event("Updated", 1, "T", 2_000),
+        );
+        assert_eq!(updated, json!({"totalCost": 0.25}));
+        assert!(follow_up(&csms, &cp).is_some());
+        let updated = answer(
+            &csms,
+            &cp,
+            "TransactionEvent",
+            event("Updated", 2, "T", 2_400),
+        );
+        assert_eq!(updated, json!({"totalCost": 0.35}));
+        assert!(follow_up(&csms, &cp).is_some(), "interval 0: every time");
+    }
+
+    #[test]
+    fn ocpp_1_6_is_not_priced_on_the_wire() {
+        let (csms, cp) = csms(Duration::ZERO, OcppVersion::V1_6);
+        let started = answer(
+            &csms,
+            &cp,
+            "StartTransaction",
+            json!({"connectorId": 1, "idTag": "T", "meterStart": 1000,
+                   "timestamp": "2026-01-01T00:00:00Z"}),
+        );
+        let id = started["transactionId"].clone();
+        let meter = json!({"connectorId": 1, "transactionId": id,
+            "meterValue": [{"timestamp": "2026-01-01T00:00:00Z",
+                            "sampledValue": [{"value": "3000"}]}]});
+        assert_eq!(answer(&csms, &cp, "MeterValues", meter), json!({}));
+        let stop = json!({"transactionId": id, "meterStop": 5000,
+                          "timestamp": "2026-01-01T00:00:00Z"});
+        let stopped = answer(&csms, &cp, "StopTransaction", stop);
+        assert!(stopped.get("totalCost").is_none(), "{stopped}");
+        assert_eq!(follow_up(&csms, &cp), None);
+        // The admin API prices it all the same.
+        let state =
+            admin::charge_point_json(&csms.charge_point(&cp).unwrap(), csms.config().get_tariff());
+        assert_eq!(state["transactions"][0]["cost"], json!(1.0), "{state}");
+    }
 
     fn price(text: &str) -> Price {
         text.parse().unwrap()
