@@ -34,6 +34,7 @@ use tokio::sync::watch;
 
 use crate::csms::admin_auth::AdminAuth;
 use crate::csms::Csms;
+use crate::tls::ServerTls;
 use handler::App;
 
 /// How long a graceful shutdown may take before the remaining connections are dropped.
@@ -77,7 +78,12 @@ pub struct Server {
     local_addr: SocketAddr,
     admin_addr: Option<SocketAddr>,
     app: Arc<App>,
-    ocpp: ocpp_tokio::server::Service<Arc<App>>,
+    ocpp: Arc<ocpp_tokio::server::Service<Arc<App>>>,
+    /// The OpenSSL backend (`--tls-backend openssl`): its handshake runs here, and the
+    /// plaintext stream goes to `ocpp` with the client certificate it verified.
+    openssl: Option<OpenSsl>,
+    /// How long a TLS handshake of ours may take (the connections' handshake timeout).
+    handshake_timeout: Duration,
     shutdown: Arc<watch::Sender<bool>>,
     /// The connections' call timeout (the admin's cluster commands take it too).
     call_timeout: Duration,
@@ -99,15 +105,23 @@ impl Server {
             config.push_interval,
         ));
         let call_timeout = config.connection.get_call_timeout();
+        let handshake_timeout = config.connection.get_handshake_timeout();
         let mut builder = ocpp_tokio::Server::builder()
             .config(config.connection)
             .shutdown_timeout(SHUTDOWN_TIMEOUT)
             .handler(Arc::clone(&app));
-        if let Some(tls) = config.tls {
-            builder = builder.tls(tls).on_tls_error(move |error| {
-                tracing::info!("TLS failed: {error}");
-                csms.metrics().tls_failures.inc();
-            });
+        // rustls runs inside ocpp-tokio; OpenSSL here, before the stream is handed over.
+        let mut openssl = None;
+        match config.tls {
+            None => {}
+            Some(ServerTls::Rustls(tls)) => {
+                builder = builder.tls(tls).on_tls_error(move |error| {
+                    tracing::info!("TLS failed: {error}");
+                    csms.metrics().tls_failures.inc();
+                });
+            }
+            #[cfg(feature = "openssl")]
+            Some(ServerTls::OpenSsl(tls)) => openssl = Some(tls),
         }
         if let Some(cluster) = config.cluster {
             builder = builder.cluster(cluster).map_err(io::Error::other)?;
@@ -119,7 +133,9 @@ impl Server {
             local_addr,
             admin_addr,
             app,
-            ocpp: builder.build(),
+            ocpp: Arc::new(builder.build()),
+            openssl,
+            handshake_timeout,
             shutdown: Arc::new(shutdown),
             call_timeout,
             admin_auth: config.admin_auth,
@@ -153,6 +169,8 @@ impl Server {
             shutdown,
             call_timeout,
             admin_auth,
+            openssl,
+            handshake_timeout,
             ..
         } = self;
         let mut stop = shutdown.subscribe();
@@ -182,7 +200,17 @@ impl Server {
                 accepted = listener.accept() => match accepted {
                     Ok((socket, _)) => {
                         let _ = socket.set_nodelay(true);
-                        ocpp.serve_connection(Counted::new(socket, Arc::clone(&app.csms)));
+                        let socket = Counted::new(socket, Arc::clone(&app.csms));
+                        match &openssl {
+                            None => ocpp.serve_connection(socket),
+                            #[cfg(feature = "openssl")]
+                            Some(tls) => {
+                                let (tls, ocpp) = (tls.clone(), Arc::clone(&ocpp));
+                                tokio::spawn(openssl_accept(tls, socket, ocpp, handshake_timeout));
+                            }
+                            #[cfg(not(feature = "openssl"))]
+                            Some(never) => match *never {},
+                        }
                     }
                     Err(e) if is_resource_exhaustion(&e) => {
                         // Out of file descriptors: the backlog keeps the connection.
@@ -206,6 +234,38 @@ impl Server {
             let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
         }
         Ok(())
+    }
+}
+
+/// The OpenSSL backend's configuration (nothing without the cargo feature `openssl`).
+#[cfg(feature = "openssl")]
+type OpenSsl = crate::tls::openssl::OpenSslConfig;
+/// The OpenSSL backend's configuration (nothing without the cargo feature `openssl`).
+#[cfg(not(feature = "openssl"))]
+#[derive(Debug)]
+enum OpenSsl {}
+
+/// The OpenSSL handshake over `socket` (bounded by `timeout`), then the plaintext stream to
+/// `ocpp` with the client certificate OpenSSL verified. A failed handshake is logged and
+/// counted as the rustls backend's are; OpenSSL has sent its alert.
+#[cfg(feature = "openssl")]
+async fn openssl_accept(
+    tls: OpenSsl,
+    socket: Counted,
+    ocpp: Arc<ocpp_tokio::server::Service<Arc<App>>>,
+    timeout: Duration,
+) {
+    let csms = Arc::clone(&socket.csms);
+    match tokio::time::timeout(timeout, crate::tls::openssl::accept(&tls, socket)).await {
+        Ok(Ok((stream, certificate))) => {
+            let certificate = certificate.map(ocpp_tokio::handler::PeerCertificate::from_der);
+            ocpp.serve_authenticated(stream, certificate);
+        }
+        Ok(Err(error)) => {
+            tracing::info!("TLS failed: {error}");
+            csms.metrics().tls_failures.inc();
+        }
+        Err(_) => tracing::debug!("TLS handshake timed out"),
     }
 }
 
