@@ -429,7 +429,9 @@ impl TlsSession {
         on_plaintext: impl FnMut(&[u8]),
     ) -> Received {
         match &mut self.backend {
-            Backend::Rustls(connection) => receive_rustls(connection, socket, scratch, on_plaintext),
+            Backend::Rustls(connection) => {
+                receive_rustls(connection, socket, scratch, on_plaintext)
+            }
             #[cfg(feature = "openssl")]
             Backend::OpenSsl(session) => {
                 let eof = match socket.read(scratch) {
@@ -808,7 +810,10 @@ mod tests {
             let _ = client.receive(&mut to_client, &mut scratch, |_| {});
         }
         assert!(
-            matches!(failure, Some(TlsFailure::Rustls(rustls::Error::NoCertificatesPresented))),
+            matches!(
+                failure,
+                Some(TlsFailure::Rustls(rustls::Error::NoCertificatesPresented))
+            ),
             "{failure:?}"
         );
         to_client.eof = true;

@@ -974,6 +974,9 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
             "answer": c.answer,
             "answered_at": c.answered_at.map(time_json),
         })),
+        "client_certificate": cp.extras.client_certificate.as_ref().map(|c| json!({
+            "common_name": c.common_name,
+        })),
         "seq_no_gaps": {
             "count": cp.extras.seq_no_gap_count,
             "recent": cp.extras.seq_no_gaps.iter().map(|g| json!({

@@ -80,6 +80,9 @@ pub struct ExtraState {
     /// Its `DeviceDataCtrlr.ItemsPerMessage`, from NotifyReport and our GetVariables
     /// (see [`super::items_per_message`]).
     pub items_per_message: ItemsPerMessage,
+    /// The client certificate the TLS layer verified on its last accepted upgrade (security
+    /// profile 3), whichever TLS backend did; cleared by an upgrade without one.
+    pub client_certificate: Option<super::ClientCertificate>,
 }
 
 /// What every record without extras reads.
@@ -94,6 +97,7 @@ static NO_EXTRAS: ExtraState = ExtraState {
         get_variables: None,
         set_variables: None,
     },
+    client_certificate: None,
 };
 
 impl Extras {

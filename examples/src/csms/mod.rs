@@ -548,12 +548,42 @@ impl Csms {
                 if profile == Some(SecurityProfile::TlsClientCertificate) {
                     self.hold_to_certificates(&upgrade.identity);
                 }
+                self.keep_client_certificate(&upgrade.identity, transport);
                 Ok(())
             }
             Err(refusal) => {
                 self.metrics.upgrades_rejected.inc();
                 tracing::info!(identity = %upgrade.identity, status = refusal.status, reason = refusal.reason, "upgrade rejected");
                 Err(Rejection::new(refusal.status, refusal.reason))
+            }
+        }
+    }
+
+    /// Keeps the verified client certificate of an accepted upgrade in the station's state
+    /// (`GET /chargepoints/ID`), or clears the one of an earlier connection. A station that
+    /// never presented one costs nothing here.
+    fn keep_client_certificate(&self, identity: &ChargePointIdentity, transport: &Transport) {
+        let certificate = match transport {
+            Transport::Tls {
+                client_certificate: Some(certificate),
+            } => Some(certificate.clone()),
+            _ => None,
+        };
+        let mut charge_points = self.lock();
+        match certificate {
+            Some(certificate) => {
+                charge_points
+                    .entry(identity)
+                    .extras
+                    .get_mut()
+                    .client_certificate = Some(certificate);
+            }
+            None => {
+                if let Some(charge_point) = charge_points.get_mut(identity.as_str()) {
+                    if charge_point.extras.client_certificate.is_some() {
+                        charge_point.extras.get_mut().client_certificate = None;
+                    }
+                }
             }
         }
     }
@@ -1048,7 +1078,7 @@ impl Csms {
             return;
         };
         let mut charge_points = self.lock();
-        if let Some(charge_point) = charge_points.get_mut(identity) {
+        if let Some(charge_point) = charge_points.get_mut(identity.as_str()) {
             // A newer connection of the same charge point may already hold it.
             if charge_point.session.as_ref().map(|s| s.id) == Some(session) {
                 charge_point.session = None;

@@ -13,7 +13,8 @@
 //!   of in-memory buffers. The loop reads the socket into the incoming buffer, the session
 //!   hands out plaintext; the session's records collect in the outgoing buffer, and the loop
 //!   writes them to the socket. OpenSSL never sees the socket.
-//! - [`accept`]: the handshake over a tokio stream (`tokio-openssl`), for tokio-server.
+//! - [`session`] and [`handshake`]: the same over a tokio stream (`tokio-openssl`), for
+//!   tokio-server, which then hands the plaintext stream to `ocpp-tokio`.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -297,7 +298,11 @@ impl OpenSslSession {
 
     /// Moves the handshake on, then decrypts what the records hold, handing every piece of
     /// plaintext to `on_plaintext` through `scratch`, until OpenSSL needs more records.
-    pub(super) fn process(&mut self, scratch: &mut [u8], mut on_plaintext: impl FnMut(&[u8])) -> Step {
+    pub(super) fn process(
+        &mut self,
+        scratch: &mut [u8],
+        mut on_plaintext: impl FnMut(&[u8]),
+    ) -> Step {
         if self.handshaking {
             match self.stream.accept() {
                 Ok(()) => {
@@ -367,33 +372,31 @@ impl OpenSslSession {
     }
 }
 
-/// Why a TLS handshake over a tokio stream ([`accept`]) failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AcceptError {
-    /// The session could not be set up.
-    #[error("new session: {0}")]
-    Session(#[from] ErrorStack),
-    /// The handshake failed (the peer's certificate refused, no suite in common, not TLS).
-    #[error("{0}")]
-    Handshake(#[from] openssl::ssl::Error),
-}
-
-/// The server side of a TLS handshake over `stream` (tokio-server); the stream then carries
-/// plaintext, and the peer's verified end-entity certificate comes with it.
-pub async fn accept<S>(
+/// The server side of a TLS session over a tokio stream (tokio-server): run [`handshake`]
+/// on it, then it carries plaintext.
+pub fn session<S>(
     config: &OpenSslConfig,
     stream: S,
-) -> Result<(tokio_openssl::SslStream<S>, Option<CertificateDer<'static>>), AcceptError>
+) -> Result<tokio_openssl::SslStream<S>, ErrorStack>
+where
+    S: AsyncRead + AsyncWrite,
+{
+    tokio_openssl::SslStream::new(config.ssl()?, stream)
+}
+
+/// The server side of the TLS handshake over a [`session`]: the peer's verified end-entity
+/// certificate, if it presented one. On failure OpenSSL has written its alert; the stream is
+/// still the caller's, to close gracefully.
+pub async fn handshake<S>(
+    stream: &mut tokio_openssl::SslStream<S>,
+) -> Result<Option<CertificateDer<'static>>, openssl::ssl::Error>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut stream = tokio_openssl::SslStream::new(config.ssl()?, stream)?;
-    Pin::new(&mut stream).accept().await?;
-    let certificate = stream
+    Pin::new(&mut *stream).accept().await?;
+    Ok(stream
         .ssl()
         .peer_certificate()
         .and_then(|c| c.to_der().ok())
-        .map(CertificateDer::from);
-    Ok((stream, certificate))
+        .map(CertificateDer::from))
 }

@@ -111,18 +111,18 @@ impl Server {
             .shutdown_timeout(SHUTDOWN_TIMEOUT)
             .handler(Arc::clone(&app));
         // rustls runs inside ocpp-tokio; OpenSSL here, before the stream is handed over.
-        let mut openssl = None;
-        match config.tls {
-            None => {}
+        let openssl = match config.tls {
+            None => None,
             Some(ServerTls::Rustls(tls)) => {
                 builder = builder.tls(tls).on_tls_error(move |error| {
                     tracing::info!("TLS failed: {error}");
                     csms.metrics().tls_failures.inc();
                 });
+                None
             }
             #[cfg(feature = "openssl")]
-            Some(ServerTls::OpenSsl(tls)) => openssl = Some(tls),
-        }
+            Some(ServerTls::OpenSsl(tls)) => Some(tls),
+        };
         if let Some(cluster) = config.cluster {
             builder = builder.cluster(cluster).map_err(io::Error::other)?;
         }
@@ -173,6 +173,8 @@ impl Server {
             handshake_timeout,
             ..
         } = self;
+        #[cfg(not(feature = "openssl"))]
+        let _ = handshake_timeout;
         let mut stop = shutdown.subscribe();
         let admin_task = admin.map(|admin| {
             let router = admin::router(admin::Admin {
@@ -247,7 +249,9 @@ enum OpenSsl {}
 
 /// The OpenSSL handshake over `socket` (bounded by `timeout`), then the plaintext stream to
 /// `ocpp` with the client certificate OpenSSL verified. A failed handshake is logged and
-/// counted as the rustls backend's are; OpenSSL has sent its alert.
+/// counted as the rustls backend's are; its alert goes out, then our write side is shut and
+/// the socket read until the peer's end (at most [`TLS_FAILURE_DRAIN`]), so that unread data
+/// does not turn the close into a reset that could overtake the alert.
 #[cfg(feature = "openssl")]
 async fn openssl_accept(
     tls: OpenSsl,
@@ -255,19 +259,40 @@ async fn openssl_accept(
     ocpp: Arc<ocpp_tokio::server::Service<Arc<App>>>,
     timeout: Duration,
 ) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let csms = Arc::clone(&socket.csms);
-    match tokio::time::timeout(timeout, crate::tls::openssl::accept(&tls, socket)).await {
-        Ok(Ok((stream, certificate))) => {
+    let mut stream = match crate::tls::openssl::session(&tls, socket) {
+        Ok(stream) => stream,
+        Err(error) => {
+            tracing::warn!("TLS session: {error}");
+            return;
+        }
+    };
+    let handshake = crate::tls::openssl::handshake(&mut stream);
+    match tokio::time::timeout(timeout, handshake).await {
+        Ok(Ok(certificate)) => {
             let certificate = certificate.map(ocpp_tokio::handler::PeerCertificate::from_der);
             ocpp.serve_authenticated(stream, certificate);
         }
         Ok(Err(error)) => {
             tracing::info!("TLS failed: {error}");
             csms.metrics().tls_failures.inc();
+            let socket = stream.get_mut();
+            let drain = async {
+                socket.shutdown().await?;
+                let mut buf = [0u8; 1024];
+                while socket.read(&mut buf).await? > 0 {}
+                io::Result::Ok(())
+            };
+            let _ = tokio::time::timeout(TLS_FAILURE_DRAIN, drain).await;
         }
         Err(_) => tracing::debug!("TLS handshake timed out"),
     }
 }
+
+/// How long a socket whose TLS handshake failed is read before it is closed.
+#[cfg(feature = "openssl")]
+const TLS_FAILURE_DRAIN: Duration = Duration::from_secs(1);
 
 /// A charge point's socket, counted in the metrics while it is open.
 #[derive(Debug)]
