@@ -707,6 +707,143 @@ mod tests {
         panic!("no quiet state");
     }
 
+    /// Sends 300 KB from `sender` to `receiver` through `pipe`: `send` takes what fits,
+    /// stops on WouldBlock, and goes on after the receiver read.
+    fn transfer(sender: &mut TlsSession, receiver: &mut TlsSession, pipe: &mut Pipe) {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let (mut offset, mut received) = (0, Vec::new());
+        let mut scratch = [0u8; 4096];
+        for _ in 0..10_000 {
+            offset += sender.send(pipe, &data[offset..]).unwrap();
+            let _ = receiver.receive(pipe, &mut scratch, |p| received.extend_from_slice(p));
+            if received.len() == data.len() {
+                break;
+            }
+        }
+        assert!(
+            received == data,
+            "{} of {} bytes",
+            received.len(),
+            data.len()
+        );
+        assert!(pipe.blocked_writes > 0, "never blocked");
+        assert!(pipe.partial_writes > 0, "never a partial write");
+    }
+
+    /// close_notify from `server`: the client sees the end of the stream; nothing is sent
+    /// after it.
+    fn close_notify(server: &mut TlsSession, client: &mut TlsSession, to_client: &mut Pipe) {
+        let mut scratch = [0u8; 4096];
+        server.close();
+        server.close();
+        assert_eq!(server.send(to_client, b"late").unwrap(), 0);
+        let mut ended = false;
+        for _ in 0..10 {
+            match client.receive(to_client, &mut scratch, |_| panic!("data after close")) {
+                Received::Closed => {
+                    ended = true;
+                    break;
+                }
+                Received::Progress | Received::WouldBlock => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(ended);
+    }
+
+    /// The OpenSSL backend driven the same way, against a rustls client: a static-RSA suite
+    /// cannot be shown here (rustls will not offer one; `tests/tls_openssl.rs` does), but the
+    /// Sans-IO session is: handshake, client certificate, bulk both ways through a small
+    /// pipe, close_notify.
+    #[cfg(feature = "openssl")]
+    #[test]
+    fn openssl_session_handshake_bulk_and_close_notify() {
+        let dir = pki();
+        let config = openssl::server_config(
+            &[(&dir.join("server.pem"), &dir.join("server.key"))],
+            &load_certificates(&dir.join("ca.pem")).unwrap(),
+            openssl::ClientCertificatePolicy::Required,
+        )
+        .unwrap();
+        for version in [&rustls::version::TLS12, &rustls::version::TLS13] {
+            let client_config = Arc::new(
+                ClientConfig::builder_with_provider(provider())
+                    .with_protocol_versions(&[version])
+                    .unwrap()
+                    .with_root_certificates(load_roots(&dir.join("ca.pem")).unwrap())
+                    .with_client_auth_cert(
+                        load_certificates(&dir.join("cp.pem")).unwrap(),
+                        load_private_key(&dir.join("cp.key")).unwrap(),
+                    )
+                    .unwrap(),
+            );
+            let name = ServerName::try_from("127.0.0.1").unwrap();
+            let mut client = client_session(client_config, name);
+            let mut server =
+                TlsSession::accept(&ServerTls::OpenSsl(config.clone())).unwrap();
+            let (mut to_server, mut to_client) =
+                (Pipe::new(10_000, 3000), Pipe::new(10_000, 3000));
+            assert!(server.is_handshaking());
+            pump(&mut client, &mut server, &mut to_server, &mut to_client);
+            assert!(!client.is_handshaking() && !server.is_handshaking());
+            assert_eq!(server.peer_common_name(), Some(Some("CP001".to_owned())));
+            assert_eq!(client.peer_common_name(), Some(Some("csms".to_owned())));
+            transfer(&mut client, &mut server, &mut to_server);
+            transfer(&mut server, &mut client, &mut to_client);
+            close_notify(&mut server, &mut client, &mut to_client);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(feature = "openssl")]
+    #[test]
+    fn openssl_session_without_the_required_client_certificate_fails_with_an_alert() {
+        let dir = pki();
+        let config = openssl::server_config(
+            &[(&dir.join("server.pem"), &dir.join("server.key"))],
+            &load_certificates(&dir.join("ca.pem")).unwrap(),
+            openssl::ClientCertificatePolicy::Required,
+        )
+        .unwrap();
+        let client_config = client_config(&dir.join("ca.pem"), None).unwrap();
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let mut client = client_session(client_config, name);
+        let mut server = TlsSession::accept(&ServerTls::OpenSsl(config)).unwrap();
+        let (mut to_server, mut to_client) =
+            (Pipe::new(1 << 20, 1 << 20), Pipe::new(1 << 20, 1 << 20));
+        let mut scratch = [0u8; 4096];
+        let mut failure = None;
+        for _ in 0..100 {
+            client.write_to(&mut to_server).unwrap();
+            if let Received::Failed(e) = server.receive(&mut to_server, &mut scratch, |_| {}) {
+                failure = Some(e);
+                server.abandon();
+                server.write_to(&mut to_client).unwrap();
+                break;
+            }
+            server.write_to(&mut to_client).unwrap();
+            let _ = client.receive(&mut to_client, &mut scratch, |_| {});
+        }
+        assert!(matches!(failure, Some(TlsFailure::OpenSsl(_))), "{failure:?}");
+        let mut alert = None;
+        for _ in 0..10 {
+            if let Received::Failed(e) = client.receive(&mut to_client, &mut scratch, |_| {}) {
+                alert = Some(e);
+                break;
+            }
+        }
+        assert!(
+            matches!(
+                alert,
+                Some(TlsFailure::Rustls(rustls::Error::AlertReceived(
+                    rustls::AlertDescription::CertificateRequired
+                )))
+            ),
+            "{alert:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn handshake_bulk_through_a_small_pipe_and_close_notify() {
         let dir = pki();
@@ -739,43 +876,8 @@ mod tests {
 
         // 300 KB from the server: `send` takes what fits, stops on WouldBlock, and goes on
         // after the client read.
-        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-        let (mut offset, mut received) = (0, Vec::new());
-        let mut scratch = [0u8; 4096];
-        for _ in 0..10_000 {
-            offset += server.send(&mut to_client, &data[offset..]).unwrap();
-            let _ = client.receive(&mut to_client, &mut scratch, |p| {
-                received.extend_from_slice(p)
-            });
-            if received.len() == data.len() {
-                break;
-            }
-        }
-        assert!(
-            received == data,
-            "{} of {} bytes",
-            received.len(),
-            data.len()
-        );
-        assert!(to_client.blocked_writes > 0, "never blocked");
-        assert!(to_client.partial_writes > 0, "never a partial write");
-
-        // close_notify: the client sees the end of the stream; nothing is sent after it.
-        server.close();
-        server.close();
-        assert_eq!(server.send(&mut to_client, b"late").unwrap(), 0);
-        let mut ended = false;
-        for _ in 0..10 {
-            match client.receive(&mut to_client, &mut scratch, |_| panic!("data after close")) {
-                Received::Closed => {
-                    ended = true;
-                    break;
-                }
-                Received::Progress | Received::WouldBlock => {}
-                other => panic!("{other:?}"),
-            }
-        }
-        assert!(ended);
+        transfer(&mut server, &mut client, &mut to_client);
+        close_notify(&mut server, &mut client, &mut to_client);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
