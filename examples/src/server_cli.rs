@@ -37,6 +37,9 @@ Security profiles (OCPP 1.6 security whitepaper, OCPP 2.0.1 part 2 A00):
   1: --basic-auth FILE                                  Basic auth over ws://
   2: --basic-auth FILE --tls-cert FILE --tls-key FILE   Basic auth over wss://
   3: --tls-cert FILE --tls-key FILE --client-ca FILE    client certificates over wss://
+  TLS: rustls by default (forward-secret suites only); --tls-backend openssl adds the
+     static-RSA suites OCPP 2.0.1 A00.FR.318 asks for (TC_A_04, TC_A_07); give it an RSA
+     certificate, and an ECDSA one too if you like (--tls-cert/--tls-key twice)
   per station, on one wss:// listener: --tls-cert FILE --tls-key FILE --client-ca FILE
      --basic-auth FILE --security-profiles FILE: client certificates are optional at the
      TLS layer and each station's profile decides at the upgrade (401 for credentials
