@@ -872,6 +872,59 @@ mod tests {
     }
 
     #[test]
+    fn tls_backend_and_certificates_per_backend() {
+        let pair = |n: &str| {
+            [
+                "--tls-cert".to_owned(),
+                format!("{n}.pem"),
+                "--tls-key".to_owned(),
+                format!("{n}.key"),
+            ]
+        };
+        let with = |pairs: &[&str], more: &[&str]| {
+            let mut args: Vec<String> = pairs.iter().flat_map(|n| pair(n)).collect();
+            args.extend(more.iter().map(|s| (*s).to_owned()));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            parse(&args)
+        };
+        let both = with(&["rsa", "ecdsa"], &["--tls-backend", "openssl"]).unwrap();
+        assert_eq!(both.tls_backend, TlsBackend::OpenSsl);
+        assert_eq!(
+            both.tls_cert,
+            [PathBuf::from("rsa.pem"), PathBuf::from("ecdsa.pem")]
+        );
+        assert_eq!(
+            both.tls_key,
+            [PathBuf::from("rsa.key"), PathBuf::from("ecdsa.key")]
+        );
+        assert!(with(&["rsa"], &["--tls-backend", "gnutls"]).is_err());
+        // rustls takes one certificate, OpenSSL one per key type: refused before any file is
+        // read.
+        let error = tls_config(&with(&["rsa", "ecdsa"], &[]).unwrap()).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("--tls-backend rustls takes at most 1"),
+            "{error}"
+        );
+        let three = with(&["a", "b", "c"], &["--tls-backend", "openssl"]).unwrap();
+        let error = tls_config(&three).unwrap_err();
+        if cfg!(feature = "openssl") {
+            assert!(
+                error
+                    .to_string()
+                    .contains("--tls-backend openssl takes at most 2"),
+                "{error}"
+            );
+        } else {
+            assert!(
+                matches!(error, TlsError::BackendNotBuilt("openssl")),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
     fn ca_and_profile_files() {
         let dir = std::env::temp_dir().join(format!("server-cli-ca-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -779,10 +779,8 @@ mod tests {
             );
             let name = ServerName::try_from("127.0.0.1").unwrap();
             let mut client = client_session(client_config, name);
-            let mut server =
-                TlsSession::accept(&ServerTls::OpenSsl(config.clone())).unwrap();
-            let (mut to_server, mut to_client) =
-                (Pipe::new(10_000, 3000), Pipe::new(10_000, 3000));
+            let mut server = TlsSession::accept(&ServerTls::OpenSsl(config.clone())).unwrap();
+            let (mut to_server, mut to_client) = (Pipe::new(10_000, 3000), Pipe::new(10_000, 3000));
             assert!(server.is_handshaking());
             pump(&mut client, &mut server, &mut to_server, &mut to_client);
             assert!(!client.is_handshaking() && !server.is_handshaking());
@@ -792,6 +790,24 @@ mod tests {
             transfer(&mut server, &mut client, &mut to_client);
             close_notify(&mut server, &mut client, &mut to_client);
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(feature = "openssl")]
+    #[test]
+    fn openssl_config_refuses_a_key_of_another_certificate() {
+        let dir = pki();
+        let error = openssl::server_config(
+            &[(&dir.join("server.pem"), &dir.join("cp.key"))],
+            &[],
+            openssl::ClientCertificatePolicy::None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("cp.key: the private key does not match"),
+            "{error}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -824,7 +840,10 @@ mod tests {
             server.write_to(&mut to_client).unwrap();
             let _ = client.receive(&mut to_client, &mut scratch, |_| {});
         }
-        assert!(matches!(failure, Some(TlsFailure::OpenSsl(_))), "{failure:?}");
+        assert!(
+            matches!(failure, Some(TlsFailure::OpenSsl(_))),
+            "{failure:?}"
+        );
         let mut alert = None;
         for _ in 0..10 {
             if let Received::Failed(e) = client.receive(&mut to_client, &mut scratch, |_| {}) {

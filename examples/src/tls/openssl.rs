@@ -168,7 +168,7 @@ fn add_identity(builder: &mut SslContextBuilder, cert: &Path, key: &Path) -> Res
     let private_key = PKey::private_key_from_pem(&pem).map_err(in_key("the private key"))?;
     builder
         .set_private_key(&private_key)
-        .map_err(in_key("the private key"))?;
+        .map_err(in_key("the private key of the --tls-cert given with it"))?;
     builder
         .check_private_key()
         .map_err(in_key("the private key does not match the certificate"))?;
