@@ -805,7 +805,7 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(
-            error.contains("cp.key: the private key does not match"),
+            error.contains("cp.key: the private key") && error.contains("mismatch"),
             "{error}"
         );
         let _ = std::fs::remove_dir_all(&dir);
