@@ -401,7 +401,7 @@ impl<H: Handler> Service<H> {
 
     /// Serves one stream that an authenticating layer of the caller's own (a TLS library
     /// other than the service's) has already secured, with the client certificate it
-    /// verified: [`Handler::on_upgrade`](crate::Handler::on_upgrade) sees it as
+    /// verified: [`Handler::on_upgrade`] sees it as
     /// [`Connecting::certificate`](crate::Connecting::certificate). The service's own TLS,
     /// if configured, is not applied. Otherwise as [`Service::serve_connection`].
     ///
