@@ -712,14 +712,21 @@ mod tests {
     }
 
     /// Sends 300 KB from `sender` to `receiver` through `pipe`: `send` takes what fits,
-    /// stops on WouldBlock, and goes on after the receiver read.
-    fn transfer(sender: &mut TlsSession, receiver: &mut TlsSession, pipe: &mut Pipe) {
+    /// stops on WouldBlock, and goes on after the receiver read; `check` sees both after each
+    /// step.
+    fn transfer(
+        sender: &mut TlsSession,
+        receiver: &mut TlsSession,
+        pipe: &mut Pipe,
+        check: impl Fn(&TlsSession, &TlsSession),
+    ) {
         let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
         let (mut offset, mut received) = (0, Vec::new());
         let mut scratch = [0u8; 4096];
         for _ in 0..10_000 {
             offset += sender.send(pipe, &data[offset..]).unwrap();
             let _ = receiver.receive(pipe, &mut scratch, |p| received.extend_from_slice(p));
+            check(sender, receiver);
             if received.len() == data.len() {
                 break;
             }
@@ -790,8 +797,17 @@ mod tests {
             assert!(!client.is_handshaking() && !server.is_handshaking());
             assert_eq!(server.peer_common_name(), Some(Some("CP001".to_owned())));
             assert_eq!(client.peer_common_name(), Some(Some("csms".to_owned())));
-            transfer(&mut client, &mut server, &mut to_server);
-            transfer(&mut server, &mut client, &mut to_client);
+            // The in-memory buffers stay within a record or two of the limit.
+            let bounded = |server: &TlsSession| match &server.backend {
+                Backend::OpenSsl(session) => {
+                    let (incoming, outgoing) = session.buffered();
+                    assert!(incoming < 40_000, "incoming {incoming}");
+                    assert!(outgoing < TLS_BUFFER_LIMIT + 40_000, "outgoing {outgoing}");
+                }
+                Backend::Rustls(_) => panic!("not OpenSSL"),
+            };
+            transfer(&mut client, &mut server, &mut to_server, |_, s| bounded(s));
+            transfer(&mut server, &mut client, &mut to_client, |s, _| bounded(s));
             close_notify(&mut server, &mut client, &mut to_client);
         }
         let _ = std::fs::remove_dir_all(&dir);
@@ -899,7 +915,7 @@ mod tests {
 
         // 300 KB from the server: `send` takes what fits, stops on WouldBlock, and goes on
         // after the client read.
-        transfer(&mut server, &mut client, &mut to_client);
+        transfer(&mut server, &mut client, &mut to_client, |_, _| {});
         close_notify(&mut server, &mut client, &mut to_client);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -220,6 +220,19 @@ impl Buffers {
     fn pending_out(&self) -> usize {
         self.outgoing.len() - self.outgoing_written
     }
+
+    /// Drops what was already consumed, so that a stream whose buffers never empty (a
+    /// partial record always left, a socket never quite drained) does not grow them.
+    fn compact(&mut self) {
+        if self.incoming_read > 0 {
+            self.incoming.drain(..self.incoming_read);
+            self.incoming_read = 0;
+        }
+        if self.outgoing_written > 0 {
+            self.outgoing.drain(..self.outgoing_written);
+            self.outgoing_written = 0;
+        }
+    }
 }
 
 /// What one step of an [`OpenSslSession`] saw, for [`super::TlsSession`].
@@ -291,9 +304,18 @@ impl OpenSslSession {
         self.stream.ssl().current_cipher().map(|c| c.name())
     }
 
+    /// The length of the incoming and outgoing buffers (consumed parts included).
+    #[cfg(test)]
+    pub(super) fn buffered(&self) -> (usize, usize) {
+        let buffers = self.stream.get_ref();
+        (buffers.incoming.len(), buffers.outgoing.len())
+    }
+
     /// Takes records read from the socket.
     pub(super) fn feed(&mut self, records: &[u8]) {
-        self.stream.get_mut().incoming.extend_from_slice(records);
+        let buffers = self.stream.get_mut();
+        buffers.compact();
+        buffers.incoming.extend_from_slice(records);
     }
 
     /// Moves the handshake on, then decrypts what the records hold, handing every piece of
@@ -335,6 +357,7 @@ impl OpenSslSession {
         if self.handshaking || closed {
             return Ok(0);
         }
+        self.stream.get_mut().compact();
         let mut taken = 0;
         while taken < plaintext.len() && self.stream.get_ref().pending_out() < TLS_BUFFER_LIMIT {
             let end = plaintext.len().min(taken + RECORD);
