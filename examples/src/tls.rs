@@ -292,7 +292,7 @@ pub enum ServerTls {
 }
 
 /// Why a TLS session failed: a handshake refused (no client certificate, an untrusted one, no
-/// suite in common) or a bad record.
+/// suite in common) or a bad record; or why it could not start.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum TlsFailure {
@@ -301,6 +301,9 @@ pub enum TlsFailure {
     /// OpenSSL's error.
     #[cfg(feature = "openssl")]
     OpenSsl(::openssl::ssl::Error),
+    /// OpenSSL could not set a session up.
+    #[cfg(feature = "openssl")]
+    OpenSslSetup(openssl::OpenSslError),
 }
 
 impl fmt::Display for TlsFailure {
@@ -309,6 +312,8 @@ impl fmt::Display for TlsFailure {
             TlsFailure::Rustls(e) => e.fmt(f),
             #[cfg(feature = "openssl")]
             TlsFailure::OpenSsl(e) => e.fmt(f),
+            #[cfg(feature = "openssl")]
+            TlsFailure::OpenSslSetup(e) => e.fmt(f),
         }
     }
 }
@@ -368,12 +373,16 @@ impl TlsSession {
     }
 
     /// A server-side session of the backend `config` names.
-    pub fn accept(config: &ServerTls) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+    pub fn accept(config: &ServerTls) -> Result<Self, TlsFailure> {
         match config {
-            ServerTls::Rustls(config) => Ok(Self::server(Arc::clone(config))?),
+            ServerTls::Rustls(config) => {
+                Self::server(Arc::clone(config)).map_err(TlsFailure::Rustls)
+            }
             #[cfg(feature = "openssl")]
             ServerTls::OpenSsl(config) => Ok(TlsSession {
-                backend: Backend::OpenSsl(openssl::OpenSslSession::server(config)?),
+                backend: Backend::OpenSsl(
+                    openssl::OpenSslSession::server(config).map_err(TlsFailure::OpenSslSetup)?,
+                ),
                 close_notify_sent: false,
             }),
         }

@@ -12,7 +12,10 @@
 //!   for a charge point held elsewhere goes through the registry's cluster;
 //! - `push`: `--push-interval-ms`, a DataTransfer to each charge point per interval, from the
 //!   task `on_connect` runs in;
-//! - here: the listeners, the accept loop (which counts sockets) and shutdown; the cluster
+//! - here: the listeners, the accept loop (which counts sockets), the OpenSSL backend
+//!   (`--tls-backend openssl`: the `tokio-openssl` handshake in a task per socket, then the
+//!   plaintext stream and the verified client certificate to `ocpp-tokio` through
+//!   `Service::serve_authenticated`; rustls runs inside `ocpp-tokio`) and shutdown; the cluster
 //!   node (`--redis`) is `ocpp-tokio`'s (feature `redis`): claims, takeovers (1008), routed
 //!   commands, and the drain on shutdown (1012, claims released).
 
