@@ -14,6 +14,8 @@
 //!   boots and the CSMS decided on its CN (`GET /chargepoints/ID` shows it); one naming
 //!   another station gets 403; without one the handshake fails (counted) and the server goes
 //!   on serving the next station.
+//! - Profiles per station (`--client-ca` with `--basic-auth`): client certificates optional at
+//!   the TLS layer, as with rustls.
 #![cfg(feature = "openssl")]
 
 mod common;
@@ -431,8 +433,48 @@ fn tc_a_07_client_certificate(binary: &str) {
     close_checking_close_notify(cp);
 }
 
+/// Profiles per station on one OpenSSL listener (`--client-ca` with `--basic-auth`): client
+/// certificates are optional at the TLS layer, as with rustls. A station with its certificate
+/// is let in on it (its CN shown); one with a password and no certificate on its password; a
+/// certificate from an untrusted CA still fails the handshake.
+fn per_station_profiles_with_optional_client_certificates(binary: &str) {
+    let pki = Pki::new("openssl-optional");
+    add_rsa_server_certificate(&pki);
+    let mut args = certificate_args(&pki, &["rsa"]);
+    args.extend([
+        "--client-ca".to_owned(),
+        pki.path("ca.pem"),
+        "--basic-auth".to_owned(),
+        passwords(&pki),
+        "--tls-backend".to_owned(),
+        "openssl".to_owned(),
+    ]);
+    let server = start(binary, &args);
+    let suite = Offer::Tls12(STATIC_RSA[0]);
+
+    let stream = handshake(server.ocpp, &pki, suite, Some("CP001")).unwrap();
+    let cp = boot_over(stream, server.ocpp, "CP001", None);
+    let state = charge_point_state(&server, "CP001");
+    assert_eq!(
+        state["client_certificate"]["common_name"], "CP001",
+        "{state}"
+    );
+    close_checking_close_notify(cp);
+
+    let stream = handshake(server.ocpp, &pki, suite, None).unwrap();
+    let cp = boot_over(stream, server.ocpp, "CS-RSA", Some(PASSWORD));
+    let state = charge_point_state(&server, "CS-RSA");
+    assert!(state["client_certificate"].is_null(), "{state}");
+    close_checking_close_notify(cp);
+
+    let error = refused_handshake(server.ocpp, &pki, suite, Some("rogue-CP001"));
+    assert!(error.contains("unknown ca"), "{error}");
+    assert_eq!(tls_failures(&server), 1);
+}
+
 on_both_servers!(
     tc_a_04_static_rsa_suites,
     tc_a_04_rsa_and_ecdsa_certificates,
     tc_a_07_client_certificate,
+    per_station_profiles_with_optional_client_certificates,
 );
