@@ -19,7 +19,7 @@ use crate::csms::{
     TariffError, TokenStore,
 };
 use crate::server_config::ServerConfig;
-use crate::tls::{self, ClientCertificates, TlsError};
+use crate::tls::{self, ClientCertificates, ServerTls, TlsError};
 
 /// Where charge points connect unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9000";
@@ -40,6 +40,9 @@ Security profiles (OCPP 1.6 security whitepaper, OCPP 2.0.1 part 2 A00):
   1: --basic-auth FILE                                  Basic auth over ws://
   2: --basic-auth FILE --tls-cert FILE --tls-key FILE   Basic auth over wss://
   3: --tls-cert FILE --tls-key FILE --client-ca FILE    client certificates over wss://
+  TLS: rustls by default (forward-secret suites only); --tls-backend openssl adds the
+     static-RSA suites OCPP 2.0.1 A00.FR.318 asks for (TC_A_04, TC_A_07); give it an RSA
+     certificate, and an ECDSA one too if you like (--tls-cert/--tls-key twice)
   per station, on one wss:// listener: --tls-cert FILE --tls-key FILE --client-ca FILE
      --basic-auth FILE --security-profiles FILE: client certificates are optional at the
      TLS layer and each station's profile decides at the upgrade (401 for credentials
@@ -159,12 +162,21 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     basic_auth: Option<PathBuf>,
     /// Serve wss:// (TLS 1.2 and 1.3) with this certificate chain (PEM, server certificate
-    /// first).
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
-    tls_cert: Option<PathBuf>,
-    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
+    /// first). With --tls-backend openssl it may be given twice, an RSA and an ECDSA
+    /// certificate (each with its --tls-key, in the same order): OpenSSL picks the one the
+    /// negotiated suite needs; the static-RSA suites need the RSA one.
+    #[arg(long, value_name = "FILE", requires = "tls_key", action = clap::ArgAction::Append)]
+    tls_cert: Vec<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1); one per --tls-cert, in
+    /// the same order.
+    #[arg(long, value_name = "FILE", requires = "tls_cert", action = clap::ArgAction::Append)]
+    tls_key: Vec<PathBuf>,
+    /// The TLS library: `rustls` (forward-secret suites only: ECDHE AES-GCM and ChaCha20 over
+    /// TLS 1.2, TLS 1.3) or `openssl` (TLS 1.2 ECDHE-ECDSA/ECDHE-RSA AES-GCM plus the
+    /// static-RSA AES128-GCM-SHA256 and AES256-GCM-SHA384 that OCPP 2.0.1 A00.FR.318 asks for,
+    /// TLS 1.3; needs the cargo feature `openssl`, on by default).
+    #[arg(long, value_name = "LIBRARY", value_enum, default_value_t = TlsBackend::Rustls)]
+    tls_backend: TlsBackend,
     /// Verify client certificates against the CAs of FILE (PEM); the certificate's subject
     /// CN must be the URL's identity, else the upgrade gets 403. Alone: every station must
     /// present one, else the TLS handshake fails with an alert (profile 3 for all). With
@@ -312,6 +324,17 @@ enum Deflate {
     Context,
 }
 
+/// `--tls-backend`: which TLS library serves wss://.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[non_exhaustive]
+pub enum TlsBackend {
+    /// rustls: forward-secret suites only.
+    Rustls,
+    /// OpenSSL (cargo feature `openssl`): also the static-RSA suites.
+    #[value(name = "openssl")]
+    OpenSsl,
+}
+
 /// `--no-common-version`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum CommonVersion {
@@ -346,6 +369,7 @@ impl Cli {
             basic_auth: self.basic_auth,
             tls_cert: self.tls_cert,
             tls_key: self.tls_key,
+            tls_backend: self.tls_backend,
             client_ca: self.client_ca,
             security_profiles: self.security_profiles,
             ca_cert: self.ca_cert,
@@ -397,10 +421,12 @@ pub struct Args {
     pub push_interval: Option<Duration>,
     /// `--basic-auth`.
     pub basic_auth: Option<PathBuf>,
-    /// `--tls-cert`.
-    pub tls_cert: Option<PathBuf>,
-    /// `--tls-key`.
-    pub tls_key: Option<PathBuf>,
+    /// `--tls-cert` (each time given).
+    pub tls_cert: Vec<PathBuf>,
+    /// `--tls-key` (each time given, in the order of `tls_cert`).
+    pub tls_key: Vec<PathBuf>,
+    /// `--tls-backend`.
+    pub tls_backend: TlsBackend,
     /// `--client-ca`.
     pub client_ca: Option<PathBuf>,
     /// `--security-profiles`.
@@ -612,33 +638,100 @@ pub fn csms(args: &Args) -> Result<Arc<Csms>, Box<dyn std::error::Error>> {
     Ok(csms)
 }
 
-/// The TLS configuration of `--tls-cert`, `--tls-key` and `--client-ca`; `None` without
-/// `--tls-cert` (plain `ws://`). Client certificates are verified against `--client-ca` and
-/// `--ca-cert` (the CA that signs the stations' CSRs); required with `--client-ca` alone,
-/// optional with `--basic-auth` or `--security-profiles` (or with `--ca-cert` alone).
-pub fn tls_config(args: &Args) -> Result<Option<Arc<rustls::ServerConfig>>, TlsError> {
-    let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
+/// The TLS configuration of `--tls-backend`, `--tls-cert`, `--tls-key` and `--client-ca`;
+/// `None` without `--tls-cert` (plain `ws://`). Client certificates are verified against
+/// `--client-ca` and `--ca-cert` (the CA that signs the stations' CSRs); required with
+/// `--client-ca` alone, optional with `--basic-auth` or `--security-profiles` (or with
+/// `--ca-cert` alone). rustls takes one certificate; OpenSSL one per key type (RSA, ECDSA).
+pub fn tls_config(args: &Args) -> Result<Option<ServerTls>, TlsError> {
+    if args.tls_cert.is_empty() {
         return Ok(None);
-    };
+    }
+    // clap pairs them: each --tls-cert requires a --tls-key; extra keys are refused here.
+    let identities: Vec<(&std::path::Path, &std::path::Path)> = args
+        .tls_cert
+        .iter()
+        .map(PathBuf::as_path)
+        .zip(args.tls_key.iter().map(PathBuf::as_path))
+        .collect();
     let signing_ca = match &args.ca_cert {
         Some(path) => tls::load_certificates(path)?,
         None => Vec::new(),
     };
     let files: Vec<&std::path::Path> = args.client_ca.iter().map(PathBuf::as_path).collect();
-    let client_certificates = if files.is_empty() && signing_ca.is_empty() {
-        ClientCertificates::None
-    } else if args.certificates_required() {
-        ClientCertificates::Required(tls::roots(&files, &signing_ca)?)
-    } else {
-        ClientCertificates::Optional(tls::roots(&files, &signing_ca)?)
+    let asks_certificates = !(files.is_empty() && signing_ca.is_empty());
+    let config = match args.tls_backend {
+        TlsBackend::Rustls => {
+            let (Some((cert, key)), true) = (
+                identities.first(),
+                identities.len() == 1 && args.tls_key.len() == 1,
+            ) else {
+                return Err(TlsError::TooManyCertificates {
+                    backend: "rustls",
+                    at_most: 1,
+                });
+            };
+            let client_certificates = if !asks_certificates {
+                ClientCertificates::None
+            } else if args.certificates_required() {
+                ClientCertificates::Required(tls::roots(&files, &signing_ca)?)
+            } else {
+                ClientCertificates::Optional(tls::roots(&files, &signing_ca)?)
+            };
+            ServerTls::Rustls(tls::server_config_with(cert, key, client_certificates)?)
+        }
+        TlsBackend::OpenSsl => openssl_config(args, &identities, &files, signing_ca)?,
     };
-    let config = tls::server_config_with(cert, key, client_certificates)?;
     tracing::info!(
-        cert = %cert.display(),
+        backend = ?args.tls_backend,
+        cert = ?args.tls_cert,
         client_ca = args.client_ca.as_ref().map(|p| p.display().to_string()),
         "TLS on (wss://)"
     );
     Ok(Some(config))
+}
+
+/// The OpenSSL side of [`tls_config`].
+#[cfg(feature = "openssl")]
+fn openssl_config(
+    args: &Args,
+    identities: &[(&std::path::Path, &std::path::Path)],
+    files: &[&std::path::Path],
+    mut client_cas: Vec<rustls::pki_types::CertificateDer<'static>>,
+) -> Result<ServerTls, TlsError> {
+    use crate::tls::openssl::{server_config, ClientCertificatePolicy};
+    if identities.len() > 2 || args.tls_key.len() != identities.len() {
+        return Err(TlsError::TooManyCertificates {
+            backend: "openssl",
+            at_most: 2,
+        });
+    }
+    for file in files {
+        client_cas.extend(tls::load_certificates(file)?);
+    }
+    let policy = if client_cas.is_empty() {
+        ClientCertificatePolicy::None
+    } else if args.certificates_required() {
+        ClientCertificatePolicy::Required
+    } else {
+        ClientCertificatePolicy::Optional
+    };
+    Ok(ServerTls::OpenSsl(server_config(
+        identities,
+        &client_cas,
+        policy,
+    )?))
+}
+
+/// Without the cargo feature `openssl` there is no OpenSSL backend.
+#[cfg(not(feature = "openssl"))]
+fn openssl_config(
+    _: &Args,
+    _: &[(&std::path::Path, &std::path::Path)],
+    _: &[&std::path::Path],
+    _: Vec<rustls::pki_types::CertificateDer<'static>>,
+) -> Result<ServerTls, TlsError> {
+    Err(TlsError::BackendNotBuilt("openssl"))
 }
 
 /// The connection settings both servers use: pings detect dead links, and charge points that
@@ -817,8 +910,9 @@ mod tests {
             "ca.pem",
         ])
         .unwrap();
-        assert_eq!(args.tls_cert.unwrap(), PathBuf::from("c.pem"));
-        assert_eq!(args.tls_key.unwrap(), PathBuf::from("k.pem"));
+        assert_eq!(args.tls_cert, [PathBuf::from("c.pem")]);
+        assert_eq!(args.tls_key, [PathBuf::from("k.pem")]);
+        assert_eq!(args.tls_backend, TlsBackend::Rustls);
         assert_eq!(args.client_ca.unwrap(), PathBuf::from("ca.pem"));
         for bad in [
             &["--tls-cert", "c.pem"][..],
@@ -846,6 +940,59 @@ mod tests {
         assert!(alone.unwrap().certificates_required());
         let args = parse(&["--tls-cert", "c", "--tls-key", "k", "--basic-auth", "p"]);
         assert!(args.is_ok(), "profile 2");
+    }
+
+    #[test]
+    fn tls_backend_and_certificates_per_backend() {
+        let pair = |n: &str| {
+            [
+                "--tls-cert".to_owned(),
+                format!("{n}.pem"),
+                "--tls-key".to_owned(),
+                format!("{n}.key"),
+            ]
+        };
+        let with = |pairs: &[&str], more: &[&str]| {
+            let mut args: Vec<String> = pairs.iter().flat_map(|n| pair(n)).collect();
+            args.extend(more.iter().map(|s| (*s).to_owned()));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            parse(&args)
+        };
+        let both = with(&["rsa", "ecdsa"], &["--tls-backend", "openssl"]).unwrap();
+        assert_eq!(both.tls_backend, TlsBackend::OpenSsl);
+        assert_eq!(
+            both.tls_cert,
+            [PathBuf::from("rsa.pem"), PathBuf::from("ecdsa.pem")]
+        );
+        assert_eq!(
+            both.tls_key,
+            [PathBuf::from("rsa.key"), PathBuf::from("ecdsa.key")]
+        );
+        assert!(with(&["rsa"], &["--tls-backend", "gnutls"]).is_err());
+        // rustls takes one certificate, OpenSSL one per key type: refused before any file is
+        // read.
+        let error = tls_config(&with(&["rsa", "ecdsa"], &[]).unwrap()).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("--tls-backend rustls takes at most 1"),
+            "{error}"
+        );
+        let three = with(&["a", "b", "c"], &["--tls-backend", "openssl"]).unwrap();
+        let error = tls_config(&three).unwrap_err();
+        if cfg!(feature = "openssl") {
+            assert!(
+                error
+                    .to_string()
+                    .contains("--tls-backend openssl takes at most 2"),
+                "{error}"
+            );
+        } else {
+            assert!(
+                matches!(error, TlsError::BackendNotBuilt("openssl")),
+                "{error}"
+            );
+        }
     }
 
     #[test]
@@ -891,8 +1038,8 @@ mod tests {
         let empty = dir.join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
         let args = |cert: &std::path::Path| Args {
-            tls_cert: Some(cert.to_owned()),
-            tls_key: Some(cert.to_owned()),
+            tls_cert: vec![cert.to_owned()],
+            tls_key: vec![cert.to_owned()],
             ..parse(&[]).unwrap()
         };
         let error = tls_config(&args(&empty)).unwrap_err().to_string();

@@ -2,13 +2,13 @@
 //! ([`crate::server_cli::server_config`]).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use ocpp_cluster::ClusterConfig;
 use ocpp_server_core::ConnectionConfig;
 
 use crate::csms::admin_auth::AdminAuth;
+use crate::tls::ServerTls;
 
 /// How the server runs (mio-server and tokio-server alike).
 ///
@@ -33,9 +33,9 @@ pub struct ServerConfig {
     pub push_interval: Option<Duration>,
     /// The settings of every OCPP connection.
     pub connection: ConnectionConfig,
-    /// Serve `wss://` with this TLS configuration (security profiles 2 and 3); `None` serves
-    /// plain `ws://`.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Serve `wss://` with this TLS backend and configuration (security profiles 2 and 3);
+    /// `None` serves plain `ws://`.
+    pub tls: Option<ServerTls>,
     /// Join a cluster of nodes on Redis (`--redis`, `--node-id`); `None`: one process alone.
     pub cluster: Option<ClusterConfig>,
 }

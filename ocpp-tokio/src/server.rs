@@ -399,6 +399,31 @@ impl<H: Handler> Service<H> {
         }
     }
 
+    /// Serves one stream that an authenticating layer of the caller's own (a TLS library
+    /// other than the service's) has already secured, with the client certificate it
+    /// verified: [`Handler::on_upgrade`] sees it as
+    /// [`Connecting::certificate`](crate::Connecting::certificate). The service's own TLS,
+    /// if configured, is not applied. Otherwise as [`Service::serve_connection`].
+    ///
+    /// ```no_run
+    /// # async fn example(service: ocpp_tokio::server::Service<()>) -> std::io::Result<()> {
+    /// let (stream, _) = tokio::net::TcpListener::bind("127.0.0.1:0").await?.accept().await?;
+    /// // ... a TLS handshake of your own over `stream`, which verified `der` ...
+    /// # let der = ocpp_tokio::rustls::pki_types::CertificateDer::from(vec![]);
+    /// let certificate = ocpp_tokio::handler::PeerCertificate::from_der(der);
+    /// service.serve_authenticated(stream, Some(certificate));
+    /// # Ok(()) }
+    /// ```
+    pub fn serve_authenticated<S>(&self, stream: S, certificate: Option<PeerCertificate>)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = self.shared.clone();
+        let conn = Connection::accept_incoming(Instant::now(), shared.config.clone());
+        let (key, link) = shared.enlist();
+        tokio::spawn(Driver::new(shared, key, link, stream, conn, certificate));
+    }
+
     /// Graceful shutdown of what is being served (the listener, if any, is not touched):
     /// every connection closed with 1001 (1012 on a cluster node), bounded by the shutdown
     /// timeout, then dropped; a cluster node then releases its claims and its node record.

@@ -1110,6 +1110,9 @@ pub fn charge_point_json(cp: &ChargePoint, default_tariff: Option<Tariff>) -> Va
             "at": time_json(u.at),
             "answer": u.answer,
         })).collect::<Vec<_>>(),
+        "client_certificate": cp.extras.client_certificate.as_ref().map(|c| json!({
+            "common_name": c.common_name,
+        })),
         "seq_no_gaps": {
             "count": cp.extras.seq_no_gap_count,
             "recent": cp.extras.seq_no_gaps.iter().map(|g| json!({

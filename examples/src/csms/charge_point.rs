@@ -86,6 +86,9 @@ pub struct ExtraState {
     /// The CostUpdated sent to it (OCPP 2.x I02) and their answers, the last few, oldest
     /// first; the latest of a transaction also paces the next one.
     pub cost_updates: VecDeque<CostUpdate>,
+    /// The client certificate the TLS layer verified on its last accepted upgrade (security
+    /// profile 3), whichever TLS backend did; cleared by an upgrade without one.
+    pub client_certificate: Option<super::ClientCertificate>,
 }
 
 /// What every record without extras reads.
@@ -102,6 +105,7 @@ static NO_EXTRAS: ExtraState = ExtraState {
     },
     tariff: None,
     cost_updates: VecDeque::new(),
+    client_certificate: None,
 };
 
 impl Extras {

@@ -76,16 +76,20 @@
 //!   (`--no-common-version accept-then-close`). The OCTT cases TC_088_CSMS (1.6) and
 //!   TC_B_58_CSMS (2.0.1) expect the upgrade refused instead: run them with
 //!   `--no-common-version reject-400` (HTTP 400, `ocpp_server_core::NoCommonVersion::Reject400`).
-//! - **TLS cipher suites: a documented deviation from OCPP 2.0.1 Part 2 A00.FR.318.** That
-//!   requirement lists, for TLS 1.2 with an RSA certificate, `TLS_RSA_WITH_AES_128_GCM_SHA256`
-//!   and `TLS_RSA_WITH_AES_256_GCM_SHA384`: static RSA key exchange, without forward secrecy.
-//!   rustls does not implement static RSA key exchange and never will (a deliberate design
-//!   decision: a stolen server key must not decrypt recorded traffic), and this CSMS uses
-//!   only rustls. With an RSA certificate it offers `TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`
-//!   and `TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384` (same ciphers, ephemeral key exchange) and
-//!   TLS 1.3; with an ECDSA certificate the `TLS_ECDHE_ECDSA_*` suites A00.FR.317 asks for. A
-//!   station that offers only static-RSA suites cannot connect; we accept that, and a test
-//!   case that requires those two suites will fail against this CSMS.
+//! - **TLS cipher suites (OCPP 2.0.1 Part 2 A00.FR.317/318): run with `--tls-backend openssl`.**
+//!   A00.FR.318 lists, for TLS 1.2 with an RSA certificate, `TLS_RSA_WITH_AES_128_GCM_SHA256`
+//!   and `TLS_RSA_WITH_AES_256_GCM_SHA384`: static RSA key exchange, without forward secrecy;
+//!   the OCTT's TLS cases (TC_A_04 on profiles 2 and 3, TC_A_07) offer only those. The
+//!   default backend, rustls, does not implement static RSA key exchange and never will (a
+//!   deliberate design decision: a stolen server key must not decrypt recorded traffic): with
+//!   it the servers offer the `TLS_ECDHE_RSA_*` / `TLS_ECDHE_ECDSA_*` AES-GCM suites and TLS 1.3,
+//!   and a station that offers only static-RSA suites cannot connect (a deviation). The OpenSSL
+//!   backend (`--tls-backend openssl`, cargo feature `openssl`, on by default in this crate:
+//!   [`crate::tls::openssl`]) offers over TLS 1.2 the ECDHE-ECDSA and ECDHE-RSA AES-GCM suites
+//!   and then the two static-RSA ones, nothing with CBC or SHA-1, and TLS 1.3; give it an RSA
+//!   certificate for the static-RSA suites and an ECDSA one for the ECDHE-ECDSA suites
+//!   (`--tls-cert`/`--tls-key` twice). Client certificates, their CN in [`Transport`], and the
+//!   failures counted are the same with either backend.
 //! - **GetVariables / SetVariables split by ItemsPerMessage** (2.0.1 and 2.1 B05/B06,
 //!   [`items_per_message`]): the CSMS learns each station's `DeviceDataCtrlr.ItemsPerMessage`
 //!   (instances `GetVariables`, `SetVariables`) from NotifyReport and from the results of our
@@ -592,12 +596,42 @@ impl Csms {
                 if profile == Some(SecurityProfile::TlsClientCertificate) {
                     self.hold_to_certificates(&upgrade.identity);
                 }
+                self.keep_client_certificate(&upgrade.identity, transport);
                 Ok(())
             }
             Err(refusal) => {
                 self.metrics.upgrades_rejected.inc();
                 tracing::info!(identity = %upgrade.identity, status = refusal.status, reason = refusal.reason, "upgrade rejected");
                 Err(Rejection::new(refusal.status, refusal.reason))
+            }
+        }
+    }
+
+    /// Keeps the verified client certificate of an accepted upgrade in the station's state
+    /// (`GET /chargepoints/ID`), or clears the one of an earlier connection. A station that
+    /// never presented one costs nothing here.
+    fn keep_client_certificate(&self, identity: &ChargePointIdentity, transport: &Transport) {
+        let certificate = match transport {
+            Transport::Tls {
+                client_certificate: Some(certificate),
+            } => Some(certificate.clone()),
+            _ => None,
+        };
+        let mut charge_points = self.lock();
+        match certificate {
+            Some(certificate) => {
+                charge_points
+                    .entry(identity)
+                    .extras
+                    .get_mut()
+                    .client_certificate = Some(certificate);
+            }
+            None => {
+                if let Some(charge_point) = charge_points.get_mut(identity.as_str()) {
+                    if charge_point.extras.client_certificate.is_some() {
+                        charge_point.extras.get_mut().client_certificate = None;
+                    }
+                }
             }
         }
     }
@@ -1122,7 +1156,7 @@ impl Csms {
             return;
         };
         let mut charge_points = self.lock();
-        if let Some(charge_point) = charge_points.get_mut(identity) {
+        if let Some(charge_point) = charge_points.get_mut(identity.as_str()) {
             // A newer connection of the same charge point may already hold it.
             if charge_point.session.as_ref().map(|s| s.id) == Some(session) {
                 charge_point.session = None;

@@ -465,7 +465,7 @@ mod tests {
         let version = csms.version_of(identity).unwrap();
         let request = admin::decode_command(version, action, &payload.to_string()).unwrap();
         let session = csms.charge_point(identity).unwrap().session.unwrap().id;
-        match csms.on_call(session, identity, &request) {
+        match csms.on_call(session, identity, &request).wait(csms) {
             Answer::Result(response) => serde_json::to_value(response).unwrap(),
             other => panic!("{action}: {other:?}"),
         }

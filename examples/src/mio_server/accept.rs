@@ -39,7 +39,7 @@ impl EventLoop {
             let _ = socket.set_nodelay(true);
             let tls = match &self.shared.tls {
                 None => None,
-                Some(config) => match TlsSession::server(Arc::clone(config)) {
+                Some(config) => match TlsSession::accept(config) {
                     Ok(session) => Some(Box::new(session)),
                     Err(e) => {
                         tracing::warn!(%peer, "TLS session: {e}");

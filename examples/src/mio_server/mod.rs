@@ -58,10 +58,11 @@
 //!
 //! # TLS (`wss://`, security profiles 2 and 3)
 //! With a TLS configuration each connection also holds a [`TlsSession`](crate::tls::TlsSession)
-//! (boxed, so a plaintext connection pays one null pointer): reads go socket → rustls →
-//! plaintext in the loop's buffer → `handle_data`; writes go `pending_transmit()` → rustls →
-//! socket, until it would block. A connection whose TLS handshake fails (no client
-//! certificate, an untrusted one, a protocol error) gets the alert rustls chose, its write side
+//! (boxed, so a plaintext connection pays one null pointer) on either backend, rustls or
+//! OpenSSL (`--tls-backend`), both driven Sans-IO: reads go socket → TLS → plaintext in the
+//! loop's buffer → `handle_data`; writes go `pending_transmit()` → TLS → socket, until it
+//! would block. A connection whose TLS handshake fails (no client certificate, an untrusted
+//! one, no suite in common, a protocol error) gets the alert the TLS library chose, its write side
 //! shut, and is drained and dropped like any other; the loop carries on. Closing sends
 //! `close_notify` before the TCP half-close. The CSMS sees the verified client certificate's CN
 //! in the upgrade decision ([`Transport`](crate::csms::Transport)).
@@ -204,7 +205,7 @@ struct Shared {
     admin_auth: AdminAuth,
     connection_config: Arc<ConnectionConfig>,
     push_interval: Option<Duration>,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    tls: Option<crate::tls::ServerTls>,
     mailboxes: Vec<Mailbox>,
     identities: Mutex<IdentityTable<Handle>>,
     /// The cluster node, if clustered (one per process; outputs read by loop 0).

@@ -145,7 +145,7 @@ impl EventLoop {
                     Received::WouldBlock => return,
                     Received::Closed => {}
                     Received::Failed(e) => {
-                        // Send the alert rustls chose; `service` then shuts our side and
+                        // Send the alert the TLS library chose; `service` then shuts our side and
                         // drains the socket, so the peer reads the alert rather than a reset.
                         tracing::info!(peer = %peer(&s.socket), "TLS failed: {e}");
                         self.shared.csms.metrics().tls_failures.inc();

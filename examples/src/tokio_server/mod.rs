@@ -12,7 +12,10 @@
 //!   for a charge point held elsewhere goes through the registry's cluster;
 //! - `push`: `--push-interval-ms`, a DataTransfer to each charge point per interval, from the
 //!   task `on_connect` runs in;
-//! - here: the listeners, the accept loop (which counts sockets) and shutdown; the cluster
+//! - here: the listeners, the accept loop (which counts sockets), the OpenSSL backend
+//!   (`--tls-backend openssl`: the `tokio-openssl` handshake in a task per socket, then the
+//!   plaintext stream and the verified client certificate to `ocpp-tokio` through
+//!   `Service::serve_authenticated`; rustls runs inside `ocpp-tokio`) and shutdown; the cluster
 //!   node (`--redis`) is `ocpp-tokio`'s (feature `redis`): claims, takeovers (1008), routed
 //!   commands, and the drain on shutdown (1012, claims released).
 
@@ -34,6 +37,7 @@ use tokio::sync::watch;
 
 use crate::csms::admin_auth::AdminAuth;
 use crate::csms::Csms;
+use crate::tls::ServerTls;
 use handler::App;
 
 /// How long a graceful shutdown may take before the remaining connections are dropped.
@@ -77,7 +81,12 @@ pub struct Server {
     local_addr: SocketAddr,
     admin_addr: Option<SocketAddr>,
     app: Arc<App>,
-    ocpp: ocpp_tokio::server::Service<Arc<App>>,
+    ocpp: Arc<ocpp_tokio::server::Service<Arc<App>>>,
+    /// The OpenSSL backend (`--tls-backend openssl`): its handshake runs here, and the
+    /// plaintext stream goes to `ocpp` with the client certificate it verified.
+    openssl: Option<OpenSsl>,
+    /// How long a TLS handshake of ours may take (the connections' handshake timeout).
+    handshake_timeout: Duration,
     shutdown: Arc<watch::Sender<bool>>,
     /// The connections' call timeout (the admin's cluster commands take it too).
     call_timeout: Duration,
@@ -99,16 +108,24 @@ impl Server {
             config.push_interval,
         ));
         let call_timeout = config.connection.get_call_timeout();
+        let handshake_timeout = config.connection.get_handshake_timeout();
         let mut builder = ocpp_tokio::Server::builder()
             .config(config.connection)
             .shutdown_timeout(SHUTDOWN_TIMEOUT)
             .handler(Arc::clone(&app));
-        if let Some(tls) = config.tls {
-            builder = builder.tls(tls).on_tls_error(move |error| {
-                tracing::info!("TLS failed: {error}");
-                csms.metrics().tls_failures.inc();
-            });
-        }
+        // rustls runs inside ocpp-tokio; OpenSSL here, before the stream is handed over.
+        let openssl = match config.tls {
+            None => None,
+            Some(ServerTls::Rustls(tls)) => {
+                builder = builder.tls(tls).on_tls_error(move |error| {
+                    tracing::info!("TLS failed: {error}");
+                    csms.metrics().tls_failures.inc();
+                });
+                None
+            }
+            #[cfg(feature = "openssl")]
+            Some(ServerTls::OpenSsl(tls)) => Some(tls),
+        };
         if let Some(cluster) = config.cluster {
             builder = builder.cluster(cluster).map_err(io::Error::other)?;
         }
@@ -119,7 +136,9 @@ impl Server {
             local_addr,
             admin_addr,
             app,
-            ocpp: builder.build(),
+            ocpp: Arc::new(builder.build()),
+            openssl,
+            handshake_timeout,
             shutdown: Arc::new(shutdown),
             call_timeout,
             admin_auth: config.admin_auth,
@@ -153,8 +172,12 @@ impl Server {
             shutdown,
             call_timeout,
             admin_auth,
+            openssl,
+            handshake_timeout,
             ..
         } = self;
+        #[cfg(not(feature = "openssl"))]
+        let _ = handshake_timeout;
         let mut stop = shutdown.subscribe();
         let admin_task = admin.map(|admin| {
             let router = admin::router(admin::Admin {
@@ -182,7 +205,17 @@ impl Server {
                 accepted = listener.accept() => match accepted {
                     Ok((socket, _)) => {
                         let _ = socket.set_nodelay(true);
-                        ocpp.serve_connection(Counted::new(socket, Arc::clone(&app.csms)));
+                        let socket = Counted::new(socket, Arc::clone(&app.csms));
+                        match &openssl {
+                            None => ocpp.serve_connection(socket),
+                            #[cfg(feature = "openssl")]
+                            Some(tls) => {
+                                let (tls, ocpp) = (tls.clone(), Arc::clone(&ocpp));
+                                tokio::spawn(openssl_accept(tls, socket, ocpp, handshake_timeout));
+                            }
+                            #[cfg(not(feature = "openssl"))]
+                            Some(never) => match *never {},
+                        }
                     }
                     Err(e) if is_resource_exhaustion(&e) => {
                         // Out of file descriptors: the backlog keeps the connection.
@@ -208,6 +241,61 @@ impl Server {
         Ok(())
     }
 }
+
+/// The OpenSSL backend's configuration (nothing without the cargo feature `openssl`).
+#[cfg(feature = "openssl")]
+type OpenSsl = crate::tls::openssl::OpenSslConfig;
+/// The OpenSSL backend's configuration (nothing without the cargo feature `openssl`).
+#[cfg(not(feature = "openssl"))]
+#[derive(Debug)]
+enum OpenSsl {}
+
+/// The OpenSSL handshake over `socket` (bounded by `timeout`), then the plaintext stream to
+/// `ocpp` with the client certificate OpenSSL verified. A failed handshake is logged and
+/// counted as the rustls backend's are; its alert goes out, then our write side is shut and
+/// the socket read until the peer's end (at most [`TLS_FAILURE_DRAIN`]), so that unread data
+/// does not turn the close into a reset that could overtake the alert.
+#[cfg(feature = "openssl")]
+async fn openssl_accept(
+    tls: OpenSsl,
+    socket: Counted,
+    ocpp: Arc<ocpp_tokio::server::Service<Arc<App>>>,
+    timeout: Duration,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let csms = Arc::clone(&socket.csms);
+    let mut stream = match crate::tls::openssl::session(&tls, socket) {
+        Ok(stream) => stream,
+        Err(error) => {
+            tracing::warn!("TLS session: {error}");
+            return;
+        }
+    };
+    let handshake = crate::tls::openssl::handshake(&mut stream);
+    match tokio::time::timeout(timeout, handshake).await {
+        Ok(Ok(certificate)) => {
+            let certificate = certificate.map(ocpp_tokio::handler::PeerCertificate::from_der);
+            ocpp.serve_authenticated(stream, certificate);
+        }
+        Ok(Err(error)) => {
+            tracing::info!("TLS failed: {error}");
+            csms.metrics().tls_failures.inc();
+            let socket = stream.get_mut();
+            let drain = async {
+                socket.shutdown().await?;
+                let mut buf = [0u8; 1024];
+                while socket.read(&mut buf).await? > 0 {}
+                io::Result::Ok(())
+            };
+            let _ = tokio::time::timeout(TLS_FAILURE_DRAIN, drain).await;
+        }
+        Err(_) => tracing::debug!("TLS handshake timed out"),
+    }
+}
+
+/// How long a socket whose TLS handshake failed is read before it is closed.
+#[cfg(feature = "openssl")]
+const TLS_FAILURE_DRAIN: Duration = Duration::from_secs(1);
 
 /// A charge point's socket, counted in the metrics while it is open.
 #[derive(Debug)]

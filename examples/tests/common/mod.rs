@@ -119,10 +119,24 @@ impl Drop for Server {
     }
 }
 
-/// The charge point's socket: plain TCP, or TLS through rustls.
+/// The charge point's socket: plain TCP, or TLS through rustls (or OpenSSL: `tls_openssl.rs`).
 pub enum Stream {
     Plain(TcpStream),
     Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+    #[cfg(feature = "openssl")]
+    OpenSsl(Box<openssl::ssl::SslStream<TcpStream>>),
+}
+
+impl Stream {
+    /// The TCP socket under it.
+    pub fn socket(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref(),
+            #[cfg(feature = "openssl")]
+            Stream::OpenSsl(s) => s.get_ref(),
+        }
+    }
 }
 
 impl Read for Stream {
@@ -130,6 +144,8 @@ impl Read for Stream {
         match self {
             Stream::Plain(s) => s.read(buf),
             Stream::Tls(s) => s.read(buf),
+            #[cfg(feature = "openssl")]
+            Stream::OpenSsl(s) => s.read(buf),
         }
     }
 }
@@ -139,6 +155,8 @@ impl Write for Stream {
         match self {
             Stream::Plain(s) => s.write(buf),
             Stream::Tls(s) => s.write(buf),
+            #[cfg(feature = "openssl")]
+            Stream::OpenSsl(s) => s.write(buf),
         }
     }
 
@@ -146,6 +164,8 @@ impl Write for Stream {
         match self {
             Stream::Plain(s) => s.flush(),
             Stream::Tls(s) => s.flush(),
+            #[cfg(feature = "openssl")]
+            Stream::OpenSsl(s) => s.flush(),
         }
     }
 }
@@ -250,11 +270,19 @@ impl ChargePoint {
                 Stream::Tls(Box::new(rustls::StreamOwned::new(session, socket)))
             }
         };
-        let socket = match &stream {
-            Stream::Plain(s) => s,
-            Stream::Tls(s) => s.get_ref(),
-        };
-        socket
+        Self::connect_over(stream, addr, identity, versions, password)
+    }
+
+    /// [`ChargePoint::connect`] over a stream the caller opened (and secured) itself.
+    pub fn connect_over(
+        stream: Stream,
+        addr: SocketAddr,
+        identity: &str,
+        versions: &[OcppVersion],
+        password: Option<&[u8]>,
+    ) -> Result<ChargePoint, Refusal> {
+        stream
+            .socket()
             .set_read_timeout(Some(Duration::from_millis(50)))
             .unwrap();
         let identity = ChargePointIdentity::new(identity.into(), false).unwrap();
