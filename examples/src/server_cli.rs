@@ -14,7 +14,9 @@ use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::csms::admin_auth::{AdminAuth, AdminAuthError};
 use crate::csms::store::{SqlStore, Store};
-use crate::csms::{BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, TokenStore};
+use crate::csms::{
+    BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, SiteLimit, TokenStore,
+};
 use crate::server_config::ServerConfig;
 use crate::tls::{self, ClientCertificates, TlsError};
 
@@ -211,6 +213,14 @@ struct Cli {
     /// no limit); longer commands are split (OCPP 2.x B05/B06).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     items_per_message: Option<u32>,
+    /// Smart charging (OCPP 2.x K15-K17): the current, in A per phase, that the EVSEs of a
+    /// station with an active transaction share equally (each at most what its EV asks);
+    /// per station: PUT /chargepoints/ID/site-limit.
+    #[arg(long, value_name = "A", value_parser = positive_number)]
+    site_limit_amps: Option<f64>,
+    /// As --site-limit-amps, in W (the unit of DC EVs).
+    #[arg(long, value_name = "W", value_parser = positive_number)]
+    site_limit_watts: Option<f64>,
     /// When a client offers no subprotocol we speak: `accept-then-close` (OCPP-J 1.6 §3.2,
     /// 2.0.1 §3.1.2: complete the handshake without Sec-WebSocket-Protocol, then close) or
     /// `reject-400` (refuse the upgrade with 400, which the OCTT cases TC_088_CSMS and
@@ -270,6 +280,13 @@ fn vendor_id(text: &str) -> Result<String, String> {
         return Err("a vendorId has 1 to 255 characters".into());
     }
     Ok(text.to_owned())
+}
+
+fn positive_number(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if value.is_finite() && value > 0.0 => Ok(value),
+        _ => Err("a number above 0".into()),
+    }
 }
 
 fn boot_policy(text: &str) -> Result<BootPolicy, String> {
@@ -336,6 +353,8 @@ impl Cli {
             node_id: self.node_id,
             cluster_ttl: self.cluster_ttl_s.map(Duration::from_secs),
             call_timeout: self.call_timeout_s.map(Duration::from_secs),
+            site_limit: SiteLimit::new(self.site_limit_amps, self.site_limit_watts)
+                .unwrap_or_default(),
         }
     }
 }
@@ -395,6 +414,8 @@ pub struct Args {
     pub cluster_ttl: Option<Duration>,
     /// `--call-timeout-s`: the connections' call timeout.
     pub call_timeout: Option<Duration>,
+    /// `--site-limit-amps`, `--site-limit-watts` (none: no limit).
+    pub site_limit: SiteLimit,
 }
 
 impl Args {
@@ -550,7 +571,8 @@ pub fn csms(args: &Args) -> Result<Arc<Csms>, Box<dyn std::error::Error>> {
         .certificate_authority(certificate_authority)
         .tokens(tokens)
         .boot_policy(args.boot_policy)
-        .items_per_message(args.items_per_message);
+        .items_per_message(args.items_per_message)
+        .site_limit(args.site_limit);
     if !args.data_transfer_vendors.is_empty() {
         config = config.data_transfer_vendors(args.data_transfer_vendors.clone());
     }
@@ -703,6 +725,7 @@ mod tests {
             "--data-transfer-vendor",
             "other",
             "--items-per-message=4",
+            "--site-limit-amps=32",
         ])
         .unwrap();
         assert_eq!(args.boot_policy, BootPolicy::Pending);
@@ -714,6 +737,10 @@ mod tests {
         let app = super::csms(&args).unwrap();
         assert_eq!(app.config().get_boot_policy(), BootPolicy::Pending);
         assert_eq!(app.config().get_items_per_message(), Some(4));
+        assert_eq!(
+            app.config().get_site_limit(),
+            SiteLimit::new(Some(32.0), None).unwrap()
+        );
         assert_eq!(app.tokens().unwrap().master_pass(), Some("MASTER"));
         for bad in [
             &["--boot-policy", "maybe"][..],
@@ -721,6 +748,9 @@ mod tests {
             &["--master-pass", ""],
             &["--items-per-message", "0"],
             &["--items-per-message", "x"],
+            &["--site-limit-amps", "0"],
+            &["--site-limit-watts", "-5"],
+            &["--site-limit-watts", "inf"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

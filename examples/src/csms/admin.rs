@@ -59,8 +59,8 @@ use serde_json::{json, Value};
 use super::admin_auth::Authorization;
 use super::store::TransactionQuery;
 use super::{
-    date_time, BootPolicy, ChangeError, ChargePoint, Csms, SecurityProfile, SplitCall, TokenEntry,
-    TokenStatus, TokenStore, Transaction, TransactionStatusCheck, UnixTime,
+    date_time, BootPolicy, ChangeError, ChargePoint, Csms, SecurityProfile, SiteLimit, SplitCall,
+    TokenEntry, TokenStatus, TokenStore, Transaction, TransactionStatusCheck, UnixTime,
 };
 
 /// The largest request head (request line and headers).
@@ -458,6 +458,50 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
                 json!({ "identity": identity.as_str(), "password": password.is_some() }),
             )
         }
+        ("GET", ["chargepoints", identity, "charging-profiles"]) => {
+            with_charge_point(csms, identity, |cp| {
+                let default = csms.config().get_site_limit();
+                let mut shown = cp.extras.smart_charging.to_json();
+                shown["identity"] = json!(cp.identity.as_str());
+                shown["default_site_limit"] =
+                    json!((!default.is_none()).then(|| default.to_json()));
+                shown
+            })
+        }
+        ("GET", ["chargepoints", identity, "site-limit"]) => match parse_identity(identity) {
+            Ok(identity) => {
+                let (own, default) = csms.site_limit(&identity);
+                HttpResponse::json(200, &site_limit_json(&identity, own, default))
+            }
+            Err(response) => response,
+        },
+        ("PUT" | "DELETE", ["chargepoints", identity, "site-limit"]) => {
+            let identity = match parse_identity(identity) {
+                Ok(identity) => identity,
+                Err(response) => return Route::Respond(response),
+            };
+            let limit = if method == "PUT" {
+                match body_json(request).map(|body| SiteLimit::from_json(&body)) {
+                    Ok(Ok(limit)) => Some(limit),
+                    Ok(Err(error)) => {
+                        return Route::Respond(HttpResponse::error(400, &error.to_string()))
+                    }
+                    Err(error) => return Route::Respond(HttpResponse::error(400, &error)),
+                }
+            } else {
+                None
+            };
+            let requests = csms.set_site_limit(&identity, limit);
+            return renegotiation(csms, identity, requests);
+        }
+        ("POST", ["chargepoints", identity, "renegotiate"]) => {
+            let identity = match parse_identity(identity) {
+                Ok(identity) => identity,
+                Err(response) => return Route::Respond(response),
+            };
+            let requests = csms.renegotiate(&identity);
+            return renegotiation(csms, identity, requests);
+        }
         ("GET", ["tokens"]) => {
             let store = csms.tokens();
             let tokens: serde_json::Map<String, Value> = store
@@ -504,6 +548,8 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
         (_, ["chargepoints"] | ["chargepoints", _] | ["metrics"] | ["tokens"] | ["tokens", _])
         | (_, ["chargepoints", _, "call", _] | ["chargepoints", _, "boot"])
         | (_, ["chargepoints", _, "security"] | ["chargepoints", _, "password"])
+        | (_, ["chargepoints", _, "site-limit"] | ["chargepoints", _, "renegotiate"])
+        | (_, ["chargepoints", _, "charging-profiles"])
         | (_, ["transactions"] | ["chargepoints", _, "transactions"])
         | (_, ["chargepoints", _, "notifications"] | ["chargepoints", _, "notifications", _]) => {
             HttpResponse::error(405, "method not allowed")
@@ -511,6 +557,47 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
         _ => HttpResponse::error(404, "no such resource"),
     };
     Route::Respond(response)
+}
+
+/// `{"identity","site_limit","default"}`: a station's own site limit (null: the default)
+/// and the CSMS default (null: none).
+fn site_limit_json(
+    identity: &ChargePointIdentity,
+    own: Option<SiteLimit>,
+    default: SiteLimit,
+) -> Value {
+    json!({
+        "identity": identity.as_str(),
+        "site_limit": own.map(|l| l.to_json()),
+        "default": (!default.is_none()).then(|| default.to_json()),
+    })
+}
+
+/// The route of a renegotiation (K16): the SetChargingProfile CALLs the site limit gives
+/// the station's EVSEs with an active transaction: one is a [`Route::Call`] (answered with
+/// its CALLRESULT), several a [`Route::Calls`] sequence (`result.results`, in order), none
+/// 200 with the limit and `"renegotiated":0`.
+fn renegotiation(csms: &Csms, identity: ChargePointIdentity, mut requests: Vec<Request>) -> Route {
+    let version = csms.version_of(&identity);
+    match (requests.len(), version) {
+        (1, Some(_)) => match requests.pop() {
+            Some(request) => Route::Call { identity, request },
+            None => Route::Respond(HttpResponse::error(500, "no CALL to send")),
+        },
+        (2.., Some(version)) => match SplitCall::sequence(version, requests) {
+            Some(split) => Route::Calls {
+                identity,
+                split: Box::new(split),
+            },
+            None => Route::Respond(HttpResponse::error(500, "no CALL to send")),
+        },
+        _ => {
+            let (own, default) = csms.site_limit(&identity);
+            let mut body = site_limit_json(&identity, own, default);
+            body["renegotiated"] = json!(0);
+            Route::Respond(HttpResponse::json(200, &body))
+        }
+    }
 }
 
 /// The `password` of a `PUT /chargepoints/ID/password` body: 1 to 64 characters, none a
@@ -963,6 +1050,7 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
         "transactions": transactions,
         "boot_policy": cp.boot_policy.map(BootPolicy::as_str),
         "items_per_message": cp.extras.items_per_message.to_json(),
+        "smart_charging": cp.extras.smart_charging.to_json(),
         "notifications": notifications,
         "certificate": cp.extras.certificate.as_ref().map(|c| json!({
             "requested_at": time_json(c.requested_at),

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 use ocpp_messages::version::OcppVersion;
 
 use super::shared_text::{shared_text, SharedText};
+use super::smart_charging::SmartCharging;
 use super::UnixTime;
 use super::{BootPolicy, ItemsPerMessage, SessionId};
 
@@ -80,6 +81,9 @@ pub struct ExtraState {
     /// Its `DeviceDataCtrlr.ItemsPerMessage`, from NotifyReport and our GetVariables
     /// (see [`super::items_per_message`]).
     pub items_per_message: ItemsPerMessage,
+    /// Smart charging (K15-K17): its own site limit, its EVs' charging needs, the charging
+    /// profiles sent to it (see [`super::smart_charging`]).
+    pub smart_charging: SmartCharging,
 }
 
 /// What every record without extras reads.
@@ -94,6 +98,7 @@ static NO_EXTRAS: ExtraState = ExtraState {
         get_variables: None,
         set_variables: None,
     },
+    smart_charging: SmartCharging::EMPTY,
 };
 
 impl Extras {

@@ -130,6 +130,7 @@ mod metrics;
 pub mod persistence;
 pub mod push;
 mod shared_text;
+pub mod smart_charging;
 pub mod store;
 mod tokens;
 mod unix_time;
@@ -164,6 +165,9 @@ pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};
 pub use metrics::{Counter, Gauge, Metrics};
 pub use persistence::{ChangeError, SETTINGS_REFRESH};
+pub use smart_charging::{
+    ChargingNeeds, ChargingProfileRecord, SiteLimit, SiteLimitError, SmartCharging,
+};
 pub use store::{Durability, Record, Store, StoreError};
 pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};
 
@@ -204,6 +208,7 @@ pub struct CsmsConfig {
     certificate_authority: Option<Arc<CertificateAuthority>>,
     items_per_message: Option<usize>,
     store: Option<Arc<dyn Store>>,
+    site_limit: SiteLimit,
 }
 
 impl Default for CsmsConfig {
@@ -225,6 +230,7 @@ impl Default for CsmsConfig {
             certificate_authority: None,
             items_per_message: None,
             store: None,
+            site_limit: SiteLimit::default(),
         }
     }
 }
@@ -337,6 +343,19 @@ impl CsmsConfig {
     pub fn get_store(&self) -> Option<&Arc<dyn Store>> {
         self.store.as_ref()
     }
+
+    /// The site limit of a station without one of its own (`--site-limit-amps`,
+    /// `--site-limit-watts`): shared by its EVSEs with an active transaction
+    /// ([`smart_charging`]). Default: none (each EV gets what it asks for).
+    pub fn site_limit(mut self, limit: SiteLimit) -> Self {
+        self.site_limit = limit;
+        self
+    }
+
+    /// See [`CsmsConfig::site_limit`].
+    pub fn get_site_limit(&self) -> SiteLimit {
+        self.site_limit
+    }
 }
 
 /// How the charge point reached us, as the I/O loop knows it: what [`Csms::on_upgrade`]
@@ -441,6 +460,7 @@ impl Csms {
     /// it. (Pairing them exactly needs the I/O loop to hand the application the request of
     /// each answered CALL, which `on_call_completed` does not get today.)
     pub fn on_command(&self, identity: &ChargePointIdentity, request: &Request) {
+        self.note_charging_command(identity, request);
         let Some(password) = proposed_password(request) else {
             return;
         };
@@ -674,6 +694,7 @@ impl Csms {
                 Err(refused) => {
                     tracing::warn!(%identity, action, reason = %refused.reason, "follow-up CALL not sent");
                     self.note_certificate_answer(identity, &action, "NotSent".into());
+                    self.note_profile_answer(identity, &action, "NotSent".into());
                 }
             }
         }
@@ -697,6 +718,99 @@ impl Csms {
             tracing::info!(%identity, answer, "CertificateSigned answered");
             record.answer = Some(answer);
             record.answered_at = Some(UnixTime::now());
+        }
+    }
+
+    /// A SetChargingProfile or ClearChargingProfile the operator sends
+    /// (`POST /chargepoints/ID/call/ACTION`): kept with the station's smart-charging state
+    /// ([`smart_charging`]) so that its answer lands on the right record.
+    fn note_charging_command(&self, identity: &ChargePointIdentity, request: &Request) {
+        let action = request.action();
+        if !matches!(action, "SetChargingProfile" | "ClearChargingProfile") {
+            return;
+        }
+        let Ok(payload) = serde_json::to_value(request) else {
+            return;
+        };
+        let mut fleet = self.lock();
+        let state = &mut fleet.entry(identity).extras.get_mut().smart_charging;
+        if action == "SetChargingProfile" {
+            // 1.6 names the profile `csChargingProfiles`: the same record, read from it.
+            let mut payload = payload;
+            if payload.get("chargingProfile").is_none() {
+                payload["chargingProfile"] = payload["csChargingProfiles"].take();
+                payload["evseId"] = payload["connectorId"].take();
+            }
+            let reason = smart_charging::ProfileReason::Operator;
+            state.sent(ChargingProfileRecord::new(
+                &payload,
+                reason,
+                UnixTime::now(),
+            ));
+        } else {
+            state.clear_asked(payload["chargingProfileId"].as_i64());
+        }
+    }
+
+    /// Records the station's answer to our SetChargingProfile (its status, or how it
+    /// failed) or ClearChargingProfile (Accepted clears the profile it named).
+    fn note_profile_answer(&self, identity: &ChargePointIdentity, action: &str, answer: String) {
+        if !matches!(action, "SetChargingProfile" | "ClearChargingProfile") {
+            return;
+        }
+        let mut fleet = self.lock();
+        let Some(cp) = fleet.get_mut(identity) else {
+            return;
+        };
+        let state = &mut cp.extras.get_mut().smart_charging;
+        if action == "ClearChargingProfile" {
+            state.clear_answered(answer == "Accepted");
+        } else if let Some(record) = state.settle(answer, UnixTime::now()) {
+            tracing::info!(%identity, id = record.id, answer = record.answer, "SetChargingProfile answered");
+        }
+    }
+
+    /// A station's own site limit (`None`: the default) and the CSMS default.
+    pub fn site_limit(&self, identity: &ChargePointIdentity) -> (Option<SiteLimit>, SiteLimit) {
+        let own = self
+            .lock()
+            .get(identity)
+            .and_then(|cp| cp.extras.smart_charging.site_limit);
+        (own, self.config.site_limit)
+    }
+
+    /// Sets (or with `None` clears) a station's own site limit, then renegotiates (K16): the
+    /// SetChargingProfile CALLs to send it, one per EVSE with an active transaction (none
+    /// when it is not connected with OCPP 2.x), each already recorded as sent. In memory
+    /// only.
+    pub fn set_site_limit(
+        &self,
+        identity: &ChargePointIdentity,
+        limit: Option<SiteLimit>,
+    ) -> Vec<Request> {
+        let mut fleet = self.lock();
+        let cp = fleet.entry(identity);
+        cp.extras.get_mut().smart_charging.site_limit = limit;
+        tracing::info!(%identity, limit = ?limit, "site limit set");
+        self.renegotiate_locked(cp)
+    }
+
+    /// Renegotiates (K16) without changing the limit: a SetChargingProfile for each EVSE of
+    /// `identity` with an active transaction, each recorded as sent.
+    pub fn renegotiate(&self, identity: &ChargePointIdentity) -> Vec<Request> {
+        let mut fleet = self.lock();
+        match fleet.get_mut(identity) {
+            Some(cp) => self.renegotiate_locked(cp),
+            None => Vec::new(),
+        }
+    }
+
+    fn renegotiate_locked(&self, cp: &mut ChargePoint) -> Vec<Request> {
+        match cp.session.as_ref().map(|s| s.version) {
+            Some(version @ (OcppVersion::V2_0_1 | OcppVersion::V2_1)) => {
+                smart_charging::renegotiate(cp, self.config.site_limit, version, UnixTime::now())
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -935,19 +1049,13 @@ impl Csms {
     ) {
         self.metrics.calls_pending.dec();
         if action == "CertificateSigned" {
-            let answer = match outcome {
-                Ok(response) => serde_json::to_value(response)
-                    .ok()
-                    .and_then(|v| v["status"].as_str().map(str::to_owned))
-                    .unwrap_or_else(|| "InvalidResult".into()),
-                Err(CallFailure::ErrorResponse { code, .. }) => format!("CALLERROR {code:?}"),
-                Err(CallFailure::Timeout) => "Timeout".into(),
-                _ => "InvalidResult".into(),
-            };
-            self.note_certificate_answer(identity, action, answer);
+            self.note_certificate_answer(identity, action, answer_status(outcome));
         }
         if action == "GetTransactionStatus" {
             self.note_transaction_status(identity, outcome);
+        }
+        if matches!(action, "SetChargingProfile" | "ClearChargingProfile") {
+            self.note_profile_answer(identity, action, answer_status(outcome));
         }
         if let ("GetVariables", Ok(response)) = (action, outcome) {
             if let Ok(payload) = serde_json::to_value(response) {
@@ -1033,6 +1141,7 @@ impl Csms {
             if let Some(identity) = identity {
                 let action = call.request.action();
                 self.note_certificate_answer(identity, action, "Disconnected".into());
+                self.note_profile_answer(identity, action, "Disconnected".into());
             }
             tracing::warn!(
                 identity = identity.map(ChargePointIdentity::as_str),
@@ -1254,6 +1363,20 @@ fn certificate_signed(
     }
     admin::decode_command(version, "CertificateSigned", &payload.to_string())
         .map_err(|e| format!("CertificateSigned: {e}"))
+}
+
+/// What an answer to our CALL says, in a word: its `status`, or `CALLERROR <code>`,
+/// `Timeout`, `InvalidResult`.
+fn answer_status(outcome: &CallOutcome) -> String {
+    match outcome {
+        Ok(response) => serde_json::to_value(response)
+            .ok()
+            .and_then(|v| v["status"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| "InvalidResult".into()),
+        Err(CallFailure::ErrorResponse { code, .. }) => format!("CALLERROR {code:?}"),
+        Err(CallFailure::Timeout) => "Timeout".into(),
+        _ => "InvalidResult".into(),
+    }
 }
 
 /// The Basic password a command proposes: SetVariables `SecurityCtrlr.BasicAuthPassword`
