@@ -27,9 +27,16 @@
 //! `GET /chargepoints/ID/notifications`. Where this example has no back end, the answer
 //! says so rather than promise: SignCertificate `Rejected` without a CA (see below),
 //! Get15118EVCertificate and GetCertificateStatus `Failed`, GetCertificateChainStatus every certificate `Failed`
-//! (no PKI, no OCSP), NotifyEVChargingNeeds `Rejected` (no smart charging),
-//! PullDynamicScheduleUpdate and VatNumberValidation `Rejected`; DataTransfer is `Accepted`
-//! for a vendor of [`CsmsConfig::data_transfer_vendors`] and `UnknownVendorId` otherwise.
+//! (no PKI, no OCSP), PullDynamicScheduleUpdate and VatNumberValidation `Rejected`;
+//! DataTransfer is `Accepted` for a vendor of [`CsmsConfig::data_transfer_vendors`] and
+//! `UnknownVendorId` otherwise.
+//!
+//! Smart charging (2.x K15-K17, [`smart_charging`]): NotifyEVChargingNeeds for an EVSE in
+//! transaction is `Accepted` and followed by a SetChargingProfile (a TxProfile for the
+//! transaction, its share of the station's site limit, [`CsmsConfig::site_limit`]);
+//! NotifyEVChargingSchedule is checked against it (`Rejected` and renegotiated when over it);
+//! [`Csms::set_site_limit`] and [`Csms::renegotiate`] give the CALLs of a renegotiation the
+//! operator starts. The profiles sent and the station's answers are kept per station.
 //!
 //! Authorization comes from a [`TokenStore`] when one is configured (`--tokens`, or the first
 //! `PUT /tokens/ID`), else every token is Accepted. The boot policy ([`BootPolicy`],

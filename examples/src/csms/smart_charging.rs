@@ -582,7 +582,7 @@ impl SmartCharging {
             .find(|p| {
                 p.transaction_id
                     .as_deref()
-                    .is_none_or(|t| t == transaction_id)
+                    .map_or(true, |t| t == transaction_id)
             })
             .and_then(|p| schedule_limit(&p.profile))
     }
