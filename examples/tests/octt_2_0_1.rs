@@ -1764,13 +1764,18 @@ fn tc_k_58_renegotiation_initiated_by_csms(binary: &str) {
         "{state}"
     );
     // A bad limit changes nothing.
-    let (status_code, _) = admin(
-        &server,
-        "PUT",
-        "/chargepoints/CS-K58/site-limit",
-        r#"{"amps":0}"#,
-    );
-    assert_eq!(status_code, 400);
+    for bad in [r#"{"amps":0}"#, r#"{"watts":"many"}"#, "{}", "not json"] {
+        let (status_code, _) = admin(&server, "PUT", "/chargepoints/CS-K58/site-limit", bad);
+        assert_eq!(status_code, 400, "{bad}");
+    }
+    // Back to the default (none): no limit and no EV needs, nothing to send.
+    let (status_code, body) = admin(&server, "DELETE", "/chargepoints/CS-K58/site-limit", "");
+    assert_eq!(status_code, 200, "{body}");
+    assert_eq!(body["site_limit"], Value::Null, "{body}");
+    assert_eq!(body["renegotiated"], 0, "{body}");
+    assert_date_time(&ws.result("Heartbeat", json!({}))["currentTime"]);
+    let (status_code, _) = admin(&server, "GET", "/chargepoints/NOBODY/charging-profiles", "");
+    assert_eq!(status_code, 404);
     ws.close();
 }
 
