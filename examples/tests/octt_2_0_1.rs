@@ -1494,6 +1494,24 @@ fn charging_profiles(server: &Server, identity: &str) -> Value {
     body
 }
 
+/// The station's smart-charging state once every profile sent has an answer: the answer to
+/// a CALL of the CSMS reaches its record a moment after the station wrote it (on
+/// tokio-server, in the task that sent the CALL), so this polls, for at most 5 s.
+fn charging_profiles_answered(server: &Server, identity: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let state = charging_profiles(server, identity);
+        let sent = state["charging_profiles"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if sent.iter().all(|p| !p["answer"].is_null()) || std::time::Instant::now() > deadline {
+            return state;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// NotifyEVChargingNeeds of an AC three-phase EV on `evse` that takes at most `max_amps`.
 fn ac_needs(evse: u32, max_amps: u32) -> Value {
     json!({"evseId": evse, "maxScheduleTuples": 3, "chargingNeeds": {
@@ -1590,7 +1608,7 @@ fn tc_k_53_load_leveling_needs_accepted_then_tx_profile(binary: &str) {
     let answer = ws.result("NotifyEVChargingNeeds", ac_needs(2, 32));
     assert_eq!(answer, json!({"status": "Rejected"}));
     assert_date_time(&ws.result("Heartbeat", json!({}))["currentTime"]);
-    let state = charging_profiles(&server, "CS-K53");
+    let state = charging_profiles_answered(&server, "CS-K53");
     assert_eq!(
         state["default_site_limit"],
         json!({"amps": 24.0, "watts": null}),
@@ -1715,8 +1733,10 @@ fn put_site_limit(
 
 /// TC_K_58_CSMS (K16, renegotiation initiated by the CSMS): the operator lowers the site
 /// limit on the admin API and the CSMS sends the EVSE's transaction a new TxProfile; the
-/// EV's schedule within it is Accepted. With a second EVSE charging, a new limit is shared
-/// between both (one SetChargingProfile each, one after the other, one admin answer).
+/// EV's schedule within it is Accepted. When a second EVSE starts charging, the limit is
+/// shared and the first gets a new profile; a new limit is shared between both (one
+/// SetChargingProfile each, one after the other, one admin answer); when the second ends,
+/// the first gets the whole limit again.
 fn tc_k_58_renegotiation_initiated_by_csms(binary: &str) {
     let server = Server::start(binary, &[]);
     let mut ws = booted(&server, "CS-K58");
@@ -1740,8 +1760,11 @@ fn tc_k_58_renegotiation_initiated_by_csms(binary: &str) {
         "{limit}"
     );
     assert_eq!(limit["default"], Value::Null, "{limit}");
-    // A second EVSE in transaction: 20 A shared, 10 A each.
+    // A second EVSE in transaction: the 16 A are shared now, and EVSE 1's profile follows
+    // that TransactionEvent's answer at once (8 A); EVSE 2 has no profile of ours yet.
     in_transaction(&mut ws, 2, "TX-K58-2", "Charging");
+    expect_tx_profile(&mut ws, 1, "TX-K58", "A", 8.0, "Accepted");
+    // A new limit, 20 A: 10 A each, two CALLs one after the other, one admin answer.
     let (status_code, body) = put_site_limit(
         &server,
         &mut ws,
@@ -1755,9 +1778,21 @@ fn tc_k_58_renegotiation_initiated_by_csms(binary: &str) {
         json!([{"status": "Accepted"}, {"status": "Accepted"}]),
         "{body}"
     );
-    let state = charging_profiles(&server, "CS-K58");
+    // EVSE 2's transaction ends: EVSE 1 gets the whole 20 A again.
+    let mut ended = event(
+        "Ended",
+        "EVDeparted",
+        1,
+        "TX-K58-2",
+        json!({"stoppedReason": "EVDisconnected"}),
+        json!({}),
+    );
+    ended["evse"] = json!({"id": 2, "connectorId": 1});
+    assert_eq!(ws.result("TransactionEvent", ended), json!({}));
+    expect_tx_profile(&mut ws, 1, "TX-K58", "A", 20.0, "Accepted");
+    let state = charging_profiles_answered(&server, "CS-K58");
     let sent = state["charging_profiles"].as_array().unwrap();
-    assert_eq!(sent.len(), 3, "{state}");
+    assert_eq!(sent.len(), 5, "{state}");
     assert!(
         sent.iter()
             .all(|p| p["answer"] == "Accepted" && p["reason"] == "Renegotiation"),
@@ -1863,7 +1898,7 @@ fn k15_on_ocpp_2_1(binary: &str) {
     assert_eq!(action, "SetChargingProfile");
     ws.reply(&id, json!({"status": "Rejected"}));
     assert_date_time(&ws.result("Heartbeat", json!({}))["currentTime"]);
-    let state = charging_profiles(&server, "CS-K21");
+    let state = charging_profiles_answered(&server, "CS-K21");
     assert_eq!(
         state["charging_profiles"][1]["answer"], "Rejected",
         "{state}"

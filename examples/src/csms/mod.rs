@@ -883,6 +883,8 @@ impl Csms {
                 Answer::error(ErrorCode::SecurityError, description)
             } else {
                 let gaps_before = charge_point.extras.seq_no_gap_count;
+                let charging_before = (action == "TransactionEvent")
+                    .then(|| smart_charging::charging_evses(charge_point));
                 let reply = match request {
                     Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
                     Request::V2_0_1(request) => {
@@ -894,6 +896,16 @@ impl Csms {
                 if charge_point.extras.seq_no_gap_count != gaps_before {
                     self.metrics.seq_no_gaps.inc();
                     self.ask_transaction_status(charge_point, request.version());
+                }
+                if let Some(before) = charging_before {
+                    let default = self.config.site_limit;
+                    let version = request.version();
+                    let now = context.now;
+                    for profile in
+                        smart_charging::rebalance(charge_point, &before, default, version, now)
+                    {
+                        context.follow_up(charge_point, profile);
+                    }
                 }
                 if action == "SignCertificate" {
                     match charge_point.extras.certificate.as_ref().map(|c| c.status) {

@@ -23,6 +23,9 @@
 //! | NotifyEVChargingSchedule over it (a period's limit above ours) | `Rejected` | a new SetChargingProfile for the transaction (renegotiation, K16) |
 //!
 //! A second NotifyEVChargingNeeds (the EV renegotiates, K17) gets a new profile the same way.
+//! When a transaction starts or ends on another EVSE, the share changes: each EVSE holding a
+//! profile of ours gets a new one right after that TransactionEvent's answer ([`rebalance`]),
+//! so that the station stays within its site limit.
 //! The operator renegotiates (K16) with `PUT|DELETE /chargepoints/ID/site-limit` or
 //! `POST /chargepoints/ID/renegotiate`: each EVSE with an active transaction gets a new
 //! SetChargingProfile (one CALL after another, [`super::admin::Route::Calls`] when several).
@@ -717,6 +720,51 @@ pub fn renegotiate(
             )
         })
         .collect()
+}
+
+/// After the EVSEs in transaction changed (`before`: those before the message): a new
+/// profile for each other EVSE whose profile of ours is in force and whose share is now
+/// another (a second EV arrived and the site limit is shared by more, or one left), each
+/// recorded as sent. The EVSE whose transaction started gets its own at its EV's
+/// NotifyEVChargingNeeds.
+pub fn rebalance(
+    cp: &mut ChargePoint,
+    before: &[i32],
+    default: SiteLimit,
+    version: OcppVersion,
+    now: UnixTime,
+) -> Vec<Request> {
+    let now_charging = charging_evses(cp);
+    if now_charging == before {
+        return Vec::new();
+    }
+    let sharing = now_charging.len();
+    let mut requests = Vec::new();
+    for evse in now_charging {
+        let Some(transaction) = active_transaction(cp, evse).map(str::to_owned) else {
+            continue;
+        };
+        let state = &cp.extras.smart_charging;
+        let ours = state.profiles.iter().rev().find(|p| {
+            p.reason != ProfileReason::Operator
+                && p.evse_id == i64::from(evse)
+                && p.transaction_id.as_deref() == Some(transaction.as_str())
+        });
+        let Some(in_force) = ours
+            .filter(|p| p.in_force())
+            .and_then(|p| schedule_limit(&p.profile))
+        else {
+            continue;
+        };
+        let site = state.site_limit.unwrap_or(default);
+        let fresh = share(site, sharing, state.needs_of(evse, &transaction));
+        if fresh.map(|s| (s.unit, s.limit)) == Some(in_force) {
+            continue;
+        }
+        let reason = ProfileReason::Renegotiation;
+        requests.extend(profile_for(cp, default, version, evse, reason, now));
+    }
+    requests
 }
 
 /// What a NotifyEVChargingNeeds (`payload`) is answered, after keeping the needs: `Accepted`
