@@ -15,8 +15,8 @@ use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 use crate::csms::admin_auth::{AdminAuth, AdminAuthError};
 use crate::csms::store::{SqlStore, Store};
 use crate::csms::{
-    BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, Currency, Price, Tariff,
-    TariffError, TokenStore,
+    BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, Currency, Price, SiteLimit,
+    Tariff, TariffError, TokenStore,
 };
 use crate::server_config::ServerConfig;
 use crate::tls::{self, ClientCertificates, ServerTls, TlsError};
@@ -243,6 +243,14 @@ struct Cli {
     /// 0: after every TransactionEvent Updated with meter values.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     cost_updated_interval: u64,
+    /// Smart charging (OCPP 2.x K15-K17): the current, in A per phase, that the EVSEs of a
+    /// station with an active transaction share equally (each at most what its EV asks);
+    /// per station: PUT /chargepoints/ID/site-limit.
+    #[arg(long, value_name = "A", value_parser = positive_number)]
+    site_limit_amps: Option<f64>,
+    /// As --site-limit-amps, in W (the unit of DC EVs).
+    #[arg(long, value_name = "W", value_parser = positive_number)]
+    site_limit_watts: Option<f64>,
     /// When a client offers no subprotocol we speak: `accept-then-close` (OCPP-J 1.6 §3.2,
     /// 2.0.1 §3.1.2: complete the handshake without Sec-WebSocket-Protocol, then close) or
     /// `reject-400` (refuse the upgrade with 400, which the OCTT cases TC_088_CSMS and
@@ -310,6 +318,13 @@ fn price(text: &str) -> Result<Price, String> {
 
 fn currency(text: &str) -> Result<Currency, String> {
     text.parse().map_err(|e: TariffError| e.to_string())
+}
+
+fn positive_number(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if value.is_finite() && value > 0.0 => Ok(value),
+        _ => Err("a number above 0".into()),
+    }
 }
 
 fn boot_policy(text: &str) -> Result<BootPolicy, String> {
@@ -396,6 +411,8 @@ impl Cli {
             node_id: self.node_id,
             cluster_ttl: self.cluster_ttl_s.map(Duration::from_secs),
             call_timeout: self.call_timeout_s.map(Duration::from_secs),
+            site_limit: SiteLimit::new(self.site_limit_amps, self.site_limit_watts)
+                .unwrap_or_default(),
         }
     }
 }
@@ -462,6 +479,8 @@ pub struct Args {
     pub cluster_ttl: Option<Duration>,
     /// `--call-timeout-s`: the connections' call timeout.
     pub call_timeout: Option<Duration>,
+    /// `--site-limit-amps`, `--site-limit-watts` (none: no limit).
+    pub site_limit: SiteLimit,
 }
 
 impl Args {
@@ -619,7 +638,8 @@ pub fn csms(args: &Args) -> Result<Arc<Csms>, Box<dyn std::error::Error>> {
         .boot_policy(args.boot_policy)
         .items_per_message(args.items_per_message)
         .tariff(args.tariff)
-        .cost_updated_interval(args.cost_updated_interval);
+        .cost_updated_interval(args.cost_updated_interval)
+        .site_limit(args.site_limit);
     if let Some(tariff) = args.tariff {
         tracing::info!(%tariff, "default tariff: cost sent to OCPP 2.x stations");
     }
@@ -842,6 +862,7 @@ mod tests {
             "--data-transfer-vendor",
             "other",
             "--items-per-message=4",
+            "--site-limit-amps=32",
         ])
         .unwrap();
         assert_eq!(args.boot_policy, BootPolicy::Pending);
@@ -853,6 +874,10 @@ mod tests {
         let app = super::csms(&args).unwrap();
         assert_eq!(app.config().get_boot_policy(), BootPolicy::Pending);
         assert_eq!(app.config().get_items_per_message(), Some(4));
+        assert_eq!(
+            app.config().get_site_limit(),
+            SiteLimit::new(Some(32.0), None).unwrap()
+        );
         assert_eq!(app.tokens().unwrap().master_pass(), Some("MASTER"));
         assert_eq!(app.config().get_tariff(), None);
         assert_eq!(
@@ -885,6 +910,9 @@ mod tests {
             &["--price-per-hour", "x"],
             &["--currency", "euro"],
             &["--cost-updated-interval", "-1"],
+            &["--site-limit-amps", "0"],
+            &["--site-limit-watts", "-5"],
+            &["--site-limit-watts", "inf"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

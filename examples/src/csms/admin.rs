@@ -17,7 +17,12 @@
 //! | `DELETE /chargepoints/{identity}/security` | 200; back to the server's profile |
 //! | `PUT /chargepoints/{identity}/password` + `{"password":"..."}` | 200 `{"identity","password":true}` (never the password); the station's Basic password from its next connection on (a change asked of the station and not answered yet is dropped); 400 for an empty one, one longer than 64 characters or with control characters; 409 without a credentials store |
 //! | `DELETE /chargepoints/{identity}/password` | 200; the station has no password (Basic authentication refuses it) |
-//! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload; a SetVariables `SecurityCtrlr.BasicAuthPassword` / ChangeConfiguration `AuthorizationKey` changes the Basic password once accepted ([`Csms::on_command`]); a GetVariables / SetVariables with more entries than the station's ItemsPerMessage is [`Route::Calls`]: several CALLs, one answer ([`super::items_per_message`]) |
+//! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload; a SetChargingProfile / ClearChargingProfile is kept with the station's smart-charging state (GetCompositeSchedule, GetChargingProfiles go this way too); a SetVariables `SecurityCtrlr.BasicAuthPassword` / ChangeConfiguration `AuthorizationKey` changes the Basic password once accepted ([`Csms::on_command`]); a GetVariables / SetVariables with more entries than the station's ItemsPerMessage is [`Route::Calls`]: several CALLs, one answer ([`super::items_per_message`]) |
+//! | `GET /chargepoints/{identity}/charging-profiles` | 200, its smart-charging state ([`super::smart_charging`]): `{"identity","site_limit","default_site_limit","charging_needs","charging_profiles"}`, each profile sent (ours and the operator's SetChargingProfile) with the station's answer and whether an Accepted ClearChargingProfile removed it |
+//! | `GET /chargepoints/{identity}/site-limit` | 200, `{"identity","site_limit","default"}` (`{"amps","watts"}` or null) |
+//! | `PUT /chargepoints/{identity}/site-limit` + `{"amps":A}` and/or `{"watts":W}` | the station's own site limit (in memory), then a SetChargingProfile for each EVSE with an active transaction (K16): one is a [`Route::Call`] (answered as `POST .../call/SetChargingProfile`), several a [`Route::Calls`] sequence (one answer, `result.results` in order); none: 200 `{"identity","site_limit","default","renegotiated":0}`; 400 for a limit that is not a number above 0 |
+//! | `DELETE /chargepoints/{identity}/site-limit` | back to the default limit, then the same renegotiation |
+//! | `POST /chargepoints/{identity}/renegotiate` | the same renegotiation, the limit unchanged |
 //! | `GET /chargepoints/{identity}/transactions` | 200, its transactions from the store (`--database`: every node's on a shared database; the last ones ended included), the latest started first |
 //! | `GET /transactions` | 200, every open transaction (`identity` in each) from the store, the latest started first, at most [`TRANSACTIONS_LIMIT`] |
 //!
@@ -73,8 +78,8 @@ use super::admin_auth::Authorization;
 use super::store::TransactionQuery;
 use super::{
     date_time, BootPolicy, ChangeError, ChargePoint, Csms, Currency, Price, SecurityProfile,
-    SplitCall, Tariff, TokenEntry, TokenStatus, TokenStore, Transaction, TransactionStatusCheck,
-    UnixTime,
+    SiteLimit, SplitCall, Tariff, TokenEntry, TokenStatus, TokenStore, Transaction,
+    TransactionStatusCheck, UnixTime,
 };
 
 /// The largest request head (request line and headers).
@@ -520,6 +525,50 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
                 }),
             )
         }
+        ("GET", ["chargepoints", identity, "charging-profiles"]) => {
+            with_charge_point(csms, identity, |cp| {
+                let default = csms.config().get_site_limit();
+                let mut shown = cp.extras.smart_charging.to_json();
+                shown["identity"] = json!(cp.identity.as_str());
+                shown["default_site_limit"] =
+                    json!((!default.is_none()).then(|| default.to_json()));
+                shown
+            })
+        }
+        ("GET", ["chargepoints", identity, "site-limit"]) => match parse_identity(identity) {
+            Ok(identity) => {
+                let (own, default) = csms.site_limit(&identity);
+                HttpResponse::json(200, &site_limit_json(&identity, own, default))
+            }
+            Err(response) => response,
+        },
+        ("PUT" | "DELETE", ["chargepoints", identity, "site-limit"]) => {
+            let identity = match parse_identity(identity) {
+                Ok(identity) => identity,
+                Err(response) => return Route::Respond(response),
+            };
+            let limit = if method == "PUT" {
+                match body_json(request).map(|body| SiteLimit::from_json(&body)) {
+                    Ok(Ok(limit)) => Some(limit),
+                    Ok(Err(error)) => {
+                        return Route::Respond(HttpResponse::error(400, &error.to_string()))
+                    }
+                    Err(error) => return Route::Respond(HttpResponse::error(400, &error)),
+                }
+            } else {
+                None
+            };
+            let requests = csms.set_site_limit(&identity, limit);
+            return renegotiation(csms, identity, requests);
+        }
+        ("POST", ["chargepoints", identity, "renegotiate"]) => {
+            let identity = match parse_identity(identity) {
+                Ok(identity) => identity,
+                Err(response) => return Route::Respond(response),
+            };
+            let requests = csms.renegotiate(&identity);
+            return renegotiation(csms, identity, requests);
+        }
         ("GET", ["tokens"]) => {
             let store = csms.tokens();
             let tokens: serde_json::Map<String, Value> = store
@@ -567,6 +616,8 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
         | (_, ["tariff"] | ["chargepoints", _, "tariff"])
         | (_, ["chargepoints", _, "call", _] | ["chargepoints", _, "boot"])
         | (_, ["chargepoints", _, "security"] | ["chargepoints", _, "password"])
+        | (_, ["chargepoints", _, "site-limit"] | ["chargepoints", _, "renegotiate"])
+        | (_, ["chargepoints", _, "charging-profiles"])
         | (_, ["transactions"] | ["chargepoints", _, "transactions"])
         | (_, ["chargepoints", _, "notifications"] | ["chargepoints", _, "notifications", _]) => {
             HttpResponse::error(405, "method not allowed")
@@ -574,6 +625,47 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
         _ => HttpResponse::error(404, "no such resource"),
     };
     Route::Respond(response)
+}
+
+/// `{"identity","site_limit","default"}`: a station's own site limit (null: the default)
+/// and the CSMS default (null: none).
+fn site_limit_json(
+    identity: &ChargePointIdentity,
+    own: Option<SiteLimit>,
+    default: SiteLimit,
+) -> Value {
+    json!({
+        "identity": identity.as_str(),
+        "site_limit": own.map(|l| l.to_json()),
+        "default": (!default.is_none()).then(|| default.to_json()),
+    })
+}
+
+/// The route of a renegotiation (K16): the SetChargingProfile CALLs the site limit gives
+/// the station's EVSEs with an active transaction: one is a [`Route::Call`] (answered with
+/// its CALLRESULT), several a [`Route::Calls`] sequence (`result.results`, in order), none
+/// 200 with the limit and `"renegotiated":0`.
+fn renegotiation(csms: &Csms, identity: ChargePointIdentity, mut requests: Vec<Request>) -> Route {
+    let version = csms.version_of(&identity);
+    match (requests.len(), version) {
+        (1, Some(_)) => match requests.pop() {
+            Some(request) => Route::Call { identity, request },
+            None => Route::Respond(HttpResponse::error(500, "no CALL to send")),
+        },
+        (2.., Some(version)) => match SplitCall::sequence(version, requests) {
+            Some(split) => Route::Calls {
+                identity,
+                split: Box::new(split),
+            },
+            None => Route::Respond(HttpResponse::error(500, "no CALL to send")),
+        },
+        _ => {
+            let (own, default) = csms.site_limit(&identity);
+            let mut body = site_limit_json(&identity, own, default);
+            body["renegotiated"] = json!(0);
+            Route::Respond(HttpResponse::json(200, &body))
+        }
+    }
 }
 
 /// The `password` of a `PUT /chargepoints/ID/password` body: 1 to 64 characters, none a
@@ -1092,6 +1184,7 @@ pub fn charge_point_json(cp: &ChargePoint, default_tariff: Option<Tariff>) -> Va
         "transactions": transactions,
         "boot_policy": cp.boot_policy.map(BootPolicy::as_str),
         "items_per_message": cp.extras.items_per_message.to_json(),
+        "smart_charging": cp.extras.smart_charging.to_json(),
         "notifications": notifications,
         "certificate": cp.extras.certificate.as_ref().map(|c| json!({
             "requested_at": time_json(c.requested_at),

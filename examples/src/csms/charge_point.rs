@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 use ocpp_messages::version::OcppVersion;
 
 use super::shared_text::{shared_text, SharedText};
+use super::smart_charging::SmartCharging;
 use super::UnixTime;
 use super::{BootPolicy, CostUpdate, ItemsPerMessage, SessionId, Tariff};
 
@@ -89,6 +90,9 @@ pub struct ExtraState {
     /// The client certificate the TLS layer verified on its last accepted upgrade (security
     /// profile 3), whichever TLS backend did; cleared by an upgrade without one.
     pub client_certificate: Option<super::ClientCertificate>,
+    /// Smart charging (K15-K17): its own site limit, its EVs' charging needs, the charging
+    /// profiles sent to it (see [`super::smart_charging`]).
+    pub smart_charging: SmartCharging,
 }
 
 /// What every record without extras reads.
@@ -106,6 +110,7 @@ static NO_EXTRAS: ExtraState = ExtraState {
     tariff: None,
     cost_updates: VecDeque::new(),
     client_certificate: None,
+    smart_charging: SmartCharging::EMPTY,
 };
 
 impl Extras {

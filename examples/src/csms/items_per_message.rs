@@ -149,6 +149,8 @@ pub struct SplitCall {
     /// Chunks sent so far (the one in flight included).
     sent: usize,
     results: Vec<Value>,
+    /// A [`SplitCall::sequence`]: each answer kept whole, under `result_key`.
+    whole: bool,
 }
 
 impl SplitCall {
@@ -188,7 +190,26 @@ impl SplitCall {
             pending,
             sent: 0,
             results: Vec::new(),
+            whole: false,
         }))
+    }
+
+    /// Several whole CALLs of one action sent one after another as one command (e.g. a
+    /// SetChargingProfile per EVSE when the operator changes a site limit,
+    /// [`super::smart_charging`]): the answer lists each CALLRESULT's payload in order under
+    /// `result.results`; a failure stops the sequence as for chunks. `None` for an empty list.
+    pub fn sequence(version: OcppVersion, requests: Vec<Request>) -> Option<SplitCall> {
+        let action = requests.first()?.action();
+        Some(SplitCall {
+            version,
+            action,
+            result_key: "results",
+            chunks: requests.len(),
+            pending: requests.into(),
+            sent: 0,
+            results: Vec::new(),
+            whole: true,
+        })
     }
 
     /// How many CALLs in all.
@@ -213,7 +234,7 @@ impl SplitCall {
         start + call_timeout.saturating_mul(chunks)
     }
 
-    /// The action (`GetVariables` or `SetVariables`).
+    /// The action (`GetVariables` or `SetVariables`; any for a [`SplitCall::sequence`]).
     pub fn action(&self) -> &'static str {
         self.action
     }
@@ -230,6 +251,10 @@ impl SplitCall {
     pub fn complete(&mut self, outcome: &CallOutcome) -> Option<HttpResponse> {
         if let Ok(response) = outcome {
             let payload = serde_json::to_value(response).unwrap_or(Value::Null);
+            if self.whole {
+                self.results.push(payload);
+                return self.pending.is_empty().then(|| self.merged());
+            }
             if let Some(results) = payload[self.result_key].as_array() {
                 self.results.extend(results.iter().cloned());
                 if self.pending.is_empty() {

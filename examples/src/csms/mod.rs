@@ -27,9 +27,16 @@
 //! `GET /chargepoints/ID/notifications`. Where this example has no back end, the answer
 //! says so rather than promise: SignCertificate `Rejected` without a CA (see below),
 //! Get15118EVCertificate and GetCertificateStatus `Failed`, GetCertificateChainStatus every certificate `Failed`
-//! (no PKI, no OCSP), NotifyEVChargingNeeds `Rejected` (no smart charging),
-//! PullDynamicScheduleUpdate and VatNumberValidation `Rejected`; DataTransfer is `Accepted`
-//! for a vendor of [`CsmsConfig::data_transfer_vendors`] and `UnknownVendorId` otherwise.
+//! (no PKI, no OCSP), PullDynamicScheduleUpdate and VatNumberValidation `Rejected`;
+//! DataTransfer is `Accepted` for a vendor of [`CsmsConfig::data_transfer_vendors`] and
+//! `UnknownVendorId` otherwise.
+//!
+//! Smart charging (2.x K15-K17, [`smart_charging`]): NotifyEVChargingNeeds for an EVSE in
+//! transaction is `Accepted` and followed by a SetChargingProfile (a TxProfile for the
+//! transaction, its share of the station's site limit, [`CsmsConfig::site_limit`]);
+//! NotifyEVChargingSchedule is checked against it (`Rejected` and renegotiated when over it);
+//! [`Csms::set_site_limit`] and [`Csms::renegotiate`] give the CALLs of a renegotiation the
+//! operator starts. The profiles sent and the station's answers are kept per station.
 //!
 //! Authorization comes from a [`TokenStore`] when one is configured (`--tokens`, or the first
 //! `PUT /tokens/ID`), else every token is Accepted. The boot policy ([`BootPolicy`],
@@ -144,6 +151,7 @@ pub mod persistence;
 pub mod push;
 mod reply;
 mod shared_text;
+pub mod smart_charging;
 pub mod store;
 pub mod tariff;
 mod tokens;
@@ -180,6 +188,9 @@ pub use items_per_message::{ItemsPerMessage, SplitCall};
 pub use metrics::{Counter, Gauge, Metrics};
 pub use persistence::{ChangeError, SETTINGS_REFRESH};
 pub use reply::{Later, Reply};
+pub use smart_charging::{
+    ChargingNeeds, ChargingProfileRecord, SiteLimit, SiteLimitError, SmartCharging,
+};
 pub use store::{Durability, Record, Store, StoreError};
 pub use tariff::{Cost, CostUpdate, Currency, Price, Tariff, TariffError};
 pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};
@@ -223,6 +234,7 @@ pub struct CsmsConfig {
     store: Option<Arc<dyn Store>>,
     tariff: Option<Tariff>,
     cost_updated_interval: Duration,
+    site_limit: SiteLimit,
 }
 
 impl Default for CsmsConfig {
@@ -247,6 +259,7 @@ impl Default for CsmsConfig {
             store: None,
             tariff: None,
             cost_updated_interval: Duration::from_secs(60),
+            site_limit: SiteLimit::default(),
         }
     }
 }
@@ -385,6 +398,19 @@ impl CsmsConfig {
     pub fn get_cost_updated_interval(&self) -> Duration {
         self.cost_updated_interval
     }
+
+    /// The site limit of a station without one of its own (`--site-limit-amps`,
+    /// `--site-limit-watts`): shared by its EVSEs with an active transaction
+    /// ([`smart_charging`]). Default: none (each EV gets what it asks for).
+    pub fn site_limit(mut self, limit: SiteLimit) -> Self {
+        self.site_limit = limit;
+        self
+    }
+
+    /// See [`CsmsConfig::site_limit`].
+    pub fn get_site_limit(&self) -> SiteLimit {
+        self.site_limit
+    }
 }
 
 /// How the charge point reached us, as the I/O loop knows it: what [`Csms::on_upgrade`]
@@ -489,6 +515,7 @@ impl Csms {
     /// it. (Pairing them exactly needs the I/O loop to hand the application the request of
     /// each answered CALL, which `on_call_completed` does not get today.)
     pub fn on_command(&self, identity: &ChargePointIdentity, request: &Request) {
+        self.note_charging_command(identity, request);
         let Some(password) = proposed_password(request) else {
             return;
         };
@@ -753,6 +780,7 @@ impl Csms {
                     tracing::warn!(%identity, action, reason = %refused.reason, "follow-up CALL not sent");
                     self.note_certificate_answer(identity, &action, "NotSent".into());
                     self.note_cost_updated_answer(identity, &action, "NotSent".into());
+                    self.note_profile_answer(identity, &action, "NotSent".into());
                 }
             }
         }
@@ -776,6 +804,99 @@ impl Csms {
             tracing::info!(%identity, answer, "CertificateSigned answered");
             record.answer = Some(answer);
             record.answered_at = Some(UnixTime::now());
+        }
+    }
+
+    /// A SetChargingProfile or ClearChargingProfile the operator sends
+    /// (`POST /chargepoints/ID/call/ACTION`): kept with the station's smart-charging state
+    /// ([`smart_charging`]) so that its answer lands on the right record.
+    fn note_charging_command(&self, identity: &ChargePointIdentity, request: &Request) {
+        let action = request.action();
+        if !matches!(action, "SetChargingProfile" | "ClearChargingProfile") {
+            return;
+        }
+        let Ok(payload) = serde_json::to_value(request) else {
+            return;
+        };
+        let mut fleet = self.lock();
+        let state = &mut fleet.entry(identity).extras.get_mut().smart_charging;
+        if action == "SetChargingProfile" {
+            // 1.6 names the profile `csChargingProfiles`: the same record, read from it.
+            let mut payload = payload;
+            if payload.get("chargingProfile").is_none() {
+                payload["chargingProfile"] = payload["csChargingProfiles"].take();
+                payload["evseId"] = payload["connectorId"].take();
+            }
+            let reason = smart_charging::ProfileReason::Operator;
+            state.sent(ChargingProfileRecord::new(
+                &payload,
+                reason,
+                UnixTime::now(),
+            ));
+        } else {
+            state.clear_asked(payload["chargingProfileId"].as_i64());
+        }
+    }
+
+    /// Records the station's answer to our SetChargingProfile (its status, or how it
+    /// failed) or ClearChargingProfile (Accepted clears the profile it named).
+    fn note_profile_answer(&self, identity: &ChargePointIdentity, action: &str, answer: String) {
+        if !matches!(action, "SetChargingProfile" | "ClearChargingProfile") {
+            return;
+        }
+        let mut fleet = self.lock();
+        let Some(cp) = fleet.get_mut(identity) else {
+            return;
+        };
+        let state = &mut cp.extras.get_mut().smart_charging;
+        if action == "ClearChargingProfile" {
+            state.clear_answered(answer == "Accepted");
+        } else if let Some(record) = state.settle(answer, UnixTime::now()) {
+            tracing::info!(%identity, id = record.id, answer = record.answer, "SetChargingProfile answered");
+        }
+    }
+
+    /// A station's own site limit (`None`: the default) and the CSMS default.
+    pub fn site_limit(&self, identity: &ChargePointIdentity) -> (Option<SiteLimit>, SiteLimit) {
+        let own = self
+            .lock()
+            .get(identity)
+            .and_then(|cp| cp.extras.smart_charging.site_limit);
+        (own, self.config.site_limit)
+    }
+
+    /// Sets (or with `None` clears) a station's own site limit, then renegotiates (K16): the
+    /// SetChargingProfile CALLs to send it, one per EVSE with an active transaction (none
+    /// when it is not connected with OCPP 2.x), each already recorded as sent. In memory
+    /// only.
+    pub fn set_site_limit(
+        &self,
+        identity: &ChargePointIdentity,
+        limit: Option<SiteLimit>,
+    ) -> Vec<Request> {
+        let mut fleet = self.lock();
+        let cp = fleet.entry(identity);
+        cp.extras.get_mut().smart_charging.site_limit = limit;
+        tracing::info!(%identity, limit = ?limit, "site limit set");
+        self.renegotiate_locked(cp)
+    }
+
+    /// Renegotiates (K16) without changing the limit: a SetChargingProfile for each EVSE of
+    /// `identity` with an active transaction, each recorded as sent.
+    pub fn renegotiate(&self, identity: &ChargePointIdentity) -> Vec<Request> {
+        let mut fleet = self.lock();
+        match fleet.get_mut(identity) {
+            Some(cp) => self.renegotiate_locked(cp),
+            None => Vec::new(),
+        }
+    }
+
+    fn renegotiate_locked(&self, cp: &mut ChargePoint) -> Vec<Request> {
+        match cp.session.as_ref().map(|s| s.version) {
+            Some(version @ (OcppVersion::V2_0_1 | OcppVersion::V2_1)) => {
+                smart_charging::renegotiate(cp, self.config.site_limit, version, UnixTime::now())
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -843,6 +964,8 @@ impl Csms {
                 Answer::error(ErrorCode::SecurityError, description)
             } else {
                 let gaps_before = charge_point.extras.seq_no_gap_count;
+                let charging_before = (action == "TransactionEvent")
+                    .then(|| smart_charging::charging_evses(charge_point));
                 let reply = match request {
                     Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
                     Request::V2_0_1(request) => {
@@ -859,6 +982,16 @@ impl Csms {
                 if charge_point.extras.seq_no_gap_count != gaps_before {
                     self.metrics.seq_no_gaps.inc();
                     self.ask_transaction_status(charge_point, request.version());
+                }
+                if let Some(before) = charging_before {
+                    let default = self.config.site_limit;
+                    let version = request.version();
+                    let now = context.now;
+                    for profile in
+                        smart_charging::rebalance(charge_point, &before, default, version, now)
+                    {
+                        context.follow_up(charge_point, profile);
+                    }
                 }
                 if action == "SignCertificate" {
                     match charge_point.extras.certificate.as_ref().map(|c| c.status) {
@@ -1033,28 +1166,16 @@ impl Csms {
     ) {
         self.metrics.calls_pending.dec();
         if action == "CertificateSigned" {
-            let answer = match outcome {
-                Ok(response) => serde_json::to_value(response)
-                    .ok()
-                    .and_then(|v| v["status"].as_str().map(str::to_owned))
-                    .unwrap_or_else(|| "InvalidResult".into()),
-                Err(CallFailure::ErrorResponse { code, .. }) => format!("CALLERROR {code:?}"),
-                Err(CallFailure::Timeout) => "Timeout".into(),
-                _ => "InvalidResult".into(),
-            };
-            self.note_certificate_answer(identity, action, answer);
+            self.note_certificate_answer(identity, action, answer_status(outcome));
         }
         if action == "GetTransactionStatus" {
             self.note_transaction_status(identity, outcome);
         }
         if action == "CostUpdated" {
-            let answer = match outcome {
-                Ok(_) => "Accepted".into(),
-                Err(CallFailure::ErrorResponse { code, .. }) => format!("CALLERROR {code:?}"),
-                Err(CallFailure::Timeout) => "Timeout".into(),
-                Err(failure) => failure.name().to_owned(),
-            };
-            self.note_cost_updated_answer(identity, action, answer);
+            self.note_cost_updated_answer(identity, action, answer_status(outcome));
+        }
+        if matches!(action, "SetChargingProfile" | "ClearChargingProfile") {
+            self.note_profile_answer(identity, action, answer_status(outcome));
         }
         if let ("GetVariables", Ok(response)) = (action, outcome) {
             if let Ok(payload) = serde_json::to_value(response) {
@@ -1141,6 +1262,7 @@ impl Csms {
                 let action = call.request.action();
                 self.note_certificate_answer(identity, action, "Disconnected".into());
                 self.note_cost_updated_answer(identity, action, "Disconnected".into());
+                self.note_profile_answer(identity, action, "Disconnected".into());
             }
             tracing::warn!(
                 identity = identity.map(ChargePointIdentity::as_str),
@@ -1362,6 +1484,21 @@ fn certificate_signed(
     }
     admin::decode_command(version, "CertificateSigned", &payload.to_string())
         .map_err(|e| format!("CertificateSigned: {e}"))
+}
+
+/// What an answer to our CALL says, in a word: its `status` (`Accepted` for a result without
+/// one), or `CALLERROR <code>`, `Timeout`, the failure's name ([`CallFailure::name`]).
+fn answer_status(outcome: &CallOutcome) -> String {
+    match outcome {
+        // A result without a status (CostUpdated's is empty) accepts.
+        Ok(response) => serde_json::to_value(response)
+            .ok()
+            .map(|v| v["status"].as_str().unwrap_or("Accepted").to_owned())
+            .unwrap_or_else(|| "InvalidResult".into()),
+        Err(CallFailure::ErrorResponse { code, .. }) => format!("CALLERROR {code:?}"),
+        Err(CallFailure::Timeout) => "Timeout".into(),
+        Err(failure) => failure.name().to_owned(),
+    }
 }
 
 /// The Basic password a command proposes: SetVariables `SecurityCtrlr.BasicAuthPassword`

@@ -576,3 +576,101 @@ fn password_change_in_a_later_chunk_of_a_split_set_variables() {
         Err(Rejection { status: 401, .. })
     ));
 }
+
+#[test]
+fn charging_profiles_are_settled_in_the_order_sent_operator_and_ours() {
+    let config = CsmsConfig::default().site_limit(SiteLimit::new(Some(20.0), None).unwrap());
+    let csms = Csms::new(config);
+    let cp = identity("CP-SC");
+    let session = csms.on_connected(&cp, OcppVersion::V2_0_1);
+    // The operator's own TxDefaultProfile, through the generic command route.
+    let body = serde_json::json!({"evseId": 0, "chargingProfile": {"id": 7, "stackLevel": 0,
+        "chargingProfilePurpose": "TxDefaultProfile", "chargingProfileKind": "Relative",
+        "chargingSchedule": [{"id": 7, "chargingRateUnit": "A",
+                              "chargingSchedulePeriod": [{"startPeriod": 0, "limit": 6.0}]}]}});
+    let request = admin::AdminRequest {
+        method: "POST".into(),
+        path: "/chargepoints/CP-SC/call/SetChargingProfile".into(),
+        body: body.to_string().into_bytes(),
+        authorization: None,
+    };
+    assert!(matches!(
+        admin::route(&csms, &request),
+        admin::Route::Call { .. }
+    ));
+    let started = r#"{"eventType":"Started","timestamp":"2026-01-01T00:00:00Z",
+        "triggerReason":"Authorized","seqNo":0,"transactionInfo":{"transactionId":"TX"},
+        "evse":{"id":1,"connectorId":1}}"#;
+    call(&csms, session, &cp, "TransactionEvent", started);
+    let needs = r#"{"evseId":1,"chargingNeeds":{"requestedEnergyTransfer":"AC_single_phase",
+        "acChargingParameters":{"energyAmount":1,"evMinCurrent":6,"evMaxCurrent":32,"evMaxVoltage":230}}}"#;
+    let answer = call(&csms, session, &cp, "NotifyEVChargingNeeds", needs);
+    assert_eq!(answer["status"], "Accepted");
+    let follow_up = csms.take_follow_up(&cp).expect("a SetChargingProfile");
+    let sent = serde_json::to_value(&follow_up).unwrap();
+    let period = &sent["chargingProfile"]["chargingSchedule"][0]["chargingSchedulePeriod"][0];
+    assert_eq!(
+        period,
+        &serde_json::json!({"startPeriod": 0, "limit": 20.0, "numberPhases": 1})
+    );
+    assert!(csms.take_follow_up(&cp).is_none());
+    let status = |status: &str| -> CallOutcome {
+        let payload = serde_json::json!({ "status": status });
+        let response: v2_0_1::SetChargingProfileResponse = serde_json::from_value(payload).unwrap();
+        Ok(v2_0_1::Response::from(response).into())
+    };
+    csms.on_call_completed(&cp, "SetChargingProfile", &status("Rejected"));
+    csms.on_call_completed(&cp, "SetChargingProfile", &status("Accepted"));
+    let record = csms.charge_point(&cp).unwrap();
+    let profiles = &record.extras.smart_charging.profiles;
+    let answers: Vec<_> = profiles
+        .iter()
+        .map(|p| (p.id, p.reason.as_str(), p.answer.as_deref()))
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            (Some(7), "Operator", Some("Rejected")),
+            (Some(1000), "ChargingNeeds", Some("Accepted")),
+        ]
+    );
+    // The EV's schedule over our 20 A: Rejected, and the profile follows again; its CALL
+    // unanswered when the connection ends is recorded as such.
+    let schedule = r#"{"timeBase":"2026-01-01T00:00:00Z","evseId":1,"chargingSchedule":{"id":1,
+        "chargingRateUnit":"A","chargingSchedulePeriod":[{"startPeriod":0,"limit":32.0}]}}"#;
+    let answer = call(&csms, session, &cp, "NotifyEVChargingSchedule", schedule);
+    assert_eq!(answer["status"], "Rejected");
+    // Sent on a real connection, which then ends before the answer.
+    let now = std::time::Instant::now();
+    let mut connection = ocpp_server_core::Connection::accept_incoming(
+        now,
+        std::sync::Arc::new(ocpp_server_core::ConnectionConfig::default()),
+    );
+    connection.handle_data(
+        now,
+        b"GET /ocpp/CP-SC HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\
+          Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: ocpp2.0.1\r\n\r\n",
+    );
+    while let Some(event) = connection.poll_event() {
+        if let ocpp_server_core::Event::UpgradeRequested(_) = event {
+            connection.decide(now, Ok(())).unwrap();
+        }
+    }
+    csms.send_follow_ups(&mut connection, &cp, now);
+    assert!(csms.take_follow_up(&cp).is_none());
+    connection.handle_eof(now);
+    let mut ended = None;
+    while let Some(event) = connection.poll_event() {
+        if let ocpp_server_core::Event::Closed(closed) = event {
+            ended = Some(closed);
+        }
+    }
+    let ended = ended.expect("closed");
+    assert_eq!(ended.unanswered_outgoing.len(), 1);
+    csms.on_closed(Some(session), Some(&cp), &ended);
+    let record = csms.charge_point(&cp).unwrap();
+    let last = record.extras.smart_charging.profiles.back().unwrap();
+    assert_eq!(last.reason.as_str(), "ScheduleRejected");
+    assert_eq!(last.answer.as_deref(), Some("Disconnected"));
+}

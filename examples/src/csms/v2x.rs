@@ -5,9 +5,11 @@
 //! to the 2.1 instance.
 //!
 //! Reports (NotifyEvent, NotifyReport, the status notifications...) are kept by
-//! `Csms::on_call` as notifications; here they are only acknowledged. Where this CSMS lacks
-//! what a real one would need (a PKI, smart charging, a VAT register), the answer says so
-//! (Failed / Rejected) rather than promise what will never come.
+//! `Csms::on_call` as notifications; here they are only acknowledged. Smart charging
+//! (NotifyEVChargingNeeds, NotifyEVChargingSchedule) is answered from the policy of
+//! [`super::smart_charging`]. Where this CSMS lacks what a real one would need (a PKI, a VAT
+//! register), the answer says so (Failed / Rejected) rather than promise what will never
+//! come.
 
 /// The handlers of one OCPP 2.x version: a module named after the version (`v2_0_1`, `v2_1`)
 /// over that version's types, with the `OcppVersion` variant in parentheses. `central` is the
@@ -250,15 +252,34 @@ macro_rules! handlers_2x {
                     Request::SecurityEventNotification(_) => {
                         SecurityEventNotificationResponse::default().into()
                     }
-                    // K15-K17: this CSMS does no smart charging, so it will not send a
-                    // charging profile for these needs (Rejected); the EV's own schedule is
-                    // acknowledged (Accepted).
-                    Request::NotifyEVChargingNeeds(_) => NotifyEVChargingNeedsResponse::new(
-                        NotifyEVChargingNeedsStatusEnum::Rejected,
-                    )
-                    .into(),
-                    Request::NotifyEVChargingSchedule(_) => {
-                        NotifyEVChargingScheduleResponse::new(GenericStatusEnum::Accepted).into()
+                    // K15/K17: Accepted, and a SetChargingProfile for the EVSE's transaction
+                    // follows the answer (the share of the site limit, `smart_charging`);
+                    // without a transaction on the EVSE, or any limit to send, the version's
+                    // "no profile" answer (2.0.1 Rejected, 2.1 NoChargingProfile).
+                    Request::NotifyEVChargingNeeds(needs) => {
+                        let version = ocpp_messages::version::OcppVersion::$ocpp_version;
+                        let status = if context.charging_needs(cp, version, &serde_json::to_value(needs).unwrap_or_default()) {
+                            "Accepted"
+                        } else if version == ocpp_messages::version::OcppVersion::V2_1 {
+                            "NoChargingProfile"
+                        } else {
+                            "Rejected"
+                        };
+                        NotifyEVChargingNeedsResponse::new(
+                            NotifyEVChargingNeedsStatusEnum::from_wire(status),
+                        )
+                        .into()
+                    }
+                    // K15-K17: Accepted within the profile in force on the EVSE; Rejected
+                    // over it, and a new SetChargingProfile follows (renegotiation).
+                    Request::NotifyEVChargingSchedule(schedule) => {
+                        let version = ocpp_messages::version::OcppVersion::$ocpp_version;
+                        let status = if context.charging_schedule(cp, version, &serde_json::to_value(schedule).unwrap_or_default()) {
+                            GenericStatusEnum::Accepted
+                        } else {
+                            GenericStatusEnum::Rejected
+                        };
+                        NotifyEVChargingScheduleResponse::new(status).into()
                     }
                     // A02/A03: Accepted when the CA (`--ca-cert`) signs the CSR, the
                     // CertificateSigned then follows the answer; Rejected otherwise (no CA,
