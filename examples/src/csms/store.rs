@@ -226,12 +226,26 @@ enum Job {
         TransactionQuery,
         std_mpsc::SyncSender<Result<Vec<(String, Transaction)>, StoreError>>,
     ),
+    /// Answered once every job sent before it is done (jobs run in order).
+    Flush(std_mpsc::SyncSender<()>),
 }
 
 /// [`Store`] on SQLite or PostgreSQL (see the [module](self)).
 pub struct SqlStore {
     jobs: mpsc::UnboundedSender<Job>,
     described: String,
+}
+
+impl Drop for SqlStore {
+    /// Waits (at most twice [`DATABASE_WAIT`]) until the writes queued with
+    /// [`Durability::Later`] are done, so that what was saved is on the disk when the store
+    /// is gone (a graceful shutdown, a store opened again on the same database).
+    fn drop(&mut self) {
+        let (reply, done) = std_mpsc::sync_channel(1);
+        if self.jobs.send(Job::Flush(reply)).is_ok() {
+            let _ = done.recv_timeout(DATABASE_WAIT * 2);
+        }
+    }
 }
 
 impl fmt::Debug for SqlStore {
@@ -466,6 +480,9 @@ async fn serve(pool: AnyPool, mut jobs: mpsc::UnboundedReceiver<Job>) {
 async fn answer(pool: &AnyPool, job: Job) {
     match job {
         Job::Save { .. } => {}
+        Job::Flush(reply) => {
+            let _ = reply.send(());
+        }
         Job::Load(reply) => {
             let _ = reply.send(load(pool).await);
         }
