@@ -127,6 +127,7 @@ pub mod credentials;
 mod fleet;
 pub mod items_per_message;
 mod metrics;
+pub mod ocsp;
 pub mod persistence;
 pub mod push;
 mod shared_text;
