@@ -425,6 +425,7 @@ fn call_reply(csms: &Csms, cp: &ChargePointIdentity, action: &str, payload: &str
     let request = decode_command(version, action, payload)
         .unwrap_or_else(|e| panic!("{action} {payload}: {e}"));
     csms.on_call(csms_session(csms, cp), cp, &request)
+        .wait(csms)
 }
 
 fn csms_session(csms: &Csms, cp: &ChargePointIdentity) -> ocpp_examples::csms::SessionId {

@@ -85,7 +85,7 @@ fn call(
     message: &Outgoing,
 ) {
     let request = payload::request(OcppVersion::V1_6, message).expect("request");
-    match csms.on_call(session, identity, &request) {
+    match csms.on_call(session, identity, &request).wait(csms) {
         Answer::Result(_) => {}
         other => panic!("{other:?}"),
     }

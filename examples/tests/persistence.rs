@@ -244,16 +244,32 @@ fn two_nodes_show_the_same_transaction(binary: &str) {
 
 /// While the database is down nothing is acknowledged that was not kept: a StartTransaction
 /// gets CALLERROR InternalError (the charge point sends it again), an operator's change 503
-/// and changes nothing; Heartbeat goes on (it writes nothing). Once the database is back,
-/// the same StartTransaction is answered.
+/// and changes nothing; Heartbeat goes on (it writes nothing), and no charge point waits for
+/// another one's commit: while the StartTransaction waits for the database, another charge
+/// point's Heartbeat is answered. Once the database is back, the same StartTransaction is
+/// answered.
 fn a_database_down_acknowledges_nothing_it_did_not_keep(binary: &str) {
     let mut postgres = PostgresServer::start();
-    let server = Server::start(binary, &["--database", postgres.url()]);
+    let server = Server::start(binary, &["--database", postgres.url(), "--threads", "1"]);
     let mut cp = connect(&server, "CP-DOWN", V16);
     boot_1_6(&mut cp);
+    let mut other = connect(&server, "CP-UP", V16);
+    boot_1_6(&mut other);
     postgres.kill();
     let start = json!({"connectorId": 1, "idTag": "TAG-D", "meterStart": 0, "timestamp": T0});
-    assert_eq!(cp.error("StartTransaction", start.clone()), "InternalError");
+    cp.send_text(&json!([2, "start-1", "StartTransaction", start]).to_string());
+    // The commit waits up to 3 s for the database; the loop serves CP-UP meanwhile.
+    assert!(other.result("Heartbeat", json!({}))["currentTime"].is_string());
+    assert!(
+        !cp.has_pending_input(),
+        "the StartTransaction was answered before another charge point's Heartbeat"
+    );
+    let answer = cp.recv_json();
+    assert_eq!(
+        (answer[0].as_u64(), &answer[2]),
+        (Some(4), &json!("InternalError")),
+        "{answer}"
+    );
     assert!(cp.result("Heartbeat", json!({}))["currentTime"].is_string());
     let (status, body) = admin(&server, "PUT", "/tokens/TAG-D", r#"{"status":"Blocked"}"#);
     assert_eq!(status, 503, "{body}");

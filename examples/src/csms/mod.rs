@@ -8,7 +8,7 @@
 //! | --- | --- | --- |
 //! | `UpgradeRequested(upgrade)` | [`Csms::on_upgrade`] (with the [`Transport`]) | `Connection::decide` |
 //! | `Connected { version }` | [`Csms::on_connected`] | keep the [`SessionId`] |
-//! | `Call { id, request }` | [`Csms::on_call`] | `Connection::answer` |
+//! | `Call { id, request }` | [`Csms::on_call`] | `Connection::answer` now ([`Reply::Now`]), or after running the [`Later`] job on a worker thread |
 //! | `Send { request, .. }` (2.1) | [`Csms::on_send`] | nothing |
 //! | (you send a CALL) | [`Csms::on_call_sent`] | |
 //! | `CallCompleted { .. }` | [`Csms::on_call_completed`] | |
@@ -98,7 +98,7 @@
 //! an outcome of our CALL is the core's [`CallOutcome`].
 //!
 //! ```
-//! use ocpp_examples::csms::{Csms, CsmsConfig};
+//! use ocpp_examples::csms::{Csms, CsmsConfig, Reply};
 //! use ocpp_server_core::Answer;
 //! use ocpp_messages::{v1_6, version::OcppVersion};
 //! use ocpp_server_core::{ChargePointIdentity, Request};
@@ -107,7 +107,9 @@
 //! let identity = ChargePointIdentity::new("CP001".into(), false).unwrap();
 //! let session = csms.on_connected(&identity, OcppVersion::V1_6);
 //! let heartbeat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
-//! let Answer::Result(response) = csms.on_call(session, &identity, &heartbeat) else { panic!() };
+//! let Reply::Now(Answer::Result(response)) = csms.on_call(session, &identity, &heartbeat) else {
+//!     panic!()
+//! };
 //! assert_eq!(response.action(), "Heartbeat");
 //! ```
 //!
@@ -130,6 +132,7 @@ mod metrics;
 pub mod ocsp;
 pub mod persistence;
 pub mod push;
+mod reply;
 mod shared_text;
 pub mod store;
 mod tokens;
@@ -165,6 +168,7 @@ pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};
 pub use metrics::{Counter, Gauge, Metrics};
 pub use persistence::{ChangeError, SETTINGS_REFRESH};
+pub use reply::{Later, Reply};
 pub use store::{Durability, Record, Store, StoreError};
 pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};
 
@@ -721,13 +725,15 @@ impl Csms {
         session
     }
 
-    /// Answers a CALL of the charge point. Counts one message in and one out.
+    /// Answers a CALL of the charge point: now, or through a [`Later`] job the I/O loop runs
+    /// on a worker thread (a commit to the [`Store`], a round trip to another server; see
+    /// [`Reply`]). Counts one message in and one out.
     pub fn on_call(
         &self,
         session: SessionId,
         identity: &ChargePointIdentity,
         request: &Request,
-    ) -> Answer {
+    ) -> Reply {
         let _ = session;
         self.metrics.messages_in.inc();
         self.metrics.messages_out.inc();
@@ -769,7 +775,12 @@ impl Csms {
                         v2x::v2_0_1::handle(&context, charge_point, request)
                     }
                     Request::V2_1(request) => v2x::v2_1::handle(&context, charge_point, request),
-                    _ => Answer::not_supported(action),
+                    _ => Answer::not_supported(action).into(),
+                };
+                let reply = match reply {
+                    Reply::Now(answer) => answer,
+                    // The job answers (and records what it found) itself.
+                    Reply::Later(later) => return Reply::Later(later),
                 };
                 if charge_point.extras.seq_no_gap_count != gaps_before {
                     self.metrics.seq_no_gaps.inc();
@@ -805,26 +816,38 @@ impl Csms {
                 reply
             }
         };
-        // Outside the lock: a commit takes a disk flush, the other charge points go on.
-        let reply = match changed {
+        match changed {
+            // A commit takes a disk flush (seconds while the database is away): off the I/O
+            // loop, which serves the other charge points meanwhile.
             Some((records, durability)) if !records.is_empty() => {
-                match self.keep(records, durability) {
-                    Ok(()) => reply,
-                    Err(e) => {
-                        tracing::error!(%identity, action = request.action(), "not saved: {e}");
-                        Answer::error(
-                            ErrorCode::InternalError,
-                            "the central system could not save this: send it again",
-                        )
-                    }
-                }
+                let (identity, action) = (identity.clone(), request.action());
+                Reply::Later(Later::new(move |csms: &Csms| {
+                    let reply = match csms.keep(records, durability) {
+                        Ok(()) => reply,
+                        Err(e) => {
+                            tracing::error!(%identity, action, "not saved: {e}");
+                            Answer::error(
+                                ErrorCode::InternalError,
+                                "the central system could not save this: send it again",
+                            )
+                        }
+                    };
+                    csms.count_answer(&reply);
+                    reply
+                }))
             }
-            _ => reply,
-        };
-        if !reply.is_result() {
+            _ => {
+                self.count_answer(&reply);
+                Reply::Now(reply)
+            }
+        }
+    }
+
+    /// Counts a CALLERROR we answer.
+    fn count_answer(&self, answer: &Answer) {
+        if !answer.is_result() {
             self.metrics.call_errors_sent.inc();
         }
-        reply
     }
 
     /// After a seqNo gap in a TransactionEvent (2.x): asks the station with a

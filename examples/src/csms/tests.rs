@@ -24,7 +24,7 @@ fn call(
 ) -> Value {
     let version = csms.version_of(cp).expect("connected");
     let request = admin::decode_command(version, action, payload).expect("valid request");
-    match csms.on_call(session, cp, &request) {
+    match csms.on_call(session, cp, &request).wait(csms) {
         Answer::Result(response) => {
             assert_eq!(response.action(), action);
             assert_eq!(response.version(), version);
@@ -167,7 +167,7 @@ fn charging_session_v1_6() {
         },
     ));
     assert!(matches!(
-        csms.on_call(session, &cp, &firmware),
+        csms.on_call(session, &cp, &firmware).wait(&csms),
         Answer::Result(_)
     ));
     let state = csms.charge_point(&cp).unwrap();
@@ -175,7 +175,7 @@ fn charging_session_v1_6() {
     assert_eq!(kept.back().unwrap().payload["status"], "Installed");
     // A CALL only the central system sends: NotSupported.
     let reset = admin::decode_command(OcppVersion::V1_6, "Reset", r#"{"type":"Soft"}"#).unwrap();
-    match csms.on_call(session, &cp, &reset) {
+    match csms.on_call(session, &cp, &reset).wait(&csms) {
         Answer::Error(error) => assert_eq!(error.code, ErrorCode::NotSupported),
         other => panic!("{other:?}"),
     }
@@ -287,7 +287,7 @@ fn charging_session_v2_0_1() {
     let reset =
         admin::decode_command(OcppVersion::V2_0_1, "Reset", r#"{"type":"Immediate"}"#).unwrap();
     assert!(matches!(
-        csms.on_call(session, &cp, &reset),
+        csms.on_call(session, &cp, &reset).wait(&csms),
         Answer::Error(error) if error.code == ErrorCode::NotSupported
     ));
 }

@@ -13,10 +13,10 @@ use ocpp_messages::v1_6::{
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{Answer, Response};
 
-use super::{Authorization, ChargePoint, Context, MeterReading, Registration};
+use super::{Authorization, ChargePoint, Context, MeterReading, Registration, Reply};
 
 /// Answers one OCPP 1.6 CALL.
-pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Request) -> Answer {
+pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Request) -> Reply {
     let now = context.now;
     let response: ocpp_messages::v1_6::Response = match request {
         // Core profile, OCPP 1.6 §4.2: answer with the boot policy, our clock and how often
@@ -169,9 +169,9 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
             .into()
         }
         // A CALL the central system sends, not the charge point.
-        other => return Answer::not_supported(other.action().as_str()),
+        other => return Answer::not_supported(other.action().as_str()).into(),
     };
-    Answer::Result(Response::from(response))
+    Answer::Result(Response::from(response)).into()
 }
 
 /// An authorization as 1.6 `idTagInfo` (2.x-only statuses become Invalid).

@@ -43,7 +43,7 @@ macro_rules! handlers_2x {
             use ocpp_server_core::Answer;
 
             use super::super::{
-                Authorization, ChargePoint, Context, MeterReading, Registration,
+                Authorization, ChargePoint, Context, MeterReading, Registration, Reply,
             };
 
             /// Answers one CALL of this version.
@@ -51,7 +51,7 @@ macro_rules! handlers_2x {
                 context: &Context<'_>,
                 cp: &mut ChargePoint,
                 request: &Request,
-            ) -> Answer {
+            ) -> Reply {
                 let now = context.now;
                 // The name the `extra` arms use for the context (macro hygiene).
                 #[allow(unused_variables)]
@@ -266,9 +266,9 @@ macro_rules! handlers_2x {
                     }
                     $($extra)*
                     // A CALL the CSMS sends, not the station.
-                    other => return Answer::not_supported(other.action().as_str()),
+                    other => return Answer::not_supported(other.action().as_str()).into(),
                 };
-                Answer::Result(response.into())
+                Answer::Result(response.into()).into()
             }
 
             /// The answer for a token as 2.x `idTokenInfo`: from the token store, except

@@ -277,6 +277,9 @@ impl EventLoop {
                         }
                     }
                 }
+                Command::Answer { target, id, answer } => {
+                    self.answer_later(target, &id, answer, now);
+                }
                 Command::ClusterJob {
                     target,
                     job,

@@ -10,7 +10,9 @@
 //!    [wants input](ocpp_server_core::Connection::wants_read), and hands the bytes to its
 //!    `handle_data` (the connection keeps only a partial frame, so no connection holds a read
 //!    buffer of its own);
-//! 2. drains the connection's events into the [`Csms`] hooks and answers with its mutators,
+//! 2. drains the connection's events into the [`Csms`] hooks and answers with its mutators
+//!    (an answer that needs a commit or a network round trip is made on a worker thread and
+//!    comes back through the loop's mailbox),
 //!    then writes `pending_transmit()` until the socket would block, keeping `WRITABLE`
 //!    interest only while output is left: one pass of the core's drain contract, in
 //!    `ocpp_socket::service`, the one place that handles events;
@@ -25,6 +27,8 @@
 //! - `accept`: accepting OCPP and admin sockets;
 //! - `push`: the push tick;
 //! - `shutdown`: the graceful shutdown and its deadline;
+//! - `workers`: the threads that make the CSMS's slow answers ([`Reply::Later`](crate::csms::Reply::Later): a commit, a
+//!   network round trip), so that no loop waits; the answer comes back as a `Command`;
 //! - [`slab`], [`timers`]: the socket table and the deadline heap.
 //!
 //! # Several loops
@@ -87,6 +91,7 @@ mod push;
 mod shutdown;
 pub mod slab;
 pub mod timers;
+mod workers;
 
 use std::io;
 use std::net::SocketAddr;
@@ -98,7 +103,7 @@ use cluster::ClusterNode;
 use mio::net::TcpListener;
 use mio::{Poll, Token, Waker};
 use ocpp_cluster::{ClaimTicket, ClusterBridge, Job};
-use ocpp_server_core::{ConnectionConfig, IdentityTable, Request};
+use ocpp_server_core::{Answer, ConnectionConfig, IdentityTable, MessageId, Request};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::csms::admin::HttpResponse;
@@ -107,6 +112,7 @@ use crate::csms::Csms;
 use cluster::JobAnswer;
 use event_loop::EventLoop;
 use slab::Key;
+use workers::Workers;
 
 /// How long a closed connection may take to write out what it still has.
 pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
@@ -159,6 +165,13 @@ enum Command {
     },
     /// The answer to the admin connection `to` (loop 0).
     AdminReply { to: Key, response: HttpResponse },
+    /// A worker ran the CSMS's [`Later`](crate::csms::Later) job for the CALL `id` of
+    /// connection `target`: send its answer.
+    Answer {
+        target: Key,
+        id: MessageId<'static>,
+        answer: Answer,
+    },
     /// Close connection `target`: its charge point connected again.
     Replace { target: Key },
     /// Cluster (from loop 0): run the forwarded command `job` on connection `target`.
@@ -196,6 +209,8 @@ struct Shared {
     identities: Mutex<IdentityTable<Handle>>,
     /// The cluster node, if clustered (one per process; outputs read by loop 0).
     cluster: Option<Arc<ClusterNode>>,
+    /// Where the CSMS's slow answers are made.
+    workers: Workers,
 }
 
 impl Shared {
@@ -297,6 +312,7 @@ impl Server {
             None => None,
         };
         let shared = Arc::new(Shared {
+            workers: Workers::new(Arc::clone(&csms)),
             csms,
             admin_auth: config.admin_auth,
             connection_config: Arc::new(config.connection),

@@ -11,7 +11,9 @@ use mio::net::TcpStream;
 use mio::Interest;
 use ocpp_cluster::{command_outcome, ClaimTicket};
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId};
+use ocpp_server_core::{
+    Answer, CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId,
+};
 
 use super::cluster::JobAnswer;
 use super::event_loop::{Entry, EventLoop};
@@ -19,7 +21,7 @@ use super::slab::Key;
 use super::timers::Moment;
 use super::{Command, Handle, DRAIN_TIMEOUT, FLUSH_TIMEOUT};
 use crate::csms::admin::{self, HttpResponse};
-use crate::csms::{Csms, SessionId, SplitCall};
+use crate::csms::{Csms, Reply, SessionId, SplitCall};
 use crate::tls::{self, Received, TlsSession};
 
 /// At most this many read calls per readiness event, so one busy peer cannot starve the
@@ -278,6 +280,28 @@ impl EventLoop {
         self.timers.schedule(key, deadline, &mut s.scheduled);
     }
 
+    /// The answer a worker made for the CALL `id` of connection `target` (see
+    /// [`Reply::Later`]): sent, unless the connection is gone (then the CALL was reported
+    /// unanswered when it closed).
+    pub(super) fn answer_later(
+        &mut self,
+        target: Key,
+        id: &MessageId<'static>,
+        answer: Answer,
+        now: Instant,
+    ) {
+        let shared = Arc::clone(&self.shared);
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(target) else {
+            tracing::debug!(%id, "answer made after its connection closed");
+            return;
+        };
+        let Some(identity) = s.identity.clone() else {
+            return;
+        };
+        send_answer(&shared.csms, &mut s.connection, &identity, id, answer, now);
+        self.service(target, now);
+    }
+
     /// Drains the connection's events into the application, until there are none.
     pub(super) fn handle_events(&mut self, key: Key, now: Instant) {
         let shared = Arc::clone(&self.shared);
@@ -334,13 +358,25 @@ impl EventLoop {
                     let (Some(identity), Some(session)) = (&s.identity, s.session) else {
                         continue;
                     };
-                    let answer = csms.on_call(session, identity, &request);
-                    match s.connection.answer(now, &id, answer) {
-                        Ok(()) => csms.metrics().calls_answered.inc(),
-                        Err(error) => tracing::warn!(%identity, %id, "answer: {error}"),
+                    match csms.on_call(session, identity, &request) {
+                        Reply::Now(answer) => {
+                            send_answer(csms, &mut s.connection, identity, &id, answer, now);
+                        }
+                        Reply::Later(later) => {
+                            // Made on a worker; comes back as `Command::Answer`.
+                            let (to, index) = (Arc::clone(&shared), self.index);
+                            shared.workers.run(later, move |answer| {
+                                to.send(
+                                    index,
+                                    Command::Answer {
+                                        target: key,
+                                        id,
+                                        answer,
+                                    },
+                                );
+                            });
+                        }
                     }
-                    // CertificateSigned after an accepted SignCertificate...: behind the answer.
-                    csms.send_follow_ups(&mut s.connection, identity, now);
                 }
                 Event::Send { request, .. } => {
                     if let Some(identity) = &s.identity {
@@ -538,6 +574,23 @@ fn write_out(s: &mut OcppSocket) -> io::Result<()> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Sends the CSMS's answer to the CALL `id`, then the follow-up CALLs it queued
+/// (CertificateSigned after an accepted SignCertificate...), behind the answer.
+fn send_answer(
+    csms: &Csms,
+    connection: &mut Connection,
+    identity: &ChargePointIdentity,
+    id: &MessageId<'static>,
+    answer: Answer,
+    now: Instant,
+) {
+    match connection.answer(now, id, answer) {
+        Ok(()) => csms.metrics().calls_answered.inc(),
+        Err(error) => tracing::warn!(%identity, %id, "answer: {error}"),
+    }
+    csms.send_follow_ups(connection, identity, now);
 }
 
 #[cfg(test)]

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ocpp_server_core::{CallFailure, CallOutcome, Closed};
+use ocpp_server_core::{CallFailure, CallOutcome, Closed, ErrorCode};
 use ocpp_tokio::handler::PeerCertificate;
 use ocpp_tokio::{Answer, ChargePoint, Connecting, Handler, IncomingCall, Rejection, Session};
 
-use crate::csms::{ClientCertificate, Csms, SessionId, Transport};
+use crate::csms::{ClientCertificate, Csms, Reply, SessionId, Transport};
 
 /// The application the tokio server serves: the [`Csms`], and how it is reached.
 #[derive(Debug)]
@@ -93,7 +93,24 @@ impl Handler for App {
             return Answer::not_supported(call.action());
         };
         let identity = station.identity();
-        let answer = self.csms.on_call(session, identity, call.request());
+        let answer = match self.csms.on_call(session, identity, call.request()) {
+            Reply::Now(answer) => answer,
+            // A commit or a network round trip: on tokio's blocking pool, not on a worker of
+            // the runtime that drives the connections.
+            Reply::Later(later) => {
+                let csms = Arc::clone(&self.csms);
+                match tokio::task::spawn_blocking(move || later.run(&csms)).await {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        tracing::error!(%identity, action = call.action(), "answer job failed: {e}");
+                        Answer::error(
+                            ErrorCode::InternalError,
+                            "the central system failed to answer",
+                        )
+                    }
+                }
+            }
+        };
         // CertificateSigned after an accepted SignCertificate... The driver writes the answer
         // as soon as this future is ready, before it takes the next command: the CALLs
         // follow the answer, one after another, in order.

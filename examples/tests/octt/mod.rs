@@ -273,6 +273,18 @@ impl Ws {
         }
     }
 
+    /// Whether anything from the server waits to be read, right now (without waiting).
+    pub fn has_pending_input(&mut self) -> bool {
+        if !self.buf.is_empty() {
+            return true;
+        }
+        self.stream.set_nonblocking(true).expect("non-blocking");
+        let mut byte = [0u8; 1];
+        let pending = matches!(self.stream.peek(&mut byte), Ok(n) if n > 0);
+        self.stream.set_nonblocking(false).expect("blocking");
+        pending
+    }
+
     /// The next message, as JSON (panics on a close).
     pub fn recv_json(&mut self) -> Value {
         match self.recv() {
