@@ -130,6 +130,8 @@ mod fleet;
 pub mod items_per_message;
 mod metrics;
 pub mod ocsp;
+pub mod plug_and_charge;
+pub mod contract_certificate_service;
 pub mod persistence;
 pub mod push;
 mod reply;
@@ -168,6 +170,7 @@ pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};
 pub use metrics::{Counter, Gauge, Metrics};
 pub use persistence::{ChangeError, SETTINGS_REFRESH};
+pub use plug_and_charge::PlugAndCharge;
 pub use reply::{Later, Reply};
 pub use store::{Durability, Record, Store, StoreError};
 pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};
@@ -209,6 +212,7 @@ pub struct CsmsConfig {
     certificate_authority: Option<Arc<CertificateAuthority>>,
     items_per_message: Option<usize>,
     store: Option<Arc<dyn Store>>,
+    plug_and_charge: PlugAndCharge,
 }
 
 impl Default for CsmsConfig {
@@ -230,11 +234,20 @@ impl Default for CsmsConfig {
             certificate_authority: None,
             items_per_message: None,
             store: None,
+            plug_and_charge: PlugAndCharge::default(),
         }
     }
 }
 
 impl CsmsConfig {
+    /// Plug & Charge: the V2G and MO roots, the OCSP client and the contract-certificate
+    /// service (none by default: Get15118EVCertificate Failed, OCSP to the stations'
+    /// responder URLs, OCSP responses anchored only by the issuer hashes).
+    pub fn plug_and_charge(mut self, settings: PlugAndCharge) -> Self {
+        self.plug_and_charge = settings;
+        self
+    }
+
     /// The `interval` a BootNotification answer asks for (seconds, OCPP 1.6 §4.2, 2.0.1 B01).
     pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
         self.heartbeat_interval = interval;
