@@ -110,7 +110,10 @@ pub fn forward(
             )))
         }
     };
-    let exi_response = answer["exiResponse"].as_str().unwrap_or_default().to_owned();
+    let exi_response = answer["exiResponse"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     if exi_response.len() > MAX_EXI_RESPONSE {
         return Err(ContractServiceError::Answer(format!(
             "exiResponse of {} characters (OCPP allows {MAX_EXI_RESPONSE})",

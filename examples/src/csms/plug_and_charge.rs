@@ -17,8 +17,8 @@ use x509_parser::prelude::FromDer;
 
 use super::contract_certificate_service::{self, ContractRequest, ContractResponse};
 use super::ocsp::{
-    self, CertificateStatus, HashAlgorithm, OcspClient, OcspError, OcspOutcome,
-    OcspRequestData, Trust,
+    self, CertificateStatus, HashAlgorithm, OcspClient, OcspError, OcspOutcome, OcspRequestData,
+    Trust,
 };
 
 /// The time all OCSP round trips of one Authorize may take together.
@@ -192,8 +192,7 @@ impl PlugAndCharge {
     pub fn forward_contract_request(
         &self,
         request: &ContractRequest,
-    ) -> Option<Result<ContractResponse, contract_certificate_service::ContractServiceError>>
-    {
+    ) -> Option<Result<ContractResponse, contract_certificate_service::ContractServiceError>> {
         let url = self.contract_service.as_deref()?;
         Some(contract_certificate_service::forward(
             url,
@@ -239,9 +238,9 @@ impl PlugAndCharge {
         let seconds = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let Ok(at) = x509_parser::time::ASN1Time::from_timestamp(
-            i64::try_from(seconds).unwrap_or(i64::MAX),
-        ) else {
+        let Ok(at) =
+            x509_parser::time::ASN1Time::from_timestamp(i64::try_from(seconds).unwrap_or(i64::MAX))
+        else {
             return ContractStatus::CertChainError;
         };
         if parsed.iter().any(|c| !c.validity().is_valid_at(at)) {
