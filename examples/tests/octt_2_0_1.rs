@@ -1731,6 +1731,50 @@ fn tc_m_28_certificate_update_ev(binary: &str) {
     contract_certificate_through_service(binary, "CS-M28", "Update");
 }
 
+/// The OCSP round trip of a C07 Authorize runs off the I/O loop: while its responder keeps
+/// silent, another station's Heartbeat is answered at once; the Authorize is answered when
+/// the check gives up (its timeout), not Accepted.
+fn pnc_ocsp_check_does_not_block_other_stations(binary: &str) {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", silent.local_addr().unwrap());
+    let _silent = std::thread::spawn(move || {
+        let held: Vec<_> = silent.incoming().take(1).collect();
+        std::thread::sleep(Duration::from_secs(8));
+        drop(held);
+    });
+    let server = Server::start(binary, &[]);
+    let mut waiting = booted(&server, "CS-PNC-A");
+    let mut other = booted(&server, "CS-PNC-B");
+    let data = json!([{"hashAlgorithm": "SHA256", "issuerNameHash": "00", "issuerKeyHash": "00",
+                       "serialNumber": "01", "responderURL": url}]);
+    let authorize = json!([2, "pnc-1", "Authorize",
+                           {"idToken": emaid(), "iso15118CertificateHashData": data}]);
+    let sent = Instant::now();
+    waiting.send_text(&authorize.to_string());
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = Instant::now();
+    assert_date_time(&other.result("Heartbeat", json!({}))["currentTime"]);
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+    let answer = waiting.recv_json();
+    assert_eq!(answer[1], "pnc-1", "{answer}");
+    assert_eq!(answer[2]["idTokenInfo"]["status"], "Invalid", "{answer}");
+    assert_eq!(
+        answer[2]["certificateStatus"], "NoCertificateAvailable",
+        "{answer}"
+    );
+    assert!(
+        sent.elapsed() >= Duration::from_secs(3),
+        "{:?}",
+        sent.elapsed()
+    );
+    waiting.close();
+    other.close();
+}
+
 on_both_servers!(
     tc_a_01_basic_auth_valid,
     tc_a_02_basic_auth_username_not_identity,
@@ -1798,6 +1842,7 @@ on_both_servers!(
     tc_m_24_get_certificate_status,
     tc_m_26_certificate_installation_ev,
     tc_m_28_certificate_update_ev,
+    pnc_ocsp_check_does_not_block_other_stations,
     tc_p_02_data_transfer_unknown_vendor,
     tc_p_03_receive_custom_data,
     wrong_calls_get_call_errors,
