@@ -1541,8 +1541,8 @@ fn authorized_then_charging(ws: &mut Ws, tx: &str) {
     assert_eq!(ws.result("TransactionEvent", charging), json!({}));
 }
 
-/// TC_C_50_CSMS, Authorization using Contract Certificates 15118 - Online - Local validation
-/// - Accepted (C07.FR.04): Authorize with the eMAID and the contract certificate's hash data;
+/// TC_C_50_CSMS, Authorization using Contract Certificates 15118, Online, Local validation,
+/// Accepted (C07.FR.04): Authorize with the eMAID and the contract certificate's hash data;
 /// the CSMS asks the responder the hash data names (`openssl ocsp`, which knows the
 /// certificate as valid), verifies the signed answer against the MO root and answers
 /// Accepted / certificateStatus Accepted; the transaction is then authorized.
@@ -1565,8 +1565,8 @@ fn tc_c_50_contract_certificate_hash_data_accepted(binary: &str) {
     ws.close();
 }
 
-/// TC_C_51_CSMS, Authorization using Contract Certificates 15118 - Online - Local validation
-/// - Rejected (C07.FR.16): the responder knows the contract certificate as revoked, so the
+/// TC_C_51_CSMS, Authorization using Contract Certificates 15118, Online, Local validation,
+/// Rejected (C07.FR.16): the responder knows the contract certificate as revoked, so the
 /// token is Invalid and certificateStatus CertificateRevoked. A contract whose responder
 /// cannot be reached is not Accepted either.
 fn tc_c_51_contract_certificate_revoked(binary: &str) {

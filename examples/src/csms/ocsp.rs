@@ -474,7 +474,7 @@ fn verify_signature(
             && matches!(responder.extended_key_usage(), Ok(Some(eku)) if eku.value.ocsp_signing)
     };
     let by_issuer = signed_by(issuer);
-    if !by_issuer && !parsed.iter().filter(delegated).any(|r| signed_by(r)) {
+    if !by_issuer && !parsed.iter().filter(delegated).any(signed_by) {
         return Err(OcspError::Signature(
             "neither the issuer nor a responder it delegated to signed the response".into(),
         ));
@@ -488,19 +488,14 @@ fn verify_signature(
 /// The raw DER of `tbsResponseData`, the signed bytes (not re-encoded).
 fn tbs_response_data(basic_der: &[u8]) -> Result<&[u8], OcspError> {
     let mut reader = SliceReader::new(basic_der)?;
-    let header = der::Header::decode(&mut reader)?;
-    let _ = header;
+    // The BasicOCSPResponse SEQUENCE's header, then tbsResponseData whole.
+    der::Header::decode(&mut reader)?;
     let start = usize::try_from(reader.position())?;
-    let tbs = AnyRef::decode(&mut reader)?;
+    AnyRef::decode(&mut reader)?;
     let end = usize::try_from(reader.position())?;
-    let _ = tbs;
-    basic_der.get(start..end).ok_or(OcspError::Der(
-        der::ErrorKind::Incomplete {
-            expected_len: der::Length::ZERO,
-            actual_len: der::Length::ZERO,
-        }
-        .into(),
-    ))
+    basic_der
+        .get(start..end)
+        .ok_or_else(|| OcspError::Signature("tbsResponseData out of range".into()))
 }
 
 /// `certificate` is one of `roots` or chains to one through `pool` (signatures checked,

@@ -6,8 +6,13 @@
 //!
 //! Reports (NotifyEvent, NotifyReport, the status notifications...) are kept by
 //! `Csms::on_call` as notifications; here they are only acknowledged. Where this CSMS lacks
-//! what a real one would need (a PKI, smart charging, a VAT register), the answer says so
+//! what a real one would need (smart charging, a VAT register), the answer says so
 //! (Failed / Rejected) rather than promise what will never come.
+//!
+//! Plug & Charge (C07 Authorize with contract certificates, M06 GetCertificateStatus, M01/M02
+//! Get15118EVCertificate) needs network round trips (OCSP, the contract-certificate service):
+//! those arms return `Reply::Later`, a job the servers run off their I/O loop, built from
+//! [`super::plug_and_charge`].
 
 /// The handlers of one OCPP 2.x version: a module named after the version (`v2_0_1`, `v2_1`)
 /// over that version's types, with the `OcppVersion` variant in parentheses. `central` is the
