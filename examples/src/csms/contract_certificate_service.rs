@@ -130,3 +130,6 @@ pub fn forward(
         exi_response,
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -318,3 +318,6 @@ pub fn certificates_of_pem(text: &str) -> Result<Vec<Vec<u8>>, String> {
     }
     Ok(certificates)
 }
+
+#[cfg(test)]
+mod tests;
