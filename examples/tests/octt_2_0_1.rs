@@ -1775,6 +1775,60 @@ fn pnc_ocsp_check_does_not_block_other_stations(binary: &str) {
     other.close();
 }
 
+/// OCPP 2.1 shares the Plug & Charge handlers: Authorize with hash data (OCSP good), the
+/// contract certificate's status relayed by GetCertificateStatus, Get15118EVCertificate
+/// through the service.
+fn pnc_ocpp_2_1_same_handlers(binary: &str) {
+    if !ocsp_responder::openssl_available() {
+        return;
+    }
+    let mut pki = ocsp_responder::Pki::new("v21");
+    let leaf = pki.issue("contract", EMAID);
+    let _responder = pki.responder(None);
+    let service = contract_service::ContractService::start(true);
+    let root = pki.root.pem.display().to_string();
+    let server = Server::start(
+        binary,
+        &[
+            "--mo-root",
+            &root,
+            "--v2g-root",
+            &root,
+            "--contract-certificate-service",
+            &service.url,
+        ],
+    );
+    let mut ws = connect(&server, "CS-PNC-21", "ocpp2.1");
+    let boot = ws.result("BootNotification", boot_payload("PowerUp"));
+    assert_eq!(boot["status"], "Accepted");
+    let data = hash_data(&pki, &leaf);
+    let answer = ws.result(
+        "Authorize",
+        json!({"idToken": emaid(), "iso15118CertificateHashData": data.clone()}),
+    );
+    assert_eq!(answer["idTokenInfo"]["status"], "Accepted", "{answer}");
+    assert_eq!(answer["certificateStatus"], "Accepted", "{answer}");
+    let answer = ws.result(
+        "GetCertificateStatus",
+        json!({"ocspRequestData": data[0].clone()}),
+    );
+    assert_eq!(answer["status"], "Accepted", "{answer}");
+    assert!(
+        answer["ocspResult"].as_str().is_some_and(|r| !r.is_empty()),
+        "{answer}"
+    );
+    let request = json!({"iso15118SchemaVersion": "urn:iso:std:iso:15118:-20:CommonMessages",
+                         "action": "Install", "exiRequest": "AAAA",
+                         "maximumContractCertificateChains": 2});
+    let answer = ws.result("Get15118EVCertificate", request);
+    assert_eq!(answer["status"], "Accepted", "{answer}");
+    assert_eq!(
+        answer["exiResponse"],
+        contract_service::exi_response_for("Install", "AAAA")
+    );
+    ws.close();
+}
+
 on_both_servers!(
     tc_a_01_basic_auth_valid,
     tc_a_02_basic_auth_username_not_identity,
@@ -1843,6 +1897,7 @@ on_both_servers!(
     tc_m_26_certificate_installation_ev,
     tc_m_28_certificate_update_ev,
     pnc_ocsp_check_does_not_block_other_stations,
+    pnc_ocpp_2_1_same_handlers,
     tc_p_02_data_transfer_unknown_vendor,
     tc_p_03_receive_custom_data,
     wrong_calls_get_call_errors,
