@@ -602,5 +602,6 @@ fn hash_field(field: &'static str, value: &str) -> Result<Vec<u8>, OcspError> {
     })
 }
 
+/// Shared with the other Plug & Charge tests: the PKI and responder harness.
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

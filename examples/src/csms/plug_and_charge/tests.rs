@@ -4,8 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use super::{ContractStatus, PlugAndCharge};
 
-#[path = "../../../tests/common/ocsp_responder.rs"]
-mod responder;
+use crate::csms::ocsp::tests::responder;
 
 #[test]
 fn roots_files_hold_one_or_more_certificates() {
