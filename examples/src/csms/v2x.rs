@@ -510,7 +510,9 @@ handlers_2x!(v2_1(V2_1), central: "Central", request_id(sign): sign.request_id, 
         )
         .into()
     }
-    // No PKI (M06): every certificate of the chain Failed, until its next update in a day.
+    // 2.1's chain form of M06 (OCSP or CRL per certificate) is not implemented: every
+    // certificate of the chain Failed, until its next update in a day. GetCertificateStatus
+    // (one certificate, OCSP) is.
     Request::GetCertificateChainStatus(chain) => {
         let next_update = super::super::date_time(std::time::SystemTime::from(context.now) + std::time::Duration::from_secs(86_400));
         let statuses = chain
