@@ -597,7 +597,7 @@ fn hash_field(field: &'static str, value: &str) -> Result<Vec<u8>, OcspError> {
         base64::engine::general_purpose::STANDARD
             .decode(value.trim())
             .ok()
-            .filter(|bytes| bytes.len() >= 32)
+            .filter(|bytes| !bytes.is_empty())
             .ok_or(error)
     })
 }

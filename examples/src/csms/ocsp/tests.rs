@@ -56,6 +56,22 @@ fn the_request_is_an_rfc_6960_request_openssl_reads() {
         text.contains(&format!("Issuer Key Hash: {key_hash}")),
         "{text}"
     );
+
+    // A serial with its high bit set, as a station may send it (with or without the DER
+    // sign byte): a positive INTEGER either way.
+    for serial in ["DEADBEEF", "00deadbeef"] {
+        let data = OcspRequestData::from_ocpp("SHA384", &name_hash, &key_hash, serial, "")
+            .expect("fields");
+        std::fs::write(&path, data.request_der().expect("encode")).expect("write");
+        let output = Command::new("openssl")
+            .args(["ocsp", "-req_text", "-reqin"])
+            .arg(&path)
+            .output()
+            .expect("openssl");
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.contains("Hash Algorithm: sha384"), "{text}");
+        assert!(text.contains("Serial Number: DEADBEEF"), "{text}");
+    }
 }
 
 #[test]
