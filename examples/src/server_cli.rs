@@ -16,7 +16,10 @@ use crate::csms::admin_auth::{AdminAuth, AdminAuthError};
 use crate::csms::ocsp::{self, OcspClient};
 use crate::csms::plug_and_charge::{PlugAndCharge, PlugAndChargeError};
 use crate::csms::store::{SqlStore, Store};
-use crate::csms::{BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, TokenStore};
+use crate::csms::{
+    BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, Currency, Price, Tariff,
+    TariffError, TokenStore,
+};
 use crate::server_config::ServerConfig;
 use crate::tls::{self, ClientCertificates, TlsError};
 
@@ -232,6 +235,23 @@ struct Cli {
     /// no limit); longer commands are split (OCPP 2.x B05/B06).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     items_per_message: Option<u32>,
+    /// The default tariff's price of one kWh (a decimal, at most 4 digits after the point).
+    /// With it or --price-per-hour, OCPP 2.x TransactionEvent Ended answers carry totalCost
+    /// and CostUpdated follows Updated events with meter values (per station: PUT
+    /// /chargepoints/ID/tariff). Without either, no cost is sent.
+    #[arg(long, value_name = "DECIMAL", value_parser = price)]
+    price_per_kwh: Option<Price>,
+    /// The default tariff's price of one hour of a transaction (a decimal).
+    #[arg(long, value_name = "DECIMAL", value_parser = price)]
+    price_per_hour: Option<Price>,
+    /// The currency of the prices, an ISO 4217 code, shown on the admin API (totalCost on the
+    /// wire is in the station's configured Currency).
+    #[arg(long, value_name = "CODE", default_value = "EUR", value_parser = currency)]
+    currency: Currency,
+    /// The least time between two CostUpdated of one transaction (the first goes at once);
+    /// 0: after every TransactionEvent Updated with meter values.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    cost_updated_interval: u64,
     /// When a client offers no subprotocol we speak: `accept-then-close` (OCPP-J 1.6 §3.2,
     /// 2.0.1 §3.1.2: complete the handshake without Sec-WebSocket-Protocol, then close) or
     /// `reject-400` (refuse the upgrade with 400, which the OCTT cases TC_088_CSMS and
@@ -291,6 +311,14 @@ fn vendor_id(text: &str) -> Result<String, String> {
         return Err("a vendorId has 1 to 255 characters".into());
     }
     Ok(text.to_owned())
+}
+
+fn price(text: &str) -> Result<Price, String> {
+    text.parse().map_err(|e: TariffError| e.to_string())
+}
+
+fn currency(text: &str) -> Result<Currency, String> {
+    text.parse().map_err(|e: TariffError| e.to_string())
 }
 
 fn boot_policy(text: &str) -> Result<BootPolicy, String> {
@@ -353,6 +381,14 @@ impl Cli {
             boot_policy: self.boot_policy,
             data_transfer_vendors: self.data_transfer_vendors,
             items_per_message: self.items_per_message.map(|n| n as usize),
+            tariff: (self.price_per_kwh.is_some() || self.price_per_hour.is_some()).then(|| {
+                Tariff::new(
+                    self.price_per_kwh.unwrap_or(Price::ZERO),
+                    self.price_per_hour.unwrap_or(Price::ZERO),
+                    self.currency,
+                )
+            }),
+            cost_updated_interval: Duration::from_secs(self.cost_updated_interval),
             no_common_version: match self.no_common_version {
                 CommonVersion::AcceptThenClose => NoCommonVersion::AcceptThenClose,
                 CommonVersion::Reject400 => NoCommonVersion::Reject400,
@@ -418,6 +454,11 @@ pub struct Args {
     pub data_transfer_vendors: Vec<String>,
     /// `--items-per-message`: the split limit for stations that did not report theirs.
     pub items_per_message: Option<usize>,
+    /// `--price-per-kwh`, `--price-per-hour`, `--currency`: the default tariff (`None`
+    /// without a price).
+    pub tariff: Option<Tariff>,
+    /// `--cost-updated-interval`.
+    pub cost_updated_interval: Duration,
     /// `--no-common-version`.
     pub no_common_version: NoCommonVersion,
     /// `--redis` (or `OCPP_REDIS_URL`): the cluster's Redis URL; `None`: a single process.
@@ -584,7 +625,12 @@ pub fn csms(args: &Args) -> Result<Arc<Csms>, Box<dyn std::error::Error>> {
         .certificate_authority(certificate_authority)
         .tokens(tokens)
         .boot_policy(args.boot_policy)
-        .items_per_message(args.items_per_message);
+        .items_per_message(args.items_per_message)
+        .tariff(args.tariff)
+        .cost_updated_interval(args.cost_updated_interval);
+    if let Some(tariff) = args.tariff {
+        tracing::info!(%tariff, "default tariff: cost sent to OCPP 2.x stations");
+    }
     if !args.data_transfer_vendors.is_empty() {
         config = config.data_transfer_vendors(args.data_transfer_vendors.clone());
     }
@@ -776,12 +822,37 @@ mod tests {
         assert_eq!(app.config().get_boot_policy(), BootPolicy::Pending);
         assert_eq!(app.config().get_items_per_message(), Some(4));
         assert_eq!(app.tokens().unwrap().master_pass(), Some("MASTER"));
+        assert_eq!(app.config().get_tariff(), None);
+        assert_eq!(
+            app.config().get_cost_updated_interval(),
+            Duration::from_secs(60)
+        );
+        let args = parse(&[
+            "--price-per-kwh",
+            "0.25",
+            "--currency=USD",
+            "--cost-updated-interval",
+            "0",
+        ])
+        .unwrap();
+        let tariff = Tariff::parse("0.25", "0", "USD").unwrap();
+        assert_eq!(args.tariff, Some(tariff));
+        let app = super::csms(&args).unwrap();
+        assert_eq!(app.config().get_tariff(), Some(tariff));
+        assert_eq!(app.config().get_cost_updated_interval(), Duration::ZERO);
+        let args = parse(&["--price-per-hour", "1.5"]).unwrap();
+        assert_eq!(args.tariff, Some(Tariff::parse("0", "1.5", "EUR").unwrap()));
         for bad in [
             &["--boot-policy", "maybe"][..],
             &["--no-common-version", "close"],
             &["--master-pass", ""],
             &["--items-per-message", "0"],
             &["--items-per-message", "x"],
+            &["--price-per-kwh", "-1"],
+            &["--price-per-kwh", "0.12345"],
+            &["--price-per-hour", "x"],
+            &["--currency", "euro"],
+            &["--cost-updated-interval", "-1"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

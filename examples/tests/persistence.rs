@@ -2,7 +2,7 @@
 //! on SQLite and on PostgreSQL (a real server started by the test on loopback), on both
 //! servers. Before the kill: a 1.6 transaction started (its StartTransaction answered, so
 //! committed), a 2.0.1 transaction Started, a token, a boot policy, a security profile and a
-//! password set through the admin API. After a restart on the same database every one of
+//! password and a tariff set through the admin API. After a restart on the same database every one of
 //! them is as it was: the transactions are open, the 1.6 one ends with a StopTransaction and
 //! the next 1.6 transaction gets a new id, the token decides Authorize, the boot policy the
 //! BootNotification, the password the upgrade. And two nodes on one PostgreSQL show the same
@@ -92,6 +92,11 @@ fn before_the_crash(server: &Server) -> i64 {
         ("PUT", "/chargepoints/CS-P201/security", r#"{"profile":1}"#),
         (
             "PUT",
+            "/chargepoints/CS-P201/tariff",
+            r#"{"price_per_kwh":"0.5","currency":"CHF"}"#,
+        ),
+        (
+            "PUT",
             "/chargepoints/CP-P16/password",
             r#"{"password":"changed-p16-1111"}"#,
         ),
@@ -121,7 +126,13 @@ fn after_the_restart(server: &Server, transaction_id: i64) {
         p16["meter_last_wh"], 1500.0,
         "the queued MeterValues was kept too"
     );
-    assert_eq!(find("CS-P201")["id"], "TX-201");
+    let p201 = find("CS-P201");
+    assert_eq!(p201["id"], "TX-201");
+    // Priced with the station's tariff, kept too (no energy yet: 0).
+    assert_eq!(
+        (&p201["cost"], &p201["currency"]),
+        (&json!(0.0), &json!("CHF"))
+    );
 
     // The password set by the operator opens, the old one does not.
     assert_eq!(open(server, "CP-P16", V16, "password-p16-0000").status, 401);
@@ -157,6 +168,9 @@ fn after_the_restart(server: &Server, transaction_id: i64) {
     assert_eq!(boot["policy"], "Pending", "{boot}");
     let (_, security) = admin(server, "GET", "/chargepoints/CS-P201/security", "");
     assert_eq!(security["profile"], 1, "{security}");
+    let (_, tariff) = admin(server, "GET", "/chargepoints/CS-P201/tariff", "");
+    let expected = json!({"price_per_kwh": "0.5", "price_per_hour": "0", "currency": "CHF"});
+    assert_eq!(tariff["tariff"], expected, "{tariff}");
 }
 
 fn survives_kill_9(binary: &str, database: &str) {

@@ -20,6 +20,19 @@
 //! | `POST /chargepoints/{identity}/call/{Action}` + JSON body | [`Route::Call`]: 200 with the CALLRESULT, 502 CALLERROR, 504 timeout; 404 not connected, 400 invalid payload; a SetVariables `SecurityCtrlr.BasicAuthPassword` / ChangeConfiguration `AuthorizationKey` changes the Basic password once accepted ([`Csms::on_command`]); a GetVariables / SetVariables with more entries than the station's ItemsPerMessage is [`Route::Calls`]: several CALLs, one answer ([`super::items_per_message`]) |
 //! | `GET /chargepoints/{identity}/transactions` | 200, its transactions from the store (`--database`: every node's on a shared database; the last ones ended included), the latest started first |
 //! | `GET /transactions` | 200, every open transaction (`identity` in each) from the store, the latest started first, at most [`TRANSACTIONS_LIMIT`] |
+//!
+//! A transaction's JSON (in these lists and in `GET /chargepoints/{identity}`) has its `cost`
+//! (so far, or final once ended) and `currency` when a tariff applies to its station, null
+//! otherwise: derived from what is stored with the tariff that applies now
+//! ([`Tariff::cost_of`]). `GET /chargepoints/{identity}` also has `tariff` (its own) and
+//! `cost_updates` (the CostUpdated sent: `transaction`, `total_cost`, `at`, `answer`).
+//!
+//! | request | answer |
+//! | --- | --- |
+//! | `GET /tariff` | 200, `{"default","cost_updated_interval_s"}`: the default tariff (`{"price_per_kwh","price_per_hour","currency"}`, prices as decimal strings) or null ([`super::tariff`]) |
+//! | `GET /chargepoints/{identity}/tariff` | 200, `{"identity","tariff","default","applies"}`: its own tariff, the default, the one that applies (each null when none) |
+//! | `PUT /chargepoints/{identity}/tariff` + `{"price_per_kwh"?, "price_per_hour"?, "currency"?}` | 200; its own tariff (committed to the store first), for its transactions from its next TransactionEvent on; prices as decimal strings or numbers, at least one (the other 0), at most 4 digits after the point; currency ISO 4217, default the default tariff's, else EUR; 400 otherwise |
+//! | `DELETE /chargepoints/{identity}/tariff` | 200; back to the default tariff (or none: no cost) |
 //! | `GET /tokens` | 200, `{"enabled","master_pass","tokens":{ID:{"status","group","expiry"}}}` |
 //! | `GET /tokens/{idToken}` | 200, one token, 404 unknown |
 //! | `PUT /tokens/{idToken}` + `{"status", "group"?, "expiry"?}` | 200; the first edit turns the store on (unknown tokens are refused from then on) |
@@ -59,8 +72,9 @@ use serde_json::{json, Value};
 use super::admin_auth::Authorization;
 use super::store::TransactionQuery;
 use super::{
-    date_time, BootPolicy, ChangeError, ChargePoint, Csms, SecurityProfile, SplitCall, TokenEntry,
-    TokenStatus, TokenStore, Transaction, TransactionStatusCheck, UnixTime,
+    date_time, BootPolicy, ChangeError, ChargePoint, Csms, Currency, Price, SecurityProfile,
+    SplitCall, Tariff, TokenEntry, TokenStatus, TokenStore, Transaction, TransactionStatusCheck,
+    UnixTime,
 };
 
 /// The largest request head (request line and headers).
@@ -271,6 +285,7 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
         ("GET", ["chargepoints"]) => {
             // One record's JSON tree at a time, written straight into the body: the peak is
             // the body, not a tree of every record.
+            let default_tariff = csms.config().get_tariff();
             csms.with_connected(|list| {
                 let mut body = Vec::with_capacity(2 + list.len() * 160);
                 body.push(b'[');
@@ -279,7 +294,8 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
                         body.push(b',');
                     }
                     // Writing a `Value` into a `Vec` cannot fail (no I/O, string keys).
-                    let _ = serde_json::to_writer(&mut body, &charge_point_json(cp));
+                    let _ =
+                        serde_json::to_writer(&mut body, &charge_point_json(cp, default_tariff));
                 }
                 body.push(b']');
                 HttpResponse {
@@ -292,7 +308,9 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
         }
         ("GET", ["chargepoints", identity]) => match parse_identity(identity) {
             Ok(identity) => match csms.charge_point(&identity) {
-                Some(cp) => HttpResponse::json(200, &charge_point_json(&cp)),
+                Some(cp) => {
+                    HttpResponse::json(200, &charge_point_json(&cp, csms.config().get_tariff()))
+                }
                 None => HttpResponse::error(404, &format!("unknown charge point {identity}")),
             },
             Err(response) => response,
@@ -458,6 +476,50 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
                 json!({ "identity": identity.as_str(), "password": password.is_some() }),
             )
         }
+        ("GET", ["tariff"]) => HttpResponse::json(
+            200,
+            &json!({
+                "default": csms.config().get_tariff().as_ref().map(tariff_json),
+                "cost_updated_interval_s": csms.config().get_cost_updated_interval().as_secs_f64(),
+            }),
+        ),
+        ("GET", ["chargepoints", identity, "tariff"]) => match parse_identity(identity) {
+            Ok(identity) => {
+                let (own, default) = csms.tariff_of(&identity);
+                HttpResponse::json(
+                    200,
+                    &json!({
+                        "identity": identity.as_str(),
+                        "tariff": own.as_ref().map(tariff_json),
+                        "default": default.as_ref().map(tariff_json),
+                        "applies": own.or(default).as_ref().map(tariff_json),
+                    }),
+                )
+            }
+            Err(response) => response,
+        },
+        ("PUT" | "DELETE", ["chargepoints", identity, "tariff"]) => {
+            let identity = match parse_identity(identity) {
+                Ok(identity) => identity,
+                Err(response) => return Route::Respond(response),
+            };
+            let tariff = if method == "PUT" {
+                let default_currency = csms.config().get_tariff().map(|t| t.currency);
+                match body_json(request).and_then(|body| tariff_of(&body, default_currency)) {
+                    Ok(tariff) => Some(tariff),
+                    Err(error) => return Route::Respond(HttpResponse::error(400, &error)),
+                }
+            } else {
+                None
+            };
+            changed(
+                csms.set_tariff(&identity, tariff),
+                json!({
+                    "identity": identity.as_str(),
+                    "tariff": tariff.as_ref().map(tariff_json),
+                }),
+            )
+        }
         ("GET", ["tokens"]) => {
             let store = csms.tokens();
             let tokens: serde_json::Map<String, Value> = store
@@ -502,6 +564,7 @@ pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
             www_authenticate: None,
         },
         (_, ["chargepoints"] | ["chargepoints", _] | ["metrics"] | ["tokens"] | ["tokens", _])
+        | (_, ["tariff"] | ["chargepoints", _, "tariff"])
         | (_, ["chargepoints", _, "call", _] | ["chargepoints", _, "boot"])
         | (_, ["chargepoints", _, "security"] | ["chargepoints", _, "password"])
         | (_, ["transactions"] | ["chargepoints", _, "transactions"])
@@ -729,7 +792,7 @@ pub fn cluster_list_response(
         local
             .iter()
             .map(|cp| {
-                let mut value = charge_point_json(cp);
+                let mut value = charge_point_json(cp, csms.config().get_tariff());
                 value["node"] = Value::String(node.to_owned());
                 value
             })
@@ -834,7 +897,57 @@ fn transaction_status_json(check: &TransactionStatusCheck) -> Value {
     }
 }
 
-fn transaction_json(t: &Transaction) -> Value {
+/// A tariff as the admin API shows it: prices as decimal strings (exact), the currency.
+fn tariff_json(tariff: &Tariff) -> Value {
+    json!({
+        "price_per_kwh": tariff.per_kwh.to_string(),
+        "price_per_hour": tariff.per_hour.to_string(),
+        "currency": tariff.currency.as_str(),
+    })
+}
+
+/// The tariff of a `PUT /chargepoints/ID/tariff` body `{"price_per_kwh", "price_per_hour",
+/// "currency"?}`: prices as decimal strings or JSON numbers (read as their shortest
+/// decimal), at least one of them (the other is 0); the currency defaults to the default
+/// tariff's, else EUR.
+fn tariff_of(body: &Value, default_currency: Option<Currency>) -> Result<Tariff, String> {
+    let price = |name: &str| -> Result<Option<Price>, String> {
+        let text = match &body[name] {
+            Value::Null => return Ok(None),
+            Value::String(text) => text.clone(),
+            Value::Number(number) => number.to_string(),
+            _ => return Err(format!("`{name}` must be a decimal such as \"0.25\"")),
+        };
+        text.parse()
+            .map(Some)
+            .map_err(|e: super::TariffError| e.to_string())
+    };
+    let (per_kwh, per_hour) = (price("price_per_kwh")?, price("price_per_hour")?);
+    if per_kwh.is_none() && per_hour.is_none() {
+        return Err(
+            "expected {\"price_per_kwh\":\"0.25\",\"price_per_hour\":\"1.00\",\"currency\":\"EUR\"}"
+                .into(),
+        );
+    }
+    let currency = match &body["currency"] {
+        Value::Null => default_currency.unwrap_or(Currency::EUR),
+        Value::String(code) => code
+            .parse()
+            .map_err(|e: super::TariffError| e.to_string())?,
+        _ => return Err("`currency` must be an ISO 4217 code such as \"EUR\"".into()),
+    };
+    Ok(Tariff::new(
+        per_kwh.unwrap_or(Price::ZERO),
+        per_hour.unwrap_or(Price::ZERO),
+        currency,
+    ))
+}
+
+/// A transaction as the admin API shows it; with a tariff, its `cost` so far (final once
+/// ended) and `currency`, derived from what is stored (energy, start, end) with the
+/// station's tariff as it is now ([`Tariff::cost_of`]).
+fn transaction_json(t: &Transaction, tariff: Option<Tariff>, now: UnixTime) -> Value {
+    let cost = tariff.map(|tariff| tariff.cost_of(t, now));
     json!({
         "id": t.id,
         "connector": t.connector,
@@ -848,6 +961,8 @@ fn transaction_json(t: &Transaction) -> Value {
         "energy_wh": t.energy_wh(),
         "samples": t.samples,
         "last_seq_no": t.last_seq_no,
+        "cost": cost.map(|c| c.total_cost()),
+        "currency": tariff.map(|t| t.currency.as_str().to_owned()),
     })
 }
 
@@ -861,10 +976,15 @@ fn stored_transactions(csms: &Csms, identity: Option<&str>, open_only: bool) -> 
     };
     match csms.stored_transactions(query) {
         Ok(found) => {
+            let now = UnixTime::now();
+            let mut tariffs = std::collections::HashMap::new();
             let list: Vec<Value> = found
                 .iter()
                 .map(|(identity, t)| {
-                    let mut value = transaction_json(t);
+                    let tariff = *tariffs
+                        .entry(identity.as_str())
+                        .or_insert_with(|| csms.tariff_for(identity));
+                    let mut value = transaction_json(t, tariff, now);
                     value["identity"] = json!(identity);
                     value
                 })
@@ -910,7 +1030,10 @@ fn time_json(time: UnixTime) -> Value {
 }
 
 /// A charge point as the admin API shows it.
-pub fn charge_point_json(cp: &ChargePoint) -> Value {
+///
+/// `default_tariff` is the CSMS's ([`super::CsmsConfig::get_tariff`]): the transactions'
+/// cost uses the station's own tariff, else that one.
+pub fn charge_point_json(cp: &ChargePoint, default_tariff: Option<Tariff>) -> Value {
     let connectors: serde_json::Map<String, Value> = cp
         .connectors
         .iter()
@@ -922,7 +1045,13 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
             (label.to_string(), value)
         })
         .collect();
-    let transactions: Vec<Value> = cp.transactions.iter().map(transaction_json).collect();
+    let tariff = cp.extras.tariff.or(default_tariff);
+    let now = UnixTime::now();
+    let transactions: Vec<Value> = cp
+        .transactions
+        .iter()
+        .map(|t| transaction_json(t, tariff, now))
+        .collect();
     // Per kind: how many arrived, when the last did, and its `status` if it has one
     // (FirmwareStatusNotification, LogStatusNotification...). The payloads are at
     // `/chargepoints/ID/notifications`.
@@ -974,6 +1103,13 @@ pub fn charge_point_json(cp: &ChargePoint) -> Value {
             "answer": c.answer,
             "answered_at": c.answered_at.map(time_json),
         })),
+        "tariff": cp.extras.tariff.as_ref().map(tariff_json),
+        "cost_updates": cp.extras.cost_updates.iter().map(|u| json!({
+            "transaction": u.transaction,
+            "total_cost": u.total_cost.total_cost(),
+            "at": time_json(u.at),
+            "answer": u.answer,
+        })).collect::<Vec<_>>(),
         "seq_no_gaps": {
             "count": cp.extras.seq_no_gap_count,
             "recent": cp.extras.seq_no_gaps.iter().map(|g| json!({

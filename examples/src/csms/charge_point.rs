@@ -9,7 +9,7 @@ use ocpp_messages::version::OcppVersion;
 
 use super::shared_text::{shared_text, SharedText};
 use super::UnixTime;
-use super::{BootPolicy, ItemsPerMessage, SessionId};
+use super::{BootPolicy, CostUpdate, ItemsPerMessage, SessionId, Tariff};
 
 /// One charge point: its live session (if connected), what it said at boot, its connectors and
 /// its transactions. Kept after it disconnects, so that a transaction started before a
@@ -80,6 +80,12 @@ pub struct ExtraState {
     /// Its `DeviceDataCtrlr.ItemsPerMessage`, from NotifyReport and our GetVariables
     /// (see [`super::items_per_message`]).
     pub items_per_message: ItemsPerMessage,
+    /// Its own tariff (`PUT /chargepoints/ID/tariff`), over the CSMS default (see
+    /// [`super::tariff`]).
+    pub tariff: Option<Tariff>,
+    /// The CostUpdated sent to it (OCPP 2.x I02) and their answers, the last few, oldest
+    /// first; the latest of a transaction also paces the next one.
+    pub cost_updates: VecDeque<CostUpdate>,
 }
 
 /// What every record without extras reads.
@@ -94,6 +100,8 @@ static NO_EXTRAS: ExtraState = ExtraState {
         get_variables: None,
         set_variables: None,
     },
+    tariff: None,
+    cost_updates: VecDeque::new(),
 };
 
 impl Extras {

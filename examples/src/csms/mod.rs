@@ -39,6 +39,13 @@
 //! ([`ExtraState::seq_no_gaps`]), and each is followed by a GetTransactionStatus for its
 //! transaction (E14), whose answer is kept with it ([`SeqNoGap::check`]).
 //!
+//! With a tariff ([`tariff`]: `--price-per-kwh`, `--price-per-hour`, or a station's own from
+//! `PUT /chargepoints/ID/tariff`), OCPP 2.0.1 and 2.1 TransactionEvent `Ended` answers carry
+//! the final `totalCost` (I03) and an `Updated` with meter values is followed by CostUpdated
+//! with the running cost (I02), at most once per [`CsmsConfig::cost_updated_interval`] per
+//! transaction; 2.1 `Updated` answers carry the running `totalCost` too. OCPP 1.6 has no cost
+//! message in its core profile: nothing is sent. Without a tariff nothing changes.
+//!
 //! # Certificates and security profiles
 //!
 //! - **SignCertificate -> CertificateSigned** (2.0.1 and 2.1 A02/A03, 1.6 security
@@ -137,6 +144,7 @@ pub mod push;
 mod reply;
 mod shared_text;
 pub mod store;
+pub mod tariff;
 mod tokens;
 mod unix_time;
 mod v1_6;
@@ -173,6 +181,7 @@ pub use persistence::{ChangeError, SETTINGS_REFRESH};
 pub use plug_and_charge::PlugAndCharge;
 pub use reply::{Later, Reply};
 pub use store::{Durability, Record, Store, StoreError};
+pub use tariff::{Cost, CostUpdate, Currency, Price, Tariff, TariffError};
 pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};
 
 /// The CALLs of a charge point whose content lives in typed state ([`ChargePoint`]'s
@@ -213,13 +222,16 @@ pub struct CsmsConfig {
     items_per_message: Option<usize>,
     store: Option<Arc<dyn Store>>,
     plug_and_charge: PlugAndCharge,
+    tariff: Option<Tariff>,
+    cost_updated_interval: Duration,
 }
 
 impl Default for CsmsConfig {
     /// Heartbeat every 300 s, no authentication, the last 8 ended transactions and the last
     /// 8 notifications of each kind of each charge point kept, every BootNotification
     /// Accepted, every token Accepted (no token store), DataTransfer known for vendor
-    /// `ocpp-ws` only, no ItemsPerMessage assumed.
+    /// `ocpp-ws` only, no ItemsPerMessage assumed, no tariff (no cost sent), CostUpdated at
+    /// most once a minute per transaction when there is one.
     fn default() -> Self {
         CsmsConfig {
             heartbeat_interval: Duration::from_secs(300),
@@ -235,6 +247,8 @@ impl Default for CsmsConfig {
             items_per_message: None,
             store: None,
             plug_and_charge: PlugAndCharge::default(),
+            tariff: None,
+            cost_updated_interval: Duration::from_secs(60),
         }
     }
 }
@@ -354,6 +368,32 @@ impl CsmsConfig {
     /// See [`CsmsConfig::store`].
     pub fn get_store(&self) -> Option<&Arc<dyn Store>> {
         self.store.as_ref()
+    }
+
+    /// The tariff of stations without one of their own (`--price-per-kwh`,
+    /// `--price-per-hour`, `--currency`; see [`tariff`]). `None` (the default): no cost is
+    /// computed or sent for them.
+    pub fn tariff(mut self, tariff: Option<Tariff>) -> Self {
+        self.tariff = tariff;
+        self
+    }
+
+    /// See [`CsmsConfig::tariff`].
+    pub fn get_tariff(&self) -> Option<Tariff> {
+        self.tariff
+    }
+
+    /// The least time between two CostUpdated of one transaction (OCPP 2.x I02; the first
+    /// goes at once; `--cost-updated-interval`, default 60 s). Zero: after every
+    /// TransactionEvent Updated that brings meter values.
+    pub fn cost_updated_interval(mut self, interval: Duration) -> Self {
+        self.cost_updated_interval = interval;
+        self
+    }
+
+    /// See [`CsmsConfig::cost_updated_interval`].
+    pub fn get_cost_updated_interval(&self) -> Duration {
+        self.cost_updated_interval
     }
 }
 
@@ -692,6 +732,7 @@ impl Csms {
                 Err(refused) => {
                     tracing::warn!(%identity, action, reason = %refused.reason, "follow-up CALL not sent");
                     self.note_certificate_answer(identity, &action, "NotSent".into());
+                    self.note_cost_updated_answer(identity, &action, "NotSent".into());
                 }
             }
         }
@@ -986,6 +1027,15 @@ impl Csms {
         if action == "GetTransactionStatus" {
             self.note_transaction_status(identity, outcome);
         }
+        if action == "CostUpdated" {
+            let answer = match outcome {
+                Ok(_) => "Accepted".into(),
+                Err(CallFailure::ErrorResponse { code, .. }) => format!("CALLERROR {code:?}"),
+                Err(CallFailure::Timeout) => "Timeout".into(),
+                Err(failure) => failure.name().to_owned(),
+            };
+            self.note_cost_updated_answer(identity, action, answer);
+        }
         if let ("GetVariables", Ok(response)) = (action, outcome) {
             if let Ok(payload) = serde_json::to_value(response) {
                 if let Some(charge_point) = self.lock().get_mut(identity) {
@@ -1070,6 +1120,7 @@ impl Csms {
             if let Some(identity) = identity {
                 let action = call.request.action();
                 self.note_certificate_answer(identity, action, "Disconnected".into());
+                self.note_cost_updated_answer(identity, action, "Disconnected".into());
             }
             tracing::warn!(
                 identity = identity.map(ChargePointIdentity::as_str),

@@ -6,17 +6,18 @@
 //!   TransactionEvent Started and Ended, in every version); if the commit fails the charge
 //!   point gets CALLERROR InternalError and sends it again, as OCPP-J lets it. Other
 //!   changes to a transaction (meter values, Updated events) are queued.
-//! - An operator's change (token, boot policy, security profile, password) is committed
-//!   before it takes effect and before the admin API answers 200; a failed commit changes
-//!   nothing and answers 503.
+//! - An operator's change (token, boot policy, security profile, password, tariff) is
+//!   committed before it takes effect and before the admin API answers 200; a failed commit
+//!   changes nothing and answers 503.
 //! - While running, what operators set is read again every [`SETTINGS_REFRESH`]
 //!   ([`Csms::follow_store`]): nodes sharing a database follow each other's changes.
 //! - At start: open transactions come back on their charge points (so a StopTransaction
 //!   after a crash ends the transaction it started), 1.6 transaction ids go on from the
-//!   highest ever given, and the store's tokens, boot policies, profiles and passwords win
-//!   over the files given at start (`--tokens` seeds the store once, when the database has
-//!   none yet; `--basic-auth` and `--security-profiles` stay the defaults for stations the
-//!   operator did not change).
+//!   highest ever given, and the store's tokens, boot policies, profiles, passwords and
+//!   tariffs win over the files given at start (`--tokens` seeds the store once, when the
+//!   database has none yet; `--basic-auth` and `--security-profiles` stay the defaults for
+//!   stations the operator did not change). A station's tariff is a `settings` row
+//!   `tariff/<identity>` (no schema change).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -124,6 +125,24 @@ impl Csms {
                     None => {
                         if let Some(cp) = fleet.get_mut(identity.as_str()) {
                             cp.boot_policy = None;
+                        }
+                    }
+                }
+            }
+        }
+        if !settings.tariffs.is_empty() {
+            let mut fleet = self.lock();
+            for (identity, tariff) in &settings.tariffs {
+                let Ok(identity) = ChargePointIdentity::new(identity.clone(), false) else {
+                    continue;
+                };
+                match tariff {
+                    Some(tariff) => fleet.entry(&identity).extras.get_mut().tariff = Some(*tariff),
+                    None => {
+                        if let Some(cp) = fleet.get_mut(identity.as_str()) {
+                            if cp.extras.tariff.is_some() {
+                                cp.extras.get_mut().tariff = None;
+                            }
                         }
                     }
                 }

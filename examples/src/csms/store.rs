@@ -38,7 +38,7 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, Row};
 use tokio::sync::mpsc;
 
-use super::{BootPolicy, SecurityProfile, TokenEntry, TokenStatus, Transaction, UnixTime};
+use super::{BootPolicy, SecurityProfile, Tariff, TokenEntry, TokenStatus, Transaction, UnixTime};
 
 /// The schema's migrations, in order: (version, description, SQL). Applied at start by
 /// [`SqlStore::open`] (sqlx's `_sqlx_migrations` table remembers which ran).
@@ -96,6 +96,14 @@ pub enum Record {
         /// The digest; `None`: removed (overrides the `--basic-auth` file).
         sha256: Option<[u8; 32]>,
     },
+    /// A station's own tariff set or cleared (kept in the `settings` table as
+    /// `tariff/<identity>`: no schema change).
+    Tariff {
+        /// The station.
+        identity: String,
+        /// Its own tariff; `None`: the default.
+        tariff: Option<Tariff>,
+    },
 }
 
 /// Whether [`Store::save`] waits for the commit.
@@ -134,6 +142,8 @@ pub struct Settings {
     pub security_profiles: Vec<(String, Option<SecurityProfile>)>,
     /// Basic passwords set per station (`None`: removed).
     pub passwords: Vec<(String, Option<[u8; 32]>)>,
+    /// Tariffs set (`Some`) or cleared back to the default (`None`) per station.
+    pub tariffs: Vec<(String, Option<Tariff>)>,
 }
 
 /// Which transactions [`Store::transactions`] reads.
@@ -565,9 +575,46 @@ async fn save_all<'a>(
                 .execute(&mut *tx)
                 .await?;
             }
+            Record::Tariff { identity, tariff } => {
+                sqlx::query(
+                    "INSERT INTO settings (name, value) VALUES ($1, $2) \
+                     ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                )
+                .bind(format!("{TARIFF_PREFIX}{identity}"))
+                .bind(tariff.map_or(TARIFF_CLEARED.to_owned(), |t| tariff_text(&t)))
+                .execute(&mut *tx)
+                .await?;
+            }
         }
     }
     tx.commit().await
+}
+
+/// The `settings` names of per-station tariffs: this, then the identity.
+const TARIFF_PREFIX: &str = "tariff/";
+/// The value of a tariff cleared back to the default.
+const TARIFF_CLEARED: &str = "default";
+
+/// A tariff as the `settings` table keeps it: `<per kWh> <per hour> <currency>`.
+fn tariff_text(tariff: &Tariff) -> String {
+    format!("{} {} {}", tariff.per_kwh, tariff.per_hour, tariff.currency)
+}
+
+/// A tariff of the `settings` table (`None`: cleared).
+fn parse_tariff(identity: &str, text: &str) -> Result<Option<Tariff>, StoreError> {
+    if text == TARIFF_CLEARED {
+        return Ok(None);
+    }
+    let bad = || StoreError::BadRow(format!("{identity}: tariff {text}"));
+    let mut parts = text.split(' ');
+    let (Some(per_kwh), Some(per_hour), Some(currency), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad());
+    };
+    Tariff::parse(per_kwh, per_hour, currency)
+        .map(Some)
+        .map_err(|_| bad())
 }
 
 async fn set_tokens_enabled(tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> Result<(), sqlx::Error> {
@@ -678,6 +725,17 @@ async fn settings(pool: &AnyPool) -> Result<Settings, StoreError> {
             }
             None if removed != 0 => settings.passwords.push((identity, None)),
             None => {}
+        }
+    }
+    let rows = sqlx::query("SELECT name, value FROM settings WHERE name LIKE 'tariff/%'")
+        .fetch_all(pool)
+        .await?;
+    for row in rows {
+        let name: String = row.try_get(0)?;
+        let value: String = row.try_get(1)?;
+        if let Some(identity) = name.strip_prefix(TARIFF_PREFIX) {
+            let tariff = parse_tariff(identity, &value)?;
+            settings.tariffs.push((identity.to_owned(), tariff));
         }
     }
     Ok(settings)
@@ -865,6 +923,18 @@ mod tests {
                 identity: "CP4".into(),
                 profile: None,
             },
+            Record::Tariff {
+                identity: "CP1".into(),
+                tariff: Some(Tariff::parse("0.2575", "1.5", "CHF").unwrap()),
+            },
+            Record::Tariff {
+                identity: "CP4".into(),
+                tariff: Some(Tariff::parse("1", "0", "EUR").unwrap()),
+            },
+            Record::Tariff {
+                identity: "CP4".into(),
+                tariff: None,
+            },
         ];
         store.save(records, Durability::Committed).unwrap();
         // Queued, then read after: the store's thread keeps the order.
@@ -921,6 +991,18 @@ mod tests {
                 (
                     "CP1".to_owned(),
                     Some(SecurityProfile::TlsClientCertificate)
+                ),
+                ("CP4".to_owned(), None)
+            ]
+        );
+        let mut tariffs = settings.tariffs.clone();
+        tariffs.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            tariffs,
+            vec![
+                (
+                    "CP1".to_owned(),
+                    Some(Tariff::parse("0.2575", "1.5", "CHF").unwrap())
                 ),
                 ("CP4".to_owned(), None)
             ]

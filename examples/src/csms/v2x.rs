@@ -46,6 +46,7 @@ macro_rules! handlers_2x {
             };
 
             use ocpp_messages::$version::{AuthorizeCertificateStatusEnum, StatusInfo};
+            use ocpp_messages::version::OcppVersion;
             use ocpp_server_core::Answer;
 
             use super::super::contract_certificate_service::ContractRequest;
@@ -168,8 +169,18 @@ macro_rules! handlers_2x {
                         let gaps_kept = context.config.notifications_kept;
                         let seq_no = i64::from(event.seq_no);
                         cp.note_seq_no(&info.transaction_id, seq_no, gaps_kept, now);
+                        // I02/I03: with a tariff, the final cost answers Ended and the
+                        // running cost of an Updated that brings meter values goes in a
+                        // CostUpdated (2.1: in the answer too, where its schema allows it).
+                        let tariff = context.tariff(cp);
+                        let metered = event.meter_value.as_ref().is_some_and(|m| !m.is_empty());
+                        let mut final_cost = None;
+                        let mut running_cost = None;
                         match event.event_type {
                             TransactionEventEnum::Ended => {
+                                // The cost of a transaction never seen before its end is
+                                // not known: no totalCost (0 would say it was free).
+                                let known = cp.transaction_mut(&info.transaction_id).is_some();
                                 if let Some(transaction) = cp.transaction_mut(&info.transaction_id)
                                 {
                                     ChargePoint::record_meter(transaction, readings);
@@ -186,6 +197,9 @@ macro_rules! handlers_2x {
                                 if let Some(transaction) = cp.transaction_mut(&info.transaction_id)
                                 {
                                     transaction.last_seq_no = Some(seq_no);
+                                    final_cost = tariff
+                                        .filter(|_| known)
+                                        .map(|t| t.cost_of(transaction, now));
                                 }
                             }
                             _ => {
@@ -205,9 +219,22 @@ macro_rules! handlers_2x {
                                     transaction.charging_state = Some(state.as_str().into());
                                 }
                                 ChargePoint::record_meter(transaction, readings);
+                                if metered && event.event_type == TransactionEventEnum::Updated {
+                                    running_cost = tariff.map(|t| t.cost_of(transaction, now));
+                                }
                             }
                         }
                         let mut response = TransactionEventResponse::default();
+                        if let Some(cost) = final_cost {
+                            response = response.with_total_cost(cost.total_cost());
+                        }
+                        if let Some(cost) = running_cost {
+                            let version = OcppVersion::$ocpp_version;
+                            if version == OcppVersion::V2_1 {
+                                response = response.with_total_cost(cost.total_cost());
+                            }
+                            context.cost_updated(cp, version, &info.transaction_id, cost);
+                        }
                         // idTokenInfo answers an event that carries an idToken (E03), from
                         // the token store.
                         if let Some(token) = &event.id_token {
