@@ -9,6 +9,7 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Whether `openssl` runs here; when it does not, a test prints why and returns, unless
@@ -101,10 +102,11 @@ pub struct Pki {
 impl Pki {
     /// A new PKI in a fresh temporary folder named after `name`.
     pub fn new(name: &str) -> Pki {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "ocpp-pnc-{name}-{}-{}",
             std::process::id(),
-            Instant::now().elapsed().as_nanos() ^ u128::from(free_port())
+            NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("pki dir");
