@@ -833,8 +833,15 @@ impl Csms {
                 };
                 let reply = match reply {
                     Reply::Now(answer) => answer,
-                    // The job answers (and records what it found) itself.
-                    Reply::Later(later) => return Reply::Later(later),
+                    // The job answers (and records what it found) itself; the CALL is kept
+                    // as a report now (a job's answer is a CALLRESULT: GetCertificateStatus,
+                    // Get15118EVCertificate).
+                    Reply::Later(later) => {
+                        if !TYPED_ACTIONS.contains(&action) {
+                            self.record(charge_point, request, context.now);
+                        }
+                        return Reply::Later(later);
+                    }
                 };
                 if charge_point.extras.seq_no_gap_count != gaps_before {
                     self.metrics.seq_no_gaps.inc();
