@@ -13,6 +13,8 @@ use ocpp_server_core::{ConnectionConfig, DeflatePolicy, NoCommonVersion};
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::csms::admin_auth::{AdminAuth, AdminAuthError};
+use crate::csms::ocsp::{self, OcspClient};
+use crate::csms::plug_and_charge::{PlugAndCharge, PlugAndChargeError};
 use crate::csms::store::{SqlStore, Store};
 use crate::csms::{
     BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, Currency, Price, SiteLimit,
@@ -204,6 +206,25 @@ struct Cli {
     /// compressed both ways) or `off`.
     #[arg(long, value_name = "MODE", value_enum, default_value_t = Deflate::NoContext)]
     deflate: Deflate,
+    /// Plug & Charge: the V2G root certificates (PEM, one or more): GetCertificateStatus
+    /// (M06) relays an OCSP response only when its issuer is one of them or chains to one.
+    /// Without it, the response's signature is checked against the issuer the request names.
+    #[arg(long, value_name = "FILE")]
+    v2g_root: Option<PathBuf>,
+    /// Plug & Charge: the MO root certificates (PEM, one or more): a contract certificate
+    /// chain in Authorize (C07) must reach one, and so must the issuer of its OCSP responses.
+    #[arg(long, value_name = "FILE")]
+    mo_root: Option<PathBuf>,
+    /// Send every OCSP request (Authorize with contract certificates, GetCertificateStatus)
+    /// to this responder (http://...), whatever responder URL the station or certificate
+    /// names.
+    #[arg(long, value_name = "URL")]
+    ocsp_responder: Option<String>,
+    /// Forward Get15118EVCertificate (M01/M02) to this contract-certificate service
+    /// (http://...; the JSON protocol is in examples/README.md). Without it the answer is
+    /// Failed.
+    #[arg(long, value_name = "URL")]
+    contract_certificate_service: Option<String>,
     /// Answer Authorize, Start/StopTransaction and TransactionEvent from a token store:
     /// lines `idToken status [groupIdToken|-] [expiry]` (expiry RFC 3339); unknown tokens get
     /// Invalid (1.6) / Unknown (2.x). Without it every token is Accepted.
@@ -391,6 +412,10 @@ impl Cli {
             ca_key: self.ca_key,
             deflate,
             tokens: self.tokens,
+            v2g_root: self.v2g_root,
+            mo_root: self.mo_root,
+            ocsp_responder: self.ocsp_responder,
+            contract_certificate_service: self.contract_certificate_service,
             master_pass: self.master_pass,
             boot_policy: self.boot_policy,
             data_transfer_vendors: self.data_transfer_vendors,
@@ -456,6 +481,14 @@ pub struct Args {
     pub deflate: DeflatePolicy,
     /// `--tokens`.
     pub tokens: Option<PathBuf>,
+    /// `--v2g-root`.
+    pub v2g_root: Option<PathBuf>,
+    /// `--mo-root`.
+    pub mo_root: Option<PathBuf>,
+    /// `--ocsp-responder`.
+    pub ocsp_responder: Option<String>,
+    /// `--contract-certificate-service`.
+    pub contract_certificate_service: Option<String>,
     /// `--master-pass`.
     pub master_pass: Option<String>,
     /// `--boot-policy`.
@@ -631,6 +664,7 @@ pub fn csms(args: &Args) -> Result<Arc<Csms>, Box<dyn std::error::Error>> {
             .map(|master| TokenStore::default().with_master_pass(Some(master))),
     };
     let mut config = CsmsConfig::default()
+        .plug_and_charge(plug_and_charge(args)?)
         .credentials(credentials)
         .client_certificates(args.certificates_required())
         .certificate_authority(certificate_authority)
@@ -656,6 +690,33 @@ pub fn csms(args: &Args) -> Result<Arc<Csms>, Box<dyn std::error::Error>> {
     let csms = Arc::new(Csms::open(config)?);
     Csms::follow_store(&csms);
     Ok(csms)
+}
+
+/// The Plug & Charge settings of `--v2g-root`, `--mo-root`, `--ocsp-responder` and
+/// `--contract-certificate-service`.
+fn plug_and_charge(args: &Args) -> Result<PlugAndCharge, PlugAndChargeError> {
+    let roots = |path: &Option<PathBuf>| match path {
+        Some(path) => PlugAndCharge::load_roots(path),
+        None => Ok(Vec::new()),
+    };
+    let v2g_roots = roots(&args.v2g_root)?;
+    let mo_roots = roots(&args.mo_root)?;
+    if !v2g_roots.is_empty() || !mo_roots.is_empty() || args.ocsp_responder.is_some() {
+        tracing::info!(
+            v2g_roots = v2g_roots.len(),
+            mo_roots = mo_roots.len(),
+            ocsp_responder = args.ocsp_responder.as_deref(),
+            "Plug & Charge: OCSP checks"
+        );
+    }
+    if let Some(url) = &args.contract_certificate_service {
+        tracing::info!(%url, "Get15118EVCertificate forwarded to the contract-certificate service");
+    }
+    Ok(PlugAndCharge::default()
+        .v2g_roots(v2g_roots)
+        .mo_roots(mo_roots)
+        .ocsp(OcspClient::new(args.ocsp_responder.clone(), ocsp::TIMEOUT))
+        .contract_service(args.contract_certificate_service.clone()))
 }
 
 /// The TLS configuration of `--tls-backend`, `--tls-cert`, `--tls-key` and `--client-ca`;
@@ -1167,6 +1228,10 @@ mod tests {
             "--ca-key",
             "--deflate",
             "--tokens",
+            "--v2g-root",
+            "--mo-root",
+            "--ocsp-responder",
+            "--contract-certificate-service",
             "--master-pass",
             "--boot-policy",
             "--data-transfer-vendor",

@@ -143,11 +143,14 @@ pub mod admin_auth;
 pub mod boot;
 mod certificate_authority;
 mod charge_point;
+pub mod contract_certificate_service;
 pub mod credentials;
 mod fleet;
 pub mod items_per_message;
 mod metrics;
+pub mod ocsp;
 pub mod persistence;
+pub mod plug_and_charge;
 pub mod push;
 mod reply;
 mod shared_text;
@@ -187,6 +190,7 @@ pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};
 pub use metrics::{Counter, Gauge, Metrics};
 pub use persistence::{ChangeError, SETTINGS_REFRESH};
+pub use plug_and_charge::PlugAndCharge;
 pub use reply::{Later, Reply};
 pub use smart_charging::{
     ChargingNeeds, ChargingProfileRecord, SiteLimit, SiteLimitError, SmartCharging,
@@ -232,6 +236,7 @@ pub struct CsmsConfig {
     certificate_authority: Option<Arc<CertificateAuthority>>,
     items_per_message: Option<usize>,
     store: Option<Arc<dyn Store>>,
+    plug_and_charge: PlugAndCharge,
     tariff: Option<Tariff>,
     cost_updated_interval: Duration,
     site_limit: SiteLimit,
@@ -257,6 +262,7 @@ impl Default for CsmsConfig {
             certificate_authority: None,
             items_per_message: None,
             store: None,
+            plug_and_charge: PlugAndCharge::default(),
             tariff: None,
             cost_updated_interval: Duration::from_secs(60),
             site_limit: SiteLimit::default(),
@@ -265,6 +271,14 @@ impl Default for CsmsConfig {
 }
 
 impl CsmsConfig {
+    /// Plug & Charge: the V2G and MO roots, the OCSP client and the contract-certificate
+    /// service (none by default: Get15118EVCertificate Failed, OCSP to the stations'
+    /// responder URLs, OCSP responses anchored only by the issuer hashes).
+    pub fn plug_and_charge(mut self, settings: PlugAndCharge) -> Self {
+        self.plug_and_charge = settings;
+        self
+    }
+
     /// The `interval` a BootNotification answer asks for (seconds, OCPP 1.6 §4.2, 2.0.1 B01).
     pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
         self.heartbeat_interval = interval;
@@ -976,8 +990,15 @@ impl Csms {
                 };
                 let reply = match reply {
                     Reply::Now(answer) => answer,
-                    // The job answers (and records what it found) itself.
-                    Reply::Later(later) => return Reply::Later(later),
+                    // The job answers (and records what it found) itself; the CALL is kept
+                    // as a report now (a job's answer is a CALLRESULT: GetCertificateStatus,
+                    // Get15118EVCertificate).
+                    Reply::Later(later) => {
+                        if !TYPED_ACTIONS.contains(&action) {
+                            self.record(charge_point, request, context.now);
+                        }
+                        return Reply::Later(later);
+                    }
                 };
                 if charge_point.extras.seq_no_gap_count != gaps_before {
                     self.metrics.seq_no_gaps.inc();

@@ -7,9 +7,13 @@
 //! Reports (NotifyEvent, NotifyReport, the status notifications...) are kept by
 //! `Csms::on_call` as notifications; here they are only acknowledged. Smart charging
 //! (NotifyEVChargingNeeds, NotifyEVChargingSchedule) is answered from the policy of
-//! [`super::smart_charging`]. Where this CSMS lacks what a real one would need (a PKI, a VAT
-//! register), the answer says so (Failed / Rejected) rather than promise what will never
-//! come.
+//! [`super::smart_charging`]. Where this CSMS lacks what a real one would need (a VAT
+//! register), the answer says so (Failed / Rejected) rather than promise what will never come.
+//!
+//! Plug & Charge (C07 Authorize with contract certificates, M06 GetCertificateStatus, M01/M02
+//! Get15118EVCertificate) needs network round trips (OCSP, the contract-certificate service):
+//! those arms return `Reply::Later`, a job the servers run off their I/O loop, built from
+//! [`super::plug_and_charge`].
 
 /// The handlers of one OCPP 2.x version: a module named after the version (`v2_0_1`, `v2_1`)
 /// over that version's types, with the `OcppVersion` variant in parentheses. `central` is the
@@ -42,12 +46,18 @@ macro_rules! handlers_2x {
                 StatusNotificationResponse, TransactionEventEnum, TransactionEventResponse,
             };
 
+            use ocpp_messages::$version::{AuthorizeCertificateStatusEnum, StatusInfo};
             use ocpp_messages::version::OcppVersion;
             use ocpp_server_core::Answer;
 
+            use super::super::contract_certificate_service::ContractRequest;
+            use super::super::ocsp::OcspRequestData;
+            use super::super::plug_and_charge::ContractStatus;
             use super::super::{
-                Authorization, ChargePoint, Context, MeterReading, Registration, Reply,
+                Authorization, ChargePoint, Context, Csms, Later, MeterReading, Registration,
+                Reply,
             };
+            use super::{additional_info, base64_of, MAX_OCSP_RESULT};
 
             /// Answers one CALL of this version.
             pub(in crate::csms) fn handle(
@@ -97,8 +107,53 @@ macro_rules! handlers_2x {
                         StatusNotificationResponse::default().into()
                     }
                     // C01: from the token store (every idToken Accepted without one).
+                    // C07: with a contract certificate (`certificate`, a PEM chain) or its
+                    // hash data, the contract is checked (chain, then OCSP) off the I/O
+                    // loop; anything but Accepted makes the token Invalid (C07.FR.16).
                     Request::Authorize(authorize) => {
-                        AuthorizeResponse::new(id_token_info(context, &authorize.id_token)).into()
+                        let info = id_token_info(context, &authorize.id_token);
+                        let hash_data =
+                            authorize.iso15118_certificate_hash_data.as_deref().unwrap_or_default();
+                        if authorize.certificate.is_none() && hash_data.is_empty() {
+                            AuthorizeResponse::new(info).into()
+                        } else {
+                            let certificate = authorize.certificate.clone();
+                            let hash_data = hash_data
+                                .iter()
+                                .map(|data| {
+                                    OcspRequestData::from_ocpp(
+                                        data.hash_algorithm.as_str(),
+                                        &data.issuer_name_hash,
+                                        &data.issuer_key_hash,
+                                        &data.serial_number,
+                                        &data.responder_url,
+                                    )
+                                })
+                                .collect::<Result<Vec<_>, _>>();
+                            return Reply::Later(Later::new(move |csms: &Csms| {
+                                let status = match hash_data {
+                                    Ok(hash_data) => csms.config.plug_and_charge.check_contract(
+                                        certificate.as_deref(),
+                                        &hash_data,
+                                        std::time::SystemTime::now(),
+                                    ),
+                                    Err(error) => {
+                                        tracing::info!(%error, "Authorize: bad certificate hash data");
+                                        ContractStatus::CertChainError
+                                    }
+                                };
+                                let mut info = info;
+                                if status != ContractStatus::Accepted {
+                                    info.status = AuthorizationStatusEnum::Invalid;
+                                }
+                                let response: Response = AuthorizeResponse::new(info)
+                                    .with_certificate_status(
+                                        AuthorizeCertificateStatusEnum::from_wire(status.as_str()),
+                                    )
+                                    .into();
+                                Answer::Result(response.into())
+                            }));
+                        }
                     }
                     // E01-E07: the station names the transaction; Started, Updated..., Ended.
                     Request::TransactionEvent(event) => {
@@ -284,9 +339,6 @@ macro_rules! handlers_2x {
                     // A02/A03: Accepted when the CA (`--ca-cert`) signs the CSR, the
                     // CertificateSigned then follows the answer; Rejected otherwise (no CA,
                     // or a CSR that fails a check of `CertificateAuthority::sign`).
-                    // No contract PKI: M02/M03 Get15118EVCertificate Failed (no contract
-                    // certificate pool), M06 GetCertificateStatus Failed (no OCSP responder
-                    // reachable).
                     Request::SignCertificate($sign) => {
                         let certificate_type =
                             $sign.certificate_type.as_ref().map(|t| t.as_str());
@@ -304,13 +356,104 @@ macro_rules! handlers_2x {
                         })
                         .into()
                     }
-                    Request::Get15118EVCertificate(_) => Get15118EVCertificateResponse::new(
-                        Iso15118EVCertificateStatusEnum::Failed,
-                        "",
-                    )
-                    .into(),
-                    Request::GetCertificateStatus(_) => {
-                        GetCertificateStatusResponse::new(GetCertificateStatusEnum::Failed).into()
+                    // M01/M02: forwarded to the contract-certificate service, off the I/O
+                    // loop; Failed without one.
+                    Request::Get15118EVCertificate(get) => {
+                        if !context.config.plug_and_charge.has_contract_service() {
+                            Get15118EVCertificateResponse::new(
+                                Iso15118EVCertificateStatusEnum::Failed,
+                                "",
+                            )
+                            .with_status_info(StatusInfo::new("NoService").with_additional_info(
+                                "no contract-certificate service (--contract-certificate-service)",
+                            ))
+                            .into()
+                        } else {
+                            let request = ContractRequest {
+                                action: get.action.as_str().to_owned(),
+                                iso15118_schema_version: get.iso15118_schema_version.clone(),
+                                exi_request: get.exi_request.clone(),
+                            };
+                            return Reply::Later(Later::new(move |csms: &Csms| {
+                                let forwarded =
+                                    csms.config.plug_and_charge.forward_contract_request(&request);
+                                let response = match forwarded {
+                                    Some(Ok(answer)) => Get15118EVCertificateResponse::new(
+                                        if answer.accepted {
+                                            Iso15118EVCertificateStatusEnum::Accepted
+                                        } else {
+                                            Iso15118EVCertificateStatusEnum::Failed
+                                        },
+                                        answer.exi_response,
+                                    ),
+                                    Some(Err(error)) => {
+                                        tracing::info!(%error, "Get15118EVCertificate failed");
+                                        Get15118EVCertificateResponse::new(
+                                            Iso15118EVCertificateStatusEnum::Failed,
+                                            "",
+                                        )
+                                        .with_status_info(
+                                            StatusInfo::new("ServiceFailed")
+                                                .with_additional_info(additional_info(&error)),
+                                        )
+                                    }
+                                    None => Get15118EVCertificateResponse::new(
+                                        Iso15118EVCertificateStatusEnum::Failed,
+                                        "",
+                                    ),
+                                };
+                                let response: Response = response.into();
+                                Answer::Result(response.into())
+                            }));
+                        }
+                    }
+                    // M06: the OCSP request made for the station, off the I/O loop; the
+                    // DER response relayed (base64), or Failed with the reason.
+                    Request::GetCertificateStatus(get) => {
+                        let data = &get.ocsp_request_data;
+                        let data = OcspRequestData::from_ocpp(
+                            data.hash_algorithm.as_str(),
+                            &data.issuer_name_hash,
+                            &data.issuer_key_hash,
+                            &data.serial_number,
+                            &data.responder_url,
+                        );
+                        return Reply::Later(Later::new(move |csms: &Csms| {
+                            let outcome = data.and_then(|data| {
+                                csms.config
+                                    .plug_and_charge
+                                    .certificate_status(&data, std::time::SystemTime::now())
+                            });
+                            let response = match outcome.map(|o| base64_of(&o.response)) {
+                                Ok(result) if result.len() <= MAX_OCSP_RESULT => {
+                                    GetCertificateStatusResponse::new(
+                                        GetCertificateStatusEnum::Accepted,
+                                    )
+                                    .with_ocsp_result(result)
+                                }
+                                Ok(result) => GetCertificateStatusResponse::new(
+                                    GetCertificateStatusEnum::Failed,
+                                )
+                                .with_status_info(StatusInfo::new("OCSPFailed").with_additional_info(
+                                    format!(
+                                        "OCSP response of {} base64 characters (OCPP allows {MAX_OCSP_RESULT})",
+                                        result.len()
+                                    ),
+                                )),
+                                Err(error) => {
+                                    tracing::info!(%error, "GetCertificateStatus failed");
+                                    GetCertificateStatusResponse::new(
+                                        GetCertificateStatusEnum::Failed,
+                                    )
+                                    .with_status_info(
+                                        StatusInfo::new("OCSPFailed")
+                                            .with_additional_info(additional_info(&error)),
+                                    )
+                                }
+                            };
+                            let response: Response = response.into();
+                            Answer::Result(response.into())
+                        }));
                     }
                     $($extra)*
                     // A CALL the CSMS sends, not the station.
@@ -352,6 +495,20 @@ macro_rules! handlers_2x {
             }
         }
     };
+}
+
+/// OCPP's limit on `ocspResult` (2.0.1 and 2.1: string[0..5500]).
+const MAX_OCSP_RESULT: usize = 5500;
+
+/// Base64 (RFC 4648 §4, padded), as `ocspResult` carries DER.
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// An error as `statusInfo.additionalInfo` (at most 512 characters).
+fn additional_info(error: &dyn std::fmt::Display) -> String {
+    error.to_string().chars().take(512).collect()
 }
 
 handlers_2x!(
@@ -400,7 +557,9 @@ handlers_2x!(v2_1(V2_1), central: "Central", request_id(sign): sign.request_id, 
         )
         .into()
     }
-    // No PKI (M06): every certificate of the chain Failed, until its next update in a day.
+    // 2.1's chain form of M06 (OCSP or CRL per certificate) is not implemented: every
+    // certificate of the chain Failed, until its next update in a day. GetCertificateStatus
+    // (one certificate, OCSP) is.
     Request::GetCertificateChainStatus(chain) => {
         let next_update = super::super::date_time(std::time::SystemTime::from(context.now) + std::time::Duration::from_secs(86_400));
         let statuses = chain

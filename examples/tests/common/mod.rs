@@ -33,6 +33,12 @@ pub mod postgres_server;
 /// The cluster tests' helpers (`cluster_mio.rs`, `cluster_tokio.rs`).
 pub mod cluster;
 
+/// A contract PKI and `openssl ocsp` (the Plug & Charge cases).
+pub mod ocsp_responder;
+
+/// A contract-certificate service (Get15118EVCertificate cases).
+pub mod contract_service;
+
 /// The longest any single wait in these tests may take.
 pub const WAIT: Duration = Duration::from_secs(10);
 
