@@ -46,7 +46,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // The configuration first: it refuses what must not start before anything is opened.
     let config = server_cli::server_config(&args)?;
     let csms = server_cli::csms(&args)?;
-    let server = Server::bind(config, csms)?;
+    let server = Server::bind(config, std::sync::Arc::clone(&csms))?;
 
     // Signals are read on their own thread, which asks the loops to shut down.
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
@@ -75,6 +75,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
     tracing::info!(threads = args.threads, push_interval = ?args.push_interval, "running");
     server.run()?;
+    // The meter values queued for the database are written before the process ends.
+    csms.flush();
     tracing::info!("stopped");
     Ok(())
 }

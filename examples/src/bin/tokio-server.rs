@@ -54,7 +54,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // The configuration first: it refuses what must not start before anything is opened.
     let config = server_cli::server_config(&args)?;
     let csms = server_cli::csms(&args)?;
-    let server = Server::bind(config, csms)?;
+    let server = Server::bind(config, std::sync::Arc::clone(&csms))?;
 
     // Listen for the signals before announcing that we run.
     let interrupt = signal(SignalKind::interrupt())?;
@@ -70,6 +70,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
     tracing::info!(threads = args.threads, push_interval = ?args.push_interval, "running");
     server.run().await?;
+    // The meter values queued for the database are written before the process ends.
+    csms.flush();
     tracing::info!("stopped");
     Ok(())
 }

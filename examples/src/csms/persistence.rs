@@ -224,6 +224,19 @@ impl Csms {
         self.config.get_store().is_some()
     }
 
+    /// Waits until the writes queued for the store are done ([`Store::flush`]); the servers'
+    /// binaries call it once the server stopped.
+    ///
+    /// ```
+    /// use ocpp_examples::csms::{Csms, CsmsConfig};
+    /// Csms::new(CsmsConfig::default()).flush(); // no store: nothing to wait for
+    /// ```
+    pub fn flush(&self) {
+        if let Some(store) = self.config.get_store() {
+            store.flush();
+        }
+    }
+
     /// Transactions as the store has them: on a database the nodes of a cluster share, every
     /// node's; without a store, those this process knows (the same shape).
     ///

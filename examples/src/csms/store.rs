@@ -212,6 +212,11 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// The database, for logs (no password).
     fn describe(&self) -> String;
+
+    /// Waits until every write queued with [`Durability::Later`] is done (bounded by the
+    /// store); the servers call it after a graceful shutdown, so that the meter values
+    /// received last are kept too.
+    fn flush(&self) {}
 }
 
 /// A job for the store's thread.
@@ -241,10 +246,7 @@ impl Drop for SqlStore {
     /// [`Durability::Later`] are done, so that what was saved is on the disk when the store
     /// is gone (a graceful shutdown, a store opened again on the same database).
     fn drop(&mut self) {
-        let (reply, done) = std_mpsc::sync_channel(1);
-        if self.jobs.send(Job::Flush(reply)).is_ok() {
-            let _ = done.recv_timeout(DATABASE_WAIT * 2);
-        }
+        Store::flush(self);
     }
 }
 
@@ -328,6 +330,14 @@ impl Store for SqlStore {
     fn settings(&self) -> Result<Settings, StoreError> {
         let (reply, answer) = std_mpsc::sync_channel(1);
         self.ask(Job::Settings(reply), answer)
+    }
+
+    /// Waits (at most twice [`DATABASE_WAIT`]) until the jobs sent before are done.
+    fn flush(&self) {
+        let (reply, done) = std_mpsc::sync_channel(1);
+        if self.jobs.send(Job::Flush(reply)).is_ok() {
+            let _ = done.recv_timeout(DATABASE_WAIT * 2);
+        }
     }
 
     fn save(&self, records: Vec<Record>, durability: Durability) -> Result<(), StoreError> {
