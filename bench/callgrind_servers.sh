@@ -10,8 +10,12 @@
 # instrumentation is on for 10 s of that phase only, and the instruction total is divided by
 # the requests answered in the window (the server's ocpp_messages_in_total). The same load
 # for every binary, so two builds (before and after a change) compare directly.
+# With CALLGRIND_SCENARIO=push the server pushes a DataTransfer to every charge point every
+# 500 ms instead (--push-interval-ms 500), the charge points only answer, and the total is
+# divided by the pushes sent in the window (ocpp_calls_sent_total): instructions per push.
 # Build first: cargo build --release -p ocpp-examples --bin mio-server --bin tokio-server --bin ocpp-load
 set -euo pipefail
+scenario=${CALLGRIND_SCENARIO:-heartbeat}
 # The servers keep no state between runs here unless OCPP_DATABASE_URL says where (their
 # default is a SQLite file in the working directory).
 export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
@@ -25,15 +29,25 @@ args=(--listen "127.0.0.1:$port" --admin "127.0.0.1:$admin")
 case "$(basename "$server")" in
     mio-server) args+=(--threads 1) ;;
 esac
+metric=ocpp_messages_in_total unit=request units=requests
+if [ "$scenario" = push ]; then
+    args+=(--push-interval-ms 500)
+    metric=ocpp_calls_sent_total unit=push units=pushes
+fi
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/callgrind.out" \
     "$server" "${args[@]}" >"$out/server.log" 2>&1 &
 server_pid=$!
 sleep 5
-"$load" heartbeat --url "ws://127.0.0.1:$port/ocpp" --count "$count" --rate 100 \
-    --duration-s 40 --heartbeat-s 1 --status-s 3 --meter-s 3 >"$out/load.log" 2>&1 &
+if [ "$scenario" = push ]; then
+    "$load" push --url "ws://127.0.0.1:$port/ocpp" --count "$count" --rate 100 \
+        --duration-s 40 >"$out/load.log" 2>&1 &
+else
+    "$load" heartbeat --url "ws://127.0.0.1:$port/ocpp" --count "$count" --rate 100 \
+        --duration-s 40 --heartbeat-s 1 --status-s 3 --meter-s 3 >"$out/load.log" 2>&1 &
+fi
 load_pid=$!
 sleep $(( count / 100 + 15 ))
-messages() { curl -s "http://127.0.0.1:$admin/metrics" | awk '$1 == "ocpp_messages_in_total" {print $2}'; }
+messages() { curl -s "http://127.0.0.1:$admin/metrics" | awk -v m="$metric" '$1 == m {print $2}'; }
 before=$(messages)
 callgrind_control -i on "$server_pid" >/dev/null
 sleep 10
@@ -47,5 +61,5 @@ kill -KILL "$server_pid" 2>/dev/null || true
 wait "$server_pid" 2>/dev/null || true
 requests=$(( after - before ))
 total=$(cat "$out"/callgrind.out* | awk '$1 == "totals:" && $2 > 0 {print $2; exit}')
-echo "$server: $requests requests in the window, $total instructions, $(( total / requests )) per request"
+echo "$server ($scenario): $requests $units in the window, $total instructions, $(( total / requests )) per $unit"
 echo "(files in $out)"

@@ -363,25 +363,10 @@ impl CertificateAuthority {
 
 /// One DER certificate as a PEM block (RFC 7468: base64 in lines of 64, then a newline).
 fn pem_certificate(der: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut base64 = String::with_capacity(der.len().div_ceil(3) * 4);
-    for chunk in der.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                base64.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
-            } else {
-                base64.push('=');
-            }
-        }
-    }
+    use base64::Engine as _;
+    let text = base64::engine::general_purpose::STANDARD.encode(der);
     let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
-    for line in base64.as_bytes().chunks(64) {
+    for line in text.as_bytes().chunks(64) {
         pem.push_str(std::str::from_utf8(line).unwrap_or_default());
         pem.push('\n');
     }

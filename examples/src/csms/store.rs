@@ -242,7 +242,7 @@ pub struct SqlStore {
 }
 
 impl Drop for SqlStore {
-    /// Waits (at most twice [`DATABASE_WAIT`]) until the writes queued with
+    /// Waits (at most twice the database wait, 6 s) until the writes queued with
     /// [`Durability::Later`] are done, so that what was saved is on the disk when the store
     /// is gone (a graceful shutdown, a store opened again on the same database).
     fn drop(&mut self) {
@@ -332,7 +332,7 @@ impl Store for SqlStore {
         self.ask(Job::Settings(reply), answer)
     }
 
-    /// Waits (at most twice [`DATABASE_WAIT`]) until the jobs sent before are done.
+    /// Waits (at most twice the database wait, 6 s) until the jobs sent before are done.
     fn flush(&self) {
         let (reply, done) = std_mpsc::sync_channel(1);
         if self.jobs.send(Job::Flush(reply)).is_ok() {
