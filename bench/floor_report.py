@@ -17,12 +17,12 @@ import sys
 SERVERS = ("mio-1", "rust-floor")
 
 
-def load(folder):
+def load(folder, servers=SERVERS):
     runs = {}
     for path in glob.glob(os.path.join(folder, "*.json")):
         with open(path) as f:
             run = json.load(f)
-        if "error" in run or run.get("label") not in SERVERS:
+        if "error" in run or run.get("label") not in servers:
             continue
         runs[(run["scenario"], run["label"], run["charge_points"])] = run
     return runs

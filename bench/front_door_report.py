@@ -10,12 +10,10 @@ per push, push p99 and loss, with mio-server's ratios to the floor and tokio-ser
 mio-server, all measured in that one run.
 """
 
-import glob
-import json
 import os
 import sys
 
-from floor_report import fmt, measures
+from floor_report import fmt, load, measures
 
 SERVERS = (
     ("rust-floor", "the floor (one recv, one send, no validation, no state)"),
@@ -25,18 +23,6 @@ SERVERS = (
 )
 
 
-def load(folder):
-    runs = {}
-    labels = {label for label, _ in SERVERS}
-    for path in glob.glob(os.path.join(folder, "*.json")):
-        with open(path) as f:
-            run = json.load(f)
-        if "error" in run or run.get("label") not in labels:
-            continue
-        runs[(run["scenario"], run["label"], run["charge_points"])] = run
-    return runs
-
-
 def ratio(value, base, name):
     if value is None or not base:
         return fmt(value)
@@ -44,7 +30,7 @@ def ratio(value, base, name):
 
 
 def main(folder):
-    runs = load(folder)
+    runs = load(folder, {label for label, _ in SERVERS})
     sizes = sorted({size for (_, _, size) in runs})
     for size in sizes:
         m = {label: measures(runs, label, size) for label, _ in SERVERS}

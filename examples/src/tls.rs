@@ -776,6 +776,31 @@ mod tests {
     /// Sans-IO session is: handshake, client certificate, bulk both ways through a small
     /// pipe, close_notify.
     #[cfg(feature = "openssl")]
+    /// The client reads until it fails, at most 10 times: with the server's
+    /// `certificate_required` alert (the server refused a client without a certificate).
+    fn assert_certificate_required_alert(
+        client: &mut TlsSession,
+        to_client: &mut Pipe,
+        scratch: &mut [u8],
+    ) {
+        let mut alert = None;
+        for _ in 0..10 {
+            if let Received::Failed(e) = client.receive(to_client, scratch, |_| {}) {
+                alert = Some(e);
+                break;
+            }
+        }
+        assert!(
+            matches!(
+                alert,
+                Some(TlsFailure::Rustls(rustls::Error::AlertReceived(
+                    rustls::AlertDescription::CertificateRequired
+                )))
+            ),
+            "{alert:?}"
+        );
+    }
+
     #[test]
     fn openssl_session_handshake_bulk_and_close_notify() {
         let dir = pki();
@@ -873,22 +898,7 @@ mod tests {
             matches!(failure, Some(TlsFailure::OpenSsl(_))),
             "{failure:?}"
         );
-        let mut alert = None;
-        for _ in 0..10 {
-            if let Received::Failed(e) = client.receive(&mut to_client, &mut scratch, |_| {}) {
-                alert = Some(e);
-                break;
-            }
-        }
-        assert!(
-            matches!(
-                alert,
-                Some(TlsFailure::Rustls(rustls::Error::AlertReceived(
-                    rustls::AlertDescription::CertificateRequired
-                )))
-            ),
-            "{alert:?}"
-        );
+        assert_certificate_required_alert(&mut client, &mut to_client, &mut scratch);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -967,22 +977,7 @@ mod tests {
             "{failure:?}"
         );
         to_client.eof = true;
-        let mut alert = None;
-        for _ in 0..10 {
-            if let Received::Failed(e) = client.receive(&mut to_client, &mut scratch, |_| {}) {
-                alert = Some(e);
-                break;
-            }
-        }
-        assert!(
-            matches!(
-                alert,
-                Some(TlsFailure::Rustls(rustls::Error::AlertReceived(
-                    rustls::AlertDescription::CertificateRequired
-                )))
-            ),
-            "{alert:?}"
-        );
+        assert_certificate_required_alert(&mut client, &mut to_client, &mut scratch);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
