@@ -978,8 +978,11 @@ impl Csms {
                 Answer::error(ErrorCode::SecurityError, description)
             } else {
                 let gaps_before = charge_point.extras.seq_no_gap_count;
-                let charging_before = (action == "TransactionEvent")
-                    .then(|| smart_charging::charging_evses(charge_point));
+                // Only a station holding profiles of ours can need a new share (K16); the
+                // others pay nothing per TransactionEvent.
+                let charging_before = (action == "TransactionEvent"
+                    && !charge_point.extras.smart_charging.profiles.is_empty())
+                .then(|| smart_charging::charging_evses(charge_point));
                 let reply = match request {
                     Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
                     Request::V2_0_1(request) => {
