@@ -136,38 +136,102 @@ struct Waiter {
 }
 
 /// The connection task: a future that ends when the connection is over.
+///
+/// What every connected charge point needs is inline; what only the upgrade, a SEND, a
+/// cluster claim or the end need is in [`Rare`], boxed while in use: an idle connection holds
+/// a pointer for it (the task is allocated at its largest state, so every inline byte is a
+/// byte per connection).
 pub(crate) struct Driver<S, H: Handler> {
     shared: Arc<Shared<H>>,
     key: u64,
     stream: S,
     conn: Connection,
     link: Arc<Link>,
-    certificate: Option<PeerCertificate>,
+    /// The connection's one timer. Armed at or before the core's deadline: a deadline that
+    /// moves later (every frame received moves the keep-alive) waits for it to fire early
+    /// and re-arm, instead of a reset of the timer wheel per frame.
     sleep: Pin<Box<Sleep>>,
-    /// Once the upgrade is requested: the identity, for logs and the hook.
+    /// Whether `sleep` was polled since it was last reset (its waker is registered).
+    armed: bool,
+    /// Once connected: the handle and the state, as the handlers get them.
+    session: Option<Session<H::State>>,
+    answer: Option<(MessageId<'static>, BoxFuture<Answer>)>,
+    waiters: Vec<Waiter>,
+    rare: Option<Box<Rare<H>>>,
+    registered: bool,
+    needs_flush: bool,
+    stream_failed: bool,
+    finished: bool,
+}
+
+/// The driver's state that an idle connected charge point does not need (see [`Driver`]).
+struct Rare<H: Handler> {
+    certificate: Option<PeerCertificate>,
+    /// From the upgrade request until connected (then the session's handle has it).
     identity: Option<ocpp_server_core::ChargePointIdentity>,
     upgrade: Option<BoxFuture<Result<H::State, Rejection>>>,
     /// The application's state for this connection, from the upgrade decision.
     state: Option<Arc<H::State>>,
-    /// Once connected: the handle and the state, as the handlers get them.
-    session: Option<Session<H::State>>,
-    answer: Option<(MessageId<'static>, BoxFuture<Answer>)>,
     sends: VecDeque<BoxFuture<()>>,
-    waiters: Vec<Waiter>,
     /// SENDs refused for back-pressure, retried after the next write.
     send_retry: VecDeque<(Request, oneshot::Sender<Result<(), SendError>>)>,
-    registered: bool,
     /// The cluster claim this connection made.
     claim: Option<PresenceTicket>,
     /// Until the other nodes can find the charge point (or the wait is over): the output, the
     /// 101 first, waits.
     claiming: Option<oneshot::Receiver<()>>,
     closed: Option<Box<Closed>>,
-    needs_flush: bool,
-    stream_failed: bool,
-    finished: bool,
     /// Once closed: until when the last bytes may take to leave.
     linger: Option<Instant>,
+}
+
+impl<H: Handler> Rare<H> {
+    fn new(certificate: Option<PeerCertificate>) -> Self {
+        Rare {
+            certificate,
+            identity: None,
+            upgrade: None,
+            state: None,
+            sends: VecDeque::new(),
+            send_retry: VecDeque::new(),
+            claim: None,
+            claiming: None,
+            closed: None,
+            linger: None,
+        }
+    }
+
+    /// Polls the SEND handlers in order; returns whether one finished.
+    fn poll_sends(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut progressed = false;
+        while let Some(send) = self.sends.front_mut() {
+            match send.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    self.sends.pop_front();
+                    progressed = true;
+                }
+                Poll::Pending => break,
+            }
+        }
+        if self.sends.is_empty() && self.sends.capacity() > 0 {
+            self.sends = VecDeque::new();
+        }
+        progressed
+    }
+
+    /// Whether nothing in it is in use (it can be freed).
+    fn is_unused(&self) -> bool {
+        self.certificate.is_none()
+            && self.identity.is_none()
+            && self.upgrade.is_none()
+            && self.state.is_none()
+            && self.sends.is_empty()
+            && self.send_retry.is_empty()
+            && self.claim.is_none()
+            && self.claiming.is_none()
+            && self.closed.is_none()
+            && self.linger.is_none()
+    }
 }
 
 impl<S, H> Driver<S, H>
@@ -193,30 +257,43 @@ where
             stream,
             conn,
             link,
-            certificate,
             sleep,
-            identity: None,
-            upgrade: None,
-            state: None,
+            armed: false,
             session: None,
             answer: None,
-            sends: VecDeque::new(),
             waiters: Vec::new(),
-            send_retry: VecDeque::new(),
+            rare: Some(Box::new(Rare::new(certificate))),
             registered: false,
-            claim: None,
-            claiming: None,
-            closed: None,
             needs_flush: false,
             stream_failed: false,
             finished: false,
-            linger: None,
+        }
+    }
+
+    /// The rarely used state, made when first needed.
+    fn rare(&mut self) -> &mut Rare<H> {
+        self.rare.get_or_insert_with(|| Box::new(Rare::new(None)))
+    }
+
+    /// Frees the rarely used state once nothing in it is in use.
+    fn release_rare(&mut self) {
+        if self.rare.as_ref().is_some_and(|rare| rare.is_unused()) {
+            self.rare = None;
+        }
+    }
+
+    /// The charge point's identity, once its upgrade request was read.
+    fn identity(&self) -> Option<&ocpp_server_core::ChargePointIdentity> {
+        match (&self.session, &self.rare) {
+            (Some(session), _) => Some(session.charge_point().identity()),
+            (None, Some(rare)) => rare.identity.as_ref(),
+            (None, None) => None,
         }
     }
 
     fn hook(&self, id: &MessageId<'static>, message: Message<'_>) {
         if let Some(hook) = &self.shared.hook {
-            let identity = self.identity.as_ref().map_or("", |i| i.as_str());
+            let identity = self.identity().map_or("", |i| i.as_str());
             hook(&MessageEvent {
                 identity,
                 id,
@@ -252,13 +329,12 @@ where
                     }
                 }
             }
-            Command::Send { request, reply } => {
-                if self.send_retry.is_empty() {
-                    self.try_send(now, request, reply);
-                } else {
-                    self.send_retry.push_back((request, reply));
+            Command::Send { request, reply } => match &mut self.rare {
+                Some(rare) if !rare.send_retry.is_empty() => {
+                    rare.send_retry.push_back((request, reply));
                 }
-            }
+                _ => self.try_send(now, request, reply),
+            },
             Command::Close { code, reason } => self.conn.close(now, code, &reason),
             Command::Settings(settings) => {
                 // One connection's keep-alive and timeouts (ocpp-rpc #80, ocpp-go #44/#103).
@@ -286,7 +362,10 @@ where
                 let _ = reply.send(Ok(()));
             }
             Err(refused) => match refused.reason {
-                RefusalReason::Backpressure => self.send_retry.push_front((refused.message, reply)),
+                RefusalReason::Backpressure => {
+                    let retry = (refused.message, reply);
+                    self.rare().send_retry.push_front(retry);
+                }
                 other => {
                     let _ = reply.send(Err(SendError::from(other)));
                 }
@@ -296,10 +375,12 @@ where
 
     fn retry_sends(&mut self, now: Instant) -> bool {
         let mut progressed = false;
-        while let Some((request, reply)) = self.send_retry.pop_front() {
-            let before = self.send_retry.len();
+        while let Some((request, reply)) = self.rare.as_mut().and_then(|r| r.send_retry.pop_front())
+        {
+            let retrying = |driver: &Self| driver.rare.as_ref().map_or(0, |r| r.send_retry.len());
+            let before = retrying(self);
             self.try_send(now, request, reply);
-            if self.send_retry.len() > before {
+            if retrying(self) > before {
                 break; // still full
             }
             progressed = true;
@@ -311,13 +392,14 @@ where
 
     fn poll_handlers(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
         let mut progressed = false;
-        if let Some(upgrade) = &mut self.upgrade {
+        if let Some(upgrade) = self.rare.as_mut().and_then(|r| r.upgrade.as_mut()) {
             if let Poll::Ready(decision) = upgrade.as_mut().poll(cx) {
-                self.upgrade = None;
+                let rare = self.rare();
+                rare.upgrade = None;
                 progressed = true;
-                let decision = decision.map(|state| self.state = Some(Arc::new(state)));
+                let decision = decision.map(|state| rare.state = Some(Arc::new(state)));
                 if let Err(rejection) = &decision {
-                    tracing::debug!(identity = ?self.identity, %rejection, "upgrade refused");
+                    tracing::debug!(identity = ?self.identity(), %rejection, "upgrade refused");
                 }
                 let result = self.conn.decide(now, decision);
                 if result.is_err() {
@@ -333,17 +415,8 @@ where
                 }
             }
         }
-        while let Some(send) = self.sends.front_mut() {
-            match send.as_mut().poll(cx) {
-                Poll::Ready(()) => {
-                    self.sends.pop_front();
-                    progressed = true;
-                }
-                Poll::Pending => break,
-            }
-        }
-        if self.sends.is_empty() && self.sends.capacity() > 0 {
-            self.sends = VecDeque::new();
+        if let Some(rare) = &mut self.rare {
+            progressed |= rare.poll_sends(cx);
         }
         progressed
     }
@@ -354,7 +427,7 @@ where
         let hooked = self.shared.hook.is_some().then(|| answer.clone());
         let result = self.conn.answer(now, &id, answer);
         if let Err(error) = &result {
-            tracing::warn!(identity = ?self.identity, "answer: {error}");
+            tracing::warn!(identity = ?self.identity(), "answer: {error}");
         }
         let Some(answer) = hooked else {
             return;
@@ -393,10 +466,11 @@ where
     fn on_event(&mut self, now: Instant, event: Event) {
         match event {
             Event::UpgradeRequested(request) => {
-                self.identity = Some(request.identity.clone());
                 let handler = self.shared.handler.clone();
-                let connecting = Connecting::new(request, self.certificate.take());
-                self.upgrade = Some(Box::pin(
+                let rare = self.rare();
+                rare.identity = Some(request.identity.clone());
+                let connecting = Connecting::new(request, rare.certificate.take());
+                rare.upgrade = Some(Box::pin(
                     async move { handler.on_upgrade(connecting).await },
                 ));
             }
@@ -424,9 +498,9 @@ where
                 };
                 let handler = self.shared.handler.clone();
                 let send = IncomingCall::new(id, request);
-                self.sends.push_back(Box::pin(
-                    async move { handler.on_send(&session, send).await },
-                ));
+                self.rare().sends.push_back(Box::pin(async move {
+                    handler.on_send(&session, send).await
+                }));
             }
             Event::CallCompleted { id, outcome, .. } => self.complete(&id, outcome),
             Event::UnmatchedResponse { id } => {
@@ -444,7 +518,7 @@ where
                 for call in &closed.unanswered_outgoing {
                     self.complete(&call.id, Err(call.failure()));
                 }
-                self.closed = Some(closed);
+                self.rare().closed = Some(closed);
             }
             _ => {}
         }
@@ -466,7 +540,14 @@ where
     }
 
     fn on_connected(&mut self, now: Instant, version: ocpp_server_core::OcppVersion) {
-        let (Some(identity), Some(state)) = (self.identity.clone(), self.state.take()) else {
+        let Some(rare) = self
+            .rare
+            .as_mut()
+            .filter(|r| r.identity.is_some() && r.state.is_some())
+        else {
+            return;
+        };
+        let (Some(identity), Some(state)) = (rare.identity.take(), rare.state.take()) else {
             return;
         };
         self.link
@@ -492,8 +573,9 @@ where
                     replaced = registry.register(identity, cp); // a presence that forgot
                 }
                 if let Some(joined) = joined {
-                    self.claim = Some(joined.ticket);
-                    self.claiming = joined.registered;
+                    let rare = self.rare();
+                    rare.claim = Some(joined.ticket);
+                    rare.claiming = joined.registered;
                 }
                 replaced
             }
@@ -515,18 +597,39 @@ where
         tokio::spawn(async move { handler.on_connect(session).await });
     }
 
+    // ---- the timer ----
+
+    /// Makes sure the timer fires at or before `deadline`; returns whether it fired already.
+    /// A timer armed for an earlier moment is left alone, and the turn it wakes arms it again:
+    /// a deadline that moves later (the keep-alive, with every frame read) costs no reset of
+    /// the timer wheel. The waker registered when it was armed is still this task's: the
+    /// driver is a task of its own (or the one future its task awaits), so every poll has the
+    /// same waker.
+    fn arm(&mut self, cx: &mut Context<'_>, now: Instant, deadline: Instant) -> bool {
+        let at = tokio::time::Instant::from_std(deadline);
+        let armed_at = self.sleep.deadline();
+        if self.armed && armed_at <= at && armed_at.into_std() > now {
+            return false;
+        }
+        if armed_at != at {
+            self.sleep.as_mut().reset(at);
+        }
+        self.armed = true;
+        self.sleep.as_mut().poll(cx).is_ready()
+    }
+
     // ---- the stream ----
 
     /// Whether the output waits for the cluster claim (the charge point has not seen its 101
     /// yet); polls the wait, which ends with the registration or when the connection closed.
     fn holding(&mut self, cx: &mut Context<'_>) -> bool {
-        let Some(registered) = &mut self.claiming else {
+        let Some(registered) = self.rare.as_mut().and_then(|r| r.claiming.as_mut()) else {
             return false;
         };
         if Pin::new(registered).poll(cx).is_pending() && !self.conn.is_closed() {
             return true;
         }
-        self.claiming = None;
+        self.rare().claiming = None;
         false
     }
 
@@ -589,9 +692,11 @@ where
             return;
         }
         self.finish();
-        if let (true, Some(session), Some(closed)) =
-            (self.registered, self.session.take(), self.closed.take())
-        {
+        if let (true, Some(session), Some(closed)) = (
+            self.registered,
+            self.session.take(),
+            self.rare.as_mut().and_then(|r| r.closed.take()),
+        ) {
             let handler = self.shared.handler.clone();
             tokio::spawn(async move { handler.on_close(session, *closed).await });
         }
@@ -642,20 +747,15 @@ where
                 this.end();
                 // Step 3: the last bytes (a close frame) get the close timeout to leave: a
                 // peer that does not read is gone (the core's rule), the socket dropped.
-                let linger = *this
-                    .linger
-                    .get_or_insert(now + this.shared.config.get_close_timeout());
+                let close_timeout = this.shared.config.get_close_timeout();
+                let linger = *this.rare().linger.get_or_insert(now + close_timeout);
                 if this.stream_failed || this.conn.pending_transmit().is_empty() || now >= linger {
                     if !this.stream_failed {
                         let _ = Pin::new(&mut this.stream).poll_shutdown(cx);
                     }
                     return Poll::Ready(());
                 }
-                let at = tokio::time::Instant::from_std(linger);
-                if this.sleep.deadline() != at {
-                    this.sleep.as_mut().reset(at);
-                }
-                if this.sleep.as_mut().poll(cx).is_ready() {
+                if this.arm(cx, now, linger) {
                     continue;
                 }
                 return Poll::Pending;
@@ -665,14 +765,11 @@ where
                     this.conn.handle_timeout(now);
                     busy = true;
                 } else {
-                    let at = tokio::time::Instant::from_std(deadline);
-                    if this.sleep.deadline() != at {
-                        this.sleep.as_mut().reset(at);
-                    }
-                    busy |= this.sleep.as_mut().poll(cx).is_ready();
+                    busy |= this.arm(cx, now, deadline);
                 }
             }
             if !busy {
+                this.release_rare();
                 return Poll::Pending;
             }
         }
@@ -707,7 +804,11 @@ impl<S, H: Handler> Driver<S, H> {
         for waiter in self.waiters.drain(..) {
             let _ = waiter.reply.send(Err(CallFailure::Disconnected));
         }
-        for (_, reply) in self.send_retry.drain(..) {
+        let retries = self
+            .rare
+            .as_mut()
+            .map(|r| std::mem::take(&mut r.send_retry));
+        for (_, reply) in retries.into_iter().flatten() {
             let _ = reply.send(Err(SendError::NotConnected));
         }
         if let (true, Some(session)) = (self.registered, &self.session) {
@@ -715,7 +816,8 @@ impl<S, H: Handler> Driver<S, H> {
             let identity = cp.identity();
             self.shared.registry.remove(identity, cp);
             let presence = self.shared.registry.presence();
-            if let (Some(presence), Some(ticket)) = (presence, self.claim.take()) {
+            let claim = self.rare.as_mut().and_then(|r| r.claim.take());
+            if let (Some(presence), Some(ticket)) = (presence, claim) {
                 presence.disconnect(identity.as_str(), ticket);
             }
         }
