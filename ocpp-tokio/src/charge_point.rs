@@ -3,6 +3,8 @@
 use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -124,12 +126,61 @@ impl Settings {
     );
 }
 
+/// [`Settings`] as the link keeps them: 32 bytes instead of 64 (the link is one per
+/// connection). Nanoseconds in a `u64` (longer durations saturate at 584 years, which every
+/// timeout here means as "never"); `u64::MAX` is `None`.
+#[derive(Clone, Copy)]
+struct StoredSettings {
+    ping_interval: u64,
+    /// Plus one: never zero, so `Option<StoredSettings>` needs no tag.
+    pong_timeout: NonZeroU64,
+    idle_timeout: u64,
+    call_timeout: u64,
+}
+
+impl StoredSettings {
+    fn nanos(duration: Duration) -> u64 {
+        u64::try_from(duration.as_nanos()).map_or(u64::MAX - 1, |n| n.min(u64::MAX - 1))
+    }
+
+    fn optional_nanos(duration: Option<Duration>) -> u64 {
+        duration.map_or(u64::MAX, Self::nanos)
+    }
+
+    fn optional_duration(nanos: u64) -> Option<Duration> {
+        (nanos != u64::MAX).then(|| Duration::from_nanos(nanos))
+    }
+
+    fn new(settings: Settings) -> Self {
+        StoredSettings {
+            ping_interval: Self::optional_nanos(settings.ping_interval),
+            pong_timeout: NonZeroU64::MIN.saturating_add(Self::nanos(settings.pong_timeout)),
+            idle_timeout: Self::optional_nanos(settings.idle_timeout),
+            call_timeout: Self::nanos(settings.call_timeout),
+        }
+    }
+
+    fn settings(self) -> Settings {
+        Settings {
+            ping_interval: Self::optional_duration(self.ping_interval),
+            pong_timeout: Duration::from_nanos(self.pong_timeout.get() - 1),
+            idle_timeout: Self::optional_duration(self.idle_timeout),
+            call_timeout: Duration::from_nanos(self.call_timeout),
+        }
+    }
+}
+
 /// What a connection's task and its handles share: the mailbox and, once connected, the
 /// application's state for the connection.
 pub(crate) struct Link {
     mailbox: Mutex<Mailbox>,
     pub(crate) state: OnceLock<Arc<dyn Any + Send + Sync>>,
-    capacity: usize,
+    /// CALLs and SENDs that may wait (`u32`: beside `idle` in one word).
+    capacity: u32,
+    /// The mailbox is empty and the task's waker registered: set by `pop` when it found
+    /// nothing, cleared by every `push` (both under the lock). The task reads it without the
+    /// lock on every turn: a push it misses wakes it.
+    idle: AtomicBool,
 }
 
 #[derive(Default)]
@@ -141,7 +192,7 @@ struct Mailbox {
     /// The task is gone: commands are refused.
     closed: bool,
     /// Once connected: the connection's current settings.
-    settings: Option<Settings>,
+    settings: Option<StoredSettings>,
 }
 
 impl Link {
@@ -149,7 +200,8 @@ impl Link {
         Arc::new(Link {
             state: OnceLock::new(),
             mailbox: Mutex::new(Mailbox::default()),
-            capacity,
+            capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
+            idle: AtomicBool::new(false),
         })
     }
 
@@ -168,12 +220,13 @@ impl Link {
             return Err((command, false));
         }
         if bounded {
-            if mailbox.bounded >= self.capacity {
+            if mailbox.bounded >= self.capacity as usize {
                 return Err((command, true));
             }
             mailbox.bounded += 1;
         }
         mailbox.commands.push_back(command);
+        self.idle.store(false, Ordering::Release);
         if let Some(waker) = mailbox.waker.take() {
             waker.wake();
         }
@@ -181,7 +234,14 @@ impl Link {
     }
 
     /// The task: the next command, or registers `waker` to be woken by the next push.
+    ///
+    /// `waker` must be the one the task gave last time (a task's waker, or a future's under
+    /// a combinator that keeps one per future): an empty mailbox with a waker registered is
+    /// answered without the lock, on the driver's every turn.
     pub(crate) fn pop(&self, waker: &Waker) -> Option<Command> {
+        if self.idle.load(Ordering::Acquire) {
+            return None;
+        }
         let mut mailbox = self.lock();
         let command = mailbox.commands.pop_front();
         if matches!(command, Some(Command::Call { .. } | Command::Send { .. })) {
@@ -195,6 +255,9 @@ impl Link {
                 Some(w) if w.will_wake(waker) => {}
                 _ => mailbox.waker = Some(waker.clone()),
             }
+            if !mailbox.closed {
+                self.idle.store(true, Ordering::Release);
+            }
         }
         command
     }
@@ -203,6 +266,7 @@ impl Link {
     pub(crate) fn close(&self) -> VecDeque<Command> {
         let mut mailbox = self.lock();
         mailbox.closed = true;
+        self.idle.store(false, Ordering::Release);
         mailbox.waker = None;
         mailbox.bounded = 0;
         std::mem::take(&mut mailbox.commands)
@@ -213,12 +277,15 @@ impl Link {
     }
 
     pub(crate) fn init_settings(&self, settings: Settings) {
-        self.lock().settings = Some(settings);
+        self.lock().settings = Some(StoredSettings::new(settings));
     }
 
     fn settings(&self) -> Settings {
         let settings = self.lock().settings;
-        settings.unwrap_or_else(|| Settings::from_config(&ConnectionConfig::default()))
+        settings.map_or_else(
+            || Settings::from_config(&ConnectionConfig::default()),
+            StoredSettings::settings,
+        )
     }
 
     fn set_settings(&self, settings: Settings) -> bool {
@@ -226,7 +293,7 @@ impl Link {
         if mailbox.closed {
             return false;
         }
-        mailbox.settings = Some(settings);
+        mailbox.settings = Some(StoredSettings::new(settings));
         drop(mailbox);
         self.push(Command::Settings(settings)).is_ok()
     }
@@ -505,5 +572,58 @@ mod tests {
         assert!(link.pop(&waker).is_some());
         assert!(link.pop(&waker).is_none());
         assert_eq!(link.lock().commands.capacity(), 0);
+    }
+
+    #[test]
+    fn a_push_after_an_empty_pop_is_found_and_wakes() {
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl std::task::Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let count = Arc::new(Count(Default::default()));
+        let waker = Waker::from(count.clone());
+        let link = Link::new(4);
+        assert!(link.pop(&waker).is_none());
+        assert!(link.pop(&waker).is_none()); // the lock-free answer
+        assert!(link.push(call()).is_ok());
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(matches!(link.pop(&waker), Some(Command::Call { .. })));
+        assert!(link.pop(&waker).is_none());
+        assert!(link.push(close()).is_ok());
+        assert_eq!(count.0.load(Ordering::SeqCst), 2);
+        assert_eq!(link.close().len(), 1);
+        assert!(link.pop(&waker).is_none());
+    }
+
+    #[test]
+    fn settings_are_kept_as_given() {
+        let link = Link::new(1);
+        let base = Settings::from_config(&ConnectionConfig::default());
+        let cases = [
+            base,
+            base.ping_interval(None).idle_timeout(None),
+            base.ping_interval(Some(Duration::from_nanos(1500)))
+                .pong_timeout(Duration::ZERO)
+                .call_timeout(Duration::from_micros(2500)),
+            base.idle_timeout(Some(Duration::from_secs(7 * 24 * 3600)))
+                .pong_timeout(Duration::from_secs(1) + Duration::from_nanos(1)),
+        ];
+        for settings in cases {
+            link.init_settings(settings);
+            assert_eq!(link.settings(), settings);
+        }
+        // Beyond 584 years: kept as the longest, still a duration and not "never".
+        let long = base
+            .idle_timeout(Some(Duration::MAX))
+            .call_timeout(Duration::MAX);
+        link.init_settings(long);
+        let kept = link.settings();
+        assert!(kept
+            .get_idle_timeout()
+            .is_some_and(|d| d > Duration::from_secs(1 << 34)));
+        assert!(kept.get_call_timeout() > Duration::from_secs(1 << 34));
+        assert!(std::mem::size_of::<Option<StoredSettings>>() == 32);
     }
 }
