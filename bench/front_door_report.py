@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The front door against mio-server and the floor, from one `bench/run.sh` results folder.
 
-    python3 bench/front_door_report.py RESULTS_DIR
+    python3 bench/front_door_report.py RESULTS_DIR [--plot PLOT.svg [EARLIER_DIR...]]
 
 Reads the idle, heartbeat and push runs of `rust-floor`, `mio-1`, `tokio-server` and
 `rust-tungstenite-tuned` (one size) and prints the Markdown table of issue "The front door at
 mio-server's cost": RSS per idle booted charge point, server CPU per heartbeat-phase request and
 per push, push p99 and loss, with mio-server's ratios to the floor and tokio-server's to
-mio-server, all measured in that one run.
+mio-server, all measured in that one run. With --plot, draws the four columns as bars per
+server: RESULTS_DIR's run, beside the runs of each EARLIER_DIR (labelled by folder name), so
+a change shows against the run before it (each run's own ratios are in its table).
 """
 
 import os
@@ -55,6 +57,52 @@ def main(folder):
         print()
 
 
+PANELS = (
+    ("rss_b", "RSS per idle booted charge point (B)"),
+    ("request_us", "server CPU per heartbeat-phase request (us)"),
+    ("push_us", "server CPU per push (us)"),
+    ("push_p99_us", "push latency p99 (us)"),
+)
+
+
+def plot(folders, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+        return
+    labels = {label for label, _ in SERVERS}
+    runs = [(os.path.basename(os.path.normpath(f)), load(f, labels)) for f in folders]
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(16, 4.2))
+    width = 0.8 / len(runs)
+    for ax, (key, title) in zip(axes, PANELS):
+        for i, (name, r) in enumerate(runs):
+            sizes = sorted({size for (_, _, size) in r})
+            values = []
+            for label, _ in SERVERS:
+                v = measures(r, label, sizes[-1])[key] if sizes else None
+                values.append(0 if v is None else v)
+            xs = [j + (i - (len(runs) - 1) / 2) * width for j in range(len(SERVERS))]
+            ax.bar(xs, values, width, label=name)
+        ax.set_xticks(range(len(SERVERS)))
+        ax.set_xticklabels(["floor", "mio-server", "tokio-server", "tungstenite\ntuned"], fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    print(f"wrote {path}", file=sys.stderr)
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    main(sys.argv[1] if len(sys.argv) > 1 else "bench/results/latest")
+    args = sys.argv[1:]
+    folder = args[0] if args else "bench/results/latest"
+    main(folder)
+    if "--plot" in args:
+        at = args.index("--plot")
+        plot(args[at + 2:] + [folder], args[at + 1])  # the earlier runs first
