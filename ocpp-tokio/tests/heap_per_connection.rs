@@ -6,8 +6,8 @@
 //! the size plus 8, rounded up to 16), and the live allocations by size, which name the
 //! structures (the task, the stream's registration, the timer, the link...). Deterministic:
 //! no timing, no RSS. Run with `--nocapture` to see the table; it fails only if the heap per
-//! connection passes 1.5 KiB (1,345 B of malloc chunks today) (a regression guard, not a benchmark: BENCHMARKS.md has the
-//! figures).
+//! connection passes 1.5 KiB (1,345 B of malloc chunks today; a regression guard, not a
+//! benchmark: BENCHMARKS.md has the figures).
 // A `GlobalAlloc` is an `unsafe impl`: the only unsafe code here, a pass-through to `System`.
 #![allow(unsafe_code)]
 
