@@ -126,7 +126,8 @@ def table(runs):
     return "\n".join(lines)
 
 
-def plot(runs, path):
+def pyplot():
+    """matplotlib's pyplot drawing to files, or None (with a word on stderr) without it."""
     try:
         import matplotlib
 
@@ -134,6 +135,13 @@ def plot(runs, path):
         import matplotlib.pyplot as plt
     except ImportError:
         print("matplotlib missing: no plot", file=sys.stderr)
+        return None
+    return plt
+
+
+def plot(runs, path):
+    plt = pyplot()
+    if plt is None:
         return
     panels = [
         ("rss_b", "RSS per idle booted charge point (B)"),

@@ -15,7 +15,7 @@ a change shows against the run before it (each run's own ratios are in its table
 import os
 import sys
 
-from floor_report import fmt, load, measures
+from floor_report import fmt, load, measures, pyplot
 
 SERVERS = (
     ("rust-floor", "the floor (one recv, one send, no validation, no state)"),
@@ -66,13 +66,8 @@ PANELS = (
 
 
 def plot(folders, path):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib missing: no plot", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return
     labels = {label for label, _ in SERVERS}
     runs = [(os.path.basename(os.path.normpath(f)), load(f, labels)) for f in folders]
