@@ -139,6 +139,14 @@ def pyplot():
     return plt
 
 
+def save(plt, fig, path):
+    """Writes the figure to `path` and frees it."""
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    print(f"wrote {path}", file=sys.stderr)
+
+
 def plot(runs, path):
     plt = pyplot()
     if plt is None:
@@ -162,10 +170,7 @@ def plot(runs, path):
         ax.set_ylim(bottom=0)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    print(f"wrote {path}", file=sys.stderr)
+    save(plt, fig, path)
 
 
 def main():

@@ -15,7 +15,7 @@ a change shows against the run before it (each run's own ratios are in its table
 import os
 import sys
 
-from floor_report import fmt, load, measures, pyplot
+from floor_report import fmt, load, measures, pyplot, save
 
 SERVERS = (
     ("rust-floor", "the floor (one recv, one send, no validation, no state)"),
@@ -23,6 +23,8 @@ SERVERS = (
     ("tokio-server", "tokio-server (the CSMS on `ocpp-tokio`)"),
     ("rust-tungstenite-tuned", "tokio-tungstenite with tuned buffers (a plain OCPP responder)"),
 )
+# The plot's axis labels, in SERVERS' order.
+SHORT_NAMES = ("floor", "mio-server", "tokio-server", "tungstenite\ntuned")
 
 
 def ratio(value, base, name):
@@ -83,14 +85,11 @@ def plot(folders, path):
             xs = [j + (i - (len(runs) - 1) / 2) * width for j in range(len(SERVERS))]
             ax.bar(xs, values, width, label=name)
         ax.set_xticks(range(len(SERVERS)))
-        ax.set_xticklabels(["floor", "mio-server", "tokio-server", "tungstenite\ntuned"], fontsize=8)
+        ax.set_xticklabels(SHORT_NAMES, fontsize=8)
         ax.set_title(title, fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    print(f"wrote {path}", file=sys.stderr)
+    save(plt, fig, path)
 
 
 if __name__ == "__main__":

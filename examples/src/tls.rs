@@ -771,11 +771,6 @@ mod tests {
         assert!(ended);
     }
 
-    /// The OpenSSL backend driven the same way, against a rustls client: a static-RSA suite
-    /// cannot be shown here (rustls will not offer one; `tests/tls_openssl.rs` does), but the
-    /// Sans-IO session is: handshake, client certificate, bulk both ways through a small
-    /// pipe, close_notify.
-    #[cfg(feature = "openssl")]
     /// The client reads until it fails, at most 10 times: with the server's
     /// `certificate_required` alert (the server refused a client without a certificate).
     fn assert_certificate_required_alert(
@@ -801,6 +796,11 @@ mod tests {
         );
     }
 
+    /// The OpenSSL backend driven the same way, against a rustls client: a static-RSA suite
+    /// cannot be shown here (rustls will not offer one; `tests/tls_openssl.rs` does), but the
+    /// Sans-IO session is: handshake, client certificate, bulk both ways through a small
+    /// pipe, close_notify.
+    #[cfg(feature = "openssl")]
     #[test]
     fn openssl_session_handshake_bulk_and_close_notify() {
         let dir = pki();

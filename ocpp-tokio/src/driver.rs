@@ -333,7 +333,9 @@ where
                 Some(rare) if !rare.send_retry.is_empty() => {
                     rare.send_retry.push_back((request, reply));
                 }
-                _ => self.try_send(now, request, reply),
+                _ => {
+                    self.try_send(now, request, reply);
+                }
             },
             Command::Close { code, reason } => self.conn.close(now, code, &reason),
             Command::Settings(settings) => {
@@ -346,13 +348,13 @@ where
         true
     }
 
-    /// Sends a SEND; keeps it for a retry when the output is full.
+    /// Sends a SEND; keeps it for a retry when the output is full (returns true then).
     fn try_send(
         &mut self,
         now: Instant,
         request: Request,
         reply: oneshot::Sender<Result<(), SendError>>,
-    ) {
+    ) -> bool {
         let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
         match self.conn.send(now, request) {
             Ok(id) => {
@@ -365,22 +367,21 @@ where
                 RefusalReason::Backpressure => {
                     let retry = (refused.message, reply);
                     self.rare().send_retry.push_front(retry);
+                    return true;
                 }
                 other => {
                     let _ = reply.send(Err(SendError::from(other)));
                 }
             },
         }
+        false
     }
 
     fn retry_sends(&mut self, now: Instant) -> bool {
         let mut progressed = false;
         while let Some((request, reply)) = self.rare.as_mut().and_then(|r| r.send_retry.pop_front())
         {
-            let retrying = |driver: &Self| driver.rare.as_ref().map_or(0, |r| r.send_retry.len());
-            let before = retrying(self);
-            self.try_send(now, request, reply);
-            if retrying(self) > before {
+            if self.try_send(now, request, reply) {
                 break; // still full
             }
             progressed = true;
