@@ -155,6 +155,11 @@ struct Cli {
     /// Threads (set per server by `command`).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: u16,
+    /// tokio-server: serve the charge points' connections on N shard tasks, each with an
+    /// epoll of its own (0: a task per connection). Default: one per --threads. mio-server
+    /// ignores it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=1024))]
+    shards: Option<u16>,
     /// Every N ms send each charge point a DataTransfer
     /// {"vendorId":"bench","messageId":"ts","data":"<seq>:<unix_nanos>"}.
     #[arg(long = "push-interval-ms", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -401,6 +406,7 @@ impl Cli {
                 url => Some(url.to_owned()),
             },
             threads: usize::from(self.threads),
+            shards: usize::from(self.shards.unwrap_or(self.threads)),
             push_interval: self.push_interval_ms.map(Duration::from_millis),
             basic_auth: self.basic_auth,
             tls_cert: self.tls_cert,
@@ -459,6 +465,8 @@ pub struct Args {
     pub database: Option<String>,
     /// `--threads`.
     pub threads: usize,
+    /// `--shards` (tokio-server), `--threads` when not given.
+    pub shards: usize,
     /// `--push-interval-ms`.
     pub push_interval: Option<Duration>,
     /// `--basic-auth`.
@@ -585,6 +593,7 @@ pub fn server_config(args: &Args) -> Result<ServerConfig, StartError> {
     config.admin = args.admin;
     config.admin_auth = admin_auth(args)?;
     config.threads = args.threads;
+    config.shards = args.shards;
     config.push_interval = args.push_interval;
     config.connection = connection_config(args);
     config.tls = tls_config(args)?;

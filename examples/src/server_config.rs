@@ -29,6 +29,10 @@ pub struct ServerConfig {
     /// mio-server: how many event loops (threads) share the port. tokio-server sizes its
     /// runtime in its binary and does not read it.
     pub threads: usize,
+    /// tokio-server: how many shard tasks serve the charge points' connections
+    /// (`ocpp_tokio::ServerBuilder::shards`); 0, a task per connection. mio-server does not
+    /// read it.
+    pub shards: usize,
     /// Send each charge point a DataTransfer this often, if set.
     pub push_interval: Option<Duration>,
     /// The settings of every OCPP connection.
@@ -41,7 +45,7 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// One thread on `listen`, no admin interface (open to all once set), no push, the default connection settings,
+    /// One thread (and one shard) on `listen`, no admin interface (open to all once set), no push, the default connection settings,
     /// no TLS, no cluster.
     pub fn new(listen: SocketAddr) -> Self {
         ServerConfig {
@@ -49,6 +53,7 @@ impl ServerConfig {
             admin: None,
             admin_auth: AdminAuth::open(),
             threads: 1,
+            shards: 1,
             push_interval: None,
             connection: ConnectionConfig::default(),
             tls: None,

@@ -141,18 +141,14 @@ struct Waiter {
 /// cluster claim or the end need is in [`Rare`], boxed while in use: an idle connection holds
 /// a pointer for it (the task is allocated at its largest state, so every inline byte is a
 /// byte per connection).
-pub(crate) struct Driver<S, H: Handler> {
+pub(crate) struct Driver<S, H: Handler, T = TaskTimer> {
     shared: Arc<Shared<H>>,
     key: u64,
     stream: S,
     conn: Connection,
     link: Arc<Link>,
-    /// The connection's one timer. Armed at or before the core's deadline: a deadline that
-    /// moves later (every frame received moves the keep-alive) waits for it to fire early
-    /// and re-arm, instead of a reset of the timer wheel per frame.
-    sleep: Pin<Box<Sleep>>,
-    /// Whether `sleep` was polled since it was last reset (its waker is registered).
-    armed: bool,
+    /// The connection's one timer, armed at or before the core's deadline (see [`Timer`]).
+    timer: T,
     /// Once connected: the handle and the state, as the handlers get them.
     session: Option<Session<H::State>>,
     answer: Option<(MessageId<'static>, BoxFuture<Answer>)>,
@@ -234,7 +230,52 @@ impl<H: Handler> Rare<H> {
     }
 }
 
-impl<S, H> Driver<S, H>
+/// The connection's timer: where the driver asks to be polled again by a deadline.
+///
+/// It is armed at or before the deadline asked for: a deadline that moves later (the
+/// keep-alive, with every frame read) waits for the timer to fire early and the turn it wakes
+/// to arm it again, instead of a reset per frame.
+pub(crate) trait Timer {
+    /// Makes sure the driver is polled again at or before `deadline`; returns whether that
+    /// moment has come already (the caller takes another turn at once).
+    fn arm(&mut self, cx: &mut Context<'_>, now: Instant, deadline: Instant) -> bool;
+}
+
+/// The timer of a driver that is a task of its own: a tokio `Sleep`.
+pub(crate) struct TaskTimer {
+    sleep: Pin<Box<Sleep>>,
+    /// Whether `sleep` was polled since it was last reset (its waker is registered).
+    armed: bool,
+}
+
+impl TaskTimer {
+    fn new(now: Instant) -> Self {
+        TaskTimer {
+            sleep: Box::pin(tokio::time::sleep_until(now.into())),
+            armed: false,
+        }
+    }
+}
+
+impl Timer for TaskTimer {
+    /// A timer armed for an earlier moment is left alone. The waker registered when it was
+    /// armed is still this task's: the driver is a task of its own (or the one future its
+    /// task awaits), so every poll has the same waker.
+    fn arm(&mut self, cx: &mut Context<'_>, now: Instant, deadline: Instant) -> bool {
+        let at = tokio::time::Instant::from_std(deadline);
+        let armed_at = self.sleep.deadline();
+        if self.armed && armed_at <= at && armed_at.into_std() > now {
+            return false;
+        }
+        if armed_at != at {
+            self.sleep.as_mut().reset(at);
+        }
+        self.armed = true;
+        self.sleep.as_mut().poll(cx).is_ready()
+    }
+}
+
+impl<S, H> Driver<S, H, TaskTimer>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Handler,
@@ -249,16 +290,34 @@ where
         conn: Connection,
         certificate: Option<PeerCertificate>,
     ) -> Self {
-        let now = Instant::now();
-        let sleep = Box::pin(tokio::time::sleep_until(now.into()));
+        let timer = TaskTimer::new(Instant::now());
+        Driver::with_timer(shared, key, link, stream, conn, certificate, timer)
+    }
+}
+
+impl<S, H, T> Driver<S, H, T>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    H: Handler,
+    T: Timer,
+{
+    /// A driver whose timer is `timer` (a shard's, or a task's own).
+    pub(crate) fn with_timer(
+        shared: Arc<Shared<H>>,
+        key: u64,
+        link: Arc<Link>,
+        stream: S,
+        conn: Connection,
+        certificate: Option<PeerCertificate>,
+        timer: T,
+    ) -> Self {
         Driver {
             shared,
             key,
             stream,
             conn,
             link,
-            sleep,
-            armed: false,
+            timer,
             session: None,
             answer: None,
             waiters: Vec::new(),
@@ -598,25 +657,9 @@ where
         tokio::spawn(async move { handler.on_connect(session).await });
     }
 
-    // ---- the timer ----
-
-    /// Makes sure the timer fires at or before `deadline`; returns whether it fired already.
-    /// A timer armed for an earlier moment is left alone, and the turn it wakes arms it again:
-    /// a deadline that moves later (the keep-alive, with every frame read) costs no reset of
-    /// the timer wheel. The waker registered when it was armed is still this task's: the
-    /// driver is a task of its own (or the one future its task awaits), so every poll has the
-    /// same waker.
-    fn arm(&mut self, cx: &mut Context<'_>, now: Instant, deadline: Instant) -> bool {
-        let at = tokio::time::Instant::from_std(deadline);
-        let armed_at = self.sleep.deadline();
-        if self.armed && armed_at <= at && armed_at.into_std() > now {
-            return false;
-        }
-        if armed_at != at {
-            self.sleep.as_mut().reset(at);
-        }
-        self.armed = true;
-        self.sleep.as_mut().poll(cx).is_ready()
+    /// The timer of this connection (a shard reads what was asked of it after each turn).
+    pub(crate) fn timer_mut(&mut self) -> &mut T {
+        &mut self.timer
     }
 
     // ---- the stream ----
@@ -704,7 +747,7 @@ where
     }
 }
 
-impl<S, H> Future for Driver<S, H>
+impl<S, H> Future for Driver<S, H, TaskTimer>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Handler,
@@ -712,7 +755,21 @@ where
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
+        self.get_mut().turn(cx)
+    }
+}
+
+impl<S, H, T> Driver<S, H, T>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    H: Handler,
+    T: Timer,
+{
+    /// Drives the connection as far as it goes: ready when it is over. `cx`'s waker is the
+    /// connection's own (its task's, or the one its shard made for it) and the same on every
+    /// call.
+    pub(crate) fn turn(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self;
         for _ in 0..TURNS_PER_POLL {
             let now = Instant::now();
             let mut busy = false;
@@ -756,7 +813,7 @@ where
                     }
                     return Poll::Ready(());
                 }
-                if this.arm(cx, now, linger) {
+                if this.timer.arm(cx, now, linger) {
                     continue;
                 }
                 return Poll::Pending;
@@ -766,7 +823,7 @@ where
                     this.conn.handle_timeout(now);
                     busy = true;
                 } else {
-                    busy |= this.arm(cx, now, deadline);
+                    busy |= this.timer.arm(cx, now, deadline);
                 }
             }
             if !busy {
@@ -779,7 +836,7 @@ where
     }
 }
 
-impl<S, H: Handler> Driver<S, H> {
+impl<S, H: Handler, T> Driver<S, H, T> {
     // ---- the end ----
 
     /// Frees everything the connection held; the handles see it as gone (the socket may
@@ -825,7 +882,7 @@ impl<S, H: Handler> Driver<S, H> {
     }
 }
 
-impl<S, H: Handler> Drop for Driver<S, H> {
+impl<S, H: Handler, T> Drop for Driver<S, H, T> {
     fn drop(&mut self) {
         // Also when dropped without ending (the runtime shut down): the handles learn it.
         self.finish();

@@ -47,6 +47,8 @@ pub mod registry;
 pub mod router;
 pub mod server;
 mod session;
+#[cfg(unix)]
+mod shard;
 pub mod station;
 mod typed;
 

@@ -54,10 +54,11 @@ pub struct ServerBuilder<H> {
     mailbox_capacity: Option<usize>,
     tls_error: Option<TlsErrorHook>,
     presence: Option<Arc<dyn Presence>>,
+    shards: usize,
 }
 
 /// The hook of [`ServerBuilder::on_tls_error`].
-type TlsErrorHook = Arc<dyn Fn(&io::Error) + Send + Sync>;
+pub(crate) type TlsErrorHook = Arc<dyn Fn(&io::Error) + Send + Sync>;
 
 impl<H> fmt::Debug for ServerBuilder<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -68,6 +69,7 @@ impl<H> fmt::Debug for ServerBuilder<H> {
             .field("remote", &self.remote.is_some())
             .field("presence", &self.presence.is_some())
             .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("shards", &self.shards)
             .finish()
     }
 }
@@ -92,6 +94,7 @@ impl<H> ServerBuilder<H> {
             mailbox_capacity: self.mailbox_capacity,
             tls_error: self.tls_error,
             presence: self.presence,
+            shards: self.shards,
         }
     }
 
@@ -136,6 +139,29 @@ impl<H> ServerBuilder<H> {
     /// before dropping them (default 5 s).
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Serves TCP connections ([`Service::serve_tcp`], which the [`Server`]'s listener uses)
+    /// on `count` shard tasks instead of a task per connection (0, the default, keeps a task
+    /// per connection; on Unix only).
+    ///
+    /// A shard owns an epoll instance, which tokio watches as one file descriptor, and drives
+    /// every connection it was given from one task, with one timer heap: a connection costs
+    /// no task, tokio I/O registration or timer of its own (about half the memory per idle
+    /// charge point), and a CALL to a charge point wakes its shard, which writes it in the
+    /// same turn as the other connections' work. Handlers, the registry, TLS and shutdown
+    /// behave as with a task per connection. One shard per worker thread is a good start;
+    /// streams given to [`Service::serve_connection`] still get a task each.
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), ocpp_tokio::server::ServerError> {
+    /// let server = ocpp_tokio::Server::builder().shards(2).bind("127.0.0.1:9000").await?;
+    /// server.run().await
+    /// # }
+    /// ```
+    pub fn shards(mut self, count: usize) -> Self {
+        self.shards = count;
         self
     }
 
@@ -190,6 +216,7 @@ impl<H: Handler> ServerBuilder<H> {
             tls: self.tls.map(TlsAcceptor::from),
             tls_error: self.tls_error,
             shutdown_timeout: self.shutdown_timeout,
+            shards: Shards::new(self.shards),
         }
     }
 }
@@ -213,12 +240,36 @@ pub struct Service<H: Handler> {
     tls: Option<TlsAcceptor>,
     tls_error: Option<TlsErrorHook>,
     shutdown_timeout: Duration,
+    shards: Shards,
+}
+
+/// The shard tasks of a service ([`ServerBuilder::shards`]), started with the first
+/// connection (inside the runtime).
+struct Shards {
+    count: usize,
+    #[cfg(unix)]
+    senders: std::sync::OnceLock<Vec<tokio::sync::mpsc::UnboundedSender<crate::shard::Incoming>>>,
+    #[cfg(unix)]
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl Shards {
+    fn new(count: usize) -> Self {
+        Shards {
+            count,
+            #[cfg(unix)]
+            senders: std::sync::OnceLock::new(),
+            #[cfg(unix)]
+            next: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
 }
 
 impl<H: Handler> fmt::Debug for Service<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Service")
             .field("tls", &self.tls.is_some())
+            .field("shards", &self.shards.count)
             .field("connections", &self.shared.tasks())
             .field("charge_points", &self.shared.registry.len())
             .finish()
@@ -264,6 +315,7 @@ impl Server<()> {
             mailbox_capacity: None,
             tls_error: None,
             presence: None,
+            shards: 0,
         }
     }
 }
@@ -316,7 +368,7 @@ impl<H: Handler> Server<H> {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
                         let _ = stream.set_nodelay(true);
-                        service.serve_connection(stream);
+                        service.serve_tcp(stream);
                     }
                     Err(error) => {
                         // EMFILE and the like: wait a little rather than spin.
@@ -396,6 +448,72 @@ impl<H: Handler> Service<H> {
                     }
                 });
             }
+        }
+    }
+
+    /// Serves one accepted TCP connection: on a shard when the service has them
+    /// ([`ServerBuilder::shards`]), else as [`Service::serve_connection`] does. Call from
+    /// within a tokio runtime.
+    ///
+    /// ```no_run
+    /// # async fn example(service: ocpp_tokio::server::Service<()>) -> std::io::Result<()> {
+    /// let (stream, _) = tokio::net::TcpListener::bind("127.0.0.1:0").await?.accept().await?;
+    /// stream.set_nodelay(true)?;
+    /// service.serve_tcp(stream);
+    /// # Ok(()) }
+    /// ```
+    pub fn serve_tcp(&self, stream: tokio::net::TcpStream) {
+        #[cfg(unix)]
+        if self.shards.count > 0 {
+            return self.serve_on_shard(stream);
+        }
+        self.serve_connection(stream);
+    }
+
+    /// Hands `stream` to the next shard (round robin), starting the shards first if needed.
+    #[cfg(unix)]
+    fn serve_on_shard(&self, stream: tokio::net::TcpStream) {
+        let senders = self.shards.senders.get_or_init(|| {
+            let mut senders = Vec::with_capacity(self.shards.count);
+            for _ in 0..self.shards.count {
+                let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+                let shard = crate::shard::Shard::new(
+                    self.shared.clone(),
+                    self.tls.clone(),
+                    self.tls_error.clone(),
+                    receiver,
+                );
+                match shard {
+                    Ok(shard) => {
+                        // The shard shares out its own time (rounds, then it yields): tokio's
+                        // per-task budget, meant for one connection, would stall the others.
+                        tokio::spawn(tokio::task::unconstrained(shard));
+                        senders.push(sender);
+                    }
+                    Err(error) => tracing::error!(%error, "could not start a shard"),
+                }
+            }
+            senders
+        });
+        let stream = match stream.into_std() {
+            Ok(stream) => mio::net::TcpStream::from_std(stream),
+            Err(error) => return tracing::warn!(%error, "could not take an accepted socket"),
+        };
+        if senders.is_empty() {
+            return tracing::error!("no shard runs: a connection is refused");
+        }
+        let next = self.shards.next.fetch_add(1, Ordering::Relaxed) % senders.len();
+        let conn = Connection::accept_incoming(Instant::now(), self.shared.config.clone());
+        let (key, link) = self.shared.enlist();
+        let incoming = crate::shard::Incoming {
+            stream,
+            conn,
+            key,
+            link,
+        };
+        if let Err(returned) = senders[next].send(incoming) {
+            returned.0.link.close();
+            self.shared.discharge(key);
         }
     }
 

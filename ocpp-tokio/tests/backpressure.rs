@@ -74,7 +74,6 @@ async fn heartbeats(cp: &mut TestCp, count: usize) -> Duration {
     started.elapsed()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_reader_gets_every_send_in_order() {
     let config = server_config().max_outbound_bytes(64 * 1024);
     let server = TestServer::start(config).await;
@@ -113,7 +112,6 @@ async fn a_paused_reader_gets_every_send_in_order() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_charge_point_that_never_reads_again_is_dropped() {
     let config = server_config()
         .max_outbound_bytes(64 * 1024)
@@ -150,3 +148,8 @@ async fn a_charge_point_that_never_reads_again_is_dropped() {
     drop(stalled);
     server.stop().await;
 }
+
+in_both_layouts!(
+    a_paused_reader_gets_every_send_in_order,
+    a_charge_point_that_never_reads_again_is_dropped,
+);

@@ -18,7 +18,6 @@ fn reset_soft() -> v1_6::ResetRequest {
     serde_json::from_value(serde_json::json!({"type": "Soft"})).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_reach_the_handler_on_1_6_and_2_0_1() {
     let server = TestServer::start(server_config()).await;
     let mut cp16 = TestCp::connect(server.addr, "CP16", OcppVersion::V1_6).await;
@@ -62,7 +61,6 @@ async fn calls_reach_the_handler_on_1_6_and_2_0_1() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_handler_does_not_stop_the_connection() {
     let config = server_config().ping_interval(Some(Duration::from_millis(50)));
     let server = TestServer::start(config).await;
@@ -106,7 +104,6 @@ async fn a_slow_handler_does_not_stop_the_connection() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_call_results_and_wrong_version() {
     let server = TestServer::start(server_config()).await;
     let mut cp = TestCp::connect(server.addr, "TYPED", OcppVersion::V2_0_1).await;
@@ -165,7 +162,6 @@ async fn connected(server: &TestServer, identity: &str) -> (TestCp, ocpp_tokio::
     (cp, server.charge_points.get(identity).unwrap())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_call_error() {
     let config = server_config()
         .max_queued_calls(1)
@@ -291,7 +287,6 @@ async fn every_call_error() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upgrade_decisions_401_and_404() {
     let server = TestServer::start(server_config()).await;
     let mut accepted = Vec::new();
@@ -319,7 +314,6 @@ async fn upgrade_decisions_401_and_404() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_identity_replaces_the_old_connection() {
     let server = TestServer::start(server_config()).await;
     let mut old = TestCp::connect(server.addr, "DUP", OcppVersion::V1_6).await;
@@ -360,7 +354,6 @@ async fn a_duplicate_identity_replaces_the_old_connection() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hook_sees_every_message() {
     let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let builder = Server::builder().config(server_config()).on_message({
@@ -403,7 +396,6 @@ async fn the_hook_sees_every_message() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_shutdown_closes_everyone_with_1001() {
     let server = TestServer::start(server_config()).await;
     let mut cps = Vec::new();
@@ -429,7 +421,6 @@ async fn graceful_shutdown_closes_everyone_with_1001() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_shutdown_is_bounded_when_a_peer_never_answers() {
     let builder = Server::builder()
         .config(server_config().close_timeout(Duration::from_secs(30)))
@@ -458,7 +449,6 @@ async fn graceful_shutdown_is_bounded_when_a_peer_never_answers() {
     drop(silent);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_per_connection_idle_timeout_closes_with_1001() {
     let server = TestServer::start(server_config()).await;
     let mut cp = TestCp::connect(server.addr, "IDLE", OcppVersion::V1_6).await;
@@ -484,7 +474,6 @@ async fn the_per_connection_idle_timeout_closes_with_1001() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_pings_turned_off_for_one_charge_point() {
     // Pings after 100 ms of silence, 100 ms for the pong: a charge point that does not read
     // is dropped within about 200 ms, unless its pings are off (ocpp-rpc #80).
@@ -511,7 +500,6 @@ async fn server_pings_turned_off_for_one_charge_point() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
     let server = TestServer::start(server_config()).await;
     let mut cp = TestCp::connect(server.addr, "SEND21", OcppVersion::V2_1).await;
@@ -603,7 +591,6 @@ impl ocpp_tokio::registry::Remote for FarNode {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_registry_routes_unknown_identities_to_the_remote() {
     let builder = Server::builder().config(server_config()).remote(FarNode);
     let server = TestServer::start_with(builder).await;
@@ -633,7 +620,6 @@ async fn the_registry_routes_unknown_identities_to_the_remote() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handle_closes_its_connection_and_on_close_runs() {
     let server = TestServer::start(server_config()).await;
     let (mut cp, handle) = connected(&server, "BYE").await;
@@ -702,10 +688,10 @@ impl ocpp_tokio::Handler for WrongOnce {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_answer_goes_out_as_internal_error_and_the_connection_goes_on() {
     let server = Server::builder()
         .config(server_config())
+        .shards(shards())
         .handler(WrongOnce)
         .bind("127.0.0.1:0")
         .await
@@ -752,7 +738,6 @@ async fn a_wrong_answer_goes_out_as_internal_error_and_the_connection_goes_on() 
     ));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_close_fails_the_queued_call_as_closed_before_sent_and_the_sent_one_as_disconnected() {
     // Count our CALLs the core took (in flight or queued behind the one in flight).
     let calls_out = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -798,3 +783,22 @@ async fn a_close_fails_the_queued_call_as_closed_before_sent_and_the_sent_one_as
     assert_eq!(server.closes_of("QUEUE"), [CloseReason::Eof]);
     server.stop().await;
 }
+
+in_both_layouts!(
+    calls_reach_the_handler_on_1_6_and_2_0_1,
+    a_slow_handler_does_not_stop_the_connection,
+    typed_call_results_and_wrong_version,
+    every_call_error,
+    upgrade_decisions_401_and_404,
+    a_duplicate_identity_replaces_the_old_connection,
+    the_hook_sees_every_message,
+    graceful_shutdown_closes_everyone_with_1001,
+    graceful_shutdown_is_bounded_when_a_peer_never_answers,
+    the_per_connection_idle_timeout_closes_with_1001,
+    server_pings_turned_off_for_one_charge_point,
+    a_send_of_2_1_reaches_on_send_and_is_never_answered,
+    the_registry_routes_unknown_identities_to_the_remote,
+    a_handle_closes_its_connection_and_on_close_runs,
+    a_wrong_answer_goes_out_as_internal_error_and_the_connection_goes_on,
+    a_close_fails_the_queued_call_as_closed_before_sent_and_the_sent_one_as_disconnected,
+);

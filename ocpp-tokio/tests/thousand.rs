@@ -11,7 +11,6 @@ use ocpp_tokio::{v1_6, v2_0_1, OcppVersion};
 
 const CHARGE_POINTS: usize = 1000;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_charge_points_at_once() {
     let started = Instant::now();
     let server = TestServer::start(server_config()).await;
@@ -85,3 +84,5 @@ async fn a_thousand_charge_points_at_once() {
     }
     println!("{CHARGE_POINTS} charge points in {:?}", started.elapsed());
 }
+
+in_both_layouts!(a_thousand_charge_points_at_once,);

@@ -49,7 +49,6 @@ fn refused_with(event: Event) -> Option<u16> {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profile_2_tls_and_basic_credentials() {
     let pki = pki();
     let builder = Server::builder()
@@ -75,7 +74,6 @@ async fn profile_2_tls_and_basic_credentials() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profile_3_client_certificates() {
     let pki = pki();
     let builder = Server::builder()
@@ -110,7 +108,6 @@ async fn profile_3_client_certificates() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_handshake_deadline_covers_tls() {
     let pki = pki();
     let config = server_config().handshake_timeout(Duration::from_millis(300));
@@ -134,3 +131,9 @@ async fn the_handshake_deadline_covers_tls() {
     eventually("the task ended", || server.charge_points.is_empty()).await;
     server.stop().await;
 }
+
+in_both_layouts!(
+    profile_2_tls_and_basic_credentials,
+    profile_3_client_certificates,
+    the_handshake_deadline_covers_tls,
+);

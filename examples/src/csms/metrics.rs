@@ -45,6 +45,28 @@ impl Gauge {
     }
 }
 
+/// A count kept by another layer, read when the metrics are rendered.
+#[derive(Default)]
+pub struct Source(std::sync::OnceLock<Box<dyn Fn() -> usize + Send + Sync>>);
+
+impl Source {
+    /// Where the count comes from (set once; later calls are ignored).
+    pub fn set(&self, source: impl Fn() -> usize + Send + Sync + 'static) {
+        let _ = self.0.set(Box::new(source));
+    }
+
+    /// The count now (0 when not set).
+    pub fn get(&self) -> usize {
+        self.0.get().map_or(0, |source| source())
+    }
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Source").field(&self.get()).finish()
+    }
+}
+
 /// What `GET /metrics` reports. The application ([`super::Csms`]) counts OCPP things; the I/O
 /// loop counts sockets.
 ///
@@ -61,6 +83,9 @@ pub struct Metrics {
     pub sockets_accepted: Counter,
     /// TCP connections open now, in any state (I/O loop).
     pub sockets_open: Gauge,
+    /// Open TCP connections that another layer counts, added to `sockets_open` when rendered
+    /// (tokio-server: those `ocpp-tokio` serves).
+    pub sockets_open_elsewhere: Source,
     /// WebSocket sessions opened since start.
     pub sessions_total: Counter,
     /// Charge points with an open session now.
@@ -231,7 +256,7 @@ impl Metrics {
         gauge(
             "ocpp_sockets_open",
             "TCP connections open.",
-            self.sockets_open.get(),
+            self.sockets_open.get() + self.sockets_open_elsewhere.get() as i64,
         );
         gauge(
             "ocpp_charge_points_connected",

@@ -25,14 +25,11 @@ mod push;
 
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::csms::admin_auth::AdminAuth;
@@ -111,6 +108,7 @@ impl Server {
         let handshake_timeout = config.connection.get_handshake_timeout();
         let mut builder = ocpp_tokio::Server::builder()
             .config(config.connection)
+            .shards(config.shards)
             .shutdown_timeout(SHUTDOWN_TIMEOUT)
             .handler(Arc::clone(&app));
         // rustls runs inside ocpp-tokio; OpenSSL here, before the stream is handed over.
@@ -129,6 +127,15 @@ impl Server {
         if let Some(cluster) = config.cluster {
             builder = builder.cluster(cluster).map_err(io::Error::other)?;
         }
+        let ocpp = Arc::new(builder.build());
+        // Every connection ocpp-tokio serves (on a shard or a task of its own, in the TLS
+        // handshake or after) holds a socket; the sockets still in an OpenSSL handshake here
+        // are counted in the gauge itself.
+        let served = Arc::downgrade(&ocpp);
+        app.csms
+            .metrics()
+            .sockets_open_elsewhere
+            .set(move || served.upgrade().map_or(0, |ocpp| ocpp.connections()));
         let (shutdown, _) = watch::channel(false);
         Ok(Server {
             listener,
@@ -136,7 +143,7 @@ impl Server {
             local_addr,
             admin_addr,
             app,
-            ocpp: Arc::new(builder.build()),
+            ocpp,
             openssl,
             handshake_timeout,
             shutdown: Arc::new(shutdown),
@@ -205,13 +212,20 @@ impl Server {
                 accepted = listener.accept() => match accepted {
                     Ok((socket, _)) => {
                         let _ = socket.set_nodelay(true);
-                        let socket = Counted::new(socket, Arc::clone(&app.csms));
+                        app.csms.metrics().sockets_accepted.inc();
                         match &openssl {
-                            None => ocpp.serve_connection(socket),
+                            None => ocpp.serve_tcp(socket),
                             #[cfg(feature = "openssl")]
                             Some(tls) => {
                                 let (tls, ocpp) = (tls.clone(), Arc::clone(&ocpp));
-                                tokio::spawn(openssl_accept(tls, socket, ocpp, handshake_timeout));
+                                let counted = Handshaking::new(Arc::clone(&app.csms));
+                                let csms = Arc::clone(&app.csms);
+                                let accept =
+                                    openssl_accept(tls, socket, ocpp, handshake_timeout, csms);
+                                tokio::spawn(async move {
+                                    accept.await;
+                                    drop(counted);
+                                });
                             }
                             #[cfg(not(feature = "openssl"))]
                             Some(never) => match *never {},
@@ -258,12 +272,12 @@ enum OpenSsl {}
 #[cfg(feature = "openssl")]
 async fn openssl_accept(
     tls: OpenSsl,
-    socket: Counted,
+    socket: tokio::net::TcpStream,
     ocpp: Arc<ocpp_tokio::server::Service<Arc<App>>>,
     timeout: Duration,
+    csms: Arc<Csms>,
 ) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let csms = Arc::clone(&socket.csms);
     let mut stream = match crate::tls::openssl::session(&tls, socket) {
         Ok(stream) => stream,
         Err(error) => {
@@ -297,65 +311,23 @@ async fn openssl_accept(
 #[cfg(feature = "openssl")]
 const TLS_FAILURE_DRAIN: Duration = Duration::from_secs(1);
 
-/// A charge point's socket, counted in the metrics while it is open.
-#[derive(Debug)]
-struct Counted {
-    socket: TcpStream,
-    csms: Arc<Csms>,
-}
+/// A socket in the OpenSSL handshake, counted in `ocpp_sockets_open` until it is handed to
+/// `ocpp-tokio` (whose connections are counted there too, see [`Server::bind`]) or closed.
+#[cfg(feature = "openssl")]
+struct Handshaking(Arc<Csms>);
 
-impl Counted {
-    fn new(socket: TcpStream, csms: Arc<Csms>) -> Self {
-        let metrics = csms.metrics();
-        metrics.sockets_accepted.inc();
-        metrics.sockets_open.inc();
-        Counted { socket, csms }
+#[cfg(feature = "openssl")]
+impl Handshaking {
+    fn new(csms: Arc<Csms>) -> Self {
+        csms.metrics().sockets_open.inc();
+        Handshaking(csms)
     }
 }
 
-impl Drop for Counted {
+#[cfg(feature = "openssl")]
+impl Drop for Handshaking {
     fn drop(&mut self) {
-        self.csms.metrics().sockets_open.dec();
-    }
-}
-
-impl AsyncRead for Counted {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().socket).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Counted {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().socket).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().socket).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().socket).poll_shutdown(cx)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().socket).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.socket.is_write_vectored()
+        self.0.metrics().sockets_open.dec();
     }
 }
 

@@ -24,6 +24,42 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+tokio::task_local! {
+    /// The shards of the servers a test starts (`ServerBuilder::shards`): 0, a task per
+    /// connection, unless the test runs in [`in_both_layouts!`]'s `sharded` module.
+    pub static SHARDS: usize;
+}
+
+/// The shard count for a server this test builds (see [`SHARDS`]).
+pub fn shards() -> usize {
+    SHARDS.try_with(|shards| *shards).unwrap_or(0)
+}
+
+/// Runs each named `async fn` as two tests: `task_per_connection::NAME` and
+/// `sharded::NAME` (every server it starts through [`TestServer`] or [`shards`] on two
+/// shards).
+#[macro_export]
+macro_rules! in_both_layouts {
+    ($($name:ident),* $(,)?) => {
+        mod task_per_connection {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name().await
+                }
+            )*
+        }
+        mod sharded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    $crate::common::SHARDS.scope(2, super::$name()).await
+                }
+            )*
+        }
+    };
+}
+
 /// Every wait of a test charge point ends within this.
 pub const WAIT: Duration = Duration::from_secs(10);
 
@@ -379,6 +415,7 @@ impl TestServer {
     pub async fn start_with(builder: ocpp_tokio::ServerBuilder<()>) -> TestServer {
         let handler = Arc::new(TestHandler::default());
         let server = builder
+            .shards(shards())
             .handler(handler.clone())
             .bind("127.0.0.1:0")
             .await

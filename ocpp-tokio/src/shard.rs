@@ -1,0 +1,565 @@
+//! Many connections on one task ([`ServerBuilder::shards`](crate::ServerBuilder::shards)): a
+//! shard owns an epoll instance (`mio::Poll`), which tokio watches as one file descriptor,
+//! the drivers of its connections in a slab, and one timer heap for all of them. It is
+//! mio-server's layout inside a tokio runtime: a connection costs no task, no tokio I/O
+//! registration and no timer entry of its own, and a push wakes the shard, not a task per
+//! connection.
+//!
+//! Each connection still gets a [`Waker`] of its own, so its handler futures, its mailbox
+//! and its cluster claim wake it as they wake a task; the waker puts the connection's slot
+//! number on the shard's wake list. Sockets are registered edge-triggered, for reading and
+//! writing at once; the driver reads and writes until the socket would block (its turn
+//! stops only when nothing progresses), which is what edge-triggered readiness needs.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::future::Future;
+use std::io::{self, Write};
+use std::net::Shutdown;
+use std::os::fd::AsRawFd;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Token};
+use ocpp_server_core::Connection;
+use slab::Slab;
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::mpsc;
+use tokio::time::Sleep;
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::{Accept, TlsAcceptor};
+
+use crate::charge_point::Link;
+use crate::driver::{Driver, Shared, Timer};
+use crate::handler::PeerCertificate;
+use crate::server::TlsErrorHook;
+use crate::Handler;
+
+/// Rounds of a shard's loop (each drives every connection that was woken) before it yields
+/// to the runtime's other tasks.
+const ROUNDS_PER_POLL: usize = 4;
+/// Readiness events taken from epoll at once.
+const EVENTS: usize = 1024;
+
+/// An accepted connection on its way to a shard.
+pub(crate) struct Incoming {
+    pub(crate) stream: TcpStream,
+    pub(crate) conn: Connection,
+    pub(crate) key: u64,
+    pub(crate) link: Arc<Link>,
+}
+
+/// A socket of a shard. Reading and writing never wait: "would block" is `Pending`, and the
+/// shard's epoll says when to drive the connection again (no waker is kept here).
+pub(crate) struct ShardStream(TcpStream);
+
+impl AsyncRead for ShardStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        // SAFETY: `unfilled_mut` asks that nothing in it be de-initialized; `recv` below only
+        // writes to it.
+        #[allow(unsafe_code)]
+        let unfilled = unsafe { buf.unfilled_mut() };
+        let (at, len) = (unfilled.as_mut_ptr().cast::<libc::c_void>(), unfilled.len());
+        loop {
+            // SAFETY: `recv` writes at most `len` bytes from `at`, the start of the memory
+            // `buf` lends us to write (initialized or not), and never reads it; the descriptor
+            // is this socket's, open while `self` lives. Only the `n` bytes written are
+            // declared initialized below. Reached by every test of a sharded server
+            // (`tests/server.rs`, `sharded_*`) and by the fuzzed-input test there.
+            #[allow(unsafe_code)]
+            let n = unsafe { libc::recv(self.0.as_raw_fd(), at, len, 0) };
+            if n >= 0 {
+                let n = n.unsigned_abs();
+                // SAFETY: the kernel wrote `n` bytes (at most `unfilled.len()`) at the start
+                // of `unfilled`.
+                #[allow(unsafe_code)]
+                unsafe {
+                    buf.assume_init(n);
+                }
+                buf.advance(n);
+                return Poll::Ready(Ok(()));
+            }
+            let error = io::Error::last_os_error();
+            match error.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => return Poll::Pending,
+                _ => return Poll::Ready(Err(error)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for ShardStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let stream = &mut self.get_mut().0;
+        loop {
+            match stream.write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Poll::Pending,
+                result => return Poll::Ready(result),
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.0.shutdown(Shutdown::Write) {
+            Err(e) if e.kind() != io::ErrorKind::NotConnected => Poll::Ready(Err(e)),
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+/// A connection's timer in a shard: the moment the driver asked for, which the shard puts on
+/// its heap after the turn ([`Shard::drive`]).
+#[derive(Default)]
+pub(crate) struct ShardTimer {
+    /// The moment the shard will drive the connection again (its heap has it).
+    at: Option<Instant>,
+    /// Whether `at` was set since the shard last looked.
+    asked: bool,
+}
+
+impl Timer for ShardTimer {
+    fn arm(&mut self, _: &mut Context<'_>, now: Instant, deadline: Instant) -> bool {
+        if deadline <= now {
+            return true;
+        }
+        if self.at.is_some_and(|at| at <= deadline && at > now) {
+            return false; // fires earlier; the turn it causes arms it again
+        }
+        self.at = Some(deadline);
+        self.asked = true;
+        false
+    }
+}
+
+/// The slots a shard must drive, as the connections' wakers report them.
+#[derive(Default)]
+struct WakeList {
+    inner: Mutex<WakeListInner>,
+}
+
+#[derive(Default)]
+struct WakeListInner {
+    slots: Vec<usize>,
+    /// The shard's task, when it found the list empty.
+    shard: Option<Waker>,
+}
+
+impl WakeList {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WakeListInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, slot: usize) {
+        let shard = {
+            let mut inner = self.lock();
+            inner.slots.push(slot);
+            inner.shard.take()
+        };
+        if let Some(shard) = shard {
+            shard.wake();
+        }
+    }
+
+    /// Moves the woken slots to `into`; when there are none, `waker` is woken by the next.
+    fn take(&self, into: &mut Vec<usize>, waker: &Waker) {
+        let mut inner = self.lock();
+        if inner.slots.is_empty() {
+            if !inner.shard.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                inner.shard = Some(waker.clone());
+            }
+            return;
+        }
+        into.append(&mut inner.slots);
+    }
+}
+
+/// One connection's waker: puts its slot on the wake list, once until the shard drives it.
+struct SlotWaker {
+    slot: usize,
+    /// Set when the slot is on a list of slots to drive; cleared just before it is driven.
+    queued: AtomicBool,
+    list: Arc<WakeList>,
+}
+
+impl Wake for SlotWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            self.list.push(self.slot);
+        }
+    }
+}
+
+/// What a slot holds through a connection's life.
+enum State<H: Handler> {
+    /// The TLS handshake, bounded by the connection's handshake deadline.
+    Handshake(Box<Handshake>),
+    Plain(Driver<ShardStream, H, ShardTimer>),
+    Tls(Driver<Box<TlsStream<ShardStream>>, H, ShardTimer>),
+    /// Only while moving from one state to the next.
+    Moving,
+}
+
+struct Handshake {
+    accept: Accept<ShardStream>,
+    conn: Connection,
+    key: u64,
+    link: Arc<Link>,
+    deadline: Instant,
+}
+
+/// A connection of a shard: its driver inline (a slot is most of what a connection costs the
+/// shard, see `tests::a_slot_stays_small`) and its waker's state.
+struct Slot<H: Handler> {
+    wake: Arc<SlotWaker>,
+    state: State<H>,
+}
+
+/// Many connections on one task (see the module's documentation).
+pub(crate) struct Shard<H: Handler> {
+    shared: Arc<Shared<H>>,
+    tls: Option<TlsAcceptor>,
+    tls_error: Option<TlsErrorHook>,
+    poll: AsyncFd<mio::Poll>,
+    events: Events,
+    slots: Slab<Slot<H>>,
+    /// When each slot asked to be driven again (stale entries are skipped).
+    timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    sleep: Pin<Box<Sleep>>,
+    wake_list: Arc<WakeList>,
+    incoming: mpsc::UnboundedReceiver<Incoming>,
+    /// Whether `incoming` ended (the service is gone): the shard ends with its last
+    /// connection.
+    incoming_closed: bool,
+    /// The slots to drive this round.
+    ready: Vec<usize>,
+}
+
+impl<H: Handler> Shard<H> {
+    /// A shard fed by `incoming`; call inside a tokio runtime (its epoll is registered there).
+    pub(crate) fn new(
+        shared: Arc<Shared<H>>,
+        tls: Option<TlsAcceptor>,
+        tls_error: Option<TlsErrorHook>,
+        incoming: mpsc::UnboundedReceiver<Incoming>,
+    ) -> io::Result<Self> {
+        // SAFETY: `register` asks that the descriptor stay open, the same, and what
+        // `as_raw_fd` returns while the `AsyncFd` owns it: a `mio::Poll` holds its epoll
+        // descriptor from creation to drop and always returns it, and the `AsyncFd` owns the
+        // `Poll` (it is never taken out). Reached by every sharded server.
+        #[allow(unsafe_code)]
+        let poll = unsafe { AsyncFd::register(mio::Poll::new()?) }.map_err(io::Error::from)?;
+        Ok(Shard {
+            shared,
+            tls,
+            tls_error,
+            poll,
+            events: Events::with_capacity(EVENTS),
+            slots: Slab::new(),
+            timers: BinaryHeap::new(),
+            sleep: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
+            wake_list: Arc::new(WakeList::default()),
+            incoming,
+            incoming_closed: false,
+            ready: Vec::new(),
+        })
+    }
+
+    /// Puts `slot` on this round's list, unless it is on a list already.
+    fn mark(slots: &Slab<Slot<H>>, ready: &mut Vec<usize>, slot: usize) {
+        if let Some(entry) = slots.get(slot) {
+            if !entry.wake.queued.swap(true, Ordering::AcqRel) {
+                ready.push(slot);
+            }
+        }
+    }
+
+    /// Takes the connections handed over; each is driven in this round.
+    fn accept(&mut self, cx: &mut Context<'_>, now: Instant) {
+        while !self.incoming_closed {
+            match self.incoming.poll_recv(cx) {
+                Poll::Ready(Some(incoming)) => self.add(incoming, now),
+                Poll::Ready(None) => self.incoming_closed = true,
+                Poll::Pending => break,
+            }
+        }
+    }
+
+    fn add(&mut self, incoming: Incoming, now: Instant) {
+        let Incoming {
+            mut stream,
+            conn,
+            key,
+            link,
+        } = incoming;
+        let entry = self.slots.vacant_entry();
+        let slot = entry.key();
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        let registered =
+            self.poll
+                .get_ref()
+                .registry()
+                .register(&mut stream, Token(slot), interest);
+        if let Err(error) = registered {
+            tracing::warn!(%error, "a shard could not watch a socket");
+            link.close();
+            self.shared.discharge(key);
+            return;
+        }
+        let stream = ShardStream(stream);
+        let state = match &self.tls {
+            None => State::Plain(Driver::with_timer(
+                self.shared.clone(),
+                key,
+                link,
+                stream,
+                conn,
+                None,
+                ShardTimer::default(),
+            )),
+            Some(acceptor) => {
+                let deadline = now + self.shared.config.get_handshake_timeout();
+                self.timers.push(Reverse((deadline, slot)));
+                State::Handshake(Box::new(Handshake {
+                    accept: acceptor.accept(stream),
+                    conn,
+                    key,
+                    link,
+                    deadline,
+                }))
+            }
+        };
+        let wake = Arc::new(SlotWaker {
+            slot,
+            queued: AtomicBool::new(true),
+            list: self.wake_list.clone(),
+        });
+        entry.insert(Slot { wake, state });
+        self.ready.push(slot);
+    }
+
+    /// Takes what epoll reports; returns whether the shard's epoll failed.
+    fn poll_events(&mut self, cx: &mut Context<'_>) {
+        loop {
+            let mut guard = match self.poll.poll_read_ready_mut(cx) {
+                Poll::Ready(Ok(guard)) => guard,
+                Poll::Ready(Err(error)) => {
+                    tracing::error!(%error, "a shard's epoll failed");
+                    return;
+                }
+                Poll::Pending => return,
+            };
+            let events = &mut self.events;
+            match guard.get_inner_mut().poll(events, Some(Duration::ZERO)) {
+                Ok(()) => {}
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => {
+                    tracing::error!(%error, "a shard's epoll failed");
+                    return;
+                }
+            }
+            let mut count = 0;
+            for event in events.iter() {
+                count += 1;
+                Self::mark(&self.slots, &mut self.ready, event.token().0);
+            }
+            if count < EVENTS {
+                // All taken: tokio reports the epoll readable again when a socket is.
+                guard.clear_ready();
+            }
+        }
+    }
+
+    /// Marks the slots whose moment has come.
+    fn expire(&mut self, now: Instant) {
+        while let Some(&Reverse((at, slot))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(entry) = self.slots.get_mut(slot) else {
+                continue;
+            };
+            let timer = match &mut entry.state {
+                State::Plain(driver) => driver.timer_mut(),
+                State::Tls(driver) => driver.timer_mut(),
+                State::Handshake(_) | State::Moving => {
+                    Self::mark(&self.slots, &mut self.ready, slot);
+                    continue;
+                }
+            };
+            if timer.at == Some(at) {
+                timer.at = None;
+                Self::mark(&self.slots, &mut self.ready, slot);
+            }
+        }
+    }
+
+    /// Drives one connection as far as it goes; frees its slot when it is over.
+    fn drive(&mut self, slot: usize, now: Instant) {
+        let Some(entry) = self.slots.get_mut(slot) else {
+            return;
+        };
+        entry.wake.queued.store(false, Ordering::Release);
+        // Made for the turn (a reference count up and down) rather than kept: 16 bytes less
+        // per connection.
+        let waker = Waker::from(entry.wake.clone());
+        let mut cx = Context::from_waker(&waker);
+        let over = loop {
+            let (poll, timer) = match &mut entry.state {
+                State::Plain(driver) => (driver.turn(&mut cx), driver.timer_mut()),
+                State::Tls(driver) => (driver.turn(&mut cx), driver.timer_mut()),
+                State::Handshake(handshake) => {
+                    match Pin::new(&mut handshake.accept).poll(&mut cx) {
+                        Poll::Pending if now < handshake.deadline => break false,
+                        Poll::Pending => {
+                            tracing::debug!("TLS handshake timed out");
+                            handshake.link.close();
+                            self.shared.discharge(handshake.key);
+                            break true;
+                        }
+                        Poll::Ready(Err(error)) => {
+                            tracing::debug!(%error, "TLS handshake failed");
+                            if let Some(hook) = &self.tls_error {
+                                hook(&error);
+                            }
+                            handshake.link.close();
+                            self.shared.discharge(handshake.key);
+                            break true;
+                        }
+                        Poll::Ready(Ok(tls)) => {
+                            let State::Handshake(handshake) =
+                                std::mem::replace(&mut entry.state, State::Moving)
+                            else {
+                                break true;
+                            };
+                            let Handshake {
+                                conn, key, link, ..
+                            } = *handshake;
+                            let certificate = tls
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .and_then(|chain| chain.first())
+                                .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
+                            entry.state = State::Tls(Driver::with_timer(
+                                self.shared.clone(),
+                                key,
+                                link,
+                                Box::new(tls),
+                                conn,
+                                certificate,
+                                ShardTimer::default(),
+                            ));
+                            continue;
+                        }
+                    }
+                }
+                State::Moving => break true,
+            };
+            if timer.asked {
+                timer.asked = false;
+                if let Some(at) = timer.at {
+                    self.timers.push(Reverse((at, slot)));
+                }
+            }
+            break poll.is_ready();
+        };
+        if over {
+            // The socket closes with the driver, which takes it out of the epoll set.
+            self.slots.remove(slot);
+        }
+    }
+}
+
+impl<H: Handler> Future for Shard<H> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        for _ in 0..ROUNDS_PER_POLL {
+            let now = Instant::now();
+            this.accept(cx, now);
+            this.poll_events(cx);
+            this.expire(now);
+            this.wake_list.take(&mut this.ready, cx.waker());
+            if this.ready.is_empty() {
+                if this.incoming_closed && this.slots.is_empty() {
+                    return Poll::Ready(());
+                }
+                let Some(&Reverse((at, _))) = this.timers.peek() else {
+                    return Poll::Pending;
+                };
+                let at = tokio::time::Instant::from_std(at);
+                if this.sleep.deadline() != at {
+                    this.sleep.as_mut().reset(at);
+                }
+                if this.sleep.as_mut().poll(cx).is_ready() {
+                    continue;
+                }
+                return Poll::Pending;
+            }
+            let mut ready = std::mem::take(&mut this.ready);
+            for slot in ready.drain(..) {
+                this.drive(slot, now);
+            }
+            if this.ready.is_empty() {
+                this.ready = ready; // keeps its capacity
+            }
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Connecting, Rejection};
+
+    struct Nothing;
+
+    impl Handler for Nothing {
+        type State = ();
+
+        async fn on_upgrade(&self, _: Connecting) -> Result<(), Rejection> {
+            Ok(())
+        }
+    }
+
+    /// A shard's slab holds each connection's slot inline, so its size is memory per
+    /// connection (the slab's pages are touched only as slots are used). Of it, the core's
+    /// `Connection` is 168 bytes; the rest is the driver's (see `driver::tests`) and the
+    /// waker's pointer. A regression guard; `tests/heap_per_connection.rs` measures the heap.
+    #[test]
+    fn a_slot_stays_small() {
+        // The slab adds a tag to each entry (its free list shares the space).
+        let slot = std::mem::size_of::<Slot<Nothing>>() + 8;
+        let plain = std::mem::size_of::<Driver<ShardStream, Nothing, ShardTimer>>();
+        let core = std::mem::size_of::<Connection>();
+        eprintln!("slot: {slot} bytes; plain driver {plain}, of which Connection {core}");
+        assert!(slot <= core + 224, "{slot}");
+    }
+}
