@@ -3,8 +3,8 @@
 
     python3 bench/front_door_report.py RESULTS_DIR [--plot PLOT.svg [EARLIER_DIR...]]
 
-Reads the idle, heartbeat and push runs of `rust-floor`, `mio-1`, `tokio-server` and
-`rust-tungstenite-tuned` (one size) and prints the Markdown table of issue "The front door at
+Reads the idle, heartbeat and push runs of `rust-floor`, `mio-1`, `tokio-server`,
+`tokio-tasks` (tokio-server with a task per connection) and `rust-tungstenite-tuned` (one size) and prints the Markdown table of issue "The front door at
 mio-server's cost": RSS per idle booted charge point, server CPU per heartbeat-phase request and
 per push, push p99 and loss, with mio-server's ratios to the floor and tokio-server's to
 mio-server, all measured in that one run. With --plot, draws the four columns as bars per
@@ -20,11 +20,12 @@ from floor_report import fmt, load, measures, pyplot, save
 SERVERS = (
     ("rust-floor", "the floor (one recv, one send, no validation, no state)"),
     ("mio-1", "mio-server"),
-    ("tokio-server", "tokio-server (the CSMS on `ocpp-tokio`)"),
+    ("tokio-server", "tokio-server (the CSMS on `ocpp-tokio`, one shard)"),
+    ("tokio-tasks", "tokio-server, a task per connection (`--shards 0`)"),
     ("rust-tungstenite-tuned", "tokio-tungstenite with tuned buffers (a plain OCPP responder)"),
 )
 # The plot's axis labels, in SERVERS' order.
-SHORT_NAMES = ("floor", "mio-server", "tokio-server", "tungstenite\ntuned")
+SHORT_NAMES = ("floor", "mio-server", "tokio-server", "tokio\ntasks", "tungstenite\ntuned")
 
 
 def ratio(value, base, name):

@@ -10,7 +10,9 @@
 #   BENCH_SERVERS    servers to measure [mio-1 mio-2 rust-floor rust-tungstenite-default
 #                    rust-tungstenite-tuned rust-ocpp-kit node-ocpp-rpc python-ocpp]
 #                    (rust-floor: the floor peer every figure is compared with;
-#                    tokio-server: ours on ocpp-tokio, one worker thread, on request only)
+#                    tokio-server: ours on ocpp-tokio, one worker thread and one shard;
+#                    tokio-tasks: the same with a task per connection, --shards 0; both on
+#                    request only)
 #   BENCH_SIZES      charge points on one server process [1000 10000 19000]
 #   BENCH_BIG_SIZES  charge points across several mio-server processes [50000 100000]
 #   BENCH_SCENARIOS  [idle heartbeat push stream reconnect deflate]
@@ -91,7 +93,7 @@ cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin mio-server --bin
 if [ "${BENCH_SKIP_INSTALL:-0}" != 1 ]; then
     for server in $SERVERS; do
         case $server in
-            mio-* | tokio-server) continue ;;
+            mio-* | tokio-server | tokio-tasks) continue ;;
             rust-tungstenite-*) peer=rust-tungstenite ;;
             *) peer=$server ;;
         esac
@@ -117,11 +119,13 @@ server_cmd() {
             local push_flag=""
             [ "$push" -gt 0 ] && push_flag="--push-interval-ms $push"
             echo "exec $BIN/mio-server --listen 127.0.0.1:$PORT --admin 127.0.0.1:0 --threads ${server#mio-} $push_flag $SERVER_EXTRA" ;;
-        tokio-server)
-            # Pinned to one core like mio-1: one worker thread of the tokio runtime.
-            local push_flag=""
+        tokio-server | tokio-tasks)
+            # Pinned to one core like mio-1: one worker thread of the tokio runtime, and one
+            # shard (tokio-tasks: a task per connection instead).
+            local push_flag="" shards=1
             [ "$push" -gt 0 ] && push_flag="--push-interval-ms $push"
-            echo "exec $BIN/tokio-server --listen 127.0.0.1:$PORT --admin 127.0.0.1:0 --threads 1 $push_flag $SERVER_EXTRA" ;;
+            [ "$server" = tokio-tasks ] && shards=0
+            echo "exec $BIN/tokio-server --listen 127.0.0.1:$PORT --admin 127.0.0.1:0 --threads 1 --shards $shards $push_flag $SERVER_EXTRA" ;;
         rust-tungstenite-*)
             echo "exec bash $ROOT/bench/peers/rust-tungstenite/run.sh 127.0.0.1:$PORT $push ${server#rust-tungstenite-}" ;;
         *)

@@ -560,6 +560,6 @@ mod tests {
         let plain = std::mem::size_of::<Driver<ShardStream, Nothing, ShardTimer>>();
         let core = std::mem::size_of::<Connection>();
         eprintln!("slot: {slot} bytes; plain driver {plain}, of which Connection {core}");
-        assert!(slot <= core + 224, "{slot}");
+        assert!(slot <= core + 176, "{slot}");
     }
 }
