@@ -13,6 +13,8 @@
 # With CALLGRIND_SCENARIO=push the server pushes a DataTransfer to every charge point every
 # 500 ms instead (--push-interval-ms 500), the charge points only answer, and the total is
 # divided by the pushes sent in the window (ocpp_calls_sent_total): instructions per push.
+# CALLGRIND_EXTRA adds arguments to the server's command line (e.g. `--shards 0` for
+# tokio-server with a task per connection).
 # Build first: cargo build --release -p ocpp-examples --bin mio-server --bin tokio-server --bin ocpp-load
 set -euo pipefail
 scenario=${CALLGRIND_SCENARIO:-heartbeat}
@@ -29,6 +31,8 @@ args=(--listen "127.0.0.1:$port" --admin "127.0.0.1:$admin")
 case "$(basename "$server")" in
     mio-server) args+=(--threads 1) ;;
 esac
+# shellcheck disable=SC2206 # words on purpose
+args+=(${CALLGRIND_EXTRA:-})
 metric=ocpp_messages_in_total unit=request units=requests
 if [ "$scenario" = push ]; then
     args+=(--push-interval-ms 500)

@@ -73,8 +73,9 @@ impl AsyncRead for ShardStream {
             // SAFETY: `recv` writes at most `len` bytes from `at`, the start of the memory
             // `buf` lends us to write (initialized or not), and never reads it; the descriptor
             // is this socket's, open while `self` lives. Only the `n` bytes written are
-            // declared initialized below. Reached by every test of a sharded server
-            // (`tests/server.rs`, `sharded_*`) and by the fuzzed-input test there.
+            // declared initialized below. Reached by every `sharded::` test of
+            // `tests/server.rs`, `tls.rs`, `backpressure.rs` and `thousand.rs` (bad frames,
+            // closes and resets among them) and `heap_per_connection.rs`.
             #[allow(unsafe_code)]
             let n = unsafe { libc::recv(self.0.as_raw_fd(), at, len, 0) };
             if n >= 0 {
@@ -268,7 +269,7 @@ impl<H: Handler> Shard<H> {
         // SAFETY: `register` asks that the descriptor stay open, the same, and what
         // `as_raw_fd` returns while the `AsyncFd` owns it: a `mio::Poll` holds its epoll
         // descriptor from creation to drop and always returns it, and the `AsyncFd` owns the
-        // `Poll` (it is never taken out). Reached by every sharded server.
+        // `Poll` (it is never taken out). Reached by every sharded server (the tests above).
         #[allow(unsafe_code)]
         let poll = unsafe { AsyncFd::register(mio::Poll::new()?) }.map_err(io::Error::from)?;
         Ok(Shard {

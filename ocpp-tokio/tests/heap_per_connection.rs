@@ -4,10 +4,12 @@
 //! charge points connect and boot (2.0.1, the test handler), and the live heap that grew is
 //! divided by N: live allocations, bytes asked for, glibc malloc chunk bytes (at least 32 each:
 //! the size plus 8, rounded up to 16), and the live allocations by size, which name the
-//! structures (the task, the stream's registration, the timer, the link...). Deterministic:
-//! no timing, no RSS. Run with `--nocapture` to see the table; it fails only if the heap per
-//! connection passes 1.5 KiB (1,345 B of malloc chunks today; a regression guard, not a
-//! benchmark: BENCHMARKS.md has the figures).
+//! structures (the task, the stream's registration, the timer, the link...). Both layouts: a
+//! task per connection, and one shard (`ServerBuilder::shards`), whose slab holds each
+//! connection's driver inline. Deterministic: no timing, no RSS. Run with `--nocapture` to see
+//! the tables; they fail only if the heap per connection passes 1.5 KiB with a task each
+//! (1,350 B of malloc chunks today) or 1 KiB on a shard (870 B): regression guards, not
+//! benchmarks (BENCHMARKS.md has the figures).
 // A `GlobalAlloc` is an `unsafe impl`: the only unsafe code here, a pass-through to `System`.
 #![allow(unsafe_code)]
 

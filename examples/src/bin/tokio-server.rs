@@ -24,7 +24,7 @@ use tokio::signal::unix::{signal, SignalKind};
 fn main() -> ExitCode {
     let command = server_cli::command(
         "tokio-server",
-        "A CSMS (OCPP central system) on a tokio runtime, one task per connection.",
+        "A CSMS (OCPP central system) on a tokio runtime, its connections on ocpp-tokio shards (or a task each with --shards 0).",
         "worker threads of the multi-thread tokio runtime",
     );
     // Errors and --help exit here (2 and 0), with the usage or the help.
