@@ -1,5 +1,7 @@
-//! One task per connection: drives an `ocpp_server_core::Connection` on a stream, following
-//! the core's drain contract (one pass drains everything), and the handler futures beside it.
+//! A connection's driver: drives an `ocpp_server_core::Connection` on a stream, following the
+//! core's drain contract (one pass drains everything), and the handler futures beside it. It
+//! is a task of its own (its timer a tokio `Sleep`), or one of many on a shard
+//! (`crate::shard`, which keeps every timer in one heap).
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;

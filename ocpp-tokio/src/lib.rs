@@ -1,14 +1,15 @@
 //! OCPP-J for tokio: serve charge points (OCPP 1.6, 2.0.1, 2.1 over WebSocket), answer their
 //! CALLs with typed handlers, and call them with typed, awaitable requests.
 //!
-//! The I/O half over the Sans-IO [`ocpp_server_core`], as quinn is to quinn-proto: one task
-//! per connection drives an [`ocpp_server_core::Connection`]; every protocol rule stays in the
-//! core, including the rules around a call (an answer checked against its CALL, what a call's
+//! The I/O half over the Sans-IO [`ocpp_server_core`], as quinn is to quinn-proto: one driver
+//! per connection drives an [`ocpp_server_core::Connection`], in a task of its own or on a
+//! shard with many others ([`ServerBuilder::shards`]); every protocol rule stays in the core, including the rules around a call (an answer checked against its CALL, what a call's
 //! outcome means). The crate, by concept:
 //!
 //! - **the server** ([`server`]): [`Server`] (a listener, built by [`ServerBuilder`]) and
-//!   [`Service`](server::Service) (streams you accept yourself); TLS (security profiles 2 and 3),
-//!   graceful shutdown (1001 to every connection, bounded);
+//!   [`Service`](server::Service) (streams you accept yourself); shards (many connections per
+//!   task, on an epoll of their own); TLS (security profiles 2 and 3), graceful shutdown (1001
+//!   to every connection, bounded);
 //! - **the application** ([`router`], [`handler`]): a [`Router`] with one typed async function
 //!   per action, or a [`Handler`] for what is not routed; each connection has a [`Session`]
 //!   holding the application's per-connection state, made when the charge point

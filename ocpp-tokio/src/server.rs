@@ -221,8 +221,9 @@ impl<H: Handler> ServerBuilder<H> {
     }
 }
 
-/// Serves OCPP-J streams handed to it ([`Service::serve_connection`]): one task per
-/// connection, the [`ChargePoints`] registry, graceful shutdown. A [`Server`] is one with a
+/// Serves OCPP-J streams handed to it ([`Service::serve_connection`], [`Service::serve_tcp`]):
+/// a task per connection or shards of many ([`ServerBuilder::shards`]), the [`ChargePoints`]
+/// registry, graceful shutdown. A [`Server`] is one with a
 /// listener.
 ///
 /// ```no_run
@@ -277,7 +278,7 @@ impl<H: Handler> fmt::Debug for Service<H> {
 }
 
 /// An OCPP-J central system's front door: a listener and the [`Service`] that serves what it
-/// accepts (one task per connection, the [`ChargePoints`] registry).
+/// accepts (a task per connection or shards of many, the [`ChargePoints`] registry).
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), ocpp_tokio::server::ServerError> {
