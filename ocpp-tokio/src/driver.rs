@@ -253,7 +253,7 @@ pub(crate) struct TaskTimer {
 }
 
 impl TaskTimer {
-    fn new(now: Instant) -> Self {
+    pub(crate) fn new(now: Instant) -> Self {
         TaskTimer {
             sleep: Box::pin(tokio::time::sleep_until(now.into())),
             armed: false,
@@ -279,34 +279,16 @@ impl Timer for TaskTimer {
     }
 }
 
-impl<S, H> Driver<S, H, TaskTimer>
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    H: Handler,
-{
-    /// The task for an accepted stream whose upgrade request comes next; `conn` was created
-    /// when the socket was accepted, so its handshake deadline covers TLS.
-    pub(crate) fn new(
-        shared: Arc<Shared<H>>,
-        key: u64,
-        link: Arc<Link>,
-        stream: S,
-        conn: Connection,
-        certificate: Option<PeerCertificate>,
-    ) -> Self {
-        let timer = TaskTimer::new(Instant::now());
-        Driver::with_timer(shared, key, link, stream, conn, certificate, timer)
-    }
-}
-
 impl<S, H, T> Driver<S, H, T>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     H: Handler,
     T: Timer,
 {
-    /// A driver whose timer is `timer` (a shard's, or a task's own).
-    pub(crate) fn with_timer(
+    /// The driver of an accepted stream whose upgrade request comes next; `conn` was created
+    /// when the socket was accepted, so its handshake deadline covers TLS. `timer` is a
+    /// task's own ([`TaskTimer`]) or the shard's.
+    pub(crate) fn new(
         shared: Arc<Shared<H>>,
         key: u64,
         link: Arc<Link>,
@@ -895,10 +877,11 @@ impl<S, H: Handler, T> Drop for Driver<S, H, T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    struct Nothing;
+    /// A handler that accepts every identity and answers nothing (the default answers).
+    pub(crate) struct Nothing;
 
     impl Handler for Nothing {
         type State = ();

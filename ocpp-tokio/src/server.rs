@@ -16,7 +16,7 @@ use tokio_rustls::TlsAcceptor;
 pub use crate::error::ServerError;
 
 use crate::charge_point::Command;
-use crate::driver::{Driver, Shared};
+use crate::driver::{Driver, Shared, TaskTimer};
 use crate::handler::PeerCertificate;
 use crate::hook::{Hook, MessageEvent};
 use crate::presence::Presence;
@@ -415,7 +415,8 @@ impl<H: Handler> Service<H> {
         let (key, link) = shared.enlist();
         match &self.tls {
             None => {
-                tokio::spawn(Driver::new(shared, key, link, stream, conn, None));
+                let timer = TaskTimer::new(now);
+                tokio::spawn(Driver::new(shared, key, link, stream, conn, None, timer));
             }
             Some(acceptor) => {
                 let acceptor = acceptor.clone();
@@ -431,7 +432,8 @@ impl<H: Handler> Service<H> {
                                 .peer_certificates()
                                 .and_then(|chain| chain.first())
                                 .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
-                            Driver::new(shared, key, link, tls, conn, certificate).await;
+                            let timer = TaskTimer::new(Instant::now());
+                            Driver::new(shared, key, link, tls, conn, certificate, timer).await;
                         }
                         Ok(Err(error)) => {
                             tracing::debug!(%error, "TLS handshake failed");
@@ -538,9 +540,19 @@ impl<H: Handler> Service<H> {
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let shared = self.shared.clone();
-        let conn = Connection::accept_incoming(Instant::now(), shared.config.clone());
+        let now = Instant::now();
+        let conn = Connection::accept_incoming(now, shared.config.clone());
         let (key, link) = shared.enlist();
-        tokio::spawn(Driver::new(shared, key, link, stream, conn, certificate));
+        let timer = TaskTimer::new(now);
+        tokio::spawn(Driver::new(
+            shared,
+            key,
+            link,
+            stream,
+            conn,
+            certificate,
+            timer,
+        ));
     }
 
     /// Graceful shutdown of what is being served (the listener, if any, is not touched):

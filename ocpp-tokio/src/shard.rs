@@ -331,7 +331,7 @@ impl<H: Handler> Shard<H> {
         }
         let stream = ShardStream(stream);
         let state = match &self.tls {
-            None => State::Plain(Driver::with_timer(
+            None => State::Plain(Driver::new(
                 self.shared.clone(),
                 key,
                 link,
@@ -465,7 +465,7 @@ impl<H: Handler> Shard<H> {
                                 .peer_certificates()
                                 .and_then(|chain| chain.first())
                                 .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
-                            entry.state = State::Tls(Driver::with_timer(
+                            entry.state = State::Tls(Driver::new(
                                 self.shared.clone(),
                                 key,
                                 link,
@@ -538,17 +538,7 @@ impl<H: Handler> Future for Shard<H> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Connecting, Rejection};
-
-    struct Nothing;
-
-    impl Handler for Nothing {
-        type State = ();
-
-        async fn on_upgrade(&self, _: Connecting) -> Result<(), Rejection> {
-            Ok(())
-        }
-    }
+    use crate::driver::tests::Nothing;
 
     /// A shard's slab holds each connection's slot inline, so its size is memory per
     /// connection (the slab's pages are touched only as slots are used). Of it, the core's
