@@ -884,7 +884,14 @@ mod tests {
         assert_eq!(args.listen.port(), 0);
         assert!(args.admin.is_none());
         assert_eq!(args.threads, 2);
+        assert_eq!(args.shards, 2, "one shard per thread unless told");
         assert_eq!(args.push_interval, Some(Duration::from_millis(500)));
+        assert_eq!(parse(&["--shards", "0"]).unwrap().shards, 0);
+        assert_eq!(
+            parse(&["--threads", "3", "--shards", "8"]).unwrap().shards,
+            8
+        );
+        assert!(parse(&["--shards", "x"]).is_err());
         let help = parse(&["--help"]).unwrap_err();
         assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
         assert!(parse(&["--threads", "0"]).is_err());
