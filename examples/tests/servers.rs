@@ -81,6 +81,7 @@ on_both_servers!(
     a_reconnect_replaces_the_old_connection,
     sigterm_closes_connections_with_1001_and_exits,
     sigterm_answers_a_waiting_admin_command_and_closes_with_1001,
+    sockets_open_counts_every_socket_until_it_closes,
 );
 
 /// An admin command on its own thread: the HTTP request waits for the charge point's answer.
@@ -450,6 +451,43 @@ fn push_interval_sends_numbered_data_transfers(kind: Kind) {
             cp.respond(&id, response);
         }
         cp.close();
+    }
+}
+
+/// Waits (at most 5 s) until `GET /metrics` has `line`.
+fn wait_for_metric(server: &Server, line: &str) {
+    for _ in 0..250 {
+        if metrics(server).contains(line) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no {line:?} in {}", metrics(server));
+}
+
+/// `ocpp_sockets_open` counts a socket from its accept (before any handshake) until it is
+/// closed, on tokio-server's shards as with a task per connection (mio-server ignores
+/// `--shards`).
+fn sockets_open_counts_every_socket_until_it_closes(kind: Kind) {
+    for extra in [
+        &[][..],
+        &["--shards", "0"][..],
+        &["--threads", "2", "--shards", "3"][..],
+    ] {
+        let server = kind.start(extra);
+        wait_for_metric(&server, "ocpp_sockets_open 0\n");
+        let silent = std::net::TcpStream::connect(server.ocpp).unwrap();
+        wait_for_metric(&server, "ocpp_sockets_open 1\n");
+        let cp = ChargePoint::connect(server.ocpp, "OPEN1", &[OcppVersion::V1_6], None).unwrap();
+        wait_for_metric(&server, "ocpp_sockets_open 2\n");
+        cp.close();
+        drop(silent);
+        wait_for_metric(&server, "ocpp_sockets_open 0\n");
+        let metrics = metrics(&server);
+        assert!(
+            metrics.contains("ocpp_sockets_accepted_total 2\n"),
+            "{extra:?}: {metrics}"
+        );
     }
 }
 
