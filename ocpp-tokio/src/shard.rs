@@ -17,6 +17,7 @@ use std::future::Future;
 use std::io::{self, Write};
 use std::net::Shutdown;
 use std::os::fd::AsRawFd;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -361,7 +362,8 @@ impl<H: Handler> Shard<H> {
         self.ready.push(slot);
     }
 
-    /// Takes what epoll reports; returns whether the shard's epoll failed.
+    /// Takes what epoll reports (an epoll that fails is logged: its connections are then
+    /// driven only by their wakers and timers).
     fn poll_events(&mut self, cx: &mut Context<'_>) {
         loop {
             let mut guard = match self.poll.poll_read_ready_mut(cx) {
@@ -495,6 +497,26 @@ impl<H: Handler> Shard<H> {
     }
 }
 
+impl<H: Handler> Shard<H> {
+    /// [`Shard::drive`], with a panic (a handler's bug) contained to its connection, as tokio
+    /// contains a task's: the connection is dropped (its handles see it gone, its socket
+    /// closes) and the shard's other connections carry on.
+    fn drive_contained(&mut self, slot: usize, now: Instant) {
+        let driven = std::panic::catch_unwind(AssertUnwindSafe(|| self.drive(slot, now)));
+        if driven.is_err() {
+            tracing::error!("a connection's handler panicked: the connection is dropped");
+            let dropped = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                if self.slots.contains(slot) {
+                    self.slots.remove(slot);
+                }
+            }));
+            if dropped.is_err() {
+                tracing::error!("a connection panicked again while dropped");
+            }
+        }
+    }
+}
+
 impl<H: Handler> Future for Shard<H> {
     type Output = ();
 
@@ -524,7 +546,7 @@ impl<H: Handler> Future for Shard<H> {
             }
             let mut ready = std::mem::take(&mut this.ready);
             for slot in ready.drain(..) {
-                this.drive(slot, now);
+                this.drive_contained(slot, now);
             }
             if this.ready.is_empty() {
                 this.ready = ready; // keeps its capacity

@@ -784,7 +784,39 @@ async fn a_close_fails_the_queued_call_as_closed_before_sent_and_the_sent_one_as
     server.stop().await;
 }
 
+/// A handler that panics (the test handler does on ClearCache) costs its own connection, as a
+/// panicking task does: the socket is dropped with the CALL unanswered, the registry forgets
+/// the charge point, and every other connection carries on (on a shard, the same task drives
+/// them all).
+async fn a_handler_that_panics_drops_only_its_connection() {
+    let server = TestServer::start(server_config()).await;
+    // Connections go to the shards in turn: with two shards, one calm connection on each.
+    let mut calm = Vec::new();
+    for n in 0..2 {
+        calm.push(TestCp::connect(server.addr, &format!("CALM{n}"), OcppVersion::V1_6).await);
+    }
+    let mut buggy = TestCp::connect(server.addr, "BUGGY", OcppVersion::V1_6).await;
+    let clear = Request::from(v1_6::Request::from(v1_6::ClearCacheRequest {}));
+    buggy.conn.call(std::time::Instant::now(), clear).unwrap();
+    let closed = buggy.expect_closed().await;
+    assert_eq!(closed.unanswered_outgoing.len(), 1, "{closed:?}");
+    eventually("the registry forgets BUGGY", || {
+        server.charge_points.get("BUGGY").is_none()
+    })
+    .await;
+    for cp in &mut calm {
+        let beat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
+        assert!(cp.call(beat).await.is_ok());
+    }
+    for n in 0..2 {
+        let mut again = TestCp::connect(server.addr, &format!("AGAIN{n}"), OcppVersion::V1_6).await;
+        assert_eq!(again.boot().await, "Accepted");
+    }
+    server.stop().await;
+}
+
 in_both_layouts!(
+    a_handler_that_panics_drops_only_its_connection,
     calls_reach_the_handler_on_1_6_and_2_0_1,
     a_slow_handler_does_not_stop_the_connection,
     typed_call_results_and_wrong_version,

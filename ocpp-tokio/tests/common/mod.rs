@@ -348,6 +348,7 @@ impl ocpp_tokio::Handler for TestHandler {
                         current_time,
                     }))
                 }
+                v1_6::Request::ClearCache(_) => panic!("a handler's bug (ClearCache)"),
                 v1_6::Request::Authorize(_) => {
                     // A slow answer: the connection keeps serving meanwhile.
                     tokio::time::sleep(Duration::from_millis(300)).await;
