@@ -19,6 +19,15 @@ use ocpp_server_core::CallFailure;
 use crate::error::SendError;
 use crate::typed::{ResponseOf, TypedCall};
 
+#[cfg(unix)]
+use crate::shard::handing;
+
+/// Without shards (they need Unix), queueing a command is only queueing it.
+#[cfg(not(unix))]
+fn handing<R>(push: impl FnOnce() -> R) -> R {
+    push()
+}
+
 /// A command from a handle to the connection's task.
 #[derive(Debug)]
 pub(crate) enum Command {
@@ -459,7 +468,7 @@ impl ChargePoint {
             reply,
             deadline,
         };
-        match self.link.push(command) {
+        match handing(|| self.link.push(command)) {
             Ok(()) => {}
             Err((_, true)) => return Err(CallFailure::QueueFull),
             Err((_, false)) => return Err(CallFailure::NotConnected),
@@ -476,7 +485,7 @@ impl ChargePoint {
     pub async fn send(&self, request: impl Into<Request>) -> Result<(), SendError> {
         let (reply, sent) = oneshot::channel();
         let request = request.into();
-        match self.link.push(Command::Send { request, reply }) {
+        match handing(|| self.link.push(Command::Send { request, reply })) {
             Ok(()) => {}
             Err((_, true)) => return Err(SendError::QueueFull),
             Err((_, false)) => return Err(SendError::NotConnected),

@@ -11,6 +11,7 @@
 //! writing at once; the driver reads and writes until the socket would block (its turn
 //! stops only when nothing progresses), which is what edge-triggered readiness needs.
 
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::future::Future;
@@ -20,7 +21,7 @@ use std::os::fd::AsRawFd;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
@@ -181,6 +182,15 @@ impl WakeList {
         }
     }
 
+    /// Wakes the shard's task if it waits (a handle drove one of its connections and left a
+    /// deadline earlier than the one the task sleeps until).
+    fn wake_shard(&self) {
+        let shard = self.lock().shard.take();
+        if let Some(shard) = shard {
+            shard.wake();
+        }
+    }
+
     /// Moves the woken slots to `into`; when there are none, `waker` is woken by the next.
     fn take(&self, into: &mut Vec<usize>, waker: &Waker) {
         let mut inner = self.lock();
@@ -194,22 +204,95 @@ impl WakeList {
     }
 }
 
+thread_local! {
+    /// Set while a handle queues a CALL or a SEND ([`handing`]): the slot waker that the
+    /// queueing wakes leaves itself in [`HANDED`] instead of waking its shard.
+    static HANDING: Cell<bool> = const { Cell::new(false) };
+    /// The connection a [`handing`] push woke, to drive on the caller's thread.
+    static HANDED: Cell<Option<Arc<dyn DriveHere>>> = const { Cell::new(None) };
+}
+
+/// Queues a command through `push` (a handle's CALL or SEND), then, if that woke a
+/// connection of a shard whose task is not running, drives the connection here, on the
+/// caller's thread: the CALL is written now, with no hop through the scheduler (and no wait
+/// behind the tasks queued before the shard). When the shard is running, or the connection
+/// is a task's, nothing changes: the wake goes where it always goes.
+pub(crate) fn handing<R>(push: impl FnOnce() -> R) -> R {
+    let _ = HANDING.try_with(|handing| handing.set(true));
+    let result = push();
+    let _ = HANDING.try_with(|handing| handing.set(false));
+    if let Some(slot) = HANDED.try_with(Cell::take).ok().flatten() {
+        slot.drive_here();
+    }
+    result
+}
+
+/// A connection of a shard, driven from a handle's thread ([`handing`]).
+trait DriveHere: Send + Sync {
+    fn drive_here(self: Arc<Self>);
+}
+
 /// One connection's waker: puts its slot on the wake list, once until the shard drives it.
-struct SlotWaker {
+struct SlotWaker<H: Handler> {
     slot: usize,
     /// Set when the slot is on a list of slots to drive; cleared just before it is driven.
     queued: AtomicBool,
-    list: Arc<WakeList>,
+    /// Weak: the shard's slots hold their wakers.
+    core: Weak<Core<H>>,
 }
 
-impl Wake for SlotWaker {
+impl<H: Handler> Wake for SlotWaker<H> {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
+        if HANDING.try_with(|handing| handing.replace(false)) == Ok(true) {
+            let here: Arc<dyn DriveHere> = self.clone();
+            if HANDED.try_with(|handed| handed.set(Some(here))).is_ok() {
+                return;
+            }
+        }
         if !self.queued.swap(true, Ordering::AcqRel) {
-            self.list.push(self.slot);
+            if let Some(core) = self.core.upgrade() {
+                core.wake_list.push(self.slot);
+            }
+        }
+    }
+}
+
+impl<H: Handler> DriveHere for SlotWaker<H> {
+    fn drive_here(self: Arc<Self>) {
+        let Some(core) = self.core.upgrade() else {
+            return;
+        };
+        let mut inner = match core.inner.try_lock() {
+            Ok(inner) => inner,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            // The shard runs (or another handle drives one of its connections): it is woken
+            // as usual and drives this one in its next round.
+            Err(std::sync::TryLockError::WouldBlock) => return self.wake_by_ref(),
+        };
+        let current = inner
+            .slots
+            .get(self.slot)
+            .is_some_and(|entry| Arc::ptr_eq(&entry.wake, &self));
+        if !current {
+            return; // the connection is over (its slot may serve another)
+        }
+        {
+            let _runtime = core.runtime.enter();
+            inner.drive_contained(&core, self.slot, Instant::now());
+        }
+        // A deadline earlier than the one the shard sleeps until: the shard arms it.
+        let earlier = match (inner.timers.peek(), inner.sleeping_until) {
+            (Some(&Reverse((at, _))), Some(until)) => at < until,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        drop(inner);
+        if earlier {
+            core.wake_list.wake_shard();
         }
     }
 }
@@ -235,28 +318,52 @@ struct Handshake {
 /// A connection of a shard: its driver inline (a slot is most of what a connection costs the
 /// shard, see `tests::a_slot_stays_small`) and its waker's state.
 struct Slot<H: Handler> {
-    wake: Arc<SlotWaker>,
+    wake: Arc<SlotWaker<H>>,
     state: State<H>,
+}
+
+/// What a shard's task and the handles that drive one of its connections ([`handing`])
+/// share.
+struct Core<H: Handler> {
+    shared: Arc<Shared<H>>,
+    /// The runtime of the shard's task: a handle that drives a connection enters it, so what
+    /// the turn spawns (`on_connect`, `on_close`) runs where the shard's own turns put it.
+    runtime: tokio::runtime::Handle,
+    tls_error: Option<TlsErrorHook>,
+    wake_list: WakeList,
+    /// Held by the shard's task for each of its polls, and by a handle while it drives a
+    /// connection.
+    inner: Mutex<Inner<H>>,
+}
+
+impl<H: Handler> Core<H> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<H>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The connections of a shard and their timers.
+struct Inner<H: Handler> {
+    slots: Slab<Slot<H>>,
+    /// When each slot asked to be driven again (stale entries are skipped).
+    timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// The slots to drive this round.
+    ready: Vec<usize>,
+    /// The moment the shard's task sleeps until, if it sleeps on a timer.
+    sleeping_until: Option<Instant>,
 }
 
 /// Many connections on one task (see the module's documentation).
 pub(crate) struct Shard<H: Handler> {
-    shared: Arc<Shared<H>>,
+    core: Arc<Core<H>>,
     tls: Option<TlsAcceptor>,
-    tls_error: Option<TlsErrorHook>,
     poll: AsyncFd<mio::Poll>,
     events: Events,
-    slots: Slab<Slot<H>>,
-    /// When each slot asked to be driven again (stale entries are skipped).
-    timers: BinaryHeap<Reverse<(Instant, usize)>>,
     sleep: Pin<Box<Sleep>>,
-    wake_list: Arc<WakeList>,
     incoming: mpsc::UnboundedReceiver<Incoming>,
     /// Whether `incoming` ended (the service is gone): the shard ends with its last
     /// connection.
     incoming_closed: bool,
-    /// The slots to drive this round.
-    ready: Vec<usize>,
 }
 
 impl<H: Handler> Shard<H> {
@@ -273,50 +380,49 @@ impl<H: Handler> Shard<H> {
         // `Poll` (it is never taken out). Reached by every sharded server (the tests above).
         #[allow(unsafe_code)]
         let poll = unsafe { AsyncFd::register(mio::Poll::new()?) }.map_err(io::Error::from)?;
-        Ok(Shard {
-            shared,
-            tls,
-            tls_error,
-            poll,
-            events: Events::with_capacity(EVENTS),
+        let inner = Inner {
             slots: Slab::new(),
             timers: BinaryHeap::new(),
+            ready: Vec::new(),
+            sleeping_until: None,
+        };
+        Ok(Shard {
+            core: Arc::new(Core {
+                shared,
+                runtime: tokio::runtime::Handle::try_current().map_err(io::Error::other)?,
+                tls_error,
+                wake_list: WakeList::default(),
+                inner: Mutex::new(inner),
+            }),
+            tls,
+            poll,
+            events: Events::with_capacity(EVENTS),
             sleep: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
-            wake_list: Arc::new(WakeList::default()),
             incoming,
             incoming_closed: false,
-            ready: Vec::new(),
         })
     }
 
-    /// Puts `slot` on this round's list, unless it is on a list already.
-    fn mark(slots: &Slab<Slot<H>>, ready: &mut Vec<usize>, slot: usize) {
-        if let Some(entry) = slots.get(slot) {
-            if !entry.wake.queued.swap(true, Ordering::AcqRel) {
-                ready.push(slot);
-            }
-        }
-    }
-
     /// Takes the connections handed over; each is driven in this round.
-    fn accept(&mut self, cx: &mut Context<'_>, now: Instant) {
+    fn accept(&mut self, cx: &mut Context<'_>, inner: &mut Inner<H>, now: Instant) {
         while !self.incoming_closed {
             match self.incoming.poll_recv(cx) {
-                Poll::Ready(Some(incoming)) => self.add(incoming, now),
+                Poll::Ready(Some(incoming)) => self.add(inner, incoming, now),
                 Poll::Ready(None) => self.incoming_closed = true,
                 Poll::Pending => break,
             }
         }
     }
 
-    fn add(&mut self, incoming: Incoming, now: Instant) {
+    fn add(&self, inner: &mut Inner<H>, incoming: Incoming, now: Instant) {
         let Incoming {
             mut stream,
             conn,
             key,
             link,
         } = incoming;
-        let entry = self.slots.vacant_entry();
+        let shared = &self.core.shared;
+        let entry = inner.slots.vacant_entry();
         let slot = entry.key();
         let interest = Interest::READABLE | Interest::WRITABLE;
         let registered =
@@ -327,13 +433,13 @@ impl<H: Handler> Shard<H> {
         if let Err(error) = registered {
             tracing::warn!(%error, "a shard could not watch a socket");
             link.close();
-            self.shared.discharge(key);
+            shared.discharge(key);
             return;
         }
         let stream = ShardStream(stream);
         let state = match &self.tls {
             None => State::Plain(Driver::new(
-                self.shared.clone(),
+                shared.clone(),
                 key,
                 link,
                 stream,
@@ -342,8 +448,8 @@ impl<H: Handler> Shard<H> {
                 ShardTimer::default(),
             )),
             Some(acceptor) => {
-                let deadline = now + self.shared.config.get_handshake_timeout();
-                self.timers.push(Reverse((deadline, slot)));
+                let deadline = now + shared.config.get_handshake_timeout();
+                inner.timers.push(Reverse((deadline, slot)));
                 State::Handshake(Box::new(Handshake {
                     accept: acceptor.accept(stream),
                     conn,
@@ -356,15 +462,15 @@ impl<H: Handler> Shard<H> {
         let wake = Arc::new(SlotWaker {
             slot,
             queued: AtomicBool::new(true),
-            list: self.wake_list.clone(),
+            core: Arc::downgrade(&self.core),
         });
         entry.insert(Slot { wake, state });
-        self.ready.push(slot);
+        inner.ready.push(slot);
     }
 
     /// Takes what epoll reports (an epoll that fails is logged: its connections are then
     /// driven only by their wakers and timers).
-    fn poll_events(&mut self, cx: &mut Context<'_>) {
+    fn poll_events(&mut self, cx: &mut Context<'_>, inner: &mut Inner<H>) {
         loop {
             let mut guard = match self.poll.poll_read_ready_mut(cx) {
                 Poll::Ready(Ok(guard)) => guard,
@@ -386,11 +492,22 @@ impl<H: Handler> Shard<H> {
             let mut count = 0;
             for event in events.iter() {
                 count += 1;
-                Self::mark(&self.slots, &mut self.ready, event.token().0);
+                inner.mark(event.token().0);
             }
             if count < EVENTS {
                 // All taken: tokio reports the epoll readable again when a socket is.
                 guard.clear_ready();
+            }
+        }
+    }
+}
+
+impl<H: Handler> Inner<H> {
+    /// Puts `slot` on this round's list, unless it is on a list already.
+    fn mark(&mut self, slot: usize) {
+        if let Some(entry) = self.slots.get(slot) {
+            if !entry.wake.queued.swap(true, Ordering::AcqRel) {
+                self.ready.push(slot);
             }
         }
     }
@@ -409,19 +526,19 @@ impl<H: Handler> Shard<H> {
                 State::Plain(driver) => driver.timer_mut(),
                 State::Tls(driver) => driver.timer_mut(),
                 State::Handshake(_) | State::Moving => {
-                    Self::mark(&self.slots, &mut self.ready, slot);
+                    self.mark(slot);
                     continue;
                 }
             };
             if timer.at == Some(at) {
                 timer.at = None;
-                Self::mark(&self.slots, &mut self.ready, slot);
+                self.mark(slot);
             }
         }
     }
 
     /// Drives one connection as far as it goes; frees its slot when it is over.
-    fn drive(&mut self, slot: usize, now: Instant) {
+    fn drive(&mut self, core: &Core<H>, slot: usize, now: Instant) {
         let Some(entry) = self.slots.get_mut(slot) else {
             return;
         };
@@ -440,16 +557,16 @@ impl<H: Handler> Shard<H> {
                         Poll::Pending => {
                             tracing::debug!("TLS handshake timed out");
                             handshake.link.close();
-                            self.shared.discharge(handshake.key);
+                            core.shared.discharge(handshake.key);
                             break true;
                         }
                         Poll::Ready(Err(error)) => {
                             tracing::debug!(%error, "TLS handshake failed");
-                            if let Some(hook) = &self.tls_error {
+                            if let Some(hook) = &core.tls_error {
                                 hook(&error);
                             }
                             handshake.link.close();
-                            self.shared.discharge(handshake.key);
+                            core.shared.discharge(handshake.key);
                             break true;
                         }
                         Poll::Ready(Ok(tls)) => {
@@ -468,7 +585,7 @@ impl<H: Handler> Shard<H> {
                                 .and_then(|chain| chain.first())
                                 .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
                             entry.state = State::Tls(Driver::new(
-                                self.shared.clone(),
+                                core.shared.clone(),
                                 key,
                                 link,
                                 Box::new(tls),
@@ -495,14 +612,12 @@ impl<H: Handler> Shard<H> {
             self.slots.remove(slot);
         }
     }
-}
 
-impl<H: Handler> Shard<H> {
-    /// [`Shard::drive`], with a panic (a handler's bug) contained to its connection, as tokio
+    /// [`Inner::drive`], with a panic (a handler's bug) contained to its connection, as tokio
     /// contains a task's: the connection is dropped (its handles see it gone, its socket
     /// closes) and the shard's other connections carry on.
-    fn drive_contained(&mut self, slot: usize, now: Instant) {
-        let driven = std::panic::catch_unwind(AssertUnwindSafe(|| self.drive(slot, now)));
+    fn drive_contained(&mut self, core: &Core<H>, slot: usize, now: Instant) {
+        let driven = std::panic::catch_unwind(AssertUnwindSafe(|| self.drive(core, slot, now)));
         if driven.is_err() {
             tracing::error!("a connection's handler panicked: the connection is dropped");
             let dropped = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -522,34 +637,38 @@ impl<H: Handler> Future for Shard<H> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        let core = this.core.clone();
+        let mut inner = core.lock();
+        inner.sleeping_until = None;
         for _ in 0..ROUNDS_PER_POLL {
             let now = Instant::now();
-            this.accept(cx, now);
-            this.poll_events(cx);
-            this.expire(now);
-            this.wake_list.take(&mut this.ready, cx.waker());
-            if this.ready.is_empty() {
-                if this.incoming_closed && this.slots.is_empty() {
+            this.accept(cx, &mut inner, now);
+            this.poll_events(cx, &mut inner);
+            inner.expire(now);
+            core.wake_list.take(&mut inner.ready, cx.waker());
+            if inner.ready.is_empty() {
+                if this.incoming_closed && inner.slots.is_empty() {
                     return Poll::Ready(());
                 }
-                let Some(&Reverse((at, _))) = this.timers.peek() else {
+                let Some(&Reverse((at, _))) = inner.timers.peek() else {
                     return Poll::Pending;
                 };
-                let at = tokio::time::Instant::from_std(at);
-                if this.sleep.deadline() != at {
-                    this.sleep.as_mut().reset(at);
+                let deadline = tokio::time::Instant::from_std(at);
+                if this.sleep.deadline() != deadline {
+                    this.sleep.as_mut().reset(deadline);
                 }
                 if this.sleep.as_mut().poll(cx).is_ready() {
                     continue;
                 }
+                inner.sleeping_until = Some(at);
                 return Poll::Pending;
             }
-            let mut ready = std::mem::take(&mut this.ready);
+            let mut ready = std::mem::take(&mut inner.ready);
             for slot in ready.drain(..) {
-                this.drive_contained(slot, now);
+                inner.drive_contained(&core, slot, now);
             }
-            if this.ready.is_empty() {
-                this.ready = ready; // keeps its capacity
+            if inner.ready.is_empty() {
+                inner.ready = ready; // keeps its capacity
             }
         }
         cx.waker().wake_by_ref();
