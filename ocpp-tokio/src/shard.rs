@@ -10,6 +10,12 @@
 //! number on the shard's wake list. Sockets are registered edge-triggered, for reading and
 //! writing at once; the driver reads and writes until the socket would block (its turn
 //! stops only when nothing progresses), which is what edge-triggered readiness needs.
+//!
+//! A CALL or SEND from a handle (`ChargePoint::call`...) that finds its shard's task not
+//! running drives the connection on the caller's thread ([`handing`]): the connections and
+//! their timers are behind one lock, which the shard's task holds for each of its polls and
+//! a handle takes only if it is free. The CALL is written at once instead of waiting for the
+//! shard's turn in the run queue; when the lock is taken, the shard is woken as usual.
 
 use std::cell::Cell;
 use std::cmp::Reverse;
