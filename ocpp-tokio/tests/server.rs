@@ -815,7 +815,37 @@ async fn a_handler_that_panics_drops_only_its_connection() {
     server.stop().await;
 }
 
+/// A handle used from another runtime's thread: its CALL reaches the charge point and the
+/// answer comes back (on a shard, the handle drives the connection on its own thread, inside
+/// the server's runtime), and the connection goes on serving.
+async fn a_call_from_another_runtime_reaches_the_charge_point() {
+    let server = TestServer::start(server_config()).await;
+    let mut cp = TestCp::connect(server.addr, "ELSEWHERE", OcppVersion::V1_6).await;
+    let handle = server.charge_points.get("ELSEWHERE").unwrap();
+    let caller = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(handle.call(reset_soft()))
+    });
+    let (id, request) = cp.expect_call().await;
+    assert_eq!(request.action(), "Reset");
+    let accepted = v1_6::ResetResponse {
+        status: v1_6::ResetStatus::Accepted,
+    };
+    cp.respond(&id, v1_6::Response::from(accepted).into()).await;
+    let outcome = tokio::task::spawn_blocking(move || caller.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(outcome.unwrap().status, v1_6::ResetStatus::Accepted);
+    let beat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
+    assert!(cp.call(beat).await.is_ok());
+    server.stop().await;
+}
+
 in_both_layouts!(
+    a_call_from_another_runtime_reaches_the_charge_point,
     a_handler_that_panics_drops_only_its_connection,
     calls_reach_the_handler_on_1_6_and_2_0_1,
     a_slow_handler_does_not_stop_the_connection,
