@@ -66,7 +66,11 @@ impl Server {
         let mut child = Command::new(binary)
             .args(["--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
             .args(extra)
-            .env("RUST_LOG", "warn")
+            // `TEST_SERVER_LOG=info cargo test ...` to see what the servers log.
+            .env(
+                "RUST_LOG",
+                std::env::var("TEST_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             // Nothing kept across tests: a test that wants a database passes --database.
             .env("OCPP_DATABASE_URL", "memory")
             .envs(env.iter().copied())
