@@ -28,12 +28,67 @@ fn handing<R>(push: impl FnOnce() -> R) -> R {
     push()
 }
 
+/// Where a CALL's outcome goes: to a caller waiting on a channel ([`ChargePoint::call_raw`]),
+/// or to a function the connection runs ([`ChargePoint::call_raw_then`]).
+#[derive(Debug)]
+pub(crate) enum CallReply {
+    Waiting(oneshot::Sender<Result<Response, CallFailure>>),
+    Then(OnOutcome),
+}
+
+impl CallReply {
+    /// Hands over the outcome (a caller that stopped waiting does not hear of it).
+    pub(crate) fn send(self, outcome: Result<Response, CallFailure>) {
+        match self {
+            CallReply::Waiting(reply) => {
+                let _ = reply.send(outcome);
+            }
+            CallReply::Then(mut then) => then.run(outcome),
+        }
+    }
+}
+
+/// The function of [`ChargePoint::call_raw_then`]. Run exactly once: with the outcome, or
+/// when dropped without one (the connection's task dropped with its runtime), with
+/// [`CallFailure::Disconnected`], the answer a waiting caller gets then.
+pub(crate) struct OnOutcome(Option<OutcomeFn>);
+
+/// What [`ChargePoint::call_raw_then`] is given, boxed.
+type OutcomeFn = Box<dyn FnOnce(Result<Response, CallFailure>) + Send>;
+
+impl OnOutcome {
+    fn run(&mut self, outcome: Result<Response, CallFailure>) {
+        if let Some(then) = self.0.take() {
+            then(outcome);
+        }
+    }
+}
+
+impl Drop for OnOutcome {
+    fn drop(&mut self) {
+        if self.0.is_none() {
+            return;
+        }
+        // Possibly while a panic unwinds (a handler's, in the connection's task): a second
+        // panic here would abort the process, so the function's own is contained.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.run(Err(CallFailure::Disconnected));
+        }));
+    }
+}
+
+impl fmt::Debug for OnOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OnOutcome")
+    }
+}
+
 /// A command from a handle to the connection's task.
 #[derive(Debug)]
 pub(crate) enum Command {
     Call {
         request: Request,
-        reply: oneshot::Sender<Result<Response, CallFailure>>,
+        reply: CallReply,
         /// Not written after this ([`ChargePoint::call_raw_with_deadline`]).
         deadline: Option<Instant>,
     },
@@ -465,7 +520,7 @@ impl ChargePoint {
         let (reply, answer) = oneshot::channel();
         let command = Command::Call {
             request,
-            reply,
+            reply: CallReply::Waiting(reply),
             deadline,
         };
         match handing(|| self.link.push(command)) {
@@ -475,6 +530,52 @@ impl ChargePoint {
         }
         // The task always replies; a task dropped with the runtime may have sent the CALL.
         answer.await.unwrap_or(Err(CallFailure::Disconnected))
+    }
+
+    /// Sends a CALL of any action and version and hands its outcome to `on_outcome` instead of
+    /// waiting for it: nothing waits, so nothing is woken when the answer comes. For a
+    /// central system that sends many CALLs from one task (a push to every charge point, a
+    /// poll of each one's status), this costs neither a task nor a channel per CALL.
+    ///
+    /// `on_outcome` runs exactly once, with what [`ChargePoint::call_raw`] would return:
+    /// here and now when the connection refuses the CALL (its queue is full, it is over);
+    /// otherwise where the connection is driven, when the answer, the error or the timeout
+    /// comes. It runs in the middle of the connection's work: keep it short, never block
+    /// in it (spawn a task for slow work), and do not panic (a panic there ends the
+    /// connection, as a handler's panic does).
+    ///
+    /// ```no_run
+    /// # fn example(cp: ocpp_tokio::ChargePoint) {
+    /// use ocpp_tokio::ocpp::v1_6;
+    /// let request = v1_6::Request::from(v1_6::ClearCacheRequest {});
+    /// cp.call_raw_then(request.into(), |outcome| match outcome {
+    ///     Ok(response) => println!("answered: {}", response.action()),
+    ///     Err(failure) => println!("{failure} (may have reached it: {})", failure.may_have_reached_peer()),
+    /// });
+    /// # }
+    /// ```
+    pub fn call_raw_then(
+        &self,
+        request: Request,
+        on_outcome: impl FnOnce(Result<Response, CallFailure>) + Send + 'static,
+    ) {
+        let command = Command::Call {
+            request,
+            reply: CallReply::Then(OnOutcome(Some(Box::new(on_outcome)))),
+            deadline: None,
+        };
+        let refused = match handing(|| self.link.push(command)) {
+            Ok(()) => return,
+            Err((command, full)) => (command, full),
+        };
+        if let (Command::Call { reply, .. }, full) = refused {
+            let failure = if full {
+                CallFailure::QueueFull
+            } else {
+                CallFailure::NotConnected
+            };
+            reply.send(Err(failure));
+        }
     }
 
     /// Sends a SEND (OCPP 2.1): never answered. Returns once it is written to the
@@ -540,9 +641,32 @@ mod tests {
         let request = ocpp_messages::v1_6::HeartbeatRequest::default().into();
         Command::Call {
             request,
-            reply,
+            reply: CallReply::Waiting(reply),
             deadline: None,
         }
+    }
+
+    /// A `call_raw_then` function runs once: with the outcome, or with `Disconnected` when
+    /// its command is dropped unanswered (a task dropped with its runtime); a panic in it
+    /// then is contained.
+    #[test]
+    fn an_outcome_function_runs_exactly_once() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let then = |seen: &Arc<Mutex<Vec<_>>>| {
+            let seen = Arc::clone(seen);
+            CallReply::Then(OnOutcome(Some(Box::new(move |outcome| {
+                seen.lock().unwrap().push(outcome)
+            }))))
+        };
+        then(&seen).send(Err(CallFailure::Timeout));
+        drop(then(&seen));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [Err(CallFailure::Timeout), Err(CallFailure::Disconnected)]
+        );
+        drop(CallReply::Then(OnOutcome(Some(Box::new(|_| {
+            panic!("in the function")
+        })))));
     }
 
     #[test]

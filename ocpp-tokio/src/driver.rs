@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{oneshot, Notify};
 use tokio::time::Sleep;
 
-use crate::charge_point::{Command, Link, Settings};
+use crate::charge_point::{CallReply, Command, Link, Settings};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
@@ -134,7 +134,7 @@ impl<H> Shared<H> {
 /// A CALL of ours waiting for its outcome.
 struct Waiter {
     id: MessageId<'static>,
-    reply: oneshot::Sender<CallOutcome>,
+    reply: CallReply,
 }
 
 /// The connection task: a future that ends when the connection is over.
@@ -370,7 +370,7 @@ where
                         self.waiters.push(Waiter { id, reply });
                     }
                     Err(refused) => {
-                        let _ = reply.send(Err(CallFailure::from(refused.reason)));
+                        reply.send(Err(CallFailure::from(refused.reason)));
                     }
                 }
             }
@@ -581,7 +581,7 @@ where
             .position(|w| w.id.as_str() == id.as_str())
         {
             let waiter = self.waiters.swap_remove(at);
-            let _ = waiter.reply.send(outcome);
+            waiter.reply.send(outcome);
         }
     }
 
@@ -641,6 +641,11 @@ where
         }
         let handler = self.shared.handler.clone();
         tokio::spawn(async move { handler.on_connect(session).await });
+    }
+
+    /// The stream of this connection (a shard tells it what epoll reports).
+    pub(crate) fn stream_mut(&mut self) -> &mut S {
+        &mut self.stream
     }
 
     /// The timer of this connection (a shard reads what was asked of it after each turn).
@@ -835,7 +840,7 @@ impl<S, H: Handler, T> Driver<S, H, T> {
         for command in self.link.close() {
             match command {
                 Command::Call { reply, .. } => {
-                    let _ = reply.send(Err(CallFailure::NotConnected));
+                    reply.send(Err(CallFailure::NotConnected));
                 }
                 Command::Send { reply, .. } => {
                     let _ = reply.send(Err(SendError::NotConnected));
@@ -846,7 +851,7 @@ impl<S, H: Handler, T> Driver<S, H, T> {
         // Only when the task is dropped without its `Closed` event (the runtime shut down):
         // the CALLs may have been written.
         for waiter in self.waiters.drain(..) {
-            let _ = waiter.reply.send(Err(CallFailure::Disconnected));
+            waiter.reply.send(Err(CallFailure::Disconnected));
         }
         let retries = self
             .rare

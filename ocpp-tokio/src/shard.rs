@@ -64,7 +64,31 @@ pub(crate) struct Incoming {
 
 /// A socket of a shard. Reading and writing never wait: "would block" is `Pending`, and the
 /// shard's epoll says when to drive the connection again (no waker is kept here).
-pub(crate) struct ShardStream(TcpStream);
+///
+/// It remembers whether the socket may have bytes to read, as tokio's registration does: a
+/// read that fills less than its buffer drained the socket (a TCP `recv` takes all that is
+/// queued, up to the buffer), and so did one that would block; the socket is readable again
+/// only when epoll says so ([`ShardStream::readable`]), since bytes that arrive later raise a
+/// new edge. A connection driven for another reason (a handle's CALL, a timer, a handler's
+/// answer) then costs no `recv` that would block.
+pub(crate) struct ShardStream {
+    socket: TcpStream,
+    readable: bool,
+}
+
+impl ShardStream {
+    fn new(socket: TcpStream) -> Self {
+        ShardStream {
+            socket,
+            readable: true,
+        }
+    }
+
+    /// Epoll reported the socket readable (bytes, the peer's end or an error).
+    fn readable(&mut self) {
+        self.readable = true;
+    }
+}
 
 impl AsyncRead for ShardStream {
     fn poll_read(
@@ -77,6 +101,10 @@ impl AsyncRead for ShardStream {
         #[allow(unsafe_code)]
         let unfilled = unsafe { buf.unfilled_mut() };
         let (at, len) = (unfilled.as_mut_ptr().cast::<libc::c_void>(), unfilled.len());
+        let this = self.get_mut();
+        if !this.readable {
+            return Poll::Pending;
+        }
         loop {
             // SAFETY: `recv` writes at most `len` bytes from `at`, the start of the memory
             // `buf` lends us to write (initialized or not), and never reads it; the descriptor
@@ -85,9 +113,13 @@ impl AsyncRead for ShardStream {
             // `tests/server.rs`, `tls.rs`, `backpressure.rs` and `thousand.rs` (bad frames,
             // closes and resets among them) and `heap_per_connection.rs`.
             #[allow(unsafe_code)]
-            let n = unsafe { libc::recv(self.0.as_raw_fd(), at, len, 0) };
+            let n = unsafe { libc::recv(this.socket.as_raw_fd(), at, len, 0) };
             if n >= 0 {
                 let n = n.unsigned_abs();
+                // Drained (the end, 0, is read again: it stays).
+                if n > 0 && n < len {
+                    this.readable = false;
+                }
                 // SAFETY: the kernel wrote `n` bytes (at most `unfilled.len()`) at the start
                 // of `unfilled`.
                 #[allow(unsafe_code)]
@@ -100,7 +132,10 @@ impl AsyncRead for ShardStream {
             let error = io::Error::last_os_error();
             match error.kind() {
                 io::ErrorKind::Interrupted => continue,
-                io::ErrorKind::WouldBlock => return Poll::Pending,
+                io::ErrorKind::WouldBlock => {
+                    this.readable = false;
+                    return Poll::Pending;
+                }
                 _ => return Poll::Ready(Err(error)),
             }
         }
@@ -113,7 +148,7 @@ impl AsyncWrite for ShardStream {
         _: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let stream = &mut self.get_mut().0;
+        let stream = &mut self.get_mut().socket;
         loop {
             match stream.write(buf) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -128,7 +163,7 @@ impl AsyncWrite for ShardStream {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.0.shutdown(Shutdown::Write) {
+        match self.socket.shutdown(Shutdown::Write) {
             Err(e) if e.kind() != io::ErrorKind::NotConnected => Poll::Ready(Err(e)),
             _ => Poll::Ready(Ok(())),
         }
@@ -136,13 +171,13 @@ impl AsyncWrite for ShardStream {
 }
 
 /// A connection's timer in a shard: the moment the driver asked for, which the shard puts on
-/// its heap after the turn ([`Shard::drive`]).
+/// its heap after the turn ([`Inner::drive`]: a turn that changed it asked for it).
 #[derive(Default)]
 pub(crate) struct ShardTimer {
-    /// The moment the shard will drive the connection again (its heap has it).
+    /// The moment the shard will drive the connection again (its heap has it). Set only to a
+    /// moment to come that differs from the one before, and cleared only by the shard when
+    /// the moment has come.
     at: Option<Instant>,
-    /// Whether `at` was set since the shard last looked.
-    asked: bool,
 }
 
 impl Timer for ShardTimer {
@@ -154,7 +189,6 @@ impl Timer for ShardTimer {
             return false; // fires earlier; the turn it causes arms it again
         }
         self.at = Some(deadline);
-        self.asked = true;
         false
     }
 }
@@ -442,7 +476,7 @@ impl<H: Handler> Shard<H> {
             shared.discharge(key);
             return;
         }
-        let stream = ShardStream(stream);
+        let stream = ShardStream::new(stream);
         let state = match &self.tls {
             None => State::Plain(Driver::new(
                 shared.clone(),
@@ -498,7 +532,11 @@ impl<H: Handler> Shard<H> {
             let mut count = 0;
             for event in events.iter() {
                 count += 1;
-                inner.mark(event.token().0);
+                let slot = event.token().0;
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    inner.readable(slot);
+                }
+                inner.mark(slot);
             }
             if count < EVENTS {
                 // All taken: tokio reports the epoll readable again when a socket is.
@@ -509,6 +547,23 @@ impl<H: Handler> Shard<H> {
 }
 
 impl<H: Handler> Inner<H> {
+    /// Epoll reported `slot`'s socket readable.
+    fn readable(&mut self, slot: usize) {
+        let Some(entry) = self.slots.get_mut(slot) else {
+            return;
+        };
+        let stream = match &mut entry.state {
+            State::Plain(driver) => driver.stream_mut(),
+            State::Tls(driver) => driver.stream_mut().get_mut().0,
+            State::Handshake(handshake) => match handshake.accept.get_mut() {
+                Some(stream) => stream,
+                None => return,
+            },
+            State::Moving => return,
+        };
+        stream.readable();
+    }
+
     /// Puts `slot` on this round's list, unless it is on a list already.
     fn mark(&mut self, slot: usize) {
         if let Some(entry) = self.slots.get(slot) {
@@ -554,9 +609,15 @@ impl<H: Handler> Inner<H> {
         let waker = Waker::from(entry.wake.clone());
         let mut cx = Context::from_waker(&waker);
         let over = loop {
-            let (poll, timer) = match &mut entry.state {
-                State::Plain(driver) => (driver.turn(&mut cx), driver.timer_mut()),
-                State::Tls(driver) => (driver.turn(&mut cx), driver.timer_mut()),
+            let (poll, timer, before) = match &mut entry.state {
+                State::Plain(driver) => {
+                    let before = driver.timer_mut().at;
+                    (driver.turn(&mut cx), driver.timer_mut(), before)
+                }
+                State::Tls(driver) => {
+                    let before = driver.timer_mut().at;
+                    (driver.turn(&mut cx), driver.timer_mut(), before)
+                }
                 State::Handshake(handshake) => {
                     match Pin::new(&mut handshake.accept).poll(&mut cx) {
                         Poll::Pending if now < handshake.deadline => break false,
@@ -605,8 +666,7 @@ impl<H: Handler> Inner<H> {
                 }
                 State::Moving => break true,
             };
-            if timer.asked {
-                timer.asked = false;
+            if timer.at != before {
                 if let Some(at) = timer.at {
                     self.timers.push(Reverse((at, slot)));
                 }

@@ -844,7 +844,85 @@ async fn a_call_from_another_runtime_reaches_the_charge_point() {
     server.stop().await;
 }
 
+/// `call_raw_then`: each CALL's outcome reaches its function exactly once, with what
+/// `call_raw` would return: the answer; `Disconnected` for the CALL in flight when the
+/// charge point goes away and `ClosedBeforeSent` for the one queued behind it; and,
+/// at once on the caller's thread, `NotConnected` once the connection is over.
+async fn call_raw_then_hands_every_outcome_over_once() {
+    // Counts our CALLs the core took (in flight or queued behind the one in flight).
+    let calls_out = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let builder = Server::builder().config(server_config()).on_message({
+        let calls_out = calls_out.clone();
+        move |event| {
+            if matches!(event.message, Message::CallOut(_)) {
+                calls_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+    let server = TestServer::start_with(builder).await;
+    let (mut cp, handle) = connected(&server, "THEN").await;
+    let (outcomes, mut outcome) = tokio::sync::mpsc::unbounded_channel();
+    let then = |tag: &'static str| {
+        let outcomes = outcomes.clone();
+        move |result: Result<ocpp_tokio::ocpp::Response, CallFailure>| {
+            outcomes.send((tag, result)).unwrap();
+        }
+    };
+    let clear = || Request::from(v1_6::Request::from(v1_6::ClearCacheRequest {}));
+    handle.call_raw_then(clear(), then("answered"));
+    let (id, request) = cp.expect_call().await;
+    assert_eq!(request.action(), "ClearCache");
+    let cleared = v1_6::ClearCacheResponse {
+        status: v1_6::ClearCacheStatus::Accepted,
+    };
+    cp.respond(&id, v1_6::Response::from(cleared).into()).await;
+    let (tag, result) = tokio::time::timeout(WAIT, outcome.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(tag, "answered");
+    assert!(
+        matches!(result, Ok(ocpp_tokio::ocpp::Response::V1_6(_))),
+        "{result:?}"
+    );
+    // One written and unanswered, one queued behind it; then the charge point goes away.
+    handle.call_raw_then(clear(), then("in flight"));
+    let _ = cp.expect_call().await;
+    handle.call_raw_then(clear(), then("queued"));
+    eventually("the second CALL is queued", || {
+        calls_out.load(std::sync::atomic::Ordering::Relaxed) == 3
+    })
+    .await;
+    drop(cp);
+    let mut ended = Vec::new();
+    for _ in 0..2 {
+        ended.push(
+            tokio::time::timeout(WAIT, outcome.recv())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    ended.sort_by_key(|(tag, _)| *tag);
+    assert_eq!(
+        ended,
+        [
+            ("in flight", Err(CallFailure::Disconnected)),
+            ("queued", Err(CallFailure::ClosedBeforeSent)),
+        ]
+    );
+    eventually("THEN closed", || !handle.is_connected()).await;
+    handle.call_raw_then(clear(), then("too late"));
+    assert_eq!(
+        outcome.try_recv().unwrap(),
+        ("too late", Err(CallFailure::NotConnected))
+    );
+    assert!(outcome.try_recv().is_err(), "each outcome once");
+    server.stop().await;
+}
+
 in_both_layouts!(
+    call_raw_then_hands_every_outcome_over_once,
     a_call_from_another_runtime_reaches_the_charge_point,
     a_handler_that_panics_drops_only_its_connection,
     calls_reach_the_handler_on_1_6_and_2_0_1,

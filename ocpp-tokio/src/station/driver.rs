@@ -27,7 +27,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::queue::Queue;
 use super::{App, Command, PermanentFailure, Queued, StationUrl, Status};
-use crate::charge_point::{Command as LinkCommand, Link};
+use crate::charge_point::{CallReply, Command as LinkCommand, Link};
 use crate::error::SendError;
 use crate::{ChargePoint, Handler, IncomingCall, Session};
 
@@ -112,7 +112,7 @@ enum Outgoing {
     /// The application's CALL; a BootNotification (e.g. one a TriggerMessage asked for) also
     /// tells the registration its answer.
     Call {
-        reply: oneshot::Sender<CallOutcome>,
+        reply: CallReply,
         boot: bool,
     },
     Queued(u64),
@@ -240,7 +240,7 @@ impl Task {
     fn offline_command(&mut self, command: Command) {
         match command {
             Command::Call { request, reply } if is_transaction_message(&request) => {
-                queue_call(&mut self.queue, request, reply)
+                queue_call(&mut self.queue, request, CallReply::Waiting(reply))
             }
             Command::Call { reply, .. } => {
                 let _ = reply.send(Err(CallFailure::NotConnected));
@@ -434,7 +434,7 @@ impl Task {
                 wire.conn.close(now, CloseCode::NORMAL, "station stopping");
             }
             Some(Command::Call { request, reply }) => {
-                wire.call(request, reply, None, &mut self.queue)
+                wire.call(request, CallReply::Waiting(reply), None, &mut self.queue)
             }
             Some(Command::Queue {
                 request,
@@ -505,7 +505,7 @@ impl Task {
             } = held;
             if deadline <= now {
                 // Held past its deadline (the registration never allowed it): never sent.
-                let _ = reply.send(Err(CallFailure::DeadlinePassed));
+                reply.send(Err(CallFailure::DeadlinePassed));
                 continue;
             }
             if !on.registration.may_send(request.action()) {
@@ -525,7 +525,7 @@ impl Task {
                     wire.outgoing.insert(id, Outgoing::Call { reply, boot });
                 }
                 Err(refused) => {
-                    let _ = reply.send(Err(CallFailure::from(refused.reason)));
+                    reply.send(Err(CallFailure::from(refused.reason)));
                 }
             }
         }
@@ -607,7 +607,7 @@ impl Task {
                 if boot {
                     self.completed(now, online, Outgoing::Boot, outcome.clone());
                 }
-                let _ = reply.send(outcome);
+                reply.send(outcome);
             }
             Outgoing::Queued(seq) => self.queue.on_outcome(now, seq, outcome),
         }
@@ -624,12 +624,12 @@ impl Task {
             }
         }
         for held in wire.held.drain(..) {
-            let _ = held.reply.send(Err(CallFailure::ClosedBeforeSent));
+            held.reply.send(Err(CallFailure::ClosedBeforeSent));
         }
         if let Some(on) = wire.online.take() {
             for command in on.link.close() {
                 if let LinkCommand::Call { reply, .. } = command {
-                    let _ = reply.send(Err(CallFailure::NotConnected));
+                    reply.send(Err(CallFailure::NotConnected));
                 }
             }
             tokio::spawn(on.app.on_close(closed.clone()));
@@ -695,7 +695,7 @@ impl Wire {
     fn call(
         &mut self,
         request: Request,
-        reply: oneshot::Sender<CallOutcome>,
+        reply: CallReply,
         deadline: Option<Instant>,
         queue: &mut Queue,
     ) {
@@ -716,7 +716,7 @@ impl Wire {
 /// An application's CALL that waits for the registration to allow it.
 struct Held {
     request: Request,
-    reply: oneshot::Sender<CallOutcome>,
+    reply: CallReply,
     /// Not sent after this; answered by then.
     deadline: Instant,
 }
@@ -750,16 +750,16 @@ fn on_link_command(wire: &mut Wire, command: LinkCommand, queue: &mut Queue) {
 
 /// A transaction message through [`Station::call`](super::Station::call): queued, and the
 /// caller gets its outcome once delivered.
-fn queue_call(queue: &mut Queue, request: Request, reply: oneshot::Sender<CallOutcome>) {
+fn queue_call(queue: &mut Queue, request: Request, reply: CallReply) {
     match queue.push(&request, None) {
         Ok((_, outcome)) => {
             tokio::spawn(async move {
                 let outcome = outcome.await.unwrap_or(Err(CallFailure::NotConnected));
-                let _ = reply.send(outcome);
+                reply.send(outcome);
             });
         }
         Err(error) => {
-            let _ = reply.send(Err(CallFailure::InvalidRequest {
+            reply.send(Err(CallFailure::InvalidRequest {
                 description: format!("not queued: {error}"),
             }));
         }
