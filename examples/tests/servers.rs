@@ -428,7 +428,15 @@ fn concurrent_charge_points_on_two_threads(kind: Kind) {
 }
 
 fn push_interval_sends_numbered_data_transfers(kind: Kind) {
-    let server = kind.start(&["--push-interval-ms", "50"]);
+    // tokio-server pushes on its shards and with a task per connection (mio-server ignores
+    // `--shards`).
+    for shards in ["1", "0"] {
+        let server = kind.start(&["--push-interval-ms", "50", "--shards", shards]);
+        pushes_to_each_version(&server);
+    }
+}
+
+fn pushes_to_each_version(server: &Server) {
     for version in [OcppVersion::V1_6, OcppVersion::V2_0_1] {
         let mut cp = ChargePoint::connect(
             server.ocpp,

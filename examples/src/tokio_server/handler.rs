@@ -10,6 +10,7 @@ use ocpp_server_core::{CallFailure, CallOutcome, Closed, ErrorCode, Request};
 use ocpp_tokio::handler::PeerCertificate;
 use ocpp_tokio::{Answer, ChargePoint, Connecting, Handler, IncomingCall, Rejection, Session};
 
+use super::push::Pushes;
 use crate::csms::{ClientCertificate, Csms, Reply, SessionId, Transport};
 
 /// The application the tokio server serves: the [`Csms`], and how it is reached.
@@ -18,8 +19,8 @@ pub(super) struct App {
     pub(super) csms: Arc<Csms>,
     /// `wss://`: the transport [`Csms::on_upgrade`] is told of.
     tls: bool,
-    /// `--push-interval-ms`.
-    push_interval: Option<Duration>,
+    /// `--push-interval-ms`: the ticker that pushes.
+    pushes: Option<Pushes>,
     /// The follow-up CALLs ([`Csms::take_follow_up`]) of each session that has some still
     /// to send or in flight, in the order the CSMS gave them. One task per such session
     /// sends them one after another and hands each outcome to the CSMS before it sends the
@@ -41,11 +42,20 @@ pub(super) struct Station {
 }
 
 impl App {
-    pub(super) fn new(csms: Arc<Csms>, tls: bool, push_interval: Option<Duration>) -> Self {
+    /// The application; with `push_interval`, its push ticker starts (call it inside the
+    /// runtime).
+    pub(super) fn new(
+        csms: Arc<Csms>,
+        tls: bool,
+        push_interval: Option<Duration>,
+        shards: usize,
+    ) -> Self {
+        let pushes =
+            push_interval.map(|interval| Pushes::start(Arc::clone(&csms), interval, shards));
         App {
             csms,
             tls,
-            push_interval,
+            pushes,
             follow_ups: Arc::default(),
         }
     }
@@ -128,9 +138,8 @@ impl Handler for App {
     async fn on_connect(&self, session: Session<Station>) {
         let cp = session.charge_point();
         tracing::info!(identity = %cp.identity(), version = cp.version().as_str(), "connected");
-        if let Some(interval) = self.push_interval {
-            // This task is the charge point's own: it pushes until the connection ends.
-            super::push::pusher(self, cp.clone(), interval).await;
+        if let Some(pushes) = &self.pushes {
+            pushes.add(cp.clone());
         }
     }
 

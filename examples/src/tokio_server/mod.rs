@@ -103,6 +103,7 @@ impl Server {
             Arc::clone(&csms),
             config.tls.is_some(),
             config.push_interval,
+            config.shards,
         ));
         let call_timeout = config.connection.get_call_timeout();
         let handshake_timeout = config.connection.get_handshake_timeout();

@@ -1,80 +1,131 @@
-//! `--push-interval-ms`: a numbered DataTransfer ([`crate::csms::push`] builds it) to each
-//! connected charge point every interval, from a task of its own started when it connects.
+//! `--push-interval-ms`: a numbered DataTransfer ([`crate::csms::push`] builds it) to every
+//! connected charge point every interval, as mio-server's loop does: one task, one tick for
+//! all ([`ticker`]).
 //!
-//! One task per charge point rather than one ticker for all: the push is stamped when it is
-//! built, so the stamp is only close to the moment the connection encodes it if nothing runs
-//! in between. A push task hands its CALL to the connection and lets it run at once: on a
-//! shard the connection is driven right there, on the pusher's thread (`ocpp_tokio`'s
-//! `handing`); a task per connection is woken and run next (tokio's LIFO slot). A ticker
-//! stamping 10,000 pushes in one go made the last ones wait for all the others (push p99
-//! 322 ms at 10,000 charge points against 15 us for the peers, see BENCHMARKS.md). The push's
-//! outcome goes back through `ChargePoint::call_raw_then`, run by the connection, so a pusher
-//! wakes once per push, for its tick. The tasks exist only with `--push-interval-ms`, so an
-//! idle server holds none; their timers start at connect time, so the pushes are spread like
-//! the connects.
+//! Each push is stamped as it is built, right before it is handed to its connection, and the
+//! connection runs at once: on a shard it is driven right there, on the ticker's thread
+//! (`ocpp_tokio`'s `handing`), so a push is written before the next is built. With a task
+//! per connection (`--shards 0`) the connection's task must run instead, so the ticker yields
+//! after every push (tokio runs the task just woken next, its LIFO slot); on shards it yields
+//! every [`SHARD_BURST`] pushes, so that the shard reads the answers between bursts. Before
+//! this, a ticker handing 10,000 pushes to their tasks in one go made the last ones wait for
+//! all the others (push p99 322 ms at 10,000 charge points against 15 us for the peers, see
+//! BENCHMARKS.md), and a task per charge point woke twice per push.
+//!
+//! A push's outcome goes back through `ChargePoint::call_raw_then`, run by the connection:
+//! nothing waits for it. The ticker exists only with `--push-interval-ms`.
 
-use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ocpp_tokio::ChargePoint;
+use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
-use super::handler::{call_ended, App};
+use super::handler::call_ended;
 use crate::csms::{push, Csms};
 
-/// What a push's outcome needs, shared by all the pushes to one charge point.
+/// Pushes handed over between two yields of the ticker on shards.
+const SHARD_BURST: usize = 64;
+
+/// One charge point the ticker pushes to.
 struct Pushing {
     csms: Arc<Csms>,
     cp: ChargePoint,
-    /// A push is unanswered.
-    in_flight: AtomicBool,
+    /// The last push's sequence number (skipped ones included).
+    seq: u64,
+    /// A push is unanswered ([`Pushing::ended`] clears it).
+    in_flight: Arc<AtomicBool>,
 }
 
 impl Pushing {
-    /// A push ended (run by the connection, [`ChargePoint::call_raw_then`]).
-    fn ended(&self, outcome: &ocpp_server_core::CallOutcome) {
-        call_ended(&self.csms, &self.cp, "DataTransfer", outcome);
-        if outcome
-            .as_ref()
-            .is_err_and(|failure| !failure.may_have_reached_peer())
-        {
+    /// Pushes, or skips a push while the last one is unanswered (its number is taken, so the
+    /// skip shows as a gap, as [`crate::csms::push::send_next`] does).
+    fn tick(&mut self) {
+        self.seq += 1;
+        if self.in_flight.swap(true, Ordering::AcqRel) {
             self.csms.metrics().pushes_skipped.inc();
+            return;
         }
-        self.in_flight.store(false, Ordering::Release);
+        let request = push::data_transfer(self.cp.version(), self.seq, push::unix_nanos_now());
+        let (csms, cp, in_flight) = (
+            Arc::clone(&self.csms),
+            self.cp.clone(),
+            Arc::clone(&self.in_flight),
+        );
+        self.cp.call_raw_then(request, move |outcome| {
+            call_ended(&csms, &cp, "DataTransfer", &outcome);
+            if outcome
+                .as_ref()
+                .is_err_and(|failure| !failure.may_have_reached_peer())
+            {
+                csms.metrics().pushes_skipped.inc();
+            }
+            in_flight.store(false, Ordering::Release);
+        });
     }
 }
 
-/// Pushes to `cp` until its connection is over. A tick while the previous push is
-/// unanswered is skipped but takes its sequence number, so the skip shows as a gap (as
-/// [`crate::csms::push::send_next`] does). The task wakes only for its ticks: each push's
-/// outcome is handed to [`Pushing::ended`] by the connection itself.
-pub(super) async fn pusher(app: &App, cp: ChargePoint, interval: Duration) {
-    let pushing = Arc::new(Pushing {
-        csms: Arc::clone(&app.csms),
-        cp,
-        in_flight: AtomicBool::new(false),
-    });
+/// The ticker's side of `--push-interval-ms`: started with the server, fed each charge
+/// point as it connects ([`Pushes::add`]).
+#[derive(Debug)]
+pub(super) struct Pushes {
+    arrivals: mpsc::UnboundedSender<ChargePoint>,
+}
+
+impl Pushes {
+    /// Starts the ticker (inside the runtime). `shards`: the server's (0, a task per
+    /// connection, makes the ticker yield after every push).
+    pub(super) fn start(csms: Arc<Csms>, interval: Duration, shards: usize) -> Self {
+        let (arrivals, incoming) = mpsc::unbounded_channel();
+        let burst = if shards == 0 { 1 } else { SHARD_BURST };
+        tokio::spawn(ticker(csms, incoming, interval, burst));
+        Pushes { arrivals }
+    }
+
+    /// Pushes to `cp` from the next tick on, until its connection is over.
+    pub(super) fn add(&self, cp: ChargePoint) {
+        let _ = self.arrivals.send(cp);
+    }
+}
+
+/// Every `interval`: a push to each charge point connected, `burst` at a time between
+/// yields. Ends once the server is gone (`incoming` closed) and its charge points with it.
+async fn ticker(
+    csms: Arc<Csms>,
+    mut incoming: mpsc::UnboundedReceiver<ChargePoint>,
+    interval: Duration,
+    burst: usize,
+) {
+    let mut pushing: Vec<Pushing> = Vec::new();
     let mut next = Instant::now() + interval;
-    let mut tick = pin!(sleep_until(next));
-    let mut seq = 0u64;
+    let mut open = true;
     loop {
-        tick.as_mut().await;
+        sleep_until(next).await;
         // A late tick (a busy thread) moves the ones after it, as `MissedTickBehavior::Delay`.
         next = (next + interval).max(Instant::now());
-        tick.as_mut().reset(next);
-        let cp = &pushing.cp;
-        if !cp.is_connected() {
+        while open {
+            match incoming.try_recv() {
+                Ok(cp) => pushing.push(Pushing {
+                    csms: Arc::clone(&csms),
+                    cp,
+                    seq: 0,
+                    in_flight: Arc::new(AtomicBool::new(false)),
+                }),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => open = false,
+            }
+        }
+        pushing.retain(|p| p.cp.is_connected());
+        if !open && pushing.is_empty() {
             return;
         }
-        seq += 1;
-        if pushing.in_flight.swap(true, Ordering::AcqRel) {
-            pushing.csms.metrics().pushes_skipped.inc();
-            continue;
+        for (n, charge_point) in pushing.iter_mut().enumerate() {
+            charge_point.tick();
+            if (n + 1) % burst == 0 {
+                tokio::task::yield_now().await;
+            }
         }
-        let request = push::data_transfer(cp.version(), seq, push::unix_nanos_now());
-        let ended = Arc::clone(&pushing);
-        cp.call_raw_then(request, move |outcome| ended.ended(&outcome));
     }
 }
