@@ -17,46 +17,21 @@
 # tokio-server with a task per connection).
 # Build first: cargo build --release -p ocpp-examples --bin mio-server --bin tokio-server --bin ocpp-load
 set -euo pipefail
-scenario=${CALLGRIND_SCENARIO:-heartbeat}
-# The servers keep no state between runs here unless OCPP_DATABASE_URL says where (their
-# default is a SQLite file in the working directory).
-export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
-server=${1:?the server binary (mio-server or tokio-server)}
-count=${2:-200}
-cd "$(dirname "$0")/.."
-load=${3:-./target/release/ocpp-load}
-out=$(mktemp -d)
 port=9587 admin=9597
-args=(--listen "127.0.0.1:$port" --admin "127.0.0.1:$admin")
-case "$(basename "$server")" in
-    mio-server) args+=(--threads 1) ;;
-esac
-# shellcheck disable=SC2206 # words on purpose
-args+=(${CALLGRIND_EXTRA:-})
-metric=ocpp_messages_in_total unit=request units=requests
-if [ "$scenario" = push ]; then
-    args+=(--push-interval-ms 500)
-    metric=ocpp_calls_sent_total unit=push units=pushes
-fi
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/steady_load.sh
+. bench/steady_load.sh "$@"
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/callgrind.out" \
     "$server" "${args[@]}" >"$out/server.log" 2>&1 &
 server_pid=$!
 sleep 5
-if [ "$scenario" = push ]; then
-    "$load" push --url "ws://127.0.0.1:$port/ocpp" --count "$count" --rate 100 \
-        --duration-s 40 >"$out/load.log" 2>&1 &
-else
-    "$load" heartbeat --url "ws://127.0.0.1:$port/ocpp" --count "$count" --rate 100 \
-        --duration-s 40 --heartbeat-s 1 --status-s 3 --meter-s 3 >"$out/load.log" 2>&1 &
-fi
-load_pid=$!
+start_load "$count" 40 "$load" "$out/load.log"
 sleep $(( count / 100 + 15 ))
-messages() { curl -s "http://127.0.0.1:$admin/metrics" | awk -v m="$metric" '$1 == m {print $2}'; }
-before=$(messages)
+before=$(counter)
 callgrind_control -i on "$server_pid" >/dev/null
 sleep 10
 callgrind_control -i off "$server_pid" >/dev/null
-after=$(messages)
+after=$(counter)
 callgrind_control -d "$server_pid" >/dev/null
 wait "$load_pid" || true
 kill -TERM "$server_pid" 2>/dev/null || true

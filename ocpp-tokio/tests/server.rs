@@ -738,8 +738,9 @@ async fn a_wrong_answer_goes_out_as_internal_error_and_the_connection_goes_on() 
     ));
 }
 
-async fn a_close_fails_the_queued_call_as_closed_before_sent_and_the_sent_one_as_disconnected() {
-    // Count our CALLs the core took (in flight or queued behind the one in flight).
+/// A test server that counts our CALLs the core took (in flight, or queued behind the one in
+/// flight): the hook sees each as it is written or queued.
+async fn counting_calls_out() -> (TestServer, Arc<std::sync::atomic::AtomicUsize>) {
     let calls_out = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let builder = Server::builder().config(server_config()).on_message({
         let calls_out = calls_out.clone();
@@ -749,7 +750,11 @@ async fn a_close_fails_the_queued_call_as_closed_before_sent_and_the_sent_one_as
             }
         }
     });
-    let server = TestServer::start_with(builder).await;
+    (TestServer::start_with(builder).await, calls_out)
+}
+
+async fn a_close_fails_the_queued_call_as_closed_before_sent_and_the_sent_one_as_disconnected() {
+    let (server, calls_out) = counting_calls_out().await;
     let (mut cp, _) = connected(&server, "QUEUE").await;
     let call = |charge_points: ocpp_tokio::ChargePoints| {
         tokio::spawn(async move {
@@ -849,17 +854,7 @@ async fn a_call_from_another_runtime_reaches_the_charge_point() {
 /// charge point goes away and `ClosedBeforeSent` for the one queued behind it; and,
 /// at once on the caller's thread, `NotConnected` once the connection is over.
 async fn call_raw_then_hands_every_outcome_over_once() {
-    // Counts our CALLs the core took (in flight or queued behind the one in flight).
-    let calls_out = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let builder = Server::builder().config(server_config()).on_message({
-        let calls_out = calls_out.clone();
-        move |event| {
-            if matches!(event.message, Message::CallOut(_)) {
-                calls_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-    });
-    let server = TestServer::start_with(builder).await;
+    let (server, calls_out) = counting_calls_out().await;
     let (mut cp, handle) = connected(&server, "THEN").await;
     let (outcomes, mut outcome) = tokio::sync::mpsc::unbounded_channel();
     let then = |tag: &'static str| {
