@@ -880,12 +880,30 @@ async fn call_raw_then_hands_every_outcome_over_once() {
         matches!(result, Ok(ocpp_tokio::ocpp::Response::V1_6(_))),
         "{result:?}"
     );
+    // Two at once: one CALL in flight at a time, so the outcomes come in the order sent.
+    handle.call_raw_then(clear(), then("first"));
+    handle.call_raw_then(clear(), then("second"));
+    for (tag, status) in [
+        ("first", v1_6::ClearCacheStatus::Accepted),
+        ("second", v1_6::ClearCacheStatus::Rejected),
+    ] {
+        let (id, _) = cp.expect_call().await;
+        let cleared = v1_6::ClearCacheResponse { status };
+        cp.respond(&id, v1_6::Response::from(cleared.clone()).into())
+            .await;
+        let (got, result) = tokio::time::timeout(WAIT, outcome.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, tag);
+        assert_eq!(result, Ok(v1_6::Response::from(cleared).into()));
+    }
     // One written and unanswered, one queued behind it; then the charge point goes away.
     handle.call_raw_then(clear(), then("in flight"));
     let _ = cp.expect_call().await;
     handle.call_raw_then(clear(), then("queued"));
     eventually("the second CALL is queued", || {
-        calls_out.load(std::sync::atomic::Ordering::Relaxed) == 3
+        calls_out.load(std::sync::atomic::Ordering::Relaxed) == 5
     })
     .await;
     drop(cp);

@@ -2,11 +2,10 @@
 //! to the CSMS application; what a connection needs besides its handle (its CSMS session)
 //! is the connection's own state, made when the charge point connects.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use ocpp_server_core::{CallFailure, CallOutcome, Closed, ErrorCode, Request};
+use ocpp_server_core::{CallFailure, CallOutcome, Closed, ErrorCode};
 use ocpp_tokio::handler::PeerCertificate;
 use ocpp_tokio::{Answer, ChargePoint, Connecting, Handler, IncomingCall, Rejection, Session};
 
@@ -21,18 +20,7 @@ pub(super) struct App {
     tls: bool,
     /// `--push-interval-ms`: the ticker that pushes.
     pushes: Option<Pushes>,
-    /// The follow-up CALLs ([`Csms::take_follow_up`]) of each session that has some still
-    /// to send or in flight, in the order the CSMS gave them. One task per such session
-    /// sends them one after another and hands each outcome to the CSMS before it sends the
-    /// next: the CSMS settles its records (a SetChargingProfile's answer...) in the order
-    /// sent, as mio-server's loop hears of them. A task per batch would let a later batch's
-    /// outcome reach the CSMS first when the earlier task waits in a run queue.
-    follow_ups: Arc<FollowUps>,
 }
-
-/// The follow-up CALLs still to send, per session ([`App::follow_ups`]).
-#[derive(Debug, Default)]
-struct FollowUps(Mutex<HashMap<SessionId, VecDeque<Request>>>);
 
 /// What the server keeps per connection: its CSMS session (`None` for a connection that
 /// will not open: no OCPP version in common).
@@ -52,45 +40,7 @@ impl App {
     ) -> Self {
         let pushes =
             push_interval.map(|interval| Pushes::start(Arc::clone(&csms), interval, shards));
-        App {
-            csms,
-            tls,
-            pushes,
-            follow_ups: Arc::default(),
-        }
-    }
-}
-
-impl FollowUps {
-    /// Queues `requests` behind `session`'s follow-ups; `true` when no task sends them yet
-    /// (the caller starts [`FollowUps::send`]).
-    fn queue(&self, session: SessionId, requests: impl Iterator<Item = Request>) -> bool {
-        let mut queues = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let fresh = !queues.contains_key(&session);
-        queues.entry(session).or_default().extend(requests);
-        fresh
-    }
-
-    /// The next follow-up of `session`; `None` (and the session's queue gone) when it has
-    /// no more.
-    fn next(&self, session: SessionId) -> Option<Request> {
-        let mut queues = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let queue = queues.get_mut(&session)?;
-        let next = queue.pop_front();
-        if next.is_none() {
-            queues.remove(&session);
-        }
-        next
-    }
-
-    /// Sends `session`'s follow-ups on `cp` until none is left, each once the previous one
-    /// ended and its outcome reached the CSMS.
-    async fn send(&self, csms: &Csms, session: SessionId, cp: &ChargePoint) {
-        while let Some(request) = self.next(session) {
-            let action = request.action();
-            let outcome = cp.call_raw(request).await;
-            call_ended(csms, cp, action, &outcome);
-        }
+        App { csms, tls, pushes }
     }
 }
 
@@ -168,13 +118,19 @@ impl Handler for App {
         };
         // CertificateSigned after an accepted SignCertificate... The driver writes the answer
         // as soon as this future is ready, before it takes the next command: the CALLs
-        // follow the answer, one after another, in order, behind the session's earlier
-        // follow-ups ([`FollowUps`]).
-        let mut follow_ups = std::iter::from_fn(|| self.csms.take_follow_up(identity)).peekable();
-        if follow_ups.peek().is_some() && self.follow_ups.queue(session, follow_ups) {
-            let queues = Arc::clone(&self.follow_ups);
-            let (csms, cp) = (Arc::clone(&self.csms), station.charge_point().clone());
-            tokio::spawn(async move { queues.send(&csms, session, &cp).await });
+        // follow the answer, one after another, in order. Their outcomes reach the CSMS in
+        // that order too: the connection hands each over as it ends (one CALL in flight at a
+        // time), so the CSMS settles its records (a SetChargingProfile's answer...) in the
+        // order sent, as mio-server's loop does. (A task per batch of follow-ups let a later
+        // batch's outcome reach the CSMS first while the earlier task waited in a run queue:
+        // `k15_on_ocpp_2_1` recorded two answers on each other's profiles.)
+        let cp = station.charge_point();
+        while let Some(request) = self.csms.take_follow_up(identity) {
+            let action = request.action();
+            let (csms, handle) = (Arc::clone(&self.csms), cp.clone());
+            cp.call_raw_then(request, move |outcome| {
+                call_ended(&csms, &handle, action, &outcome);
+            });
         }
         answer
     }
@@ -188,47 +144,5 @@ impl Handler for App {
         self.csms
             .on_closed(station.session, Some(identity), &closed);
         tracing::info!(%identity, reason = ?closed.reason, "disconnected");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use ocpp_messages::v1_6;
-    use ocpp_messages::version::OcppVersion;
-    use ocpp_server_core::ChargePointIdentity;
-
-    use super::*;
-
-    fn clear_cache() -> Request {
-        Request::from(v1_6::Request::from(v1_6::ClearCacheRequest {}))
-    }
-
-    /// A session's follow-ups go out in the order queued, by one task: a batch queued while
-    /// the task runs joins its queue instead of starting a second task.
-    #[test]
-    fn follow_ups_of_a_session_are_taken_in_order_by_one_task() {
-        let csms = Csms::new(Default::default());
-        let identity = ChargePointIdentity::new("CP-F".into(), false).unwrap();
-        let (a, b) = (
-            csms.on_connected(&identity, OcppVersion::V1_6),
-            csms.on_connected(&identity, OcppVersion::V1_6),
-        );
-        let queues = FollowUps::default();
-        assert!(
-            queues.queue(a, [clear_cache()].into_iter()),
-            "a task starts"
-        );
-        assert!(queues.next(a).is_some());
-        // The task waits for the first outcome; the next batch joins its queue.
-        assert!(!queues.queue(a, [clear_cache(), clear_cache()].into_iter()));
-        assert!(
-            queues.queue(b, [clear_cache()].into_iter()),
-            "another session"
-        );
-        assert!(queues.next(a).is_some());
-        assert!(queues.next(a).is_some());
-        assert!(queues.next(a).is_none(), "the task ends, the queue goes");
-        assert!(queues.queue(a, [clear_cache()].into_iter()), "a new task");
-        assert!(queues.next(b).is_some());
     }
 }
