@@ -45,20 +45,13 @@ fn call_of(
     ocpp_server_core::MessageId<'static>,
     ocpp_server_core::Request,
 ) {
-    loop {
-        match cp.next_event_within(WAIT) {
-            Some(Event::Call { id, request }) => return (id, request),
-            Some(Event::Closed(closed)) => panic!("closed: {closed:?}"),
-            Some(_) => {}
-            None => {
-                let answered = command
-                    .take()
-                    .filter(|c| c.is_finished())
-                    .map(|c| c.join().unwrap());
-                panic!("no CALL in time; the command's answer: {answered:?}")
-            }
-        }
-    }
+    cp.call_within(WAIT).unwrap_or_else(|| {
+        let answered = command
+            .take()
+            .filter(|c| c.is_finished())
+            .map(|c| c.join().unwrap());
+        panic!("no CALL in time; the command's answer: {answered:?}")
+    })
 }
 
 fn assert_may_have_run(what: &str, (status, body): (u16, Value), outcome: &str) {

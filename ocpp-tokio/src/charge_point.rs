@@ -518,18 +518,39 @@ impl ChargePoint {
         deadline: Option<Instant>,
     ) -> Result<Response, CallFailure> {
         let (reply, answer) = oneshot::channel();
-        let command = Command::Call {
-            request,
-            reply: CallReply::Waiting(reply),
-            deadline,
-        };
-        match handing(|| self.link.push(command)) {
-            Ok(()) => {}
-            Err((_, true)) => return Err(CallFailure::QueueFull),
-            Err((_, false)) => return Err(CallFailure::NotConnected),
+        if let Err((_, failure)) = self.queue_call(request, CallReply::Waiting(reply), deadline) {
+            return Err(failure);
         }
         // The task always replies; a task dropped with the runtime may have sent the CALL.
         answer.await.unwrap_or(Err(CallFailure::Disconnected))
+    }
+
+    /// Hands a CALL to the connection (driving it here when its shard is idle, [`handing`]);
+    /// when the connection refuses it, `reply` comes back with why.
+    fn queue_call(
+        &self,
+        request: Request,
+        reply: CallReply,
+        deadline: Option<Instant>,
+    ) -> Result<(), (CallReply, CallFailure)> {
+        let command = Command::Call {
+            request,
+            reply,
+            deadline,
+        };
+        match handing(|| self.link.push(command)) {
+            Ok(()) => Ok(()),
+            Err((Command::Call { reply, .. }, full)) => {
+                let failure = if full {
+                    CallFailure::QueueFull
+                } else {
+                    CallFailure::NotConnected
+                };
+                Err((reply, failure))
+            }
+            // `push` gives back the command it was given.
+            Err(_) => Ok(()),
+        }
     }
 
     /// Sends a CALL of any action and version and hands its outcome to `on_outcome` instead of
@@ -559,21 +580,8 @@ impl ChargePoint {
         request: Request,
         on_outcome: impl FnOnce(Result<Response, CallFailure>) + Send + 'static,
     ) {
-        let command = Command::Call {
-            request,
-            reply: CallReply::Then(OnOutcome(Some(Box::new(on_outcome)))),
-            deadline: None,
-        };
-        let refused = match handing(|| self.link.push(command)) {
-            Ok(()) => return,
-            Err((command, full)) => (command, full),
-        };
-        if let (Command::Call { reply, .. }, full) = refused {
-            let failure = if full {
-                CallFailure::QueueFull
-            } else {
-                CallFailure::NotConnected
-            };
+        let reply = CallReply::Then(OnOutcome(Some(Box::new(on_outcome))));
+        if let Err((reply, failure)) = self.queue_call(request, reply, None) {
             reply.send(Err(failure));
         }
     }

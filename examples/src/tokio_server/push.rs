@@ -31,12 +31,18 @@ const SHARD_BURST: usize = 64;
 
 /// One charge point the ticker pushes to.
 struct Pushing {
-    csms: Arc<Csms>,
-    cp: ChargePoint,
     /// The last push's sequence number (skipped ones included).
     seq: u64,
-    /// A push is unanswered ([`Pushing::ended`] clears it).
-    in_flight: Arc<AtomicBool>,
+    /// What a push's outcome needs: one reference count per push.
+    to: Arc<PushTarget>,
+}
+
+/// The charge point a [`Pushing`] pushes to, shared with its pushes' outcome functions.
+struct PushTarget {
+    csms: Arc<Csms>,
+    cp: ChargePoint,
+    /// A push is unanswered ([`PushTarget::ended`] clears it).
+    in_flight: AtomicBool,
 }
 
 impl Pushing {
@@ -44,26 +50,29 @@ impl Pushing {
     /// skip shows as a gap, as [`crate::csms::push::send_next`] does).
     fn tick(&mut self) {
         self.seq += 1;
-        if self.in_flight.swap(true, Ordering::AcqRel) {
-            self.csms.metrics().pushes_skipped.inc();
+        let to = &self.to;
+        if to.in_flight.swap(true, Ordering::AcqRel) {
+            to.csms.metrics().pushes_skipped.inc();
             return;
         }
-        let request = push::data_transfer(self.cp.version(), self.seq, push::unix_nanos_now());
-        let (csms, cp, in_flight) = (
-            Arc::clone(&self.csms),
-            self.cp.clone(),
-            Arc::clone(&self.in_flight),
-        );
-        self.cp.call_raw_then(request, move |outcome| {
-            call_ended(&csms, &cp, "DataTransfer", &outcome);
-            if outcome
-                .as_ref()
-                .is_err_and(|failure| !failure.may_have_reached_peer())
-            {
-                csms.metrics().pushes_skipped.inc();
-            }
-            in_flight.store(false, Ordering::Release);
-        });
+        let request = push::data_transfer(to.cp.version(), self.seq, push::unix_nanos_now());
+        let ended = Arc::clone(to);
+        to.cp
+            .call_raw_then(request, move |outcome| ended.ended(&outcome));
+    }
+}
+
+impl PushTarget {
+    /// A push ended (run by the connection).
+    fn ended(&self, outcome: &ocpp_server_core::CallOutcome) {
+        call_ended(&self.csms, &self.cp, "DataTransfer", outcome);
+        if outcome
+            .as_ref()
+            .is_err_and(|failure| !failure.may_have_reached_peer())
+        {
+            self.csms.metrics().pushes_skipped.inc();
+        }
+        self.in_flight.store(false, Ordering::Release);
     }
 }
 
@@ -108,16 +117,18 @@ async fn ticker(
         while open {
             match incoming.try_recv() {
                 Ok(cp) => pushing.push(Pushing {
-                    csms: Arc::clone(&csms),
-                    cp,
                     seq: 0,
-                    in_flight: Arc::new(AtomicBool::new(false)),
+                    to: Arc::new(PushTarget {
+                        csms: Arc::clone(&csms),
+                        cp,
+                        in_flight: AtomicBool::new(false),
+                    }),
                 }),
                 Err(mpsc::error::TryRecvError::Empty) => break,
                 Err(mpsc::error::TryRecvError::Disconnected) => open = false,
             }
         }
-        pushing.retain(|p| p.cp.is_connected());
+        pushing.retain(|p| p.to.cp.is_connected());
         if !open && pushing.is_empty() {
             return;
         }

@@ -393,9 +393,18 @@ impl ChargePoint {
 
     /// Waits for a CALL from the server.
     pub fn expect_call(&mut self) -> (ocpp_server_core::MessageId<'static>, Request) {
+        self.call_within(WAIT).expect("no event in time")
+    }
+
+    /// The next CALL from the server (other events skipped); `None` when no event came
+    /// within `within`. Panics if the connection closes.
+    pub fn call_within(
+        &mut self,
+        within: Duration,
+    ) -> Option<(ocpp_server_core::MessageId<'static>, Request)> {
         loop {
-            match self.next_event() {
-                Event::Call { id, request } => return (id, request),
+            match self.next_event_within(within)? {
+                Event::Call { id, request } => return Some((id, request)),
                 Event::Closed(closed) => panic!("closed: {closed:?}"),
                 _ => {}
             }
