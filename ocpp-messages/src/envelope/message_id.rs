@@ -1,6 +1,7 @@
 //! `MessageId`: the string that pairs a CALL with its CALLRESULT or CALLERROR.
 
 use alloc::borrow::Cow;
+use alloc::boxed::Box;
 use alloc::string::String;
 use core::borrow::Borrow;
 use core::fmt;
@@ -24,8 +25,45 @@ use core::str::FromStr;
 /// assert_eq!(MessageId::from_counter(42).as_str(), "42");
 /// # Ok::<(), ocpp_messages::envelope::MessageIdError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct MessageId<'a>(Cow<'a, str>);
+///
+/// An owned id of at most [`MessageId::INLINE_BYTES`] bytes (every counter id, and most ids
+/// peers send) is kept inside the value: building, cloning and owning it allocate nothing.
+#[derive(Clone)]
+pub struct MessageId<'a>(Repr<'a>);
+
+/// How the text is held: borrowed from the input, inline, or boxed.
+#[derive(Clone)]
+enum Repr<'a> {
+    Borrowed(&'a str),
+    Inline {
+        len: u8,
+        bytes: [u8; MessageId::INLINE_BYTES],
+    },
+    Boxed(Box<str>),
+}
+
+impl Repr<'static> {
+    /// The owned form of `text`: inline when it fits.
+    fn owned(text: &str) -> Self {
+        let mut bytes = [0; MessageId::INLINE_BYTES];
+        match (bytes.get_mut(..text.len()), u8::try_from(text.len())) {
+            (Some(prefix), Ok(len)) => {
+                prefix.copy_from_slice(text.as_bytes());
+                Repr::Inline { len, bytes }
+            }
+            _ => Repr::Boxed(Box::from(text)),
+        }
+    }
+
+    /// The owned form of `text`, reusing its allocation when it does not fit inline.
+    fn from_string(text: String) -> Self {
+        if text.len() <= MessageId::INLINE_BYTES {
+            Repr::owned(&text)
+        } else {
+            Repr::Boxed(text.into_boxed_str())
+        }
+    }
+}
 
 /// Why an id is not a valid [`MessageId`].
 ///
@@ -50,9 +88,13 @@ impl<'a> MessageId<'a> {
     /// The longest id allowed, in characters.
     pub const MAX_CHARS: usize = 36;
 
+    /// The longest owned id (in bytes) kept inline, without an allocation: 22, so that a
+    /// `MessageId` stays 24 bytes, as large as a `String`.
+    pub const INLINE_BYTES: usize = 22;
+
     /// The id `"-1"` that answers a frame whose own id could not be read (OCPP 2.0.1 Part 4
     /// §4.2.3; this crate uses it on every version).
-    pub const UNREADABLE: MessageId<'static> = MessageId(Cow::Borrowed("-1"));
+    pub const UNREADABLE: MessageId<'static> = MessageId(Repr::Borrowed("-1"));
 
     /// Checks and wraps an id.
     ///
@@ -61,25 +103,43 @@ impl<'a> MessageId<'a> {
     /// length is accepted, including the empty string: the specifications set no other rule.
     pub fn new(id: impl Into<Cow<'a, str>>) -> Result<MessageId<'a>, MessageIdError> {
         let id = id.into();
-        if is_valid(&id) {
-            Ok(MessageId(id))
-        } else {
-            Err(MessageIdError::TooLong)
+        if !is_valid(&id) {
+            return Err(MessageIdError::TooLong);
         }
+        Ok(MessageId(match id {
+            Cow::Borrowed(text) => Repr::Borrowed(text),
+            Cow::Owned(text) => Repr::from_string(text),
+        }))
     }
 
     /// An id made of the decimal digits of `counter` (at most 20 characters, so always valid).
     #[must_use]
     pub fn from_counter(counter: u64) -> MessageId<'static> {
-        MessageId(Cow::Owned(String::from(
-            itoa::Buffer::new().format(counter),
-        )))
+        // At most 20 digits: always inline.
+        MessageId(Repr::owned(itoa::Buffer::new().format(counter)))
     }
 
     /// The id as text.
     #[must_use]
     pub fn as_str(&self) -> &str {
-        &self.0
+        match &self.0 {
+            Repr::Borrowed(text) => text,
+            // Whole bytes of a `str` (copied by `Repr::owned`): always UTF-8.
+            Repr::Inline { len, bytes } => bytes
+                .get(..usize::from(*len))
+                .and_then(|text| core::str::from_utf8(text).ok())
+                .unwrap_or_default(),
+            Repr::Boxed(text) => text,
+        }
+    }
+
+    /// Heap bytes this id holds (none when borrowed or inline).
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        match &self.0 {
+            Repr::Boxed(text) => text.len(),
+            Repr::Borrowed(_) | Repr::Inline { .. } => 0,
+        }
     }
 
     /// Whether this is the `"-1"` placeholder of [`MessageId::UNREADABLE`].
@@ -91,19 +151,27 @@ impl<'a> MessageId<'a> {
     /// A copy that owns its text, independent of the input buffer.
     #[must_use]
     pub fn into_owned(self) -> MessageId<'static> {
-        MessageId(Cow::Owned(self.0.into_owned()))
+        MessageId(match self.0 {
+            Repr::Borrowed(text) => Repr::owned(text),
+            Repr::Inline { len, bytes } => Repr::Inline { len, bytes },
+            Repr::Boxed(text) => Repr::Boxed(text),
+        })
     }
 
     /// A cheap borrowed view of this id.
     #[must_use]
     pub fn as_borrowed(&self) -> MessageId<'_> {
-        MessageId(Cow::Borrowed(&self.0))
+        MessageId(Repr::Borrowed(self.as_str()))
     }
 
     /// The id as a `Cow`, borrowed when it was borrowed.
     #[must_use]
     pub fn into_inner(self) -> Cow<'a, str> {
-        self.0
+        match self.0 {
+            Repr::Borrowed(text) => Cow::Borrowed(text),
+            Repr::Inline { .. } => Cow::Owned(String::from(self.as_str())),
+            Repr::Boxed(text) => Cow::Owned(String::from(text)),
+        }
     }
 }
 
@@ -114,7 +182,40 @@ pub(crate) fn is_valid(id: &str) -> bool {
 
 impl fmt::Display for MessageId<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for MessageId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("MessageId").field(&self.as_str()).finish()
+    }
+}
+
+// Compared, ordered and hashed as the text (as `Borrow<str>` requires), however it is held.
+impl PartialEq for MessageId<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for MessageId<'_> {}
+
+impl PartialOrd for MessageId<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for MessageId<'_> {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl core::hash::Hash for MessageId<'_> {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
     }
 }
 
@@ -122,19 +223,19 @@ impl Deref for MessageId<'_> {
     type Target = str;
 
     fn deref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl AsRef<str> for MessageId<'_> {
     fn as_ref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl Borrow<str> for MessageId<'_> {
     fn borrow(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
@@ -170,7 +271,10 @@ impl FromStr for MessageId<'static> {
     type Err = MessageIdError;
 
     fn from_str(id: &str) -> Result<Self, Self::Err> {
-        MessageId::new(String::from(id))
+        if !is_valid(id) {
+            return Err(MessageIdError::TooLong);
+        }
+        Ok(MessageId(Repr::owned(id)))
     }
 }
 
@@ -203,6 +307,42 @@ mod tests {
             u64::MAX.to_string()
         );
         assert_eq!(MessageId::from(7).as_str(), "7");
+    }
+
+    #[test]
+    fn owned_ids_up_to_inline_bytes_take_no_heap() {
+        assert_eq!(core::mem::size_of::<MessageId<'_>>(), 24);
+        assert_eq!(MessageId::from_counter(u64::MAX).heap_bytes(), 0);
+        let short = "a".repeat(MessageId::INLINE_BYTES);
+        let long = "a".repeat(MessageId::INLINE_BYTES + 1);
+        for (text, heap) in [(&short, 0), (&long, long.len())] {
+            let built = MessageId::new(text.clone()).unwrap();
+            let parsed: MessageId<'static> = text.parse().unwrap();
+            let owned = MessageId::new(text.as_str()).unwrap().into_owned();
+            for id in [&built, &parsed, &owned, &built.clone()] {
+                assert_eq!(id.as_str(), text);
+                assert_eq!(id.heap_bytes(), heap);
+            }
+        }
+        // Borrowed ids hold nothing either; the forms compare, order and hash as their text.
+        let borrowed = MessageId::new(long.as_str()).unwrap();
+        assert_eq!(borrowed.heap_bytes(), 0);
+        assert_eq!(borrowed, borrowed.clone().into_owned());
+        assert!(MessageId::from_counter(1) < MessageId::new("2").unwrap());
+        let mut set = alloc::collections::BTreeSet::new();
+        set.insert(MessageId::from_counter(12));
+        assert!(set.contains("12"));
+        // Multi-byte characters that fit in the inline bytes stay whole.
+        let accents = "é".repeat(MessageId::INLINE_BYTES / 2);
+        assert_eq!(MessageId::new(accents.clone()).unwrap().as_str(), accents);
+        assert_eq!(
+            alloc::format!("{:?}", MessageId::from_counter(5)),
+            "MessageId(\"5\")"
+        );
+        assert_eq!(
+            MessageId::from_counter(9).into_inner(),
+            Cow::<str>::Owned("9".into())
+        );
     }
 
     #[test]

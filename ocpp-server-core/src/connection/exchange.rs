@@ -92,16 +92,14 @@ impl AwaitedId {
     fn heap_bytes(&self) -> usize {
         match self {
             AwaitedId::Inline { .. } => 0,
-            AwaitedId::Owned(id) => id.len(),
+            AwaitedId::Owned(id) => id.heap_bytes(),
         }
     }
 
     fn into_message_id(self) -> MessageId<'static> {
         match self {
             // An id that was a `MessageId`: always valid.
-            AwaitedId::Inline { .. } => {
-                MessageId::new(self.as_str().to_owned()).unwrap_or(MessageId::UNREADABLE)
-            }
+            AwaitedId::Inline { .. } => self.as_str().parse().unwrap_or(MessageId::UNREADABLE),
             AwaitedId::Owned(id) => id,
         }
     }
