@@ -280,21 +280,56 @@ impl Link {
     pub(crate) fn push(&self, command: Command) -> Result<(), (Command, bool)> {
         let bounded = matches!(command, Command::Call { .. } | Command::Send { .. });
         let mut mailbox = self.lock();
+        if let Err(full) = self.admit(&mut mailbox, bounded) {
+            return Err((command, full));
+        }
+        self.enqueue(mailbox, command);
+        Ok(())
+    }
+
+    /// [`Link::push`] for a CALL: when it is refused, its `reply` comes back (with `true` if
+    /// the mailbox was full), so that the caller can hand the refusal to it.
+    pub(crate) fn push_call(
+        &self,
+        request: Request,
+        reply: CallReply,
+        deadline: Option<Instant>,
+    ) -> Result<(), (CallReply, bool)> {
+        let mut mailbox = self.lock();
+        if let Err(full) = self.admit(&mut mailbox, true) {
+            return Err((reply, full));
+        }
+        let command = Command::Call {
+            request,
+            reply,
+            deadline,
+        };
+        self.enqueue(mailbox, command);
+        Ok(())
+    }
+
+    /// Whether a command may wait in the mailbox (a `bounded` one is counted); `Err(true)`
+    /// when the bounded kind is at capacity, `Err(false)` when the task is gone.
+    fn admit(&self, mailbox: &mut Mailbox, bounded: bool) -> Result<(), bool> {
         if mailbox.closed {
-            return Err((command, false));
+            return Err(false);
         }
         if bounded {
             if mailbox.bounded >= self.capacity as usize {
-                return Err((command, true));
+                return Err(true);
             }
             mailbox.bounded += 1;
         }
+        Ok(())
+    }
+
+    /// Queues an admitted command and wakes the task.
+    fn enqueue(&self, mut mailbox: MutexGuard<'_, Mailbox>, command: Command) {
         mailbox.commands.push_back(command);
         self.idle.store(false, Ordering::Release);
         if let Some(waker) = mailbox.waker.take() {
             waker.wake();
         }
-        Ok(())
     }
 
     /// The task: the next command, or registers `waker` to be woken by the next push.
@@ -533,24 +568,14 @@ impl ChargePoint {
         reply: CallReply,
         deadline: Option<Instant>,
     ) -> Result<(), (CallReply, CallFailure)> {
-        let command = Command::Call {
-            request,
-            reply,
-            deadline,
-        };
-        match handing(|| self.link.push(command)) {
-            Ok(()) => Ok(()),
-            Err((Command::Call { reply, .. }, full)) => {
-                let failure = if full {
-                    CallFailure::QueueFull
-                } else {
-                    CallFailure::NotConnected
-                };
-                Err((reply, failure))
-            }
-            // `push` gives back the command it was given.
-            Err(_) => Ok(()),
-        }
+        handing(|| self.link.push_call(request, reply, deadline)).map_err(|(reply, full)| {
+            let failure = if full {
+                CallFailure::QueueFull
+            } else {
+                CallFailure::NotConnected
+            };
+            (reply, failure)
+        })
     }
 
     /// Sends a CALL of any action and version and hands its outcome to `on_outcome` instead of
@@ -703,6 +728,20 @@ mod tests {
         assert!(matches!(link.pop(&waker), Some(Command::Close { .. })));
         assert!(matches!(link.pop(&waker), Some(Command::Call { .. })));
         assert!(link.push(call()).is_ok());
+        // A CALL pushed as its parts counts the same, and a refused one gives its reply back.
+        let heartbeat = || ocpp_messages::v1_6::HeartbeatRequest::default().into();
+        let then = || CallReply::Then(OnOutcome(Some(Box::new(|_| {}))));
+        assert!(matches!(
+            link.push_call(heartbeat(), then(), None),
+            Err((CallReply::Then(_), true))
+        ));
+        assert!(matches!(link.pop(&waker), Some(Command::Call { .. })));
+        assert!(link.push_call(heartbeat(), then(), None).is_ok());
+        link.close();
+        assert!(matches!(
+            link.push_call(heartbeat(), then(), None),
+            Err((CallReply::Then(_), false))
+        ));
     }
 
     #[test]
