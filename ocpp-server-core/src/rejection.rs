@@ -16,6 +16,9 @@ pub struct Rejection {
     pub status: u16,
     /// Why, for the log (never sent).
     pub reason: &'static str,
+    /// `Retry-After` in seconds (RFC 9110 §10.2.3), sent with the status when set (429,
+    /// 503).
+    pub retry_after: Option<u32>,
 }
 
 impl Rejection {
@@ -28,7 +31,25 @@ impl Rejection {
 
     /// A refusal with this status and reason.
     pub const fn new(status: u16, reason: &'static str) -> Self {
-        Rejection { status, reason }
+        Rejection {
+            status,
+            reason,
+            retry_after: None,
+        }
+    }
+
+    /// The same refusal, telling the client to wait `seconds` before trying again.
+    ///
+    /// ```
+    /// use ocpp_server_core::Rejection;
+    /// let busy = Rejection::new(429, "too many failed attempts").with_retry_after(30);
+    /// assert_eq!(busy.retry_after, Some(30));
+    /// ```
+    pub const fn with_retry_after(self, seconds: u32) -> Self {
+        Rejection {
+            retry_after: Some(seconds),
+            ..self
+        }
     }
 
     /// The same status, with another reason.

@@ -167,6 +167,8 @@ pub(crate) struct Driver<S, H: Handler, T = TaskTimer> {
 /// The driver's state that an idle connected charge point does not need (see [`Driver`]).
 struct Rare<H: Handler> {
     certificate: Option<PeerCertificate>,
+    /// The peer's address, until the upgrade request hands it to the handler.
+    peer: Option<std::net::SocketAddr>,
     /// From the upgrade request until connected (then the session's handle has it).
     identity: Option<ocpp_server_core::ChargePointIdentity>,
     upgrade: Option<BoxFuture<Result<H::State, Rejection>>>,
@@ -189,6 +191,7 @@ impl<H: Handler> Rare<H> {
     fn new(certificate: Option<PeerCertificate>) -> Self {
         Rare {
             certificate,
+            peer: None,
             identity: None,
             upgrade: None,
             state: None,
@@ -222,6 +225,7 @@ impl<H: Handler> Rare<H> {
     /// Whether nothing in it is in use (it can be freed).
     fn is_unused(&self) -> bool {
         self.certificate.is_none()
+            && self.peer.is_none()
             && self.identity.is_none()
             && self.upgrade.is_none()
             && self.state.is_none()
@@ -313,6 +317,14 @@ where
             stream_failed: false,
             finished: false,
         }
+    }
+
+    /// The peer's address, for [`Connecting::peer_addr`].
+    pub(crate) fn with_peer(mut self, peer: Option<std::net::SocketAddr>) -> Self {
+        if peer.is_some() {
+            self.rare().peer = peer;
+        }
+        self
     }
 
     /// The rarely used state, made when first needed.
@@ -514,7 +526,8 @@ where
                 let handler = self.shared.handler.clone();
                 let rare = self.rare();
                 rare.identity = Some(request.identity.clone());
-                let connecting = Connecting::new(request, rare.certificate.take());
+                let connecting =
+                    Connecting::new(request, rare.certificate.take(), rare.peer.take());
                 rare.upgrade = Some(Box::pin(
                     async move { handler.on_upgrade(connecting).await },
                 ));

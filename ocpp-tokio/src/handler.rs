@@ -2,6 +2,7 @@
 //! is handed (a [`Connecting`] charge point, an [`IncomingCall`]).
 
 use std::future::Future;
+use std::net::SocketAddr;
 
 use ocpp_frame::handshake::BasicCredentials;
 use ocpp_messages::{Request, RequestRef};
@@ -117,14 +118,28 @@ pub trait Handler: Send + Sync + 'static {
 pub struct Connecting {
     request: Box<UpgradeRequest>,
     certificate: Option<PeerCertificate>,
+    peer: Option<SocketAddr>,
 }
 
 impl Connecting {
-    pub(crate) fn new(request: Box<UpgradeRequest>, certificate: Option<PeerCertificate>) -> Self {
+    pub(crate) fn new(
+        request: Box<UpgradeRequest>,
+        certificate: Option<PeerCertificate>,
+        peer: Option<SocketAddr>,
+    ) -> Self {
         Connecting {
             request,
             certificate,
+            peer,
         }
+    }
+
+    /// The peer's address, when the service was handed a TCP socket
+    /// ([`Service::serve_tcp`](crate::server::Service::serve_tcp) and the listeners of
+    /// [`Server`](crate::Server)); `None` for a stream of the caller's own. For a limit on
+    /// failed attempts per address, say.
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer
     }
 
     /// The identity from the last path segment, percent-decoded.

@@ -409,6 +409,14 @@ impl<H: Handler> Service<H> {
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        self.serve_connection_from(stream, None);
+    }
+
+    /// [`Service::serve_connection`], the handler told the peer's address.
+    fn serve_connection_from<S>(&self, stream: S, peer: Option<std::net::SocketAddr>)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let shared = self.shared.clone();
         let now = Instant::now();
         let conn = Connection::accept_incoming(now, shared.config.clone());
@@ -416,7 +424,9 @@ impl<H: Handler> Service<H> {
         match &self.tls {
             None => {
                 let timer = TaskTimer::new(now);
-                tokio::spawn(Driver::new(shared, key, link, stream, conn, None, timer));
+                tokio::spawn(
+                    Driver::new(shared, key, link, stream, conn, None, timer).with_peer(peer),
+                );
             }
             Some(acceptor) => {
                 let acceptor = acceptor.clone();
@@ -433,7 +443,9 @@ impl<H: Handler> Service<H> {
                                 .and_then(|chain| chain.first())
                                 .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
                             let timer = TaskTimer::new(Instant::now());
-                            Driver::new(shared, key, link, tls, conn, certificate, timer).await;
+                            Driver::new(shared, key, link, tls, conn, certificate, timer)
+                                .with_peer(peer)
+                                .await;
                         }
                         Ok(Err(error)) => {
                             tracing::debug!(%error, "TLS handshake failed");
@@ -470,7 +482,8 @@ impl<H: Handler> Service<H> {
         if self.shards.count > 0 {
             return self.serve_on_shard(stream);
         }
-        self.serve_connection(stream);
+        let peer = stream.peer_addr().ok();
+        self.serve_connection_from(stream, peer);
     }
 
     /// Hands `stream` to the next shard (round robin), starting the shards first if needed.
@@ -539,20 +552,27 @@ impl<H: Handler> Service<H> {
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        self.serve_authenticated_from(stream, certificate, None);
+    }
+
+    /// [`Service::serve_authenticated`], the handler told the peer's address
+    /// ([`Connecting::peer_addr`](crate::Connecting::peer_addr)).
+    pub fn serve_authenticated_from<S>(
+        &self,
+        stream: S,
+        certificate: Option<PeerCertificate>,
+        peer: Option<std::net::SocketAddr>,
+    ) where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let shared = self.shared.clone();
         let now = Instant::now();
         let conn = Connection::accept_incoming(now, shared.config.clone());
         let (key, link) = shared.enlist();
         let timer = TaskTimer::new(now);
-        tokio::spawn(Driver::new(
-            shared,
-            key,
-            link,
-            stream,
-            conn,
-            certificate,
-            timer,
-        ));
+        tokio::spawn(
+            Driver::new(shared, key, link, stream, conn, certificate, timer).with_peer(peer),
+        );
     }
 
     /// Graceful shutdown of what is being served (the listener, if any, is not touched):

@@ -350,6 +350,8 @@ enum State<H: Handler> {
 struct Handshake {
     accept: Accept<ShardStream>,
     conn: Connection,
+    /// The peer's address, for [`Connecting::peer_addr`](crate::Connecting::peer_addr).
+    peer: Option<std::net::SocketAddr>,
     key: u64,
     link: Arc<Link>,
     deadline: Instant,
@@ -476,23 +478,28 @@ impl<H: Handler> Shard<H> {
             shared.discharge(key);
             return;
         }
+        let peer = stream.peer_addr().ok();
         let stream = ShardStream::new(stream);
         let state = match &self.tls {
-            None => State::Plain(Driver::new(
-                shared.clone(),
-                key,
-                link,
-                stream,
-                conn,
-                None,
-                ShardTimer::default(),
-            )),
+            None => State::Plain(
+                Driver::new(
+                    shared.clone(),
+                    key,
+                    link,
+                    stream,
+                    conn,
+                    None,
+                    ShardTimer::default(),
+                )
+                .with_peer(peer),
+            ),
             Some(acceptor) => {
                 let deadline = now + shared.config.get_handshake_timeout();
                 inner.timers.push(Reverse((deadline, slot)));
                 State::Handshake(Box::new(Handshake {
                     accept: acceptor.accept(stream),
                     conn,
+                    peer,
                     key,
                     link,
                     deadline,
@@ -643,7 +650,11 @@ impl<H: Handler> Inner<H> {
                                 break true;
                             };
                             let Handshake {
-                                conn, key, link, ..
+                                conn,
+                                key,
+                                link,
+                                peer,
+                                ..
                             } = *handshake;
                             let certificate = tls
                                 .get_ref()
@@ -651,15 +662,18 @@ impl<H: Handler> Inner<H> {
                                 .peer_certificates()
                                 .and_then(|chain| chain.first())
                                 .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
-                            entry.state = State::Tls(Driver::new(
-                                core.shared.clone(),
-                                key,
-                                link,
-                                Box::new(tls),
-                                conn,
-                                certificate,
-                                ShardTimer::default(),
-                            ));
+                            entry.state = State::Tls(
+                                Driver::new(
+                                    core.shared.clone(),
+                                    key,
+                                    link,
+                                    Box::new(tls),
+                                    conn,
+                                    certificate,
+                                    ShardTimer::default(),
+                                )
+                                .with_peer(peer),
+                            );
                             continue;
                         }
                     }

@@ -215,8 +215,36 @@ impl Connection {
     ) -> Result<(), WrongState> {
         match decision {
             Ok(()) => self.accept(now),
-            Err(rejection) => self.reject(now, rejection.status),
+            Err(rejection) => match rejection.retry_after {
+                None => self.reject(now, rejection.status),
+                Some(seconds) => self.reject_retry_after(rejection.status, seconds),
+            },
         }
+    }
+
+    /// [`reject`](Self::reject) with `Retry-After: seconds`.
+    fn reject_retry_after(&mut self, status: u16, seconds: u32) -> Result<(), WrongState> {
+        let State::AwaitingDecision(_) = &self.state else {
+            return Err(WrongState);
+        };
+        let status = if (300..=599).contains(&status) {
+            status
+        } else {
+            500
+        };
+        let value = seconds.to_string();
+        let headers = [("Retry-After", value.as_bytes())];
+        if let Ok(rejection) = Rejection::new(status) {
+            let rejection = rejection.with_headers(&headers).unwrap_or(rejection);
+            let rejection = if status == 401 {
+                rejection.with_realm("OCPP").unwrap_or(rejection)
+            } else {
+                rejection
+            };
+            rejection.write(self.exchange.out());
+        }
+        self.finish(CloseReason::Rejected { status });
+        Ok(())
     }
 
     /// CSMS side: refuses the upgrade with an HTTP status (401 bad credentials, 404 unknown
@@ -369,6 +397,13 @@ impl Connection {
     /// Answers the upgrade with `status` and ends the connection.
     pub(super) fn fail_handshake(&mut self, status: u16, description: &str) {
         if let Ok(rejection) = Rejection::new(status) {
+            // Every 401 carries its challenge (RFC 9110 §15.5.2), malformed Basic credentials
+            // included.
+            let rejection = if status == 401 {
+                rejection.with_realm("OCPP").unwrap_or(rejection)
+            } else {
+                rejection
+            };
             rejection.write(self.exchange.out());
         }
         self.finish(CloseReason::HandshakeFailed {
