@@ -20,7 +20,7 @@ use crate::csms::{
     BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, Currency, Price, SiteLimit,
     Tariff, TariffError, TokenStore,
 };
-use crate::server_config::ServerConfig;
+use crate::server_config::{AdminLimits, ServerConfig};
 use crate::tls::{self, ClientCertificates, ServerTls, TlsError};
 
 /// Where charge points connect unless `--listen` says otherwise.
@@ -146,6 +146,27 @@ struct Cli {
     /// admin route still needs one.
     #[arg(long)]
     metrics_public: bool,
+    /// A name the admin interface answers to besides its address (repeatable): requests
+    /// whose `Host` or `Origin` names anything else are refused 403 (DNS rebinding, other
+    /// sites' pages). Without it: the --admin IP, and on loopback (or 0.0.0.0/[::])
+    /// `localhost`, `127.0.0.1` and `[::1]`; the port, if given, must be the listener's.
+    #[arg(long, value_name = "NAME")]
+    admin_host: Vec<String>,
+    /// At most N admin connections open (default 64): beyond it a new one takes the place of
+    /// the oldest that has not sent its request yet, or gets 503 when all serve requests.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65536))]
+    admin_max_connections: Option<u64>,
+    /// How long an admin client may take to send its request head, in ms (default 10000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    admin_header_timeout_ms: Option<u64>,
+    /// How long an admin client may take to send its body once the head is in, in ms
+    /// (default 10000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    admin_body_timeout_ms: Option<u64>,
+    /// How long a charge point may take to complete its WebSocket upgrade (TLS included)
+    /// after connecting, in ms (default 10000); then the socket is closed.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    handshake_timeout_ms: Option<u64>,
     /// Where the CSMS keeps what must survive a restart (open transactions, tokens, boot
     /// policies, security profiles, passwords): sqlite://FILE (created when missing),
     /// postgres://USER:PASS@HOST/DB (several nodes may share it), or `memory` (nothing
@@ -401,6 +422,21 @@ impl Cli {
             admin_token_file: self.admin_token_file,
             admin_tokens,
             metrics_public: self.metrics_public,
+            admin_hosts: self.admin_host,
+            admin_limits: {
+                let mut limits = AdminLimits::default();
+                if let Some(n) = self.admin_max_connections {
+                    limits.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
+                }
+                if let Some(ms) = self.admin_header_timeout_ms {
+                    limits.header_timeout = Duration::from_millis(ms);
+                }
+                if let Some(ms) = self.admin_body_timeout_ms {
+                    limits.body_timeout = Duration::from_millis(ms);
+                }
+                limits
+            },
+            handshake_timeout: self.handshake_timeout_ms.map(Duration::from_millis),
             database: match self.database.as_str() {
                 "memory" | "none" | "off" => None,
                 url => Some(url.to_owned()),
@@ -461,6 +497,12 @@ pub struct Args {
     pub admin_tokens: Option<Secret>,
     /// `--metrics-public`.
     pub metrics_public: bool,
+    /// `--admin-host` (each time given).
+    pub admin_hosts: Vec<String>,
+    /// `--admin-max-connections`, `--admin-header-timeout-ms`, `--admin-body-timeout-ms`.
+    pub admin_limits: AdminLimits,
+    /// `--handshake-timeout-ms`.
+    pub handshake_timeout: Option<Duration>,
     /// `--database` (or `OCPP_DATABASE_URL`); `None` for `memory`.
     pub database: Option<String>,
     /// `--threads`.
@@ -568,7 +610,13 @@ pub fn admin_auth(args: &Args) -> Result<AdminAuth, StartError> {
         None => AdminAuth::open(),
     };
     if let Some(Secret(tokens)) = &args.admin_tokens {
+        // Set but holding no token (empty, blanks, comments): refused as an empty token
+        // file is, rather than read as "no tokens" and left open without a word.
+        let before = auth.len();
         auth.add_lines(ADMIN_TOKENS_ENV, tokens)?;
+        if auth.len() == before {
+            return Err(AdminAuthError::Empty(ADMIN_TOKENS_ENV.to_owned()).into());
+        }
     }
     if let Some(admin) = args.admin {
         if auth.is_open() && !admin.ip().is_loopback() {
@@ -592,6 +640,8 @@ pub fn server_config(args: &Args) -> Result<ServerConfig, StartError> {
     let mut config = ServerConfig::new(args.listen);
     config.admin = args.admin;
     config.admin_auth = admin_auth(args)?;
+    config.admin_hosts = args.admin_hosts.clone();
+    config.admin_limits = args.admin_limits;
     config.threads = args.threads;
     config.shards = args.shards;
     config.push_interval = args.push_interval;
@@ -834,6 +884,10 @@ pub fn connection_config(args: &Args) -> ConnectionConfig {
         .close_timeout(Duration::from_secs(3))
         .deflate(args.deflate.clone())
         .no_common_version(args.no_common_version);
+    let config = match args.handshake_timeout {
+        Some(timeout) => config.handshake_timeout(timeout),
+        None => config,
+    };
     match args.call_timeout {
         Some(timeout) => config.call_timeout(timeout),
         None => config,

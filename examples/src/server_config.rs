@@ -26,6 +26,11 @@ pub struct ServerConfig {
     pub admin: Option<SocketAddr>,
     /// Who may use it (`--admin-token-file`); open by default.
     pub admin_auth: AdminAuth,
+    /// The names the admin interface answers to besides its address (`--admin-host`; see
+    /// [`AdminGuard`](crate::csms::admin_auth::AdminGuard)).
+    pub admin_hosts: Vec<String>,
+    /// The limits on admin connections: how many, how long each may take.
+    pub admin_limits: AdminLimits,
     /// mio-server: how many event loops (threads) share the port. tokio-server sizes its
     /// runtime in its binary and does not read it.
     pub threads: usize,
@@ -52,12 +57,49 @@ impl ServerConfig {
             listen,
             admin: None,
             admin_auth: AdminAuth::open(),
+            admin_hosts: Vec::new(),
+            admin_limits: AdminLimits::default(),
             threads: 1,
             shards: 1,
             push_interval: None,
             connection: ConnectionConfig::default(),
             tls: None,
             cluster: None,
+        }
+    }
+}
+
+/// The limits on the admin interface's connections (both servers): so that no number of
+/// idle or slow sockets keeps an operator out, or takes the charge points' file descriptors.
+/// One request per connection (every answer says `Connection: close`), so there is no idle
+/// keep-alive to bound: the header timeout bounds the wait for the request.
+///
+/// ```
+/// use ocpp_examples::server_config::AdminLimits;
+/// let limits = AdminLimits::default();
+/// assert_eq!(limits.max_connections, 64);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AdminLimits {
+    /// At most this many admin connections open (`--admin-max-connections`); beyond it a new
+    /// one takes the place of the oldest that has not sent its request yet, or, when every
+    /// one serves a request, is answered 503 and closed
+    /// ([`AdminSlots`](crate::csms::admin_auth::AdminSlots)).
+    pub max_connections: usize,
+    /// How long a connection may take to send its request head (`--admin-header-timeout-ms`).
+    pub header_timeout: Duration,
+    /// How long the body may take once the head is in (`--admin-body-timeout-ms`).
+    pub body_timeout: Duration,
+}
+
+impl Default for AdminLimits {
+    /// 64 connections, 10 s for the head, 10 s for the body.
+    fn default() -> Self {
+        AdminLimits {
+            max_connections: 64,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -19,7 +19,8 @@ fn ask(admin: SocketAddr, head: &str, headers: &str, body: &str) -> (u16, String
     stream.set_read_timeout(Some(WAIT)).unwrap();
     write!(
         stream,
-        "{head} HTTP/1.1\r\nHost: x\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        "{head} HTTP/1.1\r\nHost: {admin}\r\nContent-Type: application/json\r\n\
+         {headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();

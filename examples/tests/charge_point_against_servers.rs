@@ -59,7 +59,8 @@ fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String)
     stream.set_read_timeout(Some(WAIT)).unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();

@@ -25,13 +25,16 @@
 //! assert!(auth.check(&request).is_ok());
 //! ```
 
+use std::collections::VecDeque;
 use std::fmt;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use ring::digest::{digest, SHA256};
 use subtle::{Choice, ConstantTimeEq};
 
 use super::admin::{AdminRequest, HttpResponse};
+use super::metrics::Metrics;
 
 /// The `WWW-Authenticate` challenge of a request without a token.
 const CHALLENGE: &str = "Bearer realm=\"ocpp-admin\"";
@@ -228,6 +231,16 @@ impl AdminAuth {
         }
     }
 
+    /// [`AdminAuth::check`], counting a refusal in `ocpp_admin_refused_total{reason="token"}`.
+    ///
+    /// # Errors
+    /// As [`AdminAuth::check`].
+    pub fn admit(&self, request: &AdminRequest, metrics: &Metrics) -> Result<(), HttpResponse> {
+        self.check(request).inspect_err(|_| {
+            metrics.admin_refused(AdminRefused::Token).inc();
+        })
+    }
+
     fn add(&mut self, source_name: &str, line: usize, token: &str) -> Result<(), AdminAuthError> {
         let reason = if token.len() < MIN_TOKEN_LEN {
             Some("is shorter than 16 characters")
@@ -254,6 +267,390 @@ impl AdminAuth {
             return Err(AdminAuthError::Empty(source_name.to_owned()));
         }
         Ok(self)
+    }
+}
+
+/// The headers a browser sets that tell where a request comes from, and whether it has a
+/// body: what [`AdminGuard::check`] decides on. Both servers fill it from the request head,
+/// before the body is read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FetchHeaders<'a> {
+    /// `Host` (RFC 9110 §7.2).
+    pub host: Option<&'a [u8]>,
+    /// `Origin` (RFC 6454 §7).
+    pub origin: Option<&'a [u8]>,
+    /// `Sec-Fetch-Site` (Fetch Metadata Request Headers §2.4).
+    pub sec_fetch_site: Option<&'a [u8]>,
+    /// `Content-Type` (RFC 9110 §8.3).
+    pub content_type: Option<&'a [u8]>,
+    /// Whether a body follows (`Content-Length` above 0, or `Transfer-Encoding`).
+    pub has_body: bool,
+}
+
+impl<'a> FetchHeaders<'a> {
+    /// The headers of a head parsed by `httparse` (mio-server).
+    pub fn from_httparse(headers: &[httparse::Header<'a>]) -> Self {
+        let mut fetch = FetchHeaders::default();
+        for header in headers {
+            let name = header.name;
+            let value = Some(header.value);
+            if name.eq_ignore_ascii_case("host") {
+                fetch.host = value;
+            } else if name.eq_ignore_ascii_case("origin") {
+                fetch.origin = value;
+            } else if name.eq_ignore_ascii_case("sec-fetch-site") {
+                fetch.sec_fetch_site = value;
+            } else if name.eq_ignore_ascii_case("content-type") {
+                fetch.content_type = value;
+            } else if name.eq_ignore_ascii_case("content-length") {
+                fetch.has_body |= header.value.trim_ascii() != b"0";
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                fetch.has_body = true;
+            }
+        }
+        fetch
+    }
+}
+
+/// Why [`AdminGuard::check`] refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdminRefusal {
+    /// No `Host` header: the request cannot be told from a DNS-rebound one (400; RFC 9112
+    /// §3.2 asks 400 of an HTTP/1.1 request without one).
+    #[error("the request has no Host header")]
+    NoHost,
+    /// `Host` names another server: a DNS-rebinding page, or a misdirected request (403).
+    #[error("the Host header does not name this admin interface")]
+    ForeignHost,
+    /// `Origin` is another site's (or `null`): a cross-origin page (403).
+    #[error("the Origin header is not this admin interface's own origin")]
+    ForeignOrigin,
+    /// `Sec-Fetch-Site` is `cross-site` or `same-site` (403).
+    #[error("Sec-Fetch-Site says the request comes from another site")]
+    CrossSite,
+    /// A body that is not `Content-Type: application/json` (415): the only body a page
+    /// cannot send across origins without a CORS preflight, which we never answer.
+    #[error("a request body must be Content-Type: application/json")]
+    ContentType,
+}
+
+impl AdminRefusal {
+    /// The HTTP status: 400, 403 or 415. A foreign `Host` gets 403 rather than 421
+    /// Misdirected Request: 421 invites a client to retry on another connection (RFC 9110
+    /// §15.5.20), while a rebinding page must be told no, for good, whatever connection it
+    /// uses.
+    pub fn status(self) -> u16 {
+        match self {
+            AdminRefusal::NoHost => 400,
+            AdminRefusal::ForeignHost | AdminRefusal::ForeignOrigin | AdminRefusal::CrossSite => {
+                403
+            }
+            AdminRefusal::ContentType => 415,
+        }
+    }
+
+    /// What `ocpp_admin_refused_total` counts it as.
+    pub fn counted_as(self) -> AdminRefused {
+        match self {
+            AdminRefusal::NoHost | AdminRefusal::ForeignHost => AdminRefused::Host,
+            AdminRefusal::ForeignOrigin => AdminRefused::Origin,
+            AdminRefusal::CrossSite => AdminRefused::FetchSite,
+            AdminRefusal::ContentType => AdminRefused::ContentType,
+        }
+    }
+
+    /// The answer: the status and a JSON `{"error": why}`.
+    pub fn response(self) -> HttpResponse {
+        HttpResponse::error(self.status(), &self.to_string())
+    }
+}
+
+/// Refuses what a web page could send to the admin interface, whether or not it needs a
+/// token: a cross-site request (CSRF: a `text/plain` POST needs no CORS preflight, so a page
+/// anywhere could reset a station) and a DNS-rebound one (a page whose name now resolves to
+/// 127.0.0.1 is "same-origin" to the browser and could read everything).
+///
+/// - `Host` must name this interface: the listener's IP (and, on loopback or a wildcard
+///   address, `localhost`, `127.0.0.1` and `[::1]`), or a name given with `--admin-host`; a
+///   port, if given, must be the listener's. A rebinding page's requests carry its own name.
+/// - `Origin`, when sent, must be `http://` or `https://` and such a host (never `null`).
+/// - `Sec-Fetch-Site`, when sent, must be `same-origin` or `none` (typed by the user).
+/// - A body must be `Content-Type: application/json` (415 otherwise).
+///
+/// Clients that are not browsers (curl, scripts) send none of `Origin` and `Sec-Fetch-Site`
+/// and a `Host` naming the address they connect to, and pass.
+///
+/// ```
+/// use ocpp_examples::csms::admin_auth::{AdminGuard, AdminRefusal, FetchHeaders};
+/// let guard = AdminGuard::new("127.0.0.1:9001".parse().unwrap(), &[]);
+/// let ask = |host: &str, origin: Option<&str>| FetchHeaders {
+///     host: Some(host.as_bytes()),
+///     origin: origin.map(str::as_bytes),
+///     ..FetchHeaders::default()
+/// };
+/// assert_eq!(guard.check(&ask("127.0.0.1:9001", None)), Ok(()));
+/// assert_eq!(guard.check(&ask("localhost:9001", Some("http://localhost:9001"))), Ok(()));
+/// assert_eq!(guard.check(&ask("evil.example:9001", None)), Err(AdminRefusal::ForeignHost));
+/// let from_a_page = ask("127.0.0.1:9001", Some("https://evil.example"));
+/// assert_eq!(guard.check(&from_a_page), Err(AdminRefusal::ForeignOrigin));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminGuard {
+    /// The host names accepted, lowercase (IPv6 addresses in brackets).
+    names: Vec<String>,
+    /// The listener's port.
+    port: u16,
+}
+
+impl AdminGuard {
+    /// The guard of an admin interface listening on `listener` (the bound address: its port
+    /// is the real one), also answering to `names` (`--admin-host`; a name, or an IP address).
+    pub fn new(listener: SocketAddr, names: &[String]) -> Self {
+        let mut accepted = Vec::new();
+        let ip = listener.ip();
+        if !ip.is_unspecified() {
+            accepted.push(host_name(ip));
+        }
+        if ip.is_loopback() || ip.is_unspecified() {
+            for name in ["localhost", "127.0.0.1", "[::1]"] {
+                accepted.push(name.to_owned());
+            }
+        }
+        for name in names {
+            let name = name.trim().to_ascii_lowercase();
+            let name = match name.parse::<IpAddr>() {
+                Ok(ip) => host_name(ip),
+                Err(_) => name,
+            };
+            accepted.push(name);
+        }
+        accepted.sort();
+        accepted.dedup();
+        AdminGuard {
+            names: accepted,
+            port: listener.port(),
+        }
+    }
+
+    /// The host names accepted (lowercase; IPv6 addresses in brackets).
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Lets a request head through, or says why not (see the type's docs).
+    ///
+    /// # Errors
+    /// The refusal: a missing or foreign `Host`, a foreign `Origin`, `Sec-Fetch-Site:
+    /// cross-site` or `same-site`, a body that is not JSON.
+    pub fn check(&self, headers: &FetchHeaders<'_>) -> Result<(), AdminRefusal> {
+        let host = headers.host.ok_or(AdminRefusal::NoHost)?;
+        if !self.is_ours(host) {
+            return Err(AdminRefusal::ForeignHost);
+        }
+        if let Some(site) = headers.sec_fetch_site {
+            let site = site.trim_ascii();
+            if !site.eq_ignore_ascii_case(b"same-origin") && !site.eq_ignore_ascii_case(b"none") {
+                return Err(AdminRefusal::CrossSite);
+            }
+        }
+        if let Some(origin) = headers.origin {
+            let origin = origin.trim_ascii();
+            let authority = origin
+                .strip_prefix(b"http://")
+                .or_else(|| origin.strip_prefix(b"https://"));
+            match authority {
+                Some(authority) if !authority.contains(&b'/') && self.is_ours(authority) => {}
+                _ => return Err(AdminRefusal::ForeignOrigin),
+            }
+        }
+        if headers.has_body {
+            let media_type = headers
+                .content_type
+                .and_then(|value| value.split(|&b| b == b';').next())
+                .map(<[u8]>::trim_ascii);
+            if !media_type.is_some_and(|t| t.eq_ignore_ascii_case(b"application/json")) {
+                return Err(AdminRefusal::ContentType);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`AdminGuard::check`], counting a refusal in `ocpp_admin_refused_total` and giving
+    /// the answer to send.
+    ///
+    /// # Errors
+    /// The refusal's answer ([`AdminRefusal::response`]).
+    pub fn admit(&self, headers: &FetchHeaders<'_>, metrics: &Metrics) -> Result<(), HttpResponse> {
+        self.check(headers).map_err(|refusal| {
+            metrics.admin_refused(refusal.counted_as()).inc();
+            tracing::info!(%refusal, "admin request refused");
+            refusal.response()
+        })
+    }
+
+    /// Whether `authority` (`name`, `name:port`, `[v6]:port`) is this interface.
+    fn is_ours(&self, authority: &[u8]) -> bool {
+        let Ok(authority) = std::str::from_utf8(authority.trim_ascii()) else {
+            return false;
+        };
+        let (name, port) = match authority.rfind(':') {
+            // `[::1]` alone has colons but no port: a port follows the `]`.
+            Some(colon) if !authority[colon..].contains(']') => {
+                (&authority[..colon], Some(&authority[colon + 1..]))
+            }
+            _ => (authority, None),
+        };
+        if let Some(port) = port {
+            if port.parse::<u16>().ok() != Some(self.port) {
+                return false;
+            }
+        }
+        let name = name.strip_suffix('.').unwrap_or(name);
+        self.names.iter().any(|n| n.eq_ignore_ascii_case(name))
+    }
+}
+
+/// Why the admin interface refused a request or a connection (the label of
+/// `ocpp_admin_refused_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AdminRefused {
+    /// A missing or foreign `Host` (DNS rebinding).
+    Host,
+    /// A foreign `Origin`.
+    Origin,
+    /// `Sec-Fetch-Site: cross-site` or `same-site`.
+    FetchSite,
+    /// A body that is not `application/json`.
+    ContentType,
+    /// No bearer token, or a wrong one.
+    Token,
+    /// A connection closed for the limit on admin connections (an idle one making room, or
+    /// a new one when every slot serves a request).
+    Limit,
+    /// A connection closed because its request head or body did not come in time.
+    Timeout,
+}
+
+impl AdminRefused {
+    /// Every reason, in the order rendered.
+    pub const ALL: [AdminRefused; 7] = [
+        AdminRefused::Host,
+        AdminRefused::Origin,
+        AdminRefused::FetchSite,
+        AdminRefused::ContentType,
+        AdminRefused::Token,
+        AdminRefused::Limit,
+        AdminRefused::Timeout,
+    ];
+
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            AdminRefused::Host => "host",
+            AdminRefused::Origin => "origin",
+            AdminRefused::FetchSite => "fetch_site",
+            AdminRefused::ContentType => "content_type",
+            AdminRefused::Token => "token",
+            AdminRefused::Limit => "limit",
+            AdminRefused::Timeout => "timeout",
+        }
+    }
+
+    pub(super) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// An IP address as a `Host` names it: IPv6 in brackets.
+fn host_name(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+/// The admin connections open, in the order they came, for the limit on them: a new one
+/// beyond the limit takes the place of the oldest that has not yet sent a whole request
+/// (an idle or slow socket), so that no number of idle sockets keeps an operator out; only
+/// when every slot is serving a request is the new one refused (answered 503). Sans-IO:
+/// both servers keep one, keyed by their own connection ids.
+///
+/// ```
+/// use ocpp_examples::csms::admin_auth::AdminSlots;
+/// let mut slots = AdminSlots::new(2);
+/// assert_eq!(slots.open(1), Ok(None));
+/// assert_eq!(slots.open(2), Ok(None));
+/// slots.serving(1); // 1 sent its request: it keeps its slot
+/// assert_eq!(slots.open(3), Ok(Some(2))); // 2 is idle: closed for 3
+/// slots.serving(3);
+/// assert!(slots.open(4).is_err()); // both serve requests
+/// slots.close(1);
+/// assert_eq!(slots.open(4), Ok(None));
+/// ```
+#[derive(Debug, Clone)]
+pub struct AdminSlots<K> {
+    limit: usize,
+    /// The open connections, oldest first, and whether each is serving a request.
+    open: VecDeque<(K, bool)>,
+}
+
+/// Every admin slot serves a request: the new connection is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("every admin connection serves a request")]
+pub struct SlotsFull;
+
+impl<K: Copy + PartialEq> AdminSlots<K> {
+    /// At most `limit` connections (at least 1).
+    pub fn new(limit: usize) -> Self {
+        AdminSlots {
+            limit: limit.max(1),
+            open: VecDeque::new(),
+        }
+    }
+
+    /// A new connection `key`: `Ok(None)` takes a free slot, `Ok(Some(old))` takes the slot
+    /// of `old`, which the caller closes now.
+    ///
+    /// # Errors
+    /// [`SlotsFull`]: every slot serves a request; close `key`.
+    pub fn open(&mut self, key: K) -> Result<Option<K>, SlotsFull> {
+        let mut evicted = None;
+        if self.open.len() >= self.limit {
+            let idle = self
+                .open
+                .iter()
+                .position(|(_, serving)| !serving)
+                .ok_or(SlotsFull)?;
+            evicted = self.open.remove(idle).map(|(old, _)| old);
+        }
+        self.open.push_back((key, false));
+        Ok(evicted)
+    }
+
+    /// `key` sent a whole request that was let in: it keeps its slot until it closes.
+    pub fn serving(&mut self, key: K) {
+        if let Some(entry) = self.open.iter_mut().find(|(k, _)| *k == key) {
+            entry.1 = true;
+        }
+    }
+
+    /// `key` closed.
+    pub fn close(&mut self, key: K) {
+        if let Some(index) = self.open.iter().position(|(k, _)| *k == key) {
+            self.open.remove(index);
+        }
+    }
+
+    /// How many are open.
+    pub fn len(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Whether none is open.
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty()
     }
 }
 

@@ -39,12 +39,15 @@
 //! password, sent or expected, ever reaches a log line or a `Debug` output.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use ocpp_frame::handshake::BasicCredentials;
-use ocpp_server_core::ChargePointIdentity;
+use ocpp_server_core::{ChargePointIdentity, Rejection, UpgradeRequest};
 
-use super::Transport;
+use super::{Csms, Transport};
 use ring::digest::{digest, SHA256};
 use subtle::ConstantTimeEq;
 
@@ -417,6 +420,328 @@ impl Credentials {
     }
 }
 
+/// The limits of [`AuthAttempts`].
+///
+/// ```
+/// use ocpp_examples::csms::credentials::AttemptLimits;
+/// let limits = AttemptLimits::default();
+/// assert_eq!(limits.max_failures, 5);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AttemptLimits {
+    /// Failures within [`AttemptLimits::window`] that lock an address or an identity (5).
+    pub max_failures: u32,
+    /// The window failures are counted in (1 minute).
+    pub window: Duration,
+    /// The first lockout (10 s); each further failure of a locked-before key doubles it.
+    pub first_delay: Duration,
+    /// The longest lockout (5 minutes).
+    pub max_delay: Duration,
+    /// At most this many addresses, and as many identities, are remembered (4096 each); the
+    /// oldest go first.
+    pub capacity: usize,
+}
+
+impl Default for AttemptLimits {
+    fn default() -> Self {
+        AttemptLimits {
+            max_failures: 5,
+            window: Duration::from_secs(60),
+            first_delay: Duration::from_secs(10),
+            max_delay: Duration::from_secs(300),
+            capacity: 4096,
+        }
+    }
+}
+
+/// What [`AuthAttempts`] remembers of one address or identity.
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    /// Failures since `window_start`.
+    failures: u32,
+    window_start: Instant,
+    /// Locked until then.
+    blocked_until: Option<Instant>,
+    /// Lockouts so far: the next one lasts `first_delay * 2^lockouts`.
+    lockouts: u32,
+    /// The last failure.
+    last: Instant,
+}
+
+impl Record {
+    fn new(now: Instant) -> Self {
+        Record {
+            failures: 0,
+            window_start: now,
+            blocked_until: None,
+            lockouts: 0,
+            last: now,
+        }
+    }
+
+    /// Still locked: for how long.
+    fn blocked(&self, now: Instant) -> Option<Duration> {
+        self.blocked_until
+            .filter(|&until| until > now)
+            .map(|until| until - now)
+    }
+
+    /// Whether nothing of it matters any more (no lockout running, and quiet for twice the
+    /// longest lockout, and the window): it may be forgotten.
+    fn expired(&self, now: Instant, limits: &AttemptLimits) -> bool {
+        self.blocked(now).is_none()
+            && now.saturating_duration_since(self.last)
+                >= limits.window.max(limits.max_delay.saturating_mul(2))
+    }
+
+    /// Whether it failed lately: a failure in the window, a lockout running or past.
+    fn has_failed(&self, now: Instant, limits: &AttemptLimits) -> bool {
+        !self.expired(now, limits)
+            && (self.lockouts > 0
+                || (self.failures > 0
+                    && now.saturating_duration_since(self.window_start) < limits.window))
+    }
+
+    fn fail(&mut self, now: Instant, limits: &AttemptLimits) {
+        if self.expired(now, limits) {
+            *self = Record::new(now);
+        }
+        if now.saturating_duration_since(self.window_start) >= limits.window {
+            self.failures = 0;
+            self.window_start = now;
+        }
+        self.failures = self.failures.saturating_add(1);
+        self.last = now;
+        // Locked before: the next failure locks again, twice as long (exponential back-off).
+        if self.failures >= limits.max_failures || self.lockouts > 0 {
+            let factor = 1u32 << self.lockouts.min(16);
+            let delay = limits
+                .first_delay
+                .saturating_mul(factor)
+                .min(limits.max_delay);
+            self.blocked_until = Some(now + delay);
+            self.lockouts = self.lockouts.saturating_add(1);
+            self.failures = 0;
+            self.window_start = now;
+        }
+    }
+}
+
+/// An address as counted: IPv4 as is, IPv6 by its /64 (one host usually holds a whole /64,
+/// so counting single addresses would let it try 2^64 times).
+fn address_key(address: IpAddr) -> IpAddr {
+    match address.to_canonical() {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(bits.into())
+        }
+        v4 => v4,
+    }
+}
+
+/// The limit on failed Basic authentication attempts on the OCPP port (security profiles 1
+/// and 2), per source address and per identity, Sans-IO (every call takes `now`). One for
+/// both servers, through [`UpgradeGate`].
+///
+/// - An address with [`AttemptLimits::max_failures`] failures within the window is locked:
+///   every attempt from it is answered 429 with `Retry-After`, unchecked, until the lockout
+///   passes. The first lockout lasts [`AttemptLimits::first_delay`]; a failure after one
+///   locks again for twice as long, up to [`AttemptLimits::max_delay`]; a quiet key is
+///   forgotten.
+/// - An identity is locked the same way, from failures from any address, but its lockout
+///   refuses only attempts from addresses that have failed lately themselves. Refusing
+///   every attempt for a locked identity would let an attacker keep a station out for good
+///   with a few wrong passwords (a denial of service worse than the guessing); refusing
+///   none would let a botnet guess at the per-address rate times its size. This way the
+///   station itself, from an address with no failure, still gets in with its password,
+///   while each attacking address gets at most one guess at the identity per lockout (its
+///   first failure marks it). The rare station that shares an address with an attacker
+///   (a NAT) waits out the lockout, which is capped.
+/// - Only failures count (401 with Basic credentials sent): a right password is never
+///   refused for the identity's lockout, and a success changes nothing, so that a station of
+///   the attacker's own cannot clear its record.
+/// - Memory is bounded: at most [`AttemptLimits::capacity`] addresses and as many
+///   identities; a full table first forgets what has expired, then the record that failed
+///   longest ago. An attacker cycling addresses and identities evicts its own records
+///   first (the oldest), and a key evicted early only loses its count.
+///
+/// ```
+/// use std::net::IpAddr;
+/// use std::time::{Duration, Instant};
+/// use ocpp_examples::csms::credentials::{AttemptLimits, AuthAttempts};
+/// let mut attempts = AuthAttempts::new(AttemptLimits::default());
+/// let (attacker, station): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
+/// let now = Instant::now();
+/// for _ in 0..5 {
+///     assert!(attempts.admit(now, Some(attacker), "CP1").is_ok());
+///     attempts.failed(now, Some(attacker), "CP1");
+/// }
+/// assert_eq!(attempts.admit(now, Some(attacker), "CP1"), Err(Duration::from_secs(10)));
+/// // The station's own address has not failed: its attempt is checked.
+/// assert!(attempts.admit(now, Some(station), "CP1").is_ok());
+/// ```
+#[derive(Debug, Clone)]
+pub struct AuthAttempts {
+    limits: AttemptLimits,
+    addresses: HashMap<IpAddr, Record>,
+    identities: HashMap<String, Record>,
+}
+
+impl AuthAttempts {
+    /// No failure yet.
+    pub fn new(limits: AttemptLimits) -> Self {
+        AuthAttempts {
+            limits,
+            addresses: HashMap::new(),
+            identities: HashMap::new(),
+        }
+    }
+
+    /// Whether an attempt from `address` (`None`: not known) for `identity` may be checked.
+    ///
+    /// # Errors
+    /// How long the client must wait (`Retry-After`): the address is locked, or the identity
+    /// is and the address failed lately.
+    pub fn admit(
+        &self,
+        now: Instant,
+        address: Option<IpAddr>,
+        identity: &str,
+    ) -> Result<(), Duration> {
+        let from = address.and_then(|a| self.addresses.get(&address_key(a)));
+        if let Some(wait) = from.and_then(|record| record.blocked(now)) {
+            return Err(wait);
+        }
+        let locked = self
+            .identities
+            .get(identity)
+            .and_then(|record| record.blocked(now));
+        match (locked, from) {
+            (Some(wait), Some(from)) if from.has_failed(now, &self.limits) => Err(wait),
+            _ => Ok(()),
+        }
+    }
+
+    /// An attempt from `address` for `identity` failed (401 with credentials).
+    pub fn failed(&mut self, now: Instant, address: Option<IpAddr>, identity: &str) {
+        let limits = self.limits;
+        if let Some(address) = address {
+            let key = address_key(address);
+            if !self.addresses.contains_key(&key) {
+                make_room(&mut self.addresses, now, &limits);
+            }
+            self.addresses
+                .entry(key)
+                .or_insert_with(|| Record::new(now))
+                .fail(now, &limits);
+        }
+        if !self.identities.contains_key(identity) {
+            make_room(&mut self.identities, now, &limits);
+        }
+        if let Some(record) = self.identities.get_mut(identity) {
+            record.fail(now, &limits);
+        } else {
+            let mut record = Record::new(now);
+            record.fail(now, &limits);
+            self.identities.insert(identity.to_owned(), record);
+        }
+    }
+
+    /// How many addresses and identities are remembered.
+    pub fn len(&self) -> (usize, usize) {
+        (self.addresses.len(), self.identities.len())
+    }
+
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.addresses.is_empty() && self.identities.is_empty()
+    }
+}
+
+/// Before a new key goes into a full `table`: forget what expired, then, if still full, the
+/// record that failed longest ago.
+fn make_room<K: Clone + Eq + std::hash::Hash>(
+    table: &mut HashMap<K, Record>,
+    now: Instant,
+    limits: &AttemptLimits,
+) {
+    if table.len() < limits.capacity.max(1) {
+        return;
+    }
+    table.retain(|_, record| !record.expired(now, limits));
+    while table.len() >= limits.capacity.max(1) {
+        let oldest = table
+            .iter()
+            .min_by_key(|(_, record)| record.last)
+            .map(|(key, _)| key.clone());
+        match oldest {
+            Some(key) => table.remove(&key),
+            None => break,
+        };
+    }
+}
+
+/// Both servers' decision on an upgrade: [`Csms::on_upgrade`] behind the failed-attempt
+/// limit ([`AuthAttempts`]). An attempt the limit refuses gets 429 with `Retry-After` and is
+/// not checked (`ocpp_auth_throttled_total`); a 401 for credentials that were sent counts as
+/// a failure (`ocpp_auth_failures_total`).
+#[derive(Debug)]
+pub struct UpgradeGate(Mutex<AuthAttempts>);
+
+impl Default for UpgradeGate {
+    fn default() -> Self {
+        UpgradeGate::new(AttemptLimits::default())
+    }
+}
+
+impl UpgradeGate {
+    /// A gate with these limits.
+    pub fn new(limits: AttemptLimits) -> Self {
+        UpgradeGate(Mutex::new(AuthAttempts::new(limits)))
+    }
+
+    /// Decides `upgrade` from `peer` (its address; `None` when the I/O layer cannot tell),
+    /// at `now`.
+    ///
+    /// # Errors
+    /// The refusal to answer with: 429 (with `Retry-After`) from the limit, else
+    /// [`Csms::on_upgrade`]'s.
+    pub fn decide(
+        &self,
+        csms: &Csms,
+        upgrade: &UpgradeRequest,
+        transport: &Transport,
+        peer: Option<IpAddr>,
+        now: Instant,
+    ) -> Result<(), Rejection> {
+        let identity = upgrade.identity.as_str();
+        let admitted = self.attempts().admit(now, peer, identity);
+        if let Err(wait) = admitted {
+            let metrics = csms.metrics();
+            metrics.auth_throttled.inc();
+            metrics.upgrades_rejected.inc();
+            let seconds = u32::try_from(wait.as_secs().saturating_add(1)).unwrap_or(u32::MAX);
+            tracing::info!(identity, ?peer, retry_after = seconds, "upgrade throttled");
+            return Err(Rejection::new(429, "too many failed attempts").with_retry_after(seconds));
+        }
+        let decided = csms.on_upgrade(upgrade, transport);
+        if let Err(refusal) = &decided {
+            if refusal.status == 401 && upgrade.credentials.is_some() {
+                csms.metrics().auth_failures.inc();
+                self.attempts().failed(now, peer, identity);
+            }
+        }
+        decided
+    }
+
+    fn attempts(&self) -> std::sync::MutexGuard<'_, AuthAttempts> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,5 +803,128 @@ mod tests {
             Credentials::parse("ok:x\n:pw"),
             Err(CredentialsError::EmptyIdentity(2))
         ));
+    }
+
+    fn ip(text: &str) -> Option<IpAddr> {
+        Some(text.parse().unwrap())
+    }
+
+    #[test]
+    fn an_address_is_locked_after_five_failures_and_backs_off() {
+        let mut attempts = AuthAttempts::new(AttemptLimits::default());
+        let t0 = Instant::now();
+        let attacker = ip("192.0.2.7");
+        for n in 0..5 {
+            assert_eq!(attempts.admit(t0, attacker, &format!("CP{n}")), Ok(()));
+            attempts.failed(t0, attacker, &format!("CP{n}"));
+        }
+        // Locked for 10 s, whatever identity it tries.
+        assert_eq!(
+            attempts.admit(t0, attacker, "CP9"),
+            Err(Duration::from_secs(10))
+        );
+        let t1 = t0 + Duration::from_secs(4);
+        assert_eq!(
+            attempts.admit(t1, attacker, "CP9"),
+            Err(Duration::from_secs(6))
+        );
+        // Over: one more failure locks again, twice as long, then 40 s...
+        let t2 = t0 + Duration::from_secs(10);
+        assert_eq!(attempts.admit(t2, attacker, "CP9"), Ok(()));
+        attempts.failed(t2, attacker, "CP9");
+        assert_eq!(
+            attempts.admit(t2, attacker, "CP9"),
+            Err(Duration::from_secs(20))
+        );
+        let mut t = t2;
+        let mut wait = 20;
+        let mut delays = Vec::new();
+        for _ in 0..6 {
+            t += Duration::from_secs(wait);
+            assert_eq!(attempts.admit(t, attacker, "CP9"), Ok(()));
+            attempts.failed(t, attacker, "CP9");
+            wait = attempts.admit(t, attacker, "CP9").unwrap_err().as_secs();
+            delays.push(wait);
+        }
+        // ... capped at 5 minutes.
+        assert_eq!(delays, [40, 80, 160, 300, 300, 300]);
+        // Quiet long enough: forgotten, five failures again before a lockout.
+        let later = t + Duration::from_secs(300 + 601);
+        attempts.failed(later, attacker, "CP9");
+        assert_eq!(attempts.admit(later, attacker, "CP9"), Ok(()));
+    }
+
+    #[test]
+    fn failures_outside_the_window_do_not_add_up() {
+        let mut attempts = AuthAttempts::new(AttemptLimits::default());
+        let t0 = Instant::now();
+        let address = ip("2001:db8::1");
+        for n in 0..20u64 {
+            let now = t0 + Duration::from_secs(n * 15); // 4 per minute
+            assert_eq!(attempts.admit(now, address, "CP1").ok(), Some(()), "{n}");
+            attempts.failed(now, address, "CP1");
+            if n % 4 == 3 {
+                // The next one is in a new window.
+                let next = t0 + Duration::from_secs((n + 1) * 15);
+                assert!(attempts.admit(next, address, "CP1").is_ok());
+            }
+        }
+    }
+
+    #[test]
+    fn a_locked_identity_still_admits_an_address_that_has_not_failed() {
+        let mut attempts = AuthAttempts::new(AttemptLimits::default());
+        let now = Instant::now();
+        // A botnet: five addresses, one wrong password each.
+        for n in 1..=5 {
+            let bot = ip(&format!("198.51.100.{n}"));
+            assert!(attempts.admit(now, bot, "CP1").is_ok());
+            attempts.failed(now, bot, "CP1");
+        }
+        // The identity is locked: the bots (who failed) get 429 for it...
+        assert!(attempts.admit(now, ip("198.51.100.1"), "CP1").is_err());
+        // ... but not for another identity (each bot failed once only).
+        assert!(attempts.admit(now, ip("198.51.100.1"), "CP2").is_ok());
+        // A fresh bot gets one guess, then is refused for CP1.
+        let fresh = ip("198.51.100.77");
+        assert!(attempts.admit(now, fresh, "CP1").is_ok());
+        attempts.failed(now, fresh, "CP1");
+        assert!(attempts.admit(now, fresh, "CP1").is_err());
+        // The station itself, from an address that never failed, is checked.
+        assert!(attempts.admit(now, ip("203.0.113.9"), "CP1").is_ok());
+        // An address we cannot tell is checked too.
+        assert!(attempts.admit(now, None, "CP1").is_ok());
+    }
+
+    #[test]
+    fn ipv6_counts_by_slash_64() {
+        let mut attempts = AuthAttempts::new(AttemptLimits::default());
+        let now = Instant::now();
+        for n in 1..=5 {
+            attempts.failed(now, ip(&format!("2001:db8:1:2::{n}")), &format!("X{n}"));
+        }
+        assert!(attempts.admit(now, ip("2001:db8:1:2::ffff"), "Y").is_err());
+        assert!(attempts.admit(now, ip("2001:db8:1:3::1"), "Y").is_ok());
+        assert_eq!(attempts.len().0, 1);
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let limits = AttemptLimits {
+            capacity: 64,
+            ..AttemptLimits::default()
+        };
+        let mut attempts = AuthAttempts::new(limits);
+        let t0 = Instant::now();
+        for n in 0..10_000u32 {
+            let now = t0 + Duration::from_millis(u64::from(n));
+            let address = IpAddr::from((n + 1000).to_be_bytes());
+            attempts.failed(now, Some(address), &format!("ID{n}"));
+            let (addresses, identities) = attempts.len();
+            assert!(
+                addresses <= 64 && identities <= 64,
+                "{addresses} {identities}"
+            );
+        }
     }
 }

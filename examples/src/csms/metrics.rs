@@ -3,6 +3,8 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
+use super::admin_auth::AdminRefused;
+
 /// A monotonically increasing count.
 #[derive(Debug, Default)]
 pub struct Counter(AtomicU64);
@@ -131,9 +133,22 @@ pub struct Metrics {
     pub calls_sent: Counter,
     /// Connections ended because the handshake did not finish in time.
     pub handshake_timeouts: Counter,
+    /// Upgrades refused 401 that carried Basic credentials (a wrong password, a user that is
+    /// not the identity, an unknown identity): `ocpp_auth_failures_total`.
+    pub auth_failures: Counter,
+    /// Upgrades answered 429 by the failed-attempt limit: `ocpp_auth_throttled_total`.
+    pub auth_throttled: Counter,
+    /// Admin requests and connections refused, by [`AdminRefused`]:
+    /// `ocpp_admin_refused_total{reason="..."}`.
+    admin_refused: [Counter; AdminRefused::ALL.len()],
 }
 
 impl Metrics {
+    /// The counter of admin refusals for `reason`.
+    pub fn admin_refused(&self, reason: AdminRefused) -> &Counter {
+        &self.admin_refused[reason.index()]
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(2048);
@@ -244,8 +259,31 @@ impl Metrics {
                 "Handshakes that did not finish in time.",
                 &self.handshake_timeouts,
             ),
+            (
+                "ocpp_auth_failures_total",
+                "Upgrades refused 401 with Basic credentials that did not match.",
+                &self.auth_failures,
+            ),
+            (
+                "ocpp_auth_throttled_total",
+                "Upgrades answered 429 by the failed-attempt limit.",
+                &self.auth_throttled,
+            ),
         ] {
             counter(name, help, value.get());
+        }
+        let name = "ocpp_admin_refused_total";
+        let _ = write!(
+            out,
+            "# HELP {name} Admin requests and connections refused, by reason.\n# TYPE {name} counter\n"
+        );
+        for reason in AdminRefused::ALL {
+            let _ = writeln!(
+                out,
+                "{name}{{reason=\"{}\"}} {}",
+                reason.label(),
+                self.admin_refused(reason).get()
+            );
         }
         let mut gauge = |name: &str, help: &str, value: i64| {
             let _ = write!(

@@ -1,16 +1,18 @@
 //! Accepting: new OCPP sockets (with their TLS session, if any) and admin sockets, and the
 //! retry after running out of file descriptors.
 
-use std::io;
+use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::Interest;
 use ocpp_server_core::Connection;
 
-use super::admin_socket::{AdminSocket, AdminStage, ADMIN_IO_TIMEOUT};
+use super::admin_socket::{AdminSocket, AdminStage};
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{OcppSocket, SocketStage};
+use crate::csms::admin::HttpResponse;
+use crate::csms::admin_auth::AdminRefused;
 use crate::tls::TlsSession;
 
 /// How long to wait before accepting again after running out of file descriptors.
@@ -107,10 +109,31 @@ impl EventLoop {
                 input: Vec::new(),
                 output: Vec::new(),
                 written: 0,
-                deadline: now + ADMIN_IO_TIMEOUT,
+                deadline: now + self.shared.admin_limits.header_timeout,
                 scheduled: None,
                 interest: Interest::READABLE,
+                head_read: false,
             })));
+            // The limit on admin connections: an idle one makes room, or this one is refused.
+            let metrics = self.shared.csms.metrics();
+            match self.admin_slots.open(key) {
+                Ok(None) => {}
+                Ok(Some(idle)) => {
+                    metrics.admin_refused(AdminRefused::Limit).inc();
+                    tracing::debug!("admin connection limit: the oldest idle one closed");
+                    self.remove(idle);
+                }
+                Err(full) => {
+                    metrics.admin_refused(AdminRefused::Limit).inc();
+                    if let Some(Entry::Admin(a)) = self.sockets.get_mut(key) {
+                        // One try, on a fresh socket whose buffer is empty: 503, then close.
+                        let busy = HttpResponse::error(503, &full.to_string()).to_bytes();
+                        let _ = a.socket.write(&busy);
+                    }
+                    self.remove(key);
+                    continue;
+                }
+            }
             let Some(Entry::Admin(a)) = self.sockets.get_mut(key) else {
                 continue;
             };

@@ -17,9 +17,11 @@ use super::slab::Key;
 use super::timers::Moment;
 use super::{Command, Handle};
 use crate::csms::admin::{self, AdminRequest, HttpResponse, Route};
+use crate::csms::admin_auth::FetchHeaders;
 use crate::csms::SplitCall;
 
-/// How long an admin client may take to send its request, and we to write the answer.
+/// How long we may take to write an answer (the client's request has its own limits:
+/// [`AdminLimits`](crate::server_config::AdminLimits)).
 pub(super) const ADMIN_IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long an admin command may wait beyond the connection's call timeout before 504.
@@ -45,6 +47,9 @@ pub(super) struct AdminSocket {
     pub(super) deadline: Instant,
     pub(super) scheduled: Option<Moment>,
     pub(super) interest: Interest,
+    /// The request head was read and let through [`AdminGuard`](crate::csms::admin_auth::AdminGuard):
+    /// the deadline is the body's now.
+    pub(super) head_read: bool,
 }
 
 impl EventLoop {
@@ -158,6 +163,24 @@ impl EventLoop {
                 }
             }
         }
+        if !a.head_read {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut head = httparse::Request::new(&mut headers);
+            if let Ok(httparse::Status::Complete(_)) = head.parse(&a.input) {
+                // The browser checks, on the head alone: a refused request's body is never
+                // waited for.
+                let fetch = FetchHeaders::from_httparse(head.headers);
+                let metrics = self.shared.csms.metrics();
+                if let Err(response) = self.shared.admin_guard.admit(&fetch, metrics) {
+                    self.admin_respond(key, response, now);
+                    return;
+                }
+                a.head_read = true;
+                a.deadline = now + self.shared.admin_limits.body_timeout;
+                self.timers
+                    .schedule(key, Some(a.deadline), &mut a.scheduled);
+            }
+        }
         let parsed = AdminRequest::parse(&a.input);
         let request = match parsed {
             Ok(None) => return,
@@ -167,10 +190,13 @@ impl EventLoop {
                 return;
             }
         };
-        if let Err(response) = self.shared.admin_auth.check(&request) {
+        let metrics = self.shared.csms.metrics();
+        if let Err(response) = self.shared.admin_auth.admit(&request, metrics) {
             self.admin_respond(key, response, now);
             return;
         }
+        // A request let in keeps its connection's slot until answered.
+        self.admin_slots.serving(key);
         if self.admin_cluster_read(key, &request, now) {
             return;
         }

@@ -21,6 +21,7 @@ use super::slab::{Key, Slab};
 use super::timers::TimerHeap;
 use super::{Command, Shared, ADMIN_LISTENER, LISTENER, WAKER};
 use crate::csms::admin::HttpResponse;
+use crate::csms::admin_auth::{AdminRefused, AdminSlots};
 
 /// The one read buffer of the loop, shared by every connection.
 const SCRATCH_SIZE: usize = 64 * 1024;
@@ -65,6 +66,8 @@ pub(super) struct EventLoop {
     pub(super) remote_reads: HashMap<RequestId, RemoteRead>,
     /// Loop 0 of a cluster node: leaving the cluster during a shutdown.
     pub(super) drain_state: DrainState,
+    /// Loop 0: the admin connections open, for their limit.
+    pub(super) admin_slots: AdminSlots<Key>,
 }
 
 impl EventLoop {
@@ -85,6 +88,7 @@ impl EventLoop {
         let next_push = shared
             .push_interval
             .map(|interval| Instant::now() + interval);
+        let admin_slots = AdminSlots::new(shared.admin_limits.max_connections);
         Ok(EventLoop {
             index,
             poll,
@@ -102,6 +106,7 @@ impl EventLoop {
             remote_calls: HashMap::new(),
             remote_reads: HashMap::new(),
             drain_state: DrainState::Idle,
+            admin_slots,
         })
     }
 
@@ -246,6 +251,10 @@ impl EventLoop {
                     } else if a.stage == AdminStage::Waiting {
                         self.admin_respond(key, HttpResponse::timeout(), now);
                     } else {
+                        if a.stage == AdminStage::Reading {
+                            let metrics = self.shared.csms.metrics();
+                            metrics.admin_refused(AdminRefused::Timeout).inc();
+                        }
                         self.remove(key);
                     }
                 }
@@ -313,6 +322,7 @@ impl EventLoop {
             }
             Entry::Admin(mut a) => {
                 let _ = self.poll.registry().deregister(&mut a.socket);
+                self.admin_slots.close(key);
             }
         }
     }

@@ -108,8 +108,10 @@ use ocpp_server_core::{Answer, ConnectionConfig, IdentityTable, MessageId, Reque
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::csms::admin::HttpResponse;
-use crate::csms::admin_auth::AdminAuth;
+use crate::csms::admin_auth::{AdminAuth, AdminGuard};
+use crate::csms::credentials::UpgradeGate;
 use crate::csms::Csms;
+use crate::server_config::AdminLimits;
 use cluster::JobAnswer;
 use event_loop::EventLoop;
 use slab::Key;
@@ -203,6 +205,12 @@ struct Shared {
     csms: Arc<Csms>,
     /// Who may use the admin interface.
     admin_auth: AdminAuth,
+    /// What the admin interface refuses from browsers (its bound address and `--admin-host`).
+    admin_guard: AdminGuard,
+    /// The limits on admin connections.
+    admin_limits: AdminLimits,
+    /// The failed-attempt limit on Basic authentication (every loop's upgrades).
+    upgrades: UpgradeGate,
     connection_config: Arc<ConnectionConfig>,
     push_interval: Option<Duration>,
     tls: Option<crate::tls::ServerTls>,
@@ -316,6 +324,9 @@ impl Server {
             workers: Workers::new(Arc::clone(&csms)),
             csms,
             admin_auth: config.admin_auth,
+            admin_guard: AdminGuard::new(admin_addr.unwrap_or(addr), &config.admin_hosts),
+            admin_limits: config.admin_limits,
+            upgrades: UpgradeGate::default(),
             connection_config: Arc::new(config.connection),
             push_interval: config.push_interval,
             tls: config.tls,

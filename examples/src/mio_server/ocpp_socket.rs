@@ -317,7 +317,10 @@ impl EventLoop {
                 Event::UpgradeRequested(upgrade) => {
                     s.identity = Some(upgrade.identity.clone());
                     let transport = tls::transport(s.tls.as_deref());
-                    let decision = csms.on_upgrade(&upgrade, &transport);
+                    let peer = s.socket.peer_addr().ok().map(|addr| addr.ip());
+                    let decision = shared
+                        .upgrades
+                        .decide(csms, &upgrade, &transport, peer, now);
                     if s.connection.decide(now, decision).is_err() {
                         tracing::warn!("accept/reject in the wrong state");
                     }

@@ -1,26 +1,35 @@
-//! The admin HTTP interface on axum: axum (hyper) reads and writes HTTP, the routes and
+//! The admin HTTP interface on hyper (HTTP/1, one request per connection, within the
+//! [`AdminLimits`]) and axum's types: hyper reads and writes HTTP, the routes and
 //! answers are [`crate::csms::admin`]'s (the same as the mio server's), and a command to a
 //! charge point is a `ChargePoint::call_raw` on its handle in [`ChargePoints`]; on a cluster
 //! node, a command for a charge point not connected here goes to the registry's
 //! [`Cluster::call`](ocpp_cluster::Cluster::call) with the body as it came (the holder decodes
 //! it for its connection's version), answered as mio-server answers it.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use ocpp_server_core::{CallOutcome, ChargePointIdentity};
 use ocpp_tokio::ChargePoints;
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Notify};
 
 use super::handler::{call_ended, App};
 use crate::csms::admin::{self, AdminRequest, ClusterRead, HttpResponse, Route, MAX_BODY};
-use crate::csms::admin_auth::{AdminAuth, Authorization};
+use crate::csms::admin_auth::{
+    AdminAuth, AdminGuard, AdminRefused, AdminSlots, Authorization, FetchHeaders,
+};
+use crate::server_config::AdminLimits;
 
 /// What the admin handlers share.
 #[derive(Debug, Clone)]
@@ -34,38 +43,212 @@ pub(super) struct Admin {
     pub(super) call_timeout: Duration,
     /// Who may use the interface: checked first, for every route.
     pub(super) auth: AdminAuth,
+    /// What browsers may not send (checked on the head, before the token).
+    pub(super) guard: AdminGuard,
+    /// How many connections, how long each may take.
+    pub(super) limits: AdminLimits,
 }
 
-/// The router: every path goes to [`admin::route`]; bodies past [`MAX_BODY`] get 413.
-pub(super) fn router(admin: Admin) -> Router {
-    Router::new()
-        .fallback(serve)
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .with_state(admin)
+/// The admin connections open: their slots ([`AdminSlots`]) and how to close each one.
+#[derive(Debug, Default)]
+struct Open {
+    slots: Option<AdminSlots<u64>>,
+    closers: HashMap<u64, Arc<Notify>>,
 }
 
-async fn serve(
-    State(admin): State<Admin>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+/// Serves the admin interface on `listener` until `stop`: each connection is served by
+/// hyper's HTTP/1 (one request, then closed), within the [`AdminLimits`]: at most
+/// `max_connections` open (an idle one makes room for a new one, else 503), the head within
+/// `header_timeout` (hyper's own `header_read_timeout`, and a deadline of ours that also
+/// covers a client that sends nothing), the body within `body_timeout`.
+pub(super) async fn serve(listener: TcpListener, admin: Admin, stop: watch::Receiver<bool>) {
+    let stopped = stopped(stop);
+    tokio::pin!(stopped);
+    let open = Arc::new(Mutex::new(Open {
+        slots: Some(AdminSlots::new(admin.limits.max_connections)),
+        closers: HashMap::new(),
+    }));
+    let mut next_id = 0u64;
+    loop {
+        let socket = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((socket, _)) => socket,
+                Err(e) => {
+                    tracing::debug!("admin accept: {e}");
+                    // Out of descriptors or memory: do not spin.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut stopped => return,
+        };
+        next_id += 1;
+        let id = next_id;
+        let metrics = admin.app.csms.metrics();
+        let opened = {
+            let mut open = lock(&open);
+            let opened = open.slots.as_mut().map_or(Ok(None), |slots| slots.open(id));
+            if let Ok(evicted) = opened {
+                if let Some(closer) = evicted.and_then(|old| open.closers.remove(&old)) {
+                    closer.notify_one();
+                }
+                open.closers.insert(id, Arc::new(Notify::new()));
+            }
+            opened
+        };
+        match opened {
+            Ok(None) => {}
+            Ok(Some(_)) => {
+                metrics.admin_refused(AdminRefused::Limit).inc();
+                tracing::debug!("admin connection limit: the oldest idle one closed");
+            }
+            Err(full) => {
+                metrics.admin_refused(AdminRefused::Limit).inc();
+                tokio::spawn(refuse_busy(socket, full.to_string()));
+                continue;
+            }
+        }
+        let closer = lock(&open).closers.get(&id).cloned().unwrap_or_default();
+        tokio::spawn(connection(
+            socket,
+            id,
+            admin.clone(),
+            Arc::clone(&open),
+            closer,
+        ));
+    }
+}
+
+/// Completes once the server stops.
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopping| *stopping).await;
+}
+
+fn lock(open: &Mutex<Open>) -> std::sync::MutexGuard<'_, Open> {
+    open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Every slot serves a request: 503 and close (bounded: a client that does not read gets
+/// nothing).
+async fn refuse_busy(mut socket: TcpStream, why: String) {
+    let busy = HttpResponse::error(503, &why).to_bytes();
+    let _ = tokio::time::timeout(Duration::from_secs(1), socket.write_all(&busy)).await;
+}
+
+/// One admin connection, in its slot until it ends: closed when its head does not come in
+/// time, when a newer connection takes its slot while it is still idle, or (gracefully) when
+/// the server stops.
+async fn connection(
+    socket: TcpStream,
+    id: u64,
+    admin: Admin,
+    open: Arc<Mutex<Open>>,
+    closer: Arc<Notify>,
+) {
+    let _ = socket.set_nodelay(true);
+    let head_in = Arc::new(AtomicBool::new(false));
+    let stop = stopped(admin.stop.clone());
+    tokio::pin!(stop);
+    let header_timeout = admin.limits.header_timeout;
+    let metrics_of = Arc::clone(&admin.app);
+    let service = {
+        let (head_in, open) = (Arc::clone(&head_in), Arc::clone(&open));
+        hyper::service::service_fn(move |request| {
+            head_in.store(true, Ordering::Relaxed);
+            handle(admin.clone(), Arc::clone(&open), id, request)
+        })
+    };
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(socket), service);
+    tokio::pin!(conn);
+    let head_deadline = tokio::time::sleep(header_timeout);
+    tokio::pin!(head_deadline);
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            _ = &mut conn => break,
+            _ = closer.notified() => break,
+            _ = &mut head_deadline, if !head_in.load(Ordering::Relaxed) => {
+                metrics_of.csms.metrics().admin_refused(AdminRefused::Timeout).inc();
+                break;
+            }
+            () = &mut stop, if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+    let mut open = lock(&open);
+    if let Some(slots) = open.slots.as_mut() {
+        slots.close(id);
+    }
+    open.closers.remove(&id);
+}
+
+/// One request: the browser checks on the head, the body within its timeout, the token,
+/// then the route.
+async fn handle(
+    admin: Admin,
+    open: Arc<Mutex<Open>>,
+    id: u64,
+    request: Request<Incoming>,
+) -> Result<Response, Infallible> {
+    let (parts, body) = request.into_parts();
+    let metrics = admin.app.csms.metrics();
+    let fetch = fetch_headers(&parts.headers);
+    if let Err(response) = admin.guard.admit(&fetch, metrics) {
+        return Ok(into_response(response));
+    }
+    let read = axum::body::to_bytes(Body::new(body), MAX_BODY);
+    let body = match tokio::time::timeout(admin.limits.body_timeout, read).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => return Ok(into_response(HttpResponse::text(413, "body too large"))),
+        Err(_) => {
+            metrics.admin_refused(AdminRefused::Timeout).inc();
+            let response = HttpResponse::error(408, "the request body did not come in time");
+            return Ok(into_response(response));
+        }
+    };
     let request = AdminRequest {
-        method: method.as_str().to_owned(),
-        path: uri.path().to_owned(),
+        method: parts.method.as_str().to_owned(),
+        path: parts.uri.path().to_owned(),
         body: body.to_vec(),
-        authorization: headers
+        authorization: parts
+            .headers
             .get(header::AUTHORIZATION)
             .map(|value| Authorization::new(value.as_bytes())),
     };
-    if let Err(response) = admin.auth.check(&request) {
+    if let Err(response) = admin.auth.admit(&request, metrics) {
+        return Ok(into_response(response));
+    }
+    // A request let in keeps its connection's slot until answered.
+    if let Some(slots) = lock(&open).slots.as_mut() {
+        slots.serving(id);
+    }
+    Ok(serve_request(&admin, request).await)
+}
+
+/// What [`AdminGuard`] looks at, from hyper's headers.
+fn fetch_headers(headers: &HeaderMap) -> FetchHeaders<'_> {
+    let get = |name| headers.get(name).map(HeaderValue::as_bytes);
+    FetchHeaders {
+        host: get(header::HOST),
+        origin: get(header::ORIGIN),
+        sec_fetch_site: get(HeaderName::from_static("sec-fetch-site")),
+        content_type: get(header::CONTENT_TYPE),
+        has_body: headers.contains_key(header::TRANSFER_ENCODING)
+            || get(header::CONTENT_LENGTH).is_some_and(|length| length.trim_ascii() != b"0"),
+    }
+}
+
+async fn serve_request(admin: &Admin, request: AdminRequest) -> Response {
+    if let Some(response) = cluster_read(admin, &request).await {
         return into_response(response);
     }
-    if let Some(response) = cluster_read(&admin, &request).await {
-        return into_response(response);
-    }
-    if let Some(response) = remote_command(&admin, &request).await {
+    if let Some(response) = remote_command(admin, &request).await {
         return into_response(response);
     }
     let response = match admin::route(&admin.app.csms, &request) {
@@ -76,7 +259,7 @@ async fn serve(
                 let version = cp.version();
                 let action = request.action();
                 let deadline = Instant::now() + admin.call_timeout;
-                let response = match call(&admin, &identity, cp, request, deadline).await {
+                let response = match call(admin, &identity, cp, request, deadline).await {
                     Ok(outcome) => without_id(admin::call_response(version, "", action, &outcome)),
                     Err(response) => response,
                 };
@@ -100,7 +283,7 @@ async fn serve(
                 let Some(cp) = admin.charge_points.get(identity.as_str()) else {
                     break split.fail(HttpResponse::not_connected(&identity));
                 };
-                match call(&admin, &identity, cp, request, deadline).await {
+                match call(admin, &identity, cp, request, deadline).await {
                     Ok(outcome) => {
                         if let Some(response) = split.complete(&outcome) {
                             break response;

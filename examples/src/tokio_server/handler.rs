@@ -10,6 +10,7 @@ use ocpp_tokio::handler::PeerCertificate;
 use ocpp_tokio::{Answer, ChargePoint, Connecting, Handler, IncomingCall, Rejection, Session};
 
 use super::push::Pushes;
+use crate::csms::credentials::UpgradeGate;
 use crate::csms::{ClientCertificate, Csms, Reply, SessionId, Transport};
 
 /// The application the tokio server serves: the [`Csms`], and how it is reached.
@@ -20,6 +21,8 @@ pub(super) struct App {
     tls: bool,
     /// `--push-interval-ms`: the ticker that pushes.
     pushes: Option<Pushes>,
+    /// The failed-attempt limit on Basic authentication.
+    upgrades: UpgradeGate,
 }
 
 /// What the server keeps per connection: its CSMS session (`None` for a connection that
@@ -40,7 +43,12 @@ impl App {
     ) -> Self {
         let pushes =
             push_interval.map(|interval| Pushes::start(Arc::clone(&csms), interval, shards));
-        App { csms, tls, pushes }
+        App {
+            csms,
+            tls,
+            pushes,
+            upgrades: UpgradeGate::default(),
+        }
     }
 }
 
@@ -77,7 +85,10 @@ impl Handler for App {
 
     async fn on_upgrade(&self, connecting: Connecting) -> Result<Station, Rejection> {
         let transport = transport(self.tls, connecting.certificate());
-        self.csms.on_upgrade(connecting.request(), &transport)?;
+        let peer = connecting.peer_addr().map(|addr| addr.ip());
+        let now = std::time::Instant::now();
+        self.upgrades
+            .decide(&self.csms, connecting.request(), &transport, peer, now)?;
         // With a version in common the connection opens as it is accepted, before any CALL.
         let session = connecting
             .version()

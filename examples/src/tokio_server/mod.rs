@@ -32,8 +32,9 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::csms::admin_auth::AdminAuth;
+use crate::csms::admin_auth::{AdminAuth, AdminGuard};
 use crate::csms::Csms;
+use crate::server_config::AdminLimits;
 use crate::tls::ServerTls;
 use handler::App;
 
@@ -89,6 +90,10 @@ pub struct Server {
     call_timeout: Duration,
     /// Who may use the admin interface.
     admin_auth: AdminAuth,
+    /// What the admin interface refuses from browsers.
+    admin_guard: AdminGuard,
+    /// The limits on admin connections.
+    admin_limits: AdminLimits,
 }
 
 impl Server {
@@ -150,6 +155,8 @@ impl Server {
             shutdown: Arc::new(shutdown),
             call_timeout,
             admin_auth: config.admin_auth,
+            admin_guard: AdminGuard::new(admin_addr.unwrap_or(local_addr), &config.admin_hosts),
+            admin_limits: config.admin_limits,
         })
     }
 
@@ -180,6 +187,8 @@ impl Server {
             shutdown,
             call_timeout,
             admin_auth,
+            admin_guard,
+            admin_limits,
             openssl,
             handshake_timeout,
             ..
@@ -187,26 +196,17 @@ impl Server {
         #[cfg(not(feature = "openssl"))]
         let _ = handshake_timeout;
         let mut stop = shutdown.subscribe();
-        let admin_task = admin.map(|admin| {
-            let router = admin::router(admin::Admin {
+        let admin_task = admin.map(|listener| {
+            let admin = admin::Admin {
                 app: Arc::clone(&app),
                 charge_points: ocpp.charge_points(),
                 stop: shutdown.subscribe(),
                 call_timeout,
                 auth: admin_auth,
-            });
-            let mut stop = shutdown.subscribe();
-            tokio::spawn(async move {
-                let stopped = async move {
-                    let _ = stop.wait_for(|stopping| *stopping).await;
-                };
-                if let Err(e) = axum::serve(admin, router)
-                    .with_graceful_shutdown(stopped)
-                    .await
-                {
-                    tracing::warn!("admin interface: {e}");
-                }
-            })
+                guard: admin_guard,
+                limits: admin_limits,
+            };
+            tokio::spawn(admin::serve(listener, admin, shutdown.subscribe()))
         });
         while !*stop.borrow_and_update() {
             tokio::select! {
@@ -290,7 +290,8 @@ async fn openssl_accept(
     match tokio::time::timeout(timeout, handshake).await {
         Ok(Ok(certificate)) => {
             let certificate = certificate.map(ocpp_tokio::handler::PeerCertificate::from_der);
-            ocpp.serve_authenticated(stream, certificate);
+            let peer = stream.get_ref().peer_addr().ok();
+            ocpp.serve_authenticated_from(stream, certificate, peer);
         }
         Ok(Err(error)) => {
             tracing::info!("TLS failed: {error}");
