@@ -53,7 +53,11 @@ Security profiles (OCPP 1.6 security whitepaper, OCPP 2.0.1 part 2 A00):
      with its certificate is held to profile 3 from then on
 
 Admin interface (--admin; with --admin-token-file every route needs
-`Authorization: Bearer TOKEN`, else 401):
+`Authorization: Bearer TOKEN`, else 401). Whatever the tokens: a Host or Origin that does
+not name it (its IP; localhost, 127.0.0.1, [::1] on loopback; --admin-host names) gets 403,
+Sec-Fetch-Site cross-site or same-site 403, a body not Content-Type: application/json 415.
+Failed Basic auth on the OCPP port: after 5 in a minute from an address (or for an
+identity), 429 with Retry-After (10 s, doubling, at most 5 min). Admin routes:
   GET  /chargepoints                       connected charge points (JSON; on a cluster node,
                                            every node's)
   GET  /chargepoints/ID                    one charge point (JSON)
@@ -1238,6 +1242,14 @@ mod tests {
             ..parse(&["--admin", "0.0.0.0:9001"]).unwrap()
         };
         assert_eq!(admin_auth(&with_env).unwrap().len(), 1);
+        for empty in ["", "  \n", "# none\n\n"] {
+            let empty_env = Args {
+                admin_tokens: Some(Secret(empty.into())),
+                ..parse(&["--admin", "127.0.0.1:9001"]).unwrap()
+            };
+            let error = admin_auth(&empty_env).unwrap_err().to_string();
+            assert!(error.contains(ADMIN_TOKENS_ENV), "{empty:?}: {error}");
+        }
         let bad_env = Args {
             admin_tokens: Some(Secret("short\n".into())),
             ..parse(&[]).unwrap()

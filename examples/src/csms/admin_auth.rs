@@ -384,11 +384,13 @@ impl AdminRefusal {
 /// ```
 /// use ocpp_examples::csms::admin_auth::{AdminGuard, AdminRefusal, FetchHeaders};
 /// let guard = AdminGuard::new("127.0.0.1:9001".parse().unwrap(), &[]);
-/// let ask = |host: &str, origin: Option<&str>| FetchHeaders {
-///     host: Some(host.as_bytes()),
-///     origin: origin.map(str::as_bytes),
-///     ..FetchHeaders::default()
-/// };
+/// fn ask<'a>(host: &'a str, origin: Option<&'a str>) -> FetchHeaders<'a> {
+///     FetchHeaders {
+///         host: Some(host.as_bytes()),
+///         origin: origin.map(str::as_bytes),
+///         ..FetchHeaders::default()
+///     }
+/// }
 /// assert_eq!(guard.check(&ask("127.0.0.1:9001", None)), Ok(()));
 /// assert_eq!(guard.check(&ask("localhost:9001", Some("http://localhost:9001"))), Ok(()));
 /// assert_eq!(guard.check(&ask("evil.example:9001", None)), Err(AdminRefusal::ForeignHost));
@@ -776,5 +778,110 @@ mod tests {
         let shown = format!("{auth:?} {:?}", request("GET", "/", Some(TOKEN)));
         assert!(!shown.contains(TOKEN), "{shown}");
         assert!(!shown.contains("0123456789"), "{shown}");
+    }
+
+    #[test]
+    fn the_guard_knows_its_names() {
+        fn head(host: &str) -> FetchHeaders<'_> {
+            FetchHeaders {
+                host: Some(host.as_bytes()),
+                ..FetchHeaders::default()
+            }
+        }
+        let v6 = AdminGuard::new("[::1]:9001".parse().unwrap(), &[]);
+        for ok in [
+            "[::1]:9001",
+            "[::1]",
+            "localhost:9001",
+            "127.0.0.1",
+            "LOCALHOST.",
+        ] {
+            assert_eq!(v6.check(&head(ok)), Ok(()), "{ok}");
+        }
+        for refused in ["[::2]:9001", "[::1]:9002", "evil:9001", "localhost:x", ""] {
+            assert_eq!(
+                v6.check(&head(refused)),
+                Err(AdminRefusal::ForeignHost),
+                "{refused}"
+            );
+        }
+        let wildcard = AdminGuard::new(
+            "0.0.0.0:9001".parse().unwrap(),
+            &["Ops.Example".into(), "10.0.0.5".into()],
+        );
+        assert!(!wildcard.names().iter().any(|n| n == "0.0.0.0"));
+        for ok in ["ops.example", "10.0.0.5:9001", "localhost"] {
+            assert_eq!(wildcard.check(&head(ok)), Ok(()), "{ok}");
+        }
+        let exposed = AdminGuard::new("10.0.0.5:9001".parse().unwrap(), &[]);
+        assert_eq!(
+            exposed.check(&head("localhost")),
+            Err(AdminRefusal::ForeignHost)
+        );
+        assert_eq!(exposed.check(&head("10.0.0.5:9001")), Ok(()));
+    }
+
+    #[test]
+    fn the_guard_refuses_pages_and_bodies_that_are_not_json() {
+        let guard = AdminGuard::new("127.0.0.1:9001".parse().unwrap(), &[]);
+        let with = |origin: Option<&str>, site: Option<&str>, content_type: Option<&str>| {
+            guard.check(&FetchHeaders {
+                host: Some(b"127.0.0.1:9001"),
+                origin: origin.map(str::as_bytes),
+                sec_fetch_site: site.map(str::as_bytes),
+                content_type: content_type.map(str::as_bytes),
+                has_body: content_type.is_some(),
+            })
+        };
+        assert_eq!(
+            with(Some("http://127.0.0.1:9001"), Some("same-origin"), None),
+            Ok(())
+        );
+        assert_eq!(with(None, Some("none"), None), Ok(()));
+        for origin in [
+            "null",
+            "http://evil",
+            "http://127.0.0.1:9001/x",
+            "ftp://127.0.0.1:9001",
+        ] {
+            assert_eq!(
+                with(Some(origin), None, None),
+                Err(AdminRefusal::ForeignOrigin),
+                "{origin}"
+            );
+        }
+        for site in ["cross-site", "same-site", "other"] {
+            assert_eq!(
+                with(None, Some(site), None),
+                Err(AdminRefusal::CrossSite),
+                "{site}"
+            );
+        }
+        assert_eq!(
+            with(None, None, Some("Application/JSON; charset=utf-8")),
+            Ok(())
+        );
+        for content_type in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+            "",
+        ] {
+            assert_eq!(
+                with(None, None, Some(content_type)),
+                Err(AdminRefusal::ContentType)
+            );
+        }
+        let no_type = guard.check(&FetchHeaders {
+            host: Some(b"localhost"),
+            has_body: true,
+            ..FetchHeaders::default()
+        });
+        assert_eq!(no_type, Err(AdminRefusal::ContentType));
+        assert_eq!(
+            guard.check(&FetchHeaders::default()),
+            Err(AdminRefusal::NoHost)
+        );
+        assert_eq!(AdminRefusal::ContentType.response().status, 415);
     }
 }
