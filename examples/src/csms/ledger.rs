@@ -10,7 +10,7 @@
 //!    transactions in memory, and the change is compared with what was there
 //!    ([`persistence::changed_transactions`](super::persistence)).
 //! 2. A start or an end is taken back out of memory at once (nothing else sees it), and a
-//!    job commits it ([`Store::commit_by`], by a deadline counted from the CALL's arrival, so
+//!    job commits it ([`Store::commit_by`](super::store::Store::commit_by), by a deadline counted from the CALL's arrival, so
 //!    that a CALL that waited for a worker is still answered within [`DATABASE_WAIT`]). Only
 //!    once committed does it go back into memory and the CALLRESULT out. If the commit fails,
 //!    the answer is CALLERROR `InternalError` ("send it again", as OCPP-J lets the charge
