@@ -359,6 +359,9 @@ pub struct Transaction {
     pub samples: u64,
     /// 2.x: the last TransactionEvent `seqNo`.
     pub last_seq_no: Option<i64>,
+    /// 1.6: the StartTransaction's own words (connector, idTag, timestamp, meterStart), by
+    /// which the same StartTransaction sent again gets the same id (see `ledger`).
+    pub start_key: Option<String>,
 }
 
 impl Transaction {
@@ -541,13 +544,15 @@ impl ChargePoint {
             meter_last_wh: meter_start_wh,
             samples: 0,
             last_seq_no: None,
+            start_key: None,
         });
         let last = self.transactions.len() - 1;
         &mut self.transactions[last]
     }
 
     /// Ends a transaction (creating it when it was started before this CSMS knew it, e.g.
-    /// across a restart), then drops ended ones past `keep`.
+    /// across a restart), then drops ended ones past `keep`. A transaction already ended
+    /// stays as it ended (a StopTransaction or `Ended` sent again changes nothing).
     pub fn end_transaction(
         &mut self,
         id: &str,
@@ -558,6 +563,7 @@ impl ChargePoint {
         now: UnixTime,
     ) {
         let transaction = match self.transactions.iter().position(|t| t.id == id) {
+            Some(index) if self.transactions[index].ended.is_some() => return,
             Some(index) => &mut self.transactions[index],
             None => {
                 tracing::warn!(identity = %self.identity, id, "ending an unknown transaction");
@@ -586,6 +592,26 @@ impl ChargePoint {
                 transaction.meter_last_wh = Some(wh);
             }
         }
+    }
+
+    /// Takes transactions as they were committed (each replaces the one with its id, or
+    /// joins the list), then drops ended ones past `keep`.
+    pub fn take_committed(
+        &mut self,
+        committed: impl IntoIterator<Item = Transaction>,
+        keep: usize,
+    ) {
+        for transaction in committed {
+            match self
+                .transactions
+                .iter_mut()
+                .find(|t| t.id == transaction.id)
+            {
+                Some(held) => *held = transaction,
+                None => self.transactions.push(transaction),
+            }
+        }
+        self.prune_ended(keep);
     }
 
     fn prune_ended(&mut self, keep: usize) {

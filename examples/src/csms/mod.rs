@@ -147,6 +147,7 @@ pub mod contract_certificate_service;
 pub mod credentials;
 mod fleet;
 pub mod items_per_message;
+pub mod ledger;
 mod metrics;
 pub mod ocsp;
 pub mod persistence;
@@ -497,6 +498,9 @@ pub struct Csms {
     /// read again from the store ([`Csms::refresh_settings`]), so that neither undoes the
     /// other.
     settings_changes: Mutex<()>,
+    /// The charge points with a transaction's start or end being committed
+    /// ([`ledger`]).
+    ledger: ledger::Ledger,
 }
 
 impl Csms {
@@ -512,6 +516,7 @@ impl Csms {
             metrics: Metrics::default(),
             follow_ups: AtomicUsize::new(0),
             settings_changes: Mutex::new(()),
+            ledger: ledger::Ledger::default(),
             tokens,
             credentials,
         }
@@ -936,7 +941,9 @@ impl Csms {
 
     /// Answers a CALL of the charge point: now, or through a [`Later`] job the I/O loop runs
     /// on a worker thread (a commit to the [`Store`], a round trip to another server; see
-    /// [`Reply`]). Counts one message in and one out.
+    /// [`Reply`]). Counts one message in and one out. With a store, a CALL that may start or
+    /// end a transaction follows the durability rule of [`ledger`]: its effect is committed
+    /// before it is answered or seen, and a refused one leaves no trace.
     pub fn on_call(
         &self,
         session: SessionId,
@@ -947,131 +954,114 @@ impl Csms {
         self.metrics.messages_in.inc();
         self.metrics.messages_out.inc();
         self.metrics.calls_received.inc();
+        if self.has_store() && ledger::keeps_transactions(request.action()) {
+            return self.settle(identity, request);
+        }
         // A CSR is checked and signed before the lock is taken: that takes a millisecond or
         // so, the lock is held for microseconds otherwise.
         let presigned =
             (request.action() == "SignCertificate").then(|| self.sign(identity, request));
-        let keeps_transactions = self.has_store()
-            && matches!(
-                request.action(),
-                "StartTransaction" | "StopTransaction" | "MeterValues" | "TransactionEvent"
-            );
-        let mut changed = None;
         let reply = {
             let mut charge_points = self.lock();
             let charge_point = charge_points.entry(identity);
-            let before = keeps_transactions.then(|| charge_point.transactions.clone());
-            let action = request.action();
-            let context = Context {
-                config: &self.config,
-                next_transaction_id: &self.next_transaction_id,
-                tokens: &self.tokens,
-                follow_ups: &self.follow_ups,
-                now: UnixTime::now(),
-                presigned: presigned.as_ref(),
-            };
-            if !boot::allows(charge_point.boot_status, charge_point.triggered, action) {
-                // 2.0.1 B02.FR.09, B03; OCPP-J 1.6 errata §3.8.
-                let status = charge_point.status();
-                let description =
-                    format!("{action} refused: the BootNotification was answered {status}");
-                Answer::error(ErrorCode::SecurityError, description)
-            } else {
-                let gaps_before = charge_point.extras.seq_no_gap_count;
-                // Only a station holding profiles of ours can need a new share (K16); the
-                // others pay nothing per TransactionEvent.
-                let charging_before = (action == "TransactionEvent"
-                    && !charge_point.extras.smart_charging.profiles.is_empty())
-                .then(|| smart_charging::charging_evses(charge_point));
-                let reply = match request {
-                    Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
-                    Request::V2_0_1(request) => {
-                        v2x::v2_0_1::handle(&context, charge_point, request)
-                    }
-                    Request::V2_1(request) => v2x::v2_1::handle(&context, charge_point, request),
-                    _ => Answer::not_supported(action).into(),
-                };
-                let reply = match reply {
-                    Reply::Now(answer) => answer,
-                    // The job answers (and records what it found) itself; the CALL is kept
-                    // as a report now (a job's answer is a CALLRESULT: GetCertificateStatus,
-                    // Get15118EVCertificate).
-                    Reply::Later(later) => {
-                        if !TYPED_ACTIONS.contains(&action) {
-                            self.record(charge_point, request, context.now);
-                        }
-                        return Reply::Later(later);
-                    }
-                };
-                if charge_point.extras.seq_no_gap_count != gaps_before {
-                    self.metrics.seq_no_gaps.inc();
-                    self.ask_transaction_status(charge_point, request.version());
+            self.handle(
+                charge_point,
+                request,
+                presigned.as_ref(),
+                &[],
+                UnixTime::now(),
+            )
+        };
+        if let Reply::Now(answer) = &reply {
+            self.count_answer(answer);
+        }
+        reply
+    }
+
+    /// Answers a CALL from and into `charge_point`'s state (under the CSMS's lock). A
+    /// [`Reply::Later`] job answers (and records what it found) itself. `unconfirmed`: its
+    /// starts whose commit failed ([`ledger`]).
+    fn handle(
+        &self,
+        charge_point: &mut ChargePoint,
+        request: &Request,
+        presigned: Option<&Result<SignedCertificate, String>>,
+        unconfirmed: &[Transaction],
+        now: UnixTime,
+    ) -> Reply {
+        let action = request.action();
+        let context = Context {
+            config: &self.config,
+            next_transaction_id: &self.next_transaction_id,
+            tokens: &self.tokens,
+            follow_ups: &self.follow_ups,
+            now,
+            presigned,
+            unconfirmed,
+        };
+        if !boot::allows(charge_point.boot_status, charge_point.triggered, action) {
+            // 2.0.1 B02.FR.09, B03; OCPP-J 1.6 errata §3.8.
+            let status = charge_point.status();
+            let description =
+                format!("{action} refused: the BootNotification was answered {status}");
+            return Answer::error(ErrorCode::SecurityError, description).into();
+        }
+        let gaps_before = charge_point.extras.seq_no_gap_count;
+        // Only a station holding profiles of ours can need a new share (K16); the others
+        // pay nothing per TransactionEvent.
+        let charging_before = (action == "TransactionEvent"
+            && !charge_point.extras.smart_charging.profiles.is_empty())
+        .then(|| smart_charging::charging_evses(charge_point));
+        let reply = match request {
+            Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
+            Request::V2_0_1(request) => v2x::v2_0_1::handle(&context, charge_point, request),
+            Request::V2_1(request) => v2x::v2_1::handle(&context, charge_point, request),
+            _ => Answer::not_supported(action).into(),
+        };
+        let reply = match reply {
+            Reply::Now(answer) => answer,
+            // The job answers (and records what it found) itself; the CALL is kept as a
+            // report now (a job's answer is a CALLRESULT: GetCertificateStatus,
+            // Get15118EVCertificate).
+            Reply::Later(later) => {
+                if !TYPED_ACTIONS.contains(&action) {
+                    self.record(charge_point, request, now);
                 }
-                if let Some(before) = charging_before {
-                    let default = self.config.site_limit;
-                    let version = request.version();
-                    let now = context.now;
-                    for profile in
-                        smart_charging::rebalance(charge_point, &before, default, version, now)
-                    {
-                        context.follow_up(charge_point, profile);
-                    }
-                }
-                if action == "SignCertificate" {
-                    match charge_point.extras.certificate.as_ref().map(|c| c.status) {
-                        Some("Accepted") => self.metrics.certificates_signed.inc(),
-                        _ => self.metrics.certificate_requests_rejected.inc(),
-                    }
-                }
-                if let Some(before) = &before {
-                    changed = Some(persistence::changed_transactions(
-                        identity,
-                        before,
-                        &charge_point.transactions,
-                    ));
-                }
-                if reply.is_result() && !TYPED_ACTIONS.contains(&action) {
-                    self.record(charge_point, request, context.now);
-                    if action == "NotifyReport" {
-                        let extras = charge_point.extras.get_mut();
-                        if let Some(notification) = extras
-                            .notifications
-                            .get(action)
-                            .and_then(|list| list.back())
-                        {
-                            let payload = &notification.payload;
-                            extras.items_per_message.learn_from_report(payload);
-                        }
-                    }
-                }
-                reply
+                return Reply::Later(later);
             }
         };
-        match changed {
-            // A commit takes a disk flush (seconds while the database is away): off the I/O
-            // loop, which serves the other charge points meanwhile.
-            Some((records, durability)) if !records.is_empty() => {
-                let (identity, action) = (identity.clone(), request.action());
-                Reply::Later(Later::new(move |csms: &Csms| {
-                    let reply = match csms.keep(records, durability) {
-                        Ok(()) => reply,
-                        Err(e) => {
-                            tracing::error!(%identity, action, "not saved: {e}");
-                            Answer::error(
-                                ErrorCode::InternalError,
-                                "the central system could not save this: send it again",
-                            )
-                        }
-                    };
-                    csms.count_answer(&reply);
-                    reply
-                }))
-            }
-            _ => {
-                self.count_answer(&reply);
-                Reply::Now(reply)
+        if charge_point.extras.seq_no_gap_count != gaps_before {
+            self.metrics.seq_no_gaps.inc();
+            self.ask_transaction_status(charge_point, request.version());
+        }
+        if let Some(before) = charging_before {
+            let default = self.config.site_limit;
+            let version = request.version();
+            for profile in smart_charging::rebalance(charge_point, &before, default, version, now) {
+                context.follow_up(charge_point, profile);
             }
         }
+        if action == "SignCertificate" {
+            match charge_point.extras.certificate.as_ref().map(|c| c.status) {
+                Some("Accepted") => self.metrics.certificates_signed.inc(),
+                _ => self.metrics.certificate_requests_rejected.inc(),
+            }
+        }
+        if reply.is_result() && !TYPED_ACTIONS.contains(&action) {
+            self.record(charge_point, request, now);
+            if action == "NotifyReport" {
+                let extras = charge_point.extras.get_mut();
+                if let Some(notification) = extras
+                    .notifications
+                    .get(action)
+                    .and_then(|list| list.back())
+                {
+                    let payload = &notification.payload;
+                    extras.items_per_message.learn_from_report(payload);
+                }
+            }
+        }
+        Reply::Now(reply)
     }
 
     /// Counts a CALLERROR we answer.
@@ -1367,6 +1357,9 @@ struct Context<'a> {
     now: UnixTime,
     /// A SignCertificate's CSR, checked and signed before the lock was taken.
     presigned: Option<&'a Result<SignedCertificate, String>>,
+    /// The charge point's starts whose commit failed: a resend gets the same id
+    /// ([`ledger`]).
+    unconfirmed: &'a [Transaction],
 }
 
 /// Why a SignCertificate is Rejected without a CA.

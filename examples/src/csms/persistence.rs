@@ -4,8 +4,10 @@
 //! - A transaction that starts or ends is committed before the CALLRESULT that acknowledges
 //!   it goes out (StartTransaction, StopTransaction with the meter values that end it,
 //!   TransactionEvent Started and Ended, in every version); if the commit fails the charge
-//!   point gets CALLERROR InternalError and sends it again, as OCPP-J lets it. Other
-//!   changes to a transaction (meter values, Updated events) are queued.
+//!   point gets CALLERROR InternalError and sends it again, as OCPP-J lets it; nothing of
+//!   a refused CALL is kept, and a resend is answered as the first one was (the rule and
+//!   its paths: [`super::ledger`]). Other changes to a transaction (meter values, Updated
+//!   events) are queued.
 //! - An operator's change (token, boot policy, security profile, password, tariff) is
 //!   committed before it takes effect and before the admin API answers 200; a failed commit
 //!   changes nothing and answers 503.
@@ -414,6 +416,7 @@ mod tests {
             meter_last_wh: Some(0.0),
             samples: 0,
             last_seq_no: None,
+            start_key: None,
         }
     }
 

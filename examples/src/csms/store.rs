@@ -19,6 +19,19 @@
 //! - **Group commit**: the store's thread takes every write queued by the time it is free and
 //!   commits them in one database transaction, so that many charge points starting
 //!   transactions at once share one disk flush.
+//! - **A refused write is never written** ([`Store::commit_by`]): a caller that gets an error
+//!   may tell its charge point or operator "not saved"; nothing of what it asked is kept,
+//!   then or later. A write waits in the queue until the store's thread *claims* it; a
+//!   caller whose deadline passes first withdraws it (a compare-and-set on the claim), so
+//!   the thread skips it. Once claimed, the write's statements are bounded by the earliest
+//!   deadline of its group and the caller waits for the commit's own outcome. The one
+//!   outcome no client of any database can know, a `COMMIT` sent whose answer never comes
+//!   ([`COMMIT_WAIT`]), is reported as an error too: the CSMS's writes are idempotent, so
+//!   the resend that follows changes nothing twice.
+//! - **A finished transaction is never rewritten**: the upsert of a transaction leaves a row
+//!   whose `ended_ms` is set as it is, and keeps the start it has (time, connector, idTag,
+//!   meter start) against a record that does not know it (a StopTransaction sent again after
+//!   a restart, for a transaction this process did not hold).
 //!
 //! ```no_run
 //! use ocpp_examples::csms::store::{Durability, Record, SqlStore, Store};
@@ -29,8 +42,10 @@
 //! ```
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc as std_mpsc;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ocpp_messages::DateTime;
 use sqlx::any::{AnyPoolOptions, AnyRow};
@@ -42,8 +57,14 @@ use super::{BootPolicy, SecurityProfile, Tariff, TokenEntry, TokenStatus, Transa
 
 /// The schema's migrations, in order: (version, description, SQL). Applied at start by
 /// [`SqlStore::open`] (sqlx's `_sqlx_migrations` table remembers which ran).
-pub const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "state", include_str!("../../migrations/0001_state.sql"))];
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "state", include_str!("../../migrations/0001_state.sql")),
+    (
+        2,
+        "start key",
+        include_str!("../../migrations/0002_start_key.sql"),
+    ),
+];
 
 /// `stations.boot_policy` of a station whose policy was cleared (NULL: never set).
 const BOOT_POLICY_CLEARED: &str = "Default";
@@ -53,7 +74,11 @@ const PROFILE_CLEARED: i64 = 0;
 /// How long a write or read may wait for the database before it fails. A commit takes
 /// milliseconds; this bounds how long a caller (on mio-server, its whole event loop) waits
 /// while the database is unreachable before the CALL gets InternalError.
-const DATABASE_WAIT: Duration = Duration::from_secs(3);
+pub const DATABASE_WAIT: Duration = Duration::from_secs(3);
+
+/// How long a `COMMIT` already sent may take before its caller is told it failed (its
+/// outcome is then unknown: see the [module](self)).
+pub const COMMIT_WAIT: Duration = Duration::from_secs(5);
 
 /// One change to keep.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,7 +134,8 @@ pub enum Record {
 /// Whether [`Store::save`] waits for the commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
-    /// Returns once committed: the caller may acknowledge what it wrote.
+    /// Returns once committed: the caller may acknowledge what it wrote
+    /// ([`Store::commit_by`] with [`DATABASE_WAIT`] from now).
     Committed,
     /// Queued; committed soon (an error is logged).
     Later,
@@ -201,6 +227,18 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// With [`Durability::Committed`]: the commit failed (nothing of `records` is kept).
     fn save(&self, records: Vec<Record>, durability: Durability) -> Result<(), StoreError>;
 
+    /// Commits `records` (in order, in one database transaction) and returns once they are
+    /// committed, or fails by about `deadline` (plus [`COMMIT_WAIT`] at most, should the
+    /// database take the `COMMIT` and not answer). An error means nothing of `records` is
+    /// kept, now or later: the write was never started, or rolled back.
+    ///
+    /// # Errors
+    /// The deadline passed before the write could start or finish, or the database failed.
+    fn commit_by(&self, records: Vec<Record>, deadline: Instant) -> Result<(), StoreError> {
+        let _ = deadline;
+        self.save(records, Durability::Committed)
+    }
+
     /// Transactions as the database has them (every node's, on a shared database).
     ///
     /// # Errors
@@ -223,7 +261,8 @@ pub trait Store: Send + Sync + fmt::Debug {
 enum Job {
     Save {
         records: Vec<Record>,
-        done: Option<std_mpsc::SyncSender<Result<(), StoreError>>>,
+        /// The caller waiting for the commit ([`Durability::Later`]: none).
+        waiter: Option<Waiter>,
     },
     Load(std_mpsc::SyncSender<Result<Saved, StoreError>>),
     Settings(std_mpsc::SyncSender<Result<Settings, StoreError>>),
@@ -233,6 +272,33 @@ enum Job {
     ),
     /// Answered once every job sent before it is done (jobs run in order).
     Flush(std_mpsc::SyncSender<()>),
+}
+
+/// A caller waiting for its write's commit: the claim it and the store's thread race for.
+struct Waiter {
+    done: std_mpsc::SyncSender<Result<(), StoreError>>,
+    claim: Arc<AtomicU8>,
+    deadline: Instant,
+}
+
+/// [`Waiter::claim`]: queued, neither taken nor withdrawn yet.
+const QUEUED: u8 = 0;
+/// The store's thread took the write: its outcome is the commit's.
+const TAKEN: u8 = 1;
+/// The caller gave up first: the write is skipped, never written.
+const WITHDRAWN: u8 = 2;
+
+impl Waiter {
+    /// The store's thread takes the write, unless its caller withdrew it or its deadline
+    /// passed (then the caller is told so, and it is never written).
+    fn take(&self) -> bool {
+        if Instant::now() >= self.deadline {
+            return false;
+        }
+        self.claim
+            .compare_exchange(QUEUED, TAKEN, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
 }
 
 /// [`Store`] on SQLite or PostgreSQL (see the [module](self)).
@@ -349,18 +415,53 @@ impl Store for SqlStore {
                 .jobs
                 .send(Job::Save {
                     records,
-                    done: None,
+                    waiter: None,
                 })
                 .map_err(|_| StoreError::Unavailable),
-            Durability::Committed => {
-                let (reply, answer) = std_mpsc::sync_channel(1);
-                let job = Job::Save {
-                    records,
-                    done: Some(reply),
-                };
-                self.ask(job, answer)
-            }
+            Durability::Committed => self.commit_by(records, Instant::now() + DATABASE_WAIT),
         }
+    }
+
+    fn commit_by(&self, records: Vec<Record>, deadline: Instant) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(StoreError::Unavailable);
+        }
+        let claim = Arc::new(AtomicU8::new(QUEUED));
+        let (done, answer) = std_mpsc::sync_channel(1);
+        let waiter = Waiter {
+            done,
+            claim: Arc::clone(&claim),
+            deadline,
+        };
+        let job = Job::Save {
+            records,
+            waiter: Some(waiter),
+        };
+        self.jobs.send(job).map_err(|_| StoreError::Unavailable)?;
+        wait(|| {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match answer.recv_timeout(left) {
+                Ok(outcome) => return outcome,
+                Err(std_mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(StoreError::Unavailable)
+                }
+                Err(std_mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            let withdrawn = claim
+                .compare_exchange(QUEUED, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
+            if withdrawn {
+                return Err(StoreError::Unavailable);
+            }
+            // Taken: its statements end by the deadline and its COMMIT within COMMIT_WAIT;
+            // the outcome is the commit's (a second more for the thread to send it).
+            answer
+                .recv_timeout(COMMIT_WAIT + Duration::from_secs(1))
+                .unwrap_or_else(|_| Err(StoreError::Commit("no answer from the commit".into())))
+        })
     }
 
     fn transactions(
@@ -451,28 +552,47 @@ fn migrator() -> Migrator {
 async fn serve(pool: AnyPool, mut jobs: mpsc::UnboundedReceiver<Job>) {
     while let Some(job) = jobs.recv().await {
         match job {
-            Job::Save { records, done } => {
-                let mut batch = vec![(records, done)];
+            Job::Save { records, waiter } => {
+                let mut batch = vec![(records, waiter)];
                 let mut others = Vec::new();
                 while let Ok(next) = jobs.try_recv() {
                     match next {
-                        Job::Save { records, done } => batch.push((records, done)),
+                        Job::Save { records, waiter } => batch.push((records, waiter)),
                         other => {
                             others.push(other);
                             break;
                         }
                     }
                 }
-                let result = save_all(&pool, batch.iter().flat_map(|(r, _)| r)).await;
+                // Claimed now or never: a write whose caller gave up is dropped unwritten.
+                batch.retain(|(_, waiter)| {
+                    let Some(waiter) = waiter else {
+                        return true;
+                    };
+                    let taken = waiter.take();
+                    if !taken {
+                        let _ = waiter.done.send(Err(StoreError::Unavailable));
+                    }
+                    taken
+                });
+                let deadline = batch
+                    .iter()
+                    .filter_map(|(_, waiter)| waiter.as_ref().map(|w| w.deadline))
+                    .min();
+                let result = if batch.is_empty() {
+                    Ok(())
+                } else {
+                    save_all(&pool, batch.iter().flat_map(|(r, _)| r), deadline).await
+                };
                 if let Err(e) = &result {
                     tracing::error!(
                         "database: the writes of {} callers failed: {e}",
                         batch.len()
                     );
                 }
-                for (_, done) in batch {
-                    if let Some(done) = done {
-                        let _ = done.send(match &result {
+                for (_, waiter) in batch {
+                    if let Some(waiter) = waiter {
+                        let _ = waiter.done.send(match &result {
                             Ok(()) => Ok(()),
                             Err(e) => Err(StoreError::Commit(e.to_string())),
                         });
@@ -505,10 +625,34 @@ async fn answer(pool: &AnyPool, job: Job) {
     }
 }
 
+/// Writes `records` in one database transaction: its statements end by `deadline` (else it
+/// is rolled back), its `COMMIT` within [`COMMIT_WAIT`].
 async fn save_all<'a>(
     pool: &AnyPool,
     records: impl Iterator<Item = &'a Record>,
-) -> Result<(), sqlx::Error> {
+    deadline: Option<Instant>,
+) -> Result<(), StoreError> {
+    let statements = write_all(pool, records);
+    let tx = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline.into(), statements)
+            .await
+            .map_err(|_| StoreError::Unavailable)??,
+        // Only queued writes: the pool's own timeouts bound them.
+        None => statements.await?,
+    };
+    match tokio::time::timeout(COMMIT_WAIT, tx.commit()).await {
+        Ok(committed) => Ok(committed?),
+        Err(_) => Err(StoreError::Commit(format!(
+            "the COMMIT was not answered within {COMMIT_WAIT:?}"
+        ))),
+    }
+}
+
+/// The statements of `records`, in an open database transaction (dropped: rolled back).
+async fn write_all<'a>(
+    pool: &AnyPool,
+    records: impl Iterator<Item = &'a Record>,
+) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     for record in records {
         match record {
@@ -516,17 +660,35 @@ async fn save_all<'a>(
                 identity,
                 transaction: t,
             } => {
+                // A row already ended is left as it is (`WHERE`); a row's start (time,
+                // connector, idTag, meter start, start key) is kept against a record that
+                // does not know it. A meter value is bound as a flag and a number, never as
+                // a NULL float: sqlx 0.8.6's `Any` driver sends a NULL `f64` typed FLOAT4
+                // (sqlx-core src/any/arguments.rs maps `Double` to `Option::<f32>`), and
+                // PostgreSQL's cached statement then refuses every later 8-byte value
+                // ("incorrect binary data format in bind parameter").
+                let (start_known, meter_start) = flagged(t.meter_start_wh);
+                let (last_known, meter_last) = flagged(t.meter_last_wh);
                 sqlx::query(
                     "INSERT INTO transactions (identity, id, connector, id_tag, started_ms, \
                      ended_ms, stop_reason, charging_state, meter_start_wh, meter_last_wh, \
-                     samples, last_seq_no) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-                     $12) ON CONFLICT (identity, id) DO UPDATE SET connector = excluded.connector, \
-                     id_tag = excluded.id_tag, started_ms = excluded.started_ms, \
+                     samples, last_seq_no, start_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
+                     CASE WHEN $9 = 1 THEN $10 ELSE NULL END, \
+                     CASE WHEN $11 = 1 THEN $12 ELSE NULL END, $13, $14, $15) \
+                     ON CONFLICT (identity, id) DO UPDATE SET \
+                     connector = CASE WHEN excluded.connector = '' \
+                         THEN transactions.connector ELSE excluded.connector END, \
+                     id_tag = COALESCE(transactions.id_tag, excluded.id_tag), \
+                     started_ms = CASE WHEN transactions.started_ms < excluded.started_ms \
+                         THEN transactions.started_ms ELSE excluded.started_ms END, \
                      ended_ms = excluded.ended_ms, stop_reason = excluded.stop_reason, \
                      charging_state = excluded.charging_state, \
-                     meter_start_wh = excluded.meter_start_wh, \
+                     meter_start_wh = COALESCE(transactions.meter_start_wh, \
+                         excluded.meter_start_wh), \
                      meter_last_wh = excluded.meter_last_wh, samples = excluded.samples, \
-                     last_seq_no = excluded.last_seq_no",
+                     last_seq_no = excluded.last_seq_no, \
+                     start_key = COALESCE(transactions.start_key, excluded.start_key) \
+                     WHERE transactions.ended_ms IS NULL",
                 )
                 .bind(identity.as_str())
                 .bind(t.id.as_str())
@@ -536,10 +698,13 @@ async fn save_all<'a>(
                 .bind(t.ended.map(millis))
                 .bind(t.stop_reason.as_deref())
                 .bind(t.charging_state.as_deref())
-                .bind(t.meter_start_wh)
-                .bind(t.meter_last_wh)
+                .bind(start_known)
+                .bind(meter_start)
+                .bind(last_known)
+                .bind(meter_last)
                 .bind(i64::try_from(t.samples).unwrap_or(i64::MAX))
                 .bind(t.last_seq_no)
+                .bind(t.start_key.as_deref())
                 .execute(&mut *tx)
                 .await?;
             }
@@ -614,7 +779,13 @@ async fn save_all<'a>(
             }
         }
     }
-    tx.commit().await
+    Ok(tx)
+}
+
+/// An optional number as a flag (1: present) and a value (0 when absent), for
+/// `CASE WHEN flag = 1 THEN value ELSE NULL END` (see the transaction's upsert).
+fn flagged(value: Option<f64>) -> (i64, f64) {
+    (i64::from(value.is_some()), value.unwrap_or(0.0))
 }
 
 /// The `settings` names of per-station tariffs: this, then the identity.
@@ -779,7 +950,7 @@ async fn transactions(
         ""
     };
     let columns = "identity, id, connector, id_tag, started_ms, ended_ms, stop_reason, \
-                   charging_state, meter_start_wh, meter_last_wh, samples, last_seq_no";
+                   charging_state, meter_start_wh, meter_last_wh, samples, last_seq_no, start_key";
     let rows = match &query.identity {
         Some(identity) => {
             sqlx::query(&format!(
@@ -819,6 +990,7 @@ fn transaction_of(row: &AnyRow) -> Result<(String, Transaction), StoreError> {
         meter_last_wh: row.try_get(9)?,
         samples: u64::try_from(row.try_get::<i64, _>(10)?).unwrap_or(0),
         last_seq_no: row.try_get(11)?,
+        start_key: row.try_get(12)?,
     };
     Ok((identity, transaction))
 }
@@ -880,6 +1052,7 @@ mod tests {
             meter_last_wh: Some(20.25),
             samples: 3,
             last_seq_no: Some(7),
+            start_key: None,
         }
     }
 

@@ -339,13 +339,17 @@ fn ended_transactions_are_pruned() {
     let csms = Csms::new(CsmsConfig::default().ended_transactions_kept(2));
     let cp = identity("CP1");
     let session = csms.on_connected(&cp, OcppVersion::V1_6);
-    for _ in 0..5 {
+    // Five transactions (a StartTransaction in the same words as an earlier one would be
+    // that one sent again, and get its id: meterStart differs).
+    for meter_start in 0..5 {
         let start = call(
             &csms,
             session,
             &cp,
             "StartTransaction",
-            r#"{"connectorId":1,"idTag":"T","meterStart":0,"timestamp":"2026-11-29T12:00:00Z"}"#,
+            &format!(
+                r#"{{"connectorId":1,"idTag":"T","meterStart":{meter_start},"timestamp":"2026-11-29T12:00:00Z"}}"#
+            ),
         );
         let tx = start["transactionId"].as_i64().unwrap();
         call(

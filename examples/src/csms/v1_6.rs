@@ -13,7 +13,7 @@ use ocpp_messages::v1_6::{
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{Answer, Response};
 
-use super::{Authorization, ChargePoint, Context, MeterReading, Registration, Reply};
+use super::{Authorization, ChargePoint, Context, MeterReading, Registration, Reply, Transaction};
 
 /// Answers one OCPP 1.6 CALL.
 pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Request) -> Reply {
@@ -66,16 +66,41 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
         .into(),
         // §4.8: the central system assigns the transaction id, even for an idTag it refuses
         // (the charge point then stops the transaction, §5.x StopTransactionOnInvalidId).
+        // The same StartTransaction sent again (its answer lost, or refused while the
+        // database was away and then committed after all) is the same transaction: it gets
+        // the id it was given, recognised by the charge point's own words.
         Request::StartTransaction(start) => {
             let authorization = context.authorize(&start.id_tag);
-            let id = context.next_transaction_id();
-            cp.start_transaction(
-                id.to_string(),
-                start.connector_id.to_string(),
-                Some(start.id_tag.clone()),
-                Some(f64::from(start.meter_start)),
-                now,
+            let key = format!(
+                "{}|{}|{}|{}|{}",
+                start.connector_id,
+                start.id_tag,
+                start.timestamp.as_str(),
+                start.meter_start,
+                start
+                    .reservation_id
+                    .map_or(String::new(), |r| r.to_string()),
             );
+            let same = |t: &&Transaction| t.start_key.as_deref() == Some(key.as_str());
+            let given = cp.transactions.iter().find(same);
+            // Not committed yet (its commit failed, perhaps after writing it): the same id
+            // again, and the same commit.
+            let tried = context.unconfirmed.iter().find(same);
+            let id = match given.or(tried).and_then(|t| t.id.parse::<i32>().ok()) {
+                Some(id) if given.is_some() => id,
+                tried => {
+                    let id = tried.unwrap_or_else(|| context.next_transaction_id());
+                    cp.start_transaction(
+                        id.to_string(),
+                        start.connector_id.to_string(),
+                        Some(start.id_tag.clone()),
+                        Some(f64::from(start.meter_start)),
+                        now,
+                    )
+                    .start_key = Some(key);
+                    id
+                }
+            };
             StartTransactionResponse {
                 id_tag_info: id_tag_info(authorization),
                 transaction_id: id,

@@ -1,0 +1,798 @@
+//! The one durability rule of the reference CSMS, for what a charge point is told is safe: a
+//! transaction's start and end.
+//!
+//! **A CALL's effect on a transaction's start or end is acknowledged only once it is
+//! committed, and a CALL refused leaves no trace.** On every path: the first try, a resend, a
+//! resend of a resend, after a reconnect, on both servers (each runs the job this module
+//! hands it, [`Reply::Later`], and answers with its result). In order:
+//!
+//! 1. The CALL is handled against what is committed: the handler changes the charge point's
+//!    transactions in memory, and the change is compared with what was there
+//!    ([`persistence::changed_transactions`](super::persistence)).
+//! 2. A start or an end is taken back out of memory at once (nothing else sees it), and a
+//!    job commits it ([`Store::commit_by`](super::store::Store::commit_by), by a deadline counted from the CALL's arrival, so
+//!    that a CALL that waited for a worker is still answered within [`DATABASE_WAIT`]). Only
+//!    once committed does it go back into memory and the CALLRESULT out. If the commit fails,
+//!    the answer is CALLERROR `InternalError` ("send it again", as OCPP-J lets the charge
+//!    point) and the store guarantees that nothing of it is written, then or later.
+//! 3. While a charge point has a commit under way, its next CALL about a transaction (from a
+//!    newer connection: one connection has one CALL at a time) waits for its turn off the
+//!    I/O loop, and is then handled against the outcome: a resend of a start that was
+//!    committed is recognised, not recorded twice.
+//! 4. A resend is recognised by the charge point's own words and answered as the first one
+//!    was: a 1.6 StartTransaction by its connector, idTag, timestamp, meterStart and
+//!    reservation (the same transaction id, across restarts: the key is stored with the
+//!    row), a 2.x event by its transaction id, an end by the transaction having ended (a
+//!    row already ended is never written again: see [`store`](super::store)).
+//! 5. A commit whose `COMMIT` went out but whose answer never came may have been written
+//!    (no database client can know). Its 1.6 start is kept aside as *unconfirmed*: the
+//!    resend that follows gets the same id and commits the same row again (an idempotent
+//!    upsert), so that no second transaction is opened for it. A start refused outright
+//!    is kept aside the same way; it was never written, and its resend writes it once.
+//!
+//! Changes that need no commit (meter values, `Updated` events, the seqNo) are queued
+//! ([`Durability::Later`]) and answered at once, whatever the database is doing.
+//!
+//! ```
+//! use ocpp_examples::csms::ledger;
+//! assert!(ledger::keeps_transactions("StopTransaction"));
+//! assert!(!ledger::keeps_transactions("Heartbeat"));
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+
+use ocpp_messages::error_code::ErrorCode;
+use ocpp_server_core::{Answer, ChargePointIdentity, Request};
+
+use super::persistence::changed_transactions;
+use super::store::{Durability, Record, DATABASE_WAIT};
+use super::{fleet::Fleet, Csms, Later, Reply, Transaction, UnixTime};
+
+/// The actions whose answer may change a transaction (and so may wait for a commit).
+pub fn keeps_transactions(action: &str) -> bool {
+    matches!(
+        action,
+        "StartTransaction" | "StopTransaction" | "MeterValues" | "TransactionEvent"
+    )
+}
+
+/// The charge points that have a commit under way, and the turn the next CALL of each waits
+/// for.
+#[derive(Debug, Default)]
+pub(super) struct Ledger {
+    committing: Mutex<HashSet<Box<str>>>,
+    turn: Condvar,
+    /// Per charge point, its latest 1.6 starts whose commit failed (at most
+    /// [`UNCONFIRMED_KEPT`]): their resend gets the same id.
+    unconfirmed: Mutex<HashMap<Box<str>, Vec<Transaction>>>,
+}
+
+/// How many unconfirmed starts a charge point keeps (it resends its latest one).
+const UNCONFIRMED_KEPT: usize = 4;
+
+impl Ledger {
+    fn committing(&self) -> MutexGuard<'_, HashSet<Box<str>>> {
+        self.committing.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn is_committing(&self, identity: &ChargePointIdentity) -> bool {
+        self.committing().contains(identity.as_str())
+    }
+
+    fn begin(&self, identity: &ChargePointIdentity) {
+        self.committing().insert(identity.as_str().into());
+    }
+
+    fn end(&self, identity: &ChargePointIdentity) {
+        self.committing().remove(identity.as_str());
+        self.turn.notify_all();
+    }
+
+    fn unconfirmed_of(&self, identity: &ChargePointIdentity) -> Vec<Transaction> {
+        let unconfirmed = self.unconfirmed.lock().unwrap_or_else(|p| p.into_inner());
+        unconfirmed
+            .get(identity.as_str())
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// After a commit: its starts are confirmed (`committed`) or kept aside as unconfirmed.
+    fn settle_starts(
+        &self,
+        identity: &ChargePointIdentity,
+        starts: &[Transaction],
+        committed: bool,
+    ) {
+        let mut unconfirmed = self.unconfirmed.lock().unwrap_or_else(|p| p.into_inner());
+        let starts = starts.iter().filter(|t| t.start_key.is_some());
+        if committed {
+            if let Some(list) = unconfirmed.get_mut(identity.as_str()) {
+                for start in starts {
+                    list.retain(|t| t.id != start.id);
+                }
+                if list.is_empty() {
+                    unconfirmed.remove(identity.as_str());
+                }
+            }
+            return;
+        }
+        let list = unconfirmed.entry(identity.as_str().into()).or_default();
+        for start in starts {
+            list.retain(|t| t.id != start.id);
+            if list.len() == UNCONFIRMED_KEPT {
+                list.remove(0);
+            }
+            list.push(start.clone());
+        }
+    }
+
+    /// Waits until `identity` has no commit under way; `false` if `deadline` passed first.
+    fn wait_turn(&self, identity: &ChargePointIdentity, deadline: Instant) -> bool {
+        let mut committing = self.committing();
+        while committing.contains(identity.as_str()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            committing = match self.turn.wait_timeout(committing, left) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        true
+    }
+}
+
+/// What handling a CALL came to.
+enum Step {
+    /// Answered: nothing to commit (no change, a change queued, or a refusal).
+    Answered(Reply),
+    /// A start or an end to commit before the answer.
+    Commit(Commit),
+}
+
+/// A start or an end on its way to the store, out of memory until it is committed.
+struct Commit {
+    identity: ChargePointIdentity,
+    action: &'static str,
+    records: Vec<Record>,
+    /// The transactions as they will be once committed.
+    committed: Vec<Transaction>,
+    reply: Reply,
+    deadline: Instant,
+}
+
+/// The answer to a CALL whose effect could not be committed.
+fn not_saved() -> Answer {
+    Answer::error(
+        ErrorCode::InternalError,
+        "the central system could not save this: send it again",
+    )
+}
+
+impl Csms {
+    /// Answers a CALL that may start or end a transaction, under the rule of the
+    /// [module](self) (on the I/O loop's thread: what waits is handed back as a job).
+    pub(super) fn settle(&self, identity: &ChargePointIdentity, request: &Request) -> Reply {
+        let deadline = Instant::now() + DATABASE_WAIT;
+        let step = {
+            let mut fleet = self.lock();
+            if self.ledger.is_committing(identity) {
+                drop(fleet);
+                let (identity, request) = (identity.clone(), request.clone());
+                return Reply::Later(Later::new(move |csms: &Csms| {
+                    csms.settle_in_turn(&identity, &request, deadline)
+                }));
+            }
+            self.step(&mut fleet, identity, request, deadline)
+        };
+        match step {
+            Step::Answered(reply) => {
+                if let Reply::Now(answer) = &reply {
+                    self.count_answer(answer);
+                }
+                reply
+            }
+            Step::Commit(commit) => {
+                Reply::Later(Later::new(move |csms: &Csms| csms.commit(commit)))
+            }
+        }
+    }
+
+    /// [`Csms::settle`] for a CALL that came while its charge point had a commit under way:
+    /// handled once that commit's outcome is in memory (on a worker thread).
+    fn settle_in_turn(
+        &self,
+        identity: &ChargePointIdentity,
+        request: &Request,
+        deadline: Instant,
+    ) -> Answer {
+        loop {
+            if !self.ledger.wait_turn(identity, deadline) {
+                let answer = not_saved();
+                self.count_answer(&answer);
+                return answer;
+            }
+            let mut fleet = self.lock();
+            // Another CALL of this charge point may have begun a commit in between.
+            if self.ledger.is_committing(identity) {
+                continue;
+            }
+            let step = self.step(&mut fleet, identity, request, deadline);
+            drop(fleet);
+            return match step {
+                Step::Answered(reply) => {
+                    let answer = reply.wait(self);
+                    self.count_answer(&answer);
+                    answer
+                }
+                Step::Commit(commit) => self.commit(commit),
+            };
+        }
+    }
+
+    /// Handles the CALL against the committed state (under the CSMS's lock): a start or an
+    /// end is taken back out of memory and returned to commit; other changes are queued.
+    fn step(
+        &self,
+        fleet: &mut Fleet,
+        identity: &ChargePointIdentity,
+        request: &Request,
+        deadline: Instant,
+    ) -> Step {
+        let charge_point = fleet.entry(identity);
+        let before = charge_point.transactions.clone();
+        let unconfirmed = self.ledger.unconfirmed_of(identity);
+        let reply = self.handle(charge_point, request, None, &unconfirmed, UnixTime::now());
+        let (records, durability) =
+            changed_transactions(identity, &before, &charge_point.transactions);
+        if records.is_empty() {
+            return Step::Answered(reply);
+        }
+        let refused = matches!(&reply, Reply::Now(answer) if !answer.is_result());
+        if refused || durability == Durability::Committed {
+            // Not seen by anything before it is committed; never, if it is refused.
+            let committed = std::mem::replace(&mut charge_point.transactions, before);
+            if refused {
+                return Step::Answered(reply);
+            }
+            self.ledger.begin(identity);
+            return Step::Commit(Commit {
+                identity: identity.clone(),
+                action: request.action(),
+                records,
+                committed: changed(committed, &charge_point.transactions),
+                reply,
+                deadline,
+            });
+        }
+        // Queued: the store's thread commits it moments later (an error is logged there).
+        if let Err(e) = self.keep(records, Durability::Later) {
+            tracing::warn!(%identity, "transaction change not queued: {e}");
+        }
+        Step::Answered(reply)
+    }
+
+    /// Commits a start or an end, then puts it in memory and answers; or answers
+    /// `InternalError` with nothing kept (on a worker thread).
+    fn commit(&self, commit: Commit) -> Answer {
+        let Commit {
+            identity,
+            action,
+            records,
+            committed,
+            reply,
+            deadline,
+        } = commit;
+        let outcome = match self.config.get_store() {
+            Some(store) => store.commit_by(records, deadline),
+            None => Ok(()),
+        };
+        {
+            let mut fleet = self.lock();
+            self.ledger
+                .settle_starts(&identity, &committed, outcome.is_ok());
+            if outcome.is_ok() {
+                let keep = self.config.ended_transactions_kept;
+                fleet.entry(&identity).take_committed(committed, keep);
+            }
+            self.ledger.end(&identity);
+        }
+        let answer = match outcome {
+            Ok(()) => reply.wait(self),
+            Err(e) => {
+                tracing::error!(%identity, action, "not saved: {e}");
+                not_saved()
+            }
+        };
+        self.count_answer(&answer);
+        answer
+    }
+}
+
+/// The transactions of `after` that differ from `before`.
+fn changed(after: Vec<Transaction>, before: &[Transaction]) -> Vec<Transaction> {
+    after.into_iter().filter(|t| !before.contains(t)).collect()
+}
+
+/// A model test of the rule: two stations (1.6 and 2.0.1) play their transactions against a
+/// CSMS on a real SQLite store, through every interleaving proptest picks of commits that
+/// fail (nothing written), commits written whose answer is lost (written, reported failed),
+/// CALLRESULTs lost on the way (the station sends again), and kills (a new CSMS on the same
+/// database). Whatever happens: every acknowledged start and stop is in the database at
+/// once, a refused CALL changes nothing in it, a resend is answered as the first one was
+/// (the same 1.6 id), no 1.6 id is given twice, and once the stations are done the database
+/// holds exactly their transactions, ended, with the meter start they sent.
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    use ocpp_messages::version::OcppVersion;
+    use ocpp_server_core::{Answer, ChargePointIdentity};
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use crate::csms::store::{
+        Durability, Record, Saved, Settings, SqlStore, Store, StoreError, TransactionQuery,
+        DATABASE_WAIT,
+    };
+    use crate::csms::{admin, Csms, CsmsConfig, SessionId, Transaction};
+
+    /// What befalls the next commit (and the answer).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Fault {
+        None,
+        /// The commit fails: nothing written.
+        Refused,
+        /// The commit is written, but its caller is told it failed (a lost COMMIT answer).
+        CommitAnswerLost,
+        /// The CALLRESULT is lost on its way to the station.
+        AnswerLost,
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Send { station: usize, fault: Fault },
+        Kill,
+    }
+
+    /// A store that fails on demand around a real one.
+    #[derive(Debug)]
+    struct Faulty {
+        inner: SqlStore,
+        next: Mutex<Fault>,
+    }
+
+    impl Store for Faulty {
+        fn load(&self) -> Result<Saved, StoreError> {
+            self.inner.load()
+        }
+        fn settings(&self) -> Result<Settings, StoreError> {
+            self.inner.settings()
+        }
+        fn save(&self, records: Vec<Record>, durability: Durability) -> Result<(), StoreError> {
+            match durability {
+                Durability::Later => self.inner.save(records, durability),
+                Durability::Committed => self.commit_by(records, Instant::now() + DATABASE_WAIT),
+            }
+        }
+        fn commit_by(&self, records: Vec<Record>, deadline: Instant) -> Result<(), StoreError> {
+            let fault = std::mem::replace(&mut *self.next.lock().unwrap(), Fault::None);
+            match fault {
+                Fault::Refused => Err(StoreError::Unavailable),
+                Fault::CommitAnswerLost => {
+                    self.inner.commit_by(records, deadline)?;
+                    Err(StoreError::Commit("the answer was lost".into()))
+                }
+                Fault::None | Fault::AnswerLost => self.inner.commit_by(records, deadline),
+            }
+        }
+        fn transactions(
+            &self,
+            query: TransactionQuery,
+        ) -> Result<Vec<(String, Transaction)>, StoreError> {
+            self.inner.transactions(query)
+        }
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+        fn flush(&self) {
+            self.inner.flush()
+        }
+    }
+
+    const TRANSACTIONS: usize = 3;
+
+    /// One station playing [`TRANSACTIONS`] transactions: start, meter values, stop.
+    struct Station {
+        identity: ChargePointIdentity,
+        version: OcppVersion,
+        session: SessionId,
+        /// The next message: transaction `k`, part `part` (0 start, 1 meter, 2 stop).
+        k: usize,
+        part: usize,
+        /// 1.6: the id each acknowledged start got.
+        ids: Vec<i64>,
+        /// The answers each message got, by (k, part): a resend's must be the same.
+        answers: BTreeMap<(usize, usize), Value>,
+    }
+
+    impl Station {
+        fn done(&self) -> bool {
+            self.k == TRANSACTIONS
+        }
+
+        /// The next message as (action, payload).
+        fn message(&self) -> (&'static str, String) {
+            let k = self.k;
+            let at = format!("2026-12-01T12:0{k}:0{}Z", self.part);
+            if self.version == OcppVersion::V1_6 {
+                let id = self.ids.get(k).copied().unwrap_or_default();
+                match self.part {
+                    0 => (
+                        "StartTransaction",
+                        format!(
+                            r#"{{"connectorId":1,"idTag":"TAG","meterStart":{},"timestamp":"{at}"}}"#,
+                            1000 * k
+                        ),
+                    ),
+                    1 => (
+                        "MeterValues",
+                        format!(
+                            r#"{{"connectorId":1,"transactionId":{id},"meterValue":[{{"timestamp":"{at}","sampledValue":[{{"value":"{}"}}]}}]}}"#,
+                            1000 * k + 500
+                        ),
+                    ),
+                    _ => (
+                        "StopTransaction",
+                        format!(
+                            r#"{{"transactionId":{id},"meterStop":{},"timestamp":"{at}","reason":"Local"}}"#,
+                            1000 * k + 900
+                        ),
+                    ),
+                }
+            } else {
+                let event = ["Started", "Updated", "Ended"][self.part];
+                // Every other Started carries no meterValue (it is optional).
+                let meter = if self.part == 0 && k % 2 == 1 {
+                    String::new()
+                } else {
+                    format!(
+                        r#","meterValue":[{{"timestamp":"{at}","sampledValue":[{{"value":{}}}]}}]"#,
+                        1000 * k + 300 * self.part
+                    )
+                };
+                (
+                    "TransactionEvent",
+                    format!(
+                        r#"{{"eventType":"{event}","timestamp":"{at}","triggerReason":"Authorized","seqNo":{},"transactionInfo":{{"transactionId":"TX-{k}"}},"evse":{{"id":1,"connectorId":1}}{meter}}}"#,
+                        self.part
+                    ),
+                )
+            }
+        }
+    }
+
+    struct World {
+        store: Arc<Faulty>,
+        csms: Csms,
+        stations: Vec<Station>,
+        _dir: TempDir,
+    }
+
+    struct TempDir(std::path::PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn open(store: &Arc<Faulty>) -> Csms {
+        let store: Arc<dyn Store> = Arc::clone(store) as Arc<dyn Store>;
+        Csms::open(CsmsConfig::default().store(Some(store))).unwrap()
+    }
+
+    fn connect(csms: &Csms, station: &mut Station) {
+        station.session = csms.on_connected(&station.identity, station.version);
+        let boot = if station.version == OcppVersion::V1_6 {
+            r#"{"chargePointVendor":"ACME","chargePointModel":"M"}"#
+        } else {
+            r#"{"reason":"PowerUp","chargingStation":{"vendorName":"ACME","model":"M"}}"#
+        };
+        let request = admin::decode_command(station.version, "BootNotification", boot).unwrap();
+        let answer = csms
+            .on_call(station.session, &station.identity, &request)
+            .wait(csms);
+        assert!(answer.is_result(), "{answer:?}");
+    }
+
+    impl World {
+        fn new() -> World {
+            static CASE: AtomicUsize = AtomicUsize::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "ledger-model-{}-{}",
+                std::process::id(),
+                CASE.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let url = format!("sqlite://{}", dir.join("csms.sqlite3").display());
+            let store = Arc::new(Faulty {
+                inner: SqlStore::open(&url).unwrap(),
+                next: Mutex::new(Fault::None),
+            });
+            let csms = open(&store);
+            let mut stations = Vec::new();
+            for (name, version) in [("CP16", OcppVersion::V1_6), ("CS201", OcppVersion::V2_0_1)] {
+                let identity = ChargePointIdentity::new(name.into(), false).unwrap();
+                let mut station = Station {
+                    session: csms.on_connected(&identity, version),
+                    identity,
+                    version,
+                    k: 0,
+                    part: 0,
+                    ids: Vec::new(),
+                    answers: BTreeMap::new(),
+                };
+                connect(&csms, &mut station);
+                stations.push(station);
+            }
+            World {
+                store,
+                csms,
+                stations,
+                _dir: TempDir(dir),
+            }
+        }
+
+        /// Every row of the database, by (identity, id).
+        fn rows(&self) -> BTreeMap<(String, String), Transaction> {
+            self.store.flush();
+            let query = TransactionQuery {
+                identity: None,
+                open_only: false,
+                limit: usize::MAX,
+            };
+            self.store
+                .transactions(query)
+                .unwrap()
+                .into_iter()
+                .map(|(identity, t)| ((identity, t.id.clone()), t))
+                .collect()
+        }
+
+        fn kill(&mut self) {
+            self.csms = open(&self.store);
+            for station in &mut self.stations {
+                connect(&self.csms, station);
+            }
+        }
+
+        /// The station sends its next message (again, if it was not acknowledged).
+        fn send(&mut self, index: usize, fault: Fault) -> Result<(), TestCaseError> {
+            if self.stations[index].done() {
+                return Ok(());
+            }
+            let before = self.rows();
+            *self.store.next.lock().unwrap() = fault;
+            let station = &self.stations[index];
+            let (action, payload) = station.message();
+            let request = admin::decode_command(station.version, action, &payload).unwrap();
+            let answer = self
+                .csms
+                .on_call(station.session, &station.identity, &request)
+                .wait(&self.csms);
+            *self.store.next.lock().unwrap() = Fault::None;
+            let after = self.rows();
+            let station = &mut self.stations[index];
+            let Answer::Result(response) = answer else {
+                // Refused: nothing of it may be kept (a commit written whose answer was
+                // lost is the one exception, and its resend must be recognised).
+                if fault != Fault::CommitAnswerLost {
+                    prop_assert_eq!(&before, &after, "{} refused but kept", action);
+                }
+                return Ok(());
+            };
+            let result = serde_json::to_value(&response).unwrap();
+            let key = (station.k, station.part);
+            if let Some(first) = station.answers.get(&key) {
+                prop_assert_eq!(first, &result, "a resend of {} answered otherwise", action);
+            }
+            station.answers.insert(key, result.clone());
+            // Acknowledged: in the database now.
+            let identity = station.identity.as_str().to_owned();
+            let id = if station.version == OcppVersion::V1_6 {
+                if station.part == 0 {
+                    result["transactionId"].as_i64().unwrap().to_string()
+                } else {
+                    station.ids[station.k].to_string()
+                }
+            } else {
+                format!("TX-{}", station.k)
+            };
+            let row = after.get(&(identity, id.clone()));
+            prop_assert!(
+                row.is_some(),
+                "{} acknowledged, {} not in the database",
+                action,
+                id
+            );
+            if station.part == 2 {
+                prop_assert!(
+                    row.unwrap().ended.is_some(),
+                    "{} acknowledged, not ended",
+                    action
+                );
+            }
+            if fault == Fault::AnswerLost {
+                return Ok(()); // the station did not get it: it sends it again
+            }
+            if station.version == OcppVersion::V1_6 && station.part == 0 {
+                let id: i64 = id.parse().unwrap();
+                prop_assert!(!station.ids.contains(&id), "id {} given twice", id);
+                station.ids.push(id);
+            }
+            station.part += 1;
+            if station.part == 3 {
+                station.part = 0;
+                station.k += 1;
+            }
+            Ok(())
+        }
+    }
+
+    /// A store whose commits wait at a gate the test opens.
+    #[derive(Debug)]
+    struct Gated {
+        inner: SqlStore,
+        gate: Mutex<std::sync::mpsc::Receiver<()>>,
+    }
+
+    impl Store for Gated {
+        fn load(&self) -> Result<Saved, StoreError> {
+            self.inner.load()
+        }
+        fn settings(&self) -> Result<Settings, StoreError> {
+            self.inner.settings()
+        }
+        fn save(&self, records: Vec<Record>, durability: Durability) -> Result<(), StoreError> {
+            self.inner.save(records, durability)
+        }
+        fn commit_by(&self, records: Vec<Record>, deadline: Instant) -> Result<(), StoreError> {
+            let _ = self.gate.lock().unwrap().recv();
+            self.inner.commit_by(records, deadline)
+        }
+        fn transactions(
+            &self,
+            query: TransactionQuery,
+        ) -> Result<Vec<(String, Transaction)>, StoreError> {
+            self.inner.transactions(query)
+        }
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+    }
+
+    /// The charge point reconnects while its StartTransaction is being committed and sends
+    /// it again: the resend waits for the commit under way (it is not handled against a
+    /// state without it), then gets the same id; one row.
+    #[test]
+    fn a_resend_during_the_commit_waits_for_it_and_gets_the_same_id() {
+        let world = World::new();
+        let (open_gate, gate) = std::sync::mpsc::channel();
+        let url = format!("sqlite://{}", world._dir.0.join("gated.sqlite3").display());
+        let store = Arc::new(Gated {
+            inner: SqlStore::open(&url).unwrap(),
+            gate: Mutex::new(gate),
+        });
+        let csms = Arc::new(
+            Csms::open(CsmsConfig::default().store(Some(Arc::clone(&store) as Arc<dyn Store>)))
+                .unwrap(),
+        );
+        let mut station = world.stations.into_iter().next().unwrap();
+        connect(&csms, &mut station);
+        let (action, payload) = station.message();
+        let request = admin::decode_command(station.version, action, &payload).unwrap();
+        let identity = station.identity.clone();
+        let call = |csms: &Arc<Csms>, session| {
+            let (csms, request) = (Arc::clone(csms), request.clone());
+            let identity = identity.clone();
+            std::thread::spawn(move || csms.on_call(session, &identity, &request).wait(&csms))
+        };
+        let first = call(&csms, station.session);
+        // The first one's commit waits at the gate; the charge point's newer connection
+        // sends the StartTransaction again.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        connect(&csms, &mut station);
+        let resend = call(&csms, station.session);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !resend.is_finished(),
+            "the resend did not wait for the commit"
+        );
+        open_gate.send(()).unwrap();
+        open_gate.send(()).unwrap(); // should the resend commit too (it must not)
+        let id = |answer: Answer| match answer {
+            Answer::Result(response) => {
+                serde_json::to_value(&response).unwrap()["transactionId"].clone()
+            }
+            other => panic!("{other:?}"),
+        };
+        let (first, resend) = (id(first.join().unwrap()), id(resend.join().unwrap()));
+        assert_eq!(first, resend);
+        store.inner.flush();
+        let rows = store
+            .transactions(TransactionQuery {
+                identity: None,
+                open_only: false,
+                limit: 10,
+            })
+            .unwrap();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        let fault = prop_oneof![
+            3 => Just(Fault::None),
+            2 => Just(Fault::Refused),
+            1 => Just(Fault::CommitAnswerLost),
+            1 => Just(Fault::AnswerLost),
+        ];
+        prop_oneof![
+            8 => (0..2usize, fault).prop_map(|(station, fault)| Step::Send { station, fault }),
+            1 => Just(Step::Kill),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(32),
+            ..ProptestConfig::default()
+        })]
+        #[test]
+        fn nothing_acknowledged_is_lost_nothing_refused_is_kept(
+            steps in proptest::collection::vec(step(), 0..40)
+        ) {
+            let mut world = World::new();
+            for step in steps {
+                match step {
+                    Step::Send { station, fault } => world.send(station, fault)?,
+                    Step::Kill => world.kill(),
+                }
+            }
+            // The stations finish, the database answering.
+            for _ in 0..(6 * TRANSACTIONS) {
+                for station in 0..world.stations.len() {
+                    world.send(station, Fault::None)?;
+                }
+            }
+            prop_assert!(world.stations.iter().all(Station::done));
+            let rows = world.rows();
+            let cp = &world.stations[0];
+            let mut expected: Vec<(String, String)> = cp
+                .ids
+                .iter()
+                .map(|id| ("CP16".to_owned(), id.to_string()))
+                .chain((0..TRANSACTIONS).map(|k| ("CS201".to_owned(), format!("TX-{k}"))))
+                .collect();
+            expected.sort();
+            let held: Vec<(String, String)> = rows.keys().cloned().collect();
+            prop_assert_eq!(held, expected, "the database holds other transactions");
+            for (k, id) in cp.ids.iter().enumerate() {
+                let row = &rows[&("CP16".to_owned(), id.to_string())];
+                prop_assert!(row.ended.is_some());
+                prop_assert_eq!(row.meter_start_wh, Some(1000.0 * k as f64));
+                prop_assert_eq!(row.meter_last_wh, Some(1000.0 * k as f64 + 900.0));
+            }
+            for k in 0..TRANSACTIONS {
+                let id = ("CS201".to_owned(), format!("TX-{}", k));
+                prop_assert!(rows[&id].ended.is_some(), "TX-{} not ended", k);
+            }
+        }
+    }
+}
