@@ -361,11 +361,13 @@ mod tests {
         Kill,
     }
 
-    /// A store that fails on demand around a real one.
+    /// A store that fails on demand around a real one; with a gate, each commit waits until
+    /// the test opens it once.
     #[derive(Debug)]
     struct Faulty {
         inner: SqlStore,
         next: Mutex<Fault>,
+        gate: Option<Mutex<std::sync::mpsc::Receiver<()>>>,
     }
 
     impl Store for Faulty {
@@ -382,6 +384,9 @@ mod tests {
             }
         }
         fn commit_by(&self, records: Vec<Record>, deadline: Instant) -> Result<(), StoreError> {
+            if let Some(gate) = &self.gate {
+                let _ = gate.lock().unwrap().recv();
+            }
             let fault = std::mem::replace(&mut *self.next.lock().unwrap(), Fault::None);
             match fault {
                 Fault::Refused => Err(StoreError::Unavailable),
@@ -525,6 +530,7 @@ mod tests {
             let store = Arc::new(Faulty {
                 inner: SqlStore::open(&url).unwrap(),
                 next: Mutex::new(Fault::None),
+                gate: None,
             });
             let csms = open(&store);
             let mut stations = Vec::new();
@@ -646,38 +652,6 @@ mod tests {
         }
     }
 
-    /// A store whose commits wait at a gate the test opens.
-    #[derive(Debug)]
-    struct Gated {
-        inner: SqlStore,
-        gate: Mutex<std::sync::mpsc::Receiver<()>>,
-    }
-
-    impl Store for Gated {
-        fn load(&self) -> Result<Saved, StoreError> {
-            self.inner.load()
-        }
-        fn settings(&self) -> Result<Settings, StoreError> {
-            self.inner.settings()
-        }
-        fn save(&self, records: Vec<Record>, durability: Durability) -> Result<(), StoreError> {
-            self.inner.save(records, durability)
-        }
-        fn commit_by(&self, records: Vec<Record>, deadline: Instant) -> Result<(), StoreError> {
-            let _ = self.gate.lock().unwrap().recv();
-            self.inner.commit_by(records, deadline)
-        }
-        fn transactions(
-            &self,
-            query: TransactionQuery,
-        ) -> Result<Vec<(String, Transaction)>, StoreError> {
-            self.inner.transactions(query)
-        }
-        fn describe(&self) -> String {
-            self.inner.describe()
-        }
-    }
-
     /// The charge point reconnects while its StartTransaction is being committed and sends
     /// it again: the resend waits for the commit under way (it is not handled against a
     /// state without it), then gets the same id; one row.
@@ -686,9 +660,10 @@ mod tests {
         let world = World::new();
         let (open_gate, gate) = std::sync::mpsc::channel();
         let url = format!("sqlite://{}", world._dir.0.join("gated.sqlite3").display());
-        let store = Arc::new(Gated {
+        let store = Arc::new(Faulty {
             inner: SqlStore::open(&url).unwrap(),
-            gate: Mutex::new(gate),
+            next: Mutex::new(Fault::None),
+            gate: Some(Mutex::new(gate)),
         });
         let csms = Arc::new(
             Csms::open(CsmsConfig::default().store(Some(Arc::clone(&store) as Arc<dyn Store>)))

@@ -224,32 +224,17 @@ impl Connection {
 
     /// [`reject`](Self::reject) with `Retry-After: seconds`.
     fn reject_retry_after(&mut self, status: u16, seconds: u32) -> Result<(), WrongState> {
-        let State::AwaitingDecision(_) = &self.state else {
-            return Err(WrongState);
-        };
-        let status = if (300..=599).contains(&status) {
-            status
-        } else {
-            500
-        };
-        let value = seconds.to_string();
-        let headers = [("Retry-After", value.as_bytes())];
-        if let Ok(rejection) = Rejection::new(status) {
-            let rejection = rejection.with_headers(&headers).unwrap_or(rejection);
-            let rejection = if status == 401 {
-                rejection.with_realm("OCPP").unwrap_or(rejection)
-            } else {
-                rejection
-            };
-            rejection.write(self.exchange.out());
-        }
-        self.finish(CloseReason::Rejected { status });
-        Ok(())
+        self.refuse(status, Some(seconds))
     }
 
     /// CSMS side: refuses the upgrade with an HTTP status (401 bad credentials, 404 unknown
     /// identity, 503 overloaded...). 401 carries `WWW-Authenticate: Basic realm="OCPP"`.
     pub fn reject(&mut self, _now: Instant, status: u16) -> Result<(), WrongState> {
+        self.refuse(status, None)
+    }
+
+    /// Writes the refusal (with `Retry-After` when given) and closes.
+    fn refuse(&mut self, status: u16, retry_after: Option<u32>) -> Result<(), WrongState> {
         let State::AwaitingDecision(_) = &self.state else {
             return Err(WrongState);
         };
@@ -260,6 +245,12 @@ impl Connection {
             500
         };
         if let Ok(rejection) = Rejection::new(status) {
+            let value = retry_after.map(|seconds| seconds.to_string());
+            let headers = value.as_ref().map(|v| [("Retry-After", v.as_bytes())]);
+            let rejection = match &headers {
+                Some(headers) => rejection.with_headers(headers).unwrap_or(rejection),
+                None => rejection,
+            };
             let rejection = if status == 401 {
                 rejection.with_realm("OCPP").unwrap_or(rejection)
             } else {
