@@ -69,7 +69,12 @@ pub(super) async fn serve(listener: TcpListener, admin: Admin, stop: watch::Rece
         closers: HashMap::new(),
     }));
     let mut next_id = 0u64;
+    // The connections' tasks: once the server stops, their requests in progress get their
+    // answer (a command its CALL's outcome, or 504) before this returns.
+    let mut connections = tokio::task::JoinSet::new();
     loop {
+        // Finished connections leave the set as they go.
+        while connections.try_join_next().is_some() {}
         let socket = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((socket, _)) => socket,
@@ -80,7 +85,10 @@ pub(super) async fn serve(listener: TcpListener, admin: Admin, stop: watch::Rece
                     continue;
                 }
             },
-            () = &mut stopped => return,
+            () = &mut stopped => {
+                while connections.join_next().await.is_some() {}
+                return;
+            }
         };
         next_id += 1;
         let id = next_id;
@@ -109,7 +117,7 @@ pub(super) async fn serve(listener: TcpListener, admin: Admin, stop: watch::Rece
             }
         }
         let closer = lock(&open).closers.get(&id).cloned().unwrap_or_default();
-        tokio::spawn(connection(
+        connections.spawn(connection(
             socket,
             id,
             admin.clone(),
@@ -160,7 +168,9 @@ async fn connection(
     };
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
+        // A backstop only: our own deadline below closes (and counts) a head that did not
+        // come in time first; at the same instant, the two timers would race for it.
+        .header_read_timeout(header_timeout + HEADER_BACKSTOP)
         .keep_alive(false)
         .serve_connection(TokioIo::new(socket), service);
     tokio::pin!(conn);
@@ -187,6 +197,9 @@ async fn connection(
     }
     open.closers.remove(&id);
 }
+
+/// How long after our own head deadline hyper's `header_read_timeout` would close.
+const HEADER_BACKSTOP: Duration = Duration::from_secs(1);
 
 /// One request: the browser checks on the head, the body within its timeout, the token,
 /// then the route.
