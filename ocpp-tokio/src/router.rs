@@ -20,13 +20,15 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 pub type Reply<T> = Result<T, ErrorAnswer>;
 
 /// One action of one version: hands the request back when it is another version's.
-type Route<S> =
-    Box<dyn Fn(Session<S>, Request) -> Result<BoxFuture<Answer>, Request> + Send + Sync>;
+type Route<S, A> =
+    Box<dyn Fn(Session<S, A>, Request) -> Result<BoxFuture<Answer>, Request> + Send + Sync>;
 type MakeState<S> = Box<dyn Fn(Connecting) -> BoxFuture<Result<S, Rejection>> + Send + Sync>;
-type OnCall<S> = Box<dyn Fn(Session<S>, IncomingCall) -> BoxFuture<Answer> + Send + Sync>;
-type OnSession<S> = Box<dyn Fn(Session<S>) -> BoxFuture<()> + Send + Sync>;
-type OnSend<S> = Box<dyn Fn(Session<S>, IncomingCall) -> BoxFuture<()> + Send + Sync>;
-type OnClose<S> = Box<dyn Fn(Session<S>, Closed) -> BoxFuture<()> + Send + Sync>;
+type OnCall<S, A> = Box<dyn Fn(Session<S, A>, IncomingCall) -> BoxFuture<Answer> + Send + Sync>;
+type OnSession<S, A> = Box<dyn Fn(Session<S, A>) -> BoxFuture<()> + Send + Sync>;
+type OnSend<S, A> = Box<dyn Fn(Session<S, A>, IncomingCall) -> BoxFuture<()> + Send + Sync>;
+type OnClose<S, A> = Box<dyn Fn(Session<S, A>, Closed) -> BoxFuture<()> + Send + Sync>;
+/// Per action name, its routes (one per version's request type).
+type Routes<S, A> = HashMap<&'static str, Vec<(TypeId, Route<S, A>)>>;
 
 /// A [`Handler`] made of one async function per action: each takes the connection's
 /// [`Session`] and the action's request type, and returns that action's response type or a
@@ -38,7 +40,9 @@ type OnClose<S> = Box<dyn Fn(Session<S>, Closed) -> BoxFuture<()> + Send + Sync>
 ///
 /// `S` is the state of one connection, made by the function given to [`Router::new`] when a
 /// charge point connects (before any of its CALLs is handled), reached by every handler
-/// through the session, and handed back to [`Router::on_close`].
+/// through the session, and handed back to [`Router::on_close`]. `A` is the application's
+/// state, given once with [`Router::with_state`] and reached through [`Session::app`] by
+/// every connection's handlers (which state belongs where: [`Session`]).
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -75,16 +79,17 @@ type OnClose<S> = Box<dyn Fn(Session<S>, Closed) -> BoxFuture<()> + Send + Sync>
 ///
 /// let router = Router::<()>::default().on(heartbeat);
 /// ```
-pub struct Router<S> {
+pub struct Router<S, A = ()> {
     make_state: MakeState<S>,
-    routes: HashMap<&'static str, Vec<(TypeId, Route<S>)>>,
-    fallback: Option<OnCall<S>>,
-    on_connect: Option<OnSession<S>>,
-    on_send: Option<OnSend<S>>,
-    on_close: Option<OnClose<S>>,
+    app: A,
+    routes: Routes<S, A>,
+    fallback: Option<OnCall<S, A>>,
+    on_connect: Option<OnSession<S, A>>,
+    on_send: Option<OnSend<S, A>>,
+    on_close: Option<OnClose<S, A>>,
 }
 
-impl<S> fmt::Debug for Router<S> {
+impl<S, A> fmt::Debug for Router<S, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut actions: Vec<_> = self.routes.keys().collect();
         actions.sort();
@@ -180,6 +185,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     {
         Router {
             make_state: Box::new(move |connecting| Box::pin(make_state(connecting))),
+            app: (),
             routes: HashMap::new(),
             fallback: None,
             on_connect: None,
@@ -188,6 +194,75 @@ impl<S: Send + Sync + 'static> Router<S> {
         }
     }
 
+    /// Gives every handler of every connection the application-wide state `app` (the
+    /// token list, a database pool, the configuration: what is not one connection's), through
+    /// [`Session::app`], as axum's `Router::with_state`. Share what changes behind an `Arc`
+    /// (`A` is cloned for each CALL); handlers routed before this call do not see it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use ocpp_tokio::{v1_6, DateTime, Reply, Router, Session};
+    ///
+    /// struct App {
+    ///     heartbeat_interval: i32,
+    /// }
+    ///
+    /// async fn boot(
+    ///     s: Session<(), Arc<App>>,
+    ///     _: v1_6::BootNotificationRequest,
+    /// ) -> Reply<v1_6::BootNotificationResponse> {
+    ///     let accepted = v1_6::RegistrationStatus::Accepted;
+    ///     let interval = s.app().heartbeat_interval;
+    ///     Ok(v1_6::BootNotificationResponse::new(accepted, DateTime::now(), interval))
+    /// }
+    ///
+    /// let app = Arc::new(App { heartbeat_interval: 300 });
+    /// let router = Router::<()>::default().with_state(app).on(boot);
+    /// # let _ = router;
+    /// ```
+    pub fn with_state<B>(self, app: B) -> Router<S, B>
+    where
+        B: Clone + Send + Sync + 'static,
+    {
+        let routes = self
+            .routes
+            .into_iter()
+            .map(|(name, routes)| {
+                let routes = routes
+                    .into_iter()
+                    .map(|(id, route)| {
+                        let route: Route<S, B> =
+                            Box::new(move |session, request| route(session.without_app(), request));
+                        (id, route)
+                    })
+                    .collect();
+                (name, routes)
+            })
+            .collect();
+        Router {
+            make_state: self.make_state,
+            app,
+            routes,
+            fallback: self.fallback.map(|f| {
+                Box::new(move |session: Session<S, B>, call| f(session.without_app(), call))
+                    as OnCall<S, B>
+            }),
+            on_connect: self.on_connect.map(|f| {
+                Box::new(move |session: Session<S, B>| f(session.without_app())) as OnSession<S, B>
+            }),
+            on_send: self.on_send.map(|f| {
+                Box::new(move |session: Session<S, B>, send| f(session.without_app(), send))
+                    as OnSend<S, B>
+            }),
+            on_close: self.on_close.map(|f| {
+                Box::new(move |session: Session<S, B>, closed| f(session.without_app(), closed))
+                    as OnClose<S, B>
+            }),
+        }
+    }
+}
+
+impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
     /// Routes the CALLs of one action of one version (the request type `R` says which) to
     /// `handler`. Routing the same request type again replaces the earlier handler.
     ///
@@ -203,10 +278,10 @@ impl<S: Send + Sync + 'static> Router<S> {
     where
         R: ActionRequest + TryFrom<Request, Error = Request> + Send + 'static,
         ResponseOf<R>: Into<Response>,
-        F: Fn(Session<S>, R) -> Fut + Send + Sync + 'static,
+        F: Fn(Session<S, A>, R) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Reply<ResponseOf<R>>> + Send + 'static,
     {
-        let route: Route<S> = Box::new(move |session, request| {
+        let route: Route<S, A> = Box::new(move |session, request| {
             let request = R::try_from(request)?;
             let answer = handler(session, request);
             Ok(Box::pin(async move { Answer::from(answer.await) }))
@@ -223,7 +298,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// `InternalError`, never as a wrong payload.
     pub fn fallback<F, Fut>(mut self, handler: F) -> Self
     where
-        F: Fn(Session<S>, IncomingCall) -> Fut + Send + Sync + 'static,
+        F: Fn(Session<S, A>, IncomingCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Answer> + Send + 'static,
     {
         self.fallback = Some(Box::new(move |session, call| {
@@ -236,7 +311,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// call the charge point and wait; its CALLs are handled meanwhile).
     pub fn on_connect<F, Fut>(mut self, handler: F) -> Self
     where
-        F: Fn(Session<S>) -> Fut + Send + Sync + 'static,
+        F: Fn(Session<S, A>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.on_connect = Some(Box::new(move |session| Box::pin(handler(session))));
@@ -246,7 +321,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// Handles the SENDs of a charge point (OCPP 2.1), one after the other.
     pub fn on_send<F, Fut>(mut self, handler: F) -> Self
     where
-        F: Fn(Session<S>, IncomingCall) -> Fut + Send + Sync + 'static,
+        F: Fn(Session<S, A>, IncomingCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.on_send = Some(Box::new(move |session, send| {
@@ -259,7 +334,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// session (and so its state) and why it ended.
     pub fn on_close<F, Fut>(mut self, handler: F) -> Self
     where
-        F: Fn(Session<S>, Closed) -> Fut + Send + Sync + 'static,
+        F: Fn(Session<S, A>, Closed) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.on_close = Some(Box::new(move |session, closed| {
@@ -269,7 +344,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     }
 
     /// The handler of `call`, or the fallback's answer.
-    fn dispatch(&self, session: Session<S>, call: IncomingCall) -> BoxFuture<Answer> {
+    fn dispatch(&self, session: Session<S, A>, call: IncomingCall) -> BoxFuture<Answer> {
         let (id, mut request) = call.into_parts();
         if let Some(routes) = self.routes.get(request.action()) {
             for (_, route) in routes {
@@ -289,7 +364,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     }
 }
 
-impl<S: Send + Sync + 'static> Handler for Router<S> {
+impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Handler for Router<S, A> {
     type State = S;
 
     fn on_upgrade(
@@ -300,6 +375,7 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
     }
 
     fn on_connect(&self, session: Session<S>) -> impl Future<Output = ()> + Send {
+        let session = session.with_app(self.app.clone());
         optional(self.on_connect.as_ref().map(|handler| handler(session)))
     }
 
@@ -308,14 +384,14 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
         session: &Session<S>,
         call: IncomingCall,
     ) -> impl Future<Output = Answer> + Send {
-        self.dispatch(session.clone(), call)
+        self.dispatch(session.clone().with_app(self.app.clone()), call)
     }
 
     fn on_send(&self, session: &Session<S>, send: IncomingCall) -> impl Future<Output = ()> + Send {
         optional(
             self.on_send
                 .as_ref()
-                .map(|handler| handler(session.clone(), send)),
+                .map(|handler| handler(session.clone().with_app(self.app.clone()), send)),
         )
     }
 
@@ -323,7 +399,7 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
         optional(
             self.on_close
                 .as_ref()
-                .map(|handler| handler(session, closed)),
+                .map(|handler| handler(session.with_app(self.app.clone()), closed)),
         )
     }
 }
