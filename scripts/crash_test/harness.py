@@ -82,11 +82,13 @@ class Faults:
             await asyncio.to_thread(self.cluster.stop, "fast")
             down = now_ms()
             await asyncio.sleep(self.outage_s)
+            restart = now_ms()
             await asyncio.to_thread(self.cluster.start)
-            self.record(kind="outage", db="postgres", begin_ms=begin, down_ms=down, end_ms=now_ms())
+            self.record(kind="outage", db="postgres", begin_ms=begin, down_ms=down, restart_ms=restart,
+                        end_ms=now_ms())
         else:
             begin, end = await asyncio.to_thread(hold_sqlite_lock, self.sqlite_path, self.outage_s)
-            self.record(kind="outage", db="sqlite", begin_ms=begin, down_ms=begin, end_ms=end)
+            self.record(kind="outage", db="sqlite", begin_ms=begin, down_ms=begin, restart_ms=end, end_ms=end)
 
     async def kill(self, during_outage=False):
         self.restarting = True

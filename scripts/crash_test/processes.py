@@ -134,7 +134,9 @@ def postgres_bin():
     initdb = shutil.which("initdb")
     if initdb:
         return os.path.dirname(os.path.realpath(initdb))
-    raise RuntimeError("PostgreSQL not found (PG_BIN, /usr/lib/postgresql/*/bin, initdb): apt-get install -y postgresql")
+    raise RuntimeError(
+        "PostgreSQL not found (PG_BIN, /usr/lib/postgresql/*/bin, initdb): apt-get install -y postgresql"
+    )
 
 
 class PostgresCluster:
@@ -154,7 +156,8 @@ class PostgresCluster:
                 entry = pwd.getpwnam("nobody")
             self.user = (entry.pw_uid, entry.pw_gid)
             os.chown(self.dir, *self.user)
-        self._server(["initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "--locale=C", "-E", "UTF8"], 120)
+        initdb = ["initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "--locale=C", "-E", "UTF8"]
+        self._server(initdb, 120)
         with open(os.path.join(self.data, "postgresql.conf"), "a") as conf:
             conf.write(
                 f"\n# crash test\nlisten_addresses = '127.0.0.1'\nport = {self.port}\n"
@@ -180,15 +183,18 @@ class PostgresCluster:
             cwd=self.dir, **kwargs,
         )
         if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)}: exit {done.returncode}: {done.stderr.decode(errors='replace')}")
+            error = done.stderr.decode(errors="replace")
+            raise RuntimeError(f"{' '.join(args)}: exit {done.returncode}: {error}")
 
     def start(self):
         """pg_ctl start, waiting (bounded) until it accepts connections."""
-        self._server(["pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", str(START_WAIT_S), "start"], START_WAIT_S + 10)
+        pg_ctl = ["pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", str(START_WAIT_S), "start"]
+        self._server(pg_ctl, START_WAIT_S + 10)
 
     def stop(self, mode="fast"):
         """pg_ctl stop -m MODE, waiting (bounded) until the postmaster is gone."""
-        self._server(["pg_ctl", "-D", self.data, "-m", mode, "-w", "-t", str(START_WAIT_S), "stop"], START_WAIT_S + 10)
+        pg_ctl = ["pg_ctl", "-D", self.data, "-m", mode, "-w", "-t", str(START_WAIT_S), "stop"]
+        self._server(pg_ctl, START_WAIT_S + 10)
 
     def running(self):
         return os.path.exists(os.path.join(self.data, "postmaster.pid"))

@@ -35,13 +35,14 @@ identity, id, id_tag, started_ms, ended_ms, meter_start_wh, meter_last_wh):
   explains (the stations finish every transaction before the end); reported, each also falls
   in one of the kinds above.
 
-Outage measurements (faults.jsonl: {"kind": "outage", "begin_ms", "end_ms"} and
+Outage measurements (faults.jsonl: {"kind": "outage", "begin_ms", "down_ms", "restart_ms",
+"end_ms"}: the fault began, the database was away, it was being brought back, it was back; and
 {"kind": "kill", "at_ms"}): the time from the outage's beginning to the first CALLERROR; for
-starts and stops sent during an outage, how they were answered (a CALLRESULT for one sent while
-no commit could succeed is an acknowledgement without a commit) and how long a refusal took (a
-failure beyond REFUSAL_BOUND_MS, or if an outage got no CALLERROR at all); the latency of MeterValues and
-TransactionEvent Updated (answers that need no commit) sent during outages, p50/p99/max, and
-outside them for comparison.
+starts and stops sent during an outage, how they were answered and how long a refusal took (a
+failure beyond REFUSAL_BOUND_MS, or if an outage got no CALLERROR at all); a CALLRESULT sent and
+received while no commit could succeed (down_ms .. restart_ms) is an acknowledgement without a
+commit (a failure); the latency of MeterValues and TransactionEvent Updated (answers that need
+no commit) sent during outages, p50/p99/max, and outside them for comparison.
 """
 
 import argparse
@@ -119,7 +120,8 @@ def reconcile(ledger, faults, rows):
     for line in ledger:
         if line["kind"] == "meter":
             continue
-        t = logical.setdefault((line["identity"], line["key"]), Logical(line["identity"], line["version"], line["key"]))
+        key = (line["identity"], line["key"])
+        t = logical.setdefault(key, Logical(line["identity"], line["version"], line["key"]))
         if line["kind"] == "start":
             t.starts.append(line)
             if line["outcome"] == "ack":
@@ -157,7 +159,8 @@ def reconcile(ledger, faults, rows):
         if sent_meter is not None and row["meter_start_wh"] != sent_meter:
             lost(
                 "start_overwritten", t,
-                f"{t.identity} {t.key} id {t.row_id}: meter_start_wh {row['meter_start_wh']}, sent {sent_meter}"
+                f"{t.identity} {t.key} id {t.row_id}: meter_start_wh {row['meter_start_wh']}, "
+                f"sent {sent_meter}"
             )
         if t.stop_ack:
             if row["ended_ms"] is None:
@@ -251,15 +254,25 @@ def reconcile(ledger, faults, rows):
         first_errors.append(min(errors) - o["begin_ms"] if errors else None)
 
     def during(a):
-        return any(o["begin_ms"] <= a["sent_ms"] and (a["answered_ms"] or a["sent_ms"]) <= o["end_ms"] for o in outages)
+        return any(o["begin_ms"] <= a["sent_ms"] and (a["answered_ms"] or a["sent_ms"]) <= o["end_ms"]
+                   for o in outages)
 
     committing = [a for a in attempts if a["kind"] != "meter" and during(a)]
+
+    def no_commit_possible(a):
+        """Sent and answered while the database was surely away: PostgreSQL stopped and not yet
+        being started again, SQLite's lock held."""
+        return any(o["down_ms"] <= a["sent_ms"] and a["answered_ms"] <= o.get("restart_ms", o["end_ms"])
+                   for o in outages)
+
     acked_in_outage = [
-        f"{a['identity']} {a['kind']} {a['key']} attempt {a['attempt']}" for a in committing if a["outcome"] == "ack"
+        f"{a['identity']} {a['kind']} {a['key']} attempt {a['attempt']}"
+        for a in committing if a["outcome"] == "ack" and no_commit_possible(a)
     ]
     error_latency = [a["answered_ms"] - a["sent_ms"] for a in committing if a["outcome"] == "error"]
-    meter_in = [a["answered_ms"] - a["sent_ms"] for a in attempts if a["kind"] == "meter" and a["outcome"] == "ack" and during(a)]
-    meter_out = [a["answered_ms"] - a["sent_ms"] for a in attempts if a["kind"] == "meter" and a["outcome"] == "ack" and not during(a)]
+    meters = [a for a in attempts if a["kind"] == "meter" and a["outcome"] == "ack"]
+    meter_in = [a["answered_ms"] - a["sent_ms"] for a in meters if during(a)]
+    meter_out = [a["answered_ms"] - a["sent_ms"] for a in meters if not during(a)]
     # The documented bound is per CALL: a start or stop sent while the database is away is
     # refused within ~3 s. An outage that no CALLERROR answered at all fails too.
     slow = [e for e in error_latency if e > REFUSAL_BOUND_MS] + [e for e in first_errors if e is None]
@@ -272,14 +285,16 @@ def reconcile(ledger, faults, rows):
     for a in attempts:
         outcome_count[f"{a['kind']}_{a['outcome']}"] += 1
     kept = sum(len(problems[k]) for k in ("refused_kept", "unexplained_row"))
-    failed = lost_keys or kept or problems["duplicate_id"] or slow or server_exits
+    failed = lost_keys or kept or problems["duplicate_id"] or slow or server_exits or acked_in_outage
     return {
         "stations": len(versions),
         "transactions_begun": len(logical),
         "acknowledged_starts": sum(1 for t in logical.values() if t.start_ack),
         "acknowledged_stops": sum(1 for t in logical.values() if t.stop_ack),
         "refused_attempts": sum(1 for a in attempts if refused(a) and a["kind"] != "meter"),
-        "unanswered_attempts": sum(1 for a in attempts if a["outcome"] in ("timeout", "dropped") and a["kind"] != "meter"),
+        "unanswered_attempts": sum(
+            1 for a in attempts if a["outcome"] in ("timeout", "dropped") and a["kind"] != "meter"
+        ),
         "answered_after_timeout": sum(1 for a in attempts if a.get("late")),
         "attempts": dict(sorted(outcome_count.items())),
         "rows": len(rows),
@@ -321,10 +336,12 @@ def report(summary, out=sys.stdout, detail=10):
         return f"n={st['count']} p50 {ms(st['p50_ms'])} p99 {ms(st['p99_ms'])} max {ms(st['max_ms'])}"
 
     p = lambda *a: print(*a, file=out)  # noqa: E731
-    p(f"stations {s['stations']}, transactions begun {s['transactions_begun']}, rows in the database {s['rows']}")
+    p(f"stations {s['stations']}, transactions begun {s['transactions_begun']}, "
+      f"rows in the database {s['rows']}")
     p(f"acknowledged starts {s['acknowledged_starts']}, acknowledged stops {s['acknowledged_stops']}")
     p(f"starts/stops refused (CALLERROR) {s['refused_attempts']}, not answered (timeout, dropped) "
-      f"{s['unanswered_attempts']}, of which answered after the station's timeout {s['answered_after_timeout']}")
+      f"{s['unanswered_attempts']}, of which answered after the station's timeout "
+      f"{s['answered_after_timeout']}")
     p(f"attempts by kind and outcome: {s['attempts']}")
     p(f"kills {s['kills']}, outages {s['outages']}, exits of the server on its own {s['server_exits']}")
     firsts = ", ".join(ms(v) for v in s["first_error_after_outage_ms"])
@@ -347,7 +364,8 @@ def report(summary, out=sys.stdout, detail=10):
             p(f"{name}: {len(items)}")
             for item in items[:detail]:
                 p(f"    {item}")
-    p(f"LOST (or altered) acknowledged transactions: {s['lost']}, KEPT refused rows: {s['kept']}, DUPLICATE ids: {s['duplicates']}")
+    p(f"LOST (or altered) acknowledged transactions: {s['lost']}, KEPT refused rows: {s['kept']}, "
+      f"DUPLICATE ids: {s['duplicates']}")
     p("RESULT: " + ("OK" if s["ok"] else "FAIL"))
 
 

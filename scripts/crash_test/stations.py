@@ -27,7 +27,8 @@ attempt of a transaction message:
      2.0.1 transactionId, "meter_wh": the energy register sent (null if none), "timestamp",
      "seq_no" (2.0.1), "connector", "error": "code: description" of a CALLERROR}
 "late_ack" and "late_error" are a second line for an attempt that timed out: its answer came
-after all (seen when the next CALL waits on that connection). Times are Unix milliseconds of this machine's clock, the clock the CSMS stamps rows with.
+after all (seen when the next CALL waits on that connection). Times are Unix milliseconds of
+this machine's clock, the clock the CSMS stamps rows with.
 """
 
 import asyncio
@@ -149,7 +150,9 @@ class Station:
         else:
             key = f"{self.identity}-{n}"  # the transactionId (at most 36)
             self.plan = [self._event201(key, "Started", 0, self.start_meter)]
-            self.plan += [lambda key=key, s=s: self._event201(key, "Updated", s, True) for s in range(1, METER_SAMPLES + 1)]
+            self.plan += [
+                lambda key=key, s=s: self._event201(key, "Updated", s, True) for s in range(1, METER_SAMPLES + 1)
+            ]
             self.plan.append(lambda key=key: self._event201(key, "Ended", METER_SAMPLES + 1, True))
 
     def _advance_meter(self):
@@ -159,7 +162,9 @@ class Station:
     def _start16(self, key):
         at = now_ms()
         meter = self._advance_meter()
-        payload = call16.StartTransaction(connector_id=CONNECTOR, id_tag=key, meter_start=meter, timestamp=iso(at))
+        payload = call16.StartTransaction(
+            connector_id=CONNECTOR, id_tag=key, meter_start=meter, timestamp=iso(at)
+        )
         return Message("start", key, payload, meter, iso(at))
 
     def _meter16(self, key):
@@ -188,7 +193,8 @@ class Station:
             info["charging_state"] = "Charging"
         if event_type == "Ended":
             info["stopped_reason"] = "Local"
-        trigger = {"Started": "Authorized", "Updated": "MeterValuePeriodic", "Ended": "StopAuthorized"}[event_type]
+        triggers = {"Started": "Authorized", "Updated": "MeterValuePeriodic", "Ended": "StopAuthorized"}
+        trigger = triggers[event_type]
         payload = call201.TransactionEvent(
             event_type=event_type, timestamp=iso(at), trigger_reason=trigger, seq_no=seq_no,
             transaction_info=info, evse={"id": 1, "connector_id": CONNECTOR},
@@ -225,7 +231,8 @@ class Station:
     def _record(self, message, outcome, sent, answered=None, error=None, tx_id=None, attempt=None):
         line = {
             "identity": self.identity, "version": self.version, "kind": message.kind, "key": message.key,
-            "attempt": attempt or message.attempts, "outcome": outcome, "sent_ms": sent, "answered_ms": answered,
+            "attempt": attempt or message.attempts, "outcome": outcome,
+            "sent_ms": sent, "answered_ms": answered,
             "tx_id": tx_id if tx_id is not None else message.tx_id, "meter_wh": message.meter_wh,
             "timestamp": message.timestamp, "seq_no": message.seq_no, "connector": CONNECTOR,
             "error": error,
