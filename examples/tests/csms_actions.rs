@@ -801,6 +801,8 @@ fn v2_0_1_seq_no_gaps_are_noticed() {
     };
     event("Started", 0);
     event("Updated", 1);
+    // Sent again (its answer lost): the same event, not a gap.
+    event("Updated", 1);
     event("Updated", 4);
     event("Ended", 5);
     let state = csms.charge_point(&cp).unwrap();

@@ -451,8 +451,9 @@ impl ChargePoint {
         list.push_back(Notification { at, payload });
     }
 
-    /// Notes a TransactionEvent `seqNo` of a transaction: a gap or repeat is counted, logged
-    /// and kept (the last `keep`). Returns whether it was one.
+    /// Notes a TransactionEvent `seqNo` of a transaction: a gap or an older seqNo is counted,
+    /// logged and kept (the last `keep`); the last seqNo again is the same event sent again,
+    /// not a gap. Returns whether it was one.
     pub fn note_seq_no(
         &mut self,
         transaction: &str,
@@ -467,7 +468,8 @@ impl ChargePoint {
         let Some(expected) = last.map(|l| l.saturating_add(1)) else {
             return false;
         };
-        if seq_no == expected {
+        // The same seqNo again is the same event sent again (its answer lost): not a gap.
+        if seq_no == expected || Some(seq_no) == last {
             return false;
         }
         tracing::warn!(identity = %self.identity, transaction, expected, received = seq_no, "TransactionEvent seqNo gap");
@@ -566,7 +568,9 @@ impl ChargePoint {
             Some(index) if self.transactions[index].ended.is_some() => return,
             Some(index) => &mut self.transactions[index],
             None => {
-                tracing::warn!(identity = %self.identity, id, "ending an unknown transaction");
+                // Started before a restart and ended since, or an end sent again after a
+                // restart (the ended row stays as it was: see `store`).
+                tracing::info!(identity = %self.identity, id, "ending a transaction this process does not hold");
                 self.start_transaction(id.into(), connector.unwrap_or_default(), None, None, now)
             }
         };
