@@ -32,8 +32,11 @@ pub struct SecurityEvent {
 pub struct FirmwareStatus {
     /// The status as sent (e.g. `Downloading`, `Installed`).
     pub status: String,
-    /// 2.x `requestId` (of the UpdateFirmware it follows).
+    /// `requestId` (of the UpdateFirmware or 1.6 SignedUpdateFirmware it follows).
     pub request_id: Option<i32>,
+    /// 1.6: sent as `SignedFirmwareStatusNotification` (security whitepaper), answered as
+    /// such; false otherwise.
+    pub signed_update: bool,
 }
 
 /// A log upload's progress (1.6 security whitepaper and 2.x `LogStatusNotification`).

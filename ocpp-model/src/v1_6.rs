@@ -207,11 +207,13 @@ pub(crate) fn event(request: &m::Request) -> Option<Event> {
         m::Request::FirmwareStatusNotification(status) => Event::FirmwareStatus(FirmwareStatus {
             status: status.status.as_str().to_owned(),
             request_id: None,
+            signed_update: false,
         }),
         m::Request::SignedFirmwareStatusNotification(status) => {
             Event::FirmwareStatus(FirmwareStatus {
                 status: status.status.as_str().to_owned(),
                 request_id: status.request_id,
+                signed_update: true,
             })
         }
         m::Request::LogStatusNotification(status) => Event::LogStatus(LogStatus {
@@ -296,8 +298,7 @@ pub(crate) fn respond(event: &Event, answer: &Answer) -> Result<Response, ModelE
             m::SecurityEventNotificationResponse::default().into()
         }
         (Event::FirmwareStatus(status), Answer::Received) => {
-            // SignedFirmwareStatusNotification carries a requestId; the plain one does not.
-            if status.request_id.is_some() {
+            if status.signed_update {
                 m::SignedFirmwareStatusNotificationResponse::default().into()
             } else {
                 m::FirmwareStatusNotificationResponse::default().into()

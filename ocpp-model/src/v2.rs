@@ -243,6 +243,7 @@ macro_rules! v2 {
                         Event::FirmwareStatus(FirmwareStatus {
                             status: status.status.as_str().to_owned(),
                             request_id: status.request_id,
+                            signed_update: false,
                         })
                     }
                     m::Request::LogStatusNotification(status) => Event::LogStatus(LogStatus {

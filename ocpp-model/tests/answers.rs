@@ -211,6 +211,17 @@ fn a_1_6_start_needs_its_id_and_authorization() {
 }
 
 #[test]
+fn a_signed_firmware_status_is_answered_as_such() {
+    let e = event(
+        OcppVersion::V1_6,
+        "SignedFirmwareStatusNotification",
+        r#"{"status":"Installed"}"#,
+    );
+    let r = respond(&e, &Answer::Received, OcppVersion::V1_6).unwrap();
+    assert_eq!(r.action(), "SignedFirmwareStatusNotification");
+}
+
+#[test]
 fn other_is_not_modelled() {
     let e = event(OcppVersion::V2_0_1, "ClearCache", "{}");
     assert_eq!(
