@@ -1,0 +1,110 @@
+//! [`Event`]: what a charge point's request means, in one vocabulary for every version.
+
+use ocpp_messages::{Request, RequestRef};
+
+use crate::{
+    AuthorizationRequested, Booted, FirmwareStatus, LogStatus, MeterReadings, SecurityEvent,
+    StatusChanged, TransactionEnded, TransactionStarted, TransactionUpdated,
+};
+
+/// A charge point's request, read as a concept of the protocol.
+///
+/// The model is a layer, not a wall: what it does not model is [`Event::Other`] with the typed
+/// request itself, and every event can be answered with [`Event::respond`] or, the raw way,
+/// with the typed response of its action.
+///
+/// ```
+/// use ocpp_messages::{v2_0_1, DecodeOptions, OcppVersion, Request};
+/// use ocpp_model::{Event, IdToken, IdTokenType};
+///
+/// let request = Request::decode(
+///     OcppVersion::V2_0_1,
+///     "Authorize",
+///     r#"{"idToken":{"idToken":"04A2B3C4","type":"ISO14443"}}"#,
+///     &DecodeOptions::strict(),
+/// )?;
+/// match Event::from_request(&request) {
+///     Event::AuthorizationRequested(asked) => {
+///         assert_eq!(asked.token, IdToken::new("04A2B3C4", IdTokenType::Iso14443));
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), ocpp_messages::DecodeError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// `BootNotification`.
+    Booted(Booted),
+    /// `StatusNotification`.
+    StatusChanged(StatusChanged),
+    /// `Authorize`.
+    AuthorizationRequested(AuthorizationRequested),
+    /// 1.6 `StartTransaction`, 2.x `TransactionEvent` `Started`.
+    TransactionStarted(TransactionStarted),
+    /// 1.6 `MeterValues` with a `transactionId`, 2.x `TransactionEvent` `Updated`.
+    TransactionUpdated(TransactionUpdated),
+    /// 1.6 `StopTransaction`, 2.x `TransactionEvent` `Ended`.
+    TransactionEnded(TransactionEnded),
+    /// `MeterValues` outside a transaction.
+    MeterReadings(MeterReadings),
+    /// `Heartbeat`.
+    Heartbeat,
+    /// `SecurityEventNotification`.
+    SecurityEvent(SecurityEvent),
+    /// `FirmwareStatusNotification`.
+    FirmwareStatus(FirmwareStatus),
+    /// `LogStatusNotification`.
+    LogStatus(LogStatus),
+    /// Any other request (or one whose values the model cannot read, such as a negative
+    /// connector id), as it came.
+    Other(Request),
+}
+
+impl Event {
+    /// Reads a charge point's request of any version.
+    ///
+    /// ```
+    /// use ocpp_messages::{v1_6, Request};
+    /// use ocpp_model::Event;
+    ///
+    /// let heartbeat: Request = v1_6::HeartbeatRequest::default().into();
+    /// assert_eq!(Event::from_request(&heartbeat), Event::Heartbeat);
+    /// let clear: Request = v1_6::ClearCacheRequest::default().into();
+    /// assert_eq!(Event::from_request(&clear), Event::Other(clear));
+    /// ```
+    pub fn from_request(request: &Request) -> Event {
+        let event = match request.view() {
+            RequestRef::V1_6(request) => crate::v1_6::event(request),
+            RequestRef::V2_0_1(request) => crate::v2::v2_0_1::event(request),
+            RequestRef::V2_1(request) => crate::v2::v2_1::event(request),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        };
+        event.unwrap_or_else(|| Event::Other(request.clone()))
+    }
+
+    /// The event's name, for errors and logs (`TransactionStarted`...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Booted(_) => "Booted",
+            Event::StatusChanged(_) => "StatusChanged",
+            Event::AuthorizationRequested(_) => "AuthorizationRequested",
+            Event::TransactionStarted(_) => "TransactionStarted",
+            Event::TransactionUpdated(_) => "TransactionUpdated",
+            Event::TransactionEnded(_) => "TransactionEnded",
+            Event::MeterReadings(_) => "MeterReadings",
+            Event::Heartbeat => "Heartbeat",
+            Event::SecurityEvent(_) => "SecurityEvent",
+            Event::FirmwareStatus(_) => "FirmwareStatus",
+            Event::LogStatus(_) => "LogStatus",
+            Event::Other(_) => "Other",
+        }
+    }
+}
+
+impl From<&Request> for Event {
+    fn from(request: &Request) -> Event {
+        Event::from_request(request)
+    }
+}
