@@ -49,7 +49,7 @@ pub enum Event {
     /// `MeterValues` outside a transaction.
     MeterReadings(MeterReadings),
     /// `Heartbeat`.
-    Heartbeat,
+    Heartbeat(Heartbeat),
     /// `SecurityEventNotification`.
     SecurityEvent(SecurityEvent),
     /// `FirmwareStatusNotification`.
@@ -69,7 +69,7 @@ impl Event {
     /// use ocpp_model::Event;
     ///
     /// let heartbeat: Request = v1_6::HeartbeatRequest::default().into();
-    /// assert_eq!(Event::from_request(&heartbeat), Event::Heartbeat);
+    /// assert_eq!(Event::from_request(&heartbeat), Event::Heartbeat(ocpp_model::Heartbeat));
     /// let clear: Request = v1_6::ClearCacheRequest::default().into();
     /// assert_eq!(Event::from_request(&clear), Event::Other(clear));
     /// ```
@@ -94,7 +94,7 @@ impl Event {
             Event::TransactionUpdated(_) => "TransactionUpdated",
             Event::TransactionEnded(_) => "TransactionEnded",
             Event::MeterReadings(_) => "MeterReadings",
-            Event::Heartbeat => "Heartbeat",
+            Event::Heartbeat(_) => "Heartbeat",
             Event::SecurityEvent(_) => "SecurityEvent",
             Event::FirmwareStatus(_) => "FirmwareStatus",
             Event::LogStatus(_) => "LogStatus",
@@ -108,3 +108,58 @@ impl From<&Request> for Event {
         Event::from_request(request)
     }
 }
+
+/// A `Heartbeat`: nothing but the charge point saying it is there (answer it with
+/// [`Answer::Heartbeat`](crate::Answer::Heartbeat)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Heartbeat;
+
+/// One concept of [`Event`], as a handler of that concept alone takes it (a router routes
+/// each event to the handler of its concept: `ocpp_tokio::Router::on_concept`).
+///
+/// ```
+/// use ocpp_messages::{v1_6, Request};
+/// use ocpp_model::{Concept, Event, Heartbeat, TransactionStarted};
+///
+/// let heartbeat: Request = v1_6::HeartbeatRequest::default().into();
+/// let event = Event::from_request(&heartbeat);
+/// let event = TransactionStarted::from_event(event).unwrap_err(); // not this concept
+/// assert_eq!(Heartbeat::from_event(event), Ok(Heartbeat));
+/// ```
+pub trait Concept: Sized {
+    /// The concept `event` is, or the event back when it is another.
+    ///
+    /// # Errors
+    /// `event` itself, when it is another concept.
+    fn from_event(event: Event) -> Result<Self, Event>;
+}
+
+/// [`Concept`] for the events that carry one value.
+macro_rules! concepts {
+    ($($variant:ident($concept:ty)),+ $(,)?) => {
+        $(
+            impl Concept for $concept {
+                fn from_event(event: Event) -> Result<Self, Event> {
+                    match event {
+                        Event::$variant(concept) => Ok(concept),
+                        other => Err(other),
+                    }
+                }
+            }
+        )+
+    };
+}
+
+concepts!(
+    Booted(Booted),
+    StatusChanged(StatusChanged),
+    AuthorizationRequested(AuthorizationRequested),
+    TransactionStarted(TransactionStarted),
+    TransactionUpdated(TransactionUpdated),
+    TransactionEnded(TransactionEnded),
+    MeterReadings(MeterReadings),
+    Heartbeat(Heartbeat),
+    SecurityEvent(SecurityEvent),
+    FirmwareStatus(FirmwareStatus),
+    LogStatus(LogStatus),
+);

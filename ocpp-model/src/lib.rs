@@ -73,7 +73,7 @@ pub use boot::{BootAnswer, BootReason, Booted, RegistrationStatus};
 pub use charging_limit::{ChargingLimit, ChargingProfilePurpose, LimitPeriod, RateUnit};
 pub use command::{Command, CommandOutcome, MessageTrigger, Outcome, ResetKind};
 pub use error::ModelError;
-pub use event::Event;
+pub use event::{Concept, Event, Heartbeat};
 pub use id_token::{IdToken, IdTokenType};
 pub use ledger::{
     InMemoryLedger, InMemoryLedgerError, LedgerTransaction, Recorded, StartKey, TransactionLedger,

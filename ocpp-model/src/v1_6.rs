@@ -198,7 +198,7 @@ pub(crate) fn event(request: &m::Request) -> Option<Event> {
                 readings,
             })
         }
-        m::Request::Heartbeat(_) => Event::Heartbeat,
+        m::Request::Heartbeat(_) => Event::Heartbeat(crate::Heartbeat),
         m::Request::SecurityEventNotification(event) => Event::SecurityEvent(SecurityEvent {
             kind: event.r#type.clone(),
             timestamp: event.timestamp.clone(),
@@ -258,7 +258,7 @@ pub(crate) fn respond(event: &Event, answer: &Answer) -> Result<Response, ModelE
             i32::try_from(boot.interval_s).map_err(|_| out_of_range("interval"))?,
         )
         .into(),
-        (Event::Heartbeat, Answer::Heartbeat { current_time }) => {
+        (Event::Heartbeat(_), Answer::Heartbeat { current_time }) => {
             m::HeartbeatResponse::new(current_time.clone()).into()
         }
         (Event::AuthorizationRequested(_), Answer::Authorization(authorization)) => {

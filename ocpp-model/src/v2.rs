@@ -231,7 +231,7 @@ macro_rules! v2 {
                         evse: u32::try_from(values.evse_id).ok()?,
                         readings: readings(&values.meter_value)?,
                     }),
-                    m::Request::Heartbeat(_) => Event::Heartbeat,
+                    m::Request::Heartbeat(_) => Event::Heartbeat(crate::Heartbeat),
                     m::Request::SecurityEventNotification(event) => {
                         Event::SecurityEvent(SecurityEvent {
                             kind: event.r#type.clone(),
@@ -276,7 +276,7 @@ macro_rules! v2 {
                         m::RegistrationStatusEnum::from_wire(boot.status.as_str()),
                     )
                     .into(),
-                    (Event::Heartbeat, Answer::Heartbeat { current_time }) => {
+                    (Event::Heartbeat(_), Answer::Heartbeat { current_time }) => {
                         m::HeartbeatResponse::new(current_time.clone()).into()
                     }
                     (Event::AuthorizationRequested(_), Answer::Authorization(authorization)) => {
