@@ -41,7 +41,32 @@ pub enum Answer {
     Received,
 }
 
+impl From<BootAnswer> for Answer {
+    fn from(answer: BootAnswer) -> Self {
+        Answer::Boot(answer)
+    }
+}
+
+impl From<Authorization> for Answer {
+    fn from(authorization: Authorization) -> Self {
+        Answer::Authorization(authorization)
+    }
+}
+
 impl Answer {
+    /// A Heartbeat's answer.
+    ///
+    /// ```
+    /// use ocpp_messages::DateTime;
+    /// use ocpp_model::Answer;
+    ///
+    /// let now = DateTime::from_unix_timestamp(0).unwrap();
+    /// assert_eq!(Answer::heartbeat(now.clone()), Answer::Heartbeat { current_time: now });
+    /// ```
+    pub fn heartbeat(current_time: DateTime) -> Self {
+        Answer::Heartbeat { current_time }
+    }
+
     fn name(&self) -> &'static str {
         match self {
             Answer::Boot(_) => "Boot",

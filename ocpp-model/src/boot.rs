@@ -89,3 +89,22 @@ pub struct BootAnswer {
     /// The CSMS's clock.
     pub current_time: DateTime,
 }
+
+impl BootAnswer {
+    /// Accepted, with the heartbeat interval and the CSMS's clock.
+    ///
+    /// ```
+    /// use ocpp_messages::DateTime;
+    /// use ocpp_model::{BootAnswer, RegistrationStatus};
+    ///
+    /// let answer = BootAnswer::accepted(300, DateTime::from_unix_timestamp(0).unwrap());
+    /// assert_eq!(answer.status, RegistrationStatus::Accepted);
+    /// ```
+    pub fn accepted(interval_s: u32, current_time: DateTime) -> Self {
+        BootAnswer {
+            status: RegistrationStatus::Accepted,
+            interval_s,
+            current_time,
+        }
+    }
+}

@@ -283,7 +283,10 @@ fn meter_readings_and_signed_values() {
 #[test]
 fn notifications() {
     for v in OcppVersion::ALL {
-        assert_eq!(event(v, "Heartbeat", "{}"), Event::Heartbeat(ocpp_model::Heartbeat));
+        assert_eq!(
+            event(v, "Heartbeat", "{}"),
+            Event::Heartbeat(ocpp_model::Heartbeat)
+        );
         let Event::SecurityEvent(s) = event(
             v,
             "SecurityEventNotification",

@@ -85,5 +85,7 @@ pub use ocpp::{
 /// The cluster protocol on Redis that [`ServerBuilder::cluster`] plugs in (feature `redis`).
 #[cfg(feature = "redis")]
 pub use ocpp_cluster;
+/// The version-neutral model of the protocol's concepts ([`Router::on_concept`]).
+pub use ocpp_model as model;
 /// The TLS library of [`ServerBuilder::tls`].
 pub use rustls;
