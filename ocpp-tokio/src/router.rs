@@ -228,6 +228,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// let router = Router::<()>::default().with_state(app).on(boot);
     /// # let _ = router;
     /// ```
+    #[allow(clippy::result_large_err)] // a concept's route hands its event back by value
     pub fn with_state<B>(self, app: B) -> Router<S, B>
     where
         B: Clone + Send + Sync + 'static,
@@ -335,6 +336,8 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
     /// let router = Router::<()>::default().on_concept(authorize);
     /// # let _ = router;
     /// ```
+    // The event comes back by value to try the next concept (no copy, no allocation).
+    #[allow(clippy::result_large_err)]
     pub fn on_concept<C, F, Fut>(mut self, handler: F) -> Self
     where
         C: Concept + Send + 'static,
