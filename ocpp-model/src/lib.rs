@@ -60,7 +60,6 @@ pub mod meter;
 pub mod notification;
 pub mod number;
 pub mod setting;
-mod standin;
 pub mod status;
 pub mod transaction;
 

@@ -3,9 +3,7 @@
 //! The bridges to the generated messages' `f64` fields live here and only here, so that the
 //! day the generated types carry `Decimal` themselves only this file changes.
 
-// Temporary stand-in until `ocpp_messages::Decimal` (branch `decimal`) is merged: this one line
-// becomes `pub use ocpp_messages::Decimal;` and `standin.rs` goes.
-pub use crate::standin::Decimal;
+pub use ocpp_messages::Decimal;
 
 /// A float read from a generated message, as the shortest decimal that reads back as it.
 pub(crate) fn from_f64(value: f64) -> Option<Decimal> {
@@ -14,7 +12,7 @@ pub(crate) fn from_f64(value: f64) -> Option<Decimal> {
 
 /// A decimal for a generated message's `f64` field (the nearest float).
 pub(crate) fn to_f64(value: &Decimal) -> f64 {
-    value.to_f64()
+    (*value).to_f64()
 }
 
 /// The decimal of an integer field (1.6 meterStart, meterStop).
