@@ -331,10 +331,8 @@ fn int(value: u32, field: &'static str) -> Result<i32, ModelError> {
 fn charging_profile(limit: &ChargingLimit) -> Result<m::ChargingProfile, ModelError> {
     let mut periods = Vec::with_capacity(limit.periods.len());
     for period in &limit.periods {
-        let mut p = m::ChargingSchedulePeriod::new(
-            int(period.start_s, "startPeriod")?,
-            number::to_f64(&period.limit),
-        );
+        let mut p =
+            m::ChargingSchedulePeriod::new(int(period.start_s, "startPeriod")?, period.limit);
         if let Some(phases) = period.phases {
             p = p.with_number_phases(int(phases, "numberPhases")?);
         }

@@ -49,11 +49,11 @@ macro_rules! v2 {
                 DEFAULT_CONTEXT, DEFAULT_LOCATION, DEFAULT_MEASURAND, DEFAULT_UNIT,
             };
             use crate::{
-                number, Answer, Authorization, AuthorizationRequested, BootReason, Booted,
-                ChargingLimit, Command, ConnectorStatus, Event, FirmwareStatus, IdToken,
-                IdTokenType, LogStatus, MeterReading, MeterReadings, ModelError, ResetKind,
-                SecurityEvent, SignedMeterValue, StatusChanged, StopReason, TransactionEnded,
-                TransactionId, TransactionStarted, TransactionUpdated, TriggerReason,
+                Answer, Authorization, AuthorizationRequested, BootReason, Booted, ChargingLimit,
+                Command, ConnectorStatus, Event, FirmwareStatus, IdToken, IdTokenType, LogStatus,
+                MeterReading, MeterReadings, ModelError, ResetKind, SecurityEvent,
+                SignedMeterValue, StatusChanged, StopReason, TransactionEnded, TransactionId,
+                TransactionStarted, TransactionUpdated, TriggerReason,
             };
 
             const V: OcppVersion = $v;
@@ -104,7 +104,7 @@ macro_rules! v2 {
                                 .as_ref()
                                 .map_or(DEFAULT_CONTEXT, |v| v.as_str())
                                 .to_owned(),
-                            value: Some(number::from_f64(sample.value)?),
+                            value: Some(sample.value),
                             signed: sample
                                 .signed_meter_value
                                 .as_ref()
@@ -335,10 +335,7 @@ macro_rules! v2 {
             fn charging_profile(limit: &ChargingLimit) -> Result<m::ChargingProfile, ModelError> {
                 let mut periods = Vec::with_capacity(limit.periods.len());
                 for period in &limit.periods {
-                    let mut p = ($period)(
-                        convert(period.start_s, "startPeriod", V)?,
-                        number::to_f64(&period.limit),
-                    );
+                    let mut p = ($period)(convert(period.start_s, "startPeriod", V)?, period.limit);
                     if let Some(phases) = period.phases {
                         p = p.with_number_phases(convert(phases, "numberPhases", V)?);
                     }
