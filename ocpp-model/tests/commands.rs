@@ -208,7 +208,7 @@ fn charging_limits_are_exact_and_typed_by_version() {
     let for_16 = Command::SetChargingProfile(limit(Some(TransactionId::Number(9))));
     assert_eq!(
         json(&for_16, V16),
-        r#"SetChargingProfile {"connectorId":1,"csChargingProfiles":{"chargingProfileId":3,"transactionId":9,"stackLevel":1,"chargingProfilePurpose":"TxProfile","chargingProfileKind":"Relative","chargingSchedule":{"chargingRateUnit":"W","chargingSchedulePeriod":[{"startPeriod":0,"limit":11000.5,"numberPhases":3},{"startPeriod":600,"limit":7400.0}]}}}"#
+        r#"SetChargingProfile {"connectorId":1,"csChargingProfiles":{"chargingProfileId":3,"transactionId":9,"stackLevel":1,"chargingProfilePurpose":"TxProfile","chargingProfileKind":"Relative","chargingSchedule":{"chargingRateUnit":"W","chargingSchedulePeriod":[{"startPeriod":0,"limit":11000.5,"numberPhases":3},{"startPeriod":600,"limit":7400}]}}}"#
     );
     let for_2 = Command::SetChargingProfile(limit(Some(TransactionId::Text("t".into()))));
     json(&for_2, V201);

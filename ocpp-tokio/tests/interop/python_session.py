@@ -38,7 +38,7 @@ def now():
 class Cp201(Cp201Base):
     async def _send(self, message):
         # The register as the meter wrote it (see the module's docstring).
-        await super()._send(message.replace(f"\"value\": {float(REGISTER)}", f"\"value\": {REGISTER}"))
+        await super()._send(message.replace(f"\"value\":{float(REGISTER)},", f"\"value\":{REGISTER},"))
 
 
 async def run16(cp):
