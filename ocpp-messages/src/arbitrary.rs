@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 
 /// Strings of at most `max` characters (any Unicode scalar value), up to 64 long.
 pub fn string(max: u64) -> BoxedStrategy<String> {
@@ -53,23 +54,39 @@ pub fn date_time() -> BoxedStrategy<DateTime> {
         .boxed()
 }
 
-/// Numbers within the bounds; with a step, 0 or the step doubled `k` times (exact multiples in
-/// binary, the only ones the `jsonschema` crate's exact `multipleOf` accepts for steps like 0.1).
-pub fn number(min: Option<f64>, max: Option<f64>, step: Option<f64>) -> BoxedStrategy<f64> {
+/// Decimals within the bounds, with up to 6 places (`2935.600`, `-0.125`, trailing zeros
+/// included); with a step, 0 or the step doubled `k` times (`0.1`, `0.2`, .., `204.8`: the
+/// multiples the `jsonschema` crate's binary `multipleOf` accepts too).
+pub fn number(
+    min: Option<Decimal>,
+    max: Option<Decimal>,
+    step: Option<Decimal>,
+) -> BoxedStrategy<Decimal> {
     if let Some(step) = step {
         return (0u32..12, any::<bool>())
             .prop_map(move |(k, zero)| {
                 if zero {
-                    0.0
+                    Decimal::ZERO
                 } else {
-                    step * f64::from(1u32 << k)
+                    step.checked_mul(Decimal::from(1u32 << k)).unwrap_or(step)
                 }
             })
             .boxed();
     }
-    let lo = min.unwrap_or(-1.0e9);
-    let hi = max.unwrap_or(1.0e9);
-    prop_oneof![Just(lo), Just(hi), lo..=hi].boxed()
+    let lo = min.unwrap_or(Decimal::new(-1_000_000_000, 0));
+    let hi = max.unwrap_or(Decimal::new(1_000_000_000, 0));
+    let within = (any::<i64>(), 0u32..=4, 0u32..=2).prop_map(move |(m, places, zeros)| {
+        // A value of `places` decimals in [lo, hi], then `zeros` trailing zeros written.
+        let scale = places.max(lo.scale()).max(hi.scale());
+        let (Some(l), Some(h)) = (lo.rescale(scale), hi.rescale(scale)) else {
+            return lo;
+        };
+        let width = i128::from(h.mantissa()) - i128::from(l.mantissa()) + 1;
+        let at = i128::from(l.mantissa()) + i128::from(m).rem_euclid(width);
+        let d = Decimal::new(i64::try_from(at).unwrap_or(0), scale);
+        d.rescale(scale + zeros).unwrap_or(d)
+    });
+    prop_oneof![Just(lo), Just(hi), within].boxed()
 }
 
 /// Some JSON value, for properties without a type.

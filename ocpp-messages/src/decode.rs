@@ -1,9 +1,10 @@
 //! Decoding a payload into its typed form: parse the JSON, check it against the schema (strict
 //! or lenient), then build the Rust value.
 //!
-//! Numbers declared `"type": "number"` in the schemas decode to `f64`: the schemas give no
-//! precision, and re-encoding prints the shortest form that reads back to the same `f64` (so
-//! `1` may come back as `1.0`). Integers are 32-bit, as OCPP defines them.
+//! Numbers declared `"type": "number"` in the schemas decode to [`Decimal`](crate::Decimal),
+//! read from the payload's text digit for digit: `2935.600` is encoded again as `2935.600`,
+//! and `minimum`, `maximum` and `multipleOf` are checked exactly. Integers are 32-bit, as OCPP
+//! defines them.
 
 use alloc::collections::BTreeSet;
 use alloc::string::{String, ToString};
@@ -204,15 +205,30 @@ pub fn decode_checked<T: Schema + DeserializeOwned>(
 ) -> Result<T, DecodeError> {
     let value: Value =
         serde_json::from_str(payload).map_err(|e| DecodeError::Json(e.to_string()))?;
-    decode_value(value, mode)
+    T::check_json(&value, &Path::Root, mode)?;
+    // Built from the text rather than the `Value`, so that numbers keep their digits (a
+    // `Value` holds an f64). Serde refuses a duplicate property, which the `Value` took (the
+    // last one wins): such a payload is built from the `Value`, as `decode_value` does.
+    match serde_json::from_str(payload) {
+        Ok(typed) => Ok(typed),
+        Err(_) => build(value),
+    }
 }
 
 /// Checks an already parsed payload against `T`'s schema in `mode` and builds the value.
+///
+/// Numbers come from the `Value`, so a [`Decimal`](crate::Decimal) has the digits of its
+/// `f64` (`2935.600` reads as `2935.6`, the same value) unless serde_json's
+/// `arbitrary_precision` is on; decode from the text ([`decode_payload`]) to keep them all.
 pub fn decode_value<T: Schema + DeserializeOwned>(
     value: Value,
     mode: Mode,
 ) -> Result<T, DecodeError> {
     T::check_json(&value, &Path::Root, mode)?;
+    build(value)
+}
+
+fn build<T: DeserializeOwned>(value: Value) -> Result<T, DecodeError> {
     // After the check, building the value only fails where a type is narrower than the check
     // (never, for the generated types); report it as a type violation rather than panic.
     T::deserialize(value)

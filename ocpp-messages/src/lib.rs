@@ -10,6 +10,8 @@
 //!   caller's buffer; [`envelope::respond_to_parse_error`] is the one place where the OCPP-J
 //!   rules for bad input live.
 //! - [`error_code`]: CALLERROR codes, spelt exactly per version and read in any spelling.
+//! - [`Decimal`] ([`decimal`]): the exact decimal number of the schemas' `number` fields,
+//!   read from and written to JSON digit for digit (`2935.600` stays `2935.600`).
 //! - The typed messages of each version and their validation (`v1_6`, `v2_0_1`, `v2_1`,
 //!   `validate`, behind features of the same names).
 //!
@@ -85,6 +87,7 @@ pub mod action;
 #[cfg(feature = "proptest")]
 pub mod arbitrary;
 pub mod datetime;
+pub mod decimal;
 pub mod decode;
 pub mod validate;
 pub mod versioned;
@@ -98,6 +101,7 @@ pub mod v2_1;
 
 pub use action::{ActionRequest, ActionResponse, OcppAction, Payload};
 pub use datetime::DateTime;
+pub use decimal::{Decimal, DecimalError};
 pub use decode::{DecodeError, DecodeOptions};
 pub use validate::{Mode, Violation, ViolationKind};
 pub use versioned::{Request, RequestRef, Response, ResponseRef};

@@ -61,7 +61,7 @@ pub mod ocpp {
     pub use ocpp_messages::{Request, RequestRef, Response, ResponseRef};
     pub use ocpp_server_core::{
         v1_6, v2_0_1, v2_1, Answer, CallFailure, CallOutcome, ChargePointIdentity, CloseCode,
-        CloseReason, Closed, ConnectionConfig, DateTime, Delivery, ErrorAnswer, ErrorCode,
+        CloseReason, Closed, ConnectionConfig, DateTime, Decimal, Delivery, ErrorAnswer, ErrorCode,
         MessageId, OcppVersion, Rejection, UpgradeRequest,
     };
 }
@@ -78,12 +78,14 @@ pub use station::Station;
 pub use registry::{ChargePoint, ChargePoints};
 // What every program names.
 pub use ocpp::{
-    v1_6, v2_0_1, v2_1, Answer, CallFailure, ConnectionConfig, DateTime, ErrorAnswer, ErrorCode,
-    OcppVersion, Rejection,
+    v1_6, v2_0_1, v2_1, Answer, CallFailure, ConnectionConfig, DateTime, Decimal, ErrorAnswer,
+    ErrorCode, OcppVersion, Rejection,
 };
 
 /// The cluster protocol on Redis that [`ServerBuilder::cluster`] plugs in (feature `redis`).
 #[cfg(feature = "redis")]
 pub use ocpp_cluster;
+/// The version-neutral model of the protocol's concepts ([`Router::on_concept`]).
+pub use ocpp_model as model;
 /// The TLS library of [`ServerBuilder::tls`].
 pub use rustls;

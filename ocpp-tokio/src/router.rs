@@ -8,7 +8,9 @@ use std::future::Future;
 use std::pin::Pin;
 
 use ocpp_messages::action::ActionRequest;
+use ocpp_messages::ErrorCode;
 use ocpp_messages::{Request, Response};
+use ocpp_model::{Concept, Event};
 use ocpp_server_core::{Answer, Closed, ErrorAnswer, Rejection};
 
 use crate::typed::ResponseOf;
@@ -29,6 +31,10 @@ type OnSend<S, A> = Box<dyn Fn(Session<S, A>, IncomingCall) -> BoxFuture<()> + S
 type OnClose<S, A> = Box<dyn Fn(Session<S, A>, Closed) -> BoxFuture<()> + Send + Sync>;
 /// Per action name, its routes (one per version's request type).
 type Routes<S, A> = HashMap<&'static str, Vec<(TypeId, Route<S, A>)>>;
+/// One concept of every version: hands the event back when it is another concept. The
+/// future gives the answer with the event it answers (to make the version's response).
+type ConceptRoute<S, A> =
+    Box<dyn Fn(Session<S, A>, Event) -> Result<BoxFuture<Answer>, Event> + Send + Sync>;
 
 /// A [`Handler`] made of one async function per action: each takes the connection's
 /// [`Session`] and the action's request type, and returns that action's response type or a
@@ -83,6 +89,7 @@ pub struct Router<S, A = ()> {
     make_state: MakeState<S>,
     app: A,
     routes: Routes<S, A>,
+    concepts: Vec<(TypeId, ConceptRoute<S, A>)>,
     fallback: Option<OnCall<S, A>>,
     on_connect: Option<OnSession<S, A>>,
     on_send: Option<OnSend<S, A>>,
@@ -187,6 +194,7 @@ impl<S: Send + Sync + 'static> Router<S> {
             make_state: Box::new(move |connecting| Box::pin(make_state(connecting))),
             app: (),
             routes: HashMap::new(),
+            concepts: Vec::new(),
             fallback: None,
             on_connect: None,
             on_send: None,
@@ -220,6 +228,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// let router = Router::<()>::default().with_state(app).on(boot);
     /// # let _ = router;
     /// ```
+    #[allow(clippy::result_large_err)] // a concept's route hands its event back by value
     pub fn with_state<B>(self, app: B) -> Router<S, B>
     where
         B: Clone + Send + Sync + 'static,
@@ -239,10 +248,20 @@ impl<S: Send + Sync + 'static> Router<S> {
                 (name, routes)
             })
             .collect();
+        let concepts = self
+            .concepts
+            .into_iter()
+            .map(|(id, route)| {
+                let route: ConceptRoute<S, B> =
+                    Box::new(move |session, event| route(session.without_app(), event));
+                (id, route)
+            })
+            .collect();
         Router {
             make_state: self.make_state,
             app,
             routes,
+            concepts,
             fallback: self.fallback.map(|f| {
                 Box::new(move |session: Session<S, B>, call| f(session.without_app(), call))
                     as OnCall<S, B>
@@ -290,6 +309,58 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
         let routes = self.routes.entry(name).or_default();
         routes.retain(|(id, _)| *id != TypeId::of::<R>());
         routes.push((TypeId::of::<R>(), route));
+        self
+    }
+
+    /// Routes one concept of the protocol, in every version, to `handler` (the model of
+    /// [`ocpp_model`]): the concept `C` says which (`TransactionStarted` is a 1.6
+    /// StartTransaction and a 2.x TransactionEvent `Started`; `AuthorizationRequested` an
+    /// Authorize of any version...). The handler answers in the same vocabulary
+    /// ([`ocpp_model::Answer`]), and the router makes the version's response of it, checked
+    /// against its schema (an answer that does not fit the event goes out as CALLERROR
+    /// `InternalError`, with the reason). A CALL that a typed route ([`Router::on`]) takes is
+    /// not offered to the concepts; one that no concept takes goes to the
+    /// [fallback](Router::fallback). Routing the same concept again replaces the handler.
+    ///
+    /// ```
+    /// use ocpp_model::{Answer, AuthorizationRequested, Authorization, AuthorizationStatus};
+    /// use ocpp_tokio::{Router, Session};
+    ///
+    /// // One handler for the Authorize of 1.6, 2.0.1 and 2.1.
+    /// async fn authorize(_: Session<()>, asked: AuthorizationRequested) -> ocpp_tokio::Reply<Answer> {
+    ///     let known = asked.token.value == "TAG-OK";
+    ///     let status = if known { AuthorizationStatus::Accepted } else { AuthorizationStatus::Invalid };
+    ///     Ok(Answer::Authorization(Authorization::new(status)))
+    /// }
+    ///
+    /// let router = Router::<()>::default().on_concept(authorize);
+    /// # let _ = router;
+    /// ```
+    // The event comes back by value to try the next concept (no copy, no allocation).
+    #[allow(clippy::result_large_err)]
+    pub fn on_concept<C, F, Fut>(mut self, handler: F) -> Self
+    where
+        C: Concept + Send + 'static,
+        F: Fn(Session<S, A>, C) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Reply<ocpp_model::Answer>> + Send + 'static,
+    {
+        let route: ConceptRoute<S, A> = Box::new(move |session, event| {
+            let version = session.version();
+            let asked = event.clone();
+            let concept = C::from_event(event)?;
+            let answer = handler(session, concept);
+            Ok(Box::pin(async move {
+                match answer.await {
+                    Ok(answer) => match ocpp_model::respond(&asked, &answer, version) {
+                        Ok(response) => Answer::Result(response),
+                        Err(e) => Answer::error(ErrorCode::InternalError, e.to_string()),
+                    },
+                    Err(error) => Answer::Error(error),
+                }
+            }))
+        });
+        self.concepts.retain(|(id, _)| *id != TypeId::of::<C>());
+        self.concepts.push((TypeId::of::<C>(), route));
         self
     }
 
@@ -351,6 +422,15 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
                 match route(session.clone(), request) {
                     Ok(answer) => return answer,
                     Err(other) => request = other,
+                }
+            }
+        }
+        if !self.concepts.is_empty() {
+            let mut event = Event::from_request(&request);
+            for (_, route) in &self.concepts {
+                match route(session.clone(), event) {
+                    Ok(answer) => return answer,
+                    Err(other) => event = other,
                 }
             }
         }

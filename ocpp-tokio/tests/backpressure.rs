@@ -18,7 +18,7 @@ use tokio::net::{TcpSocket, TcpStream};
 /// A SEND of about 8 KB carrying its sequence number.
 fn stream_send(id: u32) -> Request {
     let element = v2_1::StreamDataElement {
-        t: 0.0,
+        t: ocpp_tokio::Decimal::new(0, 1),
         v: "x".repeat(2000),
         custom_data: None,
     };

@@ -21,6 +21,10 @@ const STATION: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/interop/python_station.py"
 );
+const SESSION: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/interop/python_session.py"
+);
 
 /// A running example: its process (killed when dropped), the lines it prints after the first,
 /// and the URL it serves (from its first line, `listening on ADDR`).
@@ -61,13 +65,14 @@ fn start(name: &str) -> Example {
     }
 }
 
-/// Runs a Python charge point script; fails the test if it fails.
-fn run_python(args: &[&str]) {
+/// Runs a Python charge point script and returns what it printed; fails the test if it fails.
+fn run_python(args: &[&str]) -> String {
     let output = Command::new(python()).args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     println!("{stdout}");
     assert!(output.status.success(), "{args:?}:\n{stdout}\n{stderr}");
+    stdout.into_owned()
 }
 
 #[test]
@@ -106,4 +111,45 @@ fn the_readme_stations_against_python_ocpp_charge_points() {
             format!("{identity} closed: {statuses} status notifications")
         );
     }
+}
+
+/// The README's one-handler program (`examples/every_version.rs`) against the same charging
+/// session played by a Python `ocpp` charge point as 1.6 and as 2.0.1 (Authorize, a start,
+/// meter values with a `2935.600` register and a signed meter value, a stop): the same events
+/// in the same order, each register value printed as the charge point wrote it.
+#[test]
+fn one_handler_per_concept_sees_the_same_session_in_1_6_and_2_0_1() {
+    if !python_ocpp_present() {
+        return;
+    }
+    let Example { lines, url, .. } = &start("every_version");
+    let mut sessions = Vec::new();
+    for (version, identity) in [("1.6", "PY16"), ("2.0.1", "PY201")] {
+        let written: Vec<String> =
+            run_python(&[SESSION, url, version, identity, "--timeout", "20"])
+                .lines()
+                .filter_map(|line| line.strip_prefix("wrote ").map(str::to_owned))
+                .collect();
+        assert_eq!(written, ["2935", "2935.600", "2940"], "{version}");
+        let printed: Vec<String> = (0..5)
+            .map(|_| lines.recv_timeout(Duration::from_secs(10)).expect("a line"))
+            .collect();
+        let id = printed[0]
+            .strip_prefix(&format!("{identity} started "))
+            .unwrap_or_else(|| panic!("{printed:?}"))
+            .to_owned();
+        let mut expected = vec![format!("{identity} started {id}")];
+        for value in &written {
+            expected.push(format!("{identity} meter {id} {value} Wh"));
+        }
+        expected.push(format!("{identity} ended {id} EVDisconnected"));
+        assert_eq!(printed, expected, "{version}");
+        // The neutral events, without the identity and the id: the same for both versions.
+        let neutral: Vec<String> = printed
+            .iter()
+            .map(|line| line.replacen(identity, "CP", 1).replacen(&id, "TX", 1))
+            .collect();
+        sessions.push(neutral);
+    }
+    assert_eq!(sessions[0], sessions[1]);
 }

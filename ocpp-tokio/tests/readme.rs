@@ -47,3 +47,16 @@ fn the_charging_station_section_opens_with_examples_station_rs() {
     let lines = example.lines().count();
     assert!(lines <= 60, "{lines} lines");
 }
+
+#[test]
+fn the_one_handler_section_opens_with_examples_every_version_rs() {
+    let readme = include_str!("../README.md");
+    let section = readme
+        .find("\n## One handler for every version\n")
+        .expect("a section on one handler for every version");
+    let blocks_before = readme[..section].matches("```rust,no_run\n").count();
+    let example = include_str!("../examples/every_version.rs");
+    assert_eq!(block(blocks_before), example.trim_end());
+    let lines = example.lines().count();
+    assert!(lines <= 60, "{lines} lines");
+}

@@ -503,7 +503,7 @@ async fn server_pings_turned_off_for_one_charge_point() {
 async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
     let server = TestServer::start(server_config()).await;
     let mut cp = TestCp::connect(server.addr, "SEND21", OcppVersion::V2_1).await;
-    let element = ocpp_tokio::v2_1::StreamDataElement::new(0.0, "1.5");
+    let element = ocpp_tokio::v2_1::StreamDataElement::new(ocpp_tokio::Decimal::new(0, 1), "1.5");
     let stream =
         ocpp_tokio::v2_1::NotifyPeriodicEventStreamRequest::new(vec![element], 7, 0, now_utc());
     let request = Request::from(ocpp_tokio::v2_1::Request::from(stream));
@@ -537,7 +537,7 @@ async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
     })
     .await;
     let handle = server.charge_points.get("SEND16").unwrap();
-    let element = ocpp_tokio::v2_1::StreamDataElement::new(0.0, "1.5");
+    let element = ocpp_tokio::v2_1::StreamDataElement::new(ocpp_tokio::Decimal::new(0, 1), "1.5");
     let stream =
         ocpp_tokio::v2_1::NotifyPeriodicEventStreamRequest::new(vec![element], 7, 0, now_utc());
     assert_eq!(

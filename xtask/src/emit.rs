@@ -156,6 +156,7 @@ struct Imports {
     map: bool,
     validate: bool,
     date_time: bool,
+    decimal: bool,
     named: BTreeSet<String>,
 }
 
@@ -179,6 +180,9 @@ impl Imports {
         }
         if self.date_time {
             out.push_str("use crate::datetime::DateTime;\n");
+        }
+        if self.decimal {
+            out.push_str("use crate::decimal::Decimal;\n");
         }
         if self.validate {
             out.push_str("use crate::validate::{check, Mode, Path, Schema, Violation};\n");
@@ -208,7 +212,10 @@ fn rust_type(ty: &Ty, imports: &mut Imports) -> String {
         Ty::Int {
             rust: IntTy::U32, ..
         } => "u32".to_owned(),
-        Ty::Number { .. } => "f64".to_owned(),
+        Ty::Number { .. } => {
+            imports.decimal = true;
+            "Decimal".to_owned()
+        }
         Ty::Bool => "bool".to_owned(),
         Ty::Named(n) => {
             imports.named.insert(n.clone());
@@ -245,7 +252,7 @@ fn constraints(ty: &Ty) -> String {
             max,
             multiple_of,
         } => {
-            let mut s = "decimal (f64)".to_owned();
+            let mut s = "exact decimal ([`Decimal`])".to_owned();
             if let Some(a) = min {
                 let _ = write!(s, ", at least {a}");
             }
@@ -277,8 +284,17 @@ fn opt_u64(v: Option<u64>) -> String {
     v.map_or("None".to_owned(), |n| format!("Some({n})"))
 }
 
-fn opt_f64(v: Option<f64>) -> String {
-    v.map_or("None".to_owned(), |n| format!("Some({n:?})"))
+/// A schema bound (read as an `f64`, whose shortest digits are the schema's) as an exact
+/// `Decimal` expression: `0.1` is `Some(crate::Decimal::new(1, 1))`.
+fn opt_decimal(v: Option<f64>) -> String {
+    v.map_or("None".to_owned(), |n| {
+        let text = format!("{n}"); // plain notation, shortest round-trip digits
+        let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+        let mantissa: i64 = format!("{int}{frac}")
+            .parse()
+            .unwrap_or_else(|_| panic!("schema bound {n} does not fit a Decimal"));
+        format!("Some(crate::Decimal::new({mantissa}, {}))", frac.len())
+    })
 }
 
 /// The schema's integer bounds narrowed to the Rust type's (32 bits, as OCPP defines them).
@@ -306,9 +322,9 @@ fn check_code(ty: &Ty, v: &str, path: &str, depth: usize) -> String {
             multiple_of,
         } => format!(
             "check::number({v}, {path}, {}, {}, {})?;\n",
-            opt_f64(*min),
-            opt_f64(*max),
-            opt_f64(*multiple_of)
+            opt_decimal(*min),
+            opt_decimal(*max),
+            opt_decimal(*multiple_of)
         ),
         Ty::Bool => format!("check::boolean({v}, {path})?;\n"),
         Ty::Named(n) => format!("{n}::check_json({v}, {path}, mode)?;\n"),
@@ -352,9 +368,9 @@ fn conforms_code(ty: &Ty, v: &str, depth: usize) -> Option<String> {
         } => (min.is_some() || max.is_some() || multiple_of.is_some()).then(|| {
             format!(
                 "check::number_fits(*{v}, {}, {}, {})",
-                opt_f64(*min),
-                opt_f64(*max),
-                opt_f64(*multiple_of)
+                opt_decimal(*min),
+                opt_decimal(*max),
+                opt_decimal(*multiple_of)
             )
         }),
         Ty::Named(_) => Some(format!("{v}.conforms(mode)")),
@@ -593,9 +609,9 @@ fn strategy(ty: &Ty) -> String {
         } => {
             format!(
                 "crate::arbitrary::number({}, {}, {})",
-                opt_f64(*min),
-                opt_f64(*max),
-                opt_f64(*multiple_of)
+                opt_decimal(*min),
+                opt_decimal(*max),
+                opt_decimal(*multiple_of)
             )
         }
         Ty::Bool => "proptest::bool::ANY".to_owned(),
@@ -845,6 +861,7 @@ fn shared_files(
             imports.map |= imp.map;
             imports.validate |= imp.validate;
             imports.date_time |= imp.date_time;
+            imports.decimal |= imp.decimal;
             imports.named.extend(imp.named.iter().cloned());
         }
         let mut out = header(&sources_of(version, &ts));

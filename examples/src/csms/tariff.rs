@@ -19,8 +19,9 @@
 //! - the cost `price_per_kwh * energy + price_per_hour * time` is computed exactly in
 //!   `i128` (in units of 1/(10,000 * 3,600,000,000) of the currency unit) and rounded
 //!   **once**, to the nearest cent (1/100 of the unit), halves up: a [`Cost`];
-//! - `totalCost` is that count of cents divided by 100 as an `f64`, which serialises as the
-//!   shortest decimal that reads back to the same number: 1234 cents go out as `12.34`.
+//! - `totalCost` is that count of cents divided by 100 as an exact [`Decimal`], written as
+//!   the shortest decimal with at least one fraction digit: 1234 cents go out as `12.34`,
+//!   150 as `1.5`, 200 as `2.0` (what the `f64` it once was printed).
 //!
 //! A negative energy (a meter that went backwards or was replaced) counts as none.
 //!
@@ -43,6 +44,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use ocpp_messages::version::OcppVersion;
+use ocpp_messages::Decimal;
 use ocpp_server_core::ChargePointIdentity;
 
 use super::{ChangeError, ChargePoint, Context, Csms, Durability, Record, Transaction, UnixTime};
@@ -202,9 +204,14 @@ impl Cost {
     }
 
     /// The cost as OCPP's `totalCost` (a JSON number in currency units): the cents divided
-    /// by 100, whose shortest decimal form has at most two fraction digits.
-    pub fn total_cost(self) -> f64 {
-        self.0 as f64 / CENTS as f64
+    /// by 100, exactly, with one or two fraction digits (`12.34`, `1.5`, `2.0`).
+    pub fn total_cost(self) -> Decimal {
+        let cents = self.0;
+        if cents % 10 == 0 {
+            Decimal::new(cents / 10, 1)
+        } else {
+            Decimal::new(cents, 2)
+        }
     }
 }
 

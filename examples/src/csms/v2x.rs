@@ -487,7 +487,9 @@ macro_rules! handlers_2x {
                     let unit = sample.unit_of_measure.as_ref();
                     MeterReading {
                         measurand: sample.measurand.as_ref().map(|m| m.as_str()),
-                        value: sample.value,
+                        // The ledger keeps readings as f64 (SQL REAL): converted at this
+                        // edge. TODO(issue 39): Decimal through the ledger and its store.
+                        value: sample.value.to_f64(),
                         unit: unit.and_then(|u| u.unit.as_deref()),
                         multiplier: unit.and_then(|u| u.multiplier).unwrap_or(0),
                     }

@@ -2,6 +2,7 @@
 //! The data types (objects) that more than one action uses (OCPP 1.6).
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v1_6::{
     AuthorizationStatus, ChargingProfileKindType, ChargingProfilePurposeType, ChargingRateUnitType,
     HashAlgorithmEnum, RecurrencyKindType,
@@ -333,10 +334,10 @@ pub struct ChargingSchedule {
     /// `chargingSchedulePeriod`: required, array of any number of × [`ChargingSchedulePeriod`].
     #[serde(rename = "chargingSchedulePeriod")]
     pub charging_schedule_period: Vec<ChargingSchedulePeriod>,
-    /// `minChargingRate`: optional, decimal (f64), a multiple of 0.1.
+    /// `minChargingRate`: optional, exact decimal ([`Decimal`]), a multiple of 0.1.
     #[serde(rename = "minChargingRate")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_charging_rate: Option<f64>,
+    pub min_charging_rate: Option<Decimal>,
 }
 
 impl ChargingSchedule {
@@ -370,7 +371,7 @@ impl ChargingSchedule {
 
     /// Sets `minChargingRate` (optional).
     #[must_use]
-    pub fn with_min_charging_rate(mut self, value: f64) -> Self {
+    pub fn with_min_charging_rate(mut self, value: Decimal) -> Self {
         self.min_charging_rate = Some(value);
         self
     }
@@ -414,7 +415,7 @@ impl Schema for ChargingSchedule {
         }
         if let Some(v) = check::optional(object, "minChargingRate", mode) {
             let path = &path.field("minChargingRate");
-            check::number(v, path, None, None, Some(0.1))?;
+            check::number(v, path, None, None, Some(crate::Decimal::new(1, 1)))?;
         }
         Ok(())
     }
@@ -424,10 +425,9 @@ impl Schema for ChargingSchedule {
         let f3 = &self.charging_schedule_period;
         f2.conforms(mode)
             && f3.iter().all(|item0| item0.conforms(mode))
-            && self
-                .min_charging_rate
-                .as_ref()
-                .map_or(true, |f4| check::number_fits(*f4, None, None, Some(0.1)))
+            && self.min_charging_rate.as_ref().map_or(true, |f4| {
+                check::number_fits(*f4, None, None, Some(crate::Decimal::new(1, 1)))
+            })
     }
 }
 
@@ -443,7 +443,11 @@ impl proptest::arbitrary::Arbitrary for ChargingSchedule {
             proptest::option::of(crate::arbitrary::date_time()),
             proptest::arbitrary::any::<ChargingRateUnitType>(),
             proptest::collection::vec(proptest::arbitrary::any::<ChargingSchedulePeriod>(), 0..=3),
-            proptest::option::of(crate::arbitrary::number(None, None, Some(0.1))),
+            proptest::option::of(crate::arbitrary::number(
+                None,
+                None,
+                Some(crate::Decimal::new(1, 1)),
+            )),
         ),)
             .prop_map(|((f0, f1, f2, f3, f4),)| ChargingSchedule {
                 duration: f0,
@@ -462,9 +466,9 @@ pub struct ChargingSchedulePeriod {
     /// `startPeriod`: required, integer.
     #[serde(rename = "startPeriod")]
     pub start_period: i32,
-    /// `limit`: required, decimal (f64), a multiple of 0.1.
+    /// `limit`: required, exact decimal ([`Decimal`]), a multiple of 0.1.
     #[serde(rename = "limit")]
-    pub limit: f64,
+    pub limit: Decimal,
     /// `numberPhases`: optional, integer.
     #[serde(rename = "numberPhases")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -473,7 +477,7 @@ pub struct ChargingSchedulePeriod {
 
 impl ChargingSchedulePeriod {
     /// Creates a value from its required fields (`startPeriod`, `limit`); the optional ones start as `None`.
-    pub fn new(start_period: i32, limit: f64) -> Self {
+    pub fn new(start_period: i32, limit: Decimal) -> Self {
         Self {
             start_period,
             limit,
@@ -506,7 +510,7 @@ impl Schema for ChargingSchedulePeriod {
         {
             let path = &path.field("limit");
             let v = check::required(object, "limit", path)?;
-            check::number(v, path, None, None, Some(0.1))?;
+            check::number(v, path, None, None, Some(crate::Decimal::new(1, 1)))?;
         }
         if let Some(v) = check::optional(object, "numberPhases", mode) {
             let path = &path.field("numberPhases");
@@ -518,7 +522,7 @@ impl Schema for ChargingSchedulePeriod {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.limit;
         let _ = mode;
-        check::number_fits(*f1, None, None, Some(0.1))
+        check::number_fits(*f1, None, None, Some(crate::Decimal::new(1, 1)))
     }
 }
 
@@ -531,7 +535,7 @@ impl proptest::arbitrary::Arbitrary for ChargingSchedulePeriod {
         use proptest::strategy::Strategy as _;
         ((
             -2147483648i32..=2147483647i32,
-            crate::arbitrary::number(None, None, Some(0.1)),
+            crate::arbitrary::number(None, None, Some(crate::Decimal::new(1, 1))),
             proptest::option::of(-2147483648i32..=2147483647i32),
         ),)
             .prop_map(|((f0, f1, f2),)| ChargingSchedulePeriod {

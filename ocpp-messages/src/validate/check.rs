@@ -2,13 +2,14 @@
 //! JSON schema rule, each reporting the [`ViolationKind`] OCPP-J asks for.
 
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use serde_json::{Map, Value};
 
 use super::{Mode, Path, Violation, ViolationKind};
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 
 fn json_type(value: &Value) -> &'static str {
     match value {
@@ -169,18 +170,26 @@ pub fn integer(value: &Value, path: &Path<'_>, lo: i64, hi: i64) -> Result<(), V
     }
 }
 
-/// `"type": "number"` with optional `minimum`, `maximum` and `multipleOf` (the latter with a
-/// relative tolerance of 1e-9, since decimals such as 0.1 have no exact binary form).
+/// `"type": "number"` with optional `minimum`, `maximum` and `multipleOf`, all exact (the
+/// number is read as a [`Decimal`]). A number beyond a `Decimal`'s range (more than 18 places,
+/// or more digits than an `i64` mantissa holds) is a property violation: it cannot be kept
+/// exactly.
 pub fn number(
     value: &Value,
     path: &Path<'_>,
-    min: Option<f64>,
-    max: Option<f64>,
-    multiple_of: Option<f64>,
+    min: Option<Decimal>,
+    max: Option<Decimal>,
+    multiple_of: Option<Decimal>,
 ) -> Result<(), Violation> {
-    let Some(x) = value.as_f64() else {
+    let Value::Number(n) = value else {
         return Err(wrong_type(value, path, "a number"));
     };
+    // The Number's text: its own digits with serde_json's `arbitrary_precision`, otherwise
+    // the shortest digits of its f64 (or its integer).
+    let x: Decimal = n
+        .to_string()
+        .parse()
+        .map_err(|e| Violation::new(ViolationKind::Property, path, format!("{n}: {e}")))?;
     if let Some(min) = min.filter(|m| x < *m) {
         return Err(Violation::new(
             ViolationKind::Property,
@@ -208,7 +217,12 @@ pub fn number(
 }
 
 /// `minimum`, `maximum` and `multipleOf` of a number already read (see [`number()`]).
-pub fn number_fits(x: f64, min: Option<f64>, max: Option<f64>, multiple_of: Option<f64>) -> bool {
+pub fn number_fits(
+    x: Decimal,
+    min: Option<Decimal>,
+    max: Option<Decimal>,
+    multiple_of: Option<Decimal>,
+) -> bool {
     min.map_or(true, |min| x >= min)
         && max.map_or(true, |max| x <= max)
         && multiple_of.map_or(true, |step| is_multiple(x, step))
@@ -220,27 +234,16 @@ pub fn count_fits(n: usize, min: Option<u64>, max: Option<u64>) -> bool {
     min.map_or(true, |min| n >= min) && max.map_or(true, |max| n <= max)
 }
 
-fn abs(x: f64) -> f64 {
-    if x < 0.0 {
-        -x
-    } else {
-        x
-    }
-}
-
-fn is_multiple(x: f64, step: f64) -> bool {
-    if step <= 0.0 {
+/// Whether `x` is an integral multiple of `step`, exactly (a step of zero or below: always).
+fn is_multiple(x: Decimal, step: Decimal) -> bool {
+    if step <= Decimal::ZERO {
         return true;
     }
-    let q = x / step;
-    if abs(q) >= 9.0e15 {
-        return true; // beyond f64 integer precision: every such quotient is "integral"
-    }
-    let truncated = q as i64 as f64;
-    let frac = abs(q - truncated);
-    let distance = if frac > 0.5 { 1.0 - frac } else { frac };
-    let scale = if abs(q) > 1.0 { abs(q) } else { 1.0 };
-    distance <= 1e-9 * scale
+    // At a common scale both are integers; with an i64 mantissa and a scale of at most 18,
+    // `aligned` cannot overflow an i128.
+    let scale = x.scale().max(step.scale());
+    let aligned = |d: Decimal| i128::from(d.mantissa()) * 10i128.pow(scale - d.scale());
+    aligned(x) % aligned(step) == 0
 }
 
 /// `"type": "boolean"`.
@@ -295,4 +298,41 @@ pub fn enum_value(
         return Err(Violation::new(ViolationKind::Property, path, rule));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(text: &str) -> Decimal {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn numbers_are_checked_exactly() {
+        let step = Some(dec("0.1"));
+        assert!(number_fits(dec("0.3"), None, None, step));
+        assert!(number_fits(dec("204.800"), None, None, step));
+        assert!(!number_fits(dec("0.30000000000000004"), None, None, step));
+        assert!(!number_fits(dec("0.05"), None, None, step));
+        assert!(number_fits(
+            dec("0"),
+            Some(dec("0")),
+            Some(dec("0.0")),
+            None
+        ));
+        assert!(!number_fits(dec("-0.000001"), Some(dec("0")), None, None));
+        assert!(!number_fits(dec("100.01"), None, Some(dec("100")), None));
+        let path = Path::Root;
+        let n = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        assert!(number(&n("0.3"), &path, None, None, step).is_ok());
+        assert!(number(&n("12"), &path, Some(dec("0")), None, step).is_ok());
+        let below = number(&n("-1"), &path, Some(dec("0")), None, None).unwrap_err();
+        assert_eq!(below.kind(), ViolationKind::Property);
+        // Beyond what a Decimal holds exactly: refused, not rounded.
+        let huge = number(&n("1e300"), &path, None, None, None).unwrap_err();
+        assert_eq!(huge.kind(), ViolationKind::Property);
+        let wrong = number(&n("\"1\""), &path, None, None, None).unwrap_err();
+        assert_eq!(wrong.kind(), ViolationKind::Type);
+    }
 }

@@ -125,7 +125,8 @@ fn router() -> Router<Mutex<Reported>> {
             let energy = [None, Some(v2_0_1::MeasurandEnum::EnergyActiveImportRegister)];
             let mut samples = r.meter_value.iter().flat_map(|m| &m.sampled_value).rev();
             if let Some(v) = samples.find(|v| energy.contains(&v.measurand)) {
-                s.lock().unwrap().energy.insert(r.evse_id.to_string(), v.value);
+                // f64 in its JSON report (the 1.6 readings are parsed as f64 too).
+                s.lock().unwrap().energy.insert(r.evse_id.to_string(), v.value.to_f64());
             }
             Ok(v2_0_1::MeterValuesResponse::default())
         })

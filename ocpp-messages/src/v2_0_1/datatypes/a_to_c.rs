@@ -2,6 +2,7 @@
 //! The data types (objects) that more than one action uses (OCPP 2.0.1): `AdditionalInfo` to `ConsumptionCost`.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_0_1::{
     ChargingProfileKindEnum, ChargingProfilePurposeEnum, ChargingRateUnitEnum, Cost, CustomData,
     HashAlgorithmEnum, RecurrencyKindEnum, SalesTariff, Variable, EVSE,
@@ -532,10 +533,10 @@ pub struct ChargingSchedule {
     /// Charging\_ Schedule. Min\_ Charging\_ Rate. Numeric
     /// Minimum charging rate supported by the EV. The unit of measure is defined by the chargingRateUnit. This parameter is intended to be used by a local smart charging algorithm to optimize the power allocation for in the case a charging process is inefficient at lower charging rates. Accepts at most one digit fraction (e.g. 8.1)
     ///
-    /// `minChargingRate`: optional, decimal (f64).
+    /// `minChargingRate`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "minChargingRate")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_charging_rate: Option<f64>,
+    pub min_charging_rate: Option<Decimal>,
     /// `salesTariff`: optional, [`SalesTariff`].
     #[serde(rename = "salesTariff")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -584,7 +585,7 @@ impl ChargingSchedule {
 
     /// Sets `minChargingRate` (optional).
     #[must_use]
-    pub fn with_min_charging_rate(mut self, value: f64) -> Self {
+    pub fn with_min_charging_rate(mut self, value: Decimal) -> Self {
         self.min_charging_rate = Some(value);
         self
     }
@@ -725,9 +726,9 @@ pub struct ChargingSchedulePeriod {
     /// Charging\_ Schedule\_ Period. Limit. Measure
     /// Charging rate limit during the schedule period, in the applicable chargingRateUnit, for example in Amperes (A) or Watts (W). Accepts at most one digit fraction (e.g. 8.1).
     ///
-    /// `limit`: required, decimal (f64).
+    /// `limit`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "limit")]
-    pub limit: f64,
+    pub limit: Decimal,
     /// Charging\_ Schedule\_ Period. Number\_ Phases. Counter
     /// The number of phases that can be used for charging. If a number of phases is needed, numberPhases=3 will be assumed unless another number is given.
     ///
@@ -745,7 +746,7 @@ pub struct ChargingSchedulePeriod {
 
 impl ChargingSchedulePeriod {
     /// Creates a value from its required fields (`startPeriod`, `limit`); the optional ones start as `None`.
-    pub fn new(start_period: i32, limit: f64) -> Self {
+    pub fn new(start_period: i32, limit: Decimal) -> Self {
         Self {
             custom_data: None,
             start_period,
@@ -1080,9 +1081,9 @@ pub struct ConsumptionCost {
     /// Consumption\_ Cost. Start\_ Value. Numeric
     /// The lowest level of consumption that defines the starting point of this consumption block. The block interval extends to the start of the next interval.
     ///
-    /// `startValue`: required, decimal (f64).
+    /// `startValue`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "startValue")]
-    pub start_value: f64,
+    pub start_value: Decimal,
     /// `cost`: required, array of 1 to 3 × [`Cost`].
     #[serde(rename = "cost")]
     pub cost: Vec<Cost>,
@@ -1090,7 +1091,7 @@ pub struct ConsumptionCost {
 
 impl ConsumptionCost {
     /// Creates a value from its required fields (`startValue`, `cost`); the optional ones start as `None`.
-    pub fn new(start_value: f64, cost: Vec<Cost>) -> Self {
+    pub fn new(start_value: Decimal, cost: Vec<Cost>) -> Self {
         Self {
             custom_data: None,
             start_value,

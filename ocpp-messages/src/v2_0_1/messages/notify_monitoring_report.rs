@@ -2,6 +2,7 @@
 //! The `NotifyMonitoringReport` action of OCPP 2.0.1.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_0_1::{Component, CustomData, MonitorEnum, Variable};
 use crate::validate::{check, Mode, Path, Schema, Violation};
 use alloc::vec::Vec;
@@ -374,9 +375,9 @@ pub struct VariableMonitoring {
     /// Value for threshold or delta monitoring.
     /// For Periodic or PeriodicClockAligned this is the interval in seconds.
     ///
-    /// `value`: required, decimal (f64).
+    /// `value`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "value")]
-    pub value: f64,
+    pub value: Decimal,
     /// `type`: required, [`MonitorEnum`].
     #[serde(rename = "type")]
     pub r#type: MonitorEnum,
@@ -411,7 +412,13 @@ pub struct VariableMonitoring {
 
 impl VariableMonitoring {
     /// Creates a value from its required fields (`id`, `transaction`, `value`, `type`, `severity`); the optional ones start as `None`.
-    pub fn new(id: i32, transaction: bool, value: f64, r#type: MonitorEnum, severity: i32) -> Self {
+    pub fn new(
+        id: i32,
+        transaction: bool,
+        value: Decimal,
+        r#type: MonitorEnum,
+        severity: i32,
+    ) -> Self {
         Self {
             custom_data: None,
             id,

@@ -2,6 +2,7 @@
 //! The `NotifyReport` action of OCPP 2.0.1.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_0_1::{AttributeEnum, Component, CustomData, Variable};
 use crate::validate::{check, Mode, Path, Schema, Violation};
 use alloc::string::String;
@@ -609,16 +610,16 @@ pub struct VariableCharacteristics {
     pub data_type: DataEnum,
     /// Minimum possible value of this variable.
     ///
-    /// `minLimit`: optional, decimal (f64).
+    /// `minLimit`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "minLimit")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_limit: Option<f64>,
+    pub min_limit: Option<Decimal>,
     /// Maximum possible value of this variable. When the datatype of this Variable is String, OptionList, SequenceList or MemberList, this field defines the maximum length of the (CSV) string.
     ///
-    /// `maxLimit`: optional, decimal (f64).
+    /// `maxLimit`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "maxLimit")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_limit: Option<f64>,
+    pub max_limit: Option<Decimal>,
     /// Allowed values when variable is Option/Member/SequenceList.
     ///
     /// \* OptionList: The (Actual) Variable value must be a single value from the reported (CSV) enumeration list.
@@ -672,14 +673,14 @@ impl VariableCharacteristics {
 
     /// Sets `minLimit` (optional).
     #[must_use]
-    pub fn with_min_limit(mut self, value: f64) -> Self {
+    pub fn with_min_limit(mut self, value: Decimal) -> Self {
         self.min_limit = Some(value);
         self
     }
 
     /// Sets `maxLimit` (optional).
     #[must_use]
-    pub fn with_max_limit(mut self, value: f64) -> Self {
+    pub fn with_max_limit(mut self, value: Decimal) -> Self {
         self.max_limit = Some(value);
         self
     }

@@ -2,6 +2,7 @@
 //! The `TransactionEvent` action of OCPP 2.0.1.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_0_1::{CustomData, IdToken, IdTokenInfo, MessageContent, MeterValue, EVSE};
 use crate::validate::{check, Mode, Path, Schema, Violation};
 use alloc::string::String;
@@ -343,10 +344,10 @@ pub struct TransactionEventResponse {
     pub custom_data: Option<CustomData>,
     /// SHALL only be sent when charging has ended. Final total cost of this transaction, including taxes. In the currency configured with the Configuration Variable: &lt;&lt;configkey-currency,\`Currency\`&gt;&gt;. When omitted, the transaction was NOT free. To indicate a free transaction, the CSMS SHALL send 0.00.
     ///
-    /// `totalCost`: optional, decimal (f64).
+    /// `totalCost`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "totalCost")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total_cost: Option<f64>,
+    pub total_cost: Option<Decimal>,
     /// Priority from a business point of view. Default priority is 0, The range is from -9 to 9. Higher values indicate a higher priority. The chargingPriority in &lt;&lt;transactioneventresponse,TransactionEventResponse&gt;&gt; is temporarily, so it may not be set in the &lt;&lt;cmn\_idtokeninfotype,IdTokenInfoType&gt;&gt; afterwards. Also the chargingPriority in &lt;&lt;transactioneventresponse,TransactionEventResponse&gt;&gt; overrules the one in &lt;&lt;cmn\_idtokeninfotype,IdTokenInfoType&gt;&gt;.
     ///
     /// `chargingPriority`: optional, integer.
@@ -373,7 +374,7 @@ impl TransactionEventResponse {
 
     /// Sets `totalCost` (optional).
     #[must_use]
-    pub fn with_total_cost(mut self, value: f64) -> Self {
+    pub fn with_total_cost(mut self, value: Decimal) -> Self {
         self.total_cost = Some(value);
         self
     }

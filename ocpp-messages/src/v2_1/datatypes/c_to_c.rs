@@ -2,6 +2,7 @@
 //! The data types (objects) that more than one action uses (OCPP 2.1): `ChargingSchedule` to `Component`.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::{
     AbsolutePriceSchedule, ChargingRateUnitEnum, CustomData, LimitAtSoC, OperationModeEnum,
     PriceLevelSchedule, SalesTariff, V2XFreqWattPoint, V2XSignalWattPoint, EVSE,
@@ -44,16 +45,16 @@ pub struct ChargingSchedule {
     pub charging_rate_unit: ChargingRateUnitEnum,
     /// Minimum charging rate supported by the EV. The unit of measure is defined by the chargingRateUnit. This parameter is intended to be used by a local smart charging algorithm to optimize the power allocation for in the case a charging process is inefficient at lower charging rates.
     ///
-    /// `minChargingRate`: optional, decimal (f64).
+    /// `minChargingRate`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "minChargingRate")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_charging_rate: Option<f64>,
+    pub min_charging_rate: Option<Decimal>,
     /// \*(2.1)\* Power tolerance when following EVPowerProfile.
     ///
-    /// `powerTolerance`: optional, decimal (f64).
+    /// `powerTolerance`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "powerTolerance")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power_tolerance: Option<f64>,
+    pub power_tolerance: Option<Decimal>,
     /// \*(2.1)\* Id of this element for referencing in a signature.
     ///
     /// `signatureId`: optional, integer, at least 0.
@@ -150,14 +151,14 @@ impl ChargingSchedule {
 
     /// Sets `minChargingRate` (optional).
     #[must_use]
-    pub fn with_min_charging_rate(mut self, value: f64) -> Self {
+    pub fn with_min_charging_rate(mut self, value: Decimal) -> Self {
         self.min_charging_rate = Some(value);
         self
     }
 
     /// Sets `powerTolerance` (optional).
     #[must_use]
-    pub fn with_power_tolerance(mut self, value: f64) -> Self {
+    pub fn with_power_tolerance(mut self, value: Decimal) -> Self {
         self.power_tolerance = Some(value);
         self
     }
@@ -426,22 +427,22 @@ pub struct ChargingSchedulePeriod {
     /// This SHOULD be a non-negative value; a negative value is only supported for backwards compatibility with older systems that use a negative value to specify a discharging limit.
     /// When using \_chargingRateUnit\_ = \`W\`, this field represents the sum of the power of all phases, unless values are provided for L2 and L3, in which case this field represents phase L1.
     ///
-    /// `limit`: optional, decimal (f64).
+    /// `limit`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "limit")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<f64>,
+    pub limit: Option<Decimal>,
     /// \*(2.1)\* Charging rate limit on phase L2  in the applicable \_chargingRateUnit\_.
     ///
-    /// `limit_L2`: optional, decimal (f64).
+    /// `limit_L2`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "limit_L2")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit_l2: Option<f64>,
+    pub limit_l2: Option<Decimal>,
     /// \*(2.1)\* Charging rate limit on phase L3  in the applicable \_chargingRateUnit\_.
     ///
-    /// `limit_L3`: optional, decimal (f64).
+    /// `limit_L3`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "limit_L3")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit_l3: Option<f64>,
+    pub limit_l3: Option<Decimal>,
     /// The number of phases that can be used for charging. +
     /// For a DC EVSE this field should be omitted. +
     /// For an AC EVSE a default value of \_numberPhases\_ = 3 will be assumed if the field is absent.
@@ -459,61 +460,61 @@ pub struct ChargingSchedulePeriod {
     /// \*(2.1)\* Limit in \_chargingRateUnit\_ that the EV is allowed to discharge with. Note, these are negative values in order to be consistent with \_setpoint\_, which can be positive and negative.  +
     /// For AC this field represents the sum of all phases, unless values are provided for L2 and L3, in which case this field represents phase L1.
     ///
-    /// `dischargeLimit`: optional, decimal (f64), at most 0.
+    /// `dischargeLimit`: optional, exact decimal ([`Decimal`]), at most 0.
     #[serde(rename = "dischargeLimit")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discharge_limit: Option<f64>,
+    pub discharge_limit: Option<Decimal>,
     /// \*(2.1)\* Limit in \_chargingRateUnit\_ on phase L2 that the EV is allowed to discharge with.
     ///
-    /// `dischargeLimit_L2`: optional, decimal (f64), at most 0.
+    /// `dischargeLimit_L2`: optional, exact decimal ([`Decimal`]), at most 0.
     #[serde(rename = "dischargeLimit_L2")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discharge_limit_l2: Option<f64>,
+    pub discharge_limit_l2: Option<Decimal>,
     /// \*(2.1)\* Limit in \_chargingRateUnit\_ on phase L3 that the EV is allowed to discharge with.
     ///
-    /// `dischargeLimit_L3`: optional, decimal (f64), at most 0.
+    /// `dischargeLimit_L3`: optional, exact decimal ([`Decimal`]), at most 0.
     #[serde(rename = "dischargeLimit_L3")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discharge_limit_l3: Option<f64>,
+    pub discharge_limit_l3: Option<Decimal>,
     /// \*(2.1)\* Setpoint in \_chargingRateUnit\_ that the EV should follow as close as possible. Use negative values for discharging. +
     /// When a limit and/or \_dischargeLimit\_ are given the overshoot when following \_setpoint\_ must remain within these values.
     /// This field represents the sum of all phases, unless values are provided for L2 and L3, in which case this field represents phase L1.
     ///
-    /// `setpoint`: optional, decimal (f64).
+    /// `setpoint`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpoint")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint: Option<f64>,
+    pub setpoint: Option<Decimal>,
     /// \*(2.1)\* Setpoint in \_chargingRateUnit\_ that the EV should follow on phase L2 as close as possible.
     ///
-    /// `setpoint_L2`: optional, decimal (f64).
+    /// `setpoint_L2`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpoint_L2")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint_l2: Option<f64>,
+    pub setpoint_l2: Option<Decimal>,
     /// \*(2.1)\* Setpoint in \_chargingRateUnit\_ that the EV should follow on phase L3 as close as possible.
     ///
-    /// `setpoint_L3`: optional, decimal (f64).
+    /// `setpoint_L3`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpoint_L3")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint_l3: Option<f64>,
+    pub setpoint_l3: Option<Decimal>,
     /// \*(2.1)\* Setpoint for reactive power (or current) in \_chargingRateUnit\_ that the EV should follow as closely as possible. Positive values for inductive, negative for capacitive reactive power or current.  +
     /// This field represents the sum of all phases, unless values are provided for L2 and L3, in which case this field represents phase L1.
     ///
-    /// `setpointReactive`: optional, decimal (f64).
+    /// `setpointReactive`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpointReactive")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint_reactive: Option<f64>,
+    pub setpoint_reactive: Option<Decimal>,
     /// \*(2.1)\* Setpoint for reactive power (or current) in \_chargingRateUnit\_ that the EV should follow on phase L2 as closely as possible.
     ///
-    /// `setpointReactive_L2`: optional, decimal (f64).
+    /// `setpointReactive_L2`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpointReactive_L2")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint_reactive_l2: Option<f64>,
+    pub setpoint_reactive_l2: Option<Decimal>,
     /// \*(2.1)\* Setpoint for reactive power (or current) in \_chargingRateUnit\_ that the EV should follow on phase L3 as closely as possible.
     ///
-    /// `setpointReactive_L3`: optional, decimal (f64).
+    /// `setpointReactive_L3`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpointReactive_L3")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint_reactive_l3: Option<f64>,
+    pub setpoint_reactive_l3: Option<Decimal>,
     /// \*(2.1)\* If  true, the EV should attempt to keep the BMS preconditioned for this time interval.
     ///
     /// `preconditioningRequest`: optional, boolean.
@@ -528,10 +529,10 @@ pub struct ChargingSchedulePeriod {
     pub evse_sleep: Option<bool>,
     /// \*(2.1)\* Power value that, when present, is used as a baseline on top of which values from \_v2xFreqWattCurve\_ and \_v2xSignalWattCurve\_ are added.
     ///
-    /// `v2xBaseline`: optional, decimal (f64).
+    /// `v2xBaseline`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "v2xBaseline")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub v2x_baseline: Option<f64>,
+    pub v2x_baseline: Option<Decimal>,
     /// `operationMode`: optional, [`OperationModeEnum`].
     #[serde(rename = "operationMode")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -581,21 +582,21 @@ impl ChargingSchedulePeriod {
 
     /// Sets `limit` (optional).
     #[must_use]
-    pub fn with_limit(mut self, value: f64) -> Self {
+    pub fn with_limit(mut self, value: Decimal) -> Self {
         self.limit = Some(value);
         self
     }
 
     /// Sets `limit_L2` (optional).
     #[must_use]
-    pub fn with_limit_l2(mut self, value: f64) -> Self {
+    pub fn with_limit_l2(mut self, value: Decimal) -> Self {
         self.limit_l2 = Some(value);
         self
     }
 
     /// Sets `limit_L3` (optional).
     #[must_use]
-    pub fn with_limit_l3(mut self, value: f64) -> Self {
+    pub fn with_limit_l3(mut self, value: Decimal) -> Self {
         self.limit_l3 = Some(value);
         self
     }
@@ -616,63 +617,63 @@ impl ChargingSchedulePeriod {
 
     /// Sets `dischargeLimit` (optional).
     #[must_use]
-    pub fn with_discharge_limit(mut self, value: f64) -> Self {
+    pub fn with_discharge_limit(mut self, value: Decimal) -> Self {
         self.discharge_limit = Some(value);
         self
     }
 
     /// Sets `dischargeLimit_L2` (optional).
     #[must_use]
-    pub fn with_discharge_limit_l2(mut self, value: f64) -> Self {
+    pub fn with_discharge_limit_l2(mut self, value: Decimal) -> Self {
         self.discharge_limit_l2 = Some(value);
         self
     }
 
     /// Sets `dischargeLimit_L3` (optional).
     #[must_use]
-    pub fn with_discharge_limit_l3(mut self, value: f64) -> Self {
+    pub fn with_discharge_limit_l3(mut self, value: Decimal) -> Self {
         self.discharge_limit_l3 = Some(value);
         self
     }
 
     /// Sets `setpoint` (optional).
     #[must_use]
-    pub fn with_setpoint(mut self, value: f64) -> Self {
+    pub fn with_setpoint(mut self, value: Decimal) -> Self {
         self.setpoint = Some(value);
         self
     }
 
     /// Sets `setpoint_L2` (optional).
     #[must_use]
-    pub fn with_setpoint_l2(mut self, value: f64) -> Self {
+    pub fn with_setpoint_l2(mut self, value: Decimal) -> Self {
         self.setpoint_l2 = Some(value);
         self
     }
 
     /// Sets `setpoint_L3` (optional).
     #[must_use]
-    pub fn with_setpoint_l3(mut self, value: f64) -> Self {
+    pub fn with_setpoint_l3(mut self, value: Decimal) -> Self {
         self.setpoint_l3 = Some(value);
         self
     }
 
     /// Sets `setpointReactive` (optional).
     #[must_use]
-    pub fn with_setpoint_reactive(mut self, value: f64) -> Self {
+    pub fn with_setpoint_reactive(mut self, value: Decimal) -> Self {
         self.setpoint_reactive = Some(value);
         self
     }
 
     /// Sets `setpointReactive_L2` (optional).
     #[must_use]
-    pub fn with_setpoint_reactive_l2(mut self, value: f64) -> Self {
+    pub fn with_setpoint_reactive_l2(mut self, value: Decimal) -> Self {
         self.setpoint_reactive_l2 = Some(value);
         self
     }
 
     /// Sets `setpointReactive_L3` (optional).
     #[must_use]
-    pub fn with_setpoint_reactive_l3(mut self, value: f64) -> Self {
+    pub fn with_setpoint_reactive_l3(mut self, value: Decimal) -> Self {
         self.setpoint_reactive_l3 = Some(value);
         self
     }
@@ -693,7 +694,7 @@ impl ChargingSchedulePeriod {
 
     /// Sets `v2xBaseline` (optional).
     #[must_use]
-    pub fn with_v2x_baseline(mut self, value: f64) -> Self {
+    pub fn with_v2x_baseline(mut self, value: Decimal) -> Self {
         self.v2x_baseline = Some(value);
         self
     }
@@ -786,15 +787,15 @@ impl Schema for ChargingSchedulePeriod {
         }
         if let Some(v) = check::optional(object, "dischargeLimit", mode) {
             let path = &path.field("dischargeLimit");
-            check::number(v, path, None, Some(0.0), None)?;
+            check::number(v, path, None, Some(crate::Decimal::new(0, 0)), None)?;
         }
         if let Some(v) = check::optional(object, "dischargeLimit_L2", mode) {
             let path = &path.field("dischargeLimit_L2");
-            check::number(v, path, None, Some(0.0), None)?;
+            check::number(v, path, None, Some(crate::Decimal::new(0, 0)), None)?;
         }
         if let Some(v) = check::optional(object, "dischargeLimit_L3", mode) {
             let path = &path.field("dischargeLimit_L3");
-            check::number(v, path, None, Some(0.0), None)?;
+            check::number(v, path, None, Some(crate::Decimal::new(0, 0)), None)?;
         }
         if let Some(v) = check::optional(object, "setpoint", mode) {
             let path = &path.field("setpoint");
@@ -865,18 +866,15 @@ impl Schema for ChargingSchedulePeriod {
                 .phase_to_use
                 .as_ref()
                 .map_or(true, |f5| (0..=3).contains(&i64::from(*f5)))
-            && self
-                .discharge_limit
-                .as_ref()
-                .map_or(true, |f6| check::number_fits(*f6, None, Some(0.0), None))
-            && self
-                .discharge_limit_l2
-                .as_ref()
-                .map_or(true, |f7| check::number_fits(*f7, None, Some(0.0), None))
-            && self
-                .discharge_limit_l3
-                .as_ref()
-                .map_or(true, |f8| check::number_fits(*f8, None, Some(0.0), None))
+            && self.discharge_limit.as_ref().map_or(true, |f6| {
+                check::number_fits(*f6, None, Some(crate::Decimal::new(0, 0)), None)
+            })
+            && self.discharge_limit_l2.as_ref().map_or(true, |f7| {
+                check::number_fits(*f7, None, Some(crate::Decimal::new(0, 0)), None)
+            })
+            && self.discharge_limit_l3.as_ref().map_or(true, |f8| {
+                check::number_fits(*f8, None, Some(crate::Decimal::new(0, 0)), None)
+            })
             && self
                 .operation_mode
                 .as_ref()
@@ -911,11 +909,23 @@ impl proptest::arbitrary::Arbitrary for ChargingSchedulePeriod {
                 proptest::option::of(crate::arbitrary::number(None, None, None)),
                 proptest::option::of(0u32..=3u32),
                 proptest::option::of(0u32..=3u32),
-                proptest::option::of(crate::arbitrary::number(None, Some(0.0), None)),
-                proptest::option::of(crate::arbitrary::number(None, Some(0.0), None)),
+                proptest::option::of(crate::arbitrary::number(
+                    None,
+                    Some(crate::Decimal::new(0, 0)),
+                    None,
+                )),
+                proptest::option::of(crate::arbitrary::number(
+                    None,
+                    Some(crate::Decimal::new(0, 0)),
+                    None,
+                )),
             ),
             (
-                proptest::option::of(crate::arbitrary::number(None, Some(0.0), None)),
+                proptest::option::of(crate::arbitrary::number(
+                    None,
+                    Some(crate::Decimal::new(0, 0)),
+                    None,
+                )),
                 proptest::option::of(crate::arbitrary::number(None, None, None)),
                 proptest::option::of(crate::arbitrary::number(None, None, None)),
                 proptest::option::of(crate::arbitrary::number(None, None, None)),
@@ -983,80 +993,80 @@ pub struct ChargingScheduleUpdate {
     /// This SHOULD be a non-negative value; a negative value is only supported for backwards compatibility with older systems that use a negative value to specify a discharging limit.
     /// For AC this field represents the sum of all phases, unless values are provided for L2 and L3, in which case this field represents phase L1.
     ///
-    /// `limit`: optional, decimal (f64).
+    /// `limit`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "limit")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<f64>,
+    pub limit: Option<Decimal>,
     /// \*(2.1)\* Charging rate limit on phase L2  in the applicable \_chargingRateUnit\_.
     ///
-    /// `limit_L2`: optional, decimal (f64).
+    /// `limit_L2`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "limit_L2")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit_l2: Option<f64>,
+    pub limit_l2: Option<Decimal>,
     /// \*(2.1)\* Charging rate limit on phase L3  in the applicable \_chargingRateUnit\_.
     ///
-    /// `limit_L3`: optional, decimal (f64).
+    /// `limit_L3`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "limit_L3")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit_l3: Option<f64>,
+    pub limit_l3: Option<Decimal>,
     /// \*(2.1)\* Limit in \_chargingRateUnit\_ that the EV is allowed to discharge with. Note, these are negative values in order to be consistent with \_setpoint\_, which can be positive and negative.  +
     /// For AC this field represents the sum of all phases, unless values are provided for L2 and L3, in which case this field represents phase L1.
     ///
-    /// `dischargeLimit`: optional, decimal (f64), at most 0.
+    /// `dischargeLimit`: optional, exact decimal ([`Decimal`]), at most 0.
     #[serde(rename = "dischargeLimit")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discharge_limit: Option<f64>,
+    pub discharge_limit: Option<Decimal>,
     /// \*(2.1)\* Limit in \_chargingRateUnit\_ on phase L2 that the EV is allowed to discharge with.
     ///
-    /// `dischargeLimit_L2`: optional, decimal (f64), at most 0.
+    /// `dischargeLimit_L2`: optional, exact decimal ([`Decimal`]), at most 0.
     #[serde(rename = "dischargeLimit_L2")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discharge_limit_l2: Option<f64>,
+    pub discharge_limit_l2: Option<Decimal>,
     /// \*(2.1)\* Limit in \_chargingRateUnit\_ on phase L3 that the EV is allowed to discharge with.
     ///
-    /// `dischargeLimit_L3`: optional, decimal (f64), at most 0.
+    /// `dischargeLimit_L3`: optional, exact decimal ([`Decimal`]), at most 0.
     #[serde(rename = "dischargeLimit_L3")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discharge_limit_l3: Option<f64>,
+    pub discharge_limit_l3: Option<Decimal>,
     /// \*(2.1)\* Setpoint in \_chargingRateUnit\_ that the EV should follow as close as possible. Use negative values for discharging. +
     /// When a limit and/or \_dischargeLimit\_ are given the overshoot when following \_setpoint\_ must remain within these values.
     /// This field represents the sum of all phases, unless values are provided for L2 and L3, in which case this field represents phase L1.
     ///
-    /// `setpoint`: optional, decimal (f64).
+    /// `setpoint`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpoint")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint: Option<f64>,
+    pub setpoint: Option<Decimal>,
     /// \*(2.1)\* Setpoint in \_chargingRateUnit\_ that the EV should follow on phase L2 as close as possible.
     ///
-    /// `setpoint_L2`: optional, decimal (f64).
+    /// `setpoint_L2`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpoint_L2")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint_l2: Option<f64>,
+    pub setpoint_l2: Option<Decimal>,
     /// \*(2.1)\* Setpoint in \_chargingRateUnit\_ that the EV should follow on phase L3 as close as possible.
     ///
-    /// `setpoint_L3`: optional, decimal (f64).
+    /// `setpoint_L3`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpoint_L3")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint_l3: Option<f64>,
+    pub setpoint_l3: Option<Decimal>,
     /// \*(2.1)\* Setpoint for reactive power (or current) in \_chargingRateUnit\_ that the EV should follow as closely as possible. Positive values for inductive, negative for capacitive reactive power or current.  +
     /// This field represents the sum of all phases, unless values are provided for L2 and L3, in which case this field represents phase L1.
     ///
-    /// `setpointReactive`: optional, decimal (f64).
+    /// `setpointReactive`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpointReactive")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint_reactive: Option<f64>,
+    pub setpoint_reactive: Option<Decimal>,
     /// \*(2.1)\* Setpoint for reactive power (or current) in \_chargingRateUnit\_ that the EV should follow on phase L2 as closely as possible.
     ///
-    /// `setpointReactive_L2`: optional, decimal (f64).
+    /// `setpointReactive_L2`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpointReactive_L2")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint_reactive_l2: Option<f64>,
+    pub setpoint_reactive_l2: Option<Decimal>,
     /// \*(2.1)\* Setpoint for reactive power (or current) in \_chargingRateUnit\_ that the EV should follow on phase L3 as closely as possible.
     ///
-    /// `setpointReactive_L3`: optional, decimal (f64).
+    /// `setpointReactive_L3`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "setpointReactive_L3")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setpoint_reactive_l3: Option<f64>,
+    pub setpoint_reactive_l3: Option<Decimal>,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1066,84 +1076,84 @@ pub struct ChargingScheduleUpdate {
 impl ChargingScheduleUpdate {
     /// Sets `limit` (optional).
     #[must_use]
-    pub fn with_limit(mut self, value: f64) -> Self {
+    pub fn with_limit(mut self, value: Decimal) -> Self {
         self.limit = Some(value);
         self
     }
 
     /// Sets `limit_L2` (optional).
     #[must_use]
-    pub fn with_limit_l2(mut self, value: f64) -> Self {
+    pub fn with_limit_l2(mut self, value: Decimal) -> Self {
         self.limit_l2 = Some(value);
         self
     }
 
     /// Sets `limit_L3` (optional).
     #[must_use]
-    pub fn with_limit_l3(mut self, value: f64) -> Self {
+    pub fn with_limit_l3(mut self, value: Decimal) -> Self {
         self.limit_l3 = Some(value);
         self
     }
 
     /// Sets `dischargeLimit` (optional).
     #[must_use]
-    pub fn with_discharge_limit(mut self, value: f64) -> Self {
+    pub fn with_discharge_limit(mut self, value: Decimal) -> Self {
         self.discharge_limit = Some(value);
         self
     }
 
     /// Sets `dischargeLimit_L2` (optional).
     #[must_use]
-    pub fn with_discharge_limit_l2(mut self, value: f64) -> Self {
+    pub fn with_discharge_limit_l2(mut self, value: Decimal) -> Self {
         self.discharge_limit_l2 = Some(value);
         self
     }
 
     /// Sets `dischargeLimit_L3` (optional).
     #[must_use]
-    pub fn with_discharge_limit_l3(mut self, value: f64) -> Self {
+    pub fn with_discharge_limit_l3(mut self, value: Decimal) -> Self {
         self.discharge_limit_l3 = Some(value);
         self
     }
 
     /// Sets `setpoint` (optional).
     #[must_use]
-    pub fn with_setpoint(mut self, value: f64) -> Self {
+    pub fn with_setpoint(mut self, value: Decimal) -> Self {
         self.setpoint = Some(value);
         self
     }
 
     /// Sets `setpoint_L2` (optional).
     #[must_use]
-    pub fn with_setpoint_l2(mut self, value: f64) -> Self {
+    pub fn with_setpoint_l2(mut self, value: Decimal) -> Self {
         self.setpoint_l2 = Some(value);
         self
     }
 
     /// Sets `setpoint_L3` (optional).
     #[must_use]
-    pub fn with_setpoint_l3(mut self, value: f64) -> Self {
+    pub fn with_setpoint_l3(mut self, value: Decimal) -> Self {
         self.setpoint_l3 = Some(value);
         self
     }
 
     /// Sets `setpointReactive` (optional).
     #[must_use]
-    pub fn with_setpoint_reactive(mut self, value: f64) -> Self {
+    pub fn with_setpoint_reactive(mut self, value: Decimal) -> Self {
         self.setpoint_reactive = Some(value);
         self
     }
 
     /// Sets `setpointReactive_L2` (optional).
     #[must_use]
-    pub fn with_setpoint_reactive_l2(mut self, value: f64) -> Self {
+    pub fn with_setpoint_reactive_l2(mut self, value: Decimal) -> Self {
         self.setpoint_reactive_l2 = Some(value);
         self
     }
 
     /// Sets `setpointReactive_L3` (optional).
     #[must_use]
-    pub fn with_setpoint_reactive_l3(mut self, value: f64) -> Self {
+    pub fn with_setpoint_reactive_l3(mut self, value: Decimal) -> Self {
         self.setpoint_reactive_l3 = Some(value);
         self
     }
@@ -1193,15 +1203,15 @@ impl Schema for ChargingScheduleUpdate {
         }
         if let Some(v) = check::optional(object, "dischargeLimit", mode) {
             let path = &path.field("dischargeLimit");
-            check::number(v, path, None, Some(0.0), None)?;
+            check::number(v, path, None, Some(crate::Decimal::new(0, 0)), None)?;
         }
         if let Some(v) = check::optional(object, "dischargeLimit_L2", mode) {
             let path = &path.field("dischargeLimit_L2");
-            check::number(v, path, None, Some(0.0), None)?;
+            check::number(v, path, None, Some(crate::Decimal::new(0, 0)), None)?;
         }
         if let Some(v) = check::optional(object, "dischargeLimit_L3", mode) {
             let path = &path.field("dischargeLimit_L3");
-            check::number(v, path, None, Some(0.0), None)?;
+            check::number(v, path, None, Some(crate::Decimal::new(0, 0)), None)?;
         }
         if let Some(v) = check::optional(object, "setpoint", mode) {
             let path = &path.field("setpoint");
@@ -1235,21 +1245,16 @@ impl Schema for ChargingScheduleUpdate {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.discharge_limit
+        self.discharge_limit.as_ref().map_or(true, |f3| {
+            check::number_fits(*f3, None, Some(crate::Decimal::new(0, 0)), None)
+        }) && self.discharge_limit_l2.as_ref().map_or(true, |f4| {
+            check::number_fits(*f4, None, Some(crate::Decimal::new(0, 0)), None)
+        }) && self.discharge_limit_l3.as_ref().map_or(true, |f5| {
+            check::number_fits(*f5, None, Some(crate::Decimal::new(0, 0)), None)
+        }) && self
+            .custom_data
             .as_ref()
-            .map_or(true, |f3| check::number_fits(*f3, None, Some(0.0), None))
-            && self
-                .discharge_limit_l2
-                .as_ref()
-                .map_or(true, |f4| check::number_fits(*f4, None, Some(0.0), None))
-            && self
-                .discharge_limit_l3
-                .as_ref()
-                .map_or(true, |f5| check::number_fits(*f5, None, Some(0.0), None))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f12| f12.conforms(mode))
+            .map_or(true, |f12| f12.conforms(mode))
     }
 }
 
@@ -1265,9 +1270,21 @@ impl proptest::arbitrary::Arbitrary for ChargingScheduleUpdate {
                 proptest::option::of(crate::arbitrary::number(None, None, None)),
                 proptest::option::of(crate::arbitrary::number(None, None, None)),
                 proptest::option::of(crate::arbitrary::number(None, None, None)),
-                proptest::option::of(crate::arbitrary::number(None, Some(0.0), None)),
-                proptest::option::of(crate::arbitrary::number(None, Some(0.0), None)),
-                proptest::option::of(crate::arbitrary::number(None, Some(0.0), None)),
+                proptest::option::of(crate::arbitrary::number(
+                    None,
+                    Some(crate::Decimal::new(0, 0)),
+                    None,
+                )),
+                proptest::option::of(crate::arbitrary::number(
+                    None,
+                    Some(crate::Decimal::new(0, 0)),
+                    None,
+                )),
+                proptest::option::of(crate::arbitrary::number(
+                    None,
+                    Some(crate::Decimal::new(0, 0)),
+                    None,
+                )),
                 proptest::option::of(crate::arbitrary::number(None, None, None)),
                 proptest::option::of(crate::arbitrary::number(None, None, None)),
             ),

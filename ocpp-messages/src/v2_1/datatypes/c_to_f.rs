@@ -2,6 +2,7 @@
 //! The data types (objects) that more than one action uses (OCPP 2.1): `ComponentVariable` to `FixedVar`.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::{
     Component, CostKindEnum, DERUnitEnum, Hysteresis, PeriodicEventStreamParams,
     ReactivePowerParams, Variable, VoltageParams,
@@ -217,9 +218,9 @@ impl proptest::arbitrary::Arbitrary for ConstantStreamData {
 pub struct ConsumptionCost {
     /// The lowest level of consumption that defines the starting point of this consumption block. The block interval extends to the start of the next interval.
     ///
-    /// `startValue`: required, decimal (f64).
+    /// `startValue`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "startValue")]
-    pub start_value: f64,
+    pub start_value: Decimal,
     /// `cost`: required, array of 1 to 3 × [`Cost`].
     #[serde(rename = "cost")]
     pub cost: Vec<Cost>,
@@ -231,7 +232,7 @@ pub struct ConsumptionCost {
 
 impl ConsumptionCost {
     /// Creates a value from its required fields (`startValue`, `cost`); the optional ones start as `None`.
-    pub fn new(start_value: f64, cost: Vec<Cost>) -> Self {
+    pub fn new(start_value: Decimal, cost: Vec<Cost>) -> Self {
         Self {
             start_value,
             cost,
@@ -501,10 +502,10 @@ pub struct DERCurve {
     pub y_unit: DERUnitEnum,
     /// Open loop response time, the time to ramp up to 90% of the new target in response to the change in voltage, in seconds. A value of 0 is used to mean no limit. When not present, the device should follow its default behavior.
     ///
-    /// `responseTime`: optional, decimal (f64).
+    /// `responseTime`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "responseTime")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_time: Option<f64>,
+    pub response_time: Option<Decimal>,
     /// Point in time when this curve will become activated. Only absent when \_default\_ is true.
     ///
     /// `startTime`: optional, RFC 3339 date-time.
@@ -513,10 +514,10 @@ pub struct DERCurve {
     pub start_time: Option<DateTime>,
     /// Duration in seconds that this curve will be active. Only absent when \_default\_ is true.
     ///
-    /// `duration`: optional, decimal (f64).
+    /// `duration`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "duration")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration: Option<f64>,
+    pub duration: Option<Decimal>,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -563,7 +564,7 @@ impl DERCurve {
 
     /// Sets `responseTime` (optional).
     #[must_use]
-    pub fn with_response_time(mut self, value: f64) -> Self {
+    pub fn with_response_time(mut self, value: Decimal) -> Self {
         self.response_time = Some(value);
         self
     }
@@ -577,7 +578,7 @@ impl DERCurve {
 
     /// Sets `duration` (optional).
     #[must_use]
-    pub fn with_duration(mut self, value: f64) -> Self {
+    pub fn with_duration(mut self, value: Decimal) -> Self {
         self.duration = Some(value);
         self
     }
@@ -728,14 +729,14 @@ impl proptest::arbitrary::Arbitrary for DERCurve {
 pub struct DERCurvePoints {
     /// The data value of the X-axis (independent) variable, depending on the curve type.
     ///
-    /// `x`: required, decimal (f64).
+    /// `x`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "x")]
-    pub x: f64,
+    pub x: Decimal,
     /// The data value of the Y-axis (dependent) variable, depending on the  &lt;&lt;cmn\_derunitenumtype&gt;&gt; of the curve. If \_y\_ is power factor, then a positive value means DER is absorbing reactive power (under-excited), a negative value when DER is injecting reactive power (over-excited).
     ///
-    /// `y`: required, decimal (f64).
+    /// `y`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "y")]
-    pub y: f64,
+    pub y: Decimal,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -744,7 +745,7 @@ pub struct DERCurvePoints {
 
 impl DERCurvePoints {
     /// Creates a value from its required fields (`x`, `y`); the optional ones start as `None`.
-    pub fn new(x: f64, y: f64) -> Self {
+    pub fn new(x: Decimal, y: Decimal) -> Self {
         Self {
             x,
             y,
@@ -914,42 +915,42 @@ pub struct EnterService {
     pub priority: u32,
     /// Enter service voltage high
     ///
-    /// `highVoltage`: required, decimal (f64).
+    /// `highVoltage`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "highVoltage")]
-    pub high_voltage: f64,
+    pub high_voltage: Decimal,
     /// Enter service voltage low
     ///
-    /// `lowVoltage`: required, decimal (f64).
+    /// `lowVoltage`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "lowVoltage")]
-    pub low_voltage: f64,
+    pub low_voltage: Decimal,
     /// Enter service frequency high
     ///
-    /// `highFreq`: required, decimal (f64).
+    /// `highFreq`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "highFreq")]
-    pub high_freq: f64,
+    pub high_freq: Decimal,
     /// Enter service frequency low
     ///
-    /// `lowFreq`: required, decimal (f64).
+    /// `lowFreq`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "lowFreq")]
-    pub low_freq: f64,
+    pub low_freq: Decimal,
     /// Enter service delay
     ///
-    /// `delay`: optional, decimal (f64).
+    /// `delay`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "delay")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay: Option<f64>,
+    pub delay: Option<Decimal>,
     /// Enter service randomized delay
     ///
-    /// `randomDelay`: optional, decimal (f64).
+    /// `randomDelay`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "randomDelay")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub random_delay: Option<f64>,
+    pub random_delay: Option<Decimal>,
     /// Enter service ramp rate in seconds
     ///
-    /// `rampRate`: optional, decimal (f64).
+    /// `rampRate`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "rampRate")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ramp_rate: Option<f64>,
+    pub ramp_rate: Option<Decimal>,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -960,10 +961,10 @@ impl EnterService {
     /// Creates a value from its required fields (`priority`, `highVoltage`, `lowVoltage`, `highFreq`, `lowFreq`); the optional ones start as `None`.
     pub fn new(
         priority: u32,
-        high_voltage: f64,
-        low_voltage: f64,
-        high_freq: f64,
-        low_freq: f64,
+        high_voltage: Decimal,
+        low_voltage: Decimal,
+        high_freq: Decimal,
+        low_freq: Decimal,
     ) -> Self {
         Self {
             priority,
@@ -980,21 +981,21 @@ impl EnterService {
 
     /// Sets `delay` (optional).
     #[must_use]
-    pub fn with_delay(mut self, value: f64) -> Self {
+    pub fn with_delay(mut self, value: Decimal) -> Self {
         self.delay = Some(value);
         self
     }
 
     /// Sets `randomDelay` (optional).
     #[must_use]
-    pub fn with_random_delay(mut self, value: f64) -> Self {
+    pub fn with_random_delay(mut self, value: Decimal) -> Self {
         self.random_delay = Some(value);
         self
     }
 
     /// Sets `rampRate` (optional).
     #[must_use]
-    pub fn with_ramp_rate(mut self, value: f64) -> Self {
+    pub fn with_ramp_rate(mut self, value: Decimal) -> Self {
         self.ramp_rate = Some(value);
         self
     }
@@ -1124,9 +1125,9 @@ pub struct FixedPF {
     pub priority: u32,
     /// Power factor, cos(phi), as value between 0..1.
     ///
-    /// `displacement`: required, decimal (f64).
+    /// `displacement`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "displacement")]
-    pub displacement: f64,
+    pub displacement: Decimal,
     /// True when absorbing reactive power (under-excited), false when injecting reactive power (over-excited).
     ///
     /// `excitation`: required, boolean.
@@ -1140,10 +1141,10 @@ pub struct FixedPF {
     pub start_time: Option<DateTime>,
     /// Duration in seconds that this setting is active.
     ///
-    /// `duration`: optional, decimal (f64).
+    /// `duration`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "duration")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration: Option<f64>,
+    pub duration: Option<Decimal>,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1152,7 +1153,7 @@ pub struct FixedPF {
 
 impl FixedPF {
     /// Creates a value from its required fields (`priority`, `displacement`, `excitation`); the optional ones start as `None`.
-    pub fn new(priority: u32, displacement: f64, excitation: bool) -> Self {
+    pub fn new(priority: u32, displacement: Decimal, excitation: bool) -> Self {
         Self {
             priority,
             displacement,
@@ -1172,7 +1173,7 @@ impl FixedPF {
 
     /// Sets `duration` (optional).
     #[must_use]
-    pub fn with_duration(mut self, value: f64) -> Self {
+    pub fn with_duration(mut self, value: Decimal) -> Self {
         self.duration = Some(value);
         self
     }
@@ -1277,9 +1278,9 @@ pub struct FixedVar {
     /// A negative value refers to charging, whereas a positive one refers to discharging.
     /// The value type is determined by the unit field.
     ///
-    /// `setpoint`: required, decimal (f64).
+    /// `setpoint`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "setpoint")]
-    pub setpoint: f64,
+    pub setpoint: Decimal,
     /// `unit`: required, [`DERUnitEnum`].
     #[serde(rename = "unit")]
     pub unit: DERUnitEnum,
@@ -1291,10 +1292,10 @@ pub struct FixedVar {
     pub start_time: Option<DateTime>,
     /// Duration in seconds that this setting is active.
     ///
-    /// `duration`: optional, decimal (f64).
+    /// `duration`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "duration")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration: Option<f64>,
+    pub duration: Option<Decimal>,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1303,7 +1304,7 @@ pub struct FixedVar {
 
 impl FixedVar {
     /// Creates a value from its required fields (`priority`, `setpoint`, `unit`); the optional ones start as `None`.
-    pub fn new(priority: u32, setpoint: f64, unit: DERUnitEnum) -> Self {
+    pub fn new(priority: u32, setpoint: Decimal, unit: DERUnitEnum) -> Self {
         Self {
             priority,
             setpoint,
@@ -1323,7 +1324,7 @@ impl FixedVar {
 
     /// Sets `duration` (optional).
     #[must_use]
-    pub fn with_duration(mut self, value: f64) -> Self {
+    pub fn with_duration(mut self, value: Decimal) -> Self {
         self.duration = Some(value);
         self
     }

@@ -2,6 +2,7 @@
 //! The data types (objects) that more than one action uses (OCPP 2.1): `FreqDroop` to `MessageInfo`.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::{
     AdditionalInfo, AuthorizationStatusEnum, Component, CustomData, DERCurve, MessageFormatEnum,
     MessagePriorityEnum, MessageStateEnum,
@@ -22,29 +23,29 @@ pub struct FreqDroop {
     pub priority: u32,
     /// Over-frequency start of droop
     ///
-    /// `overFreq`: required, decimal (f64).
+    /// `overFreq`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "overFreq")]
-    pub over_freq: f64,
+    pub over_freq: Decimal,
     /// Under-frequency start of droop
     ///
-    /// `underFreq`: required, decimal (f64).
+    /// `underFreq`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "underFreq")]
-    pub under_freq: f64,
+    pub under_freq: Decimal,
     /// Over-frequency droop per unit, oFDroop
     ///
-    /// `overDroop`: required, decimal (f64).
+    /// `overDroop`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "overDroop")]
-    pub over_droop: f64,
+    pub over_droop: Decimal,
     /// Under-frequency droop per unit, uFDroop
     ///
-    /// `underDroop`: required, decimal (f64).
+    /// `underDroop`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "underDroop")]
-    pub under_droop: f64,
+    pub under_droop: Decimal,
     /// Open loop response time in seconds
     ///
-    /// `responseTime`: required, decimal (f64).
+    /// `responseTime`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "responseTime")]
-    pub response_time: f64,
+    pub response_time: Decimal,
     /// Time when this setting becomes active
     ///
     /// `startTime`: optional, RFC 3339 date-time.
@@ -53,10 +54,10 @@ pub struct FreqDroop {
     pub start_time: Option<DateTime>,
     /// Duration in seconds that this setting is active
     ///
-    /// `duration`: optional, decimal (f64).
+    /// `duration`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "duration")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration: Option<f64>,
+    pub duration: Option<Decimal>,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,11 +68,11 @@ impl FreqDroop {
     /// Creates a value from its required fields (`priority`, `overFreq`, `underFreq`, `overDroop`, `underDroop`, `responseTime`); the optional ones start as `None`.
     pub fn new(
         priority: u32,
-        over_freq: f64,
-        under_freq: f64,
-        over_droop: f64,
-        under_droop: f64,
-        response_time: f64,
+        over_freq: Decimal,
+        under_freq: Decimal,
+        over_droop: Decimal,
+        under_droop: Decimal,
+        response_time: Decimal,
     ) -> Self {
         Self {
             priority,
@@ -95,7 +96,7 @@ impl FreqDroop {
 
     /// Sets `duration` (optional).
     #[must_use]
-    pub fn with_duration(mut self, value: f64) -> Self {
+    pub fn with_duration(mut self, value: Decimal) -> Self {
         self.duration = Some(value);
         self
     }
@@ -226,14 +227,14 @@ pub struct Gradient {
     pub priority: u32,
     /// Default ramp rate in seconds (0 if not applicable)
     ///
-    /// `gradient`: required, decimal (f64).
+    /// `gradient`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "gradient")]
-    pub gradient: f64,
+    pub gradient: Decimal,
     /// Soft-start ramp rate in seconds (0 if not applicable)
     ///
-    /// `softGradient`: required, decimal (f64).
+    /// `softGradient`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "softGradient")]
-    pub soft_gradient: f64,
+    pub soft_gradient: Decimal,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -242,7 +243,7 @@ pub struct Gradient {
 
 impl Gradient {
     /// Creates a value from its required fields (`priority`, `gradient`, `softGradient`); the optional ones start as `None`.
-    pub fn new(priority: u32, gradient: f64, soft_gradient: f64) -> Self {
+    pub fn new(priority: u32, gradient: Decimal, soft_gradient: Decimal) -> Self {
         Self {
             priority,
             gradient,
@@ -325,28 +326,28 @@ impl proptest::arbitrary::Arbitrary for Gradient {
 pub struct Hysteresis {
     /// High value for return to normal operation after a grid event, in absolute value. This value adopts the same unit as defined by yUnit
     ///
-    /// `hysteresisHigh`: optional, decimal (f64).
+    /// `hysteresisHigh`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "hysteresisHigh")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hysteresis_high: Option<f64>,
+    pub hysteresis_high: Option<Decimal>,
     /// Low value for return to normal operation after a grid event, in absolute value. This value adopts the same unit as defined by yUnit
     ///
-    /// `hysteresisLow`: optional, decimal (f64).
+    /// `hysteresisLow`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "hysteresisLow")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hysteresis_low: Option<f64>,
+    pub hysteresis_low: Option<Decimal>,
     /// Delay in seconds, once grid parameter within HysteresisLow and HysteresisHigh, for the EV to return to normal operation after a grid event.
     ///
-    /// `hysteresisDelay`: optional, decimal (f64).
+    /// `hysteresisDelay`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "hysteresisDelay")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hysteresis_delay: Option<f64>,
+    pub hysteresis_delay: Option<Decimal>,
     /// Set default rate of change (ramp rate %/s) for the EV to return to normal operation after a grid event
     ///
-    /// `hysteresisGradient`: optional, decimal (f64).
+    /// `hysteresisGradient`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "hysteresisGradient")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hysteresis_gradient: Option<f64>,
+    pub hysteresis_gradient: Option<Decimal>,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -356,28 +357,28 @@ pub struct Hysteresis {
 impl Hysteresis {
     /// Sets `hysteresisHigh` (optional).
     #[must_use]
-    pub fn with_hysteresis_high(mut self, value: f64) -> Self {
+    pub fn with_hysteresis_high(mut self, value: Decimal) -> Self {
         self.hysteresis_high = Some(value);
         self
     }
 
     /// Sets `hysteresisLow` (optional).
     #[must_use]
-    pub fn with_hysteresis_low(mut self, value: f64) -> Self {
+    pub fn with_hysteresis_low(mut self, value: Decimal) -> Self {
         self.hysteresis_low = Some(value);
         self
     }
 
     /// Sets `hysteresisDelay` (optional).
     #[must_use]
-    pub fn with_hysteresis_delay(mut self, value: f64) -> Self {
+    pub fn with_hysteresis_delay(mut self, value: Decimal) -> Self {
         self.hysteresis_delay = Some(value);
         self
     }
 
     /// Sets `hysteresisGradient` (optional).
     #[must_use]
-    pub fn with_hysteresis_gradient(mut self, value: f64) -> Self {
+    pub fn with_hysteresis_gradient(mut self, value: Decimal) -> Self {
         self.hysteresis_gradient = Some(value);
         self
     }
@@ -851,9 +852,9 @@ pub struct LimitAtSoC {
     /// Charging rate limit beyond the SoC value.
     /// The unit is defined by \_chargingSchedule.chargingRateUnit\_.
     ///
-    /// `limit`: required, decimal (f64).
+    /// `limit`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "limit")]
-    pub limit: f64,
+    pub limit: Decimal,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -862,7 +863,7 @@ pub struct LimitAtSoC {
 
 impl LimitAtSoC {
     /// Creates a value from its required fields (`soc`, `limit`); the optional ones start as `None`.
-    pub fn new(soc: u32, limit: f64) -> Self {
+    pub fn new(soc: u32, limit: Decimal) -> Self {
         Self {
             soc,
             limit,
@@ -942,10 +943,10 @@ pub struct LimitMaxDischarge {
     /// The value specifies a percentage (0 to 100) of the rated maximum discharge power of EV.
     /// The PowerMonitoring curve becomes active when power exceeds this percentage.
     ///
-    /// `pctMaxDischargePower`: optional, decimal (f64).
+    /// `pctMaxDischargePower`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "pctMaxDischargePower")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pct_max_discharge_power: Option<f64>,
+    pub pct_max_discharge_power: Option<Decimal>,
     /// `powerMonitoringMustTrip`: optional, [`DERCurve`].
     #[serde(rename = "powerMonitoringMustTrip")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -958,10 +959,10 @@ pub struct LimitMaxDischarge {
     pub start_time: Option<DateTime>,
     /// Duration in seconds that this setting is active
     ///
-    /// `duration`: optional, decimal (f64).
+    /// `duration`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "duration")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration: Option<f64>,
+    pub duration: Option<Decimal>,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -983,7 +984,7 @@ impl LimitMaxDischarge {
 
     /// Sets `pctMaxDischargePower` (optional).
     #[must_use]
-    pub fn with_pct_max_discharge_power(mut self, value: f64) -> Self {
+    pub fn with_pct_max_discharge_power(mut self, value: Decimal) -> Self {
         self.pct_max_discharge_power = Some(value);
         self
     }
@@ -1004,7 +1005,7 @@ impl LimitMaxDischarge {
 
     /// Sets `duration` (optional).
     #[must_use]
-    pub fn with_duration(mut self, value: f64) -> Self {
+    pub fn with_duration(mut self, value: Decimal) -> Self {
         self.duration = Some(value);
         self
     }

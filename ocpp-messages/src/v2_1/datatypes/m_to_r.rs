@@ -2,6 +2,7 @@
 //! The data types (objects) that more than one action uses (OCPP 2.1): `MeterValue` to `RationalNumber`.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::{CustomData, HashAlgorithmEnum, SampledValue, TaxRate};
 use crate::validate::{check, Mode, Path, Schema, Violation};
 use alloc::string::String;
@@ -634,16 +635,16 @@ impl proptest::arbitrary::Arbitrary for PeriodicEventStreamParams {
 pub struct Price {
     /// Price/cost excluding tax. Can be absent if \_inclTax\_ is present.
     ///
-    /// `exclTax`: optional, decimal (f64).
+    /// `exclTax`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "exclTax")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub excl_tax: Option<f64>,
+    pub excl_tax: Option<Decimal>,
     /// Price/cost including tax. Can be absent if \_exclTax\_ is present.
     ///
-    /// `inclTax`: optional, decimal (f64).
+    /// `inclTax`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "inclTax")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incl_tax: Option<f64>,
+    pub incl_tax: Option<Decimal>,
     /// `taxRates`: optional, array of 1 to 5 × [`TaxRate`].
     #[serde(rename = "taxRates")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -657,14 +658,14 @@ pub struct Price {
 impl Price {
     /// Sets `exclTax` (optional).
     #[must_use]
-    pub fn with_excl_tax(mut self, value: f64) -> Self {
+    pub fn with_excl_tax(mut self, value: Decimal) -> Self {
         self.excl_tax = Some(value);
         self
     }
 
     /// Sets `inclTax` (optional).
     #[must_use]
-    pub fn with_incl_tax(mut self, value: f64) -> Self {
+    pub fn with_incl_tax(mut self, value: Decimal) -> Self {
         self.incl_tax = Some(value);
         self
     }

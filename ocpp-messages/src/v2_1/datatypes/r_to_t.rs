@@ -2,6 +2,7 @@
 //! The data types (objects) that more than one action uses (OCPP 2.1): `ReactivePowerParams` to `Tariff`.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::{
     ConsumptionCost, CustomData, LocationEnum, MeasurandEnum, MessageContent, PhaseEnum, Price,
     ReadingContextEnum, TariffEnergy, TariffFixed, TariffTime, UnitOfMeasure,
@@ -17,10 +18,10 @@ use serde_json::Value;
 pub struct ReactivePowerParams {
     /// Only for VoltVar curve: The nominal ac voltage (rms) adjustment to the voltage curve points for Volt-Var curves (percentage).
     ///
-    /// `vRef`: optional, decimal (f64).
+    /// `vRef`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "vRef")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub v_ref: Option<f64>,
+    pub v_ref: Option<Decimal>,
     /// Only for VoltVar: Enable/disable autonomous VRef adjustment
     ///
     /// `autonomousVRefEnable`: optional, boolean.
@@ -29,10 +30,10 @@ pub struct ReactivePowerParams {
     pub autonomous_v_ref_enable: Option<bool>,
     /// Only for VoltVar: Adjustment range for VRef time constant
     ///
-    /// `autonomousVRefTimeConstant`: optional, decimal (f64).
+    /// `autonomousVRefTimeConstant`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "autonomousVRefTimeConstant")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub autonomous_v_ref_time_constant: Option<f64>,
+    pub autonomous_v_ref_time_constant: Option<Decimal>,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,7 +43,7 @@ pub struct ReactivePowerParams {
 impl ReactivePowerParams {
     /// Sets `vRef` (optional).
     #[must_use]
-    pub fn with_v_ref(mut self, value: f64) -> Self {
+    pub fn with_v_ref(mut self, value: Decimal) -> Self {
         self.v_ref = Some(value);
         self
     }
@@ -56,7 +57,7 @@ impl ReactivePowerParams {
 
     /// Sets `autonomousVRefTimeConstant` (optional).
     #[must_use]
-    pub fn with_autonomous_v_ref_time_constant(mut self, value: f64) -> Self {
+    pub fn with_autonomous_v_ref_time_constant(mut self, value: Decimal) -> Self {
         self.autonomous_v_ref_time_constant = Some(value);
         self
     }
@@ -517,9 +518,9 @@ impl proptest::arbitrary::Arbitrary for SalesTariffEntry {
 pub struct SampledValue {
     /// Indicates the measured value.
     ///
-    /// `value`: required, decimal (f64).
+    /// `value`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "value")]
-    pub value: f64,
+    pub value: Decimal,
     /// `measurand`: optional, [`MeasurandEnum`].
     #[serde(rename = "measurand")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -552,7 +553,7 @@ pub struct SampledValue {
 
 impl SampledValue {
     /// Creates a value from its required fields (`value`); the optional ones start as `None`.
-    pub fn new(value: f64) -> Self {
+    pub fn new(value: Decimal) -> Self {
         Self {
             value,
             measurand: None,

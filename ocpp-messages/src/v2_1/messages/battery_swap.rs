@@ -2,6 +2,7 @@
 //! The `BatterySwap` action of OCPP 2.1.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::{CustomData, IdToken};
 use crate::validate::{check, Mode, Path, Schema, Violation};
 use alloc::string::String;
@@ -228,14 +229,14 @@ pub struct BatteryData {
     pub serial_number: String,
     /// State of charge
     ///
-    /// `soC`: required, decimal (f64), at least 0, at most 100.
+    /// `soC`: required, exact decimal ([`Decimal`]), at least 0, at most 100.
     #[serde(rename = "soC")]
-    pub so_c: f64,
+    pub so_c: Decimal,
     /// State of health
     ///
-    /// `soH`: required, decimal (f64), at least 0, at most 100.
+    /// `soH`: required, exact decimal ([`Decimal`]), at least 0, at most 100.
     #[serde(rename = "soH")]
-    pub so_h: f64,
+    pub so_h: Decimal,
     /// Production date of battery.
     ///
     /// `productionDate`: optional, RFC 3339 date-time.
@@ -256,7 +257,12 @@ pub struct BatteryData {
 
 impl BatteryData {
     /// Creates a value from its required fields (`evseId`, `serialNumber`, `soC`, `soH`); the optional ones start as `None`.
-    pub fn new(evse_id: u32, serial_number: impl Into<String>, so_c: f64, so_h: f64) -> Self {
+    pub fn new(
+        evse_id: u32,
+        serial_number: impl Into<String>,
+        so_c: Decimal,
+        so_h: Decimal,
+    ) -> Self {
         Self {
             evse_id,
             serial_number: serial_number.into(),
@@ -320,12 +326,24 @@ impl Schema for BatteryData {
         {
             let path = &path.field("soC");
             let v = check::required(object, "soC", path)?;
-            check::number(v, path, Some(0.0), Some(100.0), None)?;
+            check::number(
+                v,
+                path,
+                Some(crate::Decimal::new(0, 0)),
+                Some(crate::Decimal::new(100, 0)),
+                None,
+            )?;
         }
         {
             let path = &path.field("soH");
             let v = check::required(object, "soH", path)?;
-            check::number(v, path, Some(0.0), Some(100.0), None)?;
+            check::number(
+                v,
+                path,
+                Some(crate::Decimal::new(0, 0)),
+                Some(crate::Decimal::new(100, 0)),
+                None,
+            )?;
         }
         if let Some(v) = check::optional(object, "productionDate", mode) {
             let path = &path.field("productionDate");
@@ -347,8 +365,18 @@ impl Schema for BatteryData {
         let f2 = &self.so_c;
         let f3 = &self.so_h;
         check::fits(f1, 50)
-            && check::number_fits(*f2, Some(0.0), Some(100.0), None)
-            && check::number_fits(*f3, Some(0.0), Some(100.0), None)
+            && check::number_fits(
+                *f2,
+                Some(crate::Decimal::new(0, 0)),
+                Some(crate::Decimal::new(100, 0)),
+                None,
+            )
+            && check::number_fits(
+                *f3,
+                Some(crate::Decimal::new(0, 0)),
+                Some(crate::Decimal::new(100, 0)),
+                None,
+            )
             && self
                 .vendor_info
                 .as_ref()
@@ -370,8 +398,16 @@ impl proptest::arbitrary::Arbitrary for BatteryData {
         ((
             0u32..=4294967295u32,
             crate::arbitrary::string(50),
-            crate::arbitrary::number(Some(0.0), Some(100.0), None),
-            crate::arbitrary::number(Some(0.0), Some(100.0), None),
+            crate::arbitrary::number(
+                Some(crate::Decimal::new(0, 0)),
+                Some(crate::Decimal::new(100, 0)),
+                None,
+            ),
+            crate::arbitrary::number(
+                Some(crate::Decimal::new(0, 0)),
+                Some(crate::Decimal::new(100, 0)),
+                None,
+            ),
             proptest::option::of(crate::arbitrary::date_time()),
             proptest::option::of(crate::arbitrary::string(500)),
             proptest::option::of(proptest::arbitrary::any::<CustomData>()),

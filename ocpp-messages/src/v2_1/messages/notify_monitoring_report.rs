@@ -2,6 +2,7 @@
 //! The `NotifyMonitoringReport` action of OCPP 2.1.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::{Component, CustomData, EventNotificationEnum, MonitorEnum, Variable};
 use crate::validate::{check, Mode, Path, Schema, Violation};
 use alloc::vec::Vec;
@@ -371,9 +372,9 @@ pub struct VariableMonitoring {
     /// Value for threshold or delta monitoring.
     /// For Periodic or PeriodicClockAligned this is the interval in seconds.
     ///
-    /// `value`: required, decimal (f64).
+    /// `value`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "value")]
-    pub value: f64,
+    pub value: Decimal,
     /// `type`: required, [`MonitorEnum`].
     #[serde(rename = "type")]
     pub r#type: MonitorEnum,
@@ -418,7 +419,7 @@ impl VariableMonitoring {
     pub fn new(
         id: u32,
         transaction: bool,
-        value: f64,
+        value: Decimal,
         r#type: MonitorEnum,
         severity: u32,
         event_notification_type: EventNotificationEnum,

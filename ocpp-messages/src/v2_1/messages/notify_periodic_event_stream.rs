@@ -2,6 +2,7 @@
 //! The `NotifyPeriodicEventStream` action of OCPP 2.1 (SEND only: no response).
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::CustomData;
 use crate::validate::{check, Mode, Path, Schema, Violation};
 use alloc::string::String;
@@ -150,9 +151,9 @@ impl proptest::arbitrary::Arbitrary for NotifyPeriodicEventStreamRequest {
 pub struct StreamDataElement {
     /// Offset relative to \_basetime\_ of this message. \_basetime\_ + \_t\_ is timestamp of recorded value.
     ///
-    /// `t`: required, decimal (f64).
+    /// `t`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "t")]
-    pub t: f64,
+    pub t: Decimal,
     /// `v`: required, string of at most 2500 characters.
     #[serde(rename = "v")]
     pub v: String,
@@ -164,7 +165,7 @@ pub struct StreamDataElement {
 
 impl StreamDataElement {
     /// Creates a value from its required fields (`t`, `v`); the optional ones start as `None`.
-    pub fn new(t: f64, v: impl Into<String>) -> Self {
+    pub fn new(t: Decimal, v: impl Into<String>) -> Self {
         Self {
             t,
             v: v.into(),

@@ -2,6 +2,7 @@
 //! The `NotifySettlement` action of OCPP 2.1.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::{Address, CustomData};
 use crate::validate::{check, Mode, Path, Schema, Violation};
 use alloc::string::String;
@@ -51,9 +52,9 @@ pub struct NotifySettlementRequest {
     pub status_info: Option<String>,
     /// The amount that was settled, or attempted to be settled (in case of failure).
     ///
-    /// `settlementAmount`: required, decimal (f64).
+    /// `settlementAmount`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "settlementAmount")]
-    pub settlement_amount: f64,
+    pub settlement_amount: Decimal,
     /// The time when the settlement was done.
     ///
     /// `settlementTime`: required, RFC 3339 date-time.
@@ -90,7 +91,7 @@ impl NotifySettlementRequest {
     pub fn new(
         psp_ref: impl Into<String>,
         status: PaymentStatusEnum,
-        settlement_amount: f64,
+        settlement_amount: Decimal,
         settlement_time: DateTime,
     ) -> Self {
         Self {

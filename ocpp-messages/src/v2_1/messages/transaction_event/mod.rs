@@ -6,6 +6,7 @@ mod types;
 pub use types::*;
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::{CustomData, IdToken, IdTokenInfo, MessageContent, MeterValue, EVSE};
 use crate::validate::{check, Mode, Path, Schema, Violation};
 use alloc::vec::Vec;
@@ -416,10 +417,10 @@ impl proptest::arbitrary::Arbitrary for TransactionEventRequest {
 pub struct TransactionEventResponse {
     /// When \_eventType\_ of TransactionEventRequest is Updated, then this value contains the running cost. When \_eventType\_ of TransactionEventRequest is Ended, then this contains the final total cost of this transaction, including taxes, in the currency configured with the Configuration Variable: Currency. Absence of this value does not imply that the transaction was free. To indicate a free transaction, the CSMS SHALL send a value of 0.00.
     ///
-    /// `totalCost`: optional, decimal (f64).
+    /// `totalCost`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "totalCost")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total_cost: Option<f64>,
+    pub total_cost: Option<Decimal>,
     /// Priority from a business point of view. Default priority is 0, The range is from -9 to 9. Higher values indicate a higher priority. The chargingPriority in &lt;&lt;transactioneventresponse,TransactionEventResponse&gt;&gt; is temporarily, so it may not be set in the &lt;&lt;cmn\_idtokeninfotype,IdTokenInfoType&gt;&gt; afterwards. Also the chargingPriority in &lt;&lt;transactioneventresponse,TransactionEventResponse&gt;&gt; has a higher priority than the one in &lt;&lt;cmn\_idtokeninfotype,IdTokenInfoType&gt;&gt;.
     ///
     /// `chargingPriority`: optional, integer.
@@ -451,7 +452,7 @@ pub struct TransactionEventResponse {
 impl TransactionEventResponse {
     /// Sets `totalCost` (optional).
     #[must_use]
-    pub fn with_total_cost(mut self, value: f64) -> Self {
+    pub fn with_total_cost(mut self, value: Decimal) -> Self {
         self.total_cost = Some(value);
         self
     }

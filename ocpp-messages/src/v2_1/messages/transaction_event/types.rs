@@ -2,6 +2,7 @@
 //! The types only the `TransactionEvent` action uses (OCPP 2.1).
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::{CustomData, OperationModeEnum, Price};
 use crate::validate::{check, Mode, Path, Schema, Violation};
 use alloc::string::String;
@@ -347,9 +348,9 @@ pub struct CostDimension {
     pub r#type: CostDimensionEnum,
     /// Volume of the dimension consumed, measured according to the dimension type.
     ///
-    /// `volume`: required, decimal (f64).
+    /// `volume`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "volume")]
-    pub volume: f64,
+    pub volume: Decimal,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -358,7 +359,7 @@ pub struct CostDimension {
 
 impl CostDimension {
     /// Creates a value from its required fields (`type`, `volume`); the optional ones start as `None`.
-    pub fn new(r#type: CostDimensionEnum, volume: f64) -> Self {
+    pub fn new(r#type: CostDimensionEnum, volume: Decimal) -> Self {
         Self {
             r#type,
             volume,
@@ -797,16 +798,16 @@ impl proptest::arbitrary::Arbitrary for TotalCost {
 pub struct TotalPrice {
     /// Price/cost excluding tax. Can be absent if \_inclTax\_ is present.
     ///
-    /// `exclTax`: optional, decimal (f64).
+    /// `exclTax`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "exclTax")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub excl_tax: Option<f64>,
+    pub excl_tax: Option<Decimal>,
     /// Price/cost including tax. Can be absent if \_exclTax\_ is present.
     ///
-    /// `inclTax`: optional, decimal (f64).
+    /// `inclTax`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "inclTax")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incl_tax: Option<f64>,
+    pub incl_tax: Option<Decimal>,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -816,14 +817,14 @@ pub struct TotalPrice {
 impl TotalPrice {
     /// Sets `exclTax` (optional).
     #[must_use]
-    pub fn with_excl_tax(mut self, value: f64) -> Self {
+    pub fn with_excl_tax(mut self, value: Decimal) -> Self {
         self.excl_tax = Some(value);
         self
     }
 
     /// Sets `inclTax` (optional).
     #[must_use]
-    pub fn with_incl_tax(mut self, value: f64) -> Self {
+    pub fn with_incl_tax(mut self, value: Decimal) -> Self {
         self.incl_tax = Some(value);
         self
     }
@@ -888,9 +889,9 @@ impl proptest::arbitrary::Arbitrary for TotalPrice {
 /// Schema definition `TotalUsageType`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TotalUsage {
-    /// `energy`: required, decimal (f64).
+    /// `energy`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "energy")]
-    pub energy: f64,
+    pub energy: Decimal,
     /// Total duration of the charging session (including the duration of charging and not charging), in seconds.
     ///
     /// `chargingTime`: required, integer.
@@ -915,7 +916,7 @@ pub struct TotalUsage {
 
 impl TotalUsage {
     /// Creates a value from its required fields (`energy`, `chargingTime`, `idleTime`); the optional ones start as `None`.
-    pub fn new(energy: f64, charging_time: i32, idle_time: i32) -> Self {
+    pub fn new(energy: Decimal, charging_time: i32, idle_time: i32) -> Self {
         Self {
             energy,
             charging_time,
@@ -1285,16 +1286,16 @@ crate::wire_enum::wire_enum!(TransactionEventEnum { Ended => "Ended", Started =>
 pub struct TransactionLimit {
     /// Maximum allowed cost of transaction in currency of tariff.
     ///
-    /// `maxCost`: optional, decimal (f64).
+    /// `maxCost`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "maxCost")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_cost: Option<f64>,
+    pub max_cost: Option<Decimal>,
     /// Maximum allowed energy in Wh to charge in transaction.
     ///
-    /// `maxEnergy`: optional, decimal (f64).
+    /// `maxEnergy`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "maxEnergy")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_energy: Option<f64>,
+    pub max_energy: Option<Decimal>,
     /// Maximum duration of transaction in seconds from start to end.
     ///
     /// `maxTime`: optional, integer.
@@ -1316,14 +1317,14 @@ pub struct TransactionLimit {
 impl TransactionLimit {
     /// Sets `maxCost` (optional).
     #[must_use]
-    pub fn with_max_cost(mut self, value: f64) -> Self {
+    pub fn with_max_cost(mut self, value: Decimal) -> Self {
         self.max_cost = Some(value);
         self
     }
 
     /// Sets `maxEnergy` (optional).
     #[must_use]
-    pub fn with_max_energy(mut self, value: f64) -> Self {
+    pub fn with_max_energy(mut self, value: Decimal) -> Self {
         self.max_energy = Some(value);
         self
     }

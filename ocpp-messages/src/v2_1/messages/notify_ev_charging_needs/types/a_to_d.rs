@@ -2,6 +2,7 @@
 //! The types only the `NotifyEVChargingNeeds` action uses (OCPP 2.1): `ACChargingParameters` to `DCChargingParameters`.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::{
     CustomData, DERChargingParameters, EVEnergyOffer, EnergyTransferModeEnum,
     MobilityNeedsModeEnum, V2XChargingParameters,
@@ -22,30 +23,30 @@ pub struct ACChargingParameters {
     /// \*ISO 15118-2\*: AC\_EVChargeParameterType: EAmount +
     /// \*ISO 15118-20\*: Dynamic/Scheduled\_SEReqControlModeType: EVTargetEnergyRequest
     ///
-    /// `energyAmount`: required, decimal (f64).
+    /// `energyAmount`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "energyAmount")]
-    pub energy_amount: f64,
+    pub energy_amount: Decimal,
     /// Minimum current (amps) supported by the electric vehicle (per phase).
     /// Relates to: +
     /// \*ISO 15118-2\*: AC\_EVChargeParameterType: EVMinCurrent
     ///
-    /// `evMinCurrent`: required, decimal (f64).
+    /// `evMinCurrent`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "evMinCurrent")]
-    pub ev_min_current: f64,
+    pub ev_min_current: Decimal,
     /// Maximum current (amps) supported by the electric vehicle (per phase). Includes cable capacity.
     /// Relates to: +
     /// \*ISO 15118-2\*: AC\_EVChargeParameterType: EVMaxCurrent
     ///
-    /// `evMaxCurrent`: required, decimal (f64).
+    /// `evMaxCurrent`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "evMaxCurrent")]
-    pub ev_max_current: f64,
+    pub ev_max_current: Decimal,
     /// Maximum voltage supported by the electric vehicle.
     /// Relates to: +
     /// \*ISO 15118-2\*: AC\_EVChargeParameterType: EVMaxVoltage
     ///
-    /// `evMaxVoltage`: required, decimal (f64).
+    /// `evMaxVoltage`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "evMaxVoltage")]
-    pub ev_max_voltage: f64,
+    pub ev_max_voltage: Decimal,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -55,10 +56,10 @@ pub struct ACChargingParameters {
 impl ACChargingParameters {
     /// Creates a value from its required fields (`energyAmount`, `evMinCurrent`, `evMaxCurrent`, `evMaxVoltage`); the optional ones start as `None`.
     pub fn new(
-        energy_amount: f64,
-        ev_min_current: f64,
-        ev_max_current: f64,
-        ev_max_voltage: f64,
+        energy_amount: Decimal,
+        ev_min_current: Decimal,
+        ev_max_current: Decimal,
+        ev_max_voltage: Decimal,
     ) -> Self {
         Self {
             energy_amount,
@@ -479,40 +480,40 @@ pub struct DCChargingParameters {
     /// Relates to: +
     /// \*ISO 15118-2\*: DC\_EVChargeParameterType:EVMaximumCurrentLimit
     ///
-    /// `evMaxCurrent`: required, decimal (f64).
+    /// `evMaxCurrent`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "evMaxCurrent")]
-    pub ev_max_current: f64,
+    pub ev_max_current: Decimal,
     /// Maximum voltage supported by the electric vehicle.
     /// Relates to: +
     /// \*ISO 15118-2\*: DC\_EVChargeParameterType: EVMaximumVoltageLimit
     ///
-    /// `evMaxVoltage`: required, decimal (f64).
+    /// `evMaxVoltage`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "evMaxVoltage")]
-    pub ev_max_voltage: f64,
+    pub ev_max_voltage: Decimal,
     /// Maximum power (in W) supported by the electric vehicle. Required for DC charging.
     /// Relates to: +
     /// \*ISO 15118-2\*: DC\_EVChargeParameterType: EVMaximumPowerLimit
     ///
-    /// `evMaxPower`: optional, decimal (f64).
+    /// `evMaxPower`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "evMaxPower")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ev_max_power: Option<f64>,
+    pub ev_max_power: Option<Decimal>,
     /// Capacity of the electric vehicle battery (in Wh).
     /// Relates to: +
     /// \*ISO 15118-2\*: DC\_EVChargeParameterType: EVEnergyCapacity
     ///
-    /// `evEnergyCapacity`: optional, decimal (f64).
+    /// `evEnergyCapacity`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "evEnergyCapacity")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ev_energy_capacity: Option<f64>,
+    pub ev_energy_capacity: Option<Decimal>,
     /// Amount of energy requested (in Wh). This inludes energy required for preconditioning.
     /// Relates to: +
     /// \*ISO 15118-2\*: DC\_EVChargeParameterType: EVEnergyRequest
     ///
-    /// `energyAmount`: optional, decimal (f64).
+    /// `energyAmount`: optional, exact decimal ([`Decimal`]).
     #[serde(rename = "energyAmount")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy_amount: Option<f64>,
+    pub energy_amount: Option<Decimal>,
     /// Energy available in the battery (in percent of the battery capacity)
     /// Relates to: +
     /// \*ISO 15118-2\*: DC\_EVChargeParameterType: DC\_EVStatus: EVRESSSOC
@@ -545,7 +546,7 @@ pub struct DCChargingParameters {
 
 impl DCChargingParameters {
     /// Creates a value from its required fields (`evMaxCurrent`, `evMaxVoltage`); the optional ones start as `None`.
-    pub fn new(ev_max_current: f64, ev_max_voltage: f64) -> Self {
+    pub fn new(ev_max_current: Decimal, ev_max_voltage: Decimal) -> Self {
         Self {
             ev_max_current,
             ev_max_voltage,
@@ -561,21 +562,21 @@ impl DCChargingParameters {
 
     /// Sets `evMaxPower` (optional).
     #[must_use]
-    pub fn with_ev_max_power(mut self, value: f64) -> Self {
+    pub fn with_ev_max_power(mut self, value: Decimal) -> Self {
         self.ev_max_power = Some(value);
         self
     }
 
     /// Sets `evEnergyCapacity` (optional).
     #[must_use]
-    pub fn with_ev_energy_capacity(mut self, value: f64) -> Self {
+    pub fn with_ev_energy_capacity(mut self, value: Decimal) -> Self {
         self.ev_energy_capacity = Some(value);
         self
     }
 
     /// Sets `energyAmount` (optional).
     #[must_use]
-    pub fn with_energy_amount(mut self, value: f64) -> Self {
+    pub fn with_energy_amount(mut self, value: Decimal) -> Self {
         self.energy_amount = Some(value);
         self
     }

@@ -2,6 +2,7 @@
 //! The types only the `NotifyEVChargingNeeds` action uses (OCPP 2.1): `EVAbsolutePriceSchedule` to `NotifyEVChargingNeedsStatusEnum`.
 
 use crate::datetime::DateTime;
+use crate::decimal::Decimal;
 use crate::v2_1::CustomData;
 use crate::validate::{check, Mode, Path, Schema, Violation};
 use alloc::string::String;
@@ -470,9 +471,9 @@ pub struct EVPowerScheduleEntry {
     pub duration: i32,
     /// Defines maximum amount of power for the duration of this EVPowerScheduleEntry to be discharged from the EV battery through EVSE power outlet. Negative values are used for discharging.
     ///
-    /// `power`: required, decimal (f64).
+    /// `power`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "power")]
-    pub power: f64,
+    pub power: Decimal,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -481,7 +482,7 @@ pub struct EVPowerScheduleEntry {
 
 impl EVPowerScheduleEntry {
     /// Creates a value from its required fields (`duration`, `power`); the optional ones start as `None`.
-    pub fn new(duration: i32, power: f64) -> Self {
+    pub fn new(duration: i32, power: Decimal) -> Self {
         Self {
             duration,
             power,
@@ -553,14 +554,14 @@ impl proptest::arbitrary::Arbitrary for EVPowerScheduleEntry {
 pub struct EVPriceRule {
     /// Cost per kWh.
     ///
-    /// `energyFee`: required, decimal (f64).
+    /// `energyFee`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "energyFee")]
-    pub energy_fee: f64,
+    pub energy_fee: Decimal,
     /// The EnergyFee applies between this value and the value of the PowerRangeStart of the subsequent EVPriceRule. If the power is below this value, the EnergyFee of the previous EVPriceRule applies. Negative values are used for discharging.
     ///
-    /// `powerRangeStart`: required, decimal (f64).
+    /// `powerRangeStart`: required, exact decimal ([`Decimal`]).
     #[serde(rename = "powerRangeStart")]
-    pub power_range_start: f64,
+    pub power_range_start: Decimal,
     /// `customData`: optional, [`CustomData`].
     #[serde(rename = "customData")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -569,7 +570,7 @@ pub struct EVPriceRule {
 
 impl EVPriceRule {
     /// Creates a value from its required fields (`energyFee`, `powerRangeStart`); the optional ones start as `None`.
-    pub fn new(energy_fee: f64, power_range_start: f64) -> Self {
+    pub fn new(energy_fee: Decimal, power_range_start: Decimal) -> Self {
         Self {
             energy_fee,
             power_range_start,

@@ -1,0 +1,233 @@
+//! Neutral answers made into each version's response: the right action, schema-valid, and a
+//! typed error where the answer does not fit.
+
+use ocpp_messages::{DateTime, DecodeOptions, OcppVersion, Request};
+use ocpp_model::{
+    respond, Answer, Authorization, AuthorizationStatus, BootAnswer, Event, IdToken, ModelError,
+    RegistrationStatus,
+};
+
+fn event(version: OcppVersion, action: &str, json: &str) -> Event {
+    Event::from_request(&Request::decode(version, action, json, &DecodeOptions::strict()).unwrap())
+}
+
+fn time() -> DateTime {
+    "2025-01-02T03:04:05Z".parse().unwrap()
+}
+
+fn authorization() -> Authorization {
+    Authorization {
+        status: AuthorizationStatus::NotAtThisTime,
+        expiry: Some(time()),
+        group: Some(IdToken::from_id_tag("GROUP")),
+    }
+}
+
+/// (event JSON per version: 1.6, 2.x), the answer, the action of the response.
+fn cases() -> Vec<(
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Answer,
+)> {
+    let tx = Answer::Transaction {
+        transaction_id: Some(42),
+        authorization: Some(authorization()),
+    };
+    vec![
+        (
+            "BootNotification",
+            r#"{"chargePointVendor":"A","chargePointModel":"B"}"#,
+            "BootNotification",
+            r#"{"chargingStation":{"vendorName":"A","model":"B"},"reason":"PowerUp"}"#,
+            Answer::Boot(BootAnswer {
+                status: RegistrationStatus::Accepted,
+                interval_s: 300,
+                current_time: time(),
+            }),
+        ),
+        (
+            "Heartbeat",
+            "{}",
+            "Heartbeat",
+            "{}",
+            Answer::Heartbeat {
+                current_time: time(),
+            },
+        ),
+        (
+            "Authorize",
+            r#"{"idTag":"T"}"#,
+            "Authorize",
+            r#"{"idToken":{"idToken":"T","type":"ISO14443"}}"#,
+            Answer::Authorization(authorization()),
+        ),
+        (
+            "StartTransaction",
+            r#"{"connectorId":1,"idTag":"T","meterStart":0,"timestamp":"2025-01-02T03:04:05Z"}"#,
+            "TransactionEvent",
+            r#"{"eventType":"Started","timestamp":"2025-01-02T03:04:05Z","triggerReason":"Authorized","seqNo":0,"transactionInfo":{"transactionId":"t"}}"#,
+            tx.clone(),
+        ),
+        (
+            "MeterValues",
+            r#"{"connectorId":1,"transactionId":42,"meterValue":[{"timestamp":"2025-01-02T03:04:05Z","sampledValue":[{"value":"1"}]}]}"#,
+            "TransactionEvent",
+            r#"{"eventType":"Updated","timestamp":"2025-01-02T03:04:05Z","triggerReason":"MeterValuePeriodic","seqNo":1,"transactionInfo":{"transactionId":"t"}}"#,
+            Answer::Received,
+        ),
+        (
+            "StopTransaction",
+            r#"{"transactionId":42,"meterStop":1,"timestamp":"2025-01-02T03:04:05Z"}"#,
+            "TransactionEvent",
+            r#"{"eventType":"Ended","timestamp":"2025-01-02T03:04:05Z","triggerReason":"EVDeparted","seqNo":2,"transactionInfo":{"transactionId":"t"}}"#,
+            tx,
+        ),
+        (
+            "StatusNotification",
+            r#"{"connectorId":1,"errorCode":"NoError","status":"Available"}"#,
+            "StatusNotification",
+            r#"{"timestamp":"2025-01-02T03:04:05Z","connectorStatus":"Available","evseId":1,"connectorId":1}"#,
+            Answer::Received,
+        ),
+        (
+            "MeterValues",
+            r#"{"connectorId":0,"meterValue":[{"timestamp":"2025-01-02T03:04:05Z","sampledValue":[{"value":"1"}]}]}"#,
+            "MeterValues",
+            r#"{"evseId":0,"meterValue":[{"timestamp":"2025-01-02T03:04:05Z","sampledValue":[{"value":1}]}]}"#,
+            Answer::Received,
+        ),
+        (
+            "SecurityEventNotification",
+            r#"{"type":"X","timestamp":"2025-01-02T03:04:05Z"}"#,
+            "SecurityEventNotification",
+            r#"{"type":"X","timestamp":"2025-01-02T03:04:05Z"}"#,
+            Answer::Received,
+        ),
+        (
+            "FirmwareStatusNotification",
+            r#"{"status":"Installed"}"#,
+            "FirmwareStatusNotification",
+            r#"{"status":"Installed"}"#,
+            Answer::Received,
+        ),
+        (
+            "LogStatusNotification",
+            r#"{"status":"Uploaded"}"#,
+            "LogStatusNotification",
+            r#"{"status":"Uploaded"}"#,
+            Answer::Received,
+        ),
+    ]
+}
+
+#[test]
+fn every_answer_in_every_version_is_its_action_and_valid() {
+    for (action_1_6, json_1_6, action_2, json_2, answer) in cases() {
+        for version in OcppVersion::ALL {
+            let (action, json) = if version == OcppVersion::V1_6 {
+                (action_1_6, json_1_6)
+            } else {
+                (action_2, json_2)
+            };
+            let response = respond(&event(version, action, json), &answer, version)
+                .unwrap_or_else(|e| panic!("{action} {version}: {e}"));
+            assert_eq!(response.action(), action, "{version}");
+            assert_eq!(response.version(), version);
+            response.validate().unwrap();
+        }
+    }
+}
+
+#[test]
+fn authorization_is_translated_per_version() {
+    let e = event(OcppVersion::V1_6, "Authorize", r#"{"idTag":"T"}"#);
+    let r = respond(
+        &e,
+        &Answer::Authorization(authorization()),
+        OcppVersion::V1_6,
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&r).unwrap(),
+        r#"{"idTagInfo":{"expiryDate":"2025-01-02T03:04:05Z","parentIdTag":"GROUP","status":"Invalid"}}"#
+    );
+    let e = event(
+        OcppVersion::V2_0_1,
+        "Authorize",
+        r#"{"idToken":{"idToken":"T","type":"ISO14443"}}"#,
+    );
+    let r = respond(
+        &e,
+        &Answer::Authorization(authorization()),
+        OcppVersion::V2_0_1,
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&r).unwrap(),
+        r#"{"idTokenInfo":{"status":"NotAtThisTime","cacheExpiryDateTime":"2025-01-02T03:04:05Z","groupIdToken":{"idToken":"GROUP","type":"ISO14443"}}}"#
+    );
+}
+
+#[test]
+fn a_1_6_start_needs_its_id_and_authorization() {
+    let e = event(
+        OcppVersion::V1_6,
+        "StartTransaction",
+        r#"{"connectorId":1,"idTag":"T","meterStart":0,"timestamp":"2025-01-02T03:04:05Z"}"#,
+    );
+    let answer = Answer::Transaction {
+        transaction_id: None,
+        authorization: Some(authorization()),
+    };
+    assert!(matches!(
+        respond(&e, &answer, OcppVersion::V1_6),
+        Err(ModelError::Missing {
+            field: "transaction_id",
+            ..
+        })
+    ));
+    assert!(matches!(
+        respond(
+            &e,
+            &Answer::Heartbeat {
+                current_time: time()
+            },
+            OcppVersion::V1_6
+        ),
+        Err(ModelError::AnswerMismatch { .. })
+    ));
+    // A parentIdTag longer than 1.6's 20 characters is refused, not cut.
+    let long = Answer::Authorization(Authorization {
+        group: Some(IdToken::from_id_tag("G".repeat(21))),
+        ..Authorization::new(AuthorizationStatus::Accepted)
+    });
+    let e = event(OcppVersion::V1_6, "Authorize", r#"{"idTag":"T"}"#);
+    assert!(matches!(
+        respond(&e, &long, OcppVersion::V1_6),
+        Err(ModelError::OutOfRange { .. })
+    ));
+}
+
+#[test]
+fn a_signed_firmware_status_is_answered_as_such() {
+    let e = event(
+        OcppVersion::V1_6,
+        "SignedFirmwareStatusNotification",
+        r#"{"status":"Installed"}"#,
+    );
+    let r = respond(&e, &Answer::Received, OcppVersion::V1_6).unwrap();
+    assert_eq!(r.action(), "SignedFirmwareStatusNotification");
+}
+
+#[test]
+fn other_is_not_modelled() {
+    let e = event(OcppVersion::V2_0_1, "ClearCache", "{}");
+    assert_eq!(
+        respond(&e, &Answer::Received, OcppVersion::V2_0_1),
+        Err(ModelError::NotModelled {
+            action: "ClearCache"
+        })
+    );
+}
