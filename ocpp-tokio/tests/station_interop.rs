@@ -350,7 +350,10 @@ fn admin(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, Value)
         .unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+        // The admin interface refuses a Host that does not name it, and a body that is not
+        // JSON (a browser's cross-site request).
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
