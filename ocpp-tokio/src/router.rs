@@ -39,8 +39,9 @@ type ConceptRoute<S, A> =
 /// A [`Handler`] made of one async function per action: each takes the connection's
 /// [`Session`] and the action's request type, and returns that action's response type or a
 /// CALLERROR ([`Reply`]), so a wrong answer does not compile. OCPP 1.6 and 2.x payloads stay
-/// distinct types: route each version's action to its own function, and share the logic
-/// behind them in plain functions. A known action without a route gets `NotSupported` (or
+/// distinct types: route each version's action to its own function, or route a concept of
+/// every version to one function with [`Router::on_concept`] (a 1.6 StartTransaction and a
+/// 2.x TransactionEvent `Started` are one `TransactionStarted`). A known action without a route gets `NotSupported` (or
 /// what [`Router::fallback`] answers); an unknown one never reaches the router (the core
 /// answers `NotImplemented`).
 ///
