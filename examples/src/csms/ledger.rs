@@ -254,16 +254,24 @@ impl Csms {
         let refused = matches!(&reply, Reply::Now(answer) if !answer.is_result());
         if refused || durability == Durability::Committed {
             // Not seen by anything before it is committed; never, if it is refused.
-            let committed = std::mem::replace(&mut charge_point.transactions, before);
+            charge_point.transactions = before;
             if refused {
                 return Step::Answered(reply);
             }
             self.ledger.begin(identity);
+            // The records are the changed transactions as they will be once committed.
+            let committed = records
+                .iter()
+                .filter_map(|record| match record {
+                    Record::Transaction { transaction, .. } => Some(transaction.clone()),
+                    _ => None,
+                })
+                .collect();
             return Step::Commit(Commit {
                 identity: identity.clone(),
                 action: request.action(),
                 records,
-                committed: changed(committed, &charge_point.transactions),
+                committed,
                 reply,
                 deadline,
             });
@@ -310,11 +318,6 @@ impl Csms {
         self.count_answer(&answer);
         answer
     }
-}
-
-/// The transactions of `after` that differ from `before`.
-fn changed(after: Vec<Transaction>, before: &[Transaction]) -> Vec<Transaction> {
-    after.into_iter().filter(|t| !before.contains(t)).collect()
 }
 
 /// A model test of the rule: two stations (1.6 and 2.0.1) play their transactions against a
