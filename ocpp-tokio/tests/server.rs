@@ -264,9 +264,11 @@ async fn every_call_error() {
         started.elapsed()
     );
     cp.late_error(&late3).await;
-    handle.set_settings(settings);
 
     // Disconnected: the charge point goes away before answering (the CALL may have run).
+    // The call timeout is long here so that a busy machine cannot turn the disconnect
+    // into a timeout (the two are different outcomes, and the one under test must win).
+    assert!(handle.set_settings(settings.call_timeout(Duration::from_secs(30))));
     let call = tokio::spawn({
         let handle = handle.clone();
         async move { handle.call(v1_6::ClearCacheRequest {}).await }
