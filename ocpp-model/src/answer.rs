@@ -1,9 +1,9 @@
 //! [`Answer`]: a handler's one neutral answer, made into the versioned [`Response`] by
 //! [`respond`].
 
-use ocpp_messages::{DateTime, OcppVersion, Response};
+use ocpp_messages::{DateTime, DecodeOptions, OcppVersion, Request, Response};
 
-use crate::{Authorization, BootAnswer, Event, ModelError};
+use crate::{Authorization, BootAnswer, Decimal, Event, ModelError};
 
 /// What the CSMS answers to an [`Event`].
 ///
@@ -15,6 +15,7 @@ use crate::{Authorization, BootAnswer, Event, ModelError};
 /// | `TransactionStarted` | [`Answer::Transaction`]: 1.6 needs `transaction_id` and `authorization` |
 /// | `TransactionUpdated`, `TransactionEnded` | [`Answer::Transaction`] (or [`Answer::Received`]) |
 /// | `StatusChanged`, `MeterReadings`, `SecurityEvent`, `FirmwareStatus`, `LogStatus` | [`Answer::Received`] |
+/// | `Other` (a request the model does not read) | [`Answer::Received`] when its response has no required field (NotifyReport, NotifyEvent, the status notifications...); otherwise its typed response |
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Answer {
@@ -36,6 +37,9 @@ pub enum Answer {
         /// The token's authorization (1.6 `idTagInfo`, required for a start; 2.x
         /// `idTokenInfo`).
         authorization: Option<Authorization>,
+        /// 2.x `totalCost`: the running cost (an `Updated`, 2.1) or the final one (`Ended`),
+        /// in the currency of the tariff, exact. 1.6 has no cost in its answers: ignored there.
+        total_cost: Option<Decimal>,
     },
     /// Received; nothing to say (the empty responses).
     Received,
@@ -67,6 +71,41 @@ impl Answer {
         Answer::Heartbeat { current_time }
     }
 
+    /// A transaction message's answer: the 1.6 id given out (for a StartTransaction) and
+    /// the token's authorization, without a cost ([`Answer::with_total_cost`] adds one).
+    ///
+    /// ```
+    /// use ocpp_model::{Answer, Authorization, AuthorizationStatus, Decimal};
+    ///
+    /// let accepted = Authorization::new(AuthorizationStatus::Accepted);
+    /// let answer = Answer::transaction(Some(42), Some(accepted)).with_total_cost(Decimal::new(1250, 2));
+    /// assert!(matches!(answer, Answer::Transaction { total_cost: Some(_), .. }));
+    /// ```
+    pub fn transaction(transaction_id: Option<i32>, authorization: Option<Authorization>) -> Self {
+        Answer::Transaction {
+            transaction_id,
+            authorization,
+            total_cost: None,
+        }
+    }
+
+    /// The same answer with a `totalCost` (a transaction answer; other answers are returned
+    /// unchanged, they carry no cost).
+    pub fn with_total_cost(self, cost: Decimal) -> Self {
+        match self {
+            Answer::Transaction {
+                transaction_id,
+                authorization,
+                ..
+            } => Answer::Transaction {
+                transaction_id,
+                authorization,
+                total_cost: Some(cost),
+            },
+            other => other,
+        }
+    }
+
     fn name(&self) -> &'static str {
         match self {
             Answer::Boot(_) => "Boot",
@@ -94,10 +133,10 @@ impl Answer {
 ///
 /// let time: DateTime = "2025-01-02T03:04:05Z".parse().unwrap();
 /// let start: Request = v1_6::StartTransactionRequest::new(1, "04A2B3C4", 0, time).into();
-/// let answer = Answer::Transaction {
-///     transaction_id: Some(42),
-///     authorization: Some(Authorization::new(AuthorizationStatus::Accepted)),
-/// };
+/// let answer = Answer::transaction(
+///     Some(42),
+///     Some(Authorization::new(AuthorizationStatus::Accepted)),
+/// );
 /// let response = respond(&Event::from_request(&start), &answer, OcppVersion::V1_6)?;
 /// assert_eq!(
 ///     serde_json::to_string(&response).unwrap(),
@@ -110,6 +149,9 @@ pub fn respond(
     answer: &Answer,
     version: OcppVersion,
 ) -> Result<Response, ModelError> {
+    if let (Event::Other(request), Answer::Received) = (event, answer) {
+        return acknowledge(request, version);
+    }
     let response = match version {
         OcppVersion::V1_6 => crate::v1_6::respond(event, answer)?,
         OcppVersion::V2_0_1 => crate::v2::v2_0_1::respond(event, answer)?,
@@ -117,6 +159,21 @@ pub fn respond(
     };
     response.validate()?;
     Ok(response)
+}
+
+/// The empty response of a request the model does not read: for a report or notification
+/// (NotifyReport, NotifyEvent, ReservationStatusUpdate...), whose response has no required
+/// field, "received" is the whole answer in every version, so one line acknowledges them all.
+fn acknowledge(request: &Request, version: OcppVersion) -> Result<Response, ModelError> {
+    let not_modelled = || ModelError::NotModelled {
+        action: request.action(),
+    };
+    if request.version() != version {
+        return Err(not_modelled());
+    }
+    // The schema decides: `{}` is a valid response exactly when nothing is required.
+    Response::decode(version, request.action(), "{}", &DecodeOptions::strict())
+        .map_err(|_| not_modelled())
 }
 
 impl Event {

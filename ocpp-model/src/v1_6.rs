@@ -269,6 +269,7 @@ pub(crate) fn respond(event: &Event, answer: &Answer) -> Result<Response, ModelE
             Answer::Transaction {
                 transaction_id,
                 authorization,
+                ..
             },
         ) => {
             let id = transaction_id.ok_or_else(|| missing("transaction_id"))?;

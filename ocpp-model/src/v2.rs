@@ -286,11 +286,18 @@ macro_rules! v2 {
                         Event::TransactionStarted(_)
                         | Event::TransactionUpdated(_)
                         | Event::TransactionEnded(_),
-                        Answer::Transaction { authorization, .. },
+                        Answer::Transaction {
+                            authorization,
+                            total_cost,
+                            ..
+                        },
                     ) => {
                         let mut response = m::TransactionEventResponse::default();
                         if let Some(authorization) = authorization {
                             response = response.with_id_token_info(id_token_info(authorization));
+                        }
+                        if let Some(cost) = total_cost {
+                            response = response.with_total_cost(*cost);
                         }
                         response.into()
                     }

@@ -31,10 +31,7 @@ fn cases() -> Vec<(
     &'static str,
     Answer,
 )> {
-    let tx = Answer::Transaction {
-        transaction_id: Some(42),
-        authorization: Some(authorization()),
-    };
+    let tx = Answer::transaction(Some(42), Some(authorization()));
     vec![
         (
             "BootNotification",
@@ -177,10 +174,7 @@ fn a_1_6_start_needs_its_id_and_authorization() {
         "StartTransaction",
         r#"{"connectorId":1,"idTag":"T","meterStart":0,"timestamp":"2025-01-02T03:04:05Z"}"#,
     );
-    let answer = Answer::Transaction {
-        transaction_id: None,
-        authorization: Some(authorization()),
-    };
+    let answer = Answer::transaction(None, Some(authorization()));
     assert!(matches!(
         respond(&e, &answer, OcppVersion::V1_6),
         Err(ModelError::Missing {
@@ -230,4 +224,75 @@ fn other_is_not_modelled() {
             action: "ClearCache"
         })
     );
+}
+
+/// A report or notification the model does not read is acknowledged with `Received` in every
+/// version (its empty response); a request whose response needs fields is not.
+#[test]
+fn received_acknowledges_any_notification_of_every_version() {
+    let cases = [
+        (
+            OcppVersion::V1_6,
+            "DiagnosticsStatusNotification",
+            r#"{"status":"Uploaded"}"#,
+        ),
+        (
+            OcppVersion::V2_0_1,
+            "NotifyReport",
+            r#"{"requestId":1,"generatedAt":"2025-01-02T03:04:05Z","seqNo":0}"#,
+        ),
+        (
+            OcppVersion::V2_1,
+            "ReservationStatusUpdate",
+            r#"{"reservationId":3,"reservationUpdateStatus":"Expired"}"#,
+        ),
+    ];
+    for (version, action, payload) in cases {
+        let e = event(version, action, payload);
+        assert!(matches!(e, Event::Other(_)), "{action}");
+        let response = respond(&e, &Answer::Received, version).unwrap();
+        assert_eq!(response.action(), action);
+        assert_eq!(serde_json::to_string(&response).unwrap(), "{}");
+        // Not for another version than the request's.
+        let other = if version == OcppVersion::V1_6 {
+            OcppVersion::V2_0_1
+        } else {
+            OcppVersion::V1_6
+        };
+        assert!(matches!(
+            respond(&e, &Answer::Received, other),
+            Err(ModelError::NotModelled { .. })
+        ));
+    }
+    // DataTransfer's response needs a status: "received" is not an answer to it.
+    let e = event(OcppVersion::V2_0_1, "DataTransfer", r#"{"vendorId":"V"}"#);
+    assert_eq!(
+        respond(&e, &Answer::Received, OcppVersion::V2_0_1),
+        Err(ModelError::NotModelled {
+            action: "DataTransfer"
+        })
+    );
+}
+
+/// 2.x answers carry the total cost exactly; 1.6 has no place for it.
+#[test]
+fn total_cost_goes_into_2x_transaction_answers_only() {
+    let ended = event(
+        OcppVersion::V2_0_1,
+        "TransactionEvent",
+        r#"{"eventType":"Ended","timestamp":"2025-01-02T03:04:05Z","triggerReason":"EVDeparted","seqNo":3,"transactionInfo":{"transactionId":"T1"}}"#,
+    );
+    let answer = Answer::transaction(None, None).with_total_cost("12.50".parse().unwrap());
+    let response = respond(&ended, &answer, OcppVersion::V2_0_1).unwrap();
+    assert_eq!(
+        serde_json::to_string(&response).unwrap(),
+        r#"{"totalCost":12.50}"#
+    );
+    let stop = event(
+        OcppVersion::V1_6,
+        "StopTransaction",
+        r#"{"transactionId":7,"meterStop":10,"timestamp":"2025-01-02T03:04:05Z"}"#,
+    );
+    let response = respond(&stop, &answer, OcppVersion::V1_6).unwrap();
+    assert_eq!(serde_json::to_string(&response).unwrap(), "{}");
 }

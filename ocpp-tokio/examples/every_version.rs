@@ -19,7 +19,7 @@ fn meter(cp: &Cp, id: &TransactionId, readings: &[MeterReading]) {
 
 /// A transaction message's answer (the 1.6 id for a StartTransaction).
 fn transaction(transaction_id: Option<i32>) -> Reply<Answer> {
-    Ok(Answer::Transaction { transaction_id, authorization: Some(Authorization::new(Accepted)) })
+    Ok(Answer::transaction(transaction_id, Some(Authorization::new(Accepted))))
 }
 
 #[tokio::main]
