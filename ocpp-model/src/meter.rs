@@ -86,6 +86,34 @@ impl MeterReading {
 
     /// Whether `other` is the same reading (time, measurand, phase, location, context): a 1.6
     /// signed sample is folded into the plain sample it signs.
+    /// The imported active energy register in Wh, exact: the value of an
+    /// `Energy.Active.Import.Register` reading in `Wh` or `kWh`, its multiplier applied (`1.5`
+    /// kWh is `1500.0` Wh, the digits kept); `None` for another measurand or unit, for a signed
+    /// reading without a plain value, or a value too large for a [`Decimal`].
+    ///
+    /// ```
+    /// use ocpp_messages::DateTime;
+    /// use ocpp_model::{Decimal, MeterReading};
+    ///
+    /// let at = DateTime::from_unix_timestamp(0).unwrap();
+    /// let mut reading = MeterReading::new(at, "Energy.Active.Import.Register", "2.9356".parse().unwrap());
+    /// reading.unit = "kWh".into();
+    /// assert_eq!(reading.energy_wh().unwrap().to_string(), "2935.6");
+    /// reading.measurand = "Power.Active.Import".into();
+    /// assert_eq!(reading.energy_wh(), None);
+    /// ```
+    pub fn energy_wh(&self) -> Option<Decimal> {
+        if self.measurand != DEFAULT_MEASURAND {
+            return None;
+        }
+        let thousands = match self.unit.as_str() {
+            "Wh" => 0,
+            "kWh" => 3,
+            _ => return None,
+        };
+        times_power_of_ten(self.value?, self.multiplier.checked_add(thousands)?)
+    }
+
     pub(crate) fn same_reading(&self, other: &MeterReading) -> bool {
         self.timestamp == other.timestamp
             && self.measurand == other.measurand
@@ -142,4 +170,15 @@ pub struct MeterReadings {
     pub evse: u32,
     /// The readings, in the order sent.
     pub readings: Vec<MeterReading>,
+}
+
+/// `value × 10^exponent`, exact, or `None` when it does not fit a [`Decimal`].
+fn times_power_of_ten(value: Decimal, exponent: i32) -> Option<Decimal> {
+    let scale = i64::from(value.scale()) - i64::from(exponent);
+    if scale >= 0 {
+        Decimal::try_new(value.mantissa(), u32::try_from(scale).ok()?)
+    } else {
+        let factor = 10i64.checked_pow(u32::try_from(-scale).ok()?)?;
+        Some(Decimal::new(value.mantissa().checked_mul(factor)?, 0))
+    }
 }

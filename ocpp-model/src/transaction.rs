@@ -193,6 +193,9 @@ pub struct TransactionStarted {
     pub reservation: Option<i32>,
     /// 2.x `remoteStartId`.
     pub remote_start_id: Option<i32>,
+    /// 2.x `transactionInfo.chargingState` as sent (`Charging`, `EVConnected`,
+    /// `SuspendedEV`, `SuspendedEVSE`, `Idle`); 1.6 has none (its connector status says it).
+    pub charging_state: Option<String>,
 }
 
 /// A transaction went on: 1.6 `MeterValues` with a `transactionId`, 2.x `TransactionEvent`
@@ -219,6 +222,9 @@ pub struct TransactionUpdated {
     pub timestamp: DateTime,
     /// The readings.
     pub readings: Vec<MeterReading>,
+    /// 2.x `transactionInfo.chargingState` as sent (`Charging`, `EVConnected`,
+    /// `SuspendedEV`, `SuspendedEVSE`, `Idle`); 1.6 has none (its connector status says it).
+    pub charging_state: Option<String>,
 }
 
 /// A transaction ended: 1.6 `StopTransaction`, 2.x `TransactionEvent` `Ended`.
@@ -249,4 +255,7 @@ pub struct TransactionEnded {
     /// The readings: 1.6 `transactionData`, then `meterStop` (Wh) as an
     /// `Energy.Active.Import.Register` reading of context `Transaction.End`.
     pub readings: Vec<MeterReading>,
+    /// 2.x `transactionInfo.chargingState` as sent (`Charging`, `EVConnected`,
+    /// `SuspendedEV`, `SuspendedEVSE`, `Idle`); 1.6 has none (its connector status says it).
+    pub charging_state: Option<String>,
 }

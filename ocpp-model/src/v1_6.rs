@@ -145,6 +145,7 @@ pub(crate) fn event(request: &m::Request) -> Option<Event> {
             )],
             reservation: start.reservation_id,
             remote_start_id: None,
+            charging_state: None,
         }),
         m::Request::MeterValues(values) => {
             let mut readings = Vec::new();
@@ -165,6 +166,7 @@ pub(crate) fn event(request: &m::Request) -> Option<Event> {
                     offline: false,
                     timestamp: values.meter_value.last()?.timestamp.clone(),
                     readings,
+                    charging_state: None,
                 }),
                 None => Event::MeterReadings(MeterReadings { evse, readings }),
             }
@@ -196,6 +198,7 @@ pub(crate) fn event(request: &m::Request) -> Option<Event> {
                 offline: false,
                 timestamp: stop.timestamp.clone(),
                 readings,
+                charging_state: None,
             })
         }
         m::Request::Heartbeat(_) => Event::Heartbeat(crate::Heartbeat),

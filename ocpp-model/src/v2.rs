@@ -140,6 +140,11 @@ macro_rules! v2 {
                 let offline = event.offline.unwrap_or(false);
                 let timestamp = event.timestamp.clone();
                 let readings = readings(event.meter_value.as_deref().unwrap_or_default())?;
+                let charging_state = event
+                    .transaction_info
+                    .charging_state
+                    .as_ref()
+                    .map(|state| state.as_str().to_owned());
                 Some(match event.event_type {
                     m::TransactionEventEnum::Started => {
                         Event::TransactionStarted(TransactionStarted {
@@ -158,6 +163,7 @@ macro_rules! v2 {
                                 None => None,
                             },
                             remote_start_id: event.transaction_info.remote_start_id,
+                            charging_state,
                         })
                     }
                     m::TransactionEventEnum::Updated => {
@@ -172,6 +178,7 @@ macro_rules! v2 {
                             offline,
                             timestamp,
                             readings,
+                            charging_state,
                         })
                     }
                     m::TransactionEventEnum::Ended => {
@@ -195,6 +202,7 @@ macro_rules! v2 {
                             offline,
                             timestamp,
                             readings,
+                            charging_state,
                         })
                     }
                     _ => return None,

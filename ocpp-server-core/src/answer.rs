@@ -114,6 +114,21 @@ impl ErrorAnswer {
             format!("{action} is not supported here"),
         )
     }
+
+    /// `InternalError` saying `error`: the application could not do what the CALL asks (a
+    /// store that could not record it, say), and the charge point may send it again. Made to
+    /// be given to `map_err`.
+    ///
+    /// ```
+    /// use ocpp_server_core::{ErrorAnswer, ErrorCode};
+    ///
+    /// let saved: Result<(), std::io::Error> = Err(std::io::Error::other("disk full"));
+    /// let answer = saved.map_err(ErrorAnswer::internal).unwrap_err();
+    /// assert_eq!(answer, ErrorAnswer::new(ErrorCode::InternalError, "disk full"));
+    /// ```
+    pub fn internal(error: impl std::fmt::Display) -> Self {
+        ErrorAnswer::new(ErrorCode::InternalError, error.to_string())
+    }
 }
 
 /// Why [`Connection::answer`](crate::Connection::answer) did not send the answer as given.

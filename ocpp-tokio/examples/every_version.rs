@@ -1,13 +1,9 @@
-use ocpp_tokio::model::{AuthorizationStatus::Accepted, InMemoryLedgerError as LedgerError, *};
-use ocpp_tokio::{server::ServerError, ConnectionConfig, DateTime, ErrorAnswer, ErrorCode};
+use ocpp_tokio::model::{AuthorizationStatus::Accepted, *};
+use ocpp_tokio::{server::ServerError, ConnectionConfig, DateTime, ErrorAnswer};
 use ocpp_tokio::{OcppVersion, Reply, Router, Server, Session};
 
 /// A connection, and the application's state: the transactions, which outlive it.
 type Cp = Session<(), std::sync::Arc<InMemoryLedger>>;
-
-fn saved<T>(result: Result<T, LedgerError>) -> Result<T, ErrorAnswer> {
-    result.map_err(|e| ErrorAnswer::new(ErrorCode::InternalError, e.to_string()))
-}
 
 /// Every energy register reading, exactly as the charge point wrote it.
 fn meter(cp: &Cp, id: &TransactionId, readings: &[MeterReading]) {
@@ -28,28 +24,29 @@ async fn main() -> Result<(), ServerError> {
     let config = ConnectionConfig::default().versions(vec![OcppVersion::V1_6, OcppVersion::V2_0_1]);
     let router = Router::<()>::default()
         .with_state(std::sync::Arc::new(InMemoryLedger::new()))
-        .on_concept(|_: Cp, _: Booted| async {
-            Ok(BootAnswer::accepted(300, DateTime::now()).into())
-        })
+        .on_concept(|_: Cp, _: Booted| async { Ok(BootAnswer::accepted(300, DateTime::now())) })
         .on_concept(|_: Cp, _: Heartbeat| async { Ok(Answer::heartbeat(DateTime::now())) })
         .on_concept(|_: Cp, _: StatusChanged| async { Ok(Answer::Received) })
-        .on_concept(|_: Cp, _: AuthorizationRequested| async {
-            Ok(Authorization::new(Accepted).into())
-        })
+        .on_concept(|_: Cp, _: AuthorizationRequested| async { Ok(Authorization::new(Accepted)) })
         .on_concept(|cp: Cp, start: TransactionStarted| async move {
-            let recorded = saved(cp.app().record_start(cp.identity().as_str(), &start))?;
+            let recorded = cp
+                .app()
+                .record_start(cp.identity().as_str(), &start)
+                .map_err(ErrorAnswer::internal)?;
             let id = recorded.id().cloned().unwrap_or(TransactionId::Number(0));
             println!("{} started {id}", cp.identity());
             meter(&cp, &id, &start.readings);
             transaction(recorded.number())
         })
         .on_concept(|cp: Cp, update: TransactionUpdated| async move {
-            saved(cp.app().record_update(cp.identity().as_str(), &update))?;
+            cp.app()
+                .record_update(cp.identity().as_str(), &update)
+                .map_err(ErrorAnswer::internal)?;
             meter(&cp, &update.id, &update.readings);
             Ok(Answer::Received)
         })
         .on_concept(|cp: Cp, end: TransactionEnded| async move {
-            saved(cp.app().record_end(cp.identity().as_str(), &end))?;
+            cp.app().record_end(cp.identity().as_str(), &end).map_err(ErrorAnswer::internal)?;
             meter(&cp, &end.id, &end.readings);
             println!("{} ended {} {}", cp.identity(), end.id, end.reason);
             transaction(None)

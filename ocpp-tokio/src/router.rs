@@ -317,7 +317,8 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
     /// [`ocpp_model`]): the concept `C` says which (`TransactionStarted` is a 1.6
     /// StartTransaction and a 2.x TransactionEvent `Started`; `AuthorizationRequested` an
     /// Authorize of any version...). The handler answers in the same vocabulary
-    /// ([`ocpp_model::Answer`]), and the router makes the version's response of it, checked
+    /// ([`ocpp_model::Answer`], or what converts into it: a `BootAnswer`, an
+    /// `Authorization`), and the router makes the version's response of it, checked
     /// against its schema (an answer that does not fit the event goes out as CALLERROR
     /// `InternalError`, with the reason). A CALL that a typed route ([`Router::on`]) takes is
     /// not offered to the concepts; one that no concept takes goes to the
@@ -339,11 +340,12 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
     /// ```
     // The event comes back by value to try the next concept (no copy, no allocation).
     #[allow(clippy::result_large_err)]
-    pub fn on_concept<C, F, Fut>(mut self, handler: F) -> Self
+    pub fn on_concept<C, F, Fut, R>(mut self, handler: F) -> Self
     where
         C: Concept + Send + 'static,
         F: Fn(Session<S, A>, C) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Reply<ocpp_model::Answer>> + Send + 'static,
+        Fut: Future<Output = Reply<R>> + Send + 'static,
+        R: Into<ocpp_model::Answer>,
     {
         let route: ConceptRoute<S, A> = Box::new(move |session, event| {
             let version = session.version();
@@ -351,7 +353,7 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
             let concept = C::from_event(event)?;
             let answer = handler(session, concept);
             Ok(Box::pin(async move {
-                match answer.await {
+                match answer.await.map(Into::into) {
                     Ok(answer) => match ocpp_model::respond(&asked, &answer, version) {
                         Ok(response) => Answer::Result(response),
                         Err(e) => Answer::error(ErrorCode::InternalError, e.to_string()),
