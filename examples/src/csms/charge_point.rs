@@ -6,6 +6,8 @@ use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
 
 use ocpp_messages::version::OcppVersion;
+use ocpp_messages::Decimal;
+use ocpp_model::MeterReading;
 
 use super::shared_text::{shared_text, SharedText};
 use super::smart_charging::SmartCharging;
@@ -351,10 +353,11 @@ pub struct Transaction {
     pub stop_reason: Option<String>,
     /// 2.x `chargingState` (`Charging`, `SuspendedEV`...), if said.
     pub charging_state: Option<String>,
-    /// The energy register at the start, in Wh.
-    pub meter_start_wh: Option<f64>,
-    /// The last energy register reading, in Wh.
-    pub meter_last_wh: Option<f64>,
+    /// The energy register at the start, in Wh, exactly as the charge point wrote it
+    /// (scaled to Wh: a `kWh` reading `2.935600` is `2935.600000`).
+    pub meter_start_wh: Option<Decimal>,
+    /// The last energy register reading, in Wh, exact.
+    pub meter_last_wh: Option<Decimal>,
     /// How many sampled values arrived for it.
     pub samples: u64,
     /// 2.x: the last TransactionEvent `seqNo`.
@@ -365,43 +368,14 @@ pub struct Transaction {
 }
 
 impl Transaction {
-    /// Energy delivered so far (last reading minus start), in Wh.
-    pub fn energy_wh(&self) -> Option<f64> {
-        Some(self.meter_last_wh? - self.meter_start_wh?)
+    /// Energy delivered so far (last reading minus start), in Wh, exact.
+    pub fn energy_wh(&self) -> Option<Decimal> {
+        self.meter_last_wh?.checked_sub(self.meter_start_wh?)
     }
 
     /// Whether it has not ended.
     pub fn is_active(&self) -> bool {
         self.ended.is_none()
-    }
-}
-
-/// One sampled value, in words every version shares.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MeterReading<'a> {
-    /// The measurand as on the wire; `None` means the default, `Energy.Active.Import.Register`.
-    pub measurand: Option<&'a str>,
-    /// The value (1.6 sends it as text: parse it first).
-    pub value: f64,
-    /// The unit as on the wire (`Wh` when `None`), e.g. `kWh`.
-    pub unit: Option<&'a str>,
-    /// 2.x `unitOfMeasure.multiplier`: the value is `value * 10^multiplier`.
-    pub multiplier: i32,
-}
-
-impl MeterReading<'_> {
-    /// The reading in Wh if it is the imported active energy register.
-    pub fn energy_import_wh(&self) -> Option<f64> {
-        let measurand = self.measurand.unwrap_or("Energy.Active.Import.Register");
-        if measurand != "Energy.Active.Import.Register" {
-            return None;
-        }
-        let scale = match self.unit.unwrap_or("Wh") {
-            "Wh" => 1.0,
-            "kWh" => 1000.0,
-            _ => return None,
-        };
-        Some(self.value * scale * 10f64.powi(self.multiplier))
     }
 }
 
@@ -528,7 +502,7 @@ impl ChargePoint {
         id: String,
         connector: String,
         id_tag: Option<String>,
-        meter_start_wh: Option<f64>,
+        meter_start_wh: Option<Decimal>,
         now: UnixTime,
     ) -> &mut Transaction {
         if let Some(index) = self.transactions.iter().position(|t| t.id == id) {
@@ -559,7 +533,7 @@ impl ChargePoint {
         &mut self,
         id: &str,
         connector: Option<String>,
-        meter_stop_wh: Option<f64>,
+        meter_stop_wh: Option<Decimal>,
         reason: Option<&str>,
         keep: usize,
         now: UnixTime,
@@ -585,11 +559,11 @@ impl ChargePoint {
     /// Applies sampled values to a transaction: the last energy register reading wins.
     pub fn record_meter<'a>(
         transaction: &mut Transaction,
-        readings: impl IntoIterator<Item = MeterReading<'a>>,
+        readings: impl IntoIterator<Item = &'a MeterReading>,
     ) {
         for reading in readings {
             transaction.samples += 1;
-            if let Some(wh) = reading.energy_import_wh() {
+            if let Some(wh) = reading.energy_wh() {
                 if transaction.meter_start_wh.is_none() {
                     transaction.meter_start_wh = Some(wh);
                 }

@@ -764,8 +764,8 @@ mod tests {
             for (k, id) in cp.ids.iter().enumerate() {
                 let row = &rows[&("CP16".to_owned(), id.to_string())];
                 prop_assert!(row.ended.is_some());
-                prop_assert_eq!(row.meter_start_wh, Some(1000.0 * k as f64));
-                prop_assert_eq!(row.meter_last_wh, Some(1000.0 * k as f64 + 900.0));
+                prop_assert_eq!(row.meter_start_wh, Some(ocpp_messages::Decimal::from(1000 * k as i64)));
+                prop_assert_eq!(row.meter_last_wh, Some(ocpp_messages::Decimal::from(1000 * k as i64 + 900)));
             }
             for k in 0..TRANSACTIONS {
                 let id = ("CS201".to_owned(), format!("TX-{}", k));

@@ -145,6 +145,7 @@ mod certificate_authority;
 mod charge_point;
 pub mod contract_certificate_service;
 pub mod credentials;
+mod events;
 mod fleet;
 pub mod items_per_message;
 pub mod ledger;
@@ -159,6 +160,7 @@ pub mod smart_charging;
 pub mod store;
 pub mod tariff;
 mod tokens;
+mod transactions;
 mod unix_time;
 mod v1_6;
 mod v2x;
@@ -184,8 +186,8 @@ pub use certificate_authority::{
     CERTIFICATE_VALIDITY,
 };
 pub use charge_point::{
-    CertificateSigning, ChargePoint, ConnectorState, Connectors, ExtraState, Extras, MeterReading,
-    Notification, Registration, SeqNoGap, Session, Transaction, TransactionStatusCheck,
+    CertificateSigning, ChargePoint, ConnectorState, Connectors, ExtraState, Extras, Notification,
+    Registration, SeqNoGap, Session, Transaction, TransactionStatusCheck,
 };
 pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};
@@ -1012,12 +1014,7 @@ impl Csms {
         let charging_before = (action == "TransactionEvent"
             && !charge_point.extras.smart_charging.profiles.is_empty())
         .then(|| smart_charging::charging_evses(charge_point));
-        let reply = match request {
-            Request::V1_6(request) => v1_6::handle(&context, charge_point, request),
-            Request::V2_0_1(request) => v2x::v2_0_1::handle(&context, charge_point, request),
-            Request::V2_1(request) => v2x::v2_1::handle(&context, charge_point, request),
-            _ => Answer::not_supported(action).into(),
-        };
+        let reply = events::handle(&context, charge_point, request);
         let reply = match reply {
             Reply::Now(answer) => answer,
             // The job answers (and records what it found) itself; the CALL is kept as a

@@ -402,6 +402,7 @@ pub(super) fn changed_transactions(
 mod tests {
     use super::*;
     use crate::csms::UnixTime;
+    use ocpp_messages::Decimal;
 
     fn transaction(id: &str) -> Transaction {
         Transaction {
@@ -412,8 +413,8 @@ mod tests {
             ended: None,
             stop_reason: None,
             charging_state: None,
-            meter_start_wh: Some(0.0),
-            meter_last_wh: Some(0.0),
+            meter_start_wh: Some(Decimal::ZERO),
+            meter_last_wh: Some(Decimal::ZERO),
             samples: 0,
             last_seq_no: None,
             start_key: None,
@@ -427,7 +428,7 @@ mod tests {
         assert_eq!((records.len(), durability), (1, Durability::Committed));
         let before = vec![transaction("1")];
         let mut metered = before.clone();
-        metered[0].meter_last_wh = Some(5.0);
+        metered[0].meter_last_wh = Some(Decimal::from(5));
         let (records, durability) = changed_transactions(&identity, &before, &metered);
         assert_eq!((records.len(), durability), (1, Durability::Later));
         let mut ended = metered.clone();

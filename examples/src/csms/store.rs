@@ -47,7 +47,7 @@ use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ocpp_messages::DateTime;
+use ocpp_messages::{DateTime, Decimal};
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, Row};
@@ -63,6 +63,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         2,
         "start key",
         include_str!("../../migrations/0002_start_key.sql"),
+    ),
+    (
+        3,
+        "exact meter",
+        include_str!("../../migrations/0003_exact_meter.sql"),
     ),
 ];
 
@@ -667,14 +672,16 @@ async fn write_all<'a>(
                 // (sqlx-core src/any/arguments.rs maps `Double` to `Option::<f32>`), and
                 // PostgreSQL's cached statement then refuses every later 8-byte value
                 // ("incorrect binary data format in bind parameter").
-                let (start_known, meter_start) = flagged(t.meter_start_wh);
-                let (last_known, meter_last) = flagged(t.meter_last_wh);
+                // The exact text is what is read back; the number serves SQL arithmetic.
+                let (start_known, meter_start) = flagged(t.meter_start_wh.map(Decimal::to_f64));
+                let (last_known, meter_last) = flagged(t.meter_last_wh.map(Decimal::to_f64));
                 sqlx::query(
                     "INSERT INTO transactions (identity, id, connector, id_tag, started_ms, \
                      ended_ms, stop_reason, charging_state, meter_start_wh, meter_last_wh, \
-                     samples, last_seq_no, start_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
+                     samples, last_seq_no, start_key, meter_start, meter_last) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
                      CASE WHEN $9 = 1 THEN $10 ELSE NULL END, \
-                     CASE WHEN $11 = 1 THEN $12 ELSE NULL END, $13, $14, $15) \
+                     CASE WHEN $11 = 1 THEN $12 ELSE NULL END, $13, $14, $15, $16, $17) \
                      ON CONFLICT (identity, id) DO UPDATE SET \
                      connector = CASE WHEN excluded.connector = '' \
                          THEN transactions.connector ELSE excluded.connector END, \
@@ -686,6 +693,9 @@ async fn write_all<'a>(
                      meter_start_wh = COALESCE(transactions.meter_start_wh, \
                          excluded.meter_start_wh), \
                      meter_last_wh = excluded.meter_last_wh, samples = excluded.samples, \
+                     meter_start = CASE WHEN transactions.meter_start_wh IS NULL \
+                         THEN excluded.meter_start ELSE transactions.meter_start END, \
+                     meter_last = excluded.meter_last, \
                      last_seq_no = excluded.last_seq_no, \
                      start_key = COALESCE(transactions.start_key, excluded.start_key) \
                      WHERE transactions.ended_ms IS NULL",
@@ -705,6 +715,8 @@ async fn write_all<'a>(
                 .bind(i64::try_from(t.samples).unwrap_or(i64::MAX))
                 .bind(t.last_seq_no)
                 .bind(t.start_key.as_deref())
+                .bind(t.meter_start_wh.map(|m| m.to_string()))
+                .bind(t.meter_last_wh.map(|m| m.to_string()))
                 .execute(&mut *tx)
                 .await?;
             }
@@ -950,7 +962,8 @@ async fn transactions(
         ""
     };
     let columns = "identity, id, connector, id_tag, started_ms, ended_ms, stop_reason, \
-                   charging_state, meter_start_wh, meter_last_wh, samples, last_seq_no, start_key";
+                   charging_state, meter_start_wh, meter_last_wh, samples, last_seq_no, start_key, \
+                   meter_start, meter_last";
     let rows = match &query.identity {
         Some(identity) => {
             sqlx::query(&format!(
@@ -986,13 +999,25 @@ fn transaction_of(row: &AnyRow) -> Result<(String, Transaction), StoreError> {
         ended: row.try_get::<Option<i64>, _>(5)?.map(unix_time),
         stop_reason: row.try_get(6)?,
         charging_state: row.try_get(7)?,
-        meter_start_wh: row.try_get(8)?,
-        meter_last_wh: row.try_get(9)?,
+        meter_start_wh: exact_meter(row, 13, 8)?,
+        meter_last_wh: exact_meter(row, 14, 9)?,
         samples: u64::try_from(row.try_get::<i64, _>(10)?).unwrap_or(0),
         last_seq_no: row.try_get(11)?,
         start_key: row.try_get(12)?,
     };
     Ok((identity, transaction))
+}
+
+/// A meter column: its exact text (column `text`), else (a row written before migration 3)
+/// the number (column `number`) as the shortest decimal that reads back as it.
+fn exact_meter(row: &AnyRow, text: usize, number: usize) -> Result<Option<Decimal>, StoreError> {
+    if let Some(text) = row.try_get::<Option<String>, _>(text)? {
+        if let Ok(exact) = text.parse() {
+            return Ok(Some(exact));
+        }
+    }
+    let number: Option<f64> = row.try_get(number)?;
+    Ok(number.and_then(|n| Decimal::try_from(n).ok()))
 }
 
 fn millis(time: UnixTime) -> i64 {
@@ -1048,8 +1073,8 @@ mod tests {
             ended: ended.map(UnixTime::from_millis),
             stop_reason: ended.map(|_| "Local".into()),
             charging_state: None,
-            meter_start_wh: Some(10.5),
-            meter_last_wh: Some(20.25),
+            meter_start_wh: Some(Decimal::new(105, 1)),
+            meter_last_wh: Some("20.250".parse().unwrap()),
             samples: 3,
             last_seq_no: Some(7),
             start_key: None,
@@ -1139,7 +1164,7 @@ mod tests {
         store.save(records, Durability::Committed).unwrap();
         // Queued, then read after: the store's thread keeps the order.
         let mut updated = transaction("41", None);
-        updated.meter_last_wh = Some(99.0);
+        updated.meter_last_wh = Some(Decimal::from(99));
         let later = Record::Transaction {
             identity: "CP1".into(),
             transaction: updated.clone(),

@@ -33,7 +33,7 @@
 //! use ocpp_examples::csms::{Cost, Tariff};
 //! let tariff = Tariff::parse("0.25", "2.00", "EUR").unwrap();
 //! // 5 kWh and half an hour: 1.25 + 1.00
-//! let cost = tariff.cost(5_000.0, Duration::from_secs(1_800));
+//! let cost = tariff.cost("5000".parse().unwrap(), Duration::from_secs(1_800));
 //! assert_eq!(cost, Cost::from_cents(225));
 //! assert_eq!(cost.to_string(), "2.25");
 //! assert_eq!(serde_json::json!(cost.total_cost()).to_string(), "2.25");
@@ -257,13 +257,19 @@ impl Tariff {
     }
 
     /// The cost of `energy_wh` Wh over `duration` of charging, rounded once to the nearest
-    /// cent, halves up (see the module docs). A negative or non-finite energy counts as 0.
-    pub fn cost(&self, energy_wh: f64, duration: Duration) -> Cost {
-        let mwh = if energy_wh.is_finite() && energy_wh > 0.0 {
-            // `as` saturates: a reading beyond i64 mWh is no real meter.
-            (energy_wh * 1_000.0).round() as i64
-        } else {
+    /// cent, halves up (see the module docs). The energy is exact to the mWh (a register
+    /// written with more than three decimals of a Wh is taken to the nearest mWh, halves
+    /// away from zero: at any real price that is below a millionth of a cent). A negative
+    /// energy counts as 0.
+    pub fn cost(&self, energy_wh: Decimal, duration: Duration) -> Cost {
+        let mwh = if energy_wh.is_negative() {
             0
+        } else {
+            // At scale 3 the mantissa is the mWh; a value too large for that is no real meter.
+            energy_wh
+                .round_dp(3)
+                .rescale(3)
+                .map_or(i64::MAX, Decimal::mantissa)
         };
         // Capped at u64::MAX ms (585 million years), so that nothing below overflows.
         let ms = i128::from(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
@@ -309,7 +315,7 @@ impl Tariff {
         let end = transaction.ended.unwrap_or(now);
         let duration =
             Duration::from_millis(end.millis().saturating_sub(transaction.started.millis()));
-        self.cost(transaction.energy_wh().unwrap_or(0.0), duration)
+        self.cost(transaction.energy_wh().unwrap_or(Decimal::ZERO), duration)
     }
 }
 
@@ -633,63 +639,90 @@ mod tests {
         }
     }
 
+    /// A number of Wh, as a meter writes it.
+    fn wh(text: &str) -> Decimal {
+        text.parse().unwrap()
+    }
+
     #[test]
     fn cost_of_energy_and_time() {
         let tariff = Tariff::parse("0.25", "2", "EUR").unwrap();
         let hour = Duration::from_secs(3_600);
-        assert_eq!(tariff.cost(0.0, Duration::ZERO).cents(), 0);
-        assert_eq!(tariff.cost(1_000.0, Duration::ZERO).cents(), 25);
-        assert_eq!(tariff.cost(5_000.0, Duration::ZERO).cents(), 125);
-        assert_eq!(tariff.cost(0.0, hour).cents(), 200);
-        assert_eq!(tariff.cost(0.0, hour / 4).cents(), 50);
-        assert_eq!(tariff.cost(12_345.0, hour * 3).cents(), 309 + 600);
+        assert_eq!(tariff.cost(wh("0.0"), Duration::ZERO).cents(), 0);
+        assert_eq!(tariff.cost(wh("1000.0"), Duration::ZERO).cents(), 25);
+        assert_eq!(tariff.cost(wh("5000.0"), Duration::ZERO).cents(), 125);
+        assert_eq!(tariff.cost(wh("0.0"), hour).cents(), 200);
+        assert_eq!(tariff.cost(wh("0.0"), hour / 4).cents(), 50);
+        assert_eq!(tariff.cost(wh("12345.0"), hour * 3).cents(), 309 + 600);
         // Energy only, time only.
         let energy = Tariff::parse("0.3", "0", "EUR").unwrap();
-        assert_eq!(energy.cost(1_000.0, hour * 100).cents(), 30);
+        assert_eq!(energy.cost(wh("1000.0"), hour * 100).cents(), 30);
         let time = Tariff::parse("0", "1.2", "EUR").unwrap();
-        assert_eq!(time.cost(1e9, Duration::from_secs(60)).cents(), 2);
+        assert_eq!(
+            time.cost(wh("1000000000"), Duration::from_secs(60)).cents(),
+            2
+        );
     }
 
     #[test]
     fn rounding_is_once_to_the_cent_halves_up() {
         // 0.0001 per kWh: 50 kWh = 0.005 exactly -> 0.01 (half up); 49.999 kWh -> 0.00.
         let tiny = Tariff::parse("0.0001", "0", "EUR").unwrap();
-        assert_eq!(tiny.cost(50_000.0, Duration::ZERO).cents(), 1);
-        assert_eq!(tiny.cost(49_999.0, Duration::ZERO).cents(), 0);
+        assert_eq!(tiny.cost(wh("50000.0"), Duration::ZERO).cents(), 1);
+        assert_eq!(tiny.cost(wh("49999.0"), Duration::ZERO).cents(), 0);
         // Rounded once, on the sum: 0.004 + 0.004 = 0.008 -> 0.01, where rounding each
         // part first would give 0.00.
         let both = Tariff::parse("0.0001", "0.0001", "EUR").unwrap();
         assert_eq!(
-            both.cost(40_000.0, Duration::from_secs(40 * 3_600)).cents(),
+            both.cost(wh("40000.0"), Duration::from_secs(40 * 3_600))
+                .cents(),
             1
         );
         // 0.3333 per kWh, 1.5 kWh: 0.49995 -> 0.50.
         let third = Tariff::parse("0.3333", "0", "EUR").unwrap();
-        assert_eq!(third.cost(1_500.0, Duration::ZERO).cents(), 50);
+        assert_eq!(third.cost(wh("1500.0"), Duration::ZERO).cents(), 50);
         // Fractional Wh count to the mWh: 0.25/kWh * 1.998 Wh = 0.0004995 -> 0.00.
         assert_eq!(
             Tariff::parse("0.25", "0", "EUR")
                 .unwrap()
-                .cost(1.998, Duration::ZERO)
+                .cost(wh("1.998"), Duration::ZERO)
                 .cents(),
             0
         );
         // The time price counts milliseconds: 36 per hour is 0.01 per second; 499 ms is
         // 0.00499 -> 0.00, 500 ms is 0.005 -> 0.01.
         let per_second = Tariff::parse("0", "36", "EUR").unwrap();
-        assert_eq!(per_second.cost(0.0, Duration::from_millis(499)).cents(), 0);
-        assert_eq!(per_second.cost(0.0, Duration::from_millis(500)).cents(), 1);
+        assert_eq!(
+            per_second
+                .cost(wh("0.0"), Duration::from_millis(499))
+                .cents(),
+            0
+        );
+        assert_eq!(
+            per_second
+                .cost(wh("0.0"), Duration::from_millis(500))
+                .cents(),
+            1
+        );
     }
 
     #[test]
     fn odd_energies_count_as_none() {
         let tariff = Tariff::parse("1", "0", "EUR").unwrap();
-        for odd in [-5.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
-            assert_eq!(tariff.cost(odd, Duration::ZERO).cents(), 0, "{odd}");
+        for odd in ["-5", "-0.001"] {
+            assert_eq!(tariff.cost(wh(odd), Duration::ZERO).cents(), 0, "{odd}");
         }
+        // More decimals than a mWh: to the nearest mWh (0.4999 mWh is 0, 15 mWh 1.5 cents).
+        let per_mwh = Tariff::parse("1000", "0", "EUR").unwrap(); // 0.1 cent per mWh
+        assert_eq!(per_mwh.cost(wh("0.0004999"), Duration::ZERO).cents(), 0);
+        assert_eq!(per_mwh.cost(wh("0.0150"), Duration::ZERO).cents(), 2);
         // The largest price and a huge meter do not overflow.
         let dear = Tariff::parse("1000000", "1000000", "EUR").unwrap();
-        assert!(dear.cost(1e15, Duration::from_secs(u64::MAX)).cents() > 0);
+        assert!(
+            dear.cost(wh("1000000000000000"), Duration::from_secs(u64::MAX))
+                .cents()
+                > 0
+        );
     }
 
     #[test]

@@ -131,7 +131,7 @@ fn charging_session_v1_6() {
     assert_eq!(&*state.connectors["1"].status, "Charging");
     let active = &state.transactions[0];
     assert!(active.is_active());
-    assert_eq!(active.energy_wh(), Some(500.0));
+    assert_eq!(active.energy_wh(), Some(500.into()));
     assert_eq!(active.samples, 2);
 
     let stop = call(
@@ -147,7 +147,7 @@ fn charging_session_v1_6() {
     let state = csms.charge_point(&cp).unwrap();
     let ended = &state.transactions[0];
     assert!(!ended.is_active());
-    assert_eq!(ended.energy_wh(), Some(3000.0));
+    assert_eq!(ended.energy_wh(), Some(3000.into()));
     assert_eq!(ended.stop_reason.as_deref(), Some("Local"));
 
     // A second transaction gets another id.
@@ -254,7 +254,7 @@ fn charging_session_v2_0_1() {
     assert_eq!(tx.id, "TX-1");
     assert_eq!(tx.connector, "1/1");
     assert_eq!(tx.charging_state.as_deref(), Some("Charging"));
-    assert_eq!(tx.energy_wh(), Some(1500.0));
+    assert_eq!(tx.energy_wh(), Some(1500.into()));
     assert_eq!(&*state.connectors["1/1"].status, "Occupied");
 
     call(
@@ -268,7 +268,7 @@ fn charging_session_v2_0_1() {
     assert_eq!(state.transactions.len(), 1);
     let tx = &state.transactions[0];
     assert!(!tx.is_active());
-    assert_eq!(tx.energy_wh(), Some(2000.0));
+    assert_eq!(tx.energy_wh(), Some(2000.into()));
     assert_eq!(tx.stop_reason.as_deref(), Some("EVDisconnected"));
 
     let notify = call(
