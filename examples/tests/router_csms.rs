@@ -5,8 +5,9 @@
 //! `GET /chargepoints` and sends remote starts through `POST /chargepoints/{id}/remote-start`,
 //! then lets it stop the transaction and leave.
 //!
-//! Also checks the example's claim: its OCPP handling (between the `OCPP handling` markers)
-//! takes no more lines than the same CSMS on Python `ocpp` (89).
+//! Also checks the example's claims: its OCPP handling (between the `OCPP handling` markers),
+//! one handler per concept for both versions, takes no more than 50 lines of code, where the
+//! same CSMS took 89 on Python `ocpp` and 101 written per action and version.
 //!
 //! Needs python3 with `ocpp` and `websockets` (`bash scripts/interop-ocpp.sh --deps-only`):
 //! skipped with a printed reason when missing, failed when `OCPP_INTEROP_REQUIRED=1`.
@@ -27,6 +28,8 @@ const SCRIPT: &str = concat!(
 const SOURCE: &str = include_str!("../src/bin/router-csms/main.rs");
 /// The lines of OCPP handling of the same CSMS on Python `ocpp`.
 const PYTHON_LINES: usize = 89;
+/// The bound on ours, on the model (issue 39).
+const MODEL_LINES: usize = 50;
 /// The bound of every wait.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -297,14 +300,16 @@ fn router_csms_against_python_ocpp_charge_points() {
 
     let v1_6 = json!({
         "statuses": { "1": "Preparing", "2": "Available" },
-        // Energy.Active.Import.Register, not the Power.Active.Import sampled after it.
-        "energy": { "1": 1500.0 },
+        // Energy.Active.Import.Register, not the Power.Active.Import sampled after it, exactly
+        // as written (the text "1500").
+        "energy": { "1": 1500 },
         "remote start": "idTag=TAG-OK",
     });
     run_charge_point(&csms, "1.6", "RC16", &v1_6);
     let v2_0_1 = json!({
         "statuses": { "1/1": "Occupied", "2/1": "Available" },
-        // The sampled value without a measurand (Energy.Active.Import.Register).
+        // The sampled value without a measurand (Energy.Active.Import.Register), exactly as
+        // written (the number 2500.0).
         "energy": { "1": 2500.0 },
         "remote start": "idToken=TAG-OK type=Central remoteStartId=1",
     });
@@ -329,16 +334,16 @@ fn ocpp_handling_lines() -> (usize, usize) {
 
 /// The Python `ocpp` CSMS with the same behaviour took 89 lines of OCPP handling (issue 20);
 /// its count's rules for blank and comment lines are not known, so both figures are printed
-/// and the code lines are held to it.
+/// and the code lines are held to 50 (on the model; 101 when written per action and version).
 #[test]
-fn the_ocpp_handling_takes_no_more_lines_than_on_python_ocpp() {
+fn the_ocpp_handling_takes_at_most_50_lines() {
     let (all, code) = ocpp_handling_lines();
     println!(
         "router-csms: {all} lines of OCPP handling, {code} of them code \
          (Python `ocpp`: {PYTHON_LINES})"
     );
     assert!(
-        code <= PYTHON_LINES,
-        "{code} code lines of OCPP handling, Python `ocpp` {PYTHON_LINES}"
+        code <= MODEL_LINES,
+        "{code} code lines of OCPP handling, at most {MODEL_LINES} (Python `ocpp` {PYTHON_LINES})"
     );
 }

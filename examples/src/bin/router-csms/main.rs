@@ -1,23 +1,26 @@
-//! A small CSMS on `ocpp-tokio`'s typed [`Router`]: OCPP 1.6 and 2.0.1 charge points on one
-//! port, and an HTTP API over what they reported.
+//! A small CSMS on `ocpp-tokio`'s typed [`Router`] and the version-neutral model
+//! ([`ocpp_tokio::model`]): OCPP 1.6 and 2.0.1 charge points on one port, one handler per
+//! concept of the protocol (not one per action and version), and an HTTP API over what they
+//! reported.
 //!
 //! What it does with a charge point's CALLs:
 //!
-//! - BootNotification: Accepted, heartbeat interval 300 s; Heartbeat: the time;
-//! - StatusNotification: keeps each connector's status (1.6 `connectorId`, 2.0.1
+//! - Booted: Accepted, heartbeat interval 300 s; Heartbeat: the time;
+//! - StatusChanged: keeps each connector's status as sent (1.6 `connectorId`, 2.0.1
 //!   `evseId/connectorId`);
-//! - MeterValues: keeps the last energy reading (`Energy.Active.Import.Register`, the measurand
-//!   a sampled value without one has) per connector (1.6) or EVSE (2.0.1);
-//! - Authorize, 1.6 StartTransaction and 2.0.1 TransactionEvent: checks the token against a
+//! - meter readings (in or outside a transaction): keeps the last energy register reading
+//!   (`Energy.Active.Import.Register`, the measurand a sampled value without one has), exactly
+//!   as written, per EVSE (a 1.6 connector);
+//! - AuthorizationRequested, and every transaction message with a token: checks it against a
 //!   fixed list (`TAG-OK` is accepted, anything else is `Invalid`);
-//! - transactions: 1.6 StartTransaction gives a new `transactionId`, StopTransaction ends it;
-//!   2.0.1 TransactionEvent Started/Updated/Ended keeps them by `transactionId`.
+//! - transactions: started (a 1.6 start gets its id from the application's
+//!   [`InMemoryLedger`], a resend the same one), ended.
 //!
 //! What a charge point reported is its connection's state (the router's per-connection state),
 //! gone with the connection. The HTTP API:
 //!
 //! - `GET /chargepoints`: the connected charge points, with their version, connector statuses,
-//!   energy readings and open transactions (transactionId: connector or EVSE), as JSON;
+//!   energy readings and open transactions (transactionId: EVSE), as JSON;
 //! - `POST /chargepoints/{id}/remote-start` (body `{"idTag": ".."}`, optional: the first token
 //!   of the list): sends RemoteStartTransaction (1.6) or RequestStartTransaction (2.0.1) and
 //!   answers the charge point's status (`{"status": "Accepted"}`); 404 when it is not
@@ -41,109 +44,84 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use clap::Parser;
-use ocpp_tokio::{v1_6, v2_0_1, ChargePoints, ConnectionConfig};
-use ocpp_tokio::{DateTime, OcppVersion, Router, Server};
+use ocpp_tokio::model::AuthorizationStatus::{Accepted, Invalid};
+use ocpp_tokio::model::{
+    Answer, Authorization, AuthorizationRequested, BootAnswer, Booted, Command, Heartbeat, IdToken,
+    IdTokenType, InMemoryLedger, MeterReading, MeterReadings, StatusChanged, TransactionEnded,
+    TransactionId, TransactionLedger, TransactionStarted, TransactionUpdated,
+};
+use ocpp_tokio::{ChargePoints, ConnectionConfig, DateTime, Decimal, ErrorAnswer};
+use ocpp_tokio::{OcppVersion, Router, Server, Session};
 use serde_json::{json, Value};
 
 // --- OCPP handling: begin ---
 /// The tokens allowed to charge (1.6 idTag, 2.0.1 idToken): TAG-OK.
 const TOKENS: [&str; 1] = ["TAG-OK"];
-/// The last 1.6 transactionId given out.
-static LAST_TRANSACTION: AtomicI32 = AtomicI32::new(0);
 
 /// What a charge point reported on its connection (each connection's state; the HTTP API reads
-/// it through `ChargePoint::state`): connector statuses by connectorId (1.6) or
-/// "evseId/connectorId" (2.0.1), the last energy reading (Wh) by connectorId (1.6) or evseId
-/// (2.0.1), and the open transactions' connector (1.6) or EVSE (2.0.1) by transactionId.
+/// it through `ChargePoint::state`): connector statuses as sent by connectorId (1.6) or
+/// "evseId/connectorId" (2.0.1), the last energy register reading (Wh, exactly as written) by
+/// EVSE (a 1.6 connector), and the open transactions' EVSE by transactionId.
 #[derive(Debug, Default)]
 struct Reported {
     statuses: BTreeMap<String, String>,
-    energy: BTreeMap<String, f64>,
+    energy: BTreeMap<String, Decimal>,
     transactions: BTreeMap<String, String>,
 }
 
-/// The token check behind every Authorize answer, in the words of each version.
-fn id_tag_info(id_tag: &str) -> v1_6::IdTagInfo {
-    use v1_6::AuthorizationStatus::{Accepted, Invalid};
-    v1_6::IdTagInfo::new(if TOKENS.contains(&id_tag) { Accepted } else { Invalid })
+/// A connection's session: what it reported, and the application's ledger of transactions,
+/// which gives out the 1.6 ids (never the same twice, whichever connection asks).
+type Cp = Session<Mutex<Reported>, Arc<InMemoryLedger>>;
+
+/// The token check behind every answer that carries one, for every version.
+fn auth(token: &IdToken) -> Authorization {
+    Authorization::new(if TOKENS.contains(&token.value.as_str()) { Accepted } else { Invalid })
 }
 
-fn id_token_info(token: &v2_0_1::IdToken) -> v2_0_1::IdTokenInfo {
-    use v2_0_1::AuthorizationStatusEnum::{Accepted, Invalid};
-    let known = TOKENS.contains(&token.id_token.as_str());
-    v2_0_1::IdTokenInfo::new(if known { Accepted } else { Invalid })
+/// Keeps the last energy register reading of an EVSE (named, or its transaction's).
+fn meter(cp: &Cp, evse: Option<u32>, tx: Option<&TransactionId>, readings: &[MeterReading]) {
+    let mut r = cp.lock().unwrap();
+    let at = evse.map(|e| e.to_string()).or_else(|| r.transactions.get(&tx?.to_string()).cloned());
+    let wh = readings.iter().rev().find_map(MeterReading::energy_wh);
+    at.zip(wh).map(|(at, wh)| r.energy.insert(at, wh));
 }
 
-/// One typed handler per action and version; each connection starts with nothing reported.
-fn router() -> Router<Mutex<Reported>> {
+/// One handler per concept, for 1.6 and 2.0.1 alike; each connection starts with nothing
+/// reported.
+fn router() -> Router<Mutex<Reported>, Arc<InMemoryLedger>> {
     Router::<Mutex<Reported>>::default()
-        .on(|_, _: v1_6::BootNotificationRequest| async {
-            let accepted = v1_6::RegistrationStatus::Accepted;
-            Ok(v1_6::BootNotificationResponse::new(accepted, DateTime::now(), 300))
+        .with_state(Arc::new(InMemoryLedger::new()))
+        .on_concept(|_: Cp, _: Booted| async { Ok(BootAnswer::accepted(300, DateTime::now())) })
+        .on_concept(|_: Cp, _: Heartbeat| async { Ok(Answer::heartbeat(DateTime::now())) })
+        .on_concept(|cp: Cp, s: StatusChanged| async move {
+            let connector = s.connector.map_or(s.evse.to_string(), |c| format!("{}/{c}", s.evse));
+            cp.lock().unwrap().statuses.insert(connector, s.raw_status);
+            Ok(Answer::Received)
         })
-        .on(|_, _: v1_6::HeartbeatRequest| async {
-            Ok(v1_6::HeartbeatResponse::new(DateTime::now()))
+        .on_concept(|cp: Cp, m: MeterReadings| async move {
+            meter(&cp, Some(m.evse), None, &m.readings);
+            Ok(Answer::Received)
         })
-        .on(|s, r: v1_6::StatusNotificationRequest| async move {
-            s.lock().unwrap().statuses.insert(r.connector_id.to_string(), r.status.to_string());
-            Ok(v1_6::StatusNotificationResponse {})
-        })
-        .on(|s, r: v1_6::MeterValuesRequest| async move {
-            let energy = [None, Some(v1_6::Measurand::EnergyActiveImportRegister)];
-            let mut samples = r.meter_value.iter().flat_map(|m| &m.sampled_value).rev();
-            let found = samples.find(|v| energy.contains(&v.measurand));
-            if let Some(wh) = found.and_then(|v| v.value.parse().ok()) {
-                s.lock().unwrap().energy.insert(r.connector_id.to_string(), wh);
+        .on_concept(|_: Cp, a: AuthorizationRequested| async move { Ok(auth(&a.token)) })
+        .on_concept(|cp: Cp, start: TransactionStarted| async move {
+            let started = cp.app().record_start(cp.identity().as_str(), &start);
+            let recorded = started.map_err(ErrorAnswer::internal)?;
+            if let (Some(id), Some(evse)) = (recorded.id(), start.evse) {
+                cp.lock().unwrap().transactions.insert(id.to_string(), evse.to_string());
             }
-            Ok(v1_6::MeterValuesResponse {})
+            Ok(Answer::transaction(recorded.number(), start.token.as_ref().map(auth)))
         })
-        .on(|_, r: v1_6::AuthorizeRequest| async move {
-            Ok(v1_6::AuthorizeResponse::new(id_tag_info(&r.id_tag)))
+        .on_concept(|cp: Cp, update: TransactionUpdated| async move {
+            meter(&cp, update.evse, Some(&update.id), &update.readings);
+            Ok(Answer::transaction(None, update.token.as_ref().map(auth)))
         })
-        .on(|s, r: v1_6::StartTransactionRequest| async move {
-            let id = LAST_TRANSACTION.fetch_add(1, Relaxed) + 1;
-            s.lock().unwrap().transactions.insert(id.to_string(), r.connector_id.to_string());
-            Ok(v1_6::StartTransactionResponse::new(id_tag_info(&r.id_tag), id))
-        })
-        .on(|s, r: v1_6::StopTransactionRequest| async move {
-            s.lock().unwrap().transactions.remove(&r.transaction_id.to_string());
-            Ok(v1_6::StopTransactionResponse::default())
-        })
-        .on(|_, _: v2_0_1::BootNotificationRequest| async {
-            let accepted = v2_0_1::RegistrationStatusEnum::Accepted;
-            Ok(v2_0_1::BootNotificationResponse::new(DateTime::now(), 300, accepted))
-        })
-        .on(|_, _: v2_0_1::HeartbeatRequest| async {
-            Ok(v2_0_1::HeartbeatResponse::new(DateTime::now()))
-        })
-        .on(|s, r: v2_0_1::StatusNotificationRequest| async move {
-            let connector = format!("{}/{}", r.evse_id, r.connector_id);
-            s.lock().unwrap().statuses.insert(connector, r.connector_status.to_string());
-            Ok(v2_0_1::StatusNotificationResponse::default())
-        })
-        .on(|s, r: v2_0_1::MeterValuesRequest| async move {
-            let energy = [None, Some(v2_0_1::MeasurandEnum::EnergyActiveImportRegister)];
-            let mut samples = r.meter_value.iter().flat_map(|m| &m.sampled_value).rev();
-            if let Some(v) = samples.find(|v| energy.contains(&v.measurand)) {
-                // f64 in its JSON report (the 1.6 readings are parsed as f64 too).
-                s.lock().unwrap().energy.insert(r.evse_id.to_string(), v.value.to_f64());
-            }
-            Ok(v2_0_1::MeterValuesResponse::default())
-        })
-        .on(|_, r: v2_0_1::AuthorizeRequest| async move {
-            Ok(v2_0_1::AuthorizeResponse::new(id_token_info(&r.id_token)))
-        })
-        .on(|s, r: v2_0_1::TransactionEventRequest| async move {
-            let (id, mut reported) = (r.transaction_info.transaction_id, s.lock().unwrap());
-            match (r.event_type, r.evse) {
-                (v2_0_1::TransactionEventEnum::Ended, _) => reported.transactions.remove(&id),
-                (_, Some(evse)) => reported.transactions.insert(id, evse.id.to_string()),
-                (_, None) => None, // an Updated without its EVSE: known from the Started
-            };
-            let id_token_info = r.id_token.as_ref().map(id_token_info);
-            Ok(v2_0_1::TransactionEventResponse { id_token_info, ..Default::default() })
+        .on_concept(|cp: Cp, end: TransactionEnded| async move {
+            cp.app().record_end(cp.identity().as_str(), &end).map_err(ErrorAnswer::internal)?;
+            cp.lock().unwrap().transactions.remove(&end.id.to_string());
+            Ok(Answer::transaction(None, end.token.as_ref().map(auth)))
         })
 }
+
 // --- OCPP handling: end ---
 
 /// What the HTTP handlers share.
@@ -222,21 +200,23 @@ async fn remote_start(
     let Some(cp) = api.charge_points.get(&identity) else {
         return json_error(StatusCode::NOT_FOUND, "not connected");
     };
-    let status = match cp.version() {
-        OcppVersion::V1_6 => {
-            let request = v1_6::RemoteStartTransactionRequest::new(id_tag);
-            cp.call(request).await.map(|answer| answer.status.to_string())
-        }
-        OcppVersion::V2_0_1 => {
-            let remote_start_id = api.last_remote_start.fetch_add(1, Relaxed) + 1;
-            let token = v2_0_1::IdToken::new(id_tag, v2_0_1::IdTokenEnum::Central);
-            let request = v2_0_1::RequestStartTransactionRequest::new(token, remote_start_id);
-            cp.call(request).await.map(|answer| answer.status.to_string())
-        }
-        other => {
-            let error = format!("OCPP {} is not served", other.as_str());
-            return json_error(StatusCode::NOT_IMPLEMENTED, &error);
-        }
+    // One command, said in the charge point's version: RemoteStartTransaction (1.6),
+    // RequestStartTransaction (2.x).
+    // (2.x numbers remote starts; 1.6 has no remoteStartId.)
+    let remote_start_id = match cp.version() {
+        OcppVersion::V1_6 => 0,
+        _ => api.last_remote_start.fetch_add(1, Relaxed) + 1,
+    };
+    let token = IdToken::new(id_tag, IdTokenType::Central);
+    let command = Command::RemoteStart { evse: None, token, remote_start_id, limit: None };
+    let request = match command.to_request(cp.version()) {
+        Ok(request) => request,
+        Err(error) => return json_error(StatusCode::NOT_IMPLEMENTED, &error.to_string()),
+    };
+    let status = match cp.call_raw(request).await.map(|answer| command.outcome(&answer)) {
+        Ok(Ok(outcome)) => Ok(outcome.raw_status),
+        Ok(Err(error)) => return json_error(StatusCode::BAD_GATEWAY, &error.to_string()),
+        Err(failure) => Err(failure),
     };
     match status {
         Ok(status) => json_response(StatusCode::OK, json!({ "status": status })),
