@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::WAIT;
 use ocpp_tokio::ocpp::CloseCode;
-use ocpp_tokio::station::{RetryBackOff, Station, Status};
+use ocpp_tokio::station::{Cause, RetryBackOff, Station, Status};
 use ocpp_tokio::{v1_6, CallFailure, ConnectionConfig, DateTime, OcppVersion, Router, Server};
 use tokio::sync::oneshot;
 
@@ -180,7 +180,116 @@ async fn backoff_grows_when_the_central_system_closes_right_after_the_upgrade() 
     }
     // Each Connecting lasts 150 ms at least: the watcher saw most of them.
     assert!(attempts.len() >= 3, "{statuses:?}");
+    // Defect 4: every wait says why: the central system closed (1000).
+    for status in &statuses {
+        if let Status::Waiting { cause, .. } = status {
+            let closed = Cause::PeerClosed {
+                code: Some(CloseCode::NORMAL),
+            };
+            assert_eq!(*cause, closed, "{statuses:?}");
+        }
+    }
     csms.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_established_connection_starts_the_attempts_and_waits_again() {
+    // The central system accepts the boot and closes 400 ms after the connection opened; the
+    // station counts a connection accepted for 100 ms as established. So every loss starts
+    // again: the shortest wait, and the reconnect is attempt 1 (not 2).
+    let router = Router::new_async(|_| async {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        Ok(())
+    })
+    .on(|_, _: v1_6::BootNotificationRequest| async {
+        Ok(v1_6::BootNotificationResponse::new(
+            v1_6::RegistrationStatus::Accepted,
+            time(),
+            300,
+        ))
+    })
+    .on_connect(|session| async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        session.charge_point().close(CloseCode::NORMAL, "bye");
+    });
+    let csms = Csms::start(router).await;
+    let policy = RetryBackOff {
+        wait_minimum: Duration::from_millis(100),
+        random_range: Duration::ZERO,
+        repeat_times: 3,
+    };
+    let station = Station::builder(&csms.url("ESTABLISHED"))
+        .unwrap()
+        .versions([OcppVersion::V1_6])
+        .back_off(policy)
+        .established_after(Duration::from_millis(100))
+        .connect()
+        .unwrap();
+    let statuses = record_statuses(&station);
+    let mut watch = station.watch_status();
+    bounded("three waits", async {
+        let mut waits = 0;
+        while waits < 3 {
+            watch.changed().await.unwrap();
+            if matches!(*watch.borrow_and_update(), Status::Waiting { .. }) {
+                waits += 1;
+            }
+        }
+    })
+    .await;
+    close(&station).await;
+    let statuses = bounded("the statuses", statuses).await.unwrap();
+    let mut accepted = 0;
+    for status in &statuses {
+        match status {
+            Status::Connecting { attempt } => assert_eq!(*attempt, 1, "{statuses:?}"),
+            Status::Waiting { wait, cause } => {
+                assert_eq!(*wait, policy.fixed_part(0), "{statuses:?}");
+                let closed = Cause::PeerClosed {
+                    code: Some(CloseCode::NORMAL),
+                };
+                assert_eq!(*cause, closed, "{statuses:?}");
+            }
+            Status::Accepted { .. } => accepted += 1,
+            _ => {}
+        }
+    }
+    assert!(accepted >= 3, "{statuses:?}");
+    for pair in statuses.windows(2) {
+        assert_ne!(pair[0], pair[1], "reported twice: {statuses:?}");
+    }
+    csms.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_tcp_connection_is_the_cause() {
+    // Nobody listens on the port: the wait says the TCP connection was refused.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let station = Station::builder(&format!("ws://{addr}/ocpp/NOBODY"))
+        .unwrap()
+        .versions([OcppVersion::V1_6])
+        .back_off(RetryBackOff {
+            wait_minimum: Duration::from_secs(5),
+            random_range: Duration::ZERO,
+            repeat_times: 0,
+        })
+        .connect()
+        .unwrap();
+    let mut watch = station.watch_status();
+    let cause = bounded("a wait", async {
+        loop {
+            if let Status::Waiting { cause, .. } = *watch.borrow_and_update() {
+                return cause;
+            }
+            watch.changed().await.unwrap();
+        }
+    })
+    .await;
+    assert_eq!(cause, Cause::Connect(std::io::ErrorKind::ConnectionRefused));
+    assert_eq!(cause.to_string(), "connect failed: connection refused");
+    close(&station).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -233,10 +342,7 @@ async fn an_unanswered_boot_is_retried_then_the_station_reconnects() {
         }
     })
     .await;
-    assert_eq!(
-        cause,
-        ocpp_tokio::station::Cause::BootUnanswered { attempts: 3 }
-    );
+    assert_eq!(cause, Cause::BootUnanswered { attempts: 3 });
     assert_eq!(boots.load(Ordering::SeqCst), 3);
     close(&station).await;
     let statuses = bounded("the statuses", statuses).await.unwrap();
