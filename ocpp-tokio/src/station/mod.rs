@@ -12,7 +12,10 @@
 //! [`ocpp_server_core::station`]'s, shared by every driver):
 //!
 //! - **Boot** on every connection: BootNotification until Accepted; on Pending or Rejected,
-//!   again after the interval the central system gave. Meanwhile only what the version allows
+//!   again after the interval the central system gave; a BootNotification that fails (no
+//!   answer in time, CALLERROR) again after [`StationBuilder::boot_retries`]'s interval, and
+//!   after its attempts the connection is given up ([`Cause::BootUnanswered`]). Meanwhile only
+//!   what the version allows
 //!   goes out (a message the central system asked for with TriggerMessage while Pending) and
 //!   comes in (while Pending, not RemoteStart/RemoteStop or RequestStart/RequestStop; while
 //!   Rejected, nothing: CALLERROR SecurityError). Calls made meanwhile wait for Accepted, at
@@ -20,17 +23,61 @@
 //! - **Heartbeat** at the interval the central system gave (2.x: skipped while other
 //!   messages keep the connection alive).
 //! - **Reconnect** after any loss (close, reset, refused or failed handshake, TLS failure)
-//!   with the back-off of OCPP 2.0.1 Part 4 §5.3 ([`RetryBackOff`]), the same schedule on 1.6;
+//!   with the back-off of OCPP 2.0.1 Part 4 §5.3 ([`RetryBackOff`]), the same schedule on 1.6.
+//!   Only an established connection (accepted, then up for
+//!   [`StationBuilder::established_after`]) starts the schedule again: one that a central
+//!   system closes at once makes every wait longer. [`Status::Waiting`] says why ([`Cause`]);
 //!   a refusal that retrying cannot cure (401, 403, no version in common) ends the station
 //!   with a [`PermanentFailure`] instead (unless [`StationBuilder::retry_refusals`]).
 //! - **The offline queue**: transaction messages (1.6 Start/StopTransaction and MeterValues
 //!   of a transaction; 2.x TransactionEvent), whether sent with [`Station::call`] or
 //!   [`Station::queue`], go through one queue in a store ([`MemoryStore`], or [`FileStore`]
 //!   that survives the process being killed): delivered in order after an Accepted boot, each
-//!   until it is answered, the same content again when an answer was lost.
+//!   until it is answered, the same content again when an answer was lost with the
+//!   connection; a CALLERROR or no answer in time counts as an attempt, and after
+//!   [`StationBuilder::transaction_retries`] the message is given up and its caller told.
 //!
 //! Everything else a station does (its connectors, its transactions, what it answers) is the
 //! application's: a router and the station's state.
+//!
+//! A handler reaches the central system of its connection through
+//! [`Session::charge_point`](crate::Session::charge_point) (`call`, `close`); to reach the
+//! [`Station`] itself (to [`queue`](Station::queue) a transaction message,
+//! [`reboot`](Station::reboot) after a Reset, change the back-off), put a
+//! [`OnceLock`](std::sync::OnceLock) in the station's state and set it once
+//! [`StationBuilder::connect`] returned (the state then holds a handle: the station runs
+//! until [`Station::close`]):
+//!
+//! ```no_run
+//! use std::sync::{Arc, OnceLock};
+//! use ocpp_tokio::station::{BootReason, Station};
+//! use ocpp_tokio::{v1_6, Reply, Router, Session};
+//!
+//! #[derive(Default)]
+//! struct Charger {
+//!     station: OnceLock<Station>,
+//! }
+//!
+//! async fn reset(s: Session<Charger>, _: v1_6::ResetRequest) -> Reply<v1_6::ResetResponse> {
+//!     if let Some(station) = s.station.get() {
+//!         let station = station.clone();
+//!         tokio::spawn(async move {
+//!             // After the answer has gone out.
+//!             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+//!             station.reboot(BootReason::RemoteReset);
+//!         });
+//!     }
+//!     Ok(v1_6::ResetResponse::new(v1_6::ResetStatus::Accepted))
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let charger = Arc::new(Charger::default());
+//! let station = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")?
+//!     .handler_shared(Router::for_station().on(reset), charger.clone())
+//!     .connect()?;
+//! let _ = charger.station.set(station.clone());
+//! # Ok(()) }
+//! ```
 //!
 //! ```no_run
 //! use ocpp_tokio::station::{Station, StationInfo};
@@ -669,10 +716,33 @@ impl StationBuilder {
     /// Any [`Handler`] (a [`Router`] among them) with the station's state: every connection's
     /// [`Session`](crate::Session) derefs to this one state. (`Handler::on_upgrade` is a
     /// server's and is not called.)
-    pub fn handler<H: Handler>(mut self, handler: H, state: H::State) -> Self {
+    pub fn handler<H: Handler>(self, handler: H, state: H::State) -> Self {
+        self.handler_shared(handler, Arc::new(state))
+    }
+
+    /// [`StationBuilder::handler`] with a state the application keeps a handle to (e.g. to put
+    /// the [`Station`] in it once connected: see the [module](self) documentation).
+    ///
+    /// ```
+    /// use std::sync::{Arc, OnceLock};
+    /// use ocpp_tokio::station::Station;
+    /// use ocpp_tokio::Router;
+    ///
+    /// #[derive(Default)]
+    /// struct Charger {
+    ///     station: OnceLock<Station>,
+    /// }
+    ///
+    /// let charger = Arc::new(Charger::default());
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")
+    ///     .unwrap()
+    ///     .handler_shared(Router::for_station(), charger.clone());
+    /// # let _ = builder;
+    /// ```
+    pub fn handler_shared<H: Handler>(mut self, handler: H, state: Arc<H::State>) -> Self {
         self.app = Some(Arc::new(driver::Bound {
             handler: Arc::new(handler),
-            state: Arc::new(state),
+            state,
         }));
         self
     }
