@@ -424,3 +424,51 @@ async fn an_unanswered_transaction_message_is_given_up_and_blocks_nothing() {
     close(&station).await;
     csms.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reboot_after_an_established_connection_is_attempt_1() {
+    let router = Router::new_async(|_| async {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        Ok(())
+    })
+    .on(|_, _: v1_6::BootNotificationRequest| async {
+        Ok(v1_6::BootNotificationResponse::new(
+            v1_6::RegistrationStatus::Accepted,
+            time(),
+            300,
+        ))
+    });
+    let csms = Csms::start(router).await;
+    let station = Station::builder(&csms.url("REBOOT"))
+        .unwrap()
+        .versions([OcppVersion::V1_6])
+        .established_after(Duration::ZERO)
+        .connect()
+        .unwrap();
+    let statuses = record_statuses(&station);
+    bounded("accepted", station.accepted()).await.unwrap();
+    station.reboot(ocpp_tokio::station::BootReason::RemoteReset);
+    let mut watch = station.watch_status();
+    bounded("connecting again", async {
+        while !matches!(*watch.borrow_and_update(), Status::Connecting { .. }) {
+            watch.changed().await.unwrap();
+        }
+    })
+    .await;
+    bounded("accepted again", station.accepted()).await.unwrap();
+    close(&station).await;
+    let statuses = bounded("the statuses", statuses).await.unwrap();
+    let attempts: Vec<u32> = statuses
+        .iter()
+        .filter_map(|s| match s {
+            Status::Connecting { attempt } => Some(*attempt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(attempts, [1, 1], "{statuses:?}");
+    assert!(
+        !statuses.iter().any(|s| matches!(s, Status::Waiting { .. })),
+        "{statuses:?}"
+    );
+    csms.stop().await;
+}

@@ -190,14 +190,25 @@ impl Reconnect {
     /// [`min_lifetime`](Self::min_lifetime) before `now`) starts the schedule again; any other
     /// ending is one more failure. `unit` is the caller's draw, uniform in `[0, 1]`.
     pub fn on_lost(&mut self, now: Instant, unit: f64) -> Duration {
-        let established = self
-            .accepted_at
-            .take()
-            .is_some_and(|at| now.saturating_duration_since(at) >= self.min_lifetime);
-        if established {
+        if self.was_established(now) {
             self.reset();
         }
         self.next_delay(unit)
+    }
+
+    /// The station itself ended its connection at `now` to connect again at once (a reboot):
+    /// no wait and no failure; after an established connection the next attempt is number 1.
+    pub fn on_restart(&mut self, now: Instant) {
+        if self.was_established(now) {
+            self.reset();
+        }
+    }
+
+    /// Whether the current connection was established by `now` (and forget it).
+    fn was_established(&mut self, now: Instant) -> bool {
+        self.accepted_at
+            .take()
+            .is_some_and(|at| now.saturating_duration_since(at) >= self.min_lifetime)
     }
 
     /// An established connection: the next loss starts the schedule from the beginning, and
@@ -353,6 +364,16 @@ mod tests {
         assert_eq!(reconnect.on_lost(t0 + secs(110), 0.0), secs(1));
         assert_eq!(reconnect.failures(), 1);
         assert_eq!(reconnect.begin_attempt(), 1);
+        // A reboot after an established connection: attempt 1 again, no failure counted.
+        reconnect.begin_attempt();
+        reconnect.on_accepted(t0);
+        reconnect.on_restart(t0 + secs(10));
+        assert_eq!(reconnect.failures(), 0);
+        assert_eq!(reconnect.begin_attempt(), 1);
+        // A reboot before: counted on, still no failure.
+        reconnect.on_restart(t0);
+        assert_eq!(reconnect.begin_attempt(), 2);
+        assert_eq!(reconnect.failures(), 0);
         // A zero minimum: any accepted connection is established.
         reconnect.set_min_lifetime(Duration::ZERO);
         reconnect.on_lost(t0, 0.0);

@@ -170,7 +170,10 @@ impl Task {
             let cause = match ended {
                 Ended::Closed => break Ok(()),
                 Ended::Failed(failure) => break Err(failure),
-                Ended::Reboot => continue,
+                Ended::Reboot => {
+                    self.reconnect.on_restart(Instant::now());
+                    continue;
+                }
                 Ended::Lost(cause) => cause,
             };
             let wait = self.reconnect.on_lost(Instant::now(), self.rng.f64());
