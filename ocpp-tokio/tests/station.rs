@@ -641,7 +641,7 @@ async fn backoff_waits_within_the_configured_bounds() {
     for status in &statuses {
         match *status {
             Status::Connecting { attempt } => connecting = Some(attempt),
-            Status::Waiting { wait } => {
+            Status::Waiting { wait, .. } => {
                 if let Some(attempt) = connecting.take() {
                     assert_eq!(attempt, waits + 1, "{statuses:?}");
                 }

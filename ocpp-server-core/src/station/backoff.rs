@@ -4,14 +4,22 @@
 //! variables. The first attempt after a loss waits `RetryBackOffWaitMinimum` plus a random part
 //! of at most `RetryBackOffRandomRange`; after each further failure the fixed part doubles, at
 //! most `RetryBackOffRepeatTimes` times, and then stays there; every attempt draws a new random
-//! part. A connection that opens resets the schedule.
+//! part. Only an *established* connection resets the schedule: one whose BootNotification was
+//! accepted and that then lasted at least [`MIN_ESTABLISHED_LIFETIME`] (or the minimum the driver
+//! sets). A connection that opens and closes at once (a central system that accepts the
+//! WebSocket and hangs up, or never accepts the boot) counts as one more failure, so the waits
+//! keep growing instead of hammering the central system at the shortest wait.
 //!
 //! OCPP 1.6 has no such configuration keys; a 1.6 station here follows the same schedule with
 //! the [`RetryBackOff::default`] values (or whatever its driver configures). A refused upgrade
 //! (HTTP 401, 404) counts as a failed attempt on every version: the OCPP-J 1.6 errata (§3.3) ask a
 //! station to back off after it, so that a station the CSMS does not know does not hammer it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long a connection must last after its BootNotification was accepted to count as
+/// established ([`Reconnect::on_lost`]): a shorter one does not reset the back-off.
+pub const MIN_ESTABLISHED_LIFETIME: Duration = Duration::from_secs(10);
 
 /// The three settings of the reconnect back-off (the `OCPPCommCtrlr` variables of 2.x).
 ///
@@ -79,41 +87,78 @@ impl RetryBackOff {
     }
 }
 
-/// The back-off schedule of one station across its connection attempts.
+/// The back-off schedule of one station across its connection attempts, in the Sans-IO shape
+/// (`now` and the random draw come from the caller).
+///
+/// A driver calls [`begin_attempt`](Self::begin_attempt) before every attempt (the number to
+/// report), [`on_accepted`](Self::on_accepted) when the BootNotification of the connection is
+/// accepted, and [`on_lost`](Self::on_lost) when the attempt failed or its connection ended: the
+/// wait before the next attempt. The failures (and so the waits) only start again from the
+/// beginning after an established connection: accepted, then open for at least
+/// [`min_lifetime`](Self::min_lifetime).
 ///
 /// ```
-/// use std::time::Duration;
+/// use std::time::{Duration, Instant};
 /// use ocpp_server_core::station::{Reconnect, RetryBackOff};
 ///
+/// let t0 = Instant::now();
 /// let mut reconnect = Reconnect::new(RetryBackOff::default());
-/// // The connection was lost: wait, then try again (the draws come from the caller's RNG).
-/// assert_eq!(reconnect.next_delay(0.0), Duration::from_secs(3));
-/// // That attempt failed too: the fixed part doubles.
-/// assert_eq!(reconnect.next_delay(0.0), Duration::from_secs(6));
-/// // The next attempt opened: a later loss starts from the beginning.
-/// reconnect.reset();
-/// assert_eq!(reconnect.failures(), 0);
+/// assert_eq!(reconnect.begin_attempt(), 1);
+/// // TCP refused: wait, then try again (the draws come from the caller's RNG).
+/// assert_eq!(reconnect.on_lost(t0, 0.0), Duration::from_secs(3));
+/// assert_eq!(reconnect.begin_attempt(), 2);
+/// // This one opened, but the central system hung up at once: the fixed part doubles.
+/// assert_eq!(reconnect.on_lost(t0, 0.0), Duration::from_secs(6));
+/// // The third is accepted and lasts: a later loss starts from the beginning.
+/// assert_eq!(reconnect.begin_attempt(), 3);
+/// reconnect.on_accepted(t0);
+/// let later = t0 + Duration::from_secs(3600);
+/// assert_eq!(reconnect.on_lost(later, 0.0), Duration::from_secs(3));
+/// assert_eq!(reconnect.begin_attempt(), 1);
 /// ```
 #[derive(Debug, Clone)]
 pub struct Reconnect {
     policy: RetryBackOff,
-    /// Failed attempts (and losses) since the last connection that opened.
+    /// Failed attempts (and losses) since the last established connection.
     failures: u32,
+    /// Attempts begun since the last established connection.
+    attempts: u32,
+    /// When the current connection's BootNotification was accepted.
+    accepted_at: Option<Instant>,
+    /// How long an accepted connection must last to count as established.
+    min_lifetime: Duration,
 }
 
 impl Reconnect {
-    /// A schedule with this policy and no failure yet.
+    /// A schedule with this policy, no failure yet, and [`MIN_ESTABLISHED_LIFETIME`].
     pub fn new(policy: RetryBackOff) -> Self {
         Reconnect {
             policy,
             failures: 0,
+            attempts: 0,
+            accepted_at: None,
+            min_lifetime: MIN_ESTABLISHED_LIFETIME,
         }
     }
+
+    // Getters.
 
     /// The policy in force.
     pub fn policy(&self) -> RetryBackOff {
         self.policy
     }
+
+    /// Failed attempts (and losses) since the last established connection.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+
+    /// How long an accepted connection must last to count as established.
+    pub fn min_lifetime(&self) -> Duration {
+        self.min_lifetime
+    }
+
+    // Mutators.
 
     /// Replaces the policy (the CSMS changed a `RetryBackOff*` variable); the failures counted
     /// so far are kept.
@@ -121,18 +166,62 @@ impl Reconnect {
         self.policy = policy;
     }
 
-    /// Failed attempts (and losses) since the last connection that opened.
-    pub fn failures(&self) -> u32 {
-        self.failures
+    /// Sets how long an accepted connection must last to count as established (zero: any
+    /// accepted connection does).
+    pub fn set_min_lifetime(&mut self, min_lifetime: Duration) {
+        self.min_lifetime = min_lifetime;
     }
 
-    /// A connection opened: the next loss starts the schedule from the beginning.
+    /// An attempt begins: its number since the last established connection, from 1.
+    pub fn begin_attempt(&mut self) -> u32 {
+        self.accepted_at = None;
+        self.attempts = self.attempts.saturating_add(1);
+        self.attempts
+    }
+
+    /// The current connection's BootNotification was accepted at `now` (the first acceptance
+    /// counts; a later one, e.g. of a triggered boot, does not move it).
+    pub fn on_accepted(&mut self, now: Instant) {
+        self.accepted_at.get_or_insert(now);
+    }
+
+    /// The attempt failed, or its connection ended, at `now`: how long to wait before the next
+    /// attempt. A connection that was established (accepted at least
+    /// [`min_lifetime`](Self::min_lifetime) before `now`) starts the schedule again; any other
+    /// ending is one more failure. `unit` is the caller's draw, uniform in `[0, 1]`.
+    pub fn on_lost(&mut self, now: Instant, unit: f64) -> Duration {
+        if self.was_established(now) {
+            self.reset();
+        }
+        self.next_delay(unit)
+    }
+
+    /// The station itself ended its connection at `now` to connect again at once (a reboot):
+    /// no wait and no failure; after an established connection the next attempt is number 1.
+    pub fn on_restart(&mut self, now: Instant) {
+        if self.was_established(now) {
+            self.reset();
+        }
+    }
+
+    /// Whether the current connection was established by `now` (and forget it).
+    fn was_established(&mut self, now: Instant) -> bool {
+        self.accepted_at
+            .take()
+            .is_some_and(|at| now.saturating_duration_since(at) >= self.min_lifetime)
+    }
+
+    /// An established connection: the next loss starts the schedule from the beginning, and
+    /// the next attempt is number 1.
     pub fn reset(&mut self) {
         self.failures = 0;
+        self.attempts = 0;
+        self.accepted_at = None;
     }
 
-    /// An attempt failed (including a refused upgrade) or an open connection was lost: how long
-    /// to wait before the next attempt. `unit` is the caller's draw, uniform in `[0, 1]`.
+    /// One more failure, whatever happened before: how long to wait before the next attempt.
+    /// ([`on_lost`](Self::on_lost) is this after an established connection resets the
+    /// schedule.) `unit` is the caller's draw, uniform in `[0, 1]`.
     pub fn next_delay(&mut self, unit: f64) -> Duration {
         let delay = self.policy.delay(self.failures, unit);
         self.failures = self.failures.saturating_add(1);
@@ -217,12 +306,80 @@ mod tests {
         };
         assert_eq!(huge.delay(100, 1.0), Duration::MAX);
         assert_eq!(huge.bounds(u32::MAX), (Duration::MAX, Duration::MAX));
-        let mut reconnect = Reconnect {
-            policy: huge,
-            failures: u32::MAX,
-        };
+        let mut reconnect = Reconnect::new(huge);
+        reconnect.failures = u32::MAX;
         assert_eq!(reconnect.next_delay(0.5), Duration::MAX);
         assert_eq!(reconnect.failures(), u32::MAX);
+    }
+
+    /// Issue 34: a central system that accepts the WebSocket and closes at once, again and
+    /// again. No connection gets established, so every loss is one more failure and the waits
+    /// grow to the bound; the attempts are numbered 1, 2, 3...
+    #[test]
+    fn short_lived_connections_do_not_reset_the_schedule() {
+        let policy = RetryBackOff {
+            wait_minimum: secs(3),
+            random_range: Duration::ZERO,
+            repeat_times: 3,
+        };
+        let mut reconnect = Reconnect::new(policy);
+        let mut now = Instant::now();
+        let mut waits = Vec::new();
+        let mut attempts = Vec::new();
+        for _ in 0..6 {
+            attempts.push(reconnect.begin_attempt());
+            // Open, then closed 10 ms later, never accepted.
+            now += Duration::from_millis(10);
+            let wait = reconnect.on_lost(now, 0.5);
+            waits.push(wait.as_secs());
+            now += wait;
+        }
+        assert_eq!(attempts, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(waits, [3, 6, 12, 24, 24, 24]);
+    }
+
+    #[test]
+    fn an_accepted_connection_resets_only_after_the_minimum_lifetime() {
+        let policy = RetryBackOff {
+            wait_minimum: secs(1),
+            random_range: Duration::ZERO,
+            repeat_times: 4,
+        };
+        let t0 = Instant::now();
+        let mut reconnect = Reconnect::new(policy);
+        assert_eq!(reconnect.min_lifetime(), MIN_ESTABLISHED_LIFETIME);
+        reconnect.begin_attempt();
+        assert_eq!(reconnect.on_lost(t0, 0.0), secs(1));
+        // Accepted, then lost 1 s later: too short, the schedule goes on.
+        assert_eq!(reconnect.begin_attempt(), 2);
+        reconnect.on_accepted(t0);
+        assert_eq!(reconnect.on_lost(t0 + secs(1), 0.0), secs(2));
+        // Open a long time but never accepted: still a failure.
+        assert_eq!(reconnect.begin_attempt(), 3);
+        assert_eq!(reconnect.on_lost(t0 + secs(3600), 0.0), secs(4));
+        // Accepted and lasting the minimum: established, from the beginning.
+        assert_eq!(reconnect.begin_attempt(), 4);
+        reconnect.on_accepted(t0 + secs(100));
+        reconnect.on_accepted(t0 + secs(109)); // a later acceptance does not move it
+        assert_eq!(reconnect.on_lost(t0 + secs(110), 0.0), secs(1));
+        assert_eq!(reconnect.failures(), 1);
+        assert_eq!(reconnect.begin_attempt(), 1);
+        // A reboot after an established connection: attempt 1 again, no failure counted.
+        reconnect.begin_attempt();
+        reconnect.on_accepted(t0);
+        reconnect.on_restart(t0 + secs(10));
+        assert_eq!(reconnect.failures(), 0);
+        assert_eq!(reconnect.begin_attempt(), 1);
+        // A reboot before: counted on, still no failure.
+        reconnect.on_restart(t0);
+        assert_eq!(reconnect.begin_attempt(), 2);
+        assert_eq!(reconnect.failures(), 0);
+        // A zero minimum: any accepted connection is established.
+        reconnect.set_min_lifetime(Duration::ZERO);
+        reconnect.on_lost(t0, 0.0);
+        reconnect.begin_attempt();
+        reconnect.on_accepted(t0);
+        assert_eq!(reconnect.on_lost(t0, 0.0), secs(1));
     }
 
     proptest! {

@@ -8,9 +8,10 @@
 //! - [`boot_request`], [`heartbeat_request`], [`BootAnswer`]: what a station says at boot and
 //!   what the answer means, per version (OCPP 1.6 §4.2 and §4.6; 2.0.1 and 2.1 B01, G02).
 //! - [`Registration`]: one connection's registration. BootNotification until Accepted,
-//!   retried after the CSMS's interval while Pending or Rejected; heartbeats once accepted; what
-//!   the station may send ([`Registration::may_send`]) and which CALLs of the CSMS it refuses
-//!   ([`Registration::check_incoming`]) meanwhile (1.6 §4.2; 2.0.1 and 2.1 B02, B03).
+//!   retried after the CSMS's interval while Pending or Rejected, and a bounded number of times
+//!   after a failure (no answer, CALLERROR) before the connection is given up; heartbeats once
+//!   accepted; what the station may send ([`Registration::may_send`]) and which CALLs of the
+//!   CSMS it refuses ([`Registration::check_incoming`]) meanwhile (1.6 §4.2; 2.0.1 and 2.1 B02, B03).
 //! - [`is_transaction_message`] and its helpers: which messages are transaction-related and go
 //!   through a station's offline queue (1.6 StartTransaction, StopTransaction, MeterValues of a
 //!   transaction; 2.x TransactionEvent).
@@ -19,20 +20,22 @@
 //! earliest of [`Registration::poll_timeout`] and the connection's own deadline; on wake,
 //! [`Registration::handle_timeout`] says whether a BootNotification or a Heartbeat is due;
 //! every CALL sent is reported with [`Registration::on_call_sent`], every boot answer with
-//! [`Registration::on_boot_answer`]; on loss, [`Reconnect::next_delay`] says how long to wait.
+//! [`Registration::on_boot_answer`]; before each attempt [`Reconnect::begin_attempt`], on an
+//! accepted boot [`Reconnect::on_accepted`], on loss [`Reconnect::on_lost`] says how long to
+//! wait.
 
 mod backoff;
 mod boot;
 mod registration;
 mod transaction;
 
-pub use backoff::{Reconnect, RetryBackOff};
+pub use backoff::{Reconnect, RetryBackOff, MIN_ESTABLISHED_LIFETIME};
 pub use boot::{
     boot_request, heartbeat_request, BootAnswer, BootReason, RegistrationStatus, StationInfo,
 };
 pub use registration::{
-    triggered_action, Due, Registration, BOOT_RETRY_FALLBACK, DEFAULT_HEARTBEAT_INTERVAL,
-    MAX_TRIGGER_CREDITS,
+    triggered_action, Due, Registration, BOOT_RETRY_FALLBACK, DEFAULT_BOOT_ATTEMPTS,
+    DEFAULT_HEARTBEAT_INTERVAL, MAX_TRIGGER_CREDITS,
 };
 pub use transaction::{
     is_transaction_action, is_transaction_message, transaction_id_of, with_transaction_id,

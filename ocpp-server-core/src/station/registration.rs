@@ -17,6 +17,12 @@ use crate::ErrorAnswer;
 /// flood the CSMS.
 pub const BOOT_RETRY_FALLBACK: Duration = Duration::from_secs(30);
 
+/// How many BootNotifications in a row may fail (no answer in time, a CALLERROR, an answer that
+/// does not decode) on one connection before the registration gives the connection up
+/// ([`Registration::boot_given_up`]): the driver then closes it and reconnects after its
+/// back-off, so that a central system that never answers is not waited for forever.
+pub const DEFAULT_BOOT_ATTEMPTS: u32 = 3;
+
 /// The heartbeat interval of a station until the CSMS sets one (a BootNotification accepted with
 /// a positive interval, or a HeartbeatInterval change).
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(60);
@@ -88,6 +94,12 @@ pub struct Registration {
     next_heartbeat: Option<Instant>,
     /// One action name per accepted TriggerMessage not yet sent.
     credits: Vec<&'static str>,
+    /// BootNotifications that failed in a row on this connection.
+    boot_failures: u32,
+    /// How many may fail before the connection is given up (at least 1).
+    boot_attempts: u32,
+    /// The wait before the next BootNotification after a failed one.
+    boot_retry_interval: Duration,
 }
 
 impl Registration {
@@ -102,6 +114,9 @@ impl Registration {
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             next_heartbeat: None,
             credits: Vec::new(),
+            boot_failures: 0,
+            boot_attempts: DEFAULT_BOOT_ATTEMPTS,
+            boot_retry_interval: BOOT_RETRY_FALLBACK,
         }
     }
 
@@ -125,6 +140,20 @@ impl Registration {
     /// The heartbeat interval in force (zero: heartbeats disabled).
     pub fn heartbeat_interval(&self) -> Duration {
         self.heartbeat_interval
+    }
+
+    /// BootNotifications that failed in a row on this connection (no answer in time, a
+    /// CALLERROR, an answer that does not decode); an answer sets it back to 0.
+    pub fn boot_failures(&self) -> u32 {
+        self.boot_failures
+    }
+
+    /// Whether the BootNotification failed as many times in a row as allowed
+    /// ([`set_boot_retries`](Self::set_boot_retries), [`DEFAULT_BOOT_ATTEMPTS`] by default)
+    /// without the station being accepted: no BootNotification is due any more, and the driver
+    /// closes the connection and reconnects after its back-off.
+    pub fn boot_given_up(&self) -> bool {
+        !self.is_accepted() && self.boot_failures >= self.boot_attempts
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next: the next BootNotification
@@ -243,6 +272,7 @@ impl Registration {
     ///   ([`BOOT_RETRY_FALLBACK`] when the interval is 0); heartbeats stop.
     pub fn on_boot_answer(&mut self, now: Instant, answer: &BootAnswer) {
         self.boot_in_flight = false;
+        self.boot_failures = 0;
         self.status = Some(answer.status);
         match answer.status {
             RegistrationStatus::Accepted => {
@@ -266,16 +296,50 @@ impl Registration {
     }
 
     /// The BootNotification in flight failed (CALLERROR, no answer in time, connection lost
-    /// with it): the next one is due [`BOOT_RETRY_FALLBACK`] from `now`. Once accepted (a
-    /// triggered BootNotification failed), nothing is retried: the registration stands.
+    /// with it): the next one is due the retry interval from `now` ([`BOOT_RETRY_FALLBACK`]
+    /// unless [`set_boot_retries`](Self::set_boot_retries) changed it), unless it was the last
+    /// attempt allowed ([`boot_given_up`](Self::boot_given_up)). Once accepted (a triggered
+    /// BootNotification failed), nothing is retried: the registration stands.
     pub fn on_boot_failed(&mut self, now: Instant) {
         self.boot_in_flight = false;
-        if !self.is_accepted() {
-            self.next_boot = Some(now.checked_add(BOOT_RETRY_FALLBACK).unwrap_or(now));
+        if self.is_accepted() {
+            return;
         }
+        self.boot_failures = self.boot_failures.saturating_add(1);
+        self.next_boot = if self.boot_given_up() {
+            None
+        } else {
+            Some(now.checked_add(self.boot_retry_interval).unwrap_or(now))
+        };
     }
 
     // Mutators.
+
+    /// How many BootNotifications may fail in a row on this connection (at least 1) and the
+    /// wait before the next one after a failure (the default: [`DEFAULT_BOOT_ATTEMPTS`] and
+    /// [`BOOT_RETRY_FALLBACK`]). Neither 1.6 nor 2.x fixes these; both ask the station to retry
+    /// without flooding the central system.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use ocpp_server_core::station::{Due, Registration};
+    /// use ocpp_server_core::OcppVersion;
+    ///
+    /// let t0 = Instant::now();
+    /// let mut registration = Registration::new(t0, OcppVersion::V1_6);
+    /// registration.set_boot_retries(2, Duration::from_secs(5));
+    /// assert_eq!(registration.handle_timeout(t0), Some(Due::Boot));
+    /// registration.on_boot_failed(t0 + Duration::from_secs(30)); // no answer in time
+    /// assert_eq!(registration.poll_timeout(), Some(t0 + Duration::from_secs(35)));
+    /// assert_eq!(registration.handle_timeout(t0 + Duration::from_secs(35)), Some(Due::Boot));
+    /// registration.on_boot_failed(t0 + Duration::from_secs(65));
+    /// assert!(registration.boot_given_up());
+    /// assert_eq!(registration.poll_timeout(), None);
+    /// ```
+    pub fn set_boot_retries(&mut self, attempts: u32, interval: Duration) {
+        self.boot_attempts = attempts.max(1);
+        self.boot_retry_interval = interval;
+    }
 
     /// The station sent a CALL of `action` at `now`:
     ///
@@ -545,6 +609,40 @@ mod tests {
             registration.handle_timeout(t0 + secs(30) + BOOT_RETRY_FALLBACK),
             Some(Due::Boot)
         );
+    }
+
+    /// Issue 34: a central system that never answers BootNotification. The boot goes again
+    /// after the retry interval, a bounded number of times, then the registration gives up.
+    #[test]
+    fn unanswered_boots_are_bounded() {
+        let t0 = Instant::now();
+        let mut registration = Registration::new(t0, V16);
+        let mut now = t0;
+        let mut boots = 0;
+        for _ in 0..10 {
+            if registration.handle_timeout(now) == Some(Due::Boot) {
+                boots += 1;
+                now += secs(30); // the call timeout
+                registration.on_boot_failed(now);
+            }
+            match registration.poll_timeout() {
+                Some(at) => now = at,
+                None => break,
+            }
+        }
+        assert_eq!(boots, DEFAULT_BOOT_ATTEMPTS);
+        assert_eq!(registration.boot_failures(), DEFAULT_BOOT_ATTEMPTS);
+        assert!(registration.boot_given_up());
+        assert_eq!(registration.handle_timeout(now + secs(1000)), None);
+        // An answer after a failure starts the count again.
+        let mut answered = Registration::new(t0, V16);
+        answered.handle_timeout(t0);
+        answered.on_boot_failed(t0);
+        assert_eq!(answered.boot_failures(), 1);
+        answered.handle_timeout(t0 + BOOT_RETRY_FALLBACK);
+        answered.on_boot_answer(t0, &answer(RegistrationStatus::Pending, 10));
+        assert_eq!(answered.boot_failures(), 0);
+        assert!(!answered.boot_given_up());
     }
 
     #[test]

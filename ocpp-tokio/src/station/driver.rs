@@ -26,7 +26,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::queue::Queue;
-use super::{App, Command, PermanentFailure, Queued, StationUrl, Status};
+use super::{App, Cause, Command, PermanentFailure, Queued, StationUrl, Status};
 use crate::charge_point::{CallReply, Command as LinkCommand, Link};
 use crate::error::SendError;
 use crate::{ChargePoint, Handler, IncomingCall, Session};
@@ -96,7 +96,7 @@ impl<H: Handler> AppSession for BoundSession<H> {
 /// How one connection ended.
 enum Ended {
     /// Reconnect after the back-off.
-    Lost,
+    Lost(Cause),
     /// [`Station::close`](super::Station::close).
     Closed,
     /// Retrying cannot help.
@@ -148,37 +148,42 @@ pub(crate) struct Task {
     pub(crate) heartbeat_ms: Arc<AtomicU64>,
     /// The reason the next BootNotification gives, if not the default.
     pub(crate) boot_reason: Option<BootReason>,
+    /// How many BootNotifications may fail in a row on a connection, and the wait after one.
+    pub(crate) boot_retries: (u32, Duration),
 }
 
 impl Task {
     /// Connects, runs, reconnects, until closed or a permanent failure.
     pub(crate) async fn run(mut self) -> Result<(), PermanentFailure> {
         let result = loop {
-            let attempt = self.reconnect.failures() + 1;
-            let _ = self.status.send(Status::Connecting { attempt });
+            let attempt = self.reconnect.begin_attempt();
+            self.publish(Status::Connecting { attempt });
             let ended = match self.open().await {
                 Ok(Some(Stream::Plain(tcp))) => self.drive(tcp).await,
                 Ok(Some(Stream::Tls(tls))) => self.drive(*tls).await,
                 Ok(None) => Ended::Closed,
-                Err(error) => {
+                Err((cause, error)) => {
                     tracing::info!(identity = %self.url.identity(), %error, "connect failed");
-                    Ended::Lost
+                    Ended::Lost(cause)
                 }
             };
-            match ended {
+            let cause = match ended {
                 Ended::Closed => break Ok(()),
                 Ended::Failed(failure) => break Err(failure),
-                Ended::Reboot => continue,
-                Ended::Lost => {}
-            }
-            let wait = self.reconnect.next_delay(self.rng.f64());
-            tracing::info!(identity = %self.url.identity(), wait_ms = wait.as_millis() as u64, "reconnecting after back-off");
-            let _ = self.status.send(Status::Waiting { wait });
+                Ended::Reboot => {
+                    self.reconnect.on_restart(Instant::now());
+                    continue;
+                }
+                Ended::Lost(cause) => cause,
+            };
+            let wait = self.reconnect.on_lost(Instant::now(), self.rng.f64());
+            tracing::info!(identity = %self.url.identity(), wait_ms = wait.as_millis() as u64, %cause, "reconnecting after back-off");
+            self.publish(Status::Waiting { wait, cause });
             if !self.wait_offline(Instant::now() + wait).await {
                 break Ok(());
             }
         };
-        let _ = self.status.send(Status::Stopped);
+        self.publish(Status::Stopped);
         // Whoever still waits learns it now; queued messages stay in the store.
         self.commands.close();
         while let Ok(command) = self.commands.try_recv() {
@@ -187,18 +192,33 @@ impl Task {
         result
     }
 
-    /// TCP, then TLS: the stream (`None`: closed meanwhile).
-    async fn open(&mut self) -> io::Result<Option<Stream>> {
+    /// A new status, published only if it differs from the current one (so that a watcher
+    /// sees every attempt once).
+    fn publish(&self, status: Status) {
+        self.status.send_if_modified(|current| {
+            let changed = *current != status;
+            *current = status;
+            changed
+        });
+    }
+
+    /// TCP, then TLS: the stream (`None`: closed meanwhile), or why not.
+    async fn open(&mut self) -> Result<Option<Stream>, (Cause, io::Error)> {
         let authority = self.url.authority().to_owned();
         let tls = self.tls.clone();
         let connect = async move {
-            let tcp = TcpStream::connect(authority).await?;
+            let tcp = TcpStream::connect(authority)
+                .await
+                .map_err(|e| (Cause::Connect(e.kind()), e))?;
             let _ = tcp.set_nodelay(true);
             let Some((config, name)) = tls else {
                 return Ok(Stream::Plain(tcp));
             };
             let connector = tokio_rustls::TlsConnector::from(config);
-            let tls = connector.connect(name, tcp).await?;
+            let tls = connector
+                .connect(name, tcp)
+                .await
+                .map_err(|e| (Cause::Tls, e))?;
             Ok(Stream::Tls(Box::new(tls)))
         };
         let connect = tokio::time::timeout(CONNECT_TIMEOUT, connect);
@@ -208,8 +228,11 @@ impl Task {
                 result = &mut connect => {
                     return match result {
                         Ok(Ok(stream)) => Ok(Some(stream)),
-                        Ok(Err(error)) => Err(error),
-                        Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")),
+                        Ok(Err(failed)) => Err(failed),
+                        Err(_) => Err((
+                            Cause::Connect(io::ErrorKind::TimedOut),
+                            io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
+                        )),
                     };
                 }
                 command = self.commands.recv() => match command {
@@ -274,7 +297,7 @@ impl Task {
     /// until the next deadline), with the handlers' answers and the handles' commands beside it.
     async fn drive<S: AsyncRead + AsyncWrite + Unpin>(&mut self, stream: S) -> Ended {
         let Some(mut wire) = self.dial(Instant::now()) else {
-            return Ended::Lost;
+            return Ended::Lost(Cause::Other);
         };
         let (mut reader, mut writer) = tokio::io::split(stream);
         let mut buf = vec![0u8; READ_CHUNK];
@@ -369,20 +392,22 @@ impl Task {
     ) {
         match event {
             Event::Connected { version } => {
-                self.reconnect.reset();
                 let link = Link::new(MAILBOX);
                 let cp = ChargePoint::new(link.clone(), self.url.identity().clone(), version);
                 let app = self.app.session(cp);
                 tokio::spawn(app.on_connect());
+                let mut registration = Registration::new(now, version);
+                let (attempts, interval) = self.boot_retries;
+                registration.set_boot_retries(attempts, interval);
                 wire.online = Some(Online {
-                    registration: Registration::new(now, version),
+                    registration,
                     link,
                     app,
                 });
-                let registration = None;
-                let _ = self.status.send(Status::Registering {
+                self.publish(Status::Registering {
                     version,
-                    registration,
+                    registration: None,
+                    boot_failures: 0,
                 });
             }
             Event::Call { id, request } => {
@@ -461,6 +486,18 @@ impl Task {
     /// held CALLs the registration allows, and the offline queue's head once Accepted.
     fn send_due(&mut self, wire: &mut Wire, now: Instant) {
         let Some(on) = &mut wire.online else { return };
+        if on.registration.boot_given_up() {
+            // The central system did not answer the boots: give the connection up, reconnect
+            // after the back-off (which grows: the connection was never established).
+            if wire.given_up.is_none() {
+                let attempts = on.registration.boot_failures();
+                tracing::warn!(identity = %self.url.identity(), attempts, "BootNotification unanswered: closing");
+                wire.given_up = Some(Cause::BootUnanswered { attempts });
+                wire.conn
+                    .close(now, CloseCode::NORMAL, "BootNotification unanswered");
+            }
+            return;
+        }
         let version = on.registration.version();
         if std::mem::take(&mut wire.boot_now) {
             if let Some(request) = boot_request(version, &self.info, BootReason::Triggered) {
@@ -493,6 +530,7 @@ impl Task {
                     tracing::debug!(reason = ?refused.reason, "{action} not sent");
                     if matches!(waiting, Outgoing::Boot) {
                         on.registration.on_boot_failed(now);
+                        self.publish_boot_failed(on);
                     }
                 }
             }
@@ -561,6 +599,15 @@ impl Task {
         .min()
     }
 
+    /// A BootNotification failed: the count, in the status.
+    fn publish_boot_failed(&self, on: &Online) {
+        self.publish(Status::Registering {
+            version: on.registration.version(),
+            registration: on.registration.status(),
+            boot_failures: on.registration.boot_failures(),
+        });
+    }
+
     fn publish_heartbeat(&self, on: &Online) {
         let ms = on.registration.heartbeat_interval().as_millis();
         self.heartbeat_ms
@@ -586,19 +633,24 @@ impl Task {
                         let status = if answer.status == RegistrationStatus::Accepted {
                             self.booted_before = true;
                             self.boot_reason = None;
+                            self.reconnect.on_accepted(now);
                             Status::Accepted { version }
                         } else {
                             Status::Registering {
                                 version,
                                 registration: Some(answer.status),
+                                boot_failures: 0,
                             }
                         };
                         tracing::info!(identity = %self.url.identity(), status = ?answer.status, interval_s = answer.interval.as_secs(), "boot answered");
-                        let _ = self.status.send(status);
+                        self.publish(status);
                     }
                     None => {
                         tracing::info!(identity = %self.url.identity(), ?outcome, "boot failed");
                         on.registration.on_boot_failed(now);
+                        if !on.registration.is_accepted() {
+                            self.publish_boot_failed(on);
+                        }
                     }
                 }
             }
@@ -618,9 +670,10 @@ impl Task {
     /// or give up.
     fn ended(&mut self, mut wire: Wire, closed: Closed) -> Ended {
         let now = Instant::now();
+        // The registration ends with the connection: a boot left in flight is not counted.
         for call in &closed.unanswered_outgoing {
             if let Some(waiting) = wire.outgoing.remove(&call.id) {
-                self.completed(now, wire.online.as_mut(), waiting, Err(call.failure()));
+                self.completed(now, None, waiting, Err(call.failure()));
             }
         }
         for held in wire.held.drain(..) {
@@ -653,7 +706,7 @@ impl Task {
         };
         match failure {
             Some(failure) if !self.retry_refusals => Ended::Failed(failure),
-            _ => Ended::Lost,
+            _ => Ended::Lost(wire.given_up.unwrap_or(Cause::of(&closed.reason))),
         }
     }
 }
@@ -673,6 +726,8 @@ struct Wire {
     rebooting: bool,
     /// A TriggerMessage(BootNotification) was accepted: boot now.
     boot_now: bool,
+    /// The station closed it for this reason (the boot went unanswered).
+    given_up: Option<Cause>,
 }
 
 impl Wire {
@@ -685,6 +740,7 @@ impl Wire {
             closing: false,
             rebooting: false,
             boot_now: false,
+            given_up: None,
         }
     }
 

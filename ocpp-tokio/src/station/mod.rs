@@ -12,7 +12,10 @@
 //! [`ocpp_server_core::station`]'s, shared by every driver):
 //!
 //! - **Boot** on every connection: BootNotification until Accepted; on Pending or Rejected,
-//!   again after the interval the central system gave. Meanwhile only what the version allows
+//!   again after the interval the central system gave; a BootNotification that fails (no
+//!   answer in time, CALLERROR) again after [`StationBuilder::boot_retries`]'s interval, and
+//!   after its attempts the connection is given up ([`Cause::BootUnanswered`]). Meanwhile only
+//!   what the version allows
 //!   goes out (a message the central system asked for with TriggerMessage while Pending) and
 //!   comes in (while Pending, not RemoteStart/RemoteStop or RequestStart/RequestStop; while
 //!   Rejected, nothing: CALLERROR SecurityError). Calls made meanwhile wait for Accepted, at
@@ -20,17 +23,61 @@
 //! - **Heartbeat** at the interval the central system gave (2.x: skipped while other
 //!   messages keep the connection alive).
 //! - **Reconnect** after any loss (close, reset, refused or failed handshake, TLS failure)
-//!   with the back-off of OCPP 2.0.1 Part 4 §5.3 ([`RetryBackOff`]), the same schedule on 1.6;
+//!   with the back-off of OCPP 2.0.1 Part 4 §5.3 ([`RetryBackOff`]), the same schedule on 1.6.
+//!   Only an established connection (accepted, then up for
+//!   [`StationBuilder::established_after`]) starts the schedule again: one that a central
+//!   system closes at once makes every wait longer. [`Status::Waiting`] says why ([`Cause`]);
 //!   a refusal that retrying cannot cure (401, 403, no version in common) ends the station
 //!   with a [`PermanentFailure`] instead (unless [`StationBuilder::retry_refusals`]).
 //! - **The offline queue**: transaction messages (1.6 Start/StopTransaction and MeterValues
 //!   of a transaction; 2.x TransactionEvent), whether sent with [`Station::call`] or
 //!   [`Station::queue`], go through one queue in a store ([`MemoryStore`], or [`FileStore`]
 //!   that survives the process being killed): delivered in order after an Accepted boot, each
-//!   until it is answered, the same content again when an answer was lost.
+//!   until it is answered, the same content again when an answer was lost with the
+//!   connection; a CALLERROR or no answer in time counts as an attempt, and after
+//!   [`StationBuilder::transaction_retries`] the message is given up and its caller told.
 //!
 //! Everything else a station does (its connectors, its transactions, what it answers) is the
 //! application's: a router and the station's state.
+//!
+//! A handler reaches the central system of its connection through
+//! [`Session::charge_point`](crate::Session::charge_point) (`call`, `close`); to reach the
+//! [`Station`] itself (to [`queue`](Station::queue) a transaction message,
+//! [`reboot`](Station::reboot) after a Reset, change the back-off), put a
+//! [`OnceLock`](std::sync::OnceLock) in the station's state and set it once
+//! [`StationBuilder::connect`] returned (the state then holds a handle: the station runs
+//! until [`Station::close`]):
+//!
+//! ```no_run
+//! use std::sync::{Arc, OnceLock};
+//! use ocpp_tokio::station::{BootReason, Station};
+//! use ocpp_tokio::{v1_6, Reply, Router, Session};
+//!
+//! #[derive(Default)]
+//! struct Charger {
+//!     station: OnceLock<Station>,
+//! }
+//!
+//! async fn reset(s: Session<Charger>, _: v1_6::ResetRequest) -> Reply<v1_6::ResetResponse> {
+//!     if let Some(station) = s.station.get() {
+//!         let station = station.clone();
+//!         tokio::spawn(async move {
+//!             // After the answer has gone out.
+//!             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+//!             station.reboot(BootReason::RemoteReset);
+//!         });
+//!     }
+//!     Ok(v1_6::ResetResponse::new(v1_6::ResetStatus::Accepted))
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let charger = Arc::new(Charger::default());
+//! let station = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")?
+//!     .handler_shared(Router::for_station().on(reset), charger.clone())
+//!     .connect()?;
+//! let _ = charger.station.set(station.clone());
+//! # Ok(()) }
+//! ```
 //!
 //! ```no_run
 //! use ocpp_tokio::station::{Station, StationInfo};
@@ -67,7 +114,8 @@ use std::time::Duration;
 
 use ocpp_messages::{Request, Response};
 use ocpp_server_core::{
-    CallFailure, CallOutcome, ChargePointIdentity, ConnectionConfig, OcppVersion,
+    CallFailure, CallOutcome, ChargePointIdentity, CloseCode, CloseReason, ConnectionConfig,
+    OcppVersion,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -79,35 +127,142 @@ use crate::typed::{ResponseOf, TypedCall};
 use crate::{Handler, Router};
 
 /// Where the station stands with the central system.
+///
+/// Every change is published once ([`Station::watch_status`]): a status is never reported twice
+/// in a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Status {
     /// Connecting: TCP, TLS and the WebSocket upgrade (`attempt` counts from 1 since the last
-    /// connection that opened).
+    /// established connection: one whose BootNotification was accepted and that lasted
+    /// [`StationBuilder::established_after`]).
     Connecting {
         /// The attempt.
         attempt: u32,
     },
     /// Connected; the BootNotification is not answered Accepted (yet): `registration` is the
-    /// last answer (`None` before the first).
+    /// last answer (`None` before the first), `boot_failures` how many BootNotifications of
+    /// this connection failed in a row (no answer in time, a CALLERROR). After
+    /// [`StationBuilder::boot_retries`] failures the station gives the connection up and waits
+    /// ([`Status::Waiting`] with [`Cause::BootUnanswered`]).
     Registering {
         /// The negotiated version.
         version: OcppVersion,
         /// The last BootNotification answer.
         registration: Option<RegistrationStatus>,
+        /// BootNotifications of this connection that failed in a row.
+        boot_failures: u32,
     },
     /// Connected and Accepted: everything may be sent.
     Accepted {
         /// The negotiated version.
         version: OcppVersion,
     },
-    /// Not connected: the next attempt after the back-off, `wait` from when it was chosen.
+    /// Not connected: the next attempt after the back-off, `wait` from when it was chosen;
+    /// `cause` says why the last attempt or connection ended.
     Waiting {
         /// The back-off chosen.
         wait: Duration,
+        /// Why the station is not connected.
+        cause: Cause,
     },
     /// The station stopped ([`Station::close`] or a [`PermanentFailure`]).
     Stopped,
+}
+
+/// Why an attempt failed or a connection ended ([`Status::Waiting`]).
+///
+/// ```
+/// use ocpp_tokio::station::{Cause, Status};
+///
+/// fn explain(status: Status) -> String {
+///     match status {
+///         Status::Waiting { wait, cause: Cause::UpgradeRefused { status: Some(404) } } => {
+///             format!("unknown to the central system; again in {wait:?}")
+///         }
+///         Status::Waiting { wait, cause } => format!("{cause}; again in {wait:?}"),
+///         other => format!("{other:?}"),
+///     }
+/// }
+/// # let _ = explain;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Cause {
+    /// TCP or TLS failed, or did not finish in time (`TimedOut`).
+    #[error("connect failed: {0}")]
+    Connect(std::io::ErrorKind),
+    /// The TLS handshake failed (certificate, protocol).
+    #[error("the TLS handshake failed")]
+    Tls,
+    /// The central system refused the upgrade (or answered it wrongly): its HTTP status, if
+    /// any.
+    #[error("the upgrade was refused (HTTP {status:?})")]
+    UpgradeRefused {
+        /// The HTTP status other than 101, when there was one.
+        status: Option<u16>,
+    },
+    /// The WebSocket handshake did not finish in time.
+    #[error("the WebSocket handshake timed out")]
+    HandshakeTimeout,
+    /// The central system speaks none of the versions offered.
+    #[error("no OCPP version in common")]
+    NoCommonVersion,
+    /// The central system closed the connection, with this close code (`None`: no code).
+    #[error("the central system closed the connection ({code:?})")]
+    PeerClosed {
+        /// The code of its close frame.
+        code: Option<CloseCode>,
+    },
+    /// The station closed the connection with this code (e.g. the application, through
+    /// [`Session::charge_point`](crate::Session::charge_point)).
+    #[error("the station closed the connection ({code:?})")]
+    LocalClose {
+        /// The code sent.
+        code: CloseCode,
+    },
+    /// The stream ended without a closing handshake (reset, 1006).
+    #[error("the connection was lost")]
+    ConnectionLost,
+    /// No pong, or nothing at all, arrived in time.
+    #[error("the central system stopped answering (keep-alive)")]
+    KeepAliveTimeout,
+    /// The central system broke RFC 6455 or OCPP-J.
+    #[error("the central system broke the protocol")]
+    ProtocolViolation,
+    /// The central system stopped reading.
+    #[error("the central system stopped reading")]
+    SlowPeer,
+    /// The BootNotification failed this many times in a row (no answer in time, CALLERROR):
+    /// the station gave the connection up ([`StationBuilder::boot_retries`]).
+    #[error("BootNotification failed {attempts} times in a row")]
+    BootUnanswered {
+        /// The BootNotifications sent on that connection.
+        attempts: u32,
+    },
+    /// Anything else (e.g. the upgrade request could not be built).
+    #[error("the connection failed")]
+    Other,
+}
+
+impl Cause {
+    /// The cause of a connection's end, by the core's [`CloseReason`].
+    fn of(reason: &CloseReason) -> Cause {
+        match reason {
+            CloseReason::UpgradeRefused { status, .. } => Cause::UpgradeRefused { status: *status },
+            CloseReason::HandshakeTimeout => Cause::HandshakeTimeout,
+            CloseReason::NoCommonVersion => Cause::NoCommonVersion,
+            CloseReason::PeerClosed { code, .. } => Cause::PeerClosed { code: *code },
+            CloseReason::LocalClose { code } => Cause::LocalClose { code: *code },
+            CloseReason::ProtocolError(_) | CloseReason::OcppViolation { .. } => {
+                Cause::ProtocolViolation
+            }
+            CloseReason::PongTimeout | CloseReason::IdleTimeout => Cause::KeepAliveTimeout,
+            CloseReason::Eof => Cause::ConnectionLost,
+            CloseReason::SlowPeer => Cause::SlowPeer,
+            _ => Cause::Other,
+        }
+    }
 }
 
 /// A refusal that retrying cannot cure: the station stops instead of reconnecting forever.
@@ -487,6 +642,9 @@ pub struct StationBuilder {
     seed: Option<u64>,
     transaction_attempts: u32,
     transaction_retry_interval: Duration,
+    boot_attempts: u32,
+    boot_retry_interval: Duration,
+    established_after: Duration,
 }
 
 impl fmt::Debug for StationBuilder {
@@ -517,6 +675,9 @@ impl StationBuilder {
             seed: None,
             transaction_attempts: 3,
             transaction_retry_interval: Duration::from_secs(10),
+            boot_attempts: ocpp_server_core::station::DEFAULT_BOOT_ATTEMPTS,
+            boot_retry_interval: ocpp_server_core::station::BOOT_RETRY_FALLBACK,
+            established_after: ocpp_server_core::station::MIN_ESTABLISHED_LIFETIME,
         }
     }
 
@@ -555,10 +716,33 @@ impl StationBuilder {
     /// Any [`Handler`] (a [`Router`] among them) with the station's state: every connection's
     /// [`Session`](crate::Session) derefs to this one state. (`Handler::on_upgrade` is a
     /// server's and is not called.)
-    pub fn handler<H: Handler>(mut self, handler: H, state: H::State) -> Self {
+    pub fn handler<H: Handler>(self, handler: H, state: H::State) -> Self {
+        self.handler_shared(handler, Arc::new(state))
+    }
+
+    /// [`StationBuilder::handler`] with a state the application keeps a handle to (e.g. to put
+    /// the [`Station`] in it once connected: see the [module](self) documentation).
+    ///
+    /// ```
+    /// use std::sync::{Arc, OnceLock};
+    /// use ocpp_tokio::station::Station;
+    /// use ocpp_tokio::Router;
+    ///
+    /// #[derive(Default)]
+    /// struct Charger {
+    ///     station: OnceLock<Station>,
+    /// }
+    ///
+    /// let charger = Arc::new(Charger::default());
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")
+    ///     .unwrap()
+    ///     .handler_shared(Router::for_station(), charger.clone());
+    /// # let _ = builder;
+    /// ```
+    pub fn handler_shared<H: Handler>(mut self, handler: H, state: Arc<H::State>) -> Self {
         self.app = Some(Arc::new(driver::Bound {
             handler: Arc::new(handler),
-            state: Arc::new(state),
+            state,
         }));
         self
     }
@@ -577,12 +761,67 @@ impl StationBuilder {
         self
     }
 
-    /// How often a transaction message answered with a CALLERROR is tried, and the wait before
-    /// the next try (multiplied by the tries so far): 1.6 `TransactionMessageAttempts` and
-    /// `TransactionMessageRetryInterval` (default 3 and 10 s).
+    /// How often a transaction message is tried when the central system answers it with a
+    /// CALLERROR, or not at all within the call timeout on a connection that stays up, and the
+    /// wait before the next try (multiplied by the tries so far): 1.6
+    /// `TransactionMessageAttempts` and `TransactionMessageRetryInterval`, 2.x
+    /// `OCPPCommCtrlr.MessageAttempts` and `MessageAttemptInterval` (default 3 and 10 s). After
+    /// the last try the message is given up: its caller gets the last failure
+    /// ([`CallFailure::ErrorResponse`], [`CallFailure::Timeout`]) and the next one goes. A
+    /// connection lost with the message in flight does not count: it goes again after the next
+    /// accepted boot.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ocpp_tokio::station::Station;
+    ///
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")
+    ///     .unwrap()
+    ///     .transaction_retries(5, Duration::from_secs(20));
+    /// # let _ = builder;
+    /// ```
     pub fn transaction_retries(mut self, attempts: u32, interval: Duration) -> Self {
         self.transaction_attempts = attempts;
         self.transaction_retry_interval = interval;
+        self
+    }
+
+    /// How many BootNotifications may fail in a row on one connection (no answer within the
+    /// call timeout, a CALLERROR), and the wait before the next one after a failure (default
+    /// 3 and 30 s). After the last the station closes the connection and reconnects after the
+    /// back-off; [`Status::Waiting`] says [`Cause::BootUnanswered`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ocpp_tokio::station::Station;
+    ///
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")
+    ///     .unwrap()
+    ///     .boot_retries(5, Duration::from_secs(60));
+    /// # let _ = builder;
+    /// ```
+    pub fn boot_retries(mut self, attempts: u32, interval: Duration) -> Self {
+        self.boot_attempts = attempts.max(1);
+        self.boot_retry_interval = interval;
+        self
+    }
+
+    /// How long a connection must stay up after its BootNotification was accepted to count as
+    /// established (default 10 s): only an established connection starts the back-off and
+    /// the attempt count again. A central system that accepts the WebSocket (or even the boot)
+    /// and closes at once makes every wait longer, up to the back-off's bound.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ocpp_tokio::station::Station;
+    ///
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")
+    ///     .unwrap()
+    ///     .established_after(Duration::from_secs(30));
+    /// # let _ = builder;
+    /// ```
+    pub fn established_after(mut self, lifetime: Duration) -> Self {
+        self.established_after = lifetime;
         self
     }
 
@@ -654,6 +893,8 @@ impl StationBuilder {
         let heartbeat_ms = Arc::new(AtomicU64::new(
             ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL.as_millis() as u64,
         ));
+        let mut reconnect = ocpp_server_core::station::Reconnect::new(self.back_off);
+        reconnect.set_min_lifetime(self.established_after);
         let task = driver::Task {
             config: Arc::new(self.config.versions(self.versions)),
             url: self.url,
@@ -661,7 +902,8 @@ impl StationBuilder {
             tls,
             info: self.info,
             app,
-            reconnect: ocpp_server_core::station::Reconnect::new(self.back_off),
+            reconnect,
+            boot_retries: (self.boot_attempts, self.boot_retry_interval),
             queue,
             commands: receiver,
             status: status_tx,

@@ -5,14 +5,17 @@
 //!   after can deliver it when it starts again.
 //! - Only the head is ever in flight, and only on an Accepted registration; the rest waits,
 //!   so the central system sees the transaction's messages in the order they happened.
-//! - A CALLRESULT removes it. A CALLERROR or an answer that does not decode counts as an
-//!   attempt: it is sent again after `retry_interval * attempts`, at most `attempts` times
-//!   (1.6 `TransactionMessageAttempts` / `TransactionMessageRetryInterval`, 2.0.1
+//! - A CALLRESULT removes it. A CALLERROR, an answer that does not decode, and no answer
+//!   within the call timeout on a connection that stays up count as an attempt: it is sent
+//!   again after `retry_interval * attempts`, at most `attempts` times (1.6
+//!   `TransactionMessageAttempts` / `TransactionMessageRetryInterval`, 2.0.1
 //!   `OCPPCommCtrlr.MessageAttempts{TransactionEvent}` / `MessageAttemptInterval...`), then it is
-//!   given up and its caller told.
-//! - An answer lost with the connection (timeout, close) does not count: the same content goes
-//!   again after the next Accepted boot, as OCPP allows for transaction messages (1.6 §4.7,
-//!   2.0.1 E13/E14): the station cannot tell whether it arrived.
+//!   given up and its caller told the last failure. The wait lets the other CALLs of the
+//!   station go meanwhile, and the bound keeps a central system that never answers from
+//!   holding the connection's one CALL in flight forever.
+//! - An answer lost with the connection (closed while in flight) does not count: the same
+//!   content goes again after the next Accepted boot, as OCPP allows for transaction messages
+//!   (1.6 §4.7, 2.0.1 E13/E14): the station cannot tell whether it arrived.
 //! - OCPP 1.6: a StopTransaction or MeterValues queued for a StartTransaction still in the
 //!   queue gets that transaction's id once the StartTransaction is answered.
 
@@ -188,7 +191,9 @@ impl Queue {
                 self.finish_head(Ok(response));
             }
             Err(
-                failure @ (CallFailure::ErrorResponse { .. } | CallFailure::InvalidResponse { .. }),
+                failure @ (CallFailure::ErrorResponse { .. }
+                | CallFailure::InvalidResponse { .. }
+                | CallFailure::Timeout),
             ) => {
                 let Some(head) = self.entries.front_mut() else {
                     return;
