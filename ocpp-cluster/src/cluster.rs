@@ -41,6 +41,12 @@ const HOUSEKEEPING_QUEUE_WAIT: Duration = Duration::from_secs(10);
 /// How long a drain waits for the releases in flight (those of connections that closed just
 /// before the shutdown).
 const RELEASES_WAIT: Duration = Duration::from_secs(1);
+/// The first wait before the inbox subscribes again after a failed attempt or a lost
+/// connection; it doubles up to [`INBOX_BACKOFF_MAX`], and a move of the Redis master cuts it
+/// short.
+const INBOX_BACKOFF_MIN: Duration = Duration::from_millis(50);
+/// The longest wait between two inbox subscription attempts.
+const INBOX_BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// How often the inbox connection is pinged (a dead Redis that keeps the socket open is
 /// noticed within this plus the Redis timeout).
 const INBOX_PING: Duration = Duration::from_secs(1);
@@ -763,14 +769,18 @@ impl Shared {
 
     async fn inbox_loop(self: Arc<Self>) {
         let channel = format!("{}{}", self.config.inbox_prefix(), self.config.node_id);
-        let mut backoff = Duration::from_millis(50);
+        let mut backoff = INBOX_BACKOFF_MIN;
         loop {
+            // Fires when the link leaves the master this attempt uses (a failover): the next
+            // attempt goes to the new master at once, whatever is left of the backoff
+            // (PROTOCOL.md 1.1).
+            let moves = self.redis.moves();
             match self.subscribe(&channel).await {
                 Ok((mut sink, mut stream, moved)) => {
                     // The link followed a failover: subscribe on the new master.
                     let moved = moved.wait();
                     tokio::pin!(moved);
-                    backoff = Duration::from_millis(50);
+                    backoff = INBOX_BACKOFF_MIN;
                     self.inbox_up.store(true, Ordering::Release);
                     self.refresh_now.notify_one();
                     tracing::info!(node = %self.config.node_id, "inbox subscribed");
@@ -802,8 +812,15 @@ impl Shared {
                     tracing::debug!(node = %self.config.node_id, error = %e, "inbox subscribe failed");
                 }
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(1));
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {
+                    backoff = (backoff * 2).min(INBOX_BACKOFF_MAX);
+                }
+                _ = moves.wait() => {
+                    tracing::debug!(node = %self.config.node_id, "the Redis master moved: subscribing there");
+                    backoff = INBOX_BACKOFF_MIN;
+                }
+            }
         }
     }
 

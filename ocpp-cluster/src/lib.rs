@@ -39,6 +39,10 @@ mod error;
 mod executor;
 mod link;
 pub mod scripts;
+/// A redis-server of a unit test's own (the integration tests' helper).
+#[cfg(test)]
+#[path = "../tests/common/redis_server.rs"]
+mod test_redis;
 mod wire;
 
 pub use bridge::{BridgeError, BridgeOutput, ClusterBridge, Job, JobId, RequestId, Wake};

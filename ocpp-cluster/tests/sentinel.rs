@@ -409,3 +409,80 @@ async fn a_killed_master_is_followed_and_no_command_is_lost_doubled_or_late() {
 async fn a_sentinel_failover_is_followed_although_the_old_master_still_runs() {
     commands_across(Switch::Failover).await;
 }
+
+/// How long after the link moved (`failover.lua` marks `ocpp:since` on the new master, by
+/// Redis's clock) the node's inbox is subscribed there (`PUBSUB NUMSUB`, polled every 5 ms on
+/// loopback), in ms; and the times from the switch until both. PROTOCOL.md 1.1 quotes these.
+fn inbox_follows(switch: Switch) -> (u64, Duration, Duration) {
+    let mut set = SentinelSet::start();
+    let old = set.named_master().expect("a master");
+    let new = set
+        .data
+        .iter()
+        .map(|p| p.port)
+        .find(|port| *port != old)
+        .expect("a replica");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let node = runtime.block_on(async {
+        let node = start(&set.url(), "a");
+        wait_until(Duration::from_secs(10), || node.cluster.is_connected()).await;
+        node
+    });
+    let switched = Instant::now();
+    match switch {
+        Switch::Kill => assert_eq!(set.kill_master(), old),
+        Switch::Failover => set.failover(),
+    }
+    let since = || match query(new, &["GET", "ocpp:since"]) {
+        Some(Reply::Bulk(Some(since))) => since.parse::<u64>().ok().filter(|s| *s > 0),
+        _ => None,
+    };
+    let subscribed = || {
+        query(new, &["PUBSUB", "NUMSUB", "ocpp:inbox:a"])
+            == Some(Reply::Array(vec![
+                Reply::Bulk(Some("ocpp:inbox:a".into())),
+                Reply::Int(1),
+            ]))
+    };
+    let (mut moved, mut inbox) = (None, None);
+    while inbox.is_none() {
+        assert!(
+            switched.elapsed() < Duration::from_secs(30),
+            "{switch:?}: the inbox did not move within 30 s (moved: {moved:?})"
+        );
+        if moved.is_none() {
+            moved = since().map(|since| (since, switched.elapsed()));
+        }
+        if moved.is_some() && subscribed() {
+            inbox = Some((unix_ms(), switched.elapsed()));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let ((moved_ms, moved_after), (inbox_ms, inbox_after)) =
+        (moved.expect("moved"), inbox.expect("subscribed"));
+    drop(node);
+    drop(runtime);
+    (inbox_ms.saturating_sub(moved_ms), moved_after, inbox_after)
+}
+
+/// The inbox follows the link to the new master at once (issue 35): not after the rest of its
+/// reconnection backoff (up to 1 s), also when it had lost its connection before the move
+/// (the master killed). Loosely bounded; the figures are printed.
+#[test]
+fn the_inbox_is_subscribed_on_the_new_master_as_soon_as_the_link_moves() {
+    for switch in [Switch::Failover, Switch::Kill] {
+        let (gap_ms, moved, inbox) = inbox_follows(switch);
+        eprintln!(
+            "{switch:?}: the link moved {moved:?} after the switch, the inbox {inbox:?} after \
+             it: {gap_ms} ms after the move"
+        );
+        assert!(
+            gap_ms < 500,
+            "{switch:?}: the inbox resubscribed {gap_ms} ms after the link moved"
+        );
+    }
+}
