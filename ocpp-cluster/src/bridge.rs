@@ -141,6 +141,7 @@ enum Request {
     Call {
         request: RequestId,
         identity: String,
+        version: Option<OcppVersion>,
         action: String,
         payload_json: String,
         timeout: Duration,
@@ -383,10 +384,25 @@ impl ClusterBridge {
         payload_json: &str,
         timeout: Duration,
     ) -> Result<RequestId, BridgeError> {
+        self.call_as(identity, None, action, payload_json, timeout)
+    }
+
+    /// [`ClusterBridge::call`] for a request of OCPP version `version`
+    /// ([`Cluster::call_as`]: [`CallFailure::WrongVersion`] when the charge point speaks
+    /// another).
+    pub fn call_as(
+        &self,
+        identity: &str,
+        version: Option<OcppVersion>,
+        action: &str,
+        payload_json: &str,
+        timeout: Duration,
+    ) -> Result<RequestId, BridgeError> {
         let request = self.request_id();
         self.send(Request::Call {
             request,
             identity: identity.to_owned(),
+            version,
             action: action.to_owned(),
             payload_json: payload_json.to_owned(),
             timeout,
@@ -529,13 +545,14 @@ async fn serve(cluster: Cluster, out: Outputs, request: Request) {
         Request::Call {
             request,
             identity,
+            version,
             action,
             payload_json,
             timeout,
         } => BridgeOutput::CallDone {
             request,
             result: cluster
-                .call(&identity, &action, &payload_json, timeout)
+                .call_as(&identity, version, &action, &payload_json, timeout)
                 .await,
         },
         Request::Refresh { request } => BridgeOutput::Refreshed {

@@ -427,6 +427,10 @@ impl Cluster {
     /// connected and returns the CALLRESULT payload (JSON text). Exactly one answer within
     /// `timeout`; the command runs at most once, and not at all past its deadline. A charge
     /// point held here runs through the local executor without Redis.
+    ///
+    /// The payload is decoded for the OCPP version of the charge point's connection
+    /// ([`CallFailure::InvalidRequest`] if it does not fit); [`Cluster::call_as`] names the
+    /// version it was written for.
     pub async fn call(
         &self,
         identity: &str,
@@ -434,11 +438,47 @@ impl Cluster {
         payload_json: &str,
         timeout: Duration,
     ) -> Result<String, CallFailure> {
+        self.call_as(identity, None, action, payload_json, timeout)
+            .await
+    }
+
+    /// [`Cluster::call`] for a request of OCPP version `version` (a typed request knows it):
+    /// [`CallFailure::WrongVersion`] (not sent) when the charge point's connection speaks
+    /// another version, whichever node holds it, as a local connection refuses it. `None`, or
+    /// a holder that does not record its connections' versions: as [`Cluster::call`].
+    ///
+    /// ```no_run
+    /// # async fn run(cluster: ocpp_cluster::Cluster) {
+    /// use std::time::Duration;
+    /// use ocpp_cluster::CallFailure;
+    /// use ocpp_server_core::OcppVersion;
+    /// let reset = cluster
+    ///     .call_as("CP-1", Some(OcppVersion::V2_0_1), "Reset", r#"{"type":"Immediate"}"#,
+    ///              Duration::from_secs(30))
+    ///     .await;
+    /// if reset == Err(CallFailure::WrongVersion) {
+    ///     println!("CP-1 does not speak OCPP 2.0.1");
+    /// }
+    /// # }
+    /// ```
+    pub async fn call_as(
+        &self,
+        identity: &str,
+        version: Option<OcppVersion>,
+        action: &str,
+        payload_json: &str,
+        timeout: Duration,
+    ) -> Result<String, CallFailure> {
         let deadline = Instant::now() + timeout;
         let deadline_ms = unix_ms() + millis(timeout);
-        let work = self
-            .shared
-            .call(identity, action, payload_json, deadline, deadline_ms);
+        let work = self.shared.call(
+            identity,
+            version.map(OcppVersion::subprotocol),
+            action,
+            payload_json,
+            deadline,
+            deadline_ms,
+        );
         tokio::time::timeout(timeout, work)
             .await
             .unwrap_or(Err(CallFailure::Timeout))
@@ -669,9 +709,17 @@ impl Shared {
         }
     }
 
+    /// Whether this node holds `identity` on a connection of another OCPP version than
+    /// `version` (a subprotocol name); `false` when either is not known.
+    fn wrong_version(&self, identity: &str, version: Option<&str>) -> bool {
+        let held = lock(&self.claims).version_of(identity);
+        matches!((held, version), (Some(held), Some(asked)) if held.subprotocol() != asked)
+    }
+
     async fn call(
         &self,
         identity: &str,
+        version: Option<&str>,
         action: &str,
         payload_json: &str,
         deadline: Instant,
@@ -679,6 +727,9 @@ impl Shared {
     ) -> Result<String, CallFailure> {
         for attempt in 0..2 {
             if self.holds(identity) {
+                if self.wrong_version(identity, version) {
+                    return Err(CallFailure::WrongVersion);
+                }
                 return self
                     .execute_local(identity, action, payload_json, deadline_ms)
                     .await;
@@ -706,6 +757,7 @@ impl Shared {
                 action: action.into(),
                 payload,
                 deadline_ms,
+                version: version.map(Into::into),
             })
             .map_err(|_| CallFailure::OwnerUnreachable)?;
             let (tx, rx) = oneshot::channel();
@@ -905,6 +957,9 @@ impl Shared {
             Err(CallFailure::DeadlinePassed)
         } else if !self.holds(&command.identity) {
             Err(CallFailure::NotConnected)
+        } else if self.wrong_version(&command.identity, command.version.as_deref()) {
+            // As a local connection refuses a request of another version: not sent.
+            Err(CallFailure::WrongVersion)
         } else {
             self.execute_local(
                 &command.identity,

@@ -72,6 +72,51 @@ async fn a_command_on_one_node_reaches_the_holder_and_its_answer_comes_back() {
     assert_eq!(answer, Err(CallFailure::NotConnected));
 }
 
+/// Issue 35: a request of another OCPP version than the charge point's connection is
+/// `WrongVersion` (409, not sent) on every path: on the holder, and routed from another node;
+/// one without a version is decoded by the holder as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_of_another_version_is_wrong_version_whichever_node_sends_it() {
+    use ocpp_server_core::OcppVersion;
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let claim = b.cluster.claim_as("CP-1", Some(OcppVersion::V1_6)).await;
+    assert!(claim.epoch.is_some(), "registered");
+    let payload = r#"{"type":"Immediate"}"#;
+    for from in [&a, &b] {
+        let answer = from
+            .cluster
+            .call_as("CP-1", Some(OcppVersion::V2_0_1), "Reset", payload, CALL)
+            .await;
+        assert_eq!(
+            answer,
+            Err(CallFailure::WrongVersion),
+            "from {}",
+            from.probe.node
+        );
+        assert_eq!(CallFailure::WrongVersion.http_status(), 409);
+    }
+    assert_eq!(b.probe.total(), 0, "not sent");
+    // Its own version, or none: sent.
+    for version in [Some(OcppVersion::V1_6), None] {
+        let answer = a
+            .cluster
+            .call_as("CP-1", version, "Reset", r#"{"type":"Soft"}"#, CALL)
+            .await;
+        assert_eq!(answer, Ok(r#"{"node":"b","identity":"CP-1"}"#.to_owned()));
+    }
+    assert_eq!(b.probe.total(), 2);
+    // A holder that does not record the version decodes the payload itself.
+    let unrecorded = b.cluster.claim("CP-2").await;
+    assert!(unrecorded.epoch.is_some(), "registered");
+    let answer = a
+        .cluster
+        .call_as("CP-2", Some(OcppVersion::V2_0_1), "Reset", payload, CALL)
+        .await;
+    assert_eq!(answer, Ok(r#"{"node":"b","identity":"CP-2"}"#.to_owned()));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_newest_claim_wins_and_the_old_node_hears_it_at_once() {
     let redis = RedisServer::start();
