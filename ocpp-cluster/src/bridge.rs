@@ -100,6 +100,13 @@ pub enum BridgeOutput {
         /// As [`Cluster::list`].
         result: Result<Vec<crate::Located>, ClusterError>,
     },
+    /// The answer to [`ClusterBridge::list_known`].
+    ListedKnown {
+        /// The request.
+        request: RequestId,
+        /// As [`Cluster::list_known`].
+        listing: crate::Listing,
+    },
     /// The answer to [`ClusterBridge::drain`].
     Drained {
         /// The request.
@@ -154,6 +161,10 @@ enum Request {
         identity: String,
     },
     List {
+        request: RequestId,
+        limit: usize,
+    },
+    ListKnown {
         request: RequestId,
         limit: usize,
     },
@@ -436,6 +447,14 @@ impl ClusterBridge {
         Ok(request)
     }
 
+    /// Lists the cluster's charge points as far as they can be known now
+    /// ([`BridgeOutput::ListedKnown`] follows); see [`Cluster::list_known`].
+    pub fn list_known(&self, limit: usize) -> Result<RequestId, BridgeError> {
+        let request = self.request_id();
+        self.send(Request::ListKnown { request, limit })?;
+        Ok(request)
+    }
+
     /// Leaves the cluster ([`BridgeOutput::Drained`] follows); see [`Cluster::drain`].
     pub fn drain(&self) -> Result<RequestId, BridgeError> {
         let request = self.request_id();
@@ -566,6 +585,10 @@ async fn serve(cluster: Cluster, out: Outputs, request: Request) {
         Request::List { request, limit } => BridgeOutput::Listed {
             request,
             result: cluster.list(limit).await,
+        },
+        Request::ListKnown { request, limit } => BridgeOutput::ListedKnown {
+            request,
+            listing: cluster.list_known(limit).await,
         },
         Request::Drain { request } => BridgeOutput::Drained {
             request,

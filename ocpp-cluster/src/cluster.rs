@@ -679,6 +679,11 @@ impl Shared {
         lock(&self.claims).contains(identity)
     }
 
+    /// The OCPP version recorded with this node's claim on `identity`.
+    pub(crate) fn version_of(&self, identity: &str) -> Option<OcppVersion> {
+        lock(&self.claims).version_of(identity)
+    }
+
     async fn execute_local(
         &self,
         identity: &str,

@@ -51,7 +51,7 @@ pub use cluster::{
     CLOSE_SUPERSEDED_REASON,
 };
 pub use config::ClusterConfig;
-pub use directory::Located;
+pub use directory::{Listing, Located};
 pub use error::ClusterError;
 pub use executor::{command_outcome, BoxFuture, CommandOutcome, Executor};
 pub use ocpp_server_core::{CallFailure, Delivery};

@@ -337,6 +337,66 @@ async fn with_redis_down_local_work_goes_on_and_remote_commands_fail_fast() {
     assert_eq!(answer, Ok(r#"{"node":"a","identity":"CP-NEW"}"#.to_owned()));
 }
 
+/// Issue 35: listing the cluster with Redis down still lists this node's own charge points
+/// (also one that connected meanwhile) and says that the other nodes' are unknown, where
+/// `Cluster::list` fails as a whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_down_the_listing_has_this_node_s_own_and_says_the_rest_is_unknown() {
+    use ocpp_server_core::OcppVersion;
+    let mut redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    assert!(a
+        .cluster
+        .claim_as("CP-A", Some(OcppVersion::V1_6))
+        .await
+        .epoch
+        .is_some());
+    assert!(b.cluster.claim("CP-B").await.epoch.is_some());
+    let names = |listing: &ocpp_cluster::Listing| {
+        let mut names: Vec<(String, String)> = listing
+            .charge_points
+            .iter()
+            .map(|cp| (cp.identity.clone(), cp.node.clone()))
+            .collect();
+        names.sort();
+        names
+    };
+    let pair = |identity: &str, node: &str| (identity.to_owned(), node.to_owned());
+    let listing = a.cluster.list_known(100).await;
+    assert!(listing.is_complete(), "{:?}", listing.elsewhere_unknown);
+    assert_eq!(names(&listing), [pair("CP-A", "a"), pair("CP-B", "b")]);
+
+    redis.stop();
+    assert!(a.cluster.list(100).await.is_err(), "list fails as a whole");
+    let start = Instant::now();
+    let listing = a.cluster.list_known(100).await;
+    assert!(start.elapsed() < CALL, "{:?}", start.elapsed());
+    assert!(!listing.is_complete(), "the other nodes' are unknown");
+    assert_eq!(names(&listing), [pair("CP-A", "a")]);
+    let own = &listing.charge_points[0];
+    assert_eq!(own.version, Some(OcppVersion::V1_6));
+    assert!(own.live);
+    // One that connects while Redis is down (its claim pending) is listed too.
+    assert!(a.cluster.claim("CP-A2").await.epoch.is_none());
+    let listing = a.cluster.list_known(100).await;
+    assert_eq!(names(&listing), [pair("CP-A", "a"), pair("CP-A2", "a")]);
+    assert_eq!(a.cluster.list_known(1).await.charge_points.len(), 1);
+
+    // Redis back (empty): whole again once the nodes have registered their claims again.
+    redis.restart();
+    let whole = [pair("CP-A", "a"), pair("CP-A2", "a"), pair("CP-B", "b")];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let listing = a.cluster.list_known(100).await;
+        if listing.is_complete() && names(&listing) == whole {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{:?}", names(&listing));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_runs_at_most_once_and_never_past_its_deadline() {
     let redis = RedisServer::start();

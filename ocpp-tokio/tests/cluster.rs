@@ -216,6 +216,20 @@ async fn with_redis_down_local_calls_work_and_remote_ones_fail_fast() {
     let mut late = TestCp::connect(a.addr, "CP3", OcppVersion::V1_6).await;
     eventually("CP3 registered", || a.charge_points.get("CP3").is_some()).await;
     reset_through(&a, &mut late, "CP3").await;
+    // Listing the cluster (issue 35): the other nodes' are unknown, not the whole list.
+    assert_eq!(
+        a.charge_points.list_elsewhere(100).await,
+        Err(CallFailure::OwnerUnreachable)
+    );
+    let listing = a.charge_points.list_cluster(100).await;
+    let mut here: Vec<String> = listing
+        .here
+        .iter()
+        .map(|cp| cp.identity().as_str().to_owned())
+        .collect();
+    here.sort();
+    assert_eq!(here, ["CP1", "CP3"]);
+    assert_eq!(listing.elsewhere, Err(CallFailure::OwnerUnreachable));
 
     // Redis back, empty: both nodes claim their charge points again; routing works again.
     redis.restart();
@@ -231,6 +245,14 @@ async fn with_redis_down_local_calls_work_and_remote_ones_fail_fast() {
     }
     reset_through(&b, &mut late, "CP3").await;
     reset_through(&a, &mut remote, "CP2").await;
+    let listing = a.charge_points.list_cluster(100).await;
+    assert_eq!(listing.here.len(), 2);
+    let elsewhere = listing.elsewhere.expect("known again");
+    assert_eq!(elsewhere.len(), 1);
+    assert_eq!(
+        (elsewhere[0].identity.as_str(), elsewhere[0].node.as_str()),
+        ("CP2", "b")
+    );
     a.stop().await;
     b.stop().await;
 }
