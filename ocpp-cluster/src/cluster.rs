@@ -184,7 +184,8 @@ pub(crate) struct Shared {
     events: mpsc::UnboundedSender<ClusterEvent>,
     /// The local claims (`claims.rs` decides; this node runs the scripts and acts).
     claims: Mutex<ClaimTable>,
-    pending: Mutex<HashMap<String, oneshot::Sender<CommandOutcome>>>,
+    /// The remote calls waiting for their reply, by command id.
+    pending: Mutex<HashMap<String, PendingReply>>,
     /// Command ids executed or dropped here, with the time (Unix ms) they may be forgotten.
     seen: Mutex<HashMap<String, u64>>,
     next_ticket: AtomicU64,
@@ -285,10 +286,11 @@ impl Cluster {
         });
         let inbox = runtime.spawn(Arc::clone(&shared).inbox_loop());
         let refresh = runtime.spawn(Arc::clone(&shared).refresh_loop());
+        let moves = runtime.spawn(Arc::clone(&shared).moves_loop());
         Ok((
             Cluster {
                 shared,
-                _tasks: Arc::new(Tasks(vec![inbox, refresh])),
+                _tasks: Arc::new(Tasks(vec![inbox, refresh, moves])),
             },
             events_rx,
         ))
@@ -520,6 +522,14 @@ impl Drop for InFlight<'_> {
             }
         }
     }
+}
+
+/// A remote call waiting for its reply.
+struct PendingReply {
+    /// The master the link used when the command was routed ([`RedisLink::generation`]): once
+    /// the link moves from it, the reply may be lost in the switch.
+    generation: Option<u64>,
+    reply: oneshot::Sender<CommandOutcome>,
 }
 
 /// Removes a pending call's reply slot however the call ends (answer, timeout, cancel).
@@ -766,7 +776,14 @@ impl Shared {
             })
             .map_err(|_| CallFailure::OwnerUnreachable)?;
             let (tx, rx) = oneshot::channel();
-            lock(&self.pending).insert(id.clone(), tx);
+            let generation = self.redis.generation();
+            lock(&self.pending).insert(
+                id.clone(),
+                PendingReply {
+                    generation,
+                    reply: tx,
+                },
+            );
             let _slot = PendingSlot {
                 shared: self,
                 id: id.clone(),
@@ -822,6 +839,43 @@ impl Shared {
             return outcome;
         }
         Err(CallFailure::NotConnected)
+    }
+
+    /// On every move of the Redis master (Sentinel; never on a plain URL), answers the remote
+    /// calls routed on an earlier master ([`Shared::replies_lost_in_move`]).
+    async fn moves_loop(self: Arc<Self>) {
+        loop {
+            self.redis.moves().wait().await;
+            self.replies_lost_in_move();
+        }
+    }
+
+    /// The link moved to another master: a remote call routed on an earlier one may have lost
+    /// its reply in the switch (a reply is a pub/sub message of the master it was published on,
+    /// and both nodes leave it), so it is answered now with `timeout` (may have run), not at
+    /// its deadline. A reply that still comes is dropped (PROTOCOL.md 1.1).
+    fn replies_lost_in_move(&self) {
+        let Some(current) = self.redis.generation() else {
+            return;
+        };
+        let lost: Vec<PendingReply> = {
+            let mut pending = lock(&self.pending);
+            let ids: Vec<String> = pending
+                .iter()
+                .filter(|(_, p)| p.generation.is_some_and(|g| g != current))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| pending.remove(id)).collect()
+        };
+        if !lost.is_empty() {
+            tracing::warn!(
+                calls = lost.len(),
+                "the Redis master moved: remote calls routed before may have lost their reply"
+            );
+        }
+        for pending in lost {
+            let _ = pending.reply.send(Err(CallFailure::Timeout));
+        }
     }
 
     async fn inbox_loop(self: Arc<Self>) {
@@ -910,8 +964,8 @@ impl Shared {
         match &*head.kind {
             "reply" => match serde_json::from_str::<wire::Reply<'_>>(text) {
                 Ok(reply) => {
-                    if let Some(tx) = lock(&self.pending).remove(&*reply.id) {
-                        let _ = tx.send(reply.outcome());
+                    if let Some(pending) = lock(&self.pending).remove(&*reply.id) {
+                        let _ = pending.reply.send(reply.outcome());
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "bad reply"),

@@ -194,6 +194,15 @@ impl RedisLink {
         }
     }
 
+    /// Which master the link uses: 0 for the first one found behind Sentinel, one more for
+    /// each move; `None` on a plain URL, or before the sentinels named one.
+    pub(crate) fn generation(&self) -> Option<u64> {
+        match self {
+            RedisLink::Direct { .. } => None,
+            RedisLink::Sentinel(link) => link.master.borrow().as_ref().map(|m| m.generation),
+        }
+    }
+
     /// What fires when the link moves to another master than the one it uses now (or finds its
     /// first): the inbox waits on it between two attempts, so that it follows a failover at
     /// once rather than after the rest of its backoff (never fires on a plain URL).

@@ -25,6 +25,8 @@ use sentinel_set::{query, Reply, SentinelSet};
 const CALL: Duration = Duration::from_secs(1);
 /// How often the stream sends a command (alternately from each node): 20 per second.
 const EVERY: Duration = Duration::from_millis(50);
+/// How long the executor takes to answer action `Slow`.
+const SLOW: Duration = Duration::from_secs(1);
 /// Scheduling slack on a loaded machine for "within its timeout".
 const SLACK: Duration = Duration::from_millis(150);
 
@@ -46,7 +48,7 @@ impl Executor for Recorder {
     fn execute(
         &self,
         identity: &str,
-        _action: &str,
+        action: &str,
         payload_json: &str,
         _timeout: Duration,
     ) -> BoxFuture<CommandOutcome> {
@@ -57,7 +59,13 @@ impl Executor for Recorder {
             .or_default()
             .push(unix_ms());
         let answer = format!(r#"{{"node":"{}","identity":"{identity}"}}"#, self.node);
-        Box::pin(async move { Ok(answer) })
+        let slow = action == "Slow";
+        Box::pin(async move {
+            if slow {
+                tokio::time::sleep(SLOW).await;
+            }
+            Ok(answer)
+        })
     }
 }
 
@@ -485,4 +493,48 @@ fn the_inbox_is_subscribed_on_the_new_master_as_soon_as_the_link_moves() {
             "{switch:?}: the inbox resubscribed {gap_ms} ms after the link moved"
         );
     }
+}
+
+/// Issue 35: a command whose reply was lost in a failover (published on the master that was
+/// killed) is answered `timeout` (may have run) when the caller moves to the new master, not
+/// at its deadline: the reply can no longer come. Figures printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_whose_reply_the_failover_lost_is_answered_when_the_node_moves() {
+    let mut set = tokio::task::block_in_place(SentinelSet::start);
+    let old = set.named_master().expect("a master");
+    let url = set.url();
+    let a = start(&url, "a");
+    let b = start(&url, "b");
+    wait_until(Duration::from_secs(10), || {
+        a.cluster.is_connected() && b.cluster.is_connected()
+    })
+    .await;
+    assert!(b.cluster.claim("CP-B").await.epoch.is_some());
+    // The executor answers a second after the command arrives; the master is killed meanwhile,
+    // so the reply cannot be published where the caller reads it.
+    let timeout = Duration::from_secs(20);
+    let caller = a.cluster.clone();
+    let sent = Instant::now();
+    let call = tokio::spawn(async move {
+        let answer = caller.call("CP-B", "Slow", r#"{"n":1}"#, timeout).await;
+        (answer, sent.elapsed())
+    });
+    wait_until(Duration::from_secs(5), || {
+        b.recorder.runs.lock().unwrap().contains_key(r#"{"n":1}"#)
+    })
+    .await;
+    let killed = sent.elapsed();
+    assert_eq!(tokio::task::block_in_place(|| set.kill_master()), old);
+    let (answer, took) = call.await.expect("the call task");
+    let new = tokio::task::block_in_place(|| set.wait_new_master(old, Duration::from_secs(30)));
+    eprintln!(
+        "master killed {killed:?} after the command was sent; answered {answer:?} after {took:?} \
+         (timeout {timeout:?}); new master {new}"
+    );
+    assert_eq!(answer, Err(CallFailure::Timeout), "may have run");
+    assert!(
+        took < timeout / 2,
+        "answered after {took:?}, not when the node moved"
+    );
+    assert_eq!(b.recorder.runs.lock().unwrap()[r#"{"n":1}"#].len(), 1);
 }
