@@ -100,6 +100,13 @@ pub enum BridgeOutput {
         /// As [`Cluster::list`].
         result: Result<Vec<crate::Located>, ClusterError>,
     },
+    /// The answer to [`ClusterBridge::list_known`].
+    ListedKnown {
+        /// The request.
+        request: RequestId,
+        /// As [`Cluster::list_known`].
+        listing: crate::Listing,
+    },
     /// The answer to [`ClusterBridge::drain`].
     Drained {
         /// The request.
@@ -141,6 +148,7 @@ enum Request {
     Call {
         request: RequestId,
         identity: String,
+        version: Option<OcppVersion>,
         action: String,
         payload_json: String,
         timeout: Duration,
@@ -153,6 +161,10 @@ enum Request {
         identity: String,
     },
     List {
+        request: RequestId,
+        limit: usize,
+    },
+    ListKnown {
         request: RequestId,
         limit: usize,
     },
@@ -383,10 +395,25 @@ impl ClusterBridge {
         payload_json: &str,
         timeout: Duration,
     ) -> Result<RequestId, BridgeError> {
+        self.call_as(identity, None, action, payload_json, timeout)
+    }
+
+    /// [`ClusterBridge::call`] for a request of OCPP version `version`
+    /// ([`Cluster::call_as`]: [`CallFailure::WrongVersion`] when the charge point speaks
+    /// another).
+    pub fn call_as(
+        &self,
+        identity: &str,
+        version: Option<OcppVersion>,
+        action: &str,
+        payload_json: &str,
+        timeout: Duration,
+    ) -> Result<RequestId, BridgeError> {
         let request = self.request_id();
         self.send(Request::Call {
             request,
             identity: identity.to_owned(),
+            version,
             action: action.to_owned(),
             payload_json: payload_json.to_owned(),
             timeout,
@@ -417,6 +444,14 @@ impl ClusterBridge {
     pub fn list(&self, limit: usize) -> Result<RequestId, BridgeError> {
         let request = self.request_id();
         self.send(Request::List { request, limit })?;
+        Ok(request)
+    }
+
+    /// Lists the cluster's charge points as far as they can be known now
+    /// ([`BridgeOutput::ListedKnown`] follows); see [`Cluster::list_known`].
+    pub fn list_known(&self, limit: usize) -> Result<RequestId, BridgeError> {
+        let request = self.request_id();
+        self.send(Request::ListKnown { request, limit })?;
         Ok(request)
     }
 
@@ -529,13 +564,14 @@ async fn serve(cluster: Cluster, out: Outputs, request: Request) {
         Request::Call {
             request,
             identity,
+            version,
             action,
             payload_json,
             timeout,
         } => BridgeOutput::CallDone {
             request,
             result: cluster
-                .call(&identity, &action, &payload_json, timeout)
+                .call_as(&identity, version, &action, &payload_json, timeout)
                 .await,
         },
         Request::Refresh { request } => BridgeOutput::Refreshed {
@@ -549,6 +585,10 @@ async fn serve(cluster: Cluster, out: Outputs, request: Request) {
         Request::List { request, limit } => BridgeOutput::Listed {
             request,
             result: cluster.list(limit).await,
+        },
+        Request::ListKnown { request, limit } => BridgeOutput::ListedKnown {
+            request,
+            listing: cluster.list_known(limit).await,
         },
         Request::Drain { request } => BridgeOutput::Drained {
             request,

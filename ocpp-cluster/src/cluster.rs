@@ -41,6 +41,12 @@ const HOUSEKEEPING_QUEUE_WAIT: Duration = Duration::from_secs(10);
 /// How long a drain waits for the releases in flight (those of connections that closed just
 /// before the shutdown).
 const RELEASES_WAIT: Duration = Duration::from_secs(1);
+/// The first wait before the inbox subscribes again after a failed attempt or a lost
+/// connection; it doubles up to [`INBOX_BACKOFF_MAX`], and a move of the Redis master cuts it
+/// short.
+const INBOX_BACKOFF_MIN: Duration = Duration::from_millis(50);
+/// The longest wait between two inbox subscription attempts.
+const INBOX_BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// How often the inbox connection is pinged (a dead Redis that keeps the socket open is
 /// noticed within this plus the Redis timeout).
 const INBOX_PING: Duration = Duration::from_secs(1);
@@ -178,7 +184,8 @@ pub(crate) struct Shared {
     events: mpsc::UnboundedSender<ClusterEvent>,
     /// The local claims (`claims.rs` decides; this node runs the scripts and acts).
     claims: Mutex<ClaimTable>,
-    pending: Mutex<HashMap<String, oneshot::Sender<CommandOutcome>>>,
+    /// The remote calls waiting for their reply, by command id.
+    pending: Mutex<HashMap<String, PendingReply>>,
     /// Command ids executed or dropped here, with the time (Unix ms) they may be forgotten.
     seen: Mutex<HashMap<String, u64>>,
     next_ticket: AtomicU64,
@@ -279,10 +286,11 @@ impl Cluster {
         });
         let inbox = runtime.spawn(Arc::clone(&shared).inbox_loop());
         let refresh = runtime.spawn(Arc::clone(&shared).refresh_loop());
+        let moves = runtime.spawn(Arc::clone(&shared).moves_loop());
         Ok((
             Cluster {
                 shared,
-                _tasks: Arc::new(Tasks(vec![inbox, refresh])),
+                _tasks: Arc::new(Tasks(vec![inbox, refresh, moves])),
             },
             events_rx,
         ))
@@ -421,6 +429,10 @@ impl Cluster {
     /// connected and returns the CALLRESULT payload (JSON text). Exactly one answer within
     /// `timeout`; the command runs at most once, and not at all past its deadline. A charge
     /// point held here runs through the local executor without Redis.
+    ///
+    /// The payload is decoded for the OCPP version of the charge point's connection
+    /// ([`CallFailure::InvalidRequest`] if it does not fit); [`Cluster::call_as`] names the
+    /// version it was written for.
     pub async fn call(
         &self,
         identity: &str,
@@ -428,11 +440,47 @@ impl Cluster {
         payload_json: &str,
         timeout: Duration,
     ) -> Result<String, CallFailure> {
+        self.call_as(identity, None, action, payload_json, timeout)
+            .await
+    }
+
+    /// [`Cluster::call`] for a request of OCPP version `version` (a typed request knows it):
+    /// [`CallFailure::WrongVersion`] (not sent) when the charge point's connection speaks
+    /// another version, whichever node holds it, as a local connection refuses it. `None`, or
+    /// a holder that does not record its connections' versions: as [`Cluster::call`].
+    ///
+    /// ```no_run
+    /// # async fn run(cluster: ocpp_cluster::Cluster) {
+    /// use std::time::Duration;
+    /// use ocpp_cluster::CallFailure;
+    /// use ocpp_server_core::OcppVersion;
+    /// let reset = cluster
+    ///     .call_as("CP-1", Some(OcppVersion::V2_0_1), "Reset", r#"{"type":"Immediate"}"#,
+    ///              Duration::from_secs(30))
+    ///     .await;
+    /// if reset == Err(CallFailure::WrongVersion) {
+    ///     println!("CP-1 does not speak OCPP 2.0.1");
+    /// }
+    /// # }
+    /// ```
+    pub async fn call_as(
+        &self,
+        identity: &str,
+        version: Option<OcppVersion>,
+        action: &str,
+        payload_json: &str,
+        timeout: Duration,
+    ) -> Result<String, CallFailure> {
         let deadline = Instant::now() + timeout;
         let deadline_ms = unix_ms() + millis(timeout);
-        let work = self
-            .shared
-            .call(identity, action, payload_json, deadline, deadline_ms);
+        let work = self.shared.call(
+            identity,
+            version.map(OcppVersion::subprotocol),
+            action,
+            payload_json,
+            deadline,
+            deadline_ms,
+        );
         tokio::time::timeout(timeout, work)
             .await
             .unwrap_or(Err(CallFailure::Timeout))
@@ -474,6 +522,14 @@ impl Drop for InFlight<'_> {
             }
         }
     }
+}
+
+/// A remote call waiting for its reply.
+struct PendingReply {
+    /// The master the link used when the command was routed ([`RedisLink::generation`]): once
+    /// the link moves from it, the reply may be lost in the switch.
+    generation: Option<u64>,
+    reply: oneshot::Sender<CommandOutcome>,
 }
 
 /// Removes a pending call's reply slot however the call ends (answer, timeout, cancel).
@@ -633,6 +689,11 @@ impl Shared {
         lock(&self.claims).contains(identity)
     }
 
+    /// The OCPP version recorded with this node's claim on `identity`.
+    pub(crate) fn version_of(&self, identity: &str) -> Option<OcppVersion> {
+        lock(&self.claims).version_of(identity)
+    }
+
     async fn execute_local(
         &self,
         identity: &str,
@@ -663,9 +724,17 @@ impl Shared {
         }
     }
 
+    /// Whether this node holds `identity` on a connection of another OCPP version than
+    /// `version` (a subprotocol name); `false` when either is not known.
+    fn wrong_version(&self, identity: &str, version: Option<&str>) -> bool {
+        let held = lock(&self.claims).version_of(identity);
+        matches!((held, version), (Some(held), Some(asked)) if held.subprotocol() != asked)
+    }
+
     async fn call(
         &self,
         identity: &str,
+        version: Option<&str>,
         action: &str,
         payload_json: &str,
         deadline: Instant,
@@ -673,6 +742,9 @@ impl Shared {
     ) -> Result<String, CallFailure> {
         for attempt in 0..2 {
             if self.holds(identity) {
+                if self.wrong_version(identity, version) {
+                    return Err(CallFailure::WrongVersion);
+                }
                 return self
                     .execute_local(identity, action, payload_json, deadline_ms)
                     .await;
@@ -700,10 +772,18 @@ impl Shared {
                 action: action.into(),
                 payload,
                 deadline_ms,
+                version: version.map(Into::into),
             })
             .map_err(|_| CallFailure::OwnerUnreachable)?;
             let (tx, rx) = oneshot::channel();
-            lock(&self.pending).insert(id.clone(), tx);
+            let generation = self.redis.generation();
+            lock(&self.pending).insert(
+                id.clone(),
+                PendingReply {
+                    generation,
+                    reply: tx,
+                },
+            );
             let _slot = PendingSlot {
                 shared: self,
                 id: id.clone(),
@@ -761,16 +841,57 @@ impl Shared {
         Err(CallFailure::NotConnected)
     }
 
+    /// On every move of the Redis master (Sentinel; never on a plain URL), answers the remote
+    /// calls routed on an earlier master ([`Shared::replies_lost_in_move`]).
+    async fn moves_loop(self: Arc<Self>) {
+        loop {
+            self.redis.moves().wait().await;
+            self.replies_lost_in_move();
+        }
+    }
+
+    /// The link moved to another master: a remote call routed on an earlier one may have lost
+    /// its reply in the switch (a reply is a pub/sub message of the master it was published on,
+    /// and both nodes leave it), so it is answered now with `timeout` (may have run), not at
+    /// its deadline. A reply that still comes is dropped (PROTOCOL.md 1.1).
+    fn replies_lost_in_move(&self) {
+        let Some(current) = self.redis.generation() else {
+            return;
+        };
+        let lost: Vec<PendingReply> = {
+            let mut pending = lock(&self.pending);
+            let ids: Vec<String> = pending
+                .iter()
+                .filter(|(_, p)| p.generation.is_some_and(|g| g != current))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| pending.remove(id)).collect()
+        };
+        if !lost.is_empty() {
+            tracing::warn!(
+                calls = lost.len(),
+                "the Redis master moved: remote calls routed before may have lost their reply"
+            );
+        }
+        for pending in lost {
+            let _ = pending.reply.send(Err(CallFailure::Timeout));
+        }
+    }
+
     async fn inbox_loop(self: Arc<Self>) {
         let channel = format!("{}{}", self.config.inbox_prefix(), self.config.node_id);
-        let mut backoff = Duration::from_millis(50);
+        let mut backoff = INBOX_BACKOFF_MIN;
         loop {
+            // Fires when the link leaves the master this attempt uses (a failover): the next
+            // attempt goes to the new master at once, whatever is left of the backoff
+            // (PROTOCOL.md 1.1).
+            let moves = self.redis.moves();
             match self.subscribe(&channel).await {
                 Ok((mut sink, mut stream, moved)) => {
                     // The link followed a failover: subscribe on the new master.
                     let moved = moved.wait();
                     tokio::pin!(moved);
-                    backoff = Duration::from_millis(50);
+                    backoff = INBOX_BACKOFF_MIN;
                     self.inbox_up.store(true, Ordering::Release);
                     self.refresh_now.notify_one();
                     tracing::info!(node = %self.config.node_id, "inbox subscribed");
@@ -802,8 +923,15 @@ impl Shared {
                     tracing::debug!(node = %self.config.node_id, error = %e, "inbox subscribe failed");
                 }
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(1));
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {
+                    backoff = (backoff * 2).min(INBOX_BACKOFF_MAX);
+                }
+                _ = moves.wait() => {
+                    tracing::debug!(node = %self.config.node_id, "the Redis master moved: subscribing there");
+                    backoff = INBOX_BACKOFF_MIN;
+                }
+            }
         }
     }
 
@@ -836,8 +964,8 @@ impl Shared {
         match &*head.kind {
             "reply" => match serde_json::from_str::<wire::Reply<'_>>(text) {
                 Ok(reply) => {
-                    if let Some(tx) = lock(&self.pending).remove(&*reply.id) {
-                        let _ = tx.send(reply.outcome());
+                    if let Some(pending) = lock(&self.pending).remove(&*reply.id) {
+                        let _ = pending.reply.send(reply.outcome());
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "bad reply"),
@@ -888,6 +1016,9 @@ impl Shared {
             Err(CallFailure::DeadlinePassed)
         } else if !self.holds(&command.identity) {
             Err(CallFailure::NotConnected)
+        } else if self.wrong_version(&command.identity, command.version.as_deref()) {
+            // As a local connection refuses a request of another version: not sent.
+            Err(CallFailure::WrongVersion)
         } else {
             self.execute_local(
                 &command.identity,

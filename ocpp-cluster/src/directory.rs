@@ -31,6 +31,27 @@ pub struct Located {
     pub live: bool,
 }
 
+/// The cluster's charge points as this node can list them now ([`Cluster::list_known`]):
+/// its own always, the other nodes' when Redis answers.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Listing {
+    /// The charge points listed: this node's own (from its local claims, also one not
+    /// registered in Redis yet), and, unless [`Listing::elsewhere_unknown`] says otherwise,
+    /// the other nodes' as the presence records say ([`Cluster::list`]).
+    pub charge_points: Vec<Located>,
+    /// Why the other nodes' charge points are not listed (Redis down, or slower than the Redis
+    /// timeout): they are unknown, not absent. `None`: the listing is the whole cluster's.
+    pub elsewhere_unknown: Option<ClusterError>,
+}
+
+impl Listing {
+    /// Whether the listing is the whole cluster's (the other nodes' charge points are known).
+    pub fn is_complete(&self) -> bool {
+        self.elsewhere_unknown.is_none()
+    }
+}
+
 /// The fields of a claim read back, in this order.
 const FIELDS: [&str; 5] = ["node", "epoch", "version", "claimed_ms", "expires_ms"];
 
@@ -137,6 +158,58 @@ impl Cluster {
             if cursor == 0 || all.len() >= limit {
                 return Ok(all);
             }
+        }
+    }
+}
+
+impl Cluster {
+    /// [`Cluster::list`] that never fails as a whole: with Redis down (or too slow) it lists
+    /// this node's own charge points from its local claims and says that the other nodes' are
+    /// unknown ([`Listing::elsewhere_unknown`]); with Redis, every node's, plus this node's
+    /// claims Redis does not have yet (not registered while Redis was down). At most `limit`
+    /// entries; one of this node's own listed from memory has `claimed_ms: None`, and epoch 0
+    /// while it is not registered.
+    ///
+    /// ```no_run
+    /// # async fn run(cluster: ocpp_cluster::Cluster) {
+    /// let listing = cluster.list_known(10_000).await;
+    /// for cp in &listing.charge_points {
+    ///     println!("{} on {}", cp.identity, cp.node);
+    /// }
+    /// if let Some(why) = &listing.elsewhere_unknown {
+    ///     println!("the other nodes' charge points are unknown now: {why}");
+    /// }
+    /// # }
+    /// ```
+    pub async fn list_known(&self, limit: usize) -> Listing {
+        let own = self.claims();
+        let own: Vec<Located> = own
+            .into_iter()
+            .map(|claim| Located {
+                version: self.shared().version_of(&claim.identity),
+                identity: claim.identity,
+                node: self.node_id().to_owned(),
+                epoch: claim.epoch.unwrap_or(0),
+                claimed_ms: None,
+                live: true,
+            })
+            .collect();
+        match self.list(limit).await {
+            Ok(mut all) => {
+                let listed: std::collections::HashSet<String> =
+                    all.iter().map(|cp| cp.identity.clone()).collect();
+                let missing = own.into_iter().filter(|cp| !listed.contains(&cp.identity));
+                let room = limit.saturating_sub(all.len());
+                all.extend(missing.take(room));
+                Listing {
+                    charge_points: all,
+                    elsewhere_unknown: None,
+                }
+            }
+            Err(e) => Listing {
+                charge_points: own.into_iter().take(limit).collect(),
+                elsewhere_unknown: Some(e),
+            },
         }
     }
 }

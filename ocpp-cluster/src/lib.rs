@@ -39,6 +39,10 @@ mod error;
 mod executor;
 mod link;
 pub mod scripts;
+/// A redis-server of a unit test's own (the integration tests' helper).
+#[cfg(test)]
+#[path = "../tests/common/redis_server.rs"]
+mod test_redis;
 mod wire;
 
 pub use bridge::{BridgeError, BridgeOutput, ClusterBridge, Job, JobId, RequestId, Wake};
@@ -47,7 +51,7 @@ pub use cluster::{
     CLOSE_SUPERSEDED_REASON,
 };
 pub use config::ClusterConfig;
-pub use directory::Located;
+pub use directory::{Listing, Located};
 pub use error::ClusterError;
 pub use executor::{command_outcome, BoxFuture, CommandOutcome, Executor};
 pub use ocpp_server_core::{CallFailure, Delivery};

@@ -80,15 +80,19 @@ pub(crate) struct SentinelLink {
     db: i64,
 }
 
-/// Fires when the link moved to another master than the one a subscription was made on.
-pub(crate) struct MasterMoved(Option<(watch::Receiver<Option<Arc<Master>>>, u64)>);
+/// Fires when the link moved to another master than the one a subscription was made on (or,
+/// made before any master was known, when the first one is).
+pub(crate) struct MasterMoved(Option<(MasterWatch, Option<u64>)>);
+
+/// The master a Sentinel link uses, as it changes (`None` until the first is found).
+type MasterWatch = watch::Receiver<Option<Arc<Master>>>;
 
 impl MasterMoved {
     /// Resolves once the link uses another master (never, on a plain URL).
     pub(crate) async fn wait(self) {
         if let Some((mut master, generation)) = self.0 {
             let moved = master
-                .wait_for(|m| m.as_ref().is_some_and(|m| m.generation != generation))
+                .wait_for(|m| m.as_ref().is_some_and(|m| generation != Some(m.generation)))
                 .await
                 .is_ok();
             if moved {
@@ -178,7 +182,7 @@ impl RedisLink {
             }
             RedisLink::Sentinel(link) => {
                 let master = link.current().await?;
-                let moved = MasterMoved(Some((link.master.subscribe(), master.generation)));
+                let moved = MasterMoved(Some((link.master.subscribe(), Some(master.generation))));
                 match master.client.get_async_pubsub().await {
                     Ok(pubsub) => Ok((pubsub, moved)),
                     Err(e) => {
@@ -187,6 +191,55 @@ impl RedisLink {
                     }
                 }
             }
+        }
+    }
+
+    /// Which master the link uses: 0 for the first one found behind Sentinel, one more for
+    /// each move; `None` on a plain URL, or before the sentinels named one.
+    pub(crate) fn generation(&self) -> Option<u64> {
+        match self {
+            RedisLink::Direct { .. } => None,
+            RedisLink::Sentinel(link) => link.master.borrow().as_ref().map(|m| m.generation),
+        }
+    }
+
+    /// What fires when the link moves to another master than the one it uses now (or finds its
+    /// first): the inbox waits on it between two attempts, so that it follows a failover at
+    /// once rather than after the rest of its backoff (never fires on a plain URL).
+    pub(crate) fn moves(&self) -> MasterMoved {
+        match self {
+            RedisLink::Direct { .. } => MasterMoved(None),
+            RedisLink::Sentinel(link) => {
+                let master = link.master.subscribe();
+                let generation = master.borrow().as_ref().map(|m| m.generation);
+                MasterMoved(Some((master, generation)))
+            }
+        }
+    }
+
+    /// Moves a Sentinel link to the Redis on `port` as the resolver does (without asking the
+    /// sentinels, nor running `failover.lua`): a test's failover at the instant it chooses.
+    #[cfg(test)]
+    pub(crate) fn move_to(&self, port: u16) {
+        if let RedisLink::Sentinel(link) = self {
+            let addr = ConnectionAddr::Tcp("127.0.0.1".to_owned(), port);
+            let client = redis::Client::open(addr.clone()).expect("client");
+            let manager = ConnectionManager::new_lazy_with_config(
+                client.clone(),
+                ConnectionManagerConfig::new(),
+            )
+            .expect("manager");
+            let generation = link
+                .master
+                .borrow()
+                .as_ref()
+                .map_or(0, |m| m.generation + 1);
+            link.master.send_replace(Some(Arc::new(Master {
+                addr,
+                client,
+                manager,
+                generation,
+            })));
         }
     }
 
@@ -568,5 +621,82 @@ mod tests {
         for e in &not_moved {
             assert!(!may_have_moved(e), "{e}");
         }
+    }
+
+    /// Issue 35: the inbox had lost its master and waited its longest backoff (1 s) between two
+    /// attempts; when the link moves to a new master it subscribes there at once, not after the
+    /// rest of that wait.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_inbox_subscribes_on_a_new_master_at_once_not_after_its_backoff() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::Instant;
+
+        // A master that closes every connection at once: each inbox attempt fails, and its
+        // accept times it.
+        let dead = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        dead.set_nonblocking(true).expect("non-blocking");
+        let dead_port = dead.local_addr().expect("addr").port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (attempts, attempted) = std::sync::mpsc::channel::<Instant>();
+        let acceptor = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Acquire) {
+                    match dead.accept() {
+                        Ok((socket, _)) => {
+                            drop(socket);
+                            let _ = attempts.send(Instant::now());
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        Err(_) => return,
+                    }
+                }
+            })
+        };
+        let redis = crate::test_redis::RedisServer::start();
+        // No sentinel answers: only the test moves the link.
+        let url = format!(
+            "redis+sentinel://127.0.0.1:{}/svc",
+            crate::test_redis::free_port()
+        );
+        let config = ClusterConfig::new(url, "a").with_redis_timeout(Duration::from_millis(300));
+        let executor =
+            |_: &str, _: &str, _: &str, _: Duration| -> crate::BoxFuture<crate::CommandOutcome> {
+                Box::pin(async { Ok("{}".to_owned()) })
+            };
+        let (cluster, _events) = crate::Cluster::start(config, executor).expect("start");
+        let link = &cluster.shared().redis;
+        link.move_to(dead_port);
+        // Until two attempts come a second apart: the inbox now waits its longest backoff.
+        let waited = tokio::task::block_in_place(|| {
+            let start = Instant::now();
+            let mut last = attempted.recv_timeout(Duration::from_secs(10)).ok()?;
+            while start.elapsed() < Duration::from_secs(20) {
+                let next = attempted.recv_timeout(Duration::from_secs(5)).ok()?;
+                if next - last >= Duration::from_millis(900) {
+                    return Some(next);
+                }
+                last = next;
+            }
+            None
+        });
+        let last_attempt = waited.expect("the inbox backs off to a second between attempts");
+        // The next attempt would come about 900 ms after the move.
+        tokio::time::sleep_until((last_attempt + Duration::from_millis(100)).into()).await;
+        let moved = Instant::now();
+        link.move_to(redis.port);
+        while !cluster.is_connected() && moved.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let took = moved.elapsed();
+        stop.store(true, Ordering::Release);
+        acceptor.join().expect("the acceptor");
+        eprintln!("the inbox subscribed on the new master {took:?} after the move");
+        assert!(
+            took < Duration::from_millis(500),
+            "the inbox subscribed on the new master {took:?} after the move"
+        );
     }
 }

@@ -33,6 +33,10 @@ pub(crate) struct Command<'a> {
     #[serde(borrow)]
     pub(crate) payload: &'a RawValue,
     pub(crate) deadline_ms: u64,
+    /// The OCPP version the payload was written for, as its subprotocol (`ocpp1.6`); absent:
+    /// the holder decodes it for its connection's version.
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub(crate) version: Option<Cow<'a, str>>,
 }
 
 /// `{"type":"reply",...}`: the one answer to a command, on the caller's inbox.

@@ -72,6 +72,51 @@ async fn a_command_on_one_node_reaches_the_holder_and_its_answer_comes_back() {
     assert_eq!(answer, Err(CallFailure::NotConnected));
 }
 
+/// Issue 35: a request of another OCPP version than the charge point's connection is
+/// `WrongVersion` (409, not sent) on every path: on the holder, and routed from another node;
+/// one without a version is decoded by the holder as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_of_another_version_is_wrong_version_whichever_node_sends_it() {
+    use ocpp_server_core::OcppVersion;
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let claim = b.cluster.claim_as("CP-1", Some(OcppVersion::V1_6)).await;
+    assert!(claim.epoch.is_some(), "registered");
+    let payload = r#"{"type":"Immediate"}"#;
+    for from in [&a, &b] {
+        let answer = from
+            .cluster
+            .call_as("CP-1", Some(OcppVersion::V2_0_1), "Reset", payload, CALL)
+            .await;
+        assert_eq!(
+            answer,
+            Err(CallFailure::WrongVersion),
+            "from {}",
+            from.probe.node
+        );
+        assert_eq!(CallFailure::WrongVersion.http_status(), 409);
+    }
+    assert_eq!(b.probe.total(), 0, "not sent");
+    // Its own version, or none: sent.
+    for version in [Some(OcppVersion::V1_6), None] {
+        let answer = a
+            .cluster
+            .call_as("CP-1", version, "Reset", r#"{"type":"Soft"}"#, CALL)
+            .await;
+        assert_eq!(answer, Ok(r#"{"node":"b","identity":"CP-1"}"#.to_owned()));
+    }
+    assert_eq!(b.probe.total(), 2);
+    // A holder that does not record the version decodes the payload itself.
+    let unrecorded = b.cluster.claim("CP-2").await;
+    assert!(unrecorded.epoch.is_some(), "registered");
+    let answer = a
+        .cluster
+        .call_as("CP-2", Some(OcppVersion::V2_0_1), "Reset", payload, CALL)
+        .await;
+    assert_eq!(answer, Ok(r#"{"node":"b","identity":"CP-2"}"#.to_owned()));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_newest_claim_wins_and_the_old_node_hears_it_at_once() {
     let redis = RedisServer::start();
@@ -290,6 +335,66 @@ async fn with_redis_down_local_work_goes_on_and_remote_commands_fail_fast() {
     .await;
     let answer = b.cluster.call("CP-NEW", "Reset", "{}", CALL).await;
     assert_eq!(answer, Ok(r#"{"node":"a","identity":"CP-NEW"}"#.to_owned()));
+}
+
+/// Issue 35: listing the cluster with Redis down still lists this node's own charge points
+/// (also one that connected meanwhile) and says that the other nodes' are unknown, where
+/// `Cluster::list` fails as a whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_down_the_listing_has_this_node_s_own_and_says_the_rest_is_unknown() {
+    use ocpp_server_core::OcppVersion;
+    let mut redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    assert!(a
+        .cluster
+        .claim_as("CP-A", Some(OcppVersion::V1_6))
+        .await
+        .epoch
+        .is_some());
+    assert!(b.cluster.claim("CP-B").await.epoch.is_some());
+    let names = |listing: &ocpp_cluster::Listing| {
+        let mut names: Vec<(String, String)> = listing
+            .charge_points
+            .iter()
+            .map(|cp| (cp.identity.clone(), cp.node.clone()))
+            .collect();
+        names.sort();
+        names
+    };
+    let pair = |identity: &str, node: &str| (identity.to_owned(), node.to_owned());
+    let listing = a.cluster.list_known(100).await;
+    assert!(listing.is_complete(), "{:?}", listing.elsewhere_unknown);
+    assert_eq!(names(&listing), [pair("CP-A", "a"), pair("CP-B", "b")]);
+
+    redis.stop();
+    assert!(a.cluster.list(100).await.is_err(), "list fails as a whole");
+    let start = Instant::now();
+    let listing = a.cluster.list_known(100).await;
+    assert!(start.elapsed() < CALL, "{:?}", start.elapsed());
+    assert!(!listing.is_complete(), "the other nodes' are unknown");
+    assert_eq!(names(&listing), [pair("CP-A", "a")]);
+    let own = &listing.charge_points[0];
+    assert_eq!(own.version, Some(OcppVersion::V1_6));
+    assert!(own.live);
+    // One that connects while Redis is down (its claim pending) is listed too.
+    assert!(a.cluster.claim("CP-A2").await.epoch.is_none());
+    let listing = a.cluster.list_known(100).await;
+    assert_eq!(names(&listing), [pair("CP-A", "a"), pair("CP-A2", "a")]);
+    assert_eq!(a.cluster.list_known(1).await.charge_points.len(), 1);
+
+    // Redis back (empty): whole again once the nodes have registered their claims again.
+    redis.restart();
+    let whole = [pair("CP-A", "a"), pair("CP-A2", "a"), pair("CP-B", "b")];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let listing = a.cluster.list_known(100).await;
+        if listing.is_complete() && names(&listing) == whole {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{:?}", names(&listing));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

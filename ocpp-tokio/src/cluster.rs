@@ -438,10 +438,12 @@ impl Remote for ClusterRemote {
                     description: format!("the request does not serialise: {e}"),
                 })?;
             let (timeout, options) = self.0.call_settings();
+            // With its version: a holder whose connection speaks another refuses it as
+            // `WrongVersion`, as a local connection does.
             match self
                 .0
                 .cluster
-                .call(identity, action, &payload, timeout)
+                .call_as(identity, Some(version), action, &payload, timeout)
                 .await
             {
                 Ok(result) => Response::decode(version, action, &result, &options).map_err(|e| {

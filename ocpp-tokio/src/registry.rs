@@ -58,6 +58,19 @@ impl RemoteChargePoint {
     }
 }
 
+/// The charge points of the whole cluster as one server can list them now
+/// ([`ChargePoints::list_cluster`]): its own are always known; the other nodes' may not be.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClusterListing {
+    /// This server's own (a snapshot, as [`ChargePoints::iter`]).
+    pub here: Vec<ChargePoint>,
+    /// The other nodes' ([`ChargePoints::list_elsewhere`]); `Err`
+    /// ([`CallFailure::OwnerUnreachable`]) when they cannot be known now (Redis down): unknown,
+    /// not none.
+    pub elsewhere: Result<Vec<RemoteChargePoint>, CallFailure>,
+}
+
 /// Where a charge point is connected ([`ChargePoints::locate`]).
 #[derive(Debug, Clone)]
 pub enum Connected {
@@ -307,7 +320,8 @@ impl ChargePoints {
     }
 
     /// The charge points connected to other nodes (at most `limit`), through the [`Remote`];
-    /// this server's own are [`ChargePoints::iter`].
+    /// this server's own are [`ChargePoints::iter`], and [`ChargePoints::list_cluster`] lists
+    /// both without failing as a whole.
     ///
     /// # Errors
     /// [`CallFailure::OwnerUnreachable`] when the cluster cannot tell now (Redis down).
@@ -322,6 +336,29 @@ impl ChargePoints {
                 Ok(all)
             }
             None => Ok(Vec::new()),
+        }
+    }
+
+    /// Every charge point of the cluster as this server can list them now: its own always
+    /// (they are known here whatever Redis does), and the other nodes' (at most `limit`,
+    /// [`ChargePoints::list_elsewhere`]), or why those are unknown now.
+    ///
+    /// ```no_run
+    /// # async fn example(charge_points: ocpp_tokio::ChargePoints) {
+    /// let listing = charge_points.list_cluster(10_000).await;
+    /// for cp in &listing.here {
+    ///     println!("{} here", cp.identity());
+    /// }
+    /// match &listing.elsewhere {
+    ///     Ok(others) => println!("{} on other nodes", others.len()),
+    ///     Err(failure) => println!("the other nodes' are unknown now: {failure}"),
+    /// }
+    /// # }
+    /// ```
+    pub async fn list_cluster(&self, limit: usize) -> ClusterListing {
+        ClusterListing {
+            here: self.iter().collect(),
+            elsewhere: self.list_elsewhere(limit).await,
         }
     }
 

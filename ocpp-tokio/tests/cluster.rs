@@ -216,6 +216,20 @@ async fn with_redis_down_local_calls_work_and_remote_ones_fail_fast() {
     let mut late = TestCp::connect(a.addr, "CP3", OcppVersion::V1_6).await;
     eventually("CP3 registered", || a.charge_points.get("CP3").is_some()).await;
     reset_through(&a, &mut late, "CP3").await;
+    // Listing the cluster (issue 35): the other nodes' are unknown, not the whole list.
+    assert_eq!(
+        a.charge_points.list_elsewhere(100).await,
+        Err(CallFailure::OwnerUnreachable)
+    );
+    let listing = a.charge_points.list_cluster(100).await;
+    let mut here: Vec<String> = listing
+        .here
+        .iter()
+        .map(|cp| cp.identity().as_str().to_owned())
+        .collect();
+    here.sort();
+    assert_eq!(here, ["CP1", "CP3"]);
+    assert_eq!(listing.elsewhere, Err(CallFailure::OwnerUnreachable));
 
     // Redis back, empty: both nodes claim their charge points again; routing works again.
     redis.restart();
@@ -231,6 +245,14 @@ async fn with_redis_down_local_calls_work_and_remote_ones_fail_fast() {
     }
     reset_through(&b, &mut late, "CP3").await;
     reset_through(&a, &mut remote, "CP2").await;
+    let listing = a.charge_points.list_cluster(100).await;
+    assert_eq!(listing.here.len(), 2);
+    let elsewhere = listing.elsewhere.expect("known again");
+    assert_eq!(elsewhere.len(), 1);
+    assert_eq!(
+        (elsewhere[0].identity.as_str(), elsewhere[0].node.as_str()),
+        ("CP2", "b")
+    );
     a.stop().await;
     b.stop().await;
 }
@@ -259,26 +281,52 @@ async fn shutdown_closes_with_1012_and_leaves_the_cluster() {
     a.stop().await;
 }
 
+/// A request of another OCPP version than the charge point's: `WrongVersion` (409, not sent)
+/// on every path, typed or not, on the holder and through another node (issue 35: routed, it
+/// was `InvalidRequest`, 400). JSON text without a version that does not fit the charge
+/// point's version is `InvalidRequest`: the holder cannot decode it, sends nothing, and says
+/// so, not a CALLERROR made up in the charge point's name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_that_does_not_fit_the_holder_s_version_is_not_sent() {
+async fn a_request_of_another_version_is_wrong_version_on_every_path() {
     let redis = RedisServer::start();
     let a = node(&redis, "a").await;
     let b = node(&redis, "b").await;
-    let _cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
+    let mut cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
     claimed(&a, "CP1", "b").await;
-    // A 2.0.1 request for a 1.6 charge point: the holder cannot decode it for 1.6 (`type` is
-    // not a 1.6 value), sends nothing, and says so: not a CALLERROR made up in the charge
-    // point's name, which the caller could not tell from the charge point's own.
-    let request = ocpp_tokio::ocpp::Request::from(ocpp_tokio::v2_0_1::Request::from(
-        ocpp_tokio::v2_0_1::ResetRequest::new(ocpp_tokio::v2_0_1::ResetEnum::Immediate),
-    ));
-    match a.charge_points.call_raw("CP1", request).await {
+    let reset201 =
+        || ocpp_tokio::v2_0_1::ResetRequest::new(ocpp_tokio::v2_0_1::ResetEnum::Immediate);
+    for (path, server) in [("local", &b), ("routed", &a)] {
+        let typed = server.charge_points.call("CP1", reset201()).await;
+        assert_eq!(typed, Err(CallFailure::WrongVersion), "{path}, typed");
+        let request =
+            ocpp_tokio::ocpp::Request::from(ocpp_tokio::v2_0_1::Request::from(reset201()));
+        let raw = server.charge_points.call_raw("CP1", request).await;
+        assert_eq!(raw, Err(CallFailure::WrongVersion), "{path}, untyped");
+    }
+    assert_eq!(CallFailure::WrongVersion.http_status(), 409);
+    assert!(!CallFailure::WrongVersion.may_have_reached_peer());
+    let cluster = a.charge_points.cluster().expect("a cluster node");
+    match cluster
+        .call("CP1", "Reset", r#"{"type":"Immediate"}"#, CALL_TIMEOUT)
+        .await
+    {
         Err(failure @ CallFailure::InvalidRequest { .. }) => {
             assert!(!failure.may_have_reached_peer());
             assert_eq!(failure.http_status(), 400);
         }
         other => panic!("expected InvalidRequest, got {other:?}"),
     }
+    // None of them reached the charge point: the first CALL it sees is the next one.
+    let charge_points = a.charge_points.clone();
+    let call = tokio::spawn(async move { charge_points.call("CP1", reset_soft()).await });
+    let (id, request) = cp.expect_call().await;
+    assert_eq!(
+        request,
+        ocpp_tokio::ocpp::Request::from(v1_6::Request::from(reset_soft()))
+    );
+    cp.respond(&id, reset_accepted()).await;
+    let response = call.await.unwrap().expect("a CALLRESULT");
+    assert_eq!(response.status, v1_6::ResetStatus::Accepted);
     a.stop().await;
     b.stop().await;
 }
