@@ -205,7 +205,8 @@ fn postgres_survives_kill_9(binary: &str) {
 }
 
 /// Two nodes (one mio, one tokio) on one PostgreSQL: a transaction reported to one is shown by
-/// the other's admin API, and a token an operator blocks through one is refused by the other.
+/// the other's admin API, a token an operator blocks through one is refused by the other, and
+/// the 1.6 transaction ids they give out never meet.
 fn two_nodes_show_the_same_transaction(binary: &str) {
     let postgres = PostgresServer::start();
     let other = if binary == octt::MIO {
@@ -254,6 +255,25 @@ fn two_nodes_show_the_same_transaction(binary: &str) {
     let answer = cp.result("Authorize", json!({"idTag": "TAG-SHARED"}));
     assert_eq!(answer["idTagInfo"]["status"], "Blocked", "{answer}");
     cp.close();
+
+    // OCPP 1.6 transaction ids come from one counter in the database: the two nodes never
+    // give out the same id, and a charge point that moves from one node to the other never
+    // gets an id it had (each node reserves its ids in blocks).
+    let mut given = std::collections::HashSet::new();
+    for round in 0..3 {
+        for (n, node) in [&a, &b].into_iter().enumerate() {
+            let mut cp = connect(node, &format!("CP-IDS-{}", (round + n) % 2), V16);
+            boot_1_6(&mut cp);
+            let start = json!({
+                "connectorId": 1, "idTag": "TAG-OK", "meterStart": round * 10 + n,
+                "timestamp": "2025-01-02T03:04:05Z",
+            });
+            let answer = cp.result("StartTransaction", start);
+            let id = answer["transactionId"].as_i64().unwrap();
+            assert!(given.insert(id), "id {id} given twice: {given:?}");
+            cp.close();
+        }
+    }
 }
 
 /// While the database is down nothing is acknowledged that was not kept: a StartTransaction

@@ -50,7 +50,12 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
             }
             Neutral::Authorization(authorization)
         }
-        Event::TransactionStarted(start) => transactions::started(context, cp, start, version),
+        Event::TransactionStarted(start) => {
+            match transactions::started(context, cp, start, version) {
+                Ok(answer) => answer,
+                Err(error) => return Answer::Error(error).into(),
+            }
+        }
         Event::TransactionUpdated(update) => transactions::updated(context, cp, update, version),
         Event::TransactionEnded(end) => transactions::ended(context, cp, end, version),
         Event::MeterReadings(readings) => {

@@ -177,6 +177,24 @@ impl Csms {
     /// [module](self) (on the I/O loop's thread: what waits is handed back as a job).
     pub(super) fn settle(&self, identity: &ChargePointIdentity, request: &Request) -> Reply {
         let deadline = Instant::now() + DATABASE_WAIT;
+        // A 1.6 start needs an id: when the block reserved in the database is used up, a new
+        // one is reserved first, off the I/O loop ([`super::transaction_ids`]).
+        if request.action() == "StartTransaction" && self.transaction_ids.used_up() {
+            let (identity, request) = (identity.clone(), request.clone());
+            return Reply::Later(Later::new(move |csms: &Csms| {
+                let refilled = match csms.config.get_store() {
+                    Some(store) => csms.transaction_ids.refill(&**store),
+                    None => Ok(()),
+                };
+                if let Err(e) = refilled {
+                    tracing::warn!(%identity, "StartTransaction refused: {e}");
+                    let answer = not_saved();
+                    csms.count_answer(&answer);
+                    return answer;
+                }
+                csms.settle_in_turn(&identity, &request, deadline)
+            }));
+        }
         let step = {
             let mut fleet = self.lock();
             if self.ledger.is_committing(identity) {

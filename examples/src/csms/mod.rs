@@ -160,12 +160,13 @@ pub mod smart_charging;
 pub mod store;
 pub mod tariff;
 mod tokens;
+mod transaction_ids;
 mod transactions;
 mod unix_time;
 mod v1_6;
 mod v2x;
 
-use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -484,7 +485,7 @@ pub struct Csms {
     /// capacity (up to half of it after a resize) costs 32 bytes per slot instead of 280.
     charge_points: Mutex<Fleet>,
     next_session: AtomicU64,
-    next_transaction_id: AtomicI32,
+    transaction_ids: transaction_ids::TransactionIds,
     metrics: Metrics,
     /// The token store; `None`: every token is accepted. Taken after `charge_points` when
     /// both are needed.
@@ -514,7 +515,7 @@ impl Csms {
             config,
             charge_points: Mutex::new(Fleet::default()),
             next_session: AtomicU64::new(1),
-            next_transaction_id: AtomicI32::new(1),
+            transaction_ids: transaction_ids::TransactionIds::new(),
             metrics: Metrics::default(),
             follow_ups: AtomicUsize::new(0),
             settings_changes: Mutex::new(()),
@@ -994,7 +995,7 @@ impl Csms {
         let action = request.action();
         let context = Context {
             config: &self.config,
-            next_transaction_id: &self.next_transaction_id,
+            transaction_ids: &self.transaction_ids,
             tokens: &self.tokens,
             follow_ups: &self.follow_ups,
             now,
@@ -1347,7 +1348,7 @@ impl Csms {
 #[derive(Debug)]
 struct Context<'a> {
     config: &'a CsmsConfig,
-    next_transaction_id: &'a AtomicI32,
+    transaction_ids: &'a transaction_ids::TransactionIds,
     tokens: &'a RwLock<Option<TokenStore>>,
     /// [`Csms::follow_ups`], counted up when a follow-up CALL is stored.
     follow_ups: &'a AtomicUsize,
@@ -1473,9 +1474,10 @@ impl Context<'_> {
         date_time(self.now.into())
     }
 
-    /// A new OCPP 1.6 transaction id (unique in this process).
-    fn next_transaction_id(&self) -> i32 {
-        self.next_transaction_id.fetch_add(1, Ordering::Relaxed)
+    /// A new OCPP 1.6 transaction id, never given before ([`transaction_ids`]); `None` when
+    /// the block reserved in the database is used up (the start is answered "send it again").
+    fn next_transaction_id(&self) -> Option<i32> {
+        self.transaction_ids.next()
     }
 }
 

@@ -21,7 +21,6 @@
 //!   stations the operator did not change). A station's tariff is a `settings` row
 //!   `tariff/<identity>` (no schema change).
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,9 +65,9 @@ impl Csms {
                 }
             }
         }
-        let next =
-            i32::try_from(saved.highest_transaction_id.saturating_add(1)).unwrap_or(i32::MAX);
-        self.next_transaction_id.fetch_max(next, Ordering::AcqRel);
+        let highest = i32::try_from(saved.highest_transaction_id).unwrap_or(i32::MAX);
+        self.transaction_ids.after(highest);
+        self.transaction_ids.share(store);
         if !saved.settings.tokens_enabled {
             if let Some(seed) = self.tokens() {
                 // The first start on this database: the --tokens file becomes the store's.

@@ -42,6 +42,7 @@
 //! ```
 
 use std::fmt;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
@@ -68,6 +69,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         3,
         "exact meter",
         include_str!("../../migrations/0003_exact_meter.sql"),
+    ),
+    (
+        4,
+        "counters",
+        include_str!("../../migrations/0004_counters.sql"),
     ),
 ];
 
@@ -253,6 +259,18 @@ pub trait Store: Send + Sync + fmt::Debug {
         query: TransactionQuery,
     ) -> Result<Vec<(String, Transaction)>, StoreError>;
 
+    /// Reserves `count` OCPP 1.6 transaction ids that no other caller on this database (this
+    /// process or another node) ever gets: a block the CSMS then gives out one by one.
+    /// `None`: this store keeps no shared counter, and the process's own counter (from the
+    /// highest id saved) is used.
+    ///
+    /// # Errors
+    /// The database failed, or every id was given out.
+    fn reserve_transaction_ids(&self, count: u32) -> Result<Option<Range<i32>>, StoreError> {
+        let _ = count;
+        Ok(None)
+    }
+
     /// The database, for logs (no password).
     fn describe(&self) -> String;
 
@@ -277,6 +295,8 @@ enum Job {
     ),
     /// Answered once every job sent before it is done (jobs run in order).
     Flush(std_mpsc::SyncSender<()>),
+    /// [`Store::reserve_transaction_ids`].
+    ReserveIds(u32, std_mpsc::SyncSender<Result<Range<i32>, StoreError>>),
 }
 
 /// A caller waiting for its write's commit: the claim it and the store's thread race for.
@@ -477,6 +497,11 @@ impl Store for SqlStore {
         self.ask(Job::Transactions(query, reply), answer)
     }
 
+    fn reserve_transaction_ids(&self, count: u32) -> Result<Option<Range<i32>>, StoreError> {
+        let (reply, answer) = std_mpsc::sync_channel(1);
+        self.ask(Job::ReserveIds(count, reply), answer).map(Some)
+    }
+
     fn describe(&self) -> String {
         self.described.clone()
     }
@@ -627,7 +652,58 @@ async fn answer(pool: &AnyPool, job: Job) {
         Job::Transactions(query, reply) => {
             let _ = reply.send(transactions(pool, &query).await);
         }
+        Job::ReserveIds(count, reply) => {
+            let _ = reply.send(reserve_ids(pool, count).await);
+        }
     }
+}
+
+/// The counter of 1.6 transaction ids ([`Store::reserve_transaction_ids`]).
+const TRANSACTION_ID: &str = "transaction_id";
+
+/// Reserves `count` ids: the counter moves by `count` in one statement (`UPDATE ...
+/// RETURNING`: a row lock in PostgreSQL, the one writer in SQLite), so two nodes never get
+/// the same block. The counter starts, once, after the highest id the table holds (a
+/// database from before migration 4).
+async fn reserve_ids(pool: &AnyPool, count: u32) -> Result<Range<i32>, StoreError> {
+    let take = || {
+        sqlx::query("UPDATE counters SET value = value + $1 WHERE name = $2 RETURNING value")
+            .bind(i64::from(count))
+            .bind(TRANSACTION_ID)
+            .fetch_optional(pool)
+    };
+    let last: i64 = match take().await? {
+        Some(row) => row.try_get(0)?,
+        None => {
+            let mut highest = 0i64;
+            for row in sqlx::query("SELECT id FROM transactions")
+                .fetch_all(pool)
+                .await?
+            {
+                let id: String = row.try_get(0)?;
+                if let Ok(n) = id.parse::<i64>() {
+                    highest = highest.max(n);
+                }
+            }
+            // Should another node start it first, its start stands.
+            sqlx::query(
+                "INSERT INTO counters (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+            )
+            .bind(TRANSACTION_ID)
+            .bind(highest)
+            .execute(pool)
+            .await?;
+            let row = take().await?;
+            row.ok_or_else(|| StoreError::BadRow("no transaction id counter".into()))?
+                .try_get(0)?
+        }
+    };
+    let exhausted =
+        || StoreError::BadRow(format!("every 1.6 transaction id was given out ({last})"));
+    let end = i32::try_from(last.saturating_add(1)).map_err(|_| exhausted())?;
+    let count = i32::try_from(count).map_err(|_| exhausted())?;
+    let start = end.checked_sub(count).ok_or_else(exhausted)?;
+    Ok(start..end)
 }
 
 /// Writes `records` in one database transaction: its statements end by `deadline` (else it
@@ -1087,6 +1163,48 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let url = format!("sqlite://{}", dir.join("state.sqlite3").display());
         (dir, url)
+    }
+
+    /// Two stores on one database (two nodes) reserve 1.6 transaction ids from one counter:
+    /// blocks that never meet, after the highest id already saved, across a reopen too.
+    #[test]
+    fn transaction_ids_come_in_blocks_no_two_stores_share() {
+        let (dir, url) = temp_database("ids");
+        let first = SqlStore::open(&url).unwrap();
+        let saved = Record::Transaction {
+            identity: "CP1".into(),
+            transaction: transaction("41", None),
+        };
+        first.save(vec![saved], Durability::Committed).unwrap();
+        let second = SqlStore::open(&url).unwrap();
+        assert_eq!(first.reserve_transaction_ids(10).unwrap(), Some(42..52));
+        assert_eq!(second.reserve_transaction_ids(5).unwrap(), Some(52..57));
+        assert_eq!(first.reserve_transaction_ids(1).unwrap(), Some(57..58));
+        drop((first, second));
+        let reopened = SqlStore::open(&url).unwrap();
+        assert_eq!(reopened.reserve_transaction_ids(2).unwrap(), Some(58..60));
+        // From two threads at once: every id once.
+        let reopened = Arc::new(reopened);
+        let other = Arc::new(SqlStore::open(&url).unwrap());
+        let blocks: Vec<_> = [Arc::clone(&reopened), other]
+            .into_iter()
+            .map(|store| {
+                std::thread::spawn(move || {
+                    (0..20)
+                        .map(|_| store.reserve_transaction_ids(3).unwrap().unwrap())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut ids: Vec<i32> = blocks
+            .into_iter()
+            .flat_map(|b| b.join().unwrap())
+            .flatten()
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (60..180).collect::<Vec<_>>());
+        drop(reopened);
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

@@ -17,11 +17,13 @@
 //!   as the start's only reading and the end's last one).
 //! - **Cost** (I02/I03): 2.x only; 1.6 has no cost message in its core profile.
 
+use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_model::{
     Answer as Neutral, MeterReading, MeterReadings, TransactionEnded, TransactionStarted,
     TransactionUpdated,
 };
+use ocpp_server_core::ErrorAnswer;
 
 use super::events::authorization;
 use super::{ChargePoint, Context, Transaction};
@@ -46,14 +48,14 @@ pub(super) fn started(
     cp: &mut ChargePoint,
     start: &TransactionStarted,
     version: OcppVersion,
-) -> Neutral {
+) -> Result<Neutral, ErrorAnswer> {
     let token = start.token.as_ref();
     let authorization = token.map(|t| authorization(context, t, version));
     let Some(id) = &start.id else {
         // 1.6: the CSMS gives out the id, even for an idTag it refuses (the charge point then
         // stops the transaction, §5.x StopTransactionOnInvalidId).
-        let id = given_id(context, cp, start, version);
-        return Neutral::transaction(Some(id), authorization);
+        let id = given_id(context, cp, start, version).ok_or_else(no_id)?;
+        return Ok(Neutral::transaction(Some(id), authorization));
     };
     let id = id.to_string();
     let label = connector_label(version, start.evse, start.connector).unwrap_or_default();
@@ -63,7 +65,16 @@ pub(super) fn started(
     let transaction = cp.start_transaction(id, label, id_tag.clone(), None, context.now);
     went_on(transaction, id_tag, seq_no, start.charging_state.as_deref());
     ChargePoint::record_meter(transaction, &start.readings);
-    Neutral::transaction(None, authorization)
+    Ok(Neutral::transaction(None, authorization))
+}
+
+/// A 1.6 start for which no id was reserved (the database is away): nothing is kept, and the
+/// charge point sends it again.
+fn no_id() -> ErrorAnswer {
+    ErrorAnswer::new(
+        ErrorCode::InternalError,
+        "no transaction id could be reserved: send it again",
+    )
 }
 
 /// The id of a 1.6 StartTransaction. The same StartTransaction sent again (its answer lost,
@@ -74,7 +85,7 @@ fn given_id(
     cp: &mut ChargePoint,
     start: &TransactionStarted,
     version: OcppVersion,
-) -> i32 {
+) -> Option<i32> {
     let meter_start = start.readings.first();
     let key = format!(
         "{}|{}|{}|{}|{}",
@@ -92,15 +103,18 @@ fn given_id(
     // and the same commit.
     let tried = context.unconfirmed.iter().find(same);
     match given.or(tried).and_then(|t| t.id.parse::<i32>().ok()) {
-        Some(id) if given.is_some() => id,
+        Some(id) if given.is_some() => Some(id),
         tried => {
-            let id = tried.unwrap_or_else(|| context.next_transaction_id());
+            let id = match tried {
+                Some(id) => id,
+                None => context.next_transaction_id()?,
+            };
             let label = connector_label(version, start.evse, None).unwrap_or_default();
             let id_tag = start.token.as_ref().map(|t| t.value.clone());
             let meter_start_wh = meter_start.and_then(MeterReading::energy_wh);
             cp.start_transaction(id.to_string(), label, id_tag, meter_start_wh, context.now)
                 .start_key = Some(key);
-            id
+            Some(id)
         }
     }
 }
