@@ -72,6 +72,67 @@ impl StartKey {
     }
 }
 
+/// The key as one line of text, for a store's column: `connector|idTag|timestamp|meterStart|
+/// reservation`, an absent part empty (`1|04A2B3C4|2025-01-02T03:04:05Z|2935|`). It reads back
+/// with [`str::parse`].
+impl core::fmt::Display for StartKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let part = |value: Option<String>| value.unwrap_or_default();
+        write!(
+            f,
+            "{}|{}|{}|{}|{}",
+            part(self.connector.map(|c| c.to_string())),
+            self.id_tag.as_deref().unwrap_or_default(),
+            self.timestamp,
+            part(self.meter_start.map(|m| m.to_string())),
+            part(self.reservation.map(|r| r.to_string())),
+        )
+    }
+}
+
+/// A [`StartKey`]'s text that does not read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a start key (connector|idTag|timestamp|meterStart|reservation)")]
+pub struct StartKeyError;
+
+/// Reads the text [`StartKey`]'s `Display` writes (an idTag may hold `|`: the other parts
+/// cannot).
+///
+/// ```
+/// use ocpp_model::StartKey;
+///
+/// let key: StartKey = "1|A|B|2025-01-02T03:04:05Z|2935.5|".parse()?;
+/// assert_eq!(key.id_tag.as_deref(), Some("A|B"));
+/// assert_eq!(key.to_string(), "1|A|B|2025-01-02T03:04:05Z|2935.5|");
+/// # Ok::<(), ocpp_model::ledger::StartKeyError>(())
+/// ```
+impl core::str::FromStr for StartKey {
+    type Err = StartKeyError;
+
+    fn from_str(text: &str) -> Result<Self, StartKeyError> {
+        let (connector, rest) = text.split_once('|').ok_or(StartKeyError)?;
+        let mut tail = rest.rsplitn(4, '|');
+        let (reservation, meter_start, timestamp, id_tag) =
+            match (tail.next(), tail.next(), tail.next(), tail.next()) {
+                (Some(r), Some(m), Some(t), Some(i)) => (r, m, t, i),
+                _ => return Err(StartKeyError),
+            };
+        fn optional<T: core::str::FromStr>(part: &str) -> Result<Option<T>, StartKeyError> {
+            match part {
+                "" => Ok(None),
+                part => part.parse().map(Some).map_err(|_| StartKeyError),
+            }
+        }
+        Ok(StartKey {
+            connector: optional(connector)?,
+            id_tag: (!id_tag.is_empty()).then(|| id_tag.to_owned()),
+            timestamp: timestamp.to_owned(),
+            meter_start: optional(meter_start)?,
+            reservation: optional(reservation)?,
+        })
+    }
+}
+
 /// What a ledger did with a transaction message.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Recorded {

@@ -75,7 +75,8 @@ pub use error::ModelError;
 pub use event::{Concept, Event, Heartbeat};
 pub use id_token::{IdToken, IdTokenType};
 pub use ledger::{
-    InMemoryLedger, InMemoryLedgerError, LedgerTransaction, Recorded, StartKey, TransactionLedger,
+    InMemoryLedger, InMemoryLedgerError, LedgerTransaction, Recorded, StartKey, StartKeyError,
+    TransactionLedger,
 };
 pub use meter::{MeterReading, MeterReadings, SignedMeterValue};
 pub use notification::{FirmwareStatus, LogStatus, SecurityEvent};

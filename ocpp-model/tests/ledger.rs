@@ -270,3 +270,24 @@ fn ids_run_out_as_an_error() {
     let ledger = InMemoryLedger::starting_at(i32::MAX);
     assert!(ledger.next_transaction_id().is_err());
 }
+
+proptest::proptest! {
+    /// A start key's text reads back as the same key, whatever its idTag holds (`|` too).
+    #[test]
+    fn a_start_key_reads_back_from_its_text(
+        connector in proptest::option::of(0u32..10),
+        id_tag in proptest::option::of("[ -~]{1,20}"),
+        meter in proptest::option::of((any::<i64>(), 0u32..=18)),
+        reservation in proptest::option::of(any::<i32>()),
+    ) {
+        let key = ocpp_model::StartKey {
+            connector,
+            id_tag,
+            timestamp: "2025-01-02T03:04:05.123Z".into(),
+            meter_start: meter.map(|(m, s)| ocpp_model::Decimal::new(m, s)),
+            reservation,
+        };
+        let text = key.to_string();
+        proptest::prop_assert_eq!(text.parse::<ocpp_model::StartKey>(), Ok(key), "{}", text);
+    }
+}

@@ -157,6 +157,7 @@ pub mod push;
 mod reply;
 mod shared_text;
 pub mod smart_charging;
+pub mod sql_ledger;
 pub mod store;
 pub mod tariff;
 mod tokens;
@@ -199,6 +200,7 @@ pub use reply::{Later, Reply};
 pub use smart_charging::{
     ChargingNeeds, ChargingProfileRecord, SiteLimit, SiteLimitError, SmartCharging,
 };
+pub use sql_ledger::SqlLedger;
 pub use store::{Durability, Record, Store, StoreError};
 pub use tariff::{Cost, CostUpdate, Currency, Price, Tariff, TariffError};
 pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};

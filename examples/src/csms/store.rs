@@ -297,7 +297,12 @@ enum Job {
     Flush(std_mpsc::SyncSender<()>),
     /// [`Store::reserve_transaction_ids`].
     ReserveIds(u32, std_mpsc::SyncSender<Result<Range<i32>, StoreError>>),
+    /// Any work on the pool ([`SqlStore::run`]); it answers its caller itself.
+    Run(Box<dyn FnOnce(AnyPool) -> BoxFuture + Send>),
 }
+
+/// A job's work on the store's thread.
+type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// A caller waiting for its write's commit: the claim it and the store's thread race for.
 struct Waiter {
@@ -400,6 +405,26 @@ impl SqlStore {
             Ok(Err(e)) => Err(e),
             Err(_) => Err(StoreError::Unavailable),
         }
+    }
+
+    /// Runs `work` on the store's thread (in order with the other jobs) and waits for its
+    /// outcome, at most the database wait.
+    ///
+    /// # Errors
+    /// What `work` returns, or [`StoreError::Unavailable`] when it did not answer in time.
+    pub(crate) fn run<T, F, Fut>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(AnyPool) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        let (reply, answer) = std_mpsc::sync_channel(1);
+        let job = Job::Run(Box::new(move |pool| {
+            Box::pin(async move {
+                let _ = reply.send(work(pool).await);
+            })
+        }));
+        self.ask(job, answer)
     }
 
     fn ask<T>(
@@ -655,6 +680,7 @@ async fn answer(pool: &AnyPool, job: Job) {
         Job::ReserveIds(count, reply) => {
             let _ = reply.send(reserve_ids(pool, count).await);
         }
+        Job::Run(work) => work(pool.clone()).await,
     }
 }
 

@@ -20,7 +20,7 @@
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_model::{
-    Answer as Neutral, MeterReading, MeterReadings, TransactionEnded, TransactionStarted,
+    Answer as Neutral, MeterReading, MeterReadings, StartKey, TransactionEnded, TransactionStarted,
     TransactionUpdated,
 };
 use ocpp_server_core::ErrorAnswer;
@@ -87,16 +87,8 @@ fn given_id(
     version: OcppVersion,
 ) -> Option<i32> {
     let meter_start = start.readings.first();
-    let key = format!(
-        "{}|{}|{}|{}|{}",
-        start.evse.map_or(String::new(), |e| e.to_string()),
-        start.token.as_ref().map_or("", |t| t.value.as_str()),
-        start.timestamp.as_str(),
-        meter_start
-            .and_then(|r| r.value)
-            .map_or(String::new(), |v| v.to_string()),
-        start.reservation.map_or(String::new(), |r| r.to_string()),
-    );
+    // The model's key, as the store keeps it (`ocpp_model::StartKey`'s text).
+    let key = StartKey::of(start)?.to_string();
     let same = |t: &&Transaction| t.start_key.as_deref() == Some(key.as_str());
     let given = cp.transactions.iter().find(same);
     // Not committed yet (its commit failed, perhaps after writing it): the same id again,
