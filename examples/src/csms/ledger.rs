@@ -160,6 +160,8 @@ struct Commit {
     records: Vec<Record>,
     /// The transactions as they will be once committed.
     committed: Vec<Transaction>,
+    /// The CALLs the change makes, queued once it is committed.
+    follow_ups: Vec<Request>,
     reply: Reply,
     deadline: Instant,
 }
@@ -262,6 +264,7 @@ impl Csms {
     ) -> Step {
         let charge_point = fleet.entry(identity);
         let before = charge_point.transactions.clone();
+        let queued = charge_point.extras.follow_ups.len();
         let unconfirmed = self.ledger.unconfirmed_of(identity);
         let reply = self.handle(charge_point, request, None, &unconfirmed, UnixTime::now());
         let (records, durability) =
@@ -271,8 +274,11 @@ impl Csms {
         }
         let refused = matches!(&reply, Reply::Now(answer) if !answer.is_result());
         if refused || durability == Durability::Committed {
-            // Not seen by anything before it is committed; never, if it is refused.
+            // Not seen by anything before it is committed; never, if it is refused: neither
+            // the change nor the CALLs it made follow (a SetChargingProfile that shares out
+            // the power of a transaction that ended, a GetTransactionStatus).
             charge_point.transactions = before;
+            let follow_ups = self.withdraw_follow_ups(charge_point, queued);
             if refused {
                 return Step::Answered(reply);
             }
@@ -290,6 +296,7 @@ impl Csms {
                 action: request.action(),
                 records,
                 committed,
+                follow_ups,
                 reply,
                 deadline,
             });
@@ -309,6 +316,7 @@ impl Csms {
             action,
             records,
             committed,
+            follow_ups,
             reply,
             deadline,
         } = commit;
@@ -322,7 +330,11 @@ impl Csms {
                 .settle_starts(&identity, &committed, outcome.is_ok());
             if outcome.is_ok() {
                 let keep = self.config.ended_transactions_kept;
-                fleet.entry(&identity).take_committed(committed, keep);
+                let charge_point = fleet.entry(&identity);
+                charge_point.take_committed(committed, keep);
+                for request in follow_ups {
+                    self.queue_follow_up(charge_point, request);
+                }
             }
             self.ledger.end(&identity);
         }
@@ -671,6 +683,55 @@ mod tests {
             }
             Ok(())
         }
+    }
+
+    /// A CALL refused because its commit failed makes no CALL either: an `Ended` whose seqNo
+    /// jumps (a gap, which the CSMS follows with GetTransactionStatus) sends nothing while its
+    /// commit fails; its resend, committed, sends the GetTransactionStatus once.
+    #[test]
+    fn a_refused_call_sends_no_follow_up_and_its_committed_resend_does() {
+        let dir = std::env::temp_dir().join(format!("ledger-follow-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let url = format!("sqlite://{}", dir.join("state.sqlite3").display());
+        let store = Arc::new(Faulty {
+            inner: SqlStore::open(&url).unwrap(),
+            next: Mutex::new(Fault::None),
+            gate: None,
+        });
+        let config = CsmsConfig::default().store(Some(Arc::clone(&store) as Arc<dyn Store>));
+        let csms = Csms::open(config).unwrap();
+        let identity = ChargePointIdentity::new("CS-GAP".into(), false).unwrap();
+        let session = csms.on_connected(&identity, OcppVersion::V2_0_1);
+        let event = |kind: &str, seq_no: u32| {
+            let payload = serde_json::json!({
+                "eventType": kind, "timestamp": "2025-01-02T03:04:05Z",
+                "triggerReason": "Authorized", "seqNo": seq_no,
+                "transactionInfo": {"transactionId": "TX-GAP"},
+                "evse": {"id": 1, "connectorId": 1},
+            });
+            admin::decode_command(
+                OcppVersion::V2_0_1,
+                "TransactionEvent",
+                &payload.to_string(),
+            )
+            .unwrap()
+        };
+        let call = |request| csms.on_call(session, &identity, &request).wait(&csms);
+        assert!(call(event("Started", 0)).is_result());
+        // seqNo 5 after 0: a gap. The commit fails: InternalError, and nothing follows.
+        *store.next.lock().unwrap() = Fault::Refused;
+        let refused = call(event("Ended", 5));
+        assert!(!refused.is_result(), "{refused:?}");
+        assert_eq!(csms.take_follow_up(&identity), None);
+        // The resend commits: answered, and the GetTransactionStatus follows, once.
+        assert!(call(event("Ended", 5)).is_result());
+        let follow_up = csms
+            .take_follow_up(&identity)
+            .expect("GetTransactionStatus");
+        assert_eq!(follow_up.action(), "GetTransactionStatus");
+        assert_eq!(csms.take_follow_up(&identity), None);
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     /// The charge point reconnects while its StartTransaction is being committed and sends

@@ -1087,8 +1087,7 @@ impl Csms {
         match admin::decode_command(version, "GetTransactionStatus", &payload.to_string()) {
             Ok(request) => {
                 gap.check = Some(TransactionStatusCheck::Asked);
-                extras.follow_ups.push_back(request);
-                self.follow_ups.fetch_add(1, Ordering::AcqRel);
+                self.queue_follow_up(cp, request);
             }
             Err(e) => tracing::warn!(identity = %cp.identity, "GetTransactionStatus: {e}"),
         }
@@ -1336,6 +1335,23 @@ impl Csms {
             store.values().filter(|cp| cp.session.is_some()).collect();
         list.sort_by(|a, b| a.identity.cmp(&b.identity));
         f(&list)
+    }
+
+    /// Queues `request` to be sent to `cp` (see [`Csms::take_follow_up`]).
+    fn queue_follow_up(&self, cp: &mut ChargePoint, request: Request) {
+        cp.extras.get_mut().follow_ups.push_back(request);
+        self.follow_ups.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Takes back the follow-up CALLs of `cp` past its first `queued` (those made by the CALL
+    /// being handled: see [`ledger`]).
+    fn withdraw_follow_ups(&self, cp: &mut ChargePoint, queued: usize) -> Vec<Request> {
+        if cp.extras.follow_ups.len() <= queued {
+            return Vec::new();
+        }
+        let taken: Vec<Request> = cp.extras.get_mut().follow_ups.drain(queued..).collect();
+        self.follow_ups.fetch_sub(taken.len(), Ordering::AcqRel);
+        taken
     }
 
     fn lock(&self) -> MutexGuard<'_, Fleet> {
