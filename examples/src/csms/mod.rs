@@ -1227,13 +1227,12 @@ impl Csms {
                     }
                 }
             };
-            // Committed (rare: a password change), outside the credentials' lock: the
-            // station may reconnect with it at once, on this node or another sharing the
-            // database.
+            // Committed (the station may reconnect with it at once, on this node or another
+            // sharing the database), outside the credentials' lock and off this thread: the
+            // station has changed its password already, so the write is tried again until
+            // it is kept, and no I/O loop waits for it.
             if let Some(record) = changed {
-                if let Err(e) = self.keep(vec![record], Durability::Committed) {
-                    tracing::error!(%identity, "the new password is not saved: {e}");
-                }
+                self.keep_in_background(vec![record], "the new password");
             }
         }
         match outcome {

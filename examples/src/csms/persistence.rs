@@ -220,6 +220,31 @@ impl Csms {
         }
     }
 
+    /// Commits `records` off the caller's thread, trying again (three times, a second
+    /// apart) while the database fails: for what has already happened at the charge point
+    /// and cannot be refused (a password it changed), so that no I/O loop waits for the
+    /// database. Returns at once; the outcome is logged.
+    pub(super) fn keep_in_background(&self, records: Vec<Record>, what: &'static str) {
+        let Some(store) = self.config.get_store().cloned() else {
+            return;
+        };
+        let spawned = std::thread::Builder::new()
+            .name("keep".into())
+            .spawn(move || {
+                for attempt in 1..=3 {
+                    match store.save(records.clone(), Durability::Committed) {
+                        Ok(()) => return,
+                        Err(e) => tracing::warn!(attempt, "{what} not saved yet: {e}"),
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+                tracing::error!("{what} not saved: the database failed three times");
+            });
+        if let Err(e) = spawned {
+            tracing::error!("{what} not saved: no thread to save it ({e})");
+        }
+    }
+
     /// Whether a store keeps the state (else memory only).
     pub fn has_store(&self) -> bool {
         self.config.get_store().is_some()
