@@ -45,6 +45,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+pub mod accept;
 mod answer;
 mod config;
 mod connection;

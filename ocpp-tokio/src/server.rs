@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ocpp_server_core::accept::{after_accept_error, AcceptRetry};
 use ocpp_server_core::{Connection, ConnectionConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
@@ -371,11 +372,14 @@ impl<H: Handler> Server<H> {
                         let _ = stream.set_nodelay(true);
                         service.serve_tcp(stream);
                     }
-                    Err(error) => {
-                        // EMFILE and the like: wait a little rather than spin.
-                        tracing::warn!(%error, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
+                    Err(error) => match after_accept_error(&error) {
+                        AcceptRetry::Now => tracing::debug!(%error, "accept failed"),
+                        AcceptRetry::After(wait) => {
+                            // Out of descriptors: the backlog keeps the connection.
+                            tracing::warn!(%error, "accept failed; retrying shortly");
+                            tokio::time::sleep(wait).await;
+                        }
+                    },
                 },
             }
         }

@@ -3,9 +3,10 @@
 
 use std::io::{self, Write};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mio::Interest;
+use ocpp_server_core::accept::{after_accept_error, AcceptRetry};
 use ocpp_server_core::Connection;
 
 use super::admin_socket::{AdminSocket, AdminStage};
@@ -14,9 +15,6 @@ use super::ocpp_socket::{OcppSocket, SocketStage};
 use crate::csms::admin::HttpResponse;
 use crate::csms::admin_auth::AdminRefused;
 use crate::tls::TlsSession;
-
-/// How long to wait before accepting again after running out of file descriptors.
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 impl EventLoop {
     pub(super) fn accept(&mut self, now: Instant) {
@@ -27,16 +25,18 @@ impl EventLoop {
             let (socket, peer) = match listener.accept() {
                 Ok(accepted) => accepted,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if is_resource_exhaustion(&e) => {
-                    // Out of file descriptors: the backlog keeps the connection; try later.
-                    tracing::warn!(loop_index = self.index, "accept: {e}; retrying shortly");
-                    self.accept_retry = Some(now + ACCEPT_RETRY);
-                    return;
-                }
-                Err(e) => {
-                    tracing::debug!("accept: {e}");
-                    continue;
-                }
+                Err(e) => match after_accept_error(&e) {
+                    AcceptRetry::Now => {
+                        tracing::debug!("accept: {e}");
+                        continue;
+                    }
+                    AcceptRetry::After(wait) => {
+                        // Out of descriptors: the backlog keeps the connection; try later.
+                        tracing::warn!(loop_index = self.index, "accept: {e}; retrying shortly");
+                        self.accept_retry = Some(now + wait);
+                        return;
+                    }
+                },
             };
             let _ = socket.set_nodelay(true);
             let tls = match &self.shared.tls {
@@ -95,13 +95,22 @@ impl EventLoop {
             let socket = match listener.accept() {
                 Ok((socket, _)) => socket,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) => {
-                    tracing::debug!("admin accept: {e}");
-                    if is_resource_exhaustion(&e) {
+                Err(e) => match after_accept_error(&e) {
+                    AcceptRetry::Now => {
+                        tracing::debug!("admin accept: {e}");
+                        continue;
+                    }
+                    AcceptRetry::After(wait) => {
+                        // As for charge points: readiness will not come again for the
+                        // connection in the backlog, the retry timer takes it.
+                        tracing::warn!(
+                            loop_index = self.index,
+                            "admin accept: {e}; retrying shortly"
+                        );
+                        self.accept_retry = Some(now + wait);
                         return;
                     }
-                    continue;
-                }
+                },
             };
             let key = self.sockets.insert(Entry::Admin(Box::new(AdminSocket {
                 socket,
@@ -150,12 +159,4 @@ impl EventLoop {
                 .schedule(key, Some(a.deadline), &mut a.scheduled);
         }
     }
-}
-
-/// Errors after which accepting again at once would spin: out of descriptors or memory.
-fn is_resource_exhaustion(error: &io::Error) -> bool {
-    matches!(
-        error.raw_os_error(),
-        Some(23 /* ENFILE */ | 24 /* EMFILE */ | 12 /* ENOMEM */ | 105 /* ENOBUFS */)
-    )
 }

@@ -165,6 +165,7 @@ impl EventLoop {
             if self.accept_retry.is_some_and(|at| at <= now) {
                 self.accept_retry = None;
                 self.accept(now);
+                self.accept_admin(now);
             }
             if self.shutdown_deadline.is_some_and(|at| at <= now) {
                 self.force_close_all(now);

@@ -17,6 +17,7 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Request, StatusCode
 use axum::response::{IntoResponse, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use ocpp_server_core::accept::{after_accept_error, AcceptRetry};
 use ocpp_server_core::{CallOutcome, ChargePointIdentity};
 use ocpp_tokio::ChargePoints;
 use serde_json::Value;
@@ -80,8 +81,9 @@ pub(super) async fn serve(listener: TcpListener, admin: Admin, stop: watch::Rece
                 Ok((socket, _)) => socket,
                 Err(e) => {
                     tracing::debug!("admin accept: {e}");
-                    // Out of descriptors or memory: do not spin.
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    if let AcceptRetry::After(wait) = after_accept_error(&e) {
+                        tokio::time::sleep(wait).await;
+                    }
                     continue;
                 }
             },

@@ -28,6 +28,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ocpp_server_core::accept::{after_accept_error, AcceptRetry};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -43,8 +44,6 @@ pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 /// The listen backlog.
 const BACKLOG: i32 = 4096;
 /// How long to wait before accepting again after running out of file descriptors.
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
-
 pub use crate::server_config::ServerConfig;
 
 /// Stops a running [`Server`] gracefully (on a cluster node: closes with 1012 and leaves the
@@ -232,12 +231,14 @@ impl Server {
                             Some(never) => match *never {},
                         }
                     }
-                    Err(e) if is_resource_exhaustion(&e) => {
-                        // Out of file descriptors: the backlog keeps the connection.
-                        tracing::warn!("accept: {e}; retrying shortly");
-                        tokio::time::sleep(ACCEPT_RETRY).await;
-                    }
-                    Err(e) => tracing::debug!("accept: {e}"),
+                    Err(e) => match after_accept_error(&e) {
+                        AcceptRetry::Now => tracing::debug!("accept: {e}"),
+                        AcceptRetry::After(wait) => {
+                            // Out of descriptors: the backlog keeps the connection.
+                            tracing::warn!("accept: {e}; retrying shortly");
+                            tokio::time::sleep(wait).await;
+                        }
+                    },
                 },
                 _ = stop.changed() => {}
             }
@@ -341,12 +342,4 @@ fn bind_listener(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.bind(&addr.into())?;
     socket.listen(BACKLOG)?;
     TcpListener::from_std(socket.into())
-}
-
-/// Errors after which accepting again at once would spin: out of descriptors or memory.
-fn is_resource_exhaustion(error: &io::Error) -> bool {
-    matches!(
-        error.raw_os_error(),
-        Some(23 /* ENFILE */ | 24 /* EMFILE */ | 12 /* ENOMEM */ | 105 /* ENOBUFS */)
-    )
 }
