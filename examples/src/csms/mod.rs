@@ -17,6 +17,14 @@
 //!
 //! # What a charge point's CALLs get
 //!
+//! A CALL is read as one concept of the protocol (`ocpp_model::Event`) and answered once for
+//! every version: `events.rs` routes each concept (booted, heartbeat, status changed,
+//! authorization requested, transaction started / updated / ended, meter readings, reports),
+//! `transactions.rs` keeps the transactions of 1.6 and 2.x in one place, and `ocpp_model`
+//! makes the version's response. Only what the model does not read keeps handlers per
+//! version (`v1_6.rs`: DataTransfer, SignCertificate; `v2x.rs`: those, Plug & Charge, smart
+//! charging and 2.1's own actions, for 2.0.1 and 2.1 from one body).
+//!
 //! Every action a charge point may send in OCPP 1.6 (with the security whitepaper), 2.0.1
 //! and 2.1 gets its typed CALLRESULT; only an action that the central system sends (a
 //! `Reset` from a charge point, say) gets NotSupported. BootNotification, Heartbeat,
