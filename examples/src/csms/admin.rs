@@ -5,7 +5,7 @@
 //!
 //! | request | answer |
 //! | --- | --- |
-//! | `GET /chargepoints` | 200, JSON list of connected charge points; on a cluster node, every node's, each with its `node` (those of other nodes from the presence records: [`cluster_list_response`]) |
+//! | `GET /chargepoints` | 200, JSON list of connected charge points; on a cluster node, every node's, each with its `node` (those of other nodes from the presence records: [`cluster_list_response`]; with Redis down, this node's in `{"complete": false, "chargepoints", "unknown"}`) |
 //! | `GET /chargepoints/{identity}` | 200, one charge point (connected or not; with its notification counts, last status per kind, boot policy, seqNo gaps, `items_per_message` (its DeviceDataCtrlr.ItemsPerMessage GetVariables / SetVariables, null unknown) and its last SignCertificate: `certificate` with our answer, the serial signed and its answer to CertificateSigned), 404 unknown |
 //! | `GET /chargepoints/{identity}/notifications` | 200, the notifications kept, by action (`{"NotifyEvent":[{"at","payload"}...]...}`) |
 //! | `GET /chargepoints/{identity}/notifications/{Action}` | 200, the notifications of one action, oldest first |
@@ -867,19 +867,18 @@ pub fn located_json(cp: &Located) -> Value {
 }
 
 /// `GET /chargepoints` on the cluster node `node`: this node's connected charge points (each
-/// with `"node"`), then those of every other node ([`located_json`]); 503 when the presence
-/// records cannot be read (Redis down: ask each node).
+/// with `"node"`), then those of every other node ([`located_json`]), as a JSON array.
+///
+/// When the presence records cannot be read (Redis down or too slow) the node still answers 200
+/// with what it knows, its own charge points, and says that the rest is unknown, in an object
+/// rather than the array (a client that reads the array cannot take a partial list for the
+/// whole cluster): `{"complete": false, "chargepoints": [this node's], "unknown": {"nodes":
+/// "other", "reason": "..."}}`.
 pub fn cluster_list_response(
     csms: &Csms,
     node: &str,
     located: &Result<Vec<Located>, ClusterError>,
 ) -> HttpResponse {
-    let located = match located {
-        Ok(located) => located,
-        Err(e) => {
-            return HttpResponse::error(503, &format!("the cluster's presence is unreadable: {e}"))
-        }
-    };
     let mut list: Vec<Value> = csms.with_connected(|local| {
         local
             .iter()
@@ -890,6 +889,22 @@ pub fn cluster_list_response(
             })
             .collect()
     });
+    let located = match located {
+        Ok(located) => located,
+        Err(e) => {
+            return HttpResponse::json(
+                200,
+                &json!({
+                    "complete": false,
+                    "chargepoints": list,
+                    "unknown": {
+                        "nodes": "other",
+                        "reason": format!("the cluster's presence is unreadable: {e}"),
+                    },
+                }),
+            )
+        }
+    };
     let here: std::collections::HashSet<String> = list
         .iter()
         .filter_map(|cp| cp["identity"].as_str().map(str::to_owned))
