@@ -83,7 +83,9 @@ fn view_without_redis(binary: &str, other: &str) {
     assert_eq!(list[0]["node"], "a", "{body}");
     assert_eq!(body["unknown"]["nodes"], "other", "{body}");
     assert!(
-        body["unknown"]["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        body["unknown"]["reason"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty()),
         "{body}"
     );
 }
