@@ -1086,6 +1086,15 @@ impl Shared {
                 .buffer_unordered(REFRESH_CONCURRENCY)
                 .collect()
                 .await;
+        // The first call after Redis came back can fail on the old connection (which makes the
+        // manager reconnect): claims registered but no node record would read as a dead node
+        // until the next announcement. Announce again; `synced` waits for a round whose first
+        // announcement succeeded (the announcements that follow run one at once).
+        if since.is_err() {
+            if let Err(e) = self.announce().await {
+                tracing::debug!(node = %self.config.node_id, error = %e, "announcement failed");
+            }
+        }
         let mut lost = Vec::new();
         let mut first_error = None;
         for result in results {
@@ -1099,9 +1108,8 @@ impl Shared {
         }
         match (since, first_error) {
             (Ok(since), None) => {
-                // Every claim is in Redis under `since`: say so in the node record. The first
-                // call after Redis came back can fail on the old connection (which makes the
-                // manager reconnect); the next announcement says it then.
+                // Every claim is in Redis under `since`: say so in the node record (if this
+                // announcement fails, the next one says it).
                 *lock(&self.synced) = Some(since.clone());
                 if let Ok(now) = self.announce().await {
                     if now != since {
