@@ -61,3 +61,41 @@ fn a_mio_node_shows_every_charge_point_of_the_cluster() {
 fn a_tokio_node_shows_every_charge_point_of_the_cluster() {
     view(TOKIO, MIO);
 }
+
+/// Redis down: `GET /chargepoints` still lists this node's own charge points (200), and says
+/// in the body that the other nodes' are unknown and why, instead of 503 as a whole.
+fn view_without_redis(binary: &str, other: &str) {
+    let mut redis = RedisServer::start();
+    let a = node(binary, &redis, "a", &[]);
+    let b = node(other, &redis, "b", &[]);
+    let _here = connect(&a, "CP-HERE");
+    let _there = connect(&b, "CP-THERE");
+    redis.wait_claimed("CP-HERE", "a");
+    redis.wait_claimed("CP-THERE", "b");
+    redis.stop();
+
+    let (status, body) = get(a.admin, "/chargepoints");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["complete"], false, "{body}");
+    let list = body["chargepoints"].as_array().expect("a list");
+    assert_eq!(list.len(), 1, "{body}");
+    assert_eq!(list[0]["identity"], "CP-HERE", "{body}");
+    assert_eq!(list[0]["node"], "a", "{body}");
+    assert_eq!(body["unknown"]["nodes"], "other", "{body}");
+    assert!(
+        body["unknown"]["reason"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty()),
+        "{body}"
+    );
+}
+
+#[test]
+fn a_mio_node_without_redis_lists_its_own_and_says_the_rest_is_unknown() {
+    view_without_redis(MIO, TOKIO);
+}
+
+#[test]
+fn a_tokio_node_without_redis_lists_its_own_and_says_the_rest_is_unknown() {
+    view_without_redis(TOKIO, MIO);
+}

@@ -564,6 +564,7 @@ fn admin_get(csms: &Csms, method: &str, path: &str, body: &str) -> (u16, Value) 
         path: path.into(),
         body: body.as_bytes().to_vec(),
         authorization: None,
+        caller_timeout: None,
     };
     match admin::route(csms, &request) {
         Route::Respond(response) => {

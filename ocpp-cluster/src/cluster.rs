@@ -201,6 +201,10 @@ pub(crate) struct Shared {
     /// The runtime the node started on (tasks of [`Cluster::release_later`]).
     runtime: tokio::runtime::Handle,
     refresh_now: Notify,
+    /// The `<p>:since` under which this node last registered every claim it held (a refresh
+    /// round without an error), announced in its node record (`announce.lua`): `None` before
+    /// its first such round.
+    synced: Mutex<Option<String>>,
     /// Woken after each claim.lua, for a registration that waits on another.
     registered: Notify,
     round: tokio::sync::Mutex<()>,
@@ -280,6 +284,7 @@ impl Cluster {
             releases_done: Notify::new(),
             runtime: runtime.clone(),
             refresh_now: Notify::new(),
+            synced: Mutex::new(None),
             registered: Notify::new(),
             round: tokio::sync::Mutex::new(()),
             housekeeping: tokio::sync::Semaphore::new(HOUSEKEEPING_CONCURRENCY),
@@ -287,10 +292,11 @@ impl Cluster {
         let inbox = runtime.spawn(Arc::clone(&shared).inbox_loop());
         let refresh = runtime.spawn(Arc::clone(&shared).refresh_loop());
         let moves = runtime.spawn(Arc::clone(&shared).moves_loop());
+        let announce = runtime.spawn(Arc::clone(&shared).announce_loop());
         Ok((
             Cluster {
                 shared,
-                _tasks: Arc::new(Tasks(vec![inbox, refresh, moves])),
+                _tasks: Arc::new(Tasks(vec![inbox, refresh, moves, announce])),
             },
             events_rx,
         ))
@@ -796,11 +802,12 @@ impl Shared {
                         .route
                         .key(config.claim_key(identity))
                         .key(config.since_key())
+                        .key(config.nodes_key())
                         .arg(config.node_prefix())
                         .arg(config.inbox_prefix())
                         .arg(&config.node_id)
                         .arg(&message)
-                        .arg(millis(config.claim_ttl))
+                        .arg(millis(config.node_ttl))
                         .invoke_async(&mut redis),
                 )
                 .await;
@@ -1064,7 +1071,8 @@ impl Shared {
         }
         let now = unix_ms();
         lock(&self.seen).retain(|_, forget_at| *forget_at > now);
-        let node_result = self.write_node_record().await;
+        // The `since` this round registers the claims under (PROTOCOL.md 6.3).
+        let since = self.announce().await;
         // A claim whose claim.lua is in flight is refreshed once registered (`recheck`).
         let work = lock(&self.claims).round();
         let results: Vec<Result<Option<Superseded>, ClusterError>> =
@@ -1079,13 +1087,16 @@ impl Shared {
                 .collect()
                 .await;
         // The first call after Redis came back can fail on the old connection (which makes the
-        // manager reconnect): claims registered but no node record would read as a dead node.
-        let node_result = match node_result {
-            Ok(()) => Ok(()),
-            Err(_) => self.write_node_record().await,
-        };
+        // manager reconnect): claims registered but no node record would read as a dead node
+        // until the next announcement. Announce again; `synced` waits for a round whose first
+        // announcement succeeded (the announcements that follow run one at once).
+        if since.is_err() {
+            if let Err(e) = self.announce().await {
+                tracing::debug!(node = %self.config.node_id, error = %e, "announcement failed");
+            }
+        }
         let mut lost = Vec::new();
-        let mut first_error = node_result.err();
+        let mut first_error = None;
         for result in results {
             match result {
                 Ok(Some(superseded)) => lost.push(superseded),
@@ -1095,31 +1106,66 @@ impl Shared {
                 }
             }
         }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(lost),
+        match (since, first_error) {
+            (Ok(since), None) => {
+                // Every claim is in Redis under `since`: say so in the node record (if this
+                // announcement fails, the next one says it).
+                *lock(&self.synced) = Some(since.clone());
+                if let Ok(now) = self.announce().await {
+                    if now != since {
+                        // Redis lost its data during the round: register everything again.
+                        self.refresh_now.notify_one();
+                    }
+                }
+                Ok(lost)
+            }
+            (Err(e), None) | (_, Some(e)) => Err(e),
         }
     }
 
-    async fn write_node_record(&self) -> Result<(), ClusterError> {
+    /// Every announcement interval: rewrites the node record (`announce.lua`, PROTOCOL.md
+    /// 4.6), and runs a refresh round at once when Redis's `since` is not the one this node
+    /// registered its claims under (Redis lost its data, or a failover).
+    async fn announce_loop(self: Arc<Self>) {
+        let interval = self.config.announce_interval();
+        loop {
+            if !self.draining.load(Ordering::Acquire) {
+                match self.announce().await {
+                    Ok(since) => {
+                        if lock(&self.synced).as_deref() != Some(since.as_str()) {
+                            self.refresh_now.notify_one();
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(node = %self.config.node_id, error = %e, "announcement failed")
+                    }
+                }
+            }
+            tokio::time::sleep(interval).await;
+        }
+    }
+
+    /// Runs `announce.lua`: this node's record lives another node TTL, with the `since` its
+    /// claims are all registered under. Returns Redis's `since`.
+    async fn announce(&self) -> Result<String, ClusterError> {
         let config = &self.config;
-        let key = format!("{}{}", config.node_prefix(), config.node_id);
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .hset_multiple(
-                &key,
-                &[
-                    ("node", config.node_id.clone()),
-                    ("address", config.address.clone()),
-                    ("started_ms", self.started_ms.to_string()),
-                    ("instance", self.instance.clone()),
-                ],
-            )
-            .ignore()
-            .pexpire(&key, millis(config.node_ttl) as i64)
-            .ignore();
+        let synced = lock(&self.synced).clone().unwrap_or_default();
         let mut redis = self.redis.clone();
-        self.bounded(pipe.query_async::<()>(&mut redis)).await
+        self.bounded(
+            self.scripts
+                .announce
+                .key(format!("{}{}", config.node_prefix(), config.node_id))
+                .key(config.since_key())
+                .key(config.nodes_key())
+                .arg(&config.node_id)
+                .arg(millis(config.node_ttl))
+                .arg(&config.address)
+                .arg(self.started_ms)
+                .arg(&self.instance)
+                .arg(synced)
+                .invoke_async(&mut redis),
+        )
+        .await
     }
 
     async fn refresh_claim(
@@ -1209,10 +1255,14 @@ impl Shared {
             .collect()
             .await;
         let key = format!("{}{}", self.config.node_prefix(), self.config.node_id);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .del(key)
+            .ignore()
+            .zrem(self.config.nodes_key(), &self.config.node_id)
+            .ignore();
         let mut redis = self.redis.clone();
-        let deleted = self
-            .bounded(redis::cmd("DEL").arg(key).query_async::<i64>(&mut redis))
-            .await;
+        let deleted = self.bounded(pipe.query_async::<()>(&mut redis)).await;
         let mut released = 0;
         let mut first_error = deleted.err();
         for result in results {

@@ -36,10 +36,16 @@ pub struct ClusterConfig {
     pub key_prefix: String,
     /// How long a claim lives without a refresh (90 s by default).
     pub claim_ttl: Duration,
-    /// How long the node record lives without a refresh (90 s by default).
+    /// How long the node record lives without an announcement (5 s by default): how soon the
+    /// other nodes count this node dead (its charge points `live: false`, commands for them
+    /// `owner_unreachable`), and how long after Redis starts empty (or loses its data) a missing
+    /// claim reads as unknown rather than connected nowhere (PROTOCOL.md 2).
     pub node_ttl: Duration,
-    /// How often claims and the node record are refreshed; `None`: a third of the shorter TTL.
+    /// How often claims are refreshed; `None`: a third of the claim TTL.
     pub refresh: Option<Duration>,
+    /// How often the node announces itself (rewrites its node record); `None`: a third of the
+    /// node TTL.
+    pub announce: Option<Duration>,
     /// The bound on every single Redis call (500 ms by default); a call that takes longer
     /// counts as Redis being down.
     pub redis_timeout: Duration,
@@ -54,8 +60,9 @@ impl ClusterConfig {
             address: String::new(),
             key_prefix: "ocpp".to_owned(),
             claim_ttl: Duration::from_secs(90),
-            node_ttl: Duration::from_secs(90),
+            node_ttl: Duration::from_secs(5),
             refresh: None,
+            announce: None,
             redis_timeout: Duration::from_millis(500),
         }
     }
@@ -84,7 +91,13 @@ impl ClusterConfig {
         self
     }
 
-    /// Sets the refresh interval (must be shorter than both TTLs).
+    /// Sets the announcement interval (must be shorter than the node TTL).
+    pub fn with_announce_interval(mut self, interval: Duration) -> Self {
+        self.announce = Some(interval);
+        self
+    }
+
+    /// Sets the refresh interval (must be shorter than the claim TTL).
     pub fn with_refresh_interval(mut self, interval: Duration) -> Self {
         self.refresh = Some(interval);
         self
@@ -98,8 +111,21 @@ impl ClusterConfig {
 
     /// The refresh interval in force.
     pub fn refresh_interval(&self) -> Duration {
-        self.refresh
-            .unwrap_or_else(|| self.claim_ttl.min(self.node_ttl) / 3)
+        self.refresh.unwrap_or(self.claim_ttl / 3)
+    }
+
+    /// The announcement interval in force.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ocpp_cluster::ClusterConfig;
+    ///
+    /// let config = ClusterConfig::new("redis://127.0.0.1:6379/", "csms-a");
+    /// assert_eq!(config.node_ttl, Duration::from_secs(5));
+    /// assert!(config.announce_interval() < Duration::from_secs(2));
+    /// ```
+    pub fn announce_interval(&self) -> Duration {
+        self.announce.unwrap_or(self.node_ttl / 3)
     }
 
     /// How long a server holds a charge point's handshake answer (the 101) for its claim
@@ -130,8 +156,12 @@ impl ClusterConfig {
             return bad("a TTL is under 10 ms");
         }
         let refresh = self.refresh_interval();
-        if refresh.is_zero() || refresh >= self.claim_ttl.min(self.node_ttl) {
-            return bad("the refresh interval must be above zero and below both TTLs");
+        if refresh.is_zero() || refresh >= self.claim_ttl {
+            return bad("the refresh interval must be above zero and below the claim TTL");
+        }
+        let announce = self.announce_interval();
+        if announce.is_zero() || announce >= self.node_ttl {
+            return bad("the announcement interval must be above zero and below the node TTL");
         }
         if self.redis_timeout.is_zero() {
             return bad("the Redis timeout is zero");
@@ -161,6 +191,9 @@ impl ClusterConfig {
     }
     pub(crate) fn since_key(&self) -> String {
         format!("{}:since", self.key_prefix)
+    }
+    pub(crate) fn nodes_key(&self) -> String {
+        format!("{}:nodes", self.key_prefix)
     }
     pub(crate) fn node_prefix(&self) -> String {
         format!("{}:node:", self.key_prefix)

@@ -26,8 +26,9 @@ pub struct Located {
     /// its node registered it again after Redis lost its data. `None` from a node that does not
     /// record it.
     pub claimed_ms: Option<u64>,
-    /// `false` for a claim past its liveness whose key lingers: its node stopped refreshing it
-    /// (stopped, or cut off from Redis) and may or may not still hold the socket.
+    /// `false` for a claim past its liveness whose key lingers, or whose node has no live node
+    /// record (it has not announced itself for a node TTL, 5 s by default: killed, stopped, or
+    /// cut off from Redis). Such a node may or may not still hold the socket.
     pub live: bool,
 }
 
@@ -84,8 +85,9 @@ fn located(identity: &str, record: Record, now_ms: u64) -> Result<Option<Located
 
 impl Cluster {
     /// Where `identity` is connected in the cluster (on this node or another), or `None`
-    /// without a claim or once released: one Redis call, bounded by the Redis timeout. A claim
-    /// past its liveness is returned with `live: false`.
+    /// without a claim or once released: two Redis calls (the claim, then its node's record),
+    /// each bounded by the Redis timeout. A claim past its liveness, or whose node has no live
+    /// record, is returned with `live: false`.
     ///
     /// ```no_run
     /// # async fn run(cluster: ocpp_cluster::Cluster) -> Result<(), ocpp_cluster::ClusterError> {
@@ -105,7 +107,18 @@ impl Cluster {
                     .query_async(&mut redis),
             )
             .await?;
-        located(identity, record, crate::cluster::unix_ms())
+        let mut cp = located(identity, record, crate::cluster::unix_ms())?;
+        if let Some(cp) = cp.as_mut().filter(|cp| cp.live) {
+            let exists: bool = shared
+                .bounded(
+                    redis::cmd("EXISTS")
+                        .arg(format!("{}{}", shared.config.node_prefix(), cp.node))
+                        .query_async(&mut redis),
+                )
+                .await?;
+            cp.live = exists;
+        }
+        Ok(cp)
     }
 
     /// Every charge point connected in the cluster, as [`Cluster::locate`] sees each, in no
@@ -156,9 +169,46 @@ impl Cluster {
             }
             cursor = next;
             if cursor == 0 || all.len() >= limit {
-                return Ok(all);
+                break;
             }
         }
+        self.with_live_nodes(&mut all).await?;
+        Ok(all)
+    }
+
+    /// Marks `live: false` the charge points whose node has no live node record: one pipeline
+    /// of `EXISTS` per node named, bounded by the Redis timeout.
+    async fn with_live_nodes(&self, all: &mut [Located]) -> Result<(), ClusterError> {
+        let shared = self.shared();
+        let mut nodes: Vec<&str> = all
+            .iter()
+            .filter(|cp| cp.live)
+            .map(|cp| cp.node.as_str())
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        if nodes.is_empty() {
+            return Ok(());
+        }
+        let prefix = shared.config.node_prefix();
+        let mut pipe = redis::pipe();
+        for node in &nodes {
+            pipe.cmd("EXISTS").arg(format!("{prefix}{node}"));
+        }
+        let mut redis = shared.redis.clone();
+        let exists: Vec<bool> = shared.bounded(pipe.query_async(&mut redis)).await?;
+        let dead: std::collections::HashSet<String> = nodes
+            .iter()
+            .zip(exists)
+            .filter(|(_, exists)| !exists)
+            .map(|(node, _)| (*node).to_owned())
+            .collect();
+        for cp in all.iter_mut() {
+            if dead.contains(&cp.node) {
+                cp.live = false;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -15,13 +15,18 @@ pub const ROUTE: &str = include_str!("scripts/route.lua");
 /// may have lost data (`since`) and lifts the epoch counter above the old master's.
 pub const FAILOVER: &str = include_str!("scripts/failover.lua");
 
+/// `announce.lua`: a node says it is alive for one node TTL, and whether its claims are all
+/// registered since Redis got its data (`since`), which it returns.
+pub const ANNOUNCE: &str = include_str!("scripts/announce.lua");
+
 /// Every script with its file name, in the order PROTOCOL.md lists them.
-pub const ALL: [(&str, &str); 5] = [
+pub const ALL: [(&str, &str); 6] = [
     ("claim.lua", CLAIM),
     ("refresh.lua", REFRESH),
     ("release.lua", RELEASE),
     ("route.lua", ROUTE),
     ("failover.lua", FAILOVER),
+    ("announce.lua", ANNOUNCE),
 ];
 
 /// The scripts prepared once per cluster (their SHA-1 computed; `EVALSHA`, then `EVAL` on
@@ -32,6 +37,7 @@ pub(crate) struct Scripts {
     pub(crate) refresh: redis::Script,
     pub(crate) release: redis::Script,
     pub(crate) route: redis::Script,
+    pub(crate) announce: redis::Script,
 }
 
 impl Scripts {
@@ -41,6 +47,7 @@ impl Scripts {
             refresh: redis::Script::new(REFRESH),
             release: redis::Script::new(RELEASE),
             route: redis::Script::new(ROUTE),
+            announce: redis::Script::new(ANNOUNCE),
         }
     }
 }

@@ -41,8 +41,9 @@ pub struct RemoteChargePoint {
     pub node: String,
     /// The OCPP version of its connection (`None` if that node does not record it).
     pub version: Option<OcppVersion>,
-    /// `false` when its node stopped refreshing its claim (stopped, or cut off from Redis):
-    /// it may or may not still hold the connection.
+    /// `false` when its node has not announced itself for a node TTL (5 s by default: killed,
+    /// stopped, or cut off from Redis) or stopped refreshing its claim: it may or may not
+    /// still hold the connection.
     pub live: bool,
 }
 

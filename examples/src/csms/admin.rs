@@ -5,7 +5,7 @@
 //!
 //! | request | answer |
 //! | --- | --- |
-//! | `GET /chargepoints` | 200, JSON list of connected charge points; on a cluster node, every node's, each with its `node` (those of other nodes from the presence records: [`cluster_list_response`]) |
+//! | `GET /chargepoints` | 200, JSON list of connected charge points; on a cluster node, every node's, each with its `node` (those of other nodes from the presence records: [`cluster_list_response`]; with Redis down, this node's in `{"complete": false, "chargepoints", "unknown"}`) |
 //! | `GET /chargepoints/{identity}` | 200, one charge point (connected or not; with its notification counts, last status per kind, boot policy, seqNo gaps, `items_per_message` (its DeviceDataCtrlr.ItemsPerMessage GetVariables / SetVariables, null unknown) and its last SignCertificate: `certificate` with our answer, the serial signed and its answer to CertificateSigned), 404 unknown |
 //! | `GET /chargepoints/{identity}/notifications` | 200, the notifications kept, by action (`{"NotifyEvent":[{"at","payload"}...]...}`) |
 //! | `GET /chargepoints/{identity}/notifications/{Action}` | 200, the notifications of one action, oldest first |
@@ -56,6 +56,13 @@
 //!
 //! One request per connection (`Connection: close`): simple, and admin traffic is light.
 //!
+//! A command (`POST /chargepoints/{identity}/call/{Action}`, and one routed through the
+//! cluster) takes the caller's deadline: `X-Deadline-Ms: <ms>`, how long the caller still
+//! waits, from the server's reading of the request. The command's timeout is the shorter of it
+//! and the server's own call timeout ([`AdminRequest::call_timeout`]); the CALL is not written
+//! once it passed (503 `deadline_passed`, not sent), also when routed to another node, which
+//! gets it with the command. A value that is not a number of milliseconds is refused (400).
+//!
 //! ```
 //! use ocpp_examples::csms::admin::{self, AdminRequest, Route};
 //! use ocpp_examples::csms::{Csms, CsmsConfig};
@@ -65,6 +72,8 @@
 //! assert_eq!(response.status, 200);
 //! assert_eq!(response.body, b"[]");
 //! ```
+
+use std::time::{Duration, Instant};
 
 use ocpp_cluster::{ClusterError, Located};
 use ocpp_messages::version::OcppVersion;
@@ -98,6 +107,35 @@ pub struct AdminRequest {
     pub body: Vec<u8>,
     /// The `Authorization` header, for [`AdminAuth::check`](super::admin_auth::AdminAuth::check).
     pub authorization: Option<Authorization>,
+    /// The caller's deadline ([`DEADLINE_HEADER`]): how long it still waits for a command's
+    /// answer, from the server's reading of the request; `None` without the header.
+    pub caller_timeout: Option<Duration>,
+}
+
+/// The header that carries the caller's deadline: the milliseconds it still waits.
+pub const DEADLINE_HEADER: &str = "x-deadline-ms";
+
+/// The value of [`DEADLINE_HEADER`], read: ASCII digits, milliseconds; 400 otherwise.
+///
+/// ```
+/// use std::time::Duration;
+/// use ocpp_examples::csms::admin::caller_timeout;
+/// assert_eq!(caller_timeout(b" 1500").unwrap(), Duration::from_millis(1500));
+/// assert_eq!(caller_timeout(b"soon").unwrap_err().status, 400);
+/// ```
+pub fn caller_timeout(value: &[u8]) -> Result<Duration, HttpResponse> {
+    std::str::from_utf8(value)
+        .ok()
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_millis)
+        .ok_or_else(|| {
+            HttpResponse::error(
+                400,
+                "X-Deadline-Ms: the milliseconds the caller still waits (digits)",
+            )
+        })
 }
 
 impl AdminRequest {
@@ -119,9 +157,12 @@ impl AdminRequest {
         };
         let mut content_length = 0usize;
         let mut authorization = None;
+        let mut caller = None;
         for header in request.headers.iter() {
             if header.name.eq_ignore_ascii_case("authorization") {
                 authorization = Some(Authorization::new(header.value));
+            } else if header.name.eq_ignore_ascii_case(DEADLINE_HEADER) {
+                caller = Some(caller_timeout(header.value)?);
             } else if header.name.eq_ignore_ascii_case("content-length") {
                 content_length = std::str::from_utf8(header.value)
                     .ok()
@@ -146,9 +187,37 @@ impl AdminRequest {
                 path: path.to_owned(),
                 body: buf[head_len..total].to_vec(),
                 authorization,
+                caller_timeout: caller,
             },
             total,
         )))
+    }
+
+    /// A command's timeout: the server's own (`server`), or the caller's deadline when that is
+    /// shorter.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ocpp_examples::csms::admin::AdminRequest;
+    /// let raw = b"POST /chargepoints/CP-1/call/Reset HTTP/1.1\r\nX-Deadline-Ms: 200\r\n\r\n";
+    /// let (request, _) = AdminRequest::parse(raw).unwrap().unwrap();
+    /// assert_eq!(request.call_timeout(Duration::from_secs(30)), Duration::from_millis(200));
+    /// ```
+    pub fn call_timeout(&self, server: Duration) -> Duration {
+        self.caller_timeout
+            .map_or(server, |caller| caller.min(server))
+    }
+
+    /// A command's deadline from `now`: `server` (the server's own deadline for it), or the
+    /// caller's when that comes first.
+    pub fn deadline(&self, now: Instant, server: Instant) -> Instant {
+        match self
+            .caller_timeout
+            .and_then(|caller| now.checked_add(caller))
+        {
+            Some(caller) => server.min(caller),
+            None => server,
+        }
     }
 }
 
@@ -867,19 +936,18 @@ pub fn located_json(cp: &Located) -> Value {
 }
 
 /// `GET /chargepoints` on the cluster node `node`: this node's connected charge points (each
-/// with `"node"`), then those of every other node ([`located_json`]); 503 when the presence
-/// records cannot be read (Redis down: ask each node).
+/// with `"node"`), then those of every other node ([`located_json`]), as a JSON array.
+///
+/// When the presence records cannot be read (Redis down or too slow) the node still answers 200
+/// with what it knows, its own charge points, and says that the rest is unknown, in an object
+/// rather than the array (a client that reads the array cannot take a partial list for the
+/// whole cluster): `{"complete": false, "chargepoints": [this node's], "unknown": {"nodes":
+/// "other", "reason": "..."}}`.
 pub fn cluster_list_response(
     csms: &Csms,
     node: &str,
     located: &Result<Vec<Located>, ClusterError>,
 ) -> HttpResponse {
-    let located = match located {
-        Ok(located) => located,
-        Err(e) => {
-            return HttpResponse::error(503, &format!("the cluster's presence is unreadable: {e}"))
-        }
-    };
     let mut list: Vec<Value> = csms.with_connected(|local| {
         local
             .iter()
@@ -890,6 +958,22 @@ pub fn cluster_list_response(
             })
             .collect()
     });
+    let located = match located {
+        Ok(located) => located,
+        Err(e) => {
+            return HttpResponse::json(
+                200,
+                &json!({
+                    "complete": false,
+                    "chargepoints": list,
+                    "unknown": {
+                        "nodes": "other",
+                        "reason": format!("the cluster's presence is unreadable: {e}"),
+                    },
+                }),
+            )
+        }
+    };
     let here: std::collections::HashSet<String> = list
         .iter()
         .filter_map(|cp| cp["identity"].as_str().map(str::to_owned))

@@ -680,6 +680,7 @@ mod tests {
             path: path.into(),
             body: Vec::new(),
             authorization: authorization.map(Authorization::new),
+            caller_timeout: None,
         }
     }
 

@@ -544,6 +544,7 @@ fn password_change_in_a_later_chunk_of_a_split_set_variables() {
         path: "/chargepoints/CP1/call/SetVariables".into(),
         body: body.into_bytes(),
         authorization: None,
+        caller_timeout: None,
     };
     let admin::Route::Calls { mut split, .. } = admin::route(&csms, &request) else {
         panic!("expected a split command")
@@ -597,6 +598,7 @@ fn charging_profiles_are_settled_in_the_order_sent_operator_and_ours() {
         path: "/chargepoints/CP-SC/call/SetChargingProfile".into(),
         body: body.to_string().into_bytes(),
         authorization: None,
+        caller_timeout: None,
     };
     assert!(matches!(
         admin::route(&csms, &request),

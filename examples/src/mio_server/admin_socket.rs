@@ -201,18 +201,23 @@ impl EventLoop {
             return;
         }
         if let Some((identity, action)) = self.remote_command(&request.method, &request.path) {
-            self.admin_remote_call(key, identity, action, &request.body, now);
+            let timeout = request.call_timeout(self.shared.connection_config.get_call_timeout());
+            self.admin_remote_call(key, identity, action, &request.body, timeout, now);
             return;
         }
         let csms = Arc::clone(&self.shared.csms);
+        // A command's deadline: the server's, or the caller's when it comes first.
+        let request_deadline = |now: Instant, server: Instant| request.deadline(now, server);
         match admin::route(&csms, &request) {
             Route::Respond(response) => self.admin_respond(key, response, now),
             Route::Call { identity, request } => {
                 let Some(handle) = self.admin_wait(key, &identity, 1, now) else {
                     return;
                 };
-                // The CALL's outcome comes by then, within the admin socket's own deadline.
-                let deadline = now + self.shared.connection_config.get_call_timeout();
+                // The CALL's outcome comes by then, within the admin socket's own deadline
+                // (the caller's, when it comes first).
+                let deadline =
+                    request_deadline(now, now + self.shared.connection_config.get_call_timeout());
                 self.shared.send(
                     handle.loop_index,
                     Command::AdminCall {
@@ -231,7 +236,7 @@ impl EventLoop {
                 // Every chunk's outcome comes by then (a call timeout each), within the admin
                 // socket's own deadline; none is written later.
                 let call_timeout = self.shared.connection_config.get_call_timeout();
-                let deadline = split.deadline(now, call_timeout);
+                let deadline = request_deadline(now, split.deadline(now, call_timeout));
                 self.shared.send(
                     handle.loop_index,
                     Command::AdminCalls {

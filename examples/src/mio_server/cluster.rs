@@ -222,6 +222,7 @@ impl EventLoop {
         identity: ChargePointIdentity,
         action: String,
         body: &[u8],
+        timeout: Duration,
         now: Instant,
     ) {
         let Some(node) = self.shared.cluster.clone() else {
@@ -235,7 +236,6 @@ impl EventLoop {
                 return;
             }
         };
-        let timeout = self.shared.connection_config.get_call_timeout();
         let called = node
             .bridge()
             .call(identity.as_str(), &action, body, timeout);

@@ -227,6 +227,13 @@ async fn handle(
             return Ok(into_response(response));
         }
     };
+    let caller_timeout = match parts.headers.get(admin::DEADLINE_HEADER) {
+        Some(value) => match admin::caller_timeout(value.as_bytes()) {
+            Ok(timeout) => Some(timeout),
+            Err(response) => return Ok(into_response(response)),
+        },
+        None => None,
+    };
     let request = AdminRequest {
         method: parts.method.as_str().to_owned(),
         path: parts.uri.path().to_owned(),
@@ -235,6 +242,7 @@ async fn handle(
             .headers
             .get(header::AUTHORIZATION)
             .map(|value| Authorization::new(value.as_bytes())),
+        caller_timeout,
     };
     if let Err(response) = admin.auth.admit(&request, metrics) {
         return Ok(into_response(response));
@@ -266,6 +274,9 @@ async fn serve_request(admin: &Admin, request: AdminRequest) -> Response {
     if let Some(response) = remote_command(admin, &request).await {
         return into_response(response);
     }
+    // The command's deadline: the server's, or the caller's when it comes first.
+    let now = Instant::now();
+    let callers = |server: Instant| request.deadline(now, server);
     let response = match admin::route(&admin.app.csms, &request) {
         Route::Respond(response) => response,
         Route::Call { identity, request } => match admin.charge_points.get(identity.as_str()) {
@@ -273,7 +284,7 @@ async fn serve_request(admin: &Admin, request: AdminRequest) -> Response {
             Some(cp) => {
                 let version = cp.version();
                 let action = request.action();
-                let deadline = Instant::now() + admin.call_timeout;
+                let deadline = callers(now + admin.call_timeout);
                 let response = match call(admin, &identity, cp, request, deadline).await {
                     Ok(outcome) => without_id(admin::call_response(version, "", action, &outcome)),
                     Err(response) => response,
@@ -290,7 +301,7 @@ async fn serve_request(admin: &Admin, request: AdminRequest) -> Response {
             // answered; the split gives the one answer. Every chunk carries the command's
             // deadline (as on mio-server): none is written after it.
             let action = split.action();
-            let deadline = split.deadline(Instant::now(), admin.call_timeout);
+            let deadline = callers(split.deadline(now, admin.call_timeout));
             let response = loop {
                 let Some(request) = split.next_request() else {
                     break HttpResponse::error(500, "no chunk left to send");
@@ -402,7 +413,7 @@ async fn remote_command(admin: &Admin, request: &AdminRequest) -> Option<HttpRes
     // HTTP client staying.
     let call = {
         let (cluster, identity, action) = (cluster.clone(), identity.clone(), action.clone());
-        let timeout = admin.call_timeout;
+        let timeout = request.call_timeout(admin.call_timeout);
         tokio::spawn(async move {
             cluster
                 .call(identity.as_str(), &action, &body, timeout)

@@ -1,12 +1,14 @@
 -- route.lua: deliver a command for identity X to the node that holds X, in one round trip.
 -- KEYS[1] = claim key <prefix>:cp:<identity>   KEYS[2] = <prefix>:since
+-- KEYS[3] = live node set <prefix>:nodes (announce.lua)
 -- ARGV[1] = node record prefix <prefix>:node:   ARGV[2] = inbox channel prefix <prefix>:inbox:
 -- ARGV[3] = the calling node's id   ARGV[4] = the command message (JSON text)
--- ARGV[5] = the claim TTL in ms
+-- ARGV[5] = the node TTL in ms
 -- Returns {"none"}: X is connected nowhere: released, or no claim although Redis has had its
---                   data for a claim TTL (every holder has registered since);
---         {"unknown"}: no claim, but Redis started empty (or lost its data) less than a claim
---                      TTL ago: X's holder may not have registered again yet;
+--                   data for a node TTL and every live node has registered its claims since;
+--         {"unknown"}: no claim, but Redis started empty (or lost its data) less than a node
+--                      TTL ago (a live node may not have announced itself yet), or a live node
+--                      has not registered its claims again since: X's holder may be that node;
 --         {"unknown", node, epoch}: a claim past its liveness, not released: its node stopped
 --                                   refreshing, and may only be stopped;
 --         {"self", node, epoch}: the caller holds X by Redis (it runs the command itself);
@@ -27,6 +29,12 @@ if not cur[1] then
   end
   if now - tonumber(since) < tonumber(ARGV[5]) then
     return {'unknown'}
+  end
+  local live = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. string.format('%.0f', now), '+inf')
+  for _, node in ipairs(live) do
+    if redis.call('HGET', ARGV[1] .. node, 'synced') ~= since then
+      return {'unknown'}
+    end
   end
   return {'none'}
 end

@@ -48,6 +48,13 @@ impl RedisServer {
         server
     }
 
+    /// Starts a server as a new cluster finds it: empty, no `ocpp:since` (the nodes set it).
+    pub fn start_empty() -> Self {
+        let server = Self::start();
+        assert_eq!(server.query("DEL ocpp:since").as_deref(), Some(":1"));
+        server
+    }
+
     fn spawn(&mut self) {
         let child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
