@@ -666,7 +666,15 @@ impl OcmfRecord {
     /// Checks the signature with `key`: `Ok` with the algorithm checked, or
     /// [`SignedMeterError::InvalidSignature`], [`SignedMeterError::Unsupported`]...
     pub fn verify(&self, key: &MeterPublicKey) -> Result<SignatureAlgorithm, SignedMeterError> {
-        let algorithm = self.signature.algorithm()?;
+        self.verify_as(self.signature.algorithm()?, key)
+    }
+
+    /// Checks the signature as made with `algorithm`.
+    fn verify_as(
+        &self,
+        algorithm: SignatureAlgorithm,
+        key: &MeterPublicKey,
+    ) -> Result<SignatureAlgorithm, SignedMeterError> {
         if !algorithm.is_supported() {
             return Err(SignedMeterError::Unsupported {
                 algorithm: algorithm.to_string(),
@@ -1017,16 +1025,32 @@ impl SignedMeterValue {
     /// the message (2.x `publicKey`, [`KeySource::Sent`]). `Ok` is what was verified: the
     /// record (readings, meter id), the algorithm and the key.
     ///
+    /// The algorithm is the record's `SA`; when the record names none, the 2.x
+    /// `signingMethod` if given, else OCMF's default (`ECDSA-secp256r1-SHA256`).
+    ///
     /// See the [module](self) for an example.
     pub fn verify(&self, public_key: Option<&str>) -> Result<Verified, SignedMeterError> {
         let SignedReading::Ocmf { record, .. } = self.read()?;
+        let signing_method = self
+            .signing_method
+            .as_deref()
+            .map(str::trim)
+            .filter(|name| !name.is_empty());
+        let algorithm = match (&record.signature.algorithm, signing_method) {
+            (None, Some(name)) => SignatureAlgorithm::from_name(name).ok_or_else(|| {
+                SignedMeterError::Unsupported {
+                    algorithm: name.to_owned(),
+                }
+            })?,
+            _ => record.signature.algorithm()?,
+        };
         let (text, key_source) = match (public_key, self.public_key.as_deref()) {
             (Some(key), _) => (key, KeySource::Given),
             (None, Some(key)) if !key.trim().is_empty() => (key, KeySource::Sent),
             _ => return Err(SignedMeterError::MissingPublicKey),
         };
         let key = MeterPublicKey::parse(text)?;
-        let algorithm = record.verify(&key)?;
+        let algorithm = record.verify_as(algorithm, &key)?;
         Ok(Verified {
             record,
             algorithm,

@@ -318,6 +318,18 @@ fn secp384r1_with_sha384_and_with_sha256() {
         );
         let verified = SignedMeterValue::new(text.clone()).verify(Some(&spki));
         assert_eq!(verified.unwrap().algorithm.to_string(), algorithm);
+        // Without SA in the record, the 2.x signingMethod says which algorithm it is.
+        let without_sa = text.replacen(&format!(r#""SA":"{algorithm}","#), "", 1);
+        let mut signed = SignedMeterValue::new(without_sa);
+        assert!(matches!(
+            signed.verify(Some(&spki)),
+            Err(SignedMeterError::KeyCurveMismatch { .. })
+        ));
+        signed.signing_method = Some(algorithm.to_owned());
+        assert_eq!(
+            signed.verify(Some(&spki)).unwrap().algorithm.to_string(),
+            algorithm
+        );
         let changed = SignedMeterValue::new(text.replacen("2965.10", "2965.20", 1));
         assert_eq!(
             changed.verify(Some(&spki)),
