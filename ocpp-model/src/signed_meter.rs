@@ -1121,8 +1121,9 @@ impl Fields {
     }
 
     fn check_duplicates(&self) -> Result<(), SignedMeterError> {
-        for (i, (name, _)) in self.members.iter().enumerate() {
-            if self.members[..i].iter().any(|(other, _)| other == name) {
+        let mut seen = std::collections::BTreeSet::new();
+        for (name, _) in &self.members {
+            if !seen.insert(name.as_str()) {
                 return Err(SignedMeterError::DuplicateField {
                     field: self.field(name),
                 });
