@@ -60,6 +60,8 @@ pub mod meter;
 pub mod notification;
 pub mod number;
 pub mod setting;
+#[cfg(feature = "signed-meter")]
+pub mod signed_meter;
 pub mod status;
 pub mod transaction;
 
@@ -82,6 +84,8 @@ pub use meter::{MeterReading, MeterReadings, SignedMeterValue};
 pub use notification::{FirmwareStatus, LogStatus, SecurityEvent};
 pub use number::Decimal;
 pub use setting::Setting;
+#[cfg(feature = "signed-meter")]
+pub use signed_meter::{SignedMeterError, SignedReading, Verified};
 pub use status::{ConnectorStatus, StatusChanged};
 pub use transaction::{
     StopReason, TransactionEnded, TransactionId, TransactionStarted, TransactionUpdated,
