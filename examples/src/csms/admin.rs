@@ -1139,6 +1139,11 @@ fn transaction_json(t: &Transaction, tariff: Option<Tariff>, now: UnixTime) -> V
         "last_seq_no": t.last_seq_no,
         "cost": cost.map(|c| c.total_cost()),
         "currency": tariff.map(|t| t.currency.as_str().to_owned()),
+        "signed_meter": t.signed_meter.as_ref().map(|m| json!({
+            "data": m.data,
+            "encoding": m.encoding,
+            "check": m.check,
+        })),
     })
 }
 

@@ -365,6 +365,44 @@ pub struct Transaction {
     /// 1.6: the StartTransaction's own words (connector, idTag, timestamp, meterStart), by
     /// which the same StartTransaction sent again gets the same id (see `ledger`).
     pub start_key: Option<String>,
+    /// The last signed meter value the charge point sent for it, verbatim, and what checking
+    /// its signature found (kept in memory; shown by the admin API).
+    pub signed_meter: Option<Box<SignedMeter>>,
+}
+
+/// A signed meter value as the meter signed it (1.6 `SignedData` sample, 2.x
+/// `signedMeterValue`), and what checking it found: what a customer may be billed for where
+/// calibration law asks for it (Germany's Eichrecht).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SignedMeter {
+    /// `signedMeterData`, exactly as sent.
+    pub data: String,
+    /// `encodingMethod` as sent (`OCMF`, `EDL`...), if said.
+    pub encoding: Option<String>,
+    /// What the check found: `verified with the key the station sent` (the data was not
+    /// changed on the way; whether the key is the meter's is for a key register to say),
+    /// or why it failed (an invalid signature, an encoding this CSMS does not read, no key).
+    pub check: String,
+}
+
+impl SignedMeter {
+    /// Reads and checks a signed meter value with the key it carries (`ocpp_model`'s OCMF
+    /// reader and ECDSA check).
+    pub fn check(signed: &ocpp_model::SignedMeterValue) -> SignedMeter {
+        let check = match signed.verify(None) {
+            Ok(verified) => match verified.key_source {
+                ocpp_model::signed_meter::KeySource::Given => "verified with the key given".into(),
+                _ => "verified with the key the station sent".into(),
+            },
+            Err(error) => format!("not verified: {error}"),
+        };
+        SignedMeter {
+            data: signed.signed_meter_data.clone(),
+            encoding: signed.encoding_method.clone(),
+            check,
+        }
+    }
 }
 
 impl Transaction {
@@ -521,6 +559,7 @@ impl ChargePoint {
             samples: 0,
             last_seq_no: None,
             start_key: None,
+            signed_meter: None,
         });
         let last = self.transactions.len() - 1;
         &mut self.transactions[last]
@@ -563,6 +602,9 @@ impl ChargePoint {
     ) {
         for reading in readings {
             transaction.samples += 1;
+            if let Some(signed) = &reading.signed {
+                transaction.signed_meter = Some(Box::new(SignedMeter::check(signed)));
+            }
             if let Some(wh) = reading.energy_wh() {
                 if transaction.meter_start_wh.is_none() {
                     transaction.meter_start_wh = Some(wh);

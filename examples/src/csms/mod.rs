@@ -197,7 +197,7 @@ pub use certificate_authority::{
 };
 pub use charge_point::{
     CertificateSigning, ChargePoint, ConnectorState, Connectors, ExtraState, Extras, Notification,
-    Registration, SeqNoGap, Session, Transaction, TransactionStatusCheck,
+    Registration, SeqNoGap, Session, SignedMeter, Transaction, TransactionStatusCheck,
 };
 pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};

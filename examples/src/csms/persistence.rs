@@ -442,6 +442,7 @@ mod tests {
             samples: 0,
             last_seq_no: None,
             start_key: None,
+            signed_meter: None,
         }
     }
 

@@ -1106,6 +1106,7 @@ fn transaction_of(row: &AnyRow) -> Result<(String, Transaction), StoreError> {
         samples: u64::try_from(row.try_get::<i64, _>(10)?).unwrap_or(0),
         last_seq_no: row.try_get(11)?,
         start_key: row.try_get(12)?,
+        signed_meter: None,
     };
     Ok((identity, transaction))
 }
@@ -1180,6 +1181,7 @@ mod tests {
             samples: 3,
             last_seq_no: Some(7),
             start_key: None,
+            signed_meter: None,
         }
     }
 

@@ -680,3 +680,76 @@ fn charging_profiles_are_settled_in_the_order_sent_operator_and_ours() {
     assert_eq!(last.reason.as_str(), "ScheduleRejected");
     assert_eq!(last.answer.as_deref(), Some("Disconnected"));
 }
+
+/// A published OCMF record (KEBA KCP30, from the test data of the S.A.F.E. e.V. transparency
+/// software, as `ocpp-model`'s tests cite it) and its meter's public key.
+const KEBA_RECORD: &str = concat!(
+    r#"OCMF|{"FV":"1.0","GI":"KEBA_KCP30","GS":"17619300","GV":"2.8.5","PG":"T32","IS":false,"#,
+    r#""IL":"NONE","IF":["RFID_NONE","OCPP_NONE","ISO15118_NONE","PLMN_NONE"],"IT":"NONE","ID":"","#,
+    r#""RD":[{"TM":"2019-08-13T10:03:15,000+0000 I","TX":"B","EF":"","ST":"G","RV":0.2596,"#,
+    r#""RI":"1-b:1.8.0","RU":"kWh"},{"TM":"2019-08-13T10:03:36,000+0000 R","TX":"E","EF":"","#,
+    r#""ST":"G","RV":0.2597,"RI":"1-b:1.8.0","RU":"kWh"}]}|{"SD":"304502200E2F107C987A300AC1"#,
+    r#"695CA89EA149A8CDFA16188AF0A33EE64B67964AA943F9022100889A72B6D65364BEA8562E7F6A0253157AC"#,
+    r#"FF84FE4929A93B5964D23C4265699"}"#,
+);
+const KEBA_KEY: &str = concat!(
+    "3059301306072A8648CE3D020106082A8648CE3D030107034200043AEEB45C392357820A58FDFB",
+    "0857BD77ADA31585C61C430531DFA53B440AFBFDD95AC887C658EA55260F808F55CA948DF235C2",
+    "108A0D6DC7D4AB1A5E1A7955BE",
+);
+
+/// A signed meter value is kept verbatim with its transaction and its signature checked: the
+/// meter's record verifies with the key the station sent; the same record with one digit
+/// changed is kept too, and said not to verify.
+#[test]
+fn signed_meter_values_are_kept_verbatim_and_checked() {
+    let csms = Csms::new(CsmsConfig::default());
+    let cp = identity("CS-SIGNED");
+    let session = csms.on_connected(&cp, OcppVersion::V2_0_1);
+    let event = |kind: &str, seq: u32, data: &str| {
+        let signed = serde_json::json!({
+            "signedMeterData": data, "signingMethod": "ECDSA-secp256r1-SHA256",
+            "encodingMethod": "OCMF", "publicKey": KEBA_KEY,
+        });
+        serde_json::json!({
+            "eventType": kind, "timestamp": "2026-11-29T12:00:00Z", "triggerReason": "Authorized",
+            "seqNo": seq, "transactionInfo": {"transactionId": "TX-S"},
+            "evse": {"id": 1, "connectorId": 1},
+            "meterValue": [{"timestamp": "2026-11-29T12:00:00Z", "sampledValue": [
+                {"value": 259.7, "signedMeterValue": signed}
+            ]}],
+        })
+        .to_string()
+    };
+    call(
+        &csms,
+        session,
+        &cp,
+        "TransactionEvent",
+        &event("Started", 0, KEBA_RECORD),
+    );
+    let state = csms.charge_point(&cp).unwrap();
+    let signed = *state.transactions[0].signed_meter.clone().expect("kept");
+    assert_eq!(signed.data, KEBA_RECORD);
+    assert_eq!(signed.encoding.as_deref(), Some("OCMF"));
+    assert_eq!(signed.check, "verified with the key the station sent");
+
+    let tampered = KEBA_RECORD.replacen("0.2597", "0.2598", 1);
+    call(
+        &csms,
+        session,
+        &cp,
+        "TransactionEvent",
+        &event("Updated", 1, &tampered),
+    );
+    let state = csms.charge_point(&cp).unwrap();
+    let signed = *state.transactions[0].signed_meter.clone().expect("kept");
+    assert_eq!(signed.data, tampered);
+    assert!(
+        signed
+            .check
+            .starts_with("not verified: the signature does not match"),
+        "{}",
+        signed.check
+    );
+}
