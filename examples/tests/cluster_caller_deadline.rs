@@ -26,26 +26,8 @@ fn http_deadline(
     deadline_ms: &str,
 ) -> (u16, Value, Duration) {
     let start = Instant::now();
-    let mut stream = TcpStream::connect_timeout(&addr, WAIT).expect("admin connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(45)))
-        .unwrap();
-    write!(
-        stream,
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         X-Deadline-Ms: {deadline_ms}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream
-        .read_to_string(&mut response)
-        .expect("admin response");
-    let status = response[9..12].parse().expect("status");
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
+    let header = format!("X-Deadline-Ms: {deadline_ms}\r\n");
+    let (status, body) = http_with(addr, "POST", path, &header, body);
     (status, json(&body), start.elapsed())
 }
 

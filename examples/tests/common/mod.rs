@@ -441,6 +441,17 @@ impl ChargePoint {
 
 /// One HTTP request to the admin interface; returns the status and the body.
 pub fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    http_with(addr, method, path, "", body)
+}
+
+/// [`http`] with more header lines (`extra`, each ending in `\r\n`).
+pub fn http_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    extra: &str,
+    body: &str,
+) -> (u16, String) {
     let mut stream = TcpStream::connect_timeout(&addr, WAIT).expect("admin connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(45)))
@@ -448,7 +459,7 @@ pub fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, Str
     write!(
         stream,
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
+         {extra}Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
