@@ -66,7 +66,7 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
         Event::SecurityEvent(_) | Event::FirmwareStatus(_) | Event::LogStatus(_) => {
             Neutral::Received
         }
-        _ => return other(context, cp, request),
+        _ => return other(context, cp, request, event),
     };
     respond(&event, &answer, version)
 }
@@ -74,7 +74,7 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
 /// A CALL the model does not read: the version's own handlers, else, for a report or a
 /// notification (NotifyReport, NotifyEvent, ReservationStatusUpdate...), the empty answer
 /// that acknowledges it in every version, else NotSupported (an action the CSMS sends).
-fn other(context: &Context<'_>, cp: &mut ChargePoint, request: &Request) -> Reply {
+fn other(context: &Context<'_>, cp: &mut ChargePoint, request: &Request, event: Event) -> Reply {
     let own = match request {
         Request::V1_6(request) => v1_6::handle(context, cp, request),
         Request::V2_0_1(request) => v2x::v2_0_1::handle(context, cp, request),
@@ -84,7 +84,6 @@ fn other(context: &Context<'_>, cp: &mut ChargePoint, request: &Request) -> Repl
     if let Some(reply) = own {
         return reply;
     }
-    let event = Event::Other(request.clone());
     match ocpp_model::respond(&event, &Neutral::Received, request.version()) {
         Ok(response) => Answer::Result(response).into(),
         Err(_) => Answer::not_supported(request.action()).into(),

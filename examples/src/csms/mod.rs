@@ -1346,8 +1346,7 @@ impl Csms {
 
     /// Queues `request` to be sent to `cp` (see [`Csms::take_follow_up`]).
     fn queue_follow_up(&self, cp: &mut ChargePoint, request: Request) {
-        cp.extras.get_mut().follow_ups.push_back(request);
-        self.follow_ups.fetch_add(1, Ordering::AcqRel);
+        queue_follow_up(&self.follow_ups, cp, request);
     }
 
     /// Takes back the follow-up CALLs of `cp` past its first `queued` (those made by the CALL
@@ -1383,6 +1382,13 @@ struct Context<'a> {
     /// The charge point's starts whose commit failed: a resend gets the same id
     /// ([`ledger`]).
     unconfirmed: &'a [Transaction],
+}
+
+/// Queues `request` to be sent to `cp` right after the answer being made, counted in
+/// `queued` ([`Csms::follow_ups`]) so that the I/O loops look only when there is one.
+fn queue_follow_up(queued: &AtomicUsize, cp: &mut ChargePoint, request: Request) {
+    cp.extras.get_mut().follow_ups.push_back(request);
+    queued.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Why a SignCertificate is Rejected without a CA.
@@ -1424,8 +1430,7 @@ impl Context<'_> {
     /// Queues `request` to be sent to `cp` right after the answer being made (see
     /// [`Csms::take_follow_up`]).
     fn follow_up(&self, cp: &mut ChargePoint, request: Request) {
-        cp.extras.get_mut().follow_ups.push_back(request);
-        self.follow_ups.fetch_add(1, Ordering::AcqRel);
+        queue_follow_up(self.follow_ups, cp, request);
     }
 
     /// Records what a BootNotification is answered.

@@ -108,6 +108,17 @@ impl SqlLedger {
         })
     }
 
+    /// A transaction first seen in an update or an end: a 2.x one (the station named it) is
+    /// recorded; a 1.6 id this ledger never gave out is [`Recorded::Unknown`].
+    fn first_seen(&self, new: NewRow) -> Result<Recorded, StoreError> {
+        let id = new.id.clone();
+        if matches!(id, TransactionId::Number(_)) {
+            return Ok(Recorded::Unknown);
+        }
+        self.insert(new)?;
+        Ok(Recorded::New(id))
+    }
+
     /// Updates an open transaction: its last seqNo, and its end when `ended` is given.
     fn update(
         &self,
@@ -243,20 +254,16 @@ impl TransactionLedger for SqlLedger {
                 self.update(charge_point, &update.id, seq_no.or(row.last_seq_no), None)?;
                 Ok(Recorded::New(update.id.clone()))
             }
-            None if matches!(update.id, TransactionId::Number(_)) => Ok(Recorded::Unknown),
-            None => {
-                self.insert(NewRow {
-                    charge_point: charge_point.to_owned(),
-                    id: update.id.clone(),
-                    connector: label(&update.id, update.evse, update.connector),
-                    token: update.token.clone(),
-                    started_ms: millis(&update.timestamp),
-                    ended: None,
-                    last_seq_no: seq_no,
-                    start_key: None,
-                })?;
-                Ok(Recorded::New(update.id.clone()))
-            }
+            None => self.first_seen(NewRow {
+                charge_point: charge_point.to_owned(),
+                id: update.id.clone(),
+                connector: label(&update.id, update.evse, update.connector),
+                token: update.token.clone(),
+                started_ms: millis(&update.timestamp),
+                ended: None,
+                last_seq_no: seq_no,
+                start_key: None,
+            }),
         }
     }
 
@@ -278,20 +285,16 @@ impl TransactionLedger for SqlLedger {
                 self.update(charge_point, &end.id, last, ended)?;
                 Ok(Recorded::New(end.id.clone()))
             }
-            None if matches!(end.id, TransactionId::Number(_)) => Ok(Recorded::Unknown),
-            None => {
-                self.insert(NewRow {
-                    charge_point: charge_point.to_owned(),
-                    id: end.id.clone(),
-                    connector: label(&end.id, end.evse, end.connector),
-                    token: end.token.clone(),
-                    started_ms: millis(&end.timestamp),
-                    ended,
-                    last_seq_no: seq_no,
-                    start_key: None,
-                })?;
-                Ok(Recorded::New(end.id.clone()))
-            }
+            None => self.first_seen(NewRow {
+                charge_point: charge_point.to_owned(),
+                id: end.id.clone(),
+                connector: label(&end.id, end.evse, end.connector),
+                token: end.token.clone(),
+                started_ms: millis(&end.timestamp),
+                ended,
+                last_seq_no: seq_no,
+                start_key: None,
+            }),
         }
     }
 

@@ -701,16 +701,7 @@ async fn reserve_ids(pool: &AnyPool, count: u32) -> Result<Range<i32>, StoreErro
     let last: i64 = match take().await? {
         Some(row) => row.try_get(0)?,
         None => {
-            let mut highest = 0i64;
-            for row in sqlx::query("SELECT id FROM transactions")
-                .fetch_all(pool)
-                .await?
-            {
-                let id: String = row.try_get(0)?;
-                if let Ok(n) = id.parse::<i64>() {
-                    highest = highest.max(n);
-                }
-            }
+            let highest = highest_transaction_id(pool).await?;
             // Should another node start it first, its start stands.
             sqlx::query(
                 "INSERT INTO counters (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
@@ -954,16 +945,24 @@ async fn load(pool: &AnyPool) -> Result<Saved, StoreError> {
         ..Saved::default()
     };
     // 1.6 transaction ids are ours, numbers: the next one follows the highest ever given.
+    saved.highest_transaction_id = highest_transaction_id(pool).await?;
+    Ok(saved)
+}
+
+/// The highest number among the transaction ids (1.6 ids are ours, numbers; 2.x ids that
+/// happen to be numbers count too: a gap, never a repeat).
+async fn highest_transaction_id(pool: &AnyPool) -> Result<i64, StoreError> {
+    let mut highest = 0i64;
     for row in sqlx::query("SELECT id FROM transactions")
         .fetch_all(pool)
         .await?
     {
         let id: String = row.try_get(0)?;
         if let Ok(n) = id.parse::<i64>() {
-            saved.highest_transaction_id = saved.highest_transaction_id.max(n);
+            highest = highest.max(n);
         }
     }
-    Ok(saved)
+    Ok(highest)
 }
 
 async fn settings(pool: &AnyPool) -> Result<Settings, StoreError> {
