@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use common::cluster::*;
 use common::redis_server::RedisServer;
 use common::*;
-use ocpp_server_core::Event;
+use ocpp_server_core::{v1_6, Event};
+use serde_json::json;
 
 const TOKIO: &str = env!("CARGO_BIN_EXE_tokio-server");
 const MIO: &str = env!("CARGO_BIN_EXE_mio-server");
@@ -145,4 +146,83 @@ fn direct_commands_are_answered_within_their_deadline_on_mio_server() {
 #[test]
 fn direct_commands_are_answered_within_their_deadline_on_tokio_server() {
     direct(TOKIO);
+}
+
+/// A 1.6 SetChargingProfile of the operator's (the CSMS keeps a record of it).
+const PROFILE: &str = r#"{"connectorId":1,"csChargingProfiles":{"chargingProfileId":7,"stackLevel":0,"chargingProfilePurpose":"TxDefaultProfile","chargingProfileKind":"Absolute","chargingSchedule":{"chargingRateUnit":"A","chargingSchedulePeriod":[{"startPeriod":0,"limit":16}]}}}"#;
+
+/// A command that never went out (its caller's deadline passed while it waited behind
+/// another) settles the record the CSMS made for it, on both servers: the SetChargingProfile
+/// after it gets its own answer. Before, tokio-server left the first record open and wrote
+/// the second one's Accepted on it.
+fn a_command_not_sent_settles_its_record(binary: &str) {
+    let server = Server::start(binary, &["--call-timeout-s", HOLDER_TIMEOUT_S]);
+    let mut cp = connect(&server, "CPR");
+    let admin = server.admin;
+    let first = std::thread::spawn(move || {
+        http(
+            admin,
+            "POST",
+            "/chargepoints/CPR/call/Reset",
+            r#"{"type":"Soft"}"#,
+        )
+    });
+    let (reset, request) = cp.expect_call();
+    assert_eq!(request.action(), "Reset");
+    // Queued behind the unanswered Reset; its caller gives up after 300 ms.
+    let (status, body) = http_with(
+        admin,
+        "POST",
+        "/chargepoints/CPR/call/SetChargingProfile",
+        "X-Deadline-Ms: 300\r\n",
+        PROFILE,
+    );
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(json(&body)["outcome"], "deadline_passed", "{body}");
+    cp.respond(&reset, reset_accepted());
+    assert_eq!(first.join().unwrap().0, 200);
+    // The next one is answered Accepted.
+    let second = std::thread::spawn(move || {
+        http(
+            admin,
+            "POST",
+            "/chargepoints/CPR/call/SetChargingProfile",
+            PROFILE,
+        )
+    });
+    let (id, request) = cp.expect_call();
+    assert_eq!(request.action(), "SetChargingProfile");
+    let accepted = v1_6::SetChargingProfileResponse {
+        status: v1_6::ChargingProfileStatus::Accepted,
+    };
+    cp.respond(&id, Response::from(v1_6::Response::from(accepted)));
+    let (status, body) = second.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = http(admin, "GET", "/chargepoints/CPR/charging-profiles", "");
+    assert_eq!(status, 200, "{body}");
+    let profiles = json(&body)["charging_profiles"].clone();
+    let answers: Vec<_> = profiles
+        .as_array()
+        .expect("charging_profiles")
+        .iter()
+        .map(|p| (p["answer"].clone(), p["id"].clone()))
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            (json!("deadline_passed"), json!(7)),
+            (json!("Accepted"), json!(7))
+        ],
+        "{profiles}"
+    );
+}
+
+#[test]
+fn a_command_not_sent_settles_its_record_on_mio_server() {
+    a_command_not_sent_settles_its_record(MIO);
+}
+
+#[test]
+fn a_command_not_sent_settles_its_record_on_tokio_server() {
+    a_command_not_sent_settles_its_record(TOKIO);
 }

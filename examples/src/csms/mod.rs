@@ -809,10 +809,7 @@ impl Csms {
             match connection.call(now, request) {
                 Ok(_) => self.on_call_sent(identity, &action),
                 Err(refused) => {
-                    tracing::warn!(%identity, action, reason = %refused.reason, "follow-up CALL not sent");
-                    self.note_certificate_answer(identity, &action, "NotSent".into());
-                    self.note_cost_updated_answer(identity, &action, "NotSent".into());
-                    self.note_profile_answer(identity, &action, "NotSent".into());
+                    self.on_call_not_sent(identity, &action, &CallFailure::from(refused.reason));
                 }
             }
         }
@@ -1178,7 +1175,7 @@ impl Csms {
         }
     }
 
-    /// One of our CALLs ended.
+    /// One of our CALLs ended (it was counted sent by [`Csms::on_call_sent`]).
     pub fn on_call_completed(
         &self,
         identity: &ChargePointIdentity,
@@ -1186,6 +1183,27 @@ impl Csms {
         outcome: &CallOutcome,
     ) {
         self.metrics.calls_pending.dec();
+        self.settle_call(identity, action, outcome);
+    }
+
+    /// One of our CALLs never went out: the connection refused it (its queue full, the
+    /// connection over) or its caller's deadline passed while it waited. Whatever was
+    /// recorded for it (a SetChargingProfile, a CertificateSigned, a CostUpdated, a proposed
+    /// password) is settled with the failure's name, as an answer would settle it: the next
+    /// answer is never taken for its own. Every not-sent path of both servers comes here
+    /// (follow-ups, admin commands, routed commands).
+    pub fn on_call_not_sent(
+        &self,
+        identity: &ChargePointIdentity,
+        action: &str,
+        failure: &CallFailure,
+    ) {
+        tracing::warn!(%identity, action, %failure, "CALL not sent");
+        self.settle_call(identity, action, &Err(failure.clone()));
+    }
+
+    /// What one of our CALLs' outcome settles: the record made when it was asked for.
+    fn settle_call(&self, identity: &ChargePointIdentity, action: &str, outcome: &CallOutcome) {
         if action == "CertificateSigned" {
             self.note_certificate_answer(identity, action, answer_status(outcome));
         }

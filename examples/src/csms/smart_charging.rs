@@ -468,7 +468,8 @@ pub struct ChargingProfileRecord {
     /// When it was handed to the connection.
     pub sent_at: UnixTime,
     /// The station's answer: its `status` (`Accepted`, `Rejected`), or `CALLERROR <code>`,
-    /// `Timeout`, `Disconnected`; `None` while pending.
+    /// `Timeout`, or another failure's name (`deadline_passed`, `queue_full`: not sent);
+    /// `None` while pending.
     pub answer: Option<String>,
     /// When the answer came.
     pub answered_at: Option<UnixTime>,
@@ -477,13 +478,20 @@ pub struct ChargingProfileRecord {
 }
 
 impl ChargingProfileRecord {
-    /// A record of the SetChargingProfile `payload`, sent now for `reason`.
+    /// A record of the SetChargingProfile `payload`, sent now for `reason` (a 1.6 profile's
+    /// `chargingProfileId` and integer `transactionId` read as 2.x's `id` and text).
     pub fn new(payload: &Value, reason: ProfileReason, sent_at: UnixTime) -> Self {
         let profile = payload["chargingProfile"].clone();
+        let transaction_id = &profile["transactionId"];
         ChargingProfileRecord {
             evse_id: payload["evseId"].as_i64().unwrap_or(0),
-            id: profile["id"].as_i64(),
-            transaction_id: profile["transactionId"].as_str().map(str::to_owned),
+            id: profile["id"]
+                .as_i64()
+                .or_else(|| profile["chargingProfileId"].as_i64()),
+            transaction_id: transaction_id
+                .as_str()
+                .map(str::to_owned)
+                .or_else(|| transaction_id.as_i64().map(|id| id.to_string())),
             profile,
             reason,
             sent_at,

@@ -303,8 +303,10 @@ pub struct CostUpdate {
     /// When it was queued, right after the TransactionEvent answer.
     pub at: UnixTime,
     /// The station's answer: `Accepted` (an empty CostUpdatedResponse), or `CALLERROR
-    /// <code>`, `Timeout`, `Disconnected`, `NotSent` or another failure's name; `None` while
-    /// pending.
+    /// <code>`, `Timeout`, or another failure's name ([`CallFailure::name`], e.g.
+    /// `queue_full` when it was not sent); `None` while pending.
+    ///
+    /// [`CallFailure::name`]: ocpp_server_core::CallFailure::name
     pub answer: Option<String>,
 }
 

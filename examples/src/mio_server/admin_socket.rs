@@ -81,6 +81,11 @@ impl EventLoop {
                         return;
                     }
                     Err(Refused { reason, .. }) => {
+                        if let Some(identity) = &s.identity {
+                            shared
+                                .csms
+                                .on_call_not_sent(identity, action, &reason.into());
+                        }
                         let version = s.connection.version().unwrap_or(OcppVersion::V1_6);
                         admin::refused(version, action, reason)
                     }

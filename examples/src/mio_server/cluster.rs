@@ -457,7 +457,13 @@ impl EventLoop {
                 self.service(target, now);
             }
             Err(Refused { reason, .. }) => {
-                answer.complete(Err(CallFailure::from(reason)));
+                let failure = CallFailure::from(reason);
+                if let Some(identity) = &s.identity {
+                    self.shared
+                        .csms
+                        .on_call_not_sent(identity, action, &failure);
+                }
+                answer.complete(Err(failure));
             }
         }
     }

@@ -547,6 +547,9 @@ pub(super) fn send_chunk(
             Ok(())
         }
         Err(ocpp_server_core::Refused { reason, .. }) => {
+            if let Some(identity) = &s.identity {
+                csms.on_call_not_sent(identity, action, &reason.into());
+            }
             let version = s.version.unwrap_or(OcppVersion::V1_6);
             Err(split.fail(admin::refused(version, action, reason)))
         }

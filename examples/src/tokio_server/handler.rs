@@ -54,14 +54,17 @@ impl App {
 
 /// Tells the CSMS how one of our CALLs to `cp` ended, as the mio server's loop does from the
 /// connection's events: a CALL the connection took counts as sent; its outcome counts unless
-/// the connection ended first (the CSMS's `on_closed` counts those).
+/// the connection ended first (the CSMS's `on_closed` counts those); one that never went out
+/// settles what was recorded for it ([`Csms::on_call_not_sent`]).
 pub(super) fn call_ended(csms: &Csms, cp: &ChargePoint, action: &str, outcome: &CallOutcome) {
     let identity = cp.identity();
     match outcome {
         Err(CallFailure::Disconnected | CallFailure::ClosedBeforeSent) => {
             csms.on_call_sent(identity, action);
         }
-        Err(failure) if !failure.may_have_reached_peer() => {}
+        Err(failure) if !failure.may_have_reached_peer() => {
+            csms.on_call_not_sent(identity, action, failure);
+        }
         _ => {
             csms.on_call_sent(identity, action);
             csms.on_call_completed(identity, action, outcome);
