@@ -109,6 +109,15 @@ pub(crate) enum Refreshed {
     /// The claim was released meanwhile and this node holds nothing else for the identity:
     /// release this epoch in Redis.
     GiveBack(u64),
+    /// Redis names a claim older than the one held (`epoch`, made with `ticket`): a write of
+    /// this node's was lost (Redis lost its data, or a failover promoted a replica without
+    /// it). Run `refresh.lua` again under `epoch`, which makes the claim again.
+    Again {
+        /// The claim held.
+        ticket: ClaimTicket,
+        /// Its epoch.
+        epoch: u64,
+    },
 }
 
 /// The claims of one node, by identity.
@@ -227,10 +236,11 @@ impl ClaimTable {
         let early = claim.early.take();
         let recheck = std::mem::take(&mut claim.recheck);
         match (answer, early) {
-            // A message naming an epoch at or above ours: a newer claim took over this node's
-            // claim, which is this connection's (the module's rule). Below ours: our claim.lua
-            // ran after that takeover and is the newest; the message is stale.
-            (Some(epoch), Some(early)) if epoch <= early.epoch => {
+            // A claim newer than ours took over one of this node's claims, which is this
+            // connection's (the module's rule), or an older one restored late: the newest
+            // connection wins. Older than ours: our claim.lua ran after that takeover and is
+            // the newest; the message is stale.
+            (Some(epoch), Some(early)) if epoch < early.by_epoch => {
                 self.claims.remove(identity);
                 Registered::Lost(lost(identity, ticket, early))
             }
@@ -268,10 +278,11 @@ impl ClaimTable {
     /// `by_node`'s claim under `by_epoch` (PROTOCOL.md 5.3). The claim to report as gone, if the
     /// message applies to the current one.
     ///
-    /// - `Held(e)` with `e <= epoch`: this node's claim in Redis (the current connection's, under
-    ///   an epoch this node may not have read yet: a restore or a refresh whose answer is still
-    ///   on its way) was taken over: gone. `e > epoch`: a stale message about an earlier claim;
-    ///   ignored.
+    /// - `Held(e)` with `e < by_epoch`: a claim newer than this connection's took over one of
+    ///   this node's claims (this connection's, or one an earlier connection's refresh restored
+    ///   late): gone. Epochs grow with time, so the newest connection wins whichever of this
+    ///   node's epochs the message names. `e > by_epoch`: a stale message about an earlier
+    ///   claim, older than this connection's; ignored.
     /// - `Registering`: kept (the newest one) until `claim.lua` answers ([`Self::register_done`]).
     /// - `Pending` (no epoch known): gone too. The message was published after this connection
     ///   was accepted (bar one in flight at that very moment: an inbox that is down drops what
@@ -291,14 +302,18 @@ impl ClaimTable {
             by_epoch,
         };
         match claim.state {
-            ClaimState::Held(held) if held > epoch => None,
+            ClaimState::Held(held) if held > by_epoch => None,
             ClaimState::Held(_) | ClaimState::Pending => {
                 let ticket = claim.ticket;
                 self.claims.remove(identity);
                 Some(lost(identity, ticket, early))
             }
             ClaimState::Registering => {
-                if claim.early.as_ref().is_none_or(|kept| kept.epoch < epoch) {
+                if claim
+                    .early
+                    .as_ref()
+                    .is_none_or(|kept| kept.by_epoch < by_epoch)
+                {
                     claim.early = Some(early);
                 }
                 None
@@ -353,14 +368,18 @@ impl ClaimTable {
                     return Refreshed::Done;
                 };
                 // Redis named another claim (or its tombstone) under `by_epoch`. It replaced
-                // ours if it is newer than every epoch of ours this node has read: the one the
-                // refresh was sent with (the usual case) or the one held now. A claim not
-                // registered yet is settled by its own claim.lua.
+                // ours if it is not older than the one held now (epochs grow with time: the
+                // newest connection wins). Older: the refresh was sent under an earlier epoch
+                // of ours, and Redis lost the write of the one held now; refreshing under it
+                // makes it again. A claim not registered yet is settled by its own claim.lua.
                 let ClaimState::Held(held) = claim.state else {
                     return Refreshed::Done;
                 };
-                if !((claim.ticket == ticket && held == epoch) || held < by_epoch) {
-                    return Refreshed::Done;
+                if by_epoch < held {
+                    return Refreshed::Again {
+                        ticket: claim.ticket,
+                        epoch: held,
+                    };
                 }
                 let ticket = claim.ticket;
                 self.claims.remove(identity);

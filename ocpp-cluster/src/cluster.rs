@@ -1187,6 +1187,9 @@ impl Shared {
                     .arg(&config.node_id)
                     .arg(millis(config.claim_ttl))
                     .arg(version.map(OcppVersion::subprotocol).unwrap_or(""))
+                    .arg(epoch)
+                    .arg(config.inbox_prefix())
+                    .arg(identity)
                     .invoke_async(&mut redis),
             )
             .await?;
@@ -1218,6 +1221,12 @@ impl Shared {
             Refreshed::GiveBack(epoch) => {
                 // Released while refresh.lua ran, which restored it: give it back.
                 let _ = self.release_epoch(identity, epoch).await;
+                Ok(None)
+            }
+            Refreshed::Again { epoch, .. } => {
+                // Redis lost the write of the claim held (a failover): a round makes it again.
+                tracing::info!(identity, epoch, "claim lost by Redis: refreshing it again");
+                self.refresh_now.notify_one();
                 Ok(None)
             }
         }

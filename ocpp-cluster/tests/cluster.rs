@@ -245,10 +245,9 @@ async fn after_a_redis_restart_the_nodes_register_again_and_commands_route() {
 
     redis.restart(); // same port, no data
     let restarted = Instant::now();
-    wait_until(Duration::from_secs(5), || {
-        b.cluster.holds("CP-R").and_then(|c| c.epoch) != before.epoch
-    })
-    .await;
+    // b's refresh round makes its claim again, under its own epoch.
+    tokio::task::block_in_place(|| redis.wait_claimed("CP-R", "b"));
+    assert_eq!(b.cluster.holds("CP-R").and_then(|c| c.epoch), before.epoch);
     // Until both inboxes are back, OwnerUnreachable (or a Timeout if a's inbox has not noticed
     // the restart yet); then the command routes.
     let answer = loop {

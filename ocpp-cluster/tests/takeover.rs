@@ -43,11 +43,13 @@ async fn superseded_within(events: &mut ClusterEvents, within: Duration) -> Supe
     }
 }
 
-/// refresh.lua as node `node` runs it, on a connection of the test's own.
+/// refresh.lua as node `node` runs it for its claim under `epoch`, on a connection of the
+/// test's own.
 async fn refresh_as(
     raw: &mut redis::aio::MultiplexedConnection,
     node: &str,
     identity: &str,
+    epoch: u64,
 ) -> Vec<String> {
     redis::cmd("EVAL")
         .arg(scripts::REFRESH)
@@ -57,6 +59,10 @@ async fn refresh_as(
         .arg("ocpp:since")
         .arg(node)
         .arg(180_000)
+        .arg("")
+        .arg(epoch)
+        .arg("ocpp:inbox:")
+        .arg(identity)
         .query_async(raw)
         .await
         .expect("refresh.lua")
@@ -175,10 +181,10 @@ fn pump(client: TcpStream, server: TcpStream, hold: Arc<AtomicBool>, stop: Arc<A
     });
 }
 
-/// The finding: a holds CP-1 under e0; Redis lost the key and a's refresh (in flight: the test
-/// runs it as a) restored it under E1; before a reads that answer, b's claim takes CP-1 and
-/// tells a that epoch E1 was superseded. a knows e0 < E1, and its only claim in Redis is its
-/// current connection's: it must close at once.
+/// The finding: a holds CP-1 under e0; Redis lost the key and a refresh of a's earlier
+/// connection's claim, run late (the test runs it as a), restored it under that claim's older
+/// epoch E1; b's claim then takes CP-1 and tells a that epoch E1 was superseded. a's only claim
+/// in Redis is its current connection's, and b's claim is newer than e0: a must close at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_takeover_of_a_claim_restored_behind_the_holders_back_is_heard_at_once() {
     let redis = RedisServer::start();
@@ -187,13 +193,13 @@ async fn a_takeover_of_a_claim_restored_behind_the_holders_back_is_heard_at_once
     let claim = a.cluster.claim("CP-1").await;
     let e0 = claim.epoch.expect("registered");
 
-    // Redis lost the key; a's refresh ran in Redis, its answer not read yet.
+    // Redis lost the key; a late refresh of a's earlier claim ran in Redis.
     let mut raw = redis.connection().await;
     delete(&mut raw, "CP-1").await;
-    let restored = refresh_as(&mut raw, "a", "CP-1").await;
+    let restored = refresh_as(&mut raw, "a", "CP-1", e0 - 1).await;
     assert_eq!(restored[0], "restored");
     let e1: u64 = restored[1].parse().unwrap();
-    assert!(e1 > e0);
+    assert_eq!(e1, e0 - 1, "restored under its own epoch");
     assert_eq!(
         a.cluster.holds("CP-1").unwrap().epoch,
         Some(e0),
@@ -214,7 +220,7 @@ async fn a_takeover_of_a_claim_restored_behind_the_holders_back_is_heard_at_once
 }
 
 /// The same with the real refresh: a's refresh round timed out on a's side after Redis ran
-/// refresh.lua (restored under E1), so a keeps e0 while Redis has a under E1.
+/// refresh.lua (restored under e0, its own epoch).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_takeover_after_a_refresh_that_timed_out_but_ran_is_heard_at_once() {
     let redis = RedisServer::start();
@@ -232,7 +238,7 @@ async fn a_takeover_after_a_refresh_that_timed_out_but_ran_is_heard_at_once() {
     assert!(a.cluster.refresh().await.is_err(), "the round timed out");
     tokio::task::block_in_place(|| redis.wait_claimed("CP-1", "a"));
     let e1 = epoch_in_redis(&redis, "CP-1");
-    assert!(e1 > e0, "restored by a's refresh");
+    assert_eq!(e1, e0, "restored by a's refresh, under its own epoch");
     proxy.hold(false);
     assert_eq!(
         a.cluster.holds("CP-1").unwrap().epoch,
@@ -249,9 +255,9 @@ async fn a_takeover_after_a_refresh_that_timed_out_but_ran_is_heard_at_once() {
 }
 
 /// The Registering case: a's claim.lua ran in Redis (epoch r) but a has not read the answer;
-/// Redis then lost the key and a's refresh restored it under E > r; b's claim supersedes E.
-/// The message reaches a while its registration is in flight: a keeps it and applies it when
-/// claim.lua returns r <= E.
+/// Redis then lost the key and a late refresh of a's earlier claim restored it under that
+/// claim's epoch E < r; b's claim supersedes E. The message reaches a while its registration
+/// is in flight: a keeps it and applies it when claim.lua returns r, older than b's claim.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_takeover_that_overtakes_the_holders_claim_reply_is_applied_when_it_returns() {
     let redis = RedisServer::start();
@@ -268,10 +274,10 @@ async fn a_takeover_that_overtakes_the_holders_claim_reply_is_applied_when_it_re
     let r = epoch_in_redis(&redis, "CP-1");
     let mut raw = redis.connection().await;
     delete(&mut raw, "CP-1").await;
-    let restored = refresh_as(&mut raw, "a", "CP-1").await;
+    let restored = refresh_as(&mut raw, "a", "CP-1", r - 1).await;
     assert_eq!(restored[0], "restored");
     let e: u64 = restored[1].parse().unwrap();
-    assert!(e > r);
+    assert_eq!(e, r - 1, "an earlier claim of a's, restored late");
     let newer = b.cluster.claim("CP-1").await;
     // The superseded message (on a's inbox, not held) arrives while claim.lua is in flight.
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -6,13 +6,22 @@
 //! them in sequence. Proptest explores arbitrary interleavings of script executions, answers
 //! and inbox messages, with failures: an answer lost to a timeout (the script still runs in
 //! Redis, or never), an inbox down (what is published meanwhile is dropped; resubscribing runs
-//! a round), Redis losing its data (every inbox drops), a tombstone expiring.
+//! a round), Redis losing its data (every inbox drops), a tombstone expiring, and a Sentinel
+//! failover: a replica that received the master's writes only up to some point is promoted,
+//! the writes after it are lost (what was published on the old master was delivered, or
+//! dropped with the inboxes that move), and `failover.lua` raises the epoch counter.
 //!
 //! The invariant, once the failures stop, every inbox is up again, and everything sent has run,
 //! been answered and delivered, with the rounds due by then (after a resubscription, and after
 //! a failed call: the next round): no two nodes hold the charge point under a registered claim,
 //! and one that does is the node Redis names (the newest claim wins). After one more round on
-//! every node, which registers the claims still pending, the same holds for every claim.
+//! every node, which registers the claims still pending, the same holds for every claim, and
+//! the connection of the newest claim (the last `claim.lua` Redis ran) is still open unless the
+//! charge point closed it: a takeover is never rolled back into no connection at all. (Not
+//! once a `claim.lua` timed out on its node's side: run late, it can take the identity back
+//! from a newer claim, or a message delayed in the inbox closes the claim its node cannot
+//! place; each side may then close its connection and the charge point reconnects.
+//! PROTOCOL.md 8 says so.)
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -35,6 +44,8 @@ struct Redis {
     /// (node, epoch); node "" is a tombstone (`release.lua`).
     key: Option<(String, u64)>,
     counter: u64,
+    /// The claim key as the replica last received it (asynchronous replication).
+    replica: Option<(String, u64)>,
 }
 
 /// A `superseded` message published by `claim.lua`.
@@ -70,20 +81,48 @@ impl Redis {
         (epoch, message)
     }
 
-    /// `refresh.lua`.
-    fn refresh(&mut self, node: &str) -> RefreshReply {
+    /// `refresh.lua` for a claim of `node` under `mine`: a key gone, or naming an older claim,
+    /// lost ours; it is made again under `mine`, and the older claim's node told.
+    fn refresh(&mut self, node: &str, mine: u64) -> (RefreshReply, Option<Published>) {
         match &self.key {
-            Some((holder, epoch)) if holder == node => RefreshReply::Held(*epoch),
-            None => {
-                let epoch = self.next_epoch();
-                self.key = Some((node.to_owned(), epoch));
-                RefreshReply::Restored(epoch)
+            Some((holder, epoch)) if holder == node => {
+                let held = (*epoch).max(mine);
+                self.key = Some((node.to_owned(), held));
+                (RefreshReply::Held(held), None)
             }
-            Some((holder, epoch)) => RefreshReply::Lost {
-                node: holder.clone(),
-                epoch: *epoch,
-            },
+            Some((holder, epoch)) if *epoch >= mine => (
+                RefreshReply::Lost {
+                    node: holder.clone(),
+                    epoch: *epoch,
+                },
+                None,
+            ),
+            old => {
+                let message = match old {
+                    Some((holder, epoch)) if !holder.is_empty() => Some(Published {
+                        to: holder.clone(),
+                        epoch: *epoch,
+                        by_node: node.to_owned(),
+                        by_epoch: mine,
+                    }),
+                    _ => None,
+                };
+                self.key = Some((node.to_owned(), mine));
+                (RefreshReply::Restored(mine), message)
+            }
         }
+    }
+
+    /// The replica receives everything written so far.
+    fn replicate(&mut self) {
+        self.replica = self.key.clone();
+    }
+
+    /// A Sentinel failover: the replica, with what it received, becomes the master;
+    /// `failover.lua` raises the epoch counter above every epoch the old master handed out.
+    fn fail_over(&mut self) {
+        self.key = self.replica.clone();
+        self.counter += 1_000;
     }
 
     /// `release.lua`.
@@ -171,6 +210,11 @@ enum Action {
     LoseData,
     /// A tombstone expires.
     ExpireTombstone,
+    /// The replica catches up with the master.
+    Replicate,
+    /// A Sentinel failover to the replica: the writes it did not receive are lost, every
+    /// node moves (its inbox drops and subscribes on the new master).
+    FailOver,
 }
 
 fn action() -> impl Strategy<Value = Action> {
@@ -186,6 +230,8 @@ fn action() -> impl Strategy<Value = Action> {
         2 => (0..3usize).prop_map(Action::InboxUp),
         1 => Just(Action::LoseData),
         1 => Just(Action::ExpireTombstone),
+        2 => Just(Action::Replicate),
+        1 => Just(Action::FailOver),
     ]
 }
 
@@ -197,6 +243,13 @@ struct World {
     /// Run; the answer is on its way to a node that waits for it.
     answered: Vec<(Op, Answer)>,
     next_ticket: u64,
+    /// The connection (node, ticket) of the newest claim (the last `claim.lua` Redis ran) while
+    /// the charge point keeps it open (`None` once it closed it itself).
+    newest: Option<(usize, ClaimTicket)>,
+    /// A `claim.lua` timed out on its node's side: the node does not know that claim's epoch
+    /// (it may run later and take the identity back from a newer claim, and a late message
+    /// can close it while `Pending`), which the newest-connection check does not cover.
+    claim_unknown: bool,
     trace: String,
 }
 
@@ -217,6 +270,8 @@ impl World {
             queued: Vec::new(),
             answered: Vec::new(),
             next_ticket: 1,
+            newest: None,
+            claim_unknown: false,
             trace: String::new(),
         }
     }
@@ -269,6 +324,17 @@ impl World {
                     self.redis.key = None;
                 }
             }
+            Action::Replicate => self.redis.replicate(),
+            Action::FailOver => {
+                self.redis.fail_over();
+                self.note(format!(
+                    "a failover to the replica; key {:?}; every inbox drops",
+                    self.redis.key
+                ));
+                for i in 0..count {
+                    self.inbox_down(i);
+                }
+            }
         }
     }
 
@@ -290,6 +356,9 @@ impl World {
             }
         ));
         self.nodes[node].table.hold(CP, ticket, None);
+        if self.newest.is_some_and(|(at, _)| at == node) {
+            self.newest = None; // replaced by this newer connection, whose claim comes next
+        }
         if registers {
             self.start_register(node, ticket);
         }
@@ -309,6 +378,9 @@ impl World {
             "{}'s connection {ticket:?} closes",
             self.nodes[node].name
         ));
+        if self.newest == Some((node, ticket)) {
+            self.newest = None;
+        }
         if let Some(epoch) = self.nodes[node].table.forget(CP, ticket) {
             self.send(node, Call::Release(epoch));
         }
@@ -328,14 +400,26 @@ impl World {
     fn run(&mut self, op: Op) {
         let name = self.nodes[op.node].name.clone();
         let answer = match op.call {
-            Call::Claim(_) => {
+            Call::Claim(ticket) => {
+                let open = self.nodes[op.node]
+                    .table
+                    .state(CP)
+                    .is_some_and(|(held, _)| held == ticket);
+                self.newest = open.then_some((op.node, ticket));
+                self.claim_unknown |= !op.awaited;
                 let (epoch, message) = self.redis.claim(&name);
                 if let Some(message) = message {
                     self.publish(message);
                 }
                 Answer::Claim(epoch)
             }
-            Call::Refresh(..) => Answer::Refresh(self.redis.refresh(&name)),
+            Call::Refresh(_, epoch) => {
+                let (reply, message) = self.redis.refresh(&name, epoch);
+                if let Some(message) = message {
+                    self.publish(message);
+                }
+                Answer::Refresh(reply)
+            }
             Call::Release(epoch) => {
                 self.redis.release(&name, epoch);
                 Answer::Release
@@ -388,6 +472,9 @@ impl World {
                     Refreshed::Done => {}
                     Refreshed::Lost(lost) => self.lost(node, lost),
                     Refreshed::GiveBack(epoch) => self.send(node, Call::Release(epoch)),
+                    Refreshed::Again { ticket, epoch } => {
+                        self.send(node, Call::Refresh(ticket, epoch));
+                    }
                 }
             }
             _ => {}
@@ -447,6 +534,7 @@ impl World {
         ));
         match call {
             Call::Claim(ticket) => {
+                self.claim_unknown = true;
                 let registered = self.nodes[node].table.register_done(CP, ticket, None);
                 self.registered(node, ticket, registered);
                 self.nodes[node].round_due = true;
@@ -577,6 +665,22 @@ impl World {
         }
         self.drain(order);
         self.check("after one more round on every node", false);
+        if let (Some((node, ticket)), false) = (self.newest, self.claim_unknown) {
+            assert!(
+                self.nodes[node]
+                    .table
+                    .state(CP)
+                    .is_some_and(|(held, _)| held == ticket),
+                "the newest connection {ticket:?} on {} was closed; claims {:?}; Redis {:?}\ntrace:\n{}",
+                self.nodes[node].name,
+                self.nodes
+                    .iter()
+                    .map(|n| (n.name.as_str(), n.table.state(CP)))
+                    .collect::<Vec<_>>(),
+                self.redis.key,
+                self.trace
+            );
+        }
     }
 }
 

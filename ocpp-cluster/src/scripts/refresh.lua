@@ -1,33 +1,52 @@
--- refresh.lua: extend this node's claim on identity X, only while it is still this node's.
--- KEYS[1] = claim key <prefix>:cp:<identity>   KEYS[2] = epoch counter <prefix>:epoch
+-- refresh.lua: extend this node's claim on identity X while it is the newest claim of X.
+-- KEYS[1] = claim key <prefix>:cp:<identity>   KEYS[2] = epoch counter <prefix>:epoch (unused)
 -- KEYS[3] = <prefix>:since
 -- ARGV[1] = node id   ARGV[2] = claim TTL in ms
 -- ARGV[3] = the connection's OCPP version ("" if not recorded), written back on a restore
+-- ARGV[4] = the epoch of this node's claim (as its claim.lua, or a restore, gave it)
+-- ARGV[5] = inbox channel prefix <prefix>:inbox:   ARGV[6] = identity
 -- Ownership is the node: a node holds one connection per identity, so any claim by this node
 -- is the one its current connection made, also one past its liveness (the node was stopped).
--- Returns {"held", epoch}: still this node's (under that epoch), live for another TTL;
---         {"restored", new epoch}: the key was gone (expired or Redis lost its data), nobody
---                                  claimed X since, so it is ours again under a new epoch;
---         {"lost", node, epoch}: a newer claim (node, epoch) or a release (node "") replaced ours.
+-- Epochs grow with time, across failovers too (failover.lua), so the larger epoch is the
+-- newer claim. A claim key that is gone, or that names an older claim (or its release) than
+-- ours, lost our claim's write: Redis lost its data, or a failover promoted a replica that
+-- had not received it. Ours is made again under its own epoch, and the older claim's node,
+-- if another, is told as claim.lua tells it (it closes that connection if it still holds it).
+-- Returns {"held", epoch}: still this node's (under that epoch, raised to ours if older), live
+--                          for another TTL;
+--         {"restored", epoch}: the key was gone or named an older claim: ours again, under
+--                              our own epoch (ARGV[4]);
+--         {"lost", node, epoch}: a newer claim (node, epoch) or its release (node "") replaced
+--                                ours.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('SET', KEYS[3], string.format('%.0f', now), 'NX')
 local ttl = tonumber(ARGV[2])
 local expires = string.format('%.0f', now + ttl)
 local cur = redis.call('HMGET', KEYS[1], 'node', 'epoch')
+local mine = tonumber(ARGV[4])
 if cur[1] == ARGV[1] then
+  -- An older epoch of ours (restored by a refresh of an earlier connection that ran late)
+  -- becomes the current connection's.
+  local held = cur[2] or '0'
+  if tonumber(held) < mine then
+    held = ARGV[4]
+    redis.call('HSET', KEYS[1], 'epoch', held)
+  end
   redis.call('HSET', KEYS[1], 'expires_ms', expires)
   redis.call('PEXPIRE', KEYS[1], string.format('%.0f', 2 * ttl))
-  return {'held', cur[2] or '0'}
+  return {'held', held}
 end
-if not cur[1] then
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    redis.call('SET', KEYS[2], string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])))
-  end
-  local epoch = string.format('%.0f', redis.call('INCR', KEYS[2]))
-  redis.call('HSET', KEYS[1], 'node', ARGV[1], 'epoch', epoch, 'expires_ms', expires,
+if not cur[1] or tonumber(cur[2] or '0') < mine then
+  redis.call('HSET', KEYS[1], 'node', ARGV[1], 'epoch', ARGV[4], 'expires_ms', expires,
     'version', ARGV[3] or '', 'claimed_ms', string.format('%.0f', now))
   redis.call('PEXPIRE', KEYS[1], string.format('%.0f', 2 * ttl))
-  return {'restored', epoch}
+  if cur[1] and cur[1] ~= '' then
+    redis.call('PUBLISH', ARGV[5] .. cur[1],
+      '{"type":"superseded","identity":' .. cjson.encode(ARGV[6]) ..
+      ',"epoch":' .. (cur[2] or '0') .. ',"by_node":' .. cjson.encode(ARGV[1]) ..
+      ',"by_epoch":' .. ARGV[4] .. '}')
+  end
+  return {'restored', ARGV[4]}
 end
 return {'lost', cur[1], cur[2] or '0'}
