@@ -1,0 +1,606 @@
+//! The station's device model, served and kept: [`DeviceModelStore`] holds the Sans-IO
+//! [`DeviceModel`] (2.x components and variables) and [`Configuration`] (1.6 keys) of
+//! [`ocpp_model::device_model`], answers the central system's GetVariables, SetVariables,
+//! GetBaseReport and GetReport (2.0.1, with the NotifyReports after) and GetConfiguration and
+//! ChangeConfiguration (1.6) through routes it adds to a [`Router`], keeps the values of
+//! persistent variables and read-write keys in a file of a state directory, and tells the
+//! application what changed.
+//!
+//! A change is acknowledged (SetVariables `Accepted`, ChangeConfiguration `Accepted`) only once
+//! it is durable: written to `<dir>/device_model.json.tmp`, synced, renamed over
+//! `device_model.json`, and the directory synced. When that fails the change is refused
+//! (`Rejected`, reason `WriteFailed`) and leaves no trace, in the file or in memory.
+//!
+//! ```no_run
+//! use ocpp_tokio::model::device_model::{catalogue::Layout, Configuration, DeviceModel};
+//! use ocpp_tokio::station::{DeviceModelStore, Station};
+//! use ocpp_tokio::Router;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = DeviceModelStore::open(
+//!     "/var/lib/charger",
+//!     DeviceModel::standard(Layout::new(&[1])),
+//!     Configuration::standard(1),
+//! )?;
+//! store.on_change(|change| println!("the central system set {change:?}"));
+//! let router = store.routes(Router::for_station());
+//! let station = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")?
+//!     .handler(router, ())
+//!     .connect()?;
+//! // HeartbeatInterval set by the central system (and kept across restarts) drives the station.
+//! store.follow_heartbeat(&station);
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use ocpp_model::device_model::report::{notify_reports, ReportBase};
+use ocpp_model::device_model::{catalogue, Change, Configuration, DeviceModel, SetStatus};
+use ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL;
+use ocpp_server_core::{v1_6, v2_0_1, ErrorAnswer, ErrorCode, OcppVersion};
+use serde::{Deserialize, Serialize};
+
+use super::{Station, Status};
+use crate::{Reply, Router, Session};
+
+/// The file in the state directory.
+const FILE: &str = "device_model.json";
+
+/// How long a report waits after its GetBaseReport or GetReport was answered before its first
+/// NotifyReport: the answer goes out when the handler returns, the report after it (OCPP 2.0.1
+/// B07.FR.01: the station first answers, then sends the report).
+const REPORT_AFTER: Duration = Duration::from_millis(100);
+
+/// Why [`DeviceModelStore::open`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceModelError {
+    /// The state directory or its file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What failed.
+        source: io::Error,
+    },
+    /// The file is not one this store wrote.
+    #[error("{path}: not a device model file: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The file's content: the values the central system may have set, by name.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Saved {
+    /// 2.x: `Component[instance]@evse.connector/Variable[instance]/Attribute` to value.
+    v2: BTreeMap<String, String>,
+    /// 1.6: key to value.
+    v1_6: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone)]
+struct Models {
+    v2: DeviceModel,
+    v1_6: Configuration,
+}
+
+type Listener = Arc<dyn Fn(&Change) + Send + Sync>;
+
+struct Inner {
+    models: Mutex<Models>,
+    file: Option<PathBuf>,
+    /// One change at a time: applied to a copy, made durable, then swapped in.
+    writer: tokio::sync::Mutex<()>,
+    listeners: Mutex<Vec<Listener>>,
+    /// Names in the file that the model no longer has or whose value no longer fits.
+    skipped: Vec<String>,
+}
+
+/// A station's device model and configuration, served to the central system and kept in a
+/// state directory: cheap to clone (every clone is the same store).
+#[derive(Clone)]
+pub struct DeviceModelStore {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for DeviceModelStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceModelStore")
+            .field("file", &self.inner.file)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The guard of a mutex, poisoned or not (a panicking listener must not stop the store).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl DeviceModelStore {
+    /// A store that keeps nothing across restarts (tests, simulations).
+    ///
+    /// ```
+    /// use ocpp_tokio::model::device_model::{catalogue::Layout, Configuration, DeviceModel};
+    /// use ocpp_tokio::station::DeviceModelStore;
+    /// let store = DeviceModelStore::in_memory(
+    ///     DeviceModel::standard(Layout::new(&[1])),
+    ///     Configuration::standard(1),
+    /// );
+    /// assert_eq!(store.configuration().value("NumberOfConnectors").as_deref(), Some("1"));
+    /// ```
+    pub fn in_memory(device_model: DeviceModel, configuration: Configuration) -> Self {
+        DeviceModelStore::with(device_model, configuration, None, Vec::new())
+    }
+
+    /// A store kept in `dir` (created if missing): the values saved there by an earlier run
+    /// are put back into `device_model` and `configuration` (the defaults of this run); a saved
+    /// value whose variable or key is gone, or that no longer fits, is left out
+    /// ([`DeviceModelStore::skipped`]).
+    ///
+    /// ```no_run
+    /// use ocpp_tokio::model::device_model::{catalogue::Layout, Configuration, DeviceModel};
+    /// use ocpp_tokio::station::DeviceModelStore;
+    /// let store = DeviceModelStore::open(
+    ///     "/var/lib/charger",
+    ///     DeviceModel::standard(Layout::new(&[2])),
+    ///     Configuration::standard(2),
+    /// )?;
+    /// # Ok::<(), ocpp_tokio::station::DeviceModelError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`DeviceModelError`]: the directory or file cannot be read, or the file is not one this
+    /// store wrote.
+    pub fn open(
+        dir: impl AsRef<Path>,
+        mut device_model: DeviceModel,
+        mut configuration: Configuration,
+    ) -> Result<Self, DeviceModelError> {
+        let dir = dir.as_ref();
+        fs::create_dir_all(dir).map_err(|source| DeviceModelError::Io {
+            path: dir.to_owned(),
+            source,
+        })?;
+        let path = dir.join(FILE);
+        let saved: Saved = match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| DeviceModelError::Corrupt {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Saved::default(),
+            Err(source) => return Err(DeviceModelError::Io { path, source }),
+        };
+        let mut skipped = Vec::new();
+        for (name, value) in &saved.v2 {
+            if !device_model.restore(name, value) {
+                skipped.push(name.clone());
+            }
+        }
+        for (key, value) in &saved.v1_6 {
+            if !configuration.restore(key, value) {
+                skipped.push(key.clone());
+            }
+        }
+        Ok(DeviceModelStore::with(
+            device_model,
+            configuration,
+            Some(path),
+            skipped,
+        ))
+    }
+
+    fn with(
+        v2: DeviceModel,
+        v1_6: Configuration,
+        file: Option<PathBuf>,
+        skipped: Vec<String>,
+    ) -> Self {
+        DeviceModelStore {
+            inner: Arc::new(Inner {
+                models: Mutex::new(Models { v2, v1_6 }),
+                file,
+                writer: tokio::sync::Mutex::new(()),
+                listeners: Mutex::new(Vec::new()),
+                skipped,
+            }),
+        }
+    }
+
+    /// The saved values [`DeviceModelStore::open`] left out (their variable or key is gone, or
+    /// the value no longer fits).
+    pub fn skipped(&self) -> &[String] {
+        &self.inner.skipped
+    }
+
+    /// The 2.x device model now.
+    pub fn device_model(&self) -> DeviceModel {
+        lock(&self.inner.models).v2.clone()
+    }
+
+    /// The 1.6 configuration now.
+    pub fn configuration(&self) -> Configuration {
+        lock(&self.inner.models).v1_6.clone()
+    }
+
+    /// Changes what the station itself knows (an availability state, the clock, the number of
+    /// entries of its local list) with [`DeviceModel::update`] and [`Configuration::update`]:
+    /// not a change of the central system's, so neither kept nor told to
+    /// [`on_change`](DeviceModelStore::on_change).
+    ///
+    /// ```
+    /// use ocpp_tokio::model::device_model::{catalogue, Configuration, DeviceModel, AttributeType};
+    /// use ocpp_tokio::station::DeviceModelStore;
+    /// let store = DeviceModelStore::in_memory(
+    ///     DeviceModel::standard(catalogue::Layout::new(&[1])),
+    ///     Configuration::standard(1),
+    /// );
+    /// store.update(|model, _| {
+    ///     let security = catalogue::id(catalogue::SECURITY_CTRLR);
+    ///     model.update(&security, "SecurityProfile", AttributeType::Actual, "2");
+    /// });
+    /// assert_eq!(store.device_model().value("SecurityCtrlr", "SecurityProfile").as_deref(), Some("2"));
+    /// ```
+    pub fn update(&self, change: impl FnOnce(&mut DeviceModel, &mut Configuration)) {
+        let mut models = lock(&self.inner.models);
+        let models = &mut *models;
+        change(&mut models.v2, &mut models.v1_6);
+    }
+
+    /// Calls `listener` with every change the central system makes, once it is durable (before
+    /// the answer goes out), in order.
+    pub fn on_change(&self, listener: impl Fn(&Change) + Send + Sync + 'static) {
+        lock(&self.inner.listeners).push(Arc::new(listener));
+    }
+
+    /// The heartbeat interval the model holds for `version`: 1.6 `HeartbeatInterval`, 2.x
+    /// `OCPPCommCtrlr.HeartbeatInterval`.
+    pub fn heartbeat_interval(&self, version: OcppVersion) -> Option<Duration> {
+        let models = lock(&self.inner.models);
+        let value = match version {
+            OcppVersion::V1_6 => models.v1_6.value("HeartbeatInterval"),
+            _ => models
+                .v2
+                .value(catalogue::OCPP_COMM_CTRLR, "HeartbeatInterval"),
+        }?;
+        value.trim().parse().ok().map(Duration::from_secs)
+    }
+
+    /// Keeps `station`'s heartbeat interval on the model's: every change of HeartbeatInterval
+    /// by the central system sets it ([`Station::set_heartbeat_interval`]), and after every
+    /// accepted boot whose answer left the interval alone (an interval of 0: the station
+    /// chooses) the model's value (kept across restarts) is put in force. A boot answer with an
+    /// interval is the central system's choice (OCPP 1.6 §4.2, 2.0.1 B01): it is written into
+    /// the model instead, not kept.
+    ///
+    /// The station does not tell an interval of 0 from one equal to its default (60 s): an
+    /// answer of exactly 60 s is taken for 0.
+    pub fn follow_heartbeat(&self, station: &Station) {
+        let follower = station.clone();
+        self.on_change(move |change| {
+            if let Some(seconds) = change.heartbeat_interval() {
+                follower.set_heartbeat_interval(Duration::from_secs(seconds));
+            }
+        });
+        let store = self.clone();
+        let station = station.clone();
+        let mut status = station.watch_status();
+        tokio::spawn(async move {
+            loop {
+                let accepted = match *status.borrow_and_update() {
+                    Status::Accepted { version } => Some(version),
+                    Status::Stopped => return,
+                    _ => None,
+                };
+                if let Some(version) = accepted {
+                    let in_force = station.heartbeat_interval();
+                    if in_force == DEFAULT_HEARTBEAT_INTERVAL {
+                        if let Some(interval) = store.heartbeat_interval(version) {
+                            station.set_heartbeat_interval(interval);
+                        }
+                    } else {
+                        let seconds = in_force.as_secs().to_string();
+                        store.update(|model, config| {
+                            let comm = catalogue::id(catalogue::OCPP_COMM_CTRLR);
+                            let actual = ocpp_model::device_model::AttributeType::Actual;
+                            model.update(&comm, "HeartbeatInterval", actual, &seconds);
+                            config.update("HeartbeatInterval", &seconds);
+                        });
+                    }
+                }
+                if status.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Applies `change` to a copy of the models; when it changed something, makes the copy
+    /// durable, puts it in force and tells the listeners. `Err` when the copy could not be
+    /// written: nothing changed.
+    async fn apply<T>(
+        &self,
+        change: impl FnOnce(&mut Models) -> (T, Vec<Change>),
+    ) -> Result<T, (T, io::Error)> {
+        let _one_at_a_time = self.inner.writer.lock().await;
+        let mut next = lock(&self.inner.models).clone();
+        let (answer, changes) = change(&mut next);
+        if changes.is_empty() {
+            return Ok(answer);
+        }
+        if let Some(path) = &self.inner.file {
+            let saved = Saved {
+                v2: next.v2.persistent_values().into_iter().collect(),
+                v1_6: next.v1_6.persistent_values().into_iter().collect(),
+            };
+            let path = path.clone();
+            let written = tokio::task::spawn_blocking(move || write_atomically(&path, &saved))
+                .await
+                .unwrap_or_else(|e| Err(io::Error::other(e.to_string())));
+            if let Err(e) = written {
+                tracing::warn!(error = %e, "device model not written: change refused");
+                return Err((answer, e));
+            }
+        }
+        *lock(&self.inner.models) = next;
+        let listeners = lock(&self.inner.listeners).clone();
+        for change in &changes {
+            for listener in &listeners {
+                listener(change);
+            }
+        }
+        Ok(answer)
+    }
+
+    /// Answers a 1.6 GetConfiguration (§5.8).
+    ///
+    /// # Errors
+    /// CALLERROR `OccurenceConstraintViolation` when more keys are asked than
+    /// `GetConfigurationMaxKeys`.
+    pub fn get_configuration(
+        &self,
+        request: &v1_6::GetConfigurationRequest,
+    ) -> Reply<v1_6::GetConfigurationResponse> {
+        lock(&self.inner.models)
+            .v1_6
+            .get_configuration(request)
+            .map_err(|e| ErrorAnswer::new(ErrorCode::OccurrenceConstraintViolation, e.to_string()))
+    }
+
+    /// Answers a 1.6 ChangeConfiguration (§5.3), once the change is durable.
+    pub async fn change_configuration(
+        &self,
+        request: &v1_6::ChangeConfigurationRequest,
+    ) -> v1_6::ChangeConfigurationResponse {
+        let applied = self
+            .apply(|models| {
+                let (answer, change) = models.v1_6.change_configuration(request);
+                (answer, change.into_iter().collect())
+            })
+            .await;
+        applied.unwrap_or_else(|_| {
+            v1_6::ChangeConfigurationResponse::new(v1_6::ConfigurationStatus::Rejected)
+        })
+    }
+
+    /// Answers a 2.0.1 GetVariables (B06).
+    ///
+    /// # Errors
+    /// CALLERROR `OccurrenceConstraintViolation` when it asks for more than
+    /// `DeviceDataCtrlr.ItemsPerMessage` of `GetVariables`.
+    pub fn get_variables(
+        &self,
+        request: &v2_0_1::GetVariablesRequest,
+    ) -> Reply<v2_0_1::GetVariablesResponse> {
+        let models = lock(&self.inner.models);
+        too_many(&models.v2, "GetVariables", request.get_variable_data.len())?;
+        Ok(models.v2.get_variables(request))
+    }
+
+    /// Answers a 2.0.1 SetVariables (B05), once the changes are durable.
+    ///
+    /// # Errors
+    /// CALLERROR `OccurrenceConstraintViolation` when it sets more than
+    /// `DeviceDataCtrlr.ItemsPerMessage` of `SetVariables`.
+    pub async fn set_variables(
+        &self,
+        request: &v2_0_1::SetVariablesRequest,
+    ) -> Reply<v2_0_1::SetVariablesResponse> {
+        too_many(
+            &lock(&self.inner.models).v2,
+            "SetVariables",
+            request.set_variable_data.len(),
+        )?;
+        let applied = self.apply(|models| models.v2.set_variables(request)).await;
+        Ok(applied.unwrap_or_else(|(mut answer, _)| {
+            for result in &mut answer.set_variable_result {
+                let set = matches!(
+                    result.attribute_status,
+                    v2_0_1::SetVariableStatusEnum::Accepted
+                        | v2_0_1::SetVariableStatusEnum::RebootRequired
+                );
+                if set {
+                    result.attribute_status = SetStatus::Rejected.to_v2_0_1();
+                    result.attribute_status_info = Some(v2_0_1::StatusInfo::new("WriteFailed"));
+                }
+            }
+            answer
+        }))
+    }
+
+    /// The NotifyReports of a 2.0.1 GetBaseReport (B07), `DeviceDataCtrlr.ItemsPerMessage` of
+    /// `GetReport` items each; `None` for a report base this version does not define.
+    pub fn base_report(
+        &self,
+        request: &v2_0_1::GetBaseReportRequest,
+    ) -> Option<Vec<v2_0_1::NotifyReportRequest>> {
+        let base = ReportBase::from_v2_0_1(&request.report_base)?;
+        let models = lock(&self.inner.models);
+        let items = models.v2.base_report(base);
+        Some(notify_reports(
+            request.request_id,
+            ocpp_server_core::DateTime::now(),
+            items,
+            models
+                .v2
+                .items_per_message("GetReport")
+                .unwrap_or(usize::MAX),
+        ))
+    }
+
+    /// The NotifyReports of a 2.0.1 GetReport (B08); `None` when nothing matches (the answer
+    /// is then `EmptyResultSet`).
+    pub fn custom_report(
+        &self,
+        request: &v2_0_1::GetReportRequest,
+    ) -> Option<Vec<v2_0_1::NotifyReportRequest>> {
+        let models = lock(&self.inner.models);
+        let items = models.v2.custom_report(request);
+        if items.is_empty() {
+            return None;
+        }
+        Some(notify_reports(
+            request.request_id,
+            ocpp_server_core::DateTime::now(),
+            items,
+            models
+                .v2
+                .items_per_message("GetReport")
+                .unwrap_or(usize::MAX),
+        ))
+    }
+
+    /// Adds the routes of the device model to `router`: 1.6 GetConfiguration and
+    /// ChangeConfiguration; 2.0.1 GetVariables, SetVariables, GetBaseReport and GetReport (each
+    /// report answered, then sent in NotifyReports on the same connection).
+    ///
+    /// ```
+    /// use ocpp_tokio::model::device_model::{catalogue::Layout, Configuration, DeviceModel};
+    /// use ocpp_tokio::station::DeviceModelStore;
+    /// use ocpp_tokio::Router;
+    /// let store = DeviceModelStore::in_memory(
+    ///     DeviceModel::standard(Layout::new(&[1])),
+    ///     Configuration::standard(1),
+    /// );
+    /// let router = store.routes(Router::<()>::for_station());
+    /// assert!(format!("{router:?}").contains("GetVariables"));
+    /// ```
+    pub fn routes<S, A>(&self, router: Router<S, A>) -> Router<S, A>
+    where
+        S: Send + Sync + 'static,
+        A: Clone + Send + Sync + 'static,
+    {
+        let get_configuration = self.clone();
+        let change_configuration = self.clone();
+        let get_variables = self.clone();
+        let set_variables = self.clone();
+        let base_report = self.clone();
+        let custom_report = self.clone();
+        router
+            .on(
+                move |_: Session<S, A>, request: v1_6::GetConfigurationRequest| {
+                    std::future::ready(get_configuration.get_configuration(&request))
+                },
+            )
+            .on(
+                move |_: Session<S, A>, request: v1_6::ChangeConfigurationRequest| {
+                    let store = change_configuration.clone();
+                    async move { Ok(store.change_configuration(&request).await) }
+                },
+            )
+            .on(
+                move |_: Session<S, A>, request: v2_0_1::GetVariablesRequest| {
+                    std::future::ready(get_variables.get_variables(&request))
+                },
+            )
+            .on(
+                move |_: Session<S, A>, request: v2_0_1::SetVariablesRequest| {
+                    let store = set_variables.clone();
+                    async move { store.set_variables(&request).await }
+                },
+            )
+            .on(
+                move |session: Session<S, A>, request: v2_0_1::GetBaseReportRequest| {
+                    let reports = base_report.base_report(&request);
+                    std::future::ready(Ok(answer_report(&session, reports, false)))
+                },
+            )
+            .on(
+                move |session: Session<S, A>, request: v2_0_1::GetReportRequest| {
+                    let reports = custom_report.custom_report(&request);
+                    let status = answer_report(&session, reports, true);
+                    std::future::ready(Ok(v2_0_1::GetReportResponse::new(status.status)))
+                },
+            )
+    }
+}
+
+/// Refuses a request of more items than `DeviceDataCtrlr.ItemsPerMessage` of `instance`.
+fn too_many(model: &DeviceModel, instance: &str, items: usize) -> Result<(), ErrorAnswer> {
+    match model.items_per_message(instance) {
+        Some(max) if items > max => Err(ErrorAnswer::new(
+            ErrorCode::OccurrenceConstraintViolation,
+            format!("{items} items, at most {max} (ItemsPerMessage {instance})"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The answer to a report request, and the NotifyReports sent after it on the session's
+/// connection, in order, each once the previous was answered.
+fn answer_report<S: Send + Sync + 'static, A>(
+    session: &Session<S, A>,
+    reports: Option<Vec<v2_0_1::NotifyReportRequest>>,
+    empty_when_none: bool,
+) -> v2_0_1::GetBaseReportResponse {
+    use v2_0_1::GenericDeviceModelStatusEnum as Status;
+    let Some(reports) = reports else {
+        let status = match empty_when_none {
+            true => Status::EmptyResultSet,
+            false => Status::NotSupported,
+        };
+        return v2_0_1::GetBaseReportResponse::new(status);
+    };
+    let central = session.charge_point().clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(REPORT_AFTER).await;
+        for report in reports {
+            let seq_no = report.seq_no;
+            if let Err(failure) = central.call(report).await {
+                tracing::warn!(%failure, seq_no, "NotifyReport failed: the report stops");
+                return;
+            }
+        }
+    });
+    v2_0_1::GetBaseReportResponse::new(Status::Accepted)
+}
+
+/// Writes `saved` to `path` durably: `<path>.tmp`, synced, renamed over `path`, directory synced.
+fn write_atomically(path: &Path, saved: &Saved) -> io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(saved).map_err(io::Error::other)?;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+    }
+    fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        #[cfg(unix)]
+        fs::File::open(dir)?.sync_all()?;
+        #[cfg(not(unix))]
+        let _ = dir;
+    }
+    Ok(())
+}
