@@ -149,6 +149,12 @@ pub fn standard(layout: &Layout) -> Vec<ComponentEntry> {
         component(
             OCPP_COMM_CTRLR,
             vec![
+                ro(
+                    "FileTransferProtocols",
+                    Characteristics::new(DataType::MemberList)
+                        .values(["FTP", "FTPS", "HTTP", "HTTPS", "SFTP"]),
+                    "HTTPS",
+                ),
                 rw("HeartbeatInterval", seconds(), "60"),
                 ro("MessageTimeout", seconds(), "30").instance("Default"),
                 rw("MessageAttempts", integer().min(0), "3").instance("TransactionEvent"),
@@ -246,8 +252,8 @@ pub fn standard(layout: &Layout) -> Vec<ComponentEntry> {
         component(
             SECURITY_CTRLR,
             vec![
-                ro("SecurityProfile", integer().min(0).max(3), "1"),
-                rw(
+                ro("SecurityProfile", integer().min(1).max(3), "1"),
+                ro(
                     "Identity",
                     Characteristics::new(DataType::String).max(48),
                     "",
@@ -257,9 +263,10 @@ pub fn standard(layout: &Layout) -> Vec<ComponentEntry> {
                     Characteristics::new(DataType::String),
                     "",
                 ),
+                ro("CertificateEntries", integer().min(0), "0"),
                 VariableEntry::new(
                     "BasicAuthPassword",
-                    Characteristics::new(DataType::String).max(40),
+                    Characteristics::new(DataType::String).min(16).max(40),
                     Mutability::WriteOnly,
                     None,
                 ),

@@ -291,7 +291,7 @@ fn the_catalogue_has_what_every_station_needs() {
             None,
             "Identity",
             DataType::String,
-            Mutability::ReadWrite,
+            Mutability::ReadOnly,
             None,
         ),
         (

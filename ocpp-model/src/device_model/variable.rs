@@ -118,6 +118,9 @@ pub enum ValueError {
     /// Above `maxLimit`.
     #[error("above the greatest value {0}")]
     TooHigh(Decimal),
+    /// A string shorter than `minLimit`.
+    #[error("shorter than {0} characters")]
+    TooShort(Decimal),
     /// A string longer than `maxLimit`, or a list with a member twice.
     #[error("too long or repeated")]
     TooLarge,
@@ -138,6 +141,7 @@ impl ValueError {
             ValueError::Invalid(_) => "InvalidValue",
             ValueError::TooLow(_) => "ValueTooLow",
             ValueError::TooHigh(_) => "ValueTooHigh",
+            ValueError::TooShort(_) => "TooShortElement",
             ValueError::TooLarge => "TooLargeElement",
             ValueError::ReadOnly => "ReadOnly",
         }
@@ -151,7 +155,7 @@ pub struct Characteristics {
     pub data_type: DataType,
     /// The unit (`s`, `W`, `A`, `Wh`...; OCPP 2.0.1 Part 2 "UnitOfMeasureType").
     pub unit: Option<String>,
-    /// The least value (numbers), none for other types.
+    /// The least value (numbers) or the least length (strings).
     pub min_limit: Option<Decimal>,
     /// The greatest value (numbers) or the greatest length (strings).
     pub max_limit: Option<Decimal>,
@@ -181,7 +185,7 @@ impl Characteristics {
         self
     }
 
-    /// With a least value.
+    /// With a least value (a least length for strings).
     #[must_use]
     pub fn min(mut self, min: i64) -> Self {
         self.min_limit = Some(Decimal::from(min));
@@ -219,12 +223,12 @@ impl Characteristics {
         let invalid = ValueError::Invalid(self.data_type);
         match self.data_type {
             DataType::String => {
-                if let Some(max) = self.max_limit {
-                    if Decimal::from(value.chars().count() as i64) > max {
-                        return Err(ValueError::TooLarge);
-                    }
+                let length = Decimal::from(value.chars().count() as i64);
+                match (self.min_limit, self.max_limit) {
+                    (Some(min), _) if length < min => Err(ValueError::TooShort(min)),
+                    (_, Some(max)) if length > max => Err(ValueError::TooLarge),
+                    _ => Ok(()),
                 }
-                Ok(())
             }
             DataType::Integer => {
                 let number: i64 = value.trim().parse().map_err(|_| invalid)?;
@@ -384,8 +388,9 @@ mod tests {
 
     #[test]
     fn strings_and_times() {
-        let s = Characteristics::new(DataType::String).max(3);
+        let s = Characteristics::new(DataType::String).min(2).max(3);
         assert_eq!(s.check("abc"), Ok(()));
+        assert_eq!(s.check("a"), Err(ValueError::TooShort(Decimal::from(2))));
         assert_eq!(s.check("abcd"), Err(ValueError::TooLarge));
         let t = Characteristics::new(DataType::DateTime);
         assert_eq!(t.check("2025-01-02T03:04:05Z"), Ok(()));

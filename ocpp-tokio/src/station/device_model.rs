@@ -41,7 +41,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use ocpp_model::device_model::report::{notify_reports, ReportBase};
-use ocpp_model::device_model::{catalogue, Change, Configuration, DeviceModel, SetStatus};
+use ocpp_model::device_model::{
+    catalogue, AttributeType, Change, Configuration, DeviceModel, SetStatus,
+};
 use ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL;
 use ocpp_server_core::{v1_6, v2_0_1, ErrorAnswer, ErrorCode, OcppVersion};
 use serde::{Deserialize, Serialize};
@@ -92,6 +94,36 @@ struct Saved {
 struct Models {
     v2: DeviceModel,
     v1_6: Configuration,
+}
+
+impl Models {
+    /// A setting that 1.6 and 2.x both have ([`Setting`](ocpp_model::Setting): a key and its
+    /// variable) changed in one version: the other version's value follows, so a station that
+    /// connects with either finds what the central system set last.
+    fn mirror(&mut self, change: &Change) {
+        let Some(setting) = change.setting() else {
+            return;
+        };
+        match change {
+            Change::Key { value, .. } => {
+                let (component, variable) = setting.component_variable();
+                let id = catalogue::id(component);
+                let _ = self.v2.update(&id, variable, AttributeType::Actual, value);
+            }
+            _ => {
+                let _ = self.v1_6.update(setting.key_1_6(), change.value());
+            }
+        }
+    }
+
+    /// Puts the clock in `ClockCtrlr.DateTime` before it is read.
+    fn read_clock(&mut self) {
+        let clock = catalogue::id(catalogue::CLOCK_CTRLR);
+        let now = ocpp_server_core::DateTime::now();
+        let _ = self
+            .v2
+            .update(&clock, "DateTime", AttributeType::Actual, now.as_str());
+    }
 }
 
 type Listener = Arc<dyn Fn(&Change) + Send + Sync>;
@@ -311,7 +343,7 @@ impl DeviceModelStore {
                         let seconds = in_force.as_secs().to_string();
                         store.update(|model, config| {
                             let comm = catalogue::id(catalogue::OCPP_COMM_CTRLR);
-                            let actual = ocpp_model::device_model::AttributeType::Actual;
+                            let actual = AttributeType::Actual;
                             model.update(&comm, "HeartbeatInterval", actual, &seconds);
                             config.update("HeartbeatInterval", &seconds);
                         });
@@ -336,6 +368,9 @@ impl DeviceModelStore {
         let (answer, changes) = change(&mut next);
         if changes.is_empty() {
             return Ok(answer);
+        }
+        for change in &changes {
+            next.mirror(change);
         }
         if let Some(path) = &self.inner.file {
             let saved = Saved {
@@ -401,8 +436,9 @@ impl DeviceModelStore {
         &self,
         request: &v2_0_1::GetVariablesRequest,
     ) -> Reply<v2_0_1::GetVariablesResponse> {
-        let models = lock(&self.inner.models);
+        let mut models = lock(&self.inner.models);
         too_many(&models.v2, "GetVariables", request.get_variable_data.len())?;
+        models.read_clock();
         Ok(models.v2.get_variables(request))
     }
 
@@ -444,7 +480,8 @@ impl DeviceModelStore {
         request: &v2_0_1::GetBaseReportRequest,
     ) -> Option<Vec<v2_0_1::NotifyReportRequest>> {
         let base = ReportBase::from_v2_0_1(&request.report_base)?;
-        let models = lock(&self.inner.models);
+        let mut models = lock(&self.inner.models);
+        models.read_clock();
         let items = models.v2.base_report(base);
         Some(notify_reports(
             request.request_id,
@@ -463,7 +500,8 @@ impl DeviceModelStore {
         &self,
         request: &v2_0_1::GetReportRequest,
     ) -> Option<Vec<v2_0_1::NotifyReportRequest>> {
-        let models = lock(&self.inner.models);
+        let mut models = lock(&self.inner.models);
+        models.read_clock();
         let items = models.v2.custom_report(request);
         if items.is_empty() {
             return None;
@@ -603,4 +641,197 @@ fn write_atomically(path: &Path, saved: &Saved) -> io::Result<()> {
         let _ = dir;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use ocpp_model::device_model::catalogue::Layout;
+
+    use super::*;
+
+    /// An empty directory of this test under the system's temporary directory.
+    fn dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "ocpp-tokio-device-model-{name}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn open(dir: &Path) -> DeviceModelStore {
+        DeviceModelStore::open(
+            dir,
+            DeviceModel::standard(Layout::new(&[1])),
+            Configuration::standard(1),
+        )
+        .unwrap()
+    }
+
+    fn set(component: &str, variable: &str, value: &str) -> v2_0_1::SetVariablesRequest {
+        v2_0_1::SetVariablesRequest::new(vec![v2_0_1::SetVariableData::new(
+            value,
+            v2_0_1::Component::new(component),
+            v2_0_1::Variable::new(variable),
+        )])
+    }
+
+    #[tokio::test]
+    async fn a_change_survives_a_restart_and_both_versions_see_it() {
+        let dir = dir("restart");
+        let store = open(&dir);
+        let told = Arc::new(AtomicUsize::new(0));
+        let count = told.clone();
+        store.on_change(move |_| {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        let change = v1_6::ChangeConfigurationRequest::new("HeartbeatInterval", "30");
+        let answer = store.change_configuration(&change).await;
+        assert_eq!(answer.status, v1_6::ConfigurationStatus::Accepted);
+        assert_eq!(told.load(Ordering::SeqCst), 1);
+        let answer = store
+            .set_variables(&set("TxCtrlr", "EVConnectionTimeOut", "90"))
+            .await
+            .unwrap();
+        let status = &answer.set_variable_result[0].attribute_status;
+        assert_eq!(*status, v2_0_1::SetVariableStatusEnum::Accepted);
+        drop(store);
+
+        let store = open(&dir);
+        assert!(store.skipped().is_empty());
+        assert_eq!(
+            store.heartbeat_interval(OcppVersion::V1_6),
+            Some(Duration::from_secs(30))
+        );
+        // The 2.x variable of the same setting followed the 1.6 key, and the other way round.
+        assert_eq!(
+            store.heartbeat_interval(OcppVersion::V2_0_1),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            store.configuration().value("ConnectionTimeOut").as_deref(),
+            Some("90")
+        );
+        assert!(!dir.join("device_model.json.tmp").exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_change_that_cannot_be_kept_is_refused_and_leaves_no_trace() {
+        let dir = dir("unwritable");
+        let store = open(&dir);
+        let told = Arc::new(AtomicUsize::new(0));
+        let count = told.clone();
+        store.on_change(move |_| {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        // The temporary file cannot be created: a directory stands in its way.
+        fs::create_dir_all(dir.join("device_model.json.tmp")).unwrap();
+        let answer = store
+            .set_variables(&set("OCPPCommCtrlr", "HeartbeatInterval", "5"))
+            .await
+            .unwrap();
+        let result = &answer.set_variable_result[0];
+        assert_eq!(
+            result.attribute_status,
+            v2_0_1::SetVariableStatusEnum::Rejected
+        );
+        let reason = result.attribute_status_info.as_ref().unwrap();
+        assert_eq!(reason.reason_code, "WriteFailed");
+        let change = v1_6::ChangeConfigurationRequest::new("HeartbeatInterval", "5");
+        let answer = store.change_configuration(&change).await;
+        assert_eq!(answer.status, v1_6::ConfigurationStatus::Rejected);
+        assert_eq!(told.load(Ordering::SeqCst), 0);
+        assert_eq!(
+            store.heartbeat_interval(OcppVersion::V2_0_1),
+            Some(Duration::from_secs(60))
+        );
+        assert!(!dir.join("device_model.json").exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn saved_values_that_no_longer_fit_are_skipped_and_a_foreign_file_refused() {
+        let dir = dir("skipped");
+        fs::create_dir_all(&dir).unwrap();
+        let saved = r#"{"v2":{"Gone/Gone/Actual":"1","OCPPCommCtrlr/HeartbeatInterval/Actual":"15"},
+            "v1_6":{"HeartbeatInterval":"soon","NumberOfConnectors":"9"}}"#;
+        fs::write(dir.join(FILE), saved).unwrap();
+        let store = open(&dir);
+        let mut skipped = store.skipped().to_vec();
+        skipped.sort();
+        assert_eq!(
+            skipped,
+            [
+                "Gone/Gone/Actual",
+                "HeartbeatInterval",
+                "NumberOfConnectors"
+            ]
+        );
+        assert_eq!(
+            store.heartbeat_interval(OcppVersion::V2_0_1),
+            Some(Duration::from_secs(15))
+        );
+        assert_eq!(
+            store.configuration().value("NumberOfConnectors").as_deref(),
+            Some("1")
+        );
+        fs::write(dir.join(FILE), "not json").unwrap();
+        let error = DeviceModelStore::open(
+            &dir,
+            DeviceModel::standard(Layout::new(&[1])),
+            Configuration::standard(1),
+        )
+        .unwrap_err();
+        assert!(matches!(error, DeviceModelError::Corrupt { .. }), "{error}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn more_items_than_allowed_is_a_callerror() {
+        let store = DeviceModelStore::in_memory(
+            DeviceModel::standard(Layout::new(&[1])),
+            Configuration::standard(1),
+        );
+        let item = v2_0_1::GetVariableData::new(
+            v2_0_1::Component::new("OCPPCommCtrlr"),
+            v2_0_1::Variable::new("HeartbeatInterval"),
+        );
+        let many = v2_0_1::GetVariablesRequest::new(vec![item.clone(); 21]);
+        let error = store.get_variables(&many).unwrap_err();
+        assert_eq!(error.code, ErrorCode::OccurrenceConstraintViolation);
+        let twenty = v2_0_1::GetVariablesRequest::new(vec![item; 20]);
+        assert_eq!(
+            store
+                .get_variables(&twenty)
+                .unwrap()
+                .get_variable_result
+                .len(),
+            20
+        );
+        let keys =
+            v1_6::GetConfigurationRequest::default().with_key(vec!["HeartbeatInterval".into(); 51]);
+        let error = store.get_configuration(&keys).unwrap_err();
+        assert_eq!(error.code, ErrorCode::OccurrenceConstraintViolation);
+    }
+
+    #[test]
+    fn the_clock_is_read_when_asked() {
+        let store = DeviceModelStore::in_memory(
+            DeviceModel::standard(Layout::new(&[1])),
+            Configuration::standard(1),
+        );
+        let clock = v2_0_1::GetVariablesRequest::new(vec![v2_0_1::GetVariableData::new(
+            v2_0_1::Component::new("ClockCtrlr"),
+            v2_0_1::Variable::new("DateTime"),
+        )]);
+        let answer = store.get_variables(&clock).unwrap();
+        let value = answer.get_variable_result[0]
+            .attribute_value
+            .clone()
+            .unwrap();
+        assert!(ocpp_server_core::DateTime::parse(&value).is_ok(), "{value}");
+    }
 }
