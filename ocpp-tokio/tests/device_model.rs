@@ -2,7 +2,7 @@
 //! not written with: the PyPI `ocpp` library (2.1.0, `tests/interop/python_device_model_csms.py`),
 //! which checks every payload against the official schemas. OCPP 1.6: GetConfiguration (all
 //! keys, some keys and an unknown one) and ChangeConfiguration (read-only, invalid, unknown,
-//! a list, HeartbeatInterval). OCPP 2.0.1: GetVariables and SetVariables with every status,
+//! a list, HeartbeatInterval). OCPP 2.0.1 and 2.1: GetVariables and SetVariables with every status,
 //! GetBaseReport (full, configuration, summary) and GetReport followed by NotifyReports split by
 //! `ItemsPerMessage`. In both, the HeartbeatInterval the central system sets changes the
 //! heartbeats it sees, also after the station is stopped and started again on the same state
@@ -238,15 +238,24 @@ async fn configuration_1_6_against_python_ocpp() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn device_model_2_0_1_against_python_ocpp() {
+    device_model_against_python_ocpp(OcppVersion::V2_0_1, "2.0.1").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_model_2_1_against_python_ocpp() {
+    device_model_against_python_ocpp(OcppVersion::V2_1, "2.1").await;
+}
+
+async fn device_model_against_python_ocpp(version: OcppVersion, name: &str) {
     if !python_ocpp_present() {
         return;
     }
     let port = free_port();
-    let mut csms = Csms::start(port, "2.0.1").await;
-    let dir = state_dir("2_0_1");
-    let url = format!("ws://127.0.0.1:{port}/ocpp/DM201");
+    let mut csms = Csms::start(port, name).await;
+    let dir = state_dir(&name.replace('.', "_"));
+    let url = format!("ws://127.0.0.1:{port}/ocpp/DM{}", name.replace('.', ""));
     let (store, changes) = open_store(&dir);
-    let station = start_station(&url, OcppVersion::V2_0_1, &store);
+    let station = start_station(&url, version, &store);
     csms.next("boot", SCRIPT).await;
 
     let (_, get) = csms.next("get_variables", SCRIPT).await;
@@ -330,7 +339,7 @@ async fn device_model_2_0_1_against_python_ocpp() {
     drop(store);
     let (store, _) = open_store(&dir);
     assert_eq!(
-        store.heartbeat_interval(OcppVersion::V2_0_1),
+        store.heartbeat_interval(version),
         Some(Duration::from_secs(1))
     );
     assert_eq!(
@@ -340,7 +349,7 @@ async fn device_model_2_0_1_against_python_ocpp() {
             .as_deref(),
         Some("EVConnected,Authorized,PowerPathClosed")
     );
-    let station = start_station(&url, OcppVersion::V2_0_1, &store);
+    let station = start_station(&url, version, &store);
     let (_, boot) = csms.next("boot", SCRIPT).await;
     assert_eq!(boot["count"], 2);
     let (_, read) = csms.next("heartbeat_interval", SCRIPT).await;

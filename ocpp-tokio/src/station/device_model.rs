@@ -1,7 +1,7 @@
 //! The station's device model, served and kept: [`DeviceModelStore`] holds the Sans-IO
 //! [`DeviceModel`] (2.x components and variables) and [`Configuration`] (1.6 keys) of
 //! [`ocpp_model::device_model`], answers the central system's GetVariables, SetVariables,
-//! GetBaseReport and GetReport (2.0.1, with the NotifyReports after) and GetConfiguration and
+//! GetBaseReport and GetReport (2.0.1 and 2.1, with the NotifyReports after) and GetConfiguration and
 //! ChangeConfiguration (1.6) through routes it adds to a [`Router`], keeps the values of
 //! persistent variables and read-write keys in a file of a state directory, and tells the
 //! application what changed.
@@ -45,10 +45,11 @@ use ocpp_model::device_model::{
     catalogue, AttributeType, Change, Configuration, DeviceModel, SetStatus,
 };
 use ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL;
-use ocpp_server_core::{v1_6, v2_0_1, ErrorAnswer, ErrorCode, OcppVersion};
+use ocpp_server_core::{v1_6, v2_0_1, v2_1, ErrorAnswer, ErrorCode, OcppVersion};
 use serde::{Deserialize, Serialize};
 
 use super::{Station, Status};
+use crate::typed::{ResponseOf, TypedCall};
 use crate::{Reply, Router, Session};
 
 /// The file in the state directory.
@@ -518,8 +519,8 @@ impl DeviceModelStore {
     }
 
     /// Adds the routes of the device model to `router`: 1.6 GetConfiguration and
-    /// ChangeConfiguration; 2.0.1 GetVariables, SetVariables, GetBaseReport and GetReport (each
-    /// report answered, then sent in NotifyReports on the same connection).
+    /// ChangeConfiguration; 2.0.1 and 2.1 GetVariables, SetVariables, GetBaseReport and
+    /// GetReport (each report answered, then sent in NotifyReports on the same connection).
     ///
     /// ```
     /// use ocpp_tokio::model::device_model::{catalogue::Layout, Configuration, DeviceModel};
@@ -543,7 +544,7 @@ impl DeviceModelStore {
         let set_variables = self.clone();
         let base_report = self.clone();
         let custom_report = self.clone();
-        router
+        let router = router
             .on(
                 move |_: Session<S, A>, request: v1_6::GetConfigurationRequest| {
                     std::future::ready(get_configuration.get_configuration(&request))
@@ -568,18 +569,86 @@ impl DeviceModelStore {
             )
             .on(
                 move |session: Session<S, A>, request: v2_0_1::GetBaseReportRequest| {
-                    let reports = base_report.base_report(&request);
-                    std::future::ready(Ok(answer_report(&session, reports, false)))
+                    let status = send_reports(&session, base_report.base_report(&request), false);
+                    std::future::ready(Ok(v2_0_1::GetBaseReportResponse::new(status)))
                 },
             )
             .on(
                 move |session: Session<S, A>, request: v2_0_1::GetReportRequest| {
-                    let reports = custom_report.custom_report(&request);
-                    let status = answer_report(&session, reports, true);
-                    std::future::ready(Ok(v2_0_1::GetReportResponse::new(status.status)))
+                    let status =
+                        send_reports(&session, custom_report.custom_report(&request), true);
+                    std::future::ready(Ok(v2_0_1::GetReportResponse::new(status)))
+                },
+            );
+        self.routes_2_1(router)
+    }
+
+    /// The 2.1 routes: the device model messages of 2.1 are those of 2.0.1 with optional
+    /// fields added (OCPP 2.1 Part 2 B05-B08), so they are answered by the 2.0.1 rules, the
+    /// payloads carried across field by field through their JSON form.
+    fn routes_2_1<S, A>(&self, router: Router<S, A>) -> Router<S, A>
+    where
+        S: Send + Sync + 'static,
+        A: Clone + Send + Sync + 'static,
+    {
+        let get_variables = self.clone();
+        let set_variables = self.clone();
+        let base_report = self.clone();
+        let custom_report = self.clone();
+        router
+            .on(
+                move |_: Session<S, A>, request: v2_1::GetVariablesRequest| {
+                    let answer = across(&request)
+                        .and_then(|request| get_variables.get_variables(&request))
+                        .and_then(|answer| across(&answer));
+                    std::future::ready(answer)
+                },
+            )
+            .on(
+                move |_: Session<S, A>, request: v2_1::SetVariablesRequest| {
+                    let store = set_variables.clone();
+                    async move {
+                        let request: v2_0_1::SetVariablesRequest = across(&request)?;
+                        across(&store.set_variables(&request).await?)
+                    }
+                },
+            )
+            .on(
+                move |session: Session<S, A>, request: v2_1::GetBaseReportRequest| {
+                    let reports = across(&request).map(|r| base_report.base_report(&r));
+                    std::future::ready(reports.and_then(|reports| {
+                        let status = send_reports(&session, reports_2_1(reports)?, false);
+                        Ok(v2_1::GetBaseReportResponse::new(across(&status)?))
+                    }))
+                },
+            )
+            .on(
+                move |session: Session<S, A>, request: v2_1::GetReportRequest| {
+                    let reports = across(&request).map(|r| custom_report.custom_report(&r));
+                    std::future::ready(reports.and_then(|reports| {
+                        let status = send_reports(&session, reports_2_1(reports)?, true);
+                        Ok(v2_1::GetReportResponse::new(across(&status)?))
+                    }))
                 },
             )
     }
+}
+
+/// A payload of one version as the same payload of another (2.0.1 and 2.1 device model
+/// messages), through its JSON form; CALLERROR `InternalError` if it does not fit.
+fn across<T: Serialize, U: serde::de::DeserializeOwned>(payload: &T) -> Result<U, ErrorAnswer> {
+    serde_json::to_value(payload)
+        .and_then(serde_json::from_value)
+        .map_err(ErrorAnswer::internal)
+}
+
+/// 2.0.1 NotifyReports as 2.1 ones.
+fn reports_2_1(
+    reports: Option<Vec<v2_0_1::NotifyReportRequest>>,
+) -> Result<Option<Vec<v2_1::NotifyReportRequest>>, ErrorAnswer> {
+    reports
+        .map(|reports| reports.iter().map(across).collect())
+        .transpose()
 }
 
 /// Refuses a request of more items than `DeviceDataCtrlr.ItemsPerMessage` of `instance`.
@@ -593,33 +662,38 @@ fn too_many(model: &DeviceModel, instance: &str, items: usize) -> Result<(), Err
     }
 }
 
-/// The answer to a report request, and the NotifyReports sent after it on the session's
-/// connection, in order, each once the previous was answered.
-fn answer_report<S: Send + Sync + 'static, A>(
+/// The status of a report request (`Accepted`; none to send: `EmptyResultSet` for a GetReport,
+/// `NotSupported` for a GetBaseReport of a base this version does not define), and the
+/// NotifyReports sent after the answer on the session's connection, in order, each once the
+/// previous was answered.
+fn send_reports<S, A, R>(
     session: &Session<S, A>,
-    reports: Option<Vec<v2_0_1::NotifyReportRequest>>,
-    empty_when_none: bool,
-) -> v2_0_1::GetBaseReportResponse {
+    reports: Option<Vec<R>>,
+    custom: bool,
+) -> v2_0_1::GenericDeviceModelStatusEnum
+where
+    S: Send + Sync + 'static,
+    R: TypedCall + Send + 'static,
+    ResponseOf<R>: Send,
+{
     use v2_0_1::GenericDeviceModelStatusEnum as Status;
     let Some(reports) = reports else {
-        let status = match empty_when_none {
+        return match custom {
             true => Status::EmptyResultSet,
             false => Status::NotSupported,
         };
-        return v2_0_1::GetBaseReportResponse::new(status);
     };
     let central = session.charge_point().clone();
     tokio::spawn(async move {
         tokio::time::sleep(REPORT_AFTER).await;
-        for report in reports {
-            let seq_no = report.seq_no;
+        for (seq_no, report) in reports.into_iter().enumerate() {
             if let Err(failure) = central.call(report).await {
                 tracing::warn!(%failure, seq_no, "NotifyReport failed: the report stops");
                 return;
             }
         }
     });
-    v2_0_1::GetBaseReportResponse::new(Status::Accepted)
+    Status::Accepted
 }
 
 /// Writes `saved` to `path` durably: `<path>.tmp`, synced, renamed over `path`, directory synced.

@@ -4,7 +4,7 @@ model (ocpp-tokio's `station::DeviceModelStore`). Every payload in and out is ch
 official schemas by the library (a station answer or NotifyReport that is not schema-valid fails
 its call, or is answered with a CALLERROR, and the event below is not printed).
 
-usage: python_device_model_csms.py --port P --version 1.6|2.0.1
+usage: python_device_model_csms.py --port P --version 1.6|2.0.1|2.1
 
 Answers BootNotification Accepted with interval 0 (the station chooses: its HeartbeatInterval).
 On the first boot of this process it runs the script below and prints what it got; on later
@@ -16,7 +16,7 @@ boots it only reads HeartbeatInterval back. Prints one JSON line per event, flus
          {"event":"get_configuration","known":{..},"unknown":[..]}
          {"event":"change_configuration","key":K,"value":V,"status":S}   (one per change)
          {"event":"heartbeat_interval","value":V}                      (later boots)
-  2.0.1: {"event":"get_variables","results":[[STATUS, VALUE-or-null], ..]}
+  2.x:   {"event":"get_variables","results":[[STATUS, VALUE-or-null], ..]}
          {"event":"set_variables","results":[STATUS, ..]}
          {"event":"report","request_id":N,"status":S,"seq_nos":[..],"tbc":[..],
           "items":[["Component","Variable", DATATYPE, [MUTABILITY..]], ..]}
@@ -41,6 +41,10 @@ from ocpp.v201 import ChargePoint as Cp201Base
 from ocpp.v201 import call as call201
 from ocpp.v201 import call_result as result201
 from ocpp.v201 import enums as enums201
+from ocpp.v21 import ChargePoint as Cp21Base
+from ocpp.v21 import call as call21
+from ocpp.v21 import call_result as result21
+from ocpp.v21 import enums as enums21
 
 TIMEOUT = 10  # seconds for each answer
 BOOTS = {"count": 0}
@@ -120,7 +124,10 @@ def cv(component, variable, **extra):
     return {"component": component, "variable": variable, **extra}
 
 
-class Cs201(Cp201Base):
+class Device2:
+    """The 2.x central system side of one connection; `C`, `R`, `E`: the version's call,
+    call_result and enums modules."""
+
     reports = {}
     done = {}
 
@@ -128,8 +135,8 @@ class Cs201(Cp201Base):
     def on_boot(self, **_):
         BOOTS["count"] += 1
         emit("boot", id=self.id, count=BOOTS["count"])
-        return result201.BootNotification(
-            current_time=now(), interval=0, status=enums201.RegistrationStatusEnumType.accepted
+        return self.R.BootNotification(
+            current_time=now(), interval=0, status=self.E.RegistrationStatusEnumType.accepted
         )
 
     @after("BootNotification")
@@ -139,11 +146,11 @@ class Cs201(Cp201Base):
     @on("Heartbeat")
     def on_heartbeat(self, **_):
         emit("heartbeat", id=self.id)
-        return result201.Heartbeat(current_time=now())
+        return self.R.Heartbeat(current_time=now())
 
     @on("StatusNotification")
     def on_status(self, **_):
-        return result201.StatusNotification()
+        return self.R.StatusNotification()
 
     @on("NotifyReport")
     def on_notify_report(self, request_id, generated_at, seq_no, tbc=False, report_data=None, **_):
@@ -158,7 +165,7 @@ class Cs201(Cp201Base):
             )
         if not tbc:
             self.done.setdefault(request_id, asyncio.Event()).set()
-        return result201.NotifyReport()
+        return self.R.NotifyReport()
 
     async def report(self, request, request_id):
         answer = await self.call(request, suppress=False)
@@ -169,13 +176,13 @@ class Cs201(Cp201Base):
         emit("report", request_id=request_id, status=status, **report)
 
     async def read_back(self):
-        request = call201.GetVariables(get_variable_data=[cv("OCPPCommCtrlr", "HeartbeatInterval")])
+        request = self.C.GetVariables(get_variable_data=[cv("OCPPCommCtrlr", "HeartbeatInterval")])
         answer = await self.call(request, suppress=False)
         emit("heartbeat_interval", value=answer.get_variable_result[0].get("attribute_value"))
         emit("script_done", id=self.id)
 
     async def script(self):
-        request = call201.GetVariables(
+        request = self.C.GetVariables(
             get_variable_data=[
                 cv("OCPPCommCtrlr", "HeartbeatInterval"),
                 cv("SecurityCtrlr", "SecurityProfile"),
@@ -189,7 +196,7 @@ class Cs201(Cp201Base):
         answer = await self.call(request, suppress=False)
         results = [[text(r["attribute_status"]), r.get("attribute_value")] for r in answer.get_variable_result]
         emit("get_variables", results=results)
-        request = call201.SetVariables(
+        request = self.C.SetVariables(
             set_variable_data=[
                 cv("OCPPCommCtrlr", "HeartbeatInterval", attribute_value="1"),
                 cv("SecurityCtrlr", "SecurityProfile", attribute_value="3"),
@@ -202,18 +209,30 @@ class Cs201(Cp201Base):
         )
         answer = await self.call(request, suppress=False)
         emit("set_variables", results=[text(r["attribute_status"]) for r in answer.set_variable_result])
-        await self.report(call201.GetBaseReport(request_id=1, report_base="FullInventory"), 1)
-        await self.report(call201.GetBaseReport(request_id=2, report_base="ConfigurationInventory"), 2)
-        await self.report(call201.GetBaseReport(request_id=3, report_base="SummaryInventory"), 3)
-        request = call201.GetReport(request_id=4, component_variable=[{"component": {"name": "OCPPCommCtrlr"}}])
+        await self.report(self.C.GetBaseReport(request_id=1, report_base="FullInventory"), 1)
+        await self.report(self.C.GetBaseReport(request_id=2, report_base="ConfigurationInventory"), 2)
+        await self.report(self.C.GetBaseReport(request_id=3, report_base="SummaryInventory"), 3)
+        request = self.C.GetReport(request_id=4, component_variable=[{"component": {"name": "OCPPCommCtrlr"}}])
         await self.report(request, 4)
-        request = call201.GetReport(request_id=5, component_variable=[{"component": {"name": "AcmeCtrlr"}}])
+        request = self.C.GetReport(request_id=5, component_variable=[{"component": {"name": "AcmeCtrlr"}}])
         await self.report(request, 5)
         emit("script_done", id=self.id)
 
 
+class Cs201(Device2, Cp201Base):
+    C, R, E = call201, result201, enums201
+
+
+class Cs21(Device2, Cp21Base):
+    C, R, E = call21, result21, enums21
+
+
 async def serve(args):
-    subprotocol, cls = {"1.6": ("ocpp1.6", Cs16), "2.0.1": ("ocpp2.0.1", Cs201)}[args.version]
+    subprotocol, cls = {
+        "1.6": ("ocpp1.6", Cs16),
+        "2.0.1": ("ocpp2.0.1", Cs201),
+        "2.1": ("ocpp2.1", Cs21),
+    }[args.version]
 
     async def handler(ws):
         identity = ws.request.path.split("?", 1)[0].rsplit("/", 1)[-1]
@@ -233,7 +252,7 @@ async def serve(args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--version", choices=["1.6", "2.0.1"], required=True)
+    parser.add_argument("--version", choices=["1.6", "2.0.1", "2.1"], required=True)
     args = parser.parse_args()
     try:
         asyncio.run(serve(args))
