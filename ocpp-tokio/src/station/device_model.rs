@@ -497,25 +497,29 @@ impl DeviceModelStore {
 
     /// The NotifyReports of a 2.0.1 GetReport (B08); `None` when nothing matches (the answer
     /// is then `EmptyResultSet`).
+    ///
+    /// # Errors
+    /// CALLERROR `OccurrenceConstraintViolation` when it names more `componentVariable`s than
+    /// `DeviceDataCtrlr.ItemsPerMessage` of `GetReport` (B08.FR.17).
     pub fn custom_report(
         &self,
         request: &v2_0_1::GetReportRequest,
-    ) -> Option<Vec<v2_0_1::NotifyReportRequest>> {
+    ) -> Result<Option<Vec<v2_0_1::NotifyReportRequest>>, ErrorAnswer> {
         let mut models = lock(&self.inner.models);
+        let named = request.component_variable.as_ref().map_or(0, Vec::len);
+        too_many(&models.v2, "GetReport", named)?;
         models.read_clock();
         let items = models.v2.custom_report(request);
         if items.is_empty() {
-            return None;
+            return Ok(None);
         }
-        Some(notify_reports(
+        let per_message = models.v2.items_per_message("GetReport");
+        Ok(Some(notify_reports(
             request.request_id,
             ocpp_server_core::DateTime::now(),
             items,
-            models
-                .v2
-                .items_per_message("GetReport")
-                .unwrap_or(usize::MAX),
-        ))
+            per_message.unwrap_or(usize::MAX),
+        )))
     }
 
     /// Adds the routes of the device model to `router`: 1.6 GetConfiguration and
@@ -575,9 +579,10 @@ impl DeviceModelStore {
             )
             .on(
                 move |session: Session<S, A>, request: v2_0_1::GetReportRequest| {
-                    let status =
-                        send_reports(&session, custom_report.custom_report(&request), true);
-                    std::future::ready(Ok(v2_0_1::GetReportResponse::new(status)))
+                    let answer = custom_report.custom_report(&request).map(|reports| {
+                        v2_0_1::GetReportResponse::new(send_reports(&session, reports, true))
+                    });
+                    std::future::ready(answer)
                 },
             );
         self.routes_2_1(router)
@@ -624,7 +629,7 @@ impl DeviceModelStore {
             )
             .on(
                 move |session: Session<S, A>, request: v2_1::GetReportRequest| {
-                    let reports = across(&request).map(|r| custom_report.custom_report(&r));
+                    let reports = across(&request).and_then(|r| custom_report.custom_report(&r));
                     std::future::ready(reports.and_then(|reports| {
                         let status = send_reports(&session, reports_2_1(reports)?, true);
                         Ok(v2_1::GetReportResponse::new(across(&status)?))
@@ -665,7 +670,9 @@ fn too_many(model: &DeviceModel, instance: &str, items: usize) -> Result<(), Err
 /// The status of a report request (`Accepted`; none to send: `EmptyResultSet` for a GetReport,
 /// `NotSupported` for a GetBaseReport of a base this version does not define), and the
 /// NotifyReports sent after the answer on the session's connection, in order, each once the
-/// previous was answered.
+/// previous was answered. The size of a NotifyReport is the station's choice (a report may be
+/// split over several); this library sends `DeviceDataCtrlr.ItemsPerMessage` of `GetReport`
+/// items in each, the number the station takes in one GetReport.
 fn send_reports<S, A, R>(
     session: &Session<S, A>,
     reports: Option<Vec<R>>,
@@ -888,6 +895,11 @@ mod tests {
         let keys =
             v1_6::GetConfigurationRequest::default().with_key(vec!["HeartbeatInterval".into(); 51]);
         let error = store.get_configuration(&keys).unwrap_err();
+        assert_eq!(error.code, ErrorCode::OccurrenceConstraintViolation);
+        let mut report = v2_0_1::GetReportRequest::new(1);
+        let named = v2_0_1::ComponentVariable::new(v2_0_1::Component::new("OCPPCommCtrlr"));
+        report.component_variable = Some(vec![named; 21]);
+        let error = store.custom_report(&report).unwrap_err();
         assert_eq!(error.code, ErrorCode::OccurrenceConstraintViolation);
     }
 
