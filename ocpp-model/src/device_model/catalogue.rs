@@ -3,7 +3,7 @@
 //! Part 2, "Referenced Components and Variables" of each functional block (B Provisioning:
 //! `OCPPCommCtrlr`, `DeviceDataCtrlr`; A Security: `SecurityCtrlr`; C Authorization:
 //! `AuthCtrlr`, `AuthCacheCtrlr`; D LocalAuthorizationList Management: `LocalAuthListCtrlr`;
-//! E Transactions: `TxCtrlr`, `SampledDataCtrlr`; G Availability: `ChargingStation`, `EVSE`,
+//! E Transactions: `TxCtrlr`, `SampledDataCtrlr`; J MeterValues: `AlignedDataCtrlr`; G Availability: `ChargingStation`, `EVSE`,
 //! `Connector`; P Time: `ClockCtrlr`), and its Appendix 3 "Standardized Components" for the
 //! physical ones.
 //!
@@ -29,6 +29,8 @@ use crate::device_model::configuration::MEASURANDS;
 
 /// OCPP communication settings (B Provisioning).
 pub const OCPP_COMM_CTRLR: &str = "OCPPCommCtrlr";
+/// Clock-aligned meter values (J MeterValues).
+pub const ALIGNED_DATA_CTRLR: &str = "AlignedDataCtrlr";
 /// Meter values sampled in a transaction (E Transactions, J MeterValues).
 pub const SAMPLED_DATA_CTRLR: &str = "SampledDataCtrlr";
 /// Transaction behaviour (E Transactions).
@@ -172,6 +174,16 @@ pub fn standard(layout: &Layout) -> Vec<ComponentEntry> {
                 rw("RetryBackOffWaitMinimum", seconds(), "3"),
                 rw("UnlockOnEVSideDisconnect", boolean(), "true"),
                 rw("WebSocketPingInterval", seconds(), "30"),
+            ],
+        ),
+        component(
+            ALIGNED_DATA_CTRLR,
+            vec![
+                rw("Enabled", boolean(), "true"),
+                rw("Interval", seconds(), "0"),
+                measurands("Measurands", "Energy.Active.Import.Register"),
+                rw("TxEndedInterval", seconds(), "0"),
+                measurands("TxEndedMeasurands", "Energy.Active.Import.Register"),
             ],
         ),
         component(

@@ -604,18 +604,35 @@ impl DeviceModel {
         m::GetVariablesResponse::new(results)
     }
 
-    /// Answers a SetVariables (OCPP 2.0.1 B05): one result per item, in order, and the changes
-    /// made. The caller keeps the persistent ones before it sends the answer.
+    /// `DeviceDataCtrlr.ConfigurationValueSize`: the longest value a SetVariables may set.
+    fn configuration_value_size(&self) -> Option<usize> {
+        let id = ComponentId::new(catalogue::DEVICE_DATA_CTRLR);
+        self.read(&id, "ConfigurationValueSize", None, AttributeType::Actual)
+            .ok()
+            .flatten()
+            .and_then(|v| v.parse().ok())
+    }
+
+    /// Answers a SetVariables (OCPP 2.0.1 B05): one result per item, in order (a value longer
+    /// than `DeviceDataCtrlr.ConfigurationValueSize` Rejected), and the changes made. The caller keeps the persistent ones before it sends the answer.
     pub fn set_variables(
         &mut self,
         request: &m::SetVariablesRequest,
     ) -> (m::SetVariablesResponse, Vec<Change>) {
         let mut changes = Vec::new();
+        let value_size = self.configuration_value_size();
         let results = request
             .set_variable_data
             .iter()
             .map(|asked| {
+                let too_long = value_size.is_some_and(|max| asked.attribute_value.len() > max);
                 let outcome = match attribute_of(&asked.attribute_type) {
+                    // Longer than DeviceDataCtrlr.ConfigurationValueSize: Rejected.
+                    Some(_) if too_long => SetOutcome {
+                        status: SetStatus::Rejected,
+                        error: Some(ValueError::TooLarge),
+                        change: None,
+                    },
                     Some(kind) => self.set_at(
                         &ComponentId::of(&asked.component),
                         &asked.variable.name,

@@ -433,6 +433,22 @@ fn set_variables_statuses() {
 }
 
 #[test]
+fn values_longer_than_the_configuration_value_size_are_rejected() {
+    let mut model = model();
+    let long = "x".repeat(1001);
+    let request = m::SetVariablesRequest::new(vec![
+        data("SecurityCtrlr", "OrganizationName", &long),
+        data("SecurityCtrlr", "OrganizationName", &long[..1000]),
+    ]);
+    let (response, changes) = model.set_variables(&request);
+    let first = &response.set_variable_result[0];
+    assert_eq!(first.attribute_status, m::SetVariableStatusEnum::Rejected);
+    let second = &response.set_variable_result[1];
+    assert_eq!(second.attribute_status, m::SetVariableStatusEnum::Accepted);
+    assert_eq!(changes.len(), 1);
+}
+
+#[test]
 fn reboot_required_variables_say_so() {
     let mut model = DeviceModel::new();
     let slot = VariableEntry::new(
