@@ -117,6 +117,28 @@ impl Models {
         }
     }
 
+    /// Makes a change that was checked and kept on a copy of these models.
+    fn apply(&mut self, change: &Change) {
+        match change {
+            Change::Variable {
+                component,
+                variable,
+                instance,
+                attribute,
+                value,
+            } => {
+                let _ = self
+                    .v2
+                    .set_at(component, variable, instance.as_deref(), *attribute, value);
+            }
+            Change::Key { key, value } => {
+                let _ = self.v1_6.change(key, value);
+            }
+            _ => {}
+        }
+        self.mirror(change);
+    }
+
     /// Puts the clock in `ClockCtrlr.DateTime` before it is read.
     fn read_clock(&mut self) {
         let clock = catalogue::id(catalogue::CLOCK_CTRLR);
@@ -387,7 +409,14 @@ impl DeviceModelStore {
                 return Err((answer, e));
             }
         }
-        *lock(&self.inner.models) = next;
+        // Applied again to the models in force, not swapped for the copy: what the station
+        // updated meanwhile ([`DeviceModelStore::update`]) stays.
+        {
+            let mut live = lock(&self.inner.models);
+            for change in &changes {
+                live.apply(change);
+            }
+        }
         let listeners = lock(&self.inner.listeners).clone();
         for change in &changes {
             for listener in &listeners {
