@@ -120,13 +120,16 @@ fn open_store(dir: &Path) -> (DeviceModelStore, Arc<Mutex<Vec<Change>>>) {
     (store, changes)
 }
 
-/// What the application writes: the store's routes in its router, and the heartbeat following
-/// the model.
+/// What the application writes: the store's routes in its router, the transaction retries of
+/// the model, and the heartbeat and back-off following the model (the back-off here starts
+/// short, for the test).
 fn start_station(url: &str, version: OcppVersion, store: &DeviceModelStore) -> Station {
     let router = store.routes(Router::<()>::for_station());
+    let (attempts, interval) = store.transaction_retries(version).unwrap();
     let station = Station::builder(url)
         .unwrap()
         .versions([version])
+        .transaction_retries(attempts, interval)
         .back_off(RetryBackOff {
             wait_minimum: Duration::from_millis(200),
             random_range: Duration::from_millis(100),
@@ -136,6 +139,7 @@ fn start_station(url: &str, version: OcppVersion, store: &DeviceModelStore) -> S
         .connect()
         .unwrap();
     store.follow_heartbeat(&station);
+    store.follow_back_off(&station);
     station
 }
 

@@ -9,7 +9,9 @@
 //! A change is acknowledged (SetVariables `Accepted`, ChangeConfiguration `Accepted`) only once
 //! it is durable: written to `<dir>/device_model.json.tmp`, synced, renamed over
 //! `device_model.json`, and the directory synced. When that fails the change is refused
-//! (`Rejected`, reason `WriteFailed`) and leaves no trace, in the file or in memory.
+//! (`Rejected`, reason `WriteFailed`) and leaves no trace, in the file or in memory. The file
+//! holds write-only values too (`SecurityCtrlr.BasicAuthPassword`) in clear: the state
+//! directory must be the station's alone.
 //!
 //! ```no_run
 //! use ocpp_tokio::model::device_model::{catalogue::Layout, Configuration, DeviceModel};
@@ -48,7 +50,7 @@ use ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL;
 use ocpp_server_core::{v1_6, v2_0_1, v2_1, ErrorAnswer, ErrorCode, OcppVersion};
 use serde::{Deserialize, Serialize};
 
-use super::{Station, Status};
+use super::{RetryBackOff, Station, Status};
 use crate::typed::{ResponseOf, TypedCall};
 use crate::{Reply, Router, Session};
 
@@ -328,6 +330,91 @@ impl DeviceModelStore {
                 .value(catalogue::OCPP_COMM_CTRLR, "HeartbeatInterval"),
         }?;
         value.trim().parse().ok().map(Duration::from_secs)
+    }
+
+    /// The reconnect back-off the model holds (2.x `OCPPCommCtrlr.RetryBackOffWaitMinimum`,
+    /// `RetryBackOffRandomRange`, `RetryBackOffRepeatTimes`, in seconds; the same schedule on
+    /// 1.6), for [`StationBuilder::back_off`](super::StationBuilder::back_off); a variable
+    /// without a number keeps the default's part.
+    ///
+    /// ```
+    /// use ocpp_tokio::model::device_model::{catalogue::Layout, Configuration, DeviceModel};
+    /// use ocpp_tokio::station::{DeviceModelStore, Station};
+    /// let store = DeviceModelStore::in_memory(
+    ///     DeviceModel::standard(Layout::new(&[1])),
+    ///     Configuration::standard(1),
+    /// );
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")
+    ///     .unwrap()
+    ///     .back_off(store.retry_back_off());
+    /// # let _ = builder;
+    /// ```
+    pub fn retry_back_off(&self) -> RetryBackOff {
+        let models = lock(&self.inner.models);
+        let number = |variable: &str| -> Option<u64> {
+            models
+                .v2
+                .value(catalogue::OCPP_COMM_CTRLR, variable)?
+                .trim()
+                .parse()
+                .ok()
+        };
+        let mut back_off = RetryBackOff::default();
+        if let Some(seconds) = number("RetryBackOffWaitMinimum") {
+            back_off.wait_minimum = Duration::from_secs(seconds);
+        }
+        if let Some(seconds) = number("RetryBackOffRandomRange") {
+            back_off.random_range = Duration::from_secs(seconds);
+        }
+        if let Some(times) = number("RetryBackOffRepeatTimes") {
+            back_off.repeat_times = u32::try_from(times).unwrap_or(u32::MAX);
+        }
+        back_off
+    }
+
+    /// How often a transaction message is tried and the wait between tries, as the model holds
+    /// them (1.6 `TransactionMessageAttempts` and `TransactionMessageRetryInterval`; 2.x
+    /// `OCPPCommCtrlr.MessageAttempts` and `MessageAttemptInterval` of `TransactionEvent`), for
+    /// [`StationBuilder::transaction_retries`](super::StationBuilder::transaction_retries)
+    /// (read when the station is built: a later change applies from the next start).
+    pub fn transaction_retries(&self, version: OcppVersion) -> Option<(u32, Duration)> {
+        let models = lock(&self.inner.models);
+        let (attempts, interval) = match version {
+            OcppVersion::V1_6 => (
+                models.v1_6.value("TransactionMessageAttempts")?,
+                models.v1_6.value("TransactionMessageRetryInterval")?,
+            ),
+            _ => {
+                let comm = catalogue::id(catalogue::OCPP_COMM_CTRLR);
+                let read = |name: &str| {
+                    models
+                        .v2
+                        .read(&comm, name, Some("TransactionEvent"), AttributeType::Actual)
+                        .ok()
+                        .flatten()
+                };
+                (read("MessageAttempts")?, read("MessageAttemptInterval")?)
+            }
+        };
+        let attempts = attempts.trim().parse().ok()?;
+        let interval = interval.trim().parse().ok().map(Duration::from_secs)?;
+        Some((attempts, interval))
+    }
+
+    /// Keeps `station`'s reconnect back-off on the model's: every change of a
+    /// `RetryBackOff*` variable by the central system sets it ([`Station::set_back_off`]) from
+    /// the next wait.
+    pub fn follow_back_off(&self, station: &Station) {
+        let store = self.clone();
+        let station = station.clone();
+        self.on_change(move |change| {
+            let Change::Variable { variable, .. } = change else {
+                return;
+            };
+            if variable.starts_with("RetryBackOff") {
+                station.set_back_off(store.retry_back_off());
+            }
+        });
     }
 
     /// Keeps `station`'s heartbeat interval on the model's: every change of HeartbeatInterval
@@ -930,6 +1017,34 @@ mod tests {
         report.component_variable = Some(vec![named; 21]);
         let error = store.custom_report(&report).unwrap_err();
         assert_eq!(error.code, ErrorCode::OccurrenceConstraintViolation);
+    }
+
+    #[tokio::test]
+    async fn the_back_off_and_the_retries_come_from_the_model() {
+        let store = DeviceModelStore::in_memory(
+            DeviceModel::standard(Layout::new(&[1])),
+            Configuration::standard(1),
+        );
+        let answer = store
+            .set_variables(&set("OCPPCommCtrlr", "RetryBackOffWaitMinimum", "7"))
+            .await
+            .unwrap();
+        let status = &answer.set_variable_result[0].attribute_status;
+        assert_eq!(*status, v2_0_1::SetVariableStatusEnum::Accepted);
+        let back_off = store.retry_back_off();
+        assert_eq!(back_off.wait_minimum, Duration::from_secs(7));
+        assert_eq!(back_off.random_range, Duration::from_secs(10));
+        assert_eq!(back_off.repeat_times, 5);
+        assert_eq!(
+            store.transaction_retries(OcppVersion::V2_0_1),
+            Some((3, Duration::from_secs(10)))
+        );
+        let change = v1_6::ChangeConfigurationRequest::new("TransactionMessageAttempts", "9");
+        let _ = store.change_configuration(&change).await;
+        assert_eq!(
+            store.transaction_retries(OcppVersion::V1_6),
+            Some((9, Duration::from_secs(10)))
+        );
     }
 
     #[test]
