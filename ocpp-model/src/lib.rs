@@ -52,6 +52,7 @@ pub mod authorization;
 pub mod boot;
 pub mod charging_limit;
 pub mod command;
+pub mod device_model;
 pub mod error;
 pub mod event;
 pub mod id_token;

@@ -102,6 +102,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod device_model;
 mod driver;
 mod queue;
 pub mod store;
@@ -119,6 +120,7 @@ use ocpp_server_core::{
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
+pub use device_model::{DeviceModelError, DeviceModelStore};
 pub use ocpp_server_core::station::{BootReason, RegistrationStatus, RetryBackOff, StationInfo};
 pub use store::{FileStore, MemoryStore, OfflineStore, StoreError, StoredMessage};
 pub use url::{StationUrl, UrlError};
