@@ -49,7 +49,10 @@
 
 use std::collections::BTreeMap;
 
-use ocpp_messages::{DateTime, Decimal, OcppVersion, Request};
+use ocpp_messages::{DateTime, OcppVersion, Request};
+
+#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
+use ocpp_messages::Decimal;
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "v1_6")]
@@ -555,6 +558,7 @@ mod message {
 
     const ENERGY: &str = "Energy.Active.Import.Register";
 
+    #[cfg(feature = "v1_6")]
     fn wh_i32(wh: i64) -> Result<i32, TransactionError> {
         i32::try_from(wh).map_err(|_| TransactionError::OutOfRange("meter value (Wh)"))
     }
