@@ -252,6 +252,10 @@ pub enum StoreError {
         /// The `seq` asked for.
         seq: u64,
     },
+    /// The state the store holds does not read (e.g. a transactions snapshot of another
+    /// version of this library).
+    #[error("offline store state: {0}")]
+    State(String),
     /// A write failed and could not be undone, so the journal's state is unknown; the store
     /// refuses changes until it is opened again (which reads what the file holds).
     #[error("offline queue journal {}: a failed write could not be undone; reopen it", path.display())]
