@@ -1383,6 +1383,18 @@ fn recording_transactions(seen: &Seen) -> Router<()> {
                 Ok(transaction_event_answer())
             },
         ))
+        .on(|_, _: ocpp_tokio::v2_1::BootNotificationRequest| async {
+            Ok(j::<ocpp_tokio::v2_1::BootNotificationResponse>(json!({
+                "currentTime": "2026-05-01T10:00:00Z", "interval": 300, "status": "Accepted"
+            })))
+        })
+        .on(with(
+            seen,
+            |seen, _, r: ocpp_tokio::v2_1::TransactionEventRequest| async move {
+                keep(&seen, "TransactionEvent", &r);
+                Ok(j::<ocpp_tokio::v2_1::TransactionEventResponse>(json!({})))
+            },
+        ))
 }
 
 /// Runs `station` until accepted, does `work`, closes it.
@@ -1408,7 +1420,13 @@ async fn seen_where(seen: &Seen, what: &str, done: impl Fn(&[serde_json::Value])
 async fn a_transaction_resumed_then_ended_after_power_loss(version: OcppVersion) {
     use ocpp_tokio::station::{Evse, IdToken};
     let seen = Seen::default();
-    let csms = Csms::start(recording_transactions(&seen)).await;
+    let config = server_config().versions(vec![version]);
+    let csms = Csms::start_with(
+        Server::builder()
+            .config(config)
+            .handler(recording_transactions(&seen)),
+    )
+    .await;
     let journal = journal_path();
     let builder = || station(&csms, "CP-TX", version).store(FileStore::open(&journal).unwrap());
     let id = if version == OcppVersion::V1_6 {
@@ -1529,4 +1547,9 @@ async fn a_1_6_transaction_resumed_then_ended_after_power_loss() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2_0_1_transaction_resumed_then_ended_after_power_loss() {
     a_transaction_resumed_then_ended_after_power_loss(OcppVersion::V2_0_1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2_1_transaction_resumed_then_ended_after_power_loss() {
+    a_transaction_resumed_then_ended_after_power_loss(OcppVersion::V2_1).await;
 }

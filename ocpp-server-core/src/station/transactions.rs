@@ -2,8 +2,8 @@
 //! meter reading; and the transaction messages each change makes (OCPP 1.6 §4.8 StartTransaction,
 //! §4.7 MeterValues, §4.10 StopTransaction; OCPP 2.0.1 and 2.1 E01-E07 TransactionEvent).
 //!
-//! [`Transactions`] is Sans-IO: every method takes the time and the place the message will have
-//! in the station's offline queue, changes the state, and hands back the
+//! [`Transactions`] is Sans-IO: every change takes the time (and a start, the place its message
+//! will have in the station's offline queue), changes the state, and hands back the
 //! [`TransactionMessage`] to queue. The whole state serialises to one JSON snapshot
 //! ([`Transactions::to_snapshot`], [`Transactions::from_snapshot`]), so that a driver can write
 //! the message and the state that made it in one record of its journal: a station killed at any
@@ -35,8 +35,8 @@
 //!     .start(Start::new(evse, IdToken::new("TAG-1", "ISO14443"), 1_000, t0.clone()), 1)
 //!     .unwrap();
 //! assert_eq!(started.request.action(), "TransactionEvent");
-//! transactions.meter(evse.id, 1_500, t0.clone(), 2).unwrap();
-//! let ended = transactions.stop(evse.id, 2_000, t0, StopReason::Local, 3).unwrap();
+//! transactions.meter(evse.id, 1_500, t0.clone()).unwrap();
+//! let ended = transactions.stop(evse.id, 2_000, t0, StopReason::Local).unwrap();
 //! let payload = serde_json::to_value(&ended.request).unwrap();
 //! assert_eq!(payload["seqNo"], 2);
 //! assert_eq!(payload["transactionInfo"]["stoppedReason"], "Local");
@@ -453,9 +453,7 @@ impl Transactions {
         evse: i32,
         meter_wh: i64,
         timestamp: DateTime,
-        queue_seq: u64,
     ) -> Result<TransactionMessage, TransactionError> {
-        let _ = queue_seq;
         let open = self
             .open
             .get(&evse)
@@ -480,9 +478,7 @@ impl Transactions {
         meter_wh: i64,
         timestamp: DateTime,
         reason: StopReason,
-        queue_seq: u64,
     ) -> Result<TransactionMessage, TransactionError> {
-        let _ = queue_seq;
         let open = self
             .open
             .get(&evse)
@@ -496,25 +492,55 @@ impl Transactions {
     /// power, with the last meter reading known ([`StopReason::PowerLoss`]; 2.x trigger
     /// `AbnormalCondition`, its `seqNo` going on from the last one sent).
     ///
+    /// ```
+    /// use ocpp_server_core::station::{Evse, IdToken, Start, Transactions};
+    /// use ocpp_server_core::{DateTime, OcppVersion};
+    ///
+    /// let t0 = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
+    /// let mut before = Transactions::new(OcppVersion::V1_6, "");
+    /// before.start(Start::new(Evse::new(1), IdToken::new("TAG", ""), 500, t0.clone()), 7).unwrap();
+    /// before.meter(1, 650, t0.clone()).unwrap();
+    /// // Killed; the snapshot is what the journal kept.
+    /// let mut after = Transactions::from_snapshot(&before.to_snapshot()).unwrap();
+    /// let stop = after.end_after_power_loss(1, t0).unwrap();
+    /// let payload = serde_json::to_value(&stop.request).unwrap();
+    /// assert_eq!((payload["reason"].as_str(), payload["meterStop"].as_i64()), (Some("PowerLoss"), Some(650)));
+    /// // Its id is the StartTransaction's (queued as 7), once the central system gives it.
+    /// assert_eq!(stop.transaction_of, Some(7));
+    /// ```
+    ///
     /// # Errors
     /// As [`Transactions::stop`].
     pub fn end_after_power_loss(
         &mut self,
         evse: i32,
         timestamp: DateTime,
-        queue_seq: u64,
     ) -> Result<TransactionMessage, TransactionError> {
         let open = self
             .open
             .get(&evse)
             .ok_or(TransactionError::NotOpen(evse))?;
         let meter_wh = open.meter_wh;
-        self.stop(evse, meter_wh, timestamp, StopReason::PowerLoss, queue_seq)
+        self.stop(evse, meter_wh, timestamp, StopReason::PowerLoss)
     }
 
     /// OCPP 1.6: the StartTransaction queued at `start_seq` was answered with `id`. Returns the
     /// EVSE whose transaction now has it (`None`: none open has that StartTransaction, e.g. it
     /// ended meanwhile: its StopTransaction got the id from the queue).
+    ///
+    /// ```
+    /// use ocpp_server_core::station::{Evse, IdToken, Start, Transactions};
+    /// use ocpp_server_core::{DateTime, OcppVersion};
+    ///
+    /// let t0 = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
+    /// let mut transactions = Transactions::new(OcppVersion::V1_6, "");
+    /// transactions.start(Start::new(Evse::new(2), IdToken::new("TAG", ""), 0, t0.clone()), 41).unwrap();
+    /// assert_eq!(transactions.transaction_id(2), None);
+    /// assert_eq!(transactions.on_transaction_id(41, 4711), Some(2));
+    /// assert_eq!(transactions.transaction_id(2).as_deref(), Some("4711"));
+    /// let meter = transactions.meter(2, 10, t0).unwrap();
+    /// assert_eq!(meter.transaction_of, None); // it carries 4711 itself
+    /// ```
     pub fn on_transaction_id(&mut self, start_seq: u64, id: i32) -> Option<i32> {
         let open = self
             .open
@@ -886,7 +912,7 @@ mod tests {
             assert_eq!(sampled["context"], "Transaction.Begin");
             assert_eq!(t.start(start, 2), Err(TransactionError::Busy(2)));
 
-            let updated = payload(&t.meter(2, 1_250, at(60), 2).unwrap());
+            let updated = payload(&t.meter(2, 1_250, at(60)).unwrap());
             assert_eq!(updated["eventType"], "Updated");
             assert_eq!(updated["seqNo"], 1);
             assert_eq!(updated["triggerReason"], "MeterValuePeriodic");
@@ -895,13 +921,13 @@ mod tests {
             // A restart: the state from its snapshot, the transaction ended on power loss.
             let mut t = Transactions::from_snapshot(&t.to_snapshot()).unwrap();
             assert_eq!(t.transaction_id(2).as_deref(), Some("CP1-x-1"));
-            let ended = payload(&t.end_after_power_loss(2, at(120), 3).unwrap());
+            let ended = payload(&t.end_after_power_loss(2, at(120)).unwrap());
             assert_eq!(ended["eventType"], "Ended");
             assert_eq!(ended["seqNo"], 2);
             assert_eq!(ended["triggerReason"], "AbnormalCondition");
             assert_eq!(ended["transactionInfo"]["stoppedReason"], "PowerLoss");
             assert_eq!(ended["meterValue"][0]["sampledValue"][0]["value"], 1250);
-            assert_eq!(t.meter(2, 1, at(1), 4), Err(TransactionError::NotOpen(2)));
+            assert_eq!(t.meter(2, 1, at(1)), Err(TransactionError::NotOpen(2)));
 
             // The next transaction has the next id.
             let next = payload(&t.start(Start::new(evse, token(), 0, at(200)), 5).unwrap());
@@ -921,7 +947,7 @@ mod tests {
         assert_eq!(start["idTag"], "TAG-1");
         assert_eq!(start["meterStart"], 10);
         assert_eq!(t.transaction_id(1), None);
-        let meter = t.meter(1, 20, at(60), 42).unwrap();
+        let meter = t.meter(1, 20, at(60)).unwrap();
         assert_eq!(meter.transaction_of, Some(41));
         let values = payload(&meter);
         assert_eq!(values["meterValue"][0]["sampledValue"][0]["value"], "20");
@@ -930,7 +956,7 @@ mod tests {
         assert_eq!(t.on_transaction_id(41, 4711), Some(1));
         assert_eq!(t.transaction_id(1).as_deref(), Some("4711"));
         let mut t = Transactions::from_snapshot(&t.to_snapshot()).unwrap();
-        let stop = t.end_after_power_loss(1, at(90), 43).unwrap();
+        let stop = t.end_after_power_loss(1, at(90)).unwrap();
         assert_eq!(stop.transaction_of, None);
         let stop = payload(&stop);
         assert_eq!(stop["transactionId"], 4711);
@@ -1096,20 +1122,14 @@ mod tests {
                 Op::Meter { evse, wh } => {
                     queue_seq += 1;
                     meter += i64::from(wh);
-                    match t.meter(evse, meter, at(queue_seq as i64), queue_seq) {
+                    match t.meter(evse, meter, at(queue_seq as i64)) {
                         Ok(message) => record(version, message, queue_seq, &given, &mut seen)?,
                         Err(e) => prop_assert_eq!(e, TransactionError::NotOpen(evse)),
                     }
                 }
                 Op::Stop { evse } => {
                     queue_seq += 1;
-                    match t.stop(
-                        evse,
-                        meter,
-                        at(queue_seq as i64),
-                        StopReason::Local,
-                        queue_seq,
-                    ) {
+                    match t.stop(evse, meter, at(queue_seq as i64), StopReason::Local) {
                         Ok(message) => record(version, message, queue_seq, &given, &mut seen)?,
                         Err(e) => prop_assert_eq!(e, TransactionError::NotOpen(evse)),
                     }
@@ -1135,9 +1155,8 @@ mod tests {
                         prop_assert_eq!(t.transaction_id(evse), id);
                         if end {
                             queue_seq += 1;
-                            let message = t
-                                .end_after_power_loss(evse, at(queue_seq as i64), queue_seq)
-                                .unwrap();
+                            let message =
+                                t.end_after_power_loss(evse, at(queue_seq as i64)).unwrap();
                             record(version, message, queue_seq, &given, &mut seen)?;
                         }
                     }
@@ -1148,9 +1167,7 @@ mod tests {
         let open: Vec<i32> = t.open().map(|o| o.evse.id).collect();
         for evse in open {
             queue_seq += 1;
-            let message = t
-                .end_after_power_loss(evse, at(queue_seq as i64), queue_seq)
-                .unwrap();
+            let message = t.end_after_power_loss(evse, at(queue_seq as i64)).unwrap();
             record(version, message, queue_seq, &given, &mut seen)?;
         }
         for (key, s) in &seen {

@@ -155,13 +155,13 @@ impl Queue {
         let mut next = self.transactions.clone();
         let message: TransactionMessage = match op {
             TransactionOp::Start(start) => next.start(start, seq)?,
-            TransactionOp::Meter { evse, meter_wh } => next.meter(evse, meter_wh, now, seq)?,
+            TransactionOp::Meter { evse, meter_wh } => next.meter(evse, meter_wh, now)?,
             TransactionOp::Stop {
                 evse,
                 meter_wh,
                 reason,
-            } => next.stop(evse, meter_wh, now, reason, seq)?,
-            TransactionOp::PowerLoss { evse } => next.end_after_power_loss(evse, now, seq)?,
+            } => next.stop(evse, meter_wh, now, reason)?,
+            TransactionOp::PowerLoss { evse } => next.end_after_power_loss(evse, now)?,
         };
         let ends = next.open().count() < self.transactions.open().count();
         let state = next.to_snapshot();
