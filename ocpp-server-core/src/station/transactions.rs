@@ -1,51 +1,4 @@
-//! A station's transactions, per EVSE: what is open, under which id, at which `seqNo`, with which
-//! meter reading; and the transaction messages each change makes (OCPP 1.6 §4.8 StartTransaction,
-//! §4.7 MeterValues, §4.10 StopTransaction; OCPP 2.0.1 and 2.1 E01-E07 TransactionEvent).
-//!
-//! [`Transactions`] is Sans-IO: every change takes the time (and a start, the place its message
-//! will have in the station's offline queue), changes the state, and hands back the
-//! [`TransactionMessage`] to queue. The whole state serialises to one JSON snapshot
-//! ([`Transactions::to_snapshot`], [`Transactions::from_snapshot`]), so that a driver can write
-//! the message and the state that made it in one record of its journal: a station killed at any
-//! moment either has both or neither.
-//!
-//! - OCPP 2.0.1 and 2.1: the station makes the `transactionId` (a prefix chosen when the state
-//!   was created, then a counter: unique as long as the snapshot is kept); `seqNo` is 0 on
-//!   `Started` and one more on every TransactionEvent of the same transaction (Part 2 E,
-//!   "seqNo"), never reused, also across a restart.
-//! - OCPP 1.6: the central system gives the `transactionId` in its StartTransaction answer, which
-//!   a station offline learns late. Until then the transaction is known by the queue place of its
-//!   StartTransaction ([`TransactionRef::Pending`]), and the MeterValues and StopTransaction it
-//!   makes carry [`TransactionMessage::transaction_of`] so the queue fills the id in once known
-//!   ([`with_transaction_id`](super::with_transaction_id)); [`Transactions::on_transaction_id`]
-//!   records it here.
-//! - After a restart the open transactions are those of the snapshot; a station that lost power
-//!   ends them with [`Transactions::end_after_power_loss`] (stopped reason `PowerLoss`, the last
-//!   meter reading known), or resumes them (nothing to do: the next [`Transactions::meter`]
-//!   goes on with the next `seqNo`).
-//!
-//! ```
-//! use ocpp_server_core::station::{Evse, IdToken, Start, StopReason, Transactions};
-//! use ocpp_server_core::{DateTime, OcppVersion};
-//!
-//! let t0 = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
-//! let mut transactions = Transactions::new(OcppVersion::V2_0_1, "CP001-");
-//! let evse = Evse::new(1).with_connector(1);
-//! let started = transactions
-//!     .start(Start::new(evse, IdToken::new("TAG-1", "ISO14443"), 1_000, t0.clone()), 1)
-//!     .unwrap();
-//! assert_eq!(started.request.action(), "TransactionEvent");
-//! transactions.meter(evse.id, 1_500, t0.clone()).unwrap();
-//! let ended = transactions.stop(evse.id, 2_000, t0, StopReason::Local).unwrap();
-//! let payload = serde_json::to_value(&ended.request).unwrap();
-//! assert_eq!(payload["seqNo"], 2);
-//! assert_eq!(payload["transactionInfo"]["stoppedReason"], "Local");
-//!
-//! // The state survives as one JSON text.
-//! let snapshot = transactions.to_snapshot();
-//! let again = Transactions::from_snapshot(&snapshot).unwrap();
-//! assert!(again.open().next().is_none());
-//! ```
+//! A station's own transactions per EVSE and the messages they make: [`Transactions`].
 
 use std::collections::BTreeMap;
 
@@ -313,8 +266,54 @@ pub enum TransactionError {
     Snapshot(String),
 }
 
-/// A station's transactions: the open one per EVSE, the 2.x id counter. See the
-/// [module documentation](self).
+/// A station's transactions, per EVSE: what is open, under which id, at which `seqNo`, with which
+/// meter reading; and the transaction messages each change makes (OCPP 1.6 §4.8 StartTransaction,
+/// §4.7 MeterValues, §4.10 StopTransaction; OCPP 2.0.1 and 2.1 E01-E07 TransactionEvent).
+///
+/// `Transactions` is Sans-IO: every change takes the time (and a start, the place its message
+/// will have in the station's offline queue), changes the state, and hands back the
+/// [`TransactionMessage`] to queue. The whole state serialises to one JSON snapshot
+/// ([`Transactions::to_snapshot`], [`Transactions::from_snapshot`]), so that a driver can write
+/// the message and the state that made it in one record of its journal: a station killed at any
+/// moment either has both or neither.
+///
+/// - OCPP 2.0.1 and 2.1: the station makes the `transactionId` (a prefix chosen when the state
+///   was created, then a counter: unique as long as the snapshot is kept); `seqNo` is 0 on
+///   `Started` and one more on every TransactionEvent of the same transaction (Part 2 E,
+///   "seqNo"), never reused, also across a restart.
+/// - OCPP 1.6: the central system gives the `transactionId` in its StartTransaction answer, which
+///   a station offline learns late. Until then the transaction is known by the queue place of its
+///   StartTransaction ([`TransactionRef::Pending`]), and the MeterValues and StopTransaction it
+///   makes carry [`TransactionMessage::transaction_of`] so the queue fills the id in once known
+///   ([`with_transaction_id`](super::with_transaction_id)); [`Transactions::on_transaction_id`]
+///   records it here.
+/// - After a restart the open transactions are those of the snapshot; a station that lost power
+///   ends them with [`Transactions::end_after_power_loss`] (stopped reason `PowerLoss`, the last
+///   meter reading known), or resumes them (nothing to do: the next [`Transactions::meter`]
+///   goes on with the next `seqNo`).
+///
+/// ```
+/// use ocpp_server_core::station::{Evse, IdToken, Start, StopReason, Transactions};
+/// use ocpp_server_core::{DateTime, OcppVersion};
+///
+/// let t0 = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
+/// let mut transactions = Transactions::new(OcppVersion::V2_0_1, "CP001-");
+/// let evse = Evse::new(1).with_connector(1);
+/// let started = transactions
+///     .start(Start::new(evse, IdToken::new("TAG-1", "ISO14443"), 1_000, t0.clone()), 1)
+///     .unwrap();
+/// assert_eq!(started.request.action(), "TransactionEvent");
+/// transactions.meter(evse.id, 1_500, t0.clone()).unwrap();
+/// let ended = transactions.stop(evse.id, 2_000, t0, StopReason::Local).unwrap();
+/// let payload = serde_json::to_value(&ended.request).unwrap();
+/// assert_eq!(payload["seqNo"], 2);
+/// assert_eq!(payload["transactionInfo"]["stoppedReason"], "Local");
+///
+/// // The state survives as one JSON text.
+/// let snapshot = transactions.to_snapshot();
+/// let again = Transactions::from_snapshot(&snapshot).unwrap();
+/// assert!(again.open().next().is_none());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transactions {
     /// The version new transactions are made for.

@@ -37,8 +37,17 @@
 //!   connection; a CALLERROR or no answer in time counts as an attempt, and after
 //!   [`StationBuilder::transaction_retries`] the message is given up and its caller told.
 //!
-//! Everything else a station does (its connectors, its transactions, what it answers) is the
-//! application's: a router and the station's state.
+//! - **Transactions**: [`Station::start_transaction`], [`Station::meter`] and
+//!   [`Station::stop_transaction`] keep each EVSE's transaction (its id: 2.x made by the
+//!   station, 1.6 the one the central system's answer gives, [`Station::transaction_id`]; its
+//!   2.x `seqNo`; its readings in Wh) in [`Transactions`], and put each message into the
+//!   offline queue in one store record with the state that made it. A transaction the store
+//!   holds open when the station starts is ended with `PowerLoss` and its last reading
+//!   ([`Station::restarted_transactions`]), unless [`StationBuilder::resume_transactions`]
+//!   keeps it; [`Station::watch_transactions`] publishes every change.
+//!
+//! Everything else a station does (its connectors, when a transaction starts and stops, what
+//! it answers) is the application's: a router and the station's state.
 //!
 //! A handler reaches the central system of its connection through
 //! [`Session::charge_point`](crate::Session::charge_point) (`call`, `close`); to reach the
