@@ -1553,3 +1553,62 @@ async fn a_2_0_1_transaction_resumed_then_ended_after_power_loss() {
 async fn a_2_1_transaction_resumed_then_ended_after_power_loss() {
     a_transaction_resumed_then_ended_after_power_loss(OcppVersion::V2_1).await;
 }
+
+/// 1.6: a transaction started offline, the station restarted before any answer: it ends with
+/// PowerLoss, and the id the StartTransaction's answer then gives reaches the application.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_1_6_id_given_after_a_restart_reaches_the_application() {
+    use ocpp_tokio::station::{Evse, IdToken, TransactionRef};
+    let seen = Seen::default();
+    let csms = Csms::start(recording_transactions(&seen)).await;
+    let journal = journal_path();
+
+    // Run 1: nobody listens; the transaction is started all the same (in the journal).
+    let offline = station_at("ws://127.0.0.1:1/ocpp/CP-TX", OcppVersion::V1_6)
+        .store(FileStore::open(&journal).unwrap())
+        .connect()
+        .unwrap();
+    let token = IdToken::new("TAG", "ISO14443");
+    bounded("start", offline.start_transaction(Evse::new(1), token, 100))
+        .await
+        .unwrap();
+    bounded("meter", offline.meter(1, 120)).await.unwrap();
+    close(&offline).await;
+
+    // Run 2: ended at start; the answer's id is kept with the ended transaction.
+    let station = station(&csms, "CP-TX", OcppVersion::V1_6)
+        .store(FileStore::open(&journal).unwrap())
+        .connect()
+        .unwrap();
+    assert_eq!(station.restarted_transactions().len(), 1);
+    assert_eq!(station.transaction_id(1), None);
+    let mut transactions = station.watch_transactions();
+    bounded("the id of the ended transaction", async {
+        loop {
+            let given = transactions
+                .borrow_and_update()
+                .ended()
+                .any(|t| t.id == TransactionRef::Given(4711));
+            if given {
+                return;
+            }
+            transactions.changed().await.unwrap();
+        }
+    })
+    .await;
+    let ended = |seen: &[serde_json::Value]| seen.iter().any(|m| m["action"] == "StopTransaction");
+    seen_where(&seen, "the StopTransaction", ended).await;
+    close(&station).await;
+    let seen = seen.lock().unwrap().clone();
+    let actions: Vec<_> = seen.iter().map(|m| m["action"].as_str().unwrap()).collect();
+    assert_eq!(
+        actions,
+        ["StartTransaction", "MeterValues", "StopTransaction"]
+    );
+    assert_eq!(seen[1]["transactionId"], 4711);
+    assert_eq!(seen[2]["transactionId"], 4711);
+    assert_eq!(seen[2]["reason"], "PowerLoss");
+    assert_eq!(seen[2]["meterStop"], 120);
+    csms.stop().await;
+    let _ = std::fs::remove_file(&journal);
+}

@@ -46,5 +46,5 @@ pub use transaction::{
 };
 pub use transactions::{
     Evse, IdToken, OpenTransaction, Start, StopReason, TransactionError, TransactionMessage,
-    TransactionRef, Transactions, MAX_TRANSACTION_ID_PREFIX,
+    TransactionRef, Transactions, MAX_ENDED, MAX_TRANSACTION_ID_PREFIX,
 };

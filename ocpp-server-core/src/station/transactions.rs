@@ -1,6 +1,6 @@
 //! A station's own transactions per EVSE and the messages they make: [`Transactions`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use ocpp_messages::{DateTime, OcppVersion, Request};
 
@@ -325,7 +325,14 @@ pub struct Transactions {
     next_number: u64,
     /// The open transactions by EVSE id.
     open: BTreeMap<i32, OpenTransaction>,
+    /// The last [`MAX_ENDED`] transactions that ended, oldest first (1.6: so that the id of
+    /// one ended before its StartTransaction was answered, e.g. after a restart, is kept).
+    #[serde(default)]
+    ended: VecDeque<OpenTransaction>,
 }
+
+/// How many ended transactions [`Transactions::ended`] keeps.
+pub const MAX_ENDED: usize = 8;
 
 impl Transactions {
     /// No transaction yet; new ones made for `version`; 2.x ids start with `prefix` (cut to
@@ -348,6 +355,7 @@ impl Transactions {
             prefix: prefix[..end].to_owned(),
             next_number: 1,
             open: BTreeMap::new(),
+            ended: VecDeque::new(),
         }
     }
 
@@ -483,7 +491,13 @@ impl Transactions {
             .get(&evse)
             .ok_or(TransactionError::NotOpen(evse))?;
         let message = message::ended(open, meter_wh, timestamp, reason)?;
-        self.open.remove(&evse);
+        if let Some(mut ended) = self.open.remove(&evse) {
+            ended.meter_wh = meter_wh;
+            if self.ended.len() == MAX_ENDED {
+                self.ended.pop_front();
+            }
+            self.ended.push_back(ended);
+        }
         Ok(message)
     }
 
@@ -524,8 +538,9 @@ impl Transactions {
     }
 
     /// OCPP 1.6: the StartTransaction queued at `start_seq` was answered with `id`. Returns the
-    /// EVSE whose transaction now has it (`None`: none open has that StartTransaction, e.g. it
-    /// ended meanwhile: its StopTransaction got the id from the queue).
+    /// EVSE whose transaction now has it: an open one ([`Transactions::transaction_id`]) or one
+    /// of the last that ended ([`Transactions::ended`], e.g. ended with `PowerLoss` at a restart
+    /// before its StartTransaction was answered); `None` when none has that StartTransaction.
     ///
     /// ```
     /// use ocpp_server_core::station::{Evse, IdToken, Start, Transactions};
@@ -541,12 +556,32 @@ impl Transactions {
     /// assert_eq!(meter.transaction_of, None); // it carries 4711 itself
     /// ```
     pub fn on_transaction_id(&mut self, start_seq: u64, id: i32) -> Option<i32> {
-        let open = self
+        let pending = TransactionRef::Pending(start_seq);
+        let transaction = self
             .open
             .values_mut()
-            .find(|t| t.id == TransactionRef::Pending(start_seq))?;
-        open.id = TransactionRef::Given(id);
-        Some(open.evse.id)
+            .chain(self.ended.iter_mut())
+            .find(|t| t.id == pending)?;
+        transaction.id = TransactionRef::Given(id);
+        Some(transaction.evse.id)
+    }
+
+    /// The last transactions that ended (at most [`MAX_ENDED`]), oldest first, each with its
+    /// last reading: for the id a 1.6 central system gave one that ended before it answered.
+    ///
+    /// ```
+    /// use ocpp_server_core::station::{Evse, IdToken, Start, StopReason, TransactionRef, Transactions};
+    /// use ocpp_server_core::{DateTime, OcppVersion};
+    ///
+    /// let t0 = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
+    /// let mut transactions = Transactions::new(OcppVersion::V1_6, "");
+    /// transactions.start(Start::new(Evse::new(1), IdToken::new("TAG", ""), 0, t0.clone()), 3).unwrap();
+    /// transactions.end_after_power_loss(1, t0).unwrap();
+    /// transactions.on_transaction_id(3, 99);
+    /// assert_eq!(transactions.ended().last().map(|t| &t.id), Some(&TransactionRef::Given(99)));
+    /// ```
+    pub fn ended(&self) -> impl Iterator<Item = &OpenTransaction> {
+        self.ended.iter()
     }
 
     /// OCPP 1.6: the `transactionId` of the transaction on `evse`, once the central system
@@ -1138,8 +1173,15 @@ mod tests {
                         let start = unanswered.remove(0);
                         let id = 1000 + start as i32;
                         given.insert(start, id);
-                        if let Some(evse) = t.on_transaction_id(start, id) {
-                            prop_assert_eq!(t.transaction_id(evse), Some(id.to_string()));
+                        let given_to = TransactionRef::Given(id);
+                        match t.on_transaction_id(start, id) {
+                            Some(evse) if t.get(evse).is_some_and(|o| o.id == given_to) => {
+                                prop_assert_eq!(t.transaction_id(evse), Some(id.to_string()));
+                            }
+                            // Ended before its answer: the id is kept with it.
+                            Some(_) => prop_assert!(t.ended().any(|e| e.id == given_to)),
+                            // Ended longer ago than what is kept.
+                            None => prop_assert!(t.ended().count() == MAX_ENDED),
                         }
                     }
                 }
@@ -1148,7 +1190,10 @@ mod tests {
                         .open()
                         .map(|o| (o.evse.id, t.transaction_id(o.evse.id)))
                         .collect();
+                    let ended: Vec<TransactionRef> = t.ended().map(|e| e.id.clone()).collect();
                     t = Transactions::from_snapshot(&t.to_snapshot()).unwrap();
+                    // 1.6 ids once known are kept, of ended transactions too.
+                    prop_assert_eq!(ended, t.ended().map(|e| e.id.clone()).collect::<Vec<_>>());
                     for (evse, id) in known {
                         // 1.6 ids once known are kept.
                         prop_assert_eq!(t.transaction_id(evse), id);

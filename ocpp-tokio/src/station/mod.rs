@@ -725,7 +725,9 @@ impl Station {
 
     /// The transactionId of the transaction open on `evse`: 2.x the one the station made; 1.6
     /// the one the central system gave its StartTransaction (`None` until it answered, also
-    /// when the StartTransaction waited in the store across a restart).
+    /// when the StartTransaction waited in the store across a restart). The id of a 1.6
+    /// transaction that ended before its StartTransaction was answered (e.g. with `PowerLoss`
+    /// at a restart) is in [`Transactions::ended`] once known.
     ///
     /// ```no_run
     /// # fn example(station: ocpp_tokio::station::Station) {
