@@ -1,113 +1,189 @@
-//! A station with two EVSEs (one connector each) on OCPP 2.0.1: what a station developer
-//! writes on `ocpp_tokio::station`. `two_connectors URL [JOURNAL]`, e.g.
+//! A station with two EVSEs (one connector each), OCPP 2.0.1 or 1.6: what a station developer
+//! writes on `ocpp_tokio::station`. `two_connectors URL [JOURNAL [VERSION]]`, e.g.
 //! `cargo run -p ocpp-tokio --example two_connectors -- ws://127.0.0.1:9000/ocpp/CP002 /tmp/cp002.journal`.
 //!
-//! The library connects, boots, heartbeats, reconnects and keeps the transaction messages
-//! (in the journal, if given, so they survive a restart); this file is the station's own
-//! behaviour: which EVSE is free, remote start and stop, and the TransactionEvents they cause.
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Mutex;
+//! The library connects, boots, reconnects, and keeps the transactions (ids, seqNos, readings)
+//! with their messages in the journal, if given: killed during a transaction, the station ends
+//! it at its next start with `PowerLoss`, under the same id. This file is the station's own
+//! behaviour: which EVSE is free, remote start and stop, and the energy meter, read every
+//! `METER_INTERVAL_MS` (default 10 000).
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ocpp_tokio::station::{FileStore, MemoryStore, OfflineStore, Station, StationInfo, Status};
-use ocpp_tokio::v2_0_1::{self as v, RequestStartStopStatusEnum::*};
-use ocpp_tokio::{DateTime, OcppVersion, Reply, Router, Session};
+use ocpp_tokio::station::{Evse, FileStore, IdToken, MemoryStore, OfflineStore, Start};
+use ocpp_tokio::station::{Station, StationInfo, Status, StopReason, TransactionRef};
+use ocpp_tokio::{v1_6, v2_0_1 as v, DateTime, OcppVersion, Reply, Router, Session};
 
-/// The station's state: the transaction on each EVSE (index 0 is EVSE 1), and the seqNo.
+/// The station: a handle to it once connected (the transactions are the library's).
 #[derive(Default)]
-struct Evses {
-    transactions: Mutex<[Option<String>; 2]>,
-    seq_no: AtomicI32,
+struct Charger {
+    station: OnceLock<Station>,
 }
 
-impl Evses {
-    /// A TransactionEvent of this station (seqNo counts every event, as 2.0.1 E01 asks).
-    fn event(
-        &self,
-        kind: v::TransactionEventEnum,
-        why: v::TriggerReasonEnum,
-        tx: &str,
-        evse: i32,
-    ) -> v::TransactionEventRequest {
-        let seq_no = self.seq_no.fetch_add(1, Ordering::Relaxed);
-        v::TransactionEventRequest::new(kind, DateTime::now(), why, seq_no, v::Transaction::new(tx))
-            .with_evse(v::EVSE::new(evse))
+/// The energy register of `evse` in Wh: a meter that never goes back, even across restarts.
+fn meter_wh(evse: i32) -> i64 {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    (secs as i64 - 1_700_000_000) * 3 + i64::from(evse)
+}
+
+/// Starts a transaction on the free EVSE `wanted` (or the first free one); its EVSE.
+async fn start_on(
+    s: &Charger,
+    wanted: Option<i32>,
+    token: IdToken,
+    remote: Option<i32>,
+) -> Option<i32> {
+    let station = s.station.get()?;
+    let open = station.transactions();
+    let evse = (1..=2).find(|&e| open.get(e).is_none() && wanted.map_or(true, |w| w == e))?;
+    let mut start =
+        Start::new(Evse::new(evse).with_connector(1), token, meter_wh(evse), DateTime::now());
+    start.remote_start_id = remote;
+    station.start_transaction_with(start).await.ok()?;
+    println!("started on EVSE {evse}");
+    Some(evse)
+}
+
+/// Stops the transaction `matches` picks; whether there was one.
+async fn stop_where(s: &Charger, matches: impl Fn(&TransactionRef) -> bool) -> bool {
+    let Some(station) = s.station.get() else { return false };
+    let open = station.transactions();
+    let Some(evse) = open.open().find(|t| matches(&t.id)).map(|t| t.evse.id) else { return false };
+    station.stop_transaction(evse, meter_wh(evse), StopReason::Remote).await.is_ok()
+}
+
+async fn request_start(
+    s: Session<Charger>,
+    r: v::RequestStartTransactionRequest,
+) -> Reply<v::RequestStartTransactionResponse> {
+    let token = IdToken::new(r.id_token.id_token.clone(), r.id_token.r#type.as_str());
+    match start_on(&s, r.evse_id, token, Some(r.remote_start_id)).await {
+        Some(evse) => {
+            let mut answer =
+                v::RequestStartTransactionResponse::new(v::RequestStartStopStatusEnum::Accepted);
+            answer.transaction_id = s.station.get().and_then(|st| st.transaction_id(evse));
+            Ok(answer)
+        }
+        None => {
+            Ok(v::RequestStartTransactionResponse::new(v::RequestStartStopStatusEnum::Rejected))
+        }
     }
 }
 
-async fn start(
-    s: Session<Evses>,
-    request: v::RequestStartTransactionRequest,
-) -> Reply<v::RequestStartTransactionResponse> {
-    let (evse, tx) = {
-        let mut transactions = s.transactions.lock().unwrap_or_else(|e| e.into_inner());
-        let free = (0..2).find(|&i| {
-            transactions[i].is_none() && request.evse_id.map_or(true, |e| e == i as i32 + 1)
-        });
-        let Some(i) = free else {
-            return Ok(v::RequestStartTransactionResponse::new(Rejected));
-        };
-        let tx = format!("{}-{}", s.identity(), request.remote_start_id);
-        transactions[i] = Some(tx.clone());
-        (i as i32 + 1, tx)
+async fn request_stop(
+    s: Session<Charger>,
+    r: v::RequestStopTransactionRequest,
+) -> Reply<v::RequestStopTransactionResponse> {
+    let stopped = stop_where(&s, |id| *id == TransactionRef::Id(r.transaction_id.clone())).await;
+    let status = if stopped {
+        v::RequestStartStopStatusEnum::Accepted
+    } else {
+        v::RequestStartStopStatusEnum::Rejected
     };
-    // The answer goes first; the TransactionEvent follows through the offline queue.
-    let mut started = s
-        .event(v::TransactionEventEnum::Started, v::TriggerReasonEnum::RemoteStart, &tx, evse)
-        .with_id_token(request.id_token);
-    started.transaction_info =
-        started.transaction_info.with_remote_start_id(request.remote_start_id);
-    let cp = s.charge_point().clone();
-    tokio::spawn(async move { cp.call(started).await });
-    Ok(v::RequestStartTransactionResponse::new(Accepted).with_transaction_id(tx))
+    Ok(v::RequestStopTransactionResponse::new(status))
 }
 
-async fn stop(
-    s: Session<Evses>,
-    request: v::RequestStopTransactionRequest,
-) -> Reply<v::RequestStopTransactionResponse> {
-    let found = {
-        let mut transactions = s.transactions.lock().unwrap_or_else(|e| e.into_inner());
-        let at =
-            transactions.iter().position(|t| t.as_deref() == Some(request.transaction_id.as_str()));
-        at.map(|i| (i as i32 + 1, transactions[i].take()))
+async fn remote_start(
+    s: Session<Charger>,
+    r: v1_6::RemoteStartTransactionRequest,
+) -> Reply<v1_6::RemoteStartTransactionResponse> {
+    let started = start_on(&s, r.connector_id, IdToken::new(r.id_tag, "Central"), None).await;
+    let status = if started.is_some() {
+        v1_6::RemoteStartStopStatus::Accepted
+    } else {
+        v1_6::RemoteStartStopStatus::Rejected
     };
-    let Some((evse, Some(tx))) = found else {
-        return Ok(v::RequestStopTransactionResponse::new(Rejected));
+    Ok(v1_6::RemoteStartTransactionResponse::new(status))
+}
+
+async fn remote_stop(
+    s: Session<Charger>,
+    r: v1_6::RemoteStopTransactionRequest,
+) -> Reply<v1_6::RemoteStopTransactionResponse> {
+    let stopped = stop_where(&s, |id| *id == TransactionRef::Given(r.transaction_id)).await;
+    let status = if stopped {
+        v1_6::RemoteStartStopStatus::Accepted
+    } else {
+        v1_6::RemoteStartStopStatus::Rejected
     };
-    let mut ended =
-        s.event(v::TransactionEventEnum::Ended, v::TriggerReasonEnum::RemoteStop, &tx, evse);
-    ended.transaction_info = ended.transaction_info.with_stopped_reason(v::ReasonEnum::Remote);
-    let cp = s.charge_point().clone();
-    tokio::spawn(async move { cp.call(ended).await });
-    Ok(v::RequestStopTransactionResponse::new(Accepted))
+    Ok(v1_6::RemoteStopTransactionResponse::new(status))
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let url = args.next().ok_or("usage: two_connectors URL [JOURNAL]")?;
+    let url = args.next().ok_or("usage: two_connectors URL [JOURNAL [VERSION]]")?;
     let store: Box<dyn OfflineStore> = match args.next() {
         Some(path) => Box::new(FileStore::open(path)?),
         None => Box::new(MemoryStore::new()),
     };
+    let version: OcppVersion = args.next().as_deref().unwrap_or("2.0.1").parse()?;
+    let interval =
+        std::env::var("METER_INTERVAL_MS").ok().and_then(|ms| ms.parse().ok()).unwrap_or(10_000);
+    let charger = Arc::new(Charger::default());
+    let router = Router::<Charger>::default()
+        .on(request_start)
+        .on(request_stop)
+        .on(remote_start)
+        .on(remote_stop);
     let station = Station::builder(&url)?
-        .versions([OcppVersion::V2_0_1])
+        .versions([version])
         .info(StationInfo::new("ACME", "Twin").with_serial_number("TWIN-0001"))
-        .router(Router::<Evses>::default().on(start).on(stop))
+        .handler_shared(router, charger.clone())
         .store(store)
         .connect()?;
+    let _ = charger.station.set(station.clone());
+    for open in station.restarted_transactions() {
+        println!("ended after the restart: EVSE {} {:?}", open.evse.id, open.id);
+    }
+    // Every interval: a meter reading of each open transaction (queued while offline).
+    let metering = station.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(interval)).await;
+            for evse in metering.transactions().open().map(|t| t.evse.id).collect::<Vec<_>>() {
+                if metering.meter(evse, meter_wh(evse)).await.is_ok() {
+                    println!("meter EVSE {evse}");
+                }
+            }
+        }
+    });
+    // The transaction ids as they become known (1.6: from the StartTransaction's answer).
+    let mut transactions = station.watch_transactions();
+    tokio::spawn(async move {
+        while transactions.changed().await.is_ok() {
+            let ids: Vec<_> = transactions
+                .borrow_and_update()
+                .open()
+                .map(|t| (t.evse.id, t.id.clone()))
+                .collect();
+            println!("transactions {ids:?}");
+        }
+    });
     // After every accepted boot: each EVSE's connector status.
     let mut status = station.watch_status();
     while status.changed().await.is_ok() {
         let now = *status.borrow_and_update();
         println!("{now:?}");
         match now {
+            Status::Accepted { version: OcppVersion::V1_6 } => {
+                for evse in 1..=2 {
+                    let (ok, available) =
+                        (v1_6::ChargePointErrorCode::NoError, v1_6::ChargePointStatus::Available);
+                    station.call(v1_6::StatusNotificationRequest::new(evse, ok, available)).await?;
+                }
+            }
             Status::Accepted { .. } => {
                 for evse in 1..=2 {
                     let available = v::ConnectorStatusEnum::Available;
-                    let notification =
-                        v::StatusNotificationRequest::new(DateTime::now(), available, evse, 1);
-                    station.call(notification).await?;
+                    station
+                        .call(v::StatusNotificationRequest::new(
+                            DateTime::now(),
+                            available,
+                            evse,
+                            1,
+                        ))
+                        .await?;
                 }
             }
             Status::Stopped => break,

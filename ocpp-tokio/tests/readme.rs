@@ -1,4 +1,4 @@
-//! The README's two programs are `examples/csms.rs` and `examples/stations.rs`, verbatim (so
+//! The README's programs are `examples/csms.rs` and `examples/stations.rs`, verbatim (so
 //! the examples, built by `cargo test`, are what the README shows), in at most 40 and 60 lines.
 
 /// The `n`th ```rust block of the README (from 0).
@@ -59,4 +59,17 @@ fn the_one_handler_section_opens_with_examples_every_version_rs() {
     assert_eq!(block(blocks_before), example.trim_end());
     let lines = example.lines().count();
     assert!(lines <= 60, "{lines} lines");
+}
+
+#[test]
+fn the_restart_section_opens_with_examples_survives_restart_rs() {
+    let readme = include_str!("../README.md");
+    let section = readme
+        .find("\n## A station that survives a restart\n")
+        .expect("a section on a station that survives a restart");
+    let blocks_before = readme[..section].matches("```rust,no_run\n").count();
+    let example = include_str!("../examples/survives_restart.rs");
+    assert_eq!(block(blocks_before), example.trim_end());
+    let lines = example.lines().count();
+    assert!(lines <= 80, "{lines} lines");
 }

@@ -15,6 +15,9 @@
 //! - [`is_transaction_message`] and its helpers: which messages are transaction-related and go
 //!   through a station's offline queue (1.6 StartTransaction, StopTransaction, MeterValues of a
 //!   transaction; 2.x TransactionEvent).
+//! - [`Transactions`]: the station's own transactions per EVSE (open, id, `seqNo`, meter
+//!   readings) and the transaction messages each start, reading and stop makes; one snapshot
+//!   to journal with the offline queue.
 //!
 //! A driver's loop, roughly: on connect, `Registration::new(now, version)`; sleep until the
 //! earliest of [`Registration::poll_timeout`] and the connection's own deadline; on wake,
@@ -28,6 +31,7 @@ mod backoff;
 mod boot;
 mod registration;
 mod transaction;
+mod transactions;
 
 pub use backoff::{Reconnect, RetryBackOff, MIN_ESTABLISHED_LIFETIME};
 pub use boot::{
@@ -39,4 +43,8 @@ pub use registration::{
 };
 pub use transaction::{
     is_transaction_action, is_transaction_message, transaction_id_of, with_transaction_id,
+};
+pub use transactions::{
+    Evse, IdToken, OpenTransaction, Start, StopReason, TransactionError, TransactionMessage,
+    TransactionRef, Transactions, MAX_ENDED, MAX_TRANSACTION_ID_PREFIX,
 };

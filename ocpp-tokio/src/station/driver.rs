@@ -273,6 +273,7 @@ impl Task {
                 transaction_of,
                 reply,
             } => self.queue_message(&request, transaction_of, reply),
+            Command::Transaction { op, reply } => self.transaction(op, reply),
             Command::Reboot(reason) => self.boot_reason = Some(reason),
             Command::BackOff(back_off) => self.reconnect.set_policy(back_off),
             Command::Close | Command::HeartbeatInterval(_) => {}
@@ -288,6 +289,19 @@ impl Task {
         let result = self
             .queue
             .push(request, transaction_of)
+            .map(|(seq, outcome)| Queued { seq, outcome });
+        let _ = reply.send(result);
+    }
+
+    /// A change of the station's transactions: its message and state in the store.
+    fn transaction(
+        &mut self,
+        op: super::queue::TransactionOp,
+        reply: oneshot::Sender<Result<Queued, super::QueueError>>,
+    ) {
+        let result = self
+            .queue
+            .transaction(op, ocpp_messages::DateTime::now())
             .map(|(seq, outcome)| Queued { seq, outcome });
         let _ = reply.send(result);
     }
@@ -466,6 +480,7 @@ impl Task {
                 transaction_of,
                 reply,
             }) => self.queue_message(&request, transaction_of, reply),
+            Some(Command::Transaction { op, reply }) => self.transaction(op, reply),
             Some(Command::Reboot(reason)) => {
                 self.boot_reason = Some(reason);
                 wire.rebooting = true;
@@ -634,6 +649,7 @@ impl Task {
                             self.booted_before = true;
                             self.boot_reason = None;
                             self.reconnect.on_accepted(now);
+                            self.queue.set_transaction_version(version);
                             Status::Accepted { version }
                         } else {
                             Status::Registering {

@@ -37,8 +37,17 @@
 //!   connection; a CALLERROR or no answer in time counts as an attempt, and after
 //!   [`StationBuilder::transaction_retries`] the message is given up and its caller told.
 //!
-//! Everything else a station does (its connectors, its transactions, what it answers) is the
-//! application's: a router and the station's state.
+//! - **Transactions**: [`Station::start_transaction`], [`Station::meter`] and
+//!   [`Station::stop_transaction`] keep each EVSE's transaction (its id: 2.x made by the
+//!   station, 1.6 the one the central system's answer gives, [`Station::transaction_id`]; its
+//!   2.x `seqNo`; its readings in Wh) in [`Transactions`], and put each message into the
+//!   offline queue in one store record with the state that made it. A transaction the store
+//!   holds open when the station starts is ended with `PowerLoss` and its last reading
+//!   ([`Station::restarted_transactions`]), unless [`StationBuilder::resume_transactions`]
+//!   keeps it; [`Station::watch_transactions`] publishes every change.
+//!
+//! Everything else a station does (its connectors, when a transaction starts and stops, what
+//! it answers) is the application's: a router and the station's state.
 //!
 //! A handler reaches the central system of its connection through
 //! [`Session::charge_point`](crate::Session::charge_point) (`call`, `close`); to reach the
@@ -121,7 +130,10 @@ use ocpp_server_core::{
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use device_model::{DeviceModelError, DeviceModelStore};
-pub use ocpp_server_core::station::{BootReason, RegistrationStatus, RetryBackOff, StationInfo};
+pub use ocpp_server_core::station::{
+    BootReason, Evse, IdToken, OpenTransaction, RegistrationStatus, RetryBackOff, Start,
+    StationInfo, StopReason, TransactionError, TransactionRef, Transactions,
+};
 pub use store::{FileStore, MemoryStore, OfflineStore, StoreError, StoredMessage};
 pub use url::{StationUrl, UrlError};
 
@@ -326,6 +338,10 @@ pub enum QueueError {
     /// The message did not serialise.
     #[error("encode: {0}")]
     Encode(String),
+    /// The station's transactions refused the change (e.g. a transaction is open on the EVSE
+    /// already, or none is): nothing was queued.
+    #[error(transparent)]
+    Transaction(#[from] TransactionError),
     /// The store refused it: the message was not accepted.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -368,6 +384,10 @@ pub(crate) enum Command {
         transaction_of: Option<u64>,
         reply: oneshot::Sender<Result<Queued, QueueError>>,
     },
+    Transaction {
+        op: queue::TransactionOp,
+        reply: oneshot::Sender<Result<Queued, QueueError>>,
+    },
     Close,
     /// Close the connection and connect again at once; the next boot gives this reason.
     Reboot(BootReason),
@@ -383,6 +403,10 @@ struct Shared {
     identity: ChargePointIdentity,
     /// The current heartbeat interval in milliseconds (the task writes it).
     heartbeat_ms: Arc<AtomicU64>,
+    /// The station's transactions, as the store has them (the task writes it).
+    transactions: watch::Receiver<Transactions>,
+    /// The transactions open when the station started (an earlier run's).
+    restarted: Vec<OpenTransaction>,
 }
 
 /// A running charging station: cheap to clone; its task runs until [`Station::close`] or a
@@ -576,6 +600,178 @@ impl Station {
         queued.await.unwrap_or(Err(QueueError::Stopped))
     }
 
+    /// Starts a transaction on `evse` for `id_token`, the meter at `meter_wh` (Wh), now: the
+    /// 1.6 StartTransaction or the 2.x TransactionEvent `Started` goes through the offline
+    /// queue, and returns once the message and the transactions' new state are in the store, in
+    /// one record (with [`FileStore`], on disk). See [`Station::start_transaction_with`] for a
+    /// remote start or a reservation.
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
+    /// use ocpp_tokio::station::{Evse, IdToken, StopReason};
+    /// station.start_transaction(Evse::new(1).with_connector(1), IdToken::new("04A1B2", "ISO14443"), 1_000).await?;
+    /// station.meter(1, 1_500).await?;
+    /// println!("transaction {:?}", station.transaction_id(1));
+    /// station.stop_transaction(1, 2_000, StopReason::Local).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`QueueError::Transaction`] (a transaction is open on the EVSE already), the store's
+    /// failure, the station stopped: nothing changed.
+    pub async fn start_transaction(
+        &self,
+        evse: Evse,
+        id_token: IdToken,
+        meter_wh: i64,
+    ) -> Result<Queued, QueueError> {
+        let start = Start::new(evse, id_token, meter_wh, ocpp_messages::DateTime::now());
+        self.start_transaction_with(start).await
+    }
+
+    /// [`Station::start_transaction`] with every detail (its time, a 2.x `remoteStartId`, a
+    /// reservation).
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
+    /// use ocpp_tokio::station::{Evse, IdToken, Start};
+    /// let start = Start::new(Evse::new(1), IdToken::new("TAG", "Central"), 0, ocpp_tokio::DateTime::now())
+    ///     .with_remote_start_id(42);
+    /// station.start_transaction_with(start).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Station::start_transaction`].
+    pub async fn start_transaction_with(&self, start: Start) -> Result<Queued, QueueError> {
+        self.transaction(queue::TransactionOp::Start(start)).await
+    }
+
+    /// A periodic meter reading (Wh) of the transaction on `evse`, now: 1.6 MeterValues with
+    /// its transactionId (filled in once the central system gave it), 2.x TransactionEvent
+    /// `Updated` with the next `seqNo`; returns once in the store, with the new state.
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
+    /// station.meter(1, 7_250).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`QueueError::Transaction`] (no transaction open on the EVSE), the store's failure, the
+    /// station stopped: nothing changed.
+    pub async fn meter(&self, evse: i32, meter_wh: i64) -> Result<Queued, QueueError> {
+        self.transaction(queue::TransactionOp::Meter { evse, meter_wh })
+            .await
+    }
+
+    /// Ends the transaction on `evse`, the meter at `meter_wh`, now, for `reason`: 1.6
+    /// StopTransaction, 2.x TransactionEvent `Ended`; returns once in the store, with the new
+    /// state.
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
+    /// use ocpp_tokio::station::StopReason;
+    /// station.stop_transaction(1, 9_000, StopReason::Remote).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Station::meter`]; [`QueueError::UnknownTransaction`] for a 1.6 transaction whose
+    /// StartTransaction was given up (it ends all the same, with nothing sent).
+    pub async fn stop_transaction(
+        &self,
+        evse: i32,
+        meter_wh: i64,
+        reason: StopReason,
+    ) -> Result<Queued, QueueError> {
+        self.transaction(queue::TransactionOp::Stop {
+            evse,
+            meter_wh,
+            reason,
+        })
+        .await
+    }
+
+    /// Ends the transaction on `evse` as after a power loss (`PowerLoss`, the last meter
+    /// reading known; 2.x trigger `AbnormalCondition`): for a transaction found open at start
+    /// that [`StationBuilder::resume_transactions`] kept but the application cannot go on with.
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
+    /// for open in station.restarted_transactions() {
+    ///     station.end_after_power_loss(open.evse.id).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Station::stop_transaction`].
+    pub async fn end_after_power_loss(&self, evse: i32) -> Result<Queued, QueueError> {
+        self.transaction(queue::TransactionOp::PowerLoss { evse })
+            .await
+    }
+
+    async fn transaction(&self, op: queue::TransactionOp) -> Result<Queued, QueueError> {
+        let (reply, queued) = oneshot::channel();
+        if self
+            .shared
+            .commands
+            .send(Command::Transaction { op, reply })
+            .is_err()
+        {
+            return Err(QueueError::Stopped);
+        }
+        queued.await.unwrap_or(Err(QueueError::Stopped))
+    }
+
+    /// The transactionId of the transaction open on `evse`: 2.x the one the station made; 1.6
+    /// the one the central system gave its StartTransaction (`None` until it answered, also
+    /// when the StartTransaction waited in the store across a restart). The id of a 1.6
+    /// transaction that ended before its StartTransaction was answered (e.g. with `PowerLoss`
+    /// at a restart) is in [`Transactions::ended`] once known.
+    ///
+    /// ```no_run
+    /// # fn example(station: ocpp_tokio::station::Station) {
+    /// if let Some(id) = station.transaction_id(1) {
+    ///     println!("charging under {id}");
+    /// }
+    /// # }
+    /// ```
+    pub fn transaction_id(&self, evse: i32) -> Option<String> {
+        self.shared.transactions.borrow().transaction_id(evse)
+    }
+
+    /// The station's transactions now (a copy): what is open on each EVSE, ids, `seqNo`s,
+    /// the last meter readings.
+    pub fn transactions(&self) -> Transactions {
+        self.shared.transactions.borrow().clone()
+    }
+
+    /// Every change of [`Station::transactions`]: a start, a reading, a stop, and (1.6) the
+    /// transactionId a StartTransaction's answer gave.
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) {
+    /// let mut transactions = station.watch_transactions();
+    /// while transactions.changed().await.is_ok() {
+    ///     let id = transactions.borrow_and_update().transaction_id(1);
+    ///     println!("EVSE 1: {id:?}");
+    /// }
+    /// # }
+    /// ```
+    pub fn watch_transactions(&self) -> watch::Receiver<Transactions> {
+        self.shared.transactions.clone()
+    }
+
+    /// The transactions the store held open when the station started (the process was
+    /// killed, or lost power, during them). Unless [`StationBuilder::resume_transactions`]
+    /// kept them, each was ended at start as after a power loss (its `PowerLoss` message is
+    /// queued); those kept are still open in [`Station::transactions`].
+    pub fn restarted_transactions(&self) -> &[OpenTransaction] {
+        &self.shared.restarted
+    }
+
     /// Reboots the station's link: the connection closes (1000) and the station connects again
     /// at once, without the back-off, and boots with `reason` (e.g. after an accepted Reset:
     /// [`BootReason::RemoteReset`]). Queued messages go on after the new boot.
@@ -647,7 +843,12 @@ pub struct StationBuilder {
     boot_attempts: u32,
     boot_retry_interval: Duration,
     established_after: Duration,
+    resume: Option<Box<ResumeRule>>,
 }
+
+/// Which transaction found open at start the application goes on with
+/// ([`StationBuilder::resume_transactions`]).
+type ResumeRule = dyn Fn(&OpenTransaction) -> bool + Send;
 
 impl fmt::Debug for StationBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -680,7 +881,31 @@ impl StationBuilder {
             boot_attempts: ocpp_server_core::station::DEFAULT_BOOT_ATTEMPTS,
             boot_retry_interval: ocpp_server_core::station::BOOT_RETRY_FALLBACK,
             established_after: ocpp_server_core::station::MIN_ESTABLISHED_LIFETIME,
+            resume: None,
         }
+    }
+
+    /// Which transactions found open in the store at start go on (`true`) rather than being
+    /// ended as after a power loss (the default for every one: a station that went down
+    /// during a transaction ends it with stopped reason `PowerLoss` and the last meter reading
+    /// it knew, OCPP 1.6 `Reason` and 2.x `ReasonEnumType`). A transaction that goes on
+    /// continues its `seqNo`s with the next [`Station::meter`].
+    ///
+    /// ```
+    /// use ocpp_tokio::station::Station;
+    ///
+    /// // A station whose energy meter and contactor kept the session through the restart.
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")
+    ///     .unwrap()
+    ///     .resume_transactions(|open| open.evse.id == 1);
+    /// # let _ = builder;
+    /// ```
+    pub fn resume_transactions(
+        mut self,
+        rule: impl Fn(&OpenTransaction) -> bool + Send + 'static,
+    ) -> Self {
+        self.resume = Some(Box::new(rule));
+        self
     }
 
     /// The versions offered, in order of preference (default: 2.1, 2.0.1, 1.6).
@@ -877,11 +1102,30 @@ impl StationBuilder {
             }
         };
         let store = self.store.unwrap_or_else(|| Box::new(MemoryStore::new()));
-        let queue = queue::Queue::open(
+        let first_version = self.versions[0];
+        let prefix = transaction_id_prefix(self.url.identity().as_str());
+        let (mut queue, restart) = queue::Queue::open(
             store,
             self.transaction_attempts,
             self.transaction_retry_interval,
+            || Transactions::new(first_version, &prefix),
         )?;
+        // A transaction open when the station went down ends as after a power loss, unless
+        // the application goes on with it.
+        for open in &restart.open {
+            if self.resume.as_ref().is_some_and(|resume| resume(open)) {
+                continue;
+            }
+            let op = queue::TransactionOp::PowerLoss { evse: open.evse.id };
+            match queue.transaction(op, ocpp_messages::DateTime::now()) {
+                Ok(_) => {}
+                Err(QueueError::Store(error)) => return Err(StationError::Store(error)),
+                Err(error) => {
+                    tracing::warn!(evse = open.evse.id, %error, "transaction open at start not ended");
+                }
+            }
+        }
+        let transactions = queue.watch_transactions();
         let app = self.app.unwrap_or_else(|| {
             Arc::new(driver::Bound {
                 handler: Arc::new(Router::<()>::default()),
@@ -928,7 +1172,29 @@ impl StationBuilder {
                 stopped,
                 identity,
                 heartbeat_ms,
+                transactions,
+                restarted: restart.open,
             }),
         })
     }
+}
+
+/// What the 2.x transactionIds of a station start with when it has no state yet: its identity
+/// (at most 14 bytes of it) and the second the state was made, so that ids stay unique even
+/// if the state is lost (a [`MemoryStore`]).
+fn transaction_id_prefix(identity: &str) -> String {
+    let mut end = identity.len().min(14);
+    while !identity.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut stamp = Vec::new();
+    while secs > 0 || stamp.is_empty() {
+        stamp.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[(secs % 36) as usize]);
+        secs /= 36;
+    }
+    stamp.reverse();
+    format!("{}-{}-", &identity[..end], String::from_utf8_lossy(&stamp))
 }

@@ -18,14 +18,20 @@
 //!   (1.6 §4.7, 2.0.1 E13/E14): the station cannot tell whether it arrived.
 //! - OCPP 1.6: a StopTransaction or MeterValues queued for a StartTransaction still in the
 //!   queue gets that transaction's id once the StartTransaction is answered.
+//! - The station's [`Transactions`] live here, beside the queue they feed: every message they
+//!   make is pushed with their new snapshot in one store record (`push_with_state`), and the
+//!   1.6 transactionId a StartTransaction's answer gives is recorded with the StartTransaction's
+//!   removal (`remove_with_state`). A change the store refuses leaves them as they were.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use ocpp_messages::{DecodeOptions, OcppVersion, Request};
-use ocpp_server_core::station::{transaction_id_of, with_transaction_id};
+use ocpp_messages::{DateTime, DecodeOptions, OcppVersion, Request};
+use ocpp_server_core::station::{
+    transaction_id_of, with_transaction_id, OpenTransaction, TransactionMessage, Transactions,
+};
 use ocpp_server_core::{CallFailure, CallOutcome};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::store::{OfflineStore, StoreError, StoredMessage};
 use super::QueueError;
@@ -50,18 +56,56 @@ pub(crate) struct Queue {
     retry_at: Option<Instant>,
     attempts: u32,
     retry_interval: Duration,
+    /// The station's transactions, as the store has them.
+    transactions: Transactions,
+    /// Where the application sees them.
+    published: watch::Sender<Transactions>,
+}
+
+/// What the application asks of its transactions ([`Queue::transaction`]).
+pub(crate) enum TransactionOp {
+    Start(ocpp_server_core::station::Start),
+    Meter {
+        evse: i32,
+        meter_wh: i64,
+    },
+    Stop {
+        evse: i32,
+        meter_wh: i64,
+        reason: ocpp_server_core::station::StopReason,
+    },
+    PowerLoss {
+        evse: i32,
+    },
+}
+
+/// What [`Queue::open`] found of an earlier run's transactions.
+pub(crate) struct Restart {
+    /// Open when the station started.
+    pub(crate) open: Vec<OpenTransaction>,
 }
 
 impl Queue {
     /// The queue left in `store` (by an earlier run, maybe killed).
+    /// `fresh` makes the transactions' state when the store has none.
     pub(crate) fn open(
         mut store: Box<dyn OfflineStore>,
         attempts: u32,
         retry_interval: Duration,
-    ) -> Result<Queue, StoreError> {
+        fresh: impl FnOnce() -> Transactions,
+    ) -> Result<(Queue, Restart), StoreError> {
         let loaded = store.load()?;
         let next_seq = loaded.last().map_or(1, |m| m.seq + 1);
-        Ok(Queue {
+        let transactions = match store.load_state()? {
+            Some(snapshot) => Transactions::from_snapshot(&snapshot)
+                .map_err(|e| StoreError::State(e.to_string()))?,
+            None => fresh(),
+        };
+        let restart = Restart {
+            open: transactions.open().cloned().collect(),
+        };
+        let (published, _) = watch::channel(transactions.clone());
+        let queue = Queue {
             store,
             entries: loaded
                 .into_iter()
@@ -77,7 +121,66 @@ impl Queue {
             retry_at: None,
             attempts: attempts.max(1),
             retry_interval,
-        })
+            transactions,
+            published,
+        };
+        Ok((queue, restart))
+    }
+
+    /// The station's transactions, as the application sees them.
+    pub(crate) fn watch_transactions(&self) -> watch::Receiver<Transactions> {
+        self.published.subscribe()
+    }
+
+    /// New transactions are made for `version` (the one a connection was accepted with).
+    pub(crate) fn set_transaction_version(&mut self, version: OcppVersion) {
+        if self.transactions.version() != version {
+            self.transactions.set_version(version);
+            self.publish();
+        }
+    }
+
+    fn publish(&self) {
+        self.published.send_replace(self.transactions.clone());
+    }
+
+    /// A change of the station's transactions: the message it makes and the new state, in one
+    /// store record; the state changes only once the store has them.
+    pub(crate) fn transaction(
+        &mut self,
+        op: TransactionOp,
+        now: DateTime,
+    ) -> Result<(u64, oneshot::Receiver<CallOutcome>), QueueError> {
+        let seq = self.next_seq;
+        let mut next = self.transactions.clone();
+        let message: TransactionMessage = match op {
+            TransactionOp::Start(start) => next.start(start, seq)?,
+            TransactionOp::Meter { evse, meter_wh } => next.meter(evse, meter_wh, now)?,
+            TransactionOp::Stop {
+                evse,
+                meter_wh,
+                reason,
+            } => next.stop(evse, meter_wh, now, reason)?,
+            TransactionOp::PowerLoss { evse } => next.end_after_power_loss(evse, now)?,
+        };
+        let ends = next.open().count() < self.transactions.open().count();
+        let state = next.to_snapshot();
+        match self.push_with(&message.request, message.transaction_of, Some(&state)) {
+            Ok(pushed) => {
+                self.transactions = next;
+                self.publish();
+                Ok(pushed)
+            }
+            Err(QueueError::UnknownTransaction(start)) if ends => {
+                // 1.6: its StartTransaction was given up and never got an id: the central
+                // system knows no such transaction. It ends here, with nothing to send.
+                self.store.save_state(&state)?;
+                self.transactions = next;
+                self.publish();
+                Err(QueueError::UnknownTransaction(start))
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// Adds `request` at the end, durably; `transaction_of` is the 1.6 StartTransaction whose
@@ -86,6 +189,16 @@ impl Queue {
         &mut self,
         request: &Request,
         transaction_of: Option<u64>,
+    ) -> Result<(u64, oneshot::Receiver<CallOutcome>), QueueError> {
+        self.push_with(request, transaction_of, None)
+    }
+
+    /// [`Queue::push`], with the transactions' new state in the same record.
+    fn push_with(
+        &mut self,
+        request: &Request,
+        transaction_of: Option<u64>,
+        state: Option<&str>,
     ) -> Result<(u64, oneshot::Receiver<CallOutcome>), QueueError> {
         let mut transaction_of = transaction_of;
         let mut filled = None;
@@ -111,7 +224,10 @@ impl Queue {
             payload,
             transaction_of,
         };
-        self.store.push(&stored)?;
+        match state {
+            Some(state) => self.store.push_with_state(&stored, state)?,
+            None => self.store.push(&stored)?,
+        }
         self.next_seq += 1;
         let (tx, rx) = oneshot::channel();
         let seq = stored.seq;
@@ -185,10 +301,15 @@ impl Queue {
         self.in_flight = None;
         match outcome {
             Ok(response) => {
+                let mut state = None;
                 if let Some(id) = transaction_id_of(&response) {
                     self.resolve_transaction(seq, id);
+                    let mut next = self.transactions.clone();
+                    if next.on_transaction_id(seq, id).is_some() {
+                        state = Some(next);
+                    }
                 }
-                self.finish_head(Ok(response));
+                self.finish_head_with(Ok(response), state);
             }
             Err(
                 failure @ (CallFailure::ErrorResponse { .. }
@@ -246,12 +367,38 @@ impl Queue {
 
     /// Removes the head and tells its callers.
     fn finish_head(&mut self, outcome: CallOutcome) {
+        self.finish_head_with(outcome, None);
+    }
+
+    /// Removes the head, with the transactions' new state (1.6: the id its answer gave) in
+    /// the same record, and tells its callers.
+    fn finish_head_with(&mut self, outcome: CallOutcome, state: Option<Transactions>) {
         let Some(head) = self.entries.pop_front() else {
             return;
         };
-        if let Err(error) = self.store.remove(head.stored.seq) {
-            // It stays in the file: after a restart it would go once more.
-            tracing::error!(%error, seq = head.stored.seq, "offline store: answered message not removed");
+        let removed = match &state {
+            Some(next) => self
+                .store
+                .remove_with_state(head.stored.seq, &next.to_snapshot()),
+            None => self.store.remove(head.stored.seq),
+        };
+        match removed {
+            Ok(()) => {
+                if let Some(next) = state {
+                    self.transactions = next;
+                    self.publish();
+                }
+            }
+            Err(error) => {
+                // It stays in the file: after a restart it would go once more (and its answer
+                // gives the transactionId again).
+                tracing::error!(%error, seq = head.stored.seq, "offline store: answered message not removed");
+                if let Some(next) = state {
+                    // This run knows the id all the same.
+                    self.transactions = next;
+                    self.publish();
+                }
+            }
         }
         for waiter in head.waiters {
             let _ = waiter.send(outcome.clone());

@@ -49,6 +49,9 @@
 //! {"push":{"seq":2,"version":"1.6","action":"MeterValues","payload":"{…}","transaction_of":1}}
 //! {"replace":{"seq":2,"version":"1.6","action":"MeterValues","payload":"{\"transactionId\":7,…}"}}
 //! {"remove":1}
+//! {"push":{"seq":3,"version":"2.0.1","action":"TransactionEvent","payload":"{…}"},"state":"{…}"}
+//! {"remove":3,"state":"{…}"}
+//! {"state":"{…}"}
 //! ```
 //!
 //! - `push` adds a message at the end (its `seq` must be greater than every queued one),
@@ -56,6 +59,12 @@
 //!   [`StoredMessage`] is written; `version` is the version number without the subprotocol prefix
 //!   (`"1.6"`, `"2.0.1"`, `"2.1"`), `payload` is the JSON text of the CALL payload as a string (so
 //!   it is kept byte for byte), and `transaction_of` is left out when it is `None`.
+//! - `state` is the application's state that goes with the change of the same line (the
+//!   station's [`Transactions`](ocpp_server_core::station::Transactions) snapshot, as JSON text
+//!   in a string): a transaction message and the state that made it are one record, so a crash
+//!   leaves both or neither ([`OfflineStore::push_with_state`]). A line may hold a change and a
+//!   state, or a state alone ([`OfflineStore::save_state`], e.g. a 1.6 transactionId learnt
+//!   from an answer); the last state read is the store's ([`OfflineStore::load_state`]).
 //! - Each record is written with one `write_all` of the whole line, then `sync_data`, before the
 //!   method returns `Ok`. A failed write is undone (the file is cut back to its last record); if
 //!   even that fails, the store refuses further changes ([`StoreError::Poisoned`]) until reopened.
@@ -65,11 +74,13 @@
 //!   record of an unknown shape or version, a `remove` of a message that is not queued) is
 //!   [`StoreError::Corrupt`]: real data is never skipped silently.
 //! - Compaction: when a `remove` empties the queue, the file is truncated to zero length instead of
-//!   having the record appended. On `open`, if the journal holds more dead records than live
-//!   messages (and more than a few), the live messages are written as `push` records to
-//!   `<path>.tmp`, synced, renamed over the journal, and the directory synced: a crash at any point
-//!   leaves either the old journal or the new one. The directory is also synced on every `open`,
-//!   so a newly created journal cannot disappear.
+//!   having the record appended; if the store holds a state, the file becomes that state's line
+//!   alone instead (written to `<path>.tmp` and renamed over, as below). On `open`, if the
+//!   journal holds more dead records than live messages (and more than a few), or only dead
+//!   records and a state, the state (as one `state` record) and the live messages (as `push`
+//!   records) are written to `<path>.tmp`, synced, renamed over the journal, and the directory
+//!   synced: a crash at any point leaves either the old journal or the new one. The directory is
+//!   also synced on every `open`, so a newly created journal cannot disappear.
 //!
 //! One process at a time may use a journal; the file is not locked.
 
@@ -117,6 +128,48 @@ pub trait OfflineStore: Send + 'static {
     fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError>;
     /// Removes the message `seq` (answered, or given up).
     fn remove(&mut self, seq: u64) -> Result<(), StoreError>;
+
+    /// Adds a message at the end together with the state it goes with (e.g. a
+    /// [`Transactions`](ocpp_server_core::station::Transactions) snapshot), atomically: after a
+    /// crash the store has both or neither.
+    ///
+    /// The default pushes the message and then calls [`save_state`](OfflineStore::save_state),
+    /// whose default keeps nothing: a store that does not override these keeps no state (the
+    /// station's transactions are then forgotten on restart, as with a store that does not
+    /// survive one). [`MemoryStore`] and [`FileStore`] keep it.
+    fn push_with_state(&mut self, message: &StoredMessage, state: &str) -> Result<(), StoreError> {
+        self.push(message)?;
+        self.save_state(state)
+    }
+
+    /// [`replace`](OfflineStore::replace) and the new state, atomically (default: one after
+    /// the other).
+    fn replace_with_state(
+        &mut self,
+        message: &StoredMessage,
+        state: &str,
+    ) -> Result<(), StoreError> {
+        self.replace(message)?;
+        self.save_state(state)
+    }
+
+    /// [`remove`](OfflineStore::remove) and the new state, atomically (default: one after the
+    /// other).
+    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), StoreError> {
+        self.remove(seq)?;
+        self.save_state(state)
+    }
+
+    /// Replaces the state (a change that queues nothing). Default: kept nowhere.
+    fn save_state(&mut self, state: &str) -> Result<(), StoreError> {
+        let _ = state;
+        Ok(())
+    }
+
+    /// The last state saved (called once, when the station starts). Default: none.
+    fn load_state(&mut self) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// A boxed store is a store (to choose one at run time).
@@ -135,6 +188,30 @@ impl<T: OfflineStore + ?Sized> OfflineStore for Box<T> {
 
     fn remove(&mut self, seq: u64) -> Result<(), StoreError> {
         (**self).remove(seq)
+    }
+
+    fn push_with_state(&mut self, message: &StoredMessage, state: &str) -> Result<(), StoreError> {
+        (**self).push_with_state(message, state)
+    }
+
+    fn replace_with_state(
+        &mut self,
+        message: &StoredMessage,
+        state: &str,
+    ) -> Result<(), StoreError> {
+        (**self).replace_with_state(message, state)
+    }
+
+    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), StoreError> {
+        (**self).remove_with_state(seq, state)
+    }
+
+    fn save_state(&mut self, state: &str) -> Result<(), StoreError> {
+        (**self).save_state(state)
+    }
+
+    fn load_state(&mut self) -> Result<Option<String>, StoreError> {
+        (**self).load_state()
     }
 }
 
@@ -175,6 +252,10 @@ pub enum StoreError {
         /// The `seq` asked for.
         seq: u64,
     },
+    /// The state the store holds does not read (e.g. a transactions snapshot of another
+    /// version of this library).
+    #[error("offline store state: {0}")]
+    State(String),
     /// A write failed and could not be undone, so the journal's state is unknown; the store
     /// refuses changes until it is opened again (which reads what the file holds).
     #[error("offline queue journal {}: a failed write could not be undone; reopen it", path.display())]
@@ -192,10 +273,36 @@ enum Change {
     Remove(u64),
 }
 
-/// The queued messages by `seq`, with the rules every store follows.
+/// What a journal line holds, once read: a change to the queue, a new state, or both.
+#[derive(Debug)]
+struct Record {
+    change: Option<Change>,
+    state: Option<String>,
+}
+
+impl From<Change> for Record {
+    fn from(change: Change) -> Self {
+        Record {
+            change: Some(change),
+            state: None,
+        }
+    }
+}
+
+impl Record {
+    fn with_state(change: Change, state: &str) -> Self {
+        Record {
+            change: Some(change),
+            state: Some(state.to_owned()),
+        }
+    }
+}
+
+/// The queued messages by `seq` and the last state, with the rules every store follows.
 #[derive(Debug, Default)]
 struct Queue {
     messages: BTreeMap<u64, StoredMessage>,
+    state: Option<String>,
 }
 
 impl Queue {
@@ -214,29 +321,34 @@ impl Queue {
         }
     }
 
-    fn check(&self, change: &Change) -> Result<(), StoreError> {
-        match change {
-            Change::Push(message) => self.check_push(message.seq),
-            Change::Replace(message) => self.check_queued(message.seq),
-            Change::Remove(seq) => self.check_queued(*seq),
+    fn check(&self, record: &Record) -> Result<(), StoreError> {
+        match &record.change {
+            Some(Change::Push(message)) => self.check_push(message.seq),
+            Some(Change::Replace(message)) => self.check_queued(message.seq),
+            Some(Change::Remove(seq)) => self.check_queued(*seq),
+            None => Ok(()),
         }
     }
 
-    /// Applies a change that [`Queue::check`] accepted.
-    fn commit(&mut self, change: Change) {
-        match change {
-            Change::Push(message) | Change::Replace(message) => {
+    /// Applies a record that [`Queue::check`] accepted.
+    fn commit(&mut self, record: Record) {
+        match record.change {
+            Some(Change::Push(message) | Change::Replace(message)) => {
                 self.messages.insert(message.seq, message);
             }
-            Change::Remove(seq) => {
+            Some(Change::Remove(seq)) => {
                 self.messages.remove(&seq);
             }
+            None => {}
+        }
+        if let Some(state) = record.state {
+            self.state = Some(state);
         }
     }
 
-    fn apply(&mut self, change: Change) -> Result<(), StoreError> {
-        self.check(&change)?;
-        self.commit(change);
+    fn apply(&mut self, record: Record) -> Result<(), StoreError> {
+        self.check(&record)?;
+        self.commit(record);
         Ok(())
     }
 
@@ -286,15 +398,43 @@ impl OfflineStore for MemoryStore {
     }
 
     fn push(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
-        self.queue.apply(Change::Push(message.clone()))
+        self.queue.apply(Change::Push(message.clone()).into())
     }
 
     fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
-        self.queue.apply(Change::Replace(message.clone()))
+        self.queue.apply(Change::Replace(message.clone()).into())
     }
 
     fn remove(&mut self, seq: u64) -> Result<(), StoreError> {
-        self.queue.apply(Change::Remove(seq))
+        self.queue.apply(Change::Remove(seq).into())
+    }
+
+    fn push_with_state(&mut self, message: &StoredMessage, state: &str) -> Result<(), StoreError> {
+        self.queue
+            .apply(Record::with_state(Change::Push(message.clone()), state))
+    }
+
+    fn replace_with_state(
+        &mut self,
+        message: &StoredMessage,
+        state: &str,
+    ) -> Result<(), StoreError> {
+        self.queue
+            .apply(Record::with_state(Change::Replace(message.clone()), state))
+    }
+
+    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), StoreError> {
+        self.queue
+            .apply(Record::with_state(Change::Remove(seq), state))
+    }
+
+    fn save_state(&mut self, state: &str) -> Result<(), StoreError> {
+        self.queue.state = Some(state.to_owned());
+        Ok(())
+    }
+
+    fn load_state(&mut self) -> Result<Option<String>, StoreError> {
+        Ok(self.queue.state.clone())
     }
 }
 
@@ -371,10 +511,12 @@ impl FileStore {
             store.cut_to(replay.good_len)?;
         }
         let live = store.queue.messages.len();
-        let dead = replay.records - live;
-        if live == 0 && store.len > 0 {
+        // Records that hold nothing live: the state is one line however many set it.
+        let kept = live + usize::from(store.queue.state.is_some());
+        let dead = replay.records.saturating_sub(kept);
+        if live == 0 && store.queue.state.is_none() && store.len > 0 {
             store.cut_to(0)?;
-        } else if dead > live && dead > COMPACT_MIN_DEAD {
+        } else if (live == 0 && dead > 0) || (dead > live && dead > COMPACT_MIN_DEAD) {
             tracing::debug!(
                 path = %store.path.display(),
                 live,
@@ -417,9 +559,9 @@ impl FileStore {
     }
 
     /// Appends one record, durably; on failure, cuts the file back to its last record.
-    fn append(&mut self, change: &Change) -> Result<(), StoreError> {
+    fn append(&mut self, record: &Record) -> Result<(), StoreError> {
         self.check_usable()?;
-        let line = encode(change).map_err(|e| self.io(e))?;
+        let line = encode(record).map_err(|e| self.io(e))?;
         let written = (&self.file)
             .write_all(&line)
             .and_then(|()| self.file.sync_data());
@@ -438,33 +580,46 @@ impl FileStore {
         }
     }
 
-    /// Writes the live messages to `<path>.tmp` and renames it over the journal.
+    /// Writes the state and the live messages to `<path>.tmp` and renames it over the journal.
     fn rewrite(&mut self) -> Result<(), StoreError> {
+        let bytes = journal_bytes(&self.queue.messages, self.queue.state.as_deref())
+            .map_err(|e| self.io(e))?;
+        self.rewrite_with(&bytes)
+    }
+
+    /// Writes `bytes` to `<path>.tmp` and renames it over the journal.
+    fn rewrite_with(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
         let tmp = tmp_path(&self.path);
-        let mut bytes = Vec::new();
-        for message in self.queue.messages.values() {
-            let line = encode(&Change::Push(message.clone())).map_err(|e| self.io(e))?;
-            bytes.extend_from_slice(&line);
-        }
         let mut out = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .open(&tmp)
             .map_err(|e| io_error(&tmp, e))?;
-        out.write_all(&bytes)
+        out.write_all(bytes)
             .and_then(|()| out.sync_all())
             .map_err(|e| io_error(&tmp, e))?;
         drop(out);
         fs::rename(&tmp, &self.path).map_err(|e| io_error(&self.path, e))?;
-        // From here the journal is the new file: never append to the old one again.
-        self.file = OpenOptions::new()
+        // From here the journal is the new file: never append to the old one again, and if
+        // it cannot be opened or its rename made durable, refuse changes until reopened.
+        let reopened = OpenOptions::new()
             .read(true)
             .append(true)
             .open(&self.path)
-            .map_err(|e| io_error(&self.path, e))?;
-        self.len = bytes.len() as u64;
-        sync_dir(&self.path)
+            .map_err(|e| io_error(&self.path, e))
+            .and_then(|file| sync_dir(&self.path).map(|()| file));
+        match reopened {
+            Ok(file) => {
+                self.file = file;
+                self.len = bytes.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                self.poisoned = true;
+                Err(e)
+            }
+        }
     }
 }
 
@@ -474,48 +629,85 @@ impl OfflineStore for FileStore {
     }
 
     fn push(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
-        let change = Change::Push(message.clone());
-        self.queue.check(&change)?;
-        self.append(&change)?;
-        self.queue.commit(change);
-        Ok(())
+        self.write(Change::Push(message.clone()).into())
     }
 
     fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
-        let change = Change::Replace(message.clone());
-        self.queue.check(&change)?;
-        self.append(&change)?;
-        self.queue.commit(change);
-        Ok(())
+        self.write(Change::Replace(message.clone()).into())
     }
 
     fn remove(&mut self, seq: u64) -> Result<(), StoreError> {
-        let change = Change::Remove(seq);
-        self.queue.check(&change)?;
-        if self.queue.messages.len() == 1 {
-            // The queue empties: an empty file says so, and stops the journal growing.
+        self.write(Change::Remove(seq).into())
+    }
+
+    fn push_with_state(&mut self, message: &StoredMessage, state: &str) -> Result<(), StoreError> {
+        self.write(Record::with_state(Change::Push(message.clone()), state))
+    }
+
+    fn replace_with_state(
+        &mut self,
+        message: &StoredMessage,
+        state: &str,
+    ) -> Result<(), StoreError> {
+        self.write(Record::with_state(Change::Replace(message.clone()), state))
+    }
+
+    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), StoreError> {
+        self.write(Record::with_state(Change::Remove(seq), state))
+    }
+
+    fn save_state(&mut self, state: &str) -> Result<(), StoreError> {
+        self.write(Record {
+            change: None,
+            state: Some(state.to_owned()),
+        })
+    }
+
+    fn load_state(&mut self) -> Result<Option<String>, StoreError> {
+        Ok(self.queue.state.clone())
+    }
+}
+
+impl FileStore {
+    /// Checks, writes durably, then applies one record.
+    fn write(&mut self, record: Record) -> Result<(), StoreError> {
+        self.queue.check(&record)?;
+        let empties =
+            matches!(record.change, Some(Change::Remove(_))) && self.queue.messages.len() == 1;
+        if empties {
+            // The queue empties: stop the journal growing. Without a state, an empty file says
+            // so; with one, the file becomes the state's line alone (written aside, renamed
+            // over: a crash leaves the old journal or the new one).
             self.check_usable()?;
-            if let Err(e) = self.cut_to(0) {
+            let state = record.state.as_deref().or(self.queue.state.as_deref());
+            if let Some(state) = state {
+                let bytes = journal_bytes(&BTreeMap::new(), Some(state)).map_err(|e| self.io(e))?;
+                self.rewrite_with(&bytes)?;
+            } else if let Err(e) = self.cut_to(0) {
                 // set_len may have happened without its sync: the file no longer holds the
                 // message the queue still has.
                 self.poisoned = true;
                 return Err(e);
             }
         } else {
-            self.append(&change)?;
+            self.append(&record)?;
         }
-        self.queue.commit(change);
+        self.queue.commit(record);
         Ok(())
     }
 }
 
-/// A journal line as written.
+/// A journal line as written: one change, a state, or both.
 #[derive(Serialize)]
-#[serde(rename_all = "snake_case")]
-enum RecordOut<'a> {
-    Push(EntryOut<'a>),
-    Replace(EntryOut<'a>),
-    Remove(u64),
+struct RecordOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    push: Option<EntryOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replace: Option<EntryOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remove: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -542,11 +734,16 @@ impl<'a> From<&'a StoredMessage> for EntryOut<'a> {
 
 /// A journal line as read.
 #[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum RecordIn {
-    Push(EntryIn),
-    Replace(EntryIn),
-    Remove(u64),
+#[serde(deny_unknown_fields)]
+struct RecordIn {
+    #[serde(default)]
+    push: Option<EntryIn>,
+    #[serde(default)]
+    replace: Option<EntryIn>,
+    #[serde(default)]
+    remove: Option<u64>,
+    #[serde(default)]
+    state: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -575,21 +772,47 @@ impl EntryIn {
     }
 }
 
-/// The line of a change, with its `\n`.
-fn encode(change: &Change) -> io::Result<Vec<u8>> {
-    let record = match change {
-        Change::Push(message) => RecordOut::Push(message.into()),
-        Change::Replace(message) => RecordOut::Replace(message.into()),
-        Change::Remove(seq) => RecordOut::Remove(*seq),
+/// A journal holding `state` and `messages` only: what compaction writes.
+fn journal_bytes(
+    messages: &BTreeMap<u64, StoredMessage>,
+    state: Option<&str>,
+) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    if let Some(state) = state {
+        let record = Record {
+            change: None,
+            state: Some(state.to_owned()),
+        };
+        bytes.extend_from_slice(&encode(&record)?);
+    }
+    for message in messages.values() {
+        bytes.extend_from_slice(&encode(&Change::Push(message.clone()).into())?);
+    }
+    Ok(bytes)
+}
+
+/// The line of a record, with its `\n`.
+fn encode(record: &Record) -> io::Result<Vec<u8>> {
+    let mut out = RecordOut {
+        push: None,
+        replace: None,
+        remove: None,
+        state: record.state.as_deref(),
     };
-    let mut line = serde_json::to_vec(&record)?;
+    match &record.change {
+        Some(Change::Push(message)) => out.push = Some(message.into()),
+        Some(Change::Replace(message)) => out.replace = Some(message.into()),
+        Some(Change::Remove(seq)) => out.remove = Some(*seq),
+        None => {}
+    }
+    let mut line = serde_json::to_vec(&out)?;
     line.push(b'\n');
     Ok(line)
 }
 
 /// How a journal line reads.
 enum Parsed {
-    Change(Change),
+    Record(Record),
     /// Not JSON at all: torn, if it is the last line.
     NotJson(String),
     /// JSON, but not a record this version knows: corrupt wherever it is.
@@ -604,13 +827,19 @@ fn parse(line: &[u8]) -> Parsed {
         Ok(record) => record,
         Err(e) => return Parsed::Bad(e.to_string()),
     };
-    let change = match record {
-        RecordIn::Push(entry) => entry.into_message().map(Change::Push),
-        RecordIn::Replace(entry) => entry.into_message().map(Change::Replace),
-        RecordIn::Remove(seq) => Ok(Change::Remove(seq)),
+    let change = match (record.push, record.replace, record.remove) {
+        (Some(entry), None, None) => entry.into_message().map(|m| Some(Change::Push(m))),
+        (None, Some(entry), None) => entry.into_message().map(|m| Some(Change::Replace(m))),
+        (None, None, Some(seq)) => Ok(Some(Change::Remove(seq))),
+        (None, None, None) if record.state.is_some() => Ok(None),
+        (None, None, None) => Err("an empty record".to_owned()),
+        _ => Err("more than one change in a record".to_owned()),
     };
     match change {
-        Ok(change) => Parsed::Change(change),
+        Ok(change) => Parsed::Record(Record {
+            change,
+            state: record.state,
+        }),
         Err(reason) => Parsed::Bad(reason),
     }
 }
@@ -639,9 +868,9 @@ fn replay(path: &Path, bytes: &[u8]) -> Result<Replay, StoreError> {
         line_no += 1;
         let end = start + newline + 1;
         match parse(&bytes[start..end - 1]) {
-            Parsed::Change(change) => {
+            Parsed::Record(record) => {
                 queue
-                    .apply(change)
+                    .apply(record)
                     .map_err(|e| corrupt(line_no, e.to_string()))?;
                 records += 1;
             }
@@ -888,12 +1117,12 @@ mod tests {
         let good = file_len(&dir.journal());
 
         // Half a line, as a crash in the middle of the write leaves it.
-        let line = encode(&Change::Push(message(
+        let line = encode(&Record::from(Change::Push(message(
             3,
             OcppVersion::V1_6,
             "MeterValues",
             "{}",
-        )))
+        ))))
         .unwrap();
         let mut file = OpenOptions::new().append(true).open(dir.journal()).unwrap();
         file.write_all(&line[..line.len() / 2]).unwrap();
@@ -1053,6 +1282,207 @@ mod tests {
         assert_eq!(lines(&dir.journal()), 18);
     }
 
+    #[test]
+    fn state_rides_with_the_change_of_its_line() {
+        let dir = TempDir::new("state-format");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(store.load_state().unwrap(), None);
+        let m = message(1, OcppVersion::V2_0_1, "TransactionEvent", "{}");
+        store.push_with_state(&m, r#"{"open":1}"#).unwrap();
+        store
+            .push(&message(2, OcppVersion::V2_0_1, "TransactionEvent", "{}"))
+            .unwrap();
+        store.save_state(r#"{"open":2}"#).unwrap();
+        store.replace_with_state(&m, "s3").unwrap();
+        store.remove_with_state(1, "s4").unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.journal()).unwrap(),
+            concat!(
+                r#"{"push":{"seq":1,"version":"2.0.1","action":"TransactionEvent","payload":"{}"},"state":"{\"open\":1}"}"#,
+                "\n",
+                r#"{"push":{"seq":2,"version":"2.0.1","action":"TransactionEvent","payload":"{}"}}"#,
+                "\n",
+                r#"{"state":"{\"open\":2}"}"#,
+                "\n",
+                r#"{"replace":{"seq":1,"version":"2.0.1","action":"TransactionEvent","payload":"{}"},"state":"s3"}"#,
+                "\n",
+                r#"{"remove":1,"state":"s4"}"#,
+                "\n",
+            )
+        );
+        drop(store);
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(store.load_state().unwrap().as_deref(), Some("s4"));
+        assert_eq!(store.load().unwrap().len(), 1);
+
+        // A refused change leaves the state as it was.
+        assert!(store.remove_with_state(9, "s5").is_err());
+        assert!(store.push_with_state(&m, "s5").is_err());
+        assert_eq!(store.load_state().unwrap().as_deref(), Some("s4"));
+
+        // Two changes in one line, or none, are corrupt.
+        for bad in [
+            r#"{"remove":2,"push":{"seq":3,"version":"1.6","action":"X","payload":"{}"}}"#,
+            "{}",
+        ] {
+            let text = fs::read_to_string(dir.journal()).unwrap();
+            let other = TempDir::new("state-bad");
+            fs::write(other.journal(), text + bad + "\n").unwrap();
+            assert!(
+                matches!(
+                    FileStore::open(other.journal()),
+                    Err(StoreError::Corrupt { .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn state_round_trip_memory_store() {
+        let mut store = MemoryStore::new();
+        assert_eq!(store.load_state().unwrap(), None);
+        store
+            .push_with_state(
+                &message(1, OcppVersion::V1_6, "StartTransaction", "{}"),
+                "a",
+            )
+            .unwrap();
+        store.save_state("b").unwrap();
+        store.remove_with_state(1, "c").unwrap();
+        assert!(store.is_empty());
+        assert_eq!(store.load_state().unwrap().as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn an_emptied_queue_keeps_the_state() {
+        let dir = TempDir::new("state-empty");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        store
+            .push_with_state(
+                &message(1, OcppVersion::V1_6, "StartTransaction", "{}"),
+                "a",
+            )
+            .unwrap();
+        store
+            .push_with_state(&message(2, OcppVersion::V1_6, "StopTransaction", "{}"), "b")
+            .unwrap();
+        store.remove(1).unwrap();
+        store.remove(2).unwrap();
+        // The journal is the state's line alone.
+        assert_eq!(
+            fs::read_to_string(dir.journal()).unwrap(),
+            "{\"state\":\"b\"}\n"
+        );
+        assert!(!tmp_path(&dir.journal()).exists());
+        store
+            .push_with_state(
+                &message(3, OcppVersion::V1_6, "StartTransaction", "{}"),
+                "c",
+            )
+            .unwrap();
+        store.remove_with_state(3, "d").unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.journal()).unwrap(),
+            "{\"state\":\"d\"}\n"
+        );
+        drop(store);
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(store.load().unwrap(), vec![]);
+        assert_eq!(store.load_state().unwrap().as_deref(), Some("d"));
+        // Many state lines and nothing queued: compacted to one on open.
+        for n in 0..5 {
+            store.save_state(&format!("e{n}")).unwrap();
+        }
+        drop(store);
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(lines(&dir.journal()), 1);
+        assert_eq!(store.load_state().unwrap().as_deref(), Some("e4"));
+    }
+
+    #[test]
+    fn compaction_keeps_the_state() {
+        let dir = TempDir::new("state-compact");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        for seq in 1..=60 {
+            let m = message(seq, OcppVersion::V2_1, "TransactionEvent", "{}");
+            store.push_with_state(&m, &format!("s{seq}")).unwrap();
+        }
+        for seq in 1..=55 {
+            store.remove(seq).unwrap();
+        }
+        let live = store.load().unwrap();
+        drop(store);
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        assert_eq!(lines(&dir.journal()), 6);
+        assert_eq!(store.load().unwrap(), live);
+        assert_eq!(store.load_state().unwrap().as_deref(), Some("s60"));
+    }
+
+    /// A kill at any byte of the write path: the journal cut at every offset opens to the
+    /// messages and the state of the last whole record, never a message without its state or
+    /// a state without its message.
+    #[test]
+    fn a_cut_at_every_offset_gives_a_message_with_its_state() {
+        let dir = TempDir::new("state-cut");
+        let mut store = FileStore::open(dir.journal()).unwrap();
+        // After each record: the file's length, the messages and the state.
+        let mut after = vec![(0u64, Vec::new(), None)];
+        let snapshot =
+            |store: &mut FileStore, after: &mut Vec<(u64, Vec<StoredMessage>, Option<String>)>| {
+                after.push((
+                    file_len(store.path()),
+                    store.load().unwrap(),
+                    store.load_state().unwrap(),
+                ));
+            };
+        let mut seqs = Vec::new();
+        for seq in 1..=6u64 {
+            // Each state names the messages queued with it.
+            seqs.push(seq);
+            let state = format!("{seqs:?} ünï");
+            let m = message(
+                seq,
+                OcppVersion::V2_0_1,
+                "TransactionEvent",
+                &format!("{{\"seqNo\":{seq}}}"),
+            );
+            store.push_with_state(&m, &state).unwrap();
+            snapshot(&mut store, &mut after);
+            if seq % 2 == 0 {
+                let first = seqs.remove(0);
+                store
+                    .remove_with_state(first, &format!("{seqs:?} ünï"))
+                    .unwrap();
+                snapshot(&mut store, &mut after);
+            }
+            if seq == 3 {
+                store.save_state(&format!("{seqs:?} ünï")).unwrap();
+                snapshot(&mut store, &mut after);
+            }
+        }
+        drop(store);
+        let bytes = fs::read(dir.journal()).unwrap();
+        for cut in 0..=bytes.len() {
+            let other = TempDir::new("state-cut-at");
+            fs::write(other.journal(), &bytes[..cut]).unwrap();
+            let mut reopened = FileStore::open(other.journal()).unwrap();
+            let (_, messages, state) = after
+                .iter()
+                .rev()
+                .find(|(len, _, _)| *len <= cut as u64)
+                .unwrap();
+            let loaded = reopened.load().unwrap();
+            let loaded_state = reopened.load_state().unwrap();
+            assert_eq!(&loaded, messages, "cut at {cut}");
+            assert_eq!(&loaded_state, state, "cut at {cut}");
+            if let Some(state) = loaded_state {
+                let seqs: Vec<u64> = loaded.iter().map(|m| m.seq).collect();
+                assert_eq!(state, format!("{seqs:?} ünï"), "cut at {cut}");
+            }
+        }
+    }
+
     #[derive(Debug, Clone)]
     enum Op {
         Push {
@@ -1073,6 +1503,9 @@ mod tests {
         },
         RemoveUnknown,
         Reopen,
+        /// The next change carries this state.
+        State(String),
+        SaveState(String),
     }
 
     fn text() -> impl Strategy<Value = String> {
@@ -1095,6 +1528,8 @@ mod tests {
             4 => any::<usize>().prop_map(|pick| Op::Remove { pick }),
             1 => Just(Op::RemoveUnknown),
             1 => Just(Op::Reopen),
+            2 => text().prop_map(Op::State),
+            1 => text().prop_map(Op::SaveState),
         ]
     }
 
@@ -1107,6 +1542,7 @@ mod tests {
             let mut memory = MemoryStore::new();
             let mut file = FileStore::open(dir.journal()).unwrap();
             let mut next_seq = 1u64;
+            let mut state: Option<String> = None;
             for op in ops {
                 let live = memory.load().unwrap();
                 let (a, b) = match op {
@@ -1119,7 +1555,10 @@ mod tests {
                             transaction_of,
                         };
                         next_seq += 1;
-                        (memory.push(&m), file.push(&m))
+                        match state.take() {
+                            Some(s) => (memory.push_with_state(&m, &s), file.push_with_state(&m, &s)),
+                            None => (memory.push(&m), file.push(&m)),
+                        }
                     }
                     Op::PushStale => {
                         let seq = live.last().map_or(0, |m| m.seq);
@@ -1142,8 +1581,16 @@ mod tests {
                             continue;
                         }
                         let seq = live[pick % live.len()].seq;
-                        (memory.remove(seq), file.remove(seq))
+                        match state.take() {
+                            Some(s) => (memory.remove_with_state(seq, &s), file.remove_with_state(seq, &s)),
+                            None => (memory.remove(seq), file.remove(seq)),
+                        }
                     }
+                    Op::State(s) => {
+                        state = Some(s);
+                        continue;
+                    }
+                    Op::SaveState(s) => (memory.save_state(&s), file.save_state(&s)),
                     Op::RemoveUnknown => (memory.remove(next_seq + 7), file.remove(next_seq + 7)),
                     Op::Reopen => {
                         drop(file);
@@ -1153,10 +1600,12 @@ mod tests {
                 };
                 prop_assert_eq!(a.is_ok(), b.is_ok(), "{:?} vs {:?}", a, b);
                 prop_assert_eq!(memory.load().unwrap(), file.load().unwrap());
+                prop_assert_eq!(memory.load_state().unwrap(), file.load_state().unwrap());
             }
             drop(file);
             let mut file = FileStore::open(dir.journal()).unwrap();
             prop_assert_eq!(memory.load().unwrap(), file.load().unwrap());
+            prop_assert_eq!(memory.load_state().unwrap(), file.load_state().unwrap());
         }
     }
 }
