@@ -14,13 +14,12 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{python, python_ocpp_present, Killed};
+use common::{free_port, python, python_ocpp_present, Killed};
 use ocpp_tokio::model::device_model::{catalogue::Layout, Change, Configuration, DeviceModel};
 use ocpp_tokio::station::{DeviceModelStore, RetryBackOff, Station};
 use ocpp_tokio::{OcppVersion, Router};
@@ -86,14 +85,6 @@ impl Csms {
             }
         }
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A fresh state directory under target/.

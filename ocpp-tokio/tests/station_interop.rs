@@ -15,13 +15,13 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{example_binary, python, python_ocpp_present, target_dir, Killed};
+use common::{example_binary, free_port, python, python_ocpp_present, target_dir, Killed};
 use serde_json::Value;
 
 const CSMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/python_csms.py");
@@ -48,15 +48,6 @@ fn mio_server_binary() -> PathBuf {
     }
     assert!(binary.exists(), "{}", binary.display());
     binary
-}
-
-/// A loopback port nobody listens on (now).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A child process, killed (SIGKILL) and reaped when dropped, and the lines it prints on

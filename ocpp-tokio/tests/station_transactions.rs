@@ -21,13 +21,12 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{example_binary, python, python_ocpp_present, Killed};
+use common::{example_binary, free_port, python, python_ocpp_present, Killed};
 use serde_json::Value;
 
 const CSMS: &str = concat!(
@@ -103,14 +102,6 @@ impl Process {
         let _ = self.child.0.kill();
         let _ = self.child.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The central system's events (its JSON lines).
