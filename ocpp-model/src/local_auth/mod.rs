@@ -149,6 +149,17 @@ impl LocalAuthorization {
     /// StopTransaction or TransactionEvent answer) into the cache (1.6 §3.5.1, 2.0.1 C10), when
     /// the cache is enabled; `false` when nothing was learnt. A token of the local list is not
     /// cached: the list speaks for it (1.6 §3.5.3).
+    ///
+    /// ```
+    /// use ocpp_messages::DateTime;
+    /// use ocpp_model::local_auth::LocalAuthorization;
+    /// use ocpp_model::{Authorization, AuthorizationStatus, IdToken};
+    /// let mut local = LocalAuthorization::default();
+    /// let now = DateTime::parse("2026-01-01T00:00:00Z").unwrap();
+    /// let blocked = Authorization::new(AuthorizationStatus::Blocked);
+    /// assert!(local.learn(&IdToken::from_id_tag("A"), &blocked, &now));
+    /// assert!(!local.authorize_locally(&IdToken::from_id_tag("A"), &now, false).may_charge());
+    /// ```
     pub fn learn(
         &mut self,
         token: &IdToken,
@@ -163,6 +174,14 @@ impl LocalAuthorization {
 
     /// Answers a ClearCache (1.6 §5.4, 2.0.1 C11): `Rejected` when the cache is disabled
     /// (2.0.1 C11: the cache is off), otherwise every entry goes.
+    ///
+    /// ```
+    /// use ocpp_model::local_auth::{ClearCacheStatus, LocalAuthorization, Settings};
+    /// let mut settings = Settings::default();
+    /// assert_eq!(LocalAuthorization::new(settings.clone()).clear_cache(), ClearCacheStatus::Accepted);
+    /// settings.cache_enabled = false;
+    /// assert_eq!(LocalAuthorization::new(settings).clear_cache(), ClearCacheStatus::Rejected);
+    /// ```
     pub fn clear_cache(&mut self) -> ClearCacheStatus {
         if !self.settings.cache_enabled {
             return ClearCacheStatus::Rejected;

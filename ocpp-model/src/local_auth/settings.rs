@@ -109,6 +109,13 @@ impl Settings {
     }
 
     /// The settings of a 2.x station's device model; a variable it lacks keeps its default.
+    ///
+    /// ```
+    /// use ocpp_model::device_model::{catalogue::Layout, DeviceModel};
+    /// use ocpp_model::local_auth::Settings;
+    /// let settings = Settings::from_device_model(&DeviceModel::standard(Layout::new(&[1])));
+    /// assert_eq!(settings.cache_lifetime_s, Some(86400));
+    /// ```
     pub fn from_device_model(model: &DeviceModel) -> Self {
         let d = Settings::default();
         let list = |v: &str| model.value(catalogue::LOCAL_AUTH_LIST_CTRLR, v);

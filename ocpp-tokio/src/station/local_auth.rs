@@ -309,6 +309,21 @@ impl LocalAuthStore {
     /// [`OcppVersion::V1_6`], the 2.x variables otherwise), now and after every change the
     /// central system makes there, and keeps its `LocalAuthListCtrlr.Entries` on the list's
     /// size (2.0.1 D01).
+    ///
+    /// ```
+    /// use ocpp_tokio::model::device_model::{catalogue::Layout, Configuration, DeviceModel};
+    /// use ocpp_tokio::station::{DeviceModelStore, LocalAuthStore};
+    /// use ocpp_tokio::OcppVersion;
+    /// let mut configuration = Configuration::standard(1);
+    /// configuration.update("AllowOfflineTxForUnknownId", "true");
+    /// let device_model = DeviceModelStore::in_memory(
+    ///     DeviceModel::standard(Layout::new(&[1])),
+    ///     configuration,
+    /// );
+    /// let store = LocalAuthStore::in_memory(Default::default());
+    /// store.follow_device_model(&device_model, OcppVersion::V1_6);
+    /// assert!(store.settings().offline_tx_for_unknown_id);
+    /// ```
     pub fn follow_device_model(&self, device_model: &DeviceModelStore, version: OcppVersion) {
         let read = move |store: &DeviceModelStore| match version {
             OcppVersion::V1_6 => Settings::from_configuration(&store.configuration()),
@@ -317,9 +332,15 @@ impl LocalAuthStore {
         self.set_settings(read(device_model));
         *lock(&self.inner.device_model) = Some(device_model.clone());
         self.tell_entries();
-        let this = self.clone();
+        // Weak both ways: the device model's listener must not keep this store (which keeps
+        // the device model) alive.
+        let this = Arc::downgrade(&self.inner);
         let source = device_model.clone();
-        device_model.on_change(move |_: &Change| this.set_settings(read(&source)));
+        device_model.on_change(move |_: &Change| {
+            if let Some(inner) = this.upgrade() {
+                lock(&inner.local).set_settings(read(&source));
+            }
+        });
     }
 
     fn tell_entries(&self) {
@@ -437,6 +458,18 @@ impl LocalAuthStore {
 
     /// Learns the central system's answer on `token` into the cache (1.6 §3.5.1, 2.0.1 C10),
     /// durably: `Ok(false)` when the cache is disabled or the token is on the local list.
+    ///
+    /// ```
+    /// use ocpp_tokio::model::local_auth::Settings;
+    /// use ocpp_tokio::model::{Authorization, AuthorizationStatus, IdToken};
+    /// use ocpp_tokio::station::LocalAuthStore;
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = LocalAuthStore::in_memory(Settings::default());
+    /// let answer = Authorization::new(AuthorizationStatus::Accepted);
+    /// assert!(store.learn(&IdToken::from_id_tag("A"), &answer).await.unwrap());
+    /// assert!(store.authorize_locally(&IdToken::from_id_tag("A"), false).may_charge());
+    /// # });
+    /// ```
     ///
     /// # Errors
     /// The cache could not be written: nothing was learnt.
