@@ -57,6 +57,7 @@ pub mod error;
 pub mod event;
 pub mod id_token;
 pub mod ledger;
+pub mod local_auth;
 pub mod meter;
 pub mod notification;
 pub mod number;

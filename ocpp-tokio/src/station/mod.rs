@@ -113,6 +113,7 @@
 
 pub mod device_model;
 mod driver;
+pub mod local_auth;
 mod queue;
 pub mod store;
 mod url;
@@ -130,6 +131,7 @@ use ocpp_server_core::{
 use tokio::sync::{mpsc, oneshot, watch};
 
 pub use device_model::{DeviceModelError, DeviceModelStore};
+pub use local_auth::{LocalAuthError, LocalAuthStore};
 pub use ocpp_server_core::station::{
     BootReason, Evse, IdToken, OpenTransaction, RegistrationStatus, RetryBackOff, Start,
     StationInfo, StopReason, TransactionError, TransactionRef, Transactions,
