@@ -228,7 +228,11 @@ async fn run(command: Command) -> ExitCode {
                     fields.push(field);
                 }
             }
-            println!("ignoring fields: {}", fields.join(", "));
+            if fields.is_empty() {
+                println!("ignoring fields: (none)");
+            } else {
+                println!("ignoring fields: {}", fields.join(", "));
+            }
             let options = ReplayOptions::new(url)
                 .ignore(fields)
                 .timeout(Duration::from_millis(timeout_ms))
