@@ -168,6 +168,8 @@ pub fn now_ms() -> u64 {
 /// flushed at once (a capture is read while the server runs).
 ///
 /// Write errors cannot stop the server: they are counted ([`CaptureRecorder::write_errors`]).
+/// It keeps one entry per identity seen (its connection's version, for the error answers, which
+/// the hook gives without one).
 pub struct CaptureRecorder<W: Write + Send> {
     inner: Mutex<Recorder<W>>,
     write_errors: AtomicU64,

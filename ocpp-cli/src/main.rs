@@ -64,6 +64,10 @@ enum Command {
         /// in milliseconds.
         #[arg(long, default_value_t = 200)]
         linger_ms: u64,
+        /// Writes every message of this run to FILE as a capture (what the server answered
+        /// this time: a capture of any server, recorded from the station's side).
+        #[arg(long, value_name = "FILE")]
+        record: Option<String>,
     },
     /// A mock CSMS: accepts every station, answers the basics, logs every message as a
     /// capture line on stdout.
@@ -205,6 +209,7 @@ async fn run(command: Command) -> ExitCode {
             no_default_ignores,
             timeout_ms,
             linger_ms,
+            record,
         } => {
             let read = if capture == "-" {
                 read_capture(BufReader::new(io::stdin()))
@@ -239,6 +244,16 @@ async fn run(command: Command) -> ExitCode {
                 .linger(Duration::from_millis(linger_ms));
             let report = replay(&lines, &options).await;
             print!("{report}");
+            if let Some(path) = record {
+                let text: String = report
+                    .transcript
+                    .iter()
+                    .map(|line| line.to_json() + "\n")
+                    .collect();
+                if let Err(error) = std::fs::write(&path, text) {
+                    return fail(&format!("{path}: {error}"));
+                }
+            }
             if report.differences.is_empty() {
                 ExitCode::SUCCESS
             } else {
@@ -301,6 +316,7 @@ async fn run(command: Command) -> ExitCode {
                 Ok(Err(error)) => fail(&error.to_string()),
             }
         }
+        // Handled in `main`, without a runtime.
         Command::Validate { .. } => ExitCode::SUCCESS,
     }
 }

@@ -120,6 +120,16 @@ pub struct Report {
     /// The answers that differ (and the connections that failed, as a difference of path
     /// `connection`).
     pub differences: Vec<Difference>,
+    /// Every message of this run, as a capture (`ocpp replay --record`): what was sent and
+    /// received, stamped when it was.
+    pub transcript: Vec<CaptureLine>,
+}
+
+impl Report {
+    fn log(&mut self, identity: &str, version: OcppVersion, dir: Direction, text: &str) {
+        self.transcript
+            .push(CaptureLine::now(identity, version, dir, text.to_string()));
+    }
 }
 
 impl fmt::Display for Report {
@@ -231,11 +241,21 @@ async fn replay_one(
     let station = std::mem::take(&mut script.station);
     for (id, action, text, expects_answer) in station {
         link.send_text(&text).await?;
+        report.log(identity, version, Direction::In, &text);
         report.sent += 1;
         if !expects_answer {
             continue;
         }
-        let answer = await_answer(&mut link, &id, &mut script, version, options, report).await?;
+        let answer = await_answer(
+            &mut link,
+            identity,
+            &id,
+            &mut script,
+            version,
+            options,
+            report,
+        )
+        .await?;
         let Some(recorded) = script.answers.get(&id) else {
             continue; // The capture ends before the answer: nothing to compare.
         };
@@ -257,7 +277,9 @@ async fn replay_one(
         loop {
             match link.next_text().await {
                 Ok(text) => {
-                    answer_server_call(&mut link, &text, &mut script, version, report).await?;
+                    report.log(identity, version, Direction::Out, &text);
+                    answer_server_call(&mut link, identity, &text, &mut script, version, report)
+                        .await?;
                 }
                 Err(error) => return Err::<(), _>(error),
             }
@@ -272,6 +294,7 @@ async fn replay_one(
 /// server's CALLs meanwhile.
 async fn await_answer(
     link: &mut Link,
+    identity: &str,
     id: &str,
     script: &mut Script,
     version: OcppVersion,
@@ -284,7 +307,8 @@ async fn await_answer(
             Ok(text) => text?,
             Err(_) => return Ok(None),
         };
-        if answer_server_call(link, &text, script, version, report).await? {
+        report.log(identity, version, Direction::Out, &text);
+        if answer_server_call(link, identity, &text, script, version, report).await? {
             continue;
         }
         let Ok(Value::Array(frame)) = serde_json::from_str::<Value>(&text) else {
@@ -301,6 +325,7 @@ async fn await_answer(
 /// that action (its id replaced), or `NotImplemented`. Returns whether it was one.
 async fn answer_server_call(
     link: &mut Link,
+    identity: &str,
     text: &str,
     script: &mut Script,
     version: OcppVersion,
@@ -331,7 +356,9 @@ async fn answer_server_call(
             serde_json::json!([4, id, code.as_str(version), "not in the capture", {}])
         }
     };
-    link.send_text(&answer.to_string()).await?;
+    let answer = answer.to_string();
+    link.send_text(&answer).await?;
+    report.log(identity, version, Direction::In, &answer);
     report.answered += 1;
     Ok(true)
 }

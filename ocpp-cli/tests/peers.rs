@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{run, scratch, Csms};
+use common::{run, scratch, Csms, SCRIPT};
 
 #[test]
 fn a_station_boots_against_the_csms() {
@@ -45,20 +45,6 @@ fn a_station_boots_against_the_csms() {
     );
     assert!(accepted.contains(r#"\"interval\":1"#), "{capture}");
 }
-
-/// The station side of a day in the field, 1.6 and 2.0.1.
-const SCRIPT: &[&str] = &[
-    r#"{"t_ms":1,"identity":"CP1","version":"ocpp1.6","dir":"in","text":"[2,\"1\",\"BootNotification\",{\"chargePointVendor\":\"ACME\",\"chargePointModel\":\"X\"}]"}"#,
-    r#"{"t_ms":2,"identity":"CP1","version":"ocpp1.6","dir":"in","text":"[2,\"2\",\"StatusNotification\",{\"connectorId\":1,\"errorCode\":\"NoError\",\"status\":\"Available\"}]"}"#,
-    r#"{"t_ms":3,"identity":"CP1","version":"ocpp1.6","dir":"in","text":"[2,\"3\",\"Authorize\",{\"idTag\":\"TAG1\"}]"}"#,
-    r#"{"t_ms":4,"identity":"CP1","version":"ocpp1.6","dir":"in","text":"[2,\"4\",\"StartTransaction\",{\"connectorId\":1,\"idTag\":\"TAG1\",\"meterStart\":0,\"timestamp\":\"2026-01-01T00:00:00Z\"}]"}"#,
-    r#"{"t_ms":5,"identity":"CP1","version":"ocpp1.6","dir":"in","text":"[2,\"5\",\"MeterValues\",{\"connectorId\":1,\"transactionId\":1,\"meterValue\":[{\"timestamp\":\"2026-01-01T00:01:00Z\",\"sampledValue\":[{\"value\":\"100\"}]}]}]"}"#,
-    r#"{"t_ms":6,"identity":"CP1","version":"ocpp1.6","dir":"in","text":"[2,\"6\",\"StopTransaction\",{\"transactionId\":1,\"meterStop\":200,\"timestamp\":\"2026-01-01T00:02:00Z\"}]"}"#,
-    r#"{"t_ms":7,"identity":"CP1","version":"ocpp1.6","dir":"in","text":"[2,\"7\",\"Heartbeat\",{}]"}"#,
-    r#"{"t_ms":8,"identity":"CP2","version":"ocpp2.0.1","dir":"in","text":"[2,\"a\",\"BootNotification\",{\"chargingStation\":{\"model\":\"m\",\"vendorName\":\"v\"},\"reason\":\"PowerUp\"}]"}"#,
-    r#"{"t_ms":9,"identity":"CP2","version":"ocpp2.0.1","dir":"in","text":"[2,\"b\",\"TransactionEvent\",{\"eventType\":\"Started\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"triggerReason\":\"Authorized\",\"seqNo\":0,\"transactionInfo\":{\"transactionId\":\"T1\"},\"idToken\":{\"idToken\":\"TAG2\",\"type\":\"ISO14443\"}}]"}"#,
-    r#"{"t_ms":10,"identity":"CP2","version":"ocpp2.0.1","dir":"in","text":"[2,\"c\",\"Heartbeat\",{}]"}"#,
-];
 
 #[test]
 fn a_capture_of_the_csms_replays_without_difference_and_a_changed_one_with() {
