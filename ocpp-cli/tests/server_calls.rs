@@ -132,3 +132,72 @@ async fn the_servers_calls_are_answered_from_the_capture() {
     }
     task.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_station_answers_not_supported_and_logs_both() {
+    let (tx, mut outcomes) = mpsc::unbounded_channel();
+    let router = Router::<()>::default()
+        .on_concept(|_: Session<()>, _: Booted| async {
+            Ok(BootAnswer::accepted(60, DateTime::now()))
+        })
+        .on_connect(move |session: Session<()>| {
+            let tx = tx.clone();
+            async move {
+                let request = v1_6::GetConfigurationRequest::default();
+                let _ = tx.send(session.charge_point().call(request).await);
+            }
+        });
+    let server = Server::builder()
+        .handler(router)
+        .bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("ws://{}/ocpp/CP-S", server.local_addr().expect("addr"));
+    let task = tokio::spawn(async move {
+        let _ = server.run().await;
+    });
+    let station = tokio::process::Command::new(env!("CARGO_BIN_EXE_ocpp"))
+        .args([
+            "station",
+            "--url",
+            &url,
+            "--version",
+            "1.6",
+            "--duration",
+            "2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(20), station)
+        .await
+        .expect("the station ends in time")
+        .expect("the station runs");
+    task.abort();
+    let outcome = tokio::time::timeout(Duration::from_secs(5), outcomes.recv()).await;
+    match outcome {
+        Ok(Some(Err(CallFailure::ErrorResponse { code, .. }))) => {
+            assert_eq!(code, ocpp_tokio::ErrorCode::NotSupported)
+        }
+        other => panic!("GetConfiguration: {other:?}"),
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines = read_capture(io::BufReader::new(stdout.as_bytes())).expect("capture lines");
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(
+        (lines[0].dir, lines[1].dir),
+        (Direction::Out, Direction::In)
+    );
+    assert!(
+        lines[0].text.contains(r#""GetConfiguration",{}]"#),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].text.starts_with("[4,") && lines[1].text.contains("NotSupported"),
+        "{stdout}"
+    );
+    assert!(lines
+        .iter()
+        .all(|l| l.identity == "CP-S" && l.version == "ocpp1.6"));
+}
