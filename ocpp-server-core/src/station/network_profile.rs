@@ -401,6 +401,11 @@ impl NetworkProfiles {
         self.trying.and_then(|slot| self.profile(slot))
     }
 
+    /// The attempts made on the current entry of the cycle (from 1; 0 before any).
+    pub fn attempt(&self) -> u32 {
+        self.attempts
+    }
+
     /// Whether the attempt in progress was accepted.
     pub fn is_connected(&self) -> bool {
         self.accepted_at.is_some()
@@ -630,6 +635,7 @@ mod tests {
         assert_eq!(fail(&mut profiles, 2, now), [0, 1]);
         let attempt = profiles.begin_attempt().unwrap();
         assert_eq!((attempt.profile.slot, attempt.attempt), (2, 1));
+        assert_eq!(profiles.attempt(), 1);
         profiles.on_accepted(now);
         assert!(profiles.is_connected());
         assert_eq!(profiles.current().unwrap().slot, 2);

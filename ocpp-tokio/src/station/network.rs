@@ -1,0 +1,141 @@
+//! The station's central systems: the URL each attempt connects to, from the core's
+//! [`NetworkProfiles`], and SetNetworkProfile answered by the same rules (OCPP 2.x B09).
+//! The choice itself (which profile, how many attempts, failing over and back) is
+//! [`ocpp_server_core::station::NetworkProfiles`]'s.
+
+use std::sync::Arc;
+
+use ocpp_messages::{DecodeOptions, Request, Response};
+use ocpp_server_core::station::{NetworkProfile, NetworkProfiles};
+use ocpp_server_core::{Answer, ChargePointIdentity, ErrorCode};
+use serde_json::{json, Value};
+
+use super::{StationUrl, UrlError};
+
+/// The application's persistence of the profiles ([`StationBuilder::on_network_profiles`]):
+/// called with the new profiles before a change is accepted; an error answers Failed.
+///
+/// [`StationBuilder::on_network_profiles`]: super::StationBuilder::on_network_profiles
+pub(crate) type ProfilesHook = dyn Fn(&NetworkProfiles) -> Result<(), String> + Send + Sync;
+
+/// The station URL of `profile` for `identity`: `ocppCsmsUrl` and `/IDENTITY` (2.x
+/// `NetworkConnectionProfile.ocppCsmsUrl` is given without the identity).
+pub(crate) fn url_for(
+    profile: &NetworkProfile,
+    identity: &ChargePointIdentity,
+) -> Result<StationUrl, UrlError> {
+    let base = profile.csms_url.trim_end_matches('/');
+    StationUrl::parse(&format!("{base}/x")).map(|url| url.with_identity(identity.clone()))
+}
+
+/// The central system's URL of `url` without the identity, as a profile holds it.
+pub(crate) fn base_of(url: &StationUrl) -> String {
+    let scheme = if url.tls() { "wss" } else { "ws" };
+    format!("{scheme}://{}{}", url.authority(), url.endpoint())
+}
+
+/// The security profile a station's own configuration amounts to: TLS with a client
+/// certificate 3, TLS 2, a password 1, nothing 0.
+pub(crate) fn security_profile_of(
+    url: &StationUrl,
+    password: bool,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+) -> u8 {
+    match (url.tls(), tls) {
+        (true, Some(config)) if config.client_auth_cert_resolver.has_certs() => 3,
+        (true, _) => 2,
+        (false, _) if password => 1,
+        (false, _) => 0,
+    }
+}
+
+/// Answers a SetNetworkProfile (2.0.1, 2.1): the profile validated and stored in its slot
+/// (B09.FR.01), then handed to `hook`; Rejected with `InvalidNetworkConf` (B09.FR.02) or
+/// `NoSecurityDowngrade` (B09.FR.04); Failed when the hook could not keep it (B09.FR.03).
+/// `profiles` changes only when Accepted.
+pub(crate) fn set_network_profile(
+    profiles: &mut NetworkProfiles,
+    hook: Option<&ProfilesHook>,
+    request: &Request,
+) -> Answer {
+    let version = request.version();
+    let payload = serde_json::to_value(request).unwrap_or(Value::Null);
+    let outcome = match profile_of(&payload) {
+        None => Err(("Rejected", Some("InvalidNetworkConf"))),
+        Some(profile) => {
+            let mut changed = profiles.clone();
+            match changed.set_profile(profile) {
+                Err(rejected) => Err(("Rejected", Some(rejected.reason_code()))),
+                Ok(()) => match hook.map_or(Ok(()), |hook| hook(&changed)) {
+                    Ok(()) => {
+                        *profiles = changed;
+                        Ok(())
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "SetNetworkProfile: the profiles were not kept");
+                        Err(("Failed", None))
+                    }
+                },
+            }
+        }
+    };
+    let answer = match outcome {
+        Ok(()) => json!({ "status": "Accepted" }),
+        Err((status, None)) => json!({ "status": status }),
+        Err((status, Some(reason))) => {
+            json!({ "status": status, "statusInfo": { "reasonCode": reason } })
+        }
+    };
+    match Response::decode(
+        version,
+        "SetNetworkProfile",
+        &answer.to_string(),
+        &DecodeOptions::strict(),
+    ) {
+        Ok(response) => Answer::Result(response),
+        Err(error) => Answer::error(ErrorCode::InternalError, error.to_string()),
+    }
+}
+
+/// The version-neutral profile of a SetNetworkProfile payload (`None`: not one).
+fn profile_of(payload: &Value) -> Option<NetworkProfile> {
+    let slot = i32::try_from(payload.get("configurationSlot")?.as_i64()?).ok()?;
+    let data = payload.get("connectionData")?;
+    let url = data.get("ocppCsmsUrl")?.as_str()?;
+    let security = u8::try_from(data.get("securityProfile")?.as_i64()?).ok()?;
+    let mut profile = NetworkProfile::new(slot, url).with_security_profile(security);
+    if let Some(version) = data.get("ocppVersion").and_then(Value::as_str) {
+        profile = profile.with_ocpp_version(version);
+    }
+    if let Some(timeout) = data
+        .get("messageTimeout")
+        .and_then(Value::as_u64)
+        .and_then(|t| u32::try_from(t).ok())
+    {
+        profile = profile.with_message_timeout(timeout);
+    }
+    if let Some(interface) = data.get("ocppInterface").and_then(Value::as_str) {
+        profile = profile.with_ocpp_interface(interface);
+    }
+    Some(profile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_of_profiles_carry_the_identity() {
+        let url = StationUrl::parse("wss://csms.example.com:8443/ocpp/CP%7C1").unwrap();
+        assert_eq!(base_of(&url), "wss://csms.example.com:8443/ocpp");
+        let profile = NetworkProfile::new(1, "ws://backup:9000/v2/").with_security_profile(0);
+        let other = url_for(&profile, url.identity()).unwrap();
+        assert_eq!(other.authority(), "backup:9000");
+        assert_eq!(other.endpoint(), "/v2");
+        assert_eq!(other.identity().as_str(), "CP|1");
+        assert!(url_for(&NetworkProfile::new(1, "http://x"), url.identity()).is_err());
+        assert_eq!(security_profile_of(&url, true, None), 2);
+        assert_eq!(security_profile_of(&other, true, None), 1);
+        assert_eq!(security_profile_of(&other, false, None), 0);
+    }
+}
