@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use common::WAIT;
 use ocpp_tokio::station::{
-    NetworkProfile, NetworkProfiles, RetryBackOff, Station, StationBuilder, Status,
+    NetworkProfile, NetworkProfileError, NetworkProfiles, ProfileRejected, RetryBackOff, Station,
+    StationBuilder, Status,
 };
 use ocpp_tokio::{v1_6, v2_0_1, ConnectionConfig, DateTime, OcppVersion, Router, Server};
 use serde_json::json;
@@ -339,6 +340,18 @@ async fn set_network_profile_is_stored_and_used_on_the_next_failover() {
     first.stop().await;
     accepted_on(&station, 1).await;
     assert_eq!(second.boots(), 1);
+
+    // The application moves slot 1 first (B10): kept by the hook; a bad list is refused.
+    assert_eq!(
+        station.set_network_priority(&[1, 1]).await,
+        Err(NetworkProfileError::Rejected(
+            ProfileRejected::InvalidPriority
+        ))
+    );
+    station.set_network_priority(&[1, 0]).await.unwrap();
+    assert_eq!(station.network_profiles().priority(), [1, 0]);
+    assert_eq!(kept.lock().unwrap().len(), 2);
+    assert_eq!(kept.lock().unwrap()[1]["priority"], json!([1, 0]));
     station.close();
     let _ = bounded("stopped", station.stopped()).await;
     second.stop().await;

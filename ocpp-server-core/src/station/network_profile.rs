@@ -782,6 +782,45 @@ mod tests {
     }
 
     proptest! {
+        /// The back-off and the choice of profile side by side, as a driver asks them: moving
+        /// to the next profile does not reset the back-off (only an established connection
+        /// does), so every wait after a failed attempt is the schedule's for the failures so
+        /// far, whichever profile comes next.
+        #[test]
+        fn back_off_still_applies_across_profiles(
+            count in 1usize..4,
+            attempts in 1u32..4,
+            failures in 1usize..20,
+            unit in 0.0f64..=1.0,
+        ) {
+            use super::super::{Reconnect, RetryBackOff};
+            let policy = RetryBackOff {
+                wait_minimum: Duration::from_secs(1),
+                random_range: Duration::from_secs(2),
+                repeat_times: 3,
+            };
+            let now = Instant::now();
+            let mut reconnect = Reconnect::new(policy);
+            let mut profiles = NetworkProfiles::new(
+                (0..count as i32).map(|slot| NetworkProfile::new(slot, format!("ws://h{slot}/ocpp"))),
+            )
+            .with_attempts(attempts);
+            let mut slots = Vec::new();
+            for failed in 0..failures {
+                reconnect.begin_attempt();
+                slots.push(profiles.begin_attempt().unwrap().profile.slot);
+                profiles.on_lost(now);
+                let wait = reconnect.on_lost(now, unit);
+                let (low, high) = policy.bounds(failed as u32);
+                prop_assert!(low <= wait && wait <= high);
+            }
+            // Each slot in turn, `attempts` times, wrapping around.
+            let expected: Vec<i32> = (0..failures)
+                .map(|i| ((i / attempts as usize) % count) as i32)
+                .collect();
+            prop_assert_eq!(slots, expected);
+        }
+
         /// Whatever happened before, from any starting point: runs of failed attempts go
         /// through the priority list in order, `attempts` on each entry, never skipping one,
         /// wrapping around; an accepted connection or a restart starts again from the first.

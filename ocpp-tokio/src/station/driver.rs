@@ -147,6 +147,8 @@ pub(crate) struct Task {
     pub(crate) info: StationInfo,
     pub(crate) app: Arc<dyn App>,
     pub(crate) config: Arc<ConnectionConfig>,
+    /// The settings before a profile's `messageTimeout` and `ocppVersion` apply.
+    pub(crate) base_config: Arc<ConnectionConfig>,
     pub(crate) reconnect: Reconnect,
     pub(crate) queue: Queue,
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
@@ -228,6 +230,7 @@ impl Task {
             return Ok(());
         };
         self.publish_profiles();
+        self.config = network::config_for(&self.base_config, &attempt.profile);
         let url = network::url_for(&attempt.profile, self.url.identity()).map_err(|e| {
             (
                 Cause::Other,
@@ -239,6 +242,25 @@ impl Task {
         }
         self.url = url;
         Ok(())
+    }
+
+    /// A change of the profiles by the application, kept by the hook first.
+    fn change_profiles(&mut self, change: super::NetworkChange) {
+        let super::NetworkChange { change, reply } = change;
+        let mut changed = self.profiles.clone();
+        let result = change(&mut changed)
+            .map_err(super::NetworkProfileError::Rejected)
+            .and_then(
+                |()| match self.set_network_profile.as_ref().and_then(Option::as_ref) {
+                    Some(hook) => hook(&changed).map_err(super::NetworkProfileError::NotKept),
+                    None => Ok(()),
+                },
+            );
+        if result.is_ok() {
+            self.profiles = changed;
+            self.publish_profiles();
+        }
+        let _ = reply.send(result);
     }
 
     /// The profiles, for [`Station::network_profiles`](super::Station::network_profiles).
@@ -337,6 +359,7 @@ impl Task {
             Command::Transaction { op, reply } => self.transaction(op, reply),
             Command::Reboot(reason) => self.boot_reason = Some(reason),
             Command::BackOff(back_off) => self.reconnect.set_policy(back_off),
+            Command::Network(change) => self.change_profiles(change),
             Command::Close | Command::HeartbeatInterval(_) => {}
         }
     }
@@ -572,6 +595,7 @@ impl Task {
                 }
             }
             Some(Command::BackOff(back_off)) => self.reconnect.set_policy(back_off),
+            Some(Command::Network(change)) => self.change_profiles(change),
         }
     }
 

@@ -46,6 +46,13 @@
 //!   ([`Station::restarted_transactions`]), unless [`StationBuilder::resume_transactions`]
 //!   keeps it; [`Station::watch_transactions`] publishes every change.
 //!
+//! - **Several central systems** (issue 34): [`StationBuilder::network_profiles`] (2.x
+//!   network connection profiles in configuration slots, `NetworkConfigurationPriority`,
+//!   `NetworkProfileConnectionAttempts`) or [`StationBuilder::fallback_urls`] (a 1.6 list):
+//!   each attempt goes to the central system [`NetworkProfiles`] chooses (the back-off still
+//!   applies between attempts); [`Station::current_csms`] says which; SetNetworkProfile is
+//!   answered by the station (B09) and kept through [`StationBuilder::on_network_profiles`].
+//!
 //! Everything else a station does (its connectors, when a transaction starts and stops, what
 //! it answers) is the application's: a router and the station's state.
 //!
@@ -395,6 +402,31 @@ pub(crate) enum Command {
     Reboot(BootReason),
     HeartbeatInterval(Duration),
     BackOff(RetryBackOff),
+    Network(NetworkChange),
+}
+
+/// A change of the station's network profiles ([`Station::set_network_priority`]).
+pub(crate) struct NetworkChange {
+    change: Box<NetworkEdit>,
+    reply: oneshot::Sender<Result<(), NetworkProfileError>>,
+}
+
+/// What [`NetworkChange`] does to the profiles.
+type NetworkEdit = dyn FnOnce(&mut NetworkProfiles) -> Result<(), ProfileRejected> + Send;
+
+/// Why [`Station::set_network_priority`] or [`Station::set_network_profile`] changed nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetworkProfileError {
+    /// The rules refused it (B09, A05.FR.04).
+    #[error(transparent)]
+    Rejected(ProfileRejected),
+    /// The [`StationBuilder::on_network_profiles`] hook failed to keep it.
+    #[error("the network profiles were not kept: {0}")]
+    NotKept(String),
+    /// The station stopped.
+    #[error("the station stopped")]
+    Stopped,
 }
 
 /// What every handle shares.
@@ -813,6 +845,66 @@ impl Station {
     /// the station stands in trying them (JSON-serialisable, to keep across restarts).
     pub fn network_profiles(&self) -> NetworkProfiles {
         self.shared.profiles.borrow().clone()
+    }
+
+    /// Sets `OCPPCommCtrlr.NetworkConfigurationPriority` (e.g. from the application's
+    /// SetVariables handler, B10's migration to a new CSMS): from the next reboot or lost
+    /// connection on, attempts follow it (B10.FR.04). The
+    /// [`on_network_profiles`](StationBuilder::on_network_profiles) hook keeps it first.
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) {
+    /// use ocpp_tokio::station::BootReason;
+    /// if station.set_network_priority(&[1, 0]).await.is_ok() {
+    ///     station.reboot(BootReason::RemoteReset); // connect to slot 1 now
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`NetworkProfileError`]: a slot out of range or repeated, a profile below the active
+    /// security profile (A05.FR.04), the hook failed, the station stopped.
+    pub async fn set_network_priority(&self, priority: &[i32]) -> Result<(), NetworkProfileError> {
+        let priority = priority.to_vec();
+        self.change_network(Box::new(move |profiles| profiles.set_priority(&priority)))
+            .await
+    }
+
+    /// Stores a profile in its slot as a SetNetworkProfile would (B09: validated, no security
+    /// downgrade), e.g. for a local configuration tool; also sets
+    /// `NetworkProfileConnectionAttempts` with `attempts`.
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::NetworkProfileError> {
+    /// use ocpp_tokio::station::NetworkProfile;
+    /// station.set_network_profile(NetworkProfile::new(2, "ws://other.example.com/ocpp"), None).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Station::set_network_priority`].
+    pub async fn set_network_profile(
+        &self,
+        profile: NetworkProfile,
+        attempts: Option<u32>,
+    ) -> Result<(), NetworkProfileError> {
+        self.change_network(Box::new(move |profiles| {
+            profiles.set_profile(profile)?;
+            if let Some(attempts) = attempts {
+                profiles.set_attempts(attempts);
+            }
+            Ok(())
+        }))
+        .await
+    }
+
+    async fn change_network(&self, change: Box<NetworkEdit>) -> Result<(), NetworkProfileError> {
+        let (reply, done) = oneshot::channel();
+        let command = Command::Network(NetworkChange { change, reply });
+        if self.shared.commands.send(command).is_err() {
+            return Err(NetworkProfileError::Stopped);
+        }
+        done.await.unwrap_or(Err(NetworkProfileError::Stopped))
     }
 
     /// Every change of [`Station::network_profiles`]: each attempt's central system, an
@@ -1297,8 +1389,10 @@ impl StationBuilder {
         let (profiles_watch, profiles_rx) = watch::channel(profiles.clone());
         let mut reconnect = ocpp_server_core::station::Reconnect::new(self.back_off);
         reconnect.set_min_lifetime(self.established_after);
+        let config = Arc::new(self.config.versions(self.versions));
         let task = driver::Task {
-            config: Arc::new(self.config.versions(self.versions)),
+            base_config: config.clone(),
+            config,
             url: self.url,
             password: self.password,
             tls,

@@ -4,10 +4,11 @@
 //! [`ocpp_server_core::station::NetworkProfiles`]'s.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use ocpp_messages::{DecodeOptions, Request, Response};
 use ocpp_server_core::station::{NetworkProfile, NetworkProfiles};
-use ocpp_server_core::{Answer, ChargePointIdentity, ErrorCode};
+use ocpp_server_core::{Answer, ChargePointIdentity, ConnectionConfig, ErrorCode, OcppVersion};
 use serde_json::{json, Value};
 
 use super::{StationUrl, UrlError};
@@ -26,6 +27,40 @@ pub(crate) fn url_for(
 ) -> Result<StationUrl, UrlError> {
     let base = profile.csms_url.trim_end_matches('/');
     StationUrl::parse(&format!("{base}/x")).map(|url| url.with_identity(identity.clone()))
+}
+
+/// The connection's settings for `profile`: its `messageTimeout` as the call timeout, and
+/// only the versions its `ocppVersion` names (of those the station offers; all of them when
+/// it names none the station speaks, or none at all).
+pub(crate) fn config_for(
+    base: &Arc<ConnectionConfig>,
+    profile: &NetworkProfile,
+) -> Arc<ConnectionConfig> {
+    let named: Option<&[OcppVersion]> = match profile.ocpp_version.as_deref() {
+        Some("OCPP16") => Some(&[OcppVersion::V1_6]),
+        // 2.0.1's OCPPVersionEnumType has no OCPP201: OCPP20 stands for it there.
+        Some("OCPP20" | "OCPP201") => Some(&[OcppVersion::V2_0_1]),
+        Some("OCPP21") => Some(&[OcppVersion::V2_1]),
+        _ => None,
+    };
+    let offered = base.get_versions();
+    let versions: Vec<OcppVersion> = offered
+        .iter()
+        .copied()
+        .filter(|v| named.map_or(true, |named| named.contains(v)))
+        .collect();
+    let timeout = profile.message_timeout.filter(|t| *t > 0);
+    if timeout.is_none() && (versions.is_empty() || versions.len() == offered.len()) {
+        return base.clone();
+    }
+    let mut config = (**base).clone();
+    if !versions.is_empty() {
+        config = config.versions(versions);
+    }
+    if let Some(timeout) = timeout {
+        config = config.call_timeout(Duration::from_secs(u64::from(timeout)));
+    }
+    Arc::new(config)
 }
 
 /// The central system's URL of `url` without the identity, as a profile holds it.
@@ -137,5 +172,24 @@ mod tests {
         assert_eq!(security_profile_of(&url, true, None), 2);
         assert_eq!(security_profile_of(&other, true, None), 1);
         assert_eq!(security_profile_of(&other, false, None), 0);
+    }
+
+    #[test]
+    fn a_profile_sets_the_call_timeout_and_the_versions() {
+        let base = Arc::new(
+            ConnectionConfig::default().versions(vec![OcppVersion::V2_0_1, OcppVersion::V1_6]),
+        );
+        let plain = NetworkProfile::new(0, "ws://a/ocpp");
+        assert!(Arc::ptr_eq(&config_for(&base, &plain), &base));
+        let v16 = plain
+            .clone()
+            .with_ocpp_version("OCPP16")
+            .with_message_timeout(7);
+        let config = config_for(&base, &v16);
+        assert_eq!(config.get_versions(), [OcppVersion::V1_6]);
+        assert_eq!(config.get_call_timeout(), Duration::from_secs(7));
+        // A version the station does not offer: all those it offers.
+        let v21 = plain.with_ocpp_version("OCPP21");
+        assert_eq!(config_for(&base, &v21).get_versions(), base.get_versions());
     }
 }
