@@ -299,18 +299,25 @@ async fn set_network_profile_is_stored_and_used_on_the_next_failover() {
     accepted_on(&station, 0).await;
     let cp = first.charge_points.get("CPSET").expect("registered");
 
-    let set = |slot: i32, url: &str| -> v2_0_1::SetNetworkProfileRequest {
+    let set_with = |slot: i32, url: &str, security: u8| -> v2_0_1::SetNetworkProfileRequest {
         serde_json::from_value(json!({
             "configurationSlot": slot,
             "connectionData": {
                 "ocppVersion": "OCPP20", "ocppTransport": "JSON", "ocppCsmsUrl": url,
-                "messageTimeout": 30, "securityProfile": 0, "ocppInterface": "Wired0"
+                "messageTimeout": 30, "securityProfile": security, "ocppInterface": "Wired0"
             }
         }))
         .unwrap()
     };
+    let set = |slot: i32, url: &str| set_with(slot, url, 0);
     // Rejected: a slot that does not exist, a URL that is not one (B09.FR.02).
-    for request in [set(5, &second.base()), set(1, "http://nowhere/ocpp")] {
+    // (And a wss:// profile: this station has no TLS configuration to use it with.)
+    let wss = format!("wss://{}/ocpp", second.addr);
+    for request in [
+        set(5, &second.base()),
+        set(1, "http://nowhere/ocpp"),
+        set_with(1, &wss, 2),
+    ] {
         let answer = bounded("SetNetworkProfile", cp.call(request))
             .await
             .unwrap();

@@ -527,6 +527,7 @@ impl Task {
                             &mut self.profiles,
                             hook.as_deref(),
                             &request,
+                            self.tls.is_some(),
                         );
                         self.publish_profiles();
                         let _ = wire.conn.answer(now, &id, answer);

@@ -1331,6 +1331,9 @@ impl StationBuilder {
         for profile in profiles.profiles() {
             network::url_for(profile, self.url.identity())?;
         }
+        // Starting is a reboot: the first entry of the priority list first (B10.FR.04), even
+        // with profiles kept from an earlier run.
+        profiles.on_restart();
         let tls = match (self.url.tls(), self.tls) {
             (false, config) => config,
             (true, None) => {

@@ -87,16 +87,21 @@ pub(crate) fn security_profile_of(
 /// Answers a SetNetworkProfile (2.0.1, 2.1): the profile validated and stored in its slot
 /// (B09.FR.01), then handed to `hook`; Rejected with `InvalidNetworkConf` (B09.FR.02) or
 /// `NoSecurityDowngrade` (B09.FR.04); Failed when the hook could not keep it (B09.FR.03).
-/// `profiles` changes only when Accepted.
+/// A `wss://` profile on a station without a TLS configuration is content it cannot use:
+/// Rejected too. `profiles` changes only when Accepted.
 pub(crate) fn set_network_profile(
     profiles: &mut NetworkProfiles,
     hook: Option<&ProfilesHook>,
     request: &Request,
+    tls: bool,
 ) -> Answer {
     let version = request.version();
     let payload = serde_json::to_value(request).unwrap_or(Value::Null);
     let outcome = match profile_of(&payload) {
         None => Err(("Rejected", Some("InvalidNetworkConf"))),
+        Some(profile) if profile.csms_url.starts_with("wss://") && !tls => {
+            Err(("Rejected", Some("InvalidNetworkConf")))
+        }
         Some(profile) => {
             let mut changed = profiles.clone();
             match changed.set_profile(profile) {
