@@ -898,6 +898,32 @@ impl Station {
         .await
     }
 
+    /// [`Station::set_network_priority`] without waiting for the outcome (from a synchronous
+    /// listener); a refusal is logged.
+    pub(crate) fn set_network_priority_detached(&self, priority: Vec<i32>) {
+        self.change_network_detached(Box::new(move |profiles| {
+            profiles.set_priority(&priority).inspect_err(|rejected| {
+                tracing::warn!(?priority, %rejected, "NetworkConfigurationPriority not used");
+            })
+        }));
+    }
+
+    /// Sets `NetworkProfileConnectionAttempts` without waiting.
+    pub(crate) fn set_network_attempts_detached(&self, attempts: u32) {
+        self.change_network_detached(Box::new(move |profiles| {
+            profiles.set_attempts(attempts);
+            Ok(())
+        }));
+    }
+
+    fn change_network_detached(&self, change: Box<NetworkEdit>) {
+        let (reply, _) = oneshot::channel();
+        let _ = self
+            .shared
+            .commands
+            .send(Command::Network(NetworkChange { change, reply }));
+    }
+
     async fn change_network(&self, change: Box<NetworkEdit>) -> Result<(), NetworkProfileError> {
         let (reply, done) = oneshot::channel();
         let command = Command::Network(NetworkChange { change, reply });
