@@ -15,6 +15,9 @@
 //! - [`is_transaction_message`] and its helpers: which messages are transaction-related and go
 //!   through a station's offline queue (1.6 StartTransaction, StopTransaction, MeterValues of a
 //!   transaction; 2.x TransactionEvent).
+//! - [`NetworkProfiles`]: which central system the next attempt goes to: network connection
+//!   profiles in priority order, `NetworkProfileConnectionAttempts` on each, failing over and
+//!   back (2.0.1 B09, B10; a URL list on 1.6).
 //! - [`Transactions`]: the station's own transactions per EVSE (open, id, `seqNo`, meter
 //!   readings) and the transaction messages each start, reading and stop makes; one snapshot
 //!   to journal with the offline queue.
@@ -29,6 +32,7 @@
 
 mod backoff;
 mod boot;
+mod network_profile;
 mod registration;
 mod transaction;
 mod transactions;
@@ -36,6 +40,10 @@ mod transactions;
 pub use backoff::{Reconnect, RetryBackOff, MIN_ESTABLISHED_LIFETIME};
 pub use boot::{
     boot_request, heartbeat_request, BootAnswer, BootReason, RegistrationStatus, StationInfo,
+};
+pub use network_profile::{
+    Attempt, NetworkProfile, NetworkProfiles, ProfileRejected, DEFAULT_CONNECTION_ATTEMPTS,
+    DEFAULT_SLOT_COUNT,
 };
 pub use registration::{
     triggered_action, Due, Registration, BOOT_RETRY_FALLBACK, DEFAULT_BOOT_ATTEMPTS,

@@ -417,6 +417,60 @@ impl DeviceModelStore {
         });
     }
 
+    /// The network settings the model holds: 2.x `OCPPCommCtrlr.NetworkConfigurationPriority`
+    /// (the slots, in order) and `NetworkProfileConnectionAttempts`, for
+    /// [`NetworkProfiles::set_priority`](super::NetworkProfiles::set_priority) and
+    /// [`NetworkProfiles::with_attempts`](super::NetworkProfiles::with_attempts) when the station
+    /// is built. A value that is not a list of slots (or a number) is `None`.
+    ///
+    /// ```
+    /// use ocpp_tokio::model::device_model::{catalogue::Layout, Configuration, DeviceModel};
+    /// use ocpp_tokio::station::DeviceModelStore;
+    /// let store = DeviceModelStore::in_memory(
+    ///     DeviceModel::standard(Layout::new(&[1])),
+    ///     Configuration::standard(1),
+    /// );
+    /// assert_eq!(store.network_settings(), (Some(vec![0]), Some(3)));
+    /// ```
+    pub fn network_settings(&self) -> (Option<Vec<i32>>, Option<u32>) {
+        let models = lock(&self.inner.models);
+        let value = |variable: &str| models.v2.value(catalogue::OCPP_COMM_CTRLR, variable);
+        let priority = value("NetworkConfigurationPriority").and_then(|list| parse_slots(&list));
+        let attempts = value("NetworkProfileConnectionAttempts")
+            .and_then(|attempts| attempts.trim().parse().ok());
+        (priority, attempts)
+    }
+
+    /// Keeps `station`'s network profiles on the model's: a change of
+    /// `NetworkConfigurationPriority` or `NetworkProfileConnectionAttempts` by the central
+    /// system (SetVariables) is handed to the station ([`Station::set_network_priority`]),
+    /// in force from the next reboot or lost connection (B10.FR.04). The station's rules
+    /// (A05.FR.04: no slot below the active security profile) are checked only then: a list
+    /// they refuse was already accepted by the model, and is logged and not used.
+    pub fn follow_network_profiles(&self, station: &Station) {
+        let store = self.clone();
+        let station = station.clone();
+        self.on_change(move |change| {
+            let Change::Variable { variable, .. } = change else {
+                return;
+            };
+            let (priority, attempts) = store.network_settings();
+            match variable.as_str() {
+                "NetworkConfigurationPriority" => {
+                    if let Some(priority) = priority {
+                        station.set_network_priority_detached(priority);
+                    }
+                }
+                "NetworkProfileConnectionAttempts" => {
+                    if let Some(attempts) = attempts {
+                        station.set_network_attempts_detached(attempts);
+                    }
+                }
+                _ => {}
+            }
+        });
+    }
+
     /// Keeps `station`'s heartbeat interval on the model's: every change of HeartbeatInterval
     /// by the central system sets it ([`Station::set_heartbeat_interval`]), and after every
     /// accepted boot whose answer left the interval alone (an interval of 0: the station
@@ -840,6 +894,14 @@ fn write_atomically(path: &Path, saved: &Saved) -> io::Result<()> {
     Ok(())
 }
 
+/// A `SequenceList` of configuration slots (`"1,0"`): `None` if an item is not a slot.
+fn parse_slots(list: &str) -> Option<Vec<i32>> {
+    list.split(',')
+        .filter(|item| !item.trim().is_empty())
+        .map(|item| item.trim().parse().ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -873,6 +935,55 @@ mod tests {
             v2_0_1::Component::new(component),
             v2_0_1::Variable::new(variable),
         )])
+    }
+
+    #[tokio::test]
+    async fn the_station_follows_the_network_priority_and_attempts() {
+        use super::super::{NetworkProfile, NetworkProfiles};
+        let store = DeviceModelStore::in_memory(
+            DeviceModel::standard(Layout::new(&[1])),
+            Configuration::standard(1),
+        );
+        assert_eq!(super::parse_slots(" 1, 0 "), Some(vec![1, 0]));
+        assert_eq!(super::parse_slots("1,x"), None);
+        // Nobody listens on port 9: the station stays offline, its task takes the changes.
+        let profiles = NetworkProfiles::new([
+            NetworkProfile::new(0, "ws://127.0.0.1:9/ocpp"),
+            NetworkProfile::new(1, "ws://127.0.0.1:9/backup"),
+        ]);
+        let station = Station::builder("ws://127.0.0.1:9/ocpp/CP001")
+            .unwrap()
+            .network_profiles(profiles)
+            .connect()
+            .unwrap();
+        store.follow_network_profiles(&station);
+        for (variable, value) in [
+            ("NetworkConfigurationPriority", "1,0"),
+            ("NetworkProfileConnectionAttempts", "5"),
+        ] {
+            let answer = store
+                .set_variables(&set("OCPPCommCtrlr", variable, value))
+                .await
+                .unwrap();
+            let status = &answer.set_variable_result[0].attribute_status;
+            assert_eq!(*status, v2_0_1::SetVariableStatusEnum::Accepted);
+        }
+        assert_eq!(store.network_settings(), (Some(vec![1, 0]), Some(5)));
+        let mut watch = station.watch_network_profiles();
+        tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                {
+                    let now = watch.borrow_and_update();
+                    if now.priority() == [1, 0] && now.attempts_per_profile() == 5 {
+                        return;
+                    }
+                }
+                watch.changed().await.unwrap();
+            }
+        })
+        .await
+        .unwrap();
+        station.close();
     }
 
     #[tokio::test]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use ocpp_messages::{Request, Response};
 use ocpp_server_core::station::{
     boot_request, heartbeat_request, is_transaction_message, triggered_action, BootAnswer,
-    BootReason, Due, Reconnect, Registration, RegistrationStatus, StationInfo,
+    BootReason, Due, NetworkProfiles, Reconnect, Registration, RegistrationStatus, StationInfo,
 };
 use ocpp_server_core::{
     Answer, CallFailure, CallOutcome, CloseCode, CloseReason, Closed, ConnectTarget, Connection,
@@ -25,6 +25,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::network::{self, ProfilesHook};
 use super::queue::Queue;
 use super::{App, Cause, Command, PermanentFailure, Queued, StationUrl, Status};
 use crate::charge_point::{CallReply, Command as LinkCommand, Link};
@@ -133,10 +134,21 @@ type HandlerAnswer = (MessageId<'static>, Answer, Option<&'static str>);
 pub(crate) struct Task {
     pub(crate) url: StationUrl,
     pub(crate) password: Option<Vec<u8>>,
-    pub(crate) tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    /// The TLS configuration for `wss://` central systems (the server name is the current
+    /// URL's).
+    pub(crate) tls: Option<Arc<rustls::ClientConfig>>,
+    /// The central systems, and which one the next attempt goes to.
+    pub(crate) profiles: NetworkProfiles,
+    /// Where [`Station::network_profiles`](super::Station::network_profiles) reads them.
+    pub(crate) profiles_watch: watch::Sender<NetworkProfiles>,
+    /// Whether the station answers SetNetworkProfile itself, and the application's
+    /// persistence of the profiles.
+    pub(crate) set_network_profile: Option<Option<Arc<ProfilesHook>>>,
     pub(crate) info: StationInfo,
     pub(crate) app: Arc<dyn App>,
     pub(crate) config: Arc<ConnectionConfig>,
+    /// The settings before a profile's `messageTimeout` and `ocppVersion` apply.
+    pub(crate) base_config: Arc<ConnectionConfig>,
     pub(crate) reconnect: Reconnect,
     pub(crate) queue: Queue,
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
@@ -158,7 +170,12 @@ impl Task {
         let result = loop {
             let attempt = self.reconnect.begin_attempt();
             self.publish(Status::Connecting { attempt });
-            let ended = match self.open().await {
+            let target = self.next_target();
+            let opened = match target {
+                Ok(()) => self.open().await,
+                Err(failed) => Err(failed),
+            };
+            let ended = match opened {
                 Ok(Some(Stream::Plain(tcp))) => self.drive(tcp).await,
                 Ok(Some(Stream::Tls(tls))) => self.drive(*tls).await,
                 Ok(None) => Ended::Closed,
@@ -172,10 +189,14 @@ impl Task {
                 Ended::Failed(failure) => break Err(failure),
                 Ended::Reboot => {
                     self.reconnect.on_restart(Instant::now());
+                    self.profiles.on_restart();
+                    self.publish_profiles();
                     continue;
                 }
                 Ended::Lost(cause) => cause,
             };
+            self.profiles.on_lost(Instant::now());
+            self.publish_profiles();
             let wait = self.reconnect.on_lost(Instant::now(), self.rng.f64());
             tracing::info!(identity = %self.url.identity(), wait_ms = wait.as_millis() as u64, %cause, "reconnecting after back-off");
             self.publish(Status::Waiting { wait, cause });
@@ -202,10 +223,72 @@ impl Task {
         });
     }
 
+    /// The central system of the next attempt, by the core's [`NetworkProfiles`]: the URL
+    /// connected to from now on (unchanged when there is no profile at all).
+    fn next_target(&mut self) -> Result<(), (Cause, io::Error)> {
+        let Some(attempt) = self.profiles.begin_attempt() else {
+            return Ok(());
+        };
+        self.publish_profiles();
+        self.config = network::config_for(&self.base_config, &attempt.profile);
+        let url = network::url_for(&attempt.profile, self.url.identity()).map_err(|e| {
+            (
+                Cause::Other,
+                io::Error::new(io::ErrorKind::InvalidInput, e.to_string()),
+            )
+        })?;
+        if url != self.url {
+            tracing::info!(identity = %self.url.identity(), slot = attempt.profile.slot, url = %attempt.profile.csms_url, fallback = attempt.fallback, "central system");
+        }
+        self.url = url;
+        Ok(())
+    }
+
+    /// A change of the profiles by the application, kept by the hook first.
+    fn change_profiles(&mut self, change: super::NetworkChange) {
+        let super::NetworkChange { change, reply } = change;
+        let mut changed = self.profiles.clone();
+        let result = change(&mut changed)
+            .map_err(super::NetworkProfileError::Rejected)
+            .and_then(
+                |()| match self.set_network_profile.as_ref().and_then(Option::as_ref) {
+                    Some(hook) => hook(&changed).map_err(super::NetworkProfileError::NotKept),
+                    None => Ok(()),
+                },
+            );
+        if result.is_ok() {
+            self.profiles = changed;
+            self.publish_profiles();
+        }
+        let _ = reply.send(result);
+    }
+
+    /// The profiles, for [`Station::network_profiles`](super::Station::network_profiles).
+    fn publish_profiles(&self) {
+        self.profiles_watch.send_if_modified(|current| {
+            let changed = *current != self.profiles;
+            if changed {
+                current.clone_from(&self.profiles);
+            }
+            changed
+        });
+    }
+
     /// TCP, then TLS: the stream (`None`: closed meanwhile), or why not.
     async fn open(&mut self) -> Result<Option<Stream>, (Cause, io::Error)> {
         let authority = self.url.authority().to_owned();
-        let tls = self.tls.clone();
+        let tls = match (self.url.tls(), &self.tls) {
+            (false, _) => None,
+            (true, None) => {
+                let error = io::Error::new(io::ErrorKind::InvalidInput, "wss:// without TLS");
+                return Err((Cause::Tls, error));
+            }
+            (true, Some(config)) => {
+                let name = ServerName::try_from(self.url.server_name().to_owned())
+                    .map_err(|e| (Cause::Tls, io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+                Some((config.clone(), name))
+            }
+        };
         let connect = async move {
             let tcp = TcpStream::connect(authority)
                 .await
@@ -276,6 +359,7 @@ impl Task {
             Command::Transaction { op, reply } => self.transaction(op, reply),
             Command::Reboot(reason) => self.boot_reason = Some(reason),
             Command::BackOff(back_off) => self.reconnect.set_policy(back_off),
+            Command::Network(change) => self.change_profiles(change),
             Command::Close | Command::HeartbeatInterval(_) => {}
         }
     }
@@ -365,6 +449,12 @@ impl Task {
                     if wire.conn.poll_timeout().is_some_and(|t| t <= now) {
                         wire.conn.handle_timeout(now);
                     }
+                    if !wire.rebooting && !wire.closing && self.profiles.handle_timeout(now) {
+                        // Back to the higher-priority central systems (the 1.6 policy).
+                        tracing::info!(identity = %self.url.identity(), "returning to the first central system");
+                        wire.rebooting = true;
+                        wire.conn.close(now, CloseCode::NORMAL, "returning to the first central system");
+                    }
                 }
                 command = self.commands.recv(), if !wire.closing => self.on_command(&mut wire, command),
                 command = next_link_command(link.as_deref()), if link.is_some() => {
@@ -431,6 +521,19 @@ impl Task {
                     let _ = wire.conn.answer(now, &id, Answer::Error(refusal));
                     return;
                 }
+                if request.action() == "SetNetworkProfile" {
+                    if let Some(hook) = &self.set_network_profile {
+                        let answer = network::set_network_profile(
+                            &mut self.profiles,
+                            hook.as_deref(),
+                            &request,
+                            self.tls.is_some(),
+                        );
+                        self.publish_profiles();
+                        let _ = wire.conn.answer(now, &id, answer);
+                        return;
+                    }
+                }
                 let trigger = requested_by_trigger(&request);
                 let answer = on.app.on_call(IncomingCall::new(id.clone(), request));
                 let answers = answers.clone();
@@ -493,6 +596,7 @@ impl Task {
                 }
             }
             Some(Command::BackOff(back_off)) => self.reconnect.set_policy(back_off),
+            Some(Command::Network(change)) => self.change_profiles(change),
         }
     }
 
@@ -608,6 +712,9 @@ impl Task {
                 .filter(|r| r.is_accepted())
                 .and_then(|_| self.queue.poll_timeout()),
             wire.held.iter().map(|held| held.deadline).min(),
+            self.profiles
+                .poll_timeout()
+                .filter(|_| !wire.rebooting && !wire.closing),
         ]
         .into_iter()
         .flatten()
@@ -649,6 +756,8 @@ impl Task {
                             self.booted_before = true;
                             self.boot_reason = None;
                             self.reconnect.on_accepted(now);
+                            self.profiles.on_accepted(now);
+                            self.publish_profiles();
                             self.queue.set_transaction_version(version);
                             Status::Accepted { version }
                         } else {

@@ -46,6 +46,13 @@
 //!   ([`Station::restarted_transactions`]), unless [`StationBuilder::resume_transactions`]
 //!   keeps it; [`Station::watch_transactions`] publishes every change.
 //!
+//! - **Several central systems** (issue 34): [`StationBuilder::network_profiles`] (2.x
+//!   network connection profiles in configuration slots, `NetworkConfigurationPriority`,
+//!   `NetworkProfileConnectionAttempts`) or [`StationBuilder::fallback_urls`] (a 1.6 list):
+//!   each attempt goes to the central system [`NetworkProfiles`] chooses (the back-off still
+//!   applies between attempts); [`Station::current_csms`] says which; SetNetworkProfile is
+//!   answered by the station (B09) and kept through [`StationBuilder::on_network_profiles`].
+//!
 //! Everything else a station does (its connectors, when a transaction starts and stops, what
 //! it answers) is the application's: a router and the station's state.
 //!
@@ -114,6 +121,7 @@
 pub mod device_model;
 mod driver;
 pub mod local_auth;
+mod network;
 mod queue;
 pub mod store;
 mod url;
@@ -133,8 +141,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 pub use device_model::{DeviceModelError, DeviceModelStore};
 pub use local_auth::{LocalAuthError, LocalAuthStore};
 pub use ocpp_server_core::station::{
-    BootReason, Evse, IdToken, OpenTransaction, RegistrationStatus, RetryBackOff, Start,
-    StationInfo, StopReason, TransactionError, TransactionRef, Transactions,
+    BootReason, Evse, IdToken, NetworkProfile, NetworkProfiles, OpenTransaction, ProfileRejected,
+    RegistrationStatus, RetryBackOff, Start, StationInfo, StopReason, TransactionError,
+    TransactionRef, Transactions,
 };
 pub use store::{FileStore, MemoryStore, OfflineStore, StoreError, StoredMessage};
 pub use url::{StationUrl, UrlError};
@@ -395,6 +404,31 @@ pub(crate) enum Command {
     Reboot(BootReason),
     HeartbeatInterval(Duration),
     BackOff(RetryBackOff),
+    Network(NetworkChange),
+}
+
+/// A change of the station's network profiles ([`Station::set_network_priority`]).
+pub(crate) struct NetworkChange {
+    change: Box<NetworkEdit>,
+    reply: oneshot::Sender<Result<(), NetworkProfileError>>,
+}
+
+/// What [`NetworkChange`] does to the profiles.
+type NetworkEdit = dyn FnOnce(&mut NetworkProfiles) -> Result<(), ProfileRejected> + Send;
+
+/// Why [`Station::set_network_priority`] or [`Station::set_network_profile`] changed nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetworkProfileError {
+    /// The rules refused it (B09, A05.FR.04).
+    #[error(transparent)]
+    Rejected(ProfileRejected),
+    /// The [`StationBuilder::on_network_profiles`] hook failed to keep it.
+    #[error("the network profiles were not kept: {0}")]
+    NotKept(String),
+    /// The station stopped.
+    #[error("the station stopped")]
+    Stopped,
 }
 
 /// What every handle shares.
@@ -407,6 +441,8 @@ struct Shared {
     heartbeat_ms: Arc<AtomicU64>,
     /// The station's transactions, as the store has them (the task writes it).
     transactions: watch::Receiver<Transactions>,
+    /// The central systems, and the current one (the task writes it).
+    profiles: watch::Receiver<NetworkProfiles>,
     /// The transactions open when the station started (an earlier run's).
     restarted: Vec<OpenTransaction>,
 }
@@ -791,6 +827,120 @@ impl Station {
             .send(Command::HeartbeatInterval(interval));
     }
 
+    /// The central system of the current connection or attempt: its profile (slot, URL,
+    /// security profile), from [`StationBuilder::network_profiles`] or
+    /// [`StationBuilder::fallback_urls`] (slot 0 is the builder's URL unless the profiles say
+    /// otherwise). `None` only before the first attempt.
+    ///
+    /// ```no_run
+    /// # fn example(station: ocpp_tokio::station::Station) {
+    /// if let Some(csms) = station.current_csms() {
+    ///     println!("slot {}: {} (connected: {})", csms.slot, csms.csms_url, station.network_profiles().is_connected());
+    /// }
+    /// # }
+    /// ```
+    pub fn current_csms(&self) -> Option<NetworkProfile> {
+        self.shared.profiles.borrow().current().cloned()
+    }
+
+    /// The station's network profiles now (a copy): slots, priority, the current one, where
+    /// the station stands in trying them (JSON-serialisable, to keep across restarts).
+    pub fn network_profiles(&self) -> NetworkProfiles {
+        self.shared.profiles.borrow().clone()
+    }
+
+    /// Sets `OCPPCommCtrlr.NetworkConfigurationPriority` (e.g. from the application's
+    /// SetVariables handler, B10's migration to a new CSMS): from the next reboot or lost
+    /// connection on, attempts follow it (B10.FR.04). The
+    /// [`on_network_profiles`](StationBuilder::on_network_profiles) hook keeps it first.
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) {
+    /// use ocpp_tokio::station::BootReason;
+    /// if station.set_network_priority(&[1, 0]).await.is_ok() {
+    ///     station.reboot(BootReason::RemoteReset); // connect to slot 1 now
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`NetworkProfileError`]: a slot out of range or repeated, a profile below the active
+    /// security profile (A05.FR.04), the hook failed, the station stopped.
+    pub async fn set_network_priority(&self, priority: &[i32]) -> Result<(), NetworkProfileError> {
+        let priority = priority.to_vec();
+        self.change_network(Box::new(move |profiles| profiles.set_priority(&priority)))
+            .await
+    }
+
+    /// Stores a profile in its slot as a SetNetworkProfile would (B09: validated, no security
+    /// downgrade), e.g. for a local configuration tool; also sets
+    /// `NetworkProfileConnectionAttempts` with `attempts`.
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::NetworkProfileError> {
+    /// use ocpp_tokio::station::NetworkProfile;
+    /// station.set_network_profile(NetworkProfile::new(2, "ws://other.example.com/ocpp"), None).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Station::set_network_priority`].
+    pub async fn set_network_profile(
+        &self,
+        profile: NetworkProfile,
+        attempts: Option<u32>,
+    ) -> Result<(), NetworkProfileError> {
+        self.change_network(Box::new(move |profiles| {
+            profiles.set_profile(profile)?;
+            if let Some(attempts) = attempts {
+                profiles.set_attempts(attempts);
+            }
+            Ok(())
+        }))
+        .await
+    }
+
+    /// [`Station::set_network_priority`] without waiting for the outcome (from a synchronous
+    /// listener); a refusal is logged.
+    pub(crate) fn set_network_priority_detached(&self, priority: Vec<i32>) {
+        self.change_network_detached(Box::new(move |profiles| {
+            profiles.set_priority(&priority).inspect_err(|rejected| {
+                tracing::warn!(?priority, %rejected, "NetworkConfigurationPriority not used");
+            })
+        }));
+    }
+
+    /// Sets `NetworkProfileConnectionAttempts` without waiting.
+    pub(crate) fn set_network_attempts_detached(&self, attempts: u32) {
+        self.change_network_detached(Box::new(move |profiles| {
+            profiles.set_attempts(attempts);
+            Ok(())
+        }));
+    }
+
+    fn change_network_detached(&self, change: Box<NetworkEdit>) {
+        let (reply, _) = oneshot::channel();
+        let _ = self
+            .shared
+            .commands
+            .send(Command::Network(NetworkChange { change, reply }));
+    }
+
+    async fn change_network(&self, change: Box<NetworkEdit>) -> Result<(), NetworkProfileError> {
+        let (reply, done) = oneshot::channel();
+        let command = Command::Network(NetworkChange { change, reply });
+        if self.shared.commands.send(command).is_err() {
+            return Err(NetworkProfileError::Stopped);
+        }
+        done.await.unwrap_or(Err(NetworkProfileError::Stopped))
+    }
+
+    /// Every change of [`Station::network_profiles`]: each attempt's central system, an
+    /// accepted connection, a SetNetworkProfile.
+    pub fn watch_network_profiles(&self) -> watch::Receiver<NetworkProfiles> {
+        self.shared.profiles.clone()
+    }
+
     /// Changes the reconnect back-off (2.0.1 `RetryBackOff*` variables set by the central
     /// system); it applies from the next wait.
     pub fn set_back_off(&self, back_off: RetryBackOff) {
@@ -846,6 +996,8 @@ pub struct StationBuilder {
     boot_retry_interval: Duration,
     established_after: Duration,
     resume: Option<Box<ResumeRule>>,
+    profiles: Option<NetworkProfiles>,
+    set_network_profile: Option<Option<Arc<network::ProfilesHook>>>,
 }
 
 /// Which transaction found open at start the application goes on with
@@ -884,7 +1036,100 @@ impl StationBuilder {
             boot_retry_interval: ocpp_server_core::station::BOOT_RETRY_FALLBACK,
             established_after: ocpp_server_core::station::MIN_ESTABLISHED_LIFETIME,
             resume: None,
+            profiles: None,
+            set_network_profile: None,
         }
+    }
+
+    /// Several central systems, OCPP 2.x style: network connection profiles in configuration
+    /// slots, tried in `NetworkConfigurationPriority` order with
+    /// `NetworkProfileConnectionAttempts` attempts on each (B10; the rules are
+    /// [`NetworkProfiles`]'s). Each profile's `ocppCsmsUrl` is given without the identity: the
+    /// station appends the identity of the builder's URL (whose own central system is then
+    /// used only if a profile names it). The reconnect back-off still applies between every
+    /// two attempts. The station answers SetNetworkProfile itself (B09), storing the profile
+    /// and calling [`StationBuilder::on_network_profiles`]'s hook; the credentials
+    /// ([`password`](Self::password), [`tls`](Self::tls)) are the same for every profile.
+    ///
+    /// ```
+    /// use ocpp_tokio::station::{NetworkProfile, NetworkProfiles, Station};
+    ///
+    /// let profiles = NetworkProfiles::new([
+    ///     NetworkProfile::new(0, "ws://primary.example.com/ocpp").with_security_profile(1),
+    ///     NetworkProfile::new(1, "ws://backup.example.com/ocpp").with_security_profile(1),
+    /// ])
+    /// .with_attempts(3);
+    /// let builder = Station::builder("ws://primary.example.com/ocpp/CP001")
+    ///     .unwrap()
+    ///     .password("secret-secret-16")
+    ///     .network_profiles(profiles);
+    /// # let _ = builder;
+    /// ```
+    pub fn network_profiles(mut self, profiles: NetworkProfiles) -> Self {
+        self.profiles = Some(profiles);
+        if self.set_network_profile.is_none() {
+            self.set_network_profile = Some(None);
+        }
+        self
+    }
+
+    /// Several central systems, the simple (OCPP 1.6) way: the builder's URL first, then
+    /// these (each without the identity), `attempts` tries on each before the next, back to
+    /// the first after a full cycle or after a connection was lost; with `return_after`, a
+    /// connection to any but the first is left after that time so that the first is tried
+    /// again. (1.6 has no standard mechanism; this is the policy of [`NetworkProfiles`] with
+    /// [`NetworkProfiles::with_return_after`].)
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ocpp_tokio::station::Station;
+    ///
+    /// let builder = Station::builder("ws://primary.example.com/ocpp/CP001")
+    ///     .unwrap()
+    ///     .fallback_urls(["ws://backup.example.com/ocpp"], 3, Some(Duration::from_secs(3600)));
+    /// # let _ = builder;
+    /// ```
+    pub fn fallback_urls<U: Into<String>>(
+        mut self,
+        urls: impl IntoIterator<Item = U>,
+        attempts: u32,
+        return_after: Option<Duration>,
+    ) -> Self {
+        let first = network::base_of(&self.url);
+        let mut profiles = NetworkProfiles::from_urls(
+            std::iter::once(first).chain(urls.into_iter().map(Into::into)),
+        )
+        .with_attempts(attempts);
+        if let Some(after) = return_after {
+            profiles = profiles.with_return_after(after);
+        }
+        self.profiles = Some(profiles);
+        self
+    }
+
+    /// Keeps the network profiles when a SetNetworkProfile changes them (and makes the
+    /// station answer SetNetworkProfile itself, also without
+    /// [`network_profiles`](Self::network_profiles)): `hook` gets the new profiles before the
+    /// change is accepted (e.g. writes them as JSON); its error answers Failed (B09.FR.03)
+    /// and leaves the profiles as they were.
+    ///
+    /// ```
+    /// use ocpp_tokio::station::Station;
+    ///
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")
+    ///     .unwrap()
+    ///     .on_network_profiles(|profiles| {
+    ///         let json = serde_json::to_string(profiles).map_err(|e| e.to_string())?;
+    ///         std::fs::write("/tmp/profiles.json", json).map_err(|e| e.to_string())
+    ///     });
+    /// # let _ = builder;
+    /// ```
+    pub fn on_network_profiles(
+        mut self,
+        hook: impl Fn(&NetworkProfiles) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.set_network_profile = Some(Some(Arc::new(hook)));
+        self
     }
 
     /// Which transactions found open in the store at start go on (`true`) rather than being
@@ -1083,12 +1328,42 @@ impl StationBuilder {
     ///
     /// # Panics
     /// Outside a tokio runtime.
-    pub fn connect(self) -> Result<Station, StationError> {
+    pub fn connect(mut self) -> Result<Station, StationError> {
         if self.versions.is_empty() {
             return Err(StationError::NoVersion);
         }
+        let mut profiles = self.profiles.take().unwrap_or_else(|| {
+            NetworkProfiles::new([NetworkProfile::new(0, network::base_of(&self.url))])
+        });
+        if profiles.active_security_profile() == 0 {
+            let active =
+                network::security_profile_of(&self.url, self.password.is_some(), self.tls.as_ref());
+            // The configured profiles may start lower than the builder's URL implies: the
+            // lowest of them is the floor then.
+            let lowest = profiles.profiles().iter().map(|p| p.security_profile).min();
+            profiles =
+                profiles.with_active_security_profile(lowest.map_or(active, |l| l.min(active)));
+        }
+        if self.tls.is_none() {
+            if let Some(wss) = profiles
+                .profiles()
+                .iter()
+                .find(|p| p.csms_url.starts_with("wss://"))
+            {
+                return Err(StationError::Tls(format!(
+                    "{}: wss:// needs StationBuilder::tls (the central system's CA)",
+                    wss.csms_url
+                )));
+            }
+        }
+        for profile in profiles.profiles() {
+            network::url_for(profile, self.url.identity())?;
+        }
+        // Starting is a reboot: the first entry of the priority list first (B10.FR.04), even
+        // with profiles kept from an earlier run.
+        profiles.on_restart();
         let tls = match (self.url.tls(), self.tls) {
-            (false, _) => None,
+            (false, config) => config,
             (true, None) => {
                 return Err(StationError::Tls(
                     "wss:// needs StationBuilder::tls (the central system's CA)".into(),
@@ -1100,7 +1375,8 @@ impl StationBuilder {
                         .map_err(|e| {
                             StationError::Tls(format!("{}: {e}", self.url.server_name()))
                         })?;
-                Some((config, name))
+                let _ = name;
+                Some(config)
             }
         };
         let store = self.store.unwrap_or_else(|| Box::new(MemoryStore::new()));
@@ -1141,13 +1417,19 @@ impl StationBuilder {
         let heartbeat_ms = Arc::new(AtomicU64::new(
             ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL.as_millis() as u64,
         ));
+        let (profiles_watch, profiles_rx) = watch::channel(profiles.clone());
         let mut reconnect = ocpp_server_core::station::Reconnect::new(self.back_off);
         reconnect.set_min_lifetime(self.established_after);
+        let config = Arc::new(self.config.versions(self.versions));
         let task = driver::Task {
-            config: Arc::new(self.config.versions(self.versions)),
+            base_config: config.clone(),
+            config,
             url: self.url,
             password: self.password,
             tls,
+            profiles,
+            profiles_watch,
+            set_network_profile: self.set_network_profile,
             info: self.info,
             app,
             reconnect,
@@ -1175,6 +1457,7 @@ impl StationBuilder {
                 identity,
                 heartbeat_ms,
                 transactions,
+                profiles: profiles_rx,
                 restarted: restart.open,
             }),
         })
