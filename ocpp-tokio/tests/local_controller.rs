@@ -360,8 +360,43 @@ async fn an_unreachable_central_system_refuses_the_station_with_502() {
     }
 }
 
+#[tokio::test]
+async fn stations_reach_a_tls_central_system_through_the_controller() {
+    let pki = common::pki();
+    // Profile 2 (server certificate), then profile 3 (the controller's client certificate:
+    // the test server wants its CN to be the identity).
+    for (mutual, identity) in [(false, "CP-TLS"), (true, "CP001")] {
+        let builder = ocpp_tokio::Server::builder()
+            .config(common::server_config())
+            .tls(common::server_tls(&pki, mutual));
+        let server = TestServer::start_with(builder).await;
+        let client = common::client_tls(&pki.ca, mutual.then_some(&pki.cp001));
+        let url = format!("wss://localhost:{}/ocpp", server.addr.port());
+        let controller = LocalController::builder(&url)
+            .unwrap()
+            .upstream_tls(client)
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = controller.local_addr().unwrap();
+        tokio::spawn(controller.run());
+        let mut cp = TestCp::connect(addr, identity, OcppVersion::V2_0_1).await;
+        assert_eq!(cp.boot().await, "Accepted");
+        assert!(server.charge_points.get(identity).is_some());
+        server.stop().await;
+    }
+    // wss:// without a TLS configuration is refused at bind.
+    let builder = LocalController::builder("wss://localhost:1/ocpp").unwrap();
+    assert!(builder.bind("127.0.0.1:0").await.is_err());
+}
+
 #[test]
-fn message_types_are_named() {
+fn urls_are_checked() {
+    assert!(LocalController::builder("ws://127.0.0.1:9000").is_ok());
+    assert!(LocalController::builder("wss://[::1]:9000/ocpp").is_ok());
+    assert!(LocalController::builder("http://127.0.0.1:9000/ocpp").is_err());
+    assert!(LocalController::builder("ws:///ocpp").is_err());
+    assert!(LocalController::builder("ws://h/ocpp?x=1").is_err());
     assert_eq!(MessageTypeId::Call.number(), 2);
 }
 

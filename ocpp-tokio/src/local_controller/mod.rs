@@ -25,6 +25,9 @@
 //!   (1001) and reconnects with its own back-off (OCPP 2.0.1 B.B04), which re-creates the pair:
 //!   the simplest behaviour that is correct, as the station then boots and resends its queue
 //!   exactly as after a direct disconnection.
+//! - **TLS** towards the central system with `wss://` and
+//!   [`LocalControllerBuilder::upstream_tls`]; the stations connect in plain `ws://` (a
+//!   controller usually sits on the site's own network).
 //! - WebSocket pings, limits and the close handshake are per hop (RFC 6455 control frames are
 //!   not relayed), each hop an [`ocpp_server_core::Connection`] in relay mode
 //!   ([`ConnectionConfig::relay_text`](crate::ConnectionConfig::relay_text)).
@@ -125,8 +128,9 @@ pub enum OwnCallError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LocalControllerError {
-    /// The central system's URL is not `ws://host[:port][/path]`.
-    #[error("the central system URL must be ws://host[:port][/path]: {0}")]
+    /// The central system's URL is not `ws://host[:port][/path]` (or `wss://` with
+    /// [`LocalControllerBuilder::upstream_tls`]).
+    #[error("the central system URL must be ws://host[:port][/path] or wss://...: {0}")]
     Url(String),
     /// The listener failed.
     #[error(transparent)]
@@ -159,6 +163,9 @@ type UpstreamPassword = Arc<dyn Fn(&str) -> Option<Vec<u8>> + Send + Sync>;
 pub struct LocalControllerBuilder {
     host: String,
     endpoint: String,
+    /// `wss://`: the TLS configuration is required before `bind`.
+    secure: bool,
+    tls: Option<Arc<rustls::ClientConfig>>,
     config: ConnectionConfig,
     hooks: Hooks,
     upstream_password: Option<UpstreamPassword>,
@@ -169,6 +176,7 @@ impl std::fmt::Debug for LocalControllerBuilder {
         f.debug_struct("LocalControllerBuilder")
             .field("host", &self.host)
             .field("endpoint", &self.endpoint)
+            .field("secure", &self.secure)
             .field("config", &self.config)
             .finish()
     }
@@ -216,23 +224,57 @@ impl LocalControllerBuilder {
         self
     }
 
+    /// TLS towards the central system (a `wss://` URL, security profiles 2 and 3: give the
+    /// configuration a client certificate for profile 3; it is the controller's, not the
+    /// station's). The server name checked is the URL's host.
+    ///
+    /// ```no_run
+    /// # async fn example(tls: std::sync::Arc<ocpp_tokio::rustls::ClientConfig>)
+    /// # -> Result<(), ocpp_tokio::local_controller::LocalControllerError> {
+    /// let controller = ocpp_tokio::LocalController::builder("wss://csms.example/ocpp")?
+    ///     .upstream_tls(tls)
+    ///     .bind("0.0.0.0:9100")
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn upstream_tls(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
     /// Binds the stations' listening socket.
     ///
     /// # Errors
-    /// The bind failed.
+    /// The bind failed, or a `wss://` URL came without [`Self::upstream_tls`]
+    /// ([`LocalControllerError::Url`]).
     pub async fn bind(
         self,
         addr: impl ToSocketAddrs,
     ) -> Result<LocalController, LocalControllerError> {
+        if self.secure && self.tls.is_none() {
+            let url = format!("wss://{}{}", self.host, self.endpoint);
+            return Err(LocalControllerError::Url(format!(
+                "{url} needs upstream_tls"
+            )));
+        }
         let listener = TcpListener::bind(addr).await?;
         Ok(self.serve_listener(listener))
     }
 
-    /// Serves an already bound listener.
+    /// Serves an already bound listener (a `wss://` URL without [`Self::upstream_tls`]
+    /// connects without TLS: check with [`Self::bind`]).
     pub fn serve_listener(self, listener: TcpListener) -> LocalController {
+        let tls = match (self.secure, self.tls) {
+            (true, Some(config)) => {
+                let name = server_name(&self.host);
+                name.map(|name| (tokio_rustls::TlsConnector::from(config), name))
+            }
+            _ => None,
+        };
         LocalController {
             listener,
             shared: Arc::new(Shared {
+                tls,
                 host: self.host,
                 endpoint: self.endpoint,
                 config: Arc::new(self.config.relay_text(true)),
@@ -278,6 +320,11 @@ impl std::fmt::Debug for LocalController {
 }
 
 struct Shared {
+    /// TLS towards the central system, and the name its certificate must carry.
+    tls: Option<(
+        tokio_rustls::TlsConnector,
+        rustls::pki_types::ServerName<'static>,
+    )>,
     host: String,
     endpoint: String,
     config: Arc<ConnectionConfig>,
@@ -287,8 +334,9 @@ struct Shared {
 }
 
 impl LocalController {
-    /// A builder relaying to the central system at `upstream` (`ws://host[:port][/path]`,
-    /// without the identity: a station `CP1` is relayed to `{upstream}/CP1`).
+    /// A builder relaying to the central system at `upstream` (`ws://host[:port][/path]`, or
+    /// `wss://` with [`LocalControllerBuilder::upstream_tls`]; without the identity: a station
+    /// `CP1` is relayed to `{upstream}/CP1`).
     ///
     /// ```
     /// let builder = ocpp_tokio::LocalController::builder("ws://127.0.0.1:9000/ocpp");
@@ -297,20 +345,27 @@ impl LocalController {
     /// ```
     ///
     /// # Errors
-    /// [`LocalControllerError::Url`] for anything else (`wss://` included: TLS to the central
-    /// system is not supported yet).
+    /// [`LocalControllerError::Url`] for anything else.
     pub fn builder(upstream: &str) -> Result<LocalControllerBuilder, LocalControllerError> {
-        let rest = upstream
-            .strip_prefix("ws://")
-            .ok_or_else(|| LocalControllerError::Url(upstream.into()))?;
+        let (secure, rest) = match (
+            upstream.strip_prefix("ws://"),
+            upstream.strip_prefix("wss://"),
+        ) {
+            (Some(rest), _) => (false, rest),
+            (_, Some(rest)) => (true, rest),
+            _ => return Err(LocalControllerError::Url(upstream.into())),
+        };
         let (host, endpoint) = match rest.find('/') {
             Some(slash) => (&rest[..slash], &rest[slash..]),
             None => (rest, ""),
         };
-        if host.is_empty() || endpoint.contains(['?', '#']) {
+        let named = !secure || server_name(host).is_some();
+        if host.is_empty() || endpoint.contains(['?', '#']) || !named {
             return Err(LocalControllerError::Url(upstream.into()));
         }
         Ok(LocalControllerBuilder {
+            secure,
+            tls: None,
             host: host.into(),
             endpoint: endpoint.trim_end_matches('/').into(),
             config: ConnectionConfig::default(),
@@ -463,8 +518,8 @@ struct Hop {
 }
 
 impl Hop {
-    fn new(connection: Connection, stream: TcpStream) -> Hop {
-        let (reader, writer) = stream.into_split();
+    fn new(connection: Connection, stream: impl AsyncRead + AsyncWrite + Send + 'static) -> Hop {
+        let (reader, writer) = tokio::io::split(stream);
         Hop {
             connection,
             reader: Box::new(reader),
@@ -818,7 +873,21 @@ async fn relay_pair(shared: Arc<Shared>, socket: TcpStream) {
     }
 }
 
-/// Opens the TCP connection to the central system and writes the upgrade request for
+/// A socket towards the central system: TCP, or TLS over it.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<S: AsyncRead + AsyncWrite + Send + Unpin> Stream for S {}
+
+/// The name a `wss://` host's certificate must carry: the host without its port (and an IPv6
+/// literal without its brackets).
+fn server_name(host: &str) -> Option<rustls::pki_types::ServerName<'static>> {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').map(|(name, _)| name)?,
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    rustls::pki_types::ServerName::try_from(name.to_owned()).ok()
+}
+
+/// Opens the TCP (and TLS) connection to the central system and writes the upgrade request for
 /// `identity` (the handshake then completes in the pair's loop); `None` when the central
 /// system cannot be reached within the handshake timeout.
 async fn connect_upstream(
@@ -835,6 +904,13 @@ async fn connect_upstream(
         .ok()?
         .ok()?;
     let _ = stream.set_nodelay(true);
+    let stream: Box<dyn Stream> = match &shared.tls {
+        Some((connector, name)) => {
+            let tls = connector.connect(name.clone(), stream);
+            Box::new(tokio::time::timeout(timeout, tls).await.ok()?.ok()?)
+        }
+        None => Box::new(stream),
+    };
     let mut target = ConnectTarget::new(&shared.host, &shared.endpoint, identity.clone());
     if let Some(password) = password {
         target = target.with_password(&password);
