@@ -110,6 +110,7 @@ pub struct ConnectionConfig {
     pub(crate) handshake: HandshakeConfig,
     pub(crate) decode_options: DecodeOptions,
     pub(crate) deflate: DeflatePolicy,
+    pub(crate) relay_text: bool,
 }
 
 /// The versions this build knows (features `v2_1`, `v2_0_1`, `v1_6`), newest first.
@@ -151,6 +152,7 @@ impl Default for ConnectionConfig {
             handshake: HandshakeConfig::default(),
             decode_options: DecodeOptions::strict(),
             deflate: DeflatePolicy::default(),
+            relay_text: false,
         }
     }
 }
@@ -244,5 +246,14 @@ impl ConnectionConfig {
         /// permessage-deflate: off, accepted by a CSMS (the default), or also offered by a
         /// charge point. See [`DeflatePolicy`].
         deflate, get_deflate, DeflatePolicy
+    );
+    setter!(
+        /// Relay mode (a Local Controller, a proxy): every text message of the open WebSocket is
+        /// handed over unparsed and byte for byte as [`Event::Text`](crate::Event::Text), and
+        /// [`Connection::send_text`](crate::Connection::send_text) writes text as given, so
+        /// that what is relayed (signed messages included) is never re-serialised. The core
+        /// then neither parses, answers nor correlates OCPP-J messages; the WebSocket rules
+        /// (handshake, keep-alive, close, limits, back-pressure) stay. Off by default.
+        relay_text, get_relay_text, bool
     );
 }

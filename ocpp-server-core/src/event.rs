@@ -66,6 +66,9 @@ pub enum Event {
         /// The description.
         description: String,
     },
+    /// Relay mode ([`ConnectionConfig::relay_text`](crate::ConnectionConfig::relay_text)): a
+    /// text message of the peer, exactly as it arrived (not parsed, not answered).
+    Text(String),
     /// The connection is over: the last event. Write out what
     /// [`Connection::pending_transmit`](crate::Connection::pending_transmit) still has, then close
     /// the socket.

@@ -30,6 +30,11 @@
 //!   failure saying whether the CALL may have reached the peer ([`Delivery`]), for every
 //!   driver and path to reuse.
 //!
+//! - relay mode ([`ConnectionConfig::relay_text`]): text messages handed over unparsed and
+//!   written byte for byte ([`Event::Text`], [`Connection::send_text`]), and an upgrade
+//!   accepted with a version chosen elsewhere ([`Connection::accept_version`]), for a Local
+//!   Controller or a proxy that must not re-serialise what it relays.
+//!
 //! An idle open connection is 168 bytes and holds no heap buffer (see `tests/memory.rs`).
 //! [`IdentityTable`] keeps identities to connections with the policy a CSMS needs for
 //! duplicates: the newer connection wins.

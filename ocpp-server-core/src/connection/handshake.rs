@@ -194,6 +194,43 @@ impl Connection {
         Ok(())
     }
 
+    /// CSMS side: [`accept`](Self::accept) with `version` instead of the one the configured
+    /// policy chose, e.g. the version the central system chose for a relayed connection
+    /// (a Local Controller answers its station with the subprotocol the CSMS agreed to).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Instant;
+    /// use ocpp_server_core::{Connection, ConnectionConfig, Event, OcppVersion};
+    ///
+    /// let now = Instant::now();
+    /// let mut csms = Connection::accept_incoming(now, Arc::new(ConnectionConfig::default()));
+    /// csms.handle_data(now, b"GET /ocpp/CP001 HTTP/1.1\r\nHost: csms\r\nUpgrade: websocket\r\n\
+    ///     Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+    ///     Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ocpp2.0.1, ocpp1.6\r\n\r\n");
+    /// let Some(Event::UpgradeRequested(_)) = csms.poll_event() else { panic!() };
+    /// csms.accept_version(now, OcppVersion::V1_6).unwrap();
+    /// assert_eq!(csms.poll_event(), Some(Event::Connected { version: OcppVersion::V1_6 }));
+    /// ```
+    ///
+    /// # Errors
+    /// [`WrongState`] when no upgrade awaits a decision, or the charge point did not offer
+    /// `version` (nothing changes then).
+    pub fn accept_version(&mut self, now: Instant, version: OcppVersion) -> Result<(), WrongState> {
+        let State::AwaitingDecision(pending) = &mut self.state else {
+            return Err(WrongState);
+        };
+        if !pending
+            .request
+            .subprotocols()
+            .any(|offered| offered == version.subprotocol())
+        {
+            return Err(WrongState);
+        }
+        pending.version = Some(version);
+        self.accept(now)
+    }
+
     /// CSMS side: [`accept`](Self::accept) for `Ok`, [`reject`](Self::reject) with the
     /// rejection's status for `Err`: the application's decision on an upgrade, as every driver
     /// hands it over.

@@ -286,6 +286,40 @@ impl Connection {
         Ok(id)
     }
 
+    /// Writes `text` as one text message, byte for byte (relay mode,
+    /// [`ConnectionConfig::relay_text`](crate::ConnectionConfig::relay_text): a message of
+    /// the other hop, forwarded unchanged). Nothing checks that it is OCPP-J.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Instant;
+    /// use ocpp_server_core::{Connection, ConnectionConfig, RefusalReason};
+    ///
+    /// let config = Arc::new(ConnectionConfig::default().relay_text(true));
+    /// let mut csms = Connection::accept_incoming(Instant::now(), config);
+    /// // Not open yet: handed back.
+    /// let refused = csms.send_text(Instant::now(), "[2,\"1\",\"Heartbeat\",{}]");
+    /// assert_eq!(refused, Err(RefusalReason::NotOpen));
+    /// ```
+    ///
+    /// # Errors
+    /// [`RefusalReason::NotOpen`], or [`RefusalReason::Backpressure`] while the unsent output
+    /// is over [`ConnectionConfig::max_outbound_bytes`](crate::ConnectionConfig::max_outbound_bytes).
+    pub fn send_text(&mut self, now: Instant, text: &str) -> Result<(), RefusalReason> {
+        let _ = now; // starts no timer; `now` keeps the mutators' shape
+        if !self.is_open() {
+            return Err(RefusalReason::NotOpen);
+        }
+        if self.pending_transmit_len() >= self.config.max_outbound_bytes {
+            return Err(RefusalReason::Backpressure);
+        }
+        self.write_message(|out| {
+            out.extend_from_slice(text.as_bytes());
+            Ok(())
+        })
+        .map_err(|_| RefusalReason::Serialize)
+    }
+
     /// Feeds bytes of the open WebSocket to the frame decoder and handles each message.
     pub(super) fn handle_frames(&mut self, now: Instant, data: &[u8]) {
         self.timers.note_input(now);
@@ -313,7 +347,11 @@ impl Connection {
         match message {
             Message::Text(text) => {
                 if self.is_open() {
-                    self.on_text(now, &text);
+                    if self.config.relay_text {
+                        self.push_event(Event::Text(text.as_str().to_owned()));
+                    } else {
+                        self.on_text(now, &text);
+                    }
                 }
             }
             Message::Binary(_) => {
