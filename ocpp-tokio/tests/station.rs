@@ -1612,3 +1612,44 @@ async fn a_1_6_id_given_after_a_restart_reaches_the_application() {
     csms.stop().await;
     let _ = std::fs::remove_file(&journal);
 }
+
+/// The station's own heartbeat interval, set before it connects (a `HeartbeatInterval` kept
+/// in its settings), holds when the central system's boot answer says 0 ("the station
+/// chooses"), and over a reconnection too; before, every new connection went back to 60 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stations_heartbeat_interval_holds_over_a_reconnection_when_the_boot_says_0() {
+    let heartbeats: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let router = Router::<()>::default()
+        .on(|_, _: v2_0_1::BootNotificationRequest| async {
+            Ok(boot201(v2_0_1::RegistrationStatusEnum::Accepted, 0))
+        })
+        .on(with(
+            &heartbeats,
+            |heartbeats, _, _: v2_0_1::HeartbeatRequest| async move {
+                heartbeats.lock().unwrap().push(Instant::now());
+                Ok(v2_0_1::HeartbeatResponse::new(time()))
+            },
+        ));
+    let csms = Csms::start(router).await;
+    let station = station(&csms, "CP-HB0", OcppVersion::V2_0_1)
+        .connect()
+        .unwrap();
+    station.set_heartbeat_interval(Duration::from_secs(1));
+    for connection in 0..2 {
+        bounded("accepted", station.accepted()).await.unwrap();
+        assert_eq!(station.heartbeat_interval(), Duration::from_secs(1));
+        let seen = heartbeats.lock().unwrap().len();
+        eventually("two heartbeats", || {
+            heartbeats.lock().unwrap().len() >= seen + 2
+        })
+        .await;
+        if connection == 0 {
+            // The central system drops the connection; the station reconnects and boots.
+            let cp = csms.charge_points.get("CP-HB0").expect("connected");
+            cp.close(CloseCode::GOING_AWAY, "bye");
+            until_waiting(&station).await;
+        }
+    }
+    close(&station).await;
+    csms.stop().await;
+}

@@ -46,7 +46,6 @@ use ocpp_model::device_model::report::{notify_reports, ReportBase};
 use ocpp_model::device_model::{
     catalogue, AttributeType, Change, Configuration, DeviceModel, SetStatus,
 };
-use ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL;
 use ocpp_server_core::{v1_6, v2_0_1, v2_1, ErrorAnswer, ErrorCode, OcppVersion};
 use serde::{Deserialize, Serialize};
 
@@ -471,15 +470,13 @@ impl DeviceModelStore {
         });
     }
 
-    /// Keeps `station`'s heartbeat interval on the model's: every change of HeartbeatInterval
-    /// by the central system sets it ([`Station::set_heartbeat_interval`]), and after every
-    /// accepted boot whose answer left the interval alone (an interval of 0: the station
-    /// chooses) the model's value (kept across restarts) is put in force. A boot answer with an
-    /// interval is the central system's choice (OCPP 1.6 §4.2, 2.0.1 B01): it is written into
-    /// the model instead, not kept.
-    ///
-    /// The station does not tell an interval of 0 from one equal to its default (60 s): an
-    /// answer of exactly 60 s is taken for 0.
+    /// Keeps `station`'s heartbeat interval on the model's: the model's value (kept across
+    /// restarts) is put in force now, and every change of HeartbeatInterval by the central
+    /// system sets it ([`Station::set_heartbeat_interval`]); the station keeps it over
+    /// reconnections. A boot answer with an interval (not 0) is the central system's choice
+    /// (OCPP 1.6 §4.2, 2.0.1 B01): after every accepted boot, an interval in force other than
+    /// the model's is written into the model, not kept. Call it right after
+    /// [`StationBuilder::connect`](super::StationBuilder::connect).
     pub fn follow_heartbeat(&self, station: &Station) {
         let follower = station.clone();
         self.on_change(move |change| {
@@ -487,6 +484,13 @@ impl DeviceModelStore {
                 follower.set_heartbeat_interval(Duration::from_secs(seconds));
             }
         });
+        // Both versions' settings follow each other: either holds the interval.
+        let own = self
+            .heartbeat_interval(OcppVersion::V2_0_1)
+            .or_else(|| self.heartbeat_interval(OcppVersion::V1_6));
+        if let Some(interval) = own {
+            station.set_heartbeat_interval(interval);
+        }
         let store = self.clone();
         let station = station.clone();
         let mut status = station.watch_status();
@@ -499,11 +503,7 @@ impl DeviceModelStore {
                 };
                 if let Some(version) = accepted {
                     let in_force = station.heartbeat_interval();
-                    if in_force == DEFAULT_HEARTBEAT_INTERVAL {
-                        if let Some(interval) = store.heartbeat_interval(version) {
-                            station.set_heartbeat_interval(interval);
-                        }
-                    } else {
+                    if store.heartbeat_interval(version) != Some(in_force) {
                         let seconds = in_force.as_secs().to_string();
                         store.update(|model, config| {
                             let comm = catalogue::id(catalogue::OCPP_COMM_CTRLR);

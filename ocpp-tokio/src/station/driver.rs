@@ -360,8 +360,16 @@ impl Task {
             Command::Reboot(reason) => self.boot_reason = Some(reason),
             Command::BackOff(back_off) => self.reconnect.set_policy(back_off),
             Command::Network(change) => self.change_profiles(change),
-            Command::Close | Command::HeartbeatInterval(_) => {}
+            Command::HeartbeatInterval(interval) => self.remember_heartbeat(interval),
+            Command::Close => {}
         }
+    }
+
+    /// The heartbeat interval set while no connection is registered: the next one starts
+    /// from it ([`Station::heartbeat_interval`](super::Station::heartbeat_interval) reads it).
+    fn remember_heartbeat(&self, interval: Duration) {
+        let ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
+        self.heartbeat_ms.store(ms, Ordering::Relaxed);
     }
 
     fn queue_message(
@@ -503,6 +511,10 @@ impl Task {
                 let mut registration = Registration::new(now, version);
                 let (attempts, interval) = self.boot_retries;
                 registration.set_boot_retries(attempts, interval);
+                // The interval in force goes on over a new connection: its boot's answer
+                // replaces it, unless that says 0 (the station keeps its own).
+                let in_force = self.heartbeat_ms.load(Ordering::Relaxed);
+                registration.set_heartbeat_interval(now, Duration::from_millis(in_force));
                 wire.online = Some(Online {
                     registration,
                     link,
@@ -589,12 +601,13 @@ impl Task {
                 wire.rebooting = true;
                 wire.conn.close(now, CloseCode::NORMAL, "reboot");
             }
-            Some(Command::HeartbeatInterval(interval)) => {
-                if let Some(on) = &mut wire.online {
+            Some(Command::HeartbeatInterval(interval)) => match &mut wire.online {
+                Some(on) => {
                     on.registration.set_heartbeat_interval(now, interval);
                     self.publish_heartbeat(on);
                 }
-            }
+                None => self.remember_heartbeat(interval),
+            },
             Some(Command::BackOff(back_off)) => self.reconnect.set_policy(back_off),
             Some(Command::Network(change)) => self.change_profiles(change),
         }

@@ -518,7 +518,9 @@ impl Station {
 
     /// The heartbeat interval in force: the one the last accepted BootNotification's answer
     /// gave, or [`Station::set_heartbeat_interval`]'s since (60 s before any; zero: none), e.g.
-    /// for a GetConfiguration or GetVariables of `HeartbeatInterval`.
+    /// for a GetConfiguration or GetVariables of `HeartbeatInterval`. It goes on over a new
+    /// connection until that connection's boot answer gives another (an interval of 0 there
+    /// keeps it).
     pub fn heartbeat_interval(&self) -> Duration {
         Duration::from_millis(self.shared.heartbeat_ms.load(Ordering::Relaxed))
     }
@@ -817,9 +819,10 @@ impl Station {
         let _ = self.shared.commands.send(Command::Reboot(reason));
     }
 
-    /// Sets the heartbeat interval of the current connection (the central system changed
-    /// `HeartbeatInterval`: 1.6 ChangeConfiguration, 2.x SetVariables); zero stops heartbeats.
-    /// The next accepted boot sets it again from its answer.
+    /// Sets the heartbeat interval (the central system changed `HeartbeatInterval`: 1.6
+    /// ChangeConfiguration, 2.x SetVariables; or the station's own setting at start, offline
+    /// too); zero stops heartbeats. It holds over reconnections; an accepted boot whose answer
+    /// gives an interval other than 0 replaces it.
     pub fn set_heartbeat_interval(&self, interval: Duration) {
         let _ = self
             .shared
