@@ -1,8 +1,10 @@
 #![no_main]
 //! Drives a CSMS-side connection with arbitrary bytes, timeouts and application actions.
 //!
-//! The first input byte picks whether the upgrade is done first (to reach the open state) and
-//! which subprotocol it offers; the rest is a script of operations. Invariants: no panic; after
+//! The first input byte picks whether the upgrade is done first (to reach the open state),
+//! which subprotocol it offers, and whether the connection relays text (the Local Controller's
+//! mode: every text message an `Event::Text`, ours written with `send_text`); the rest is a
+//! script of operations. Invariants: no panic; after
 //! `Closed` no event follows; unsent output stays bounded (twice the outbound limit plus one
 //! message); every `Call` event is answered at most once; advancing the output produces no
 //! event (the drain contract).
@@ -24,10 +26,12 @@ fuzz_target!(|data: &[u8]| {
     let Some((&mode, mut script)) = data.split_first() else {
         return;
     };
+    let relay = mode & 0x80 != 0;
     let config = ConnectionConfig::default()
         .max_outbound_bytes(4096)
         .max_held_calls(2)
-        .max_queued_calls(2);
+        .max_queued_calls(2)
+        .relay_text(relay);
     let limit = 2 * config.get_max_outbound_bytes() + 70_000;
     let mut now = Instant::now();
     let mut connection = Connection::accept_incoming(now, Arc::new(config));
@@ -88,6 +92,12 @@ fuzz_target!(|data: &[u8]| {
                     };
                     let _ = connection.answer(now, &id, answer);
                 }
+            }
+            5 if relay => {
+                // A text of our own, relayed as it is (an OCPP-J CALL or anything at all).
+                let text =
+                    ["[2,\"lc-1\",\"Heartbeat\",{}]", "not json", ""][usize::from(op >> 3) % 3];
+                let _ = connection.send_text(now, text);
             }
             5 => {
                 let request = Request::from(v1_6::Request::from(v1_6::ResetRequest {

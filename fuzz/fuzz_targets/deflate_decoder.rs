@@ -107,7 +107,10 @@ fn decode(case: &Case<'_>, pieces: &[&[u8]]) -> Outcome {
                     match decoded.message {
                         Some(message) => {
                             if let Message::Text(text) = &message {
-                                assert_eq!(core::str::from_utf8(text.as_bytes()), Ok(text.as_str()));
+                                assert_eq!(
+                                    core::str::from_utf8(text.as_bytes()),
+                                    Ok(text.as_str())
+                                );
                                 assert!(text.len() as u64 <= case.config.get_max_message_size());
                             }
                             messages.push(message);

@@ -26,8 +26,18 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local addr").port()
 }
 
+/// How many ports [`RedisServer::start`] tries: a port free when asked may be taken before
+/// the server binds it (another test's outgoing connection gets it as its own port), and the
+/// server then exits at once.
+const PORT_TRIES: usize = 5;
+
 impl RedisServer {
     pub fn start() -> Self {
+        for _ in 1..PORT_TRIES {
+            if let Some(server) = Self::try_start_on(free_port()) {
+                return server;
+            }
+        }
         Self::start_on(free_port())
     }
 
@@ -36,6 +46,13 @@ impl RedisServer {
     /// (as after [`restart`](Self::restart)) reads a missing claim as unknown for a claim TTL,
     /// until the holders had the time to register again (PROTOCOL.md, 2 and 4.4).
     pub fn start_on(port: u16) -> Self {
+        Self::try_start_on(port)
+            .unwrap_or_else(|| panic!("redis-server exited at once (port {port} taken?)"))
+    }
+
+    /// [`start_on`](Self::start_on); `None` if the server exits before it answers (its port
+    /// was taken).
+    fn try_start_on(port: u16) -> Option<Self> {
         let dir = std::env::temp_dir().join(format!("ocpp-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let mut server = RedisServer {
@@ -43,9 +60,11 @@ impl RedisServer {
             port,
             dir,
         };
-        server.spawn();
+        if !server.try_spawn() {
+            return None;
+        }
         assert_eq!(server.query("SET ocpp:since 0").as_deref(), Some("+OK"));
-        server
+        Some(server)
     }
 
     /// Starts a server as a new cluster finds it: empty, no `ocpp:since` (the nodes set it).
@@ -56,6 +75,15 @@ impl RedisServer {
     }
 
     fn spawn(&mut self) {
+        assert!(
+            self.try_spawn(),
+            "redis-server exited at once (port {} taken?)",
+            self.port
+        );
+    }
+
+    /// Starts the server on its port and waits for its PING; `false` if it exited first.
+    fn try_spawn(&mut self) -> bool {
         let child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
             .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
@@ -68,9 +96,18 @@ impl RedisServer {
         self.child = Some(child);
         let start = Instant::now();
         while self.query("PING").as_deref() != Some("+PONG") {
+            let exited = self
+                .child
+                .as_mut()
+                .is_some_and(|child| child.try_wait().ok().flatten().is_some());
+            if exited {
+                self.child = None;
+                return false;
+            }
             assert!(start.elapsed() < WAIT, "redis-server did not answer PING");
             std::thread::sleep(Duration::from_millis(20));
         }
+        true
     }
 
     pub fn url(&self) -> String {
