@@ -37,7 +37,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -49,6 +49,7 @@ use ocpp_model::device_model::{
 use ocpp_server_core::{v1_6, v2_0_1, v2_1, ErrorAnswer, ErrorCode, OcppVersion};
 use serde::{Deserialize, Serialize};
 
+use super::store::replace_durably;
 use super::{RetryBackOff, Station, Status};
 use crate::typed::{ResponseOf, TypedCall};
 use crate::{Reply, Router, Session};
@@ -873,25 +874,11 @@ where
     Status::Accepted
 }
 
-/// Writes `saved` to `path` durably: `<path>.tmp`, synced, renamed over `path`, directory synced.
+/// Writes `saved` to `path` durably ([`replace_durably`]: `<path>.tmp`, synced, renamed
+/// over `path`, directory synced).
 fn write_atomically(path: &Path, saved: &Saved) -> io::Result<()> {
     let bytes = serde_json::to_vec_pretty(saved).map_err(io::Error::other)?;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    {
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-    }
-    fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        #[cfg(unix)]
-        fs::File::open(dir)?.sync_all()?;
-        #[cfg(not(unix))]
-        let _ = dir;
-    }
-    Ok(())
+    replace_durably(path, &bytes)
 }
 
 /// A `SequenceList` of configuration slots (`"1,0"`): `None` if an item is not a slot.

@@ -41,7 +41,7 @@
 
 use std::fmt;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -54,6 +54,7 @@ use ocpp_model::{Authorization, AuthorizationStatus, IdToken, IdTokenType};
 use ocpp_server_core::{v1_6, v2_0_1, v2_1, DateTime, OcppVersion};
 use serde::{Deserialize, Serialize};
 
+use super::store::replace_durably;
 use super::DeviceModelStore;
 use crate::{Router, Session};
 
@@ -618,25 +619,11 @@ impl LocalAuthStore {
     }
 }
 
-/// Writes `saved` to `path` durably: `<path>.tmp`, synced, renamed over `path`, directory synced.
+/// Writes `saved` to `path` durably ([`replace_durably`]: `<path>.tmp`, synced, renamed
+/// over `path`, directory synced).
 fn write_atomically(path: &Path, saved: &Saved) -> io::Result<()> {
     let bytes = serde_json::to_vec_pretty(saved).map_err(io::Error::other)?;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    {
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-    }
-    fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        #[cfg(unix)]
-        fs::File::open(dir)?.sync_all()?;
-        #[cfg(not(unix))]
-        let _ = dir;
-    }
-    Ok(())
+    replace_durably(path, &bytes)
 }
 
 #[cfg(test)]

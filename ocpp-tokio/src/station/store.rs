@@ -893,6 +893,24 @@ fn io_error(path: &Path, source: io::Error) -> StoreError {
     }
 }
 
+/// Replaces the file at `path` with `bytes` durably, the one way the station's state files
+/// are written (the device model's, the local authorization list's): `<path>.tmp` written and
+/// synced, renamed over `path`, the directory synced. A crash at any point leaves the old
+/// file or the new one, whole.
+pub(crate) fn replace_durably(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = tmp_path(path);
+    {
+        let mut file = File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    fs::rename(&tmp, path)?;
+    sync_dir(path).map_err(|e| match e {
+        StoreError::Io { source, .. } => source,
+        other => io::Error::other(other.to_string()),
+    })
+}
+
 /// `<path>.tmp`: where compaction writes the new journal.
 fn tmp_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
