@@ -1,6 +1,9 @@
-//! A small WebSocket client (RFC 6455, client role, `ws://` only) on ocpp-frame's Sans-IO
-//! handshake and codec: it sends texts exactly as given, which replaying a capture needs and a
-//! [`Station`](ocpp_tokio::Station) (which writes its own messages) cannot do.
+//! A small WebSocket client (client role, `ws://` only) that sends texts exactly as given,
+//! which replaying a capture needs and a [`Station`](ocpp_tokio::Station) (which writes its own
+//! messages) cannot do: the core's client connection
+//! ([`Connection::connect`](ocpp_server_core::Connection::connect)) in relay mode
+//! ([`ConnectionConfig::relay_text`]), driven on a tokio socket. The handshake, masking, pings
+//! and the close are the core's.
 //!
 //! ```no_run
 //! use ocpp_cli::websocket::Link;
@@ -14,10 +17,13 @@
 //! ```
 
 use std::io;
+use std::sync::Arc;
+use std::time::Instant;
 
-use ocpp_frame::handshake::{ClientHandshake, ClientRequest, Progress, SecWebSocketKey};
-use ocpp_frame::{Decoder, DecoderConfig, Encoder, Message, Role};
 use ocpp_messages::OcppVersion;
+use ocpp_server_core::{
+    ChargePointIdentity, CloseCode, ConnectTarget, Connection, ConnectionConfig, Event,
+};
 use ocpp_tokio::station::StationUrl;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -52,10 +58,7 @@ pub enum LinkError {
 #[derive(Debug)]
 pub struct Link {
     stream: TcpStream,
-    decoder: Decoder,
-    encoder: Encoder,
-    /// Bytes read and not yet decoded.
-    pending: Vec<u8>,
+    connection: Connection,
     /// The subprotocol the server chose.
     subprotocol: Option<String>,
 }
@@ -71,57 +74,51 @@ impl Link {
         identity: &str,
         version: OcppVersion,
     ) -> Result<Link, LinkError> {
-        let full = format!("{}/{}", base_url.trim_end_matches('/'), encode(identity));
         let bad = |reason: String| LinkError::Url {
-            url: full.clone(),
+            url: format!("{}/{identity}", base_url.trim_end_matches('/')),
             reason,
         };
-        let url = StationUrl::parse(&full).map_err(|e| bad(e.to_string()))?;
+        // The base URL has no identity: parsed with a placeholder in its place, for the
+        // authority and the endpoint (the identity goes into the target, encoded there).
+        let with_placeholder = format!("{}/_", base_url.trim_end_matches('/'));
+        let url = StationUrl::parse(&with_placeholder).map_err(|e| bad(e.to_string()))?;
         if url.tls() {
             return Err(bad("wss:// is not supported by this tool's client".into()));
         }
-        let port = url
-            .authority()
-            .rsplit_once(':')
-            .and_then(|(_, port)| port.parse::<u16>().ok())
-            .unwrap_or(80);
-        let target = format!(
-            "{}/{}",
-            url.endpoint().trim_end_matches('/'),
-            encode(identity)
-        );
-        let key = SecWebSocketKey::from_bytes(fastrand::u128(..).to_le_bytes());
-        let request = ClientRequest::new(url.server_name(), &target, key)
-            .and_then(|r| r.with_subprotocol(version.subprotocol()))
-            .map_err(|e| bad(e.to_string()))?
-            .with_port(port);
-        let mut stream = TcpStream::connect(url.authority()).await?;
+        let identity =
+            ChargePointIdentity::new(identity.to_owned(), false).map_err(|e| bad(e.to_string()))?;
+        let target = ConnectTarget::new(url.authority(), url.endpoint(), identity);
+        let config = ConnectionConfig::default()
+            .versions(vec![version])
+            .relay_text(true)
+            .ping_interval(None)
+            .idle_timeout(None);
+        let key = fastrand::u128(..).to_le_bytes();
+        let connection = Connection::connect(
+            Instant::now(),
+            Arc::new(config),
+            &target,
+            key,
+            fastrand::u64(..),
+        )
+        .map_err(|e| bad(e.to_string()))?;
+        let stream = TcpStream::connect(url.authority()).await?;
         stream.set_nodelay(true)?;
-        let mut out = Vec::new();
-        request.write(&mut out);
-        stream.write_all(&out).await?;
-        let mut handshake = ClientHandshake::new(&request);
-        let mut buf = vec![0u8; 4096];
+        let mut link = Link {
+            stream,
+            connection,
+            subprotocol: None,
+        };
         loop {
-            let n = stream.read(&mut buf).await?;
-            if n == 0 {
-                return Err(LinkError::Handshake(
-                    "the server closed before answering".into(),
-                ));
-            }
-            let data = buf.get(..n).unwrap_or_default();
-            match handshake.handle_data(data) {
-                Ok(Progress::NeedMore) => continue,
-                Ok(Progress::Complete { value, consumed }) => {
-                    return Ok(Link {
-                        stream,
-                        decoder: Decoder::new(Role::Client, DecoderConfig::default()),
-                        encoder: Encoder::new(Role::Client),
-                        pending: data.get(consumed..).unwrap_or_default().to_vec(),
-                        subprotocol: value.subprotocol().map(String::from),
-                    });
+            match link.next_event().await? {
+                Event::Connected { version } => {
+                    link.subprotocol = Some(version.subprotocol().to_owned());
+                    return Ok(link);
                 }
-                Err(error) => return Err(LinkError::Handshake(error.to_string())),
+                Event::Closed(closed) => {
+                    return Err(LinkError::Handshake(format!("{:?}", closed.reason)))
+                }
+                _ => {}
             }
         }
     }
@@ -134,90 +131,87 @@ impl Link {
     /// Sends one text message, exactly.
     ///
     /// # Errors
-    /// [`LinkError::Io`] when the socket fails.
+    /// [`LinkError::Closed`] when the connection is over, [`LinkError::Io`] when the socket
+    /// fails.
     pub async fn send_text(&mut self, text: &str) -> Result<(), LinkError> {
-        let mut out = Vec::with_capacity(text.len() + 14);
-        self.encoder
-            .encode_text(text, Some(fastrand::u32(..).to_be_bytes()), &mut out)
+        self.connection
+            .send_text(Instant::now(), text)
             .map_err(|e| LinkError::Protocol(e.to_string()))?;
-        self.stream.write_all(&out).await?;
-        Ok(())
+        self.flush().await
     }
 
-    /// The next text message; pings are answered on the way.
+    /// The next text message (the core answers pings on the way).
     ///
     /// # Errors
     /// [`LinkError::Closed`] when the server closed the connection, or the socket's or the
     /// protocol's error.
     pub async fn next_text(&mut self) -> Result<String, LinkError> {
-        let mut buf = vec![0u8; 8192];
         loop {
-            while !self.pending.is_empty() {
-                let decoded = self
-                    .decoder
-                    .decode(&self.pending)
-                    .map_err(|e| LinkError::Protocol(e.to_string()))?;
-                self.pending
-                    .drain(..decoded.consumed.min(self.pending.len()));
-                match decoded.message {
-                    Some(Message::Text(text)) => return Ok(text.as_str().to_string()),
-                    Some(Message::Ping(payload)) => {
-                        let mut out = Vec::new();
-                        let mask = Some(fastrand::u32(..).to_be_bytes());
-                        self.encoder
-                            .encode_pong(&payload, mask, &mut out)
-                            .map_err(|e| LinkError::Protocol(e.to_string()))?;
-                        self.stream.write_all(&out).await?;
-                    }
-                    Some(Message::Close(_)) => return Err(LinkError::Closed),
-                    Some(_) => {}
-                    None => break,
-                }
+            match self.next_event().await? {
+                Event::Text(text) => return Ok(text),
+                Event::Closed(_) => return Err(LinkError::Closed),
+                _ => {}
             }
-            let n = self.stream.read(&mut buf).await?;
-            if n == 0 {
-                return Err(LinkError::Closed);
-            }
-            self.pending
-                .extend_from_slice(buf.get(..n).unwrap_or_default());
         }
     }
 
     /// Sends a close frame (1000) and drops the connection.
     pub async fn close(mut self) {
-        let mut out = Vec::new();
-        let mask = Some(fastrand::u32(..).to_be_bytes());
-        if self
-            .encoder
-            .encode_close(Some((ocpp_frame::CloseCode::NORMAL, "")), mask, &mut out)
-            .is_ok()
-        {
-            let _ = self.stream.write_all(&out).await;
-        }
+        self.connection.close(Instant::now(), CloseCode::NORMAL, "");
+        let _ = self.flush().await;
         let _ = self.stream.shutdown().await;
     }
-}
 
-/// Percent-encodes an identity for a URL path segment (RFC 3986 unreserved characters kept).
-fn encode(identity: &str) -> String {
-    let mut out = String::with_capacity(identity.len());
-    for byte in identity.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
+    /// The connection's next event, reading from the socket until there is one.
+    async fn next_event(&mut self) -> Result<Event, LinkError> {
+        let mut buf = vec![0u8; 8192];
+        loop {
+            self.flush().await?;
+            if let Some(event) = self.connection.poll_event() {
+                return Ok(event);
+            }
+            let n = self.stream.read(&mut buf).await?;
+            let now = Instant::now();
+            match buf.get(..n) {
+                Some([]) | None => self.connection.handle_eof(now),
+                Some(data) => self.connection.handle_data(now, data),
+            }
         }
     }
-    out
+
+    /// Writes what the connection has to send.
+    async fn flush(&mut self) -> Result<(), LinkError> {
+        let pending = self.connection.pending_transmit();
+        if !pending.is_empty() {
+            self.stream.write_all(pending).await?;
+            let n = pending.len();
+            self.connection.advance_transmit(n);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn identities_are_encoded() {
-        assert_eq!(encode("CP-1"), "CP-1");
-        assert_eq!(encode("RDAM|1"), "RDAM%7C1");
+    /// The upgrade goes to the base URL's path with the identity percent-encoded after it.
+    #[tokio::test]
+    async fn the_upgrade_names_the_endpoint_and_the_encoded_identity() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("ws://{}/ocpp/", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut head = vec![0u8; 1024];
+            let n = socket.read(&mut head).await.unwrap();
+            String::from_utf8_lossy(&head[..n]).into_owned()
+        });
+        let link = Link::connect(&base, "RDAM|1", OcppVersion::V1_6).await;
+        assert!(matches!(link, Err(LinkError::Handshake(_))), "{link:?}");
+        let request = server.await.unwrap();
+        assert!(
+            request.starts_with("GET /ocpp/RDAM%7C1 HTTP/1.1\r\n"),
+            "{request}"
+        );
     }
 }
