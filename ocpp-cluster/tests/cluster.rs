@@ -10,7 +10,9 @@ use common::{node, wait_until, RedisServer};
 use futures_util::StreamExt;
 use ocpp_cluster::{BridgeOutput, CallFailure, ClusterBridge, ClusterEvent, Superseded};
 
-const CALL: Duration = Duration::from_secs(2);
+/// A command's timeout where the test is not about timeouts: generous, since an answer that
+/// comes returns at once whatever the limit (a loaded CI machine must not turn it into Timeout).
+const CALL: Duration = Duration::from_secs(10);
 
 async fn next_event(events: &mut ocpp_cluster::ClusterEvents, within: Duration) -> Superseded {
     match tokio::time::timeout(within, events.recv()).await {
@@ -32,7 +34,11 @@ async fn a_command_on_one_node_reaches_the_holder_and_its_answer_comes_back() {
         .cluster
         .call("CP-1", "Reset", r#"{"type":"Soft"}"#, CALL)
         .await;
-    assert_eq!(answer, Ok(r#"{"node":"b","identity":"CP-1"}"#.to_owned()));
+    assert_eq!(
+        answer,
+        Ok(r#"{"node":"b","identity":"CP-1"}"#.to_owned()),
+        "a result routed from a to b"
+    );
     assert_eq!(b.probe.runs_of(r#"{"type":"Soft"}"#), 1);
     assert_eq!(a.probe.total(), 0);
 
@@ -44,22 +50,32 @@ async fn a_command_on_one_node_reaches_the_holder_and_its_answer_comes_back() {
             code: ocpp_server_core::ErrorCode::NotSupported,
             description: "not here".to_owned(),
             details: r#"{"why":"test"}"#.to_owned(),
-        })
+        }),
+        "a CALLERROR routed from a to b"
     );
 
     // A panicking executor: still one answer, remote and local, one that may have run.
     for from in [&a, &b] {
         let answer = from.cluster.call("CP-1", "Panic", "{}", CALL).await;
-        assert_eq!(answer, Err(CallFailure::Timeout));
+        assert_eq!(
+            answer,
+            Err(CallFailure::Timeout),
+            "a panic on b, called from {}",
+            from.probe.node
+        );
     }
 
     // On the holder itself: the local executor, no Redis needed.
     let answer = b.cluster.call("CP-1", "Reset", r#"{"n":1}"#, CALL).await;
-    assert_eq!(answer, Ok(r#"{"node":"b","identity":"CP-1"}"#.to_owned()));
+    assert_eq!(
+        answer,
+        Ok(r#"{"node":"b","identity":"CP-1"}"#.to_owned()),
+        "on the holder"
+    );
 
     // Nobody holds it: NotConnected (404).
     let answer = a.cluster.call("CP-404", "Reset", "{}", CALL).await;
-    assert_eq!(answer, Err(CallFailure::NotConnected));
+    assert_eq!(answer, Err(CallFailure::NotConnected), "held by nobody");
     assert_eq!(CallFailure::NotConnected.http_status(), 404);
 
     // Released: NotConnected too, and only the holder's own epoch can release.
@@ -69,7 +85,7 @@ async fn a_command_on_one_node_reaches_the_holder_and_its_answer_comes_back() {
     );
     assert!(b.cluster.release("CP-1", claim.ticket).await.unwrap());
     let answer = a.cluster.call("CP-1", "Reset", "{}", CALL).await;
-    assert_eq!(answer, Err(CallFailure::NotConnected));
+    assert_eq!(answer, Err(CallFailure::NotConnected), "released");
 }
 
 /// Issue 35: a request of another OCPP version than the charge point's connection is
