@@ -1,0 +1,191 @@
+//! The node's inbox: its subscription (kept across pings and failovers), and the commands,
+//! replies and takeover notices that arrive on it.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+
+use super::{lock, unix_ms, Shared};
+use crate::{wire, CallFailure, ClusterError};
+
+/// How long a command id is remembered past its deadline, to drop a duplicate delivery.
+const SEEN_GRACE_MS: u64 = 60_000;
+/// The first wait before the inbox subscribes again after a failed attempt or a lost
+/// connection; it doubles up to [`INBOX_BACKOFF_MAX`], and a move of the Redis master cuts it
+/// short.
+const INBOX_BACKOFF_MIN: Duration = Duration::from_millis(50);
+/// The longest wait between two inbox subscription attempts.
+const INBOX_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// How often the inbox connection is pinged (a dead Redis that keeps the socket open is
+/// noticed within this plus the Redis timeout).
+const INBOX_PING: Duration = Duration::from_secs(1);
+
+impl Shared {
+    pub(super) async fn inbox_loop(self: Arc<Self>) {
+        let channel = format!("{}{}", self.config.inbox_prefix(), self.config.node_id);
+        let mut backoff = INBOX_BACKOFF_MIN;
+        loop {
+            // Fires when the link leaves the master this attempt uses (a failover): the next
+            // attempt goes to the new master at once, whatever is left of the backoff
+            // (PROTOCOL.md 1.1).
+            let moves = self.redis.moves();
+            match self.subscribe(&channel).await {
+                Ok((mut sink, mut stream, moved)) => {
+                    // The link followed a failover: subscribe on the new master.
+                    let moved = moved.wait();
+                    tokio::pin!(moved);
+                    backoff = INBOX_BACKOFF_MIN;
+                    self.inbox_up.store(true, Ordering::Release);
+                    self.refresh_now.notify_one();
+                    tracing::info!(node = %self.config.node_id, "inbox subscribed");
+                    let mut ping = tokio::time::interval(INBOX_PING);
+                    ping.tick().await;
+                    loop {
+                        tokio::select! {
+                            message = stream.next() => match message {
+                                Some(message) => self.dispatch(message.get_payload_bytes()),
+                                None => break,
+                            },
+                            _ = &mut moved => break,
+                            _ = ping.tick() => {
+                                let pong = tokio::time::timeout(
+                                    self.config.redis_timeout,
+                                    sink.ping::<redis::Value>(),
+                                ).await;
+                                if !matches!(pong, Ok(Ok(_))) {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    self.inbox_up.store(false, Ordering::Release);
+                    self.redis.suspect();
+                    tracing::warn!(node = %self.config.node_id, "inbox connection lost");
+                }
+                Err(e) => {
+                    tracing::debug!(node = %self.config.node_id, error = %e, "inbox subscribe failed");
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {
+                    backoff = (backoff * 2).min(INBOX_BACKOFF_MAX);
+                }
+                _ = moves.wait() => {
+                    tracing::debug!(node = %self.config.node_id, "the Redis master moved: subscribing there");
+                    backoff = INBOX_BACKOFF_MIN;
+                }
+            }
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        channel: &str,
+    ) -> Result<
+        (
+            redis::aio::PubSubSink,
+            redis::aio::PubSubStream,
+            crate::link::MasterMoved,
+        ),
+        ClusterError,
+    > {
+        let (pubsub, moved) = self.bounded(self.redis.pubsub()).await?;
+        let (mut sink, stream) = pubsub.split();
+        self.bounded(sink.subscribe(channel)).await?;
+        Ok((sink, stream, moved))
+    }
+
+    fn dispatch(self: &Arc<Self>, bytes: &[u8]) {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            tracing::warn!("inbox message is not UTF-8");
+            return;
+        };
+        let Ok(head) = serde_json::from_str::<wire::Head<'_>>(text) else {
+            tracing::warn!(message = text, "inbox message without a type");
+            return;
+        };
+        match &*head.kind {
+            "reply" => match serde_json::from_str::<wire::Reply<'_>>(text) {
+                Ok(reply) => {
+                    if let Some(pending) = lock(&self.pending).remove(&*reply.id) {
+                        let _ = pending.reply.send(reply.outcome());
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "bad reply"),
+            },
+            "command" => {
+                let shared = Arc::clone(self);
+                let text = text.to_owned();
+                tokio::spawn(async move { shared.run_command(&text).await });
+            }
+            "superseded" => match serde_json::from_str::<wire::Superseded<'_>>(text) {
+                Ok(msg) => self.superseded(msg),
+                Err(e) => tracing::warn!(error = %e, "bad superseded message"),
+            },
+            other => tracing::warn!(kind = other, "unknown inbox message"),
+        }
+    }
+
+    /// A `superseded` message (PROTOCOL.md 5.3); [`ClaimTable::superseded`] decides.
+    fn superseded(&self, msg: wire::Superseded<'_>) {
+        let lost =
+            lock(&self.claims).superseded(&msg.identity, msg.epoch, &msg.by_node, msg.by_epoch);
+        if let Some(lost) = lost {
+            self.emit(lost);
+        }
+    }
+
+    async fn run_command(&self, text: &str) {
+        let command = match serde_json::from_str::<wire::Command<'_>>(text) {
+            Ok(command) => command,
+            Err(e) => {
+                tracing::warn!(error = %e, "bad command message");
+                return;
+            }
+        };
+        {
+            let mut seen = lock(&self.seen);
+            if seen.contains_key(&*command.id) {
+                tracing::warn!(id = %command.id, "duplicate command dropped");
+                return;
+            }
+            seen.insert(
+                command.id.to_string(),
+                command.deadline_ms.saturating_add(SEEN_GRACE_MS),
+            );
+        }
+        let outcome = if unix_ms() >= command.deadline_ms {
+            tracing::info!(id = %command.id, "command past its deadline: not executed");
+            Err(CallFailure::DeadlinePassed)
+        } else if !self.holds(&command.identity) {
+            Err(CallFailure::NotConnected)
+        } else if self.wrong_version(&command.identity, command.version.as_deref()) {
+            // As a local connection refuses a request of another version: not sent.
+            Err(CallFailure::WrongVersion)
+        } else {
+            self.execute_local(
+                &command.identity,
+                &command.action,
+                command.payload.get(),
+                command.deadline_ms,
+            )
+            .await
+        };
+        let reply = wire::encode_reply(&command.id, &outcome);
+        let channel = format!("{}{}", self.config.inbox_prefix(), command.reply_to);
+        let mut redis = self.redis.clone();
+        let sent = self
+            .bounded(
+                redis::cmd("PUBLISH")
+                    .arg(channel)
+                    .arg(reply)
+                    .query_async::<i64>(&mut redis),
+            )
+            .await;
+        if let Err(e) = sent {
+            tracing::warn!(id = %command.id, error = %e, "reply not sent");
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Commands to a charge point: run here when this node holds it, routed through Redis to the
+//! holder's inbox otherwise, and the replies lost when the Redis master moves.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+
+use super::{lock, millis, unix_ms, Shared};
+use crate::{wire, CallFailure, ClusterError, CommandOutcome};
+
+/// A remote call waiting for its reply.
+pub(super) struct PendingReply {
+    /// The master the link used when the command was routed ([`RedisLink::generation`]): once
+    /// the link moves from it, the reply may be lost in the switch.
+    generation: Option<u64>,
+    pub(super) reply: oneshot::Sender<CommandOutcome>,
+}
+
+/// Removes a pending call's reply slot however the call ends (answer, timeout, cancel).
+pub(super) struct PendingSlot<'a> {
+    shared: &'a Shared,
+    id: String,
+}
+
+impl Drop for PendingSlot<'_> {
+    fn drop(&mut self) {
+        lock(&self.shared.pending).remove(&self.id);
+    }
+}
+
+impl Shared {
+    pub(super) async fn execute_local(
+        &self,
+        identity: &str,
+        action: &str,
+        payload_json: &str,
+        deadline_ms: u64,
+    ) -> CommandOutcome {
+        let now = unix_ms();
+        if now >= deadline_ms {
+            return Err(CallFailure::DeadlinePassed);
+        }
+        let left = Duration::from_millis(deadline_ms - now);
+        // A panicking executor is the server's bug; the caller still gets one answer.
+        let work = std::panic::AssertUnwindSafe(async {
+            self.executor
+                .execute(identity, action, payload_json, left)
+                .await
+        })
+        .catch_unwind();
+        match tokio::time::timeout(left, work).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => {
+                // Nothing says whether it wrote the CALL: an answer that may have run.
+                tracing::error!(identity, action, "the executor panicked");
+                Err(CallFailure::Timeout)
+            }
+            Err(_) => Err(CallFailure::Timeout),
+        }
+    }
+
+    /// Whether this node holds `identity` on a connection of another OCPP version than
+    /// `version` (a subprotocol name); `false` when either is not known.
+    pub(super) fn wrong_version(&self, identity: &str, version: Option<&str>) -> bool {
+        let held = lock(&self.claims).version_of(identity);
+        matches!((held, version), (Some(held), Some(asked)) if held.subprotocol() != asked)
+    }
+
+    pub(super) async fn call(
+        &self,
+        identity: &str,
+        version: Option<&str>,
+        action: &str,
+        payload_json: &str,
+        deadline: Instant,
+        deadline_ms: u64,
+    ) -> Result<String, CallFailure> {
+        for attempt in 0..2 {
+            if self.holds(identity) {
+                if self.wrong_version(identity, version) {
+                    return Err(CallFailure::WrongVersion);
+                }
+                return self
+                    .execute_local(identity, action, payload_json, deadline_ms)
+                    .await;
+            }
+            let Ok(payload) = serde_json::from_str::<&RawValue>(payload_json) else {
+                return Err(CallFailure::InvalidRequest {
+                    description: "the command's payload is not valid JSON".to_owned(),
+                });
+            };
+            if !self.inbox_up.load(Ordering::Acquire) {
+                // Redis is down, or our inbox is: no answer could come back.
+                return Err(CallFailure::OwnerUnreachable);
+            }
+            let id = format!(
+                "{}-{}-{}",
+                self.config.node_id,
+                self.instance,
+                self.next_request.fetch_add(1, Ordering::Relaxed)
+            );
+            let message = serde_json::to_string(&wire::Command {
+                kind: "command".into(),
+                id: id.as_str().into(),
+                reply_to: self.config.node_id.as_str().into(),
+                identity: identity.into(),
+                action: action.into(),
+                payload,
+                deadline_ms,
+                version: version.map(Into::into),
+            })
+            .map_err(|_| CallFailure::OwnerUnreachable)?;
+            let (tx, rx) = oneshot::channel();
+            let generation = self.redis.generation();
+            lock(&self.pending).insert(
+                id.clone(),
+                PendingReply {
+                    generation,
+                    reply: tx,
+                },
+            );
+            let _slot = PendingSlot {
+                shared: self,
+                id: id.clone(),
+            };
+            let config = &self.config;
+            let mut redis = self.redis.clone();
+            let routed: Result<Vec<String>, ClusterError> = self
+                .bounded(
+                    self.scripts
+                        .route
+                        .key(config.claim_key(identity))
+                        .key(config.since_key())
+                        .key(config.nodes_key())
+                        .arg(config.node_prefix())
+                        .arg(config.inbox_prefix())
+                        .arg(&config.node_id)
+                        .arg(&message)
+                        .arg(millis(config.node_ttl))
+                        .invoke_async(&mut redis),
+                )
+                .await;
+            let routed = match routed {
+                Ok(routed) => routed,
+                Err(e) => {
+                    tracing::warn!(identity, error = %e, "routing failed");
+                    return Err(CallFailure::OwnerUnreachable);
+                }
+            };
+            match routed.first().map(String::as_str) {
+                Some("none") => return Err(CallFailure::NotConnected),
+                // Redis names us but we hold nothing: a stale claim of ours (its release failed).
+                Some("self") => return Err(CallFailure::NotConnected),
+                // Presence cannot know (Redis lost its data moments ago, or the holder stopped
+                // refreshing): the charge point may be connected; the CALL was not sent.
+                Some("unknown") => return Err(CallFailure::OwnerUnreachable),
+                Some("dead") | Some("unreachable") => return Err(CallFailure::OwnerUnreachable),
+                Some("sent") => {}
+                _ => return Err(CallFailure::OwnerUnreachable),
+            }
+            let outcome = match tokio::time::timeout_at(deadline.into(), rx).await {
+                Ok(Ok(outcome)) => outcome,
+                // The slot was dropped (cannot happen while we hold it) or the deadline passed.
+                _ => return Err(CallFailure::Timeout),
+            };
+            // Not sent because the holder no longer held it (it left or moved between our
+            // lookup and its delivery): look again once.
+            let moved = matches!(
+                outcome,
+                Err(CallFailure::NotConnected | CallFailure::ClosedBeforeSent)
+            );
+            if moved && attempt == 0 {
+                continue;
+            }
+            return outcome;
+        }
+        Err(CallFailure::NotConnected)
+    }
+
+    /// On every move of the Redis master (Sentinel; never on a plain URL), answers the remote
+    /// calls routed on an earlier master ([`Shared::replies_lost_in_move`]).
+    pub(super) async fn moves_loop(self: Arc<Self>) {
+        loop {
+            self.redis.moves().wait().await;
+            self.replies_lost_in_move();
+        }
+    }
+
+    /// The link moved to another master: a remote call routed on an earlier one may have lost
+    /// its reply in the switch (a reply is a pub/sub message of the master it was published on,
+    /// and both nodes leave it), so it is answered now with `timeout` (may have run), not at
+    /// its deadline. A reply that still comes is dropped (PROTOCOL.md 1.1).
+    fn replies_lost_in_move(&self) {
+        let Some(current) = self.redis.generation() else {
+            return;
+        };
+        let lost: Vec<PendingReply> = {
+            let mut pending = lock(&self.pending);
+            let ids: Vec<String> = pending
+                .iter()
+                .filter(|(_, p)| p.generation.is_some_and(|g| g != current))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| pending.remove(id)).collect()
+        };
+        if !lost.is_empty() {
+            tracing::warn!(
+                calls = lost.len(),
+                "the Redis master moved: remote calls routed before may have lost their reply"
+            );
+        }
+        for pending in lost {
+            let _ = pending.reply.send(Err(CallFailure::Timeout));
+        }
+    }
+}
