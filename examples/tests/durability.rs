@@ -1,6 +1,6 @@
 //! Nothing acknowledged is lost, nothing refused is kept (issue "Nothing acknowledged is
 //! lost"), on both servers, on SQLite and on PostgreSQL (a real server the test starts on
-//! loopback). The durability rule is `examples/src/csms/ledger.rs`; these tests break the
+//! loopback). The durability rule is `ocpp-reference-csms/src/ledger.rs`; these tests break the
 //! database on purpose:
 //!
 //! - while it cannot commit (PostgreSQL killed; SQLite's write lock held by another

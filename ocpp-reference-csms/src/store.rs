@@ -34,7 +34,7 @@
 //!   a restart, for a transaction this process did not hold).
 //!
 //! ```no_run
-//! use ocpp_examples::csms::store::{Durability, Record, SqlStore, Store};
+//! use ocpp_reference_csms::store::{Durability, Record, SqlStore, Store};
 //! let store = SqlStore::open("sqlite://ocpp-csms.sqlite3").unwrap();
 //! let saved = store.load().unwrap();
 //! println!("{} open transactions", saved.transactions.len());
@@ -59,21 +59,21 @@ use super::{BootPolicy, SecurityProfile, Tariff, TokenEntry, TokenStatus, Transa
 /// The schema's migrations, in order: (version, description, SQL). Applied at start by
 /// [`SqlStore::open`] (sqlx's `_sqlx_migrations` table remembers which ran).
 pub const MIGRATIONS: &[(i64, &str, &str)] = &[
-    (1, "state", include_str!("../../migrations/0001_state.sql")),
+    (1, "state", include_str!("../migrations/0001_state.sql")),
     (
         2,
         "start key",
-        include_str!("../../migrations/0002_start_key.sql"),
+        include_str!("../migrations/0002_start_key.sql"),
     ),
     (
         3,
         "exact meter",
-        include_str!("../../migrations/0003_exact_meter.sql"),
+        include_str!("../migrations/0003_exact_meter.sql"),
     ),
     (
         4,
         "counters",
-        include_str!("../../migrations/0004_counters.sql"),
+        include_str!("../migrations/0004_counters.sql"),
     ),
 ];
 
@@ -1148,7 +1148,7 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
 /// `url` with the password of its user information replaced by `***`, to log.
 ///
 /// ```
-/// use ocpp_examples::csms::store::without_password;
+/// use ocpp_reference_csms::store::without_password;
 /// assert_eq!(without_password("postgres://u:pw@h/db"), "postgres://u:***@h/db");
 /// ```
 pub fn without_password(url: &str) -> String {

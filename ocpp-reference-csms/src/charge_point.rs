@@ -50,7 +50,7 @@ pub struct ChargePoint {
 /// allocates on the first write.
 ///
 /// ```
-/// use ocpp_examples::csms::Extras;
+/// use ocpp_reference_csms::Extras;
 /// let mut extras = Extras::default();
 /// assert!(extras.notifications.is_empty() && !extras.is_allocated());
 /// extras.get_mut().seq_no_gap_count += 1;

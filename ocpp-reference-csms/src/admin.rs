@@ -64,8 +64,8 @@
 //! gets it with the command. A value that is not a number of milliseconds is refused (400).
 //!
 //! ```
-//! use ocpp_examples::csms::admin::{self, AdminRequest, Route};
-//! use ocpp_examples::csms::{Csms, CsmsConfig};
+//! use ocpp_reference_csms::admin::{self, AdminRequest, Route};
+//! use ocpp_reference_csms::{Csms, CsmsConfig};
 //! let csms = Csms::new(CsmsConfig::default());
 //! let (request, _) = AdminRequest::parse(b"GET /chargepoints HTTP/1.1\r\n\r\n").unwrap().unwrap();
 //! let Route::Respond(response) = admin::route(&csms, &request) else { panic!() };
@@ -119,7 +119,7 @@ pub const DEADLINE_HEADER: &str = "x-deadline-ms";
 ///
 /// ```
 /// use std::time::Duration;
-/// use ocpp_examples::csms::admin::caller_timeout;
+/// use ocpp_reference_csms::admin::caller_timeout;
 /// assert_eq!(caller_timeout(b" 1500").unwrap(), Duration::from_millis(1500));
 /// assert_eq!(caller_timeout(b"soon").unwrap_err().status, 400);
 /// ```
@@ -198,7 +198,7 @@ impl AdminRequest {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ocpp_examples::csms::admin::AdminRequest;
+    /// use ocpp_reference_csms::admin::AdminRequest;
     /// let raw = b"POST /chargepoints/CP-1/call/Reset HTTP/1.1\r\nX-Deadline-Ms: 200\r\n\r\n";
     /// let (request, _) = AdminRequest::parse(raw).unwrap().unwrap();
     /// assert_eq!(request.call_timeout(Duration::from_secs(30)), Duration::from_millis(200));
@@ -1311,7 +1311,7 @@ pub fn charge_point_json(cp: &ChargePoint, default_tariff: Option<Tariff>) -> Va
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::csms::{Credentials, CsmsConfig};
+    use crate::{Credentials, CsmsConfig};
     use ocpp_frame::handshake::BasicCredentials;
 
     fn parse(raw: &[u8]) -> AdminRequest {

@@ -178,10 +178,10 @@ impl OcspRequestData {
     /// §2.12/§2.37; the hashes are also taken in base64, which some stations send).
     ///
     /// ```
-    /// # use ocpp_examples::csms::ocsp::OcspRequestData;
+    /// # use ocpp_reference_csms::ocsp::OcspRequestData;
     /// let data = OcspRequestData::from_ocpp("SHA256", "00ff", "ab01", "1A2B", "http://x")?;
     /// assert_eq!(data.serial_number, vec![0x1a, 0x2b]);
-    /// # Ok::<(), ocpp_examples::csms::ocsp::OcspError>(())
+    /// # Ok::<(), ocpp_reference_csms::ocsp::OcspError>(())
     /// ```
     pub fn from_ocpp(
         hash_algorithm: &str,

@@ -30,7 +30,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use ocpp_examples::csms::{Cost, Tariff};
+//! use ocpp_reference_csms::{Cost, Tariff};
 //! let tariff = Tariff::parse("0.25", "2.00", "EUR").unwrap();
 //! // 5 kWh and half an hour: 1.25 + 1.00
 //! let cost = tariff.cost("5000".parse().unwrap(), Duration::from_secs(1_800));
@@ -85,7 +85,7 @@ pub enum TariffError {
 /// of 1/10,000 of the currency unit.
 ///
 /// ```
-/// use ocpp_examples::csms::Price;
+/// use ocpp_reference_csms::Price;
 /// let price: Price = "0.2575".parse().unwrap();
 /// assert_eq!(price.ten_thousandths(), 2575);
 /// assert_eq!(price.to_string(), "0.2575");
@@ -458,7 +458,7 @@ impl Csms {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::csms::{admin, CsmsConfig};
+    use crate::{admin, CsmsConfig};
     use ocpp_server_core::{Answer, CallOutcome, Request};
     use serde_json::{json, Value};
 

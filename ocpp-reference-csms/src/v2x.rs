@@ -79,7 +79,7 @@ macro_rules! handlers_2x {
             /// Answers one CALL of this version that the model does not read; `None`: not
             /// one of this version's own (a report, acknowledged by the caller, or an
             /// action the CSMS sends).
-            pub(in crate::csms) fn handle(
+            pub(crate) fn handle(
                 context: &Context<'_>,
                 cp: &mut ChargePoint,
                 request: &Request,
@@ -252,7 +252,7 @@ macro_rules! handlers_2x {
             }
 
             /// C07: see [`super::contract_check`].
-            pub(in crate::csms) fn contract_check(
+            pub(crate) fn contract_check(
                 authorize: &AuthorizeRequest,
                 event: &Event,
                 authorization: &Authorization,

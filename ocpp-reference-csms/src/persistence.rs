@@ -37,7 +37,7 @@ impl Csms {
     /// [`Csms::new`] without one.
     ///
     /// ```
-    /// use ocpp_examples::csms::{Csms, CsmsConfig};
+    /// use ocpp_reference_csms::{Csms, CsmsConfig};
     /// let csms = Csms::open(CsmsConfig::default()).unwrap();
     /// assert!(csms.connected().is_empty());
     /// ```
@@ -254,7 +254,7 @@ impl Csms {
     /// binaries call it once the server stopped.
     ///
     /// ```
-    /// use ocpp_examples::csms::{Csms, CsmsConfig};
+    /// use ocpp_reference_csms::{Csms, CsmsConfig};
     /// Csms::new(CsmsConfig::default()).flush(); // no store: nothing to wait for
     /// ```
     pub fn flush(&self) {
@@ -425,7 +425,7 @@ pub(super) fn changed_transactions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::csms::UnixTime;
+    use crate::UnixTime;
     use ocpp_messages::Decimal;
 
     fn transaction(id: &str) -> Transaction {

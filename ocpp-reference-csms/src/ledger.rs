@@ -34,7 +34,7 @@
 //! ([`Durability::Later`]) and answered at once, whatever the database is doing.
 //!
 //! ```
-//! use ocpp_examples::csms::ledger;
+//! use ocpp_reference_csms::ledger;
 //! assert!(ledger::keeps_transactions("StopTransaction"));
 //! assert!(!ledger::keeps_transactions("Heartbeat"));
 //! ```
@@ -370,11 +370,11 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::Value;
 
-    use crate::csms::store::{
+    use crate::store::{
         Durability, Record, Saved, Settings, SqlStore, Store, StoreError, TransactionQuery,
         DATABASE_WAIT,
     };
-    use crate::csms::{admin, Csms, CsmsConfig, SessionId, Transaction};
+    use crate::{admin, Csms, CsmsConfig, SessionId, Transaction};
 
     /// What befalls the next commit (and the answer).
     #[derive(Debug, Clone, Copy, PartialEq)]

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
-/// use ocpp_examples::csms::UnixTime;
+/// use ocpp_reference_csms::UnixTime;
 /// let time = UnixTime::from(SystemTime::UNIX_EPOCH + Duration::from_millis(1_234_567));
 /// assert_eq!(time.millis(), 1_234_567);
 /// assert_eq!(SystemTime::from(time), SystemTime::UNIX_EPOCH + Duration::from_millis(1_234_567));

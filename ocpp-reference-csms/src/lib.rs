@@ -1,4 +1,5 @@
-//! The CSMS application, independent of the I/O loop that feeds it.
+//! The reference central system (CSMS) of ocpp-ws, independent of the I/O loop that feeds it:
+//! `mio-server` and `tokio-server` (crate `ocpp-examples`) both drive this one application.
 //!
 //! An I/O loop (the mio server, the tokio server, a test) owns sockets and one
 //! [`ocpp_server_core::Connection`] per charge point; it turns the connection's events into
@@ -99,8 +100,8 @@
 //!   deliberate design decision: a stolen server key must not decrypt recorded traffic): with
 //!   it the servers offer the `TLS_ECDHE_RSA_*` / `TLS_ECDHE_ECDSA_*` AES-GCM suites and TLS 1.3,
 //!   and a station that offers only static-RSA suites cannot connect (a deviation). The OpenSSL
-//!   backend (`--tls-backend openssl`, cargo feature `openssl`, on by default in this crate:
-//!   [`crate::tls::openssl`]) offers over TLS 1.2 the ECDHE-ECDSA and ECDHE-RSA AES-GCM suites
+//!   backend (`--tls-backend openssl`, cargo feature `openssl`, on by default in `ocpp-examples`:
+//!   its module `tls::openssl`) offers over TLS 1.2 the ECDHE-ECDSA and ECDHE-RSA AES-GCM suites
 //!   and then the two static-RSA ones, nothing with CBC or SHA-1, and TLS 1.3; give it an RSA
 //!   certificate for the static-RSA suites and an ECDSA one for the ECDHE-ECDSA suites
 //!   (`--tls-cert`/`--tls-key` twice). Client certificates, their CN in [`Transport`], and the
@@ -124,7 +125,7 @@
 //! an outcome of our CALL is the core's [`CallOutcome`].
 //!
 //! ```
-//! use ocpp_examples::csms::{Csms, CsmsConfig, Reply};
+//! use ocpp_reference_csms::{Csms, CsmsConfig, Reply};
 //! use ocpp_server_core::Answer;
 //! use ocpp_messages::{v1_6, version::OcppVersion};
 //! use ocpp_server_core::{ChargePointIdentity, Request};
@@ -231,7 +232,7 @@ const TYPED_ACTIONS: &[&str] = &[
 ///
 /// ```
 /// use std::time::Duration;
-/// use ocpp_examples::csms::CsmsConfig;
+/// use ocpp_reference_csms::CsmsConfig;
 /// let config = CsmsConfig::default().heartbeat_interval(Duration::from_secs(60));
 /// assert_eq!(config.get_heartbeat_interval(), Duration::from_secs(60));
 /// ```
@@ -618,7 +619,7 @@ impl Csms {
     /// store.
     ///
     /// ```
-    /// use ocpp_examples::csms::{ClientCertificate, Csms, CsmsConfig, Transport};
+    /// use ocpp_reference_csms::{ClientCertificate, Csms, CsmsConfig, Transport};
     /// # use ocpp_server_core::{Connection, ConnectionConfig, Event};
     /// # use std::{sync::Arc, time::Instant};
     /// # let mut connection =

@@ -43,7 +43,7 @@ fn push_data(seq: u64, unix_nanos: u128) -> String {
 /// so that the connection serialises it at once and the stamp is the encode time.
 ///
 /// ```
-/// use ocpp_examples::csms::push;
+/// use ocpp_reference_csms::push;
 /// use ocpp_messages::version::OcppVersion;
 /// let request = push::data_transfer(OcppVersion::V1_6, 1, 42);
 /// assert_eq!(request.action(), "DataTransfer");

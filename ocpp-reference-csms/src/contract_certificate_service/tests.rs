@@ -5,7 +5,7 @@ use std::net::TcpListener;
 
 use super::{forward, ContractRequest, ContractServiceError, TIMEOUT};
 
-#[path = "../../../tests/common/contract_service.rs"]
+#[path = "../../../examples/tests/common/contract_service.rs"]
 mod service;
 
 fn request(action: &str) -> ContractRequest {

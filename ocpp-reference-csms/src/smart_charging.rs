@@ -75,7 +75,7 @@ impl SiteLimit {
     /// A limit of `amps` and/or `watts` (each a finite number above 0).
     ///
     /// ```
-    /// use ocpp_examples::csms::SiteLimit;
+    /// use ocpp_reference_csms::SiteLimit;
     /// assert!(SiteLimit::new(Some(32.0), None).is_ok());
     /// assert!(SiteLimit::new(Some(0.0), None).is_err());
     /// assert!(SiteLimit::new(None, None).is_err());
@@ -295,8 +295,8 @@ pub fn unit_for(site: SiteLimit, needs: Option<&ChargingNeeds>) -> RateUnit {
 /// EV's maximum alone without a site limit in that unit; `None` with neither.
 ///
 /// ```
-/// use ocpp_examples::csms::smart_charging::{share, RateUnit, Share};
-/// use ocpp_examples::csms::SiteLimit;
+/// use ocpp_reference_csms::smart_charging::{share, RateUnit, Share};
+/// use ocpp_reference_csms::SiteLimit;
 /// let site = SiteLimit::new(Some(32.0), None).unwrap();
 /// assert_eq!(share(site, 2, None), Some(Share { unit: RateUnit::Amps, limit: 16.0 }));
 /// assert_eq!(share(site, 3, None).unwrap().limit, 10.6);
@@ -397,7 +397,7 @@ pub enum ScheduleCheck {
 /// not known).
 ///
 /// ```
-/// use ocpp_examples::csms::smart_charging::{check_schedule, RateUnit, ScheduleCheck};
+/// use ocpp_reference_csms::smart_charging::{check_schedule, RateUnit, ScheduleCheck};
 /// let ev = serde_json::json!({"chargingRateUnit": "A",
 ///                             "chargingSchedulePeriod": [{"startPeriod": 0, "limit": 100.0}]});
 /// let ours = Some((RateUnit::Amps, 16.0));

@@ -163,7 +163,7 @@ impl std::error::Error for CaError {}
 /// The CSMS's certificate authority: a CA certificate and its private key.
 ///
 /// ```
-/// use ocpp_examples::csms::{CertificateAuthority, CertificateUse, CsrRefusal};
+/// use ocpp_reference_csms::{CertificateAuthority, CertificateUse, CsrRefusal};
 /// use ocpp_server_core::ChargePointIdentity;
 /// use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 ///

@@ -1,7 +1,7 @@
 //! Who may use the admin interface: bearer tokens (RFC 6750 §2.1, `Authorization: Bearer
 //! TOKEN`). The admin API starts charging sessions, resets stations and changes passwords,
 //! so a server that listens for it beyond loopback must hold at least one token
-//! ([`crate::server_cli`] refuses to start otherwise).
+//! (the servers' command line, `ocpp-examples`' `server_cli`, refuses to start otherwise).
 //!
 //! - Without tokens ([`AdminAuth::open`], the default on a loopback address) every request is
 //!   let in.
@@ -14,8 +14,8 @@
 //!   prints no value and [`AdminAuth`]'s only a count.
 //!
 //! ```
-//! use ocpp_examples::csms::admin::AdminRequest;
-//! use ocpp_examples::csms::admin_auth::AdminAuth;
+//! use ocpp_reference_csms::admin::AdminRequest;
+//! use ocpp_reference_csms::admin_auth::AdminAuth;
 //! let auth = AdminAuth::from_tokens(["s3cret-token-0123"]).unwrap();
 //! let ask = |head: &str| AdminRequest::parse(head.as_bytes()).unwrap().unwrap().0;
 //! let refused = auth.check(&ask("GET /chargepoints HTTP/1.1\r\n\r\n")).unwrap_err();
@@ -382,7 +382,7 @@ impl AdminRefusal {
 /// and a `Host` naming the address they connect to, and pass.
 ///
 /// ```
-/// use ocpp_examples::csms::admin_auth::{AdminGuard, AdminRefusal, FetchHeaders};
+/// use ocpp_reference_csms::admin_auth::{AdminGuard, AdminRefusal, FetchHeaders};
 /// let guard = AdminGuard::new("127.0.0.1:9001".parse().unwrap(), &[]);
 /// fn ask<'a>(host: &'a str, origin: Option<&'a str>) -> FetchHeaders<'a> {
 ///     FetchHeaders {
@@ -580,7 +580,7 @@ fn host_name(ip: IpAddr) -> String {
 /// both servers keep one, keyed by their own connection ids.
 ///
 /// ```
-/// use ocpp_examples::csms::admin_auth::AdminSlots;
+/// use ocpp_reference_csms::admin_auth::AdminSlots;
 /// let mut slots = AdminSlots::new(2);
 /// assert_eq!(slots.open(1), Ok(None));
 /// assert_eq!(slots.open(2), Ok(None));

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::{CertificateStatus, HashAlgorithm, OcspClient, OcspError, OcspRequestData, Trust};
 
-#[path = "../../../tests/common/ocsp_responder.rs"]
+#[path = "../../../examples/tests/common/ocsp_responder.rs"]
 pub(crate) mod responder;
 
 use responder::{openssl_available, Issued, Pki};

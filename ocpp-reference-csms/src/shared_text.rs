@@ -14,7 +14,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 /// text, which the fleet shares.
 ///
 /// ```
-/// use ocpp_examples::csms::SharedText;
+/// use ocpp_reference_csms::SharedText;
 /// let text = SharedText::from("ACME");
 /// assert_eq!((&*text, text.len()), ("ACME", 4));
 /// assert_eq!(std::mem::size_of::<Option<SharedText>>(), 8);

@@ -32,8 +32,8 @@
 //!   command as one CALL, as before.
 //!
 //! ```
-//! use ocpp_examples::csms::items_per_message::SplitCall;
-//! use ocpp_examples::csms::admin::decode_command;
+//! use ocpp_reference_csms::items_per_message::SplitCall;
+//! use ocpp_reference_csms::admin::decode_command;
 //! use ocpp_messages::version::OcppVersion;
 //!
 //! let entry = r#"{"component":{"name":"C"},"variable":{"name":"V"}}"#;
@@ -224,7 +224,7 @@ impl SplitCall {
     ///
     /// ```
     /// # use std::time::{Duration, Instant};
-    /// # use ocpp_examples::csms::items_per_message::SplitCall;
+    /// # use ocpp_reference_csms::items_per_message::SplitCall;
     /// # fn three_chunks(split: &SplitCall, start: Instant) {
     /// assert_eq!(split.deadline(start, Duration::from_secs(30)), start + Duration::from_secs(90));
     /// # }

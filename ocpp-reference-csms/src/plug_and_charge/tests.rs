@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use super::{ContractStatus, PlugAndCharge};
 
-use crate::csms::ocsp::tests::responder;
+use crate::ocsp::tests::responder;
 
 #[test]
 fn roots_files_hold_one_or_more_certificates() {

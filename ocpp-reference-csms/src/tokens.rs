@@ -7,7 +7,7 @@
 //! this CSMS always did, so load tests need no configuration.
 //!
 //! ```
-//! use ocpp_examples::csms::{TokenStatus, TokenStore};
+//! use ocpp_reference_csms::{TokenStatus, TokenStore};
 //! let store = TokenStore::parse("# comment\nTAG1 Accepted G1\nTAG2 Blocked\n").unwrap();
 //! let now = ocpp_messages::DateTime::from_unix_timestamp(0).unwrap();
 //! assert_eq!(store.authorize("TAG1", &now).status, TokenStatus::Accepted);

@@ -108,7 +108,7 @@ pub struct Refusal {
 /// when no authentication is configured and none was shown).
 ///
 /// ```
-/// use ocpp_examples::csms::{credentials, ClientCertificate, Credentials, SecurityProfile, Transport};
+/// use ocpp_reference_csms::{credentials, ClientCertificate, Credentials, SecurityProfile, Transport};
 /// use ocpp_frame::handshake::BasicCredentials;
 /// use ocpp_server_core::ChargePointIdentity;
 ///
@@ -174,7 +174,7 @@ pub fn decide(
 /// lines, and security profiles per identity ([`Credentials::parse_profiles`]).
 ///
 /// ```
-/// use ocpp_examples::csms::Credentials;
+/// use ocpp_reference_csms::Credentials;
 /// let credentials = Credentials::parse("# comment\nCP001:0123456789abcdef\n").unwrap();
 /// assert_eq!(credentials.len(), 1);
 /// ```
@@ -277,7 +277,7 @@ impl Credentials {
     /// skipped) into per-station profiles.
     ///
     /// ```
-    /// use ocpp_examples::csms::{Credentials, SecurityProfile};
+    /// use ocpp_reference_csms::{Credentials, SecurityProfile};
     /// let mut store = Credentials::default();
     /// store.parse_profiles("# station profile\nCP001 3\nCP002 2\n").unwrap();
     /// assert_eq!(store.profile("CP001"), Some(SecurityProfile::TlsClientCertificate));
@@ -322,7 +322,7 @@ impl Credentials {
     /// yet is dropped, so that its answer cannot overwrite this one).
     ///
     /// ```
-    /// use ocpp_examples::csms::Credentials;
+    /// use ocpp_reference_csms::Credentials;
     /// let mut store = Credentials::parse("CP001:old-password-0000\n").unwrap();
     /// store.set_password("CP001", Some(b"new-password-1111"));
     /// assert!(store.has_password("CP001"));
@@ -423,7 +423,7 @@ impl Credentials {
 /// The limits of [`AuthAttempts`].
 ///
 /// ```
-/// use ocpp_examples::csms::credentials::AttemptLimits;
+/// use ocpp_reference_csms::credentials::AttemptLimits;
 /// let limits = AttemptLimits::default();
 /// assert_eq!(limits.max_failures, 5);
 /// ```
@@ -569,7 +569,7 @@ fn address_key(address: IpAddr) -> IpAddr {
 /// ```
 /// use std::net::IpAddr;
 /// use std::time::{Duration, Instant};
-/// use ocpp_examples::csms::credentials::{AttemptLimits, AuthAttempts};
+/// use ocpp_reference_csms::credentials::{AttemptLimits, AuthAttempts};
 /// let mut attempts = AuthAttempts::new(AttemptLimits::default());
 /// let (attacker, station): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
 /// let now = Instant::now();

@@ -73,7 +73,7 @@ impl std::fmt::Debug for Source {
 /// loop counts sockets.
 ///
 /// ```
-/// use ocpp_examples::csms::Metrics;
+/// use ocpp_reference_csms::Metrics;
 /// let metrics = Metrics::default();
 /// metrics.messages_in.inc();
 /// assert!(metrics.render().contains("ocpp_messages_in_total 1\n"));

@@ -22,7 +22,7 @@ use super::Csms;
 /// The CSMS's answer to a CALL: ready now, or after work the I/O loop must not wait for.
 ///
 /// ```
-/// use ocpp_examples::csms::{Csms, CsmsConfig, Reply};
+/// use ocpp_reference_csms::{Csms, CsmsConfig, Reply};
 /// use ocpp_messages::{v1_6, version::OcppVersion};
 /// use ocpp_server_core::{Answer, ChargePointIdentity, Request};
 ///
@@ -50,7 +50,7 @@ impl Reply {
     /// callers that are not an event loop).
     ///
     /// ```
-    /// use ocpp_examples::csms::{Csms, CsmsConfig, Reply};
+    /// use ocpp_reference_csms::{Csms, CsmsConfig, Reply};
     /// use ocpp_server_core::Answer;
     /// let csms = Csms::new(CsmsConfig::default());
     /// let reply = Reply::Now(Answer::not_supported("Reset"));
@@ -78,7 +78,7 @@ impl Later {
     /// bound its own time.
     ///
     /// ```
-    /// use ocpp_examples::csms::{Csms, CsmsConfig, Later};
+    /// use ocpp_reference_csms::{Csms, CsmsConfig, Later};
     /// use ocpp_server_core::Answer;
     /// let later = Later::new(|_csms: &Csms| Answer::not_supported("Reset"));
     /// assert!(!later.run(&Csms::new(CsmsConfig::default())).is_result());

@@ -15,13 +15,13 @@
 //! this ledger wrote it (a row of the CSMS's own path: 1.6 when it has a start key).
 //!
 //! ```no_run
-//! use ocpp_examples::csms::SqlLedger;
+//! use ocpp_reference_csms::SqlLedger;
 //! use ocpp_model::TransactionLedger;
 //!
 //! let ledger = SqlLedger::open("sqlite:///var/lib/csms/ledger.sqlite3")?;
 //! let id = ledger.next_transaction_id()?;
 //! assert!(id > 0);
-//! # Ok::<(), ocpp_examples::csms::StoreError>(())
+//! # Ok::<(), ocpp_reference_csms::StoreError>(())
 //! ```
 
 use std::sync::Arc;
