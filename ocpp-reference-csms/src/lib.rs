@@ -152,6 +152,7 @@ pub mod admin_auth;
 pub mod boot;
 mod certificate_authority;
 mod charge_point;
+mod config;
 pub mod contract_certificate_service;
 pub mod credentials;
 mod events;
@@ -160,6 +161,7 @@ pub mod items_per_message;
 pub mod ledger;
 mod metrics;
 pub mod ocsp;
+mod outgoing;
 pub mod persistence;
 pub mod plug_and_charge;
 pub mod push;
@@ -177,17 +179,18 @@ mod v1_6;
 mod v2x;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::{Mutex, MutexGuard, RwLock};
+use std::time::SystemTime;
 
 use fleet::Fleet;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::DateTime;
 use ocpp_server_core::{
-    Answer, CallFailure, CallOutcome, ChargePointIdentity, CloseReason, Closed, Connection,
-    Rejection, Request, UpgradeRequest,
+    Answer, CallOutcome, ChargePointIdentity, CloseReason, Closed, Rejection, Request,
+    UpgradeRequest,
 };
+use outgoing::queue_follow_up;
 pub use shared_text::SharedText;
 pub use unix_time::UnixTime;
 
@@ -200,6 +203,7 @@ pub use charge_point::{
     CertificateSigning, ChargePoint, ConnectorState, Connectors, ExtraState, Extras, Notification,
     Registration, SeqNoGap, Session, SignedMeter, Transaction, TransactionStatusCheck,
 };
+pub use config::CsmsConfig;
 pub use credentials::{Credentials, CredentialsError, SecurityProfile};
 pub use items_per_message::{ItemsPerMessage, SplitCall};
 pub use metrics::{Counter, Gauge, Metrics};
@@ -227,220 +231,6 @@ const TYPED_ACTIONS: &[&str] = &[
     "StopTransaction",
     "TransactionEvent",
 ];
-
-/// Settings of the CSMS application.
-///
-/// ```
-/// use std::time::Duration;
-/// use ocpp_reference_csms::CsmsConfig;
-/// let config = CsmsConfig::default().heartbeat_interval(Duration::from_secs(60));
-/// assert_eq!(config.get_heartbeat_interval(), Duration::from_secs(60));
-/// ```
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct CsmsConfig {
-    heartbeat_interval: Duration,
-    credentials: Option<Credentials>,
-    client_certificates: bool,
-    ended_transactions_kept: usize,
-    notifications_kept: usize,
-    boot_policy: BootPolicy,
-    boot_retry_interval: Duration,
-    tokens: Option<TokenStore>,
-    data_transfer_vendors: Vec<String>,
-    certificate_authority: Option<Arc<CertificateAuthority>>,
-    items_per_message: Option<usize>,
-    store: Option<Arc<dyn Store>>,
-    plug_and_charge: PlugAndCharge,
-    tariff: Option<Tariff>,
-    cost_updated_interval: Duration,
-    site_limit: SiteLimit,
-}
-
-impl Default for CsmsConfig {
-    /// Heartbeat every 300 s, no authentication, the last 8 ended transactions and the last
-    /// 8 notifications of each kind of each charge point kept, every BootNotification
-    /// Accepted, every token Accepted (no token store), DataTransfer known for vendor
-    /// `ocpp-ws` only, no ItemsPerMessage assumed, no tariff (no cost sent), CostUpdated at
-    /// most once a minute per transaction when there is one.
-    fn default() -> Self {
-        CsmsConfig {
-            heartbeat_interval: Duration::from_secs(300),
-            credentials: None,
-            client_certificates: false,
-            ended_transactions_kept: 8,
-            notifications_kept: 8,
-            boot_policy: BootPolicy::Accepted,
-            boot_retry_interval: Duration::from_secs(60),
-            tokens: None,
-            data_transfer_vendors: vec!["ocpp-ws".into()],
-            certificate_authority: None,
-            items_per_message: None,
-            store: None,
-            plug_and_charge: PlugAndCharge::default(),
-            tariff: None,
-            cost_updated_interval: Duration::from_secs(60),
-            site_limit: SiteLimit::default(),
-        }
-    }
-}
-
-impl CsmsConfig {
-    /// Plug & Charge: the V2G and MO roots, the OCSP client and the contract-certificate
-    /// service (none by default: Get15118EVCertificate Failed, OCSP to the stations'
-    /// responder URLs, OCSP responses anchored only by the issuer hashes).
-    pub fn plug_and_charge(mut self, settings: PlugAndCharge) -> Self {
-        self.plug_and_charge = settings;
-        self
-    }
-
-    /// The `interval` a BootNotification answer asks for (seconds, OCPP 1.6 §4.2, 2.0.1 B01).
-    pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
-        self.heartbeat_interval = interval;
-        self
-    }
-
-    /// See [`CsmsConfig::heartbeat_interval`].
-    pub fn get_heartbeat_interval(&self) -> Duration {
-        self.heartbeat_interval
-    }
-
-    /// Security profile 1: require `Authorization: Basic` with these credentials (401
-    /// otherwise). `None` (the default) accepts every charge point.
-    pub fn credentials(mut self, credentials: Option<Credentials>) -> Self {
-        self.credentials = credentials;
-        self
-    }
-
-    /// Security profile 3 for every station: require a client certificate, verified by the
-    /// TLS layer, whose subject CN is the identity of the URL (401 without one, 403 for
-    /// another CN). Off by default; per station: [`Credentials::set_profile`].
-    pub fn client_certificates(mut self, required: bool) -> Self {
-        self.client_certificates = required;
-        self
-    }
-
-    /// How many ended transactions each charge point keeps in memory (active ones are always
-    /// kept), so that a long run does not grow without bound.
-    pub fn ended_transactions_kept(mut self, count: usize) -> Self {
-        self.ended_transactions_kept = count;
-        self
-    }
-
-    /// How many notifications of each kind (NotifyEvent, NotifyReport...) each charge point
-    /// keeps, and how many seqNo gaps: the oldest go first.
-    pub fn notifications_kept(mut self, count: usize) -> Self {
-        self.notifications_kept = count;
-        self
-    }
-
-    /// The answer to a BootNotification of a station without a policy of its own (see
-    /// [`boot`]; default Accepted).
-    pub fn boot_policy(mut self, policy: BootPolicy) -> Self {
-        self.boot_policy = policy;
-        self
-    }
-
-    /// See [`CsmsConfig::boot_policy`].
-    pub fn get_boot_policy(&self) -> BootPolicy {
-        self.boot_policy
-    }
-
-    /// The `interval` of a Pending or Rejected BootNotification answer: when to boot again
-    /// (default 60 s).
-    pub fn boot_retry_interval(mut self, interval: Duration) -> Self {
-        self.boot_retry_interval = interval;
-        self
-    }
-
-    /// Answer Authorize, StartTransaction, StopTransaction and TransactionEvent from this
-    /// token store ([`TokenStore`]); `None` (the default) accepts every token.
-    pub fn tokens(mut self, tokens: Option<TokenStore>) -> Self {
-        self.tokens = tokens;
-        self
-    }
-
-    /// The DataTransfer `vendorId`s this CSMS knows: their DataTransfer is Accepted, others
-    /// get `UnknownVendorId` (OCPP 1.6 §4.3, 2.0.1 P01.FR.06). Default: `ocpp-ws`.
-    pub fn data_transfer_vendors(mut self, vendors: Vec<String>) -> Self {
-        self.data_transfer_vendors = vendors;
-        self
-    }
-
-    /// The CA that signs the stations' CSRs (SignCertificate, then CertificateSigned; see
-    /// [`CertificateAuthority`]). `None` (the default): every SignCertificate is Rejected.
-    pub fn certificate_authority(mut self, ca: Option<Arc<CertificateAuthority>>) -> Self {
-        self.certificate_authority = ca;
-        self
-    }
-}
-
-impl CsmsConfig {
-    /// The ItemsPerMessage to split GetVariables / SetVariables by for a station that has
-    /// not reported its own (`--items-per-message`; see [`items_per_message`]). `None` (the
-    /// default): no limit, such a command goes as one CALL. A value of 0 counts as 1.
-    pub fn items_per_message(mut self, limit: Option<usize>) -> Self {
-        self.items_per_message = limit;
-        self
-    }
-
-    /// See [`CsmsConfig::items_per_message`].
-    pub fn get_items_per_message(&self) -> Option<usize> {
-        self.items_per_message
-    }
-
-    /// Keep what must survive a crash in `store` ([`store`]: open transactions, the token
-    /// store, per-station boot policies, security profiles and passwords); read back by
-    /// [`Csms::open`]. `None` (the default): memory only.
-    pub fn store(mut self, store: Option<Arc<dyn Store>>) -> Self {
-        self.store = store;
-        self
-    }
-
-    /// See [`CsmsConfig::store`].
-    pub fn get_store(&self) -> Option<&Arc<dyn Store>> {
-        self.store.as_ref()
-    }
-
-    /// The tariff of stations without one of their own (`--price-per-kwh`,
-    /// `--price-per-hour`, `--currency`; see [`tariff`]). `None` (the default): no cost is
-    /// computed or sent for them.
-    pub fn tariff(mut self, tariff: Option<Tariff>) -> Self {
-        self.tariff = tariff;
-        self
-    }
-
-    /// See [`CsmsConfig::tariff`].
-    pub fn get_tariff(&self) -> Option<Tariff> {
-        self.tariff
-    }
-
-    /// The least time between two CostUpdated of one transaction (OCPP 2.x I02; the first
-    /// goes at once; `--cost-updated-interval`, default 60 s). Zero: after every
-    /// TransactionEvent Updated that brings meter values.
-    pub fn cost_updated_interval(mut self, interval: Duration) -> Self {
-        self.cost_updated_interval = interval;
-        self
-    }
-
-    /// See [`CsmsConfig::cost_updated_interval`].
-    pub fn get_cost_updated_interval(&self) -> Duration {
-        self.cost_updated_interval
-    }
-
-    /// The site limit of a station without one of its own (`--site-limit-amps`,
-    /// `--site-limit-watts`): shared by its EVSEs with an active transaction
-    /// ([`smart_charging`]). Default: none (each EV gets what it asks for).
-    pub fn site_limit(mut self, limit: SiteLimit) -> Self {
-        self.site_limit = limit;
-        self
-    }
-
-    /// See [`CsmsConfig::site_limit`].
-    pub fn get_site_limit(&self) -> SiteLimit {
-        self.site_limit
-    }
-}
 
 /// How the charge point reached us, as the I/O loop knows it: what [`Csms::on_upgrade`]
 /// decides on besides the upgrade request.
@@ -533,32 +323,6 @@ impl Csms {
             ledger: ledger::Ledger::default(),
             tokens,
             credentials,
-        }
-    }
-
-    /// An admin command is about to go to `identity`: a SetVariables of
-    /// `SecurityCtrlr.BasicAuthPassword` (2.x, A01) or a ChangeConfiguration of
-    /// `AuthorizationKey` (1.6 security whitepaper) proposes a new Basic password, which
-    /// replaces the old one when the charge point accepts it ([`Csms::on_call_completed`])
-    /// and counts from its next connection on. The 1.6 value is taken as the password text
-    /// as sent (no hex decoding). Without `--basic-auth` there is nothing to change.
-    ///
-    /// The proposal is settled by the next SetVariables / ChangeConfiguration answer of that
-    /// charge point: with several such commands in flight at once, the first answer settles
-    /// it. (Pairing them exactly needs the I/O loop to hand the application the request of
-    /// each answered CALL, which `on_call_completed` does not get today.)
-    pub fn on_command(&self, identity: &ChargePointIdentity, request: &Request) {
-        self.note_charging_command(identity, request);
-        let Some(password) = proposed_password(request) else {
-            return;
-        };
-        let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
-        match credentials.as_mut() {
-            Some(credentials) => {
-                credentials.propose(identity, password.as_bytes());
-                tracing::info!(%identity, action = request.action(), "password change proposed");
-            }
-            None => tracing::debug!(%identity, "password change ignored: no --basic-auth"),
         }
     }
 
@@ -775,115 +539,6 @@ impl Csms {
         })?;
         tracing::info!(%identity, set = password.is_some(), "Basic password changed by the operator");
         Ok(())
-    }
-
-    /// The next CALL the application wants sent to `identity` right after the answer just
-    /// made (CertificateSigned after an accepted SignCertificate, GetTransactionStatus after
-    /// a seqNo gap...), if any; call it until `None`. The I/O loop sends them after the
-    /// answer, in this order, so that the station gets the CALLRESULT first (both servers:
-    /// see [`Csms::send_follow_ups`] for a [`Connection`] the loop drives itself).
-    pub fn take_follow_up(&self, identity: &ChargePointIdentity) -> Option<Request> {
-        if self.follow_ups.load(Ordering::Acquire) == 0 {
-            return None;
-        }
-        let taken = self
-            .lock()
-            .get_mut(identity)
-            .and_then(|cp| cp.extras.take_follow_up());
-        if taken.is_some() {
-            self.follow_ups.fetch_sub(1, Ordering::AcqRel);
-        }
-        taken
-    }
-
-    /// Sends every [`Csms::take_follow_up`] CALL on `connection` (queued, in order, behind
-    /// the answer and any CALL in flight) and counts each as sent; a CALL the connection
-    /// refuses is logged and recorded as not sent.
-    pub fn send_follow_ups(
-        &self,
-        connection: &mut Connection,
-        identity: &ChargePointIdentity,
-        now: Instant,
-    ) {
-        while let Some(request) = self.take_follow_up(identity) {
-            let action = request.action().to_owned();
-            match connection.call(now, request) {
-                Ok(_) => self.on_call_sent(identity, &action),
-                Err(refused) => {
-                    self.on_call_not_sent(identity, &action, &CallFailure::from(refused.reason));
-                }
-            }
-        }
-    }
-
-    /// Records the station's answer to our CertificateSigned.
-    fn note_certificate_answer(
-        &self,
-        identity: &ChargePointIdentity,
-        action: &str,
-        answer: String,
-    ) {
-        if action != "CertificateSigned" {
-            return;
-        }
-        if let Some(record) = self
-            .lock()
-            .get_mut(identity)
-            .and_then(|cp| cp.extras.get_mut().certificate.as_mut())
-        {
-            tracing::info!(%identity, answer, "CertificateSigned answered");
-            record.answer = Some(answer);
-            record.answered_at = Some(UnixTime::now());
-        }
-    }
-
-    /// A SetChargingProfile or ClearChargingProfile the operator sends
-    /// (`POST /chargepoints/ID/call/ACTION`): kept with the station's smart-charging state
-    /// ([`smart_charging`]) so that its answer lands on the right record.
-    fn note_charging_command(&self, identity: &ChargePointIdentity, request: &Request) {
-        let action = request.action();
-        if !matches!(action, "SetChargingProfile" | "ClearChargingProfile") {
-            return;
-        }
-        let Ok(payload) = serde_json::to_value(request) else {
-            return;
-        };
-        let mut fleet = self.lock();
-        let state = &mut fleet.entry(identity).extras.get_mut().smart_charging;
-        if action == "SetChargingProfile" {
-            // 1.6 names the profile `csChargingProfiles`: the same record, read from it.
-            let mut payload = payload;
-            if payload.get("chargingProfile").is_none() {
-                payload["chargingProfile"] = payload["csChargingProfiles"].take();
-                payload["evseId"] = payload["connectorId"].take();
-            }
-            let reason = smart_charging::ProfileReason::Operator;
-            state.sent(ChargingProfileRecord::new(
-                &payload,
-                reason,
-                UnixTime::now(),
-            ));
-        } else {
-            state.clear_asked(payload["chargingProfileId"].as_i64());
-        }
-    }
-
-    /// Records the station's answer to our SetChargingProfile (its status, or how it
-    /// failed) or ClearChargingProfile (Accepted clears the profile it named).
-    fn note_profile_answer(&self, identity: &ChargePointIdentity, action: &str, answer: String) {
-        if !matches!(action, "SetChargingProfile" | "ClearChargingProfile") {
-            return;
-        }
-        let mut fleet = self.lock();
-        let Some(cp) = fleet.get_mut(identity) else {
-            return;
-        };
-        let state = &mut cp.extras.get_mut().smart_charging;
-        if action == "ClearChargingProfile" {
-            state.clear_answered(answer == "Accepted");
-        } else if let Some(record) = state.settle(answer, UnixTime::now()) {
-            tracing::info!(%identity, id = record.id, answer = record.answer, "SetChargingProfile answered");
-        }
     }
 
     /// A station's own site limit (`None`: the default) and the CSMS default.
@@ -1163,123 +818,6 @@ impl Csms {
         charge_point.record_notification(request.action(), payload, keep, now);
     }
 
-    /// The I/O loop sent one of our CALLs (from the admin API or the push timer). A
-    /// TriggerMessage lets a Pending station send what it triggers ([`boot`]).
-    pub fn on_call_sent(&self, identity: &ChargePointIdentity, action: &str) {
-        self.metrics.messages_out.inc();
-        self.metrics.calls_pending.inc();
-        self.metrics.calls_sent.inc();
-        if matches!(action, "TriggerMessage" | "ExtendedTriggerMessage") {
-            if let Some(charge_point) = self.lock().get_mut(identity) {
-                charge_point.triggered = true;
-            }
-        }
-    }
-
-    /// One of our CALLs ended (it was counted sent by [`Csms::on_call_sent`]).
-    pub fn on_call_completed(
-        &self,
-        identity: &ChargePointIdentity,
-        action: &str,
-        outcome: &CallOutcome,
-    ) {
-        self.metrics.calls_pending.dec();
-        self.settle_call(identity, action, outcome);
-    }
-
-    /// One of our CALLs never went out: the connection refused it (its queue full, the
-    /// connection over) or its caller's deadline passed while it waited. Whatever was
-    /// recorded for it (a SetChargingProfile, a CertificateSigned, a CostUpdated, a proposed
-    /// password) is settled with the failure's name, as an answer would settle it: the next
-    /// answer is never taken for its own. Every not-sent path of both servers comes here
-    /// (follow-ups, admin commands, routed commands).
-    pub fn on_call_not_sent(
-        &self,
-        identity: &ChargePointIdentity,
-        action: &str,
-        failure: &CallFailure,
-    ) {
-        tracing::warn!(%identity, action, %failure, "CALL not sent");
-        self.settle_call(identity, action, &Err(failure.clone()));
-    }
-
-    /// What one of our CALLs' outcome settles: the record made when it was asked for.
-    fn settle_call(&self, identity: &ChargePointIdentity, action: &str, outcome: &CallOutcome) {
-        if action == "CertificateSigned" {
-            self.note_certificate_answer(identity, action, answer_status(outcome));
-        }
-        if action == "GetTransactionStatus" {
-            self.note_transaction_status(identity, outcome);
-        }
-        if action == "CostUpdated" {
-            self.note_cost_updated_answer(identity, action, answer_status(outcome));
-        }
-        if matches!(action, "SetChargingProfile" | "ClearChargingProfile") {
-            self.note_profile_answer(identity, action, answer_status(outcome));
-        }
-        if let ("GetVariables", Ok(response)) = (action, outcome) {
-            if let Ok(payload) = serde_json::to_value(response) {
-                if let Some(charge_point) = self.lock().get_mut(identity) {
-                    charge_point
-                        .extras
-                        .get_mut()
-                        .items_per_message
-                        .learn_from_get_variables(&payload);
-                }
-            }
-        }
-        // A chunk of a split SetVariables ([`items_per_message`]) that did not carry the
-        // password leaves the proposal for the chunk that does.
-        if matches!(action, "SetVariables" | "ChangeConfiguration") && !answers_other_chunk(outcome)
-        {
-            let _changes = self
-                .settings_changes
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let changed = {
-                let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
-                match credentials.as_mut().filter(|c| c.has_proposal(identity)) {
-                    None => None,
-                    Some(credentials) => {
-                        if credentials.settle(identity, password_change_accepted(outcome)) {
-                            tracing::info!(%identity, "password changed: counts from the next connection");
-                            Some(Record::Password {
-                                identity: identity.as_str().to_owned(),
-                                sha256: credentials.password_digest_of(identity.as_str()),
-                            })
-                        } else {
-                            tracing::warn!(%identity, action, "password change not accepted");
-                            None
-                        }
-                    }
-                }
-            };
-            // Committed (the station may reconnect with it at once, on this node or another
-            // sharing the database), outside the credentials' lock and off this thread: the
-            // station has changed its password already, so the write is tried again until
-            // it is kept, and no I/O loop waits for it.
-            if let Some(record) = changed {
-                self.keep_in_background(vec![record], "the new password");
-            }
-        }
-        match outcome {
-            Ok(_) => self.metrics.messages_in.inc(),
-            Err(CallFailure::ErrorResponse { code, .. }) => {
-                self.metrics.messages_in.inc();
-                self.metrics.call_errors_received.inc();
-                tracing::debug!(%identity, action, code = ?code, "CALLERROR received");
-            }
-            Err(CallFailure::Timeout) => {
-                self.metrics.call_timeouts.inc();
-                tracing::warn!(%identity, action, "CALL timed out");
-            }
-            _ => {
-                self.metrics.messages_in.inc();
-                self.metrics.call_errors_received.inc();
-            }
-        }
-    }
-
     /// The connection ended. `session` is `None` when it never opened (a rejected or failed
     /// handshake). Our CALLs left without an answer are logged as failed.
     pub fn on_closed(
@@ -1363,22 +901,6 @@ impl Csms {
         f(&list)
     }
 
-    /// Queues `request` to be sent to `cp` (see [`Csms::take_follow_up`]).
-    fn queue_follow_up(&self, cp: &mut ChargePoint, request: Request) {
-        queue_follow_up(&self.follow_ups, cp, request);
-    }
-
-    /// Takes back the follow-up CALLs of `cp` past its first `queued` (those made by the CALL
-    /// being handled: see [`ledger`]).
-    fn withdraw_follow_ups(&self, cp: &mut ChargePoint, queued: usize) -> Vec<Request> {
-        if cp.extras.follow_ups.len() <= queued {
-            return Vec::new();
-        }
-        let taken: Vec<Request> = cp.extras.get_mut().follow_ups.drain(queued..).collect();
-        self.follow_ups.fetch_sub(taken.len(), Ordering::AcqRel);
-        taken
-    }
-
     fn lock(&self) -> MutexGuard<'_, Fleet> {
         // A handler that panicked leaves consistent enough state for an example: go on.
         self.charge_points
@@ -1401,13 +923,6 @@ struct Context<'a> {
     /// The charge point's starts whose commit failed: a resend gets the same id
     /// ([`ledger`]).
     unconfirmed: &'a [Transaction],
-}
-
-/// Queues `request` to be sent to `cp` right after the answer being made, counted in
-/// `queued` ([`Csms::follow_ups`]) so that the I/O loops look only when there is one.
-fn queue_follow_up(queued: &AtomicUsize, cp: &mut ChargePoint, request: Request) {
-    cp.extras.get_mut().follow_ups.push_back(request);
-    queued.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Why a SignCertificate is Rejected without a CA.
@@ -1549,78 +1064,6 @@ fn certificate_signed(
     }
     admin::decode_command(version, "CertificateSigned", &payload.to_string())
         .map_err(|e| format!("CertificateSigned: {e}"))
-}
-
-/// What an answer to our CALL says, in a word: its `status` (`Accepted` for a result without
-/// one), or `CALLERROR <code>`, `Timeout`, the failure's name ([`CallFailure::name`]).
-fn answer_status(outcome: &CallOutcome) -> String {
-    match outcome {
-        // A result without a status (CostUpdated's is empty) accepts.
-        Ok(response) => serde_json::to_value(response)
-            .ok()
-            .map(|v| v["status"].as_str().unwrap_or("Accepted").to_owned())
-            .unwrap_or_else(|| "InvalidResult".into()),
-        Err(CallFailure::ErrorResponse { code, .. }) => format!("CALLERROR {code:?}"),
-        Err(CallFailure::Timeout) => "Timeout".into(),
-        Err(failure) => failure.name().to_owned(),
-    }
-}
-
-/// The Basic password a command proposes: SetVariables `SecurityCtrlr.BasicAuthPassword`
-/// (2.x) or ChangeConfiguration `AuthorizationKey` (1.6). Read from the JSON, which has the
-/// same shape in 2.0.1 and 2.1.
-fn proposed_password(request: &Request) -> Option<String> {
-    let payload = match request.action() {
-        "SetVariables" | "ChangeConfiguration" => serde_json::to_value(request).ok()?,
-        _ => return None,
-    };
-    if payload["key"] == "AuthorizationKey" {
-        return payload["value"].as_str().map(String::from);
-    }
-    payload["setVariableData"]
-        .as_array()?
-        .iter()
-        .find(|data| is_basic_auth_password(data))
-        .and_then(|data| data["attributeValue"].as_str().map(String::from))
-}
-
-fn is_basic_auth_password(data: &serde_json::Value) -> bool {
-    data["component"]["name"] == "SecurityCtrlr"
-        && data["variable"]["name"] == "BasicAuthPassword"
-        // Only the `Actual` attribute (the default) is the password.
-        && matches!(data["attributeType"].as_str(), None | Some("Actual"))
-}
-
-/// Whether `outcome` is a SetVariables CALLRESULT none of whose results is the Basic
-/// password: the answer to a chunk of a split command that did not carry it.
-fn answers_other_chunk(outcome: &CallOutcome) -> bool {
-    let Ok(response) = outcome else {
-        return false;
-    };
-    let Ok(payload) = serde_json::to_value(response) else {
-        return false;
-    };
-    payload["setVariableResult"]
-        .as_array()
-        .is_some_and(|results| !results.iter().any(is_basic_auth_password))
-}
-
-/// Whether the answer to a password change accepted it (RebootRequired: it counts after the
-/// reboot, which is a new connection anyway).
-fn password_change_accepted(outcome: &CallOutcome) -> bool {
-    let Ok(response) = outcome else {
-        return false;
-    };
-    let Ok(payload) = serde_json::to_value(response) else {
-        return false;
-    };
-    let ok = |status: &serde_json::Value| status == "Accepted" || status == "RebootRequired";
-    match payload["setVariableResult"].as_array() {
-        Some(results) => results
-            .iter()
-            .any(|result| is_basic_auth_password(result) && ok(&result["attributeStatus"])),
-        None => ok(&payload["status"]),
-    }
 }
 
 /// A system time as an OCPP date-time (UTC, whole seconds; the epoch for times before it).

@@ -1,10 +1,14 @@
 //! Charging sessions played end to end through the handler API, one per version.
 
+use std::time::Duration;
+
 use ocpp_frame::handshake::BasicCredentials;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
-use ocpp_server_core::{CallOutcome, ChargePointIdentity, CloseReason, Closed, Request, Response};
+use ocpp_server_core::{
+    CallFailure, CallOutcome, ChargePointIdentity, CloseReason, Closed, Request, Response,
+};
 use serde_json::Value;
 
 use super::*;
