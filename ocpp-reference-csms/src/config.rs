@@ -158,7 +158,7 @@ impl CsmsConfig {
 
 impl CsmsConfig {
     /// The ItemsPerMessage to split GetVariables / SetVariables by for a station that has
-    /// not reported its own (`--items-per-message`; see [`items_per_message`]). `None` (the
+    /// not reported its own (`--items-per-message`; see [`items_per_message`](crate::items_per_message)). `None` (the
     /// default): no limit, such a command goes as one CALL. A value of 0 counts as 1.
     pub fn items_per_message(mut self, limit: Option<usize>) -> Self {
         self.items_per_message = limit;
@@ -170,9 +170,9 @@ impl CsmsConfig {
         self.items_per_message
     }
 
-    /// Keep what must survive a crash in `store` ([`store`]: open transactions, the token
+    /// Keep what must survive a crash in `store` ([`store`](crate::store): open transactions, the token
     /// store, per-station boot policies, security profiles and passwords); read back by
-    /// [`Csms::open`]. `None` (the default): memory only.
+    /// [`Csms::open`](crate::Csms::open). `None` (the default): memory only.
     pub fn store(mut self, store: Option<Arc<dyn Store>>) -> Self {
         self.store = store;
         self
@@ -184,7 +184,7 @@ impl CsmsConfig {
     }
 
     /// The tariff of stations without one of their own (`--price-per-kwh`,
-    /// `--price-per-hour`, `--currency`; see [`tariff`]). `None` (the default): no cost is
+    /// `--price-per-hour`, `--currency`; see [`tariff`](crate::tariff)). `None` (the default): no cost is
     /// computed or sent for them.
     pub fn tariff(mut self, tariff: Option<Tariff>) -> Self {
         self.tariff = tariff;
@@ -211,7 +211,7 @@ impl CsmsConfig {
 
     /// The site limit of a station without one of its own (`--site-limit-amps`,
     /// `--site-limit-watts`): shared by its EVSEs with an active transaction
-    /// ([`smart_charging`]). Default: none (each EV gets what it asks for).
+    /// ([`smart_charging`](crate::smart_charging)). Default: none (each EV gets what it asks for).
     pub fn site_limit(mut self, limit: SiteLimit) -> Self {
         self.site_limit = limit;
         self

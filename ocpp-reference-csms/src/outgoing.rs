@@ -152,7 +152,7 @@ impl Csms {
     }
 
     /// The I/O loop sent one of our CALLs (from the admin API or the push timer). A
-    /// TriggerMessage lets a Pending station send what it triggers ([`boot`]).
+    /// TriggerMessage lets a Pending station send what it triggers ([`boot`](crate::boot)).
     pub fn on_call_sent(&self, identity: &ChargePointIdentity, action: &str) {
         self.metrics.messages_out.inc();
         self.metrics.calls_pending.inc();
