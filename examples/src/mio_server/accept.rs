@@ -10,6 +10,7 @@ use ocpp_server_core::accept::{after_accept_error, AcceptRetry};
 use ocpp_server_core::Connection;
 
 use super::admin_socket::{AdminSocket, AdminStage};
+use super::capture::Tap;
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{OcppSocket, SocketStage};
 use crate::csms::admin::HttpResponse;
@@ -66,6 +67,7 @@ impl EventLoop {
                 push_seq: 0,
                 waiters: None,
                 claim: None,
+                tap: self.shared.capture.as_ref().map(Tap::new),
             }));
             let metrics = self.shared.csms.metrics();
             metrics.sockets_accepted.inc();

@@ -15,6 +15,7 @@ use ocpp_server_core::{
     Answer, CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId,
 };
 
+use super::capture::Tap;
 use super::cluster::JobAnswer;
 use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
@@ -98,6 +99,8 @@ pub(super) struct OcppSocket {
     /// The cluster claim of this connection's identity (clustered, once connected); `None`
     /// again once released or superseded.
     pub(super) claim: Option<ClaimTicket>,
+    /// `--capture`: the tap on this socket's messages; `None` (a null pointer) without it.
+    pub(super) tap: Option<Box<Tap>>,
 }
 
 /// The peer's address, for logs (asked of the socket, not kept per connection).
@@ -137,7 +140,11 @@ impl EventLoop {
             }
             if let Some(session) = &mut s.tls {
                 let connection = &mut s.connection;
+                let tap = &mut s.tap;
                 let received = session.receive(&mut s.socket, &mut self.scratch, |plaintext| {
+                    if let Some(tap) = tap.as_mut() {
+                        tap.received(plaintext);
+                    }
                     connection.handle_data(now, plaintext)
                 });
                 match received {
@@ -165,6 +172,9 @@ impl EventLoop {
                     return;
                 }
                 Ok(n) => {
+                    if let Some(tap) = &mut s.tap {
+                        tap.received(&self.scratch[..n]);
+                    }
                     s.connection.handle_data(now, &self.scratch[..n]);
                     if n < self.scratch.len() && !exhaust {
                         return;
@@ -330,6 +340,9 @@ impl EventLoop {
                         continue;
                     };
                     s.version = Some(version);
+                    if let Some(tap) = &mut s.tap {
+                        tap.connected(identity.as_str(), version, s.connection.deflate());
+                    }
                     s.session = Some(csms.on_connected(&identity, version));
                     tracing::info!(
                         %identity, version = version.as_str(), peer = %peer(&s.socket),
@@ -560,7 +573,11 @@ pub(super) fn send_chunk(
 fn write_out(s: &mut OcppSocket) -> io::Result<()> {
     if let Some(session) = &mut s.tls {
         loop {
-            let taken = session.send(&mut s.socket, s.connection.pending_transmit())?;
+            let pending = s.connection.pending_transmit();
+            let taken = session.send(&mut s.socket, pending)?;
+            if let Some(tap) = &mut s.tap {
+                tap.sent(pending.get(..taken).unwrap_or_default());
+            }
             s.connection.advance_transmit(taken);
             if taken == 0 || s.connection.pending_transmit().is_empty() {
                 return Ok(());
@@ -574,7 +591,12 @@ fn write_out(s: &mut OcppSocket) -> io::Result<()> {
         }
         match s.socket.write(pending) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => s.connection.advance_transmit(n),
+            Ok(n) => {
+                if let Some(tap) = &mut s.tap {
+                    tap.sent(pending.get(..n).unwrap_or_default());
+                }
+                s.connection.advance_transmit(n);
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
