@@ -67,8 +67,10 @@ impl EventLoop {
                 push_seq: 0,
                 waiters: None,
                 claim: None,
-                tap: self.shared.capture.as_ref().map(Tap::new),
             }));
+            if let (Some(taps), Some(capture)) = (&mut self.taps, &self.shared.capture) {
+                taps.insert(key, Tap::new(capture));
+            }
             let metrics = self.shared.csms.metrics();
             metrics.sockets_accepted.inc();
             metrics.sockets_open.inc();

@@ -9,8 +9,9 @@
 //! text message becomes one capture line. What the capture holds is therefore exactly what the
 //! peers exchanged, including CALLs the core refused and the CALLERRORs it answered alone.
 //!
-//! Without `--capture` a socket holds `None` (a null pointer) and the loop pays one branch per
-//! read and per write; no decoder exists.
+//! The taps live beside the sockets, in a map of the loop's that exists only with `--capture`:
+//! the socket record does not grow, and without the option the loop pays one branch per read
+//! and per write; no decoder exists.
 
 use std::fs::File;
 use std::sync::Arc;
@@ -52,13 +53,13 @@ struct Stream {
 
 impl Tap {
     /// A tap for a new socket.
-    pub(super) fn new(recorder: &CaptureFile) -> Box<Tap> {
-        Box::new(Tap {
+    pub(super) fn new(recorder: &CaptureFile) -> Tap {
+        Tap {
             recorder: Arc::clone(recorder),
             inbound: Stream::new(Direction::In),
             outbound: Stream::new(Direction::Out),
             open: None,
-        })
+        }
     }
 
     /// The upgrade succeeded: frames follow, from now on recorded under `identity`.

@@ -99,8 +99,6 @@ pub(super) struct OcppSocket {
     /// The cluster claim of this connection's identity (clustered, once connected); `None`
     /// again once released or superseded.
     pub(super) claim: Option<ClaimTicket>,
-    /// `--capture`: the tap on this socket's messages; `None` (a null pointer) without it.
-    pub(super) tap: Option<Box<Tap>>,
 }
 
 /// The peer's address, for logs (asked of the socket, not kept per connection).
@@ -140,7 +138,7 @@ impl EventLoop {
             }
             if let Some(session) = &mut s.tls {
                 let connection = &mut s.connection;
-                let tap = &mut s.tap;
+                let mut tap = self.taps.as_mut().and_then(|taps| taps.get_mut(&key));
                 let received = session.receive(&mut s.socket, &mut self.scratch, |plaintext| {
                     if let Some(tap) = tap.as_mut() {
                         tap.received(plaintext);
@@ -172,7 +170,7 @@ impl EventLoop {
                     return;
                 }
                 Ok(n) => {
-                    if let Some(tap) = &mut s.tap {
+                    if let Some(tap) = self.taps.as_mut().and_then(|taps| taps.get_mut(&key)) {
                         tap.received(&self.scratch[..n]);
                     }
                     s.connection.handle_data(now, &self.scratch[..n]);
@@ -220,7 +218,8 @@ impl EventLoop {
         };
         // While claiming, the output waits (the charge point has not seen its 101 yet).
         let holding = matches!(s.stage, SocketStage::Claiming { .. });
-        let written = if holding { Ok(()) } else { write_out(s) };
+        let tap = self.taps.as_mut().and_then(|taps| taps.get_mut(&key));
+        let written = if holding { Ok(()) } else { write_out(s, tap) };
         if let Err(e) = written {
             tracing::debug!(peer = %peer(&s.socket), "write: {e}");
             // The socket is dead: end the connection, tell the application, drop the socket.
@@ -340,7 +339,7 @@ impl EventLoop {
                         continue;
                     };
                     s.version = Some(version);
-                    if let Some(tap) = &mut s.tap {
+                    if let Some(tap) = self.taps.as_mut().and_then(|taps| taps.get_mut(&key)) {
                         tap.connected(identity.as_str(), version, s.connection.deflate());
                     }
                     s.session = Some(csms.on_connected(&identity, version));
@@ -570,12 +569,13 @@ pub(super) fn send_chunk(
 }
 
 /// Writes the connection's output (through TLS, if on) until done or the socket would block.
-fn write_out(s: &mut OcppSocket) -> io::Result<()> {
+/// With `--capture`, `tap` sees every byte written.
+fn write_out(s: &mut OcppSocket, mut tap: Option<&mut Tap>) -> io::Result<()> {
     if let Some(session) = &mut s.tls {
         loop {
             let pending = s.connection.pending_transmit();
             let taken = session.send(&mut s.socket, pending)?;
-            if let Some(tap) = &mut s.tap {
+            if let Some(tap) = tap.as_deref_mut() {
                 tap.sent(pending.get(..taken).unwrap_or_default());
             }
             s.connection.advance_transmit(taken);
@@ -592,7 +592,7 @@ fn write_out(s: &mut OcppSocket) -> io::Result<()> {
         match s.socket.write(pending) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => {
-                if let Some(tap) = &mut s.tap {
+                if let Some(tap) = tap.as_deref_mut() {
                     tap.sent(pending.get(..n).unwrap_or_default());
                 }
                 s.connection.advance_transmit(n);
