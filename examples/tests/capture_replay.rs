@@ -5,7 +5,9 @@
 //!
 //! mio-server records the bytes that went over the wire (its tap on the byte streams), so a
 //! text sent with odd spacing and a CALL the core refused before the application saw it are
-//! in its capture exactly as sent, with the core's own CALLERROR.
+//! in its capture exactly as sent, with the core's own CALLERROR; over TLS too (the tap sees
+//! the plaintext). Its permessage-deflate path is checked by the tap's unit test
+//! (`src/mio_server/capture.rs`).
 
 mod common;
 
@@ -248,4 +250,44 @@ fn a_capture_file_that_cannot_be_opened_stops_the_server_with_its_reason() {
         .read_to_string(&mut stderr)
         .expect("read stderr");
     assert!(stderr.contains("--capture"), "{stderr}");
+}
+
+#[test]
+fn mio_server_captures_the_texts_of_a_tls_connection() {
+    let pki = Pki::new("capture");
+    let path = scratch("mio-tls");
+    let mut args = pki.server_args();
+    args.extend(["--capture".into(), path.to_str().expect("UTF-8").into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mio = Server::start(MIO, &args);
+    let tls = pki.client(None);
+    let mut cp = match ChargePoint::connect_with(
+        mio.ocpp,
+        "CAPTLS",
+        &[OcppVersion::V2_0_1],
+        None,
+        Some(&tls),
+    ) {
+        Ok(cp) => cp,
+        Err(refusal) => panic!("{refusal:?}"),
+    };
+    cp.call(
+        "BootNotification",
+        r#"{"chargingStation":{"model":"m","vendorName":"v"},"reason":"PowerUp"}"#,
+    );
+    send_raw(&mut cp, SPACED);
+    cp.close();
+    let lines = read_lines(&path, 4);
+    drop(mio);
+    assert_eq!(assert_answered(&lines), 2, "{lines:#?}");
+    assert!(lines
+        .iter()
+        .all(|l| l.identity == "CAPTLS" && l.version == "ocpp2.0.1"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.dir == Direction::In && l.text == SPACED),
+        "{lines:#?}"
+    );
+    let _ = std::fs::remove_file(&path);
 }

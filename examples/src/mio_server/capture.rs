@@ -200,6 +200,91 @@ mod tests {
         assert_eq!(stream.skip_head(b"\nFRAME"), Some(&b"FRAME"[..]));
     }
 
+    /// Moves bytes both ways until neither side has any, through the tap as the loop does;
+    /// returns what the central system wrote.
+    fn pump(
+        station: &mut ocpp_server_core::Connection,
+        csms: &mut ocpp_server_core::Connection,
+        tap: &mut Tap,
+    ) -> Vec<u8> {
+        let now = std::time::Instant::now();
+        let mut written = Vec::new();
+        for _ in 0..100 {
+            let up = station.pending_transmit().to_vec();
+            station.advance_transmit(up.len());
+            tap.received(&up);
+            csms.handle_data(now, &up);
+            let down = csms.pending_transmit().to_vec();
+            csms.advance_transmit(down.len());
+            tap.sent(&down);
+            station.handle_data(now, &down);
+            written.extend_from_slice(&down);
+            if up.is_empty() && down.is_empty() {
+                break;
+            }
+        }
+        written
+    }
+
+    #[test]
+    fn a_deflated_exchange_is_captured_as_its_texts() {
+        use ocpp_frame::deflate::DeflateConfig;
+        use ocpp_server_core::{
+            ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DeflatePolicy, Event,
+        };
+
+        let path = std::env::temp_dir().join(format!("mio-tap-{}.jsonl", std::process::id()));
+        let recorder: CaptureFile = Arc::new(CaptureRecorder::new(File::create(&path).unwrap()));
+        let mut tap = Tap::new(&recorder);
+        let now = std::time::Instant::now();
+        let offer = DeflatePolicy::Offer(DeflateConfig::default());
+        let station_config = ConnectionConfig::default()
+            .versions(vec![OcppVersion::V1_6])
+            .deflate(offer);
+        let identity = ChargePointIdentity::new("CP1".into(), false).unwrap();
+        let target = ConnectTarget::new("127.0.0.1:9000", "/ocpp", identity);
+        let mut station =
+            Connection::connect(now, Arc::new(station_config), &target, [1; 16], 1).unwrap();
+        let mut csms = Connection::accept_incoming(now, Arc::new(ConnectionConfig::default()));
+
+        pump(&mut station, &mut csms, &mut tap);
+        assert!(matches!(
+            csms.poll_event(),
+            Some(Event::UpgradeRequested(_))
+        ));
+        csms.accept(now).unwrap();
+        assert!(matches!(csms.poll_event(), Some(Event::Connected { .. })));
+        assert!(csms.deflate().is_some(), "permessage-deflate agreed");
+        tap.connected("CP1", OcppVersion::V1_6, csms.deflate());
+        pump(&mut station, &mut csms, &mut tap);
+
+        let data = "x".repeat(2000);
+        let call = format!(r#"[2, "raw-1", "DataTransfer", {{"vendorId":"v","data":"{data}"}}]"#);
+        let answer = format!(r#"[3,"raw-1",{{"status":"Accepted","data":"{data}"}}]"#);
+        station.send_text(now, &call).unwrap();
+        pump(&mut station, &mut csms, &mut tap);
+        csms.send_text(now, &answer).unwrap();
+        let wire = pump(&mut station, &mut csms, &mut tap);
+        // The answer went compressed: its text is not on the wire.
+        assert!(!wire.windows(100).any(|w| w == &data.as_bytes()[..100]));
+
+        let lines =
+            ocpp_cli::capture::read_capture(std::io::BufReader::new(File::open(&path).unwrap()))
+                .unwrap();
+        let _ = std::fs::remove_file(&path);
+        let seen: Vec<(Direction, &str)> = lines.iter().map(|l| (l.dir, l.text.as_str())).collect();
+        assert_eq!(
+            seen,
+            [
+                (Direction::In, call.as_str()),
+                (Direction::Out, answer.as_str())
+            ]
+        );
+        assert!(lines
+            .iter()
+            .all(|l| l.identity == "CP1" && l.version == "ocpp1.6"));
+    }
+
     #[test]
     fn a_lone_carriage_return_restarts_the_match() {
         let mut stream = Stream::new(Direction::Out);
