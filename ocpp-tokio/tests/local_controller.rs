@@ -461,13 +461,22 @@ async fn stations_connect_to_the_controller_over_tls_as_to_a_central_system() {
     let stations = controller.stations();
     tokio::spawn(controller.run());
     let certified = common::client_tls(&pki.ca, Some(&pki.cp001));
-    let mut cp = tls_station(addr, certified, "CP-TLS-3", None)
+    let mut cp = tls_station(addr, certified.clone(), "CP001", None)
         .await
         .expect("TLS handshake");
     assert!(matches!(cp.next_event().await, Event::Connected { .. }));
     assert_eq!(cp.boot().await, "Accepted");
-    assert!(server.charge_points.get("CP-TLS-3").is_some());
-    assert_eq!(stations.identities(), ["CP-TLS-3"]);
+    assert!(server.charge_points.get("CP001").is_some());
+    assert_eq!(stations.identities(), ["CP001"]);
+    // CP001's certificate does not make another identity: 403, never relayed.
+    let mut other = tls_station(addr, certified, "CP002", None)
+        .await
+        .expect("TLS handshake");
+    match other.expect_closed().await.reason {
+        CloseReason::UpgradeRefused { status, .. } => assert_eq!(status, Some(403)),
+        other => panic!("{other:?}"),
+    }
+    assert!(server.charge_points.get("CP002").is_none());
     // Without a certificate, or with one of another CA: refused in the TLS handshake (TLS
     // 1.3 reports it on the first read), never relayed.
     for (identity, config) in [
@@ -482,7 +491,7 @@ async fn stations_connect_to_the_controller_over_tls_as_to_a_central_system() {
         }
         assert!(server.charge_points.get(identity).is_none());
     }
-    assert_eq!(stations.identities(), ["CP-TLS-3"]);
+    assert_eq!(stations.identities(), ["CP001"]);
     server.stop().await;
 }
 

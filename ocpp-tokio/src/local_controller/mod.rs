@@ -55,6 +55,7 @@ use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
+use crate::handler::PeerCertificate;
 use relay::{Decide, Hooks, Observe, Output, Relay};
 
 /// One message of a station pair, as the hooks see it: the text exactly as relayed and its
@@ -249,7 +250,8 @@ impl LocalControllerBuilder {
     }
 
     /// TLS towards the stations: they connect with `wss://` (security profile 2; profile 3
-    /// when `config` asks for client certificates, e.g. with rustls's `WebPkiClientVerifier`).
+    /// when `config` asks for client certificates, e.g. with rustls's `WebPkiClientVerifier`:
+    /// a station's certificate must then carry its identity as subject CN, else 403).
     /// The same configuration as [`ServerBuilder::tls`](crate::ServerBuilder::tls); the TLS
     /// handshake must end within the handshake timeout of [`Self::config`]. A station whose
     /// handshake fails is dropped (it never reaches the central system).
@@ -445,7 +447,7 @@ impl LocalController {
                         let _ = socket.set_nodelay(true);
                         match &self.station_tls {
                             None => {
-                                pairs.spawn(relay_pair(self.shared.clone(), socket));
+                                pairs.spawn(relay_pair(self.shared.clone(), socket, None));
                             }
                             Some(acceptor) => {
                                 pairs.spawn(relay_tls_pair(
@@ -648,14 +650,29 @@ async fn relay_tls_pair(
 ) {
     let deadline = Instant::now() + shared.config.get_handshake_timeout();
     match tokio::time::timeout_at(deadline.into(), acceptor.accept(socket)).await {
-        Ok(Ok(tls)) => relay_pair(shared, tls).await,
+        Ok(Ok(tls)) => {
+            let certificate = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|chain| chain.first())
+                .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
+            relay_pair(shared, tls, certificate).await;
+        }
         Ok(Err(error)) => tracing::debug!(%error, "station TLS handshake failed"),
         Err(_) => tracing::debug!("station TLS handshake timed out"),
     }
 }
 
-/// Relays one station until both hops are over.
-async fn relay_pair(shared: Arc<Shared>, socket: impl AsyncRead + AsyncWrite + Send + 'static) {
+/// Relays one station until both hops are over. A station that showed a client certificate
+/// (security profile 3) must carry its identity as the certificate's subject CN, or it is
+/// refused with 403 before anything reaches the central system (OCPP 2.0.1 A00, as the
+/// reference central system checks it).
+async fn relay_pair(
+    shared: Arc<Shared>,
+    socket: impl AsyncRead + AsyncWrite + Send + 'static,
+    certificate: Option<PeerCertificate>,
+) {
     let pair = NEXT_PAIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut station = Some(Hop::new(
         Connection::accept_incoming(Instant::now(), shared.config.clone()),
@@ -680,6 +697,16 @@ async fn relay_pair(shared: Arc<Shared>, socket: impl AsyncRead + AsyncWrite + S
             match event {
                 Event::UpgradeRequested(upgrade) => {
                     identity = upgrade.identity.as_str().to_owned();
+                    let certified = certificate
+                        .as_ref()
+                        .map_or(true, |c| c.common_name() == Some(identity.as_str()));
+                    if !certified {
+                        tracing::info!(identity, "the client certificate's CN is not the identity");
+                        if let Some(s) = station.as_mut() {
+                            let _ = s.connection.reject(now, 403);
+                        }
+                        continue;
+                    }
                     let versions: Vec<OcppVersion> = upgrade
                         .offered_subprotocols
                         .iter()
