@@ -10,7 +10,9 @@
 //!   station, which accepts it; the central system never sees it;
 //! - the central system killed: the station's connection closes (1001), and once the central
 //!   system is back on its port the station reconnects, boots and is relayed again;
-//! - the station killed: its upstream connection closes.
+//! - the station killed: its upstream connection closes;
+//! - towards `mio-server` the same comparison, against the texts its `--capture` recorded
+//!   as they came over its sockets.
 //!
 //! Without Python's `ocpp` and `websockets` the tests are skipped with a line on stderr; with
 //! `OCPP_INTEROP_REQUIRED=1` they fail instead.
@@ -23,7 +25,7 @@ use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{free_port, python, python_ocpp_present, Killed};
+use common::{free_port, python, python_ocpp_present, target_dir, Killed};
 use ocpp_tokio::local_controller::{Direction, LocalController, RelayedStations};
 use serde_json::{json, Value};
 
@@ -468,4 +470,117 @@ fn killing_a_python_1_6_station_closes_its_upstream() {
 #[test]
 fn killing_a_python_2_0_1_station_closes_its_upstream() {
     killing_the_station_closes_its_upstream("2.0.1", "PY-ST-KILL-201");
+}
+
+/// target/debug/mio-server, built with cargo if missing (never two cargos at once).
+fn mio_server_binary() -> std::path::PathBuf {
+    static BUILT: Mutex<()> = Mutex::new(());
+    let _once = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let binary = target_dir().join(format!("mio-server{}", std::env::consts::EXE_SUFFIX));
+    if !binary.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "ocpp-examples", "--bin", "mio-server"])
+            .status()
+            .expect("cargo runs");
+        assert!(
+            status.success(),
+            "cargo build -p ocpp-examples --bin mio-server"
+        );
+    }
+    binary
+}
+
+/// mio-server on a free port with `--capture capture`, killed when dropped; its port.
+fn start_mio_server(capture: &std::path::Path) -> (Killed, u16) {
+    let mut child = Command::new(mio_server_binary())
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--admin",
+            "off",
+            "--database",
+            "memory",
+        ])
+        .arg("--capture")
+        .arg(capture)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start mio-server");
+    let stdout = child.stdout.take().expect("stdout");
+    let child = Killed(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    // `mio-server listening on ADDR (admin on off)`
+    let line = rx.recv_timeout(INTEROP_WAIT).expect("mio-server starts");
+    let addr: SocketAddr = line
+        .split_whitespace()
+        .nth(3)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    (child, addr.port())
+}
+
+#[test]
+fn python_stations_reach_mio_server_unchanged_as_its_capture_shows() {
+    if !python_ocpp_present() {
+        return;
+    }
+    let capture =
+        std::env::temp_dir().join(format!("ocpp-lc-python-mio-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&capture);
+    let (_mio, port) = start_mio_server(&capture);
+    let controller = Controller::start(port);
+    for (version, identity) in [("1.6", "PY-MIO-16"), ("2.0.1", "PY-MIO-201")] {
+        let mut station = start_station(controller.addr, version, identity);
+        let boot = station.wait_one("boot", |l| event(l, "boot"));
+        assert_eq!(boot["status"], "Accepted", "{identity}: {boot}");
+        station.wait_one("heartbeat", |l| event(l, "heartbeat"));
+        station.wait_for("recv", 2, |l| event(l, "recv"));
+        let sent = texts(&station.seen, "sent", None);
+        let received = texts(&station.seen, "recv", None);
+        assert_eq!(sent.len(), 2, "{sent:#?}");
+
+        // What mio-server's sockets carried, for this identity and version.
+        let deadline = Instant::now() + INTEROP_WAIT;
+        let (captured_in, captured_out) = loop {
+            let file = std::fs::File::open(&capture).expect("the capture exists");
+            let lines = ocpp_cli_capture(file);
+            let of = |dir: &str| -> Vec<String> {
+                lines
+                    .iter()
+                    .filter(|l| l["identity"] == identity && l["dir"] == dir)
+                    .inspect(|l| assert_eq!(l["version"], format!("ocpp{version}").as_str()))
+                    .filter_map(|l| l["text"].as_str().map(str::to_owned))
+                    .collect()
+            };
+            let (i, o) = (of("in"), of("out"));
+            if (i.len() >= sent.len() && o.len() >= received.len()) || Instant::now() >= deadline {
+                break (i, o);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(captured_in, sent, "{identity}: station → mio-server");
+        assert_eq!(captured_out, received, "{identity}: mio-server → station");
+        station.kill();
+    }
+    let _ = std::fs::remove_file(&capture);
+}
+
+/// The lines of a capture file (ocpp-cli's format: one JSON object per line).
+fn ocpp_cli_capture(file: std::fs::File) -> Vec<Value> {
+    BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(&l).expect("a capture line is JSON"))
+        .collect()
 }
