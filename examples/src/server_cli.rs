@@ -964,6 +964,29 @@ mod tests {
     }
 
     #[test]
+    fn capture_opens_its_file_for_appending_and_none_without() {
+        let args = parse(&[]).unwrap();
+        assert!(args.capture.is_none());
+        assert!(capture(&args).unwrap().is_none());
+        let path = std::env::temp_dir().join(format!("server-cli-{}.jsonl", std::process::id()));
+        std::fs::write(&path, "kept\n").unwrap();
+        let args = parse(&["--capture", path.to_str().unwrap()]).unwrap();
+        assert_eq!(args.capture.as_deref(), Some(path.as_path()));
+        let recorder = capture(&args).unwrap().expect("a recorder");
+        recorder.record_text(
+            "CP1",
+            ocpp_messages::OcppVersion::V1_6,
+            ocpp_cli::capture::Direction::In,
+            "[2,\"1\",\"Heartbeat\",{}]".into(),
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(text.starts_with("kept\n{"), "{text}");
+        let missing = parse(&["--capture", "/nonexistent-dir/capture.jsonl"]).unwrap();
+        assert!(matches!(capture(&missing), Err(StartError::Capture { .. })));
+    }
+
+    #[test]
     fn defaults_and_flags() {
         let args = parse(&[]).unwrap();
         assert_eq!(args.listen.to_string(), DEFAULT_LISTEN);
