@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ocpp_cli::capture::CaptureRecorder;
 use ocpp_cluster::ClusterConfig;
 use ocpp_frame::deflate::DeflateConfig;
 use ocpp_server_core::{ConnectionConfig, DeflatePolicy, NoCommonVersion};
@@ -20,7 +21,7 @@ use crate::csms::{
     BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, Currency, Price, SiteLimit,
     Tariff, TariffError, TokenStore,
 };
-use crate::server_config::{AdminLimits, ServerConfig};
+use crate::server_config::{AdminLimits, CaptureFile, ServerConfig};
 use crate::tls::{self, ClientCertificates, ServerTls, TlsError};
 
 /// Where charge points connect unless `--listen` says otherwise.
@@ -189,6 +190,12 @@ struct Cli {
     /// {"vendorId":"bench","messageId":"ts","data":"<seq>:<unix_nanos>"}.
     #[arg(long = "push-interval-ms", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     push_interval_ms: Option<u64>,
+    /// Append every OCPP message in and out to FILE, one JSON line each (the capture format
+    /// of `ocpp`: `ocpp replay FILE` plays it against a server). mio-server records the texts
+    /// as they went over the wire; tokio-server through ocpp-tokio's message hook (serialised
+    /// again from the typed messages).
+    #[arg(long, value_name = "FILE")]
+    capture: Option<PathBuf>,
     /// Require HTTP Basic auth (security profile 1): FILE has lines `identity:password`;
     /// others get 401 before the upgrade.
     #[arg(long, value_name = "FILE")]
@@ -448,6 +455,7 @@ impl Cli {
             threads: usize::from(self.threads),
             shards: usize::from(self.shards.unwrap_or(self.threads)),
             push_interval: self.push_interval_ms.map(Duration::from_millis),
+            capture: self.capture,
             basic_auth: self.basic_auth,
             tls_cert: self.tls_cert,
             tls_key: self.tls_key,
@@ -568,6 +576,8 @@ pub struct Args {
     pub call_timeout: Option<Duration>,
     /// `--site-limit-amps`, `--site-limit-watts` (none: no limit).
     pub site_limit: SiteLimit,
+    /// `--capture`: the capture file.
+    pub capture: Option<PathBuf>,
 }
 
 impl Args {
@@ -600,6 +610,14 @@ pub enum StartError {
          --admin 127.0.0.1:9001)"
     )]
     AdminExposed(SocketAddr),
+    /// The capture file could not be opened.
+    #[error("--capture {path}: {source}")]
+    Capture {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 /// Who may use the admin interface: the tokens of `--admin-token-file` and
@@ -652,7 +670,28 @@ pub fn server_config(args: &Args) -> Result<ServerConfig, StartError> {
     config.connection = connection_config(args);
     config.tls = tls_config(args)?;
     config.cluster = cluster_config(args);
+    config.capture = capture(args)?;
     Ok(config)
+}
+
+/// The capture of `--capture`: the file opened for appending (created if missing).
+///
+/// # Errors
+/// [`StartError::Capture`] when it cannot be opened.
+pub fn capture(args: &Args) -> Result<Option<CaptureFile>, StartError> {
+    let Some(path) = &args.capture else {
+        return Ok(None);
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|source| StartError::Capture {
+            path: path.display().to_string(),
+            source,
+        })?;
+    tracing::info!(path = %path.display(), "capturing every message");
+    Ok(Some(Arc::new(CaptureRecorder::new(file))))
 }
 
 /// The cluster node of `--redis`, `--node-id` and `--cluster-ttl-s` (the admin address is
@@ -922,6 +961,29 @@ mod tests {
         // Nothing written to the working directory: memory unless a test says otherwise.
         let defaults = ["server", "--database", "memory"];
         args_from(command, defaults.into_iter().chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn capture_opens_its_file_for_appending_and_none_without() {
+        let args = parse(&[]).unwrap();
+        assert!(args.capture.is_none());
+        assert!(capture(&args).unwrap().is_none());
+        let path = std::env::temp_dir().join(format!("server-cli-{}.jsonl", std::process::id()));
+        std::fs::write(&path, "kept\n").unwrap();
+        let args = parse(&["--capture", path.to_str().unwrap()]).unwrap();
+        assert_eq!(args.capture.as_deref(), Some(path.as_path()));
+        let recorder = capture(&args).unwrap().expect("a recorder");
+        recorder.record_text(
+            "CP1",
+            ocpp_messages::OcppVersion::V1_6,
+            ocpp_cli::capture::Direction::In,
+            "[2,\"1\",\"Heartbeat\",{}]".into(),
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(text.starts_with("kept\n{"), "{text}");
+        let missing = parse(&["--capture", "/nonexistent-dir/capture.jsonl"]).unwrap();
+        assert!(matches!(capture(&missing), Err(StartError::Capture { .. })));
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! How a server runs: what both servers take, built from the shared command line
 //! ([`crate::server_cli::server_config`]).
 
+use std::fs::File;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use ocpp_cli::capture::CaptureRecorder;
 use ocpp_cluster::ClusterConfig;
 use ocpp_server_core::ConnectionConfig;
 
@@ -47,7 +50,13 @@ pub struct ServerConfig {
     pub tls: Option<ServerTls>,
     /// Join a cluster of nodes on Redis (`--redis`, `--node-id`); `None`: one process alone.
     pub cluster: Option<ClusterConfig>,
+    /// Write every message in and out to this capture (`--capture FILE`, the format of
+    /// [`ocpp_cli::capture`]); `None`: nothing recorded, nothing paid.
+    pub capture: Option<CaptureFile>,
 }
+
+/// A server's capture file (`--capture`), shared by every connection.
+pub type CaptureFile = Arc<CaptureRecorder<File>>;
 
 impl ServerConfig {
     /// One thread (and one shard) on `listen`, no admin interface (open to all once set), no push, the default connection settings,
@@ -65,6 +74,7 @@ impl ServerConfig {
             connection: ConnectionConfig::default(),
             tls: None,
             cluster: None,
+            capture: None,
         }
     }
 }

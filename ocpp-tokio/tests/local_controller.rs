@@ -390,6 +390,111 @@ async fn stations_reach_a_tls_central_system_through_the_controller() {
     assert!(builder.bind("127.0.0.1:0").await.is_err());
 }
 
+/// A station over TLS to the controller at `addr` (the name checked: localhost).
+async fn tls_station(
+    addr: SocketAddr,
+    tls: Arc<ocpp_tokio::rustls::ClientConfig>,
+    identity: &str,
+    password: Option<&[u8]>,
+) -> std::io::Result<TestCp<tokio_rustls::client::TlsStream<TcpStream>>> {
+    let tcp = TcpStream::connect(addr).await?;
+    let name = ocpp_tokio::rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let tls = tokio_rustls::TlsConnector::from(tls)
+        .connect(name, tcp)
+        .await?;
+    Ok(TestCp::over(
+        tls,
+        &addr.to_string(),
+        identity,
+        OcppVersion::V2_0_1,
+        password,
+    ))
+}
+
+#[tokio::test]
+async fn stations_connect_to_the_controller_over_tls_as_to_a_central_system() {
+    let pki = common::pki();
+    let server = TestServer::start(common::server_config()).await;
+    let upstream = format!("ws://{}/ocpp", server.addr);
+
+    // Profile 2: the controller's server certificate, the station's Basic credentials passed
+    // on to the central system (which checks them).
+    let controller = LocalController::builder(&upstream)
+        .unwrap()
+        .station_tls(common::server_tls(&pki, false))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = controller.local_addr().unwrap();
+    tokio::spawn(controller.run());
+    let trusting = common::client_tls(&pki.ca, None);
+    let mut cp = tls_station(addr, trusting.clone(), "AUTH-2", Some(common::PASSWORD))
+        .await
+        .expect("TLS handshake");
+    assert!(matches!(cp.next_event().await, Event::Connected { .. }));
+    assert_eq!(cp.boot().await, "Accepted");
+    assert!(server.charge_points.get("AUTH-2").is_some());
+    let mut wrong = tls_station(addr, trusting, "AUTH-1", Some(b"wrong"))
+        .await
+        .expect("TLS handshake");
+    match wrong.expect_closed().await.reason {
+        CloseReason::UpgradeRefused { status, .. } => assert_eq!(status, Some(401)),
+        other => panic!("{other:?}"),
+    }
+    // A station that does not speak TLS gets no upgrade.
+    let mut plain = TestCp::start(addr, "CP-PLAIN", OcppVersion::V2_0_1, None).await;
+    assert!(!matches!(plain.next_event().await, Event::Connected { .. }));
+    // A station that does not trust the controller's certificate does not connect.
+    let rogue_trust = common::client_tls(&pki.rogue_ca, None);
+    assert!(tls_station(addr, rogue_trust, "CP-ROGUE", None)
+        .await
+        .is_err());
+
+    // Profile 3: client certificates of the site's CA, required.
+    let controller = LocalController::builder(&upstream)
+        .unwrap()
+        .station_tls(common::server_tls(&pki, true))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = controller.local_addr().unwrap();
+    let stations = controller.stations();
+    tokio::spawn(controller.run());
+    let certified = common::client_tls(&pki.ca, Some(&pki.cp001));
+    let mut cp = tls_station(addr, certified.clone(), "CP001", None)
+        .await
+        .expect("TLS handshake");
+    assert!(matches!(cp.next_event().await, Event::Connected { .. }));
+    assert_eq!(cp.boot().await, "Accepted");
+    assert!(server.charge_points.get("CP001").is_some());
+    assert_eq!(stations.identities(), ["CP001"]);
+    // CP001's certificate does not make another identity: 403, never relayed.
+    let mut other = tls_station(addr, certified, "CP002", None)
+        .await
+        .expect("TLS handshake");
+    match other.expect_closed().await.reason {
+        CloseReason::UpgradeRefused { status, .. } => assert_eq!(status, Some(403)),
+        other => panic!("{other:?}"),
+    }
+    assert!(server.charge_points.get("CP002").is_none());
+    // Without a certificate, or with one of another CA: refused in the TLS handshake (TLS
+    // 1.3 reports it on the first read), never relayed.
+    for (identity, config) in [
+        ("CP-NO-CERT", common::client_tls(&pki.ca, None)),
+        (
+            "CP-ROGUE-CERT",
+            common::client_tls(&pki.ca, Some(&pki.rogue_cp001)),
+        ),
+    ] {
+        if let Ok(mut cp) = tls_station(addr, config, identity, None).await {
+            assert!(!matches!(cp.next_event().await, Event::Connected { .. }));
+        }
+        assert!(server.charge_points.get(identity).is_none());
+    }
+    assert_eq!(stations.identities(), ["CP001"]);
+    server.stop().await;
+}
+
 #[test]
 fn urls_are_checked() {
     assert!(LocalController::builder("ws://127.0.0.1:9000").is_ok());

@@ -10,6 +10,7 @@ use ocpp_server_core::accept::{after_accept_error, AcceptRetry};
 use ocpp_server_core::Connection;
 
 use super::admin_socket::{AdminSocket, AdminStage};
+use super::capture::Tap;
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{OcppSocket, SocketStage};
 use crate::csms::admin::HttpResponse;
@@ -67,6 +68,9 @@ impl EventLoop {
                 waiters: None,
                 claim: None,
             }));
+            if let (Some(taps), Some(capture)) = (&mut self.taps, &self.shared.capture) {
+                taps.insert(key, Tap::new(capture));
+            }
             let metrics = self.shared.csms.metrics();
             metrics.sockets_accepted.inc();
             metrics.sockets_open.inc();

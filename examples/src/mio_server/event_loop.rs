@@ -15,6 +15,7 @@ use ocpp_cluster::RequestId;
 use ocpp_frame::CloseCode;
 
 use super::admin_socket::{AdminSocket, AdminStage};
+use super::capture::Tap;
 use super::cluster::{DrainState, RemoteCall, RemoteRead};
 use super::ocpp_socket::{OcppSocket, SocketStage};
 use super::slab::{Key, Slab};
@@ -68,6 +69,9 @@ pub(super) struct EventLoop {
     pub(super) drain_state: DrainState,
     /// Loop 0: the admin connections open, for their limit.
     pub(super) admin_slots: AdminSlots<Key>,
+    /// `--capture`: the tap of each OCPP socket, beside the sockets so that their records do
+    /// not grow; `None` without a capture (each read and write then pays one branch).
+    pub(super) taps: Option<HashMap<Key, Tap>>,
 }
 
 impl EventLoop {
@@ -89,6 +93,7 @@ impl EventLoop {
             .push_interval
             .map(|interval| Instant::now() + interval);
         let admin_slots = AdminSlots::new(shared.admin_limits.max_connections);
+        let taps = shared.capture.as_ref().map(|_| HashMap::new());
         Ok(EventLoop {
             index,
             poll,
@@ -106,6 +111,7 @@ impl EventLoop {
             remote_calls: HashMap::new(),
             remote_reads: HashMap::new(),
             drain_state: DrainState::Idle,
+            taps,
             admin_slots,
         })
     }
@@ -318,6 +324,9 @@ impl EventLoop {
         };
         match entry {
             Entry::Ocpp(mut s) => {
+                if let Some(taps) = &mut self.taps {
+                    taps.remove(&key);
+                }
                 let _ = self.poll.registry().deregister(&mut s.socket);
                 self.shared.csms.metrics().sockets_open.dec();
             }

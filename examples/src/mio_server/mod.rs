@@ -85,6 +85,7 @@
 
 mod accept;
 mod admin_socket;
+mod capture;
 mod cluster;
 mod event_loop;
 mod ocpp_socket;
@@ -220,6 +221,8 @@ struct Shared {
     cluster: Option<Arc<ClusterNode>>,
     /// Where the CSMS's slow answers are made.
     workers: Workers,
+    /// `--capture`: every connection taps its messages into it.
+    capture: Option<crate::server_config::CaptureFile>,
 }
 
 impl Shared {
@@ -333,6 +336,7 @@ impl Server {
             mailboxes,
             identities: Mutex::new(IdentityTable::new()),
             cluster,
+            capture: config.capture,
         });
         let mut admin = admin;
         let loops = polls

@@ -15,6 +15,7 @@ use ocpp_server_core::{
     Answer, CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId,
 };
 
+use super::capture::Tap;
 use super::cluster::JobAnswer;
 use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
@@ -137,7 +138,11 @@ impl EventLoop {
             }
             if let Some(session) = &mut s.tls {
                 let connection = &mut s.connection;
+                let mut tap = self.taps.as_mut().and_then(|taps| taps.get_mut(&key));
                 let received = session.receive(&mut s.socket, &mut self.scratch, |plaintext| {
+                    if let Some(tap) = tap.as_mut() {
+                        tap.received(plaintext);
+                    }
                     connection.handle_data(now, plaintext)
                 });
                 match received {
@@ -165,6 +170,9 @@ impl EventLoop {
                     return;
                 }
                 Ok(n) => {
+                    if let Some(tap) = self.taps.as_mut().and_then(|taps| taps.get_mut(&key)) {
+                        tap.received(&self.scratch[..n]);
+                    }
                     s.connection.handle_data(now, &self.scratch[..n]);
                     if n < self.scratch.len() && !exhaust {
                         return;
@@ -210,7 +218,8 @@ impl EventLoop {
         };
         // While claiming, the output waits (the charge point has not seen its 101 yet).
         let holding = matches!(s.stage, SocketStage::Claiming { .. });
-        let written = if holding { Ok(()) } else { write_out(s) };
+        let tap = self.taps.as_mut().and_then(|taps| taps.get_mut(&key));
+        let written = if holding { Ok(()) } else { write_out(s, tap) };
         if let Err(e) = written {
             tracing::debug!(peer = %peer(&s.socket), "write: {e}");
             // The socket is dead: end the connection, tell the application, drop the socket.
@@ -330,6 +339,9 @@ impl EventLoop {
                         continue;
                     };
                     s.version = Some(version);
+                    if let Some(tap) = self.taps.as_mut().and_then(|taps| taps.get_mut(&key)) {
+                        tap.connected(identity.as_str(), version, s.connection.deflate());
+                    }
                     s.session = Some(csms.on_connected(&identity, version));
                     tracing::info!(
                         %identity, version = version.as_str(), peer = %peer(&s.socket),
@@ -557,10 +569,15 @@ pub(super) fn send_chunk(
 }
 
 /// Writes the connection's output (through TLS, if on) until done or the socket would block.
-fn write_out(s: &mut OcppSocket) -> io::Result<()> {
+/// With `--capture`, `tap` sees every byte written.
+fn write_out(s: &mut OcppSocket, mut tap: Option<&mut Tap>) -> io::Result<()> {
     if let Some(session) = &mut s.tls {
         loop {
-            let taken = session.send(&mut s.socket, s.connection.pending_transmit())?;
+            let pending = s.connection.pending_transmit();
+            let taken = session.send(&mut s.socket, pending)?;
+            if let Some(tap) = tap.as_deref_mut() {
+                tap.sent(pending.get(..taken).unwrap_or_default());
+            }
             s.connection.advance_transmit(taken);
             if taken == 0 || s.connection.pending_transmit().is_empty() {
                 return Ok(());
@@ -574,7 +591,12 @@ fn write_out(s: &mut OcppSocket) -> io::Result<()> {
         }
         match s.socket.write(pending) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => s.connection.advance_transmit(n),
+            Ok(n) => {
+                if let Some(tap) = tap.as_deref_mut() {
+                    tap.sent(pending.get(..n).unwrap_or_default());
+                }
+                s.connection.advance_transmit(n);
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),

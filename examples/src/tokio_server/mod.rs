@@ -116,6 +116,10 @@ impl Server {
             .shards(config.shards)
             .shutdown_timeout(SHUTDOWN_TIMEOUT)
             .handler(Arc::clone(&app));
+        if let Some(capture) = &config.capture {
+            // ocpp-tokio's hook sees typed messages: each is written again as OCPP-J.
+            builder = builder.on_message(capture.hook());
+        }
         // rustls runs inside ocpp-tokio; OpenSSL here, before the stream is handed over.
         let openssl = match config.tls {
             None => None,

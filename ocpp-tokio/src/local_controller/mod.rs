@@ -26,8 +26,11 @@
 //!   the simplest behaviour that is correct, as the station then boots and resends its queue
 //!   exactly as after a direct disconnection.
 //! - **TLS** towards the central system with `wss://` and
-//!   [`LocalControllerBuilder::upstream_tls`]; the stations connect in plain `ws://` (a
-//!   controller usually sits on the site's own network).
+//!   [`LocalControllerBuilder::upstream_tls`]; towards the stations with
+//!   [`LocalControllerBuilder::station_tls`] (the stations then connect with `wss://`, as to a
+//!   central system serving security profiles 2 and 3: the same `rustls::ServerConfig` as
+//!   [`ServerBuilder::tls`](crate::ServerBuilder::tls)), or in plain `ws://` without it (a
+//!   controller often sits on the site's own network).
 //! - WebSocket pings, limits and the close handshake are per hop (RFC 6455 control frames are
 //!   not relayed), each hop an [`ocpp_server_core::Connection`] in relay mode
 //!   ([`ConnectionConfig::relay_text`](crate::ConnectionConfig::relay_text)).
@@ -52,6 +55,7 @@ use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
+use crate::handler::PeerCertificate;
 use relay::{Decide, Hooks, Observe, Output, Relay};
 
 /// One message of a station pair, as the hooks see it: the text exactly as relayed and its
@@ -166,6 +170,8 @@ pub struct LocalControllerBuilder {
     /// `wss://`: the TLS configuration is required before `bind`.
     secure: bool,
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// TLS towards the stations.
+    station_tls: Option<Arc<rustls::ServerConfig>>,
     config: ConnectionConfig,
     hooks: Hooks,
     upstream_password: Option<UpstreamPassword>,
@@ -177,6 +183,7 @@ impl std::fmt::Debug for LocalControllerBuilder {
             .field("host", &self.host)
             .field("endpoint", &self.endpoint)
             .field("secure", &self.secure)
+            .field("station_tls", &self.station_tls.is_some())
             .field("config", &self.config)
             .finish()
     }
@@ -242,6 +249,27 @@ impl LocalControllerBuilder {
         self
     }
 
+    /// TLS towards the stations: they connect with `wss://` (security profile 2; profile 3
+    /// when `config` asks for client certificates, e.g. with rustls's `WebPkiClientVerifier`:
+    /// a station's certificate must then carry its identity as subject CN, else 403).
+    /// The same configuration as [`ServerBuilder::tls`](crate::ServerBuilder::tls); the TLS
+    /// handshake must end within the handshake timeout of [`Self::config`]. A station whose
+    /// handshake fails is dropped (it never reaches the central system).
+    ///
+    /// ```no_run
+    /// # async fn example(tls: std::sync::Arc<ocpp_tokio::rustls::ServerConfig>)
+    /// # -> Result<(), ocpp_tokio::local_controller::LocalControllerError> {
+    /// let controller = ocpp_tokio::LocalController::builder("ws://127.0.0.1:9000/ocpp")?
+    ///     .station_tls(tls)
+    ///     .bind("0.0.0.0:9443")
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn station_tls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
+        self.station_tls = Some(config);
+        self
+    }
+
     /// Binds the stations' listening socket.
     ///
     /// # Errors
@@ -273,6 +301,7 @@ impl LocalControllerBuilder {
         };
         LocalController {
             listener,
+            station_tls: self.station_tls.map(tokio_rustls::TlsAcceptor::from),
             shared: Arc::new(Shared {
                 tls,
                 host: self.host,
@@ -306,6 +335,8 @@ impl LocalControllerBuilder {
 /// ```
 pub struct LocalController {
     listener: TcpListener,
+    /// TLS towards the stations.
+    station_tls: Option<tokio_rustls::TlsAcceptor>,
     shared: Arc<Shared>,
 }
 
@@ -313,6 +344,7 @@ impl std::fmt::Debug for LocalController {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalController")
             .field("listener", &self.listener)
+            .field("station_tls", &self.station_tls.is_some())
             .field("host", &self.shared.host)
             .field("endpoint", &self.shared.endpoint)
             .finish()
@@ -366,6 +398,7 @@ impl LocalController {
         Ok(LocalControllerBuilder {
             secure,
             tls: None,
+            station_tls: None,
             host: host.into(),
             endpoint: endpoint.trim_end_matches('/').into(),
             config: ConnectionConfig::default(),
@@ -412,7 +445,18 @@ impl LocalController {
                 accepted = self.listener.accept() => match accepted {
                     Ok((socket, _)) => {
                         let _ = socket.set_nodelay(true);
-                        pairs.spawn(relay_pair(self.shared.clone(), socket));
+                        match &self.station_tls {
+                            None => {
+                                pairs.spawn(relay_pair(self.shared.clone(), socket, None));
+                            }
+                            Some(acceptor) => {
+                                pairs.spawn(relay_tls_pair(
+                                    self.shared.clone(),
+                                    acceptor.clone(),
+                                    socket,
+                                ));
+                            }
+                        }
                     }
                     Err(error) => {
                         tracing::warn!(%error, "accept failed");
@@ -597,8 +641,38 @@ fn may_read(hop: &Hop, other: Option<&Hop>) -> bool {
     hop.connection.wants_read() && !backed_up
 }
 
-/// Relays one station until both hops are over.
-async fn relay_pair(shared: Arc<Shared>, socket: TcpStream) {
+/// Relays one station that connects over TLS: its handshake first, bounded by the handshake
+/// timeout; a station whose handshake fails or lasts too long is dropped.
+async fn relay_tls_pair(
+    shared: Arc<Shared>,
+    acceptor: tokio_rustls::TlsAcceptor,
+    socket: TcpStream,
+) {
+    let deadline = Instant::now() + shared.config.get_handshake_timeout();
+    match tokio::time::timeout_at(deadline.into(), acceptor.accept(socket)).await {
+        Ok(Ok(tls)) => {
+            let certificate = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|chain| chain.first())
+                .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
+            relay_pair(shared, tls, certificate).await;
+        }
+        Ok(Err(error)) => tracing::debug!(%error, "station TLS handshake failed"),
+        Err(_) => tracing::debug!("station TLS handshake timed out"),
+    }
+}
+
+/// Relays one station until both hops are over. A station that showed a client certificate
+/// (security profile 3) must carry its identity as the certificate's subject CN, or it is
+/// refused with 403 before anything reaches the central system (OCPP 2.0.1 A00, as the
+/// reference central system checks it).
+async fn relay_pair(
+    shared: Arc<Shared>,
+    socket: impl AsyncRead + AsyncWrite + Send + 'static,
+    certificate: Option<PeerCertificate>,
+) {
     let pair = NEXT_PAIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut station = Some(Hop::new(
         Connection::accept_incoming(Instant::now(), shared.config.clone()),
@@ -623,6 +697,16 @@ async fn relay_pair(shared: Arc<Shared>, socket: TcpStream) {
             match event {
                 Event::UpgradeRequested(upgrade) => {
                     identity = upgrade.identity.as_str().to_owned();
+                    let certified = certificate
+                        .as_ref()
+                        .map_or(true, |c| c.common_name() == Some(identity.as_str()));
+                    if !certified {
+                        tracing::info!(identity, "the client certificate's CN is not the identity");
+                        if let Some(s) = station.as_mut() {
+                            let _ = s.connection.reject(now, 403);
+                        }
+                        continue;
+                    }
                     let versions: Vec<OcppVersion> = upgrade
                         .offered_subprotocols
                         .iter()
