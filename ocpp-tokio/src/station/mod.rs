@@ -142,8 +142,8 @@ pub use device_model::{DeviceModelError, DeviceModelStore};
 pub use local_auth::{LocalAuthError, LocalAuthStore};
 pub use ocpp_server_core::station::{
     BootReason, Evse, IdToken, NetworkProfile, NetworkProfiles, OpenTransaction, ProfileRejected,
-    RegistrationStatus, RetryBackOff, Start, StationInfo, StopReason, TransactionError,
-    TransactionRef, Transactions,
+    Reading, RegistrationStatus, RetryBackOff, SampledValue, Start, StationInfo, StopReason,
+    TransactionError, TransactionRef, Transactions,
 };
 pub use store::{FileStore, MemoryStore, OfflineStore, StoreError, StoredMessage};
 pub use url::{StationUrl, UrlError};
@@ -701,7 +701,30 @@ impl Station {
     /// [`QueueError::Transaction`] (no transaction open on the EVSE), the store's failure, the
     /// station stopped: nothing changed.
     pub async fn meter(&self, evse: i32, meter_wh: i64) -> Result<Queued, QueueError> {
-        self.transaction(queue::TransactionOp::Meter { evse, meter_wh })
+        self.meter_reading(evse, Reading::new(meter_wh)).await
+    }
+
+    /// [`Station::meter`] with other sampled values beside the energy register (power,
+    /// current, state of charge..., exact [`Decimal`](crate::Decimal)s), in one meter value
+    /// journaled with the transaction's state; a [`Reading::triggered`] one answers a
+    /// TriggerMessage (2.x trigger `Trigger`).
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
+    /// use ocpp_tokio::station::{Reading, SampledValue};
+    /// let reading = Reading::new(7_250)
+    ///     .with_sampled_value(SampledValue::power_w(11_000))
+    ///     .with_sampled_value(SampledValue::soc_percent(57));
+    /// station.meter_reading(1, reading).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Station::meter`]; [`TransactionError::UnknownValue`] inside
+    /// [`QueueError::Transaction`] for a measurand, unit, phase or location the version does
+    /// not know.
+    pub async fn meter_reading(&self, evse: i32, reading: Reading) -> Result<Queued, QueueError> {
+        self.transaction(queue::TransactionOp::Meter { evse, reading })
             .await
     }
 
@@ -725,9 +748,32 @@ impl Station {
         meter_wh: i64,
         reason: StopReason,
     ) -> Result<Queued, QueueError> {
+        self.stop_transaction_with(evse, Reading::new(meter_wh), reason)
+            .await
+    }
+
+    /// [`Station::stop_transaction`] with other sampled values beside the energy register
+    /// (2.x: in the `Ended` event; 1.6: StopTransaction's `transactionData`).
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
+    /// use ocpp_tokio::station::{Reading, SampledValue, StopReason};
+    /// let reading = Reading::new(9_000).with_sampled_value(SampledValue::soc_percent(80));
+    /// station.stop_transaction_with(1, reading, StopReason::EVDisconnected).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Station::stop_transaction`].
+    pub async fn stop_transaction_with(
+        &self,
+        evse: i32,
+        reading: Reading,
+        reason: StopReason,
+    ) -> Result<Queued, QueueError> {
         self.transaction(queue::TransactionOp::Stop {
             evse,
-            meter_wh,
+            reading,
             reason,
         })
         .await
