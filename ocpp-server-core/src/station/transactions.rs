@@ -314,15 +314,23 @@ pub enum StopReason {
     DeAuthorized,
     /// The station rebooted.
     Reboot,
+    /// A hard reset (1.6 Reset `Hard`: `HardReset`; 2.x Reset `Immediate`: `ImmediateReset`).
+    HardReset,
+    /// A soft reset (1.6 Reset `Soft`: `SoftReset`; 2.x, which has no such reason and whose
+    /// `OnIdle` reset waits for the transaction: `ImmediateReset`).
+    SoftReset,
     /// Anything else.
     Other,
 }
 
 impl StopReason {
-    /// The value on the wire (the same in 1.6 and 2.x).
+    /// The value on the wire (the same in 1.6 and 2.x but for the resets: 1.6's; see
+    /// [`StopReason::as_str_in`]).
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
+            StopReason::HardReset => "HardReset",
+            StopReason::SoftReset => "SoftReset",
             StopReason::Local => "Local",
             StopReason::Remote => "Remote",
             StopReason::EVDisconnected => "EVDisconnected",
@@ -331,6 +339,25 @@ impl StopReason {
             StopReason::DeAuthorized => "DeAuthorized",
             StopReason::Reboot => "Reboot",
             StopReason::Other => "Other",
+        }
+    }
+
+    /// The value on the wire in `version` (1.6 `Reason`, 2.x `ReasonEnumType`).
+    ///
+    /// ```
+    /// use ocpp_server_core::station::StopReason;
+    /// use ocpp_server_core::OcppVersion;
+    /// assert_eq!(StopReason::HardReset.as_str_in(OcppVersion::V1_6), "HardReset");
+    /// assert_eq!(StopReason::HardReset.as_str_in(OcppVersion::V2_0_1), "ImmediateReset");
+    /// ```
+    #[must_use]
+    pub fn as_str_in(self, version: OcppVersion) -> &'static str {
+        match (self, version) {
+            (
+                StopReason::HardReset | StopReason::SoftReset,
+                OcppVersion::V2_0_1 | OcppVersion::V2_1,
+            ) => "ImmediateReset",
+            _ => self.as_str(),
         }
     }
 
@@ -349,7 +376,7 @@ impl StopReason {
             StopReason::EVDisconnected => "EVCommunicationLost",
             StopReason::PowerLoss | StopReason::EmergencyStop => "AbnormalCondition",
             StopReason::DeAuthorized => "Deauthorized",
-            StopReason::Reboot => "ResetCommand",
+            StopReason::Reboot | StopReason::HardReset | StopReason::SoftReset => "ResetCommand",
         }
     }
 }
@@ -1067,7 +1094,7 @@ mod message {
                     .transpose()?;
                 let mut request =
                     v1_6::StopTransactionRequest::new(wh_i32(meter_wh)?, timestamp, id);
-                request.reason = Some(v1_6::Reason::from_wire(reason.as_str()));
+                request.reason = Some(v1_6::Reason::from_wire(reason.as_str_in(OcppVersion::V1_6)));
                 if let Some(data) = data {
                     // The same JSON shape under another generated name.
                     let data = serde_json::to_value(data)
@@ -1088,9 +1115,12 @@ mod message {
                     sampled,
                     "Transaction.End",
                 )?;
-                event.transaction_info = event
-                    .transaction_info
-                    .with_stopped_reason(v2_0_1::ReasonEnum::from_wire(reason.as_str()));
+                event.transaction_info =
+                    event
+                        .transaction_info
+                        .with_stopped_reason(v2_0_1::ReasonEnum::from_wire(
+                            reason.as_str_in(OcppVersion::V2_0_1),
+                        ));
                 (event.into(), None)
             }
             #[cfg(feature = "v2_1")]
@@ -1104,9 +1134,12 @@ mod message {
                     sampled,
                     "Transaction.End",
                 )?;
-                event.transaction_info = event
-                    .transaction_info
-                    .with_stopped_reason(v2_1::ReasonEnum::from_wire(reason.as_str()));
+                event.transaction_info =
+                    event
+                        .transaction_info
+                        .with_stopped_reason(v2_1::ReasonEnum::from_wire(
+                            reason.as_str_in(OcppVersion::V2_1),
+                        ));
                 (event.into(), None)
             }
             #[allow(unreachable_patterns)]
@@ -1475,12 +1508,19 @@ mod tests {
             StopReason::EmergencyStop,
             StopReason::DeAuthorized,
             StopReason::Reboot,
+            StopReason::HardReset,
+            StopReason::SoftReset,
             StopReason::Other,
         ];
         for reason in reasons {
-            assert!(v1_6::Reason::from_wire(reason.as_str()).is_recognized());
-            assert!(v2_0_1::ReasonEnum::from_wire(reason.as_str()).is_recognized());
-            assert!(v2_1::ReasonEnum::from_wire(reason.as_str()).is_recognized());
+            assert!(v1_6::Reason::from_wire(reason.as_str_in(OcppVersion::V1_6)).is_recognized());
+            assert!(
+                v2_0_1::ReasonEnum::from_wire(reason.as_str_in(OcppVersion::V2_0_1))
+                    .is_recognized()
+            );
+            assert!(
+                v2_1::ReasonEnum::from_wire(reason.as_str_in(OcppVersion::V2_1)).is_recognized()
+            );
             assert!(v2_0_1::TriggerReasonEnum::from_wire(reason.trigger_reason()).is_recognized());
             assert!(v2_1::TriggerReasonEnum::from_wire(reason.trigger_reason()).is_recognized());
         }
