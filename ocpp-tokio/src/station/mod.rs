@@ -1047,6 +1047,7 @@ pub struct StationBuilder {
     resume: Option<Box<ResumeRule>>,
     profiles: Option<NetworkProfiles>,
     set_network_profile: Option<Option<Arc<network::ProfilesHook>>>,
+    hook: Option<crate::hook::Hook>,
 }
 
 /// Which transaction found open at start the application goes on with
@@ -1087,7 +1088,34 @@ impl StationBuilder {
             resume: None,
             profiles: None,
             set_network_profile: None,
+            hook: None,
         }
+    }
+
+    /// One function for every OCPP message of the station, in and out, as the server's
+    /// [`ServerBuilder::on_message`](crate::ServerBuilder::on_message) sees them (directions
+    /// from the station's side: `CallOut` is the station's CALL, `CallIn` the central
+    /// system's): the station's own BootNotifications, Heartbeats and queued transaction
+    /// messages included. It runs on the station's task: keep it short.
+    ///
+    /// ```
+    /// use ocpp_tokio::hook::Message;
+    /// use ocpp_tokio::station::Station;
+    ///
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001").unwrap()
+    ///     .on_message(|event| {
+    ///         if let Message::CallOut(request) = event.message {
+    ///             println!("{} -> {}", event.identity, request.action());
+    ///         }
+    ///     });
+    /// # let _ = builder;
+    /// ```
+    pub fn on_message(
+        mut self,
+        hook: impl Fn(&crate::hook::MessageEvent<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
     }
 
     /// Several central systems, OCPP 2.x style: network connection profiles in configuration
@@ -1493,6 +1521,7 @@ impl StationBuilder {
             heartbeat_ms: heartbeat_ms.clone(),
             booted_before: false,
             boot_reason: None,
+            hook: self.hook,
         };
         tokio::spawn(async move {
             let result = task.run().await;
