@@ -118,6 +118,7 @@
 //! # Ok(()) }
 //! ```
 
+mod auth_cache;
 pub mod device_model;
 mod driver;
 pub mod local_auth;
@@ -1048,6 +1049,7 @@ pub struct StationBuilder {
     profiles: Option<NetworkProfiles>,
     set_network_profile: Option<Option<Arc<network::ProfilesHook>>>,
     hook: Option<crate::hook::Hook>,
+    local_auth: Option<LocalAuthStore>,
 }
 
 /// Which transaction found open at start the application goes on with
@@ -1089,7 +1091,38 @@ impl StationBuilder {
             profiles: None,
             set_network_profile: None,
             hook: None,
+            local_auth: None,
         }
+    }
+
+    /// The station feeds `store`'s authorization cache by itself: every answer of the
+    /// central system on a token (1.6 Authorize, StartTransaction, StopTransaction
+    /// `idTagInfo`; 2.x Authorize, TransactionEvent `idTokenInfo`) is learnt as the version's
+    /// rules say ([`LocalAuthStore::learn`]: only with the cache on, `AuthorizationCacheEnabled`
+    /// in 1.6, `AuthCacheCtrlr.Enabled` in 2.x, and not for a token of the local list), so
+    /// that [`LocalAuthStore::authorize_locally`] decides on it offline.
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// use ocpp_tokio::model::local_auth::Settings;
+    /// use ocpp_tokio::model::IdToken;
+    /// use ocpp_tokio::station::{LocalAuthStore, Station};
+    /// use ocpp_tokio::v1_6;
+    ///
+    /// let local_auth = LocalAuthStore::open("/var/lib/charger", Settings::default())?;
+    /// let station = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")?
+    ///     .handler(local_auth.routes(ocpp_tokio::Router::for_station()), ())
+    ///     .local_auth(local_auth.clone())
+    ///     .connect()?;
+    /// station.call(v1_6::AuthorizeRequest::new("04A2B3C4")).await?;
+    /// // Later, offline: the answer decides.
+    /// let decision = local_auth.authorize_locally(&IdToken::from_id_tag("04A2B3C4"), false);
+    /// # let _ = decision;
+    /// # Ok(()) }
+    /// ```
+    pub fn local_auth(mut self, store: LocalAuthStore) -> Self {
+        self.local_auth = Some(store);
+        self
     }
 
     /// One function for every OCPP message of the station, in and out, as the server's
@@ -1521,7 +1554,22 @@ impl StationBuilder {
             heartbeat_ms: heartbeat_ms.clone(),
             booted_before: false,
             boot_reason: None,
-            hook: self.hook,
+            hook: match (self.hook, self.local_auth) {
+                (hook, None) => hook,
+                (None, Some(store)) => {
+                    let feeder = auth_cache::CacheFeeder::new(store);
+                    Some(Arc::new(move |event: &crate::hook::MessageEvent<'_>| {
+                        feeder.on_message(event)
+                    }))
+                }
+                (Some(hook), Some(store)) => {
+                    let feeder = auth_cache::CacheFeeder::new(store);
+                    Some(Arc::new(move |event: &crate::hook::MessageEvent<'_>| {
+                        feeder.on_message(event);
+                        hook(event);
+                    }))
+                }
+            },
         };
         tokio::spawn(async move {
             let result = task.run().await;
