@@ -695,6 +695,29 @@ fn build(
     if let Some(password) = &options.password {
         builder = builder.password(password.0.as_bytes());
     }
+    if let Some(dir) = &options.state_dir {
+        std::fs::create_dir_all(dir).map_err(|source| {
+            let path = dir.clone();
+            ocpp_tokio::station::StationError::Store(ocpp_tokio::station::StoreError::Io {
+                path,
+                source,
+            })
+        })?;
+        // The identity as a file name: what is not alphanumeric (or `-`, `_`) becomes `_`.
+        let name: String = identity
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let store = ocpp_tokio::station::FileStore::open(dir.join(format!("{name}.journal")))
+            .map_err(ocpp_tokio::station::StationError::Store)?;
+        builder = builder.store(store);
+    }
     if let Some(tls) = tls {
         builder = builder.tls(tls);
     }
