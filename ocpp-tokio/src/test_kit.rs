@@ -102,6 +102,12 @@ pub struct Frame {
 
 impl Frame {
     /// A CALL of `action` (either way).
+    ///
+    /// ```
+    /// use ocpp_tokio::test_kit::Frame;
+    /// fn boots(frames: &[Frame]) -> usize { frames.iter().filter(|f| f.is_call("BootNotification")).count() }
+    /// # let _ = boots;
+    /// ```
     #[must_use]
     pub fn is_call(&self, action: &str) -> bool {
         self.kind == FrameKind::Call && self.action == action
@@ -627,30 +633,66 @@ impl MockCsms {
     }
 
     /// Its address (127.0.0.1 and the port it got).
+    ///
+    /// ``` no_run
+    /// # async fn example(csms: ocpp_tokio::test_kit::MockCsms) -> Result<(), Box<dyn std::error::Error>> {
+    /// assert!(csms.local_addr().ip().is_loopback());
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// The URL a station of `identity` connects to: `ws://127.0.0.1:PORT/ocpp/IDENTITY`.
+    ///
+    /// ``` no_run
+    /// # async fn example(csms: ocpp_tokio::test_kit::MockCsms) -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = csms.url("CP1"); // ws://127.0.0.1:PORT/ocpp/CP1
+    /// # let _ = url;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn url(&self, identity: &str) -> String {
         format!("ws://{}/ocpp/{identity}", self.addr)
     }
 
     /// The stations connected now.
+    ///
+    /// ``` no_run
+    /// # async fn example(csms: ocpp_tokio::test_kit::MockCsms) -> Result<(), Box<dyn std::error::Error>> {
+    /// println!("{} connected", csms.charge_points().len());
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn charge_points(&self) -> ChargePoints {
         self.charge_points.clone()
     }
 
     /// Every message so far, in order.
+    ///
+    /// ``` no_run
+    /// # async fn example(csms: ocpp_tokio::test_kit::MockCsms) -> Result<(), Box<dyn std::error::Error>> {
+    /// use ocpp_tokio::test_kit::{Direction, FrameKind};
+    /// let answers = csms.frames().into_iter()
+    ///     .filter(|f| f.direction == Direction::Out && f.kind == FrameKind::CallResult)
+    ///     .count();
+    /// # let _ = answers;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn frames(&self) -> Vec<Frame> {
         self.record.frames()
     }
 
     /// The payloads of the CALLs of `action` the stations sent so far.
+    ///
+    /// ``` no_run
+    /// # async fn example(csms: ocpp_tokio::test_kit::MockCsms) -> Result<(), Box<dyn std::error::Error>> {
+    /// let boots = csms.calls("BootNotification");
+    /// # let _ = boots;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn calls(&self, action: &str) -> Vec<Value> {
         calls_of(&self.record.frames(), Direction::In, action)
@@ -709,6 +751,15 @@ impl MockCsms {
     ///
     /// # Errors
     /// [`TestKitError::Timeout`].
+    ///
+    /// ``` no_run
+    /// # async fn example(csms: ocpp_tokio::test_kit::MockCsms) -> Result<(), Box<dyn std::error::Error>> {
+    /// use ocpp_tokio::v1_6;
+    /// let cp = csms.connected("CP1").await?;
+    /// let answer = cp.call(v1_6::ClearCacheRequest::default()).await?;
+    /// # let _ = answer;
+    /// # Ok(()) }
+    /// ```
     pub async fn connected(&self, identity: &str) -> Result<ChargePoint, TestKitError> {
         let deadline = tokio::time::Instant::now() + self.wait;
         loop {
@@ -749,6 +800,12 @@ impl MockCsms {
     }
 
     /// Stops serving: every connection closes (1001).
+    ///
+    /// ``` no_run
+    /// # async fn example(csms: ocpp_tokio::test_kit::MockCsms) -> Result<(), Box<dyn std::error::Error>> {
+    /// csms.stop().await; // the stations see 1001 and try again: nobody there
+    /// # Ok(()) }
+    /// ```
     pub async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -841,6 +898,12 @@ impl MockStationBuilder {
     }
 
     /// How long its waits last (default [`DEFAULT_WAIT`]).
+    ///
+    /// ```
+    /// let builder = ocpp_tokio::test_kit::MockStation::builder("ws://127.0.0.1:9000/ocpp/CP1", ocpp_tokio::OcppVersion::V1_6)
+    ///     .wait(std::time::Duration::from_secs(3));
+    /// # let _ = builder;
+    /// ```
     #[must_use]
     pub fn wait(mut self, wait: Duration) -> Self {
         self.wait = wait;
@@ -947,6 +1010,13 @@ impl MockStation {
     }
 
     /// The station under the mock (its status, its transactions, typed calls).
+    ///
+    /// ``` no_run
+    /// # async fn example(station: ocpp_tokio::test_kit::MockStation) -> Result<(), Box<dyn std::error::Error>> {
+    /// let transactions = station.station().transactions();
+    /// # let _ = transactions;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn station(&self) -> &Station {
         &self.station
@@ -956,6 +1026,13 @@ impl MockStation {
     ///
     /// # Errors
     /// [`TestKitError::Timeout`]; [`TestKitError::NotConnected`] when the station stopped.
+    ///
+    /// ``` no_run
+    /// # async fn example(station: ocpp_tokio::test_kit::MockStation) -> Result<(), Box<dyn std::error::Error>> {
+    /// let version = station.accepted().await?;
+    /// # let _ = version;
+    /// # Ok(()) }
+    /// ```
     pub async fn accepted(&self) -> Result<OcppVersion, TestKitError> {
         match tokio::time::timeout(self.wait, self.station.accepted()).await {
             Ok(Ok(version)) => Ok(version),
@@ -972,6 +1049,13 @@ impl MockStation {
     ///
     /// # Errors
     /// [`TestKitError::Payload`], [`TestKitError::Call`].
+    ///
+    /// ``` no_run
+    /// # async fn example(station: ocpp_tokio::test_kit::MockStation) -> Result<(), Box<dyn std::error::Error>> {
+    /// let answer = station.call("Heartbeat", serde_json::json!({})).await?;
+    /// assert!(answer["currentTime"].is_string());
+    /// # Ok(()) }
+    /// ```
     pub async fn call(&self, action: &str, payload: Value) -> Result<Value, TestKitError> {
         let version = match self.station.status() {
             crate::station::Status::Accepted { version }
@@ -984,12 +1068,26 @@ impl MockStation {
     }
 
     /// Every message so far, in order.
+    ///
+    /// ``` no_run
+    /// # async fn example(station: ocpp_tokio::test_kit::MockStation) -> Result<(), Box<dyn std::error::Error>> {
+    /// let first = &station.frames()[0];
+    /// assert!(first.is_call("BootNotification"));
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn frames(&self) -> Vec<Frame> {
         self.record.frames()
     }
 
     /// The payloads of the CALLs of `action` the central system sent so far.
+    ///
+    /// ``` no_run
+    /// # async fn example(station: ocpp_tokio::test_kit::MockStation) -> Result<(), Box<dyn std::error::Error>> {
+    /// let resets = station.calls("Reset");
+    /// # let _ = resets;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn calls(&self, action: &str) -> Vec<Value> {
         calls_of(&self.record.frames(), Direction::In, action)
@@ -999,6 +1097,13 @@ impl MockStation {
     ///
     /// # Errors
     /// [`TestKitError::Timeout`].
+    ///
+    /// ``` no_run
+    /// # async fn example(station: ocpp_tokio::test_kit::MockStation) -> Result<(), Box<dyn std::error::Error>> {
+    /// let reset = station.wait_for_calls("Reset", 1).await?;
+    /// assert_eq!(reset[0]["type"], "Immediate");
+    /// # Ok(()) }
+    /// ```
     pub async fn wait_for_calls(
         &self,
         action: &str,
@@ -1014,6 +1119,12 @@ impl MockStation {
     }
 
     /// Stops the station (its connection closes with 1000).
+    ///
+    /// ``` no_run
+    /// # async fn example(station: ocpp_tokio::test_kit::MockStation) -> Result<(), Box<dyn std::error::Error>> {
+    /// station.close();
+    /// # Ok(()) }
+    /// ```
     pub fn close(&self) {
         self.station.close();
     }
