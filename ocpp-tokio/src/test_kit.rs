@@ -19,6 +19,10 @@
 //!   whatever its script does not name.
 //! - Every wait is bounded ([`DEFAULT_WAIT`], or the builders' `wait`): a test that waits
 //!   for what never comes fails with [`TestKitError::Timeout`], it does not hang.
+//! - A long-running mock (a command-line tool's) takes its own address
+//!   ([`MockCsmsBuilder::listen`]), hands every message to a hook of its own as well
+//!   ([`MockCsmsBuilder::on_message`], [`MockStationBuilder::on_message`]) and keeps only the
+//!   last frames ([`MockCsmsBuilder::keep_frames`]).
 //!
 //! ```
 //! use ocpp_tokio::station::{Evse, IdToken, Station, StopReason};
@@ -142,6 +146,8 @@ pub enum TestKitError {
 #[derive(Default)]
 struct Record {
     frames: Mutex<Vec<Frame>>,
+    /// Keep only the last this many frames (`None`: all).
+    keep: Option<usize>,
     /// The version of each identity's last CALL (a CALLERROR's code is spelt for it).
     versions: Mutex<HashMap<String, OcppVersion>>,
     changed: Notify,
@@ -165,15 +171,22 @@ impl Record {
         action: String,
         payload: Value,
     ) {
-        lock(&self.frames).push(Frame {
-            at: SystemTime::now(),
-            identity: identity.to_owned(),
-            direction,
-            kind,
-            id: id.to_owned(),
-            action,
-            payload,
-        });
+        {
+            let mut frames = lock(&self.frames);
+            frames.push(Frame {
+                at: SystemTime::now(),
+                identity: identity.to_owned(),
+                direction,
+                kind,
+                id: id.to_owned(),
+                action,
+                payload,
+            });
+            if let Some(keep) = self.keep {
+                let extra = frames.len().saturating_sub(keep);
+                frames.drain(..extra);
+            }
+        }
         self.changed.notify_waiters();
     }
 
@@ -375,6 +388,9 @@ pub struct MockCsmsBuilder {
     script: Script,
     heartbeat_interval_s: u32,
     wait: Duration,
+    listen: String,
+    hook: Option<crate::hook::Hook>,
+    keep: Option<usize>,
 }
 
 impl fmt::Debug for MockCsmsBuilder {
@@ -462,7 +478,51 @@ impl MockCsmsBuilder {
         self
     }
 
-    /// Binds 127.0.0.1 on a free port and serves, in a task of its own, until the mock is
+    /// Listens on `addr` instead of 127.0.0.1 and a free port (e.g. a command-line mock
+    /// central system on a port given).
+    ///
+    /// ```
+    /// let builder = ocpp_tokio::test_kit::MockCsms::builder().listen("127.0.0.1:9000");
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn listen(mut self, addr: impl Into<String>) -> Self {
+        self.listen = addr.into();
+        self
+    }
+
+    /// Also hands every message to `hook` (e.g. to log it as it goes), as
+    /// [`ServerBuilder::on_message`](crate::ServerBuilder::on_message) does.
+    ///
+    /// ```
+    /// use ocpp_tokio::hook::Message;
+    /// let builder = ocpp_tokio::test_kit::MockCsms::builder().on_message(|event| {
+    ///     if let Message::CallIn(request) = event.message {
+    ///         eprintln!("{} {}", event.identity, request.action());
+    ///     }
+    /// });
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn on_message(mut self, hook: impl Fn(&MessageEvent<'_>) + Send + Sync + 'static) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
+    }
+
+    /// Keeps only the last `count` frames (a long-running mock; default: all). Waits see
+    /// only what is kept.
+    ///
+    /// ```
+    /// let builder = ocpp_tokio::test_kit::MockCsms::builder().keep_frames(1_000);
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn keep_frames(mut self, count: usize) -> Self {
+        self.keep = Some(count);
+        self
+    }
+
+    /// Binds 127.0.0.1 on a free port (or [`MockCsmsBuilder::listen`]'s address) and serves, in a task of its own, until the mock is
     /// dropped or [`MockCsms::stop`]ped.
     ///
     /// # Errors
@@ -476,8 +536,18 @@ impl MockCsmsBuilder {
     /// # Ok(()) }
     /// ```
     pub async fn start(self) -> Result<MockCsms, TestKitError> {
-        let record = Arc::new(Record::default());
-        let hook = record.clone();
+        let record = Arc::new(Record {
+            keep: self.keep,
+            ..Record::default()
+        });
+        let recorder = record.clone();
+        let user_hook = self.hook;
+        let hook = move |event: &MessageEvent<'_>| {
+            recorder.on_message(event);
+            if let Some(hook) = &user_hook {
+                hook(event);
+            }
+        };
         let handler = CsmsScript {
             script: self.script,
             heartbeat_interval_s: self.heartbeat_interval_s,
@@ -486,8 +556,8 @@ impl MockCsmsBuilder {
         let server = Server::builder()
             .config(ConnectionConfig::default().versions(self.versions))
             .handler(handler)
-            .on_message(move |event| hook.on_message(event))
-            .bind("127.0.0.1:0")
+            .on_message(hook)
+            .bind(self.listen.as_str())
             .await
             .map_err(|e| TestKitError::Bind(e.to_string()))?;
         let addr = server
@@ -629,6 +699,9 @@ impl MockCsms {
             script: Script::default(),
             heartbeat_interval_s: 300,
             wait: DEFAULT_WAIT,
+            listen: "127.0.0.1:0".to_owned(),
+            hook: None,
+            keep: None,
         }
     }
 
@@ -833,6 +906,8 @@ pub struct MockStationBuilder {
     script: Script,
     info: StationInfo,
     wait: Duration,
+    hook: Option<crate::hook::Hook>,
+    keep: Option<usize>,
 }
 
 impl fmt::Debug for MockStationBuilder {
@@ -910,6 +985,34 @@ impl MockStationBuilder {
         self
     }
 
+    /// Also hands every message to `hook` ([`StationBuilder::on_message`](crate::station::StationBuilder::on_message)).
+    ///
+    /// ```
+    /// use ocpp_tokio::test_kit::MockStation;
+    /// let builder = MockStation::builder("ws://127.0.0.1:9000/ocpp/CP1", ocpp_tokio::OcppVersion::V1_6)
+    ///     .on_message(|event| eprintln!("{:?}", event.message));
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn on_message(mut self, hook: impl Fn(&MessageEvent<'_>) + Send + Sync + 'static) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
+    }
+
+    /// Keeps only the last `count` frames (default: all).
+    ///
+    /// ```
+    /// use ocpp_tokio::test_kit::MockStation;
+    /// let builder = MockStation::builder("ws://127.0.0.1:9000/ocpp/CP1", ocpp_tokio::OcppVersion::V1_6)
+    ///     .keep_frames(100);
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn keep_frames(mut self, count: usize) -> Self {
+        self.keep = Some(count);
+        self
+    }
+
     /// Starts the station (a [`Station`] offering the one version): it connects, boots and
     /// reconnects in a task of its own.
     ///
@@ -924,8 +1027,18 @@ impl MockStationBuilder {
     /// # Ok(()) }
     /// ```
     pub fn connect(self) -> Result<MockStation, TestKitError> {
-        let record = Arc::new(Record::default());
-        let hook = record.clone();
+        let record = Arc::new(Record {
+            keep: self.keep,
+            ..Record::default()
+        });
+        let recorder = record.clone();
+        let user_hook = self.hook;
+        let hook = move |event: &MessageEvent<'_>| {
+            recorder.on_message(event);
+            if let Some(hook) = &user_hook {
+                hook(event);
+            }
+        };
         let script = Arc::new(self.script);
         let router =
             Router::<()>::for_station().fallback(move |_: Session<()>, call: IncomingCall| {
@@ -941,7 +1054,7 @@ impl MockStationBuilder {
             .versions([self.version])
             .info(self.info)
             .router(router)
-            .on_message(move |event| hook.on_message(event))
+            .on_message(hook)
             .connect()?;
         Ok(MockStation {
             station,
@@ -1006,6 +1119,8 @@ impl MockStation {
             script: Script::default(),
             info: StationInfo::new("ocpp-tokio", "station"),
             wait: DEFAULT_WAIT,
+            hook: None,
+            keep: None,
         }
     }
 

@@ -537,3 +537,47 @@ print("validated")
     assert!(output.status.success(), "{answers:#?}");
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "validated");
 }
+
+/// A long-running mock (a command-line tool's): its own port, every message also to a hook,
+/// only the last frames kept.
+#[tokio::test]
+async fn mock_csms_on_a_given_port_with_a_hook_keeps_the_last_frames() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    let csms = MockCsms::builder()
+        .listen(format!("127.0.0.1:{port}"))
+        .on_message(move |_| {
+            counter.fetch_add(1, Ordering::Relaxed);
+        })
+        .keep_frames(2)
+        .start()
+        .await
+        .unwrap();
+    assert_eq!(csms.local_addr().port(), port);
+    let station = MockStation::builder(&csms.url("LONG"), OcppVersion::V1_6)
+        .connect()
+        .unwrap();
+    station.accepted().await.unwrap();
+    for _ in 0..3 {
+        station.call("Heartbeat", json!({})).await.unwrap();
+    }
+    // Boot and three heartbeats, each with its answer.
+    csms.wait_until("the last answer", |frames| {
+        frames
+            .last()
+            .is_some_and(|f| f.kind == FrameKind::CallResult)
+    })
+    .await
+    .unwrap();
+    assert!(seen.load(Ordering::Relaxed) >= 8);
+    let frames = csms.frames();
+    assert_eq!(frames.len(), 2);
+    assert!(frames[0].is_call("Heartbeat"));
+    station.close();
+}
