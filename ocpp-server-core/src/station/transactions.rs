@@ -94,7 +94,7 @@ pub const ENERGY_REGISTER: &str = "Energy.Active.Import.Register";
 /// let power = SampledValue::power_w(11_000);
 /// assert_eq!((power.measurand.as_str(), power.unit.as_str()), ("Power.Active.Import", "W"));
 /// let soc = SampledValue::soc_percent(80);
-/// let current = SampledValue::current_a("15.9".parse().unwrap()).with_phase("L1");
+/// let current = SampledValue::current_a("15.9".parse::<ocpp_server_core::Decimal>().unwrap()).with_phase("L1");
 /// assert_eq!(current.value.to_string(), "15.9");
 /// # let _ = soc;
 /// ```
