@@ -902,6 +902,64 @@ fn keeps_the_transaction_across_a_lost_connection_v16() {
 }
 
 #[test]
+fn a_transaction_survives_a_restart_with_a_state_dir_v201() {
+    let csms = Csms::start(Policy {
+        heartbeat_s: 60,
+        ..default_policy()
+    });
+    let dir = std::env::temp_dir().join(format!("charge-point-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let args = [
+        "--url",
+        &csms.url("CP-RESTART"),
+        "--version",
+        "2.0.1",
+        "--session",
+        "--session-s",
+        "600",
+        "--meter-interval-s",
+        "0.2",
+        "--state-dir",
+        dir.to_str().unwrap(),
+    ];
+    let events_of = |seen: &[Seen]| calls(seen, "TransactionEvent");
+    let cp = ChargePoint::spawn(&args);
+    let seen = csms.wait_for("a Started and two Updated events", |s| {
+        events_of(s)
+            .iter()
+            .filter(|e| e["eventType"] == "Updated")
+            .count()
+            >= 2
+    });
+    let id = events_of(&seen)[0]["transactionInfo"]["transactionId"].clone();
+    // Killed (SIGKILL) during the transaction, then started again on the same state.
+    drop(cp);
+    let _cp = ChargePoint::spawn(&args);
+    let seen = csms.wait_for("the Ended event", |s| {
+        events_of(s).iter().any(|e| e["eventType"] == "Ended")
+    });
+    let events: Vec<Value> = events_of(&seen)
+        .into_iter()
+        .filter(|e| e["transactionInfo"]["transactionId"] == id)
+        .collect();
+    let ended = events.last().unwrap();
+    assert_eq!(ended["eventType"], "Ended");
+    assert_eq!(ended["transactionInfo"]["stoppedReason"], "PowerLoss");
+    // seqNo goes on across the restart (a resend of the same message may repeat one).
+    let mut seq: Vec<i64> = events
+        .iter()
+        .map(|e| e["seqNo"].as_i64().unwrap())
+        .collect();
+    seq.dedup();
+    assert_eq!(
+        seq,
+        (0..seq.len() as i64).collect::<Vec<_>>(),
+        "{events:#?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn backs_off_and_retries_after_401() {
     let password = "0123456789abcdef";
     let csms = Csms::start(Policy {

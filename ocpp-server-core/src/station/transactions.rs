@@ -4,7 +4,6 @@ use std::collections::{BTreeMap, VecDeque};
 
 use ocpp_messages::{DateTime, OcppVersion, Request};
 
-#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
 use ocpp_messages::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -81,6 +80,155 @@ impl IdToken {
     }
 }
 
+/// `measurand` of the energy register every transaction message carries.
+pub const ENERGY_REGISTER: &str = "Energy.Active.Import.Register";
+
+/// One sampled value a transaction message carries besides the energy register (power,
+/// current, voltage, state of charge...): an exact [`Decimal`], never a float, with the
+/// protocol's names for what was measured and its unit (OCPP 1.6 §7.31 `Measurand`, §7.45
+/// `UnitOfMeasure`; 2.x `MeasurandEnumType`, Part 2 appendix "Standardized Units of
+/// Measurements"), which 1.6 and 2.x spell alike.
+///
+/// ```
+/// use ocpp_server_core::station::SampledValue;
+/// let power = SampledValue::power_w(11_000);
+/// assert_eq!((power.measurand.as_str(), power.unit.as_str()), ("Power.Active.Import", "W"));
+/// let soc = SampledValue::soc_percent(80);
+/// let current = SampledValue::current_a("15.9".parse::<ocpp_server_core::Decimal>().unwrap()).with_phase("L1");
+/// assert_eq!(current.value.to_string(), "15.9");
+/// # let _ = soc;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SampledValue {
+    /// What was measured (`Power.Active.Import`, `Current.Import`, `SoC`...).
+    pub measurand: String,
+    /// The value, exact.
+    pub value: Decimal,
+    /// Its unit (`W`, `A`, `V`, `Percent`...).
+    pub unit: String,
+    /// The phase (`L1`, `L1-N`...), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Where it was measured (`Outlet`, `EV`...), if not the default (`Outlet`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+}
+
+impl SampledValue {
+    /// `value` of `measurand` in `unit`.
+    ///
+    /// ```
+    /// use ocpp_server_core::station::SampledValue;
+    /// let voltage = SampledValue::new("Voltage", 230, "V");
+    /// assert_eq!(voltage.value, 230.into());
+    /// ```
+    pub fn new(
+        measurand: impl Into<String>,
+        value: impl Into<Decimal>,
+        unit: impl Into<String>,
+    ) -> Self {
+        SampledValue {
+            measurand: measurand.into(),
+            value: value.into(),
+            unit: unit.into(),
+            phase: None,
+            location: None,
+        }
+    }
+
+    /// The active power imported, in W (`Power.Active.Import`).
+    pub fn power_w(value: impl Into<Decimal>) -> Self {
+        SampledValue::new("Power.Active.Import", value, "W")
+    }
+
+    /// The current imported, in A (`Current.Import`).
+    pub fn current_a(value: impl Into<Decimal>) -> Self {
+        SampledValue::new("Current.Import", value, "A")
+    }
+
+    /// The voltage, in V (`Voltage`).
+    pub fn voltage_v(value: impl Into<Decimal>) -> Self {
+        SampledValue::new("Voltage", value, "V")
+    }
+
+    /// The EV's state of charge, in percent (`SoC`, measured at the EV).
+    pub fn soc_percent(value: impl Into<Decimal>) -> Self {
+        SampledValue::new("SoC", value, "Percent").with_location("EV")
+    }
+
+    /// On `phase` (`L1`, `L2`, `L3`, `N`, `L1-N`...).
+    #[must_use]
+    pub fn with_phase(mut self, phase: impl Into<String>) -> Self {
+        self.phase = Some(phase.into());
+        self
+    }
+
+    /// Measured at `location` (`Body`, `Cable`, `EV`, `Inlet`, `Outlet`).
+    #[must_use]
+    pub fn with_location(mut self, location: impl Into<String>) -> Self {
+        self.location = Some(location.into());
+        self
+    }
+}
+
+/// A meter reading of a transaction: the energy register (`Energy.Active.Import.Register`,
+/// Wh, an integer: what is billed) and any other [`SampledValue`]s, sent in one meter value;
+/// `triggered` when the central system asked for it (TriggerMessage: 2.x trigger `Trigger`,
+/// context `Trigger` in both versions) rather than periodic.
+///
+/// ```
+/// use ocpp_server_core::station::{Reading, SampledValue};
+/// let reading = Reading::new(12_345)
+///     .with_sampled_value(SampledValue::power_w(11_000))
+///     .with_sampled_value(SampledValue::soc_percent(64));
+/// assert_eq!(reading.sampled.len(), 2);
+/// let plain: Reading = 12_345.into();
+/// assert!(plain.sampled.is_empty() && !plain.triggered);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Reading {
+    /// The energy register, Wh.
+    pub energy_wh: i64,
+    /// The other values, in the order sent (after the energy register).
+    pub sampled: Vec<SampledValue>,
+    /// Asked for by the central system (TriggerMessage), not periodic.
+    pub triggered: bool,
+}
+
+impl Reading {
+    /// The energy register at `energy_wh`, nothing else.
+    #[must_use]
+    pub fn new(energy_wh: i64) -> Self {
+        Reading {
+            energy_wh,
+            sampled: Vec::new(),
+            triggered: false,
+        }
+    }
+
+    /// With one more sampled value.
+    #[must_use]
+    pub fn with_sampled_value(mut self, value: SampledValue) -> Self {
+        self.sampled.push(value);
+        self
+    }
+
+    /// Asked for by a TriggerMessage.
+    #[must_use]
+    pub fn triggered(mut self) -> Self {
+        self.triggered = true;
+        self
+    }
+}
+
+impl From<i64> for Reading {
+    fn from(energy_wh: i64) -> Self {
+        Reading::new(energy_wh)
+    }
+}
+
 /// How a transaction starts ([`Transactions::start`]).
 ///
 /// ```
@@ -106,6 +254,9 @@ pub struct Start {
     pub remote_start_id: Option<i32>,
     /// The reservation it uses.
     pub reservation_id: Option<i32>,
+    /// Other values measured at the start, sent beside the energy register (2.x: in the
+    /// `Started` event's meter value; 1.6 StartTransaction has room for `meterStart` only).
+    pub sampled: Vec<SampledValue>,
 }
 
 impl Start {
@@ -119,7 +270,15 @@ impl Start {
             timestamp,
             remote_start_id: None,
             reservation_id: None,
+            sampled: Vec::new(),
         }
+    }
+
+    /// With one more value measured at the start (2.x; see [`Start::sampled`]).
+    #[must_use]
+    pub fn with_sampled_value(mut self, value: SampledValue) -> Self {
+        self.sampled.push(value);
+        self
     }
 
     /// Started by the central system's RequestStartTransaction (2.x) with this id.
@@ -155,15 +314,23 @@ pub enum StopReason {
     DeAuthorized,
     /// The station rebooted.
     Reboot,
+    /// A hard reset (1.6 Reset `Hard`: `HardReset`; 2.x Reset `Immediate`: `ImmediateReset`).
+    HardReset,
+    /// A soft reset (1.6 Reset `Soft`: `SoftReset`; 2.x, which has no such reason and whose
+    /// `OnIdle` reset waits for the transaction: `ImmediateReset`).
+    SoftReset,
     /// Anything else.
     Other,
 }
 
 impl StopReason {
-    /// The value on the wire (the same in 1.6 and 2.x).
+    /// The value on the wire (the same in 1.6 and 2.x but for the resets: 1.6's; see
+    /// [`StopReason::as_str_in`]).
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
+            StopReason::HardReset => "HardReset",
+            StopReason::SoftReset => "SoftReset",
             StopReason::Local => "Local",
             StopReason::Remote => "Remote",
             StopReason::EVDisconnected => "EVDisconnected",
@@ -172,6 +339,25 @@ impl StopReason {
             StopReason::DeAuthorized => "DeAuthorized",
             StopReason::Reboot => "Reboot",
             StopReason::Other => "Other",
+        }
+    }
+
+    /// The value on the wire in `version` (1.6 `Reason`, 2.x `ReasonEnumType`).
+    ///
+    /// ```
+    /// use ocpp_server_core::station::StopReason;
+    /// use ocpp_server_core::OcppVersion;
+    /// assert_eq!(StopReason::HardReset.as_str_in(OcppVersion::V1_6), "HardReset");
+    /// assert_eq!(StopReason::HardReset.as_str_in(OcppVersion::V2_0_1), "ImmediateReset");
+    /// ```
+    #[must_use]
+    pub fn as_str_in(self, version: OcppVersion) -> &'static str {
+        match (self, version) {
+            (
+                StopReason::HardReset | StopReason::SoftReset,
+                OcppVersion::V2_0_1 | OcppVersion::V2_1,
+            ) => "ImmediateReset",
+            _ => self.as_str(),
         }
     }
 
@@ -190,7 +376,7 @@ impl StopReason {
             StopReason::EVDisconnected => "EVCommunicationLost",
             StopReason::PowerLoss | StopReason::EmergencyStop => "AbnormalCondition",
             StopReason::DeAuthorized => "Deauthorized",
-            StopReason::Reboot => "ResetCommand",
+            StopReason::Reboot | StopReason::HardReset | StopReason::SoftReset => "ResetCommand",
         }
     }
 }
@@ -227,6 +413,9 @@ pub struct OpenTransaction {
     pub meter_start_wh: i64,
     /// The last reading given ([`Transactions::meter`]), Wh.
     pub meter_wh: i64,
+    /// The other values of the last reading ([`Transactions::meter_reading`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sampled: Vec<SampledValue>,
     /// When it started.
     pub started_at: DateTime,
     /// 2.x: the `remoteStartId` it started with.
@@ -258,6 +447,10 @@ pub enum TransactionError {
     /// A value does not fit the version's message (1.6 Wh are `integer`; 2.1 ids unsigned).
     #[error("{0} is out of range for this OCPP version")]
     OutOfRange(&'static str),
+    /// A name the version does not know (a sampled value's measurand, unit, phase or
+    /// location).
+    #[error("{0} {1:?} is not a value of this OCPP version")]
+    UnknownValue(&'static str, String),
     /// The version's messages are not compiled in (a feature of this crate).
     #[error("OCPP {0} is not enabled in this build")]
     VersionDisabled(&'static str),
@@ -433,6 +626,7 @@ impl Transactions {
             id_token: start.id_token.clone(),
             meter_start_wh: start.meter_wh,
             meter_wh: start.meter_wh,
+            sampled: start.sampled.clone(),
             started_at: start.timestamp.clone(),
             remote_start_id: start.remote_start_id,
         };
@@ -461,13 +655,45 @@ impl Transactions {
         meter_wh: i64,
         timestamp: DateTime,
     ) -> Result<TransactionMessage, TransactionError> {
+        self.meter_reading(evse, Reading::new(meter_wh), timestamp)
+    }
+
+    /// [`Transactions::meter`] with other sampled values beside the energy register (power,
+    /// current, state of charge...), all in one meter value; a [`Reading::triggered`] one is
+    /// 2.x trigger `Trigger`, context `Trigger`.
+    ///
+    /// ```
+    /// use ocpp_server_core::station::{Evse, IdToken, Reading, SampledValue, Start, Transactions};
+    /// use ocpp_server_core::{DateTime, OcppVersion};
+    ///
+    /// let t0 = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
+    /// let mut transactions = Transactions::new(OcppVersion::V1_6, "");
+    /// transactions.start(Start::new(Evse::new(1), IdToken::new("TAG", ""), 0, t0.clone()), 1).unwrap();
+    /// let reading = Reading::new(2_750).with_sampled_value(SampledValue::power_w(11_000));
+    /// let message = transactions.meter_reading(1, reading, t0).unwrap();
+    /// let payload = serde_json::to_value(&message.request).unwrap();
+    /// let sampled = &payload["meterValue"][0]["sampledValue"];
+    /// assert_eq!((sampled[0]["value"].as_str(), sampled[1]["value"].as_str()), (Some("2750"), Some("11000")));
+    /// assert_eq!(sampled[1]["measurand"], "Power.Active.Import");
+    /// ```
+    ///
+    /// # Errors
+    /// [`TransactionError::NotOpen`], [`TransactionError::OutOfRange`],
+    /// [`TransactionError::UnknownValue`]; nothing changed.
+    pub fn meter_reading(
+        &mut self,
+        evse: i32,
+        reading: Reading,
+        timestamp: DateTime,
+    ) -> Result<TransactionMessage, TransactionError> {
         let open = self
             .open
             .get(&evse)
             .ok_or(TransactionError::NotOpen(evse))?;
-        let message = message::updated(open, meter_wh, timestamp)?;
+        let message = message::updated(open, &reading, timestamp)?;
         if let Some(open) = self.open.get_mut(&evse) {
-            open.meter_wh = meter_wh;
+            open.meter_wh = reading.energy_wh;
+            open.sampled = reading.sampled;
             open.next_seq_no = open.next_seq_no.saturating_add(1);
         }
         Ok(message)
@@ -486,13 +712,43 @@ impl Transactions {
         timestamp: DateTime,
         reason: StopReason,
     ) -> Result<TransactionMessage, TransactionError> {
+        self.stop_with(evse, Reading::new(meter_wh), timestamp, reason)
+    }
+
+    /// [`Transactions::stop`] with other sampled values beside the energy register (2.x: in
+    /// the `Ended` event's meter value; 1.6: in StopTransaction's `transactionData`, context
+    /// `Transaction.End`).
+    ///
+    /// ```
+    /// use ocpp_server_core::station::{Evse, IdToken, Reading, SampledValue, Start, StopReason, Transactions};
+    /// use ocpp_server_core::{DateTime, OcppVersion};
+    ///
+    /// let t0 = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
+    /// let mut transactions = Transactions::new(OcppVersion::V2_1, "CP1-");
+    /// transactions.start(Start::new(Evse::new(1), IdToken::new("TAG", "Central"), 0, t0.clone()), 1).unwrap();
+    /// let reading = Reading::new(9_000).with_sampled_value(SampledValue::soc_percent(80));
+    /// let ended = transactions.stop_with(1, reading, t0, StopReason::EVDisconnected).unwrap();
+    /// let payload = serde_json::to_value(&ended.request).unwrap();
+    /// assert_eq!(payload["meterValue"][0]["sampledValue"][1]["measurand"], "SoC");
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Transactions::meter_reading`].
+    pub fn stop_with(
+        &mut self,
+        evse: i32,
+        reading: Reading,
+        timestamp: DateTime,
+        reason: StopReason,
+    ) -> Result<TransactionMessage, TransactionError> {
         let open = self
             .open
             .get(&evse)
             .ok_or(TransactionError::NotOpen(evse))?;
-        let message = message::ended(open, meter_wh, timestamp, reason)?;
+        let message = message::ended(open, &reading, timestamp, reason)?;
         if let Some(mut ended) = self.open.remove(&evse) {
-            ended.meter_wh = meter_wh;
+            ended.meter_wh = reading.energy_wh;
+            ended.sampled = reading.sampled;
             if self.ended.len() == MAX_ENDED {
                 self.ended.pop_front();
             }
@@ -616,7 +872,32 @@ mod version_text {
 mod message {
     use super::*;
 
-    const ENERGY: &str = "Energy.Active.Import.Register";
+    const ENERGY: &str = ENERGY_REGISTER;
+
+    /// `value` checked against the version's list (`from_wire` keeps what it does not know).
+    #[allow(dead_code)]
+    fn known<T>(
+        value: &str,
+        what: &'static str,
+        from_wire: impl Fn(&str) -> T,
+        recognized: impl Fn(&T) -> bool,
+    ) -> Result<T, TransactionError> {
+        let parsed = from_wire(value);
+        if recognized(&parsed) {
+            Ok(parsed)
+        } else {
+            Err(TransactionError::UnknownValue(what, value.to_owned()))
+        }
+    }
+
+    /// The context of a periodic or triggered reading.
+    fn update_context(reading: &Reading) -> (&'static str, &'static str) {
+        if reading.triggered {
+            ("Trigger", "Trigger")
+        } else {
+            ("MeterValuePeriodic", "Sample.Periodic")
+        }
+    }
 
     #[cfg(feature = "v1_6")]
     fn wh_i32(wh: i64) -> Result<i32, TransactionError> {
@@ -639,12 +920,51 @@ mod message {
     }
 
     #[cfg(feature = "v1_6")]
-    fn sampled_1_6(wh: i64, context: &str, timestamp: DateTime) -> v1_6::MeterValue {
-        let value = v1_6::SampledValue::new(wh.to_string())
+    fn sampled_1_6(
+        wh: i64,
+        sampled: &[SampledValue],
+        context: &str,
+        timestamp: DateTime,
+    ) -> Result<v1_6::MeterValue, TransactionError> {
+        let energy = v1_6::SampledValue::new(wh.to_string())
             .with_measurand(v1_6::Measurand::from_wire(ENERGY))
             .with_context(v1_6::ReadingContext::from_wire(context))
             .with_unit(v1_6::UnitOfMeasure::from_wire("Wh"));
-        v1_6::MeterValue::new(timestamp, vec![value])
+        let mut values = vec![energy];
+        for s in sampled {
+            let mut value = v1_6::SampledValue::new(s.value.to_string())
+                .with_measurand(known(
+                    &s.measurand,
+                    "measurand",
+                    v1_6::Measurand::from_wire,
+                    v1_6::Measurand::is_recognized,
+                )?)
+                .with_context(v1_6::ReadingContext::from_wire(context))
+                .with_unit(known(
+                    &s.unit,
+                    "unit",
+                    v1_6::UnitOfMeasure::from_wire,
+                    v1_6::UnitOfMeasure::is_recognized,
+                )?);
+            if let Some(phase) = &s.phase {
+                value = value.with_phase(known(
+                    phase,
+                    "phase",
+                    v1_6::Phase::from_wire,
+                    v1_6::Phase::is_recognized,
+                )?);
+            }
+            if let Some(location) = &s.location {
+                value = value.with_location(known(
+                    location,
+                    "location",
+                    v1_6::Location::from_wire,
+                    v1_6::Location::is_recognized,
+                )?);
+            }
+            values.push(value);
+        }
+        Ok(v1_6::MeterValue::new(timestamp, values))
     }
 
     pub(super) fn started(
@@ -676,6 +996,7 @@ mod message {
                     trigger,
                     start.timestamp.clone(),
                     start.meter_wh,
+                    &start.sampled,
                     "Transaction.Begin",
                 )?
                 .with_id_token(v2_0_1::IdToken::new(
@@ -698,6 +1019,7 @@ mod message {
                     trigger,
                     start.timestamp.clone(),
                     start.meter_wh,
+                    &start.sampled,
                     "Transaction.Begin",
                 )?
                 .with_id_token(v2_1::IdToken::new(
@@ -718,14 +1040,17 @@ mod message {
 
     pub(super) fn updated(
         open: &OpenTransaction,
-        meter_wh: i64,
+        reading: &Reading,
         timestamp: DateTime,
     ) -> Result<TransactionMessage, TransactionError> {
+        #[allow(unused_variables)] // 1.6 has no trigger
+        let (trigger, context) = update_context(reading);
+        let (meter_wh, sampled) = (reading.energy_wh, reading.sampled.as_slice());
         let (request, transaction_of): (Request, _) = match open.version {
             #[cfg(feature = "v1_6")]
             OcppVersion::V1_6 => {
                 let (id, transaction_of) = id_1_6(open);
-                let meter = sampled_1_6(meter_wh, "Sample.Periodic", timestamp);
+                let meter = sampled_1_6(meter_wh, sampled, context, timestamp)?;
                 let request = v1_6::MeterValuesRequest::new(open.evse.id, vec![meter])
                     .with_transaction_id(id);
                 (request.into(), transaction_of)
@@ -733,24 +1058,14 @@ mod message {
             #[cfg(feature = "v2_0_1")]
             OcppVersion::V2_0_1 => {
                 let event = v2_0_1_event(
-                    open,
-                    "Updated",
-                    "MeterValuePeriodic",
-                    timestamp,
-                    meter_wh,
-                    "Sample.Periodic",
+                    open, "Updated", trigger, timestamp, meter_wh, sampled, context,
                 )?;
                 (event.into(), None)
             }
             #[cfg(feature = "v2_1")]
             OcppVersion::V2_1 => {
                 let event = v2_1_event(
-                    open,
-                    "Updated",
-                    "MeterValuePeriodic",
-                    timestamp,
-                    meter_wh,
-                    "Sample.Periodic",
+                    open, "Updated", trigger, timestamp, meter_wh, sampled, context,
                 )?;
                 (event.into(), None)
             }
@@ -765,17 +1080,28 @@ mod message {
 
     pub(super) fn ended(
         open: &OpenTransaction,
-        meter_wh: i64,
+        reading: &Reading,
         timestamp: DateTime,
         reason: StopReason,
     ) -> Result<TransactionMessage, TransactionError> {
+        let (meter_wh, sampled) = (reading.energy_wh, reading.sampled.as_slice());
         let (request, transaction_of): (Request, _) = match open.version {
             #[cfg(feature = "v1_6")]
             OcppVersion::V1_6 => {
                 let (id, transaction_of) = id_1_6(open);
+                let data = (!sampled.is_empty())
+                    .then(|| sampled_1_6(meter_wh, sampled, "Transaction.End", timestamp.clone()))
+                    .transpose()?;
                 let mut request =
                     v1_6::StopTransactionRequest::new(wh_i32(meter_wh)?, timestamp, id);
-                request.reason = Some(v1_6::Reason::from_wire(reason.as_str()));
+                request.reason = Some(v1_6::Reason::from_wire(reason.as_str_in(OcppVersion::V1_6)));
+                if let Some(data) = data {
+                    // The same JSON shape under another generated name.
+                    let data = serde_json::to_value(data)
+                        .and_then(serde_json::from_value::<v1_6::TransactionData>)
+                        .map_err(|_| TransactionError::OutOfRange("transactionData"))?;
+                    request.transaction_data = Some(vec![data]);
+                }
                 (request.into(), transaction_of)
             }
             #[cfg(feature = "v2_0_1")]
@@ -786,11 +1112,15 @@ mod message {
                     reason.trigger_reason(),
                     timestamp,
                     meter_wh,
+                    sampled,
                     "Transaction.End",
                 )?;
-                event.transaction_info = event
-                    .transaction_info
-                    .with_stopped_reason(v2_0_1::ReasonEnum::from_wire(reason.as_str()));
+                event.transaction_info =
+                    event
+                        .transaction_info
+                        .with_stopped_reason(v2_0_1::ReasonEnum::from_wire(
+                            reason.as_str_in(OcppVersion::V2_0_1),
+                        ));
                 (event.into(), None)
             }
             #[cfg(feature = "v2_1")]
@@ -801,11 +1131,15 @@ mod message {
                     reason.trigger_reason(),
                     timestamp,
                     meter_wh,
+                    sampled,
                     "Transaction.End",
                 )?;
-                event.transaction_info = event
-                    .transaction_info
-                    .with_stopped_reason(v2_1::ReasonEnum::from_wire(reason.as_str()));
+                event.transaction_info =
+                    event
+                        .transaction_info
+                        .with_stopped_reason(v2_1::ReasonEnum::from_wire(
+                            reason.as_str_in(OcppVersion::V2_1),
+                        ));
                 (event.into(), None)
             }
             #[allow(unreachable_patterns)]
@@ -816,6 +1150,10 @@ mod message {
             transaction_of,
         })
     }
+
+    /// The longest 2.x `unitOfMeasure.unit` (`string[0..20]`).
+    #[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
+    const MAX_UNIT: usize = 20;
 
     #[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
     fn transaction_id(open: &OpenTransaction) -> String {
@@ -833,6 +1171,7 @@ mod message {
         trigger: &str,
         timestamp: DateTime,
         meter_wh: i64,
+        sampled: &[SampledValue],
         context: &str,
     ) -> Result<v2_0_1::TransactionEventRequest, TransactionError> {
         let seq_no =
@@ -845,9 +1184,41 @@ mod message {
         if let Some(connector) = open.evse.connector {
             evse = evse.with_connector_id(connector);
         }
-        let value = v2_0_1::SampledValue::new(Decimal::from(meter_wh))
+        let energy = v2_0_1::SampledValue::new(Decimal::from(meter_wh))
             .with_measurand(v2_0_1::MeasurandEnum::from_wire(ENERGY))
             .with_context(v2_0_1::ReadingContextEnum::from_wire(context));
+        let mut values = vec![energy];
+        for s in sampled {
+            if s.unit.len() > MAX_UNIT {
+                return Err(TransactionError::UnknownValue("unit", s.unit.clone()));
+            }
+            let mut value = v2_0_1::SampledValue::new(s.value)
+                .with_measurand(known(
+                    &s.measurand,
+                    "measurand",
+                    v2_0_1::MeasurandEnum::from_wire,
+                    v2_0_1::MeasurandEnum::is_recognized,
+                )?)
+                .with_context(v2_0_1::ReadingContextEnum::from_wire(context))
+                .with_unit_of_measure(v2_0_1::UnitOfMeasure::default().with_unit(s.unit.clone()));
+            if let Some(phase) = &s.phase {
+                value = value.with_phase(known(
+                    phase,
+                    "phase",
+                    v2_0_1::PhaseEnum::from_wire,
+                    v2_0_1::PhaseEnum::is_recognized,
+                )?);
+            }
+            if let Some(location) = &s.location {
+                value = value.with_location(known(
+                    location,
+                    "location",
+                    v2_0_1::LocationEnum::from_wire,
+                    v2_0_1::LocationEnum::is_recognized,
+                )?);
+            }
+            values.push(value);
+        }
         Ok(v2_0_1::TransactionEventRequest::new(
             v2_0_1::TransactionEventEnum::from_wire(kind),
             timestamp.clone(),
@@ -856,7 +1227,7 @@ mod message {
             info,
         )
         .with_evse(evse)
-        .with_meter_value(vec![v2_0_1::MeterValue::new(vec![value], timestamp)]))
+        .with_meter_value(vec![v2_0_1::MeterValue::new(values, timestamp)]))
     }
 
     #[cfg(feature = "v2_1")]
@@ -866,6 +1237,7 @@ mod message {
         trigger: &str,
         timestamp: DateTime,
         meter_wh: i64,
+        sampled: &[SampledValue],
         context: &str,
     ) -> Result<v2_1::TransactionEventRequest, TransactionError> {
         let unsigned =
@@ -878,9 +1250,41 @@ mod message {
         if let Some(connector) = open.evse.connector {
             evse = evse.with_connector_id(unsigned(connector, "connectorId")?);
         }
-        let value = v2_1::SampledValue::new(Decimal::from(meter_wh))
+        let energy = v2_1::SampledValue::new(Decimal::from(meter_wh))
             .with_measurand(v2_1::MeasurandEnum::from_wire(ENERGY))
             .with_context(v2_1::ReadingContextEnum::from_wire(context));
+        let mut values = vec![energy];
+        for s in sampled {
+            if s.unit.len() > MAX_UNIT {
+                return Err(TransactionError::UnknownValue("unit", s.unit.clone()));
+            }
+            let mut value = v2_1::SampledValue::new(s.value)
+                .with_measurand(known(
+                    &s.measurand,
+                    "measurand",
+                    v2_1::MeasurandEnum::from_wire,
+                    v2_1::MeasurandEnum::is_recognized,
+                )?)
+                .with_context(v2_1::ReadingContextEnum::from_wire(context))
+                .with_unit_of_measure(v2_1::UnitOfMeasure::default().with_unit(s.unit.clone()));
+            if let Some(phase) = &s.phase {
+                value = value.with_phase(known(
+                    phase,
+                    "phase",
+                    v2_1::PhaseEnum::from_wire,
+                    v2_1::PhaseEnum::is_recognized,
+                )?);
+            }
+            if let Some(location) = &s.location {
+                value = value.with_location(known(
+                    location,
+                    "location",
+                    v2_1::LocationEnum::from_wire,
+                    v2_1::LocationEnum::is_recognized,
+                )?);
+            }
+            values.push(value);
+        }
         Ok(v2_1::TransactionEventRequest::new(
             v2_1::TransactionEventEnum::from_wire(kind),
             timestamp.clone(),
@@ -889,7 +1293,7 @@ mod message {
             info,
         )
         .with_evse(evse)
-        .with_meter_value(vec![v2_1::MeterValue::new(vec![value], timestamp)]))
+        .with_meter_value(vec![v2_1::MeterValue::new(values, timestamp)]))
     }
 }
 
@@ -1006,6 +1410,95 @@ mod tests {
     }
 
     #[test]
+    fn sampled_values_go_with_the_energy_register_in_every_version() {
+        let reading = || {
+            Reading::new(1_500)
+                .with_sampled_value(SampledValue::power_w(Decimal::new(110_005, 1)))
+                .with_sampled_value(SampledValue::current_a(16).with_phase("L1"))
+                .with_sampled_value(SampledValue::soc_percent(64))
+        };
+        for version in OcppVersion::ALL {
+            let mut t = Transactions::new(version, "CP-");
+            let start = Start::new(Evse::new(1), token(), 1_000, at(0))
+                .with_sampled_value(SampledValue::power_w(0));
+            let started = payload(&t.start(start, 1).unwrap());
+            let updated = payload(&t.meter_reading(1, reading(), at(60)).unwrap());
+            let triggered = payload(&t.meter_reading(1, reading().triggered(), at(61)).unwrap());
+            // The reading is kept, with its values: a restart keeps them too.
+            let mut t = Transactions::from_snapshot(&t.to_snapshot()).unwrap();
+            assert_eq!(t.get(1).unwrap().sampled, reading().sampled);
+            let ended = payload(
+                &t.stop_with(1, reading(), at(90), StopReason::Local)
+                    .unwrap(),
+            );
+            let (values, stop_values) = match version {
+                OcppVersion::V1_6 => {
+                    assert_eq!(
+                        triggered["meterValue"][0]["sampledValue"][0]["context"],
+                        "Trigger"
+                    );
+                    (
+                        updated["meterValue"][0]["sampledValue"].clone(),
+                        ended["transactionData"][0]["sampledValue"].clone(),
+                    )
+                }
+                _ => {
+                    assert_eq!(
+                        started["meterValue"][0]["sampledValue"][1]["measurand"],
+                        "Power.Active.Import"
+                    );
+                    assert_eq!(triggered["triggerReason"], "Trigger");
+                    assert_eq!(triggered["seqNo"], 2);
+                    (
+                        updated["meterValue"][0]["sampledValue"].clone(),
+                        ended["meterValue"][0]["sampledValue"].clone(),
+                    )
+                }
+            };
+            for values in [&values, &stop_values] {
+                let measurands: Vec<&str> = values
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v["measurand"].as_str().unwrap())
+                    .collect();
+                assert_eq!(
+                    measurands,
+                    [
+                        "Energy.Active.Import.Register",
+                        "Power.Active.Import",
+                        "Current.Import",
+                        "SoC"
+                    ],
+                    "{version}"
+                );
+                assert_eq!(values[2]["phase"], "L1");
+                assert_eq!(values[3]["location"], "EV");
+            }
+            // The exact digits, as the version types them (1.6 a string, 2.x a number).
+            let power = &values[1]["value"];
+            assert_eq!(power.to_string().trim_matches('"'), "11000.5", "{version}");
+            let unit = match version {
+                OcppVersion::V1_6 => values[3]["unit"].clone(),
+                _ => values[3]["unitOfMeasure"]["unit"].clone(),
+            };
+            assert_eq!(unit, "Percent");
+
+            // A name the version does not know is refused, nothing changed.
+            let mut t = Transactions::new(version, "CP-");
+            t.start(Start::new(Evse::new(1), token(), 0, at(0)), 1)
+                .unwrap();
+            let before = t.clone();
+            let odd = Reading::new(1).with_sampled_value(SampledValue::new("Joy", 1, "W"));
+            assert_eq!(
+                t.meter_reading(1, odd, at(1)),
+                Err(TransactionError::UnknownValue("measurand", "Joy".into()))
+            );
+            assert_eq!(t, before);
+        }
+    }
+
+    #[test]
     fn every_trigger_and_reason_is_a_value_of_the_version() {
         let reasons = [
             StopReason::Local,
@@ -1015,12 +1508,19 @@ mod tests {
             StopReason::EmergencyStop,
             StopReason::DeAuthorized,
             StopReason::Reboot,
+            StopReason::HardReset,
+            StopReason::SoftReset,
             StopReason::Other,
         ];
         for reason in reasons {
-            assert!(v1_6::Reason::from_wire(reason.as_str()).is_recognized());
-            assert!(v2_0_1::ReasonEnum::from_wire(reason.as_str()).is_recognized());
-            assert!(v2_1::ReasonEnum::from_wire(reason.as_str()).is_recognized());
+            assert!(v1_6::Reason::from_wire(reason.as_str_in(OcppVersion::V1_6)).is_recognized());
+            assert!(
+                v2_0_1::ReasonEnum::from_wire(reason.as_str_in(OcppVersion::V2_0_1))
+                    .is_recognized()
+            );
+            assert!(
+                v2_1::ReasonEnum::from_wire(reason.as_str_in(OcppVersion::V2_1)).is_recognized()
+            );
             assert!(v2_0_1::TriggerReasonEnum::from_wire(reason.trigger_reason()).is_recognized());
             assert!(v2_1::TriggerReasonEnum::from_wire(reason.trigger_reason()).is_recognized());
         }

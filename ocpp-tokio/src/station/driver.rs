@@ -30,6 +30,7 @@ use super::queue::Queue;
 use super::{App, Cause, Command, PermanentFailure, Queued, StationUrl, Status};
 use crate::charge_point::{CallReply, Command as LinkCommand, Link};
 use crate::error::SendError;
+use crate::hook::{Hook, Message, MessageEvent};
 use crate::{ChargePoint, Handler, IncomingCall, Session};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -162,6 +163,8 @@ pub(crate) struct Task {
     pub(crate) boot_reason: Option<BootReason>,
     /// How many BootNotifications may fail in a row on a connection, and the wait after one.
     pub(crate) boot_retries: (u32, Duration),
+    /// [`StationBuilder::on_message`](super::StationBuilder::on_message).
+    pub(crate) hook: Option<Hook>,
 }
 
 impl Task {
@@ -495,6 +498,68 @@ impl Task {
     }
 
     /// One event of the connection but its end.
+    fn hook(&self, id: &MessageId<'static>, message: Message<'_>) {
+        if let Some(hook) = &self.hook {
+            hook(&MessageEvent {
+                identity: self.url.identity().as_str(),
+                id,
+                message,
+            });
+        }
+    }
+
+    /// A CALL onto the connection (with a deadline, if any); the hook sees it once it went.
+    fn put_call(
+        &self,
+        conn: &mut Connection,
+        now: Instant,
+        request: Request,
+        deadline: Option<Instant>,
+    ) -> Result<MessageId<'static>, ocpp_server_core::Refused<Request>> {
+        let hooked = self.hook.as_ref().map(|_| request.clone());
+        let sent = match deadline {
+            Some(deadline) => conn.call_with_deadline(now, request, deadline),
+            None => conn.call(now, request),
+        };
+        if let (Ok(id), Some(request)) = (&sent, &hooked) {
+            self.hook(id, Message::CallOut(request));
+        }
+        sent
+    }
+
+    /// An answer through the core's answer rule; the hook sees what went out.
+    fn put_answer(
+        &self,
+        wire: &mut Wire,
+        now: Instant,
+        id: &MessageId<'static>,
+        answer: Answer,
+    ) -> Result<(), ocpp_server_core::AnswerError> {
+        let hooked = self.hook.as_ref().map(|_| answer.clone());
+        let result = wire.conn.answer(now, id, answer);
+        let Some(answer) = hooked else {
+            return result;
+        };
+        let replaced;
+        let message = match (&result, &answer) {
+            (Err(error), _) if error.was_answered() => {
+                replaced = error.to_string();
+                Message::ErrorOut {
+                    code: &ocpp_server_core::ErrorCode::InternalError,
+                    description: &replaced,
+                }
+            }
+            (Ok(()), Answer::Result(response)) => Message::ResultOut(response),
+            (Ok(()), Answer::Error(error)) => Message::ErrorOut {
+                code: &error.code,
+                description: &error.description,
+            },
+            _ => return result, // nothing went out
+        };
+        self.hook(id, message);
+        result
+    }
+
     fn on_event(
         &mut self,
         wire: &mut Wire,
@@ -527,10 +592,13 @@ impl Task {
                 });
             }
             Event::Call { id, request } => {
+                if self.hook.is_some() {
+                    self.hook(&id, Message::CallIn(&request));
+                }
                 let Some(on) = &wire.online else { return };
                 // What the registration does not allow is refused here (SecurityError).
                 if let Err(refusal) = on.registration.check_incoming(request.action()) {
-                    let _ = wire.conn.answer(now, &id, Answer::Error(refusal));
+                    let _ = self.put_answer(wire, now, &id, Answer::Error(refusal));
                     return;
                 }
                 if request.action() == "SetNetworkProfile" {
@@ -542,7 +610,7 @@ impl Task {
                             self.tls.is_some(),
                         );
                         self.publish_profiles();
-                        let _ = wire.conn.answer(now, &id, answer);
+                        let _ = self.put_answer(wire, now, &id, answer);
                         return;
                     }
                 }
@@ -554,11 +622,17 @@ impl Task {
                 });
             }
             Event::Send { id, request } => {
+                if self.hook.is_some() {
+                    self.hook(&id, Message::SendIn(&request));
+                }
                 if let Some(on) = &wire.online {
                     tokio::spawn(on.app.on_send(IncomingCall::new(id, request)));
                 }
             }
             Event::CallCompleted { id, outcome, .. } => {
+                if self.hook.is_some() {
+                    self.hook(&id, Message::OutcomeIn(&outcome));
+                }
                 if let Some(waiting) = wire.outgoing.remove(&id) {
                     self.completed(now, wire.online.as_mut(), waiting, outcome);
                 }
@@ -571,7 +645,7 @@ impl Task {
     /// its message out while Pending (and a triggered BootNotification goes now).
     fn on_answer(&mut self, wire: &mut Wire, (id, answer, trigger): HandlerAnswer) {
         let accepted_trigger = trigger.filter(|_| answer_accepted(&answer));
-        if let Err(error) = wire.conn.answer(Instant::now(), &id, answer) {
+        if let Err(error) = self.put_answer(wire, Instant::now(), &id, answer) {
             tracing::warn!(identity = %self.url.identity(), "answer: {error}");
         } else if let (Some(action), Some(on)) = (accepted_trigger, &mut wire.online) {
             on.registration.on_trigger_accepted(action);
@@ -633,7 +707,7 @@ impl Task {
         let version = on.registration.version();
         if std::mem::take(&mut wire.boot_now) {
             if let Some(request) = boot_request(version, &self.info, BootReason::Triggered) {
-                if let Ok(id) = wire.conn.call(now, request) {
+                if let Ok(id) = self.put_call(&mut wire.conn, now, request, None) {
                     on.registration.on_call_sent(now, "BootNotification");
                     wire.outgoing.insert(id, Outgoing::Boot);
                 }
@@ -653,7 +727,7 @@ impl Task {
         };
         if let Some((request, waiting)) = due {
             let action = request.action();
-            match wire.conn.call(now, request) {
+            match self.put_call(&mut wire.conn, now, request, None) {
                 Ok(id) => {
                     on.registration.on_call_sent(now, action);
                     wire.outgoing.insert(id, waiting);
@@ -688,7 +762,7 @@ impl Task {
             }
             let action = request.action();
             // The same deadline holds in the core's queue and in flight.
-            match wire.conn.call_with_deadline(now, request, deadline) {
+            match self.put_call(&mut wire.conn, now, request, Some(deadline)) {
                 Ok(id) => {
                     on.registration.on_call_sent(now, action);
                     let boot = action == "BootNotification";
@@ -704,7 +778,7 @@ impl Task {
         }
         if let Some((seq, request)) = self.queue.next(now, version) {
             let action = request.action();
-            match wire.conn.call(now, request) {
+            match self.put_call(&mut wire.conn, now, request, None) {
                 Ok(id) => {
                     on.registration.on_call_sent(now, action);
                     wire.outgoing.insert(id, Outgoing::Queued(seq));

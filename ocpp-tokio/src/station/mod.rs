@@ -118,6 +118,7 @@
 //! # Ok(()) }
 //! ```
 
+mod auth_cache;
 pub mod device_model;
 mod driver;
 pub mod local_auth;
@@ -142,8 +143,8 @@ pub use device_model::{DeviceModelError, DeviceModelStore};
 pub use local_auth::{LocalAuthError, LocalAuthStore};
 pub use ocpp_server_core::station::{
     BootReason, Evse, IdToken, NetworkProfile, NetworkProfiles, OpenTransaction, ProfileRejected,
-    RegistrationStatus, RetryBackOff, Start, StationInfo, StopReason, TransactionError,
-    TransactionRef, Transactions,
+    Reading, RegistrationStatus, RetryBackOff, SampledValue, Start, StationInfo, StopReason,
+    TransactionError, TransactionRef, Transactions,
 };
 pub use store::{FileStore, MemoryStore, OfflineStore, StoreError, StoredMessage};
 pub use url::{StationUrl, UrlError};
@@ -701,7 +702,30 @@ impl Station {
     /// [`QueueError::Transaction`] (no transaction open on the EVSE), the store's failure, the
     /// station stopped: nothing changed.
     pub async fn meter(&self, evse: i32, meter_wh: i64) -> Result<Queued, QueueError> {
-        self.transaction(queue::TransactionOp::Meter { evse, meter_wh })
+        self.meter_reading(evse, Reading::new(meter_wh)).await
+    }
+
+    /// [`Station::meter`] with other sampled values beside the energy register (power,
+    /// current, state of charge..., exact [`Decimal`](crate::Decimal)s), in one meter value
+    /// journaled with the transaction's state; a [`Reading::triggered`] one answers a
+    /// TriggerMessage (2.x trigger `Trigger`).
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
+    /// use ocpp_tokio::station::{Reading, SampledValue};
+    /// let reading = Reading::new(7_250)
+    ///     .with_sampled_value(SampledValue::power_w(11_000))
+    ///     .with_sampled_value(SampledValue::soc_percent(57));
+    /// station.meter_reading(1, reading).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Station::meter`]; [`TransactionError::UnknownValue`] inside
+    /// [`QueueError::Transaction`] for a measurand, unit, phase or location the version does
+    /// not know.
+    pub async fn meter_reading(&self, evse: i32, reading: Reading) -> Result<Queued, QueueError> {
+        self.transaction(queue::TransactionOp::Meter { evse, reading })
             .await
     }
 
@@ -725,9 +749,32 @@ impl Station {
         meter_wh: i64,
         reason: StopReason,
     ) -> Result<Queued, QueueError> {
+        self.stop_transaction_with(evse, Reading::new(meter_wh), reason)
+            .await
+    }
+
+    /// [`Station::stop_transaction`] with other sampled values beside the energy register
+    /// (2.x: in the `Ended` event; 1.6: StopTransaction's `transactionData`).
+    ///
+    /// ```no_run
+    /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
+    /// use ocpp_tokio::station::{Reading, SampledValue, StopReason};
+    /// let reading = Reading::new(9_000).with_sampled_value(SampledValue::soc_percent(80));
+    /// station.stop_transaction_with(1, reading, StopReason::EVDisconnected).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Station::stop_transaction`].
+    pub async fn stop_transaction_with(
+        &self,
+        evse: i32,
+        reading: Reading,
+        reason: StopReason,
+    ) -> Result<Queued, QueueError> {
         self.transaction(queue::TransactionOp::Stop {
             evse,
-            meter_wh,
+            reading,
             reason,
         })
         .await
@@ -1001,6 +1048,8 @@ pub struct StationBuilder {
     resume: Option<Box<ResumeRule>>,
     profiles: Option<NetworkProfiles>,
     set_network_profile: Option<Option<Arc<network::ProfilesHook>>>,
+    hook: Option<crate::hook::Hook>,
+    local_auth: Option<LocalAuthStore>,
 }
 
 /// Which transaction found open at start the application goes on with
@@ -1041,7 +1090,65 @@ impl StationBuilder {
             resume: None,
             profiles: None,
             set_network_profile: None,
+            hook: None,
+            local_auth: None,
         }
+    }
+
+    /// The station feeds `store`'s authorization cache by itself: every answer of the
+    /// central system on a token (1.6 Authorize, StartTransaction, StopTransaction
+    /// `idTagInfo`; 2.x Authorize, TransactionEvent `idTokenInfo`) is learnt as the version's
+    /// rules say ([`LocalAuthStore::learn`]: only with the cache on, `AuthorizationCacheEnabled`
+    /// in 1.6, `AuthCacheCtrlr.Enabled` in 2.x, and not for a token of the local list), so
+    /// that [`LocalAuthStore::authorize_locally`] decides on it offline.
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// use ocpp_tokio::model::local_auth::Settings;
+    /// use ocpp_tokio::model::IdToken;
+    /// use ocpp_tokio::station::{LocalAuthStore, Station};
+    /// use ocpp_tokio::v1_6;
+    ///
+    /// let local_auth = LocalAuthStore::open("/var/lib/charger", Settings::default())?;
+    /// let station = Station::builder("ws://127.0.0.1:9000/ocpp/CP001")?
+    ///     .handler(local_auth.routes(ocpp_tokio::Router::for_station()), ())
+    ///     .local_auth(local_auth.clone())
+    ///     .connect()?;
+    /// station.call(v1_6::AuthorizeRequest::new("04A2B3C4")).await?;
+    /// // Later, offline: the answer decides.
+    /// let decision = local_auth.authorize_locally(&IdToken::from_id_tag("04A2B3C4"), false);
+    /// # let _ = decision;
+    /// # Ok(()) }
+    /// ```
+    pub fn local_auth(mut self, store: LocalAuthStore) -> Self {
+        self.local_auth = Some(store);
+        self
+    }
+
+    /// One function for every OCPP message of the station, in and out, as the server's
+    /// [`ServerBuilder::on_message`](crate::ServerBuilder::on_message) sees them (directions
+    /// from the station's side: `CallOut` is the station's CALL, `CallIn` the central
+    /// system's): the station's own BootNotifications, Heartbeats and queued transaction
+    /// messages included. It runs on the station's task: keep it short.
+    ///
+    /// ```
+    /// use ocpp_tokio::hook::Message;
+    /// use ocpp_tokio::station::Station;
+    ///
+    /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001").unwrap()
+    ///     .on_message(|event| {
+    ///         if let Message::CallOut(request) = event.message {
+    ///             println!("{} -> {}", event.identity, request.action());
+    ///         }
+    ///     });
+    /// # let _ = builder;
+    /// ```
+    pub fn on_message(
+        mut self,
+        hook: impl Fn(&crate::hook::MessageEvent<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
     }
 
     /// Several central systems, OCPP 2.x style: network connection profiles in configuration
@@ -1447,6 +1554,22 @@ impl StationBuilder {
             heartbeat_ms: heartbeat_ms.clone(),
             booted_before: false,
             boot_reason: None,
+            hook: match (self.hook, self.local_auth) {
+                (hook, None) => hook,
+                (None, Some(store)) => {
+                    let feeder = auth_cache::CacheFeeder::new(store);
+                    Some(Arc::new(move |event: &crate::hook::MessageEvent<'_>| {
+                        feeder.on_message(event)
+                    }))
+                }
+                (Some(hook), Some(store)) => {
+                    let feeder = auth_cache::CacheFeeder::new(store);
+                    Some(Arc::new(move |event: &crate::hook::MessageEvent<'_>| {
+                        feeder.on_message(event);
+                        hook(event);
+                    }))
+                }
+            },
         };
         tokio::spawn(async move {
             let result = task.run().await;

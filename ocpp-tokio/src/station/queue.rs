@@ -67,11 +67,11 @@ pub(crate) enum TransactionOp {
     Start(ocpp_server_core::station::Start),
     Meter {
         evse: i32,
-        meter_wh: i64,
+        reading: ocpp_server_core::station::Reading,
     },
     Stop {
         evse: i32,
-        meter_wh: i64,
+        reading: ocpp_server_core::station::Reading,
         reason: ocpp_server_core::station::StopReason,
     },
     PowerLoss {
@@ -155,12 +155,12 @@ impl Queue {
         let mut next = self.transactions.clone();
         let message: TransactionMessage = match op {
             TransactionOp::Start(start) => next.start(start, seq)?,
-            TransactionOp::Meter { evse, meter_wh } => next.meter(evse, meter_wh, now)?,
+            TransactionOp::Meter { evse, reading } => next.meter_reading(evse, reading, now)?,
             TransactionOp::Stop {
                 evse,
-                meter_wh,
+                reading,
                 reason,
-            } => next.stop(evse, meter_wh, now, reason)?,
+            } => next.stop_with(evse, reading, now, reason)?,
             TransactionOp::PowerLoss { evse } => next.end_after_power_loss(evse, now)?,
         };
         let ends = next.open().count() < self.transactions.open().count();

@@ -196,6 +196,11 @@ struct Cli {
     /// Seed of the random numbers (default: from the clock)
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     seed: Option<u64>,
+
+    /// Keep each station's transactions and offline queue in DIR/IDENTITY.journal: after a
+    /// restart, a transaction left open ends with PowerLoss under its id (default: in memory)
+    #[arg(long = "state-dir", value_name = "DIR")]
+    state_dir: Option<PathBuf>,
 }
 
 /// What the command line asked for.
@@ -242,6 +247,8 @@ pub(crate) struct Options {
     pub(crate) back_off: RetryBackOff,
     /// `--seed`; `None`: from the clock.
     pub(crate) seed: Option<u64>,
+    /// `--state-dir`: where each station's journal is (`None`: in memory).
+    pub(crate) state_dir: Option<PathBuf>,
 }
 
 /// The `--password`, whose `Debug` never shows it.
@@ -310,6 +317,7 @@ impl Options {
             retry_random_range,
             retry_repeat_times,
             seed,
+            state_dir,
         } = cli;
         let mut versions = Vec::with_capacity(given_versions.len());
         for version in given_versions {
@@ -364,6 +372,7 @@ impl Options {
                 repeat_times: retry_repeat_times,
             },
             seed,
+            state_dir,
         })
     }
 }
@@ -743,6 +752,7 @@ mod tests {
             "--retry-random-range-s <S>",
             "--retry-repeat-times <N>",
             "--seed <N>",
+            "--state-dir <DIR>",
             "--help",
         ] {
             assert!(help.contains(option), "{option} missing:\n{help}");

@@ -10,22 +10,23 @@
 //! - [`run`]: one task per charge point that reports the connectors after each accepted
 //!   boot, plays the `--session` (Authorize, start, meter values, stop) and keeps its timers,
 //!   across connections (a transaction goes on while the link is down).
-//! - a sender task that puts the station's messages out in order: transaction messages
-//!   through the client's offline queue (1.6: later messages of a transaction with
-//!   [`Station::queue_in`], so that they get the CSMS's transactionId even when the
-//!   StartTransaction was queued offline), anything else with [`Station::call_raw`].
+//! - a sender task that puts the station's messages out in order: a transaction's start,
+//!   readings and stop through the library's transactions ([`Station::start_transaction_with`],
+//!   [`Station::meter_reading`], [`Station::stop_transaction_with`]: its id, 2.x `seqNo`, 1.6
+//!   transactionId learnt from the CSMS and the offline queue are the library's, journaled
+//!   together), anything else with [`Station::call_raw`].
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ocpp_examples::charge_point_payload::{
-    self as payload, Command, ConnectorState, Outgoing, Reading, Reply, StopReason, TriggerKind,
-    TxRef,
+    self as payload, Command, ConnectorState, Outgoing, Reply, StopReason, TriggerKind,
 };
 use ocpp_messages::version::OcppVersion;
 use ocpp_server_core::{CallFailure, CallOutcome, Closed, Response};
-use ocpp_tokio::station::{BootReason, QueueError, Station, Status};
+use ocpp_tokio::station::{
+    BootReason, Evse, IdToken, QueueError, Queued, Reading, SampledValue, Start, Station, Status,
+};
 use ocpp_tokio::{Answer, ErrorCode, IncomingCall, Router, Session};
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
@@ -36,7 +37,7 @@ use super::settings::{Changed, Settings};
 use super::stats::Stats;
 
 /// The simulated charging power.
-const POWER_W: f64 = 11_000.0;
+const POWER_W: i64 = 11_000;
 /// The heartbeat interval until the first accepted boot.
 const DEFAULT_HEARTBEAT: Duration = ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL;
 /// How long a reset waits for the queued transaction messages before the reboot.
@@ -65,8 +66,10 @@ struct State {
     /// The version of the current (or last) connection.
     version: OcppVersion,
     transaction: Option<Transaction>,
-    transactions_started: u32,
-    energy_wh: i64,
+    /// How many transactions started (which one a late answer is about).
+    transactions_started: u64,
+    /// The energy register, in mWh (integral: W × ms / 3600).
+    energy_mwh: i64,
     energy_at: Instant,
     /// The last sequence number of bench DataTransfer messages.
     bench_seq: Option<u64>,
@@ -74,9 +77,13 @@ struct State {
     reset_requested: bool,
 }
 
-/// A transaction in progress.
+/// A transaction in progress: which connector, and its timers (its id, `seqNo` and readings
+/// are the library's: [`Station::transactions`]).
 struct Transaction {
-    tx: TxRef,
+    /// The connector (1.6 connectorId; 2.x the EVSE, connector 1 on it).
+    connector: u32,
+    /// Its number among [`State::transactions_started`].
+    number: u64,
     next_meter: Instant,
     /// When a played session ends by itself.
     stop_at: Option<Instant>,
@@ -85,6 +92,12 @@ struct Transaction {
 /// What the sender does, in order.
 enum Item {
     Send(Outgoing),
+    /// A transaction starts (the number of the simulator's transaction).
+    Start(Start, u64),
+    /// A reading of the transaction on the connector (the simulator's transaction's number).
+    Meter(u32, Reading, u64),
+    /// The transaction on the connector ends.
+    Stop(u32, Reading, ocpp_tokio::station::StopReason),
     /// An accepted Reset: the queued messages delivered, close and boot again.
     Reboot,
 }
@@ -102,10 +115,6 @@ impl Sim {
         for item in items {
             let _ = self.out.send(item);
         }
-    }
-
-    fn send_all(&self, messages: Vec<Outgoing>) {
-        self.send(messages.into_iter().map(Item::Send));
     }
 
     /// Counts the outcome of one of our CALLs (one that never left is not counted).
@@ -148,33 +157,31 @@ impl Sim {
                 remote_start_id,
             } => {
                 let connector = connector.unwrap_or(1);
-                let running = st.transaction.as_ref().map(|t| t.tx.local_id.clone());
+                let running = st.transaction.as_ref().map(|t| self.transaction_id(t));
                 let ok = running.is_none()
                     && (1..=st.settings.connectors).contains(&connector)
                     && !st.reset_requested;
                 if ok {
                     let messages =
                         self.begin(&mut st, now, connector, id_tag, remote_start_id, true);
-                    self.send_all(messages);
+                    self.send(messages);
                     self.wake.notify_one();
                 }
                 Reply::StartStop {
                     accepted: ok,
-                    transaction_id: running.filter(|_| !v16),
+                    transaction_id: running.flatten().filter(|_| !v16),
                 }
             }
             Command::RemoteStop { transaction_id } => {
-                let ours = st.transaction.as_ref().is_some_and(|t| {
-                    if v16 {
-                        t.tx.csms_id.map(|n| n.to_string()).as_deref()
-                            == Some(transaction_id.as_str())
-                    } else {
-                        t.tx.local_id == transaction_id
-                    }
-                });
+                // 1.6: the id the CSMS gave (none until it answered); 2.x: the station's.
+                let ours = st
+                    .transaction
+                    .as_ref()
+                    .and_then(|t| self.transaction_id(t))
+                    .is_some_and(|id| id == transaction_id);
                 if ours {
                     let messages = self.end_transaction(&mut st, now, StopReason::Remote);
-                    self.send_all(messages);
+                    self.send(messages);
                 }
                 Reply::StartStop {
                     accepted: ours,
@@ -185,7 +192,7 @@ impl Sim {
                 info!(identity = %self.identity, hard, "reset accepted");
                 st.reset_requested = true;
                 let messages = self.end_transaction(&mut st, now, StopReason::Reset { hard });
-                self.send_all(messages);
+                self.send(messages);
                 self.send([Item::Reboot]);
                 Reply::Reset { accepted: true }
             }
@@ -203,7 +210,7 @@ impl Sim {
                 };
                 if accepted {
                     let messages = self.triggered(&mut st, now, message, connector);
-                    self.send_all(messages);
+                    self.send(messages);
                 }
                 Reply::Trigger {
                     accepted,
@@ -279,29 +286,32 @@ impl Sim {
         now: Instant,
         kind: TriggerKind,
         connector: Option<u32>,
-    ) -> Vec<Outgoing> {
+    ) -> Vec<Item> {
         let v16 = st.version == OcppVersion::V1_6;
         match kind {
             // The client sends the BootNotification a trigger asked for.
             TriggerKind::Boot | TriggerKind::Unsupported => Vec::new(),
-            TriggerKind::Heartbeat => vec![Outgoing::Heartbeat],
+            TriggerKind::Heartbeat => vec![Item::Send(Outgoing::Heartbeat)],
             TriggerKind::Status => statuses(st, connector),
             TriggerKind::Meter | TriggerKind::TransactionEvent => {
-                if st.transaction.is_some() && (v16 || kind == TriggerKind::TransactionEvent) {
-                    let reading = read_meter(st, now);
-                    vec![Outgoing::TxUpdated {
-                        tx: next_tx_ref(st, &self.id_tag),
-                        reading,
-                        triggered: true,
-                    }]
-                } else {
-                    vec![Outgoing::Meter {
+                let reading = read_meter(st, now);
+                match &st.transaction {
+                    Some(t) if v16 || kind == TriggerKind::TransactionEvent => {
+                        vec![Item::Meter(t.connector, reading.triggered(), t.number)]
+                    }
+                    _ => vec![Item::Send(Outgoing::Meter {
                         connector: connector.unwrap_or(1),
-                        reading: read_meter(st, now),
-                    }]
+                        reading: payload_reading(&reading),
+                    })],
                 }
             }
         }
+    }
+
+    /// The transactionId of the simulator's transaction: 2.x the station's, 1.6 the CSMS's
+    /// once it answered.
+    fn transaction_id(&self, t: &Transaction) -> Option<String> {
+        self.station.get()?.transaction_id(evse_id(t.connector))
     }
 
     /// Hands changed settings to the client and the timers.
@@ -354,111 +364,99 @@ impl Sim {
         id_tag: String,
         remote_start_id: Option<i32>,
         remote: bool,
-    ) -> Vec<Outgoing> {
+    ) -> Vec<Item> {
         let _ = read_meter(st, now);
         st.transactions_started += 1;
-        let unix = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        // 2.x: at most 36 characters.
-        let prefix: String = self.identity.chars().take(16).collect();
-        let local_id = format!("{prefix}-{unix}-{}", st.transactions_started);
-        info!(identity = %self.identity, %local_id, %id_tag, connector, "transaction starts");
+        info!(identity = %self.identity, %id_tag, connector, "transaction starts");
         let mut messages = Vec::new();
         if st.version == OcppVersion::V1_6 {
-            messages.push(Outgoing::Status {
+            messages.push(Item::Send(Outgoing::Status {
                 connector,
                 state: ConnectorState::Preparing,
-            });
+            }));
         }
+        let number = st.transactions_started;
         st.transaction = Some(Transaction {
-            tx: TxRef {
-                connector,
-                id_tag,
-                local_id,
-                csms_id: None,
-                seq_no: 0,
-                remote_start_id,
-            },
+            connector,
+            number,
             next_meter: now + st.settings.meter_interval,
             stop_at: (!remote).then(|| now + self.session_length),
         });
         let reading = read_meter(st, now);
-        let tx = next_tx_ref(st, &self.id_tag);
-        messages.push(Outgoing::TxStarted {
-            tx,
-            reading,
-            remote,
-        });
-        messages.push(Outgoing::Status {
+        let evse = Evse::new(evse_id(connector)).with_connector(1);
+        let mut start = Start::new(
+            evse,
+            IdToken::new(id_tag, "ISO14443"),
+            reading.energy_wh,
+            ocpp_tokio::DateTime::now(),
+        );
+        for value in reading.sampled {
+            start = start.with_sampled_value(value);
+        }
+        if let Some(id) = remote_start_id {
+            start = start.with_remote_start_id(id);
+        }
+        messages.push(Item::Start(start, number));
+        messages.push(Item::Send(Outgoing::Status {
             connector,
             state: ConnectorState::Charging,
-        });
+        }));
         messages
     }
 
     /// Ends the transaction, if any: its messages.
-    fn end_transaction(&self, st: &mut State, now: Instant, reason: StopReason) -> Vec<Outgoing> {
+    fn end_transaction(&self, st: &mut State, now: Instant, reason: StopReason) -> Vec<Item> {
         if st.transaction.is_none() {
             return Vec::new();
         }
         let reading = read_meter(st, now);
-        let tx = next_tx_ref(st, &self.id_tag);
-        st.transaction = None;
+        let Some(t) = st.transaction.take() else {
+            return Vec::new();
+        };
         self.stats().transactions += 1;
-        info!(identity = %self.identity, local_id = %tx.local_id, ?reason, energy_wh = reading.energy_wh, "transaction ends");
-        let connector = tx.connector;
-        let mut messages = vec![Outgoing::TxEnded {
-            tx,
-            reading,
-            reason,
-        }];
+        info!(identity = %self.identity, id = ?self.transaction_id(&t), ?reason, energy_wh = reading.energy_wh, "transaction ends");
+        let connector = t.connector;
+        let reason = match reason {
+            StopReason::Local => ocpp_tokio::station::StopReason::Local,
+            StopReason::Remote => ocpp_tokio::station::StopReason::Remote,
+            StopReason::Reset { hard: true } => ocpp_tokio::station::StopReason::HardReset,
+            StopReason::Reset { hard: false } => ocpp_tokio::station::StopReason::SoftReset,
+            StopReason::DeAuthorized => ocpp_tokio::station::StopReason::DeAuthorized,
+        };
+        let mut messages = vec![Item::Stop(connector, reading, reason)];
         if st.version == OcppVersion::V1_6 {
-            messages.push(Outgoing::Status {
+            messages.push(Item::Send(Outgoing::Status {
                 connector,
                 state: ConnectorState::Finishing,
-            });
+            }));
         }
-        messages.push(Outgoing::Status {
+        messages.push(Item::Send(Outgoing::Status {
             connector,
             state: ConnectorState::Available,
-        });
+        }));
         messages
     }
 
-    /// The answer to a queued transaction message: 1.6 the CSMS's transactionId; an id tag
-    /// not accepted ends the transaction.
-    fn on_transaction_answer(&self, message: &Outgoing, response: &Response) {
-        let payload::Answer::IdTag {
-            accepted,
-            transaction_id,
-        } = payload::read_answer(response)
-        else {
+    /// The answer to a start or a reading of the simulator's transaction `number` (1.6: the
+    /// library took the transactionId from it): an id tag not accepted ends the transaction.
+    fn on_transaction_answer(&self, number: u64, start: bool, response: &Response) {
+        let payload::Answer::IdTag { accepted, .. } = payload::read_answer(response) else {
             return;
         };
         let now = Instant::now();
         let mut st = self.lock();
-        let (Outgoing::TxStarted { tx, .. } | Outgoing::TxUpdated { tx, .. }) = message else {
+        if st.transaction.as_ref().map(|t| t.number) != Some(number) {
             return;
-        };
-        let Some(t) = st
-            .transaction
-            .as_mut()
-            .filter(|t| t.tx.local_id == tx.local_id)
-        else {
-            return;
-        };
-        if let Some(id) = transaction_id {
-            t.tx.csms_id = Some(id);
         }
-        let refused = match message {
-            Outgoing::TxStarted { .. } if st.version == OcppVersion::V1_6 => accepted != Some(true),
-            _ => accepted == Some(false),
+        let refused = if start && st.version == OcppVersion::V1_6 {
+            accepted != Some(true)
+        } else {
+            accepted == Some(false)
         };
         if refused {
             warn!(identity = %self.identity, "id tag not accepted: ending the transaction");
             let messages = self.end_transaction(&mut st, now, StopReason::DeAuthorized);
-            self.send_all(messages);
+            self.send(messages);
         }
     }
 
@@ -470,19 +468,14 @@ impl Sim {
         });
         if stop {
             let messages = self.end_transaction(&mut st, now, StopReason::Local);
-            self.send_all(messages);
+            self.send(messages);
         } else if meter {
             let interval = st.settings.meter_interval;
+            let reading = read_meter(&mut st, now);
             if let Some(t) = st.transaction.as_mut() {
                 t.next_meter = now + interval;
+                self.send([Item::Meter(t.connector, reading, t.number)]);
             }
-            let reading = read_meter(&mut st, now);
-            let tx = next_tx_ref(&mut st, &self.id_tag);
-            self.send_all(vec![Outgoing::TxUpdated {
-                tx,
-                reading,
-                triggered: false,
-            }]);
         }
         st.transaction.as_ref().map_or(now + FAR, |t| {
             t.stop_at.map_or(t.next_meter, |s| s.min(t.next_meter))
@@ -492,7 +485,7 @@ impl Sim {
 
 /// The StatusNotifications of every connector (1.6 with connector 0, the charge point), or of
 /// `only`.
-fn statuses(st: &State, only: Option<u32>) -> Vec<Outgoing> {
+fn statuses(st: &State, only: Option<u32>) -> Vec<Item> {
     let first = if st.version == OcppVersion::V1_6 {
         0
     } else {
@@ -500,46 +493,52 @@ fn statuses(st: &State, only: Option<u32>) -> Vec<Outgoing> {
     };
     (first..=st.settings.connectors)
         .filter(|c| only.is_none() || only == Some(*c))
-        .map(|connector| Outgoing::Status {
-            connector,
-            state: match &st.transaction {
-                Some(t) if t.tx.connector == connector => ConnectorState::Charging,
-                _ => ConnectorState::Available,
-            },
+        .map(|connector| {
+            Item::Send(Outgoing::Status {
+                connector,
+                state: match &st.transaction {
+                    Some(t) if t.connector == connector => ConnectorState::Charging,
+                    _ => ConnectorState::Available,
+                },
+            })
         })
         .collect()
 }
 
+/// The meter now: the energy register (integral, in whole Wh) and the power while charging.
 fn read_meter(st: &mut State, now: Instant) -> Reading {
     let charging = st.transaction.is_some();
-    let elapsed = now.saturating_duration_since(st.energy_at);
+    let elapsed_ms = now.saturating_duration_since(st.energy_at).as_millis();
     if charging {
-        st.energy_wh += (POWER_W * elapsed.as_secs_f64() / 3600.0).round() as i64;
+        let added = i128::from(POWER_W) * i128::try_from(elapsed_ms).unwrap_or(i128::MAX) / 3600;
+        st.energy_mwh = st
+            .energy_mwh
+            .saturating_add(i64::try_from(added).unwrap_or(i64::MAX));
     }
     st.energy_at = now;
-    Reading {
-        energy_wh: st.energy_wh,
-        power_w: if charging { POWER_W } else { 0.0 },
+    Reading::new(st.energy_mwh / 1000).with_sampled_value(SampledValue::power_w(if charging {
+        POWER_W
+    } else {
+        0
+    }))
+}
+
+/// A reading as the payload module writes a MeterValues outside a transaction.
+fn payload_reading(reading: &Reading) -> payload::Reading {
+    let power = reading
+        .sampled
+        .iter()
+        .find(|v| v.measurand == "Power.Active.Import")
+        .map_or(0.0, |v| v.value.to_f64());
+    payload::Reading {
+        energy_wh: reading.energy_wh,
+        power_w: power,
     }
 }
 
-/// The transaction's reference for its next message (2.x: the next seqNo).
-fn next_tx_ref(st: &mut State, id_tag: &str) -> TxRef {
-    match st.transaction.as_mut() {
-        Some(t) => {
-            let tx = t.tx.clone();
-            t.tx.seq_no += 1;
-            tx
-        }
-        None => TxRef {
-            connector: 1,
-            id_tag: id_tag.to_owned(),
-            local_id: String::new(),
-            csms_id: None,
-            seq_no: 0,
-            remote_start_id: None,
-        },
-    }
+/// The library's EVSE id (1.6 connectorId) of a connector.
+fn evse_id(connector: u32) -> i32 {
+    i32::try_from(connector).unwrap_or(i32::MAX)
 }
 
 // ---- the router ----
@@ -620,7 +619,7 @@ pub(crate) async fn run(
             version: options.versions[0],
             transaction: None,
             transactions_started: 0,
-            energy_wh: 0,
+            energy_mwh: 0,
             energy_at: Instant::now(),
             bench_seq: None,
             reset_requested: false,
@@ -696,6 +695,29 @@ fn build(
     if let Some(password) = &options.password {
         builder = builder.password(password.0.as_bytes());
     }
+    if let Some(dir) = &options.state_dir {
+        std::fs::create_dir_all(dir).map_err(|source| {
+            let path = dir.clone();
+            ocpp_tokio::station::StationError::Store(ocpp_tokio::station::StoreError::Io {
+                path,
+                source,
+            })
+        })?;
+        // The identity as a file name: what is not alphanumeric (or `-`, `_`) becomes `_`.
+        let name: String = identity
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let store = ocpp_tokio::station::FileStore::open(dir.join(format!("{name}.journal")))
+            .map_err(ocpp_tokio::station::StationError::Store)?;
+        builder = builder.store(store);
+    }
     if let Some(tls) = tls {
         builder = builder.tls(tls);
     }
@@ -734,7 +756,7 @@ fn on_status(sim: &Sim, last: Option<Status>, current: Status, ever_booted: &mut
             info!(identity = %sim.identity, %version, "booted");
             let mut st = sim.lock();
             st.version = version;
-            sim.send_all(statuses(&st, None));
+            sim.send(statuses(&st, None));
         }
         _ => {}
     }
@@ -762,7 +784,7 @@ async fn play_session(sim: Arc<Sim>, station: Station) {
         return;
     }
     let messages = sim.begin(&mut st, Instant::now(), 1, sim.id_tag.clone(), None, false);
-    sim.send_all(messages);
+    sim.send(messages);
     sim.wake.notify_one();
 }
 
@@ -788,11 +810,11 @@ async fn call(
 
 /// Puts the station's messages out, one after the other.
 async fn send_loop(sim: Arc<Sim>, station: Station, mut items: mpsc::UnboundedReceiver<Item>) {
-    // 1.6: the queue's place of each transaction's StartTransaction, by our local id.
-    let mut starts: HashMap<String, u64> = HashMap::new();
     let mut last_queued: Option<JoinHandle<()>> = None;
     while let Some(item) = items.recv().await {
-        let message = match item {
+        let v16 = sim.lock().version == OcppVersion::V1_6;
+        // A transaction's message: into the offline queue with the transactions' new state.
+        let (queued, action, answer_of) = match item {
             Item::Reboot => {
                 if let Some(last) = last_queued.take() {
                     let _ = tokio::time::timeout(RESET_DRAIN, last).await;
@@ -802,41 +824,42 @@ async fn send_loop(sim: Arc<Sim>, station: Station, mut items: mpsc::UnboundedRe
                 station.reboot(BootReason::RemoteReset);
                 continue;
             }
-            Item::Send(message) => message,
-        };
-        let version = sim.lock().version;
-        if !matches!(
-            message,
-            Outgoing::TxStarted { .. } | Outgoing::TxUpdated { .. } | Outgoing::TxEnded { .. }
-        ) {
-            call(&sim, &station, version, &message).await;
-            continue;
-        }
-        let v16 = version == OcppVersion::V1_6;
-        let mut message = message;
-        // 1.6: a later message of a transaction whose id is not known yet takes it from its
-        // StartTransaction in the queue.
-        let mut start = None;
-        if let (true, Outgoing::TxUpdated { tx, .. } | Outgoing::TxEnded { tx, .. }) =
-            (v16, &mut message)
-        {
-            if tx.csms_id.is_none() {
-                start = starts.get(&tx.local_id).copied();
-                tx.csms_id = Some(0);
-            }
-        }
-        let request = match payload::request(version, &message) {
-            Ok(request) => request,
-            Err(error) => {
-                warn!(identity = %sim.identity, %error, "payload not built");
+            Item::Send(message) => {
+                let version = sim.lock().version;
+                call(&sim, &station, version, &message).await;
                 continue;
             }
+            Item::Start(start, number) => (
+                station.start_transaction_with(start).await,
+                if v16 {
+                    "StartTransaction"
+                } else {
+                    "TransactionEvent"
+                },
+                Some((number, true)),
+            ),
+            Item::Meter(connector, reading, number) => (
+                station.meter_reading(evse_id(connector), reading).await,
+                if v16 {
+                    "MeterValues"
+                } else {
+                    "TransactionEvent"
+                },
+                Some((number, false)),
+            ),
+            Item::Stop(connector, reading, reason) => (
+                station
+                    .stop_transaction_with(evse_id(connector), reading, reason)
+                    .await,
+                if v16 {
+                    "StopTransaction"
+                } else {
+                    "TransactionEvent"
+                },
+                None,
+            ),
         };
-        let queued = match start {
-            Some(start) => station.queue_in(start, request).await,
-            None => station.queue(request).await,
-        };
-        let queued = match queued {
+        let queued: Queued = match queued {
             Ok(queued) => queued,
             Err(error @ QueueError::UnknownTransaction(_)) => {
                 warn!(identity = %sim.identity, %error, "its StartTransaction was given up");
@@ -847,21 +870,12 @@ async fn send_loop(sim: Arc<Sim>, station: Station, mut items: mpsc::UnboundedRe
                 continue;
             }
         };
-        if let (true, Outgoing::TxStarted { tx, .. }) = (v16, &message) {
-            starts.insert(tx.local_id.clone(), queued.seq());
-        }
         let sim = sim.clone();
         last_queued = Some(tokio::spawn(async move {
             let outcome = queued.outcome().await;
-            let action = match &message {
-                Outgoing::TxStarted { .. } if v16 => "StartTransaction",
-                Outgoing::TxUpdated { .. } if v16 => "MeterValues",
-                Outgoing::TxEnded { .. } if v16 => "StopTransaction",
-                _ => "TransactionEvent",
-            };
             sim.count(action, &outcome);
-            if let Ok(response) = &outcome {
-                sim.on_transaction_answer(&message, response);
+            if let (Ok(response), Some((number, start))) = (&outcome, answer_of) {
+                sim.on_transaction_answer(number, start, response);
             }
         }));
     }
