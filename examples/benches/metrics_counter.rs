@@ -1,5 +1,5 @@
 //! One counter increment, the hot-path cost of a metric: the CSMS's own atomics
-//! (`csms::Counter`, rendered by hand behind `GET /metrics`) against the `metrics` facade with
+//! (`ocpp_reference_csms::Counter`, rendered by hand behind `GET /metrics`) against the `metrics` facade with
 //! `metrics-exporter-prometheus` installed as the global recorder, through a handle kept
 //! (`metrics::Counter`, registered once) and through the `counter!` macro at each increment
 //! (a key lookup in the recorder's registry each time). Also one render of the exposition
@@ -10,7 +10,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use ocpp_examples::csms::{Counter, Metrics};
+use ocpp_reference_csms::{Counter, Metrics};
 
 fn increments(c: &mut Criterion) {
     let handle = metrics_exporter_prometheus::PrometheusBuilder::new()

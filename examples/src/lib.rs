@@ -1,9 +1,9 @@
 //! Code shared by the binaries of `ocpp-examples`.
 //!
-//! - [`csms`]: the reference central system, the crate `ocpp-reference-csms` (independent of
-//!   the I/O loop: charge-point state, the concepts of every OCPP version, the store, Basic-auth
-//!   credentials, metrics and the admin HTTP interface). The mio server and the tokio server
-//!   both drive it; it is re-exported here under the name the servers use.
+//! The reference central system both servers drive is the crate `ocpp-reference-csms`
+//! ([`ocpp_reference_csms`]: charge-point state, the concepts of every OCPP version, the store,
+//! Basic-auth credentials, metrics and the admin HTTP interface), independent of the I/O loop.
+//!
 //! - [`mio_server`]: the `mio-server` binary's event loop (one or more single-threaded mio
 //!   loops sharing one port with `SO_REUSEPORT`).
 //! - [`tokio_server`]: the `tokio-server` binary on `ocpp-tokio` (a `Handler` over the CSMS, the
@@ -17,7 +17,6 @@
 //!   (security profiles 2 and 3), for both servers and the `charge-point` binary.
 
 pub mod charge_point_payload;
-pub use ocpp_reference_csms as csms;
 pub mod mio_server;
 pub mod server_cli;
 pub mod server_config;

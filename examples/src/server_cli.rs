@@ -13,16 +13,16 @@ use ocpp_server_core::{ConnectionConfig, DeflatePolicy, NoCommonVersion};
 
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
-use crate::csms::admin_auth::{AdminAuth, AdminAuthError};
-use crate::csms::ocsp::{self, OcspClient};
-use crate::csms::plug_and_charge::{PlugAndCharge, PlugAndChargeError};
-use crate::csms::store::{SqlStore, Store};
-use crate::csms::{
+use crate::server_config::{AdminLimits, CaptureFile, ServerConfig};
+use crate::tls::{self, ClientCertificates, ServerTls, TlsError};
+use ocpp_reference_csms::admin_auth::{AdminAuth, AdminAuthError};
+use ocpp_reference_csms::ocsp::{self, OcspClient};
+use ocpp_reference_csms::plug_and_charge::{PlugAndCharge, PlugAndChargeError};
+use ocpp_reference_csms::store::{SqlStore, Store};
+use ocpp_reference_csms::{
     BootPolicy, CertificateAuthority, Credentials, Csms, CsmsConfig, Currency, Price, SiteLimit,
     Tariff, TariffError, TokenStore,
 };
-use crate::server_config::{AdminLimits, CaptureFile, ServerConfig};
-use crate::tls::{self, ClientCertificates, ServerTls, TlsError};
 
 /// Where charge points connect unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9000";
@@ -707,7 +707,7 @@ pub fn cluster_config(args: &Args) -> Option<ClusterConfig> {
     if let Some(ttl) = args.cluster_ttl {
         cluster = cluster.with_claim_ttl(ttl).with_node_ttl(ttl);
     }
-    tracing::info!(node_id, redis = %crate::csms::store::without_password(redis), "cluster node");
+    tracing::info!(node_id, redis = %ocpp_reference_csms::store::without_password(redis), "cluster node");
     Some(cluster)
 }
 
@@ -1244,7 +1244,7 @@ mod tests {
         let cp001 = ocpp_server_core::ChargePointIdentity::new("CP001".into(), false).unwrap();
         assert_eq!(
             app.security_profile(&cp001).0,
-            Some(crate::csms::SecurityProfile::TlsClientCertificate)
+            Some(ocpp_reference_csms::SecurityProfile::TlsClientCertificate)
         );
         let mut bad = args;
         bad.ca_key = Some(dir.join("missing.key"));
@@ -1334,10 +1334,11 @@ mod tests {
         let args = parse(&["--admin=0.0.0.0:9001", "--admin-token-file", path]).unwrap();
         let auth = admin_auth(&args).unwrap();
         assert_eq!(auth.len(), 2);
-        let metrics = crate::csms::admin::AdminRequest::parse(b"GET /metrics HTTP/1.1\r\n\r\n")
-            .unwrap()
-            .unwrap()
-            .0;
+        let metrics =
+            ocpp_reference_csms::admin::AdminRequest::parse(b"GET /metrics HTTP/1.1\r\n\r\n")
+                .unwrap()
+                .unwrap()
+                .0;
         assert!(auth.check(&metrics).is_err());
         let args = parse(&["--admin-token-file", path, "--metrics-public"]).unwrap();
         assert!(admin_auth(&args).unwrap().check(&metrics).is_ok());
@@ -1396,15 +1397,15 @@ mod tests {
     #[test]
     fn a_redis_password_is_not_logged() {
         assert_eq!(
-            crate::csms::store::without_password("redis://user:pw@10.0.0.1:6379/"),
+            ocpp_reference_csms::store::without_password("redis://user:pw@10.0.0.1:6379/"),
             "redis://user:***@10.0.0.1:6379/"
         );
         assert_eq!(
-            crate::csms::store::without_password("redis+sentinel://:pw@a:1,b:2/svc"),
+            ocpp_reference_csms::store::without_password("redis+sentinel://:pw@a:1,b:2/svc"),
             "redis+sentinel://:***@a:1,b:2/svc"
         );
         assert_eq!(
-            crate::csms::store::without_password("redis://r:6379/"),
+            ocpp_reference_csms::store::without_password("redis://r:6379/"),
             "redis://r:6379/"
         );
     }

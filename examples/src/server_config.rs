@@ -10,8 +10,8 @@ use ocpp_cli::capture::CaptureRecorder;
 use ocpp_cluster::ClusterConfig;
 use ocpp_server_core::ConnectionConfig;
 
-use crate::csms::admin_auth::AdminAuth;
 use crate::tls::ServerTls;
+use ocpp_reference_csms::admin_auth::AdminAuth;
 
 /// How the server runs (mio-server and tokio-server alike).
 ///
@@ -30,7 +30,7 @@ pub struct ServerConfig {
     /// Who may use it (`--admin-token-file`); open by default.
     pub admin_auth: AdminAuth,
     /// The names the admin interface answers to besides its address (`--admin-host`; see
-    /// [`AdminGuard`](crate::csms::admin_auth::AdminGuard)).
+    /// [`AdminGuard`](ocpp_reference_csms::admin_auth::AdminGuard)).
     pub admin_hosts: Vec<String>,
     /// The limits on admin connections: how many, how long each may take.
     pub admin_limits: AdminLimits,
@@ -95,7 +95,7 @@ pub struct AdminLimits {
     /// At most this many admin connections open (`--admin-max-connections`); beyond it a new
     /// one takes the place of the oldest that has not sent its request yet, or, when every
     /// one serves a request, is answered 503 and closed
-    /// ([`AdminSlots`](crate::csms::admin_auth::AdminSlots)).
+    /// ([`AdminSlots`](ocpp_reference_csms::admin_auth::AdminSlots)).
     pub max_connections: usize,
     /// How long a connection may take to send its request head (`--admin-header-timeout-ms`).
     pub header_timeout: Duration,

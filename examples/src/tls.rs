@@ -199,7 +199,7 @@ pub enum ClientCertificates {
     Required(RootCertStore),
     /// A client may present one, verified against these roots (a bad one fails the
     /// handshake); one without is let through to the upgrade, where the station's own
-    /// profile decides (`csms::credentials`).
+    /// profile decides (`ocpp_reference_csms::credentials`).
     Optional(RootCertStore),
 }
 
@@ -575,13 +575,13 @@ fn send_rustls(
 
 /// What the CSMS decides an upgrade on besides the request: plain TCP, or TLS with the client
 /// certificate it verified (its subject CN read here, once per connection).
-pub fn transport(session: Option<&TlsSession>) -> crate::csms::Transport {
+pub fn transport(session: Option<&TlsSession>) -> ocpp_reference_csms::Transport {
     match session {
-        None => crate::csms::Transport::Plain,
-        Some(session) => crate::csms::Transport::Tls {
+        None => ocpp_reference_csms::Transport::Plain,
+        Some(session) => ocpp_reference_csms::Transport::Tls {
             client_certificate: session
                 .peer_common_name()
-                .map(crate::csms::ClientCertificate::new),
+                .map(ocpp_reference_csms::ClientCertificate::new),
         },
     }
 }
@@ -927,8 +927,10 @@ mod tests {
         assert_eq!(client.peer_common_name(), Some(Some("csms".to_owned())));
         assert_eq!(
             transport(Some(&server)),
-            crate::csms::Transport::Tls {
-                client_certificate: Some(crate::csms::ClientCertificate::new(Some("CP001".into())))
+            ocpp_reference_csms::Transport::Tls {
+                client_certificate: Some(ocpp_reference_csms::ClientCertificate::new(Some(
+                    "CP001".into()
+                )))
             }
         );
 

@@ -10,11 +10,11 @@
 
 use std::collections::BTreeSet;
 
-use ocpp_examples::csms::admin::{self, decode_command, AdminRequest, Route};
-use ocpp_examples::csms::{BootPolicy, Csms, CsmsConfig, TokenStore};
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
+use ocpp_reference_csms::admin::{self, decode_command, AdminRequest, Route};
+use ocpp_reference_csms::{BootPolicy, Csms, CsmsConfig, TokenStore};
 use ocpp_server_core::Answer;
 use ocpp_server_core::{ChargePointIdentity, Response};
 use serde_json::{json, Value};
@@ -428,7 +428,7 @@ fn call_reply(csms: &Csms, cp: &ChargePointIdentity, action: &str, payload: &str
         .wait(csms)
 }
 
-fn csms_session(csms: &Csms, cp: &ChargePointIdentity) -> ocpp_examples::csms::SessionId {
+fn csms_session(csms: &Csms, cp: &ChargePointIdentity) -> ocpp_reference_csms::SessionId {
     csms.charge_point(cp).unwrap().session.unwrap().id
 }
 

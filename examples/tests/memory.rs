@@ -10,8 +10,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use ocpp_examples::charge_point_payload::{self as payload, BootReason, ConnectorState, Outgoing};
-use ocpp_examples::csms::{ChargePoint, Csms, CsmsConfig};
 use ocpp_messages::version::OcppVersion;
+use ocpp_reference_csms::{ChargePoint, Csms, CsmsConfig};
 use ocpp_server_core::Answer;
 use ocpp_server_core::ChargePointIdentity;
 
@@ -81,7 +81,7 @@ const COUNT: usize = 4096;
 fn call(
     csms: &Csms,
     identity: &ChargePointIdentity,
-    session: ocpp_examples::csms::SessionId,
+    session: ocpp_reference_csms::SessionId,
     message: &Outgoing,
 ) {
     let request = payload::request(OcppVersion::V1_6, message).expect("request");
@@ -137,7 +137,7 @@ fn csms_record_per_idle_booted_charge_point() {
         std::mem::size_of::<ChargePoint>(),
         std::mem::size_of::<Box<ChargePoint>>(),
     );
-    use ocpp_examples::csms::{CertificateSigning, ItemsPerMessage, Registration, Session};
+    use ocpp_reference_csms::{CertificateSigning, ItemsPerMessage, Registration, Session};
     use std::mem::size_of;
     println!(
         "fields: Option<Session> {} Option<Registration> {} Option<CertificateSigning> {} \

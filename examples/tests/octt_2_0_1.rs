@@ -859,7 +859,7 @@ fn register(wh: u32, context: &str) -> Value {
 
 /// The tariff of the TC_I tests: 0.30 per kWh, and 0.01 per hour so that the time is priced
 /// too but, for a test shorter than 30 minutes, adds less than half a cent: the costs are
-/// exact multiples of the energy price (rounded once to the cent, see `csms::tariff`).
+/// exact multiples of the energy price (rounded once to the cent, see `ocpp_reference_csms::tariff`).
 const TARIFF: &[&str] = &["--price-per-kwh", "0.30", "--price-per-hour", "0.01"];
 
 /// Expects the CostUpdated the CSMS sends right after a TransactionEvent answer, checks it,
@@ -2254,7 +2254,7 @@ fn ev_connected_pre_session(server: &Server, identity: &str, tx: &str) -> Ws {
 /// `iso15118CertificateHashData` for a contract certificate of `pki` (SHA256, hex, the
 /// responder URL of its AIA).
 fn hash_data(pki: &ocsp_responder::Pki, leaf: &ocsp_responder::Issued) -> Value {
-    use ocpp_examples::csms::ocsp::{HashAlgorithm, OcspRequestData};
+    use ocpp_reference_csms::ocsp::{HashAlgorithm, OcspRequestData};
     let data =
         OcspRequestData::for_certificate(&leaf.der(), &pki.sub_ca.der(), HashAlgorithm::Sha256)
             .expect("hash data");

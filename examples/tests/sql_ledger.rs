@@ -10,12 +10,12 @@ mod common;
 use std::collections::HashMap;
 
 use common::postgres_server::PostgresServer;
-use ocpp_examples::csms::SqlLedger;
 use ocpp_messages::{v1_6, v2_0_1, DateTime, Request};
 use ocpp_model::{
     Event, InMemoryLedger, LedgerTransaction, Recorded, TransactionEnded, TransactionLedger,
     TransactionStarted, TransactionUpdated,
 };
+use ocpp_reference_csms::SqlLedger;
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

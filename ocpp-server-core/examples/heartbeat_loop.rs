@@ -60,13 +60,13 @@ fn csms_drain(csms: &mut Connection, now: Instant, current_time: &DateTime) -> u
     completed
 }
 
-/// The CSMS sends the benchmark push (what `ocpp_examples::csms::push` builds).
+/// The CSMS sends the benchmark push (what `ocpp_reference_csms::push` builds).
 #[inline(never)]
 fn csms_push(csms: &mut Connection, now: Instant, seq: u64) {
     let request = Request::from(v1_6::Request::from(v1_6::DataTransferRequest {
         vendor_id: "bench".into(),
         message_id: Some("ts".into()),
-        // As `ocpp_examples::csms::push` prints it.
+        // As `ocpp_reference_csms::push` prints it.
         data: Some({
             let mut seq_text = itoa::Buffer::new();
             let seq = seq_text.format(seq);

@@ -13,9 +13,9 @@ use super::admin_socket::{AdminSocket, AdminStage};
 use super::capture::Tap;
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{OcppSocket, SocketStage};
-use crate::csms::admin::HttpResponse;
-use crate::csms::admin_auth::AdminRefused;
 use crate::tls::TlsSession;
+use ocpp_reference_csms::admin::HttpResponse;
+use ocpp_reference_csms::admin_auth::AdminRefused;
 
 impl EventLoop {
     pub(super) fn accept(&mut self, now: Instant) {

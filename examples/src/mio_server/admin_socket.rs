@@ -16,9 +16,9 @@ use super::ocpp_socket::{send_chunk, Waiter};
 use super::slab::Key;
 use super::timers::Moment;
 use super::{Command, Handle};
-use crate::csms::admin::{self, AdminRequest, HttpResponse, Route};
-use crate::csms::admin_auth::FetchHeaders;
-use crate::csms::SplitCall;
+use ocpp_reference_csms::admin::{self, AdminRequest, HttpResponse, Route};
+use ocpp_reference_csms::admin_auth::FetchHeaders;
+use ocpp_reference_csms::SplitCall;
 
 /// How long we may take to write an answer (the client's request has its own limits:
 /// [`AdminLimits`](crate::server_config::AdminLimits)).
@@ -47,7 +47,7 @@ pub(super) struct AdminSocket {
     pub(super) deadline: Instant,
     pub(super) scheduled: Option<Moment>,
     pub(super) interest: Interest,
-    /// The request head was read and let through [`AdminGuard`](crate::csms::admin_auth::AdminGuard):
+    /// The request head was read and let through [`AdminGuard`](ocpp_reference_csms::admin_auth::AdminGuard):
     /// the deadline is the body's now.
     pub(super) head_read: bool,
 }

@@ -37,7 +37,7 @@ use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{SocketStage, Waiter};
 use super::slab::Key;
 use super::{Command, Handle};
-use crate::csms::admin::{self, HttpResponse};
+use ocpp_reference_csms::admin::{self, HttpResponse};
 
 const _: () = assert!(CLOSE_SUPERSEDED == CloseCode::POLICY_VIOLATION.as_u16());
 

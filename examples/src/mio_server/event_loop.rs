@@ -21,8 +21,8 @@ use super::ocpp_socket::{OcppSocket, SocketStage};
 use super::slab::{Key, Slab};
 use super::timers::TimerHeap;
 use super::{Command, Shared, ADMIN_LISTENER, LISTENER, WAKER};
-use crate::csms::admin::HttpResponse;
-use crate::csms::admin_auth::{AdminRefused, AdminSlots};
+use ocpp_reference_csms::admin::HttpResponse;
+use ocpp_reference_csms::admin_auth::{AdminRefused, AdminSlots};
 
 /// The one read buffer of the loop, shared by every connection.
 const SCRATCH_SIZE: usize = 64 * 1024;

@@ -27,7 +27,7 @@
 //! - `accept`: accepting OCPP and admin sockets;
 //! - `push`: the push tick;
 //! - `shutdown`: the graceful shutdown and its deadline;
-//! - `workers`: the threads that make the CSMS's slow answers ([`Reply::Later`](crate::csms::Reply::Later): a commit, a
+//! - `workers`: the threads that make the CSMS's slow answers ([`Reply::Later`](ocpp_reference_csms::Reply::Later): a commit, a
 //!   network round trip), so that no loop waits; the answer comes back as a `Command`;
 //! - [`slab`], [`timers`]: the socket table and the deadline heap.
 //!
@@ -65,7 +65,7 @@
 //! one, no suite in common, a protocol error) gets the alert the TLS library chose, its write side
 //! shut, and is drained and dropped like any other; the loop carries on. Closing sends
 //! `close_notify` before the TCP half-close. The CSMS sees the verified client certificate's CN
-//! in the upgrade decision ([`Transport`](crate::csms::Transport)).
+//! in the upgrade decision ([`Transport`](ocpp_reference_csms::Transport)).
 //!
 //! # Back-pressure
 //! The loop reads only while the connection wants input: it stops past half of
@@ -108,13 +108,13 @@ use ocpp_cluster::{ClaimTicket, ClusterBridge, Job};
 use ocpp_server_core::{Answer, ConnectionConfig, IdentityTable, MessageId, Request};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::csms::admin::HttpResponse;
-use crate::csms::admin_auth::{AdminAuth, AdminGuard};
-use crate::csms::credentials::UpgradeGate;
-use crate::csms::Csms;
 use crate::server_config::AdminLimits;
 use cluster::JobAnswer;
 use event_loop::EventLoop;
+use ocpp_reference_csms::admin::HttpResponse;
+use ocpp_reference_csms::admin_auth::{AdminAuth, AdminGuard};
+use ocpp_reference_csms::credentials::UpgradeGate;
+use ocpp_reference_csms::Csms;
 use slab::Key;
 use workers::Workers;
 
@@ -162,14 +162,14 @@ enum Command {
     /// `target`, then answer the admin connection `reply_to` on loop 0.
     AdminCalls {
         target: Key,
-        split: Box<crate::csms::SplitCall>,
+        split: Box<ocpp_reference_csms::SplitCall>,
         reply_to: Key,
         /// No chunk is written after this: the admin caller has its answer by then.
         deadline: std::time::Instant,
     },
     /// The answer to the admin connection `to` (loop 0).
     AdminReply { to: Key, response: HttpResponse },
-    /// A worker ran the CSMS's [`Later`](crate::csms::Later) job for the CALL `id` of
+    /// A worker ran the CSMS's [`Later`](ocpp_reference_csms::Later) job for the CALL `id` of
     /// connection `target`: send its answer.
     Answer {
         target: Key,
@@ -264,7 +264,7 @@ impl ShutdownHandle {
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use ocpp_examples::csms::{Csms, CsmsConfig};
+/// use ocpp_reference_csms::{Csms, CsmsConfig};
 /// use ocpp_examples::mio_server::{Server, ServerConfig};
 /// let csms = Arc::new(Csms::new(CsmsConfig::default()));
 /// let server = Server::bind(ServerConfig::new("127.0.0.1:9000".parse().unwrap()), csms).unwrap();

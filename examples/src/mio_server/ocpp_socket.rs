@@ -21,9 +21,9 @@ use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
 use super::timers::Moment;
 use super::{Command, Handle, DRAIN_TIMEOUT, FLUSH_TIMEOUT};
-use crate::csms::admin::{self, HttpResponse};
-use crate::csms::{Csms, Reply, SessionId, SplitCall};
 use crate::tls::{self, Received, TlsSession};
+use ocpp_reference_csms::admin::{self, HttpResponse};
+use ocpp_reference_csms::{Csms, Reply, SessionId, SplitCall};
 
 /// At most this many read calls per readiness event, so one busy peer cannot starve the
 /// others (the rest is read on the next turn of the loop).

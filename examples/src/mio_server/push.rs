@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::SocketStage;
-use crate::csms::push;
+use ocpp_reference_csms::push;
 
 impl EventLoop {
     /// `--push-interval-ms`: a DataTransfer to every open connection whose previous CALL was

@@ -11,7 +11,7 @@ use super::admin_socket::AdminStage;
 use super::cluster::DrainState;
 use super::event_loop::{Entry, EventLoop};
 use super::SHUTDOWN_TIMEOUT;
-use crate::csms::admin::HttpResponse;
+use ocpp_reference_csms::admin::HttpResponse;
 
 impl EventLoop {
     pub(super) fn begin_shutdown(&mut self, now: Instant) {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use ocpp_server_core::Answer;
 
-use crate::csms::{Csms, Later};
+use ocpp_reference_csms::{Csms, Later};
 
 /// How many jobs run at once. Jobs mostly wait (for a disk flush, for another server), so
 /// this is about how many slow answers may be under way at once, not about cores.

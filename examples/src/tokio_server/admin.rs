@@ -1,6 +1,6 @@
 //! The admin HTTP interface on hyper (HTTP/1, one request per connection, within the
 //! [`AdminLimits`]) and axum's types: hyper reads and writes HTTP, the routes and
-//! answers are [`crate::csms::admin`]'s (the same as the mio server's), and a command to a
+//! answers are [`ocpp_reference_csms::admin`]'s (the same as the mio server's), and a command to a
 //! charge point is a `ChargePoint::call_raw` on its handle in [`ChargePoints`]; on a cluster
 //! node, a command for a charge point not connected here goes to the registry's
 //! [`Cluster::call`](ocpp_cluster::Cluster::call) with the body as it came (the holder decodes
@@ -26,11 +26,11 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 
 use super::handler::{call_ended, App};
-use crate::csms::admin::{self, AdminRequest, ClusterRead, HttpResponse, Route, MAX_BODY};
-use crate::csms::admin_auth::{
+use crate::server_config::AdminLimits;
+use ocpp_reference_csms::admin::{self, AdminRequest, ClusterRead, HttpResponse, Route, MAX_BODY};
+use ocpp_reference_csms::admin_auth::{
     AdminAuth, AdminGuard, AdminRefused, AdminSlots, Authorization, FetchHeaders,
 };
-use crate::server_config::AdminLimits;
 
 /// What the admin handlers share.
 #[derive(Debug, Clone)]

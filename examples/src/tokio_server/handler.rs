@@ -10,8 +10,8 @@ use ocpp_tokio::handler::PeerCertificate;
 use ocpp_tokio::{Answer, ChargePoint, Connecting, Handler, IncomingCall, Rejection, Session};
 
 use super::push::Pushes;
-use crate::csms::credentials::UpgradeGate;
-use crate::csms::{ClientCertificate, Csms, Reply, SessionId, Transport};
+use ocpp_reference_csms::credentials::UpgradeGate;
+use ocpp_reference_csms::{ClientCertificate, Csms, Reply, SessionId, Transport};
 
 /// The application the tokio server serves: the [`Csms`], and how it is reached.
 #[derive(Debug)]

@@ -8,7 +8,7 @@
 //!   connection;
 //! - `admin`: the admin HTTP interface on axum over [`ocpp_tokio::ChargePoints`]
 //!   (`GET /chargepoints`, `GET /chargepoints/ID`, `POST /chargepoints/ID/call/ACTION`,
-//!   `GET /metrics`), routed by [`crate::csms::admin::route`]; on a cluster node a command
+//!   `GET /metrics`), routed by [`ocpp_reference_csms::admin::route`]; on a cluster node a command
 //!   for a charge point held elsewhere goes through the registry's cluster;
 //! - `push`: `--push-interval-ms`, a DataTransfer to each charge point per interval, from the
 //!   task `on_connect` runs in;
@@ -33,11 +33,11 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::csms::admin_auth::{AdminAuth, AdminGuard};
-use crate::csms::Csms;
 use crate::server_config::AdminLimits;
 use crate::tls::ServerTls;
 use handler::App;
+use ocpp_reference_csms::admin_auth::{AdminAuth, AdminGuard};
+use ocpp_reference_csms::Csms;
 
 /// How long a graceful shutdown may take before the remaining connections are dropped.
 pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -62,7 +62,7 @@ impl ShutdownHandle {
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use ocpp_examples::csms::{Csms, CsmsConfig};
+/// use ocpp_reference_csms::{Csms, CsmsConfig};
 /// use ocpp_examples::tokio_server::{Server, ServerConfig};
 /// # async fn run() -> std::io::Result<()> {
 /// let csms = Arc::new(Csms::new(CsmsConfig::default()));

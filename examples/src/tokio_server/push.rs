@@ -1,4 +1,4 @@
-//! `--push-interval-ms`: a numbered DataTransfer ([`crate::csms::push`] builds it) to every
+//! `--push-interval-ms`: a numbered DataTransfer ([`ocpp_reference_csms::push`] builds it) to every
 //! connected charge point every interval, as mio-server's loop does: one task, one tick for
 //! all ([`ticker`]).
 //!
@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
 use super::handler::call_ended;
-use crate::csms::{push, Csms};
+use ocpp_reference_csms::{push, Csms};
 
 /// Pushes handed over between two yields of the ticker on shards.
 const SHARD_BURST: usize = 64;
@@ -47,7 +47,7 @@ struct PushTarget {
 
 impl Pushing {
     /// Pushes, or skips a push while the last one is unanswered (its number is taken, so the
-    /// skip shows as a gap, as [`crate::csms::push::send_next`] does).
+    /// skip shows as a gap, as [`ocpp_reference_csms::push::send_next`] does).
     fn tick(&mut self) {
         self.seq += 1;
         let to = &self.to;

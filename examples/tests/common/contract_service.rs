@@ -1,5 +1,5 @@
 //! A contract-certificate service for the Plug & Charge tests: a `TcpListener` thread that
-//! speaks the JSON protocol of `csms::contract_certificate_service` (one POST per
+//! speaks the JSON protocol of `ocpp_reference_csms::contract_certificate_service` (one POST per
 //! connection), records what it was asked, and answers with an EXI response of its own
 //! making (`EXI-RES:<action>:<exiRequest>`, base64) or, when told to fail, `Failed`.
 

@@ -13,8 +13,8 @@ pub use std::sync::atomic::{AtomicU64, Ordering};
 pub use std::sync::{mpsc, Arc};
 pub use std::time::{Duration, Instant};
 
-pub use ocpp_examples::csms::admin::decode_command;
 pub use ocpp_messages::version::OcppVersion;
+pub use ocpp_reference_csms::admin::decode_command;
 use ocpp_server_core::Answer;
 pub use ocpp_server_core::{
     ChargePointIdentity, CloseReason, ConnectTarget, Connection, ConnectionConfig, ErrorCode,

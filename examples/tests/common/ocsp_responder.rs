@@ -2,7 +2,7 @@
 //! `openssl` command line: a root CA, a sub-CA it signs, leaf certificates the sub-CA signs
 //! (each with an AIA OCSP URL naming the responder), and `openssl ocsp` serving an index
 //! file in which each leaf is Valid or Revoked. Shared by the unit tests of
-//! `csms::ocsp` (through `#[path]`) and the OCTT case tests.
+//! `ocpp_reference_csms::ocsp` (through `#[path]`) and the OCTT case tests.
 
 #![allow(dead_code, unreachable_pub)]
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use ocpp_examples::csms::push::unix_nanos_now;
+use ocpp_reference_csms::push::unix_nanos_now;
 use serde_json::{json, Value};
 
 use super::admin::{self, CommandDriver};

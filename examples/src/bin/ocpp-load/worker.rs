@@ -27,11 +27,11 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
 use nix::sys::time::TimeSpec;
-use ocpp_examples::csms::push::unix_nanos_now;
 use ocpp_frame::deflate::DeflateConfig;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
+use ocpp_reference_csms::push::unix_nanos_now;
 use ocpp_server_core::station::{boot_request, BootReason, StationInfo};
 use ocpp_server_core::{
     CallFailure, CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig,
