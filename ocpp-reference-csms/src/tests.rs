@@ -7,7 +7,8 @@ use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
 use ocpp_server_core::{
-    CallFailure, CallOutcome, ChargePointIdentity, CloseReason, Closed, Request, Response,
+    CallFailure, CallOutcome, ChargePointIdentity, CloseReason, Closed, Rejection, Request,
+    Response,
 };
 use serde_json::Value;
 
