@@ -111,7 +111,8 @@ fn signed_here_verifies_in_jwcrypto_and_tampering_fails_there() {
         return;
     }
     let signer = signer();
-    let payload_text = r#"{"reason":"PowerUp","chargingStation":{"model":"M","vendorName":"V\u00e9 \"q\""}}"#;
+    let payload_text =
+        r#"{"reason":"PowerUp","chargingStation":{"model":"M","vendorName":"V\u00e9 \"q\""}}"#;
     let payload = serde_json::value::RawValue::from_string(payload_text.into()).unwrap();
     let call = RpcMessage::Call(Call::new(
         MessageId::new("b-1").unwrap(),
@@ -187,9 +188,8 @@ fn signed_in_jwcrypto_verifies_here_and_tampering_fails_here() {
 
     // Tampered: another payload under their header and signature.
     let mut tampered = jws_value.clone();
-    tampered["payload"] = json!(URL_SAFE_NO_PAD.encode(
-        br#"{"idToken":{"idToken":"FFFFFF","type":"ISO14443"}}"#
-    ));
+    tampered["payload"] =
+        json!(URL_SAFE_NO_PAD.encode(br#"{"idToken":{"idToken":"FFFFFF","type":"ISO14443"}}"#));
     let frame = format!(r#"[2,"a-2","Authorize-Signed",{tampered}]"#);
     let message = parse(frame.as_bytes(), V).unwrap();
     assert_eq!(

@@ -9,8 +9,8 @@ use base64::Engine as _;
 use ocpp_messages::envelope::{parse, Call, CallResult, MessageId, MessageTypeId, RpcMessage};
 use ocpp_messages::signed::es256::{certificate_thumbprint, Es256Signer, Es256Verifier};
 use ocpp_messages::signed::{
-    is_signed, sign, JwsAlgorithm, MessageSigner, SignatureError, SignaturePolicy,
-    SignatureStatus, VerifyError,
+    is_signed, sign, JwsAlgorithm, MessageSigner, SignatureError, SignaturePolicy, SignatureStatus,
+    VerifyError,
 };
 use ocpp_messages::{ErrorCode, OcppVersion};
 use proptest::prelude::*;
@@ -72,14 +72,19 @@ fn signed_with_header(action: &str, header: &str, payload: &str) -> Vec<u8> {
 
 fn open(frame: &[u8]) -> Result<RpcMessage<'static>, SignatureError> {
     let message = parse(frame, V).expect("the frame parses");
-    policy().open(&message, None).map(|o| o.message.into_owned())
+    policy()
+        .open(&message, None)
+        .map(|o| o.message.into_owned())
 }
 
 #[test]
 fn the_wire_form_is_the_documented_one() {
     let frame = signed_call("BootNotification", r#"{"reason":"PowerUp"}"#);
     let text = String::from_utf8(frame.clone()).unwrap();
-    assert!(text.starts_with(r#"[2,"id-1","BootNotification-Signed",{"protected":""#), "{text}");
+    assert!(
+        text.starts_with(r#"[2,"id-1","BootNotification-Signed",{"protected":""#),
+        "{text}"
+    );
     let (h, p, s) = members(&frame);
     let header = URL_SAFE_NO_PAD.decode(h).unwrap();
     let expected = format!(
@@ -87,7 +92,10 @@ fn the_wire_form_is_the_documented_one() {
         certificate_thumbprint(CERT)
     );
     assert_eq!(String::from_utf8(header).unwrap(), expected);
-    assert_eq!(URL_SAFE_NO_PAD.decode(p).unwrap(), br#"{"reason":"PowerUp"}"#);
+    assert_eq!(
+        URL_SAFE_NO_PAD.decode(p).unwrap(),
+        br#"{"reason":"PowerUp"}"#
+    );
     assert_eq!(URL_SAFE_NO_PAD.decode(s).unwrap().len(), 64, "R || S");
     assert!(!text.contains('='), "no padding");
 }
@@ -96,25 +104,37 @@ fn the_wire_form_is_the_documented_one() {
 fn sends_and_call_results_are_signed_and_opened() {
     let s = signer();
     let payload = raw(r#"{"data":[1,2]}"#);
-    let send = RpcMessage::Send(Call::new(MessageId::new("s1").unwrap(), "NotifyPeriodicEventStream", &payload));
+    let send = RpcMessage::Send(Call::new(
+        MessageId::new("s1").unwrap(),
+        "NotifyPeriodicEventStream",
+        &payload,
+    ));
     let bytes = sign(&send, None, &s).unwrap().to_vec(V).unwrap();
     assert!(bytes.starts_with(br#"[6,"s1","NotifyPeriodicEventStream-Signed","#));
     let opened = policy().open(&parse(&bytes, V).unwrap(), None).unwrap();
     assert_eq!(opened.message, send);
 
     let answer = RpcMessage::CallResult(CallResult::new(MessageId::new("c1").unwrap(), &payload));
-    assert!(sign(&answer, None, &s).is_err(), "a CALLRESULT needs its CALL's action");
+    assert!(
+        sign(&answer, None, &s).is_err(),
+        "a CALLRESULT needs its CALL's action"
+    );
     let bytes = sign(&answer, Some("Reset"), &s).unwrap().to_vec(V).unwrap();
     let received = parse(&bytes, V).unwrap();
     assert!(is_signed(&received));
-    assert_eq!(policy().open(&received, None), Err(SignatureError::CallActionNeeded));
+    assert_eq!(
+        policy().open(&received, None),
+        Err(SignatureError::CallActionNeeded)
+    );
     assert!(matches!(
         policy().open(&received, Some("GetVariables")),
         Err(SignatureError::ActionMismatch { .. })
     ));
     let opened = policy().open(&received, Some("Reset")).unwrap();
     assert_eq!(opened.message, answer);
-    let SignatureStatus::Verified(info) = opened.signature else { panic!() };
+    let SignatureStatus::Verified(info) = opened.signature else {
+        panic!()
+    };
     assert_eq!(info.algorithm, JwsAlgorithm::Es256);
     assert_eq!(info.thumbprint, Some(certificate_thumbprint(CERT)));
 }
@@ -123,7 +143,10 @@ fn sends_and_call_results_are_signed_and_opened() {
 fn errors_are_not_signed_and_pass() {
     let error = parse(br#"[4,"1","SecurityError","",{}]"#, V).unwrap();
     assert!(sign(&error, None, &signer()).is_err());
-    assert_eq!(policy().open(&error, None).unwrap().signature, SignatureStatus::Unsigned);
+    assert_eq!(
+        policy().open(&error, None).unwrap().signature,
+        SignatureStatus::Unsigned
+    );
 }
 
 #[test]
@@ -131,10 +154,17 @@ fn unsigned_messages_follow_the_policy() {
     let plain = parse(br#"[2,"1","Heartbeat",{}]"#, V).unwrap();
     assert_eq!(policy().open(&plain, None), Err(SignatureError::Unsigned));
     let s = signer();
-    let verifier = Arc::new(Es256Verifier::new().with_key(s.certificate_thumbprint(), s.verifying_key()));
-    for lenient in [SignaturePolicy::VerifyWhenSigned(verifier), SignaturePolicy::UnwrapUnverified] {
+    let verifier =
+        Arc::new(Es256Verifier::new().with_key(s.certificate_thumbprint(), s.verifying_key()));
+    for lenient in [
+        SignaturePolicy::VerifyWhenSigned(verifier),
+        SignaturePolicy::UnwrapUnverified,
+    ] {
         let opened = lenient.open(&plain, None).unwrap();
-        assert_eq!((opened.message, opened.signature), (plain.clone(), SignatureStatus::Unsigned));
+        assert_eq!(
+            (opened.message, opened.signature),
+            (plain.clone(), SignatureStatus::Unsigned)
+        );
     }
     // An already signed message is not signed twice.
     let bytes = signed_call("Heartbeat", "{}");
@@ -146,7 +176,10 @@ fn unsigned_messages_follow_the_policy() {
 fn a_tampered_payload_fails() {
     let (h, _, s) = members(&signed_call("Heartbeat", "{}"));
     let forged = frame("Heartbeat-Signed", &h, &b64(br#"{"x":1}"#), &s);
-    assert_eq!(open(&forged), Err(SignatureError::Verification(VerifyError::InvalidSignature)));
+    assert_eq!(
+        open(&forged),
+        Err(SignatureError::Verification(VerifyError::InvalidSignature))
+    );
 }
 
 #[test]
@@ -158,7 +191,10 @@ fn a_tampered_header_fails() {
         certificate_thumbprint(CERT)
     );
     let forged = frame("Reset-Signed", &b64(header.as_bytes()), &p, &s);
-    assert_eq!(open(&forged), Err(SignatureError::Verification(VerifyError::InvalidSignature)));
+    assert_eq!(
+        open(&forged),
+        Err(SignatureError::Verification(VerifyError::InvalidSignature))
+    );
 }
 
 #[test]
@@ -167,13 +203,19 @@ fn a_signature_moved_to_another_action_or_type_fails() {
     let moved = frame("Reset-Signed", &h, &p, &s);
     assert_eq!(
         open(&moved),
-        Err(SignatureError::ActionMismatch { signed: "Heartbeat".into(), frame: "Reset".into() })
+        Err(SignatureError::ActionMismatch {
+            signed: "Heartbeat".into(),
+            frame: "Reset".into()
+        })
     );
     let mut as_send = frame("Heartbeat-Signed", &h, &p, &s);
     as_send[1] = b'6';
     assert_eq!(
         open(&as_send),
-        Err(SignatureError::MessageTypeMismatch { signed: 2, frame: MessageTypeId::Send })
+        Err(SignatureError::MessageTypeMismatch {
+            signed: 2,
+            frame: MessageTypeId::Send
+        })
     );
 }
 
@@ -196,7 +238,9 @@ fn a_tampered_signature_fails() {
 
 #[test]
 fn a_wrong_key_fails() {
-    let frame = parse(&signed_call("Heartbeat", "{}"), V).unwrap().into_owned();
+    let frame = parse(&signed_call("Heartbeat", "{}"), V)
+        .unwrap()
+        .into_owned();
     let other = Es256Signer::from_secret_scalar(&[0x43; 32]).unwrap();
     let same_name = SignaturePolicy::RequireSigned(Arc::new(
         Es256Verifier::new().with_key(Some(&certificate_thumbprint(CERT)), other.verifying_key()),
@@ -217,15 +261,23 @@ fn a_wrong_key_fails() {
 #[test]
 fn wrong_and_missing_algorithms_fail() {
     let t = certificate_thumbprint(CERT);
-    let rs256 = format!(r#"{{"alg":"RS256","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"x5t#S256":"{t}"}}"#);
+    let rs256 = format!(
+        r#"{{"alg":"RS256","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"x5t#S256":"{t}"}}"#
+    );
     assert_eq!(
         open(&signed_with_header("Heartbeat-Signed", &rs256, "{}")),
-        Err(SignatureError::Verification(VerifyError::AlgorithmNotAccepted(JwsAlgorithm::Rs256)))
+        Err(SignatureError::Verification(
+            VerifyError::AlgorithmNotAccepted(JwsAlgorithm::Rs256)
+        ))
     );
-    let es384 = format!(r#"{{"alg":"ES384","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"x5t#S256":"{t}"}}"#);
+    let es384 = format!(
+        r#"{{"alg":"ES384","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"x5t#S256":"{t}"}}"#
+    );
     assert_eq!(
         open(&signed_with_header("Heartbeat-Signed", &es384, "{}")),
-        Err(SignatureError::UnsupportedAlgorithm { alg: "ES384".into() })
+        Err(SignatureError::UnsupportedAlgorithm {
+            alg: "ES384".into()
+        })
     );
     let none = r#"{"alg":"none","OCPPAction":"Heartbeat","OCPPMessageTypedId":2}"#;
     let unsecured = frame("Heartbeat-Signed", &b64(none.as_bytes()), &b64(b"{}"), "");
@@ -248,7 +300,9 @@ fn headers_are_checked() {
     let t = certificate_thumbprint(CERT);
     let cases: Vec<(String, SignatureError)> = vec![
         (
-            format!(r#"{{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"x5t#S256":"{t}","crit":["b64"],"b64":false}}"#),
+            format!(
+                r#"{{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"x5t#S256":"{t}","crit":["b64"],"b64":false}}"#
+            ),
             SignatureError::CriticalHeader,
         ),
         (
@@ -257,33 +311,54 @@ fn headers_are_checked() {
         ),
         (
             format!(r#"{{"alg":"ES256","OCPPAction":"Heartbeat","x5t#S256":"{t}"}}"#),
-            SignatureError::MissingHeader { name: "OCPPMessageTypedId" },
+            SignatureError::MissingHeader {
+                name: "OCPPMessageTypedId",
+            },
         ),
         (
-            format!(r#"{{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypedId":"2","x5t#S256":"{t}"}}"#),
-            SignatureError::InvalidHeader { name: "OCPPMessageTypedId" },
+            format!(
+                r#"{{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypedId":"2","x5t#S256":"{t}"}}"#
+            ),
+            SignatureError::InvalidHeader {
+                name: "OCPPMessageTypedId",
+            },
         ),
         (
-            format!(r#"{{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"OCPPMessageTypeId":3,"x5t#S256":"{t}"}}"#),
-            SignatureError::InvalidHeader { name: "OCPPMessageTypedId" },
+            format!(
+                r#"{{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"OCPPMessageTypeId":3,"x5t#S256":"{t}"}}"#
+            ),
+            SignatureError::InvalidHeader {
+                name: "OCPPMessageTypedId",
+            },
         ),
         (
-            r#"{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"x5t#S256":7}"#.to_owned(),
+            r#"{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"x5t#S256":7}"#
+                .to_owned(),
             SignatureError::InvalidHeader { name: "x5t#S256" },
         ),
         (
-            format!(r#"{{"alg":"ES256","OCPPAction":["Heartbeat"],"OCPPMessageTypedId":2,"x5t#S256":"{t}"}}"#),
+            format!(
+                r#"{{"alg":"ES256","OCPPAction":["Heartbeat"],"OCPPMessageTypedId":2,"x5t#S256":"{t}"}}"#
+            ),
             SignatureError::InvalidHeader { name: "OCPPAction" },
         ),
     ];
     for (header, expected) in cases {
-        assert_eq!(open(&signed_with_header("Heartbeat-Signed", &header, "{}")), Err(expected), "{header}");
+        assert_eq!(
+            open(&signed_with_header("Heartbeat-Signed", &header, "{}")),
+            Err(expected),
+            "{header}"
+        );
     }
     // The spelling without the d is read as well.
-    let untypoed = format!(r#"{{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypeId":2,"x5t#S256":"{t}"}}"#);
+    let untypoed = format!(
+        r#"{{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypeId":2,"x5t#S256":"{t}"}}"#
+    );
     assert!(open(&signed_with_header("Heartbeat-Signed", &untypoed, "{}")).is_ok());
     // A payload that is not a JSON object.
-    let good = format!(r#"{{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"x5t#S256":"{t}"}}"#);
+    let good = format!(
+        r#"{{"alg":"ES256","OCPPAction":"Heartbeat","OCPPMessageTypedId":2,"x5t#S256":"{t}"}}"#
+    );
     for payload in ["[1]", "{", "\"x\""] {
         assert_eq!(
             open(&signed_with_header("Heartbeat-Signed", &good, payload)),
@@ -295,13 +370,20 @@ fn headers_are_checked() {
 #[test]
 fn malformed_jws_objects_fail() {
     let (h, p, s) = members(&signed_call("Heartbeat", "{}"));
-    let extra = format!(r#"[2,"1","Heartbeat-Signed",{{"protected":"{h}","payload":"{p}","signature":"{s}","x":1}}]"#);
-    let twice = format!(r#"[2,"1","Heartbeat-Signed",{{"protected":"{h}","payload":"{p}","payload":"{p}","signature":"{s}"}}]"#);
+    let extra = format!(
+        r#"[2,"1","Heartbeat-Signed",{{"protected":"{h}","payload":"{p}","signature":"{s}","x":1}}]"#
+    );
+    let twice = format!(
+        r#"[2,"1","Heartbeat-Signed",{{"protected":"{h}","payload":"{p}","payload":"{p}","signature":"{s}"}}]"#
+    );
     let missing = format!(r#"[2,"1","Heartbeat-Signed",{{"protected":"{h}","payload":"{p}"}}]"#);
     let plain = r#"[2,"1","Heartbeat-Signed",{}]"#.to_owned();
     for text in [extra, twice, missing, plain] {
         assert!(
-            matches!(open(text.as_bytes()), Err(SignatureError::NotFlattenedJws { .. })),
+            matches!(
+                open(text.as_bytes()),
+                Err(SignatureError::NotFlattenedJws { .. })
+            ),
             "{text}"
         );
     }
@@ -314,11 +396,14 @@ fn malformed_jws_objects_fail() {
         Err(SignatureError::Base64 { part: "payload" })
     );
     assert_eq!(
-        open(&frame("Heartbeat-Signed", &b64(b"not json"), &p, &s)).map_err(|e| matches!(e, SignatureError::HeaderNotJson { .. })),
+        open(&frame("Heartbeat-Signed", &b64(b"not json"), &p, &s))
+            .map_err(|e| matches!(e, SignatureError::HeaderNotJson { .. })),
         Err(true)
     );
     // The unprotected header is allowed, and ignored.
-    let with_header = format!(r#"[2,"id-1","Heartbeat-Signed",{{"protected":"{h}","header":{{"kid":"x"}},"payload":"{p}","signature":"{s}"}}]"#);
+    let with_header = format!(
+        r#"[2,"id-1","Heartbeat-Signed",{{"protected":"{h}","header":{{"kid":"x"}},"payload":"{p}","signature":"{s}"}}]"#
+    );
     assert!(open(with_header.as_bytes()).is_ok());
 }
 
@@ -328,10 +413,20 @@ fn a_refused_message_is_answered_with_security_error() {
     let error = policy().open(&plain, None).unwrap_err();
     assert_eq!(error.error_code(), ErrorCode::SecurityError);
     let answer = error.refusal(&plain, V).unwrap().to_vec(V).unwrap();
-    assert_eq!(answer, br#"[4,"r1","SecurityError","Message signature refused",{}]"#);
+    assert_eq!(
+        answer,
+        br#"[4,"r1","SecurityError","Message signature refused",{}]"#
+    );
     let result = parse(br#"[3,"r2",{"status":"Accepted"}]"#, V).unwrap();
-    let answer = SignatureError::Unsigned.refusal(&result, V).unwrap().to_vec(V).unwrap();
-    assert_eq!(answer, br#"[5,"r2","SecurityError","Message signature refused",{}]"#);
+    let answer = SignatureError::Unsigned
+        .refusal(&result, V)
+        .unwrap()
+        .to_vec(V)
+        .unwrap();
+    assert_eq!(
+        answer,
+        br#"[5,"r2","SecurityError","Message signature refused",{}]"#
+    );
     let send = parse(br#"[6,"r3","NotifyPeriodicEventStream",{}]"#, V).unwrap();
     assert!(SignatureError::Unsigned.refusal(&send, V).is_none());
 }
@@ -436,4 +531,17 @@ proptest! {
             }
         }
     }
+}
+
+/// The README's signed-messages program is `examples/signed_messages.rs`, verbatim (`cargo test`
+/// builds the examples; `cargo run -p ocpp-messages --example signed_messages --features
+/// jws-es256` runs it).
+#[test]
+fn the_readme_shows_examples_signed_messages_rs() {
+    let readme = include_str!("../README.md");
+    let section = &readme[readme.find("## Signed messages").expect("the section")..];
+    let start = section.find("```rust\n").expect("a rust block") + "```rust\n".len();
+    let end = start + section[start..].find("\n```").expect("its end");
+    let example = include_str!("../examples/signed_messages.rs");
+    assert_eq!(&section[start..end], example.trim_end());
 }

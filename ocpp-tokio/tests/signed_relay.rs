@@ -43,12 +43,9 @@ impl StationKey {
         let params = rcgen::CertificateParams::new(vec!["CP-SIGNED".to_owned()]).unwrap();
         let certificate = params.self_signed(&key).unwrap();
         let rng = SystemRandom::new();
-        let key = EcdsaKeyPair::from_pkcs8(
-            &ECDSA_P256_SHA256_FIXED_SIGNING,
-            &key.serialize_der(),
-            &rng,
-        )
-        .unwrap();
+        let key =
+            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &key.serialize_der(), &rng)
+                .unwrap();
         StationKey {
             key,
             rng,
@@ -207,12 +204,14 @@ async fn signed_messages_cross_the_local_controller_and_still_verify() {
 
     let mut station = Peer::station(addr, "CP-SIGNED").await;
     let mut csms = Peer::csms(&listener).await;
-    assert!(matches!(station.next_event().await, Event::Connected { .. }));
+    assert!(matches!(
+        station.next_event().await,
+        Event::Connected { .. }
+    ));
 
     // Station → controller → CSMS: a signed BootNotification, byte for byte, verified.
-    let payload = raw(
-        r#"{"reason":"PowerUp","chargingStation":{"model":"M1","vendorName":"V\u00e9"}}"#,
-    );
+    let payload =
+        raw(r#"{"reason":"PowerUp","chargingStation":{"model":"M1","vendorName":"V\u00e9"}}"#);
     let boot = RpcMessage::Call(Call::new(
         MessageId::new("boot-1").unwrap(),
         "BootNotification",
@@ -231,7 +230,10 @@ async fn signed_messages_cross_the_local_controller_and_still_verify() {
     let SignatureStatus::Verified(info) = opened.signature else {
         panic!("{:?}", opened.signature)
     };
-    assert_eq!(info.thumbprint.as_deref(), Some(station_key.thumbprint.as_str()));
+    assert_eq!(
+        info.thumbprint.as_deref(),
+        Some(station_key.thumbprint.as_str())
+    );
 
     // CSMS → controller → station: the signed answer (§7.2: a signed request gets a signed
     // reply), verified against the CALL's action.
@@ -249,9 +251,7 @@ async fn signed_messages_cross_the_local_controller_and_still_verify() {
     let received = station.next_text().await;
     assert_eq!(received.as_bytes(), signed_answer.as_slice());
     let message = parse(received.as_bytes(), VERSION).unwrap();
-    let opened = at_station
-        .open(&message, Some("BootNotification"))
-        .unwrap();
+    let opened = at_station.open(&message, Some("BootNotification")).unwrap();
     assert_eq!(opened.message, answer);
 
     // CSMS → station: a signed Reset verifies at the station.

@@ -57,9 +57,9 @@ pub use error::{Malformation, ParseError, SerializeError};
 pub use message::{to_payload, Call, CallError, CallResult, RpcMessage};
 pub use message_id::{MessageId, MessageIdError};
 pub use message_type::MessageTypeId;
-pub use parse::{parse, parse_str};
 #[cfg(feature = "signed-messages")]
 pub(crate) use parse::nests_deeper_than;
+pub use parse::{parse, parse_str};
 pub use respond::{respond_to_parse_error, Disposition};
 pub use serialize::{
     write_call, write_call_error, write_call_result, write_call_result_error, write_send,

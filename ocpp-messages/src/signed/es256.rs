@@ -193,7 +193,11 @@ impl Es256Verifier {
     ///
     /// # Errors
     /// [`InvalidKey`] when the bytes are not a point on P-256.
-    pub fn with_sec1_key(self, thumbprint: Option<&str>, point: &[u8]) -> Result<Es256Verifier, InvalidKey> {
+    pub fn with_sec1_key(
+        self,
+        thumbprint: Option<&str>,
+        point: &[u8],
+    ) -> Result<Es256Verifier, InvalidKey> {
         let key = VerifyingKey::from_sec1_bytes(point).map_err(|_| InvalidKey)?;
         Ok(self.with_key(thumbprint, key))
     }
@@ -220,7 +224,8 @@ impl MessageVerifier for Es256Verifier {
         if signature.len() != 64 {
             return Err(VerifyError::InvalidSignature);
         }
-        let signature = Signature::from_slice(signature).map_err(|_| VerifyError::InvalidSignature)?;
+        let signature =
+            Signature::from_slice(signature).map_err(|_| VerifyError::InvalidSignature)?;
         key.verify(signing_input, &signature)
             .map_err(|_| VerifyError::InvalidSignature)
     }

@@ -9,7 +9,7 @@
 //! header: {"alg":"ES256","OCPPAction":"BootNotification","OCPPMessageTypedId":2,"x5t#S256":"<b64u(SHA-256(cert DER))>"}
 //! ```
 
-use alloc::borrow::ToOwned;
+use alloc::borrow::{Cow, ToOwned};
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -63,7 +63,11 @@ pub enum JwsAlgorithm {
 
 impl JwsAlgorithm {
     /// Every algorithm §7.3 allows.
-    pub const ALL: [JwsAlgorithm; 3] = [JwsAlgorithm::Es256, JwsAlgorithm::Rs256, JwsAlgorithm::Rs384];
+    pub const ALL: [JwsAlgorithm; 3] = [
+        JwsAlgorithm::Es256,
+        JwsAlgorithm::Rs256,
+        JwsAlgorithm::Rs384,
+    ];
 
     /// The `alg` value (case-sensitive, RFC 7515 §4.1.1).
     ///
@@ -179,11 +183,11 @@ pub(crate) fn encode(
 #[serde(deny_unknown_fields)]
 struct FlattenedJws<'a> {
     #[serde(borrow)]
-    protected: &'a str,
+    protected: Cow<'a, str>,
     #[serde(borrow)]
-    payload: &'a str,
+    payload: Cow<'a, str>,
     #[serde(borrow)]
-    signature: &'a str,
+    signature: Cow<'a, str>,
     #[serde(default, borrow)]
     #[allow(dead_code)]
     header: Option<&'a RawValue>,
@@ -218,11 +222,12 @@ pub(crate) fn decode(
     message_type: MessageTypeId,
     action: &str,
 ) -> Result<Decoded, SignatureError> {
-    let jws: FlattenedJws<'_> =
-        serde_json::from_str(signed_payload.get()).map_err(|e| SignatureError::NotFlattenedJws {
+    let jws: FlattenedJws<'_> = serde_json::from_str(signed_payload.get()).map_err(|e| {
+        SignatureError::NotFlattenedJws {
             detail: alloc::format!("{e}"),
-        })?;
-    let header_bytes = decode_b64(jws.protected, "protected")?;
+        }
+    })?;
+    let header_bytes = decode_b64(&jws.protected, "protected")?;
     // serde_json keeps the lexically last of duplicate names (allowed by RFC 7515 §4).
     let header: Map<String, Value> =
         serde_json::from_slice(&header_bytes).map_err(|e| SignatureError::HeaderNotJson {
@@ -232,9 +237,8 @@ pub(crate) fn decode(
     let algorithm = match header.get("alg") {
         None => return Err(SignatureError::MissingHeader { name: "alg" }),
         Some(Value::String(alg)) if alg == "none" => return Err(SignatureError::AlgorithmNone),
-        Some(Value::String(alg)) => super::JwsAlgorithm::from_name(alg).ok_or_else(|| {
-            SignatureError::UnsupportedAlgorithm { alg: alg.clone() }
-        })?,
+        Some(Value::String(alg)) => super::JwsAlgorithm::from_name(alg)
+            .ok_or_else(|| SignatureError::UnsupportedAlgorithm { alg: alg.clone() })?,
         Some(_) => return Err(SignatureError::InvalidHeader { name: "alg" }),
     };
     // OCPP defines no critical extension: one the signer marked critical cannot be honoured
@@ -243,7 +247,11 @@ pub(crate) fn decode(
         return Err(SignatureError::CriticalHeader);
     }
     match header.get(HEADER_ACTION) {
-        None => return Err(SignatureError::MissingHeader { name: HEADER_ACTION }),
+        None => {
+            return Err(SignatureError::MissingHeader {
+                name: HEADER_ACTION,
+            })
+        }
         Some(Value::String(signed)) if signed == action => {}
         Some(Value::String(signed)) => {
             return Err(SignatureError::ActionMismatch {
@@ -251,7 +259,11 @@ pub(crate) fn decode(
                 frame: action.to_owned(),
             })
         }
-        Some(_) => return Err(SignatureError::InvalidHeader { name: HEADER_ACTION }),
+        Some(_) => {
+            return Err(SignatureError::InvalidHeader {
+                name: HEADER_ACTION,
+            })
+        }
     }
     let read_type = |name: &'static str| match header.get(name) {
         None => Ok(None),
@@ -293,13 +305,13 @@ pub(crate) fn decode(
         }
     };
 
-    let payload_bytes = decode_b64(jws.payload, "payload")?;
+    let payload_bytes = decode_b64(&jws.payload, "payload")?;
     let payload: Box<RawValue> =
         serde_json::from_slice(&payload_bytes).map_err(|_| SignatureError::PayloadNotAnObject)?;
     if !payload.get().starts_with('{') || nests_deeper_than(payload.get(), MAX_NESTING_DEPTH) {
         return Err(SignatureError::PayloadNotAnObject);
     }
-    let signature = decode_b64(jws.signature, "signature")?;
+    let signature = decode_b64(&jws.signature, "signature")?;
     let mut signing_input = Vec::with_capacity(jws.protected.len() + 1 + jws.payload.len());
     signing_input.extend_from_slice(jws.protected.as_bytes());
     signing_input.push(b'.');

@@ -352,10 +352,18 @@ impl SignatureError {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
-    pub fn refusal(&self, message: &RpcMessage<'_>, version: OcppVersion) -> Option<RpcMessage<'static>> {
+    pub fn refusal(
+        &self,
+        message: &RpcMessage<'_>,
+        version: OcppVersion,
+    ) -> Option<RpcMessage<'static>> {
         const DESCRIPTION: &str = "Message signature refused";
         let error = || {
-            CallError::new(message.id().clone().into_owned(), self.error_code(), DESCRIPTION)
+            CallError::new(
+                message.id().clone().into_owned(),
+                self.error_code(),
+                DESCRIPTION,
+            )
         };
         match message {
             RpcMessage::Call(_) => Some(RpcMessage::CallError(error())),
@@ -495,13 +503,16 @@ impl SignaturePolicy {
     ) -> Result<Opened<'a>, SignatureError> {
         let message_type = message.message_type();
         let (action, signed_payload) = match message {
-            RpcMessage::Call(call) | RpcMessage::Send(call) => match unsigned_action(&call.action) {
-                Some(original) => (original, &*call.payload),
-                None => return self.unsigned(message),
-            },
-            RpcMessage::CallResult(result) if format::looks_signed(&result.payload) => {
-                (call_action.ok_or(SignatureError::CallActionNeeded)?, &*result.payload)
+            RpcMessage::Call(call) | RpcMessage::Send(call) => {
+                match unsigned_action(&call.action) {
+                    Some(original) => (original, &*call.payload),
+                    None => return self.unsigned(message),
+                }
             }
+            RpcMessage::CallResult(result) if format::looks_signed(&result.payload) => (
+                call_action.ok_or(SignatureError::CallActionNeeded)?,
+                &*result.payload,
+            ),
             RpcMessage::CallResult(_) => return self.unsigned(message),
             RpcMessage::CallError(_) | RpcMessage::CallResultError(_) => {
                 return Ok(Opened {
@@ -516,7 +527,8 @@ impl SignaturePolicy {
             thumbprint: decoded.thumbprint.clone(),
         };
         let signature = match self {
-            SignaturePolicy::RequireSigned(verifier) | SignaturePolicy::VerifyWhenSigned(verifier) => {
+            SignaturePolicy::RequireSigned(verifier)
+            | SignaturePolicy::VerifyWhenSigned(verifier) => {
                 decoded.verify(&**verifier)?;
                 SignatureStatus::Verified(info)
             }
