@@ -5,7 +5,8 @@
 #
 # usage: bash scripts/interop-ocpp.sh [--deps-only] [-v]
 #
-# Installs what is missing (idempotent, non-interactive): `ocpp==2.1.0` and `websockets` with pip
+# Installs what is missing (idempotent, non-interactive): `ocpp==2.1.0`, `websockets` and `jwcrypto`
+# (signed-message tests of ocpp-messages) with pip
 # (nothing is upgraded if they are present), the Node packages of tests/interop/package-lock.json
 # with `npm ci` (`npm install` if there is no lock). Builds mio-server (release), starts it on
 # free loopback ports (--listen/--admin 127.0.0.1:0, ports read from its first stdout line,
@@ -24,6 +25,7 @@ set -euo pipefail
 export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
 
 OCPP_PY_VERSION="2.1.0"
+JWCRYPTO_VERSION="1.6.1"  # the independent JWS of the signed-message tests (ocpp-messages)
 CLIENT_TIMEOUT=30  # seconds per client (each client bounds itself to 20 s)
 START_TIMEOUT=10   # seconds for mio-server to print its listening line
 PYTHON="${PYTHON:-python3}"
@@ -47,16 +49,17 @@ install_python_deps() {
   if "$PYTHON" - "$OCPP_PY_VERSION" <<'EOF' 2>/dev/null; then
 import sys
 from importlib.metadata import version
-import ocpp, websockets  # noqa: F401
+import ocpp, websockets, jwcrypto  # noqa: F401
 sys.exit(version("ocpp") != sys.argv[1])
 EOF
-    echo "interop-ocpp.sh: python ocpp $OCPP_PY_VERSION and websockets present"
+    echo "interop-ocpp.sh: python ocpp $OCPP_PY_VERSION, websockets and jwcrypto present"
     return
   fi
-  echo "interop-ocpp.sh: installing python ocpp==$OCPP_PY_VERSION websockets"
+  echo "interop-ocpp.sh: installing python ocpp==$OCPP_PY_VERSION websockets jwcrypto==$JWCRYPTO_VERSION"
   export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_ROOT_USER_ACTION=ignore
-  "$PYTHON" -m pip install --quiet "ocpp==$OCPP_PY_VERSION" websockets \
-    || "$PYTHON" -m pip install --quiet --break-system-packages "ocpp==$OCPP_PY_VERSION" websockets
+  "$PYTHON" -m pip install --quiet "ocpp==$OCPP_PY_VERSION" websockets "jwcrypto==$JWCRYPTO_VERSION" \
+    || "$PYTHON" -m pip install --quiet --break-system-packages "ocpp==$OCPP_PY_VERSION" websockets \
+      "jwcrypto==$JWCRYPTO_VERSION"
 }
 
 # True when every package the lock names is installed at the locked version.

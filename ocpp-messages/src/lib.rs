@@ -59,6 +59,11 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 //!
+//! - `signed` (feature `signed-messages`; a software ES256 signer with `jws-es256`): signed
+//!   messages, OCPP Part 4 chapter 7: `<Action>-Signed` with a JWS in the flattened JSON
+//!   serialization, the signer and verifier as traits (a key in a secure element never reaches
+//!   memory) and a `signed::SignaturePolicy` the application must choose.
+//!
 //! `no_std` + `alloc` without the default `std` feature.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
@@ -72,6 +77,8 @@ extern crate alloc;
 // --- envelope, error codes, versions (owner: envelope work) ---
 pub mod envelope;
 pub mod error_code;
+#[cfg(feature = "signed-messages")]
+pub mod signed;
 pub mod version;
 
 pub use envelope::{MessageId, MessageTypeId, ParseError, RpcMessage};

@@ -57,6 +57,8 @@ pub use error::{Malformation, ParseError, SerializeError};
 pub use message::{to_payload, Call, CallError, CallResult, RpcMessage};
 pub use message_id::{MessageId, MessageIdError};
 pub use message_type::MessageTypeId;
+#[cfg(feature = "signed-messages")]
+pub(crate) use parse::nests_deeper_than;
 pub use parse::{parse, parse_str};
 pub use respond::{respond_to_parse_error, Disposition};
 pub use serialize::{
