@@ -8,12 +8,13 @@ mod common;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{example_binary, python, python_ocpp_present, target_dir, Killed, TestCp, TestServer};
+use common::{
+    example_binary, mio_server_binary, python, python_ocpp_present, Killed, TestCp, TestServer,
+};
 use ocpp_server_core::{
     ChargePointIdentity, CloseCode, CloseReason, ConnectTarget, Connection, ConnectionConfig,
     Event, OcppVersion,
@@ -512,28 +513,6 @@ const STATION: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/interop/python_relay_station.py"
 );
-
-/// target/debug/mio-server, built with cargo if missing (once per test binary: never two
-/// cargos at once).
-fn mio_server_binary() -> PathBuf {
-    static BUILT: Mutex<()> = Mutex::new(());
-    let _once = BUILT
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let binary = target_dir().join(format!("mio-server{}", std::env::consts::EXE_SUFFIX));
-    if !binary.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "ocpp-examples", "--bin", "mio-server"])
-            .status()
-            .expect("cargo runs");
-        assert!(
-            status.success(),
-            "cargo build -p ocpp-examples --bin mio-server"
-        );
-    }
-    binary
-}
 
 /// A child (killed when dropped) and the lines it prints.
 struct Child {

@@ -25,7 +25,7 @@ use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{free_port, python, python_ocpp_present, target_dir, Killed};
+use common::{free_port, mio_server_binary, python, python_ocpp_present, Killed};
 use ocpp_tokio::local_controller::{Direction, LocalController, RelayedStations};
 use serde_json::{json, Value};
 
@@ -472,27 +472,6 @@ fn killing_a_python_2_0_1_station_closes_its_upstream() {
     killing_the_station_closes_its_upstream("2.0.1", "PY-ST-KILL-201");
 }
 
-/// target/debug/mio-server, built with cargo if missing (never two cargos at once).
-fn mio_server_binary() -> std::path::PathBuf {
-    static BUILT: Mutex<()> = Mutex::new(());
-    let _once = BUILT
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let binary = target_dir().join(format!("mio-server{}", std::env::consts::EXE_SUFFIX));
-    if !binary.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "ocpp-examples", "--bin", "mio-server"])
-            .status()
-            .expect("cargo runs");
-        assert!(
-            status.success(),
-            "cargo build -p ocpp-examples --bin mio-server"
-        );
-    }
-    binary
-}
-
 /// mio-server on a free port with `--capture capture`, killed when dropped; its port.
 fn start_mio_server(capture: &std::path::Path) -> (Killed, u16) {
     let mut child = Command::new(mio_server_binary())
@@ -525,7 +504,12 @@ fn start_mio_server(capture: &std::path::Path) -> (Killed, u16) {
         .split_whitespace()
         .nth(3)
         .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("{line}"));
+        .unwrap_or_else(|| {
+            panic!(
+                "mio-server did not start ({line:?}): is target/debug/mio-server older than \
+                 its --capture option? `cargo build -p ocpp-examples --bin mio-server`"
+            )
+        });
     (child, addr.port())
 }
 

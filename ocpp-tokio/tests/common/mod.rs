@@ -644,6 +644,28 @@ pub fn example_binary(name: &str) -> PathBuf {
     binary
 }
 
+/// target/debug/mio-server (the workspace's `cargo test` builds it), built with cargo if missing
+/// (once per test binary: never two cargos at once).
+pub fn mio_server_binary() -> PathBuf {
+    static BUILT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _once = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let binary = target_dir().join(format!("mio-server{}", std::env::consts::EXE_SUFFIX));
+    if !binary.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-p", "ocpp-examples", "--bin", "mio-server"])
+            .status()
+            .expect("cargo runs");
+        assert!(
+            status.success(),
+            "cargo build -p ocpp-examples --bin mio-server"
+        );
+    }
+    binary
+}
+
 /// A child process, killed (SIGKILL) and reaped when dropped.
 pub struct Killed(pub Child);
 
