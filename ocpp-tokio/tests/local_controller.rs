@@ -5,129 +5,22 @@
 
 mod common;
 
-use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::raw_peer::{RawPeer, WAIT};
 use common::{
     example_binary, mio_server_binary, python, python_ocpp_present, Killed, TestCp, TestServer,
 };
-use ocpp_server_core::{
-    ChargePointIdentity, CloseCode, CloseReason, ConnectTarget, Connection, ConnectionConfig,
-    Event, OcppVersion,
-};
+use ocpp_server_core::{CloseCode, CloseReason, ConnectionConfig, Event, OcppVersion};
 use ocpp_tokio::local_controller::{
     Direction, LocalController, MessageTypeId, RelayedStations, Verdict,
 };
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-const WAIT: Duration = Duration::from_secs(10);
-
-fn relay_config(version: OcppVersion) -> Arc<ConnectionConfig> {
-    Arc::new(
-        ConnectionConfig::default()
-            .versions(vec![version])
-            .ping_interval(None)
-            .idle_timeout(None)
-            .relay_text(true),
-    )
-}
-
-/// A peer that sees and writes raw text frames: a station (client) or a central system.
-struct RawPeer {
-    stream: TcpStream,
-    conn: Connection,
-    events: VecDeque<Event>,
-}
-
-impl RawPeer {
-    /// A station: connects and writes its upgrade request (the 101 comes as `Connected`).
-    async fn station(addr: SocketAddr, identity: &str, version: OcppVersion) -> RawPeer {
-        let stream = TcpStream::connect(addr).await.unwrap();
-        let identity = ChargePointIdentity::new(identity.into(), false).unwrap();
-        let target = ConnectTarget::new(&addr.to_string(), "/ocpp", identity);
-        let conn = Connection::connect(Instant::now(), relay_config(version), &target, [3; 16], 9)
-            .unwrap();
-        RawPeer {
-            stream,
-            conn,
-            events: VecDeque::new(),
-        }
-    }
-
-    /// A central system: accepts one connection and its upgrade; returns the request path.
-    async fn csms(listener: &TcpListener, version: OcppVersion) -> (RawPeer, String) {
-        let (stream, _) = tokio::time::timeout(WAIT, listener.accept())
-            .await
-            .unwrap()
-            .unwrap();
-        let conn = Connection::accept_incoming(Instant::now(), relay_config(version));
-        let mut peer = RawPeer {
-            stream,
-            conn,
-            events: VecDeque::new(),
-        };
-        let path = match peer.next_event().await {
-            Event::UpgradeRequested(upgrade) => upgrade.path,
-            other => panic!("expected an upgrade, got {other:?}"),
-        };
-        peer.conn.accept(Instant::now()).unwrap();
-        assert!(matches!(peer.next_event().await, Event::Connected { .. }));
-        (peer, path)
-    }
-
-    async fn flush(&mut self) {
-        let n = self.conn.pending_transmit_len();
-        if n > 0 {
-            let _ = self.stream.write_all(self.conn.pending_transmit()).await;
-            self.conn.advance_transmit(n);
-        }
-    }
-
-    async fn next_event(&mut self) -> Event {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        let mut buf = vec![0u8; 16 * 1024];
-        loop {
-            while let Some(event) = self.conn.poll_event() {
-                self.events.push_back(event);
-            }
-            self.flush().await;
-            if let Some(event) = self.events.pop_front() {
-                return event;
-            }
-            let read = tokio::time::timeout_at(deadline, self.stream.read(&mut buf));
-            match read.await.expect("an event within the wait") {
-                Ok(0) | Err(_) => self.conn.handle_eof(Instant::now()),
-                Ok(n) => self.conn.handle_data(Instant::now(), &buf[..n]),
-            }
-        }
-    }
-
-    async fn send(&mut self, text: &str) {
-        self.conn.send_text(Instant::now(), text).unwrap();
-        self.flush().await;
-    }
-
-    async fn next_text(&mut self) -> String {
-        match self.next_event().await {
-            Event::Text(text) => text,
-            other => panic!("expected a text, got {other:?}"),
-        }
-    }
-
-    async fn expect_closed(&mut self) -> CloseReason {
-        loop {
-            if let Event::Closed(closed) = self.next_event().await {
-                return closed.reason;
-            }
-        }
-    }
-}
 
 type Seen = Arc<Mutex<Vec<(Direction, String)>>>;
 

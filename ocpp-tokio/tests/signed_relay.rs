@@ -6,10 +6,10 @@
 //! `MessageSigner` (a stand-in for a secure element); the CSMS's is the crate's software ES256.
 //! Every wait is bounded; loopback only.
 
-use std::collections::VecDeque;
-use std::net::SocketAddr;
+mod common;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ocpp_messages::envelope::{parse, Call, CallResult, MessageId, RpcMessage};
 use ocpp_messages::signed::es256::{certificate_thumbprint, Es256Signer, Es256Verifier};
@@ -17,17 +17,15 @@ use ocpp_messages::signed::{
     sign, JwsAlgorithm, MessageSigner, SignatureError, SignaturePolicy, SignatureStatus,
     SignerError,
 };
-use ocpp_server_core::{
-    ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event, OcppVersion,
-};
+use ocpp_server_core::{ConnectionConfig, Event, OcppVersion};
 use ocpp_tokio::local_controller::LocalController;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::value::RawValue;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
-const WAIT: Duration = Duration::from_secs(10);
+use common::raw_peer::RawPeer;
+
 const VERSION: OcppVersion = OcppVersion::V2_1;
 
 /// The station's key, held by ring (not by `ocpp_messages`), with a real X.509 certificate.
@@ -74,103 +72,6 @@ impl MessageSigner for StationKey {
     }
 }
 
-fn relay_config() -> Arc<ConnectionConfig> {
-    Arc::new(
-        ConnectionConfig::default()
-            .versions(vec![VERSION])
-            .ping_interval(None)
-            .idle_timeout(None)
-            .relay_text(true),
-    )
-}
-
-/// A peer that sees and writes raw text frames.
-struct Peer {
-    stream: TcpStream,
-    conn: Connection,
-    events: VecDeque<Event>,
-}
-
-impl Peer {
-    async fn station(addr: SocketAddr, identity: &str) -> Peer {
-        let stream = TcpStream::connect(addr).await.unwrap();
-        let identity = ChargePointIdentity::new(identity.into(), false).unwrap();
-        let target = ConnectTarget::new(&addr.to_string(), "/ocpp", identity);
-        let conn =
-            Connection::connect(Instant::now(), relay_config(), &target, [5; 16], 11).unwrap();
-        let mut peer = Peer {
-            stream,
-            conn,
-            events: VecDeque::new(),
-        };
-        peer.flush().await;
-        peer
-    }
-
-    async fn csms(listener: &TcpListener) -> Peer {
-        let (stream, _) = tokio::time::timeout(WAIT, listener.accept())
-            .await
-            .unwrap()
-            .unwrap();
-        let conn = Connection::accept_incoming(Instant::now(), relay_config());
-        let mut peer = Peer {
-            stream,
-            conn,
-            events: VecDeque::new(),
-        };
-        assert!(matches!(
-            peer.next_event().await,
-            Event::UpgradeRequested(_)
-        ));
-        peer.conn.accept(Instant::now()).unwrap();
-        assert!(matches!(peer.next_event().await, Event::Connected { .. }));
-        peer
-    }
-
-    async fn flush(&mut self) {
-        let n = self.conn.pending_transmit_len();
-        if n > 0 {
-            self.stream
-                .write_all(self.conn.pending_transmit())
-                .await
-                .unwrap();
-            self.conn.advance_transmit(n);
-        }
-    }
-
-    async fn next_event(&mut self) -> Event {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        let mut buf = vec![0u8; 16 * 1024];
-        loop {
-            while let Some(event) = self.conn.poll_event() {
-                self.events.push_back(event);
-            }
-            self.flush().await;
-            if let Some(event) = self.events.pop_front() {
-                return event;
-            }
-            let read = tokio::time::timeout_at(deadline, self.stream.read(&mut buf));
-            match read.await.expect("an event within the wait") {
-                Ok(0) | Err(_) => self.conn.handle_eof(Instant::now()),
-                Ok(n) => self.conn.handle_data(Instant::now(), &buf[..n]),
-            }
-        }
-    }
-
-    async fn send(&mut self, text: &[u8]) {
-        let text = std::str::from_utf8(text).unwrap();
-        self.conn.send_text(Instant::now(), text).unwrap();
-        self.flush().await;
-    }
-
-    async fn next_text(&mut self) -> String {
-        match self.next_event().await {
-            Event::Text(text) => text,
-            other => panic!("expected a text, got {other:?}"),
-        }
-    }
-}
-
 fn raw(text: &str) -> Box<RawValue> {
     RawValue::from_string(text.to_owned()).unwrap()
 }
@@ -202,8 +103,8 @@ async fn signed_messages_cross_the_local_controller_and_still_verify() {
     let addr = controller.local_addr().unwrap();
     tokio::spawn(controller.run());
 
-    let mut station = Peer::station(addr, "CP-SIGNED").await;
-    let mut csms = Peer::csms(&listener).await;
+    let mut station = RawPeer::station(addr, "CP-SIGNED", VERSION).await;
+    let mut csms = RawPeer::csms(&listener, VERSION).await.0;
     assert!(matches!(
         station.next_event().await,
         Event::Connected { .. }
@@ -221,7 +122,9 @@ async fn signed_messages_cross_the_local_controller_and_still_verify() {
         .unwrap()
         .to_vec(VERSION)
         .unwrap();
-    station.send(&signed_boot).await;
+    station
+        .send(std::str::from_utf8(&signed_boot).unwrap())
+        .await;
     let received = csms.next_text().await;
     assert_eq!(received.as_bytes(), signed_boot.as_slice());
     let message = parse(received.as_bytes(), VERSION).unwrap();
@@ -247,7 +150,8 @@ async fn signed_messages_cross_the_local_controller_and_still_verify() {
         .unwrap()
         .to_vec(VERSION)
         .unwrap();
-    csms.send(&signed_answer).await;
+    csms.send(std::str::from_utf8(&signed_answer).unwrap())
+        .await;
     let received = station.next_text().await;
     assert_eq!(received.as_bytes(), signed_answer.as_slice());
     let message = parse(received.as_bytes(), VERSION).unwrap();
@@ -265,7 +169,7 @@ async fn signed_messages_cross_the_local_controller_and_still_verify() {
         .unwrap()
         .to_vec(VERSION)
         .unwrap();
-    csms.send(&signed_reset).await;
+    csms.send(std::str::from_utf8(&signed_reset).unwrap()).await;
     let received = station.next_text().await;
     assert_eq!(received.as_bytes(), signed_reset.as_slice());
     let message = parse(received.as_bytes(), VERSION).unwrap();

@@ -2,6 +2,8 @@
 //! tokio stream (plain TCP or TLS), every wait bounded.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod raw_peer;
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::PathBuf;
