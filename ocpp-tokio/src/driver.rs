@@ -489,21 +489,9 @@ where
         let Some(answer) = hooked else {
             return;
         };
-        let replaced;
-        let message = match (&result, &answer) {
-            (Err(error), _) if error.was_answered() => {
-                replaced = error.to_string();
-                Message::ErrorOut {
-                    code: &ocpp_server_core::ErrorCode::InternalError,
-                    description: &replaced,
-                }
-            }
-            (Ok(()), Answer::Result(response)) => Message::ResultOut(response),
-            (Ok(()), Answer::Error(error)) => Message::ErrorOut {
-                code: &error.code,
-                description: &error.description,
-            },
-            _ => return, // nothing went out
+        let mut replaced = String::new();
+        let Some(message) = Message::answered(&result, &answer, &mut replaced) else {
+            return;
         };
         self.hook(&id, message);
     }

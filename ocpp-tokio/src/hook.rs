@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use ocpp_messages::{Request, Response};
-use ocpp_server_core::{CallOutcome, ErrorCode, MessageId};
+use ocpp_server_core::{Answer, AnswerError, CallOutcome, ErrorCode, MessageId};
 
 /// The hook's type: see [`ServerBuilder::on_message`](crate::ServerBuilder::on_message).
 pub(crate) type Hook = Arc<dyn Fn(&MessageEvent<'_>) + Send + Sync>;
@@ -43,4 +43,32 @@ pub enum Message<'a> {
     OutcomeIn(&'a CallOutcome),
     /// Out: our SEND (OCPP 2.1).
     SendOut(&'a Request),
+}
+
+impl<'a> Message<'a> {
+    /// What went out for `answer` given to the core's answer rule (`result`): the answer, the
+    /// `InternalError` the rule sent in its place (its text kept in `replaced`), or nothing.
+    /// One reading for the server's and the station's drivers.
+    pub(crate) fn answered(
+        result: &Result<(), AnswerError>,
+        answer: &'a Answer,
+        replaced: &'a mut String,
+    ) -> Option<Message<'a>> {
+        match (result, answer) {
+            (Err(error), _) if error.was_answered() => {
+                *replaced = error.to_string();
+                let replaced: &'a String = replaced;
+                Some(Message::ErrorOut {
+                    code: &ErrorCode::InternalError,
+                    description: replaced,
+                })
+            }
+            (Ok(()), Answer::Result(response)) => Some(Message::ResultOut(response)),
+            (Ok(()), Answer::Error(error)) => Some(Message::ErrorOut {
+                code: &error.code,
+                description: &error.description,
+            }),
+            _ => None, // nothing went out
+        }
+    }
 }
