@@ -11,7 +11,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 SECONDS_EACH=${1:-3}
 ARGS=(--warm-up-time 1 --measurement-time "$SECONDS_EACH")
-for crate_dir in ocpp-frame ocpp-messages ocpp-server-core; do
+for crate_dir in ocpp-frame ocpp-messages ocpp-proto; do
     for bench in "$crate_dir"/benches/*.rs; do
         name=$(basename "$bench" .rs)
         echo "== $crate_dir: $name"

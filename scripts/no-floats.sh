@@ -8,16 +8,16 @@
 #
 # Exceptions, by "file:function":
 #   ocpp-messages/src/decimal.rs:to_f64   Decimal -> f64 at the edge (display, statistics)
-#   ocpp-server-core/src/station/backoff.rs:delay, next_delay, on_lost
+#   ocpp-proto/src/station/backoff.rs:delay, next_delay, on_lost
 #                                         the caller's random draw in [0, 1] (jitter), not a
 #                                         quantity; to move to an integer draw (left for later)
 #   (and, not matched by this check: `impl TryFrom<f64> for Decimal`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-crates=(ocpp-frame ocpp-messages ocpp-server-core ocpp-model ocpp-tokio ocpp-cluster)
+crates=(ocpp-frame ocpp-messages ocpp-proto ocpp-model ocpp-tokio ocpp-cluster)
 allowed='^ocpp-messages/src/decimal\.rs:[0-9]+: *pub fn to_f64\(self\) -> f64'
-allowed+='|^ocpp-server-core/src/station/backoff\.rs:[0-9]+: *pub fn (delay|next_delay|on_lost)\('
+allowed+='|^ocpp-proto/src/station/backoff\.rs:[0-9]+: *pub fn (delay|next_delay|on_lost)\('
 
 found=$(
     for crate in "${crates[@]}"; do

@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1, DateTime};
-use ocpp_server_core::{Request, Response};
+use ocpp_proto::{Request, Response};
 use serde_json::{json, Value};
 
 /// The wall clock as an OCPP date-time (UTC, whole seconds).

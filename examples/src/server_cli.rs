@@ -9,7 +9,7 @@ use std::time::Duration;
 use ocpp_cli::capture::CaptureRecorder;
 use ocpp_cluster::ClusterConfig;
 use ocpp_frame::deflate::DeflateConfig;
-use ocpp_server_core::{ConnectionConfig, DeflatePolicy, NoCommonVersion};
+use ocpp_proto::{ConnectionConfig, DeflatePolicy, NoCommonVersion};
 
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
@@ -1241,7 +1241,7 @@ mod tests {
         ])
         .unwrap();
         let app = super::csms(&args).unwrap();
-        let cp001 = ocpp_server_core::ChargePointIdentity::new("CP001".into(), false).unwrap();
+        let cp001 = ocpp_proto::ChargePointIdentity::new("CP001".into(), false).unwrap();
         assert_eq!(
             app.security_profile(&cp001).0,
             Some(ocpp_reference_csms::SecurityProfile::TlsClientCertificate)

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ocpp_cli::capture::CaptureRecorder;
 use ocpp_cluster::ClusterConfig;
-use ocpp_server_core::ConnectionConfig;
+use ocpp_proto::ConnectionConfig;
 
 use crate::tls::ServerTls;
 use ocpp_reference_csms::admin_auth::AdminAuth;

@@ -1,6 +1,6 @@
 //! TLS for the examples' I/O loops (OCPP security profiles 2 and 3), with `rustls` driven the
 //! Sans-IO way: the loop reads and writes the socket, a [`TlsSession`] turns TLS records into
-//! plaintext for the `ocpp_server_core::Connection` and its output back into records. The OCPP
+//! plaintext for the `ocpp_proto::Connection` and its output back into records. The OCPP
 //! crates never see TLS.
 //!
 //! - [`server_config`]: a server certificate (profile 2), optionally client certificates

@@ -1,4 +1,4 @@
-//! The `charge-point` binary against a small CSMS written here on `ocpp-server-core`'s CSMS side
+//! The `charge-point` binary against a small CSMS written here on `ocpp-proto`'s CSMS side
 //! (std::net, a thread per connection, on a free loopback port): boot, status and heartbeat;
 //! a charging session in 1.6, 2.0.1 and 2.1; commands answered; reconnect with back-off after
 //! the CSMS drops the link or refuses the upgrade with 401; the summary line.
@@ -17,9 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
-use ocpp_server_core::{
-    Answer, CallFailure, Connection, ConnectionConfig, Event, Request, Response,
-};
+use ocpp_proto::{Answer, CallFailure, Connection, ConnectionConfig, Event, Request, Response};
 use serde_json::{json, Value};
 
 /// How long any single expectation may take.

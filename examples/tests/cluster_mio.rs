@@ -1,7 +1,7 @@
 //! `mio-server` as a cluster node: a `redis-server` of the test's own on a free loopback port
 //! (`common::redis_server`: killed by its PID when the test ends, also on panic), two or three
 //! `mio-server` processes with `--redis redis://127.0.0.1:PORT/ --node-id a|b|c`, charge
-//! points built on `ocpp-server-core`'s charge-point side (`common`). Every wait is bounded.
+//! points built on `ocpp-proto`'s charge-point side (`common`). Every wait is bounded.
 //!
 //! Needs `redis-server` on the PATH (`apt-get install -y redis-server`).
 

@@ -1,7 +1,7 @@
 //! `tokio-server` as a cluster node, alone and beside `mio-server` nodes: a `redis-server` of
 //! the test's own on a free loopback port (`common::redis_server`: killed by its PID when the
 //! test ends, also on panic), server processes with `--redis redis://127.0.0.1:PORT/
-//! --node-id NAME`, charge points built on `ocpp-server-core`'s charge-point side (`common`).
+//! --node-id NAME`, charge points built on `ocpp-proto`'s charge-point side (`common`).
 //! A command through the admin API of either kind of node reaches a charge point on the other
 //! kind: both speak `ocpp-cluster`'s one protocol. Every wait is bounded.
 //!

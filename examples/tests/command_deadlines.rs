@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use common::cluster::*;
 use common::redis_server::RedisServer;
 use common::*;
-use ocpp_server_core::{v1_6, Event};
+use ocpp_proto::{v1_6, Event};
 use serde_json::json;
 
 const TOKIO: &str = env!("CARGO_BIN_EXE_tokio-server");

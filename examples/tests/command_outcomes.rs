@@ -41,10 +41,7 @@ fn reset(admin: SocketAddr, identity: &str) -> JoinHandle<(u16, Value)> {
 fn call_of(
     cp: &mut ChargePoint,
     command: &mut Option<JoinHandle<(u16, Value)>>,
-) -> (
-    ocpp_server_core::MessageId<'static>,
-    ocpp_server_core::Request,
-) {
+) -> (ocpp_proto::MessageId<'static>, ocpp_proto::Request) {
     cp.call_within(WAIT).unwrap_or_else(|| {
         let answered = command
             .take()

@@ -13,10 +13,10 @@ use std::collections::BTreeSet;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
+use ocpp_proto::Answer;
+use ocpp_proto::{ChargePointIdentity, Response};
 use ocpp_reference_csms::admin::{self, decode_command, AdminRequest, Route};
 use ocpp_reference_csms::{BootPolicy, Csms, CsmsConfig, TokenStore};
-use ocpp_server_core::Answer;
-use ocpp_server_core::{ChargePointIdentity, Response};
 use serde_json::{json, Value};
 
 /// OCPP 1.6 (with the security whitepaper): what a charge point sends, with a minimal payload.

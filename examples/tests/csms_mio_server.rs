@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use ocpp_server_core::CallFailure;
+use ocpp_proto::CallFailure;
 
 fn start(extra: &[&str]) -> Server {
     Server::start(env!("CARGO_BIN_EXE_mio-server"), extra)

@@ -1,4 +1,4 @@
-//! Interop of our charge-point side's permessage-deflate (`ocpp-server-core`, `DeflatePolicy::Offer`)
+//! Interop of our charge-point side's permessage-deflate (`ocpp-proto`, `DeflatePolicy::Offer`)
 //! with a central system on Python `websockets` (`tests/interop/python_deflate_csms.py`), which
 //! accepts the extension: the offer, websockets' answer (it limits both windows to 12 bits), and
 //! 3 KB DataTransfer CALLs compressed both ways, with and without context takeover.
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use ocpp_frame::deflate::DeflateConfig;
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{
+use ocpp_proto::{
     ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DeflatePolicy, Event,
     Request, Response,
 };

@@ -11,9 +11,9 @@ use std::cell::Cell;
 
 use ocpp_examples::charge_point_payload::{self as payload, BootReason, ConnectorState, Outgoing};
 use ocpp_messages::version::OcppVersion;
+use ocpp_proto::Answer;
+use ocpp_proto::ChargePointIdentity;
 use ocpp_reference_csms::{ChargePoint, Csms, CsmsConfig};
-use ocpp_server_core::Answer;
-use ocpp_server_core::ChargePointIdentity;
 
 /// `System`, counting this thread's live allocations.
 struct Counting;
@@ -146,7 +146,7 @@ fn csms_record_per_idle_booted_charge_point() {
         size_of::<Option<Registration>>(),
         size_of::<Option<CertificateSigning>>(),
         size_of::<ItemsPerMessage>(),
-        size_of::<Option<ocpp_server_core::Request>>(),
+        size_of::<Option<ocpp_proto::Request>>(),
         size_of::<std::collections::BTreeMap<String, u8>>(),
         size_of::<std::collections::VecDeque<u8>>(),
         size_of::<Vec<u8>>(),

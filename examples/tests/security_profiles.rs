@@ -661,7 +661,7 @@ fn sign_certificate(cp: &mut ChargePoint, csr: &str) -> Value {
 }
 
 /// The answer `{"status": status}` to a CALL of the server, in the charge point's version.
-fn answer_status(cp: &mut ChargePoint, id: &ocpp_server_core::MessageId<'_>, action: &str) {
+fn answer_status(cp: &mut ChargePoint, id: &ocpp_proto::MessageId<'_>, action: &str) {
     let body = r#"{"status":"Accepted"}"#;
     let response: Response = match cp.version {
         OcppVersion::V1_6 => ocpp_messages::v1_6::decode_result(action, body)

@@ -1,5 +1,5 @@
 //! `mio-server` and `tokio-server` end to end, each scenario written once and run against both:
-//! the built binary on free loopback ports, charge points built on `ocpp-server-core`'s
+//! the built binary on free loopback ports, charge points built on `ocpp-proto`'s
 //! charge-point side over blocking std sockets, the admin API over plain HTTP. Every wait is
 //! bounded; the server is stopped by PID when a test ends.
 //!

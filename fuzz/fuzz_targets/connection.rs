@@ -16,7 +16,7 @@ use libfuzzer_sys::fuzz_target;
 use ocpp_frame::{CloseCode, Encoder, Role};
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::v1_6;
-use ocpp_server_core::{Answer, Connection, ConnectionConfig, Event, MessageId, Request};
+use ocpp_proto::{Answer, Connection, ConnectionConfig, Event, MessageId, Request};
 
 const UPGRADE: &str = "GET /ocpp/CP1 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\
     Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\

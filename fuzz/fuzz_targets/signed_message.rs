@@ -21,14 +21,22 @@ use ocpp_messages::version::OcppVersion;
 /// Accepts every signature: what is left to refuse is the format.
 struct AcceptAll;
 impl MessageVerifier for AcceptAll {
-    fn verify(&self, _: JwsAlgorithm, _: Option<&str>, _: &[u8], _: &[u8]) -> Result<(), VerifyError> {
+    fn verify(
+        &self,
+        _: JwsAlgorithm,
+        _: Option<&str>,
+        _: &[u8],
+        _: &[u8],
+    ) -> Result<(), VerifyError> {
         Ok(())
     }
 }
 
 fn policies() -> [SignaturePolicy; 4] {
     let signer = Es256Signer::from_secret_scalar(&[0x42; 32]).expect("a valid scalar");
-    let es256 = Arc::new(Es256Verifier::new().with_key(signer.certificate_thumbprint(), signer.verifying_key()));
+    let es256 = Arc::new(
+        Es256Verifier::new().with_key(signer.certificate_thumbprint(), signer.verifying_key()),
+    );
     [
         SignaturePolicy::RequireSigned(Arc::new(AcceptAll)),
         SignaturePolicy::UnwrapUnverified,
@@ -46,16 +54,25 @@ fuzz_target!(|data: &[u8]| {
     }
     for frame in &frames {
         for version in OcppVersion::ALL {
-            let Ok(message) = parse(frame, version) else { continue };
+            let Ok(message) = parse(frame, version) else {
+                continue;
+            };
             check(&message, version, &policies);
         }
     }
 });
 
 fn check(message: &RpcMessage<'_>, version: OcppVersion, policies: &[SignaturePolicy; 4]) {
-    let results: Vec<_> = policies.iter().map(|p| p.open(message, Some("Heartbeat"))).collect();
+    let results: Vec<_> = policies
+        .iter()
+        .map(|p| p.open(message, Some("Heartbeat")))
+        .collect();
     if is_signed(message) {
-        assert_eq!(results[0].is_ok(), results[1].is_ok(), "format checks depend on the policy");
+        assert_eq!(
+            results[0].is_ok(),
+            results[1].is_ok(),
+            "format checks depend on the policy"
+        );
     }
     for result in &results {
         match result {
@@ -66,9 +83,15 @@ fn check(message: &RpcMessage<'_>, version: OcppVersion, policies: &[SignaturePo
                     if let Some(action) = message.action() {
                         assert_eq!(opened.message.action(), unsigned_action(action));
                     }
-                    let payload = opened.message.payload().expect("a CALL, SEND or CALLRESULT");
+                    let payload = opened
+                        .message
+                        .payload()
+                        .expect("a CALL, SEND or CALLRESULT");
                     assert!(payload.get().starts_with('{'));
-                    opened.message.to_vec(version).expect("the unwrapped message is writable");
+                    opened
+                        .message
+                        .to_vec(version)
+                        .expect("the unwrapped message is writable");
                 }
             }
             Err(error) => {

@@ -1,7 +1,7 @@
 //! A small WebSocket client (client role, `ws://` only) that sends texts exactly as given,
 //! which replaying a capture needs and a [`Station`](ocpp_tokio::Station) (which writes its own
 //! messages) cannot do: the core's client connection
-//! ([`Connection::connect`](ocpp_server_core::Connection::connect)) in relay mode
+//! ([`Connection::connect`](ocpp_proto::Connection::connect)) in relay mode
 //! ([`ConnectionConfig::relay_text`]), driven on a tokio socket. The handshake, masking, pings
 //! and the close are the core's.
 //!
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ocpp_messages::OcppVersion;
-use ocpp_server_core::{
+use ocpp_proto::{
     ChargePointIdentity, CloseCode, ConnectTarget, Connection, ConnectionConfig, Event,
 };
 use ocpp_tokio::station::StationUrl;

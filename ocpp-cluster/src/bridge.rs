@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use ocpp_server_core::OcppVersion;
+use ocpp_proto::OcppVersion;
 
 use crate::executor::BoxFuture;
 use crate::{

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use ocpp_server_core::OcppVersion;
+use ocpp_proto::OcppVersion;
 
 use crate::cluster::{Claim, ClaimTicket, Superseded};
 

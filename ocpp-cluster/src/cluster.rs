@@ -14,7 +14,7 @@ use crate::claims::{Begin, ClaimTable, Registered};
 use crate::link::RedisLink;
 use crate::scripts::Scripts;
 use crate::{CallFailure, ClusterConfig, ClusterError, Executor};
-use ocpp_server_core::OcppVersion;
+use ocpp_proto::OcppVersion;
 
 mod inbox;
 mod refresh;
@@ -319,7 +319,7 @@ impl Cluster {
     ///
     /// ```no_run
     /// # async fn run(cluster: ocpp_cluster::Cluster) {
-    /// use ocpp_server_core::OcppVersion;
+    /// use ocpp_proto::OcppVersion;
     /// let claim = cluster.claim_as("CP-1", Some(OcppVersion::V2_0_1)).await;
     /// # }
     /// ```
@@ -447,7 +447,7 @@ impl Cluster {
     /// # async fn run(cluster: ocpp_cluster::Cluster) {
     /// use std::time::Duration;
     /// use ocpp_cluster::CallFailure;
-    /// use ocpp_server_core::OcppVersion;
+    /// use ocpp_proto::OcppVersion;
     /// let reset = cluster
     ///     .call_as("CP-1", Some(OcppVersion::V2_0_1), "Reset", r#"{"type":"Immediate"}"#,
     ///              Duration::from_secs(30))

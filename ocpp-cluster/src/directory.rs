@@ -2,7 +2,7 @@
 //! records any node can see (PROTOCOL.md section 2): its node, the OCPP version of its
 //! connection, and when its claim was made.
 
-use ocpp_server_core::OcppVersion;
+use ocpp_proto::OcppVersion;
 
 use crate::cluster::parse_epoch;
 use crate::{Cluster, ClusterError};

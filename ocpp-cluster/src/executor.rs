@@ -4,7 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use ocpp_server_core::{CallFailure, CallOutcome};
+use ocpp_proto::{CallFailure, CallOutcome};
 
 /// A boxed future, as [`Executor::execute`] returns it.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -21,7 +21,7 @@ pub type CommandOutcome = Result<String, CallFailure>;
 ///
 /// ```
 /// use ocpp_cluster::command_outcome;
-/// use ocpp_server_core::CallFailure;
+/// use ocpp_proto::CallFailure;
 /// let lost = command_outcome(&Err(CallFailure::Disconnected));
 /// assert_eq!(lost, Err(CallFailure::Disconnected));
 /// ```

@@ -54,4 +54,4 @@ pub use config::ClusterConfig;
 pub use directory::{Listing, Located};
 pub use error::ClusterError;
 pub use executor::{command_outcome, BoxFuture, CommandOutcome, Executor};
-pub use ocpp_server_core::{CallFailure, Delivery};
+pub use ocpp_proto::{CallFailure, Delivery};

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use ocpp_server_core::{CallFailure, ErrorCode, OcppVersion};
+use ocpp_proto::{CallFailure, ErrorCode, OcppVersion};
 
 use crate::CommandOutcome;
 

@@ -47,7 +47,7 @@ async fn a_command_on_one_node_reaches_the_holder_and_its_answer_comes_back() {
     assert_eq!(
         answer,
         Err(CallFailure::ErrorResponse {
-            code: ocpp_server_core::ErrorCode::NotSupported,
+            code: ocpp_proto::ErrorCode::NotSupported,
             description: "not here".to_owned(),
             details: r#"{"why":"test"}"#.to_owned(),
         }),
@@ -93,7 +93,7 @@ async fn a_command_on_one_node_reaches_the_holder_and_its_answer_comes_back() {
 /// one without a version is decoded by the holder as before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_of_another_version_is_wrong_version_whichever_node_sends_it() {
-    use ocpp_server_core::OcppVersion;
+    use ocpp_proto::OcppVersion;
     let redis = RedisServer::start();
     let a = node(&redis, "a").await;
     let b = node(&redis, "b").await;
@@ -357,7 +357,7 @@ async fn with_redis_down_local_work_goes_on_and_remote_commands_fail_fast() {
 /// `Cluster::list` fails as a whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_redis_down_the_listing_has_this_node_s_own_and_says_the_rest_is_unknown() {
-    use ocpp_server_core::OcppVersion;
+    use ocpp_proto::OcppVersion;
     let mut redis = RedisServer::start();
     let a = node(&redis, "a").await;
     let b = node(&redis, "b").await;

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{node, wait_until, RedisServer};
-use ocpp_server_core::OcppVersion;
+use ocpp_proto::OcppVersion;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_node_sees_where_each_charge_point_is_and_its_version() {

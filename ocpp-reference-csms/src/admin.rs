@@ -75,9 +75,7 @@
 
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1, DecodeError};
-use ocpp_server_core::{
-    CallFailure, CallOutcome, ChargePointIdentity, Delivery, RefusalReason, Request,
-};
+use ocpp_proto::{CallFailure, CallOutcome, ChargePointIdentity, Delivery, RefusalReason, Request};
 use serde_json::{json, Value};
 
 mod cluster_reads;
@@ -613,7 +611,7 @@ fn failure_only(failure: &CallFailure, message: String) -> HttpResponse {
 /// refusal as the call's outcome, through [`call_response`] (never sent: 503, or 404 when the
 /// connection is not open).
 ///
-/// [`Connection::call`]: ocpp_server_core::Connection::call
+/// [`Connection::call`]: ocpp_proto::Connection::call
 pub fn refused(version: OcppVersion, action: &str, reason: RefusalReason) -> HttpResponse {
     call_response(version, "", action, &Err(CallFailure::from(reason)))
 }

@@ -164,7 +164,7 @@ impl std::error::Error for CaError {}
 ///
 /// ```
 /// use ocpp_reference_csms::{CertificateAuthority, CertificateUse, CsrRefusal};
-/// use ocpp_server_core::ChargePointIdentity;
+/// use ocpp_proto::ChargePointIdentity;
 /// use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 ///
 /// // A CA (normally the files of --ca-cert and --ca-key).
@@ -279,7 +279,7 @@ impl CertificateAuthority {
     pub fn sign(
         &self,
         csr: &str,
-        identity: &ocpp_server_core::ChargePointIdentity,
+        identity: &ocpp_proto::ChargePointIdentity,
         usage: CertificateUse,
     ) -> Result<SignedCertificate, CsrRefusal> {
         let der = CertificateSigningRequestDer::from_pem_slice(csr.as_bytes())
@@ -377,7 +377,7 @@ fn pem_certificate(der: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ocpp_server_core::ChargePointIdentity;
+    use ocpp_proto::ChargePointIdentity;
     use rcgen::BasicConstraints;
 
     fn authority() -> (CertificateAuthority, String) {

@@ -1,7 +1,7 @@
 //! What the CSMS remembers of each charge point, in words every OCPP version shares: the
 //! per-version handlers translate their typed messages into these calls.
 
-use ocpp_server_core::ChargePointIdentity;
+use ocpp_proto::ChargePointIdentity;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -79,7 +79,7 @@ pub struct ExtraState {
     /// CALLs to send it right after the answer just made (CertificateSigned after an accepted
     /// SignCertificate, GetTransactionStatus after a seqNo gap...), oldest first, taken one by
     /// one by the I/O loop with `Csms::take_follow_up`.
-    pub(super) follow_ups: VecDeque<ocpp_server_core::Request>,
+    pub(super) follow_ups: VecDeque<ocpp_proto::Request>,
     /// Its `DeviceDataCtrlr.ItemsPerMessage`, from NotifyReport and our GetVariables
     /// (see [`super::items_per_message`]).
     pub items_per_message: ItemsPerMessage,
@@ -127,7 +127,7 @@ impl Extras {
     }
 
     /// Takes the oldest follow-up CALL, if one waits (allocates nothing).
-    pub(super) fn take_follow_up(&mut self) -> Option<ocpp_server_core::Request> {
+    pub(super) fn take_follow_up(&mut self) -> Option<ocpp_proto::Request> {
         self.0
             .as_mut()
             .and_then(|extras| extras.follow_ups.pop_front())

@@ -1,7 +1,7 @@
 //! Who is let in: an upgrade decided on the station's credentials and client certificate
 //! ([`Csms::on_upgrade`]), and the security profile and Basic password an operator sets.
 
-use ocpp_server_core::{ChargePointIdentity, Rejection, UpgradeRequest};
+use ocpp_proto::{ChargePointIdentity, Rejection, UpgradeRequest};
 
 use crate::{credentials, ChangeError, Credentials, Csms, Record, SecurityProfile};
 
@@ -48,7 +48,7 @@ impl Csms {
     ///
     /// ```
     /// use ocpp_reference_csms::{ClientCertificate, Csms, CsmsConfig, Transport};
-    /// # use ocpp_server_core::{Connection, ConnectionConfig, Event};
+    /// # use ocpp_proto::{Connection, ConnectionConfig, Event};
     /// # use std::{sync::Arc, time::Instant};
     /// # let mut connection =
     /// #     Connection::accept_incoming(Instant::now(), Arc::new(ConnectionConfig::default()));

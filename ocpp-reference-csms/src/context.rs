@@ -6,7 +6,7 @@ use std::sync::RwLock;
 
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::DateTime;
-use ocpp_server_core::Request;
+use ocpp_proto::Request;
 
 use crate::outgoing::queue_follow_up;
 use crate::{

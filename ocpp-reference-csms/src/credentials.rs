@@ -45,7 +45,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ocpp_frame::handshake::BasicCredentials;
-use ocpp_server_core::{ChargePointIdentity, Rejection, UpgradeRequest};
+use ocpp_proto::{ChargePointIdentity, Rejection, UpgradeRequest};
 
 use super::{Csms, Transport};
 use ring::digest::{digest, SHA256};
@@ -110,7 +110,7 @@ pub struct Refusal {
 /// ```
 /// use ocpp_reference_csms::{credentials, ClientCertificate, Credentials, SecurityProfile, Transport};
 /// use ocpp_frame::handshake::BasicCredentials;
-/// use ocpp_server_core::ChargePointIdentity;
+/// use ocpp_proto::ChargePointIdentity;
 ///
 /// let mut store = Credentials::parse("CP1:0123456789abcdef\n").unwrap();
 /// store.set_profile("CP1", Some(SecurityProfile::TlsClientCertificate));

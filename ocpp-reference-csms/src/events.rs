@@ -22,7 +22,7 @@ use ocpp_model::{
     Answer as Neutral, AuthorizationStatus, BootAnswer, Booted, Event, IdToken, IdTokenType,
     RegistrationStatus, StatusChanged,
 };
-use ocpp_server_core::{Answer, Request};
+use ocpp_proto::{Answer, Request};
 
 use super::{transactions, v1_6, v2x, ChargePoint, Context, Registration, Reply};
 

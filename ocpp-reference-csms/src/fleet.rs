@@ -12,7 +12,7 @@ use std::hash::BuildHasher;
 
 use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
-use ocpp_server_core::ChargePointIdentity;
+use ocpp_proto::ChargePointIdentity;
 
 use super::ChargePoint;
 

@@ -48,7 +48,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{CallOutcome, Request};
+use ocpp_proto::{CallOutcome, Request};
 use serde_json::{json, Value};
 
 use super::admin::{self, HttpResponse};
@@ -307,7 +307,7 @@ mod tests {
     use super::*;
     use ocpp_messages::error_code::ErrorCode;
     use ocpp_messages::v2_0_1;
-    use ocpp_server_core::CallFailure;
+    use ocpp_proto::CallFailure;
 
     const V201: OcppVersion = OcppVersion::V2_0_1;
 

@@ -44,7 +44,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use ocpp_messages::error_code::ErrorCode;
-use ocpp_server_core::{Answer, ChargePointIdentity, Request};
+use ocpp_proto::{Answer, ChargePointIdentity, Request};
 
 use super::persistence::changed_transactions;
 use super::store::{Durability, Record, DATABASE_WAIT};

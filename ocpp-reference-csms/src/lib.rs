@@ -2,7 +2,7 @@
 //! `mio-server` and `tokio-server` (crate `ocpp-examples`) both drive this one application.
 //!
 //! An I/O loop (the mio server, the tokio server, a test) owns sockets and one
-//! [`ocpp_server_core::Connection`] per charge point; it turns the connection's events into
+//! [`ocpp_proto::Connection`] per charge point; it turns the connection's events into
 //! calls on one shared [`Csms`], and turns the answers back into mutator calls:
 //!
 //! | connection event | call | then |
@@ -91,7 +91,7 @@
 //!   `Sec-WebSocket-Protocol` and then close, which is the servers' default
 //!   (`--no-common-version accept-then-close`). The OCTT cases TC_088_CSMS (1.6) and
 //!   TC_B_58_CSMS (2.0.1) expect the upgrade refused instead: run them with
-//!   `--no-common-version reject-400` (HTTP 400, `ocpp_server_core::NoCommonVersion::Reject400`).
+//!   `--no-common-version reject-400` (HTTP 400, `ocpp_proto::NoCommonVersion::Reject400`).
 //! - **TLS cipher suites (OCPP 2.0.1 Part 2 A00.FR.317/318): run with `--tls-backend openssl`.**
 //!   A00.FR.318 lists, for TLS 1.2 with an RSA certificate, `TLS_RSA_WITH_AES_128_GCM_SHA256`
 //!   and `TLS_RSA_WITH_AES_256_GCM_SHA384`: static RSA key exchange, without forward secrecy;
@@ -126,9 +126,9 @@
 //!
 //! ```
 //! use ocpp_reference_csms::{Csms, CsmsConfig, Reply};
-//! use ocpp_server_core::Answer;
+//! use ocpp_proto::Answer;
 //! use ocpp_messages::{v1_6, version::OcppVersion};
-//! use ocpp_server_core::{ChargePointIdentity, Request};
+//! use ocpp_proto::{ChargePointIdentity, Request};
 //!
 //! let csms = Csms::new(CsmsConfig::default());
 //! let identity = ChargePointIdentity::new("CP001".into(), false).unwrap();
@@ -189,7 +189,7 @@ use fleet::Fleet;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::DateTime;
-use ocpp_server_core::{Answer, CallOutcome, ChargePointIdentity, CloseReason, Closed, Request};
+use ocpp_proto::{Answer, CallOutcome, ChargePointIdentity, CloseReason, Closed, Request};
 pub use shared_text::SharedText;
 pub use unix_time::UnixTime;
 

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use ocpp_server_core::{CallFailure, CallOutcome, ChargePointIdentity, Connection, Request};
+use ocpp_proto::{CallFailure, CallOutcome, ChargePointIdentity, Connection, Request};
 
 use crate::{smart_charging, ChargePoint, ChargingProfileRecord, Csms, Record, UnixTime};
 

@@ -24,7 +24,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ocpp_server_core::ChargePointIdentity;
+use ocpp_proto::ChargePointIdentity;
 
 use super::store::{Durability, Record, Saved, Settings, Store, StoreError, TransactionQuery};
 use super::{Credentials, Csms, CsmsConfig, TokenEntry, TokenStore, Transaction};

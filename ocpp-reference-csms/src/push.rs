@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
-use ocpp_server_core::{ChargePointIdentity, Connection, Request};
+use ocpp_proto::{ChargePointIdentity, Connection, Request};
 
 use super::Csms;
 
@@ -39,7 +39,7 @@ fn push_data(seq: u64, unix_nanos: u128) -> String {
 }
 
 /// The push DataTransfer for `version`, stamped with `seq` and `unix_nanos`. Build it right
-/// before [`Connection::call`](ocpp_server_core::Connection::call) when no CALL is in flight,
+/// before [`Connection::call`](ocpp_proto::Connection::call) when no CALL is in flight,
 /// so that the connection serialises it at once and the stamp is the encode time.
 ///
 /// ```

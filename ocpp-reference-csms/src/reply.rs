@@ -15,7 +15,7 @@
 
 use std::fmt;
 
-use ocpp_server_core::Answer;
+use ocpp_proto::Answer;
 
 use super::Csms;
 
@@ -24,7 +24,7 @@ use super::Csms;
 /// ```
 /// use ocpp_reference_csms::{Csms, CsmsConfig, Reply};
 /// use ocpp_messages::{v1_6, version::OcppVersion};
-/// use ocpp_server_core::{Answer, ChargePointIdentity, Request};
+/// use ocpp_proto::{Answer, ChargePointIdentity, Request};
 ///
 /// let csms = Csms::new(CsmsConfig::default());
 /// let identity = ChargePointIdentity::new("CP001".into(), false).unwrap();
@@ -51,7 +51,7 @@ impl Reply {
     ///
     /// ```
     /// use ocpp_reference_csms::{Csms, CsmsConfig, Reply};
-    /// use ocpp_server_core::Answer;
+    /// use ocpp_proto::Answer;
     /// let csms = Csms::new(CsmsConfig::default());
     /// let reply = Reply::Now(Answer::not_supported("Reset"));
     /// assert!(!reply.wait(&csms).is_result());
@@ -79,7 +79,7 @@ impl Later {
     ///
     /// ```
     /// use ocpp_reference_csms::{Csms, CsmsConfig, Later};
-    /// use ocpp_server_core::Answer;
+    /// use ocpp_proto::Answer;
     /// let later = Later::new(|_csms: &Csms| Answer::not_supported("Reset"));
     /// assert!(!later.run(&Csms::new(CsmsConfig::default())).is_result());
     /// ```

@@ -36,7 +36,7 @@
 //! are kept per EVSE ([`ChargingNeeds`]). Site limits set through the admin API live in memory.
 
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::Request;
+use ocpp_proto::Request;
 use serde_json::{json, Value};
 
 use super::{admin, date_time, ChargePoint, UnixTime};

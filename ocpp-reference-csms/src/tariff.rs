@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::Decimal;
-use ocpp_server_core::ChargePointIdentity;
+use ocpp_proto::ChargePointIdentity;
 
 use super::{ChangeError, ChargePoint, Context, Csms, Durability, Record, Transaction, UnixTime};
 
@@ -306,7 +306,7 @@ pub struct CostUpdate {
     /// <code>`, `Timeout`, or another failure's name ([`CallFailure::name`], e.g.
     /// `queue_full` when it was not sent); `None` while pending.
     ///
-    /// [`CallFailure::name`]: ocpp_server_core::CallFailure::name
+    /// [`CallFailure::name`]: ocpp_proto::CallFailure::name
     pub answer: Option<String>,
 }
 
@@ -459,7 +459,7 @@ impl Csms {
 mod tests {
     use super::*;
     use crate::{admin, CsmsConfig};
-    use ocpp_server_core::{Answer, CallOutcome, Request};
+    use ocpp_proto::{Answer, CallOutcome, Request};
     use serde_json::{json, Value};
 
     /// A CSMS with the default tariff 0.25 per kWh and this CostUpdated interval, and one
@@ -532,7 +532,7 @@ mod tests {
         )
         .into());
         csms.on_call_completed(&cp, "CostUpdated", &accepted);
-        let failed: CallOutcome = Err(ocpp_server_core::CallFailure::Timeout);
+        let failed: CallOutcome = Err(ocpp_proto::CallFailure::Timeout);
         csms.on_call_completed(&cp, "CostUpdated", &failed);
         let updates = csms.charge_point(&cp).unwrap().extras.cost_updates.clone();
         let answers: Vec<_> = updates.iter().map(|u| u.answer.as_deref()).collect();

@@ -6,7 +6,7 @@ use ocpp_frame::handshake::BasicCredentials;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
-use ocpp_server_core::{
+use ocpp_proto::{
     CallFailure, CallOutcome, ChargePointIdentity, CloseReason, Closed, Rejection, Request,
     Response,
 };
@@ -58,13 +58,13 @@ impl ValidateJson for Response {
 
 fn closed() -> Closed {
     // `Closed` is non-exhaustive: build one the way the core reports it.
-    let mut pair = ocpp_server_core::Connection::accept_incoming(
+    let mut pair = ocpp_proto::Connection::accept_incoming(
         std::time::Instant::now(),
-        std::sync::Arc::new(ocpp_server_core::ConnectionConfig::default()),
+        std::sync::Arc::new(ocpp_proto::ConnectionConfig::default()),
     );
     pair.handle_eof(std::time::Instant::now());
     match pair.poll_event() {
-        Some(ocpp_server_core::Event::Closed(closed)) => {
+        Some(ocpp_proto::Event::Closed(closed)) => {
             assert_eq!(closed.reason, CloseReason::Eof);
             *closed
         }
@@ -371,10 +371,10 @@ fn ended_transactions_are_pruned() {
 }
 
 /// The `UpgradeRequested` of a connection to `/ocpp/CP1`, with Basic credentials if given.
-fn upgrade_request(basic: Option<(&[u8], &[u8])>) -> Box<ocpp_server_core::UpgradeRequest> {
-    let mut connection = ocpp_server_core::Connection::accept_incoming(
+fn upgrade_request(basic: Option<(&[u8], &[u8])>) -> Box<ocpp_proto::UpgradeRequest> {
+    let mut connection = ocpp_proto::Connection::accept_incoming(
         std::time::Instant::now(),
-        std::sync::Arc::new(ocpp_server_core::ConnectionConfig::default()),
+        std::sync::Arc::new(ocpp_proto::ConnectionConfig::default()),
     );
     let auth = basic.map_or(String::new(), |(user, password)| {
         let value = BasicCredentials::new(user, password)
@@ -389,7 +389,7 @@ fn upgrade_request(basic: Option<(&[u8], &[u8])>) -> Box<ocpp_server_core::Upgra
     );
     connection.handle_data(std::time::Instant::now(), request.as_bytes());
     match connection.poll_event() {
-        Some(ocpp_server_core::Event::UpgradeRequested(upgrade)) => upgrade,
+        Some(ocpp_proto::Event::UpgradeRequested(upgrade)) => upgrade,
         other => panic!("{other:?}"),
     }
 }
@@ -653,9 +653,9 @@ fn charging_profiles_are_settled_in_the_order_sent_operator_and_ours() {
     assert_eq!(answer["status"], "Rejected");
     // Sent on a real connection, which then ends before the answer.
     let now = std::time::Instant::now();
-    let mut connection = ocpp_server_core::Connection::accept_incoming(
+    let mut connection = ocpp_proto::Connection::accept_incoming(
         now,
-        std::sync::Arc::new(ocpp_server_core::ConnectionConfig::default()),
+        std::sync::Arc::new(ocpp_proto::ConnectionConfig::default()),
     );
     connection.handle_data(
         now,
@@ -664,7 +664,7 @@ fn charging_profiles_are_settled_in_the_order_sent_operator_and_ours() {
           Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: ocpp2.0.1\r\n\r\n",
     );
     while let Some(event) = connection.poll_event() {
-        if let ocpp_server_core::Event::UpgradeRequested(_) = event {
+        if let ocpp_proto::Event::UpgradeRequested(_) = event {
             connection.decide(now, Ok(())).unwrap();
         }
     }
@@ -673,7 +673,7 @@ fn charging_profiles_are_settled_in_the_order_sent_operator_and_ours() {
     connection.handle_eof(now);
     let mut ended = None;
     while let Some(event) = connection.poll_event() {
-        if let ocpp_server_core::Event::Closed(closed) = event {
+        if let ocpp_proto::Event::Closed(closed) = event {
             ended = Some(closed);
         }
     }

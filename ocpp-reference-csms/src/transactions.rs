@@ -23,7 +23,7 @@ use ocpp_model::{
     Answer as Neutral, MeterReading, MeterReadings, StartKey, TransactionEnded, TransactionStarted,
     TransactionUpdated,
 };
-use ocpp_server_core::ErrorAnswer;
+use ocpp_proto::ErrorAnswer;
 
 use super::events::authorization;
 use super::{ChargePoint, Context, Transaction};

@@ -5,7 +5,7 @@ use ocpp_messages::v1_6::{
     DataTransferResponse, DataTransferStatus, GenericStatusEnum, Request, SignCertificateResponse,
 };
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{Answer, Response};
+use ocpp_proto::{Answer, Response};
 
 use super::{ChargePoint, Context, Reply};
 

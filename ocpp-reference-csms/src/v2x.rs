@@ -64,7 +64,7 @@ macro_rules! handlers_2x {
                 Response, SignCertificateResponse, StatusInfo,
             };
             use ocpp_model::{Answer as Neutral, Authorization, AuthorizationStatus, Event};
-            use ocpp_server_core::Answer;
+            use ocpp_proto::Answer;
 
             use super::super::contract_certificate_service::ContractRequest;
             use super::super::ocsp::OcspRequestData;

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use ocpp_messages::action::ActionRequest;
 use ocpp_messages::{Request, Response};
-use ocpp_server_core::{ChargePointIdentity, CloseCode, ConnectionConfig, OcppVersion};
+use ocpp_proto::{ChargePointIdentity, CloseCode, ConnectionConfig, OcppVersion};
 use tokio::sync::oneshot;
 
-use ocpp_server_core::CallFailure;
+use ocpp_proto::CallFailure;
 
 use crate::error::SendError;
 use crate::typed::{ResponseOf, TypedCall};
@@ -520,7 +520,7 @@ impl ChargePoint {
     }
 
     /// [`ChargePoint::call_raw`] with a deadline that holds wherever the CALL waits (the core's
-    /// rule, [`Connection::call_with_deadline`](ocpp_server_core::Connection::call_with_deadline)):
+    /// rule, [`Connection::call_with_deadline`](ocpp_proto::Connection::call_with_deadline)):
     /// still queued behind another CALL at `deadline`, it ends
     /// [`CallFailure::DeadlinePassed`] and is never written later; written, its answer is due
     /// by `deadline` (or the call timeout, if sooner). A caller that stops waiting at

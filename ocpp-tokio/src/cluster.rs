@@ -30,7 +30,7 @@ use ocpp_cluster::{
     ClusterEvents, CommandOutcome, Executor, CLOSE_SUPERSEDED, CLOSE_SUPERSEDED_REASON,
 };
 use ocpp_messages::{DecodeOptions, Request, Response};
-use ocpp_server_core::{CallFailure, ChargePointIdentity, CloseCode, ConnectionConfig};
+use ocpp_proto::{CallFailure, ChargePointIdentity, CloseCode, ConnectionConfig};
 use tokio::sync::oneshot;
 
 use crate::presence::{Joined, Leaving, Presence, PresenceTicket};

@@ -1,4 +1,4 @@
-//! A connection's driver: drives an `ocpp_server_core::Connection` on a stream, following the
+//! A connection's driver: drives an `ocpp_proto::Connection` on a stream, following the
 //! core's drain contract (one pass drains everything), and the handler futures beside it. It
 //! is a task of its own (its timer a tokio `Sleep`), or one of many on a shard
 //! (`crate::shard`, which keeps every timer in one heap).
@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use ocpp_server_core::{
+use ocpp_proto::{
     Answer, CallFailure, CallOutcome, CloseCode, Closed, Connection, ConnectionConfig, Event,
     MessageId, RefusalReason, Rejection,
 };
@@ -170,7 +170,7 @@ struct Rare<H: Handler> {
     /// The peer's address, until the upgrade request hands it to the handler.
     peer: Option<std::net::SocketAddr>,
     /// From the upgrade request until connected (then the session's handle has it).
-    identity: Option<ocpp_server_core::ChargePointIdentity>,
+    identity: Option<ocpp_proto::ChargePointIdentity>,
     upgrade: Option<BoxFuture<Result<H::State, Rejection>>>,
     /// The application's state for this connection, from the upgrade decision.
     state: Option<Arc<H::State>>,
@@ -340,7 +340,7 @@ where
     }
 
     /// The charge point's identity, once its upgrade request was read.
-    fn identity(&self) -> Option<&ocpp_server_core::ChargePointIdentity> {
+    fn identity(&self) -> Option<&ocpp_proto::ChargePointIdentity> {
         match (&self.session, &self.rare) {
             (Some(session), _) => Some(session.charge_point().identity()),
             (None, Some(rare)) => rare.identity.as_ref(),
@@ -586,7 +586,7 @@ where
         }
     }
 
-    fn on_connected(&mut self, now: Instant, version: ocpp_server_core::OcppVersion) {
+    fn on_connected(&mut self, now: Instant, version: ocpp_proto::OcppVersion) {
         let Some(rare) = self
             .rare
             .as_mut()

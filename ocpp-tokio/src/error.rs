@@ -1,5 +1,5 @@
 //! Typed errors: what a SEND or the server can fail with. What a CALL can come to is the
-//! core's [`CallFailure`](ocpp_server_core::CallFailure), the same on every path.
+//! core's [`CallFailure`](ocpp_proto::CallFailure), the same on every path.
 
 /// Why [`ChargePoint::send`](crate::ChargePoint::send) did not send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -18,11 +18,11 @@ pub enum SendError {
 
 /// Why the core refused a SEND, as a handle's error (back-pressure reads as a full queue; a
 /// driver may rather keep the SEND and retry after its next write).
-impl From<ocpp_server_core::RefusalReason> for SendError {
-    fn from(reason: ocpp_server_core::RefusalReason) -> Self {
+impl From<ocpp_proto::RefusalReason> for SendError {
+    fn from(reason: ocpp_proto::RefusalReason) -> Self {
         match reason {
-            ocpp_server_core::RefusalReason::NotOpen => SendError::NotConnected,
-            ocpp_server_core::RefusalReason::Backpressure => SendError::QueueFull,
+            ocpp_proto::RefusalReason::NotOpen => SendError::NotConnected,
+            ocpp_proto::RefusalReason::Backpressure => SendError::QueueFull,
             _ => SendError::NeedsV21,
         }
     }

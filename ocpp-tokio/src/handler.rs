@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use ocpp_frame::handshake::BasicCredentials;
 use ocpp_messages::{Request, RequestRef};
-use ocpp_server_core::{
+use ocpp_proto::{
     Answer, ChargePointIdentity, Closed, MessageId, OcppVersion, Rejection, UpgradeRequest,
 };
 use rustls::pki_types::CertificateDer;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use ocpp_messages::{Request, Response};
-use ocpp_server_core::{Answer, AnswerError, CallOutcome, ErrorCode, MessageId};
+use ocpp_proto::{Answer, AnswerError, CallOutcome, ErrorCode, MessageId};
 
 /// The hook's type: see [`ServerBuilder::on_message`](crate::ServerBuilder::on_message).
 pub(crate) type Hook = Arc<dyn Fn(&MessageEvent<'_>) + Send + Sync>;

@@ -1,8 +1,8 @@
 //! OCPP-J for tokio: serve charge points (OCPP 1.6, 2.0.1, 2.1 over WebSocket), answer their
 //! CALLs with typed handlers, and call them with typed, awaitable requests.
 //!
-//! The I/O half over the Sans-IO [`ocpp_server_core`], as quinn is to quinn-proto: one driver
-//! per connection drives an [`ocpp_server_core::Connection`], in a task of its own or on a
+//! The I/O half over the Sans-IO [`ocpp_proto`], as quinn is to quinn-proto: one driver
+//! per connection drives an [`ocpp_proto::Connection`], in a task of its own or on a
 //! shard with many others ([`ServerBuilder::shards`]); every protocol rule stays in the core, including the rules around a call (an answer checked against its CALL, what a call's
 //! outcome means). The crate, by concept:
 //!
@@ -65,7 +65,7 @@ mod typed;
 pub mod ocpp {
     pub use ocpp_frame::handshake::BasicCredentials;
     pub use ocpp_messages::{Request, RequestRef, Response, ResponseRef};
-    pub use ocpp_server_core::{
+    pub use ocpp_proto::{
         v1_6, v2_0_1, v2_1, Answer, CallFailure, CallOutcome, ChargePointIdentity, CloseCode,
         CloseReason, Closed, ConnectionConfig, DateTime, Decimal, Delivery, ErrorAnswer, ErrorCode,
         MessageId, OcppVersion, Rejection, UpgradeRequest,

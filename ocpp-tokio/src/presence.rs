@@ -12,7 +12,7 @@ use std::future::Future;
 use std::num::NonZeroU64;
 use std::pin::Pin;
 
-use ocpp_server_core::{ChargePointIdentity, ConnectionConfig};
+use ocpp_proto::{ChargePointIdentity, ConnectionConfig};
 use tokio::sync::oneshot;
 
 use crate::{ChargePoint, ChargePoints};

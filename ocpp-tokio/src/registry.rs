@@ -8,9 +8,9 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ocpp_messages::{Request, Response};
-use ocpp_server_core::{ChargePointIdentity, IdentityTable, OcppVersion};
+use ocpp_proto::{ChargePointIdentity, IdentityTable, OcppVersion};
 
-use ocpp_server_core::CallFailure;
+use ocpp_proto::CallFailure;
 
 use crate::presence::Presence;
 

@@ -11,7 +11,7 @@ use ocpp_messages::action::ActionRequest;
 use ocpp_messages::ErrorCode;
 use ocpp_messages::{Request, Response};
 use ocpp_model::{Concept, Event};
-use ocpp_server_core::{Answer, Closed, ErrorAnswer, Rejection};
+use ocpp_proto::{Answer, Closed, ErrorAnswer, Rejection};
 
 use crate::typed::ResponseOf;
 use crate::{Connecting, Handler, IncomingCall, Session};

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ocpp_server_core::accept::{after_accept_error, AcceptRetry};
-use ocpp_server_core::{Connection, ConnectionConfig};
+use ocpp_proto::accept::{after_accept_error, AcceptRetry};
+use ocpp_proto::{Connection, ConnectionConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_rustls::TlsAcceptor;

@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use ocpp_server_core::{ChargePointIdentity, OcppVersion};
+use ocpp_proto::{ChargePointIdentity, OcppVersion};
 
 use crate::ChargePoint;
 

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Token};
-use ocpp_server_core::Connection;
+use ocpp_proto::Connection;
 use slab::Slab;
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};

@@ -50,7 +50,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use ocpp_messages::{DecodeOptions, Request, Response};
-use ocpp_server_core::{Answer, CallFailure, ConnectionConfig, ErrorCode, OcppVersion};
+use ocpp_proto::{Answer, CallFailure, ConnectionConfig, ErrorCode, OcppVersion};
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, Notify};
 

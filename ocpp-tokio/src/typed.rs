@@ -4,9 +4,9 @@
 
 use ocpp_messages::action::{ActionRequest, OcppAction};
 use ocpp_messages::{Request, Response};
-use ocpp_server_core::OcppVersion;
+use ocpp_proto::OcppVersion;
 
-use ocpp_server_core::CallFailure;
+use ocpp_proto::CallFailure;
 
 /// The response type of a request's action.
 pub type ResponseOf<R> = <<R as ActionRequest>::Action as OcppAction>::Response;

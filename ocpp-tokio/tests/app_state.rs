@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use common::*;
-use ocpp_server_core::{Request, Response};
+use ocpp_proto::{Request, Response};
 use ocpp_tokio::{v1_6, DateTime, OcppVersion, Reply, Router, Server, Session};
 
 /// The application: shared by every connection.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ocpp_server_core::Event;
+use ocpp_proto::Event;
 use ocpp_tokio::ocpp::{CloseReason, Request};
 use ocpp_tokio::registry::SendError;
 use ocpp_tokio::{v1_6, v2_1, OcppVersion};
@@ -67,7 +67,7 @@ fn push(
 async fn heartbeats(cp: &mut TestCp, count: usize) -> Duration {
     let started = Instant::now();
     for _ in 0..count {
-        let beat = ocpp_server_core::Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
+        let beat = ocpp_proto::Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
         let outcome = cp.call(beat).await;
         assert!(outcome.is_ok(), "{outcome:?}");
     }

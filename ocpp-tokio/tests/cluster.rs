@@ -13,7 +13,7 @@ mod redis_server;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ocpp_server_core::{Answer, Response};
+use ocpp_proto::{Answer, Response};
 use ocpp_tokio::ocpp::{CloseCode, CloseReason};
 use ocpp_tokio::ocpp_cluster::ClusterConfig;
 use ocpp_tokio::registry::Connected;
@@ -92,7 +92,7 @@ async fn reset_through(server: &TestServer, cp: &mut TestCp, identity: &str) {
     assert_eq!(response.status, v1_6::ResetStatus::Accepted);
 }
 
-fn close_code(closed: &ocpp_server_core::Closed) -> Option<CloseCode> {
+fn close_code(closed: &ocpp_proto::Closed) -> Option<CloseCode> {
     match &closed.reason {
         CloseReason::PeerClosed { code, .. } => *code,
         other => panic!("closed otherwise: {other:?}"),

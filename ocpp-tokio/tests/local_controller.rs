@@ -15,7 +15,7 @@ use common::raw_peer::{RawPeer, WAIT};
 use common::{
     example_binary, mio_server_binary, python, python_ocpp_present, Killed, TestCp, TestServer,
 };
-use ocpp_server_core::{CloseCode, CloseReason, ConnectionConfig, Event, OcppVersion};
+use ocpp_proto::{CloseCode, CloseReason, ConnectionConfig, Event, OcppVersion};
 use ocpp_tokio::local_controller::{
     Direction, LocalController, MessageTypeId, RelayedStations, Verdict,
 };

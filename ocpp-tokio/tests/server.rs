@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::*;
 // The test charge points speak the core's payload types; the server's API `ocpp_messages`'.
-use ocpp_server_core::{CallFailure as CoreFailure, Event, Request, Response};
+use ocpp_proto::{CallFailure as CoreFailure, Event, Request, Response};
 use ocpp_tokio::hook::Message;
 use ocpp_tokio::ocpp::{CloseCode, CloseReason, Delivery};
 use ocpp_tokio::{v1_6, v2_0_1, CallFailure, ErrorCode, OcppVersion, Server};

@@ -17,7 +17,7 @@ use ocpp_messages::signed::{
     sign, JwsAlgorithm, MessageSigner, SignatureError, SignaturePolicy, SignatureStatus,
     SignerError,
 };
-use ocpp_server_core::{ConnectionConfig, Event, OcppVersion};
+use ocpp_proto::{ConnectionConfig, Event, OcppVersion};
 use ocpp_tokio::local_controller::LocalController;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_FIXED_SIGNING};

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{client_tls, eventually, pki, server_tls, Killed, Pki, PASSWORD, WAIT};
-use ocpp_server_core::NoCommonVersion;
+use ocpp_proto::NoCommonVersion;
 use ocpp_tokio::ocpp::CloseCode;
 use ocpp_tokio::station::{
     FileStore, PermanentFailure, RegistrationStatus, RetryBackOff, Station, StationBuilder,

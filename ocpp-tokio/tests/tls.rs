@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ocpp_server_core::Event;
+use ocpp_proto::Event;
 use ocpp_tokio::ocpp::CloseReason;
 use ocpp_tokio::rustls::pki_types::ServerName;
 use ocpp_tokio::{OcppVersion, Server};

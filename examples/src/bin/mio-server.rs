@@ -1,4 +1,4 @@
-//! `mio-server`: a CSMS on mio event loops, built on `ocpp-server-core` and the shared
+//! `mio-server`: a CSMS on mio event loops, built on `ocpp-proto` and the shared
 //! [`ocpp_reference_csms`] application. See [`ocpp_examples::mio_server`] for how the loop
 //! works; this file is the command line, logging, limits and signals.
 //!

@@ -1,5 +1,5 @@
 //! `tokio-server`: a CSMS on a multi-thread tokio runtime, built on `ocpp-tokio` (the tokio
-//! driver of `ocpp-server-core`) and the shared [`ocpp_reference_csms`] application, with its
+//! driver of `ocpp-proto`) and the shared [`ocpp_reference_csms`] application, with its
 //! admin interface on axum; the same behaviour and command line as `mio-server`. See
 //! [`ocpp_examples::tokio_server`] for the wiring; this file is the command line, logging,
 //! limits, the runtime and signals.

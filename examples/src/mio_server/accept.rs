@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mio::Interest;
-use ocpp_server_core::accept::{after_accept_error, AcceptRetry};
-use ocpp_server_core::Connection;
+use ocpp_proto::accept::{after_accept_error, AcceptRetry};
+use ocpp_proto::Connection;
 
 use super::admin_socket::{AdminSocket, AdminStage};
 use super::capture::Tap;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::Interest;
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{ChargePointIdentity, Refused};
+use ocpp_proto::{ChargePointIdentity, Refused};
 
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{send_chunk, Waiter};
@@ -59,7 +59,7 @@ impl EventLoop {
     pub(super) fn admin_call(
         &mut self,
         target: Key,
-        request: ocpp_server_core::Request,
+        request: ocpp_proto::Request,
         reply_to: Key,
         deadline: Instant,
         now: Instant,

@@ -203,8 +203,8 @@ mod tests {
     /// Moves bytes both ways until neither side has any, through the tap as the loop does;
     /// returns what the central system wrote.
     fn pump(
-        station: &mut ocpp_server_core::Connection,
-        csms: &mut ocpp_server_core::Connection,
+        station: &mut ocpp_proto::Connection,
+        csms: &mut ocpp_proto::Connection,
         tap: &mut Tap,
     ) -> Vec<u8> {
         let now = std::time::Instant::now();
@@ -229,7 +229,7 @@ mod tests {
     #[test]
     fn a_deflated_exchange_is_captured_as_its_texts() {
         use ocpp_frame::deflate::DeflateConfig;
-        use ocpp_server_core::{
+        use ocpp_proto::{
             ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, DeflatePolicy, Event,
         };
 

@@ -30,7 +30,7 @@ use ocpp_cluster::{
 };
 use ocpp_frame::CloseCode;
 use ocpp_messages::DecodeOptions;
-use ocpp_server_core::{CallFailure, ChargePointIdentity, Refused, Request};
+use ocpp_proto::{CallFailure, ChargePointIdentity, Refused, Request};
 
 use super::admin_socket::{AdminStage, ADMIN_CALL_GRACE};
 use super::event_loop::{Entry, EventLoop};

@@ -1,5 +1,5 @@
 //! A CSMS on mio: one or more single-threaded event loops, each holding thousands of charge
-//! points through `ocpp-server-core`, all driving one shared [`Csms`] application.
+//! points through `ocpp-proto`, all driving one shared [`Csms`] application.
 //!
 //! # One loop
 //! Each loop (`event_loop`) owns a `mio::Poll`, its own listening socket, a [`slab::Slab`]
@@ -7,7 +7,7 @@
 //! until a socket is ready, a command arrives, or the earliest deadline passes, then:
 //!
 //! 1. reads each readable socket into the shared buffer, while the connection
-//!    [wants input](ocpp_server_core::Connection::wants_read), and hands the bytes to its
+//!    [wants input](ocpp_proto::Connection::wants_read), and hands the bytes to its
 //!    `handle_data` (the connection keeps only a partial frame, so no connection holds a read
 //!    buffer of its own);
 //! 2. drains the connection's events into the [`Csms`] hooks and answers with its mutators
@@ -105,7 +105,7 @@ use cluster::ClusterNode;
 use mio::net::TcpListener;
 use mio::{Poll, Token, Waker};
 use ocpp_cluster::{ClaimTicket, ClusterBridge, Job};
-use ocpp_server_core::{Answer, ConnectionConfig, IdentityTable, MessageId, Request};
+use ocpp_proto::{Answer, ConnectionConfig, IdentityTable, MessageId, Request};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::server_config::AdminLimits;

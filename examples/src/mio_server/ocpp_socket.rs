@@ -11,9 +11,7 @@ use mio::net::TcpStream;
 use mio::Interest;
 use ocpp_cluster::{command_outcome, ClaimTicket};
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{
-    Answer, CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId,
-};
+use ocpp_proto::{Answer, CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId};
 
 use super::capture::Tap;
 use super::cluster::JobAnswer;
@@ -558,7 +556,7 @@ pub(super) fn send_chunk(
             ));
             Ok(())
         }
-        Err(ocpp_server_core::Refused { reason, .. }) => {
+        Err(ocpp_proto::Refused { reason, .. }) => {
             if let Some(identity) = &s.identity {
                 csms.on_call_not_sent(identity, action, &reason.into());
             }

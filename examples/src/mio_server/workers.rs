@@ -5,7 +5,7 @@
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
-use ocpp_server_core::Answer;
+use ocpp_proto::Answer;
 
 use ocpp_reference_csms::{Csms, Later};
 

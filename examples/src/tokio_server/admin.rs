@@ -17,8 +17,8 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Request, StatusCode
 use axum::response::{IntoResponse, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use ocpp_server_core::accept::{after_accept_error, AcceptRetry};
-use ocpp_server_core::{CallOutcome, ChargePointIdentity};
+use ocpp_proto::accept::{after_accept_error, AcceptRetry};
+use ocpp_proto::{CallOutcome, ChargePointIdentity};
 use ocpp_tokio::ChargePoints;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -333,7 +333,7 @@ async fn call(
     admin: &Admin,
     identity: &ChargePointIdentity,
     cp: ocpp_tokio::ChargePoint,
-    request: ocpp_server_core::Request,
+    request: ocpp_proto::Request,
     deadline: Instant,
 ) -> Result<CallOutcome, HttpResponse> {
     let action = request.action();

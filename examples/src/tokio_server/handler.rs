@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ocpp_server_core::{CallFailure, CallOutcome, Closed, ErrorCode};
+use ocpp_proto::{CallFailure, CallOutcome, Closed, ErrorCode};
 use ocpp_tokio::handler::PeerCertificate;
 use ocpp_tokio::{Answer, ChargePoint, Connecting, Handler, IncomingCall, Rejection, Session};
 

@@ -28,7 +28,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ocpp_server_core::accept::{after_accept_error, AcceptRetry};
+use ocpp_proto::accept::{after_accept_error, AcceptRetry};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 use tokio::sync::watch;

@@ -64,7 +64,7 @@ impl Pushing {
 
 impl PushTarget {
     /// A push ended (run by the connection).
-    fn ended(&self, outcome: &ocpp_server_core::CallOutcome) {
+    fn ended(&self, outcome: &ocpp_proto::CallOutcome) {
         call_ended(&self.csms, &self.cp, "DataTransfer", outcome);
         if outcome
             .as_ref()

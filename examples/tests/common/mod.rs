@@ -1,5 +1,5 @@
 //! What the end-to-end tests of `mio-server` and `tokio-server` share: the server process on
-//! free loopback ports, a charge point built on `ocpp-server-core`'s charge-point side over
+//! free loopback ports, a charge point built on `ocpp-proto`'s charge-point side over
 //! blocking std sockets (optionally through rustls: `wss://`), certificates made with rcgen
 //! ([`Pki`]), and the admin API over plain HTTP. Every wait is bounded; the server is stopped
 //! by PID when dropped.
@@ -14,12 +14,12 @@ pub use std::sync::{mpsc, Arc};
 pub use std::time::{Duration, Instant};
 
 pub use ocpp_messages::version::OcppVersion;
-pub use ocpp_reference_csms::admin::decode_command;
-use ocpp_server_core::Answer;
-pub use ocpp_server_core::{
+use ocpp_proto::Answer;
+pub use ocpp_proto::{
     ChargePointIdentity, CloseReason, ConnectTarget, Connection, ConnectionConfig, ErrorCode,
     Event, Request, Response,
 };
+pub use ocpp_reference_csms::admin::decode_command;
 pub use serde_json::Value;
 
 /// A redis-server of the test's own (the cluster tests), the guard `ocpp-cluster`'s and
@@ -392,7 +392,7 @@ impl ChargePoint {
     }
 
     /// Waits for a CALL from the server.
-    pub fn expect_call(&mut self) -> (ocpp_server_core::MessageId<'static>, Request) {
+    pub fn expect_call(&mut self) -> (ocpp_proto::MessageId<'static>, Request) {
         self.call_within(WAIT).expect("no event in time")
     }
 
@@ -401,7 +401,7 @@ impl ChargePoint {
     pub fn call_within(
         &mut self,
         within: Duration,
-    ) -> Option<(ocpp_server_core::MessageId<'static>, Request)> {
+    ) -> Option<(ocpp_proto::MessageId<'static>, Request)> {
         loop {
             match self.next_event_within(within)? {
                 Event::Call { id, request } => return Some((id, request)),
@@ -411,16 +411,16 @@ impl ChargePoint {
         }
     }
 
-    pub fn respond(&mut self, id: &ocpp_server_core::MessageId<'_>, response: Response) {
+    pub fn respond(&mut self, id: &ocpp_proto::MessageId<'_>, response: Response) {
         self.answer(id, Answer::Result(response));
     }
 
     /// Answers the CALL `id` with a CALLERROR.
-    pub fn respond_error(&mut self, id: &ocpp_server_core::MessageId<'_>, code: ErrorCode) {
+    pub fn respond_error(&mut self, id: &ocpp_proto::MessageId<'_>, code: ErrorCode) {
         self.answer(id, Answer::error(code, "no"));
     }
 
-    fn answer(&mut self, id: &ocpp_server_core::MessageId<'_>, answer: Answer) {
+    fn answer(&mut self, id: &ocpp_proto::MessageId<'_>, answer: Answer) {
         self.connection
             .answer(Instant::now(), id, answer)
             .expect("answer");

@@ -1,5 +1,5 @@
 //! What the OCTT-case tests (`octt_1_6.rs`, `octt_2_0_1.rs`) share: a deliberately small
-//! WebSocket client of their own, written against RFC 6455 and not on `ocpp-server-core`, so
+//! WebSocket client of their own, written against RFC 6455 and not on `ocpp-proto`, so
 //! that the assertions are about the bytes the servers put on the wire (the JSON arrays of
 //! OCPP-J, the upgrade response's status line and headers, the close code) and not about what
 //! our own decoder makes of them; the admin API driven from a second thread; and a macro that

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use ocpp_server_core::OcppVersion;
+use ocpp_proto::OcppVersion;
 
 use super::{lock, millis, parse_epoch, unix_ms, ClaimTicket, Shared, Superseded};
 use crate::claims::{RefreshReply, Refreshed, Work};

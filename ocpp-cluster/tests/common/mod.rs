@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ocpp_cluster::{
     BoxFuture, CallFailure, Cluster, ClusterConfig, ClusterEvents, CommandOutcome, Executor,
 };
-use ocpp_server_core::ErrorCode;
+use ocpp_proto::ErrorCode;
 
 mod redis_server;
 

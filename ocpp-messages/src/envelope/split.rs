@@ -5,7 +5,7 @@
 //! [`parse_str`](super::parse_str) checks the whole frame with `serde_json` first, which scans
 //! every payload once as a raw value before the decoder reads it again: about 750 of the 8,100
 //! instructions a DataTransfer push costs a server (callgrind, `heartbeat_loop push` of
-//! `ocpp-server-core`). Here the payload is the text between the last comma of the envelope and
+//! `ocpp-proto`). Here the payload is the text between the last comma of the envelope and
 //! the closing bracket. It is one JSON object exactly when the payload decoder accepts it: the
 //! decoders ([`crate::decode::decode_payload`] and the typed `decode` functions built on it)
 //! refuse anything after the value. So a split frame whose payload then decodes is a frame

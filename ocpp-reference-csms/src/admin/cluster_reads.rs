@@ -3,7 +3,7 @@
 
 use ocpp_cluster::{ClusterError, Located};
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::ChargePointIdentity;
+use ocpp_proto::ChargePointIdentity;
 use serde_json::{json, Value};
 
 use super::{charge_point_json, parse_identity, HttpResponse};

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use ocpp_server_core::{CallFailure, ChargePointIdentity};
+use ocpp_proto::{CallFailure, ChargePointIdentity};
 use serde_json::{json, Value};
 
 use super::{failure_message, failure_only};

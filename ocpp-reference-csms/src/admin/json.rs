@@ -1,7 +1,7 @@
 //! The admin API's JSON: how it shows charge points, transactions, tokens and tariffs, and how
 //! it reads what an operator sends.
 
-use ocpp_server_core::{ChargePointIdentity, Response};
+use ocpp_proto::{ChargePointIdentity, Response};
 use serde_json::{json, Value};
 
 use super::{AdminRequest, HttpResponse};

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{Answer, ChargePointIdentity};
+use ocpp_proto::{Answer, ChargePointIdentity};
 use proptest::prelude::*;
 use serde_json::Value;
 

@@ -32,7 +32,7 @@
 //!   [`ServerBuilder::tls`](crate::ServerBuilder::tls)), or in plain `ws://` without it (a
 //!   controller often sits on the site's own network).
 //! - WebSocket pings, limits and the close handshake are per hop (RFC 6455 control frames are
-//!   not relayed), each hop an [`ocpp_server_core::Connection`] in relay mode
+//!   not relayed), each hop an [`ocpp_proto::Connection`] in relay mode
 //!   ([`ConnectionConfig::relay_text`](crate::ConnectionConfig::relay_text)).
 
 mod relay;
@@ -47,7 +47,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ocpp_server_core::{
+use ocpp_proto::{
     CloseCode, CloseReason, ConnectTarget, Connection, ConnectionConfig, Event, OcppVersion,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -976,7 +976,7 @@ fn server_name(host: &str) -> Option<rustls::pki_types::ServerName<'static>> {
 /// system cannot be reached within the handshake timeout.
 async fn connect_upstream(
     shared: &Shared,
-    identity: &ocpp_server_core::ChargePointIdentity,
+    identity: &ocpp_proto::ChargePointIdentity,
     versions: Vec<OcppVersion>,
     password: Option<Vec<u8>>,
     rng: &mut fastrand::Rng,

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ocpp_messages::envelope::{self, MessageTypeId};
-use ocpp_server_core::OcppVersion;
+use ocpp_proto::OcppVersion;
 
 use super::{OwnCallError, RelayedMessage, Verdict};
 

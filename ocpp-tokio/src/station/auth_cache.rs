@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use ocpp_server_core::{v1_6, v2_0_1, v2_1, OcppVersion};
+use ocpp_proto::{v1_6, v2_0_1, v2_1, OcppVersion};
 use serde_json::Value;
 
 use super::LocalAuthStore;

@@ -46,7 +46,7 @@ use ocpp_model::device_model::report::{notify_reports, ReportBase};
 use ocpp_model::device_model::{
     catalogue, AttributeType, Change, Configuration, DeviceModel, SetStatus,
 };
-use ocpp_server_core::{v1_6, v2_0_1, v2_1, ErrorAnswer, ErrorCode, OcppVersion};
+use ocpp_proto::{v1_6, v2_0_1, v2_1, ErrorAnswer, ErrorCode, OcppVersion};
 use serde::{Deserialize, Serialize};
 
 use super::store::replace_durably;
@@ -144,7 +144,7 @@ impl Models {
     /// Puts the clock in `ClockCtrlr.DateTime` before it is read.
     fn read_clock(&mut self) {
         let clock = catalogue::id(catalogue::CLOCK_CTRLR);
-        let now = ocpp_server_core::DateTime::now();
+        let now = ocpp_proto::DateTime::now();
         let _ = self
             .v2
             .update(&clock, "DateTime", AttributeType::Actual, now.as_str());
@@ -657,7 +657,7 @@ impl DeviceModelStore {
         let items = models.v2.base_report(base);
         Some(notify_reports(
             request.request_id,
-            ocpp_server_core::DateTime::now(),
+            ocpp_proto::DateTime::now(),
             items,
             models
                 .v2
@@ -687,7 +687,7 @@ impl DeviceModelStore {
         let per_message = models.v2.items_per_message("GetReport");
         Ok(Some(notify_reports(
             request.request_id,
-            ocpp_server_core::DateTime::now(),
+            ocpp_proto::DateTime::now(),
             items,
             per_message.unwrap_or(usize::MAX),
         )))
@@ -1160,6 +1160,6 @@ mod tests {
             .attribute_value
             .clone()
             .unwrap();
-        assert!(ocpp_server_core::DateTime::parse(&value).is_ok(), "{value}");
+        assert!(ocpp_proto::DateTime::parse(&value).is_ok(), "{value}");
     }
 }

@@ -12,11 +12,11 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use ocpp_messages::{Request, Response};
-use ocpp_server_core::station::{
+use ocpp_proto::station::{
     boot_request, heartbeat_request, is_transaction_message, triggered_action, BootAnswer,
     BootReason, Due, NetworkProfiles, Reconnect, Registration, RegistrationStatus, StationInfo,
 };
-use ocpp_server_core::{
+use ocpp_proto::{
     Answer, CallFailure, CallOutcome, CloseCode, CloseReason, Closed, ConnectTarget, Connection,
     ConnectionConfig, Event, MessageId,
 };
@@ -515,7 +515,7 @@ impl Task {
         now: Instant,
         request: Request,
         deadline: Option<Instant>,
-    ) -> Result<MessageId<'static>, ocpp_server_core::Refused<Request>> {
+    ) -> Result<MessageId<'static>, ocpp_proto::Refused<Request>> {
         let hooked = self.hook.as_ref().map(|_| request.clone());
         let sent = match deadline {
             Some(deadline) => conn.call_with_deadline(now, request, deadline),
@@ -534,7 +534,7 @@ impl Task {
         now: Instant,
         id: &MessageId<'static>,
         answer: Answer,
-    ) -> Result<(), ocpp_server_core::AnswerError> {
+    ) -> Result<(), ocpp_proto::AnswerError> {
         let hooked = self.hook.as_ref().map(|_| answer.clone());
         let result = wire.conn.answer(now, id, answer);
         let Some(answer) = hooked else {

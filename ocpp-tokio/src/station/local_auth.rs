@@ -51,7 +51,7 @@ use ocpp_model::local_auth::{
     LocalAuthorization, Settings, UpdateStatus,
 };
 use ocpp_model::{Authorization, AuthorizationStatus, IdToken, IdTokenType};
-use ocpp_server_core::{v1_6, v2_0_1, v2_1, DateTime, OcppVersion};
+use ocpp_proto::{v1_6, v2_0_1, v2_1, DateTime, OcppVersion};
 use serde::{Deserialize, Serialize};
 
 use super::store::replace_durably;

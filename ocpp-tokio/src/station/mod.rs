@@ -9,7 +9,7 @@
 //! cheap handle to call the central system with.
 //!
 //! What the task does, as the specifications say (the rules themselves are
-//! [`ocpp_server_core::station`]'s, shared by every driver):
+//! [`ocpp_proto::station`]'s, shared by every driver):
 //!
 //! - **Boot** on every connection: BootNotification until Accepted; on Pending or Rejected,
 //!   again after the interval the central system gave; a BootNotification that fails (no
@@ -133,7 +133,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ocpp_messages::{Request, Response};
-use ocpp_server_core::{
+use ocpp_proto::{
     CallFailure, CallOutcome, ChargePointIdentity, CloseCode, CloseReason, ConnectionConfig,
     OcppVersion,
 };
@@ -141,7 +141,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 pub use device_model::{DeviceModelError, DeviceModelStore};
 pub use local_auth::{LocalAuthError, LocalAuthStore};
-pub use ocpp_server_core::station::{
+pub use ocpp_proto::station::{
     BootReason, Evse, IdToken, NetworkProfile, NetworkProfiles, OpenTransaction, ProfileRejected,
     Reading, RegistrationStatus, RetryBackOff, SampledValue, Start, StationInfo, StopReason,
     TransactionError, TransactionRef, Transactions,
@@ -559,7 +559,7 @@ impl Station {
     /// registration to be Accepted while it is connected (OCPP allows nothing else before).
     /// Its deadline is the call timeout ([`ConnectionConfig::call_timeout`]) from now, for the
     /// wait and the answer together, by the core's deadline rule
-    /// ([`Connection::call_with_deadline`](ocpp_server_core::Connection::call_with_deadline)):
+    /// ([`Connection::call_with_deadline`](ocpp_proto::Connection::call_with_deadline)):
     /// a CALL still waiting then ends [`CallFailure::DeadlinePassed`] and is never sent later.
     ///
     /// # Errors
@@ -619,7 +619,7 @@ impl Station {
         request: Request,
         transaction_of: Option<u64>,
     ) -> Result<Queued, QueueError> {
-        use ocpp_server_core::station::{is_transaction_message, with_transaction_id};
+        use ocpp_proto::station::{is_transaction_message, with_transaction_id};
         match transaction_of {
             None if !is_transaction_message(&request) => {
                 return Err(QueueError::NotATransactionMessage(request.action()));
@@ -1084,9 +1084,9 @@ impl StationBuilder {
             seed: None,
             transaction_attempts: 3,
             transaction_retry_interval: Duration::from_secs(10),
-            boot_attempts: ocpp_server_core::station::DEFAULT_BOOT_ATTEMPTS,
-            boot_retry_interval: ocpp_server_core::station::BOOT_RETRY_FALLBACK,
-            established_after: ocpp_server_core::station::MIN_ESTABLISHED_LIFETIME,
+            boot_attempts: ocpp_proto::station::DEFAULT_BOOT_ATTEMPTS,
+            boot_retry_interval: ocpp_proto::station::BOOT_RETRY_FALLBACK,
+            established_after: ocpp_proto::station::MIN_ESTABLISHED_LIFETIME,
             resume: None,
             profiles: None,
             set_network_profile: None,
@@ -1525,10 +1525,10 @@ impl StationBuilder {
         let (stopped_tx, stopped) = watch::channel(None);
         let identity = self.url.identity().clone();
         let heartbeat_ms = Arc::new(AtomicU64::new(
-            ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL.as_millis() as u64,
+            ocpp_proto::station::DEFAULT_HEARTBEAT_INTERVAL.as_millis() as u64,
         ));
         let (profiles_watch, profiles_rx) = watch::channel(profiles.clone());
-        let mut reconnect = ocpp_server_core::station::Reconnect::new(self.back_off);
+        let mut reconnect = ocpp_proto::station::Reconnect::new(self.back_off);
         reconnect.set_min_lifetime(self.established_after);
         let config = Arc::new(self.config.versions(self.versions));
         let task = driver::Task {

@@ -1,14 +1,14 @@
 //! The station's central systems: the URL each attempt connects to, from the core's
 //! [`NetworkProfiles`], and SetNetworkProfile answered by the same rules (OCPP 2.x B09).
 //! The choice itself (which profile, how many attempts, failing over and back) is
-//! [`ocpp_server_core::station::NetworkProfiles`]'s.
+//! [`ocpp_proto::station::NetworkProfiles`]'s.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use ocpp_messages::{DecodeOptions, Request, Response};
-use ocpp_server_core::station::{NetworkProfile, NetworkProfiles};
-use ocpp_server_core::{Answer, ChargePointIdentity, ConnectionConfig, ErrorCode, OcppVersion};
+use ocpp_proto::station::{NetworkProfile, NetworkProfiles};
+use ocpp_proto::{Answer, ChargePointIdentity, ConnectionConfig, ErrorCode, OcppVersion};
 use serde_json::{json, Value};
 
 use super::{StationUrl, UrlError};

@@ -27,10 +27,10 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use ocpp_messages::{DateTime, DecodeOptions, OcppVersion, Request};
-use ocpp_server_core::station::{
+use ocpp_proto::station::{
     transaction_id_of, with_transaction_id, OpenTransaction, TransactionMessage, Transactions,
 };
-use ocpp_server_core::{CallFailure, CallOutcome};
+use ocpp_proto::{CallFailure, CallOutcome};
 use tokio::sync::{oneshot, watch};
 
 use super::store::{OfflineStore, StoreError, StoredMessage};
@@ -64,15 +64,15 @@ pub(crate) struct Queue {
 
 /// What the application asks of its transactions ([`Queue::transaction`]).
 pub(crate) enum TransactionOp {
-    Start(ocpp_server_core::station::Start),
+    Start(ocpp_proto::station::Start),
     Meter {
         evse: i32,
-        reading: ocpp_server_core::station::Reading,
+        reading: ocpp_proto::station::Reading,
     },
     Stop {
         evse: i32,
-        reading: ocpp_server_core::station::Reading,
-        reason: ocpp_server_core::station::StopReason,
+        reading: ocpp_proto::station::Reading,
+        reason: ocpp_proto::station::StopReason,
     },
     PowerLoss {
         evse: i32,

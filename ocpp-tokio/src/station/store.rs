@@ -60,7 +60,7 @@
 //!   (`"1.6"`, `"2.0.1"`, `"2.1"`), `payload` is the JSON text of the CALL payload as a string (so
 //!   it is kept byte for byte), and `transaction_of` is left out when it is `None`.
 //! - `state` is the application's state that goes with the change of the same line (the
-//!   station's [`Transactions`](ocpp_server_core::station::Transactions) snapshot, as JSON text
+//!   station's [`Transactions`](ocpp_proto::station::Transactions) snapshot, as JSON text
 //!   in a string): a transaction message and the state that made it are one record, so a crash
 //!   leaves both or neither ([`OfflineStore::push_with_state`]). A line may hold a change and a
 //!   state, or a state alone ([`OfflineStore::save_state`], e.g. a 1.6 transactionId learnt
@@ -130,7 +130,7 @@ pub trait OfflineStore: Send + 'static {
     fn remove(&mut self, seq: u64) -> Result<(), StoreError>;
 
     /// Adds a message at the end together with the state it goes with (e.g. a
-    /// [`Transactions`](ocpp_server_core::station::Transactions) snapshot), atomically: after a
+    /// [`Transactions`](ocpp_proto::station::Transactions) snapshot), atomically: after a
     /// crash the store has both or neither.
     ///
     /// The default pushes the message and then calls [`save_state`](OfflineStore::save_state),

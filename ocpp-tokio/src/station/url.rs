@@ -1,6 +1,6 @@
 //! The central system's address as a station is given it: `ws[s]://host[:port]/path/IDENTITY`.
 
-use ocpp_server_core::{ChargePointIdentity, IdentityError};
+use ocpp_proto::{ChargePointIdentity, IdentityError};
 
 /// Why a station URL was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,4 +1,4 @@
-//! A light charge point for the tests: `ocpp_server_core::Connection::connect` driven on a
+//! A light charge point for the tests: `ocpp_proto::Connection::connect` driven on a
 //! tokio stream (plain TCP or TLS), every wait bounded.
 #![allow(dead_code, unreachable_pub)]
 
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ocpp_server_core::{
+use ocpp_proto::{
     Answer, CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event,
     MessageId, OcppVersion, Request, Response,
 };
@@ -217,7 +217,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
     }
 
     /// Waits for the end of the connection.
-    pub async fn expect_closed(&mut self) -> ocpp_server_core::Closed {
+    pub async fn expect_closed(&mut self) -> ocpp_proto::Closed {
         loop {
             if let Event::Closed(closed) = self.next_event().await {
                 return *closed;

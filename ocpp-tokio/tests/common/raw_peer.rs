@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ocpp_server_core::{
+use ocpp_proto::{
     ChargePointIdentity, CloseReason, ConnectTarget, Connection, ConnectionConfig, Event,
     OcppVersion,
 };

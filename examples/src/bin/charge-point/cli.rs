@@ -413,7 +413,7 @@ fn parse_url(url: &str) -> Result<Url, String> {
         return Err("the last path segment (the identity) is empty".into());
     }
     let identity =
-        ocpp_server_core::ChargePointIdentity::from_path(path, false).map_err(|e| e.to_string())?;
+        ocpp_proto::ChargePointIdentity::from_path(path, false).map_err(|e| e.to_string())?;
     // `[v6]:port`, `[v6]`, `name:port`, `name`.
     let (name, has_port) = match host.strip_prefix('[') {
         Some(v6) => {

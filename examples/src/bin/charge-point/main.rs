@@ -31,7 +31,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ocpp_server_core::ChargePointIdentity;
+use ocpp_proto::ChargePointIdentity;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{info, warn};

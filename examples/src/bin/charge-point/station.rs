@@ -23,7 +23,7 @@ use ocpp_examples::charge_point_payload::{
     self as payload, Command, ConnectorState, Outgoing, Reply, StopReason, TriggerKind,
 };
 use ocpp_messages::version::OcppVersion;
-use ocpp_server_core::{CallFailure, CallOutcome, Closed, Response};
+use ocpp_proto::{CallFailure, CallOutcome, Closed, Response};
 use ocpp_tokio::station::{
     BootReason, Evse, IdToken, QueueError, Queued, Reading, SampledValue, Start, Station, Status,
 };
@@ -39,7 +39,7 @@ use super::stats::Stats;
 /// The simulated charging power.
 const POWER_W: i64 = 11_000;
 /// The heartbeat interval until the first accepted boot.
-const DEFAULT_HEARTBEAT: Duration = ocpp_server_core::station::DEFAULT_HEARTBEAT_INTERVAL;
+const DEFAULT_HEARTBEAT: Duration = ocpp_proto::station::DEFAULT_HEARTBEAT_INTERVAL;
 /// How long a reset waits for the queued transaction messages before the reboot.
 const RESET_DRAIN: Duration = Duration::from_secs(10);
 /// A deadline far enough away to mean "none".

@@ -5,7 +5,7 @@
 //! ```
 //!
 //! It runs its charge points in worker processes (one process holds at most about 19,990
-//! sockets here), each a single mio loop driving the charge-point side of `ocpp-server-core`,
+//! sockets here), each a single mio loop driving the charge-point side of `ocpp-proto`,
 //! and coordinates them phase by phase: `connect` (handshake + BootNotification, checked),
 //! then the scenario's phase (`idle`, `heartbeat`, `push`, `reconnect`). At each boundary it
 //! reads the server's RSS and CPU time from `/proc` (`--server-pid`) and its own workers' CPU

@@ -1,5 +1,5 @@
 //! One worker process: its share of the charge points on one mio loop, driven through the
-//! charge-point side of `ocpp-server-core`.
+//! charge-point side of `ocpp-proto`.
 //!
 //! The coordinator starts the worker, then says `go` on its standard input at each phase
 //! boundary; the worker answers `ready` once set up and `done <json>` at the end of each phase,
@@ -31,12 +31,12 @@ use ocpp_frame::deflate::DeflateConfig;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
-use ocpp_reference_csms::push::unix_nanos_now;
-use ocpp_server_core::station::{boot_request, BootReason, StationInfo};
-use ocpp_server_core::{
+use ocpp_proto::station::{boot_request, BootReason, StationInfo};
+use ocpp_proto::{
     CallFailure, CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig,
     DeflatePolicy, Event, MessageId, Request, Response,
 };
+use ocpp_reference_csms::push::unix_nanos_now;
 use socket2::{Domain, Socket, Type};
 
 use super::cli::{Deflate, Options, Scenario, WorkerSlot};
@@ -918,7 +918,7 @@ impl Worker {
             let _ = link.conn.answer(
                 now,
                 id,
-                ocpp_server_core::Answer::error(ErrorCode::NotSupported, "load client"),
+                ocpp_proto::Answer::error(ErrorCode::NotSupported, "load client"),
             );
             self.stats.add("other_calls", 1);
             return;
@@ -926,7 +926,7 @@ impl Worker {
         let _ = link.conn.answer(
             now,
             id,
-            ocpp_server_core::Answer::Result(self.prebuilt.data_transfer_answer.clone()),
+            ocpp_proto::Answer::Result(self.prebuilt.data_transfer_answer.clone()),
         );
         let cp = &mut self.cps[local];
         let last = cp.last_seq;

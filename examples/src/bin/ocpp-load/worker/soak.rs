@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ocpp_frame::CloseCode;
 use ocpp_messages::error_code::ErrorCode;
-use ocpp_server_core::{CallOutcome, CloseReason, Closed, MessageId, Request};
+use ocpp_proto::{CallOutcome, CloseReason, Closed, MessageId, Request};
 
 use super::{payload, Answer, ConnectorState, Kind, LoadPhase, Outgoing, Reading, Reply, Worker};
 use ocpp_examples::charge_point_payload::{Command, SetStatus, StopReason, TriggerKind, TxRef};
@@ -760,7 +760,7 @@ impl Worker {
         let answered = match response {
             Some(Ok(response)) => link
                 .conn
-                .answer(now, id, ocpp_server_core::Answer::Result(response))
+                .answer(now, id, ocpp_proto::Answer::Result(response))
                 .is_ok(),
             Some(Err(e)) => {
                 tracing::warn!(action, "answer: {e}");
@@ -768,7 +768,7 @@ impl Worker {
                     .answer(
                         now,
                         id,
-                        ocpp_server_core::Answer::error(ErrorCode::InternalError, "load client"),
+                        ocpp_proto::Answer::error(ErrorCode::InternalError, "load client"),
                     )
                     .is_ok()
             }
@@ -777,7 +777,7 @@ impl Worker {
                 .answer(
                     now,
                     id,
-                    ocpp_server_core::Answer::error(ErrorCode::NotSupported, "load client"),
+                    ocpp_proto::Answer::error(ErrorCode::NotSupported, "load client"),
                 )
                 .is_ok(),
         };

@@ -1,0 +1,91 @@
+//! Which connection holds which charge point: the policy a CSMS needs for duplicates.
+
+use std::borrow::Borrow;
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use crate::ChargePointIdentity;
+
+/// Maps each charge-point identity to the handle of the connection that currently holds it.
+///
+/// A charge point that reconnects before the server noticed its old connection died arrives as a
+/// second connection with the same identity. The new one wins: [`IdentityTable::register`] returns
+/// the old handle so the application closes it, and the old connection's later
+/// [`IdentityTable::remove`] does nothing, because it no longer holds the identity. `H` is the
+/// application's connection handle (a slab index with a generation, a token, an `Arc`...).
+///
+/// ```
+/// use ocpp_proto::{ChargePointIdentity, IdentityTable};
+/// let cp = ChargePointIdentity::new("CP1".into(), true).unwrap();
+/// let mut table = IdentityTable::new();
+/// assert_eq!(table.register(cp.clone(), 1u32), None);
+/// assert_eq!(table.register(cp.clone(), 2u32), Some(1)); // close connection 1
+/// assert!(!table.remove(&cp, &1)); // connection 1 closing does not remove connection 2
+/// assert_eq!(table.get(&cp), Some(&2));
+/// assert_eq!(table.get("CP1"), Some(&2)); // looked up by `&str`, without allocating
+/// assert!(table.remove(&cp, &2));
+/// assert!(table.is_empty());
+/// ```
+#[derive(Debug, Clone)]
+pub struct IdentityTable<H> {
+    holders: HashMap<ChargePointIdentity, H>,
+}
+
+impl<H> Default for IdentityTable<H> {
+    fn default() -> Self {
+        IdentityTable {
+            holders: HashMap::new(),
+        }
+    }
+}
+
+impl<H: PartialEq> IdentityTable<H> {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records that `handle` now holds `identity`; returns the handle it replaces, which the
+    /// application should close (e.g. with close code 1008 or 1001).
+    pub fn register(&mut self, identity: ChargePointIdentity, handle: H) -> Option<H> {
+        self.holders.insert(identity, handle)
+    }
+
+    /// Removes `identity` if, and only if, `handle` still holds it. Returns whether it did.
+    pub fn remove<Q>(&mut self, identity: &Q, handle: &H) -> bool
+    where
+        ChargePointIdentity: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if self.holders.get(identity) == Some(handle) {
+            self.holders.remove(identity);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The handle holding `identity` (a [`ChargePointIdentity`] or a `&str`: no allocation).
+    pub fn get<Q>(&self, identity: &Q) -> Option<&H>
+    where
+        ChargePointIdentity: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.holders.get(identity)
+    }
+
+    /// How many identities are held.
+    pub fn len(&self) -> usize {
+        self.holders.len()
+    }
+
+    /// Whether no identity is held.
+    pub fn is_empty(&self) -> bool {
+        self.holders.is_empty()
+    }
+
+    /// Every identity and its handle.
+    pub fn iter(&self) -> impl Iterator<Item = (&ChargePointIdentity, &H)> {
+        self.holders.iter()
+    }
+}

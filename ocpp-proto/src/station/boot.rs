@@ -1,0 +1,467 @@
+//! What a station says at boot, per version: the BootNotification it sends, the Heartbeat, and
+//! what the CSMS's BootNotification answer means ([`BootAnswer`]).
+//!
+//! OCPP 1.6 §4.2 (`chargePointVendor`, `chargePointModel`, ...) and OCPP 2.0.1 / 2.1 B01
+//! (`chargingStation` with `vendorName`, `model`, ..., and a `reason`).
+
+use std::time::Duration;
+
+use ocpp_messages::{DateTime, OcppVersion, Request, Response, ResponseRef};
+
+#[cfg(feature = "v1_6")]
+use ocpp_messages::v1_6;
+#[cfg(feature = "v2_0_1")]
+use ocpp_messages::v2_0_1;
+#[cfg(feature = "v2_1")]
+use ocpp_messages::v2_1;
+
+/// `maxLength` of 1.6 `chargePointVendor`.
+#[cfg(feature = "v1_6")]
+const V16_VENDOR_MAX: usize = 20;
+/// `maxLength` of 1.6 `chargePointModel`.
+#[cfg(feature = "v1_6")]
+const V16_MODEL_MAX: usize = 20;
+/// `maxLength` of 1.6 `chargePointSerialNumber`.
+#[cfg(feature = "v1_6")]
+const V16_SERIAL_MAX: usize = 25;
+/// `maxLength` of 1.6 `firmwareVersion`.
+#[cfg(feature = "v1_6")]
+const V16_FIRMWARE_MAX: usize = 50;
+/// `maxLength` of 2.x `chargingStation.vendorName`.
+#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
+const V2_VENDOR_MAX: usize = 50;
+/// `maxLength` of 2.x `chargingStation.model`.
+#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
+const V2_MODEL_MAX: usize = 20;
+/// `maxLength` of 2.x `chargingStation.serialNumber`.
+#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
+const V2_SERIAL_MAX: usize = 25;
+/// `maxLength` of 2.x `chargingStation.firmwareVersion`.
+#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
+const V2_FIRMWARE_MAX: usize = 50;
+
+/// Who the station is, as its BootNotification tells the CSMS.
+///
+/// Values longer than the version's schema allows are cut (at a character boundary) by
+/// [`boot_request`], so that the request always validates: 1.6 vendor 20 characters, model 20,
+/// serial number 25, firmware version 50; 2.x vendor name 50, model 20, serial number 25,
+/// firmware version 50.
+///
+/// ```
+/// use ocpp_proto::station::StationInfo;
+/// let info = StationInfo::new("ACME", "Wallbox One").with_serial_number("SN-0001");
+/// assert_eq!(info.serial_number.as_deref(), Some("SN-0001"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct StationInfo {
+    /// The vendor (1.6 `chargePointVendor`, 2.x `vendorName`).
+    pub vendor: String,
+    /// The model (1.6 `chargePointModel`, 2.x `model`).
+    pub model: String,
+    /// The serial number (1.6 `chargePointSerialNumber`, 2.x `serialNumber`).
+    pub serial_number: Option<String>,
+    /// The firmware version (`firmwareVersion`).
+    pub firmware_version: Option<String>,
+}
+
+impl StationInfo {
+    /// A station of this vendor and model, with no serial number or firmware version.
+    pub fn new(vendor: impl Into<String>, model: impl Into<String>) -> Self {
+        StationInfo {
+            vendor: vendor.into(),
+            model: model.into(),
+            serial_number: None,
+            firmware_version: None,
+        }
+    }
+
+    /// Sets the serial number.
+    #[must_use]
+    pub fn with_serial_number(mut self, serial_number: impl Into<String>) -> Self {
+        self.serial_number = Some(serial_number.into());
+        self
+    }
+
+    /// Sets the firmware version.
+    #[must_use]
+    pub fn with_firmware_version(mut self, firmware_version: impl Into<String>) -> Self {
+        self.firmware_version = Some(firmware_version.into());
+        self
+    }
+}
+
+/// Why the station sends this BootNotification: the 2.x `reason` (`BootReasonEnum`); OCPP 1.6
+/// has no such field and ignores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BootReason {
+    /// The station was powered up (2.x `PowerUp`).
+    PowerUp,
+    /// A later connection of the same running station (the link was lost and came back, the
+    /// process did not restart). 2.x has no such reason; this sends `Unknown`, the only value
+    /// that does not claim a restart that did not happen.
+    Reconnect,
+    /// The CSMS asked for a reset (2.x `RemoteReset`).
+    RemoteReset,
+    /// A reset at the station, e.g. a button (2.x `LocalReset`).
+    LocalReset,
+    /// The station restarted after a firmware update (2.x `FirmwareUpdate`).
+    FirmwareUpdate,
+    /// The CSMS asked for a BootNotification with a TriggerMessage (2.x `Triggered`).
+    Triggered,
+    /// A watchdog restarted the station (2.x `Watchdog`).
+    Watchdog,
+    /// The station's application restarted (2.x `ApplicationReset`).
+    ApplicationReset,
+    /// A reset the station had scheduled (2.x `ScheduledReset`).
+    ScheduledReset,
+}
+
+/// Cuts `value` to at most `max` characters, at a character boundary.
+fn cut(value: &str, max: usize) -> String {
+    match value.char_indices().nth(max) {
+        Some((end, _)) => value.get(..end).unwrap_or(value).to_owned(),
+        None => value.to_owned(),
+    }
+}
+
+/// [`cut`] for an optional value.
+fn cut_opt(value: &Option<String>, max: usize) -> Option<String> {
+    value.as_deref().map(|value| cut(value, max))
+}
+
+/// The BootNotification of a 2.x version: the same fields and reasons in 2.0.1 and 2.1, in
+/// each version's own types.
+#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
+macro_rules! boot_v2 {
+    ($v:ident, $info:expr, $reason:expr) => {{
+        use $v::BootReasonEnum as R;
+        let info = $info;
+        let mut station = $v::ChargingStation::new(
+            cut(&info.model, V2_MODEL_MAX),
+            cut(&info.vendor, V2_VENDOR_MAX),
+        );
+        station.serial_number = cut_opt(&info.serial_number, V2_SERIAL_MAX);
+        station.firmware_version = cut_opt(&info.firmware_version, V2_FIRMWARE_MAX);
+        let reason = match $reason {
+            BootReason::PowerUp => R::PowerUp,
+            BootReason::Reconnect => R::Unknown,
+            BootReason::RemoteReset => R::RemoteReset,
+            BootReason::LocalReset => R::LocalReset,
+            BootReason::FirmwareUpdate => R::FirmwareUpdate,
+            BootReason::Triggered => R::Triggered,
+            BootReason::Watchdog => R::Watchdog,
+            BootReason::ApplicationReset => R::ApplicationReset,
+            BootReason::ScheduledReset => R::ScheduledReset,
+        };
+        Request::from($v::BootNotificationRequest::new(station, reason))
+    }};
+}
+
+/// The BootNotification a station sends for `version` (OCPP 1.6 §4.2, 2.0.1 and 2.1 B01).
+///
+/// OCPP 1.6: `chargePointVendor`, `chargePointModel`, `chargePointSerialNumber`,
+/// `firmwareVersion` (no reason). OCPP 2.0.1 and 2.1: `chargingStation` with `vendorName`,
+/// `model`, `serialNumber`, `firmwareVersion`, and `reason`. Fields longer than the schema allows
+/// are cut at a character boundary (see [`StationInfo`]), so that the request always validates.
+///
+/// `None` only when `version`'s feature (`v1_6`, `v2_0_1`, `v2_1`) is not compiled in; a
+/// connection never negotiates such a version.
+///
+/// ```
+/// use ocpp_proto::station::{boot_request, BootReason, StationInfo};
+/// use ocpp_proto::OcppVersion;
+///
+/// let info = StationInfo::new("ACME", "Wallbox One");
+/// let request = boot_request(OcppVersion::V2_0_1, &info, BootReason::PowerUp).unwrap();
+/// assert_eq!(request.action(), "BootNotification");
+/// let json = serde_json::to_string(&request).unwrap();
+/// assert_eq!(
+///     json,
+///     r#"{"chargingStation":{"model":"Wallbox One","vendorName":"ACME"},"reason":"PowerUp"}"#
+/// );
+/// ```
+pub fn boot_request(
+    version: OcppVersion,
+    info: &StationInfo,
+    reason: BootReason,
+) -> Option<Request> {
+    let _ = (info, reason);
+    match version {
+        #[cfg(feature = "v1_6")]
+        OcppVersion::V1_6 => {
+            let mut request = v1_6::BootNotificationRequest::new(
+                cut(&info.vendor, V16_VENDOR_MAX),
+                cut(&info.model, V16_MODEL_MAX),
+            );
+            request.charge_point_serial_number = cut_opt(&info.serial_number, V16_SERIAL_MAX);
+            request.firmware_version = cut_opt(&info.firmware_version, V16_FIRMWARE_MAX);
+            Some(request.into())
+        }
+        #[cfg(feature = "v2_0_1")]
+        OcppVersion::V2_0_1 => Some(boot_v2!(v2_0_1, info, reason)),
+        #[cfg(feature = "v2_1")]
+        OcppVersion::V2_1 => Some(boot_v2!(v2_1, info, reason)),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// The Heartbeat request of `version` (an empty payload on every version).
+///
+/// `None` only when `version`'s feature is not compiled in, as for [`boot_request`].
+pub fn heartbeat_request(version: OcppVersion) -> Option<Request> {
+    match version {
+        #[cfg(feature = "v1_6")]
+        OcppVersion::V1_6 => Some(v1_6::HeartbeatRequest::default().into()),
+        #[cfg(feature = "v2_0_1")]
+        OcppVersion::V2_0_1 => Some(v2_0_1::HeartbeatRequest::default().into()),
+        #[cfg(feature = "v2_1")]
+        OcppVersion::V2_1 => Some(v2_1::HeartbeatRequest::default().into()),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// The CSMS's verdict on a BootNotification (`RegistrationStatus`, 1.6 §7.28; 2.x
+/// `RegistrationStatusEnumType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RegistrationStatus {
+    /// The station is registered: it may send anything, and heartbeats at the interval.
+    Accepted,
+    /// The CSMS wants to inspect or configure the station first: it sends only what the CSMS
+    /// triggers, and boots again after the interval.
+    Pending,
+    /// The CSMS refuses the station: it sends nothing but the next BootNotification after the
+    /// interval.
+    Rejected,
+}
+
+/// A BootNotification answer, the same for every version.
+///
+/// ```
+/// use std::time::Duration;
+/// use ocpp_proto::station::{BootAnswer, RegistrationStatus};
+/// use ocpp_proto::{v1_6, DateTime, Response};
+///
+/// let time = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
+/// let response = Response::from(v1_6::BootNotificationResponse::new(
+///     v1_6::RegistrationStatus::Accepted,
+///     time,
+///     300,
+/// ));
+/// let answer = BootAnswer::from_response(&response).unwrap();
+/// assert_eq!(answer.status, RegistrationStatus::Accepted);
+/// assert_eq!(answer.interval, Duration::from_secs(300));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BootAnswer {
+    /// Accepted, Pending or Rejected. A status the schema does not list (a lenient decode)
+    /// counts as [`RegistrationStatus::Rejected`], the reading that lets the station send least.
+    pub status: RegistrationStatus,
+    /// Accepted: the heartbeat interval; otherwise the least wait before the next
+    /// BootNotification. Zero when the CSMS sent 0 or a negative number.
+    pub interval: Duration,
+    /// The CSMS's clock (`currentTime`), to set the station's clock by.
+    pub current_time: DateTime,
+}
+
+impl BootAnswer {
+    /// A status, interval and time as a [`BootAnswer`] (a negative interval counts as 0).
+    fn new(status: RegistrationStatus, interval: i32, current_time: &DateTime) -> Self {
+        BootAnswer {
+            status,
+            interval: Duration::from_secs(u64::try_from(interval).unwrap_or(0)),
+            current_time: current_time.clone(),
+        }
+    }
+
+    /// The answer a BootNotificationResponse of any version carries; `None` for a response of
+    /// another action.
+    pub fn from_response(response: &Response) -> Option<BootAnswer> {
+        match response.view() {
+            #[cfg(feature = "v1_6")]
+            ResponseRef::V1_6(v1_6::Response::BootNotification(boot)) => {
+                let status = match boot.status {
+                    v1_6::RegistrationStatus::Accepted => RegistrationStatus::Accepted,
+                    v1_6::RegistrationStatus::Pending => RegistrationStatus::Pending,
+                    _ => RegistrationStatus::Rejected,
+                };
+                Some(BootAnswer::new(status, boot.interval, &boot.current_time))
+            }
+            #[cfg(feature = "v2_0_1")]
+            ResponseRef::V2_0_1(v2_0_1::Response::BootNotification(boot)) => {
+                let status = match boot.status {
+                    v2_0_1::RegistrationStatusEnum::Accepted => RegistrationStatus::Accepted,
+                    v2_0_1::RegistrationStatusEnum::Pending => RegistrationStatus::Pending,
+                    _ => RegistrationStatus::Rejected,
+                };
+                Some(BootAnswer::new(status, boot.interval, &boot.current_time))
+            }
+            #[cfg(feature = "v2_1")]
+            ResponseRef::V2_1(v2_1::Response::BootNotification(boot)) => {
+                let status = match boot.status {
+                    v2_1::RegistrationStatusEnum::Accepted => RegistrationStatus::Accepted,
+                    v2_1::RegistrationStatusEnum::Pending => RegistrationStatus::Pending,
+                    _ => RegistrationStatus::Rejected,
+                };
+                Some(BootAnswer::new(status, boot.interval, &boot.current_time))
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(all(test, feature = "v1_6", feature = "v2_0_1", feature = "v2_1"))]
+mod tests {
+    use super::*;
+    use ocpp_messages::RequestRef;
+
+    fn time() -> DateTime {
+        DateTime::from_unix_timestamp(1_780_000_000).unwrap()
+    }
+
+    fn long_info() -> StationInfo {
+        StationInfo::new("V".repeat(80), "é".repeat(30))
+            .with_serial_number("S".repeat(40))
+            .with_firmware_version("ü".repeat(70))
+    }
+
+    #[test]
+    fn boot_request_v1_6_fields() {
+        let info = StationInfo::new("ACME", "One")
+            .with_serial_number("SN1")
+            .with_firmware_version("1.2.3");
+        let request = boot_request(OcppVersion::V1_6, &info, BootReason::Watchdog).unwrap();
+        let RequestRef::V1_6(v1_6::Request::BootNotification(boot)) = request.view() else {
+            panic!("not a 1.6 BootNotification: {request:?}");
+        };
+        assert_eq!(boot.charge_point_vendor, "ACME");
+        assert_eq!(boot.charge_point_model, "One");
+        assert_eq!(boot.charge_point_serial_number.as_deref(), Some("SN1"));
+        assert_eq!(boot.firmware_version.as_deref(), Some("1.2.3"));
+        assert_eq!(boot.charge_box_serial_number, None);
+        request.validate().unwrap();
+    }
+
+    #[test]
+    fn boot_request_v2_fields_and_reasons() {
+        let info = StationInfo::new("ACME", "One")
+            .with_serial_number("SN1")
+            .with_firmware_version("1.2.3");
+        let reasons = [
+            (BootReason::PowerUp, "PowerUp"),
+            (BootReason::Reconnect, "Unknown"),
+            (BootReason::RemoteReset, "RemoteReset"),
+            (BootReason::LocalReset, "LocalReset"),
+            (BootReason::FirmwareUpdate, "FirmwareUpdate"),
+            (BootReason::Triggered, "Triggered"),
+            (BootReason::Watchdog, "Watchdog"),
+            (BootReason::ApplicationReset, "ApplicationReset"),
+            (BootReason::ScheduledReset, "ScheduledReset"),
+        ];
+        for (reason, wire) in reasons {
+            for version in [OcppVersion::V2_0_1, OcppVersion::V2_1] {
+                let request = boot_request(version, &info, reason).unwrap();
+                assert_eq!(request.version(), version);
+                request.validate().unwrap();
+                let json = serde_json::to_value(&request).unwrap();
+                assert_eq!(json["reason"], wire);
+                assert_eq!(json["chargingStation"]["vendorName"], "ACME");
+                assert_eq!(json["chargingStation"]["model"], "One");
+                assert_eq!(json["chargingStation"]["serialNumber"], "SN1");
+                assert_eq!(json["chargingStation"]["firmwareVersion"], "1.2.3");
+            }
+        }
+    }
+
+    #[test]
+    fn long_fields_are_cut_and_validate_on_every_version() {
+        let info = long_info();
+        for version in OcppVersion::ALL {
+            let request = boot_request(version, &info, BootReason::PowerUp).unwrap();
+            request.validate().unwrap();
+        }
+        let request = boot_request(OcppVersion::V1_6, &info, BootReason::PowerUp).unwrap();
+        let RequestRef::V1_6(v1_6::Request::BootNotification(boot)) = request.view() else {
+            panic!("not a 1.6 BootNotification");
+        };
+        assert_eq!(boot.charge_point_vendor.chars().count(), 20);
+        assert_eq!(boot.charge_point_model, "é".repeat(20));
+        assert_eq!(
+            boot.firmware_version.as_deref(),
+            Some("ü".repeat(50).as_str())
+        );
+        let request = boot_request(OcppVersion::V2_1, &info, BootReason::PowerUp).unwrap();
+        let json = serde_json::to_value(&request).unwrap();
+        assert_eq!(json["chargingStation"]["vendorName"], "V".repeat(50));
+        assert_eq!(json["chargingStation"]["serialNumber"], "S".repeat(25));
+    }
+
+    #[test]
+    fn cut_keeps_short_values_and_char_boundaries() {
+        assert_eq!(cut("abc", 5), "abc");
+        assert_eq!(cut("abcde", 5), "abcde");
+        assert_eq!(cut("abcdef", 5), "abcde");
+        assert_eq!(cut("ééé", 2), "éé");
+        assert_eq!(cut("", 0), "");
+        assert_eq!(cut("a", 0), "");
+    }
+
+    #[test]
+    fn heartbeat_request_per_version() {
+        for version in OcppVersion::ALL {
+            let request = heartbeat_request(version).unwrap();
+            assert_eq!(
+                (request.version(), request.action()),
+                (version, "Heartbeat")
+            );
+            assert_eq!(serde_json::to_string(&request).unwrap(), "{}");
+        }
+    }
+
+    #[test]
+    fn boot_answer_from_every_version() {
+        let v16 = Response::from(v1_6::BootNotificationResponse::new(
+            v1_6::RegistrationStatus::Pending,
+            time(),
+            5,
+        ));
+        let v201 = Response::from(v2_0_1::BootNotificationResponse::new(
+            time(),
+            -3,
+            v2_0_1::RegistrationStatusEnum::Rejected,
+        ));
+        let v21 = Response::from(v2_1::BootNotificationResponse::new(
+            time(),
+            30,
+            v2_1::RegistrationStatusEnum::Accepted,
+        ));
+        let expected = [
+            (v16, RegistrationStatus::Pending, 5),
+            (v201, RegistrationStatus::Rejected, 0),
+            (v21, RegistrationStatus::Accepted, 30),
+        ];
+        for (response, status, secs) in expected {
+            let answer = BootAnswer::from_response(&response).unwrap();
+            assert_eq!(answer.status, status);
+            assert_eq!(answer.interval, Duration::from_secs(secs));
+            assert_eq!(answer.current_time, time());
+        }
+    }
+
+    #[test]
+    fn boot_answer_unknown_status_is_rejected_and_other_actions_are_none() {
+        let odd = Response::from(v1_6::BootNotificationResponse::new(
+            v1_6::RegistrationStatus::from_wire("Maybe"),
+            time(),
+            10,
+        ));
+        let answer = BootAnswer::from_response(&odd).unwrap();
+        assert_eq!(answer.status, RegistrationStatus::Rejected);
+        let heartbeat = Response::from(v2_0_1::HeartbeatResponse::new(time()));
+        assert_eq!(BootAnswer::from_response(&heartbeat), None);
+    }
+}
