@@ -115,7 +115,7 @@ pub type ClusterEvents = mpsc::UnboundedReceiver<ClusterEvent>;
 /// // A command for a charge point on any node.
 /// match cluster.call("CP-2", "Reset", r#"{"type":"Soft"}"#, Duration::from_secs(30)).await {
 ///     Ok(payload) => println!("CALLRESULT {payload}"),
-///     Err(failure) => println!("{failure} (HTTP {})", failure.http_status()),
+///     Err(failure) => println!("{failure} (may have run: {})", failure.may_have_reached_peer()),
 /// }
 /// // Another node took CP-1 over: close the stale socket with 1008.
 /// if let Some(ClusterEvent::Superseded(lost)) = events.recv().await {

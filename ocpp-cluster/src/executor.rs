@@ -12,8 +12,7 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 /// What a command came to, on every path (run here, or routed to the node holding the charge
 /// point): the CALLRESULT's payload as JSON text, or the core's [`CallFailure`], the same
 /// vocabulary a local CALL ends with. Each failure says whether the CALL may have reached the
-/// charge point ([`CallFailure::delivery`]) and maps to one HTTP status
-/// ([`CallFailure::http_status`]).
+/// charge point ([`CallFailure::delivery`]).
 pub type CommandOutcome = Result<String, CallFailure>;
 
 /// How a local CALL ended, as the command's outcome: the typed CALLRESULT as JSON text, every

@@ -12,7 +12,7 @@ use crate::{CallFailure, CallOutcome, ChargePointIdentity, Request};
 /// [`Connection::poll_event`](crate::Connection::poll_event).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum Event {
+pub enum Event<C = ()> {
     /// CSMS side: a charge point asks to connect. Decide with
     /// [`Connection::accept`](crate::Connection::accept) or
     /// [`Connection::reject`](crate::Connection::reject) (401 for bad credentials, 404 for an
@@ -50,6 +50,10 @@ pub enum Event {
         action: &'static str,
         /// How it ended.
         outcome: CallOutcome,
+        /// Who waits for it: what was given to
+        /// [`Connection::call_for`](crate::Connection::call_for) (`()` for
+        /// [`Connection::call`](crate::Connection::call)).
+        caller: C,
     },
     /// A CALLRESULT or CALLERROR whose id matches no CALL of ours (OCPP-J: not answered; the
     /// connection goes on).
@@ -72,7 +76,7 @@ pub enum Event {
     /// The connection is over: the last event. Write out what
     /// [`Connection::pending_transmit`](crate::Connection::pending_transmit) still has, then close
     /// the socket.
-    Closed(Box<Closed>),
+    Closed(Box<Closed<C>>),
 }
 
 /// A charge point's upgrade request, as the CSMS sees it before deciding.
@@ -97,29 +101,70 @@ pub struct UpgradeRequest {
 /// Why and how a connection ended, and what it leaves undone.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct Closed {
+pub struct Closed<C = ()> {
     /// Why it ended.
     pub reason: CloseReason,
     /// Peer CALLs that were never answered (ids, in arrival order): delivered to the
     /// application, or held behind one that was.
     pub unanswered_incoming: Vec<MessageId<'static>>,
     /// Our CALLs that never got an outcome (in flight, then queued), to retry or fail.
-    pub unanswered_outgoing: Vec<UnansweredCall>,
+    pub unanswered_outgoing: Vec<UnansweredCall<C>>,
+}
+
+impl<C> Closed<C> {
+    /// Hands each CALL left unanswered to `settle` (its id, its failure, its caller) and keeps
+    /// what `settle` returns in the caller's place: a driver ends each waiting caller here and
+    /// passes the rest on (`Closed<()>`, what an application's close handler sees).
+    ///
+    /// ```
+    /// use ocpp_proto::{CallFailure, Closed, Event};
+    ///
+    /// fn on_closed(closed: Box<Closed<std::sync::mpsc::Sender<CallFailure>>>) -> Closed {
+    ///     closed.settle_callers(|_id, failure, reply| {
+    ///         let _ = reply.send(failure);
+    ///     })
+    /// }
+    /// ```
+    pub fn settle_callers<D>(
+        self,
+        mut settle: impl FnMut(&MessageId<'static>, CallFailure, C) -> D,
+    ) -> Closed<D> {
+        Closed {
+            reason: self.reason,
+            unanswered_incoming: self.unanswered_incoming,
+            unanswered_outgoing: self
+                .unanswered_outgoing
+                .into_iter()
+                .map(|call| {
+                    let failure = call.failure();
+                    let caller = settle(&call.id, failure.clone(), call.caller);
+                    UnansweredCall {
+                        id: call.id,
+                        request: call.request,
+                        sent: call.sent,
+                        caller,
+                    }
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A CALL of ours left without an outcome when the connection ended.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct UnansweredCall {
+pub struct UnansweredCall<C = ()> {
     /// Its id.
     pub id: MessageId<'static>,
     /// Its request, to send again on the next connection.
     pub request: Request,
     /// Whether it was written (it was in flight) or still queued behind another one.
     pub sent: bool,
+    /// Who waits for it (as in [`Event::CallCompleted`]).
+    pub caller: C,
 }
 
-impl UnansweredCall {
+impl<C> UnansweredCall<C> {
     /// Its outcome: [`CallFailure::Disconnected`] when it was sent (it may have run),
     /// [`CallFailure::ClosedBeforeSent`] when it was still queued.
     pub fn failure(&self) -> CallFailure {

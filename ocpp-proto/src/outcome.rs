@@ -152,41 +152,6 @@ impl CallFailure {
             _ => return None,
         })
     }
-
-    /// The HTTP status an admin API answers a command with when its CALL came to this: the one
-    /// table every path uses (local or through a cluster, on any server). A status a client
-    /// would retry (503) is only used when the CALL certainly was not sent; one that may have
-    /// reached the charge point is 504 whatever happened to it.
-    ///
-    /// | failure | [`Delivery`] | status |
-    /// | --- | --- | --- |
-    /// | `ErrorResponse`, `InvalidResponse` (the charge point answered) | `Answered` | 502 |
-    /// | `NotConnected` (connected to no node) | `NotSent` | 404 |
-    /// | `InvalidRequest` (the request does not fit the charge point's version) | `NotSent` | 400 |
-    /// | `WrongVersion` (a typed request of another version) | `NotSent` | 409 |
-    /// | `QueueFull`, `ClosedBeforeSent`, `DeadlinePassed`, `OwnerUnreachable` | `NotSent` | 503: retry |
-    /// | `Timeout`, `Disconnected` (sent, no answer) | `Unknown` | 504: may have run |
-    ///
-    /// A CALLRESULT is 200.
-    ///
-    /// ```
-    /// use ocpp_proto::CallFailure;
-    /// assert_eq!(CallFailure::OwnerUnreachable.http_status(), 503);
-    /// assert_eq!(CallFailure::Disconnected.http_status(), 504);
-    /// ```
-    pub fn http_status(&self) -> u16 {
-        match self {
-            CallFailure::ErrorResponse { .. } | CallFailure::InvalidResponse { .. } => 502,
-            CallFailure::NotConnected => 404,
-            CallFailure::InvalidRequest { .. } => 400,
-            CallFailure::WrongVersion => 409,
-            CallFailure::QueueFull
-            | CallFailure::ClosedBeforeSent
-            | CallFailure::DeadlinePassed
-            | CallFailure::OwnerUnreachable => 503,
-            CallFailure::Timeout | CallFailure::Disconnected => 504,
-        }
-    }
 }
 
 impl Delivery {
@@ -242,18 +207,6 @@ mod tests {
                 description: "x".into(),
             },
         ]
-    }
-
-    #[test]
-    fn a_retryable_status_is_never_given_to_a_call_that_may_have_run() {
-        for failure in every_failure() {
-            let status = failure.http_status();
-            match failure.delivery() {
-                Delivery::NotSent => assert!(status < 500 || status == 503, "{failure:?}"),
-                Delivery::Unknown => assert_eq!(status, 504, "{failure:?}"),
-                Delivery::Answered => assert_eq!(status, 502, "{failure:?}"),
-            }
-        }
     }
 
     #[test]

@@ -86,7 +86,9 @@ pub use cluster_reads::{
     cluster_list_response, cluster_one_response, cluster_read, located_json, ClusterRead,
     CLUSTER_LIST_LIMIT,
 };
-pub use http::{caller_timeout, AdminRequest, HttpResponse, DEADLINE_HEADER, MAX_BODY, MAX_HEAD};
+pub use http::{
+    caller_timeout, http_status, AdminRequest, HttpResponse, DEADLINE_HEADER, MAX_BODY, MAX_HEAD,
+};
 use json::{
     body_json, changed, notifications_json, parse_identity, response_json, stored_transactions,
     tariff_json, tariff_of, token_entry, token_json, with_charge_point,
@@ -548,7 +550,7 @@ pub fn call_response(
 }
 
 /// The answer to a command whose CALL got no CALLRESULT, the same on every path: the status is
-/// [`CallFailure::http_status`] (404 connected nowhere; 400 or 409 the request does not fit
+/// [`http_status`] (404 connected nowhere; 400 or 409 the request does not fit
 /// the charge point; 503 not sent, retry; 504 sent and not answered, it may have run; 502 the
 /// charge point answered with a CALLERROR or something unreadable), and the body names the
 /// outcome and whether the CALL may have reached the charge point:
@@ -585,7 +587,7 @@ pub fn failure_response(
     if let Some(id) = id {
         body["id"] = Value::String(id.to_owned());
     }
-    HttpResponse::json(failure.http_status(), &body)
+    HttpResponse::json(http_status(failure), &body)
 }
 
 /// What an admin client reads in `error`: the failure, and what it means for a retry.
@@ -604,7 +606,7 @@ fn failure_only(failure: &CallFailure, message: String) -> HttpResponse {
         "delivery": failure.delivery().name(),
         "error": message,
     });
-    HttpResponse::json(failure.http_status(), &body)
+    HttpResponse::json(http_status(failure), &body)
 }
 
 /// The answer to a command whose CALL the connection refused ([`Connection::call`]): the

@@ -58,16 +58,17 @@ impl Csms {
 
     /// Sends every [`Csms::take_follow_up`] CALL on `connection` (queued, in order, behind
     /// the answer and any CALL in flight) and counts each as sent; a CALL the connection
-    /// refuses is logged and recorded as not sent.
-    pub fn send_follow_ups(
+    /// refuses is logged and recorded as not sent. Nobody waits for them (their caller is
+    /// `C::default()`, `()` or `None`): their outcomes come to [`Csms::on_call_completed`].
+    pub fn send_follow_ups<C: Default>(
         &self,
-        connection: &mut Connection,
+        connection: &mut Connection<C>,
         identity: &ChargePointIdentity,
         now: Instant,
     ) {
         while let Some(request) = self.take_follow_up(identity) {
             let action = request.action().to_owned();
-            match connection.call(now, request) {
+            match connection.call_for(now, request, C::default(), None) {
                 Ok(_) => self.on_call_sent(identity, &action),
                 Err(refused) => {
                     self.on_call_not_sent(identity, &action, &CallFailure::from(refused.reason));

@@ -81,10 +81,10 @@ pub fn data_transfer(version: OcppVersion, seq: u64, unix_nanos: u128) -> Reques
 /// One push tick for one charge point, shared by both servers: sends the next DataTransfer,
 /// or skips it while a CALL of ours is unanswered. Either way the push takes its sequence
 /// number, so a skip shows at the charge point as a gap (counted as lost) instead of being
-/// hidden. Returns whether it was sent.
-pub fn send_next(
+/// hidden. Returns whether it was sent. Nobody waits for it (its caller is `C::default()`).
+pub fn send_next<C: Default>(
     csms: &Csms,
-    connection: &mut Connection,
+    connection: &mut Connection<C>,
     now: Instant,
     version: OcppVersion,
     identity: &ChargePointIdentity,
@@ -95,7 +95,8 @@ pub fn send_next(
         csms.metrics().pushes_skipped.inc();
         return false;
     }
-    match connection.call(now, data_transfer(version, *seq, unix_nanos_now())) {
+    let request = data_transfer(version, *seq, unix_nanos_now());
+    match connection.call_for(now, request, C::default(), None) {
         Ok(_) => {
             csms.on_call_sent(identity, "DataTransfer");
             true

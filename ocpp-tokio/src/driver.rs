@@ -13,8 +13,8 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use ocpp_proto::{
-    Answer, CallFailure, CallOutcome, CloseCode, Closed, Connection, ConnectionConfig, Event,
-    MessageId, RefusalReason, Rejection,
+    Answer, CallFailure, CallOutcome, CloseCode, Closed, ConnectionConfig, Event, MessageId,
+    RefusalReason, Rejection,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{oneshot, Notify};
@@ -131,11 +131,9 @@ impl<H> Shared<H> {
     }
 }
 
-/// A CALL of ours waiting for its outcome.
-struct Waiter {
-    id: MessageId<'static>,
-    reply: CallReply,
-}
+/// The core's connection as a driver holds it: each CALL of ours carries where its outcome
+/// goes, handed back by the core with that outcome (so the driver keeps no table of waiters).
+pub(crate) type Connection = ocpp_proto::Connection<CallReply>;
 
 /// The connection task: a future that ends when the connection is over.
 ///
@@ -156,7 +154,6 @@ pub(crate) struct Driver<S, H: Handler, T = TaskTimer> {
     /// The handler's answer to the CALL being handled, with the CALL's id (kept in the
     /// future's box: 16 bytes here rather than 40).
     answer: Option<BoxFuture<(MessageId<'static>, Answer)>>,
-    waiters: Vec<Waiter>,
     rare: Option<Box<Rare<H>>>,
     registered: bool,
     needs_flush: bool,
@@ -310,7 +307,6 @@ where
             timer,
             session: None,
             answer: None,
-            waiters: Vec::new(),
             rare: Some(Box::new(Rare::new(certificate))),
             registered: false,
             needs_flush: false,
@@ -370,18 +366,14 @@ where
                 deadline,
             } => {
                 let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
-                let called = match deadline {
-                    Some(deadline) => self.conn.call_with_deadline(now, request, deadline),
-                    None => self.conn.call(now, request),
-                };
-                match called {
+                match self.conn.call_for(now, request, reply, deadline) {
                     Ok(id) => {
                         if let Some(request) = &hook_request {
                             self.hook(&id, Message::CallOut(request));
                         }
-                        self.waiters.push(Waiter { id, reply });
                     }
                     Err(refused) => {
+                        let (_, reply) = refused.message;
                         reply.send(Err(CallFailure::from(refused.reason)));
                     }
                 }
@@ -508,7 +500,7 @@ where
         any
     }
 
-    fn on_event(&mut self, now: Instant, event: Event) {
+    fn on_event(&mut self, now: Instant, event: Event<CallReply>) {
         match event {
             Event::UpgradeRequested(request) => {
                 let handler = self.shared.handler.clone();
@@ -549,7 +541,12 @@ where
                     handler.on_send(&session, send).await
                 }));
             }
-            Event::CallCompleted { id, outcome, .. } => self.complete(&id, outcome),
+            Event::CallCompleted {
+                id,
+                outcome,
+                caller,
+                ..
+            } => self.complete(&id, outcome, caller),
             Event::UnmatchedResponse { id } => {
                 tracing::debug!(id = id.as_str(), "answer to no CALL of ours");
             }
@@ -562,28 +559,22 @@ where
             }
             Event::Closed(closed) => {
                 // Each CALL left over ends as the core says: sent (it may have run) or not.
-                for call in &closed.unanswered_outgoing {
-                    self.complete(&call.id, Err(call.failure()));
-                }
-                self.rare().closed = Some(closed);
+                let closed = closed.settle_callers(|id, failure, reply| {
+                    self.complete(id, Err(failure), reply);
+                });
+                self.rare().closed = Some(Box::new(closed));
             }
             _ => {}
         }
     }
 
-    /// Hands the outcome of our CALL `id` to its caller (if it still waits).
-    fn complete(&mut self, id: &MessageId<'static>, outcome: CallOutcome) {
+    /// Hands the outcome of our CALL `id` to its caller, the one the core kept with it (a
+    /// caller that stopped waiting does not hear of it).
+    fn complete(&mut self, id: &MessageId<'static>, outcome: CallOutcome, reply: CallReply) {
         if self.shared.hook.is_some() {
             self.hook(id, Message::OutcomeIn(&outcome));
         }
-        if let Some(at) = self
-            .waiters
-            .iter()
-            .position(|w| w.id.as_str() == id.as_str())
-        {
-            let waiter = self.waiters.swap_remove(at);
-            waiter.reply.send(outcome);
-        }
+        reply.send(outcome);
     }
 
     fn on_connected(&mut self, now: Instant, version: ocpp_proto::OcppVersion) {
@@ -849,11 +840,8 @@ impl<S, H: Handler, T> Driver<S, H, T> {
                 _ => {}
             }
         }
-        // Only when the task is dropped without its `Closed` event (the runtime shut down):
-        // the CALLs may have been written.
-        for waiter in self.waiters.drain(..) {
-            waiter.reply.send(Err(CallFailure::Disconnected));
-        }
+        // Dropped without its `Closed` event (the runtime shut down), the connection drops the
+        // callers of its CALLs with it: each learns `Disconnected` (they may have been written).
         let retries = self
             .rare
             .as_mut()
@@ -899,7 +887,7 @@ pub(crate) mod tests {
 
     /// The task of every connection holds a `Driver`, so its size is memory per connection:
     /// 344 bytes on a plain socket, of which the core's `Connection` is 168 (the rest: the
-    /// stream 40, the session 40, the answer slot 16, the waiters 24, six pointers and the
+    /// stream 40, the session 40, the answer slot 16, six pointers and the
     /// flags). tokio rounds a task (its header and trailer, about 100 bytes, around the
     /// future) up to a multiple of 128 bytes: 512 today (768 before `Rare`), 384 below 280
     /// bytes. A regression guard; the heap per connection is measured in

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ocpp_proto::accept::{after_accept_error, AcceptRetry};
-use ocpp_proto::{Connection, ConnectionConfig};
+use ocpp_proto::ConnectionConfig;
+
+use crate::driver::Connection;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_rustls::TlsAcceptor;
@@ -423,7 +425,7 @@ impl<H: Handler> Service<H> {
     {
         let shared = self.shared.clone();
         let now = Instant::now();
-        let conn = Connection::accept_incoming(now, shared.config.clone());
+        let conn = Connection::accept_incoming_with_callers(now, shared.config.clone());
         let (key, link) = shared.enlist();
         match &self.tls {
             None => {
@@ -523,7 +525,8 @@ impl<H: Handler> Service<H> {
             return tracing::error!("no shard runs: a connection is refused");
         }
         let next = self.shards.next.fetch_add(1, Ordering::Relaxed) % senders.len();
-        let conn = Connection::accept_incoming(Instant::now(), self.shared.config.clone());
+        let conn =
+            Connection::accept_incoming_with_callers(Instant::now(), self.shared.config.clone());
         let (key, link) = self.shared.enlist();
         let incoming = crate::shard::Incoming {
             stream,
@@ -571,7 +574,7 @@ impl<H: Handler> Service<H> {
     {
         let shared = self.shared.clone();
         let now = Instant::now();
-        let conn = Connection::accept_incoming(now, shared.config.clone());
+        let conn = Connection::accept_incoming_with_callers(now, shared.config.clone());
         let (key, link) = shared.enlist();
         let timer = TaskTimer::new(now);
         tokio::spawn(

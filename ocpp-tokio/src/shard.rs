@@ -31,9 +31,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
+use crate::driver::Connection;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Token};
-use ocpp_proto::Connection;
 use slab::Slab;
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};

@@ -303,7 +303,6 @@ async fn a_request_of_another_version_is_wrong_version_on_every_path() {
         let raw = server.charge_points.call_raw("CP1", request).await;
         assert_eq!(raw, Err(CallFailure::WrongVersion), "{path}, untyped");
     }
-    assert_eq!(CallFailure::WrongVersion.http_status(), 409);
     assert!(!CallFailure::WrongVersion.may_have_reached_peer());
     let cluster = a.charge_points.cluster().expect("a cluster node");
     match cluster
@@ -312,7 +311,6 @@ async fn a_request_of_another_version_is_wrong_version_on_every_path() {
     {
         Err(failure @ CallFailure::InvalidRequest { .. }) => {
             assert!(!failure.may_have_reached_peer());
-            assert_eq!(failure.http_status(), 400);
         }
         other => panic!("expected InvalidRequest, got {other:?}"),
     }

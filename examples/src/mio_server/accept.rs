@@ -5,9 +5,9 @@ use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::ocpp_socket::Connection;
 use mio::Interest;
 use ocpp_proto::accept::{after_accept_error, AcceptRetry};
-use ocpp_proto::Connection;
 
 use super::admin_socket::{AdminSocket, AdminStage};
 use super::capture::Tap;
@@ -50,8 +50,10 @@ impl EventLoop {
                     }
                 },
             };
-            let connection =
-                Connection::accept_incoming(now, Arc::clone(&self.shared.connection_config));
+            let connection = Connection::accept_incoming_with_callers(
+                now,
+                Arc::clone(&self.shared.connection_config),
+            );
             let key = self.sockets.insert(Entry::Ocpp(OcppSocket {
                 socket,
                 tls,
@@ -65,7 +67,6 @@ impl EventLoop {
                 session: None,
                 opened: self.timers.moment(now),
                 push_seq: 0,
-                waiters: None,
                 claim: None,
             }));
             if let (Some(taps), Some(capture)) = (&mut self.taps, &self.shared.capture) {

@@ -68,15 +68,13 @@ impl EventLoop {
         let response = match self.sockets.get_mut(target) {
             Some(Entry::Ocpp(s)) if s.stage.is_open() && s.connection.is_open() => {
                 let action = request.action();
-                match s.connection.call_with_deadline(now, request, deadline) {
+                let waiter = Some(Waiter::Admin(reply_to));
+                match s.connection.call_for(now, request, waiter, Some(deadline)) {
                     Ok(id) => {
                         if let Some(identity) = &s.identity {
                             shared.csms.on_call_sent(identity, action);
                             tracing::info!(%identity, action, %id, "admin CALL sent");
                         }
-                        s.waiters
-                            .get_or_insert_with(Box::default)
-                            .push((id, Waiter::Admin(reply_to)));
                         self.service(target, now);
                         return;
                     }

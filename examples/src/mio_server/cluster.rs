@@ -440,30 +440,31 @@ impl EventLoop {
         let action = request.action();
         // The command's deadline goes with the CALL: still queued behind another then, it is
         // never written (the core's rule); written, its answer is due by then.
+        let mut answer = answer;
+        answer.sent = true;
+        let deadline = now + job.timeout;
         match s
             .connection
-            .call_with_deadline(now, request, now + job.timeout)
+            .call_for(now, request, Some(Waiter::Job(answer)), Some(deadline))
         {
             Ok(id) => {
-                let mut answer = answer;
-                answer.sent = true;
                 if let Some(identity) = &s.identity {
                     self.shared.csms.on_call_sent(identity, action);
                     tracing::info!(%identity, action, %id, "cluster CALL sent");
                 }
-                s.waiters
-                    .get_or_insert_with(Box::default)
-                    .push((id, Waiter::Job(answer)));
                 self.service(target, now);
             }
-            Err(Refused { reason, .. }) => {
+            Err(Refused { reason, message }) => {
                 let failure = CallFailure::from(reason);
                 if let Some(identity) = &s.identity {
                     self.shared
                         .csms
                         .on_call_not_sent(identity, action, &failure);
                 }
-                answer.complete(Err(failure));
+                if let (_, Some(Waiter::Job(mut answer))) = message {
+                    answer.sent = false;
+                    answer.complete(Err(failure));
+                }
             }
         }
     }

@@ -11,7 +11,7 @@ use mio::net::TcpStream;
 use mio::Interest;
 use ocpp_cluster::{command_outcome, ClaimTicket};
 use ocpp_messages::version::OcppVersion;
-use ocpp_proto::{Answer, CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId};
+use ocpp_proto::{Answer, CallOutcome, ChargePointIdentity, Closed, Event, MessageId};
 
 use super::capture::Tap;
 use super::cluster::JobAnswer;
@@ -66,6 +66,11 @@ pub(super) enum Waiter {
     Job(JobAnswer),
 }
 
+/// The core's connection as mio-server holds it: each CALL of ours carries who waits for its
+/// outcome (`None` for the central system's own CALLs), handed back by the core with that
+/// outcome, so no socket keeps a table of waiters.
+pub(super) type Connection = ocpp_proto::Connection<Option<Waiter>>;
+
 /// A charge point's socket and its Sans-IO connection.
 #[derive(Debug)]
 pub(super) struct OcppSocket {
@@ -89,11 +94,6 @@ pub(super) struct OcppSocket {
     pub(super) opened: Moment,
     /// Sequence number of the last push DataTransfer.
     pub(super) push_seq: u64,
-    /// Our CALLs sent for the admin interface or for another node (call id, who waits):
-    /// only some connections have any, so they are boxed and the others pay one null pointer
-    /// (8 bytes, where a `Vec` is 24 in every socket record).
-    #[allow(clippy::box_collection)]
-    pub(super) waiters: Option<Box<Vec<(MessageId<'static>, Waiter)>>>,
     /// The cluster claim of this connection's identity (clustered, once connected); `None`
     /// again once released or superseded.
     pub(super) claim: Option<ClaimTicket>,
@@ -400,12 +400,13 @@ impl EventLoop {
                     id,
                     action,
                     outcome,
+                    caller,
                 } => {
                     let Some(identity) = &s.identity else {
                         continue;
                     };
                     csms.on_call_completed(identity, action, &outcome);
-                    self.call_ended(key, &id, action, outcome, now);
+                    self.call_ended(key, &id, action, outcome, caller, now);
                 }
                 Event::UnmatchedResponse { id } => {
                     tracing::debug!(identity = ?s.identity, %id, "answer to no CALL of ours");
@@ -417,7 +418,7 @@ impl EventLoop {
                 } => {
                     tracing::warn!(identity = ?s.identity, %id, ?code, description, "CALLRESULTERROR");
                 }
-                Event::Closed(closed) => self.on_closed(key, &closed, now),
+                Event::Closed(closed) => self.on_closed(key, *closed, now),
                 _ => {}
             }
         }
@@ -425,10 +426,18 @@ impl EventLoop {
 
     /// The connection ended: tell the application, free the identity, fail the admin
     /// commands waiting on it, and start flushing.
-    fn on_closed(&mut self, key: Key, closed: &Closed, now: Instant) {
+    fn on_closed(&mut self, key: Key, closed: Closed<Option<Waiter>>, now: Instant) {
         let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
             return;
         };
+        // Each CALL left over ends as the core says (sent and may have run, or never sent),
+        // for whoever waits on it, the same way as an answered one, once the application has
+        // seen the close.
+        let mut unanswered = Vec::new();
+        let closed = closed.settle_callers(|id, failure, caller| {
+            unanswered.push((id.clone(), failure, caller));
+        });
+        let closed = &closed;
         let shared = &self.shared;
         shared
             .csms
@@ -449,11 +458,9 @@ impl EventLoop {
         } else {
             tracing::debug!(peer = %peer(&s.socket), reason = ?closed.reason, "handshake ended");
         }
-        // Each CALL left over ends as the core says (sent and may have run, or never sent),
-        // for whoever waits on it: the same way as an answered one.
-        for call in &closed.unanswered_outgoing {
-            let outcome = Err(call.failure());
-            self.call_ended(key, &call.id, call.request.action(), outcome, now);
+        for ((id, failure, caller), call) in unanswered.into_iter().zip(&closed.unanswered_outgoing)
+        {
+            self.call_ended(key, &id, call.request.action(), Err(failure), caller, now);
         }
         let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
             return;
@@ -471,19 +478,13 @@ impl EventLoop {
         id: &MessageId<'static>,
         action: &'static str,
         outcome: CallOutcome,
+        waiter: Option<Waiter>,
         now: Instant,
     ) {
         let shared = Arc::clone(&self.shared);
         let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
             return;
         };
-        let waiter = s.waiters.as_mut().and_then(|waiters| {
-            let at = waiters.iter().position(|(i, _)| i == id)?;
-            Some(waiters.swap_remove(at).1)
-        });
-        if s.waiters.as_ref().is_some_and(|w| w.is_empty()) {
-            s.waiters = None;
-        }
         let version = s.version.unwrap_or(OcppVersion::V1_6);
         let (reply_to, response) = match waiter {
             None => return,
@@ -540,28 +541,33 @@ pub(super) fn send_chunk(
         return Err(HttpResponse::error(500, "no chunk left to send"));
     };
     let action = request.action();
-    match s.connection.call_with_deadline(now, request, deadline) {
+    let chunks = split.chunks();
+    let waiter = Waiter::AdminSplit {
+        reply_to,
+        split,
+        deadline,
+    };
+    match s
+        .connection
+        .call_for(now, request, Some(waiter), Some(deadline))
+    {
         Ok(id) => {
             if let Some(identity) = &s.identity {
                 csms.on_call_sent(identity, action);
-                tracing::info!(%identity, action, %id, chunks = split.chunks(), "admin CALL (chunk) sent");
+                tracing::info!(%identity, action, %id, chunks, "admin CALL (chunk) sent");
             }
-            s.waiters.get_or_insert_with(Box::default).push((
-                id,
-                Waiter::AdminSplit {
-                    reply_to,
-                    split,
-                    deadline,
-                },
-            ));
             Ok(())
         }
-        Err(ocpp_proto::Refused { reason, .. }) => {
+        Err(ocpp_proto::Refused { reason, message }) => {
             if let Some(identity) = &s.identity {
                 csms.on_call_not_sent(identity, action, &reason.into());
             }
             let version = s.version.unwrap_or(OcppVersion::V1_6);
-            Err(split.fail(admin::refused(version, action, reason)))
+            let refused = admin::refused(version, action, reason);
+            Err(match message.1 {
+                Some(Waiter::AdminSplit { split, .. }) => split.fail(refused),
+                _ => refused,
+            })
         }
     }
 }

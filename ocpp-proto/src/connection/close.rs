@@ -8,7 +8,7 @@ use super::{Connection, State};
 use crate::timer::Timer;
 use crate::{CloseReason, Closed, Event, UnansweredCall};
 
-impl Connection {
+impl<C> Connection<C> {
     /// Starts the closing handshake with `code` and `reason` (at most 123 bytes; longer is cut
     /// at a character boundary). Before the WebSocket is open, just ends the connection.
     ///
@@ -125,6 +125,7 @@ impl Connection {
                 id: call.id,
                 request: call.request,
                 sent: true,
+                caller: call.caller,
             });
         }
         for call in queued {
@@ -132,6 +133,7 @@ impl Connection {
                 id: call.id,
                 request: call.request,
                 sent: false,
+                caller: call.caller,
             });
         }
         self.push_event(Event::Closed(Box::new(Closed {

@@ -23,27 +23,33 @@ use crate::Event;
 
 /// The state of the exchanges under way; `None` while there is none (an idle connection).
 /// (Boxed on purpose: the box is the point, a null pointer while idle.)
-#[derive(Debug, Default)]
-pub(super) struct Exchange(Option<Box<Underway>>);
+#[derive(Debug)]
+pub(super) struct Exchange<C>(Option<Box<Underway<C>>>);
+
+impl<C> Default for Exchange<C> {
+    fn default() -> Self {
+        Exchange(None)
+    }
+}
 
 /// What [`Exchange`] holds while it is allocated. It is freed once every field is empty: when
 /// the last event is polled, when the last output byte is written, and after a message that did
 /// not serialise ([`Exchange::release_if_idle`], from the one place that writes messages). The other steps that empty a field (an answer given, a
 /// CALL completed, the connection ended) always leave output or an event behind.
-#[derive(Debug, Default)]
-struct Underway {
+#[derive(Debug)]
+struct Underway<C> {
     /// The output not written yet is `out[out_head..]`; freed once all of it is written.
     out: Vec<u8>,
     out_head: usize,
     /// The oldest event not polled yet: most passes have exactly one, and it costs no
     /// allocation of its own here.
-    first_event: Option<Event>,
+    first_event: Option<Event<C>>,
     /// The events behind `first_event`, in order (allocated only for a pass with several).
-    later_events: LazyQueue<Event>,
+    later_events: LazyQueue<Event<C>>,
     /// Our CALL in flight (OCPP-J: one outstanding CALL per direction).
-    outgoing: Option<OutgoingCall>,
+    outgoing: Option<OutgoingCall<C>>,
     /// Our CALLs waiting behind the one in flight (none while none is in flight).
-    queued: LazyQueue<OutgoingCall>,
+    queued: LazyQueue<OutgoingCall<C>>,
     /// The id and action of the peer's CALL delivered to the application and not answered
     /// yet (its answer must be of the same action: the answer rule).
     incoming: Option<(AwaitedId, &'static str)>,
@@ -105,7 +111,7 @@ impl AwaitedId {
     }
 }
 
-impl Underway {
+impl<C> Underway<C> {
     fn is_idle(&self) -> bool {
         // An empty buffer that is still allocated (a message that did not serialise) goes with
         // the state.
@@ -119,10 +125,21 @@ impl Underway {
     }
 }
 
-impl Exchange {
+impl<C> Exchange<C> {
     /// The state, allocated if there was none.
-    fn underway(&mut self) -> &mut Underway {
-        self.0.get_or_insert_with(Box::default)
+    fn underway(&mut self) -> &mut Underway<C> {
+        self.0.get_or_insert_with(|| {
+            Box::new(Underway {
+                out: Vec::new(),
+                out_head: 0,
+                first_event: None,
+                later_events: LazyQueue::default(),
+                outgoing: None,
+                queued: LazyQueue::default(),
+                incoming: None,
+                held: LazyQueue::default(),
+            })
+        })
     }
 
     /// Frees the state once nothing is under way (an idle connection holds no heap). Called by
@@ -137,7 +154,7 @@ impl Exchange {
     /// CALL's id.
     pub(super) fn heap_bytes(&self) -> usize {
         self.0.as_ref().map_or(0, |state| {
-            std::mem::size_of::<Underway>()
+            std::mem::size_of::<Underway<C>>()
                 + state.out.capacity()
                 + state.later_events.heap_bytes()
                 + state.queued.heap_bytes()
@@ -190,7 +207,7 @@ impl Exchange {
     // ---- events ----
 
     /// Queues an event after those not polled yet.
-    pub(super) fn push_event(&mut self, event: Event) {
+    pub(super) fn push_event(&mut self, event: Event<C>) {
         let state = self.underway();
         if state.first_event.is_none() && state.later_events.is_empty() {
             state.first_event = Some(event);
@@ -201,7 +218,7 @@ impl Exchange {
     }
 
     /// The oldest event not polled yet.
-    pub(super) fn pop_event(&mut self) -> Option<Event> {
+    pub(super) fn pop_event(&mut self) -> Option<Event<C>> {
         let state = self.0.as_mut()?;
         let event = state
             .first_event
@@ -221,18 +238,18 @@ impl Exchange {
     // ---- the CALLs under way ----
 
     /// Our CALL in flight.
-    pub(super) fn outgoing(&self) -> Option<&OutgoingCall> {
+    pub(super) fn outgoing(&self) -> Option<&OutgoingCall<C>> {
         self.0.as_ref()?.outgoing.as_ref()
     }
 
     /// Puts our CALL in flight (none was).
-    pub(super) fn set_outgoing(&mut self, call: OutgoingCall) {
+    pub(super) fn set_outgoing(&mut self, call: OutgoingCall<C>) {
         self.underway().outgoing = Some(call);
     }
 
     /// Ends our CALL in flight. The caller leaves an event behind (its `CallCompleted`, or the
     /// connection's `Closed`), so the state is not released here.
-    pub(super) fn take_outgoing(&mut self) -> Option<OutgoingCall> {
+    pub(super) fn take_outgoing(&mut self) -> Option<OutgoingCall<C>> {
         self.0.as_mut()?.outgoing.take()
     }
 
@@ -242,7 +259,7 @@ impl Exchange {
     }
 
     /// Queues our CALL behind the one in flight.
-    pub(super) fn queue_call(&mut self, call: OutgoingCall) {
+    pub(super) fn queue_call(&mut self, call: OutgoingCall<C>) {
         self.underway().queued.push_back(call);
     }
 
@@ -254,7 +271,7 @@ impl Exchange {
 
     /// Takes out the queued CALLs whose deadline is at or before `now`, in order. The caller
     /// completes each (an event), so the state is not released here.
-    pub(super) fn take_expired(&mut self, now: Instant) -> Vec<OutgoingCall> {
+    pub(super) fn take_expired(&mut self, now: Instant) -> Vec<OutgoingCall<C>> {
         match self.0.as_mut() {
             Some(state) => state
                 .queued
@@ -265,7 +282,7 @@ impl Exchange {
 
     /// The next queued CALL. The caller sends it (output, or a `CallCompleted` if it does not
     /// serialise), so the state is not released here.
-    pub(super) fn next_queued(&mut self) -> Option<OutgoingCall> {
+    pub(super) fn next_queued(&mut self) -> Option<OutgoingCall<C>> {
         self.0.as_mut()?.queued.pop_front()
     }
 
@@ -287,7 +304,7 @@ impl Exchange {
 
     /// The connection ended: the queued and the held CALLs, for `Closed` (which the caller
     /// leaves behind).
-    pub(super) fn take_waiting(&mut self) -> (LazyQueue<OutgoingCall>, LazyQueue<Turn>) {
+    pub(super) fn take_waiting(&mut self) -> (LazyQueue<OutgoingCall<C>>, LazyQueue<Turn>) {
         match self.0.as_mut() {
             Some(state) => (
                 std::mem::take(&mut state.queued),
@@ -356,7 +373,7 @@ mod tests {
 
     #[test]
     fn allocated_only_while_something_is_under_way() {
-        let mut exchange = Exchange::default();
+        let mut exchange = Exchange::<()>::default();
         assert_eq!(exchange.heap_bytes(), 0);
         assert_eq!(exchange.pop_event(), None);
         exchange.push_event(connected());
@@ -382,7 +399,7 @@ mod tests {
 
     #[test]
     fn awaited_ids_of_every_length() {
-        let mut exchange = Exchange::default();
+        let mut exchange = Exchange::<()>::default();
         let ascii = "x".repeat(MessageId::MAX_CHARS);
         let wide = "\u{e9}".repeat(MessageId::MAX_CHARS);
         for text in ["", "19223201", &ascii, &wide] {
@@ -394,7 +411,7 @@ mod tests {
                 exchange.awaited_action(&MessageId::new("other").unwrap()),
                 None
             );
-            let heap = exchange.heap_bytes() - std::mem::size_of::<Underway>();
+            let heap = exchange.heap_bytes() - std::mem::size_of::<Underway<()>>();
             assert_eq!(heap, if text.len() > 36 { text.len() } else { 0 });
             assert_eq!(exchange.take_incoming(), Some(id.into_owned()));
             assert_eq!(exchange.incoming(), None);
@@ -403,7 +420,7 @@ mod tests {
 
     #[test]
     fn events_come_out_in_order() {
-        let mut exchange = Exchange::default();
+        let mut exchange = Exchange::<()>::default();
         let call = |n| Event::UnmatchedResponse {
             id: MessageId::from_counter(n),
         };

@@ -87,11 +87,27 @@ fn split_host_port(authority: &str) -> Result<(&str, Option<u16>), BuildError> {
     }
 }
 
-impl Connection {
+impl<C> Connection<C> {
     /// A charge-point-side connection: writes the upgrade request for `target`, offering the
     /// configured versions in order. `key` is the `Sec-WebSocket-Key` and `seed` seeds the
-    /// masking keys; take both from your RNG (RFC 6455 §4.1, §5.3).
-    pub fn connect(
+    /// masking keys; take both from your RNG (RFC 6455 §4.1, §5.3). Its CALLs each carry
+    /// their caller (`C`: [`Connection::call_for`]); [`Connection::connect`] for none.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Instant;
+    /// use ocpp_proto::{ConnectTarget, Connection, ConnectionConfig};
+    ///
+    /// let target = ConnectTarget::new("csms.example", "/ocpp", "CP001".parse().unwrap());
+    /// let config = Arc::new(ConnectionConfig::default());
+    /// let station: Connection<u64> =
+    ///     Connection::connect_with_callers(Instant::now(), config, &target, [1; 16], 7).unwrap();
+    /// assert!(station.pending_transmit().starts_with(b"GET /ocpp/CP001 HTTP/1.1\r\n"));
+    /// ```
+    ///
+    /// # Errors
+    /// [`BuildError`] when the target's host or identity cannot go in a request.
+    pub fn connect_with_callers(
         now: Instant,
         config: Arc<ConnectionConfig>,
         target: &ConnectTarget,

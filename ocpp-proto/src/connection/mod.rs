@@ -16,7 +16,9 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use ocpp_frame::deflate::{Accepted, Compressor, DeflateParams};
-use ocpp_frame::handshake::{ClientHandshake, ServerHandshake, UpgradeRequest as RawUpgrade};
+use ocpp_frame::handshake::{
+    BuildError, ClientHandshake, ServerHandshake, UpgradeRequest as RawUpgrade,
+};
 use ocpp_frame::mask::MaskKeys;
 use ocpp_frame::{Decoder, Encoder, Role};
 use ocpp_messages::envelope::MessageId;
@@ -175,7 +177,7 @@ pub enum Side {
 ///
 /// `Debug` shows the state and sizes, never buffered bytes: the output buffer may hold an
 /// upgrade request with `Authorization` in it.
-pub struct Connection {
+pub struct Connection<C = ()> {
     side: Side,
     config: Arc<ConnectionConfig>,
     state: State,
@@ -188,7 +190,7 @@ pub struct Connection {
     /// The output, the events, our CALLs in flight and queued, the peer's CALLs awaiting an
     /// answer and held: allocated only while one of them is under way (an idle connection pays
     /// one null pointer where they took 144 bytes).
-    exchange: Exchange,
+    exchange: Exchange<C>,
     /// The deadlines, and when the peer last sent anything: the keep-alive and idle timers
     /// count silence from there, so a busy line costs one store per read and no timer work.
     timers: TimerTable,
@@ -199,7 +201,7 @@ pub struct Connection {
     ping_counter: u32,
 }
 
-impl std::fmt::Debug for Connection {
+impl<C> std::fmt::Debug for Connection<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
             State::ServerHandshake(_) => "ServerHandshake",
@@ -256,16 +258,55 @@ struct Deflate {
 
 /// Our CALL, in flight or queued behind the one in flight.
 #[derive(Debug)]
-struct OutgoingCall {
+struct OutgoingCall<C> {
     id: MessageId<'static>,
     request: Request,
+    /// Who waits for its outcome (handed back with it).
+    caller: C,
     /// [`Connection::call_with_deadline`]: not written after this; answered by then.
     deadline: Option<Instant>,
 }
 
 impl Connection {
     /// A CSMS-side connection for a socket just accepted; the upgrade request is expected.
+    /// Its CALLs carry no caller ([`Connection::accept_incoming_with_callers`] for one whose
+    /// CALLs each carry who waits for them).
     pub fn accept_incoming(now: Instant, config: Arc<ConnectionConfig>) -> Self {
+        Self::accept_incoming_with_callers(now, config)
+    }
+
+    /// A charge-point-side connection ([`Connection::connect_with_callers`]), whose CALLs
+    /// carry no caller.
+    ///
+    /// # Errors
+    /// As [`Connection::connect_with_callers`].
+    pub fn connect(
+        now: Instant,
+        config: Arc<ConnectionConfig>,
+        target: &ConnectTarget,
+        key: [u8; 16],
+        seed: u64,
+    ) -> Result<Self, BuildError> {
+        Self::connect_with_callers(now, config, target, key, seed)
+    }
+}
+
+impl<C> Connection<C> {
+    /// [`Connection::accept_incoming`] for a connection whose CALLs each carry their caller
+    /// (`C`, handed back with the CALL's end: [`Connection::call_for`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Instant;
+    /// use ocpp_proto::{Connection, ConnectionConfig};
+    ///
+    /// // A driver whose callers wait on a channel keeps the sender with each CALL.
+    /// type Reply = std::sync::mpsc::Sender<ocpp_proto::CallOutcome>;
+    /// let config = Arc::new(ConnectionConfig::default());
+    /// let csms = Connection::<Reply>::accept_incoming_with_callers(Instant::now(), config);
+    /// assert!(!csms.is_open());
+    /// ```
+    pub fn accept_incoming_with_callers(now: Instant, config: Arc<ConnectionConfig>) -> Self {
         let handshake = ServerHandshake::with_config(config.handshake);
         let mut connection = Self::new(
             now,
@@ -424,7 +465,7 @@ impl Connection {
 
     /// Queues an event. The first of a pass goes into the exchange state itself (most passes
     /// have exactly one), so it costs no allocation beyond that state's.
-    fn push_event(&mut self, event: Event) {
+    fn push_event(&mut self, event: Event<C>) {
         self.exchange.push_event(event);
     }
 
@@ -432,7 +473,7 @@ impl Connection {
 
     /// The next event, if any.
     #[must_use]
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub fn poll_event(&mut self) -> Option<Event<C>> {
         // The last event taken frees the exchange state if nothing else is under way.
         self.exchange.pop_event()
     }

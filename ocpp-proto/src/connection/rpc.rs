@@ -105,7 +105,8 @@ impl Connection {
         now: Instant,
         request: Request,
     ) -> Result<MessageId<'static>, Refused<Request>> {
-        self.call_before(now, request, None)
+        self.call_for(now, request, (), None)
+            .map_err(|refused| refuse(refused.reason, refused.message.0))
     }
 
     /// [`Connection::call`] with a deadline that holds wherever the CALL waits: a CALL still
@@ -137,31 +138,65 @@ impl Connection {
         request: Request,
         deadline: Instant,
     ) -> Result<MessageId<'static>, Refused<Request>> {
-        if deadline <= now {
-            return Err(refuse(RefusalReason::DeadlinePassed, request));
-        }
-        self.call_before(now, request, Some(deadline))
+        self.call_for(now, request, (), Some(deadline))
+            .map_err(|refused| refuse(refused.reason, refused.message.0))
     }
+}
 
-    fn call_before(
+impl<C> Connection<C> {
+    /// A CALL that carries its caller: `caller` (a reply channel, a job's handle, whatever
+    /// waits for the outcome) stays with the CALL, in flight or queued, and comes back with
+    /// its end, in [`Event::CallCompleted`] or in [`crate::Closed::unanswered_outgoing`]; so
+    /// a driver keeps no table of who waits, and a connection dropped without its `Closed`
+    /// event drops its callers (a channel's receiver then learns it). `deadline` as in
+    /// [`Connection::call_with_deadline`]; otherwise as [`Connection::call`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Instant;
+    /// use ocpp_proto::{v1_6, CloseCode, ConnectTarget, Connection, ConnectionConfig};
+    ///
+    /// // Each CALL tagged with who asked (here a number; a driver gives a reply channel).
+    /// let now = Instant::now();
+    /// let target = ConnectTarget::new("csms.example", "/ocpp/CP001", "CP001".parse().unwrap());
+    /// let config = Arc::new(ConnectionConfig::default());
+    /// let mut station: Connection<u32> =
+    ///     Connection::connect(now, config, &target, [7; 16], 42).unwrap();
+    /// // Not open yet: refused, and the caller comes back with the request.
+    /// let refused = station
+    ///     .call_for(now, v1_6::HeartbeatRequest::new().into(), 7, None)
+    ///     .unwrap_err();
+    /// assert_eq!(refused.message.1, 7);
+    /// station.close(now, CloseCode::NORMAL, "");
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Connection::call_with_deadline`] (`DeadlinePassed` only when `deadline` is not
+    /// after `now`), with the request and the caller handed back.
+    pub fn call_for(
         &mut self,
         now: Instant,
         request: Request,
+        caller: C,
         deadline: Option<Instant>,
-    ) -> Result<MessageId<'static>, Refused<Request>> {
+    ) -> Result<MessageId<'static>, Refused<(Request, C)>> {
+        if deadline.is_some_and(|at| at <= now) {
+            return Err(refuse(RefusalReason::DeadlinePassed, (request, caller)));
+        }
         if !self.is_open() {
-            return Err(refuse(RefusalReason::NotOpen, request));
+            return Err(refuse(RefusalReason::NotOpen, (request, caller)));
         }
         if request.version() != self.version {
-            return Err(refuse(RefusalReason::WrongVersion, request));
+            return Err(refuse(RefusalReason::WrongVersion, (request, caller)));
         }
         if self.exchange.queued_len() >= self.config.max_queued_calls {
-            return Err(refuse(RefusalReason::QueueFull, request));
+            return Err(refuse(RefusalReason::QueueFull, (request, caller)));
         }
         let id = self.next_message_id();
         let call = OutgoingCall {
             id: id.clone(),
             request,
+            caller,
             deadline,
         };
         // Nothing in flight means nothing queued (the queue is drained as the line frees):
@@ -584,6 +619,7 @@ impl Connection {
                 action: call.request.action(),
                 id: call.id,
                 outcome,
+                caller: call.caller,
             });
         }
         self.dispatch_queued_call(now);
@@ -607,6 +643,7 @@ impl Connection {
                     action: call.request.action(),
                     id: call.id,
                     outcome: Err(CallFailure::DeadlinePassed),
+                    caller: call.caller,
                 });
                 continue;
             }
@@ -622,6 +659,7 @@ impl Connection {
                 action: call.request.action(),
                 id: call.id,
                 outcome: Err(CallFailure::DeadlinePassed),
+                caller: call.caller,
             });
         }
         self.arm_queued_timer();
@@ -638,7 +676,7 @@ impl Connection {
 
     /// Writes our CALL and puts it in flight (or completes it with an error if it does not
     /// serialise). The connection is open and no CALL of ours is in flight.
-    fn send_call(&mut self, now: Instant, call: OutgoingCall) {
+    fn send_call(&mut self, now: Instant, call: OutgoingCall<C>) {
         let action = call.request.action();
         let written =
             self.write_message(|out| envelope::write_call(out, &call.id, action, &call.request));
@@ -649,6 +687,7 @@ impl Connection {
                 outcome: Err(CallFailure::InvalidRequest {
                     description: "the request does not serialize to a JSON object".into(),
                 }),
+                caller: call.caller,
             });
             return;
         }

@@ -18,12 +18,14 @@ pub fn mid(id: &str) -> MessageId<'static> {
     MessageId::new(id.to_owned()).unwrap()
 }
 
-pub struct Pair {
+/// A CSMS and a charge point in simulated time; the charge point's CALLs carry callers of
+/// type `C` (`()` by default: `Connection::call`).
+pub struct Pair<C = ()> {
     pub now: Instant,
     pub csms: Connection,
-    pub cp: Connection,
+    pub cp: Connection<C>,
     pub csms_events: Vec<Event>,
-    pub cp_events: Vec<Event>,
+    pub cp_events: Vec<Event<C>>,
     /// Bytes moved per write, to exercise every split (0: all at once).
     pub chunk: usize,
     /// Bytes written by the CSMS and not yet delivered (when delivery is paused).
@@ -35,11 +37,27 @@ pub struct Pair {
 
 impl Pair {
     pub fn new(csms_config: ConnectionConfig, cp_config: ConnectionConfig) -> Pair {
+        Pair::with_callers(csms_config, cp_config)
+    }
+
+    /// A pair on OCPP 1.6, connected (the CSMS accepted the upgrade).
+    pub fn connected_v16() -> Pair {
+        Pair::connected_v16_with_callers()
+    }
+
+    pub fn connected(csms: ConnectionConfig, cp: ConnectionConfig) -> Pair {
+        Pair::connected_with_callers(csms, cp)
+    }
+}
+
+impl<C: std::fmt::Debug> Pair<C> {
+    pub fn with_callers(csms_config: ConnectionConfig, cp_config: ConnectionConfig) -> Pair<C> {
         let now = Instant::now();
         let csms = Connection::accept_incoming(now, Arc::new(csms_config));
         let identity = ChargePointIdentity::new("CP-001".into(), true).unwrap();
         let target = ConnectTarget::new("csms.example", "/ocpp", identity);
-        let cp = Connection::connect(now, Arc::new(cp_config), &target, [7; 16], 42).unwrap();
+        let cp = Connection::connect_with_callers(now, Arc::new(cp_config), &target, [7; 16], 42)
+            .unwrap();
         Pair {
             now,
             csms,
@@ -54,17 +72,16 @@ impl Pair {
         }
     }
 
-    /// A pair on OCPP 1.6, connected (the CSMS accepted the upgrade).
-    pub fn connected_v16() -> Pair {
+    pub fn connected_v16_with_callers() -> Pair<C> {
         let versions = vec![ocpp_messages::version::OcppVersion::V1_6];
-        Self::connected(
+        Self::connected_with_callers(
             ConnectionConfig::default().versions(versions.clone()),
             ConnectionConfig::default().versions(versions),
         )
     }
 
-    pub fn connected(csms: ConnectionConfig, cp: ConnectionConfig) -> Pair {
-        let mut pair = Pair::new(csms, cp);
+    pub fn connected_with_callers(csms: ConnectionConfig, cp: ConnectionConfig) -> Pair<C> {
+        let mut pair = Pair::with_callers(csms, cp);
         pair.drive();
         let upgrade = pair.take_csms_events();
         assert!(
@@ -140,16 +157,16 @@ impl Pair {
         std::mem::take(&mut self.csms_events)
     }
 
-    pub fn take_cp_events(&mut self) -> Vec<Event> {
+    pub fn take_cp_events(&mut self) -> Vec<Event<C>> {
         std::mem::take(&mut self.cp_events)
     }
 }
 
 /// Drains `from`'s output into `buffer`, then delivers `buffer` to `to` if it is given.
-fn transfer(
-    from: &mut Connection,
+fn transfer<A, B>(
+    from: &mut Connection<A>,
     buffer: &mut Vec<u8>,
-    to: Option<&mut Connection>,
+    to: Option<&mut Connection<B>>,
     chunk: usize,
     now: Instant,
 ) -> bool {

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use ocpp_proto::{CallFailure, ChargePointIdentity};
+use ocpp_proto::{CallFailure, ChargePointIdentity, Delivery};
 use serde_json::{json, Value};
 
 use super::{failure_message, failure_only};
@@ -14,6 +14,45 @@ pub const MAX_HEAD: usize = 8 * 1024;
 
 /// The largest request body (a CALL payload).
 pub const MAX_BODY: usize = 64 * 1024;
+
+/// The HTTP status the admin API answers a command with when its CALL came to `failure`: the
+/// one table every path uses (local or through a cluster, on either server). A status a
+/// client would retry (503) is only used when the CALL certainly was not sent; one that may
+/// have reached the charge point is 504 whatever happened to it. (HTTP is the admin API's:
+/// the core's [`CallFailure`] only says what happened and [`CallFailure::delivery`].)
+///
+/// | failure | delivery | status |
+/// | --- | --- | --- |
+/// | `ErrorResponse`, `InvalidResponse` (the charge point answered) | `Answered` | 502 |
+/// | `NotConnected` (connected to no node) | `NotSent` | 404 |
+/// | `InvalidRequest` (the request does not fit the charge point's version) | `NotSent` | 400 |
+/// | `WrongVersion` (a typed request of another version) | `NotSent` | 409 |
+/// | `QueueFull`, `ClosedBeforeSent`, `DeadlinePassed`, `OwnerUnreachable` | `NotSent` | 503: retry |
+/// | `Timeout`, `Disconnected` (sent, no answer) | `Unknown` | 504: may have run |
+///
+/// A CALLRESULT is 200.
+///
+/// ```
+/// use ocpp_proto::CallFailure;
+/// use ocpp_reference_csms::admin::http_status;
+///
+/// assert_eq!(http_status(&CallFailure::OwnerUnreachable), 503);
+/// assert_eq!(http_status(&CallFailure::Disconnected), 504);
+/// ```
+pub fn http_status(failure: &CallFailure) -> u16 {
+    match failure {
+        CallFailure::NotConnected => 404,
+        CallFailure::InvalidRequest { .. } => 400,
+        CallFailure::WrongVersion => 409,
+        // The rest, and any failure a later core adds, by what a retry may do.
+        _ => match failure.delivery() {
+            Delivery::Answered => 502,
+            Delivery::NotSent => 503,
+            // Unknown (it may have run), and anything not known to be safe to retry.
+            _ => 504,
+        },
+    }
+}
 
 /// A parsed HTTP request.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -176,3 +176,37 @@ fn commands_through_the_cluster() {
     assert_eq!(body["error"]["code"], "NotSupported");
     assert_eq!(body["delivery"], "answered");
 }
+
+#[test]
+fn a_retryable_status_is_never_given_to_a_call_that_may_have_run() {
+    let every_failure = [
+        CallFailure::NotConnected,
+        CallFailure::QueueFull,
+        CallFailure::WrongVersion,
+        CallFailure::ClosedBeforeSent,
+        CallFailure::DeadlinePassed,
+        CallFailure::OwnerUnreachable,
+        CallFailure::Timeout,
+        CallFailure::Disconnected,
+        CallFailure::InvalidRequest {
+            description: "x".into(),
+        },
+        CallFailure::ErrorResponse {
+            code: ocpp_messages::error_code::ErrorCode::InternalError,
+            description: "x".into(),
+            details: "{}".into(),
+        },
+        CallFailure::InvalidResponse {
+            description: "x".into(),
+        },
+    ];
+    for failure in every_failure {
+        let status = http_status(&failure);
+        match failure.delivery() {
+            Delivery::NotSent => assert!(status < 500 || status == 503, "{failure:?}"),
+            Delivery::Unknown => assert_eq!(status, 504, "{failure:?}"),
+            Delivery::Answered => assert_eq!(status, 502, "{failure:?}"),
+            _ => unreachable!("a delivery this test does not know: {failure:?}"),
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! heartbeat by the core's [`Registration`], deliver the offline queue, reconnect after the
 //! back-off. The rules are the core's; this file owns sockets, tasks and time.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
@@ -17,7 +17,7 @@ use ocpp_proto::station::{
     BootReason, Due, NetworkProfiles, Reconnect, Registration, RegistrationStatus, StationInfo,
 };
 use ocpp_proto::{
-    Answer, CallFailure, CallOutcome, CloseCode, CloseReason, Closed, ConnectTarget, Connection,
+    Answer, CallFailure, CallOutcome, CloseCode, CloseReason, Closed, ConnectTarget,
     ConnectionConfig, Event, MessageId,
 };
 use rustls::pki_types::ServerName;
@@ -106,6 +106,10 @@ enum Ended {
     /// [`Station::reboot`](super::Station::reboot): connect again at once.
     Reboot,
 }
+
+/// The core's connection as the station holds it: each CALL of ours carries who waits for
+/// its outcome, handed back by the core with it (the driver keeps no table of waiters).
+type Connection = ocpp_proto::Connection<Outgoing>;
 
 /// Who waits for one of our CALLs.
 enum Outgoing {
@@ -488,7 +492,7 @@ impl Task {
         let mut key = [0u8; 16];
         self.rng.fill(&mut key);
         let seed = self.rng.u64(..);
-        match Connection::connect(now, self.config.clone(), &target, key, seed) {
+        match Connection::connect_with_callers(now, self.config.clone(), &target, key, seed) {
             Ok(conn) => Some(Wire::new(conn)),
             Err(error) => {
                 tracing::warn!(identity = %self.url.identity(), %error, "upgrade request not built");
@@ -508,19 +512,18 @@ impl Task {
         }
     }
 
-    /// A CALL onto the connection (with a deadline, if any); the hook sees it once it went.
+    /// A CALL onto the connection for `waiting` (with a deadline, if any); the hook sees it
+    /// once it went. Refused, `waiting` comes back with the request.
     fn put_call(
         &self,
         conn: &mut Connection,
         now: Instant,
         request: Request,
+        waiting: Outgoing,
         deadline: Option<Instant>,
-    ) -> Result<MessageId<'static>, ocpp_proto::Refused<Request>> {
+    ) -> Result<MessageId<'static>, ocpp_proto::Refused<(Request, Outgoing)>> {
         let hooked = self.hook.as_ref().map(|_| request.clone());
-        let sent = match deadline {
-            Some(deadline) => conn.call_with_deadline(now, request, deadline),
-            None => conn.call(now, request),
-        };
+        let sent = conn.call_for(now, request, waiting, deadline);
         if let (Ok(id), Some(request)) = (&sent, &hooked) {
             self.hook(id, Message::CallOut(request));
         }
@@ -552,7 +555,7 @@ impl Task {
         &mut self,
         wire: &mut Wire,
         now: Instant,
-        event: Event,
+        event: Event<Outgoing>,
         answers: &mpsc::UnboundedSender<HandlerAnswer>,
     ) {
         match event {
@@ -617,13 +620,16 @@ impl Task {
                     tokio::spawn(on.app.on_send(IncomingCall::new(id, request)));
                 }
             }
-            Event::CallCompleted { id, outcome, .. } => {
+            Event::CallCompleted {
+                id,
+                outcome,
+                caller,
+                ..
+            } => {
                 if self.hook.is_some() {
                     self.hook(&id, Message::OutcomeIn(&outcome));
                 }
-                if let Some(waiting) = wire.outgoing.remove(&id) {
-                    self.completed(now, wire.online.as_mut(), waiting, outcome);
-                }
+                self.completed(now, wire.online.as_mut(), caller, outcome);
             }
             _ => {}
         }
@@ -695,9 +701,11 @@ impl Task {
         let version = on.registration.version();
         if std::mem::take(&mut wire.boot_now) {
             if let Some(request) = boot_request(version, &self.info, BootReason::Triggered) {
-                if let Ok(id) = self.put_call(&mut wire.conn, now, request, None) {
+                if self
+                    .put_call(&mut wire.conn, now, request, Outgoing::Boot, None)
+                    .is_ok()
+                {
                     on.registration.on_call_sent(now, "BootNotification");
-                    wire.outgoing.insert(id, Outgoing::Boot);
                 }
             }
         }
@@ -715,14 +723,11 @@ impl Task {
         };
         if let Some((request, waiting)) = due {
             let action = request.action();
-            match self.put_call(&mut wire.conn, now, request, None) {
-                Ok(id) => {
-                    on.registration.on_call_sent(now, action);
-                    wire.outgoing.insert(id, waiting);
-                }
+            match self.put_call(&mut wire.conn, now, request, waiting, None) {
+                Ok(_) => on.registration.on_call_sent(now, action),
                 Err(refused) => {
                     tracing::debug!(reason = ?refused.reason, "{action} not sent");
-                    if matches!(waiting, Outgoing::Boot) {
+                    if matches!(refused.message.1, Outgoing::Boot) {
                         on.registration.on_boot_failed(now);
                         self.publish_boot_failed(on);
                     }
@@ -750,14 +755,14 @@ impl Task {
             }
             let action = request.action();
             // The same deadline holds in the core's queue and in flight.
-            match self.put_call(&mut wire.conn, now, request, Some(deadline)) {
-                Ok(id) => {
-                    on.registration.on_call_sent(now, action);
-                    let boot = action == "BootNotification";
-                    wire.outgoing.insert(id, Outgoing::Call { reply, boot });
-                }
+            let boot = action == "BootNotification";
+            let waiting = Outgoing::Call { reply, boot };
+            match self.put_call(&mut wire.conn, now, request, waiting, Some(deadline)) {
+                Ok(_) => on.registration.on_call_sent(now, action),
                 Err(refused) => {
-                    reply.send(Err(CallFailure::from(refused.reason)));
+                    if let (_, Outgoing::Call { reply, .. }) = refused.message {
+                        reply.send(Err(CallFailure::from(refused.reason)));
+                    }
                 }
             }
         }
@@ -766,11 +771,8 @@ impl Task {
         }
         if let Some((seq, request)) = self.queue.next(now, version) {
             let action = request.action();
-            match self.put_call(&mut wire.conn, now, request, None) {
-                Ok(id) => {
-                    on.registration.on_call_sent(now, action);
-                    wire.outgoing.insert(id, Outgoing::Queued(seq));
-                }
+            match self.put_call(&mut wire.conn, now, request, Outgoing::Queued(seq), None) {
+                Ok(_) => on.registration.on_call_sent(now, action),
                 Err(_) => self.queue.unsent(seq),
             }
         }
@@ -868,14 +870,12 @@ impl Task {
     /// What a close means for the station: every CALL left over ends as the core says (sent:
     /// it may have run; held or queued in the core: it was not sent); then reconnect, stop,
     /// or give up.
-    fn ended(&mut self, mut wire: Wire, closed: Closed) -> Ended {
+    fn ended(&mut self, mut wire: Wire, closed: Closed<Outgoing>) -> Ended {
         let now = Instant::now();
         // The registration ends with the connection: a boot left in flight is not counted.
-        for call in &closed.unanswered_outgoing {
-            if let Some(waiting) = wire.outgoing.remove(&call.id) {
-                self.completed(now, None, waiting, Err(call.failure()));
-            }
-        }
+        let closed = closed.settle_callers(|_, failure, waiting| {
+            self.completed(now, None, waiting, Err(failure));
+        });
         for held in wire.held.drain(..) {
             held.reply.send(Err(CallFailure::ClosedBeforeSent));
         }
@@ -916,8 +916,6 @@ struct Wire {
     conn: Connection,
     /// Once the WebSocket is open.
     online: Option<Online>,
-    /// Our CALLs on the connection, by id.
-    outgoing: HashMap<MessageId<'static>, Outgoing>,
     /// The application's CALLs the registration does not allow yet.
     held: VecDeque<Held>,
     /// [`Station::close`](super::Station::close) closed it.
@@ -935,7 +933,6 @@ impl Wire {
         Wire {
             conn,
             online: None,
-            outgoing: HashMap::new(),
             held: VecDeque::new(),
             closing: false,
             rebooting: false,

@@ -24,8 +24,8 @@
 //! - `POST /chargepoints/{id}/remote-start` (body `{"idTag": ".."}`, optional: the first token
 //!   of the list): sends RemoteStartTransaction (1.6) or RequestStartTransaction (2.0.1) and
 //!   answers the charge point's status (`{"status": "Accepted"}`); 404 when it is not
-//!   connected; otherwise the call's failure with `CallFailure::http_status` (502 a CALLERROR,
-//!   503 not sent, 504 it may have run) and `{"error", "outcome", "delivery"}`.
+//!   connected; otherwise the call's failure with a status read from its delivery (502 a
+//!   CALLERROR, 503 not sent, 504 it may have run) and `{"error", "outcome", "delivery"}`.
 //!
 //! ```text
 //! router-csms [--listen ADDR (127.0.0.1:9000)] [--http ADDR (127.0.0.1:9001)]
@@ -50,6 +50,7 @@ use ocpp_tokio::model::{
     IdTokenType, InMemoryLedger, MeterReading, MeterReadings, StatusChanged, TransactionEnded,
     TransactionId, TransactionLedger, TransactionStarted, TransactionUpdated,
 };
+use ocpp_tokio::ocpp::Delivery;
 use ocpp_tokio::{ChargePoints, ConnectionConfig, DateTime, Decimal, ErrorAnswer};
 use ocpp_tokio::{OcppVersion, Router, Server, Session};
 use serde_json::{json, Value};
@@ -220,11 +221,14 @@ async fn remote_start(
     };
     match status {
         Ok(status) => json_response(StatusCode::OK, json!({ "status": status })),
-        // The one table every path uses: 503 only when the CALL certainly was not sent, 504
-        // when it may have run, 502 when the charge point answered with a CALLERROR.
+        // The status says what a retry may do: 503 only when the CALL certainly was not sent,
+        // 504 when it may have run, 502 when the charge point answered with a CALLERROR.
         Err(failure) => {
-            let status = StatusCode::from_u16(failure.http_status())
-                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let status = match failure.delivery() {
+                Delivery::Answered => StatusCode::BAD_GATEWAY,
+                Delivery::NotSent => StatusCode::SERVICE_UNAVAILABLE,
+                _ => StatusCode::GATEWAY_TIMEOUT,
+            };
             let body = json!({
                 "error": failure.to_string(),
                 "outcome": failure.name(),
