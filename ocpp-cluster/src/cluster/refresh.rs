@@ -145,28 +145,24 @@ impl Shared {
         let config = &self.config;
         let version = lock(&self.claims).version_of(identity);
         let mut redis = self.redis.clone();
-        let answer: Vec<String> = self
-            .bounded(
-                self.scripts
-                    .refresh
-                    .key(config.claim_key(identity))
-                    .key(config.epoch_key())
-                    .key(config.since_key())
-                    .arg(&config.node_id)
-                    .arg(millis(config.claim_ttl))
-                    .arg(version.map(OcppVersion::subprotocol).unwrap_or(""))
-                    .arg(epoch)
-                    .arg(config.inbox_prefix())
-                    .arg(identity)
-                    .invoke_async(&mut redis),
-            )
-            .await?;
+        let mut refresh = self.scripts.refresh.key(config.claim_key(identity));
+        refresh
+            .key(self.shared_keys())
+            .arg(&config.node_id)
+            .arg(millis(config.claim_ttl))
+            .arg(version.map(OcppVersion::subprotocol).unwrap_or(""))
+            .arg(epoch)
+            .arg(self.script_inbox_prefix())
+            .arg(identity);
+        let answer: Vec<String> = self.bounded(refresh.invoke_async(&mut redis)).await?;
         let field = |i: usize| answer.get(i).map(String::as_str).unwrap_or("");
         let reply = match field(0) {
             "held" => RefreshReply::Held(parse_epoch(field(1))?),
             "restored" => {
                 let epoch = parse_epoch(field(1))?;
                 tracing::info!(identity, epoch, "claim restored");
+                self.notify_superseded(identity, field(2), field(3), epoch)
+                    .await;
                 RefreshReply::Restored(epoch)
             }
             "lost" => RefreshReply::Lost {
