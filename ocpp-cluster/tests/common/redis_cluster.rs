@@ -1,0 +1,249 @@
+//! A Redis Cluster of a test's own, on loopback: three masters (`redis-server
+//! --cluster-enabled yes`, no replicas) joined with `redis-cli --cluster create`, ready once
+//! every master says `cluster_state:ok`. Every process is killed by its PID when the cluster is
+//! dropped (also on panic). Std only (`#[path]`-shareable). Needs `redis-server` and
+//! `redis-cli` on the PATH (Debian's `redis-server` package has both; `redis-tools`).
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::sentinel_set::{query, Reply};
+
+/// How long the cluster may take to form (`cluster_state:ok` on every master).
+const FORM: Duration = Duration::from_secs(30);
+/// How many masters.
+pub const MASTERS: usize = 3;
+
+/// Three cluster masters on loopback.
+pub struct RedisCluster {
+    children: Vec<Child>,
+    pub ports: Vec<u16>,
+    dir: PathBuf,
+}
+
+impl RedisCluster {
+    /// Starts three masters, joins them and waits (bounded) until the cluster is ok. Retries
+    /// with other ports if one was taken before its server bound it.
+    pub fn start() -> Self {
+        for attempt in 0..3 {
+            match Self::try_start() {
+                Ok(cluster) => return cluster,
+                Err(why) if attempt < 2 => eprintln!("redis cluster: {why}; again"),
+                Err(why) => panic!("redis cluster did not form: {why}"),
+            }
+        }
+        unreachable!()
+    }
+
+    fn try_start() -> Result<Self, String> {
+        let ports: Vec<u16> = (0..MASTERS).map(|_| free_port()).collect();
+        let dir = std::env::temp_dir().join(format!(
+            "ocpp-redis-cluster-{}-{}",
+            std::process::id(),
+            ports[0]
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("temp dir: {e}"))?;
+        let mut cluster = RedisCluster {
+            children: Vec::new(),
+            ports: ports.clone(),
+            dir,
+        };
+        for &port in &ports {
+            let child = Command::new("redis-server")
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
+                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
+                .arg("--cluster-config-file")
+                .arg(cluster.dir.join(format!("nodes-{port}.conf")))
+                .arg("--dir")
+                .arg(&cluster.dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server must be installed (apt-get install -y redis-server)");
+            cluster.children.push(child);
+        }
+        for &port in &ports {
+            cluster.wait(|| query(port, &["PING"]) == Some(Reply::Status("PONG".into())))?;
+        }
+        let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let created = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("redis-cli must be installed (apt-get install -y redis-tools)");
+        if !created.status.success() {
+            return Err(format!(
+                "redis-cli --cluster create: {}",
+                String::from_utf8_lossy(&created.stderr)
+            ));
+        }
+        for &port in &ports {
+            cluster.wait(|| {
+                query(port, &["CLUSTER", "INFO"])
+                    .and_then(|r| r.text().map(|t| t.contains("cluster_state:ok")))
+                    .unwrap_or(false)
+            })?;
+        }
+        // As a Redis the cluster (prefix `ocpp`) has used for long (RedisServer::start).
+        let since = "{ocpp}:since";
+        cluster.wait(|| {
+            RedisCluster::query_slot(&ports, since, &["SET", since, "0"])
+                == Some(Reply::Status("OK".into()))
+        })?;
+        Ok(cluster)
+    }
+
+    fn wait(&mut self, mut ready: impl FnMut() -> bool) -> Result<(), String> {
+        let start = Instant::now();
+        while !ready() {
+            for child in &mut self.children {
+                if child.try_wait().ok().flatten().is_some() {
+                    return Err("a redis-server exited (port taken?)".into());
+                }
+            }
+            if start.elapsed() > FORM {
+                return Err(format!("not ready within {FORM:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    /// `redis-cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`.
+    pub fn url(&self) -> String {
+        let nodes: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        format!("redis-cluster://{}", nodes.join(","))
+    }
+
+    /// The slot of `key` (`CLUSTER KEYSLOT`).
+    pub fn keyslot(&self, key: &str) -> u16 {
+        match query(self.ports[0], &["CLUSTER", "KEYSLOT", key]) {
+            Some(Reply::Int(slot)) => slot as u16,
+            other => panic!("CLUSTER KEYSLOT {key}: {other:?}"),
+        }
+    }
+
+    /// One command on the master that serves `key`, found by asking each until one does not
+    /// redirect (`MOVED`).
+    fn query_slot(ports: &[u16], key: &str, words: &[&str]) -> Option<Reply> {
+        let _ = key;
+        ports.iter().find_map(|&port| match query(port, words) {
+            Some(Reply::Error(e)) if e.starts_with("MOVED") => None,
+            other => other,
+        })
+    }
+
+    /// The port of the master that serves `key`'s slot (each master's `CLUSTER NODES`
+    /// `myself` line names its slots).
+    pub fn master_of(&self, key: &str) -> u16 {
+        let slot = self.keyslot(key);
+        for &port in &self.ports {
+            let nodes = query(port, &["CLUSTER", "NODES"]);
+            let Some(text) = nodes.as_ref().and_then(Reply::text) else {
+                continue;
+            };
+            let mine = text.lines().find(|l| l.contains("myself"));
+            let serves = mine.is_some_and(|line| {
+                line.split(' ').skip(8).any(|range| {
+                    let mut bounds = range.split('-').map(|b| b.parse::<u16>().ok());
+                    match (bounds.next().flatten(), bounds.next()) {
+                        (Some(lo), None) => lo == slot,
+                        (Some(lo), Some(Some(hi))) => (lo..=hi).contains(&slot),
+                        _ => false,
+                    }
+                })
+            });
+            if serves {
+                return port;
+            }
+        }
+        panic!("no master serves slot {slot}")
+    }
+
+    /// One command to the master that serves `key`.
+    pub fn query_key(&self, key: &str, words: &[&str]) -> Option<Reply> {
+        query(self.master_of(key), words)
+    }
+
+    /// Waits (blocking, bounded) until `node` reads its inbox (prefix `ocpp`, a sharded channel
+    /// in the slot of `{ocpp}`).
+    pub fn wait_inbox(&self, node: &str) {
+        let channel = format!("{{ocpp}}:inbox:{node}");
+        let port = self.master_of(&channel);
+        let start = Instant::now();
+        loop {
+            let counts = query(port, &["PUBSUB", "SHARDNUMSUB", &channel]);
+            if let Some(Reply::Array(items)) = &counts {
+                if items.get(1) == Some(&Reply::Int(1)) {
+                    return;
+                }
+            }
+            assert!(
+                start.elapsed() < FORM,
+                "node {node} does not read its inbox: {counts:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits (blocking, bounded) until the cluster says `node` holds `identity`.
+    pub fn wait_claimed(&self, identity: &str, node: &str) {
+        let key = format!("ocpp:cp:{identity}");
+        let start = Instant::now();
+        loop {
+            let holder = self.query_key(&key, &["HGET", &key, "node"]);
+            if holder.as_ref().and_then(Reply::text) == Some(node) {
+                return;
+            }
+            assert!(
+                start.elapsed() < FORM,
+                "{identity} not claimed by {node}: {holder:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl crate::common::Backend for RedisCluster {
+    fn redis_url(&self) -> String {
+        self.url()
+    }
+    fn exists(&self, key: &str) -> bool {
+        self.query_key(key, &["EXISTS", key]) == Some(Reply::Int(1))
+    }
+    fn node_key(&self, node: &str) -> String {
+        format!("{{ocpp}}:node:{node}")
+    }
+}
+
+fn free_port() -> u16 {
+    // A cluster node also listens on its port + 10000 (the cluster bus): both must be free.
+    loop {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        let port = listener.local_addr().expect("local addr").port();
+        if port < 55000 && std::net::TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,141 @@
+//! The cluster protocol on a Redis Cluster of the test's own (`redis-cluster://`, three
+//! masters on loopback): the scenarios of `tests/cluster.rs` (claims and routing, takeover, a
+//! node's death, a drain), run unchanged on it; and where the keys go (PROTOCOL.md 1.2): each
+//! charge point's key in one slot, the node-level keys and inboxes in one slot, and the claims
+//! of many charge points spread over the three masters.
+
+mod common;
+#[path = "common/redis_cluster.rs"]
+mod redis_cluster;
+#[path = "common/sentinel.rs"]
+mod sentinel_set;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::{node, scenarios, Backend};
+use ocpp_cluster::{CallFailure, Cluster, ClusterConfig, ClusterError};
+use redis_cluster::{RedisCluster, MASTERS};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_reaches_the_holder_and_its_answer_comes_back() {
+    let redis = RedisCluster::start();
+    scenarios::command_reaches_the_holder_and_its_answer_comes_back(&redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_newest_claim_wins_and_the_old_node_hears_it_at_once() {
+    let redis = RedisCluster::start();
+    scenarios::newest_claim_wins_and_the_old_node_hears_it_at_once(&redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_node_s_claims_expire_and_routing_follows_the_reconnection() {
+    let redis = RedisCluster::start();
+    scenarios::killed_node_s_claims_expire_and_routing_follows_the_reconnection(&redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_releases_every_claim_and_the_node_record() {
+    let redis = RedisCluster::start();
+    scenarios::drain_releases_every_claim_and_the_node_record(&redis).await;
+}
+
+/// The keys of one charge point share a slot, and so do the node-level keys and inboxes
+/// (every multi-key script stays in one slot); the claims of many charge points land on every
+/// master, and the cluster-wide listing (a `SCAN` per master) finds them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_stay_together_per_charge_point_and_spread_over_the_masters() {
+    let redis = RedisCluster::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    redis.wait_inbox("a");
+    redis.wait_inbox("b");
+
+    // The node-level names: one slot.
+    let control = redis.keyslot("{ocpp}:since");
+    for key in [
+        "{ocpp}:nodes",
+        "{ocpp}:node:a",
+        "{ocpp}:node:b",
+        "{ocpp}:inbox:a",
+        "{ocpp}:inbox:b",
+    ] {
+        assert_eq!(redis.keyslot(key), control, "{key}");
+    }
+    assert!(redis.exists("{ocpp}:node:a") && redis.exists("{ocpp}:nodes"));
+
+    const CHARGE_POINTS: usize = 120;
+    for i in 0..CHARGE_POINTS {
+        let holder = if i % 2 == 0 { &a } else { &b };
+        let claim = holder.cluster.claim(&format!("CP-{i}")).await;
+        assert!(claim.epoch.is_some(), "CP-{i} registered");
+    }
+    // Each charge point's keys (its claim; an identity with its own hash tag too) in one slot,
+    // on the master that serves it.
+    let mut per_master: HashMap<u16, usize> = HashMap::new();
+    for i in 0..CHARGE_POINTS {
+        let key = format!("ocpp:cp:CP-{i}");
+        let slot = redis.keyslot(&key);
+        assert_eq!(redis.keyslot(&format!("ocpp:cp:CP-{i}")), slot);
+        assert!(redis.exists(&key), "{key}");
+        *per_master.entry(redis.master_of(&key)).or_default() += 1;
+    }
+    assert_eq!(
+        per_master.len(),
+        MASTERS,
+        "claims on every master: {per_master:?}"
+    );
+    for (master, count) in &per_master {
+        assert!(
+            *count >= CHARGE_POINTS / 10,
+            "master {master} holds only {count} of {CHARGE_POINTS} claims: {per_master:?}"
+        );
+    }
+    eprintln!("claims per master: {per_master:?}");
+
+    // The listing visits every master.
+    let all = a.cluster.list(10_000).await.expect("list");
+    assert_eq!(all.len(), CHARGE_POINTS);
+    assert!(all.iter().all(|cp| cp.live));
+    let cp = b.cluster.locate("CP-0").await.unwrap().expect("located");
+    assert_eq!(cp.node, "a");
+
+    // Routing from either node to charge points on every master.
+    for i in (0..CHARGE_POINTS).step_by(7) {
+        let holder = if i % 2 == 0 { "a" } else { "b" };
+        let from = if i % 2 == 0 { &b } else { &a };
+        let identity = format!("CP-{i}");
+        let answer = from
+            .cluster
+            .call(&identity, "Reset", "{}", Duration::from_secs(10))
+            .await;
+        assert_eq!(
+            answer,
+            Ok(format!(r#"{{"node":"{holder}","identity":"{identity}"}}"#))
+        );
+    }
+    assert_eq!(
+        a.cluster
+            .call("NOBODY", "Reset", "{}", Duration::from_secs(10))
+            .await,
+        Err(CallFailure::NotConnected)
+    );
+}
+
+/// What a Redis Cluster cannot do is refused when the node starts, not when it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_redis_cluster_cannot_do_is_refused_at_startup() {
+    let executor = common::Probe::new("x");
+    for (url, prefix) in [
+        ("redis-cluster://127.0.0.1:7000/1", "ocpp"),
+        ("redis-cluster://127.0.0.1:7000?db=1", "ocpp"),
+        ("redis-cluster://127.0.0.1:7000", "a{b}"),
+    ] {
+        let config = ClusterConfig::new(url, "a").with_key_prefix(prefix);
+        match Cluster::start(config, executor.clone()) {
+            Err(ClusterError::Config(why)) => eprintln!("{url} {prefix}: {why}"),
+            other => panic!("{url} {prefix}: {:?}", other.map(|_| ())),
+        }
+    }
+}
