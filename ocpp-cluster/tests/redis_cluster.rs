@@ -123,6 +123,44 @@ async fn keys_stay_together_per_charge_point_and_spread_over_the_masters() {
     );
 }
 
+/// A node started while its Redis Cluster is not up yet works locally, and joins the cluster
+/// when it comes: its inbox subscribes, its pending claim is registered, commands route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_started_before_its_cluster_joins_it_when_it_comes_up() {
+    let (ports, url) = RedisCluster::reserve();
+    let probe = common::Probe::new("early");
+    let config = ClusterConfig::new(url.clone(), "early")
+        .with_claim_ttl(Duration::from_secs(2))
+        .with_node_ttl(Duration::from_secs(2))
+        .with_refresh_interval(Duration::from_millis(500))
+        .with_redis_timeout(Duration::from_secs(1));
+    let (early, _events) = Cluster::start(config, probe).expect("starts without Redis");
+    let claim = early.claim("CP-E").await;
+    assert_eq!(claim.epoch, None, "pending while the cluster is down");
+    assert_eq!(
+        early
+            .call("CP-E", "Reset", "{}", Duration::from_secs(5))
+            .await,
+        Ok(r#"{"node":"early","identity":"CP-E"}"#.to_owned()),
+        "local work goes on"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let redis = tokio::task::block_in_place(|| RedisCluster::start_on(&ports));
+    assert_eq!(redis.url(), url);
+    common::wait_until(Duration::from_secs(20), || early.is_connected()).await;
+    tokio::task::block_in_place(|| redis.wait_claimed("CP-E", "early"));
+    let other = node(&redis, "other").await;
+    let answer = other
+        .cluster
+        .call("CP-E", "Reset", "{}", Duration::from_secs(10))
+        .await;
+    assert_eq!(
+        answer,
+        Ok(r#"{"node":"early","identity":"CP-E"}"#.to_owned())
+    );
+}
+
 /// What a Redis Cluster cannot do is refused when the node starts, not when it runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_redis_cluster_cannot_do_is_refused_at_startup() {

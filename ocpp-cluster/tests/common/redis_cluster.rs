@@ -28,7 +28,8 @@ impl RedisCluster {
     /// with other ports if one was taken before its server bound it.
     pub fn start() -> Self {
         for attempt in 0..3 {
-            match Self::try_start() {
+            let ports: Vec<u16> = (0..MASTERS).map(|_| free_port()).collect();
+            match Self::try_start(&ports) {
                 Ok(cluster) => return cluster,
                 Err(why) if attempt < 2 => eprintln!("redis cluster: {why}; again"),
                 Err(why) => panic!("redis cluster did not form: {why}"),
@@ -37,8 +38,21 @@ impl RedisCluster {
         unreachable!()
     }
 
-    fn try_start() -> Result<Self, String> {
+    /// Three ports (each with its bus port + 10000) free at the time of asking, and the URL a
+    /// cluster on them would have: for a node started before its cluster.
+    pub fn reserve() -> (Vec<u16>, String) {
         let ports: Vec<u16> = (0..MASTERS).map(|_| free_port()).collect();
+        let url = url_of(&ports);
+        (ports, url)
+    }
+
+    /// Starts the cluster on `ports` ([`RedisCluster::reserve`]).
+    pub fn start_on(ports: &[u16]) -> Self {
+        Self::try_start(ports).unwrap_or_else(|why| panic!("redis cluster did not form: {why}"))
+    }
+
+    fn try_start(ports: &[u16]) -> Result<Self, String> {
+        let ports = ports.to_vec();
         let dir = std::env::temp_dir().join(format!(
             "ocpp-redis-cluster-{}-{}",
             std::process::id(),
@@ -118,12 +132,7 @@ impl RedisCluster {
 
     /// `redis-cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`.
     pub fn url(&self) -> String {
-        let nodes: Vec<String> = self
-            .ports
-            .iter()
-            .map(|p| format!("127.0.0.1:{p}"))
-            .collect();
-        format!("redis-cluster://{}", nodes.join(","))
+        url_of(&self.ports)
     }
 
     /// The slot of `key` (`CLUSTER KEYSLOT`).
@@ -225,6 +234,11 @@ impl crate::common::Backend for RedisCluster {
     fn node_key(&self, node: &str) -> String {
         format!("{{ocpp}}:node:{node}")
     }
+}
+
+fn url_of(ports: &[u16]) -> String {
+    let nodes: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    format!("redis-cluster://{}", nodes.join(","))
 }
 
 fn free_port() -> u16 {
