@@ -90,7 +90,20 @@ impl Inbox {
                 channel: subscribed,
                 ..
             } => {
-                connection.ssubscribe(channel).await?;
+                if let Err(e) = connection.ssubscribe(channel).await {
+                    if e.to_string()
+                        .to_ascii_lowercase()
+                        .contains("unknown command")
+                    {
+                        // Not a failure that passes: say what it is at each attempt.
+                        tracing::error!(
+                            error = %e,
+                            "this Redis Cluster has no sharded pub/sub (SSUBSCRIBE): \
+                             ocpp-cluster needs Redis 7 or later on a cluster"
+                        );
+                    }
+                    return Err(e);
+                }
                 *subscribed = Some(channel.to_owned());
                 Ok(())
             }
