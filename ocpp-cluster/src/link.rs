@@ -56,6 +56,8 @@ pub(crate) enum RedisLink {
         client: Arc<redis::cluster::ClusterClient>,
         connection: ClusterConnection,
         timeout: Duration,
+        /// The `run_id` of every master at the last look ([`RedisLink::new_master`]).
+        masters: Arc<std::sync::Mutex<Option<std::collections::BTreeSet<String>>>>,
     },
 }
 
@@ -328,6 +330,7 @@ impl RedisLink {
                     client: Arc::new(client),
                     connection,
                     timeout: config.redis_timeout,
+                    masters: Arc::default(),
                 })
             }
         }
@@ -431,6 +434,34 @@ impl RedisLink {
             )));
         }
         Ok(masters)
+    }
+
+    /// On Redis Cluster: whether a master serves now that did not at the last look (by its
+    /// `run_id`, new at every start of a redis-server): a replica promoted by a failover, a
+    /// master that restarted without its data, or one added. Its slots may lack writes
+    /// (asynchronous replication, no persistence). `false` at the first look, and on one Redis.
+    pub(crate) async fn new_master(&self) -> RedisResult<bool> {
+        let RedisLink::Cluster { masters, .. } = self else {
+            return Ok(false);
+        };
+        let mut info = redis::cmd("INFO");
+        info.arg("server");
+        let mut now = std::collections::BTreeSet::new();
+        for target in self.scan_targets().await? {
+            let text: String = self.scan_on(&target, &info).await?;
+            let run_id = text
+                .lines()
+                .find_map(|line| line.strip_prefix("run_id:"))
+                .map(|id| id.trim().to_owned())
+                .ok_or_else(|| RedisError::from((ErrorKind::Parse, "INFO without a run_id")))?;
+            now.insert(run_id);
+        }
+        let mut seen = masters
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let new = seen.as_ref().is_some_and(|before| !now.is_subset(before));
+        *seen = Some(now);
+        Ok(new)
     }
 
     /// Runs `cmd` (a `SCAN` step) on `target`, one of [`RedisLink::scan_targets`].

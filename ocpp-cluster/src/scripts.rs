@@ -18,7 +18,8 @@ pub const ABSENT: &str = include_str!("scripts/absent.lua");
 /// `deliver.lua` (Redis Cluster): publish a command to the holder's inbox if it is live.
 pub const DELIVER: &str = include_str!("scripts/deliver.lua");
 /// `failover.lua`: a node that follows a Sentinel failover marks the new master as one that
-/// may have lost data (`since`) and lifts the epoch counter above the old master's.
+/// may have lost data (`since`) and lifts the epoch counter above the old master's; on Redis
+/// Cluster, a node that sees a master with other data serve marks `since` alone.
 pub const FAILOVER: &str = include_str!("scripts/failover.lua");
 
 /// `announce.lua`: a node says it is alive for one node TTL, and whether its claims are all
@@ -45,6 +46,7 @@ pub(crate) struct Scripts {
     pub(crate) refresh: redis::Script,
     pub(crate) release: redis::Script,
     pub(crate) route: redis::Script,
+    pub(crate) failover: redis::Script,
     pub(crate) absent: redis::Script,
     pub(crate) deliver: redis::Script,
     pub(crate) announce: redis::Script,
@@ -57,6 +59,7 @@ impl Scripts {
             refresh: redis::Script::new(REFRESH),
             release: redis::Script::new(RELEASE),
             route: redis::Script::new(ROUTE),
+            failover: redis::Script::new(FAILOVER),
             absent: redis::Script::new(ABSENT),
             deliver: redis::Script::new(DELIVER),
             announce: redis::Script::new(ANNOUNCE),

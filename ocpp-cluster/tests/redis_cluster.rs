@@ -161,6 +161,80 @@ async fn a_node_started_before_its_cluster_joins_it_when_it_comes_up() {
     );
 }
 
+/// A master of claims loses its data (killed, started again empty as the same cluster node):
+/// its holder makes the claim again long before its next refresh round, since the nodes see a
+/// master with another `run_id` serve and mark `since` (`failover.lua`); a command for that
+/// charge point reads `not_connected` only until a node has looked at the masters (an
+/// announcement interval), then `owner_unreachable`, then reaches it (PROTOCOL.md 1.2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_a_master_lost_comes_back_long_before_the_refresh_round() {
+    let mut redis = RedisCluster::start();
+    // Long claims and refreshes: what brings the claim back is not the periodic round.
+    let start = |name: &str| {
+        let probe = common::Probe::new(name);
+        let config = ClusterConfig::new(redis.url(), name)
+            .with_claim_ttl(Duration::from_secs(60))
+            .with_refresh_interval(Duration::from_secs(20))
+            .with_node_ttl(Duration::from_secs(2))
+            .with_redis_timeout(Duration::from_secs(1));
+        Cluster::start(config, probe).expect("start")
+    };
+    let (a, _a_events) = start("a");
+    let (b, _b_events) = start("b");
+    common::wait_until(Duration::from_secs(10), || {
+        a.is_connected() && b.is_connected()
+    })
+    .await;
+    // A charge point whose claim is on another master than the node-level slot's.
+    let control = redis.master_of("{ocpp}:since");
+    let identity = (0..100)
+        .map(|i| format!("CP-{i}"))
+        .find(|id| redis.master_of(&format!("ocpp:cp:{id}")) != control)
+        .expect("a claim on another master");
+    let victim = redis.master_of(&format!("ocpp:cp:{identity}"));
+    assert!(b.claim(&identity).await.epoch.is_some());
+    let call = || a.call(&identity, "Reset", "{}", Duration::from_secs(5));
+    assert_eq!(
+        call().await,
+        Ok(format!(r#"{{"node":"b","identity":"{identity}"}}"#))
+    );
+    // Let both nodes announce themselves synced.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    tokio::task::block_in_place(|| redis.restart(victim));
+    let back = std::time::Instant::now();
+    let mut answers = Vec::new();
+    let mut last_not_connected = None;
+    loop {
+        let answer = call().await;
+        if answer == Err(CallFailure::NotConnected) {
+            last_not_connected = Some(back.elapsed());
+        }
+        if answer.is_ok() {
+            break;
+        }
+        answers.push(answer);
+        assert!(
+            back.elapsed() < Duration::from_secs(10),
+            "the claim did not come back within half a refresh interval: {answers:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let took = back.elapsed();
+    eprintln!(
+        "the claim came back {took:?} after the master did; not_connected until \
+         {last_not_connected:?}; answers meanwhile: {answers:?}"
+    );
+    // The announcement interval (a third of the node TTL) plus the look itself (bounded by
+    // the Redis timeout) and slack for a loaded machine.
+    if let Some(until) = last_not_connected {
+        assert!(
+            until < Duration::from_secs(3),
+            "not_connected for a connected charge point {until:?} after its master came back"
+        );
+    }
+}
+
 /// What a Redis Cluster cannot do is refused when the node starts, not when it runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_redis_cluster_cannot_do_is_refused_at_startup() {

@@ -98,6 +98,7 @@ impl Shared {
         let interval = self.config.announce_interval();
         loop {
             if !self.draining.load(Ordering::Acquire) {
+                self.watch_masters().await;
                 match self.announce().await {
                     Ok(since) => {
                         if lock(&self.synced).as_deref() != Some(since.as_str()) {
@@ -110,6 +111,39 @@ impl Shared {
                 }
             }
             tokio::time::sleep(interval).await;
+        }
+    }
+
+    /// On Redis Cluster, before each announcement: when a master with other data serves
+    /// ([`RedisLink::new_master`](crate::link::RedisLink::new_master): a failover, a restart
+    /// without data), runs `failover.lua` on the node-level slot, as a node that follows a
+    /// Sentinel failover does: a missing claim reads as unknown, not as connected nowhere,
+    /// until every node has registered its claims again, which the announcement that follows
+    /// starts (PROTOCOL.md 1.2).
+    async fn watch_masters(&self) {
+        match self.bounded(self.redis.new_master()).await {
+            Ok(false) => {}
+            Ok(true) => {
+                tracing::warn!(
+                    node = %self.config.node_id,
+                    "a Redis Cluster master with other data serves: registering every claim again"
+                );
+                let mut redis = self.redis.clone();
+                let marked = self
+                    .bounded(
+                        self.scripts
+                            .failover
+                            .key(self.config.since_key())
+                            .invoke_async::<i64>(&mut redis),
+                    )
+                    .await;
+                if let Err(e) = marked {
+                    tracing::warn!(node = %self.config.node_id, error = %e, "failover.lua failed");
+                }
+            }
+            Err(e) => {
+                tracing::debug!(node = %self.config.node_id, error = %e, "no look at the masters")
+            }
         }
     }
 

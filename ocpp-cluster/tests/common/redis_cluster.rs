@@ -65,18 +65,7 @@ impl RedisCluster {
             dir,
         };
         for &port in &ports {
-            let child = Command::new("redis-server")
-                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-                .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
-                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
-                .arg("--cluster-config-file")
-                .arg(cluster.dir.join(format!("nodes-{port}.conf")))
-                .arg("--dir")
-                .arg(&cluster.dir)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server must be installed (apt-get install -y redis-server)");
+            let child = cluster.spawn(port);
             cluster.children.push(child);
         }
         for &port in &ports {
@@ -112,6 +101,45 @@ impl RedisCluster {
                 == Some(Reply::Status("OK".into()))
         })?;
         Ok(cluster)
+    }
+
+    /// One cluster master on `port`, its node file in the cluster's directory (kept across a
+    /// [`restart`](Self::restart), so it comes back as the same node, without its data).
+    fn spawn(&self, port: u16) -> Child {
+        Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
+            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
+            .arg("--cluster-config-file")
+            .arg(self.dir.join(format!("nodes-{port}.conf")))
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (apt-get install -y redis-server)")
+    }
+
+    /// Kills the master on `port` (SIGKILL: its data is gone, `--save ''`), starts it again as
+    /// the same cluster node (its node file) and waits until the cluster is ok again.
+    pub fn restart(&mut self, port: u16) {
+        let i = self
+            .ports
+            .iter()
+            .position(|p| *p == port)
+            .expect("a port of the cluster");
+        let _ = self.children[i].kill();
+        let _ = self.children[i].wait();
+        self.children[i] = self.spawn(port);
+        let ports = self.ports.clone();
+        self.wait(|| {
+            ports.iter().all(|&port| {
+                query(port, &["CLUSTER", "INFO"])
+                    .and_then(|r| r.text().map(|t| t.contains("cluster_state:ok")))
+                    .unwrap_or(false)
+            })
+        })
+        .expect("the cluster is ok again");
     }
 
     fn wait(&mut self, mut ready: impl FnMut() -> bool) -> Result<(), String> {
