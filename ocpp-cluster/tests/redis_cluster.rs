@@ -235,6 +235,61 @@ async fn a_claim_a_master_lost_comes_back_long_before_the_refresh_round() {
     }
 }
 
+/// A master lost a takeover (it holds an older claim of another node again, as after a
+/// failover): the newer holder's refresh makes its claim again, and, since the other node's
+/// inbox is in another slot than the claim, the node publishes the `superseded` message itself
+/// after `refresh.lua` (PROTOCOL.md 1.2), the same message the script publishes on one Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_over_an_older_claim_tells_its_node_on_its_inbox() {
+    use std::io::{BufRead, BufReader, Write};
+
+    let redis = RedisCluster::start();
+    let b = node(&redis, "b").await;
+    let epoch = b.cluster.claim("CP-R").await.epoch.expect("registered");
+    // The inbox of a node "ghost", read by the test itself.
+    let inbox = "{ocpp}:inbox:ghost";
+    let mut subscriber =
+        std::net::TcpStream::connect(("127.0.0.1", redis.master_of(inbox))).expect("connect");
+    subscriber
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    subscriber
+        .write_all(format!("SSUBSCRIBE {inbox}\r\n").as_bytes())
+        .expect("SSUBSCRIBE");
+    let mut lines = BufReader::new(subscriber).lines();
+    let mut confirmed = false;
+    for _ in 0..10 {
+        let line = lines.next().expect("a line").expect("read");
+        if line == ":1" {
+            confirmed = true;
+            break;
+        }
+    }
+    assert!(confirmed, "subscribed");
+
+    // The master holds ghost's older claim again.
+    let key = "ocpp:cp:CP-R";
+    let older = (epoch - 1).to_string();
+    let set = redis.query_key(key, &["HSET", key, "node", "ghost", "epoch", &older]);
+    assert!(set.is_some(), "{set:?}");
+    assert!(b.cluster.refresh().await.expect("refresh").is_empty());
+    tokio::task::block_in_place(|| redis.wait_claimed("CP-R", "b"));
+    let message = lines
+        .find_map(|line| line.ok().filter(|l| l.contains("superseded")))
+        .expect("a superseded message on ghost's inbox");
+    let message: serde_json::Value = serde_json::from_str(&message).expect("JSON");
+    assert_eq!(
+        message,
+        serde_json::json!({
+            "type": "superseded",
+            "identity": "CP-R",
+            "epoch": epoch - 1,
+            "by_node": "b",
+            "by_epoch": epoch,
+        })
+    );
+}
+
 /// What a Redis Cluster cannot do is refused when the node starts, not when it runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_redis_cluster_cannot_do_is_refused_at_startup() {
