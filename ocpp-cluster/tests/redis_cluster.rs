@@ -290,6 +290,85 @@ async fn a_restore_over_an_older_claim_tells_its_node_on_its_inbox() {
     );
 }
 
+/// A resharding moves a claim's slot, then the node-level slot (the node records, `since` and
+/// the inboxes) to other masters: commands keep reaching the holder (the client follows
+/// `MOVED`; the inboxes subscribe again where their slot went), the claims stay the holder's
+/// under their epochs, and a refresh finds them held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_migration_is_followed_by_claims_routing_and_inboxes() {
+    let redis = RedisCluster::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let claim = b.cluster.claim("CP-M").await;
+    let call = |identity: &'static str| {
+        let a = a.cluster.clone();
+        async move {
+            a.call(identity, "Reset", "{}", Duration::from_secs(5))
+                .await
+        }
+    };
+    let expected = Ok(r#"{"node":"b","identity":"CP-M"}"#.to_owned());
+    assert_eq!(call("CP-M").await, expected);
+
+    // The claim's slot moves.
+    let key = "ocpp:cp:CP-M";
+    let elsewhere = |key: &str| {
+        let now = redis.master_of(key);
+        redis
+            .ports
+            .iter()
+            .copied()
+            .find(|p| *p != now)
+            .expect("another master")
+    };
+    let to = elsewhere(key);
+    tokio::task::block_in_place(|| redis.move_slot(key, to));
+    assert_eq!(call("CP-M").await, expected, "after the claim's slot moved");
+    assert!(
+        b.cluster.refresh().await.expect("refresh").is_empty(),
+        "still held"
+    );
+    assert_eq!(b.cluster.holds("CP-M").and_then(|c| c.epoch), claim.epoch);
+
+    // The node-level slot moves: the inboxes follow (bounded).
+    let control = "{ocpp}:since";
+    let to = elsewhere(control);
+    tokio::task::block_in_place(|| redis.move_slot(control, to));
+    let moved = std::time::Instant::now();
+    let mut answers = Vec::new();
+    loop {
+        let answer = call("CP-M").await;
+        if answer == expected {
+            break;
+        }
+        answers.push(answer);
+        assert!(
+            moved.elapsed() < Duration::from_secs(15),
+            "commands do not pass after the node-level slot moved: {answers:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "commands pass {:?} after the node-level slot moved; before: {answers:?}",
+        moved.elapsed()
+    );
+    tokio::task::block_in_place(|| {
+        redis.wait_inbox("a");
+        redis.wait_inbox("b");
+    });
+    assert!(
+        b.cluster.refresh().await.expect("refresh").is_empty(),
+        "still held"
+    );
+    assert!(redis.exists(&redis.node_key("a")) && redis.exists(&redis.node_key("b")));
+    assert_eq!(
+        a.cluster
+            .call("NOBODY", "Reset", "{}", Duration::from_secs(5))
+            .await,
+        Err(CallFailure::NotConnected)
+    );
+}
+
 /// What a Redis Cluster cannot do is refused when the node starts, not when it runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_redis_cluster_cannot_do_is_refused_at_startup() {

@@ -208,6 +208,55 @@ impl RedisCluster {
         panic!("no master serves slot {slot}")
     }
 
+    /// Moves `key`'s slot, with its keys, to the master on `to` (a resharding of one slot:
+    /// `CLUSTER SETSLOT` IMPORTING and MIGRATING, `MIGRATE` of its keys, then `SETSLOT NODE`
+    /// on every master). Bounded.
+    pub fn move_slot(&self, key: &str, to: u16) {
+        let slot = self.keyslot(key).to_string();
+        let from = self.master_of(key);
+        assert_ne!(from, to, "the slot is on {to} already");
+        let id = |port: u16| match query(port, &["CLUSTER", "MYID"]) {
+            Some(reply) => reply.text().expect("an id").to_owned(),
+            None => panic!("CLUSTER MYID on {port}"),
+        };
+        let (from_id, to_id) = (id(from), id(to));
+        let ok = |port: u16, words: &[&str]| {
+            let reply = query(port, words);
+            assert_eq!(
+                reply,
+                Some(Reply::Status("OK".into())),
+                "{words:?} on {port}"
+            );
+        };
+        ok(to, &["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+        ok(from, &["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+        let to_port = to.to_string();
+        for _ in 0..1000 {
+            let keys = match query(from, &["CLUSTER", "GETKEYSINSLOT", &slot, "100"]) {
+                Some(Reply::Array(keys)) => keys,
+                other => panic!("GETKEYSINSLOT: {other:?}"),
+            };
+            if keys.is_empty() {
+                break;
+            }
+            let mut words = vec!["MIGRATE", "127.0.0.1", &to_port, "", "0", "5000", "KEYS"];
+            let names: Vec<String> = keys
+                .iter()
+                .filter_map(|k| k.text().map(str::to_owned))
+                .collect();
+            words.extend(names.iter().map(String::as_str));
+            ok(from, &words);
+        }
+        for &port in &self.ports {
+            ok(port, &["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+        }
+        let start = Instant::now();
+        while self.master_of(key) != to {
+            assert!(start.elapsed() < FORM, "slot {slot} did not move to {to}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// One command to the master that serves `key`.
     pub fn query_key(&self, key: &str, words: &[&str]) -> Option<Reply> {
         query(self.master_of(key), words)
