@@ -369,6 +369,85 @@ async fn a_slot_migration_is_followed_by_claims_routing_and_inboxes() {
     );
 }
 
+/// A claims master is killed and its replica promoted (three masters, a replica each): the
+/// nodes follow the new master, see its `run_id` and mark `since`; commands reach the holder
+/// again, never `not_connected` on the way, and the claim is the holder's under its epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_failover_to_its_replica_is_followed() {
+    let mut redis = RedisCluster::start_with_replicas();
+    // A claim that outlives the failover (the claim TTL of `common::config`, 2 s, would
+    // not: its key would expire, rightly, while its holder cannot refresh it).
+    let start = |name: &str| {
+        let probe = common::Probe::new(name);
+        let config = ClusterConfig::new(redis.url(), name)
+            .with_claim_ttl(Duration::from_secs(30))
+            .with_refresh_interval(Duration::from_secs(10))
+            .with_node_ttl(Duration::from_secs(2))
+            .with_redis_timeout(Duration::from_secs(1));
+        let (cluster, events) = Cluster::start(config, probe.clone()).expect("start");
+        common::Node {
+            cluster,
+            events,
+            probe,
+        }
+    };
+    let a = start("a");
+    let b = start("b");
+    common::wait_until(Duration::from_secs(10), || {
+        a.cluster.is_connected() && b.cluster.is_connected()
+    })
+    .await;
+    let control = redis.master_of("{ocpp}:since");
+    let identity = (0..100)
+        .map(|i| format!("CP-{i}"))
+        .find(|id| redis.master_of(&format!("ocpp:cp:{id}")) != control)
+        .expect("a claim on another master");
+    let claim = b.cluster.claim(&identity).await;
+    assert!(claim.epoch.is_some());
+    let expected = Ok(format!(r#"{{"node":"b","identity":"{identity}"}}"#));
+    let call = || {
+        a.cluster
+            .call(&identity, "Reset", "{}", Duration::from_secs(5))
+    };
+    assert_eq!(call().await, expected);
+    let victim = redis.master_of(&format!("ocpp:cp:{identity}"));
+    // Let the replica have the claim (asynchronous replication).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let killed = std::time::Instant::now();
+    tokio::task::block_in_place(|| redis.kill(victim));
+    let ok_after = killed.elapsed();
+    let promoted = redis.master_of(&format!("ocpp:cp:{identity}"));
+    assert_ne!(promoted, victim);
+    let mut answers = Vec::new();
+    loop {
+        let answer = call().await;
+        assert_ne!(
+            answer,
+            Err(CallFailure::NotConnected),
+            "not_connected for a connected charge point: {answers:?}"
+        );
+        if answer == expected {
+            break;
+        }
+        answers.push(answer);
+        assert!(
+            killed.elapsed() < Duration::from_secs(30),
+            "commands do not pass after the failover: {answers:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "cluster ok {ok_after:?} after the kill; commands pass {:?} after it; before: {answers:?}",
+        killed.elapsed()
+    );
+    assert!(
+        b.cluster.refresh().await.expect("refresh").is_empty(),
+        "still held"
+    );
+    assert!(b.cluster.holds(&identity).is_some());
+}
+
 /// What a Redis Cluster cannot do is refused when the node starts, not when it runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_redis_cluster_cannot_do_is_refused_at_startup() {

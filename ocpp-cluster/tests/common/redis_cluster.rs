@@ -29,7 +29,7 @@ impl RedisCluster {
     pub fn start() -> Self {
         for attempt in 0..3 {
             let ports: Vec<u16> = (0..MASTERS).map(|_| free_port()).collect();
-            match Self::try_start(&ports) {
+            match Self::try_start(&ports, 0) {
                 Ok(cluster) => return cluster,
                 Err(why) if attempt < 2 => eprintln!("redis cluster: {why}; again"),
                 Err(why) => panic!("redis cluster did not form: {why}"),
@@ -48,10 +48,33 @@ impl RedisCluster {
 
     /// Starts the cluster on `ports` ([`RedisCluster::reserve`]).
     pub fn start_on(ports: &[u16]) -> Self {
-        Self::try_start(ports).unwrap_or_else(|why| panic!("redis cluster did not form: {why}"))
+        Self::try_start(ports, 0).unwrap_or_else(|why| panic!("redis cluster did not form: {why}"))
     }
 
-    fn try_start(ports: &[u16]) -> Result<Self, String> {
+    /// Three masters with a replica each (six servers): for a failover.
+    pub fn start_with_replicas() -> Self {
+        let ports: Vec<u16> = (0..2 * MASTERS).map(|_| free_port()).collect();
+        let mut cluster = Self::try_start(&ports, 1)
+            .unwrap_or_else(|why| panic!("redis cluster did not form: {why}"));
+        // A replica that never synced refuses to take over: wait until each one has.
+        let replicas = cluster.ports.clone();
+        cluster
+            .wait(|| {
+                let synced = replicas
+                    .iter()
+                    .filter(|&&port| {
+                        query(port, &["INFO", "replication"])
+                            .and_then(|r| r.text().map(|t| t.contains("master_link_status:up")))
+                            .unwrap_or(false)
+                    })
+                    .count();
+                synced == MASTERS
+            })
+            .unwrap_or_else(|why| panic!("the replicas did not sync: {why}"));
+        cluster
+    }
+
+    fn try_start(ports: &[u16], replicas: usize) -> Result<Self, String> {
         let ports = ports.to_vec();
         let dir = std::env::temp_dir().join(format!(
             "ocpp-redis-cluster-{}-{}",
@@ -76,7 +99,7 @@ impl RedisCluster {
             .arg("--cluster")
             .arg("create")
             .args(&addresses)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .output()
@@ -110,6 +133,8 @@ impl RedisCluster {
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
             .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
+            // A replica syncs at once (not after the default 5 s wait for more replicas).
+            .args(["--repl-diskless-sync-delay", "0"])
             .arg("--cluster-config-file")
             .arg(self.dir.join(format!("nodes-{port}.conf")))
             .arg("--dir")
@@ -134,6 +159,42 @@ impl RedisCluster {
         let ports = self.ports.clone();
         self.wait(|| {
             ports.iter().all(|&port| {
+                query(port, &["CLUSTER", "INFO"])
+                    .and_then(|r| r.text().map(|t| t.contains("cluster_state:ok")))
+                    .unwrap_or(false)
+            })
+        })
+        .expect("the cluster is ok again");
+    }
+
+    /// Kills the master on `port` (SIGKILL) and waits (bounded) until another server serves
+    /// its slots (its replica, promoted) and the servers left say the cluster is ok.
+    pub fn kill(&mut self, port: u16) {
+        let i = self
+            .ports
+            .iter()
+            .position(|p| *p == port)
+            .expect("a port of the cluster");
+        // The slots it served: one of each range (`myself` line) is enough to follow them.
+        let served: Vec<u16> = (0..16384u16)
+            .step_by(64)
+            .filter(|&slot| self.server_of(slot) == Some(port))
+            .collect();
+        let mut killed = self.children.remove(i);
+        let _ = killed.kill();
+        let _ = killed.wait();
+        self.ports.remove(i);
+        let left = self.ports.clone();
+        let start = Instant::now();
+        while !served.iter().all(|&slot| self.server_of(slot).is_some()) {
+            assert!(
+                start.elapsed() < FORM,
+                "no replica took the slots of {port} over"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.wait(|| {
+            left.iter().all(|&port| {
                 query(port, &["CLUSTER", "INFO"])
                     .and_then(|r| r.text().map(|t| t.contains("cluster_state:ok")))
                     .unwrap_or(false)
@@ -185,13 +246,19 @@ impl RedisCluster {
     /// `myself` line names its slots).
     pub fn master_of(&self, key: &str) -> u16 {
         let slot = self.keyslot(key);
-        for &port in &self.ports {
+        self.server_of(slot)
+            .unwrap_or_else(|| panic!("no master serves slot {slot}"))
+    }
+
+    /// The port of the server whose `myself` line serves `slot`, if any.
+    fn server_of(&self, slot: u16) -> Option<u16> {
+        self.ports.iter().copied().find(|&port| {
             let nodes = query(port, &["CLUSTER", "NODES"]);
             let Some(text) = nodes.as_ref().and_then(Reply::text) else {
-                continue;
+                return false;
             };
             let mine = text.lines().find(|l| l.contains("myself"));
-            let serves = mine.is_some_and(|line| {
+            mine.is_some_and(|line| {
                 line.split(' ').skip(8).any(|range| {
                     let mut bounds = range.split('-').map(|b| b.parse::<u16>().ok());
                     match (bounds.next().flatten(), bounds.next()) {
@@ -200,12 +267,8 @@ impl RedisCluster {
                         _ => false,
                     }
                 })
-            });
-            if serves {
-                return port;
-            }
-        }
-        panic!("no master serves slot {slot}")
+            })
+        })
     }
 
     /// Moves `key`'s slot, with its keys, to the master on `to` (a resharding of one slot:
