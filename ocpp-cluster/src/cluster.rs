@@ -603,22 +603,22 @@ impl Shared {
             }
             Err(e) => Err(e),
         };
-        let epoch = match answer {
-            Ok(answer) => {
-                let field = |i: usize| answer.get(i).map(String::as_str).unwrap_or("");
-                let epoch = parse_epoch(field(0));
-                if let Ok(epoch) = epoch {
-                    self.notify_superseded(identity, field(1), field(2), epoch)
-                        .await;
-                }
-                epoch
-            }
-            Err(e) => Err(e),
-        };
+        // The previous holder, told on Redis Cluster once the claim is settled here.
+        let mut previous = None;
+        let epoch = answer.and_then(|answer| {
+            let field = |i: usize| answer.get(i).cloned().unwrap_or_default();
+            let epoch = parse_epoch(&field(0))?;
+            previous = Some((field(1), field(2)));
+            Ok(epoch)
+        });
         in_flight.armed = false;
         let then = lock(&self.claims).register_done(identity, ticket, epoch.as_ref().ok().copied());
         // Wake a registration waiting on this one, now that the state is settled.
         self.registered.notify_waiters();
+        if let (Ok(epoch), Some((node, node_epoch))) = (&epoch, &previous) {
+            self.notify_superseded(identity, node, node_epoch, *epoch)
+                .await;
+        }
         match then {
             Registered::Held { epoch, recheck } => {
                 if recheck {

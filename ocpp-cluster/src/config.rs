@@ -187,7 +187,7 @@ impl ClusterConfig {
         starts_with_scheme(&self.redis_url, CLUSTER_SCHEME)
     }
 
-    /// The Redis URL, read: one address, or a service behind Sentinel.
+    /// The Redis URL, read: one address, a service behind Sentinel, or a Redis Cluster.
     pub(crate) fn redis_target(&self) -> Result<RedisTarget, ClusterError> {
         let url = self.redis_url.as_str();
         let bad = |why: String| ClusterError::Config(format!("redis url: {why}"));

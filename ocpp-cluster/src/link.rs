@@ -1,5 +1,5 @@
-//! The node's way to Redis: one address, the master that Redis Sentinel names, followed
-//! through failovers (PROTOCOL.md 1.1), or a Redis Cluster (1.2).
+//! The node's way to Redis: one address, the master that Redis Sentinel names, followed through
+//! failovers (PROTOCOL.md 1.1), or a Redis Cluster (1.2).
 //!
 //! [`RedisLink`] is what the node runs every command and script on (a
 //! [`ConnectionLike`](redis::aio::ConnectionLike), cheap to clone): the rest of the crate has
@@ -7,15 +7,14 @@
 //! `redis-cluster://` it is the `redis` crate's cluster connection, which sends each command to
 //! the master of its key's slot and follows `MOVED`/`ASK` redirections and topology changes;
 //! the inbox is a sharded pub/sub subscription ([`Inbox`]). On `redis+sentinel://` it is the
-//! manager of the master the
-//! sentinels named last. A background [`Resolver`] asks the sentinels again (at most every
-//! [`RESOLVE_INTERVAL`]) on every `+switch-master` event and when a call fails as a failover
-//! makes calls fail (refused, reset, timed out, `READONLY` from a demoted master); it believes
-//! the sentinel with the newest configuration (`config-epoch`), and when that names another
-//! master that says it is one (`ROLE`), runs `failover.lua` there and moves the link to it. The
-//! inbox subscription follows ([`MasterMoved`]). A call never waits for the sentinels longer
-//! than the Redis timeout and is never sent again on the new master: it fails (the caller's
-//! retryable outcome) and the next call goes there.
+//! manager of the master the sentinels named last. A background [`Resolver`] asks the sentinels
+//! again (at most every [`RESOLVE_INTERVAL`]) on every `+switch-master` event and when a call
+//! fails as a failover makes calls fail (refused, reset, timed out, `READONLY` from a demoted
+//! master); it believes the sentinel with the newest configuration (`config-epoch`), and when
+//! that names another master that says it is one (`ROLE`), runs `failover.lua` there and moves
+//! the link to it. The inbox subscription follows ([`MasterMoved`]). A call never waits for the
+//! sentinels longer than the Redis timeout and is never sent again on the new master: it fails
+//! (the caller's retryable outcome) and the next call goes there.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
