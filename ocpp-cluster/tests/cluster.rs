@@ -2,13 +2,12 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{node, scenarios, wait_until, RedisServer};
 use futures_util::StreamExt;
-use ocpp_cluster::{BridgeOutput, CallFailure, ClusterBridge, ClusterEvent, Superseded};
+use ocpp_cluster::{CallFailure, ClusterEvent, Superseded};
 
 /// A command's timeout where the test is not about timeouts: generous, since an answer that
 /// comes returns at once whatever the limit (a loaded CI machine must not turn it into Timeout).
@@ -384,65 +383,7 @@ async fn drain_releases_every_claim_and_the_node_record() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bridge_serves_a_non_async_loop() {
-    let redis = RedisServer::start();
-    let mut b = node(&redis, "b").await;
-    let wakes = Arc::new(AtomicU32::new(0));
-    let counted = Arc::clone(&wakes);
-    let bridge = ClusterBridge::spawn(
-        common::config(&redis, "m"),
-        Box::new(move || {
-            counted.fetch_add(1, Ordering::SeqCst);
-        }),
-    )
-    .unwrap();
-    b.cluster.claim("CP-B").await;
-    let ticket = bridge.claim("CP-M");
-    assert!(bridge.holds("CP-M").is_some(), "held at once");
-
-    // The "mio loop": a plain thread that never blocks on Redis, polling after wakes.
-    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
-    let loop_thread = std::thread::spawn(move || {
-        let mut outputs = Vec::new();
-        while !bridge.is_connected() {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let call = bridge
-            .call("CP-B", "Reset", r#"{"from":"m"}"#, CALL)
-            .unwrap();
-        while stop_rx.try_recv().is_err() {
-            while let Some(output) = bridge.try_recv() {
-                if let BridgeOutput::Execute(job) = &output {
-                    assert_eq!(job.identity, "CP-M");
-                    assert!(bridge.complete(job.id, Ok(r#"{"mio":true}"#.into())));
-                }
-                outputs.push(output);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        (bridge, call, outputs)
-    });
-
-    // b calls the charge point the loop holds.
-    wait_until(Duration::from_secs(3), || wakes.load(Ordering::SeqCst) > 0).await;
-    let answer = b.cluster.call("CP-M", "Reset", "{}", CALL).await;
-    assert_eq!(answer, Ok(r#"{"mio":true}"#.to_owned()));
-    // b takes CP-M over: the loop gets the event.
-    b.cluster.claim("CP-M").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    stop_tx.send(()).unwrap();
-    let (bridge, call, outputs) = loop_thread.join().unwrap();
-
-    assert!(outputs.iter().any(|o| matches!(o,
-        BridgeOutput::Registered { identity, ticket: t, epoch: Some(_) } if identity == "CP-M" && *t == ticket)));
-    assert!(outputs.iter().any(|o| matches!(o,
-        BridgeOutput::CallDone { request, result: Ok(payload) }
-            if *request == call && payload == r#"{"node":"b","identity":"CP-B"}"#)));
-    assert!(outputs.iter().any(|o| matches!(o,
-        BridgeOutput::Event(ClusterEvent::Superseded(s)) if s.identity == "CP-M" && s.by_node == "b")));
-    assert!(bridge.holds("CP-M").is_none());
-    let _ = next_event_none(&mut b.events);
-    // Dropped on a thread without a runtime (as in the mio server): joins the cluster thread.
-    std::thread::spawn(move || drop(bridge)).join().unwrap();
+    scenarios::bridge_serves_a_non_async_loop(&RedisServer::start()).await;
 }
 
 async fn reply(replies: &mut redis::aio::PubSubStream) -> serde_json::Value {
@@ -451,10 +392,6 @@ async fn reply(replies: &mut redis::aio::PubSubStream) -> serde_json::Value {
         .expect("a reply")
         .unwrap();
     serde_json::from_slice(msg.get_payload_bytes()).unwrap()
-}
-
-fn next_event_none(events: &mut ocpp_cluster::ClusterEvents) -> Option<ClusterEvent> {
-    events.try_recv().ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -41,6 +41,12 @@ async fn drain_releases_every_claim_and_the_node_record() {
     scenarios::drain_releases_every_claim_and_the_node_record(&redis).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_serves_a_non_async_loop() {
+    let redis = RedisCluster::start();
+    scenarios::bridge_serves_a_non_async_loop(&redis).await;
+}
+
 /// The keys of one charge point share a slot, and so do the node-level keys and inboxes
 /// (every multi-key script stays in one slot); the claims of many charge points land on every
 /// master, and the cluster-wide listing (a `SCAN` per master) finds them all.
