@@ -42,6 +42,12 @@ async fn drain_releases_every_claim_and_the_node_record() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soak_every_command_gets_one_answer_and_runs_at_most_once_while_charge_points_move() {
+    let redis = RedisCluster::start();
+    scenarios::soak_every_command_gets_one_answer_and_runs_at_most_once(&redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bridge_serves_a_non_async_loop() {
     let redis = RedisCluster::start();
     scenarios::bridge_serves_a_non_async_loop(&redis).await;

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
 use ocpp_cluster::{BridgeOutput, CallFailure, ClusterBridge, ClusterEvent, Superseded};
 
 use super::{config, node, wait_until, Backend};
@@ -241,4 +242,98 @@ pub async fn bridge_serves_a_non_async_loop(redis: &impl Backend) {
     let _ = b.events.try_recv();
     // Dropped on a thread without a runtime (as in the mio server): joins the cluster thread.
     std::thread::spawn(move || drop(bridge)).join().unwrap();
+}
+
+/// Commands from every node while charge points move between nodes (takeovers, releases):
+/// exactly one answer each, at most one execution, a result only with its execution.
+pub async fn soak_every_command_gets_one_answer_and_runs_at_most_once(redis: &impl Backend) {
+    const NODES: usize = 3;
+    const IDENTITIES: usize = 12;
+    const COMMANDS: usize = 300;
+    let mut nodes = Vec::new();
+    for name in ["s0", "s1", "s2"] {
+        nodes.push(node(redis, name).await);
+    }
+    let nodes = Arc::new(nodes);
+    for i in 0..IDENTITIES {
+        nodes[i % NODES].cluster.claim(&format!("CP-{i}")).await;
+    }
+
+    // Charge points move: a reconnect elsewhere (takeover), sometimes a disconnect first.
+    let mover = {
+        let nodes = Arc::clone(&nodes);
+        tokio::spawn(async move {
+            for _ in 0..60 {
+                let id = format!("CP-{}", fastrand::usize(..IDENTITIES));
+                let to = fastrand::usize(..NODES);
+                if fastrand::u8(..4) == 0 {
+                    for n in nodes.iter() {
+                        if let Some(c) = n.cluster.holds(&id) {
+                            n.cluster.release(&id, c.ticket).await.unwrap();
+                        }
+                    }
+                }
+                nodes[to].cluster.claim(&id).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+
+    let started = Instant::now();
+    let results = futures_util::stream::iter(0..COMMANDS)
+        .map(|n| {
+            let nodes = Arc::clone(&nodes);
+            async move {
+                let from = fastrand::usize(..NODES);
+                let id = format!("CP-{}", fastrand::usize(..IDENTITIES));
+                let answer = nodes[from]
+                    .cluster
+                    .call(
+                        &id,
+                        "Jitter",
+                        &format!(r#"{{"n":{n}}}"#),
+                        Duration::from_secs(2),
+                    )
+                    .await;
+                (n, answer)
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await;
+    mover.await.unwrap();
+    let elapsed = started.elapsed();
+    let mut nodes = Arc::try_unwrap(nodes).ok().expect("the mover is done");
+    let moved: usize = nodes
+        .iter_mut()
+        .map(|n| std::iter::from_fn(|| n.events.try_recv().ok()).count())
+        .sum();
+    assert!(moved > 0, "charge points were taken over during the run");
+
+    let (mut ok, mut not_connected, mut timeout) = (0, 0, 0);
+    let mut answered = vec![0u32; COMMANDS];
+    for (n, answer) in &results {
+        answered[*n] += 1;
+        let runs: u32 = nodes
+            .iter()
+            .map(|x| x.probe.runs_of(&format!(r#"{{"n":{n}}}"#)))
+            .sum();
+        assert!(runs <= 1, "command {n} executed {runs} times");
+        match answer {
+            Ok(_) => {
+                assert_eq!(runs, 1, "a result without an execution");
+                ok += 1;
+            }
+            Err(CallFailure::NotConnected) => not_connected += 1,
+            Err(CallFailure::Timeout) => timeout += 1,
+            Err(other) => panic!("command {n}: unexpected {other:?}"),
+        }
+    }
+    assert!(answered.iter().all(|&a| a == 1), "exactly one answer each");
+    assert_eq!(ok + not_connected + timeout, COMMANDS);
+    assert!(
+        ok > COMMANDS / 2,
+        "most commands land: {ok} ok, {not_connected} not connected, {timeout} timeouts"
+    );
+    eprintln!("soak: {COMMANDS} commands in {elapsed:?}: {ok} ok, {not_connected} not connected, {timeout} timeouts, {moved} takeovers");
 }
