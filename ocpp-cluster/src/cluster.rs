@@ -591,28 +591,34 @@ impl Shared {
         let mut redis = self.redis.clone();
         let answer: Result<Vec<String>, ClusterError> = match self.housekeeping_permit().await {
             Ok(_permit) => {
-                self.bounded(
-                    self.scripts
-                        .claim
-                        .key(config.claim_key(identity))
-                        .key(config.epoch_key())
-                        .key(config.since_key())
-                        .arg(&config.node_id)
-                        .arg(millis(config.claim_ttl))
-                        .arg(config.inbox_prefix())
-                        .arg(identity)
-                        .arg(version.map(OcppVersion::subprotocol).unwrap_or(""))
-                        .invoke_async(&mut redis),
-                )
-                .await
+                let mut claim = self.scripts.claim.key(config.claim_key(identity));
+                claim
+                    .key(self.shared_keys())
+                    .arg(&config.node_id)
+                    .arg(millis(config.claim_ttl))
+                    .arg(self.script_inbox_prefix())
+                    .arg(identity)
+                    .arg(version.map(OcppVersion::subprotocol).unwrap_or(""));
+                self.bounded(claim.invoke_async(&mut redis)).await
             }
             Err(e) => Err(e),
         };
-        let epoch = answer.and_then(|v| parse_epoch(v.first().map(String::as_str).unwrap_or("")));
+        // The previous holder, told on Redis Cluster once the claim is settled here.
+        let mut previous = None;
+        let epoch = answer.and_then(|answer| {
+            let field = |i: usize| answer.get(i).cloned().unwrap_or_default();
+            let epoch = parse_epoch(&field(0))?;
+            previous = Some((field(1), field(2)));
+            Ok(epoch)
+        });
         in_flight.armed = false;
         let then = lock(&self.claims).register_done(identity, ticket, epoch.as_ref().ok().copied());
         // Wake a registration waiting on this one, now that the state is settled.
         self.registered.notify_waiters();
+        if let (Ok(epoch), Some((node, node_epoch))) = (&epoch, &previous) {
+            self.notify_superseded(identity, node, node_epoch, *epoch)
+                .await;
+        }
         match then {
             Registered::Held { epoch, recheck } => {
                 if recheck {
@@ -653,6 +659,67 @@ impl Shared {
             )
             .await?;
         Ok(released == 1)
+    }
+
+    /// The keys `claim.lua` and `refresh.lua` take after the claim key: the epoch counter and
+    /// `since` on one Redis; none on Redis Cluster, where a script's keys share one slot
+    /// (PROTOCOL.md 1.2).
+    fn shared_keys(&self) -> Vec<String> {
+        if self.redis.is_cluster() {
+            Vec::new()
+        } else {
+            vec![self.config.epoch_key(), self.config.since_key()]
+        }
+    }
+
+    /// The inbox prefix `claim.lua` and `refresh.lua` publish a `superseded` message under;
+    /// `""` on Redis Cluster, where the inbox is in another slot: the node publishes it itself
+    /// ([`Shared::notify_superseded`]).
+    fn script_inbox_prefix(&self) -> String {
+        if self.redis.is_cluster() {
+            String::new()
+        } else {
+            self.config.inbox_prefix()
+        }
+    }
+
+    /// On Redis Cluster, after `claim.lua` or a `refresh.lua` that restored a claim: tells
+    /// `old_node` (if another node's claim was replaced) that its claim under `old_epoch` is
+    /// superseded by this node's under `by_epoch`, as the script does on one Redis. A failure
+    /// is logged: that node finds the loss at its next refresh (PROTOCOL.md 1.2).
+    async fn notify_superseded(
+        &self,
+        identity: &str,
+        old_node: &str,
+        old_epoch: &str,
+        by_epoch: u64,
+    ) {
+        if !self.redis.is_cluster() || old_node.is_empty() || old_node == self.config.node_id {
+            return;
+        }
+        let message = crate::wire::Superseded {
+            kind: "superseded".into(),
+            identity: identity.into(),
+            epoch: old_epoch.parse().unwrap_or(0),
+            by_node: self.config.node_id.as_str().into(),
+            by_epoch,
+        };
+        let Ok(message) = serde_json::to_string(&message) else {
+            return;
+        };
+        let channel = format!("{}{old_node}", self.config.inbox_prefix());
+        let mut redis = self.redis.clone();
+        let sent = self
+            .bounded(
+                redis::cmd(self.redis.publish_command())
+                    .arg(channel)
+                    .arg(message)
+                    .query_async::<i64>(&mut redis),
+            )
+            .await;
+        if let Err(e) = sent {
+            tracing::warn!(identity, node = old_node, error = %e, "superseded message not sent");
+        }
     }
 
     fn epoch_of(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {

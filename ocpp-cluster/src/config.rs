@@ -25,7 +25,12 @@ pub struct ClusterConfig {
     ///   of `service` as Redis Sentinel names it, asked of these sentinels (port 26379 when
     ///   left out), and followed through failovers (PROTOCOL.md 1). The user and password (both
     ///   percent-decoded) and the database are those of the data nodes; the sentinels are
-    ///   asked without a password.
+    ///   asked without a password;
+    /// - `redis-cluster://[user:password@]host:port[,host:port...]`: a Redis Cluster (Redis 7
+    ///   or later: the inboxes are sharded pub/sub channels), found from these seed nodes (port
+    ///   6379 when left out; the user and password percent-decoded); database 0 only. The
+    ///   claims spread over the cluster's masters; the node records, `since` and the inboxes
+    ///   share one slot (hash tag `{<prefix>}`, PROTOCOL.md 1.2).
     pub redis_url: String,
     /// This node's id, unique in the cluster (e.g. the host name).
     pub node_id: String,
@@ -166,47 +171,86 @@ impl ClusterConfig {
         if self.redis_timeout.is_zero() {
             return bad("the Redis timeout is zero");
         }
-        self.redis_target()?;
+        if let RedisTarget::Cluster(_) = self.redis_target()? {
+            if self.key_prefix.contains(['{', '}']) {
+                return bad(
+                    "on Redis Cluster the key prefix may not hold '{' or '}' (it is the hash tag \
+                     of the node records and inboxes)",
+                );
+            }
+        }
         Ok(())
     }
 
-    /// The Redis URL, read: one address, or a service behind Sentinel.
+    /// Whether the Redis URL names a Redis Cluster (`redis-cluster://`).
+    pub(crate) fn is_redis_cluster(&self) -> bool {
+        starts_with_scheme(&self.redis_url, CLUSTER_SCHEME)
+    }
+
+    /// The Redis URL, read: one address, a service behind Sentinel, or a Redis Cluster.
     pub(crate) fn redis_target(&self) -> Result<RedisTarget, ClusterError> {
         let url = self.redis_url.as_str();
-        match url.get(..SENTINEL_SCHEME.len()) {
-            Some(scheme) if scheme.eq_ignore_ascii_case(SENTINEL_SCHEME) => {
-                SentinelTarget::parse(&url[SENTINEL_SCHEME.len()..])
-                    .map(RedisTarget::Sentinel)
-                    .map_err(|why| ClusterError::Config(format!("redis url: {why}")))
-            }
-            _ => Ok(RedisTarget::Direct(self.redis_url.clone())),
+        let bad = |why: String| ClusterError::Config(format!("redis url: {why}"));
+        if starts_with_scheme(url, SENTINEL_SCHEME) {
+            SentinelTarget::parse(&url[SENTINEL_SCHEME.len()..])
+                .map(RedisTarget::Sentinel)
+                .map_err(bad)
+        } else if starts_with_scheme(url, CLUSTER_SCHEME) {
+            ClusterTarget::parse(&url[CLUSTER_SCHEME.len()..])
+                .map(RedisTarget::Cluster)
+                .map_err(bad)
+        } else {
+            Ok(RedisTarget::Direct(self.redis_url.clone()))
         }
     }
 
+    /// The claim key of `identity`: `<p>:cp:<identity>`, whatever the Redis. On Redis Cluster
+    /// its slot is the hash of the whole key (of the identity's own `{...}`, if it has one):
+    /// the claims spread over the masters, and each charge point's one key is in one slot.
     pub(crate) fn claim_key(&self, identity: &str) -> String {
         format!("{}:cp:{identity}", self.key_prefix)
     }
+    /// The prefix of the node-level names (`since`, the live node set, the node records, the
+    /// inboxes): `<p>` on one Redis (the names of protocol version 1), `{<p>}` on Redis
+    /// Cluster, a hash tag that puts them all in one slot (PROTOCOL.md 1.2).
+    fn control_prefix(&self) -> String {
+        if self.is_redis_cluster() {
+            format!("{{{}}}", self.key_prefix)
+        } else {
+            self.key_prefix.clone()
+        }
+    }
     pub(crate) fn epoch_key(&self) -> String {
-        format!("{}:epoch", self.key_prefix)
+        format!("{}:epoch", self.control_prefix())
     }
     pub(crate) fn since_key(&self) -> String {
-        format!("{}:since", self.key_prefix)
+        format!("{}:since", self.control_prefix())
     }
     pub(crate) fn nodes_key(&self) -> String {
-        format!("{}:nodes", self.key_prefix)
+        format!("{}:nodes", self.control_prefix())
     }
     pub(crate) fn node_prefix(&self) -> String {
-        format!("{}:node:", self.key_prefix)
+        format!("{}:node:", self.control_prefix())
     }
     pub(crate) fn inbox_prefix(&self) -> String {
-        format!("{}:inbox:", self.key_prefix)
+        format!("{}:inbox:", self.control_prefix())
     }
+}
+
+/// Whether `url` starts with `scheme` (ASCII case-insensitive).
+fn starts_with_scheme(url: &str, scheme: &str) -> bool {
+    url.get(..scheme.len())
+        .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
 }
 
 /// The scheme of a Redis reached through Sentinel.
 const SENTINEL_SCHEME: &str = "redis+sentinel://";
 /// The port of a sentinel given without one.
 const SENTINEL_PORT: u16 = 26379;
+/// The scheme of a Redis Cluster.
+const CLUSTER_SCHEME: &str = "redis-cluster://";
+/// The port of a cluster node given without one.
+const CLUSTER_PORT: u16 = 6379;
 
 /// Where the cluster's Redis is ([`ClusterConfig::redis_url`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,6 +259,76 @@ pub(crate) enum RedisTarget {
     Direct(String),
     /// The master of a service, asked of its sentinels.
     Sentinel(SentinelTarget),
+    /// A Redis Cluster, found from its seed nodes.
+    Cluster(ClusterTarget),
+}
+
+/// `redis-cluster://[user:password@]host:port[,host:port...]`, read.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct ClusterTarget {
+    /// The seed nodes (host, port), in the order given.
+    pub(crate) nodes: Vec<(String, u16)>,
+    /// The user, if any.
+    pub(crate) username: Option<String>,
+    /// The password, if any.
+    pub(crate) password: Option<String>,
+}
+
+impl std::fmt::Debug for ClusterTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterTarget")
+            .field("nodes", &self.nodes)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl ClusterTarget {
+    /// Reads what follows `redis-cluster://`. A path (a database) or a query is refused: a
+    /// Redis Cluster has database 0 only.
+    fn parse(rest: &str) -> Result<Self, String> {
+        let authority = rest.strip_suffix('/').unwrap_or(rest);
+        if authority.contains(['/', '?', '#']) {
+            return Err(format!(
+                "{rest:?}: a Redis Cluster URL names its nodes only \
+                 (redis-cluster://host:port[,host:port...]; database 0, no parameters)"
+            ));
+        }
+        let (username, password, hosts) = userinfo(authority)?;
+        let nodes = hosts
+            .split(',')
+            .map(|text| host_port(text, CLUSTER_PORT, "cluster node"))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ClusterTarget {
+            nodes,
+            username,
+            password,
+        })
+    }
+}
+
+/// The user, password (both percent-decoded) and hosts of `[user[:password]@]hosts`.
+type UserInfo<'a> = (Option<String>, Option<String>, &'a str);
+
+fn userinfo(authority: &str) -> Result<UserInfo<'_>, String> {
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => (Some(userinfo), hosts),
+        None => (None, authority),
+    };
+    let (username, password) = match userinfo {
+        None => (None, None),
+        Some(userinfo) => {
+            let (user, password) = match userinfo.split_once(':') {
+                Some((user, password)) => (user, Some(password)),
+                None => (userinfo, None),
+            };
+            let user = percent_decode(user)?;
+            let password = password.map(percent_decode).transpose()?;
+            ((!user.is_empty()).then_some(user), password)
+        }
+    };
+    Ok((username, password, hosts))
 }
 
 /// `redis+sentinel://[user:password@]host:port[,host:port...]/service[?db=N]`, read.
@@ -255,25 +369,10 @@ impl SentinelTarget {
         if service.is_empty() || service.contains('/') {
             return Err(format!("bad service name {path:?}"));
         }
-        let (userinfo, hosts) = match authority.rsplit_once('@') {
-            Some((userinfo, hosts)) => (Some(userinfo), hosts),
-            None => (None, authority),
-        };
-        let (username, password) = match userinfo {
-            None => (None, None),
-            Some(userinfo) => {
-                let (user, password) = match userinfo.split_once(':') {
-                    Some((user, password)) => (user, Some(password)),
-                    None => (userinfo, None),
-                };
-                let user = percent_decode(user)?;
-                let password = password.map(percent_decode).transpose()?;
-                ((!user.is_empty()).then_some(user), password)
-            }
-        };
+        let (username, password, hosts) = userinfo(authority)?;
         let sentinels = hosts
             .split(',')
-            .map(sentinel_address)
+            .map(|text| host_port(text, SENTINEL_PORT, "sentinel"))
             .collect::<Result<Vec<_>, _>>()?;
         let mut db = 0;
         for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -298,9 +397,10 @@ impl SentinelTarget {
     }
 }
 
-/// `host:port`, `host` (port 26379), `[v6]:port` or `[v6]`.
-fn sentinel_address(text: &str) -> Result<(String, u16), String> {
-    let bad = || format!("bad sentinel address {text:?} (host:port)");
+/// `host:port`, `host` (port `default_port`), `[v6]:port` or `[v6]`; `what` names it in the
+/// error.
+fn host_port(text: &str, default_port: u16, what: &str) -> Result<(String, u16), String> {
+    let bad = || format!("bad {what} address {text:?} (host:port)");
     let (host, port) = match text.strip_prefix('[') {
         Some(v6) => {
             let (host, after) = v6.split_once(']').ok_or_else(bad)?;
@@ -315,7 +415,7 @@ fn sentinel_address(text: &str) -> Result<(String, u16), String> {
         },
     };
     let port = match port {
-        None => SENTINEL_PORT,
+        None => default_port,
         Some(port) => port
             .parse::<u16>()
             .ok()
@@ -401,6 +501,68 @@ mod tests {
 
         let t = sentinel("redis+sentinel://:secret@h:1/svc");
         assert_eq!((t.username, t.password.as_deref()), (None, Some("secret")));
+    }
+
+    #[test]
+    fn a_cluster_url_names_its_seed_nodes() {
+        let t = match target("REDIS-CLUSTER://app:p%40ss@10.0.0.1:7000,10.0.0.2,[::1]:7002/") {
+            Ok(RedisTarget::Cluster(t)) => t,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            t.nodes,
+            [
+                ("10.0.0.1".to_owned(), 7000),
+                ("10.0.0.2".to_owned(), 6379),
+                ("::1".to_owned(), 7002)
+            ]
+        );
+        assert_eq!(t.username.as_deref(), Some("app"));
+        assert_eq!(t.password.as_deref(), Some("p@ss"));
+        assert!(
+            !format!("{t:?}").contains("p@ss"),
+            "the password is not logged"
+        );
+        let config = ClusterConfig::new("redis-cluster://h:1", "a");
+        assert!(config.validate().is_ok());
+        assert_eq!(config.claim_key("CP-1"), "ocpp:cp:CP-1");
+        assert_eq!(config.since_key(), "{ocpp}:since");
+        assert_eq!(config.nodes_key(), "{ocpp}:nodes");
+        assert_eq!(config.node_prefix(), "{ocpp}:node:");
+        assert_eq!(config.inbox_prefix(), "{ocpp}:inbox:");
+        // One Redis keeps the names of protocol version 1.
+        let config = ClusterConfig::new("redis://h:1", "a");
+        assert_eq!(config.since_key(), "ocpp:since");
+        assert_eq!(config.inbox_prefix(), "ocpp:inbox:");
+    }
+
+    #[test]
+    fn what_a_redis_cluster_cannot_do_is_refused_at_startup() {
+        for url in [
+            "redis-cluster://",
+            "redis-cluster://h:1/2",
+            "redis-cluster://h:1?db=1",
+            "redis-cluster://h:1,,h:2",
+            "redis-cluster://h:0",
+            "redis-cluster://h:x",
+            "redis-cluster://h/svc",
+        ] {
+            let config = ClusterConfig::new(url, "a");
+            assert!(
+                matches!(config.validate(), Err(ClusterError::Config(_))),
+                "{url} accepted"
+            );
+        }
+        for prefix in ["a{b", "a}b", "{x}"] {
+            let config = ClusterConfig::new("redis-cluster://h:1", "a").with_key_prefix(prefix);
+            assert!(
+                matches!(config.validate(), Err(ClusterError::Config(_))),
+                "prefix {prefix} accepted"
+            );
+            // One Redis has no hash tags.
+            let config = ClusterConfig::new("redis://h:1", "a").with_key_prefix(prefix);
+            assert!(config.validate().is_ok());
+        }
     }
 
     #[test]

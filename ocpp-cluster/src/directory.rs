@@ -122,8 +122,8 @@ impl Cluster {
     }
 
     /// Every charge point connected in the cluster, as [`Cluster::locate`] sees each, in no
-    /// particular order: `SCAN` over the claim keys, each step and each batch of reads bounded
-    /// by the Redis timeout; at most `limit` entries.
+    /// particular order: `SCAN` over the claim keys (on Redis Cluster, on each master), each
+    /// step and each batch of reads bounded by the Redis timeout; at most `limit` entries.
     ///
     /// ```no_run
     /// # async fn run(cluster: ocpp_cluster::Cluster) -> Result<(), ocpp_cluster::ClusterError> {
@@ -136,39 +136,52 @@ impl Cluster {
         let shared = self.shared();
         let prefix = shared.config.claim_key("");
         let pattern = format!("{}*", glob_escape(&prefix));
-        let mut redis = shared.redis.clone();
         let mut all = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) = shared
-                .bounded(
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(&pattern)
-                        .arg("COUNT")
-                        .arg(SCAN_BATCH)
-                        .query_async(&mut redis),
-                )
-                .await?;
-            if !keys.is_empty() {
-                let mut pipe = redis::pipe();
-                for key in &keys {
-                    pipe.cmd("HMGET").arg(key).arg(&FIELDS[..]);
-                }
-                let records: Vec<Record> = shared.bounded(pipe.query_async(&mut redis)).await?;
-                let now = crate::cluster::unix_ms();
-                for (key, record) in keys.iter().zip(records) {
-                    let identity = key.strip_prefix(&prefix).unwrap_or(key);
-                    if let Some(cp) = located(identity, record, now)? {
-                        if all.len() < limit {
-                            all.push(cp);
+        // One Redis: one SCAN; Redis Cluster: one per master (each holds its slots' keys).
+        let targets = shared.bounded(shared.redis.scan_targets()).await?;
+        for target in &targets {
+            let mut cursor: u64 = 0;
+            loop {
+                let mut scan = redis::cmd("SCAN");
+                scan.arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(SCAN_BATCH);
+                let (next, keys): (u64, Vec<String>) =
+                    shared.bounded(shared.redis.scan_on(target, &scan)).await?;
+                if !keys.is_empty() {
+                    // One HMGET per key, all at once on the multiplexed connection (a
+                    // pipeline would have to stay in one slot on Redis Cluster).
+                    let reads = keys.iter().map(|key| {
+                        let mut redis = shared.redis.clone();
+                        async move {
+                            redis::cmd("HMGET")
+                                .arg(key)
+                                .arg(&FIELDS[..])
+                                .query_async::<Record>(&mut redis)
+                                .await
+                        }
+                    });
+                    let records: Vec<Record> = shared
+                        .bounded(futures_util::future::try_join_all(reads))
+                        .await?;
+                    let now = crate::cluster::unix_ms();
+                    for (key, record) in keys.iter().zip(records) {
+                        let identity = key.strip_prefix(&prefix).unwrap_or(key);
+                        if let Some(cp) = located(identity, record, now)? {
+                            if all.len() < limit {
+                                all.push(cp);
+                            }
                         }
                     }
                 }
+                cursor = next;
+                if cursor == 0 || all.len() >= limit {
+                    break;
+                }
             }
-            cursor = next;
-            if cursor == 0 || all.len() >= limit {
+            if all.len() >= limit {
                 break;
             }
         }

@@ -18,7 +18,9 @@
 //! - **Failures**: every Redis call is bounded; with Redis down local work goes on and remote
 //!   calls fail fast; when Redis returns every claim is registered again. Behind Redis
 //!   Sentinel (`redis+sentinel://`, [`ClusterConfig::redis_url`]) a node finds the master
-//!   through the sentinels and follows it through a failover (PROTOCOL.md 1.1).
+//!   through the sentinels and follows it through a failover (PROTOCOL.md 1.1). On a Redis
+//!   Cluster (`redis-cluster://`) the claims spread over the masters by slot, and the node
+//!   records and inboxes (sharded pub/sub) share one slot (PROTOCOL.md 1.2).
 //!
 //! Two faces: [`Cluster`] (async, tokio) and [`ClusterBridge`] (its own thread; non-blocking
 //! calls, outputs through a channel and a wake callback, for a mio loop).

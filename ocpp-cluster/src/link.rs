@@ -1,17 +1,20 @@
-//! The node's way to Redis: one address, or the master that Redis Sentinel names, followed
-//! through failovers (PROTOCOL.md 1.1).
+//! The node's way to Redis: one address, the master that Redis Sentinel names, followed through
+//! failovers (PROTOCOL.md 1.1), or a Redis Cluster (1.2).
 //!
-//! [`RedisLink`] is what the node runs every command on (a
-//! [`ConnectionLike`](redis::aio::ConnectionLike), cheap to clone). On a plain `redis://` URL it
-//! is a [`ConnectionManager`]. On `redis+sentinel://` it is the manager of the master the
-//! sentinels named last. A background [`Resolver`] asks the sentinels again (at most every
-//! [`RESOLVE_INTERVAL`]) on every `+switch-master` event and when a call fails as a failover
-//! makes calls fail (refused, reset, timed out, `READONLY` from a demoted master); it believes
-//! the sentinel with the newest configuration (`config-epoch`), and when that names another
-//! master that says it is one (`ROLE`), runs `failover.lua` there and moves the link to it. The
-//! inbox subscription follows ([`MasterMoved`]). A call never waits for the sentinels longer
-//! than the Redis timeout and is never sent again on the new master: it fails (the caller's
-//! retryable outcome) and the next call goes there.
+//! [`RedisLink`] is what the node runs every command and script on (a
+//! [`ConnectionLike`](redis::aio::ConnectionLike), cheap to clone): the rest of the crate has
+//! one code path for the three. On a plain `redis://` URL it is a [`ConnectionManager`]. On
+//! `redis-cluster://` it is the `redis` crate's cluster connection, which sends each command to
+//! the master of its key's slot and follows `MOVED`/`ASK` redirections and topology changes;
+//! the inbox is a sharded pub/sub subscription ([`Inbox`]). On `redis+sentinel://` it is the
+//! manager of the master the sentinels named last. A background [`Resolver`] asks the sentinels
+//! again (at most every [`RESOLVE_INTERVAL`]) on every `+switch-master` event and when a call
+//! fails as a failover makes calls fail (refused, reset, timed out, `READONLY` from a demoted
+//! master); it believes the sentinel with the newest configuration (`config-epoch`), and when
+//! that names another master that says it is one (`ROLE`), runs `failover.lua` there and moves
+//! the link to it. The inbox subscription follows ([`MasterMoved`]). A call never waits for the
+//! sentinels longer than the Redis timeout and is never sent again on the new master: it fails
+//! (the caller's retryable outcome) and the next call goes there.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -20,9 +23,12 @@ use futures_util::{FutureExt, StreamExt};
 use redis::aio::{
     ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
 };
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{
     AsyncConnectionConfig, Cmd, ConnectionAddr, ErrorKind, IntoConnectionInfo, Pipeline,
-    RedisConnectionInfo, RedisError, RedisFuture, RedisResult, Role, ServerErrorKind, Value,
+    ProtocolVersion, PushInfo, PushKind, RedisConnectionInfo, RedisError, RedisFuture, RedisResult,
+    Role, ServerErrorKind, Value,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -44,6 +50,116 @@ pub(crate) enum RedisLink {
     },
     /// The master of a Sentinel service.
     Sentinel(Arc<SentinelLink>),
+    /// A Redis Cluster.
+    Cluster {
+        client: Arc<redis::cluster::ClusterClient>,
+        connection: ClusterConnection,
+        timeout: Duration,
+        /// The `run_id` of every master at the last look ([`RedisLink::new_master`]).
+        masters: Arc<std::sync::Mutex<Option<std::collections::BTreeSet<String>>>>,
+    },
+}
+
+/// The message a node publishes to its own inbox on Redis Cluster to check that it is
+/// subscribed where `SPUBLISH` counts it (PROTOCOL.md 3); every node ignores it.
+pub(crate) const INBOX_PING: &str = r#"{"type":"ping"}"#;
+
+/// A node's inbox subscription: a pub/sub connection (one Redis, Sentinel), or a Redis Cluster
+/// connection that takes sharded pub/sub messages (`SSUBSCRIBE`) at the master of the inbox's
+/// slot.
+pub(crate) enum Inbox {
+    /// `SUBSCRIBE` on one Redis.
+    PubSub {
+        sink: redis::aio::PubSubSink,
+        stream: redis::aio::PubSubStream,
+    },
+    /// `SSUBSCRIBE` on Redis Cluster; the messages come through `pushes`.
+    Sharded {
+        connection: ClusterConnection,
+        pushes: mpsc::UnboundedReceiver<PushInfo>,
+        channel: Option<String>,
+    },
+}
+
+impl Inbox {
+    /// Subscribes to `channel` (`SUBSCRIBE`, or `SSUBSCRIBE` on Redis Cluster).
+    pub(crate) async fn subscribe(&mut self, channel: &str) -> RedisResult<()> {
+        match self {
+            Inbox::PubSub { sink, .. } => sink.subscribe(channel).await,
+            Inbox::Sharded {
+                connection,
+                channel: subscribed,
+                ..
+            } => {
+                if let Err(e) = connection.ssubscribe(channel).await {
+                    if e.to_string()
+                        .to_ascii_lowercase()
+                        .contains("unknown command")
+                    {
+                        // Not a failure that passes: say what it is at each attempt.
+                        tracing::error!(
+                            error = %e,
+                            "this Redis Cluster has no sharded pub/sub (SSUBSCRIBE): \
+                             ocpp-cluster needs Redis 7 or later on a cluster"
+                        );
+                    }
+                    return Err(e);
+                }
+                *subscribed = Some(channel.to_owned());
+                Ok(())
+            }
+        }
+    }
+
+    /// The next message's payload; `None` once the connection is gone.
+    pub(crate) async fn next(&mut self) -> Option<Vec<u8>> {
+        match self {
+            Inbox::PubSub { stream, .. } => stream
+                .next()
+                .await
+                .map(|message| message.get_payload_bytes().to_vec()),
+            Inbox::Sharded { pushes, .. } => loop {
+                let push = pushes.recv().await?;
+                if push.kind != PushKind::SMessage {
+                    continue;
+                }
+                if let Some(Value::BulkString(payload)) = push.data.into_iter().nth(1) {
+                    return Some(payload);
+                }
+            },
+        }
+    }
+
+    /// Checks that the subscription still works: `PING` on the pub/sub connection; on Redis
+    /// Cluster, [`INBOX_PING`] published to the inbox itself, which the master of its slot must
+    /// count as read (the cluster connection subscribes again by itself after a disconnection
+    /// or a failover; meanwhile this fails).
+    pub(crate) async fn ping(&mut self) -> RedisResult<()> {
+        match self {
+            Inbox::PubSub { sink, .. } => sink.ping::<Value>().await.map(drop),
+            Inbox::Sharded {
+                connection,
+                channel,
+                ..
+            } => {
+                let Some(channel) = channel else {
+                    return Err(RedisError::from((ErrorKind::Client, "not subscribed")));
+                };
+                let readers: i64 = redis::cmd("SPUBLISH")
+                    .arg(&*channel)
+                    .arg(INBOX_PING)
+                    .query_async(connection)
+                    .await?;
+                if readers == 0 {
+                    return Err(RedisError::from((
+                        ErrorKind::Client,
+                        "the inbox's master does not count this node's subscription",
+                    )));
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for RedisLink {
@@ -57,6 +173,7 @@ impl std::fmt::Debug for RedisLink {
                 .debug_tuple("Sentinel")
                 .field(&link.master.borrow().as_ref().map(|m| m.addr.clone()))
                 .finish(),
+            RedisLink::Cluster { .. } => f.write_str("Cluster"),
         }
     }
 }
@@ -101,6 +218,14 @@ impl MasterMoved {
         }
         std::future::pending::<()>().await
     }
+}
+
+/// The settings of a Redis Cluster connection: each attempt and each answer bounded by the
+/// Redis timeout.
+fn cluster_config(config: &ClusterConfig) -> redis::cluster::ClusterConfig {
+    redis::cluster::ClusterConfig::new()
+        .set_connection_timeout(config.redis_timeout)
+        .set_response_timeout(config.redis_timeout)
 }
 
 /// The settings of every connection to a data node: each attempt and each answer bounded by
@@ -170,27 +295,193 @@ impl RedisLink {
                 link.want();
                 Ok(RedisLink::Sentinel(link))
             }
+            RedisTarget::Cluster(target) => {
+                let mut info = RedisConnectionInfo::default();
+                if let Some(username) = &target.username {
+                    info = info.set_username(username);
+                }
+                if let Some(password) = &target.password {
+                    info = info.set_password(password);
+                }
+                let nodes = target
+                    .nodes
+                    .iter()
+                    .map(|(host, port)| {
+                        ConnectionAddr::Tcp(host.clone(), *port)
+                            .into_connection_info()
+                            .map(|node| node.set_redis_settings(info.clone()))
+                    })
+                    .collect::<RedisResult<Vec<_>>>()
+                    .map_err(|e| ClusterError::Config(format!("redis url: {e}")))?;
+                // RESP3: the inbox takes its sharded messages as pushes.
+                let client = redis::cluster::ClusterClientBuilder::new(nodes)
+                    .use_protocol(ProtocolVersion::RESP3)
+                    .connection_timeout(config.redis_timeout)
+                    .response_timeout(config.redis_timeout)
+                    .retries(2)
+                    .build()
+                    .map_err(|e| ClusterError::Config(format!("redis url: {e}")))?;
+                // Connects in the background (the node starts without waiting for Redis).
+                let _entered = runtime.enter();
+                let connection =
+                    client.get_pending_async_connection_with_config(cluster_config(config));
+                Ok(RedisLink::Cluster {
+                    client: Arc::new(client),
+                    connection,
+                    timeout: config.redis_timeout,
+                    masters: Arc::default(),
+                })
+            }
         }
     }
 
-    /// A new pub/sub connection to the master in use, and what fires when the link moves to
-    /// another one (the subscription should follow).
-    pub(crate) async fn pubsub(&self) -> RedisResult<(redis::aio::PubSub, MasterMoved)> {
+    /// A new inbox connection to the master in use (not subscribed yet: [`Inbox::subscribe`]),
+    /// and what fires when the link moves to another one (the subscription should follow).
+    pub(crate) async fn inbox(&self) -> RedisResult<(Inbox, MasterMoved)> {
+        let pubsub = |pubsub: redis::aio::PubSub| {
+            let (sink, stream) = pubsub.split();
+            Inbox::PubSub { sink, stream }
+        };
         match self {
             RedisLink::Direct { client, .. } => {
-                Ok((client.get_async_pubsub().await?, MasterMoved(None)))
+                Ok((pubsub(client.get_async_pubsub().await?), MasterMoved(None)))
             }
             RedisLink::Sentinel(link) => {
                 let master = link.current().await?;
                 let moved = MasterMoved(Some((link.master.subscribe(), Some(master.generation))));
                 match master.client.get_async_pubsub().await {
-                    Ok(pubsub) => Ok((pubsub, moved)),
+                    Ok(connection) => Ok((pubsub(connection), moved)),
                     Err(e) => {
                         link.want();
                         Err(e)
                     }
                 }
             }
+            RedisLink::Cluster {
+                client, timeout, ..
+            } => {
+                let (pushes_in, pushes) = mpsc::unbounded_channel();
+                let config = redis::cluster::ClusterConfig::new()
+                    .set_connection_timeout(*timeout)
+                    .set_response_timeout(*timeout)
+                    .set_push_sender(pushes_in);
+                let connection = client.get_async_connection_with_config(config).await?;
+                let inbox = Inbox::Sharded {
+                    connection,
+                    pushes,
+                    channel: None,
+                };
+                Ok((inbox, MasterMoved(None)))
+            }
+        }
+    }
+
+    /// The command that publishes to an inbox: `PUBLISH`, or `SPUBLISH` on Redis Cluster (the
+    /// inboxes are sharded channels there).
+    pub(crate) fn publish_command(&self) -> &'static str {
+        match self {
+            RedisLink::Cluster { .. } => "SPUBLISH",
+            _ => "PUBLISH",
+        }
+    }
+
+    /// Whether the link is a Redis Cluster's.
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self, RedisLink::Cluster { .. })
+    }
+
+    /// The masters a `SCAN` must visit: `None`, the one Redis (or master) of the link; on Redis
+    /// Cluster each master, by address (`CLUSTER SLOTS`).
+    pub(crate) async fn scan_targets(&self) -> RedisResult<Vec<Option<(String, u16)>>> {
+        let RedisLink::Cluster { connection, .. } = self else {
+            return Ok(vec![None]);
+        };
+        let mut connection = connection.clone();
+        let slots: Value = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query_async(&mut connection)
+            .await?;
+        let mut masters = Vec::new();
+        if let Value::Array(ranges) = slots {
+            for range in ranges {
+                let Value::Array(fields) = range else {
+                    continue;
+                };
+                let Some(Value::Array(master)) = fields.get(2) else {
+                    continue;
+                };
+                let host = match master.first() {
+                    Some(Value::BulkString(host)) => String::from_utf8_lossy(host).into_owned(),
+                    Some(Value::SimpleString(host)) => host.clone(),
+                    _ => continue,
+                };
+                let Some(Value::Int(port)) = master.get(1) else {
+                    continue;
+                };
+                let Ok(port) = u16::try_from(*port) else {
+                    continue;
+                };
+                if !masters.contains(&Some((host.clone(), port))) {
+                    masters.push(Some((host, port)));
+                }
+            }
+        }
+        if masters.is_empty() {
+            return Err(RedisError::from((
+                ErrorKind::Client,
+                "CLUSTER SLOTS names no master",
+            )));
+        }
+        Ok(masters)
+    }
+
+    /// On Redis Cluster: whether a master serves now that did not at the last look (by its
+    /// `run_id`, new at every start of a redis-server): a replica promoted by a failover, a
+    /// master that restarted without its data, or one added. Its slots may lack writes
+    /// (asynchronous replication, no persistence). `false` at the first look, and on one Redis.
+    pub(crate) async fn new_master(&self) -> RedisResult<bool> {
+        let RedisLink::Cluster { masters, .. } = self else {
+            return Ok(false);
+        };
+        let mut info = redis::cmd("INFO");
+        info.arg("server");
+        let mut now = std::collections::BTreeSet::new();
+        for target in self.scan_targets().await? {
+            let text: String = self.scan_on(&target, &info).await?;
+            let run_id = text
+                .lines()
+                .find_map(|line| line.strip_prefix("run_id:"))
+                .map(|id| id.trim().to_owned())
+                .ok_or_else(|| RedisError::from((ErrorKind::Parse, "INFO without a run_id")))?;
+            now.insert(run_id);
+        }
+        let mut seen = masters
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let new = seen.as_ref().is_some_and(|before| !now.is_subset(before));
+        *seen = Some(now);
+        Ok(new)
+    }
+
+    /// Runs `cmd` (a `SCAN` step) on `target`, one of [`RedisLink::scan_targets`].
+    pub(crate) async fn scan_on<T: redis::FromRedisValue>(
+        &self,
+        target: &Option<(String, u16)>,
+        cmd: &Cmd,
+    ) -> RedisResult<T> {
+        match (self, target) {
+            (RedisLink::Cluster { connection, .. }, Some((host, port))) => {
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                    host: host.clone(),
+                    port: *port,
+                });
+                let value = connection
+                    .clone()
+                    .route_command(cmd.clone(), routing)
+                    .await?;
+                Ok(redis::from_redis_value(value)?)
+            }
+            _ => cmd.query_async(&mut self.clone()).await,
         }
     }
 
@@ -198,7 +489,7 @@ impl RedisLink {
     /// each move; `None` on a plain URL, or before the sentinels named one.
     pub(crate) fn generation(&self) -> Option<u64> {
         match self {
-            RedisLink::Direct { .. } => None,
+            RedisLink::Direct { .. } | RedisLink::Cluster { .. } => None,
             RedisLink::Sentinel(link) => link.master.borrow().as_ref().map(|m| m.generation),
         }
     }
@@ -208,7 +499,7 @@ impl RedisLink {
     /// once rather than after the rest of its backoff (never fires on a plain URL).
     pub(crate) fn moves(&self) -> MasterMoved {
         match self {
-            RedisLink::Direct { .. } => MasterMoved(None),
+            RedisLink::Direct { .. } | RedisLink::Cluster { .. } => MasterMoved(None),
             RedisLink::Sentinel(link) => {
                 let master = link.master.subscribe();
                 let generation = master.borrow().as_ref().map(|m| m.generation);
@@ -323,6 +614,7 @@ impl ConnectionLike for RedisLink {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             RedisLink::Direct { manager, .. } => manager.req_packed_command(cmd),
+            RedisLink::Cluster { connection, .. } => connection.req_packed_command(cmd),
             RedisLink::Sentinel(link) => async move {
                 let link: &SentinelLink = link;
                 let watch = Watch { link, armed: true };
@@ -345,6 +637,9 @@ impl ConnectionLike for RedisLink {
             RedisLink::Direct { manager, .. } => {
                 manager.req_packed_commands(pipeline, offset, count)
             }
+            RedisLink::Cluster { connection, .. } => {
+                connection.req_packed_commands(pipeline, offset, count)
+            }
             RedisLink::Sentinel(link) => async move {
                 let link: &SentinelLink = link;
                 let watch = Watch { link, armed: true };
@@ -360,6 +655,7 @@ impl ConnectionLike for RedisLink {
     fn get_db(&self) -> i64 {
         match self {
             RedisLink::Direct { manager, .. } => manager.get_db(),
+            RedisLink::Cluster { .. } => 0,
             RedisLink::Sentinel(link) => link.db,
         }
     }

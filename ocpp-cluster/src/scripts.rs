@@ -10,10 +10,16 @@ pub const CLAIM: &str = include_str!("scripts/claim.lua");
 pub const REFRESH: &str = include_str!("scripts/refresh.lua");
 /// `release.lua`: compare-and-delete (a tombstone that expires) when the charge point leaves.
 pub const RELEASE: &str = include_str!("scripts/release.lua");
-/// `route.lua`: find the holder of an identity and publish a command to its inbox.
+/// `route.lua`: find the holder of an identity and publish a command to its inbox (on Redis
+/// Cluster: find the holder; [`ABSENT`] or [`DELIVER`] goes on).
 pub const ROUTE: &str = include_str!("scripts/route.lua");
+/// `absent.lua` (Redis Cluster): no claim of an identity; whether it is connected nowhere.
+pub const ABSENT: &str = include_str!("scripts/absent.lua");
+/// `deliver.lua` (Redis Cluster): publish a command to the holder's inbox if it is live.
+pub const DELIVER: &str = include_str!("scripts/deliver.lua");
 /// `failover.lua`: a node that follows a Sentinel failover marks the new master as one that
-/// may have lost data (`since`) and lifts the epoch counter above the old master's.
+/// may have lost data (`since`) and lifts the epoch counter above the old master's; on Redis
+/// Cluster, a node that sees a master with other data serve marks `since` alone.
 pub const FAILOVER: &str = include_str!("scripts/failover.lua");
 
 /// `announce.lua`: a node says it is alive for one node TTL, and whether its claims are all
@@ -21,11 +27,13 @@ pub const FAILOVER: &str = include_str!("scripts/failover.lua");
 pub const ANNOUNCE: &str = include_str!("scripts/announce.lua");
 
 /// Every script with its file name, in the order PROTOCOL.md lists them.
-pub const ALL: [(&str, &str); 6] = [
+pub const ALL: [(&str, &str); 8] = [
     ("claim.lua", CLAIM),
     ("refresh.lua", REFRESH),
     ("release.lua", RELEASE),
     ("route.lua", ROUTE),
+    ("absent.lua", ABSENT),
+    ("deliver.lua", DELIVER),
     ("failover.lua", FAILOVER),
     ("announce.lua", ANNOUNCE),
 ];
@@ -38,6 +46,9 @@ pub(crate) struct Scripts {
     pub(crate) refresh: redis::Script,
     pub(crate) release: redis::Script,
     pub(crate) route: redis::Script,
+    pub(crate) failover: redis::Script,
+    pub(crate) absent: redis::Script,
+    pub(crate) deliver: redis::Script,
     pub(crate) announce: redis::Script,
 }
 
@@ -48,6 +59,9 @@ impl Scripts {
             refresh: redis::Script::new(REFRESH),
             release: redis::Script::new(RELEASE),
             route: redis::Script::new(ROUTE),
+            failover: redis::Script::new(FAILOVER),
+            absent: redis::Script::new(ABSENT),
+            deliver: redis::Script::new(DELIVER),
             announce: redis::Script::new(ANNOUNCE),
         }
     }

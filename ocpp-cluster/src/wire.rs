@@ -58,15 +58,23 @@ pub(crate) struct Reply<'a> {
     pub(crate) details: Option<&'a RawValue>,
 }
 
-/// `{"type":"superseded",...}`: published by `claim.lua` to the previous holder.
-#[derive(Debug, Deserialize)]
+/// `{"type":"superseded",...}`: published by `claim.lua` (or `refresh.lua`) to the previous
+/// holder; on Redis Cluster by the node after the script (PROTOCOL.md 1.2).
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Superseded<'a> {
+    /// `"superseded"`.
+    #[serde(rename = "type", borrow, default = "superseded_kind")]
+    pub(crate) kind: Cow<'a, str>,
     #[serde(borrow)]
     pub(crate) identity: Cow<'a, str>,
     pub(crate) epoch: u64,
     #[serde(borrow)]
     pub(crate) by_node: Cow<'a, str>,
     pub(crate) by_epoch: u64,
+}
+
+fn superseded_kind() -> Cow<'static, str> {
+    Cow::Borrowed("superseded")
 }
 
 /// Serialises the reply to command `id` with `outcome`. A payload or details that is not

@@ -5,8 +5,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-
 use super::{lock, unix_ms, Shared};
 use crate::{wire, CallFailure, ClusterError};
 
@@ -32,7 +30,7 @@ impl Shared {
             // (PROTOCOL.md 1.1).
             let moves = self.redis.moves();
             match self.subscribe(&channel).await {
-                Ok((mut sink, mut stream, moved)) => {
+                Ok((mut inbox, moved)) => {
                     // The link followed a failover: subscribe on the new master.
                     let moved = moved.wait();
                     tokio::pin!(moved);
@@ -44,15 +42,15 @@ impl Shared {
                     ping.tick().await;
                     loop {
                         tokio::select! {
-                            message = stream.next() => match message {
-                                Some(message) => self.dispatch(message.get_payload_bytes()),
+                            message = inbox.next() => match message {
+                                Some(message) => self.dispatch(&message),
                                 None => break,
                             },
                             _ = &mut moved => break,
                             _ = ping.tick() => {
                                 let pong = tokio::time::timeout(
                                     self.config.redis_timeout,
-                                    sink.ping::<redis::Value>(),
+                                    inbox.ping(),
                                 ).await;
                                 if !matches!(pong, Ok(Ok(_))) {
                                     break;
@@ -83,18 +81,10 @@ impl Shared {
     async fn subscribe(
         &self,
         channel: &str,
-    ) -> Result<
-        (
-            redis::aio::PubSubSink,
-            redis::aio::PubSubStream,
-            crate::link::MasterMoved,
-        ),
-        ClusterError,
-    > {
-        let (pubsub, moved) = self.bounded(self.redis.pubsub()).await?;
-        let (mut sink, stream) = pubsub.split();
-        self.bounded(sink.subscribe(channel)).await?;
-        Ok((sink, stream, moved))
+    ) -> Result<(crate::link::Inbox, crate::link::MasterMoved), ClusterError> {
+        let (mut inbox, moved) = self.bounded(self.redis.inbox()).await?;
+        self.bounded(inbox.subscribe(channel)).await?;
+        Ok((inbox, moved))
     }
 
     fn dispatch(self: &Arc<Self>, bytes: &[u8]) {
@@ -124,6 +114,8 @@ impl Shared {
                 Ok(msg) => self.superseded(msg),
                 Err(e) => tracing::warn!(error = %e, "bad superseded message"),
             },
+            // A node's check of its own sharded subscription (Redis Cluster, PROTOCOL.md 3).
+            "ping" => {}
             other => tracing::warn!(kind = other, "unknown inbox message"),
         }
     }
@@ -178,7 +170,7 @@ impl Shared {
         let mut redis = self.redis.clone();
         let sent = self
             .bounded(
-                redis::cmd("PUBLISH")
+                redis::cmd(self.redis.publish_command())
                     .arg(channel)
                     .arg(reply)
                     .query_async::<i64>(&mut redis),

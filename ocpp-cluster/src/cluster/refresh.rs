@@ -98,6 +98,7 @@ impl Shared {
         let interval = self.config.announce_interval();
         loop {
             if !self.draining.load(Ordering::Acquire) {
+                self.watch_masters().await;
                 match self.announce().await {
                     Ok(since) => {
                         if lock(&self.synced).as_deref() != Some(since.as_str()) {
@@ -110,6 +111,39 @@ impl Shared {
                 }
             }
             tokio::time::sleep(interval).await;
+        }
+    }
+
+    /// On Redis Cluster, before each announcement: when a master with other data serves
+    /// ([`RedisLink::new_master`](crate::link::RedisLink::new_master): a failover, a restart
+    /// without data), runs `failover.lua` on the node-level slot, as a node that follows a
+    /// Sentinel failover does: a missing claim reads as unknown, not as connected nowhere,
+    /// until every node has registered its claims again, which the announcement that follows
+    /// starts (PROTOCOL.md 1.2).
+    async fn watch_masters(&self) {
+        match self.bounded(self.redis.new_master()).await {
+            Ok(false) => {}
+            Ok(true) => {
+                tracing::warn!(
+                    node = %self.config.node_id,
+                    "a Redis Cluster master with other data serves: registering every claim again"
+                );
+                let mut redis = self.redis.clone();
+                let marked = self
+                    .bounded(
+                        self.scripts
+                            .failover
+                            .key(self.config.since_key())
+                            .invoke_async::<i64>(&mut redis),
+                    )
+                    .await;
+                if let Err(e) = marked {
+                    tracing::warn!(node = %self.config.node_id, error = %e, "failover.lua failed");
+                }
+            }
+            Err(e) => {
+                tracing::debug!(node = %self.config.node_id, error = %e, "no look at the masters")
+            }
         }
     }
 
@@ -145,28 +179,24 @@ impl Shared {
         let config = &self.config;
         let version = lock(&self.claims).version_of(identity);
         let mut redis = self.redis.clone();
-        let answer: Vec<String> = self
-            .bounded(
-                self.scripts
-                    .refresh
-                    .key(config.claim_key(identity))
-                    .key(config.epoch_key())
-                    .key(config.since_key())
-                    .arg(&config.node_id)
-                    .arg(millis(config.claim_ttl))
-                    .arg(version.map(OcppVersion::subprotocol).unwrap_or(""))
-                    .arg(epoch)
-                    .arg(config.inbox_prefix())
-                    .arg(identity)
-                    .invoke_async(&mut redis),
-            )
-            .await?;
+        let mut refresh = self.scripts.refresh.key(config.claim_key(identity));
+        refresh
+            .key(self.shared_keys())
+            .arg(&config.node_id)
+            .arg(millis(config.claim_ttl))
+            .arg(version.map(OcppVersion::subprotocol).unwrap_or(""))
+            .arg(epoch)
+            .arg(self.script_inbox_prefix())
+            .arg(identity);
+        let answer: Vec<String> = self.bounded(refresh.invoke_async(&mut redis)).await?;
         let field = |i: usize| answer.get(i).map(String::as_str).unwrap_or("");
         let reply = match field(0) {
             "held" => RefreshReply::Held(parse_epoch(field(1))?),
             "restored" => {
                 let epoch = parse_epoch(field(1))?;
                 tracing::info!(identity, epoch, "claim restored");
+                self.notify_superseded(identity, field(2), field(3), epoch)
+                    .await;
                 RefreshReply::Restored(epoch)
             }
             "lost" => RefreshReply::Lost {

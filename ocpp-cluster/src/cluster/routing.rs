@@ -127,24 +127,7 @@ impl Shared {
                 shared: self,
                 id: id.clone(),
             };
-            let config = &self.config;
-            let mut redis = self.redis.clone();
-            let routed: Result<Vec<String>, ClusterError> = self
-                .bounded(
-                    self.scripts
-                        .route
-                        .key(config.claim_key(identity))
-                        .key(config.since_key())
-                        .key(config.nodes_key())
-                        .arg(config.node_prefix())
-                        .arg(config.inbox_prefix())
-                        .arg(&config.node_id)
-                        .arg(&message)
-                        .arg(millis(config.node_ttl))
-                        .invoke_async(&mut redis),
-                )
-                .await;
-            let routed = match routed {
+            let routed = match self.route(identity, &message).await {
                 Ok(routed) => routed,
                 Err(e) => {
                     tracing::warn!(identity, error = %e, "routing failed");
@@ -179,6 +162,58 @@ impl Shared {
             return outcome;
         }
         Err(CallFailure::NotConnected)
+    }
+
+    /// Delivers `message` (a command for `identity`) to the holder's inbox: `route.lua` in one
+    /// round trip on one Redis; on Redis Cluster `route.lua` on the claim's slot, then
+    /// `absent.lua` (no claim) or `deliver.lua` (another node's live claim) on the node-level
+    /// slot (PROTOCOL.md 1.2). The answer is `route.lua`'s on one Redis.
+    async fn route(&self, identity: &str, message: &str) -> Result<Vec<String>, ClusterError> {
+        let config = &self.config;
+        let cluster = self.redis.is_cluster();
+        let mut redis = self.redis.clone();
+        let mut route = self.scripts.route.key(config.claim_key(identity));
+        if !cluster {
+            route.key(config.since_key()).key(config.nodes_key());
+        }
+        route
+            .arg(config.node_prefix())
+            .arg(config.inbox_prefix())
+            .arg(&config.node_id)
+            .arg(if cluster { "" } else { message })
+            .arg(millis(config.node_ttl));
+        let routed: Vec<String> = self.bounded(route.invoke_async(&mut redis)).await?;
+        match routed.first().map(String::as_str) {
+            Some("absent") => {
+                let mut absent = self.scripts.absent.key(config.since_key());
+                absent
+                    .key(config.nodes_key())
+                    .arg(config.node_prefix())
+                    .arg(millis(config.node_ttl));
+                self.bounded(absent.invoke_async(&mut redis)).await
+            }
+            Some("holder") => {
+                let (node, epoch) = match (routed.get(1), routed.get(2)) {
+                    (Some(node), Some(epoch)) => (node, epoch),
+                    _ => {
+                        return Err(ClusterError::Protocol(format!(
+                            "route.lua answered {routed:?}"
+                        )))
+                    }
+                };
+                let mut deliver = self
+                    .scripts
+                    .deliver
+                    .key(format!("{}{node}", config.node_prefix()));
+                deliver
+                    .arg(format!("{}{node}", config.inbox_prefix()))
+                    .arg(message);
+                let delivered: Vec<String> = self.bounded(deliver.invoke_async(&mut redis)).await?;
+                let verdict = delivered.into_iter().next().unwrap_or_default();
+                Ok(vec![verdict, node.clone(), epoch.clone()])
+            }
+            _ => Ok(routed),
+        }
     }
 
     /// On every move of the Redis master (Sentinel; never on a plain URL), answers the remote

@@ -12,8 +12,31 @@ use ocpp_cluster::{
 use ocpp_proto::ErrorCode;
 
 mod redis_server;
+pub mod scenarios;
 
 pub use redis_server::RedisServer;
+
+/// The Redis a scenario runs on ([`scenarios`]): one redis-server, or a Redis Cluster.
+pub trait Backend {
+    /// The URL the nodes join with.
+    fn redis_url(&self) -> String;
+    /// Whether `key` exists (asked of the server that holds it).
+    fn exists(&self, key: &str) -> bool;
+    /// The key of `node`'s node record (prefix `ocpp`).
+    fn node_key(&self, node: &str) -> String;
+}
+
+impl Backend for RedisServer {
+    fn redis_url(&self) -> String {
+        self.url()
+    }
+    fn exists(&self, key: &str) -> bool {
+        self.query(&format!("EXISTS {key}")).as_deref() == Some(":1")
+    }
+    fn node_key(&self, node: &str) -> String {
+        format!("ocpp:node:{node}")
+    }
+}
 
 impl RedisServer {
     pub async fn connection(&self) -> redis::aio::MultiplexedConnection {
@@ -91,8 +114,8 @@ impl Executor for Probe {
 /// Short TTLs so that expiry fits in a test. The Redis timeout is 1 s, not shorter: on a
 /// loaded CI machine (13 tests, each with its own redis-server, on 2 cores) a round trip of a
 /// few hundred milliseconds happens, and a test about routing must not see it as Redis down.
-pub fn config(redis: &RedisServer, node: &str) -> ClusterConfig {
-    ClusterConfig::new(redis.url(), node)
+pub fn config(redis: &impl Backend, node: &str) -> ClusterConfig {
+    ClusterConfig::new(redis.redis_url(), node)
         .with_claim_ttl(Duration::from_secs(2))
         .with_node_ttl(Duration::from_secs(2))
         .with_refresh_interval(Duration::from_millis(500))
@@ -106,7 +129,7 @@ pub struct Node {
 }
 
 /// Starts a node and waits (bounded) until its inbox is subscribed.
-pub async fn node(redis: &RedisServer, name: &str) -> Node {
+pub async fn node(redis: &impl Backend, name: &str) -> Node {
     let probe = Probe::new(name);
     let (cluster, events) = Cluster::start(config(redis, name), probe.clone()).expect("start");
     wait_until(Duration::from_secs(5), || cluster.is_connected()).await;
