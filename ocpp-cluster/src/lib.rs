@@ -55,5 +55,5 @@ pub use cluster::{
 pub use config::ClusterConfig;
 pub use directory::{Listing, Located};
 pub use error::ClusterError;
-pub use executor::{command_outcome, BoxFuture, CommandOutcome, Executor};
+pub use executor::{command_outcome, command_request, BoxFuture, CommandOutcome, Executor};
 pub use ocpp_proto::{CallFailure, Delivery};

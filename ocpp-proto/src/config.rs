@@ -103,6 +103,7 @@ pub struct ConnectionConfig {
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) call_timeout: Duration,
     pub(crate) close_timeout: Duration,
+    pub(crate) linger: Duration,
     pub(crate) max_outbound_bytes: usize,
     pub(crate) max_queued_calls: usize,
     pub(crate) max_held_calls: usize,
@@ -142,6 +143,7 @@ impl Default for ConnectionConfig {
             idle_timeout: Some(Duration::from_secs(300)),
             call_timeout: Duration::from_secs(30),
             close_timeout: Duration::from_secs(5),
+            linger: Duration::from_secs(2),
             max_outbound_bytes: 256 * 1024,
             max_queued_calls: 16,
             max_held_calls: 4,
@@ -214,6 +216,22 @@ impl ConnectionConfig {
     setter!(
         /// How long we wait for the peer's close frame or end of stream after sending ours.
         close_timeout, get_close_timeout, Duration
+    );
+    setter!(
+        /// The close linger, one policy for every driver: once the connection is over
+        /// ([`Event::Closed`](crate::Event::Closed)), how long the driver may still write what
+        /// [`Connection::pending_transmit`](crate::Connection::pending_transmit) holds (the
+        /// close frame, a refusal's HTTP response) before it drops the socket. A peer that
+        /// does not read for this long is gone. Default 2 s.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use ocpp_proto::ConnectionConfig;
+        ///
+        /// let config = ConnectionConfig::default().linger(Duration::from_millis(500));
+        /// assert_eq!(config.get_linger(), Duration::from_millis(500));
+        /// ```
+        linger, get_linger, Duration
     );
     setter!(
         /// The most unsent output bytes: past it, CALLs and responses are refused and handed

@@ -80,6 +80,6 @@ pub use ocpp_messages::v2_0_1;
 #[cfg(feature = "v2_1")]
 pub use ocpp_messages::v2_1;
 pub use ocpp_messages::{
-    envelope::MessageId, ActionRequest, ActionResponse, DateTime, Decimal, ErrorCode, OcppVersion,
-    Request, RequestRef, Response, ResponseRef,
+    envelope::MessageId, ActionRequest, ActionResponse, DateTime, Decimal, DecodeOptions,
+    ErrorCode, OcppVersion, Request, RequestRef, Response, ResponseRef,
 };

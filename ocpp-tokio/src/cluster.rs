@@ -26,8 +26,9 @@ use std::task::{Context, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
-    command_outcome, BoxFuture, ClaimTicket, Cluster, ClusterConfig, ClusterError, ClusterEvent,
-    ClusterEvents, CommandOutcome, Executor, CLOSE_SUPERSEDED, CLOSE_SUPERSEDED_REASON,
+    command_outcome, command_request, BoxFuture, ClaimTicket, Cluster, ClusterConfig, ClusterError,
+    ClusterEvent, ClusterEvents, CommandOutcome, Executor, CLOSE_SUPERSEDED,
+    CLOSE_SUPERSEDED_REASON,
 };
 use ocpp_messages::{DecodeOptions, Request, Response};
 use ocpp_proto::{CallFailure, ChargePointIdentity, CloseCode, ConnectionConfig};
@@ -365,16 +366,9 @@ impl Executor for RegistryExecutor {
         };
         let version = cp.version();
         let options = &attached.decode_options;
-        let request = match Request::decode(version, action, payload_json, options) {
+        let request = match command_request(version, action, payload_json, options) {
             Ok(request) => request,
-            Err(e) => {
-                // Not sent: the caller learns that the request does not fit this charge point,
-                // not a CALLERROR made up in its name.
-                let outcome = Err(CallFailure::InvalidRequest {
-                    description: format!("{action} for OCPP {version}: {e}"),
-                });
-                return Box::pin(async move { outcome });
-            }
+            Err(failure) => return Box::pin(async move { Err(failure) }),
         };
         Box::pin(async move {
             // The command's deadline goes with the CALL: still queued behind another then, it

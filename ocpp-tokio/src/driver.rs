@@ -788,8 +788,8 @@ where
                 this.end();
                 // Step 3: the last bytes (a close frame) get the close timeout to leave: a
                 // peer that does not read is gone (the core's rule), the socket dropped.
-                let close_timeout = this.shared.config.get_close_timeout();
-                let linger = *this.rare().linger.get_or_insert(now + close_timeout);
+                let until = this.conn.config().get_linger();
+                let linger = *this.rare().linger.get_or_insert(now + until);
                 if this.stream_failed || this.conn.pending_transmit().is_empty() || now >= linger {
                     if !this.stream_failed {
                         let _ = Pin::new(&mut this.stream).poll_shutdown(cx);

@@ -25,12 +25,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
-    BridgeOutput, ClaimTicket, ClusterBridge, ClusterEvent, CommandOutcome, Job, JobId, RequestId,
-    CLOSE_SUPERSEDED, CLOSE_SUPERSEDED_REASON,
+    command_request, BridgeOutput, ClaimTicket, ClusterBridge, ClusterEvent, CommandOutcome, Job,
+    JobId, RequestId, CLOSE_SUPERSEDED, CLOSE_SUPERSEDED_REASON,
 };
 use ocpp_frame::CloseCode;
-use ocpp_messages::DecodeOptions;
-use ocpp_proto::{CallFailure, ChargePointIdentity, Refused, Request};
+use ocpp_proto::{CallFailure, ChargePointIdentity, Refused};
 
 use super::admin_socket::{AdminStage, ADMIN_CALL_GRACE};
 use super::event_loop::{Entry, EventLoop};
@@ -421,19 +420,13 @@ impl EventLoop {
             answer.complete(Err(CallFailure::NotConnected));
             return;
         };
-        let request = match Request::decode(
-            version,
-            &job.action,
-            &job.payload_json,
-            &DecodeOptions::strict(),
-        ) {
+        // Decoded as the connection decodes its charge point's messages (the same rule on
+        // every node, ocpp_cluster::command_request).
+        let options = s.connection.config().get_decode_options();
+        let request = match command_request(version, &job.action, &job.payload_json, &options) {
             Ok(request) => request,
-            Err(e) => {
-                // Not sent: the caller learns that the request does not fit this charge point,
-                // not a CALLERROR made up in its name.
-                answer.complete(Err(CallFailure::InvalidRequest {
-                    description: format!("{} for OCPP {version}: {e}", job.action),
-                }));
+            Err(failure) => {
+                answer.complete(Err(failure));
                 return;
             }
         };

@@ -77,7 +77,7 @@
 //!
 //! # Closing
 //! After `Event::Closed` a connection flushes what it still has (at most
-//! [`FLUSH_TIMEOUT`]), shuts down its write side and reads until the peer's end of stream (at
+//! the close linger, `ConnectionConfig::linger`, the same in every driver), shuts down its write side and reads until the peer's end of stream (at
 //! most [`DRAIN_TIMEOUT`]) so that closing never sends a reset over unread data, then the
 //! socket is closed. On shutdown every connection is closed with 1001 (1012 in a cluster) and
 //! the loop exits when
@@ -118,8 +118,6 @@ use ocpp_reference_csms::Csms;
 use slab::Key;
 use workers::Workers;
 
-/// How long a closed connection may take to write out what it still has.
-pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long we wait for the peer's end of stream after shutting down our write side.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a graceful shutdown may take before the remaining connections are dropped.

@@ -18,7 +18,7 @@ use super::cluster::JobAnswer;
 use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
 use super::timers::Moment;
-use super::{Command, Handle, DRAIN_TIMEOUT, FLUSH_TIMEOUT};
+use super::{Command, Handle, DRAIN_TIMEOUT};
 use crate::tls::{self, Received, TlsSession};
 use ocpp_reference_csms::admin::{self, HttpResponse};
 use ocpp_reference_csms::{Csms, Reply, SessionId, SplitCall};
@@ -466,7 +466,9 @@ impl EventLoop {
             return;
         };
         s.stage = SocketStage::Flushing {
-            deadline: self.timers.deadline(now + FLUSH_TIMEOUT),
+            deadline: self
+                .timers
+                .deadline(now + s.connection.config().get_linger()),
         };
     }
 

@@ -428,7 +428,8 @@ impl Task {
                 // The close frame, if any, goes out before the socket is dropped.
                 if !wire.conn.pending_transmit().is_empty() {
                     let last = writer.write_all(wire.conn.pending_transmit());
-                    let _ = tokio::time::timeout(Duration::from_secs(1), last).await;
+                    let linger = wire.conn.config().get_linger();
+                    let _ = tokio::time::timeout(linger, last).await;
                 }
                 let _ = writer.shutdown().await;
                 return self.ended(wire, *closed);
