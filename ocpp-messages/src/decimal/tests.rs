@@ -1,4 +1,5 @@
-//! The tests of [`Decimal`]: parsing, printing, equality, arithmetic, conversions, serde, and properties against `i128` arithmetic.
+//! The tests of [`Decimal`]: parsing, printing, equality, arithmetic, conversions, serde, and
+//! properties against `i128` arithmetic.
 
 use super::*;
 use alloc::format;

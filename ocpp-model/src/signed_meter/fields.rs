@@ -1,4 +1,5 @@
-//! Reading an OCMF section's JSON object: its members raw and in order, duplicates refused, each field typed.
+//! Reading an OCMF section's JSON object: its members raw and in order, duplicates refused, each
+//! field typed.
 
 use core::fmt;
 

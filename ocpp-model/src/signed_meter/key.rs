@@ -1,4 +1,5 @@
-//! The meter's public key in its every shape, the ECDSA checks on P-256 and P-384, and the hex and Base64 the texts come in.
+//! The meter's public key in its every shape, the ECDSA checks on P-256 and P-384, and the hex and
+//! Base64 the texts come in.
 
 use base64::Engine as _;
 

@@ -1,4 +1,5 @@
-//! The OCMF record (`OCMF|{payload}|{signature}`), its payload, readings and signature, and the check of its signature.
+//! The OCMF record (`OCMF|{payload}|{signature}`), its payload, readings and signature, and the
+//! check of its signature.
 
 use ocpp_messages::DateTime;
 use sha2::Digest as _;

@@ -1,4 +1,5 @@
-//! A version's `action.rs`: the `Action` enum, `Request` and `Response`, and `decode_call` / `decode_result`.
+//! A version's `action.rs`: the `Action` enum, `Request` and `Response`, and `decode_call` /
+//! `decode_result`.
 
 use std::fmt::Write as _;
 

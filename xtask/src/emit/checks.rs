@@ -1,4 +1,5 @@
-//! The schema's constraints written out as Rust: the `check` and `conforms` code of a field, a struct, a value.
+//! The schema's constraints written out as Rust: the `check` and `conforms` code of a field, a
+//! struct, a value.
 
 use std::fmt::Write as _;
 

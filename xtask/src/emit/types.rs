@@ -1,4 +1,5 @@
-//! A schema type written out as Rust: its field types, struct (with its `new` and `with_` builders) or enum.
+//! A schema type written out as Rust: its field types, struct (with its `new` and `with_` builders)
+//! or enum.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;

@@ -1,4 +1,5 @@
-//! The messages, per version: 1.6 StartTransaction, MeterValues and StopTransaction; 2.x TransactionEvent.
+//! The messages, per version: 1.6 StartTransaction, MeterValues and StopTransaction; 2.x
+//! TransactionEvent.
 
 use ocpp_messages::{DateTime, OcppVersion, Request};
 

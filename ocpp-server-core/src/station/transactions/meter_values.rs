@@ -1,4 +1,5 @@
-//! What a transaction message reports of the meter: the energy register and the other sampled values.
+//! What a transaction message reports of the meter: the energy register and the other sampled
+//! values.
 
 use ocpp_messages::Decimal;
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,5 @@
-//! The transactions' tests: every version's messages, decoded strictly, and a property test of the state.
+//! The transactions' tests: every version's messages, decoded strictly, and a property test of the
+//! state.
 
 use super::*;
 use ocpp_messages::{v1_6, v2_0_1, v2_1, Decimal, DecodeOptions};
