@@ -17,11 +17,9 @@
 //!   together), anything else with [`Station::call_raw`].
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use ocpp_examples::charge_point_payload::{
-    self as payload, Command, ConnectorState, Outgoing, Reply, StopReason, TriggerKind,
-};
+use ocpp_examples::charge_point_payload::{self as payload, ConnectorState, Outgoing, StopReason};
 use ocpp_messages::version::OcppVersion;
 use ocpp_proto::{CallFailure, CallOutcome, Closed, Response};
 use ocpp_tokio::station::{
@@ -33,8 +31,10 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use super::cli::Options;
-use super::settings::{Changed, Settings};
+use super::settings::Settings;
 use super::stats::Stats;
+
+mod commands;
 
 /// The simulated charging power.
 const POWER_W: i64 = 11_000;
@@ -137,219 +137,6 @@ impl Sim {
             }
             Err(failure) => debug!(identity = %self.identity, action, %failure, "not sent"),
         }
-    }
-
-    // ---- the CSMS's commands ----
-
-    /// The reply to a command (`None`: not supported); what follows goes to the sender.
-    fn decide(&self, version: OcppVersion, command: Command) -> Option<Reply> {
-        let v16 = version == OcppVersion::V1_6;
-        let now = Instant::now();
-        let mut st = self.lock();
-        // The interval in force: the boot's answer's, or the CSMS's change since.
-        if let Some(station) = self.station.get() {
-            st.settings.heartbeat_interval = station.heartbeat_interval();
-        }
-        Some(match command {
-            Command::RemoteStart {
-                id_tag,
-                connector,
-                remote_start_id,
-            } => {
-                let connector = connector.unwrap_or(1);
-                let running = st.transaction.as_ref().map(|t| self.transaction_id(t));
-                let ok = running.is_none()
-                    && (1..=st.settings.connectors).contains(&connector)
-                    && !st.reset_requested;
-                if ok {
-                    let messages =
-                        self.begin(&mut st, now, connector, id_tag, remote_start_id, true);
-                    self.send(messages);
-                    self.wake.notify_one();
-                }
-                Reply::StartStop {
-                    accepted: ok,
-                    transaction_id: running.flatten().filter(|_| !v16),
-                }
-            }
-            Command::RemoteStop { transaction_id } => {
-                // 1.6: the id the CSMS gave (none until it answered); 2.x: the station's.
-                let ours = st
-                    .transaction
-                    .as_ref()
-                    .and_then(|t| self.transaction_id(t))
-                    .is_some_and(|id| id == transaction_id);
-                if ours {
-                    let messages = self.end_transaction(&mut st, now, StopReason::Remote);
-                    self.send(messages);
-                }
-                Reply::StartStop {
-                    accepted: ours,
-                    transaction_id: None,
-                }
-            }
-            Command::Reset { hard } => {
-                info!(identity = %self.identity, hard, "reset accepted");
-                st.reset_requested = true;
-                let messages = self.end_transaction(&mut st, now, StopReason::Reset { hard });
-                self.send(messages);
-                self.send([Item::Reboot]);
-                Reply::Reset { accepted: true }
-            }
-            Command::Trigger { message, connector } => {
-                let accepted_boot = self
-                    .station
-                    .get()
-                    .is_some_and(|s| matches!(s.status(), Status::Accepted { .. }));
-                let (accepted, implemented) = match message {
-                    TriggerKind::Unsupported => (false, false),
-                    // 2.x (F06.FR.17): no BootNotification on request once accepted.
-                    TriggerKind::Boot => (v16 || !accepted_boot, true),
-                    TriggerKind::TransactionEvent => (!v16 && st.transaction.is_some(), !v16),
-                    _ => (true, true),
-                };
-                if accepted {
-                    let messages = self.triggered(&mut st, now, message, connector);
-                    self.send(messages);
-                }
-                Reply::Trigger {
-                    accepted,
-                    implemented,
-                }
-            }
-            Command::ChangeConfiguration { key, value } if v16 => {
-                let mut changed = Changed::default();
-                let status = st.settings.set_v16(&key, &value, &mut changed);
-                self.apply(&mut st, now, changed);
-                Reply::ChangeConfiguration(status)
-            }
-            Command::GetConfiguration { keys } if v16 => {
-                let (known, unknown) = match keys.filter(|k| !k.is_empty()) {
-                    None => (st.settings.all_v16(), Vec::new()),
-                    Some(keys) => {
-                        let mut known = Vec::new();
-                        let mut unknown = Vec::new();
-                        for key in keys {
-                            match st.settings.get_v16(&key) {
-                                Some((value, ro)) => known.push((key, value, ro)),
-                                None => unknown.push(key),
-                            }
-                        }
-                        (known, unknown)
-                    }
-                };
-                Reply::GetConfiguration { known, unknown }
-            }
-            Command::SetVariables(items) if !v16 => {
-                let mut changed = Changed::default();
-                let results = items
-                    .into_iter()
-                    .map(|(c, v, value)| {
-                        let status = st.settings.set_v2(&c, &v, &value, &mut changed);
-                        (c, v, status)
-                    })
-                    .collect();
-                self.apply(&mut st, now, changed);
-                Reply::SetVariables(results)
-            }
-            Command::GetVariables(items) if !v16 => Reply::GetVariables(
-                items
-                    .into_iter()
-                    .map(|(c, v)| {
-                        let value = st.settings.get_v2(&c, &v);
-                        (c, v, value)
-                    })
-                    .collect(),
-            ),
-            Command::DataTransfer {
-                vendor_id,
-                message_id,
-                data,
-            } => {
-                if vendor_id == "bench" && message_id.as_deref() == Some("ts") {
-                    self.record_bench(&mut st, data.as_deref());
-                }
-                Reply::DataTransfer
-            }
-            Command::ChangeConfiguration { .. }
-            | Command::GetConfiguration { .. }
-            | Command::SetVariables(_)
-            | Command::GetVariables(_)
-            | Command::Other(_) => return None,
-        })
-    }
-
-    /// The messages a TriggerMessage asks for.
-    fn triggered(
-        &self,
-        st: &mut State,
-        now: Instant,
-        kind: TriggerKind,
-        connector: Option<u32>,
-    ) -> Vec<Item> {
-        let v16 = st.version == OcppVersion::V1_6;
-        match kind {
-            // The client sends the BootNotification a trigger asked for.
-            TriggerKind::Boot | TriggerKind::Unsupported => Vec::new(),
-            TriggerKind::Heartbeat => vec![Item::Send(Outgoing::Heartbeat)],
-            TriggerKind::Status => statuses(st, connector),
-            TriggerKind::Meter | TriggerKind::TransactionEvent => {
-                let reading = read_meter(st, now);
-                match &st.transaction {
-                    Some(t) if v16 || kind == TriggerKind::TransactionEvent => {
-                        vec![Item::Meter(t.connector, reading.triggered(), t.number)]
-                    }
-                    _ => vec![Item::Send(Outgoing::Meter {
-                        connector: connector.unwrap_or(1),
-                        reading: payload_reading(&reading),
-                    })],
-                }
-            }
-        }
-    }
-
-    /// The transactionId of the simulator's transaction: 2.x the station's, 1.6 the CSMS's
-    /// once it answered.
-    fn transaction_id(&self, t: &Transaction) -> Option<String> {
-        self.station.get()?.transaction_id(evse_id(t.connector))
-    }
-
-    /// Hands changed settings to the client and the timers.
-    fn apply(&self, st: &mut State, now: Instant, changed: Changed) {
-        if let Some(station) = self.station.get() {
-            if changed.heartbeat {
-                station.set_heartbeat_interval(st.settings.heartbeat_interval);
-            }
-            station.set_back_off(st.settings.back_off);
-        }
-        if changed.meter {
-            let interval = st.settings.meter_interval;
-            if let Some(t) = st.transaction.as_mut() {
-                t.next_meter = now + interval;
-            }
-            self.wake.notify_one();
-        }
-    }
-
-    /// A bench DataTransfer: data `"<seq>:<unix_nanos>"`; latency is the wall clock now minus
-    /// the timestamp; a sequence number that skips counts the missing ones as gaps.
-    fn record_bench(&self, st: &mut State, data: Option<&str>) {
-        let Some((seq, nanos)) = data.and_then(parse_bench) else {
-            debug!(identity = %self.identity, ?data, "bench DataTransfer without <seq>:<nanos>");
-            return;
-        };
-        let now_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let latency_us = u64::try_from(now_ns.saturating_sub(nanos) / 1000).unwrap_or(u64::MAX);
-        let mut stats = self.stats();
-        stats.record_latency_us(latency_us);
-        if let Some(last) = st.bench_seq {
-            if seq > last + 1 {
-                stats.sequence_gaps += seq - last - 1;
-            }
-        }
-        st.bench_seq = Some(seq);
     }
 
     // ---- transactions ----

@@ -13,11 +13,12 @@ use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
 use ocpp_frame::CloseCode;
-use ocpp_messages::error_code::ErrorCode;
-use ocpp_proto::{CallOutcome, CloseReason, Closed, MessageId, Request};
+use ocpp_proto::{CallOutcome, CloseReason, Closed};
 
-use super::{payload, Answer, ConnectorState, Kind, LoadPhase, Outgoing, Reading, Reply, Worker};
-use ocpp_examples::charge_point_payload::{Command, SetStatus, StopReason, TriggerKind, TxRef};
+use super::{payload, Answer, ConnectorState, Kind, LoadPhase, Outgoing, Reading, Worker};
+use ocpp_examples::charge_point_payload::{StopReason, TxRef};
+
+mod commands;
 
 /// Mean pause of a duplicate between two of its connections (exponential).
 const DUPLICATE_PAUSE: Duration = Duration::from_secs(30);
@@ -635,169 +636,6 @@ impl Worker {
                 Stage::Charging { .. } => self.soak_send_stop(local, now),
                 _ => {}
             }
-        }
-    }
-
-    /// A CALL of the server (an admin command): answered at once, then acted on.
-    pub(super) fn soak_call(
-        &mut self,
-        local: usize,
-        id: &MessageId<'_>,
-        request: &Request,
-        now: Instant,
-    ) {
-        let action = request.action();
-        self.stats.add("srv_calls_received", 1);
-        self.stats.add(&format!("command_{action}"), 1);
-        let booted = self.cps[local].booted;
-        let duplicate = self.is_duplicate(local);
-        let stage = self.cps[local].soak.stage;
-        let soak_phase = matches!(self.phase, LoadPhase::Soak { .. });
-        let mut then = None;
-        let reply = match payload::read_command(request) {
-            Command::RemoteStart { .. } => {
-                let accepted = booted && !duplicate && soak_phase && stage == Stage::Idle;
-                if accepted {
-                    then = Some(Then::Start);
-                }
-                Some(Reply::StartStop {
-                    accepted,
-                    transaction_id: None,
-                })
-            }
-            Command::RemoteStop { transaction_id } => {
-                let running = self.cps[local]
-                    .soak
-                    .tx
-                    .as_ref()
-                    .and_then(|tx| tx.csms_id)
-                    .is_some_and(|id| id.to_string() == transaction_id);
-                let accepted = running && matches!(stage, Stage::Charging { .. });
-                if accepted {
-                    self.cps[local].soak.stage = Stage::Charging { meters_left: 0 };
-                    self.cps[local].soak.session_at = Some(now);
-                }
-                Some(Reply::StartStop {
-                    accepted,
-                    transaction_id: None,
-                })
-            }
-            Command::Reset { .. } => {
-                // Rebooting is a clean close a second later, then a reconnect.
-                if soak_phase && !duplicate {
-                    self.cps[local].soak.reset = true;
-                    self.cps[local].soak.churn_at = Some(now + Duration::from_secs(1));
-                }
-                Some(Reply::Reset { accepted: true })
-            }
-            Command::Trigger { message, .. } => {
-                let accepted = matches!(
-                    message,
-                    TriggerKind::Heartbeat | TriggerKind::Status | TriggerKind::Meter
-                );
-                then = match message {
-                    TriggerKind::Heartbeat => Some(Then::Heartbeat),
-                    TriggerKind::Status => Some(Then::Status),
-                    TriggerKind::Meter => Some(Then::Meter),
-                    _ => None,
-                };
-                Some(Reply::Trigger {
-                    accepted,
-                    implemented: message != TriggerKind::Unsupported,
-                })
-            }
-            Command::ChangeConfiguration { key, .. } => {
-                // Never the Basic password: it would lock the swarm out.
-                Some(Reply::ChangeConfiguration(if key == "AuthorizationKey" {
-                    SetStatus::Rejected
-                } else {
-                    SetStatus::Accepted
-                }))
-            }
-            Command::GetConfiguration { keys } => {
-                let all = [
-                    ("HeartbeatInterval", self.options.heartbeat),
-                    ("MeterValueSampleInterval", self.options.meter),
-                ];
-                let value = |d: Option<Duration>| d.map_or(0, |d| d.as_secs()).to_string();
-                let (known, unknown) = match keys {
-                    None => (
-                        all.iter()
-                            .map(|(k, d)| ((*k).to_string(), value(*d), false))
-                            .collect(),
-                        Vec::new(),
-                    ),
-                    Some(keys) => {
-                        let mut known = Vec::new();
-                        let mut unknown = Vec::new();
-                        for key in keys {
-                            match all.iter().find(|(k, _)| *k == key) {
-                                Some((k, d)) => known.push(((*k).to_string(), value(*d), false)),
-                                None => unknown.push(key),
-                            }
-                        }
-                        (known, unknown)
-                    }
-                };
-                Some(Reply::GetConfiguration { known, unknown })
-            }
-            Command::SetVariables(items) => Some(Reply::SetVariables(
-                items
-                    .into_iter()
-                    .map(|(c, v, _)| (c, v, SetStatus::Rejected))
-                    .collect(),
-            )),
-            Command::GetVariables(items) => Some(Reply::GetVariables(
-                items.into_iter().map(|(c, v)| (c, v, None)).collect(),
-            )),
-            Command::DataTransfer { .. } => Some(Reply::DataTransfer),
-            Command::Other(_) => None,
-        };
-        let response = reply.map(|reply| payload::response(self.options.version, action, &reply));
-        let Some(link) = self.cps[local].link.as_mut() else {
-            return;
-        };
-        let answered = match response {
-            Some(Ok(response)) => link
-                .conn
-                .answer(now, id, ocpp_proto::Answer::Result(response))
-                .is_ok(),
-            Some(Err(e)) => {
-                tracing::warn!(action, "answer: {e}");
-                link.conn
-                    .answer(
-                        now,
-                        id,
-                        ocpp_proto::Answer::error(ErrorCode::InternalError, "load client"),
-                    )
-                    .is_ok()
-            }
-            None => link
-                .conn
-                .answer(
-                    now,
-                    id,
-                    ocpp_proto::Answer::error(ErrorCode::NotSupported, "load client"),
-                )
-                .is_ok(),
-        };
-        self.stats.add(
-            if answered {
-                "srv_calls_answered"
-            } else {
-                "srv_calls_answer_refused"
-            },
-            1,
-        );
-        match then {
-            Some(Then::Start) => self.soak_send_start(local, true, now),
-            Some(Then::Heartbeat) => {
-                let request = self.prebuilt.request(Kind::Heartbeat);
-                self.call(local, Kind::Heartbeat, request, now);
-            }
-            Some(Then::Status) => self.soak_status(local, now),
-            Some(Then::Meter) => self.soak_send_meter(local, true, now),
-            None => {}
         }
     }
 }

@@ -1,0 +1,354 @@
+//! The charge point's own CALLs, per version (1.6 typed, 2.0.1 and 2.1 as schema-checked JSON),
+//! and what the answers to them say.
+
+use ocpp_messages::version::OcppVersion;
+use ocpp_messages::{v1_6, v2_0_1, v2_1};
+use ocpp_proto::{Request, Response};
+use serde_json::{json, Value};
+
+use super::{
+    now_datetime, BootReason, ConnectorState, Outgoing, PayloadError, Reading, StopReason, TxRef,
+};
+
+/// The request for `message` in `version`.
+pub fn request(version: OcppVersion, message: &Outgoing) -> Result<Request, PayloadError> {
+    match version {
+        OcppVersion::V1_6 => Ok(Request::from(request_v16(message))),
+        OcppVersion::V2_0_1 | OcppVersion::V2_1 => {
+            let (action, payload) = request_v2(message);
+            decode_v2_request(version, action, &payload)
+        }
+    }
+}
+
+fn request_v16(message: &Outgoing) -> v1_6::Request {
+    let to_i32 = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+    let meter_i32 = |wh: i64| i32::try_from(wh).unwrap_or(i32::MAX);
+    match message {
+        Outgoing::Boot { identity, .. } => v1_6::BootNotificationRequest {
+            charge_point_vendor: "OcppWs".into(),
+            charge_point_model: "SimCP".into(),
+            charge_point_serial_number: Some(identity.chars().take(25).collect()),
+            charge_box_serial_number: None,
+            firmware_version: Some(env!("CARGO_PKG_VERSION").into()),
+            iccid: None,
+            imsi: None,
+            meter_type: Some("SimMeter".into()),
+            meter_serial_number: None,
+        }
+        .into(),
+        Outgoing::Heartbeat => v1_6::HeartbeatRequest {}.into(),
+        Outgoing::Status { connector, state } => v1_6::StatusNotificationRequest {
+            connector_id: to_i32(*connector),
+            error_code: v1_6::ChargePointErrorCode::NoError,
+            info: None,
+            status: match state {
+                ConnectorState::Available => v1_6::ChargePointStatus::Available,
+                ConnectorState::Preparing => v1_6::ChargePointStatus::Preparing,
+                ConnectorState::Charging => v1_6::ChargePointStatus::Charging,
+                ConnectorState::Finishing => v1_6::ChargePointStatus::Finishing,
+            },
+            timestamp: Some(now_datetime()),
+            vendor_id: None,
+            vendor_error_code: None,
+        }
+        .into(),
+        Outgoing::Authorize { id_tag } => v1_6::AuthorizeRequest {
+            id_tag: id_tag.clone(),
+        }
+        .into(),
+        Outgoing::TxStarted { tx, reading, .. } => v1_6::StartTransactionRequest {
+            connector_id: to_i32(tx.connector),
+            id_tag: tx.id_tag.clone(),
+            meter_start: meter_i32(reading.energy_wh),
+            reservation_id: None,
+            timestamp: now_datetime(),
+        }
+        .into(),
+        Outgoing::TxUpdated { tx, reading, .. } => v1_6::MeterValuesRequest {
+            connector_id: to_i32(tx.connector),
+            transaction_id: tx.csms_id,
+            meter_value: vec![meter_value_v16(
+                reading,
+                v1_6::ReadingContext::SamplePeriodic,
+            )],
+        }
+        .into(),
+        Outgoing::Meter { connector, reading } => v1_6::MeterValuesRequest {
+            connector_id: to_i32(*connector),
+            transaction_id: None,
+            meter_value: vec![meter_value_v16(reading, v1_6::ReadingContext::Trigger)],
+        }
+        .into(),
+        Outgoing::TxEnded {
+            tx,
+            reading,
+            reason,
+        } => v1_6::StopTransactionRequest {
+            id_tag: Some(tx.id_tag.clone()),
+            meter_stop: meter_i32(reading.energy_wh),
+            timestamp: now_datetime(),
+            transaction_id: tx.csms_id.unwrap_or(0),
+            reason: Some(match reason {
+                StopReason::Local => v1_6::Reason::Local,
+                StopReason::Remote => v1_6::Reason::Remote,
+                StopReason::Reset { hard: true } => v1_6::Reason::HardReset,
+                StopReason::Reset { hard: false } => v1_6::Reason::SoftReset,
+                StopReason::DeAuthorized => v1_6::Reason::DeAuthorized,
+            }),
+            transaction_data: None,
+        }
+        .into(),
+    }
+}
+
+fn meter_value_v16(reading: &Reading, context: v1_6::ReadingContext) -> v1_6::MeterValue {
+    let sample = |value: String, measurand, unit| v1_6::SampledValue {
+        value,
+        context: Some(context.clone()),
+        format: None,
+        measurand: Some(measurand),
+        phase: None,
+        location: None,
+        unit: Some(unit),
+    };
+    v1_6::MeterValue {
+        timestamp: now_datetime(),
+        sampled_value: vec![
+            sample(
+                reading.energy_wh.to_string(),
+                v1_6::Measurand::EnergyActiveImportRegister,
+                v1_6::UnitOfMeasure::Wh,
+            ),
+            sample(
+                format!("{:.0}", reading.power_w),
+                v1_6::Measurand::PowerActiveImport,
+                v1_6::UnitOfMeasure::W,
+            ),
+        ],
+    }
+}
+
+/// The 2.x action and JSON payload of `message` (the same for 2.0.1 and 2.1).
+fn request_v2(message: &Outgoing) -> (&'static str, Value) {
+    let now = now_datetime();
+    match message {
+        Outgoing::Boot { identity, reason } => (
+            "BootNotification",
+            json!({
+                "chargingStation": {
+                    "model": "SimCP",
+                    "vendorName": "OcppWs",
+                    "serialNumber": identity.chars().take(25).collect::<String>(),
+                    "firmwareVersion": env!("CARGO_PKG_VERSION"),
+                },
+                "reason": match reason {
+                    BootReason::PowerUp => "PowerUp",
+                    BootReason::RemoteReset => "RemoteReset",
+                    BootReason::Triggered => "Triggered",
+                },
+            }),
+        ),
+        Outgoing::Heartbeat => ("Heartbeat", json!({})),
+        Outgoing::Status { connector, state } => (
+            "StatusNotification",
+            json!({
+                "timestamp": now,
+                "connectorStatus": match state {
+                    ConnectorState::Available => "Available",
+                    _ => "Occupied",
+                },
+                "evseId": (*connector).max(1),
+                "connectorId": 1,
+            }),
+        ),
+        Outgoing::Authorize { id_tag } => (
+            "Authorize",
+            json!({ "idToken": { "idToken": id_tag, "type": "ISO14443" } }),
+        ),
+        Outgoing::TxStarted {
+            tx,
+            reading,
+            remote,
+        } => {
+            let trigger = if *remote { "RemoteStart" } else { "Authorized" };
+            let mut event =
+                transaction_event_v2("Started", trigger, tx, reading, "Transaction.Begin");
+            event["idToken"] = json!({ "idToken": tx.id_tag, "type": "ISO14443" });
+            event["evse"] = json!({ "id": tx.connector, "connectorId": 1 });
+            ("TransactionEvent", event)
+        }
+        Outgoing::TxUpdated {
+            tx,
+            reading,
+            triggered,
+        } => {
+            let trigger = if *triggered {
+                "Trigger"
+            } else {
+                "MeterValuePeriodic"
+            };
+            let (context, trigger) = if *triggered {
+                ("Trigger", trigger)
+            } else {
+                ("Sample.Periodic", trigger)
+            };
+            (
+                "TransactionEvent",
+                transaction_event_v2("Updated", trigger, tx, reading, context),
+            )
+        }
+        Outgoing::TxEnded {
+            tx,
+            reading,
+            reason,
+        } => {
+            let (trigger, stopped) = match reason {
+                StopReason::Local => ("StopAuthorized", "Local"),
+                StopReason::Remote => ("RemoteStop", "Remote"),
+                StopReason::Reset { .. } => ("ResetCommand", "ImmediateReset"),
+                StopReason::DeAuthorized => ("Deauthorized", "DeAuthorized"),
+            };
+            let mut event = transaction_event_v2("Ended", trigger, tx, reading, "Transaction.End");
+            event["transactionInfo"]["stoppedReason"] = json!(stopped);
+            event["transactionInfo"]["chargingState"] = json!("EVConnected");
+            ("TransactionEvent", event)
+        }
+        Outgoing::Meter { connector, reading } => (
+            "MeterValues",
+            json!({
+                "evseId": connector,
+                "meterValue": [meter_value_v2(reading, "Trigger")],
+            }),
+        ),
+    }
+}
+
+fn transaction_event_v2(
+    event_type: &str,
+    trigger: &str,
+    tx: &TxRef,
+    reading: &Reading,
+    context: &str,
+) -> Value {
+    let mut info = json!({
+        "transactionId": tx.local_id,
+        "chargingState": "Charging",
+    });
+    if let Some(id) = tx.remote_start_id {
+        info["remoteStartId"] = json!(id);
+    }
+    json!({
+        "eventType": event_type,
+        "timestamp": now_datetime(),
+        "triggerReason": trigger,
+        "seqNo": tx.seq_no,
+        "transactionInfo": info,
+        "meterValue": [meter_value_v2(reading, context)],
+    })
+}
+
+fn meter_value_v2(reading: &Reading, context: &str) -> Value {
+    json!({
+        "timestamp": now_datetime(),
+        "sampledValue": [
+            {
+                "value": reading.energy_wh,
+                "context": context,
+                "measurand": "Energy.Active.Import.Register",
+                "unitOfMeasure": { "unit": "Wh" },
+            },
+            {
+                "value": reading.power_w.round(),
+                "context": context,
+                "measurand": "Power.Active.Import",
+                "unitOfMeasure": { "unit": "W" },
+            },
+        ],
+    })
+}
+
+fn decode_v2_request(
+    version: OcppVersion,
+    action: &str,
+    payload: &Value,
+) -> Result<Request, PayloadError> {
+    let text = payload.to_string();
+    let error = |e: ocpp_messages::DecodeError| PayloadError(format!("{action}: {e}"));
+    Ok(match version {
+        OcppVersion::V2_1 => Request::from(v2_1::decode_call(action, &text).map_err(error)?),
+        _ => Request::from(v2_0_1::decode_call(action, &text).map_err(error)?),
+    })
+}
+
+pub(super) fn decode_v2_response(
+    version: OcppVersion,
+    action: &str,
+    payload: &Value,
+) -> Result<Response, PayloadError> {
+    let text = payload.to_string();
+    let error = |e: ocpp_messages::DecodeError| PayloadError(format!("{action} response: {e}"));
+    Ok(match version {
+        OcppVersion::V2_1 => Response::from(v2_1::decode_result(action, &text).map_err(error)?),
+        _ => Response::from(v2_0_1::decode_result(action, &text).map_err(error)?),
+    })
+}
+
+/// What the answer to a CALL of ours says, as far as the charge point cares.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// BootNotification: (accepted, pending, interval in seconds).
+    Boot {
+        /// Accepted (rather than Pending or Rejected).
+        accepted: bool,
+        /// The interval the CSMS gave, in seconds.
+        interval_s: i64,
+    },
+    /// Authorize / StartTransaction / TransactionEvent: whether the id tag is accepted (`None`:
+    /// not said), and 1.6 StartTransaction's transactionId.
+    IdTag {
+        /// Whether the id tag is accepted (`None`: not said).
+        accepted: Option<bool>,
+        /// 1.6 StartTransaction's transactionId.
+        transaction_id: Option<i32>,
+    },
+    /// Anything else.
+    Other,
+}
+
+/// Reads the answer to our CALL.
+pub fn read_answer(response: &Response) -> Answer {
+    match response {
+        Response::V1_6(r) => match r.as_ref() {
+            v1_6::Response::BootNotification(b) => Answer::Boot {
+                accepted: b.status == v1_6::RegistrationStatus::Accepted,
+                interval_s: i64::from(b.interval),
+            },
+            v1_6::Response::Authorize(a) => Answer::IdTag {
+                accepted: Some(a.id_tag_info.status == v1_6::AuthorizationStatus::Accepted),
+                transaction_id: None,
+            },
+            v1_6::Response::StartTransaction(s) => Answer::IdTag {
+                accepted: Some(s.id_tag_info.status == v1_6::AuthorizationStatus::Accepted),
+                transaction_id: Some(s.transaction_id),
+            },
+            _ => Answer::Other,
+        },
+        other => {
+            let json = serde_json::to_value(other).unwrap_or_default();
+            match other.action() {
+                "BootNotification" => Answer::Boot {
+                    accepted: json["status"] == "Accepted",
+                    interval_s: json["interval"].as_i64().unwrap_or(0),
+                },
+                "Authorize" | "TransactionEvent" => Answer::IdTag {
+                    accepted: json["idTokenInfo"]["status"]
+                        .as_str()
+                        .map(|s| s == "Accepted"),
+                    transaction_id: None,
+                },
+                _ => Answer::Other,
+            }
+        }
+    }
+}

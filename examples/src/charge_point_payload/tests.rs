@@ -1,0 +1,175 @@
+//! The payloads' tests: every message in every version, and the commands read back.
+
+use ocpp_messages::version::OcppVersion;
+use ocpp_messages::{v1_6, v2_0_1, v2_1};
+use ocpp_proto::Request;
+
+use super::*;
+
+fn tx() -> TxRef {
+    TxRef {
+        connector: 1,
+        id_tag: "TAG1".into(),
+        local_id: "tx-1".into(),
+        csms_id: Some(7),
+        seq_no: 0,
+        remote_start_id: Some(3),
+    }
+}
+
+#[test]
+fn every_outgoing_message_passes_every_versions_schema() {
+    let reading = Reading {
+        energy_wh: 1234,
+        power_w: 11000.0,
+    };
+    let messages = [
+        Outgoing::Boot {
+            identity: "CP001".into(),
+            reason: BootReason::PowerUp,
+        },
+        Outgoing::Heartbeat,
+        Outgoing::Status {
+            connector: 1,
+            state: ConnectorState::Charging,
+        },
+        Outgoing::Authorize {
+            id_tag: "TAG1".into(),
+        },
+        Outgoing::TxStarted {
+            tx: tx(),
+            reading,
+            remote: true,
+        },
+        Outgoing::TxUpdated {
+            tx: tx(),
+            reading,
+            triggered: false,
+        },
+        Outgoing::TxEnded {
+            tx: tx(),
+            reading,
+            reason: StopReason::Reset { hard: true },
+        },
+        Outgoing::Meter {
+            connector: 1,
+            reading,
+        },
+    ];
+    for version in OcppVersion::ALL {
+        for message in &messages {
+            let request = request(version, message).unwrap();
+            assert_eq!(request.version(), version);
+            match request {
+                Request::V1_6(r) => r.validate().unwrap(),
+                Request::V2_0_1(r) => r.validate().unwrap(),
+                Request::V2_1(r) => r.validate().unwrap(),
+                _ => unreachable!(),
+            }
+        }
+    }
+}
+
+#[test]
+fn replies_decode_in_every_version() {
+    let cases_v2 = [
+        (
+            "RequestStartTransaction",
+            Reply::StartStop {
+                accepted: true,
+                transaction_id: Some("t".into()),
+            },
+        ),
+        (
+            "RequestStopTransaction",
+            Reply::StartStop {
+                accepted: false,
+                transaction_id: None,
+            },
+        ),
+        ("Reset", Reply::Reset { accepted: true }),
+        (
+            "TriggerMessage",
+            Reply::Trigger {
+                accepted: true,
+                implemented: false,
+            },
+        ),
+        (
+            "SetVariables",
+            Reply::SetVariables(vec![(
+                "OCPPCommCtrlr".into(),
+                "X".into(),
+                SetStatus::Unknown,
+            )]),
+        ),
+        (
+            "GetVariables",
+            Reply::GetVariables(vec![(
+                "OCPPCommCtrlr".into(),
+                "HeartbeatInterval".into(),
+                Some("10".into()),
+            )]),
+        ),
+        ("DataTransfer", Reply::DataTransfer),
+    ];
+    for version in [OcppVersion::V2_0_1, OcppVersion::V2_1] {
+        for (action, reply) in &cases_v2 {
+            let response = response(version, action, reply).unwrap();
+            assert_eq!(response.action(), *action);
+        }
+    }
+    let stop = Reply::StartStop {
+        accepted: true,
+        transaction_id: None,
+    };
+    let r = response(OcppVersion::V1_6, "RemoteStopTransaction", &stop).unwrap();
+    assert_eq!(r.action(), "RemoteStopTransaction");
+    let get = Reply::GetConfiguration {
+        known: vec![("HeartbeatInterval".into(), "10".into(), false)],
+        unknown: vec![],
+    };
+    assert_eq!(
+        response(OcppVersion::V1_6, "GetConfiguration", &get)
+            .unwrap()
+            .action(),
+        "GetConfiguration"
+    );
+}
+
+#[test]
+fn commands_read_in_both_families() {
+    let request = Request::from(
+        v2_0_1::decode_call(
+            "RequestStartTransaction",
+            r#"{"idToken":{"idToken":"ABC","type":"ISO14443"},"remoteStartId":9,"evseId":1}"#,
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        read_command(&request),
+        Command::RemoteStart {
+            id_tag: "ABC".into(),
+            connector: Some(1),
+            remote_start_id: Some(9)
+        }
+    );
+    let request = Request::from(v1_6::Request::from(v1_6::DataTransferRequest {
+        vendor_id: "bench".into(),
+        message_id: Some("ts".into()),
+        data: Some("1:2".into()),
+    }));
+    assert!(
+        matches!(read_command(&request), Command::DataTransfer { data: Some(d), .. } if d == "1:2")
+    );
+    let request = Request::from(
+        v2_1::decode_call(
+            "DataTransfer",
+            r#"{"vendorId":"bench","messageId":"ts","data":"5:6"}"#,
+        )
+        .unwrap(),
+    );
+    assert!(
+        matches!(read_command(&request), Command::DataTransfer { data: Some(d), .. } if d == "5:6")
+    );
+}

@@ -1,0 +1,388 @@
+//! The registration's tests: pending then accepted, the heartbeat per version, the fallback
+//! intervals.
+
+use super::*;
+use ocpp_messages::DateTime;
+
+const V16: OcppVersion = OcppVersion::V1_6;
+const V201: OcppVersion = OcppVersion::V2_0_1;
+const V21: OcppVersion = OcppVersion::V2_1;
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+fn answer(status: RegistrationStatus, interval: u64) -> BootAnswer {
+    BootAnswer {
+        status,
+        interval: secs(interval),
+        current_time: DateTime::from_unix_timestamp(1_780_000_000).unwrap(),
+    }
+}
+
+/// A registration that sent its first BootNotification at `t0` and got `status`.
+fn answered(t0: Instant, version: OcppVersion, status: RegistrationStatus) -> Registration {
+    let mut registration = Registration::new(t0, version);
+    assert_eq!(registration.handle_timeout(t0), Some(Due::Boot));
+    registration.on_boot_answer(t0, &answer(status, 10));
+    registration
+}
+
+#[test]
+fn pending_then_accepted_then_heartbeat() {
+    let t0 = Instant::now();
+    let mut registration = Registration::new(t0, V201);
+    assert_eq!(registration.version(), V201);
+    assert_eq!(registration.status(), None);
+    assert_eq!(registration.poll_timeout(), Some(t0));
+    assert_eq!(registration.handle_timeout(t0), Some(Due::Boot));
+    // In flight: no deadline, nothing due.
+    assert_eq!(registration.poll_timeout(), None);
+    assert_eq!(registration.handle_timeout(t0 + secs(100)), None);
+
+    let t1 = t0 + secs(1);
+    registration.on_boot_answer(t1, &answer(RegistrationStatus::Pending, 5));
+    assert_eq!(registration.status(), Some(RegistrationStatus::Pending));
+    assert!(!registration.is_accepted());
+    assert_eq!(registration.poll_timeout(), Some(t1 + secs(5)));
+    assert_eq!(registration.handle_timeout(t1 + secs(4)), None);
+    assert_eq!(registration.handle_timeout(t1 + secs(5)), Some(Due::Boot));
+    assert_eq!(registration.poll_timeout(), None);
+
+    let t2 = t1 + secs(6);
+    registration.on_boot_answer(t2, &answer(RegistrationStatus::Accepted, 30));
+    assert!(registration.is_accepted());
+    assert_eq!(registration.heartbeat_interval(), secs(30));
+    assert_eq!(registration.poll_timeout(), Some(t2 + secs(30)));
+    assert_eq!(registration.handle_timeout(t2 + secs(29)), None);
+    assert_eq!(
+        registration.handle_timeout(t2 + secs(30)),
+        Some(Due::Heartbeat)
+    );
+    // Not due again until an interval later.
+    assert_eq!(registration.poll_timeout(), Some(t2 + secs(60)));
+    assert_eq!(registration.handle_timeout(t2 + secs(31)), None);
+    // Sent a little later: the next is an interval from then.
+    registration.on_call_sent(t2 + secs(32), "Heartbeat");
+    assert_eq!(registration.poll_timeout(), Some(t2 + secs(62)));
+}
+
+#[test]
+fn v2_skips_heartbeat_on_other_traffic() {
+    for version in [V201, V21] {
+        let t0 = Instant::now();
+        let mut registration = Registration::new(t0, version);
+        registration.handle_timeout(t0);
+        registration.on_boot_answer(t0, &answer(RegistrationStatus::Accepted, 30));
+        registration.on_call_sent(t0 + secs(20), "StatusNotification");
+        assert_eq!(registration.poll_timeout(), Some(t0 + secs(50)));
+        assert_eq!(registration.handle_timeout(t0 + secs(30)), None);
+    }
+}
+
+#[test]
+fn v16_heartbeat_ignores_other_traffic() {
+    let t0 = Instant::now();
+    let mut registration = Registration::new(t0, V16);
+    registration.handle_timeout(t0);
+    registration.on_boot_answer(t0, &answer(RegistrationStatus::Accepted, 30));
+    registration.on_call_sent(t0 + secs(20), "StatusNotification");
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(30)));
+    assert_eq!(
+        registration.handle_timeout(t0 + secs(30)),
+        Some(Due::Heartbeat)
+    );
+    registration.on_call_sent(t0 + secs(30), "Heartbeat");
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(60)));
+}
+
+#[test]
+fn rejected_with_zero_interval_uses_the_fallback() {
+    let t0 = Instant::now();
+    let mut registration = Registration::new(t0, V16);
+    registration.handle_timeout(t0);
+    registration.on_boot_answer(t0, &answer(RegistrationStatus::Rejected, 0));
+    assert_eq!(registration.status(), Some(RegistrationStatus::Rejected));
+    assert_eq!(registration.poll_timeout(), Some(t0 + BOOT_RETRY_FALLBACK));
+    assert_eq!(
+        registration.handle_timeout(t0 + BOOT_RETRY_FALLBACK),
+        Some(Due::Boot)
+    );
+}
+
+#[test]
+fn pending_with_zero_interval_uses_the_fallback() {
+    let t0 = Instant::now();
+    let mut registration = Registration::new(t0, V201);
+    registration.handle_timeout(t0);
+    registration.on_boot_answer(t0, &answer(RegistrationStatus::Pending, 0));
+    assert_eq!(registration.poll_timeout(), Some(t0 + BOOT_RETRY_FALLBACK));
+}
+
+#[test]
+fn failed_boot_is_retried_after_the_fallback() {
+    let t0 = Instant::now();
+    let mut registration = Registration::new(t0, V201);
+    assert_eq!(registration.handle_timeout(t0), Some(Due::Boot));
+    registration.on_boot_failed(t0 + secs(30));
+    assert_eq!(registration.status(), None);
+    assert_eq!(
+        registration.poll_timeout(),
+        Some(t0 + secs(30) + BOOT_RETRY_FALLBACK)
+    );
+    assert_eq!(
+        registration.handle_timeout(t0 + secs(30) + BOOT_RETRY_FALLBACK),
+        Some(Due::Boot)
+    );
+}
+
+/// Issue 34: a central system that never answers BootNotification. The boot goes again
+/// after the retry interval, a bounded number of times, then the registration gives up.
+#[test]
+fn unanswered_boots_are_bounded() {
+    let t0 = Instant::now();
+    let mut registration = Registration::new(t0, V16);
+    let mut now = t0;
+    let mut boots = 0;
+    for _ in 0..10 {
+        if registration.handle_timeout(now) == Some(Due::Boot) {
+            boots += 1;
+            now += secs(30); // the call timeout
+            registration.on_boot_failed(now);
+        }
+        match registration.poll_timeout() {
+            Some(at) => now = at,
+            None => break,
+        }
+    }
+    assert_eq!(boots, DEFAULT_BOOT_ATTEMPTS);
+    assert_eq!(registration.boot_failures(), DEFAULT_BOOT_ATTEMPTS);
+    assert!(registration.boot_given_up());
+    assert_eq!(registration.handle_timeout(now + secs(1000)), None);
+    // An answer after a failure starts the count again.
+    let mut answered = Registration::new(t0, V16);
+    answered.handle_timeout(t0);
+    answered.on_boot_failed(t0);
+    assert_eq!(answered.boot_failures(), 1);
+    answered.handle_timeout(t0 + BOOT_RETRY_FALLBACK);
+    answered.on_boot_answer(t0, &answer(RegistrationStatus::Pending, 10));
+    assert_eq!(answered.boot_failures(), 0);
+    assert!(!answered.boot_given_up());
+}
+
+#[test]
+fn failed_triggered_boot_after_acceptance_keeps_the_heartbeat() {
+    let t0 = Instant::now();
+    let mut registration = answered(t0, V201, RegistrationStatus::Accepted);
+    registration.on_call_sent(t0 + secs(1), "BootNotification");
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(11)));
+    registration.on_boot_failed(t0 + secs(2));
+    assert!(registration.is_accepted());
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(11)));
+    assert_eq!(
+        registration.handle_timeout(t0 + secs(11)),
+        Some(Due::Heartbeat)
+    );
+}
+
+#[test]
+fn boot_sent_outside_handle_timeout_is_in_flight() {
+    let t0 = Instant::now();
+    let mut registration = answered(t0, V16, RegistrationStatus::Pending);
+    registration.on_trigger_accepted("BootNotification");
+    registration.on_call_sent(t0 + secs(1), "BootNotification");
+    assert_eq!(registration.poll_timeout(), None);
+    assert_eq!(registration.handle_timeout(t0 + secs(20)), None);
+}
+
+#[test]
+fn accepted_with_zero_interval_keeps_the_current_interval() {
+    let t0 = Instant::now();
+    let mut registration = Registration::new(t0, V16);
+    registration.handle_timeout(t0);
+    registration.on_boot_answer(t0, &answer(RegistrationStatus::Accepted, 0));
+    assert_eq!(
+        registration.heartbeat_interval(),
+        DEFAULT_HEARTBEAT_INTERVAL
+    );
+    assert_eq!(
+        registration.poll_timeout(),
+        Some(t0 + DEFAULT_HEARTBEAT_INTERVAL)
+    );
+
+    let mut configured = Registration::new(t0, V201);
+    configured.set_heartbeat_interval(t0, secs(15));
+    assert_eq!(configured.poll_timeout(), Some(t0)); // still booting
+    configured.handle_timeout(t0);
+    configured.on_boot_answer(t0, &answer(RegistrationStatus::Accepted, 0));
+    assert_eq!(configured.poll_timeout(), Some(t0 + secs(15)));
+}
+
+#[test]
+fn heartbeat_interval_change_and_disable() {
+    let t0 = Instant::now();
+    let mut registration = answered(t0, V201, RegistrationStatus::Accepted);
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(10)));
+    registration.set_heartbeat_interval(t0 + secs(3), secs(100));
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(103)));
+    registration.set_heartbeat_interval(t0 + secs(4), Duration::ZERO);
+    assert_eq!(registration.poll_timeout(), None);
+    assert_eq!(registration.handle_timeout(t0 + secs(1000)), None);
+    registration.on_call_sent(t0 + secs(5), "StatusNotification");
+    assert_eq!(registration.poll_timeout(), None);
+}
+
+#[test]
+fn pending_or_rejected_after_accepted_stops_heartbeats() {
+    let t0 = Instant::now();
+    let mut registration = answered(t0, V201, RegistrationStatus::Accepted);
+    registration.on_call_sent(t0 + secs(1), "BootNotification");
+    registration.on_boot_answer(t0 + secs(2), &answer(RegistrationStatus::Rejected, 7));
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(9)));
+    assert_eq!(registration.handle_timeout(t0 + secs(9)), Some(Due::Boot));
+}
+
+const ACTIONS: [&str; 4] = [
+    "BootNotification",
+    "Heartbeat",
+    "StatusNotification",
+    "NotifyReport",
+];
+
+fn may_send_row(registration: &Registration) -> Vec<bool> {
+    ACTIONS.iter().map(|a| registration.may_send(a)).collect()
+}
+
+#[test]
+fn may_send_table() {
+    let t0 = Instant::now();
+    for version in OcppVersion::ALL {
+        let fresh = Registration::new(t0, version);
+        assert_eq!(may_send_row(&fresh), [true, false, false, false]);
+        let rejected = answered(t0, version, RegistrationStatus::Rejected);
+        assert_eq!(may_send_row(&rejected), [true, false, false, false]);
+        let pending = answered(t0, version, RegistrationStatus::Pending);
+        let report = version.is_2x();
+        assert_eq!(may_send_row(&pending), [true, false, false, report]);
+        let accepted = answered(t0, version, RegistrationStatus::Accepted);
+        assert_eq!(may_send_row(&accepted), [true, true, true, true]);
+    }
+}
+
+#[test]
+fn trigger_credits_are_consumed() {
+    let t0 = Instant::now();
+    let mut registration = answered(t0, V201, RegistrationStatus::Pending);
+    registration.on_trigger_accepted("StatusNotification");
+    registration.on_trigger_accepted("StatusNotification");
+    registration.on_trigger_accepted("SignChargingStationCertificate");
+    registration.on_trigger_accepted("NoSuchMessage");
+    assert!(registration.may_send("StatusNotification"));
+    assert!(registration.may_send("SignCertificate"));
+    assert!(!registration.may_send("Heartbeat"));
+    registration.on_call_sent(t0 + secs(1), "StatusNotification");
+    assert!(registration.may_send("StatusNotification"));
+    registration.on_call_sent(t0 + secs(1), "StatusNotification");
+    assert!(!registration.may_send("StatusNotification"));
+    registration.on_call_sent(t0 + secs(1), "SignCertificate");
+    assert!(!registration.may_send("SignCertificate"));
+    // Sending does not push the boot retry while Pending.
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(10)));
+}
+
+#[test]
+fn trigger_credits_accept_action_names_are_bounded_and_cleared() {
+    let t0 = Instant::now();
+    let mut registration = answered(t0, V16, RegistrationStatus::Pending);
+    registration.on_trigger_accepted("SignedFirmwareStatusNotification");
+    assert!(registration.may_send("SignedFirmwareStatusNotification"));
+    for _ in 0..1000 {
+        registration.on_trigger_accepted("MeterValues");
+    }
+    assert_eq!(registration.credits.len(), MAX_TRIGGER_CREDITS);
+    registration.on_call_sent(t0, "BootNotification");
+    registration.on_boot_answer(t0, &answer(RegistrationStatus::Accepted, 10));
+    assert!(registration.credits.is_empty());
+    registration.on_call_sent(t0, "BootNotification");
+    registration.on_boot_answer(t0, &answer(RegistrationStatus::Pending, 10));
+    assert!(!registration.may_send("MeterValues"));
+}
+
+#[test]
+fn triggered_action_per_version() {
+    let cases: [(OcppVersion, &str, Option<&str>); 16] = [
+        (V16, "BootNotification", Some("BootNotification")),
+        (
+            V16,
+            "DiagnosticsStatusNotification",
+            Some("DiagnosticsStatusNotification"),
+        ),
+        (
+            V16,
+            "FirmwareStatusNotification",
+            Some("FirmwareStatusNotification"),
+        ),
+        (V16, "Heartbeat", Some("Heartbeat")),
+        (V16, "MeterValues", Some("MeterValues")),
+        (V16, "StatusNotification", Some("StatusNotification")),
+        (V16, "LogStatusNotification", Some("LogStatusNotification")),
+        (V16, "SignChargePointCertificate", Some("SignCertificate")),
+        (V16, "TransactionEvent", None),
+        (V201, "DiagnosticsStatusNotification", None),
+        (V201, "TransactionEvent", Some("TransactionEvent")),
+        (V201, "SignCombinedCertificate", Some("SignCertificate")),
+        (V201, "SignV2G20Certificate", None),
+        (V21, "SignV2G20Certificate", Some("SignCertificate")),
+        (
+            V21,
+            "PublishFirmwareStatusNotification",
+            Some("PublishFirmwareStatusNotification"),
+        ),
+        (V21, "CustomTrigger", None),
+    ];
+    for (version, requested, action) in cases {
+        assert_eq!(
+            triggered_action(version, requested),
+            action,
+            "{version} {requested}"
+        );
+    }
+}
+
+#[test]
+fn check_incoming_table() {
+    let t0 = Instant::now();
+    let remote = |version: OcppVersion| {
+        if version.is_2x() {
+            ["RequestStartTransaction", "RequestStopTransaction"]
+        } else {
+            ["RemoteStartTransaction", "RemoteStopTransaction"]
+        }
+    };
+    for version in OcppVersion::ALL {
+        let fresh = Registration::new(t0, version);
+        let pending = answered(t0, version, RegistrationStatus::Pending);
+        let rejected = answered(t0, version, RegistrationStatus::Rejected);
+        let accepted = answered(t0, version, RegistrationStatus::Accepted);
+        for registration in [&fresh, &pending] {
+            assert_eq!(registration.check_incoming("GetConfiguration"), Ok(()));
+            assert_eq!(registration.check_incoming("TriggerMessage"), Ok(()));
+            for action in remote(version) {
+                let error = registration.check_incoming(action).unwrap_err();
+                assert_eq!(error.code, ErrorCode::SecurityError);
+            }
+        }
+        for action in ["TriggerMessage", "Reset", remote(version)[0]] {
+            let error = rejected.check_incoming(action).unwrap_err();
+            assert_eq!(error.code, ErrorCode::SecurityError);
+            assert_eq!(accepted.check_incoming(action), Ok(()));
+        }
+        // The other version's names are not refused by mistake.
+        let other = if version.is_2x() {
+            "RemoteStartTransaction"
+        } else {
+            "RequestStartTransaction"
+        };
+        assert_eq!(pending.check_incoming(other), Ok(()));
+    }
+}
