@@ -1662,3 +1662,64 @@ async fn the_stations_heartbeat_interval_holds_over_a_reconnection_when_the_boot
     close(&station).await;
     csms.stop().await;
 }
+
+/// The central system's SENDs reach the station's `on_send` one after the other, in the order
+/// they came, as a server's do (`Router::on_send`); before, the station spawned a task per
+/// SEND, and a slow first handler let the second run beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stations_sends_are_handled_one_after_the_other_in_order() {
+    let router =
+        Router::<()>::default().on(|_, _: ocpp_tokio::v2_1::BootNotificationRequest| async {
+            Ok(j::<ocpp_tokio::v2_1::BootNotificationResponse>(json!({
+                "currentTime": "2026-05-01T10:00:00Z", "interval": 300, "status": "Accepted"
+            })))
+        });
+    let config = server_config().versions(vec![OcppVersion::V2_1]);
+    let csms = Csms::start_with(Server::builder().config(config).handler(router)).await;
+    // Each handler notes when it starts and ends; the first takes a while.
+    let spans: Arc<Mutex<Vec<(u32, Instant, Instant)>>> = Arc::default();
+    let recorded = Arc::clone(&spans);
+    let station_router = Router::<()>::for_station().on_send(move |_, send| {
+        let spans = Arc::clone(&recorded);
+        async move {
+            let started = Instant::now();
+            let ocpp_tokio::ocpp::Request::V2_1(request) = send.request() else {
+                return;
+            };
+            let ocpp_tokio::v2_1::Request::NotifyPeriodicEventStream(stream) = &**request else {
+                return;
+            };
+            let seq = stream.id;
+            if seq == 1 {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            spans.lock().unwrap().push((seq, started, Instant::now()));
+        }
+    });
+    let station = station(&csms, "CP-SENDS", OcppVersion::V2_1)
+        .router(station_router)
+        .connect()
+        .unwrap();
+    bounded("accepted", station.accepted()).await.unwrap();
+    let cp = csms.charge_points.get("CP-SENDS").expect("connected");
+    for id in [1, 2] {
+        let element =
+            ocpp_tokio::v2_1::StreamDataElement::new(ocpp_tokio::Decimal::new(0, 1), "1.5");
+        let stream =
+            ocpp_tokio::v2_1::NotifyPeriodicEventStreamRequest::new(vec![element], id, 0, time());
+        cp.send(ocpp_tokio::v2_1::Request::from(stream))
+            .await
+            .expect("written");
+    }
+    eventually("both SENDs handled", || spans.lock().unwrap().len() == 2).await;
+    let spans = spans.lock().unwrap().clone();
+    let [(1, _, first_end), (2, second_start, _)] = spans.as_slice() else {
+        panic!("out of order: {spans:?}");
+    };
+    assert!(
+        second_start >= first_end,
+        "the second SEND's handler ran beside the first"
+    );
+    close(&station).await;
+    csms.stop().await;
+}

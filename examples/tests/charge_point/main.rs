@@ -17,9 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
-use ocpp_proto::{
-    Answer, CallFailure, Connection, ConnectionConfig, Event, Request, Response,
-};
+use ocpp_proto::{Answer, CallFailure, Connection, ConnectionConfig, Event, Request, Response};
 use serde_json::{json, Value};
 
 mod boot;

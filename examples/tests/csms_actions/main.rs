@@ -13,10 +13,10 @@ use std::collections::BTreeSet;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
-use ocpp_reference_csms::admin::{self, decode_command, AdminRequest, Route};
-use ocpp_reference_csms::{BootPolicy, Csms, CsmsConfig, TokenStore};
 use ocpp_proto::Answer;
 use ocpp_proto::{ChargePointIdentity, Response};
+use ocpp_reference_csms::admin::{self, decode_command, AdminRequest, Route};
+use ocpp_reference_csms::{BootPolicy, Csms, CsmsConfig, TokenStore};
 use serde_json::{json, Value};
 
 mod authorization;

@@ -44,6 +44,7 @@ fn boot_and_heartbeat() {
                 id,
                 action: "BootNotification",
                 outcome: Ok(boot_accepted()),
+                caller: (),
             }]
         );
 
@@ -140,7 +141,8 @@ fn call_timeout_then_next_call_goes_out() {
         vec![Event::CallCompleted {
             id: first,
             action: "Heartbeat",
-            outcome: Err(CallFailure::Timeout)
+            outcome: Err(CallFailure::Timeout),
+            caller: (),
         }]
     );
     assert!(pair.cp.has_call_in_flight(), "the second call was sent");

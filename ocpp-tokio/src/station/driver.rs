@@ -129,6 +129,21 @@ struct Online {
     registration: Registration,
     link: Arc<Link>,
     app: Arc<dyn AppSession>,
+    /// The central system's SENDs, handled one after the other in the order they came (as
+    /// the server handles a charge point's, `Router::on_send`), by one task per connection.
+    sends: mpsc::UnboundedSender<BoxFuture<()>>,
+}
+
+/// The task that runs a connection's SEND handlers in order; it ends once the connection's
+/// sender is dropped and the SENDs already received are handled.
+fn spawn_sends() -> mpsc::UnboundedSender<BoxFuture<()>> {
+    let (sends, mut queue) = mpsc::unbounded_channel::<BoxFuture<()>>();
+    tokio::spawn(async move {
+        while let Some(send) = queue.recv().await {
+            send.await;
+        }
+    });
+    sends
 }
 
 /// An answer from a handler: the CALL's id, the answer, and the action a TriggerMessage asked
@@ -576,6 +591,7 @@ impl Task {
                     registration,
                     link,
                     app,
+                    sends: spawn_sends(),
                 });
                 self.publish(Status::Registering {
                     version,
@@ -618,7 +634,9 @@ impl Task {
                     self.hook(&id, Message::SendIn(&request));
                 }
                 if let Some(on) = &wire.online {
-                    tokio::spawn(on.app.on_send(IncomingCall::new(id, request)));
+                    let _ = on
+                        .sends
+                        .send(on.app.on_send(IncomingCall::new(id, request)));
                 }
             }
             Event::CallCompleted {

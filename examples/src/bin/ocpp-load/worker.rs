@@ -30,8 +30,8 @@ use nix::sys::time::TimeSpec;
 use ocpp_frame::deflate::DeflateConfig;
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
-use ocpp_reference_csms::push::unix_nanos_now;
 use ocpp_proto::{Connection, ConnectionConfig, DeflatePolicy, MessageId, Request, Response};
+use ocpp_reference_csms::push::unix_nanos_now;
 
 use super::cli::{Deflate, Options, Scenario, WorkerSlot};
 use super::phase::PhaseStats;

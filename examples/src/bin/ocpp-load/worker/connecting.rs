@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::{Interest, Token};
 use nix::sys::socket::{setsockopt, sockopt};
-use ocpp_reference_csms::push::unix_nanos_now;
 use ocpp_proto::{ChargePointIdentity, ConnectTarget, Connection};
+use ocpp_reference_csms::push::unix_nanos_now;
 use socket2::{Domain, Socket, Type};
 
 use super::{read_stamped, Link, LoadPhase, Worker, CONNECTS_PER_TURN, READ_BUFFER};

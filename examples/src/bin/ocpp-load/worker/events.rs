@@ -5,9 +5,9 @@ use std::cmp::Reverse;
 use std::time::{Duration, Instant};
 
 use ocpp_messages::error_code::ErrorCode;
-use ocpp_reference_csms::push::unix_nanos_now;
 use ocpp_proto::station::{boot_request, BootReason, StationInfo};
 use ocpp_proto::{CallFailure, CallOutcome, Event, MessageId, Request};
+use ocpp_reference_csms::push::unix_nanos_now;
 
 use ocpp_examples::charge_point_payload::{self as payload, Answer};
 
