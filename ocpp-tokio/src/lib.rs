@@ -26,9 +26,6 @@
 //!   OCPP 2.0.1, and delivers transaction messages through an offline queue that survives
 //!   the process;
 //! - **the message hook** ([`hook`]): one function for every message in and out;
-//! - **a Local Controller** ([`local_controller`]): [`LocalController`] relays the stations of
-//!   a site to the central system unchanged, one upstream connection per station, with hooks
-//!   to observe, to answer locally, and to send CALLs of its own;
 //! - **the protocol** ([`ocpp`]): the types of the layers below (payloads per version, the
 //!   answer and outcome types, identities, close codes, configuration).
 //!
@@ -46,7 +43,6 @@ mod driver;
 mod error;
 pub mod handler;
 pub mod hook;
-pub mod local_controller;
 pub mod presence;
 pub mod registry;
 pub mod router;
@@ -80,8 +76,6 @@ pub use router::{Reply, Router};
 pub use session::Session;
 // The charging station.
 pub use station::Station;
-// A Local Controller.
-pub use local_controller::LocalController;
 // The charge points.
 pub use registry::{ChargePoint, ChargePoints};
 // What every program names.

@@ -73,16 +73,3 @@ fn the_restart_section_opens_with_examples_survives_restart_rs() {
     let lines = example.lines().count();
     assert!(lines <= 80, "{lines} lines");
 }
-
-#[test]
-fn the_local_controller_section_opens_with_examples_local_controller_rs() {
-    let readme = include_str!("../README.md");
-    let section = readme
-        .find("\n## A Local Controller\n")
-        .expect("a section on a Local Controller");
-    let blocks_before = readme[..section].matches("```rust,no_run\n").count();
-    let example = include_str!("../examples/local_controller.rs");
-    assert_eq!(block(blocks_before), example.trim_end());
-    let lines = example.lines().count();
-    assert!(lines <= 40, "{lines} lines");
-}

@@ -331,7 +331,7 @@ fn evse_id(connector: u32) -> i32 {
 // ---- the router ----
 
 /// Answers the CSMS's commands: one untyped route, since [`payload::read_command`] reads
-/// every version's commands into one [`Command`].
+/// every version's commands into one [`Command`](payload::Command).
 pub(crate) fn router() -> Router<Arc<Sim>> {
     Router::for_station()
         .fallback(command)

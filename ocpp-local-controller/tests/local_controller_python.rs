@@ -17,6 +17,7 @@
 //! Without Python's `ocpp` and `websockets` the tests are skipped with a line on stderr; with
 //! `OCPP_INTEROP_REQUIRED=1` they fail instead.
 
+#[path = "../../ocpp-tokio/tests/common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader};
@@ -26,7 +27,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{free_port, mio_server_binary, python, python_ocpp_present, Killed};
-use ocpp_tokio::local_controller::{Direction, LocalController, RelayedStations};
+use ocpp_local_controller::{Direction, LocalController, RelayedStations};
 use serde_json::{json, Value};
 
 /// The longest one wait for a Python peer may take (an import of `ocpp` takes a second).

@@ -29,11 +29,17 @@
 //!   [`LocalControllerBuilder::upstream_tls`]; towards the stations with
 //!   [`LocalControllerBuilder::station_tls`] (the stations then connect with `wss://`, as to a
 //!   central system serving security profiles 2 and 3: the same `rustls::ServerConfig` as
-//!   [`ServerBuilder::tls`](crate::ServerBuilder::tls)), or in plain `ws://` without it (a
+//!   [`ServerBuilder::tls`](ocpp_tokio::ServerBuilder::tls)), or in plain `ws://` without it (a
 //!   controller often sits on the site's own network).
 //! - WebSocket pings, limits and the close handshake are per hop (RFC 6455 control frames are
 //!   not relayed), each hop an [`ocpp_proto::Connection`] in relay mode
-//!   ([`ConnectionConfig::relay_text`](crate::ConnectionConfig::relay_text)).
+//!   ([`ConnectionConfig::relay_text`](ocpp_tokio::ConnectionConfig::relay_text)).
+
+#![deny(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 mod relay;
 
@@ -55,7 +61,7 @@ use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
-use crate::handler::PeerCertificate;
+use ocpp_tokio::handler::PeerCertificate;
 use relay::{Decide, Hooks, Observe, Output, Relay};
 
 /// One message of a station pair, as the hooks see it: the text exactly as relayed and its
@@ -87,7 +93,7 @@ impl Verdict {
     /// Answers with a CALLRESULT `[3,"<id>",<payload>]`.
     ///
     /// ```
-    /// use ocpp_tokio::local_controller::Verdict;
+    /// use ocpp_local_controller::Verdict;
     /// let verdict = Verdict::result("42", &serde_json::json!({"status": "Accepted"}));
     /// assert_eq!(verdict, Verdict::Answer(r#"[3,"42",{"status":"Accepted"}]"#.into()));
     /// ```
@@ -98,7 +104,7 @@ impl Verdict {
     /// Answers with a CALLERROR `[4,"<id>","<code>","<description>",{}]`.
     ///
     /// ```
-    /// use ocpp_tokio::local_controller::Verdict;
+    /// use ocpp_local_controller::Verdict;
     /// let verdict = Verdict::error("42", "NotSupported", "not here");
     /// assert_eq!(verdict, Verdict::Answer(r#"[4,"42","NotSupported","not here",{}]"#.into()));
     /// ```
@@ -146,8 +152,8 @@ type UpstreamPassword = Arc<dyn Fn(&str) -> Option<Vec<u8>> + Send + Sync>;
 /// Builds a [`LocalController`]: `LocalController::builder("ws://csms:9000/ocpp")?.bind(addr)`.
 ///
 /// ```no_run
-/// # async fn example() -> Result<(), ocpp_tokio::local_controller::LocalControllerError> {
-/// use ocpp_tokio::local_controller::{LocalController, Verdict};
+/// # async fn example() -> Result<(), ocpp_local_controller::LocalControllerError> {
+/// use ocpp_local_controller::{LocalController, Verdict};
 ///
 /// let controller = LocalController::builder("ws://csms.example:9000/ocpp")?
 ///     .on_message(|m| println!("{} {:?} {}", m.identity, m.direction, m.text))
@@ -237,7 +243,7 @@ impl LocalControllerBuilder {
     ///
     /// ```no_run
     /// # async fn example(tls: std::sync::Arc<ocpp_tokio::rustls::ClientConfig>)
-    /// # -> Result<(), ocpp_tokio::local_controller::LocalControllerError> {
+    /// # -> Result<(), ocpp_local_controller::LocalControllerError> {
     /// let controller = ocpp_tokio::LocalController::builder("wss://csms.example/ocpp")?
     ///     .upstream_tls(tls)
     ///     .bind("0.0.0.0:9100")
@@ -252,13 +258,13 @@ impl LocalControllerBuilder {
     /// TLS towards the stations: they connect with `wss://` (security profile 2; profile 3
     /// when `config` asks for client certificates, e.g. with rustls's `WebPkiClientVerifier`:
     /// a station's certificate must then carry its identity as subject CN, else 403).
-    /// The same configuration as [`ServerBuilder::tls`](crate::ServerBuilder::tls); the TLS
+    /// The same configuration as [`ServerBuilder::tls`](ocpp_tokio::ServerBuilder::tls); the TLS
     /// handshake must end within the handshake timeout of [`Self::config`]. A station whose
     /// handshake fails is dropped (it never reaches the central system).
     ///
     /// ```no_run
     /// # async fn example(tls: std::sync::Arc<ocpp_tokio::rustls::ServerConfig>)
-    /// # -> Result<(), ocpp_tokio::local_controller::LocalControllerError> {
+    /// # -> Result<(), ocpp_local_controller::LocalControllerError> {
     /// let controller = ocpp_tokio::LocalController::builder("ws://127.0.0.1:9000/ocpp")?
     ///     .station_tls(tls)
     ///     .bind("0.0.0.0:9443")
@@ -319,7 +325,7 @@ impl LocalControllerBuilder {
 /// connection of its own (see the [module](self)).
 ///
 /// ```no_run
-/// # async fn example() -> Result<(), ocpp_tokio::local_controller::LocalControllerError> {
+/// # async fn example() -> Result<(), ocpp_local_controller::LocalControllerError> {
 /// let controller = ocpp_tokio::LocalController::builder("ws://127.0.0.1:9000/ocpp")?
 ///     .bind("127.0.0.1:9100")
 ///     .await?;
@@ -517,7 +523,7 @@ impl RelayedStations {
     /// system's is in flight at the station (and the central system's next one waits for it).
     ///
     /// ```no_run
-    /// # async fn example(stations: ocpp_tokio::local_controller::RelayedStations) {
+    /// # async fn example(stations: ocpp_local_controller::RelayedStations) {
     /// let answer = stations.call("CP1", "ClearCache", "{}").await;
     /// # }
     /// ```

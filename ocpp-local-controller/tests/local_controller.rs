@@ -1,8 +1,9 @@
 //! The Local Controller (issue 37): stations relayed to a central system through
-//! `ocpp_tokio::LocalController`, in process (raw peers that compare the texts byte for byte,
+//! `ocpp_local_controller::LocalController`, in process (raw peers that compare the texts byte for byte,
 //! and an `ocpp_tokio::Server`), and against independent peers (Python `ocpp` stations relayed
 //! by `examples/local_controller.rs` to mio-server). Every wait is bounded; loopback only.
 
+#[path = "../../ocpp-tokio/tests/common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -15,10 +16,8 @@ use common::raw_peer::{RawPeer, WAIT};
 use common::{
     example_binary, mio_server_binary, python, python_ocpp_present, Killed, TestCp, TestServer,
 };
+use ocpp_local_controller::{Direction, LocalController, MessageTypeId, RelayedStations, Verdict};
 use ocpp_proto::{CloseCode, CloseReason, ConnectionConfig, Event, OcppVersion};
-use ocpp_tokio::local_controller::{
-    Direction, LocalController, MessageTypeId, RelayedStations, Verdict,
-};
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -114,7 +113,7 @@ async fn texts_are_relayed_byte_for_byte_and_the_controller_acts() {
     assert_eq!(answered.as_deref(), Ok(own_answer.as_str()));
     assert_eq!(
         stations.call("NOBODY", "ClearCache", "{}").await,
-        Err(ocpp_tokio::local_controller::OwnCallError::NotConnected)
+        Err(ocpp_local_controller::OwnCallError::NotConnected)
     );
 
     // The next text the central system gets is this Heartbeat: neither the Authorize nor the

@@ -6,11 +6,13 @@
 //! `MessageSigner` (a stand-in for a secure element); the CSMS's is the crate's software ES256.
 //! Every wait is bounded; loopback only.
 
+#[path = "../../ocpp-tokio/tests/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use ocpp_local_controller::LocalController;
 use ocpp_messages::envelope::{parse, Call, CallResult, MessageId, RpcMessage};
 use ocpp_messages::signed::es256::{certificate_thumbprint, Es256Signer, Es256Verifier};
 use ocpp_messages::signed::{
@@ -18,7 +20,6 @@ use ocpp_messages::signed::{
     SignerError,
 };
 use ocpp_proto::{ConnectionConfig, Event, OcppVersion};
-use ocpp_tokio::local_controller::LocalController;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::value::RawValue;

@@ -1,7 +1,7 @@
 //! A Local Controller: `local_controller LISTEN CSMS_URL`, e.g.
 //! `local_controller 127.0.0.1:9100 ws://127.0.0.1:9000/ocpp`. Each station that connects to
 //! LISTEN as `/ocpp/CP1` is relayed, unchanged, to `CSMS_URL/CP1`.
-use ocpp_tokio::local_controller::{Direction, LocalController, LocalControllerError};
+use ocpp_local_controller::{Direction, LocalController, LocalControllerError};
 
 #[tokio::main]
 async fn main() -> Result<(), LocalControllerError> {
