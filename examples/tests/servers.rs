@@ -1,11 +1,14 @@
-//! `mio-server` and `tokio-server` end to end, each scenario written once and run against both:
+//! `mio-server`, `tokio-server` and `uring-server` end to end, each scenario written once and
+//! run against each:
 //! the built binary on free loopback ports, charge points built on `ocpp-server-core`'s
 //! charge-point side over blocking std sockets, the admin API over plain HTTP. Every wait is
 //! bounded; the server is stopped by PID when a test ends.
 //!
-//! A scenario is a `fn scenario(kind: Kind)`; [`on_both_servers!`] runs it as two tests,
-//! `mio_server::scenario` and `tokio_server::scenario` (the naming of the OCTT tests), so a
-//! failure names the server. What differs between the servers is data on [`Kind`].
+//! A scenario is a `fn scenario(kind: Kind)`; [`on_both_servers!`] runs it as three tests,
+//! `mio_server::scenario`, `tokio_server::scenario` and `uring_server::scenario` (the naming of
+//! the OCTT tests), so a failure names the server. What differs between the servers is data on
+//! [`Kind`]. No scenario here needs TLS or a cluster (which uring-server refuses), so
+//! uring-server runs them all; off Linux its tests say they are skipped and pass.
 
 mod common;
 
@@ -16,6 +19,7 @@ use common::*;
 enum Kind {
     Mio,
     Tokio,
+    Uring,
 }
 
 /// The crowd scenario's load: `clients` threads, each holding `per_client` charge points.
@@ -29,6 +33,7 @@ impl Kind {
         match self {
             Kind::Mio => env!("CARGO_BIN_EXE_mio-server"),
             Kind::Tokio => env!("CARGO_BIN_EXE_tokio-server"),
+            Kind::Uring => env!("CARGO_BIN_EXE_uring-server"),
         }
     }
 
@@ -36,14 +41,15 @@ impl Kind {
         match self {
             Kind::Mio => "mio-server",
             Kind::Tokio => "tokio-server",
+            Kind::Uring => "uring-server",
         }
     }
 
-    /// 100 charge points on mio-server's two loops (four sockets' worth of kernel spreading),
-    /// 50 on tokio-server's two worker threads.
+    /// 100 charge points on mio-server's and uring-server's two loops (four sockets' worth of
+    /// kernel spreading), 50 on tokio-server's two worker threads.
     fn crowd(self) -> Crowd {
         match self {
-            Kind::Mio => Crowd {
+            Kind::Mio | Kind::Uring => Crowd {
                 clients: 4,
                 per_client: 25,
             },
@@ -59,8 +65,9 @@ impl Kind {
     }
 }
 
-/// Runs each named scenario (a `fn scenario(kind: Kind)`) as two tests, `mio_server::scenario`
-/// and `tokio_server::scenario`.
+/// Runs each named scenario (a `fn scenario(kind: Kind)`) as three tests,
+/// `mio_server::scenario`, `tokio_server::scenario` and `uring_server::scenario` (Linux only:
+/// elsewhere it prints that it is skipped).
 macro_rules! on_both_servers {
     ($($scenario:ident),* $(,)?) => {
         mod mio_server {
@@ -68,6 +75,15 @@ macro_rules! on_both_servers {
         }
         mod tokio_server {
             $(#[test] fn $scenario() { super::$scenario(super::Kind::Tokio) })*
+        }
+        mod uring_server {
+            $(#[test] fn $scenario() {
+                if cfg!(target_os = "linux") {
+                    super::$scenario(super::Kind::Uring)
+                } else {
+                    eprintln!("skipped: uring-server needs io_uring (Linux)");
+                }
+            })*
         }
     };
 }
