@@ -550,6 +550,7 @@ impl EventLoop {
                     uring.paused.entry(key).or_default().extend_from_slice(data);
                 } else if !s.connection.wants_read() {
                     // Back-pressure: the peer does not read what we send; stop reading it.
+                    tracing::debug!(identity = ?s.identity, "reading paused");
                     s.read_paused = true;
                     uring.paused.insert(key, data.to_vec());
                     if more {
@@ -654,6 +655,7 @@ impl EventLoop {
         if s.read_paused || !s.stage.is_open() {
             return;
         }
+        tracing::debug!(identity = ?s.identity, "reading resumed");
         if let Some(stashed) = uring.paused.remove(&key) {
             if let Some(tap) = self.taps.as_mut().and_then(|taps| taps.get_mut(&key)) {
                 tap.received(&stashed);
