@@ -89,6 +89,33 @@ fn tag(kind: u64, key: Key) -> u64 {
     kind | (u64::from(key.generation()) & GENERATION) << 32 | u64::from(key.index())
 }
 
+/// Hashes a user data or a key for the maps below with one multiplication (Fibonacci
+/// hashing): they are ours, not an attacker's, and SipHash would be most of a lookup.
+#[derive(Debug, Default, Clone, Copy)]
+struct TagHasher(u64);
+
+impl std::hash::Hasher for TagHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    fn write_u32(&mut self, value: u32) {
+        self.write_u64(u64::from(value));
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type Map<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<TagHasher>>;
+
 /// One send in flight: its bytes, and how many of them the kernel took.
 #[derive(Debug)]
 struct Send {
@@ -186,12 +213,12 @@ pub(super) struct Uring {
     ring: IoUring,
     buffers: BufRing,
     /// The sends in flight, by user data; each stays here until its completion.
-    sends: HashMap<u64, Send>,
+    sends: Map<u64, Send>,
     /// Send buffers to reuse.
     spare: Vec<Vec<u8>>,
     /// Input received for connections whose reading is paused (back-pressure), fed when they
     /// want input again.
-    paused: HashMap<Key, Vec<u8>>,
+    paused: Map<Key, Vec<u8>>,
     /// Sockets removed this turn: closed after the submit.
     closing: Vec<mio::net::TcpStream>,
     accept_armed: bool,
@@ -240,9 +267,9 @@ impl Uring {
         Ok(Uring {
             ring,
             buffers,
-            sends: HashMap::new(),
+            sends: Map::default(),
             spare: Vec::new(),
-            paused: HashMap::new(),
+            paused: Map::default(),
             closing: Vec::new(),
             accept_armed: false,
             accept_cancelled: false,
