@@ -378,6 +378,17 @@ impl Uring {
     /// Submits the turn's entries and waits for a completion, at most `timeout`.
     fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.buffers.publish();
+        if !self.closing.is_empty() {
+            // Sockets to close: every entry naming their descriptors goes in first (so none
+            // can name a number reused since), then they are closed, now rather than after
+            // the wait.
+            if let Err(e) = self.ring.submit() {
+                if !transient(&e) {
+                    return Err(e);
+                }
+            }
+            self.closing.clear();
+        }
         let result = match timeout {
             Some(Duration::ZERO) => self.ring.submit(),
             Some(timeout) => {
@@ -387,21 +398,20 @@ impl Uring {
             }
             None => self.ring.submit_and_wait(1),
         };
-        // Every entry naming their descriptors is in the kernel now.
-        self.closing.clear();
         match result {
-            Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-                ) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(e),
+            Err(e) if !transient(&e) => Err(e),
+            _ => Ok(()),
         }
     }
+}
+
+/// A wait that timed out or was interrupted, or a completion queue too full to submit now:
+/// the loop goes on.
+fn transient(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN)
+    )
 }
 
 impl Drop for Uring {
