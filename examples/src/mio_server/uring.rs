@@ -5,7 +5,9 @@
 //! Everything the turn asked for (receives armed again, sends, cancels) is queued as
 //! submission entries and goes to the kernel in **one** `io_uring_enter`, which also waits for
 //! the next completions, at most until the earliest deadline of the [`TimerHeap`](super::timers::TimerHeap)
-//! (the wait's own timeout: no timeout entry). Then the completions are handled:
+//! (the wait's own timeout: no timeout entry); only a burst of sends (the push tick's) is
+//! submitted every [`SEND_BATCH`] sends, so that the first do not wait for the last to be
+//! made. Then the completions are handled:
 //!
 //! - **accept** (multishot, on the OCPP listener): a new charge point's socket, recorded as
 //!   mio-server records it ([`add_ocpp`](EventLoop::add_ocpp)), with a receive armed;
@@ -71,6 +73,10 @@ const BUFFERS: u16 = 1024;
 const BUFFER_SIZE: usize = 2048;
 /// The buffer group of the ring.
 const GROUP: u16 = 0;
+/// A burst of sends (the push tick's, to every connection) is submitted every this many, not
+/// only at the end of the turn: a push is stamped when made, so the last of 10,000 would
+/// otherwise wait for all the others to be made (23 ms at p99 in the first measurement).
+const SEND_BATCH: usize = 4;
 /// Send buffers kept for reuse, and the largest capacity kept.
 const SPARE_SENDS: usize = 64;
 const SPARE_CAPACITY: usize = 16 * 1024;
@@ -221,6 +227,8 @@ pub(super) struct Uring {
     paused: Map<Key, Vec<u8>>,
     /// Sockets removed this turn: closed after the submit.
     closing: Vec<mio::net::TcpStream>,
+    /// Sends queued since the last submit.
+    unsubmitted_sends: usize,
     accept_armed: bool,
     accept_cancelled: bool,
     epoll_armed: bool,
@@ -271,6 +279,7 @@ impl Uring {
             spare: Vec::new(),
             paused: Map::default(),
             closing: Vec::new(),
+            unsubmitted_sends: 0,
             accept_armed: false,
             accept_cancelled: false,
             epoll_armed: false,
@@ -353,6 +362,13 @@ impl Uring {
             .user_data(user_data);
         self.sends.insert(user_data, send);
         self.push(&entry);
+        self.unsubmitted_sends += 1;
+        if self.unsubmitted_sends >= SEND_BATCH {
+            self.unsubmitted_sends = 0;
+            if let Err(e) = self.ring.submit() {
+                tracing::debug!("io_uring submit: {e}");
+            }
+        }
     }
 
     fn recycle(&mut self, mut bytes: Vec<u8>) {
@@ -378,6 +394,7 @@ impl Uring {
     /// Submits the turn's entries and waits for a completion, at most `timeout`.
     fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.buffers.publish();
+        self.unsubmitted_sends = 0;
         if !self.closing.is_empty() {
             // Sockets to close: every entry naming their descriptors goes in first (so none
             // can name a number reused since), then they are closed, now rather than after
