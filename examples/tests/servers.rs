@@ -765,3 +765,25 @@ fn a_peer_that_does_not_read_is_paused_then_answered(kind: Kind) {
     }
     writing.join().unwrap().unwrap();
 }
+
+/// uring-server serves plain `ws://` on one node: an option of TLS or of a cluster is refused
+/// before anything is opened, with a message that says so, and exit code 2.
+#[cfg(target_os = "linux")]
+#[test]
+fn uring_server_refuses_tls_and_cluster_options() {
+    for options in [
+        &["--tls-cert", "cert.pem", "--tls-key", "key.pem"][..],
+        &["--redis", "redis://127.0.0.1:1/", "--node-id", "a"][..],
+    ] {
+        let output = Command::new(Kind::Uring.binary())
+            .args(["--listen", "127.0.0.1:0", "--admin", "off"])
+            .args(options)
+            .env("OCPP_DATABASE_URL", "memory")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{options:?}: {stderr}");
+        assert!(stderr.contains("is not supported"), "{options:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{options:?}: it started");
+    }
+}
