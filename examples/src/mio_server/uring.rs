@@ -77,9 +77,6 @@ const GROUP: u16 = 0;
 /// only at the end of the turn: a push is stamped when made, so the last of 10,000 would
 /// otherwise wait for all the others to be made (23 ms at p99 in the first measurement).
 const SEND_BATCH: usize = 4;
-/// How long a wait that asked for the completions of its own sends plus one may wait for
-/// them once it has any (`submit_and_wait`).
-const MIN_WAIT_US: u32 = 1000;
 /// Send buffers kept for reuse, and the largest capacity kept.
 const SPARE_SENDS: usize = 64;
 const SPARE_CAPACITY: usize = 16 * 1024;
@@ -397,16 +394,7 @@ impl Uring {
     /// Submits the turn's entries and waits for a completion, at most `timeout`.
     fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.buffers.publish();
-        // A send usually completes inside this enter, and its completion would end the wait
-        // at once (a second wake per request): wait for one completion more than the sends,
-        // but no longer than MIN_WAIT for it once there is any (a send that did not complete
-        // at once delays the others by at most that).
-        let sends = std::mem::take(&mut self.unsubmitted_sends);
-        let (want, min_wait) = if sends > 0 && self.ring.params().is_feature_min_timeout() {
-            (1 + sends, MIN_WAIT_US)
-        } else {
-            (1, 0)
-        };
+        self.unsubmitted_sends = 0;
         if !self.closing.is_empty() {
             // Sockets to close: every entry naming their descriptors goes in first (so none
             // can name a number reused since), then they are closed, now rather than after
@@ -422,14 +410,8 @@ impl Uring {
             Some(Duration::ZERO) => self.ring.submit(),
             Some(timeout) => {
                 let ts = types::Timespec::from(timeout);
-                let args = types::SubmitArgs::new()
-                    .min_wait_usec(min_wait)
-                    .timespec(&ts);
-                self.ring.submitter().submit_with_args(want, &args)
-            }
-            None if min_wait > 0 => {
-                let args = types::SubmitArgs::new().min_wait_usec(min_wait);
-                self.ring.submitter().submit_with_args(want, &args)
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
             }
             None => self.ring.submit_and_wait(1),
         };
