@@ -7,6 +7,9 @@ Reads the idle, heartbeat and push runs of `mio-1` and `rust-floor` (any sizes),
 Markdown table per size (server CPU per heartbeat-phase request, per push, RSS per idle
 booted charge point, push p99 and loss, and the ratios to the floor measured in the same
 run), and draws how each cost grows with the number of charge points in one process.
+
+FLOOR_OURS="mio-1 uring-1" compares several of our servers with the floor (a column and a
+ratio each); the default is mio-1 alone.
 """
 
 import glob
@@ -14,7 +17,9 @@ import json
 import os
 import sys
 
-SERVERS = ("mio-1", "rust-floor")
+OURS = tuple(os.environ.get("FLOOR_OURS", "mio-1").split())
+SERVERS = OURS + ("rust-floor",)
+NAMES = {"mio-1": "mio-server", "uring-1": "uring-server"}
 
 
 def load(folder, servers=SERVERS):
@@ -87,41 +92,52 @@ def marginal(runs, label, key):
 
 
 def table(runs):
-    sizes = sorted({size for (_, label, size) in runs if label == "mio-1"})
+    sizes = sorted({size for (_, label, size) in runs if label == OURS[0]})
+    names = [NAMES.get(label, label) for label in OURS]
+    ratios = ["ratio"] if len(OURS) == 1 else [f"ratio {name}" for name in names]
     lines = [
-        "| charge points | measure | mio-server | floor | ratio | goal |",
-        "| ---: | --- | ---: | ---: | ---: | --- |",
+        f"| charge points | measure | {' | '.join(names)} | floor | {' | '.join(ratios)} | goal |",
+        "| ---: | --- |" + " ---: |" * (2 * len(OURS) + 1) + " --- |",
     ]
+    blank = " |" * len(OURS)
     for size in sizes:
-        ours, floor = measures(runs, "mio-1", size), measures(runs, "rust-floor", size)
+        ours = [measures(runs, label, size) for label in OURS]
+        floor = measures(runs, "rust-floor", size)
         rows = [
             ("server CPU per heartbeat-phase request (system part)", "request_us", "request_sys_us", "<= 1.10x"),
             ("server CPU per push (system part)", "push_us", "push_sys_us", "<= 1.05x"),
         ]
         for name, key, sys_key, goal in rows:
+            values = " | ".join(f"{fmt(m[key])} us ({fmt(m[sys_key])})" for m in ours)
+            shares = " | ".join(ratio(m[key], floor[key]) for m in ours)
             lines.append(
-                f"| {size:,} | {name} | {fmt(ours[key])} us ({fmt(ours[sys_key])}) | "
-                f"{fmt(floor[key])} us ({fmt(floor[sys_key])}) | {ratio(ours[key], floor[key])} | {goal} |"
+                f"| {size:,} | {name} | {values} | "
+                f"{fmt(floor[key])} us ({fmt(floor[sys_key])}) | {shares} | {goal} |"
             )
+        values = " | ".join(f"{fmt(m['rss_b'], 0)} B" for m in ours)
         lines.append(
-            f"| {size:,} | RSS per idle booted charge point | {fmt(ours['rss_b'], 0)} B | "
-            f"{fmt(floor['rss_b'], 0)} B | | <= 768 B |"
+            f"| {size:,} | RSS per idle booted charge point | {values} | "
+            f"{fmt(floor['rss_b'], 0)} B |{blank} <= 768 B |"
         )
+        values = " | ".join(f"{fmt(m['anon_b'], 0)} B" for m in ours)
         lines.append(
-            f"| {size:,} | of which anonymous (RssAnon: heap, stacks) | {fmt(ours['anon_b'], 0)} B | "
-            f"{fmt(floor['anon_b'], 0)} B | | |"
+            f"| {size:,} | of which anonymous (RssAnon: heap, stacks) | {values} | "
+            f"{fmt(floor['anon_b'], 0)} B |{blank} |"
         )
+        values = " | ".join(f"{fmt(m['push_p99_us'])} us, {fmt(m['push_lost'])}" for m in ours)
         lines.append(
-            f"| {size:,} | push p99, lost | {fmt(ours['push_p99_us'])} us, {fmt(ours['push_lost'])} | "
-            f"{fmt(floor['push_p99_us'])} us, {fmt(floor['push_lost'])} | | <= 10 us, 0 |"
+            f"| {size:,} | push p99, lost | {values} | "
+            f"{fmt(floor['push_p99_us'])} us, {fmt(floor['push_lost'])} |{blank} <= 10 us, 0 |"
         )
     for name, key in (("RSS", "rss_total"), ("anonymous RSS", "anon_total")):
-        ours, floor = marginal(runs, "mio-1", key), marginal(runs, "rust-floor", key)
-        if ours:
+        ours = [marginal(runs, label, key) for label in OURS]
+        floor = marginal(runs, "rust-floor", key)
+        if ours[0]:
             floor_text = f"{floor[0]:,.0f} B" if floor else "-"
+            values = " | ".join(f"{m[0]:,.0f} B" if m else "-" for m in ours)
             lines.append(
-                f"| {ours[1]:,} to {ours[2]:,} | {name} per charge point added (slope) | "
-                f"{ours[0]:,.0f} B | {floor_text} | | <= 768 B |"
+                f"| {ours[0][1]:,} to {ours[0][2]:,} | {name} per charge point added (slope) | "
+                f"{values} | {floor_text} |{blank} <= 768 B |"
             )
     return "\n".join(lines)
 

@@ -10,6 +10,7 @@
 #   BENCH_SERVERS    servers to measure [mio-1 mio-2 rust-floor rust-tungstenite-default
 #                    rust-tungstenite-tuned rust-ocpp-kit node-ocpp-rpc python-ocpp]
 #                    (rust-floor: the floor peer every figure is compared with;
+#                    uring-N: uring-server, mio-server's loop on io_uring, N loops;
 #                    tokio-server: ours on ocpp-tokio, one worker thread and one shard;
 #                    tokio-tasks: the same with a task per connection, --shards 0; both on
 #                    request only)
@@ -87,13 +88,13 @@ trap stop_servers EXIT
 PROFILE=${BENCH_PROFILE:-release}
 PROFILE_DIR=$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")
 BIN=$TARGET/$PROFILE_DIR
-log "building mio-server, tokio-server and ocpp-load ($PROFILE)"
+log "building mio-server, tokio-server, uring-server and ocpp-load ($PROFILE)"
 cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin mio-server --bin tokio-server \
-    --bin ocpp-load || exit 1
+    --bin uring-server --bin ocpp-load || exit 1
 if [ "${BENCH_SKIP_INSTALL:-0}" != 1 ]; then
     for server in $SERVERS; do
         case $server in
-            mio-* | tokio-server | tokio-tasks) continue ;;
+            mio-* | uring-* | tokio-server | tokio-tasks) continue ;;
             rust-tungstenite-*) peer=rust-tungstenite ;;
             *) peer=$server ;;
         esac
@@ -115,10 +116,11 @@ fi
 server_cmd() {
     local server=$1 push=$2
     case $server in
-        mio-*)
-            local push_flag=""
+        mio-* | uring-*)
+            # uring-N: the same options, on uring-server.
+            local push_flag="" binary=${server%-*}-server
             [ "$push" -gt 0 ] && push_flag="--push-interval-ms $push"
-            echo "exec $BIN/mio-server --listen 127.0.0.1:$PORT --admin 127.0.0.1:0 --threads ${server#mio-} $push_flag $SERVER_EXTRA" ;;
+            echo "exec $BIN/$binary --listen 127.0.0.1:$PORT --admin 127.0.0.1:0 --threads ${server##*-} $push_flag $SERVER_EXTRA" ;;
         tokio-server | tokio-tasks)
             # Pinned to one core like mio-1: one worker thread of the tokio runtime, and one
             # shard (tokio-tasks: a task per connection instead).

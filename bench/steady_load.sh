@@ -6,7 +6,7 @@
 # new directory), $scenario, the array args, $metric (the counter the unit is read from), $unit
 # and $units; start_load COUNT DURATION_S LOAD_BINARY OUT_FILE (in the background, its PID in
 # $load_pid); counter (the metric's value now).
-server=${1:?the server binary (mio-server or tokio-server)}
+server=${1:?the server binary (mio-server, tokio-server or uring-server)}
 count=${2:-200}
 load=${3:-./target/release/ocpp-load}
 out=$(mktemp -d)
@@ -16,7 +16,7 @@ scenario=${CALLGRIND_SCENARIO:-heartbeat}
 export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
 args=(--listen "127.0.0.1:$port" --admin "127.0.0.1:$admin")
 case "$(basename "$server")" in
-    mio-server) args+=(--threads 1) ;;
+    mio-server | uring-server) args+=(--threads 1) ;;
 esac
 # shellcheck disable=SC2206 # words on purpose
 args+=(${CALLGRIND_EXTRA:-})

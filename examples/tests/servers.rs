@@ -1,11 +1,14 @@
-//! `mio-server` and `tokio-server` end to end, each scenario written once and run against both:
+//! `mio-server`, `tokio-server` and `uring-server` end to end, each scenario written once and
+//! run against each:
 //! the built binary on free loopback ports, charge points built on `ocpp-proto`'s
 //! charge-point side over blocking std sockets, the admin API over plain HTTP. Every wait is
 //! bounded; the server is stopped by PID when a test ends.
 //!
-//! A scenario is a `fn scenario(kind: Kind)`; [`on_both_servers!`] runs it as two tests,
-//! `mio_server::scenario` and `tokio_server::scenario` (the naming of the OCTT tests), so a
-//! failure names the server. What differs between the servers is data on [`Kind`].
+//! A scenario is a `fn scenario(kind: Kind)`; [`on_both_servers!`] runs it as three tests,
+//! `mio_server::scenario`, `tokio_server::scenario` and `uring_server::scenario` (the naming of
+//! the OCTT tests), so a failure names the server. What differs between the servers is data on
+//! [`Kind`]. No scenario here needs TLS or a cluster (which uring-server refuses), so
+//! uring-server runs them all; off Linux its tests say they are skipped and pass.
 
 mod common;
 
@@ -16,6 +19,7 @@ use common::*;
 enum Kind {
     Mio,
     Tokio,
+    Uring,
 }
 
 /// The crowd scenario's load: `clients` threads, each holding `per_client` charge points.
@@ -29,6 +33,7 @@ impl Kind {
         match self {
             Kind::Mio => env!("CARGO_BIN_EXE_mio-server"),
             Kind::Tokio => env!("CARGO_BIN_EXE_tokio-server"),
+            Kind::Uring => env!("CARGO_BIN_EXE_uring-server"),
         }
     }
 
@@ -36,14 +41,15 @@ impl Kind {
         match self {
             Kind::Mio => "mio-server",
             Kind::Tokio => "tokio-server",
+            Kind::Uring => "uring-server",
         }
     }
 
-    /// 100 charge points on mio-server's two loops (four sockets' worth of kernel spreading),
-    /// 50 on tokio-server's two worker threads.
+    /// 100 charge points on mio-server's and uring-server's two loops (four sockets' worth of
+    /// kernel spreading), 50 on tokio-server's two worker threads.
     fn crowd(self) -> Crowd {
         match self {
-            Kind::Mio => Crowd {
+            Kind::Mio | Kind::Uring => Crowd {
                 clients: 4,
                 per_client: 25,
             },
@@ -59,8 +65,9 @@ impl Kind {
     }
 }
 
-/// Runs each named scenario (a `fn scenario(kind: Kind)`) as two tests, `mio_server::scenario`
-/// and `tokio_server::scenario`.
+/// Runs each named scenario (a `fn scenario(kind: Kind)`) as three tests,
+/// `mio_server::scenario`, `tokio_server::scenario` and `uring_server::scenario` (Linux only:
+/// elsewhere it prints that it is skipped).
 macro_rules! on_both_servers {
     ($($scenario:ident),* $(,)?) => {
         mod mio_server {
@@ -68,6 +75,15 @@ macro_rules! on_both_servers {
         }
         mod tokio_server {
             $(#[test] fn $scenario() { super::$scenario(super::Kind::Tokio) })*
+        }
+        mod uring_server {
+            $(#[test] fn $scenario() {
+                if cfg!(target_os = "linux") {
+                    super::$scenario(super::Kind::Uring)
+                } else {
+                    eprintln!("skipped: uring-server needs io_uring (Linux)");
+                }
+            })*
         }
     };
 }
@@ -82,6 +98,9 @@ on_both_servers!(
     sigterm_closes_connections_with_1001_and_exits,
     sigterm_answers_a_waiting_admin_command_and_closes_with_1001,
     sockets_open_counts_every_socket_until_it_closes,
+    bad_input_gets_the_same_answers_as_mio_server,
+    many_pipelined_calls_are_all_answered_in_order,
+    a_peer_that_does_not_read_is_paused_then_answered,
 );
 
 /// An admin command on its own thread: the HTTP request waits for the charge point's answer.
@@ -554,4 +573,217 @@ fn sigterm_answers_a_waiting_admin_command_and_closes_with_1001(kind: Kind) {
     assert_eq!(json(&body)["delivery"], "unknown", "{body}");
     let exit = server.wait_exit();
     assert!(exit.success(), "{exit:?}");
+}
+
+/// An upgrade request for `identity` on OCPP 1.6, as bytes.
+fn raw_upgrade(identity: &str) -> Vec<u8> {
+    format!(
+        "GET /ocpp/{identity} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Protocol: ocpp1.6\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// Sends the upgrade request for `identity` on `socket` and reads the `101` (a client waits
+/// for it before its first frame).
+fn raw_upgraded(socket: &mut TcpStream, identity: &str) {
+    socket.write_all(&raw_upgrade(identity)).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            socket.read(&mut byte).unwrap(),
+            1,
+            "closed during the upgrade"
+        );
+        head.push(byte[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 101"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+}
+
+/// A client's frame (FIN, `opcode`) with a zero mask, so the payload goes as it is.
+fn raw_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0x80 | opcode];
+    match payload.len() {
+        n @ 0..=125 => frame.push(0x80 | n as u8),
+        n => {
+            frame.push(0x80 | 126);
+            frame.extend_from_slice(&u16::try_from(n).unwrap().to_be_bytes());
+        }
+    }
+    frame.extend_from_slice(&[0; 4]);
+    frame.extend_from_slice(payload);
+    frame
+}
+
+/// Writes `input` on a new connection to `addr` and returns what comes back until the server
+/// closes or stays quiet for 300 ms (at most [`WAIT`]).
+fn raw_exchange(addr: SocketAddr, input: &[u8]) -> Vec<u8> {
+    let mut socket = TcpStream::connect_timeout(&addr, WAIT).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    socket.write_all(input).unwrap();
+    let deadline = Instant::now() + WAIT;
+    let mut output = Vec::new();
+    let mut buffer = [0; 4096];
+    while Instant::now() < deadline {
+        match socket.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => output.extend_from_slice(&buffer[..n]),
+        }
+    }
+    output
+}
+
+/// Bad input (HTTP that is no upgrade, garbage, malformed JSON, an unknown action, a payload
+/// the schema refuses, an unmasked frame, a binary frame) gets the bytes mio-server answers,
+/// byte for byte: the core decides them, whatever the loop.
+fn bad_input_gets_the_same_answers_as_mio_server(kind: Kind) {
+    let mio = Kind::Mio.start(&[]);
+    let server = kind.start(&[]);
+    let upgraded = |frame: Vec<u8>| [raw_upgrade("BAD1"), frame].concat();
+    let cases: [(&str, Vec<u8>); 7] = [
+        ("plain GET", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("garbage", b"\x00\x01garbage\r\n\r\n".to_vec()),
+        ("bad JSON", upgraded(raw_frame(1, br#"[2,"1","Heartbeat""#))),
+        (
+            "unknown action",
+            upgraded(raw_frame(1, br#"[2,"1","NoSuchAction",{}]"#)),
+        ),
+        (
+            "bad payload",
+            upgraded(raw_frame(1, br#"[2,"1","Heartbeat",{"x":1}]"#)),
+        ),
+        ("unmasked frame", upgraded(b"\x81\x05hello".to_vec())),
+        ("binary frame", upgraded(raw_frame(2, b"abc"))),
+    ];
+    for (name, input) in cases {
+        let expected = raw_exchange(mio.ocpp, &input);
+        assert!(!expected.is_empty(), "{name}: mio-server said nothing");
+        let got = raw_exchange(server.ocpp, &input);
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&expected),
+            "{name}"
+        );
+    }
+}
+
+/// 2,000 Heartbeats written at once, before reading anything: more than the connection holds
+/// pipelined, so reading pauses and resumes, and those past the hold get a CALLERROR at once
+/// (the core's rule): every CALL answered exactly once, the CALLRESULTs in order.
+fn many_pipelined_calls_are_all_answered_in_order(kind: Kind) {
+    const CALLS: usize = 2_000;
+    let server = kind.start(&[]);
+    let mut socket = TcpStream::connect_timeout(&server.ocpp, WAIT).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    raw_upgraded(&mut socket, "PIPE1");
+    let mut input = Vec::new();
+    for id in 0..CALLS {
+        input.extend(raw_frame(
+            1,
+            format!(r#"[2,"{id}","Heartbeat",{{}}]"#).as_bytes(),
+        ));
+    }
+    socket.write_all(&input).unwrap();
+    let deadline = Instant::now() + WAIT * 3;
+    let mut output = Vec::new();
+    let mut buffer = [0; 64 * 1024];
+    // The ids answered with `[type,"`, in the order they came.
+    let answered = |output: &[u8], kind: &str| -> Vec<usize> {
+        String::from_utf8_lossy(output)
+            .split(kind)
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next()?.parse().ok())
+            .collect()
+    };
+    let count = |output: &[u8]| answered(output, "[3,\"").len() + answered(output, "[4,\"").len();
+    while count(&output) < CALLS {
+        assert!(Instant::now() < deadline, "{} answered", count(&output));
+        match socket.read(&mut buffer) {
+            Ok(0) => panic!("closed after {} answers", count(&output)),
+            Ok(n) => output.extend_from_slice(&buffer[..n]),
+            Err(e) => panic!("{e} after {} answers", count(&output)),
+        }
+    }
+    let results = answered(&output, "[3,\"");
+    assert!(!results.is_empty());
+    assert!(results.windows(2).all(|w| w[0] < w[1]), "{results:?}");
+    let mut all = [results, answered(&output, "[4,\"")].concat();
+    all.sort_unstable();
+    assert_eq!(all, (0..CALLS).collect::<Vec<_>>());
+}
+
+/// A peer that writes 30,000 Heartbeats without reading, through a 4 KiB receive buffer: the
+/// server's output backs up past half of `max_outbound_bytes`, so it stops reading the peer;
+/// once the peer reads, it resumes, and every CALL is answered exactly once.
+fn a_peer_that_does_not_read_is_paused_then_answered(kind: Kind) {
+    const CALLS: usize = 30_000;
+    let server = kind.start(&[]);
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.connect_timeout(&server.ocpp.into(), WAIT).unwrap();
+    let mut socket = TcpStream::from(socket);
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    socket.set_write_timeout(Some(WAIT * 3)).unwrap();
+    raw_upgraded(&mut socket, "SLOW1");
+    let mut input = Vec::new();
+    for id in 0..CALLS {
+        input.extend(raw_frame(
+            1,
+            format!(r#"[2,"{id}","Heartbeat",{{}}]"#).as_bytes(),
+        ));
+    }
+    let mut writer = socket.try_clone().unwrap();
+    let writing = std::thread::spawn(move || writer.write_all(&input));
+    // Nothing read for a while: the server's output backs up.
+    std::thread::sleep(Duration::from_millis(500));
+    let deadline = Instant::now() + WAIT * 3;
+    let mut answers = 0;
+    let mut tail = Vec::new();
+    let mut buffer = [0; 64 * 1024];
+    while answers < CALLS {
+        assert!(Instant::now() < deadline, "{answers} answered");
+        match socket.read(&mut buffer) {
+            Ok(0) => panic!("closed after {answers} answers"),
+            Ok(n) => {
+                // Count `[3,"` and `[4,"` across reads: keep the last 3 bytes for the next one.
+                tail.extend_from_slice(&buffer[..n]);
+                let text = String::from_utf8_lossy(&tail);
+                answers += text.matches("[3,\"").count() + text.matches("[4,\"").count();
+                let keep = tail.len().saturating_sub(3);
+                tail.drain(..keep);
+            }
+            Err(e) => panic!("{e} after {answers} answers"),
+        }
+    }
+    writing.join().unwrap().unwrap();
+}
+
+/// uring-server serves plain `ws://` on one node: an option of TLS or of a cluster is refused
+/// before anything is opened, with a message that says so, and exit code 2.
+#[cfg(target_os = "linux")]
+#[test]
+fn uring_server_refuses_tls_and_cluster_options() {
+    for options in [
+        &["--tls-cert", "cert.pem", "--tls-key", "key.pem"][..],
+        &["--redis", "redis://127.0.0.1:1/", "--node-id", "a"][..],
+    ] {
+        let output = Command::new(Kind::Uring.binary())
+            .args(["--listen", "127.0.0.1:0", "--admin", "off"])
+            .args(options)
+            .env("OCPP_DATABASE_URL", "memory")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{options:?}: {stderr}");
+        assert!(stderr.contains("is not supported"), "{options:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{options:?}: it started");
+    }
 }

@@ -17,10 +17,8 @@
 
 use std::process::ExitCode;
 
-use ocpp_examples::mio_server::Server;
-use ocpp_examples::server_cli::{self, Args};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+use ocpp_examples::mio_server;
+use ocpp_examples::server_cli;
 
 fn main() -> ExitCode {
     let command = server_cli::command(
@@ -32,7 +30,7 @@ fn main() -> ExitCode {
     let args = server_cli::args_from(command, std::env::args_os()).unwrap_or_else(|e| e.exit());
     server_cli::init_logging();
     server_cli::raise_open_files_limit();
-    match run(args) {
+    match mio_server::serve("mio-server", &args, false) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -40,43 +38,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    // The configuration first: it refuses what must not start before anything is opened.
-    let config = server_cli::server_config(&args)?;
-    let csms = server_cli::csms(&args)?;
-    let server = Server::bind(config, std::sync::Arc::clone(&csms))?;
-
-    // Signals are read on their own thread, which asks the loops to shut down.
-    let mut signals = Signals::new([SIGINT, SIGTERM])?;
-    let shutdown = server.shutdown_handle();
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            let mut signals = signals.forever();
-            if let Some(signal) = signals.next() {
-                tracing::info!(signal, "signal received, shutting down");
-                shutdown.shutdown();
-            }
-            // A second signal does not wait for the graceful shutdown.
-            if let Some(signal) = signals.next() {
-                tracing::warn!(signal, "second signal, exiting at once");
-                std::process::exit(130);
-            }
-        })?;
-
-    let admin = server
-        .admin_addr()
-        .map_or_else(|| "off".to_owned(), |addr| addr.to_string());
-    println!(
-        "mio-server listening on {} (admin on {admin})",
-        server.local_addr()
-    );
-    tracing::info!(threads = args.threads, push_interval = ?args.push_interval, "running");
-    server.run()?;
-    // The meter values queued for the database are written before the process ends.
-    csms.flush();
-    tracing::info!("stopped");
-    Ok(())
 }

@@ -2,6 +2,7 @@
 //! retry after running out of file descriptors.
 
 use std::io::{self, Write};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -19,6 +20,11 @@ use ocpp_reference_csms::admin_auth::AdminRefused;
 
 impl EventLoop {
     pub(super) fn accept(&mut self, now: Instant) {
+        #[cfg(target_os = "linux")]
+        if self.uring.is_some() {
+            // The ring accepts (multishot), armed again at the next turn after a retry wait.
+            return;
+        }
         loop {
             let Some(listener) = &self.listener else {
                 return;
@@ -39,57 +45,75 @@ impl EventLoop {
                     }
                 },
             };
-            let _ = socket.set_nodelay(true);
-            let tls = match &self.shared.tls {
-                None => None,
-                Some(config) => match TlsSession::accept(config) {
-                    Ok(session) => Some(Box::new(session)),
-                    Err(e) => {
-                        tracing::warn!(%peer, "TLS session: {e}");
-                        continue;
-                    }
-                },
-            };
-            let connection = Connection::accept_incoming_with_callers(
-                now,
-                Arc::clone(&self.shared.connection_config),
-            );
-            let key = self.sockets.insert(Entry::Ocpp(OcppSocket {
-                socket,
-                tls,
-                connection,
-                stage: SocketStage::Live,
-                interest: Interest::READABLE,
-                read_paused: false,
-                scheduled: None,
-                identity: None,
-                version: None,
-                session: None,
-                opened: self.timers.moment(now),
-                push_seq: 0,
-                claim: None,
-            }));
-            if let (Some(taps), Some(capture)) = (&mut self.taps, &self.shared.capture) {
-                taps.insert(key, Tap::new(capture));
-            }
-            let metrics = self.shared.csms.metrics();
-            metrics.sockets_accepted.inc();
-            metrics.sockets_open.inc();
-            let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
-                continue;
-            };
-            if let Err(e) =
-                self.poll
-                    .registry()
-                    .register(&mut s.socket, key.token(), Interest::READABLE)
-            {
-                tracing::warn!("register: {e}");
-                self.remove(key);
-                continue;
-            }
+            self.add_ocpp(socket, Some(peer), now);
+        }
+    }
+
+    /// A charge point's socket just accepted: its record, its connection, its reads.
+    pub(super) fn add_ocpp(
+        &mut self,
+        socket: mio::net::TcpStream,
+        peer: Option<SocketAddr>,
+        now: Instant,
+    ) {
+        let _ = socket.set_nodelay(true);
+        let tls = match &self.shared.tls {
+            None => None,
+            Some(config) => match TlsSession::accept(config) {
+                Ok(session) => Some(Box::new(session)),
+                Err(e) => {
+                    tracing::warn!(?peer, "TLS session: {e}");
+                    return;
+                }
+            },
+        };
+        let connection = Connection::accept_incoming_with_callers(
+            now,
+            Arc::clone(&self.shared.connection_config),
+        );
+        let key = self.sockets.insert(Entry::Ocpp(OcppSocket {
+            socket,
+            tls,
+            connection,
+            stage: SocketStage::Live,
+            interest: Interest::READABLE,
+            read_paused: false,
+            recv_armed: false,
+            scheduled: None,
+            identity: None,
+            version: None,
+            session: None,
+            opened: self.timers.moment(now),
+            push_seq: 0,
+            claim: None,
+        }));
+        if let (Some(taps), Some(capture)) = (&mut self.taps, &self.shared.capture) {
+            taps.insert(key, Tap::new(capture));
+        }
+        let metrics = self.shared.csms.metrics();
+        metrics.sockets_accepted.inc();
+        metrics.sockets_open.inc();
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+            return;
+        };
+        #[cfg(target_os = "linux")]
+        if let Some(uring) = &mut self.uring {
+            uring.arm_recv(key, s);
             self.timers
                 .schedule(key, s.connection.poll_timeout(), &mut s.scheduled);
+            return;
         }
+        let registered =
+            self.poll
+                .registry()
+                .register(&mut s.socket, key.token(), Interest::READABLE);
+        if let Err(e) = registered {
+            tracing::warn!("register: {e}");
+            self.remove(key);
+            return;
+        }
+        self.timers
+            .schedule(key, s.connection.poll_timeout(), &mut s.scheduled);
     }
 
     pub(super) fn accept_admin(&mut self, now: Instant) {

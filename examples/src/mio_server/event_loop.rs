@@ -72,6 +72,10 @@ pub(super) struct EventLoop {
     /// `--capture`: the tap of each OCPP socket, beside the sockets so that their records do
     /// not grow; `None` without a capture (each read and write then pays one branch).
     pub(super) taps: Option<HashMap<Key, Tap>>,
+    /// `uring-server`: the ring that does the charge points' I/O (made on the loop's own
+    /// thread when it starts, see [`uring`](super::uring)); `None` on epoll.
+    #[cfg(target_os = "linux")]
+    pub(super) uring: Option<Box<super::uring::Uring>>,
 }
 
 impl EventLoop {
@@ -113,6 +117,8 @@ impl EventLoop {
             drain_state: DrainState::Idle,
             taps,
             admin_slots,
+            #[cfg(target_os = "linux")]
+            uring: None,
         })
     }
 
@@ -125,8 +131,7 @@ impl EventLoop {
     pub(super) fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
-            if self.shutdown_deadline.is_some() && self.sockets.is_empty() && self.cluster_done() {
-                tracing::debug!(loop_index = self.index, "event loop done");
+            if self.finished() {
                 return Ok(());
             }
             // Sockets with unread data left from the last turn: do not sleep.
@@ -145,43 +150,64 @@ impl EventLoop {
             for key in std::mem::take(&mut self.read_again) {
                 self.socket_ready(key, true, false, true, now);
             }
-            for event in events.iter() {
-                match event.token() {
-                    LISTENER => self.accept(now),
-                    ADMIN_LISTENER => self.accept_admin(now),
-                    WAKER => {
-                        self.run_commands(now);
-                        if self.index == 0 {
-                            self.cluster_outputs(now);
-                        }
-                    }
-                    token => {
-                        let readable = event.is_readable() || event.is_read_closed();
-                        let writable = event.is_writable() || event.is_write_closed();
-                        // After the peer's FIN or an error, read on to the end of stream.
-                        let exhaust = event.is_read_closed() || event.is_error();
-                        self.socket_ready(Key::from_token(token), readable, writable, exhaust, now);
+            self.dispatch(&events, now);
+            self.after_turn();
+        }
+    }
+
+    /// Shutting down and nothing left: the loop may exit.
+    pub(super) fn finished(&self) -> bool {
+        let done =
+            self.shutdown_deadline.is_some() && self.sockets.is_empty() && self.cluster_done();
+        if done {
+            tracing::debug!(loop_index = self.index, "event loop done");
+        }
+        done
+    }
+
+    /// Handles the readiness `events` reported by `poll`.
+    pub(super) fn dispatch(&mut self, events: &Events, now: Instant) {
+        for event in events.iter() {
+            match event.token() {
+                LISTENER => self.accept(now),
+                ADMIN_LISTENER => self.accept_admin(now),
+                WAKER => {
+                    self.run_commands(now);
+                    if self.index == 0 {
+                        self.cluster_outputs(now);
                     }
                 }
+                token => {
+                    let readable = event.is_readable() || event.is_read_closed();
+                    let writable = event.is_writable() || event.is_write_closed();
+                    // After the peer's FIN or an error, read on to the end of stream.
+                    let exhaust = event.is_read_closed() || event.is_error();
+                    self.socket_ready(Key::from_token(token), readable, writable, exhaust, now);
+                }
             }
-            let now = Instant::now();
-            self.expire_timers(now);
-            self.push_tick(now);
-            self.cluster_shutdown_tick(now);
-            if self.accept_retry.is_some_and(|at| at <= now) {
-                self.accept_retry = None;
-                self.accept(now);
-                self.accept_admin(now);
-            }
-            if self.shutdown_deadline.is_some_and(|at| at <= now) {
-                self.force_close_all(now);
-            }
+        }
+    }
+
+    /// The end of a turn: the timers that passed, the push tick, the accept retry, the
+    /// shutdown deadline.
+    pub(super) fn after_turn(&mut self) {
+        let now = Instant::now();
+        self.expire_timers(now);
+        self.push_tick(now);
+        self.cluster_shutdown_tick(now);
+        if self.accept_retry.is_some_and(|at| at <= now) {
+            self.accept_retry = None;
+            self.accept(now);
+            self.accept_admin(now);
+        }
+        if self.shutdown_deadline.is_some_and(|at| at <= now) {
+            self.force_close_all(now);
         }
     }
 
     /// The earliest of: a connection deadline, the push timer, an accept retry, the shutdown
     /// deadline, the cluster drain check.
-    fn next_wakeup(&self) -> Option<Instant> {
+    pub(super) fn next_wakeup(&self) -> Option<Instant> {
         [
             self.timers.next_deadline(),
             self.next_push,
@@ -326,6 +352,12 @@ impl EventLoop {
             Entry::Ocpp(mut s) => {
                 if let Some(taps) = &mut self.taps {
                     taps.remove(&key);
+                }
+                #[cfg(target_os = "linux")]
+                if let Some(uring) = &mut self.uring {
+                    uring.forget(key, s);
+                    self.shared.csms.metrics().sockets_open.dec();
+                    return;
                 }
                 let _ = self.poll.registry().deregister(&mut s.socket);
                 self.shared.csms.metrics().sockets_open.dec();

@@ -29,7 +29,11 @@
 //! - `shutdown`: the graceful shutdown and its deadline;
 //! - `workers`: the threads that make the CSMS's slow answers ([`Reply::Later`](ocpp_reference_csms::Reply::Later): a commit, a
 //!   network round trip), so that no loop waits; the answer comes back as a `Command`;
-//! - [`slab`], [`timers`]: the socket table and the deadline heap.
+//! - [`slab`], [`timers`]: the socket table and the deadline heap;
+//! - `uring` (Linux): `uring-server`'s loop, this one with the charge points' sockets on
+//!   io_uring ([`Server::bind_uring`]): multishot accept and receive (provided-buffer ring),
+//!   batched sends, one `io_uring_enter` per turn; the rest (admin sockets, mailbox) stays on
+//!   epoll, whose descriptor the ring polls.
 //!
 //! # Several loops
 //! `--threads N` runs N loops on N threads. Every loop binds its own listener to the same
@@ -93,6 +97,8 @@ mod push;
 mod shutdown;
 pub mod slab;
 pub mod timers;
+#[cfg(target_os = "linux")]
+mod uring;
 mod workers;
 
 use std::io;
@@ -275,9 +281,37 @@ pub struct Server {
     shared: Arc<Shared>,
     local_addr: SocketAddr,
     admin_addr: Option<SocketAddr>,
+    /// `uring-server`: the charge points' sockets on io_uring ([`Server::bind_uring`]).
+    io_uring: bool,
 }
 
 impl Server {
+    /// Like [`Server::bind`], for `uring-server`: each loop drives its charge points' sockets
+    /// through io_uring (see `uring`), the admin interface and the mailbox stay on epoll.
+    ///
+    /// # Errors
+    /// Besides [`Server::bind`]'s: TLS or a cluster is configured (they are mio-server's and
+    /// tokio-server's), refused with [`io::ErrorKind::Unsupported`].
+    #[cfg(target_os = "linux")]
+    pub fn bind_uring(config: ServerConfig, csms: Arc<Csms>) -> io::Result<Server> {
+        let refused = if config.tls.is_some() {
+            Some("TLS")
+        } else if config.cluster.is_some() {
+            Some("a cluster")
+        } else {
+            None
+        };
+        if let Some(what) = refused {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("uring-server serves plain ws:// only; {what} is mio-server's and tokio-server's"),
+            ));
+        }
+        let mut server = Server::bind(config, csms)?;
+        server.io_uring = true;
+        Ok(server)
+    }
+
     /// Binds the listeners (port 0 picks a free port, shared by every loop) and prepares the
     /// loops.
     pub fn bind(config: ServerConfig, csms: Arc<Csms>) -> io::Result<Server> {
@@ -352,6 +386,7 @@ impl Server {
             shared,
             local_addr: addr,
             admin_addr,
+            io_uring: false,
         })
     }
 
@@ -372,6 +407,7 @@ impl Server {
 
     /// Runs loop 0 on this thread and the others on their own, until shutdown.
     pub fn run(self) -> io::Result<()> {
+        let io_uring = self.io_uring;
         let mut loops = self.loops.into_iter();
         let Some(first) = loops.next() else {
             return Ok(());
@@ -379,12 +415,13 @@ impl Server {
         let threads = loops
             .map(|event_loop| {
                 let index = event_loop.index();
+                let name = if io_uring { "uring-loop" } else { "mio-loop" };
                 std::thread::Builder::new()
-                    .name(format!("mio-loop-{index}"))
-                    .spawn(move || event_loop.run())
+                    .name(format!("{name}-{index}"))
+                    .spawn(move || run_loop(event_loop, io_uring))
             })
             .collect::<io::Result<Vec<_>>>()?;
-        let mut result = first.run();
+        let mut result = run_loop(first, io_uring);
         for thread in threads {
             match thread.join() {
                 Ok(Ok(())) => {}
@@ -394,6 +431,79 @@ impl Server {
         }
         result
     }
+}
+
+/// The whole server of `mio-server` (and of `uring-server`, with `io_uring`) from its command
+/// line: the configuration, the CSMS, the listeners, a thread that turns SIGINT/SIGTERM into a
+/// graceful shutdown (a second one exits at once), `NAME listening on ADDR (admin on ADDR)` on
+/// stdout, the loops until shutdown, the CSMS flushed.
+///
+/// # Errors
+/// The configuration is refused, a listener or a loop cannot start, a loop fails.
+pub fn serve(
+    name: &str,
+    args: &crate::server_cli::Args,
+    io_uring: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::iterator::Signals;
+
+    // The configuration first: it refuses what must not start before anything is opened.
+    let config = crate::server_cli::server_config(args)?;
+    let csms = crate::server_cli::csms(args)?;
+    #[cfg(target_os = "linux")]
+    let server = if io_uring {
+        Server::bind_uring(config, Arc::clone(&csms))?
+    } else {
+        Server::bind(config, Arc::clone(&csms))?
+    };
+    #[cfg(not(target_os = "linux"))]
+    let server = match io_uring {
+        true => return Err("io_uring is Linux only".into()),
+        false => Server::bind(config, Arc::clone(&csms))?,
+    };
+
+    // Signals are read on their own thread, which asks the loops to shut down.
+    let mut signals = Signals::new([SIGINT, SIGTERM])?;
+    let shutdown = server.shutdown_handle();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let mut signals = signals.forever();
+            if let Some(signal) = signals.next() {
+                tracing::info!(signal, "signal received, shutting down");
+                shutdown.shutdown();
+            }
+            // A second signal does not wait for the graceful shutdown.
+            if let Some(signal) = signals.next() {
+                tracing::warn!(signal, "second signal, exiting at once");
+                std::process::exit(130);
+            }
+        })?;
+
+    let admin = server
+        .admin_addr()
+        .map_or_else(|| "off".to_owned(), |addr| addr.to_string());
+    println!(
+        "{name} listening on {} (admin on {admin})",
+        server.local_addr()
+    );
+    tracing::info!(threads = args.threads, push_interval = ?args.push_interval, "running");
+    server.run()?;
+    // The meter values queued for the database are written before the process ends.
+    csms.flush();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Runs one loop on epoll, or on io_uring.
+fn run_loop(event_loop: EventLoop, io_uring: bool) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if io_uring {
+        return event_loop.run_uring();
+    }
+    let _ = io_uring;
+    event_loop.run()
 }
 
 /// A non-blocking listener; with `reuse_port`, several may bind the same address and the

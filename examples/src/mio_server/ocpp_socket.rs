@@ -85,6 +85,9 @@ pub(super) struct OcppSocket {
     /// to this peer is backed up. Edge-triggered readiness will not report the data waiting,
     /// so the loop reads again when it resumes.
     pub(super) read_paused: bool,
+    /// `uring-server`: a multishot receive is armed on the socket (until its last
+    /// completion, the one without `IORING_CQE_F_MORE`).
+    pub(super) recv_armed: bool,
     /// The earliest deadline of ours in the timer heap.
     pub(super) scheduled: Option<Moment>,
     pub(super) identity: Option<ChargePointIdentity>,
@@ -100,7 +103,7 @@ pub(super) struct OcppSocket {
 }
 
 /// The peer's address, for logs (asked of the socket, not kept per connection).
-fn peer(socket: &TcpStream) -> String {
+pub(super) fn peer(socket: &TcpStream) -> String {
     socket
         .peer_addr()
         .map_or_else(|_| "unknown".to_string(), |a| a.to_string())
@@ -190,7 +193,13 @@ impl EventLoop {
     }
 
     /// Draining: discards input until the peer's end of stream, then closes the socket.
-    fn drain(&mut self, key: Key) {
+    pub(super) fn drain(&mut self, key: Key) {
+        #[cfg(target_os = "linux")]
+        if self.uring.is_some() {
+            // The ring's receive discards the input and sees the end of stream.
+            self.uring_drain(key);
+            return;
+        }
         let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
             return;
         };
@@ -217,18 +226,25 @@ impl EventLoop {
         // While claiming, the output waits (the charge point has not seen its 101 yet).
         let holding = matches!(s.stage, SocketStage::Claiming { .. });
         let tap = self.taps.as_mut().and_then(|taps| taps.get_mut(&key));
-        let written = if holding { Ok(()) } else { write_out(s, tap) };
+        // On the ring, the output is copied into a send of its own and goes out with the
+        // turn's submit; `sending` until it completes.
+        #[cfg(target_os = "linux")]
+        let (written, sending) = match &mut self.uring {
+            Some(uring) if !holding => (Ok(()), uring.send(key, s, tap)),
+            Some(uring) => (Ok(()), uring.sending(key)),
+            None if holding => (Ok(()), false),
+            None => (write_out(s, tap), false),
+        };
+        #[cfg(not(target_os = "linux"))]
+        let (written, sending) = (if holding { Ok(()) } else { write_out(s, tap) }, false);
         if let Err(e) = written {
             tracing::debug!(peer = %peer(&s.socket), "write: {e}");
-            // The socket is dead: end the connection, tell the application, drop the socket.
-            s.connection.handle_eof(now);
-            self.handle_events(key, now);
-            self.remove(key);
+            self.socket_failed(key, now);
             return;
         }
         let pending = s.connection.pending_transmit_len();
         if let SocketStage::Flushing { .. } = s.stage {
-            if pending == 0 {
+            if pending == 0 && !sending {
                 if let Some(session) = &mut s.tls {
                     // TLS ends with close_notify (RFC 8446 §6.1) before the TCP half-close.
                     session.close();
@@ -238,7 +254,7 @@ impl EventLoop {
                     }
                 }
             }
-            if pending == 0 && !s.tls.as_ref().is_some_and(|t| t.wants_write()) {
+            if pending == 0 && !sending && !s.tls.as_ref().is_some_and(|t| t.wants_write()) {
                 // Everything is out: half-close and wait for the peer's end of stream.
                 let _ = s.socket.shutdown(Shutdown::Write);
                 s.stage = SocketStage::Draining {
@@ -258,6 +274,12 @@ impl EventLoop {
             s.read_paused = false;
             self.read_again.push(key);
         }
+        #[cfg(target_os = "linux")]
+        if self.uring.is_some() {
+            // No readiness interest on the ring: only the deadline.
+            self.schedule(key);
+            return;
+        }
         let interest =
             if (pending > 0 && !holding) || s.tls.as_ref().is_some_and(|t| t.wants_write()) {
                 Interest::READABLE | Interest::WRITABLE
@@ -274,6 +296,14 @@ impl EventLoop {
             }
             s.interest = interest;
         }
+        self.schedule(key);
+    }
+
+    /// Schedules the connection's next deadline: its own, or its stage's.
+    fn schedule(&mut self, key: Key) {
+        let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+            return;
+        };
         let deadline = match s.stage {
             SocketStage::Live => s.connection.poll_timeout(),
             SocketStage::Claiming { deadline } => {
@@ -285,6 +315,16 @@ impl EventLoop {
             }
         };
         self.timers.schedule(key, deadline, &mut s.scheduled);
+    }
+
+    /// The socket is dead (a write or a receive failed): end the connection, tell the
+    /// application, drop the socket.
+    pub(super) fn socket_failed(&mut self, key: Key, now: Instant) {
+        if let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) {
+            s.connection.handle_eof(now);
+        }
+        self.handle_events(key, now);
+        self.remove(key);
     }
 
     /// The answer a worker made for the CALL `id` of connection `target` (see

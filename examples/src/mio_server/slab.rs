@@ -22,6 +22,16 @@ impl Key {
         Token((u64::from(self.generation) << 32 | u64::from(self.index)) as usize)
     }
 
+    /// The slot's index.
+    pub fn index(self) -> u32 {
+        self.index
+    }
+
+    /// The slot's generation when the key was made.
+    pub fn generation(self) -> u32 {
+        self.generation
+    }
+
     /// The key a token encodes (not necessarily live).
     pub fn from_token(token: Token) -> Key {
         let raw = token.0 as u64;
@@ -94,6 +104,15 @@ impl<T> Slab<T> {
             return None;
         }
         slot.value.as_mut()
+    }
+
+    /// The key of the value in slot `index`, if one is stored there.
+    pub fn key_at(&self, index: u32) -> Option<Key> {
+        let slot = self.slots.get(index as usize)?;
+        slot.value.as_ref().map(|_| Key {
+            index,
+            generation: slot.generation,
+        })
     }
 
     /// Removes and returns the value for `key`; the slot's next value gets a new generation.
