@@ -68,7 +68,7 @@ impl EventLoop {
         let response = match self.sockets.get_mut(target) {
             Some(Entry::Ocpp(s)) if s.stage.is_open() && s.connection.is_open() => {
                 let action = request.action();
-                let waiter = Some(Waiter::Admin(reply_to));
+                let waiter = Some(Box::new(Waiter::Admin(reply_to)));
                 match s.connection.call_for(now, request, waiter, Some(deadline)) {
                     Ok(id) => {
                         if let Some(identity) = &s.identity {

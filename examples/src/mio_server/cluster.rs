@@ -436,10 +436,12 @@ impl EventLoop {
         let mut answer = answer;
         answer.sent = true;
         let deadline = now + job.timeout;
-        match s
-            .connection
-            .call_for(now, request, Some(Waiter::Job(answer)), Some(deadline))
-        {
+        match s.connection.call_for(
+            now,
+            request,
+            Some(Box::new(Waiter::Job(answer))),
+            Some(deadline),
+        ) {
             Ok(id) => {
                 if let Some(identity) = &s.identity {
                     self.shared.csms.on_call_sent(identity, action);
@@ -454,7 +456,7 @@ impl EventLoop {
                         .csms
                         .on_call_not_sent(identity, action, &failure);
                 }
-                if let (_, Some(Waiter::Job(mut answer))) = message {
+                if let Some(Waiter::Job(mut answer)) = message.1.map(|waiter| *waiter) {
                     answer.sent = false;
                     answer.complete(Err(failure));
                 }

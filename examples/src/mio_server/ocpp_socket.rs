@@ -68,8 +68,9 @@ pub(super) enum Waiter {
 
 /// The core's connection as mio-server holds it: each CALL of ours carries who waits for its
 /// outcome (`None` for the central system's own CALLs), handed back by the core with that
-/// outcome, so no socket keeps a table of waiters.
-pub(super) type Connection = ocpp_proto::Connection<Option<Waiter>>;
+/// outcome, so no socket keeps a table of waiters. Boxed: the core's events carry it, and a
+/// pointer keeps them as small as they were for the messages that have none (every request).
+pub(super) type Connection = ocpp_proto::Connection<Option<Box<Waiter>>>;
 
 /// A charge point's socket and its Sans-IO connection.
 #[derive(Debug)]
@@ -466,7 +467,7 @@ impl EventLoop {
 
     /// The connection ended: tell the application, free the identity, fail the admin
     /// commands waiting on it, and start flushing.
-    fn on_closed(&mut self, key: Key, closed: Closed<Option<Waiter>>, now: Instant) {
+    fn on_closed(&mut self, key: Key, closed: Closed<Option<Box<Waiter>>>, now: Instant) {
         let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
             return;
         };
@@ -520,7 +521,7 @@ impl EventLoop {
         id: &MessageId<'static>,
         action: &'static str,
         outcome: CallOutcome,
-        waiter: Option<Waiter>,
+        waiter: Option<Box<Waiter>>,
         now: Instant,
     ) {
         let shared = Arc::clone(&self.shared);
@@ -528,7 +529,7 @@ impl EventLoop {
             return;
         };
         let version = s.version.unwrap_or(OcppVersion::V1_6);
-        let (reply_to, response) = match waiter {
+        let (reply_to, response) = match waiter.map(|waiter| *waiter) {
             None => return,
             Some(Waiter::Job(answer)) => {
                 let answered = answer.complete(command_outcome(&outcome));
@@ -591,7 +592,7 @@ pub(super) fn send_chunk(
     };
     match s
         .connection
-        .call_for(now, request, Some(waiter), Some(deadline))
+        .call_for(now, request, Some(Box::new(waiter)), Some(deadline))
     {
         Ok(id) => {
             if let Some(identity) = &s.identity {
@@ -606,7 +607,7 @@ pub(super) fn send_chunk(
             }
             let version = s.version.unwrap_or(OcppVersion::V1_6);
             let refused = admin::refused(version, action, reason);
-            Err(match message.1 {
+            Err(match message.1.map(|waiter| *waiter) {
                 Some(Waiter::AdminSplit { split, .. }) => split.fail(refused),
                 _ => refused,
             })

@@ -4,10 +4,11 @@ mod close;
 mod exchange;
 mod handshake;
 mod queue;
+mod refusal;
 mod rpc;
 
 pub use handshake::{ConnectTarget, WrongState};
-pub use rpc::{RefusalReason, Refused};
+pub use refusal::{RefusalReason, Refused};
 
 use exchange::Exchange;
 
