@@ -66,6 +66,7 @@ pub(crate) struct TimerTable {
 
 impl TimerTable {
     /// No timer running; the last input is `now`.
+    #[inline]
     pub(crate) fn new(now: Instant) -> Self {
         TimerTable {
             epoch: now,
@@ -74,16 +75,19 @@ impl TimerTable {
         }
     }
 
+    #[inline]
     pub(crate) fn set(&mut self, timer: Timer, at: Instant) {
         let (millis, rest) = self.millis(at);
         let millis = millis.saturating_add(u64::from(rest));
         self.deadlines[timer.index()] = self.offset(millis);
     }
 
+    #[inline]
     pub(crate) fn stop(&mut self, timer: Timer) {
         self.deadlines[timer.index()] = STOPPED;
     }
 
+    #[inline]
     pub(crate) fn get(&self, timer: Timer) -> Option<Instant> {
         match self.deadlines[timer.index()] {
             STOPPED => None,
@@ -91,37 +95,44 @@ impl TimerTable {
         }
     }
 
+    #[inline]
     pub(crate) fn stop_all(&mut self) {
         self.deadlines = [STOPPED; 7];
     }
 
     /// The earliest deadline, if any timer is running.
+    #[inline]
     pub(crate) fn next(&self) -> Option<Instant> {
         let earliest = self.deadlines.iter().copied().min()?;
         (earliest != STOPPED).then(|| self.instant(earliest))
     }
 
     /// Whether `timer` runs and its deadline is at or before `now`.
+    #[inline]
     pub(crate) fn is_expired(&self, timer: Timer, now: Instant) -> bool {
         self.get(timer).is_some_and(|at| at <= now)
     }
 
     /// Input arrived at `now`.
+    #[inline]
     pub(crate) fn note_input(&mut self, now: Instant) {
         let (millis, _) = self.millis(now);
         self.last_input = self.offset(millis);
     }
 
     /// When the last input arrived (rounded down to the millisecond).
+    #[inline]
     pub(crate) fn last_input(&self) -> Instant {
         self.instant(self.last_input)
     }
 
+    #[inline]
     fn instant(&self, millis: u32) -> Instant {
         self.epoch + Duration::from_millis(u64::from(millis))
     }
 
     /// Whole milliseconds from the epoch to `at` (zero before it), and 1 if a fraction is left.
+    #[inline]
     fn millis(&self, at: Instant) -> (u64, u8) {
         let since = at.saturating_duration_since(self.epoch);
         let millis = since
@@ -136,6 +147,7 @@ impl TimerTable {
     /// days before `millis`; what is kept from before the new epoch moves up to it: a deadline
     /// that far behind is long due (it fires at once), and silence longer than that counts as
     /// that long (which matters only to an idle timeout of more than 49 days).
+    #[inline]
     fn offset(&mut self, millis: u64) -> u32 {
         const MAX: u64 = STOPPED as u64 - 1;
         if millis <= MAX {

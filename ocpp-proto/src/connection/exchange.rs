@@ -71,6 +71,7 @@ enum AwaitedId {
 }
 
 impl AwaitedId {
+    #[inline]
     fn new(id: &MessageId<'_>) -> Self {
         let text = id.as_str().as_bytes();
         let mut bytes = [0; MessageId::MAX_CHARS];
@@ -83,6 +84,7 @@ impl AwaitedId {
         }
     }
 
+    #[inline]
     fn as_bytes(&self) -> &[u8] {
         match self {
             AwaitedId::Inline { len, bytes } => &bytes[..usize::from(*len)],
@@ -90,11 +92,13 @@ impl AwaitedId {
         }
     }
 
+    #[inline]
     fn as_str(&self) -> &str {
         // Whole bytes of a `str`: always UTF-8.
         std::str::from_utf8(self.as_bytes()).unwrap_or_default()
     }
 
+    #[inline]
     fn heap_bytes(&self) -> usize {
         match self {
             AwaitedId::Inline { .. } => 0,
@@ -102,6 +106,7 @@ impl AwaitedId {
         }
     }
 
+    #[inline]
     fn into_message_id(self) -> MessageId<'static> {
         match self {
             // An id that was a `MessageId`: always valid.

@@ -41,6 +41,7 @@ pub(super) enum Turn {
 
 impl Turn {
     /// The CALL's id, when it could be read.
+    #[inline]
     pub(super) fn id(&self) -> Option<&MessageId<'static>> {
         match self {
             Turn::Deliver { id, .. } | Turn::Refuse { id, .. } => Some(id),
