@@ -244,7 +244,7 @@ impl LocalControllerBuilder {
     /// ```no_run
     /// # async fn example(tls: std::sync::Arc<ocpp_tokio::rustls::ClientConfig>)
     /// # -> Result<(), ocpp_local_controller::LocalControllerError> {
-    /// let controller = ocpp_tokio::LocalController::builder("wss://csms.example/ocpp")?
+    /// let controller = ocpp_local_controller::LocalController::builder("wss://csms.example/ocpp")?
     ///     .upstream_tls(tls)
     ///     .bind("0.0.0.0:9100")
     ///     .await?;
@@ -265,7 +265,7 @@ impl LocalControllerBuilder {
     /// ```no_run
     /// # async fn example(tls: std::sync::Arc<ocpp_tokio::rustls::ServerConfig>)
     /// # -> Result<(), ocpp_local_controller::LocalControllerError> {
-    /// let controller = ocpp_tokio::LocalController::builder("ws://127.0.0.1:9000/ocpp")?
+    /// let controller = ocpp_local_controller::LocalController::builder("ws://127.0.0.1:9000/ocpp")?
     ///     .station_tls(tls)
     ///     .bind("0.0.0.0:9443")
     ///     .await?;
@@ -326,7 +326,7 @@ impl LocalControllerBuilder {
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), ocpp_local_controller::LocalControllerError> {
-/// let controller = ocpp_tokio::LocalController::builder("ws://127.0.0.1:9000/ocpp")?
+/// let controller = ocpp_local_controller::LocalController::builder("ws://127.0.0.1:9000/ocpp")?
 ///     .bind("127.0.0.1:9100")
 ///     .await?;
 /// let stations = controller.stations();
@@ -377,9 +377,9 @@ impl LocalController {
     /// `CP1` is relayed to `{upstream}/CP1`).
     ///
     /// ```
-    /// let builder = ocpp_tokio::LocalController::builder("ws://127.0.0.1:9000/ocpp");
+    /// let builder = ocpp_local_controller::LocalController::builder("ws://127.0.0.1:9000/ocpp");
     /// assert!(builder.is_ok());
-    /// assert!(ocpp_tokio::LocalController::builder("http://x").is_err());
+    /// assert!(ocpp_local_controller::LocalController::builder("http://x").is_err());
     /// ```
     ///
     /// # Errors
