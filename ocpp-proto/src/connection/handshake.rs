@@ -96,9 +96,10 @@ impl<C> Connection<C> {
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Instant;
-    /// use ocpp_proto::{ConnectTarget, Connection, ConnectionConfig};
+    /// use ocpp_proto::{ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig};
     ///
-    /// let target = ConnectTarget::new("csms.example", "/ocpp", "CP001".parse().unwrap());
+    /// let identity = ChargePointIdentity::new("CP001".into(), true).unwrap();
+    /// let target = ConnectTarget::new("csms.example", "/ocpp", identity);
     /// let config = Arc::new(ConnectionConfig::default());
     /// let station: Connection<u64> =
     ///     Connection::connect_with_callers(Instant::now(), config, &target, [1; 16], 7).unwrap();

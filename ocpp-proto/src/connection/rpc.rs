@@ -112,17 +112,20 @@ impl<C> Connection<C> {
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Instant;
-    /// use ocpp_proto::{v1_6, CloseCode, ConnectTarget, Connection, ConnectionConfig};
+    /// use ocpp_proto::{
+    ///     v1_6, ChargePointIdentity, CloseCode, ConnectTarget, Connection, ConnectionConfig,
+    /// };
     ///
     /// // Each CALL tagged with who asked (here a number; a driver gives a reply channel).
     /// let now = Instant::now();
-    /// let target = ConnectTarget::new("csms.example", "/ocpp/CP001", "CP001".parse().unwrap());
+    /// let identity = ChargePointIdentity::new("CP001".into(), true).unwrap();
+    /// let target = ConnectTarget::new("csms.example", "/ocpp/CP001", identity);
     /// let config = Arc::new(ConnectionConfig::default());
     /// let mut station: Connection<u32> =
-    ///     Connection::connect(now, config, &target, [7; 16], 42).unwrap();
+    ///     Connection::connect_with_callers(now, config, &target, [7; 16], 42).unwrap();
     /// // Not open yet: refused, and the caller comes back with the request.
     /// let refused = station
-    ///     .call_for(now, v1_6::HeartbeatRequest::new().into(), 7, None)
+    ///     .call_for(now, v1_6::HeartbeatRequest {}.into(), 7, None)
     ///     .unwrap_err();
     /// assert_eq!(refused.message.1, 7);
     /// station.close(now, CloseCode::NORMAL, "");
