@@ -112,23 +112,21 @@ pub struct Closed<C = ()> {
 }
 
 impl<C> Closed<C> {
-    /// Hands each CALL left unanswered to `settle` (its id, its failure, its caller) and keeps
-    /// what `settle` returns in the caller's place: a driver ends each waiting caller here and
+    /// Hands each CALL left unanswered to `settle` (the call, whose
+    /// [`failure`](UnansweredCall::failure) is its outcome, and its caller) and keeps what
+    /// `settle` returns in the caller's place: a driver ends each waiting caller here and
     /// passes the rest on (`Closed<()>`, what an application's close handler sees).
     ///
     /// ```
     /// use ocpp_proto::{CallFailure, Closed, Event};
     ///
     /// fn on_closed(closed: Box<Closed<std::sync::mpsc::Sender<CallFailure>>>) -> Closed {
-    ///     closed.settle_callers(|_id, failure, reply| {
-    ///         let _ = reply.send(failure);
+    ///     closed.settle_callers(|call, reply| {
+    ///         let _ = reply.send(call.failure());
     ///     })
     /// }
     /// ```
-    pub fn settle_callers<D>(
-        self,
-        mut settle: impl FnMut(&MessageId<'static>, CallFailure, C) -> D,
-    ) -> Closed<D> {
+    pub fn settle_callers<D>(self, mut settle: impl FnMut(&UnansweredCall, C) -> D) -> Closed<D> {
         Closed {
             reason: self.reason,
             unanswered_incoming: self.unanswered_incoming,
@@ -136,12 +134,12 @@ impl<C> Closed<C> {
                 .unanswered_outgoing
                 .into_iter()
                 .map(|call| {
-                    let failure = call.failure();
-                    let caller = settle(&call.id, failure.clone(), call.caller);
+                    let (plain, caller) = call.take_caller();
+                    let caller = settle(&plain, caller);
                     UnansweredCall {
-                        id: call.id,
-                        request: call.request,
-                        sent: call.sent,
+                        id: plain.id,
+                        request: plain.request,
+                        sent: plain.sent,
                         caller,
                     }
                 })
@@ -165,6 +163,17 @@ pub struct UnansweredCall<C = ()> {
 }
 
 impl<C> UnansweredCall<C> {
+    /// The call without its caller, and the caller.
+    fn take_caller(self) -> (UnansweredCall, C) {
+        let plain = UnansweredCall {
+            id: self.id,
+            request: self.request,
+            sent: self.sent,
+            caller: (),
+        };
+        (plain, self.caller)
+    }
+
     /// Its outcome: [`CallFailure::Disconnected`] when it was sent (it may have run),
     /// [`CallFailure::ClosedBeforeSent`] when it was still queued.
     pub fn failure(&self) -> CallFailure {

@@ -559,8 +559,8 @@ where
             }
             Event::Closed(closed) => {
                 // Each CALL left over ends as the core says: sent (it may have run) or not.
-                let closed = closed.settle_callers(|id, failure, reply| {
-                    self.complete(id, Err(failure), reply);
+                let closed = closed.settle_callers(|call, reply| {
+                    self.complete(&call.id, Err(call.failure()), reply);
                 });
                 self.rare().closed = Some(Box::new(closed));
             }

@@ -475,8 +475,13 @@ impl EventLoop {
         // for whoever waits on it, the same way as an answered one, once the application has
         // seen the close.
         let mut unanswered = Vec::new();
-        let closed = closed.settle_callers(|id, failure, caller| {
-            unanswered.push((id.clone(), failure, caller));
+        let closed = closed.settle_callers(|call, caller| {
+            unanswered.push((
+                call.id.clone(),
+                call.request.action(),
+                call.failure(),
+                caller,
+            ));
         });
         let closed = &closed;
         let shared = &self.shared;
@@ -499,9 +504,8 @@ impl EventLoop {
         } else {
             tracing::debug!(peer = %peer(&s.socket), reason = ?closed.reason, "handshake ended");
         }
-        for ((id, failure, caller), call) in unanswered.into_iter().zip(&closed.unanswered_outgoing)
-        {
-            self.call_ended(key, &id, call.request.action(), Err(failure), caller, now);
+        for (id, action, failure, caller) in unanswered {
+            self.call_ended(key, &id, action, Err(failure), caller, now);
         }
         let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
             return;

@@ -892,8 +892,8 @@ impl Task {
     fn ended(&mut self, mut wire: Wire, closed: Closed<Outgoing>) -> Ended {
         let now = Instant::now();
         // The registration ends with the connection: a boot left in flight is not counted.
-        let closed = closed.settle_callers(|_, failure, waiting| {
-            self.completed(now, None, waiting, Err(failure));
+        let closed = closed.settle_callers(|call, waiting| {
+            self.completed(now, None, waiting, Err(call.failure()));
         });
         for held in wire.held.drain(..) {
             held.reply.send(Err(CallFailure::ClosedBeforeSent));
