@@ -12,8 +12,14 @@ use crate::{Message, Opcode, ProtocolError, Utf8Bytes};
 
 mod failure;
 mod inflate;
+mod spare;
 
 use failure::Failure;
+
+/// See [`crate::free_spare_buffers`].
+pub(crate) fn free_spare_buffers() {
+    spare::free();
+}
 
 /// Limits and options of a [`Decoder`]. Every limit is on by default.
 ///
@@ -185,6 +191,9 @@ struct Partial {
     message: Option<MessageInProgress>,
     utf8: Utf8Validator,
     data: BytesMut,
+    /// `data` came from this thread's spare buffers (`spare`): its message is split off it and
+    /// the buffer goes back.
+    data_spare: bool,
     control: BytesMut,
 }
 
@@ -197,6 +206,7 @@ impl Partial {
             message: None,
             utf8: Utf8Validator::new(),
             data: BytesMut::new(),
+            data_spare: false,
             control: BytesMut::new(),
         }
     }
@@ -666,10 +676,20 @@ impl Decoder {
             let end_of_frame = (start as u64).saturating_add(frame_left);
             let wanted = (2 * start).max(start + chunk.len()) as u64;
             let capacity = wanted.min(end_of_frame) as usize;
-            let mut grown = BytesMut::with_capacity(capacity);
-            grown.extend_from_slice(buffer);
-            *buffer = grown;
+            if start == 0 && frame.target == Target::Data && buffer.capacity() == 0 {
+                // A message's first bytes: a spare buffer of this thread, if one fits.
+                *buffer = spare::take(capacity);
+                p.data_spare = true;
+            } else {
+                let mut grown = BytesMut::with_capacity(capacity);
+                grown.extend_from_slice(buffer);
+                *buffer = grown;
+                if frame.target == Target::Data {
+                    p.data_spare = false;
+                }
+            }
         }
+        let buffer = p.buffer(frame.target);
         buffer.extend_from_slice(chunk);
         p.payload_added(start)
     }
@@ -686,6 +706,7 @@ impl Decoder {
                 self.closed = true;
                 p.message = None;
                 p.data = BytesMut::new();
+                p.data_spare = false;
                 Message::Close(close)
             }
             Opcode::Ping => Message::Ping(core::mem::take(&mut p.control).freeze()),
@@ -698,7 +719,15 @@ impl Decoder {
                     self.finish_inflate(p)?;
                 }
                 let text = p.message.take().is_some_and(|m| m.text);
-                let payload = core::mem::take(&mut p.data).freeze();
+                let mut buffer = core::mem::take(&mut p.data);
+                let payload = if core::mem::take(&mut p.data_spare) && spare::keeps(&buffer) {
+                    // The message's bytes leave; the buffer waits for the next message.
+                    let payload = buffer.split().freeze();
+                    spare::give(buffer);
+                    payload
+                } else {
+                    buffer.freeze()
+                };
                 if text {
                     p.utf8.finish().map_err(|_| ProtocolError::InvalidUtf8)?;
                     Message::Text(Utf8Bytes::from_validated(payload))

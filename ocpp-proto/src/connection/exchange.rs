@@ -18,6 +18,7 @@ use ocpp_messages::envelope::MessageId;
 
 use super::queue::LazyQueue;
 use super::rpc::Turn;
+use super::spare;
 use super::OutgoingCall;
 use crate::Event;
 
@@ -151,7 +152,9 @@ impl<C> Exchange<C> {
     /// every step here that may empty the state, and after a message that did not serialise.
     pub(super) fn release_if_idle(&mut self) {
         if self.0.as_ref().is_some_and(|state| state.is_idle()) {
-            self.0 = None;
+            if let Some(state) = self.0.take() {
+                spare::give(state.out);
+            }
         }
     }
 
@@ -172,7 +175,11 @@ impl<C> Exchange<C> {
 
     /// The output buffer, to append a frame to.
     pub(super) fn out(&mut self) -> &mut Vec<u8> {
-        &mut self.underway().out
+        let out = &mut self.underway().out;
+        if out.capacity() == 0 {
+            *out = spare::take(0);
+        }
+        out
     }
 
     /// The output not written yet.
@@ -189,8 +196,9 @@ impl<C> Exchange<C> {
         };
         state.out_head = (state.out_head + n).min(state.out.len());
         if state.out_head == state.out.len() {
-            // An idle connection holds no buffer.
-            state.out = Vec::new();
+            // An idle connection holds no buffer: it waits for the next message of this
+            // thread's connections.
+            spare::give(std::mem::take(&mut state.out));
             state.out_head = 0;
             self.release_if_idle();
         } else if state.out_head >= 4096 && state.out_head * 2 >= state.out.len() {
@@ -204,7 +212,7 @@ impl<C> Exchange<C> {
     /// ends), so the state is not released here.
     pub(super) fn clear_output(&mut self) {
         if let Some(state) = self.0.as_mut() {
-            state.out = Vec::new();
+            spare::give(std::mem::take(&mut state.out));
             state.out_head = 0;
         }
     }

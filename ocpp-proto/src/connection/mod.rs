@@ -6,6 +6,7 @@ mod handshake;
 mod queue;
 mod refusal;
 mod rpc;
+mod spare;
 
 pub use handshake::{ConnectTarget, WrongState};
 pub use refusal::{RefusalReason, Refused};
