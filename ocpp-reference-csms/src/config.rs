@@ -1,6 +1,7 @@
 //! The CSMS application's settings ([`CsmsConfig`]), built once by the server's command
 //! line and shared by every connection.
 
+use crate::BootRate;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ pub struct CsmsConfig {
     pub(crate) notifications_kept: usize,
     pub(crate) boot_policy: BootPolicy,
     pub(crate) boot_retry_interval: Duration,
+    pub(crate) boot_rate: Option<BootRate>,
     pub(crate) tokens: Option<TokenStore>,
     pub(crate) data_transfer_vendors: Vec<String>,
     pub(crate) certificate_authority: Option<Arc<CertificateAuthority>>,
@@ -53,6 +55,7 @@ impl Default for CsmsConfig {
             notifications_kept: 8,
             boot_policy: BootPolicy::Accepted,
             boot_retry_interval: Duration::from_secs(60),
+            boot_rate: None,
             tokens: None,
             data_transfer_vendors: vec!["ocpp-ws".into()],
             certificate_authority: None,
@@ -132,6 +135,19 @@ impl CsmsConfig {
     pub fn boot_retry_interval(mut self, interval: Duration) -> Self {
         self.boot_retry_interval = interval;
         self
+    }
+
+    /// Accept BootNotifications at this rate at most, and answer the others Pending with the
+    /// `interval` after which a slot is kept for them (see [`BootRate`]): the storm of boots
+    /// after an outage is spread over time, nobody refused. Default: no bound.
+    pub fn boot_rate(mut self, rate: BootRate) -> Self {
+        self.boot_rate = Some(rate);
+        self
+    }
+
+    /// See [`CsmsConfig::boot_rate`].
+    pub fn get_boot_rate(&self) -> Option<BootRate> {
+        self.boot_rate
     }
 
     /// Answer Authorize, StartTransaction, StopTransaction and TransactionEvent from this

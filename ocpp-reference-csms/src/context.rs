@@ -28,6 +28,9 @@ pub(crate) struct Context<'a> {
     /// The charge point's starts whose commit failed: a resend gets the same id
     /// ([`ledger`]).
     pub(crate) unconfirmed: &'a [Transaction],
+    /// [`Csms::admission`](crate::Csms): the boot rate, if there is one.
+    pub(crate) admission: Option<&'a std::sync::Mutex<crate::admission::Admission>>,
+    pub(crate) metrics: &'a crate::Metrics,
 }
 
 /// Why a SignCertificate is Rejected without a CA.
@@ -70,6 +73,22 @@ impl Context<'_> {
     /// [`Csms::take_follow_up`]).
     pub(crate) fn follow_up(&self, cp: &mut ChargePoint, request: Request) {
         queue_follow_up(self.follow_ups, cp, request);
+    }
+
+    /// A boot the policy accepts, under the boot rate: `None` to accept it now, or the
+    /// seconds after which its slot comes (answer Pending).
+    pub(crate) fn admit_boot(&self, identity: &str) -> Option<u32> {
+        let mut admission = self.admission?.lock().unwrap_or_else(|p| p.into_inner());
+        let admitted = admission.admit(identity, self.now);
+        let waiting = i64::try_from(admission.waiting()).unwrap_or(i64::MAX);
+        self.metrics.boots_waiting.set(waiting);
+        match admitted {
+            crate::admission::Admitted::Now => None,
+            crate::admission::Admitted::After(seconds) => {
+                self.metrics.boots_deferred.inc();
+                Some(seconds)
+            }
+        }
     }
 
     /// Records what a BootNotification is answered.

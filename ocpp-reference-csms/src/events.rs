@@ -24,7 +24,7 @@ use ocpp_model::{
 };
 use ocpp_proto::{Answer, Request};
 
-use super::{transactions, v1_6, v2x, ChargePoint, Context, Registration, Reply};
+use super::{transactions, v1_6, v2x, BootPolicy, ChargePoint, Context, Registration, Reply};
 
 /// Answers one CALL of a charge point of any version.
 pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Request) -> Reply {
@@ -113,12 +113,20 @@ fn booted(context: &Context<'_>, cp: &mut ChargePoint, boot: &Booted) -> BootAns
         boot.raw_reason.as_deref(),
         context.now,
     ));
-    let policy = context.boot_policy(cp);
+    let mut policy = context.boot_policy(cp);
+    let mut interval_s = u32::try_from(context.boot_interval(policy)).unwrap_or(0);
+    if policy == BootPolicy::Accepted {
+        if let Some(after) = context.admit_boot(cp.identity.as_str()) {
+            // The boot rate is reached: Pending until the slot kept for this charge point.
+            policy = BootPolicy::Pending;
+            interval_s = after;
+        }
+    }
     context.booted(cp, policy);
     BootAnswer {
         status: RegistrationStatus::from_wire(policy.as_str())
             .unwrap_or(RegistrationStatus::Rejected),
-        interval_s: u32::try_from(context.boot_interval(policy)).unwrap_or(0),
+        interval_s,
         current_time: context.current_time(),
     }
 }

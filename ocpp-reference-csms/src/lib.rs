@@ -149,6 +149,7 @@
 
 pub mod admin;
 pub mod admin_auth;
+pub mod admission;
 pub mod boot;
 mod certificate_authority;
 mod charge_point;
@@ -193,6 +194,7 @@ use ocpp_proto::{Answer, CallOutcome, ChargePointIdentity, CloseReason, Closed, 
 pub use shared_text::SharedText;
 pub use unix_time::UnixTime;
 
+pub use admission::BootRate;
 pub use boot::BootPolicy;
 pub use certificate_authority::{
     CaError, CertificateAuthority, CertificateUse, CsrRefusal, SignedCertificate,
@@ -273,6 +275,8 @@ pub struct Csms {
     /// The charge points with a transaction's start or end being committed
     /// ([`ledger`]).
     ledger: ledger::Ledger,
+    /// The boot admission ([`CsmsConfig::boot_rate`]); taken after `charge_points`.
+    admission: Option<Mutex<admission::Admission>>,
 }
 
 impl Csms {
@@ -280,6 +284,9 @@ impl Csms {
     pub fn new(config: CsmsConfig) -> Self {
         let tokens = RwLock::new(config.tokens.clone());
         let credentials = RwLock::new(config.credentials.clone());
+        let admission = config
+            .boot_rate
+            .map(|rate| Mutex::new(admission::Admission::new(rate)));
         Csms {
             config,
             charge_points: Mutex::new(Fleet::default()),
@@ -289,6 +296,7 @@ impl Csms {
             follow_ups: AtomicUsize::new(0),
             settings_changes: Mutex::new(()),
             ledger: ledger::Ledger::default(),
+            admission,
             tokens,
             credentials,
         }
@@ -465,6 +473,8 @@ impl Csms {
             now,
             presigned,
             unconfirmed,
+            admission: self.admission.as_ref(),
+            metrics: &self.metrics,
         };
         if !boot::allows(charge_point.boot_status, charge_point.triggered, action) {
             // 2.0.1 B02.FR.09, B03; OCPP-J 1.6 errata §3.8.

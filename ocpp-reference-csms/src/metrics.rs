@@ -41,6 +41,11 @@ impl Gauge {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Sets the value (a count another structure keeps, e.g. the boot admission's).
+    pub fn set(&self, n: i64) {
+        self.0.store(n, Ordering::Relaxed);
+    }
+
     /// The current value.
     pub fn get(&self) -> i64 {
         self.0.load(Ordering::Relaxed)
@@ -138,6 +143,11 @@ pub struct Metrics {
     pub auth_failures: Counter,
     /// Upgrades answered 429 by the failed-attempt limit: `ocpp_auth_throttled_total`.
     pub auth_throttled: Counter,
+    /// BootNotifications answered Pending because the boot rate was reached
+    /// ([`CsmsConfig::boot_rate`](crate::CsmsConfig::boot_rate)).
+    pub boots_deferred: Counter,
+    /// Charge points answered Pending by the boot rate that have not booted again.
+    pub boots_waiting: Gauge,
     /// Admin requests and connections refused, by [`AdminRefused`]:
     /// `ocpp_admin_refused_total{reason="..."}`.
     admin_refused: [Counter; AdminRefused::ALL.len()],
@@ -192,6 +202,11 @@ impl Metrics {
             "ocpp_call_errors_received_total",
             "CALLERRORs or invalid CALLRESULTs received.",
             self.call_errors_received.get(),
+        );
+        counter(
+            "ocpp_boots_deferred_total",
+            "BootNotifications answered Pending because the boot rate was reached.",
+            self.boots_deferred.get(),
         );
         counter(
             "ocpp_call_timeouts_total",
@@ -291,6 +306,11 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
             );
         };
+        gauge(
+            "ocpp_boots_waiting",
+            "Charge points answered Pending by the boot rate, not booted again yet.",
+            self.boots_waiting.get(),
+        );
         gauge(
             "ocpp_sockets_open",
             "TCP connections open.",
