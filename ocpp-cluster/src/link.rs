@@ -22,7 +22,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, Value};
+use redis::{Cmd, Pipeline, RedisConnectionInfo, RedisFuture, Value};
 
 use crate::config::RedisTarget;
 use crate::{ClusterConfig, ClusterError};
@@ -33,7 +33,6 @@ mod resolver;
 mod sentinel;
 
 pub(crate) use inbox::Inbox;
-use sentinel::Watch;
 pub(crate) use sentinel::{MasterMoved, SentinelLink};
 
 /// The connection every Redis command of the node goes through (see the module's doc).
@@ -70,6 +69,21 @@ impl std::fmt::Debug for RedisLink {
             RedisLink::Cluster { .. } => f.write_str("Cluster"),
         }
     }
+}
+
+/// `info` with the user and password of a Sentinel or Redis Cluster URL, those it gives.
+fn with_credentials(
+    mut info: RedisConnectionInfo,
+    username: Option<&str>,
+    password: Option<&str>,
+) -> RedisConnectionInfo {
+    if let Some(username) = username {
+        info = info.set_username(username);
+    }
+    if let Some(password) = password {
+        info = info.set_password(password);
+    }
+    info
 }
 
 /// The settings of every connection to a data node: each attempt and each answer bounded by
@@ -155,15 +169,9 @@ impl ConnectionLike for RedisLink {
         match self {
             RedisLink::Direct { manager, .. } => manager.req_packed_command(cmd),
             RedisLink::Cluster { connection, .. } => connection.req_packed_command(cmd),
-            RedisLink::Sentinel(link) => async move {
-                let link: &SentinelLink = link;
-                let watch = Watch { link, armed: true };
-                let mut manager = link.current().await?.manager.clone();
-                let result = manager.send_packed_command(cmd).await;
-                watch.settle(&result);
-                result
-            }
-            .boxed(),
+            RedisLink::Sentinel(link) => link
+                .send(move |mut manager| async move { manager.send_packed_command(cmd).await })
+                .boxed(),
         }
     }
 
@@ -180,15 +188,11 @@ impl ConnectionLike for RedisLink {
             RedisLink::Cluster { connection, .. } => {
                 connection.req_packed_commands(pipeline, offset, count)
             }
-            RedisLink::Sentinel(link) => async move {
-                let link: &SentinelLink = link;
-                let watch = Watch { link, armed: true };
-                let mut manager = link.current().await?.manager.clone();
-                let result = manager.send_packed_commands(pipeline, offset, count).await;
-                watch.settle(&result);
-                result
-            }
-            .boxed(),
+            RedisLink::Sentinel(link) => link
+                .send(move |mut manager| async move {
+                    manager.send_packed_commands(pipeline, offset, count).await
+                })
+                .boxed(),
         }
     }
 

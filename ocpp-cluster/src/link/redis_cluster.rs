@@ -9,7 +9,7 @@ use redis::{
     RedisError, RedisResult, Value,
 };
 
-use super::RedisLink;
+use super::{with_credentials, RedisLink};
 use crate::config::ClusterTarget;
 use crate::{ClusterConfig, ClusterError};
 
@@ -27,13 +27,11 @@ pub(super) fn open(
     config: &ClusterConfig,
     runtime: &tokio::runtime::Handle,
 ) -> Result<RedisLink, ClusterError> {
-    let mut info = RedisConnectionInfo::default();
-    if let Some(username) = &target.username {
-        info = info.set_username(username);
-    }
-    if let Some(password) = &target.password {
-        info = info.set_password(password);
-    }
+    let info = with_credentials(
+        RedisConnectionInfo::default(),
+        target.username.as_deref(),
+        target.password.as_deref(),
+    );
     let nodes = target
         .nodes
         .iter()

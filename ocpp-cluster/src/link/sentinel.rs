@@ -1,6 +1,7 @@
 //! The link to the master of a Redis Sentinel service: the master in use, what fires when it
 //! moves, and the calls that ask for a new look at the sentinels.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use redis::{
 use tokio::sync::{mpsc, watch};
 
 use super::resolver::Resolver;
-use super::{manager_config, RedisLink};
+use super::{manager_config, with_credentials, RedisLink};
 use crate::config::SentinelTarget;
 use crate::{ClusterConfig, ClusterError};
 
@@ -70,13 +71,11 @@ pub(super) fn open(
         .map(|(host, port)| redis::Client::open(ConnectionAddr::Tcp(host.clone(), *port)))
         .collect::<RedisResult<Vec<_>>>()
         .map_err(|e| ClusterError::Config(format!("redis url: {e}")))?;
-    let mut node_info = RedisConnectionInfo::default().set_db(target.db);
-    if let Some(username) = &target.username {
-        node_info = node_info.set_username(username);
-    }
-    if let Some(password) = &target.password {
-        node_info = node_info.set_password(password);
-    }
+    let node_info = with_credentials(
+        RedisConnectionInfo::default().set_db(target.db),
+        target.username.as_deref(),
+        target.password.as_deref(),
+    );
     let (wanted, requests) = mpsc::channel(1);
     let link = Arc::new(SentinelLink {
         master: watch::Sender::new(None),
@@ -133,6 +132,26 @@ impl SentinelLink {
     /// Asks the resolver for a look at the sentinels (rate-limited there).
     pub(super) fn want(&self) {
         let _ = self.wanted.try_send(());
+    }
+
+    /// Sends on the master in use (`send` is given its manager), and asks for a look at the
+    /// sentinels when the call fails as a failover makes calls fail, or is dropped before its
+    /// answer ([`Watch`]).
+    pub(super) async fn send<T, F>(
+        &self,
+        send: impl FnOnce(ConnectionManager) -> F,
+    ) -> RedisResult<T>
+    where
+        F: Future<Output = RedisResult<T>>,
+    {
+        let watch = Watch {
+            link: self,
+            armed: true,
+        };
+        let manager = self.current().await?.manager.clone();
+        let result = send(manager).await;
+        watch.settle(&result);
+        result
     }
 
     /// The master in use; before the first one is known, waits for it (at most the Redis
