@@ -44,6 +44,27 @@ impl Hop {
     fn done(&self) -> bool {
         self.connection.is_closed() && self.connection.pending_transmit_len() == 0
     }
+
+    /// Hands the connection what a read of its socket into `buf` gave: data, or the end.
+    fn handle_read(&mut self, read: io::Result<usize>, buf: &[u8]) {
+        match read {
+            Ok(n) if n > 0 => self.connection.handle_data(Instant::now(), &buf[..n]),
+            _ => self.connection.handle_eof(Instant::now()),
+        }
+    }
+
+    /// Hands the connection what a write of its output gave: bytes gone, or the end (the rest
+    /// of the output dropped).
+    fn handle_written(&mut self, written: io::Result<usize>) {
+        match written {
+            Ok(n) if n > 0 => self.connection.advance_transmit(n),
+            _ => {
+                let pending = self.connection.pending_transmit_len();
+                self.connection.advance_transmit(pending);
+                self.connection.handle_eof(Instant::now());
+            }
+        }
+    }
 }
 
 /// The code that closes the other hop when one ends with `reason`.
@@ -313,10 +334,7 @@ pub(crate) async fn relay_pair(
         }
         if (station.is_none() || upstream.is_none()) && registered {
             registered = false;
-            let mut stations = shared.stations.lock();
-            if stations.get(&identity).is_some_and(|m| m.pair == pair) {
-                stations.remove(&identity);
-            }
+            shared.stations.unregister(&identity, pair);
         }
 
         let deadline = [
@@ -351,42 +369,22 @@ pub(crate) async fn relay_pair(
         tokio::select! {
             read = read_hop(station_reader, &mut station_buf), if read_station => {
                 if let Some(s) = station.as_mut() {
-                    match read {
-                        Ok(n) if n > 0 => s.connection.handle_data(Instant::now(), &station_buf[..n]),
-                        _ => s.connection.handle_eof(Instant::now()),
-                    }
+                    s.handle_read(read, &station_buf);
                 }
             }
             read = read_hop(upstream_reader, &mut upstream_buf), if read_upstream => {
                 if let Some(u) = upstream.as_mut() {
-                    match read {
-                        Ok(n) if n > 0 => u.connection.handle_data(Instant::now(), &upstream_buf[..n]),
-                        _ => u.connection.handle_eof(Instant::now()),
-                    }
+                    u.handle_read(read, &upstream_buf);
                 }
             }
             written = write_hop(station_writer), if write_station => {
                 if let Some(s) = station.as_mut() {
-                    match written {
-                        Ok(n) if n > 0 => s.connection.advance_transmit(n),
-                        _ => {
-                            let pending = s.connection.pending_transmit_len();
-                            s.connection.advance_transmit(pending);
-                            s.connection.handle_eof(Instant::now());
-                        }
-                    }
+                    s.handle_written(written);
                 }
             }
             written = write_hop(upstream_writer), if write_upstream => {
                 if let Some(u) = upstream.as_mut() {
-                    match written {
-                        Ok(n) if n > 0 => u.connection.advance_transmit(n),
-                        _ => {
-                            let pending = u.connection.pending_transmit_len();
-                            u.connection.advance_transmit(pending);
-                            u.connection.handle_eof(Instant::now());
-                        }
-                    }
+                    u.handle_written(written);
                 }
             }
             () = sleep => {
@@ -420,9 +418,6 @@ pub(crate) async fn relay_pair(
         let _ = reply.send(Err(OwnCallError::Disconnected));
     }
     if registered {
-        let mut stations = shared.stations.lock();
-        if stations.get(&identity).is_some_and(|m| m.pair == pair) {
-            stations.remove(&identity);
-        }
+        shared.stations.unregister(&identity, pair);
     }
 }

@@ -49,6 +49,15 @@ impl RelayedStations {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Forgets the station `identity` if its entry is still pair `pair`'s (a newer connection
+    /// of the same station may have replaced it).
+    pub(crate) fn unregister(&self, identity: &str, pair: u64) {
+        let mut stations = self.lock();
+        if stations.get(identity).is_some_and(|m| m.pair == pair) {
+            stations.remove(identity);
+        }
+    }
+
     /// Sends a CALL of the controller's own (`action`, and `payload` a JSON object) to the
     /// station `identity`, and returns its answer (a CALLRESULT or CALLERROR, as text). The
     /// answer is not relayed to the central system. The CALL waits while one of the central
