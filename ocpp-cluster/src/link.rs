@@ -7,9 +7,10 @@
 //! `redis-cluster://` it is the `redis` crate's cluster connection, which sends each command to
 //! the master of its key's slot and follows `MOVED`/`ASK` redirections and topology changes;
 //! the inbox is a sharded pub/sub subscription ([`Inbox`]). On `redis+sentinel://` it is the
-//! manager of the master the sentinels named last. A background [`Resolver`](resolver::Resolver) asks the sentinels
-//! again (at most every [`RESOLVE_INTERVAL`](resolver::RESOLVE_INTERVAL)) on every `+switch-master` event and when a call
-//! fails as a failover makes calls fail (refused, reset, timed out, `READONLY` from a demoted
+//! manager of the master the sentinels named last. A background
+//! [`Resolver`](resolver::Resolver) asks the sentinels again (at most every
+//! [`RESOLVE_INTERVAL`](resolver::RESOLVE_INTERVAL)) on every `+switch-master` event and when a
+//! call fails as a failover makes calls fail (refused, reset, timed out, `READONLY` from a demoted
 //! master); it believes the sentinel with the newest configuration (`config-epoch`), and when
 //! that names another master that says it is one (`ROLE`), runs `failover.lua` there and moves
 //! the link to it. The inbox subscription follows ([`MasterMoved`]). A call never waits for the
