@@ -1,0 +1,159 @@
+//! The link to a Redis Cluster: its connection, and the masters a `SCAN` or a look for a new
+//! master visits.
+
+use std::sync::Arc;
+
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::{
+    Cmd, ConnectionAddr, ErrorKind, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo,
+    RedisError, RedisResult, Value,
+};
+
+use super::{with_credentials, RedisLink};
+use crate::config::ClusterTarget;
+use crate::{ClusterConfig, ClusterError};
+
+/// The settings of a Redis Cluster connection: each attempt and each answer bounded by the
+/// Redis timeout.
+fn cluster_config(config: &ClusterConfig) -> redis::cluster::ClusterConfig {
+    redis::cluster::ClusterConfig::new()
+        .set_connection_timeout(config.redis_timeout)
+        .set_response_timeout(config.redis_timeout)
+}
+
+/// The link of a `redis-cluster://` URL.
+pub(super) fn open(
+    target: ClusterTarget,
+    config: &ClusterConfig,
+    runtime: &tokio::runtime::Handle,
+) -> Result<RedisLink, ClusterError> {
+    let info = with_credentials(
+        RedisConnectionInfo::default(),
+        target.username.as_deref(),
+        target.password.as_deref(),
+    );
+    let nodes = target
+        .nodes
+        .iter()
+        .map(|(host, port)| {
+            ConnectionAddr::Tcp(host.clone(), *port)
+                .into_connection_info()
+                .map(|node| node.set_redis_settings(info.clone()))
+        })
+        .collect::<RedisResult<Vec<_>>>()
+        .map_err(|e| ClusterError::Config(format!("redis url: {e}")))?;
+    // RESP3: the inbox takes its sharded messages as pushes.
+    let client = redis::cluster::ClusterClientBuilder::new(nodes)
+        .use_protocol(ProtocolVersion::RESP3)
+        .connection_timeout(config.redis_timeout)
+        .response_timeout(config.redis_timeout)
+        .retries(2)
+        .build()
+        .map_err(|e| ClusterError::Config(format!("redis url: {e}")))?;
+    // Connects in the background (the node starts without waiting for Redis).
+    let _entered = runtime.enter();
+    let connection = client.get_pending_async_connection_with_config(cluster_config(config));
+    Ok(RedisLink::Cluster {
+        client: Arc::new(client),
+        connection,
+        timeout: config.redis_timeout,
+        masters: Arc::default(),
+    })
+}
+
+impl RedisLink {
+    /// The masters a `SCAN` must visit: `None`, the one Redis (or master) of the link; on Redis
+    /// Cluster each master, by address (`CLUSTER SLOTS`).
+    pub(crate) async fn scan_targets(&self) -> RedisResult<Vec<Option<(String, u16)>>> {
+        let RedisLink::Cluster { connection, .. } = self else {
+            return Ok(vec![None]);
+        };
+        let mut connection = connection.clone();
+        let slots: Value = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query_async(&mut connection)
+            .await?;
+        let mut masters = Vec::new();
+        if let Value::Array(ranges) = slots {
+            for range in ranges {
+                let Value::Array(fields) = range else {
+                    continue;
+                };
+                let Some(Value::Array(master)) = fields.get(2) else {
+                    continue;
+                };
+                let host = match master.first() {
+                    Some(Value::BulkString(host)) => String::from_utf8_lossy(host).into_owned(),
+                    Some(Value::SimpleString(host)) => host.clone(),
+                    _ => continue,
+                };
+                let Some(Value::Int(port)) = master.get(1) else {
+                    continue;
+                };
+                let Ok(port) = u16::try_from(*port) else {
+                    continue;
+                };
+                if !masters.contains(&Some((host.clone(), port))) {
+                    masters.push(Some((host, port)));
+                }
+            }
+        }
+        if masters.is_empty() {
+            return Err(RedisError::from((
+                ErrorKind::Client,
+                "CLUSTER SLOTS names no master",
+            )));
+        }
+        Ok(masters)
+    }
+
+    /// On Redis Cluster: whether a master serves now that did not at the last look (by its
+    /// `run_id`, new at every start of a redis-server): a replica promoted by a failover, a
+    /// master that restarted without its data, or one added. Its slots may lack writes
+    /// (asynchronous replication, no persistence). `false` at the first look, and on one Redis.
+    pub(crate) async fn new_master(&self) -> RedisResult<bool> {
+        let RedisLink::Cluster { masters, .. } = self else {
+            return Ok(false);
+        };
+        let mut info = redis::cmd("INFO");
+        info.arg("server");
+        let mut now = std::collections::BTreeSet::new();
+        for target in self.scan_targets().await? {
+            let text: String = self.scan_on(&target, &info).await?;
+            let run_id = text
+                .lines()
+                .find_map(|line| line.strip_prefix("run_id:"))
+                .map(|id| id.trim().to_owned())
+                .ok_or_else(|| RedisError::from((ErrorKind::Parse, "INFO without a run_id")))?;
+            now.insert(run_id);
+        }
+        let mut seen = masters
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let new = seen.as_ref().is_some_and(|before| !now.is_subset(before));
+        *seen = Some(now);
+        Ok(new)
+    }
+
+    /// Runs `cmd` (a `SCAN` step) on `target`, one of [`RedisLink::scan_targets`].
+    pub(crate) async fn scan_on<T: redis::FromRedisValue>(
+        &self,
+        target: &Option<(String, u16)>,
+        cmd: &Cmd,
+    ) -> RedisResult<T> {
+        match (self, target) {
+            (RedisLink::Cluster { connection, .. }, Some((host, port))) => {
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                    host: host.clone(),
+                    port: *port,
+                });
+                let value = connection
+                    .clone()
+                    .route_command(cmd.clone(), routing)
+                    .await?;
+                Ok(redis::from_redis_value(value)?)
+            }
+            _ => cmd.query_async(&mut self.clone()).await,
+        }
+    }
+}
