@@ -24,10 +24,10 @@ use routing::PendingReply;
 
 /// The WebSocket close code (RFC 6455 §7.4.1, policy violation) a server closes a socket with
 /// when its claim was superseded by a newer connection on another node.
-pub const CLOSE_SUPERSEDED: u16 = 1008;
+pub const CLOSE_SUPERSEDED: u16 = ocpp_proto::Superseded::CLOSE_CODE.as_u16();
 
 /// The close reason sent with [`CLOSE_SUPERSEDED`] (the same from every server).
-pub const CLOSE_SUPERSEDED_REASON: &str = "connected to another node";
+pub const CLOSE_SUPERSEDED_REASON: &str = ocpp_proto::Superseded::OtherNode.reason();
 
 /// How many claim.lua / release.lua calls of one node may wait on Redis at once. A storm of
 /// connects or disconnects queues for these instead of piling every script onto the one

@@ -4,7 +4,11 @@ use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use crate::ChargePointIdentity;
+use std::time::Instant;
+
+use ocpp_frame::CloseCode;
+
+use crate::{ChargePointIdentity, Connection};
 
 /// Maps each charge-point identity to the handle of the connection that currently holds it.
 ///
@@ -87,5 +91,52 @@ impl<H: PartialEq> IdentityTable<H> {
     /// Every identity and its handle.
     pub fn iter(&self) -> impl Iterator<Item = (&ChargePointIdentity, &H)> {
         self.holders.iter()
+    }
+}
+
+/// Why a server closes a connection that no longer holds its charge point's identity: the
+/// close every server sends for it, decided here once (ocpp-go #314/#358 and SteVe #357 keep
+/// the older connection, or both).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Instant;
+/// use ocpp_proto::{CloseCode, Connection, ConnectionConfig, Superseded};
+///
+/// assert_eq!(Superseded::CLOSE_CODE, CloseCode::POLICY_VIOLATION);
+/// assert_eq!(Superseded::NewerConnection.reason(), "replaced by a newer connection");
+/// let mut old = Connection::accept_incoming(Instant::now(), Arc::new(ConnectionConfig::default()));
+/// old.close_superseded(Instant::now(), Superseded::NewerConnection);
+/// assert!(old.is_closed());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Superseded {
+    /// A newer connection of the same identity came to this server
+    /// ([`IdentityTable::register`] returned this connection's handle).
+    NewerConnection,
+    /// The charge point connected to another node of the cluster, which took its claim.
+    OtherNode,
+}
+
+impl Superseded {
+    /// The close code (RFC 6455 §7.4.1, 1008 policy violation): the charge point may not hold
+    /// two connections.
+    pub const CLOSE_CODE: CloseCode = CloseCode::POLICY_VIOLATION;
+
+    /// The close reason sent with [`Superseded::CLOSE_CODE`] (the same from every server).
+    pub const fn reason(self) -> &'static str {
+        match self {
+            Superseded::NewerConnection => "replaced by a newer connection",
+            Superseded::OtherNode => "connected to another node",
+        }
+    }
+}
+
+impl<C> Connection<C> {
+    /// Closes this connection because it no longer holds its identity: with
+    /// [`Superseded::CLOSE_CODE`] and the reason for `why`.
+    pub fn close_superseded(&mut self, now: Instant, why: Superseded) {
+        self.close(now, Superseded::CLOSE_CODE, why.reason());
     }
 }

@@ -71,7 +71,7 @@ pub use config::{ConnectionConfig, DeflatePolicy, NoCommonVersion, VersionPolicy
 pub use connection::{ConnectTarget, Connection, RefusalReason, Refused, Side, WrongState};
 pub use event::{CloseReason, Closed, Event, UnansweredCall, UpgradeRequest};
 pub use identity::{ChargePointIdentity, IdentityError};
-pub use identity_table::IdentityTable;
+pub use identity_table::{IdentityTable, Superseded};
 pub use ocpp_frame::CloseCode;
 #[cfg(feature = "v1_6")]
 pub use ocpp_messages::v1_6;

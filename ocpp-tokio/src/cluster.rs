@@ -12,7 +12,7 @@
 //!   released when the connection ends, with its own [`ClaimTicket`] (a no-op once the claim
 //!   is no longer ours). Not while shutting down.
 //! - **Takeover**: [`ClusterEvent::Superseded`] takes the connection of that ticket out of the
-//!   registry and closes it with [`CLOSE_SUPERSEDED`] (1008).
+//!   registry and closes it with [`CLOSE_SUPERSEDED`](ocpp_cluster::CLOSE_SUPERSEDED) (1008).
 //! - **Routing**: [`ChargePoints::call`](crate::ChargePoints::call) for an identity not held
 //!   here goes to [`Cluster::call`] (the [`Remote`] seam); a command from another node runs on
 //!   the local connection through the [`Executor`] over the registry.
@@ -27,11 +27,10 @@ use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
     command_outcome, command_request, BoxFuture, ClaimTicket, Cluster, ClusterConfig, ClusterError,
-    ClusterEvent, ClusterEvents, CommandOutcome, Executor, CLOSE_SUPERSEDED,
-    CLOSE_SUPERSEDED_REASON,
+    ClusterEvent, ClusterEvents, CommandOutcome, Executor,
 };
 use ocpp_messages::{DecodeOptions, Request, Response};
-use ocpp_proto::{CallFailure, ChargePointIdentity, CloseCode, ConnectionConfig};
+use ocpp_proto::{CallFailure, ChargePointIdentity, ConnectionConfig, Superseded};
 use tokio::sync::oneshot;
 
 use crate::presence::{Joined, Leaving, Presence, PresenceTicket};
@@ -39,8 +38,6 @@ use crate::registry::WeakChargePoints;
 use crate::registry::{Remote, RemoteCall, RemoteChargePoint, RemoteList, RemoteLocate};
 use crate::server::{Server, ServerBuilder, Service};
 use crate::{ChargePoint, ChargePoints, Handler};
-
-const _: () = assert!(CLOSE_SUPERSEDED == CloseCode::POLICY_VIOLATION.as_u16());
 
 /// This server's node: the [`Cluster`] handle and what ties it to the registry.
 pub(crate) struct Node {
@@ -194,7 +191,8 @@ impl Node {
         if let Some(registry) = self.registry() {
             registry.remove(cp.identity(), &cp);
         }
-        cp.close(CloseCode::POLICY_VIOLATION, CLOSE_SUPERSEDED_REASON);
+        let why = Superseded::OtherNode;
+        cp.close(Superseded::CLOSE_CODE, why.reason());
     }
 
     fn registry(&self) -> Option<ChargePoints> {

@@ -621,10 +621,8 @@ where
         };
         if let Some(old) = replaced {
             // ocpp-go #314/#358, SteVe #357: the newer connection wins.
-            old.close(
-                CloseCode::POLICY_VIOLATION,
-                "replaced by a newer connection",
-            );
+            let why = ocpp_proto::Superseded::NewerConnection;
+            old.close(ocpp_proto::Superseded::CLOSE_CODE, why.reason());
         }
         self.registered = true;
         if draining {

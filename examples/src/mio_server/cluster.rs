@@ -8,7 +8,7 @@
 //!   point has its handshake, every node finds it (PROTOCOL.md 6.1).
 //!   `Event::Closed` releases that ticket (the bridge refreshes claims itself).
 //! - **Takeover**: a [`ClusterEvent::Superseded`] closes the socket holding that ticket with
-//!   1008 ([`CLOSE_SUPERSEDED`]): it leaves the identity table at once, is sent nothing more,
+//!   1008 ([`CLOSE_SUPERSEDED`](ocpp_cluster::CLOSE_SUPERSEDED)): it leaves the identity table at once, is sent nothing more,
 //!   and its claim is not released (it is no longer ours).
 //! - **Routing**: an admin command for an identity that is not local goes to
 //!   [`ClusterBridge::call`]; its [`BridgeOutput::CallDone`] answers the admin socket. A command
@@ -26,10 +26,9 @@ use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
     command_request, BridgeOutput, ClaimTicket, ClusterBridge, ClusterEvent, CommandOutcome, Job,
-    JobId, RequestId, CLOSE_SUPERSEDED, CLOSE_SUPERSEDED_REASON,
+    JobId, RequestId,
 };
-use ocpp_frame::CloseCode;
-use ocpp_proto::{CallFailure, ChargePointIdentity, Refused};
+use ocpp_proto::{CallFailure, ChargePointIdentity, Refused, Superseded};
 
 use super::admin_socket::{AdminStage, ADMIN_CALL_GRACE};
 use super::event_loop::{Entry, EventLoop};
@@ -37,8 +36,6 @@ use super::ocpp_socket::{SocketStage, Waiter};
 use super::slab::Key;
 use super::{Command, Handle};
 use ocpp_reference_csms::admin::{self, HttpResponse};
-
-const _: () = assert!(CLOSE_SUPERSEDED == CloseCode::POLICY_VIOLATION.as_u16());
 
 /// How often loop 0 looks whether every charge point is gone, during a shutdown, before it
 /// drains the cluster node.
@@ -483,8 +480,7 @@ impl EventLoop {
             tracing::info!(%identity, "connected to another node: closing with 1008");
         }
         if s.stage.is_open() {
-            s.connection
-                .close(now, CloseCode::POLICY_VIOLATION, CLOSE_SUPERSEDED_REASON);
+            s.connection.close_superseded(now, Superseded::OtherNode);
         }
         self.service(target, now);
     }

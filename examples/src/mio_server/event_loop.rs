@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll};
 use ocpp_cluster::RequestId;
-use ocpp_frame::CloseCode;
+use ocpp_proto::Superseded;
 
 use super::admin_socket::{AdminSocket, AdminStage};
 use super::capture::Tap;
@@ -331,12 +331,9 @@ impl EventLoop {
                 Command::Claimed { target, ticket } => self.claimed(target, ticket, now),
                 Command::Replace { target } => {
                     if let Some(Entry::Ocpp(s)) = self.sockets.get_mut(target) {
-                        tracing::info!(identity = ?s.identity, "replaced by a newer connection");
-                        s.connection.close(
-                            now,
-                            CloseCode::POLICY_VIOLATION,
-                            "replaced by a newer connection",
-                        );
+                        let why = Superseded::NewerConnection;
+                        tracing::info!(identity = ?s.identity, "{}", why.reason());
+                        s.connection.close_superseded(now, why);
                         self.service(target, now);
                     }
                 }
