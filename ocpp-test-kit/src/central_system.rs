@@ -1,6 +1,22 @@
 //! The mock central system: [`MockCsms`].
 
-use super::*;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ocpp_proto::{Answer, ConnectionConfig, OcppVersion};
+use ocpp_tokio::hook::MessageEvent;
+use ocpp_tokio::{ChargePoint, ChargePoints, Connecting, Handler, IncomingCall, Rejection};
+use ocpp_tokio::{Server, Session};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use crate::{
+    answer_of, calls_of, request_of, Direction, Frame, Hook, Record, Script, TestKitError,
+    DEFAULT_WAIT,
+};
 
 /// Configures a [`MockCsms`]: from [`MockCsms::builder`].
 pub struct MockCsmsBuilder {

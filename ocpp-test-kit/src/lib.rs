@@ -2,8 +2,9 @@
 //! and a mock charging station ([`MockStation`]) on a loopback port, answering by a script,
 //! calling the other side, and recording every message in and out ([`Frame`]).
 //!
-//! Both are the library's own [`Server`] and [`Station`] with a scripted handler and the
-//! message hook: what they put on the wire went through the same rules as your code's.
+//! Both are ocpp-tokio's own [`Server`](ocpp_tokio::Server) and
+//! [`Station`](ocpp_tokio::Station) with a scripted handler and the message hook: what they put
+//! on the wire went through the same rules as your code's.
 //!
 //! - A script answers a CALL by its action: a table ([`MockCsmsBuilder::answer`],
 //!   [`MockStationBuilder::answer`]: a JSON payload) or a closure
@@ -55,21 +56,16 @@ pub use central_system::{MockCsms, MockCsmsBuilder};
 pub use station::{MockStation, MockStationBuilder};
 
 use std::collections::HashMap;
-use std::fmt;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use ocpp_messages::{DecodeOptions, Request, Response};
-use ocpp_proto::{Answer, CallFailure, ConnectionConfig, ErrorCode, OcppVersion};
-use serde_json::{json, Value};
-use tokio::sync::{oneshot, Notify};
-
+use ocpp_proto::{Answer, CallFailure, ErrorCode, OcppVersion};
 use ocpp_tokio::hook::{Message, MessageEvent};
-use ocpp_tokio::station::{Station, StationError, StationInfo};
-use ocpp_tokio::{ChargePoint, ChargePoints, Connecting, Handler, IncomingCall, Rejection, Router};
-use ocpp_tokio::{Server, Session};
+use ocpp_tokio::station::StationError;
+use ocpp_tokio::IncomingCall;
+use serde_json::{json, Value};
+use tokio::sync::Notify;
 
 /// A hook of the user's own, called with every message after the kit recorded it.
 type Hook = Arc<dyn Fn(&MessageEvent<'_>) + Send + Sync>;

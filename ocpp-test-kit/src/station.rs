@@ -1,6 +1,19 @@
 //! The mock charging station: [`MockStation`].
 
-use super::*;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ocpp_proto::{Answer, OcppVersion};
+use ocpp_tokio::hook::MessageEvent;
+use ocpp_tokio::station::{Station, StationInfo};
+use ocpp_tokio::{IncomingCall, Router, Session};
+use serde_json::Value;
+
+use crate::{
+    answer_of, calls_of, request_of, Direction, Frame, Hook, Record, Script, TestKitError,
+    DEFAULT_WAIT,
+};
 
 /// Configures a [`MockStation`]: from [`MockStation::builder`].
 pub struct MockStationBuilder {
