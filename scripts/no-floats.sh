@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-crates=(ocpp-frame ocpp-messages ocpp-proto ocpp-model ocpp-tokio ocpp-cluster)
+crates=(ocpp-frame ocpp-messages ocpp-proto ocpp-model ocpp-station-store ocpp-tokio ocpp-cluster)
 allowed='^ocpp-messages/src/decimal\.rs:[0-9]+: *pub fn to_f64\(self\) -> f64'
 allowed+='|^ocpp-proto/src/station/backoff\.rs:[0-9]+: *pub fn (delay|next_delay|on_lost)\('
 

@@ -5,7 +5,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ocpp_tokio::model::device_model::{catalogue::Layout, Configuration, DeviceModel};
-use ocpp_tokio::station::{DeviceModelStore, Evse, FileStore, IdToken, Start, Station};
+use ocpp_tokio::station::{
+    DeviceModelExt, DeviceModelStore, Evse, FileStore, IdToken, Start, Station,
+};
 use ocpp_tokio::{v1_6, v2_0_1 as v, DateTime, OcppVersion, Reply, Router, Session};
 
 type Charger = OnceLock<Station>;

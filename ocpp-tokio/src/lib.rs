@@ -51,8 +51,6 @@ mod session;
 #[cfg(unix)]
 mod shard;
 pub mod station;
-#[cfg(feature = "test-kit")]
-pub mod test_kit;
 mod typed;
 
 /// The protocol types of the layers below, in one place: the typed payloads of each version,

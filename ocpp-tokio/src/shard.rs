@@ -110,7 +110,7 @@ impl AsyncRead for ShardStream {
             // `buf` lends us to write (initialized or not), and never reads it; the descriptor
             // is this socket's, open while `self` lives. Only the `n` bytes written are
             // declared initialized below. Reached by every `sharded::` test of
-            // `tests/server.rs`, `tls.rs`, `backpressure.rs` and `thousand.rs` (bad frames,
+            // `tests/server/`, `tls.rs`, `backpressure.rs` and `thousand.rs` (bad frames,
             // closes and resets among them) and `heap_per_connection.rs`.
             #[allow(unsafe_code)]
             let n = unsafe { libc::recv(this.socket.as_raw_fd(), at, len, 0) };

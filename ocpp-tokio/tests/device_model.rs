@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::{free_port, python, python_ocpp_present, Killed};
 use ocpp_tokio::model::device_model::{catalogue::Layout, Change, Configuration, DeviceModel};
-use ocpp_tokio::station::{DeviceModelStore, RetryBackOff, Station};
+use ocpp_tokio::station::{DeviceModelExt, DeviceModelStore, RetryBackOff, Station};
 use ocpp_tokio::{OcppVersion, Router};
 use serde_json::Value;
 use tokio::sync::mpsc;

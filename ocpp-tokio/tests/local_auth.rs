@@ -24,7 +24,9 @@ use ocpp_tokio::model::device_model::{catalogue::Layout, Configuration, DeviceMo
 use ocpp_tokio::model::local_auth::{Decision, Refusal, Settings, Source};
 use ocpp_tokio::model::{AuthorizationStatus, IdToken, IdTokenType};
 use ocpp_tokio::ocpp::{v1_6, v2_0_1, v2_1};
-use ocpp_tokio::station::{DeviceModelStore, LocalAuthStore, RetryBackOff, Station};
+use ocpp_tokio::station::{
+    DeviceModelExt, DeviceModelStore, LocalAuthExt, LocalAuthStore, RetryBackOff, Station,
+};
 use ocpp_tokio::{OcppVersion, Router};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -160,7 +162,7 @@ async fn authorize_and_learn(
                 .call(v1_6::AuthorizeRequest::new(value))
                 .await
                 .unwrap();
-            store.learn_v1_6(value, &answer.id_tag_info).await
+            store.learn_v1_6(value, &answer.id_tag_info)
         }
         OcppVersion::V2_0_1 => {
             let id = v2_0_1::IdToken::new(value, v2_0_1::IdTokenEnum::from_wire("ISO14443"));
@@ -168,7 +170,7 @@ async fn authorize_and_learn(
                 .call(v2_0_1::AuthorizeRequest::new(id.clone()))
                 .await
                 .unwrap();
-            store.learn_v2_0_1(&id, &answer.id_token_info).await
+            store.learn_v2_0_1(&id, &answer.id_token_info)
         }
         _ => {
             let id = v2_1::IdToken::new(value, "ISO14443");
@@ -176,7 +178,7 @@ async fn authorize_and_learn(
                 .call(v2_1::AuthorizeRequest::new(id.clone()))
                 .await
                 .unwrap();
-            store.learn_v2_1(&id, &answer.id_token_info).await
+            store.learn_v2_1(&id, &answer.id_token_info)
         }
     };
     assert!(learnt.unwrap(), "the answer was learnt");

@@ -77,8 +77,9 @@ impl CacheFeeder {
                     return;
                 };
                 let store = self.store.clone();
-                tokio::spawn(async move {
-                    if let Err(error) = learn(&store, waiting, &answer).await {
+                // Learning writes the cache to disk: on a blocking thread.
+                tokio::task::spawn_blocking(move || {
+                    if let Err(error) = learn(&store, waiting, &answer) {
                         tracing::warn!(%error, "authorization not cached");
                     }
                 });
@@ -101,7 +102,7 @@ fn token_of(action: &str, request: &ocpp_messages::Request) -> Option<Value> {
 }
 
 /// Learns the answer's info on the token (none in the answer: nothing to learn).
-async fn learn(
+fn learn(
     store: &LocalAuthStore,
     waiting: Pending,
     answer: &Value,
@@ -122,7 +123,7 @@ async fn learn(
             ) else {
                 return Ok(false);
             };
-            store.learn_v1_6(id_tag, &info).await
+            store.learn_v1_6(id_tag, &info)
         }
         OcppVersion::V2_0_1 => {
             let (Ok(token), Ok(info)) = (
@@ -131,7 +132,7 @@ async fn learn(
             ) else {
                 return Ok(false);
             };
-            store.learn_v2_0_1(&token, &info).await
+            store.learn_v2_0_1(&token, &info)
         }
         OcppVersion::V2_1 => {
             let (Ok(token), Ok(info)) = (
@@ -140,7 +141,7 @@ async fn learn(
             ) else {
                 return Ok(false);
             };
-            store.learn_v2_1(&token, &info).await
+            store.learn_v2_1(&token, &info)
         }
     }
 }

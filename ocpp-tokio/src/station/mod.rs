@@ -124,8 +124,10 @@ mod driver;
 pub mod local_auth;
 mod network;
 mod queue;
-pub mod store;
 mod url;
+
+/// The offline queue's store: [`ocpp_station_store::offline`], re-exported.
+pub use ocpp_station_store::offline as store;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -139,8 +141,8 @@ use ocpp_proto::{
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
-pub use device_model::{DeviceModelError, DeviceModelStore};
-pub use local_auth::{LocalAuthError, LocalAuthStore};
+pub use device_model::{DeviceModelError, DeviceModelExt, DeviceModelStore};
+pub use local_auth::{LocalAuthError, LocalAuthExt, LocalAuthStore};
 pub use ocpp_proto::station::{
     BootReason, Evse, IdToken, NetworkProfile, NetworkProfiles, OpenTransaction, ProfileRejected,
     Reading, RegistrationStatus, RetryBackOff, SampledValue, Start, StationInfo, StopReason,
@@ -1106,7 +1108,7 @@ impl StationBuilder {
     /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
     /// use ocpp_tokio::model::local_auth::Settings;
     /// use ocpp_tokio::model::IdToken;
-    /// use ocpp_tokio::station::{LocalAuthStore, Station};
+    /// use ocpp_tokio::station::{LocalAuthExt, LocalAuthStore, Station};
     /// use ocpp_tokio::v1_6;
     ///
     /// let local_auth = LocalAuthStore::open("/var/lib/charger", Settings::default())?;

@@ -1,4 +1,4 @@
-//! The test kit (feature `test-kit`) used as a user would: a two-connector station tested
+//! The test kit used as a user would: a two-connector station tested
 //! against `MockCsms` (remote start, meter values with power, remote stop; the recorded
 //! messages asserted), in 2.0.1 and 1.6; a `MockStation` against `MockCsms`, scripted.
 //! Loopback only; every wait is bounded by the kit.
@@ -6,8 +6,8 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use ocpp_test_kit::{Direction, FrameKind, MockCsms, MockStation, TestKitError};
 use ocpp_tokio::station::{Evse, IdToken, Reading, SampledValue, Start, Station, StopReason};
-use ocpp_tokio::test_kit::{Direction, FrameKind, MockCsms, MockStation, TestKitError};
 use ocpp_tokio::{v1_6, v2_0_1 as v, DateTime, OcppVersion, Reply, Router, Session};
 use serde_json::{json, Value};
 
@@ -396,7 +396,7 @@ async fn mock_station_against_mock_csms_scripted_and_recorded() {
         ]
     );
     // Both records hold the same conversation.
-    let calls = |frames: &[ocpp_tokio::test_kit::Frame]| {
+    let calls = |frames: &[ocpp_test_kit::Frame]| {
         frames.iter().filter(|f| f.kind == FrameKind::Call).count()
     };
     csms.wait_until("the same count", |f| calls(f) == calls(&station.frames()))

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use ocpp_test_kit::MockCsms;
 use ocpp_tokio::model::local_auth::{Decision, Settings, Source};
 use ocpp_tokio::model::{IdToken, IdTokenType};
 use ocpp_tokio::station::{Evse, LocalAuthStore, Station, Status, StopReason};
-use ocpp_tokio::test_kit::MockCsms;
 use ocpp_tokio::{v1_6, v2_0_1, OcppVersion};
 use serde_json::json;
 
