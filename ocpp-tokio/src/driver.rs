@@ -3,30 +3,28 @@
 //! is a task of its own (its timer a tokio `Sleep`), or one of many on a shard
 //! (`crate::shard`, which keeps every timer in one heap).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use ocpp_proto::{
-    Answer, CallFailure, CallOutcome, CloseCode, Closed, ConnectionConfig, Event, MessageId,
-    RefusalReason, Rejection,
+    Answer, CallFailure, CallOutcome, Closed, Event, MessageId, RefusalReason, Rejection,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{oneshot, Notify};
-use tokio::time::Sleep;
+use tokio::sync::oneshot;
 
 use crate::charge_point::{CallReply, Command, Link, Settings};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
-use crate::hook::{Hook, Message, MessageEvent};
+use crate::hook::{Message, MessageEvent};
 use crate::presence::PresenceTicket;
-use crate::{ChargePoint, ChargePoints, Handler, Session};
+use crate::{ChargePoint, Handler, Session};
 use ocpp_messages::Request;
 
 /// Bytes read per `read` call: on the thread's stack, never in the connection's memory.
@@ -36,100 +34,11 @@ const TURNS_PER_POLL: usize = 64;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// What every connection task of one server shares.
-pub(crate) struct Shared<H> {
-    pub(crate) handler: Arc<H>,
-    pub(crate) config: Arc<ConnectionConfig>,
-    pub(crate) registry: ChargePoints,
-    pub(crate) hook: Option<Hook>,
-    pub(crate) mailbox_capacity: usize,
-    /// Every connection task, connected or not, for shutdown.
-    live: Mutex<HashMap<u64, Arc<Link>>>,
-    next_task: AtomicU64,
-    /// Set once shutdown began: new connections are closed with 1001 as soon as they open.
-    pub(crate) draining: AtomicBool,
-    /// Notified when the last task ends.
-    all_gone: Notify,
-}
+mod shared;
+mod timer;
 
-impl<H> Shared<H> {
-    pub(crate) fn new(
-        handler: Arc<H>,
-        config: Arc<ConnectionConfig>,
-        registry: ChargePoints,
-        hook: Option<Hook>,
-        mailbox_capacity: usize,
-    ) -> Self {
-        Shared {
-            handler,
-            config,
-            registry,
-            hook,
-            mailbox_capacity,
-            live: Mutex::new(HashMap::new()),
-            next_task: AtomicU64::new(0),
-            draining: AtomicBool::new(false),
-            all_gone: Notify::new(),
-        }
-    }
-
-    /// The close code and reason of a graceful shutdown: 1001 (going away), or 1012 (service
-    /// restart: the charge point reconnects, to another node) on a cluster node.
-    pub(crate) fn shutdown_close(&self) -> (CloseCode, &'static str) {
-        if self.registry.presence().is_some() {
-            return (CloseCode::SERVICE_RESTART, "service restart");
-        }
-        (CloseCode::GOING_AWAY, "server shutting down")
-    }
-
-    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Link>>> {
-        self.live.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A new task's link, recorded for shutdown.
-    pub(crate) fn enlist(&self) -> (u64, Arc<Link>) {
-        let key = self.next_task.fetch_add(1, Ordering::Relaxed);
-        let link = Link::new(self.mailbox_capacity);
-        self.live().insert(key, link.clone());
-        (key, link)
-    }
-
-    pub(crate) fn discharge(&self, key: u64) {
-        let mut live = self.live();
-        live.remove(&key);
-        if live.is_empty() {
-            self.all_gone.notify_waiters();
-        }
-    }
-
-    /// How many connection tasks run.
-    pub(crate) fn tasks(&self) -> usize {
-        self.live().len()
-    }
-
-    /// Sends `command` (close or abort) to every task.
-    pub(crate) fn broadcast(&self, command: impl Fn() -> Command) {
-        let links: Vec<Arc<Link>> = self.live().values().cloned().collect();
-        for link in links {
-            let _ = link.push(command());
-        }
-    }
-
-    /// Waits until no task runs, or `deadline`; returns whether none runs.
-    pub(crate) async fn wait_all_gone(&self, deadline: tokio::time::Instant) -> bool {
-        loop {
-            let notified = self.all_gone.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.live().is_empty() {
-                return true;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return self.live().is_empty();
-            }
-        }
-    }
-}
+pub(crate) use shared::Shared;
+pub(crate) use timer::{TaskTimer, Timer};
 
 /// The core's connection as a driver holds it: each CALL of ours carries where its outcome
 /// goes, handed back by the core with that outcome (so the driver keeps no table of waiters).
@@ -232,51 +141,6 @@ impl<H: Handler> Rare<H> {
             && self.claiming.is_none()
             && self.closed.is_none()
             && self.linger.is_none()
-    }
-}
-
-/// The connection's timer: where the driver asks to be polled again by a deadline.
-///
-/// It is armed at or before the deadline asked for: a deadline that moves later (the
-/// keep-alive, with every frame read) waits for the timer to fire early and the turn it wakes
-/// to arm it again, instead of a reset per frame.
-pub(crate) trait Timer {
-    /// Makes sure the driver is polled again at or before `deadline`; returns whether that
-    /// moment has come already (the caller takes another turn at once).
-    fn arm(&mut self, cx: &mut Context<'_>, now: Instant, deadline: Instant) -> bool;
-}
-
-/// The timer of a driver that is a task of its own: a tokio `Sleep`.
-pub(crate) struct TaskTimer {
-    sleep: Pin<Box<Sleep>>,
-    /// Whether `sleep` was polled since it was last reset (its waker is registered).
-    armed: bool,
-}
-
-impl TaskTimer {
-    pub(crate) fn new(now: Instant) -> Self {
-        TaskTimer {
-            sleep: Box::pin(tokio::time::sleep_until(now.into())),
-            armed: false,
-        }
-    }
-}
-
-impl Timer for TaskTimer {
-    /// A timer armed for an earlier moment is left alone. The waker registered when it was
-    /// armed is still this task's: the driver is a task of its own (or the one future its
-    /// task awaits), so every poll has the same waker.
-    fn arm(&mut self, cx: &mut Context<'_>, now: Instant, deadline: Instant) -> bool {
-        let at = tokio::time::Instant::from_std(deadline);
-        let armed_at = self.sleep.deadline();
-        if self.armed && armed_at <= at && armed_at.into_std() > now {
-            return false;
-        }
-        if armed_at != at {
-            self.sleep.as_mut().reset(at);
-        }
-        self.armed = true;
-        self.sleep.as_mut().poll(cx).is_ready()
     }
 }
 

@@ -2,101 +2,46 @@
 //! heartbeat by the core's [`Registration`], deliver the offline queue, reconnect after the
 //! back-off. The rules are the core's; this file owns sockets, tasks and time.
 
-use std::collections::VecDeque;
-use std::future::{poll_fn, Future};
-use std::io;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use ocpp_messages::{Request, Response};
+use ocpp_messages::Request;
 use ocpp_proto::station::{
-    boot_request, heartbeat_request, is_transaction_message, triggered_action, BootAnswer,
-    BootReason, Due, NetworkProfiles, Reconnect, Registration, RegistrationStatus, StationInfo,
+    boot_request, heartbeat_request, is_transaction_message, BootAnswer, BootReason, Due,
+    NetworkProfiles, Reconnect, Registration, RegistrationStatus, StationInfo,
 };
 use ocpp_proto::{
-    Answer, CallFailure, CallOutcome, CloseCode, CloseReason, Closed, ConnectTarget,
-    ConnectionConfig, Event, MessageId,
+    Answer, CallFailure, CallOutcome, CloseCode, CloseReason, Closed, ConnectionConfig, Event,
+    MessageId,
 };
-use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::network::{self, ProfilesHook};
 use super::queue::Queue;
+use super::{app::*, dial::*, wire::*};
 use super::{App, Cause, Command, PermanentFailure, Queued, StationUrl, Status};
 use crate::charge_point::{CallReply, Command as LinkCommand, Link};
-use crate::error::SendError;
 use crate::hook::{Hook, Message, MessageEvent};
-use crate::{ChargePoint, Handler, IncomingCall, Session};
+use crate::{ChargePoint, IncomingCall};
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+pub(super) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Bytes read per `read`. The buffer lives as long as the connection (an async fn keeps it
 /// across awaits), so it is small: 99 % of OCPP messages fit in 2 kB (OCPP-J 2.1 §5.2), a
 /// larger one takes several reads. Measured on the simulator, 2,000 stations: 28.5 KiB of
 /// RSS per station with 2 KiB, 34.6 with 8 KiB.
-const READ_CHUNK: usize = 2 * 1024;
+pub(super) const READ_CHUNK: usize = 2 * 1024;
 /// The most a TCP connect (and TLS handshake) may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// CALLs and SENDs a session's handle may have waiting for the task.
-const MAILBOX: usize = 64;
-
-/// One connection's application session (type-erased [`Session`] and handler).
-pub(crate) trait AppSession: Send + Sync {
-    fn on_connect(&self) -> BoxFuture<()>;
-    fn on_call(&self, call: IncomingCall) -> BoxFuture<Answer>;
-    fn on_send(&self, send: IncomingCall) -> BoxFuture<()>;
-    fn on_close(&self, closed: Closed) -> BoxFuture<()>;
-}
-
-/// A handler and the station's state.
-pub(crate) struct Bound<H: Handler> {
-    pub(crate) handler: Arc<H>,
-    pub(crate) state: Arc<H::State>,
-}
-
-struct BoundSession<H: Handler> {
-    handler: Arc<H>,
-    session: Session<H::State>,
-}
-
-impl<H: Handler> App for Bound<H> {
-    fn session(&self, cp: ChargePoint) -> Arc<dyn AppSession> {
-        Arc::new(BoundSession {
-            handler: self.handler.clone(),
-            session: Session::new(cp, self.state.clone()),
-        })
-    }
-}
-
-impl<H: Handler> AppSession for BoundSession<H> {
-    fn on_connect(&self) -> BoxFuture<()> {
-        let (handler, session) = (self.handler.clone(), self.session.clone());
-        Box::pin(async move { handler.on_connect(session).await })
-    }
-
-    fn on_call(&self, call: IncomingCall) -> BoxFuture<Answer> {
-        let (handler, session) = (self.handler.clone(), self.session.clone());
-        Box::pin(async move { handler.on_call(&session, call).await })
-    }
-
-    fn on_send(&self, send: IncomingCall) -> BoxFuture<()> {
-        let (handler, session) = (self.handler.clone(), self.session.clone());
-        Box::pin(async move { handler.on_send(&session, send).await })
-    }
-
-    fn on_close(&self, closed: Closed) -> BoxFuture<()> {
-        let (handler, session) = (self.handler.clone(), self.session.clone());
-        Box::pin(async move { handler.on_close(session, closed).await })
-    }
-}
+pub(super) const MAILBOX: usize = 64;
 
 /// How one connection ended.
-enum Ended {
+pub(super) enum Ended {
     /// Reconnect after the back-off.
     Lost(Cause),
     /// [`Station::close`](super::Station::close).
@@ -109,10 +54,10 @@ enum Ended {
 
 /// The core's connection as the station holds it: each CALL of ours carries who waits for
 /// its outcome, handed back by the core with it (the driver keeps no table of waiters).
-type Connection = ocpp_proto::Connection<Outgoing>;
+pub(super) type Connection = ocpp_proto::Connection<Outgoing>;
 
 /// Who waits for one of our CALLs.
-enum Outgoing {
+pub(super) enum Outgoing {
     Boot,
     Heartbeat,
     /// The application's CALL; a BootNotification (e.g. one a TriggerMessage asked for) also
@@ -125,18 +70,18 @@ enum Outgoing {
 }
 
 /// The state of an open connection.
-struct Online {
-    registration: Registration,
-    link: Arc<Link>,
-    app: Arc<dyn AppSession>,
+pub(super) struct Online {
+    pub(super) registration: Registration,
+    pub(super) link: Arc<Link>,
+    pub(super) app: Arc<dyn AppSession>,
     /// The central system's SENDs, handled one after the other in the order they came (as
     /// the server handles a charge point's, `Router::on_send`), by one task per connection.
-    sends: mpsc::UnboundedSender<BoxFuture<()>>,
+    pub(super) sends: mpsc::UnboundedSender<BoxFuture<()>>,
 }
 
 /// The task that runs a connection's SEND handlers in order; it ends once the connection's
 /// sender is dropped and the SENDs already received are handled.
-fn spawn_sends() -> mpsc::UnboundedSender<BoxFuture<()>> {
+pub(super) fn spawn_sends() -> mpsc::UnboundedSender<BoxFuture<()>> {
     let (sends, mut queue) = mpsc::unbounded_channel::<BoxFuture<()>>();
     tokio::spawn(async move {
         while let Some(send) = queue.recv().await {
@@ -148,7 +93,7 @@ fn spawn_sends() -> mpsc::UnboundedSender<BoxFuture<()>> {
 
 /// An answer from a handler: the CALL's id, the answer, and the action a TriggerMessage asked
 /// for (to let it out while Pending once the trigger is Accepted).
-type HandlerAnswer = (MessageId<'static>, Answer, Option<&'static str>);
+pub(super) type HandlerAnswer = (MessageId<'static>, Answer, Option<&'static str>);
 
 /// The station's task.
 pub(crate) struct Task {
@@ -237,7 +182,7 @@ impl Task {
 
     /// A new status, published only if it differs from the current one (so that a watcher
     /// sees every attempt once).
-    fn publish(&self, status: Status) {
+    pub(super) fn publish(&self, status: Status) {
         self.status.send_if_modified(|current| {
             let changed = *current != status;
             *current = status;
@@ -245,30 +190,9 @@ impl Task {
         });
     }
 
-    /// The central system of the next attempt, by the core's [`NetworkProfiles`]: the URL
-    /// connected to from now on (unchanged when there is no profile at all).
-    fn next_target(&mut self) -> Result<(), (Cause, io::Error)> {
-        let Some(attempt) = self.profiles.begin_attempt() else {
-            return Ok(());
-        };
-        self.publish_profiles();
-        self.config = network::config_for(&self.base_config, &attempt.profile);
-        let url = network::url_for(&attempt.profile, self.url.identity()).map_err(|e| {
-            (
-                Cause::Other,
-                io::Error::new(io::ErrorKind::InvalidInput, e.to_string()),
-            )
-        })?;
-        if url != self.url {
-            tracing::info!(identity = %self.url.identity(), slot = attempt.profile.slot, url = %attempt.profile.csms_url, fallback = attempt.fallback, "central system");
-        }
-        self.url = url;
-        Ok(())
-    }
-
     /// A change of the profiles by the application, kept by the hook first.
-    fn change_profiles(&mut self, change: super::NetworkChange) {
-        let super::NetworkChange { change, reply } = change;
+    pub(super) fn change_profiles(&mut self, change: super::network::NetworkChange) {
+        let super::network::NetworkChange { change, reply } = change;
         let mut changed = self.profiles.clone();
         let result = change(&mut changed)
             .map_err(super::NetworkProfileError::Rejected)
@@ -286,7 +210,7 @@ impl Task {
     }
 
     /// The profiles, for [`Station::network_profiles`](super::Station::network_profiles).
-    fn publish_profiles(&self) {
+    pub(super) fn publish_profiles(&self) {
         self.profiles_watch.send_if_modified(|current| {
             let changed = *current != self.profiles;
             if changed {
@@ -296,60 +220,8 @@ impl Task {
         });
     }
 
-    /// TCP, then TLS: the stream (`None`: closed meanwhile), or why not.
-    async fn open(&mut self) -> Result<Option<Stream>, (Cause, io::Error)> {
-        let authority = self.url.authority().to_owned();
-        let tls = match (self.url.tls(), &self.tls) {
-            (false, _) => None,
-            (true, None) => {
-                let error = io::Error::new(io::ErrorKind::InvalidInput, "wss:// without TLS");
-                return Err((Cause::Tls, error));
-            }
-            (true, Some(config)) => {
-                let name = ServerName::try_from(self.url.server_name().to_owned())
-                    .map_err(|e| (Cause::Tls, io::Error::new(io::ErrorKind::InvalidInput, e)))?;
-                Some((config.clone(), name))
-            }
-        };
-        let connect = async move {
-            let tcp = TcpStream::connect(authority)
-                .await
-                .map_err(|e| (Cause::Connect(e.kind()), e))?;
-            let _ = tcp.set_nodelay(true);
-            let Some((config, name)) = tls else {
-                return Ok(Stream::Plain(tcp));
-            };
-            let connector = tokio_rustls::TlsConnector::from(config);
-            let tls = connector
-                .connect(name, tcp)
-                .await
-                .map_err(|e| (Cause::Tls, e))?;
-            Ok(Stream::Tls(Box::new(tls)))
-        };
-        let connect = tokio::time::timeout(CONNECT_TIMEOUT, connect);
-        tokio::pin!(connect);
-        loop {
-            tokio::select! {
-                result = &mut connect => {
-                    return match result {
-                        Ok(Ok(stream)) => Ok(Some(stream)),
-                        Ok(Err(failed)) => Err(failed),
-                        Err(_) => Err((
-                            Cause::Connect(io::ErrorKind::TimedOut),
-                            io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
-                        )),
-                    };
-                }
-                command = self.commands.recv() => match command {
-                    None | Some(Command::Close) => return Ok(None),
-                    Some(command) => self.offline_command(command),
-                },
-            }
-        }
-    }
-
     /// Waits until `until` while disconnected, taking commands; `false` if closed.
-    async fn wait_offline(&mut self, until: Instant) -> bool {
+    pub(super) async fn wait_offline(&mut self, until: Instant) -> bool {
         let sleep = tokio::time::sleep_until(until.into());
         tokio::pin!(sleep);
         loop {
@@ -365,7 +237,7 @@ impl Task {
 
     /// A command while no connection is open: transaction messages are queued, other CALLs
     /// are not sent.
-    fn offline_command(&mut self, command: Command) {
+    pub(super) fn offline_command(&mut self, command: Command) {
         match command {
             Command::Call { request, reply } if is_transaction_message(&request) => {
                 queue_call(&mut self.queue, request, CallReply::Waiting(reply))
@@ -389,12 +261,12 @@ impl Task {
 
     /// The heartbeat interval set while no connection is registered: the next one starts
     /// from it ([`Station::heartbeat_interval`](super::Station::heartbeat_interval) reads it).
-    fn remember_heartbeat(&self, interval: Duration) {
+    pub(super) fn remember_heartbeat(&self, interval: Duration) {
         let ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
         self.heartbeat_ms.store(ms, Ordering::Relaxed);
     }
 
-    fn queue_message(
+    pub(super) fn queue_message(
         &mut self,
         request: &Request,
         transaction_of: Option<u64>,
@@ -408,7 +280,7 @@ impl Task {
     }
 
     /// A change of the station's transactions: its message and state in the store.
-    fn transaction(
+    pub(super) fn transaction(
         &mut self,
         op: super::queue::TransactionOp,
         reply: oneshot::Sender<Result<Queued, super::QueueError>>,
@@ -423,7 +295,7 @@ impl Task {
     /// One WebSocket connection, from the upgrade request to its end: the core's drain
     /// contract (1. every event, 2. what is due goes on the connection, 3. write, read, sleep
     /// until the next deadline), with the handlers' answers and the handles' commands beside it.
-    async fn drive<S: AsyncRead + AsyncWrite + Unpin>(&mut self, stream: S) -> Ended {
+    pub(super) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(&mut self, stream: S) -> Ended {
         let Some(mut wire) = self.dial(Instant::now()) else {
             return Ended::Lost(Cause::Other);
         };
@@ -495,30 +367,8 @@ impl Task {
         }
     }
 
-    /// The upgrade request of a new connection (`None`: it could not be built).
-    fn dial(&mut self, now: Instant) -> Option<Wire> {
-        let mut target = ConnectTarget::new(
-            self.url.authority(),
-            self.url.endpoint(),
-            self.url.identity().clone(),
-        );
-        if let Some(password) = &self.password {
-            target = target.with_password(password);
-        }
-        let mut key = [0u8; 16];
-        self.rng.fill(&mut key);
-        let seed = self.rng.u64(..);
-        match Connection::connect_with_callers(now, self.config.clone(), &target, key, seed) {
-            Ok(conn) => Some(Wire::new(conn)),
-            Err(error) => {
-                tracing::warn!(identity = %self.url.identity(), %error, "upgrade request not built");
-                None
-            }
-        }
-    }
-
     /// One event of the connection but its end.
-    fn hook(&self, id: &MessageId<'static>, message: Message<'_>) {
+    pub(super) fn hook(&self, id: &MessageId<'static>, message: Message<'_>) {
         if let Some(hook) = &self.hook {
             hook(&MessageEvent {
                 identity: self.url.identity().as_str(),
@@ -530,7 +380,7 @@ impl Task {
 
     /// A CALL onto the connection for `waiting` (with a deadline, if any); the hook sees it
     /// once it went. Refused, `waiting` comes back with the request.
-    fn put_call(
+    pub(super) fn put_call(
         &self,
         conn: &mut Connection,
         now: Instant,
@@ -547,7 +397,7 @@ impl Task {
     }
 
     /// An answer through the core's answer rule; the hook sees what went out.
-    fn put_answer(
+    pub(super) fn put_answer(
         &self,
         wire: &mut Wire,
         now: Instant,
@@ -567,7 +417,7 @@ impl Task {
         result
     }
 
-    fn on_event(
+    pub(super) fn on_event(
         &mut self,
         wire: &mut Wire,
         now: Instant,
@@ -656,7 +506,7 @@ impl Task {
 
     /// A handler's answer, through the core's answer rule; an accepted TriggerMessage lets
     /// its message out while Pending (and a triggered BootNotification goes now).
-    fn on_answer(&mut self, wire: &mut Wire, (id, answer, trigger): HandlerAnswer) {
+    pub(super) fn on_answer(&mut self, wire: &mut Wire, (id, answer, trigger): HandlerAnswer) {
         let accepted_trigger = trigger.filter(|_| answer_accepted(&answer));
         if let Err(error) = self.put_answer(wire, Instant::now(), &id, answer) {
             tracing::warn!(identity = %self.url.identity(), "answer: {error}");
@@ -667,7 +517,7 @@ impl Task {
     }
 
     /// A command of a [`Station`](super::Station) handle while connected.
-    fn on_command(&mut self, wire: &mut Wire, command: Option<Command>) {
+    pub(super) fn on_command(&mut self, wire: &mut Wire, command: Option<Command>) {
         let now = Instant::now();
         match command {
             None | Some(Command::Close) => {
@@ -703,7 +553,7 @@ impl Task {
     /// Step 2: puts on the connection what is due and allowed now, in this order: a boot a
     /// TriggerMessage asked for, the registration's boot or heartbeat, the application's
     /// held CALLs the registration allows, and the offline queue's head once Accepted.
-    fn send_due(&mut self, wire: &mut Wire, now: Instant) {
+    pub(super) fn send_due(&mut self, wire: &mut Wire, now: Instant) {
         let Some(on) = &mut wire.online else { return };
         if on.registration.boot_given_up() {
             // The central system did not answer the boots: give the connection up, reconnect
@@ -799,7 +649,7 @@ impl Task {
 
     /// The next deadline: the connection's, the registration's, the queue's retry (which
     /// matters only once its head may go).
-    fn deadline(&self, wire: &Wire) -> Option<Instant> {
+    pub(super) fn deadline(&self, wire: &Wire) -> Option<Instant> {
         let registration = wire.online.as_ref().map(|on| &on.registration);
         [
             wire.conn.poll_timeout(),
@@ -818,7 +668,7 @@ impl Task {
     }
 
     /// A BootNotification failed: the count, in the status.
-    fn publish_boot_failed(&self, on: &Online) {
+    pub(super) fn publish_boot_failed(&self, on: &Online) {
         self.publish(Status::Registering {
             version: on.registration.version(),
             registration: on.registration.status(),
@@ -826,14 +676,14 @@ impl Task {
         });
     }
 
-    fn publish_heartbeat(&self, on: &Online) {
+    pub(super) fn publish_heartbeat(&self, on: &Online) {
         let ms = on.registration.heartbeat_interval().as_millis();
         self.heartbeat_ms
             .store(u64::try_from(ms).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     /// One of our CALLs came to `outcome`.
-    fn completed(
+    pub(super) fn completed(
         &mut self,
         now: Instant,
         online: Option<&mut Online>,
@@ -889,7 +739,7 @@ impl Task {
     /// What a close means for the station: every CALL left over ends as the core says (sent:
     /// it may have run; held or queued in the core: it was not sent); then reconnect, stop,
     /// or give up.
-    fn ended(&mut self, mut wire: Wire, closed: Closed<Outgoing>) -> Ended {
+    pub(super) fn ended(&mut self, mut wire: Wire, closed: Closed<Outgoing>) -> Ended {
         let now = Instant::now();
         // The registration ends with the connection: a boot left in flight is not counted.
         let closed = closed.settle_callers(|call, waiting| {
@@ -928,158 +778,4 @@ impl Task {
             _ => Ended::Lost(wire.given_up.unwrap_or(Cause::of(&closed.reason))),
         }
     }
-}
-
-/// One connection of the station and what waits on it.
-struct Wire {
-    conn: Connection,
-    /// Once the WebSocket is open.
-    online: Option<Online>,
-    /// The application's CALLs the registration does not allow yet.
-    held: VecDeque<Held>,
-    /// [`Station::close`](super::Station::close) closed it.
-    closing: bool,
-    /// [`Station::reboot`](super::Station::reboot) closed it.
-    rebooting: bool,
-    /// A TriggerMessage(BootNotification) was accepted: boot now.
-    boot_now: bool,
-    /// The station closed it for this reason (the boot went unanswered).
-    given_up: Option<Cause>,
-}
-
-impl Wire {
-    fn new(conn: Connection) -> Self {
-        Wire {
-            conn,
-            online: None,
-            held: VecDeque::new(),
-            closing: false,
-            rebooting: false,
-            boot_now: false,
-            given_up: None,
-        }
-    }
-
-    /// An application's CALL: a transaction message joins the queue; any other waits here
-    /// until the registration allows it (also during the handshake), or the connection ends.
-    /// Its deadline (by default the call timeout from now) covers it held, queued and in
-    /// flight (a held CALL past it ends [`CallFailure::DeadlinePassed`], never sent).
-    fn call(
-        &mut self,
-        request: Request,
-        reply: CallReply,
-        deadline: Option<Instant>,
-        queue: &mut Queue,
-    ) {
-        if is_transaction_message(&request) {
-            queue_call(queue, request, reply);
-        } else {
-            let deadline =
-                deadline.unwrap_or_else(|| Instant::now() + self.conn.config().get_call_timeout());
-            self.held.push_back(Held {
-                request,
-                reply,
-                deadline,
-            });
-        }
-    }
-}
-
-/// An application's CALL that waits for the registration to allow it.
-struct Held {
-    request: Request,
-    reply: CallReply,
-    /// Not sent after this; answered by then.
-    deadline: Instant,
-}
-
-/// A command of the session's handle ([`Session::charge_point`](crate::Session::charge_point)):
-/// its CALLs go the way of [`Station::call`](super::Station::call)'s.
-fn on_link_command(wire: &mut Wire, command: LinkCommand, queue: &mut Queue) {
-    let now = Instant::now();
-    match command {
-        LinkCommand::Call {
-            request,
-            reply,
-            deadline,
-        } => wire.call(request, reply, deadline, queue),
-        LinkCommand::Send { request, reply } => {
-            let result = wire
-                .conn
-                .send(now, request)
-                .map(|_| ())
-                .map_err(|refused| SendError::from(refused.reason));
-            let _ = reply.send(result);
-        }
-        LinkCommand::Close { code, reason } => wire.conn.close(now, code, &reason),
-        LinkCommand::Settings(settings) => {
-            let config = settings.apply((**wire.conn.config()).clone());
-            wire.conn.set_config(now, Arc::new(config));
-        }
-        LinkCommand::Abort => wire.conn.handle_eof(now),
-    }
-}
-
-/// A transaction message through [`Station::call`](super::Station::call): queued, and the
-/// caller gets its outcome once delivered.
-fn queue_call(queue: &mut Queue, request: Request, reply: CallReply) {
-    match queue.push(&request, None) {
-        Ok((_, outcome)) => {
-            tokio::spawn(async move {
-                let outcome = outcome.await.unwrap_or(Err(CallFailure::NotConnected));
-                reply.send(outcome);
-            });
-        }
-        Err(error) => {
-            reply.send(Err(CallFailure::InvalidRequest {
-                description: format!("not queued: {error}"),
-            }));
-        }
-    }
-}
-
-/// A plain or TLS stream.
-enum Stream {
-    Plain(TcpStream),
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
-}
-
-/// The next command of a session's handle.
-async fn next_link_command(link: Option<&Link>) -> LinkCommand {
-    match link {
-        Some(link) => {
-            poll_fn(|cx| match link.pop(cx.waker()) {
-                Some(command) => Poll::Ready(command),
-                None => Poll::Pending,
-            })
-            .await
-        }
-        None => std::future::pending().await,
-    }
-}
-
-/// A TriggerMessage's requested message, as the action it makes the station send.
-fn requested_by_trigger(request: &Request) -> Option<&'static str> {
-    if request.action() != "TriggerMessage" {
-        return None;
-    }
-    let payload = serde_json::to_value(request).ok()?;
-    let requested = payload.get("requestedMessage")?.as_str()?;
-    triggered_action(request.version(), requested)
-}
-
-/// Whether an answer says `"status": "Accepted"`.
-fn answer_accepted(answer: &Answer) -> bool {
-    let Answer::Result(response) = answer else {
-        return false;
-    };
-    let response: &Response = response;
-    serde_json::to_value(response)
-        .ok()
-        .and_then(|v| {
-            v.get("status")
-                .and_then(|s| s.as_str())
-                .map(|s| s == "Accepted")
-        })
-        .unwrap_or(false)
 }

@@ -7,11 +7,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ocpp_messages::{DecodeOptions, Request, Response};
-use ocpp_proto::station::{NetworkProfile, NetworkProfiles};
+use ocpp_proto::station::{NetworkProfile, NetworkProfiles, ProfileRejected};
 use ocpp_proto::{Answer, ChargePointIdentity, ConnectionConfig, ErrorCode, OcppVersion};
 use serde_json::{json, Value};
+use tokio::sync::oneshot;
 
-use super::{StationUrl, UrlError};
+use super::{NetworkProfileError, StationUrl, UrlError};
+
+/// A change of the station's network profiles ([`Station::set_network_priority`]).
+pub(crate) struct NetworkChange {
+    pub(super) change: Box<NetworkEdit>,
+    pub(super) reply: oneshot::Sender<Result<(), NetworkProfileError>>,
+}
+
+/// What [`NetworkChange`] does to the profiles.
+pub(super) type NetworkEdit =
+    dyn FnOnce(&mut NetworkProfiles) -> Result<(), ProfileRejected> + Send;
 
 /// The application's persistence of the profiles ([`StationBuilder::on_network_profiles`]):
 /// called with the new profiles before a change is accepted; an error answers Failed.

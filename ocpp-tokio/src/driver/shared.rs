@@ -1,0 +1,108 @@
+//! What every connection task of one server shares: the handler, the registry, the tasks for
+//! shutdown.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ocpp_proto::{CloseCode, ConnectionConfig};
+use tokio::sync::Notify;
+
+use crate::charge_point::{Command, Link};
+use crate::hook::Hook;
+use crate::ChargePoints;
+
+/// What every connection task of one server shares.
+pub(crate) struct Shared<H> {
+    pub(crate) handler: Arc<H>,
+    pub(crate) config: Arc<ConnectionConfig>,
+    pub(crate) registry: ChargePoints,
+    pub(crate) hook: Option<Hook>,
+    pub(crate) mailbox_capacity: usize,
+    /// Every connection task, connected or not, for shutdown.
+    live: Mutex<HashMap<u64, Arc<Link>>>,
+    next_task: AtomicU64,
+    /// Set once shutdown began: new connections are closed with 1001 as soon as they open.
+    pub(crate) draining: AtomicBool,
+    /// Notified when the last task ends.
+    all_gone: Notify,
+}
+
+impl<H> Shared<H> {
+    pub(crate) fn new(
+        handler: Arc<H>,
+        config: Arc<ConnectionConfig>,
+        registry: ChargePoints,
+        hook: Option<Hook>,
+        mailbox_capacity: usize,
+    ) -> Self {
+        Shared {
+            handler,
+            config,
+            registry,
+            hook,
+            mailbox_capacity,
+            live: Mutex::new(HashMap::new()),
+            next_task: AtomicU64::new(0),
+            draining: AtomicBool::new(false),
+            all_gone: Notify::new(),
+        }
+    }
+
+    /// The close code and reason of a graceful shutdown: 1001 (going away), or 1012 (service
+    /// restart: the charge point reconnects, to another node) on a cluster node.
+    pub(crate) fn shutdown_close(&self) -> (CloseCode, &'static str) {
+        if self.registry.presence().is_some() {
+            return (CloseCode::SERVICE_RESTART, "service restart");
+        }
+        (CloseCode::GOING_AWAY, "server shutting down")
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Link>>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new task's link, recorded for shutdown.
+    pub(crate) fn enlist(&self) -> (u64, Arc<Link>) {
+        let key = self.next_task.fetch_add(1, Ordering::Relaxed);
+        let link = Link::new(self.mailbox_capacity);
+        self.live().insert(key, link.clone());
+        (key, link)
+    }
+
+    pub(crate) fn discharge(&self, key: u64) {
+        let mut live = self.live();
+        live.remove(&key);
+        if live.is_empty() {
+            self.all_gone.notify_waiters();
+        }
+    }
+
+    /// How many connection tasks run.
+    pub(crate) fn tasks(&self) -> usize {
+        self.live().len()
+    }
+
+    /// Sends `command` (close or abort) to every task.
+    pub(crate) fn broadcast(&self, command: impl Fn() -> Command) {
+        let links: Vec<Arc<Link>> = self.live().values().cloned().collect();
+        for link in links {
+            let _ = link.push(command());
+        }
+    }
+
+    /// Waits until no task runs, or `deadline`; returns whether none runs.
+    pub(crate) async fn wait_all_gone(&self, deadline: tokio::time::Instant) -> bool {
+        loop {
+            let notified = self.all_gone.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.live().is_empty() {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.live().is_empty();
+            }
+        }
+    }
+}

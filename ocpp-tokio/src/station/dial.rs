@@ -1,0 +1,116 @@
+//! Opening a connection: the next central system, TCP and TLS, the upgrade request.
+
+use super::driver::*;
+use std::io;
+use std::time::Instant;
+
+use ocpp_proto::ConnectTarget;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+
+use super::network::{self};
+use super::wire::*;
+use super::{Cause, Command};
+
+/// A plain or TLS stream.
+pub(super) enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl Task {
+    /// The central system of the next attempt, by the core's [`NetworkProfiles`]: the URL
+    /// connected to from now on (unchanged when there is no profile at all).
+    pub(super) fn next_target(&mut self) -> Result<(), (Cause, io::Error)> {
+        let Some(attempt) = self.profiles.begin_attempt() else {
+            return Ok(());
+        };
+        self.publish_profiles();
+        self.config = network::config_for(&self.base_config, &attempt.profile);
+        let url = network::url_for(&attempt.profile, self.url.identity()).map_err(|e| {
+            (
+                Cause::Other,
+                io::Error::new(io::ErrorKind::InvalidInput, e.to_string()),
+            )
+        })?;
+        if url != self.url {
+            tracing::info!(identity = %self.url.identity(), slot = attempt.profile.slot, url = %attempt.profile.csms_url, fallback = attempt.fallback, "central system");
+        }
+        self.url = url;
+        Ok(())
+    }
+
+    /// TCP, then TLS: the stream (`None`: closed meanwhile), or why not.
+    pub(super) async fn open(&mut self) -> Result<Option<Stream>, (Cause, io::Error)> {
+        let authority = self.url.authority().to_owned();
+        let tls = match (self.url.tls(), &self.tls) {
+            (false, _) => None,
+            (true, None) => {
+                let error = io::Error::new(io::ErrorKind::InvalidInput, "wss:// without TLS");
+                return Err((Cause::Tls, error));
+            }
+            (true, Some(config)) => {
+                let name = ServerName::try_from(self.url.server_name().to_owned())
+                    .map_err(|e| (Cause::Tls, io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+                Some((config.clone(), name))
+            }
+        };
+        let connect = async move {
+            let tcp = TcpStream::connect(authority)
+                .await
+                .map_err(|e| (Cause::Connect(e.kind()), e))?;
+            let _ = tcp.set_nodelay(true);
+            let Some((config, name)) = tls else {
+                return Ok(Stream::Plain(tcp));
+            };
+            let connector = tokio_rustls::TlsConnector::from(config);
+            let tls = connector
+                .connect(name, tcp)
+                .await
+                .map_err(|e| (Cause::Tls, e))?;
+            Ok(Stream::Tls(Box::new(tls)))
+        };
+        let connect = tokio::time::timeout(CONNECT_TIMEOUT, connect);
+        tokio::pin!(connect);
+        loop {
+            tokio::select! {
+                result = &mut connect => {
+                    return match result {
+                        Ok(Ok(stream)) => Ok(Some(stream)),
+                        Ok(Err(failed)) => Err(failed),
+                        Err(_) => Err((
+                            Cause::Connect(io::ErrorKind::TimedOut),
+                            io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
+                        )),
+                    };
+                }
+                command = self.commands.recv() => match command {
+                    None | Some(Command::Close) => return Ok(None),
+                    Some(command) => self.offline_command(command),
+                },
+            }
+        }
+    }
+
+    /// The upgrade request of a new connection (`None`: it could not be built).
+    pub(super) fn dial(&mut self, now: Instant) -> Option<Wire> {
+        let mut target = ConnectTarget::new(
+            self.url.authority(),
+            self.url.endpoint(),
+            self.url.identity().clone(),
+        );
+        if let Some(password) = &self.password {
+            target = target.with_password(password);
+        }
+        let mut key = [0u8; 16];
+        self.rng.fill(&mut key);
+        let seed = self.rng.u64(..);
+        match Connection::connect_with_callers(now, self.config.clone(), &target, key, seed) {
+            Ok(conn) => Some(Wire::new(conn)),
+            Err(error) => {
+                tracing::warn!(identity = %self.url.identity(), %error, "upgrade request not built");
+                None
+            }
+        }
+    }
+}
