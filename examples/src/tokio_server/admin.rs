@@ -4,8 +4,8 @@
 //! answers are [`ocpp_reference_csms::admin`]'s (the same as the mio server's); a command to a
 //! charge point is a `ChargePoint::call_raw` on its handle in [`ChargePoints`]; on a cluster
 //! node, a command for a charge point not connected here goes to the registry's
-//! [`Cluster::call`](ocpp_cluster::Cluster::call) with the body as it came (the holder decodes
-//! it for its connection's version), answered as mio-server answers it.
+//! [`ChargePoints::call_json`] with the body as it came (the holder decodes it for its
+//! connection's version), answered as mio-server answers it.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -478,9 +478,9 @@ async fn cluster_read(admin: &Admin, request: &AdminRequest) -> Option<HttpRespo
 }
 
 /// A command for a charge point not connected here, on a cluster node: sent through the
-/// cluster (`None`: not one, or local).
+/// cluster as JSON text ([`ChargePoints::call_json`]; `None`: not one, or local).
 async fn remote_command(admin: &Admin, request: &AdminRequest) -> Option<HttpResponse> {
-    let cluster = admin.charge_points.cluster()?;
+    admin.charge_points.remote()?;
     let (identity, action) = admin::command_target(&request.method, &request.path)?;
     if admin.charge_points.get(identity.as_str()).is_some() {
         return None; // local: as without a cluster
@@ -494,11 +494,15 @@ async fn remote_command(admin: &Admin, request: &AdminRequest) -> Option<HttpRes
     // In a task of its own, like a local command: the CALL's fate does not depend on the
     // HTTP client staying.
     let call = {
-        let (cluster, identity, action) = (cluster.clone(), identity.clone(), action.clone());
+        let (charge_points, identity, action) = (
+            admin.charge_points.clone(),
+            identity.clone(),
+            action.clone(),
+        );
         let timeout = request.call_timeout(admin.call_timeout);
         tokio::spawn(async move {
-            cluster
-                .call(identity.as_str(), &action, &body, timeout)
+            charge_points
+                .call_json(identity.as_str(), None, &action, &body, timeout)
                 .await
         })
     };
