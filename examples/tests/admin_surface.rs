@@ -166,13 +166,15 @@ fn tokio_refuses_cross_site_and_rebinding_requests() {
 /// path with a trailing slash is the route without it.
 fn routes_answer_by_the_table(binary: &str) {
     let server = Server::start(binary, &[]);
-    let (status, _, body) = admin(server.admin, "GET /chargepoints", "", "");
+    let host = format!("Host: {}\r\n", server.admin);
+    let admin = |request: &str| admin(server.admin, request, &host, "");
+    let (status, _, body) = admin("GET /chargepoints");
     assert_eq!((status, body.as_str()), (200, "[]"));
-    let (status, _, _) = admin(server.admin, "GET /chargepoints/", "", "");
+    let (status, _, _) = admin("GET /chargepoints/");
     assert_eq!(status, 200);
-    let (status, _, body) = admin(server.admin, "GET /nothing/here", "", "");
+    let (status, _, body) = admin("GET /nothing/here");
     assert_eq!(status, 404, "{body}");
-    let (status, head, body) = admin(server.admin, "PATCH /chargepoints/CP1/boot", "", "");
+    let (status, head, body) = admin("PATCH /chargepoints/CP1/boot");
     assert_eq!(status, 405, "{body}");
     let allow = head.lines().find_map(|line| {
         line.to_ascii_lowercase()
@@ -180,11 +182,11 @@ fn routes_answer_by_the_table(binary: &str) {
             .map(|v| v.trim().to_owned())
     });
     assert_eq!(allow.as_deref(), Some("get, put, delete"), "{head}");
-    let (status, _, _) = admin(server.admin, "DELETE /chargepoints", "", "");
+    let (status, _, _) = admin("DELETE /chargepoints");
     assert_eq!(status, 405);
-    let (status, _, body) = admin(server.admin, "GET /tokens/T1", "", "");
+    let (status, _, body) = admin("GET /tokens/T1");
     assert_eq!(status, 404, "{body}");
-    let (status, _, body) = admin(server.admin, "POST /chargepoints/CP9/call/Reset", "", "");
+    let (status, _, body) = admin("POST /chargepoints/CP9/call/Reset");
     assert_eq!(status, 404, "{body}");
 }
 
