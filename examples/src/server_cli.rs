@@ -8,6 +8,7 @@ use std::time::Duration;
 use ocpp_frame::deflate::DeflateConfig;
 use ocpp_proto::{DeflatePolicy, NoCommonVersion};
 
+use clap::builder::{EnumValueParser, TypedValueParser};
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::server_config::AdminLimits;
@@ -87,7 +88,7 @@ node (--redis) closes with 1012 and leaves the cluster (releases its claims)."
 /// assert_eq!(args.listen.port(), 0);
 /// ```
 pub fn command(name: &'static str, intro: &'static str, threads: &'static str) -> clap::Command {
-    Cli::command()
+    Args::command()
         .name(name)
         .bin_name(name)
         .about(intro)
@@ -108,9 +109,9 @@ where
 {
     let mut command = command;
     let matches = command.try_get_matches_from_mut(args)?;
-    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
-    let env_tokens = std::env::var(ADMIN_TOKENS_ENV).ok().map(Secret);
-    Ok(cli.into_args(env_tokens))
+    let mut args = Args::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
+    args.admin_tokens = std::env::var(ADMIN_TOKENS_ENV).ok().map(Secret);
+    Ok(args)
 }
 
 /// The environment variable that may hold admin tokens, one per line.
@@ -126,203 +127,214 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// The command line as clap reads it; [`Cli::into_args`] makes the [`Args`] the servers use.
-/// Given twice, an option keeps its last value (a script's defaults, then the caller's).
+/// The parsed command line, as clap reads it and the servers use it ([`command`],
+/// [`args_from`]): each option one field, typed by its value parser; what several options
+/// make together is a method ([`Args::admin_limits`], [`Args::shards`], [`Args::tariff`],
+/// [`Args::site_limit`]). Given twice, an option keeps its last value (a script's defaults,
+/// then the caller's).
 #[derive(Debug, Parser)]
 #[command(args_override_self = true)]
-struct Cli {
+#[non_exhaustive]
+pub struct Args {
     /// Address for charge points (port 0 picks one).
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
-    listen: SocketAddr,
+    pub listen: SocketAddr,
     /// Admin HTTP interface (routes below), or `off`. An address other than loopback needs
     /// --admin-token-file (or OCPP_ADMIN_TOKENS): the server refuses to start without.
+    // `::std::option::Option`: the value parser makes the `None` of `off`, not clap.
     #[arg(long, value_name = "ADDR|off", default_value = DEFAULT_ADMIN, value_parser = admin_addr)]
-    admin: AdminAddr,
+    pub admin: ::std::option::Option<SocketAddr>,
+    /// [`ADMIN_TOKENS_ENV`]: tokens, one per line (never an option: a command line is
+    /// visible to other users).
+    #[arg(skip)]
+    pub admin_tokens: Option<Secret>,
     /// Admin tokens, one per line (blank lines and `#` comments skipped; each 16 to 4096
     /// visible ASCII characters): every admin request must carry `Authorization: Bearer
     /// TOKEN`, else 401. Tokens may also come in the environment variable
     /// OCPP_ADMIN_TOKENS (one per line; never on a command line, which other users can
     /// read).
     #[arg(long, value_name = "FILE", env = "OCPP_ADMIN_TOKEN_FILE")]
-    admin_token_file: Option<PathBuf>,
+    pub admin_token_file: Option<PathBuf>,
     /// `GET /metrics` answers without a token (for a scraper that sends none); every other
     /// admin route still needs one.
     #[arg(long)]
-    metrics_public: bool,
+    pub metrics_public: bool,
     /// A name the admin interface answers to besides its address (repeatable): requests
     /// whose `Host` or `Origin` names anything else are refused 403 (DNS rebinding, other
     /// sites' pages). Without it: the --admin IP, and on loopback (or 0.0.0.0/[::])
     /// `localhost`, `127.0.0.1` and `[::1]`; the port, if given, must be the listener's.
-    #[arg(long, value_name = "NAME")]
-    admin_host: Vec<String>,
+    #[arg(long = "admin-host", value_name = "NAME")]
+    pub admin_hosts: Vec<String>,
     /// At most N admin connections open (default 64): beyond it a new one takes the place of
     /// the oldest that has not sent its request yet, or gets 503 when all serve requests.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65536))]
-    admin_max_connections: Option<u64>,
+    pub admin_max_connections: Option<u64>,
     /// How long an admin client may take to send its request head, in ms (default 10000).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
-    admin_header_timeout_ms: Option<u64>,
+    pub admin_header_timeout_ms: Option<u64>,
     /// How long an admin client may take to send its body once the head is in, in ms
     /// (default 10000).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
-    admin_body_timeout_ms: Option<u64>,
+    pub admin_body_timeout_ms: Option<u64>,
     /// How long a charge point may take to complete its WebSocket upgrade (TLS included)
     /// after connecting, in ms (default 10000); then the socket is closed.
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
-    handshake_timeout_ms: Option<u64>,
+    #[arg(long = "handshake-timeout-ms", value_name = "MS", value_parser = millis())]
+    pub handshake_timeout: Option<Duration>,
     /// Where the CSMS keeps what must survive a restart (open transactions, tokens, boot
     /// policies, security profiles, passwords): sqlite://FILE (created when missing),
     /// postgres://USER:PASS@HOST/DB (several nodes may share it), or `memory` (nothing
     /// kept).
-    #[arg(long, value_name = "URL|memory", env = "OCPP_DATABASE_URL", hide_env_values = true, default_value = DEFAULT_DATABASE)]
-    database: String,
+    // `None` for `memory` (the value parser's, as for --admin).
+    #[arg(long, value_name = "URL|memory", env = "OCPP_DATABASE_URL", hide_env_values = true, default_value = DEFAULT_DATABASE, value_parser = database)]
+    pub database: ::std::option::Option<String>,
     /// Threads (set per server by `command`).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
-    threads: u16,
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024).map(usize::from))]
+    pub threads: usize,
     /// tokio-server: serve the charge points' connections on N shard tasks, each with an
     /// epoll of its own (0: a task per connection). Default: one per --threads. mio-server
     /// ignores it.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=1024))]
-    shards: Option<u16>,
+    #[arg(long = "shards", value_name = "N", value_parser = clap::value_parser!(u16).range(0..=1024).map(usize::from))]
+    pub shards_given: Option<usize>,
     /// Every N ms send each charge point a DataTransfer
     /// {"vendorId":"bench","messageId":"ts","data":"<seq>:<unix_nanos>"}.
-    #[arg(long = "push-interval-ms", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    push_interval_ms: Option<u64>,
+    #[arg(long = "push-interval-ms", value_name = "N", value_parser = millis())]
+    pub push_interval: Option<Duration>,
     /// Append every OCPP message in and out to FILE, one JSON line each (the capture format
     /// of `ocpp`: `ocpp replay FILE` plays it against a server). mio-server records the texts
     /// as they went over the wire; tokio-server through ocpp-tokio's message hook (serialised
     /// again from the typed messages).
     #[arg(long, value_name = "FILE")]
-    capture: Option<PathBuf>,
+    pub capture: Option<PathBuf>,
     /// Require HTTP Basic auth (security profile 1): FILE has lines `identity:password`;
     /// others get 401 before the upgrade.
     #[arg(long, value_name = "FILE")]
-    basic_auth: Option<PathBuf>,
+    pub basic_auth: Option<PathBuf>,
     /// Serve wss:// (TLS 1.2 and 1.3) with this certificate chain (PEM, server certificate
     /// first). With --tls-backend openssl it may be given twice, an RSA and an ECDSA
     /// certificate (each with its --tls-key, in the same order): OpenSSL picks the one the
     /// negotiated suite needs; the static-RSA suites need the RSA one.
     #[arg(long, value_name = "FILE", requires = "tls_key", action = clap::ArgAction::Append)]
-    tls_cert: Vec<PathBuf>,
+    pub tls_cert: Vec<PathBuf>,
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1); one per --tls-cert, in
     /// the same order.
     #[arg(long, value_name = "FILE", requires = "tls_cert", action = clap::ArgAction::Append)]
-    tls_key: Vec<PathBuf>,
+    pub tls_key: Vec<PathBuf>,
     /// The TLS library: `rustls` (forward-secret suites only: ECDHE AES-GCM and ChaCha20 over
     /// TLS 1.2, TLS 1.3) or `openssl` (TLS 1.2 ECDHE-ECDSA/ECDHE-RSA AES-GCM plus the
     /// static-RSA AES128-GCM-SHA256 and AES256-GCM-SHA384 that OCPP 2.0.1 A00.FR.318 asks for,
     /// TLS 1.3; needs the cargo feature `openssl`, on by default).
     #[arg(long, value_name = "LIBRARY", value_enum, default_value_t = TlsBackend::Rustls)]
-    tls_backend: TlsBackend,
+    pub tls_backend: TlsBackend,
     /// Verify client certificates against the CAs of FILE (PEM); the certificate's subject
     /// CN must be the URL's identity, else the upgrade gets 403. Alone: every station must
     /// present one, else the TLS handshake fails with an alert (profile 3 for all). With
     /// --basic-auth or --security-profiles: optional, and each station's profile decides.
     #[arg(long, value_name = "FILE", requires_all = ["tls_cert", "tls_key"])]
-    client_ca: Option<PathBuf>,
+    pub client_ca: Option<PathBuf>,
     /// Per-station security profiles: lines `identity profile` (1, 2 or 3); a station not
     /// listed gets profile 1 (2 over TLS: its --basic-auth password) or, with a certificate,
     /// 3. Also PUT /chargepoints/ID/security.
     #[arg(long, value_name = "FILE")]
-    security_profiles: Option<PathBuf>,
+    pub security_profiles: Option<PathBuf>,
     /// The CA (PEM certificate) that signs the stations' CSRs: SignCertificate is Accepted
     /// when the CSR parses, its signature verifies, its subject CN is the station's identity
     /// and it asks for no CA certificate; CertificateSigned then carries the chain. The TLS
     /// listener also trusts this CA for client certificates. Without it every
     /// SignCertificate is answered Rejected.
     #[arg(long, value_name = "FILE", requires = "ca_key")]
-    ca_cert: Option<PathBuf>,
+    pub ca_cert: Option<PathBuf>,
     /// The private key of --ca-cert (PEM, PKCS#8).
     #[arg(long, value_name = "FILE", requires = "ca_cert")]
-    ca_key: Option<PathBuf>,
+    pub ca_key: Option<PathBuf>,
     /// permessage-deflate (RFC 7692) when a client offers it: `no-context` (no context
     /// takeover either way, so an idle connection holds no compression state), `context`
     /// (context takeover when offered: better ratios, about 430 KB per connection that has
     /// compressed both ways) or `off`.
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = Deflate::NoContext)]
-    deflate: Deflate,
+    #[arg(long, value_name = "MODE", default_value = "no-context", value_parser = EnumValueParser::<Deflate>::new().map(Deflate::policy))]
+    pub deflate: DeflatePolicy,
     /// Plug & Charge: the V2G root certificates (PEM, one or more): GetCertificateStatus
     /// (M06) relays an OCSP response only when its issuer is one of them or chains to one.
     /// Without it, the response's signature is checked against the issuer the request names.
     #[arg(long, value_name = "FILE")]
-    v2g_root: Option<PathBuf>,
+    pub v2g_root: Option<PathBuf>,
     /// Plug & Charge: the MO root certificates (PEM, one or more): a contract certificate
     /// chain in Authorize (C07) must reach one, and so must the issuer of its OCSP responses.
     #[arg(long, value_name = "FILE")]
-    mo_root: Option<PathBuf>,
+    pub mo_root: Option<PathBuf>,
     /// Send every OCSP request (Authorize with contract certificates, GetCertificateStatus)
     /// to this responder (http://...), whatever responder URL the station or certificate
     /// names.
     #[arg(long, value_name = "URL")]
-    ocsp_responder: Option<String>,
+    pub ocsp_responder: Option<String>,
     /// Forward Get15118EVCertificate (M01/M02) to this contract-certificate service
     /// (http://...; the JSON protocol is in examples/README.md). Without it the answer is
     /// Failed.
     #[arg(long, value_name = "URL")]
-    contract_certificate_service: Option<String>,
+    pub contract_certificate_service: Option<String>,
     /// Answer Authorize, Start/StopTransaction and TransactionEvent from a token store:
     /// lines `idToken status [groupIdToken|-] [expiry]` (expiry RFC 3339); unknown tokens get
     /// Invalid (1.6) / Unknown (2.x). Without it every token is Accepted.
     #[arg(long, value_name = "FILE")]
-    tokens: Option<PathBuf>,
+    pub tokens: Option<PathBuf>,
     /// The master pass group id (OCPP 2.0.1 C16): this token, and tokens of this group, are
     /// Accepted with it as groupIdToken (1.6: parentIdTag).
     #[arg(long, value_name = "ID", value_parser = id_token)]
-    master_pass: Option<String>,
+    pub master_pass: Option<String>,
     /// The answer to BootNotification: accepted, pending or rejected; while not accepted a
     /// station's other CALLs get SecurityError (per station: PUT /chargepoints/ID/boot).
     #[arg(long, value_name = "POLICY", default_value = "accepted", value_parser = boot_policy)]
-    boot_policy: BootPolicy,
+    pub boot_policy: BootPolicy,
     /// A DataTransfer vendorId this CSMS knows (repeatable; default ocpp-ws): its
     /// DataTransfer is Accepted, others get UnknownVendorId.
     #[arg(long = "data-transfer-vendor", value_name = "ID", value_parser = vendor_id)]
-    data_transfer_vendors: Vec<String>,
+    pub data_transfer_vendors: Vec<String>,
     /// The most getVariableData / setVariableData entries one GetVariables / SetVariables
     /// carries for a station that has not reported DeviceDataCtrlr.ItemsPerMessage (default:
     /// no limit); longer commands are split (OCPP 2.x B05/B06).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    items_per_message: Option<u32>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..).map(|n| n as usize))]
+    pub items_per_message: Option<usize>,
     /// The default tariff's price of one kWh (a decimal, at most 4 digits after the point).
     /// With it or --price-per-hour, OCPP 2.x TransactionEvent Ended answers carry totalCost
     /// and CostUpdated follows Updated events with meter values (per station: PUT
     /// /chargepoints/ID/tariff). Without either, no cost is sent.
     #[arg(long, value_name = "DECIMAL", value_parser = price)]
-    price_per_kwh: Option<Price>,
+    pub price_per_kwh: Option<Price>,
     /// The default tariff's price of one hour of a transaction (a decimal).
     #[arg(long, value_name = "DECIMAL", value_parser = price)]
-    price_per_hour: Option<Price>,
+    pub price_per_hour: Option<Price>,
     /// The currency of the prices, an ISO 4217 code, shown on the admin API (totalCost on the
     /// wire is in the station's configured Currency).
     #[arg(long, value_name = "CODE", default_value = "EUR", value_parser = currency)]
-    currency: Currency,
+    pub currency: Currency,
     /// The least time between two CostUpdated of one transaction (the first goes at once);
     /// 0: after every TransactionEvent Updated with meter values.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
-    cost_updated_interval: u64,
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = clap::value_parser!(u64).map(Duration::from_secs))]
+    pub cost_updated_interval: Duration,
     /// Smart charging (OCPP 2.x K15-K17): the current, in A per phase, that the EVSEs of a
     /// station with an active transaction share equally (each at most what its EV asks);
     /// per station: PUT /chargepoints/ID/site-limit.
     #[arg(long, value_name = "A", value_parser = positive_number)]
-    site_limit_amps: Option<f64>,
+    pub site_limit_amps: Option<f64>,
     /// As --site-limit-amps, in W (the unit of DC EVs).
     #[arg(long, value_name = "W", value_parser = positive_number)]
-    site_limit_watts: Option<f64>,
+    pub site_limit_watts: Option<f64>,
     /// When a client offers no subprotocol we speak: `accept-then-close` (OCPP-J 1.6 §3.2,
     /// 2.0.1 §3.1.2: complete the handshake without Sec-WebSocket-Protocol, then close) or
     /// `reject-400` (refuse the upgrade with 400, which the OCTT cases TC_088_CSMS and
     /// TC_B_58_CSMS expect).
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = CommonVersion::AcceptThenClose)]
-    no_common_version: CommonVersion,
+    #[arg(long, value_name = "MODE", default_value = "accept-then-close", value_parser = EnumValueParser::<CommonVersion>::new().map(CommonVersion::policy))]
+    pub no_common_version: NoCommonVersion,
     /// How long a CALL of ours may wait for its answer once sent, and a command in all
     /// (default 30); a command still queued behind another when its time is up is never
     /// sent.
-    #[arg(long = "call-timeout-s", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    call_timeout_s: Option<u64>,
+    #[arg(long = "call-timeout-s", value_name = "N", value_parser = seconds())]
+    pub call_timeout: Option<Duration>,
     /// Join a cluster of nodes on this Redis (redis://[USER:PASS@]HOST:PORT/): charge points
     /// are claimed in Redis, a newer connection on another node closes this one (1008), and
     /// an admin command for a charge point held by another node is routed there. With
     /// Sentinel: redis+sentinel://[USER:PASS@]HOST:PORT[,HOST:PORT...]/SERVICE[?db=N] (the
-    /// master the sentinels name, followed through failovers).
+    /// master the sentinels name, followed through failovers). On a Redis Cluster:
+    /// redis-cluster://[USER:PASS@]HOST:PORT[,HOST:PORT...] (the seed nodes; database 0).
     #[arg(
         long,
         value_name = "URL",
@@ -330,28 +342,45 @@ struct Cli {
         hide_env_values = true,
         requires = "node_id"
     )]
-    redis: Option<String>,
+    pub redis: Option<String>,
     /// This node's id, unique in the cluster.
     #[arg(long, value_name = "NAME", requires = "redis", value_parser = clap::builder::NonEmptyStringValueParser::new())]
-    node_id: Option<String>,
+    pub node_id: Option<String>,
     /// The claim and node record TTL in seconds (default 90; refreshed every third of it):
     /// how long a killed node's charge points stay claimed by it.
-    #[arg(long = "cluster-ttl-s", value_name = "N", requires = "redis", value_parser = clap::value_parser!(u64).range(1..))]
-    cluster_ttl_s: Option<u64>,
+    #[arg(long = "cluster-ttl-s", value_name = "N", requires = "redis", value_parser = seconds())]
+    pub cluster_ttl: Option<Duration>,
 }
 
-/// `--admin`: an address or `off`.
-#[derive(Debug, Clone, Copy)]
-struct AdminAddr(Option<SocketAddr>);
-
-fn admin_addr(text: &str) -> Result<AdminAddr, String> {
+/// `--admin`: an address, or `None` for `off`.
+fn admin_addr(text: &str) -> Result<Option<SocketAddr>, String> {
     match text {
-        "off" | "none" => Ok(AdminAddr(None)),
+        "off" | "none" => Ok(None),
         addr => addr
             .parse()
-            .map(|addr| AdminAddr(Some(addr)))
+            .map(Some)
             .map_err(|e| format!("{e} (an address such as 127.0.0.1:9001, or off)")),
     }
+}
+
+/// `--database`: a URL, or `None` for `memory`.
+fn database(text: &str) -> Result<Option<String>, String> {
+    Ok(match text {
+        "memory" | "none" | "off" => None,
+        url => Some(url.to_owned()),
+    })
+}
+
+/// A number of milliseconds, at least 1.
+fn millis() -> impl TypedValueParser<Value = Duration> {
+    clap::value_parser!(u64)
+        .range(1..)
+        .map(Duration::from_millis)
+}
+
+/// A number of seconds, at least 1.
+fn seconds() -> impl TypedValueParser<Value = Duration> {
+    clap::value_parser!(u64).range(1..).map(Duration::from_secs)
 }
 
 fn id_token(text: &str) -> Result<String, String> {
@@ -414,9 +443,9 @@ enum CommonVersion {
     Reject400,
 }
 
-impl Cli {
-    fn into_args(self, admin_tokens: Option<Secret>) -> Args {
-        let deflate = match self.deflate {
+impl Deflate {
+    fn policy(self) -> DeflatePolicy {
+        match self {
             Deflate::Off => DeflatePolicy::Off,
             Deflate::NoContext => DeflatePolicy::Accept(DeflateConfig::default()),
             Deflate::Context => DeflatePolicy::Accept(
@@ -424,161 +453,58 @@ impl Cli {
                     .server_no_context_takeover(false)
                     .client_no_context_takeover(false),
             ),
-        };
-        Args {
-            listen: self.listen,
-            admin: self.admin.0,
-            admin_token_file: self.admin_token_file,
-            admin_tokens,
-            metrics_public: self.metrics_public,
-            admin_hosts: self.admin_host,
-            admin_limits: {
-                let mut limits = AdminLimits::default();
-                if let Some(n) = self.admin_max_connections {
-                    limits.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
-                }
-                if let Some(ms) = self.admin_header_timeout_ms {
-                    limits.header_timeout = Duration::from_millis(ms);
-                }
-                if let Some(ms) = self.admin_body_timeout_ms {
-                    limits.body_timeout = Duration::from_millis(ms);
-                }
-                limits
-            },
-            handshake_timeout: self.handshake_timeout_ms.map(Duration::from_millis),
-            database: match self.database.as_str() {
-                "memory" | "none" | "off" => None,
-                url => Some(url.to_owned()),
-            },
-            threads: usize::from(self.threads),
-            shards: usize::from(self.shards.unwrap_or(self.threads)),
-            push_interval: self.push_interval_ms.map(Duration::from_millis),
-            capture: self.capture,
-            basic_auth: self.basic_auth,
-            tls_cert: self.tls_cert,
-            tls_key: self.tls_key,
-            tls_backend: self.tls_backend,
-            client_ca: self.client_ca,
-            security_profiles: self.security_profiles,
-            ca_cert: self.ca_cert,
-            ca_key: self.ca_key,
-            deflate,
-            tokens: self.tokens,
-            v2g_root: self.v2g_root,
-            mo_root: self.mo_root,
-            ocsp_responder: self.ocsp_responder,
-            contract_certificate_service: self.contract_certificate_service,
-            master_pass: self.master_pass,
-            boot_policy: self.boot_policy,
-            data_transfer_vendors: self.data_transfer_vendors,
-            items_per_message: self.items_per_message.map(|n| n as usize),
-            tariff: (self.price_per_kwh.is_some() || self.price_per_hour.is_some()).then(|| {
-                Tariff::new(
-                    self.price_per_kwh.unwrap_or(Price::ZERO),
-                    self.price_per_hour.unwrap_or(Price::ZERO),
-                    self.currency,
-                )
-            }),
-            cost_updated_interval: Duration::from_secs(self.cost_updated_interval),
-            no_common_version: match self.no_common_version {
-                CommonVersion::AcceptThenClose => NoCommonVersion::AcceptThenClose,
-                CommonVersion::Reject400 => NoCommonVersion::Reject400,
-            },
-            redis: self.redis,
-            node_id: self.node_id,
-            cluster_ttl: self.cluster_ttl_s.map(Duration::from_secs),
-            call_timeout: self.call_timeout_s.map(Duration::from_secs),
-            site_limit: SiteLimit::new(self.site_limit_amps, self.site_limit_watts)
-                .unwrap_or_default(),
         }
     }
 }
 
-/// The parsed command line.
-#[derive(Debug)]
-pub struct Args {
-    /// `--listen`.
-    pub listen: SocketAddr,
-    /// `--admin`; `None` for `off`.
-    pub admin: Option<SocketAddr>,
-    /// `--admin-token-file` (or `OCPP_ADMIN_TOKEN_FILE`).
-    pub admin_token_file: Option<PathBuf>,
-    /// [`ADMIN_TOKENS_ENV`]: tokens, one per line.
-    pub admin_tokens: Option<Secret>,
-    /// `--metrics-public`.
-    pub metrics_public: bool,
-    /// `--admin-host` (each time given).
-    pub admin_hosts: Vec<String>,
-    /// `--admin-max-connections`, `--admin-header-timeout-ms`, `--admin-body-timeout-ms`.
-    pub admin_limits: AdminLimits,
-    /// `--handshake-timeout-ms`.
-    pub handshake_timeout: Option<Duration>,
-    /// `--database` (or `OCPP_DATABASE_URL`); `None` for `memory`.
-    pub database: Option<String>,
-    /// `--threads`.
-    pub threads: usize,
-    /// `--shards` (tokio-server), `--threads` when not given.
-    pub shards: usize,
-    /// `--push-interval-ms`.
-    pub push_interval: Option<Duration>,
-    /// `--basic-auth`.
-    pub basic_auth: Option<PathBuf>,
-    /// `--tls-cert` (each time given).
-    pub tls_cert: Vec<PathBuf>,
-    /// `--tls-key` (each time given, in the order of `tls_cert`).
-    pub tls_key: Vec<PathBuf>,
-    /// `--tls-backend`.
-    pub tls_backend: TlsBackend,
-    /// `--client-ca`.
-    pub client_ca: Option<PathBuf>,
-    /// `--security-profiles`.
-    pub security_profiles: Option<PathBuf>,
-    /// `--ca-cert`.
-    pub ca_cert: Option<PathBuf>,
-    /// `--ca-key`.
-    pub ca_key: Option<PathBuf>,
-    /// `--deflate`.
-    pub deflate: DeflatePolicy,
-    /// `--tokens`.
-    pub tokens: Option<PathBuf>,
-    /// `--v2g-root`.
-    pub v2g_root: Option<PathBuf>,
-    /// `--mo-root`.
-    pub mo_root: Option<PathBuf>,
-    /// `--ocsp-responder`.
-    pub ocsp_responder: Option<String>,
-    /// `--contract-certificate-service`.
-    pub contract_certificate_service: Option<String>,
-    /// `--master-pass`.
-    pub master_pass: Option<String>,
-    /// `--boot-policy`.
-    pub boot_policy: BootPolicy,
-    /// `--data-transfer-vendor` (empty: the default).
-    pub data_transfer_vendors: Vec<String>,
-    /// `--items-per-message`: the split limit for stations that did not report theirs.
-    pub items_per_message: Option<usize>,
-    /// `--price-per-kwh`, `--price-per-hour`, `--currency`: the default tariff (`None`
-    /// without a price).
-    pub tariff: Option<Tariff>,
-    /// `--cost-updated-interval`.
-    pub cost_updated_interval: Duration,
-    /// `--no-common-version`.
-    pub no_common_version: NoCommonVersion,
-    /// `--redis` (or `OCPP_REDIS_URL`): the cluster's Redis URL; `None`: a single process.
-    pub redis: Option<String>,
-    /// `--node-id`: this node's id in the cluster.
-    pub node_id: Option<String>,
-    /// `--cluster-ttl-s`: the claim and node record TTL.
-    pub cluster_ttl: Option<Duration>,
-    /// `--call-timeout-s`: the connections' call timeout.
-    pub call_timeout: Option<Duration>,
-    /// `--site-limit-amps`, `--site-limit-watts` (none: no limit).
-    pub site_limit: SiteLimit,
-    /// `--capture`: the capture file.
-    pub capture: Option<PathBuf>,
+impl CommonVersion {
+    fn policy(self) -> NoCommonVersion {
+        match self {
+            CommonVersion::AcceptThenClose => NoCommonVersion::AcceptThenClose,
+            CommonVersion::Reject400 => NoCommonVersion::Reject400,
+        }
+    }
 }
 
 impl Args {
+    /// `--admin-max-connections`, `--admin-header-timeout-ms`, `--admin-body-timeout-ms`
+    /// over the defaults.
+    pub fn admin_limits(&self) -> AdminLimits {
+        let mut limits = AdminLimits::default();
+        if let Some(n) = self.admin_max_connections {
+            limits.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(ms) = self.admin_header_timeout_ms {
+            limits.header_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = self.admin_body_timeout_ms {
+            limits.body_timeout = Duration::from_millis(ms);
+        }
+        limits
+    }
+
+    /// `--shards` (tokio-server), `--threads` when not given.
+    pub fn shards(&self) -> usize {
+        self.shards_given.unwrap_or(self.threads)
+    }
+
+    /// `--price-per-kwh`, `--price-per-hour`, `--currency`: the default tariff (`None`
+    /// without a price).
+    pub fn tariff(&self) -> Option<Tariff> {
+        (self.price_per_kwh.is_some() || self.price_per_hour.is_some()).then(|| {
+            Tariff::new(
+                self.price_per_kwh.unwrap_or(Price::ZERO),
+                self.price_per_hour.unwrap_or(Price::ZERO),
+                self.currency,
+            )
+        })
+    }
+
+    /// `--site-limit-amps`, `--site-limit-watts` (none: no limit).
+    pub fn site_limit(&self) -> SiteLimit {
+        SiteLimit::new(self.site_limit_amps, self.site_limit_watts).unwrap_or_default()
+    }
+
     /// Whether each station's profile decides (`--basic-auth` or `--security-profiles`), so
     /// that client certificates are optional at the TLS layer.
     fn per_station(&self) -> bool {

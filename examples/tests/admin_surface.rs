@@ -159,6 +159,47 @@ fn tokio_refuses_cross_site_and_rebinding_requests() {
     browsers_are_refused(TOKIO);
 }
 
+// ---- the route table: unknown paths, wrong methods ----
+
+/// Both servers route by one table: a known route answers, an unknown path is 404, another
+/// method on a known path 405 with `Allow` (also through tokio-server's axum router), and a
+/// path with a trailing slash is the route without it.
+fn routes_answer_by_the_table(binary: &str) {
+    let server = Server::start(binary, &[]);
+    let host = format!("Host: {}\r\n", server.admin);
+    let admin = |request: &str| admin(server.admin, request, &host, "");
+    let (status, _, body) = admin("GET /chargepoints");
+    assert_eq!((status, body.as_str()), (200, "[]"));
+    let (status, _, _) = admin("GET /chargepoints/");
+    assert_eq!(status, 200);
+    let (status, _, body) = admin("GET /nothing/here");
+    assert_eq!(status, 404, "{body}");
+    let (status, head, body) = admin("PATCH /chargepoints/CP1/boot");
+    assert_eq!(status, 405, "{body}");
+    let allow = head.lines().find_map(|line| {
+        line.to_ascii_lowercase()
+            .strip_prefix("allow:")
+            .map(|v| v.trim().to_owned())
+    });
+    assert_eq!(allow.as_deref(), Some("get, put, delete"), "{head}");
+    let (status, _, _) = admin("DELETE /chargepoints");
+    assert_eq!(status, 405);
+    let (status, _, body) = admin("GET /tokens/T1");
+    assert_eq!(status, 404, "{body}");
+    let (status, _, body) = admin("POST /chargepoints/CP9/call/Reset");
+    assert_eq!(status, 404, "{body}");
+}
+
+#[test]
+fn mio_routes_answer_by_the_table() {
+    routes_answer_by_the_table(MIO);
+}
+
+#[test]
+fn tokio_routes_answer_by_the_table() {
+    routes_answer_by_the_table(TOKIO);
+}
+
 // ---- F2: idle and slow sockets ----
 
 /// Whether the server closed `stream` (EOF, a reset, or an answer then EOF) within `within`.

@@ -74,13 +74,13 @@
 //! ```
 
 use ocpp_messages::version::OcppVersion;
-use ocpp_messages::{v1_6, v2_0_1, v2_1, DecodeError};
 use ocpp_proto::{CallFailure, CallOutcome, ChargePointIdentity, Delivery, RefusalReason, Request};
 use serde_json::{json, Value};
 
 mod cluster_reads;
 mod http;
 mod json;
+mod routes;
 
 pub use cluster_reads::{
     cluster_list_response, cluster_one_response, cluster_read, located_json, ClusterRead,
@@ -89,13 +89,12 @@ pub use cluster_reads::{
 pub use http::{
     caller_timeout, http_status, AdminRequest, HttpResponse, DEADLINE_HEADER, MAX_BODY, MAX_HEAD,
 };
-use json::{
-    body_json, changed, notifications_json, parse_identity, response_json, stored_transactions,
-    tariff_json, tariff_of, token_entry, token_json, with_charge_point,
-};
 pub use json::{charge_point_json, TRANSACTIONS_LIMIT};
+use json::{parse_identity, response_json};
+pub use routes::{find, AdminRoute, Handler, Matched, ROUTES};
 
-use crate::{BootPolicy, Csms, SecurityProfile, SiteLimit, SplitCall, TokenStore};
+pub use crate::command::decode_command;
+use crate::{Csms, SplitCall, SplitEnd};
 
 /// What to do with an admin request.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,414 +120,80 @@ pub enum Route {
     },
 }
 
-/// Routes an admin request. A command for a charge point that is not connected gets 404; a
-/// body that does not decode as the action's request in the charge point's version gets 400.
+/// Routes an admin request through [`ROUTES`] ([`find`]): a command for a charge point that
+/// is not connected gets 404; a body that does not decode as the action's request in the
+/// charge point's version gets 400; a path no route has 404; a known path with another method
+/// 405 with `Allow`.
 pub fn route(csms: &Csms, request: &AdminRequest) -> Route {
     csms.metrics().admin_requests.inc();
-    let segments: Vec<&str> = request.path.trim_matches('/').split('/').collect();
-    let method = request.method.as_str();
-    let response = match (method, segments.as_slice()) {
-        ("GET", ["chargepoints"]) => {
-            // One record's JSON tree at a time, written straight into the body: the peak is
-            // the body, not a tree of every record.
-            let default_tariff = csms.config().get_tariff();
-            csms.with_connected(|list| {
-                let mut body = Vec::with_capacity(2 + list.len() * 160);
-                body.push(b'[');
-                for (i, cp) in list.iter().enumerate() {
-                    if i > 0 {
-                        body.push(b',');
-                    }
-                    // Writing a `Value` into a `Vec` cannot fail (no I/O, string keys).
-                    let _ =
-                        serde_json::to_writer(&mut body, &charge_point_json(cp, default_tariff));
-                }
-                body.push(b']');
-                HttpResponse {
-                    status: 200,
-                    content_type: "application/json",
-                    body,
-                    www_authenticate: None,
-                }
-            })
+    dispatch(csms, request, find(&request.method, &request.path))
+}
+
+/// Routes an admin request a router already matched to `matched` (an entry of [`ROUTES`]:
+/// tokio-server registers each as an axum route): as [`route`], which it falls back to when
+/// `matched` is not the request's (another method, e.g. `HEAD` on a `GET` route).
+pub fn route_matched(csms: &Csms, request: &AdminRequest, matched: &'static AdminRoute) -> Route {
+    match matched.params(&request.path) {
+        Some(params) if matched.method == request.method => {
+            csms.metrics().admin_requests.inc();
+            dispatch(csms, request, Matched::Route(matched, params))
         }
-        ("GET", ["chargepoints", identity]) => match parse_identity(identity) {
-            Ok(identity) => match csms.charge_point(&identity) {
-                Some(cp) => {
-                    HttpResponse::json(200, &charge_point_json(&cp, csms.config().get_tariff()))
-                }
-                None => HttpResponse::error(404, &format!("unknown charge point {identity}")),
-            },
-            Err(response) => response,
-        },
-        ("POST", ["chargepoints", identity, "call", action]) => {
-            let identity = match parse_identity(identity) {
-                Ok(identity) => identity,
-                Err(response) => return Route::Respond(response),
-            };
-            let Some(version) = csms.version_of(&identity) else {
-                return Route::Respond(HttpResponse::not_connected(&identity));
-            };
-            let body = match std::str::from_utf8(&request.body) {
-                Ok("") => "{}",
-                Ok(body) => body,
-                Err(_) => return Route::Respond(HttpResponse::error(400, "body is not UTF-8")),
-            };
-            match decode_command(version, action, body) {
-                Ok(request) => {
-                    csms.on_command(&identity, &request);
-                    let limit = csms
-                        .items_per_message(&identity)
-                        .limit(action)
-                        .or(csms.config().get_items_per_message());
-                    let split = limit.map(|limit| SplitCall::plan(version, &request, limit));
-                    return match split {
-                        Some(Ok(Some(split))) => Route::Calls {
-                            identity,
-                            split: Box::new(split),
-                        },
-                        Some(Err(error)) => Route::Respond(HttpResponse::error(400, &error)),
-                        Some(Ok(None)) | None => Route::Call { identity, request },
-                    };
-                }
-                // As the node holding a charge point answers a routed command that does not
-                // fit: not sent, 400 `invalid_request`.
-                Err(error) => {
-                    let failure = CallFailure::InvalidRequest {
-                        description: format!("{action} for OCPP {version}: {error}"),
-                    };
-                    failure_response(Some(version), None, action, &failure)
-                }
-            }
+        _ => route(csms, request),
+    }
+}
+
+fn dispatch(csms: &Csms, request: &AdminRequest, matched: Matched<'_>) -> Route {
+    match matched {
+        Matched::Route(route, params) => (route.handler)(csms, request, &params),
+        Matched::MethodNotAllowed(allowed) => {
+            let mut response = HttpResponse::error(405, "method not allowed");
+            response.allow = Some(allowed.join(", "));
+            Route::Respond(response)
         }
-        ("GET", ["chargepoints", identity, "notifications"]) => {
-            with_charge_point(csms, identity, |cp| {
-                let all: serde_json::Map<String, Value> = cp
-                    .extras
-                    .notifications
-                    .iter()
-                    .map(|(kind, list)| ((*kind).to_owned(), notifications_json(list)))
-                    .collect();
-                Value::Object(all)
-            })
-        }
-        ("GET", ["chargepoints", identity, "notifications", kind]) => {
-            with_charge_point(csms, identity, |cp| {
-                cp.extras
-                    .notifications
-                    .get(kind)
-                    .map_or(Value::Array(Vec::new()), notifications_json)
-            })
-        }
-        ("GET", ["chargepoints", identity, "boot"]) => with_charge_point(csms, identity, |cp| {
-            json!({
-                "policy": cp.boot_policy.map(BootPolicy::as_str),
-                "default": csms.config().get_boot_policy().as_str(),
-                "answered": cp.boot_status.map(BootPolicy::as_str),
-            })
-        }),
-        ("PUT" | "DELETE", ["chargepoints", identity, "boot"]) => {
-            let identity = match parse_identity(identity) {
-                Ok(identity) => identity,
-                Err(response) => return Route::Respond(response),
-            };
-            let policy = if method == "PUT" {
-                let status = body_json(request)
-                    .ok()
-                    .and_then(|v| v["status"].as_str().and_then(BootPolicy::parse));
-                match status {
-                    Some(policy) => Some(policy),
-                    None => {
-                        return Route::Respond(HttpResponse::error(
-                            400,
-                            "expected {\"status\":\"Accepted\"|\"Pending\"|\"Rejected\"}",
-                        ))
-                    }
-                }
-            } else {
-                None
-            };
-            changed(
-                csms.set_boot_policy(&identity, policy),
-                json!({ "identity": identity.as_str(), "policy": policy.map(BootPolicy::as_str) }),
-            )
-        }
-        ("GET", ["chargepoints", identity, "security"]) => match parse_identity(identity) {
-            Ok(identity) => {
-                let (own, default, password) = csms.security_profile(&identity);
-                HttpResponse::json(
-                    200,
-                    &json!({
-                        "identity": identity.as_str(),
-                        "profile": own.map(SecurityProfile::number),
-                        "default": default.map(SecurityProfile::number),
-                        "password": password,
-                    }),
-                )
-            }
-            Err(response) => response,
-        },
-        ("PUT" | "DELETE", ["chargepoints", identity, "security"]) => {
-            let identity = match parse_identity(identity) {
-                Ok(identity) => identity,
-                Err(response) => return Route::Respond(response),
-            };
-            let profile = if method == "PUT" {
-                let profile = body_json(request)
-                    .ok()
-                    .and_then(|v| v["profile"].as_u64().and_then(SecurityProfile::from_number));
-                match profile {
-                    Some(profile) => Some(profile),
-                    None => {
-                        return Route::Respond(HttpResponse::error(
-                            400,
-                            "expected {\"profile\":1|2|3}",
-                        ))
-                    }
-                }
-            } else {
-                None
-            };
-            changed(
-                csms.set_security_profile(&identity, profile),
-                json!({
-                    "identity": identity.as_str(),
-                    "profile": profile.map(SecurityProfile::number),
-                }),
-            )
-        }
-        ("PUT" | "DELETE", ["chargepoints", identity, "password"]) => {
-            let identity = match parse_identity(identity) {
-                Ok(identity) => identity,
-                Err(response) => return Route::Respond(response),
-            };
-            let password = if method == "PUT" {
-                match body_json(request).ok().and_then(|v| password_of(&v)) {
-                    Some(password) => Some(password),
-                    None => {
-                        return Route::Respond(HttpResponse::error(
-                            400,
-                            "expected {\"password\":\"...\"}: 1 to 64 characters, no control \
-                             characters",
-                        ))
-                    }
-                }
-            } else {
-                None
-            };
-            // The password itself is never echoed.
-            changed(
-                csms.set_password(&identity, password.as_deref()),
-                json!({ "identity": identity.as_str(), "password": password.is_some() }),
-            )
-        }
-        ("GET", ["tariff"]) => HttpResponse::json(
+        Matched::NotFound => Route::Respond(HttpResponse::error(404, "no such resource")),
+    }
+}
+
+/// The one answer to a split command ([`Route::Calls`]) once [`SplitCall::complete`] says it
+/// ended: 200 `{"id":null,"action","result":{list: all results in order},"chunks"}` when
+/// done; otherwise the failed chunk's answer as [`call_response`] maps its failure (502
+/// CALLERROR or unreadable, 504 timeout...), through [`split_failed`].
+pub fn split_response(split: &SplitCall, end: &SplitEnd) -> HttpResponse {
+    match end {
+        SplitEnd::Done(result) => HttpResponse::json(
             200,
             &json!({
-                "default": csms.config().get_tariff().as_ref().map(tariff_json),
-                "cost_updated_interval_s": csms.config().get_cost_updated_interval().as_secs_f64(),
+                "id": null,
+                "action": split.action(),
+                "result": result,
+                "chunks": split.chunks(),
             }),
         ),
-        ("GET", ["chargepoints", identity, "tariff"]) => match parse_identity(identity) {
-            Ok(identity) => {
-                let (own, default) = csms.tariff_of(&identity);
-                HttpResponse::json(
-                    200,
-                    &json!({
-                        "identity": identity.as_str(),
-                        "tariff": own.as_ref().map(tariff_json),
-                        "default": default.as_ref().map(tariff_json),
-                        "applies": own.or(default).as_ref().map(tariff_json),
-                    }),
-                )
-            }
-            Err(response) => response,
-        },
-        ("PUT" | "DELETE", ["chargepoints", identity, "tariff"]) => {
-            let identity = match parse_identity(identity) {
-                Ok(identity) => identity,
-                Err(response) => return Route::Respond(response),
-            };
-            let tariff = if method == "PUT" {
-                let default_currency = csms.config().get_tariff().map(|t| t.currency);
-                match body_json(request).and_then(|body| tariff_of(&body, default_currency)) {
-                    Ok(tariff) => Some(tariff),
-                    Err(error) => return Route::Respond(HttpResponse::error(400, &error)),
-                }
-            } else {
-                None
-            };
-            changed(
-                csms.set_tariff(&identity, tariff),
-                json!({
-                    "identity": identity.as_str(),
-                    "tariff": tariff.as_ref().map(tariff_json),
-                }),
-            )
-        }
-        ("GET", ["chargepoints", identity, "charging-profiles"]) => {
-            with_charge_point(csms, identity, |cp| {
-                let default = csms.config().get_site_limit();
-                let mut shown = cp.extras.smart_charging.to_json();
-                shown["identity"] = json!(cp.identity.as_str());
-                shown["default_site_limit"] =
-                    json!((!default.is_none()).then(|| default.to_json()));
-                shown
-            })
-        }
-        ("GET", ["chargepoints", identity, "site-limit"]) => match parse_identity(identity) {
-            Ok(identity) => {
-                let (own, default) = csms.site_limit(&identity);
-                HttpResponse::json(200, &site_limit_json(&identity, own, default))
-            }
-            Err(response) => response,
-        },
-        ("PUT" | "DELETE", ["chargepoints", identity, "site-limit"]) => {
-            let identity = match parse_identity(identity) {
-                Ok(identity) => identity,
-                Err(response) => return Route::Respond(response),
-            };
-            let limit = if method == "PUT" {
-                match body_json(request).map(|body| SiteLimit::from_json(&body)) {
-                    Ok(Ok(limit)) => Some(limit),
-                    Ok(Err(error)) => {
-                        return Route::Respond(HttpResponse::error(400, &error.to_string()))
-                    }
-                    Err(error) => return Route::Respond(HttpResponse::error(400, &error)),
-                }
-            } else {
-                None
-            };
-            let requests = csms.set_site_limit(&identity, limit);
-            return renegotiation(csms, identity, requests);
-        }
-        ("POST", ["chargepoints", identity, "renegotiate"]) => {
-            let identity = match parse_identity(identity) {
-                Ok(identity) => identity,
-                Err(response) => return Route::Respond(response),
-            };
-            let requests = csms.renegotiate(&identity);
-            return renegotiation(csms, identity, requests);
-        }
-        ("GET", ["tokens"]) => {
-            let store = csms.tokens();
-            let tokens: serde_json::Map<String, Value> = store
-                .iter()
-                .flat_map(TokenStore::iter)
-                .map(|(id, entry)| (id.to_owned(), token_json(entry)))
-                .collect();
-            HttpResponse::json(
-                200,
-                &json!({
-                    "enabled": store.is_some(),
-                    "master_pass": store.as_ref().and_then(TokenStore::master_pass),
-                    "tokens": tokens,
-                }),
-            )
-        }
-        ("GET", ["tokens", token]) => match csms.tokens().as_ref().and_then(|s| s.get(token)) {
-            Some(entry) => HttpResponse::json(200, &token_json(entry)),
-            None => HttpResponse::error(404, &format!("unknown token {token}")),
-        },
-        ("PUT", ["tokens", token]) => match token_entry(request) {
-            Ok(entry) => {
-                let body = token_json(&entry);
-                changed(csms.put_token(token, entry), body)
-            }
-            Err(error) => HttpResponse::error(400, &error),
-        },
-        ("DELETE", ["tokens", token]) => match csms.remove_token(token) {
-            Ok(true) => HttpResponse::json(200, &json!({ "deleted": token })),
-            Ok(false) => HttpResponse::error(404, &format!("unknown token {token}")),
-            Err(e) => HttpResponse::error(503, &format!("not saved: {e}")),
-        },
-        ("GET", ["transactions"]) => stored_transactions(csms, None, true),
-        ("GET", ["chargepoints", identity, "transactions"]) => match parse_identity(identity) {
-            Ok(identity) => stored_transactions(csms, Some(identity.as_str()), false),
-            Err(response) => response,
-        },
-        ("GET", ["metrics"]) => HttpResponse {
-            status: 200,
-            content_type: "text/plain; version=0.0.4; charset=utf-8",
-            body: csms.metrics().render().into_bytes(),
-            www_authenticate: None,
-        },
-        (_, ["chargepoints"] | ["chargepoints", _] | ["metrics"] | ["tokens"] | ["tokens", _])
-        | (_, ["tariff"] | ["chargepoints", _, "tariff"])
-        | (_, ["chargepoints", _, "call", _] | ["chargepoints", _, "boot"])
-        | (_, ["chargepoints", _, "security"] | ["chargepoints", _, "password"])
-        | (_, ["chargepoints", _, "site-limit"] | ["chargepoints", _, "renegotiate"])
-        | (_, ["chargepoints", _, "charging-profiles"])
-        | (_, ["transactions"] | ["chargepoints", _, "transactions"])
-        | (_, ["chargepoints", _, "notifications"] | ["chargepoints", _, "notifications", _]) => {
-            HttpResponse::error(405, "method not allowed")
-        }
-        _ => HttpResponse::error(404, "no such resource"),
-    };
-    Route::Respond(response)
-}
-
-/// `{"identity","site_limit","default"}`: a station's own site limit (null: the default)
-/// and the CSMS default (null: none).
-fn site_limit_json(
-    identity: &ChargePointIdentity,
-    own: Option<SiteLimit>,
-    default: SiteLimit,
-) -> Value {
-    json!({
-        "identity": identity.as_str(),
-        "site_limit": own.map(|l| l.to_json()),
-        "default": (!default.is_none()).then(|| default.to_json()),
-    })
-}
-
-/// The route of a renegotiation (K16): the SetChargingProfile CALLs the site limit gives
-/// the station's EVSEs with an active transaction: one is a [`Route::Call`] (answered with
-/// its CALLRESULT), several a [`Route::Calls`] sequence (`result.results`, in order), none
-/// 200 with the limit and `"renegotiated":0`.
-fn renegotiation(csms: &Csms, identity: ChargePointIdentity, mut requests: Vec<Request>) -> Route {
-    let version = csms.version_of(&identity);
-    match (requests.len(), version) {
-        (1, Some(_)) => match requests.pop() {
-            Some(request) => Route::Call { identity, request },
-            None => Route::Respond(HttpResponse::error(500, "no CALL to send")),
-        },
-        (2.., Some(version)) => match SplitCall::sequence(version, requests) {
-            Some(split) => Route::Calls {
-                identity,
-                split: Box::new(split),
-            },
-            None => Route::Respond(HttpResponse::error(500, "no CALL to send")),
-        },
-        _ => {
-            let (own, default) = csms.site_limit(&identity);
-            let mut body = site_limit_json(&identity, own, default);
-            body["renegotiated"] = json!(0);
-            Route::Respond(HttpResponse::json(200, &body))
+        SplitEnd::Failed(failure) => split_failed(
+            split,
+            call_response(split.version(), "", split.action(), &Err(failure.clone())),
+        ),
+        SplitEnd::Unreadable(description) => {
+            split_failed(split, HttpResponse::error(502, description))
         }
     }
 }
 
-/// The `password` of a `PUT /chargepoints/ID/password` body: 1 to 64 characters, none a
-/// control character (a Basic password is a line of text: RFC 7617 excludes controls).
-fn password_of(body: &Value) -> Option<String> {
-    let password = body["password"].as_str()?;
-    let length = password.chars().count();
-    let fits = (1..=64).contains(&length) && !password.chars().any(char::is_control);
-    fits.then(|| password.to_owned())
-}
-
-/// Decodes a command body as the request of `action` in `version` (strict schema check).
-pub fn decode_command(
-    version: OcppVersion,
-    action: &str,
-    body: &str,
-) -> Result<Request, DecodeError> {
-    Ok(match version {
-        OcppVersion::V1_6 => v1_6::decode_call(action, body)?.into(),
-        OcppVersion::V2_0_1 => v2_0_1::decode_call(action, body)?.into(),
-        OcppVersion::V2_1 => v2_1::decode_call(action, body)?.into(),
-    })
+/// The answer for a failure of a split command's chunk in flight (`response`, as the mapping
+/// of that failure gives it: disconnected, not sent, ...), with `failed_chunk` (1-based),
+/// `chunks` and the `partial_result` of the chunks that succeeded added to its JSON body (a
+/// text body becomes `{"error": text}`).
+pub fn split_failed(split: &SplitCall, response: HttpResponse) -> HttpResponse {
+    let mut body: Value = serde_json::from_slice(&response.body).unwrap_or_else(
+        |_| json!({ "error": String::from_utf8_lossy(&response.body).trim().to_owned() }),
+    );
+    if let Value::Object(fields) = &mut body {
+        fields.insert("id".into(), Value::Null);
+        fields.insert("failed_chunk".into(), json!(split.failed_chunk()));
+        fields.insert("chunks".into(), json!(split.chunks()));
+        fields.insert("partial_result".into(), split.partial_result());
+    }
+    HttpResponse::json(response.status, &body)
 }
 
 /// The answer to a command, for every outcome of its CALL: 200

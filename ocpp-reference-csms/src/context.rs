@@ -10,8 +10,8 @@ use ocpp_proto::Request;
 
 use crate::outgoing::queue_follow_up;
 use crate::{
-    admin, date_time, transaction_ids, Authorization, BootPolicy, CertificateSigning,
-    CertificateUse, ChargePoint, CsmsConfig, SignedCertificate, TokenStore, Transaction, UnixTime,
+    date_time, transaction_ids, Authorization, BootPolicy, CertificateSigning, CertificateUse,
+    ChargePoint, CsmsConfig, SignedCertificate, TokenStore, Transaction, UnixTime,
 };
 
 /// What the per-version handlers need besides the charge point.
@@ -186,6 +186,6 @@ pub(crate) fn certificate_signed(
     if let (OcppVersion::V2_1, Some(id)) = (version, request_id) {
         payload["requestId"] = id.into();
     }
-    admin::decode_command(version, "CertificateSigned", &payload.to_string())
+    crate::command::decode_command(version, "CertificateSigned", &payload.to_string())
         .map_err(|e| format!("CertificateSigned: {e}"))
 }

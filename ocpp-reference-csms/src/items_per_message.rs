@@ -19,12 +19,12 @@
 //! - **Splitting.** [`SplitCall::plan`] cuts the request's list into consecutive chunks of at
 //!   most the limit, in order, each a typed request decoded for the station's version. The
 //!   I/O loop sends [`SplitCall::next_request`], one CALL in flight at a time (OCPP-J §4.1.1),
-//!   and hands each outcome to [`SplitCall::complete`], which says when to stop and what to
-//!   answer: 200 with the results concatenated in the request's order, or the status today's
-//!   mapping gives the failed chunk ([`super::admin::call_response`]; 502 CALLERROR, 504
-//!   timeout) with `failed_chunk`, `chunks` and the `partial_result` of the chunks that
-//!   succeeded. A failure that is not a CALL outcome (disconnected, not sent) goes through
-//!   [`SplitCall::fail`], which adds the same fields to that answer.
+//!   and hands each outcome to [`SplitCall::complete`], which says when to stop and how it
+//!   ended ([`SplitEnd`]): the results concatenated in the request's order, or the failure of
+//!   the chunk in flight, with [`SplitCall::failed_chunk`] and the
+//!   [`SplitCall::partial_result`] of the chunks that succeeded. The admin API turns that
+//!   into one answer (its `split_response` and `split_failed`); this module knows no
+//!   HTTP.
 //! - **Cluster: not split.** A command for a station held by another node travels as one raw
 //!   payload with one deadline (the call timeout) and comes back as one outcome; a CALLERROR
 //!   there cannot carry the results of the chunks that succeeded, and several chunks may need
@@ -33,7 +33,7 @@
 //!
 //! ```
 //! use ocpp_reference_csms::items_per_message::SplitCall;
-//! use ocpp_reference_csms::admin::decode_command;
+//! use ocpp_reference_csms::command::decode_command;
 //! use ocpp_messages::version::OcppVersion;
 //!
 //! let entry = r#"{"component":{"name":"C"},"variable":{"name":"V"}}"#;
@@ -48,10 +48,10 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use ocpp_messages::version::OcppVersion;
-use ocpp_proto::{CallOutcome, Request};
+use ocpp_proto::{CallFailure, CallOutcome, Request};
 use serde_json::{json, Value};
 
-use super::admin::{self, HttpResponse};
+use crate::command::decode_command;
 
 /// A station's `DeviceDataCtrlr.ItemsPerMessage`, as far as we know it (`None`: unknown).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -178,7 +178,7 @@ impl SplitCall {
         for chunk in entries.chunks(limit) {
             let mut part = payload.clone();
             part[list_key] = Value::Array(chunk.to_vec());
-            let request = admin::decode_command(version, action, &part.to_string())
+            let request = decode_command(version, action, &part.to_string())
                 .map_err(|e| format!("{action} chunk: {e}"))?;
             pending.push_back(request);
         }
@@ -246,60 +246,55 @@ impl SplitCall {
         Some(next)
     }
 
-    /// The outcome of the CALL in flight: `None` to send the next one, or the one answer
-    /// for the admin caller (all done, or this chunk failed).
-    pub fn complete(&mut self, outcome: &CallOutcome) -> Option<HttpResponse> {
-        if let Ok(response) = outcome {
-            let payload = serde_json::to_value(response).unwrap_or(Value::Null);
-            if self.whole {
-                self.results.push(payload);
-                return self.pending.is_empty().then(|| self.merged());
-            }
-            if let Some(results) = payload[self.result_key].as_array() {
-                self.results.extend(results.iter().cloned());
-                if self.pending.is_empty() {
-                    return Some(self.merged());
-                }
-                return None;
-            }
+    /// The outcome of the CALL in flight: `None` to send the next one, or how the whole
+    /// command ended (all done, or this chunk failed).
+    pub fn complete(&mut self, outcome: &CallOutcome) -> Option<SplitEnd> {
+        let response = match outcome {
+            Ok(response) => response,
+            Err(failure) => return Some(SplitEnd::Failed(failure.clone())),
+        };
+        let payload = serde_json::to_value(response).unwrap_or(Value::Null);
+        if self.whole {
+            self.results.push(payload);
+        } else if let Some(results) = payload[self.result_key].as_array() {
+            self.results.extend(results.iter().cloned());
+        } else {
             let description = format!("the CALLRESULT has no {}", self.result_key);
-            return Some(self.fail(HttpResponse::error(502, &description)));
+            return Some(SplitEnd::Unreadable(description));
         }
-        let failed = admin::call_response(self.version, "", self.action, outcome);
-        Some(self.fail(failed))
+        self.pending
+            .is_empty()
+            .then(|| SplitEnd::Done(self.partial_result()))
     }
 
-    /// 200 `{"id":null,"action","result":{list: all results in order},"chunks"}`.
-    fn merged(&self) -> HttpResponse {
-        HttpResponse::json(
-            200,
-            &json!({
-                "id": null,
-                "action": self.action,
-                "result": { self.result_key: self.results },
-                "chunks": self.chunks,
-            }),
-        )
+    /// The OCPP version the chunks were decoded for.
+    pub fn version(&self) -> OcppVersion {
+        self.version
     }
 
-    /// The answer for a failure of the chunk in flight (`response`, as today's mapping
-    /// gives it), with `failed_chunk` (1-based), `chunks` and the `partial_result` of the
-    /// chunks that succeeded added to its JSON body.
-    pub fn fail(&self, response: HttpResponse) -> HttpResponse {
-        let mut body: Value = serde_json::from_slice(&response.body).unwrap_or_else(
-            |_| json!({ "error": String::from_utf8_lossy(&response.body).trim().to_owned() }),
-        );
-        if let Value::Object(fields) = &mut body {
-            fields.insert("id".into(), Value::Null);
-            fields.insert("failed_chunk".into(), json!(self.sent.max(1)));
-            fields.insert("chunks".into(), json!(self.chunks));
-            fields.insert(
-                "partial_result".into(),
-                json!({ self.result_key: self.results }),
-            );
-        }
-        HttpResponse::json(response.status, &body)
+    /// The chunk in flight, 1-based (the one that failed when the command stops early).
+    pub fn failed_chunk(&self) -> usize {
+        self.sent.max(1)
     }
+
+    /// The results of the chunks answered so far, in order: `{list: [...]}` under the
+    /// answer's list (`getVariableResult`, `setVariableResult`; `results`, each CALLRESULT
+    /// whole, for a [`SplitCall::sequence`]).
+    pub fn partial_result(&self) -> Value {
+        json!({ self.result_key: self.results })
+    }
+}
+
+/// How a [`SplitCall`] ended, for the driver to answer its caller.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SplitEnd {
+    /// Every CALL was answered: the results in order ([`SplitCall::partial_result`], now
+    /// whole).
+    Done(Value),
+    /// The CALL in flight failed (CALLERROR, timeout, not sent...): the command stops there.
+    Failed(CallFailure),
+    /// The CALLRESULT in flight has no list of results: the command stops there.
+    Unreadable(String),
 }
 
 #[cfg(test)]
@@ -317,7 +312,7 @@ mod tests {
 
     fn get_variables(n: usize) -> Request {
         let body = json!({ "getVariableData": (1..=n).map(entry).collect::<Vec<_>>() });
-        admin::decode_command(V201, "GetVariables", &body.to_string()).unwrap()
+        crate::command::decode_command(V201, "GetVariables", &body.to_string()).unwrap()
     }
 
     fn names(list: &Value) -> Vec<String> {
@@ -345,10 +340,6 @@ mod tests {
         Ok(v2_0_1::Response::from(response).into())
     }
 
-    fn body(response: &HttpResponse) -> Value {
-        serde_json::from_slice(&response.body).unwrap()
-    }
-
     #[test]
     fn plan_cuts_in_order_and_only_past_the_limit() {
         let mut split = SplitCall::plan(V201, &get_variables(5), 2)
@@ -368,7 +359,8 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(split.chunks(), 3);
-        let reset = admin::decode_command(V201, "Reset", r#"{"type":"Immediate"}"#).unwrap();
+        let reset =
+            crate::command::decode_command(V201, "Reset", r#"{"type":"Immediate"}"#).unwrap();
         assert_eq!(SplitCall::plan(V201, &reset, 1).unwrap(), None);
     }
 
@@ -378,47 +370,43 @@ mod tests {
             .unwrap()
             .unwrap();
         let mut answers = 0;
-        let response = loop {
+        let end = loop {
             let request = split.next_request().unwrap();
             answers += 1;
-            if let Some(response) = split.complete(&answer(&request)) {
-                break response;
+            if let Some(end) = split.complete(&answer(&request)) {
+                break end;
             }
         };
         assert_eq!(answers, 3);
-        assert_eq!(response.status, 200);
-        let body = body(&response);
+        let SplitEnd::Done(result) = end else {
+            panic!("{end:?}")
+        };
         assert_eq!(
-            names(&body["result"]["getVariableResult"]),
+            names(&result["getVariableResult"]),
             ["V1", "V2", "V3", "V4", "V5"]
-        );
-        assert_eq!(
-            (&body["action"], &body["chunks"]),
-            (&json!("GetVariables"), &json!(3))
         );
     }
 
     #[test]
-    fn a_failed_chunk_keeps_the_status_and_the_partial_results() {
+    fn a_failed_chunk_stops_with_the_partial_results() {
         let mut split = SplitCall::plan(V201, &get_variables(5), 2)
             .unwrap()
             .unwrap();
         let first = split.next_request().unwrap();
         assert_eq!(split.complete(&answer(&first)), None);
         split.next_request().unwrap();
-        let error = Err(CallFailure::ErrorResponse {
+        let error = CallFailure::ErrorResponse {
             code: ErrorCode::InternalError,
             description: "boom".into(),
             details: "{}".into(),
-        });
-        let response = split.complete(&error).unwrap();
-        assert_eq!(response.status, 502);
-        let failed = body(&response);
-        assert_eq!(failed["error"]["code"], "InternalError");
-        assert_eq!(failed["failed_chunk"], 2);
-        assert_eq!(failed["chunks"], 3);
+        };
         assert_eq!(
-            names(&failed["partial_result"]["getVariableResult"]),
+            split.complete(&Err(error.clone())),
+            Some(SplitEnd::Failed(error))
+        );
+        assert_eq!((split.failed_chunk(), split.chunks()), (2, 3));
+        assert_eq!(
+            names(&split.partial_result()["getVariableResult"]),
             ["V1", "V2"]
         );
 
@@ -426,17 +414,10 @@ mod tests {
             .unwrap()
             .unwrap();
         split.next_request().unwrap();
-        let timeout = split.complete(&Err(CallFailure::Timeout)).unwrap();
-        assert_eq!(timeout.status, 504);
-        let timeout = body(&timeout);
-        assert_eq!(timeout["failed_chunk"], 1);
-        assert_eq!(timeout["partial_result"]["getVariableResult"], json!([]));
-        let gone = split.fail(HttpResponse::error(502, "disconnected"));
-        assert_eq!(gone.status, 502);
-        assert!(body(&gone)["error"].is_string());
-        // A text body becomes JSON too.
-        let text = split.fail(HttpResponse::text(503, "busy"));
-        assert_eq!(body(&text)["error"], "busy");
+        let timeout = split.complete(&Err(CallFailure::Timeout));
+        assert_eq!(timeout, Some(SplitEnd::Failed(CallFailure::Timeout)));
+        assert_eq!(split.failed_chunk(), 1);
+        assert_eq!(split.partial_result()["getVariableResult"], json!([]));
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! | (you send a CALL) | [`Csms::on_call_sent`] | |
 //! | `CallCompleted { .. }` | [`Csms::on_call_completed`] | |
 //! | `Closed(closed)` | [`Csms::on_closed`] | close the socket |
-//! | (an admin command is decoded) | [`Csms::on_command`] (done by [`admin::route`]) | send it |
+//! | (an admin command is decoded) | [`Csms::on_command`] (done by the [admin API](mod@admin)'s `route`) | send it |
 //!
 //! # What a charge point's CALLs get
 //!
@@ -110,7 +110,7 @@
 //!   [`items_per_message`]): the CSMS learns each station's `DeviceDataCtrlr.ItemsPerMessage`
 //!   (instances `GetVariables`, `SetVariables`) from NotifyReport and from the results of our
 //!   GetVariables, shows it on the charge point record, and sends an admin command with
-//!   more entries as consecutive CALLs of at most that many ([`admin::Route::Calls`],
+//!   more entries as consecutive CALLs of at most that many (a split command,
 //!   [`SplitCall`]), one in flight, with one answer merged in the request's order. Unknown:
 //!   one CALL, unless `--items-per-message N` gives a default. A command forwarded through
 //!   the cluster is not split (its one deadline and one outcome cannot carry several
@@ -153,6 +153,7 @@ pub mod admission;
 pub mod boot;
 mod certificate_authority;
 mod charge_point;
+pub mod command;
 mod config;
 mod connecting;
 mod context;
@@ -207,7 +208,7 @@ pub use charge_point::{
 pub use config::CsmsConfig;
 pub use connecting::{ClientCertificate, Transport};
 pub use credentials::{Credentials, CredentialsError, SecurityProfile};
-pub use items_per_message::{ItemsPerMessage, SplitCall};
+pub use items_per_message::{ItemsPerMessage, SplitCall, SplitEnd};
 pub use metrics::{Counter, Gauge, Metrics};
 pub use persistence::{ChangeError, SETTINGS_REFRESH};
 pub use plug_and_charge::PlugAndCharge;
@@ -556,7 +557,8 @@ impl Csms {
             return;
         };
         let payload = serde_json::json!({ "transactionId": gap.transaction });
-        match admin::decode_command(version, "GetTransactionStatus", &payload.to_string()) {
+        match crate::command::decode_command(version, "GetTransactionStatus", &payload.to_string())
+        {
             Ok(request) => {
                 gap.check = Some(TransactionStatusCheck::Asked);
                 self.queue_follow_up(cp, request);

@@ -28,7 +28,7 @@
 //! so that the station stays within its site limit.
 //! The operator renegotiates (K16) with `PUT|DELETE /chargepoints/ID/site-limit` or
 //! `POST /chargepoints/ID/renegotiate`: each EVSE with an active transaction gets a new
-//! SetChargingProfile (one CALL after another, [`super::admin::Route::Calls`] when several).
+//! SetChargingProfile (one CALL after another, [`SplitCall::sequence`](super::SplitCall::sequence) when several).
 //!
 //! Every profile sent, ours or the operator's (`POST /chargepoints/ID/call/SetChargingProfile`),
 //! is kept with the station's answer ([`ChargingProfileRecord`]); a ClearChargingProfile by
@@ -39,7 +39,7 @@ use ocpp_messages::version::OcppVersion;
 use ocpp_proto::Request;
 use serde_json::{json, Value};
 
-use super::{admin, date_time, ChargePoint, UnixTime};
+use super::{date_time, ChargePoint, UnixTime};
 
 mod records;
 
@@ -482,7 +482,7 @@ pub fn profile_for(
         needs.as_ref(),
         start.as_str(),
     );
-    match admin::decode_command(version, "SetChargingProfile", &payload.to_string()) {
+    match crate::command::decode_command(version, "SetChargingProfile", &payload.to_string()) {
         Ok(request) => {
             tracing::info!(identity = %cp.identity, evse_id, transaction, limit = share.limit, unit = share.unit.as_str(), reason = reason.as_str(), "SetChargingProfile");
             state.sent(ChargingProfileRecord::new(&payload, reason, now));

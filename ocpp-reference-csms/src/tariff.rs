@@ -354,7 +354,7 @@ impl Context<'_> {
             "transactionId": transaction,
         });
         let request =
-            match super::admin::decode_command(version, "CostUpdated", &payload.to_string()) {
+            match crate::command::decode_command(version, "CostUpdated", &payload.to_string()) {
                 Ok(request) => request,
                 Err(e) => {
                     tracing::warn!(identity = %cp.identity, transaction, "CostUpdated: {e}");
@@ -478,7 +478,8 @@ mod tests {
     /// The CALLRESULT payload of `action` (JSON in, JSON out).
     fn answer(csms: &Csms, identity: &ChargePointIdentity, action: &str, payload: Value) -> Value {
         let version = csms.version_of(identity).unwrap();
-        let request = admin::decode_command(version, action, &payload.to_string()).unwrap();
+        let request =
+            crate::command::decode_command(version, action, &payload.to_string()).unwrap();
         let session = csms.charge_point(identity).unwrap().session.unwrap().id;
         match csms.on_call(session, identity, &request).wait(csms) {
             Answer::Result(response) => serde_json::to_value(response).unwrap(),

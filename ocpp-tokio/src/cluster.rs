@@ -30,12 +30,14 @@ use ocpp_cluster::{
     ClusterEvent, ClusterEvents, CommandOutcome, Executor,
 };
 use ocpp_messages::{DecodeOptions, Request, Response};
-use ocpp_proto::{CallFailure, ChargePointIdentity, ConnectionConfig, Superseded};
+use ocpp_proto::{CallFailure, ChargePointIdentity, ConnectionConfig, OcppVersion, Superseded};
 use tokio::sync::oneshot;
 
 use crate::presence::{Joined, Leaving, Presence, PresenceTicket};
 use crate::registry::WeakChargePoints;
-use crate::registry::{Remote, RemoteCall, RemoteChargePoint, RemoteList, RemoteLocate};
+use crate::registry::{
+    Remote, RemoteCall, RemoteCallJson, RemoteChargePoint, RemoteList, RemoteLocate,
+};
 use crate::server::{Server, ServerBuilder, Service};
 use crate::{ChargePoint, ChargePoints, Handler};
 
@@ -102,10 +104,6 @@ impl Node {
             call_timeout: config.get_call_timeout(),
             decode_options: config.get_decode_options(),
         });
-    }
-
-    pub(crate) fn cluster(&self) -> &Cluster {
-        &self.cluster
     }
 
     /// A connection of `identity` is open: registers it (returning the connection it
@@ -268,12 +266,20 @@ impl<H> ServerBuilder<H> {
 }
 
 impl ChargePoints {
-    /// This server's node in the cluster (see [`ServerBuilder::cluster`]), if it is one: e.g.
-    /// to send a command whose payload is JSON text ([`Cluster::call`]), as an admin API that
-    /// does not know the charge point's OCPP version does.
+    /// This server's node in the cluster (see [`ServerBuilder::cluster`]), if it is one: its
+    /// id, its presence records ([`Cluster::list`], [`Cluster::locate`]), its connection to
+    /// Redis. A command whose payload is JSON text goes through
+    /// [`ChargePoints::call_json`].
+    ///
+    /// ```no_run
+    /// # async fn example(charge_points: ocpp_tokio::ChargePoints) {
+    /// if let Some(cluster) = charge_points.cluster() {
+    ///     println!("node {}, Redis up: {}", cluster.node_id(), cluster.is_connected());
+    /// }
+    /// # }
+    /// ```
     pub fn cluster(&self) -> Option<&Cluster> {
-        let node = self.presence()?.as_any().downcast_ref::<Node>()?;
-        Some(node.cluster())
+        self.inner_cluster().get()
     }
 }
 
@@ -296,6 +302,8 @@ struct NodePresence(Arc<Node>);
 
 impl Presence for NodePresence {
     fn attach(&self, registry: &ChargePoints, config: &ConnectionConfig) {
+        // The registry keeps the node's handle for `ChargePoints::cluster`.
+        let _ = registry.inner_cluster().set(self.0.cluster.clone());
         self.0.attach(registry, config);
     }
 
@@ -314,10 +322,6 @@ impl Presence for NodePresence {
 
     fn leave(&self) -> Leaving<'_> {
         Box::pin(self.0.leave())
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        &*self.0
     }
 }
 
@@ -419,6 +423,22 @@ impl Remote for ClusterRemote {
                 Err(_) => Err(CallFailure::OwnerUnreachable),
             }
         })
+    }
+
+    fn call_json<'a>(
+        &'a self,
+        identity: &'a str,
+        version: Option<OcppVersion>,
+        action: &'a str,
+        payload_json: &'a str,
+        timeout: Duration,
+    ) -> RemoteCallJson<'a> {
+        // The text as it came: the holder decodes it for its connection's version.
+        Box::pin(
+            self.0
+                .cluster
+                .call_as(identity, version, action, payload_json, timeout),
+        )
     }
 
     fn call<'a>(&'a self, identity: &'a str, request: Request) -> RemoteCall<'a> {

@@ -7,7 +7,6 @@
 //! [`ServerBuilder::presence`](crate::ServerBuilder::presence) and
 //! [`ServerBuilder::remote`](crate::ServerBuilder::remote).
 
-use std::any::Any;
 use std::future::Future;
 use std::num::NonZeroU64;
 use std::pin::Pin;
@@ -44,7 +43,6 @@ pub type Leaving<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 /// Which connections this node holds, for the other nodes of a cluster.
 ///
 /// ```
-/// use std::any::Any;
 /// use ocpp_tokio::ocpp::{ChargePointIdentity, ConnectionConfig};
 /// use ocpp_tokio::presence::{Joined, Leaving, Presence, PresenceTicket};
 /// use ocpp_tokio::{ChargePoint, ChargePoints};
@@ -64,7 +62,6 @@ pub type Leaving<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 ///         println!("{identity} left");
 ///     }
 ///     fn leave(&self) -> Leaving<'_> { Box::pin(async {}) }
-///     fn as_any(&self) -> &dyn Any { self }
 /// }
 /// ```
 pub trait Presence: Send + Sync + 'static {
@@ -91,7 +88,4 @@ pub trait Presence: Send + Sync + 'static {
 
     /// Shutdown, after every connection closed: leave the cluster (bounded).
     fn leave(&self) -> Leaving<'_>;
-
-    /// The implementation, for its own accessors.
-    fn as_any(&self) -> &dyn Any;
 }

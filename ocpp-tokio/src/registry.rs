@@ -6,8 +6,9 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
 
-use ocpp_messages::{Request, Response};
+use ocpp_messages::{DecodeOptions, Request, Response};
 use ocpp_proto::{ChargePointIdentity, IdentityTable, OcppVersion};
 
 use ocpp_proto::CallFailure;
@@ -20,6 +21,10 @@ pub use crate::typed::{ResponseOf, TypedCall};
 
 /// The future a [`Remote`] returns.
 pub type RemoteCall<'a> = Pin<Box<dyn Future<Output = Result<Response, CallFailure>> + Send + 'a>>;
+
+/// The future of [`Remote::call_json`]: the CALLRESULT's payload as JSON text.
+pub type RemoteCallJson<'a> =
+    Pin<Box<dyn Future<Output = Result<String, CallFailure>> + Send + 'a>>;
 
 /// The future of [`Remote::locate`].
 pub type RemoteLocate<'a> =
@@ -114,6 +119,39 @@ pub trait Remote: Send + Sync + 'static {
     /// [`CallFailure::NotConnected`] when nobody holds it.
     fn call<'a>(&'a self, identity: &'a str, request: Request) -> RemoteCall<'a>;
 
+    /// Sends CALL `action` with `payload_json` (JSON text, as an admin API has it) to the
+    /// charge point `identity` held elsewhere and waits, at most `timeout`, for the
+    /// CALLRESULT's payload (JSON text). `version`: the OCPP version the payload was written
+    /// for ([`CallFailure::WrongVersion`] when the charge point speaks another); `None`: the
+    /// holder decodes it for whatever version its connection speaks
+    /// ([`CallFailure::InvalidRequest`], not sent, when it does not fit).
+    ///
+    /// By default: with a `version`, the payload decoded for it (strict) and sent with
+    /// [`Remote::call`], the answer encoded again; without, [`CallFailure::InvalidRequest`]
+    /// (a remote that only takes typed requests cannot pick the version). The cluster of
+    /// `ServerBuilder::cluster` (feature `redis`) sends the text as it is.
+    fn call_json<'a>(
+        &'a self,
+        identity: &'a str,
+        version: Option<OcppVersion>,
+        action: &'a str,
+        payload_json: &'a str,
+        timeout: Duration,
+    ) -> RemoteCallJson<'a> {
+        Box::pin(async move {
+            let Some(version) = version else {
+                return Err(CallFailure::InvalidRequest {
+                    description: format!("{action}: the OCPP version of the payload is needed"),
+                });
+            };
+            let request = decode_request(version, action, payload_json)?;
+            let response = tokio::time::timeout(timeout, self.call(identity, request))
+                .await
+                .unwrap_or(Err(CallFailure::Timeout))?;
+            encode_response(&response)
+        })
+    }
+
     /// Where `identity` is connected elsewhere (`None`: nowhere else);
     /// [`CallFailure::OwnerUnreachable`] when that cannot be known now. By default: nowhere.
     fn locate<'a>(&'a self, identity: &'a str) -> RemoteLocate<'a> {
@@ -133,6 +171,30 @@ struct Inner {
     remote: Option<Arc<dyn Remote>>,
     /// This server's presence in a cluster, if it is a node of one.
     presence: Option<Arc<dyn Presence>>,
+    /// The `ocpp-cluster` node of `ServerBuilder::cluster`, set when the server is built.
+    #[cfg(feature = "redis")]
+    cluster: std::sync::OnceLock<ocpp_cluster::Cluster>,
+}
+
+/// A JSON command's request, strictly decoded for `version`: [`CallFailure::InvalidRequest`]
+/// (not sent) when it does not fit.
+fn decode_request(
+    version: OcppVersion,
+    action: &str,
+    payload_json: &str,
+) -> Result<Request, CallFailure> {
+    Request::decode(version, action, payload_json, &DecodeOptions::strict()).map_err(|e| {
+        CallFailure::InvalidRequest {
+            description: format!("{action} for OCPP {version}: {e}"),
+        }
+    })
+}
+
+/// A CALLRESULT's payload as JSON text.
+fn encode_response(response: &Response) -> Result<String, CallFailure> {
+    serde_json::to_string(response).map_err(|e| CallFailure::InvalidResponse {
+        description: format!("the response does not serialise: {e}"),
+    })
 }
 
 /// A handle on the registry that does not keep the server alive ([`ChargePoints::downgrade`]):
@@ -191,8 +253,25 @@ impl ChargePoints {
                 table: RwLock::new(IdentityTable::new()),
                 remote,
                 presence,
+                #[cfg(feature = "redis")]
+                cluster: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// The slot of the cluster node's handle (`ChargePoints::cluster`), filled once when the
+    /// server is built.
+    #[cfg(feature = "redis")]
+    pub(crate) fn inner_cluster(&self) -> &std::sync::OnceLock<ocpp_cluster::Cluster> {
+        &self.inner.cluster
+    }
+
+    /// Where CALLs for identities not connected here go ([`ServerBuilder::remote`], or the
+    /// cluster of `ServerBuilder::cluster`); `None`: a server alone.
+    ///
+    /// [`ServerBuilder::remote`]: crate::ServerBuilder::remote
+    pub fn remote(&self) -> Option<&Arc<dyn Remote>> {
+        self.inner.remote.as_ref()
     }
 
     /// This server's presence in a cluster ([`ServerBuilder::presence`], or
@@ -288,6 +367,59 @@ impl ChargePoints {
         }
         match &self.inner.remote {
             Some(remote) => remote.call(identity, request).await,
+            None => Err(CallFailure::NotConnected),
+        }
+    }
+
+    /// [`ChargePoints::call`] with what an admin API has: CALL `action` with `payload_json`
+    /// (JSON text) to `identity` wherever it is connected, answered with the CALLRESULT's
+    /// payload (JSON text) within `timeout` (a CALL still queued then is never written).
+    /// `version`: the OCPP version the payload was written for ([`CallFailure::WrongVersion`],
+    /// not sent, when the charge point speaks another); `None`: decoded for the version of the
+    /// charge point's connection, here or on the node that holds it ([`Remote::call_json`]).
+    ///
+    /// # Errors
+    /// [`CallFailure::InvalidRequest`] (not sent) when the payload does not fit the action in
+    /// that version; otherwise as [`ChargePoints::call`].
+    ///
+    /// ```no_run
+    /// # async fn example(charge_points: ocpp_tokio::ChargePoints) {
+    /// use std::time::Duration;
+    /// let reset = charge_points
+    ///     .call_json("CP-7", None, "Reset", r#"{"type":"Soft"}"#, Duration::from_secs(30))
+    ///     .await;
+    /// match reset {
+    ///     Ok(payload) => println!("CP-7 answered {payload}"),
+    ///     Err(failure) => println!("{failure}"),
+    /// }
+    /// # }
+    /// ```
+    pub async fn call_json(
+        &self,
+        identity: &str,
+        version: Option<OcppVersion>,
+        action: &str,
+        payload_json: &str,
+        timeout: Duration,
+    ) -> Result<String, CallFailure> {
+        if let Some(cp) = self.get(identity) {
+            let version = match version {
+                Some(version) if version != cp.version() => return Err(CallFailure::WrongVersion),
+                _ => cp.version(),
+            };
+            let request = decode_request(version, action, payload_json)?;
+            let call = cp.call_raw_with_deadline(request, Instant::now() + timeout);
+            let response = tokio::time::timeout(timeout, call)
+                .await
+                .unwrap_or(Err(CallFailure::Timeout))?;
+            return encode_response(&response);
+        }
+        match &self.inner.remote {
+            Some(remote) => {
+                remote
+                    .call_json(identity, version, action, payload_json, timeout)
+                    .await
+            }
             None => Err(CallFailure::NotConnected),
         }
     }

@@ -363,3 +363,53 @@ async fn every_node_can_tell_where_a_charge_point_is_and_its_version() {
     a.stop().await;
     b.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_command_reaches_the_charge_point_wherever_it_is() {
+    let redis = RedisServer::start();
+    let a = node(&redis, "a").await;
+    let b = node(&redis, "b").await;
+    let mut cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
+    claimed(&a, "CP1", "b").await;
+    // Routed (a) and local (b), without a version: decoded for the connection's.
+    for (path, server) in [("routed", &a), ("local", &b)] {
+        let charge_points = server.charge_points.clone();
+        let call = tokio::spawn(async move {
+            charge_points
+                .call_json("CP1", None, "Reset", r#"{"type":"Soft"}"#, CALL_TIMEOUT)
+                .await
+        });
+        let (id, request) = cp.expect_call().await;
+        assert_eq!(request.action(), "Reset", "{path}");
+        cp.respond(&id, reset_accepted()).await;
+        let payload = call.await.unwrap().expect("a CALLRESULT");
+        let payload: serde_json::Value = serde_json::from_str(&payload).unwrap();
+        assert_eq!(payload["status"], "Accepted", "{path}");
+        // Of another version, or not fitting the connection's: not sent.
+        let other = server.charge_points.call_json(
+            "CP1",
+            Some(OcppVersion::V2_0_1),
+            "Reset",
+            r#"{"type":"Immediate"}"#,
+            CALL_TIMEOUT,
+        );
+        assert_eq!(other.await, Err(CallFailure::WrongVersion), "{path}");
+        let unfit = server
+            .charge_points
+            .call_json("CP1", None, "Reset", r#"{"type":"Now"}"#, CALL_TIMEOUT)
+            .await;
+        assert!(
+            matches!(unfit, Err(CallFailure::InvalidRequest { .. })),
+            "{path}: {unfit:?}"
+        );
+    }
+    let nobody = a
+        .charge_points
+        .call_json("NOBODY", None, "Reset", r#"{"type":"Soft"}"#, CALL_TIMEOUT)
+        .await;
+    assert_eq!(nobody, Err(CallFailure::NotConnected));
+    assert!(a.charge_points.remote().is_some());
+    assert_eq!(a.charge_points.cluster().map(|c| c.node_id()), Some("a"));
+    a.stop().await;
+    b.stop().await;
+}

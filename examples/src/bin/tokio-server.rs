@@ -68,7 +68,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         "tokio-server listening on {} (admin on {admin})",
         server.local_addr()
     );
-    tracing::info!(threads = args.threads, shards = args.shards, push_interval = ?args.push_interval, "running");
+    tracing::info!(threads = args.threads, shards = args.shards(), push_interval = ?args.push_interval, "running");
     server.run().await?;
     // The meter values queued for the database are written before the process ends.
     csms.flush();

@@ -121,10 +121,10 @@ impl EventLoop {
                     Err(response) => response,
                 }
             }
-            _ => split.fail(HttpResponse::error(
-                404,
-                "the charge point is no longer connected",
-            )),
+            _ => admin::split_failed(
+                &split,
+                HttpResponse::error(404, "the charge point is no longer connected"),
+            ),
         };
         shared.send(
             0,

@@ -546,11 +546,14 @@ impl EventLoop {
                 deadline,
             }) => {
                 let done = match split.complete(&outcome) {
-                    Some(response) => Some(response),
+                    Some(end) => Some(admin::split_response(&split, &end)),
                     None if s.connection.is_open() => {
                         send_chunk(&shared.csms, s, split, reply_to, deadline, now).err()
                     }
-                    None => Some(split.fail(admin::call_response(version, id, action, &outcome))),
+                    None => Some(admin::split_failed(
+                        &split,
+                        admin::call_response(version, id, action, &outcome),
+                    )),
                 };
                 match done {
                     Some(response) => (reply_to, response),
@@ -612,7 +615,7 @@ pub(super) fn send_chunk(
             let version = s.version.unwrap_or(OcppVersion::V1_6);
             let refused = admin::refused(version, action, reason);
             Err(match message.1.map(|waiter| *waiter) {
-                Some(Waiter::AdminSplit { split, .. }) => split.fail(refused),
+                Some(Waiter::AdminSplit { split, .. }) => admin::split_failed(&split, refused),
                 _ => refused,
             })
         }

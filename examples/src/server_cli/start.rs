@@ -91,9 +91,9 @@ pub fn server_config(args: &Args) -> Result<ServerConfig, StartError> {
     config.admin = args.admin;
     config.admin_auth = admin_auth(args)?;
     config.admin_hosts = args.admin_hosts.clone();
-    config.admin_limits = args.admin_limits;
+    config.admin_limits = args.admin_limits();
     config.threads = args.threads;
-    config.shards = args.shards;
+    config.shards = args.shards();
     config.push_interval = args.push_interval;
     config.connection = connection_config(args);
     config.tls = tls_config(args)?;
@@ -201,10 +201,10 @@ pub fn csms(args: &Args) -> Result<Arc<Csms>, Box<dyn std::error::Error>> {
         .tokens(tokens)
         .boot_policy(args.boot_policy)
         .items_per_message(args.items_per_message)
-        .tariff(args.tariff)
+        .tariff(args.tariff())
         .cost_updated_interval(args.cost_updated_interval)
-        .site_limit(args.site_limit);
-    if let Some(tariff) = args.tariff {
+        .site_limit(args.site_limit());
+    if let Some(tariff) = args.tariff() {
         tracing::info!(%tariff, "default tariff: cost sent to OCPP 2.x stations");
     }
     if !args.data_transfer_vendors.is_empty() {

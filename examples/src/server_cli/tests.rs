@@ -51,11 +51,13 @@ fn defaults_and_flags() {
     assert_eq!(args.listen.port(), 0);
     assert!(args.admin.is_none());
     assert_eq!(args.threads, 2);
-    assert_eq!(args.shards, 2, "one shard per thread unless told");
+    assert_eq!(args.shards(), 2, "one shard per thread unless told");
     assert_eq!(args.push_interval, Some(Duration::from_millis(500)));
-    assert_eq!(parse(&["--shards", "0"]).unwrap().shards, 0);
+    assert_eq!(parse(&["--shards", "0"]).unwrap().shards(), 0);
     assert_eq!(
-        parse(&["--threads", "3", "--shards", "8"]).unwrap().shards,
+        parse(&["--threads", "3", "--shards", "8"])
+            .unwrap()
+            .shards(),
         8
     );
     assert!(parse(&["--shards", "x"]).is_err());
@@ -137,12 +139,15 @@ fn csms_flags() {
     ])
     .unwrap();
     let tariff = Tariff::parse("0.25", "0", "USD").unwrap();
-    assert_eq!(args.tariff, Some(tariff));
+    assert_eq!(args.tariff(), Some(tariff));
     let app = super::csms(&args).unwrap();
     assert_eq!(app.config().get_tariff(), Some(tariff));
     assert_eq!(app.config().get_cost_updated_interval(), Duration::ZERO);
     let args = parse(&["--price-per-hour", "1.5"]).unwrap();
-    assert_eq!(args.tariff, Some(Tariff::parse("0", "1.5", "EUR").unwrap()));
+    assert_eq!(
+        args.tariff(),
+        Some(Tariff::parse("0", "1.5", "EUR").unwrap())
+    );
     for bad in [
         &["--boot-policy", "maybe"][..],
         &["--no-common-version", "close"],

@@ -1,10 +1,11 @@
 //! The admin HTTP interface on hyper (HTTP/1, one request per connection, within the
-//! [`AdminLimits`]) and axum's types: hyper reads and writes HTTP, the routes and
-//! answers are [`ocpp_reference_csms::admin`]'s (the same as the mio server's), and a command to a
+//! [`AdminLimits`]) and axum's router: hyper reads and writes HTTP, axum routes by the table
+//! [`admin::ROUTES`] (one axum route per pattern, each method its entry: [`router`]), and the
+//! answers are [`ocpp_reference_csms::admin`]'s (the same as the mio server's); a command to a
 //! charge point is a `ChargePoint::call_raw` on its handle in [`ChargePoints`]; on a cluster
 //! node, a command for a charge point not connected here goes to the registry's
-//! [`Cluster::call`](ocpp_cluster::Cluster::call) with the body as it came (the holder decodes
-//! it for its connection's version), answered as mio-server answers it.
+//! [`ChargePoints::call_json`] with the body as it came (the holder decodes it for its
+//! connection's version), answered as mio-server answers it.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -13,8 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Request, StatusCode};
+use axum::extract::{Extension, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, MethodRouter};
+use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use ocpp_proto::accept::{after_accept_error, AcceptRetry};
@@ -24,10 +28,13 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
+use tower_service::Service;
 
 use super::handler::{call_ended, App};
 use crate::server_config::AdminLimits;
-use ocpp_reference_csms::admin::{self, AdminRequest, ClusterRead, HttpResponse, Route, MAX_BODY};
+use ocpp_reference_csms::admin::{
+    self, AdminRequest, AdminRoute, ClusterRead, HttpResponse, Route, MAX_BODY,
+};
 use ocpp_reference_csms::admin_auth::{
     AdminAuth, AdminGuard, AdminRefused, AdminSlots, Authorization, FetchHeaders,
 };
@@ -50,6 +57,57 @@ pub(super) struct Admin {
     pub(super) limits: AdminLimits,
 }
 
+/// A request's connection: its slot ([`Open`]), for [`handle`] (a request extension).
+#[derive(Debug, Clone)]
+struct Conn {
+    open: Arc<Mutex<Open>>,
+    id: u64,
+}
+
+/// The admin routes as axum's: one route per pattern of [`admin::ROUTES`], each method
+/// its entry (handed to [`admin::route_matched`]). Another method on a known path (405,
+/// `Allow`) and an unknown path (404) go the same way, through [`handle`]'s checks first, by
+/// the fallbacks.
+fn router(admin: Admin) -> Router {
+    let mut router = Router::new();
+    let mut patterns: Vec<&'static str> = Vec::new();
+    for entry in admin::ROUTES {
+        if !patterns.contains(&entry.path) {
+            patterns.push(entry.path);
+        }
+    }
+    for pattern in patterns {
+        let mut methods = MethodRouter::new();
+        for entry in admin::ROUTES.iter().filter(|entry| entry.path == pattern) {
+            let Some(filter) = Method::from_bytes(entry.method.as_bytes())
+                .ok()
+                .and_then(|method| MethodFilter::try_from(method).ok())
+            else {
+                continue;
+            };
+            methods = methods.on(
+                filter,
+                move |State(admin): State<Admin>,
+                      Extension(conn): Extension<Conn>,
+                      request: Request<Body>| {
+                    handle(admin, conn, Some(entry), request)
+                },
+            );
+        }
+        router = router.route(pattern, methods.fallback(unrouted));
+    }
+    router.fallback(unrouted).with_state(admin)
+}
+
+/// A request no route of the table took (404, 405: [`admin::route`] says which).
+async fn unrouted(
+    State(admin): State<Admin>,
+    Extension(conn): Extension<Conn>,
+    request: Request<Body>,
+) -> Result<Response, Infallible> {
+    handle(admin, conn, None, request).await
+}
+
 /// The admin connections open: their slots ([`AdminSlots`]) and how to close each one.
 #[derive(Debug, Default)]
 struct Open {
@@ -69,6 +127,7 @@ pub(super) async fn serve(listener: TcpListener, admin: Admin, stop: watch::Rece
         slots: Some(AdminSlots::new(admin.limits.max_connections)),
         closers: HashMap::new(),
     }));
+    let router = router(admin.clone());
     let mut next_id = 0u64;
     // The connections' tasks: once the server stops, their requests in progress get their
     // answer (a command its CALL's outcome, or 504) before this returns.
@@ -122,6 +181,7 @@ pub(super) async fn serve(listener: TcpListener, admin: Admin, stop: watch::Rece
         connections.spawn(connection(
             socket,
             id,
+            router.clone(),
             admin.clone(),
             Arc::clone(&open),
             closer,
@@ -151,6 +211,7 @@ async fn refuse_busy(mut socket: TcpStream, why: String) {
 async fn connection(
     socket: TcpStream,
     id: u64,
+    router: Router,
     admin: Admin,
     open: Arc<Mutex<Open>>,
     closer: Arc<Notify>,
@@ -163,9 +224,21 @@ async fn connection(
     let metrics_of = Arc::clone(&admin.app);
     let service = {
         let (head_in, open) = (Arc::clone(&head_in), Arc::clone(&open));
-        hyper::service::service_fn(move |request| {
+        hyper::service::service_fn(move |mut request: Request<Incoming>| {
             head_in.store(true, Ordering::Relaxed);
-            handle(admin.clone(), Arc::clone(&open), id, request)
+            let conn = Conn {
+                open: Arc::clone(&open),
+                id,
+            };
+            request.extensions_mut().insert(conn);
+            let mut router = router.clone();
+            async move {
+                std::future::poll_fn(|cx| {
+                    Service::<Request<Incoming>>::poll_ready(&mut router, cx)
+                })
+                .await?;
+                router.call(request).await
+            }
         })
     };
     let conn = hyper::server::conn::http1::Builder::new()
@@ -203,21 +276,22 @@ async fn connection(
 /// How long after our own head deadline hyper's `header_read_timeout` would close.
 const HEADER_BACKSTOP: Duration = Duration::from_secs(1);
 
-/// One request: the browser checks on the head, the body within its timeout, the token,
-/// then the route.
+/// One request, `matched` by the router to an entry of [`admin::ROUTES`] (or to none): the
+/// browser checks on the head, the body within its timeout, the token, then the route.
 async fn handle(
     admin: Admin,
-    open: Arc<Mutex<Open>>,
-    id: u64,
-    request: Request<Incoming>,
+    conn: Conn,
+    matched: Option<&'static AdminRoute>,
+    request: Request<Body>,
 ) -> Result<Response, Infallible> {
+    let Conn { open, id } = conn;
     let (parts, body) = request.into_parts();
     let metrics = admin.app.csms.metrics();
     let fetch = fetch_headers(&parts.headers);
     if let Err(response) = admin.guard.admit(&fetch, metrics) {
         return Ok(into_response(response));
     }
-    let read = axum::body::to_bytes(Body::new(body), MAX_BODY);
+    let read = axum::body::to_bytes(body, MAX_BODY);
     let body = match tokio::time::timeout(admin.limits.body_timeout, read).await {
         Ok(Ok(body)) => body,
         Ok(Err(_)) => return Ok(into_response(HttpResponse::text(413, "body too large"))),
@@ -251,7 +325,7 @@ async fn handle(
     if let Some(slots) = lock(&open).slots.as_mut() {
         slots.serving(id);
     }
-    Ok(serve_request(&admin, request).await)
+    Ok(serve_request(&admin, request, matched).await)
 }
 
 /// What [`AdminGuard`] looks at, from hyper's headers.
@@ -267,7 +341,11 @@ fn fetch_headers(headers: &HeaderMap) -> FetchHeaders<'_> {
     }
 }
 
-async fn serve_request(admin: &Admin, request: AdminRequest) -> Response {
+async fn serve_request(
+    admin: &Admin,
+    request: AdminRequest,
+    matched: Option<&'static AdminRoute>,
+) -> Response {
     if let Some(response) = cluster_read(admin, &request).await {
         return into_response(response);
     }
@@ -277,7 +355,11 @@ async fn serve_request(admin: &Admin, request: AdminRequest) -> Response {
     // The command's deadline: the server's, or the caller's when it comes first.
     let now = Instant::now();
     let callers = |server: Instant| request.deadline(now, server);
-    let response = match admin::route(&admin.app.csms, &request) {
+    let routed = match matched {
+        Some(matched) => admin::route_matched(&admin.app.csms, &request, matched),
+        None => admin::route(&admin.app.csms, &request),
+    };
+    let response = match routed {
         Route::Respond(response) => response,
         Route::Call { identity, request } => match admin.charge_points.get(identity.as_str()) {
             None => HttpResponse::not_connected(&identity),
@@ -307,15 +389,15 @@ async fn serve_request(admin: &Admin, request: AdminRequest) -> Response {
                     break HttpResponse::error(500, "no chunk left to send");
                 };
                 let Some(cp) = admin.charge_points.get(identity.as_str()) else {
-                    break split.fail(HttpResponse::not_connected(&identity));
+                    break admin::split_failed(&split, HttpResponse::not_connected(&identity));
                 };
                 match call(admin, &identity, cp, request, deadline).await {
                     Ok(outcome) => {
-                        if let Some(response) = split.complete(&outcome) {
-                            break response;
+                        if let Some(end) = split.complete(&outcome) {
+                            break admin::split_response(&split, &end);
                         }
                     }
-                    Err(response) => break split.fail(response),
+                    Err(response) => break admin::split_failed(&split, response),
                 }
             };
             tracing::info!(%identity, action, chunks = split.chunks(), status = response.status, "admin CALLs ended");
@@ -396,9 +478,9 @@ async fn cluster_read(admin: &Admin, request: &AdminRequest) -> Option<HttpRespo
 }
 
 /// A command for a charge point not connected here, on a cluster node: sent through the
-/// cluster (`None`: not one, or local).
+/// cluster as JSON text ([`ChargePoints::call_json`]; `None`: not one, or local).
 async fn remote_command(admin: &Admin, request: &AdminRequest) -> Option<HttpResponse> {
-    let cluster = admin.charge_points.cluster()?;
+    admin.charge_points.remote()?;
     let (identity, action) = admin::command_target(&request.method, &request.path)?;
     if admin.charge_points.get(identity.as_str()).is_some() {
         return None; // local: as without a cluster
@@ -412,11 +494,15 @@ async fn remote_command(admin: &Admin, request: &AdminRequest) -> Option<HttpRes
     // In a task of its own, like a local command: the CALL's fate does not depend on the
     // HTTP client staying.
     let call = {
-        let (cluster, identity, action) = (cluster.clone(), identity.clone(), action.clone());
+        let (charge_points, identity, action) = (
+            admin.charge_points.clone(),
+            identity.clone(),
+            action.clone(),
+        );
         let timeout = request.call_timeout(admin.call_timeout);
         tokio::spawn(async move {
-            cluster
-                .call(identity.as_str(), &action, &body, timeout)
+            charge_points
+                .call_json(identity.as_str(), None, &action, &body, timeout)
                 .await
         })
     };
@@ -458,6 +544,9 @@ fn into_response(response: HttpResponse) -> Response {
             header::WWW_AUTHENTICATE,
             HeaderValue::from_static(challenge),
         );
+    }
+    if let Some(allow) = response.allow.and_then(|a| HeaderValue::from_str(&a).ok()) {
+        answer.headers_mut().insert(header::ALLOW, allow);
     }
     answer
 }

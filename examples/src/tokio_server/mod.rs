@@ -8,7 +8,7 @@
 //!   connection;
 //! - `admin`: the admin HTTP interface on axum over [`ocpp_tokio::ChargePoints`]
 //!   (`GET /chargepoints`, `GET /chargepoints/ID`, `POST /chargepoints/ID/call/ACTION`,
-//!   `GET /metrics`), routed by [`ocpp_reference_csms::admin::route`]; on a cluster node a command
+//!   `GET /metrics`), routed by the table [`ocpp_reference_csms::admin::ROUTES`] registered as axum routes; on a cluster node a command
 //!   for a charge point held elsewhere goes through the registry's cluster;
 //! - `push`: `--push-interval-ms`, a DataTransfer to each charge point per interval, from the
 //!   task `on_connect` runs in;

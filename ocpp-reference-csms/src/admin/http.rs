@@ -190,6 +190,8 @@ pub struct HttpResponse {
     pub body: Vec<u8>,
     /// The `WWW-Authenticate` challenge of a 401 ([`admin_auth`](crate::admin_auth)).
     pub www_authenticate: Option<&'static str>,
+    /// The `Allow` header of a 405: the methods the path has.
+    pub allow: Option<String>,
 }
 
 impl HttpResponse {
@@ -200,6 +202,7 @@ impl HttpResponse {
             content_type: "application/json",
             body: value.to_string().into_bytes(),
             www_authenticate: None,
+            allow: None,
         }
     }
 
@@ -215,6 +218,7 @@ impl HttpResponse {
             content_type: "text/plain; charset=utf-8",
             body: format!("{text}\n").into_bytes(),
             www_authenticate: None,
+            allow: None,
         }
     }
 
@@ -252,8 +256,12 @@ impl HttpResponse {
             Some(challenge) => format!("WWW-Authenticate: {challenge}\r\n"),
             None => String::new(),
         };
+        let allow = match &self.allow {
+            Some(methods) => format!("Allow: {methods}\r\n"),
+            None => String::new(),
+        };
         let mut out = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{challenge}Connection: close\r\n\r\n",
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{challenge}{allow}Connection: close\r\n\r\n",
             self.status,
             reason_phrase(self.status),
             self.content_type,

@@ -1,6 +1,7 @@
 use super::*;
-use crate::{Credentials, CsmsConfig};
+use crate::{Credentials, CsmsConfig, SplitCall, SplitEnd};
 use ocpp_frame::handshake::BasicCredentials;
+use ocpp_messages::v1_6;
 
 fn parse(raw: &[u8]) -> AdminRequest {
     AdminRequest::parse(raw).unwrap().unwrap().0
@@ -35,6 +36,7 @@ fn routes() {
     assert_eq!(status(b"GET /metrics HTTP/1.1\r\n\r\n"), 200);
     assert_eq!(status(b"GET /nothing HTTP/1.1\r\n\r\n"), 404);
     assert_eq!(status(b"DELETE /chargepoints HTTP/1.1\r\n\r\n"), 405);
+    assert_eq!(status(b"GET /chargepoints/ HTTP/1.1\r\n\r\n"), 200);
     assert_eq!(
         status(b"POST /chargepoints/CP9/call/Reset HTTP/1.1\r\n\r\n"),
         404
@@ -209,4 +211,100 @@ fn a_retryable_status_is_never_given_to_a_call_that_may_have_run() {
             _ => unreachable!("a delivery this test does not know: {failure:?}"),
         }
     }
+}
+
+#[test]
+fn a_split_command_gets_one_answer() {
+    let entry = r#"{"component":{"name":"C"},"variable":{"name":"V"}}"#;
+    let body = format!(r#"{{"getVariableData":[{entry},{entry},{entry}]}}"#);
+    let version = OcppVersion::V2_0_1;
+    let request = decode_command(version, "GetVariables", &body).unwrap();
+    let mut split = SplitCall::plan(version, &request, 2).unwrap().unwrap();
+    split.next_request().unwrap();
+    let json_of =
+        |response: &HttpResponse| -> Value { serde_json::from_slice(&response.body).unwrap() };
+
+    let done = split_response(
+        &split,
+        &SplitEnd::Done(json!({"getVariableResult": [1, 2]})),
+    );
+    assert_eq!(done.status, 200);
+    let done = json_of(&done);
+    assert_eq!(done["result"]["getVariableResult"], json!([1, 2]));
+    assert_eq!(
+        (&done["action"], &done["chunks"]),
+        (&json!("GetVariables"), &json!(2))
+    );
+
+    let error = CallFailure::ErrorResponse {
+        code: ocpp_messages::error_code::ErrorCode::InternalError,
+        description: "boom".into(),
+        details: "{}".into(),
+    };
+    let failed = split_response(&split, &SplitEnd::Failed(error));
+    assert_eq!(failed.status, 502);
+    let failed = json_of(&failed);
+    assert_eq!(failed["error"]["code"], "InternalError");
+    assert_eq!(
+        (&failed["failed_chunk"], &failed["chunks"]),
+        (&json!(1), &json!(2))
+    );
+    assert_eq!(failed["partial_result"]["getVariableResult"], json!([]));
+
+    let timeout = split_response(&split, &SplitEnd::Failed(CallFailure::Timeout));
+    assert_eq!(timeout.status, 504);
+    let unreadable = split_response(&split, &SplitEnd::Unreadable("no list".into()));
+    assert_eq!(unreadable.status, 502);
+    let gone = split_failed(&split, HttpResponse::error(502, "disconnected"));
+    assert!(json_of(&gone)["error"].is_string());
+    // A text body becomes JSON too.
+    let text = split_failed(&split, HttpResponse::text(503, "busy"));
+    assert_eq!(
+        (text.status, json_of(&text)["error"].clone()),
+        (503, json!("busy"))
+    );
+}
+
+#[test]
+fn every_route_is_found_and_a_wrong_method_gets_405_with_allow() {
+    for entry in ROUTES {
+        let path = entry
+            .path
+            .replace("{identity}", "CP1")
+            .replace("{action}", "Reset");
+        let path = path.replace("{token}", "T1");
+        match find(entry.method, &path) {
+            Matched::Route(found, _) => assert_eq!(found, entry),
+            other => panic!("{} {path}: {other:?}", entry.method),
+        }
+        // Each method and pattern once.
+        let same = ROUTES.iter().filter(|r| *r == entry).count();
+        assert_eq!(same, 1, "{} {}", entry.method, entry.path);
+    }
+    let csms = Csms::new(CsmsConfig::default());
+    let Route::Respond(response) = route(
+        &csms,
+        &parse(b"PATCH /chargepoints/CP1/boot HTTP/1.1\r\n\r\n"),
+    ) else {
+        panic!("expected an answer")
+    };
+    assert_eq!(
+        (response.status, response.allow.as_deref()),
+        (405, Some("GET, PUT, DELETE"))
+    );
+    let wire = String::from_utf8(response.to_bytes()).unwrap();
+    assert!(wire.contains("\r\nAllow: GET, PUT, DELETE\r\n"), "{wire}");
+    // A router's match falls back to the table when it is not the request's.
+    let get = ROUTES
+        .iter()
+        .find(|r| r.method == "GET" && r.path == "/chargepoints")
+        .unwrap();
+    let head = parse(b"HEAD /chargepoints HTTP/1.1\r\n\r\n");
+    let Route::Respond(response) = route_matched(&csms, &head, get) else {
+        panic!("expected an answer")
+    };
+    assert_eq!(
+        (response.status, response.allow.as_deref()),
+        (405, Some("GET"))
+    );
 }

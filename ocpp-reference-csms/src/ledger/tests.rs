@@ -21,7 +21,7 @@ use crate::store::{
     Durability, Record, Saved, Settings, SqlStore, Store, StoreError, TransactionQuery,
     DATABASE_WAIT,
 };
-use crate::{admin, Csms, CsmsConfig, SessionId, Transaction};
+use crate::{Csms, CsmsConfig, SessionId, Transaction};
 
 /// What befalls the next commit (and the answer).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -190,7 +190,8 @@ fn connect(csms: &Csms, station: &mut Station) {
     } else {
         r#"{"reason":"PowerUp","chargingStation":{"vendorName":"ACME","model":"M"}}"#
     };
-    let request = admin::decode_command(station.version, "BootNotification", boot).unwrap();
+    let request =
+        crate::command::decode_command(station.version, "BootNotification", boot).unwrap();
     let answer = csms
         .on_call(station.session, &station.identity, &request)
         .wait(csms);
@@ -268,7 +269,7 @@ impl World {
         *self.store.next.lock().unwrap() = fault;
         let station = &self.stations[index];
         let (action, payload) = station.message();
-        let request = admin::decode_command(station.version, action, &payload).unwrap();
+        let request = crate::command::decode_command(station.version, action, &payload).unwrap();
         let answer = self
             .csms
             .on_call(station.session, &station.identity, &request)
@@ -357,7 +358,7 @@ fn a_refused_call_sends_no_follow_up_and_its_committed_resend_does() {
             "transactionInfo": {"transactionId": "TX-GAP"},
             "evse": {"id": 1, "connectorId": 1},
         });
-        admin::decode_command(
+        crate::command::decode_command(
             OcppVersion::V2_0_1,
             "TransactionEvent",
             &payload.to_string(),
@@ -401,7 +402,7 @@ fn a_resend_during_the_commit_waits_for_it_and_gets_the_same_id() {
     let mut station = world.stations.into_iter().next().unwrap();
     connect(&csms, &mut station);
     let (action, payload) = station.message();
-    let request = admin::decode_command(station.version, action, &payload).unwrap();
+    let request = crate::command::decode_command(station.version, action, &payload).unwrap();
     let identity = station.identity.clone();
     let call = |csms: &Arc<Csms>, session| {
         let (csms, request) = (Arc::clone(csms), request.clone());

@@ -134,7 +134,8 @@ fn the_profile_decodes_in_both_versions() {
     );
     for version in [OcppVersion::V2_0_1, OcppVersion::V2_1] {
         let request =
-            admin::decode_command(version, "SetChargingProfile", &payload.to_string()).unwrap();
+            crate::command::decode_command(version, "SetChargingProfile", &payload.to_string())
+                .unwrap();
         assert_eq!(serde_json::to_value(&request).unwrap(), payload);
     }
     let profile = &payload["chargingProfile"];

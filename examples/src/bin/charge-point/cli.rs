@@ -1,9 +1,8 @@
 //! The command line of `charge-point`, parsed with clap.
 //!
-//! [`Cli`] is what clap sees (one field per option, each value checked by its value parser);
-//! [`Options::try_parse_from`] parses it, applies the rules between options (`--cert` needs
-//! `--key`, `wss://` needs `--ca`, ...) and turns it into the [`Options`] the rest of the binary
-//! uses.
+//! [`Options`] is what clap sees and what the rest of the binary uses: one field per option,
+//! each value checked by its value parser; [`Options::try_parse_from`] parses it and applies
+//! the rules between options (`--cert` needs `--key`, `wss://` needs `--ca`, ...).
 
 use std::ffi::OsString;
 use std::fmt;
@@ -30,8 +29,8 @@ line to stdout.";
 /// The environment variable `--password` falls back to.
 const PASSWORD_ENV: &str = "OCPP_PASSWORD";
 
-/// The `charge-point` command line as clap parses it; [`Options`] is what the program uses.
-#[derive(Debug, Parser)]
+/// What the command line asked for, as clap parses it ([`Options::try_parse_from`]).
+#[derive(Debug, Clone, Parser)]
 #[command(
     name = "charge-point",
     about = ABOUT,
@@ -40,7 +39,7 @@ const PASSWORD_ENV: &str = "OCPP_PASSWORD";
     disable_version_flag = true,
     args_override_self = true
 )]
-struct Cli {
+pub(crate) struct Options {
     /// CSMS endpoint and identity; the identity is the last path segment;
     /// wss:// for TLS (needs --ca)
     #[arg(
@@ -50,7 +49,7 @@ struct Cli {
         default_value = "ws://127.0.0.1:9000/ocpp/CP001",
         allow_hyphen_values = true
     )]
-    url: Url,
+    pub(crate) url: Url,
 
     /// 1.6, 2.0.1 or 2.1 (or ocpp1.6, ocpp2.0.1, ocpp2.1); repeatable,
     /// offered in the given order
@@ -62,7 +61,7 @@ struct Cli {
         default_values = ["2.1", "2.0.1", "1.6"],
         allow_hyphen_values = true
     )]
-    versions: Vec<OcppVersion>,
+    pub(crate) versions: Vec<OcppVersion>,
 
     /// Send `Authorization: Basic` (security profiles 1 and 2); also read from the
     /// environment variable OCPP_PASSWORD, whose value is never printed
@@ -71,14 +70,15 @@ struct Cli {
         value_name = "P",
         env = PASSWORD_ENV,
         hide_env_values = true,
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = parse_password
     )]
-    password: Option<String>,
+    pub(crate) password: Option<Password>,
 
     /// wss://: trust the CA certificates of FILE (PEM) for the CSMS's
     /// certificate, which must name the URL's host
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
-    ca: Option<PathBuf>,
+    pub(crate) ca: Option<PathBuf>,
 
     /// wss://: present this client certificate chain (PEM; security profile 3:
     /// its subject CN should be the identity); needs --key
@@ -88,7 +88,7 @@ struct Cli {
         requires = "key",
         allow_hyphen_values = true
     )]
-    cert: Option<PathBuf>,
+    pub(crate) cert: Option<PathBuf>,
 
     /// The private key of --cert (PEM); needs --cert
     #[arg(
@@ -97,7 +97,7 @@ struct Cli {
         requires = "cert",
         allow_hyphen_values = true
     )]
-    key: Option<PathBuf>,
+    pub(crate) key: Option<PathBuf>,
 
     /// Simulate N charge points CP0001..CP000N at once (1 to 100000); with
     /// N > 1 the URL's last segment is replaced by each identity
@@ -108,7 +108,7 @@ struct Cli {
         default_value = "1",
         allow_hyphen_values = true
     )]
-    count: usize,
+    pub(crate) count: usize,
 
     /// Connectors (1.6) / EVSEs (2.x) per charge point (1 to 32)
     #[arg(
@@ -118,7 +118,7 @@ struct Cli {
         default_value = "1",
         allow_hyphen_values = true
     )]
-    connectors: u32,
+    pub(crate) connectors: u32,
 
     /// Meter values every S seconds during a transaction (> 0)
     #[arg(
@@ -128,11 +128,11 @@ struct Cli {
         default_value = "10",
         allow_hyphen_values = true
     )]
-    meter_interval: Duration,
+    pub(crate) meter_interval: Duration,
 
     /// Play a charging session after boot (Authorize, start, meter values, stop)
     #[arg(long)]
-    session: bool,
+    pub(crate) session: bool,
 
     /// Length of a session in seconds
     #[arg(
@@ -142,7 +142,7 @@ struct Cli {
         default_value = "30",
         allow_hyphen_values = true
     )]
-    session_length: Duration,
+    pub(crate) session_length: Duration,
 
     /// The idTag / idToken of the session (1 to 20 characters)
     #[arg(
@@ -152,7 +152,7 @@ struct Cli {
         default_value = "SIMTAG0001",
         allow_hyphen_values = true
     )]
-    id_tag: String,
+    pub(crate) id_tag: String,
 
     /// Stop after S seconds, print the summary (default: run until Ctrl-C)
     #[arg(
@@ -161,7 +161,7 @@ struct Cli {
         value_parser = parse_seconds,
         allow_hyphen_values = true
     )]
-    duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
 
     /// RetryBackOffWaitMinimum in seconds
     #[arg(
@@ -171,7 +171,7 @@ struct Cli {
         default_value = "3",
         allow_hyphen_values = true
     )]
-    retry_wait_minimum: Duration,
+    pub(crate) retry_wait_minimum: Duration,
 
     /// RetryBackOffRandomRange in seconds
     #[arg(
@@ -181,7 +181,7 @@ struct Cli {
         default_value = "10",
         allow_hyphen_values = true
     )]
-    retry_random_range: Duration,
+    pub(crate) retry_random_range: Duration,
 
     /// RetryBackOffRepeatTimes (0 to 31)
     #[arg(
@@ -191,63 +191,15 @@ struct Cli {
         default_value = "5",
         allow_hyphen_values = true
     )]
-    retry_repeat_times: u32,
+    pub(crate) retry_repeat_times: u32,
 
     /// Seed of the random numbers (default: from the clock)
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
 
     /// Keep each station's transactions and offline queue in DIR/IDENTITY.journal: after a
     /// restart, a transaction left open ends with PowerLoss under its id (default: in memory)
     #[arg(long = "state-dir", value_name = "DIR")]
-    state_dir: Option<PathBuf>,
-}
-
-/// What the command line asked for.
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    /// The URL as given.
-    pub(crate) url: String,
-    /// `host[:port]` for the TCP connection and the `Host` header.
-    pub(crate) host: String,
-    /// The endpoint path without the identity, e.g. `/ocpp`.
-    pub(crate) endpoint: String,
-    /// The identity of the URL's last segment, percent-decoded.
-    pub(crate) identity: String,
-    /// `wss://`: TLS to `server_name`.
-    pub(crate) tls: bool,
-    /// The host without port or brackets: the TLS server name (a DNS name or an IP address).
-    // Only the tests read it today (the station takes the server name from the URL); before
-    // clap, `parse` assigned it through `&mut self`, which kept rustc's dead-code lint quiet.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) server_name: String,
-    /// `--ca`.
-    pub(crate) ca: Option<PathBuf>,
-    /// `--cert` and `--key`.
-    pub(crate) client_cert: Option<(PathBuf, PathBuf)>,
-    /// `--version`s without repeats, in the order given: the subprotocols offered.
-    pub(crate) versions: Vec<OcppVersion>,
-    /// `--password` or `OCPP_PASSWORD`.
-    pub(crate) password: Option<Password>,
-    /// `--count`: how many charge points.
-    pub(crate) count: usize,
-    /// `--connectors`: connectors (1.6) or EVSEs (2.x) per charge point.
-    pub(crate) connectors: u32,
-    /// `--meter-interval-s`: never zero.
-    pub(crate) meter_interval: Duration,
-    /// `--session`: play a charging session after boot.
-    pub(crate) session: bool,
-    /// `--session-s`.
-    pub(crate) session_length: Duration,
-    /// `--id-tag`: 1 to 20 bytes.
-    pub(crate) id_tag: String,
-    /// `--duration-s`; `None`: until Ctrl-C or SIGTERM.
-    pub(crate) duration: Option<Duration>,
-    /// `--retry-wait-min-s`, `--retry-random-range-s` and `--retry-repeat-times`.
-    pub(crate) back_off: RetryBackOff,
-    /// `--seed`; `None`: from the clock.
-    pub(crate) seed: Option<u64>,
-    /// `--state-dir`: where each station's journal is (`None`: in memory).
     pub(crate) state_dir: Option<PathBuf>,
 }
 
@@ -261,11 +213,30 @@ impl fmt::Debug for Password {
     }
 }
 
+/// `--password`.
+fn parse_password(value: &str) -> Result<Password, String> {
+    Ok(Password(value.to_owned()))
+}
+
 impl Options {
+    /// `--cert` and `--key`.
+    pub(crate) fn client_cert(&self) -> Option<(PathBuf, PathBuf)> {
+        self.cert.clone().zip(self.key.clone())
+    }
+
+    /// `--retry-wait-min-s`, `--retry-random-range-s` and `--retry-repeat-times`.
+    pub(crate) fn back_off(&self) -> RetryBackOff {
+        RetryBackOff {
+            wait_minimum: self.retry_wait_minimum,
+            random_range: self.retry_random_range,
+            repeat_times: self.retry_repeat_times,
+        }
+    }
+
     /// The identities to simulate: the URL's with `--count 1`, CP0001.. otherwise.
     pub(crate) fn identities(&self) -> Vec<String> {
         if self.count == 1 {
-            vec![self.identity.clone()]
+            vec![self.url.identity.clone()]
         } else {
             (1..=self.count).map(|i| format!("CP{i:04}")).collect()
         }
@@ -275,10 +246,13 @@ impl Options {
     /// `identity` as its last segment otherwise.
     pub(crate) fn url_of(&self, identity: &str) -> String {
         if self.count == 1 {
-            return self.url.clone();
+            return self.url.url.clone();
         }
-        let scheme = if self.tls { "wss" } else { "ws" };
-        format!("{scheme}://{}{}/{identity}", self.host, self.endpoint)
+        let scheme = if self.url.tls { "wss" } else { "ws" };
+        format!(
+            "{scheme}://{}{}/{identity}",
+            self.url.host, self.url.endpoint
+        )
     }
 
     /// Parses a command line (the program name first, as in [`std::env::args_os`]).
@@ -291,107 +265,70 @@ impl Options {
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        let mut command = Cli::command();
+        let mut command = Options::command();
         let matches = command.try_get_matches_from_mut(args)?;
-        let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
-        Options::from_cli(cli).map_err(|(kind, message)| command.error(kind, message))
+        let mut options =
+            Options::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
+        options
+            .check()
+            .map_err(|(kind, message)| command.error(kind, message))?;
+        Ok(options)
     }
 
-    /// Applies the rules between options that clap's value parsers cannot see.
-    fn from_cli(cli: Cli) -> Result<Options, (ErrorKind, &'static str)> {
-        let Cli {
-            url,
-            versions: given_versions,
-            password,
-            ca,
-            cert,
-            key,
-            count,
-            connectors,
-            meter_interval,
-            session,
-            session_length,
-            id_tag,
-            duration,
-            retry_wait_minimum,
-            retry_random_range,
-            retry_repeat_times,
-            seed,
-            state_dir,
-        } = cli;
-        let mut versions = Vec::with_capacity(given_versions.len());
-        for version in given_versions {
+    /// Applies the rules between options that clap's value parsers cannot see, and drops
+    /// repeated `--version`s (the first one given counts).
+    fn check(&mut self) -> Result<(), (ErrorKind, &'static str)> {
+        let mut versions = Vec::with_capacity(self.versions.len());
+        for version in self.versions.drain(..) {
             if !versions.contains(&version) {
                 versions.push(version);
             }
         }
+        self.versions = versions;
         // clap's `requires` already insists on both; this keeps the pair together.
-        let client_cert = match (cert, key) {
-            (Some(cert), Some(key)) => Some((cert, key)),
-            (None, None) => None,
+        match (&self.cert, &self.key) {
             (Some(_), None) => {
                 return Err((ErrorKind::MissingRequiredArgument, "--cert needs --key"))
             }
             (None, Some(_)) => {
                 return Err((ErrorKind::MissingRequiredArgument, "--key needs --cert"))
             }
-        };
-        if url.tls && ca.is_none() {
+            _ => {}
+        }
+        if self.url.tls && self.ca.is_none() {
             return Err((
                 ErrorKind::MissingRequiredArgument,
                 "wss:// needs --ca FILE (the CA of the CSMS's certificate, PEM)",
             ));
         }
-        if !url.tls && (ca.is_some() || client_cert.is_some()) {
+        if !self.url.tls && (self.ca.is_some() || self.cert.is_some()) {
             return Err((
                 ErrorKind::ArgumentConflict,
                 "--ca, --cert and --key are for wss:// URLs",
             ));
         }
-        Ok(Options {
-            url: url.url,
-            host: url.host,
-            endpoint: url.endpoint,
-            identity: url.identity,
-            tls: url.tls,
-            server_name: url.server_name,
-            ca,
-            client_cert,
-            versions,
-            password: password.map(Password),
-            count,
-            connectors,
-            meter_interval,
-            session,
-            session_length,
-            id_tag,
-            duration,
-            back_off: RetryBackOff {
-                wait_minimum: retry_wait_minimum,
-                random_range: retry_random_range,
-                repeat_times: retry_repeat_times,
-            },
-            seed,
-            state_dir,
-        })
+        Ok(())
     }
 }
 
 /// A `--url` taken apart.
 #[derive(Debug, Clone)]
-struct Url {
+pub(crate) struct Url {
     /// The URL as given.
-    url: String,
-    /// `host[:port]`, with the scheme's default port if it had none.
-    host: String,
-    /// The path without the last segment (and without query or fragment).
-    endpoint: String,
+    pub(crate) url: String,
+    /// `host[:port]`, with the scheme's default port if it had none (the TCP connection and
+    /// the `Host` header).
+    pub(crate) host: String,
+    /// The path without the last segment (and without query or fragment), e.g. `/ocpp`.
+    pub(crate) endpoint: String,
     /// The last path segment, percent-decoded.
-    identity: String,
-    /// `wss://`.
-    tls: bool,
-    /// The host without port or brackets.
-    server_name: String,
+    pub(crate) identity: String,
+    /// `wss://`: TLS to `server_name`.
+    pub(crate) tls: bool,
+    /// The host without port or brackets: the TLS server name (a DNS name or an IP address).
+    // Only the tests read it today (the station takes the server name from the URL).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) server_name: String,
 }
 
 /// `ws[s]://host[:port]/path/identity`: splits host, endpoint and (percent-decoded) identity.

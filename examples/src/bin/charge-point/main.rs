@@ -88,11 +88,11 @@ fn main() -> ExitCode {
 
 /// `wss://`: the TLS client configuration from `--ca`, `--cert` and `--key`.
 fn tls_config(options: &Options) -> Result<Option<Arc<rustls::ClientConfig>>, String> {
-    let Some(ca) = options.ca.as_deref().filter(|_| options.tls) else {
+    let Some(ca) = options.ca.as_deref().filter(|_| options.url.tls) else {
         return Ok(None);
     };
-    let identity = options
-        .client_cert
+    let client_cert = options.client_cert();
+    let identity = client_cert
         .as_ref()
         .map(|(cert, key)| (cert.as_path(), key.as_path()));
     ocpp_examples::tls::client_config(ca, identity)
@@ -116,7 +116,7 @@ async fn run(options: Options, tls: Option<Arc<rustls::ClientConfig>>, identitie
     let mut tasks = JoinSet::new();
     info!(
         count = identities.len(),
-        host = %options.host,
+        host = %options.url.host,
         versions = ?options.versions,
         "starting"
     );

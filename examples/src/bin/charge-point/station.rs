@@ -400,7 +400,7 @@ pub(crate) async fn run(
             settings: Settings {
                 heartbeat_interval: DEFAULT_HEARTBEAT,
                 meter_interval: options.meter_interval,
-                back_off: options.back_off,
+                back_off: options.back_off(),
                 connectors: options.connectors,
             },
             version: options.versions[0],
@@ -474,7 +474,7 @@ fn build(
     let mut builder = Station::builder(url)?
         .versions(options.versions.clone())
         .info(info)
-        .back_off(options.back_off)
+        .back_off(options.back_off())
         .retry_refusals(true)
         .seed(seed)
         .config(config)

@@ -32,20 +32,20 @@ fn error_of(args: &[&str]) -> String {
 
 #[test]
 fn clap_definition_is_consistent() {
-    Cli::command().debug_assert();
+    Options::command().debug_assert();
 }
 
 #[test]
 fn defaults_and_url() {
     let o = parse(&[]).unwrap();
     assert_eq!(
-        (o.host.as_str(), o.endpoint.as_str()),
+        (o.url.host.as_str(), o.url.endpoint.as_str()),
         ("127.0.0.1:9000", "/ocpp")
     );
     assert_eq!(o.identities(), vec!["CP001".to_string()]);
-    assert_eq!(o.url, "ws://127.0.0.1:9000/ocpp/CP001");
-    assert_eq!(o.server_name, "127.0.0.1");
-    assert!(!o.tls && o.ca.is_none() && o.client_cert.is_none());
+    assert_eq!(o.url.url, "ws://127.0.0.1:9000/ocpp/CP001");
+    assert_eq!(o.url.server_name, "127.0.0.1");
+    assert!(!o.url.tls && o.ca.is_none() && o.client_cert().is_none());
     assert_eq!(
         o.versions,
         vec![OcppVersion::V2_1, OcppVersion::V2_0_1, OcppVersion::V1_6]
@@ -57,23 +57,26 @@ fn defaults_and_url() {
     assert_eq!(o.id_tag, "SIMTAG0001");
     assert_eq!((o.duration, o.seed), (None, None));
     // The defaults of the retry options are those of the library.
-    assert_eq!(o.back_off, RetryBackOff::default());
+    assert_eq!(o.back_off(), RetryBackOff::default());
     let o = parse(&["--url", "ws://csms.example/a/b/RDAM%7C123?x=1"]).unwrap();
-    assert_eq!(o.host, "csms.example:80");
-    assert_eq!(o.endpoint, "/a/b");
-    assert_eq!(o.identity, "RDAM|123");
+    assert_eq!(o.url.host, "csms.example:80");
+    assert_eq!(o.url.endpoint, "/a/b");
+    assert_eq!(o.url.identity, "RDAM|123");
     let o = parse(&["--url", "ws://[::1]:9/CP9"]).unwrap();
-    assert_eq!((o.host.as_str(), o.endpoint.as_str()), ("[::1]:9", ""));
-    assert_eq!(o.server_name, "::1");
-    assert!(!o.tls);
+    assert_eq!(
+        (o.url.host.as_str(), o.url.endpoint.as_str()),
+        ("[::1]:9", "")
+    );
+    assert_eq!(o.url.server_name, "::1");
+    assert!(!o.url.tls);
 }
 
 #[test]
 fn wss_and_certificates() {
     let o = parse(&["--url", "wss://csms.example/ocpp/CP1", "--ca", "ca.pem"]).unwrap();
-    assert!(o.tls);
-    assert_eq!(o.host, "csms.example:443");
-    assert_eq!(o.server_name, "csms.example");
+    assert!(o.url.tls);
+    assert_eq!(o.url.host, "csms.example:443");
+    assert_eq!(o.url.server_name, "csms.example");
     assert_eq!(o.ca, Some(PathBuf::from("ca.pem")));
     let o = parse(&[
         "--url",
@@ -89,11 +92,11 @@ fn wss_and_certificates() {
     ])
     .unwrap();
     assert_eq!(
-        (o.host.as_str(), o.server_name.as_str()),
+        (o.url.host.as_str(), o.url.server_name.as_str()),
         ("127.0.0.1:9443", "127.0.0.1")
     );
     assert_eq!(
-        o.client_cert,
+        o.client_cert(),
         Some((PathBuf::from("cp.pem"), PathBuf::from("cp.key")))
     );
     assert_eq!(
@@ -121,7 +124,7 @@ fn versions_in_order_and_counts() {
         o.url_of("CP0002"),
         "ws://127.0.0.1:9000/ocpp/CP0002".to_string()
     );
-    assert_eq!(o.back_off.wait_minimum, Duration::from_millis(250));
+    assert_eq!(o.back_off().wait_minimum, Duration::from_millis(250));
     assert!(o.session);
 }
 
@@ -153,8 +156,8 @@ fn every_option_and_repeats() {
     assert_eq!(o.session_length, Duration::from_secs(10));
     assert_eq!(o.id_tag, "ABCDEFGHIJKLMNOPQRST");
     assert_eq!(o.duration, Some(Duration::ZERO));
-    assert_eq!(o.back_off.random_range, Duration::ZERO);
-    assert_eq!(o.back_off.repeat_times, 0);
+    assert_eq!(o.back_off().random_range, Duration::ZERO);
+    assert_eq!(o.back_off().repeat_times, 0);
     assert_eq!(o.seed, Some(u64::MAX));
     // As before clap: a repeated option takes its last value, a repeated flag is fine, and
     // a value may start with '-'.
@@ -285,7 +288,7 @@ fn help_describes_every_option() {
     }
     assert!(help.contains("[env: OCPP_PASSWORD]"), "{help}");
     // Every option has a text of its own.
-    for arg in Cli::command().get_arguments() {
+    for arg in Options::command().get_arguments() {
         assert!(
             arg.get_help().is_some_and(|h| !h.to_string().is_empty()),
             "{:?} has no help",
