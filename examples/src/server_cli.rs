@@ -12,7 +12,7 @@ use clap::builder::{EnumValueParser, TypedValueParser};
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::server_config::AdminLimits;
-use ocpp_reference_csms::{BootPolicy, Currency, Price, SiteLimit, Tariff, TariffError};
+use ocpp_reference_csms::{BootPolicy, BootRate, Currency, Price, SiteLimit, Tariff, TariffError};
 
 mod start;
 #[cfg(test)]
@@ -284,6 +284,11 @@ pub struct Args {
     /// station's other CALLs get SecurityError (per station: PUT /chargepoints/ID/boot).
     #[arg(long, value_name = "POLICY", default_value = "accepted", value_parser = boot_policy)]
     pub boot_policy: BootPolicy,
+    /// Accept at most N BootNotifications a second, BURST at once (default N): the others are
+    /// answered Pending with the interval of a slot kept for them, so that the storm of boots
+    /// after an outage is spread in arrival order and nobody is refused. Default: no bound.
+    #[arg(long, value_name = "N[/BURST]", value_parser = boot_rate)]
+    pub boot_rate: Option<BootRate>,
     /// A DataTransfer vendorId this CSMS knows (repeatable; default ocpp-ws): its
     /// DataTransfer is Accepted, others get UnknownVendorId.
     #[arg(long = "data-transfer-vendor", value_name = "ID", value_parser = vendor_id)]
@@ -409,6 +414,15 @@ fn positive_number(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(value) if value.is_finite() && value > 0.0 => Ok(value),
         _ => Err("a number above 0".into()),
+    }
+}
+
+fn boot_rate(text: &str) -> Result<BootRate, String> {
+    let (rate, burst) = text.split_once('/').unwrap_or((text, text));
+    let positive = |part: &str| part.parse::<u32>().ok().filter(|n| *n > 0);
+    match (positive(rate), positive(burst)) {
+        (Some(rate), Some(burst)) => Ok(BootRate::new(rate, burst)),
+        _ => Err("N or N/BURST, whole numbers above 0 (boots a second, at once)".into()),
     }
 }
 

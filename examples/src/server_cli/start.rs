@@ -204,6 +204,9 @@ pub fn csms(args: &Args) -> Result<Arc<Csms>, Box<dyn std::error::Error>> {
         .tariff(args.tariff())
         .cost_updated_interval(args.cost_updated_interval)
         .site_limit(args.site_limit());
+    if let Some(rate) = args.boot_rate {
+        config = config.boot_rate(rate);
+    }
     if let Some(tariff) = args.tariff() {
         tracing::info!(%tariff, "default tariff: cost sent to OCPP 2.x stations");
     }

@@ -119,6 +119,13 @@ fn csms_flags() {
     assert_eq!(args.data_transfer_vendors, ["acme", "other"]);
     let app = super::csms(&args).unwrap();
     assert_eq!(app.config().get_boot_policy(), BootPolicy::Pending);
+    assert_eq!(app.config().get_boot_rate(), None);
+    let rated = super::csms(&parse(&["--boot-rate", "200/50"]).unwrap()).unwrap();
+    assert_eq!(rated.config().get_boot_rate(), Some(BootRate::new(200, 50)));
+    assert_eq!(
+        parse(&["--boot-rate", "10"]).unwrap().boot_rate,
+        Some(BootRate::new(10, 10))
+    );
     assert_eq!(app.config().get_items_per_message(), Some(4));
     assert_eq!(
         app.config().get_site_limit(),
@@ -150,6 +157,9 @@ fn csms_flags() {
     );
     for bad in [
         &["--boot-policy", "maybe"][..],
+        &["--boot-rate", "0"],
+        &["--boot-rate", "10/0"],
+        &["--boot-rate", "x/2"],
         &["--no-common-version", "close"],
         &["--master-pass", ""],
         &["--items-per-message", "0"],
