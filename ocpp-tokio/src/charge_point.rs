@@ -85,7 +85,7 @@ impl fmt::Debug for OnOutcome {
 
 /// A command from a handle to the connection's task.
 #[derive(Debug)]
-pub(crate) enum Command {
+pub(crate) enum LinkCommand {
     Call {
         request: Request,
         reply: CallReply,
@@ -249,7 +249,7 @@ pub(crate) struct Link {
 
 #[derive(Default)]
 struct Mailbox {
-    commands: VecDeque<Command>,
+    commands: VecDeque<LinkCommand>,
     waker: Option<Waker>,
     /// How many of `commands` are CALLs and SENDs (the bounded kind).
     bounded: usize,
@@ -277,8 +277,8 @@ impl Link {
     /// Queues a command and wakes the task; hands it back with `false` if the task is gone,
     /// with `true` if it is a CALL or SEND and as many wait as the capacity allows (closes,
     /// settings and aborts always get in).
-    pub(crate) fn push(&self, command: Command) -> Result<(), (Command, bool)> {
-        let bounded = matches!(command, Command::Call { .. } | Command::Send { .. });
+    pub(crate) fn push(&self, command: LinkCommand) -> Result<(), (LinkCommand, bool)> {
+        let bounded = matches!(command, LinkCommand::Call { .. } | LinkCommand::Send { .. });
         let mut mailbox = self.lock();
         if let Err(full) = self.admit(&mut mailbox, bounded) {
             return Err((command, full));
@@ -299,7 +299,7 @@ impl Link {
         if let Err(full) = self.admit(&mut mailbox, true) {
             return Err((reply, full));
         }
-        let command = Command::Call {
+        let command = LinkCommand::Call {
             request,
             reply,
             deadline,
@@ -324,7 +324,7 @@ impl Link {
     }
 
     /// Queues an admitted command and wakes the task.
-    fn enqueue(&self, mut mailbox: MutexGuard<'_, Mailbox>, command: Command) {
+    fn enqueue(&self, mut mailbox: MutexGuard<'_, Mailbox>, command: LinkCommand) {
         mailbox.commands.push_back(command);
         self.idle.store(false, Ordering::Release);
         if let Some(waker) = mailbox.waker.take() {
@@ -337,13 +337,13 @@ impl Link {
     /// `waker` must be the one the task gave last time (a task's waker, or a future's under
     /// a combinator that keeps one per future): an empty mailbox with a waker registered is
     /// answered without the lock, on the driver's every turn.
-    pub(crate) fn pop(&self, waker: &Waker) -> Option<Command> {
+    pub(crate) fn pop(&self, waker: &Waker) -> Option<LinkCommand> {
         if self.idle.load(Ordering::Acquire) {
             return None;
         }
         let mut mailbox = self.lock();
         let command = mailbox.commands.pop_front();
-        if matches!(command, Some(Command::Call { .. } | Command::Send { .. })) {
+        if matches!(command, Some(LinkCommand::Call { .. } | LinkCommand::Send { .. })) {
             mailbox.bounded = mailbox.bounded.saturating_sub(1);
         }
         if command.is_none() {
@@ -362,7 +362,7 @@ impl Link {
     }
 
     /// The task ends: refuses later commands and returns those still queued.
-    pub(crate) fn close(&self) -> VecDeque<Command> {
+    pub(crate) fn close(&self) -> VecDeque<LinkCommand> {
         let mut mailbox = self.lock();
         mailbox.closed = true;
         self.idle.store(false, Ordering::Release);
@@ -394,7 +394,7 @@ impl Link {
         }
         mailbox.settings = Some(StoredSettings::new(settings));
         drop(mailbox);
-        self.push(Command::Settings(settings)).is_ok()
+        self.push(LinkCommand::Settings(settings)).is_ok()
     }
 }
 
@@ -619,7 +619,7 @@ impl ChargePoint {
     pub async fn send(&self, request: impl Into<Request>) -> Result<(), SendError> {
         let (reply, sent) = oneshot::channel();
         let request = request.into();
-        match handing(|| self.link.push(Command::Send { request, reply })) {
+        match handing(|| self.link.push(LinkCommand::Send { request, reply })) {
             Ok(()) => {}
             Err((_, true)) => return Err(SendError::QueueFull),
             Err((_, false)) => return Err(SendError::NotConnected),
@@ -632,7 +632,7 @@ impl ChargePoint {
     /// [`CallFailure::Disconnected`], queued ones as [`CallFailure::ClosedBeforeSent`].
     pub fn close(&self, code: CloseCode, reason: &str) {
         let reason = reason.to_owned();
-        let _ = self.link.push(Command::Close { code, reason });
+        let _ = self.link.push(LinkCommand::Close { code, reason });
     }
 
     /// This connection's keep-alive and timeouts.

@@ -18,7 +18,7 @@ use ocpp_proto::{
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::oneshot;
 
-use crate::charge_point::{CallReply, Command, Link, Settings};
+use crate::charge_point::{CallReply, LinkCommand, Link, Settings};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
@@ -37,7 +37,7 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 mod shared;
 mod timer;
 
-pub(crate) use shared::Shared;
+pub(crate) use shared::ServerShared;
 pub(crate) use timer::{TaskTimer, Timer};
 
 /// The core's connection as a driver holds it: each CALL of ours carries where its outcome
@@ -51,7 +51,7 @@ pub(crate) type Connection = ocpp_proto::Connection<CallReply>;
 /// a pointer for it (the task is allocated at its largest state, so every inline byte is a
 /// byte per connection).
 pub(crate) struct Driver<S, H: Handler, T = TaskTimer> {
-    shared: Arc<Shared<H>>,
+    shared: Arc<ServerShared<H>>,
     key: u64,
     stream: S,
     conn: Connection,
@@ -154,7 +154,7 @@ where
     /// when the socket was accepted, so its handshake deadline covers TLS. `timer` is a
     /// task's own ([`TaskTimer`]) or the shard's.
     pub(crate) fn new(
-        shared: Arc<Shared<H>>,
+        shared: Arc<ServerShared<H>>,
         key: u64,
         link: Arc<Link>,
         stream: S,
@@ -222,9 +222,9 @@ where
     // ---- commands from handles ----
 
     /// Applies one command; returns false for `Abort`.
-    fn on_command(&mut self, now: Instant, command: Command) -> bool {
+    fn on_command(&mut self, now: Instant, command: LinkCommand) -> bool {
         match command {
-            Command::Call {
+            LinkCommand::Call {
                 request,
                 reply,
                 deadline,
@@ -242,7 +242,7 @@ where
                     }
                 }
             }
-            Command::Send { request, reply } => match &mut self.rare {
+            LinkCommand::Send { request, reply } => match &mut self.rare {
                 Some(rare) if !rare.send_retry.is_empty() => {
                     rare.send_retry.push_back((request, reply));
                 }
@@ -250,13 +250,13 @@ where
                     self.try_send(now, request, reply);
                 }
             },
-            Command::Close { code, reason } => self.conn.close(now, code, &reason),
-            Command::Settings(settings) => {
+            LinkCommand::Close { code, reason } => self.conn.close(now, code, &reason),
+            LinkCommand::Settings(settings) => {
                 // One connection's keep-alive and timeouts (ocpp-rpc #80, ocpp-go #44/#103).
                 let config = settings.apply((**self.conn.config()).clone());
                 self.conn.set_config(now, Arc::new(config));
             }
-            Command::Abort => return false,
+            LinkCommand::Abort => return false,
         }
         true
     }
@@ -693,10 +693,10 @@ impl<S, H: Handler, T> Driver<S, H, T> {
         self.finished = true;
         for command in self.link.close() {
             match command {
-                Command::Call { reply, .. } => {
+                LinkCommand::Call { reply, .. } => {
                     reply.send(Err(CallFailure::NotConnected));
                 }
-                Command::Send { reply, .. } => {
+                LinkCommand::Send { reply, .. } => {
                     let _ = reply.send(Err(SendError::NotConnected));
                 }
                 _ => {}

@@ -18,8 +18,8 @@ use tokio_rustls::TlsAcceptor;
 
 pub use crate::error::ServerError;
 
-use crate::charge_point::Command;
-use crate::driver::{Driver, Shared, TaskTimer};
+use crate::charge_point::LinkCommand;
+use crate::driver::{Driver, ServerShared, TaskTimer};
 use crate::handler::PeerCertificate;
 use crate::hook::{Hook, MessageEvent};
 use crate::presence::Presence;
@@ -207,7 +207,7 @@ impl<H: Handler> ServerBuilder<H> {
         if let Some(presence) = registry.presence() {
             presence.attach(&registry, &self.config);
         }
-        let shared = Shared::new(
+        let shared = ServerShared::new(
             Arc::new(self.handler),
             Arc::new(self.config),
             registry,
@@ -240,7 +240,7 @@ impl<H: Handler> ServerBuilder<H> {
 /// # }
 /// ```
 pub struct Service<H: Handler> {
-    shared: Arc<Shared<H>>,
+    shared: Arc<ServerShared<H>>,
     tls: Option<TlsAcceptor>,
     tls_error: Option<TlsErrorHook>,
     shutdown_timeout: Duration,
@@ -589,7 +589,7 @@ impl<H: Handler> Service<H> {
     pub async fn shutdown(&self) -> usize {
         self.shared.draining.store(true, Ordering::Release);
         let (code, reason) = self.shared.shutdown_close();
-        self.shared.broadcast(|| Command::Close {
+        self.shared.broadcast(|| LinkCommand::Close {
             code,
             reason: reason.into(),
         });
@@ -597,7 +597,7 @@ impl<H: Handler> Service<H> {
         let mut left = 0;
         if !self.shared.wait_all_gone(deadline).await {
             left = self.shared.tasks();
-            self.shared.broadcast(|| Command::Abort);
+            self.shared.broadcast(|| LinkCommand::Abort);
             let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
             self.shared.wait_all_gone(deadline).await;
         }

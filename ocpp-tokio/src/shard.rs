@@ -43,7 +43,7 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::{Accept, TlsAcceptor};
 
 use crate::charge_point::Link;
-use crate::driver::{Driver, Shared, Timer};
+use crate::driver::{Driver, ServerShared, Timer};
 use crate::handler::PeerCertificate;
 use crate::server::TlsErrorHook;
 use crate::Handler;
@@ -367,7 +367,7 @@ struct Slot<H: Handler> {
 /// What a shard's task and the handles that drive one of its connections ([`handing`])
 /// share.
 struct Core<H: Handler> {
-    shared: Arc<Shared<H>>,
+    shared: Arc<ServerShared<H>>,
     /// The runtime of the shard's task: a handle that drives a connection enters it, so what
     /// the turn spawns (`on_connect`, `on_close`) runs where the shard's own turns put it.
     runtime: tokio::runtime::Handle,
@@ -411,7 +411,7 @@ pub(crate) struct Shard<H: Handler> {
 impl<H: Handler> Shard<H> {
     /// A shard fed by `incoming`; call inside a tokio runtime (its epoll is registered there).
     pub(crate) fn new(
-        shared: Arc<Shared<H>>,
+        shared: Arc<ServerShared<H>>,
         tls: Option<TlsAcceptor>,
         tls_error: Option<TlsErrorHook>,
         incoming: mpsc::UnboundedReceiver<Incoming>,

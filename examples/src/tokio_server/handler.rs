@@ -28,7 +28,7 @@ pub(super) struct App {
 /// What the server keeps per connection: its CSMS session (`None` for a connection that
 /// will not open: no OCPP version in common).
 #[derive(Debug)]
-pub(super) struct Station {
+pub(super) struct ConnectionState {
     session: Option<SessionId>,
 }
 
@@ -84,9 +84,9 @@ fn transport(tls: bool, certificate: Option<&PeerCertificate>) -> Transport {
 }
 
 impl Handler for App {
-    type State = Station;
+    type State = ConnectionState;
 
-    async fn on_upgrade(&self, connecting: Connecting) -> Result<Station, Rejection> {
+    async fn on_upgrade(&self, connecting: Connecting) -> Result<ConnectionState, Rejection> {
         let transport = transport(self.tls, connecting.certificate());
         let peer = connecting.peer_addr().map(|addr| addr.ip());
         let now = std::time::Instant::now();
@@ -96,10 +96,10 @@ impl Handler for App {
         let session = connecting
             .version()
             .map(|version| self.csms.on_connected(connecting.identity(), version));
-        Ok(Station { session })
+        Ok(ConnectionState { session })
     }
 
-    async fn on_connect(&self, session: Session<Station>) {
+    async fn on_connect(&self, session: Session<ConnectionState>) {
         let cp = session.charge_point();
         tracing::info!(identity = %cp.identity(), version = cp.version().as_str(), "connected");
         if let Some(pushes) = &self.pushes {
@@ -107,7 +107,7 @@ impl Handler for App {
         }
     }
 
-    async fn on_call(&self, station: &Session<Station>, call: IncomingCall) -> Answer {
+    async fn on_call(&self, station: &Session<ConnectionState>, call: IncomingCall) -> Answer {
         let Some(session) = station.session else {
             return Answer::not_supported(call.action());
         };
@@ -149,11 +149,11 @@ impl Handler for App {
         answer
     }
 
-    async fn on_send(&self, station: &Session<Station>, send: IncomingCall) {
+    async fn on_send(&self, station: &Session<ConnectionState>, send: IncomingCall) {
         self.csms.on_send(station.identity(), send.request());
     }
 
-    async fn on_close(&self, station: Session<Station>, closed: Closed) {
+    async fn on_close(&self, station: Session<ConnectionState>, closed: Closed) {
         let identity = station.identity();
         self.csms
             .on_closed(station.session, Some(identity), &closed);

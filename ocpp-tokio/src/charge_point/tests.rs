@@ -11,17 +11,17 @@ fn noop() -> Waker {
     Waker::from(Arc::new(Noop))
 }
 
-fn close() -> Command {
-    Command::Close {
+fn close() -> LinkCommand {
+    LinkCommand::Close {
         code: CloseCode::NORMAL,
         reason: String::new(),
     }
 }
 
-fn call() -> Command {
+fn call() -> LinkCommand {
     let (reply, _) = oneshot::channel();
     let request = ocpp_messages::v1_6::HeartbeatRequest::default().into();
-    Command::Call {
+    LinkCommand::Call {
         request,
         reply: CallReply::Waiting(reply),
         deadline: None,
@@ -74,8 +74,8 @@ fn only_calls_and_sends_count_against_the_bound() {
     assert!(link.push(call()).is_ok());
     assert!(matches!(link.push(call()), Err((_, true))));
     let waker = noop();
-    assert!(matches!(link.pop(&waker), Some(Command::Close { .. })));
-    assert!(matches!(link.pop(&waker), Some(Command::Call { .. })));
+    assert!(matches!(link.pop(&waker), Some(LinkCommand::Close { .. })));
+    assert!(matches!(link.pop(&waker), Some(LinkCommand::Call { .. })));
     assert!(link.push(call()).is_ok());
     // A CALL pushed as its parts counts the same, and a refused one gives its reply back.
     let heartbeat = || ocpp_messages::v1_6::HeartbeatRequest::default().into();
@@ -84,7 +84,7 @@ fn only_calls_and_sends_count_against_the_bound() {
         link.push_call(heartbeat(), then(), None),
         Err((CallReply::Then(_), true))
     ));
-    assert!(matches!(link.pop(&waker), Some(Command::Call { .. })));
+    assert!(matches!(link.pop(&waker), Some(LinkCommand::Call { .. })));
     assert!(link.push_call(heartbeat(), then(), None).is_ok());
     link.close();
     assert!(matches!(
@@ -118,7 +118,7 @@ fn a_push_after_an_empty_pop_is_found_and_wakes() {
     assert!(link.pop(&waker).is_none()); // the lock-free answer
     assert!(link.push(call()).is_ok());
     assert_eq!(count.0.load(Ordering::SeqCst), 1);
-    assert!(matches!(link.pop(&waker), Some(Command::Call { .. })));
+    assert!(matches!(link.pop(&waker), Some(LinkCommand::Call { .. })));
     assert!(link.pop(&waker).is_none());
     assert!(link.push(close()).is_ok());
     assert_eq!(count.0.load(Ordering::SeqCst), 2);

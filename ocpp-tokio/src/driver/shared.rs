@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 use ocpp_proto::{CloseCode, ConnectionConfig};
 use tokio::sync::Notify;
 
-use crate::charge_point::{Command, Link};
+use crate::charge_point::{LinkCommand, Link};
 use crate::hook::Hook;
 use crate::ChargePoints;
 
 /// What every connection task of one server shares.
-pub(crate) struct Shared<H> {
+pub(crate) struct ServerShared<H> {
     pub(crate) handler: Arc<H>,
     pub(crate) config: Arc<ConnectionConfig>,
     pub(crate) registry: ChargePoints,
@@ -28,7 +28,7 @@ pub(crate) struct Shared<H> {
     all_gone: Notify,
 }
 
-impl<H> Shared<H> {
+impl<H> ServerShared<H> {
     pub(crate) fn new(
         handler: Arc<H>,
         config: Arc<ConnectionConfig>,
@@ -36,7 +36,7 @@ impl<H> Shared<H> {
         hook: Option<Hook>,
         mailbox_capacity: usize,
     ) -> Self {
-        Shared {
+        ServerShared {
             handler,
             config,
             registry,
@@ -84,7 +84,7 @@ impl<H> Shared<H> {
     }
 
     /// Sends `command` (close or abort) to every task.
-    pub(crate) fn broadcast(&self, command: impl Fn() -> Command) {
+    pub(crate) fn broadcast(&self, command: impl Fn() -> LinkCommand) {
         let links: Vec<Arc<Link>> = self.live().values().cloned().collect();
         for link in links {
             let _ = link.push(command());

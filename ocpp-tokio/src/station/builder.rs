@@ -560,7 +560,7 @@ impl StationBuilder {
             let _ = stopped_tx.send(Some(result));
         });
         Ok(Station {
-            shared: Arc::new(Shared {
+            shared: Arc::new(StationShared {
                 commands,
                 status,
                 stopped,

@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 
 use super::network::{self};
 use super::wire::*;
-use super::{Cause, Command};
+use super::{Cause, StationCommand};
 
 /// A plain or TLS stream.
 pub(super) enum Stream {
@@ -85,7 +85,7 @@ impl Task {
                     };
                 }
                 command = self.commands.recv() => match command {
-                    None | Some(Command::Close) => return Ok(None),
+                    None | Some(StationCommand::Close) => return Ok(None),
                     Some(command) => self.offline_command(command),
                 },
             }

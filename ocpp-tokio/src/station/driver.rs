@@ -23,8 +23,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::network::{self, ProfilesHook};
 use super::queue::Queue;
 use super::{app::*, dial::*, wire::*};
-use super::{App, Cause, Command, PermanentFailure, Queued, StationUrl, Status};
-use crate::charge_point::{CallReply, Command as LinkCommand, Link};
+use super::{App, Cause, StationCommand, PermanentFailure, Queued, StationUrl, Status};
+use crate::charge_point::{CallReply, LinkCommand, Link};
 use crate::hook::{Hook, Message, MessageEvent};
 use crate::{ChargePoint, IncomingCall};
 
@@ -116,7 +116,7 @@ pub(crate) struct Task {
     pub(crate) base_config: Arc<ConnectionConfig>,
     pub(crate) reconnect: Reconnect,
     pub(crate) queue: Queue,
-    pub(crate) commands: mpsc::UnboundedReceiver<Command>,
+    pub(crate) commands: mpsc::UnboundedReceiver<StationCommand>,
     pub(crate) status: watch::Sender<Status>,
     pub(crate) retry_refusals: bool,
     pub(crate) rng: fastrand::Rng,
@@ -228,7 +228,7 @@ impl Task {
             tokio::select! {
                 _ = &mut sleep => return true,
                 command = self.commands.recv() => match command {
-                    None | Some(Command::Close) => return false,
+                    None | Some(StationCommand::Close) => return false,
                     Some(command) => self.offline_command(command),
                 },
             }
@@ -237,25 +237,25 @@ impl Task {
 
     /// A command while no connection is open: transaction messages are queued, other CALLs
     /// are not sent.
-    pub(super) fn offline_command(&mut self, command: Command) {
+    pub(super) fn offline_command(&mut self, command: StationCommand) {
         match command {
-            Command::Call { request, reply } if is_transaction_message(&request) => {
+            StationCommand::Call { request, reply } if is_transaction_message(&request) => {
                 queue_call(&mut self.queue, request, CallReply::Waiting(reply))
             }
-            Command::Call { reply, .. } => {
+            StationCommand::Call { reply, .. } => {
                 let _ = reply.send(Err(CallFailure::NotConnected));
             }
-            Command::Queue {
+            StationCommand::Queue {
                 request,
                 transaction_of,
                 reply,
             } => self.queue_message(&request, transaction_of, reply),
-            Command::Transaction { op, reply } => self.transaction(op, reply),
-            Command::Reboot(reason) => self.boot_reason = Some(reason),
-            Command::BackOff(back_off) => self.reconnect.set_policy(back_off),
-            Command::Network(change) => self.change_profiles(change),
-            Command::HeartbeatInterval(interval) => self.remember_heartbeat(interval),
-            Command::Close => {}
+            StationCommand::Transaction { op, reply } => self.transaction(op, reply),
+            StationCommand::Reboot(reason) => self.boot_reason = Some(reason),
+            StationCommand::BackOff(back_off) => self.reconnect.set_policy(back_off),
+            StationCommand::Network(change) => self.change_profiles(change),
+            StationCommand::HeartbeatInterval(interval) => self.remember_heartbeat(interval),
+            StationCommand::Close => {}
         }
     }
 
@@ -517,36 +517,36 @@ impl Task {
     }
 
     /// A command of a [`Station`](super::Station) handle while connected.
-    pub(super) fn on_command(&mut self, wire: &mut Wire, command: Option<Command>) {
+    pub(super) fn on_command(&mut self, wire: &mut Wire, command: Option<StationCommand>) {
         let now = Instant::now();
         match command {
-            None | Some(Command::Close) => {
+            None | Some(StationCommand::Close) => {
                 wire.closing = true;
                 wire.conn.close(now, CloseCode::NORMAL, "station stopping");
             }
-            Some(Command::Call { request, reply }) => {
+            Some(StationCommand::Call { request, reply }) => {
                 wire.call(request, CallReply::Waiting(reply), None, &mut self.queue)
             }
-            Some(Command::Queue {
+            Some(StationCommand::Queue {
                 request,
                 transaction_of,
                 reply,
             }) => self.queue_message(&request, transaction_of, reply),
-            Some(Command::Transaction { op, reply }) => self.transaction(op, reply),
-            Some(Command::Reboot(reason)) => {
+            Some(StationCommand::Transaction { op, reply }) => self.transaction(op, reply),
+            Some(StationCommand::Reboot(reason)) => {
                 self.boot_reason = Some(reason);
                 wire.rebooting = true;
                 wire.conn.close(now, CloseCode::NORMAL, "reboot");
             }
-            Some(Command::HeartbeatInterval(interval)) => match &mut wire.online {
+            Some(StationCommand::HeartbeatInterval(interval)) => match &mut wire.online {
                 Some(on) => {
                     on.registration.set_heartbeat_interval(now, interval);
                     self.publish_heartbeat(on);
                 }
                 None => self.remember_heartbeat(interval),
             },
-            Some(Command::BackOff(back_off)) => self.reconnect.set_policy(back_off),
-            Some(Command::Network(change)) => self.change_profiles(change),
+            Some(StationCommand::BackOff(back_off)) => self.reconnect.set_policy(back_off),
+            Some(StationCommand::Network(change)) => self.change_profiles(change),
         }
     }
 

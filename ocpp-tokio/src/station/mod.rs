@@ -186,7 +186,7 @@ impl Queued {
 }
 
 /// What a handle asks of the station's task.
-pub(crate) enum Command {
+pub(crate) enum StationCommand {
     Call {
         request: Request,
         reply: oneshot::Sender<CallOutcome>,
@@ -209,8 +209,8 @@ pub(crate) enum Command {
 }
 
 /// What every handle shares.
-struct Shared {
-    commands: mpsc::UnboundedSender<Command>,
+struct StationShared {
+    commands: mpsc::UnboundedSender<StationCommand>,
     status: watch::Receiver<Status>,
     stopped: watch::Receiver<Option<Result<(), PermanentFailure>>>,
     identity: ChargePointIdentity,
@@ -239,7 +239,7 @@ struct Shared {
 /// ```
 #[derive(Clone)]
 pub struct Station {
-    shared: Arc<Shared>,
+    shared: Arc<StationShared>,
 }
 
 impl fmt::Debug for Station {
@@ -356,7 +356,7 @@ impl Station {
         if self
             .shared
             .commands
-            .send(Command::Call { request, reply })
+            .send(StationCommand::Call { request, reply })
             .is_err()
         {
             return Err(CallFailure::NotConnected);
@@ -406,7 +406,7 @@ impl Station {
             _ => {}
         }
         let (reply, queued) = oneshot::channel();
-        let command = Command::Queue {
+        let command = StationCommand::Queue {
             request,
             transaction_of,
             reply,
@@ -580,7 +580,7 @@ impl Station {
         if self
             .shared
             .commands
-            .send(Command::Transaction { op, reply })
+            .send(StationCommand::Transaction { op, reply })
             .is_err()
         {
             return Err(QueueError::Stopped);
@@ -639,7 +639,7 @@ impl Station {
     /// at once, without the back-off, and boots with `reason` (e.g. after an accepted Reset:
     /// [`BootReason::RemoteReset`]). Queued messages go on after the new boot.
     pub fn reboot(&self, reason: BootReason) {
-        let _ = self.shared.commands.send(Command::Reboot(reason));
+        let _ = self.shared.commands.send(StationCommand::Reboot(reason));
     }
 
     /// Sets the heartbeat interval (the central system changed `HeartbeatInterval`: 1.6
@@ -650,7 +650,7 @@ impl Station {
         let _ = self
             .shared
             .commands
-            .send(Command::HeartbeatInterval(interval));
+            .send(StationCommand::HeartbeatInterval(interval));
     }
 
     /// The central system of the current connection or attempt: its profile (slot, URL,
@@ -749,12 +749,12 @@ impl Station {
         let _ = self
             .shared
             .commands
-            .send(Command::Network(NetworkChange { change, reply }));
+            .send(StationCommand::Network(NetworkChange { change, reply }));
     }
 
     async fn change_network(&self, change: Box<NetworkEdit>) -> Result<(), NetworkProfileError> {
         let (reply, done) = oneshot::channel();
-        let command = Command::Network(NetworkChange { change, reply });
+        let command = StationCommand::Network(NetworkChange { change, reply });
         if self.shared.commands.send(command).is_err() {
             return Err(NetworkProfileError::Stopped);
         }
@@ -770,13 +770,13 @@ impl Station {
     /// Changes the reconnect back-off (2.0.1 `RetryBackOff*` variables set by the central
     /// system); it applies from the next wait.
     pub fn set_back_off(&self, back_off: RetryBackOff) {
-        let _ = self.shared.commands.send(Command::BackOff(back_off));
+        let _ = self.shared.commands.send(StationCommand::BackOff(back_off));
     }
 
     /// Stops the station: its connection closes (1000) and its task ends; queued messages
     /// stay in the store.
     pub fn close(&self) {
-        let _ = self.shared.commands.send(Command::Close);
+        let _ = self.shared.commands.send(StationCommand::Close);
     }
 
     /// Waits until the station stopped: `Ok` after [`Station::close`], the
