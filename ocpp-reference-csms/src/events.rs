@@ -24,10 +24,10 @@ use ocpp_model::{
 };
 use ocpp_proto::{Answer, Request};
 
-use super::{transactions, v1_6, v2x, BootPolicy, ChargePoint, Context, Registration, Reply};
+use super::{transactions, v1_6, v2x, Answering, BootPolicy, ChargePoint, Context, Registration};
 
 /// Answers one CALL of a charge point of any version.
-pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Request) -> Reply {
+pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Request) -> Answering {
     let version = request.version();
     let event = Event::from_request(request);
     let answer = match &event {
@@ -46,7 +46,7 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
         Event::AuthorizationRequested(asked) => {
             let authorization = authorization(context, &asked.token, version);
             if let Some(job) = v2x::contract_check(request, &event, &authorization) {
-                return Reply::Later(job);
+                return Answering::Later(job);
             }
             Neutral::Authorization(authorization)
         }
@@ -74,7 +74,12 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
 /// A CALL the model does not read: the version's own handlers, else, for a report or a
 /// notification (NotifyReport, NotifyEvent, ReservationStatusUpdate...), the empty answer
 /// that acknowledges it in every version, else NotSupported (an action the CSMS sends).
-fn other(context: &Context<'_>, cp: &mut ChargePoint, request: &Request, event: Event) -> Reply {
+fn other(
+    context: &Context<'_>,
+    cp: &mut ChargePoint,
+    request: &Request,
+    event: Event,
+) -> Answering {
     let own = match request {
         Request::V1_6(request) => v1_6::handle(context, cp, request),
         Request::V2_0_1(request) => v2x::v2_0_1::handle(context, cp, request),
@@ -92,7 +97,7 @@ fn other(context: &Context<'_>, cp: &mut ChargePoint, request: &Request, event: 
 
 /// The version's response for `answer`, or InternalError when the model refuses it (an
 /// answer this CSMS made wrong: a bug, said to the charge point rather than hidden).
-pub(super) fn respond(event: &Event, answer: &Neutral, version: OcppVersion) -> Reply {
+pub(super) fn respond(event: &Event, answer: &Neutral, version: OcppVersion) -> Answering {
     match ocpp_model::respond(event, answer, version) {
         Ok(response) => Answer::Result(response).into(),
         Err(error) => {

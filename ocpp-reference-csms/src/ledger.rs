@@ -4,7 +4,7 @@
 //! **A CALL's effect on a transaction's start or end is acknowledged only once it is
 //! committed, and a CALL refused leaves no trace.** On every path: the first try, a resend, a
 //! resend of a resend, after a reconnect, on both servers (each runs the job this module
-//! hands it, [`Reply::Later`], and answers with its result). In order:
+//! hands it, [`Answering::Later`], and answers with its result). In order:
 //!
 //! 1. The CALL is handled against what is committed: the handler changes the charge point's
 //!    transactions in memory, and the change is compared with what was there
@@ -48,7 +48,7 @@ use ocpp_proto::{Answer, ChargePointIdentity, Request};
 
 use super::persistence::changed_transactions;
 use super::store::{Durability, Record, DATABASE_WAIT};
-use super::{fleet::Fleet, Csms, Later, Reply, Transaction, UnixTime};
+use super::{fleet::Fleet, Answering, Csms, Later, Transaction, UnixTime};
 
 /// The actions whose answer may change a transaction (and so may wait for a commit).
 pub fn keeps_transactions(action: &str) -> bool {
@@ -148,7 +148,7 @@ impl Ledger {
 /// What handling a CALL came to.
 enum Step {
     /// Answered: nothing to commit (no change, a change queued, or a refusal).
-    Answered(Reply),
+    Answered(Answering),
     /// A start or an end to commit before the answer.
     Commit(Commit),
 }
@@ -162,7 +162,7 @@ struct Commit {
     committed: Vec<Transaction>,
     /// The CALLs the change makes, queued once it is committed.
     follow_ups: Vec<Request>,
-    reply: Reply,
+    reply: Answering,
     deadline: Instant,
 }
 
@@ -177,13 +177,13 @@ fn not_saved() -> Answer {
 impl Csms {
     /// Answers a CALL that may start or end a transaction, under the rule of the
     /// [module](self) (on the I/O loop's thread: what waits is handed back as a job).
-    pub(super) fn settle(&self, identity: &ChargePointIdentity, request: &Request) -> Reply {
+    pub(super) fn settle(&self, identity: &ChargePointIdentity, request: &Request) -> Answering {
         let deadline = Instant::now() + DATABASE_WAIT;
         // A 1.6 start needs an id: when the block reserved in the database is used up, a new
         // one is reserved first, off the I/O loop ([`super::transaction_ids`]).
         if request.action() == "StartTransaction" && self.transaction_ids.used_up() {
             let (identity, request) = (identity.clone(), request.clone());
-            return Reply::Later(Later::new(move |csms: &Csms| {
+            return Answering::Later(Later::new(move |csms: &Csms| {
                 let refilled = match csms.config.get_store() {
                     Some(store) => csms.transaction_ids.refill(&**store),
                     None => Ok(()),
@@ -202,7 +202,7 @@ impl Csms {
             if self.ledger.is_committing(identity) {
                 drop(fleet);
                 let (identity, request) = (identity.clone(), request.clone());
-                return Reply::Later(Later::new(move |csms: &Csms| {
+                return Answering::Later(Later::new(move |csms: &Csms| {
                     csms.settle_in_turn(&identity, &request, deadline)
                 }));
             }
@@ -210,13 +210,13 @@ impl Csms {
         };
         match step {
             Step::Answered(reply) => {
-                if let Reply::Now(answer) = &reply {
+                if let Answering::Now(answer) = &reply {
                     self.count_answer(answer);
                 }
                 reply
             }
             Step::Commit(commit) => {
-                Reply::Later(Later::new(move |csms: &Csms| csms.commit(commit)))
+                Answering::Later(Later::new(move |csms: &Csms| csms.commit(commit)))
             }
         }
     }
@@ -272,7 +272,7 @@ impl Csms {
         if records.is_empty() {
             return Step::Answered(reply);
         }
-        let refused = matches!(&reply, Reply::Now(answer) if !answer.is_result());
+        let refused = matches!(&reply, Answering::Now(answer) if !answer.is_result());
         if refused || durability == Durability::Committed {
             // Not seen by anything before it is committed; never, if it is refused: neither
             // the change nor the CALLs it made follow (a SetChargingProfile that shares out

@@ -9,7 +9,7 @@
 //! | --- | --- | --- |
 //! | `UpgradeRequested(upgrade)` | [`Csms::on_upgrade`] (with the [`Transport`]) | `Connection::decide` |
 //! | `Connected { version }` | [`Csms::on_connected`] | keep the [`SessionId`] |
-//! | `Call { id, request }` | [`Csms::on_call`] | `Connection::answer` now ([`Reply::Now`]), or after running the [`Later`] job on a worker thread |
+//! | `Call { id, request }` | [`Csms::on_call`] | `Connection::answer` now ([`Answering::Now`]), or after running the [`Later`] job on a worker thread |
 //! | `Send { request, .. }` (2.1) | [`Csms::on_send`] | nothing |
 //! | (you send a CALL) | [`Csms::on_call_sent`] | |
 //! | `CallCompleted { .. }` | [`Csms::on_call_completed`] | |
@@ -125,7 +125,7 @@
 //! an outcome of our CALL is the core's [`CallOutcome`].
 //!
 //! ```
-//! use ocpp_reference_csms::{Csms, CsmsConfig, Reply};
+//! use ocpp_reference_csms::{Csms, CsmsConfig, Answering};
 //! use ocpp_proto::Answer;
 //! use ocpp_messages::{v1_6, version::OcppVersion};
 //! use ocpp_proto::{ChargePointIdentity, Request};
@@ -134,7 +134,7 @@
 //! let identity = ChargePointIdentity::new("CP001".into(), false).unwrap();
 //! let session = csms.on_connected(&identity, OcppVersion::V1_6);
 //! let heartbeat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
-//! let Reply::Now(Answer::Result(response)) = csms.on_call(session, &identity, &heartbeat) else {
+//! let Answering::Now(Answer::Result(response)) = csms.on_call(session, &identity, &heartbeat) else {
 //!     panic!()
 //! };
 //! assert_eq!(response.action(), "Heartbeat");
@@ -150,6 +150,7 @@
 pub mod admin;
 pub mod admin_auth;
 pub mod admission;
+mod answering;
 pub mod boot;
 mod certificate_authority;
 mod charge_point;
@@ -169,7 +170,6 @@ mod outgoing;
 pub mod persistence;
 pub mod plug_and_charge;
 pub mod push;
-mod reply;
 mod shared_text;
 pub mod smart_charging;
 pub mod sql_ledger;
@@ -196,6 +196,7 @@ pub use shared_text::SharedText;
 pub use unix_time::UnixTime;
 
 pub use admission::BootRate;
+pub use answering::{Answering, Later};
 pub use boot::BootPolicy;
 pub use certificate_authority::{
     CaError, CertificateAuthority, CertificateUse, CsrRefusal, SignedCertificate,
@@ -212,7 +213,6 @@ pub use items_per_message::{ItemsPerMessage, SplitCall, SplitEnd};
 pub use metrics::{Counter, Gauge, Metrics};
 pub use persistence::{ChangeError, SETTINGS_REFRESH};
 pub use plug_and_charge::PlugAndCharge;
-pub use reply::{Later, Reply};
 pub use smart_charging::{
     ChargingNeeds, ChargingProfileRecord, SiteLimit, SiteLimitError, SmartCharging,
 };
@@ -417,7 +417,7 @@ impl Csms {
 
     /// Answers a CALL of the charge point: now, or through a [`Later`] job the I/O loop runs
     /// on a worker thread (a commit to the [`Store`], a round trip to another server; see
-    /// [`Reply`]). Counts one message in and one out. With a store, a CALL that may start or
+    /// [`Answering`]). Counts one message in and one out. With a store, a CALL that may start or
     /// end a transaction follows the durability rule of [`ledger`]: its effect is committed
     /// before it is answered or seen, and a refused one leaves no trace.
     pub fn on_call(
@@ -425,7 +425,7 @@ impl Csms {
         session: SessionId,
         identity: &ChargePointIdentity,
         request: &Request,
-    ) -> Reply {
+    ) -> Answering {
         let _ = session;
         self.metrics.messages_in.inc();
         self.metrics.messages_out.inc();
@@ -448,14 +448,14 @@ impl Csms {
                 UnixTime::now(),
             )
         };
-        if let Reply::Now(answer) = &reply {
+        if let Answering::Now(answer) = &reply {
             self.count_answer(answer);
         }
         reply
     }
 
     /// Answers a CALL from and into `charge_point`'s state (under the CSMS's lock). A
-    /// [`Reply::Later`] job answers (and records what it found) itself. `unconfirmed`: its
+    /// [`Answering::Later`] job answers (and records what it found) itself. `unconfirmed`: its
     /// starts whose commit failed ([`ledger`]).
     fn handle(
         &self,
@@ -464,7 +464,7 @@ impl Csms {
         presigned: Option<&Result<SignedCertificate, String>>,
         unconfirmed: &[Transaction],
         now: UnixTime,
-    ) -> Reply {
+    ) -> Answering {
         let action = request.action();
         let context = Context {
             config: &self.config,
@@ -492,15 +492,15 @@ impl Csms {
         .then(|| smart_charging::charging_evses(charge_point));
         let reply = events::handle(&context, charge_point, request);
         let reply = match reply {
-            Reply::Now(answer) => answer,
+            Answering::Now(answer) => answer,
             // The job answers (and records what it found) itself; the CALL is kept as a
             // report now (a job's answer is a CALLRESULT: GetCertificateStatus,
             // Get15118EVCertificate).
-            Reply::Later(later) => {
+            Answering::Later(later) => {
                 if !TYPED_ACTIONS.contains(&action) {
                     self.record(charge_point, request, now);
                 }
-                return Reply::Later(later);
+                return Answering::Later(later);
             }
         };
         if charge_point.extras.seq_no_gap_count != gaps_before {
@@ -534,7 +534,7 @@ impl Csms {
                 }
             }
         }
-        Reply::Now(reply)
+        Answering::Now(reply)
     }
 
     /// Counts a CALLERROR we answer.

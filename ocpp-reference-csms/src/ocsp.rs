@@ -6,7 +6,7 @@
 //!
 //! Used by Authorize with contract certificates (C07), GetCertificateStatus (M06) and the
 //! contract chain check of [`super::plug_and_charge`]. Every call is blocking and bounded by
-//! [`OcspClient::timeout`]: it runs off the I/O loop (`Reply::Later`).
+//! [`OcspClient::timeout`]: it runs off the I/O loop (`Answering::Later`).
 //!
 //! # Crates
 //! - `x509-ocsp` (RustCrypto, with `der`, `x509-cert` and `spki`): the RFC 6960 ASN.1 types,

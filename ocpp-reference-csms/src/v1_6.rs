@@ -7,7 +7,7 @@ use ocpp_messages::v1_6::{
 use ocpp_messages::version::OcppVersion;
 use ocpp_proto::{Answer, Response};
 
-use super::{ChargePoint, Context, Reply};
+use super::{Answering, ChargePoint, Context};
 
 /// Answers one OCPP 1.6 CALL the model does not read; `None`: not one of this version's own
 /// (a report, acknowledged by the caller, or an action the central system sends).
@@ -15,7 +15,7 @@ pub(super) fn handle(
     context: &Context<'_>,
     cp: &mut ChargePoint,
     request: &Request,
-) -> Option<Reply> {
+) -> Option<Answering> {
     let response: ocpp_messages::v1_6::Response = match request {
         // §4.3: Accepted for a vendor we know, UnknownVendorId otherwise.
         Request::DataTransfer(transfer) => {

@@ -11,7 +11,7 @@
 //!
 //! Plug & Charge (C07 Authorize with contract certificates, M06 GetCertificateStatus, M01/M02
 //! Get15118EVCertificate) needs network round trips (OCSP, the contract-certificate service):
-//! those return `Reply::Later`, a job the servers run off their I/O loop, built from
+//! those return `Answering::Later`, a job the servers run off their I/O loop, built from
 //! [`super::plug_and_charge`].
 
 use ocpp_model::{Authorization, Event};
@@ -69,7 +69,7 @@ macro_rules! handlers_2x {
             use super::super::contract_certificate_service::ContractRequest;
             use super::super::ocsp::OcspRequestData;
             use super::super::plug_and_charge::ContractStatus;
-            use super::super::{ChargePoint, Context, Csms, Later, Reply};
+            use super::super::{ChargePoint, Context, Csms, Later, Answering};
             use super::{additional_info, base64_of, MAX_OCSP_RESULT};
 
             /// The version's own.
@@ -83,7 +83,7 @@ macro_rules! handlers_2x {
                 context: &Context<'_>,
                 cp: &mut ChargePoint,
                 request: &Request,
-            ) -> Option<Reply> {
+            ) -> Option<Answering> {
                 // The name the `extra` arms use for the context (macro hygiene).
                 #[allow(unused_variables)]
                 let $context = context;
@@ -164,7 +164,7 @@ macro_rules! handlers_2x {
                                 iso15118_schema_version: get.iso15118_schema_version.clone(),
                                 exi_request: get.exi_request.clone(),
                             };
-                            return Some(Reply::Later(Later::new(move |csms: &Csms| {
+                            return Some(Answering::Later(Later::new(move |csms: &Csms| {
                                 let forwarded =
                                     csms.config.plug_and_charge.forward_contract_request(&request);
                                 let response = match forwarded {
@@ -208,7 +208,7 @@ macro_rules! handlers_2x {
                             &data.serial_number,
                             &data.responder_url,
                         );
-                        return Some(Reply::Later(Later::new(move |csms: &Csms| {
+                        return Some(Answering::Later(Later::new(move |csms: &Csms| {
                             let outcome = data.and_then(|data| {
                                 csms.config
                                     .plug_and_charge

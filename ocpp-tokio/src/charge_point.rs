@@ -343,7 +343,10 @@ impl Link {
         }
         let mut mailbox = self.lock();
         let command = mailbox.commands.pop_front();
-        if matches!(command, Some(LinkCommand::Call { .. } | LinkCommand::Send { .. })) {
+        if matches!(
+            command,
+            Some(LinkCommand::Call { .. } | LinkCommand::Send { .. })
+        ) {
             mailbox.bounded = mailbox.bounded.saturating_sub(1);
         }
         if command.is_none() {

@@ -18,7 +18,7 @@ use ocpp_proto::{
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::oneshot;
 
-use crate::charge_point::{CallReply, LinkCommand, Link, Settings};
+use crate::charge_point::{CallReply, Link, LinkCommand, Settings};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};

@@ -27,7 +27,7 @@
 //! - `accept`: accepting OCPP and admin sockets;
 //! - `push`: the push tick;
 //! - `shutdown`: the graceful shutdown and its deadline;
-//! - `workers`: the threads that make the CSMS's slow answers ([`Reply::Later`](ocpp_reference_csms::Reply::Later): a commit, a
+//! - `workers`: the threads that make the CSMS's slow answers ([`Answering::Later`](ocpp_reference_csms::Answering::Later): a commit, a
 //!   network round trip), so that no loop waits; the answer comes back as a `Command`;
 //! - [`slab`], [`timers`]: the socket table and the deadline heap;
 //! - `uring` (Linux): `uring-server`'s loop, this one with the charge points' sockets on

@@ -21,7 +21,7 @@ use super::timers::Moment;
 use super::{Command, Handle, DRAIN_TIMEOUT};
 use crate::tls::{self, Received, TlsSession};
 use ocpp_reference_csms::admin::{self, HttpResponse};
-use ocpp_reference_csms::{Csms, Reply, SessionId, SplitCall};
+use ocpp_reference_csms::{Answering, Csms, SessionId, SplitCall};
 
 /// At most this many read calls per readiness event, so one busy peer cannot starve the
 /// others (the rest is read on the next turn of the loop).
@@ -329,7 +329,7 @@ impl EventLoop {
     }
 
     /// The answer a worker made for the CALL `id` of connection `target` (see
-    /// [`Reply::Later`]): sent, unless the connection is gone (then the CALL was reported
+    /// [`Answering::Later`]): sent, unless the connection is gone (then the CALL was reported
     /// unanswered when it closed).
     pub(super) fn answer_later(
         &mut self,
@@ -413,10 +413,10 @@ impl EventLoop {
                         continue;
                     };
                     match csms.on_call(session, identity, &request) {
-                        Reply::Now(answer) => {
+                        Answering::Now(answer) => {
                             send_answer(csms, &mut s.connection, identity, &id, answer, now);
                         }
-                        Reply::Later(later) => {
+                        Answering::Later(later) => {
                             // Made on a worker; comes back as `Command::Answer`.
                             let (to, index) = (Arc::clone(&shared), self.index);
                             shared.workers.run(later, move |answer| {

@@ -11,7 +11,7 @@ use ocpp_tokio::{Answer, ChargePoint, Connecting, Handler, IncomingCall, Rejecti
 
 use super::push::Pushes;
 use ocpp_reference_csms::credentials::UpgradeGate;
-use ocpp_reference_csms::{ClientCertificate, Csms, Reply, SessionId, Transport};
+use ocpp_reference_csms::{Answering, ClientCertificate, Csms, SessionId, Transport};
 
 /// The application the tokio server serves: the [`Csms`], and how it is reached.
 #[derive(Debug)]
@@ -113,10 +113,10 @@ impl Handler for App {
         };
         let identity = station.identity();
         let answer = match self.csms.on_call(session, identity, call.request()) {
-            Reply::Now(answer) => answer,
+            Answering::Now(answer) => answer,
             // A commit or a network round trip: on tokio's blocking pool, not on a worker of
             // the runtime that drives the connections.
-            Reply::Later(later) => {
+            Answering::Later(later) => {
                 let csms = Arc::clone(&self.csms);
                 match tokio::task::spawn_blocking(move || later.run(&csms)).await {
                     Ok(answer) => answer,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use ocpp_proto::{CloseCode, ConnectionConfig};
 use tokio::sync::Notify;
 
-use crate::charge_point::{LinkCommand, Link};
+use crate::charge_point::{Link, LinkCommand};
 use crate::hook::Hook;
 use crate::ChargePoints;
 

@@ -23,8 +23,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::network::{self, ProfilesHook};
 use super::queue::Queue;
 use super::{app::*, dial::*, wire::*};
-use super::{App, Cause, StationCommand, PermanentFailure, Queued, StationUrl, Status};
-use crate::charge_point::{CallReply, LinkCommand, Link};
+use super::{App, Cause, PermanentFailure, Queued, StationCommand, StationUrl, Status};
+use crate::charge_point::{CallReply, Link, LinkCommand};
 use crate::hook::{Hook, Message, MessageEvent};
 use crate::{ChargePoint, IncomingCall};
 

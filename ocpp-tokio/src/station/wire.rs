@@ -14,7 +14,7 @@ use ocpp_proto::{Answer, CallFailure};
 
 use super::queue::Queue;
 use super::Cause;
-use crate::charge_point::{CallReply, LinkCommand, Link};
+use crate::charge_point::{CallReply, Link, LinkCommand};
 use crate::error::SendError;
 
 /// One connection of the station and what waits on it.

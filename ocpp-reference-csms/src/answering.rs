@@ -22,7 +22,7 @@ use super::Csms;
 /// The CSMS's answer to a CALL: ready now, or after work the I/O loop must not wait for.
 ///
 /// ```
-/// use ocpp_reference_csms::{Csms, CsmsConfig, Reply};
+/// use ocpp_reference_csms::{Csms, CsmsConfig, Answering};
 /// use ocpp_messages::{v1_6, version::OcppVersion};
 /// use ocpp_proto::{Answer, ChargePointIdentity, Request};
 ///
@@ -31,42 +31,42 @@ use super::Csms;
 /// let session = csms.on_connected(&identity, OcppVersion::V1_6);
 /// let heartbeat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
 /// let answer = match csms.on_call(session, &identity, &heartbeat) {
-///     Reply::Now(answer) => answer,
+///     Answering::Now(answer) => answer,
 ///     // An I/O loop runs this on a worker thread and answers when it returns.
-///     Reply::Later(later) => later.run(&csms),
+///     Answering::Later(later) => later.run(&csms),
 /// };
 /// assert!(answer.is_result());
 /// ```
 #[derive(Debug)]
-pub enum Reply {
+pub enum Answering {
     /// The answer, ready now.
     Now(Answer),
     /// Work to run off the I/O loop; its result is the answer.
     Later(Later),
 }
 
-impl Reply {
+impl Answering {
     /// The answer, running a [`Later`] job on this thread (it may block: for tests and for
     /// callers that are not an event loop).
     ///
     /// ```
-    /// use ocpp_reference_csms::{Csms, CsmsConfig, Reply};
+    /// use ocpp_reference_csms::{Csms, CsmsConfig, Answering};
     /// use ocpp_proto::Answer;
     /// let csms = Csms::new(CsmsConfig::default());
-    /// let reply = Reply::Now(Answer::not_supported("Reset"));
+    /// let reply = Answering::Now(Answer::not_supported("Reset"));
     /// assert!(!reply.wait(&csms).is_result());
     /// ```
     pub fn wait(self, csms: &Csms) -> Answer {
         match self {
-            Reply::Now(answer) => answer,
-            Reply::Later(later) => later.run(csms),
+            Answering::Now(answer) => answer,
+            Answering::Later(later) => later.run(csms),
         }
     }
 }
 
-impl From<Answer> for Reply {
+impl From<Answer> for Answering {
     fn from(answer: Answer) -> Self {
-        Reply::Now(answer)
+        Answering::Now(answer)
     }
 }
 
