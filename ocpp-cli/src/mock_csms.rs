@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use ocpp_model::{
-    Answer, Authorization, AuthorizationRequested, AuthorizationStatus, BootAnswer, Booted,
+    Authorization, AuthorizationRequested, AuthorizationStatus, BootAnswer, Booted, EventAnswer,
     Heartbeat, MeterReadings, StatusChanged, TransactionEnded, TransactionStarted,
     TransactionUpdated,
 };
@@ -51,9 +51,9 @@ pub fn router(interval_s: u32) -> Router<(), Arc<AtomicI32>> {
         .on_concept(move |_: Cp, _: Booted| async move {
             Ok(BootAnswer::accepted(interval_s, DateTime::now()))
         })
-        .on_concept(|_: Cp, _: Heartbeat| async { Ok(Answer::heartbeat(DateTime::now())) })
-        .on_concept(|_: Cp, _: StatusChanged| async { Ok(Answer::Received) })
-        .on_concept(|_: Cp, _: MeterReadings| async { Ok(Answer::Received) })
+        .on_concept(|_: Cp, _: Heartbeat| async { Ok(EventAnswer::heartbeat(DateTime::now())) })
+        .on_concept(|_: Cp, _: StatusChanged| async { Ok(EventAnswer::Received) })
+        .on_concept(|_: Cp, _: MeterReadings| async { Ok(EventAnswer::Received) })
         .on_concept(|_: Cp, _: AuthorizationRequested| async { Ok(accepted()) })
         .on_concept(|cp: Cp, _: TransactionStarted| async move { Ok(start(&cp)) })
         .on_concept(|_: Cp, _: TransactionUpdated| async { Ok(transaction(None)) })
@@ -80,12 +80,12 @@ fn accepted() -> Authorization {
     Authorization::new(AuthorizationStatus::Accepted)
 }
 
-fn transaction(transaction_id: Option<i32>) -> Answer {
-    Answer::transaction(transaction_id, Some(accepted()))
+fn transaction(transaction_id: Option<i32>) -> EventAnswer {
+    EventAnswer::transaction(transaction_id, Some(accepted()))
 }
 
 /// A started transaction: 1.6 is given the next id; 2.x brought its own.
-fn start(cp: &Cp) -> Answer {
+fn start(cp: &Cp) -> EventAnswer {
     let id = (cp.version() == OcppVersion::V1_6).then(|| cp.app().fetch_add(1, Ordering::Relaxed));
     transaction(id)
 }

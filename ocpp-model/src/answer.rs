@@ -1,4 +1,4 @@
-//! [`Answer`]: a handler's one neutral answer, made into the versioned [`Response`] by
+//! [`EventAnswer`]: a handler's one neutral answer, made into the versioned [`Response`] by
 //! [`respond`].
 
 use ocpp_messages::{DateTime, DecodeOptions, OcppVersion, Request, Response};
@@ -9,16 +9,16 @@ use crate::{Authorization, BootAnswer, Decimal, Event, ModelError};
 ///
 /// | event | answer |
 /// | --- | --- |
-/// | `Booted` | [`Answer::Boot`] |
-/// | `Heartbeat` | [`Answer::Heartbeat`] |
-/// | `AuthorizationRequested` | [`Answer::Authorization`] |
-/// | `TransactionStarted` | [`Answer::Transaction`]: 1.6 needs `transaction_id` and `authorization` |
-/// | `TransactionUpdated`, `TransactionEnded` | [`Answer::Transaction`] (or [`Answer::Received`]) |
-/// | `StatusChanged`, `MeterReadings`, `SecurityEvent`, `FirmwareStatus`, `LogStatus` | [`Answer::Received`] |
-/// | `Other` (a request the model does not read) | [`Answer::Received`] when its response has no required field (NotifyReport, NotifyEvent, the status notifications...); otherwise its typed response |
+/// | `Booted` | [`EventAnswer::Boot`] |
+/// | `Heartbeat` | [`EventAnswer::Heartbeat`] |
+/// | `AuthorizationRequested` | [`EventAnswer::Authorization`] |
+/// | `TransactionStarted` | [`EventAnswer::Transaction`]: 1.6 needs `transaction_id` and `authorization` |
+/// | `TransactionUpdated`, `TransactionEnded` | [`EventAnswer::Transaction`] (or [`EventAnswer::Received`]) |
+/// | `StatusChanged`, `MeterReadings`, `SecurityEvent`, `FirmwareStatus`, `LogStatus` | [`EventAnswer::Received`] |
+/// | `Other` (a request the model does not read) | [`EventAnswer::Received`] when its response has no required field (NotifyReport, NotifyEvent, the status notifications...); otherwise its typed response |
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum Answer {
+pub enum EventAnswer {
     /// A BootNotification's answer.
     Boot(BootAnswer),
     /// A Heartbeat's answer: the CSMS's clock.
@@ -45,44 +45,44 @@ pub enum Answer {
     Received,
 }
 
-impl From<BootAnswer> for Answer {
+impl From<BootAnswer> for EventAnswer {
     fn from(answer: BootAnswer) -> Self {
-        Answer::Boot(answer)
+        EventAnswer::Boot(answer)
     }
 }
 
-impl From<Authorization> for Answer {
+impl From<Authorization> for EventAnswer {
     fn from(authorization: Authorization) -> Self {
-        Answer::Authorization(authorization)
+        EventAnswer::Authorization(authorization)
     }
 }
 
-impl Answer {
+impl EventAnswer {
     /// A Heartbeat's answer.
     ///
     /// ```
     /// use ocpp_messages::DateTime;
-    /// use ocpp_model::Answer;
+    /// use ocpp_model::EventAnswer;
     ///
     /// let now = DateTime::from_unix_timestamp(0).unwrap();
-    /// assert_eq!(Answer::heartbeat(now.clone()), Answer::Heartbeat { current_time: now });
+    /// assert_eq!(EventAnswer::heartbeat(now.clone()), EventAnswer::Heartbeat { current_time: now });
     /// ```
     pub fn heartbeat(current_time: DateTime) -> Self {
-        Answer::Heartbeat { current_time }
+        EventAnswer::Heartbeat { current_time }
     }
 
     /// A transaction message's answer: the 1.6 id given out (for a StartTransaction) and
-    /// the token's authorization, without a cost ([`Answer::with_total_cost`] adds one).
+    /// the token's authorization, without a cost ([`EventAnswer::with_total_cost`] adds one).
     ///
     /// ```
-    /// use ocpp_model::{Answer, Authorization, AuthorizationStatus, Decimal};
+    /// use ocpp_model::{EventAnswer, Authorization, AuthorizationStatus, Decimal};
     ///
     /// let accepted = Authorization::new(AuthorizationStatus::Accepted);
-    /// let answer = Answer::transaction(Some(42), Some(accepted)).with_total_cost(Decimal::new(1250, 2));
-    /// assert!(matches!(answer, Answer::Transaction { total_cost: Some(_), .. }));
+    /// let answer = EventAnswer::transaction(Some(42), Some(accepted)).with_total_cost(Decimal::new(1250, 2));
+    /// assert!(matches!(answer, EventAnswer::Transaction { total_cost: Some(_), .. }));
     /// ```
     pub fn transaction(transaction_id: Option<i32>, authorization: Option<Authorization>) -> Self {
-        Answer::Transaction {
+        EventAnswer::Transaction {
             transaction_id,
             authorization,
             total_cost: None,
@@ -93,11 +93,11 @@ impl Answer {
     /// unchanged, they carry no cost).
     pub fn with_total_cost(self, cost: Decimal) -> Self {
         match self {
-            Answer::Transaction {
+            EventAnswer::Transaction {
                 transaction_id,
                 authorization,
                 ..
-            } => Answer::Transaction {
+            } => EventAnswer::Transaction {
                 transaction_id,
                 authorization,
                 total_cost: Some(cost),
@@ -108,11 +108,11 @@ impl Answer {
 
     fn name(&self) -> &'static str {
         match self {
-            Answer::Boot(_) => "Boot",
-            Answer::Heartbeat { .. } => "Heartbeat",
-            Answer::Authorization(_) => "Authorization",
-            Answer::Transaction { .. } => "Transaction",
-            Answer::Received => "Received",
+            EventAnswer::Boot(_) => "Boot",
+            EventAnswer::Heartbeat { .. } => "Heartbeat",
+            EventAnswer::Authorization(_) => "Authorization",
+            EventAnswer::Transaction { .. } => "Transaction",
+            EventAnswer::Received => "Received",
         }
     }
 
@@ -129,11 +129,11 @@ impl Answer {
 ///
 /// ```
 /// use ocpp_messages::{v1_6, v2_0_1, DateTime, OcppVersion, Request};
-/// use ocpp_model::{respond, Answer, Authorization, AuthorizationStatus, Event};
+/// use ocpp_model::{respond, EventAnswer, Authorization, AuthorizationStatus, Event};
 ///
 /// let time: DateTime = "2025-01-02T03:04:05Z".parse().unwrap();
 /// let start: Request = v1_6::StartTransactionRequest::new(1, "04A2B3C4", 0, time).into();
-/// let answer = Answer::transaction(
+/// let answer = EventAnswer::transaction(
 ///     Some(42),
 ///     Some(Authorization::new(AuthorizationStatus::Accepted)),
 /// );
@@ -146,10 +146,10 @@ impl Answer {
 /// ```
 pub fn respond(
     event: &Event,
-    answer: &Answer,
+    answer: &EventAnswer,
     version: OcppVersion,
 ) -> Result<Response, ModelError> {
-    if let (Event::Other(request), Answer::Received) = (event, answer) {
+    if let (Event::Other(request), EventAnswer::Received) = (event, answer) {
         return acknowledge(request, version);
     }
     let response = match version {
@@ -181,16 +181,20 @@ impl Event {
     ///
     /// ```
     /// use ocpp_messages::{v2_0_1, DateTime, OcppVersion, Request};
-    /// use ocpp_model::{Answer, Event};
+    /// use ocpp_model::{EventAnswer, Event};
     ///
     /// let heartbeat: Request = v2_0_1::HeartbeatRequest::default().into();
     /// let now = DateTime::from_unix_timestamp(0).unwrap();
     /// let response = Event::from_request(&heartbeat)
-    ///     .respond(&Answer::Heartbeat { current_time: now }, OcppVersion::V2_0_1)?;
+    ///     .respond(&EventAnswer::Heartbeat { current_time: now }, OcppVersion::V2_0_1)?;
     /// assert_eq!(response.action(), "Heartbeat");
     /// # Ok::<(), ocpp_model::ModelError>(())
     /// ```
-    pub fn respond(&self, answer: &Answer, version: OcppVersion) -> Result<Response, ModelError> {
+    pub fn respond(
+        &self,
+        answer: &EventAnswer,
+        version: OcppVersion,
+    ) -> Result<Response, ModelError> {
         respond(self, answer, version)
     }
 }

@@ -110,7 +110,7 @@ impl From<&Request> for Event {
 }
 
 /// A `Heartbeat`: nothing but the charge point saying it is there (answer it with
-/// [`Answer::Heartbeat`](crate::Answer::Heartbeat)).
+/// [`EventAnswer::Heartbeat`](crate::EventAnswer::Heartbeat)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Heartbeat;
 

@@ -70,7 +70,7 @@ pub mod transaction;
 mod v1_6;
 mod v2;
 
-pub use answer::{respond, Answer};
+pub use answer::{respond, EventAnswer};
 pub use authorization::{Authorization, AuthorizationRequested, AuthorizationStatus};
 pub use boot::{BootAnswer, BootReason, Booted, RegistrationStatus};
 pub use charging_limit::{ChargingLimit, ChargingProfilePurpose, LimitPeriod, RateUnit};

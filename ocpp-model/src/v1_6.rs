@@ -9,9 +9,9 @@ use ocpp_messages::{DateTime, OcppVersion, Request, Response};
 use crate::command::{outcome_of, CommandOutcome};
 use crate::meter::{DEFAULT_CONTEXT, DEFAULT_LOCATION, DEFAULT_MEASURAND, DEFAULT_UNIT};
 use crate::{
-    number, Answer, Authorization, AuthorizationRequested, BootReason, Booted, ChargingLimit,
-    ChargingProfilePurpose, Command, ConnectorStatus, Event, FirmwareStatus, IdToken, LogStatus,
-    MessageTrigger, MeterReading, MeterReadings, ModelError, ResetKind, SecurityEvent,
+    number, Authorization, AuthorizationRequested, BootReason, Booted, ChargingLimit,
+    ChargingProfilePurpose, Command, ConnectorStatus, Event, EventAnswer, FirmwareStatus, IdToken,
+    LogStatus, MessageTrigger, MeterReading, MeterReadings, ModelError, ResetKind, SecurityEvent,
     SignedMeterValue, StatusChanged, StopReason, TransactionEnded, TransactionId,
     TransactionStarted, TransactionUpdated,
 };
@@ -248,28 +248,28 @@ fn id_tag_info(authorization: &Authorization) -> Result<m::IdTagInfo, ModelError
 }
 
 /// The 1.6 response answering `event` with `answer`.
-pub(crate) fn respond(event: &Event, answer: &Answer) -> Result<Response, ModelError> {
+pub(crate) fn respond(event: &Event, answer: &EventAnswer) -> Result<Response, ModelError> {
     let missing = |field| ModelError::Missing {
         event: event.name(),
         field,
         version: V,
     };
     Ok(match (event, answer) {
-        (Event::Booted(_), Answer::Boot(boot)) => m::BootNotificationResponse::new(
+        (Event::Booted(_), EventAnswer::Boot(boot)) => m::BootNotificationResponse::new(
             m::RegistrationStatus::from_wire(boot.status.as_str()),
             boot.current_time.clone(),
             i32::try_from(boot.interval_s).map_err(|_| out_of_range("interval"))?,
         )
         .into(),
-        (Event::Heartbeat(_), Answer::Heartbeat { current_time }) => {
+        (Event::Heartbeat(_), EventAnswer::Heartbeat { current_time }) => {
             m::HeartbeatResponse::new(current_time.clone()).into()
         }
-        (Event::AuthorizationRequested(_), Answer::Authorization(authorization)) => {
+        (Event::AuthorizationRequested(_), EventAnswer::Authorization(authorization)) => {
             m::AuthorizeResponse::new(id_tag_info(authorization)?).into()
         }
         (
             Event::TransactionStarted(_),
-            Answer::Transaction {
+            EventAnswer::Transaction {
                 transaction_id,
                 authorization,
                 ..
@@ -281,34 +281,34 @@ pub(crate) fn respond(event: &Event, answer: &Answer) -> Result<Response, ModelE
                 .ok_or_else(|| missing("authorization"))?;
             m::StartTransactionResponse::new(id_tag_info(authorization)?, id).into()
         }
-        (Event::TransactionEnded(_), Answer::Transaction { authorization, .. }) => {
+        (Event::TransactionEnded(_), EventAnswer::Transaction { authorization, .. }) => {
             let mut response = m::StopTransactionResponse::default();
             if let Some(authorization) = authorization {
                 response = response.with_id_tag_info(id_tag_info(authorization)?);
             }
             response.into()
         }
-        (Event::TransactionEnded(_), Answer::Received) => {
+        (Event::TransactionEnded(_), EventAnswer::Received) => {
             m::StopTransactionResponse::default().into()
         }
         (
             Event::TransactionUpdated(_) | Event::MeterReadings(_),
-            Answer::Received | Answer::Transaction { .. },
+            EventAnswer::Received | EventAnswer::Transaction { .. },
         ) => m::MeterValuesResponse::default().into(),
-        (Event::StatusChanged(_), Answer::Received) => {
+        (Event::StatusChanged(_), EventAnswer::Received) => {
             m::StatusNotificationResponse::default().into()
         }
-        (Event::SecurityEvent(_), Answer::Received) => {
+        (Event::SecurityEvent(_), EventAnswer::Received) => {
             m::SecurityEventNotificationResponse::default().into()
         }
-        (Event::FirmwareStatus(status), Answer::Received) => {
+        (Event::FirmwareStatus(status), EventAnswer::Received) => {
             if status.signed_update {
                 m::SignedFirmwareStatusNotificationResponse::default().into()
             } else {
                 m::FirmwareStatusNotificationResponse::default().into()
             }
         }
-        (Event::LogStatus(_), Answer::Received) => {
+        (Event::LogStatus(_), EventAnswer::Received) => {
             m::LogStatusNotificationResponse::default().into()
         }
         (Event::Other(request), _) => {

@@ -49,9 +49,9 @@ macro_rules! v2 {
                 DEFAULT_CONTEXT, DEFAULT_LOCATION, DEFAULT_MEASURAND, DEFAULT_UNIT,
             };
             use crate::{
-                Answer, Authorization, AuthorizationRequested, BootReason, Booted, ChargingLimit,
-                Command, ConnectorStatus, Event, FirmwareStatus, IdToken, IdTokenType, LogStatus,
-                MeterReading, MeterReadings, ModelError, ResetKind, SecurityEvent,
+                Authorization, AuthorizationRequested, BootReason, Booted, ChargingLimit, Command,
+                ConnectorStatus, Event, EventAnswer, FirmwareStatus, IdToken, IdTokenType,
+                LogStatus, MeterReading, MeterReadings, ModelError, ResetKind, SecurityEvent,
                 SignedMeterValue, StatusChanged, StopReason, TransactionEnded, TransactionId,
                 TransactionStarted, TransactionUpdated, TriggerReason,
             };
@@ -276,25 +276,31 @@ macro_rules! v2 {
             }
 
             /// The response of this version answering `event` with `answer`.
-            pub(crate) fn respond(event: &Event, answer: &Answer) -> Result<Response, ModelError> {
+            pub(crate) fn respond(
+                event: &Event,
+                answer: &EventAnswer,
+            ) -> Result<Response, ModelError> {
                 Ok(match (event, answer) {
-                    (Event::Booted(_), Answer::Boot(boot)) => m::BootNotificationResponse::new(
-                        boot.current_time.clone(),
-                        convert(boot.interval_s, "interval", V)?,
-                        m::RegistrationStatusEnum::from_wire(boot.status.as_str()),
-                    )
-                    .into(),
-                    (Event::Heartbeat(_), Answer::Heartbeat { current_time }) => {
+                    (Event::Booted(_), EventAnswer::Boot(boot)) => {
+                        m::BootNotificationResponse::new(
+                            boot.current_time.clone(),
+                            convert(boot.interval_s, "interval", V)?,
+                            m::RegistrationStatusEnum::from_wire(boot.status.as_str()),
+                        )
+                        .into()
+                    }
+                    (Event::Heartbeat(_), EventAnswer::Heartbeat { current_time }) => {
                         m::HeartbeatResponse::new(current_time.clone()).into()
                     }
-                    (Event::AuthorizationRequested(_), Answer::Authorization(authorization)) => {
-                        m::AuthorizeResponse::new(id_token_info(authorization)).into()
-                    }
+                    (
+                        Event::AuthorizationRequested(_),
+                        EventAnswer::Authorization(authorization),
+                    ) => m::AuthorizeResponse::new(id_token_info(authorization)).into(),
                     (
                         Event::TransactionStarted(_)
                         | Event::TransactionUpdated(_)
                         | Event::TransactionEnded(_),
-                        Answer::Transaction {
+                        EventAnswer::Transaction {
                             authorization,
                             total_cost,
                             ..
@@ -313,21 +319,21 @@ macro_rules! v2 {
                         Event::TransactionStarted(_)
                         | Event::TransactionUpdated(_)
                         | Event::TransactionEnded(_),
-                        Answer::Received,
+                        EventAnswer::Received,
                     ) => m::TransactionEventResponse::default().into(),
-                    (Event::MeterReadings(_), Answer::Received) => {
+                    (Event::MeterReadings(_), EventAnswer::Received) => {
                         m::MeterValuesResponse::default().into()
                     }
-                    (Event::StatusChanged(_), Answer::Received) => {
+                    (Event::StatusChanged(_), EventAnswer::Received) => {
                         m::StatusNotificationResponse::default().into()
                     }
-                    (Event::SecurityEvent(_), Answer::Received) => {
+                    (Event::SecurityEvent(_), EventAnswer::Received) => {
                         m::SecurityEventNotificationResponse::default().into()
                     }
-                    (Event::FirmwareStatus(_), Answer::Received) => {
+                    (Event::FirmwareStatus(_), EventAnswer::Received) => {
                         m::FirmwareStatusNotificationResponse::default().into()
                     }
-                    (Event::LogStatus(_), Answer::Received) => {
+                    (Event::LogStatus(_), EventAnswer::Received) => {
                         m::LogStatusNotificationResponse::default().into()
                     }
                     (Event::Other(request), _) => {

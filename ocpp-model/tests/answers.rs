@@ -3,8 +3,8 @@
 
 use ocpp_messages::{DateTime, DecodeOptions, OcppVersion, Request};
 use ocpp_model::{
-    respond, Answer, Authorization, AuthorizationStatus, BootAnswer, Event, IdToken, ModelError,
-    RegistrationStatus,
+    respond, Authorization, AuthorizationStatus, BootAnswer, Event, EventAnswer, IdToken,
+    ModelError, RegistrationStatus,
 };
 
 fn event(version: OcppVersion, action: &str, json: &str) -> Event {
@@ -29,16 +29,16 @@ fn cases() -> Vec<(
     &'static str,
     &'static str,
     &'static str,
-    Answer,
+    EventAnswer,
 )> {
-    let tx = Answer::transaction(Some(42), Some(authorization()));
+    let tx = EventAnswer::transaction(Some(42), Some(authorization()));
     vec![
         (
             "BootNotification",
             r#"{"chargePointVendor":"A","chargePointModel":"B"}"#,
             "BootNotification",
             r#"{"chargingStation":{"vendorName":"A","model":"B"},"reason":"PowerUp"}"#,
-            Answer::Boot(BootAnswer {
+            EventAnswer::Boot(BootAnswer {
                 status: RegistrationStatus::Accepted,
                 interval_s: 300,
                 current_time: time(),
@@ -49,7 +49,7 @@ fn cases() -> Vec<(
             "{}",
             "Heartbeat",
             "{}",
-            Answer::Heartbeat {
+            EventAnswer::Heartbeat {
                 current_time: time(),
             },
         ),
@@ -58,7 +58,7 @@ fn cases() -> Vec<(
             r#"{"idTag":"T"}"#,
             "Authorize",
             r#"{"idToken":{"idToken":"T","type":"ISO14443"}}"#,
-            Answer::Authorization(authorization()),
+            EventAnswer::Authorization(authorization()),
         ),
         (
             "StartTransaction",
@@ -72,7 +72,7 @@ fn cases() -> Vec<(
             r#"{"connectorId":1,"transactionId":42,"meterValue":[{"timestamp":"2025-01-02T03:04:05Z","sampledValue":[{"value":"1"}]}]}"#,
             "TransactionEvent",
             r#"{"eventType":"Updated","timestamp":"2025-01-02T03:04:05Z","triggerReason":"MeterValuePeriodic","seqNo":1,"transactionInfo":{"transactionId":"t"}}"#,
-            Answer::Received,
+            EventAnswer::Received,
         ),
         (
             "StopTransaction",
@@ -86,35 +86,35 @@ fn cases() -> Vec<(
             r#"{"connectorId":1,"errorCode":"NoError","status":"Available"}"#,
             "StatusNotification",
             r#"{"timestamp":"2025-01-02T03:04:05Z","connectorStatus":"Available","evseId":1,"connectorId":1}"#,
-            Answer::Received,
+            EventAnswer::Received,
         ),
         (
             "MeterValues",
             r#"{"connectorId":0,"meterValue":[{"timestamp":"2025-01-02T03:04:05Z","sampledValue":[{"value":"1"}]}]}"#,
             "MeterValues",
             r#"{"evseId":0,"meterValue":[{"timestamp":"2025-01-02T03:04:05Z","sampledValue":[{"value":1}]}]}"#,
-            Answer::Received,
+            EventAnswer::Received,
         ),
         (
             "SecurityEventNotification",
             r#"{"type":"X","timestamp":"2025-01-02T03:04:05Z"}"#,
             "SecurityEventNotification",
             r#"{"type":"X","timestamp":"2025-01-02T03:04:05Z"}"#,
-            Answer::Received,
+            EventAnswer::Received,
         ),
         (
             "FirmwareStatusNotification",
             r#"{"status":"Installed"}"#,
             "FirmwareStatusNotification",
             r#"{"status":"Installed"}"#,
-            Answer::Received,
+            EventAnswer::Received,
         ),
         (
             "LogStatusNotification",
             r#"{"status":"Uploaded"}"#,
             "LogStatusNotification",
             r#"{"status":"Uploaded"}"#,
-            Answer::Received,
+            EventAnswer::Received,
         ),
     ]
 }
@@ -142,7 +142,7 @@ fn authorization_is_translated_per_version() {
     let e = event(OcppVersion::V1_6, "Authorize", r#"{"idTag":"T"}"#);
     let r = respond(
         &e,
-        &Answer::Authorization(authorization()),
+        &EventAnswer::Authorization(authorization()),
         OcppVersion::V1_6,
     )
     .unwrap();
@@ -157,7 +157,7 @@ fn authorization_is_translated_per_version() {
     );
     let r = respond(
         &e,
-        &Answer::Authorization(authorization()),
+        &EventAnswer::Authorization(authorization()),
         OcppVersion::V2_0_1,
     )
     .unwrap();
@@ -174,7 +174,7 @@ fn a_1_6_start_needs_its_id_and_authorization() {
         "StartTransaction",
         r#"{"connectorId":1,"idTag":"T","meterStart":0,"timestamp":"2025-01-02T03:04:05Z"}"#,
     );
-    let answer = Answer::transaction(None, Some(authorization()));
+    let answer = EventAnswer::transaction(None, Some(authorization()));
     assert!(matches!(
         respond(&e, &answer, OcppVersion::V1_6),
         Err(ModelError::Missing {
@@ -185,7 +185,7 @@ fn a_1_6_start_needs_its_id_and_authorization() {
     assert!(matches!(
         respond(
             &e,
-            &Answer::Heartbeat {
+            &EventAnswer::Heartbeat {
                 current_time: time()
             },
             OcppVersion::V1_6
@@ -193,7 +193,7 @@ fn a_1_6_start_needs_its_id_and_authorization() {
         Err(ModelError::AnswerMismatch { .. })
     ));
     // A parentIdTag longer than 1.6's 20 characters is refused, not cut.
-    let long = Answer::Authorization(Authorization {
+    let long = EventAnswer::Authorization(Authorization {
         group: Some(IdToken::from_id_tag("G".repeat(21))),
         ..Authorization::new(AuthorizationStatus::Accepted)
     });
@@ -211,7 +211,7 @@ fn a_signed_firmware_status_is_answered_as_such() {
         "SignedFirmwareStatusNotification",
         r#"{"status":"Installed"}"#,
     );
-    let r = respond(&e, &Answer::Received, OcppVersion::V1_6).unwrap();
+    let r = respond(&e, &EventAnswer::Received, OcppVersion::V1_6).unwrap();
     assert_eq!(r.action(), "SignedFirmwareStatusNotification");
 }
 
@@ -219,7 +219,7 @@ fn a_signed_firmware_status_is_answered_as_such() {
 fn other_is_not_modelled() {
     let e = event(OcppVersion::V2_0_1, "ClearCache", "{}");
     assert_eq!(
-        respond(&e, &Answer::Received, OcppVersion::V2_0_1),
+        respond(&e, &EventAnswer::Received, OcppVersion::V2_0_1),
         Err(ModelError::NotModelled {
             action: "ClearCache"
         })
@@ -250,7 +250,7 @@ fn received_acknowledges_any_notification_of_every_version() {
     for (version, action, payload) in cases {
         let e = event(version, action, payload);
         assert!(matches!(e, Event::Other(_)), "{action}");
-        let response = respond(&e, &Answer::Received, version).unwrap();
+        let response = respond(&e, &EventAnswer::Received, version).unwrap();
         assert_eq!(response.action(), action);
         assert_eq!(serde_json::to_string(&response).unwrap(), "{}");
         // Not for another version than the request's.
@@ -260,14 +260,14 @@ fn received_acknowledges_any_notification_of_every_version() {
             OcppVersion::V1_6
         };
         assert!(matches!(
-            respond(&e, &Answer::Received, other),
+            respond(&e, &EventAnswer::Received, other),
             Err(ModelError::NotModelled { .. })
         ));
     }
     // DataTransfer's response needs a status: "received" is not an answer to it.
     let e = event(OcppVersion::V2_0_1, "DataTransfer", r#"{"vendorId":"V"}"#);
     assert_eq!(
-        respond(&e, &Answer::Received, OcppVersion::V2_0_1),
+        respond(&e, &EventAnswer::Received, OcppVersion::V2_0_1),
         Err(ModelError::NotModelled {
             action: "DataTransfer"
         })
@@ -282,7 +282,7 @@ fn total_cost_goes_into_2x_transaction_answers_only() {
         "TransactionEvent",
         r#"{"eventType":"Ended","timestamp":"2025-01-02T03:04:05Z","triggerReason":"EVDeparted","seqNo":3,"transactionInfo":{"transactionId":"T1"}}"#,
     );
-    let answer = Answer::transaction(None, None).with_total_cost("12.50".parse().unwrap());
+    let answer = EventAnswer::transaction(None, None).with_total_cost("12.50".parse().unwrap());
     let response = respond(&ended, &answer, OcppVersion::V2_0_1).unwrap();
     assert_eq!(
         serde_json::to_string(&response).unwrap(),

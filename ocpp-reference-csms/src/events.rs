@@ -19,7 +19,7 @@
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_model::{
-    Answer as Neutral, AuthorizationStatus, BootAnswer, Booted, Event, IdToken, IdTokenType,
+    AuthorizationStatus, BootAnswer, Booted, Event, EventAnswer, IdToken, IdTokenType,
     RegistrationStatus, StatusChanged,
 };
 use ocpp_proto::{Answer, Request};
@@ -31,15 +31,15 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
     let version = request.version();
     let event = Event::from_request(request);
     let answer = match &event {
-        Event::Booted(boot) => Neutral::Boot(booted(context, cp, boot)),
+        Event::Booted(boot) => EventAnswer::Boot(booted(context, cp, boot)),
         // 1.6 §4.6, 2.x G02.
         Event::Heartbeat(_) => {
             cp.last_heartbeat = Some(context.now);
-            Neutral::heartbeat(context.current_time())
+            EventAnswer::heartbeat(context.current_time())
         }
         Event::StatusChanged(status) => {
             status_changed(context, cp, status, version);
-            Neutral::Received
+            EventAnswer::Received
         }
         // 1.6 §4.1, 2.x C01; C07 (2.x only): a contract certificate is checked off the I/O
         // loop, and the answer then says how it went.
@@ -48,7 +48,7 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
             if let Some(job) = v2x::contract_check(request, &event, &authorization) {
                 return Answering::Later(job);
             }
-            Neutral::Authorization(authorization)
+            EventAnswer::Authorization(authorization)
         }
         Event::TransactionStarted(start) => {
             match transactions::started(context, cp, start, version) {
@@ -60,11 +60,11 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
         Event::TransactionEnded(end) => transactions::ended(context, cp, end, version),
         Event::MeterReadings(readings) => {
             transactions::meter_readings(cp, readings, version);
-            Neutral::Received
+            EventAnswer::Received
         }
         // Reports: kept as notifications (`Csms::handle`), acknowledged.
         Event::SecurityEvent(_) | Event::FirmwareStatus(_) | Event::LogStatus(_) => {
-            Neutral::Received
+            EventAnswer::Received
         }
         _ => return other(context, cp, request, event),
     };
@@ -89,7 +89,7 @@ fn other(
     if let Some(reply) = own {
         return reply;
     }
-    match ocpp_model::respond(&event, &Neutral::Received, request.version()) {
+    match ocpp_model::respond(&event, &EventAnswer::Received, request.version()) {
         Ok(response) => Answer::Result(response).into(),
         Err(_) => Answer::not_supported(request.action()).into(),
     }
@@ -97,7 +97,7 @@ fn other(
 
 /// The version's response for `answer`, or InternalError when the model refuses it (an
 /// answer this CSMS made wrong: a bug, said to the charge point rather than hidden).
-pub(super) fn respond(event: &Event, answer: &Neutral, version: OcppVersion) -> Answering {
+pub(super) fn respond(event: &Event, answer: &EventAnswer, version: OcppVersion) -> Answering {
     match ocpp_model::respond(event, answer, version) {
         Ok(response) => Answer::Result(response).into(),
         Err(error) => {

@@ -20,7 +20,7 @@
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_model::{
-    Answer as Neutral, MeterReading, MeterReadings, StartKey, TransactionEnded, TransactionStarted,
+    EventAnswer, MeterReading, MeterReadings, StartKey, TransactionEnded, TransactionStarted,
     TransactionUpdated,
 };
 use ocpp_proto::ErrorAnswer;
@@ -48,14 +48,14 @@ pub(super) fn started(
     cp: &mut ChargePoint,
     start: &TransactionStarted,
     version: OcppVersion,
-) -> Result<Neutral, ErrorAnswer> {
+) -> Result<EventAnswer, ErrorAnswer> {
     let token = start.token.as_ref();
     let authorization = token.map(|t| authorization(context, t, version));
     let Some(id) = &start.id else {
         // 1.6: the CSMS gives out the id, even for an idTag it refuses (the charge point then
         // stops the transaction, §5.x StopTransactionOnInvalidId).
         let id = given_id(context, cp, start, version).ok_or_else(no_id)?;
-        return Ok(Neutral::transaction(Some(id), authorization));
+        return Ok(EventAnswer::transaction(Some(id), authorization));
     };
     let id = id.to_string();
     let label = connector_label(version, start.evse, start.connector).unwrap_or_default();
@@ -65,7 +65,7 @@ pub(super) fn started(
     let transaction = cp.start_transaction(id, label, id_tag.clone(), None, context.now);
     went_on(transaction, id_tag, seq_no, start.charging_state.as_deref());
     ChargePoint::record_meter(transaction, &start.readings);
-    Ok(Neutral::transaction(None, authorization))
+    Ok(EventAnswer::transaction(None, authorization))
 }
 
 /// A 1.6 start for which no id was reserved (the database is away): nothing is kept, and the
@@ -118,7 +118,7 @@ pub(super) fn updated(
     cp: &mut ChargePoint,
     update: &TransactionUpdated,
     version: OcppVersion,
-) -> Neutral {
+) -> EventAnswer {
     let authorization = update
         .token
         .as_ref()
@@ -128,7 +128,7 @@ pub(super) fn updated(
         if let Some(transaction) = cp.transaction_mut(&id) {
             ChargePoint::record_meter(transaction, &update.readings);
         }
-        return Neutral::transaction(None, authorization);
+        return EventAnswer::transaction(None, authorization);
     }
     let seq_no = update.seq_no.map(i64::from);
     note_seq_no(context, cp, &id, seq_no);
@@ -143,7 +143,7 @@ pub(super) fn updated(
         update.charging_state.as_deref(),
     );
     ChargePoint::record_meter(transaction, &update.readings);
-    let mut answer = Neutral::transaction(None, authorization);
+    let mut answer = EventAnswer::transaction(None, authorization);
     // I02: the running cost of an Updated that brings meter values goes in a CostUpdated
     // (2.1: in the answer too, where its schema allows it).
     if let Some(tariff) = tariff.filter(|_| !update.readings.is_empty()) {
@@ -164,7 +164,7 @@ pub(super) fn ended(
     cp: &mut ChargePoint,
     end: &TransactionEnded,
     version: OcppVersion,
-) -> Neutral {
+) -> EventAnswer {
     let authorization = end
         .token
         .as_ref()
@@ -172,7 +172,7 @@ pub(super) fn ended(
     let id = end.id.to_string();
     let keep = context.config.ended_transactions_kept;
     let reason = end.raw_reason.as_deref();
-    let mut answer = Neutral::transaction(None, authorization);
+    let mut answer = EventAnswer::transaction(None, authorization);
     if version == OcppVersion::V1_6 {
         // The last reading is meterStop; the others are `transactionData`.
         let (meter_stop, data) = match end.readings.split_last() {

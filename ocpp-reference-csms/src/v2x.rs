@@ -63,7 +63,7 @@ macro_rules! handlers_2x {
                 NotifyEVChargingNeedsStatusEnum, NotifyEVChargingScheduleResponse, Request,
                 Response, SignCertificateResponse, StatusInfo,
             };
-            use ocpp_model::{Answer as Neutral, Authorization, AuthorizationStatus, Event};
+            use ocpp_model::{EventAnswer, Authorization, AuthorizationStatus, Event};
             use ocpp_proto::Answer;
 
             use super::super::contract_certificate_service::ContractRequest;
@@ -292,7 +292,7 @@ macro_rules! handlers_2x {
                     if status != ContractStatus::Accepted {
                         authorization.status = AuthorizationStatus::Invalid;
                     }
-                    let answer = Neutral::Authorization(authorization);
+                    let answer = EventAnswer::Authorization(authorization);
                     let response = match ocpp_model::respond(&event, &answer, VERSION) {
                         Ok(ocpp_messages::Response::$ocpp_version(response)) => *response,
                         Ok(_) | Err(_) => {

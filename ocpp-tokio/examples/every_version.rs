@@ -14,8 +14,8 @@ fn meter(cp: &Cp, id: &TransactionId, readings: &[MeterReading]) {
 }
 
 /// A transaction message's answer (the 1.6 id for a StartTransaction).
-fn transaction(transaction_id: Option<i32>) -> Reply<Answer> {
-    Ok(Answer::transaction(transaction_id, Some(Authorization::new(Accepted))))
+fn transaction(transaction_id: Option<i32>) -> Reply<EventAnswer> {
+    Ok(EventAnswer::transaction(transaction_id, Some(Authorization::new(Accepted))))
 }
 
 #[tokio::main]
@@ -25,8 +25,8 @@ async fn main() -> Result<(), ServerError> {
     let router = Router::<()>::default()
         .with_state(std::sync::Arc::new(InMemoryLedger::new()))
         .on_concept(|_: Cp, _: Booted| async { Ok(BootAnswer::accepted(300, DateTime::now())) })
-        .on_concept(|_: Cp, _: Heartbeat| async { Ok(Answer::heartbeat(DateTime::now())) })
-        .on_concept(|_: Cp, _: StatusChanged| async { Ok(Answer::Received) })
+        .on_concept(|_: Cp, _: Heartbeat| async { Ok(EventAnswer::heartbeat(DateTime::now())) })
+        .on_concept(|_: Cp, _: StatusChanged| async { Ok(EventAnswer::Received) })
         .on_concept(|_: Cp, _: AuthorizationRequested| async { Ok(Authorization::new(Accepted)) })
         .on_concept(|cp: Cp, start: TransactionStarted| async move {
             let recorded = cp
@@ -43,7 +43,7 @@ async fn main() -> Result<(), ServerError> {
                 .record_update(cp.identity().as_str(), &update)
                 .map_err(ErrorAnswer::internal)?;
             meter(&cp, &update.id, &update.readings);
-            Ok(Answer::Received)
+            Ok(EventAnswer::Received)
         })
         .on_concept(|cp: Cp, end: TransactionEnded| async move {
             cp.app().record_end(cp.identity().as_str(), &end).map_err(ErrorAnswer::internal)?;

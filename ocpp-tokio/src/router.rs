@@ -317,7 +317,7 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
     /// [`ocpp_model`]): the concept `C` says which (`TransactionStarted` is a 1.6
     /// StartTransaction and a 2.x TransactionEvent `Started`; `AuthorizationRequested` an
     /// Authorize of any version...). The handler answers in the same vocabulary
-    /// ([`ocpp_model::Answer`], or what converts into it: a `BootAnswer`, an
+    /// ([`ocpp_model::EventAnswer`], or what converts into it: a `BootAnswer`, an
     /// `Authorization`), and the router makes the version's response of it, checked
     /// against its schema (an answer that does not fit the event goes out as CALLERROR
     /// `InternalError`, with the reason). A CALL that a typed route ([`Router::on`]) takes is
@@ -325,14 +325,14 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
     /// [fallback](Router::fallback). Routing the same concept again replaces the handler.
     ///
     /// ```
-    /// use ocpp_model::{Answer, AuthorizationRequested, Authorization, AuthorizationStatus};
+    /// use ocpp_model::{EventAnswer, AuthorizationRequested, Authorization, AuthorizationStatus};
     /// use ocpp_tokio::{Router, Session};
     ///
     /// // One handler for the Authorize of 1.6, 2.0.1 and 2.1.
-    /// async fn authorize(_: Session<()>, asked: AuthorizationRequested) -> ocpp_tokio::Reply<Answer> {
+    /// async fn authorize(_: Session<()>, asked: AuthorizationRequested) -> ocpp_tokio::Reply<EventAnswer> {
     ///     let known = asked.token.value == "TAG-OK";
     ///     let status = if known { AuthorizationStatus::Accepted } else { AuthorizationStatus::Invalid };
-    ///     Ok(Answer::Authorization(Authorization::new(status)))
+    ///     Ok(EventAnswer::Authorization(Authorization::new(status)))
     /// }
     ///
     /// let router = Router::<()>::default().on_concept(authorize);
@@ -345,7 +345,7 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
         C: Concept + Send + 'static,
         F: Fn(Session<S, A>, C) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Reply<R>> + Send + 'static,
-        R: Into<ocpp_model::Answer>,
+        R: Into<ocpp_model::EventAnswer>,
     {
         let route: ConceptRoute<S, A> = Box::new(move |session, event| {
             let version = session.version();

@@ -46,9 +46,9 @@ use axum::routing::{get, post};
 use clap::Parser;
 use ocpp_tokio::model::AuthorizationStatus::{Accepted, Invalid};
 use ocpp_tokio::model::{
-    Answer, Authorization, AuthorizationRequested, BootAnswer, Booted, Command, Heartbeat, IdToken,
-    IdTokenType, InMemoryLedger, MeterReading, MeterReadings, StatusChanged, TransactionEnded,
-    TransactionId, TransactionLedger, TransactionStarted, TransactionUpdated,
+    Authorization, AuthorizationRequested, BootAnswer, Booted, Command, EventAnswer, Heartbeat,
+    IdToken, IdTokenType, InMemoryLedger, MeterReading, MeterReadings, StatusChanged,
+    TransactionEnded, TransactionId, TransactionLedger, TransactionStarted, TransactionUpdated,
 };
 use ocpp_tokio::ocpp::Delivery;
 use ocpp_tokio::{ChargePoints, ConnectionConfig, DateTime, Decimal, ErrorAnswer};
@@ -93,15 +93,15 @@ fn router() -> Router<Mutex<Reported>, Arc<InMemoryLedger>> {
     Router::<Mutex<Reported>>::default()
         .with_state(Arc::new(InMemoryLedger::new()))
         .on_concept(|_: Cp, _: Booted| async { Ok(BootAnswer::accepted(300, DateTime::now())) })
-        .on_concept(|_: Cp, _: Heartbeat| async { Ok(Answer::heartbeat(DateTime::now())) })
+        .on_concept(|_: Cp, _: Heartbeat| async { Ok(EventAnswer::heartbeat(DateTime::now())) })
         .on_concept(|cp: Cp, s: StatusChanged| async move {
             let connector = s.connector.map_or(s.evse.to_string(), |c| format!("{}/{c}", s.evse));
             cp.lock().unwrap().statuses.insert(connector, s.raw_status);
-            Ok(Answer::Received)
+            Ok(EventAnswer::Received)
         })
         .on_concept(|cp: Cp, m: MeterReadings| async move {
             meter(&cp, Some(m.evse), None, &m.readings);
-            Ok(Answer::Received)
+            Ok(EventAnswer::Received)
         })
         .on_concept(|_: Cp, a: AuthorizationRequested| async move { Ok(auth(&a.token)) })
         .on_concept(|cp: Cp, start: TransactionStarted| async move {
@@ -110,16 +110,16 @@ fn router() -> Router<Mutex<Reported>, Arc<InMemoryLedger>> {
             if let (Some(id), Some(evse)) = (recorded.id(), start.evse) {
                 cp.lock().unwrap().transactions.insert(id.to_string(), evse.to_string());
             }
-            Ok(Answer::transaction(recorded.number(), start.token.as_ref().map(auth)))
+            Ok(EventAnswer::transaction(recorded.number(), start.token.as_ref().map(auth)))
         })
         .on_concept(|cp: Cp, update: TransactionUpdated| async move {
             meter(&cp, update.evse, Some(&update.id), &update.readings);
-            Ok(Answer::transaction(None, update.token.as_ref().map(auth)))
+            Ok(EventAnswer::transaction(None, update.token.as_ref().map(auth)))
         })
         .on_concept(|cp: Cp, end: TransactionEnded| async move {
             cp.app().record_end(cp.identity().as_str(), &end).map_err(ErrorAnswer::internal)?;
             cp.lock().unwrap().transactions.remove(&end.id.to_string());
-            Ok(Answer::transaction(None, end.token.as_ref().map(auth)))
+            Ok(EventAnswer::transaction(None, end.token.as_ref().map(auth)))
         })
 }
 
