@@ -12,6 +12,9 @@
 //! | `Call { id, request }` | [`Csms::on_call`] | `Connection::answer` now ([`Answering::Now`]), or after running the [`Later`] job on a worker thread |
 //! | `Send { request, .. }` (2.1) | [`Csms::on_send`] | nothing |
 //! | (you send a CALL) | [`Csms::on_call_sent`] | |
+//! | (the connection refuses a CALL) | [`Csms::on_call_not_sent`] | |
+//! | (an answer went out) | [`Csms::take_follow_up`] until `None` | send each (`Connection::call_for`), then `on_call_sent` / `on_call_not_sent` |
+//! | (a push tick, `--push-interval-ms`) | [`push::tick`] | send it, then [`push::sent`] / [`push::refused`] |
 //! | `CallCompleted { .. }` | [`Csms::on_call_completed`] | |
 //! | `Closed(closed)` | [`Csms::on_closed`] | close the socket |
 //! | (an admin command is decoded) | [`Csms::on_command`] (done by the [admin API](mod@admin)'s `route`) | send it |
@@ -72,8 +75,8 @@
 //!   sends CertificateSigned with the chain (the new certificate, then the CA's), and records
 //!   the station's answer ([`ExtraState::certificate`], `certificate` in
 //!   `GET /chargepoints/ID`). Otherwise (no CA, a CSR that fails a check) the answer is
-//!   Rejected and nothing follows. The I/O loops send the follow-up CALL with
-//!   [`Csms::take_follow_up`] / [`Csms::send_follow_ups`]. The TLS listener trusts the same CA
+//!   Rejected and nothing follows. The I/O loops take the follow-up CALL with
+//!   [`Csms::take_follow_up`] and send it on their connection. The TLS listener trusts the same CA
 //!   for client certificates, so the station can use its new certificate for security
 //!   profile 3 at its next connection.
 //! - **Security profile per station** ([`credentials`]: `--security-profiles FILE` with lines

@@ -4,9 +4,8 @@
 //! CALL never sent settles.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
-use ocpp_proto::{CallFailure, CallOutcome, ChargePointIdentity, Connection, Request};
+use ocpp_proto::{CallFailure, CallOutcome, ChargePointIdentity, Request};
 
 use crate::{smart_charging, ChargePoint, ChargingProfileRecord, Csms, Record, UnixTime};
 
@@ -39,9 +38,43 @@ impl Csms {
 
     /// The next CALL the application wants sent to `identity` right after the answer just
     /// made (CertificateSigned after an accepted SignCertificate, GetTransactionStatus after
-    /// a seqNo gap...), if any; call it until `None`. The I/O loop sends them after the
-    /// answer, in this order, so that the station gets the CALLRESULT first (both servers:
-    /// see [`Csms::send_follow_ups`] for a [`Connection`] the loop drives itself).
+    /// a seqNo gap...), if any; call it until `None`. The I/O loop puts each on its own
+    /// connection after the answer, in this order, so that the station gets the CALLRESULT
+    /// first, with nobody waiting for it (no deadline; its outcome comes to
+    /// [`Csms::on_call_completed`]). Then it reports what the connection did with it, as for
+    /// any CALL of ours: taken, [`Csms::on_call_sent`]; refused (its queue full, the
+    /// connection over), [`Csms::on_call_not_sent`], which settles what was recorded for it
+    /// (a SetChargingProfile, a CertificateSigned...) as not sent.
+    ///
+    /// ```
+    /// use ocpp_proto::{CallFailure, ChargePointIdentity, RefusalReason, Request};
+    /// use ocpp_reference_csms::{Csms, CsmsConfig};
+    ///
+    /// /// After each answer to `identity`: `call` stands for the driver's
+    /// /// `Connection::call_for(now, request, caller, None)`.
+    /// fn send_follow_ups(
+    ///     csms: &Csms,
+    ///     identity: &ChargePointIdentity,
+    ///     mut call: impl FnMut(Request) -> Result<(), RefusalReason>,
+    /// ) {
+    ///     while let Some(request) = csms.take_follow_up(identity) {
+    ///         let action = request.action();
+    ///         match call(request) {
+    ///             Ok(()) => csms.on_call_sent(identity, action),
+    ///             Err(reason) => csms.on_call_not_sent(identity, action, &CallFailure::from(reason)),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let csms = Csms::new(CsmsConfig::default());
+    /// let identity = ChargePointIdentity::new("CP1".into(), false).unwrap();
+    /// let mut sent = Vec::new();
+    /// send_follow_ups(&csms, &identity, |request| {
+    ///     sent.push(request);
+    ///     Ok(())
+    /// });
+    /// assert!(sent.is_empty()); // no answer made, nothing follows
+    /// ```
     pub fn take_follow_up(&self, identity: &ChargePointIdentity) -> Option<Request> {
         if self.follow_ups.load(Ordering::Acquire) == 0 {
             return None;
@@ -54,27 +87,6 @@ impl Csms {
             self.follow_ups.fetch_sub(1, Ordering::AcqRel);
         }
         taken
-    }
-
-    /// Sends every [`Csms::take_follow_up`] CALL on `connection` (queued, in order, behind
-    /// the answer and any CALL in flight) and counts each as sent; a CALL the connection
-    /// refuses is logged and recorded as not sent. Nobody waits for them (their caller is
-    /// `C::default()`, `()` or `None`): their outcomes come to [`Csms::on_call_completed`].
-    pub fn send_follow_ups<C: Default>(
-        &self,
-        connection: &mut Connection<C>,
-        identity: &ChargePointIdentity,
-        now: Instant,
-    ) {
-        while let Some(request) = self.take_follow_up(identity) {
-            let action = request.action().to_owned();
-            match connection.call_for(now, request, C::default(), None) {
-                Ok(_) => self.on_call_sent(identity, &action),
-                Err(refused) => {
-                    self.on_call_not_sent(identity, &action, &CallFailure::from(refused.reason));
-                }
-            }
-        }
     }
 
     /// Records the station's answer to our CertificateSigned.

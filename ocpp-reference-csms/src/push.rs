@@ -4,11 +4,11 @@
 //! Payload: `{"vendorId":"bench","messageId":"ts","data":"<seq>:<unix_time_nanos>"}` (on 2.x
 //! `data` is any JSON value; the same string is sent).
 
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use ocpp_messages::version::OcppVersion;
 use ocpp_messages::{v1_6, v2_0_1, v2_1};
-use ocpp_proto::{ChargePointIdentity, Connection, Request};
+use ocpp_proto::{ChargePointIdentity, Request};
 
 use super::Csms;
 
@@ -38,8 +38,8 @@ fn push_data(seq: u64, unix_nanos: u128) -> String {
     data
 }
 
-/// The push DataTransfer for `version`, stamped with `seq` and `unix_nanos`. Build it right
-/// before [`Connection::call`](ocpp_proto::Connection::call) when no CALL is in flight,
+/// The push DataTransfer for `version`, stamped with `seq` and `unix_nanos` ([`tick`] builds
+/// it). Build it right before the driver's connection takes it, when no CALL is in flight,
 /// so that the connection serialises it at once and the stamp is the encode time.
 ///
 /// ```
@@ -78,32 +78,66 @@ pub fn data_transfer(version: OcppVersion, seq: u64, unix_nanos: u128) -> Reques
     }
 }
 
-/// One push tick for one charge point, shared by both servers: sends the next DataTransfer,
-/// or skips it while a CALL of ours is unanswered. Either way the push takes its sequence
-/// number, so a skip shows at the charge point as a gap (counted as lost) instead of being
-/// hidden. Returns whether it was sent. Nobody waits for it (its caller is `C::default()`).
-pub fn send_next<C: Default>(
-    csms: &Csms,
-    connection: &mut Connection<C>,
-    now: Instant,
-    version: OcppVersion,
-    identity: &ChargePointIdentity,
-    seq: &mut u64,
-) -> bool {
+/// One push tick for one charge point, shared by both servers: the next DataTransfer to
+/// send, stamped now, or `None` while `busy`: a CALL of ours is unanswered or waits to go
+/// out on the charge point's connection, as its driver knows it. Either way the push takes
+/// its sequence number, so a skip (counted in `pushes_skipped`) shows at the charge point as
+/// a gap (counted as lost) instead of being hidden.
+///
+/// The driver puts the request on its connection at once (so that the stamp is the encode
+/// time), with nobody waiting for it (no deadline; its outcome comes to
+/// [`Csms::on_call_completed`]), and reports what the connection did: taken, [`sent`];
+/// refused (its queue full, the connection over), [`refused`].
+///
+/// ```
+/// use ocpp_messages::version::OcppVersion;
+/// use ocpp_proto::{ChargePointIdentity, RefusalReason, Request};
+/// use ocpp_reference_csms::{push, Csms, CsmsConfig};
+///
+/// /// One charge point's tick: `busy` and `call` stand for the driver's connection
+/// /// (`has_call_in_flight() || queued_calls() > 0`, `call_for(now, request, caller, None)`).
+/// fn tick(
+///     csms: &Csms,
+///     identity: &ChargePointIdentity,
+///     seq: &mut u64,
+///     busy: bool,
+///     call: impl FnOnce(Request) -> Result<(), RefusalReason>,
+/// ) {
+///     if let Some(request) = push::tick(csms, OcppVersion::V2_0_1, seq, busy) {
+///         match call(request) {
+///             Ok(()) => push::sent(csms, identity),
+///             Err(_) => push::refused(csms),
+///         }
+///     }
+/// }
+///
+/// let csms = Csms::new(CsmsConfig::default());
+/// let identity = ChargePointIdentity::new("CP1".into(), false).unwrap();
+/// let mut seq = 0;
+/// tick(&csms, &identity, &mut seq, false, |_| Ok(()));
+/// tick(&csms, &identity, &mut seq, true, |_| unreachable!("skipped"));
+/// tick(&csms, &identity, &mut seq, false, |_| Err(RefusalReason::QueueFull));
+/// assert_eq!(seq, 3);
+/// assert_eq!(csms.metrics().calls_sent.get(), 1);
+/// assert_eq!(csms.metrics().pushes_skipped.get(), 2);
+/// ```
+pub fn tick(csms: &Csms, version: OcppVersion, seq: &mut u64, busy: bool) -> Option<Request> {
     *seq += 1;
-    if connection.has_call_in_flight() || connection.queued_calls() > 0 {
+    if busy {
         csms.metrics().pushes_skipped.inc();
-        return false;
+        return None;
     }
-    let request = data_transfer(version, *seq, unix_nanos_now());
-    match connection.call_for(now, request, C::default(), None) {
-        Ok(_) => {
-            csms.on_call_sent(identity, "DataTransfer");
-            true
-        }
-        Err(_) => {
-            csms.metrics().pushes_skipped.inc();
-            false
-        }
-    }
+    Some(data_transfer(version, *seq, unix_nanos_now()))
+}
+
+/// The connection took the push [`tick`] made: counted as one of our CALLs sent
+/// ([`Csms::on_call_sent`]).
+pub fn sent(csms: &Csms, identity: &ChargePointIdentity) {
+    csms.on_call_sent(identity, "DataTransfer");
+}
+
+/// The connection refused the push [`tick`] made: counted as skipped, as a push not made
+/// while busy is; its number stays taken.
+pub fn refused(csms: &Csms) {
+    csms.metrics().pushes_skipped.inc();
 }

@@ -674,7 +674,12 @@ fn charging_profiles_are_settled_in_the_order_sent_operator_and_ours() {
             connection.decide(now, Ok(())).unwrap();
         }
     }
-    csms.send_follow_ups(&mut connection, &cp, now);
+    // The driver's part: each follow-up on the connection, reported sent.
+    while let Some(request) = csms.take_follow_up(&cp) {
+        let action = request.action();
+        connection.call_for(now, request, (), None).unwrap();
+        csms.on_call_sent(&cp, action);
+    }
     assert!(csms.take_follow_up(&cp).is_none());
     connection.handle_eof(now);
     let mut ended = None;

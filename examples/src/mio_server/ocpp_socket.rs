@@ -672,7 +672,15 @@ fn send_answer(
         Ok(()) => csms.metrics().calls_answered.inc(),
         Err(error) => tracing::warn!(%identity, %id, "answer: {error}"),
     }
-    csms.send_follow_ups(connection, identity, now);
+    // Nobody waits for them (no caller, no deadline): their outcomes come to
+    // `Csms::on_call_completed`, or `on_call_not_sent` when the connection refuses one.
+    while let Some(request) = csms.take_follow_up(identity) {
+        let action = request.action();
+        match connection.call_for(now, request, None, None) {
+            Ok(_) => csms.on_call_sent(identity, action),
+            Err(refused) => csms.on_call_not_sent(identity, action, &refused.reason.into()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -30,16 +30,16 @@ impl EventLoop {
             if s.stage != SocketStage::Live || !s.connection.is_open() {
                 continue;
             }
-            let sent = push::send_next(
-                &shared.csms,
-                &mut s.connection,
-                now,
-                version,
-                identity,
-                &mut s.push_seq,
-            );
-            if sent {
-                self.service(key, now);
+            let busy = s.connection.has_call_in_flight() || s.connection.queued_calls() > 0;
+            let Some(request) = push::tick(&shared.csms, version, &mut s.push_seq, busy) else {
+                continue;
+            };
+            match s.connection.call_for(now, request, None, None) {
+                Ok(_) => {
+                    push::sent(&shared.csms, identity);
+                    self.service(key, now);
+                }
+                Err(_) => push::refused(&shared.csms),
             }
         }
     }

@@ -47,15 +47,13 @@ struct PushTarget {
 
 impl Pushing {
     /// Pushes, or skips a push while the last one is unanswered (its number is taken, so the
-    /// skip shows as a gap, as [`ocpp_reference_csms::push::send_next`] does).
+    /// skip shows as a gap: [`ocpp_reference_csms::push::tick`]).
     fn tick(&mut self) {
-        self.seq += 1;
         let to = &self.to;
-        if to.in_flight.swap(true, Ordering::AcqRel) {
-            to.csms.metrics().pushes_skipped.inc();
+        let busy = to.in_flight.swap(true, Ordering::AcqRel);
+        let Some(request) = push::tick(&to.csms, to.cp.version(), &mut self.seq, busy) else {
             return;
-        }
-        let request = push::data_transfer(to.cp.version(), self.seq, push::unix_nanos_now());
+        };
         let ended = Arc::clone(to);
         to.cp
             .call_raw_then(request, move |outcome| ended.ended(&outcome));
@@ -70,7 +68,7 @@ impl PushTarget {
             .as_ref()
             .is_err_and(|failure| !failure.may_have_reached_peer())
         {
-            self.csms.metrics().pushes_skipped.inc();
+            push::refused(&self.csms);
         }
         self.in_flight.store(false, Ordering::Release);
     }
