@@ -1,9 +1,11 @@
 //! The command line of `ocpp-load`, parsed by clap.
 //!
-//! [`parse`] turns the arguments into [`Options`]. Clap checks the spelling of every option and
-//! runs each value through one of the small parsers at the end of this file (numbers, seconds,
-//! shares, addresses...), so a bad value is reported as clap's error for that option; the
-//! help of every option is its doc comment in [`Cli`].
+//! [`parse`] turns the arguments into [`Options`], the one struct clap derives and the rest of
+//! `ocpp-load` reads. Clap checks the spelling of every option and runs each value through one
+//! of the small parsers at the end of this file (numbers, seconds, shares, addresses...), so a
+//! bad value is reported as clap's error for that option; the help of every option is its doc
+//! comment in [`Options`] or [`SoakOptions`]. What depends on several options or turns a 0
+//! into "off" or a default is a method (`sources()`, `processes()`, `heartbeat()`...).
 //!
 //! The coordinator starts its workers with its own command line plus `--worker I/P`, so
 //! whatever parses here once parses again in every worker.
@@ -12,7 +14,7 @@ use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, ValueEnum};
 use ocpp_messages::version::OcppVersion;
 
 /// What the swarm does after it has connected.
@@ -80,93 +82,6 @@ pub(crate) struct WorkerSlot {
     pub(crate) of: usize,
 }
 
-/// Everything `ocpp-load` is told.
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    /// What to run after connecting.
-    pub(crate) scenario: Scenario,
-    /// `HOST:PORT` of `--url`, as written (the `Host` header).
-    pub(crate) host: String,
-    /// The port of `--url` (80 when it has none).
-    pub(crate) port: u16,
-    /// The address of `--url`'s host.
-    pub(crate) target_ip: IpAddr,
-    /// The path of `--url` without a trailing `/`; the identity is appended.
-    pub(crate) endpoint: String,
-    /// How many charge points, at least 1.
-    pub(crate) count: usize,
-    /// New connections per second over all processes, > 0.
-    pub(crate) rate: f64,
-    /// The OCPP version every charge point speaks.
-    pub(crate) version: OcppVersion,
-    /// The identities' prefix.
-    pub(crate) prefix: String,
-    /// source addresses, used in turn.
-    pub(crate) sources: Vec<IpAddr>,
-    /// Worker processes, 1..=count.
-    pub(crate) processes: usize,
-    /// Length of the phase after connect.
-    pub(crate) duration: Duration,
-    /// Heartbeat period, if any.
-    pub(crate) heartbeat: Option<Duration>,
-    /// StatusNotification period, if any.
-    pub(crate) status: Option<Duration>,
-    /// MeterValues period, if any.
-    pub(crate) meter: Option<Duration>,
-    /// How long the connect phase may take.
-    pub(crate) connect_timeout: Duration,
-    /// The Basic auth password of every charge point.
-    pub(crate) password: Option<String>,
-    /// The server's processes, read from `/proc` at each phase boundary.
-    pub(crate) server_pids: Vec<u32>,
-    /// `reconnect`: the shell command that starts the server again.
-    pub(crate) restart_cmd: Option<String>,
-    /// `reconnect`: where to write the restarted server's PID.
-    pub(crate) restart_pid_file: Option<String>,
-    /// Load both cores to this percentage during the run phase (0 = off).
-    pub(crate) burn_percent: u32,
-    /// Where to write the report as JSON.
-    pub(crate) json: Option<String>,
-    /// The server's name in the report.
-    pub(crate) label: String,
-    /// Receive times of pushes from the kernel (`SO_TIMESTAMPNS`) rather than user space.
-    pub(crate) kernel_timestamps: bool,
-    /// The first retry after a disconnect, before jitter.
-    pub(crate) retry_min: Duration,
-    /// The most jitter added to a retry.
-    pub(crate) retry_random: Duration,
-    /// Whether permessage-deflate is offered.
-    pub(crate) deflate: Deflate,
-    /// The `soak` scenario's settings.
-    pub(crate) soak: SoakOptions,
-    /// Set in a worker process: which part of the swarm it runs.
-    pub(crate) worker: Option<WorkerSlot>,
-}
-
-/// The `soak` scenario's settings.
-#[derive(Debug, Clone)]
-pub(crate) struct SoakOptions {
-    /// The admin interface of the server: commands go there, and `/metrics` is read.
-    pub(crate) admin: Option<SocketAddr>,
-    /// Admin commands per second, over all charge points.
-    pub(crate) commands_per_s: f64,
-    /// Mean time between two disconnects of one charge point (exponential).
-    pub(crate) churn: Option<Duration>,
-    /// The share of those disconnects that shut the socket without a close frame.
-    pub(crate) drop_share: f64,
-    /// Extra charge points, as a share of `--count`, that connect now and then with the
-    /// identity of another one.
-    pub(crate) duplicate_share: f64,
-    /// Mean length of a charging session.
-    pub(crate) session: Duration,
-    /// Mean length of the pause between two sessions.
-    pub(crate) pause: Duration,
-    /// The longest back-off before a reconnect (before jitter).
-    pub(crate) retry_max: Duration,
-    /// The server's call timeout: a command unanswered 15 s past it counts as hung.
-    pub(crate) call_timeout: Duration,
-}
-
 /// Whether the charge points offer permessage-deflate.
 ///
 /// The doc comment of each variant is its help in `ocpp-load --help`.
@@ -207,12 +122,12 @@ Notes:
 Example:
   ocpp-load heartbeat --url ws://127.0.0.1:9000/ocpp --count 10000 --server-pid 1234";
 
-/// The command line as clap sees it; [`Cli::into_options`] makes it the [`Options`].
+/// Everything `ocpp-load` is told: the command line as clap parses it.
 ///
 /// The doc comment of each field is the option's help. Numeric options accept a leading `-`
 /// as part of their value so that `--rate -1` is reported by the option's own rule, and the
 /// free-text ones so that a password or a label may start with `-`, as before clap.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(
     name = "ocpp-load",
     about = ABOUT,
@@ -223,28 +138,28 @@ Example:
     // Scripts append to a common command line (bench/run.sh repeats --label): the last wins.
     args_override_self = true,
 )]
-struct Cli {
+pub(crate) struct Options {
     /// what to run after connecting
     #[arg(value_enum, value_name = "SCENARIO")]
-    scenario: Scenario,
+    pub(crate) scenario: Scenario,
 
     /// ws://HOST:PORT/PATH, HOST an IP address or localhost; the identity is appended
     #[arg(long, value_name = "URL", default_value = "ws://127.0.0.1:9000/ocpp", value_parser = url)]
-    url: Target,
+    pub(crate) url: Target,
 
     /// charge points, at least 1
     #[arg(long, value_name = "N", default_value = "1000")]
     #[arg(value_parser = count, allow_negative_numbers = true)]
-    count: usize,
+    pub(crate) count: usize,
 
     /// new connections per second, over all processes (> 0)
     #[arg(long, value_name = "N", default_value = "1000")]
     #[arg(value_parser = rate, allow_negative_numbers = true)]
-    rate: f64,
+    pub(crate) rate: f64,
 
     /// 1.6, 2.0.1 or 2.1
     #[arg(long, value_name = "V", default_value = "1.6", value_parser = version)]
-    version: OcppVersion,
+    pub(crate) version: OcppVersion,
 
     /// identities are P000000, P000001, ...
     #[arg(
@@ -253,7 +168,7 @@ struct Cli {
         default_value = "LOAD",
         allow_hyphen_values = true
     )]
-    prefix: String,
+    pub(crate) prefix: String,
 
     /// Basic auth password (the same for every charge point); better from the environment
     /// variable OCPP_PASSWORD than on the command line, where ps shows it
@@ -264,7 +179,7 @@ struct Cli {
         hide_env_values = true,
         allow_hyphen_values = true
     )]
-    password: Option<String>,
+    pub(crate) password: Option<String>,
 
     /// source addresses, used in turn (one address reaches at most 28,232 connections to one
     /// port) [default: 127.0.0.1]
@@ -283,35 +198,35 @@ struct Cli {
     processes: Option<usize>,
 
     /// length of the phase after connect
-    #[arg(long, value_name = "S", default_value = "20")]
+    #[arg(long = "duration-s", value_name = "S", default_value = "20")]
     #[arg(value_parser = seconds, allow_negative_numbers = true)]
-    duration_s: Duration,
+    pub(crate) duration: Duration,
 
     /// Heartbeat period, 0 = none
     #[arg(long, value_name = "S", default_value = "10")]
     #[arg(value_parser = seconds, allow_negative_numbers = true)]
-    heartbeat_s: Duration,
+    pub(crate) heartbeat_s: Duration,
 
     /// StatusNotification period, 0 = none
     #[arg(long, value_name = "S", default_value = "30")]
     #[arg(value_parser = seconds, allow_negative_numbers = true)]
-    status_s: Duration,
+    pub(crate) status_s: Duration,
 
     /// MeterValues period, 0 = none
     #[arg(long, value_name = "S", default_value = "30")]
     #[arg(value_parser = seconds, allow_negative_numbers = true)]
-    meter_s: Duration,
+    pub(crate) meter_s: Duration,
 
     /// give up on the connect phase after S seconds, 0 = the default
     #[arg(long, value_name = "S", default_value = "120")]
     #[arg(value_parser = seconds, allow_negative_numbers = true)]
-    connect_timeout_s: Duration,
+    pub(crate) connect_timeout_s: Duration,
 
     /// read the server's RSS and CPU time from /proc at each phase boundary (several PIDs are
     /// summed)
     // `std::vec::Vec`, not `Vec`: one value that the parser splits, not a repeated option.
     #[arg(long, value_name = "PID,...", value_parser = pids, allow_negative_numbers = true)]
-    server_pid: Option<std::vec::Vec<u32>>,
+    pub(crate) server_pid: Option<std::vec::Vec<u32>>,
 
     /// reconnect (required there): `sh -c CMD` starts the server again after the old one
     /// (--server-pid) was stopped with SIGTERM
@@ -321,71 +236,34 @@ struct Cli {
         required_if_eq("scenario", "reconnect"),
         allow_hyphen_values = true
     )]
-    restart_cmd: Option<String>,
+    pub(crate) restart_cmd: Option<String>,
 
     /// reconnect: write the restarted server's PID there
     #[arg(long, value_name = "F")]
-    restart_pid_file: Option<String>,
+    pub(crate) restart_pid_file: Option<String>,
 
     /// reconnect, soak: first retry after MS + random(--retry-random-ms)
-    #[arg(long, value_name = "MS", default_value = "250")]
+    #[arg(long = "retry-min-ms", value_name = "MS", default_value = "250")]
     #[arg(value_parser = millis, allow_negative_numbers = true)]
-    retry_min_ms: Duration,
+    pub(crate) retry_min: Duration,
 
     /// reconnect, soak: the longest random delay added to a retry
-    #[arg(long, value_name = "MS", default_value = "1000")]
+    #[arg(long = "retry-random-ms", value_name = "MS", default_value = "1000")]
     #[arg(value_parser = millis, allow_negative_numbers = true)]
-    retry_random_ms: Duration,
+    pub(crate) retry_random: Duration,
 
     /// offer permessage-deflate
     #[arg(long, value_enum, value_name = "MODE", default_value = "off")]
-    deflate: Deflate,
+    pub(crate) deflate: Deflate,
 
-    /// soak: the server's admin interface, IP:PORT (commands, /metrics)
-    #[arg(long, value_name = "ADDR", value_parser = admin)]
-    admin: Option<SocketAddr>,
-
-    /// soak: admin commands per second
-    #[arg(long, value_name = "N", default_value = "10")]
-    #[arg(value_parser = number::<f64>, allow_negative_numbers = true)]
-    commands_per_s: f64,
-
-    /// soak: mean time between disconnects of a charge point, 0 = none
-    #[arg(long, value_name = "S", default_value = "600")]
-    #[arg(value_parser = seconds, allow_negative_numbers = true)]
-    churn_s: Duration,
-
-    /// soak: share of disconnects without a close frame, within 0..=1
-    #[arg(long, value_name = "F", default_value = "0.5")]
-    #[arg(value_parser = share, allow_negative_numbers = true)]
-    drop_share: f64,
-
-    /// soak: extra charge points (share of --count, within 0..=1) that connect with an identity
-    /// already connected
-    #[arg(long, value_name = "F", default_value = "0.02")]
-    #[arg(value_parser = share, allow_negative_numbers = true)]
-    duplicate_share: f64,
-
-    /// soak: mean session length, and mean pause between sessions; 0 = 1
-    #[arg(long, value_name = "S", default_value = "180")]
-    #[arg(value_parser = seconds, allow_negative_numbers = true)]
-    session_s: Duration,
-
-    /// soak: the longest back-off before jitter
-    #[arg(long, value_name = "MS", default_value = "30000")]
-    #[arg(value_parser = millis, allow_negative_numbers = true)]
-    retry_max_ms: Duration,
-
-    /// soak: the server's call timeout; a command unanswered 15 s past it counts as hung;
-    /// 0 = the default
-    #[arg(long, value_name = "S", default_value = "30")]
-    #[arg(value_parser = seconds, allow_negative_numbers = true)]
-    call_timeout_s: Duration,
+    // `soak`'s options; clap lists them here, in this order.
+    #[command(flatten)]
+    pub(crate) soak: SoakOptions,
 
     /// load both cores to PERCENT (0..=100) with busy threads during the run phase
-    #[arg(long, value_name = "PERCENT", default_value = "0")]
+    #[arg(long = "burn", value_name = "PERCENT", default_value = "0")]
     #[arg(value_parser = percent, allow_negative_numbers = true)]
-    burn: u32,
+    pub(crate) burn_percent: u32,
 
     /// where the receive time of a push comes from
     #[arg(long, value_enum, value_name = "K", default_value = "kernel")]
@@ -398,28 +276,75 @@ struct Cli {
         default_value = "server",
         allow_hyphen_values = true
     )]
-    label: String,
+    pub(crate) label: String,
 
     /// write the report as JSON there
     #[arg(long, value_name = "FILE")]
-    json: Option<String>,
+    pub(crate) json: Option<String>,
 
     /// internal: run as worker I of P (the coordinator starts its workers so)
     #[arg(long, value_name = "I/P", value_parser = worker, hide = true)]
-    worker: Option<WorkerSlot>,
+    pub(crate) worker: Option<WorkerSlot>,
+}
+
+/// The `soak` scenario's options, flattened into [`Options`] where `--help` lists them.
+///
+/// As in [`Options`], the doc comment of each field is the option's help.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct SoakOptions {
+    /// soak: the server's admin interface, IP:PORT (commands, /metrics)
+    #[arg(long, value_name = "ADDR", value_parser = admin)]
+    pub(crate) admin: Option<SocketAddr>,
+
+    /// soak: admin commands per second
+    #[arg(long, value_name = "N", default_value = "10")]
+    #[arg(value_parser = number::<f64>, allow_negative_numbers = true)]
+    pub(crate) commands_per_s: f64,
+
+    /// soak: mean time between disconnects of a charge point, 0 = none
+    #[arg(long, value_name = "S", default_value = "600")]
+    #[arg(value_parser = seconds, allow_negative_numbers = true)]
+    pub(crate) churn_s: Duration,
+
+    /// soak: share of disconnects without a close frame, within 0..=1
+    #[arg(long, value_name = "F", default_value = "0.5")]
+    #[arg(value_parser = share, allow_negative_numbers = true)]
+    pub(crate) drop_share: f64,
+
+    /// soak: extra charge points (share of --count, within 0..=1) that connect with an identity
+    /// already connected
+    #[arg(long, value_name = "F", default_value = "0.02")]
+    #[arg(value_parser = share, allow_negative_numbers = true)]
+    pub(crate) duplicate_share: f64,
+
+    /// soak: mean session length, and mean pause between sessions; 0 = 1
+    #[arg(long, value_name = "S", default_value = "180")]
+    #[arg(value_parser = seconds, allow_negative_numbers = true)]
+    pub(crate) session_s: Duration,
+
+    /// soak: the longest back-off before jitter
+    #[arg(long = "retry-max-ms", value_name = "MS", default_value = "30000")]
+    #[arg(value_parser = millis, allow_negative_numbers = true)]
+    pub(crate) retry_max: Duration,
+
+    /// soak: the server's call timeout; a command unanswered 15 s past it counts as hung;
+    /// 0 = the default
+    #[arg(long, value_name = "S", default_value = "30")]
+    #[arg(value_parser = seconds, allow_negative_numbers = true)]
+    pub(crate) call_timeout_s: Duration,
 }
 
 /// `--url` taken apart.
 #[derive(Debug, Clone)]
-struct Target {
-    /// `HOST:PORT` as written.
-    host: String,
+pub(crate) struct Target {
+    /// `HOST:PORT` as written (the `Host` header).
+    pub(crate) host: String,
     /// The port, 80 when the URL has none.
-    port: u16,
+    pub(crate) port: u16,
     /// The host's address.
-    ip: IpAddr,
-    /// The path without a trailing `/`.
-    endpoint: String,
+    pub(crate) ip: IpAddr,
+    /// The path without a trailing `/`; the identity is appended.
+    pub(crate) endpoint: String,
 }
 
 /// Parses the command line, program name first, into the [`Options`].
@@ -431,67 +356,83 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    Ok(Cli::try_parse_from(args)?.into_options())
+    Options::try_parse_from(args)
 }
 
-impl Cli {
-    /// The options the rest of `ocpp-load` works with: every value is checked already, what
-    /// is left is defaults that depend on other options.
-    fn into_options(self) -> Options {
-        let sources = match (self.sources, self.source_count) {
-            (Some(sources), _) => sources,
+impl Options {
+    /// The source addresses, used in turn: `--sources`, or 127.0.0.2.. for `--source-count`
+    /// (whichever came last), else 127.0.0.1.
+    pub(crate) fn sources(&self) -> Vec<IpAddr> {
+        match (&self.sources, self.source_count) {
+            (Some(sources), _) => sources.clone(),
             (None, Some(k)) => (0..k)
                 .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + i)))
                 .collect(),
             (None, None) => vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
-        };
-        let processes = match self.processes {
+        }
+    }
+
+    /// Worker processes, 1..=count: `--processes`, or one per 19,000 charge points when it
+    /// is missing or 0.
+    pub(crate) fn processes(&self) -> usize {
+        match self.processes {
             Some(p) if p > 0 => p,
             _ => self.count.div_ceil(19_000),
         }
-        .min(self.count);
-        let session = nonzero(self.session_s).unwrap_or(Duration::from_secs(1));
-        Options {
-            scenario: self.scenario,
-            host: self.url.host,
-            port: self.url.port,
-            target_ip: self.url.ip,
-            endpoint: self.url.endpoint,
-            count: self.count,
-            rate: self.rate,
-            version: self.version,
-            prefix: self.prefix,
-            sources,
-            processes,
-            duration: self.duration_s,
-            heartbeat: nonzero(self.heartbeat_s),
-            status: nonzero(self.status_s),
-            meter: nonzero(self.meter_s),
-            connect_timeout: nonzero(self.connect_timeout_s).unwrap_or(Duration::from_secs(120)),
-            password: self.password,
-            server_pids: self.server_pid.unwrap_or_default(),
-            restart_cmd: self.restart_cmd,
-            restart_pid_file: self.restart_pid_file,
-            burn_percent: self.burn,
-            json: self.json,
-            label: self.label,
-            kernel_timestamps: self.timestamps == Timestamps::Kernel,
-            retry_min: self.retry_min_ms,
-            retry_random: self.retry_random_ms,
-            deflate: self.deflate,
-            soak: SoakOptions {
-                admin: self.admin,
-                commands_per_s: self.commands_per_s,
-                churn: nonzero(self.churn_s),
-                drop_share: self.drop_share,
-                duplicate_share: self.duplicate_share,
-                session,
-                pause: session,
-                retry_max: self.retry_max_ms,
-                call_timeout: nonzero(self.call_timeout_s).unwrap_or(Duration::from_secs(30)),
-            },
-            worker: self.worker,
-        }
+        .min(self.count)
+    }
+
+    /// The Heartbeat period, if any.
+    pub(crate) fn heartbeat(&self) -> Option<Duration> {
+        nonzero(self.heartbeat_s)
+    }
+
+    /// The StatusNotification period, if any.
+    pub(crate) fn status(&self) -> Option<Duration> {
+        nonzero(self.status_s)
+    }
+
+    /// The MeterValues period, if any.
+    pub(crate) fn meter(&self) -> Option<Duration> {
+        nonzero(self.meter_s)
+    }
+
+    /// How long the connect phase may take (0 = 120 s).
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        nonzero(self.connect_timeout_s).unwrap_or(Duration::from_secs(120))
+    }
+
+    /// The server's processes, read from `/proc` at each phase boundary.
+    pub(crate) fn server_pids(&self) -> &[u32] {
+        self.server_pid.as_deref().unwrap_or_default()
+    }
+
+    /// Whether the receive times of pushes come from the kernel (`SO_TIMESTAMPNS`) rather
+    /// than user space.
+    pub(crate) fn kernel_timestamps(&self) -> bool {
+        self.timestamps == Timestamps::Kernel
+    }
+}
+
+impl SoakOptions {
+    /// Mean time between two disconnects of one charge point (exponential), if any.
+    pub(crate) fn churn(&self) -> Option<Duration> {
+        nonzero(self.churn_s)
+    }
+
+    /// Mean length of a charging session (0 = 1 s).
+    pub(crate) fn session(&self) -> Duration {
+        nonzero(self.session_s).unwrap_or(Duration::from_secs(1))
+    }
+
+    /// Mean length of the pause between two sessions: that of a session.
+    pub(crate) fn pause(&self) -> Duration {
+        self.session()
+    }
+
+    /// The server's call timeout (0 = 30 s): a command unanswered 15 s past it counts as hung.
+    pub(crate) fn call_timeout(&self) -> Duration {
+        nonzero(self.call_timeout_s).unwrap_or(Duration::from_secs(30))
     }
 }
 

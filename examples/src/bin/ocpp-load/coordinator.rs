@@ -47,11 +47,11 @@ pub(crate) fn run(mut options: Options, args: &[OsString]) -> Result<Value, Stri
     let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
     let (sender, said) = mpsc::channel::<Said>();
     let mut workers = Vec::new();
-    for index in 0..options.processes {
+    for index in 0..options.processes() {
         let mut child = Command::new(&exe)
             .args(args)
             .arg("--worker")
-            .arg(format!("{index}/{}", options.processes))
+            .arg(format!("{index}/{}", options.processes()))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -134,7 +134,7 @@ fn drive(
 ) -> Result<Value, String> {
     let count = workers.len();
     expect_from_all(said, count, "ready", READY_TIMEOUT)?;
-    let baseline = procfs::sample(&options.server_pids);
+    let baseline = procfs::sample(options.server_pids());
     let soak_admin = options
         .soak
         .admin
@@ -145,7 +145,7 @@ fn drive(
     phases.extend(options.scenario.run_phase());
     let mut records = Vec::new();
     for name in phases {
-        let server_before = procfs::sample(&options.server_pids);
+        let server_before = procfs::sample(options.server_pids());
         let started = Instant::now();
         let burner = (name != "connect" && options.burn_percent > 0)
             .then(|| Burner::start(options.burn_percent));
@@ -162,7 +162,7 @@ fn drive(
                     options.count,
                     &options.prefix,
                     options.version,
-                    options.soak.call_timeout,
+                    options.soak.call_timeout(),
                 )
             });
             // The commands stop with the duration, while the swarm still serves (it then
@@ -170,7 +170,7 @@ fn drive(
             std::thread::sleep(options.duration);
             commands = driver.map(CommandDriver::finish);
         }
-        let limit = options.duration + options.connect_timeout + Duration::from_secs(60);
+        let limit = options.duration + options.connect_timeout() + Duration::from_secs(60);
         let lines = expect_from_all(said, count, "done", limit)?;
         drop(burner);
         let wall = started.elapsed();
@@ -185,7 +185,7 @@ fn drive(
             }
         }
         let stats = merged.ok_or("no worker")?;
-        let server_after = procfs::sample(&options.server_pids);
+        let server_after = procfs::sample(options.server_pids());
         let record = PhaseRecord {
             stats,
             server_before,
@@ -390,16 +390,16 @@ fn describe_soak(soak: &Value) -> String {
 /// `--restart-cmd`; from then on the new process is the one measured.
 fn restart_server(options: &mut Options) -> Result<(), String> {
     use rustix::process::{kill_process, Pid, Signal};
-    for &pid in &options.server_pids {
+    for &pid in options.server_pids() {
         let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
             continue;
         };
         let _ = kill_process(pid, Signal::TERM);
     }
     let deadline = Instant::now() + Duration::from_secs(10);
-    while options.server_pids.iter().any(|&p| procfs::alive(p)) {
+    while options.server_pids().iter().any(|&p| procfs::alive(p)) {
         if Instant::now() > deadline {
-            for &pid in &options.server_pids {
+            for &pid in options.server_pids() {
                 if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
                     let _ = kill_process(pid, Signal::KILL);
                 }
@@ -415,7 +415,7 @@ fn restart_server(options: &mut Options) -> Result<(), String> {
         .stdin(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot restart the server: {e}"))?;
-    options.server_pids = vec![child.id()];
+    options.server_pid = Some(vec![child.id()]);
     if let Some(file) = &options.restart_pid_file {
         std::fs::write(file, format!("{}\n", child.id()))
             .map_err(|e| format!("cannot write {file}: {e}"))?;
@@ -534,11 +534,11 @@ fn report(options: &Options, baseline: Sample, records: &[PhaseRecord]) -> Value
         "label": options.label,
         "scenario": options.scenario.name(),
         "charge_points": options.count,
-        "processes": options.processes,
+        "processes": options.processes(),
         "version": options.version.subprotocol(),
         "rate": options.rate,
         "duration_s": options.duration.as_secs_f64(),
-        "kernel_timestamps": options.kernel_timestamps,
+        "kernel_timestamps": options.kernel_timestamps(),
         "burn_percent": options.burn_percent,
         "deflate": format!("{:?}", options.deflate),
         "date_unix_ns": unix_nanos_now().to_string(),

@@ -17,7 +17,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, BufRead, IoSliceMut, Read, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -197,6 +197,8 @@ enum LoadPhase {
 /// The worker's state.
 struct Worker {
     options: Options,
+    /// `options.sources()`, computed once: the source address of each new socket.
+    sources: Vec<IpAddr>,
     poll: Poll,
     config: Arc<ConnectionConfig>,
     target: SocketAddr,
@@ -290,9 +292,10 @@ pub(crate) fn run(options: Options, slot: WorkerSlot) -> io::Result<()> {
     }
     let options_scenario_is_soak = options.scenario == Scenario::Soak;
     let mut worker = Worker {
-        target: SocketAddr::new(options.target_ip, options.port),
+        target: SocketAddr::new(options.url.ip, options.url.port),
         connect_rate: options.rate / slot.of as f64,
         prebuilt: Prebuilt::new(options.version)?,
+        sources: options.sources(),
         options,
         poll,
         config: Arc::new(config),
@@ -460,7 +463,7 @@ impl Worker {
         self.phase = match name {
             "connect" => {
                 self.connect_started = now;
-                self.connect_deadline = now + self.options.connect_timeout;
+                self.connect_deadline = now + self.options.connect_timeout();
                 LoadPhase::Connect
             }
             "idle" => LoadPhase::Idle { until },
@@ -476,7 +479,7 @@ impl Worker {
             _ => {
                 self.rebooted = 0;
                 LoadPhase::Reconnect {
-                    until: now + self.options.connect_timeout,
+                    until: now + self.options.connect_timeout(),
                 }
             }
         };
@@ -490,9 +493,9 @@ impl Worker {
     fn schedule_messages(&mut self, now: Instant) {
         let total = self.options.count as f64;
         let periods = [
-            self.options.heartbeat,
-            self.options.status,
-            self.options.meter,
+            self.options.heartbeat(),
+            self.options.status(),
+            self.options.meter(),
         ];
         for (local, cp) in self.cps.iter_mut().enumerate() {
             let fraction = (self.first + local) as f64 / total;

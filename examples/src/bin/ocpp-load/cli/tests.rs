@@ -27,39 +27,39 @@ fn error(line: &str) -> clap::Error {
 fn defaults() {
     let o = parse_line("heartbeat").unwrap();
     assert_eq!(o.scenario, Scenario::Heartbeat);
-    assert_eq!(o.host, "127.0.0.1:9000");
-    assert_eq!(o.target_ip, IpAddr::V4(Ipv4Addr::LOCALHOST));
-    assert_eq!(o.port, 9000);
-    assert_eq!(o.endpoint, "/ocpp");
+    assert_eq!(o.url.host, "127.0.0.1:9000");
+    assert_eq!(o.url.ip, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    assert_eq!(o.url.port, 9000);
+    assert_eq!(o.url.endpoint, "/ocpp");
     assert_eq!(o.count, 1000);
     assert_eq!(o.rate, 1000.0);
     assert_eq!(o.version, OcppVersion::V1_6);
     assert_eq!(o.prefix, "LOAD");
-    assert_eq!(o.sources, vec![IpAddr::V4(Ipv4Addr::LOCALHOST)]);
-    assert_eq!(o.processes, 1);
+    assert_eq!(o.sources(), vec![IpAddr::V4(Ipv4Addr::LOCALHOST)]);
+    assert_eq!(o.processes(), 1);
     assert_eq!(o.duration, Duration::from_secs(20));
-    assert_eq!(o.heartbeat, Some(Duration::from_secs(10)));
-    assert_eq!(o.status, Some(Duration::from_secs(30)));
-    assert_eq!(o.meter, Some(Duration::from_secs(30)));
-    assert_eq!(o.connect_timeout, Duration::from_secs(120));
-    assert!(o.server_pids.is_empty());
+    assert_eq!(o.heartbeat(), Some(Duration::from_secs(10)));
+    assert_eq!(o.status(), Some(Duration::from_secs(30)));
+    assert_eq!(o.meter(), Some(Duration::from_secs(30)));
+    assert_eq!(o.connect_timeout(), Duration::from_secs(120));
+    assert!(o.server_pids().is_empty());
     assert_eq!(o.restart_cmd, None);
     assert_eq!(o.burn_percent, 0);
     assert_eq!(o.json, None);
     assert_eq!(o.label, "server");
-    assert!(o.kernel_timestamps);
+    assert!(o.kernel_timestamps());
     assert_eq!(o.retry_min, Duration::from_millis(250));
     assert_eq!(o.retry_random, Duration::from_millis(1000));
     assert_eq!(o.deflate, Deflate::Off);
     assert_eq!(o.soak.admin, None);
     assert_eq!(o.soak.commands_per_s, 10.0);
-    assert_eq!(o.soak.churn, Some(Duration::from_secs(600)));
+    assert_eq!(o.soak.churn(), Some(Duration::from_secs(600)));
     assert_eq!(o.soak.drop_share, 0.5);
     assert_eq!(o.soak.duplicate_share, 0.02);
-    assert_eq!(o.soak.session, Duration::from_secs(180));
-    assert_eq!(o.soak.pause, Duration::from_secs(180));
+    assert_eq!(o.soak.session(), Duration::from_secs(180));
+    assert_eq!(o.soak.pause(), Duration::from_secs(180));
     assert_eq!(o.soak.retry_max, Duration::from_secs(30));
-    assert_eq!(o.soak.call_timeout, Duration::from_secs(30));
+    assert_eq!(o.soak.call_timeout(), Duration::from_secs(30));
     assert_eq!(o.worker, None);
 }
 
@@ -70,13 +70,13 @@ fn flags() {
          --status-s 0 --server-pid 1,2 --worker 1/3",
     )
     .unwrap();
-    assert_eq!(o.endpoint, "");
-    assert_eq!(o.processes, 3);
-    assert_eq!(o.sources.len(), 3);
-    assert_eq!(o.sources[0], IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)));
+    assert_eq!(o.url.endpoint, "");
+    assert_eq!(o.processes(), 3);
+    assert_eq!(o.sources().len(), 3);
+    assert_eq!(o.sources()[0], IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)));
     assert_eq!(o.version, OcppVersion::V2_0_1);
-    assert_eq!(o.status, None);
-    assert_eq!(o.server_pids, vec![1, 2]);
+    assert_eq!(o.status(), None);
+    assert_eq!(o.server_pids(), vec![1, 2]);
     assert_eq!(o.worker, Some(WorkerSlot { index: 1, of: 3 }));
 }
 
@@ -94,21 +94,21 @@ fn every_value() {
     )
     .unwrap();
     assert_eq!(o.scenario, Scenario::Soak);
-    assert_eq!(o.host, "localhost");
-    assert_eq!(o.port, 80);
-    assert_eq!(o.target_ip, IpAddr::V4(Ipv4Addr::LOCALHOST));
-    assert_eq!(o.endpoint, "/x");
+    assert_eq!(o.url.host, "localhost");
+    assert_eq!(o.url.port, 80);
+    assert_eq!(o.url.ip, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    assert_eq!(o.url.endpoint, "/x");
     assert_eq!(o.rate, 2.5);
     assert_eq!(o.version, OcppVersion::V2_1);
     assert_eq!(o.prefix, "-P-");
     assert_eq!(o.password.as_deref(), Some("-secret"));
-    assert_eq!(o.sources.len(), 2);
-    assert_eq!(o.processes, 1);
+    assert_eq!(o.sources().len(), 2);
+    assert_eq!(o.processes(), 1);
     assert_eq!(o.duration, Duration::from_millis(1500));
-    assert_eq!(o.heartbeat, None);
-    assert_eq!(o.meter, Some(Duration::from_millis(250)));
-    assert_eq!(o.connect_timeout, Duration::from_secs(120));
-    assert_eq!(o.server_pids, vec![4, 5]);
+    assert_eq!(o.heartbeat(), None);
+    assert_eq!(o.meter(), Some(Duration::from_millis(250)));
+    assert_eq!(o.connect_timeout(), Duration::from_secs(120));
+    assert_eq!(o.server_pids(), vec![4, 5]);
     assert_eq!(o.restart_cmd.as_deref(), Some("true"));
     assert_eq!(o.restart_pid_file.as_deref(), Some("pid"));
     assert_eq!(o.retry_min, Duration::from_millis(1));
@@ -116,32 +116,32 @@ fn every_value() {
     assert_eq!(o.deflate, Deflate::NoContext);
     assert_eq!(o.soak.admin, Some(SocketAddr::from(([127, 0, 0, 1], 9001))));
     assert_eq!(o.soak.commands_per_s, 0.0);
-    assert_eq!(o.soak.churn, None);
+    assert_eq!(o.soak.churn(), None);
     assert_eq!(o.soak.drop_share, 1.0);
     assert_eq!(o.soak.duplicate_share, 0.0);
-    assert_eq!(o.soak.session, Duration::from_secs(1));
-    assert_eq!(o.soak.pause, Duration::from_secs(1));
+    assert_eq!(o.soak.session(), Duration::from_secs(1));
+    assert_eq!(o.soak.pause(), Duration::from_secs(1));
     assert_eq!(o.soak.retry_max, Duration::from_millis(3));
-    assert_eq!(o.soak.call_timeout, Duration::from_secs(30));
+    assert_eq!(o.soak.call_timeout(), Duration::from_secs(30));
     assert_eq!(o.burn_percent, 100);
-    assert!(!o.kernel_timestamps);
+    assert!(!o.kernel_timestamps());
     assert_eq!(o.label, "-x");
     assert_eq!(o.json.as_deref(), Some("out.json"));
 }
 
 #[test]
 fn processes_are_at_most_one_per_charge_point() {
-    assert_eq!(parse_line("idle --count 40000").unwrap().processes, 3);
+    assert_eq!(parse_line("idle --count 40000").unwrap().processes(), 3);
     assert_eq!(
         parse_line("idle --count 2 --processes 5")
             .unwrap()
-            .processes,
+            .processes(),
         2
     );
     assert_eq!(
         parse_line("idle --count 9 --processes 4")
             .unwrap()
-            .processes,
+            .processes(),
         4
     );
 }
@@ -152,10 +152,10 @@ fn the_last_of_a_repeated_option_wins() {
     assert_eq!(o.label, "b");
     assert_eq!(o.count, 6);
     let o = parse_line("idle --sources 127.0.0.9 --source-count 2").unwrap();
-    assert_eq!(o.sources.len(), 2);
-    assert_eq!(o.sources[1], IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)));
+    assert_eq!(o.sources().len(), 2);
+    assert_eq!(o.sources()[1], IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)));
     let o = parse_line("idle --source-count 2 --sources 127.0.0.9").unwrap();
-    assert_eq!(o.sources, vec![IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9))]);
+    assert_eq!(o.sources(), vec![IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9))]);
 }
 
 #[test]
@@ -295,7 +295,7 @@ fn listed(help: &str, flag: &str) -> bool {
 #[test]
 fn help_names_and_explains_every_option() {
     let text = help().to_string();
-    let mut command = Cli::command();
+    let mut command = Options::command();
     // With clap's own --help among the arguments.
     command.build();
     let mut named = 0;
@@ -366,7 +366,7 @@ fn help_names_and_explains_every_option() {
 #[test]
 fn the_password_also_comes_from_ocpp_password_never_shown() {
     // Checked on the definition, so the test needs no change to the process environment.
-    let command = Cli::command();
+    let command = Options::command();
     let password = command
         .get_arguments()
         .find(|arg| arg.get_id() == "password")
@@ -383,7 +383,7 @@ fn the_password_also_comes_from_ocpp_password_never_shown() {
 
 #[test]
 fn the_definition_is_consistent() {
-    Cli::command().debug_assert();
+    Options::command().debug_assert();
 }
 
 #[test]
@@ -393,21 +393,21 @@ fn a_worker_parses_the_coordinator_s_command_line() {
                 --rate 400 --duration-s 2 --heartbeat-s 0.5 --json /tmp/r.json";
     let coordinator = parse_line(line).unwrap();
     assert_eq!(coordinator.worker, None);
-    for index in 0..coordinator.processes {
+    for index in 0..coordinator.processes() {
         let worker = parse_line(&format!(
             "{line} --worker {index}/{}",
-            coordinator.processes
+            coordinator.processes()
         ))
         .unwrap();
         assert_eq!(
             worker.worker,
             Some(WorkerSlot {
                 index,
-                of: coordinator.processes
+                of: coordinator.processes()
             })
         );
         assert_eq!(worker.count, coordinator.count);
-        assert_eq!(worker.heartbeat, coordinator.heartbeat);
+        assert_eq!(worker.heartbeat(), coordinator.heartbeat());
     }
 }
 

@@ -56,14 +56,11 @@ impl Worker {
 
     pub(super) fn open(&mut self, local: usize, now: Instant) -> io::Result<Link> {
         let global = self.first + local;
-        let source = self.options.sources[global % self.options.sources.len()];
+        let source = self.sources[global % self.sources.len()];
         let socket = Socket::new(Domain::for_address(self.target), Type::STREAM, None)?;
         socket.set_nonblocking(true)?;
         socket.set_tcp_nodelay(true)?;
-        if self.options.sources.len() > 1
-            || !source.is_loopback()
-            || source.to_string() != "127.0.0.1"
-        {
+        if self.sources.len() > 1 || !source.is_loopback() || source.to_string() != "127.0.0.1" {
             socket.bind(&SocketAddr::new(source, 0).into())?;
         }
         match socket.connect(&self.target.into()) {
@@ -73,7 +70,7 @@ impl Worker {
         }
         let std_stream: std::net::TcpStream = socket.into();
         let mut stream = TcpStream::from_std(std_stream);
-        if self.options.kernel_timestamps {
+        if self.options.kernel_timestamps() {
             setsockopt(&stream, sockopt::ReceiveTimestampns, &true)?;
         }
         self.poll.registry().register(
@@ -83,7 +80,8 @@ impl Worker {
         )?;
         let identity = ChargePointIdentity::new(self.identity(local), false)
             .map_err(|e| io::Error::other(e.to_string()))?;
-        let mut target = ConnectTarget::new(&self.options.host, &self.options.endpoint, identity);
+        let mut target =
+            ConnectTarget::new(&self.options.url.host, &self.options.url.endpoint, identity);
         if let Some(password) = &self.options.password {
             target = target.with_password(password.as_bytes());
         }
@@ -160,7 +158,7 @@ impl Worker {
     }
 
     pub(super) fn on_readable(&mut self, local: usize, exhaust: bool) {
-        let kernel = self.options.kernel_timestamps;
+        let kernel = self.options.kernel_timestamps();
         loop {
             let Some(link) = self.cps.get_mut(local).and_then(|cp| cp.link.as_mut()) else {
                 return;

@@ -292,9 +292,9 @@ impl Worker {
             return;
         }
         let periods = [
-            self.options.heartbeat,
-            self.options.status,
-            self.options.meter,
+            self.options.heartbeat(),
+            self.options.status(),
+            self.options.meter(),
         ];
         let kinds = [Kind::Heartbeat, Kind::Status, Kind::Meter];
         for slot in 0..3 {

@@ -142,7 +142,7 @@ impl Worker {
     /// Heartbeat, churn and session timers of a charge point that has just booted (`spread`:
     /// the first Heartbeat anywhere within its period, so the swarm does not beat in step).
     fn soak_schedule(&mut self, local: usize, now: Instant, spread: bool) {
-        let heartbeat = self.options.heartbeat;
+        let heartbeat = self.options.heartbeat();
         let first_beat = heartbeat.map(|p| {
             if spread {
                 now + p.mul_f64(self.rng.f64())
@@ -154,11 +154,11 @@ impl Worker {
             let stay = DUPLICATE_STAY.mul_f64(0.2 + 0.8 * self.rng.f64());
             Some(now + stay)
         } else {
-            let mean = self.options.soak.churn;
+            let mean = self.options.soak.churn();
             mean.map(|mean| now + self.exponential(mean))
         };
-        let pause = self.options.soak.pause;
-        let meter = self.options.meter.unwrap_or(Duration::from_secs(30));
+        let pause = self.options.soak.pause();
+        let meter = self.options.meter().unwrap_or(Duration::from_secs(30));
         let stage = self.cps[local].soak.stage;
         let session = match stage {
             _ if self.is_duplicate(local) => None,
@@ -440,8 +440,8 @@ impl Worker {
                     }) => transaction_id,
                     _ => None,
                 };
-                let meter = self.options.meter.unwrap_or(Duration::from_secs(30));
-                let length = self.exponential(self.options.soak.session);
+                let meter = self.options.meter().unwrap_or(Duration::from_secs(30));
+                let length = self.exponential(self.options.soak.session());
                 let cp = &mut self.cps[local];
                 match (transaction_id, &mut cp.soak.tx) {
                     (Some(id), Some(tx)) => {
@@ -481,7 +481,7 @@ impl Worker {
             self.soak_status(local, now);
         }
         if matches!(self.phase, LoadPhase::Soak { .. }) {
-            let pause = self.exponential(self.options.soak.pause);
+            let pause = self.exponential(self.options.soak.pause());
             self.cps[local].soak.session_at = Some(now + pause);
         }
     }
@@ -611,7 +611,7 @@ impl Worker {
             return;
         }
         if beat {
-            let period = self.options.heartbeat;
+            let period = self.options.heartbeat();
             self.cps[local].soak.heartbeat_at = period.map(|p| now + p);
             let request = self.prebuilt.request(Kind::Heartbeat);
             self.call(local, Kind::Heartbeat, request, now);
@@ -630,7 +630,7 @@ impl Worker {
                         meters_left: meters_left - 1,
                     };
                     self.soak_send_meter(local, false, now);
-                    let meter = self.options.meter.unwrap_or(Duration::from_secs(30));
+                    let meter = self.options.meter().unwrap_or(Duration::from_secs(30));
                     self.cps[local].soak.session_at = Some(now + meter);
                 }
                 Stage::Charging { .. } => self.soak_send_stop(local, now),

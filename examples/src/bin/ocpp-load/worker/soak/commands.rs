@@ -88,8 +88,8 @@ impl Worker {
             }
             Command::GetConfiguration { keys } => {
                 let all = [
-                    ("HeartbeatInterval", self.options.heartbeat),
-                    ("MeterValueSampleInterval", self.options.meter),
+                    ("HeartbeatInterval", self.options.heartbeat()),
+                    ("MeterValueSampleInterval", self.options.meter()),
                 ];
                 let value = |d: Option<Duration>| d.map_or(0, |d| d.as_secs()).to_string();
                 let (known, unknown) = match keys {
