@@ -133,7 +133,11 @@ impl std::fmt::Debug for Secret {
 /// [`Args::site_limit`]). Given twice, an option keeps its last value (a script's defaults,
 /// then the caller's).
 // The fields' docs are the `--help` text, written for a terminal: their brackets are not links.
-#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags, rustdoc::bare_urls)]
+#[allow(
+    rustdoc::broken_intra_doc_links,
+    rustdoc::invalid_html_tags,
+    rustdoc::bare_urls
+)]
 #[derive(Debug, Parser)]
 #[command(args_override_self = true)]
 #[non_exhaustive]

@@ -19,14 +19,7 @@ use ocpp_proto::CallFailure;
 use crate::error::SendError;
 use crate::typed::{ResponseOf, TypedCall};
 
-#[cfg(unix)]
-use crate::shard::handing;
-
-/// Without shards (they need Unix), queueing a command is only queueing it.
-#[cfg(not(unix))]
-fn handing<R>(push: impl FnOnce() -> R) -> R {
-    push()
-}
+use crate::handoff::handing;
 
 /// Where a CALL's outcome goes: to a caller waiting on a channel ([`ChargePoint::call_raw`]),
 /// or to a function the connection runs ([`ChargePoint::call_raw_then`]).

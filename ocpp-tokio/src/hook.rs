@@ -1,5 +1,6 @@
 //! One hook for every OCPP message in and out (logging, metrics): nothing is built when unset.
 
+use std::io;
 use std::sync::Arc;
 
 use ocpp_messages::{Request, Response};
@@ -72,3 +73,6 @@ impl<'a> Message<'a> {
         }
     }
 }
+
+/// The hook of [`ServerBuilder::on_tls_error`](crate::ServerBuilder::on_tls_error).
+pub(crate) type TlsErrorHook = Arc<dyn Fn(&io::Error) + Send + Sync>;

@@ -42,6 +42,8 @@ mod cluster;
 mod driver;
 mod error;
 pub mod handler;
+#[cfg_attr(not(unix), allow(dead_code))]
+mod handoff;
 pub mod hook;
 pub mod presence;
 pub mod registry;

@@ -21,7 +21,7 @@ pub use crate::error::ServerError;
 use crate::charge_point::LinkCommand;
 use crate::driver::{Driver, ServerShared, TaskTimer};
 use crate::handler::PeerCertificate;
-use crate::hook::{Hook, MessageEvent};
+use crate::hook::{Hook, MessageEvent, TlsErrorHook};
 use crate::presence::Presence;
 use crate::registry::Remote;
 use crate::{ChargePoints, Handler};
@@ -59,9 +59,6 @@ pub struct ServerBuilder<H> {
     presence: Option<Arc<dyn Presence>>,
     shards: usize,
 }
-
-/// The hook of [`ServerBuilder::on_tls_error`].
-pub(crate) type TlsErrorHook = Arc<dyn Fn(&io::Error) + Send + Sync>;
 
 impl<H> fmt::Debug for ServerBuilder<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -17,7 +17,6 @@
 //! a handle takes only if it is free. The CALL is written at once instead of waiting for the
 //! shard's turn in the run queue; when the lock is taken, the shard is woken as usual.
 
-use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::future::Future;
@@ -45,7 +44,8 @@ use tokio_rustls::{Accept, TlsAcceptor};
 use crate::charge_point::Link;
 use crate::driver::{Driver, ServerShared, Timer};
 use crate::handler::PeerCertificate;
-use crate::server::TlsErrorHook;
+use crate::handoff::{self, DriveHere};
+use crate::hook::TlsErrorHook;
 use crate::Handler;
 
 /// Rounds of a shard's loop (each drives every connection that was woken) before it yields
@@ -244,34 +244,6 @@ impl WakeList {
     }
 }
 
-thread_local! {
-    /// Set while a handle queues a CALL or a SEND ([`handing`]): the slot waker that the
-    /// queueing wakes leaves itself in [`HANDED`] instead of waking its shard.
-    static HANDING: Cell<bool> = const { Cell::new(false) };
-    /// The connection a [`handing`] push woke, to drive on the caller's thread.
-    static HANDED: Cell<Option<Arc<dyn DriveHere>>> = const { Cell::new(None) };
-}
-
-/// Queues a command through `push` (a handle's CALL or SEND), then, if that woke a
-/// connection of a shard whose task is not running, drives the connection here, on the
-/// caller's thread: the CALL is written now, with no hop through the scheduler (and no wait
-/// behind the tasks queued before the shard). When the shard is running, or the connection
-/// is a task's, nothing changes: the wake goes where it always goes.
-pub(crate) fn handing<R>(push: impl FnOnce() -> R) -> R {
-    let _ = HANDING.try_with(|handing| handing.set(true));
-    let result = push();
-    let _ = HANDING.try_with(|handing| handing.set(false));
-    if let Some(slot) = HANDED.try_with(Cell::take).ok().flatten() {
-        slot.drive_here();
-    }
-    result
-}
-
-/// A connection of a shard, driven from a handle's thread ([`handing`]).
-trait DriveHere: Send + Sync {
-    fn drive_here(self: Arc<Self>);
-}
-
 /// One connection's waker: puts its slot on the wake list, once until the shard drives it.
 struct SlotWaker<H: Handler> {
     slot: usize,
@@ -287,9 +259,9 @@ impl<H: Handler> Wake for SlotWaker<H> {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        if HANDING.try_with(|handing| handing.replace(false)) == Ok(true) {
+        if handoff::is_handing() {
             let here: Arc<dyn DriveHere> = self.clone();
-            if HANDED.try_with(|handed| handed.set(Some(here))).is_ok() {
+            if handoff::hand(here) {
                 return;
             }
         }
