@@ -676,7 +676,12 @@ impl Decoder {
             let end_of_frame = (start as u64).saturating_add(frame_left);
             let wanted = (2 * start).max(start + chunk.len()) as u64;
             let capacity = wanted.min(end_of_frame) as usize;
-            if start == 0 && frame.target == Target::Data && buffer.capacity() == 0 {
+            // A message that is one frame, all of it in this chunk: it is handed out (and the
+            // buffer given back) before this call returns, so a spare never stays with a
+            // decoder between calls, where its capacity could exceed what the peer sent.
+            let whole_message = frame.header.fin && chunk.len() as u64 == frame_left;
+            if start == 0 && frame.target == Target::Data && buffer.capacity() == 0 && whole_message
+            {
                 // A message's first bytes: a spare buffer of this thread, if one fits.
                 *buffer = spare::take(capacity);
                 p.data_spare = true;

@@ -10,10 +10,11 @@
 //! reclaimed, and a new one is allocated as before.
 //!
 //! The bounds keep it cheap in memory and harmless to a peer: at most [`KEPT`] buffers per
-//! thread, each of at most [`MAX_KEPT_CAPACITY`] bytes. A buffer is taken only for a frame's
-//! first bytes (later growth of a long message allocates as before), and only sized for what
-//! the frame's first chunk asked, so a peer that announces a large frame and sends one byte
-//! holds at most one spare of this thread, not a buffer of the size it announced.
+//! thread, each of at most [`MAX_KEPT_CAPACITY`] bytes. A spare is taken only for a message
+//! that is one frame whose bytes are all in the input at hand: it is handed out, and the buffer
+//! given back, within the same call, so a decoder never holds a spare between calls and what a
+//! partial message holds stays within twice what the peer sent (`fuzz/frame_decoder` checks
+//! it).
 //!
 //! Without the `std` feature there is no thread-local storage, and buffers are allocated per
 //! message.
