@@ -84,6 +84,15 @@ pub(crate) enum Registered {
     /// The claim was released meanwhile and this node holds nothing else for the identity:
     /// release this epoch in Redis.
     GiveBack(u64),
+    /// The answer named this node's claim under an epoch other than the one held (a script of
+    /// an earlier connection): run `refresh.lua` for the claim held (`ticket`) under `epoch`,
+    /// the newer of the two, so that Redis holds it ([`Settle`]).
+    Again {
+        /// The claim held.
+        ticket: ClaimTicket,
+        /// The epoch it now holds.
+        epoch: u64,
+    },
     /// Nothing to do.
     Nothing,
 }
@@ -228,9 +237,10 @@ impl ClaimTable {
             .get_mut(identity)
             .filter(|c| c.ticket == ticket && c.state == ClaimState::Registering)
         else {
-            return match answer.and_then(|epoch| self.foreign(identity, epoch)) {
-                Some(epoch) => Registered::GiveBack(epoch),
-                None => Registered::Nothing,
+            return match answer.map(|epoch| self.foreign(identity, epoch)) {
+                Some(Settle::GiveBack(epoch)) => Registered::GiveBack(epoch),
+                Some(Settle::Again { ticket, epoch }) => Registered::Again { ticket, epoch },
+                Some(Settle::Nothing) | None => Registered::Nothing,
             };
         };
         let early = claim.early.take();
@@ -355,8 +365,9 @@ impl ClaimTable {
                         Refreshed::Done
                     }
                     _ => match self.foreign(identity, now) {
-                        Some(epoch) => Refreshed::GiveBack(epoch),
-                        None => Refreshed::Done,
+                        Settle::GiveBack(epoch) => Refreshed::GiveBack(epoch),
+                        Settle::Again { ticket, epoch } => Refreshed::Again { ticket, epoch },
+                        Settle::Nothing => Refreshed::Done,
                     },
                 }
             }
@@ -407,22 +418,44 @@ impl ClaimTable {
 
     /// Redis has this node's claim on `identity` under `epoch`, from a script of a connection
     /// that is no longer current (or of a state that changed meanwhile). It is the current
-    /// connection's: a held claim adopts it if it is newer than what it read (so that its
-    /// release names it); a claim not registered yet is settled by its own claim.lua. With no
-    /// claim at all, the epoch to give back (release).
-    fn foreign(&mut self, identity: &str, epoch: u64) -> Option<u64> {
+    /// connection's (the module's rule). A claim not registered yet is settled by its own
+    /// claim.lua. A held claim under another epoch keeps the newer of the two and refreshes
+    /// under it: Redis may have lost the newer write since (data lost, a failover), and an
+    /// epoch held but no longer in Redis would make this node ignore the `superseded` message
+    /// of a claim that restored over an older one of its own, so that two nodes hold the
+    /// charge point (the model test found it). With no claim at all, the epoch to give back.
+    fn foreign(&mut self, identity: &str, epoch: u64) -> Settle {
         match self.claims.get_mut(identity) {
-            None => Some(epoch),
-            Some(c) => {
-                if let ClaimState::Held(held) = c.state {
-                    if held < epoch {
-                        c.state = ClaimState::Held(epoch);
+            None => Settle::GiveBack(epoch),
+            Some(c) => match c.state {
+                ClaimState::Held(held) if held != epoch => {
+                    let newer = held.max(epoch);
+                    c.state = ClaimState::Held(newer);
+                    Settle::Again {
+                        ticket: c.ticket,
+                        epoch: newer,
                     }
                 }
-                None
-            }
+                _ => Settle::Nothing,
+            },
         }
     }
+}
+
+/// What an answer about this node's claim from another script than the current one asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settle {
+    /// No claim on the identity here: release this epoch in Redis.
+    GiveBack(u64),
+    /// Refresh the claim held (`ticket`) under `epoch` now.
+    Again {
+        /// The claim held.
+        ticket: ClaimTicket,
+        /// The epoch it now holds.
+        epoch: u64,
+    },
+    /// Nothing to do.
+    Nothing,
 }
 
 fn public(identity: &str, c: &LocalClaim) -> Claim {

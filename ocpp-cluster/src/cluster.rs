@@ -638,6 +638,13 @@ impl Shared {
             Registered::GiveBack(epoch) => {
                 let _ = self.release_epoch(identity, epoch).await;
             }
+            Registered::Again { ticket, epoch } => {
+                // An earlier connection's claim.lua named another epoch of this node's than
+                // the one held: refresh the current claim under the newer, so Redis holds it.
+                if let Err(e) = self.refresh_claim(identity, ticket, epoch).await {
+                    tracing::debug!(identity, error = %e, "refresh of a settled epoch failed");
+                }
+            }
             Registered::Nothing => {}
         }
         epoch.map(Some)

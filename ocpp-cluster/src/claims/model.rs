@@ -489,6 +489,7 @@ impl World {
             } => self.send(node, Call::Refresh(ticket, epoch)),
             Registered::Lost(lost) => self.lost(node, lost),
             Registered::GiveBack(epoch) => self.send(node, Call::Release(epoch)),
+            Registered::Again { ticket, epoch } => self.send(node, Call::Refresh(ticket, epoch)),
             Registered::Held { .. } | Registered::Pending | Registered::Nothing => {}
         }
     }
@@ -711,8 +712,46 @@ fn a_takeover_of_a_restore_not_read_yet_closes_the_old_holder() {
     world.settle(&[0]);
 }
 
+/// The finding of CI on 2026-12-05, step by step: a late `claim.lua` of a's earlier connection
+/// answers an epoch Redis then loses (a failover); a adopted it unconfirmed and ignored the
+/// `superseded` message of b's restore over a's older claim, so both nodes held the charge
+/// point. Now a refreshes under the epoch it adopts, which makes it again in Redis.
+#[test]
+fn an_epoch_adopted_from_a_late_claim_is_made_again_before_it_decides() {
+    let mut world = World::new(2);
+    let script = [
+        Action::Connect(0, true), // a: T1
+        Action::Connect(0, true), // a: T2 replaces it; both claim.lua in flight
+        Action::Run(1),           // a's T2: E1
+        Action::Connect(1, true), // b: T3
+        Action::Run(1),           // b's T3: E2, superseded{E1} to a
+        Action::LoseData,         // (a's inbox drops it)
+        Action::Answer(1),        // b holds E2
+        Action::Run(0),           // a's late T1: E1003
+        Action::FailOver,         // the replica never had it: the key is gone
+        Action::InboxUp(0),
+        Action::InboxUp(1),
+        Action::Round(1),  // b: refresh E2
+        Action::Round(0),  // a: T2 still registering, rechecked once registered
+        Action::Answer(0), // a holds E1 and refreshes under it
+        Action::Answer(0), // a reads E1003 for T1
+        Action::Run(1),    // a's refresh E1: restored
+        Action::Answer(0),
+        Action::Run(0), // b's refresh E2: restored over a's E1, superseded{E1} to a
+        Action::Answer(0),
+        Action::Deliver(0),
+    ];
+    for action in &script {
+        world.apply(action);
+    }
+    world.settle(&[0]);
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(CASES))]
+    // PROPTEST_CASES=400000 for a longer search (cargo test --release).
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(CASES)
+    ))]
 
     #[test]
     fn presence_model_the_newest_claim_wins_once_everything_is_delivered(
