@@ -4,7 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use ocpp_proto::{CallFailure, CallOutcome, DecodeOptions, OcppVersion, Request};
+use ocpp_proto::{CallFailure, CallOutcome};
 
 /// A boxed future, as [`Executor::execute`] returns it.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -31,35 +31,6 @@ pub fn command_outcome(outcome: &CallOutcome) -> CommandOutcome {
         }),
         Err(failure) => Err(failure.clone()),
     }
-}
-
-/// A routed command as the request its holder sends: `payload_json` decoded as `action` for
-/// the charge point's `version`, with the decode options of the holder's connections (what
-/// its charge points' own messages are held to), or [`CallFailure::InvalidRequest`] (not
-/// sent: the caller learns that the request does not fit this charge point, not a CALLERROR
-/// made up in its name). The one decoding every node uses (mio and tokio alike).
-///
-/// ```
-/// use ocpp_cluster::command_request;
-/// use ocpp_proto::{CallFailure, DecodeOptions, OcppVersion};
-///
-/// let strict = DecodeOptions::strict();
-/// let reset = command_request(OcppVersion::V1_6, "Reset", r#"{"type":"Soft"}"#, &strict);
-/// assert_eq!(reset.unwrap().action(), "Reset");
-/// let wrong = command_request(OcppVersion::V1_6, "Reset", r#"{"type":"Now"}"#, &strict);
-/// assert!(matches!(wrong, Err(CallFailure::InvalidRequest { .. })));
-/// ```
-pub fn command_request(
-    version: OcppVersion,
-    action: &str,
-    payload_json: &str,
-    options: &DecodeOptions,
-) -> Result<Request, CallFailure> {
-    Request::decode(version, action, payload_json, options).map_err(|e| {
-        CallFailure::InvalidRequest {
-            description: format!("{action} for OCPP {version}: {e}"),
-        }
-    })
 }
 
 /// Sends a command to a charge point held by this node and waits for its answer: the server's

@@ -52,6 +52,7 @@ struct ReadmeDoctests;
 
 pub mod accept;
 mod answer;
+mod command;
 mod config;
 mod connection;
 mod event;
@@ -63,6 +64,7 @@ pub mod station;
 mod timer;
 
 pub use answer::{Answer, AnswerError, ErrorAnswer};
+pub use command::command_request;
 pub use outcome::{CallFailure, CallOutcome, Delivery};
 pub use rejection::Rejection;
 

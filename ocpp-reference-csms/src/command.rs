@@ -1,7 +1,8 @@
-//! An operator's command as the domain takes it: an action and its JSON payload, decoded as
-//! the typed [`Request`] of the charge point's OCPP version. The admin API (HTTP) and the
-//! cluster (a command routed from another node) both start here; neither HTTP nor the cluster
-//! is known to this module.
+//! A request the domain builds as JSON (a tariff's CostUpdated, a charging profile, a split
+//! command's parts), decoded as the typed [`Request`] of the charge point's OCPP version, with
+//! the [`DecodeError`] that says what does not fit. An operator's command (the admin API, or a
+//! command routed from another node) is decoded by [`ocpp_proto::command_request`]: the same
+//! strict check, answered as every path answers it (`InvalidRequest`, not sent).
 //!
 //! ```
 //! use ocpp_messages::version::OcppVersion;

@@ -367,8 +367,7 @@ impl Executor for RegistryExecutor {
             return Box::pin(async { Err(CallFailure::NotConnected) });
         };
         let version = cp.version();
-        let options = &attached.decode_options;
-        let request = match command_request(version, action, payload_json, options) {
+        let request = match command_request(version, action, payload_json) {
             Ok(request) => request,
             Err(failure) => return Box::pin(async move { Err(failure) }),
         };

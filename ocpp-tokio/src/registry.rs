@@ -8,8 +8,8 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use ocpp_messages::{DecodeOptions, Request, Response};
-use ocpp_proto::{ChargePointIdentity, IdentityTable, OcppVersion};
+use ocpp_messages::{Request, Response};
+use ocpp_proto::{command_request, ChargePointIdentity, IdentityTable, OcppVersion};
 
 use ocpp_proto::CallFailure;
 
@@ -144,7 +144,7 @@ pub trait Remote: Send + Sync + 'static {
                     description: format!("{action}: the OCPP version of the payload is needed"),
                 });
             };
-            let request = decode_request(version, action, payload_json)?;
+            let request = command_request(version, action, payload_json)?;
             let response = tokio::time::timeout(timeout, self.call(identity, request))
                 .await
                 .unwrap_or(Err(CallFailure::Timeout))?;
@@ -174,20 +174,6 @@ struct Inner {
     /// The `ocpp-cluster` node of `ServerBuilder::cluster`, set when the server is built.
     #[cfg(feature = "redis")]
     cluster: std::sync::OnceLock<ocpp_cluster::Cluster>,
-}
-
-/// A JSON command's request, strictly decoded for `version`: [`CallFailure::InvalidRequest`]
-/// (not sent) when it does not fit.
-fn decode_request(
-    version: OcppVersion,
-    action: &str,
-    payload_json: &str,
-) -> Result<Request, CallFailure> {
-    Request::decode(version, action, payload_json, &DecodeOptions::strict()).map_err(|e| {
-        CallFailure::InvalidRequest {
-            description: format!("{action} for OCPP {version}: {e}"),
-        }
-    })
 }
 
 /// A CALLRESULT's payload as JSON text.
@@ -407,7 +393,7 @@ impl ChargePoints {
                 Some(version) if version != cp.version() => return Err(CallFailure::WrongVersion),
                 _ => cp.version(),
             };
-            let request = decode_request(version, action, payload_json)?;
+            let request = command_request(version, action, payload_json)?;
             let call = cp.call_raw_with_deadline(request, Instant::now() + timeout);
             let response = tokio::time::timeout(timeout, call)
                 .await

@@ -13,7 +13,7 @@ mod redis_server;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ocpp_proto::{Answer, Response};
+use ocpp_proto::{Answer, ConnectionConfig, DecodeOptions, Response};
 use ocpp_tokio::ocpp::{CloseCode, CloseReason};
 use ocpp_tokio::ocpp_cluster::ClusterConfig;
 use ocpp_tokio::registry::Connected;
@@ -25,13 +25,18 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Node `name` on `redis`, with short TTLs.
 async fn node(redis: &RedisServer, name: &str) -> TestServer {
+    node_with(redis, name, server_config()).await
+}
+
+/// Node `name` on `redis` whose connections are configured by `config`.
+async fn node_with(redis: &RedisServer, name: &str, config: ConnectionConfig) -> TestServer {
     let cluster = ClusterConfig::new(redis.url(), name)
         .with_claim_ttl(Duration::from_secs(2))
         .with_node_ttl(Duration::from_secs(2))
         .with_refresh_interval(Duration::from_millis(500))
         .with_redis_timeout(Duration::from_millis(300));
     let builder = Server::builder()
-        .config(server_config().call_timeout(CALL_TIMEOUT))
+        .config(config.call_timeout(CALL_TIMEOUT))
         .shutdown_timeout(Duration::from_secs(2))
         .cluster(cluster)
         .expect("a valid cluster config");
@@ -410,6 +415,37 @@ async fn a_json_command_reaches_the_charge_point_wherever_it_is() {
     assert_eq!(nobody, Err(CallFailure::NotConnected));
     assert!(a.charge_points.remote().is_some());
     assert_eq!(a.charge_points.cluster().map(|c| c.node_id()), Some("a"));
+    a.stop().await;
+    b.stop().await;
+}
+
+/// An operator's command is decoded strictly on every path, whatever the connections' decode
+/// options (which say how far a charge point's own messages may drift): before, the node
+/// holding the charge point refused a Reset of a type the schema does not list while the
+/// same command routed from another node was decoded leniently and sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_does_not_fit_the_schema_is_refused_on_every_path_even_with_lenient_connections(
+) {
+    let redis = RedisServer::start();
+    let lenient = || server_config().decode_options(DecodeOptions::lenient());
+    let a = node_with(&redis, "a", lenient()).await;
+    let b = node_with(&redis, "b", lenient()).await;
+    let mut cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
+    claimed(&a, "CP1", "b").await;
+    for (path, server) in [("local", &b), ("routed", &a)] {
+        let unfit = server
+            .charge_points
+            .call_json("CP1", None, "Reset", r#"{"type":"Later"}"#, CALL_TIMEOUT)
+            .await;
+        match unfit {
+            Err(failure @ CallFailure::InvalidRequest { .. }) => {
+                assert!(!failure.may_have_reached_peer(), "{path}");
+            }
+            other => panic!("{path}: expected InvalidRequest, got {other:?}"),
+        }
+    }
+    // Neither reached the charge point: the first CALL it sees is the next one.
+    reset_through(&a, &mut cp, "CP1").await;
     a.stop().await;
     b.stop().await;
 }

@@ -417,10 +417,8 @@ impl EventLoop {
             answer.complete(Err(CallFailure::NotConnected));
             return;
         };
-        // Decoded as the connection decodes its charge point's messages (the same rule on
-        // every node, ocpp_cluster::command_request).
-        let options = s.connection.config().get_decode_options();
-        let request = match command_request(version, &job.action, &job.payload_json, &options) {
+        // Decoded strictly, as on every node and every path (ocpp_proto::command_request).
+        let request = match command_request(version, &job.action, &job.payload_json) {
             Ok(request) => request,
             Err(failure) => {
                 answer.complete(Err(failure));

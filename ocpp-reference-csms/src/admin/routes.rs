@@ -3,7 +3,7 @@
 //! against [`ROUTES`] (mio-server's admin socket); tokio-server registers the same table as
 //! axum routes and hands the matched entry to [`route_matched`](super::route_matched).
 
-use ocpp_proto::{CallFailure, ChargePointIdentity, Request};
+use ocpp_proto::{ChargePointIdentity, Request};
 use serde_json::{json, Value};
 
 use super::json::{
@@ -11,8 +11,8 @@ use super::json::{
     tariff_of, token_entry, token_json, with_charge_point,
 };
 use super::{charge_point_json, failure_response, AdminRequest, HttpResponse, Route};
-use crate::command::decode_command;
 use crate::{BootPolicy, Csms, SecurityProfile, SiteLimit, SplitCall, TokenStore};
+use ocpp_proto::command_request;
 
 /// A route's function: the CSMS, the request, and the segments its pattern's `{name}`s
 /// matched, in order (raw, as in the path).
@@ -234,7 +234,7 @@ fn call(csms: &Csms, request: &AdminRequest, params: &[&str]) -> Route {
         Ok(body) => body,
         Err(_) => return respond(HttpResponse::error(400, "body is not UTF-8")),
     };
-    match decode_command(version, action, body) {
+    match command_request(version, action, body) {
         Ok(request) => {
             csms.on_command(&identity, &request);
             let limit = csms
@@ -251,14 +251,9 @@ fn call(csms: &Csms, request: &AdminRequest, params: &[&str]) -> Route {
                 Some(Ok(None)) | None => Route::Call { identity, request },
             }
         }
-        // As the node holding a charge point answers a routed command that does not fit:
-        // not sent, 400 `invalid_request`.
-        Err(error) => {
-            let failure = CallFailure::InvalidRequest {
-                description: format!("{action} for OCPP {version}: {error}"),
-            };
-            respond(failure_response(Some(version), None, action, &failure))
-        }
+        // As the node holding a charge point answers a routed command that does not fit (the
+        // same decoding): not sent, 400 `invalid_request`.
+        Err(failure) => respond(failure_response(Some(version), None, action, &failure)),
     }
 }
 
