@@ -142,12 +142,7 @@ pub(crate) async fn relay_tls_pair(
     let deadline = Instant::now() + shared.config.get_handshake_timeout();
     match tokio::time::timeout_at(deadline.into(), acceptor.accept(socket)).await {
         Ok(Ok(tls)) => {
-            let certificate = tls
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|chain| chain.first())
-                .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
+            let certificate = PeerCertificate::of(tls.get_ref().1);
             relay_pair(shared, tls, certificate).await;
         }
         Ok(Err(error)) => tracing::debug!(%error, "station TLS handshake failed"),

@@ -194,6 +194,28 @@ impl PeerCertificate {
         PeerCertificate { der, common_name }
     }
 
+    /// The end-entity certificate the client presented on a TLS connection a server accepted,
+    /// if it presented one: what every TLS acceptor of ours reads after the handshake.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use ocpp_tokio::handler::PeerCertificate;
+    /// use ocpp_tokio::rustls::server::ResolvesServerCertUsingSni;
+    /// use ocpp_tokio::rustls::{ServerConfig, ServerConnection};
+    ///
+    /// let config = ServerConfig::builder()
+    ///     .with_no_client_auth()
+    ///     .with_cert_resolver(Arc::new(ResolvesServerCertUsingSni::new()));
+    /// let connection = ServerConnection::new(Arc::new(config)).unwrap();
+    /// assert_eq!(PeerCertificate::of(&connection), None); // no handshake yet
+    /// ```
+    pub fn of(connection: &rustls::ServerConnection) -> Option<Self> {
+        connection
+            .peer_certificates()
+            .and_then(|chain| chain.first())
+            .map(|der| PeerCertificate::from_der(der.clone().into_owned()))
+    }
+
     /// The subject Common Name: in OCPP security profile 3 it carries the identity
     /// (OCPP 2.0.1 A00.FR.4xx, 1.6 security whitepaper).
     pub fn common_name(&self) -> Option<&str> {

@@ -439,12 +439,7 @@ impl<H: Handler> Service<H> {
                     let accept = acceptor.accept(stream);
                     match tokio::time::timeout_at(deadline.into(), accept).await {
                         Ok(Ok(tls)) => {
-                            let certificate = tls
-                                .get_ref()
-                                .1
-                                .peer_certificates()
-                                .and_then(|chain| chain.first())
-                                .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
+                            let certificate = PeerCertificate::of(tls.get_ref().1);
                             let timer = TaskTimer::new(Instant::now());
                             Driver::new(shared, key, link, tls, conn, certificate, timer)
                                 .with_peer(peer)

@@ -628,12 +628,7 @@ impl<H: Handler> Inner<H> {
                                 peer,
                                 ..
                             } = *handshake;
-                            let certificate = tls
-                                .get_ref()
-                                .1
-                                .peer_certificates()
-                                .and_then(|chain| chain.first())
-                                .map(|der| PeerCertificate::from_der(der.clone().into_owned()));
+                            let certificate = PeerCertificate::of(tls.get_ref().1);
                             entry.state = State::Tls(
                                 Driver::new(
                                     core.shared.clone(),
