@@ -21,9 +21,10 @@
 //! handshake, no task and no descriptor: the kernel completes their TCP handshake and queues
 //! them, in arrival order, and the loop takes them one slot at a time. When the backlog is
 //! full (the listen queue length the server asked for, capped by `net.core.somaxconn`), Linux
-//! drops the new SYNs (or, for a handshake already completed on the client's side, the final
-//! ACK) and the client retransmits its SYN with its own exponential back-off (1 s, 2 s, 4 s...):
-//! nothing is refused, the client only waits longer, and its TCP stack spreads the retries.
+//! drops what it has no room for, without a reset (`net.ipv4.tcp_abort_on_overflow` is 0 by
+//! default): a new SYN, which the client retransmits with its own exponential back-off (1 s,
+//! 2 s, 4 s...), or the final ACK of a handshake, whose SYN-ACK the server retransmits later.
+//! Nothing is refused: the client only waits longer, and its TCP stack spreads the retries.
 //! That is what we want, and why the loop does not accept-then-close (or answer 503) past the
 //! rate: a refusal costs the accept, the TLS handshake and the HTTP upgrade that the rate is
 //! there to save, and it tells every charge point at once that the server is up but busy, so

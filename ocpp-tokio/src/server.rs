@@ -391,7 +391,8 @@ impl<H: Handler> Server<H> {
         self.run_until(std::future::pending()).await
     }
 
-    /// Accepts charge points until `shutdown` completes, then shuts down gracefully: stops
+    /// Accepts charge points (at the [accept rate](ServerBuilder::accept_rate), if one was
+    /// set) until `shutdown` completes, then shuts down gracefully: stops
     /// accepting, closes every connection with 1001 (going away; 1012, service restart, on a
     /// cluster node), waits for them at most the shutdown timeout, then drops what remains
     /// (and a cluster node leaves the cluster).
