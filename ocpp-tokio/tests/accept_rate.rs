@@ -36,9 +36,9 @@ async fn a_storm_is_accepted_at_the_rate_and_nobody_is_refused() {
     }
     times.sort();
     eventually("all registered", || server.charge_points.len() == 12).await;
-    // Wide bounds: the last upgrade waited for its slot (≈ 1 s), the first did not.
+    // A wide bound: the last upgrade waited for its slot (≈ 1 s: 2 at once, then 10 slots of
+    // 100 ms).
     assert!(times[11] >= Duration::from_millis(600), "{times:?}");
-    assert!(times[0] < Duration::from_millis(600), "{times:?}");
     drop(charge_points);
     server.stop().await;
 }
