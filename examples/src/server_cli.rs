@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ocpp_frame::deflate::DeflateConfig;
+use ocpp_proto::accept::AcceptRate;
 use ocpp_proto::{DeflatePolicy, NoCommonVersion};
 
 use clap::builder::{EnumValueParser, TypedValueParser};
@@ -295,6 +296,14 @@ pub struct Args {
     /// after an outage is spread in arrival order and nobody is refused. Default: no bound.
     #[arg(long, value_name = "N[/BURST]", value_parser = boot_rate)]
     pub boot_rate: Option<BootRate>,
+    /// Accept at most N connections a second, BURST at once (default N; shared by the
+    /// --threads loops): past it the others wait in the listen backlog (4096, capped by
+    /// net.core.somaxconn) and none is accepted only to be closed, so that the storm of
+    /// reconnections after an outage costs TCP/TLS handshakes at that rate while the connected
+    /// charge points keep being served; past a full backlog the kernel drops SYNs and clients
+    /// retry on their TCP back-off. Default: no bound.
+    #[arg(long, value_name = "N[/BURST]", value_parser = accept_rate)]
+    pub accept_rate: Option<AcceptRate>,
     /// A DataTransfer vendorId this CSMS knows (repeatable; default ocpp-ws): its
     /// DataTransfer is Accepted, others get UnknownVendorId.
     #[arg(long = "data-transfer-vendor", value_name = "ID", value_parser = vendor_id)]
@@ -423,13 +432,25 @@ fn positive_number(text: &str) -> Result<f64, String> {
     }
 }
 
-fn boot_rate(text: &str) -> Result<BootRate, String> {
+/// `N` or `N/BURST` (`--boot-rate`, `--accept-rate`): whole numbers above 0, the burst N
+/// when not given.
+fn rate_and_burst(text: &str, what: &str) -> Result<(u32, u32), String> {
     let (rate, burst) = text.split_once('/').unwrap_or((text, text));
     let positive = |part: &str| part.parse::<u32>().ok().filter(|n| *n > 0);
     match (positive(rate), positive(burst)) {
-        (Some(rate), Some(burst)) => Ok(BootRate::new(rate, burst)),
-        _ => Err("N or N/BURST, whole numbers above 0 (boots a second, at once)".into()),
+        (Some(rate), Some(burst)) => Ok((rate, burst)),
+        _ => Err(format!(
+            "N or N/BURST, whole numbers above 0 ({what} a second, at once)"
+        )),
     }
+}
+
+fn boot_rate(text: &str) -> Result<BootRate, String> {
+    rate_and_burst(text, "boots").map(|(rate, burst)| BootRate::new(rate, burst))
+}
+
+fn accept_rate(text: &str) -> Result<AcceptRate, String> {
+    rate_and_burst(text, "connections").map(|(rate, burst)| AcceptRate::new(rate, burst))
 }
 
 fn boot_policy(text: &str) -> Result<BootPolicy, String> {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use ocpp_cli::capture::CaptureRecorder;
 use ocpp_cluster::ClusterConfig;
+use ocpp_proto::accept::AcceptRate;
 use ocpp_proto::ConnectionConfig;
 
 use crate::tls::ServerTls;
@@ -41,6 +42,10 @@ pub struct ServerConfig {
     /// (`ocpp_tokio::ServerBuilder::shards`); 0, a task per connection. mio-server does not
     /// read it.
     pub shards: usize,
+    /// Accept charge points' connections at most at this rate (`--accept-rate`; the
+    /// others wait in the listen backlog, see [`ocpp_proto::accept`]); mio-server's loops
+    /// share it. `None`: as fast as they come.
+    pub accept_rate: Option<AcceptRate>,
     /// Send each charge point a DataTransfer this often, if set.
     pub push_interval: Option<Duration>,
     /// The settings of every OCPP connection.
@@ -70,6 +75,7 @@ impl ServerConfig {
             admin_limits: AdminLimits::default(),
             threads: 1,
             shards: 1,
+            accept_rate: None,
             push_interval: None,
             connection: ConnectionConfig::default(),
             tls: None,

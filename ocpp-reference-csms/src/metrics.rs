@@ -88,6 +88,10 @@ impl std::fmt::Debug for Source {
 pub struct Metrics {
     /// TCP connections accepted (I/O loop).
     pub sockets_accepted: Counter,
+    /// Connections the accept loop kept waiting in the listen backlog at the accept rate
+    /// (`--accept-rate`): found waiting when it resumed after a pause for the next slot
+    /// (I/O loop).
+    pub accepts_deferred: Counter,
     /// TCP connections open now, in any state (I/O loop).
     pub sockets_open: Gauge,
     /// Open TCP connections that another layer counts, added to `sockets_open` when rendered
@@ -172,6 +176,11 @@ impl Metrics {
             "ocpp_sockets_accepted_total",
             "TCP connections accepted.",
             self.sockets_accepted.get(),
+        );
+        counter(
+            "ocpp_accepts_deferred_total",
+            "Connections kept waiting in the listen backlog by the accept rate.",
+            self.accepts_deferred.get(),
         );
         counter(
             "ocpp_sessions_total",

@@ -8,12 +8,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ocpp_proto::accept::{after_accept_error, AcceptRetry};
+use ocpp_proto::accept::{after_accept_error, AcceptPacer, AcceptRetry};
 use ocpp_proto::ConnectionConfig;
+
+/// The accept rate of [`ServerBuilder::accept_rate`] (the policy is `ocpp-proto`'s).
+pub use ocpp_proto::accept::AcceptRate;
 
 use crate::driver::Connection;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio_rustls::TlsAcceptor;
 
 pub use crate::error::ServerError;
@@ -58,6 +61,7 @@ pub struct ServerBuilder<H> {
     tls_error: Option<TlsErrorHook>,
     presence: Option<Arc<dyn Presence>>,
     shards: usize,
+    accept_rate: Option<AcceptRate>,
 }
 
 impl<H> fmt::Debug for ServerBuilder<H> {
@@ -70,6 +74,7 @@ impl<H> fmt::Debug for ServerBuilder<H> {
             .field("presence", &self.presence.is_some())
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("shards", &self.shards)
+            .field("accept_rate", &self.accept_rate)
             .finish()
     }
 }
@@ -95,6 +100,7 @@ impl<H> ServerBuilder<H> {
             tls_error: self.tls_error,
             presence: self.presence,
             shards: self.shards,
+            accept_rate: self.accept_rate,
         }
     }
 
@@ -165,6 +171,35 @@ impl<H> ServerBuilder<H> {
         self
     }
 
+    /// Accepts at most `rate` connections a second, its burst at once ([`Server::run`]; a
+    /// loop of your own over [`Service`] takes it from [`Service::accept_rate`] into a
+    /// [`PacedListener`]). Default: no bound.
+    ///
+    /// Past the rate the listener is not asked for more connections until the next slot: they
+    /// wait in the kernel's listen backlog, which costs them no handshake (TCP is complete, TLS
+    /// and the upgrade not begun), and when the backlog is full the kernel drops new SYNs and
+    /// the charge points' TCP stacks retry on their own back-off. Nothing is accepted only to
+    /// be closed: after an outage the storm of reconnections is taken at the rate, in arrival
+    /// order, while the charge points already connected keep the CPU they need (see
+    /// [`ocpp_proto::accept`] for the reasoning).
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), ocpp_tokio::server::ServerError> {
+    /// use ocpp_tokio::server::AcceptRate;
+    ///
+    /// // 200 handshakes a second, 50 at once.
+    /// let server = ocpp_tokio::Server::builder()
+    ///     .accept_rate(AcceptRate::new(200, 50))
+    ///     .bind("127.0.0.1:9000")
+    ///     .await?;
+    /// server.run().await
+    /// # }
+    /// ```
+    pub fn accept_rate(mut self, rate: AcceptRate) -> Self {
+        self.accept_rate = Some(rate);
+        self
+    }
+
     /// The most commands (calls, SENDs) waiting for one connection's task (default: the
     /// config's `max_queued_calls`); past it, calls fail with
     /// [`CallFailure::QueueFull`](crate::CallFailure::QueueFull).
@@ -187,10 +222,9 @@ impl<H: Handler> ServerBuilder<H> {
 
     /// Serves an already bound listener.
     pub fn serve_listener(self, listener: TcpListener) -> Server<H> {
-        Server {
-            service: self.build(),
-            listener,
-        }
+        let service = self.build();
+        let listener = PacedListener::new(listener, service.accept_rate);
+        Server { service, listener }
     }
 
     /// A service without a listener, for streams accepted elsewhere (a listener of your own,
@@ -217,6 +251,7 @@ impl<H: Handler> ServerBuilder<H> {
             tls_error: self.tls_error,
             shutdown_timeout: self.shutdown_timeout,
             shards: Shards::new(self.shards),
+            accept_rate: self.accept_rate,
         }
     }
 }
@@ -242,6 +277,7 @@ pub struct Service<H: Handler> {
     tls_error: Option<TlsErrorHook>,
     shutdown_timeout: Duration,
     shards: Shards,
+    accept_rate: Option<AcceptRate>,
 }
 
 /// The shard tasks of a service ([`ServerBuilder::shards`]), started with the first
@@ -290,13 +326,14 @@ impl<H: Handler> fmt::Debug for Service<H> {
 /// ```
 pub struct Server<H: Handler> {
     service: Service<H>,
-    listener: TcpListener,
+    listener: PacedListener,
 }
 
 impl<H: Handler> fmt::Debug for Server<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Server")
             .field("local_addr", &self.listener.local_addr())
+            .field("accept_rate", &self.listener.rate)
             .field("service", &self.service)
             .finish()
     }
@@ -317,6 +354,7 @@ impl Server<()> {
             tls_error: None,
             presence: None,
             shards: 0,
+            accept_rate: None,
         }
     }
 }
@@ -353,7 +391,8 @@ impl<H: Handler> Server<H> {
         self.run_until(std::future::pending()).await
     }
 
-    /// Accepts charge points until `shutdown` completes, then shuts down gracefully: stops
+    /// Accepts charge points (at the [accept rate](ServerBuilder::accept_rate), if one was
+    /// set) until `shutdown` completes, then shuts down gracefully: stops
     /// accepting, closes every connection with 1001 (going away; 1012, service restart, on a
     /// cluster node), waits for them at most the shutdown timeout, then drops what remains
     /// (and a cluster node leaves the cluster).
@@ -361,7 +400,10 @@ impl<H: Handler> Server<H> {
     /// # Errors
     /// As [`Server::run`].
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> Result<(), ServerError> {
-        let Server { service, listener } = self;
+        let Server {
+            service,
+            mut listener,
+        } = self;
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -392,6 +434,12 @@ impl<H: Handler> Service<H> {
     /// The registry of connected charge points (a clone-cheap handle).
     pub fn charge_points(&self) -> ChargePoints {
         self.shared.registry.clone()
+    }
+
+    /// The accept rate the service was built with ([`ServerBuilder::accept_rate`]), for an
+    /// accept loop of the caller's own ([`PacedListener::new`]).
+    pub fn accept_rate(&self) -> Option<AcceptRate> {
+        self.accept_rate
     }
 
     /// How many connections are being served (connected or still in the handshake).
@@ -597,5 +645,111 @@ impl<H: Handler> Service<H> {
             presence.leave().await;
         }
         left
+    }
+}
+
+/// A TCP listener that accepts at an [`AcceptRate`] (or as fast as connections come, with
+/// none): past the rate, [`accept`](Self::accept) sleeps until the next slot without asking
+/// the listener, so the connections wait in the kernel's listen backlog (see
+/// [`ServerBuilder::accept_rate`]). [`Server::run`] uses one; an accept loop of your own over
+/// a [`Service`] can too.
+///
+/// ```no_run
+/// # async fn example() -> std::io::Result<()> {
+/// use ocpp_tokio::server::{AcceptRate, PacedListener};
+///
+/// let service = ocpp_tokio::Server::builder()
+///     .accept_rate(AcceptRate::new(100, 20))
+///     .build();
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let mut listener = PacedListener::new(listener, service.accept_rate());
+/// loop {
+///     let (stream, _) = listener.accept().await?;
+///     service.serve_tcp(stream);
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct PacedListener {
+    listener: TcpListener,
+    rate: Option<AcceptRate>,
+    pacer: Option<AcceptPacer>,
+    /// Connections found waiting when an accept resumed after a pause.
+    deferred: u64,
+}
+
+impl PacedListener {
+    /// Paces `listener` at `rate` (`None`: no bound).
+    pub fn new(listener: TcpListener, rate: Option<AcceptRate>) -> Self {
+        PacedListener {
+            listener,
+            rate,
+            pacer: rate.map(AcceptPacer::new),
+            deferred: 0,
+        }
+    }
+
+    /// The next connection, once the rate allows one. Cancel-safe, as
+    /// [`TcpListener::accept`]: a cancelled call takes no slot and loses no connection.
+    ///
+    /// # Errors
+    /// The listener's (see [`ocpp_proto::accept::after_accept_error`] for what to do next).
+    pub async fn accept(&mut self) -> io::Result<(TcpStream, SocketAddr)> {
+        let mut paused = false;
+        while let Some(at) = self
+            .pacer
+            .as_ref()
+            .and_then(|p| p.next_accept(Instant::now()))
+        {
+            tokio::time::sleep_until(at.into()).await;
+            paused = true;
+        }
+        let accepted = if paused {
+            // Was a connection waiting in the backlog while we slept? One poll tells.
+            let listener = &self.listener;
+            let ready =
+                std::future::poll_fn(|cx| std::task::Poll::Ready(listener.poll_accept(cx))).await;
+            match ready {
+                std::task::Poll::Ready(accepted) => {
+                    if accepted.is_ok() {
+                        self.deferred += 1;
+                    }
+                    accepted
+                }
+                std::task::Poll::Pending => self.listener.accept().await,
+            }
+        } else {
+            self.listener.accept().await
+        };
+        if accepted.is_ok() {
+            if let Some(pacer) = &mut self.pacer {
+                pacer.accepted(Instant::now());
+            }
+        }
+        accepted
+    }
+
+    /// How many connections the rate kept waiting: found in the backlog when an accept
+    /// resumed after a pause at the rate (tokio-server's `ocpp_accepts_deferred_total`).
+    pub fn deferred(&self) -> u64 {
+        self.deferred
+    }
+
+    /// The rate it accepts at.
+    pub fn rate(&self) -> Option<AcceptRate> {
+        self.rate
+    }
+
+    /// The listening address.
+    ///
+    /// # Errors
+    /// The socket's error.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The listener.
+    pub fn into_inner(self) -> TcpListener {
+        self.listener
     }
 }

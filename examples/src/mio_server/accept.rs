@@ -1,5 +1,6 @@
-//! Accepting: new OCPP sockets (with their TLS session, if any) and admin sockets, and the
-//! retry after running out of file descriptors.
+//! Accepting: new OCPP sockets (with their TLS session, if any) and admin sockets, at the
+//! accept rate (`--accept-rate`, [`ocpp_proto::accept::AcceptPacer`]), and the retry after
+//! running out of file descriptors.
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
@@ -19,16 +20,34 @@ use ocpp_reference_csms::admin::HttpResponse;
 use ocpp_reference_csms::admin_auth::AdminRefused;
 
 impl EventLoop {
+    /// The listener is ready (or a retry is due): accept until it would block, or until the
+    /// accept rate's next slot.
     pub(super) fn accept(&mut self, now: Instant) {
+        self.accept_paced(now, false);
+    }
+
+    /// The accept rate's next slot came: accept again (a connection found waiting then was
+    /// kept in the backlog by the rate, and is counted).
+    pub(super) fn accept_resumed(&mut self, now: Instant) {
+        self.accept_paced(now, true);
+    }
+
+    fn accept_paced(&mut self, now: Instant, mut resumed: bool) {
         #[cfg(target_os = "linux")]
-        if self.uring.is_some() {
+        if self.uring.is_some() && self.accept_pacer.is_none() {
             // The ring accepts (multishot), armed again at the next turn after a retry wait.
+            // With an accept rate the listener stays on epoll and is accepted from here.
             return;
         }
         loop {
             let Some(listener) = &self.listener else {
                 return;
             };
+            if let Some(at) = self.accept_pacer.as_ref().and_then(|p| p.next_accept(now)) {
+                // Past the rate: the connections wait in the backlog until the next slot.
+                self.accept_paused = Some(at);
+                return;
+            }
             let (socket, peer) = match listener.accept() {
                 Ok(accepted) => accepted,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -45,6 +64,12 @@ impl EventLoop {
                     }
                 },
             };
+            if let Some(pacer) = &mut self.accept_pacer {
+                pacer.accepted(now);
+            }
+            if std::mem::take(&mut resumed) {
+                self.shared.csms.metrics().accepts_deferred.inc();
+            }
             self.add_ocpp(socket, Some(peer), now);
         }
     }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll};
 use ocpp_cluster::RequestId;
+use ocpp_proto::accept::AcceptPacer;
 use ocpp_proto::Superseded;
 
 use super::admin_socket::{AdminSocket, AdminStage};
@@ -55,6 +56,11 @@ pub(super) struct EventLoop {
     pub(super) scratch: Box<[u8]>,
     pub(super) next_push: Option<Instant>,
     pub(super) accept_retry: Option<Instant>,
+    /// `--accept-rate`: this loop's share of the rate ([`AcceptPacer::one_of`]).
+    pub(super) accept_pacer: Option<AcceptPacer>,
+    /// Past the accept rate: the listener is left alone (its connections wait in the
+    /// backlog) until this instant, the pacer's next slot.
+    pub(super) accept_paused: Option<Instant>,
     pub(super) shutdown_deadline: Option<Instant>,
     /// Sockets to read again on the next turn without waiting for readiness: they stopped
     /// after [`READS_PER_EVENT`](super::ocpp_socket::READS_PER_EVENT) with data possibly
@@ -98,6 +104,10 @@ impl EventLoop {
             .map(|interval| Instant::now() + interval);
         let admin_slots = AdminSlots::new(shared.admin_limits.max_connections);
         let taps = shared.capture.as_ref().map(|_| HashMap::new());
+        let loops = shared.mailboxes.len();
+        let accept_pacer = shared
+            .accept_rate
+            .map(|rate| AcceptPacer::one_of(rate, loops));
         Ok(EventLoop {
             index,
             poll,
@@ -110,6 +120,8 @@ impl EventLoop {
             scratch: vec![0; SCRATCH_SIZE].into_boxed_slice(),
             next_push,
             accept_retry: None,
+            accept_pacer,
+            accept_paused: None,
             shutdown_deadline: None,
             read_again: Vec::new(),
             remote_calls: HashMap::new(),
@@ -200,18 +212,24 @@ impl EventLoop {
             self.accept(now);
             self.accept_admin(now);
         }
+        if self.accept_paused.is_some_and(|at| at <= now) {
+            // The next slot: readiness will not come again for what waits in the backlog.
+            self.accept_paused = None;
+            self.accept_resumed(now);
+        }
         if self.shutdown_deadline.is_some_and(|at| at <= now) {
             self.force_close_all(now);
         }
     }
 
-    /// The earliest of: a connection deadline, the push timer, an accept retry, the shutdown
-    /// deadline, the cluster drain check.
+    /// The earliest of: a connection deadline, the push timer, an accept retry, the accept
+    /// rate's next slot, the shutdown deadline, the cluster drain check.
     pub(super) fn next_wakeup(&self) -> Option<Instant> {
         [
             self.timers.next_deadline(),
             self.next_push,
             self.accept_retry,
+            self.accept_paused,
             self.shutdown_deadline,
             self.drain_check_at(Instant::now()),
         ]

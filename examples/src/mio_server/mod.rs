@@ -24,7 +24,11 @@
 //! - `ocpp_socket`: a charge point's socket record and its reading, events, writing,
 //!   flushing and draining;
 //! - `admin_socket`: the admin HTTP sockets (loop 0) and the admin CALLs they send;
-//! - `accept`: accepting OCPP and admin sockets;
+//! - `accept`: accepting OCPP and admin sockets, at the accept rate (`--accept-rate`: each of
+//!   the N loops takes its share, [`AcceptPacer::one_of`](ocpp_proto::accept::AcceptPacer::one_of); past it the loop stops accepting and
+//!   leaves the connections in its listen backlog until the slot the pacer names, a deadline
+//!   like the others; `ocpp_accepts_deferred_total` counts the connections found waiting
+//!   then);
 //! - `push`: the push tick;
 //! - `shutdown`: the graceful shutdown and its deadline;
 //! - `workers`: the threads that make the CSMS's slow answers ([`Answering::Later`](ocpp_reference_csms::Answering::Later): a commit, a
@@ -227,6 +231,9 @@ struct Shared {
     workers: Workers,
     /// `--capture`: every connection taps its messages into it.
     capture: Option<crate::server_config::CaptureFile>,
+    /// `--accept-rate`: each loop accepts its share
+    /// ([`AcceptPacer::one_of`](ocpp_proto::accept::AcceptPacer::one_of)).
+    accept_rate: Option<ocpp_proto::accept::AcceptRate>,
 }
 
 impl Shared {
@@ -369,6 +376,7 @@ impl Server {
             identities: Mutex::new(IdentityTable::new()),
             cluster,
             capture: config.capture,
+            accept_rate: config.accept_rate,
         });
         let mut admin = admin;
         let loops = polls

@@ -10,7 +10,10 @@
 //! made. Then the completions are handled:
 //!
 //! - **accept** (multishot, on the OCPP listener): a new charge point's socket, recorded as
-//!   mio-server records it ([`add_ocpp`](EventLoop::add_ocpp)), with a receive armed;
+//!   mio-server records it ([`add_ocpp`](EventLoop::add_ocpp)), with a receive armed; with
+//!   an accept rate (`--accept-rate`) the listener stays on epoll instead and the loop
+//!   accepts one connection per slot as mio-server does (a multishot accept would empty the
+//!   backlog at once), each socket then on the ring;
 //! - **receive** (multishot, with buffer selection from a provided-buffer ring, `buf_ring`):
 //!   the kernel picks a buffer only when data arrives, so an idle connection holds no receive
 //!   buffer; the bytes go to the connection's `handle_data` and the buffer back to the ring;
@@ -446,8 +449,10 @@ impl EventLoop {
     pub(super) fn run_uring(mut self) -> io::Result<()> {
         // Made here, on the loop's thread: the ring has a single issuer.
         self.uring = Some(Box::new(Uring::new()?));
-        if let Some(listener) = &mut self.listener {
-            // The ring accepts on it; epoll must not report it.
+        if let (Some(listener), None) = (&mut self.listener, &self.accept_pacer) {
+            // The ring accepts on it; epoll must not report it. With an accept rate the loop
+            // accepts one connection per slot itself, on epoll's readiness, as mio-server
+            // does: a multishot accept would take every connection the backlog holds.
             let _ = self.poll.registry().deregister(listener);
         }
         let mut events = Events::with_capacity(1024);
@@ -519,7 +524,11 @@ impl EventLoop {
             return;
         };
         match &self.listener {
-            Some(listener) if !uring.accept_armed && self.accept_retry.is_none() => {
+            Some(listener)
+                if !uring.accept_armed
+                    && self.accept_retry.is_none()
+                    && self.accept_pacer.is_none() =>
+            {
                 let fd = types::Fd(listener.as_raw_fd());
                 let accept = opcode::AcceptMulti::new(fd).flags(libc::SOCK_CLOEXEC);
                 uring.push(&accept.build().user_data(ACCEPT));

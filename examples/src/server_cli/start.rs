@@ -94,6 +94,7 @@ pub fn server_config(args: &Args) -> Result<ServerConfig, StartError> {
     config.admin_limits = args.admin_limits();
     config.threads = args.threads;
     config.shards = args.shards();
+    config.accept_rate = args.accept_rate;
     config.push_interval = args.push_interval;
     config.connection = connection_config(args);
     config.tls = tls_config(args)?;

@@ -126,6 +126,17 @@ fn csms_flags() {
         parse(&["--boot-rate", "10"]).unwrap().boot_rate,
         Some(BootRate::new(10, 10))
     );
+    assert_eq!(args.accept_rate, None);
+    assert_eq!(
+        parse(&["--accept-rate", "500/100"]).unwrap().accept_rate,
+        Some(AcceptRate::new(500, 100))
+    );
+    let rated = parse(&["--accept-rate", "20"]).unwrap();
+    assert_eq!(rated.accept_rate, Some(AcceptRate::new(20, 20)));
+    assert_eq!(
+        super::server_config(&rated).unwrap().accept_rate,
+        Some(AcceptRate::new(20, 20))
+    );
     assert_eq!(app.config().get_items_per_message(), Some(4));
     assert_eq!(
         app.config().get_site_limit(),
@@ -160,6 +171,10 @@ fn csms_flags() {
         &["--boot-rate", "0"],
         &["--boot-rate", "10/0"],
         &["--boot-rate", "x/2"],
+        &["--accept-rate", "0"],
+        &["--accept-rate", "5/0"],
+        &["--accept-rate", "5/"],
+        &["--accept-rate", "-1"],
         &["--no-common-version", "close"],
         &["--master-pass", ""],
         &["--items-per-message", "0"],

@@ -12,7 +12,8 @@
 //!   for a charge point held elsewhere goes through the registry's cluster;
 //! - `push`: `--push-interval-ms`, a DataTransfer to each charge point per interval, from the
 //!   task `on_connect` runs in;
-//! - here: the listeners, the accept loop (which counts sockets), the OpenSSL backend
+//! - here: the listeners, the accept loop (which counts sockets, and takes them at
+//!   `--accept-rate` through `ocpp-tokio`'s `PacedListener`), the OpenSSL backend
 //!   (`--tls-backend openssl`: the `tokio-openssl` handshake in a task per socket, then the
 //!   plaintext stream and the verified client certificate to `ocpp-tokio` through
 //!   `Service::serve_authenticated`; rustls runs inside `ocpp-tokio`) and shutdown; the cluster
@@ -29,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ocpp_proto::accept::{after_accept_error, AcceptRetry};
+use ocpp_tokio::server::PacedListener;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -73,7 +75,8 @@ impl ShutdownHandle {
 /// ```
 #[derive(Debug)]
 pub struct Server {
-    listener: TcpListener,
+    /// The OCPP listener, at `--accept-rate` (the connections past it wait in the backlog).
+    listener: PacedListener,
     admin: Option<TcpListener>,
     local_addr: SocketAddr,
     admin_addr: Option<SocketAddr>,
@@ -116,6 +119,9 @@ impl Server {
             .shards(config.shards)
             .shutdown_timeout(SHUTDOWN_TIMEOUT)
             .handler(Arc::clone(&app));
+        if let Some(rate) = config.accept_rate {
+            builder = builder.accept_rate(rate);
+        }
         if let Some(capture) = &config.capture {
             // ocpp-tokio's hook sees typed messages: each is written again as OCPP-J.
             builder = builder.on_message(capture.hook());
@@ -146,6 +152,7 @@ impl Server {
             .sockets_open_elsewhere
             .set(move || served.upgrade().map_or(0, |ocpp| ocpp.connections()));
         let (shutdown, _) = watch::channel(false);
+        let listener = PacedListener::new(listener, ocpp.accept_rate());
         Ok(Server {
             listener,
             admin,
@@ -183,7 +190,7 @@ impl Server {
     /// [`SHUTDOWN_TIMEOUT`] passed (a cluster node then leaves the cluster).
     pub async fn run(self) -> io::Result<()> {
         let Server {
-            listener,
+            mut listener,
             admin,
             app,
             ocpp,
@@ -211,12 +218,18 @@ impl Server {
             };
             tokio::spawn(admin::serve(listener, admin, shutdown.subscribe()))
         });
+        let mut deferred = 0;
         while !*stop.borrow_and_update() {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok((socket, _)) => {
                         let _ = socket.set_nodelay(true);
-                        app.csms.metrics().sockets_accepted.inc();
+                        let metrics = app.csms.metrics();
+                        metrics.sockets_accepted.inc();
+                        if listener.deferred() > deferred {
+                            deferred = listener.deferred();
+                            metrics.accepts_deferred.inc();
+                        }
                         match &openssl {
                             None => ocpp.serve_tcp(socket),
                             #[cfg(feature = "openssl")]
