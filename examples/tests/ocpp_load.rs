@@ -175,6 +175,66 @@ fn reconnect_scenario_brings_every_charge_point_back() {
 }
 
 #[test]
+fn rejoin_brings_the_charge_points_of_a_killed_node_back_on_the_others() {
+    // Two nodes on one port (the servers' listeners share it with SO_REUSEPORT), both with
+    // boot admission: a boot past 20 a second is answered Pending, and sent again after the
+    // interval.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let args = ["--listen", listen.as_str(), "--boot-rate", "20/10"];
+    let killed = Server::start(MIO, &args);
+    let _other = Server::start(MIO, &args);
+    // The connect phase takes about 2 s (40 boots at 20 a second); the kill comes 7 s in,
+    // during the heartbeat phase (15 s).
+    let victim = rustix::process::Pid::from_child(&killed.child);
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(7));
+        let _ = rustix::process::kill_process(victim, rustix::process::Signal::KILL);
+    });
+    let report = load(&[
+        "heartbeat",
+        "--url",
+        &format!("ws://{listen}/ocpp"),
+        "--count",
+        "40",
+        "--rejoin",
+        "--duration-s",
+        "15",
+        "--heartbeat-s",
+        "1",
+        "--status-s",
+        "0",
+        "--meter-s",
+        "0",
+        "--retry-min-ms",
+        "100",
+        "--retry-random-ms",
+        "500",
+    ]);
+    killer.join().expect("killer");
+    let connect = phase(&report, "connect");
+    assert_eq!(counter(connect, "connected"), 40, "{connect}");
+    assert_eq!(connect["failed"], 0, "{connect}");
+    assert!(counter(connect, "boot_pending") > 0, "{connect}");
+    let heartbeat = phase(&report, "heartbeat");
+    let dropped = counter(heartbeat, "dropped");
+    // The kernel spreads 40 connections over both listeners (all on one: 2^-39).
+    assert!(dropped > 0 && dropped < 40, "{heartbeat}");
+    assert_eq!(counter(heartbeat, "rebooted"), dropped, "{heartbeat}");
+    assert_eq!(counter(heartbeat, "not_back"), 0, "{heartbeat}");
+    assert_eq!(counter(heartbeat, "open_at_end"), 40, "{heartbeat}");
+    assert_eq!(
+        heartbeat["latency"]["reconnect"]["count"].as_u64(),
+        Some(dropped),
+        "{heartbeat}"
+    );
+    assert!(heartbeat["all_back_after_s"].as_f64().is_some());
+}
+
+#[test]
 fn soak_scenario_accounts_for_every_call_and_command() {
     let server = Server::start(MIO, &[]);
     let url = format!("ws://{}/ocpp", server.ocpp);

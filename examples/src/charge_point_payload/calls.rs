@@ -301,6 +301,9 @@ pub enum Answer {
     Boot {
         /// Accepted (rather than Pending or Rejected).
         accepted: bool,
+        /// Pending: the CSMS wants the BootNotification again after `interval_s` (boot
+        /// admission, say).
+        pending: bool,
         /// The interval the CSMS gave, in seconds.
         interval_s: i64,
     },
@@ -322,6 +325,7 @@ pub fn read_answer(response: &Response) -> Answer {
         Response::V1_6(r) => match r.as_ref() {
             v1_6::Response::BootNotification(b) => Answer::Boot {
                 accepted: b.status == v1_6::RegistrationStatus::Accepted,
+                pending: b.status == v1_6::RegistrationStatus::Pending,
                 interval_s: i64::from(b.interval),
             },
             v1_6::Response::Authorize(a) => Answer::IdTag {
@@ -339,6 +343,7 @@ pub fn read_answer(response: &Response) -> Answer {
             match other.action() {
                 "BootNotification" => Answer::Boot {
                     accepted: json["status"] == "Accepted",
+                    pending: json["status"] == "Pending",
                     interval_s: json["interval"].as_i64().unwrap_or(0),
                 },
                 "Authorize" | "TransactionEvent" => Answer::IdTag {

@@ -242,12 +242,26 @@ pub(crate) struct Options {
     #[arg(long, value_name = "F")]
     pub(crate) restart_pid_file: Option<String>,
 
-    /// reconnect, soak: first retry after MS + random(--retry-random-ms)
+    /// idle, heartbeat: a charge point whose connection drops (its node of a cluster killed,
+    /// say) connects again to --url with back-off (--retry-min-ms, doubled per failed try up to
+    /// 8 s) plus jitter (--retry-random-ms) and boots again (a Pending BootNotification is sent
+    /// again after its interval); the phase counts `dropped`, `rebooted` and `not_back`, the
+    /// time from the drop to the boot accepted (`reconnect`: p50, p99, max) and
+    /// `all_back_after_s`
+    #[arg(long)]
+    pub(crate) rejoin: bool,
+
+    /// idle, heartbeat: end the phase early once file F exists (a script's word that its
+    /// measurement is over); --duration-s stays the longest
+    #[arg(long, value_name = "F")]
+    pub(crate) end_file: Option<String>,
+
+    /// reconnect, soak, --rejoin: first retry after MS + random(--retry-random-ms)
     #[arg(long = "retry-min-ms", value_name = "MS", default_value = "250")]
     #[arg(value_parser = millis, allow_negative_numbers = true)]
     pub(crate) retry_min: Duration,
 
-    /// reconnect, soak: the longest random delay added to a retry
+    /// reconnect, soak, --rejoin: the longest random delay added to a retry
     #[arg(long = "retry-random-ms", value_name = "MS", default_value = "1000")]
     #[arg(value_parser = millis, allow_negative_numbers = true)]
     pub(crate) retry_random: Duration,

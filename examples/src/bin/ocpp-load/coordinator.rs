@@ -118,6 +118,41 @@ fn expect_from_all(
     Ok(lines.into_iter().flatten().collect())
 }
 
+/// [`expect_from_all`] for a phase that `--end-file` may end early: once the file exists,
+/// every worker is told `end` (once).
+fn done_or_end(
+    workers: &mut [Worker],
+    said: &mpsc::Receiver<Said>,
+    word: &str,
+    timeout: Duration,
+    end_file: &str,
+) -> Result<Vec<String>, String> {
+    let deadline = Instant::now() + timeout;
+    let mut lines: Vec<Option<String>> = vec![None; workers.len()];
+    let mut told = false;
+    while lines.iter().any(Option::is_none) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!("workers did not say `{word}` within {timeout:?}"));
+        }
+        match said.recv_timeout(left.min(Duration::from_millis(200))) {
+            Ok((index, Some(line))) => match line.strip_prefix(word) {
+                Some(rest) => lines[index] = Some(rest.trim().to_string()),
+                None => return Err(format!("worker {index} said `{line}`, expected `{word}`")),
+            },
+            Ok((index, None)) => return Err(format!("worker {index} exited")),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if !told && std::path::Path::new(end_file).exists() {
+                    told = true;
+                    tell_all(workers, "end")?;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err("no worker left".into()),
+        }
+    }
+    Ok(lines.into_iter().flatten().collect())
+}
+
 fn tell_all(workers: &mut [Worker], word: &str) -> Result<(), String> {
     for (index, worker) in workers.iter_mut().enumerate() {
         writeln!(worker.stdin, "{word}")
@@ -171,7 +206,14 @@ fn drive(
             commands = driver.map(CommandDriver::finish);
         }
         let limit = options.duration + options.connect_timeout() + Duration::from_secs(60);
-        let lines = expect_from_all(said, count, "done", limit)?;
+        let end_file = options
+            .end_file
+            .as_deref()
+            .filter(|_| matches!(name, "idle" | "heartbeat"));
+        let lines = match end_file {
+            Some(file) => done_or_end(workers, said, "done", limit, file)?,
+            None => expect_from_all(said, count, "done", limit)?,
+        };
         drop(burner);
         let wall = started.elapsed();
         let mut merged: Option<PhaseStats> = None;
@@ -504,16 +546,14 @@ fn phase_json(options: &Options, record: &PhaseRecord, baseline: Sample) -> Valu
             value["server_system_cpu_us_per_push"] =
                 json!(per(server_system, pushes).map(|x| round(x, 1)));
         }
-        "reconnect" => {
-            if let (Some(first), Some(last)) = (
-                stats.instants.get("first_drop"),
-                stats.instants.get("last_back"),
-            ) {
-                value["all_back_after_s"] =
-                    json!(round(last.saturating_sub(*first) as f64 / 1e9, 3));
-            }
-        }
         _ => {}
+    }
+    // reconnect, --rejoin: from the first drop to the last charge point booted again.
+    if let (Some(first), Some(last)) = (
+        stats.instants.get("first_drop"),
+        stats.instants.get("last_back"),
+    ) {
+        value["all_back_after_s"] = json!(round(last.saturating_sub(*first) as f64 / 1e9, 3));
     }
     let mut latency = serde_json::Map::new();
     let mut curves = serde_json::Map::new();

@@ -103,6 +103,8 @@ struct SimulatedChargePoint {
     /// Reconnect phase: when its connection dropped (Unix ns), until it is booted again.
     dropped_ns: Option<u128>,
     retry_at: Option<Instant>,
+    /// When to send the BootNotification again (it was answered Pending).
+    boot_at: Option<Instant>,
     attempts: u32,
     /// Our CALLs in flight or queued: id, kind, when `call` was made.
     calls: Vec<(MessageId<'static>, Kind, Instant)>,
@@ -263,6 +265,7 @@ pub(crate) fn run(options: Options, slot: WorkerSlot) -> io::Result<()> {
             attempt_started: now,
             dropped_ns: None,
             retry_at: None,
+            boot_at: None,
             attempts: 0,
             calls: Vec::new(),
             last_seq: 0,
@@ -401,6 +404,7 @@ impl Worker {
             while let Ok(command) = self.commands.try_recv() {
                 match command.as_str() {
                     "go" => self.next_phase()?,
+                    "end" => self.end_phase_now(),
                     _ => self.begin_shutdown(),
                 }
             }
@@ -551,9 +555,20 @@ impl Worker {
                     cp.next = [None; 3];
                 }
             }
-            if let LoadPhase::Reconnect { .. } = self.phase {
-                let missing = self.primaries - self.rebooted;
-                self.stats.add("not_back", missing as u64);
+            match self.phase {
+                LoadPhase::Reconnect { .. } => {
+                    let missing = self.primaries - self.rebooted;
+                    self.stats.add("not_back", missing as u64);
+                }
+                LoadPhase::Idle { .. } | LoadPhase::Heartbeat { .. } if self.options.rejoin => {
+                    // Dropped in this phase and not booted again by its end.
+                    let missing = self.cps[..self.primaries]
+                        .iter()
+                        .filter(|cp| cp.dropped_ns.is_some())
+                        .count();
+                    self.stats.add("not_back", missing as u64);
+                }
+                _ => {}
             }
             self.stats.ended_ns = unix_nanos_now();
             let cpu = procfs::own_cpu().saturating_sub(self.phase_cpu);
@@ -571,6 +586,14 @@ impl Worker {
             say(&format!("done {}", self.stats.to_wire()))?;
         }
         Ok(false)
+    }
+
+    /// The coordinator's `end` (`--end-file`): an idle or heartbeat phase ends now.
+    fn end_phase_now(&mut self) {
+        let now = Instant::now();
+        if let LoadPhase::Idle { until } | LoadPhase::Heartbeat { until } = &mut self.phase {
+            *until = now.min(*until);
+        }
     }
 
     fn begin_shutdown(&mut self) {

@@ -86,7 +86,8 @@ fn every_value() {
         "soak --url ws://localhost/x/ --rate 2.5 --version ocpp2.1 --prefix -P- \
          --password -secret --sources 127.0.0.3,::1 --processes 0 --count 7 \
          --duration-s 1.5 --heartbeat-s 0 --meter-s 0.25 --connect-timeout-s 0 \
-         --server-pid 4,,5 --restart-cmd true --restart-pid-file pid --retry-min-ms 1 \
+         --server-pid 4,,5 --restart-cmd true --restart-pid-file pid --rejoin \
+         --end-file end --retry-min-ms 1 \
          --retry-random-ms 2 --deflate no-context --admin 127.0.0.1:9001 \
          --commands-per-s 0 --churn-s 0 --drop-share 1 --duplicate-share 0 --session-s 0 \
          --retry-max-ms 3 --call-timeout-s 0 --burn 100 --timestamps user --label -x \
@@ -111,6 +112,8 @@ fn every_value() {
     assert_eq!(o.server_pids(), vec![4, 5]);
     assert_eq!(o.restart_cmd.as_deref(), Some("true"));
     assert_eq!(o.restart_pid_file.as_deref(), Some("pid"));
+    assert!(o.rejoin);
+    assert_eq!(o.end_file.as_deref(), Some("end"));
     assert_eq!(o.retry_min, Duration::from_millis(1));
     assert_eq!(o.retry_random, Duration::from_millis(2));
     assert_eq!(o.deflate, Deflate::NoContext);
@@ -336,6 +339,8 @@ fn help_names_and_explains_every_option() {
         "--server-pid",
         "--restart-cmd",
         "--restart-pid-file",
+        "--rejoin",
+        "--end-file",
         "--retry-min-ms",
         "--retry-random-ms",
         "--deflate",
@@ -355,7 +360,7 @@ fn help_names_and_explains_every_option() {
     ] {
         assert!(listed(&text, flag), "{flag} not in\n{text}");
     }
-    assert_eq!(named, 33, "{text}");
+    assert_eq!(named, 35, "{text}");
     assert!(!listed(&text, "--worker"), "{text}");
     for scenario in Scenario::value_variants() {
         assert!(text.contains(scenario.name()), "{}", scenario.name());

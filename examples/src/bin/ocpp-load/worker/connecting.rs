@@ -107,26 +107,21 @@ impl Worker {
         }
         let was_booted = cp.booted;
         cp.booted = false;
+        cp.boot_at = None;
         match phase {
             LoadPhase::Connect if !cp.settled && self.shutting_down.is_none() => {
                 cp.settled = true;
                 self.settled += 1;
                 self.stats.add("connect_failed", 1);
             }
-            LoadPhase::Reconnect { .. } => {
-                if was_booted && cp.dropped_ns.is_none() {
-                    let at = unix_nanos_now();
-                    cp.dropped_ns = Some(at);
-                    self.stats.mark("first_drop", at);
-                    self.stats.add("dropped", 1);
-                    cp.attempts = 0;
+            LoadPhase::Reconnect { .. } => self.retry_later(local, was_booted, now),
+            LoadPhase::Idle { .. } | LoadPhase::Heartbeat { .. }
+                if self.options.rejoin && self.shutting_down.is_none() =>
+            {
+                if was_booted {
+                    self.stats.add("disconnects", 1);
                 }
-                let backoff = self
-                    .options
-                    .retry_min
-                    .saturating_mul(1 << cp.attempts.min(4));
-                let jitter = self.options.retry_random.mul_f64(self.rng.f64());
-                cp.retry_at = Some(now + backoff.min(Duration::from_secs(8)) + jitter);
+                self.retry_later(local, was_booted, now);
             }
             LoadPhase::Soak { .. } => self.soak_link_lost(local, was_booted, now),
             _ => {
@@ -135,6 +130,26 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// Reconnect, `--rejoin`: the connection of `local` is gone; counts the drop of a booted
+    /// charge point and schedules the next attempt (back-off doubled per failed try up to 8 s,
+    /// plus jitter).
+    fn retry_later(&mut self, local: usize, was_booted: bool, now: Instant) {
+        let cp = &mut self.cps[local];
+        if was_booted && cp.dropped_ns.is_none() {
+            let at = unix_nanos_now();
+            cp.dropped_ns = Some(at);
+            self.stats.mark("first_drop", at);
+            self.stats.add("dropped", 1);
+            cp.attempts = 0;
+        }
+        let backoff = self
+            .options
+            .retry_min
+            .saturating_mul(1 << cp.attempts.min(4));
+        let jitter = self.options.retry_random.mul_f64(self.rng.f64());
+        cp.retry_at = Some(now + backoff.min(Duration::from_secs(8)) + jitter);
     }
 
     // -----------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ use std::cmp::Reverse;
 use std::time::{Duration, Instant};
 
 use ocpp_messages::error_code::ErrorCode;
+use ocpp_messages::version::OcppVersion;
 use ocpp_proto::station::{boot_request, BootReason, StationInfo};
 use ocpp_proto::{CallFailure, CallOutcome, Event, MessageId, Request};
 use ocpp_reference_csms::push::unix_nanos_now;
@@ -26,14 +27,7 @@ impl Worker {
             };
             let now = Instant::now();
             match event {
-                Event::Connected { version } => {
-                    let identity = self.identity(local);
-                    let info = StationInfo::new("OcppWs", "SimCP")
-                        .with_serial_number(identity)
-                        .with_firmware_version(env!("CARGO_PKG_VERSION"));
-                    let boot = boot_request(version, &info, BootReason::PowerUp);
-                    self.call(local, Kind::Boot, boot, now);
-                }
+                Event::Connected { version } => self.send_boot(local, version, now),
                 Event::Call { id, request } => self.on_call(local, &id, &request, stamp, now),
                 Event::CallCompleted { id, outcome, .. } => {
                     self.on_completed(local, &id, outcome, now);
@@ -104,6 +98,16 @@ impl Worker {
         }
     }
 
+    /// The BootNotification of `local`, on connecting and again after a Pending answer.
+    fn send_boot(&mut self, local: usize, version: OcppVersion, now: Instant) {
+        let identity = self.identity(local);
+        let info = StationInfo::new("OcppWs", "SimCP")
+            .with_serial_number(identity)
+            .with_firmware_version(env!("CARGO_PKG_VERSION"));
+        let boot = boot_request(version, &info, BootReason::PowerUp);
+        self.call(local, Kind::Boot, boot, now);
+    }
+
     pub(super) fn call(
         &mut self,
         local: usize,
@@ -161,18 +165,35 @@ impl Worker {
             }
         }
         let cp = &mut self.cps[local];
+        let answer = match (&outcome, kind) {
+            (Ok(response), Kind::Boot) => Some(payload::read_answer(response)),
+            _ => None,
+        };
         let ok = match &outcome {
-            Ok(response) => match kind {
-                Kind::Boot => matches!(
-                    payload::read_answer(response),
-                    Answer::Boot { accepted: true, .. }
-                ),
+            Ok(_) => match kind {
+                Kind::Boot => matches!(answer, Some(Answer::Boot { accepted: true, .. })),
                 _ => true,
             },
             _ => false,
         };
         let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         if kind == Kind::Boot {
+            if let Some(Answer::Boot {
+                pending: true,
+                interval_s,
+                ..
+            }) = answer
+            {
+                // Boot admission: the same BootNotification again after the interval (the
+                // charge point stays connected, not booted).
+                self.stats.add("boot_pending", 1);
+                let wait = u64::try_from(interval_s)
+                    .ok()
+                    .filter(|&s| s > 0)
+                    .map_or(self.options.retry_min, Duration::from_secs);
+                cp.boot_at = Some(now + wait);
+                return;
+            }
             if !ok {
                 tracing::debug!(local, ?outcome, "boot not accepted");
                 self.stats.add("boot_rejected", 1);
@@ -191,18 +212,36 @@ impl Worker {
                     self.stats.add("connected", 1);
                     self.stats.record("connect", nanos(since_attempt));
                 }
-                LoadPhase::Reconnect { .. } => {
-                    if let Some(dropped) = cp.dropped_ns.take() {
-                        let back = unix_nanos_now();
-                        self.rebooted += 1;
-                        self.stats.add("rebooted", 1);
-                        self.stats.mark("last_back", back);
-                        self.stats.record(
-                            "reconnect",
-                            u64::try_from(back.saturating_sub(dropped)).unwrap_or(u64::MAX),
-                        );
+                LoadPhase::Reconnect { .. }
+                | LoadPhase::Idle { .. }
+                | LoadPhase::Heartbeat { .. }
+                    if cp.dropped_ns.is_some() =>
+                {
+                    let dropped = cp.dropped_ns.take().unwrap_or_default();
+                    let back = unix_nanos_now();
+                    self.rebooted += 1;
+                    self.stats.add("rebooted", 1);
+                    self.stats.mark("last_back", back);
+                    self.stats.record(
+                        "reconnect",
+                        u64::try_from(back.saturating_sub(dropped)).unwrap_or(u64::MAX),
+                    );
+                    // Messages due while it was away start again within a period, not all
+                    // at once.
+                    let periods = [
+                        self.options.heartbeat(),
+                        self.options.status(),
+                        self.options.meter(),
+                    ];
+                    for (next, period) in cp.next.iter_mut().zip(periods) {
+                        if let (Some(at), Some(period)) = (next.as_mut(), period) {
+                            if *at <= now {
+                                *at = now + period.mul_f64(self.rng.f64());
+                            }
+                        }
                     }
                 }
+                LoadPhase::Reconnect { .. } => {}
                 _ => self.stats.add("late_boots", 1),
             }
             return;
@@ -234,7 +273,9 @@ impl Worker {
         };
         if cp.link.is_none() {
             consider(cp.retry_at);
-        } else if cp.booted {
+        } else if !cp.booted {
+            consider(cp.boot_at);
+        } else {
             for next in cp.next {
                 consider(next);
             }
@@ -286,6 +327,11 @@ impl Worker {
             if link.conn.poll_timeout().is_some_and(|at| at <= now) {
                 link.conn.handle_timeout(now);
             }
+        }
+        if !self.cps[local].booted && self.cps[local].boot_at.is_some_and(|at| at <= now) {
+            self.cps[local].boot_at = None;
+            self.send_boot(local, self.options.version, now);
+            return;
         }
         if matches!(self.phase, LoadPhase::Soak { .. }) && self.cps[local].booted {
             self.soak_timer(local, now);
