@@ -42,7 +42,7 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::{Accept, TlsAcceptor};
 
 use crate::charge_point::Link;
-use crate::driver::{Driver, ServerShared, Timer};
+use crate::driver::{Driver, Serve, ServerShared, Timer};
 use crate::handler::PeerCertificate;
 use crate::handoff::{self, DriveHere};
 use crate::hook::TlsErrorHook;
@@ -313,8 +313,8 @@ impl<H: Handler> DriveHere for SlotWaker<H> {
 enum State<H: Handler> {
     /// The TLS handshake, bounded by the connection's handshake deadline.
     Handshake(Box<Handshake>),
-    Plain(Driver<ShardStream, H, ShardTimer>),
-    Tls(Driver<Box<TlsStream<ShardStream>>, H, ShardTimer>),
+    Plain(Driver<ShardStream, Serve<H>, ShardTimer>),
+    Tls(Driver<Box<TlsStream<ShardStream>>, Serve<H>, ShardTimer>),
     /// Only while moving from one state to the next.
     Moving,
 }
@@ -736,7 +736,8 @@ mod tests {
     fn a_slot_stays_small() {
         // The slab adds a tag to each entry (its free list shares the space).
         let slot = std::mem::size_of::<Slot<Nothing>>() + 8;
-        let plain = std::mem::size_of::<Driver<ShardStream, Nothing, ShardTimer>>();
+        let plain =
+            std::mem::size_of::<Driver<ShardStream, crate::driver::Serve<Nothing>, ShardTimer>>();
         let core = std::mem::size_of::<Connection>();
         eprintln!("slot: {slot} bytes; plain driver {plain}, of which Connection {core}");
         assert!(slot <= core + 176, "{slot}");

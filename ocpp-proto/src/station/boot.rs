@@ -118,6 +118,28 @@ pub enum BootReason {
     ScheduledReset,
 }
 
+impl BootReason {
+    /// The reason a connection's BootNotification gives: the one the station was asked to
+    /// give (a reboot's, kept until a boot is accepted), else [`Reconnect`](Self::Reconnect)
+    /// once a boot of this running station was accepted, else [`PowerUp`](Self::PowerUp).
+    ///
+    /// ```
+    /// use ocpp_proto::station::BootReason;
+    ///
+    /// assert_eq!(BootReason::for_connection(None, false), BootReason::PowerUp);
+    /// assert_eq!(BootReason::for_connection(None, true), BootReason::Reconnect);
+    /// let reset = Some(BootReason::RemoteReset);
+    /// assert_eq!(BootReason::for_connection(reset, true), BootReason::RemoteReset);
+    /// ```
+    pub fn for_connection(requested: Option<BootReason>, booted_before: bool) -> BootReason {
+        match (requested, booted_before) {
+            (Some(reason), _) => reason,
+            (None, true) => BootReason::Reconnect,
+            (None, false) => BootReason::PowerUp,
+        }
+    }
+}
+
 /// Cuts `value` to at most `max` characters, at a character boundary.
 fn cut(value: &str, max: usize) -> String {
     match value.char_indices().nth(max) {
@@ -463,5 +485,18 @@ mod tests {
         assert_eq!(answer.status, RegistrationStatus::Rejected);
         let heartbeat = Response::from(v2_0_1::HeartbeatResponse::new(time()));
         assert_eq!(BootAnswer::from_response(&heartbeat), None);
+    }
+
+    /// The reason asked for wins until a boot is accepted; without one, the first boot of the
+    /// running station says PowerUp and a later connection's says Reconnect.
+    #[test]
+    fn boot_reason_for_a_connection() {
+        use BootReason::*;
+        assert_eq!(BootReason::for_connection(None, false), PowerUp);
+        assert_eq!(BootReason::for_connection(None, true), Reconnect);
+        for reason in [RemoteReset, LocalReset, FirmwareUpdate, Triggered] {
+            assert_eq!(BootReason::for_connection(Some(reason), false), reason);
+            assert_eq!(BootReason::for_connection(Some(reason), true), reason);
+        }
     }
 }

@@ -12,6 +12,8 @@
 //!   after a failure (no answer, CALLERROR) before the connection is given up; heartbeats once
 //!   accepted; what the station may send ([`Registration::may_send`]) and which CALLs of the
 //!   CSMS it refuses ([`Registration::check_incoming`]) meanwhile (1.6 §4.2; 2.0.1 and 2.1 B02, B03).
+//! - [`HeldCalls`]: the station's CALLs that wait for the registration to allow them, and
+//!   when each is done (sent once allowed, never sent past its deadline).
 //! - [`is_transaction_message`] and its helpers: which messages are transaction-related and go
 //!   through a station's offline queue (1.6 StartTransaction, StopTransaction, MeterValues of a
 //!   transaction; 2.x TransactionEvent).
@@ -32,6 +34,7 @@
 
 mod backoff;
 mod boot;
+mod held;
 mod network_profile;
 mod registration;
 mod transaction;
@@ -41,13 +44,14 @@ pub use backoff::{Reconnect, RetryBackOff, MIN_ESTABLISHED_LIFETIME};
 pub use boot::{
     boot_request, heartbeat_request, BootAnswer, BootReason, RegistrationStatus, StationInfo,
 };
+pub use held::{HeldCall, HeldCalls, Release};
 pub use network_profile::{
     Attempt, NetworkProfile, NetworkProfiles, ProfileRejected, DEFAULT_CONNECTION_ATTEMPTS,
     DEFAULT_SLOT_COUNT,
 };
 pub use registration::{
-    triggered_action, Due, Registration, BOOT_RETRY_FALLBACK, DEFAULT_BOOT_ATTEMPTS,
-    DEFAULT_HEARTBEAT_INTERVAL, MAX_TRIGGER_CREDITS,
+    requested_by_trigger, trigger_accepted, triggered_action, Due, Registration,
+    BOOT_RETRY_FALLBACK, DEFAULT_BOOT_ATTEMPTS, DEFAULT_HEARTBEAT_INTERVAL, MAX_TRIGGER_CREDITS,
 };
 pub use transaction::{
     is_transaction_action, is_transaction_message, transaction_id_of, with_transaction_id,

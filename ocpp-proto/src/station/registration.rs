@@ -6,10 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use ocpp_messages::{ErrorCode, OcppVersion};
+use ocpp_messages::{ErrorCode, OcppVersion, Request, Response};
 
 use super::boot::{BootAnswer, RegistrationStatus};
-use crate::ErrorAnswer;
+use crate::{Answer, ErrorAnswer};
 
 /// The wait before the next BootNotification when the CSMS gave no interval (0) with Pending or
 /// Rejected, and after a BootNotification that failed (CALLERROR, timeout, lost connection).
@@ -460,6 +460,47 @@ pub fn triggered_action(version: OcppVersion, requested_message: &str) -> Option
         (OcppVersion::V2_1, "SignV2G20Certificate") => Some("SignCertificate"),
         _ => None,
     }
+}
+
+/// The message a TriggerMessage of the CSMS asks the station for (its `requestedMessage`), as
+/// the action the station sends for it ([`triggered_action`]); `None` for any other CALL. Kept
+/// from the CALL until its answer: an accepted trigger is a credit
+/// ([`Registration::on_trigger_accepted`], with [`trigger_accepted`]).
+///
+/// ```
+/// use ocpp_messages::{DecodeOptions, OcppVersion, Request};
+/// use ocpp_proto::station::requested_by_trigger;
+///
+/// let payload = r#"{"requestedMessage":"StatusNotification"}"#;
+/// let options = DecodeOptions::strict();
+/// let trigger = Request::decode(OcppVersion::V1_6, "TriggerMessage", payload, &options).unwrap();
+/// assert_eq!(requested_by_trigger(&trigger), Some("StatusNotification"));
+/// ```
+pub fn requested_by_trigger(request: &Request) -> Option<&'static str> {
+    if request.action() != "TriggerMessage" {
+        return None;
+    }
+    let payload = serde_json::to_value(request).ok()?;
+    let requested = payload.get("requestedMessage")?.as_str()?;
+    triggered_action(request.version(), requested)
+}
+
+/// Whether the station's answer to a TriggerMessage accepts it: a CALLRESULT whose `status`
+/// is `Accepted` (1.6 and 2.x alike). Only then may the requested message go out while the
+/// registration is Pending; a refusal, `NotImplemented` or a CALLERROR gives no credit.
+pub fn trigger_accepted(answer: &Answer) -> bool {
+    let Answer::Result(response) = answer else {
+        return false;
+    };
+    let response: &Response = response;
+    serde_json::to_value(response)
+        .ok()
+        .and_then(|v| {
+            v.get("status")
+                .and_then(|s| s.as_str())
+                .map(|s| s == "Accepted")
+        })
+        .unwrap_or(false)
 }
 
 /// The actions a station may send in answer to a trigger besides those [`triggered_action`]

@@ -9,7 +9,6 @@ use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 
 use super::network::{self};
-use super::wire::*;
 use super::{Cause, StationCommand};
 
 /// A plain or TLS stream.
@@ -93,7 +92,7 @@ impl Task {
     }
 
     /// The upgrade request of a new connection (`None`: it could not be built).
-    pub(super) fn dial(&mut self, now: Instant) -> Option<Wire> {
+    pub(super) fn dial(&mut self, now: Instant) -> Option<Connection> {
         let mut target = ConnectTarget::new(
             self.url.authority(),
             self.url.endpoint(),
@@ -106,7 +105,7 @@ impl Task {
         self.rng.fill(&mut key);
         let seed = self.rng.u64(..);
         match Connection::connect_with_callers(now, self.config.clone(), &target, key, seed) {
-            Ok(conn) => Some(Wire::new(conn)),
+            Ok(conn) => Some(conn),
             Err(error) => {
                 tracing::warn!(identity = %self.url.identity(), %error, "upgrade request not built");
                 None

@@ -1,6 +1,8 @@
-//! The station's task: connect, drive one `Connection` at a time on the socket, boot and
-//! heartbeat by the core's [`Registration`], deliver the offline queue, reconnect after the
-//! back-off. The rules are the core's; this file owns sockets, tasks and time.
+//! The station's task: connect, have the shared [`Driver`] drive one `Connection` at a time
+//! on the socket (with the station's side of it, [`StationSide`]), boot and heartbeat by the
+//! core's [`Registration`], deliver the offline queue, reconnect after the back-off. The
+//! rules are the core's; this file owns the task across connections and what each step of a
+//! connection means for the station.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,14 +12,15 @@ use std::time::{Duration, Instant};
 
 use ocpp_messages::Request;
 use ocpp_proto::station::{
-    boot_request, heartbeat_request, is_transaction_message, BootAnswer, BootReason, Due,
-    NetworkProfiles, Reconnect, Registration, RegistrationStatus, StationInfo,
+    boot_request, heartbeat_request, is_transaction_message, requested_by_trigger,
+    trigger_accepted, BootAnswer, BootReason, Due, NetworkProfiles, Reconnect, Registration,
+    RegistrationStatus, Release, StationInfo,
 };
 use ocpp_proto::{
     Answer, CallFailure, CallOutcome, CloseCode, CloseReason, Closed, ConnectionConfig, Event,
     MessageId,
 };
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::network::{self, ProfilesHook};
@@ -25,16 +28,12 @@ use super::queue::Queue;
 use super::{app::*, dial::*, wire::*};
 use super::{App, Cause, PermanentFailure, Queued, StationCommand, StationUrl, Status};
 use crate::charge_point::{CallReply, Link, LinkCommand};
+use crate::driver::{Driver, TaskTimer};
 use crate::hook::{Hook, Message, MessageEvent};
 use crate::{ChargePoint, IncomingCall};
 
 pub(super) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Bytes read per `read`. The buffer lives as long as the connection (an async fn keeps it
-/// across awaits), so it is small: 99 % of OCPP messages fit in 2 kB (OCPP-J 2.1 §5.2), a
-/// larger one takes several reads. Measured on the simulator, 2,000 stations: 28.5 KiB of
-/// RSS per station with 2 KiB, 34.6 with 8 KiB.
-pub(super) const READ_CHUNK: usize = 2 * 1024;
 /// The most a TCP connect (and TLS handshake) may take.
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// CALLs and SENDs a session's handle may have waiting for the task.
@@ -292,78 +291,23 @@ impl Task {
         let _ = reply.send(result);
     }
 
-    /// One WebSocket connection, from the upgrade request to its end: the core's drain
-    /// contract (1. every event, 2. what is due goes on the connection, 3. write, read, sleep
-    /// until the next deadline), with the handlers' answers and the handles' commands beside it.
+    /// One WebSocket connection, from the upgrade request to its end, driven by the shared
+    /// [`Driver`] with the station's side ([`StationSide`]); then what its end means.
     pub(super) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(&mut self, stream: S) -> Ended {
-        let Some(mut wire) = self.dial(Instant::now()) else {
+        let now = Instant::now();
+        let Some(conn) = self.dial(now) else {
             return Ended::Lost(Cause::Other);
         };
-        let (mut reader, mut writer) = tokio::io::split(stream);
-        let mut buf = vec![0u8; READ_CHUNK];
-        let (answers_tx, mut answers) = mpsc::unbounded_channel::<HandlerAnswer>();
-        let sleep = tokio::time::sleep_until(Instant::now().into());
-        tokio::pin!(sleep);
-        loop {
-            let now = Instant::now();
-            // 1. Everything the connection has to say.
-            while let Some(event) = wire.conn.poll_event() {
-                let Event::Closed(closed) = event else {
-                    self.on_event(&mut wire, now, event, &answers_tx);
-                    continue;
-                };
-                // The close frame, if any, goes out before the socket is dropped.
-                if !wire.conn.pending_transmit().is_empty() {
-                    let last = writer.write_all(wire.conn.pending_transmit());
-                    let linger = wire.conn.config().get_linger();
-                    let _ = tokio::time::timeout(linger, last).await;
-                }
-                let _ = writer.shutdown().await;
-                return self.ended(wire, *closed);
-            }
-            // 2. What is due: boot, heartbeat, held CALLs, the queue's head.
-            self.send_due(&mut wire, now);
-            // 3. Write what the socket takes, read, wait for the next deadline or command.
-            let deadline = self.deadline(&wire);
-            if let Some(deadline) = deadline {
-                sleep.as_mut().reset(deadline.into());
-            }
-            let link = wire.online.as_ref().map(|on| on.link.clone());
-            let has_output = !wire.conn.pending_transmit().is_empty();
-            tokio::select! {
-                // Answers first: a CALL a handler caused goes out after the handler's answer.
-                biased;
-                Some(answer) = answers.recv() => self.on_answer(&mut wire, answer),
-                written = writer.write(wire.conn.pending_transmit()), if has_output => match written {
-                    Ok(0) | Err(_) => wire.conn.handle_eof(Instant::now()),
-                    Ok(n) => {
-                        wire.conn.advance_transmit(n);
-                        if wire.conn.pending_transmit().is_empty() && writer.flush().await.is_err() {
-                            wire.conn.handle_eof(Instant::now());
-                        }
-                    }
-                },
-                read = reader.read(&mut buf), if wire.conn.wants_read() => match read {
-                    Ok(0) | Err(_) => wire.conn.handle_eof(Instant::now()),
-                    Ok(n) => wire.conn.handle_data(Instant::now(), &buf[..n]),
-                },
-                () = &mut sleep, if deadline.is_some() => {
-                    let now = Instant::now();
-                    if wire.conn.poll_timeout().is_some_and(|t| t <= now) {
-                        wire.conn.handle_timeout(now);
-                    }
-                    if !wire.rebooting && !wire.closing && self.profiles.handle_timeout(now) {
-                        // Back to the higher-priority central systems (the 1.6 policy).
-                        tracing::info!(identity = %self.url.identity(), "returning to the first central system");
-                        wire.rebooting = true;
-                        wire.conn.close(now, CloseCode::NORMAL, "returning to the first central system");
-                    }
-                }
-                command = self.commands.recv(), if !wire.closing => self.on_command(&mut wire, command),
-                command = next_link_command(link.as_deref()), if link.is_some() => {
-                    on_link_command(&mut wire, command, &mut self.queue);
-                }
-            }
+        let mut wire = Wire::new();
+        let side = StationSide {
+            task: self,
+            wire: &mut wire,
+        };
+        Driver::with_side(stream, conn, TaskTimer::new(now), side).await;
+        match wire.closed.take() {
+            Some(closed) => self.ended(wire, *closed),
+            // Not reached: the driver ends once the core closed, after its `Closed` event.
+            None => Ended::Lost(Cause::Other),
         }
     }
 
@@ -399,13 +343,13 @@ impl Task {
     /// An answer through the core's answer rule; the hook sees what went out.
     pub(super) fn put_answer(
         &self,
-        wire: &mut Wire,
+        conn: &mut Connection,
         now: Instant,
         id: &MessageId<'static>,
         answer: Answer,
     ) -> Result<(), ocpp_proto::AnswerError> {
         let hooked = self.hook.as_ref().map(|_| answer.clone());
-        let result = wire.conn.answer(now, id, answer);
+        let result = conn.answer(now, id, answer);
         let Some(answer) = hooked else {
             return result;
         };
@@ -417,12 +361,13 @@ impl Task {
         result
     }
 
+    /// One event of the connection but its end (which the side keeps for [`Self::ended`]).
     pub(super) fn on_event(
         &mut self,
         wire: &mut Wire,
+        conn: &mut Connection,
         now: Instant,
         event: Event<Outgoing>,
-        answers: &mpsc::UnboundedSender<HandlerAnswer>,
     ) {
         match event {
             Event::Connected { version } => {
@@ -456,7 +401,7 @@ impl Task {
                 let Some(on) = &wire.online else { return };
                 // What the registration does not allow is refused here (SecurityError).
                 if let Err(refusal) = on.registration.check_incoming(request.action()) {
-                    let _ = self.put_answer(wire, now, &id, Answer::Error(refusal));
+                    let _ = self.put_answer(conn, now, &id, Answer::Error(refusal));
                     return;
                 }
                 if request.action() == "SetNetworkProfile" {
@@ -468,13 +413,13 @@ impl Task {
                             self.tls.is_some(),
                         );
                         self.publish_profiles();
-                        let _ = self.put_answer(wire, now, &id, answer);
+                        let _ = self.put_answer(conn, now, &id, answer);
                         return;
                     }
                 }
                 let trigger = requested_by_trigger(&request);
                 let answer = on.app.on_call(IncomingCall::new(id.clone(), request));
-                let answers = answers.clone();
+                let answers = wire.answers_tx.clone();
                 tokio::spawn(async move {
                     let _ = answers.send((id, answer.await, trigger));
                 });
@@ -506,9 +451,14 @@ impl Task {
 
     /// A handler's answer, through the core's answer rule; an accepted TriggerMessage lets
     /// its message out while Pending (and a triggered BootNotification goes now).
-    pub(super) fn on_answer(&mut self, wire: &mut Wire, (id, answer, trigger): HandlerAnswer) {
-        let accepted_trigger = trigger.filter(|_| answer_accepted(&answer));
-        if let Err(error) = self.put_answer(wire, Instant::now(), &id, answer) {
+    pub(super) fn on_answer(
+        &mut self,
+        wire: &mut Wire,
+        conn: &mut Connection,
+        (id, answer, trigger): HandlerAnswer,
+    ) {
+        let accepted_trigger = trigger.filter(|_| trigger_accepted(&answer));
+        if let Err(error) = self.put_answer(conn, Instant::now(), &id, answer) {
             tracing::warn!(identity = %self.url.identity(), "answer: {error}");
         } else if let (Some(action), Some(on)) = (accepted_trigger, &mut wire.online) {
             on.registration.on_trigger_accepted(action);
@@ -517,15 +467,22 @@ impl Task {
     }
 
     /// A command of a [`Station`](super::Station) handle while connected.
-    pub(super) fn on_command(&mut self, wire: &mut Wire, command: Option<StationCommand>) {
+    pub(super) fn on_command(
+        &mut self,
+        wire: &mut Wire,
+        conn: &mut Connection,
+        command: Option<StationCommand>,
+    ) {
         let now = Instant::now();
         match command {
             None | Some(StationCommand::Close) => {
                 wire.closing = true;
-                wire.conn.close(now, CloseCode::NORMAL, "station stopping");
+                conn.close(now, CloseCode::NORMAL, "station stopping");
             }
             Some(StationCommand::Call { request, reply }) => {
-                wire.call(request, CallReply::Waiting(reply), None, &mut self.queue)
+                let call_timeout = conn.config().get_call_timeout();
+                let reply = CallReply::Waiting(reply);
+                wire.call(call_timeout, request, reply, None, &mut self.queue)
             }
             Some(StationCommand::Queue {
                 request,
@@ -536,7 +493,7 @@ impl Task {
             Some(StationCommand::Reboot(reason)) => {
                 self.boot_reason = Some(reason);
                 wire.rebooting = true;
-                wire.conn.close(now, CloseCode::NORMAL, "reboot");
+                conn.close(now, CloseCode::NORMAL, "reboot");
             }
             Some(StationCommand::HeartbeatInterval(interval)) => match &mut wire.online {
                 Some(on) => {
@@ -553,8 +510,16 @@ impl Task {
     /// Step 2: puts on the connection what is due and allowed now, in this order: a boot a
     /// TriggerMessage asked for, the registration's boot or heartbeat, the application's
     /// held CALLs the registration allows, and the offline queue's head once Accepted.
-    pub(super) fn send_due(&mut self, wire: &mut Wire, now: Instant) {
-        let Some(on) = &mut wire.online else { return };
+    /// Whether anything was done.
+    pub(super) fn send_due(
+        &mut self,
+        wire: &mut Wire,
+        conn: &mut Connection,
+        now: Instant,
+    ) -> bool {
+        let Some(on) = &mut wire.online else {
+            return false;
+        };
         if on.registration.boot_given_up() {
             // The central system did not answer the boots: give the connection up, reconnect
             // after the back-off (which grows: the connection was never established).
@@ -562,16 +527,18 @@ impl Task {
                 let attempts = on.registration.boot_failures();
                 tracing::warn!(identity = %self.url.identity(), attempts, "BootNotification unanswered: closing");
                 wire.given_up = Some(Cause::BootUnanswered { attempts });
-                wire.conn
-                    .close(now, CloseCode::NORMAL, "BootNotification unanswered");
+                conn.close(now, CloseCode::NORMAL, "BootNotification unanswered");
+                return true;
             }
-            return;
+            return false;
         }
+        let mut progressed = false;
         let version = on.registration.version();
         if std::mem::take(&mut wire.boot_now) {
             if let Some(request) = boot_request(version, &self.info, BootReason::Triggered) {
+                progressed = true;
                 if self
-                    .put_call(&mut wire.conn, now, request, Outgoing::Boot, None)
+                    .put_call(conn, now, request, Outgoing::Boot, None)
                     .is_ok()
                 {
                     on.registration.on_call_sent(now, "BootNotification");
@@ -580,19 +547,16 @@ impl Task {
         }
         let due = match on.registration.handle_timeout(now) {
             Some(Due::Boot) => {
-                let reason = self.boot_reason.unwrap_or(if self.booted_before {
-                    BootReason::Reconnect
-                } else {
-                    BootReason::PowerUp
-                });
+                let reason = BootReason::for_connection(self.boot_reason, self.booted_before);
                 boot_request(version, &self.info, reason).map(|r| (r, Outgoing::Boot))
             }
             Some(Due::Heartbeat) => heartbeat_request(version).map(|r| (r, Outgoing::Heartbeat)),
             None => None,
         };
         if let Some((request, waiting)) = due {
+            progressed = true;
             let action = request.action();
-            match self.put_call(&mut wire.conn, now, request, waiting, None) {
+            match self.put_call(conn, now, request, waiting, None) {
                 Ok(_) => on.registration.on_call_sent(now, action),
                 Err(refused) => {
                     tracing::debug!(reason = ?refused.reason, "{action} not sent");
@@ -603,61 +567,59 @@ impl Task {
                 }
             }
         }
-        for held in std::mem::take(&mut wire.held) {
-            let Held {
-                request,
-                reply,
-                deadline,
-            } = held;
-            if deadline <= now {
-                // Held past its deadline (the registration never allowed it): never sent.
-                reply.send(Err(CallFailure::DeadlinePassed));
-                continue;
-            }
-            if !on.registration.may_send(request.action()) {
-                wire.held.push_back(Held {
-                    request,
-                    reply,
-                    deadline,
-                });
-                continue;
-            }
-            let action = request.action();
-            // The same deadline holds in the core's queue and in flight.
-            let boot = action == "BootNotification";
-            let waiting = Outgoing::Call { reply, boot };
-            match self.put_call(&mut wire.conn, now, request, waiting, Some(deadline)) {
-                Ok(_) => on.registration.on_call_sent(now, action),
-                Err(refused) => {
-                    if let (_, Outgoing::Call { reply, .. }) = refused.message {
-                        reply.send(Err(CallFailure::from(refused.reason)));
+        // The held CALLs that are done (the core's rule): past their deadline, never sent;
+        // allowed, onto the connection with the same deadline (in the core's queue and in
+        // flight).
+        wire.held
+            .release(now, &mut on.registration, |release| match release {
+                Release::Expired(held) => {
+                    progressed = true;
+                    held.caller.send(Err(CallFailure::DeadlinePassed));
+                    false
+                }
+                Release::Send(held) => {
+                    progressed = true;
+                    let boot = held.request.action() == "BootNotification";
+                    let waiting = Outgoing::Call {
+                        reply: held.caller,
+                        boot,
+                    };
+                    match self.put_call(conn, now, held.request, waiting, Some(held.deadline)) {
+                        Ok(_) => true,
+                        Err(refused) => {
+                            if let (_, Outgoing::Call { reply, .. }) = refused.message {
+                                reply.send(Err(CallFailure::from(refused.reason)));
+                            }
+                            false
+                        }
                     }
                 }
-            }
-        }
+            });
         if !on.registration.is_accepted() {
-            return;
+            return progressed;
         }
         if let Some((seq, request)) = self.queue.next(now, version) {
+            progressed = true;
             let action = request.action();
-            match self.put_call(&mut wire.conn, now, request, Outgoing::Queued(seq), None) {
+            match self.put_call(conn, now, request, Outgoing::Queued(seq), None) {
                 Ok(_) => on.registration.on_call_sent(now, action),
                 Err(_) => self.queue.unsent(seq),
             }
         }
+        progressed
     }
 
-    /// The next deadline: the connection's, the registration's, the queue's retry (which
-    /// matters only once its head may go).
+    /// The station's next deadline beside the connection's: the registration's, the queue's
+    /// retry (which matters only once its head may go), a held CALL's (which
+    /// [`Self::send_due`] ends once online), the return to the first central system.
     pub(super) fn deadline(&self, wire: &Wire) -> Option<Instant> {
         let registration = wire.online.as_ref().map(|on| &on.registration);
         [
-            wire.conn.poll_timeout(),
             registration.and_then(Registration::poll_timeout),
             registration
                 .filter(|r| r.is_accepted())
                 .and_then(|_| self.queue.poll_timeout()),
-            wire.held.iter().map(|held| held.deadline).min(),
+            registration.and_then(|_| wire.held.poll_timeout()),
             self.profiles
                 .poll_timeout()
                 .filter(|_| !wire.rebooting && !wire.closing),
@@ -745,8 +707,8 @@ impl Task {
         let closed = closed.settle_callers(|call, waiting| {
             self.completed(now, None, waiting, Err(call.failure()));
         });
-        for held in wire.held.drain(..) {
-            held.reply.send(Err(CallFailure::ClosedBeforeSent));
+        for held in wire.held.drain() {
+            held.caller.send(Err(CallFailure::ClosedBeforeSent));
         }
         if let Some(on) = wire.online.take() {
             for command in on.link.close() {

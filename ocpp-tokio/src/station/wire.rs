@@ -1,29 +1,30 @@
-//! One connection of the station and what waits on it: the CALLs the registration holds, the
-//! session handle's commands, and what a TriggerMessage asks for.
+//! One connection of the station and what waits on it (the CALLs the registration holds, the
+//! session handle's commands, what a TriggerMessage asks for), and the station's side of the
+//! shared [`Driver`](crate::driver::Driver): [`StationSide`].
 
 use super::driver::*;
-use std::collections::VecDeque;
-use std::future::poll_fn;
 use std::sync::Arc;
-use std::task::Poll;
-use std::time::Instant;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use ocpp_messages::{Request, Response};
-use ocpp_proto::station::{is_transaction_message, triggered_action};
-use ocpp_proto::{Answer, CallFailure};
+use ocpp_messages::Request;
+use ocpp_proto::station::{is_transaction_message, HeldCalls};
+use ocpp_proto::{CallFailure, CloseCode, Closed, Event};
+use tokio::sync::mpsc;
 
 use super::queue::Queue;
 use super::Cause;
-use crate::charge_point::{CallReply, Link, LinkCommand};
+use crate::charge_point::{CallReply, LinkCommand};
+use crate::driver::{Flow, Side};
 use crate::error::SendError;
 
-/// One connection of the station and what waits on it.
+/// One connection of the station and what waits on it (the core's `Connection` is the
+/// driver's).
 pub(super) struct Wire {
-    pub(super) conn: Connection,
     /// Once the WebSocket is open.
     pub(super) online: Option<Online>,
     /// The application's CALLs the registration does not allow yet.
-    pub(super) held: VecDeque<Held>,
+    pub(super) held: HeldCalls<CallReply>,
     /// [`Station::close`](super::Station::close) closed it.
     pub(super) closing: bool,
     /// [`Station::reboot`](super::Station::reboot) closed it.
@@ -32,27 +33,39 @@ pub(super) struct Wire {
     pub(super) boot_now: bool,
     /// The station closed it for this reason (the boot went unanswered).
     pub(super) given_up: Option<Cause>,
+    /// The handlers' answers to the central system's CALLs, as they come.
+    pub(super) answers_tx: mpsc::UnboundedSender<HandlerAnswer>,
+    answers: mpsc::UnboundedReceiver<HandlerAnswer>,
+    /// The core's end of the connection, for [`Task::ended`].
+    pub(super) closed: Option<Box<Closed<Outgoing>>>,
+    /// Once closed: until when the last bytes may take to leave.
+    linger: Option<Instant>,
 }
 
 impl Wire {
-    pub(super) fn new(conn: Connection) -> Self {
+    pub(super) fn new() -> Self {
+        let (answers_tx, answers) = mpsc::unbounded_channel();
         Wire {
-            conn,
             online: None,
-            held: VecDeque::new(),
+            held: HeldCalls::new(),
             closing: false,
             rebooting: false,
             boot_now: false,
             given_up: None,
+            answers_tx,
+            answers,
+            closed: None,
+            linger: None,
         }
     }
 
     /// An application's CALL: a transaction message joins the queue; any other waits here
     /// until the registration allows it (also during the handshake), or the connection ends.
-    /// Its deadline (by default the call timeout from now) covers it held, queued and in
+    /// Its deadline (by default `call_timeout` from now) covers it held, queued and in
     /// flight (a held CALL past it ends [`CallFailure::DeadlinePassed`], never sent).
     pub(super) fn call(
         &mut self,
+        call_timeout: Duration,
         request: Request,
         reply: CallReply,
         deadline: Option<Instant>,
@@ -61,49 +74,118 @@ impl Wire {
         if is_transaction_message(&request) {
             queue_call(queue, request, reply);
         } else {
-            let deadline =
-                deadline.unwrap_or_else(|| Instant::now() + self.conn.config().get_call_timeout());
-            self.held.push_back(Held {
-                request,
-                reply,
-                deadline,
-            });
+            let deadline = deadline.unwrap_or_else(|| Instant::now() + call_timeout);
+            self.held.push(request, reply, deadline);
         }
     }
 }
 
-/// An application's CALL that waits for the registration to allow it.
-pub(super) struct Held {
-    pub(super) request: Request,
-    pub(super) reply: CallReply,
-    /// Not sent after this; answered by then.
-    pub(super) deadline: Instant,
+/// The station's side of one connection, for the shared [`Driver`](crate::driver::Driver):
+/// the task's commands and the session handle's, the core's events, the handlers' answers
+/// and what is due (boot, heartbeat, held CALLs, the queue's head: [`Task::send_due`]), the
+/// station's deadlines. It borrows the task (which owns the queue and the commands across
+/// connections) for as long as the connection lasts.
+pub(super) struct StationSide<'a> {
+    pub(super) task: &'a mut Task,
+    pub(super) wire: &'a mut Wire,
+}
+
+impl Side for StationSide<'_> {
+    type Caller = Outgoing;
+
+    /// None here: the station's commands come after what was read (see
+    /// [`poll_handlers`](Self::poll_handlers)).
+    fn poll_commands(&mut self, _: &mut Context<'_>, _: Instant, _: &mut Connection) -> Flow {
+        Flow::Idle
+    }
+
+    fn on_event(&mut self, now: Instant, conn: &mut Connection, event: Event<Outgoing>) {
+        match event {
+            Event::Closed(closed) => self.wire.closed = Some(closed),
+            event => self.task.on_event(self.wire, conn, now, event),
+        }
+    }
+
+    /// After what was read and its events: the handlers' answers (a CALL a handler caused
+    /// goes out after its answer), the station's commands (not once it is closing), the
+    /// session handle's, then what is due. A close the application asks for acts after the
+    /// bytes already read (the answer to a queued message that came with it counts).
+    fn poll_handlers(&mut self, cx: &mut Context<'_>, now: Instant, conn: &mut Connection) -> bool {
+        let mut progressed = false;
+        while let Poll::Ready(Some(answer)) = self.wire.answers.poll_recv(cx) {
+            progressed = true;
+            self.task.on_answer(self.wire, conn, answer);
+        }
+        while !self.wire.closing {
+            let Poll::Ready(command) = self.task.commands.poll_recv(cx) else {
+                break;
+            };
+            progressed = true;
+            self.task.on_command(self.wire, conn, command);
+        }
+        if let Some(link) = self.wire.online.as_ref().map(|on| on.link.clone()) {
+            while let Some(command) = link.pop(cx.waker()) {
+                progressed = true;
+                on_link_command(self.wire, conn, command, &mut self.task.queue);
+            }
+        }
+        progressed | self.task.send_due(self.wire, conn, now)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.task.deadline(self.wire)
+    }
+
+    /// Back to the higher-priority central systems when it is time (the 1.6 policy).
+    fn handle_timeout(&mut self, now: Instant, conn: &mut Connection) {
+        let wire = &mut *self.wire;
+        if !wire.rebooting && !wire.closing && self.task.profiles.handle_timeout(now) {
+            tracing::info!(identity = %self.task.url.identity(), "returning to the first central system");
+            wire.rebooting = true;
+            conn.close(
+                now,
+                CloseCode::NORMAL,
+                "returning to the first central system",
+            );
+        }
+    }
+
+    fn linger_until(&mut self, now: Instant, linger: Duration) -> Instant {
+        *self.wire.linger.get_or_insert(now + linger)
+    }
 }
 
 /// A command of the session's handle ([`Session::charge_point`](crate::Session::charge_point)):
 /// its CALLs go the way of [`Station::call`](super::Station::call)'s.
-pub(super) fn on_link_command(wire: &mut Wire, command: LinkCommand, queue: &mut Queue) {
+pub(super) fn on_link_command(
+    wire: &mut Wire,
+    conn: &mut Connection,
+    command: LinkCommand,
+    queue: &mut Queue,
+) {
     let now = Instant::now();
     match command {
         LinkCommand::Call {
             request,
             reply,
             deadline,
-        } => wire.call(request, reply, deadline, queue),
+        } => {
+            let call_timeout = conn.config().get_call_timeout();
+            wire.call(call_timeout, request, reply, deadline, queue)
+        }
         LinkCommand::Send { request, reply } => {
-            let result = wire
-                .conn
+            let result = conn
                 .send(now, request)
                 .map(|_| ())
                 .map_err(|refused| SendError::from(refused.reason));
             let _ = reply.send(result);
         }
-        LinkCommand::Close { code, reason } => wire.conn.close(now, code, &reason),
+        LinkCommand::Close { code, reason } => conn.close(now, code, &reason),
         LinkCommand::Settings(settings) => {
-            let config = settings.apply((**wire.conn.config()).clone());
-            wire.conn.set_config(now, Arc::new(config));
+            let config = settings.apply((**conn.config()).clone());
+            conn.set_config(now, Arc::new(config));
         }
-        LinkCommand::Abort => wire.conn.handle_eof(now),
+        LinkCommand::Abort => conn.handle_eof(now),
     }
 }
 
@@ -123,44 +205,4 @@ pub(super) fn queue_call(queue: &mut Queue, request: Request, reply: CallReply) 
             }));
         }
     }
-}
-
-/// The next command of a session's handle.
-pub(super) async fn next_link_command(link: Option<&Link>) -> LinkCommand {
-    match link {
-        Some(link) => {
-            poll_fn(|cx| match link.pop(cx.waker()) {
-                Some(command) => Poll::Ready(command),
-                None => Poll::Pending,
-            })
-            .await
-        }
-        None => std::future::pending().await,
-    }
-}
-
-/// A TriggerMessage's requested message, as the action it makes the station send.
-pub(super) fn requested_by_trigger(request: &Request) -> Option<&'static str> {
-    if request.action() != "TriggerMessage" {
-        return None;
-    }
-    let payload = serde_json::to_value(request).ok()?;
-    let requested = payload.get("requestedMessage")?.as_str()?;
-    triggered_action(request.version(), requested)
-}
-
-/// Whether an answer says `"status": "Accepted"`.
-pub(super) fn answer_accepted(answer: &Answer) -> bool {
-    let Answer::Result(response) = answer else {
-        return false;
-    };
-    let response: &Response = response;
-    serde_json::to_value(response)
-        .ok()
-        .and_then(|v| {
-            v.get("status")
-                .and_then(|s| s.as_str())
-                .map(|s| s == "Accepted")
-        })
-        .unwrap_or(false)
 }

@@ -386,3 +386,49 @@ fn check_incoming_table() {
         assert_eq!(pending.check_incoming(other), Ok(()));
     }
 }
+
+fn decode_call(version: OcppVersion, action: &str, payload: &str) -> Request {
+    let options = ocpp_messages::DecodeOptions::strict();
+    Request::decode(version, action, payload, &options).unwrap()
+}
+
+fn result(version: OcppVersion, action: &str, payload: &str) -> Answer {
+    let options = ocpp_messages::DecodeOptions::strict();
+    Answer::Result(Response::decode(version, action, payload, &options).unwrap())
+}
+
+/// A TriggerMessage names the action it makes the station send, per version; any other CALL
+/// names none.
+#[test]
+fn requested_by_trigger_per_version() {
+    let boot = r#"{"requestedMessage":"BootNotification"}"#;
+    for version in [V16, V201, V21] {
+        let trigger = decode_call(version, "TriggerMessage", boot);
+        assert_eq!(requested_by_trigger(&trigger), Some("BootNotification"));
+    }
+    let certificate = r#"{"requestedMessage":"SignV2GCertificate"}"#;
+    let trigger = decode_call(V201, "TriggerMessage", certificate);
+    assert_eq!(requested_by_trigger(&trigger), Some("SignCertificate"));
+    let diagnostics = r#"{"requestedMessage":"DiagnosticsStatusNotification"}"#;
+    let trigger = decode_call(V16, "TriggerMessage", diagnostics);
+    assert_eq!(
+        requested_by_trigger(&trigger),
+        Some("DiagnosticsStatusNotification")
+    );
+    let reset = decode_call(V16, "Reset", r#"{"type":"Soft"}"#);
+    assert_eq!(requested_by_trigger(&reset), None);
+}
+
+/// Only a CALLRESULT with `"status": "Accepted"` accepts a trigger (and gives a credit).
+#[test]
+fn trigger_accepted_only_by_an_accepted_result() {
+    for version in [V16, V201] {
+        let accepted = result(version, "TriggerMessage", r#"{"status":"Accepted"}"#);
+        assert!(trigger_accepted(&accepted));
+        let rejected = result(version, "TriggerMessage", r#"{"status":"Rejected"}"#);
+        assert!(!trigger_accepted(&rejected));
+    }
+    let not_implemented = result(V16, "TriggerMessage", r#"{"status":"NotImplemented"}"#);
+    assert!(!trigger_accepted(&not_implemented));
+    assert!(!trigger_accepted(&Answer::not_supported("TriggerMessage")));
+}
