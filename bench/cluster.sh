@@ -18,6 +18,8 @@
 #   CLUSTER_RATE     connects per second [1000]
 #   CLUSTER_OUT      results folder [bench/results/cluster-latest]
 #   CLUSTER_PORT     the charge points' port; admin ports follow it, Redis is PORT+100 [9600]
+#   CLUSTER_TTL_S    the nodes' claim and node TTL (`--cluster-ttl-s`; refresh rounds every
+#                    third of it) [the servers' default: 90 s claims, 5 s node records]
 #
 # Servers and Redis are pinned to core 0, ocpp-load and the latency client to core 1.
 # Bounded: ocpp-load has its own limits plus `timeout`; every process this script starts is
@@ -40,6 +42,8 @@ RATE=${CLUSTER_RATE:-1000}
 OUT=${CLUSTER_OUT:-$ROOT/bench/results/cluster-latest}
 PORT=${CLUSTER_PORT:-9600}
 REDIS_PORT=$((PORT + 100))
+TTL_ARGS=()
+[ -n "${CLUSTER_TTL_S:-}" ] && TTL_ARGS=(--cluster-ttl-s "$CLUSTER_TTL_S")
 mkdir -p "$OUT"
 LOG="$OUT/run.log"
 : >"$LOG"
@@ -76,6 +80,9 @@ rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 info_field() { rcli info "$1" | tr -d '\r' | sed -n "s/^$2://p"; }
 # Redis's CPU time in clock ticks, and its RSS in bytes (from /proc).
 redis_ticks() { awk '{print $14 + $15}' "/proc/$REDIS_PID/stat"; }
+redis_cpu() {
+    rcli info cpu | tr -d '\r' | awk -F: '/^used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'
+}
 redis_rss() { awk '/VmRSS/ {print $2 * 1024}' "/proc/$REDIS_PID/status"; }
 
 log "building mio-server and ocpp-load (release)"
@@ -99,7 +106,7 @@ run_size() {
         admin_ports+=("$admin")
         RUST_LOG=warn $PIN_SERVER "$BIN/mio-server" --listen "127.0.0.1:$PORT" \
             --admin "127.0.0.1:$admin" --redis "redis://127.0.0.1:$REDIS_PORT/" \
-            --node-id "node$k" >>"$OUT/server.log" 2>&1 &
+            --node-id "node$k" "${TTL_ARGS[@]}" >>"$OUT/server.log" 2>&1 &
         PIDS+=($!)
     done
     for _ in $(seq 1 200); do
@@ -133,8 +140,9 @@ run_size() {
     claims=$(rcli eval "local n=0 for _,k in ipairs(redis.call('keys','ocpp:cp:*')) do if redis.call('hget',k,'node')~='' then n=n+1 end end return n" 0 2>/dev/null || echo 0)
     log "$size: $claims claims in Redis; measuring"
     sleep 5
-    local t0 ticks0 cmds0 t1 ticks1 cmds1 rss used
+    local t0 ticks0 cmds0 t1 ticks1 cmds1 rss used cpu0 cpu1 reads0 reads1
     t0=$(date +%s.%N); ticks0=$(redis_ticks); cmds0=$(info_field stats total_commands_processed)
+    cpu0=$(redis_cpu); reads0=$(info_field stats total_reads_processed)
     $PIN_LOAD python3 bench/cluster_latency.py "$OUT/latency-$size.json" "$SAMPLES" \
         "${admin_ports[@]}" >>"$LOG" 2>&1 || log "$size: latency client failed"
     # At least 60 s of Redis figures, whatever the latency client took.
@@ -142,6 +150,7 @@ run_size() {
     spent=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {print int(b - a)}')
     [ "$spent" -lt 60 ] && sleep $((60 - spent))
     t1=$(date +%s.%N); ticks1=$(redis_ticks); cmds1=$(info_field stats total_commands_processed)
+    cpu1=$(redis_cpu); reads1=$(info_field stats total_reads_processed)
     rss=$(redis_rss); used=$(info_field memory used_memory)
     wait "$load"
     local load_rc=$?
@@ -153,6 +162,11 @@ json.dump({
     "window_s": round(wall, 1),
     "commands_per_s": round(($cmds1 - $cmds0) / wall, 1),
     "cpu_percent": round(($ticks1 - $ticks0) / $TICK / wall * 100, 2),
+    # INFO cpu (used_cpu_sys + used_cpu_user), and the reads Redis made of its clients'
+    # sockets (INFO stats total_reads_processed: about one per round trip of a client).
+    "redis_cpu_s": round($cpu1 - $cpu0, 3),
+    "reads_per_s": round(($reads1 - $reads0) / wall, 1),
+    "ttl_s": "${CLUSTER_TTL_S:-}",
     "rss_bytes": $rss, "rss_before_bytes": $redis_rss0, "used_memory_bytes": $used,
     "rss_per_charge_point_bytes": round(($rss - $redis_rss0) / $size, 1),
 }, open(sys.argv[1], "w"), indent=1)
