@@ -18,6 +18,8 @@
 #   CLUSTER_RATE     connects per second [1000]
 #   CLUSTER_OUT      results folder [bench/results/cluster-latest]
 #   CLUSTER_PORT     the charge points' port; admin ports follow it, Redis is PORT+100 [9600]
+#   CLUSTER_BIN      a folder with mio-server and ocpp-load already built (no build; e.g. two
+#                    commits' binaries side by side) [$CARGO_TARGET_DIR/release, built]
 #   CLUSTER_TTL_S    the nodes' claim and node TTL (`--cluster-ttl-s`; refresh rounds every
 #                    third of it) [the servers' default: 90 s claims, 5 s node records]
 #
@@ -32,7 +34,7 @@ export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN=$TARGET/release
+BIN=${CLUSTER_BIN:-$TARGET/release}
 SIZES=${CLUSTER_SIZES:-10000 50000 100000}
 NODES=${CLUSTER_NODES:-6}
 PHASE_S=${CLUSTER_PHASE_S:-150}
@@ -85,8 +87,10 @@ redis_cpu() {
 }
 redis_rss() { awk '/VmRSS/ {print $2 * 1024}' "/proc/$REDIS_PID/status"; }
 
-log "building mio-server and ocpp-load (release)"
-cargo build --release --quiet -p ocpp-examples --bin mio-server --bin ocpp-load || exit 1
+if [ -z "${CLUSTER_BIN:-}" ]; then
+    log "building mio-server and ocpp-load (release)"
+    cargo build --release --quiet -p ocpp-examples --bin mio-server --bin ocpp-load || exit 1
+fi
 command -v redis-server >/dev/null || { log "redis-server is not installed"; exit 1; }
 TICK=$(getconf CLK_TCK)
 
