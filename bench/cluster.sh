@@ -85,6 +85,9 @@ redis_ticks() { awk '{print $14 + $15}' "/proc/$REDIS_PID/stat"; }
 redis_cpu() {
     rcli info cpu | tr -d '\r' | awk -F: '/^used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'
 }
+evalsha_calls() {
+    rcli info commandstats | tr -d '\r' | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p'
+}
 redis_rss() { awk '/VmRSS/ {print $2 * 1024}' "/proc/$REDIS_PID/status"; }
 
 if [ -z "${CLUSTER_BIN:-}" ]; then
@@ -144,9 +147,9 @@ run_size() {
     claims=$(rcli eval "local n=0 for _,k in ipairs(redis.call('keys','ocpp:cp:*')) do if redis.call('hget',k,'node')~='' then n=n+1 end end return n" 0 2>/dev/null || echo 0)
     log "$size: $claims claims in Redis; measuring"
     sleep 5
-    local t0 ticks0 cmds0 t1 ticks1 cmds1 rss used cpu0 cpu1 reads0 reads1
+    local t0 ticks0 cmds0 t1 ticks1 cmds1 rss used cpu0 cpu1 reads0 reads1 evalsha0 evalsha1
     t0=$(date +%s.%N); ticks0=$(redis_ticks); cmds0=$(info_field stats total_commands_processed)
-    cpu0=$(redis_cpu); reads0=$(info_field stats total_reads_processed)
+    cpu0=$(redis_cpu); reads0=$(info_field stats total_reads_processed); evalsha0=$(evalsha_calls)
     $PIN_LOAD python3 bench/cluster_latency.py "$OUT/latency-$size.json" "$SAMPLES" \
         "${admin_ports[@]}" >>"$LOG" 2>&1 || log "$size: latency client failed"
     # At least 60 s of Redis figures, whatever the latency client took.
@@ -154,7 +157,7 @@ run_size() {
     spent=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {print int(b - a)}')
     [ "$spent" -lt 60 ] && sleep $((60 - spent))
     t1=$(date +%s.%N); ticks1=$(redis_ticks); cmds1=$(info_field stats total_commands_processed)
-    cpu1=$(redis_cpu); reads1=$(info_field stats total_reads_processed)
+    cpu1=$(redis_cpu); reads1=$(info_field stats total_reads_processed); evalsha1=$(evalsha_calls)
     rss=$(redis_rss); used=$(info_field memory used_memory)
     wait "$load"
     local load_rc=$?
@@ -170,6 +173,9 @@ json.dump({
     # sockets (INFO stats total_reads_processed: about one per round trip of a client).
     "redis_cpu_s": round($cpu1 - $cpu0, 3),
     "reads_per_s": round(($reads1 - $reads0) / wall, 1),
+    # Scripts run (INFO commandstats cmdstat_evalsha calls: refresh.lua, announce.lua, ...).
+    "evalsha_per_s": round(($evalsha1 - $evalsha0) / wall, 1),
+    "redis_cpu_us_per_evalsha": round(($cpu1 - $cpu0) * 1e6 / max(1, $evalsha1 - $evalsha0), 2),
     "ttl_s": "${CLUSTER_TTL_S:-}",
     "rss_bytes": $rss, "rss_before_bytes": $redis_rss0, "used_memory_bytes": $used,
     "rss_per_charge_point_bytes": round(($rss - $redis_rss0) / $size, 1),
