@@ -18,6 +18,10 @@
 #   CLUSTER_RATE     connects per second [1000]
 #   CLUSTER_OUT      results folder [bench/results/cluster-latest]
 #   CLUSTER_PORT     the charge points' port; admin ports follow it, Redis is PORT+100 [9600]
+#   CLUSTER_BIN      a folder with mio-server and ocpp-load already built (no build; e.g. two
+#                    commits' binaries side by side) [$CARGO_TARGET_DIR/release, built]
+#   CLUSTER_TTL_S    the nodes' claim and node TTL (`--cluster-ttl-s`; refresh rounds every
+#                    third of it) [the servers' default: 90 s claims, 5 s node records]
 #
 # Servers and Redis are pinned to core 0, ocpp-load and the latency client to core 1.
 # Bounded: ocpp-load has its own limits plus `timeout`; every process this script starts is
@@ -30,7 +34,7 @@ export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN=$TARGET/release
+BIN=${CLUSTER_BIN:-$TARGET/release}
 SIZES=${CLUSTER_SIZES:-10000 50000 100000}
 NODES=${CLUSTER_NODES:-6}
 PHASE_S=${CLUSTER_PHASE_S:-150}
@@ -40,6 +44,8 @@ RATE=${CLUSTER_RATE:-1000}
 OUT=${CLUSTER_OUT:-$ROOT/bench/results/cluster-latest}
 PORT=${CLUSTER_PORT:-9600}
 REDIS_PORT=$((PORT + 100))
+TTL_ARGS=()
+[ -n "${CLUSTER_TTL_S:-}" ] && TTL_ARGS=(--cluster-ttl-s "$CLUSTER_TTL_S")
 mkdir -p "$OUT"
 LOG="$OUT/run.log"
 : >"$LOG"
@@ -76,10 +82,18 @@ rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 info_field() { rcli info "$1" | tr -d '\r' | sed -n "s/^$2://p"; }
 # Redis's CPU time in clock ticks, and its RSS in bytes (from /proc).
 redis_ticks() { awk '{print $14 + $15}' "/proc/$REDIS_PID/stat"; }
+redis_cpu() {
+    rcli info cpu | tr -d '\r' | awk -F: '/^used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'
+}
+evalsha_calls() {
+    rcli info commandstats | tr -d '\r' | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p'
+}
 redis_rss() { awk '/VmRSS/ {print $2 * 1024}' "/proc/$REDIS_PID/status"; }
 
-log "building mio-server and ocpp-load (release)"
-cargo build --release --quiet -p ocpp-examples --bin mio-server --bin ocpp-load || exit 1
+if [ -z "${CLUSTER_BIN:-}" ]; then
+    log "building mio-server and ocpp-load (release)"
+    cargo build --release --quiet -p ocpp-examples --bin mio-server --bin ocpp-load || exit 1
+fi
 command -v redis-server >/dev/null || { log "redis-server is not installed"; exit 1; }
 TICK=$(getconf CLK_TCK)
 
@@ -99,7 +113,7 @@ run_size() {
         admin_ports+=("$admin")
         RUST_LOG=warn $PIN_SERVER "$BIN/mio-server" --listen "127.0.0.1:$PORT" \
             --admin "127.0.0.1:$admin" --redis "redis://127.0.0.1:$REDIS_PORT/" \
-            --node-id "node$k" >>"$OUT/server.log" 2>&1 &
+            --node-id "node$k" "${TTL_ARGS[@]}" >>"$OUT/server.log" 2>&1 &
         PIDS+=($!)
     done
     for _ in $(seq 1 200); do
@@ -133,8 +147,9 @@ run_size() {
     claims=$(rcli eval "local n=0 for _,k in ipairs(redis.call('keys','ocpp:cp:*')) do if redis.call('hget',k,'node')~='' then n=n+1 end end return n" 0 2>/dev/null || echo 0)
     log "$size: $claims claims in Redis; measuring"
     sleep 5
-    local t0 ticks0 cmds0 t1 ticks1 cmds1 rss used
+    local t0 ticks0 cmds0 t1 ticks1 cmds1 rss used cpu0 cpu1 reads0 reads1 evalsha0 evalsha1
     t0=$(date +%s.%N); ticks0=$(redis_ticks); cmds0=$(info_field stats total_commands_processed)
+    cpu0=$(redis_cpu); reads0=$(info_field stats total_reads_processed); evalsha0=$(evalsha_calls)
     $PIN_LOAD python3 bench/cluster_latency.py "$OUT/latency-$size.json" "$SAMPLES" \
         "${admin_ports[@]}" >>"$LOG" 2>&1 || log "$size: latency client failed"
     # At least 60 s of Redis figures, whatever the latency client took.
@@ -142,6 +157,7 @@ run_size() {
     spent=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {print int(b - a)}')
     [ "$spent" -lt 60 ] && sleep $((60 - spent))
     t1=$(date +%s.%N); ticks1=$(redis_ticks); cmds1=$(info_field stats total_commands_processed)
+    cpu1=$(redis_cpu); reads1=$(info_field stats total_reads_processed); evalsha1=$(evalsha_calls)
     rss=$(redis_rss); used=$(info_field memory used_memory)
     wait "$load"
     local load_rc=$?
@@ -153,6 +169,14 @@ json.dump({
     "window_s": round(wall, 1),
     "commands_per_s": round(($cmds1 - $cmds0) / wall, 1),
     "cpu_percent": round(($ticks1 - $ticks0) / $TICK / wall * 100, 2),
+    # INFO cpu (used_cpu_sys + used_cpu_user), and the reads Redis made of its clients'
+    # sockets (INFO stats total_reads_processed: about one per round trip of a client).
+    "redis_cpu_s": round($cpu1 - $cpu0, 3),
+    "reads_per_s": round(($reads1 - $reads0) / wall, 1),
+    # Scripts run (INFO commandstats cmdstat_evalsha calls: refresh.lua, announce.lua, ...).
+    "evalsha_per_s": round(($evalsha1 - $evalsha0) / wall, 1),
+    "redis_cpu_us_per_evalsha": round(($cpu1 - $cpu0) * 1e6 / max(1, $evalsha1 - $evalsha0), 2),
+    "ttl_s": "${CLUSTER_TTL_S:-}",
     "rss_bytes": $rss, "rss_before_bytes": $redis_rss0, "used_memory_bytes": $used,
     "rss_per_charge_point_bytes": round(($rss - $redis_rss0) / $size, 1),
 }, open(sys.argv[1], "w"), indent=1)

@@ -199,6 +199,8 @@ pub(crate) struct Shared {
     /// Permits for claim.lua and release.lua ([`HOUSEKEEPING_CONCURRENCY`]); the Redis
     /// timeout counts from the permit, so it measures Redis, not this queue.
     housekeeping: tokio::sync::Semaphore,
+    /// Pipelines of `refresh.lua` calls sent (one round trip each; PROTOCOL.md 6.3).
+    refresh_round_trips: AtomicU64,
 }
 
 impl std::fmt::Debug for Shared {
@@ -276,6 +278,7 @@ impl Cluster {
             registered: Notify::new(),
             round: tokio::sync::Mutex::new(()),
             housekeeping: tokio::sync::Semaphore::new(HOUSEKEEPING_CONCURRENCY),
+            refresh_round_trips: AtomicU64::new(0),
         });
         let inbox = runtime.spawn(Arc::clone(&shared).inbox_loop());
         let refresh = runtime.spawn(Arc::clone(&shared).refresh_loop());

@@ -48,6 +48,10 @@ pub struct ClusterConfig {
     pub node_ttl: Duration,
     /// How often claims are refreshed; `None`: a third of the claim TTL.
     pub refresh: Option<Duration>,
+    /// How many `refresh.lua` calls a refresh round sends in one round trip (a pipeline of
+    /// `EVALSHA`s; 1,000 by default, at least 1). Each batch is bounded by the Redis timeout as
+    /// a whole (PROTOCOL.md 6.3): keep it to what Redis runs well within that timeout.
+    pub refresh_batch: usize,
     /// How often the node announces itself (rewrites its node record); `None`: a third of the
     /// node TTL.
     pub announce: Option<Duration>,
@@ -55,6 +59,10 @@ pub struct ClusterConfig {
     /// counts as Redis being down.
     pub redis_timeout: Duration,
 }
+
+/// How many `refresh.lua` calls go to Redis in one round trip by default
+/// ([`ClusterConfig::refresh_batch`]).
+pub(crate) const DEFAULT_REFRESH_BATCH: usize = 1000;
 
 impl ClusterConfig {
     /// A node `node_id` on the Redis at `redis_url`, with the default TTLs.
@@ -67,6 +75,7 @@ impl ClusterConfig {
             claim_ttl: Duration::from_secs(90),
             node_ttl: Duration::from_secs(5),
             refresh: None,
+            refresh_batch: DEFAULT_REFRESH_BATCH,
             announce: None,
             redis_timeout: Duration::from_millis(500),
         }
@@ -105,6 +114,20 @@ impl ClusterConfig {
     /// Sets the refresh interval (must be shorter than the claim TTL).
     pub fn with_refresh_interval(mut self, interval: Duration) -> Self {
         self.refresh = Some(interval);
+        self
+    }
+
+    /// Sets how many claims a refresh round sends to Redis in one round trip (at least 1).
+    ///
+    /// ```
+    /// use ocpp_cluster::ClusterConfig;
+    ///
+    /// let config = ClusterConfig::new("redis://127.0.0.1:6379/", "csms-a");
+    /// assert_eq!(config.refresh_batch, 1000);
+    /// assert_eq!(config.with_refresh_batch(200).refresh_batch, 200);
+    /// ```
+    pub fn with_refresh_batch(mut self, claims: usize) -> Self {
+        self.refresh_batch = claims;
         self
     }
 
@@ -167,6 +190,9 @@ impl ClusterConfig {
         let announce = self.announce_interval();
         if announce.is_zero() || announce >= self.node_ttl {
             return bad("the announcement interval must be above zero and below the node TTL");
+        }
+        if self.refresh_batch == 0 {
+            return bad("the refresh batch is zero");
         }
         if self.redis_timeout.is_zero() {
             return bad("the Redis timeout is zero");

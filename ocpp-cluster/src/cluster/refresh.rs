@@ -12,8 +12,21 @@ use super::{lock, millis, parse_epoch, unix_ms, ClaimTicket, Shared, Superseded}
 use crate::claims::{RefreshReply, Refreshed, Work};
 use crate::ClusterError;
 
-/// How many claims one refresh round sends to Redis at once.
+/// How many claim.lua calls of one refresh round (claims without an epoch), releases of a
+/// drain, or answers of one refresh batch that need a call of their own, run at once.
 const REFRESH_CONCURRENCY: usize = 64;
+
+/// A claim a refresh round sends `refresh.lua` for.
+struct ToRefresh {
+    identity: String,
+    ticket: ClaimTicket,
+    epoch: u64,
+}
+
+/// Whether Redis did not know the script (`NOSCRIPT`: its script cache is empty).
+fn is_noscript(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+}
 /// How long a drain waits for the releases in flight (those of connections that closed just
 /// before the shutdown).
 const RELEASES_WAIT: Duration = Duration::from_secs(1);
@@ -42,18 +55,28 @@ impl Shared {
         // The `since` this round registers the claims under (PROTOCOL.md 6.3).
         let since = self.announce().await;
         // A claim whose claim.lua is in flight is refreshed once registered (`recheck`).
-        let work = lock(&self.claims).round();
-        let results: Vec<Result<Option<Superseded>, ClusterError>> =
-            futures_util::stream::iter(work)
-                .map(|(identity, ticket, work)| async move {
-                    match work {
-                        Work::Register => self.register(&identity, ticket).await.map(|_| None),
-                        Work::Refresh(epoch) => self.refresh_claim(&identity, ticket, epoch).await,
-                    }
-                })
-                .buffer_unordered(REFRESH_CONCURRENCY)
-                .collect()
-                .await;
+        let mut registrations = Vec::new();
+        let mut refreshes = Vec::new();
+        for (identity, ticket, work) in lock(&self.claims).round() {
+            match work {
+                Work::Register => registrations.push((identity, ticket)),
+                Work::Refresh(epoch) => refreshes.push(ToRefresh {
+                    identity,
+                    ticket,
+                    epoch,
+                }),
+            }
+        }
+        // Claims without an epoch run claim.lua one by one; the others go in batches, one
+        // round trip each (PROTOCOL.md 6.3).
+        let registered = futures_util::stream::iter(registrations)
+            .map(|(identity, ticket)| async move {
+                self.register(&identity, ticket).await.map(|_| None)
+            })
+            .buffer_unordered(REFRESH_CONCURRENCY)
+            .collect::<Vec<_>>();
+        let (registered, refreshed) = tokio::join!(registered, self.refresh_batches(refreshes));
+        let results = registered.into_iter().chain(refreshed);
         // The first call after Redis came back can fail on the old connection (which makes the
         // manager reconnect): claims registered but no node record would read as a dead node
         // until the next announcement. Announce again; `synced` waits for a round whose first
@@ -170,15 +193,27 @@ impl Shared {
         .await
     }
 
+    /// `refresh.lua` for one claim, as its own call (a claim registered while a round passed
+    /// over it, or one whose epoch changed); a round sends them in batches
+    /// ([`Shared::refresh_batches`]).
     pub(super) async fn refresh_claim(
         &self,
         identity: &str,
         ticket: ClaimTicket,
         epoch: u64,
     ) -> Result<Option<Superseded>, ClusterError> {
+        let mut redis = self.redis.clone();
+        let answer: Vec<String> = self
+            .bounded(self.refresh_call(identity, epoch).invoke_async(&mut redis))
+            .await?;
+        self.refreshed(identity, ticket, epoch, answer).await
+    }
+
+    /// The `refresh.lua` call for this node's claim on `identity` under `epoch` (PROTOCOL.md
+    /// 4.2).
+    fn refresh_call(&self, identity: &str, epoch: u64) -> redis::ScriptInvocation<'_> {
         let config = &self.config;
         let version = lock(&self.claims).version_of(identity);
-        let mut redis = self.redis.clone();
         let mut refresh = self.scripts.refresh.key(config.claim_key(identity));
         refresh
             .key(self.shared_keys())
@@ -188,7 +223,141 @@ impl Shared {
             .arg(epoch)
             .arg(self.script_inbox_prefix())
             .arg(identity);
-        let answer: Vec<String> = self.bounded(refresh.invoke_async(&mut redis)).await?;
+        refresh
+    }
+
+    /// Refreshes `claims` in batches of [`ClusterConfig::refresh_batch`](crate::ClusterConfig)
+    /// (`refresh_batch`), one after the other, each one pipeline of `refresh.lua` calls: one
+    /// round trip per batch. Every answer is read as [`Shared::refresh_claim`] reads its own.
+    /// A batch that fails as a whole (an error, or no answer within the Redis timeout) gives
+    /// one error for all its claims, which stay as they are until the next round.
+    ///
+    /// On Redis Cluster, one call per claim as before: the `redis` crate's async cluster
+    /// connection sends a pipeline to the master of one slot and refuses one whose keys are in
+    /// several (`CROSSSLOT`), and a node's claims are spread over every slot (PROTOCOL.md 6.3).
+    async fn refresh_batches(
+        &self,
+        claims: Vec<ToRefresh>,
+    ) -> Vec<Result<Option<Superseded>, ClusterError>> {
+        if self.redis.is_cluster() {
+            return futures_util::stream::iter(claims)
+                .map(|claim| async move {
+                    self.refresh_claim(&claim.identity, claim.ticket, claim.epoch)
+                        .await
+                })
+                .buffer_unordered(REFRESH_CONCURRENCY)
+                .collect()
+                .await;
+        }
+        let mut results = Vec::with_capacity(claims.len());
+        let size = self.config.refresh_batch.max(1);
+        let mut claims = claims.into_iter();
+        loop {
+            let batch: Vec<ToRefresh> = claims.by_ref().take(size).collect();
+            if batch.is_empty() {
+                break;
+            }
+            match self.refresh_pipeline(&batch).await {
+                Ok(answers) => {
+                    let done: Vec<_> = futures_util::stream::iter(batch.into_iter().zip(answers))
+                        .map(|(claim, answer)| self.refresh_answered(claim, answer))
+                        .buffer_unordered(REFRESH_CONCURRENCY)
+                        .collect()
+                        .await;
+                    results.extend(done);
+                }
+                Err(e) => {
+                    tracing::debug!(
+                        node = %self.config.node_id, claims = batch.len(), error = %e,
+                        "a batch of refreshes failed"
+                    );
+                    results.push(Err(e));
+                }
+            }
+        }
+        results
+    }
+
+    /// One answer of a batch ([`Shared::refreshed`]), or its error.
+    async fn refresh_answered(
+        &self,
+        claim: ToRefresh,
+        answer: redis::RedisResult<Vec<String>>,
+    ) -> Result<Option<Superseded>, ClusterError> {
+        let answer = answer.map_err(ClusterError::Redis)?;
+        self.refreshed(&claim.identity, claim.ticket, claim.epoch, answer)
+            .await
+    }
+
+    /// Sends `refresh.lua` for every claim of `batch` in one pipeline (`EVALSHA` each), bounded
+    /// by the Redis timeout as a whole; the answers in the order of `batch`. The calls Redis
+    /// answers `NOSCRIPT` (its script cache is empty: a restart, a failover, a new master on
+    /// Redis Cluster) are sent again once, in one pipeline, after `SCRIPT LOAD`.
+    async fn refresh_pipeline(
+        &self,
+        batch: &[ToRefresh],
+    ) -> Result<Vec<redis::RedisResult<Vec<String>>>, ClusterError> {
+        let calls: Vec<_> = batch
+            .iter()
+            .map(|claim| self.refresh_call(&claim.identity, claim.epoch))
+            .collect();
+        let mut pipe = redis::pipe();
+        for call in &calls {
+            pipe.invoke_script(call);
+        }
+        let mut answers = self.send_refreshes(pipe).await?;
+        let unknown: Vec<usize> = answers
+            .iter()
+            .enumerate()
+            .filter(|(_, answer)| matches!(answer, Err(e) if is_noscript(e)))
+            .map(|(i, _)| i)
+            .collect();
+        if !unknown.is_empty() {
+            let mut redis = self.redis.clone();
+            self.bounded(self.scripts.refresh.load_async(&mut redis))
+                .await?;
+            let mut pipe = redis::pipe();
+            for &i in &unknown {
+                pipe.invoke_script(&calls[i]);
+            }
+            let again = self.send_refreshes(pipe).await?;
+            for (i, answer) in unknown.into_iter().zip(again) {
+                answers[i] = answer;
+            }
+        }
+        Ok(answers)
+    }
+
+    /// Sends one pipeline of `refresh.lua` calls (each answer or error of its own): one round
+    /// trip, bounded by the Redis timeout.
+    async fn send_refreshes(
+        &self,
+        mut pipe: redis::Pipeline,
+    ) -> Result<Vec<redis::RedisResult<Vec<String>>>, ClusterError> {
+        pipe.ignore_errors();
+        self.refresh_round_trips.fetch_add(1, Ordering::Relaxed);
+        let mut redis = self.redis.clone();
+        let answers: Vec<redis::RedisResult<Vec<String>>> =
+            self.bounded(pipe.query_async(&mut redis)).await?;
+        if answers.len() != pipe.len() {
+            return Err(ClusterError::Protocol(format!(
+                "{} answers to {} refresh.lua calls",
+                answers.len(),
+                pipe.len()
+            )));
+        }
+        Ok(answers)
+    }
+
+    /// What a `refresh.lua` answer means for the claim (`ClaimTable::refresh_done`), and what
+    /// this node does about it.
+    async fn refreshed(
+        &self,
+        identity: &str,
+        ticket: ClaimTicket,
+        epoch: u64,
+        answer: Vec<String>,
+    ) -> Result<Option<Superseded>, ClusterError> {
         let field = |i: usize| answer.get(i).map(String::as_str).unwrap_or("");
         let reply = match field(0) {
             "held" => RefreshReply::Held(parse_epoch(field(1))?),
@@ -285,5 +454,150 @@ impl Shared {
             Some(e) => Err(e),
             None => Ok(released),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::test_redis::RedisServer;
+    use crate::ClusterConfig;
+
+    /// A field of `INFO <section>` (`name:value`), or of one line of it (`name:a=1,b=2`: the
+    /// value of `b` with `field` = `name`, `part` = `b`).
+    async fn info(
+        redis: &mut redis::aio::MultiplexedConnection,
+        section: &str,
+        field: &str,
+        part: Option<&str>,
+    ) -> u64 {
+        let text: String = redis::cmd("INFO")
+            .arg(section)
+            .query_async(redis)
+            .await
+            .expect("INFO");
+        let value = text
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{field}:")))
+            .unwrap_or("0");
+        let value = match part {
+            None => value,
+            Some(part) => value
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(&format!("{part}=")))
+                .unwrap_or("0"),
+        };
+        value.trim().parse().expect("a number")
+    }
+
+    /// What Redis counted so far: `EVALSHA` calls, and reads of its clients' sockets (about
+    /// one per round trip of a client: a pipeline is read in a few large reads).
+    async fn counted(redis: &mut redis::aio::MultiplexedConnection) -> (u64, u64) {
+        (
+            info(redis, "commandstats", "cmdstat_evalsha", Some("calls")).await,
+            info(redis, "stats", "total_reads_processed", None).await,
+        )
+    }
+
+    /// Issue 38: a refresh round of 2,500 claims sends them in three round trips (batches of
+    /// 1,000), not 2,500: Redis runs every `refresh.lua` (2,500 `EVALSHA`s) but reads them in
+    /// a few dozen socket reads; each claim's TTL is extended. On a Redis that does not know
+    /// the script yet, the `NOSCRIPT` answers are sent again after `SCRIPT LOAD`, in one more
+    /// round trip, and every claim is refreshed too.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refresh_round_sends_its_claims_in_batches_one_round_trip_each() {
+        const CLAIMS: usize = 2_500;
+        let server = RedisServer::start();
+        let config = ClusterConfig::new(server.url(), "a");
+        assert_eq!(config.refresh_batch, 1000);
+        let executor =
+            |_: &str, _: &str, _: &str, _: Duration| -> crate::BoxFuture<crate::CommandOutcome> {
+                Box::pin(async { Ok("{}".to_owned()) })
+            };
+        let (cluster, _events) = crate::Cluster::start(config, executor).expect("start");
+        let start = Instant::now();
+        while !cluster.is_connected() && start.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(cluster.is_connected(), "the inbox subscribed");
+        // The round that follows the subscription, before the claims.
+        cluster.refresh().await.expect("a first round");
+        let claims: Vec<_> = futures_util::stream::iter(0..CLAIMS)
+            .map(|i| {
+                let cluster = &cluster;
+                async move { cluster.claim(&format!("cp{i}")).await }
+            })
+            .buffer_unordered(128)
+            .collect()
+            .await;
+        assert!(
+            claims.iter().all(|claim| claim.epoch.is_some()),
+            "every claim registered"
+        );
+        let client = redis::Client::open(server.url()).expect("client");
+        let mut redis = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connection");
+        let expires = |redis: &mut redis::aio::MultiplexedConnection, identity: &'static str| {
+            let mut redis = redis.clone();
+            async move {
+                redis::cmd("HGET")
+                    .arg(format!("ocpp:cp:{identity}"))
+                    .arg("expires_ms")
+                    .query_async::<u64>(&mut redis)
+                    .await
+                    .expect("HGET")
+            }
+        };
+        let trips =
+            |cluster: &crate::Cluster| cluster.shared().refresh_round_trips.load(Ordering::Relaxed);
+        // Two rounds: in the first, Redis has not run refresh.lua yet (a new Redis, or one
+        // that lost its script cache): the first batch is answered NOSCRIPT, loads the script
+        // and goes again, one more round trip; the others find it.
+        for (round, expected_trips, refused) in [(1, 4, 1000), (2, 3, 0)] {
+            let first = expires(&mut redis, "cp0").await;
+            let last = expires(&mut redis, "cp2499").await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let (evalsha, reads) = counted(&mut redis).await;
+            let sent = trips(&cluster);
+            let begin = Instant::now();
+            let lost = cluster.refresh().await.expect("the round");
+            let took = begin.elapsed();
+            let (evalsha_after, reads_after) = counted(&mut redis).await;
+            let round_trips = trips(&cluster) - sent;
+            let scripts = evalsha_after - evalsha;
+            let socket_reads = reads_after - reads;
+            eprintln!(
+                "round {round}: {CLAIMS} claims refreshed in {took:?}: {round_trips} round \
+                 trips, {scripts} EVALSHA, {socket_reads} socket reads by Redis"
+            );
+            assert!(lost.is_empty(), "nothing lost: {lost:?}");
+            assert_eq!(
+                round_trips, expected_trips,
+                "round {round}: batches of 1,000"
+            );
+            // Every claim's refresh.lua (and those refused), plus the round's announcements
+            // (and perhaps the background announcement's).
+            let least = (CLAIMS + refused) as u64;
+            assert!(
+                (least..least + 10).contains(&scripts),
+                "round {round}: {scripts} EVALSHA"
+            );
+            // One by one (64 at once on the multiplexed connection, as before issue 38): 279
+            // reads for 2,500 refreshes; in batches: 29 to 40.
+            assert!(
+                socket_reads < 100,
+                "round {round}: {socket_reads} reads of sockets for {CLAIMS} refreshes"
+            );
+            assert!(expires(&mut redis, "cp0").await > first, "cp0 refreshed");
+            assert!(
+                expires(&mut redis, "cp2499").await > last,
+                "cp2499 refreshed"
+            );
+        }
+        drop(cluster);
     }
 }
