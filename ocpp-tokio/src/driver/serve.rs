@@ -336,6 +336,7 @@ impl<H: Handler> Serve<H> {
 impl<H: Handler> Side for Serve<H> {
     type Caller = CallReply;
 
+    #[inline]
     fn poll_commands(&mut self, cx: &mut Context<'_>, now: Instant, conn: &mut Connection) -> Flow {
         let mut flow = Flow::Idle;
         while let Some(command) = self.link.pop(cx.waker()) {
@@ -348,6 +349,7 @@ impl<H: Handler> Side for Serve<H> {
         flow
     }
 
+    #[inline]
     fn on_event(&mut self, now: Instant, conn: &mut Connection, event: Event<CallReply>) {
         match event {
             Event::UpgradeRequested(request) => {
@@ -416,6 +418,7 @@ impl<H: Handler> Side for Serve<H> {
         }
     }
 
+    #[inline]
     fn poll_handlers(&mut self, cx: &mut Context<'_>, now: Instant, conn: &mut Connection) -> bool {
         let mut progressed = false;
         if let Some(upgrade) = self.rare.as_mut().and_then(|r| r.upgrade.as_mut()) {
@@ -448,6 +451,7 @@ impl<H: Handler> Side for Serve<H> {
 
     /// Whether the output waits for the cluster claim (the charge point has not seen its 101
     /// yet); polls the wait, which ends with the registration or when the connection closed.
+    #[inline]
     fn holds_output(&mut self, cx: &mut Context<'_>, conn: &Connection) -> bool {
         let Some(registered) = self.rare.as_mut().and_then(|r| r.claiming.as_mut()) else {
             return false;
@@ -460,6 +464,7 @@ impl<H: Handler> Side for Serve<H> {
     }
 
     /// SENDs refused for back-pressure go again.
+    #[inline]
     fn on_written(&mut self, now: Instant, conn: &mut Connection) -> bool {
         let mut progressed = false;
         while let Some((request, reply)) = self.rare.as_mut().and_then(|r| r.send_retry.pop_front())
@@ -523,6 +528,7 @@ impl<H: Handler> Side for Serve<H> {
     }
 
     /// Frees the rarely used state once nothing in it is in use.
+    #[inline]
     fn on_idle(&mut self) {
         if self.rare.as_ref().is_some_and(|rare| rare.is_unused()) {
             self.rare = None;
