@@ -423,8 +423,10 @@ async fn a_master_failover_to_its_replica_is_followed() {
     };
     assert_eq!(call().await, expected);
     let victim = redis.master_of(&format!("ocpp:cp:{identity}"));
-    // Let the replica have the claim (asynchronous replication).
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The replica must have the claim before its master dies (asynchronous replication): a
+    // fixed wait of 500 ms was not always enough with the other tests' clusters running (CI
+    // saw `not_connected`: the promoted replica had no claim).
+    tokio::task::block_in_place(|| redis.wait_replicated(victim));
 
     let killed = std::time::Instant::now();
     tokio::task::block_in_place(|| redis.kill(victim));

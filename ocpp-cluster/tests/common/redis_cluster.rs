@@ -320,6 +320,37 @@ impl RedisCluster {
         }
     }
 
+    /// Waits (blocking, bounded) until every replica of the master on `port` has acknowledged
+    /// all that master had written when this was called (`INFO replication`: each replica's
+    /// `offset` against the master's `master_repl_offset`; replicas acknowledge every second).
+    /// Replication is asynchronous: a fixed sleep is not enough on a loaded machine.
+    pub fn wait_replicated(&mut self, port: u16) {
+        let info = |port: u16| {
+            query(port, &["INFO", "replication"])
+                .and_then(|r| r.text().map(str::to_owned))
+                .unwrap_or_default()
+        };
+        let number = |text: &str, key: &str| -> Option<u64> {
+            let at = text.find(key)? + key.len();
+            let digits: String = text[at..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok()
+        };
+        let target = number(&info(port), "master_repl_offset:").expect("a master's offset");
+        self.wait(|| {
+            let text = info(port);
+            let acked: Vec<u64> = text
+                .lines()
+                .filter(|line| line.starts_with("slave"))
+                .filter_map(|line| number(line, "offset="))
+                .collect();
+            !acked.is_empty() && acked.iter().all(|&offset| offset >= target)
+        })
+        .unwrap_or_else(|why| panic!("the replicas of {port} did not catch up: {why}"));
+    }
+
     /// One command to the master that serves `key`.
     pub fn query_key(&self, key: &str, words: &[&str]) -> Option<Reply> {
         query(self.master_of(key), words)
