@@ -142,6 +142,11 @@ start_redis() {
     log "redis-server did not start"
     return 1
 }
+stop_helpers() { # the phase's probes stop (their stop file) and are waited for
+    touch "$STOP"
+    for pid in "${HELPER_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+    HELPER_PIDS=()
+}
 record() { # name value: one figure for the report
     echo "{\"$1\": $2}" >>"$OUT/figures.jsonl"
 }
@@ -265,9 +270,7 @@ done
 record storm_server_back_t "$(now)"
 log "storm: $back of $SIZE connected on the survivors"
 sleep 3
-touch "$STOP"
-for pid in "${HELPER_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-HELPER_PIDS=()
+stop_helpers
 snapshot after_storm
 record claims_after_storm "$(claims)"
 
@@ -304,9 +307,7 @@ record redis_claims_back_t "$(now)"
 record claims_after_redis "$(claims)"
 log "redis: $(claims) claims back"
 sleep 3
-touch "$STOP"
-for pid in "${HELPER_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-HELPER_PIDS=()
+stop_helpers
 snapshot end
 
 # ---------------------------------------------------------------------------------------------
