@@ -1,5 +1,6 @@
 //! A charging station's durable state, synchronous (no async runtime): the offline queue of
-//! transaction messages ([`offline`]: [`OfflineStore`], [`MemoryStore`], [`FileStore`]), the
+//! transaction messages ([`offline`]: the stores [`OfflineStore`], [`MemoryStore`],
+//! [`FileStore`], and [`OfflineQueue`], the Sans-IO rules of delivering them), the
 //! device model ([`DeviceModelStore`]) and local authorization ([`LocalAuthStore`]), each kept
 //! so that a crash at any moment loses nothing that was acknowledged.
 //!
@@ -48,7 +49,9 @@ pub mod offline;
 
 pub use device_model::{DeviceModelError, DeviceModelStore};
 pub use local_auth::{LocalAuthError, LocalAuthStore};
-pub use offline::{FileStore, MemoryStore, OfflineStore, StoreError, StoredMessage};
+pub use offline::{
+    FileStore, MemoryStore, OfflineQueue, OfflineStore, QueueError, StoreError, StoredMessage,
+};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -86,6 +86,7 @@
 
 mod file;
 mod memory;
+mod queue;
 #[cfg(test)]
 mod tests;
 
@@ -97,6 +98,7 @@ use ocpp_messages::OcppVersion;
 
 pub use file::FileStore;
 pub use memory::MemoryStore;
+pub use queue::{NotQueued, OfflineQueue, QueueError, Restart, TransactionOp};
 
 /// One queued message, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]

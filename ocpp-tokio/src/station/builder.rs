@@ -488,7 +488,7 @@ impl StationBuilder {
             if self.resume.as_ref().is_some_and(|resume| resume(open)) {
                 continue;
             }
-            let op = queue::TransactionOp::PowerLoss { evse: open.evse.id };
+            let op = super::TransactionOp::PowerLoss { evse: open.evse.id };
             match queue.transaction(op, ocpp_messages::DateTime::now()) {
                 Ok(_) => {}
                 Err(QueueError::Store(error)) => return Err(StationError::Store(error)),

@@ -176,6 +176,7 @@ impl Task {
         while let Ok(command) = self.commands.try_recv() {
             self.offline_command(command);
         }
+        self.queue.stop();
         result
     }
 
@@ -239,7 +240,7 @@ impl Task {
     pub(super) fn offline_command(&mut self, command: StationCommand) {
         match command {
             StationCommand::Call { request, reply } if is_transaction_message(&request) => {
-                queue_call(&mut self.queue, request, CallReply::Waiting(reply))
+                self.queue.push_call(&request, CallReply::Waiting(reply))
             }
             StationCommand::Call { reply, .. } => {
                 let _ = reply.send(Err(CallFailure::NotConnected));
@@ -281,7 +282,7 @@ impl Task {
     /// A change of the station's transactions: its message and state in the store.
     pub(super) fn transaction(
         &mut self,
-        op: super::queue::TransactionOp,
+        op: super::TransactionOp,
         reply: oneshot::Sender<Result<Queued, super::QueueError>>,
     ) {
         let result = self

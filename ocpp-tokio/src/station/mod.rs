@@ -151,12 +151,13 @@ pub use ocpp_proto::station::{
     Reading, RegistrationStatus, RetryBackOff, SampledValue, Start, StationInfo, StopReason,
     TransactionError, TransactionRef, Transactions,
 };
-pub use store::{FileStore, MemoryStore, OfflineStore, StoreError, StoredMessage};
+use store::TransactionOp;
+pub use store::{FileStore, MemoryStore, OfflineStore, QueueError, StoreError, StoredMessage};
 pub use url::{StationUrl, UrlError};
 
 pub(crate) use app::App;
 pub use builder::StationBuilder;
-pub use error::{NetworkProfileError, QueueError, StationError};
+pub use error::{NetworkProfileError, StationError};
 use network::{NetworkChange, NetworkEdit};
 pub use status::{Cause, PermanentFailure, Status, Stopped};
 
@@ -197,7 +198,7 @@ pub(crate) enum StationCommand {
         reply: oneshot::Sender<Result<Queued, QueueError>>,
     },
     Transaction {
-        op: queue::TransactionOp,
+        op: TransactionOp,
         reply: oneshot::Sender<Result<Queued, QueueError>>,
     },
     Close,
@@ -461,7 +462,7 @@ impl Station {
     /// # Errors
     /// As [`Station::start_transaction`].
     pub async fn start_transaction_with(&self, start: Start) -> Result<Queued, QueueError> {
-        self.transaction(queue::TransactionOp::Start(start)).await
+        self.transaction(TransactionOp::Start(start)).await
     }
 
     /// A periodic meter reading (Wh) of the transaction on `evse`, now: 1.6 MeterValues with
@@ -501,7 +502,7 @@ impl Station {
     /// [`QueueError::Transaction`] for a measurand, unit, phase or location the version does
     /// not know.
     pub async fn meter_reading(&self, evse: i32, reading: Reading) -> Result<Queued, QueueError> {
-        self.transaction(queue::TransactionOp::Meter { evse, reading })
+        self.transaction(TransactionOp::Meter { evse, reading })
             .await
     }
 
@@ -548,7 +549,7 @@ impl Station {
         reading: Reading,
         reason: StopReason,
     ) -> Result<Queued, QueueError> {
-        self.transaction(queue::TransactionOp::Stop {
+        self.transaction(TransactionOp::Stop {
             evse,
             reading,
             reason,
@@ -571,11 +572,10 @@ impl Station {
     /// # Errors
     /// As [`Station::stop_transaction`].
     pub async fn end_after_power_loss(&self, evse: i32) -> Result<Queued, QueueError> {
-        self.transaction(queue::TransactionOp::PowerLoss { evse })
-            .await
+        self.transaction(TransactionOp::PowerLoss { evse }).await
     }
 
-    async fn transaction(&self, op: queue::TransactionOp) -> Result<Queued, QueueError> {
+    async fn transaction(&self, op: TransactionOp) -> Result<Queued, QueueError> {
         let (reply, queued) = oneshot::channel();
         if self
             .shared

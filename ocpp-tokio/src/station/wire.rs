@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ocpp_messages::Request;
 use ocpp_proto::station::{is_transaction_message, HeldCalls};
-use ocpp_proto::{CallFailure, CloseCode, Closed, Event};
+use ocpp_proto::{CloseCode, Closed, Event};
 use tokio::sync::mpsc;
 
 use super::queue::Queue;
@@ -72,7 +72,7 @@ impl Wire {
         queue: &mut Queue,
     ) {
         if is_transaction_message(&request) {
-            queue_call(queue, request, reply);
+            queue.push_call(&request, reply);
         } else {
             let deadline = deadline.unwrap_or_else(|| Instant::now() + call_timeout);
             self.held.push(request, reply, deadline);
@@ -186,23 +186,5 @@ pub(super) fn on_link_command(
             conn.set_config(now, Arc::new(config));
         }
         LinkCommand::Abort => conn.handle_eof(now),
-    }
-}
-
-/// A transaction message through [`Station::call`](super::Station::call): queued, and the
-/// caller gets its outcome once delivered.
-pub(super) fn queue_call(queue: &mut Queue, request: Request, reply: CallReply) {
-    match queue.push(&request, None) {
-        Ok((_, outcome)) => {
-            tokio::spawn(async move {
-                let outcome = outcome.await.unwrap_or(Err(CallFailure::NotConnected));
-                reply.send(outcome);
-            });
-        }
-        Err(error) => {
-            reply.send(Err(CallFailure::InvalidRequest {
-                description: format!("not queued: {error}"),
-            }));
-        }
     }
 }
