@@ -22,7 +22,12 @@
 //!   back (2.0.1 B09, B10; a URL list on 1.6).
 //! - [`Transactions`]: the station's own transactions per EVSE (open, id, `seqNo`, meter
 //!   readings) and the transaction messages each start, reading and stop makes; one snapshot
-//!   to journal with the offline queue.
+//!   to journal with the offline queue (whose rules are `ocpp-station-store`'s `OfflineQueue`).
+//! - [`StationUrl`]: the central system's address as a station is given it
+//!   (`ws[s]://host[:port]/path/IDENTITY`).
+//! - [`Status`], [`Cause`], [`PermanentFailure`]: where a station stands, and what a
+//!   connection's end means for it ([`Cause::of`]; [`PermanentFailure::of`]: a refusal that
+//!   retrying cannot cure stops the station).
 //!
 //! A driver's loop, roughly: on connect, `Registration::new(now, version)`; sleep until the
 //! earliest of [`Registration::poll_timeout`] and the connection's own deadline; on wake,
@@ -37,8 +42,10 @@ mod boot;
 mod held;
 mod network_profile;
 mod registration;
+mod status;
 mod transaction;
 mod transactions;
+mod url;
 
 pub use backoff::{Reconnect, RetryBackOff, MIN_ESTABLISHED_LIFETIME};
 pub use boot::{
@@ -53,6 +60,7 @@ pub use registration::{
     requested_by_trigger, trigger_accepted, triggered_action, Due, Registration,
     BOOT_RETRY_FALLBACK, DEFAULT_BOOT_ATTEMPTS, DEFAULT_HEARTBEAT_INTERVAL, MAX_TRIGGER_CREDITS,
 };
+pub use status::{Cause, PermanentFailure, Status, Stopped};
 pub use transaction::{
     is_transaction_action, is_transaction_message, transaction_id_of, with_transaction_id,
 };
@@ -61,3 +69,4 @@ pub use transactions::{
     TransactionMessage, TransactionRef, Transactions, ENERGY_REGISTER, MAX_ENDED,
     MAX_TRANSACTION_ID_PREFIX,
 };
+pub use url::{StationUrl, UrlError};

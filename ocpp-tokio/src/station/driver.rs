@@ -17,8 +17,7 @@ use ocpp_proto::station::{
     RegistrationStatus, Release, StationInfo,
 };
 use ocpp_proto::{
-    Answer, CallFailure, CallOutcome, CloseCode, CloseReason, Closed, ConnectionConfig, Event,
-    MessageId,
+    Answer, CallFailure, CallOutcome, CloseCode, Closed, ConnectionConfig, Event, MessageId,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -726,16 +725,7 @@ impl Task {
         if wire.rebooting {
             return Ended::Reboot;
         }
-        let failure = match &closed.reason {
-            CloseReason::UpgradeRefused {
-                status: Some(401), ..
-            } => Some(PermanentFailure::Unauthorized),
-            CloseReason::UpgradeRefused {
-                status: Some(403), ..
-            } => Some(PermanentFailure::Forbidden),
-            CloseReason::NoCommonVersion => Some(PermanentFailure::NoCommonVersion),
-            _ => None,
-        };
+        let failure = PermanentFailure::of(&closed.reason);
         match failure {
             Some(failure) if !self.retry_refusals => Ended::Failed(failure),
             _ => Ended::Lost(wire.given_up.unwrap_or(Cause::of(&closed.reason))),

@@ -128,8 +128,6 @@ mod error;
 pub mod local_auth;
 mod network;
 mod queue;
-mod status;
-mod url;
 mod wire;
 
 /// The offline queue's store: [`ocpp_station_store::offline`], re-exported.
@@ -151,15 +149,15 @@ pub use ocpp_proto::station::{
     Reading, RegistrationStatus, RetryBackOff, SampledValue, Start, StationInfo, StopReason,
     TransactionError, TransactionRef, Transactions,
 };
+pub use ocpp_proto::station::{StationUrl, UrlError};
 use store::TransactionOp;
 pub use store::{FileStore, MemoryStore, OfflineStore, QueueError, StoreError, StoredMessage};
-pub use url::{StationUrl, UrlError};
 
 pub(crate) use app::App;
 pub use builder::StationBuilder;
 pub use error::{NetworkProfileError, StationError};
 use network::{NetworkChange, NetworkEdit};
-pub use status::{Cause, PermanentFailure, Status, Stopped};
+pub use ocpp_proto::station::{Cause, PermanentFailure, Status, Stopped};
 
 use crate::typed::{ResponseOf, TypedCall};
 

@@ -1,6 +1,6 @@
 //! The central system's address as a station is given it: `ws[s]://host[:port]/path/IDENTITY`.
 
-use ocpp_proto::{ChargePointIdentity, IdentityError};
+use crate::{ChargePointIdentity, IdentityError};
 
 /// Why a station URL was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,7 +25,7 @@ pub enum UrlError {
 /// A parsed station URL: where to connect, what to ask for, and who we are.
 ///
 /// ```
-/// use ocpp_tokio::station::StationUrl;
+/// use ocpp_proto::station::StationUrl;
 ///
 /// let url = StationUrl::parse("wss://csms.example.com/ocpp/RDAM%7C123").unwrap();
 /// assert!(url.tls());

@@ -1,29 +1,31 @@
-//! Where the station stands with the central system, and why it waits or stopped.
+//! Where a station stands with its central system, and why it waits or stopped: what a
+//! driver publishes to the application, and the one place that says what a connection's end
+//! means for the station ([`Cause::of`], [`PermanentFailure::of`]).
 
 use std::time::Duration;
 
-use ocpp_proto::{CloseCode, CloseReason, OcppVersion};
+use crate::{CloseCode, CloseReason, OcppVersion};
 
-use super::*;
+use super::RegistrationStatus;
 
 /// Where the station stands with the central system.
 ///
-/// Every change is published once ([`Station::watch_status`]): a status is never reported twice
-/// in a row.
+/// A driver publishes every change once (`ocpp_tokio`'s `Station::watch_status`): a status is
+/// never reported twice in a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Status {
     /// Connecting: TCP, TLS and the WebSocket upgrade (`attempt` counts from 1 since the last
     /// established connection: one whose BootNotification was accepted and that lasted
-    /// [`StationBuilder::established_after`]).
+    /// [`MIN_ESTABLISHED_LIFETIME`](super::MIN_ESTABLISHED_LIFETIME) by default).
     Connecting {
         /// The attempt.
         attempt: u32,
     },
     /// Connected; the BootNotification is not answered Accepted (yet): `registration` is the
     /// last answer (`None` before the first), `boot_failures` how many BootNotifications of
-    /// this connection failed in a row (no answer in time, a CALLERROR). After
-    /// [`StationBuilder::boot_retries`] failures the station gives the connection up and waits
+    /// this connection failed in a row (no answer in time, a CALLERROR). After the
+    /// driver's bound of failures ([`DEFAULT_BOOT_ATTEMPTS`](super::DEFAULT_BOOT_ATTEMPTS) by default) the station gives the connection up and waits
     /// ([`Status::Waiting`] with [`Cause::BootUnanswered`]).
     Registering {
         /// The negotiated version.
@@ -46,14 +48,14 @@ pub enum Status {
         /// Why the station is not connected.
         cause: Cause,
     },
-    /// The station stopped ([`Station::close`] or a [`PermanentFailure`]).
+    /// The station stopped (the application closed it, or a [`PermanentFailure`]).
     Stopped,
 }
 
 /// Why an attempt failed or a connection ended ([`Status::Waiting`]).
 ///
 /// ```
-/// use ocpp_tokio::station::{Cause, Status};
+/// use ocpp_proto::station::{Cause, Status};
 ///
 /// fn explain(status: Status) -> String {
 ///     match status {
@@ -95,7 +97,7 @@ pub enum Cause {
         code: Option<CloseCode>,
     },
     /// The station closed the connection with this code (e.g. the application, through
-    /// [`Session::charge_point`](crate::Session::charge_point)).
+    /// its handle on the connection).
     #[error("the station closed the connection ({code:?})")]
     LocalClose {
         /// The code sent.
@@ -114,7 +116,7 @@ pub enum Cause {
     #[error("the central system stopped reading")]
     SlowPeer,
     /// The BootNotification failed this many times in a row (no answer in time, CALLERROR):
-    /// the station gave the connection up ([`StationBuilder::boot_retries`]).
+    /// the station gave the connection up.
     #[error("BootNotification failed {attempts} times in a row")]
     BootUnanswered {
         /// The BootNotifications sent on that connection.
@@ -127,7 +129,13 @@ pub enum Cause {
 
 impl Cause {
     /// The cause of a connection's end, by the core's [`CloseReason`].
-    pub(super) fn of(reason: &CloseReason) -> Cause {
+    ///
+    /// ```
+    /// use ocpp_proto::station::Cause;
+    /// use ocpp_proto::CloseReason;
+    /// assert_eq!(Cause::of(&CloseReason::Eof), Cause::ConnectionLost);
+    /// ```
+    pub fn of(reason: &CloseReason) -> Cause {
         match reason {
             CloseReason::UpgradeRefused { status, .. } => Cause::UpgradeRefused { status: *status },
             CloseReason::HandshakeTimeout => Cause::HandshakeTimeout,
@@ -160,10 +168,35 @@ pub enum PermanentFailure {
     NoCommonVersion,
 }
 
-/// [`Station::accepted`]: the station stopped before it was accepted.
+impl PermanentFailure {
+    /// The refusal in a connection's end that retrying cannot cure (HTTP 401 or 403 to the
+    /// upgrade, no version in common), if it is one.
+    ///
+    /// ```
+    /// use ocpp_proto::station::PermanentFailure;
+    /// use ocpp_proto::CloseReason;
+    /// assert_eq!(PermanentFailure::of(&CloseReason::NoCommonVersion), Some(PermanentFailure::NoCommonVersion));
+    /// assert_eq!(PermanentFailure::of(&CloseReason::Eof), None);
+    /// ```
+    pub fn of(reason: &CloseReason) -> Option<PermanentFailure> {
+        match reason {
+            CloseReason::UpgradeRefused {
+                status: Some(401), ..
+            } => Some(PermanentFailure::Unauthorized),
+            CloseReason::UpgradeRefused {
+                status: Some(403), ..
+            } => Some(PermanentFailure::Forbidden),
+            CloseReason::NoCommonVersion => Some(PermanentFailure::NoCommonVersion),
+            _ => None,
+        }
+    }
+}
+
+/// What a wait for acceptance ends with when the station stopped first (`ocpp_tokio`'s
+/// `Station::accepted`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the station stopped{}", .failure.as_ref().map(|f| format!(": {f}")).unwrap_or_default())]
 pub struct Stopped {
-    /// Why, unless [`Station::close`] stopped it.
+    /// Why, unless the application closed it.
     pub failure: Option<PermanentFailure>,
 }
