@@ -23,6 +23,9 @@
 //! - [`Transactions`]: the station's own transactions per EVSE (open, id, `seqNo`, meter
 //!   readings) and the transaction messages each start, reading and stop makes; one snapshot
 //!   to journal with the offline queue (whose rules are `ocpp-station-store`'s `OfflineQueue`).
+//! - [`answer_set_network_profile`], [`NetworkProfile::station_url`],
+//!   [`NetworkProfile::connection_config`]: a profile put to use, and SetNetworkProfile
+//!   answered (2.x B09).
 //! - [`StationUrl`]: the central system's address as a station is given it
 //!   (`ws[s]://host[:port]/path/IDENTITY`).
 //! - [`Status`], [`Cause`], [`PermanentFailure`]: where a station stands, and what a
@@ -41,6 +44,7 @@ mod backoff;
 mod boot;
 mod held;
 mod network_profile;
+mod profile_connection;
 mod registration;
 mod status;
 mod transaction;
@@ -56,6 +60,7 @@ pub use network_profile::{
     Attempt, NetworkProfile, NetworkProfiles, ProfileRejected, DEFAULT_CONNECTION_ATTEMPTS,
     DEFAULT_SLOT_COUNT,
 };
+pub use profile_connection::answer_set_network_profile;
 pub use registration::{
     requested_by_trigger, trigger_accepted, triggered_action, Due, Registration,
     BOOT_RETRY_FALLBACK, DEFAULT_BOOT_ATTEMPTS, DEFAULT_HEARTBEAT_INTERVAL, MAX_TRIGGER_CREDITS,

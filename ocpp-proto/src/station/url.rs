@@ -115,6 +115,19 @@ impl StationUrl {
         &self.identity
     }
 
+    /// The central system's URL without the identity, as a network connection profile holds
+    /// it (`ocppCsmsUrl`).
+    ///
+    /// ```
+    /// use ocpp_proto::station::StationUrl;
+    /// let url = StationUrl::parse("wss://csms.example.com:8443/ocpp/CP%7C1").unwrap();
+    /// assert_eq!(url.csms_url(), "wss://csms.example.com:8443/ocpp");
+    /// ```
+    pub fn csms_url(&self) -> String {
+        let scheme = if self.tls { "wss" } else { "ws" };
+        format!("{scheme}://{}{}", self.authority, self.endpoint)
+    }
+
     /// The same URL with another identity (e.g. one process simulating many stations).
     pub fn with_identity(mut self, identity: ChargePointIdentity) -> StationUrl {
         self.identity = identity;

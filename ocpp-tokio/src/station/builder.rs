@@ -189,7 +189,7 @@ impl StationBuilder {
         attempts: u32,
         return_after: Option<Duration>,
     ) -> Self {
-        let first = network::base_of(&self.url);
+        let first = self.url.csms_url();
         let mut profiles = NetworkProfiles::from_urls(
             std::iter::once(first).chain(urls.into_iter().map(Into::into)),
         )
@@ -426,9 +426,10 @@ impl StationBuilder {
         if self.versions.is_empty() {
             return Err(StationError::NoVersion);
         }
-        let mut profiles = self.profiles.take().unwrap_or_else(|| {
-            NetworkProfiles::new([NetworkProfile::new(0, network::base_of(&self.url))])
-        });
+        let mut profiles = self
+            .profiles
+            .take()
+            .unwrap_or_else(|| NetworkProfiles::new([NetworkProfile::new(0, self.url.csms_url())]));
         if profiles.active_security_profile() == 0 {
             let active =
                 network::security_profile_of(&self.url, self.password.is_some(), self.tls.as_ref());
@@ -451,7 +452,7 @@ impl StationBuilder {
             }
         }
         for profile in profiles.profiles() {
-            network::url_for(profile, self.url.identity())?;
+            profile.station_url(self.url.identity())?;
         }
         // Starting is a reboot: the first entry of the priority list first (B10.FR.04), even
         // with profiles kept from an earlier run.

@@ -8,7 +8,6 @@ use ocpp_proto::ConnectTarget;
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 
-use super::network::{self};
 use super::{Cause, StationCommand};
 
 /// A plain or TLS stream.
@@ -25,13 +24,16 @@ impl Task {
             return Ok(());
         };
         self.publish_profiles();
-        self.config = network::config_for(&self.base_config, &attempt.profile);
-        let url = network::url_for(&attempt.profile, self.url.identity()).map_err(|e| {
-            (
-                Cause::Other,
-                io::Error::new(io::ErrorKind::InvalidInput, e.to_string()),
-            )
-        })?;
+        self.config = attempt.profile.connection_config(&self.base_config);
+        let url = attempt
+            .profile
+            .station_url(self.url.identity())
+            .map_err(|e| {
+                (
+                    Cause::Other,
+                    io::Error::new(io::ErrorKind::InvalidInput, e.to_string()),
+                )
+            })?;
         if url != self.url {
             tracing::info!(identity = %self.url.identity(), slot = attempt.profile.slot, url = %attempt.profile.csms_url, fallback = attempt.fallback, "central system");
         }

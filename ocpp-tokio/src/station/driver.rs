@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use ocpp_messages::Request;
 use ocpp_proto::station::{
-    boot_request, heartbeat_request, is_transaction_message, requested_by_trigger,
-    trigger_accepted, BootAnswer, BootReason, Due, NetworkProfiles, Reconnect, Registration,
-    RegistrationStatus, Release, StationInfo,
+    answer_set_network_profile, boot_request, heartbeat_request, is_transaction_message,
+    requested_by_trigger, trigger_accepted, BootAnswer, BootReason, Due, NetworkProfiles,
+    Reconnect, Registration, RegistrationStatus, Release, StationInfo,
 };
 use ocpp_proto::{
     Answer, CallFailure, CallOutcome, CloseCode, Closed, ConnectionConfig, Event, MessageId,
@@ -22,7 +22,7 @@ use ocpp_proto::{
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::network::{self, ProfilesHook};
+use super::network::ProfilesHook;
 use super::queue::Queue;
 use super::{app::*, dial::*, wire::*};
 use super::{App, Cause, PermanentFailure, Queued, StationCommand, StationUrl, Status};
@@ -406,11 +406,18 @@ impl Task {
                 }
                 if request.action() == "SetNetworkProfile" {
                     if let Some(hook) = &self.set_network_profile {
-                        let answer = network::set_network_profile(
+                        let keep = |profiles: &NetworkProfiles| {
+                            let kept = hook.as_deref().map_or(Ok(()), |hook| hook(profiles));
+                            if let Err(error) = &kept {
+                                tracing::warn!(%error, "SetNetworkProfile: the profiles were not kept");
+                            }
+                            kept
+                        };
+                        let answer = answer_set_network_profile(
                             &mut self.profiles,
-                            hook.as_deref(),
                             &request,
                             self.tls.is_some(),
+                            keep,
                         );
                         self.publish_profiles();
                         let _ = self.put_answer(conn, now, &id, answer);
