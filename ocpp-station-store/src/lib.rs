@@ -1,7 +1,8 @@
 //! A charging station's durable state, synchronous (no async runtime): the offline queue of
 //! transaction messages ([`offline`]: the stores [`OfflineStore`], [`MemoryStore`],
 //! [`FileStore`], and [`OfflineQueue`], the Sans-IO rules of delivering them), the
-//! device model ([`DeviceModelStore`]) and local authorization ([`LocalAuthStore`]), each kept
+//! device model ([`DeviceModelStore`]) and local authorization ([`LocalAuthStore`], fed by the
+//! central system's answers through [`auth_cache::CacheFeed`]), each kept
 //! so that a crash at any moment loses nothing that was acknowledged.
 //!
 //! `ocpp-tokio`'s `Station` keeps its state here (and re-exports these types from
@@ -42,6 +43,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod auth_cache;
 pub mod device_model;
 pub mod durable;
 pub mod local_auth;
