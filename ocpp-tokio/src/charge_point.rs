@@ -98,6 +98,27 @@ pub(crate) enum LinkCommand {
     Abort,
 }
 
+impl LinkCommand {
+    /// Applies to `conn` what both sides do alike (a close, new settings); hands back the
+    /// commands each side applies its own way (CALLs, SENDs, abort).
+    pub(crate) fn apply_common<C>(
+        self,
+        conn: &mut ocpp_proto::Connection<C>,
+        now: Instant,
+    ) -> Option<LinkCommand> {
+        match self {
+            LinkCommand::Close { code, reason } => conn.close(now, code, &reason),
+            LinkCommand::Settings(settings) => {
+                // One connection's keep-alive and timeouts (ocpp-rpc #80, ocpp-go #44/#103).
+                let config = settings.apply((**conn.config()).clone());
+                conn.set_config(now, Arc::new(config));
+            }
+            other => return Some(other),
+        }
+        None
+    }
+}
+
 /// One connection's keep-alive and timeouts, changeable while it runs (ocpp-rpc #80,
 /// ocpp-go #44/#103): the server's [`ConnectionConfig`] gives every connection its start values;
 /// [`ChargePoint::set_settings`] changes them for one charge point (through the core's

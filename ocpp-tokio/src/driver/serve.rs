@@ -170,6 +170,9 @@ impl<H: Handler> Serve<H> {
 
     /// Applies one command; returns false for `Abort`.
     fn on_command(&mut self, conn: &mut Connection, now: Instant, command: LinkCommand) -> bool {
+        let Some(command) = command.apply_common(conn, now) else {
+            return true;
+        };
         match command {
             LinkCommand::Call {
                 request,
@@ -197,13 +200,8 @@ impl<H: Handler> Serve<H> {
                     self.try_send(conn, now, request, reply);
                 }
             },
-            LinkCommand::Close { code, reason } => conn.close(now, code, &reason),
-            LinkCommand::Settings(settings) => {
-                // One connection's keep-alive and timeouts (ocpp-rpc #80, ocpp-go #44/#103).
-                let config = settings.apply((**conn.config()).clone());
-                conn.set_config(now, Arc::new(config));
-            }
             LinkCommand::Abort => return false,
+            LinkCommand::Close { .. } | LinkCommand::Settings(_) => {}
         }
         true
     }

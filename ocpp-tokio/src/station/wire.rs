@@ -3,7 +3,6 @@
 //! shared [`Driver`](crate::driver::Driver): [`StationSide`].
 
 use super::driver::*;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -164,6 +163,9 @@ pub(super) fn on_link_command(
     queue: &mut Queue,
 ) {
     let now = Instant::now();
+    let Some(command) = command.apply_common(conn, now) else {
+        return;
+    };
     match command {
         LinkCommand::Call {
             request,
@@ -180,11 +182,7 @@ pub(super) fn on_link_command(
                 .map_err(|refused| SendError::from(refused.reason));
             let _ = reply.send(result);
         }
-        LinkCommand::Close { code, reason } => conn.close(now, code, &reason),
-        LinkCommand::Settings(settings) => {
-            let config = settings.apply((**conn.config()).clone());
-            conn.set_config(now, Arc::new(config));
-        }
         LinkCommand::Abort => conn.handle_eof(now),
+        LinkCommand::Close { .. } | LinkCommand::Settings(_) => {}
     }
 }
