@@ -93,6 +93,10 @@ pub(super) fn spawn_sends() -> mpsc::UnboundedSender<BoxFuture<()>> {
 /// for (to let it out while Pending once the trigger is Accepted).
 pub(super) type HandlerAnswer = (MessageId<'static>, Answer, Option<&'static str>);
 
+/// A handler's answer on its way ([`Wire::answer`]): the CALL's id, the action a
+/// TriggerMessage asked for, the answer.
+pub(super) type PendingAnswer = (MessageId<'static>, Option<&'static str>, BoxFuture<Answer>);
+
 /// The station's task.
 pub(crate) struct Task {
     pub(crate) url: StationUrl,
@@ -426,10 +430,7 @@ impl Task {
                 }
                 let trigger = requested_by_trigger(&request);
                 let answer = on.app.on_call(IncomingCall::new(id.clone(), request));
-                let answers = wire.answers_tx.clone();
-                tokio::spawn(async move {
-                    let _ = answers.send((id, answer.await, trigger));
-                });
+                wire.answer = Some((id, trigger, answer));
             }
             Event::Send { id, request } => {
                 if self.hook.is_some() {

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use ocpp_messages::Request;
 use ocpp_proto::station::{is_transaction_message, HeldCalls};
 use ocpp_proto::{CloseCode, Closed, Event};
-use tokio::sync::mpsc;
 
 use super::queue::Queue;
 use super::Cause;
@@ -32,9 +31,10 @@ pub(super) struct Wire {
     pub(super) boot_now: bool,
     /// The station closed it for this reason (the boot went unanswered).
     pub(super) given_up: Option<Cause>,
-    /// The handlers' answers to the central system's CALLs, as they come.
-    pub(super) answers_tx: mpsc::UnboundedSender<HandlerAnswer>,
-    answers: mpsc::UnboundedReceiver<HandlerAnswer>,
+    /// The handler's answer to the central system's CALL being handled (the core delivers
+    /// one at a time), polled by the driver as the server's side polls its own: the CALL's
+    /// id, the action a TriggerMessage asked for, the answer to come.
+    pub(super) answer: Option<PendingAnswer>,
     /// The core's end of the connection, for [`Task::ended`].
     pub(super) closed: Option<Box<Closed<Outgoing>>>,
     /// Once closed: until when the last bytes may take to leave.
@@ -43,7 +43,6 @@ pub(super) struct Wire {
 
 impl Wire {
     pub(super) fn new() -> Self {
-        let (answers_tx, answers) = mpsc::unbounded_channel();
         Wire {
             online: None,
             held: HeldCalls::new(),
@@ -51,8 +50,7 @@ impl Wire {
             rebooting: false,
             boot_now: false,
             given_up: None,
-            answers_tx,
-            answers,
+            answer: None,
             closed: None,
             linger: None,
         }
@@ -111,9 +109,13 @@ impl Side for StationSide<'_> {
     /// bytes already read (the answer to a queued message that came with it counts).
     fn poll_handlers(&mut self, cx: &mut Context<'_>, now: Instant, conn: &mut Connection) -> bool {
         let mut progressed = false;
-        while let Poll::Ready(Some(answer)) = self.wire.answers.poll_recv(cx) {
-            progressed = true;
-            self.task.on_answer(self.wire, conn, answer);
+        if let Some((_, _, answer)) = &mut self.wire.answer {
+            if let Poll::Ready(answer) = answer.as_mut().poll(cx) {
+                progressed = true;
+                if let Some((id, trigger, _)) = self.wire.answer.take() {
+                    self.task.on_answer(self.wire, conn, (id, answer, trigger));
+                }
+            }
         }
         while !self.wire.closing {
             let Poll::Ready(command) = self.task.commands.poll_recv(cx) else {
