@@ -39,6 +39,29 @@ pub(crate) use serve::Serve;
 pub(crate) use shared::ServerShared;
 pub(crate) use timer::{TaskTimer, Timer};
 
+/// Polls a connection's SEND handlers in the order the SENDs came (one after the other, as
+/// `Router::on_send` promises, on both sides); returns whether one finished. The queue's
+/// memory is freed once it is empty.
+pub(crate) fn poll_sends(
+    sends: &mut std::collections::VecDeque<BoxFuture<()>>,
+    cx: &mut Context<'_>,
+) -> bool {
+    let mut progressed = false;
+    while let Some(send) = sends.front_mut() {
+        match send.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                sends.pop_front();
+                progressed = true;
+            }
+            Poll::Pending => break,
+        }
+    }
+    if sends.is_empty() && sends.capacity() > 0 {
+        *sends = std::collections::VecDeque::new();
+    }
+    progressed
+}
+
 /// The core's connection as the server's driver holds it: each CALL of ours carries where
 /// its outcome goes, handed back by the core with that outcome (so the driver keeps no table
 /// of waiters).

@@ -84,24 +84,6 @@ impl<H: Handler> Rare<H> {
         }
     }
 
-    /// Polls the SEND handlers in order; returns whether one finished.
-    fn poll_sends(&mut self, cx: &mut Context<'_>) -> bool {
-        let mut progressed = false;
-        while let Some(send) = self.sends.front_mut() {
-            match send.as_mut().poll(cx) {
-                Poll::Ready(()) => {
-                    self.sends.pop_front();
-                    progressed = true;
-                }
-                Poll::Pending => break,
-            }
-        }
-        if self.sends.is_empty() && self.sends.capacity() > 0 {
-            self.sends = VecDeque::new();
-        }
-        progressed
-    }
-
     /// Whether nothing in it is in use (it can be freed).
     fn is_unused(&self) -> bool {
         self.certificate.is_none()
@@ -442,7 +424,7 @@ impl<H: Handler> Side for Serve<H> {
             }
         }
         if let Some(rare) = &mut self.rare {
-            progressed |= rare.poll_sends(cx);
+            progressed |= super::poll_sends(&mut rare.sends, cx);
         }
         progressed
     }

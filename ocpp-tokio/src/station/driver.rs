@@ -4,6 +4,7 @@
 //! rules are the core's; this file owns the task across connections and what each step of a
 //! connection means for the station.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -73,20 +74,8 @@ pub(super) struct Online {
     pub(super) link: Arc<Link>,
     pub(super) app: Arc<dyn AppSession>,
     /// The central system's SENDs, handled one after the other in the order they came (as
-    /// the server handles a charge point's, `Router::on_send`), by one task per connection.
-    pub(super) sends: mpsc::UnboundedSender<BoxFuture<()>>,
-}
-
-/// The task that runs a connection's SEND handlers in order; it ends once the connection's
-/// sender is dropped and the SENDs already received are handled.
-pub(super) fn spawn_sends() -> mpsc::UnboundedSender<BoxFuture<()>> {
-    let (sends, mut queue) = mpsc::unbounded_channel::<BoxFuture<()>>();
-    tokio::spawn(async move {
-        while let Some(send) = queue.recv().await {
-            send.await;
-        }
-    });
-    sends
+    /// the server handles a charge point's, `Router::on_send`), polled by the driver.
+    pub(super) sends: VecDeque<BoxFuture<()>>,
 }
 
 /// An answer from a handler: the CALL's id, the answer, and the action a TriggerMessage asked
@@ -390,7 +379,7 @@ impl Task {
                     registration,
                     link,
                     app,
-                    sends: spawn_sends(),
+                    sends: VecDeque::new(),
                 });
                 self.publish(Status::Registering {
                     version,
@@ -436,10 +425,9 @@ impl Task {
                 if self.hook.is_some() {
                     self.hook(&id, Message::SendIn(&request));
                 }
-                if let Some(on) = &wire.online {
-                    let _ = on
-                        .sends
-                        .send(on.app.on_send(IncomingCall::new(id, request)));
+                if let Some(on) = &mut wire.online {
+                    let send = on.app.on_send(IncomingCall::new(id, request));
+                    on.sends.push_back(send);
                 }
             }
             Event::CallCompleted {

@@ -124,6 +124,9 @@ impl Side for StationSide<'_> {
             progressed = true;
             self.task.on_command(self.wire, conn, command);
         }
+        if let Some(on) = &mut self.wire.online {
+            progressed |= crate::driver::poll_sends(&mut on.sends, cx);
+        }
         if let Some(link) = self.wire.online.as_ref().map(|on| on.link.clone()) {
             while let Some(command) = link.pop(cx.waker()) {
                 progressed = true;
