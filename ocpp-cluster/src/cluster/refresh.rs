@@ -706,6 +706,16 @@ mod tests {
         // that lost its script cache): the first batch is answered NOSCRIPT, loads the script
         // and goes again, one more round trip; the others find it.
         for (round, expected_trips, refused) in [(1, 4, 1000), (2, 3, 0)] {
+            if round == 1 {
+                // The node may have loaded the script already (a claim registered while its
+                // own first round ran is refreshed by a call of its own): this round failed
+                // one run in five with three round trips. Redis forgets it.
+                let _: () = redis::cmd("SCRIPT")
+                    .arg("FLUSH")
+                    .query_async(&mut redis)
+                    .await
+                    .expect("SCRIPT FLUSH");
+            }
             let first = expires(&mut redis, "cp0").await;
             let last = expires(&mut redis, "cp2499").await;
             tokio::time::sleep(Duration::from_millis(5)).await;
