@@ -285,6 +285,9 @@ impl Shared {
         &self,
         claims: Vec<ToRefresh>,
     ) -> Vec<Result<Option<Superseded>, ClusterError>> {
+        if claims.is_empty() {
+            return Vec::new();
+        }
         let map = match self.bounded(self.redis.slot_map()).await {
             Ok(Some(map)) => map,
             Ok(None) => return self.refresh_one_by_one(claims).await,
