@@ -32,9 +32,11 @@ mod inbox;
 mod redis_cluster;
 mod resolver;
 mod sentinel;
+mod slots;
 
 pub(crate) use inbox::Inbox;
 pub(crate) use sentinel::{MasterMoved, SentinelLink};
+pub(crate) use slots::SlotMap;
 
 /// The connection every Redis command of the node goes through (see the module's doc).
 #[derive(Clone)]
@@ -53,6 +55,8 @@ pub(crate) enum RedisLink {
         timeout: Duration,
         /// The `run_id` of every master at the last look ([`RedisLink::new_master`]).
         masters: Arc<std::sync::Mutex<Option<std::collections::BTreeSet<String>>>>,
+        /// The slot map refresh rounds group their claims with ([`RedisLink::slot_map`]).
+        slots: Arc<std::sync::Mutex<Option<Arc<SlotMap>>>>,
     },
 }
 

@@ -1,15 +1,15 @@
-//! The link to a Redis Cluster: its connection, and the masters a `SCAN` or a look for a new
-//! master visits.
+//! The link to a Redis Cluster: its connection, the masters a `SCAN` or a look for a new
+//! master visits, and the pipelines a refresh round sends to one master each.
 
 use std::sync::Arc;
 
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{
-    Cmd, ConnectionAddr, ErrorKind, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo,
-    RedisError, RedisResult, Value,
+    Cmd, ConnectionAddr, ErrorKind, IntoConnectionInfo, Pipeline, ProtocolVersion,
+    RedisConnectionInfo, RedisError, RedisResult, Value,
 };
 
-use super::{with_credentials, RedisLink};
+use super::{with_credentials, RedisLink, SlotMap};
 use crate::config::ClusterTarget;
 use crate::{ClusterConfig, ClusterError};
 
@@ -58,6 +58,7 @@ pub(super) fn open(
         connection,
         timeout: config.redis_timeout,
         masters: Arc::default(),
+        slots: Arc::default(),
     })
 }
 
@@ -68,43 +69,71 @@ impl RedisLink {
         let RedisLink::Cluster { connection, .. } = self else {
             return Ok(vec![None]);
         };
-        let mut connection = connection.clone();
-        let slots: Value = redis::cmd("CLUSTER")
-            .arg("SLOTS")
-            .query_async(&mut connection)
-            .await?;
-        let mut masters = Vec::new();
-        if let Value::Array(ranges) = slots {
-            for range in ranges {
-                let Value::Array(fields) = range else {
-                    continue;
-                };
-                let Some(Value::Array(master)) = fields.get(2) else {
-                    continue;
-                };
-                let host = match master.first() {
-                    Some(Value::BulkString(host)) => String::from_utf8_lossy(host).into_owned(),
-                    Some(Value::SimpleString(host)) => host.clone(),
-                    _ => continue,
-                };
-                let Some(Value::Int(port)) = master.get(1) else {
-                    continue;
-                };
-                let Ok(port) = u16::try_from(*port) else {
-                    continue;
-                };
-                if !masters.contains(&Some((host.clone(), port))) {
-                    masters.push(Some((host, port)));
-                }
+        let map = cluster_slots(connection).await?;
+        Ok(map.masters().iter().cloned().map(Some).collect())
+    }
+
+    /// On Redis Cluster, the slot map a refresh round groups its claims by master with: the
+    /// one of the last look, or a new look (`CLUSTER SLOTS`) when it was forgotten
+    /// ([`RedisLink::forget_slot_map`]) or never taken. `None` on one Redis.
+    pub(crate) async fn slot_map(&self) -> RedisResult<Option<Arc<SlotMap>>> {
+        let RedisLink::Cluster {
+            connection, slots, ..
+        } = self
+        else {
+            return Ok(None);
+        };
+        let kept = slots
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        if let Some(map) = kept {
+            return Ok(Some(map));
+        }
+        let map = Arc::new(cluster_slots(connection).await?);
+        *slots
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::clone(&map));
+        Ok(Some(map))
+    }
+
+    /// Forgets the slot map of [`RedisLink::slot_map`] (a call went elsewhere than it said):
+    /// the next round looks again.
+    pub(crate) fn forget_slot_map(&self) {
+        if let RedisLink::Cluster { slots, .. } = self {
+            *slots
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+        }
+    }
+
+    /// Sends `pipeline` as one round trip to the master that serves `key`'s slot by the
+    /// `redis` crate's own slot map (on one Redis: to the link's Redis), and returns each
+    /// command's answer (an error answer as a [`Value::ServerError`]). On Redis Cluster the
+    /// crate sends the whole pipeline again where an answer of it says (`MOVED`, `ASK`,
+    /// `TRYAGAIN`, `CLUSTERDOWN`), at most its retries, then fails it as a whole.
+    pub(crate) async fn pipeline_to_master_of(
+        &self,
+        key: &str,
+        pipeline: Pipeline,
+    ) -> RedisResult<Vec<Value>> {
+        let count = pipeline.len();
+        match self {
+            RedisLink::Cluster { connection, .. } => {
+                let route = SingleNodeRoutingInfo::SpecificNode(Route::with_key(
+                    key.as_bytes(),
+                    SlotAddr::Master,
+                ));
+                connection
+                    .clone()
+                    .route_pipeline(pipeline, 0, count, route)
+                    .await
+            }
+            _ => {
+                use redis::aio::ConnectionLike;
+                self.clone().req_packed_commands(&pipeline, 0, count).await
             }
         }
-        if masters.is_empty() {
-            return Err(RedisError::from((
-                ErrorKind::Client,
-                "CLUSTER SLOTS names no master",
-            )));
-        }
-        Ok(masters)
     }
 
     /// On Redis Cluster: whether a master serves now that did not at the last look (by its
@@ -156,4 +185,15 @@ impl RedisLink {
             _ => cmd.query_async(&mut self.clone()).await,
         }
     }
+}
+
+/// The slot map `CLUSTER SLOTS` gives now (asked of any node).
+async fn cluster_slots(
+    connection: &redis::cluster_async::ClusterConnection,
+) -> RedisResult<SlotMap> {
+    let slots: Value = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query_async(&mut connection.clone())
+        .await?;
+    SlotMap::from_cluster_slots(&slots)
 }

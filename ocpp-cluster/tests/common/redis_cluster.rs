@@ -356,6 +356,34 @@ impl RedisCluster {
         query(self.master_of(key), words)
     }
 
+    /// A number of `INFO <section>` summed over the servers (`name:value`, or one part of a
+    /// line `name:a=1,b=2`: with `field` = `name` and `part` = `b`, the value of `b`): e.g.
+    /// `EVALSHA` calls (`commandstats`, `cmdstat_evalsha`, `calls`), or the reads of client
+    /// sockets (`stats`, `total_reads_processed`: about one per round trip of a client, a
+    /// pipeline being read in a few large reads).
+    pub fn info_sum(&self, section: &str, field: &str, part: Option<&str>) -> u64 {
+        self.ports
+            .iter()
+            .map(|&port| {
+                let text = query(port, &["INFO", section])
+                    .and_then(|r| r.text().map(str::to_owned))
+                    .unwrap_or_else(|| panic!("INFO {section} on {port}"));
+                let value = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix(&format!("{field}:")))
+                    .unwrap_or("0");
+                let value = match part {
+                    None => value,
+                    Some(part) => value
+                        .split(',')
+                        .find_map(|kv| kv.strip_prefix(&format!("{part}=")))
+                        .unwrap_or("0"),
+                };
+                value.trim().parse::<u64>().expect("a number")
+            })
+            .sum()
+    }
+
     /// Waits (blocking, bounded) until `node` reads its inbox (prefix `ocpp`, a sharded channel
     /// in the slot of `{ocpp}`).
     pub fn wait_inbox(&self, node: &str) {
