@@ -212,7 +212,7 @@ impl std::fmt::Debug for Shared {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these locks leaves consistent data (single inserts and
     // removes), so a poisoned lock is used as it is.
     mutex

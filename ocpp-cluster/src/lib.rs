@@ -23,7 +23,8 @@
 //!   records and inboxes (sharded pub/sub) share one slot (PROTOCOL.md 1.2).
 //!
 //! Two faces: [`Cluster`] (async, tokio) and [`ClusterBridge`] (its own thread; non-blocking
-//! calls, outputs through a channel and a wake callback, for a mio loop).
+//! calls, outputs through a channel and a wake callback, for a mio loop). With the feature
+//! `tokio`, a server of `ocpp-tokio` is a node in one call (`tokio_node::ServerBuilderExt`).
 //! The protocol, for a node in another language: `PROTOCOL.md` beside this crate.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -31,6 +32,11 @@
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
+
+/// The README's example (of the feature `tokio`), compiled as a doc test.
+#[cfg(all(doctest, feature = "tokio"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 mod bridge;
 mod claims;
@@ -45,6 +51,8 @@ pub mod scripts;
 #[cfg(test)]
 #[path = "../tests/common/redis_server.rs"]
 mod test_redis;
+#[cfg(feature = "tokio")]
+pub mod tokio_node;
 mod wire;
 
 pub use bridge::{BridgeError, BridgeOutput, ClusterBridge, Job, JobId, RequestId, Wake};

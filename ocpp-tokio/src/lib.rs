@@ -18,9 +18,9 @@
 //!   wins) and [`ChargePoint`] handles whose [`call`](ChargePoint::call) returns the action's
 //!   typed response or a [`CallFailure`] that says what happened and whether the CALL may have
 //!   reached the charge point;
-//! - **a cluster** (feature `redis`): [`ServerBuilder::cluster`] makes the server a node of
-//!   `ocpp-cluster`'s cluster on Redis (claims, takeover with 1008, calls routed to the node
-//!   holding the charge point, drain on shutdown); [`registry::Remote`] is the seam for your own;
+//! - **a cluster**: two seams, [`presence::Presence`] (which connections this node holds) and
+//!   [`registry::Remote`] (calls for charge points held elsewhere); `ocpp-cluster` (its
+//!   feature `tokio`) plugs its cluster on Redis into both, and your own backend can;
 //! - **a charging station** ([`station`]): [`Station`] connects to a central system, boots as
 //!   the specifications say, answers with the same [`Router`], reconnects with the back-off of
 //!   OCPP 2.0.1, and delivers transaction messages through an offline queue that survives
@@ -37,8 +37,6 @@
 )]
 
 mod charge_point;
-#[cfg(feature = "redis")]
-mod cluster;
 mod driver;
 mod error;
 pub mod handler;
@@ -84,9 +82,6 @@ pub use ocpp::{
     ErrorCode, OcppVersion, Rejection,
 };
 
-/// The cluster protocol on Redis that [`ServerBuilder::cluster`] plugs in (feature `redis`).
-#[cfg(feature = "redis")]
-pub use ocpp_cluster;
 /// The version-neutral model of the protocol's concepts ([`Router::on_concept`]).
 pub use ocpp_model as model;
 /// The TLS library of [`ServerBuilder::tls`].

@@ -1,9 +1,8 @@
 //! The seam between a server and a cluster of servers, in two traits: [`Presence`] (which
 //! connections this node holds, told to the other nodes: claims, takeovers, leaving) and
 //! [`Remote`](crate::registry::Remote) (calls and look-ups for charge points held elsewhere).
-//! The server and its connections know only these. The cluster on Redis (feature `redis`,
-//! [`ServerBuilder::cluster`](crate::ServerBuilder)) implements both, in the one module that
-//! names the feature; another backend can implement them and plug in with
+//! The server and its connections know only these. `ocpp-cluster` (its feature `tokio`)
+//! implements both for its cluster on Redis; any backend can, and plugs in with
 //! [`ServerBuilder::presence`](crate::ServerBuilder::presence) and
 //! [`ServerBuilder::remote`](crate::ServerBuilder::remote).
 

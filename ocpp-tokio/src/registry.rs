@@ -128,8 +128,8 @@ pub trait Remote: Send + Sync + 'static {
     ///
     /// By default: with a `version`, the payload decoded for it (strict) and sent with
     /// [`Remote::call`], the answer encoded again; without, [`CallFailure::InvalidRequest`]
-    /// (a remote that only takes typed requests cannot pick the version). The cluster of
-    /// `ServerBuilder::cluster` (feature `redis`) sends the text as it is.
+    /// (a remote that only takes typed requests cannot pick the version). `ocpp-cluster`'s
+    /// sends the text as it is.
     fn call_json<'a>(
         &'a self,
         identity: &'a str,
@@ -171,9 +171,6 @@ struct Inner {
     remote: Option<Arc<dyn Remote>>,
     /// This server's presence in a cluster, if it is a node of one.
     presence: Option<Arc<dyn Presence>>,
-    /// The `ocpp-cluster` node of `ServerBuilder::cluster`, set when the server is built.
-    #[cfg(feature = "redis")]
-    cluster: std::sync::OnceLock<ocpp_cluster::Cluster>,
 }
 
 /// A CALLRESULT's payload as JSON text.
@@ -239,29 +236,19 @@ impl ChargePoints {
                 table: RwLock::new(IdentityTable::new()),
                 remote,
                 presence,
-                #[cfg(feature = "redis")]
-                cluster: std::sync::OnceLock::new(),
             }),
         }
     }
 
-    /// The slot of the cluster node's handle (`ChargePoints::cluster`), filled once when the
-    /// server is built.
-    #[cfg(feature = "redis")]
-    pub(crate) fn inner_cluster(&self) -> &std::sync::OnceLock<ocpp_cluster::Cluster> {
-        &self.inner.cluster
-    }
-
-    /// Where CALLs for identities not connected here go ([`ServerBuilder::remote`], or the
-    /// cluster of `ServerBuilder::cluster`); `None`: a server alone.
+    /// Where CALLs for identities not connected here go ([`ServerBuilder::remote`]); `None`:
+    /// a server alone.
     ///
     /// [`ServerBuilder::remote`]: crate::ServerBuilder::remote
     pub fn remote(&self) -> Option<&Arc<dyn Remote>> {
         self.inner.remote.as_ref()
     }
 
-    /// This server's presence in a cluster ([`ServerBuilder::presence`], or
-    /// `ServerBuilder::cluster`).
+    /// This server's presence in a cluster ([`ServerBuilder::presence`]).
     ///
     /// [`ServerBuilder::presence`]: crate::ServerBuilder::presence
     pub fn presence(&self) -> Option<&Arc<dyn Presence>> {
@@ -312,9 +299,8 @@ impl ChargePoints {
 
     /// Sends a typed CALL to `identity` wherever it is connected, and waits for the action's
     /// typed response, as [`ChargePoint::call`] does: here, or through the [`Remote`] given to
-    /// [`ServerBuilder::remote`](crate::ServerBuilder::remote) (or the cluster of
-    /// `ServerBuilder::cluster`, feature `redis`: the CALL goes to the node that holds the
-    /// charge point).
+    /// [`ServerBuilder::remote`](crate::ServerBuilder::remote) (e.g. `ocpp-cluster`'s: the CALL
+    /// goes to the node that holds the charge point).
     ///
     /// # Errors
     /// [`CallFailure::NotConnected`] when nobody holds it; otherwise what the call met (through
@@ -490,8 +476,11 @@ impl ChargePoints {
         self.write().register(identity, cp)
     }
 
-    /// Removes `cp` if it still holds its identity.
-    pub(crate) fn remove(&self, identity: &ChargePointIdentity, cp: &ChargePoint) -> bool {
+    /// Takes `cp` out of the registry if it still holds `identity` (whether it did), without
+    /// closing it: what a [`Presence`] does when another node took the charge point over, so
+    /// that calls for it go through the [`Remote`] at once. The server does it itself when a
+    /// connection ends.
+    pub fn remove(&self, identity: &ChargePointIdentity, cp: &ChargePoint) -> bool {
         self.write().remove(identity, cp)
     }
 }

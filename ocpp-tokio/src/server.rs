@@ -125,17 +125,16 @@ impl<H> ServerBuilder<H> {
         self
     }
 
-    /// Where [`ChargePoints::call`] sends CALLs for identities not connected here (a cluster
-    /// of your own; with the feature `redis`, `ServerBuilder::cluster` plugs in
-    /// `ocpp-cluster`'s: the last of the two called is the one used).
+    /// Where [`ChargePoints::call`] sends CALLs for identities not connected here: a cluster
+    /// (`ocpp-cluster`'s, through its feature `tokio`, or one of your own).
     pub fn remote(mut self, remote: impl Remote) -> Self {
         self.remote = Some(Arc::new(remote));
         self
     }
 
-    /// This server's presence in a cluster of your own (with the feature `redis`,
-    /// `ServerBuilder::cluster` plugs in `ocpp-cluster`'s): told of every connection that
-    /// opens and closes, and left at shutdown. Usually with [`ServerBuilder::remote`].
+    /// This server's presence in a cluster (`ocpp-cluster`'s, through its feature `tokio`, or
+    /// one of your own): told of every connection that opens and closes, and left at shutdown.
+    /// Usually with [`ServerBuilder::remote`].
     pub fn presence(mut self, presence: impl Presence) -> Self {
         self.presence = Some(Arc::new(presence));
         self

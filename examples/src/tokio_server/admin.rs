@@ -21,6 +21,7 @@ use axum::routing::{MethodFilter, MethodRouter};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use ocpp_cluster::Cluster;
 use ocpp_proto::accept::{after_accept_error, AcceptRetry};
 use ocpp_proto::{CallOutcome, ChargePointIdentity};
 use ocpp_tokio::ChargePoints;
@@ -44,6 +45,8 @@ use ocpp_reference_csms::admin_auth::{
 pub(super) struct Admin {
     pub(super) app: Arc<App>,
     pub(super) charge_points: ChargePoints,
+    /// The cluster node's handle, on a cluster node: its presence records.
+    pub(super) cluster: Option<Cluster>,
     /// Becomes true when the server shuts down: commands still waiting answer 503.
     pub(super) stop: watch::Receiver<bool>,
     /// How long a command routed through the cluster may take (the connections' call
@@ -457,7 +460,7 @@ async fn until_stopped<T>(
 /// one, or not a cluster node): `GET /chargepoints`, and `GET /chargepoints/ID` for a charge
 /// point connected elsewhere.
 async fn cluster_read(admin: &Admin, request: &AdminRequest) -> Option<HttpResponse> {
-    let cluster = admin.charge_points.cluster()?;
+    let cluster = admin.cluster.as_ref()?;
     let csms = &admin.app.csms;
     let read = admin::cluster_read(csms, &request.method, &request.path)?;
     Some(match read {

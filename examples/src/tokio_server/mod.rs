@@ -17,8 +17,9 @@
 //!   (`--tls-backend openssl`: the `tokio-openssl` handshake in a task per socket, then the
 //!   plaintext stream and the verified client certificate to `ocpp-tokio` through
 //!   `Service::serve_authenticated`; rustls runs inside `ocpp-tokio`) and shutdown; the cluster
-//!   node (`--redis`) is `ocpp-tokio`'s (feature `redis`): claims, takeovers (1008), routed
-//!   commands, and the drain on shutdown (1012, claims released).
+//!   node (`--redis`) is `ocpp-cluster`'s on `ocpp-tokio`'s seams (its feature `tokio`):
+//!   claims, takeovers (1008), routed commands, and the drain on shutdown (1012, claims
+//!   released).
 
 mod admin;
 mod handler;
@@ -29,6 +30,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ocpp_cluster::tokio_node::ServerBuilderExt;
+use ocpp_cluster::Cluster;
 use ocpp_proto::accept::{after_accept_error, AcceptRetry};
 use ocpp_tokio::server::PacedListener;
 use socket2::{Domain, Protocol, Socket, Type};
@@ -82,6 +85,8 @@ pub struct Server {
     admin_addr: Option<SocketAddr>,
     app: Arc<App>,
     ocpp: Arc<ocpp_tokio::server::Service<Arc<App>>>,
+    /// The cluster node's handle (`--redis`), for the admin's reads of the presence records.
+    cluster: Option<Cluster>,
     /// The OpenSSL backend (`--tls-backend openssl`): its handshake runs here, and the
     /// plaintext stream goes to `ocpp` with the client certificate it verified.
     openssl: Option<OpenSsl>,
@@ -139,8 +144,10 @@ impl Server {
             #[cfg(feature = "openssl")]
             Some(ServerTls::OpenSsl(tls)) => Some(tls),
         };
-        if let Some(cluster) = config.cluster {
-            builder = builder.cluster(cluster).map_err(io::Error::other)?;
+        let mut cluster = None;
+        if let Some(config) = config.cluster {
+            let (node, handle) = builder.cluster_node(config).map_err(io::Error::other)?;
+            (builder, cluster) = (node, Some(handle));
         }
         let ocpp = Arc::new(builder.build());
         // Every connection ocpp-tokio serves (on a shard or a task of its own, in the TLS
@@ -160,6 +167,7 @@ impl Server {
             admin_addr,
             app,
             ocpp,
+            cluster,
             openssl,
             handshake_timeout,
             shutdown: Arc::new(shutdown),
@@ -201,6 +209,7 @@ impl Server {
             admin_limits,
             openssl,
             handshake_timeout,
+            cluster,
             ..
         } = self;
         #[cfg(not(feature = "openssl"))]
@@ -210,6 +219,7 @@ impl Server {
             let admin = admin::Admin {
                 app: Arc::clone(&app),
                 charge_points: ocpp.charge_points(),
+                cluster,
                 stop: shutdown.subscribe(),
                 call_timeout,
                 auth: admin_auth,

@@ -1,6 +1,6 @@
 //! A `redis-server` of a test's own: a free loopback port, a temporary directory, no
 //! persistence; killed by its PID when dropped (also on panic). Std only, so that the tests of
-//! `ocpp-cluster`, `ocpp-tokio` (feature `redis`) and the example servers share this one file
+//! `ocpp-cluster` (its feature `tokio` included) and the example servers share this one file
 //! (`#[path]`). Needs `redis-server` on the PATH (`apt-get install -y redis-server`).
 #![allow(dead_code, unreachable_pub)]
 

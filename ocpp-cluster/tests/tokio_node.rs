@@ -1,65 +1,49 @@
-//! `ServerBuilder::cluster` (feature `redis`): two `Server`s of this process as two nodes on
-//! one `redis-server` of the test's own (a free loopback port, killed by its PID when the test
-//! ends); calls through `ChargePoints` reach charge points on the other node, the newest
-//! connection wins, Redis down keeps local calls working, shutdown leaves the cluster. Every
-//! wait is bounded.
+//! A server of `ocpp-tokio` as a node (feature `tokio`, `tokio_node::ServerBuilderExt`): two
+//! servers of this process as two nodes on one `redis-server` of the test's own (a free
+//! loopback port, killed by its PID when the test ends); calls through `ChargePoints` reach
+//! charge points on the other node, the newest connection wins, Redis down keeps local calls
+//! working, shutdown leaves the cluster. Every wait is bounded.
 //!
 //! Needs `redis-server` on the PATH (`apt-get install -y redis-server`).
 
-mod common;
-#[path = "../../ocpp-cluster/tests/common/redis_server.rs"]
+#[path = "common/redis_server.rs"]
 mod redis_server;
+#[path = "common/tokio_server.rs"]
+mod tokio_server;
 
 use std::time::{Duration, Instant};
 
-use common::*;
-use ocpp_proto::{Answer, ConnectionConfig, DecodeOptions, Response};
-use ocpp_tokio::ocpp::{CloseCode, CloseReason};
-use ocpp_tokio::ocpp_cluster::ClusterConfig;
+use ocpp_cluster::ClusterConfig;
+use ocpp_proto::{CloseCode, CloseReason, ConnectionConfig, DecodeOptions, Response};
 use ocpp_tokio::registry::Connected;
-use ocpp_tokio::{v1_6, CallFailure, ErrorCode, OcppVersion, Server};
+use ocpp_tokio::{v1_6, CallFailure, ErrorCode, OcppVersion};
 use redis_server::RedisServer;
+use tokio_server::{eventually, server_config, TestCp, TestNode, WAIT};
 
 /// The charge points' call timeout: short, so that the timeout case fits in a test.
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Node `name` on `redis`, with short TTLs.
-async fn node(redis: &RedisServer, name: &str) -> TestServer {
+async fn node(redis: &RedisServer, name: &str) -> TestNode {
     node_with(redis, name, server_config()).await
 }
 
 /// Node `name` on `redis` whose connections are configured by `config`.
-async fn node_with(redis: &RedisServer, name: &str, config: ConnectionConfig) -> TestServer {
+async fn node_with(redis: &RedisServer, name: &str, config: ConnectionConfig) -> TestNode {
     let cluster = ClusterConfig::new(redis.url(), name)
         .with_claim_ttl(Duration::from_secs(2))
         .with_node_ttl(Duration::from_secs(2))
         .with_refresh_interval(Duration::from_millis(500))
         .with_redis_timeout(Duration::from_millis(300));
-    let builder = Server::builder()
-        .config(config.call_timeout(CALL_TIMEOUT))
-        .shutdown_timeout(Duration::from_secs(2))
-        .cluster(cluster)
-        .expect("a valid cluster config");
-    let server = TestServer::start_with(builder).await;
-    let cluster = server
-        .charge_points
-        .cluster()
-        .expect("a cluster node")
-        .clone();
-    let deadline = Instant::now() + WAIT;
-    while !cluster.is_connected() {
-        assert!(Instant::now() < deadline, "{name}: inbox not subscribed");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    server
+    let connections = config.call_timeout(CALL_TIMEOUT);
+    TestNode::start(cluster, connections, Duration::from_secs(2)).await
 }
 
 /// Waits until Redis says `holder` holds `identity` (asked through `server`'s node).
-async fn claimed(server: &TestServer, identity: &str, holder: &str) {
-    let cluster = server.charge_points.cluster().expect("a cluster node");
+async fn claimed(server: &TestNode, identity: &str, holder: &str) {
     let deadline = Instant::now() + WAIT;
     loop {
-        let located = cluster.locate(identity).await;
+        let located = server.cluster.locate(identity).await;
         if matches!(&located, Ok(Some(cp)) if cp.node == holder) {
             return;
         }
@@ -82,7 +66,7 @@ fn reset_accepted() -> Response {
 }
 
 /// A typed Reset through `server`'s registry, answered Accepted by `cp` wherever it is.
-async fn reset_through(server: &TestServer, cp: &mut TestCp, identity: &str) {
+async fn reset_through(server: &TestNode, cp: &mut TestCp, identity: &str) {
     let charge_points = server.charge_points.clone();
     let identity = identity.to_owned();
     let call = tokio::spawn(async move { charge_points.call(&identity, reset_soft()).await });
@@ -123,14 +107,7 @@ async fn a_call_on_one_node_reaches_a_charge_point_on_the_other() {
         charge_points.call_raw("CP1", request).await
     });
     let (id, _) = cp.expect_call().await;
-    cp.conn
-        .answer(
-            Instant::now(),
-            &id,
-            Answer::error(ErrorCode::NotSupported, "no"),
-        )
-        .unwrap();
-    cp.flush().await;
+    cp.respond_error(&id, ErrorCode::NotSupported, "no").await;
     match call.await.unwrap() {
         Err(CallFailure::ErrorResponse {
             code, description, ..
@@ -149,7 +126,7 @@ async fn a_call_on_one_node_reaches_a_charge_point_on_the_other() {
     assert_eq!(call.await.unwrap(), Err(CallFailure::Timeout));
     assert!(start.elapsed() < CALL_TIMEOUT + Duration::from_secs(1));
     // Answered late (the server gave up): the next CALL may come.
-    cp.late_error(&id).await;
+    cp.respond_error(&id, ErrorCode::GenericError, "late").await;
 
     // Connected to no node.
     let nobody = a.charge_points.call("NOBODY", reset_soft()).await;
@@ -242,9 +219,7 @@ async fn with_redis_down_local_calls_work_and_remote_ones_fail_fast() {
         claimed(&b, identity, holder).await;
     }
     let deadline = Instant::now() + WAIT;
-    while !(a.charge_points.cluster().unwrap().is_connected()
-        && b.charge_points.cluster().unwrap().is_connected())
-    {
+    while !(a.cluster.is_connected() && b.cluster.is_connected()) {
         assert!(Instant::now() < deadline, "inboxes not subscribed again");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -309,8 +284,8 @@ async fn a_request_of_another_version_is_wrong_version_on_every_path() {
         assert_eq!(raw, Err(CallFailure::WrongVersion), "{path}, untyped");
     }
     assert!(!CallFailure::WrongVersion.may_have_reached_peer());
-    let cluster = a.charge_points.cluster().expect("a cluster node");
-    match cluster
+    match a
+        .cluster
         .call("CP1", "Reset", r#"{"type":"Immediate"}"#, CALL_TIMEOUT)
         .await
     {
@@ -414,7 +389,7 @@ async fn a_json_command_reaches_the_charge_point_wherever_it_is() {
         .await;
     assert_eq!(nobody, Err(CallFailure::NotConnected));
     assert!(a.charge_points.remote().is_some());
-    assert_eq!(a.charge_points.cluster().map(|c| c.node_id()), Some("a"));
+    assert_eq!(a.cluster.node_id(), "a");
     a.stop().await;
     b.stop().await;
 }
