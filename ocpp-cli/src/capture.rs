@@ -251,52 +251,39 @@ fn serialise(
     let id = event.id;
     let mut buf = Vec::new();
     let mut learnt = None;
-    let dir = match event.message {
+    match event.message {
         Message::CallIn(request) | Message::CallOut(request) => {
             learnt = Some(request.version());
             write_call(&mut buf, id, request.action(), request).ok()?;
-            if matches!(event.message, Message::CallIn(_)) {
-                Direction::In
-            } else {
-                Direction::Out
-            }
         }
         Message::SendIn(request) | Message::SendOut(request) => {
             learnt = Some(request.version());
             write_send(&mut buf, id, request.action(), request).ok()?;
-            if matches!(event.message, Message::SendIn(_)) {
-                Direction::In
-            } else {
-                Direction::Out
-            }
         }
-        Message::ResultOut(response) => {
+        Message::ResultOut(response) | Message::OutcomeIn(Ok(response)) => {
             learnt = Some(response.version());
             write_call_result(&mut buf, id, response).ok()?;
-            Direction::Out
         }
         Message::ErrorOut { code, description } => {
             let version = *versions.get(event.identity)?;
             write_error(&mut buf, version, id, code, description)?;
-            Direction::Out
-        }
-        Message::OutcomeIn(Ok(response)) => {
-            learnt = Some(response.version());
-            write_call_result(&mut buf, id, response).ok()?;
-            Direction::In
         }
         Message::OutcomeIn(Err(CallFailure::ErrorResponse {
             code, description, ..
         })) => {
             let version = *versions.get(event.identity)?;
             write_error(&mut buf, version, id, code, description)?;
-            Direction::In
         }
         // A timeout, a lost connection...: nothing went over the wire.
         Message::OutcomeIn(Err(_)) => return None,
         // A message kind added to the hook later.
         #[allow(unreachable_patterns)]
         _ => return None,
+    }
+    // In: what the peer sent (its CALL or SEND, its answer to ours); out: what we sent.
+    let dir = match event.message {
+        Message::CallIn(_) | Message::SendIn(_) | Message::OutcomeIn(_) => Direction::In,
+        _ => Direction::Out,
     };
     if let Some(version) = learnt {
         if versions.get(event.identity) != Some(&version) {

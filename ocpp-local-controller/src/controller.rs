@@ -11,7 +11,7 @@ use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::task::JoinSet;
 
 use crate::pair::{relay_pair, relay_tls_pair};
-use crate::relay::{Decide, Hooks, Observe};
+use crate::relay::Hooks;
 use crate::upstream::server_name;
 #[cfg(doc)]
 use crate::Direction;
@@ -79,8 +79,7 @@ impl LocalControllerBuilder {
         mut self,
         hook: impl Fn(&RelayedMessage<'_>) + Send + Sync + 'static,
     ) -> Self {
-        let hook: Observe = Arc::new(hook);
-        self.hooks.observe = Some(hook);
+        self.hooks.observe = Some(Arc::new(hook));
         self
     }
 
@@ -91,8 +90,7 @@ impl LocalControllerBuilder {
         mut self,
         hook: impl Fn(&RelayedMessage<'_>) -> Verdict + Send + Sync + 'static,
     ) -> Self {
-        let hook: Decide = Arc::new(hook);
-        self.hooks.station_call = Some(hook);
+        self.hooks.station_call = Some(Arc::new(hook));
         self
     }
 

@@ -137,15 +137,15 @@ pub trait Concept: Sized {
     fn from_event(event: Event) -> Result<Self, Event>;
 }
 
-/// [`Concept`] for the events that carry one value.
+/// [`Concept`] for the events that carry one value, each variant named as its concept.
 macro_rules! concepts {
-    ($($variant:ident($concept:ty)),+ $(,)?) => {
+    ($($concept:ident),+ $(,)?) => {
         $(
             impl Concept for $concept {
                 #[allow(clippy::result_large_err)]
                 fn from_event(event: Event) -> Result<Self, Event> {
                     match event {
-                        Event::$variant(concept) => Ok(concept),
+                        Event::$concept(concept) => Ok(concept),
                         other => Err(other),
                     }
                 }
@@ -155,15 +155,15 @@ macro_rules! concepts {
 }
 
 concepts!(
-    Booted(Booted),
-    StatusChanged(StatusChanged),
-    AuthorizationRequested(AuthorizationRequested),
-    TransactionStarted(TransactionStarted),
-    TransactionUpdated(TransactionUpdated),
-    TransactionEnded(TransactionEnded),
-    MeterReadings(MeterReadings),
-    Heartbeat(Heartbeat),
-    SecurityEvent(SecurityEvent),
-    FirmwareStatus(FirmwareStatus),
-    LogStatus(LogStatus),
+    Booted,
+    StatusChanged,
+    AuthorizationRequested,
+    TransactionStarted,
+    TransactionUpdated,
+    TransactionEnded,
+    MeterReadings,
+    Heartbeat,
+    SecurityEvent,
+    FirmwareStatus,
+    LogStatus,
 );

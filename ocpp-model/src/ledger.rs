@@ -284,6 +284,15 @@ impl Default for InMemoryLedger {
     }
 }
 
+impl State {
+    /// The transactions of `charge_point` (none at first).
+    fn transactions_of(&mut self, charge_point: &str) -> &mut Vec<LedgerTransaction> {
+        self.charge_points
+            .entry(charge_point.to_owned())
+            .or_default()
+    }
+}
+
 impl InMemoryLedger {
     /// An empty ledger whose first 1.6 id is 1.
     pub fn new() -> Self {
@@ -311,6 +320,37 @@ fn give_id(state: &mut State) -> Result<i32, InMemoryLedgerError> {
     Ok(id)
 }
 
+/// A transaction an update or an end names that was not recorded: a 1.6 id (one the ledger
+/// gives) is unknown; a 2.x one is recorded as first seen there.
+fn first_seen(list: &mut Vec<LedgerTransaction>, transaction: LedgerTransaction) -> Recorded {
+    if let TransactionId::Number(_) = transaction.id {
+        return Recorded::Unknown;
+    }
+    let id = transaction.id.clone();
+    list.push(transaction);
+    Recorded::New(id)
+}
+
+impl LedgerTransaction {
+    /// A transaction whose start the ledger has not seen, open.
+    fn unstarted(
+        id: &TransactionId,
+        evse: Option<u32>,
+        token: Option<&IdToken>,
+        last_seq_no: Option<u32>,
+    ) -> Self {
+        LedgerTransaction {
+            id: id.clone(),
+            evse,
+            token: token.cloned(),
+            started: None,
+            start_key: None,
+            ended: None,
+            last_seq_no,
+        }
+    }
+}
+
 fn seen(seq_no: Option<u32>, last: Option<u32>) -> bool {
     matches!((seq_no, last), (Some(s), Some(l)) if s <= l)
 }
@@ -327,8 +367,8 @@ impl TransactionLedger for InMemoryLedger {
         charge_point: &str,
         start: &TransactionStarted,
     ) -> Result<Recorded, Self::Error> {
-        let mut state = self.state();
         let key = StartKey::of(start);
+        let mut state = self.state();
         let known = state.charge_points.get(charge_point).and_then(|list| {
             list.iter()
                 .find(|t| match (&key, &start.id) {
@@ -345,19 +385,15 @@ impl TransactionLedger for InMemoryLedger {
             Some(id) => id.clone(),
             None => TransactionId::Number(give_id(&mut state)?),
         };
-        state
-            .charge_points
-            .entry(charge_point.to_owned())
-            .or_default()
-            .push(LedgerTransaction {
-                id: id.clone(),
-                evse: start.evse,
-                token: start.token.clone(),
-                started: Some(start.timestamp.clone()),
-                start_key: key,
-                ended: None,
-                last_seq_no: start.seq_no,
-            });
+        state.transactions_of(charge_point).push(LedgerTransaction {
+            id: id.clone(),
+            evse: start.evse,
+            token: start.token.clone(),
+            started: Some(start.timestamp.clone()),
+            start_key: key,
+            ended: None,
+            last_seq_no: start.seq_no,
+        });
         Ok(Recorded::New(id))
     }
 
@@ -367,10 +403,7 @@ impl TransactionLedger for InMemoryLedger {
         update: &TransactionUpdated,
     ) -> Result<Recorded, Self::Error> {
         let mut state = self.state();
-        let list = state
-            .charge_points
-            .entry(charge_point.to_owned())
-            .or_default();
+        let list = state.transactions_of(charge_point);
         match list.iter_mut().find(|t| t.id == update.id) {
             Some(t) if t.ended.is_some() || seen(update.seq_no, t.last_seq_no) => {
                 Ok(Recorded::Repeated(t.id.clone()))
@@ -379,21 +412,15 @@ impl TransactionLedger for InMemoryLedger {
                 t.last_seq_no = update.seq_no.or(t.last_seq_no);
                 Ok(Recorded::New(t.id.clone()))
             }
-            None => match &update.id {
-                TransactionId::Number(_) => Ok(Recorded::Unknown),
-                TransactionId::Text(_) => {
-                    list.push(LedgerTransaction {
-                        id: update.id.clone(),
-                        evse: update.evse,
-                        token: update.token.clone(),
-                        started: None,
-                        start_key: None,
-                        ended: None,
-                        last_seq_no: update.seq_no,
-                    });
-                    Ok(Recorded::New(update.id.clone()))
-                }
-            },
+            None => {
+                let unstarted = LedgerTransaction::unstarted(
+                    &update.id,
+                    update.evse,
+                    update.token.as_ref(),
+                    update.seq_no,
+                );
+                Ok(first_seen(list, unstarted))
+            }
         }
     }
 
@@ -402,12 +429,9 @@ impl TransactionLedger for InMemoryLedger {
         charge_point: &str,
         end: &TransactionEnded,
     ) -> Result<Recorded, Self::Error> {
-        let mut state = self.state();
-        let list = state
-            .charge_points
-            .entry(charge_point.to_owned())
-            .or_default();
         let ended = Some((end.timestamp.clone(), end.reason));
+        let mut state = self.state();
+        let list = state.transactions_of(charge_point);
         match list.iter_mut().find(|t| t.id == end.id) {
             Some(t) if t.ended.is_some() => Ok(Recorded::Repeated(t.id.clone())),
             Some(t) => {
@@ -415,21 +439,11 @@ impl TransactionLedger for InMemoryLedger {
                 t.last_seq_no = end.seq_no.max(t.last_seq_no);
                 Ok(Recorded::New(t.id.clone()))
             }
-            None => match &end.id {
-                TransactionId::Number(_) => Ok(Recorded::Unknown),
-                TransactionId::Text(_) => {
-                    list.push(LedgerTransaction {
-                        id: end.id.clone(),
-                        evse: end.evse,
-                        token: end.token.clone(),
-                        started: None,
-                        start_key: None,
-                        ended,
-                        last_seq_no: end.seq_no,
-                    });
-                    Ok(Recorded::New(end.id.clone()))
-                }
-            },
+            None => {
+                let unstarted =
+                    LedgerTransaction::unstarted(&end.id, end.evse, end.token.as_ref(), end.seq_no);
+                Ok(first_seen(list, LedgerTransaction { ended, ..unstarted }))
+            }
         }
     }
 

@@ -47,9 +47,10 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use crate::durable::replace_durably;
+use crate::lock;
 use crate::DeviceModelStore;
 use ocpp_model::device_model::{catalogue, AttributeType, Change};
 use ocpp_model::local_auth::{
@@ -225,11 +226,6 @@ impl fmt::Debug for LocalAuthStore {
             .field("file", &self.inner.file)
             .finish_non_exhaustive()
     }
-}
-
-/// The guard of a mutex, poisoned or not.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl LocalAuthStore {

@@ -231,6 +231,19 @@ impl Record {
         );
     }
 
+    fn result(&self, identity: &str, direction: Direction, id: &str, response: &Response) {
+        let payload = serde_json::to_value(response).unwrap_or(Value::Null);
+        let action = response.action().to_owned();
+        self.push(
+            identity,
+            direction,
+            FrameKind::CallResult,
+            id,
+            action,
+            payload,
+        );
+    }
+
     fn error(
         &self,
         identity: &str,
@@ -271,33 +284,11 @@ impl Record {
             Message::SendOut(request) => {
                 self.request(identity, Direction::Out, FrameKind::Send, id, request)
             }
-            Message::ResultOut(response) => {
-                let payload = serde_json::to_value(response).unwrap_or(Value::Null);
-                let action = response.action().to_owned();
-                self.push(
-                    identity,
-                    Direction::Out,
-                    FrameKind::CallResult,
-                    id,
-                    action,
-                    payload,
-                );
-            }
+            Message::ResultOut(response) => self.result(identity, Direction::Out, id, response),
             Message::ErrorOut { code, description } => {
                 self.error(identity, Direction::Out, id, code, description);
             }
-            Message::OutcomeIn(Ok(response)) => {
-                let payload = serde_json::to_value(response).unwrap_or(Value::Null);
-                let action = response.action().to_owned();
-                self.push(
-                    identity,
-                    Direction::In,
-                    FrameKind::CallResult,
-                    id,
-                    action,
-                    payload,
-                );
-            }
+            Message::OutcomeIn(Ok(response)) => self.result(identity, Direction::In, id, response),
             Message::OutcomeIn(Err(CallFailure::ErrorResponse {
                 code, description, ..
             })) => self.error(identity, Direction::In, id, code, description),

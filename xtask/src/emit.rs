@@ -169,31 +169,30 @@ struct Imports {
 
 impl Imports {
     fn render(&self, module: &str, local: &BTreeSet<String>) -> String {
-        let mut out = String::new();
-        if self.string {
-            out.push_str("use alloc::string::String;\n");
-        }
-        if self.vec {
-            out.push_str("use alloc::vec::Vec;\n");
-        }
-        if self.serde {
-            out.push_str("use serde::{Deserialize, Serialize};\n");
-        }
-        match (self.value, self.map) {
-            (true, true) => out.push_str("use serde_json::{Map, Value};\n"),
-            (true, false) => out.push_str("use serde_json::Value;\n"),
-            (false, true) => out.push_str("use serde_json::Map;\n"),
-            _ => {}
-        }
-        if self.date_time {
-            out.push_str("use crate::datetime::DateTime;\n");
-        }
-        if self.decimal {
-            out.push_str("use crate::decimal::Decimal;\n");
-        }
-        if self.validate {
-            out.push_str("use crate::validate::{check, Mode, Path, Schema, Violation};\n");
-        }
+        let serde_json = match (self.value, self.map) {
+            (true, true) => "use serde_json::{Map, Value};\n",
+            (true, false) => "use serde_json::Value;\n",
+            (false, true) => "use serde_json::Map;\n",
+            (false, false) => "",
+        };
+        // In the order they are written.
+        let lines = [
+            (self.string, "use alloc::string::String;\n"),
+            (self.vec, "use alloc::vec::Vec;\n"),
+            (self.serde, "use serde::{Deserialize, Serialize};\n"),
+            (self.value || self.map, serde_json),
+            (self.date_time, "use crate::datetime::DateTime;\n"),
+            (self.decimal, "use crate::decimal::Decimal;\n"),
+            (
+                self.validate,
+                "use crate::validate::{check, Mode, Path, Schema, Violation};\n",
+            ),
+        ];
+        let mut out: String = lines
+            .into_iter()
+            .filter(|(needed, _)| *needed)
+            .map(|(_, line)| line)
+            .collect();
         let named: Vec<&String> = self.named.iter().filter(|n| !local.contains(*n)).collect();
         if !named.is_empty() {
             let list: Vec<&str> = named.iter().map(|s| s.as_str()).collect();

@@ -32,11 +32,9 @@ impl Decoder {
         let Some(inflate) = self.inflate.as_mut() else {
             return Ok(());
         };
-        let data = &mut p.data;
-        let utf8 = &mut p.utf8;
         let text = p.message.is_some_and(|m| m.text);
         let limit = self.config.max_message_size;
-        let mut sink = |bytes: &[u8]| append_inflated(data, utf8, text, limit, bytes);
+        let mut sink = message_sink(&mut p.data, &mut p.utf8, text, limit);
         match frame.header.mask {
             None => {
                 frame.received += chunk.len() as u64;
@@ -61,11 +59,13 @@ impl Decoder {
         let Some(inflate) = self.inflate.as_mut() else {
             return Ok(());
         };
-        let data = &mut p.data;
-        let utf8 = &mut p.utf8;
         let text = p.message.is_some_and(|m| m.text);
-        let limit = self.config.max_message_size;
-        inflate.finish_message(&mut |bytes: &[u8]| append_inflated(data, utf8, text, limit, bytes))
+        inflate.finish_message(&mut message_sink(
+            &mut p.data,
+            &mut p.utf8,
+            text,
+            self.config.max_message_size,
+        ))
     }
 }
 
@@ -82,6 +82,17 @@ impl Decoder {
     pub(super) fn finish_inflate(&mut self, _p: &mut Partial) -> Result<(), ProtocolError> {
         Ok(())
     }
+}
+
+/// Where the inflater's output goes: appended to the message with [`append_inflated`].
+#[cfg(feature = "deflate")]
+fn message_sink<'a>(
+    data: &'a mut BytesMut,
+    utf8: &'a mut Utf8Validator,
+    text: bool,
+    limit: u64,
+) -> impl FnMut(&[u8]) -> Result<(), ProtocolError> + 'a {
+    move |bytes| append_inflated(data, utf8, text, limit, bytes)
 }
 
 /// Appends inflated bytes to the message, refusing them (before storing anything) once the

@@ -239,51 +239,26 @@ impl Configuration {
         let mut phase =
             rw("ConnectorPhaseRotation", Csl, &rotation).members(ROTATIONS.iter().copied());
         phase.max_members = Some(connectors as usize + 1);
-        let keys = vec![
+        let without_max_lengths = [
             rw("AllowOfflineTxForUnknownId", B, "false"),
             rw("AuthorizationCacheEnabled", B, "true"),
             rw("AuthorizeRemoteTxRequests", B, "true"),
             rw("ClockAlignedDataInterval", I, "0"),
             rw("ConnectionTimeOut", I, "60"),
             phase,
-            ro(
-                "ConnectorPhaseRotationMaxLength",
-                I,
-                &(connectors + 1).to_string(),
-            ),
             ro("GetConfigurationMaxKeys", I, "50"),
             rw("HeartbeatInterval", I, "60"),
             rw("LocalAuthorizeOffline", B, "true"),
             rw("LocalPreAuthorize", B, "false"),
             measurands("MeterValuesAlignedData", "Energy.Active.Import.Register"),
-            ro(
-                "MeterValuesAlignedDataMaxLength",
-                I,
-                &MEASURANDS.len().to_string(),
-            ),
             measurands("MeterValuesSampledData", "Energy.Active.Import.Register"),
-            ro(
-                "MeterValuesSampledDataMaxLength",
-                I,
-                &MEASURANDS.len().to_string(),
-            ),
             rw("MeterValueSampleInterval", I, "60"),
             ro("NumberOfConnectors", I, &connectors.to_string()),
             rw("ResetRetries", I, "2"),
             rw("StopTransactionOnEVSideDisconnect", B, "true"),
             rw("StopTransactionOnInvalidId", B, "true"),
             measurands("StopTxnAlignedData", ""),
-            ro(
-                "StopTxnAlignedDataMaxLength",
-                I,
-                &MEASURANDS.len().to_string(),
-            ),
             measurands("StopTxnSampledData", ""),
-            ro(
-                "StopTxnSampledDataMaxLength",
-                I,
-                &MEASURANDS.len().to_string(),
-            ),
             ro(
                 "SupportedFeatureProfiles",
                 Csl,
@@ -298,6 +273,15 @@ impl Configuration {
             ro("LocalAuthListMaxLength", I, "1000"),
             ro("SendLocalListMaxLength", I, "100"),
         ];
+        // Each list is followed by its read-only `...MaxLength` key, the most members it holds.
+        let mut keys = Vec::with_capacity(without_max_lengths.len() + 5);
+        for key in without_max_lengths {
+            let max_length = key
+                .max_members
+                .map(|max| ro(&format!("{}MaxLength", key.key), I, &max.to_string()));
+            keys.push(key);
+            keys.extend(max_length);
+        }
         Configuration { keys }
     }
 

@@ -29,311 +29,49 @@ fn the_catalogue_has_what_every_station_needs() {
         Mutability,
         Option<&'a str>,
     );
+    use DataType as D;
+    use Mutability as M;
+    // One row a variable: component, instance, variable, data type, mutability, unit.
+    #[rustfmt::skip]
     let expect: &[Row<'_>] = &[
-        (
-            "OCPPCommCtrlr",
-            None,
-            "HeartbeatInterval",
-            DataType::Integer,
-            Mutability::ReadWrite,
-            Some("s"),
-        ),
-        (
-            "OCPPCommCtrlr",
-            Some("Default"),
-            "MessageTimeout",
-            DataType::Integer,
-            Mutability::ReadOnly,
-            Some("s"),
-        ),
-        (
-            "OCPPCommCtrlr",
-            Some("TransactionEvent"),
-            "MessageAttempts",
-            DataType::Integer,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "OCPPCommCtrlr",
-            Some("TransactionEvent"),
-            "MessageAttemptInterval",
-            DataType::Integer,
-            Mutability::ReadWrite,
-            Some("s"),
-        ),
-        (
-            "OCPPCommCtrlr",
-            None,
-            "RetryBackOffRepeatTimes",
-            DataType::Integer,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "OCPPCommCtrlr",
-            None,
-            "RetryBackOffRandomRange",
-            DataType::Integer,
-            Mutability::ReadWrite,
-            Some("s"),
-        ),
-        (
-            "OCPPCommCtrlr",
-            None,
-            "RetryBackOffWaitMinimum",
-            DataType::Integer,
-            Mutability::ReadWrite,
-            Some("s"),
-        ),
-        (
-            "OCPPCommCtrlr",
-            None,
-            "NetworkConfigurationPriority",
-            DataType::SequenceList,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "OCPPCommCtrlr",
-            None,
-            "OfflineThreshold",
-            DataType::Integer,
-            Mutability::ReadWrite,
-            Some("s"),
-        ),
-        (
-            "OCPPCommCtrlr",
-            None,
-            "ResetRetries",
-            DataType::Integer,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "OCPPCommCtrlr",
-            None,
-            "WebSocketPingInterval",
-            DataType::Integer,
-            Mutability::ReadWrite,
-            Some("s"),
-        ),
-        (
-            "SampledDataCtrlr",
-            None,
-            "TxUpdatedInterval",
-            DataType::Integer,
-            Mutability::ReadWrite,
-            Some("s"),
-        ),
-        (
-            "SampledDataCtrlr",
-            None,
-            "TxUpdatedMeasurands",
-            DataType::MemberList,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "SampledDataCtrlr",
-            None,
-            "TxEndedMeasurands",
-            DataType::MemberList,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "SampledDataCtrlr",
-            None,
-            "TxStartedMeasurands",
-            DataType::MemberList,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "TxCtrlr",
-            None,
-            "EVConnectionTimeOut",
-            DataType::Integer,
-            Mutability::ReadWrite,
-            Some("s"),
-        ),
-        (
-            "TxCtrlr",
-            None,
-            "StopTxOnEVSideDisconnect",
-            DataType::Boolean,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "TxCtrlr",
-            None,
-            "StopTxOnInvalidId",
-            DataType::Boolean,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "TxCtrlr",
-            None,
-            "TxStartPoint",
-            DataType::MemberList,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "TxCtrlr",
-            None,
-            "TxStopPoint",
-            DataType::MemberList,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "AuthCtrlr",
-            None,
-            "AuthorizeRemoteStart",
-            DataType::Boolean,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "AuthCtrlr",
-            None,
-            "LocalAuthorizeOffline",
-            DataType::Boolean,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "AuthCtrlr",
-            None,
-            "LocalPreAuthorize",
-            DataType::Boolean,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "AuthCacheCtrlr",
-            None,
-            "Enabled",
-            DataType::Boolean,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "LocalAuthListCtrlr",
-            None,
-            "Enabled",
-            DataType::Boolean,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "LocalAuthListCtrlr",
-            None,
-            "Entries",
-            DataType::Integer,
-            Mutability::ReadOnly,
-            None,
-        ),
-        (
-            "LocalAuthListCtrlr",
-            None,
-            "ItemsPerMessage",
-            DataType::Integer,
-            Mutability::ReadOnly,
-            None,
-        ),
-        (
-            "LocalAuthListCtrlr",
-            None,
-            "BytesPerMessage",
-            DataType::Integer,
-            Mutability::ReadOnly,
-            None,
-        ),
-        (
-            "DeviceDataCtrlr",
-            Some("GetReport"),
-            "ItemsPerMessage",
-            DataType::Integer,
-            Mutability::ReadOnly,
-            None,
-        ),
-        (
-            "DeviceDataCtrlr",
-            Some("GetVariables"),
-            "ItemsPerMessage",
-            DataType::Integer,
-            Mutability::ReadOnly,
-            None,
-        ),
-        (
-            "DeviceDataCtrlr",
-            Some("SetVariables"),
-            "BytesPerMessage",
-            DataType::Integer,
-            Mutability::ReadOnly,
-            None,
-        ),
-        (
-            "SecurityCtrlr",
-            None,
-            "SecurityProfile",
-            DataType::Integer,
-            Mutability::ReadOnly,
-            None,
-        ),
-        (
-            "SecurityCtrlr",
-            None,
-            "Identity",
-            DataType::String,
-            Mutability::ReadOnly,
-            None,
-        ),
-        (
-            "SecurityCtrlr",
-            None,
-            "OrganizationName",
-            DataType::String,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "ClockCtrlr",
-            None,
-            "DateTime",
-            DataType::DateTime,
-            Mutability::ReadOnly,
-            None,
-        ),
-        (
-            "ClockCtrlr",
-            None,
-            "TimeSource",
-            DataType::SequenceList,
-            Mutability::ReadWrite,
-            None,
-        ),
-        (
-            "ChargingStation",
-            None,
-            "AvailabilityState",
-            DataType::OptionList,
-            Mutability::ReadOnly,
-            None,
-        ),
-        (
-            "ChargingStation",
-            None,
-            "Available",
-            DataType::Boolean,
-            Mutability::ReadOnly,
-            None,
-        ),
+        ("OCPPCommCtrlr", None, "HeartbeatInterval", D::Integer, M::ReadWrite, Some("s")),
+        ("OCPPCommCtrlr", Some("Default"), "MessageTimeout", D::Integer, M::ReadOnly, Some("s")),
+        ("OCPPCommCtrlr", Some("TransactionEvent"), "MessageAttempts", D::Integer, M::ReadWrite, None),
+        ("OCPPCommCtrlr", Some("TransactionEvent"), "MessageAttemptInterval", D::Integer, M::ReadWrite, Some("s")),
+        ("OCPPCommCtrlr", None, "RetryBackOffRepeatTimes", D::Integer, M::ReadWrite, None),
+        ("OCPPCommCtrlr", None, "RetryBackOffRandomRange", D::Integer, M::ReadWrite, Some("s")),
+        ("OCPPCommCtrlr", None, "RetryBackOffWaitMinimum", D::Integer, M::ReadWrite, Some("s")),
+        ("OCPPCommCtrlr", None, "NetworkConfigurationPriority", D::SequenceList, M::ReadWrite, None),
+        ("OCPPCommCtrlr", None, "OfflineThreshold", D::Integer, M::ReadWrite, Some("s")),
+        ("OCPPCommCtrlr", None, "ResetRetries", D::Integer, M::ReadWrite, None),
+        ("OCPPCommCtrlr", None, "WebSocketPingInterval", D::Integer, M::ReadWrite, Some("s")),
+        ("SampledDataCtrlr", None, "TxUpdatedInterval", D::Integer, M::ReadWrite, Some("s")),
+        ("SampledDataCtrlr", None, "TxUpdatedMeasurands", D::MemberList, M::ReadWrite, None),
+        ("SampledDataCtrlr", None, "TxEndedMeasurands", D::MemberList, M::ReadWrite, None),
+        ("SampledDataCtrlr", None, "TxStartedMeasurands", D::MemberList, M::ReadWrite, None),
+        ("TxCtrlr", None, "EVConnectionTimeOut", D::Integer, M::ReadWrite, Some("s")),
+        ("TxCtrlr", None, "StopTxOnEVSideDisconnect", D::Boolean, M::ReadWrite, None),
+        ("TxCtrlr", None, "StopTxOnInvalidId", D::Boolean, M::ReadWrite, None),
+        ("TxCtrlr", None, "TxStartPoint", D::MemberList, M::ReadWrite, None),
+        ("TxCtrlr", None, "TxStopPoint", D::MemberList, M::ReadWrite, None),
+        ("AuthCtrlr", None, "AuthorizeRemoteStart", D::Boolean, M::ReadWrite, None),
+        ("AuthCtrlr", None, "LocalAuthorizeOffline", D::Boolean, M::ReadWrite, None),
+        ("AuthCtrlr", None, "LocalPreAuthorize", D::Boolean, M::ReadWrite, None),
+        ("AuthCacheCtrlr", None, "Enabled", D::Boolean, M::ReadWrite, None),
+        ("LocalAuthListCtrlr", None, "Enabled", D::Boolean, M::ReadWrite, None),
+        ("LocalAuthListCtrlr", None, "Entries", D::Integer, M::ReadOnly, None),
+        ("LocalAuthListCtrlr", None, "ItemsPerMessage", D::Integer, M::ReadOnly, None),
+        ("LocalAuthListCtrlr", None, "BytesPerMessage", D::Integer, M::ReadOnly, None),
+        ("DeviceDataCtrlr", Some("GetReport"), "ItemsPerMessage", D::Integer, M::ReadOnly, None),
+        ("DeviceDataCtrlr", Some("GetVariables"), "ItemsPerMessage", D::Integer, M::ReadOnly, None),
+        ("DeviceDataCtrlr", Some("SetVariables"), "BytesPerMessage", D::Integer, M::ReadOnly, None),
+        ("SecurityCtrlr", None, "SecurityProfile", D::Integer, M::ReadOnly, None),
+        ("SecurityCtrlr", None, "Identity", D::String, M::ReadOnly, None),
+        ("SecurityCtrlr", None, "OrganizationName", D::String, M::ReadWrite, None),
+        ("ClockCtrlr", None, "DateTime", D::DateTime, M::ReadOnly, None),
+        ("ClockCtrlr", None, "TimeSource", D::SequenceList, M::ReadWrite, None),
+        ("ChargingStation", None, "AvailabilityState", D::OptionList, M::ReadOnly, None),
+        ("ChargingStation", None, "Available", D::Boolean, M::ReadOnly, None),
     ];
     for (component, instance, variable, data_type, mutability, unit) in expect {
         let entry = model
@@ -629,36 +367,29 @@ fn configuration_keys() {
         let k = config.key(key).unwrap_or_else(|| panic!("{key}"));
         assert!(k.accepts(k.value.as_deref().unwrap_or_default()), "{key}");
     }
-    assert_eq!(
-        config.change("MeterValuesSampledData", "Voltage,SoC").0,
-        ChangeStatus::Accepted
-    );
-    assert_eq!(
-        config.change("MeterValuesSampledData", "Voltage,Voltage").0,
-        ChangeStatus::Rejected
-    );
-    assert_eq!(
-        config.change("MeterValuesSampledData", "Nonsense").0,
-        ChangeStatus::Rejected
-    );
-    assert_eq!(
-        config
-            .change("ConnectorPhaseRotation", "0.RST,1.RST,2.Unknown")
-            .0,
-        ChangeStatus::Accepted
-    );
-    assert_eq!(
-        config.change("ConnectorPhaseRotation", "1.XYZ").0,
-        ChangeStatus::Rejected
-    );
-    assert_eq!(
-        config.change("LocalPreAuthorize", "TRUE").0,
-        ChangeStatus::Rejected
-    );
-    assert_eq!(
-        config.change("SupportedFeatureProfiles", "Core").0,
-        ChangeStatus::Rejected
-    );
+    for (key, value, status) in [
+        (
+            "MeterValuesSampledData",
+            "Voltage,SoC",
+            ChangeStatus::Accepted,
+        ),
+        (
+            "MeterValuesSampledData",
+            "Voltage,Voltage",
+            ChangeStatus::Rejected,
+        ),
+        ("MeterValuesSampledData", "Nonsense", ChangeStatus::Rejected),
+        (
+            "ConnectorPhaseRotation",
+            "0.RST,1.RST,2.Unknown",
+            ChangeStatus::Accepted,
+        ),
+        ("ConnectorPhaseRotation", "1.XYZ", ChangeStatus::Rejected),
+        ("LocalPreAuthorize", "TRUE", ChangeStatus::Rejected),
+        ("SupportedFeatureProfiles", "Core", ChangeStatus::Rejected),
+    ] {
+        assert_eq!(config.change(key, value).0, status, "{key} = {value}");
+    }
     let mut reboot = ConfigurationKey::new("AcmeMode", KeyType::String, false, "a");
     reboot.reboot_required = true;
     config.insert(reboot);

@@ -291,8 +291,14 @@ pub struct BootAnswer {
 }
 
 impl BootAnswer {
-    /// A status, interval and time as a [`BootAnswer`] (a negative interval counts as 0).
-    fn new(status: RegistrationStatus, interval: i32, current_time: &DateTime) -> Self {
+    /// A status as on the wire, an interval and a time as a [`BootAnswer`] (a status other
+    /// than `Accepted` or `Pending` counts as `Rejected`; a negative interval counts as 0).
+    fn new(status: &str, interval: i32, current_time: &DateTime) -> Self {
+        let status = match status {
+            "Accepted" => RegistrationStatus::Accepted,
+            "Pending" => RegistrationStatus::Pending,
+            _ => RegistrationStatus::Rejected,
+        };
         BootAnswer {
             status,
             interval: Duration::from_secs(u64::try_from(interval).unwrap_or(0)),
@@ -303,36 +309,22 @@ impl BootAnswer {
     /// The answer a BootNotificationResponse of any version carries; `None` for a response of
     /// another action.
     pub fn from_response(response: &Response) -> Option<BootAnswer> {
-        match response.view() {
+        let (status, interval, current_time) = match response.view() {
             #[cfg(feature = "v1_6")]
             ResponseRef::V1_6(v1_6::Response::BootNotification(boot)) => {
-                let status = match boot.status {
-                    v1_6::RegistrationStatus::Accepted => RegistrationStatus::Accepted,
-                    v1_6::RegistrationStatus::Pending => RegistrationStatus::Pending,
-                    _ => RegistrationStatus::Rejected,
-                };
-                Some(BootAnswer::new(status, boot.interval, &boot.current_time))
+                (boot.status.as_str(), boot.interval, &boot.current_time)
             }
             #[cfg(feature = "v2_0_1")]
             ResponseRef::V2_0_1(v2_0_1::Response::BootNotification(boot)) => {
-                let status = match boot.status {
-                    v2_0_1::RegistrationStatusEnum::Accepted => RegistrationStatus::Accepted,
-                    v2_0_1::RegistrationStatusEnum::Pending => RegistrationStatus::Pending,
-                    _ => RegistrationStatus::Rejected,
-                };
-                Some(BootAnswer::new(status, boot.interval, &boot.current_time))
+                (boot.status.as_str(), boot.interval, &boot.current_time)
             }
             #[cfg(feature = "v2_1")]
             ResponseRef::V2_1(v2_1::Response::BootNotification(boot)) => {
-                let status = match boot.status {
-                    v2_1::RegistrationStatusEnum::Accepted => RegistrationStatus::Accepted,
-                    v2_1::RegistrationStatusEnum::Pending => RegistrationStatus::Pending,
-                    _ => RegistrationStatus::Rejected,
-                };
-                Some(BootAnswer::new(status, boot.interval, &boot.current_time))
+                (boot.status.as_str(), boot.interval, &boot.current_time)
             }
-            _ => None,
-        }
+            _ => return None,
+        };
+        Some(BootAnswer::new(status, interval, current_time))
     }
 }
 
@@ -424,12 +416,16 @@ mod tests {
 
     #[test]
     fn cut_keeps_short_values_and_char_boundaries() {
-        assert_eq!(cut("abc", 5), "abc");
-        assert_eq!(cut("abcde", 5), "abcde");
-        assert_eq!(cut("abcdef", 5), "abcde");
-        assert_eq!(cut("ééé", 2), "éé");
-        assert_eq!(cut("", 0), "");
-        assert_eq!(cut("a", 0), "");
+        for (value, max, kept) in [
+            ("abc", 5, "abc"),
+            ("abcde", 5, "abcde"),
+            ("abcdef", 5, "abcde"),
+            ("ééé", 2, "éé"),
+            ("", 0, ""),
+            ("a", 0, ""),
+        ] {
+            assert_eq!(cut(value, max), kept, "{value:?} cut to {max}");
+        }
     }
 
     #[test]

@@ -178,6 +178,16 @@ mod tests {
         registration
     }
 
+    /// Calls held in this order, callers 1, 2..., each with its deadline in seconds after
+    /// `t0`.
+    fn holding<const N: usize>(t0: Instant, calls: [(Request, u64); N]) -> HeldCalls<u32> {
+        let mut held = HeldCalls::new();
+        for (caller, (request, deadline)) in (1..).zip(calls) {
+            held.push(request, caller, t0 + secs(deadline));
+        }
+        held
+    }
+
     /// What `release` handed out, as (caller, sent) with `taken` for every Send.
     fn release(
         held: &mut HeldCalls<u32>,
@@ -203,9 +213,7 @@ mod tests {
     fn held_until_accepted_then_sent_in_order() {
         let t0 = Instant::now();
         let mut pending = registration(t0, RegistrationStatus::Pending);
-        let mut held = HeldCalls::new();
-        held.push(heartbeat(), 1, t0 + secs(30));
-        held.push(status_notification(), 2, t0 + secs(20));
+        let mut held = holding(t0, [(heartbeat(), 30), (status_notification(), 20)]);
         assert_eq!(release(&mut held, t0, &mut pending, true), []);
         assert_eq!(held.len(), 2);
         assert_eq!(held.poll_timeout(), Some(t0 + secs(20)));
@@ -220,10 +228,14 @@ mod tests {
     fn a_call_past_its_deadline_expires_unsent_and_the_others_keep_their_order() {
         let t0 = Instant::now();
         let mut pending = registration(t0, RegistrationStatus::Pending);
-        let mut held = HeldCalls::new();
-        held.push(heartbeat(), 1, t0 + secs(30));
-        held.push(status_notification(), 2, t0 + secs(10));
-        held.push(heartbeat(), 3, t0 + secs(40));
+        let mut held = holding(
+            t0,
+            [
+                (heartbeat(), 30),
+                (status_notification(), 10),
+                (heartbeat(), 40),
+            ],
+        );
         assert_eq!(
             release(&mut held, t0 + secs(10), &mut pending, true),
             [(2, "expired")]
@@ -238,9 +250,10 @@ mod tests {
         let t0 = Instant::now();
         let mut pending = registration(t0, RegistrationStatus::Pending);
         pending.on_trigger_accepted("StatusNotification");
-        let mut held = HeldCalls::new();
-        held.push(status_notification(), 1, t0 + secs(30));
-        held.push(status_notification(), 2, t0 + secs(30));
+        let mut held = holding(
+            t0,
+            [(status_notification(), 30), (status_notification(), 30)],
+        );
         assert_eq!(release(&mut held, t0, &mut pending, true), [(1, "send")]);
         assert_eq!(held.len(), 1);
     }
@@ -251,8 +264,7 @@ mod tests {
         let t0 = Instant::now();
         let mut pending = registration(t0, RegistrationStatus::Pending);
         pending.on_trigger_accepted("StatusNotification");
-        let mut held = HeldCalls::new();
-        held.push(status_notification(), 1, t0 + secs(30));
+        let mut held = holding(t0, [(status_notification(), 30)]);
         assert_eq!(release(&mut held, t0, &mut pending, false), [(1, "send")]);
         assert!(held.is_empty());
         assert!(pending.may_send("StatusNotification"));

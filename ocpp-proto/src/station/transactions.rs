@@ -343,6 +343,11 @@ impl Transactions {
         })
     }
 
+    /// The transaction open on `evse`.
+    fn open_on(&self, evse: i32) -> Result<&OpenTransaction, TransactionError> {
+        self.open.get(&evse).ok_or(TransactionError::NotOpen(evse))
+    }
+
     /// A periodic meter reading of the transaction on `evse`: 1.6 MeterValues with its
     /// `transactionId` (provisional while unknown: see [`TransactionMessage::transaction_of`]),
     /// 2.x TransactionEvent `Updated` (`MeterValuePeriodic`, the next `seqNo`).
@@ -386,11 +391,7 @@ impl Transactions {
         reading: Reading,
         timestamp: DateTime,
     ) -> Result<TransactionMessage, TransactionError> {
-        let open = self
-            .open
-            .get(&evse)
-            .ok_or(TransactionError::NotOpen(evse))?;
-        let message = message::updated(open, &reading, timestamp)?;
+        let message = message::updated(self.open_on(evse)?, &reading, timestamp)?;
         if let Some(open) = self.open.get_mut(&evse) {
             open.meter_wh = reading.energy_wh;
             open.sampled = reading.sampled;
@@ -441,11 +442,7 @@ impl Transactions {
         timestamp: DateTime,
         reason: StopReason,
     ) -> Result<TransactionMessage, TransactionError> {
-        let open = self
-            .open
-            .get(&evse)
-            .ok_or(TransactionError::NotOpen(evse))?;
-        let message = message::ended(open, &reading, timestamp, reason)?;
+        let message = message::ended(self.open_on(evse)?, &reading, timestamp, reason)?;
         if let Some(mut ended) = self.open.remove(&evse) {
             ended.meter_wh = reading.energy_wh;
             ended.sampled = reading.sampled;
@@ -485,11 +482,7 @@ impl Transactions {
         evse: i32,
         timestamp: DateTime,
     ) -> Result<TransactionMessage, TransactionError> {
-        let open = self
-            .open
-            .get(&evse)
-            .ok_or(TransactionError::NotOpen(evse))?;
-        let meter_wh = open.meter_wh;
+        let meter_wh = self.open_on(evse)?.meter_wh;
         self.stop(evse, meter_wh, timestamp, StopReason::PowerLoss)
     }
 

@@ -51,7 +51,7 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ocpp_model::device_model::report::{notify_reports, ReportBase};
@@ -63,6 +63,7 @@ use ocpp_proto::{v1_6, v2_0_1, ErrorAnswer, ErrorCode, OcppVersion};
 use serde::{Deserialize, Serialize};
 
 use crate::durable::replace_durably;
+use crate::lock;
 /// The file in the state directory.
 const FILE: &str = "device_model.json";
 
@@ -180,11 +181,6 @@ impl fmt::Debug for DeviceModelStore {
             .field("file", &self.inner.file)
             .finish_non_exhaustive()
     }
-}
-
-/// The guard of a mutex, poisoned or not (a panicking listener must not stop the store).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl DeviceModelStore {

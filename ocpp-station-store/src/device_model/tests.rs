@@ -25,6 +25,16 @@ fn open(dir: &Path) -> DeviceModelStore {
     .unwrap()
 }
 
+/// How many changes `store` has told its listeners of, from now on.
+fn count_changes(store: &DeviceModelStore) -> Arc<AtomicUsize> {
+    let told = Arc::new(AtomicUsize::new(0));
+    let count = told.clone();
+    store.on_change(move |_| {
+        count.fetch_add(1, Ordering::SeqCst);
+    });
+    told
+}
+
 fn set(component: &str, variable: &str, value: &str) -> v2_0_1::SetVariablesRequest {
     v2_0_1::SetVariablesRequest::new(vec![v2_0_1::SetVariableData::new(
         value,
@@ -37,11 +47,7 @@ fn set(component: &str, variable: &str, value: &str) -> v2_0_1::SetVariablesRequ
 fn a_change_survives_a_restart_and_both_versions_see_it() {
     let dir = dir("restart");
     let store = open(&dir);
-    let told = Arc::new(AtomicUsize::new(0));
-    let count = told.clone();
-    store.on_change(move |_| {
-        count.fetch_add(1, Ordering::SeqCst);
-    });
+    let told = count_changes(&store);
     let change = v1_6::ChangeConfigurationRequest::new("HeartbeatInterval", "30");
     let answer = store.change_configuration(&change);
     assert_eq!(answer.status, v1_6::ConfigurationStatus::Accepted);
@@ -76,11 +82,7 @@ fn a_change_survives_a_restart_and_both_versions_see_it() {
 fn a_change_that_cannot_be_kept_is_refused_and_leaves_no_trace() {
     let dir = dir("unwritable");
     let store = open(&dir);
-    let told = Arc::new(AtomicUsize::new(0));
-    let count = told.clone();
-    store.on_change(move |_| {
-        count.fetch_add(1, Ordering::SeqCst);
-    });
+    let told = count_changes(&store);
     // The temporary file cannot be created: a directory stands in its way.
     fs::create_dir_all(dir.join("device_model.json.tmp")).unwrap();
     let answer = store

@@ -45,6 +45,15 @@ fn message(seq: u64, version: OcppVersion, action: &str, payload: &str) -> Store
     }
 }
 
+/// The journal in `dir`, opened, with `messages` pushed in order.
+fn journal_with(dir: &TempDir, messages: impl IntoIterator<Item = StoredMessage>) -> FileStore {
+    let mut store = FileStore::open(dir.journal()).unwrap();
+    for message in messages {
+        store.push(&message).unwrap();
+    }
+    store
+}
+
 fn file_len(path: &Path) -> u64 {
     fs::metadata(path).unwrap().len()
 }
@@ -167,19 +176,19 @@ fn journal_is_json_lines() {
 #[test]
 fn reopen_gives_the_same_messages_in_order() {
     let dir = TempDir::new("reopen");
-    let mut store = FileStore::open(dir.journal()).unwrap();
     let versions = [OcppVersion::V1_6, OcppVersion::V2_0_1, OcppVersion::V2_1];
-    for seq in 1..=20 {
-        let v = versions[seq as usize % 3];
-        store
-            .push(&message(
+    let mut store = journal_with(
+        &dir,
+        (1..=20).map(|seq| {
+            let payload = format!("{{\"seqNo\":{seq}}}");
+            message(
                 seq,
-                v,
+                versions[seq as usize % 3],
                 "TransactionEvent",
-                &format!("{{\"seqNo\":{seq}}}"),
-            ))
-            .unwrap();
-    }
+                &payload,
+            )
+        }),
+    );
     for seq in [2, 5, 19] {
         store.remove(seq).unwrap();
     }
@@ -241,13 +250,10 @@ fn torn_last_record_is_dropped_and_the_file_cut_back() {
 #[test]
 fn corrupt_middle_line_is_an_error() {
     let dir = TempDir::new("corrupt");
-    let mut store = FileStore::open(dir.journal()).unwrap();
-    for seq in 1..=3 {
-        store
-            .push(&message(seq, OcppVersion::V2_0_1, "TransactionEvent", "{}"))
-            .unwrap();
-    }
-    drop(store);
+    drop(journal_with(
+        &dir,
+        (1..=3).map(|seq| message(seq, OcppVersion::V2_0_1, "TransactionEvent", "{}")),
+    ));
     let text = fs::read_to_string(dir.journal()).unwrap();
     let mut records: Vec<&str> = text.lines().collect();
     records[1] = r#"{"push":{"seq":2,"vers"#;
@@ -286,12 +292,10 @@ fn corrupt_middle_line_is_an_error() {
 #[test]
 fn emptied_queue_truncates_the_file() {
     let dir = TempDir::new("empty");
-    let mut store = FileStore::open(dir.journal()).unwrap();
-    for seq in 1..=3 {
-        store
-            .push(&message(seq, OcppVersion::V1_6, "MeterValues", "{}"))
-            .unwrap();
-    }
+    let mut store = journal_with(
+        &dir,
+        (1..=3).map(|seq| message(seq, OcppVersion::V1_6, "MeterValues", "{}")),
+    );
     store.remove(2).unwrap();
     store.remove(1).unwrap();
     assert!(file_len(&dir.journal()) > 0);
@@ -309,17 +313,13 @@ fn emptied_queue_truncates_the_file() {
 #[test]
 fn many_dead_records_are_compacted_on_open() {
     let dir = TempDir::new("compact");
-    let mut store = FileStore::open(dir.journal()).unwrap();
-    for seq in 1..=100 {
-        store
-            .push(&message(
-                seq,
-                OcppVersion::V2_1,
-                "TransactionEvent",
-                &format!("{{\"n\":{seq}}}"),
-            ))
-            .unwrap();
-    }
+    let mut store = journal_with(
+        &dir,
+        (1..=100).map(|seq| {
+            let payload = format!("{{\"n\":{seq}}}");
+            message(seq, OcppVersion::V2_1, "TransactionEvent", &payload)
+        }),
+    );
     for seq in 1..=90 {
         store.remove(seq).unwrap();
     }
@@ -354,12 +354,10 @@ fn many_dead_records_are_compacted_on_open() {
 #[test]
 fn few_dead_records_are_kept() {
     let dir = TempDir::new("no-compact");
-    let mut store = FileStore::open(dir.journal()).unwrap();
-    for seq in 1..=10 {
-        store
-            .push(&message(seq, OcppVersion::V1_6, "MeterValues", "{}"))
-            .unwrap();
-    }
+    let mut store = journal_with(
+        &dir,
+        (1..=10).map(|seq| message(seq, OcppVersion::V1_6, "MeterValues", "{}")),
+    );
     for seq in 1..=8 {
         store.remove(seq).unwrap();
     }

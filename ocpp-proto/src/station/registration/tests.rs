@@ -22,9 +22,20 @@ fn answer(status: RegistrationStatus, interval: u64) -> BootAnswer {
 
 /// A registration that sent its first BootNotification at `t0` and got `status`.
 fn answered(t0: Instant, version: OcppVersion, status: RegistrationStatus) -> Registration {
+    booted(t0, version, status, 10)
+}
+
+/// A registration that sent its first BootNotification at `t0` and got `status` with a
+/// heartbeat interval of `interval` seconds.
+fn booted(
+    t0: Instant,
+    version: OcppVersion,
+    status: RegistrationStatus,
+    interval: u64,
+) -> Registration {
     let mut registration = Registration::new(t0, version);
     assert_eq!(registration.handle_timeout(t0), Some(Due::Boot));
-    registration.on_boot_answer(t0, &answer(status, 10));
+    registration.on_boot_answer(t0, &answer(status, interval));
     registration
 }
 
@@ -71,9 +82,7 @@ fn pending_then_accepted_then_heartbeat() {
 fn v2_skips_heartbeat_on_other_traffic() {
     for version in [V201, V21] {
         let t0 = Instant::now();
-        let mut registration = Registration::new(t0, version);
-        registration.handle_timeout(t0);
-        registration.on_boot_answer(t0, &answer(RegistrationStatus::Accepted, 30));
+        let mut registration = booted(t0, version, RegistrationStatus::Accepted, 30);
         registration.on_call_sent(t0 + secs(20), "StatusNotification");
         assert_eq!(registration.poll_timeout(), Some(t0 + secs(50)));
         assert_eq!(registration.handle_timeout(t0 + secs(30)), None);
@@ -83,9 +92,7 @@ fn v2_skips_heartbeat_on_other_traffic() {
 #[test]
 fn v16_heartbeat_ignores_other_traffic() {
     let t0 = Instant::now();
-    let mut registration = Registration::new(t0, V16);
-    registration.handle_timeout(t0);
-    registration.on_boot_answer(t0, &answer(RegistrationStatus::Accepted, 30));
+    let mut registration = booted(t0, V16, RegistrationStatus::Accepted, 30);
     registration.on_call_sent(t0 + secs(20), "StatusNotification");
     assert_eq!(registration.poll_timeout(), Some(t0 + secs(30)));
     assert_eq!(
@@ -99,9 +106,7 @@ fn v16_heartbeat_ignores_other_traffic() {
 #[test]
 fn rejected_with_zero_interval_uses_the_fallback() {
     let t0 = Instant::now();
-    let mut registration = Registration::new(t0, V16);
-    registration.handle_timeout(t0);
-    registration.on_boot_answer(t0, &answer(RegistrationStatus::Rejected, 0));
+    let mut registration = booted(t0, V16, RegistrationStatus::Rejected, 0);
     assert_eq!(registration.status(), Some(RegistrationStatus::Rejected));
     assert_eq!(registration.poll_timeout(), Some(t0 + BOOT_RETRY_FALLBACK));
     assert_eq!(
@@ -113,9 +118,7 @@ fn rejected_with_zero_interval_uses_the_fallback() {
 #[test]
 fn pending_with_zero_interval_uses_the_fallback() {
     let t0 = Instant::now();
-    let mut registration = Registration::new(t0, V201);
-    registration.handle_timeout(t0);
-    registration.on_boot_answer(t0, &answer(RegistrationStatus::Pending, 0));
+    let registration = booted(t0, V201, RegistrationStatus::Pending, 0);
     assert_eq!(registration.poll_timeout(), Some(t0 + BOOT_RETRY_FALLBACK));
 }
 
@@ -198,9 +201,7 @@ fn boot_sent_outside_handle_timeout_is_in_flight() {
 #[test]
 fn accepted_with_zero_interval_keeps_the_current_interval() {
     let t0 = Instant::now();
-    let mut registration = Registration::new(t0, V16);
-    registration.handle_timeout(t0);
-    registration.on_boot_answer(t0, &answer(RegistrationStatus::Accepted, 0));
+    let registration = booted(t0, V16, RegistrationStatus::Accepted, 0);
     assert_eq!(
         registration.heartbeat_interval(),
         DEFAULT_HEARTBEAT_INTERVAL

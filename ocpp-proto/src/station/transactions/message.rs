@@ -1,36 +1,33 @@
 //! The messages, per version: 1.6 StartTransaction, MeterValues and StopTransaction; 2.x
 //! TransactionEvent.
 
-use ocpp_messages::{DateTime, OcppVersion, Request};
+use core::str::FromStr;
 
-#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
-use ocpp_messages::Decimal;
+use ocpp_messages::{DateTime, OcppVersion, Request};
 
 #[cfg(feature = "v1_6")]
 use ocpp_messages::v1_6;
-#[cfg(feature = "v2_0_1")]
-use ocpp_messages::v2_0_1;
-#[cfg(feature = "v2_1")]
-use ocpp_messages::v2_1;
 
 use super::*;
 
 const ENERGY: &str = ENERGY_REGISTER;
 
-/// `value` checked against the version's list (`from_wire` keeps what it does not know).
+/// `value` checked against the version's list: the strict `FromStr` of a generated enumeration
+/// takes only the values it lists.
 #[allow(dead_code)]
-fn known<T>(
-    value: &str,
+fn known<T: FromStr>(value: &str, what: &'static str) -> Result<T, TransactionError> {
+    value
+        .parse()
+        .map_err(|_| TransactionError::UnknownValue(what, value.to_owned()))
+}
+
+/// An optional value checked as [`known`] does.
+#[allow(dead_code)]
+fn known_if_any<T: FromStr>(
+    value: Option<&str>,
     what: &'static str,
-    from_wire: impl Fn(&str) -> T,
-    recognized: impl Fn(&T) -> bool,
-) -> Result<T, TransactionError> {
-    let parsed = from_wire(value);
-    if recognized(&parsed) {
-        Ok(parsed)
-    } else {
-        Err(TransactionError::UnknownValue(what, value.to_owned()))
-    }
+) -> Result<Option<T>, TransactionError> {
+    value.map(|value| known(value, what)).transpose()
 }
 
 /// The context of a periodic or triggered reading.
@@ -76,35 +73,11 @@ fn sampled_1_6(
     let mut values = vec![energy];
     for s in sampled {
         let mut value = v1_6::SampledValue::new(s.value.to_string())
-            .with_measurand(known(
-                &s.measurand,
-                "measurand",
-                v1_6::Measurand::from_wire,
-                v1_6::Measurand::is_recognized,
-            )?)
+            .with_measurand(known(&s.measurand, "measurand")?)
             .with_context(v1_6::ReadingContext::from_wire(context))
-            .with_unit(known(
-                &s.unit,
-                "unit",
-                v1_6::UnitOfMeasure::from_wire,
-                v1_6::UnitOfMeasure::is_recognized,
-            )?);
-        if let Some(phase) = &s.phase {
-            value = value.with_phase(known(
-                phase,
-                "phase",
-                v1_6::Phase::from_wire,
-                v1_6::Phase::is_recognized,
-            )?);
-        }
-        if let Some(location) = &s.location {
-            value = value.with_location(known(
-                location,
-                "location",
-                v1_6::Location::from_wire,
-                v1_6::Location::is_recognized,
-            )?);
-        }
+            .with_unit(known(&s.unit, "unit")?);
+        value.phase = known_if_any(s.phase.as_deref(), "phase")?;
+        value.location = known_if_any(s.location.as_deref(), "location")?;
         values.push(value);
     }
     Ok(v1_6::MeterValue::new(timestamp, values))
@@ -124,55 +97,9 @@ pub(super) fn started(open: &OpenTransaction, start: &Start) -> Result<Request, 
             Ok(request.into())
         }
         #[cfg(feature = "v2_0_1")]
-        OcppVersion::V2_0_1 => {
-            let trigger = if start.remote_start_id.is_some() {
-                "RemoteStart"
-            } else {
-                "Authorized"
-            };
-            let mut event = v2_0_1_event(
-                open,
-                "Started",
-                trigger,
-                start.timestamp.clone(),
-                start.meter_wh,
-                &start.sampled,
-                "Transaction.Begin",
-            )?
-            .with_id_token(v2_0_1::IdToken::new(
-                open.id_token.id.clone(),
-                v2_0_1::IdTokenEnum::from_wire(&open.id_token.kind),
-            ));
-            event.reservation_id = start.reservation_id;
-            Ok(event.into())
-        }
+        OcppVersion::V2_0_1 => Ok(v2_0_1::started(open, start)?.into()),
         #[cfg(feature = "v2_1")]
-        OcppVersion::V2_1 => {
-            let trigger = if start.remote_start_id.is_some() {
-                "RemoteStart"
-            } else {
-                "Authorized"
-            };
-            let mut event = v2_1_event(
-                open,
-                "Started",
-                trigger,
-                start.timestamp.clone(),
-                start.meter_wh,
-                &start.sampled,
-                "Transaction.Begin",
-            )?
-            .with_id_token(v2_1::IdToken::new(
-                open.id_token.id.clone(),
-                open.id_token.kind.clone(),
-            ));
-            if let Some(id) = start.reservation_id {
-                let id =
-                    u32::try_from(id).map_err(|_| TransactionError::OutOfRange("reservationId"))?;
-                event = event.with_reservation_id(id);
-            }
-            Ok(event.into())
-        }
+        OcppVersion::V2_1 => Ok(v2_1::started(open, start)?.into()),
         #[allow(unreachable_patterns)]
         other => Err(disabled(other)),
     }
@@ -183,32 +110,20 @@ pub(super) fn updated(
     reading: &Reading,
     timestamp: DateTime,
 ) -> Result<TransactionMessage, TransactionError> {
-    #[allow(unused_variables)] // 1.6 has no trigger
-    let (trigger, context) = update_context(reading);
-    let (meter_wh, sampled) = (reading.energy_wh, reading.sampled.as_slice());
     let (request, transaction_of): (Request, _) = match open.version {
         #[cfg(feature = "v1_6")]
         OcppVersion::V1_6 => {
+            let (_, context) = update_context(reading);
             let (id, transaction_of) = id_1_6(open);
-            let meter = sampled_1_6(meter_wh, sampled, context, timestamp)?;
+            let meter = sampled_1_6(reading.energy_wh, &reading.sampled, context, timestamp)?;
             let request =
                 v1_6::MeterValuesRequest::new(open.evse.id, vec![meter]).with_transaction_id(id);
             (request.into(), transaction_of)
         }
         #[cfg(feature = "v2_0_1")]
-        OcppVersion::V2_0_1 => {
-            let event = v2_0_1_event(
-                open, "Updated", trigger, timestamp, meter_wh, sampled, context,
-            )?;
-            (event.into(), None)
-        }
+        OcppVersion::V2_0_1 => (v2_0_1::updated(open, reading, timestamp)?.into(), None),
         #[cfg(feature = "v2_1")]
-        OcppVersion::V2_1 => {
-            let event = v2_1_event(
-                open, "Updated", trigger, timestamp, meter_wh, sampled, context,
-            )?;
-            (event.into(), None)
-        }
+        OcppVersion::V2_1 => (v2_1::updated(open, reading, timestamp)?.into(), None),
         #[allow(unreachable_patterns)]
         other => return Err(disabled(other)),
     };
@@ -224,10 +139,10 @@ pub(super) fn ended(
     timestamp: DateTime,
     reason: StopReason,
 ) -> Result<TransactionMessage, TransactionError> {
-    let (meter_wh, sampled) = (reading.energy_wh, reading.sampled.as_slice());
     let (request, transaction_of): (Request, _) = match open.version {
         #[cfg(feature = "v1_6")]
         OcppVersion::V1_6 => {
+            let (meter_wh, sampled) = (reading.energy_wh, reading.sampled.as_slice());
             let (id, transaction_of) = id_1_6(open);
             let data = (!sampled.is_empty())
                 .then(|| sampled_1_6(meter_wh, sampled, "Transaction.End", timestamp.clone()))
@@ -244,43 +159,12 @@ pub(super) fn ended(
             (request.into(), transaction_of)
         }
         #[cfg(feature = "v2_0_1")]
-        OcppVersion::V2_0_1 => {
-            let mut event = v2_0_1_event(
-                open,
-                "Ended",
-                reason.trigger_reason(),
-                timestamp,
-                meter_wh,
-                sampled,
-                "Transaction.End",
-            )?;
-            event.transaction_info =
-                event
-                    .transaction_info
-                    .with_stopped_reason(v2_0_1::ReasonEnum::from_wire(
-                        reason.as_str_in(OcppVersion::V2_0_1),
-                    ));
-            (event.into(), None)
-        }
+        OcppVersion::V2_0_1 => (
+            v2_0_1::ended(open, reading, timestamp, reason)?.into(),
+            None,
+        ),
         #[cfg(feature = "v2_1")]
-        OcppVersion::V2_1 => {
-            let mut event = v2_1_event(
-                open,
-                "Ended",
-                reason.trigger_reason(),
-                timestamp,
-                meter_wh,
-                sampled,
-                "Transaction.End",
-            )?;
-            event.transaction_info =
-                event
-                    .transaction_info
-                    .with_stopped_reason(v2_1::ReasonEnum::from_wire(
-                        reason.as_str_in(OcppVersion::V2_1),
-                    ));
-            (event.into(), None)
-        }
+        OcppVersion::V2_1 => (v2_1::ended(open, reading, timestamp, reason)?.into(), None),
         #[allow(unreachable_patterns)]
         other => return Err(disabled(other)),
     };
@@ -303,133 +187,156 @@ fn transaction_id(open: &OpenTransaction) -> String {
     }
 }
 
-#[cfg(feature = "v2_0_1")]
-fn v2_0_1_event(
-    open: &OpenTransaction,
-    kind: &str,
-    trigger: &str,
-    timestamp: DateTime,
-    meter_wh: i64,
-    sampled: &[SampledValue],
-    context: &str,
-) -> Result<v2_0_1::TransactionEventRequest, TransactionError> {
-    let seq_no =
-        i32::try_from(open.next_seq_no).map_err(|_| TransactionError::OutOfRange("seqNo"))?;
-    let mut info = v2_0_1::Transaction::new(transaction_id(open));
-    if let (Some(id), "Started") = (open.remote_start_id, kind) {
-        info = info.with_remote_start_id(id);
-    }
-    let mut evse = v2_0_1::EVSE::new(open.evse.id);
-    if let Some(connector) = open.evse.connector {
-        evse = evse.with_connector_id(connector);
-    }
-    let energy = v2_0_1::SampledValue::new(Decimal::from(meter_wh))
-        .with_measurand(v2_0_1::MeasurandEnum::from_wire(ENERGY))
-        .with_context(v2_0_1::ReadingContextEnum::from_wire(context));
-    let mut values = vec![energy];
-    for s in sampled {
-        if s.unit.len() > MAX_UNIT {
-            return Err(TransactionError::UnknownValue("unit", s.unit.clone()));
-        }
-        let mut value = v2_0_1::SampledValue::new(s.value)
-            .with_measurand(known(
-                &s.measurand,
-                "measurand",
-                v2_0_1::MeasurandEnum::from_wire,
-                v2_0_1::MeasurandEnum::is_recognized,
-            )?)
-            .with_context(v2_0_1::ReadingContextEnum::from_wire(context))
-            .with_unit_of_measure(v2_0_1::UnitOfMeasure::default().with_unit(s.unit.clone()));
-        if let Some(phase) = &s.phase {
-            value = value.with_phase(known(
-                phase,
-                "phase",
-                v2_0_1::PhaseEnum::from_wire,
-                v2_0_1::PhaseEnum::is_recognized,
-            )?);
-        }
-        if let Some(location) = &s.location {
-            value = value.with_location(known(
-                location,
-                "location",
-                v2_0_1::LocationEnum::from_wire,
-                v2_0_1::LocationEnum::is_recognized,
-            )?);
-        }
-        values.push(value);
-    }
-    Ok(v2_0_1::TransactionEventRequest::new(
-        v2_0_1::TransactionEventEnum::from_wire(kind),
-        timestamp.clone(),
-        v2_0_1::TriggerReasonEnum::from_wire(trigger),
-        seq_no,
-        info,
-    )
-    .with_evse(evse)
-    .with_meter_value(vec![v2_0_1::MeterValue::new(values, timestamp)]))
+/// A number in the version's type: 2.0.1 types ids and `seqNo` as `integer` (`i32`), 2.1 as
+/// unsigned (`u32`).
+#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
+fn number<S, T: TryFrom<S>>(value: S, what: &'static str) -> Result<T, TransactionError> {
+    T::try_from(value).map_err(|_| TransactionError::OutOfRange(what))
 }
 
-#[cfg(feature = "v2_1")]
-fn v2_1_event(
-    open: &OpenTransaction,
-    kind: &str,
-    trigger: &str,
-    timestamp: DateTime,
-    meter_wh: i64,
-    sampled: &[SampledValue],
-    context: &str,
-) -> Result<v2_1::TransactionEventRequest, TransactionError> {
-    let unsigned = |v: i32, what| u32::try_from(v).map_err(|_| TransactionError::OutOfRange(what));
-    let mut info = v2_1::Transaction::new(transaction_id(open));
-    if let (Some(id), "Started") = (open.remote_start_id, kind) {
-        info = info.with_remote_start_id(id);
+/// 2.x `Started`'s trigger: a remote start's, or an authorization's.
+#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
+fn start_trigger(start: &Start) -> &'static str {
+    if start.remote_start_id.is_some() {
+        "RemoteStart"
+    } else {
+        "Authorized"
     }
-    let mut evse = v2_1::EVSE::new(unsigned(open.evse.id, "evseId")?);
-    if let Some(connector) = open.evse.connector {
-        evse = evse.with_connector_id(unsigned(connector, "connectorId")?);
-    }
-    let energy = v2_1::SampledValue::new(Decimal::from(meter_wh))
-        .with_measurand(v2_1::MeasurandEnum::from_wire(ENERGY))
-        .with_context(v2_1::ReadingContextEnum::from_wire(context));
-    let mut values = vec![energy];
-    for s in sampled {
-        if s.unit.len() > MAX_UNIT {
-            return Err(TransactionError::UnknownValue("unit", s.unit.clone()));
-        }
-        let mut value = v2_1::SampledValue::new(s.value)
-            .with_measurand(known(
-                &s.measurand,
-                "measurand",
-                v2_1::MeasurandEnum::from_wire,
-                v2_1::MeasurandEnum::is_recognized,
-            )?)
-            .with_context(v2_1::ReadingContextEnum::from_wire(context))
-            .with_unit_of_measure(v2_1::UnitOfMeasure::default().with_unit(s.unit.clone()));
-        if let Some(phase) = &s.phase {
-            value = value.with_phase(known(
-                phase,
-                "phase",
-                v2_1::PhaseEnum::from_wire,
-                v2_1::PhaseEnum::is_recognized,
-            )?);
-        }
-        if let Some(location) = &s.location {
-            value = value.with_location(known(
-                location,
-                "location",
-                v2_1::LocationEnum::from_wire,
-                v2_1::LocationEnum::is_recognized,
-            )?);
-        }
-        values.push(value);
-    }
-    Ok(v2_1::TransactionEventRequest::new(
-        v2_1::TransactionEventEnum::from_wire(kind),
-        timestamp.clone(),
-        v2_1::TriggerReasonEnum::from_wire(trigger),
-        open.next_seq_no,
-        info,
-    )
-    .with_evse(evse)
-    .with_meter_value(vec![v2_1::MeterValue::new(values, timestamp)]))
 }
+
+/// The TransactionEvent of 2.0.1 and of 2.1, one text for both versions (a macro instantiated
+/// per version, as `ocpp-model`'s `v2` module is): 2.1 keeps 2.0.1's shapes. Where they differ,
+/// [`number`] converts the ids and `seqNo` (unsigned in 2.1) and `id_token_type` reads the id
+/// token's type (an enumeration in 2.0.1, free text in 2.1).
+#[cfg(any(feature = "v2_0_1", feature = "v2_1"))]
+macro_rules! transaction_event {
+    ($version:ident, $v:expr, id_token_type: $id_token_type:expr $(,)?) => {
+        mod $version {
+            use ocpp_messages::$version as m;
+            use ocpp_messages::{DateTime, Decimal, OcppVersion};
+
+            use super::{
+                known, known_if_any, number, start_trigger, transaction_id, update_context,
+                OpenTransaction, Reading, SampledValue, Start, StopReason, TransactionError,
+                ENERGY, MAX_UNIT,
+            };
+
+            pub(super) fn started(
+                open: &OpenTransaction,
+                start: &Start,
+            ) -> Result<m::TransactionEventRequest, TransactionError> {
+                let mut event = event(
+                    open,
+                    "Started",
+                    start_trigger(start),
+                    start.timestamp.clone(),
+                    start.meter_wh,
+                    &start.sampled,
+                    "Transaction.Begin",
+                )?
+                .with_id_token(m::IdToken::new(
+                    open.id_token.id.clone(),
+                    ($id_token_type)(open.id_token.kind.as_str()),
+                ));
+                event.reservation_id = start
+                    .reservation_id
+                    .map(|id| number(id, "reservationId"))
+                    .transpose()?;
+                Ok(event)
+            }
+
+            pub(super) fn updated(
+                open: &OpenTransaction,
+                reading: &Reading,
+                timestamp: DateTime,
+            ) -> Result<m::TransactionEventRequest, TransactionError> {
+                let (trigger, context) = update_context(reading);
+                event(
+                    open,
+                    "Updated",
+                    trigger,
+                    timestamp,
+                    reading.energy_wh,
+                    &reading.sampled,
+                    context,
+                )
+            }
+
+            pub(super) fn ended(
+                open: &OpenTransaction,
+                reading: &Reading,
+                timestamp: DateTime,
+                reason: StopReason,
+            ) -> Result<m::TransactionEventRequest, TransactionError> {
+                let mut event = event(
+                    open,
+                    "Ended",
+                    reason.trigger_reason(),
+                    timestamp,
+                    reading.energy_wh,
+                    &reading.sampled,
+                    "Transaction.End",
+                )?;
+                event.transaction_info = event
+                    .transaction_info
+                    .with_stopped_reason(m::ReasonEnum::from_wire(reason.as_str_in($v)));
+                Ok(event)
+            }
+
+            fn event(
+                open: &OpenTransaction,
+                kind: &str,
+                trigger: &str,
+                timestamp: DateTime,
+                meter_wh: i64,
+                sampled: &[SampledValue],
+                context: &str,
+            ) -> Result<m::TransactionEventRequest, TransactionError> {
+                let mut info = m::Transaction::new(transaction_id(open));
+                if let (Some(id), "Started") = (open.remote_start_id, kind) {
+                    info = info.with_remote_start_id(id);
+                }
+                let mut evse = m::EVSE::new(number(open.evse.id, "evseId")?);
+                if let Some(connector) = open.evse.connector {
+                    evse = evse.with_connector_id(number(connector, "connectorId")?);
+                }
+                let energy = m::SampledValue::new(Decimal::from(meter_wh))
+                    .with_measurand(m::MeasurandEnum::from_wire(ENERGY))
+                    .with_context(m::ReadingContextEnum::from_wire(context));
+                let mut values = vec![energy];
+                for s in sampled {
+                    if s.unit.len() > MAX_UNIT {
+                        return Err(TransactionError::UnknownValue("unit", s.unit.clone()));
+                    }
+                    let mut value = m::SampledValue::new(s.value)
+                        .with_measurand(known(&s.measurand, "measurand")?)
+                        .with_context(m::ReadingContextEnum::from_wire(context))
+                        .with_unit_of_measure(
+                            m::UnitOfMeasure::default().with_unit(s.unit.clone()),
+                        );
+                    value.phase = known_if_any(s.phase.as_deref(), "phase")?;
+                    value.location = known_if_any(s.location.as_deref(), "location")?;
+                    values.push(value);
+                }
+                Ok(m::TransactionEventRequest::new(
+                    m::TransactionEventEnum::from_wire(kind),
+                    timestamp.clone(),
+                    m::TriggerReasonEnum::from_wire(trigger),
+                    number(open.next_seq_no, "seqNo")?,
+                    info,
+                )
+                .with_evse(evse)
+                .with_meter_value(vec![m::MeterValue::new(values, timestamp)]))
+            }
+        }
+    };
+}
+
+#[cfg(feature = "v2_0_1")]
+transaction_event!(
+    v2_0_1,
+    OcppVersion::V2_0_1,
+    id_token_type: ocpp_messages::v2_0_1::IdTokenEnum::from_wire,
+);
+#[cfg(feature = "v2_1")]
+transaction_event!(v2_1, OcppVersion::V2_1, id_token_type: String::from);
