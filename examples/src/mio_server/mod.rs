@@ -250,6 +250,12 @@ impl Shared {
         }
     }
 
+    /// Hands `response` to the admin socket `to` (admin sockets live on loop 0), which writes
+    /// it if it still waits for one.
+    fn admin_reply(&self, to: Key, response: HttpResponse) {
+        self.send(0, Command::AdminReply { to, response });
+    }
+
     fn identities(&self) -> MutexGuard<'_, IdentityTable<Handle>> {
         self.identities
             .lock()
