@@ -495,13 +495,7 @@ pub fn serve(
             }
         })?;
 
-    let admin = server
-        .admin_addr()
-        .map_or_else(|| "off".to_owned(), |addr| addr.to_string());
-    println!(
-        "{name} listening on {} (admin on {admin})",
-        server.local_addr()
-    );
+    crate::server_cli::announce_listening(name, server.local_addr(), server.admin_addr());
     tracing::info!(threads = args.threads, push_interval = ?args.push_interval, "running");
     server.run()?;
     // The meter values queued for the database are written before the process ends.
