@@ -20,8 +20,8 @@ mod start;
 mod tests;
 
 pub use start::{
-    admin_auth, capture, cluster_config, connection_config, csms, init_logging,
-    raise_open_files_limit, server_config, tls_config, StartError,
+    admin_auth, announce_listening, capture, cluster_config, connection_config, csms, exit_code,
+    init_logging, raise_open_files_limit, server_config, start_process, tls_config, StartError,
 };
 
 /// Where charge points connect unless `--listen` says otherwise.

@@ -149,12 +149,19 @@ impl Context<'_> {
         accepted
     }
 
-    /// Whether a DataTransfer `vendorId` is known.
-    pub(crate) fn knows_vendor(&self, vendor: &str) -> bool {
-        self.config
+    /// The status of a DataTransfer from `vendor` (1.6 §4.3, 2.x P01/P02), in the words
+    /// every version shares: Accepted for a vendor we know, UnknownVendorId otherwise.
+    pub(crate) fn data_transfer_status(&self, vendor: &str) -> &'static str {
+        let known = self
+            .config
             .data_transfer_vendors
             .iter()
-            .any(|v| v == vendor)
+            .any(|v| v == vendor);
+        if known {
+            "Accepted"
+        } else {
+            "UnknownVendorId"
+        }
     }
 
     /// `now` as an OCPP date-time (UTC, whole seconds).

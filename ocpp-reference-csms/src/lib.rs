@@ -331,10 +331,7 @@ impl Csms {
         identity: &ChargePointIdentity,
         policy: Option<BootPolicy>,
     ) -> Result<(), ChangeError> {
-        let _changes = self
-            .settings_changes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _changes = self.settings_changes();
         let record = Record::BootPolicy {
             identity: identity.as_str().to_owned(),
             policy,
@@ -653,9 +650,7 @@ impl Csms {
         for call in &closed.unanswered_outgoing {
             if let Some(identity) = identity {
                 let action = call.request.action();
-                self.note_certificate_answer(identity, action, "Disconnected".into());
-                self.note_cost_updated_answer(identity, action, "Disconnected".into());
-                self.note_profile_answer(identity, action, "Disconnected".into());
+                self.note_answer(identity, action, || "Disconnected".into());
             }
             tracing::warn!(
                 identity = identity.map(ChargePointIdentity::as_str),

@@ -1,6 +1,6 @@
 //! Counters and gauges, lock-free, rendered in the Prometheus text format (version 0.0.4).
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use super::admin_auth::AdminRefused;
@@ -157,6 +157,15 @@ pub struct Metrics {
     admin_refused: [Counter; AdminRefused::ALL.len()],
 }
 
+/// One metric in the Prometheus text format: its HELP and TYPE (`counter`, `gauge`) lines,
+/// then its value.
+fn write_metric(out: &mut String, kind: &str, name: &str, help: &str, value: impl fmt::Display) {
+    let _ = write!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+    );
+}
+
 impl Metrics {
     /// The counter of admin refusals for `reason`.
     pub fn admin_refused(&self, reason: AdminRefused) -> &Counter {
@@ -167,10 +176,7 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(2048);
         let mut counter = |name: &str, help: &str, value: u64| {
-            let _ = write!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n"
-            );
+            write_metric(&mut out, "counter", name, help, value)
         };
         counter(
             "ocpp_sockets_accepted_total",
@@ -309,12 +315,8 @@ impl Metrics {
                 self.admin_refused(reason).get()
             );
         }
-        let mut gauge = |name: &str, help: &str, value: i64| {
-            let _ = write!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
-            );
-        };
+        let mut gauge =
+            |name: &str, help: &str, value: i64| write_metric(&mut out, "gauge", name, help, value);
         gauge(
             "ocpp_boots_waiting",
             "Charge points answered Pending by the boot rate, not booted again yet.",

@@ -89,16 +89,28 @@ impl Csms {
         taken
     }
 
-    /// Records the station's answer to our CertificateSigned.
-    pub(crate) fn note_certificate_answer(
+    /// Records the station's answer to our CALL `action` (its status, a CALLERROR, or how
+    /// it failed, as [`answer_status`] names them) where a record waits for it: a
+    /// CertificateSigned, a CostUpdated, a SetChargingProfile or a ClearChargingProfile.
+    /// `answer` is made only for those.
+    pub(crate) fn note_answer(
         &self,
         identity: &ChargePointIdentity,
         action: &str,
-        answer: String,
+        answer: impl FnOnce() -> String,
     ) {
-        if action != "CertificateSigned" {
-            return;
+        match action {
+            "CertificateSigned" => self.note_certificate_answer(identity, answer()),
+            "CostUpdated" => self.note_cost_updated_answer(identity, answer()),
+            "SetChargingProfile" | "ClearChargingProfile" => {
+                self.note_profile_answer(identity, action, answer());
+            }
+            _ => {}
         }
+    }
+
+    /// Records the station's answer to our CertificateSigned.
+    fn note_certificate_answer(&self, identity: &ChargePointIdentity, answer: String) {
         if let Some(record) = self
             .lock()
             .get_mut(identity)
@@ -143,15 +155,7 @@ impl Csms {
 
     /// Records the station's answer to our SetChargingProfile (its status, or how it
     /// failed) or ClearChargingProfile (Accepted clears the profile it named).
-    pub(crate) fn note_profile_answer(
-        &self,
-        identity: &ChargePointIdentity,
-        action: &str,
-        answer: String,
-    ) {
-        if !matches!(action, "SetChargingProfile" | "ClearChargingProfile") {
-            return;
-        }
+    fn note_profile_answer(&self, identity: &ChargePointIdentity, action: &str, answer: String) {
         let mut fleet = self.lock();
         let Some(cp) = fleet.get_mut(identity) else {
             return;
@@ -206,17 +210,9 @@ impl Csms {
 
     /// What one of our CALLs' outcome settles: the record made when it was asked for.
     fn settle_call(&self, identity: &ChargePointIdentity, action: &str, outcome: &CallOutcome) {
-        if action == "CertificateSigned" {
-            self.note_certificate_answer(identity, action, answer_status(outcome));
-        }
+        self.note_answer(identity, action, || answer_status(outcome));
         if action == "GetTransactionStatus" {
             self.note_transaction_status(identity, outcome);
-        }
-        if action == "CostUpdated" {
-            self.note_cost_updated_answer(identity, action, answer_status(outcome));
-        }
-        if matches!(action, "SetChargingProfile" | "ClearChargingProfile") {
-            self.note_profile_answer(identity, action, answer_status(outcome));
         }
         if let ("GetVariables", Ok(response)) = (action, outcome) {
             if let Ok(payload) = serde_json::to_value(response) {
@@ -233,10 +229,7 @@ impl Csms {
         // password leaves the proposal for the chunk that does.
         if matches!(action, "SetVariables" | "ChangeConfiguration") && !answers_other_chunk(outcome)
         {
-            let _changes = self
-                .settings_changes
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let _changes = self.settings_changes();
             let changed = {
                 let mut credentials = self.credentials.write().unwrap_or_else(|p| p.into_inner());
                 match credentials.as_mut().filter(|c| c.has_proposal(identity)) {

@@ -21,7 +21,7 @@
 //!   stations the operator did not change). A station's tariff is a `settings` row
 //!   `tariff/<identity>` (no schema change).
 
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use ocpp_proto::ChargePointIdentity;
@@ -199,13 +199,18 @@ impl Csms {
         };
         // A change of this node's own is made whole (committed, then applied) or not at all
         // while the settings are read and applied: a read from before it cannot undo it.
-        let _changes = self
-            .settings_changes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _changes = self.settings_changes();
         let settings = store.settings()?;
         self.apply_settings(settings);
         Ok(())
+    }
+
+    /// Held while an operator's change is committed and applied, or while the settings are
+    /// read again from the store: one at a time.
+    pub(super) fn settings_changes(&self) -> MutexGuard<'_, ()> {
+        self.settings_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Keeps `records` in the store, if there is one (nothing to do otherwise).
@@ -301,10 +306,7 @@ impl Csms {
     /// # Errors
     /// A bad token (`Err` text for 400), or the store's failure (for 503).
     pub fn put_token(&self, id: &str, entry: TokenEntry) -> Result<(), ChangeError> {
-        let _changes = self
-            .settings_changes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _changes = self.settings_changes();
         // Checked as the store would check it, before anything is written.
         TokenStore::default()
             .insert(id, entry.clone())
@@ -323,10 +325,7 @@ impl Csms {
     /// # Errors
     /// The store's failure.
     pub fn remove_token(&self, id: &str) -> Result<bool, StoreError> {
-        let _changes = self
-            .settings_changes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _changes = self.settings_changes();
         if self.tokens().map_or(true, |store| store.get(id).is_none()) {
             return Ok(false);
         }
@@ -348,10 +347,7 @@ impl Csms {
         record: Record,
         apply: impl FnOnce(&mut Credentials),
     ) -> Result<(), ChangeError> {
-        let _changes = self
-            .settings_changes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _changes = self.settings_changes();
         let no_store = self
             .credentials
             .read()

@@ -639,14 +639,11 @@ impl super::Context<'_> {
         version: OcppVersion,
         payload: &Value,
     ) -> bool {
-        let default = self.config.get_site_limit();
-        match on_charging_needs(cp, default, version, payload, self.now) {
-            Some(profile) => {
-                self.follow_up(cp, profile);
-                true
-            }
-            None => false,
-        }
+        let profile =
+            on_charging_needs(cp, self.config.get_site_limit(), version, payload, self.now);
+        let accepted = profile.is_some();
+        self.follow_up_with(cp, profile);
+        accepted
     }
 
     /// NotifyEVChargingSchedule (any 2.x version's payload): whether it is Accepted; when
@@ -657,15 +654,19 @@ impl super::Context<'_> {
         version: OcppVersion,
         payload: &Value,
     ) -> bool {
-        let default = self.config.get_site_limit();
-        match on_charging_schedule(cp, default, version, payload, self.now) {
+        match on_charging_schedule(cp, self.config.get_site_limit(), version, payload, self.now) {
             Ok(()) => true,
             Err(profile) => {
-                if let Some(profile) = profile {
-                    self.follow_up(cp, profile);
-                }
+                self.follow_up_with(cp, profile);
                 false
             }
+        }
+    }
+
+    /// Queues `profile`, if there is one, to follow the answer.
+    fn follow_up_with(&self, cp: &mut ChargePoint, profile: Option<Request>) {
+        if let Some(profile) = profile {
+            self.follow_up(cp, profile);
         }
     }
 }

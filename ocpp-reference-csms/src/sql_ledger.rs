@@ -61,25 +61,32 @@ impl SqlLedger {
         SqlLedger { store }
     }
 
+    /// The row that `sql` selects from `charge_point`'s transactions (`$1`) by one more
+    /// value (`$2`), if there is one.
+    fn select_row(
+        &self,
+        sql: &'static str,
+        charge_point: &str,
+        value: String,
+    ) -> Result<Option<AnyRow>, StoreError> {
+        let charge_point = charge_point.to_owned();
+        self.store.run(move |pool| async move {
+            let query = sqlx::query(sql).bind(charge_point).bind(value);
+            Ok(query.fetch_optional(&pool).await?)
+        })
+    }
+
     /// The charge point's transaction with this id, as the table has it.
     fn find(&self, charge_point: &str, id: &TransactionId) -> Result<Option<Found>, StoreError> {
-        let (charge_point, id) = (charge_point.to_owned(), id.to_string());
-        self.store.run(move |pool| async move {
-            let row = sqlx::query(
-                "SELECT ended_ms, last_seq_no FROM transactions WHERE identity = $1 AND id = $2",
-            )
-            .bind(charge_point)
-            .bind(id)
-            .fetch_optional(&pool)
-            .await?;
-            row.map(|row| {
-                Ok(Found {
-                    ended: row.try_get::<Option<i64>, _>(0)?.is_some(),
-                    last_seq_no: row.try_get(1)?,
-                })
+        let sql = "SELECT ended_ms, last_seq_no FROM transactions WHERE identity = $1 AND id = $2";
+        let row = self.select_row(sql, charge_point, id.to_string())?;
+        row.map(|row| {
+            Ok(Found {
+                ended: row.try_get::<Option<i64>, _>(0)?.is_some(),
+                last_seq_no: row.try_get(1)?,
             })
-            .transpose()
         })
+        .transpose()
     }
 
     /// Inserts a transaction first seen now (nothing when the row exists): whether it was.
@@ -186,6 +193,30 @@ struct NewRow {
     start_key: Option<String>,
 }
 
+impl NewRow {
+    /// The row of transaction `id` of `charge_point` as a message with these fields says it:
+    /// where, who, and when it started (the message's time); not ended, no seqNo, no start
+    /// key, until the caller says more.
+    fn new(
+        charge_point: &str,
+        id: &TransactionId,
+        (evse, connector): (Option<u32>, Option<u32>),
+        token: &Option<IdToken>,
+        started: &DateTime,
+    ) -> NewRow {
+        NewRow {
+            charge_point: charge_point.to_owned(),
+            id: id.clone(),
+            connector: label(id, evse, connector),
+            token: token.clone(),
+            started_ms: millis(started),
+            ended: None,
+            last_seq_no: None,
+            start_key: None,
+        }
+    }
+}
+
 impl TransactionLedger for SqlLedger {
     type Error = StoreError;
 
@@ -205,17 +236,9 @@ impl TransactionLedger for SqlLedger {
         let id = match (&start.id, &key) {
             (Some(id), _) => id.clone(),
             (None, Some(key)) => {
-                let (cp, key) = (charge_point.to_owned(), key.clone());
-                let given: Option<String> = self.store.run(move |pool| async move {
-                    let row = sqlx::query(
-                        "SELECT id FROM transactions WHERE identity = $1 AND start_key = $2",
-                    )
-                    .bind(cp)
-                    .bind(key)
-                    .fetch_optional(&pool)
-                    .await?;
-                    Ok(row.map(|row| row.try_get(0)).transpose()?)
-                })?;
+                let sql = "SELECT id FROM transactions WHERE identity = $1 AND start_key = $2";
+                let row = self.select_row(sql, charge_point, key.clone())?;
+                let given: Option<String> = row.map(|row| row.try_get(0)).transpose()?;
                 if let Some(id) = given.and_then(|id| id.parse().ok()) {
                     return Ok(Recorded::Repeated(TransactionId::Number(id)));
                 }
@@ -223,15 +246,11 @@ impl TransactionLedger for SqlLedger {
             }
             (None, None) => return Ok(Recorded::Unknown),
         };
+        let place = (start.evse, start.connector);
         let inserted = self.insert(NewRow {
-            charge_point: charge_point.to_owned(),
-            id: id.clone(),
-            connector: label(&id, start.evse, start.connector),
-            token: start.token.clone(),
-            started_ms: millis(&start.timestamp),
-            ended: None,
             last_seq_no: start.seq_no.map(i64::from),
             start_key: key,
+            ..NewRow::new(charge_point, &id, place, &start.token, &start.timestamp)
         })?;
         Ok(if inserted {
             Recorded::New(id)
@@ -254,16 +273,20 @@ impl TransactionLedger for SqlLedger {
                 self.update(charge_point, &update.id, seq_no.or(row.last_seq_no), None)?;
                 Ok(Recorded::New(update.id.clone()))
             }
-            None => self.first_seen(NewRow {
-                charge_point: charge_point.to_owned(),
-                id: update.id.clone(),
-                connector: label(&update.id, update.evse, update.connector),
-                token: update.token.clone(),
-                started_ms: millis(&update.timestamp),
-                ended: None,
-                last_seq_no: seq_no,
-                start_key: None,
-            }),
+            None => {
+                let place = (update.evse, update.connector);
+                let row = NewRow::new(
+                    charge_point,
+                    &update.id,
+                    place,
+                    &update.token,
+                    &update.timestamp,
+                );
+                self.first_seen(NewRow {
+                    last_seq_no: seq_no,
+                    ..row
+                })
+            }
         }
     }
 
@@ -272,12 +295,13 @@ impl TransactionLedger for SqlLedger {
         charge_point: &str,
         end: &TransactionEnded,
     ) -> Result<Recorded, StoreError> {
-        let seq_no = end.seq_no.map(i64::from);
+        // When and why it ended, as the row keeps it.
         let reason = end
             .raw_reason
             .clone()
             .unwrap_or_else(|| end.reason.as_str().to_owned());
         let ended = Some((millis(&end.timestamp), reason));
+        let seq_no = end.seq_no.map(i64::from);
         match self.find(charge_point, &end.id)? {
             Some(row) if row.ended => Ok(Recorded::Repeated(end.id.clone())),
             Some(row) => {
@@ -285,16 +309,15 @@ impl TransactionLedger for SqlLedger {
                 self.update(charge_point, &end.id, last, ended)?;
                 Ok(Recorded::New(end.id.clone()))
             }
-            None => self.first_seen(NewRow {
-                charge_point: charge_point.to_owned(),
-                id: end.id.clone(),
-                connector: label(&end.id, end.evse, end.connector),
-                token: end.token.clone(),
-                started_ms: millis(&end.timestamp),
-                ended,
-                last_seq_no: seq_no,
-                start_key: None,
-            }),
+            None => {
+                let place = (end.evse, end.connector);
+                let row = NewRow::new(charge_point, &end.id, place, &end.token, &end.timestamp);
+                self.first_seen(NewRow {
+                    ended,
+                    last_seq_no: seq_no,
+                    ..row
+                })
+            }
         }
     }
 

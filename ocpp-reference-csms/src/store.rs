@@ -342,23 +342,6 @@ pub struct SqlStore {
     described: String,
 }
 
-impl Drop for SqlStore {
-    /// Waits (at most twice the database wait, 6 s) until the writes queued with
-    /// [`Durability::Later`] are done, so that what was saved is on the disk when the store
-    /// is gone (a graceful shutdown, a store opened again on the same database).
-    fn drop(&mut self) {
-        Store::flush(self);
-    }
-}
-
-impl fmt::Debug for SqlStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SqlStore")
-            .field("database", &self.described)
-            .finish()
-    }
-}
-
 impl SqlStore {
     /// Connects to `url` (`sqlite://FILE`, created when missing; `postgres://...`), applies
     /// the migrations and starts the store's thread.
@@ -534,6 +517,23 @@ impl Store for SqlStore {
 
     fn describe(&self) -> String {
         self.described.clone()
+    }
+}
+
+impl Drop for SqlStore {
+    /// Waits (at most twice the database wait, 6 s) until the writes queued with
+    /// [`Durability::Later`] are done, so that what was saved is on the disk when the store
+    /// is gone (a graceful shutdown, a store opened again on the same database).
+    fn drop(&mut self) {
+        Store::flush(self);
+    }
+}
+
+impl fmt::Debug for SqlStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqlStore")
+            .field("database", &self.described)
+            .finish()
     }
 }
 

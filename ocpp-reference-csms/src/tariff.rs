@@ -403,10 +403,7 @@ impl Csms {
         identity: &ChargePointIdentity,
         tariff: Option<Tariff>,
     ) -> Result<(), ChangeError> {
-        let _changes = self
-            .settings_changes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _changes = self.settings_changes();
         let record = Record::Tariff {
             identity: identity.as_str().to_owned(),
             tariff,
@@ -429,15 +426,7 @@ impl Csms {
 
     /// Records the station's answer to our CostUpdated on the oldest one still pending (one
     /// CALL is in flight at a time, in order).
-    pub(super) fn note_cost_updated_answer(
-        &self,
-        identity: &ChargePointIdentity,
-        action: &str,
-        answer: String,
-    ) {
-        if action != "CostUpdated" {
-            return;
-        }
+    pub(super) fn note_cost_updated_answer(&self, identity: &ChargePointIdentity, answer: String) {
         let mut fleet = self.lock();
         let Some(cp) = fleet.get_mut(identity.as_str()) else {
             return;
@@ -487,12 +476,22 @@ mod tests {
         }
     }
 
-    fn event(kind: &str, seq_no: u32, tx: &str, wh: u32) -> Value {
-        json!({"eventType": kind, "timestamp": "2026-01-01T00:00:00Z",
+    /// The answer to a TransactionEvent of `kind` and `seq_no` for transaction `tx`, the
+    /// meter at `wh`.
+    fn transaction_event(
+        csms: &Csms,
+        cp: &ChargePointIdentity,
+        kind: &str,
+        seq_no: u32,
+        tx: &str,
+        wh: u32,
+    ) -> Value {
+        let event = json!({"eventType": kind, "timestamp": "2026-01-01T00:00:00Z",
                "triggerReason": "MeterValuePeriodic", "seqNo": seq_no,
                "transactionInfo": {"transactionId": tx}, "evse": {"id": 1, "connectorId": 1},
                "meterValue": [{"timestamp": "2026-01-01T00:00:00Z",
-                               "sampledValue": [{"value": wh}]}]})
+                               "sampledValue": [{"value": wh}]}]});
+        answer(csms, cp, "TransactionEvent", event)
     }
 
     fn follow_up(csms: &Csms, identity: &ChargePointIdentity) -> Option<Value> {
@@ -505,9 +504,7 @@ mod tests {
     #[test]
     fn cost_updated_is_paced_per_transaction_and_its_answer_kept() {
         let (csms, cp) = csms(Duration::from_secs(3_600), OcppVersion::V2_0_1);
-        let te = |kind, seq_no, tx, wh| {
-            answer(&csms, &cp, "TransactionEvent", event(kind, seq_no, tx, wh))
-        };
+        let te = |kind, seq_no, tx, wh| transaction_event(&csms, &cp, kind, seq_no, tx, wh);
         assert_eq!(te("Started", 0, "A", 1_000), json!({}));
         assert_eq!(follow_up(&csms, &cp), None, "not after Started");
         assert_eq!(
@@ -546,27 +543,11 @@ mod tests {
     #[test]
     fn ocpp_2_1_updated_answers_carry_the_running_cost() {
         let (csms, cp) = csms(Duration::ZERO, OcppVersion::V2_1);
-        answer(
-            &csms,
-            &cp,
-            "TransactionEvent",
-            event("Started", 0, "T", 1_000),
-        );
-        let updated = answer(
-            &csms,
-            &cp,
-            "TransactionEvent",
-            event("Updated", 1, "T", 2_000),
-        );
-        assert_eq!(updated, json!({"totalCost": 0.25}));
+        let te = |kind, seq_no, tx, wh| transaction_event(&csms, &cp, kind, seq_no, tx, wh);
+        te("Started", 0, "T", 1_000);
+        assert_eq!(te("Updated", 1, "T", 2_000), json!({"totalCost": 0.25}));
         assert!(follow_up(&csms, &cp).is_some());
-        let updated = answer(
-            &csms,
-            &cp,
-            "TransactionEvent",
-            event("Updated", 2, "T", 2_400),
-        );
-        assert_eq!(updated, json!({"totalCost": 0.35}));
+        assert_eq!(te("Updated", 2, "T", 2_400), json!({"totalCost": 0.35}));
         assert!(follow_up(&csms, &cp).is_some(), "interval 0: every time");
     }
 

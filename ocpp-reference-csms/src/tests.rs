@@ -5,7 +5,7 @@ use std::time::Duration;
 use ocpp_frame::handshake::BasicCredentials;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
-use ocpp_messages::{v1_6, v2_0_1, v2_1};
+use ocpp_messages::{v1_6, v2_0_1, v2_1, Decimal};
 use ocpp_proto::{
     CallFailure, CallOutcome, ChargePointIdentity, CloseReason, Closed, Rejection, Request,
     Response,
@@ -19,7 +19,7 @@ fn identity(name: &str) -> ChargePointIdentity {
 }
 
 /// Sends the CALL `action` with `payload` (JSON) through [`Csms::on_call`] and returns the
-/// CALLRESULT payload as JSON.
+/// CALLRESULT payload as JSON. A test names it for its charge point: `send(action, payload)`.
 fn call(
     csms: &Csms,
     session: SessionId,
@@ -37,6 +37,34 @@ fn call(
         }
         other => panic!("{action}: {other:?}"),
     }
+}
+
+/// `cp` connects with `version` and boots with the BootNotification `payload`, which is
+/// Accepted: its session and the answer.
+fn connect_and_boot(
+    csms: &Csms,
+    cp: &ChargePointIdentity,
+    version: OcppVersion,
+    payload: &str,
+) -> (SessionId, Value) {
+    let session = csms.on_connected(cp, version);
+    let boot = call(csms, session, cp, "BootNotification", payload);
+    assert_eq!(boot["status"], "Accepted");
+    (session, boot)
+}
+
+/// `cp`'s first transaction has ended, for `reason`, with `energy_wh` delivered.
+fn assert_first_transaction_ended(
+    csms: &Csms,
+    cp: &ChargePointIdentity,
+    energy_wh: Decimal,
+    reason: &str,
+) {
+    let state = csms.charge_point(cp).unwrap();
+    let ended = &state.transactions[0];
+    assert!(!ended.is_active());
+    assert_eq!(ended.energy_wh(), Some(energy_wh));
+    assert_eq!(ended.stop_reason.as_deref(), Some(reason));
 }
 
 trait ValidateJson {
@@ -76,52 +104,34 @@ fn closed() -> Closed {
 fn charging_session_v1_6() {
     let csms = Csms::new(CsmsConfig::default().heartbeat_interval(Duration::from_secs(120)));
     let cp = identity("CP16");
-    let session = csms.on_connected(&cp, OcppVersion::V1_6);
-
-    let boot = call(
-        &csms,
-        session,
-        &cp,
-        "BootNotification",
-        r#"{"chargePointVendor":"ACME","chargePointModel":"Fast-50","firmwareVersion":"1.2.3"}"#,
-    );
-    assert_eq!(boot["status"], "Accepted");
+    let boot =
+        r#"{"chargePointVendor":"ACME","chargePointModel":"Fast-50","firmwareVersion":"1.2.3"}"#;
+    let (session, boot) = connect_and_boot(&csms, &cp, OcppVersion::V1_6, boot);
+    let send = |action: &str, payload: &str| call(&csms, session, &cp, action, payload);
     assert_eq!(boot["interval"], 120);
     assert!(DateTime::parse(boot["currentTime"].as_str().unwrap()).is_ok());
 
-    let heartbeat = call(&csms, session, &cp, "Heartbeat", "{}");
+    let heartbeat = send("Heartbeat", "{}");
     assert!(heartbeat["currentTime"].is_string());
 
-    call(
-        &csms,
-        session,
-        &cp,
+    send(
         "StatusNotification",
         r#"{"connectorId":1,"errorCode":"NoError","status":"Preparing"}"#,
     );
-    let auth = call(&csms, session, &cp, "Authorize", r#"{"idTag":"TAG1"}"#);
+    let auth = send("Authorize", r#"{"idTag":"TAG1"}"#);
     assert_eq!(auth["idTagInfo"]["status"], "Accepted");
 
-    let start = call(
-        &csms,
-        session,
-        &cp,
+    let start = send(
         "StartTransaction",
         r#"{"connectorId":1,"idTag":"TAG1","meterStart":1000,"timestamp":"2026-11-29T12:00:00Z"}"#,
     );
     let tx = start["transactionId"].as_i64().unwrap();
     assert_eq!(start["idTagInfo"]["status"], "Accepted");
-    call(
-        &csms,
-        session,
-        &cp,
+    send(
         "StatusNotification",
         r#"{"connectorId":1,"errorCode":"NoError","status":"Charging"}"#,
     );
-    call(
-        &csms,
-        session,
-        &cp,
+    send(
         "MeterValues",
         &format!(
             r#"{{"connectorId":1,"transactionId":{tx},"meterValue":[{{"timestamp":"2026-11-29T12:05:00Z",
@@ -139,27 +149,17 @@ fn charging_session_v1_6() {
     assert_eq!(active.energy_wh(), Some(500.into()));
     assert_eq!(active.samples, 2);
 
-    let stop = call(
-        &csms,
-        session,
-        &cp,
+    let stop = send(
         "StopTransaction",
         &format!(
             r#"{{"transactionId":{tx},"meterStop":4000,"timestamp":"2026-11-29T13:00:00Z","reason":"Local","idTag":"TAG1"}}"#
         ),
     );
     assert_eq!(stop["idTagInfo"]["status"], "Accepted");
-    let state = csms.charge_point(&cp).unwrap();
-    let ended = &state.transactions[0];
-    assert!(!ended.is_active());
-    assert_eq!(ended.energy_wh(), Some(3000.into()));
-    assert_eq!(ended.stop_reason.as_deref(), Some("Local"));
+    assert_first_transaction_ended(&csms, &cp, 3000.into(), "Local");
 
     // A second transaction gets another id.
-    let again = call(
-        &csms,
-        session,
-        &cp,
+    let again = send(
         "StartTransaction",
         r#"{"connectorId":1,"idTag":"TAG1","meterStart":4000,"timestamp":"2026-11-29T14:00:00Z"}"#,
     );
@@ -196,29 +196,16 @@ fn charging_session_v1_6() {
 fn charging_session_v2_0_1() {
     let csms = Csms::new(CsmsConfig::default());
     let cp = identity("CS201");
-    let session = csms.on_connected(&cp, OcppVersion::V2_0_1);
-
-    let boot = call(
-        &csms,
-        session,
-        &cp,
-        "BootNotification",
-        r#"{"chargingStation":{"vendorName":"ACME","model":"AC-22"},"reason":"PowerUp"}"#,
-    );
-    assert_eq!(boot["status"], "Accepted");
+    let boot = r#"{"chargingStation":{"vendorName":"ACME","model":"AC-22"},"reason":"PowerUp"}"#;
+    let (session, boot) = connect_and_boot(&csms, &cp, OcppVersion::V2_0_1, boot);
+    let send = |action: &str, payload: &str| call(&csms, session, &cp, action, payload);
     assert_eq!(boot["interval"], 300);
-    call(&csms, session, &cp, "Heartbeat", "{}");
-    call(
-        &csms,
-        session,
-        &cp,
+    send("Heartbeat", "{}");
+    send(
         "StatusNotification",
         r#"{"timestamp":"2026-11-29T12:00:00Z","connectorStatus":"Occupied","evseId":1,"connectorId":1}"#,
     );
-    let auth = call(
-        &csms,
-        session,
-        &cp,
+    let auth = send(
         "Authorize",
         r#"{"idToken":{"idToken":"TAG1","type":"ISO14443"}}"#,
     );
@@ -233,25 +220,13 @@ fn charging_session_v2_0_1() {
             wh = 1000 + seq * 1000
         )
     };
-    let started = call(
-        &csms,
-        session,
-        &cp,
+    let started = send(
         "TransactionEvent",
         &event("Started", 0, r#","chargingState":"Charging""#),
     );
     assert_eq!(started["idTokenInfo"]["status"], "Accepted");
-    call(
-        &csms,
-        session,
-        &cp,
-        "TransactionEvent",
-        &event("Updated", 1, ""),
-    );
-    call(
-        &csms,
-        session,
-        &cp,
+    send("TransactionEvent", &event("Updated", 1, ""));
+    send(
         "MeterValues",
         r#"{"evseId":1,"meterValue":[{"timestamp":"2026-11-29T12:10:00Z","sampledValue":[{"value":2.5,"unitOfMeasure":{"unit":"kWh"}}]}]}"#,
     );
@@ -263,24 +238,14 @@ fn charging_session_v2_0_1() {
     assert_eq!(tx.energy_wh(), Some(1500.into()));
     assert_eq!(&*state.connectors["1/1"].status, "Occupied");
 
-    call(
-        &csms,
-        session,
-        &cp,
+    send(
         "TransactionEvent",
         &event("Ended", 2, r#","stoppedReason":"EVDisconnected""#),
     );
-    let state = csms.charge_point(&cp).unwrap();
-    assert_eq!(state.transactions.len(), 1);
-    let tx = &state.transactions[0];
-    assert!(!tx.is_active());
-    assert_eq!(tx.energy_wh(), Some(2000.into()));
-    assert_eq!(tx.stop_reason.as_deref(), Some("EVDisconnected"));
+    assert_eq!(csms.charge_point(&cp).unwrap().transactions.len(), 1);
+    assert_first_transaction_ended(&csms, &cp, 2000.into(), "EVDisconnected");
 
-    let notify = call(
-        &csms,
-        session,
-        &cp,
+    let notify = send(
         "SecurityEventNotification",
         r#"{"type":"StartupOfTheDevice","timestamp":"2026-11-29T12:00:00Z"}"#,
     );
@@ -301,26 +266,20 @@ fn charging_session_v2_0_1() {
 
 #[test]
 fn boot_and_transaction_v2_1() {
-    let csms = Csms::new(CsmsConfig::default());
-    let cp = identity("CS21");
-    let session = csms.on_connected(&cp, OcppVersion::V2_1);
-    let boot = call(
-        &csms,
-        session,
-        &cp,
-        "BootNotification",
-        r#"{"chargingStation":{"vendorName":"ACME","model":"DC-400"},"reason":"PowerUp"}"#,
-    );
-    assert_eq!(boot["status"], "Accepted");
+    // A transaction from the cable plugged in to the EV's departure, without an idToken.
     let start = r#"{"eventType":"Started","timestamp":"2026-11-29T12:00:00Z","triggerReason":"CablePluggedIn",
         "seqNo":0,"transactionInfo":{"transactionId":"T21"},"evse":{"id":2,"connectorId":1}}"#;
+    let end = r#"{"eventType":"Ended","timestamp":"2026-11-29T12:30:00Z","triggerReason":"EVDeparted",
+        "seqNo":1,"transactionInfo":{"transactionId":"T21","stoppedReason":"EVDisconnected"}}"#;
+    let csms = Csms::new(CsmsConfig::default());
+    let cp = identity("CS21");
+    let boot = r#"{"chargingStation":{"vendorName":"ACME","model":"DC-400"},"reason":"PowerUp"}"#;
+    let (session, _) = connect_and_boot(&csms, &cp, OcppVersion::V2_1, boot);
     let answer = call(&csms, session, &cp, "TransactionEvent", start);
     assert!(
         answer.get("idTokenInfo").is_none(),
         "no idToken, no idTokenInfo: {answer}"
     );
-    let end = r#"{"eventType":"Ended","timestamp":"2026-11-29T12:30:00Z","triggerReason":"EVDeparted",
-        "seqNo":1,"transactionInfo":{"transactionId":"T21","stoppedReason":"EVDisconnected"}}"#;
     call(&csms, session, &cp, "TransactionEvent", end);
     let state = csms.charge_point(&cp).unwrap();
     assert_eq!(state.transactions[0].connector, "2/1");
@@ -346,23 +305,18 @@ fn ended_transactions_are_pruned() {
     let csms = Csms::new(CsmsConfig::default().ended_transactions_kept(2));
     let cp = identity("CP1");
     let session = csms.on_connected(&cp, OcppVersion::V1_6);
+    let send = |action: &str, payload: &str| call(&csms, session, &cp, action, payload);
     // Five transactions (a StartTransaction in the same words as an earlier one would be
     // that one sent again, and get its id: meterStart differs).
     for meter_start in 0..5 {
-        let start = call(
-            &csms,
-            session,
-            &cp,
+        let start = send(
             "StartTransaction",
             &format!(
                 r#"{{"connectorId":1,"idTag":"T","meterStart":{meter_start},"timestamp":"2026-11-29T12:00:00Z"}}"#
             ),
         );
         let tx = start["transactionId"].as_i64().unwrap();
-        call(
-            &csms,
-            session,
-            &cp,
+        send(
             "StopTransaction",
             &format!(
                 r#"{{"transactionId":{tx},"meterStop":10,"timestamp":"2026-11-29T12:00:00Z"}}"#
@@ -599,6 +553,7 @@ fn charging_profiles_are_settled_in_the_order_sent_operator_and_ours() {
     let csms = Csms::new(config);
     let cp = identity("CP-SC");
     let session = csms.on_connected(&cp, OcppVersion::V2_0_1);
+    let send = |action: &str, payload: &str| call(&csms, session, &cp, action, payload);
     // The operator's own TxDefaultProfile, through the generic command route.
     let body = serde_json::json!({"evseId": 0, "chargingProfile": {"id": 7, "stackLevel": 0,
         "chargingProfilePurpose": "TxDefaultProfile", "chargingProfileKind": "Relative",
@@ -618,10 +573,10 @@ fn charging_profiles_are_settled_in_the_order_sent_operator_and_ours() {
     let started = r#"{"eventType":"Started","timestamp":"2026-01-01T00:00:00Z",
         "triggerReason":"Authorized","seqNo":0,"transactionInfo":{"transactionId":"TX"},
         "evse":{"id":1,"connectorId":1}}"#;
-    call(&csms, session, &cp, "TransactionEvent", started);
+    send("TransactionEvent", started);
     let needs = r#"{"evseId":1,"chargingNeeds":{"requestedEnergyTransfer":"AC_single_phase",
         "acChargingParameters":{"energyAmount":1,"evMinCurrent":6,"evMaxCurrent":32,"evMaxVoltage":230}}}"#;
-    let answer = call(&csms, session, &cp, "NotifyEVChargingNeeds", needs);
+    let answer = send("NotifyEVChargingNeeds", needs);
     assert_eq!(answer["status"], "Accepted");
     let follow_up = csms.take_follow_up(&cp).expect("a SetChargingProfile");
     let sent = serde_json::to_value(&follow_up).unwrap();
@@ -655,7 +610,7 @@ fn charging_profiles_are_settled_in_the_order_sent_operator_and_ours() {
     // unanswered when the connection ends is recorded as such.
     let schedule = r#"{"timeBase":"2026-01-01T00:00:00Z","evseId":1,"chargingSchedule":{"id":1,
         "chargingRateUnit":"A","chargingSchedulePeriod":[{"startPeriod":0,"limit":32.0}]}}"#;
-    let answer = call(&csms, session, &cp, "NotifyEVChargingSchedule", schedule);
+    let answer = send("NotifyEVChargingSchedule", schedule);
     assert_eq!(answer["status"], "Rejected");
     // Sent on a real connection, which then ends before the answer.
     let now = std::time::Instant::now();
@@ -722,6 +677,7 @@ fn signed_meter_values_are_kept_verbatim_and_checked() {
     let csms = Csms::new(CsmsConfig::default());
     let cp = identity("CS-SIGNED");
     let session = csms.on_connected(&cp, OcppVersion::V2_0_1);
+    let send = |action: &str, payload: &str| call(&csms, session, &cp, action, payload);
     let event = |kind: &str, seq: u32, data: &str| {
         let signed = serde_json::json!({
             "signedMeterData": data, "signingMethod": "ECDSA-secp256r1-SHA256",
@@ -737,13 +693,7 @@ fn signed_meter_values_are_kept_verbatim_and_checked() {
         })
         .to_string()
     };
-    call(
-        &csms,
-        session,
-        &cp,
-        "TransactionEvent",
-        &event("Started", 0, KEBA_RECORD),
-    );
+    send("TransactionEvent", &event("Started", 0, KEBA_RECORD));
     let state = csms.charge_point(&cp).unwrap();
     let signed = *state.transactions[0].signed_meter.clone().expect("kept");
     assert_eq!(signed.data, KEBA_RECORD);
@@ -751,13 +701,7 @@ fn signed_meter_values_are_kept_verbatim_and_checked() {
     assert_eq!(signed.check, "verified with the key the station sent");
 
     let tampered = KEBA_RECORD.replacen("0.2597", "0.2598", 1);
-    call(
-        &csms,
-        session,
-        &cp,
-        "TransactionEvent",
-        &event("Updated", 1, &tampered),
-    );
+    send("TransactionEvent", &event("Updated", 1, &tampered));
     let state = csms.charge_point(&cp).unwrap();
     let signed = *state.transactions[0].signed_meter.clone().expect("kept");
     assert_eq!(signed.data, tampered);

@@ -20,8 +20,8 @@
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_model::{
-    EventAnswer, MeterReading, MeterReadings, StartKey, TransactionEnded, TransactionStarted,
-    TransactionUpdated,
+    Authorization, EventAnswer, IdToken, MeterReading, MeterReadings, StartKey, TransactionEnded,
+    TransactionStarted, TransactionUpdated,
 };
 use ocpp_proto::ErrorAnswer;
 
@@ -50,7 +50,7 @@ pub(super) fn started(
     version: OcppVersion,
 ) -> Result<EventAnswer, ErrorAnswer> {
     let token = start.token.as_ref();
-    let authorization = token.map(|t| authorization(context, t, version));
+    let authorization = token_authorization(context, token, version);
     let Some(id) = &start.id else {
         // 1.6: the CSMS gives out the id, even for an idTag it refuses (the charge point then
         // stops the transaction, §5.x StopTransactionOnInvalidId).
@@ -66,6 +66,16 @@ pub(super) fn started(
     went_on(transaction, id_tag, seq_no, start.charging_state.as_deref());
     ChargePoint::record_meter(transaction, &start.readings);
     Ok(EventAnswer::transaction(None, authorization))
+}
+
+/// The authorization of the token a transaction's message names, if it names one (its
+/// answer's `idTagInfo` / `idTokenInfo`).
+fn token_authorization(
+    context: &Context<'_>,
+    token: Option<&IdToken>,
+    version: OcppVersion,
+) -> Option<Authorization> {
+    token.map(|t| authorization(context, t, version))
 }
 
 /// A 1.6 start for which no id was reserved (the database is away): nothing is kept, and the
@@ -119,11 +129,8 @@ pub(super) fn updated(
     update: &TransactionUpdated,
     version: OcppVersion,
 ) -> EventAnswer {
-    let authorization = update
-        .token
-        .as_ref()
-        .map(|t| authorization(context, t, version));
     let id = update.id.to_string();
+    let authorization = token_authorization(context, update.token.as_ref(), version);
     if version == OcppVersion::V1_6 {
         if let Some(transaction) = cp.transaction_mut(&id) {
             ChargePoint::record_meter(transaction, &update.readings);
@@ -165,10 +172,7 @@ pub(super) fn ended(
     end: &TransactionEnded,
     version: OcppVersion,
 ) -> EventAnswer {
-    let authorization = end
-        .token
-        .as_ref()
-        .map(|t| authorization(context, t, version));
+    let authorization = token_authorization(context, end.token.as_ref(), version);
     let id = end.id.to_string();
     let keep = context.config.ended_transactions_kept;
     let reason = end.raw_reason.as_deref();

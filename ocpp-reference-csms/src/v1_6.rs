@@ -19,12 +19,8 @@ pub(super) fn handle(
     let response: ocpp_messages::v1_6::Response = match request {
         // §4.3: Accepted for a vendor we know, UnknownVendorId otherwise.
         Request::DataTransfer(transfer) => {
-            let status = if context.knows_vendor(&transfer.vendor_id) {
-                DataTransferStatus::Accepted
-            } else {
-                DataTransferStatus::UnknownVendorId
-            };
-            DataTransferResponse::new(status).into()
+            let status = context.data_transfer_status(&transfer.vendor_id);
+            DataTransferResponse::new(DataTransferStatus::from_wire(status)).into()
         }
         // Security whitepaper §3 (A02/A03): Accepted when the CA (`--ca-cert`) signs the
         // CSR, the CertificateSigned then follows the answer; Rejected otherwise (no CA, or

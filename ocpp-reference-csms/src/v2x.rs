@@ -90,12 +90,8 @@ macro_rules! handlers_2x {
                 let response: Response = match request {
                     // P01/P02: Accepted for a vendor we know, UnknownVendorId otherwise.
                     Request::DataTransfer(transfer) => {
-                        let status = if context.knows_vendor(&transfer.vendor_id) {
-                            DataTransferStatusEnum::Accepted
-                        } else {
-                            DataTransferStatusEnum::UnknownVendorId
-                        };
-                        DataTransferResponse::new(status).into()
+                        let status = context.data_transfer_status(&transfer.vendor_id);
+                        DataTransferResponse::new(DataTransferStatusEnum::from_wire(status)).into()
                     }
                     // K15/K17: Accepted, and a SetChargingProfile for the EVSE's transaction
                     // follows the answer (the share of the site limit, `smart_charging`);

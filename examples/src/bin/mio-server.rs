@@ -21,21 +21,10 @@ use ocpp_examples::mio_server;
 use ocpp_examples::server_cli;
 
 fn main() -> ExitCode {
-    let command = server_cli::command(
+    let args = server_cli::start_process(
         "mio-server",
         "A CSMS (OCPP central system) on single-threaded mio event loops.",
         "event loops (threads) sharing the port with SO_REUSEPORT",
     );
-    // Errors and --help exit here (2 and 0), with the usage or the help.
-    let args = server_cli::args_from(command, std::env::args_os()).unwrap_or_else(|e| e.exit());
-    server_cli::init_logging();
-    server_cli::raise_open_files_limit();
-    match mio_server::serve("mio-server", &args, false) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e}");
-            eprintln!("mio-server: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    server_cli::exit_code("mio-server", mio_server::serve("mio-server", &args, false))
 }

@@ -22,15 +22,11 @@ use ocpp_examples::tokio_server::{Server, ShutdownHandle};
 use tokio::signal::unix::{signal, SignalKind};
 
 fn main() -> ExitCode {
-    let command = server_cli::command(
+    let args = server_cli::start_process(
         "tokio-server",
         "A CSMS (OCPP central system) on a tokio runtime, its connections on ocpp-tokio shards (or a task each with --shards 0).",
         "worker threads of the multi-thread tokio runtime",
     );
-    // Errors and --help exit here (2 and 0), with the usage or the help.
-    let args = server_cli::args_from(command, std::env::args_os()).unwrap_or_else(|e| e.exit());
-    server_cli::init_logging();
-    server_cli::raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.threads)
         .thread_name("tokio-worker")
@@ -40,14 +36,7 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime.block_on(run(args)),
         Err(e) => Err(e.into()),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e}");
-            eprintln!("tokio-server: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    server_cli::exit_code("tokio-server", result)
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -61,13 +50,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let terminate = signal(SignalKind::terminate())?;
     tokio::spawn(on_signals(interrupt, terminate, server.shutdown_handle()));
 
-    let admin = server
-        .admin_addr()
-        .map_or_else(|| "off".to_owned(), |addr| addr.to_string());
-    println!(
-        "tokio-server listening on {} (admin on {admin})",
-        server.local_addr()
-    );
+    server_cli::announce_listening("tokio-server", server.local_addr(), server.admin_addr());
     tracing::info!(threads = args.threads, shards = args.shards(), push_interval = ?args.push_interval, "running");
     server.run().await?;
     // The meter values queued for the database are written before the process ends.

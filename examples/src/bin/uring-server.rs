@@ -39,14 +39,8 @@ fn main() -> ExitCode {
     }
     server_cli::init_logging();
     server_cli::raise_open_files_limit();
-    match ocpp_examples::mio_server::serve("uring-server", &args, true) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e}");
-            eprintln!("uring-server: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let served = ocpp_examples::mio_server::serve("uring-server", &args, true);
+    server_cli::exit_code("uring-server", served)
 }
 
 /// The first option given that needs TLS or a cluster.

@@ -1,9 +1,9 @@
 //! The charge point's own CALLs, per version (1.6 typed, 2.0.1 and 2.1 as schema-checked JSON),
 //! and what the answers to them say.
 
+use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
-use ocpp_messages::{v1_6, v2_0_1, v2_1};
-use ocpp_proto::{Request, Response};
+use ocpp_proto::{DecodeOptions, Request, Response};
 use serde_json::{json, Value};
 
 use super::{
@@ -15,8 +15,15 @@ pub fn request(version: OcppVersion, message: &Outgoing) -> Result<Request, Payl
     match version {
         OcppVersion::V1_6 => Ok(Request::from(request_v16(message))),
         OcppVersion::V2_0_1 | OcppVersion::V2_1 => {
+            // Built as JSON, then checked against the version's schema.
             let (action, payload) = request_v2(message);
-            decode_v2_request(version, action, &payload)
+            Request::decode(
+                version,
+                action,
+                &payload.to_string(),
+                &DecodeOptions::strict(),
+            )
+            .map_err(|e| PayloadError(format!("{action}: {e}")))
         }
     }
 }
@@ -265,32 +272,6 @@ fn meter_value_v2(reading: &Reading, context: &str) -> Value {
                 "unitOfMeasure": { "unit": "W" },
             },
         ],
-    })
-}
-
-fn decode_v2_request(
-    version: OcppVersion,
-    action: &str,
-    payload: &Value,
-) -> Result<Request, PayloadError> {
-    let text = payload.to_string();
-    let error = |e: ocpp_messages::DecodeError| PayloadError(format!("{action}: {e}"));
-    Ok(match version {
-        OcppVersion::V2_1 => Request::from(v2_1::decode_call(action, &text).map_err(error)?),
-        _ => Request::from(v2_0_1::decode_call(action, &text).map_err(error)?),
-    })
-}
-
-pub(super) fn decode_v2_response(
-    version: OcppVersion,
-    action: &str,
-    payload: &Value,
-) -> Result<Response, PayloadError> {
-    let text = payload.to_string();
-    let error = |e: ocpp_messages::DecodeError| PayloadError(format!("{action} response: {e}"));
-    Ok(match version {
-        OcppVersion::V2_1 => Response::from(v2_1::decode_result(action, &text).map_err(error)?),
-        _ => Response::from(v2_0_1::decode_result(action, &text).map_err(error)?),
     })
 }
 

@@ -2,10 +2,9 @@
 
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
-use ocpp_proto::{Request, Response};
+use ocpp_proto::{DecodeOptions, Request, Response};
 use serde_json::{json, Value};
 
-use super::calls::decode_v2_response;
 use super::{Command, PayloadError, Reply, SetStatus, TriggerKind};
 
 /// Reads a CALL of the CSMS.
@@ -137,7 +136,10 @@ pub fn response(
     match version {
         OcppVersion::V1_6 => response_v16(action, reply).map(Response::from),
         OcppVersion::V2_0_1 | OcppVersion::V2_1 => {
-            decode_v2_response(version, action, &response_v2(reply))
+            // Built as JSON, then checked against the version's schema.
+            let payload = response_v2(reply).to_string();
+            Response::decode(version, action, &payload, &DecodeOptions::strict())
+                .map_err(|e| PayloadError(format!("{action} response: {e}")))
         }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::ocpp_socket::Connection;
+use mio::net::{TcpListener, TcpStream};
 use mio::Interest;
 use ocpp_proto::accept::{after_accept_error, AcceptRetry};
 
@@ -18,6 +19,43 @@ use super::ocpp_socket::{OcppSocket, SocketStage};
 use crate::tls::TlsSession;
 use ocpp_reference_csms::admin::HttpResponse;
 use ocpp_reference_csms::admin_auth::AdminRefused;
+
+/// What one `accept` on a listener gave.
+enum Accepted {
+    /// A connection, from this peer.
+    Socket(TcpStream, SocketAddr),
+    /// An error worth trying again at once (the peer gave up, say).
+    Again,
+    /// Nothing waiting, or (out of descriptors) nothing to accept before the retry is due.
+    Stop,
+}
+
+/// One `accept` on `listener` (`what` in the logs, of loop `loop_index`). Out of
+/// descriptors, the connection stays in the backlog and readiness will not come again for
+/// it: `retry` is set to when the retry timer takes it.
+fn accept_one(
+    listener: &TcpListener,
+    what: &str,
+    loop_index: usize,
+    now: Instant,
+    retry: &mut Option<Instant>,
+) -> Accepted {
+    match listener.accept() {
+        Ok((socket, peer)) => Accepted::Socket(socket, peer),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Accepted::Stop,
+        Err(e) => match after_accept_error(&e) {
+            AcceptRetry::Now => {
+                tracing::debug!("{what}: {e}");
+                Accepted::Again
+            }
+            AcceptRetry::After(wait) => {
+                tracing::warn!(loop_index, "{what}: {e}; retrying shortly");
+                *retry = Some(now + wait);
+                Accepted::Stop
+            }
+        },
+    }
+}
 
 impl EventLoop {
     /// The listener is ready (or a retry is due): accept until it would block, or until the
@@ -48,21 +86,11 @@ impl EventLoop {
                 self.accept_paused = Some(at);
                 return;
             }
-            let (socket, peer) = match listener.accept() {
-                Ok(accepted) => accepted,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) => match after_accept_error(&e) {
-                    AcceptRetry::Now => {
-                        tracing::debug!("accept: {e}");
-                        continue;
-                    }
-                    AcceptRetry::After(wait) => {
-                        // Out of descriptors: the backlog keeps the connection; try later.
-                        tracing::warn!(loop_index = self.index, "accept: {e}; retrying shortly");
-                        self.accept_retry = Some(now + wait);
-                        return;
-                    }
-                },
+            let retry = &mut self.accept_retry;
+            let (socket, peer) = match accept_one(listener, "accept", self.index, now, retry) {
+                Accepted::Socket(socket, peer) => (socket, peer),
+                Accepted::Again => continue,
+                Accepted::Stop => return,
             };
             if let Some(pacer) = &mut self.accept_pacer {
                 pacer.accepted(now);
@@ -146,25 +174,11 @@ impl EventLoop {
             let Some(listener) = &self.admin_listener else {
                 return;
             };
-            let socket = match listener.accept() {
-                Ok((socket, _)) => socket,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) => match after_accept_error(&e) {
-                    AcceptRetry::Now => {
-                        tracing::debug!("admin accept: {e}");
-                        continue;
-                    }
-                    AcceptRetry::After(wait) => {
-                        // As for charge points: readiness will not come again for the
-                        // connection in the backlog, the retry timer takes it.
-                        tracing::warn!(
-                            loop_index = self.index,
-                            "admin accept: {e}; retrying shortly"
-                        );
-                        self.accept_retry = Some(now + wait);
-                        return;
-                    }
-                },
+            let retry = &mut self.accept_retry;
+            let socket = match accept_one(listener, "admin accept", self.index, now, retry) {
+                Accepted::Socket(socket, _) => socket,
+                Accepted::Again => continue,
+                Accepted::Stop => return,
             };
             let key = self.sockets.insert(Entry::Admin(Box::new(AdminSocket {
                 socket,

@@ -12,7 +12,7 @@ use ocpp_messages::version::OcppVersion;
 use ocpp_proto::{ChargePointIdentity, Refused};
 
 use super::event_loop::{Entry, EventLoop};
-use super::ocpp_socket::{send_chunk, Waiter};
+use super::ocpp_socket::{send_chunk, OcppSocket, Waiter};
 use super::slab::Key;
 use super::timers::Moment;
 use super::{Command, Handle};
@@ -52,7 +52,21 @@ pub(super) struct AdminSocket {
     pub(super) head_read: bool,
 }
 
+/// The answer to an admin command whose charge point has gone.
+fn no_longer_connected() -> HttpResponse {
+    HttpResponse::error(404, "the charge point is no longer connected")
+}
+
 impl EventLoop {
+    /// The OCPP socket `target`, if its charge point is still connected (an admin command's
+    /// CALL can be sent to it).
+    fn open_ocpp(&mut self, target: Key) -> Option<&mut OcppSocket> {
+        match self.sockets.get_mut(target) {
+            Some(Entry::Ocpp(s)) if s.stage.is_open() && s.connection.is_open() => Some(s),
+            _ => None,
+        }
+    }
+
     /// A one-CALL admin command on connection `target`: sent with the admin caller's
     /// deadline, so that a CALL still queued behind another when the caller gets its answer
     /// is never written (the core's rule).
@@ -65,39 +79,30 @@ impl EventLoop {
         now: Instant,
     ) {
         let shared = Arc::clone(&self.shared);
-        let response = match self.sockets.get_mut(target) {
-            Some(Entry::Ocpp(s)) if s.stage.is_open() && s.connection.is_open() => {
-                let action = request.action();
-                let waiter = Some(Box::new(Waiter::Admin(reply_to)));
-                match s.connection.call_for(now, request, waiter, Some(deadline)) {
-                    Ok(id) => {
-                        if let Some(identity) = &s.identity {
-                            shared.csms.on_call_sent(identity, action);
-                            tracing::info!(%identity, action, %id, "admin CALL sent");
-                        }
-                        self.service(target, now);
-                        return;
-                    }
-                    Err(Refused { reason, .. }) => {
-                        if let Some(identity) = &s.identity {
-                            shared
-                                .csms
-                                .on_call_not_sent(identity, action, &reason.into());
-                        }
-                        let version = s.connection.version().unwrap_or(OcppVersion::V1_6);
-                        admin::refused(version, action, reason)
-                    }
-                }
-            }
-            _ => HttpResponse::error(404, "the charge point is no longer connected"),
+        let Some(s) = self.open_ocpp(target) else {
+            shared.admin_reply(reply_to, no_longer_connected());
+            return;
         };
-        shared.send(
-            0,
-            Command::AdminReply {
-                to: reply_to,
-                response,
-            },
-        );
+        let action = request.action();
+        let waiter = Some(Box::new(Waiter::Admin(reply_to)));
+        match s.connection.call_for(now, request, waiter, Some(deadline)) {
+            Ok(id) => {
+                if let Some(identity) = &s.identity {
+                    shared.csms.on_call_sent(identity, action);
+                    tracing::info!(%identity, action, %id, "admin CALL sent");
+                }
+                self.service(target, now);
+            }
+            Err(Refused { reason, .. }) => {
+                if let Some(identity) = &s.identity {
+                    shared
+                        .csms
+                        .on_call_not_sent(identity, action, &reason.into());
+                }
+                let version = s.connection.version().unwrap_or(OcppVersion::V1_6);
+                shared.admin_reply(reply_to, admin::refused(version, action, reason));
+            }
+        }
     }
 
     /// A split command ([`Route::Calls`]): its first chunk; the others follow as each is
@@ -111,28 +116,14 @@ impl EventLoop {
         now: Instant,
     ) {
         let shared = Arc::clone(&self.shared);
-        let response = match self.sockets.get_mut(target) {
-            Some(Entry::Ocpp(s)) if s.stage.is_open() && s.connection.is_open() => {
-                match send_chunk(&shared.csms, s, split, reply_to, deadline, now) {
-                    Ok(()) => {
-                        self.service(target, now);
-                        return;
-                    }
-                    Err(response) => response,
-                }
-            }
-            _ => admin::split_failed(
-                &split,
-                HttpResponse::error(404, "the charge point is no longer connected"),
-            ),
+        let Some(s) = self.open_ocpp(target) else {
+            shared.admin_reply(reply_to, admin::split_failed(&split, no_longer_connected()));
+            return;
         };
-        shared.send(
-            0,
-            Command::AdminReply {
-                to: reply_to,
-                response,
-            },
-        );
+        match send_chunk(&shared.csms, s, split, reply_to, deadline, now) {
+            Ok(()) => self.service(target, now),
+            Err(response) => shared.admin_reply(reply_to, response),
+        }
     }
 
     pub(super) fn admin_ready(&mut self, key: Key, readable: bool, now: Instant) {

@@ -250,6 +250,12 @@ impl Shared {
         }
     }
 
+    /// Hands `response` to the admin socket `to` (admin sockets live on loop 0), which writes
+    /// it if it still waits for one.
+    fn admin_reply(&self, to: Key, response: HttpResponse) {
+        self.send(0, Command::AdminReply { to, response });
+    }
+
     fn identities(&self) -> MutexGuard<'_, IdentityTable<Handle>> {
         self.identities
             .lock()
@@ -489,13 +495,7 @@ pub fn serve(
             }
         })?;
 
-    let admin = server
-        .admin_addr()
-        .map_or_else(|| "off".to_owned(), |addr| addr.to_string());
-    println!(
-        "{name} listening on {} (admin on {admin})",
-        server.local_addr()
-    );
+    crate::server_cli::announce_listening(name, server.local_addr(), server.admin_addr());
     tracing::info!(threads = args.threads, push_interval = ?args.push_interval, "running");
     server.run()?;
     // The meter values queued for the database are written before the process ends.

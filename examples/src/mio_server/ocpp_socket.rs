@@ -566,13 +566,7 @@ impl EventLoop {
             ),
         };
         tracing::info!(identity = ?s.identity, action, %id, status = response.status, "admin CALL completed");
-        shared.send(
-            0,
-            Command::AdminReply {
-                to: reply_to,
-                response,
-            },
-        );
+        shared.admin_reply(reply_to, response);
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -138,6 +139,37 @@ pub fn cluster_config(args: &Args) -> Option<ClusterConfig> {
     }
     tracing::info!(node_id, redis = %ocpp_reference_csms::store::without_password(redis), "cluster node");
     Some(cluster)
+}
+
+/// A server process's start: its command line parsed with [`command`](super::command)`(name,
+/// intro, threads)` (errors and `--help` exit here, 2 and 0, with the usage or the help), then
+/// the logging ([`init_logging`]) and the open-files limit ([`raise_open_files_limit`]).
+pub fn start_process(name: &'static str, intro: &'static str, threads: &'static str) -> Args {
+    let command = super::command(name, intro, threads);
+    let args = super::args_from(command, std::env::args_os()).unwrap_or_else(|e| e.exit());
+    init_logging();
+    raise_open_files_limit();
+    args
+}
+
+/// A server process's exit code: success, or failure with the error logged and printed to
+/// stderr after `name`.
+pub fn exit_code(name: &str, served: Result<(), impl std::fmt::Display>) -> ExitCode {
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("{name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints the line that says a server runs, which scripts wait for (stdout):
+/// `NAME listening on ADDRESS (admin on ADDRESS|off)`.
+pub fn announce_listening(name: &str, listen: SocketAddr, admin: Option<SocketAddr>) {
+    let admin = admin.map_or_else(|| "off".to_owned(), |addr| addr.to_string());
+    println!("{name} listening on {listen} (admin on {admin})");
 }
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`).

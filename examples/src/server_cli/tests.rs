@@ -10,6 +10,18 @@ fn parse(args: &[&str]) -> Result<Args, clap::Error> {
     args_from(command, defaults.into_iter().chain(args.iter().copied()))
 }
 
+/// The directory of a test's files, created: `server-cli-NAME-PID` in the temporary directory.
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("server-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Parses `line`, its words separated by blanks (see [`parse`]).
+fn parse_line(line: &str) -> Result<Args, clap::Error> {
+    parse(&line.split_whitespace().collect::<Vec<_>>())
+}
+
 #[test]
 fn capture_opens_its_file_for_appending_and_none_without() {
     let args = parse(&[]).unwrap();
@@ -167,31 +179,30 @@ fn csms_flags() {
         Some(Tariff::parse("0", "1.5", "EUR").unwrap())
     );
     for bad in [
-        &["--boot-policy", "maybe"][..],
-        &["--boot-rate", "0"],
-        &["--boot-rate", "10/0"],
-        &["--boot-rate", "x/2"],
-        &["--accept-rate", "0"],
-        &["--accept-rate", "5/0"],
-        &["--accept-rate", "5/"],
-        &["--accept-rate", "-1"],
-        &["--no-common-version", "close"],
-        &["--master-pass", ""],
-        &["--items-per-message", "0"],
-        &["--items-per-message", "x"],
-        &["--price-per-kwh", "-1"],
-        &["--price-per-kwh", "0.12345"],
-        &["--price-per-hour", "x"],
-        &["--currency", "euro"],
-        &["--cost-updated-interval", "-1"],
-        &["--site-limit-amps", "0"],
-        &["--site-limit-watts", "-5"],
-        &["--site-limit-watts", "inf"],
+        "--boot-policy maybe",
+        "--boot-rate 0",
+        "--boot-rate 10/0",
+        "--boot-rate x/2",
+        "--accept-rate 0",
+        "--accept-rate 5/0",
+        "--accept-rate 5/",
+        "--accept-rate -1",
+        "--no-common-version close",
+        "--master-pass=",
+        "--items-per-message 0",
+        "--items-per-message x",
+        "--price-per-kwh -1",
+        "--price-per-kwh 0.12345",
+        "--price-per-hour x",
+        "--currency euro",
+        "--cost-updated-interval -1",
+        "--site-limit-amps 0",
+        "--site-limit-watts -5",
+        "--site-limit-watts inf",
     ] {
-        assert!(parse(bad).is_err(), "{bad:?}");
+        assert!(parse_line(bad).is_err(), "{bad}");
     }
-    let dir = std::env::temp_dir().join(format!("server-cli-tokens-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("tokens");
     let file = dir.join("tokens.txt");
     std::fs::write(&file, "TAG1 Accepted\nTAG2 Blocked G\n").unwrap();
     let args = parse(&["--tokens", file.to_str().unwrap()]).unwrap();
@@ -217,13 +228,13 @@ fn tls_flags_go_together() {
     assert_eq!(args.tls_backend, TlsBackend::Rustls);
     assert_eq!(args.client_ca.unwrap(), PathBuf::from("ca.pem"));
     for bad in [
-        &["--tls-cert", "c.pem"][..],
-        &["--tls-key", "k.pem"],
-        &["--client-ca", "ca.pem"],
-        &["--ca-cert", "ca.pem"],
-        &["--ca-key", "ca.key"],
+        "--tls-cert c.pem",
+        "--tls-key k.pem",
+        "--client-ca ca.pem",
+        "--ca-cert ca.pem",
+        "--ca-key ca.key",
     ] {
-        assert!(parse(bad).is_err(), "{bad:?}");
+        assert!(parse_line(bad).is_err(), "{bad}");
     }
     // Profiles per station: client certificates become optional.
     let mixed = parse(&[
@@ -299,8 +310,7 @@ fn tls_backend_and_certificates_per_backend() {
 
 #[test]
 fn ca_and_profile_files() {
-    let dir = std::env::temp_dir().join(format!("server-cli-ca-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("ca");
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -335,8 +345,7 @@ fn ca_and_profile_files() {
 
 #[test]
 fn pem_errors_name_the_file() {
-    let dir = std::env::temp_dir().join(format!("server-cli-pem-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("pem");
     let empty = dir.join("empty.pem");
     std::fs::write(&empty, "not a certificate\n").unwrap();
     let args = |cert: &std::path::Path| Args {
@@ -403,8 +412,7 @@ fn the_admin_interface_beyond_loopback_needs_a_token() {
 
 #[test]
 fn admin_token_file_and_metrics_public() {
-    let dir = std::env::temp_dir().join(format!("server-cli-admin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("admin");
     let file = dir.join("admin-tokens");
     std::fs::write(&file, "an-operator-token-1\nan-operator-token-2\n").unwrap();
     let path = file.to_str().unwrap();

@@ -8,9 +8,35 @@ use rustls::ClientConnection;
 
 use super::*;
 
-/// A client-side session for `server_name`: the ClientHello is queued at once.
-fn client_session(config: Arc<ClientConfig>, server_name: ServerName<'static>) -> TlsSession {
+/// A client-side session for the server at 127.0.0.1 (the name of [`pki`]'s server
+/// certificate): the ClientHello is queued at once.
+fn client_session(config: Arc<ClientConfig>) -> TlsSession {
+    let server_name = ServerName::try_from("127.0.0.1").unwrap();
     TlsSession::new(ClientConnection::new(config, server_name).unwrap().into())
+}
+
+/// The rustls server of [`pki`]'s `dir`: its server certificate, client certificates required
+/// from its CA.
+fn rustls_server(dir: &Path) -> TlsSession {
+    let config = server_config(
+        &dir.join("server.pem"),
+        &dir.join("server.key"),
+        Some(&dir.join("ca.pem")),
+    )
+    .unwrap();
+    TlsSession::server(config).unwrap()
+}
+
+/// The OpenSSL server configuration of [`pki`]'s `dir`: its server certificate, client
+/// certificates required from its CA.
+#[cfg(feature = "openssl")]
+fn openssl_server_config(dir: &Path) -> openssl::OpenSslConfig {
+    openssl::server_config(
+        &[(&dir.join("server.pem"), &dir.join("server.key"))],
+        &load_certificates(&dir.join("ca.pem")).unwrap(),
+        openssl::ClientCertificatePolicy::Required,
+    )
+    .unwrap()
 }
 
 /// One direction of a socket pair in memory: at most `capacity` bytes in flight, at most
@@ -184,16 +210,36 @@ fn close_notify(server: &mut TlsSession, client: &mut TlsSession, to_client: &mu
     assert!(ended);
 }
 
+/// A client that presents no certificate against `server`, which requires one: runs the
+/// handshake until the server fails (at most 100 rounds); the server then abandons the session
+/// and writes its alert. The server's failure (if it failed), the client and the pipe to it.
+fn handshake_without_a_client_certificate(
+    dir: &Path,
+    server: &mut TlsSession,
+) -> (Option<TlsFailure>, TlsSession, Pipe) {
+    let mut client = client_session(client_config(&dir.join("ca.pem"), None).unwrap());
+    let (mut to_server, mut to_client) = (Pipe::new(1 << 20, 1 << 20), Pipe::new(1 << 20, 1 << 20));
+    let mut scratch = [0u8; 4096];
+    for _ in 0..100 {
+        client.write_to(&mut to_server).unwrap();
+        if let Received::Failed(e) = server.receive(&mut to_server, &mut scratch, |_| {}) {
+            server.abandon();
+            server.write_to(&mut to_client).unwrap();
+            return (Some(e), client, to_client);
+        }
+        server.write_to(&mut to_client).unwrap();
+        let _ = client.receive(&mut to_client, &mut scratch, |_| {});
+    }
+    (None, client, to_client)
+}
+
 /// The client reads until it fails, at most 10 times: with the server's
 /// `certificate_required` alert (the server refused a client without a certificate).
-fn assert_certificate_required_alert(
-    client: &mut TlsSession,
-    to_client: &mut Pipe,
-    scratch: &mut [u8],
-) {
+fn assert_certificate_required_alert(client: &mut TlsSession, to_client: &mut Pipe) {
+    let mut scratch = [0u8; 4096];
     let mut alert = None;
     for _ in 0..10 {
-        if let Received::Failed(e) = client.receive(to_client, scratch, |_| {}) {
+        if let Received::Failed(e) = client.receive(to_client, &mut scratch, |_| {}) {
             alert = Some(e);
             break;
         }
@@ -217,12 +263,7 @@ fn assert_certificate_required_alert(
 #[test]
 fn openssl_session_handshake_bulk_and_close_notify() {
     let dir = pki();
-    let config = openssl::server_config(
-        &[(&dir.join("server.pem"), &dir.join("server.key"))],
-        &load_certificates(&dir.join("ca.pem")).unwrap(),
-        openssl::ClientCertificatePolicy::Required,
-    )
-    .unwrap();
+    let config = openssl_server_config(&dir);
     for version in [&rustls::version::TLS12, &rustls::version::TLS13] {
         let client_config = Arc::new(
             ClientConfig::builder_with_provider(provider())
@@ -235,8 +276,7 @@ fn openssl_session_handshake_bulk_and_close_notify() {
                 )
                 .unwrap(),
         );
-        let name = ServerName::try_from("127.0.0.1").unwrap();
-        let mut client = client_session(client_config, name);
+        let mut client = client_session(client_config);
         let mut server = TlsSession::accept(&ServerTls::OpenSsl(config.clone())).unwrap();
         let (mut to_server, mut to_client) = (Pipe::new(10_000, 3000), Pipe::new(10_000, 3000));
         assert!(server.is_handshaking());
@@ -282,55 +322,28 @@ fn openssl_config_refuses_a_key_of_another_certificate() {
 #[test]
 fn openssl_session_without_the_required_client_certificate_fails_with_an_alert() {
     let dir = pki();
-    let config = openssl::server_config(
-        &[(&dir.join("server.pem"), &dir.join("server.key"))],
-        &load_certificates(&dir.join("ca.pem")).unwrap(),
-        openssl::ClientCertificatePolicy::Required,
-    )
-    .unwrap();
-    let client_config = client_config(&dir.join("ca.pem"), None).unwrap();
-    let name = ServerName::try_from("127.0.0.1").unwrap();
-    let mut client = client_session(client_config, name);
+    let config = openssl_server_config(&dir);
     let mut server = TlsSession::accept(&ServerTls::OpenSsl(config)).unwrap();
-    let (mut to_server, mut to_client) = (Pipe::new(1 << 20, 1 << 20), Pipe::new(1 << 20, 1 << 20));
-    let mut scratch = [0u8; 4096];
-    let mut failure = None;
-    for _ in 0..100 {
-        client.write_to(&mut to_server).unwrap();
-        if let Received::Failed(e) = server.receive(&mut to_server, &mut scratch, |_| {}) {
-            failure = Some(e);
-            server.abandon();
-            server.write_to(&mut to_client).unwrap();
-            break;
-        }
-        server.write_to(&mut to_client).unwrap();
-        let _ = client.receive(&mut to_client, &mut scratch, |_| {});
-    }
+    let (failure, mut client, mut to_client) =
+        handshake_without_a_client_certificate(&dir, &mut server);
     assert!(
         matches!(failure, Some(TlsFailure::OpenSsl(_))),
         "{failure:?}"
     );
-    assert_certificate_required_alert(&mut client, &mut to_client, &mut scratch);
+    assert_certificate_required_alert(&mut client, &mut to_client);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn handshake_bulk_through_a_small_pipe_and_close_notify() {
     let dir = pki();
-    let server_config = server_config(
-        &dir.join("server.pem"),
-        &dir.join("server.key"),
-        Some(&dir.join("ca.pem")),
-    )
-    .unwrap();
     let client_config = client_config(
         &dir.join("ca.pem"),
         Some((&dir.join("cp.pem"), &dir.join("cp.key"))),
     )
     .unwrap();
-    let name = ServerName::try_from("127.0.0.1").unwrap();
-    let mut client = client_session(client_config, name);
-    let mut server = TlsSession::server(server_config).unwrap();
+    let mut client = client_session(client_config);
+    let mut server = rustls_server(&dir);
     // 10 KB in flight at most, 3000 bytes per write: records (up to 16 KiB) are cut.
     let (mut to_server, mut to_client) = (Pipe::new(10_000, 3000), Pipe::new(10_000, 3000));
     pump(&mut client, &mut server, &mut to_server, &mut to_client);
@@ -356,32 +369,9 @@ fn handshake_bulk_through_a_small_pipe_and_close_notify() {
 #[test]
 fn a_missing_client_certificate_fails_with_an_alert() {
     let dir = pki();
-    let server_config = server_config(
-        &dir.join("server.pem"),
-        &dir.join("server.key"),
-        Some(&dir.join("ca.pem")),
-    )
-    .unwrap();
-    let client_config = client_config(&dir.join("ca.pem"), None).unwrap();
-    let name = ServerName::try_from("127.0.0.1").unwrap();
-    let mut client = client_session(client_config, name);
-    let mut server = TlsSession::server(server_config).unwrap();
-    let (mut to_server, mut to_client) = (Pipe::new(1 << 20, 1 << 20), Pipe::new(1 << 20, 1 << 20));
-    let mut scratch = [0u8; 4096];
-    let mut failure = None;
-    for _ in 0..100 {
-        client.write_to(&mut to_server).unwrap();
-        match server.receive(&mut to_server, &mut scratch, |_| {}) {
-            Received::Failed(e) => {
-                failure = Some(e);
-                server.abandon();
-                server.write_to(&mut to_client).unwrap();
-                break;
-            }
-            _ => server.write_to(&mut to_client).unwrap(),
-        }
-        let _ = client.receive(&mut to_client, &mut scratch, |_| {});
-    }
+    let mut server = rustls_server(&dir);
+    let (failure, mut client, mut to_client) =
+        handshake_without_a_client_certificate(&dir, &mut server);
     assert!(
         matches!(
             failure,
@@ -390,7 +380,7 @@ fn a_missing_client_certificate_fails_with_an_alert() {
         "{failure:?}"
     );
     to_client.eof = true;
-    assert_certificate_required_alert(&mut client, &mut to_client, &mut scratch);
+    assert_certificate_required_alert(&mut client, &mut to_client);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

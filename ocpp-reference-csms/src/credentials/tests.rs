@@ -63,10 +63,14 @@ fn ip(text: &str) -> Option<IpAddr> {
     Some(text.parse().unwrap())
 }
 
+/// Failed attempts counted with the default limits, from now on.
+fn default_attempts() -> (AuthAttempts, Instant) {
+    (AuthAttempts::new(AttemptLimits::default()), Instant::now())
+}
+
 #[test]
 fn an_address_is_locked_after_five_failures_and_backs_off() {
-    let mut attempts = AuthAttempts::new(AttemptLimits::default());
-    let t0 = Instant::now();
+    let (mut attempts, t0) = default_attempts();
     let attacker = ip("192.0.2.7");
     for n in 0..5 {
         assert_eq!(attempts.admit(t0, attacker, &format!("CP{n}")), Ok(()));
@@ -110,8 +114,7 @@ fn an_address_is_locked_after_five_failures_and_backs_off() {
 
 #[test]
 fn failures_outside_the_window_do_not_add_up() {
-    let mut attempts = AuthAttempts::new(AttemptLimits::default());
-    let t0 = Instant::now();
+    let (mut attempts, t0) = default_attempts();
     let address = ip("2001:db8::1");
     for n in 0..20u64 {
         let now = t0 + Duration::from_secs(n * 15); // 4 per minute
@@ -127,8 +130,7 @@ fn failures_outside_the_window_do_not_add_up() {
 
 #[test]
 fn a_locked_identity_still_admits_an_address_that_has_not_failed() {
-    let mut attempts = AuthAttempts::new(AttemptLimits::default());
-    let now = Instant::now();
+    let (mut attempts, now) = default_attempts();
     // A botnet: five addresses, one wrong password each.
     for n in 1..=5 {
         let bot = ip(&format!("198.51.100.{n}"));
@@ -152,8 +154,7 @@ fn a_locked_identity_still_admits_an_address_that_has_not_failed() {
 
 #[test]
 fn ipv6_counts_by_slash_64() {
-    let mut attempts = AuthAttempts::new(AttemptLimits::default());
-    let now = Instant::now();
+    let (mut attempts, now) = default_attempts();
     for n in 1..=5 {
         attempts.failed(now, ip(&format!("2001:db8:1:2::{n}")), &format!("X{n}"));
     }

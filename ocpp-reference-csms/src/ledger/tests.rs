@@ -50,6 +50,19 @@ struct Faulty {
     gate: Option<Mutex<std::sync::mpsc::Receiver<()>>>,
 }
 
+impl Faulty {
+    /// Around a SQLite database in `file`, failing nothing until told; with `gate`, each
+    /// commit waits for one message on it.
+    fn open(file: &std::path::Path, gate: Option<std::sync::mpsc::Receiver<()>>) -> Arc<Faulty> {
+        let url = format!("sqlite://{}", file.display());
+        Arc::new(Faulty {
+            inner: SqlStore::open(&url).unwrap(),
+            next: Mutex::new(Fault::None),
+            gate: gate.map(Mutex::new),
+        })
+    }
+}
+
 impl Store for Faulty {
     fn load(&self) -> Result<Saved, StoreError> {
         self.inner.load()
@@ -207,12 +220,7 @@ impl World {
             CASE.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let url = format!("sqlite://{}", dir.join("csms.sqlite3").display());
-        let store = Arc::new(Faulty {
-            inner: SqlStore::open(&url).unwrap(),
-            next: Mutex::new(Fault::None),
-            gate: None,
-        });
+        let store = Faulty::open(&dir.join("csms.sqlite3"), None);
         let csms = open(&store);
         let mut stations = Vec::new();
         for (name, version) in [("CP16", OcppVersion::V1_6), ("CS201", OcppVersion::V2_0_1)] {
@@ -341,12 +349,7 @@ fn a_refused_call_sends_no_follow_up_and_its_committed_resend_does() {
     let dir = std::env::temp_dir().join(format!("ledger-follow-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let url = format!("sqlite://{}", dir.join("state.sqlite3").display());
-    let store = Arc::new(Faulty {
-        inner: SqlStore::open(&url).unwrap(),
-        next: Mutex::new(Fault::None),
-        gate: None,
-    });
+    let store = Faulty::open(&dir.join("state.sqlite3"), None);
     let config = CsmsConfig::default().store(Some(Arc::clone(&store) as Arc<dyn Store>));
     let csms = Csms::open(config).unwrap();
     let identity = ChargePointIdentity::new("CS-GAP".into(), false).unwrap();
@@ -389,12 +392,7 @@ fn a_refused_call_sends_no_follow_up_and_its_committed_resend_does() {
 fn a_resend_during_the_commit_waits_for_it_and_gets_the_same_id() {
     let world = World::new();
     let (open_gate, gate) = std::sync::mpsc::channel();
-    let url = format!("sqlite://{}", world._dir.0.join("gated.sqlite3").display());
-    let store = Arc::new(Faulty {
-        inner: SqlStore::open(&url).unwrap(),
-        next: Mutex::new(Fault::None),
-        gate: Some(Mutex::new(gate)),
-    });
+    let store = Faulty::open(&world._dir.0.join("gated.sqlite3"), Some(gate));
     let csms = Arc::new(
         Csms::open(CsmsConfig::default().store(Some(Arc::clone(&store) as Arc<dyn Store>)))
             .unwrap(),

@@ -1,6 +1,7 @@
 //! The OCSP client against `openssl ocsp`, a real and independent responder.
 
 use std::net::TcpListener;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -11,37 +12,54 @@ pub(crate) mod responder;
 
 use responder::{openssl_available, Issued, Pki};
 
+/// A fresh PKI in a directory named after `name`, or `None` where the `openssl` command is
+/// missing (the test then checks nothing).
+fn openssl_pki(name: &str) -> Option<Pki> {
+    openssl_available().then(|| Pki::new(name))
+}
+
 fn data_for(pki: &Pki, leaf: &Issued) -> OcspRequestData {
     OcspRequestData::for_certificate(&leaf.der(), &pki.sub_ca.der(), HashAlgorithm::Sha256)
         .expect("request data")
 }
 
 fn check(pki: &Pki, leaf: &Issued, roots: &[Vec<u8>]) -> Result<super::OcspOutcome, OcspError> {
-    OcspClient::default().check(
-        &data_for(pki, leaf),
-        Trust { roots, known: &[] },
-        SystemTime::now(),
-    )
+    check_data(&data_for(pki, leaf), roots, &[])
+}
+
+/// Asks `data`'s responder now, trusting `roots` and the `known` issuers.
+fn check_data(
+    data: &OcspRequestData,
+    roots: &[Vec<u8>],
+    known: &[Vec<u8>],
+) -> Result<super::OcspOutcome, OcspError> {
+    OcspClient::default().check(data, Trust { roots, known }, SystemTime::now())
+}
+
+/// What `openssl ocsp -req_text` reads in `data`'s request, written to `path` (it must read
+/// it).
+fn openssl_request_text(path: &Path, data: &OcspRequestData) -> String {
+    std::fs::write(path, data.request_der().expect("encode")).expect("write");
+    let output = Command::new("openssl")
+        .args(["ocsp", "-req_text", "-reqin"])
+        .arg(path)
+        .output()
+        .expect("openssl");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{text}");
+    text
 }
 
 #[test]
 fn the_request_is_an_rfc_6960_request_openssl_reads() {
-    if !openssl_available() {
+    let Some(mut pki) = openssl_pki("reqin") else {
         return;
-    }
-    let mut pki = Pki::new("reqin");
+    };
     let leaf = pki.issue("leaf", "DE-ABC-C12345-6");
     let data = data_for(&pki, &leaf);
     assert_eq!(data.responder_url, pki.responder_url, "from the AIA");
     let path = pki.dir.join("request.der");
-    std::fs::write(&path, data.request_der().expect("encode")).expect("write");
-    let output = Command::new("openssl")
-        .args(["ocsp", "-req_text", "-reqin"])
-        .arg(&path)
-        .output()
-        .expect("openssl");
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{text}");
+    let text = openssl_request_text(&path, &data);
     assert!(text.contains("Hash Algorithm: sha256"), "{text}");
     assert!(
         text.contains(&format!("Serial Number: {}", leaf.serial)),
@@ -62,13 +80,7 @@ fn the_request_is_an_rfc_6960_request_openssl_reads() {
     for serial in ["DEADBEEF", "00deadbeef"] {
         let data = OcspRequestData::from_ocpp("SHA384", &name_hash, &key_hash, serial, "")
             .expect("fields");
-        std::fs::write(&path, data.request_der().expect("encode")).expect("write");
-        let output = Command::new("openssl")
-            .args(["ocsp", "-req_text", "-reqin"])
-            .arg(&path)
-            .output()
-            .expect("openssl");
-        let text = String::from_utf8_lossy(&output.stdout);
+        let text = openssl_request_text(&path, &data);
         assert!(text.contains("Hash Algorithm: sha384"), "{text}");
         assert!(text.contains("Serial Number: DEADBEEF"), "{text}");
     }
@@ -76,10 +88,9 @@ fn the_request_is_an_rfc_6960_request_openssl_reads() {
 
 #[test]
 fn good_revoked_and_unknown_from_the_responder() {
-    if !openssl_available() {
+    let Some(mut pki) = openssl_pki("status") else {
         return;
-    }
-    let mut pki = Pki::new("status");
+    };
     let good = pki.issue("good", "DE-ABC-C00000-1");
     let revoked = pki.issue("revoked", "DE-ABC-C00000-2");
     let unknown = pki.issue("unknown", "DE-ABC-C00000-3");
@@ -105,49 +116,29 @@ fn good_revoked_and_unknown_from_the_responder() {
     let (name, key, serial) = data_for(&pki, &good).hex_fields();
     let data = OcspRequestData::from_ocpp("SHA256", &name, &key, &serial, &pki.responder_url)
         .expect("ocpp fields");
-    let outcome = OcspClient::default()
-        .check(
-            &data,
-            Trust {
-                roots: &roots,
-                known: &[],
-            },
-            SystemTime::now(),
-        )
-        .expect("good from hex fields");
+    let outcome = check_data(&data, &roots, &[]).expect("good from hex fields");
     assert_eq!(outcome.status, CertificateStatus::Good);
 }
 
 #[test]
 fn a_response_signed_by_a_stranger_is_refused() {
-    if !openssl_available() {
+    let Some(mut pki) = openssl_pki("stranger") else {
         return;
-    }
-    let mut pki = Pki::new("stranger");
+    };
     let leaf = pki.issue("leaf", "DE-ABC-C00000-4");
     let stranger = pki.stranger();
     let _responder = pki.responder(Some(&stranger));
     // The issuer is known (the sub-CA), but it did not sign and delegated to nobody.
     let known = [pki.sub_ca.der()];
-    let error = OcspClient::default()
-        .check(
-            &data_for(&pki, &leaf),
-            Trust {
-                roots: &[],
-                known: &known,
-            },
-            SystemTime::now(),
-        )
-        .expect_err("stranger's signature");
+    let error = check_data(&data_for(&pki, &leaf), &[], &known).expect_err("stranger's signature");
     assert!(matches!(error, OcspError::Signature(_)), "{error}");
 }
 
 #[test]
 fn an_issuer_outside_the_roots_is_untrusted() {
-    if !openssl_available() {
+    let Some(mut pki) = openssl_pki("untrusted") else {
         return;
-    }
-    let mut pki = Pki::new("untrusted");
+    };
     let leaf = pki.issue("leaf", "DE-ABC-C00000-5");
     let _responder = pki.responder(None);
     let other_root = [pki.stranger().der()];

@@ -31,6 +31,13 @@ fn temp_database(name: &str) -> (std::path::PathBuf, String) {
 
 /// Two stores on one database (two nodes) reserve 1.6 transaction ids from one counter:
 /// blocks that never meet, after the highest id already saved, across a reopen too.
+/// A station's settings (identity, setting), sorted by identity.
+fn by_identity<T: Clone>(settings: &[(String, T)]) -> Vec<(String, T)> {
+    let mut sorted = settings.to_vec();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    sorted
+}
+
 #[test]
 fn transaction_ids_come_in_blocks_no_two_stores_share() {
     let (dir, url) = temp_database("ids");
@@ -181,19 +188,15 @@ fn every_record_comes_back_after_a_reopen() {
             .as_deref(),
         Some("2030-01-01T00:00:00Z")
     );
-    let mut policies = settings.boot_policies.clone();
-    policies.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
-        policies,
+        by_identity(&settings.boot_policies),
         vec![
             ("CP1".to_owned(), Some(BootPolicy::Pending)),
             ("CP4".to_owned(), None)
         ]
     );
-    let mut profiles = settings.security_profiles.clone();
-    profiles.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
-        profiles,
+        by_identity(&settings.security_profiles),
         vec![
             (
                 "CP1".to_owned(),
@@ -202,10 +205,8 @@ fn every_record_comes_back_after_a_reopen() {
             ("CP4".to_owned(), None)
         ]
     );
-    let mut tariffs = settings.tariffs.clone();
-    tariffs.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
-        tariffs,
+        by_identity(&settings.tariffs),
         vec![
             (
                 "CP1".to_owned(),

@@ -210,22 +210,15 @@ mod tests {
             SetStatus::Accepted
         );
         assert_eq!(s.back_off.repeat_times, 2);
-        assert_eq!(
-            s.set_v16("HeartbeatInterval", "soon", &mut changed),
-            SetStatus::Rejected
-        );
-        assert_eq!(
-            s.set_v16("HeartbeatInterval", "0", &mut changed),
-            SetStatus::Rejected
-        );
-        assert_eq!(
-            s.set_v16("NumberOfConnectors", "4", &mut changed),
-            SetStatus::Rejected
-        );
-        assert_eq!(
-            s.set_v16("NoSuchKey", "4", &mut changed),
-            SetStatus::Unknown
-        );
+        for (name, value, status) in [
+            ("HeartbeatInterval", "soon", SetStatus::Rejected),
+            ("HeartbeatInterval", "0", SetStatus::Rejected),
+            ("NumberOfConnectors", "4", SetStatus::Rejected),
+            ("NoSuchKey", "4", SetStatus::Unknown),
+        ] {
+            let set = s.set_v16(name, value, &mut changed);
+            assert_eq!(set, status, "{name} = {value}");
+        }
         assert_eq!(
             s.set_v2("X", "HeartbeatInterval", "4", &mut changed),
             SetStatus::Unknown

@@ -600,6 +600,8 @@ async fn send_loop(sim: Arc<Sim>, station: Station, mut items: mpsc::UnboundedRe
     let mut last_queued: Option<JoinHandle<()>> = None;
     while let Some(item) = items.recv().await {
         let v16 = sim.lock().version == OcppVersion::V1_6;
+        // 1.6 has a message for each step of a transaction, 2.x one TransactionEvent.
+        let action_name = |v16_action| if v16 { v16_action } else { "TransactionEvent" };
         // A transaction's message: into the offline queue with the transactions' new state.
         let (queued, action, answer_of) = match item {
             Item::Reboot => {
@@ -618,31 +620,19 @@ async fn send_loop(sim: Arc<Sim>, station: Station, mut items: mpsc::UnboundedRe
             }
             Item::Start(start, number) => (
                 station.start_transaction_with(start).await,
-                if v16 {
-                    "StartTransaction"
-                } else {
-                    "TransactionEvent"
-                },
+                action_name("StartTransaction"),
                 Some((number, true)),
             ),
             Item::Meter(connector, reading, number) => (
                 station.meter_reading(evse_id(connector), reading).await,
-                if v16 {
-                    "MeterValues"
-                } else {
-                    "TransactionEvent"
-                },
+                action_name("MeterValues"),
                 Some((number, false)),
             ),
             Item::Stop(connector, reading, reason) => (
                 station
                     .stop_transaction_with(evse_id(connector), reading, reason)
                     .await,
-                if v16 {
-                    "StopTransaction"
-                } else {
-                    "TransactionEvent"
-                },
+                action_name("StopTransaction"),
                 None,
             ),
         };

@@ -163,79 +163,70 @@ fn the_last_of_a_repeated_option_wins() {
 
 #[test]
 fn errors() {
-    assert_eq!(
-        error("").kind(),
-        ErrorKind::MissingRequiredArgument,
-        "missing SCENARIO"
-    );
-    assert_eq!(error("fly").kind(), ErrorKind::InvalidValue);
-    assert_eq!(
-        error("idle --url wss://h/x").kind(),
-        ErrorKind::ValueValidation
-    );
-    assert_eq!(
-        error("idle --url ws://h:1/x").kind(),
-        ErrorKind::ValueValidation
-    );
-    assert_eq!(
-        error("idle --url ws://1.2.3.4:x/").kind(),
-        ErrorKind::ValueValidation
-    );
-    assert_eq!(
-        error("reconnect").kind(),
-        ErrorKind::MissingRequiredArgument
-    );
-    assert!(error("reconnect").to_string().contains("--restart-cmd"));
-    assert_eq!(
-        error("soak --drop-share 2").kind(),
-        ErrorKind::ValueValidation
-    );
-    assert_eq!(
-        error("soak --duplicate-share nan").kind(),
-        ErrorKind::ValueValidation
-    );
-    assert_eq!(
-        error("soak --admin nowhere").kind(),
-        ErrorKind::ValueValidation
-    );
-    assert_eq!(error("idle --count").kind(), ErrorKind::InvalidValue);
-    for line in [
-        "idle --count 0",
-        "idle --count -1",
-        "idle --rate 0",
-        "idle --rate -5",
-        "idle --rate nan",
-        "idle --version 3",
-        "idle --sources 127.0.0.1,nowhere",
-        "idle --source-count 0",
-        "idle --source-count 251",
-        "idle --duration-s -1",
-        "idle --heartbeat-s inf",
-        "idle --meter-s 1e300",
-        "idle --server-pid 1,x",
-        "idle --retry-min-ms 1.5",
-        "idle --burn 101",
-        "idle --worker 1",
-        "idle --worker 2/2",
-        "idle --worker 0/0",
-    ] {
-        assert_eq!(error(line).kind(), ErrorKind::ValueValidation, "{line}");
+    let refused: [(ErrorKind, &[&str]); 4] = [
+        // No SCENARIO; reconnect without --restart-cmd.
+        (ErrorKind::MissingRequiredArgument, &["", "reconnect"]),
+        (
+            ErrorKind::InvalidValue,
+            &[
+                "fly",
+                "idle --count",
+                "idle --deflate on",
+                "idle --timestamps wall",
+            ],
+        ),
+        (
+            ErrorKind::ValueValidation,
+            &[
+                "idle --url wss://h/x",
+                "idle --url ws://h:1/x",
+                "idle --url ws://1.2.3.4:x/",
+                "soak --drop-share 2",
+                "soak --duplicate-share nan",
+                "soak --admin nowhere",
+                "idle --count 0",
+                "idle --count -1",
+                "idle --rate 0",
+                "idle --rate -5",
+                "idle --rate nan",
+                "idle --version 3",
+                "idle --sources 127.0.0.1,nowhere",
+                "idle --source-count 0",
+                "idle --source-count 251",
+                "idle --duration-s -1",
+                "idle --heartbeat-s inf",
+                "idle --meter-s 1e300",
+                "idle --server-pid 1,x",
+                "idle --retry-min-ms 1.5",
+                "idle --burn 101",
+                "idle --worker 1",
+                "idle --worker 2/2",
+                "idle --worker 0/0",
+            ],
+        ),
+        (ErrorKind::UnknownArgument, &["idle extra"]),
+    ];
+    for (kind, lines) in refused {
+        for line in lines {
+            assert_eq!(error(line).kind(), kind, "`{line}`");
+        }
     }
-    assert_eq!(error("idle --deflate on").kind(), ErrorKind::InvalidValue);
-    assert_eq!(
-        error("idle --timestamps wall").kind(),
-        ErrorKind::InvalidValue
-    );
-    assert_eq!(error("idle extra").kind(), ErrorKind::UnknownArgument);
+    assert!(error("reconnect").to_string().contains("--restart-cmd"));
+}
+
+/// The message of the error `line` gives, checked to be a usage error of `kind`: exit code 2,
+/// printed to stderr.
+fn usage_error(line: &str, kind: ErrorKind) -> String {
+    let e = error(line);
+    assert_eq!(e.kind(), kind, "`{line}`");
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.use_stderr());
+    e.to_string()
 }
 
 #[test]
 fn an_unknown_option_is_clap_s_error() {
-    let e = error("idle --cout 5");
-    assert_eq!(e.kind(), ErrorKind::UnknownArgument);
-    assert_eq!(e.exit_code(), 2);
-    assert!(e.use_stderr());
-    let text = e.to_string();
+    let text = usage_error("idle --cout 5", ErrorKind::UnknownArgument);
     assert!(text.contains("--cout"), "{text}");
     // clap suggests the option meant.
     assert!(text.contains("--count"), "{text}");
@@ -246,11 +237,7 @@ fn an_unknown_option_is_clap_s_error() {
 
 #[test]
 fn a_bad_number_names_the_option_and_the_value() {
-    let e = error("idle --count x");
-    assert_eq!(e.kind(), ErrorKind::ValueValidation);
-    assert_eq!(e.exit_code(), 2);
-    assert!(e.use_stderr());
-    let text = e.to_string();
+    let text = usage_error("idle --count x", ErrorKind::ValueValidation);
     assert!(text.contains("--count"), "{text}");
     assert!(text.contains("`x` is not a number"), "{text}");
     let text = error("idle --duration-s -2").to_string();
@@ -471,87 +458,35 @@ fn the_documented_command_lines_parse() {
             panic!("`{line}`: {e}");
         }
     }
-    // The lines with a quoted --restart-cmd: RELIABILITY.md, bench/run.sh, scripts/soak.sh.
-    let quoted: [&[&str]; 3] = [
-        &[
-            "reconnect",
-            "--url",
-            "ws://127.0.0.1:9502/ocpp",
-            "--count",
-            "19000",
-            "--source-count",
-            "4",
-            "--rate",
-            "1000",
-            "--connect-timeout-s",
-            "300",
-            "--server-pid",
-            "4242",
-            "--restart-cmd",
+    // The lines with a quoted --restart-cmd (RELIABILITY.md, bench/run.sh, scripts/soak.sh):
+    // the other words, and the command, which is one word.
+    let with_restart_cmd = [
+        (
+            "reconnect --url ws://127.0.0.1:9502/ocpp --count 19000 --source-count 4 --rate 1000 \
+             --connect-timeout-s 300 --server-pid 4242 --restart-pid-file restarted.pid \
+             --retry-min-ms 250 --retry-random-ms 1000",
             "exec mio-server --listen 127.0.0.1:9502 --admin 127.0.0.1:9503",
-            "--restart-pid-file",
-            "restarted.pid",
-            "--retry-min-ms",
-            "250",
-            "--retry-random-ms",
-            "1000",
-        ],
-        &[
-            "reconnect",
-            "--url",
-            "ws://127.0.0.1:9400/ocpp",
-            "--count",
-            "1000",
-            "--rate",
-            "1000",
-            "--source-count",
-            "1",
-            "--server-pid",
-            "4242",
-            "--label",
-            "mio-1",
-            "--json",
-            "out/r.json",
-            "--restart-cmd",
+        ),
+        (
+            "reconnect --url ws://127.0.0.1:9400/ocpp --count 1000 --rate 1000 --source-count 1 \
+             --server-pid 4242 --label mio-1 --json out/r.json \
+             --restart-pid-file out/restarted.pid --connect-timeout-s 120",
             "exec taskset -c 0 sh -c 'target/release/mio-server --listen 127.0.0.1:9400' \
              >>out/server.log 2>&1",
-            "--restart-pid-file",
-            "out/restarted.pid",
-            "--connect-timeout-s",
-            "120",
-        ],
-        &[
-            "reconnect",
-            "--url",
-            "ws://127.0.0.1:9502/ocpp",
-            "--count",
-            "19000",
-            "--source-count",
-            "4",
-            "--rate",
-            "1000",
-            "--connect-timeout-s",
-            "300",
-            "--server-pid",
-            "4242",
-            "--restart-cmd",
+        ),
+        (
+            "reconnect --url ws://127.0.0.1:9502/ocpp --count 19000 --source-count 4 --rate 1000 \
+             --connect-timeout-s 300 --server-pid 4242 --restart-pid-file out/restarted.pid \
+             --retry-min-ms 250 --retry-random-ms 1000 --label mio-server --json out/restart.json",
             "exec bin/mio-server --listen 127.0.0.1:9502 --admin 127.0.0.1:9503 \
              >>out/restart-server.log 2>&1",
-            "--restart-pid-file",
-            "out/restarted.pid",
-            "--retry-min-ms",
-            "250",
-            "--retry-random-ms",
-            "1000",
-            "--label",
-            "mio-server",
-            "--json",
-            "out/restart.json",
-        ],
+        ),
     ];
-    for words in quoted {
-        match parse_words(words) {
-            Ok(o) => assert!(o.restart_cmd.is_some_and(|c| c.starts_with("exec "))),
+    for (line, restart_cmd) in with_restart_cmd {
+        let mut words: Vec<&str> = line.split_whitespace().collect();
+        words.extend(["--restart-cmd", restart_cmd]);
+        match parse_words(&words) {
+            Ok(o) => assert_eq!(o.restart_cmd.as_deref(), Some(restart_cmd)),
             Err(e) => panic!("`{words:?}`: {e}"),
         }
     }
