@@ -76,6 +76,11 @@ impl StationUrl {
             }
             None => (host.split(':').next().unwrap_or(host), host.contains(':')),
         };
+        // `ws://:9000/...`, or an IPv6 address without its brackets: no host name to
+        // connect to or to check a certificate against.
+        if name.is_empty() {
+            return Err(UrlError::NoHost(url.into()));
+        }
         let authority = if has_port {
             host.to_owned()
         } else {
@@ -165,10 +170,14 @@ mod tests {
             StationUrl::parse("http://x/CP"),
             Err(UrlError::Scheme(_))
         ));
-        assert!(matches!(
-            StationUrl::parse("ws:///CP"),
-            Err(UrlError::NoHost(_))
-        ));
+        // Found by the `station_url` fuzz target: a port without a host, and an IPv6 address
+        // without brackets, left an empty host name.
+        for no_host in ["ws:///CP", "ws://:9000/ocpp/CP", "ws://::1/CP1"] {
+            assert!(
+                matches!(StationUrl::parse(no_host), Err(UrlError::NoHost(_))),
+                "{no_host}"
+            );
+        }
         assert!(matches!(
             StationUrl::parse("ws://host/ocpp/"),
             Err(UrlError::Identity { .. })
