@@ -99,13 +99,10 @@ pub(crate) enum LinkCommand {
 }
 
 impl LinkCommand {
-    /// Applies to `conn` what both sides do alike (a close, new settings); hands back the
-    /// commands each side applies its own way (CALLs, SENDs, abort).
-    pub(crate) fn apply_common<C>(
-        self,
-        conn: &mut ocpp_proto::Connection<C>,
-        now: Instant,
-    ) -> Option<LinkCommand> {
+    /// Applies to `conn` what both sides do alike: a close, new settings. Each side applies
+    /// CALLs, SENDs and an abort its own way, before it comes here (the CALL is the hot path:
+    /// it is matched first, and moved once).
+    pub(crate) fn apply_common<C>(self, conn: &mut ocpp_proto::Connection<C>, now: Instant) {
         match self {
             LinkCommand::Close { code, reason } => conn.close(now, code, &reason),
             LinkCommand::Settings(settings) => {
@@ -113,9 +110,8 @@ impl LinkCommand {
                 let config = settings.apply((**conn.config()).clone());
                 conn.set_config(now, Arc::new(config));
             }
-            other => return Some(other),
+            LinkCommand::Call { .. } | LinkCommand::Send { .. } | LinkCommand::Abort => {}
         }
-        None
     }
 }
 

@@ -152,9 +152,6 @@ impl<H: Handler> Serve<H> {
 
     /// Applies one command; returns false for `Abort`.
     fn on_command(&mut self, conn: &mut Connection, now: Instant, command: LinkCommand) -> bool {
-        let Some(command) = command.apply_common(conn, now) else {
-            return true;
-        };
         match command {
             LinkCommand::Call {
                 request,
@@ -183,7 +180,7 @@ impl<H: Handler> Serve<H> {
                 }
             },
             LinkCommand::Abort => return false,
-            LinkCommand::Close { .. } | LinkCommand::Settings(_) => {}
+            common => common.apply_common(conn, now),
         }
         true
     }

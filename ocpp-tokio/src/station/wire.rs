@@ -168,9 +168,6 @@ pub(super) fn on_link_command(
     queue: &mut Queue,
 ) {
     let now = Instant::now();
-    let Some(command) = command.apply_common(conn, now) else {
-        return;
-    };
     match command {
         LinkCommand::Call {
             request,
@@ -188,6 +185,6 @@ pub(super) fn on_link_command(
             let _ = reply.send(result);
         }
         LinkCommand::Abort => conn.handle_eof(now),
-        LinkCommand::Close { .. } | LinkCommand::Settings(_) => {}
+        common => common.apply_common(conn, now),
     }
 }
