@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use ocpp_messages::{DateTime, OcppVersion, Request};
 use ocpp_proto::station::Transactions;
 use ocpp_proto::{CallFailure, CallOutcome};
-use ocpp_station_store::offline::{OfflineQueue, OfflineStore, Restart, StoreError};
+use ocpp_station_store::offline::{NotQueued, OfflineQueue, OfflineStore, Restart, StoreError};
 use tokio::sync::{oneshot, watch};
 
 use super::{QueueError, TransactionOp};
@@ -58,19 +58,14 @@ impl Queue {
 
     /// [`OfflineQueue::transaction`], its outcome on a channel.
     pub(crate) fn transaction(&mut self, op: TransactionOp, now: DateTime) -> Pushed {
-        let (reply, outcome) = oneshot::channel();
-        let pushed = self.queue.transaction(op, now, CallReply::Waiting(reply));
+        let pushed = on_a_channel(|reply| self.queue.transaction(op, now, reply));
         self.settle();
-        pushed.map(|seq| (seq, outcome)).map_err(|n| n.error)
+        pushed
     }
 
     /// [`OfflineQueue::push`], its outcome on a channel.
     pub(crate) fn push(&mut self, request: &Request, transaction_of: Option<u64>) -> Pushed {
-        let (reply, outcome) = oneshot::channel();
-        let pushed = self
-            .queue
-            .push(request, transaction_of, CallReply::Waiting(reply));
-        pushed.map(|seq| (seq, outcome)).map_err(|n| n.error)
+        on_a_channel(|reply| self.queue.push(request, transaction_of, reply))
     }
 
     /// A transaction message through [`Station::call`](super::Station::call): queued, its
@@ -110,4 +105,13 @@ impl Queue {
             caller.send(Err(CallFailure::NotConnected));
         }
     }
+}
+
+/// Queues a message whose caller waits on a channel: `push` takes the caller's end.
+fn on_a_channel(push: impl FnOnce(CallReply) -> Result<u64, NotQueued<CallReply>>) -> Pushed {
+    let (reply, outcome) = oneshot::channel();
+    let pushed = push(CallReply::Waiting(reply));
+    pushed
+        .map(|seq| (seq, outcome))
+        .map_err(|refused| refused.error)
 }
