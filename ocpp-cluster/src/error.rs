@@ -25,3 +25,23 @@ pub enum ClusterError {
     #[error("could not start the cluster thread: {0}")]
     Thread(String),
 }
+
+impl ClusterError {
+    /// Whether Redis did not answer in time: the bound of this crate
+    /// ([`ClusterError::RedisTimeout`]) or the `redis` crate's own response timeout. The call
+    /// may still run in Redis.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ocpp_cluster::ClusterError;
+    /// assert!(ClusterError::RedisTimeout(Duration::from_millis(500)).is_timeout());
+    /// assert!(!ClusterError::Config("empty node id".into()).is_timeout());
+    /// ```
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            ClusterError::RedisTimeout(_) => true,
+            ClusterError::Redis(e) => e.is_timeout(),
+            _ => false,
+        }
+    }
+}

@@ -36,7 +36,7 @@ mod slots;
 
 pub(crate) use inbox::Inbox;
 pub(crate) use sentinel::{MasterMoved, SentinelLink};
-pub(crate) use slots::SlotMap;
+pub(crate) use slots::{Master, SlotMap};
 
 /// The connection every Redis command of the node goes through (see the module's doc).
 #[derive(Clone)]

@@ -467,8 +467,9 @@ async fn a_master_failover_to_its_replica_is_followed() {
 /// in about three round trips, every `refresh.lua` run (2,500 `EVALSHA`s) but read by the
 /// masters in a few dozen socket reads, each claim's TTL extended. Then slots move (a
 /// resharding) behind the node's slot map: the next round still refreshes every claim (the
-/// batches that meet `MOVED` go claim by claim), nothing is lost, and the round after that,
-/// with a new look at the slots, is back to one pipeline per master.
+/// batches that meet `MOVED` are grouped again by a new look at the slots, not sent claim by
+/// claim: that stalled the `redis` crate's connection on a loaded machine), nothing is lost,
+/// and the round after that is back to one pipeline per master.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refresh_round_sends_one_pipeline_per_master_and_follows_moved_slots() {
     use futures_util::StreamExt;
@@ -537,12 +538,24 @@ async fn a_refresh_round_sends_one_pipeline_per_master_and_follows_moved_slots()
             let begin = std::time::Instant::now();
             let lost = match cluster.refresh().await {
                 Ok(lost) => lost,
-                // Right after a resharding, a call of the `redis` crate can time out (seen
-                // about one run in four, with calls one by one as before issue 38 too): the
-                // round fails, and the next one refreshes what it could not.
+                // Right after a resharding, the `redis` crate's connection can stall while it
+                // refreshes its own slot map (seen about one run in four, and twice in a row on
+                // a loaded CI machine, with calls one by one as before issue 38 too): a round
+                // fails on the timeout, and a later one refreshes what it could not.
                 Err(e) if after_resharding => {
                     eprintln!("{name}: the round failed ({e}) in {:?}", begin.elapsed());
-                    cluster.refresh().await.expect("the round after")
+                    let mut attempts = 1;
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        match cluster.refresh().await {
+                            Ok(lost) => break lost,
+                            Err(e) if attempts < 20 => {
+                                attempts += 1;
+                                eprintln!("{name}: round {attempts} failed too ({e})");
+                            }
+                            Err(e) => panic!("{name}: {attempts} rounds failed: {e}"),
+                        }
+                    }
                 }
                 Err(e) => panic!("{name}: the round failed: {e}"),
             };
@@ -586,7 +599,12 @@ async fn a_refresh_round_sends_one_pipeline_per_master_and_follows_moved_slots()
         let to = redis.ports[(m + 1) % MASTERS];
         tokio::task::block_in_place(|| redis.move_slot(&format!("ocpp:cp:{id}"), to));
     }
-    round("after the slots moved", true).await;
+    let socket_reads = round("after the slots moved", true).await;
+    // Claim by claim (before the second pass): 192 to 228 reads; regrouped: 107 to 112.
+    assert!(
+        socket_reads < 180,
+        "after the slots moved: {socket_reads} reads of sockets for {CLAIMS} refreshes"
+    );
     for (id, epoch) in moved.iter().zip(epochs) {
         assert_eq!(
             cluster.holds(id).and_then(|c| c.epoch),

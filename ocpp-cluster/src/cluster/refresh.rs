@@ -10,6 +10,7 @@ use ocpp_proto::OcppVersion;
 
 use super::{lock, millis, parse_epoch, unix_ms, ClaimTicket, Shared, Superseded};
 use crate::claims::{RefreshReply, Refreshed, Work};
+use crate::link::Master;
 use crate::ClusterError;
 
 /// How many claim.lua calls of one refresh round (claims without an epoch), releases of a
@@ -21,6 +22,28 @@ struct ToRefresh {
     identity: String,
     ticket: ClaimTicket,
     epoch: u64,
+}
+
+/// What one pass of a Redis Cluster refresh did ([`Shared::refresh_per_master`]).
+#[derive(Default)]
+struct Pass {
+    /// Each claim's outcome (or one error for a batch that timed out).
+    results: Vec<Result<Option<Superseded>, ClusterError>>,
+    /// The claims of batches that failed on a redirection, for the next pass.
+    redirected: Vec<ToRefresh>,
+    /// Whether the slot map proved stale (or a master stalled): the next round looks again.
+    stale: bool,
+}
+
+impl Pass {
+    /// A pass that refreshed every claim by a call of its own (no slot map).
+    fn alone(results: Vec<Result<Option<Superseded>, ClusterError>>) -> Pass {
+        Pass {
+            results,
+            redirected: Vec::new(),
+            stale: false,
+        }
+    }
 }
 
 /// Whether Redis did not know the script (`NOSCRIPT`: its script cache is empty).
@@ -272,15 +295,19 @@ impl Shared {
     /// On Redis Cluster (issue 38): groups `claims` by the master that serves their key's slot
     /// (the link's slot map, [`RedisLink::slot_map`](crate::link::RedisLink::slot_map)), and
     /// sends each master its batches as [`Shared::refresh_batches`] does on one Redis, one
-    /// after the other, the masters at once: one round trip per master per batch. A batch's
-    /// pipeline goes to the master of its first claim's slot. The slot map may be stale (a
-    /// resharding, a failover since the last look): a claim whose call was answered with an
-    /// error, every claim of a batch that failed as a whole (an answer `MOVED`, `ASK`,
-    /// `TRYAGAIN` or `CLUSTERDOWN` inside it makes the `redis` crate send the whole pipeline
-    /// again there, then fail it), and the claims of a slot without a master in the map, are
-    /// refreshed by a call of their own, as before issue 38, which the crate routes and
-    /// redirects; the map is then forgotten, and the next round looks again. Without a map
-    /// (`CLUSTER SLOTS` failed), every claim is refreshed by a call of its own.
+    /// after the other, the masters at once: one round trip per master per batch, each
+    /// pipeline sent to its master by address.
+    ///
+    /// The slot map may be stale (a resharding, a failover since the last look). A batch that
+    /// fails as a whole on a redirection (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN` inside it:
+    /// the `redis` crate sends the pipeline again where the answer says, then fails it) hands
+    /// its claims and the rest of its master's to a second pass, grouped again by a new look
+    /// at the slots; what fails there too, and the claims of a slot without a master, go by a
+    /// call of their own. A call per claim is the last resort: a thousand calls that each meet
+    /// `MOVED` make the crate rebuild its slot map under them, and on a loaded machine its
+    /// connection then stalled for as long as a minute (CI, 2026-12-05). A batch that times out
+    /// ends its master's part of the round (the round fails; the next one sends them again).
+    /// After any of these the map is forgotten, and the next round looks again.
     async fn refresh_per_master(
         &self,
         claims: Vec<ToRefresh>,
@@ -288,17 +315,42 @@ impl Shared {
         if claims.is_empty() {
             return Vec::new();
         }
+        let first = self.refresh_by_slot_map(claims).await;
+        let mut results = first.results;
+        let mut stale = first.stale;
+        let mut left = first.redirected;
+        if !left.is_empty() {
+            // A second pass, over a new look at the slots.
+            self.redis.forget_slot_map();
+            let second = self.refresh_by_slot_map(left).await;
+            results.extend(second.results);
+            stale |= second.stale;
+            left = second.redirected;
+        }
+        if !left.is_empty() {
+            stale = true;
+            results.extend(self.refresh_one_by_one(left).await);
+        }
+        if stale {
+            self.redis.forget_slot_map();
+        }
+        results
+    }
+
+    /// One pass of [`Shared::refresh_per_master`]: the claims grouped by the slot map, each
+    /// master's batches sent to it.
+    async fn refresh_by_slot_map(&self, claims: Vec<ToRefresh>) -> Pass {
         let map = match self.bounded(self.redis.slot_map()).await {
             Ok(Some(map)) => map,
-            Ok(None) => return self.refresh_one_by_one(claims).await,
+            Ok(None) => return Pass::alone(self.refresh_one_by_one(claims).await),
             Err(e) => {
                 tracing::debug!(node = %self.config.node_id, error = %e, "no slot map");
-                return self.refresh_one_by_one(claims).await;
+                return Pass::alone(self.refresh_one_by_one(claims).await);
             }
         };
         let mut per_master: Vec<Vec<ToRefresh>> =
             map.masters().iter().map(|_| Vec::new()).collect();
-        let mut unmapped = Vec::new();
+        let mut pass = Pass::default();
         for claim in claims {
             let key = self.config.claim_key(&claim.identity);
             match map
@@ -306,46 +358,38 @@ impl Shared {
                 .and_then(|master| per_master.get_mut(master))
             {
                 Some(claims) => claims.push(claim),
-                None => unmapped.push(claim),
+                // A slot the map names no master for: the next pass, or a call of its own.
+                None => pass.redirected.push(claim),
             }
         }
-        let stale = !unmapped.is_empty();
         let masters = futures_util::future::join_all(
-            per_master
-                .into_iter()
-                .filter(|claims| !claims.is_empty())
-                .map(|claims| self.refresh_on_master(claims)),
-        );
-        let (masters, unmapped) = tokio::join!(masters, self.refresh_one_by_one(unmapped));
-        let mut results = unmapped;
-        let mut redirected = false;
-        for (done, fell_back) in masters {
-            results.extend(done);
-            redirected |= fell_back;
+            map.masters()
+                .iter()
+                .zip(per_master)
+                .filter(|(_, claims)| !claims.is_empty())
+                .map(|(master, claims)| self.refresh_on_master(master, claims)),
+        )
+        .await;
+        for done in masters {
+            pass.results.extend(done.results);
+            pass.stale |= done.stale;
+            pass.redirected.extend(done.redirected);
         }
-        if stale || redirected {
-            self.redis.forget_slot_map();
-        }
-        results
+        pass
     }
 
     /// The batches of one master's claims ([`Shared::refresh_per_master`]), one after the
-    /// other; and whether a claim had to be refreshed by a call of its own.
-    async fn refresh_on_master(
-        &self,
-        claims: Vec<ToRefresh>,
-    ) -> (Vec<Result<Option<Superseded>, ClusterError>>, bool) {
-        let mut results = Vec::with_capacity(claims.len());
-        let mut fell_back = false;
+    /// other, each a pipeline sent to `master`.
+    async fn refresh_on_master(&self, master: &Master, claims: Vec<ToRefresh>) -> Pass {
+        let mut pass = Pass::default();
         let size = self.config.refresh_batch.max(1);
         let mut claims = claims.into_iter();
         loop {
             let batch: Vec<ToRefresh> = claims.by_ref().take(size).collect();
-            let Some(first) = batch.first() else {
+            if batch.is_empty() {
                 break;
-            };
-            let key = self.config.claim_key(&first.identity);
-            match self.refresh_pipeline(&batch, Some(&key)).await {
+            }
+            match self.refresh_pipeline(&batch, Some(master)).await {
                 Ok(answers) => {
                     let done: Vec<_> = futures_util::stream::iter(batch.into_iter().zip(answers))
                         .map(|(claim, answer)| async move {
@@ -381,21 +425,35 @@ impl Shared {
                         .collect()
                         .await;
                     for (result, alone) in done {
-                        results.push(result);
-                        fell_back |= alone;
+                        pass.results.push(result);
+                        pass.stale |= alone;
                     }
+                }
+                // No answer within the Redis timeout: the master, or the `redis` crate's
+                // connection to it, is stalled, and more calls would only queue behind it.
+                // The round fails; the next one sends this master's claims again.
+                Err(e) if e.is_timeout() => {
+                    tracing::debug!(
+                        node = %self.config.node_id, claims = batch.len() + claims.len(),
+                        error = %e, "a batch of refreshes timed out: left to the next round"
+                    );
+                    pass.results.push(Err(e));
+                    pass.stale = true;
+                    break;
                 }
                 Err(e) => {
                     tracing::debug!(
-                        node = %self.config.node_id, claims = batch.len(), error = %e,
-                        "a batch of refreshes failed: each claim on its own"
+                        node = %self.config.node_id, claims = batch.len() + claims.len(),
+                        error = %e, "a batch of refreshes failed: grouped again by a new look at the slots"
                     );
-                    fell_back = true;
-                    results.extend(self.refresh_one_by_one(batch).await);
+                    pass.stale = true;
+                    pass.redirected.extend(batch);
+                    pass.redirected.extend(claims);
+                    break;
                 }
             }
         }
-        (results, fell_back)
+        pass
     }
 
     /// Each claim by a call of its own ([`Shared::refresh_claim`]), [`REFRESH_CONCURRENCY`] at
@@ -427,14 +485,14 @@ impl Shared {
 
     /// Sends `refresh.lua` for every claim of `batch` in one pipeline (`EVALSHA` each), bounded
     /// by the Redis timeout as a whole; the answers in the order of `batch`. On Redis Cluster
-    /// the pipeline goes to the master of `to`'s slot (a claim key of the batch); with `None`,
+    /// the pipeline goes to the master `to` (by address); with `None`,
     /// through the link as any command. The calls Redis answers `NOSCRIPT` (its script cache
     /// is empty: a restart, a failover, a new master on Redis Cluster) are sent again once, in
     /// one pipeline, after `SCRIPT LOAD` (on every master, on Redis Cluster).
     async fn refresh_pipeline(
         &self,
         batch: &[ToRefresh],
-        to: Option<&str>,
+        to: Option<&Master>,
     ) -> Result<Vec<redis::RedisResult<Vec<String>>>, ClusterError> {
         let calls: Vec<_> = batch
             .iter()
@@ -468,12 +526,12 @@ impl Shared {
     }
 
     /// Sends one pipeline of `refresh.lua` calls (each answer or error of its own): one round
-    /// trip, bounded by the Redis timeout; to the master of `to`'s slot if given
+    /// trip, bounded by the Redis timeout; to the master `to` if given
     /// ([`Shared::refresh_pipeline`]).
     async fn send_refreshes(
         &self,
         mut pipe: redis::Pipeline,
-        to: Option<&str>,
+        to: Option<&Master>,
     ) -> Result<Vec<redis::RedisResult<Vec<String>>>, ClusterError> {
         pipe.ignore_errors();
         let calls = pipe.len();
@@ -483,10 +541,8 @@ impl Shared {
                 let mut redis = self.redis.clone();
                 self.bounded(pipe.query_async(&mut redis)).await?
             }
-            Some(key) => {
-                let values = self
-                    .bounded(self.redis.pipeline_to_master_of(key, pipe))
-                    .await?;
+            Some(master) => {
+                let values = self.bounded(self.redis.pipeline_to(master, pipe)).await?;
                 redis::from_redis_value(redis::Value::Array(values))
                     .map_err(|e| ClusterError::Redis(e.into()))?
             }

@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{
     Cmd, ConnectionAddr, ErrorKind, IntoConnectionInfo, Pipeline, ProtocolVersion,
     RedisConnectionInfo, RedisError, RedisResult, Value,
 };
 
-use super::{with_credentials, RedisLink, SlotMap};
+use super::{with_credentials, Master, RedisLink, SlotMap};
 use crate::config::ClusterTarget;
 use crate::{ClusterConfig, ClusterError};
 
@@ -107,23 +107,24 @@ impl RedisLink {
         }
     }
 
-    /// Sends `pipeline` as one round trip to the master that serves `key`'s slot by the
-    /// `redis` crate's own slot map (on one Redis: to the link's Redis), and returns each
-    /// command's answer (an error answer as a [`Value::ServerError`]). On Redis Cluster the
-    /// crate sends the whole pipeline again where an answer of it says (`MOVED`, `ASK`,
-    /// `TRYAGAIN`, `CLUSTERDOWN`), at most its retries, then fails it as a whole.
-    pub(crate) async fn pipeline_to_master_of(
+    /// Sends `pipeline` as one round trip to `master` (by its address, not by the `redis`
+    /// crate's slot map; on one Redis: to the link's Redis), and returns each command's answer
+    /// (an error answer as a [`Value::ServerError`]). On Redis Cluster the crate sends the
+    /// whole pipeline again where an answer of it says (`MOVED`, `ASK`, `TRYAGAIN`,
+    /// `CLUSTERDOWN`), at most its retries, then fails it as a whole.
+    pub(crate) async fn pipeline_to(
         &self,
-        key: &str,
+        master: &Master,
         pipeline: Pipeline,
     ) -> RedisResult<Vec<Value>> {
         let count = pipeline.len();
         match self {
             RedisLink::Cluster { connection, .. } => {
-                let route = SingleNodeRoutingInfo::SpecificNode(Route::with_key(
-                    key.as_bytes(),
-                    SlotAddr::Master,
-                ));
+                let (host, port) = master;
+                let route = SingleNodeRoutingInfo::ByAddress {
+                    host: host.clone(),
+                    port: *port,
+                };
                 connection
                     .clone()
                     .route_pipeline(pipeline, 0, count, route)
