@@ -111,7 +111,8 @@ impl ClusterConfig {
         self
     }
 
-    /// Sets the refresh interval (must be shorter than the claim TTL).
+    /// Sets the refresh interval (must be shorter than the claim TTL; rounds come 10 % either
+    /// way of it at random, so keep it well below: the default is a third).
     pub fn with_refresh_interval(mut self, interval: Duration) -> Self {
         self.refresh = Some(interval);
         self
@@ -137,7 +138,7 @@ impl ClusterConfig {
         self
     }
 
-    /// The refresh interval in force.
+    /// The refresh interval in force (each wait is 10 % either way of it at random).
     pub fn refresh_interval(&self) -> Duration {
         self.refresh.unwrap_or(self.claim_ttl / 3)
     }

@@ -83,6 +83,81 @@ async fn the_inbox_stays_subscribed_across_its_pings() {
     }
 }
 
+/// Issue 38: a busy Redis is not a dead one. A script that holds Redis for eight times the
+/// Redis timeout (longer than the ping interval, so a ping waits in it) (as a long queue of other nodes' scripts did at a million charge points)
+/// delays the inbox's ping but does not lose the inbox: before, the ping was cut at the Redis
+/// timeout, every node dropped its inbox, subscribed again and ran a refresh round, which made
+/// Redis busier still. A command routed through the inbox afterwards still arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_redis_delays_the_inbox_ping_without_losing_the_inbox() {
+    let redis = RedisServer::start();
+    let config = |name: &str| {
+        common::config(&redis, name)
+            .with_redis_timeout(Duration::from_millis(300))
+            .with_node_ttl(Duration::from_secs(5))
+            .with_claim_ttl(Duration::from_secs(10))
+            .with_refresh_interval(Duration::from_secs(3))
+    };
+    let probe = common::Probe::new("a");
+    let (a, _a_events) = ocpp_cluster::Cluster::start(config("a"), probe.clone()).expect("start");
+    let (b, _b_events) =
+        ocpp_cluster::Cluster::start(config("b"), common::Probe::new("b")).expect("start");
+    wait_until(Duration::from_secs(5), || {
+        a.is_connected() && b.is_connected()
+    })
+    .await;
+    assert!(a.claim("CP-BUSY").await.epoch.is_some(), "registered");
+    // The crate's default response timeout (500 ms) would give up on the script.
+    let mut raw = redis::Client::open(redis.url())
+        .expect("client")
+        .get_multiplexed_async_connection_with_config(
+            &redis::AsyncConnectionConfig::new().set_response_timeout(None),
+        )
+        .await
+        .expect("connect");
+    let busy = tokio::spawn(async move {
+        // Redis runs nothing else for 2.5 s (a script is not interrupted before
+        // lua-time-limit, 5 s).
+        let script = "local t = redis.call('TIME') \
+            local start = t[1] * 1000000 + t[2] \
+            while true do \
+              local n = redis.call('TIME') \
+              if n[1] * 1000000 + n[2] - start > tonumber(ARGV[1]) * 1000 then return 1 end \
+            end";
+        let started = Instant::now();
+        let done: i64 = redis::cmd("EVAL")
+            .arg(script)
+            .arg(0)
+            .arg(2500)
+            .query_async(&mut raw)
+            .await
+            .expect("the busy script");
+        assert_eq!(done, 1);
+        started.elapsed()
+    });
+    let watched = Instant::now();
+    while watched.elapsed() < Duration::from_millis(3500) {
+        assert!(
+            a.is_connected(),
+            "the inbox was dropped {:?} into a busy Redis",
+            watched.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let held = busy.await.expect("busy task");
+    assert!(
+        held >= Duration::from_millis(2500),
+        "Redis was held {held:?}"
+    );
+    assert!(b.is_connected());
+    let answer = b.call("CP-BUSY", "Reset", "{}", CALL).await;
+    assert_eq!(
+        answer,
+        Ok(r#"{"node":"a","identity":"CP-BUSY"}"#.to_owned())
+    );
+    assert_eq!(probe.total(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refresh_reports_a_takeover_the_inbox_missed() {
     let redis = RedisServer::start();

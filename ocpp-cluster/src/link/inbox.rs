@@ -78,25 +78,53 @@ impl Inbox {
         }
     }
 
-    /// Checks that the subscription still works: `PING` on the pub/sub connection; on Redis
-    /// Cluster, [`INBOX_PING`] published to the inbox itself, which the master of its slot must
-    /// count as read (the cluster connection subscribes again by itself after a disconnection
-    /// or a failover; meanwhile this fails).
-    pub(crate) async fn ping(&mut self) -> RedisResult<()> {
+    /// What checks that this subscription still works ([`Pinger::ping`]), apart from the
+    /// inbox, so that its messages keep flowing while a ping waits for its answer.
+    pub(crate) fn pinger(&self) -> Pinger {
         match self {
-            Inbox::PubSub { sink, .. } => sink.ping::<Value>().await.map(drop),
+            Inbox::PubSub { sink, .. } => Pinger::PubSub(sink.clone()),
             Inbox::Sharded {
                 connection,
                 channel,
                 ..
+            } => Pinger::Sharded {
+                connection: connection.clone(),
+                channel: channel.clone(),
+            },
+        }
+    }
+}
+
+/// The ping of an [`Inbox`] ([`Inbox::pinger`]).
+pub(crate) enum Pinger {
+    /// `PING` on the pub/sub connection.
+    PubSub(redis::aio::PubSubSink),
+    /// [`INBOX_PING`] published to the inbox itself.
+    Sharded {
+        connection: ClusterConnection,
+        channel: Option<String>,
+    },
+}
+
+impl Pinger {
+    /// Checks that the subscription still works: `PING` on the pub/sub connection; on Redis
+    /// Cluster, [`INBOX_PING`] published to the inbox itself, which the master of its slot must
+    /// count as read (the cluster connection subscribes again by itself after a disconnection
+    /// or a failover; meanwhile this fails).
+    pub(crate) async fn ping(self) -> RedisResult<()> {
+        match self {
+            Pinger::PubSub(mut sink) => sink.ping::<Value>().await.map(drop),
+            Pinger::Sharded {
+                mut connection,
+                channel,
             } => {
                 let Some(channel) = channel else {
                     return Err(RedisError::from((ErrorKind::Client, "not subscribed")));
                 };
                 let readers: i64 = redis::cmd("SPUBLISH")
-                    .arg(&*channel)
+                    .arg(channel)
                     .arg(INBOX_PING)
-                    .query_async(connection)
+                    .query_async(&mut connection)
                     .await?;
                 if readers == 0 {
                     return Err(RedisError::from((
