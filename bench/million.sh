@@ -35,6 +35,9 @@
 #   MILLION_PORT         the charge points' port; admin ports follow it [9800]; Redis is
 #                        MILLION_REDIS_PORT [PORT+1000]
 #   MILLION_OUT          results folder [bench/results/million-latest]
+#   MILLION_LOG          the nodes' RUST_LOG [warn]; with
+#                        warn,ocpp_examples::mio_server::ocpp_socket=info each connection's
+#                        end and its reason is logged (server-disconnects.txt counts them)
 #   MILLION_SKIP_BUILD=1 use the release binaries already built
 #
 # Bounded: every wait has a limit, ocpp-load runs under `timeout`, every process this script
@@ -58,6 +61,7 @@ TTL_S=${MILLION_CLUSTER_TTL_S:-90}
 SAMPLES=${MILLION_SAMPLES:-500}
 STORM_MAX_S=${MILLION_STORM_MAX_S:-300}
 REDIS_MAX_S=${MILLION_REDIS_MAX_S:-300}
+LOG=${MILLION_LOG:-warn}
 PORT=${MILLION_PORT:-9800}
 REDIS_PORT=${MILLION_REDIS_PORT:-$((PORT + 1000))}
 OUT=${MILLION_OUT:-$ROOT/bench/results/million-latest}
@@ -190,7 +194,7 @@ for k in $(seq 1 "$NODES"); do
     admin=$((PORT + k))
     ADMIN_PORTS+=("$admin")
     NAMED+=("$admin:node$k")
-    RUST_LOG=warn "$BIN/mio-server" --listen "127.0.0.1:$PORT" --admin "127.0.0.1:$admin" \
+    RUST_LOG=$LOG "$BIN/mio-server" --listen "127.0.0.1:$PORT" --admin "127.0.0.1:$admin" \
         --redis "redis://127.0.0.1:$REDIS_PORT/" --node-id "node$k" --cluster-ttl-s "$TTL_S" \
         "${boot_rate_arg[@]}" >>"$OUT/server.log" 2>&1 &
     NODE_PIDS+=($!)
@@ -329,4 +333,10 @@ record load_rc $?
 LOAD_PID=""
 # The listings were the probes' input (at a million, megabytes): not results.
 rm -f "$END_FILE" "$OUT/.stop-storm" "$OUT/.stop-redis" "$OUT"/holders*.json
+# What the nodes logged: each kind of warning with its count (numbers folded), and why
+# connections ended (with MILLION_LOG at info for ocpp_socket).
+grep -o ' WARN .*' "$OUT/server.log" | sed -E 's/[0-9]+/N/g' | sort | uniq -c | sort -rn \
+    >"$OUT/server-warnings.txt"
+grep ' disconnected' "$OUT/server.log" | grep -o 'reason=.*seconds=' | sed -E 's/[0-9]+/N/g' \
+    | sort | uniq -c | sort -rn >"$OUT/server-disconnects.txt"
 python3 bench/million_report.py "$OUT" | tee "$OUT/summary.md"
