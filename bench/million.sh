@@ -35,6 +35,7 @@
 #   MILLION_PORT         the charge points' port; admin ports follow it [9800]; Redis is
 #                        MILLION_REDIS_PORT [PORT+1000]
 #   MILLION_OUT          results folder [bench/results/million-latest]
+#   MILLION_REDIS_NICE   redis-server's nice value [-5: before the nodes and the swarm]
 #   MILLION_LOG          the nodes' RUST_LOG [warn]; with
 #                        warn,ocpp_examples::mio_server::ocpp_socket=info each connection's
 #                        end and its reason is logged (server-disconnects.txt counts them)
@@ -62,6 +63,7 @@ SAMPLES=${MILLION_SAMPLES:-500}
 STORM_MAX_S=${MILLION_STORM_MAX_S:-300}
 REDIS_MAX_S=${MILLION_REDIS_MAX_S:-300}
 LOG=${MILLION_LOG:-warn}
+REDIS_NICE=${MILLION_REDIS_NICE:--5}
 PORT=${MILLION_PORT:-9800}
 REDIS_PORT=${MILLION_REDIS_PORT:-$((PORT + 1000))}
 OUT=${MILLION_OUT:-$ROOT/bench/results/million-latest}
@@ -150,7 +152,9 @@ claims() {
     echo "$total"
 }
 start_redis() {
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+    # Redis runs at a higher priority than the nodes and the swarm (nice -5): in a deployment
+    # it has a core of its own; here 117 processes share two.
+    nice -n "$REDIS_NICE" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
         --dir "$REDIS_DIR" >>"$OUT/redis.log" 2>&1 &
     REDIS_PID=$!
     for _ in $(seq 1 100); do rcli ping >/dev/null 2>&1 && return 0; sleep 0.1; done

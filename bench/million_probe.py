@@ -53,14 +53,20 @@ def nodes(args):
 
 
 def holders(out, ports):
+    """Which node holds each charge point: each node's own connected ones. A node lists the
+    whole cluster up to 100,000 charge points (a JSON array); past that it answers an object
+    with its own (`chargepoints`) and `complete: false`."""
     holder = {}
-    for port, _ in ports:
+    for port, node in ports:
         status, body = request(port, "GET", "/chargepoints", timeout=120)
         if status != 200:
             raise SystemExit(f"million_probe: GET /chargepoints on {port}: HTTP {status}")
-        for cp in json.loads(body):
-            if cp.get("connected") and cp.get("node"):
-                holder[cp["identity"]] = cp["node"]
+        listed = json.loads(body)
+        if isinstance(listed, dict):
+            listed = listed.get("chargepoints", [])
+        for cp in listed:
+            if cp.get("connected") and cp.get("node") == node:
+                holder[cp["identity"]] = node
     listing = {node: [] for _, node in ports}
     for identity, node in holder.items():
         listing.setdefault(node, []).append(identity)
