@@ -57,16 +57,29 @@ def holders(out, ports):
     whole cluster up to 100,000 charge points (a JSON array); past that it answers an object
     with its own (`chargepoints`) and `complete: false`."""
     holder = {}
+    listed_nodes = 0
     for port, node in ports:
-        status, body = request(port, "GET", "/chargepoints", timeout=120)
+        # A node lists from Redis too; right after a storm that can outlast the admin API's
+        # wait (504): ask again, and leave out a node that never answers (its charge points
+        # are then not sampled).
+        for attempt in range(5):
+            status, body = request(port, "GET", "/chargepoints", timeout=120)
+            if status == 200:
+                break
+            time.sleep(2)
         if status != 200:
-            raise SystemExit(f"million_probe: GET /chargepoints on {port}: HTTP {status}")
+            print(f"million_probe: GET /chargepoints on {port}: HTTP {status}; {node} left out",
+                  file=sys.stderr)
+            continue
+        listed_nodes += 1
         listed = json.loads(body)
         if isinstance(listed, dict):
             listed = listed.get("chargepoints", [])
         for cp in listed:
             if cp.get("connected") and cp.get("node") == node:
                 holder[cp["identity"]] = node
+    if listed_nodes == 0:
+        raise SystemExit("million_probe: no node listed its charge points")
     listing = {node: [] for _, node in ports}
     for identity, node in holder.items():
         listing.setdefault(node, []).append(identity)
