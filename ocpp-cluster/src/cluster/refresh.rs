@@ -40,9 +40,15 @@ impl Pass {
     fn alone(results: Vec<Result<Option<Superseded>, ClusterError>>) -> Pass {
         Pass {
             results,
-            redirected: Vec::new(),
-            stale: false,
+            ..Pass::default()
         }
+    }
+
+    /// Adds what `other` did to this pass.
+    fn absorb(&mut self, other: Pass) {
+        self.results.extend(other.results);
+        self.redirected.extend(other.redirected);
+        self.stale |= other.stale;
     }
 }
 
@@ -320,29 +326,30 @@ impl Shared {
         &self,
         claims: Vec<ToRefresh>,
     ) -> Vec<Result<Option<Superseded>, ClusterError>> {
-        if claims.is_empty() {
-            return Vec::new();
+        let mut done = Pass {
+            redirected: claims,
+            ..Pass::default()
+        };
+        for pass in 0..2 {
+            if done.redirected.is_empty() {
+                break;
+            }
+            if pass > 0 {
+                // The second pass, over a new look at the slots.
+                self.redis.forget_slot_map();
+            }
+            let left = std::mem::take(&mut done.redirected);
+            done.absorb(self.refresh_by_slot_map(left).await);
         }
-        let first = self.refresh_by_slot_map(claims).await;
-        let mut results = first.results;
-        let mut stale = first.stale;
-        let mut left = first.redirected;
-        if !left.is_empty() {
-            // A second pass, over a new look at the slots.
+        if !done.redirected.is_empty() {
+            done.stale = true;
+            let left = std::mem::take(&mut done.redirected);
+            done.results.extend(self.refresh_one_by_one(left).await);
+        }
+        if done.stale {
             self.redis.forget_slot_map();
-            let second = self.refresh_by_slot_map(left).await;
-            results.extend(second.results);
-            stale |= second.stale;
-            left = second.redirected;
         }
-        if !left.is_empty() {
-            stale = true;
-            results.extend(self.refresh_one_by_one(left).await);
-        }
-        if stale {
-            self.redis.forget_slot_map();
-        }
-        results
+        done.results
     }
 
     /// One pass of [`Shared::refresh_per_master`]: the claims grouped by the slot map, each
@@ -379,9 +386,7 @@ impl Shared {
         )
         .await;
         for done in masters {
-            pass.results.extend(done.results);
-            pass.stale |= done.stale;
-            pass.redirected.extend(done.redirected);
+            pass.absorb(done);
         }
         pass
     }
