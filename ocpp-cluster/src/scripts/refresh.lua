@@ -27,9 +27,9 @@
 --         {"error", message}: the claim key is not a claim (not a hash): this claim alone
 --                             fails, as its own call would, not the batch.
 -- Cost, measured (Redis 7.0, 100,000 held claims, tests/refresh.rs; BENCHMARKS.md, issue 38):
--- a call of 1,000 claims runs 3.3 ms in Redis (3.4 us a claim; 8.6 us when each claim is a
--- call of its own: the call's own cost is paid once per batch, as are TIME and since's SET
--- NX). Redis serves nothing else meanwhile: keep batches to a few milliseconds.
+-- a call of 1,000 claims runs 3.3 to 3.7 ms in Redis (3.4 to 3.7 us a claim; 8.6 to 10.6 us
+-- when each claim is a call of its own: the call's own cost is paid once per batch, as are
+-- TIME and since's SET NX). Redis serves nothing else meanwhile: keep batches to a few ms.
 local n = (#ARGV - 3) / 3
 if n < 1 or n % 1 ~= 0 or #KEYS < n then
   return redis.error_reply('refresh.lua: ' .. #KEYS .. ' keys for ' .. #ARGV .. ' arguments')
