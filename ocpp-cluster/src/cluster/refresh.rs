@@ -590,9 +590,7 @@ impl Shared {
                 .await?;
             let mut pipe = redis::pipe();
             for &i in &unknown {
-                if let Some(call) = calls.get(i) {
-                    pipe.invoke_script(call);
-                }
+                pipe.invoke_script(&calls[i]);
             }
             let again = self.send_refreshes(pipe, to).await?;
             for (i, answer) in unknown.into_iter().zip(again) {
