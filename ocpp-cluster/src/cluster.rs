@@ -199,7 +199,8 @@ pub(crate) struct Shared {
     /// Permits for claim.lua and release.lua ([`HOUSEKEEPING_CONCURRENCY`]); the Redis
     /// timeout counts from the permit, so it measures Redis, not this queue.
     housekeeping: tokio::sync::Semaphore,
-    /// Pipelines of `refresh.lua` calls sent (one round trip each; PROTOCOL.md 6.3).
+    /// Round trips of refresh rounds: on one Redis a `refresh.lua` call per batch, on Redis
+    /// Cluster a pipeline of a call per claim per master (PROTOCOL.md 6.3).
     refresh_round_trips: AtomicU64,
 }
 
@@ -671,8 +672,8 @@ impl Shared {
         Ok(released == 1)
     }
 
-    /// The keys `claim.lua` and `refresh.lua` take after the claim key: the epoch counter and
-    /// `since` on one Redis; none on Redis Cluster, where a script's keys share one slot
+    /// The keys `claim.lua` takes after the claim key: the epoch counter and `since` on one
+    /// Redis (`refresh.lua` takes `since` alone, after its claim keys); none on Redis Cluster, where a script's keys share one slot
     /// (PROTOCOL.md 1.2).
     fn shared_keys(&self) -> Vec<String> {
         if self.redis.is_cluster() {

@@ -48,9 +48,11 @@ pub struct ClusterConfig {
     pub node_ttl: Duration,
     /// How often claims are refreshed; `None`: a third of the claim TTL.
     pub refresh: Option<Duration>,
-    /// How many `refresh.lua` calls a refresh round sends in one round trip (a pipeline of
-    /// `EVALSHA`s; 1,000 by default, at least 1). Each batch is bounded by the Redis timeout as
-    /// a whole (PROTOCOL.md 6.3): keep it to what Redis runs well within that timeout.
+    /// How many claims a refresh round refreshes in one round trip (1,000 by default, at least
+    /// 1): on one Redis (or Sentinel's master) one `refresh.lua` call for the batch, on Redis
+    /// Cluster a pipeline of a call per claim to each master. Each batch is bounded by the
+    /// Redis timeout as a whole, and on one Redis runs as one script, which blocks Redis while
+    /// it runs (PROTOCOL.md 6.3): keep it to what Redis runs well within that timeout.
     pub refresh_batch: usize,
     /// How often the node announces itself (rewrites its node record); `None`: a third of the
     /// node TTL.
@@ -60,7 +62,7 @@ pub struct ClusterConfig {
     pub redis_timeout: Duration,
 }
 
-/// How many `refresh.lua` calls go to Redis in one round trip by default
+/// How many claims a refresh round sends to Redis in one round trip by default
 /// ([`ClusterConfig::refresh_batch`]).
 pub(crate) const DEFAULT_REFRESH_BATCH: usize = 1000;
 

@@ -4,9 +4,10 @@
 /// `claim.lua`: a node takes an identity under a new epoch; the newest claim wins and the
 /// previous holder is told on its inbox.
 pub const CLAIM: &str = include_str!("scripts/claim.lua");
-/// `refresh.lua`: extend a claim while it is still this node's; make it again under its own
-/// epoch if the key is gone or names an older claim (a write lost with Redis's data or in a
-/// failover), telling that claim's node; report a loss to a newer claim otherwise.
+/// `refresh.lua`: extend each claim of a batch (one claim on Redis Cluster) while it is still
+/// this node's; make it again under its own epoch if the key is gone or names an older claim
+/// (a write lost with Redis's data or in a failover), telling that claim's node; report a
+/// loss to a newer claim otherwise. One answer per claim.
 pub const REFRESH: &str = include_str!("scripts/refresh.lua");
 /// `release.lua`: compare-and-delete (a tombstone that expires) when the charge point leaves.
 pub const RELEASE: &str = include_str!("scripts/release.lua");

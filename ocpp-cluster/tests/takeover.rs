@@ -43,29 +43,30 @@ async fn superseded_within(events: &mut ClusterEvents, within: Duration) -> Supe
     }
 }
 
-/// refresh.lua as node `node` runs it for its claim under `epoch`, on a connection of the
-/// test's own.
+/// refresh.lua as node `node` runs it for its claim under `epoch` (one claim, on one Redis:
+/// the claim key and `since`), on a connection of the test's own; the claim's answer.
 async fn refresh_as(
     raw: &mut redis::aio::MultiplexedConnection,
     node: &str,
     identity: &str,
     epoch: u64,
 ) -> Vec<String> {
-    redis::cmd("EVAL")
+    let mut answers: Vec<Vec<String>> = redis::cmd("EVAL")
         .arg(scripts::REFRESH)
-        .arg(3)
+        .arg(2)
         .arg(format!("ocpp:cp:{identity}"))
-        .arg("ocpp:epoch")
         .arg("ocpp:since")
         .arg(node)
         .arg(180_000)
-        .arg("")
-        .arg(epoch)
         .arg("ocpp:inbox:")
+        .arg(epoch)
+        .arg("")
         .arg(identity)
         .query_async(raw)
         .await
-        .expect("refresh.lua")
+        .expect("refresh.lua");
+    assert_eq!(answers.len(), 1, "one answer per claim");
+    answers.remove(0)
 }
 
 async fn delete(raw: &mut redis::aio::MultiplexedConnection, identity: &str) {

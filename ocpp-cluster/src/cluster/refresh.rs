@@ -56,6 +56,19 @@ impl Pass {
 fn is_noscript(e: &redis::RedisError) -> bool {
     e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
+
+/// The answers of one `refresh.lua` call for `claims` claims: one per claim, or a
+/// [`ClusterError::Protocol`] naming how many came.
+fn answers_of(answers: Vec<Vec<String>>, claims: usize) -> Result<Vec<Vec<String>>, ClusterError> {
+    if answers.len() != claims {
+        return Err(ClusterError::Protocol(format!(
+            "refresh.lua answered {} claims of {claims}",
+            answers.len()
+        )));
+    }
+    Ok(answers)
+}
+
 /// The wait before the next refresh round: `interval`, 10 % either way at random. Nodes
 /// started together (a deployment, a benchmark) would otherwise send their rounds together,
 /// every third of the claim TTL; at a million claims on 63 nodes that is 63 pipelines of 1,000
@@ -240,36 +253,56 @@ impl Shared {
         epoch: u64,
     ) -> Result<Option<Superseded>, ClusterError> {
         let mut redis = self.redis.clone();
-        let answer: Vec<String> = self
-            .bounded(self.refresh_call(identity, epoch).invoke_async(&mut redis))
+        let answers: Vec<Vec<String>> = self
+            .bounded(
+                self.refresh_call([(identity, epoch)])
+                    .invoke_async(&mut redis),
+            )
             .await?;
+        let answer = answers_of(answers, 1)?.pop().unwrap_or_default();
         self.refreshed(identity, ticket, epoch, answer).await
     }
 
-    /// The `refresh.lua` call for this node's claim on `identity` under `epoch` (PROTOCOL.md
-    /// 4.2).
-    fn refresh_call(&self, identity: &str, epoch: u64) -> redis::ScriptInvocation<'_> {
+    /// The `refresh.lua` call for this node's `claims` (identity, the epoch held), in one call
+    /// (PROTOCOL.md 4.2): a batch on one Redis, one claim on Redis Cluster.
+    fn refresh_call<'c>(
+        &self,
+        claims: impl IntoIterator<Item = (&'c str, u64)>,
+    ) -> redis::ScriptInvocation<'_> {
         let config = &self.config;
-        let version = lock(&self.claims).version_of(identity);
-        let mut refresh = self.scripts.refresh.key(config.claim_key(identity));
+        let mut refresh = self.scripts.refresh.prepare_invoke();
         refresh
-            .key(self.shared_keys())
             .arg(&config.node_id)
             .arg(millis(config.claim_ttl))
-            .arg(version.map(OcppVersion::subprotocol).unwrap_or(""))
-            .arg(epoch)
-            .arg(self.script_inbox_prefix())
-            .arg(identity);
+            .arg(self.script_inbox_prefix());
+        {
+            let table = lock(&self.claims);
+            for (identity, epoch) in claims {
+                let version = table.version_of(identity);
+                refresh
+                    .key(config.claim_key(identity))
+                    .arg(epoch)
+                    .arg(version.map(OcppVersion::subprotocol).unwrap_or(""))
+                    .arg(identity);
+            }
+        }
+        // `since` after the claim keys, on one Redis only: on Redis Cluster it is in another
+        // slot (PROTOCOL.md 1.2).
+        if !self.redis.is_cluster() {
+            refresh.key(config.since_key());
+        }
         refresh
     }
 
     /// Refreshes `claims` in batches of [`ClusterConfig::refresh_batch`](crate::ClusterConfig)
-    /// (`refresh_batch`), one after the other, each one pipeline of `refresh.lua` calls: one
+    /// (`refresh_batch`), one after the other, each one `refresh.lua` call for the whole batch
+    /// (issue 38: Redis's cost of a script call is paid once per batch, not per claim): one
     /// round trip per batch. Every answer is read as [`Shared::refresh_claim`] reads its own.
     /// A batch that fails as a whole (an error, or no answer within the Redis timeout) gives
     /// one error for all its claims, which stay as they are until the next round.
     ///
-    /// On Redis Cluster the batches go per master ([`Shared::refresh_per_master`]).
+    /// On Redis Cluster the batches go per master, a call per claim
+    /// ([`Shared::refresh_per_master`]).
     async fn refresh_batches(
         &self,
         claims: Vec<ToRefresh>,
@@ -285,7 +318,7 @@ impl Shared {
             if batch.is_empty() {
                 break;
             }
-            match self.refresh_pipeline(&batch, None).await {
+            match self.refresh_together(&batch).await {
                 Ok(answers) => {
                     let done: Vec<_> = futures_util::stream::iter(batch.into_iter().zip(answers))
                         .map(|(claim, answer)| self.refresh_answered(claim, answer))
@@ -304,6 +337,27 @@ impl Shared {
             }
         }
         results
+    }
+
+    /// On one Redis: the claims of `batch` in one `refresh.lua` call (sent as a pipeline of
+    /// one, [`Shared::refresh_pipeline`], for its `NOSCRIPT` handling); its answers, one per
+    /// claim in the order of `batch`.
+    async fn refresh_together(
+        &self,
+        batch: &[ToRefresh],
+    ) -> Result<Vec<Vec<String>>, ClusterError> {
+        let call = self.refresh_call(
+            batch
+                .iter()
+                .map(|claim| (claim.identity.as_str(), claim.epoch)),
+        );
+        let answer = self
+            .refresh_pipeline(std::slice::from_ref(&call), None)
+            .await?
+            .pop()
+            .unwrap_or_else(|| Ok(Vec::new()))
+            .map_err(ClusterError::Redis)?;
+        answers_of(answer, batch.len())
     }
 
     /// On Redis Cluster (issue 38): groups `claims` by the master that serves their key's slot
@@ -402,21 +456,12 @@ impl Shared {
             if batch.is_empty() {
                 break;
             }
-            match self.refresh_pipeline(&batch, Some(master)).await {
+            match self.refresh_each(&batch, master).await {
                 Ok(answers) => {
                     let done: Vec<_> = futures_util::stream::iter(batch.into_iter().zip(answers))
                         .map(|(claim, answer)| async move {
                             match answer {
-                                Ok(answer) => (
-                                    self.refreshed(
-                                        &claim.identity,
-                                        claim.ticket,
-                                        claim.epoch,
-                                        answer,
-                                    )
-                                    .await,
-                                    false,
-                                ),
+                                Ok(answer) => (self.refresh_answered(claim, answer).await, false),
                                 Err(e) => {
                                     tracing::debug!(
                                         identity = %claim.identity, error = %e,
@@ -485,34 +530,51 @@ impl Shared {
             .await
     }
 
-    /// One answer of a batch ([`Shared::refreshed`]), or its error.
+    /// One answer of a batch, read as that of a call of its own ([`Shared::refreshed`]).
     async fn refresh_answered(
         &self,
         claim: ToRefresh,
-        answer: redis::RedisResult<Vec<String>>,
+        answer: Vec<String>,
     ) -> Result<Option<Superseded>, ClusterError> {
-        let answer = answer.map_err(ClusterError::Redis)?;
         self.refreshed(&claim.identity, claim.ticket, claim.epoch, answer)
             .await
     }
 
-    /// Sends `refresh.lua` for every claim of `batch` in one pipeline (`EVALSHA` each), bounded
-    /// by the Redis timeout as a whole; the answers in the order of `batch`. On Redis Cluster
-    /// the pipeline goes to the master `to` (by address); with `None`,
-    /// through the link as any command. The calls Redis answers `NOSCRIPT` (its script cache
-    /// is empty: a restart, a failover, a new master on Redis Cluster) are sent again once, in
-    /// one pipeline, after `SCRIPT LOAD` (on every master, on Redis Cluster).
-    async fn refresh_pipeline(
+    /// On Redis Cluster: a `refresh.lua` call per claim of `batch` (each touches its one key:
+    /// the claims of a master spread over its slots), in one pipeline to `master`
+    /// ([`Shared::refresh_pipeline`]); each claim's answer or error, in the order of `batch`.
+    async fn refresh_each(
         &self,
         batch: &[ToRefresh],
-        to: Option<&Master>,
-    ) -> Result<Vec<redis::RedisResult<Vec<String>>>, ClusterError> {
+        master: &Master,
+    ) -> Result<Vec<Result<Vec<String>, ClusterError>>, ClusterError> {
         let calls: Vec<_> = batch
             .iter()
-            .map(|claim| self.refresh_call(&claim.identity, claim.epoch))
+            .map(|claim| self.refresh_call([(claim.identity.as_str(), claim.epoch)]))
             .collect();
+        let answers = self.refresh_pipeline(&calls, Some(master)).await?;
+        Ok(answers
+            .into_iter()
+            .map(|answer| {
+                let answer = answers_of(answer.map_err(ClusterError::Redis)?, 1)?;
+                Ok(answer.into_iter().next().unwrap_or_default())
+            })
+            .collect())
+    }
+
+    /// Sends the `refresh.lua` `calls` in one pipeline (`EVALSHA` each), bounded by the Redis
+    /// timeout as a whole; each call's answers (or its error) in the order of `calls`. On
+    /// Redis Cluster the pipeline goes to the master `to` (by address); with `None`, through
+    /// the link as any command. The calls Redis answers `NOSCRIPT` (its script cache is empty:
+    /// a restart, a failover, a new master on Redis Cluster) are sent again once, in one
+    /// pipeline, after `SCRIPT LOAD` (on every master, on Redis Cluster).
+    async fn refresh_pipeline(
+        &self,
+        calls: &[redis::ScriptInvocation<'_>],
+        to: Option<&Master>,
+    ) -> Result<Vec<redis::RedisResult<Vec<Vec<String>>>>, ClusterError> {
         let mut pipe = redis::pipe();
-        for call in &calls {
+        for call in calls {
             pipe.invoke_script(call);
         }
         let mut answers = self.send_refreshes(pipe, to).await?;
@@ -545,11 +607,11 @@ impl Shared {
         &self,
         mut pipe: redis::Pipeline,
         to: Option<&Master>,
-    ) -> Result<Vec<redis::RedisResult<Vec<String>>>, ClusterError> {
+    ) -> Result<Vec<redis::RedisResult<Vec<Vec<String>>>>, ClusterError> {
         pipe.ignore_errors();
         let calls = pipe.len();
         self.refresh_round_trips.fetch_add(1, Ordering::Relaxed);
-        let answers: Vec<redis::RedisResult<Vec<String>>> = match to {
+        let answers: Vec<redis::RedisResult<Vec<Vec<String>>>> = match to {
             None => {
                 let mut redis = self.redis.clone();
                 self.bounded(pipe.query_async(&mut redis)).await?
@@ -592,6 +654,14 @@ impl Shared {
                 node: field(1).to_owned(),
                 epoch: parse_epoch(field(2)).unwrap_or(0),
             },
+            // The claim key is not a claim: this claim fails, as its call alone would have,
+            // and stays as it is; the others of its batch were refreshed.
+            "error" => {
+                return Err(ClusterError::Protocol(format!(
+                    "refresh.lua could not read the claim of {identity}: {}",
+                    field(1)
+                )))
+            }
             other => {
                 return Err(ClusterError::Protocol(format!(
                     "refresh.lua answered {other:?}"
@@ -721,13 +791,13 @@ mod tests {
         )
     }
 
-    /// Issue 38: a refresh round of 2,500 claims sends them in three round trips (batches of
-    /// 1,000), not 2,500: Redis runs every `refresh.lua` (2,500 `EVALSHA`s) but reads them in
-    /// a few dozen socket reads; each claim's TTL is extended. On a Redis that does not know
-    /// the script yet, the `NOSCRIPT` answers are sent again after `SCRIPT LOAD`, in one more
+    /// Issue 38: a refresh round of 2,500 claims on one Redis sends them in three round trips
+    /// (batches of 1,000), not 2,500, each one `refresh.lua` call for its batch: three
+    /// `EVALSHA`s, not 2,500; each claim's TTL is extended. On a Redis that does not know the
+    /// script yet, the call answered `NOSCRIPT` is sent again after `SCRIPT LOAD`, in one more
     /// round trip, and every claim is refreshed too.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_refresh_round_sends_its_claims_in_batches_one_round_trip_each() {
+    async fn a_refresh_round_sends_its_claims_in_batches_one_script_call_each() {
         const CLAIMS: usize = 2_500;
         let server = RedisServer::start();
         let config = ClusterConfig::new(server.url(), "a");
@@ -775,9 +845,10 @@ mod tests {
         let trips =
             |cluster: &crate::Cluster| cluster.shared().refresh_round_trips.load(Ordering::Relaxed);
         // Two rounds: in the first, Redis has not run refresh.lua yet (a new Redis, or one
-        // that lost its script cache): the first batch is answered NOSCRIPT, loads the script
-        // and goes again, one more round trip; the others find it.
-        for (round, expected_trips, refused) in [(1, 4, 1000), (2, 3, 0)] {
+        // that lost its script cache): the first batch's call is answered NOSCRIPT, loads the
+        // script and goes again, one more round trip; the others find it.
+        let batches = CLAIMS.div_ceil(1000);
+        for (round, expected_trips, refused) in [(1, 4, 1), (2, 3, 0)] {
             if round == 1 {
                 // The node may have loaded the script already (a claim registered while its
                 // own first round ran is refreshed by a call of its own): this round failed
@@ -809,15 +880,16 @@ mod tests {
                 round_trips, expected_trips,
                 "round {round}: batches of 1,000"
             );
-            // Every claim's refresh.lua (and those refused), plus the round's announcements
-            // (and perhaps the background announcement's).
-            let least = (CLAIMS + refused) as u64;
+            // A refresh.lua call per batch (and the one refused), plus the round's
+            // announcements (and perhaps the background announcement's): not one per claim.
+            let least = (batches + refused) as u64;
             assert!(
-                (least..least + 10).contains(&scripts),
+                (least..least + 6).contains(&scripts),
                 "round {round}: {scripts} EVALSHA"
             );
             // One by one (64 at once on the multiplexed connection, as before issue 38): 279
-            // reads for 2,500 refreshes; in batches: 29 to 40.
+            // reads for 2,500 refreshes; in pipelines of a call per claim: 29 to 40; in one
+            // call per batch: 12 to 18.
             assert!(
                 socket_reads < 100,
                 "round {round}: {socket_reads} reads of sockets for {CLAIMS} refreshes"
