@@ -349,6 +349,14 @@ pub struct Args {
     /// sent.
     #[arg(long = "call-timeout-s", value_name = "N", value_parser = seconds())]
     pub call_timeout: Option<Duration>,
+    /// Keep-alive (OCPP `WebSocketPingInterval`): ping a charge point once it has been silent
+    /// for N s (default 60; 0: never), and close its connection when the pong does not come
+    /// within --pong-timeout-s.
+    #[arg(long = "ping-interval-s", value_name = "N", value_parser = clap::value_parser!(u64).map(Duration::from_secs))]
+    pub ping_interval: Option<Duration>,
+    /// How long a pong may take before the connection is taken for dead, in s (default 30).
+    #[arg(long = "pong-timeout-s", value_name = "N", value_parser = seconds())]
+    pub pong_timeout: Option<Duration>,
     /// Join a cluster of nodes on this Redis (redis://[USER:PASS@]HOST:PORT/): charge points
     /// are claimed in Redis, a newer connection on another node closes this one (1008), and
     /// an admin command for a charge point held by another node is routed there. With

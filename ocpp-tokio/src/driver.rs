@@ -324,10 +324,17 @@ where
     /// Drives the connection as far as it goes: ready when it is over. `cx`'s waker is the
     /// connection's own (its task's, or the one its shard made for it) and the same on every
     /// call.
-    pub(crate) fn turn(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    ///
+    /// `looked`: the instant up to which the caller knows what the socket holds (a shard:
+    /// when it last read its epoll, which it does before a deadline is judged). The whole
+    /// turn runs at it, so a deadline is judged only against input looked for after it: a
+    /// pong that came while the thread was descheduled is read before its deadline is
+    /// judged, not counted late. `None`, a task of its own: each step runs at the present,
+    /// and what tokio's reactor has not reported yet is not known.
+    pub(crate) fn turn(&mut self, cx: &mut Context<'_>, looked: Option<Instant>) -> Poll<()> {
         let this = self;
         for _ in 0..TURNS_PER_POLL {
-            let now = Instant::now();
+            let now = looked.unwrap_or_else(Instant::now);
             let mut busy = false;
             match this.side.poll_commands(cx, now, &mut this.conn) {
                 Flow::Idle => {}
@@ -408,7 +415,7 @@ where
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.get_mut().turn(cx)
+        self.get_mut().turn(cx, None)
     }
 }
 

@@ -489,7 +489,15 @@ impl<H: Handler> Shard<H> {
 
     /// Takes what epoll reports (an epoll that fails is logged: its connections are then
     /// driven only by their wakers and timers).
-    fn poll_events(&mut self, cx: &mut Context<'_>, inner: &mut Inner<H>) {
+    ///
+    /// `deadline_due`: a connection's deadline has come, and the sockets' input must be known
+    /// before it is judged (a Pong, a CALLRESULT that came is not late). tokio's readiness of
+    /// the shard's epoll may lag behind it (its reactor takes at most 1,024 events a look, and
+    /// a thread descheduled after a look returns old ones), so the epoll is asked directly.
+    fn poll_events(&mut self, cx: &mut Context<'_>, inner: &mut Inner<H>, deadline_due: bool) {
+        if deadline_due {
+            while let Some(EVENTS) = take_events(self.poll.get_mut(), &mut self.events, inner) {}
+        }
         loop {
             let mut guard = match self.poll.poll_read_ready_mut(cx) {
                 Poll::Ready(Ok(guard)) => guard,
@@ -499,30 +507,43 @@ impl<H: Handler> Shard<H> {
                 }
                 Poll::Pending => return,
             };
-            let events = &mut self.events;
-            match guard.get_inner_mut().poll(events, Some(Duration::ZERO)) {
-                Ok(()) => {}
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                Err(error) => {
-                    tracing::error!(%error, "a shard's epoll failed");
-                    return;
-                }
-            }
-            let mut count = 0;
-            for event in events.iter() {
-                count += 1;
-                let slot = event.token().0;
-                if event.is_readable() || event.is_read_closed() || event.is_error() {
-                    inner.readable(slot);
-                }
-                inner.mark(slot);
-            }
-            if count < EVENTS {
+            match take_events(guard.get_inner_mut(), &mut self.events, inner) {
+                None => return,
                 // All taken: tokio reports the epoll readable again when a socket is.
-                guard.clear_ready();
+                Some(count) if count < EVENTS => guard.clear_ready(),
+                Some(_) => {}
             }
         }
     }
+}
+
+/// One look at the shard's epoll, without waiting: marks the slots it reports. The number of
+/// events (`EVENTS`: there may be more), or `None` if the epoll failed (logged).
+fn take_events<H: Handler>(
+    poll: &mut mio::Poll,
+    events: &mut Events,
+    inner: &mut Inner<H>,
+) -> Option<usize> {
+    loop {
+        match poll.poll(events, Some(Duration::ZERO)) {
+            Ok(()) => break,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => {
+                tracing::error!(%error, "a shard's epoll failed");
+                return None;
+            }
+        }
+    }
+    let mut count = 0;
+    for event in events.iter() {
+        count += 1;
+        let slot = event.token().0;
+        if event.is_readable() || event.is_read_closed() || event.is_error() {
+            inner.readable(slot);
+        }
+        inner.mark(slot);
+    }
+    Some(count)
 }
 
 impl<H: Handler> Inner<H> {
@@ -591,11 +612,11 @@ impl<H: Handler> Inner<H> {
             let (poll, timer, before) = match &mut entry.state {
                 State::Plain(driver) => {
                     let before = driver.timer_mut().at;
-                    (driver.turn(&mut cx), driver.timer_mut(), before)
+                    (driver.turn(&mut cx, Some(now)), driver.timer_mut(), before)
                 }
                 State::Tls(driver) => {
                     let before = driver.timer_mut().at;
-                    (driver.turn(&mut cx), driver.timer_mut(), before)
+                    (driver.turn(&mut cx, Some(now)), driver.timer_mut(), before)
                 }
                 State::Handshake(handshake) => {
                     match Pin::new(&mut handshake.accept).poll(&mut cx) {
@@ -688,9 +709,15 @@ impl<H: Handler> Future for Shard<H> {
         let mut inner = core.lock();
         inner.sleeping_until = None;
         for _ in 0..ROUNDS_PER_POLL {
+            // Taken before the epoll is read: the round judges deadlines at `now`, an instant
+            // up to which it knows the sockets' input ([`Driver::turn`]).
             let now = Instant::now();
             this.accept(cx, &mut inner, now);
-            this.poll_events(cx, &mut inner);
+            let deadline_due = inner
+                .timers
+                .peek()
+                .is_some_and(|Reverse((at, _))| *at <= now);
+            this.poll_events(cx, &mut inner, deadline_due);
             inner.expire(now);
             core.wake_list.take(&mut inner.ready, cx.waker());
             if inner.ready.is_empty() {

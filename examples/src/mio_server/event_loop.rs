@@ -27,6 +27,27 @@ use ocpp_reference_csms::admin_auth::{AdminRefused, AdminSlots};
 
 /// The one read buffer of the loop, shared by every connection.
 const SCRATCH_SIZE: usize = 64 * 1024;
+/// Readiness events taken from `poll` per turn; more ready sockets wait for the next turn.
+const EVENTS_PER_TURN: usize = 1024;
+
+/// The instant up to which a turn knows the peers' input: a deadline that passed later is
+/// not judged in this turn (a Pong or a CALLRESULT that came after it may be in the kernel).
+///
+/// `poll` gathers its events after it is called (`looking`), at an instant it does not tell:
+/// a loop descheduled for seconds (a starved CPU) returns old events, and what came during
+/// those seconds is not among them. When it reported nothing, it looked again when its
+/// `timeout` ran out (the kernel never ends the wait early), so input up to then is known.
+pub(super) fn looked_for_input(
+    looking: Instant,
+    timeout: Option<Duration>,
+    reported_nothing: bool,
+    now: Instant,
+) -> Instant {
+    match timeout {
+        Some(timeout) if reported_nothing => (looking + timeout).min(now),
+        _ => looking,
+    }
+}
 
 /// What a slab slot holds.
 ///
@@ -67,6 +88,11 @@ pub(super) struct EventLoop {
     /// left, or their reading resumed after back-pressure (edge-triggered readiness will not
     /// report either again).
     pub(super) read_again: Vec<Key>,
+    /// This turn left input in the kernel that the loop has not read: `poll` filled its
+    /// whole batch of events (more sockets are ready than it reported) or a socket used up
+    /// its reads ([`EventLoop::read_again`]). A deadline is then judged only after its own
+    /// socket was read ([`EventLoop::expire_timers`]).
+    pub(super) input_left: bool,
     /// Loop 0 of a cluster node: admin commands routed through the cluster, by request.
     pub(super) remote_calls: HashMap<RequestId, RemoteCall>,
     /// Loop 0 of a cluster node: admin reads waiting for the cluster's presence records.
@@ -124,6 +150,7 @@ impl EventLoop {
             accept_paused: None,
             shutdown_deadline: None,
             read_again: Vec::new(),
+            input_left: false,
             remote_calls: HashMap::new(),
             remote_reads: HashMap::new(),
             drain_state: DrainState::Idle,
@@ -141,7 +168,7 @@ impl EventLoop {
     /// Runs until shutdown: sleep in `poll` until a socket is ready, a command arrives or the
     /// earliest deadline passes; handle what happened; repeat.
     pub(super) fn run(mut self) -> io::Result<()> {
-        let mut events = Events::with_capacity(1024);
+        let mut events = Events::with_capacity(EVENTS_PER_TURN);
         loop {
             if self.finished() {
                 return Ok(());
@@ -153,17 +180,22 @@ impl EventLoop {
             } else {
                 Some(Duration::ZERO)
             };
+            let looking = Instant::now();
             match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
             let now = Instant::now();
+            let looked = looked_for_input(looking, timeout, events.is_empty(), now);
             for key in std::mem::take(&mut self.read_again) {
                 self.socket_ready(key, true, false, true, now);
             }
             self.dispatch(&events, now);
-            self.after_turn();
+            self.input_left =
+                events.iter().count() >= EVENTS_PER_TURN || !self.read_again.is_empty();
+            self.after_turn(looked);
+            self.input_left = false;
         }
     }
 
@@ -200,11 +232,13 @@ impl EventLoop {
         }
     }
 
-    /// The end of a turn: the timers that passed, the push tick, the accept retry, the
-    /// shutdown deadline.
-    pub(super) fn after_turn(&mut self) {
+    /// The end of a turn: the timers that passed by `looked` (the last instant this turn's
+    /// `poll` looked for input, [`looked_for_input`]), the push tick, the accept retry, the
+    /// shutdown deadline. A deadline that passed after `looked` waits for the next turn,
+    /// whose `poll` does not sleep.
+    pub(super) fn after_turn(&mut self, looked: Instant) {
         let now = Instant::now();
-        self.expire_timers(now);
+        self.expire_timers(looked);
         self.push_tick(now);
         self.cluster_shutdown_tick(now);
         if self.accept_retry.is_some_and(|at| at <= now) {
@@ -268,6 +302,18 @@ impl EventLoop {
                         continue; // stale: a newer, earlier entry superseded it
                     }
                     s.scheduled = None;
+                    if self.input_left
+                        && matches!(s.stage, SocketStage::Live | SocketStage::Claiming { .. })
+                    {
+                        // The peer's answer may be in the kernel, behind the events this
+                        // turn did not reach (a loop that fell behind: a burst of
+                        // connections, a starved CPU): what has arrived is not late. Read it
+                        // before the core judges the deadline (a Pong, a CALLRESULT).
+                        self.read(key, false, now);
+                    }
+                    let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
+                        continue;
+                    };
                     match s.stage {
                         SocketStage::Live => {
                             s.connection.handle_timeout(now);

@@ -60,7 +60,7 @@ use mio::Events;
 use ocpp_proto::accept::{after_accept_error, AcceptRetry};
 
 use super::capture::Tap;
-use super::event_loop::{Entry, EventLoop};
+use super::event_loop::{looked_for_input, Entry, EventLoop};
 use super::ocpp_socket::{OcppSocket, SocketStage};
 use super::slab::Key;
 
@@ -474,6 +474,7 @@ impl EventLoop {
             let Some(uring) = &mut self.uring else {
                 return Ok(());
             };
+            let looking = Instant::now();
             uring.submit_and_wait(timeout)?;
             std::mem::swap(&mut completions, &mut uring.completions);
             completions.extend(
@@ -483,6 +484,7 @@ impl EventLoop {
                     .map(|c| (c.user_data(), c.result(), c.flags())),
             );
             let now = Instant::now();
+            let looked = looked_for_input(looking, timeout, completions.is_empty(), now);
             for key in std::mem::take(&mut self.read_again) {
                 self.resume_recv(key, now);
             }
@@ -513,7 +515,7 @@ impl EventLoop {
                     Err(e) => return Err(e),
                 }
             }
-            self.after_turn();
+            self.after_turn(looked);
         }
     }
 

@@ -395,6 +395,14 @@ pub fn connection_config(args: &Args) -> ConnectionConfig {
         Some(timeout) => config.handshake_timeout(timeout),
         None => config,
     };
+    let config = match args.ping_interval {
+        Some(interval) => config.ping_interval((!interval.is_zero()).then_some(interval)),
+        None => config,
+    };
+    let config = match args.pong_timeout {
+        Some(timeout) => config.pong_timeout(timeout),
+        None => config,
+    };
     match args.call_timeout {
         Some(timeout) => config.call_timeout(timeout),
         None => config,

@@ -1,0 +1,140 @@
+//! A pong that has arrived is not late, even when the server's loop fell behind.
+//!
+//! 1,500 charge points (more than the 1,024 readiness events mio-server takes from one `poll`)
+//! are pinged by the server; each holds its pong back. The server is stopped (SIGSTOP), every
+//! charge point sends its pong, and the server stays stopped until every pong's deadline has
+//! passed. When it runs again, all the pongs are in its sockets: a loop that judged the
+//! deadlines after its first batch of events would close the charge points whose pongs it had
+//! not read yet (`PongTimeout`; seen as 124,743 such closes while a million charge points' nodes
+//! were busy restoring their claims, BENCHMARKS.md). None may be closed.
+//!
+//! Bounded: every wait has a deadline; the test takes about 12 s per server.
+
+mod common;
+
+use std::io::ErrorKind;
+
+use common::*;
+use rustix::process::{kill_process, Pid, Signal};
+
+/// More charge points than one turn of mio-server's loop takes readiness events for.
+const CHARGE_POINTS: usize = 1_500;
+const PING_INTERVAL_S: u64 = 2;
+const PONG_TIMEOUT_S: u64 = 6;
+
+/// Feeds what the socket holds to the charge point's connection; `false` once it ended.
+fn read_available(cp: &mut ChargePoint, buf: &mut [u8]) -> bool {
+    loop {
+        match cp.stream.read(buf) {
+            Ok(0) => return false,
+            Ok(n) => cp.connection.handle_data(Instant::now(), &buf[..n]),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    while let Some(event) = cp.connection.poll_event() {
+        if matches!(event, Event::Closed(_)) {
+            return false;
+        }
+    }
+    true
+}
+
+fn pongs_read_after_a_stall_are_in_time(binary: &str) {
+    let server = Server::start(
+        binary,
+        &[
+            "--ping-interval-s",
+            &PING_INTERVAL_S.to_string(),
+            "--pong-timeout-s",
+            &PONG_TIMEOUT_S.to_string(),
+        ],
+    );
+    let pid = Pid::from_child(&server.child);
+    let mut cps: Vec<ChargePoint> = (0..CHARGE_POINTS)
+        .map(|i| {
+            let cp = ChargePoint::connect(
+                server.ocpp,
+                &format!("KA{i:05}"),
+                &[OcppVersion::V1_6],
+                None,
+            )
+            .expect("upgrade");
+            cp.stream
+                .socket()
+                .set_nonblocking(true)
+                .expect("nonblocking");
+            cp
+        })
+        .collect();
+
+    // Every charge point speaks at once (an unsolicited Pong, RFC 6455 5.5.3, masked with a
+    // zero key), so that the server's pings, which follow its peers' silence, come together
+    // however long the connects took.
+    for cp in &mut cps {
+        cp.stream
+            .write_all(&[0x8A, 0x80, 0, 0, 0, 0])
+            .expect("an unsolicited pong");
+    }
+
+    // Every charge point's ping: its connection queues the pong, which is not sent yet.
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut pinged: Vec<Option<Instant>> = vec![None; CHARGE_POINTS];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pinged.iter().any(Option::is_none) {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {CHARGE_POINTS} charge points were not pinged within 30 s",
+            pinged.iter().filter(|at| at.is_none()).count()
+        );
+        for (cp, at) in cps.iter_mut().zip(pinged.iter_mut()) {
+            if at.is_none() {
+                assert!(read_available(cp, &mut buf), "closed before its ping");
+                if !cp.connection.pending_transmit().is_empty() {
+                    *at = Some(Instant::now());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let first = pinged.iter().flatten().min().copied().expect("pinged");
+    let last = pinged.iter().flatten().max().copied().expect("pinged");
+    assert!(
+        last - first < Duration::from_secs(PONG_TIMEOUT_S / 2),
+        "the pings spread over {:?}: the first pong would be late before the server stops",
+        last - first
+    );
+
+    // The server stops; every pong goes out and waits in its socket; every deadline passes.
+    kill_process(pid, Signal::STOP).expect("SIGSTOP");
+    for cp in &mut cps {
+        cp.flush();
+    }
+    let resume = last + Duration::from_secs(PONG_TIMEOUT_S + 1);
+    std::thread::sleep(resume.saturating_duration_since(Instant::now()));
+    kill_process(pid, Signal::CONT).expect("SIGCONT");
+
+    // Let it catch up (its next pings come PING_INTERVAL_S after the pongs it reads; their
+    // own deadlines are PONG_TIMEOUT_S later), then count the connections it closed.
+    std::thread::sleep(Duration::from_secs(3));
+    let closed = cps
+        .iter_mut()
+        .map(|cp| read_available(cp, &mut buf))
+        .filter(|open| !open)
+        .count();
+    assert_eq!(
+        closed, 0,
+        "{closed} of {CHARGE_POINTS} connections were closed although their pongs had arrived"
+    );
+}
+
+#[test]
+fn mio_server_reads_the_pongs_before_it_judges_their_deadlines() {
+    pongs_read_after_a_stall_are_in_time(env!("CARGO_BIN_EXE_mio-server"));
+}
+
+#[test]
+fn tokio_server_reads_the_pongs_before_it_judges_their_deadlines() {
+    pongs_read_after_a_stall_are_in_time(env!("CARGO_BIN_EXE_tokio-server"));
+}
