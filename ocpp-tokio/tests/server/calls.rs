@@ -263,7 +263,39 @@ async fn every_call_error() {
     server.stop().await;
 }
 
+/// A peer that sends its last bytes and ends at once: the server reads both in one go (on a
+/// shard, one epoll event with the bytes and the end, and a short read of the bytes), and
+/// must still read the end: a CALL waiting on the connection ends `Disconnected` at once, not
+/// `Timeout` after its whole timeout (30 s here). Ten charge points, as the bytes and the end
+/// do not always come in one event.
+async fn last_bytes_and_the_end_together_end_the_connection() {
+    let server = TestServer::start(server_config()).await;
+    for n in 0..10 {
+        let identity = format!("LAST{n}");
+        let (mut cp, handle) = connected(&server, &identity).await;
+        let settings = handle.settings().call_timeout(Duration::from_secs(30));
+        assert!(handle.set_settings(settings));
+        let call = tokio::spawn({
+            let handle = handle.clone();
+            async move { handle.call(v1_6::ClearCacheRequest {}).await }
+        });
+        let _ = cp.expect_call().await;
+        cp.stream
+            .write_all(&raw_text_frame(r#"[2,"last","Heartbeat",{}]"#))
+            .await
+            .unwrap();
+        cp.stream.shutdown().await.unwrap();
+        let outcome = tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .unwrap_or_else(|_| panic!("{identity}: the end was not read"))
+            .unwrap();
+        assert_eq!(outcome, Err(CallFailure::Disconnected), "{identity}");
+    }
+    server.stop().await;
+}
+
 in_both_layouts!(
+    last_bytes_and_the_end_together_end_the_connection,
     calls_reach_the_handler_on_1_6_and_2_0_1,
     a_slow_handler_does_not_stop_the_connection,
     typed_call_results_and_wrong_version,

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
+use tokio::io::AsyncWriteExt;
 // The test charge points speak the core's payload types; the server's API `ocpp_messages`'.
 use ocpp_proto::{CallFailure as CoreFailure, Event, Request, Response};
 use ocpp_tokio::hook::Message;
