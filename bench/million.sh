@@ -39,7 +39,8 @@
 #   MILLION_LOG          the nodes' RUST_LOG [warn]; with
 #                        warn,ocpp_examples::mio_server::ocpp_socket=info each connection's
 #                        end and its reason is logged (server-disconnects.txt counts them)
-#   MILLION_SKIP_BUILD=1 use the release binaries already built
+#   MILLION_PROFILE      the cargo profile to build and run [release]; CI's: ci (Cargo.toml)
+#   MILLION_SKIP_BUILD=1 use the binaries already built (of MILLION_PROFILE)
 #
 # Bounded: every wait has a limit, ocpp-load runs under `timeout`, every process this script
 # starts is stopped by its PID. Loopback only. No CPU pinning (2 cores: every process shares
@@ -50,7 +51,9 @@ export OCPP_DATABASE_URL="${OCPP_DATABASE_URL:-memory}"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN=$TARGET/release
+PROFILE=${MILLION_PROFILE:-release}
+BIN=$TARGET/$PROFILE
+[ "$PROFILE" = dev ] && BIN=$TARGET/debug # cargo's one profile whose folder has another name
 SIZE=${MILLION_SIZE:-1000000}
 NODES=${MILLION_NODES:-$(( (SIZE + 15999) / 16000 ))}
 [ "$NODES" -lt 3 ] && NODES=3
@@ -172,8 +175,8 @@ record() { # name value: one figure for the report
 
 command -v redis-server >/dev/null || { log "redis-server is not installed"; exit 1; }
 if [ "${MILLION_SKIP_BUILD:-0}" != 1 ]; then
-    log "building mio-server and ocpp-load (release)"
-    cargo build --release --quiet -p ocpp-examples --bin mio-server --bin ocpp-load || exit 1
+    log "building mio-server and ocpp-load (profile $PROFILE)"
+    cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin mio-server --bin ocpp-load || exit 1
 fi
 ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 TICK=$(getconf CLK_TCK)
