@@ -2,8 +2,8 @@
 """bench/million.sh's probes of a cluster of mio-server nodes, through their admin APIs.
 
   million_probe.py holders OUT.json PORT:NODE...
-      which node holds which charge point (GET /chargepoints on every node; a record's `node`
-      names its holder; the connected ones): {"<node>": [identity, ...], ...}
+      which node holds which charge point (GET /node/chargepoints on every node: its own
+      connected ones): {"<node>": [identity, ...], ...}
   million_probe.py commands OUT.json HOLDERS.json SAMPLES STOP_FILE MAX_S EXCLUDE PORT:NODE...
       commands `POST /chargepoints/ID/call/DataTransfer`, one at a time, each to a random
       charge point of HOLDERS.json held by a node other than EXCLUDE (a node; - = none) and
@@ -53,30 +53,25 @@ def nodes(args):
 
 
 def holders(out, ports):
-    """Which node holds each charge point: each node's own connected ones. A node lists the
-    whole cluster up to 100,000 charge points (a JSON array); past that it answers an object
-    with its own (`chargepoints`) and `complete: false`."""
+    """Which node holds each charge point: each node's own connected ones
+    (`GET /node/chargepoints`, from the node's memory, never from Redis)."""
     holder = {}
     listed_nodes = 0
     for port, node in ports:
-        # A node lists from Redis too; right after a storm that can outlast the admin API's
-        # wait (504): ask again, and leave out a node that never answers (its charge points
-        # are then not sampled).
+        # A node busy with a storm can be slow to answer: ask again, and leave out a node that
+        # never answers (its charge points are then not sampled).
         for attempt in range(5):
-            status, body = request(port, "GET", "/chargepoints", timeout=120)
+            status, body = request(port, "GET", "/node/chargepoints", timeout=120)
             if status == 200:
                 break
             time.sleep(2)
         if status != 200:
-            print(f"million_probe: GET /chargepoints on {port}: HTTP {status}; {node} left out",
+            print(f"million_probe: GET /node/chargepoints on {port}: HTTP {status}; {node} left out",
                   file=sys.stderr)
             continue
         listed_nodes += 1
-        listed = json.loads(body)
-        if isinstance(listed, dict):
-            listed = listed.get("chargepoints", [])
-        for cp in listed:
-            if cp.get("connected") and cp.get("node") == node:
+        for cp in json.loads(body):
+            if cp.get("connected"):
                 holder[cp["identity"]] = node
     if listed_nodes == 0:
         raise SystemExit("million_probe: no node listed its charge points")

@@ -44,6 +44,16 @@ fn view(binary: &str, other: &str) {
     assert_eq!(there["live"], true);
     assert_eq!(list.len(), 2, "{list:?}");
 
+    // The node's own share, never read from the presence records.
+    for (admin, identity) in [(a.admin, "CP-HERE"), (b.admin, "CP-THERE")] {
+        let (status, own) = get(admin, "/node/chargepoints");
+        assert_eq!(status, 200, "{own}");
+        let own = own.as_array().expect("a list");
+        assert_eq!(own.len(), 1, "{own:?}");
+        assert_eq!(own[0]["identity"], identity, "{own:?}");
+        assert_eq!(own[0]["connected"], true, "{own:?}");
+    }
+
     let (status, one) = get(a.admin, "/chargepoints/CP-THERE");
     assert_eq!(status, 200, "{one}");
     assert_eq!(one["node"], "b", "{one}");

@@ -6,6 +6,7 @@
 //! | request | answer |
 //! | --- | --- |
 //! | `GET /chargepoints` | 200, JSON list of connected charge points; on a cluster node, every node's, each with its `node` (those of other nodes from the presence records: [`cluster_list_response`]; with Redis down, this node's in `{"complete": false, "chargepoints", "unknown"}`) |
+//! | `GET /node/chargepoints` | 200, JSON list of the charge points connected to this node: on a cluster node its own only, never read from the presence records (a node's share at any size, with Redis down too); elsewhere as `GET /chargepoints` |
 //! | `GET /chargepoints/{identity}` | 200, one charge point (connected or not; with its notification counts, last status per kind, boot policy, seqNo gaps, `items_per_message` (its DeviceDataCtrlr.ItemsPerMessage GetVariables / SetVariables, null unknown) and its last SignCertificate: `certificate` with our answer, the serial signed and its answer to CertificateSigned), 404 unknown |
 //! | `GET /chargepoints/{identity}/notifications` | 200, the notifications kept, by action (`{"NotifyEvent":[{"at","payload"}...]...}`) |
 //! | `GET /chargepoints/{identity}/notifications/{Action}` | 200, the notifications of one action, oldest first |

@@ -68,6 +68,8 @@ impl AdminRoute {
 /// answers).
 pub const ROUTES: &[AdminRoute] = &[
     r("GET", "/chargepoints", list_charge_points),
+    // This node's own, never read from the cluster (`cluster_read` does not take this path).
+    r("GET", "/node/chargepoints", list_charge_points),
     r("GET", "/chargepoints/{identity}", get_charge_point),
     r("POST", "/chargepoints/{identity}/call/{action}", call),
     r(
