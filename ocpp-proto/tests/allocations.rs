@@ -12,8 +12,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use common::*;
+use ocpp_messages::v1_6;
 use ocpp_proto::Answer;
 use ocpp_proto::Event;
+use ocpp_proto::{Request, Response};
 
 /// `System`, counting this thread's allocations (reallocations count as one).
 struct Counting;
@@ -154,4 +156,62 @@ fn allocations_per_call_of_ours_on_the_csms_side() {
         steady <= 3,
         "{steady} allocations per CALL of ours: {per_round:?}"
     );
+}
+
+/// What a push of the benchmarks is (`bench/run.sh`'s push scenario, mio-server's and
+/// tokio-server's `--push-interval-ms`): a DataTransfer of ours, answered `Accepted` with no
+/// data, from `call` to the `CallCompleted` event; the request built before (the
+/// application's part, as above).
+#[test]
+fn allocations_per_push_on_the_csms_side() {
+    let mut pair = Pair::connected_v16();
+    let mut per_round = Vec::new();
+    for seq in 0..5u64 {
+        let request = Request::from(v1_6::Request::from(v1_6::DataTransferRequest {
+            vendor_id: "bench".into(),
+            message_id: Some("ts".into()),
+            data: Some(format!("{seq}:1780000000000000000")),
+        }));
+        let before = allocations();
+        let id = pair.csms.call(pair.now, request).unwrap();
+        let written = pair.csms.pending_transmit().len();
+        let wire = pair.csms.pending_transmit().to_vec();
+        pair.csms.advance_transmit(written);
+        let counted = allocations() - before - 1; // the test's copy of the bytes
+        pair.cp.handle_data(pair.now, &wire);
+        let Some(Event::Call { id: cp_id, .. }) = pair.cp.poll_event() else {
+            panic!("the charge point got no CALL");
+        };
+        let accepted: v1_6::DataTransferResponse =
+            serde_json::from_str(r#"{"status":"Accepted"}"#).unwrap();
+        pair.cp
+            .answer(
+                pair.now,
+                &cp_id,
+                Answer::Result(Response::from(v1_6::Response::from(accepted))),
+            )
+            .unwrap();
+        let answer = pair.cp.pending_transmit().to_vec();
+        pair.cp.advance_transmit(answer.len());
+        let before = allocations();
+        pair.csms.handle_data(pair.now, &answer);
+        let event = pair.csms.poll_event();
+        let Some(Event::CallCompleted {
+            id: done, outcome, ..
+        }) = event
+        else {
+            panic!("no outcome: {event:?}");
+        };
+        assert_eq!(done, id);
+        assert!(outcome.is_ok());
+        drop(outcome);
+        per_round.push(counted + allocations() - before);
+    }
+    println!("allocations per push (DataTransfer, Accepted), CSMS side: {per_round:?}");
+    let steady = per_round[per_round.len() - 1];
+    assert!(per_round[1..].iter().all(|&n| n == steady), "{per_round:?}");
+    // The exchange state while the CALL waits, and the typed result's box (its status is an
+    // enum: no text of its own, unlike the Heartbeat's `currentTime` above). The request's
+    // text is serialised straight into the thread's spare output buffer.
+    assert!(steady <= 2, "{steady} allocations per push: {per_round:?}");
 }
