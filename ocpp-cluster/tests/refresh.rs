@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{wait_until, Probe, RedisServer};
+use common::{info_field, wait_until, Probe, RedisServer};
 use futures_util::StreamExt;
 use ocpp_cluster::{scripts, Cluster, ClusterConfig, ClusterEvent, ClusterEvents};
 
@@ -39,18 +39,7 @@ async fn info(
         .query_async(redis)
         .await
         .expect("INFO");
-    let value = text
-        .lines()
-        .find_map(|line| line.strip_prefix(&format!("{field}:")))
-        .unwrap_or("0");
-    let value = match part {
-        None => value,
-        Some(part) => value
-            .split(',')
-            .find_map(|kv| kv.strip_prefix(&format!("{part}=")))
-            .unwrap_or("0"),
-    };
-    value.trim().parse().expect("a number")
+    info_field(&text, field, part).parse().expect("a number")
 }
 
 /// `EVALSHA` calls Redis ran so far.

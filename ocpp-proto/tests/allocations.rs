@@ -105,27 +105,29 @@ fn allocations_per_heartbeat_on_the_csms_side() {
     );
 }
 
-/// The other direction: a CALL of the CSMS's own (what a push is), from `call` to the
-/// `CallCompleted` event of its result, the request built before (the application's part).
-#[test]
-fn allocations_per_call_of_ours_on_the_csms_side() {
+/// Allocations on the CSMS side per CALL of its own, from `call` to the `CallCompleted` event
+/// of its result, five rounds: `request(round)` built before (the application's part), the
+/// charge point answering `response()` (not counted).
+fn per_call_of_ours(
+    request: impl Fn(u64) -> Request,
+    response: impl Fn() -> Response,
+) -> Vec<usize> {
     let mut pair = Pair::connected_v16();
     let mut per_round = Vec::new();
-    for _ in 0..5 {
-        let request = heartbeat();
+    for round in 0..5 {
+        let request = request(round);
         let before = allocations();
         let id = pair.csms.call(pair.now, request).unwrap();
         let written = pair.csms.pending_transmit().len();
         let wire = pair.csms.pending_transmit().to_vec();
         pair.csms.advance_transmit(written);
         let counted = allocations() - before - 1; // the test's copy of the bytes
-                                                  // The charge point answers (not counted).
         pair.cp.handle_data(pair.now, &wire);
         let Some(Event::Call { id: cp_id, .. }) = pair.cp.poll_event() else {
             panic!("the charge point got no CALL");
         };
         pair.cp
-            .answer(pair.now, &cp_id, Answer::Result(heartbeat_response()))
+            .answer(pair.now, &cp_id, Answer::Result(response()))
             .unwrap();
         let answer = pair.cp.pending_transmit().to_vec();
         pair.cp.advance_transmit(answer.len());
@@ -143,9 +145,17 @@ fn allocations_per_call_of_ours_on_the_csms_side() {
         drop(outcome);
         per_round.push(counted + allocations() - before);
     }
-    println!("allocations per CALL of ours, CSMS side: {per_round:?}");
     let steady = per_round[per_round.len() - 1];
     assert!(per_round[1..].iter().all(|&n| n == steady), "{per_round:?}");
+    per_round
+}
+
+/// The other direction: a CALL of the CSMS's own (what a push is), a Heartbeat.
+#[test]
+fn allocations_per_call_of_ours_on_the_csms_side() {
+    let per_round = per_call_of_ours(|_| heartbeat(), heartbeat_response);
+    println!("allocations per CALL of ours, CSMS side: {per_round:?}");
+    let steady = per_round[per_round.len() - 1];
     // Where they are (2026-12-05): sending, the exchange state (released once the CALL is
     // written and answered); receiving, the result's own text (here the Heartbeat's
     // `currentTime`) and its box. The output buffer and the decoder's message buffer are this
@@ -160,56 +170,24 @@ fn allocations_per_call_of_ours_on_the_csms_side() {
 
 /// What a push of the benchmarks is (`bench/run.sh`'s push scenario, mio-server's and
 /// tokio-server's `--push-interval-ms`): a DataTransfer of ours, answered `Accepted` with no
-/// data, from `call` to the `CallCompleted` event; the request built before (the
-/// application's part, as above).
+/// data.
 #[test]
 fn allocations_per_push_on_the_csms_side() {
-    let mut pair = Pair::connected_v16();
-    let mut per_round = Vec::new();
-    for seq in 0..5u64 {
-        let request = Request::from(v1_6::Request::from(v1_6::DataTransferRequest {
+    let push = |seq| {
+        Request::from(v1_6::Request::from(v1_6::DataTransferRequest {
             vendor_id: "bench".into(),
             message_id: Some("ts".into()),
             data: Some(format!("{seq}:1780000000000000000")),
-        }));
-        let before = allocations();
-        let id = pair.csms.call(pair.now, request).unwrap();
-        let written = pair.csms.pending_transmit().len();
-        let wire = pair.csms.pending_transmit().to_vec();
-        pair.csms.advance_transmit(written);
-        let counted = allocations() - before - 1; // the test's copy of the bytes
-        pair.cp.handle_data(pair.now, &wire);
-        let Some(Event::Call { id: cp_id, .. }) = pair.cp.poll_event() else {
-            panic!("the charge point got no CALL");
-        };
+        }))
+    };
+    let accepted = || {
         let accepted: v1_6::DataTransferResponse =
             serde_json::from_str(r#"{"status":"Accepted"}"#).unwrap();
-        pair.cp
-            .answer(
-                pair.now,
-                &cp_id,
-                Answer::Result(Response::from(v1_6::Response::from(accepted))),
-            )
-            .unwrap();
-        let answer = pair.cp.pending_transmit().to_vec();
-        pair.cp.advance_transmit(answer.len());
-        let before = allocations();
-        pair.csms.handle_data(pair.now, &answer);
-        let event = pair.csms.poll_event();
-        let Some(Event::CallCompleted {
-            id: done, outcome, ..
-        }) = event
-        else {
-            panic!("no outcome: {event:?}");
-        };
-        assert_eq!(done, id);
-        assert!(outcome.is_ok());
-        drop(outcome);
-        per_round.push(counted + allocations() - before);
-    }
+        Response::from(v1_6::Response::from(accepted))
+    };
+    let per_round = per_call_of_ours(push, accepted);
     println!("allocations per push (DataTransfer, Accepted), CSMS side: {per_round:?}");
     let steady = per_round[per_round.len() - 1];
-    assert!(per_round[1..].iter().all(|&n| n == steady), "{per_round:?}");
     // The exchange state while the CALL waits, and the typed result's box (its status is an
     // enum: no text of its own, unlike the Heartbeat's `currentTime` above). The request's
     // text is serialised straight into the thread's spare output buffer.

@@ -768,18 +768,9 @@ mod tests {
             .query_async(redis)
             .await
             .expect("INFO");
-        let value = text
-            .lines()
-            .find_map(|line| line.strip_prefix(&format!("{field}:")))
-            .unwrap_or("0");
-        let value = match part {
-            None => value,
-            Some(part) => value
-                .split(',')
-                .find_map(|kv| kv.strip_prefix(&format!("{part}=")))
-                .unwrap_or("0"),
-        };
-        value.trim().parse().expect("a number")
+        crate::test_redis::info_field(&text, field, part)
+            .parse()
+            .expect("a number")
     }
 
     /// What Redis counted so far: `EVALSHA` calls, and reads of its clients' sockets (about

@@ -15,6 +15,9 @@ mod redis_server;
 pub mod scenarios;
 
 pub use redis_server::RedisServer;
+// Used by some test binaries only (each compiles this module).
+#[allow(unused_imports)]
+pub use redis_server::info_field;
 
 /// The Redis a scenario runs on ([`scenarios`]): one redis-server, or a Redis Cluster.
 pub trait Backend {

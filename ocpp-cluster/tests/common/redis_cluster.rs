@@ -368,18 +368,9 @@ impl RedisCluster {
                 let text = query(port, &["INFO", section])
                     .and_then(|r| r.text().map(str::to_owned))
                     .unwrap_or_else(|| panic!("INFO {section} on {port}"));
-                let value = text
-                    .lines()
-                    .find_map(|line| line.strip_prefix(&format!("{field}:")))
-                    .unwrap_or("0");
-                let value = match part {
-                    None => value,
-                    Some(part) => value
-                        .split(',')
-                        .find_map(|kv| kv.strip_prefix(&format!("{part}=")))
-                        .unwrap_or("0"),
-                };
-                value.trim().parse::<u64>().expect("a number")
+                crate::common::info_field(&text, field, part)
+                    .parse::<u64>()
+                    .expect("a number")
             })
             .sum()
     }

@@ -20,6 +20,23 @@ pub struct RedisServer {
     dir: PathBuf,
 }
 
+/// The value of `field` in the text of `INFO <section>` (`name:value`), or of one part of its
+/// line (`name:a=1,b=2`: with `part` = `b`, the value of `b`); "0" when absent.
+pub fn info_field<'a>(text: &'a str, field: &str, part: Option<&str>) -> &'a str {
+    let value = text
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{field}:")))
+        .unwrap_or("0");
+    match part {
+        None => value.trim(),
+        Some(part) => value
+            .split(',')
+            .find_map(|kv| kv.strip_prefix(&format!("{part}=")))
+            .unwrap_or("0")
+            .trim(),
+    }
+}
+
 /// A loopback port free at the time of asking.
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
