@@ -16,6 +16,8 @@ use crate::scripts::Scripts;
 use crate::{CallFailure, ClusterConfig, ClusterError, Executor};
 use ocpp_proto::OcppVersion;
 
+mod announce;
+mod drain;
 mod inbox;
 mod refresh;
 mod routing;

@@ -1,5 +1,6 @@
-//! Keeping presence true: the refresh rounds of this node's claims, its liveness record, the
-//! releases still in flight, and the drain when the node leaves.
+//! Keeping presence true: the refresh rounds of this node's claims, in batches of
+//! `refresh.lua` (PROTOCOL.md 6.3). The liveness record is in `announce.rs`, the drain in
+//! `drain.rs`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use crate::ClusterError;
 
 /// How many claim.lua calls of one refresh round (claims without an epoch), releases of a
 /// drain, or answers of one refresh batch that need a call of their own, run at once.
-const REFRESH_CONCURRENCY: usize = 64;
+pub(super) const REFRESH_CONCURRENCY: usize = 64;
 
 /// A claim a refresh round sends `refresh.lua` for.
 struct ToRefresh {
@@ -76,10 +77,6 @@ fn answers_of(answers: Vec<Vec<String>>, claims: usize) -> Result<Vec<Vec<String
 fn jittered(interval: Duration) -> Duration {
     interval.mul_f64(0.9 + 0.2 * fastrand::f64())
 }
-
-/// How long a drain waits for the releases in flight (those of connections that closed just
-/// before the shutdown).
-const RELEASES_WAIT: Duration = Duration::from_secs(1);
 
 impl Shared {
     pub(super) async fn refresh_loop(self: Arc<Self>) {
@@ -162,85 +159,6 @@ impl Shared {
             }
             (Err(e), None) | (_, Some(e)) => Err(e),
         }
-    }
-
-    /// Every announcement interval: rewrites the node record (`announce.lua`, PROTOCOL.md
-    /// 4.6), and runs a refresh round at once when Redis's `since` is not the one this node
-    /// registered its claims under (Redis lost its data, or a failover).
-    pub(super) async fn announce_loop(self: Arc<Self>) {
-        let interval = self.config.announce_interval();
-        loop {
-            if !self.draining.load(Ordering::Acquire) {
-                self.watch_masters().await;
-                match self.announce().await {
-                    Ok(since) => {
-                        if lock(&self.synced).as_deref() != Some(since.as_str()) {
-                            self.refresh_now.notify_one();
-                        }
-                    }
-                    Err(e) => {
-                        tracing::debug!(node = %self.config.node_id, error = %e, "announcement failed")
-                    }
-                }
-            }
-            tokio::time::sleep(interval).await;
-        }
-    }
-
-    /// On Redis Cluster, before each announcement: when a master with other data serves
-    /// ([`RedisLink::new_master`](crate::link::RedisLink::new_master): a failover, a restart
-    /// without data), runs `failover.lua` on the node-level slot, as a node that follows a
-    /// Sentinel failover does: a missing claim reads as unknown, not as connected nowhere,
-    /// until every node has registered its claims again, which the announcement that follows
-    /// starts (PROTOCOL.md 1.2).
-    async fn watch_masters(&self) {
-        match self.bounded(self.redis.new_master()).await {
-            Ok(false) => {}
-            Ok(true) => {
-                tracing::warn!(
-                    node = %self.config.node_id,
-                    "a Redis Cluster master with other data serves: registering every claim again"
-                );
-                let mut redis = self.redis.clone();
-                let marked = self
-                    .bounded(
-                        self.scripts
-                            .failover
-                            .key(self.config.since_key())
-                            .invoke_async::<i64>(&mut redis),
-                    )
-                    .await;
-                if let Err(e) = marked {
-                    tracing::warn!(node = %self.config.node_id, error = %e, "failover.lua failed");
-                }
-            }
-            Err(e) => {
-                tracing::debug!(node = %self.config.node_id, error = %e, "no look at the masters")
-            }
-        }
-    }
-
-    /// Runs `announce.lua`: this node's record lives another node TTL, with the `since` its
-    /// claims are all registered under. Returns Redis's `since`.
-    async fn announce(&self) -> Result<String, ClusterError> {
-        let config = &self.config;
-        let synced = lock(&self.synced).clone().unwrap_or_default();
-        let mut redis = self.redis.clone();
-        self.bounded(
-            self.scripts
-                .announce
-                .key(format!("{}{}", config.node_prefix(), config.node_id))
-                .key(config.since_key())
-                .key(config.nodes_key())
-                .arg(&config.node_id)
-                .arg(millis(config.node_ttl))
-                .arg(&config.address)
-                .arg(self.started_ms)
-                .arg(&self.instance)
-                .arg(synced)
-                .invoke_async(&mut redis),
-        )
-        .await
     }
 
     /// `refresh.lua` for one claim, as its own call (a claim registered while a round passed
@@ -686,63 +604,6 @@ impl Shared {
                 self.refresh_now.notify_one();
                 Ok(None)
             }
-        }
-    }
-
-    /// Waits until no release is in flight, at most [`RELEASES_WAIT`].
-    pub(super) async fn releases_done(&self) {
-        let deadline = tokio::time::Instant::now() + RELEASES_WAIT;
-        loop {
-            let done = self.releases_done.notified();
-            tokio::pin!(done);
-            done.as_mut().enable();
-            if self.releases.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, done).await.is_err() {
-                tracing::warn!("claims still being released when leaving the cluster");
-                return;
-            }
-        }
-    }
-
-    pub(super) async fn drain(&self) -> Result<usize, ClusterError> {
-        let _round = self.round.lock().await;
-        self.draining.store(true, Ordering::Release);
-        let held = lock(&self.claims).drain();
-        let results: Vec<Result<bool, ClusterError>> = futures_util::stream::iter(held)
-            .map(|(identity, epoch)| async move {
-                match epoch {
-                    Some(epoch) => self.release_epoch(&identity, epoch).await,
-                    None => Ok(false),
-                }
-            })
-            .buffer_unordered(REFRESH_CONCURRENCY)
-            .collect()
-            .await;
-        let key = format!("{}{}", self.config.node_prefix(), self.config.node_id);
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .del(key)
-            .ignore()
-            .zrem(self.config.nodes_key(), &self.config.node_id)
-            .ignore();
-        let mut redis = self.redis.clone();
-        let deleted = self.bounded(pipe.query_async::<()>(&mut redis)).await;
-        let mut released = 0;
-        let mut first_error = deleted.err();
-        for result in results {
-            match result {
-                Ok(true) => released += 1,
-                Ok(false) => {}
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(released),
         }
     }
 }

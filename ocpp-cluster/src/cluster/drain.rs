@@ -1,0 +1,73 @@
+//! Leaving the cluster: the wait for releases still in flight, and the drain that releases
+//! every claim of this node and removes its record.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+
+use super::{lock, refresh::REFRESH_CONCURRENCY, Shared};
+use crate::ClusterError;
+
+/// How long a drain waits for the releases in flight (those of connections that closed just
+/// before the shutdown).
+const RELEASES_WAIT: Duration = Duration::from_secs(1);
+
+impl Shared {
+    /// Waits until no release is in flight, at most [`RELEASES_WAIT`].
+    pub(super) async fn releases_done(&self) {
+        let deadline = tokio::time::Instant::now() + RELEASES_WAIT;
+        loop {
+            let done = self.releases_done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            if self.releases.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, done).await.is_err() {
+                tracing::warn!("claims still being released when leaving the cluster");
+                return;
+            }
+        }
+    }
+
+    pub(super) async fn drain(&self) -> Result<usize, ClusterError> {
+        let _round = self.round.lock().await;
+        self.draining.store(true, Ordering::Release);
+        let held = lock(&self.claims).drain();
+        let results: Vec<Result<bool, ClusterError>> = futures_util::stream::iter(held)
+            .map(|(identity, epoch)| async move {
+                match epoch {
+                    Some(epoch) => self.release_epoch(&identity, epoch).await,
+                    None => Ok(false),
+                }
+            })
+            .buffer_unordered(REFRESH_CONCURRENCY)
+            .collect()
+            .await;
+        let key = format!("{}{}", self.config.node_prefix(), self.config.node_id);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .del(key)
+            .ignore()
+            .zrem(self.config.nodes_key(), &self.config.node_id)
+            .ignore();
+        let mut redis = self.redis.clone();
+        let deleted = self.bounded(pipe.query_async::<()>(&mut redis)).await;
+        let mut released = 0;
+        let mut first_error = deleted.err();
+        for result in results {
+            match result {
+                Ok(true) => released += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(released),
+        }
+    }
+}
