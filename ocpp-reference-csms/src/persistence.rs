@@ -26,7 +26,9 @@ use std::time::Duration;
 
 use ocpp_proto::ChargePointIdentity;
 
-use super::store::{Durability, Record, Saved, Settings, Store, StoreError, TransactionQuery};
+use super::store::{
+    Durability, OperatorSettings, Record, Saved, Store, StoreError, TransactionQuery,
+};
 use super::{Credentials, Csms, CsmsConfig, TokenEntry, TokenStore, Transaction};
 
 /// How often a CSMS with a store reads what operators set again ([`Csms::follow_store`]).
@@ -101,7 +103,7 @@ impl Csms {
     /// [`SETTINGS_REFRESH`] while running: another node sharing the database may have changed
     /// it). Returns whether profiles or passwords were there without a credentials store to
     /// take them.
-    fn apply_settings(&self, settings: Settings) -> bool {
+    fn apply_settings(&self, settings: OperatorSettings) -> bool {
         if settings.tokens_enabled {
             let mut tokens = self.tokens.write().unwrap_or_else(|p| p.into_inner());
             let master_pass = tokens

@@ -166,14 +166,14 @@ pub struct Saved {
     /// The highest numeric transaction id ever given (1.6 ids are ours: never reused).
     pub highest_transaction_id: i64,
     /// What operators set.
-    pub settings: Settings,
+    pub settings: OperatorSettings,
 }
 
 /// What operators set, as the store has it ([`Store::settings`]: read again while running,
 /// so that the nodes sharing a database follow each other's changes).
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
-pub struct Settings {
+pub struct OperatorSettings {
     /// The token store's entries.
     pub tokens: Vec<(String, TokenEntry)>,
     /// Whether the token store is on.
@@ -235,7 +235,7 @@ pub trait Store: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     /// The database failed.
-    fn settings(&self) -> Result<Settings, StoreError>;
+    fn settings(&self) -> Result<OperatorSettings, StoreError>;
 
     /// Keeps `records` (in order, in one database transaction).
     ///
@@ -293,7 +293,7 @@ enum Job {
         waiter: Option<Waiter>,
     },
     Load(std_mpsc::SyncSender<Result<Saved, StoreError>>),
-    Settings(std_mpsc::SyncSender<Result<Settings, StoreError>>),
+    Settings(std_mpsc::SyncSender<Result<OperatorSettings, StoreError>>),
     Transactions(
         TransactionQuery,
         std_mpsc::SyncSender<Result<Vec<(String, Transaction)>, StoreError>>,
@@ -431,7 +431,7 @@ impl Store for SqlStore {
         self.ask(Job::Load(reply), answer)
     }
 
-    fn settings(&self) -> Result<Settings, StoreError> {
+    fn settings(&self) -> Result<OperatorSettings, StoreError> {
         let (reply, answer) = std_mpsc::sync_channel(1);
         self.ask(Job::Settings(reply), answer)
     }

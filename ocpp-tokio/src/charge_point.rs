@@ -93,7 +93,7 @@ pub(crate) enum LinkCommand {
         code: CloseCode,
         reason: String,
     },
-    Settings(Settings),
+    Settings(ConnectionSettings),
     /// Server shutdown past its grace period: drop the socket now.
     Abort,
 }
@@ -130,7 +130,7 @@ impl LinkCommand {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Settings {
+pub struct ConnectionSettings {
     ping_interval: Option<Duration>,
     pong_timeout: Duration,
     idle_timeout: Option<Duration>,
@@ -145,25 +145,25 @@ macro_rules! setting {
             self
         }
 
-        #[doc = concat!("See [`Settings::", stringify!($name), "`].")]
+        #[doc = concat!("See [`ConnectionSettings::", stringify!($name), "`].")]
         pub fn $get(&self) -> $ty {
             self.$name
         }
     };
 }
 
-impl Settings {
+impl ConnectionSettings {
     /// The values `config` gives a connection.
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ocpp_tokio::registry::Settings;
+    /// use ocpp_tokio::registry::ConnectionSettings;
     /// use ocpp_tokio::ConnectionConfig;
     /// let config = ConnectionConfig::default().ping_interval(None);
-    /// assert_eq!(Settings::from_config(&config).get_ping_interval(), None);
+    /// assert_eq!(ConnectionSettings::from_config(&config).get_ping_interval(), None);
     /// ```
     pub fn from_config(config: &ConnectionConfig) -> Self {
-        Settings {
+        ConnectionSettings {
             ping_interval: config.get_ping_interval(),
             pong_timeout: config.get_pong_timeout(),
             idle_timeout: config.get_idle_timeout(),
@@ -200,7 +200,7 @@ impl Settings {
     );
 }
 
-/// [`Settings`] as the link keeps them: 32 bytes instead of 64 (the link is one per
+/// [`ConnectionSettings`] as the link keeps them: 32 bytes instead of 64 (the link is one per
 /// connection). Nanoseconds in a `u64` (longer durations saturate at 584 years, which every
 /// timeout here means as "never"); `u64::MAX` is `None`.
 #[derive(Clone, Copy)]
@@ -225,7 +225,7 @@ impl StoredSettings {
         (nanos != u64::MAX).then(|| Duration::from_nanos(nanos))
     }
 
-    fn new(settings: Settings) -> Self {
+    fn new(settings: ConnectionSettings) -> Self {
         StoredSettings {
             ping_interval: Self::optional_nanos(settings.ping_interval),
             pong_timeout: NonZeroU64::MIN.saturating_add(Self::nanos(settings.pong_timeout)),
@@ -234,8 +234,8 @@ impl StoredSettings {
         }
     }
 
-    fn settings(self) -> Settings {
-        Settings {
+    fn settings(self) -> ConnectionSettings {
+        ConnectionSettings {
             ping_interval: Self::optional_duration(self.ping_interval),
             pong_timeout: Duration::from_nanos(self.pong_timeout.get() - 1),
             idle_timeout: Self::optional_duration(self.idle_timeout),
@@ -388,19 +388,19 @@ impl Link {
         self.lock().closed
     }
 
-    pub(crate) fn init_settings(&self, settings: Settings) {
+    pub(crate) fn init_settings(&self, settings: ConnectionSettings) {
         self.lock().settings = Some(StoredSettings::new(settings));
     }
 
-    fn settings(&self) -> Settings {
+    fn settings(&self) -> ConnectionSettings {
         let settings = self.lock().settings;
         settings.map_or_else(
-            || Settings::from_config(&ConnectionConfig::default()),
+            || ConnectionSettings::from_config(&ConnectionConfig::default()),
             StoredSettings::settings,
         )
     }
 
-    fn set_settings(&self, settings: Settings) -> bool {
+    fn set_settings(&self, settings: ConnectionSettings) -> bool {
         let mut mailbox = self.lock();
         if mailbox.closed {
             return false;
@@ -649,13 +649,13 @@ impl ChargePoint {
     }
 
     /// This connection's keep-alive and timeouts.
-    pub fn settings(&self) -> Settings {
+    pub fn settings(&self) -> ConnectionSettings {
         self.link.settings()
     }
 
-    /// Changes this connection's keep-alive and timeouts (see [`Settings`]), from now on;
+    /// Changes this connection's keep-alive and timeouts (see [`ConnectionSettings`]), from now on;
     /// returns false if the connection is over.
-    pub fn set_settings(&self, settings: Settings) -> bool {
+    pub fn set_settings(&self, settings: ConnectionSettings) -> bool {
         self.link.set_settings(settings)
     }
 }

@@ -1,5 +1,5 @@
 //! The charge points: which are connected ([`ChargePoints`]), a handle to each
-//! ([`ChargePoint`]) with its run-time [`Settings`], and the seam a cluster plugs into
+//! ([`ChargePoint`]) with its run-time [`ConnectionSettings`], and the seam a cluster plugs into
 //! ([`Remote`]).
 
 use std::fmt;
@@ -15,7 +15,7 @@ use ocpp_proto::CallFailure;
 
 use crate::presence::Presence;
 
-pub use crate::charge_point::{ChargePoint, Settings};
+pub use crate::charge_point::{ChargePoint, ConnectionSettings};
 pub use crate::error::SendError;
 pub use crate::typed::{ResponseOf, TypedCall};
 

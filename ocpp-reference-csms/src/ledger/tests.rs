@@ -18,7 +18,7 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 use crate::store::{
-    Durability, Record, Saved, Settings, SqlStore, Store, StoreError, TransactionQuery,
+    Durability, OperatorSettings, Record, Saved, SqlStore, Store, StoreError, TransactionQuery,
     DATABASE_WAIT,
 };
 use crate::{Csms, CsmsConfig, SessionId, Transaction};
@@ -67,7 +67,7 @@ impl Store for Faulty {
     fn load(&self) -> Result<Saved, StoreError> {
         self.inner.load()
     }
-    fn settings(&self) -> Result<Settings, StoreError> {
+    fn settings(&self) -> Result<OperatorSettings, StoreError> {
         self.inner.settings()
     }
     fn save(&self, records: Vec<Record>, durability: Durability) -> Result<(), StoreError> {

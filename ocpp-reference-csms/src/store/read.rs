@@ -6,7 +6,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
 use super::{
-    unhex, unix_time, Saved, Settings, StoreError, TransactionQuery, BOOT_POLICY_CLEARED,
+    unhex, unix_time, OperatorSettings, Saved, StoreError, TransactionQuery, BOOT_POLICY_CLEARED,
     PROFILE_CLEARED, TARIFF_CLEARED, TARIFF_PREFIX,
 };
 use crate::{BootPolicy, SecurityProfile, Tariff, TokenEntry, TokenStatus, Transaction};
@@ -46,8 +46,8 @@ pub(super) async fn highest_transaction_id(pool: &AnyPool) -> Result<i64, StoreE
     Ok(highest)
 }
 
-pub(super) async fn settings(pool: &AnyPool) -> Result<Settings, StoreError> {
-    let mut settings = Settings::default();
+pub(super) async fn settings(pool: &AnyPool) -> Result<OperatorSettings, StoreError> {
+    let mut settings = OperatorSettings::default();
     for row in sqlx::query("SELECT id_token, status, group_id, expiry FROM tokens")
         .fetch_all(pool)
         .await?

@@ -129,7 +129,7 @@ fn a_push_after_an_empty_pop_is_found_and_wakes() {
 #[test]
 fn settings_are_kept_as_given() {
     let link = Link::new(1);
-    let base = Settings::from_config(&ConnectionConfig::default());
+    let base = ConnectionSettings::from_config(&ConnectionConfig::default());
     let cases = [
         base,
         base.ping_interval(None).idle_timeout(None),

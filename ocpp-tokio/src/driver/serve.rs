@@ -16,7 +16,7 @@ use ocpp_proto::{
 use tokio::sync::oneshot;
 
 use super::{BoxFuture, Connection, Flow, ServerShared, Side};
-use crate::charge_point::{CallReply, Link, LinkCommand, Settings};
+use crate::charge_point::{CallReply, ConnectionSettings, Link, LinkCommand};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
@@ -265,7 +265,7 @@ impl<H: Handler> Serve<H> {
             return;
         };
         self.link
-            .init_settings(Settings::from_config(conn.config()));
+            .init_settings(ConnectionSettings::from_config(conn.config()));
         let shared_state: Arc<dyn std::any::Any + Send + Sync> = state.clone();
         let _ = self.link.state.set(shared_state);
         let cp = ChargePoint::new(self.link.clone(), identity.clone(), version);
