@@ -261,8 +261,10 @@ impl Pki {
             .stderr(log)
             .spawn()
             .expect("start openssl ocsp");
-        // Ready when it prints ACCEPT (a probe connection would make it spin).
-        let deadline = Instant::now() + Duration::from_secs(10);
+        // Ready when it prints ACCEPT (a probe connection would make it spin). openssl starts
+        // in well under a second; 10 s was once not enough on a machine running two builds
+        // beside the suite.
+        let deadline = Instant::now() + Duration::from_secs(30);
         while !std::fs::read_to_string(&out)
             .unwrap_or_default()
             .contains("ACCEPT")
