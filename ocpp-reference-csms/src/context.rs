@@ -10,9 +10,10 @@ use ocpp_proto::Request;
 
 use crate::outgoing::queue_follow_up;
 use crate::{
-    date_time, transaction_ids, Authorization, BootPolicy, CertificateSigning, CertificateUse,
-    ChargePoint, CsmsConfig, SignedCertificate, TokenStore, Transaction, UnixTime,
+    date_time, transaction_ids, BootPolicy, CertificateSigning, CertificateUse, ChargePoint,
+    CsmsConfig, SignedCertificate, TokenStore, Transaction, UnixTime,
 };
+use ocpp_model::{Authorization, AuthorizationStatus};
 
 /// What the per-version handlers need besides the charge point.
 #[derive(Debug)]
@@ -50,7 +51,7 @@ impl Context<'_> {
         let tokens = self.tokens.read().unwrap_or_else(|p| p.into_inner());
         match tokens.as_ref() {
             Some(store) => store.authorize(token, &self.current_time()),
-            None => Authorization::accepted(),
+            None => Authorization::new(AuthorizationStatus::Accepted),
         }
     }
 

@@ -162,21 +162,15 @@ pub(super) fn authorization(
     token: &IdToken,
     version: OcppVersion,
 ) -> ocpp_model::Authorization {
-    let ours = if token.kind == IdTokenType::NoAuthorization {
-        super::Authorization::accepted()
+    let mut authorization = if token.kind == IdTokenType::NoAuthorization {
+        ocpp_model::Authorization::new(AuthorizationStatus::Accepted)
     } else {
         context.authorize(&token.value)
     };
-    let mut authorization = ocpp_model::Authorization::new(
-        AuthorizationStatus::from_wire(ours.status.as_str())
-            .unwrap_or(AuthorizationStatus::Invalid),
-    );
-    authorization.expiry = ours.expiry;
     // 1.6 idTags (and so its parentIdTag) are at most 20 characters: a longer group cannot
     // be said in 1.6, and is left out rather than cut.
-    authorization.group = ours
+    authorization.group = authorization
         .group
-        .filter(|group| version != OcppVersion::V1_6 || group.chars().count() <= 20)
-        .map(|group| IdToken::new(group, IdTokenType::Central));
+        .filter(|group| version != OcppVersion::V1_6 || group.value.chars().count() <= 20);
     authorization
 }

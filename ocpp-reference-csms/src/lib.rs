@@ -222,7 +222,7 @@ pub use smart_charging::{
 pub use sql_ledger::SqlLedger;
 pub use store::{Durability, Record, Store, StoreError};
 pub use tariff::{Cost, CostUpdate, Currency, Price, Tariff, TariffError};
-pub use tokens::{Authorization, TokenEntry, TokenStatus, TokenStore, TokenStoreError};
+pub use tokens::{TokenEntry, TokenStore, TokenStoreError};
 
 /// The CALLs of a charge point whose content lives in typed state ([`ChargePoint`]'s
 /// registration, connectors, transactions); every other CALL (and SEND) is kept as a

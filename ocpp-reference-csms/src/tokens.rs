@@ -7,103 +7,27 @@
 //! this CSMS always did, so load tests need no configuration.
 //!
 //! ```
-//! use ocpp_reference_csms::{TokenStatus, TokenStore};
+//! use ocpp_model::AuthorizationStatus;
+//! use ocpp_reference_csms::TokenStore;
 //! let store = TokenStore::parse("# comment\nTAG1 Accepted G1\nTAG2 Blocked\n").unwrap();
 //! let now = ocpp_messages::DateTime::from_unix_timestamp(0).unwrap();
-//! assert_eq!(store.authorize("TAG1", &now).status, TokenStatus::Accepted);
-//! assert_eq!(store.authorize("TAG2", &now).status, TokenStatus::Blocked);
-//! assert_eq!(store.authorize("NOPE", &now).status, TokenStatus::Unknown);
+//! assert_eq!(store.authorize("TAG1", &now).status, AuthorizationStatus::Accepted);
+//! assert_eq!(store.authorize("TAG2", &now).status, AuthorizationStatus::Blocked);
+//! assert_eq!(store.authorize("NOPE", &now).status, AuthorizationStatus::Unknown);
 //! ```
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use ocpp_messages::DateTime;
-
-/// An authorization status, the union of what the versions define: 1.6 `AuthorizationStatus`
-/// (Accepted, Blocked, Expired, Invalid, ConcurrentTx) and 2.x `AuthorizationStatusEnumType`
-/// (those and Unknown, NoCredit, NotAllowedTypeEVSE, NotAtThisLocation, NotAtThisTime).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TokenStatus {
-    /// May charge.
-    Accepted,
-    /// Blocked by the operator.
-    Blocked,
-    /// Already in a transaction elsewhere.
-    ConcurrentTx,
-    /// Past its expiry date.
-    Expired,
-    /// Not valid.
-    Invalid,
-    /// 2.x: no credit left.
-    NoCredit,
-    /// 2.x: not allowed on this type of EVSE.
-    NotAllowedTypeEVSE,
-    /// 2.x: not allowed at this location.
-    NotAtThisLocation,
-    /// 2.x: not allowed at this time.
-    NotAtThisTime,
-    /// 2.x: not known to the CSMS.
-    Unknown,
-}
-
-impl TokenStatus {
-    /// Every status, as on the wire.
-    pub const ALL: [TokenStatus; 10] = [
-        TokenStatus::Accepted,
-        TokenStatus::Blocked,
-        TokenStatus::ConcurrentTx,
-        TokenStatus::Expired,
-        TokenStatus::Invalid,
-        TokenStatus::NoCredit,
-        TokenStatus::NotAllowedTypeEVSE,
-        TokenStatus::NotAtThisLocation,
-        TokenStatus::NotAtThisTime,
-        TokenStatus::Unknown,
-    ];
-
-    /// The 2.x wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TokenStatus::Accepted => "Accepted",
-            TokenStatus::Blocked => "Blocked",
-            TokenStatus::ConcurrentTx => "ConcurrentTx",
-            TokenStatus::Expired => "Expired",
-            TokenStatus::Invalid => "Invalid",
-            TokenStatus::NoCredit => "NoCredit",
-            TokenStatus::NotAllowedTypeEVSE => "NotAllowedTypeEVSE",
-            TokenStatus::NotAtThisLocation => "NotAtThisLocation",
-            TokenStatus::NotAtThisTime => "NotAtThisTime",
-            TokenStatus::Unknown => "Unknown",
-        }
-    }
-
-    /// The status named `text` (exact spelling).
-    pub fn parse(text: &str) -> Option<TokenStatus> {
-        Self::ALL.into_iter().find(|s| s.as_str() == text)
-    }
-
-    /// The OCPP 1.6 wire value: 1.6 has no Unknown, NoCredit, NotAllowedTypeEVSE,
-    /// NotAtThisLocation or NotAtThisTime; they become Invalid (OCPP 1.6 §7.2: "identifier
-    /// is unknown or not allowed").
-    pub fn as_v1_6_str(self) -> &'static str {
-        match self {
-            TokenStatus::Accepted
-            | TokenStatus::Blocked
-            | TokenStatus::ConcurrentTx
-            | TokenStatus::Expired
-            | TokenStatus::Invalid => self.as_str(),
-            _ => "Invalid",
-        }
-    }
-}
+use ocpp_model::{Authorization, AuthorizationStatus, IdToken, IdTokenType};
 
 /// One token of the store.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct TokenEntry {
     /// Its status (an `Accepted` token past its expiry answers `Expired`).
-    pub status: TokenStatus,
+    pub status: AuthorizationStatus,
     /// 1.6 `parentIdTag` / 2.x `groupIdToken`.
     pub group: Option<String>,
     /// 1.6 `expiryDate` / 2.x `cacheExpiryDateTime`.
@@ -112,7 +36,7 @@ pub struct TokenEntry {
 
 impl TokenEntry {
     /// A token with this status, no group, no expiry.
-    pub fn new(status: TokenStatus) -> Self {
+    pub fn new(status: AuthorizationStatus) -> Self {
         TokenEntry {
             status,
             group: None,
@@ -130,30 +54,6 @@ impl TokenEntry {
     pub fn with_expiry(mut self, expiry: DateTime) -> Self {
         self.expiry = Some(expiry);
         self
-    }
-}
-
-/// The answer for a token, in words every version shares: the handlers turn it into 1.6
-/// `idTagInfo` or 2.x `idTokenInfo`.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct Authorization {
-    /// The status to answer.
-    pub status: TokenStatus,
-    /// The group to answer (the master pass group for a master pass).
-    pub group: Option<String>,
-    /// The expiry to answer.
-    pub expiry: Option<DateTime>,
-}
-
-impl Authorization {
-    /// Accepted, without group or expiry: the answer when no store is configured.
-    pub fn accepted() -> Self {
-        Authorization {
-            status: TokenStatus::Accepted,
-            group: None,
-            expiry: None,
-        }
     }
 }
 
@@ -219,7 +119,7 @@ impl TokenStore {
                     ))
                 }
             };
-            let status = TokenStatus::parse(status)
+            let status = AuthorizationStatus::from_wire(status)
                 .ok_or_else(|| bad(format!("unknown status `{status}`")))?;
             let mut entry = TokenEntry::new(status);
             if let Some(group) = group.filter(|g| *g != "-") {
@@ -281,40 +181,37 @@ impl TokenStore {
     }
 
     /// The answer for `token` at `now`: the master pass first, then the store (an Accepted
-    /// token past its expiry is Expired), else Unknown (1.6 spells it Invalid).
+    /// token past its expiry is Expired), else Unknown (1.6 spells it Invalid:
+    /// [`AuthorizationStatus::for_1_6`]). A group is a `Central` token.
     pub fn authorize(&self, token: &str, now: &DateTime) -> Authorization {
+        let group = |group: &str| IdToken::new(group, IdTokenType::Central);
         let entry = self.tokens.get(token);
         if let Some(master) = &self.master_pass {
             let in_group = entry.and_then(|e| e.group.as_deref()) == Some(master.as_str());
-            let usable = entry.map_or(true, |e| e.status == TokenStatus::Accepted);
+            let usable = entry.map_or(true, |e| e.status == AuthorizationStatus::Accepted);
             if (token == master || in_group) && usable {
-                return Authorization {
-                    status: TokenStatus::Accepted,
-                    group: Some(master.clone()),
-                    expiry: None,
-                };
+                let mut answer = Authorization::new(AuthorizationStatus::Accepted);
+                answer.group = Some(group(master));
+                return answer;
             }
         }
         let Some(entry) = entry else {
-            return Authorization {
-                status: TokenStatus::Unknown,
-                group: None,
-                expiry: None,
-            };
+            return Authorization::new(AuthorizationStatus::Unknown);
         };
         let expired = entry
             .expiry
             .as_ref()
             .is_some_and(|e| e.unix_timestamp() <= now.unix_timestamp());
-        Authorization {
-            status: if expired && entry.status == TokenStatus::Accepted {
-                TokenStatus::Expired
+        let mut answer = Authorization::new(
+            if expired && entry.status == AuthorizationStatus::Accepted {
+                AuthorizationStatus::Expired
             } else {
                 entry.status
             },
-            group: entry.group.clone(),
-            expiry: entry.expiry.clone(),
-        }
+        );
+        answer.group = entry.group.as_deref().map(group);
+        answer.expiry = entry.expiry.clone();
+        answer
     }
 }
 
@@ -336,22 +233,43 @@ mod tests {
         .with_master_pass(Some("MASTER".into()));
         assert_eq!(store.len(), 5);
         let now = at(1_700_000_000);
-        assert_eq!(store.authorize("A", &now), Authorization::accepted());
+        assert_eq!(
+            store.authorize("A", &now),
+            Authorization::new(AuthorizationStatus::Accepted)
+        );
         let blocked = store.authorize("B", &now);
-        assert_eq!(blocked.status, TokenStatus::Blocked);
-        assert_eq!(blocked.group.as_deref(), Some("G"));
-        assert_eq!(store.authorize("C", &now).status, TokenStatus::Expired);
-        assert_eq!(store.authorize("C", &at(0)).status, TokenStatus::Accepted);
+        assert_eq!(blocked.status, AuthorizationStatus::Blocked);
+        assert_eq!(blocked.group.map(|g| g.value).as_deref(), Some("G"));
+        assert_eq!(
+            store.authorize("C", &now).status,
+            AuthorizationStatus::Expired
+        );
+        assert_eq!(
+            store.authorize("C", &at(0)).status,
+            AuthorizationStatus::Accepted
+        );
         let master = store.authorize("D", &now);
-        assert_eq!(master.group.as_deref(), Some("MASTER"));
+        assert_eq!(master.group.map(|g| g.value).as_deref(), Some("MASTER"));
         assert_eq!(
             store.authorize("MASTER", &now).status,
-            TokenStatus::Accepted
+            AuthorizationStatus::Accepted
         );
-        assert_eq!(store.authorize("E", &now).status, TokenStatus::NoCredit);
-        assert_eq!(TokenStatus::NoCredit.as_v1_6_str(), "Invalid");
-        assert_eq!(store.authorize("Z", &now).status, TokenStatus::Unknown);
-        assert_eq!(TokenStatus::Unknown.as_v1_6_str(), "Invalid");
+        assert_eq!(
+            store.authorize("E", &now).status,
+            AuthorizationStatus::NoCredit
+        );
+        assert_eq!(
+            AuthorizationStatus::NoCredit.for_1_6(),
+            AuthorizationStatus::Invalid
+        );
+        assert_eq!(
+            store.authorize("Z", &now).status,
+            AuthorizationStatus::Unknown
+        );
+        assert_eq!(
+            AuthorizationStatus::Unknown.for_1_6(),
+            AuthorizationStatus::Invalid
+        );
     }
 
     #[test]

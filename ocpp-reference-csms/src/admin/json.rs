@@ -1,6 +1,7 @@
 //! The admin API's JSON: how it shows charge points, transactions, tokens and tariffs, and how
 //! it reads what an operator sends.
 
+use ocpp_model::AuthorizationStatus;
 use ocpp_proto::{ChargePointIdentity, Response};
 use serde_json::{json, Value};
 
@@ -8,7 +9,7 @@ use super::{AdminRequest, HttpResponse};
 use crate::store::TransactionQuery;
 use crate::{
     date_time, BootPolicy, ChangeError, ChargePoint, Csms, Currency, Price, Tariff, TokenEntry,
-    TokenStatus, Transaction, TransactionStatusCheck, UnixTime,
+    Transaction, TransactionStatusCheck, UnixTime,
 };
 
 pub(super) fn response_json(response: &Response) -> Value {
@@ -39,9 +40,12 @@ pub(super) fn token_entry(request: &AdminRequest) -> Result<TokenEntry, String> 
     let body = body_json(request)?;
     let status = body["status"]
         .as_str()
-        .and_then(TokenStatus::parse)
+        .and_then(AuthorizationStatus::from_wire)
         .ok_or_else(|| {
-            let all: Vec<&str> = TokenStatus::ALL.iter().map(|s| s.as_str()).collect();
+            let all: Vec<&str> = AuthorizationStatus::ALL
+                .iter()
+                .map(|s| s.as_str())
+                .collect();
             format!("`status` must be one of {}", all.join(", "))
         })?;
     let mut entry = TokenEntry::new(status);

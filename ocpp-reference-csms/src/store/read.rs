@@ -2,6 +2,7 @@
 //! transactions an admin query asks for.
 
 use ocpp_messages::{DateTime, Decimal};
+use ocpp_model::AuthorizationStatus;
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
@@ -9,7 +10,7 @@ use super::{
     unhex, unix_time, OperatorSettings, Saved, StoreError, TransactionQuery, BOOT_POLICY_CLEARED,
     PROFILE_CLEARED, TARIFF_CLEARED, TARIFF_PREFIX,
 };
-use crate::{BootPolicy, SecurityProfile, Tariff, TokenEntry, TokenStatus, Transaction};
+use crate::{BootPolicy, SecurityProfile, Tariff, TokenEntry, Transaction};
 
 pub(super) async fn load(pool: &AnyPool) -> Result<Saved, StoreError> {
     let mut saved = Saved {
@@ -54,7 +55,7 @@ pub(super) async fn settings(pool: &AnyPool) -> Result<OperatorSettings, StoreEr
     {
         let id: String = row.try_get(0)?;
         let status: String = row.try_get(1)?;
-        let status = TokenStatus::parse(&status)
+        let status = AuthorizationStatus::from_wire(&status)
             .ok_or_else(|| StoreError::BadRow(format!("token {id}: status {status}")))?;
         let mut entry = TokenEntry::new(status);
         if let Some(group) = row.try_get::<Option<String>, _>(2)? {

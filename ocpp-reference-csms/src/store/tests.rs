@@ -1,7 +1,7 @@
 use ocpp_messages::{DateTime, Decimal};
 
 use super::*;
-use crate::TokenStatus;
+use ocpp_model::AuthorizationStatus;
 
 fn transaction(id: &str, ended: Option<u64>) -> Transaction {
     Transaction {
@@ -100,14 +100,14 @@ fn every_record_comes_back_after_a_reopen() {
         Record::Token {
             id: "T1".into(),
             entry: Some(
-                TokenEntry::new(TokenStatus::Blocked)
+                TokenEntry::new(AuthorizationStatus::Blocked)
                     .with_group("G")
                     .with_expiry(expiry),
             ),
         },
         Record::Token {
             id: "T2".into(),
-            entry: Some(TokenEntry::new(TokenStatus::Accepted)),
+            entry: Some(TokenEntry::new(AuthorizationStatus::Accepted)),
         },
         Record::Token {
             id: "T2".into(),
@@ -178,7 +178,10 @@ fn every_record_comes_back_after_a_reopen() {
     assert!(settings.tokens_enabled);
     assert_eq!(settings.tokens.len(), 1);
     let (id, entry) = &settings.tokens[0];
-    assert_eq!((id.as_str(), entry.status), ("T1", TokenStatus::Blocked));
+    assert_eq!(
+        (id.as_str(), entry.status),
+        ("T1", AuthorizationStatus::Blocked)
+    );
     assert_eq!(entry.group.as_deref(), Some("G"));
     assert_eq!(
         entry
