@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use ocpp_proto::OcppVersion;
 
+use crate::cluster::lock;
 use crate::executor::BoxFuture;
 use crate::{
     CallFailure, Claim, ClaimTicket, Cluster, ClusterConfig, ClusterError, ClusterEvent,
@@ -206,12 +207,6 @@ impl Drop for JobSlot {
     fn drop(&mut self) {
         lock(&self.jobs).remove(&self.id);
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Executor for BridgeExecutor {

@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::{
-    answer_of, calls_of, request_of, Direction, Frame, Hook, Record, Script, TestKitError,
-    DEFAULT_WAIT,
+    calls_of, payload_of, request_of, scripted_answer, Direction, Frame, Hook, Record, Script,
+    TestKitError, DEFAULT_WAIT,
 };
 
 /// Configures a [`MockCsms`]: from [`MockCsms::builder`].
@@ -172,18 +172,7 @@ impl MockCsmsBuilder {
     /// # Ok(()) }
     /// ```
     pub async fn start(self) -> Result<MockCsms, TestKitError> {
-        let record = Arc::new(Record {
-            keep: self.keep,
-            ..Record::default()
-        });
-        let recorder = record.clone();
-        let user_hook = self.hook;
-        let hook = move |event: &MessageEvent<'_>| {
-            recorder.on_message(event);
-            if let Some(hook) = &user_hook {
-                hook(event);
-            }
-        };
+        let (record, hook) = Record::recording(self.keep, self.hook);
         let handler = CsmsScript {
             script: self.script,
             heartbeat_interval_s: self.heartbeat_interval_s,
@@ -271,10 +260,7 @@ impl Handler for CsmsScript {
             .script
             .scripted(&call)
             .or_else(|| self.default_answer(&call));
-        match payload {
-            Some(payload) => answer_of(call.version(), call.action(), &payload),
-            None => Answer::not_supported(call.action()),
-        }
+        scripted_answer(&call, payload)
     }
 }
 
@@ -424,13 +410,7 @@ impl MockCsms {
         action: &str,
         count: usize,
     ) -> Result<Vec<Value>, TestKitError> {
-        let what = format!("{count} {action} CALL(s)");
-        self.record
-            .wait_until(self.wait, &what, |frames| {
-                let calls = calls_of(frames, Direction::In, action);
-                (calls.len() >= count).then_some(calls)
-            })
-            .await
+        self.record.wait_for_calls(self.wait, action, count).await
     }
 
     /// Waits until `done` holds for the messages so far (at most the builder's `wait`).
@@ -505,7 +485,7 @@ impl MockCsms {
         let cp = self.connected(identity).await?;
         let request = request_of(cp.version(), action, &payload)?;
         let response = cp.call_raw(request).await?;
-        serde_json::to_value(&response).map_err(|e| TestKitError::Payload(e.to_string()))
+        payload_of(&response)
     }
 
     /// Stops serving: every connection closes (1001).

@@ -297,6 +297,45 @@ impl Record {
         }
     }
 
+    /// A record keeping the last `keep` frames (`None`: all), and the hook that records every
+    /// message into it, then hands it to the user's own `user_hook`: what a mock gives its
+    /// server or station.
+    fn recording(
+        keep: Option<usize>,
+        user_hook: Option<Hook>,
+    ) -> (
+        Arc<Record>,
+        impl Fn(&MessageEvent<'_>) + Send + Sync + 'static,
+    ) {
+        let record = Arc::new(Record {
+            keep,
+            ..Record::default()
+        });
+        let recorder = record.clone();
+        let hook = move |event: &MessageEvent<'_>| {
+            recorder.on_message(event);
+            if let Some(hook) = &user_hook {
+                hook(event);
+            }
+        };
+        (record, hook)
+    }
+
+    /// Waits (at most `wait`) until the peer sent `count` CALLs of `action`; their payloads.
+    async fn wait_for_calls(
+        &self,
+        wait: Duration,
+        action: &str,
+        count: usize,
+    ) -> Result<Vec<Value>, TestKitError> {
+        let what = format!("{count} {action} CALL(s)");
+        self.wait_until(wait, &what, |frames| {
+            let calls = calls_of(frames, Direction::In, action);
+            (calls.len() >= count).then_some(calls)
+        })
+        .await
+    }
+
     /// Waits until `done` holds for the frames, at most `wait`.
     async fn wait_until<T>(
         &self,
@@ -350,6 +389,15 @@ impl Script {
     }
 }
 
+/// The answer of a mock to `call`: the `scripted` payload as the version's answer
+/// ([`answer_of`]), or CALLERROR `NotSupported` when there is none.
+fn scripted_answer(call: &IncomingCall, scripted: Option<Value>) -> Answer {
+    match scripted {
+        Some(payload) => answer_of(call.version(), call.action(), &payload),
+        None => Answer::not_supported(call.action()),
+    }
+}
+
 /// `payload` as the version's answer to `action`, strictly decoded; CALLERROR
 /// `InternalError` when it is not one.
 fn answer_of(version: OcppVersion, action: &str, payload: &Value) -> Answer {
@@ -380,6 +428,11 @@ fn request_of(
         &DecodeOptions::strict(),
     )
     .map_err(|e| TestKitError::Payload(format!("{action}: {e}")))
+}
+
+/// The payload of an answer the mock's call got.
+fn payload_of(response: &Response) -> Result<Value, TestKitError> {
+    serde_json::to_value(response).map_err(|e| TestKitError::Payload(e.to_string()))
 }
 
 /// The README's example, compiled and run as a doc test.

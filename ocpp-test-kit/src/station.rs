@@ -4,15 +4,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ocpp_proto::{Answer, OcppVersion};
+use ocpp_proto::OcppVersion;
 use ocpp_tokio::hook::MessageEvent;
 use ocpp_tokio::station::{Station, StationInfo};
 use ocpp_tokio::{IncomingCall, Router, Session};
 use serde_json::Value;
 
 use crate::{
-    answer_of, calls_of, request_of, Direction, Frame, Hook, Record, Script, TestKitError,
-    DEFAULT_WAIT,
+    calls_of, payload_of, request_of, scripted_answer, Direction, Frame, Hook, Record, Script,
+    TestKitError, DEFAULT_WAIT,
 };
 
 /// Configures a [`MockStation`]: from [`MockStation::builder`].
@@ -143,28 +143,12 @@ impl MockStationBuilder {
     /// # Ok(()) }
     /// ```
     pub fn connect(self) -> Result<MockStation, TestKitError> {
-        let record = Arc::new(Record {
-            keep: self.keep,
-            ..Record::default()
-        });
-        let recorder = record.clone();
-        let user_hook = self.hook;
-        let hook = move |event: &MessageEvent<'_>| {
-            recorder.on_message(event);
-            if let Some(hook) = &user_hook {
-                hook(event);
-            }
-        };
+        let (record, hook) = Record::recording(self.keep, self.hook);
         let script = Arc::new(self.script);
         let router =
             Router::<()>::for_station().fallback(move |_: Session<()>, call: IncomingCall| {
                 let script = script.clone();
-                async move {
-                    match script.scripted(&call) {
-                        Some(payload) => answer_of(call.version(), call.action(), &payload),
-                        None => Answer::not_supported(call.action()),
-                    }
-                }
+                async move { scripted_answer(&call, script.scripted(&call)) }
             });
         let station = Station::builder(&self.url)?
             .versions([self.version])
@@ -295,7 +279,7 @@ impl MockStation {
         };
         let request = request_of(version, action, &payload)?;
         let response = self.station.call_raw(request).await?;
-        serde_json::to_value(&response).map_err(|e| TestKitError::Payload(e.to_string()))
+        payload_of(&response)
     }
 
     /// Every message so far, in order.
@@ -340,13 +324,7 @@ impl MockStation {
         action: &str,
         count: usize,
     ) -> Result<Vec<Value>, TestKitError> {
-        let what = format!("{count} {action} CALL(s)");
-        self.record
-            .wait_until(self.wait, &what, |frames| {
-                let calls = calls_of(frames, Direction::In, action);
-                (calls.len() >= count).then_some(calls)
-            })
-            .await
+        self.record.wait_for_calls(self.wait, action, count).await
     }
 
     /// Stops the station (its connection closes with 1000).

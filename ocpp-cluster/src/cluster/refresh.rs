@@ -229,13 +229,8 @@ impl Shared {
             return self.refresh_per_master(claims).await;
         }
         let mut results = Vec::with_capacity(claims.len());
-        let size = self.config.refresh_batch.max(1);
         let mut claims = claims.into_iter();
-        loop {
-            let batch: Vec<ToRefresh> = claims.by_ref().take(size).collect();
-            if batch.is_empty() {
-                break;
-            }
+        while let Some(batch) = self.next_batch(&mut claims) {
             match self.refresh_together(&batch).await {
                 Ok(answers) => {
                     let done: Vec<_> = futures_util::stream::iter(batch.into_iter().zip(answers))
@@ -255,6 +250,13 @@ impl Shared {
             }
         }
         results
+    }
+
+    /// The next batch of at most [`ClusterConfig::refresh_batch`](crate::ClusterConfig) of
+    /// `claims` (at least one a batch); `None` when none is left.
+    fn next_batch(&self, claims: &mut std::vec::IntoIter<ToRefresh>) -> Option<Vec<ToRefresh>> {
+        let batch: Vec<ToRefresh> = claims.take(self.config.refresh_batch.max(1)).collect();
+        (!batch.is_empty()).then_some(batch)
     }
 
     /// On one Redis: the claims of `batch` in one `refresh.lua` call (sent as a pipeline of
@@ -367,13 +369,8 @@ impl Shared {
     /// other, each a pipeline sent to `master`.
     async fn refresh_on_master(&self, master: &Master, claims: Vec<ToRefresh>) -> Pass {
         let mut pass = Pass::default();
-        let size = self.config.refresh_batch.max(1);
         let mut claims = claims.into_iter();
-        loop {
-            let batch: Vec<ToRefresh> = claims.by_ref().take(size).collect();
-            if batch.is_empty() {
-                break;
-            }
+        while let Some(batch) = self.next_batch(&mut claims) {
             match self.refresh_each(&batch, master).await {
                 Ok(answers) => {
                     let done: Vec<_> = futures_util::stream::iter(batch.into_iter().zip(answers))

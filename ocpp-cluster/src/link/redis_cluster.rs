@@ -10,6 +10,7 @@ use redis::{
 };
 
 use super::{with_credentials, Master, RedisLink, SlotMap};
+use crate::cluster::lock;
 use crate::config::ClusterTarget;
 use crate::{ClusterConfig, ClusterError};
 
@@ -83,17 +84,12 @@ impl RedisLink {
         else {
             return Ok(None);
         };
-        let kept = slots
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
+        let kept = lock(slots).clone();
         if let Some(map) = kept {
             return Ok(Some(map));
         }
         let map = Arc::new(cluster_slots(connection).await?);
-        *slots
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::clone(&map));
+        *lock(slots) = Some(Arc::clone(&map));
         Ok(Some(map))
     }
 
@@ -101,9 +97,7 @@ impl RedisLink {
     /// the next round looks again.
     pub(crate) fn forget_slot_map(&self) {
         if let RedisLink::Cluster { slots, .. } = self {
-            *slots
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+            *lock(slots) = None;
         }
     }
 
@@ -157,9 +151,7 @@ impl RedisLink {
                 .ok_or_else(|| RedisError::from((ErrorKind::Parse, "INFO without a run_id")))?;
             now.insert(run_id);
         }
-        let mut seen = masters
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut seen = lock(masters);
         let new = seen.as_ref().is_some_and(|before| !now.is_subset(before));
         *seen = Some(now);
         Ok(new)

@@ -140,13 +140,9 @@ impl ClientHandshake {
             else {
                 return Err(malformed);
             };
-            let mut fields = Vec::with_capacity(parsed.headers.len());
-            for h in parsed.headers.iter() {
-                match (span(h.name.as_bytes()), span(h.value)) {
-                    (Some(name), Some(value)) => fields.push(Field { name, value }),
-                    _ => return Err(malformed),
-                }
-            }
+            let Some(fields) = Field::all_within(&raw, parsed.headers) else {
+                return Err(malformed);
+            };
             (status, reason, version, fields)
         };
         let head = Head { raw, fields };

@@ -54,6 +54,22 @@ pub(crate) struct Field {
     pub(crate) value: Span,
 }
 
+impl Field {
+    /// The fields `httparse` parsed out of `raw`, as positions into it; `None` if one is not a
+    /// sub-slice of `raw` (which `httparse` never gives).
+    pub(crate) fn all_within(raw: &[u8], headers: &[httparse::Header<'_>]) -> Option<Vec<Field>> {
+        headers
+            .iter()
+            .map(|h| {
+                Some(Field {
+                    name: Span::within(raw, h.name.as_bytes())?,
+                    value: Span::within(raw, h.value)?,
+                })
+            })
+            .collect()
+    }
+}
+
 /// A complete HTTP head: the raw bytes (start line, fields, blank line) and its fields in order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Head {

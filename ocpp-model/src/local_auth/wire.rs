@@ -13,8 +13,19 @@ fn status(wire: &str) -> AuthorizationStatus {
     AuthorizationStatus::from_wire(wire).unwrap_or(AuthorizationStatus::Invalid)
 }
 
-fn kind(wire: &str) -> UpdateKind {
-    UpdateKind::from_wire(wire).unwrap_or(UpdateKind::Differential)
+/// A SendLocalList of any version: its version number, its `updateType` as sent and its
+/// entries, each read by `entry`.
+fn list_update<'a, D: 'a>(
+    version: i32,
+    update_type: &str,
+    list: impl IntoIterator<Item = &'a D>,
+    entry: impl Fn(&'a D) -> (IdToken, Option<Authorization>),
+) -> ListUpdate {
+    ListUpdate {
+        version,
+        kind: UpdateKind::from_wire(update_type).unwrap_or(UpdateKind::Differential),
+        entries: list.into_iter().map(entry).collect(),
+    }
 }
 
 impl Authorization {
@@ -84,60 +95,48 @@ impl ListUpdate {
     /// A 1.6 SendLocalList (§5.15): `listVersion`, `updateType`, the idTags and their
     /// `idTagInfo`.
     pub fn from_v1_6(request: &v1_6::SendLocalListRequest) -> Self {
-        ListUpdate {
-            version: request.list_version,
-            kind: kind(request.update_type.as_str()),
-            entries: request
-                .local_authorization_list
-                .iter()
-                .flatten()
-                .map(|data| {
-                    (
-                        IdToken::from_id_tag(data.id_tag.as_str()),
-                        data.id_tag_info.as_ref().map(Authorization::from_v1_6),
-                    )
-                })
-                .collect(),
-        }
+        list_update(
+            request.list_version,
+            request.update_type.as_str(),
+            request.local_authorization_list.iter().flatten(),
+            |data| {
+                (
+                    IdToken::from_id_tag(data.id_tag.as_str()),
+                    data.id_tag_info.as_ref().map(Authorization::from_v1_6),
+                )
+            },
+        )
     }
 
     /// A 2.0.1 SendLocalList (D01): `versionNumber`, `updateType`, the idTokens and their
     /// `idTokenInfo`.
     pub fn from_v2_0_1(request: &v2_0_1::SendLocalListRequest) -> Self {
-        ListUpdate {
-            version: request.version_number,
-            kind: kind(request.update_type.as_str()),
-            entries: request
-                .local_authorization_list
-                .iter()
-                .flatten()
-                .map(|data| {
-                    (
-                        IdToken::from_v2_0_1(&data.id_token),
-                        data.id_token_info.as_ref().map(Authorization::from_v2_0_1),
-                    )
-                })
-                .collect(),
-        }
+        list_update(
+            request.version_number,
+            request.update_type.as_str(),
+            request.local_authorization_list.iter().flatten(),
+            |data| {
+                (
+                    IdToken::from_v2_0_1(&data.id_token),
+                    data.id_token_info.as_ref().map(Authorization::from_v2_0_1),
+                )
+            },
+        )
     }
 
     /// A 2.1 SendLocalList: as 2.0.1's.
     pub fn from_v2_1(request: &v2_1::SendLocalListRequest) -> Self {
-        ListUpdate {
-            version: request.version_number,
-            kind: kind(request.update_type.as_str()),
-            entries: request
-                .local_authorization_list
-                .iter()
-                .flatten()
-                .map(|data| {
-                    (
-                        IdToken::from_v2_1(&data.id_token),
-                        data.id_token_info.as_ref().map(Authorization::from_v2_1),
-                    )
-                })
-                .collect(),
-        }
+        list_update(
+            request.version_number,
+            request.update_type.as_str(),
+            request.local_authorization_list.iter().flatten(),
+            |data| {
+                (
+                    IdToken::from_v2_1(&data.id_token),
+                    data.id_token_info.as_ref().map(Authorization::from_v2_1),
+                )
+            },
+        )
     }
 }
 

@@ -173,6 +173,14 @@ fn identity_of(segment: &str) -> Result<ChargePointIdentity, Route> {
     parse_identity(segment).map_err(Route::Respond)
 }
 
+/// `handle` with the charge point of the first segment, or the answer why it names none.
+fn with_identity(params: &[&str], handle: impl FnOnce(ChargePointIdentity) -> Route) -> Route {
+    match identity_of(first(params)) {
+        Ok(identity) => handle(identity),
+        Err(route) => route,
+    }
+}
+
 /// Every handler's first segment: the charge point or token.
 fn first<'a>(params: &[&'a str]) -> &'a str {
     params.first().copied().unwrap_or_default()
@@ -208,15 +216,9 @@ fn list_charge_points(csms: &Csms, _: &AdminRequest, _: &[&str]) -> Route {
 }
 
 fn get_charge_point(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
-    respond(match parse_identity(first(params)) {
-        Ok(identity) => match csms.charge_point(&identity) {
-            Some(cp) => {
-                HttpResponse::json(200, &charge_point_json(&cp, csms.config().get_tariff()))
-            }
-            None => HttpResponse::error(404, &format!("unknown charge point {identity}")),
-        },
-        Err(response) => response,
-    })
+    respond(with_charge_point(csms, first(params), |cp| {
+        charge_point_json(cp, csms.config().get_tariff())
+    }))
 }
 
 fn call(csms: &Csms, request: &AdminRequest, params: &[&str]) -> Route {
@@ -292,28 +294,22 @@ fn get_boot(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
 }
 
 fn put_boot(csms: &Csms, request: &AdminRequest, params: &[&str]) -> Route {
-    let identity = match identity_of(first(params)) {
-        Ok(identity) => identity,
-        Err(route) => return route,
-    };
-    let status = body_json(request)
-        .ok()
-        .and_then(|v| v["status"].as_str().and_then(BootPolicy::parse));
-    match status {
-        Some(policy) => set_boot(csms, identity, Some(policy)),
-        None => respond(HttpResponse::error(
-            400,
-            "expected {\"status\":\"Accepted\"|\"Pending\"|\"Rejected\"}",
-        )),
-    }
+    with_identity(params, |identity| {
+        let status = body_json(request)
+            .ok()
+            .and_then(|v| v["status"].as_str().and_then(BootPolicy::parse));
+        match status {
+            Some(policy) => set_boot(csms, identity, Some(policy)),
+            None => respond(HttpResponse::error(
+                400,
+                "expected {\"status\":\"Accepted\"|\"Pending\"|\"Rejected\"}",
+            )),
+        }
+    })
 }
 
 fn delete_boot(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
-    let identity = match identity_of(first(params)) {
-        Ok(identity) => identity,
-        Err(route) => return route,
-    };
-    set_boot(csms, identity, None)
+    with_identity(params, |identity| set_boot(csms, identity, None))
 }
 
 fn set_boot(csms: &Csms, identity: ChargePointIdentity, policy: Option<BootPolicy>) -> Route {
@@ -324,43 +320,34 @@ fn set_boot(csms: &Csms, identity: ChargePointIdentity, policy: Option<BootPolic
 }
 
 fn get_security(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
-    respond(match parse_identity(first(params)) {
-        Ok(identity) => {
-            let (own, default, password) = csms.security_profile(&identity);
-            HttpResponse::json(
-                200,
-                &json!({
-                    "identity": identity.as_str(),
-                    "profile": own.map(SecurityProfile::number),
-                    "default": default.map(SecurityProfile::number),
-                    "password": password,
-                }),
-            )
-        }
-        Err(response) => response,
+    with_identity(params, |identity| {
+        let (own, default, password) = csms.security_profile(&identity);
+        respond(HttpResponse::json(
+            200,
+            &json!({
+                "identity": identity.as_str(),
+                "profile": own.map(SecurityProfile::number),
+                "default": default.map(SecurityProfile::number),
+                "password": password,
+            }),
+        ))
     })
 }
 
 fn put_security(csms: &Csms, request: &AdminRequest, params: &[&str]) -> Route {
-    let identity = match identity_of(first(params)) {
-        Ok(identity) => identity,
-        Err(route) => return route,
-    };
-    let profile = body_json(request)
-        .ok()
-        .and_then(|v| v["profile"].as_u64().and_then(SecurityProfile::from_number));
-    match profile {
-        Some(profile) => set_security(csms, identity, Some(profile)),
-        None => respond(HttpResponse::error(400, "expected {\"profile\":1|2|3}")),
-    }
+    with_identity(params, |identity| {
+        let profile = body_json(request)
+            .ok()
+            .and_then(|v| v["profile"].as_u64().and_then(SecurityProfile::from_number));
+        match profile {
+            Some(profile) => set_security(csms, identity, Some(profile)),
+            None => respond(HttpResponse::error(400, "expected {\"profile\":1|2|3}")),
+        }
+    })
 }
 
 fn delete_security(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
-    let identity = match identity_of(first(params)) {
-        Ok(identity) => identity,
-        Err(route) => return route,
-    };
-    set_security(csms, identity, None)
+    with_identity(params, |identity| set_security(csms, identity, None))
 }
 
 fn set_security(
@@ -378,25 +365,19 @@ fn set_security(
 }
 
 fn put_password(csms: &Csms, request: &AdminRequest, params: &[&str]) -> Route {
-    let identity = match identity_of(first(params)) {
-        Ok(identity) => identity,
-        Err(route) => return route,
-    };
-    match body_json(request).ok().and_then(|v| password_of(&v)) {
-        Some(password) => set_password(csms, identity, Some(password)),
-        None => respond(HttpResponse::error(
-            400,
-            "expected {\"password\":\"...\"}: 1 to 64 characters, no control characters",
-        )),
-    }
+    with_identity(params, |identity| {
+        match body_json(request).ok().and_then(|v| password_of(&v)) {
+            Some(password) => set_password(csms, identity, Some(password)),
+            None => respond(HttpResponse::error(
+                400,
+                "expected {\"password\":\"...\"}: 1 to 64 characters, no control characters",
+            )),
+        }
+    })
 }
 
 fn delete_password(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
-    let identity = match identity_of(first(params)) {
-        Ok(identity) => identity,
-        Err(route) => return route,
-    };
-    set_password(csms, identity, None)
+    with_identity(params, |identity| set_password(csms, identity, None))
 }
 
 fn set_password(csms: &Csms, identity: ChargePointIdentity, password: Option<String>) -> Route {
@@ -427,40 +408,32 @@ fn get_default_tariff(csms: &Csms, _: &AdminRequest, _: &[&str]) -> Route {
 }
 
 fn get_tariff(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
-    respond(match parse_identity(first(params)) {
-        Ok(identity) => {
-            let (own, default) = csms.tariff_of(&identity);
-            HttpResponse::json(
-                200,
-                &json!({
-                    "identity": identity.as_str(),
-                    "tariff": own.as_ref().map(tariff_json),
-                    "default": default.as_ref().map(tariff_json),
-                    "applies": own.or(default).as_ref().map(tariff_json),
-                }),
-            )
-        }
-        Err(response) => response,
+    with_identity(params, |identity| {
+        let (own, default) = csms.tariff_of(&identity);
+        respond(HttpResponse::json(
+            200,
+            &json!({
+                "identity": identity.as_str(),
+                "tariff": own.as_ref().map(tariff_json),
+                "default": default.as_ref().map(tariff_json),
+                "applies": own.or(default).as_ref().map(tariff_json),
+            }),
+        ))
     })
 }
 
 fn put_tariff(csms: &Csms, request: &AdminRequest, params: &[&str]) -> Route {
-    let identity = match identity_of(first(params)) {
-        Ok(identity) => identity,
-        Err(route) => return route,
-    };
-    let default_currency = csms.config().get_tariff().map(|t| t.currency);
-    match body_json(request).and_then(|body| tariff_of(&body, default_currency)) {
-        Ok(tariff) => set_tariff(csms, identity, Some(tariff)),
-        Err(error) => respond(HttpResponse::error(400, &error)),
-    }
+    with_identity(params, |identity| {
+        let default_currency = csms.config().get_tariff().map(|t| t.currency);
+        match body_json(request).and_then(|body| tariff_of(&body, default_currency)) {
+            Ok(tariff) => set_tariff(csms, identity, Some(tariff)),
+            Err(error) => respond(HttpResponse::error(400, &error)),
+        }
+    })
 }
 
 fn delete_tariff(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
-    match identity_of(first(params)) {
-        Ok(identity) => set_tariff(csms, identity, None),
-        Err(route) => route,
-    }
+    with_identity(params, |identity| set_tariff(csms, identity, None))
 }
 
 fn set_tariff(csms: &Csms, identity: ChargePointIdentity, tariff: Option<crate::Tariff>) -> Route {
@@ -484,45 +457,39 @@ fn charging_profiles(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
 }
 
 fn get_site_limit(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
-    respond(match parse_identity(first(params)) {
-        Ok(identity) => {
-            let (own, default) = csms.site_limit(&identity);
-            HttpResponse::json(200, &site_limit_json(&identity, own, default))
-        }
-        Err(response) => response,
+    with_identity(params, |identity| {
+        let (own, default) = csms.site_limit(&identity);
+        respond(HttpResponse::json(
+            200,
+            &site_limit_json(&identity, own, default),
+        ))
     })
 }
 
 fn put_site_limit(csms: &Csms, request: &AdminRequest, params: &[&str]) -> Route {
-    let identity = match identity_of(first(params)) {
-        Ok(identity) => identity,
-        Err(route) => return route,
-    };
-    let limit = match body_json(request).map(|body| SiteLimit::from_json(&body)) {
-        Ok(Ok(limit)) => limit,
-        Ok(Err(error)) => return respond(HttpResponse::error(400, &error.to_string())),
-        Err(error) => return respond(HttpResponse::error(400, &error)),
-    };
-    let requests = csms.set_site_limit(&identity, Some(limit));
-    renegotiation(csms, identity, requests)
+    with_identity(params, |identity| {
+        let limit = match body_json(request).map(|body| SiteLimit::from_json(&body)) {
+            Ok(Ok(limit)) => limit,
+            Ok(Err(error)) => return respond(HttpResponse::error(400, &error.to_string())),
+            Err(error) => return respond(HttpResponse::error(400, &error)),
+        };
+        let requests = csms.set_site_limit(&identity, Some(limit));
+        renegotiation(csms, identity, requests)
+    })
 }
 
 fn delete_site_limit(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
-    let identity = match identity_of(first(params)) {
-        Ok(identity) => identity,
-        Err(route) => return route,
-    };
-    let requests = csms.set_site_limit(&identity, None);
-    renegotiation(csms, identity, requests)
+    with_identity(params, |identity| {
+        let requests = csms.set_site_limit(&identity, None);
+        renegotiation(csms, identity, requests)
+    })
 }
 
 fn renegotiate(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
-    let identity = match identity_of(first(params)) {
-        Ok(identity) => identity,
-        Err(route) => return route,
-    };
-    let requests = csms.renegotiate(&identity);
-    renegotiation(csms, identity, requests)
+    with_identity(params, |identity| {
+        let requests = csms.renegotiate(&identity);
+        renegotiation(csms, identity, requests)
+    })
 }
 
 /// `{"identity","site_limit","default"}`: a station's own site limit (null: the default)
@@ -615,9 +582,8 @@ fn open_transactions(csms: &Csms, _: &AdminRequest, _: &[&str]) -> Route {
 }
 
 fn transactions(csms: &Csms, _: &AdminRequest, params: &[&str]) -> Route {
-    respond(match parse_identity(first(params)) {
-        Ok(identity) => stored_transactions(csms, Some(identity.as_str()), false),
-        Err(response) => response,
+    with_identity(params, |identity| {
+        respond(stored_transactions(csms, Some(identity.as_str()), false))
     })
 }
 

@@ -338,8 +338,9 @@ where
 }
 
 /// Runs `work` (a store's change, written to disk before it returns) on a blocking thread;
-/// CALLERROR `InternalError` if it panicked.
-async fn blocking<T: Send + 'static>(
+/// CALLERROR `InternalError` if it panicked. The local list's routes
+/// ([`super::local_auth`]) run theirs here too.
+pub(super) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ErrorAnswer> {
     tokio::task::spawn_blocking(work)

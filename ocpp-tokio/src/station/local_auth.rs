@@ -44,9 +44,10 @@
 //! ```
 
 use ocpp_model::local_auth::ListUpdate;
-use ocpp_proto::{v1_6, v2_0_1, v2_1, ErrorAnswer};
+use ocpp_proto::{v1_6, v2_0_1, v2_1};
 pub use ocpp_station_store::local_auth::*;
 
+use super::device_model::blocking;
 use crate::{Router, Session};
 
 /// What ocpp-tokio does with a [`LocalAuthStore`]: serves it on a station's [`Router`].
@@ -144,14 +145,4 @@ impl LocalAuthExt for LocalAuthStore {
                 async move { Ok(blocking(move || store.clear_cache()).await?.to_v2_1()) }
             })
     }
-}
-
-/// Runs `work` (a store's change, written to disk before it returns) on a blocking thread;
-/// CALLERROR `InternalError` if it panicked.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ErrorAnswer> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(ErrorAnswer::internal)
 }
