@@ -85,7 +85,7 @@ pub enum BridgeOutput {
         /// The request.
         request: RequestId,
         /// As [`Cluster::refresh`].
-        result: Result<Vec<crate::Superseded>, ClusterError>,
+        result: Result<Vec<crate::LostClaim>, ClusterError>,
     },
     /// The answer to [`ClusterBridge::locate`].
     Located {

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use ocpp_proto::OcppVersion;
 
-use crate::cluster::{Claim, ClaimTicket, Superseded};
+use crate::cluster::{Claim, ClaimTicket, LostClaim};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ClaimState {
@@ -78,7 +78,7 @@ pub(crate) enum Registered {
     /// Registered under `epoch`. `recheck`: run `refresh.lua` for it now (a round missed it).
     Held { epoch: u64, recheck: bool },
     /// A newer claim superseded it while `claim.lua` ran: it is gone; tell the server.
-    Lost(Superseded),
+    Lost(LostClaim),
     /// Pending again (no epoch known): the next refresh round claims it.
     Pending,
     /// The claim was released meanwhile and this node holds nothing else for the identity:
@@ -114,7 +114,7 @@ pub(crate) enum Refreshed {
     /// Nothing more to do.
     Done,
     /// The claim is gone: tell the server.
-    Lost(Superseded),
+    Lost(LostClaim),
     /// The claim was released meanwhile and this node holds nothing else for the identity:
     /// release this epoch in Redis.
     GiveBack(u64),
@@ -277,7 +277,7 @@ impl ClaimTable {
         &mut self,
         identity: &str,
         ticket: ClaimTicket,
-    ) -> Option<Superseded> {
+    ) -> Option<LostClaim> {
         match self.register_done(identity, ticket, None) {
             Registered::Lost(lost) => Some(lost),
             _ => None,
@@ -304,7 +304,7 @@ impl ClaimTable {
         epoch: u64,
         by_node: &str,
         by_epoch: u64,
-    ) -> Option<Superseded> {
+    ) -> Option<LostClaim> {
         let claim = self.claims.get_mut(identity)?;
         let early = Early {
             epoch,
@@ -394,7 +394,7 @@ impl ClaimTable {
                 }
                 let ticket = claim.ticket;
                 self.claims.remove(identity);
-                Refreshed::Lost(Superseded {
+                Refreshed::Lost(LostClaim {
                     identity: identity.to_owned(),
                     ticket,
                     epoch: held,
@@ -469,8 +469,8 @@ fn public(identity: &str, c: &LocalClaim) -> Claim {
     }
 }
 
-fn lost(identity: &str, ticket: ClaimTicket, early: Early) -> Superseded {
-    Superseded {
+fn lost(identity: &str, ticket: ClaimTicket, early: Early) -> LostClaim {
+    LostClaim {
         identity: identity.to_owned(),
         ticket,
         epoch: early.epoch,

@@ -71,7 +71,7 @@ pub struct Claim {
 /// [`CLOSE_SUPERSEDED`] and sends it nothing more.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Superseded {
+pub struct LostClaim {
     /// The identity.
     pub identity: String,
     /// The ticket of the local claim that is gone.
@@ -91,7 +91,7 @@ pub struct Superseded {
 #[non_exhaustive]
 pub enum ClusterEvent {
     /// Close identity X with 1008: epoch E was superseded. The claim is already gone locally.
-    Superseded(Superseded),
+    Superseded(LostClaim),
 }
 
 /// The events of one node, in the order they happened (unbounded: read them).
@@ -489,7 +489,7 @@ impl Cluster {
     /// Runs one refresh round now (the node record and every claim, as the background task does
     /// every refresh interval) and returns the claims found lost, which also went out as
     /// [`ClusterEvent::Superseded`].
-    pub async fn refresh(&self) -> Result<Vec<Superseded>, ClusterError> {
+    pub async fn refresh(&self) -> Result<Vec<LostClaim>, ClusterError> {
         self.shared.round().await
     }
 
@@ -545,7 +545,7 @@ impl Shared {
         }
     }
 
-    fn emit(&self, lost: Superseded) {
+    fn emit(&self, lost: LostClaim) {
         tracing::info!(
             identity = %lost.identity, epoch = lost.epoch, by_node = %lost.by_node,
             by_epoch = lost.by_epoch, "claim superseded"

@@ -57,7 +57,7 @@ mod wire;
 
 pub use bridge::{BridgeError, BridgeOutput, ClusterBridge, Job, JobId, RequestId, Wake};
 pub use cluster::{
-    Claim, ClaimTicket, Cluster, ClusterEvent, ClusterEvents, Superseded, CLOSE_SUPERSEDED,
+    Claim, ClaimTicket, Cluster, ClusterEvent, ClusterEvents, LostClaim, CLOSE_SUPERSEDED,
     CLOSE_SUPERSEDED_REASON,
 };
 pub use config::ClusterConfig;

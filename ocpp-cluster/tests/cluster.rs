@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 
 use common::{node, scenarios, wait_until, RedisServer};
 use futures_util::StreamExt;
-use ocpp_cluster::{CallFailure, ClusterEvent, Superseded};
+use ocpp_cluster::{CallFailure, ClusterEvent, LostClaim};
 
 /// A command's timeout where the test is not about timeouts: generous, since an answer that
 /// comes returns at once whatever the limit (a loaded CI machine must not turn it into Timeout).
 const CALL: Duration = Duration::from_secs(10);
 
-async fn next_event(events: &mut ocpp_cluster::ClusterEvents, within: Duration) -> Superseded {
+async fn next_event(events: &mut ocpp_cluster::ClusterEvents, within: Duration) -> LostClaim {
     match tokio::time::timeout(within, events.recv()).await {
         Ok(Some(ClusterEvent::Superseded(s))) => s,
         other => panic!("no takeover event within {within:?}: {other:?}"),

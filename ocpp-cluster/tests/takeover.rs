@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{node, wait_until, Node, Probe, RedisServer};
-use ocpp_cluster::{scripts, Cluster, ClusterConfig, ClusterEvent, ClusterEvents, Superseded};
+use ocpp_cluster::{scripts, Cluster, ClusterConfig, ClusterEvent, ClusterEvents, LostClaim};
 
 /// A node that refreshes once a minute (after its first rounds, which the helper lets pass):
 /// nothing of its own re-reads its claims during a test, so what it knows is what the test
@@ -36,7 +36,7 @@ async fn quiet_node(url: String, name: &str, redis_timeout: Duration) -> Node {
     }
 }
 
-async fn superseded_within(events: &mut ClusterEvents, within: Duration) -> Superseded {
+async fn superseded_within(events: &mut ClusterEvents, within: Duration) -> LostClaim {
     match tokio::time::timeout(within, events.recv()).await {
         Ok(Some(ClusterEvent::Superseded(lost))) => lost,
         other => panic!("no Superseded within {within:?}: {other:?}"),

@@ -31,7 +31,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use super::{Begin, ClaimState, ClaimTable, RefreshReply, Refreshed, Registered, Work};
-use crate::cluster::{ClaimTicket, Superseded};
+use crate::cluster::{ClaimTicket, LostClaim};
 
 const CP: &str = "CP-1";
 /// Each of the rules this test guards, reverted alone, fails within 2,000 cases (measured: six
@@ -183,7 +183,7 @@ struct Node {
     inbox: VecDeque<Published>,
     /// A round the node will run: after a resubscription, or after a failed call.
     round_due: bool,
-    events: Vec<Superseded>,
+    events: Vec<LostClaim>,
 }
 
 #[derive(Debug, Clone)]
@@ -494,7 +494,7 @@ impl World {
         }
     }
 
-    fn lost(&mut self, node: usize, lost: Superseded) {
+    fn lost(&mut self, node: usize, lost: LostClaim) {
         self.note(format!(
             "{} closes {:?}: {lost:?}",
             self.nodes[node].name, lost.ticket

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use ocpp_proto::OcppVersion;
 
-use super::{lock, millis, parse_epoch, unix_ms, ClaimTicket, Shared, Superseded};
+use super::{lock, millis, parse_epoch, unix_ms, ClaimTicket, LostClaim, Shared};
 use crate::claims::{RefreshReply, Refreshed, Work};
 use crate::link::Master;
 use crate::ClusterError;
@@ -29,7 +29,7 @@ struct ToRefresh {
 #[derive(Default)]
 struct Pass {
     /// Each claim's outcome (or one error for a batch that timed out).
-    results: Vec<Result<Option<Superseded>, ClusterError>>,
+    results: Vec<Result<Option<LostClaim>, ClusterError>>,
     /// The claims of batches that failed on a redirection, for the next pass.
     redirected: Vec<ToRefresh>,
     /// Whether the slot map proved stale (or a master stalled): the next round looks again.
@@ -38,7 +38,7 @@ struct Pass {
 
 impl Pass {
     /// A pass that refreshed every claim by a call of its own (no slot map).
-    fn alone(results: Vec<Result<Option<Superseded>, ClusterError>>) -> Pass {
+    fn alone(results: Vec<Result<Option<LostClaim>, ClusterError>>) -> Pass {
         Pass {
             results,
             ..Pass::default()
@@ -92,7 +92,7 @@ impl Shared {
         }
     }
 
-    pub(super) async fn round(&self) -> Result<Vec<Superseded>, ClusterError> {
+    pub(super) async fn round(&self) -> Result<Vec<LostClaim>, ClusterError> {
         let _round = self.round.lock().await;
         if self.draining.load(Ordering::Acquire) {
             return Ok(Vec::new());
@@ -169,7 +169,7 @@ impl Shared {
         identity: &str,
         ticket: ClaimTicket,
         epoch: u64,
-    ) -> Result<Option<Superseded>, ClusterError> {
+    ) -> Result<Option<LostClaim>, ClusterError> {
         let mut redis = self.redis.clone();
         let answers: Vec<Vec<String>> = self
             .bounded(
@@ -224,7 +224,7 @@ impl Shared {
     async fn refresh_batches(
         &self,
         claims: Vec<ToRefresh>,
-    ) -> Vec<Result<Option<Superseded>, ClusterError>> {
+    ) -> Vec<Result<Option<LostClaim>, ClusterError>> {
         if self.redis.is_cluster() {
             return self.refresh_per_master(claims).await;
         }
@@ -299,7 +299,7 @@ impl Shared {
     async fn refresh_per_master(
         &self,
         claims: Vec<ToRefresh>,
-    ) -> Vec<Result<Option<Superseded>, ClusterError>> {
+    ) -> Vec<Result<Option<LostClaim>, ClusterError>> {
         let mut done = Pass {
             redirected: claims,
             ..Pass::default()
@@ -434,7 +434,7 @@ impl Shared {
     async fn refresh_one_by_one(
         &self,
         claims: Vec<ToRefresh>,
-    ) -> Vec<Result<Option<Superseded>, ClusterError>> {
+    ) -> Vec<Result<Option<LostClaim>, ClusterError>> {
         futures_util::stream::iter(claims)
             .map(|claim| async move {
                 self.refresh_claim(&claim.identity, claim.ticket, claim.epoch)
@@ -450,7 +450,7 @@ impl Shared {
         &self,
         claim: ToRefresh,
         answer: Vec<String>,
-    ) -> Result<Option<Superseded>, ClusterError> {
+    ) -> Result<Option<LostClaim>, ClusterError> {
         self.refreshed(&claim.identity, claim.ticket, claim.epoch, answer)
             .await
     }
@@ -554,7 +554,7 @@ impl Shared {
         ticket: ClaimTicket,
         epoch: u64,
         answer: Vec<String>,
-    ) -> Result<Option<Superseded>, ClusterError> {
+    ) -> Result<Option<LostClaim>, ClusterError> {
         let field = |i: usize| answer.get(i).map(String::as_str).unwrap_or("");
         let reply = match field(0) {
             "held" => RefreshReply::Held(parse_epoch(field(1))?),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use ocpp_cluster::{BridgeOutput, CallFailure, ClusterBridge, ClusterEvent, Superseded};
+use ocpp_cluster::{BridgeOutput, CallFailure, ClusterBridge, ClusterEvent, LostClaim};
 
 use super::{config, node, wait_until, Backend};
 
@@ -15,7 +15,7 @@ use super::{config, node, wait_until, Backend};
 /// comes returns at once whatever the limit (a loaded CI machine must not turn it into Timeout).
 const CALL: Duration = Duration::from_secs(10);
 
-async fn next_event(events: &mut ocpp_cluster::ClusterEvents, within: Duration) -> Superseded {
+async fn next_event(events: &mut ocpp_cluster::ClusterEvents, within: Duration) -> LostClaim {
     match tokio::time::timeout(within, events.recv()).await {
         Ok(Some(ClusterEvent::Superseded(s))) => s,
         other => panic!("no takeover event within {within:?}: {other:?}"),
