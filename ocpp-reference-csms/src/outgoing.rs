@@ -208,6 +208,41 @@ impl Csms {
         self.settle_call(identity, action, &Err(failure.clone()));
     }
 
+    /// How one of our CALLs ended, for a driver that learns only its outcome (ocpp-tokio's
+    /// `ChargePoint::call_raw`), where mio-server's loop sees the connection's events: a CALL
+    /// the connection took counts as sent ([`Csms::on_call_sent`]); its outcome counts
+    /// ([`Csms::on_call_completed`]) unless the connection ended first ([`Csms::on_closed`]
+    /// counts those); one that never went out settles what was recorded for it
+    /// ([`Csms::on_call_not_sent`]).
+    ///
+    /// ```
+    /// use ocpp_proto::{CallFailure, ChargePointIdentity};
+    /// use ocpp_reference_csms::{Csms, CsmsConfig};
+    ///
+    /// let csms = Csms::new(CsmsConfig::default());
+    /// let identity = ChargePointIdentity::new("CP1".into(), false).unwrap();
+    /// csms.on_call_outcome(&identity, "Reset", &Err(CallFailure::Timeout));
+    /// ```
+    pub fn on_call_outcome(
+        &self,
+        identity: &ChargePointIdentity,
+        action: &str,
+        outcome: &CallOutcome,
+    ) {
+        match outcome {
+            Err(CallFailure::Disconnected | CallFailure::ClosedBeforeSent) => {
+                self.on_call_sent(identity, action);
+            }
+            Err(failure) if !failure.may_have_reached_peer() => {
+                self.on_call_not_sent(identity, action, failure);
+            }
+            _ => {
+                self.on_call_sent(identity, action);
+                self.on_call_completed(identity, action, outcome);
+            }
+        }
+    }
+
     /// What one of our CALLs' outcome settles: the record made when it was asked for.
     fn settle_call(&self, identity: &ChargePointIdentity, action: &str, outcome: &CallOutcome) {
         self.note_answer(identity, action, || answer_status(outcome));

@@ -31,7 +31,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 use tower_service::Service;
 
-use super::handler::{call_ended, App};
+use super::handler::App;
 use crate::server_config::AdminLimits;
 use ocpp_reference_csms::admin::{
     self, AdminRequest, AdminRoute, ClusterRead, HttpResponse, Route, MAX_BODY,
@@ -428,7 +428,7 @@ async fn call(
     let csms = Arc::clone(&admin.app.csms);
     let call = tokio::spawn(async move {
         let outcome = cp.call_raw_with_deadline(request, deadline).await;
-        call_ended(&csms, &cp, action, &outcome);
+        csms.on_call_outcome(cp.identity(), action, &outcome);
         outcome
     });
     let outcome = until_stopped(&admin.stop, call).await?;

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ocpp_proto::{CallFailure, CallOutcome, Closed, ErrorCode};
+use ocpp_proto::{Closed, ErrorCode};
 use ocpp_tokio::handler::PeerCertificate;
-use ocpp_tokio::{Answer, ChargePoint, Connecting, Handler, IncomingCall, Rejection, Session};
+use ocpp_tokio::{Answer, Connecting, Handler, IncomingCall, Rejection, Session};
 
 use super::push::Pushes;
 use ocpp_reference_csms::credentials::UpgradeGate;
@@ -48,26 +48,6 @@ impl App {
             tls,
             pushes,
             upgrades: UpgradeGate::default(),
-        }
-    }
-}
-
-/// Tells the CSMS how one of our CALLs to `cp` ended, as the mio server's loop does from the
-/// connection's events: a CALL the connection took counts as sent; its outcome counts unless
-/// the connection ended first (the CSMS's `on_closed` counts those); one that never went out
-/// settles what was recorded for it ([`Csms::on_call_not_sent`]).
-pub(super) fn call_ended(csms: &Csms, cp: &ChargePoint, action: &str, outcome: &CallOutcome) {
-    let identity = cp.identity();
-    match outcome {
-        Err(CallFailure::Disconnected | CallFailure::ClosedBeforeSent) => {
-            csms.on_call_sent(identity, action);
-        }
-        Err(failure) if !failure.may_have_reached_peer() => {
-            csms.on_call_not_sent(identity, action, failure);
-        }
-        _ => {
-            csms.on_call_sent(identity, action);
-            csms.on_call_completed(identity, action, outcome);
         }
     }
 }
@@ -143,7 +123,7 @@ impl Handler for App {
             let action = request.action();
             let (csms, handle) = (Arc::clone(&self.csms), cp.clone());
             cp.call_raw_then(request, move |outcome| {
-                call_ended(&csms, &handle, action, &outcome);
+                csms.on_call_outcome(handle.identity(), action, &outcome);
             });
         }
         answer

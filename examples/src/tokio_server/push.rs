@@ -23,7 +23,6 @@ use ocpp_tokio::ChargePoint;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
-use super::handler::call_ended;
 use ocpp_reference_csms::{push, Csms};
 
 /// Pushes handed over between two yields of the ticker on shards.
@@ -63,7 +62,8 @@ impl Pushing {
 impl PushTarget {
     /// A push ended (run by the connection).
     fn ended(&self, outcome: &ocpp_proto::CallOutcome) {
-        call_ended(&self.csms, &self.cp, "DataTransfer", outcome);
+        self.csms
+            .on_call_outcome(self.cp.identity(), "DataTransfer", outcome);
         if outcome
             .as_ref()
             .is_err_and(|failure| !failure.may_have_reached_peer())
