@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// What each connection keeps: made when its charge point connects, handed back at its close.
 #[derive(Default)]
-struct Station {
+struct ConnectionState {
     statuses: AtomicU32,
 }
 
@@ -15,7 +15,7 @@ const TOKENS: [&str; 1] = ["TAG-OK"];
 async fn main() -> Result<(), ServerError> {
     let listen = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:9000".into());
     let config = ConnectionConfig::default().versions(vec![OcppVersion::V1_6, OcppVersion::V2_0_1]);
-    let router = Router::<Station>::default()
+    let router = Router::<ConnectionState>::default()
         .on(|_, _: v1_6::BootNotificationRequest| async {
             let accepted = v1_6::RegistrationStatus::Accepted;
             Ok(v1_6::BootNotificationResponse::new(accepted, DateTime::now(), 300))

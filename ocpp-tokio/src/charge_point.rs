@@ -488,12 +488,12 @@ impl ChargePoint {
     /// # fn example(charge_points: ocpp_tokio::ChargePoints) {
     /// use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
     ///
-    /// struct Station {
+    /// struct ConnectionState {
     ///     statuses: AtomicU32,
     /// }
     ///
     /// for cp in charge_points.iter() {
-    ///     if let Some(station) = cp.state::<Station>() {
+    ///     if let Some(station) = cp.state::<ConnectionState>() {
     ///         println!("{}: {} statuses", cp.identity(), station.statuses.load(Relaxed));
     ///     }
     /// }

@@ -56,21 +56,21 @@ type ConceptRoute<S, A> =
 /// use ocpp_tokio::{v1_6, v2_0_1, DateTime, Reply, Router, Session};
 ///
 /// #[derive(Default)]
-/// struct Station {
+/// struct ConnectionState {
 ///     heartbeats: AtomicU32,
 /// }
 ///
-/// async fn heartbeat(s: Session<Station>, _: v1_6::HeartbeatRequest) -> Reply<v1_6::HeartbeatResponse> {
+/// async fn heartbeat(s: Session<ConnectionState>, _: v1_6::HeartbeatRequest) -> Reply<v1_6::HeartbeatResponse> {
 ///     s.heartbeats.fetch_add(1, Relaxed);
 ///     Ok(v1_6::HeartbeatResponse::new(DateTime::now()))
 /// }
 ///
-/// async fn heartbeat_2(s: Session<Station>, _: v2_0_1::HeartbeatRequest) -> Reply<v2_0_1::HeartbeatResponse> {
+/// async fn heartbeat_2(s: Session<ConnectionState>, _: v2_0_1::HeartbeatRequest) -> Reply<v2_0_1::HeartbeatResponse> {
 ///     s.heartbeats.fetch_add(1, Relaxed);
 ///     Ok(v2_0_1::HeartbeatResponse::new(DateTime::now()))
 /// }
 ///
-/// let router = Router::<Station>::default().on(heartbeat).on(heartbeat_2);
+/// let router = Router::<ConnectionState>::default().on(heartbeat).on(heartbeat_2);
 /// # let _ = router;
 /// ```
 ///
@@ -148,7 +148,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// ```
     /// use ocpp_tokio::{Rejection, Router};
     ///
-    /// struct Station {
+    /// struct ConnectionState {
     ///     identity: String,
     /// }
     ///
@@ -157,7 +157,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     ///     if !identity.starts_with("CP") {
     ///         return Err(Rejection::NOT_FOUND);
     ///     }
-    ///     Ok(Station { identity: identity.to_owned() })
+    ///     Ok(ConnectionState { identity: identity.to_owned() })
     /// });
     /// # let _ = router;
     /// ```

@@ -29,11 +29,11 @@ use crate::ChargePoint;
 /// use std::sync::atomic::{AtomicU32, Ordering};
 /// use ocpp_tokio::Session;
 ///
-/// struct Station {
+/// struct ConnectionState {
 ///     statuses: AtomicU32,
 /// }
 ///
-/// fn count(session: &Session<Station>) {
+/// fn count(session: &Session<ConnectionState>) {
 ///     let n = session.statuses.fetch_add(1, Ordering::Relaxed) + 1;
 ///     println!("{}: {n} status notifications", session.identity());
 /// }

@@ -21,12 +21,12 @@ struct App {
 
 /// One connection's own.
 #[derive(Default)]
-struct Station {
+struct ConnectionState {
     heartbeats: AtomicU32,
 }
 
 async fn heartbeat(
-    s: Session<Station, Arc<App>>,
+    s: Session<ConnectionState, Arc<App>>,
     _: v1_6::HeartbeatRequest,
 ) -> Reply<v1_6::HeartbeatResponse> {
     s.heartbeats.fetch_add(1, Ordering::Relaxed);
@@ -36,10 +36,10 @@ async fn heartbeat(
 
 async fn application_state_is_shared_connection_state_is_not() {
     let app = Arc::new(App::default());
-    let router = Router::<Station>::default()
+    let router = Router::<ConnectionState>::default()
         .with_state(Arc::clone(&app))
         .on(heartbeat)
-        .on_close(|s: Session<Station, Arc<App>>, _| async move {
+        .on_close(|s: Session<ConnectionState, Arc<App>>, _| async move {
             let own = s.heartbeats.load(Ordering::Relaxed);
             let closed = &s.app().closed;
             closed.lock().unwrap().push((s.identity().to_string(), own));
