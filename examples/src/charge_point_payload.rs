@@ -18,7 +18,7 @@ mod commands;
 #[cfg(test)]
 mod tests;
 
-pub use calls::{read_answer, request, Answer};
+pub use calls::{read_answer, request, CallAnswer};
 pub use commands::{read_command, response};
 
 /// The wall clock as an OCPP date-time (UTC, whole seconds).
@@ -159,7 +159,7 @@ pub enum Outgoing {
 
 /// A CALL of the CSMS, read into what the charge point acts on.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Command {
+pub enum CsmsCommand {
     /// 1.6 RemoteStartTransaction, 2.x RequestStartTransaction.
     RemoteStart {
         /// The id tag (2.x idToken) to charge for.
@@ -243,9 +243,9 @@ pub enum SetStatus {
     Unknown,
 }
 
-/// The answer to a [`Command`].
+/// The answer to a [`CsmsCommand`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
+pub enum CommandReply {
     /// RemoteStart/RemoteStop/RequestStart/RequestStop, with the 2.x transactionId if one runs.
     StartStop {
         /// Whether the command is accepted.

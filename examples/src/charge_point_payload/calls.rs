@@ -277,7 +277,7 @@ fn meter_value_v2(reading: &Reading, context: &str) -> Value {
 
 /// What the answer to a CALL of ours says, as far as the charge point cares.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
+pub enum CallAnswer {
     /// BootNotification: (accepted, pending, interval in seconds).
     Boot {
         /// Accepted (rather than Pending or Rejected).
@@ -301,39 +301,39 @@ pub enum Answer {
 }
 
 /// Reads the answer to our CALL.
-pub fn read_answer(response: &Response) -> Answer {
+pub fn read_answer(response: &Response) -> CallAnswer {
     match response {
         Response::V1_6(r) => match r.as_ref() {
-            v1_6::Response::BootNotification(b) => Answer::Boot {
+            v1_6::Response::BootNotification(b) => CallAnswer::Boot {
                 accepted: b.status == v1_6::RegistrationStatus::Accepted,
                 pending: b.status == v1_6::RegistrationStatus::Pending,
                 interval_s: i64::from(b.interval),
             },
-            v1_6::Response::Authorize(a) => Answer::IdTag {
+            v1_6::Response::Authorize(a) => CallAnswer::IdTag {
                 accepted: Some(a.id_tag_info.status == v1_6::AuthorizationStatus::Accepted),
                 transaction_id: None,
             },
-            v1_6::Response::StartTransaction(s) => Answer::IdTag {
+            v1_6::Response::StartTransaction(s) => CallAnswer::IdTag {
                 accepted: Some(s.id_tag_info.status == v1_6::AuthorizationStatus::Accepted),
                 transaction_id: Some(s.transaction_id),
             },
-            _ => Answer::Other,
+            _ => CallAnswer::Other,
         },
         other => {
             let json = serde_json::to_value(other).unwrap_or_default();
             match other.action() {
-                "BootNotification" => Answer::Boot {
+                "BootNotification" => CallAnswer::Boot {
                     accepted: json["status"] == "Accepted",
                     pending: json["status"] == "Pending",
                     interval_s: json["interval"].as_i64().unwrap_or(0),
                 },
-                "Authorize" | "TransactionEvent" => Answer::IdTag {
+                "Authorize" | "TransactionEvent" => CallAnswer::IdTag {
                     accepted: json["idTokenInfo"]["status"]
                         .as_str()
                         .map(|s| s == "Accepted"),
                     transaction_id: None,
                 },
-                _ => Answer::Other,
+                _ => CallAnswer::Other,
             }
         }
     }

@@ -1,14 +1,14 @@
-//! The CSMS's CALLs read as [`Command`]s, and the charge point's [`Reply`] to each, per version.
+//! The CSMS's CALLs read as [`CsmsCommand`]s, and the charge point's [`CommandReply`] to each, per version.
 
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
 use ocpp_proto::{DecodeOptions, Request, Response};
 use serde_json::{json, Value};
 
-use super::{Command, PayloadError, Reply, SetStatus, TriggerKind};
+use super::{CommandReply, CsmsCommand, PayloadError, SetStatus, TriggerKind};
 
 /// Reads a CALL of the CSMS.
-pub fn read_command(request: &Request) -> Command {
+pub fn read_command(request: &Request) -> CsmsCommand {
     match request {
         Request::V1_6(r) => read_command_v16(r),
         other => read_command_v2(
@@ -18,22 +18,22 @@ pub fn read_command(request: &Request) -> Command {
     }
 }
 
-fn read_command_v16(request: &v1_6::Request) -> Command {
+fn read_command_v16(request: &v1_6::Request) -> CsmsCommand {
     use v1_6::Request as R;
     let connector = |c: Option<i32>| c.and_then(|c| u32::try_from(c).ok());
     match request {
-        R::RemoteStartTransaction(r) => Command::RemoteStart {
+        R::RemoteStartTransaction(r) => CsmsCommand::RemoteStart {
             id_tag: r.id_tag.clone(),
             connector: connector(r.connector_id),
             remote_start_id: None,
         },
-        R::RemoteStopTransaction(r) => Command::RemoteStop {
+        R::RemoteStopTransaction(r) => CsmsCommand::RemoteStop {
             transaction_id: r.transaction_id.to_string(),
         },
-        R::Reset(r) => Command::Reset {
+        R::Reset(r) => CsmsCommand::Reset {
             hard: r.r#type == v1_6::ResetType::Hard,
         },
-        R::TriggerMessage(r) => Command::Trigger {
+        R::TriggerMessage(r) => CsmsCommand::Trigger {
             message: match r.requested_message {
                 v1_6::MessageTrigger::BootNotification => TriggerKind::Boot,
                 v1_6::MessageTrigger::Heartbeat => TriggerKind::Heartbeat,
@@ -43,23 +43,23 @@ fn read_command_v16(request: &v1_6::Request) -> Command {
             },
             connector: connector(r.connector_id),
         },
-        R::ChangeConfiguration(r) => Command::ChangeConfiguration {
+        R::ChangeConfiguration(r) => CsmsCommand::ChangeConfiguration {
             key: r.key.clone(),
             value: r.value.clone(),
         },
-        R::GetConfiguration(r) => Command::GetConfiguration {
+        R::GetConfiguration(r) => CsmsCommand::GetConfiguration {
             keys: r.key.clone(),
         },
-        R::DataTransfer(r) => Command::DataTransfer {
+        R::DataTransfer(r) => CsmsCommand::DataTransfer {
             vendor_id: r.vendor_id.clone(),
             message_id: r.message_id.clone(),
             data: r.data.clone(),
         },
-        other => Command::Other(other.action().as_str()),
+        other => CsmsCommand::Other(other.action().as_str()),
     }
 }
 
-fn read_command_v2(action: &'static str, json: &Value) -> Command {
+fn read_command_v2(action: &'static str, json: &Value) -> CsmsCommand {
     let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     let names = |item: &Value| {
         (
@@ -68,20 +68,20 @@ fn read_command_v2(action: &'static str, json: &Value) -> Command {
         )
     };
     match action {
-        "RequestStartTransaction" => Command::RemoteStart {
+        "RequestStartTransaction" => CsmsCommand::RemoteStart {
             id_tag: text(&json["idToken"]["idToken"]),
             connector: json["evseId"].as_u64().and_then(|c| u32::try_from(c).ok()),
             remote_start_id: json["remoteStartId"]
                 .as_i64()
                 .and_then(|c| i32::try_from(c).ok()),
         },
-        "RequestStopTransaction" => Command::RemoteStop {
+        "RequestStopTransaction" => CsmsCommand::RemoteStop {
             transaction_id: text(&json["transactionId"]),
         },
-        "Reset" => Command::Reset {
+        "Reset" => CsmsCommand::Reset {
             hard: json["type"] == "Immediate",
         },
-        "TriggerMessage" => Command::Trigger {
+        "TriggerMessage" => CsmsCommand::Trigger {
             message: match json["requestedMessage"].as_str().unwrap_or_default() {
                 "BootNotification" => TriggerKind::Boot,
                 "Heartbeat" => TriggerKind::Heartbeat,
@@ -94,7 +94,7 @@ fn read_command_v2(action: &'static str, json: &Value) -> Command {
                 .as_u64()
                 .and_then(|c| u32::try_from(c).ok()),
         },
-        "SetVariables" => Command::SetVariables(
+        "SetVariables" => CsmsCommand::SetVariables(
             json["setVariableData"]
                 .as_array()
                 .map(|items| {
@@ -108,13 +108,13 @@ fn read_command_v2(action: &'static str, json: &Value) -> Command {
                 })
                 .unwrap_or_default(),
         ),
-        "GetVariables" => Command::GetVariables(
+        "GetVariables" => CsmsCommand::GetVariables(
             json["getVariableData"]
                 .as_array()
                 .map(|items| items.iter().map(names).collect())
                 .unwrap_or_default(),
         ),
-        "DataTransfer" => Command::DataTransfer {
+        "DataTransfer" => CsmsCommand::DataTransfer {
             vendor_id: text(&json["vendorId"]),
             message_id: json["messageId"].as_str().map(str::to_owned),
             data: match &json["data"] {
@@ -123,7 +123,7 @@ fn read_command_v2(action: &'static str, json: &Value) -> Command {
                 other => Some(other.to_string()),
             },
         },
-        other => Command::Other(other),
+        other => CsmsCommand::Other(other),
     }
 }
 
@@ -131,7 +131,7 @@ fn read_command_v2(action: &'static str, json: &Value) -> Command {
 pub fn response(
     version: OcppVersion,
     action: &str,
-    reply: &Reply,
+    reply: &CommandReply,
 ) -> Result<Response, PayloadError> {
     match version {
         OcppVersion::V1_6 => response_v16(action, reply).map(Response::from),
@@ -144,7 +144,7 @@ pub fn response(
     }
 }
 
-fn response_v16(action: &str, reply: &Reply) -> Result<v1_6::Response, PayloadError> {
+fn response_v16(action: &str, reply: &CommandReply) -> Result<v1_6::Response, PayloadError> {
     let start_stop = |accepted: bool| {
         if accepted {
             v1_6::RemoteStartStopStatus::Accepted
@@ -154,7 +154,7 @@ fn response_v16(action: &str, reply: &Reply) -> Result<v1_6::Response, PayloadEr
     };
     Ok(match reply {
         // RemoteStart and RemoteStop answer with the same shape; the action decides the type.
-        Reply::StartStop { accepted, .. } => {
+        CommandReply::StartStop { accepted, .. } => {
             if action == "RemoteStopTransaction" {
                 v1_6::RemoteStopTransactionResponse {
                     status: start_stop(*accepted),
@@ -167,7 +167,7 @@ fn response_v16(action: &str, reply: &Reply) -> Result<v1_6::Response, PayloadEr
                 .into()
             }
         }
-        Reply::Reset { accepted } => v1_6::ResetResponse {
+        CommandReply::Reset { accepted } => v1_6::ResetResponse {
             status: if *accepted {
                 v1_6::ResetStatus::Accepted
             } else {
@@ -175,7 +175,7 @@ fn response_v16(action: &str, reply: &Reply) -> Result<v1_6::Response, PayloadEr
             },
         }
         .into(),
-        Reply::Trigger {
+        CommandReply::Trigger {
             accepted,
             implemented,
         } => v1_6::TriggerMessageResponse {
@@ -186,7 +186,7 @@ fn response_v16(action: &str, reply: &Reply) -> Result<v1_6::Response, PayloadEr
             },
         }
         .into(),
-        Reply::ChangeConfiguration(status) => v1_6::ChangeConfigurationResponse {
+        CommandReply::ChangeConfiguration(status) => v1_6::ChangeConfigurationResponse {
             status: match status {
                 SetStatus::Accepted => v1_6::ConfigurationStatus::Accepted,
                 SetStatus::Rejected => v1_6::ConfigurationStatus::Rejected,
@@ -194,7 +194,7 @@ fn response_v16(action: &str, reply: &Reply) -> Result<v1_6::Response, PayloadEr
             },
         }
         .into(),
-        Reply::GetConfiguration { known, unknown } => v1_6::GetConfigurationResponse {
+        CommandReply::GetConfiguration { known, unknown } => v1_6::GetConfigurationResponse {
             configuration_key: Some(
                 known
                     .iter()
@@ -208,12 +208,12 @@ fn response_v16(action: &str, reply: &Reply) -> Result<v1_6::Response, PayloadEr
             unknown_key: (!unknown.is_empty()).then(|| unknown.clone()),
         }
         .into(),
-        Reply::DataTransfer => v1_6::DataTransferResponse {
+        CommandReply::DataTransfer => v1_6::DataTransferResponse {
             status: v1_6::DataTransferStatus::Accepted,
             data: None,
         }
         .into(),
-        Reply::SetVariables(_) | Reply::GetVariables(_) => {
+        CommandReply::SetVariables(_) | CommandReply::GetVariables(_) => {
             return Err(PayloadError(
                 "Set/GetVariables do not exist in OCPP 1.6".into(),
             ))
@@ -221,11 +221,11 @@ fn response_v16(action: &str, reply: &Reply) -> Result<v1_6::Response, PayloadEr
     })
 }
 
-fn response_v2(reply: &Reply) -> Value {
+fn response_v2(reply: &CommandReply) -> Value {
     let accepted = |yes: bool| if yes { "Accepted" } else { "Rejected" };
     let component_variable = |c: &str, v: &str| (json!({ "name": c }), json!({ "name": v }));
     match reply {
-        Reply::StartStop {
+        CommandReply::StartStop {
             accepted: yes,
             transaction_id,
         } => {
@@ -235,14 +235,14 @@ fn response_v2(reply: &Reply) -> Value {
             }
             json
         }
-        Reply::Reset { accepted: yes } => json!({ "status": accepted(*yes) }),
-        Reply::Trigger {
+        CommandReply::Reset { accepted: yes } => json!({ "status": accepted(*yes) }),
+        CommandReply::Trigger {
             accepted: yes,
             implemented,
         } => json!({
             "status": if *implemented { accepted(*yes) } else { "NotImplemented" },
         }),
-        Reply::SetVariables(results) => json!({
+        CommandReply::SetVariables(results) => json!({
             "setVariableResult": results.iter().map(|(c, v, status)| {
                 let (component, variable) = component_variable(c, v);
                 json!({
@@ -256,7 +256,7 @@ fn response_v2(reply: &Reply) -> Value {
                 })
             }).collect::<Vec<_>>(),
         }),
-        Reply::GetVariables(results) => json!({
+        CommandReply::GetVariables(results) => json!({
             "getVariableResult": results.iter().map(|(c, v, value)| {
                 let (component, variable) = component_variable(c, v);
                 let mut result = json!({
@@ -270,7 +270,7 @@ fn response_v2(reply: &Reply) -> Value {
                 result
             }).collect::<Vec<_>>(),
         }),
-        Reply::DataTransfer => json!({ "status": "Accepted" }),
-        Reply::ChangeConfiguration(_) | Reply::GetConfiguration { .. } => json!({}),
+        CommandReply::DataTransfer => json!({ "status": "Accepted" }),
+        CommandReply::ChangeConfiguration(_) | CommandReply::GetConfiguration { .. } => json!({}),
     }
 }

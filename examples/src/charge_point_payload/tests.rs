@@ -75,29 +75,29 @@ fn replies_decode_in_every_version() {
     let cases_v2 = [
         (
             "RequestStartTransaction",
-            Reply::StartStop {
+            CommandReply::StartStop {
                 accepted: true,
                 transaction_id: Some("t".into()),
             },
         ),
         (
             "RequestStopTransaction",
-            Reply::StartStop {
+            CommandReply::StartStop {
                 accepted: false,
                 transaction_id: None,
             },
         ),
-        ("Reset", Reply::Reset { accepted: true }),
+        ("Reset", CommandReply::Reset { accepted: true }),
         (
             "TriggerMessage",
-            Reply::Trigger {
+            CommandReply::Trigger {
                 accepted: true,
                 implemented: false,
             },
         ),
         (
             "SetVariables",
-            Reply::SetVariables(vec![(
+            CommandReply::SetVariables(vec![(
                 "OCPPCommCtrlr".into(),
                 "X".into(),
                 SetStatus::Unknown,
@@ -105,13 +105,13 @@ fn replies_decode_in_every_version() {
         ),
         (
             "GetVariables",
-            Reply::GetVariables(vec![(
+            CommandReply::GetVariables(vec![(
                 "OCPPCommCtrlr".into(),
                 "HeartbeatInterval".into(),
                 Some("10".into()),
             )]),
         ),
-        ("DataTransfer", Reply::DataTransfer),
+        ("DataTransfer", CommandReply::DataTransfer),
     ];
     for version in [OcppVersion::V2_0_1, OcppVersion::V2_1] {
         for (action, reply) in &cases_v2 {
@@ -119,13 +119,13 @@ fn replies_decode_in_every_version() {
             assert_eq!(response.action(), *action);
         }
     }
-    let stop = Reply::StartStop {
+    let stop = CommandReply::StartStop {
         accepted: true,
         transaction_id: None,
     };
     let r = response(OcppVersion::V1_6, "RemoteStopTransaction", &stop).unwrap();
     assert_eq!(r.action(), "RemoteStopTransaction");
-    let get = Reply::GetConfiguration {
+    let get = CommandReply::GetConfiguration {
         known: vec![("HeartbeatInterval".into(), "10".into(), false)],
         unknown: vec![],
     };
@@ -148,7 +148,7 @@ fn commands_read_in_both_families() {
     );
     assert_eq!(
         read_command(&request),
-        Command::RemoteStart {
+        CsmsCommand::RemoteStart {
             id_tag: "ABC".into(),
             connector: Some(1),
             remote_start_id: Some(9)
@@ -160,7 +160,7 @@ fn commands_read_in_both_families() {
         data: Some("1:2".into()),
     }));
     assert!(
-        matches!(read_command(&request), Command::DataTransfer { data: Some(d), .. } if d == "1:2")
+        matches!(read_command(&request), CsmsCommand::DataTransfer { data: Some(d), .. } if d == "1:2")
     );
     let request = Request::from(
         v2_1::decode_call(
@@ -170,6 +170,6 @@ fn commands_read_in_both_families() {
         .unwrap(),
     );
     assert!(
-        matches!(read_command(&request), Command::DataTransfer { data: Some(d), .. } if d == "5:6")
+        matches!(read_command(&request), CsmsCommand::DataTransfer { data: Some(d), .. } if d == "5:6")
     );
 }

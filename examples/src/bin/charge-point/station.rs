@@ -227,7 +227,7 @@ impl Sim {
     /// The answer to a start or a reading of the simulator's transaction `number` (1.6: the
     /// library took the transactionId from it): an id tag not accepted ends the transaction.
     fn on_transaction_answer(&self, number: u64, start: bool, response: &Response) {
-        let payload::Answer::IdTag { accepted, .. } = payload::read_answer(response) else {
+        let payload::CallAnswer::IdTag { accepted, .. } = payload::read_answer(response) else {
             return;
         };
         let now = Instant::now();
@@ -331,7 +331,7 @@ fn evse_id(connector: u32) -> i32 {
 // ---- the router ----
 
 /// Answers the CSMS's commands: one untyped route, since [`payload::read_command`] reads
-/// every version's commands into one [`Command`](payload::Command).
+/// every version's commands into one [`CsmsCommand`](payload::CsmsCommand).
 pub(crate) fn router() -> Router<Arc<Sim>> {
     Router::for_station()
         .fallback(command)
@@ -560,7 +560,7 @@ async fn play_session(sim: Arc<Sim>, station: Station) {
     };
     let accepted = matches!(
         payload::read_answer(&response),
-        payload::Answer::IdTag {
+        payload::CallAnswer::IdTag {
             accepted: Some(true),
             ..
         }

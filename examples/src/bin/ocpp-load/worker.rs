@@ -37,7 +37,7 @@ use super::cli::{Deflate, Options, Scenario, WorkerSlot};
 use super::phase::PhaseStats;
 use super::procfs;
 use ocpp_examples::charge_point_payload::{
-    self as payload, Answer, ConnectorState, Outgoing, Reading, Reply,
+    self as payload, CallAnswer, CommandReply, ConnectorState, Outgoing, Reading,
 };
 
 mod connecting;
@@ -150,8 +150,12 @@ impl Prebuilt {
                 },
             )
             .map_err(bad)?,
-            data_transfer_answer: payload::response(version, "DataTransfer", &Reply::DataTransfer)
-                .map_err(bad)?,
+            data_transfer_answer: payload::response(
+                version,
+                "DataTransfer",
+                &CommandReply::DataTransfer,
+            )
+            .map_err(bad)?,
         })
     }
 

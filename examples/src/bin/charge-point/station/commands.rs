@@ -3,7 +3,9 @@
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use ocpp_examples::charge_point_payload::{Command, Outgoing, Reply, StopReason, TriggerKind};
+use ocpp_examples::charge_point_payload::{
+    CommandReply, CsmsCommand, Outgoing, StopReason, TriggerKind,
+};
 use ocpp_messages::version::OcppVersion;
 use ocpp_tokio::station::Status;
 use tracing::{debug, info};
@@ -15,7 +17,11 @@ use crate::settings::Changed;
 
 impl Sim {
     /// The reply to a command (`None`: not supported); what follows goes to the sender.
-    pub(super) fn decide(&self, version: OcppVersion, command: Command) -> Option<Reply> {
+    pub(super) fn decide(
+        &self,
+        version: OcppVersion,
+        command: CsmsCommand,
+    ) -> Option<CommandReply> {
         let v16 = version == OcppVersion::V1_6;
         let now = Instant::now();
         let mut st = self.lock();
@@ -24,7 +30,7 @@ impl Sim {
             st.settings.heartbeat_interval = station.heartbeat_interval();
         }
         Some(match command {
-            Command::RemoteStart {
+            CsmsCommand::RemoteStart {
                 id_tag,
                 connector,
                 remote_start_id,
@@ -40,12 +46,12 @@ impl Sim {
                     self.send(messages);
                     self.wake.notify_one();
                 }
-                Reply::StartStop {
+                CommandReply::StartStop {
                     accepted: ok,
                     transaction_id: running.flatten().filter(|_| !v16),
                 }
             }
-            Command::RemoteStop { transaction_id } => {
+            CsmsCommand::RemoteStop { transaction_id } => {
                 // 1.6: the id the CSMS gave (none until it answered); 2.x: the station's.
                 let ours = st
                     .transaction
@@ -56,20 +62,20 @@ impl Sim {
                     let messages = self.end_transaction(&mut st, now, StopReason::Remote);
                     self.send(messages);
                 }
-                Reply::StartStop {
+                CommandReply::StartStop {
                     accepted: ours,
                     transaction_id: None,
                 }
             }
-            Command::Reset { hard } => {
+            CsmsCommand::Reset { hard } => {
                 info!(identity = %self.identity, hard, "reset accepted");
                 st.reset_requested = true;
                 let messages = self.end_transaction(&mut st, now, StopReason::Reset { hard });
                 self.send(messages);
                 self.send([Item::Reboot]);
-                Reply::Reset { accepted: true }
+                CommandReply::Reset { accepted: true }
             }
-            Command::Trigger { message, connector } => {
+            CsmsCommand::Trigger { message, connector } => {
                 let accepted_boot = self
                     .station
                     .get()
@@ -85,18 +91,18 @@ impl Sim {
                     let messages = self.triggered(&mut st, now, message, connector);
                     self.send(messages);
                 }
-                Reply::Trigger {
+                CommandReply::Trigger {
                     accepted,
                     implemented,
                 }
             }
-            Command::ChangeConfiguration { key, value } if v16 => {
+            CsmsCommand::ChangeConfiguration { key, value } if v16 => {
                 let mut changed = Changed::default();
                 let status = st.settings.set_v16(&key, &value, &mut changed);
                 self.apply(&mut st, now, changed);
-                Reply::ChangeConfiguration(status)
+                CommandReply::ChangeConfiguration(status)
             }
-            Command::GetConfiguration { keys } if v16 => {
+            CsmsCommand::GetConfiguration { keys } if v16 => {
                 let (known, unknown) = match keys.filter(|k| !k.is_empty()) {
                     None => (st.settings.all_v16(), Vec::new()),
                     Some(keys) => {
@@ -111,9 +117,9 @@ impl Sim {
                         (known, unknown)
                     }
                 };
-                Reply::GetConfiguration { known, unknown }
+                CommandReply::GetConfiguration { known, unknown }
             }
-            Command::SetVariables(items) if !v16 => {
+            CsmsCommand::SetVariables(items) if !v16 => {
                 let mut changed = Changed::default();
                 let results = items
                     .into_iter()
@@ -123,9 +129,9 @@ impl Sim {
                     })
                     .collect();
                 self.apply(&mut st, now, changed);
-                Reply::SetVariables(results)
+                CommandReply::SetVariables(results)
             }
-            Command::GetVariables(items) if !v16 => Reply::GetVariables(
+            CsmsCommand::GetVariables(items) if !v16 => CommandReply::GetVariables(
                 items
                     .into_iter()
                     .map(|(c, v)| {
@@ -134,7 +140,7 @@ impl Sim {
                     })
                     .collect(),
             ),
-            Command::DataTransfer {
+            CsmsCommand::DataTransfer {
                 vendor_id,
                 message_id,
                 data,
@@ -142,13 +148,13 @@ impl Sim {
                 if vendor_id == "bench" && message_id.as_deref() == Some("ts") {
                     self.record_bench(&mut st, data.as_deref());
                 }
-                Reply::DataTransfer
+                CommandReply::DataTransfer
             }
-            Command::ChangeConfiguration { .. }
-            | Command::GetConfiguration { .. }
-            | Command::SetVariables(_)
-            | Command::GetVariables(_)
-            | Command::Other(_) => return None,
+            CsmsCommand::ChangeConfiguration { .. }
+            | CsmsCommand::GetConfiguration { .. }
+            | CsmsCommand::SetVariables(_)
+            | CsmsCommand::GetVariables(_)
+            | CsmsCommand::Other(_) => return None,
         })
     }
 

@@ -10,7 +10,7 @@ use ocpp_proto::station::{boot_request, BootReason, StationInfo};
 use ocpp_proto::{CallFailure, CallOutcome, Event, MessageId, Request};
 use ocpp_reference_csms::push::unix_nanos_now;
 
-use ocpp_examples::charge_point_payload::{self as payload, Answer};
+use ocpp_examples::charge_point_payload::{self as payload, CallAnswer};
 
 use super::{push_stamp, Kind, LoadPhase, Worker};
 
@@ -171,14 +171,14 @@ impl Worker {
         };
         let ok = match &outcome {
             Ok(_) => match kind {
-                Kind::Boot => matches!(answer, Some(Answer::Boot { accepted: true, .. })),
+                Kind::Boot => matches!(answer, Some(CallAnswer::Boot { accepted: true, .. })),
                 _ => true,
             },
             _ => false,
         };
         let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         if kind == Kind::Boot {
-            if let Some(Answer::Boot {
+            if let Some(CallAnswer::Boot {
                 pending: true,
                 interval_s,
                 ..

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use ocpp_frame::CloseCode;
 use ocpp_proto::{CallOutcome, CloseReason, Closed};
 
-use super::{payload, Answer, ConnectorState, Kind, LoadPhase, Outgoing, Reading, Worker};
+use super::{payload, CallAnswer, ConnectorState, Kind, LoadPhase, Outgoing, Reading, Worker};
 use ocpp_examples::charge_point_payload::{StopReason, TxRef};
 
 mod commands;
@@ -399,7 +399,7 @@ impl Worker {
         let soak_phase = matches!(self.phase, LoadPhase::Soak { .. });
         match kind {
             Kind::Boot => {
-                if !matches!(answer, Some(Answer::Boot { accepted: true, .. })) {
+                if !matches!(answer, Some(CallAnswer::Boot { accepted: true, .. })) {
                     self.stats.add("boot_rejected", 1);
                     self.soak_close(local, Closer::Clean, now);
                     return;
@@ -421,7 +421,7 @@ impl Worker {
             Kind::Authorize if self.cps[local].soak.stage == Stage::Authorizing => {
                 let accepted = matches!(
                     answer,
-                    Some(Answer::IdTag {
+                    Some(CallAnswer::IdTag {
                         accepted: Some(true),
                         ..
                     })
@@ -434,7 +434,7 @@ impl Worker {
             }
             Kind::Start if self.cps[local].soak.stage == Stage::Starting => {
                 let transaction_id = match answer {
-                    Some(Answer::IdTag {
+                    Some(CallAnswer::IdTag {
                         accepted: Some(true),
                         transaction_id,
                     }) => transaction_id,

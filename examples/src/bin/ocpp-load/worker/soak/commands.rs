@@ -2,12 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use ocpp_examples::charge_point_payload::{Command, SetStatus, TriggerKind};
+use ocpp_examples::charge_point_payload::{CsmsCommand, SetStatus, TriggerKind};
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_proto::{MessageId, Request};
 
 use super::{Stage, Then};
-use crate::worker::{payload, Kind, LoadPhase, Reply, Worker};
+use crate::worker::{payload, CommandReply, Kind, LoadPhase, Worker};
 
 impl Worker {
     /// A CALL of the server (an admin command): answered at once, then acted on.
@@ -27,17 +27,17 @@ impl Worker {
         let soak_phase = matches!(self.phase, LoadPhase::Soak { .. });
         let mut then = None;
         let reply = match payload::read_command(request) {
-            Command::RemoteStart { .. } => {
+            CsmsCommand::RemoteStart { .. } => {
                 let accepted = booted && !duplicate && soak_phase && stage == Stage::Idle;
                 if accepted {
                     then = Some(Then::Start);
                 }
-                Some(Reply::StartStop {
+                Some(CommandReply::StartStop {
                     accepted,
                     transaction_id: None,
                 })
             }
-            Command::RemoteStop { transaction_id } => {
+            CsmsCommand::RemoteStop { transaction_id } => {
                 let running = self.cps[local]
                     .soak
                     .tx
@@ -49,20 +49,20 @@ impl Worker {
                     self.cps[local].soak.stage = Stage::Charging { meters_left: 0 };
                     self.cps[local].soak.session_at = Some(now);
                 }
-                Some(Reply::StartStop {
+                Some(CommandReply::StartStop {
                     accepted,
                     transaction_id: None,
                 })
             }
-            Command::Reset { .. } => {
+            CsmsCommand::Reset { .. } => {
                 // Rebooting is a clean close a second later, then a reconnect.
                 if soak_phase && !duplicate {
                     self.cps[local].soak.reset = true;
                     self.cps[local].soak.churn_at = Some(now + Duration::from_secs(1));
                 }
-                Some(Reply::Reset { accepted: true })
+                Some(CommandReply::Reset { accepted: true })
             }
-            Command::Trigger { message, .. } => {
+            CsmsCommand::Trigger { message, .. } => {
                 let accepted = matches!(
                     message,
                     TriggerKind::Heartbeat | TriggerKind::Status | TriggerKind::Meter
@@ -73,20 +73,22 @@ impl Worker {
                     TriggerKind::Meter => Some(Then::Meter),
                     _ => None,
                 };
-                Some(Reply::Trigger {
+                Some(CommandReply::Trigger {
                     accepted,
                     implemented: message != TriggerKind::Unsupported,
                 })
             }
-            Command::ChangeConfiguration { key, .. } => {
+            CsmsCommand::ChangeConfiguration { key, .. } => {
                 // Never the Basic password: it would lock the swarm out.
-                Some(Reply::ChangeConfiguration(if key == "AuthorizationKey" {
-                    SetStatus::Rejected
-                } else {
-                    SetStatus::Accepted
-                }))
+                Some(CommandReply::ChangeConfiguration(
+                    if key == "AuthorizationKey" {
+                        SetStatus::Rejected
+                    } else {
+                        SetStatus::Accepted
+                    },
+                ))
             }
-            Command::GetConfiguration { keys } => {
+            CsmsCommand::GetConfiguration { keys } => {
                 let all = [
                     ("HeartbeatInterval", self.options.heartbeat()),
                     ("MeterValueSampleInterval", self.options.meter()),
@@ -111,19 +113,19 @@ impl Worker {
                         (known, unknown)
                     }
                 };
-                Some(Reply::GetConfiguration { known, unknown })
+                Some(CommandReply::GetConfiguration { known, unknown })
             }
-            Command::SetVariables(items) => Some(Reply::SetVariables(
+            CsmsCommand::SetVariables(items) => Some(CommandReply::SetVariables(
                 items
                     .into_iter()
                     .map(|(c, v, _)| (c, v, SetStatus::Rejected))
                     .collect(),
             )),
-            Command::GetVariables(items) => Some(Reply::GetVariables(
+            CsmsCommand::GetVariables(items) => Some(CommandReply::GetVariables(
                 items.into_iter().map(|(c, v)| (c, v, None)).collect(),
             )),
-            Command::DataTransfer { .. } => Some(Reply::DataTransfer),
-            Command::Other(_) => None,
+            CsmsCommand::DataTransfer { .. } => Some(CommandReply::DataTransfer),
+            CsmsCommand::Other(_) => None,
         };
         let response = reply.map(|reply| payload::response(self.options.version, action, &reply));
         let Some(link) = self.cps[local].link.as_mut() else {
