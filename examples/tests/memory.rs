@@ -13,7 +13,7 @@ use ocpp_examples::charge_point_payload::{self as payload, BootReason, Connector
 use ocpp_messages::version::OcppVersion;
 use ocpp_proto::Answer;
 use ocpp_proto::ChargePointIdentity;
-use ocpp_reference_csms::{ChargePoint, Csms, CsmsConfig};
+use ocpp_reference_csms::{ChargePointRecord, Csms, CsmsConfig};
 
 /// `System`, counting this thread's live allocations.
 struct Counting;
@@ -132,10 +132,10 @@ fn per_charge_point(status: bool) -> (f64, f64, f64) {
 #[test]
 fn csms_record_per_idle_booted_charge_point() {
     println!(
-        "size_of::<ChargePoint>() = {} bytes; table slot (the Box; the key is the record's \
+        "size_of::<ChargePointRecord>() = {} bytes; table slot (the Box; the key is the record's \
          identity) = {} bytes",
-        std::mem::size_of::<ChargePoint>(),
-        std::mem::size_of::<Box<ChargePoint>>(),
+        std::mem::size_of::<ChargePointRecord>(),
+        std::mem::size_of::<Box<ChargePointRecord>>(),
     );
     use ocpp_reference_csms::{CertificateSigning, ItemsPerMessage, Registration, Session};
     use std::mem::size_of;
@@ -176,5 +176,5 @@ fn csms_record_per_idle_booted_charge_point() {
     );
     // 544 bytes at first, 360 with the rare fields inline, 224 with `SystemTime`s, 200 with
     // `Arc<str>` texts.
-    assert!(std::mem::size_of::<ChargePoint>() <= 168);
+    assert!(std::mem::size_of::<ChargePointRecord>() <= 168);
 }

@@ -19,7 +19,7 @@ use super::{BootPolicy, CostUpdate, ItemsPerMessage, SessionId, Tariff};
 /// reconnect can end after it.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct ChargePoint {
+pub struct ChargePointRecord {
     /// The identity (last segment of the WebSocket URL), shared with the table's key.
     pub identity: ChargePointIdentity,
     /// The current connection, if any.
@@ -63,7 +63,7 @@ pub struct Extras(Option<Box<ExtraState>>);
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ExtraState {
-    /// What the charge point reported beyond the typed state of [`ChargePoint`] (NotifyEvent,
+    /// What the charge point reported beyond the typed state of [`ChargePointRecord`] (NotifyEvent,
     /// NotifyReport, FirmwareStatusNotification, SecurityEventNotification, DataTransfer...),
     /// by action: the last few of each kind, oldest first.
     pub notifications: BTreeMap<&'static str, VecDeque<Notification>>,
@@ -341,7 +341,7 @@ pub struct Transaction {
     /// The id: ours for 1.6 (`transactionId` of StartTransaction.conf), the charge point's for
     /// 2.x (`transactionInfo.transactionId`).
     pub id: String,
-    /// The connector label (see [`ChargePoint::connectors`]).
+    /// The connector label (see [`ChargePointRecord::connectors`]).
     pub connector: String,
     /// The idTag / idToken that started it, if any.
     pub id_tag: Option<String>,
@@ -417,10 +417,10 @@ impl Transaction {
     }
 }
 
-impl ChargePoint {
+impl ChargePointRecord {
     /// A charge point seen for the first time.
     pub fn new(identity: ChargePointIdentity) -> Self {
-        ChargePoint {
+        ChargePointRecord {
             identity,
             session: None,
             registration: None,

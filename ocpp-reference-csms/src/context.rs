@@ -10,7 +10,7 @@ use ocpp_proto::Request;
 
 use crate::outgoing::queue_follow_up;
 use crate::{
-    date_time, transaction_ids, BootPolicy, CertificateSigning, CertificateUse, ChargePoint,
+    date_time, transaction_ids, BootPolicy, CertificateSigning, CertificateUse, ChargePointRecord,
     CsmsConfig, SignedCertificate, TokenStore, Transaction, UnixTime,
 };
 use ocpp_model::{Authorization, AuthorizationStatus};
@@ -56,7 +56,7 @@ impl Context<'_> {
     }
 
     /// The boot policy for this station: its own, else the default.
-    pub(crate) fn boot_policy(&self, cp: &ChargePoint) -> BootPolicy {
+    pub(crate) fn boot_policy(&self, cp: &ChargePointRecord) -> BootPolicy {
         cp.boot_policy.unwrap_or(self.config.boot_policy)
     }
 
@@ -72,7 +72,7 @@ impl Context<'_> {
 
     /// Queues `request` to be sent to `cp` right after the answer being made (see
     /// [`Csms::take_follow_up`]).
-    pub(crate) fn follow_up(&self, cp: &mut ChargePoint, request: Request) {
+    pub(crate) fn follow_up(&self, cp: &mut ChargePointRecord, request: Request) {
         queue_follow_up(self.follow_ups, cp, request);
     }
 
@@ -93,7 +93,7 @@ impl Context<'_> {
     }
 
     /// Records what a BootNotification is answered.
-    pub(crate) fn booted(&self, cp: &mut ChargePoint, policy: BootPolicy) {
+    pub(crate) fn booted(&self, cp: &mut ChargePointRecord, policy: BootPolicy) {
         cp.boot_status = Some(policy);
         cp.triggered = false;
     }
@@ -103,7 +103,7 @@ impl Context<'_> {
     /// carrying the chain waits in `follow_up` for the I/O loop. Returns whether Accepted.
     pub(crate) fn sign_certificate(
         &self,
-        cp: &mut ChargePoint,
+        cp: &mut ChargePointRecord,
         version: OcppVersion,
         csr: &str,
         certificate_type: Option<&str>,

@@ -24,10 +24,16 @@ use ocpp_model::{
 };
 use ocpp_proto::{Answer, Request};
 
-use super::{transactions, v1_6, v2x, Answering, BootPolicy, ChargePoint, Context, Registration};
+use super::{
+    transactions, v1_6, v2x, Answering, BootPolicy, ChargePointRecord, Context, Registration,
+};
 
 /// Answers one CALL of a charge point of any version.
-pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Request) -> Answering {
+pub(super) fn handle(
+    context: &Context<'_>,
+    cp: &mut ChargePointRecord,
+    request: &Request,
+) -> Answering {
     let version = request.version();
     let event = Event::from_request(request);
     let answer = match &event {
@@ -76,7 +82,7 @@ pub(super) fn handle(context: &Context<'_>, cp: &mut ChargePoint, request: &Requ
 /// that acknowledges it in every version, else NotSupported (an action the CSMS sends).
 fn other(
     context: &Context<'_>,
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     request: &Request,
     event: Event,
 ) -> Answering {
@@ -109,7 +115,7 @@ pub(super) fn respond(event: &Event, answer: &EventAnswer, version: OcppVersion)
 
 /// 1.6 §4.2, 2.x B01-B03: records the registration and answers with the boot policy, our
 /// clock, and the heartbeat interval (or, when not Accepted, when to boot again).
-fn booted(context: &Context<'_>, cp: &mut ChargePoint, boot: &Booted) -> BootAnswer {
+fn booted(context: &Context<'_>, cp: &mut ChargePointRecord, boot: &Booted) -> BootAnswer {
     cp.registration = Some(Registration::new(
         &boot.vendor,
         &boot.model,
@@ -142,7 +148,7 @@ fn booted(context: &Context<'_>, cp: &mut ChargePoint, boot: &Booted) -> BootAns
 /// more than the neutral `Occupied`), and a 1.6 error code other than `NoError` with it.
 fn status_changed(
     context: &Context<'_>,
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     status: &StatusChanged,
     version: OcppVersion,
 ) {

@@ -1,8 +1,8 @@
 //! The CSMS's records of every charge point it has seen, found by identity.
 //!
 //! A hash table of boxed records whose slot is only the box: the key is the record's own
-//! [`ChargePoint::identity`], compared through the box on a lookup (the record is read right
-//! after anyway). A `HashMap<ChargePointIdentity, Box<ChargePoint>>` keeps the identity in
+//! [`ChargePointRecord::identity`], compared through the box on a lookup (the record is read right
+//! after anyway). A `HashMap<ChargePointIdentity, Box<ChargePointRecord>>` keeps the identity in
 //! the slot beside the box, 24 bytes where this is 8: at 10,000 charge points (16,384 slots
 //! after doubling, every one touched) about 26 bytes per charge point.
 
@@ -14,13 +14,13 @@ use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 use ocpp_proto::ChargePointIdentity;
 
-use super::ChargePoint;
+use super::ChargePointRecord;
 
 /// The records, one per identity.
 #[derive(Debug, Default)]
 pub(super) struct Fleet {
     hasher: RandomState,
-    records: HashTable<Box<ChargePoint>>,
+    records: HashTable<Box<ChargePointRecord>>,
 }
 
 impl Fleet {
@@ -29,7 +29,7 @@ impl Fleet {
     }
 
     /// The record of `identity`, created on first sight.
-    pub(super) fn entry(&mut self, identity: &ChargePointIdentity) -> &mut ChargePoint {
+    pub(super) fn entry(&mut self, identity: &ChargePointIdentity) -> &mut ChargePointRecord {
         let hasher = &self.hasher;
         let hash = hasher.hash_one(identity.as_str());
         let entry = self.records.entry(
@@ -40,13 +40,13 @@ impl Fleet {
         match entry {
             Entry::Occupied(occupied) => occupied.into_mut(),
             Entry::Vacant(vacant) => vacant
-                .insert(Box::new(ChargePoint::new(identity.clone())))
+                .insert(Box::new(ChargePointRecord::new(identity.clone())))
                 .into_mut(),
         }
     }
 
     /// The record of `identity`, if it was ever seen.
-    pub(super) fn get<Q: Borrow<str> + ?Sized>(&self, identity: &Q) -> Option<&ChargePoint> {
+    pub(super) fn get<Q: Borrow<str> + ?Sized>(&self, identity: &Q) -> Option<&ChargePointRecord> {
         let identity = identity.borrow();
         self.records
             .find(self.hash(identity), |record| {
@@ -59,7 +59,7 @@ impl Fleet {
     pub(super) fn get_mut<Q: Borrow<str> + ?Sized>(
         &mut self,
         identity: &Q,
-    ) -> Option<&mut ChargePoint> {
+    ) -> Option<&mut ChargePointRecord> {
         let identity = identity.borrow();
         let hash = self.hash(identity);
         self.records
@@ -68,7 +68,7 @@ impl Fleet {
     }
 
     /// Every record, in no order.
-    pub(super) fn values(&self) -> impl Iterator<Item = &ChargePoint> {
+    pub(super) fn values(&self) -> impl Iterator<Item = &ChargePointRecord> {
         self.records.iter().map(|record| &**record)
     }
 }
@@ -97,6 +97,6 @@ mod tests {
         cp.triggered = true;
         assert!(fleet.get("CP999").unwrap().triggered);
         assert!(!fleet.get("CP998").unwrap().triggered);
-        assert_eq!(std::mem::size_of::<Box<ChargePoint>>(), 8);
+        assert_eq!(std::mem::size_of::<Box<ChargePointRecord>>(), 8);
     }
 }

@@ -33,7 +33,7 @@
 //! and 2.1 gets its typed CALLRESULT; only an action that the central system sends (a
 //! `Reset` from a charge point, say) gets NotSupported. BootNotification, Heartbeat,
 //! StatusNotification, MeterValues, Authorize, Start/StopTransaction and TransactionEvent
-//! update typed state ([`ChargePoint`]); every other CALL, and the 2.1 SEND
+//! update typed state ([`ChargePointRecord`]); every other CALL, and the 2.1 SEND
 //! NotifyPeriodicEventStream, is kept as a [`Notification`] (the last
 //! [`CsmsConfig::notifications_kept`] of each kind) and shown at
 //! `GET /chargepoints/ID/notifications`. Where this example has no back end, the answer
@@ -206,8 +206,9 @@ pub use certificate_authority::{
     CERTIFICATE_VALIDITY,
 };
 pub use charge_point::{
-    CertificateSigning, ChargePoint, ConnectorState, Connectors, ExtraState, Extras, Notification,
-    Registration, SeqNoGap, Session, SignedMeter, Transaction, TransactionStatusCheck,
+    CertificateSigning, ChargePointRecord, ConnectorState, Connectors, ExtraState, Extras,
+    Notification, Registration, SeqNoGap, Session, SignedMeter, Transaction,
+    TransactionStatusCheck,
 };
 pub use config::CsmsConfig;
 pub use connecting::{ClientCertificate, Transport};
@@ -224,7 +225,7 @@ pub use store::{Durability, Record, Store, StoreError};
 pub use tariff::{Cost, CostUpdate, Currency, Price, Tariff, TariffError};
 pub use tokens::{TokenEntry, TokenStore, TokenStoreError};
 
-/// The CALLs of a charge point whose content lives in typed state ([`ChargePoint`]'s
+/// The CALLs of a charge point whose content lives in typed state ([`ChargePointRecord`]'s
 /// registration, connectors, transactions); every other CALL (and SEND) is kept as a
 /// [`Notification`].
 const TYPED_ACTIONS: &[&str] = &[
@@ -256,7 +257,7 @@ impl SessionId {
 #[derive(Debug)]
 pub struct Csms {
     config: CsmsConfig,
-    /// Boxed: a table slot is a pointer, not a whole `ChargePoint`, so the table's spare
+    /// Boxed: a table slot is a pointer, not a whole `ChargePointRecord`, so the table's spare
     /// capacity (up to half of it after a resize) costs 32 bytes per slot instead of 280.
     charge_points: Mutex<Fleet>,
     next_session: AtomicU64,
@@ -386,7 +387,7 @@ impl Csms {
         }
     }
 
-    fn renegotiate_locked(&self, cp: &mut ChargePoint) -> Vec<Request> {
+    fn renegotiate_locked(&self, cp: &mut ChargePointRecord) -> Vec<Request> {
         match cp.session.as_ref().map(|s| s.version) {
             Some(version @ (OcppVersion::V2_0_1 | OcppVersion::V2_1)) => {
                 smart_charging::renegotiate(cp, self.config.site_limit, version, UnixTime::now())
@@ -459,7 +460,7 @@ impl Csms {
     /// starts whose commit failed ([`ledger`]).
     fn handle(
         &self,
-        charge_point: &mut ChargePoint,
+        charge_point: &mut ChargePointRecord,
         request: &Request,
         presigned: Option<&Result<SignedCertificate, String>>,
         unconfirmed: &[Transaction],
@@ -548,7 +549,7 @@ impl Csms {
     /// GetTransactionStatus (E14), sent right after the answer as the follow-up CALL, whether
     /// messages of the transaction are still queued; the answer is kept with the gap
     /// ([`SeqNoGap::check`], `GET /chargepoints/ID`).
-    fn ask_transaction_status(&self, cp: &mut ChargePoint, version: OcppVersion) {
+    fn ask_transaction_status(&self, cp: &mut ChargePointRecord, version: OcppVersion) {
         if version == OcppVersion::V1_6 {
             return;
         }
@@ -625,7 +626,7 @@ impl Csms {
     }
 
     /// Keeps a report of the charge point (bounded per kind).
-    fn record(&self, charge_point: &mut ChargePoint, request: &Request, now: UnixTime) {
+    fn record(&self, charge_point: &mut ChargePointRecord, request: &Request, now: UnixTime) {
         let payload = serde_json::to_value(request).unwrap_or(serde_json::Value::Null);
         let keep = self.config.notifications_kept;
         charge_point.record_notification(request.action(), payload, keep, now);
@@ -692,21 +693,21 @@ impl Csms {
     }
 
     /// A copy of one charge point's state (connected or not).
-    pub fn charge_point(&self, identity: &ChargePointIdentity) -> Option<ChargePoint> {
+    pub fn charge_point(&self, identity: &ChargePointIdentity) -> Option<ChargePointRecord> {
         self.lock().get(identity).cloned()
     }
 
     /// Copies of the connected charge points, sorted by identity.
-    pub fn connected(&self) -> Vec<ChargePoint> {
+    pub fn connected(&self) -> Vec<ChargePointRecord> {
         self.with_connected(|list| list.iter().copied().cloned().collect())
     }
 
     /// Runs `f` on the connected charge points, sorted by identity, under the store's lock:
     /// no record is copied (a listing of 16,000 records built from copies held 75 MB of heap
     /// at its peak). Keep `f` short and free of I/O: every connection waits for the lock.
-    pub fn with_connected<R>(&self, f: impl FnOnce(&[&ChargePoint]) -> R) -> R {
+    pub fn with_connected<R>(&self, f: impl FnOnce(&[&ChargePointRecord]) -> R) -> R {
         let store = self.lock();
-        let mut list: Vec<&ChargePoint> =
+        let mut list: Vec<&ChargePointRecord> =
             store.values().filter(|cp| cp.session.is_some()).collect();
         list.sort_by(|a, b| a.identity.cmp(&b.identity));
         f(&list)

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ocpp_proto::{CallFailure, CallOutcome, ChargePointIdentity, Request};
 
-use crate::{smart_charging, ChargePoint, ChargingProfileRecord, Csms, Record, UnixTime};
+use crate::{smart_charging, ChargePointRecord, ChargingProfileRecord, Csms, Record, UnixTime};
 
 impl Csms {
     /// An admin command is about to go to `identity`: a SetVariables of
@@ -310,13 +310,17 @@ impl Csms {
     }
 
     /// Queues `request` to be sent to `cp` (see [`Csms::take_follow_up`]).
-    pub(crate) fn queue_follow_up(&self, cp: &mut ChargePoint, request: Request) {
+    pub(crate) fn queue_follow_up(&self, cp: &mut ChargePointRecord, request: Request) {
         queue_follow_up(&self.follow_ups, cp, request);
     }
 
     /// Takes back the follow-up CALLs of `cp` past its first `queued` (those made by the CALL
     /// being handled: see [`ledger`]).
-    pub(crate) fn withdraw_follow_ups(&self, cp: &mut ChargePoint, queued: usize) -> Vec<Request> {
+    pub(crate) fn withdraw_follow_ups(
+        &self,
+        cp: &mut ChargePointRecord,
+        queued: usize,
+    ) -> Vec<Request> {
         if cp.extras.follow_ups.len() <= queued {
             return Vec::new();
         }
@@ -328,7 +332,7 @@ impl Csms {
 
 /// Queues `request` to be sent to `cp` right after the answer being made, counted in
 /// `queued` ([`Csms::follow_ups`]) so that the I/O loops look only when there is one.
-pub(crate) fn queue_follow_up(queued: &AtomicUsize, cp: &mut ChargePoint, request: Request) {
+pub(crate) fn queue_follow_up(queued: &AtomicUsize, cp: &mut ChargePointRecord, request: Request) {
     cp.extras.get_mut().follow_ups.push_back(request);
     queued.fetch_add(1, Ordering::AcqRel);
 }

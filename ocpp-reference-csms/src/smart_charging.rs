@@ -39,7 +39,7 @@ use ocpp_messages::version::OcppVersion;
 use ocpp_proto::Request;
 use serde_json::{json, Value};
 
-use super::{date_time, ChargePoint, UnixTime};
+use super::{date_time, ChargePointRecord, UnixTime};
 
 mod records;
 
@@ -434,7 +434,7 @@ fn evse_of(connector: &str) -> Option<i32> {
 }
 
 /// The active transaction on `evse_id`, if any.
-pub fn active_transaction(cp: &ChargePoint, evse_id: i32) -> Option<&str> {
+pub fn active_transaction(cp: &ChargePointRecord, evse_id: i32) -> Option<&str> {
     cp.transactions
         .iter()
         .rev()
@@ -443,7 +443,7 @@ pub fn active_transaction(cp: &ChargePoint, evse_id: i32) -> Option<&str> {
 }
 
 /// The EVSEs with an active transaction, each once, in order.
-pub fn charging_evses(cp: &ChargePoint) -> Vec<i32> {
+pub fn charging_evses(cp: &ChargePointRecord) -> Vec<i32> {
     let mut evses: Vec<i32> = cp
         .transactions
         .iter()
@@ -459,7 +459,7 @@ pub fn charging_evses(cp: &ChargePoint) -> Vec<i32> {
 /// sent for `reason`; `None` when there is no transaction on it or no limit to send (or the
 /// payload does not decode for `version`, logged).
 pub fn profile_for(
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     default: SiteLimit,
     version: OcppVersion,
     evse_id: i32,
@@ -498,7 +498,7 @@ pub fn profile_for(
 /// A new profile for every EVSE with an active transaction (K16: the site limit changed, or
 /// the operator asks), each recorded as sent.
 pub fn renegotiate(
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     default: SiteLimit,
     version: OcppVersion,
     now: UnixTime,
@@ -524,7 +524,7 @@ pub fn renegotiate(
 /// recorded as sent. The EVSE whose transaction started gets its own at its EV's
 /// NotifyEVChargingNeeds.
 pub fn rebalance(
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     before: &[i32],
     default: SiteLimit,
     version: OcppVersion,
@@ -567,7 +567,7 @@ pub fn rebalance(
 /// with the SetChargingProfile to follow, or `None` (the version's "no profile" answer) when
 /// no transaction is active on the EVSE or there is no limit to send.
 pub fn on_charging_needs(
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     default: SiteLimit,
     version: OcppVersion,
     payload: &Value,
@@ -592,7 +592,7 @@ pub fn on_charging_needs(
 /// EV's schedule keeps within the profile in force on its EVSE, else `Err` with the new
 /// SetChargingProfile to follow the Rejected answer, if the policy gives one.
 pub fn on_charging_schedule(
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     default: SiteLimit,
     version: OcppVersion,
     payload: &Value,
@@ -635,7 +635,7 @@ impl super::Context<'_> {
     /// SetChargingProfile to follow the answer; whether there is one (Accepted).
     pub(super) fn charging_needs(
         &self,
-        cp: &mut ChargePoint,
+        cp: &mut ChargePointRecord,
         version: OcppVersion,
         payload: &Value,
     ) -> bool {
@@ -650,7 +650,7 @@ impl super::Context<'_> {
     /// not, the renegotiated SetChargingProfile is queued to follow the answer.
     pub(super) fn charging_schedule(
         &self,
-        cp: &mut ChargePoint,
+        cp: &mut ChargePointRecord,
         version: OcppVersion,
         payload: &Value,
     ) -> bool {
@@ -664,7 +664,7 @@ impl super::Context<'_> {
     }
 
     /// Queues `profile`, if there is one, to follow the answer.
-    fn follow_up_with(&self, cp: &mut ChargePoint, profile: Option<Request>) {
+    fn follow_up_with(&self, cp: &mut ChargePointRecord, profile: Option<Request>) {
         if let Some(profile) = profile {
             self.follow_up(cp, profile);
         }

@@ -47,7 +47,9 @@ use ocpp_messages::version::OcppVersion;
 use ocpp_messages::Decimal;
 use ocpp_proto::ChargePointIdentity;
 
-use super::{ChangeError, ChargePoint, Context, Csms, Durability, Record, Transaction, UnixTime};
+use super::{
+    ChangeError, ChargePointRecord, Context, Csms, Durability, Record, Transaction, UnixTime,
+};
 
 /// 1/10,000 of the currency unit: the resolution of a [`Price`].
 const PRICE_SCALE: i128 = 10_000;
@@ -323,7 +325,7 @@ impl Tariff {
 
 impl Context<'_> {
     /// The tariff of this station: its own, else the CSMS default; `None`: no cost at all.
-    pub(super) fn tariff(&self, cp: &ChargePoint) -> Option<Tariff> {
+    pub(super) fn tariff(&self, cp: &ChargePointRecord) -> Option<Tariff> {
         cp.extras.tariff.or(self.config.get_tariff())
     }
 
@@ -333,7 +335,7 @@ impl Context<'_> {
     /// Built from JSON, so that one path serves 2.0.1 and 2.1. Returns whether it was queued.
     pub(super) fn cost_updated(
         &self,
-        cp: &mut ChargePoint,
+        cp: &mut ChargePointRecord,
         version: OcppVersion,
         transaction: &str,
         cost: Cost,

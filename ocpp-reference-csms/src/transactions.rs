@@ -1,6 +1,6 @@
 //! Transactions, written once for every version: started, updated, ended, and the meter
 //! readings outside them ([`ocpp_model`]'s `TransactionStarted`, `TransactionUpdated`,
-//! `TransactionEnded`, `MeterReadings`), recorded in the [`ChargePoint`] state. What must be
+//! `TransactionEnded`, `MeterReadings`), recorded in the [`ChargePointRecord`] state. What must be
 //! committed before the answer (a start, an end) is then committed by [`super::ledger`],
 //! which calls these under its rule.
 //!
@@ -26,7 +26,7 @@ use ocpp_model::{
 use ocpp_proto::ErrorAnswer;
 
 use super::events::authorization;
-use super::{ChargePoint, Context, Transaction};
+use super::{ChargePointRecord, Context, Transaction};
 
 /// The label of a connector in this CSMS's records: 1.6 numbers connectors (`"2"`), 2.x
 /// numbers them within their EVSE (`"1/2"`, the connector 1 when not said).
@@ -45,7 +45,7 @@ pub(super) fn connector_label(
 /// 1.6 StartTransaction (§4.8), 2.x TransactionEvent `Started` (E01-E03).
 pub(super) fn started(
     context: &Context<'_>,
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     start: &TransactionStarted,
     version: OcppVersion,
 ) -> Result<EventAnswer, ErrorAnswer> {
@@ -64,7 +64,7 @@ pub(super) fn started(
     note_seq_no(context, cp, &id, seq_no);
     let transaction = cp.start_transaction(id, label, id_tag.clone(), None, context.now);
     went_on(transaction, id_tag, seq_no, start.charging_state.as_deref());
-    ChargePoint::record_meter(transaction, &start.readings);
+    ChargePointRecord::record_meter(transaction, &start.readings);
     Ok(EventAnswer::transaction(None, authorization))
 }
 
@@ -92,7 +92,7 @@ fn no_id() -> ErrorAnswer {
 /// transaction: it gets the id it was given, recognised by the charge point's own words.
 fn given_id(
     context: &Context<'_>,
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     start: &TransactionStarted,
     version: OcppVersion,
 ) -> Option<i32> {
@@ -125,7 +125,7 @@ fn given_id(
 /// the running cost of I02 when a tariff applies).
 pub(super) fn updated(
     context: &Context<'_>,
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     update: &TransactionUpdated,
     version: OcppVersion,
 ) -> EventAnswer {
@@ -133,7 +133,7 @@ pub(super) fn updated(
     let authorization = token_authorization(context, update.token.as_ref(), version);
     if version == OcppVersion::V1_6 {
         if let Some(transaction) = cp.transaction_mut(&id) {
-            ChargePoint::record_meter(transaction, &update.readings);
+            ChargePointRecord::record_meter(transaction, &update.readings);
         }
         return EventAnswer::transaction(None, authorization);
     }
@@ -149,7 +149,7 @@ pub(super) fn updated(
         seq_no,
         update.charging_state.as_deref(),
     );
-    ChargePoint::record_meter(transaction, &update.readings);
+    ChargePointRecord::record_meter(transaction, &update.readings);
     let mut answer = EventAnswer::transaction(None, authorization);
     // I02: the running cost of an Updated that brings meter values goes in a CostUpdated
     // (2.1: in the answer too, where its schema allows it).
@@ -168,7 +168,7 @@ pub(super) fn updated(
 /// charge point would send it again forever otherwise).
 pub(super) fn ended(
     context: &Context<'_>,
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     end: &TransactionEnded,
     version: OcppVersion,
 ) -> EventAnswer {
@@ -184,7 +184,7 @@ pub(super) fn ended(
             None => (None, &end.readings[..]),
         };
         if let Some(transaction) = cp.transaction_mut(&id) {
-            ChargePoint::record_meter(transaction, data);
+            ChargePointRecord::record_meter(transaction, data);
         }
         cp.end_transaction(&id, None, meter_stop, reason, keep, context.now);
         return answer;
@@ -195,7 +195,7 @@ pub(super) fn ended(
     // would say it was free).
     let known = cp.transaction_mut(&id).is_some();
     if let Some(transaction) = cp.transaction_mut(&id) {
-        ChargePoint::record_meter(transaction, &end.readings);
+        ChargePointRecord::record_meter(transaction, &end.readings);
     }
     let label = connector_label(version, end.evse, end.connector);
     cp.end_transaction(&id, label, None, reason, keep, context.now);
@@ -212,7 +212,11 @@ pub(super) fn ended(
 
 /// MeterValues outside a transaction (1.6 §4.7 without `transactionId`, 2.x J01): the
 /// samples go to the connector's (1.6) or the EVSE's (2.x) active transaction, if any.
-pub(super) fn meter_readings(cp: &mut ChargePoint, readings: &MeterReadings, version: OcppVersion) {
+pub(super) fn meter_readings(
+    cp: &mut ChargePointRecord,
+    readings: &MeterReadings,
+    version: OcppVersion,
+) {
     let transaction = match version {
         OcppVersion::V1_6 => cp.active_transaction_on(&readings.evse.to_string()),
         _ => {
@@ -224,12 +228,12 @@ pub(super) fn meter_readings(cp: &mut ChargePoint, readings: &MeterReadings, ver
         }
     };
     if let Some(transaction) = transaction {
-        ChargePoint::record_meter(transaction, &readings.readings);
+        ChargePointRecord::record_meter(transaction, &readings.readings);
     }
 }
 
 /// 2.x: `seqNo` grows by one per event of a transaction; a jump means lost messages.
-fn note_seq_no(context: &Context<'_>, cp: &mut ChargePoint, id: &str, seq_no: Option<i64>) {
+fn note_seq_no(context: &Context<'_>, cp: &mut ChargePointRecord, id: &str, seq_no: Option<i64>) {
     if let Some(seq_no) = seq_no {
         let keep = context.config.notifications_kept;
         cp.note_seq_no(id, seq_no, keep, context.now);

@@ -1,5 +1,5 @@
 //! OCPP 1.6 CALLs that the model does not read ([`super::events`] answers the others): each
-//! answered from and recorded in the [`ChargePoint`] state.
+//! answered from and recorded in the [`ChargePointRecord`] state.
 
 use ocpp_messages::v1_6::{
     DataTransferResponse, DataTransferStatus, GenericStatusEnum, Request, SignCertificateResponse,
@@ -7,13 +7,13 @@ use ocpp_messages::v1_6::{
 use ocpp_messages::version::OcppVersion;
 use ocpp_proto::{Answer, Response};
 
-use super::{Answering, ChargePoint, Context};
+use super::{Answering, ChargePointRecord, Context};
 
 /// Answers one OCPP 1.6 CALL the model does not read; `None`: not one of this version's own
 /// (a report, acknowledged by the caller, or an action the central system sends).
 pub(super) fn handle(
     context: &Context<'_>,
-    cp: &mut ChargePoint,
+    cp: &mut ChargePointRecord,
     request: &Request,
 ) -> Option<Answering> {
     let response: ocpp_messages::v1_6::Response = match request {

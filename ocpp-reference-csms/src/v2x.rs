@@ -1,5 +1,5 @@
 //! OCPP 2.0.1 and 2.1 CALLs that the model does not read ([`super::events`] answers the
-//! concepts): each answered from and recorded in the [`ChargePoint`] state. The two versions
+//! concepts): each answered from and recorded in the [`ChargePointRecord`] state. The two versions
 //! say these in the same words with distinct types, so one body serves both, instantiated for
 //! each version's types by [`handlers_2x`]; the actions only 2.1 has are extra match arms
 //! given to the 2.1 instance.
@@ -69,7 +69,7 @@ macro_rules! handlers_2x {
             use super::super::contract_certificate_service::ContractRequest;
             use super::super::ocsp::OcspRequestData;
             use super::super::plug_and_charge::ContractStatus;
-            use super::super::{ChargePoint, Context, Csms, Later, Answering};
+            use super::super::{ChargePointRecord, Context, Csms, Later, Answering};
             use super::{additional_info, base64_of, MAX_OCSP_RESULT};
 
             /// The version's own.
@@ -81,7 +81,7 @@ macro_rules! handlers_2x {
             /// action the CSMS sends).
             pub(crate) fn handle(
                 context: &Context<'_>,
-                cp: &mut ChargePoint,
+                cp: &mut ChargePointRecord,
                 request: &Request,
             ) -> Option<Answering> {
                 // The name the `extra` arms use for the context (macro hygiene).

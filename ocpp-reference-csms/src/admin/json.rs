@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 use super::{AdminRequest, HttpResponse};
 use crate::store::TransactionQuery;
 use crate::{
-    date_time, BootPolicy, ChangeError, ChargePoint, Csms, Currency, Price, Tariff, TokenEntry,
-    Transaction, TransactionStatusCheck, UnixTime,
+    date_time, BootPolicy, ChangeError, ChargePointRecord, Csms, Currency, Price, Tariff,
+    TokenEntry, Transaction, TransactionStatusCheck, UnixTime,
 };
 
 pub(super) fn response_json(response: &Response) -> Value {
@@ -20,7 +20,7 @@ pub(super) fn response_json(response: &Response) -> Value {
 pub(super) fn with_charge_point(
     csms: &Csms,
     identity: &str,
-    show: impl FnOnce(&ChargePoint) -> Value,
+    show: impl FnOnce(&ChargePointRecord) -> Value,
 ) -> HttpResponse {
     match parse_identity(identity) {
         Ok(identity) => match csms.charge_point(&identity) {
@@ -234,7 +234,7 @@ pub(super) fn time_json(time: UnixTime) -> Value {
 ///
 /// `default_tariff` is the CSMS's ([`CsmsConfig::get_tariff`](crate::CsmsConfig::get_tariff)): the transactions'
 /// cost uses the station's own tariff, else that one.
-pub fn charge_point_json(cp: &ChargePoint, default_tariff: Option<Tariff>) -> Value {
+pub fn charge_point_json(cp: &ChargePointRecord, default_tariff: Option<Tariff>) -> Value {
     let connectors: serde_json::Map<String, Value> = cp
         .connectors
         .iter()
