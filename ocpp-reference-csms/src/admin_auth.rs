@@ -10,7 +10,7 @@
 //!   `error="invalid_token"` when a token was given and is wrong).
 //! - A token is kept only as its SHA-256 digest and compared digest to digest in constant
 //!   time, against every token (no early exit): the time taken tells neither how much of a
-//!   token matched nor its length. Tokens are never logged: [`Authorization`]'s `Debug`
+//!   token matched nor its length. Tokens are never logged: [`AuthorizationHeader`]'s `Debug`
 //!   prints no value and [`AdminAuth`]'s only a count.
 //!
 //! ```
@@ -43,12 +43,12 @@ const CHALLENGE_INVALID: &str = "Bearer realm=\"ocpp-admin\", error=\"invalid_to
 
 /// The value of a request's `Authorization` header. Its `Debug` never shows the value.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Authorization(Vec<u8>);
+pub struct AuthorizationHeader(Vec<u8>);
 
-impl Authorization {
+impl AuthorizationHeader {
     /// The header's value as received.
     pub fn new(value: impl Into<Vec<u8>>) -> Self {
-        Authorization(value.into())
+        AuthorizationHeader(value.into())
     }
 
     /// The token of `Bearer TOKEN` (the scheme is case-insensitive, RFC 9110 §11.1); `None`
@@ -65,9 +65,9 @@ impl Authorization {
     }
 }
 
-impl fmt::Debug for Authorization {
+impl fmt::Debug for AuthorizationHeader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Authorization(..)")
+        f.write_str("AuthorizationHeader(..)")
     }
 }
 
@@ -210,7 +210,7 @@ impl AdminAuth {
         let Some(token) = request
             .authorization
             .as_ref()
-            .and_then(Authorization::bearer)
+            .and_then(AuthorizationHeader::bearer)
         else {
             return Err(unauthorized(
                 CHALLENGE,

@@ -37,7 +37,7 @@ use ocpp_reference_csms::admin::{
     self, AdminRequest, AdminRoute, ClusterRead, HttpResponse, Route, MAX_BODY,
 };
 use ocpp_reference_csms::admin_auth::{
-    AdminAuth, AdminGuard, AdminRefused, AdminSlots, Authorization, FetchHeaders,
+    AdminAuth, AdminGuard, AdminRefused, AdminSlots, AuthorizationHeader, FetchHeaders,
 };
 
 /// What the admin handlers share.
@@ -318,7 +318,7 @@ async fn handle(
         authorization: parts
             .headers
             .get(header::AUTHORIZATION)
-            .map(|value| Authorization::new(value.as_bytes())),
+            .map(|value| AuthorizationHeader::new(value.as_bytes())),
         caller_timeout,
     };
     if let Err(response) = admin.auth.admit(&request, metrics) {

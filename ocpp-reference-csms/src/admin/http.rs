@@ -7,7 +7,7 @@ use ocpp_proto::{CallFailure, ChargePointIdentity, Delivery};
 use serde_json::{json, Value};
 
 use super::{failure_message, failure_only};
-use crate::admin_auth::Authorization;
+use crate::admin_auth::AuthorizationHeader;
 
 /// The largest request head (request line and headers).
 pub const MAX_HEAD: usize = 8 * 1024;
@@ -64,7 +64,7 @@ pub struct AdminRequest {
     /// The body (`Content-Length` bytes).
     pub body: Vec<u8>,
     /// The `Authorization` header, for [`AdminAuth::check`](crate::admin_auth::AdminAuth::check).
-    pub authorization: Option<Authorization>,
+    pub authorization: Option<AuthorizationHeader>,
     /// The caller's deadline ([`DEADLINE_HEADER`]): how long it still waits for a command's
     /// answer, from the server's reading of the request; `None` without the header.
     pub caller_timeout: Option<Duration>,
@@ -118,7 +118,7 @@ impl AdminRequest {
         let mut caller = None;
         for header in request.headers.iter() {
             if header.name.eq_ignore_ascii_case("authorization") {
-                authorization = Some(Authorization::new(header.value));
+                authorization = Some(AuthorizationHeader::new(header.value));
             } else if header.name.eq_ignore_ascii_case(DEADLINE_HEADER) {
                 caller = Some(caller_timeout(header.value)?);
             } else if header.name.eq_ignore_ascii_case("content-length") {

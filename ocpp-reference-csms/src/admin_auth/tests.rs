@@ -7,7 +7,7 @@ fn request(method: &str, path: &str, authorization: Option<&str>) -> AdminReques
         method: method.into(),
         path: path.into(),
         body: Vec::new(),
-        authorization: authorization.map(Authorization::new),
+        authorization: authorization.map(AuthorizationHeader::new),
         caller_timeout: None,
     }
 }
