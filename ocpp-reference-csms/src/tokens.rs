@@ -233,43 +233,21 @@ mod tests {
         .with_master_pass(Some("MASTER".into()));
         assert_eq!(store.len(), 5);
         let now = at(1_700_000_000);
-        assert_eq!(
-            store.authorize("A", &now),
-            Authorization::new(AuthorizationStatus::Accepted)
-        );
+        use AuthorizationStatus::{Accepted, Blocked, Expired, Invalid, NoCredit, Unknown};
+        let status = |token: &str, at: &DateTime| store.authorize(token, at).status;
+        assert_eq!(store.authorize("A", &now), Authorization::new(Accepted));
         let blocked = store.authorize("B", &now);
-        assert_eq!(blocked.status, AuthorizationStatus::Blocked);
+        assert_eq!(blocked.status, Blocked);
         assert_eq!(blocked.group.map(|g| g.value).as_deref(), Some("G"));
-        assert_eq!(
-            store.authorize("C", &now).status,
-            AuthorizationStatus::Expired
-        );
-        assert_eq!(
-            store.authorize("C", &at(0)).status,
-            AuthorizationStatus::Accepted
-        );
+        assert_eq!(status("C", &now), Expired);
+        assert_eq!(status("C", &at(0)), Accepted);
         let master = store.authorize("D", &now);
         assert_eq!(master.group.map(|g| g.value).as_deref(), Some("MASTER"));
-        assert_eq!(
-            store.authorize("MASTER", &now).status,
-            AuthorizationStatus::Accepted
-        );
-        assert_eq!(
-            store.authorize("E", &now).status,
-            AuthorizationStatus::NoCredit
-        );
-        assert_eq!(
-            AuthorizationStatus::NoCredit.for_1_6(),
-            AuthorizationStatus::Invalid
-        );
-        assert_eq!(
-            store.authorize("Z", &now).status,
-            AuthorizationStatus::Unknown
-        );
-        assert_eq!(
-            AuthorizationStatus::Unknown.for_1_6(),
-            AuthorizationStatus::Invalid
-        );
+        assert_eq!(status("MASTER", &now), Accepted);
+        assert_eq!(status("E", &now), NoCredit);
+        assert_eq!(NoCredit.for_1_6(), Invalid);
+        assert_eq!(status("Z", &now), Unknown);
+        assert_eq!(Unknown.for_1_6(), Invalid);
     }
 
     #[test]
