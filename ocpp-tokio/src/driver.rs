@@ -11,7 +11,9 @@
 //! core's linger). What the events mean, and what goes on the connection when, is the side's
 //! (and, below it, the core's).
 
+use std::any::Any;
 use std::future::Future;
+use std::io::Read;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -264,7 +266,7 @@ impl<S, D: Side, T> Driver<S, D, T> {
 
 impl<S, D, T> Driver<S, D, T>
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + 'static,
     D: Side,
     T: Timer,
 {
@@ -316,6 +318,29 @@ where
         }
     }
 
+    /// A task of its own whose core deadline is due: what a plain TCP socket holds now, read
+    /// past tokio's readiness, which may lag behind it (tokio's reactor takes at most 1,024
+    /// events a look, and fires the timers that are due after each look: a Pong already in the
+    /// socket would otherwise count late). Whether it read something (bytes, the end or an
+    /// error). A TLS stream, or a stream of the application's own
+    /// ([`Service::serve_connection`](crate::server::Service::serve_connection)), is read only as
+    /// tokio reports it.
+    fn read_past_readiness(&mut self, now: Instant) -> bool {
+        let Some(tcp) = (&self.stream as &dyn Any).downcast_ref::<tokio::net::TcpStream>() else {
+            return false;
+        };
+        let socket = socket2::SockRef::from(tcp);
+        let mut chunk = [0u8; READ_CHUNK];
+        match (&*socket).read(&mut chunk) {
+            Ok(0) => self.conn.handle_eof(now),
+            Ok(n) => self.conn.handle_data(now, &chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return false,
+            Err(_) => self.fail_stream(now),
+        }
+        true
+    }
+
     fn fail_stream(&mut self, now: Instant) {
         self.stream_failed = true;
         self.conn.handle_eof(now);
@@ -330,7 +355,8 @@ where
     /// turn runs at it, so a deadline is judged only against input looked for after it: a
     /// pong that came while the thread was descheduled is read before its deadline is
     /// judged, not counted late. `None`, a task of its own: each step runs at the present,
-    /// and what tokio's reactor has not reported yet is not known.
+    /// and before a deadline of the core is judged, a plain TCP socket is read past tokio's
+    /// readiness ([`Driver::read_past_readiness`]).
     pub(crate) fn turn(&mut self, cx: &mut Context<'_>, looked: Option<Instant>) -> Poll<()> {
         let this = self;
         for _ in 0..TURNS_PER_POLL {
@@ -386,8 +412,17 @@ where
                 (core, side) => core.or(side),
             };
             if let Some(deadline) = deadline {
+                let core_due = core.is_some_and(|core| core <= now);
+                if core_due
+                    && looked.is_none()
+                    && !this.stream_failed
+                    && this.conn.wants_read()
+                    && this.read_past_readiness(now)
+                {
+                    continue; // what came is handled before the deadline is judged
+                }
                 if deadline <= now {
-                    if core.is_some_and(|core| core <= now) {
+                    if core_due {
                         this.conn.handle_timeout(now);
                     }
                     this.side.handle_timeout(now, &mut this.conn);
@@ -408,7 +443,7 @@ where
 
 impl<S, D> Future for Driver<S, D, TaskTimer>
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + 'static,
     D: Side + Unpin,
     D::Caller: Unpin,
 {

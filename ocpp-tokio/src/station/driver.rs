@@ -286,7 +286,10 @@ impl Task {
 
     /// One WebSocket connection, from the upgrade request to its end, driven by the shared
     /// [`Driver`] with the station's side ([`StationSide`]); then what its end means.
-    pub(super) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(&mut self, stream: S) -> Ended {
+    pub(super) async fn drive<S: AsyncRead + AsyncWrite + Unpin + 'static>(
+        &mut self,
+        stream: S,
+    ) -> Ended {
         let now = Instant::now();
         let Some(conn) = self.dial(now) else {
             return Ended::Lost(Cause::Other);
