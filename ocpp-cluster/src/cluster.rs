@@ -18,6 +18,7 @@ use ocpp_proto::OcppVersion;
 
 mod announce;
 mod drain;
+mod housekeeping;
 mod inbox;
 mod refresh;
 mod routing;
@@ -30,16 +31,6 @@ pub const CLOSE_SUPERSEDED: u16 = ocpp_proto::Superseded::CLOSE_CODE.as_u16();
 
 /// The close reason sent with [`CLOSE_SUPERSEDED`] (the same from every server).
 pub const CLOSE_SUPERSEDED_REASON: &str = ocpp_proto::Superseded::OtherNode.reason();
-
-/// How many claim.lua / release.lua calls of one node may wait on Redis at once. A storm of
-/// connects or disconnects queues for these instead of piling every script onto the one
-/// connection, where each waits behind all the others and times out: measured with 100,000
-/// charge points leaving six nodes at once (Redis on the nodes' core), 138,089 releases timed
-/// out at 500 ms without the bound (`bench/cluster.sh`).
-const HOUSEKEEPING_CONCURRENCY: usize = 256;
-/// How long a claim or release waits for one of those permits before it gives up as a
-/// timeout (a claim is then registered by the next refresh round, a release left to the TTL).
-const HOUSEKEEPING_QUEUE_WAIT: Duration = Duration::from_secs(10);
 
 /// Names one local claim: a server holds it with the connection that made it, and releases with
 /// it, so that a stale connection's release never drops a newer connection's claim.
@@ -198,9 +189,9 @@ pub(crate) struct Shared {
     /// Woken after each claim.lua, for a registration that waits on another.
     registered: Notify,
     round: tokio::sync::Mutex<()>,
-    /// Permits for claim.lua and release.lua ([`HOUSEKEEPING_CONCURRENCY`]); the Redis
-    /// timeout counts from the permit, so it measures Redis, not this queue.
-    housekeeping: tokio::sync::Semaphore,
+    /// The claims and releases waiting for their `claim.lua` or `release.lua` call
+    /// (`housekeeping.rs`).
+    queues: housekeeping::Queues,
     /// Round trips of refresh rounds: on one Redis a `refresh.lua` call per batch, on Redis
     /// Cluster a pipeline of a call per claim per master (PROTOCOL.md 6.3).
     refresh_round_trips: AtomicU64,
@@ -258,6 +249,7 @@ impl Cluster {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| ClusterError::NoRuntime)?;
         let redis = RedisLink::open(&config, &runtime)?;
         let (events, events_rx) = mpsc::unbounded_channel();
+        let (queues, queued) = housekeeping::queues();
         let shared = Arc::new(Shared {
             config,
             redis,
@@ -280,17 +272,20 @@ impl Cluster {
             synced: Mutex::new(None),
             registered: Notify::new(),
             round: tokio::sync::Mutex::new(()),
-            housekeeping: tokio::sync::Semaphore::new(HOUSEKEEPING_CONCURRENCY),
+            queues,
             refresh_round_trips: AtomicU64::new(0),
         });
         let inbox = runtime.spawn(Arc::clone(&shared).inbox_loop());
         let refresh = runtime.spawn(Arc::clone(&shared).refresh_loop());
         let moves = runtime.spawn(Arc::clone(&shared).moves_loop());
         let announce = runtime.spawn(Arc::clone(&shared).announce_loop());
+        let [claims, releases] = queued.spawn(&shared, &runtime);
         Ok((
             Cluster {
                 shared,
-                _tasks: Arc::new(Tasks(vec![inbox, refresh, moves, announce])),
+                _tasks: Arc::new(Tasks(vec![
+                    inbox, refresh, moves, announce, claims, releases,
+                ])),
             },
             events_rx,
         ))
@@ -525,15 +520,6 @@ impl Drop for InFlight<'_> {
 }
 
 impl Shared {
-    /// Waits (bounded) for a permit to run claim.lua or release.lua. The semaphore is never
-    /// closed, so the only failure is the wait running out.
-    async fn housekeeping_permit(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ClusterError> {
-        match tokio::time::timeout(HOUSEKEEPING_QUEUE_WAIT, self.housekeeping.acquire()).await {
-            Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_)) | Err(_) => Err(ClusterError::RedisTimeout(HOUSEKEEPING_QUEUE_WAIT)),
-        }
-    }
-
     pub(crate) async fn bounded<T>(
         &self,
         work: impl Future<Output = redis::RedisResult<T>>,
@@ -592,23 +578,8 @@ impl Shared {
             ticket,
             armed: true,
         };
-        let config = &self.config;
         let version = lock(&self.claims).version_of(identity);
-        let mut redis = self.redis.clone();
-        let answer: Result<Vec<String>, ClusterError> = match self.housekeeping_permit().await {
-            Ok(_permit) => {
-                let mut claim = self.scripts.claim.key(config.claim_key(identity));
-                claim
-                    .key(self.shared_keys())
-                    .arg(&config.node_id)
-                    .arg(millis(config.claim_ttl))
-                    .arg(self.script_inbox_prefix())
-                    .arg(identity)
-                    .arg(version.map(OcppVersion::subprotocol).unwrap_or(""));
-                self.bounded(claim.invoke_async(&mut redis)).await
-            }
-            Err(e) => Err(e),
-        };
+        let answer = self.claim_script(identity, version).await;
         // The previous holder, told on Redis Cluster once the claim is settled here.
         let mut previous = None;
         let epoch = answer.and_then(|answer| {
@@ -654,24 +625,6 @@ impl Shared {
             Registered::Nothing => {}
         }
         epoch.map(Some)
-    }
-
-    async fn release_epoch(&self, identity: &str, epoch: u64) -> Result<bool, ClusterError> {
-        let config = &self.config;
-        let mut redis = self.redis.clone();
-        let _permit = self.housekeeping_permit().await?;
-        let released: i64 = self
-            .bounded(
-                self.scripts
-                    .release
-                    .key(config.claim_key(identity))
-                    .arg(&config.node_id)
-                    .arg(epoch.to_string())
-                    .arg(millis(config.claim_ttl))
-                    .invoke_async(&mut redis),
-            )
-            .await?;
-        Ok(released == 1)
     }
 
     /// The keys `claim.lua` takes after the claim key: the epoch counter and `since` on one

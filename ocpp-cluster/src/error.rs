@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// What went wrong talking to Redis or setting the cluster up.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClusterError {
     /// The configuration cannot work (empty node id, a TTL of zero, a bad Redis URL).
@@ -21,6 +21,10 @@ pub enum ClusterError {
     /// Redis answered something this protocol does not produce.
     #[error("unexpected answer from redis: {0}")]
     Protocol(String),
+    /// The node stopped (its [`Cluster`](crate::Cluster) was dropped) before a claim or
+    /// release queued for Redis was sent.
+    #[error("the cluster node stopped")]
+    Stopped,
     /// The cluster's background thread (the non-async bridge) could not be started.
     #[error("could not start the cluster thread: {0}")]
     Thread(String),

@@ -1,6 +1,7 @@
-//! Refresh rounds on one Redis (issue 38): a batch of claims is refreshed by one `refresh.lua`
-//! call, which answers each claim as a call of its own would (PROTOCOL.md 4.2 and 6.3). Real
-//! redis-server on loopback. The cost of both ways, measured in one run:
+//! Refresh rounds, claims and releases on one Redis (issue 38): a batch of claims is refreshed
+//! by one `refresh.lua` call, which answers each claim as a call of its own would (PROTOCOL.md
+//! 4.2 and 6.3); the claims and releases that wait together go in one `claim.lua` or
+//! `release.lua` call (6.2.1). Real redis-server on loopback. The cost of both ways, measured in one run:
 //! `cargo test -p ocpp-cluster --test refresh -- --ignored --nocapture`.
 
 mod common;
@@ -67,6 +68,144 @@ async fn hset(redis: &mut redis::aio::MultiplexedConnection, key: &str, node: &s
         .query_async(redis)
         .await
         .expect("HSET");
+}
+
+/// `SUBSCRIBE`s to `node`'s inbox; its messages.
+async fn inbox_of(redis: &RedisServer, node: &str) -> impl futures_util::Stream<Item = redis::Msg> {
+    let client = redis::Client::open(redis.url()).expect("client");
+    let mut inbox = client.get_async_pubsub().await.expect("pubsub");
+    inbox
+        .subscribe(format!("ocpp:inbox:{node}"))
+        .await
+        .expect("SUBSCRIBE");
+    inbox.into_on_message()
+}
+
+/// 2,000 connections claim at once: their claims go in a few `claim.lua` calls (each carries
+/// what waited while the one before ran: how many depends on how fast they come and Redis
+/// answers; at most 100 here, 23 in a debug build), not 2,000, and each is answered as by a call of its
+/// own: an epoch of its own, the key this node's, and the 20 that another node held taken
+/// over with a `superseded` message each on that node's inbox. Then they all leave at once:
+/// a few `release.lua` calls; each claim a tombstone, but for the 20 another node took back
+/// meanwhile (compare-and-delete, claim by claim).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_and_releases_that_wait_together_go_in_one_call() {
+    const CLAIMS: usize = 2_000;
+    let redis = RedisServer::start();
+    let (a, _events) = quiet_node(&redis, "a", 1_000).await;
+    let mut raw = redis.connection().await;
+    let identities: Vec<String> = (0..CLAIMS).map(|i| format!("CP-{i}")).collect();
+    let taken: Vec<&String> = identities.iter().step_by(100).collect();
+    for (i, identity) in taken.iter().enumerate() {
+        hset(&mut raw, &format!("ocpp:cp:{identity}"), "b", 7 + i as u64).await;
+    }
+    let mut inbox = inbox_of(&redis, "b").await;
+    // Loads claim.lua into Redis's script cache (a first EVALSHA answered NOSCRIPT).
+    let warm = a.claim("WARM").await;
+    a.release(&warm.identity, warm.ticket)
+        .await
+        .expect("release");
+
+    let calls = evalsha_calls(&mut raw).await;
+    let claims =
+        futures_util::future::join_all(identities.iter().map(|identity| a.claim(identity))).await;
+    let claim_calls = evalsha_calls(&mut raw).await - calls;
+
+    assert!(
+        (2..=100).contains(&claim_calls),
+        "{CLAIMS} claims in {claim_calls} claim.lua calls"
+    );
+    let mut epochs: Vec<u64> = claims
+        .iter()
+        .map(|c| c.epoch.expect("registered"))
+        .collect();
+    epochs.sort_unstable();
+    epochs.dedup();
+    assert_eq!(epochs.len(), CLAIMS, "an epoch of its own for each claim");
+    for claim in claims.iter().step_by(7) {
+        let key = format!("ocpp:cp:{}", claim.identity);
+        assert_eq!(hget(&mut raw, &key, "node").await, "a");
+        assert_eq!(
+            hget(&mut raw, &key, "epoch").await,
+            claim.epoch.unwrap().to_string()
+        );
+    }
+    let mut told = std::collections::HashSet::new();
+    while told.len() < taken.len() {
+        let message = tokio::time::timeout(Duration::from_secs(5), inbox.next())
+            .await
+            .expect("a superseded message for each claim taken over")
+            .expect("the inbox");
+        let payload: serde_json::Value =
+            serde_json::from_slice(message.get_payload_bytes()).expect("JSON");
+        assert_eq!(payload["type"], "superseded");
+        assert_eq!(payload["by_node"], "a");
+        told.insert(payload["identity"].as_str().expect("identity").to_owned());
+    }
+    assert!(taken
+        .iter()
+        .all(|identity| told.contains(identity.as_str())));
+
+    // Another node takes 20 back (a newer claim) before they leave.
+    for identity in &taken {
+        let key = format!("ocpp:cp:{identity}");
+        let epoch: u64 = hget(&mut raw, &key, "epoch").await.parse().expect("epoch");
+        hset(&mut raw, &key, "b", epoch + 1).await;
+    }
+    let calls = evalsha_calls(&mut raw).await;
+    let released = futures_util::future::join_all(
+        claims
+            .iter()
+            .map(|claim| a.release(&claim.identity, claim.ticket)),
+    )
+    .await;
+    let release_calls = evalsha_calls(&mut raw).await - calls;
+
+    assert!(
+        (1..=100).contains(&release_calls),
+        "{CLAIMS} releases in {release_calls} release.lua calls"
+    );
+    for (claim, released) in claims.iter().zip(released) {
+        let key = format!("ocpp:cp:{}", claim.identity);
+        let node = hget(&mut raw, &key, "node").await;
+        if taken.contains(&&claim.identity) {
+            assert!(!released.expect("answered"), "{}: b's now", claim.identity);
+            assert_eq!(node, "b");
+        } else {
+            assert!(released.expect("answered"), "{}", claim.identity);
+            assert_eq!(node, "", "{}: a tombstone", claim.identity);
+        }
+    }
+    assert!(a.claims().is_empty());
+}
+
+/// A drain releases 3,000 claims in `release.lua` calls of 1,000 (the batch), not 3,000.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_releases_its_claims_in_batches() {
+    let redis = RedisServer::start();
+    let (a, _events) = quiet_node(&redis, "a", 1_000).await;
+    let mut raw = redis.connection().await;
+    let identities: Vec<String> = (0..3_000).map(|i| format!("CP-{i}")).collect();
+    futures_util::future::join_all(identities.iter().map(|identity| a.claim(identity))).await;
+    let warm = a.claim("WARM").await;
+    a.release(&warm.identity, warm.ticket)
+        .await
+        .expect("release");
+    // A round that may have started meanwhile ends (the node's rounds hold one lock).
+    a.refresh().await.expect("a round");
+
+    let calls = evalsha_calls(&mut raw).await;
+    let released = a.drain().await.expect("drained");
+    let calls = evalsha_calls(&mut raw).await - calls;
+
+    assert_eq!(released, 3_000);
+    assert_eq!(calls, 3, "3,000 releases in batches of 1,000");
+    for identity in identities.iter().step_by(11) {
+        assert_eq!(
+            hget(&mut raw, &format!("ocpp:cp:{identity}"), "node").await,
+            ""
+        );
+    }
 }
 
 /// A round over claims in every state a refresh meets, in batches of 10: 29 claims are

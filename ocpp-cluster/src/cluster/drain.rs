@@ -4,9 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-
-use super::{lock, refresh::REFRESH_CONCURRENCY, Shared};
+use super::{lock, Shared};
 use crate::ClusterError;
 
 /// How long a drain waits for the releases in flight (those of connections that closed just
@@ -35,16 +33,12 @@ impl Shared {
         let _round = self.round.lock().await;
         self.draining.store(true, Ordering::Release);
         let held = lock(&self.claims).drain();
-        let results: Vec<Result<bool, ClusterError>> = futures_util::stream::iter(held)
-            .map(|(identity, epoch)| async move {
-                match epoch {
-                    Some(epoch) => self.release_epoch(&identity, epoch).await,
-                    None => Ok(false),
-                }
-            })
-            .buffer_unordered(REFRESH_CONCURRENCY)
-            .collect()
-            .await;
+        // In batches of the batch size (`housekeeping.rs`).
+        let registered = held
+            .into_iter()
+            .filter_map(|(identity, epoch)| Some((identity, epoch?)))
+            .collect();
+        let results = self.release_all(registered).await;
         let key = format!("{}{}", self.config.node_prefix(), self.config.node_id);
         let mut pipe = redis::pipe();
         pipe.atomic()

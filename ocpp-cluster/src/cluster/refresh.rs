@@ -14,9 +14,9 @@ use crate::claims::{RefreshReply, Refreshed, Work};
 use crate::link::Master;
 use crate::ClusterError;
 
-/// How many claim.lua calls of one refresh round (claims without an epoch), releases of a
-/// drain, or answers of one refresh batch that need a call of their own, run at once.
-pub(super) const REFRESH_CONCURRENCY: usize = 64;
+/// How many answers of one refresh batch that need a call of their own (or claims refreshed
+/// by a call of their own) run at once.
+const REFRESH_CONCURRENCY: usize = 64;
 
 /// A claim a refresh round sends `refresh.lua` for.
 struct ToRefresh {
@@ -114,13 +114,14 @@ impl Shared {
                 }),
             }
         }
-        // Claims without an epoch run claim.lua one by one; the others go in batches, one
+        // Claims without an epoch run claim.lua in the node's batches of claims (a batch's
+        // worth at once, PROTOCOL.md 6.2.1); the others go in batches of refresh.lua, one
         // round trip each (PROTOCOL.md 6.3).
         let registered = futures_util::stream::iter(registrations)
             .map(|(identity, ticket)| async move {
                 self.register(&identity, ticket).await.map(|_| None)
             })
-            .buffer_unordered(REFRESH_CONCURRENCY)
+            .buffer_unordered(self.config.refresh_batch.max(1))
             .collect::<Vec<_>>();
         let (registered, refreshed) = tokio::join!(registered, self.refresh_batches(refreshes));
         let results = registered.into_iter().chain(refreshed);

@@ -1,13 +1,22 @@
--- release.lua: the charge point left this node; give X up, only if the claim is still ours.
--- KEYS[1] = claim key <prefix>:cp:<identity>
--- ARGV[1] = node id   ARGV[2] = the epoch the node holds   ARGV[3] = tombstone TTL in ms
--- The claim becomes a tombstone (node "", same epoch) that expires after the TTL, so a node
--- that missed a takeover cannot mistake the released key for a lost one and restore it.
--- Returns 1 if released, 0 if the claim was not ours (any more).
-local cur = redis.call('HMGET', KEYS[1], 'node', 'epoch')
-if cur[1] == ARGV[1] and cur[2] == ARGV[2] then
-  redis.call('HSET', KEYS[1], 'node', '')
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return 1
+-- release.lua: charge points left this node; give each up, only if its claim is still ours.
+-- One Redis: one call per batch of releases (those that waited together, or a drain's).
+-- Redis Cluster: one call per claim (a script's keys share a slot; PROTOCOL.md 1.2).
+-- KEYS[1..n] = the claim keys <prefix>:cp:<identity>, one per claim
+-- ARGV[1] = node id   ARGV[2] = tombstone TTL in ms
+-- Claim i (of KEYS[i]): ARGV[i+2] = the epoch the node holds
+-- A claim released becomes a tombstone (node "", same epoch) that expires after the TTL, so a
+-- node that missed a takeover cannot mistake the released key for a lost one and restore it.
+-- Returns one answer per claim, in the order of KEYS: 1 if released, 0 if the claim was not
+-- ours (any more).
+local answers = {}
+for i, key in ipairs(KEYS) do
+  local cur = redis.call('HMGET', key, 'node', 'epoch')
+  if cur[1] == ARGV[1] and cur[2] == ARGV[i + 2] then
+    redis.call('HSET', key, 'node', '')
+    redis.call('PEXPIRE', key, ARGV[2])
+    answers[i] = 1
+  else
+    answers[i] = 0
+  end
 end
-return 0
+return answers
