@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 
 use ocpp_cluster::ClusterConfig;
 use ocpp_proto::{CloseCode, CloseReason, ConnectionConfig, DecodeOptions, Response};
+use ocpp_test_kit::WireChargePoint;
 use ocpp_tokio::registry::Connected;
 use ocpp_tokio::{v1_6, CallFailure, ErrorCode, OcppVersion};
 use redis_server::RedisServer;
-use tokio_server::{eventually, server_config, TestCp, TestNode, WAIT};
+use tokio_server::{eventually, server_config, TestNode, WAIT};
 
 /// The charge points' call timeout: short, so that the timeout case fits in a test.
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
@@ -66,13 +67,13 @@ fn reset_accepted() -> Response {
 }
 
 /// A typed Reset through `server`'s registry, answered Accepted by `cp` wherever it is.
-async fn reset_through(server: &TestNode, cp: &mut TestCp, identity: &str) {
+async fn reset_through(server: &TestNode, cp: &mut WireChargePoint, identity: &str) {
     let charge_points = server.charge_points.clone();
     let identity = identity.to_owned();
     let call = tokio::spawn(async move { charge_points.call(&identity, reset_soft()).await });
-    let (id, request) = cp.expect_call().await;
+    let (id, request) = cp.wait_for_call().await.unwrap();
     assert_eq!(request.action(), "Reset");
-    cp.respond(&id, reset_accepted()).await;
+    cp.call_result(&id, reset_accepted()).await.unwrap();
     let response = tokio::time::timeout(WAIT, call)
         .await
         .expect("answered in time")
@@ -93,7 +94,9 @@ async fn a_call_on_one_node_reaches_a_charge_point_on_the_other() {
     let redis = RedisServer::start();
     let a = node(&redis, "a").await;
     let b = node(&redis, "b").await;
-    let mut cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
+    let mut cp = WireChargePoint::connect(b.addr, "CP1", OcppVersion::V1_6)
+        .await
+        .unwrap();
     claimed(&a, "CP1", "b").await;
     assert!(a.charge_points.get("CP1").is_none(), "not connected to a");
 
@@ -106,8 +109,10 @@ async fn a_call_on_one_node_reaches_a_charge_point_on_the_other() {
         let request = ocpp_tokio::ocpp::Request::from(v1_6::Request::from(reset_soft()));
         charge_points.call_raw("CP1", request).await
     });
-    let (id, _) = cp.expect_call().await;
-    cp.respond_error(&id, ErrorCode::NotSupported, "no").await;
+    let (id, _) = cp.wait_for_call().await.unwrap();
+    cp.call_error(&id, ErrorCode::NotSupported, "no")
+        .await
+        .unwrap();
     match call.await.unwrap() {
         Err(CallFailure::ErrorResponse {
             code, description, ..
@@ -122,11 +127,13 @@ async fn a_call_on_one_node_reaches_a_charge_point_on_the_other() {
     let start = Instant::now();
     let charge_points = a.charge_points.clone();
     let call = tokio::spawn(async move { charge_points.call("CP1", reset_soft()).await });
-    let (id, _) = cp.expect_call().await;
+    let (id, _) = cp.wait_for_call().await.unwrap();
     assert_eq!(call.await.unwrap(), Err(CallFailure::Timeout));
     assert!(start.elapsed() < CALL_TIMEOUT + Duration::from_secs(1));
     // Answered late (the server gave up): the next CALL may come.
-    cp.respond_error(&id, ErrorCode::GenericError, "late").await;
+    cp.call_error(&id, ErrorCode::GenericError, "late")
+        .await
+        .unwrap();
 
     // Connected to no node.
     let nobody = a.charge_points.call("NOBODY", reset_soft()).await;
@@ -143,12 +150,16 @@ async fn the_newest_connection_wins_and_calls_follow_it() {
     let redis = RedisServer::start();
     let a = node(&redis, "a").await;
     let b = node(&redis, "b").await;
-    let mut old = TestCp::connect(a.addr, "CP9", OcppVersion::V1_6).await;
+    let mut old = WireChargePoint::connect(a.addr, "CP9", OcppVersion::V1_6)
+        .await
+        .unwrap();
     claimed(&b, "CP9", "a").await;
     reset_through(&b, &mut old, "CP9").await;
 
-    let mut new = TestCp::connect(b.addr, "CP9", OcppVersion::V1_6).await;
-    let closed = old.expect_closed().await;
+    let mut new = WireChargePoint::connect(b.addr, "CP9", OcppVersion::V1_6)
+        .await
+        .unwrap();
+    let closed = old.wait_for_close().await.unwrap();
     assert_eq!(close_code(&closed), Some(CloseCode::POLICY_VIOLATION));
     claimed(&a, "CP9", "b").await;
     eventually("a forgot CP9", || a.charge_points.get("CP9").is_none()).await;
@@ -159,8 +170,8 @@ async fn the_newest_connection_wins_and_calls_follow_it() {
     // The old connection's end released nothing: b's claim stands. The new one's end
     // releases it (a tombstone: connected nowhere).
     assert_eq!(redis.query("HGET ocpp:cp:CP9 node").as_deref(), Some("b"));
-    new.conn.close(Instant::now(), CloseCode::NORMAL, "bye");
-    let _ = new.expect_closed().await;
+    new.close(CloseCode::NORMAL, "bye").await.unwrap();
+    let _ = new.wait_for_close().await.unwrap();
     let deadline = Instant::now() + WAIT;
     while redis.query("HGET ocpp:cp:CP9 node").as_deref() != Some("") {
         assert!(Instant::now() < deadline, "CP9 not released");
@@ -177,8 +188,12 @@ async fn with_redis_down_local_calls_work_and_remote_ones_fail_fast() {
     let mut redis = RedisServer::start();
     let a = node(&redis, "a").await;
     let b = node(&redis, "b").await;
-    let mut local = TestCp::connect(a.addr, "CP1", OcppVersion::V1_6).await;
-    let mut remote = TestCp::connect(b.addr, "CP2", OcppVersion::V1_6).await;
+    let mut local = WireChargePoint::connect(a.addr, "CP1", OcppVersion::V1_6)
+        .await
+        .unwrap();
+    let mut remote = WireChargePoint::connect(b.addr, "CP2", OcppVersion::V1_6)
+        .await
+        .unwrap();
     claimed(&a, "CP1", "a").await;
     claimed(&a, "CP2", "b").await;
 
@@ -195,7 +210,9 @@ async fn with_redis_down_local_calls_work_and_remote_ones_fail_fast() {
         );
     }
     // A charge point connecting meanwhile is served, and called, locally.
-    let mut late = TestCp::connect(a.addr, "CP3", OcppVersion::V1_6).await;
+    let mut late = WireChargePoint::connect(a.addr, "CP3", OcppVersion::V1_6)
+        .await
+        .unwrap();
     eventually("CP3 registered", || a.charge_points.get("CP3").is_some()).await;
     reset_through(&a, &mut late, "CP3").await;
     // Listing the cluster (issue 35): the other nodes' are unknown, not the whole list.
@@ -242,13 +259,15 @@ async fn shutdown_closes_with_1012_and_leaves_the_cluster() {
     let redis = RedisServer::start();
     let a = node(&redis, "a").await;
     let b = node(&redis, "b").await;
-    let mut cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
+    let mut cp = WireChargePoint::connect(b.addr, "CP1", OcppVersion::V1_6)
+        .await
+        .unwrap();
     claimed(&a, "CP1", "b").await;
     assert_eq!(redis.query("EXISTS ocpp:node:b").as_deref(), Some(":1"));
 
     let took = b.stop().await;
     assert!(took < Duration::from_secs(4), "{took:?}");
-    let closed = cp.expect_closed().await;
+    let closed = cp.wait_for_close().await.unwrap();
     assert_eq!(close_code(&closed), Some(CloseCode::SERVICE_RESTART));
     assert_eq!(
         redis.query("HGET ocpp:cp:CP1 node").as_deref(),
@@ -271,7 +290,9 @@ async fn a_request_of_another_version_is_wrong_version_on_every_path() {
     let redis = RedisServer::start();
     let a = node(&redis, "a").await;
     let b = node(&redis, "b").await;
-    let mut cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
+    let mut cp = WireChargePoint::connect(b.addr, "CP1", OcppVersion::V1_6)
+        .await
+        .unwrap();
     claimed(&a, "CP1", "b").await;
     let reset201 =
         || ocpp_tokio::v2_0_1::ResetRequest::new(ocpp_tokio::v2_0_1::ResetEnum::Immediate);
@@ -297,12 +318,12 @@ async fn a_request_of_another_version_is_wrong_version_on_every_path() {
     // None of them reached the charge point: the first CALL it sees is the next one.
     let charge_points = a.charge_points.clone();
     let call = tokio::spawn(async move { charge_points.call("CP1", reset_soft()).await });
-    let (id, request) = cp.expect_call().await;
+    let (id, request) = cp.wait_for_call().await.unwrap();
     assert_eq!(
         request,
         ocpp_tokio::ocpp::Request::from(v1_6::Request::from(reset_soft()))
     );
-    cp.respond(&id, reset_accepted()).await;
+    cp.call_result(&id, reset_accepted()).await.unwrap();
     let response = call.await.unwrap().expect("a CALLRESULT");
     assert_eq!(response.status, v1_6::ResetStatus::Accepted);
     a.stop().await;
@@ -314,7 +335,9 @@ async fn every_node_can_tell_where_a_charge_point_is_and_its_version() {
     let redis = RedisServer::start();
     let a = node(&redis, "a").await;
     let b = node(&redis, "b").await;
-    let _cp = TestCp::connect(b.addr, "CP1", OcppVersion::V2_0_1).await;
+    let _cp = WireChargePoint::connect(b.addr, "CP1", OcppVersion::V2_0_1)
+        .await
+        .unwrap();
     claimed(&a, "CP1", "b").await;
     // On the node holding it: its handle. On the other: where, and its version, so that the
     // application can pick RequestStartTransaction rather than RemoteStartTransaction.
@@ -349,7 +372,9 @@ async fn a_json_command_reaches_the_charge_point_wherever_it_is() {
     let redis = RedisServer::start();
     let a = node(&redis, "a").await;
     let b = node(&redis, "b").await;
-    let mut cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
+    let mut cp = WireChargePoint::connect(b.addr, "CP1", OcppVersion::V1_6)
+        .await
+        .unwrap();
     claimed(&a, "CP1", "b").await;
     // Routed (a) and local (b), without a version: decoded for the connection's.
     for (path, server) in [("routed", &a), ("local", &b)] {
@@ -359,9 +384,9 @@ async fn a_json_command_reaches_the_charge_point_wherever_it_is() {
                 .call_json("CP1", None, "Reset", r#"{"type":"Soft"}"#, CALL_TIMEOUT)
                 .await
         });
-        let (id, request) = cp.expect_call().await;
+        let (id, request) = cp.wait_for_call().await.unwrap();
         assert_eq!(request.action(), "Reset", "{path}");
-        cp.respond(&id, reset_accepted()).await;
+        cp.call_result(&id, reset_accepted()).await.unwrap();
         let payload = call.await.unwrap().expect("a CALLRESULT");
         let payload: serde_json::Value = serde_json::from_str(&payload).unwrap();
         assert_eq!(payload["status"], "Accepted", "{path}");
@@ -405,7 +430,9 @@ async fn a_command_that_does_not_fit_the_schema_is_refused_on_every_path_even_wi
     let lenient = || server_config().decode_options(DecodeOptions::lenient());
     let a = node_with(&redis, "a", lenient()).await;
     let b = node_with(&redis, "b", lenient()).await;
-    let mut cp = TestCp::connect(b.addr, "CP1", OcppVersion::V1_6).await;
+    let mut cp = WireChargePoint::connect(b.addr, "CP1", OcppVersion::V1_6)
+        .await
+        .unwrap();
     claimed(&a, "CP1", "b").await;
     for (path, server) in [("local", &b), ("routed", &a)] {
         let unfit = server

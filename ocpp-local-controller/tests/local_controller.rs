@@ -13,11 +13,10 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::raw_peer::{RawPeer, WAIT};
-use common::{
-    example_binary, mio_server_binary, python, python_ocpp_present, Killed, TestCp, TestServer,
-};
+use common::{example_binary, mio_server_binary, python, python_ocpp_present, Killed, TestServer};
 use ocpp_local_controller::{Direction, LocalController, MessageTypeId, RelayedStations, Verdict};
 use ocpp_proto::{CloseCode, CloseReason, ConnectionConfig, Event, OcppVersion};
+use ocpp_test_kit::WireChargePoint;
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -193,9 +192,11 @@ async fn stations_reach_an_ocpp_tokio_server_under_their_identity() {
         ("CP-16", OcppVersion::V1_6),
         ("CP-201", OcppVersion::V2_0_1),
     ] {
-        let mut cp = TestCp::connect(controller, identity, version).await;
-        assert_eq!(cp.conn.version(), Some(version));
-        assert_eq!(cp.boot().await, "Accepted");
+        let mut cp = WireChargePoint::connect(controller, identity, version)
+            .await
+            .unwrap();
+        assert_eq!(cp.connection().version(), Some(version));
+        assert_eq!(cp.boot().await.unwrap(), "Accepted");
         let cps = server.charge_points.clone();
         common::eventually(identity, || cps.get(identity).is_some()).await;
         assert_eq!(
@@ -211,29 +212,37 @@ async fn stations_reach_an_ocpp_tokio_server_under_their_identity() {
 
     // The server's refusals reach the station: 404 for an unknown identity, 401 for wrong
     // credentials; the station's own credentials are passed on.
-    let mut unknown = TestCp::start(controller, "UNKNOWN-1", OcppVersion::V2_0_1, None).await;
-    match unknown.expect_closed().await.reason {
+    let mut unknown = WireChargePoint::start(controller, "UNKNOWN-1", OcppVersion::V2_0_1, None)
+        .await
+        .unwrap();
+    match unknown.wait_for_close().await.unwrap().reason {
         CloseReason::UpgradeRefused { status, .. } => assert_eq!(status, Some(404)),
         other => panic!("{other:?}"),
     }
-    let mut wrong = TestCp::start(controller, "AUTH-1", OcppVersion::V1_6, Some(b"wrong")).await;
-    match wrong.expect_closed().await.reason {
+    let mut wrong = WireChargePoint::start(controller, "AUTH-1", OcppVersion::V1_6, Some(b"wrong"))
+        .await
+        .unwrap();
+    match wrong.wait_for_close().await.unwrap().reason {
         CloseReason::UpgradeRefused { status, .. } => assert_eq!(status, Some(401)),
         other => panic!("{other:?}"),
     }
-    let mut auth = TestCp::start(
+    let mut auth = WireChargePoint::start(
         controller,
         "AUTH-2",
         OcppVersion::V1_6,
         Some(common::PASSWORD),
     )
-    .await;
-    assert!(matches!(auth.next_event().await, Event::Connected { .. }));
-    assert_eq!(auth.boot().await, "Accepted");
+    .await
+    .unwrap();
+    assert!(matches!(
+        auth.next_event().await.unwrap(),
+        Event::Connected { .. }
+    ));
+    assert_eq!(auth.boot().await.unwrap(), "Accepted");
 
     // The server goes away: its stations are closed.
     server.stop().await;
-    match auth.expect_closed().await.reason {
+    match auth.wait_for_close().await.unwrap().reason {
         CloseReason::PeerClosed { code, .. } => assert_eq!(code, Some(CloseCode::GOING_AWAY)),
         other => panic!("{other:?}"),
     }
@@ -246,8 +255,10 @@ async fn an_unreachable_central_system_refuses_the_station_with_502() {
         l.local_addr().unwrap()
     };
     let (controller, _, _) = start_controller(port).await;
-    let mut cp = TestCp::start(controller, "CP-X", OcppVersion::V1_6, None).await;
-    match cp.expect_closed().await.reason {
+    let mut cp = WireChargePoint::start(controller, "CP-X", OcppVersion::V1_6, None)
+        .await
+        .unwrap();
+    match cp.wait_for_close().await.unwrap().reason {
         CloseReason::UpgradeRefused { status, .. } => assert_eq!(status, Some(502)),
         other => panic!("{other:?}"),
     }
@@ -273,8 +284,10 @@ async fn stations_reach_a_tls_central_system_through_the_controller() {
             .unwrap();
         let addr = controller.local_addr().unwrap();
         tokio::spawn(controller.run());
-        let mut cp = TestCp::connect(addr, identity, OcppVersion::V2_0_1).await;
-        assert_eq!(cp.boot().await, "Accepted");
+        let mut cp = WireChargePoint::connect(addr, identity, OcppVersion::V2_0_1)
+            .await
+            .unwrap();
+        assert_eq!(cp.boot().await.unwrap(), "Accepted");
         assert!(server.charge_points.get(identity).is_some());
         server.stop().await;
     }
@@ -289,19 +302,15 @@ async fn tls_station(
     tls: Arc<ocpp_tokio::rustls::ClientConfig>,
     identity: &str,
     password: Option<&[u8]>,
-) -> std::io::Result<TestCp<tokio_rustls::client::TlsStream<TcpStream>>> {
+) -> std::io::Result<WireChargePoint<tokio_rustls::client::TlsStream<TcpStream>>> {
     let tcp = TcpStream::connect(addr).await?;
     let name = ocpp_tokio::rustls::pki_types::ServerName::try_from("localhost").unwrap();
     let tls = tokio_rustls::TlsConnector::from(tls)
         .connect(name, tcp)
         .await?;
-    Ok(TestCp::over(
-        tls,
-        &addr.to_string(),
-        identity,
-        OcppVersion::V2_0_1,
-        password,
-    ))
+    let host = addr.to_string();
+    let cp = WireChargePoint::over(tls, &host, identity, OcppVersion::V2_0_1, password);
+    Ok(cp.expect("a charge point"))
 }
 
 #[tokio::test]
@@ -324,19 +333,27 @@ async fn stations_connect_to_the_controller_over_tls_as_to_a_central_system() {
     let mut cp = tls_station(addr, trusting.clone(), "AUTH-2", Some(common::PASSWORD))
         .await
         .expect("TLS handshake");
-    assert!(matches!(cp.next_event().await, Event::Connected { .. }));
-    assert_eq!(cp.boot().await, "Accepted");
+    assert!(matches!(
+        cp.next_event().await.unwrap(),
+        Event::Connected { .. }
+    ));
+    assert_eq!(cp.boot().await.unwrap(), "Accepted");
     assert!(server.charge_points.get("AUTH-2").is_some());
     let mut wrong = tls_station(addr, trusting, "AUTH-1", Some(b"wrong"))
         .await
         .expect("TLS handshake");
-    match wrong.expect_closed().await.reason {
+    match wrong.wait_for_close().await.unwrap().reason {
         CloseReason::UpgradeRefused { status, .. } => assert_eq!(status, Some(401)),
         other => panic!("{other:?}"),
     }
     // A station that does not speak TLS gets no upgrade.
-    let mut plain = TestCp::start(addr, "CP-PLAIN", OcppVersion::V2_0_1, None).await;
-    assert!(!matches!(plain.next_event().await, Event::Connected { .. }));
+    let mut plain = WireChargePoint::start(addr, "CP-PLAIN", OcppVersion::V2_0_1, None)
+        .await
+        .unwrap();
+    assert!(!matches!(
+        plain.next_event().await.unwrap(),
+        Event::Connected { .. }
+    ));
     // A station that does not trust the controller's certificate does not connect.
     let rogue_trust = common::client_tls(&pki.rogue_ca, None);
     assert!(tls_station(addr, rogue_trust, "CP-ROGUE", None)
@@ -357,15 +374,18 @@ async fn stations_connect_to_the_controller_over_tls_as_to_a_central_system() {
     let mut cp = tls_station(addr, certified.clone(), "CP001", None)
         .await
         .expect("TLS handshake");
-    assert!(matches!(cp.next_event().await, Event::Connected { .. }));
-    assert_eq!(cp.boot().await, "Accepted");
+    assert!(matches!(
+        cp.next_event().await.unwrap(),
+        Event::Connected { .. }
+    ));
+    assert_eq!(cp.boot().await.unwrap(), "Accepted");
     assert!(server.charge_points.get("CP001").is_some());
     assert_eq!(stations.identities(), ["CP001"]);
     // CP001's certificate does not make another identity: 403, never relayed.
     let mut other = tls_station(addr, certified, "CP002", None)
         .await
         .expect("TLS handshake");
-    match other.expect_closed().await.reason {
+    match other.wait_for_close().await.unwrap().reason {
         CloseReason::UpgradeRefused { status, .. } => assert_eq!(status, Some(403)),
         other => panic!("{other:?}"),
     }
@@ -380,7 +400,10 @@ async fn stations_connect_to_the_controller_over_tls_as_to_a_central_system() {
         ),
     ] {
         if let Ok(mut cp) = tls_station(addr, config, identity, None).await {
-            assert!(!matches!(cp.next_event().await, Event::Connected { .. }));
+            assert!(!matches!(
+                cp.next_event().await.unwrap(),
+                Event::Connected { .. }
+            ));
         }
         assert!(server.charge_points.get(identity).is_none());
     }

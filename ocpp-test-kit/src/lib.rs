@@ -20,6 +20,9 @@
 //!   whatever its script does not name.
 //! - Every wait is bounded ([`DEFAULT_WAIT`], or the builders' `wait`): a test that waits
 //!   for what never comes fails with [`TestKitError::Timeout`], it does not hang.
+//! - [`WireChargePoint`] is a charge point on the wire that the test drives step by step:
+//!   the core of `ocpp-proto` over a socket of its own (plain TCP, TLS...), for the tests of a
+//!   central system's or a relay's behaviour on a real connection.
 //! - A long-running mock (a command-line tool's) takes its own address
 //!   ([`MockCsmsBuilder::listen`]), hands every message to a hook of its own as well
 //!   ([`MockCsmsBuilder::on_message`], [`MockStationBuilder::on_message`]) and keeps only the
@@ -51,9 +54,11 @@
 
 mod central_system;
 mod station;
+mod wire;
 
 pub use central_system::{MockCsms, MockCsmsBuilder};
 pub use station::{MockStation, MockStationBuilder};
+pub use wire::WireChargePoint;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -151,6 +156,24 @@ pub enum TestKitError {
     /// The CALL failed (a CALLERROR, no answer, the connection ended...).
     #[error(transparent)]
     Call(#[from] CallFailure),
+    /// The connection ended (an upgrade refused, a close) while waiting for something else.
+    #[error("{waiting_for}: the connection ended ({:?})", .closed.reason)]
+    Closed {
+        /// What was waited for.
+        waiting_for: String,
+        /// How the connection ended.
+        closed: Box<ocpp_proto::Closed>,
+    },
+    /// Another event came than the one waited for.
+    #[error("unexpected event: {0}")]
+    UnexpectedEvent(String),
+    /// The core refused (an identity it cannot use, an answer to no CALL, a SEND it cannot
+    /// send...).
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The socket failed.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// Every message recorded, in order; shared by the mock and its hook.

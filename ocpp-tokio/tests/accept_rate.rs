@@ -7,6 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use ocpp_test_kit::WireChargePoint;
 use ocpp_tokio::server::{AcceptRate, PacedListener};
 use ocpp_tokio::{OcppVersion, Server};
 
@@ -22,7 +23,9 @@ async fn a_storm_is_accepted_at_the_rate_and_nobody_is_refused() {
         .map(|i| {
             let addr = server.addr;
             tokio::spawn(async move {
-                let cp = TestCp::connect(addr, &format!("CP{i}"), OcppVersion::V1_6).await;
+                let identity = format!("CP{i}");
+                let cp = WireChargePoint::connect(addr, &identity, OcppVersion::V1_6).await;
+                let cp = cp.unwrap();
                 (started.elapsed(), cp)
             })
         })

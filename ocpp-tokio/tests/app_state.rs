@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use ocpp_proto::{Request, Response};
+use ocpp_test_kit::WireChargePoint;
 use ocpp_tokio::{v1_6, DateTime, OcppVersion, Reply, Router, Server, Session};
 
 /// The application: shared by every connection.
@@ -58,9 +59,14 @@ async fn application_state_is_shared_connection_state_is_not() {
     }));
     let beat = || Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
     for (identity, beats) in [("CP-A", 2), ("CP-B", 3)] {
-        let mut cp = TestCp::connect(addr, identity, OcppVersion::V1_6).await;
+        let mut cp = WireChargePoint::connect(addr, identity, OcppVersion::V1_6)
+            .await
+            .unwrap();
         for _ in 0..beats {
-            assert!(matches!(cp.call(beat()).await, Ok(Response::V1_6(_))));
+            assert!(matches!(
+                cp.call(beat()).await.unwrap(),
+                Ok(Response::V1_6(_))
+            ));
         }
         drop(cp);
     }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use ocpp_proto::Event;
+use ocpp_test_kit::WireChargePoint;
 use ocpp_tokio::ocpp::{CloseReason, Request};
 use ocpp_tokio::registry::SendError;
 use ocpp_tokio::{v1_6, v2_1, OcppVersion};
@@ -33,13 +34,16 @@ fn stream_send(id: u32) -> Request {
 }
 
 /// A 2.1 charge point whose socket has a small receive buffer.
-async fn small_window_cp(server: &TestServer, identity: &str) -> TestCp {
+async fn small_window_cp(server: &TestServer, identity: &str) -> WireChargePoint {
     let socket = TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let stream: TcpStream = socket.connect(server.addr).await.unwrap();
     let host = server.addr.to_string();
-    let mut cp = TestCp::over(stream, &host, identity, OcppVersion::V2_1, None);
-    assert!(matches!(cp.next_event().await, Event::Connected { .. }));
+    let mut cp = WireChargePoint::over(stream, &host, identity, OcppVersion::V2_1, None).unwrap();
+    assert!(matches!(
+        cp.next_event().await.unwrap(),
+        Event::Connected { .. }
+    ));
     eventually("registered", || {
         server.charge_points.get(identity).is_some()
     })
@@ -64,11 +68,11 @@ fn push(
     })
 }
 
-async fn heartbeats(cp: &mut TestCp, count: usize) -> Duration {
+async fn heartbeats(cp: &mut WireChargePoint, count: usize) -> Duration {
     let started = Instant::now();
     for _ in 0..count {
         let beat = ocpp_proto::Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
-        let outcome = cp.call(beat).await;
+        let outcome = cp.call(beat).await.unwrap();
         assert!(outcome.is_ok(), "{outcome:?}");
     }
     started.elapsed()
@@ -78,7 +82,9 @@ async fn a_paused_reader_gets_every_send_in_order() {
     let config = server_config().max_outbound_bytes(64 * 1024);
     let server = TestServer::start(config).await;
     let mut slow = small_window_cp(&server, "PAUSED").await;
-    let mut good = TestCp::connect(server.addr, "GOOD", OcppVersion::V1_6).await;
+    let mut good = WireChargePoint::connect(server.addr, "GOOD", OcppVersion::V1_6)
+        .await
+        .unwrap();
     let sent = Arc::new(AtomicUsize::new(0));
     const COUNT: u32 = 600; // about 5 MB: more than the kernel buffers hold
     let pusher = push(&server, "PAUSED", COUNT, sent.clone());
@@ -95,7 +101,7 @@ async fn a_paused_reader_gets_every_send_in_order() {
 
     // PAUSED reads again: every SEND arrives, in order.
     for expected in 0..COUNT {
-        match slow.next_event().await {
+        match slow.next_event().await.unwrap() {
             Event::Send { request, .. } => {
                 let json = serde_json::to_value(&request).unwrap();
                 assert_eq!(json["id"], expected);
@@ -119,7 +125,9 @@ async fn a_charge_point_that_never_reads_again_is_dropped() {
         .pong_timeout(Duration::from_millis(300));
     let server = TestServer::start(config).await;
     let stalled = small_window_cp(&server, "STALLED").await;
-    let mut good = TestCp::connect(server.addr, "GOOD", OcppVersion::V1_6).await;
+    let mut good = WireChargePoint::connect(server.addr, "GOOD", OcppVersion::V1_6)
+        .await
+        .unwrap();
     let sent = Arc::new(AtomicUsize::new(0));
     let pusher = push(&server, "STALLED", 100_000, sent.clone());
 

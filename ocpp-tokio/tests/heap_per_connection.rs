@@ -21,6 +21,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::*;
+use ocpp_test_kit::WireChargePoint;
 use ocpp_tokio::OcppVersion;
 
 /// Sizes counted one by one up to this; larger ones share the last cell.
@@ -112,9 +113,11 @@ fn charge_points(
         runtime.block_on(async move {
             let mut open = Vec::new();
             for n in from..from + count {
-                let mut cp =
-                    TestCp::connect(addr, &format!("HEAP{n:05}"), OcppVersion::V2_0_1).await;
-                assert_eq!(cp.boot().await, "Accepted");
+                let identity = format!("HEAP{n:05}");
+                let mut cp = WireChargePoint::connect(addr, &identity, OcppVersion::V2_0_1)
+                    .await
+                    .unwrap();
+                assert_eq!(cp.boot().await.unwrap(), "Accepted");
                 open.push(cp);
             }
             let _ = booted.send(());

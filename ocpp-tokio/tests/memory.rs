@@ -4,13 +4,11 @@
 //! target is 3 KiB).
 #![cfg(target_os = "linux")]
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::*;
+use ocpp_test_kit::WireChargePoint;
 use ocpp_tokio::OcppVersion;
 
 const WARM_UP: usize = 200;
@@ -22,15 +20,21 @@ fn rss_kib(pid: u32) -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-async fn connect_booted(addr: std::net::SocketAddr, from: usize, count: usize) -> Vec<TestCp> {
+async fn connect_booted(
+    addr: std::net::SocketAddr,
+    from: usize,
+    count: usize,
+) -> Vec<WireChargePoint> {
     let mut all = Vec::new();
     for batch in (from..from + count).collect::<Vec<_>>().chunks(100) {
         let mut tasks = Vec::new();
         for &n in batch {
             tasks.push(tokio::spawn(async move {
-                let mut cp =
-                    TestCp::connect(addr, &format!("MEM{n:05}"), OcppVersion::V2_0_1).await;
-                assert_eq!(cp.boot().await, "Accepted");
+                let identity = format!("MEM{n:05}");
+                let mut cp = WireChargePoint::connect(addr, &identity, OcppVersion::V2_0_1)
+                    .await
+                    .unwrap();
+                assert_eq!(cp.boot().await.unwrap(), "Accepted");
                 cp
             }));
         }

@@ -6,6 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use ocpp_test_kit::WireChargePoint;
 use ocpp_tokio::ocpp::{CloseCode, CloseReason};
 use ocpp_tokio::{v1_6, v2_0_1, OcppVersion};
 
@@ -25,9 +26,11 @@ async fn a_thousand_charge_points_at_once() {
         };
         cps.push(tokio::spawn(async move {
             let identity = format!("CP{n:04}");
-            let mut cp = TestCp::connect(addr, &identity, version).await;
-            assert_eq!(cp.boot().await, "Accepted");
-            let (id, request) = cp.expect_call().await;
+            let mut cp = WireChargePoint::connect(addr, &identity, version)
+                .await
+                .unwrap();
+            assert_eq!(cp.boot().await.unwrap(), "Accepted");
+            let (id, request) = cp.wait_for_call().await.unwrap();
             assert_eq!(request.action(), "ClearCache");
             let response = match version {
                 OcppVersion::V1_6 => v1_6::Response::from(v1_6::ClearCacheResponse {
@@ -41,8 +44,8 @@ async fn a_thousand_charge_points_at_once() {
                 })
                 .into(),
             };
-            cp.respond(&id, response).await;
-            cp.expect_closed().await.reason
+            cp.call_result(&id, response).await.unwrap();
+            cp.wait_for_close().await.unwrap().reason
         }));
     }
     let charge_points = server.charge_points.clone();

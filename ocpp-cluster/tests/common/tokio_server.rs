@@ -1,23 +1,15 @@
-//! An `ocpp-tokio` server as a node of the cluster, and a charge point to connect to it
-//! (`ocpp_proto::Connection::connect` driven on a tokio socket), for the tests of the feature
-//! `tokio`. Every wait is bounded.
+//! An `ocpp-tokio` server as a node of the cluster, for the tests of the feature `tokio` (their
+//! charge point is `ocpp_test_kit::WireChargePoint`). Every wait is bounded.
 #![allow(dead_code, unreachable_pub)]
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ocpp_cluster::tokio_node::ServerBuilderExt;
 use ocpp_cluster::{Cluster, ClusterConfig};
-use ocpp_proto::{
-    Answer, ChargePointIdentity, Closed, ConnectTarget, Connection, ConnectionConfig, ErrorCode,
-    Event, MessageId, OcppVersion, Request, Response,
-};
+use ocpp_proto::{ConnectionConfig, OcppVersion};
 use ocpp_tokio::server::ServerError;
 use ocpp_tokio::ChargePoints;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -102,117 +94,5 @@ impl TestNode {
             .expect("the server task ends")
             .expect("the server ends without error");
         started.elapsed()
-    }
-}
-
-/// A charge point on a plain TCP socket.
-pub struct TestCp {
-    stream: TcpStream,
-    pub conn: Connection,
-    events: VecDeque<Event>,
-}
-
-impl TestCp {
-    /// Connects as `identity` speaking `version` and completes the upgrade.
-    pub async fn connect(addr: SocketAddr, identity: &str, version: OcppVersion) -> TestCp {
-        let stream = TcpStream::connect(addr).await.expect("connected");
-        stream.set_nodelay(true).expect("no delay");
-        let target = ConnectTarget::new(
-            &addr.to_string(),
-            "/ocpp",
-            ChargePointIdentity::new(identity.into(), false).expect("an identity"),
-        );
-        let config = ConnectionConfig::default()
-            .versions(vec![version])
-            .ping_interval(None)
-            .idle_timeout(None);
-        let seed = fastrand::u64(..);
-        let conn = Connection::connect(Instant::now(), Arc::new(config), &target, [7; 16], seed)
-            .expect("an upgrade request");
-        let mut cp = TestCp {
-            stream,
-            conn,
-            events: VecDeque::new(),
-        };
-        match cp.next_event().await {
-            Event::Connected { .. } => cp,
-            other => panic!("{identity}: expected Connected, got {other:?}"),
-        }
-    }
-
-    /// Writes what is pending.
-    pub async fn flush(&mut self) {
-        let n = self.conn.pending_transmit().len();
-        if n > 0 {
-            let _ = self.stream.write_all(self.conn.pending_transmit()).await;
-            self.conn.advance_transmit(n);
-        }
-    }
-
-    /// Drives the connection until it has an event; panics after [`WAIT`].
-    pub async fn next_event(&mut self) -> Event {
-        match tokio::time::timeout(WAIT, self.drive()).await {
-            Ok(event) => event,
-            Err(_) => panic!("no event within {WAIT:?}: {:?}", self.conn),
-        }
-    }
-
-    async fn drive(&mut self) -> Event {
-        let mut buf = vec![0u8; 16 * 1024];
-        loop {
-            while let Some(event) = self.conn.poll_event() {
-                self.events.push_back(event);
-            }
-            self.flush().await;
-            if let Some(event) = self.events.pop_front() {
-                return event;
-            }
-            let wait = self
-                .conn
-                .poll_timeout()
-                .map_or(WAIT, |t| t.saturating_duration_since(Instant::now()));
-            match tokio::time::timeout(wait, self.stream.read(&mut buf)).await {
-                Ok(Ok(0)) | Ok(Err(_)) => self.conn.handle_eof(Instant::now()),
-                Ok(Ok(n)) => self.conn.handle_data(Instant::now(), &buf[..n]),
-                Err(_) => self.conn.handle_timeout(Instant::now()),
-            }
-        }
-    }
-
-    /// Waits for a CALL of the server.
-    pub async fn expect_call(&mut self) -> (MessageId<'static>, Request) {
-        loop {
-            match self.next_event().await {
-                Event::Call { id, request } => return (id, request),
-                Event::Closed(closed) => panic!("closed while waiting for a CALL: {closed:?}"),
-                _ => {}
-            }
-        }
-    }
-
-    /// Answers CALL `id` with `response`.
-    pub async fn respond(&mut self, id: &MessageId<'_>, response: Response) {
-        self.answer(id, Answer::Result(response)).await;
-    }
-
-    /// Answers CALL `id` with a CALLERROR (e.g. after the server gave up on it).
-    pub async fn respond_error(&mut self, id: &MessageId<'_>, code: ErrorCode, description: &str) {
-        self.answer(id, Answer::error(code, description)).await;
-    }
-
-    async fn answer(&mut self, id: &MessageId<'_>, answer: Answer) {
-        self.conn
-            .answer(Instant::now(), id, answer)
-            .expect("answered");
-        self.flush().await;
-    }
-
-    /// Waits for the end of the connection.
-    pub async fn expect_closed(&mut self) -> Closed {
-        loop {
-            if let Event::Closed(closed) = self.next_event().await {
-                return *closed;
-            }
-        }
     }
 }

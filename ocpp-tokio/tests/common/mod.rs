@@ -1,10 +1,9 @@
-//! A light charge point for the tests: `ocpp_proto::Connection::connect` driven on a
-//! tokio stream (plain TCP or TLS), every wait bounded.
+//! What the tests of the server share: a test handler and server, certificates, child
+//! processes. Their charge point is `ocpp_test_kit::WireChargePoint`; every wait is bounded.
 #![allow(dead_code, unreachable_pub)]
 
 pub mod raw_peer;
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -12,10 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ocpp_proto::{
-    Answer, CallOutcome, ChargePointIdentity, ConnectTarget, Connection, ConnectionConfig, Event,
-    MessageId, OcppVersion, Request, Response,
-};
+use ocpp_proto::{ConnectionConfig, OcppVersion};
 use ocpp_tokio::rustls;
 use ocpp_tokio::{v1_6, v2_0_1, DateTime};
 use rcgen::{
@@ -23,8 +19,6 @@ use rcgen::{
     KeyUsagePurpose,
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 tokio::task_local! {
     /// The shards of the servers a test starts (`ServerBuilder::shards`): 0, a task per
@@ -62,197 +56,11 @@ macro_rules! in_both_layouts {
     };
 }
 
-/// Every wait of a test charge point ends within this.
+/// Every wait of these tests ends within this.
 pub const WAIT: Duration = Duration::from_secs(10);
 
 pub fn now_utc() -> DateTime {
     DateTime::from_unix_timestamp(1_780_000_000).unwrap()
-}
-
-/// The client side's configuration: `version` only, no pings of its own.
-pub fn client_config(version: OcppVersion) -> Arc<ConnectionConfig> {
-    Arc::new(
-        ConnectionConfig::default()
-            .versions(vec![version])
-            .ping_interval(None)
-            .idle_timeout(None),
-    )
-}
-
-pub struct TestCp<S = TcpStream> {
-    pub stream: S,
-    pub conn: Connection,
-    pub events: VecDeque<Event>,
-    /// Whether this charge point reads its socket (false: the stalled peer).
-    pub reading: bool,
-}
-
-static SEED: AtomicU64 = AtomicU64::new(1);
-
-impl TestCp<TcpStream> {
-    /// Connects and completes the upgrade; panics unless `Connected`.
-    pub async fn connect(addr: SocketAddr, identity: &str, version: OcppVersion) -> TestCp {
-        let mut cp = Self::start(addr, identity, version, None).await;
-        match cp.next_event().await {
-            Event::Connected { .. } => cp,
-            other => panic!("{identity}: expected Connected, got {other:?}"),
-        }
-    }
-
-    /// Opens the socket and writes the upgrade request (with a password: Basic auth).
-    pub async fn start(
-        addr: SocketAddr,
-        identity: &str,
-        version: OcppVersion,
-        password: Option<&[u8]>,
-    ) -> TestCp {
-        let stream = TcpStream::connect(addr).await.unwrap();
-        stream.set_nodelay(true).unwrap();
-        TestCp::over(stream, &addr.to_string(), identity, version, password)
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
-    pub fn over(
-        stream: S,
-        host: &str,
-        identity: &str,
-        version: OcppVersion,
-        password: Option<&[u8]>,
-    ) -> TestCp<S> {
-        let identity = ChargePointIdentity::new(identity.into(), false).unwrap();
-        let mut target = ConnectTarget::new(host, "/ocpp", identity);
-        if let Some(password) = password {
-            target = target.with_password(password);
-        }
-        let seed = SEED.fetch_add(1, Ordering::Relaxed);
-        let conn = Connection::connect(
-            Instant::now(),
-            client_config(version),
-            &target,
-            [7; 16],
-            seed,
-        )
-        .unwrap();
-        TestCp {
-            stream,
-            conn,
-            events: VecDeque::new(),
-            reading: true,
-        }
-    }
-
-    /// Writes what is pending.
-    pub async fn flush(&mut self) {
-        let n = self.conn.pending_transmit().len();
-        if n > 0 {
-            let _ = self.stream.write_all(self.conn.pending_transmit()).await;
-            self.conn.advance_transmit(n);
-        }
-    }
-
-    /// Drives the connection until it has an event; panics after [`WAIT`].
-    pub async fn next_event(&mut self) -> Event {
-        match tokio::time::timeout(WAIT, self.drive()).await {
-            Ok(event) => event,
-            Err(_) => panic!("no event within {WAIT:?}: {:?}", self.conn),
-        }
-    }
-
-    async fn drive(&mut self) -> Event {
-        let mut buf = vec![0u8; 16 * 1024];
-        loop {
-            while let Some(event) = self.conn.poll_event() {
-                self.events.push_back(event);
-            }
-            self.flush().await;
-            if let Some(event) = self.events.pop_front() {
-                return event;
-            }
-            let wait = self
-                .conn
-                .poll_timeout()
-                .map_or(WAIT, |t| t.saturating_duration_since(Instant::now()));
-            match tokio::time::timeout(wait, self.stream.read(&mut buf)).await {
-                Ok(Ok(0)) | Ok(Err(_)) => self.conn.handle_eof(Instant::now()),
-                Ok(Ok(n)) => self.conn.handle_data(Instant::now(), &buf[..n]),
-                Err(_) => self.conn.handle_timeout(Instant::now()),
-            }
-        }
-    }
-
-    /// Sends a CALL and waits for its outcome; other events wait for the next `next_event`.
-    pub async fn call(&mut self, request: Request) -> CallOutcome {
-        self.conn.call(Instant::now(), request).unwrap();
-        let mut other = VecDeque::new();
-        let outcome = loop {
-            match self.next_event().await {
-                Event::CallCompleted { outcome, .. } => break outcome,
-                Event::Closed(closed) => panic!("closed while calling: {closed:?}"),
-                event => other.push_back(event),
-            }
-        };
-        while let Some(event) = other.pop_back() {
-            self.events.push_front(event);
-        }
-        outcome
-    }
-
-    /// Waits for a CALL of the server.
-    pub async fn expect_call(&mut self) -> (MessageId<'static>, Request) {
-        loop {
-            match self.next_event().await {
-                Event::Call { id, request } => return (id, request),
-                Event::Closed(closed) => panic!("closed while waiting for a CALL: {closed:?}"),
-                _ => {}
-            }
-        }
-    }
-
-    pub async fn respond(&mut self, id: &MessageId<'_>, response: Response) {
-        self.conn
-            .answer(Instant::now(), id, Answer::Result(response))
-            .unwrap();
-        self.flush().await;
-    }
-
-    /// Waits for the end of the connection.
-    pub async fn expect_closed(&mut self) -> ocpp_proto::Closed {
-        loop {
-            if let Event::Closed(closed) = self.next_event().await {
-                return *closed;
-            }
-        }
-    }
-
-    /// A 1.6 or 2.0.1 BootNotification; returns the status as text.
-    pub async fn boot(&mut self) -> String {
-        let request = match self.conn.version() {
-            Some(OcppVersion::V1_6) => Request::from(v1_6::Request::from(boot16())),
-            _ => Request::from(v2_0_1::Request::from(boot201())),
-        };
-        match self.call(request).await {
-            Ok(response) => {
-                let json = serde_json::to_value(&response).unwrap();
-                json["status"].as_str().unwrap().to_owned()
-            }
-            other => panic!("BootNotification: {other:?}"),
-        }
-    }
-}
-
-pub fn boot16() -> v1_6::BootNotificationRequest {
-    serde_json::from_value(serde_json::json!({
-        "chargePointVendor": "ACME", "chargePointModel": "Test"
-    }))
-    .unwrap()
-}
-
-pub fn boot201() -> v2_0_1::BootNotificationRequest {
-    serde_json::from_value(serde_json::json!({
-        "chargingStation": {"vendorName": "ACME", "model": "Test"}, "reason": "PowerUp"
-    }))
-    .unwrap()
 }
 
 /// Waits until `condition` holds, polling; panics after [`WAIT`].
@@ -471,25 +279,6 @@ pub fn server_config() -> ConnectionConfig {
         ])
         .handshake_timeout(Duration::from_secs(5))
         .close_timeout(Duration::from_secs(1))
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
-    /// Writes raw bytes (whole frames) to the socket.
-    pub async fn stream_write(&mut self, bytes: &[u8]) {
-        self.flush().await;
-        self.stream.write_all(bytes).await.unwrap();
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> TestCp<S> {
-    /// Answers a CALL of the server with a CALLERROR (after the server gave up on it).
-    pub async fn late_error(&mut self, id: &MessageId<'_>) {
-        let code = ocpp_tokio::ErrorCode::GenericError;
-        self.conn
-            .answer(Instant::now(), id, Answer::error(code, "late"))
-            .unwrap();
-        self.flush().await;
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

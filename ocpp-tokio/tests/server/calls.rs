@@ -4,29 +4,40 @@ use super::*;
 
 async fn calls_reach_the_handler_on_1_6_and_2_0_1() {
     let server = TestServer::start(server_config()).await;
-    let mut cp16 = TestCp::connect(server.addr, "CP16", OcppVersion::V1_6).await;
-    let mut cp201 = TestCp::connect(server.addr, "CP201", OcppVersion::V2_0_1).await;
-    assert_eq!(cp16.boot().await, "Accepted");
-    assert_eq!(cp201.boot().await, "Accepted");
+    let mut cp16 = WireChargePoint::connect(server.addr, "CP16", OcppVersion::V1_6)
+        .await
+        .unwrap();
+    let mut cp201 = WireChargePoint::connect(server.addr, "CP201", OcppVersion::V2_0_1)
+        .await
+        .unwrap();
+    assert_eq!(cp16.boot().await.unwrap(), "Accepted");
+    assert_eq!(cp201.boot().await.unwrap(), "Accepted");
     let beat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
-    assert!(matches!(cp16.call(beat).await, Ok(Response::V1_6(_))));
+    assert!(matches!(
+        cp16.call(beat).await.unwrap(),
+        Ok(Response::V1_6(_))
+    ));
     let beat = Request::from(v2_0_1::Request::from(v2_0_1::HeartbeatRequest {
         custom_data: None,
     }));
-    assert!(matches!(cp201.call(beat).await, Ok(Response::V2_0_1(_))));
+    assert!(matches!(
+        cp201.call(beat).await.unwrap(),
+        Ok(Response::V2_0_1(_))
+    ));
     // A known action the handler does not serve: NotSupported, spelled for the version.
     let data: v1_6::DataTransferRequest =
         serde_json::from_value(serde_json::json!({"vendorId": "ACME"})).unwrap();
-    match cp16.call(v1_6::Request::from(data).into()).await {
+    match cp16.call(v1_6::Request::from(data).into()).await.unwrap() {
         Err(CoreFailure::ErrorResponse { code, .. }) => assert_eq!(code, ErrorCode::NotSupported),
         other => panic!("{other:?}"),
     }
     // An unknown action: the core answers NotImplemented without the handler.
-    cp16.stream_write(&raw_text_frame(r#"[2,"u1","NoSuchAction",{}]"#))
-        .await;
+    cp16.write_raw(&raw_text_frame(r#"[2,"u1","NoSuchAction",{}]"#))
+        .await
+        .unwrap();
     // (Its CALLERROR is an unmatched response for our client.)
     assert!(matches!(
-        cp16.next_event().await,
+        cp16.next_event().await.unwrap(),
         Event::UnmatchedResponse { .. }
     ));
     assert_eq!(server.charge_points.len(), 2);
@@ -48,11 +59,13 @@ async fn calls_reach_the_handler_on_1_6_and_2_0_1() {
 async fn a_slow_handler_does_not_stop_the_connection() {
     let config = server_config().ping_interval(Some(Duration::from_millis(50)));
     let server = TestServer::start(config).await;
-    let mut cp = TestCp::connect(server.addr, "SLOW", OcppVersion::V1_6).await;
+    let mut cp = WireChargePoint::connect(server.addr, "SLOW", OcppVersion::V1_6)
+        .await
+        .unwrap();
     let handle = server.charge_points.get("SLOW").unwrap();
     let authorize: v1_6::AuthorizeRequest =
         serde_json::from_value(serde_json::json!({"idTag": "T"})).unwrap();
-    cp.conn
+    cp.connection_mut()
         .call(
             std::time::Instant::now(),
             v1_6::Request::from(authorize).into(),
@@ -60,15 +73,17 @@ async fn a_slow_handler_does_not_stop_the_connection() {
         .unwrap();
     // While the handler sleeps 300 ms, the server's own CALL goes out and is answered.
     let call = tokio::spawn(async move { handle.call(reset_soft()).await });
-    let (id, request) = cp.expect_call().await;
+    let (id, request) = cp.wait_for_call().await.unwrap();
     assert_eq!(request.action(), "Reset");
     let accepted = v1_6::ResetResponse {
         status: v1_6::ResetStatus::Accepted,
     };
-    cp.respond(&id, v1_6::Response::from(accepted).into()).await;
+    cp.call_result(&id, v1_6::Response::from(accepted).into())
+        .await
+        .unwrap();
     let result = tokio::time::timeout(WAIT, async {
         loop {
-            if let Event::CallCompleted { outcome, .. } = cp.next_event().await {
+            if let Event::CallCompleted { outcome, .. } = cp.next_event().await.unwrap() {
                 return outcome;
             }
         }
@@ -90,7 +105,9 @@ async fn a_slow_handler_does_not_stop_the_connection() {
 
 async fn typed_call_results_and_wrong_version() {
     let server = TestServer::start(server_config()).await;
-    let mut cp = TestCp::connect(server.addr, "TYPED", OcppVersion::V2_0_1).await;
+    let mut cp = WireChargePoint::connect(server.addr, "TYPED", OcppVersion::V2_0_1)
+        .await
+        .unwrap();
     let handle = server.charge_points.get("TYPED").unwrap();
     let request = v2_0_1::GetVariablesRequest {
         custom_data: None,
@@ -103,7 +120,7 @@ async fn typed_call_results_and_wrong_version() {
         let handle = handle.clone();
         async move { handle.call(request).await }
     });
-    let (id, request) = cp.expect_call().await;
+    let (id, request) = cp.wait_for_call().await.unwrap();
     assert_eq!(request.action(), "GetVariables");
     let response: v2_0_1::GetVariablesResponse = serde_json::from_value(serde_json::json!({
         "getVariableResult": [{
@@ -112,8 +129,9 @@ async fn typed_call_results_and_wrong_version() {
         }]
     }))
     .unwrap();
-    cp.respond(&id, v2_0_1::Response::from(response.clone()).into())
-        .await;
+    cp.call_result(&id, v2_0_1::Response::from(response.clone()).into())
+        .await
+        .unwrap();
     assert_eq!(call.await.unwrap().unwrap(), response);
     // A 1.6 request on a 2.0.1 connection: refused before anything is sent.
     assert_eq!(
@@ -124,11 +142,12 @@ async fn typed_call_results_and_wrong_version() {
     let clear = ocpp_tokio::ocpp::Request::from(v2_0_1::ClearCacheRequest::default());
     let charge_points = server.charge_points.clone();
     let call = tokio::spawn(async move { charge_points.call_raw("TYPED", clear).await });
-    let (id, _) = cp.expect_call().await;
+    let (id, _) = cp.wait_for_call().await.unwrap();
     let cleared: v2_0_1::ClearCacheResponse =
         serde_json::from_value(serde_json::json!({"status": "Accepted"})).unwrap();
-    cp.respond(&id, v2_0_1::Response::from(cleared).into())
-        .await;
+    cp.call_result(&id, v2_0_1::Response::from(cleared).into())
+        .await
+        .unwrap();
     assert!(matches!(
         call.await.unwrap(),
         Ok(ocpp_tokio::ocpp::Response::V2_0_1(_))
@@ -166,12 +185,12 @@ async fn every_call_error() {
         let handle = handle.clone();
         async move { handle.call(v1_6::ClearCacheRequest {}).await }
     });
-    let (id, _) = raw.expect_call().await;
+    let (id, _) = raw.wait_for_call().await.unwrap();
     let error = format!(
         r#"[4,"{}","GenericError","nope",{{"why":"test"}}]"#,
         id.as_str()
     );
-    raw.stream_write(&raw_text_frame(&error)).await;
+    raw.write_raw(&raw_text_frame(&error)).await.unwrap();
     let result = call.await.unwrap();
     assert_eq!(
         result,
@@ -188,9 +207,9 @@ async fn every_call_error() {
         let handle = handle.clone();
         async move { handle.call(v1_6::ClearCacheRequest {}).await }
     });
-    let (id, _) = raw.expect_call().await;
+    let (id, _) = raw.wait_for_call().await.unwrap();
     let bad = format!(r#"[3,"{}",{{"status":"Maybe"}}]"#, id.as_str());
-    raw.stream_write(&raw_text_frame(&bad)).await;
+    raw.write_raw(&raw_text_frame(&bad)).await.unwrap();
     assert!(matches!(
         call.await.unwrap(),
         Err(CallFailure::InvalidResponse { .. })
@@ -203,7 +222,7 @@ async fn every_call_error() {
         let handle = handle.clone();
         async move { handle.call(v1_6::ClearCacheRequest {}).await }
     });
-    let (late1, _) = cp.expect_call().await;
+    let (late1, _) = cp.wait_for_call().await.unwrap();
     let second = tokio::spawn({
         let handle = handle.clone();
         async move { handle.call(v1_6::ClearCacheRequest {}).await }
@@ -215,11 +234,15 @@ async fn every_call_error() {
     );
     assert_eq!(first.await.unwrap(), Err(CallFailure::Timeout));
     // Answered too late: the server ignores it (and our client may take the next CALL).
-    cp.late_error(&late1).await;
+    cp.call_error(&late1, ErrorCode::GenericError, "late")
+        .await
+        .unwrap();
     // The queued one went out after the timeout; let it time out too.
-    let (late2, _) = cp.expect_call().await;
+    let (late2, _) = cp.wait_for_call().await.unwrap();
     assert_eq!(second.await.unwrap(), Err(CallFailure::Timeout));
-    cp.late_error(&late2).await;
+    cp.call_error(&late2, ErrorCode::GenericError, "late")
+        .await
+        .unwrap();
 
     // The per-connection call timeout (shorter than the config's).
     let settings = handle.settings();
@@ -230,14 +253,16 @@ async fn every_call_error() {
         let handle = handle.clone();
         async move { handle.call(v1_6::ClearCacheRequest {}).await }
     });
-    let (late3, _) = cp.expect_call().await;
+    let (late3, _) = cp.wait_for_call().await.unwrap();
     assert_eq!(call.await.unwrap(), Err(CallFailure::Timeout));
     assert!(
         started.elapsed() < Duration::from_millis(390),
         "{:?}",
         started.elapsed()
     );
-    cp.late_error(&late3).await;
+    cp.call_error(&late3, ErrorCode::GenericError, "late")
+        .await
+        .unwrap();
 
     // Disconnected: the charge point goes away before answering (the CALL may have run).
     // The call timeout is long here so that a busy machine cannot turn the disconnect
@@ -247,7 +272,7 @@ async fn every_call_error() {
         let handle = handle.clone();
         async move { handle.call(v1_6::ClearCacheRequest {}).await }
     });
-    let _ = cp.expect_call().await;
+    let _ = cp.wait_for_call().await.unwrap();
     drop(cp);
     let disconnected = call.await.unwrap().unwrap_err();
     assert_eq!(disconnected, CallFailure::Disconnected);
@@ -279,12 +304,12 @@ async fn last_bytes_and_the_end_together_end_the_connection() {
             let handle = handle.clone();
             async move { handle.call(v1_6::ClearCacheRequest {}).await }
         });
-        let _ = cp.expect_call().await;
-        cp.stream
+        let _ = cp.wait_for_call().await.unwrap();
+        cp.stream_mut()
             .write_all(&raw_text_frame(r#"[2,"last","Heartbeat",{}]"#))
             .await
             .unwrap();
-        cp.stream.shutdown().await.unwrap();
+        cp.stream_mut().shutdown().await.unwrap();
         let outcome = tokio::time::timeout(Duration::from_secs(5), call)
             .await
             .unwrap_or_else(|_| panic!("{identity}: the end was not read"))

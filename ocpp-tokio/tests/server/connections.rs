@@ -11,8 +11,10 @@ async fn upgrade_decisions_401_and_404() {
         ("AUTH1", Some(&b"wrong-password-16"[..]), Some(401)),
         ("AUTH1", Some(PASSWORD), None),
     ] {
-        let mut cp = TestCp::start(server.addr, identity, OcppVersion::V1_6, password).await;
-        match (cp.next_event().await, status) {
+        let mut cp = WireChargePoint::start(server.addr, identity, OcppVersion::V1_6, password)
+            .await
+            .unwrap();
+        match (cp.next_event().await.unwrap(), status) {
             // Kept open until the registry is checked (dropping it would end the connection).
             (Event::Connected { .. }, None) => accepted.push(cp),
             (Event::Closed(closed), Some(status)) => match closed.reason {
@@ -31,7 +33,9 @@ async fn upgrade_decisions_401_and_404() {
 
 async fn a_duplicate_identity_replaces_the_old_connection() {
     let server = TestServer::start(server_config()).await;
-    let mut old = TestCp::connect(server.addr, "DUP", OcppVersion::V1_6).await;
+    let mut old = WireChargePoint::connect(server.addr, "DUP", OcppVersion::V1_6)
+        .await
+        .unwrap();
     eventually("registered", || server.charge_points.get("DUP").is_some()).await;
     let old_handle = server.charge_points.get("DUP").unwrap();
     // A CALL of the old connection is pending when the new one arrives.
@@ -39,10 +43,12 @@ async fn a_duplicate_identity_replaces_the_old_connection() {
         let handle = old_handle.clone();
         async move { handle.call(v1_6::ClearCacheRequest {}).await }
     });
-    let _ = old.expect_call().await;
+    let _ = old.wait_for_call().await.unwrap();
 
-    let mut new = TestCp::connect(server.addr, "DUP", OcppVersion::V1_6).await;
-    let closed = old.expect_closed().await;
+    let mut new = WireChargePoint::connect(server.addr, "DUP", OcppVersion::V1_6)
+        .await
+        .unwrap();
+    let closed = old.wait_for_close().await.unwrap();
     match closed.reason {
         CloseReason::PeerClosed { code, .. } => assert_eq!(code, Some(CloseCode::POLICY_VIOLATION)),
         other => panic!("{other:?}"),
@@ -58,13 +64,15 @@ async fn a_duplicate_identity_replaces_the_old_connection() {
     assert_ne!(new_handle, old_handle);
     assert_eq!(server.charge_points.len(), 1);
     // The new connection is served, and its handle reaches it.
-    assert_eq!(new.boot().await, "Accepted");
+    assert_eq!(new.boot().await.unwrap(), "Accepted");
     let call = tokio::spawn(async move { new_handle.call(v1_6::ClearCacheRequest {}).await });
-    let (id, _) = new.expect_call().await;
+    let (id, _) = new.wait_for_call().await.unwrap();
     let cleared = v1_6::ClearCacheResponse {
         status: v1_6::ClearCacheStatus::Accepted,
     };
-    new.respond(&id, v1_6::Response::from(cleared).into()).await;
+    new.call_result(&id, v1_6::Response::from(cleared).into())
+        .await
+        .unwrap();
     assert!(call.await.unwrap().is_ok());
     server.stop().await;
 }
@@ -89,15 +97,19 @@ async fn the_hook_sees_every_message() {
         }
     });
     let server = TestServer::start_with(builder).await;
-    let mut cp = TestCp::connect(server.addr, "HOOK", OcppVersion::V1_6).await;
-    cp.boot().await;
+    let mut cp = WireChargePoint::connect(server.addr, "HOOK", OcppVersion::V1_6)
+        .await
+        .unwrap();
+    cp.boot().await.unwrap();
     let handle = server.charge_points.get("HOOK").unwrap();
     let call = tokio::spawn(async move { handle.call(reset_soft()).await });
-    let (id, _) = cp.expect_call().await;
+    let (id, _) = cp.wait_for_call().await.unwrap();
     let accepted = v1_6::ResetResponse {
         status: v1_6::ResetStatus::Accepted,
     };
-    cp.respond(&id, v1_6::Response::from(accepted).into()).await;
+    cp.call_result(&id, v1_6::Response::from(accepted).into())
+        .await
+        .unwrap();
     call.await.unwrap().unwrap();
     assert_eq!(
         *seen.lock().unwrap(),
@@ -115,13 +127,15 @@ async fn graceful_shutdown_closes_everyone_with_1001() {
     let server = TestServer::start(server_config()).await;
     let mut cps = Vec::new();
     for n in 0..5 {
-        cps.push(TestCp::connect(server.addr, &format!("SHUT{n}"), OcppVersion::V2_0_1).await);
+        let identity = format!("SHUT{n}");
+        let cp = WireChargePoint::connect(server.addr, &identity, OcppVersion::V2_0_1).await;
+        cps.push(cp.unwrap());
     }
     eventually("all registered", || server.charge_points.len() == 5).await;
     let closes = tokio::spawn(async move {
         let mut codes = Vec::new();
         for mut cp in cps {
-            let closed = cp.expect_closed().await;
+            let closed = cp.wait_for_close().await.unwrap();
             codes.push(closed.reason);
         }
         codes
@@ -141,13 +155,17 @@ async fn graceful_shutdown_is_bounded_when_a_peer_never_answers() {
         .config(server_config().close_timeout(Duration::from_secs(30)))
         .shutdown_timeout(Duration::from_millis(300));
     let server = TestServer::start_with(builder).await;
-    // This charge point connects and then never reads or answers the close.
-    let mut silent = TestCp::connect(server.addr, "SILENT", OcppVersion::V1_6).await;
-    silent.reading = false;
-    let mut polite = TestCp::connect(server.addr, "POLITE", OcppVersion::V1_6).await;
+    // This charge point connects and then never reads or answers the close: it is never
+    // driven again (a `WireChargePoint` reads only while the test waits on it).
+    let silent = WireChargePoint::connect(server.addr, "SILENT", OcppVersion::V1_6)
+        .await
+        .unwrap();
+    let mut polite = WireChargePoint::connect(server.addr, "POLITE", OcppVersion::V1_6)
+        .await
+        .unwrap();
     eventually("both registered", || server.charge_points.len() == 2).await;
     let charge_points = server.charge_points.clone();
-    let polite_closed = tokio::spawn(async move { polite.expect_closed().await });
+    let polite_closed = tokio::spawn(async move { polite.wait_for_close().await.unwrap() });
     let took = server.stop().await;
     assert!(
         took >= Duration::from_millis(300) && took < Duration::from_secs(3),
@@ -166,7 +184,9 @@ async fn graceful_shutdown_is_bounded_when_a_peer_never_answers() {
 
 async fn the_per_connection_idle_timeout_closes_with_1001() {
     let server = TestServer::start(server_config()).await;
-    let mut cp = TestCp::connect(server.addr, "IDLE", OcppVersion::V1_6).await;
+    let mut cp = WireChargePoint::connect(server.addr, "IDLE", OcppVersion::V1_6)
+        .await
+        .unwrap();
     eventually("registered", || server.charge_points.get("IDLE").is_some()).await;
     let handle = server.charge_points.get("IDLE").unwrap();
     handle.set_settings(
@@ -178,7 +198,7 @@ async fn the_per_connection_idle_timeout_closes_with_1001() {
         handle.settings().get_idle_timeout(),
         Some(Duration::from_millis(200))
     );
-    let closed = cp.expect_closed().await;
+    let closed = cp.wait_for_close().await.unwrap();
     assert!(matches!(
         closed.reason,
         CloseReason::PeerClosed {
@@ -217,13 +237,14 @@ async fn server_pings_turned_off_for_one_charge_point() {
 
 async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
     let server = TestServer::start(server_config()).await;
-    let mut cp = TestCp::connect(server.addr, "SEND21", OcppVersion::V2_1).await;
+    let mut cp = WireChargePoint::connect(server.addr, "SEND21", OcppVersion::V2_1)
+        .await
+        .unwrap();
     let element = ocpp_tokio::v2_1::StreamDataElement::new(ocpp_tokio::Decimal::new(0, 1), "1.5");
     let stream =
         ocpp_tokio::v2_1::NotifyPeriodicEventStreamRequest::new(vec![element], 7, 0, now_utc());
     let request = Request::from(ocpp_tokio::v2_1::Request::from(stream));
-    cp.conn.send(std::time::Instant::now(), request).unwrap();
-    cp.flush().await;
+    cp.send(request).await.unwrap();
     eventually("on_send ran", || {
         !server.handler.sends.lock().unwrap().is_empty()
     })
@@ -242,11 +263,13 @@ async fn a_send_of_2_1_reaches_on_send_and_is_never_answered() {
         ocpp_tokio::v2_1::HeartbeatRequest::default(),
     ));
     assert!(matches!(
-        cp.call(beat).await,
+        cp.call(beat).await.unwrap(),
         Err(CoreFailure::ErrorResponse { .. }) | Ok(_)
     ));
     // And the server's SEND to a 1.6 charge point is refused as such.
-    let _cp16 = TestCp::connect(server.addr, "SEND16", OcppVersion::V1_6).await;
+    let _cp16 = WireChargePoint::connect(server.addr, "SEND16", OcppVersion::V1_6)
+        .await
+        .unwrap();
     eventually("registered", || {
         server.charge_points.get("SEND16").is_some()
     })
@@ -272,13 +295,17 @@ async fn serve_connection_serves_any_stream() {
         .build();
     let (client, served) = tokio::io::duplex(4096);
     server.serve_connection(served);
-    let mut cp = TestCp::over(client, "in-memory", "DUPLEX", OcppVersion::V2_0_1, None);
-    assert!(matches!(cp.next_event().await, Event::Connected { .. }));
-    assert_eq!(cp.boot().await, "Accepted");
+    let mut cp =
+        WireChargePoint::over(client, "in-memory", "DUPLEX", OcppVersion::V2_0_1, None).unwrap();
+    assert!(matches!(
+        cp.next_event().await.unwrap(),
+        Event::Connected { .. }
+    ));
+    assert_eq!(cp.boot().await.unwrap(), "Accepted");
     assert_eq!(server.connections(), 1);
     assert_eq!(server.shutdown().await, 0);
     assert!(matches!(
-        cp.expect_closed().await.reason,
+        cp.wait_for_close().await.unwrap().reason,
         CloseReason::PeerClosed {
             code: Some(CloseCode::GOING_AWAY),
             ..

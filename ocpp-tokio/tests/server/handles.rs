@@ -61,7 +61,7 @@ async fn a_handle_closes_its_connection_and_on_close_runs() {
         1
     );
     handle.close(CloseCode::NORMAL, "bye");
-    match cp.expect_closed().await.reason {
+    match cp.wait_for_close().await.unwrap().reason {
         CloseReason::PeerClosed { code, reason } => {
             assert_eq!((code, reason.as_str()), (Some(CloseCode::NORMAL), "bye"));
         }
@@ -132,16 +132,18 @@ async fn a_wrong_answer_goes_out_as_internal_error_and_the_connection_goes_on() 
     let done = tokio::spawn(server.run_until(async {
         let _ = stopped.await;
     }));
-    let mut cp = TestCp::connect(addr, "WRONG", OcppVersion::V1_6).await;
+    let mut cp = WireChargePoint::connect(addr, "WRONG", OcppVersion::V1_6)
+        .await
+        .unwrap();
     let beat = || Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
     // The handler's BootNotificationResponse for a Heartbeat: never sent as such, a CALLERROR
     // InternalError in its place.
-    match cp.call(beat()).await {
+    match cp.call(beat()).await.unwrap() {
         Err(CoreFailure::ErrorResponse { code, .. }) => assert_eq!(code, ErrorCode::InternalError),
         other => panic!("expected CALLERROR InternalError, got {other:?}"),
     }
     // The connection goes on: the next Heartbeat gets its HeartbeatResponse.
-    match cp.call(beat()).await {
+    match cp.call(beat()).await.unwrap() {
         Ok(Response::V1_6(response)) => {
             assert!(
                 matches!(*response, v1_6::Response::Heartbeat(_)),
@@ -160,7 +162,7 @@ async fn a_wrong_answer_goes_out_as_internal_error_and_the_connection_goes_on() 
         .unwrap()
         .unwrap();
     assert!(matches!(
-        cp.expect_closed().await.reason,
+        cp.wait_for_close().await.unwrap().reason,
         CloseReason::PeerClosed {
             code: Some(CloseCode::GOING_AWAY),
             ..
@@ -195,7 +197,7 @@ async fn a_close_fails_the_queued_call_as_closed_before_sent_and_the_sent_one_as
     };
     // The first CALL is written (the charge point has it, and does not answer)...
     let in_flight = call(server.charge_points.clone());
-    let (_, request) = cp.expect_call().await;
+    let (_, request) = cp.wait_for_call().await.unwrap();
     assert_eq!(request.action(), "ClearCache");
     // ... the second waits behind it (OCPP-J: one CALL at a time).
     let queued = call(server.charge_points.clone());
@@ -228,12 +230,19 @@ async fn a_handler_that_panics_drops_only_its_connection() {
     // Connections go to the shards in turn: with two shards, one calm connection on each.
     let mut calm = Vec::new();
     for n in 0..2 {
-        calm.push(TestCp::connect(server.addr, &format!("CALM{n}"), OcppVersion::V1_6).await);
+        let identity = format!("CALM{n}");
+        let cp = WireChargePoint::connect(server.addr, &identity, OcppVersion::V1_6).await;
+        calm.push(cp.unwrap());
     }
-    let mut buggy = TestCp::connect(server.addr, "BUGGY", OcppVersion::V1_6).await;
+    let mut buggy = WireChargePoint::connect(server.addr, "BUGGY", OcppVersion::V1_6)
+        .await
+        .unwrap();
     let clear = Request::from(v1_6::Request::from(v1_6::ClearCacheRequest {}));
-    buggy.conn.call(std::time::Instant::now(), clear).unwrap();
-    let closed = buggy.expect_closed().await;
+    buggy
+        .connection_mut()
+        .call(std::time::Instant::now(), clear)
+        .unwrap();
+    let closed = buggy.wait_for_close().await.unwrap();
     assert_eq!(closed.unanswered_outgoing.len(), 1, "{closed:?}");
     eventually("the registry forgets BUGGY", || {
         server.charge_points.get("BUGGY").is_none()
@@ -241,11 +250,14 @@ async fn a_handler_that_panics_drops_only_its_connection() {
     .await;
     for cp in &mut calm {
         let beat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
-        assert!(cp.call(beat).await.is_ok());
+        assert!(cp.call(beat).await.unwrap().is_ok());
     }
     for n in 0..2 {
-        let mut again = TestCp::connect(server.addr, &format!("AGAIN{n}"), OcppVersion::V1_6).await;
-        assert_eq!(again.boot().await, "Accepted");
+        let identity = format!("AGAIN{n}");
+        let mut again = WireChargePoint::connect(server.addr, &identity, OcppVersion::V1_6)
+            .await
+            .unwrap();
+        assert_eq!(again.boot().await.unwrap(), "Accepted");
     }
     server.stop().await;
 }
@@ -255,7 +267,9 @@ async fn a_handler_that_panics_drops_only_its_connection() {
 /// the server's runtime), and the connection goes on serving.
 async fn a_call_from_another_runtime_reaches_the_charge_point() {
     let server = TestServer::start(server_config()).await;
-    let mut cp = TestCp::connect(server.addr, "ELSEWHERE", OcppVersion::V1_6).await;
+    let mut cp = WireChargePoint::connect(server.addr, "ELSEWHERE", OcppVersion::V1_6)
+        .await
+        .unwrap();
     let handle = server.charge_points.get("ELSEWHERE").unwrap();
     let caller = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -264,18 +278,20 @@ async fn a_call_from_another_runtime_reaches_the_charge_point() {
             .unwrap();
         runtime.block_on(handle.call(reset_soft()))
     });
-    let (id, request) = cp.expect_call().await;
+    let (id, request) = cp.wait_for_call().await.unwrap();
     assert_eq!(request.action(), "Reset");
     let accepted = v1_6::ResetResponse {
         status: v1_6::ResetStatus::Accepted,
     };
-    cp.respond(&id, v1_6::Response::from(accepted).into()).await;
+    cp.call_result(&id, v1_6::Response::from(accepted).into())
+        .await
+        .unwrap();
     let outcome = tokio::task::spawn_blocking(move || caller.join().unwrap())
         .await
         .unwrap();
     assert_eq!(outcome.unwrap().status, v1_6::ResetStatus::Accepted);
     let beat = Request::from(v1_6::Request::from(v1_6::HeartbeatRequest {}));
-    assert!(cp.call(beat).await.is_ok());
+    assert!(cp.call(beat).await.unwrap().is_ok());
     server.stop().await;
 }
 
@@ -295,12 +311,14 @@ async fn call_raw_then_hands_every_outcome_over_once() {
     };
     let clear = || Request::from(v1_6::Request::from(v1_6::ClearCacheRequest {}));
     handle.call_raw_then(clear(), then("answered"));
-    let (id, request) = cp.expect_call().await;
+    let (id, request) = cp.wait_for_call().await.unwrap();
     assert_eq!(request.action(), "ClearCache");
     let cleared = v1_6::ClearCacheResponse {
         status: v1_6::ClearCacheStatus::Accepted,
     };
-    cp.respond(&id, v1_6::Response::from(cleared).into()).await;
+    cp.call_result(&id, v1_6::Response::from(cleared).into())
+        .await
+        .unwrap();
     let (tag, result) = tokio::time::timeout(WAIT, outcome.recv())
         .await
         .unwrap()
@@ -317,10 +335,11 @@ async fn call_raw_then_hands_every_outcome_over_once() {
         ("first", v1_6::ClearCacheStatus::Accepted),
         ("second", v1_6::ClearCacheStatus::Rejected),
     ] {
-        let (id, _) = cp.expect_call().await;
+        let (id, _) = cp.wait_for_call().await.unwrap();
         let cleared = v1_6::ClearCacheResponse { status };
-        cp.respond(&id, v1_6::Response::from(cleared.clone()).into())
-            .await;
+        cp.call_result(&id, v1_6::Response::from(cleared.clone()).into())
+            .await
+            .unwrap();
         let (got, result) = tokio::time::timeout(WAIT, outcome.recv())
             .await
             .unwrap()
@@ -330,7 +349,7 @@ async fn call_raw_then_hands_every_outcome_over_once() {
     }
     // One written and unanswered, one queued behind it; then the charge point goes away.
     handle.call_raw_then(clear(), then("in flight"));
-    let _ = cp.expect_call().await;
+    let _ = cp.wait_for_call().await.unwrap();
     handle.call_raw_then(clear(), then("queued"));
     eventually("the second CALL is queued", || {
         calls_out.load(std::sync::atomic::Ordering::Relaxed) == 5

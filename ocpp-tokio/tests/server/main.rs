@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
+use ocpp_test_kit::WireChargePoint;
 use tokio::io::AsyncWriteExt;
 // The test charge points speak the core's payload types; the server's API `ocpp_messages`'.
 use ocpp_proto::{CallFailure as CoreFailure, Event, Request, Response};
@@ -24,8 +25,13 @@ fn reset_soft() -> v1_6::ResetRequest {
 }
 
 /// A 1.6 test charge point `identity`, connected, and the server's handle of it.
-async fn connected(server: &TestServer, identity: &str) -> (TestCp, ocpp_tokio::ChargePoint) {
-    let cp = TestCp::connect(server.addr, identity, OcppVersion::V1_6).await;
+async fn connected(
+    server: &TestServer,
+    identity: &str,
+) -> (WireChargePoint, ocpp_tokio::ChargePoint) {
+    let cp = WireChargePoint::connect(server.addr, identity, OcppVersion::V1_6)
+        .await
+        .unwrap();
     eventually("registered", || {
         server.charge_points.get(identity).is_some()
     })
