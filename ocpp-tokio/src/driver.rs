@@ -13,7 +13,6 @@
 
 use std::any::Any;
 use std::future::Future;
-use std::io::Read;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -33,10 +32,12 @@ const TURNS_PER_POLL: usize = 64;
 
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
+mod past_readiness;
 mod serve;
 mod shared;
 mod timer;
 
+use past_readiness::Looked;
 pub(crate) use serve::Serve;
 pub(crate) use shared::ServerShared;
 pub(crate) use timer::{TaskTimer, Timer};
@@ -318,27 +319,25 @@ where
         }
     }
 
-    /// A task of its own whose core deadline is due: what a plain TCP socket holds now, read
-    /// past tokio's readiness, which may lag behind it (tokio's reactor takes at most 1,024
-    /// events a look, and fires the timers that are due after each look: a Pong already in the
-    /// socket would otherwise count late). Whether it read something (bytes, the end or an
-    /// error). A TLS stream, or a stream of the application's own
-    /// ([`Service::serve_connection`](crate::server::Service::serve_connection)), is read only as
-    /// tokio reports it.
+    /// A task of its own whose core deadline is due: what the socket holds now, read past
+    /// tokio's readiness, which may lag behind it (`past_readiness.rs`: plain TCP and TLS
+    /// over TCP). Whether it read something (bytes, the end or an error).
     fn read_past_readiness(&mut self, now: Instant) -> bool {
-        let Some(tcp) = (&self.stream as &dyn Any).downcast_ref::<tokio::net::TcpStream>() else {
-            return false;
-        };
-        let socket = socket2::SockRef::from(tcp);
-        let mut chunk = [0u8; READ_CHUNK];
-        match (&*socket).read(&mut chunk) {
-            Ok(0) => self.conn.handle_eof(now),
-            Ok(n) => self.conn.handle_data(now, &chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return false,
-            Err(_) => self.fail_stream(now),
+        let conn = &mut self.conn;
+        match past_readiness::read_now(&mut self.stream as &mut dyn Any, |bytes| {
+            conn.handle_data(now, bytes)
+        }) {
+            Looked::Nothing => false,
+            Looked::Read => true,
+            Looked::End => {
+                self.conn.handle_eof(now);
+                true
+            }
+            Looked::Failed => {
+                self.fail_stream(now);
+                true
+            }
         }
-        true
     }
 
     fn fail_stream(&mut self, now: Instant) {
@@ -355,8 +354,8 @@ where
     /// turn runs at it, so a deadline is judged only against input looked for after it: a
     /// pong that came while the thread was descheduled is read before its deadline is
     /// judged, not counted late. `None`, a task of its own: each step runs at the present,
-    /// and before a deadline of the core is judged, a plain TCP socket is read past tokio's
-    /// readiness ([`Driver::read_past_readiness`]).
+    /// and before a deadline of the core is judged, the socket (plain TCP, or TLS over TCP)
+    /// is read past tokio's readiness ([`Driver::read_past_readiness`]).
     pub(crate) fn turn(&mut self, cx: &mut Context<'_>, looked: Option<Instant>) -> Poll<()> {
         let this = self;
         for _ in 0..TURNS_PER_POLL {
