@@ -247,7 +247,11 @@ mod serde_impl {
             for kind in kinds {
                 let token = IdToken::new("A1", kind);
                 let text = serde_json::to_string(&token).unwrap();
-                assert_eq!(serde_json::from_str::<IdToken>(&text).unwrap(), token, "{text}");
+                assert_eq!(
+                    serde_json::from_str::<IdToken>(&text).unwrap(),
+                    token,
+                    "{text}"
+                );
             }
         }
     }

@@ -16,13 +16,13 @@ struct Copy(PathBuf);
 
 impl Copy {
     fn of(name: &str) -> Copy {
-        let dir = std::env::temp_dir().join(format!(
-            "ocpp-store-former-{}-{name}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("ocpp-store-former-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
-        let from = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/journals").join(name);
+        let from = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/journals")
+            .join(name);
         fs::copy(from, dir.join(name)).unwrap();
         Copy(dir.join(name))
     }
@@ -39,9 +39,17 @@ impl Drop for Copy {
 #[test]
 fn former_journals_read_with_the_same_token_and_go_on_alike() {
     let cases = [
-        ("v1_6.jsonl", OcppVersion::V1_6, IdTokenType::Other(String::new())),
+        (
+            "v1_6.jsonl",
+            OcppVersion::V1_6,
+            IdTokenType::Other(String::new()),
+        ),
         ("v2_0_1.jsonl", OcppVersion::V2_0_1, IdTokenType::Iso14443),
-        ("v2_1.jsonl", OcppVersion::V2_1, IdTokenType::Other("DirectPayment".into())),
+        (
+            "v2_1.jsonl",
+            OcppVersion::V2_1,
+            IdTokenType::Other("DirectPayment".into()),
+        ),
     ];
     for (name, version, kind) in cases {
         let journal = Copy::of(name);
@@ -81,11 +89,13 @@ fn former_journals_read_with_the_same_token_and_go_on_alike() {
             reading: Reading::new(1_500),
             reason: StopReason::Local,
         };
-        queue.transaction(stop, at, ()).map_err(|r| r.error).unwrap();
+        queue
+            .transaction(stop, at, ())
+            .map_err(|r| r.error)
+            .unwrap();
         drop(queue);
         let after = fs::read_to_string(&journal.0).unwrap();
-        let last: serde_json::Value =
-            serde_json::from_str(after.lines().last().unwrap()).unwrap();
+        let last: serde_json::Value = serde_json::from_str(after.lines().last().unwrap()).unwrap();
         let state: serde_json::Value =
             serde_json::from_str(last["state"].as_str().unwrap()).unwrap();
         let ended = &state["ended"][0]["id_token"];
