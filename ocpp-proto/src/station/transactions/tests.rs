@@ -12,7 +12,7 @@ fn at(s: i64) -> DateTime {
 }
 
 fn token() -> IdToken {
-    IdToken::new("TAG-1", "ISO14443")
+    IdToken::new("TAG-1", IdTokenType::Iso14443)
 }
 
 /// The payload as JSON, after checking that it decodes strictly as its version's message.
