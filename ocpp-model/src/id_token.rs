@@ -6,6 +6,18 @@
 //! its idTags are in practice RFID card UIDs, which 2.x types `ISO14443` (the 2.0.1 migration of
 //! a 1.6 idTag). Going to 1.6 the type is dropped and only the value is sent; a value longer than
 //! 20 characters cannot be sent to 1.6 ([`ModelError::OutOfRange`](crate::ModelError)).
+//!
+//! A type is made from its wire string with [`IdTokenType::from_wire`] (or `From<&str>` /
+//! `From<String>`), so `IdToken::new("04A1B2", "ISO14443")` reads as on the wire; an unlisted
+//! string, the empty one included, is kept verbatim as [`IdTokenType::Other`].
+//!
+//! **Serde** (feature `serde`): an [`IdToken`] is the map `{"id": value, "kind": type}`, the type
+//! as its wire string (`{"id":"04A1B2","kind":"ISO14443"}`); an [`IdTokenType`] alone is its wire
+//! string. This is the form the charging station's durable state (its transactions snapshot, in
+//! `ocpp-station-store`'s journal) has always held, so journals written before the station used
+//! this type read the same. A type reads back through [`IdTokenType::from_wire`]: what
+//! [`IdTokenType::as_str`] wrote comes back equal, except an [`IdTokenType::Other`] built by
+//! hand around a listed string (`Other("ISO14443")` reads back as [`IdTokenType::Iso14443`]).
 
 /// The type of an id token, OCPP 2.0.1 `IdTokenEnumType` (2.1 makes it a free string: a value
 /// outside this list is [`IdTokenType::Other`], kept verbatim).
@@ -48,7 +60,14 @@ impl IdTokenType {
         }
     }
 
-    /// The type of a wire value; an unlisted one is [`IdTokenType::Other`].
+    /// The type of a wire value; an unlisted one (the empty string too) is
+    /// [`IdTokenType::Other`], verbatim.
+    ///
+    /// ```
+    /// use ocpp_model::IdTokenType;
+    /// assert_eq!(IdTokenType::from_wire("eMAID"), IdTokenType::EMaid);
+    /// assert_eq!(IdTokenType::from_wire("DirectPayment").as_str(), "DirectPayment");
+    /// ```
     pub fn from_wire(value: &str) -> Self {
         match value {
             "Central" => IdTokenType::Central,
@@ -64,12 +83,41 @@ impl IdTokenType {
     }
 }
 
-/// An id token: its value and its type.
+/// [`IdTokenType::from_wire`].
+impl From<&str> for IdTokenType {
+    fn from(value: &str) -> Self {
+        IdTokenType::from_wire(value)
+    }
+}
+
+/// [`IdTokenType::from_wire`], keeping the string of an [`IdTokenType::Other`].
+impl From<String> for IdTokenType {
+    fn from(value: String) -> Self {
+        match IdTokenType::from_wire(&value) {
+            IdTokenType::Other(_) => IdTokenType::Other(value),
+            listed => listed,
+        }
+    }
+}
+
+/// The wire string ([`IdTokenType::as_str`]).
+impl core::fmt::Display for IdTokenType {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who is charging, or who authorised a transaction: an id token, its value and its type. The
+/// one id token of the workspace: the central system's model and the station's transactions
+/// (`ocpp_proto::station::IdToken` is this type) use it alike.
 ///
 /// ```
 /// use ocpp_model::{IdToken, IdTokenType};
 /// let token = IdToken::from_id_tag("04A2B3C4");
 /// assert_eq!(token, IdToken::new("04A2B3C4", IdTokenType::Iso14443));
+/// // The type may be given as on the wire.
+/// assert_eq!(token, IdToken::new("04A2B3C4", "ISO14443"));
+/// assert_eq!(IdToken::new("TAG", "Central").kind.as_str(), "Central");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdToken {
@@ -80,16 +128,131 @@ pub struct IdToken {
 }
 
 impl IdToken {
-    /// A token of `kind`.
-    pub fn new(value: impl Into<String>, kind: IdTokenType) -> Self {
+    /// A token of `kind`: an [`IdTokenType`], or its wire string (`"ISO14443"`, `"Central"`;
+    /// see [`IdTokenType::from_wire`]).
+    pub fn new(value: impl Into<String>, kind: impl Into<IdTokenType>) -> Self {
         IdToken {
             value: value.into(),
-            kind,
+            kind: kind.into(),
         }
     }
 
     /// A 1.6 idTag: type [`IdTokenType::Iso14443`] (see the [module](self)).
     pub fn from_id_tag(id_tag: impl Into<String>) -> Self {
         IdToken::new(id_tag, IdTokenType::Iso14443)
+    }
+}
+
+#[cfg(feature = "serde")]
+mod serde_impl {
+    //! The serde form (see the [module](super)): `{"id": value, "kind": type}`, as the station's
+    //! journals hold it.
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::{IdToken, IdTokenType};
+
+    /// What is written: the field names and order of the station's former `IdToken`.
+    #[derive(Serialize)]
+    #[serde(rename = "IdToken")]
+    struct Written<'a> {
+        id: &'a str,
+        kind: &'a str,
+    }
+
+    /// What is read.
+    #[derive(Deserialize)]
+    #[serde(rename = "IdToken")]
+    struct Read {
+        id: String,
+        kind: String,
+    }
+
+    impl Serialize for IdToken {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            Written {
+                id: &self.value,
+                kind: self.kind.as_str(),
+            }
+            .serialize(serializer)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for IdToken {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            let Read { id, kind } = Read::deserialize(deserializer)?;
+            Ok(IdToken::new(id, kind))
+        }
+    }
+
+    impl Serialize for IdTokenType {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_str(self.as_str())
+        }
+    }
+
+    impl<'de> Deserialize<'de> for IdTokenType {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            String::deserialize(deserializer).map(IdTokenType::from)
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn the_station_journal_form_reads() {
+            // As ocpp-station-store's journals hold it (the former station `IdToken`).
+            let read: IdToken =
+                serde_json::from_str(r#"{"id":"04A1B2C3","kind":"ISO14443"}"#).unwrap();
+            assert_eq!(read, IdToken::new("04A1B2C3", IdTokenType::Iso14443));
+            let empty: IdToken = serde_json::from_str(r#"{"id":"TAG","kind":""}"#).unwrap();
+            assert_eq!(empty.kind, IdTokenType::Other(String::new()));
+            // Unknown fields are ignored, as the derived impl did.
+            let more: IdToken =
+                serde_json::from_str(r#"{"kind":"Central","id":"T","extra":1}"#).unwrap();
+            assert_eq!(more, IdToken::new("T", IdTokenType::Central));
+            assert!(serde_json::from_str::<IdToken>(r#"{"id":"T"}"#).is_err());
+            assert!(serde_json::from_str::<IdToken>(r#"{"value":"T","kind":"Central"}"#).is_err());
+        }
+
+        #[test]
+        fn written_as_before() {
+            let token = IdToken::new("04A1B2C3", IdTokenType::EMaid);
+            assert_eq!(
+                serde_json::to_string(&token).unwrap(),
+                r#"{"id":"04A1B2C3","kind":"eMAID"}"#
+            );
+            assert_eq!(
+                serde_json::to_string(&IdTokenType::Other("DirectPayment".into())).unwrap(),
+                r#""DirectPayment""#
+            );
+        }
+
+        #[test]
+        fn every_type_round_trips() {
+            let kinds = [
+                IdTokenType::Central,
+                IdTokenType::EMaid,
+                IdTokenType::Iso14443,
+                IdTokenType::Iso15693,
+                IdTokenType::KeyCode,
+                IdTokenType::Local,
+                IdTokenType::MacAddress,
+                IdTokenType::NoAuthorization,
+                IdTokenType::Other("DirectPayment".into()),
+                IdTokenType::Other(String::new()),
+            ];
+            for kind in kinds {
+                let token = IdToken::new("A1", kind);
+                let text = serde_json::to_string(&token).unwrap();
+                assert_eq!(
+                    serde_json::from_str::<IdToken>(&text).unwrap(),
+                    token,
+                    "{text}"
+                );
+            }
+        }
     }
 }

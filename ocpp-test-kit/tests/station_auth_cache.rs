@@ -99,7 +99,7 @@ async fn authorized_online_accepted_offline_from_the_cache_1_6() {
         .unwrap();
     assert_eq!(bad.id_tag_info.status, v1_6::AuthorizationStatus::Invalid);
     // A StartTransaction's idTagInfo too.
-    let card = ocpp_tokio::station::IdToken::new("CARD", "");
+    let card = IdToken::from_id_tag("CARD");
     let started = station
         .start_transaction(Evse::new(1), card, 0)
         .await
@@ -164,7 +164,7 @@ async fn authorized_online_accepted_offline_from_the_cache_2_0_1() {
         v2_0_1::AuthorizationStatusEnum::Invalid
     );
     // A TransactionEvent's idTokenInfo too (the mock answers Accepted to an event with a token).
-    let card = ocpp_tokio::station::IdToken::new("CARD", "ISO14443");
+    let card = IdToken::new("CARD", IdTokenType::Iso14443);
     let started = station
         .start_transaction(Evse::new(1).with_connector(1), card, 0)
         .await

@@ -58,7 +58,7 @@ async fn request_start(
     s: Session<Twin>,
     r: v::RequestStartTransactionRequest,
 ) -> Reply<v::RequestStartTransactionResponse> {
-    let token = IdToken::new(r.id_token.id_token.clone(), r.id_token.r#type.as_str());
+    let token = IdToken::from_v2_0_1(&r.id_token);
     let started = start_on(&s, r.evse_id, token, Some(r.remote_start_id)).await;
     let status = match started {
         Some(_) => v::RequestStartStopStatusEnum::Accepted,
@@ -84,7 +84,7 @@ async fn remote_start(
     s: Session<Twin>,
     r: v1_6::RemoteStartTransactionRequest,
 ) -> Reply<v1_6::RemoteStartTransactionResponse> {
-    let status = match start_on(&s, r.connector_id, IdToken::new(r.id_tag, ""), None).await {
+    let status = match start_on(&s, r.connector_id, IdToken::from_id_tag(r.id_tag), None).await {
         Some(_) => v1_6::RemoteStartStopStatus::Accepted,
         None => v1_6::RemoteStartStopStatus::Rejected,
     };

@@ -40,7 +40,7 @@ async fn request_start(
     s: Session<Charger>,
     r: v::RequestStartTransactionRequest,
 ) -> Reply<v::RequestStartTransactionResponse> {
-    let token = IdToken::new(r.id_token.id_token, r.id_token.r#type.as_str());
+    let token = IdToken::from_v2_0_1(&r.id_token);
     let status = match start(&s, token, Some(r.remote_start_id)).await {
         Some(()) => v::RequestStartStopStatusEnum::Accepted,
         None => v::RequestStartStopStatusEnum::Rejected,

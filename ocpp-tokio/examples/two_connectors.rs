@@ -56,7 +56,7 @@ async fn request_start(
     s: Session<Charger>,
     r: v::RequestStartTransactionRequest,
 ) -> Reply<v::RequestStartTransactionResponse> {
-    let token = IdToken::new(r.id_token.id_token.clone(), r.id_token.r#type.as_str());
+    let token = IdToken::from_v2_0_1(&r.id_token);
     match start_on(&s, r.evse_id, token, Some(r.remote_start_id)).await {
         Some(evse) => {
             let mut answer =

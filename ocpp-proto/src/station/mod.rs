@@ -70,8 +70,8 @@ pub use transaction::{
     is_transaction_action, is_transaction_message, transaction_id_of, with_transaction_id,
 };
 pub use transactions::{
-    Evse, IdToken, OpenTransaction, Reading, SampledValue, Start, StopReason, TransactionError,
-    TransactionMessage, TransactionRef, Transactions, ENERGY_REGISTER, MAX_ENDED,
+    Evse, IdToken, IdTokenType, OpenTransaction, Reading, SampledValue, Start, StopReason,
+    TransactionError, TransactionMessage, TransactionRef, Transactions, ENERGY_REGISTER, MAX_ENDED,
     MAX_TRANSACTION_ID_PREFIX,
 };
 pub use url::{StationUrl, UrlError};

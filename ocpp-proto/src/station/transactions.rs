@@ -55,31 +55,23 @@ impl Evse {
     }
 }
 
-/// Who authorised a transaction: 1.6 `idTag` (the `id`), 2.x `IdTokenType` (`id` and its
-/// `type`, e.g. `"ISO14443"`, `"Central"`).
+/// Who authorised a transaction: `ocpp-model`'s [`IdToken`](ocpp_model::IdToken), the one id
+/// token type of the workspace. On the wire a transaction's token is the 1.6 `idTag` (its
+/// `value`; the type is not sent) or the 2.x `IdTokenType` (`idToken`: its `value`, `type`: its
+/// [`kind`](ocpp_model::IdTokenType::as_str)). In a [`Transactions`] snapshot it is
+/// `{"id": value, "kind": type}`, as it always was.
 ///
 /// ```
-/// use ocpp_proto::station::IdToken;
+/// use ocpp_proto::station::{IdToken, IdTokenType};
 /// let token = IdToken::new("04A1B2C3", "ISO14443");
-/// assert_eq!(token.id, "04A1B2C3");
+/// assert_eq!(token.value, "04A1B2C3");
+/// assert_eq!(token.kind, IdTokenType::Iso14443);
+/// assert_eq!(token, ocpp_model::IdToken::from_id_tag("04A1B2C3"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IdToken {
-    /// The token (1.6 `idTag`, 2.x `idToken`).
-    pub id: String,
-    /// The 2.x `type` as on the wire (not used on 1.6).
-    pub kind: String,
-}
-
-impl IdToken {
-    /// A token and its 2.x type.
-    pub fn new(id: impl Into<String>, kind: impl Into<String>) -> Self {
-        IdToken {
-            id: id.into(),
-            kind: kind.into(),
-        }
-    }
-}
+pub use ocpp_model::IdToken;
+/// The type of an [`IdToken`] (2.x `IdTokenEnumType`, free text in 2.1): `ocpp-model`'s
+/// [`IdTokenType`](ocpp_model::IdTokenType).
+pub use ocpp_model::IdTokenType;
 
 /// How a transaction is known.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -145,9 +145,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 pub use device_model::{DeviceModelError, DeviceModelExt, DeviceModelStore};
 pub use local_auth::{LocalAuthError, LocalAuthExt, LocalAuthStore};
 pub use ocpp_proto::station::{
-    BootReason, Evse, IdToken, NetworkProfile, NetworkProfiles, OpenTransaction, ProfileRejected,
-    Reading, RegistrationStatus, RetryBackOff, SampledValue, Start, StationInfo, StopReason,
-    TransactionError, TransactionRef, Transactions,
+    BootReason, Evse, IdToken, IdTokenType, NetworkProfile, NetworkProfiles, OpenTransaction,
+    ProfileRejected, Reading, RegistrationStatus, RetryBackOff, SampledValue, Start, StationInfo,
+    StopReason, TransactionError, TransactionRef, Transactions,
 };
 pub use ocpp_proto::station::{StationUrl, UrlError};
 use store::TransactionOp;

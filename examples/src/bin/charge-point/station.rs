@@ -173,7 +173,7 @@ impl Sim {
         let evse = Evse::new(evse_id(connector)).with_connector(1);
         let mut start = Start::new(
             evse,
-            IdToken::new(id_tag, "ISO14443"),
+            IdToken::from_id_tag(id_tag),
             reading.energy_wh,
             ocpp_tokio::DateTime::now(),
         );

@@ -89,7 +89,7 @@ pub(super) fn started(open: &OpenTransaction, start: &Start) -> Result<Request, 
         OcppVersion::V1_6 => {
             let mut request = v1_6::StartTransactionRequest::new(
                 open.evse.id,
-                open.id_token.id.clone(),
+                open.id_token.value.clone(),
                 wh_i32(start.meter_wh)?,
                 start.timestamp.clone(),
             );
@@ -235,7 +235,7 @@ macro_rules! transaction_event {
                     "Transaction.Begin",
                 )?
                 .with_id_token(m::IdToken::new(
-                    open.id_token.id.clone(),
+                    open.id_token.value.clone(),
                     ($id_token_type)(open.id_token.kind.as_str()),
                 ));
                 event.reservation_id = start

@@ -12,7 +12,7 @@ fn at(s: i64) -> DateTime {
 }
 
 fn token() -> IdToken {
-    IdToken::new("TAG-1", "ISO14443")
+    IdToken::new("TAG-1", IdTokenType::Iso14443)
 }
 
 /// The payload as JSON, after checking that it decodes strictly as its version's message.
@@ -27,6 +27,97 @@ fn payload(message: &TransactionMessage) -> Value {
     )
     .unwrap_or_else(|e| panic!("{text}: {e}"));
     serde_json::from_str(&text).unwrap()
+}
+
+/// Snapshots and payloads as the station wrote them before its `IdToken` was `ocpp-model`'s
+/// (taken from journals the former code wrote: `ocpp-station-store/tests/journals/`): the
+/// version, the start's token kind, the `state` and the `push` payload of the journal line.
+const BEFORE: [(OcppVersion, &str, &str, &str); 3] = [
+    (
+        OcppVersion::V2_0_1,
+        "ISO14443",
+        r#"{"version":"2.0.1","prefix":"CP001-","next_number":2,"open":{"1":{"evse":{"id":1,"connector":1},"version":"2.0.1","id":{"id":"CP001-1"},"next_seq_no":1,"id_token":{"id":"04A1B2C3","kind":"ISO14443"},"meter_start_wh":1000,"meter_wh":1000,"started_at":"2026-05-28T20:26:40Z"}},"ended":[]}"#,
+        r#"{"eventType":"Started","meterValue":[{"sampledValue":[{"value":1000,"context":"Transaction.Begin","measurand":"Energy.Active.Import.Register"}],"timestamp":"2026-05-28T20:26:40Z"}],"timestamp":"2026-05-28T20:26:40Z","triggerReason":"Authorized","seqNo":0,"transactionInfo":{"transactionId":"CP001-1"},"evse":{"id":1,"connectorId":1},"idToken":{"idToken":"04A1B2C3","type":"ISO14443"}}"#,
+    ),
+    (
+        OcppVersion::V1_6,
+        "",
+        r#"{"version":"1.6","prefix":"CP001-","next_number":1,"open":{"1":{"evse":{"id":1,"connector":1},"version":"1.6","id":{"pending":1},"next_seq_no":1,"id_token":{"id":"04A1B2C3","kind":""},"meter_start_wh":1000,"meter_wh":1000,"started_at":"2026-05-28T20:26:40Z"}},"ended":[]}"#,
+        r#"{"connectorId":1,"idTag":"04A1B2C3","meterStart":1000,"timestamp":"2026-05-28T20:26:40Z"}"#,
+    ),
+    (
+        OcppVersion::V2_1,
+        "DirectPayment",
+        r#"{"version":"2.1","prefix":"CP001-","next_number":2,"open":{"1":{"evse":{"id":1,"connector":1},"version":"2.1","id":{"id":"CP001-1"},"next_seq_no":1,"id_token":{"id":"04A1B2C3","kind":"DirectPayment"},"meter_start_wh":1000,"meter_wh":1000,"started_at":"2026-05-28T20:26:40Z"}},"ended":[]}"#,
+        r#"{"eventType":"Started","meterValue":[{"sampledValue":[{"value":1000,"measurand":"Energy.Active.Import.Register","context":"Transaction.Begin"}],"timestamp":"2026-05-28T20:26:40Z"}],"timestamp":"2026-05-28T20:26:40Z","triggerReason":"Authorized","seqNo":0,"transactionInfo":{"transactionId":"CP001-1"},"evse":{"id":1,"connectorId":1},"idToken":{"idToken":"04A1B2C3","type":"DirectPayment"}}"#,
+    ),
+];
+
+#[test]
+fn snapshots_of_the_former_id_token_read_and_are_written_the_same() {
+    for (version, kind, state, _) in BEFORE {
+        let transactions = Transactions::from_snapshot(state).unwrap();
+        let open = transactions.open().next().unwrap();
+        assert_eq!(open.version, version);
+        assert_eq!(open.id_token, IdToken::new("04A1B2C3", kind));
+        assert_eq!(open.id_token.value, "04A1B2C3");
+        assert_eq!(open.id_token.kind.as_str(), kind);
+        // Written back byte for byte.
+        assert_eq!(transactions.to_snapshot(), state);
+    }
+    let kinds: Vec<IdTokenType> = BEFORE
+        .iter()
+        .map(|(_, _, state, _)| {
+            let t = Transactions::from_snapshot(state).unwrap();
+            let kind = t.open().next().unwrap().id_token.kind.clone();
+            kind
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            IdTokenType::Iso14443,
+            IdTokenType::Other(String::new()),
+            IdTokenType::Other("DirectPayment".into()),
+        ]
+    );
+}
+
+#[test]
+fn the_started_message_is_what_it_was() {
+    // 1.6 idTag = the value; 2.x idToken + type = the value + the kind's wire string.
+    for (version, kind, state, payload) in BEFORE {
+        let mut transactions = Transactions::new(version, "CP001-");
+        let evse = Evse::new(1).with_connector(1);
+        let start = Start::new(evse, IdToken::new("04A1B2C3", kind), 1_000, at(0));
+        let started = transactions.start(start, 1).unwrap();
+        assert_eq!(serde_json::to_string(&started.request).unwrap(), payload);
+        assert_eq!(transactions.to_snapshot(), state);
+    }
+}
+
+#[test]
+fn id_tokens_round_trip_through_a_snapshot() {
+    for kind in [
+        IdTokenType::Central,
+        IdTokenType::EMaid,
+        IdTokenType::Iso14443,
+        IdTokenType::Iso15693,
+        IdTokenType::KeyCode,
+        IdTokenType::Local,
+        IdTokenType::MacAddress,
+        IdTokenType::NoAuthorization,
+        IdTokenType::Other("DirectPayment".into()),
+        IdTokenType::Other(String::new()),
+    ] {
+        let mut transactions = Transactions::new(OcppVersion::V2_1, "CP-");
+        let token = IdToken::new("A1", kind);
+        let start = Start::new(Evse::new(1), token.clone(), 0, at(0));
+        transactions.start(start, 1).unwrap();
+        let again = Transactions::from_snapshot(&transactions.to_snapshot()).unwrap();
+        assert_eq!(again, transactions);
+        assert_eq!(again.open().next().unwrap().id_token, token);
+    }
 }
 
 #[test]
