@@ -52,7 +52,9 @@ pub struct ClusterConfig {
     /// 1): on one Redis (or Sentinel's master) one `refresh.lua` call for the batch, on Redis
     /// Cluster a pipeline of a call per claim to each master. Each batch is bounded by the
     /// Redis timeout as a whole, and on one Redis runs as one script, which blocks Redis while
-    /// it runs (PROTOCOL.md 6.3): keep it to what Redis runs well within that timeout.
+    /// it runs (PROTOCOL.md 6.3): keep it to what Redis runs well within that timeout. It
+    /// also bounds how many claims one `claim.lua` or `release.lua` call carries (the claims
+    /// or releases that waited together, PROTOCOL.md 6.2.1).
     pub refresh_batch: usize,
     /// How often the node announces itself (rewrites its node record); `None`: a third of the
     /// node TTL.
