@@ -225,6 +225,18 @@ fn millis(d: Duration) -> u64 {
     (d.as_millis() as u64).max(1)
 }
 
+/// `answers` of a `script` call given `claims` claims: one per claim, or a
+/// [`ClusterError::Protocol`] naming how many came.
+fn answers_of<A>(answers: Vec<A>, claims: usize, script: &str) -> Result<Vec<A>, ClusterError> {
+    if answers.len() != claims {
+        return Err(ClusterError::Protocol(format!(
+            "{script} answered {} claims of {claims}",
+            answers.len()
+        )));
+    }
+    Ok(answers)
+}
+
 pub(crate) fn parse_epoch(text: &str) -> Result<u64, ClusterError> {
     text.parse()
         .map_err(|_| ClusterError::Protocol(format!("epoch {text:?} is not a number")))

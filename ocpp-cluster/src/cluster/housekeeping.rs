@@ -23,7 +23,7 @@ use futures_util::StreamExt;
 use ocpp_proto::OcppVersion;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{millis, Shared};
+use super::{answers_of, millis, Shared};
 use crate::ClusterError;
 
 /// How many calls of one batch run at once on Redis Cluster (a call per claim there).
@@ -121,15 +121,6 @@ fn answer_each<A>(waiters: Vec<Answer<A>>, answers: Vec<Result<A, ClusterError>>
     }
 }
 
-/// One answer per claim of a call for `claims` claims: its own, or (the call failed as a
-/// whole) the call's error.
-fn each<A>(answers: Result<Vec<A>, ClusterError>, claims: usize) -> Vec<Result<A, ClusterError>> {
-    match answers {
-        Ok(answers) => answers.into_iter().map(Ok).collect(),
-        Err(e) => (0..claims).map(|_| Err(e.clone())).collect(),
-    }
-}
-
 /// Where the answer of one claim or release goes.
 type Answer<A> = oneshot::Sender<Result<A, ClusterError>>;
 
@@ -212,91 +203,86 @@ impl Shared {
         }
     }
 
-    /// `claim.lua` for `claims`: one call on one Redis, a call per claim on Redis Cluster.
-    /// One answer per claim, in order; a call that fails fails every claim it carried.
+    /// `claim.lua` for `claims` ([`Shared::in_calls`]).
     async fn claim_batch(&self, claims: Vec<ToClaim>) -> Vec<Result<ClaimAnswer, ClusterError>> {
+        self.in_calls(claims, |claims| self.claim_call(claims))
+            .await
+    }
+
+    /// `release.lua` for `releases` ([`Shared::in_calls`]).
+    async fn release_batch(&self, releases: Vec<ToRelease>) -> Vec<Result<bool, ClusterError>> {
+        self.in_calls(releases, |releases| self.release_call(releases))
+            .await
+    }
+
+    /// `jobs` sent by `call`: in one call on one Redis, a call per job on Redis Cluster
+    /// ([`HOUSEKEEPING_CONCURRENCY`] at once; a script's keys share a slot there). One
+    /// answer per job, in order; a call that fails fails every job it carried.
+    async fn in_calls<T, A, F>(
+        &self,
+        jobs: Vec<T>,
+        call: impl Fn(Vec<T>) -> F,
+    ) -> Vec<Result<A, ClusterError>>
+    where
+        F: std::future::Future<Output = Result<Vec<A>, ClusterError>>,
+    {
         if self.redis.is_cluster() {
-            return futures_util::stream::iter(claims)
-                .map(|claim| async move {
-                    let answers = self.claim_call(std::slice::from_ref(&claim)).await?;
-                    answers
-                        .into_iter()
-                        .next()
-                        .ok_or_else(|| ClusterError::Protocol("claim.lua answered no claim".into()))
+            return futures_util::stream::iter(jobs)
+                .map(|job| {
+                    let answered = call(vec![job]);
+                    async move {
+                        answered.await?.pop().ok_or_else(|| {
+                            ClusterError::Protocol("a script answered no claim".into())
+                        })
+                    }
                 })
                 .buffered(HOUSEKEEPING_CONCURRENCY)
                 .collect()
                 .await;
         }
-        each(self.claim_call(&claims).await, claims.len())
+        let count = jobs.len();
+        match call(jobs).await {
+            Ok(answers) => answers.into_iter().map(Ok).collect(),
+            Err(e) => (0..count).map(|_| Err(e.clone())).collect(),
+        }
     }
 
     /// One `claim.lua` call for `claims` (one claim on Redis Cluster, whose keys must share
     /// a slot), bounded by the Redis timeout.
-    async fn claim_call(&self, claims: &[ToClaim]) -> Result<Vec<ClaimAnswer>, ClusterError> {
+    async fn claim_call(&self, claims: Vec<ToClaim>) -> Result<Vec<ClaimAnswer>, ClusterError> {
         let config = &self.config;
         let mut call = self.scripts.claim.prepare_invoke();
-        for claim in claims {
+        for claim in &claims {
             call.key(config.claim_key(&claim.identity));
         }
         call.key(self.shared_keys())
             .arg(&config.node_id)
             .arg(millis(config.claim_ttl))
             .arg(self.script_inbox_prefix());
-        for claim in claims {
+        for claim in &claims {
             call.arg(&claim.identity)
                 .arg(claim.version.map(OcppVersion::subprotocol).unwrap_or(""));
         }
         let mut redis = self.redis.clone();
         let answers: Vec<ClaimAnswer> = self.bounded(call.invoke_async(&mut redis)).await?;
-        answers_for(answers, claims.len(), "claim.lua")
-    }
-
-    /// `release.lua` for `releases`: one call on one Redis, a call per claim on Redis
-    /// Cluster. One answer per claim, in order.
-    async fn release_batch(&self, releases: Vec<ToRelease>) -> Vec<Result<bool, ClusterError>> {
-        if self.redis.is_cluster() {
-            return futures_util::stream::iter(releases)
-                .map(|release| async move {
-                    let answers = self.release_call(std::slice::from_ref(&release)).await?;
-                    answers.into_iter().next().ok_or_else(|| {
-                        ClusterError::Protocol("release.lua answered no claim".into())
-                    })
-                })
-                .buffered(HOUSEKEEPING_CONCURRENCY)
-                .collect()
-                .await;
-        }
-        each(self.release_call(&releases).await, releases.len())
+        answers_of(answers, claims.len(), "claim.lua")
     }
 
     /// One `release.lua` call for `releases` (one claim on Redis Cluster), bounded by the
     /// Redis timeout.
-    async fn release_call(&self, releases: &[ToRelease]) -> Result<Vec<bool>, ClusterError> {
+    async fn release_call(&self, releases: Vec<ToRelease>) -> Result<Vec<bool>, ClusterError> {
         let config = &self.config;
         let mut call = self.scripts.release.prepare_invoke();
-        for release in releases {
+        for release in &releases {
             call.key(config.claim_key(&release.identity));
         }
         call.arg(&config.node_id).arg(millis(config.claim_ttl));
-        for release in releases {
+        for release in &releases {
             call.arg(release.epoch.to_string());
         }
         let mut redis = self.redis.clone();
         let answers: Vec<i64> = self.bounded(call.invoke_async(&mut redis)).await?;
-        let answers = answers_for(answers, releases.len(), "release.lua")?;
+        let answers = answers_of(answers, releases.len(), "release.lua")?;
         Ok(answers.into_iter().map(|released| released == 1).collect())
     }
-}
-
-/// `answers` if the script answered `expected` claims, or a [`ClusterError::Protocol`] naming
-/// how many came.
-fn answers_for<A>(answers: Vec<A>, expected: usize, script: &str) -> Result<Vec<A>, ClusterError> {
-    if answers.len() != expected {
-        return Err(ClusterError::Protocol(format!(
-            "{script} answered {} claims of {expected}",
-            answers.len()
-        )));
-    }
-    Ok(answers)
 }

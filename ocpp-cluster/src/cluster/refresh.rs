@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use ocpp_proto::OcppVersion;
 
-use super::{lock, millis, parse_epoch, unix_ms, ClaimTicket, LostClaim, Shared};
+use super::{answers_of, lock, millis, parse_epoch, unix_ms, ClaimTicket, LostClaim, Shared};
 use crate::claims::{RefreshReply, Refreshed, Work};
 use crate::link::Master;
 use crate::ClusterError;
@@ -56,18 +56,6 @@ impl Pass {
 /// Whether Redis did not know the script (`NOSCRIPT`: its script cache is empty).
 fn is_noscript(e: &redis::RedisError) -> bool {
     e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
-}
-
-/// The answers of one `refresh.lua` call for `claims` claims: one per claim, or a
-/// [`ClusterError::Protocol`] naming how many came.
-fn answers_of(answers: Vec<Vec<String>>, claims: usize) -> Result<Vec<Vec<String>>, ClusterError> {
-    if answers.len() != claims {
-        return Err(ClusterError::Protocol(format!(
-            "refresh.lua answered {} claims of {claims}",
-            answers.len()
-        )));
-    }
-    Ok(answers)
 }
 
 /// The wait before the next refresh round: `interval`, 10 % either way at random. Nodes
@@ -178,7 +166,9 @@ impl Shared {
                     .invoke_async(&mut redis),
             )
             .await?;
-        let answer = answers_of(answers, 1)?.pop().unwrap_or_default();
+        let answer = answers_of(answers, 1, "refresh.lua")?
+            .pop()
+            .unwrap_or_default();
         self.refreshed(identity, ticket, epoch, answer).await
     }
 
@@ -278,7 +268,7 @@ impl Shared {
             .pop()
             .unwrap_or_else(|| Ok(Vec::new()))
             .map_err(ClusterError::Redis)?;
-        answers_of(answer, batch.len())
+        answers_of(answer, batch.len(), "refresh.lua")
     }
 
     /// On Redis Cluster (issue 38): groups `claims` by the master that serves their key's slot
@@ -472,7 +462,7 @@ impl Shared {
         Ok(answers
             .into_iter()
             .map(|answer| {
-                let answer = answers_of(answer.map_err(ClusterError::Redis)?, 1)?;
+                let answer = answers_of(answer.map_err(ClusterError::Redis)?, 1, "refresh.lua")?;
                 Ok(answer.into_iter().next().unwrap_or_default())
             })
             .collect())
