@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
 
+use crate::bound::Bound;
 use crate::claims::{Begin, ClaimTable, Registered};
 use crate::link::RedisLink;
 use crate::scripts::Scripts;
@@ -532,15 +533,12 @@ impl Drop for InFlight<'_> {
 }
 
 impl Shared {
+    /// Runs one Redis call within its [`Bound`].
     pub(crate) async fn bounded<T>(
         &self,
         work: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, ClusterError> {
-        match tokio::time::timeout(self.config.redis_timeout, work).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(ClusterError::Redis(e)),
-            Err(_) => Err(ClusterError::RedisTimeout(self.config.redis_timeout)),
-        }
+        Bound::of(&self.config).run(work).await
     }
 
     fn emit(&self, lost: LostClaim) {

@@ -60,7 +60,8 @@ pub struct ClusterConfig {
     /// node TTL.
     pub announce: Option<Duration>,
     /// The bound on every single Redis call (500 ms by default); a call that takes longer
-    /// counts as Redis being down.
+    /// counts as Redis being down. The time the node itself is stalled meanwhile is added,
+    /// up to [`ClusterConfig::redis_timeout_most`].
     pub redis_timeout: Duration,
 }
 
@@ -175,6 +176,22 @@ impl ClusterConfig {
     /// ```
     pub fn claim_wait(&self) -> Duration {
         self.redis_timeout.saturating_mul(2)
+    }
+
+    /// The longest one Redis call may wait: four times the Redis timeout (2 s). A call is
+    /// bounded by the Redis timeout plus the time the node itself was stalled meanwhile (its
+    /// timers ran late: a machine with more busy threads than cores), never more than this
+    /// (PROTOCOL.md 8.1). A node that runs on time fails a call at the Redis timeout.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ocpp_cluster::ClusterConfig;
+    ///
+    /// let config = ClusterConfig::new("redis://127.0.0.1:6379/", "csms-a");
+    /// assert_eq!(config.redis_timeout_most(), Duration::from_secs(2));
+    /// ```
+    pub fn redis_timeout_most(&self) -> Duration {
+        self.redis_timeout.saturating_mul(4)
     }
 
     pub(crate) fn validate(&self) -> Result<(), ClusterError> {

@@ -15,9 +15,18 @@ pub enum ClusterError {
     /// A Redis call failed (connection refused, reset, a script error).
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
-    /// A Redis call did not answer within the configured bound.
-    #[error("redis did not answer within {0:?}")]
-    RedisTimeout(Duration),
+    /// A Redis call did not answer within its bound: the Redis timeout, plus the time the
+    /// node itself was stalled meanwhile (its timers ran late), at most
+    /// [`ClusterConfig::redis_timeout_most`](crate::ClusterConfig::redis_timeout_most).
+    #[error(
+        "redis did not answer within {waited:?} (the node itself stalled for {stalled:?} of it)"
+    )]
+    RedisTimeout {
+        /// How long the call waited.
+        waited: Duration,
+        /// How much of that wait the node's runtime ran late (given back to the call).
+        stalled: Duration,
+    },
     /// Redis answered something this protocol does not produce.
     #[error("unexpected answer from redis: {0}")]
     Protocol(String),
@@ -38,12 +47,14 @@ impl ClusterError {
     /// ```
     /// use std::time::Duration;
     /// use ocpp_cluster::ClusterError;
-    /// assert!(ClusterError::RedisTimeout(Duration::from_millis(500)).is_timeout());
+    /// let waited = Duration::from_millis(500);
+    /// let stalled = Duration::ZERO;
+    /// assert!(ClusterError::RedisTimeout { waited, stalled }.is_timeout());
     /// assert!(!ClusterError::Config("empty node id".into()).is_timeout());
     /// ```
     pub fn is_timeout(&self) -> bool {
         match self {
-            ClusterError::RedisTimeout(_) => true,
+            ClusterError::RedisTimeout { .. } => true,
             ClusterError::Redis(e) => e.is_timeout(),
             _ => false,
         }

@@ -38,6 +38,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod bound;
 mod bridge;
 mod claims;
 mod cluster;

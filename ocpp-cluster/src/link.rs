@@ -91,12 +91,14 @@ fn with_credentials(
     info
 }
 
-/// The settings of every connection to a data node: each attempt and each answer bounded by
-/// the Redis timeout, one reconnection attempt per failed call.
+/// The settings of every connection to a data node: each attempt bounded by the Redis
+/// timeout, one reconnection attempt per failed call. An answer is bounded by the call's
+/// [`Bound`](crate::bound::Bound), which gives back the node's own stall: the client's own
+/// response timeout is its most, so as not to cut a call the bound still allows.
 fn manager_config(config: &ClusterConfig) -> ConnectionManagerConfig {
     ConnectionManagerConfig::new()
         .set_connection_timeout(Some(config.redis_timeout))
-        .set_response_timeout(Some(config.redis_timeout))
+        .set_response_timeout(Some(config.redis_timeout_most()))
         .set_number_of_retries(1)
         .set_min_delay(Duration::from_millis(20))
         .set_max_delay(config.redis_timeout)

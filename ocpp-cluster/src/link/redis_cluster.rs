@@ -14,12 +14,13 @@ use crate::cluster::lock;
 use crate::config::ClusterTarget;
 use crate::{ClusterConfig, ClusterError};
 
-/// The settings of a Redis Cluster connection: each attempt and each answer bounded by the
-/// Redis timeout.
+/// The settings of a Redis Cluster connection: each attempt bounded by the Redis timeout, each
+/// answer by the call's [`Bound`](crate::bound::Bound) (the client's own response timeout is
+/// the bound's most, as on one Redis).
 fn cluster_config(config: &ClusterConfig) -> redis::cluster::ClusterConfig {
     redis::cluster::ClusterConfig::new()
         .set_connection_timeout(config.redis_timeout)
-        .set_response_timeout(config.redis_timeout)
+        .set_response_timeout(config.redis_timeout_most())
 }
 
 /// The link of a `redis-cluster://` URL.
@@ -47,7 +48,7 @@ pub(super) fn open(
     let client = redis::cluster::ClusterClientBuilder::new(nodes)
         .use_protocol(ProtocolVersion::RESP3)
         .connection_timeout(config.redis_timeout)
-        .response_timeout(config.redis_timeout)
+        .response_timeout(config.redis_timeout_most())
         .retries(2)
         .build()
         .map_err(|e| ClusterError::Config(format!("redis url: {e}")))?;

@@ -13,6 +13,7 @@ use redis::{
 use tokio::sync::mpsc;
 
 use super::sentinel::{Master, SentinelLink};
+use crate::bound::Bound;
 use crate::ClusterError;
 
 /// The shortest time between two questions to the sentinels.
@@ -38,7 +39,10 @@ pub(super) struct Resolver {
     pub(super) epoch_key: String,
     /// `failover.lua`, run on a new master before it is used.
     pub(super) failover: redis::Script,
+    /// The bound of a sentinel's answer.
     pub(super) timeout: Duration,
+    /// The bound of a call to a data node.
+    pub(super) bound: Bound,
 }
 
 impl Resolver {
@@ -101,8 +105,10 @@ impl Resolver {
         let client = redis::Client::open(info)?;
         let mut manager =
             ConnectionManager::new_lazy_with_config(client.clone(), self.manager_config.clone())?;
-        let role: Role =
-            bounded(self.timeout, redis::cmd("ROLE").query_async(&mut manager)).await?;
+        let role: Role = self
+            .bound
+            .run(redis::cmd("ROLE").query_async(&mut manager))
+            .await?;
         if !matches!(role, Role::Primary { .. }) {
             return Err(ClusterError::Protocol(format!(
                 "the sentinels name {addr} the master, which says it is not (yet)"
@@ -120,7 +126,9 @@ impl Resolver {
                 // and hands out epochs above the old master's.
                 let mut failover = self.failover.key(&self.since_key);
                 failover.key(&self.epoch_key);
-                bounded(self.timeout, failover.invoke_async::<i64>(&mut manager)).await?;
+                self.bound
+                    .run(failover.invoke_async::<i64>(&mut manager))
+                    .await?;
                 tracing::warn!(from = %old.addr, to = %addr, "the Redis master moved: following it");
                 old.generation + 1
             }
@@ -235,16 +243,5 @@ async fn follow_switches(
             return;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
-async fn bounded<T>(
-    timeout: Duration,
-    work: impl std::future::Future<Output = RedisResult<T>>,
-) -> Result<T, ClusterError> {
-    match tokio::time::timeout(timeout, work).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(ClusterError::Redis(e)),
-        Err(_) => Err(ClusterError::RedisTimeout(timeout)),
     }
 }

@@ -94,6 +94,7 @@ pub(super) fn open(
         epoch_key: config.epoch_key(),
         failover: redis::Script::new(crate::scripts::FAILOVER),
         timeout: config.redis_timeout,
+        bound: crate::bound::Bound::of(config),
     };
     runtime.spawn(resolver.run());
     link.want();
