@@ -13,6 +13,8 @@
 //! reactor's first 1,024 events; before its driver read past tokio's readiness, 1 of the 1,500
 //! was closed in 4 runs of 7).
 //!
+//! Each over plain TCP and over TLS, where the pongs wait as TLS records.
+//!
 //! Bounded: every wait has a deadline; the test takes about 12 s per server.
 
 mod common;
@@ -46,25 +48,38 @@ fn read_available(cp: &mut ChargePoint, buf: &mut [u8]) -> bool {
     true
 }
 
-fn pongs_read_after_a_stall_are_in_time(binary: &str, options: &[&str]) {
-    let ping_interval = PING_INTERVAL_S.to_string();
-    let pong_timeout = PONG_TIMEOUT_S.to_string();
-    let mut args = vec![
-        "--ping-interval-s",
-        &ping_interval,
-        "--pong-timeout-s",
-        &pong_timeout,
+/// Over plain TCP, or over TLS (`wss://`: the pongs wait in the socket as TLS records, which
+/// the server must decrypt before it judges their deadlines).
+#[derive(Clone, Copy, PartialEq)]
+enum Transport {
+    Plain,
+    Tls,
+}
+
+fn pongs_read_after_a_stall_are_in_time(binary: &str, options: &[&str], transport: Transport) {
+    let pki = Pki::new("keepalive");
+    let mut args: Vec<String> = vec![
+        "--ping-interval-s".into(),
+        PING_INTERVAL_S.to_string(),
+        "--pong-timeout-s".into(),
+        PONG_TIMEOUT_S.to_string(),
     ];
-    args.extend_from_slice(options);
+    args.extend(options.iter().map(|option| option.to_string()));
+    let tls = (transport == Transport::Tls).then(|| {
+        args.extend(pki.server_args());
+        pki.client(None)
+    });
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = Server::start(binary, &args);
     let pid = Pid::from_child(&server.child);
     let mut cps: Vec<ChargePoint> = (0..CHARGE_POINTS)
         .map(|i| {
-            let cp = ChargePoint::connect(
+            let cp = ChargePoint::connect_with(
                 server.ocpp,
                 &format!("KA{i:05}"),
                 &[OcppVersion::V1_6],
                 None,
+                tls.as_ref(),
             )
             .expect("upgrade");
             cp.stream
@@ -137,16 +152,42 @@ fn pongs_read_after_a_stall_are_in_time(binary: &str, options: &[&str]) {
 
 #[test]
 fn mio_server_reads_the_pongs_before_it_judges_their_deadlines() {
-    pongs_read_after_a_stall_are_in_time(env!("CARGO_BIN_EXE_mio-server"), &[]);
+    pongs_read_after_a_stall_are_in_time(env!("CARGO_BIN_EXE_mio-server"), &[], Transport::Plain);
+}
+
+#[test]
+fn mio_server_reads_the_pongs_over_tls_before_it_judges_their_deadlines() {
+    pongs_read_after_a_stall_are_in_time(env!("CARGO_BIN_EXE_mio-server"), &[], Transport::Tls);
 }
 
 #[test]
 fn tokio_server_reads_the_pongs_before_it_judges_their_deadlines() {
-    pongs_read_after_a_stall_are_in_time(env!("CARGO_BIN_EXE_tokio-server"), &[]);
+    pongs_read_after_a_stall_are_in_time(env!("CARGO_BIN_EXE_tokio-server"), &[], Transport::Plain);
+}
+
+#[test]
+fn tokio_server_reads_the_pongs_over_tls_before_it_judges_their_deadlines() {
+    pongs_read_after_a_stall_are_in_time(env!("CARGO_BIN_EXE_tokio-server"), &[], Transport::Tls);
 }
 
 /// The library's default layout: a task per connection, whose deadlines are tokio timers.
 #[test]
 fn tokio_server_with_a_task_per_connection_reads_the_pongs_before_it_judges_their_deadlines() {
-    pongs_read_after_a_stall_are_in_time(env!("CARGO_BIN_EXE_tokio-server"), &["--shards", "0"]);
+    pongs_read_after_a_stall_are_in_time(
+        env!("CARGO_BIN_EXE_tokio-server"),
+        &["--shards", "0"],
+        Transport::Plain,
+    );
+}
+
+/// The same over TLS: the driver reads the TLS records past tokio's readiness and decrypts them
+/// (`ocpp-tokio/src/driver/past_readiness.rs`).
+#[test]
+fn tokio_server_with_a_task_per_connection_reads_the_pongs_over_tls_before_it_judges_their_deadlines(
+) {
+    pongs_read_after_a_stall_are_in_time(
+        env!("CARGO_BIN_EXE_tokio-server"),
+        &["--shards", "0"],
+        Transport::Tls,
+    );
 }
