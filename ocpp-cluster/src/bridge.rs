@@ -20,7 +20,10 @@ use crate::{
     CommandOutcome, Executor,
 };
 
-/// How many requests may wait for the cluster thread before [`BridgeError::Full`].
+/// How many requests may wait for the cluster thread before [`BridgeError::Full`]: commands,
+/// listings, refreshes, a drain. Claims and releases do not count: they have a queue of their
+/// own, unbounded because a connection makes one of each (the connections the node holds bound
+/// it), so that a storm of connects or disconnects never refuses one.
 const REQUEST_QUEUE: usize = 4096;
 
 /// The wake callback: called after each output is queued (e.g. `mio::Waker::wake`).
@@ -269,6 +272,8 @@ impl Executor for BridgeExecutor {
 /// ```
 pub struct ClusterBridge {
     requests: Option<mpsc::Sender<Request>>,
+    /// Claims and releases: one of each per connection.
+    claims: Option<mpsc::UnboundedSender<Request>>,
     outputs: std_mpsc::Receiver<BridgeOutput>,
     cluster: Cluster,
     jobs: Jobs,
@@ -300,10 +305,15 @@ impl ClusterBridge {
             next: AtomicU64::new(1),
         });
         let (req_tx, req_rx) = mpsc::channel(REQUEST_QUEUE);
+        let (claims_tx, claims_rx) = mpsc::unbounded_channel();
         let (started_tx, started_rx) = std_mpsc::channel();
+        let queues = Queues {
+            requests: req_rx,
+            claims: claims_rx,
+        };
         let thread = thread::Builder::new()
             .name("ocpp-cluster".to_owned())
-            .spawn(move || run(config, executor, out, req_rx, started_tx))
+            .spawn(move || run(config, executor, out, queues, started_tx))
             .map_err(|e| ClusterError::Thread(e.to_string()))?;
         let cluster = match started_rx.recv() {
             Ok(Ok(cluster)) => cluster,
@@ -312,6 +322,7 @@ impl ClusterBridge {
         };
         Ok(ClusterBridge {
             requests: Some(req_tx),
+            claims: Some(claims_tx),
             outputs,
             cluster,
             jobs,
@@ -322,6 +333,14 @@ impl ClusterBridge {
 
     fn request_id(&self) -> RequestId {
         RequestId(self.next_request.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Queues a claim or a release (never full: see [`REQUEST_QUEUE`]).
+    fn send_claim(&self, request: Request) -> Result<(), BridgeError> {
+        let Some(claims) = &self.claims else {
+            return Err(BridgeError::Closed);
+        };
+        claims.send(request).map_err(|_| BridgeError::Closed)
     }
 
     fn send(&self, request: Request) -> Result<(), BridgeError> {
@@ -345,9 +364,9 @@ impl ClusterBridge {
     }
 
     /// Takes `identity`: held locally at once (commands route here from now on), registered in
-    /// Redis by the cluster thread ([`BridgeOutput::Registered`] follows). If the queue is full
-    /// the next refresh round registers it and nothing follows: a server waiting for the
-    /// output bounds its wait ([`ClusterConfig::claim_wait`]).
+    /// Redis by the cluster thread ([`BridgeOutput::Registered`] follows; a server waiting for
+    /// it bounds its wait, [`ClusterConfig::claim_wait`]). A claim is never refused for want
+    /// of room: claims and releases have a queue of their own, bounded by the connections.
     pub fn claim(&self, identity: &str) -> ClaimTicket {
         self.claim_as(identity, None)
     }
@@ -356,8 +375,8 @@ impl ClusterBridge {
     /// ([`Cluster::claim_as`]).
     pub fn claim_as(&self, identity: &str, version: Option<OcppVersion>) -> ClaimTicket {
         let ticket = self.cluster.hold(identity, version);
-        // With the queue full the claim stays pending: the next refresh round registers it.
-        let _ = self.send(Request::Register {
+        // Only a cluster thread that has ended refuses it; the claim then stays pending.
+        let _ = self.send_claim(Request::Register {
             identity: identity.to_owned(),
             ticket,
         });
@@ -365,14 +384,15 @@ impl ClusterBridge {
     }
 
     /// The charge point left: the local claim goes at once; the Redis release follows
-    /// ([`BridgeOutput::Released`]). On `Err` the Redis claim is left to expire with its TTL
-    /// (commands meanwhile get NotConnected from this node).
+    /// ([`BridgeOutput::Released`]). Never refused for want of room (a queue of its own, as
+    /// for claims); on `Err` (the cluster thread has ended) the Redis claim is left to expire
+    /// with its TTL (commands meanwhile get NotConnected from this node).
     pub fn release(&self, identity: &str, ticket: ClaimTicket) -> Result<RequestId, BridgeError> {
         let request = self.request_id();
         // Counted from now: a drain asked for after this waits for it.
         let in_flight = self.cluster.release_started();
         let epoch = self.cluster.forget(identity, ticket);
-        self.send(Request::Release {
+        self.send_claim(Request::Release {
             request,
             identity: identity.to_owned(),
             epoch,
@@ -484,11 +504,29 @@ impl ClusterBridge {
 
 impl Drop for ClusterBridge {
     fn drop(&mut self) {
-        // Closing the request queue ends the thread's loop, then its runtime and the node's
+        // Closing the request queues ends the thread's loop, then its runtime and the node's
         // tasks (nothing is released: call drain first to leave cleanly).
         self.requests = None;
+        self.claims = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+    }
+}
+
+/// The cluster thread's two queues: requests (bounded) and claims and releases.
+struct Queues {
+    requests: mpsc::Receiver<Request>,
+    claims: mpsc::UnboundedReceiver<Request>,
+}
+
+impl Queues {
+    /// The next request of either queue; `None` once the bridge is gone (both closed).
+    async fn next(&mut self) -> Option<Request> {
+        tokio::select! {
+            Some(request) = self.claims.recv() => Some(request),
+            Some(request) = self.requests.recv() => Some(request),
+            else => None,
         }
     }
 }
@@ -497,7 +535,7 @@ fn run(
     config: ClusterConfig,
     executor: Arc<BridgeExecutor>,
     out: Outputs,
-    mut requests: mpsc::Receiver<Request>,
+    mut queues: Queues,
     started: std_mpsc::Sender<Result<Cluster, ClusterError>>,
 ) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -527,7 +565,7 @@ fn run(
                 events_out.send(BridgeOutput::Event(event));
             }
         });
-        while let Some(request) = requests.recv().await {
+        while let Some(request) = queues.next().await {
             let cluster = cluster.clone();
             let out = out.clone();
             tokio::spawn(async move { serve(cluster, out, request).await });

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use common::{info_field, wait_until, Probe, RedisServer};
 use futures_util::StreamExt;
-use ocpp_cluster::{scripts, Cluster, ClusterConfig, ClusterEvent, ClusterEvents};
+use ocpp_cluster::{
+    scripts, BridgeOutput, Cluster, ClusterBridge, ClusterConfig, ClusterEvent, ClusterEvents,
+};
 
 /// A node that refreshes only when the test asks (a round a minute, after the rounds at its
 /// start, which this lets pass), in batches of `batch` claims.
@@ -206,6 +208,86 @@ async fn a_drain_releases_its_claims_in_batches() {
             ""
         );
     }
+}
+
+/// A mio loop's storm through the bridge: 10,000 charge points connect at once, then leave at
+/// once, more than the 4,096 requests its queue holds. No claim and no release is refused for
+/// want of room (before: the claims past the queue stayed pending until a refresh round, the
+/// releases were refused with `Full` and left to expire with their TTL); each claim is
+/// registered and each release done in Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridge_takes_a_storm_of_claims_and_releases_past_its_request_queue() {
+    const STORM: usize = 10_000;
+    let redis = RedisServer::start();
+    let config = ClusterConfig::new(redis.url(), "m")
+        .with_claim_ttl(Duration::from_secs(180))
+        .with_redis_timeout(Duration::from_secs(3));
+    let bridge = ClusterBridge::spawn(config, Box::new(|| {})).expect("spawn");
+    let mut raw = redis.connection().await;
+    // The "mio loop": a plain thread that claims, waits for every registration, releases.
+    let mio = std::thread::spawn(move || {
+        let outputs = |bridge: &ClusterBridge, want: usize| {
+            let mut outputs = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while outputs.len() < want && Instant::now() < deadline {
+                match bridge.try_recv() {
+                    Some(output @ BridgeOutput::Registered { .. })
+                    | Some(output @ BridgeOutput::Released { .. }) => outputs.push(output),
+                    Some(_) => {}
+                    None => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+            outputs
+        };
+        // Connected first: a claim made before the node reaches Redis is left to a round.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !bridge.is_connected() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let tickets: Vec<_> = (0..STORM)
+            .map(|i| bridge.claim(&format!("CP-{i}")))
+            .collect();
+        let registered = outputs(&bridge, STORM);
+        let released: Vec<_> = tickets
+            .iter()
+            .enumerate()
+            .map(|(i, ticket)| bridge.release(&format!("CP-{i}"), *ticket))
+            .collect();
+        let done = outputs(&bridge, STORM);
+        (bridge, registered, released, done)
+    });
+    let (bridge, registered, released, done) = tokio::task::spawn_blocking(move || mio.join())
+        .await
+        .expect("join")
+        .expect("the loop");
+
+    let epochs = registered
+        .iter()
+        .filter(|o| matches!(o, BridgeOutput::Registered { epoch: Some(_), .. }))
+        .count();
+    assert_eq!(epochs, STORM, "every claim registered with an epoch");
+    let refused = released.iter().filter(|r| r.is_err()).count();
+    assert_eq!(refused, 0, "no release refused");
+    let in_redis = done
+        .iter()
+        .filter(|o| {
+            matches!(
+                o,
+                BridgeOutput::Released {
+                    result: Ok(true),
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(in_redis, STORM, "every release done in Redis");
+    for i in (0..STORM).step_by(97) {
+        assert_eq!(hget(&mut raw, &format!("ocpp:cp:CP-{i}"), "node").await, "");
+    }
+    // Dropped on a thread without a runtime (as in the mio server): joins the cluster thread.
+    std::thread::spawn(move || drop(bridge))
+        .join()
+        .expect("drop");
 }
 
 /// A round over claims in every state a refresh meets, in batches of 10: 29 claims are
