@@ -91,6 +91,12 @@ def main():
             "nodes_cpu_percent": cpu("nodes_ticks"),
             "redis_cpu_percent": cpu("redis_ticks"),
             "load_cpu_percent": cpu("load_ticks"),
+            # Redis's main thread: seconds it ran, and seconds it was runnable but waited
+            # for a CPU (/proc/PID/schedstat), from the nodes' start to the hold's end.
+            "redis_ran_s": round((h1.get("redis_run_ns", 0) - up.get("redis_run_ns", 0)) / 1e9, 1),
+            "redis_waited_for_cpu_s": round(
+                (h1.get("redis_wait_ns", 0) - up.get("redis_wait_ns", 0)) / 1e9, 1
+            ),
             "claims": fig.get("claims_after_hold"),
             "commands_other_node": read(os.path.join(out, "commands-hold.json")),
         }
@@ -189,7 +195,9 @@ def main():
         f"{hold.get('redis_commands_per_s')} Redis commands/s "
         f"({hold.get('redis_commands_per_s_per_claim')} per claim); CPU nodes "
         f"{hold.get('nodes_cpu_percent')} %, Redis {hold.get('redis_cpu_percent')} %, "
-        f"ocpp-load {hold.get('load_cpu_percent')} %"
+        f"ocpp-load {hold.get('load_cpu_percent')} %; Redis's thread from the start to the hold's "
+        f"end ran {hold.get('redis_ran_s')} s and waited {hold.get('redis_waited_for_cpu_s')} s "
+        f"for a CPU"
     )
     print(
         f"- commands through another node: {c.get('ok')} of {c.get('commands')} answered, "
