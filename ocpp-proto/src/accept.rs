@@ -115,32 +115,7 @@ fn is_resource_exhaustion(error: &io::Error) -> bool {
 /// assert_eq!((rate.per_second(), rate.burst()), (500, 100));
 /// assert_eq!(AcceptRate::new(0, 0), AcceptRate::new(1, 1));
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AcceptRate {
-    per_second: u32,
-    burst: u32,
-}
-
-impl AcceptRate {
-    /// `per_second` connections a second (at least 1), up to `burst` of them at once (at
-    /// least 1).
-    pub fn new(per_second: u32, burst: u32) -> Self {
-        AcceptRate {
-            per_second: per_second.max(1),
-            burst: burst.max(1),
-        }
-    }
-
-    /// Connections accepted a second.
-    pub fn per_second(self) -> u32 {
-        self.per_second
-    }
-
-    /// Connections accepted at once.
-    pub fn burst(self) -> u32 {
-        self.burst
-    }
-}
+pub type AcceptRate = crate::Rate;
 
 /// The state of one accept loop under an [`AcceptRate`]: a generic cell rate algorithm (the
 /// theoretical arrival time of the next slot; `burst` slots may be taken ahead). It holds no
@@ -196,9 +171,8 @@ impl AcceptPacer {
     /// ```
     pub fn one_of(rate: AcceptRate, loops: usize) -> Self {
         let loops = u32::try_from(loops.max(1)).unwrap_or(u32::MAX);
-        let nanos = (1_000_000_000u64 * u64::from(loops)).div_ceil(u64::from(rate.per_second));
-        let interval = Duration::from_nanos(nanos);
-        let burst = rate.burst.div_ceil(loops).max(1);
+        let interval = rate.interval_of(loops);
+        let burst = rate.burst().div_ceil(loops).max(1);
         AcceptPacer {
             interval,
             tolerance: interval * (burst - 1),

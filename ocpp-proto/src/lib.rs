@@ -59,6 +59,7 @@ mod event;
 mod identity;
 mod identity_table;
 mod outcome;
+mod rate;
 mod rejection;
 pub mod station;
 mod timer;
@@ -66,6 +67,7 @@ mod timer;
 pub use answer::{Answer, AnswerError, ErrorAnswer};
 pub use command::command_request;
 pub use outcome::{CallFailure, CallOutcome, Delivery};
+pub use rate::Rate;
 pub use rejection::Rejection;
 
 pub use config::{ConnectionConfig, DeflatePolicy, NoCommonVersion, VersionPolicy};

@@ -37,35 +37,13 @@ const EARLY: u64 = 1_000;
 /// let config = CsmsConfig::default().boot_rate(BootRate::new(200, 50));
 /// assert_eq!(config.get_boot_rate(), Some(BootRate::new(200, 50)));
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BootRate {
-    per_second: u32,
-    burst: u32,
-}
+pub type BootRate = ocpp_proto::Rate;
 
-impl BootRate {
-    /// `per_second` boots a second (at least 1), up to `burst` of them at once (at least 1).
-    pub fn new(per_second: u32, burst: u32) -> Self {
-        BootRate {
-            per_second: per_second.max(1),
-            burst: burst.max(1),
-        }
-    }
-
-    /// Boots accepted a second.
-    pub fn per_second(self) -> u32 {
-        self.per_second
-    }
-
-    /// Boots accepted at once.
-    pub fn burst(self) -> u32 {
-        self.burst
-    }
-
-    /// Milliseconds between two slots.
-    fn slot_ms(self) -> u64 {
-        (1_000 / u64::from(self.per_second)).max(1)
-    }
+/// Milliseconds between two slots of `rate`, rounded up (never faster than the rate).
+fn slot_ms(rate: BootRate) -> u64 {
+    u64::try_from(rate.interval().as_nanos().div_ceil(1_000_000))
+        .unwrap_or(u64::MAX)
+        .max(1)
 }
 
 /// What [`Admission::admit`] decided.
@@ -109,11 +87,11 @@ impl Admission {
             // Back too early: the same slot, still.
             return Admitted::After(seconds_until(now, slot));
         }
-        let slot_ms = self.rate.slot_ms();
+        let slot_ms = slot_ms(self.rate);
         let slot = self.next_slot.max(now);
         self.next_slot = slot + slot_ms;
         // Up to `burst` slots ahead of now may be taken at once.
-        let tolerance = slot_ms * u64::from(self.rate.burst - 1);
+        let tolerance = slot_ms * u64::from(self.rate.burst() - 1);
         if slot <= now + tolerance {
             return Admitted::Now;
         }
