@@ -52,7 +52,9 @@ pub(crate) enum RedisLink {
     Cluster {
         client: Arc<redis::cluster::ClusterClient>,
         connection: ClusterConnection,
-        timeout: Duration,
+        /// The bounds of every connection to the cluster (`redis_cluster::cluster_config`),
+        /// the inbox's too.
+        settings: redis::cluster::ClusterConfig,
         /// The `run_id` of every master at the last look ([`RedisLink::new_master`]).
         masters: Arc<std::sync::Mutex<Option<std::collections::BTreeSet<String>>>>,
         /// The slot map refresh rounds group their claims with ([`RedisLink::slot_map`]).

@@ -162,13 +162,10 @@ impl RedisLink {
                 }
             }
             RedisLink::Cluster {
-                client, timeout, ..
+                client, settings, ..
             } => {
                 let (pushes_in, pushes) = mpsc::unbounded_channel();
-                let config = redis::cluster::ClusterConfig::new()
-                    .set_connection_timeout(*timeout)
-                    .set_response_timeout(*timeout)
-                    .set_push_sender(pushes_in);
+                let config = settings.clone().set_push_sender(pushes_in);
                 let connection = client.get_async_connection_with_config(config).await?;
                 let inbox = Inbox::Sharded {
                     connection,

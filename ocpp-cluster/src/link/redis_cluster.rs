@@ -54,11 +54,12 @@ pub(super) fn open(
         .map_err(|e| ClusterError::Config(format!("redis url: {e}")))?;
     // Connects in the background (the node starts without waiting for Redis).
     let _entered = runtime.enter();
-    let connection = client.get_pending_async_connection_with_config(cluster_config(config));
+    let settings = cluster_config(config);
+    let connection = client.get_pending_async_connection_with_config(settings.clone());
     Ok(RedisLink::Cluster {
         client: Arc::new(client),
         connection,
-        timeout: config.redis_timeout,
+        settings,
         masters: Arc::default(),
         slots: Arc::default(),
     })
