@@ -78,6 +78,25 @@ impl<H: PartialEq> IdentityTable<H> {
         self.holders.get(identity)
     }
 
+    /// The identity as the table holds it and its handle (looked up by a `&str` too): a
+    /// handle that keeps no identity of its own can be given one without allocating.
+    ///
+    /// ```
+    /// use ocpp_proto::{ChargePointIdentity, IdentityTable};
+    /// let mut table = IdentityTable::new();
+    /// table.register(ChargePointIdentity::new("CP1".into(), false)?, 7);
+    /// let (identity, handle) = table.get_key_value("CP1").unwrap();
+    /// assert_eq!((identity.as_str(), *handle), ("CP1", 7));
+    /// # Ok::<(), ocpp_proto::IdentityError>(())
+    /// ```
+    pub fn get_key_value<Q>(&self, identity: &Q) -> Option<(&ChargePointIdentity, &H)>
+    where
+        ChargePointIdentity: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.holders.get_key_value(identity)
+    }
+
     /// How many identities are held.
     pub fn len(&self) -> usize {
         self.holders.len()

@@ -3,8 +3,7 @@
 use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
-use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -200,50 +199,6 @@ impl ConnectionSettings {
     );
 }
 
-/// [`ConnectionSettings`] as the link keeps them: 32 bytes instead of 64 (the link is one per
-/// connection). Nanoseconds in a `u64` (longer durations saturate at 584 years, which every
-/// timeout here means as "never"); `u64::MAX` is `None`.
-#[derive(Clone, Copy)]
-struct StoredSettings {
-    ping_interval: u64,
-    /// Plus one: never zero, so `Option<StoredSettings>` needs no tag.
-    pong_timeout: NonZeroU64,
-    idle_timeout: u64,
-    call_timeout: u64,
-}
-
-impl StoredSettings {
-    fn nanos(duration: Duration) -> u64 {
-        u64::try_from(duration.as_nanos()).map_or(u64::MAX - 1, |n| n.min(u64::MAX - 1))
-    }
-
-    fn optional_nanos(duration: Option<Duration>) -> u64 {
-        duration.map_or(u64::MAX, Self::nanos)
-    }
-
-    fn optional_duration(nanos: u64) -> Option<Duration> {
-        (nanos != u64::MAX).then(|| Duration::from_nanos(nanos))
-    }
-
-    fn new(settings: ConnectionSettings) -> Self {
-        StoredSettings {
-            ping_interval: Self::optional_nanos(settings.ping_interval),
-            pong_timeout: NonZeroU64::MIN.saturating_add(Self::nanos(settings.pong_timeout)),
-            idle_timeout: Self::optional_nanos(settings.idle_timeout),
-            call_timeout: Self::nanos(settings.call_timeout),
-        }
-    }
-
-    fn settings(self) -> ConnectionSettings {
-        ConnectionSettings {
-            ping_interval: Self::optional_duration(self.ping_interval),
-            pong_timeout: Duration::from_nanos(self.pong_timeout.get() - 1),
-            idle_timeout: Self::optional_duration(self.idle_timeout),
-            call_timeout: Duration::from_nanos(self.call_timeout),
-        }
-    }
-}
-
 /// What a connection's task and its handles share: the mailbox and, once connected, the
 /// application's state for the connection.
 pub(crate) struct Link {
@@ -255,18 +210,26 @@ pub(crate) struct Link {
     /// nothing, cleared by every `push` (both under the lock). The task reads it without the
     /// lock on every turn: a push it misses wakes it.
     idle: AtomicBool,
+    /// The negotiated OCPP version, once the connection is open (a [`ChargePoint`] is made):
+    /// its place in [`OcppVersion::ALL`] plus one; 0 before. Kept here, not in each handle,
+    /// so that the registry holds a charge point in one pointer (beside `idle`, in the same
+    /// word).
+    version: AtomicU8,
 }
 
 #[derive(Default)]
 struct Mailbox {
     commands: VecDeque<LinkCommand>,
     waker: Option<Waker>,
-    /// How many of `commands` are CALLs and SENDs (the bounded kind).
-    bounded: usize,
+    /// How many of `commands` are CALLs and SENDs (the bounded kind; at most the link's
+    /// `capacity`, a `u32`).
+    bounded: u32,
     /// The task is gone: commands are refused.
     closed: bool,
-    /// Once connected: the connection's current settings.
-    settings: Option<StoredSettings>,
+    /// Once connected: the connection's configuration, the server's own `Arc` until
+    /// [`ChargePoint::set_settings`] gives this connection one of its own (so the link holds
+    /// a pointer, not the settings).
+    config: Option<Arc<ConnectionConfig>>,
 }
 
 impl Link {
@@ -276,7 +239,27 @@ impl Link {
             mailbox: Mutex::new(Mailbox::default()),
             capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
             idle: AtomicBool::new(false),
+            version: AtomicU8::new(0),
         })
+    }
+
+    /// The negotiated version (set once, when the connection's [`ChargePoint`] is made; the
+    /// oldest version before, which no handle sees: a handle exists only after).
+    fn version(&self) -> OcppVersion {
+        let code = usize::from(self.version.load(Ordering::Relaxed));
+        OcppVersion::ALL
+            .get(code.wrapping_sub(1))
+            .copied()
+            .unwrap_or(OcppVersion::V1_6)
+    }
+
+    fn set_version(&self, version: OcppVersion) {
+        let code = OcppVersion::ALL
+            .iter()
+            .position(|v| *v == version)
+            .map_or(0, |i| i + 1);
+        self.version
+            .store(u8::try_from(code).unwrap_or(0), Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, Mailbox> {
@@ -325,7 +308,7 @@ impl Link {
             return Err(false);
         }
         if bounded {
-            if mailbox.bounded >= self.capacity as usize {
+            if mailbox.bounded >= self.capacity {
                 return Err(true);
             }
             mailbox.bounded += 1;
@@ -388,16 +371,16 @@ impl Link {
         self.lock().closed
     }
 
-    pub(crate) fn init_settings(&self, settings: ConnectionSettings) {
-        self.lock().settings = Some(StoredSettings::new(settings));
+    /// The connection is open with `config` (its settings, for [`ChargePoint::settings`]).
+    pub(crate) fn init_config(&self, config: Arc<ConnectionConfig>) {
+        self.lock().config = Some(config);
     }
 
     fn settings(&self) -> ConnectionSettings {
-        let settings = self.lock().settings;
-        settings.map_or_else(
-            || ConnectionSettings::from_config(&ConnectionConfig::default()),
-            StoredSettings::settings,
-        )
+        match &self.lock().config {
+            Some(config) => ConnectionSettings::from_config(config),
+            None => ConnectionSettings::from_config(&ConnectionConfig::default()),
+        }
     }
 
     fn set_settings(&self, settings: ConnectionSettings) -> bool {
@@ -405,7 +388,10 @@ impl Link {
         if mailbox.closed {
             return false;
         }
-        mailbox.settings = Some(StoredSettings::new(settings));
+        // The same change the task makes to the connection's own configuration
+        // (`LinkCommand::apply_common`): in mailbox order, so the two stay alike.
+        let config = mailbox.config.as_deref().cloned().unwrap_or_default();
+        mailbox.config = Some(Arc::new(settings.apply(config)));
         drop(mailbox);
         self.push(LinkCommand::Settings(settings)).is_ok()
     }
@@ -431,14 +417,13 @@ impl Link {
 pub struct ChargePoint {
     link: Arc<Link>,
     identity: ChargePointIdentity,
-    version: OcppVersion,
 }
 
 impl fmt::Debug for ChargePoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChargePoint")
             .field("identity", &self.identity)
-            .field("version", &self.version)
+            .field("version", &self.version())
             .field("connected", &self.is_connected())
             .finish()
     }
@@ -460,11 +445,19 @@ impl ChargePoint {
         identity: ChargePointIdentity,
         version: OcppVersion,
     ) -> Self {
-        ChargePoint {
-            link,
-            identity,
-            version,
-        }
+        link.set_version(version);
+        ChargePoint { link, identity }
+    }
+
+    /// The handle of `link`, already made once with [`ChargePoint::new`] (the registry keeps
+    /// the link alone and gives it back its identity, the table's key).
+    pub(crate) fn of_link(link: Arc<Link>, identity: ChargePointIdentity) -> Self {
+        ChargePoint { link, identity }
+    }
+
+    /// Its link, as the registry keeps it.
+    pub(crate) fn link(&self) -> &Arc<Link> {
+        &self.link
     }
 
     /// The identity (last segment of the URL path, percent-decoded).
@@ -474,7 +467,7 @@ impl ChargePoint {
 
     /// The negotiated OCPP version.
     pub fn version(&self) -> OcppVersion {
-        self.version
+        self.link.version()
     }
 
     /// The application's state for this connection (what [`Handler::on_upgrade`] or the
@@ -519,7 +512,7 @@ impl ChargePoint {
     where
         R: ActionRequest + TypedCall,
     {
-        let request = request.into_request(self.version)?;
+        let request = request.into_request(self.version())?;
         let response = self.call_raw(request).await?;
         R::from_response(response)
     }

@@ -478,8 +478,8 @@ pub(crate) mod tests {
     }
 
     /// The task of every connection holds a `Driver`, so its size is memory per connection:
-    /// 320 bytes on a plain socket (344 while it kept a table of waiting callers), of which
-    /// the core's `Connection` is 168 (the rest: the stream 40, the session 40, the answer
+    /// 312 bytes on a plain socket (344 while it kept a table of waiting callers), of which
+    /// the core's `Connection` is 168 (the rest: the stream 40, the session 32, the answer
     /// slot 16, six pointers and the flags). tokio rounds a task (its header and trailer, about 100 bytes, around the
     /// future) up to a multiple of 128 bytes: 512 today (768 before `Rare`), 384 below 280
     /// bytes. A regression guard; the heap per connection is measured in

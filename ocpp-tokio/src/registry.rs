@@ -13,6 +13,7 @@ use ocpp_proto::{command_request, ChargePointIdentity, IdentityTable, OcppVersio
 
 use ocpp_proto::CallFailure;
 
+use crate::charge_point::Link;
 use crate::presence::Presence;
 
 pub use crate::charge_point::{ChargePoint, ConnectionSettings};
@@ -166,8 +167,24 @@ pub trait Remote: Send + Sync + 'static {
     }
 }
 
+/// A charge point as the registry holds it: its link alone (one pointer; the identity is the
+/// table's key and the version is in the link), the same connection when the same link.
+struct Held(Arc<Link>);
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Held {
+    fn charge_point(&self, identity: &ChargePointIdentity) -> ChargePoint {
+        ChargePoint::of_link(self.0.clone(), identity.clone())
+    }
+}
+
 struct Inner {
-    table: RwLock<IdentityTable<ChargePoint>>,
+    table: RwLock<IdentityTable<Held>>,
     remote: Option<Arc<dyn Remote>>,
     /// This server's presence in a cluster, if it is a node of one.
     presence: Option<Arc<dyn Presence>>,
@@ -260,17 +277,19 @@ impl ChargePoints {
         WeakChargePoints(Arc::downgrade(&self.inner))
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, IdentityTable<ChargePoint>> {
+    fn read(&self) -> RwLockReadGuard<'_, IdentityTable<Held>> {
         self.inner.table.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, IdentityTable<ChargePoint>> {
+    fn write(&self) -> RwLockWriteGuard<'_, IdentityTable<Held>> {
         self.inner.table.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The connected charge point with this identity (on this server).
     pub fn get(&self, identity: &str) -> Option<ChargePoint> {
-        self.read().get(identity).cloned()
+        let table = self.read();
+        let (identity, held) = table.get_key_value(identity)?;
+        Some(held.charge_point(identity))
     }
 
     /// How many charge points are connected to this server.
@@ -293,7 +312,11 @@ impl ChargePoints {
 
     /// The charge points connected now (a snapshot).
     pub fn iter(&self) -> std::vec::IntoIter<ChargePoint> {
-        let all: Vec<ChargePoint> = self.read().iter().map(|(_, cp)| cp.clone()).collect();
+        let all: Vec<ChargePoint> = self
+            .read()
+            .iter()
+            .map(|(identity, held)| held.charge_point(identity))
+            .collect();
         all.into_iter()
     }
 
@@ -473,7 +496,10 @@ impl ChargePoints {
         identity: ChargePointIdentity,
         cp: ChargePoint,
     ) -> Option<ChargePoint> {
-        self.write().register(identity, cp)
+        let replaced = self
+            .write()
+            .register(identity.clone(), Held(cp.link().clone()))?;
+        Some(replaced.charge_point(&identity))
     }
 
     /// Takes `cp` out of the registry if it still holds `identity` (whether it did), without
@@ -481,6 +507,6 @@ impl ChargePoints {
     /// that calls for it go through the [`Remote`] at once. The server does it itself when a
     /// connection ends.
     pub fn remove(&self, identity: &ChargePointIdentity, cp: &ChargePoint) -> bool {
-        self.write().remove(identity, cp)
+        self.write().remove(identity, &Held(cp.link().clone()))
     }
 }

@@ -127,31 +127,25 @@ fn a_push_after_an_empty_pop_is_found_and_wakes() {
 }
 
 #[test]
-fn settings_are_kept_as_given() {
-    let link = Link::new(1);
-    let base = ConnectionSettings::from_config(&ConnectionConfig::default());
-    let cases = [
-        base,
-        base.ping_interval(None).idle_timeout(None),
-        base.ping_interval(Some(Duration::from_nanos(1500)))
-            .pong_timeout(Duration::ZERO)
-            .call_timeout(Duration::from_micros(2500)),
-        base.idle_timeout(Some(Duration::from_secs(7 * 24 * 3600)))
-            .pong_timeout(Duration::from_secs(1) + Duration::from_nanos(1)),
-    ];
-    for settings in cases {
-        link.init_settings(settings);
-        assert_eq!(link.settings(), settings);
-    }
-    // Beyond 584 years: kept as the longest, still a duration and not "never".
-    let long = base
+fn settings_are_the_connections_configuration_changed_in_order() {
+    let link = Link::new(4);
+    let config = Arc::new(ConnectionConfig::default().ping_interval(None));
+    link.init_config(config.clone());
+    assert_eq!(link.settings(), ConnectionSettings::from_config(&config));
+    let changed = link
+        .settings()
+        .ping_interval(Some(Duration::from_nanos(1500)))
+        .pong_timeout(Duration::ZERO)
         .idle_timeout(Some(Duration::MAX))
-        .call_timeout(Duration::MAX);
-    link.init_settings(long);
-    let kept = link.settings();
-    assert!(kept
-        .get_idle_timeout()
-        .is_some_and(|d| d > Duration::from_secs(1 << 34)));
-    assert!(kept.get_call_timeout() > Duration::from_secs(1 << 34));
-    assert!(std::mem::size_of::<Option<StoredSettings>>() == 32);
+        .call_timeout(Duration::from_micros(2500));
+    assert!(link.set_settings(changed));
+    assert_eq!(link.settings(), changed);
+    // The server's configuration is untouched: the connection has one of its own now.
+    assert_eq!(config.get_ping_interval(), None);
+    // The task gets the same change, to make to the connection's configuration.
+    let waker = noop();
+    assert!(matches!(link.pop(&waker), Some(LinkCommand::Settings(s)) if s == changed));
+    link.close();
+    assert!(!link.set_settings(changed.ping_interval(None)));
+    assert_eq!(link.settings(), changed);
 }

@@ -16,7 +16,7 @@ use ocpp_proto::{
 use tokio::sync::oneshot;
 
 use super::{BoxFuture, Connection, Flow, ServerShared, Side};
-use crate::charge_point::{CallReply, ConnectionSettings, Link, LinkCommand};
+use crate::charge_point::{CallReply, Link, LinkCommand};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
@@ -264,8 +264,7 @@ impl<H: Handler> Serve<H> {
         let (Some(identity), Some(state)) = (rare.identity.take(), rare.state.take()) else {
             return;
         };
-        self.link
-            .init_settings(ConnectionSettings::from_config(conn.config()));
+        self.link.init_config(conn.config().clone());
         let shared_state: Arc<dyn std::any::Any + Send + Sync> = state.clone();
         let _ = self.link.state.set(shared_state);
         let cp = ChargePoint::new(self.link.clone(), identity.clone(), version);
