@@ -184,19 +184,13 @@ impl<S, H: Handler, T> Driver<S, Serve<H>, T> {
     /// task's own ([`TaskTimer`]) or the shard's.
     pub(crate) fn new(
         shared: std::sync::Arc<ServerShared<H>>,
-        key: u64,
         link: std::sync::Arc<Link>,
         stream: S,
         conn: Connection,
         certificate: Option<PeerCertificate>,
         timer: T,
     ) -> Self {
-        Driver::with_side(
-            stream,
-            conn,
-            timer,
-            Serve::new(shared, key, link, certificate),
-        )
+        Driver::with_side(stream, conn, timer, Serve::new(shared, link, certificate))
     }
 
     /// The peer's address, for [`Connecting::peer_addr`](crate::Connecting::peer_addr).
@@ -478,9 +472,9 @@ pub(crate) mod tests {
     }
 
     /// The task of every connection holds a `Driver`, so its size is memory per connection:
-    /// 312 bytes on a plain socket (344 while it kept a table of waiting callers), of which
+    /// 304 bytes on a plain socket (344 while it kept a table of waiting callers), of which
     /// the core's `Connection` is 168 (the rest: the stream 40, the session 32, the answer
-    /// slot 16, six pointers and the flags). tokio rounds a task (its header and trailer, about 100 bytes, around the
+    /// slot 16, five pointers and the flags). tokio rounds a task (its header and trailer, about 100 bytes, around the
     /// future) up to a multiple of 128 bytes: 512 today (768 before `Rare`), 384 below 280
     /// bytes. A regression guard; the heap per connection is measured in
     /// `tests/heap_per_connection.rs`.

@@ -470,13 +470,11 @@ impl<H: Handler> Service<H> {
         let shared = self.shared.clone();
         let now = Instant::now();
         let conn = Connection::accept_incoming_with_callers(now, shared.config.clone());
-        let (key, link) = shared.enlist();
+        let link = shared.enlist();
         match &self.tls {
             None => {
                 let timer = TaskTimer::new(now);
-                tokio::spawn(
-                    Driver::new(shared, key, link, stream, conn, None, timer).with_peer(peer),
-                );
+                tokio::spawn(Driver::new(shared, link, stream, conn, None, timer).with_peer(peer));
             }
             Some(acceptor) => {
                 let acceptor = acceptor.clone();
@@ -488,7 +486,7 @@ impl<H: Handler> Service<H> {
                         Ok(Ok(tls)) => {
                             let certificate = PeerCertificate::of(tls.get_ref().1);
                             let timer = TaskTimer::new(Instant::now());
-                            Driver::new(shared, key, link, tls, conn, certificate, timer)
+                            Driver::new(shared, link, tls, conn, certificate, timer)
                                 .with_peer(peer)
                                 .await;
                         }
@@ -498,12 +496,12 @@ impl<H: Handler> Service<H> {
                                 hook(&error);
                             }
                             link.close();
-                            shared.discharge(key);
+                            shared.discharge(&link);
                         }
                         Err(_) => {
                             tracing::debug!("TLS handshake timed out");
                             link.close();
-                            shared.discharge(key);
+                            shared.discharge(&link);
                         }
                     }
                 });
@@ -566,16 +564,11 @@ impl<H: Handler> Service<H> {
         let next = self.shards.next.fetch_add(1, Ordering::Relaxed) % senders.len();
         let conn =
             Connection::accept_incoming_with_callers(Instant::now(), self.shared.config.clone());
-        let (key, link) = self.shared.enlist();
-        let incoming = crate::shard::Incoming {
-            stream,
-            conn,
-            key,
-            link,
-        };
+        let link = self.shared.enlist();
+        let incoming = crate::shard::Incoming { stream, conn, link };
         if let Err(returned) = senders[next].send(incoming) {
             returned.0.link.close();
-            self.shared.discharge(key);
+            self.shared.discharge(&returned.0.link);
         }
     }
 
@@ -614,11 +607,9 @@ impl<H: Handler> Service<H> {
         let shared = self.shared.clone();
         let now = Instant::now();
         let conn = Connection::accept_incoming_with_callers(now, shared.config.clone());
-        let (key, link) = shared.enlist();
+        let link = shared.enlist();
         let timer = TaskTimer::new(now);
-        tokio::spawn(
-            Driver::new(shared, key, link, stream, conn, certificate, timer).with_peer(peer),
-        );
+        tokio::spawn(Driver::new(shared, link, stream, conn, certificate, timer).with_peer(peer));
     }
 
     /// Graceful shutdown of what is being served (the listener, if any, is not touched):

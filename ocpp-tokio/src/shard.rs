@@ -58,7 +58,6 @@ const EVENTS: usize = 1024;
 pub(crate) struct Incoming {
     pub(crate) stream: TcpStream,
     pub(crate) conn: Connection,
-    pub(crate) key: u64,
     pub(crate) link: Arc<Link>,
 }
 
@@ -336,7 +335,6 @@ struct Handshake {
     conn: Connection,
     /// The peer's address, for [`Connecting::peer_addr`](crate::Connecting::peer_addr).
     peer: Option<std::net::SocketAddr>,
-    key: u64,
     link: Arc<Link>,
     deadline: Instant,
 }
@@ -444,7 +442,6 @@ impl<H: Handler> Shard<H> {
         let Incoming {
             mut stream,
             conn,
-            key,
             link,
         } = incoming;
         let shared = &self.core.shared;
@@ -459,7 +456,7 @@ impl<H: Handler> Shard<H> {
         if let Err(error) = registered {
             tracing::warn!(%error, "a shard could not watch a socket");
             link.close();
-            shared.discharge(key);
+            shared.discharge(&link);
             return;
         }
         let peer = stream.peer_addr().ok();
@@ -468,7 +465,6 @@ impl<H: Handler> Shard<H> {
             None => State::Plain(
                 Driver::new(
                     shared.clone(),
-                    key,
                     link,
                     stream,
                     conn,
@@ -484,7 +480,6 @@ impl<H: Handler> Shard<H> {
                     accept: acceptor.accept(stream),
                     conn,
                     peer,
-                    key,
                     link,
                     deadline,
                 }))
@@ -637,7 +632,7 @@ impl<H: Handler> Inner<H> {
                         Poll::Pending => {
                             tracing::debug!("TLS handshake timed out");
                             handshake.link.close();
-                            core.shared.discharge(handshake.key);
+                            core.shared.discharge(&handshake.link);
                             break true;
                         }
                         Poll::Ready(Err(error)) => {
@@ -646,7 +641,7 @@ impl<H: Handler> Inner<H> {
                                 hook(&error);
                             }
                             handshake.link.close();
-                            core.shared.discharge(handshake.key);
+                            core.shared.discharge(&handshake.link);
                             break true;
                         }
                         Poll::Ready(Ok(tls)) => {
@@ -656,17 +651,12 @@ impl<H: Handler> Inner<H> {
                                 break true;
                             };
                             let Handshake {
-                                conn,
-                                key,
-                                link,
-                                peer,
-                                ..
+                                conn, link, peer, ..
                             } = *handshake;
                             let certificate = PeerCertificate::of(tls.get_ref().1);
                             entry.state = State::Tls(
                                 Driver::new(
                                     core.shared.clone(),
-                                    key,
                                     link,
                                     Box::new(tls),
                                     conn,

@@ -8,7 +8,7 @@
 //! task per connection, and one shard (`ServerBuilder::shards`), whose slab holds each
 //! connection's driver inline. Deterministic: no timing, no RSS. Run with `--nocapture` to see
 //! the tables; they fail only if the heap per connection passes 1.5 KiB with a task each
-//! (1,270 B of malloc chunks today) or 1 KiB on a shard (718 B): regression guards, not
+//! (1,254 B of malloc chunks today) or 1 KiB on a shard (694 B): regression guards, not
 //! benchmarks (BENCHMARKS.md has the figures).
 // A `GlobalAlloc` is an `unsafe impl`: the only unsafe code here, a pass-through to `System`.
 #![allow(unsafe_code)]

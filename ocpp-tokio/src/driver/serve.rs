@@ -34,7 +34,6 @@ use ocpp_messages::Request;
 /// the end takes it).
 pub(crate) struct Serve<H: Handler> {
     shared: Arc<ServerShared<H>>,
-    key: u64,
     link: Arc<Link>,
     /// Once connected: the handle and the state, as the handlers get them.
     session: Option<Session<H::State>>,
@@ -104,13 +103,11 @@ impl<H: Handler> Serve<H> {
     /// The side of an accepted stream whose upgrade request comes next.
     pub(super) fn new(
         shared: Arc<ServerShared<H>>,
-        key: u64,
         link: Arc<Link>,
         certificate: Option<PeerCertificate>,
     ) -> Self {
         Serve {
             shared,
-            key,
             link,
             session: None,
             answer: None,
@@ -514,6 +511,6 @@ impl<H: Handler> Side for Serve<H> {
 
 impl<H: Handler> Drop for Serve<H> {
     fn drop(&mut self) {
-        self.shared.discharge(self.key);
+        self.shared.discharge(&self.link);
     }
 }

@@ -1,8 +1,9 @@
 //! What every connection task of one server shares: the handler, the registry, the tasks for
 //! shutdown.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use ocpp_proto::{CloseCode, ConnectionConfig};
@@ -19,9 +20,8 @@ pub(crate) struct ServerShared<H> {
     pub(crate) registry: ChargePoints,
     pub(crate) hook: Option<Hook>,
     pub(crate) mailbox_capacity: usize,
-    /// Every connection task, connected or not, for shutdown.
-    live: Mutex<HashMap<u64, Arc<Link>>>,
-    next_task: AtomicU64,
+    /// Every connection task, connected or not, for shutdown: its link, one pointer each.
+    live: Mutex<HashSet<Enlisted>>,
     /// Set once shutdown began: new connections are closed with 1001 as soon as they open.
     pub(crate) draining: AtomicBool,
     /// Notified when the last task ends.
@@ -42,8 +42,7 @@ impl<H> ServerShared<H> {
             registry,
             hook,
             mailbox_capacity,
-            live: Mutex::new(HashMap::new()),
-            next_task: AtomicU64::new(0),
+            live: Mutex::new(HashSet::new()),
             draining: AtomicBool::new(false),
             all_gone: Notify::new(),
         }
@@ -58,21 +57,21 @@ impl<H> ServerShared<H> {
         (CloseCode::GOING_AWAY, "server shutting down")
     }
 
-    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Link>>> {
+    fn live(&self) -> std::sync::MutexGuard<'_, HashSet<Enlisted>> {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A new task's link, recorded for shutdown.
-    pub(crate) fn enlist(&self) -> (u64, Arc<Link>) {
-        let key = self.next_task.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn enlist(&self) -> Arc<Link> {
         let link = Link::new(self.mailbox_capacity);
-        self.live().insert(key, link.clone());
-        (key, link)
+        self.live().insert(Enlisted(link.clone()));
+        link
     }
 
-    pub(crate) fn discharge(&self, key: u64) {
+    /// The task of `link` ended.
+    pub(crate) fn discharge(&self, link: &Arc<Link>) {
         let mut live = self.live();
-        live.remove(&key);
+        live.remove(&Enlisted(link.clone()));
         if live.is_empty() {
             self.all_gone.notify_waiters();
         }
@@ -85,7 +84,7 @@ impl<H> ServerShared<H> {
 
     /// Sends `command` (close or abort) to every task.
     pub(crate) fn broadcast(&self, command: impl Fn() -> LinkCommand) {
-        let links: Vec<Arc<Link>> = self.live().values().cloned().collect();
+        let links: Vec<Arc<Link>> = self.live().iter().map(|e| e.0.clone()).collect();
         for link in links {
             let _ = link.push(command());
         }
@@ -104,5 +103,22 @@ impl<H> ServerShared<H> {
                 return self.live().is_empty();
             }
         }
+    }
+}
+
+/// A task's link in the table of live tasks: the same entry when the same link (its address).
+struct Enlisted(Arc<Link>);
+
+impl PartialEq for Enlisted {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Enlisted {}
+
+impl Hash for Enlisted {
+    fn hash<S: Hasher>(&self, state: &mut S) {
+        std::ptr::hash(Arc::as_ptr(&self.0), state);
     }
 }
