@@ -14,7 +14,7 @@ mod common;
 use std::io::BufReader as FileReader;
 
 use common::*;
-use ocpp_cli::capture::{read_capture, CaptureLine, Direction};
+use ocpp_cli::capture::{read_capture, CaptureDirection, CaptureLine};
 use ocpp_cli::replay::{replay, ReplayOptions};
 
 const MIO: &str = env!("CARGO_BIN_EXE_mio-server");
@@ -118,7 +118,7 @@ fn read_lines(path: &Path, at_least: usize) -> Vec<CaptureLine> {
 /// Each station CALL of the capture has the server's answer with its id, the other way.
 fn assert_answered(lines: &[CaptureLine]) -> usize {
     let mut calls = 0;
-    for line in lines.iter().filter(|l| l.dir == Direction::In) {
+    for line in lines.iter().filter(|l| l.dir == CaptureDirection::In) {
         let frame: Value = serde_json::from_str(&line.text).expect("JSON");
         if frame[0] != 2 {
             continue;
@@ -126,7 +126,7 @@ fn assert_answered(lines: &[CaptureLine]) -> usize {
         calls += 1;
         let id = &frame[1];
         let answered = lines.iter().any(|answer| {
-            answer.dir == Direction::Out
+            answer.dir == CaptureDirection::Out
                 && answer.identity == line.identity
                 && serde_json::from_str::<Value>(&answer.text)
                     .is_ok_and(|a| (a[0] == 3 || a[0] == 4) && &a[1] == id)
@@ -170,19 +170,19 @@ fn a_mio_server_capture_replays_against_tokio_server_without_difference() {
     assert!(
         lines
             .iter()
-            .any(|l| l.dir == Direction::In && l.text == SPACED),
+            .any(|l| l.dir == CaptureDirection::In && l.text == SPACED),
         "{lines:#?}"
     );
     assert!(
         lines
             .iter()
-            .any(|l| l.dir == Direction::In && l.text == INVALID),
+            .any(|l| l.dir == CaptureDirection::In && l.text == INVALID),
         "{lines:#?}"
     );
     // The core's own answer to the invalid CALL: a CALLERROR, 1.6's spelling.
     let refused = lines
         .iter()
-        .find(|l| l.dir == Direction::Out && l.text.starts_with(r#"[4,"bad-1""#))
+        .find(|l| l.dir == CaptureDirection::Out && l.text.starts_with(r#"[4,"bad-1""#))
         .expect("the CALLERROR to bad-1 is captured");
     assert!(
         refused.text.contains("OccurenceConstraintViolation"),
@@ -286,7 +286,7 @@ fn mio_server_captures_the_texts_of_a_tls_connection() {
     assert!(
         lines
             .iter()
-            .any(|l| l.dir == Direction::In && l.text == SPACED),
+            .any(|l| l.dir == CaptureDirection::In && l.text == SPACED),
         "{lines:#?}"
     );
     let _ = std::fs::remove_file(&path);

@@ -55,19 +55,19 @@ use serde::{Deserialize, Serialize};
 /// Which way a message went, as the central system sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Direction {
+pub enum CaptureDirection {
     /// From the station to the central system.
     In,
     /// From the central system to the station.
     Out,
 }
 
-impl Direction {
+impl CaptureDirection {
     /// The other way.
-    pub fn opposite(self) -> Direction {
+    pub fn opposite(self) -> CaptureDirection {
         match self {
-            Direction::In => Direction::Out,
-            Direction::Out => Direction::In,
+            CaptureDirection::In => CaptureDirection::Out,
+            CaptureDirection::Out => CaptureDirection::In,
         }
     }
 }
@@ -82,7 +82,7 @@ pub struct CaptureLine {
     /// The connection's subprotocol (`ocpp1.6`...).
     pub version: String,
     /// Which way the message went.
-    pub dir: Direction,
+    pub dir: CaptureDirection,
     /// The OCPP-J text.
     pub text: String,
 }
@@ -106,7 +106,7 @@ pub enum CaptureError {
 
 impl CaptureLine {
     /// A line stamped now.
-    pub fn now(identity: &str, version: OcppVersion, dir: Direction, text: String) -> Self {
+    pub fn now(identity: &str, version: OcppVersion, dir: CaptureDirection, text: String) -> Self {
         CaptureLine {
             t_ms: now_ms(),
             identity: identity.to_string(),
@@ -230,7 +230,13 @@ impl<W: Write + Send + 'static> CaptureRecorder<W> {
     }
 
     /// Records a message this process sent or received itself (a mock peer's own traffic).
-    pub fn record_text(&self, identity: &str, version: OcppVersion, dir: Direction, text: String) {
+    pub fn record_text(
+        &self,
+        identity: &str,
+        version: OcppVersion,
+        dir: CaptureDirection,
+        text: String,
+    ) {
         let Ok(mut inner) = self.inner.lock() else {
             self.write_errors.fetch_add(1, Ordering::Relaxed);
             return;
@@ -247,7 +253,7 @@ impl<W: Write + Send + 'static> CaptureRecorder<W> {
 fn serialise(
     event: &MessageEvent<'_>,
     versions: &mut HashMap<String, OcppVersion>,
-) -> Option<(OcppVersion, Direction, String)> {
+) -> Option<(OcppVersion, CaptureDirection, String)> {
     let id = event.id;
     let mut buf = Vec::new();
     let mut learnt = None;
@@ -282,8 +288,8 @@ fn serialise(
     }
     // In: what the peer sent (its CALL or SEND, its answer to ours); out: what we sent.
     let dir = match event.message {
-        Message::CallIn(_) | Message::SendIn(_) | Message::OutcomeIn(_) => Direction::In,
-        _ => Direction::Out,
+        Message::CallIn(_) | Message::SendIn(_) | Message::OutcomeIn(_) => CaptureDirection::In,
+        _ => CaptureDirection::Out,
     };
     if let Some(version) = learnt {
         if versions.get(event.identity) != Some(&version) {
@@ -313,7 +319,7 @@ mod tests {
         let line = CaptureLine::now(
             "CP1",
             OcppVersion::V2_0_1,
-            Direction::In,
+            CaptureDirection::In,
             r#"[2,"1","Heartbeat",{}]"#.into(),
         );
         let json = line.to_json();

@@ -14,7 +14,7 @@ use crate::pair::{relay_pair, relay_tls_pair};
 use crate::relay::Hooks;
 use crate::upstream::server_name;
 #[cfg(doc)]
-use crate::Direction;
+use crate::Leg;
 use crate::{LocalControllerError, RelayedMessage, RelayedStations, Verdict};
 
 pub(crate) type UpstreamPassword = Arc<dyn Fn(&str) -> Option<Vec<u8>> + Send + Sync>;
@@ -84,7 +84,7 @@ impl LocalControllerBuilder {
     }
 
     /// Called for every CALL of a station (direction
-    /// [`Direction::StationToController`]) before it is relayed: [`Verdict::Forward`] relays
+    /// [`Leg::StationToController`]) before it is relayed: [`Verdict::Forward`] relays
     /// it, [`Verdict::Answer`] answers it here.
     pub fn on_station_call(
         mut self,

@@ -3,7 +3,7 @@
 
 #[cfg(doc)]
 use crate::LocalControllerBuilder;
-use crate::{Direction, Envelope};
+use crate::{Envelope, Leg};
 
 /// One message of a station pair, as the hooks see it: the text exactly as relayed and its
 /// parsed envelope (`None` when the text is not OCPP-J; it is relayed all the same).
@@ -12,7 +12,7 @@ pub struct RelayedMessage<'a> {
     /// The station's identity.
     pub identity: &'a str,
     /// Which way it goes.
-    pub direction: Direction,
+    pub direction: Leg,
     /// The text, byte for byte.
     pub text: &'a str,
     /// Its envelope.
