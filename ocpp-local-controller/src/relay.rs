@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 use ocpp_messages::envelope::{self, MessageTypeId};
 use ocpp_proto::OcppVersion;
 
-use super::{OwnCallError, RelayedMessage, Verdict};
+use super::{OwnCallError, RelayedMessage, StationCallDecision};
 
 /// The hook that observes every message.
 pub(crate) type Observe = Arc<dyn Fn(&RelayedMessage<'_>) + Send + Sync>;
 /// The hook that forwards a station's CALL or answers it here.
-pub(crate) type Decide = Arc<dyn Fn(&RelayedMessage<'_>) -> Verdict + Send + Sync>;
+pub(crate) type Decide = Arc<dyn Fn(&RelayedMessage<'_>) -> StationCallDecision + Send + Sync>;
 
 /// The hooks of a relay: every message observed; a station's CALL forwarded or answered here.
 #[derive(Clone, Default)]
@@ -193,7 +193,7 @@ impl Relay {
                     text: &text,
                     envelope,
                 };
-                if let Verdict::Answer(answer) = decide(&message) {
+                if let StationCallDecision::Answer(answer) = decide(&message) {
                     self.observe(Leg::StationToController, &text, envelope);
                     let answer_parsed = parse(&answer, self.version);
                     self.observe(
@@ -401,11 +401,11 @@ mod tests {
             })),
             station_call: Some(Arc::new(|m: &RelayedMessage<'_>| {
                 match m.envelope.and_then(|e| e.action) {
-                    Some("Authorize") => Verdict::Answer(format!(
+                    Some("Authorize") => StationCallDecision::Answer(format!(
                         "[3,\"{}\",{{\"idTokenInfo\":{{\"status\":\"Accepted\"}}}}]",
                         m.envelope.map_or("", |e| e.id)
                     )),
-                    _ => Verdict::Forward,
+                    _ => StationCallDecision::Forward,
                 }
             })),
         };

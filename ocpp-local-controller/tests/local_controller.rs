@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use common::raw_peer::{RawPeer, WAIT};
 use common::{example_binary, mio_server_binary, python, python_ocpp_present, Killed, TestServer};
-use ocpp_local_controller::{Leg, LocalController, MessageTypeId, RelayedStations, Verdict};
+use ocpp_local_controller::{
+    Leg, LocalController, MessageTypeId, RelayedStations, StationCallDecision,
+};
 use ocpp_proto::{CloseCode, CloseReason, ConnectionConfig, Event, OcppVersion};
 use ocpp_test_kit::WireChargePoint;
 use serde_json::Value;
@@ -33,9 +35,9 @@ async fn start_controller(upstream: SocketAddr) -> (SocketAddr, RelayedStations,
         .on_station_call(|m| match m.envelope {
             Some(e) if e.action == Some("Authorize") => {
                 let info = serde_json::json!({"idTokenInfo": {"status": "Accepted"}});
-                Verdict::result(e.id, &info)
+                StationCallDecision::result(e.id, &info)
             }
-            _ => Verdict::Forward,
+            _ => StationCallDecision::Forward,
         })
         .bind("127.0.0.1:0")
         .await
