@@ -45,7 +45,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ocpp_frame::handshake::BasicCredentials;
-use ocpp_proto::{ChargePointIdentity, Rejection, UpgradeRequest};
+use ocpp_proto::{ChargePointIdentity, IncomingUpgrade, Rejection};
 
 use super::{Csms, Transport};
 use ring::digest::{digest, SHA256};
@@ -710,7 +710,7 @@ impl UpgradeGate {
     pub fn decide(
         &self,
         csms: &Csms,
-        upgrade: &UpgradeRequest,
+        upgrade: &IncomingUpgrade,
         transport: &Transport,
         peer: Option<IpAddr>,
         now: Instant,

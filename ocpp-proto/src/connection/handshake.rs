@@ -254,9 +254,9 @@ impl<C> Connection<C> {
     ///
     /// ```
     /// use std::time::Instant;
-    /// use ocpp_proto::{Connection, Rejection, UpgradeRequest};
+    /// use ocpp_proto::{Connection, IncomingUpgrade, Rejection};
     ///
-    /// fn on_upgrade(csms: &mut Connection, upgrade: &UpgradeRequest) {
+    /// fn on_upgrade(csms: &mut Connection, upgrade: &IncomingUpgrade) {
     ///     let known = upgrade.identity.as_str().starts_with("CP");
     ///     let decision = if known { Ok(()) } else { Err(Rejection::NOT_FOUND) };
     ///     let _ = csms.decide(Instant::now(), decision);
@@ -357,7 +357,7 @@ impl<C> Connection<C> {
                 return;
             }
         };
-        let upgrade = crate::UpgradeRequest {
+        let upgrade = crate::IncomingUpgrade {
             identity,
             version,
             offered_subprotocols: offered,
