@@ -25,7 +25,7 @@ use ocpp_model::{
 use ocpp_proto::{Answer, Request};
 
 use super::{
-    transactions, v1_6, v2x, Answering, BootPolicy, ChargePointRecord, Context, Registration,
+    transactions, v1_6, v2x, Answering, BootDetails, BootPolicy, ChargePointRecord, Context,
 };
 
 /// Answers one CALL of a charge point of any version.
@@ -116,7 +116,7 @@ pub(super) fn respond(event: &Event, answer: &EventAnswer, version: OcppVersion)
 /// 1.6 §4.2, 2.x B01-B03: records the registration and answers with the boot policy, our
 /// clock, and the heartbeat interval (or, when not Accepted, when to boot again).
 fn booted(context: &Context<'_>, cp: &mut ChargePointRecord, boot: &Booted) -> BootAnswer {
-    cp.registration = Some(Registration::new(
+    cp.registration = Some(BootDetails::new(
         &boot.vendor,
         &boot.model,
         boot.serial.as_deref(),

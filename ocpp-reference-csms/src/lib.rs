@@ -206,9 +206,8 @@ pub use certificate_authority::{
     CERTIFICATE_VALIDITY,
 };
 pub use charge_point::{
-    CertificateSigning, ChargePointRecord, ConnectorState, Connectors, ExtraState, Extras,
-    Notification, Registration, SeqNoGap, Session, SignedMeter, Transaction,
-    TransactionStatusCheck,
+    BootDetails, CertificateSigning, ChargePointRecord, ConnectorState, Connectors, ExtraState,
+    Extras, LiveSession, Notification, SeqNoGap, SignedMeter, Transaction, TransactionStatusCheck,
 };
 pub use config::CsmsConfig;
 pub use connecting::{ClientCertificate, Transport};
@@ -407,7 +406,7 @@ impl Csms {
         if charge_point.session.is_none() {
             self.metrics.charge_points_connected.inc();
         }
-        charge_point.session = Some(Session {
+        charge_point.session = Some(LiveSession {
             id: session,
             version,
             since: UnixTime::now(),
