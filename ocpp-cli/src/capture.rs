@@ -48,7 +48,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use ocpp_messages::envelope::{write_call, write_call_error, write_call_result, write_send};
 use ocpp_messages::{ErrorCode, MessageId, OcppVersion};
-use ocpp_tokio::hook::{Message, MessageEvent};
+use ocpp_tokio::hook::{MessageEvent, Traffic};
 use ocpp_tokio::CallFailure;
 use serde::{Deserialize, Serialize};
 
@@ -258,37 +258,37 @@ fn serialise(
     let mut buf = Vec::new();
     let mut learnt = None;
     match event.message {
-        Message::CallIn(request) | Message::CallOut(request) => {
+        Traffic::CallIn(request) | Traffic::CallOut(request) => {
             learnt = Some(request.version());
             write_call(&mut buf, id, request.action(), request).ok()?;
         }
-        Message::SendIn(request) | Message::SendOut(request) => {
+        Traffic::SendIn(request) | Traffic::SendOut(request) => {
             learnt = Some(request.version());
             write_send(&mut buf, id, request.action(), request).ok()?;
         }
-        Message::ResultOut(response) | Message::OutcomeIn(Ok(response)) => {
+        Traffic::ResultOut(response) | Traffic::OutcomeIn(Ok(response)) => {
             learnt = Some(response.version());
             write_call_result(&mut buf, id, response).ok()?;
         }
-        Message::ErrorOut { code, description } => {
+        Traffic::ErrorOut { code, description } => {
             let version = *versions.get(event.identity)?;
             write_error(&mut buf, version, id, code, description)?;
         }
-        Message::OutcomeIn(Err(CallFailure::ErrorResponse {
+        Traffic::OutcomeIn(Err(CallFailure::ErrorResponse {
             code, description, ..
         })) => {
             let version = *versions.get(event.identity)?;
             write_error(&mut buf, version, id, code, description)?;
         }
         // A timeout, a lost connection...: nothing went over the wire.
-        Message::OutcomeIn(Err(_)) => return None,
+        Traffic::OutcomeIn(Err(_)) => return None,
         // A message kind added to the hook later.
         #[allow(unreachable_patterns)]
         _ => return None,
     }
     // In: what the peer sent (its CALL or SEND, its answer to ours); out: what we sent.
     let dir = match event.message {
-        Message::CallIn(_) | Message::SendIn(_) | Message::OutcomeIn(_) => CaptureDirection::In,
+        Traffic::CallIn(_) | Traffic::SendIn(_) | Traffic::OutcomeIn(_) => CaptureDirection::In,
         _ => CaptureDirection::Out,
     };
     if let Some(version) = learnt {

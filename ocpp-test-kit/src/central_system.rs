@@ -131,9 +131,9 @@ impl MockCsmsBuilder {
     /// [`ServerBuilder::on_message`](ocpp_tokio::ServerBuilder::on_message) does.
     ///
     /// ```
-    /// use ocpp_tokio::hook::Message;
+    /// use ocpp_tokio::hook::Traffic;
     /// let builder = ocpp_test_kit::MockCsms::builder().on_message(|event| {
-    ///     if let Message::CallIn(request) = event.message {
+    ///     if let Traffic::CallIn(request) = event.message {
     ///         eprintln!("{} {}", event.identity, request.action());
     ///     }
     /// });

@@ -66,7 +66,7 @@ use std::time::{Duration, SystemTime};
 
 use ocpp_messages::{DecodeOptions, Request, Response};
 use ocpp_proto::{Answer, CallFailure, ErrorCode, OcppVersion};
-use ocpp_tokio::hook::{Message, MessageEvent};
+use ocpp_tokio::hook::{MessageEvent, Traffic};
 use ocpp_tokio::station::StationError;
 use ocpp_tokio::IncomingCall;
 use serde_json::{json, Value};
@@ -295,26 +295,26 @@ impl Record {
     fn on_message(&self, event: &MessageEvent<'_>) {
         let (identity, id) = (event.identity, event.id.as_str());
         match event.message {
-            Message::CallIn(request) => {
+            Traffic::CallIn(request) => {
                 self.request(identity, MockDirection::In, FrameKind::Call, id, request)
             }
-            Message::CallOut(request) => {
+            Traffic::CallOut(request) => {
                 self.request(identity, MockDirection::Out, FrameKind::Call, id, request)
             }
-            Message::SendIn(request) => {
+            Traffic::SendIn(request) => {
                 self.request(identity, MockDirection::In, FrameKind::Send, id, request)
             }
-            Message::SendOut(request) => {
+            Traffic::SendOut(request) => {
                 self.request(identity, MockDirection::Out, FrameKind::Send, id, request)
             }
-            Message::ResultOut(response) => self.result(identity, MockDirection::Out, id, response),
-            Message::ErrorOut { code, description } => {
+            Traffic::ResultOut(response) => self.result(identity, MockDirection::Out, id, response),
+            Traffic::ErrorOut { code, description } => {
                 self.error(identity, MockDirection::Out, id, code, description);
             }
-            Message::OutcomeIn(Ok(response)) => {
+            Traffic::OutcomeIn(Ok(response)) => {
                 self.result(identity, MockDirection::In, id, response)
             }
-            Message::OutcomeIn(Err(CallFailure::ErrorResponse {
+            Traffic::OutcomeIn(Err(CallFailure::ErrorResponse {
                 code, description, ..
             })) => self.error(identity, MockDirection::In, id, code, description),
             // No answer came (a timeout, a lost connection): no message to record.
