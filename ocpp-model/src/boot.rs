@@ -7,10 +7,10 @@ use ocpp_messages::DateTime;
 ///
 /// ```
 /// use ocpp_messages::{v1_6, Request};
-/// use ocpp_model::{BootReason, Event};
+/// use ocpp_model::{BootReason, StationEvent};
 ///
 /// let request: Request = v1_6::BootNotificationRequest::new("ACME", "One").into();
-/// let Event::Booted(booted) = Event::from_request(&request) else { panic!() };
+/// let StationEvent::Booted(booted) = StationEvent::from_request(&request) else { panic!() };
 /// assert_eq!((booted.vendor.as_str(), booted.model.as_str()), ("ACME", "One"));
 /// assert_eq!(booted.reason, BootReason::Unknown); // 1.6 gives no reason
 /// ```

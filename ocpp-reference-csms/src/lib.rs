@@ -21,8 +21,8 @@
 //!
 //! # What a charge point's CALLs get
 //!
-//! A CALL is read as one concept of the protocol (`ocpp_model::Event`) and answered once for
-//! every version: `events.rs` routes each concept (booted, heartbeat, status changed,
+//! A CALL is read as one concept of the protocol (`ocpp_model::StationEvent`) and answered once
+//! for every version: `events.rs` routes each concept (booted, heartbeat, status changed,
 //! authorization requested, transaction started / updated / ended, meter readings, reports),
 //! `transactions.rs` keeps the transactions of 1.6 and 2.x in one place, and `ocpp_model`
 //! makes the version's response. Only what the model does not read keeps handlers per
