@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 
 use ocpp_proto::{CallFailure, ErrorCode, OcppVersion};
 
-use crate::CommandOutcome;
+use crate::JsonCallOutcome;
 
 /// Only the `type` field, read first to pick the message's shape.
 #[derive(Debug, Deserialize)]
@@ -79,7 +79,7 @@ fn superseded_kind() -> Cow<'static, str> {
 
 /// Serialises the reply to command `id` with `outcome`. A payload or details that is not
 /// valid JSON text becomes a CALLERROR `InternalError` (the caller must get valid JSON).
-pub(crate) fn encode_reply(id: &str, outcome: &CommandOutcome) -> String {
+pub(crate) fn encode_reply(id: &str, outcome: &JsonCallOutcome) -> String {
     let invalid_json = |what: &str| CallFailure::InvalidResponse {
         description: format!("the charge point's {what} is not valid JSON"),
     };
@@ -153,7 +153,7 @@ impl<'a> Reply<'a> {
     /// The command's outcome this reply carries. A status this node does not know (a newer
     /// node's) reads as [`CallFailure::Timeout`]: nothing says the CALL was not sent, so the
     /// caller must treat it as one that may have run.
-    pub(crate) fn outcome(&self) -> CommandOutcome {
+    pub(crate) fn outcome(&self) -> JsonCallOutcome {
         let description = || self.description.as_deref().unwrap_or("").to_owned();
         match &*self.status {
             "result" => Ok(self
@@ -186,7 +186,7 @@ impl<'a> Reply<'a> {
 mod tests {
     use super::*;
 
-    fn call_error(code: ErrorCode, description: &str) -> CommandOutcome {
+    fn call_error(code: ErrorCode, description: &str) -> JsonCallOutcome {
         Err(CallFailure::ErrorResponse {
             code,
             description: description.to_owned(),

@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
-    command_request, BridgeOutput, ClaimTicket, ClusterBridge, ClusterEvent, CommandOutcome, Job,
-    JobId, RequestId,
+    command_request, BridgeOutput, ClaimTicket, ClusterBridge, ClusterEvent, Job, JobId,
+    JsonCallOutcome, RequestId,
 };
 use ocpp_proto::{CallFailure, ChargePointIdentity, Refused, Superseded};
 
@@ -97,7 +97,7 @@ impl JobAnswer {
     }
 
     /// Answers the job; `false` if the cluster no longer waits for it (past its deadline).
-    pub(super) fn complete(mut self, outcome: CommandOutcome) -> bool {
+    pub(super) fn complete(mut self, outcome: JsonCallOutcome) -> bool {
         self.done = true;
         self.node.bridge().complete(self.id, outcome)
     }
