@@ -674,7 +674,7 @@ impl Task {
                                 boot_failures: 0,
                             }
                         };
-                        tracing::info!(identity = %self.url.identity(), status = ?answer.status, interval_s = answer.interval.as_secs(), "boot answered");
+                        tracing::info!(identity = %self.url.identity(), status = ?answer.status, interval_s = answer.interval_s, "boot answered");
                         self.publish(status);
                     }
                     None => {
