@@ -51,7 +51,7 @@ fn send_raw(cp: &mut ChargePoint, text: &str) {
 }
 
 /// One 1.6 station and one 2.0.1 station: boot, status, authorize, a transaction, heartbeats.
-fn drive(server: &Server, raw: bool) {
+fn drive(server: &ServerProcess, raw: bool) {
     let mut cp = ChargePoint::connect(server.ocpp, "CAP16", &[OcppVersion::V1_6], None)
         .expect("1.6 station connects");
     cp.call(
@@ -137,7 +137,7 @@ fn assert_answered(lines: &[CaptureLine]) -> usize {
 }
 
 /// Replays the capture with the subcommand's code against `server`.
-fn replay_against(lines: &[CaptureLine], server: &Server) -> ocpp_cli::replay::Report {
+fn replay_against(lines: &[CaptureLine], server: &ServerProcess) -> ocpp_cli::replay::Report {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -150,7 +150,7 @@ fn replay_against(lines: &[CaptureLine], server: &Server) -> ocpp_cli::replay::R
 fn a_mio_server_capture_replays_against_tokio_server_without_difference() {
     let path = scratch("mio");
     let capture = path.to_str().expect("a UTF-8 path");
-    let mio = Server::start(MIO, &["--capture", capture]);
+    let mio = ServerProcess::start(MIO, &["--capture", capture]);
     drive(&mio, true);
     // 1.6: 7 CALLs + 2 raw ones; 2.0.1: 3 CALLs; each answered.
     let lines = read_lines(&path, 24);
@@ -190,7 +190,7 @@ fn a_mio_server_capture_replays_against_tokio_server_without_difference() {
         refused.text
     );
 
-    let tokio = Server::start(TOKIO, &[]);
+    let tokio = ServerProcess::start(TOKIO, &[]);
     let report = replay_against(&lines, &tokio);
     assert!(report.differences.is_empty(), "{report}");
     assert_eq!(report.identities, 2, "{report}");
@@ -203,13 +203,13 @@ fn a_mio_server_capture_replays_against_tokio_server_without_difference() {
 fn a_tokio_server_capture_replays_against_mio_server_without_difference() {
     let path = scratch("tokio");
     let capture = path.to_str().expect("a UTF-8 path");
-    let tokio = Server::start(TOKIO, &["--capture", capture]);
+    let tokio = ServerProcess::start(TOKIO, &["--capture", capture]);
     drive(&tokio, false);
     let lines = read_lines(&path, 20);
     drop(tokio);
     assert_eq!(assert_answered(&lines), 10, "{lines:#?}");
 
-    let mio = Server::start(MIO, &[]);
+    let mio = ServerProcess::start(MIO, &[]);
     let report = replay_against(&lines, &mio);
     assert!(report.differences.is_empty(), "{report}");
     assert_eq!(report.compared, 10, "{report}");
@@ -259,7 +259,7 @@ fn mio_server_captures_the_texts_of_a_tls_connection() {
     let mut args = pki.server_args();
     args.extend(["--capture".into(), path.to_str().expect("UTF-8").into()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mio = Server::start(MIO, &args);
+    let mio = ServerProcess::start(MIO, &args);
     let tls = pki.client(None);
     let mut cp = match ChargePoint::connect_with(
         mio.ocpp,

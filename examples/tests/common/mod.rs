@@ -43,21 +43,21 @@ pub mod contract_service;
 pub const WAIT: Duration = Duration::from_secs(10);
 
 /// The server process, killed (by its PID) when dropped.
-pub struct Server {
+pub struct ServerProcess {
     pub child: Child,
     pub ocpp: SocketAddr,
     pub admin: SocketAddr,
 }
 
-impl Server {
+impl ServerProcess {
     /// Starts the server binary at `binary` (`mio-server` or `tokio-server`, which share their
     /// command line and first output line).
-    pub fn start(binary: &str, extra: &[&str]) -> Server {
+    pub fn start(binary: &str, extra: &[&str]) -> ServerProcess {
         Self::start_with_env(binary, extra, &[])
     }
 
-    /// [`Server::start`] with these environment variables set for the server.
-    pub fn start_with_env(binary: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
+    /// [`ServerProcess::start`] with these environment variables set for the server.
+    pub fn start_with_env(binary: &str, extra: &[&str], env: &[(&str, &str)]) -> ServerProcess {
         let name = std::path::Path::new(binary)
             .file_name()
             .and_then(|n| n.to_str())
@@ -100,7 +100,7 @@ impl Server {
             .trim_end_matches(')')
             .parse()
             .expect("admin address");
-        Server { child, ocpp, admin }
+        ServerProcess { child, ocpp, admin }
     }
 
     /// Sends SIGTERM (graceful shutdown).
@@ -122,7 +122,7 @@ impl Server {
     }
 }
 
-impl Drop for Server {
+impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -479,7 +479,7 @@ pub fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
-pub fn charge_point_state(server: &Server, identity: &str) -> Value {
+pub fn charge_point_state(server: &ServerProcess, identity: &str) -> Value {
     let (status, body) = http(
         server.admin,
         "GET",
