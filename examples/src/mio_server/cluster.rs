@@ -16,7 +16,7 @@
 //!   sent on its connection, and answered with [`ClusterBridge::complete`] exactly once
 //!   ([`JobAnswer`] answers for itself if it is dropped unanswered).
 //! - **Several loops**: loop 0's waker is the bridge's wake; loop 0 reads every output and
-//!   forwards jobs and takeovers to the loop holding the identity as [`Command`]s.
+//!   forwards jobs and takeovers to the loop holding the identity as [`LoopCommand`]s.
 //! - **Shutdown**: sockets close with 1012; loop 0 then calls [`ClusterBridge::drain`] (once
 //!   the identity table is empty, or shortly before the shutdown deadline) and exits on
 //!   [`BridgeOutput::Drained`] or at the deadline.
@@ -34,7 +34,7 @@ use super::admin_socket::{AdminStage, ADMIN_CALL_GRACE};
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{SocketStage, Waiter};
 use super::slab::Key;
-use super::{Command, Handle};
+use super::{Handle, LoopCommand};
 use ocpp_reference_csms::admin::{self, HttpResponse};
 
 /// How often loop 0 looks whether every charge point is gone, during a shutdown, before it
@@ -297,7 +297,7 @@ impl EventLoop {
                         }
                         Some(Handle { loop_index, key }) => self.shared.send(
                             loop_index,
-                            Command::Claimed {
+                            LoopCommand::Claimed {
                                 target: key,
                                 ticket,
                             },
@@ -365,7 +365,7 @@ impl EventLoop {
                         }
                         Some(Handle { loop_index, key }) => self.shared.send(
                             loop_index,
-                            Command::ClusterJob {
+                            LoopCommand::ClusterJob {
                                 target: key,
                                 job,
                                 answer,
@@ -387,7 +387,7 @@ impl EventLoop {
                     if let Some(Handle { loop_index, key }) = handle {
                         self.shared.send(
                             loop_index,
-                            Command::Superseded {
+                            LoopCommand::Superseded {
                                 target: key,
                                 ticket: lost.ticket,
                             },

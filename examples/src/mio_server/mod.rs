@@ -32,7 +32,7 @@
 //! - `push`: the push tick;
 //! - `shutdown`: the graceful shutdown and its deadline;
 //! - `workers`: the threads that make the CSMS's slow answers ([`Answering::Later`](ocpp_reference_csms::Answering::Later): a commit, a
-//!   network round trip), so that no loop waits; the answer comes back as a `Command`;
+//!   network round trip), so that no loop waits; the answer comes back as a `LoopCommand`;
 //! - [`slab`], [`timers`]: the socket table and the deadline heap;
 //! - `uring` (Linux): `uring-server`'s loop, this one with the charge points' sockets on
 //!   io_uring ([`MioServer::bind_uring`]): multishot accept and receive (provided-buffer ring),
@@ -51,7 +51,7 @@
 //!   connection (taken on connect and disconnect only): a charge point that reconnects on
 //!   another loop replaces its old connection there, and the admin interface finds any charge
 //!   point through it;
-//! - `Command`s: one channel and one `mio::Waker` per loop. The admin interface (on loop 0)
+//! - `LoopCommand`s: one channel and one `mio::Waker` per loop. The admin interface (on loop 0)
 //!   sends a CALL to the loop that holds the charge point; that loop sends the HTTP answer back
 //!   when the CALL completes. Shutdown is a command too.
 //!
@@ -154,7 +154,7 @@ struct Handle {
 
 /// A message to one loop from another thread (or from itself).
 #[derive(Debug)]
-enum Command {
+enum LoopCommand {
     /// Close every connection and exit.
     Shutdown,
     /// Admin interface: send `request` on connection `target`, then answer the admin
@@ -203,7 +203,7 @@ enum Command {
 /// One loop's mailbox.
 #[derive(Debug)]
 struct Mailbox {
-    sender: Sender<Command>,
+    sender: Sender<LoopCommand>,
     /// Shared with the cluster bridge's wake (loop 0).
     waker: Arc<Waker>,
 }
@@ -238,7 +238,7 @@ struct Shared {
 
 impl Shared {
     /// Queues `command` for loop `loop_index` and wakes it.
-    fn send(&self, loop_index: usize, command: Command) {
+    fn send(&self, loop_index: usize, command: LoopCommand) {
         let Some(mailbox) = self.mailboxes.get(loop_index) else {
             return;
         };
@@ -253,7 +253,7 @@ impl Shared {
     /// Hands `response` to the admin socket `to` (admin sockets live on loop 0), which writes
     /// it if it still waits for one.
     fn admin_reply(&self, to: Key, response: HttpResponse) {
-        self.send(0, Command::AdminReply { to, response });
+        self.send(0, LoopCommand::AdminReply { to, response });
     }
 
     fn identities(&self) -> MutexGuard<'_, IdentityTable<Handle>> {
@@ -272,7 +272,7 @@ impl ShutdownHandle {
     /// leaves) and exit.
     pub fn shutdown(&self) {
         for index in 0..self.0.mailboxes.len() {
-            self.0.send(index, Command::Shutdown);
+            self.0.send(index, LoopCommand::Shutdown);
         }
     }
 }
