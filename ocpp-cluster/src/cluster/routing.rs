@@ -103,7 +103,7 @@ impl Shared {
                 self.instance,
                 self.next_request.fetch_add(1, Ordering::Relaxed)
             );
-            let message = serde_json::to_string(&wire::Command {
+            let message = serde_json::to_string(&wire::WireCommand {
                 kind: "command".into(),
                 id: id.as_str().into(),
                 reply_to: self.config.node_id.as_str().into(),
