@@ -45,7 +45,7 @@ pub fn command_outcome(outcome: &CallOutcome) -> JsonCallOutcome {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ocpp_cluster::{BoxFuture, JsonCallOutcome, Executor};
+/// use ocpp_cluster::{BoxFuture, Executor, JsonCallOutcome};
 ///
 /// struct Echo;
 /// impl Executor for Echo {

@@ -129,7 +129,7 @@ impl EventAnswer {
 ///
 /// ```
 /// use ocpp_messages::{v1_6, v2_0_1, DateTime, OcppVersion, Request};
-/// use ocpp_model::{respond, EventAnswer, Authorization, AuthorizationStatus, StationEvent};
+/// use ocpp_model::{respond, Authorization, AuthorizationStatus, EventAnswer, StationEvent};
 ///
 /// let time: DateTime = "2025-01-02T03:04:05Z".parse().unwrap();
 /// let start: Request = v1_6::StartTransactionRequest::new(1, "04A2B3C4", 0, time).into();

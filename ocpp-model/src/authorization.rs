@@ -9,7 +9,7 @@ use crate::IdToken;
 ///
 /// ```
 /// use ocpp_messages::{v1_6, Request};
-/// use ocpp_model::{AuthorizationRequested, StationEvent, IdToken};
+/// use ocpp_model::{AuthorizationRequested, IdToken, StationEvent};
 ///
 /// let request: Request = v1_6::AuthorizeRequest::new("04A2B3C4").into();
 /// assert_eq!(

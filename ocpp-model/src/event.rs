@@ -15,7 +15,7 @@ use crate::{
 ///
 /// ```
 /// use ocpp_messages::{v2_0_1, DecodeOptions, OcppVersion, Request};
-/// use ocpp_model::{StationEvent, IdToken, IdTokenType};
+/// use ocpp_model::{IdToken, IdTokenType, StationEvent};
 ///
 /// let request = Request::decode(
 ///     OcppVersion::V2_0_1,
@@ -120,7 +120,7 @@ pub struct Heartbeat;
 ///
 /// ```
 /// use ocpp_messages::{v1_6, Request};
-/// use ocpp_model::{Concept, StationEvent, Heartbeat, TransactionStarted};
+/// use ocpp_model::{Concept, Heartbeat, StationEvent, TransactionStarted};
 ///
 /// let heartbeat: Request = v1_6::HeartbeatRequest::default().into();
 /// let event = StationEvent::from_request(&heartbeat);

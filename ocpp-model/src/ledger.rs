@@ -47,7 +47,7 @@ impl StartKey {
     ///
     /// ```
     /// use ocpp_messages::{v1_6, DateTime, Request};
-    /// use ocpp_model::{StationEvent, StartKey};
+    /// use ocpp_model::{StartKey, StationEvent};
     ///
     /// let time: DateTime = "2025-01-02T03:04:05Z".parse().unwrap();
     /// let start: Request = v1_6::StartTransactionRequest::new(1, "TAG", 10, time).into();
@@ -261,7 +261,7 @@ struct State {
 ///
 /// ```
 /// use ocpp_messages::{v1_6, DateTime, Request};
-/// use ocpp_model::{StationEvent, InMemoryLedger, Recorded, TransactionId, TransactionLedger};
+/// use ocpp_model::{InMemoryLedger, Recorded, StationEvent, TransactionId, TransactionLedger};
 ///
 /// let ledger = InMemoryLedger::new();
 /// let time: DateTime = "2025-01-02T03:04:05Z".parse().unwrap();

@@ -156,7 +156,7 @@ impl StopReason {
 ///
 /// ```
 /// use ocpp_messages::{v1_6, DateTime, Request};
-/// use ocpp_model::{StationEvent, IdToken};
+/// use ocpp_model::{IdToken, StationEvent};
 ///
 /// let time: DateTime = "2025-01-02T03:04:05Z".parse().unwrap();
 /// let request: Request = v1_6::StartTransactionRequest::new(1, "04A2B3C4", 2935, time).into();
