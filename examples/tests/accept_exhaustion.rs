@@ -20,7 +20,7 @@ fn open_files(pid: u32) -> usize {
 }
 
 fn the_accept_loop_survives_running_out_of_descriptors(binary: &str) {
-    let mut server = Server::start(binary, &[]);
+    let mut server = ServerProcess::start(binary, &[]);
     let pid = server.child.id();
     let boot = r#"{"chargePointVendor":"ACME","chargePointModel":"Fast-50"}"#;
     let mut before =

@@ -16,7 +16,7 @@ fn a_connection_storm_is_accepted_at_the_rate(binary: &str, extra: &[&str]) {
     // 20 a second, 5 at once: 60 at once take about 2.75 s (5, then one per 50 ms).
     let mut args = vec!["--accept-rate", "20/5"];
     args.extend_from_slice(extra);
-    let server = Server::start(binary, &args);
+    let server = ServerProcess::start(binary, &args);
     let boot = r#"{"chargePointVendor":"ACME","chargePointModel":"Fast-50"}"#;
     let mut old = ChargePoint::connect(server.ocpp, "OLD", &[OcppVersion::V1_6], None).unwrap();
     assert_eq!(old.call("BootNotification", boot)["status"], "Accepted");

@@ -43,9 +43,9 @@ fn tokens_file(name: &str) -> PathBuf {
     file
 }
 
-fn start(binary: &str, extra: &[&str]) -> Server {
+fn start(binary: &str, extra: &[&str]) -> ServerProcess {
     // The environment's token is the second way in (OCPP_ADMIN_TOKENS), beside the file.
-    Server::start_with_env(binary, extra, &[("OCPP_ADMIN_TOKENS", ENV_TOKEN)])
+    ServerProcess::start_with_env(binary, extra, &[("OCPP_ADMIN_TOKENS", ENV_TOKEN)])
 }
 
 fn every_route_needs_a_token(binary: &str) {

@@ -37,7 +37,7 @@ fn admin(addr: SocketAddr, request: &str, headers: &str, body: &str) -> (u16, St
     raw(addr, &head, body)
 }
 
-fn boot(server: &Server, identity: &str) -> ChargePoint {
+fn boot(server: &ServerProcess, identity: &str) -> ChargePoint {
     let mut cp =
         ChargePoint::connect(server.ocpp, identity, &[OcppVersion::V1_6], None).expect("connect");
     cp.call(
@@ -47,7 +47,7 @@ fn boot(server: &Server, identity: &str) -> ChargePoint {
     cp
 }
 
-fn metric(server: &Server, line_start: &str) -> u64 {
+fn metric(server: &ServerProcess, line_start: &str) -> u64 {
     let (status, text) = http(server.admin, "GET", "/metrics", "");
     assert_eq!(status, 200, "{text}");
     text.lines()
@@ -59,7 +59,7 @@ fn metric(server: &Server, line_start: &str) -> u64 {
 // ---- F1: cross-site and rebinding requests ----
 
 fn browsers_are_refused(binary: &str) {
-    let server = Server::start(binary, &["--admin-host", "ops.example"]);
+    let server = ServerProcess::start(binary, &["--admin-host", "ops.example"]);
     let mut cp = boot(&server, "CP-F1");
     let port = server.admin.port();
     let own = format!("Host: {}\r\n", server.admin);
@@ -165,7 +165,7 @@ fn tokio_refuses_cross_site_and_rebinding_requests() {
 /// method on a known path 405 with `Allow` (also through tokio-server's axum router), and a
 /// path with a trailing slash is the route without it.
 fn routes_answer_by_the_table(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let host = format!("Host: {}\r\n", server.admin);
     let admin = |request: &str| admin(server.admin, request, &host, "");
     let (status, _, body) = admin("GET /chargepoints");
@@ -225,7 +225,7 @@ fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
 fn idle_sockets_keep_no_one_out(binary: &str) {
     // A long header timeout: the sockets beyond the limit are closed for the limit, not by
     // their timeout.
-    let server = Server::start(
+    let server = ServerProcess::start(
         binary,
         &[
             "--admin-max-connections",
@@ -269,7 +269,7 @@ fn tokio_idle_admin_sockets_keep_no_one_out() {
 }
 
 fn slow_sockets_are_closed(binary: &str) {
-    let server = Server::start(
+    let server = ServerProcess::start(
         binary,
         &[
             "--admin-header-timeout-ms",
@@ -381,7 +381,7 @@ fn basic(user_password: &[u8]) -> String {
 
 fn malformed_basic_gets_a_challenge(binary: &str) {
     let file = credentials_file(&format!("f3-{}", binary.len()));
-    let server = Server::start(binary, &["--basic-auth", file.to_str().unwrap()]);
+    let server = ServerProcess::start(binary, &["--basic-auth", file.to_str().unwrap()]);
     for authorization in [
         "Basic !!!".to_owned(),
         "Basic".to_owned(),
@@ -421,7 +421,7 @@ fn tokio_malformed_basic_credentials_get_a_challenge() {
 
 fn failed_attempts_are_limited(binary: &str) {
     let file = credentials_file(&format!("limit-{}", binary.len()));
-    let server = Server::start(binary, &["--basic-auth", file.to_str().unwrap()]);
+    let server = ServerProcess::start(binary, &["--basic-auth", file.to_str().unwrap()]);
     let wrong = basic(b"CP-LIM:wrong-password");
     let right = basic(format!("CP-LIM:{RIGHT}").as_bytes());
     for n in 0..5 {

@@ -7,7 +7,7 @@ mod common;
 use common::*;
 
 fn a_boot_storm_is_answered_pending_past_the_rate(binary: &str) {
-    let server = Server::start(binary, &["--boot-rate", "1/1"]);
+    let server = ServerProcess::start(binary, &["--boot-rate", "1/1"]);
     let boot = r#"{"chargePointVendor":"ACME","chargePointModel":"Fast-50"}"#;
     let mut answers = Vec::new();
     let mut charge_points = Vec::new();

@@ -14,7 +14,7 @@ mod common;
 use std::io::BufReader as FileReader;
 
 use common::*;
-use ocpp_cli::capture::{read_capture, CaptureLine, Direction};
+use ocpp_cli::capture::{read_capture, CaptureDirection, CaptureLine};
 use ocpp_cli::replay::{replay, ReplayOptions};
 
 const MIO: &str = env!("CARGO_BIN_EXE_mio-server");
@@ -51,7 +51,7 @@ fn send_raw(cp: &mut ChargePoint, text: &str) {
 }
 
 /// One 1.6 station and one 2.0.1 station: boot, status, authorize, a transaction, heartbeats.
-fn drive(server: &Server, raw: bool) {
+fn drive(server: &ServerProcess, raw: bool) {
     let mut cp = ChargePoint::connect(server.ocpp, "CAP16", &[OcppVersion::V1_6], None)
         .expect("1.6 station connects");
     cp.call(
@@ -118,7 +118,7 @@ fn read_lines(path: &Path, at_least: usize) -> Vec<CaptureLine> {
 /// Each station CALL of the capture has the server's answer with its id, the other way.
 fn assert_answered(lines: &[CaptureLine]) -> usize {
     let mut calls = 0;
-    for line in lines.iter().filter(|l| l.dir == Direction::In) {
+    for line in lines.iter().filter(|l| l.dir == CaptureDirection::In) {
         let frame: Value = serde_json::from_str(&line.text).expect("JSON");
         if frame[0] != 2 {
             continue;
@@ -126,7 +126,7 @@ fn assert_answered(lines: &[CaptureLine]) -> usize {
         calls += 1;
         let id = &frame[1];
         let answered = lines.iter().any(|answer| {
-            answer.dir == Direction::Out
+            answer.dir == CaptureDirection::Out
                 && answer.identity == line.identity
                 && serde_json::from_str::<Value>(&answer.text)
                     .is_ok_and(|a| (a[0] == 3 || a[0] == 4) && &a[1] == id)
@@ -137,7 +137,7 @@ fn assert_answered(lines: &[CaptureLine]) -> usize {
 }
 
 /// Replays the capture with the subcommand's code against `server`.
-fn replay_against(lines: &[CaptureLine], server: &Server) -> ocpp_cli::replay::Report {
+fn replay_against(lines: &[CaptureLine], server: &ServerProcess) -> ocpp_cli::replay::Report {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -150,7 +150,7 @@ fn replay_against(lines: &[CaptureLine], server: &Server) -> ocpp_cli::replay::R
 fn a_mio_server_capture_replays_against_tokio_server_without_difference() {
     let path = scratch("mio");
     let capture = path.to_str().expect("a UTF-8 path");
-    let mio = Server::start(MIO, &["--capture", capture]);
+    let mio = ServerProcess::start(MIO, &["--capture", capture]);
     drive(&mio, true);
     // 1.6: 7 CALLs + 2 raw ones; 2.0.1: 3 CALLs; each answered.
     let lines = read_lines(&path, 24);
@@ -170,19 +170,19 @@ fn a_mio_server_capture_replays_against_tokio_server_without_difference() {
     assert!(
         lines
             .iter()
-            .any(|l| l.dir == Direction::In && l.text == SPACED),
+            .any(|l| l.dir == CaptureDirection::In && l.text == SPACED),
         "{lines:#?}"
     );
     assert!(
         lines
             .iter()
-            .any(|l| l.dir == Direction::In && l.text == INVALID),
+            .any(|l| l.dir == CaptureDirection::In && l.text == INVALID),
         "{lines:#?}"
     );
     // The core's own answer to the invalid CALL: a CALLERROR, 1.6's spelling.
     let refused = lines
         .iter()
-        .find(|l| l.dir == Direction::Out && l.text.starts_with(r#"[4,"bad-1""#))
+        .find(|l| l.dir == CaptureDirection::Out && l.text.starts_with(r#"[4,"bad-1""#))
         .expect("the CALLERROR to bad-1 is captured");
     assert!(
         refused.text.contains("OccurenceConstraintViolation"),
@@ -190,7 +190,7 @@ fn a_mio_server_capture_replays_against_tokio_server_without_difference() {
         refused.text
     );
 
-    let tokio = Server::start(TOKIO, &[]);
+    let tokio = ServerProcess::start(TOKIO, &[]);
     let report = replay_against(&lines, &tokio);
     assert!(report.differences.is_empty(), "{report}");
     assert_eq!(report.identities, 2, "{report}");
@@ -203,13 +203,13 @@ fn a_mio_server_capture_replays_against_tokio_server_without_difference() {
 fn a_tokio_server_capture_replays_against_mio_server_without_difference() {
     let path = scratch("tokio");
     let capture = path.to_str().expect("a UTF-8 path");
-    let tokio = Server::start(TOKIO, &["--capture", capture]);
+    let tokio = ServerProcess::start(TOKIO, &["--capture", capture]);
     drive(&tokio, false);
     let lines = read_lines(&path, 20);
     drop(tokio);
     assert_eq!(assert_answered(&lines), 10, "{lines:#?}");
 
-    let mio = Server::start(MIO, &[]);
+    let mio = ServerProcess::start(MIO, &[]);
     let report = replay_against(&lines, &mio);
     assert!(report.differences.is_empty(), "{report}");
     assert_eq!(report.compared, 10, "{report}");
@@ -259,7 +259,7 @@ fn mio_server_captures_the_texts_of_a_tls_connection() {
     let mut args = pki.server_args();
     args.extend(["--capture".into(), path.to_str().expect("UTF-8").into()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mio = Server::start(MIO, &args);
+    let mio = ServerProcess::start(MIO, &args);
     let tls = pki.client(None);
     let mut cp = match ChargePoint::connect_with(
         mio.ocpp,
@@ -286,7 +286,7 @@ fn mio_server_captures_the_texts_of_a_tls_connection() {
     assert!(
         lines
             .iter()
-            .any(|l| l.dir == Direction::In && l.text == SPACED),
+            .any(|l| l.dir == CaptureDirection::In && l.text == SPACED),
         "{lines:#?}"
     );
     let _ = std::fs::remove_file(&path);

@@ -104,11 +104,11 @@ impl Drop for DelayProxy {
 }
 
 /// Node `a` on `redis`, node `b` (two threads) on `redis` through a [`DelayProxy`].
-fn nodes(binary: &str, redis: &RedisServer) -> (Server, Server, DelayProxy) {
+fn nodes(binary: &str, redis: &RedisServer) -> (ServerProcess, ServerProcess, DelayProxy) {
     let a = node(binary, redis, "a", &[]);
     let proxy = DelayProxy::start(redis.port);
     let url = proxy.url();
-    let b = Server::start(
+    let b = ServerProcess::start(
         binary,
         &["--redis", &url, "--node-id", "b", "--threads", "2"],
     );
@@ -121,8 +121,8 @@ fn nodes(binary: &str, redis: &RedisServer) -> (Server, Server, DelayProxy) {
 /// as the holder by then.
 fn a_command_right_after_the_handshake_reaches_the_charge_point(
     redis: &RedisServer,
-    a: &Server,
-    b: &Server,
+    a: &ServerProcess,
+    b: &ServerProcess,
     tag: &str,
 ) {
     let mut statuses = Vec::with_capacity(ATTEMPTS);

@@ -73,8 +73,8 @@ fn a_mio_node_and_a_tokio_node_follow_the_master_sentinel_promotes() {
     };
     let m_args = args("m");
     let t_args = args("t");
-    let m = Server::start(MIO, &m_args.iter().map(String::as_str).collect::<Vec<_>>());
-    let t = Server::start(
+    let m = ServerProcess::start(MIO, &m_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let t = ServerProcess::start(
         TOKIO,
         &t_args.iter().map(String::as_str).collect::<Vec<_>>(),
     );

@@ -20,8 +20,8 @@ const MIO: &str = env!("CARGO_BIN_EXE_mio-server");
 /// CALLERROR (502), a payload the holder cannot decode (400, not sent), not JSON (400).
 fn commands_reach(
     redis: &RedisServer,
-    caller: &Server,
-    holder: &Server,
+    caller: &ServerProcess,
+    holder: &ServerProcess,
     holder_id: &str,
     identity: &str,
 ) {
@@ -53,8 +53,8 @@ fn commands_reach(
 /// through either reach the new connection.
 fn takeover(
     redis: &RedisServer,
-    (first, first_id): (&Server, &str),
-    (second, second_id): (&Server, &str),
+    (first, first_id): (&ServerProcess, &str),
+    (second, second_id): (&ServerProcess, &str),
     identity: &str,
 ) {
     let old = connect(first, identity);

@@ -111,7 +111,7 @@ fn a_routed_command_is_never_sent_after_its_deadline_on_a_tokio_holder() {
 /// (and a little) of its request: 504 for all three (each was written and not answered by
 /// its deadline).
 fn direct(binary: &str) {
-    let server = Server::start(binary, &["--call-timeout-s", CALLER_TIMEOUT_S]);
+    let server = ServerProcess::start(binary, &["--call-timeout-s", CALLER_TIMEOUT_S]);
     let mut cp = connect(&server, "CPQ");
     let command = |action: &'static str, body: &'static str| {
         let admin = server.admin;
@@ -156,7 +156,7 @@ const PROFILE: &str = r#"{"connectorId":1,"csChargingProfiles":{"chargingProfile
 /// after it gets its own answer. Before, tokio-server left the first record open and wrote
 /// the second one's Accepted on it.
 fn a_command_not_sent_settles_its_record(binary: &str) {
-    let server = Server::start(binary, &["--call-timeout-s", HOLDER_TIMEOUT_S]);
+    let server = ServerProcess::start(binary, &["--call-timeout-s", HOLDER_TIMEOUT_S]);
     let mut cp = connect(&server, "CPR");
     let admin = server.admin;
     let first = std::thread::spawn(move || {

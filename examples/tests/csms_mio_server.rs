@@ -7,8 +7,8 @@ mod common;
 use common::*;
 use ocpp_proto::CallFailure;
 
-fn start(extra: &[&str]) -> Server {
-    Server::start(env!("CARGO_BIN_EXE_mio-server"), extra)
+fn start(extra: &[&str]) -> ServerProcess {
+    ServerProcess::start(env!("CARGO_BIN_EXE_mio-server"), extra)
 }
 
 /// Sends a CALL and returns its outcome (a CALLRESULT as JSON, or the CALLERROR code).
@@ -35,7 +35,7 @@ fn call_outcome(cp: &mut ChargePoint, action: &str, payload: &str) -> Result<Val
 }
 
 /// The admin API's answer as JSON, after checking the status.
-fn admin(server: &Server, method: &str, path: &str, body: &str, status: u16) -> Value {
+fn admin(server: &ServerProcess, method: &str, path: &str, body: &str, status: u16) -> Value {
     let (got, text) = http(server.admin, method, path, body);
     assert_eq!(got, status, "{method} {path}: {text}");
     serde_json::from_str(&text).unwrap_or(Value::Null)
@@ -193,7 +193,7 @@ fn v2_1_station_calls_and_send_over_the_socket() {
 }
 
 /// The status line of an upgrade request offering only a subprotocol nobody speaks.
-fn upgrade_without_common_version(server: &Server) -> String {
+fn upgrade_without_common_version(server: &ServerProcess) -> String {
     let mut socket = TcpStream::connect_timeout(&server.ocpp, WAIT).unwrap();
     socket.set_read_timeout(Some(WAIT)).unwrap();
     socket

@@ -133,12 +133,12 @@ impl Drop for Database {
     }
 }
 
-fn start(binary: &str, database: &Database) -> Server {
-    Server::start(binary, &["--database", database.url()])
+fn start(binary: &str, database: &Database) -> ServerProcess {
+    ServerProcess::start(binary, &["--database", database.url()])
 }
 
 /// SIGKILL, then the same server on the same database.
-fn kill_and_restart(binary: &str, server: Server, database: &Database) -> Server {
+fn kill_and_restart(binary: &str, server: ServerProcess, database: &Database) -> ServerProcess {
     let mut server = server;
     server.child.kill().expect("kill -9");
     let _ = server.child.wait();
@@ -212,7 +212,7 @@ fn assert_internal_error(answer: &serde_json::Value, took: Duration, what: &str)
 }
 
 /// The transactions the store holds for `identity`, by id.
-fn stored(server: &Server, identity: &str) -> Vec<serde_json::Value> {
+fn stored(server: &ServerProcess, identity: &str) -> Vec<serde_json::Value> {
     let path = format!("/chargepoints/{identity}/transactions");
     let (status, list) = admin(server, "GET", &path, "");
     assert_eq!(status, 200, "{list}");

@@ -15,7 +15,7 @@ use serde_json::json;
 const V201: &str = "ocpp2.0.1";
 
 /// Connects `identity` and boots it (Accepted).
-fn booted(server: &Server, identity: &str) -> Ws {
+fn booted(server: &ServerProcess, identity: &str) -> Ws {
     let mut ws = connect(server, identity, V201);
     let station = json!({"vendorName": "ACME", "model": "AC-22"});
     let boot = ws.result(
@@ -81,7 +81,7 @@ enum Chunk {
 /// CALLERROR), and stops after a failed chunk. Returns the entries of each CALL as received,
 /// and the admin status and body.
 fn run(
-    server: &Server,
+    server: &ServerProcess,
     ws: &mut Ws,
     identity: &str,
     action: &str,
@@ -136,7 +136,7 @@ fn names(entries: &[Value]) -> Vec<String> {
 }
 
 fn get_variables_split_2_2_1(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-IPM-GET");
     report_limits(&mut ws);
     let state = charge_point_state(&server, "CS-IPM-GET");
@@ -173,7 +173,7 @@ fn get_variables_split_2_2_1(binary: &str) {
 }
 
 fn set_variables_split_3_2(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-IPM-SET");
     report_limits(&mut ws);
     let entries: Vec<Value> = (1..=5).map(set_data).collect();
@@ -198,7 +198,7 @@ fn set_variables_split_3_2(binary: &str) {
 }
 
 fn failed_chunk_gives_partial_results(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-IPM-ERR");
     report_limits(&mut ws);
     let entries: Vec<Value> = (1..=5).map(get_data).collect();
@@ -238,7 +238,7 @@ fn failed_chunk_gives_partial_results(binary: &str) {
 /// The station disconnects with the second chunk unanswered: the admin caller gets what a
 /// disconnect gives (504, the second chunk may have run) with the first chunk's results.
 fn disconnect_during_a_split(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-IPM-GONE");
     report_limits(&mut ws);
     let entries: Vec<Value> = (1..=5).map(get_data).collect();
@@ -279,7 +279,7 @@ fn disconnect_during_a_split(binary: &str) {
 }
 
 fn no_limit_known_one_call(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-IPM-NONE");
     let state = charge_point_state(&server, "CS-IPM-NONE");
     assert_eq!(
@@ -308,7 +308,7 @@ fn no_limit_known_one_call(binary: &str) {
 /// `--items-per-message 2`: the default for a station that reported nothing; its own report
 /// wins once it comes.
 fn default_limit_from_the_command_line(binary: &str) {
-    let server = Server::start(binary, &["--items-per-message", "2"]);
+    let server = ServerProcess::start(binary, &["--items-per-message", "2"]);
     let mut ws = booted(&server, "CS-IPM-DEFAULT");
     let entries: Vec<Value> = (1..=5).map(get_data).collect();
     let (received, status, _) = run(
@@ -341,7 +341,7 @@ fn default_limit_from_the_command_line(binary: &str) {
 
 /// The limit learned from the result of our own GetVariables of ItemsPerMessage.
 fn limit_learned_from_get_variables(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-IPM-LEARN");
     let data = json!({"component": {"name": "DeviceDataCtrlr"},
                       "variable": {"name": "ItemsPerMessage", "instance": "SetVariables"}});
@@ -387,7 +387,7 @@ fn limit_learned_from_get_variables(binary: &str) {
 /// leaves the second unanswered: the admin caller gets 504 (`timeout`, chunk 2) by 3.5 s and
 /// a little, and the third chunk is never sent.
 fn a_split_command_has_one_deadline(binary: &str) {
-    let server = Server::start(
+    let server = ServerProcess::start(
         binary,
         &["--items-per-message", "1", "--call-timeout-s", "2"],
     );

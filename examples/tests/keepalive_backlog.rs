@@ -70,7 +70,7 @@ fn pongs_read_after_a_stall_are_in_time(binary: &str, options: &[&str], transpor
         pki.client(None)
     });
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Server::start(binary, &args);
+    let server = ServerProcess::start(binary, &args);
     let pid = Pid::from_child(&server.child);
     let mut cps: Vec<ChargePoint> = (0..CHARGE_POINTS)
         .map(|i| {

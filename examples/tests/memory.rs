@@ -137,13 +137,13 @@ fn csms_record_per_idle_booted_charge_point() {
         std::mem::size_of::<ChargePointRecord>(),
         std::mem::size_of::<Box<ChargePointRecord>>(),
     );
-    use ocpp_reference_csms::{CertificateSigning, ItemsPerMessage, Registration, Session};
+    use ocpp_reference_csms::{BootDetails, CertificateSigning, ItemsPerMessage, LiveSession};
     use std::mem::size_of;
     println!(
-        "fields: Option<Session> {} Option<Registration> {} Option<CertificateSigning> {} \
+        "fields: Option<LiveSession> {} Option<BootDetails> {} Option<CertificateSigning> {} \
          ItemsPerMessage {} Option<Request> {} BTreeMap {} VecDeque {} Vec {}",
-        size_of::<Option<Session>>(),
-        size_of::<Option<Registration>>(),
+        size_of::<Option<LiveSession>>(),
+        size_of::<Option<BootDetails>>(),
         size_of::<Option<CertificateSigning>>(),
         size_of::<ItemsPerMessage>(),
         size_of::<Option<ocpp_proto::Request>>(),

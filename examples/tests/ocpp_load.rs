@@ -6,7 +6,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{Server, Value};
+use common::{ServerProcess, Value};
 
 const MIO: &str = env!("CARGO_BIN_EXE_mio-server");
 const LOAD: &str = env!("CARGO_BIN_EXE_ocpp-load");
@@ -47,7 +47,7 @@ fn counter(phase: &Value, name: &str) -> u64 {
 
 #[test]
 fn heartbeat_scenario_over_two_processes_checks_every_answer() {
-    let server = Server::start(MIO, &[]);
+    let server = ServerProcess::start(MIO, &[]);
     let url = format!("ws://{}/ocpp", server.ocpp);
     let pid = server.child.id().to_string();
     let report = load(&[
@@ -94,7 +94,7 @@ fn heartbeat_scenario_over_two_processes_checks_every_answer() {
 
 #[test]
 fn push_scenario_counts_every_push_and_no_loss() {
-    let server = Server::start(MIO, &["--push-interval-ms", "50"]);
+    let server = ServerProcess::start(MIO, &["--push-interval-ms", "50"]);
     let url = format!("ws://{}/ocpp", server.ocpp);
     let pid = server.child.id().to_string();
     let report = load(&[
@@ -128,7 +128,7 @@ fn reconnect_scenario_brings_every_charge_point_back() {
         .expect("free port")
         .port();
     let listen = format!("127.0.0.1:{port}");
-    let server = Server::start(MIO, &["--listen", &listen]);
+    let server = ServerProcess::start(MIO, &["--listen", &listen]);
     let pid_file = std::env::temp_dir().join(format!("ocpp-load-restart-{}", std::process::id()));
     let restart = format!(
         "exec {MIO} --listen {listen} --admin 127.0.0.1:0 --database memory >/dev/null 2>&1"
@@ -185,8 +185,8 @@ fn rejoin_brings_the_charge_points_of_a_killed_node_back_on_the_others() {
         .port();
     let listen = format!("127.0.0.1:{port}");
     let args = ["--listen", listen.as_str(), "--boot-rate", "20/10"];
-    let killed = Server::start(MIO, &args);
-    let _other = Server::start(MIO, &args);
+    let killed = ServerProcess::start(MIO, &args);
+    let _other = ServerProcess::start(MIO, &args);
     // The connect phase takes about 2 s (40 boots at 20 a second); the kill comes 7 s in,
     // during the heartbeat phase (15 s).
     let victim = rustix::process::Pid::from_child(&killed.child);
@@ -236,7 +236,7 @@ fn rejoin_brings_the_charge_points_of_a_killed_node_back_on_the_others() {
 
 #[test]
 fn soak_scenario_accounts_for_every_call_and_command() {
-    let server = Server::start(MIO, &[]);
+    let server = ServerProcess::start(MIO, &[]);
     let url = format!("ws://{}/ocpp", server.ocpp);
     let admin = server.admin.to_string();
     let pid = server.child.id().to_string();

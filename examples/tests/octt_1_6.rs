@@ -16,7 +16,7 @@ use serde_json::json;
 const V16: &str = "ocpp1.6";
 
 /// Connects `identity` and boots it (Accepted).
-fn booted(server: &Server, identity: &str) -> Ws {
+fn booted(server: &ServerProcess, identity: &str) -> Ws {
     let mut ws = connect(server, identity, V16);
     let boot = ws.result(
         "BootNotification",
@@ -52,7 +52,7 @@ fn tokens(name: &str) -> TempFile {
 /// TC_001_CSMS, Cold Boot Charge Point: BootNotification Accepted (with the clock and the
 /// heartbeat interval), a StatusNotification per connector and for connector 0, Heartbeat.
 fn tc_001_cold_boot_accepted(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = connect(&server, "CP001", V16);
     let boot = ws.result(
         "BootNotification",
@@ -80,7 +80,7 @@ fn tc_001_cold_boot_accepted(binary: &str) {
 /// A local charging session; `plugin_first`: TC_003 (plug, then present the tag), else TC_004_1
 /// (tag first).
 fn charging_session(binary: &str, plugin_first: bool) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CP003");
     let authorize = |ws: &mut Ws| {
         let answer = ws.result("Authorize", json!({"idTag": "TAG-1"}));
@@ -134,7 +134,7 @@ fn tc_004_1_regular_charging_session_identification_first(binary: &str) {
 /// Authorize `tag` against the token store: the `idTagInfo` answered.
 fn authorize_from_store(binary: &str, tag: &str) -> Value {
     let file = tokens("tokens16");
-    let server = Server::start(binary, &["--tokens", &file.path()]);
+    let server = ServerProcess::start(binary, &["--tokens", &file.path()]);
     let mut ws = booted(&server, "CP023");
     let answer = ws.result("Authorize", json!({"idTag": tag}));
     ws.close();
@@ -173,7 +173,7 @@ fn tc_023_3_authorize_blocked(binary: &str) {
 /// TC_024_CSMS, Start Charging Session Lock Failure: the StatusNotification reporting the
 /// connector Faulted with ConnectorLockFailure is acknowledged and the error code recorded.
 fn tc_024_start_charging_session_lock_failure(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CP024");
     status(&mut ws, 1, "Preparing");
     let faulted =
@@ -188,7 +188,7 @@ fn tc_024_start_charging_session_lock_failure(binary: &str) {
 /// TC_032_1_CSMS, Power Failure Boot - Stop Transactions: the charge point loses power during
 /// a transaction, boots again and sends the StopTransaction (reason PowerLoss) it kept.
 fn tc_032_1_power_failure_boot_stop_transactions(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CP032");
     status(&mut ws, 1, "Charging");
     let tx = start_transaction(&mut ws, "TAG-1", 0)["transactionId"].clone();
@@ -211,7 +211,7 @@ fn tc_032_1_power_failure_boot_stop_transactions(binary: &str) {
 /// the charge point then stops it (DeAuthorized), which is accepted.
 fn tc_037_3_offline_start_transaction_invalid_id_tag(binary: &str) {
     let file = tokens("tokens16");
-    let server = Server::start(binary, &["--tokens", &file.path()]);
+    let server = ServerProcess::start(binary, &["--tokens", &file.path()]);
     let mut ws = booted(&server, "CP037");
     let start = start_transaction(&mut ws, "NOBODY", 0);
     assert_eq!(start["idTagInfo"], json!({"status": "Invalid"}));
@@ -230,7 +230,7 @@ fn tc_037_3_offline_start_transaction_invalid_id_tag(binary: &str) {
 /// started offline (an older timestamp) is answered Accepted with a transaction id.
 fn tc_037_1_offline_start_transaction_valid_id_tag(binary: &str) {
     let file = tokens("tokens16");
-    let server = Server::start(binary, &["--tokens", &file.path()]);
+    let server = ServerProcess::start(binary, &["--tokens", &file.path()]);
     let mut ws = booted(&server, "CP037");
     let start = start_transaction(&mut ws, "TAG-OK", 0);
     assert_eq!(
@@ -243,7 +243,7 @@ fn tc_037_1_offline_start_transaction_valid_id_tag(binary: &str) {
 /// TC_064_CSMS, Data Transfer to a Central System: a vendorId the CSMS does not know gets
 /// UnknownVendorId (OCPP 1.6 §4.3); the one it knows (`ocpp-ws`) Accepted.
 fn tc_064_data_transfer_unknown_vendor(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CP064");
     let unknown = ws.result(
         "DataTransfer",
@@ -257,7 +257,7 @@ fn tc_064_data_transfer_unknown_vendor(binary: &str) {
 
 /// Remote start; `plugged_first`: TC_010 (the cable is in before the command), else TC_011_1.
 fn remote_start(binary: &str, plugged_first: bool) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CP010");
     if plugged_first {
         status(&mut ws, 1, "Preparing");
@@ -294,7 +294,7 @@ fn tc_011_1_remote_start_first(binary: &str) {
 
 /// Remote stop of a running transaction, answered `answer`; returns the transaction's state.
 fn remote_stop(binary: &str, answer: &str) -> Value {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CP012");
     let tx = start_transaction(&mut ws, "TAG-1", 0)["transactionId"].clone();
     let body = json!({"transactionId": tx});
@@ -337,7 +337,7 @@ fn tc_028_remote_stop_rejected(binary: &str) {
 /// TC_026_CSMS, Remote Start Charging Session - Rejected: the refusal reaches the operator;
 /// no transaction is recorded.
 fn tc_026_remote_start_rejected(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CP026");
     let body = json!({"idTag": "TAG-1"});
     let rejected = json!({"status": "Rejected"});
@@ -360,7 +360,7 @@ fn tc_026_remote_start_rejected(binary: &str) {
 /// Reset of `kind` (Hard, Soft), Accepted; the charge point then reboots: a new connection
 /// and BootNotification, Accepted.
 fn reset(binary: &str, kind: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CP013");
     let body = json!({"type": kind});
     let accepted = json!({"status": "Accepted"});
@@ -392,7 +392,7 @@ fn tc_014_soft_reset(binary: &str) {
 /// A command `action` with `body` answered `answer` by a booted charge point: checks the
 /// CALL's payload and the CALLRESULT the admin API reports.
 fn simple_command(binary: &str, action: &str, body: Value, answer: Value) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CPCMD");
     command(
         &server,
@@ -423,7 +423,7 @@ fn tc_017_1_unlock_connector_no_charging_session(binary: &str) {
 /// Unlocked; the charge point stops the transaction (reason UnlockCommand), accepted and
 /// recorded.
 fn tc_018_1_unlock_connector_with_charging_session(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CP018");
     let tx = start_transaction(&mut ws, "TAG-1", 0)["transactionId"].clone();
     status(&mut ws, 1, "Charging");
@@ -520,7 +520,7 @@ fn tc_061_clear_authorization_cache(binary: &str) {
 /// TC_054_CSMS, Trigger Message: TriggerMessage StatusNotification for connector 1, Accepted,
 /// then the triggered StatusNotification is answered and recorded.
 fn tc_054_trigger_message(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CP054");
     let body = json!({"requestedMessage": "StatusNotification", "connectorId": 1});
     let accepted = json!({"status": "Accepted"});
@@ -560,7 +560,7 @@ fn tc_073_update_authorization_key(binary: &str) {
     let old: &[u8] = b"old-password-0000";
     let new = "00112233445566778899AABBCCDDEEFF";
     let file = TempFile::new("passwords16", "CP073:old-password-0000\n");
-    let server = Server::start(binary, &["--basic-auth", &file.path()]);
+    let server = ServerProcess::start(binary, &["--basic-auth", &file.path()]);
     let open =
         |password: &[u8]| upgrade(server.ocpp, "CP073", Some(V16), Some(("CP073", password)));
     let mut ws = open(old).opened(V16);
@@ -603,7 +603,7 @@ fn tc_073_update_authorization_key(binary: &str) {
 /// (not upgraded); one offering `ocpp0.1,ocpp1.6` (as the test case writes it, no space) is
 /// upgraded with `ocpp1.6`.
 fn tc_088_no_common_subprotocol_rejected_400(binary: &str) {
-    let server = Server::start(binary, &["--no-common-version", "reject-400"]);
+    let server = ServerProcess::start(binary, &["--no-common-version", "reject-400"]);
     let refused = upgrade(server.ocpp, "CP088", Some("ocpp0.1"), None);
     assert_eq!(refused.status, 400);
     assert!(refused.ws.is_none());
@@ -616,7 +616,7 @@ fn tc_088_no_common_subprotocol_rejected_400(binary: &str) {
 /// 1002. The test case's step 2 ("does NOT upgrade") fails in this mode: a documented
 /// deviation (see the README).
 fn tc_088_no_common_subprotocol_accept_then_close(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let answer = upgrade(server.ocpp, "CP088", Some("ocpp0.1"), None);
     assert_eq!(answer.status, 101);
     assert_eq!(answer.header("sec-websocket-protocol"), None);
@@ -631,7 +631,7 @@ fn tc_088_no_common_subprotocol_accept_then_close(binary: &str) {
 /// CALLERROR SecurityError; what a Pending charge point sends in answer to our requests
 /// (here FirmwareStatusNotification) and, once triggered, StatusNotification are served.
 fn boot_pending_or_rejected_then_security_error(binary: &str) {
-    let server = Server::start(binary, &["--boot-policy", "pending"]);
+    let server = ServerProcess::start(binary, &["--boot-policy", "pending"]);
     let boot_payload = json!({"chargePointVendor": "ACME", "chargePointModel": "Fast-50"});
     let mut ws = connect(&server, "CP-PENDING", V16);
     let boot = ws.result("BootNotification", boot_payload.clone());

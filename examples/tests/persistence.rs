@@ -21,14 +21,14 @@ const V16: &str = "ocpp1.6";
 const V201: &str = "ocpp2.0.1";
 
 /// A server on `database` with Basic auth (CP-P16 and CS-P201 have passwords).
-fn start(binary: &str, database: &str, passwords: &TempFile) -> Server {
-    Server::start(
+fn start(binary: &str, database: &str, passwords: &TempFile) -> ServerProcess {
+    ServerProcess::start(
         binary,
         &["--database", database, "--basic-auth", &passwords.path()],
     )
 }
 
-fn open(server: &Server, identity: &str, protocol: &str, password: &str) -> Upgrade {
+fn open(server: &ServerProcess, identity: &str, protocol: &str, password: &str) -> Upgrade {
     upgrade(
         server.ocpp,
         identity,
@@ -62,7 +62,7 @@ fn transaction_event(event: &str, seq_no: i64, id: &str, wh: f64) -> Value {
 }
 
 /// Everything done before the kill; returns the 1.6 transaction's id.
-fn before_the_crash(server: &Server) -> i64 {
+fn before_the_crash(server: &ServerProcess) -> i64 {
     let mut cp = open(server, "CP-P16", V16, "password-p16-0000").opened(V16);
     boot_1_6(&mut cp);
     let started = cp.result(
@@ -108,7 +108,7 @@ fn before_the_crash(server: &Server) -> i64 {
 }
 
 /// After the restart: everything as it was.
-fn after_the_restart(server: &Server, transaction_id: i64) {
+fn after_the_restart(server: &ServerProcess, transaction_id: i64) {
     let (status, open_transactions) = admin(server, "GET", "/transactions", "");
     assert_eq!(status, 200, "{open_transactions}");
     let list = open_transactions.as_array().expect("a list");
@@ -214,8 +214,8 @@ fn two_nodes_show_the_same_transaction(binary: &str) {
     } else {
         octt::MIO
     };
-    let a = Server::start(binary, &["--database", postgres.url()]);
-    let b = Server::start(other, &["--database", postgres.url()]);
+    let a = ServerProcess::start(binary, &["--database", postgres.url()]);
+    let b = ServerProcess::start(other, &["--database", postgres.url()]);
     let mut cs = connect(&a, "CS-SHARED", V201);
     boot_2_0_1(&mut cs);
     cs.result(
@@ -284,7 +284,7 @@ fn two_nodes_show_the_same_transaction(binary: &str) {
 /// answered.
 fn a_database_down_acknowledges_nothing_it_did_not_keep(binary: &str) {
     let mut postgres = PostgresServer::start();
-    let server = Server::start(binary, &["--database", postgres.url(), "--threads", "1"]);
+    let server = ServerProcess::start(binary, &["--database", postgres.url(), "--threads", "1"]);
     let mut cp = connect(&server, "CP-DOWN", V16);
     boot_1_6(&mut cp);
     let mut other = connect(&server, "CP-UP", V16);

@@ -60,8 +60,8 @@ impl Kind {
         }
     }
 
-    fn start(self, extra: &[&str]) -> Server {
-        Server::start(self.binary(), extra)
+    fn start(self, extra: &[&str]) -> ServerProcess {
+        ServerProcess::start(self.binary(), extra)
     }
 }
 
@@ -115,7 +115,7 @@ fn command(
 /// A `Reset` with `payload` through the admin API: checks `cp` receives it, answers with
 /// `response`, checks the API's 200 and returns its `result`.
 fn reset(
-    server: &Server,
+    server: &ServerProcess,
     cp: &mut ChargePoint,
     identity: &str,
     payload: &'static str,
@@ -148,7 +148,7 @@ fn expect_closed_with(cp: &mut ChargePoint, code: ocpp_frame::CloseCode) {
 }
 
 /// The `/chargepoints` list.
-fn charge_points(server: &Server) -> Vec<Value> {
+fn charge_points(server: &ServerProcess) -> Vec<Value> {
     let (status, body) = http(server.admin, "GET", "/chargepoints", "");
     assert_eq!(status, 200, "{body}");
     match json(&body) {
@@ -157,7 +157,7 @@ fn charge_points(server: &Server) -> Vec<Value> {
     }
 }
 
-fn metrics(server: &Server) -> String {
+fn metrics(server: &ServerProcess) -> String {
     let (status, metrics) = http(server.admin, "GET", "/metrics", "");
     assert_eq!(status, 200);
     metrics
@@ -455,7 +455,7 @@ fn push_interval_sends_numbered_data_transfers(kind: Kind) {
     }
 }
 
-fn pushes_to_each_version(server: &Server) {
+fn pushes_to_each_version(server: &ServerProcess) {
     for version in [OcppVersion::V1_6, OcppVersion::V2_0_1] {
         let mut cp = ChargePoint::connect(
             server.ocpp,
@@ -482,7 +482,7 @@ fn pushes_to_each_version(server: &Server) {
 }
 
 /// Waits (at most 5 s) until `GET /metrics` has `line`.
-fn wait_for_metric(server: &Server, line: &str) {
+fn wait_for_metric(server: &ServerProcess, line: &str) {
     for _ in 0..250 {
         if metrics(server).contains(line) {
             return;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use common::postgres_server::PostgresServer;
 use ocpp_messages::{v1_6, v2_0_1, DateTime, Request};
 use ocpp_model::{
-    Event, InMemoryLedger, LedgerTransaction, Recorded, TransactionEnded, TransactionLedger,
+    InMemoryLedger, LedgerTransaction, Recorded, StationEvent, TransactionEnded, TransactionLedger,
     TransactionStarted, TransactionUpdated,
 };
 use ocpp_reference_csms::SqlLedger;
@@ -54,8 +54,8 @@ fn time(minute: u8) -> DateTime {
     DateTime::from_unix_timestamp(1_735_787_040 + 60 * i64::from(minute)).unwrap()
 }
 
-fn read(request: impl Into<Request>) -> Event {
-    Event::from_request(&request.into())
+fn read(request: impl Into<Request>) -> StationEvent {
+    StationEvent::from_request(&request.into())
 }
 
 /// The message of `op`; `ids`: the 1.6 ids given so far, per charge point (an update or a
@@ -81,7 +81,7 @@ fn message(op: &Op, ids: &HashMap<String, Vec<i32>>) -> Message {
                 i32::from(meter) * 1000,
                 time(meter),
             );
-            let Event::TransactionStarted(s) = read(start) else {
+            let StationEvent::TransactionStarted(s) = read(start) else {
                 unreachable!()
             };
             Message::Start(name(cp), s)
@@ -91,14 +91,14 @@ fn message(op: &Op, ids: &HashMap<String, Vec<i32>>) -> Message {
             let value = v1_6::MeterValue::new(time(5), vec![sample]);
             let values =
                 v1_6::MeterValuesRequest::new(1, vec![value]).with_transaction_id(pick(cp, nth));
-            let Event::TransactionUpdated(u) = read(values) else {
+            let StationEvent::TransactionUpdated(u) = read(values) else {
                 unreachable!()
             };
             Message::Update(name(cp), u)
         }
         Op::Stop16 { cp, nth } => {
             let stop = v1_6::StopTransactionRequest::new(2000, time(9), pick(cp, nth));
-            let Event::TransactionEnded(e) = read(stop) else {
+            let StationEvent::TransactionEnded(e) = read(stop) else {
                 unreachable!()
             };
             Message::End(name(cp), e)
@@ -118,9 +118,9 @@ fn message(op: &Op, ids: &HashMap<String, Vec<i32>>) -> Message {
             )
             .with_evse(v2_0_1::EVSE::new(1).with_connector_id(2));
             match read(event) {
-                Event::TransactionStarted(s) => Message::Start(name(cp), s),
-                Event::TransactionUpdated(u) => Message::Update(name(cp), u),
-                Event::TransactionEnded(e) => Message::End(name(cp), e),
+                StationEvent::TransactionStarted(s) => Message::Start(name(cp), s),
+                StationEvent::TransactionUpdated(u) => Message::Update(name(cp), u),
+                StationEvent::TransactionEnded(e) => Message::End(name(cp), e),
                 other => unreachable!("{other:?}"),
             }
         }

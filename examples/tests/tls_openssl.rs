@@ -81,9 +81,9 @@ fn certificate_args(pki: &Pki, names: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn start(binary: &str, args: &[String]) -> Server {
+fn start(binary: &str, args: &[String]) -> ServerProcess {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Server::start(binary, &args)
+    ServerProcess::start(binary, &args)
 }
 
 /// What the test client allows.
@@ -227,7 +227,7 @@ fn refused_handshake(
 }
 
 /// The value of the counter `name` in `GET /metrics`.
-fn metric(server: &Server, name: &str) -> u64 {
+fn metric(server: &ServerProcess, name: &str) -> u64 {
     let (_, metrics) = http(server.admin, "GET", "/metrics", "");
     metrics
         .lines()
@@ -237,7 +237,7 @@ fn metric(server: &Server, name: &str) -> u64 {
         .unwrap()
 }
 
-fn tls_failures(server: &Server) -> u64 {
+fn tls_failures(server: &ServerProcess) -> u64 {
     metric(server, "ocpp_tls_failures_total")
 }
 

@@ -48,26 +48,26 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use ocpp_messages::envelope::{write_call, write_call_error, write_call_result, write_send};
 use ocpp_messages::{ErrorCode, MessageId, OcppVersion};
-use ocpp_tokio::hook::{Message, MessageEvent};
+use ocpp_tokio::hook::{MessageEvent, Traffic};
 use ocpp_tokio::CallFailure;
 use serde::{Deserialize, Serialize};
 
 /// Which way a message went, as the central system sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Direction {
+pub enum CaptureDirection {
     /// From the station to the central system.
     In,
     /// From the central system to the station.
     Out,
 }
 
-impl Direction {
+impl CaptureDirection {
     /// The other way.
-    pub fn opposite(self) -> Direction {
+    pub fn opposite(self) -> CaptureDirection {
         match self {
-            Direction::In => Direction::Out,
-            Direction::Out => Direction::In,
+            CaptureDirection::In => CaptureDirection::Out,
+            CaptureDirection::Out => CaptureDirection::In,
         }
     }
 }
@@ -82,7 +82,7 @@ pub struct CaptureLine {
     /// The connection's subprotocol (`ocpp1.6`...).
     pub version: String,
     /// Which way the message went.
-    pub dir: Direction,
+    pub dir: CaptureDirection,
     /// The OCPP-J text.
     pub text: String,
 }
@@ -106,7 +106,7 @@ pub enum CaptureError {
 
 impl CaptureLine {
     /// A line stamped now.
-    pub fn now(identity: &str, version: OcppVersion, dir: Direction, text: String) -> Self {
+    pub fn now(identity: &str, version: OcppVersion, dir: CaptureDirection, text: String) -> Self {
         CaptureLine {
             t_ms: now_ms(),
             identity: identity.to_string(),
@@ -230,7 +230,13 @@ impl<W: Write + Send + 'static> CaptureRecorder<W> {
     }
 
     /// Records a message this process sent or received itself (a mock peer's own traffic).
-    pub fn record_text(&self, identity: &str, version: OcppVersion, dir: Direction, text: String) {
+    pub fn record_text(
+        &self,
+        identity: &str,
+        version: OcppVersion,
+        dir: CaptureDirection,
+        text: String,
+    ) {
         let Ok(mut inner) = self.inner.lock() else {
             self.write_errors.fetch_add(1, Ordering::Relaxed);
             return;
@@ -247,43 +253,43 @@ impl<W: Write + Send + 'static> CaptureRecorder<W> {
 fn serialise(
     event: &MessageEvent<'_>,
     versions: &mut HashMap<String, OcppVersion>,
-) -> Option<(OcppVersion, Direction, String)> {
+) -> Option<(OcppVersion, CaptureDirection, String)> {
     let id = event.id;
     let mut buf = Vec::new();
     let mut learnt = None;
     match event.message {
-        Message::CallIn(request) | Message::CallOut(request) => {
+        Traffic::CallIn(request) | Traffic::CallOut(request) => {
             learnt = Some(request.version());
             write_call(&mut buf, id, request.action(), request).ok()?;
         }
-        Message::SendIn(request) | Message::SendOut(request) => {
+        Traffic::SendIn(request) | Traffic::SendOut(request) => {
             learnt = Some(request.version());
             write_send(&mut buf, id, request.action(), request).ok()?;
         }
-        Message::ResultOut(response) | Message::OutcomeIn(Ok(response)) => {
+        Traffic::ResultOut(response) | Traffic::OutcomeIn(Ok(response)) => {
             learnt = Some(response.version());
             write_call_result(&mut buf, id, response).ok()?;
         }
-        Message::ErrorOut { code, description } => {
+        Traffic::ErrorOut { code, description } => {
             let version = *versions.get(event.identity)?;
             write_error(&mut buf, version, id, code, description)?;
         }
-        Message::OutcomeIn(Err(CallFailure::ErrorResponse {
+        Traffic::OutcomeIn(Err(CallFailure::ErrorResponse {
             code, description, ..
         })) => {
             let version = *versions.get(event.identity)?;
             write_error(&mut buf, version, id, code, description)?;
         }
         // A timeout, a lost connection...: nothing went over the wire.
-        Message::OutcomeIn(Err(_)) => return None,
+        Traffic::OutcomeIn(Err(_)) => return None,
         // A message kind added to the hook later.
         #[allow(unreachable_patterns)]
         _ => return None,
     }
     // In: what the peer sent (its CALL or SEND, its answer to ours); out: what we sent.
     let dir = match event.message {
-        Message::CallIn(_) | Message::SendIn(_) | Message::OutcomeIn(_) => Direction::In,
-        _ => Direction::Out,
+        Traffic::CallIn(_) | Traffic::SendIn(_) | Traffic::OutcomeIn(_) => CaptureDirection::In,
+        _ => CaptureDirection::Out,
     };
     if let Some(version) = learnt {
         if versions.get(event.identity) != Some(&version) {
@@ -313,7 +319,7 @@ mod tests {
         let line = CaptureLine::now(
             "CP1",
             OcppVersion::V2_0_1,
-            Direction::In,
+            CaptureDirection::In,
             r#"[2,"1","Heartbeat",{}]"#.into(),
         );
         let json = line.to_json();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use ocpp_cli::capture::{read_capture, CaptureLine, CaptureRecorder, Direction};
+use ocpp_cli::capture::{read_capture, CaptureDirection, CaptureLine, CaptureRecorder};
 use ocpp_cli::replay::{replay, ReplayOptions, DEFAULT_IGNORED};
 use ocpp_cli::validate::{Validator, Verdict};
 use ocpp_cli::{mock_csms, mock_station};
@@ -158,8 +158,8 @@ fn validate(
         }
         let (label, verdict) = if let Ok(line) = CaptureLine::from_json(item) {
             let dir = match line.dir {
-                Direction::In => "in",
-                Direction::Out => "out",
+                CaptureDirection::In => "in",
+                CaptureDirection::Out => "out",
             };
             let label = format!("line {} {} {dir}", index + 1, line.identity);
             match line.ocpp_version().or(version) {

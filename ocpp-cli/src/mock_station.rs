@@ -28,7 +28,7 @@ use ocpp_messages::envelope::{write_call, write_call_error};
 use ocpp_tokio::station::{StationError, StationInfo};
 use ocpp_tokio::{Answer, ErrorAnswer, IncomingCall, OcppVersion, Router, Session, Station};
 
-use crate::capture::{CaptureRecorder, Direction};
+use crate::capture::{CaptureDirection, CaptureRecorder};
 
 /// Starts the station for `url` (its last segment is the identity), offering `version` only.
 ///
@@ -64,7 +64,7 @@ fn answer<W: Write + Send + 'static>(
         log.record_text(
             identity,
             version,
-            Direction::Out,
+            CaptureDirection::Out,
             String::from_utf8_lossy(&text).into_owned(),
         );
     }
@@ -83,7 +83,7 @@ fn answer<W: Write + Send + 'static>(
         log.record_text(
             identity,
             version,
-            Direction::In,
+            CaptureDirection::In,
             String::from_utf8_lossy(&text).into_owned(),
         );
     }

@@ -29,7 +29,7 @@ use std::time::Duration;
 use ocpp_messages::OcppVersion;
 use serde_json::Value;
 
-use crate::capture::{CaptureLine, Direction};
+use crate::capture::{CaptureDirection, CaptureLine};
 use crate::websocket::{Link, LinkError};
 
 /// The fields ignored by default: they change with the time of the run.
@@ -126,7 +126,7 @@ pub struct Report {
 }
 
 impl Report {
-    fn log(&mut self, identity: &str, version: OcppVersion, dir: Direction, text: &str) {
+    fn log(&mut self, identity: &str, version: OcppVersion, dir: CaptureDirection, text: &str) {
         self.transcript
             .push(CaptureLine::now(identity, version, dir, text.to_string()));
     }
@@ -182,18 +182,18 @@ fn scripts(lines: &[CaptureLine]) -> Vec<(String, Script)> {
         let id = frame.get(1).and_then(Value::as_str).unwrap_or_default();
         let action = frame.get(2).and_then(Value::as_str).unwrap_or_default();
         match (line.dir, kind) {
-            (Direction::In, Some(2 | 6)) => {
+            (CaptureDirection::In, Some(2 | 6)) => {
                 script
                     .station
                     .push((id.into(), action.into(), line.text.clone(), kind == Some(2)))
             }
-            (Direction::Out, Some(3 | 4)) => {
+            (CaptureDirection::Out, Some(3 | 4)) => {
                 script.answers.insert(id.into(), line.text.clone());
             }
-            (Direction::Out, Some(2)) => {
+            (CaptureDirection::Out, Some(2)) => {
                 script.server_calls.insert(id.into(), action.into());
             }
-            (Direction::In, Some(3 | 4)) => {
+            (CaptureDirection::In, Some(3 | 4)) => {
                 if let Some(action) = script.server_calls.get(id) {
                     script
                         .station_answers
@@ -241,7 +241,7 @@ async fn replay_one(
     let station = std::mem::take(&mut script.station);
     for (id, action, text, expects_answer) in station {
         link.send_text(&text).await?;
-        report.log(identity, version, Direction::In, &text);
+        report.log(identity, version, CaptureDirection::In, &text);
         report.sent += 1;
         if !expects_answer {
             continue;
@@ -277,7 +277,7 @@ async fn replay_one(
         loop {
             match link.next_text().await {
                 Ok(text) => {
-                    report.log(identity, version, Direction::Out, &text);
+                    report.log(identity, version, CaptureDirection::Out, &text);
                     answer_server_call(&mut link, identity, &text, &mut script, version, report)
                         .await?;
                 }
@@ -307,7 +307,7 @@ async fn await_answer(
             Ok(text) => text?,
             Err(_) => return Ok(None),
         };
-        report.log(identity, version, Direction::Out, &text);
+        report.log(identity, version, CaptureDirection::Out, &text);
         if answer_server_call(link, identity, &text, script, version, report).await? {
             continue;
         }
@@ -358,7 +358,7 @@ async fn answer_server_call(
     };
     let answer = answer.to_string();
     link.send_text(&answer).await?;
-    report.log(identity, version, Direction::In, &answer);
+    report.log(identity, version, CaptureDirection::In, &answer);
     report.answered += 1;
     Ok(true)
 }

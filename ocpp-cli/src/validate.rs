@@ -32,7 +32,7 @@ use std::fmt;
 use ocpp_messages::envelope::{parse_str, respond_to_parse_error, Disposition, RpcMessage};
 use ocpp_messages::{DecodeError, DecodeOptions, ErrorCode, OcppVersion, Request, Response};
 
-use crate::capture::Direction;
+use crate::capture::CaptureDirection;
 
 /// What the receiving side would make of one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +108,7 @@ impl fmt::Display for Finding {
 pub struct Validator {
     action: Option<String>,
     /// (identity, direction of the CALL, message id) -> action.
-    calls: HashMap<(String, Option<Direction>, String), String>,
+    calls: HashMap<(String, Option<CaptureDirection>, String), String>,
 }
 
 impl Validator {
@@ -130,7 +130,7 @@ impl Validator {
         &mut self,
         version: OcppVersion,
         identity: &str,
-        dir: Option<Direction>,
+        dir: Option<CaptureDirection>,
         text: &str,
     ) -> Verdict {
         let message = match parse_str(text, version) {
@@ -167,7 +167,7 @@ impl Validator {
             RpcMessage::CallResult(result) => {
                 let key = (
                     identity.to_string(),
-                    dir.map(Direction::opposite),
+                    dir.map(CaptureDirection::opposite),
                     result.id.as_str().to_string(),
                 );
                 let action = self.calls.remove(&key).or_else(|| self.action.clone());
@@ -184,7 +184,7 @@ impl Validator {
             RpcMessage::CallError(error) => {
                 let key = (
                     identity.to_string(),
-                    dir.map(Direction::opposite),
+                    dir.map(CaptureDirection::opposite),
                     error.id.as_str().to_string(),
                 );
                 let action = self.calls.remove(&key);

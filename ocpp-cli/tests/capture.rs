@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ocpp_cli::capture::{read_capture, CaptureLine, CaptureRecorder, Direction};
+use ocpp_cli::capture::{read_capture, CaptureDirection, CaptureLine, CaptureRecorder};
 use ocpp_cli::mock_csms;
 use ocpp_cli::validate::{Validator, Verdict};
 use ocpp_cli::websocket::Link;
@@ -83,12 +83,12 @@ async fn a_recorded_capture_reads_back_with_the_wire_texts() {
                 request.ocpp_version(),
                 request.dir
             ),
-            (*identity, Some(*version), Direction::In)
+            (*identity, Some(*version), CaptureDirection::In)
         );
         assert_eq!(&request.text, call, "the station's CALL, as sent");
         assert_eq!(
             (response.dir, &response.text),
-            (Direction::Out, answer),
+            (CaptureDirection::Out, answer),
             "the answer, as sent"
         );
         for line in [request, response] {

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ocpp_cli::capture::{read_capture, CaptureLine, CaptureRecorder, Direction};
+use ocpp_cli::capture::{read_capture, CaptureDirection, CaptureLine, CaptureRecorder};
 use ocpp_cli::replay::{replay, ReplayOptions};
 use ocpp_cli::websocket::Link;
 use ocpp_messages::OcppVersion;
@@ -104,7 +104,7 @@ async fn the_servers_calls_are_answered_from_the_capture() {
     assert_eq!(recorded.len(), 4, "{recorded:?}");
     let reset_answer = recorded
         .iter()
-        .find(|l| l.dir == Direction::In && l.text.starts_with("[3,"))
+        .find(|l| l.dir == CaptureDirection::In && l.text.starts_with("[3,"))
         .expect("the station's recorded answer");
     assert!(
         reset_answer.text.ends_with(r#"{"status":"Accepted"}]"#),
@@ -187,7 +187,7 @@ async fn the_mock_station_answers_not_supported_and_logs_both() {
     assert_eq!(lines.len(), 2, "{stdout}");
     assert_eq!(
         (lines[0].dir, lines[1].dir),
-        (Direction::Out, Direction::In)
+        (CaptureDirection::Out, CaptureDirection::In)
     );
     assert!(
         lines[0].text.contains(r#""GetConfiguration",{}]"#),

@@ -34,13 +34,13 @@ fn tokio_server() -> PathBuf {
 }
 
 /// A tokio-server on free loopback ports, in-memory state; killed (its own handle) on drop.
-struct TokioServer {
+struct TokioServerProcess {
     child: Child,
     url: String,
 }
 
-impl TokioServer {
-    fn start(binary: &PathBuf) -> TokioServer {
+impl TokioServerProcess {
+    fn start(binary: &PathBuf) -> TokioServerProcess {
         let mut child = Command::new(binary)
             .args(["--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
             .env("RUST_LOG", "warn")
@@ -70,14 +70,14 @@ impl TokioServer {
             .nth(3)
             .unwrap_or_default()
             .to_string();
-        TokioServer {
+        TokioServerProcess {
             child,
             url: format!("ws://{addr}/ocpp"),
         }
     }
 }
 
-impl Drop for TokioServer {
+impl Drop for TokioServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -94,7 +94,7 @@ fn a_recording_of_tokio_server_replays_against_it_without_difference() {
     let path = |p: &PathBuf| p.to_str().expect("path").to_string();
 
     // Record: the script against a first server, from the station's side.
-    let first = TokioServer::start(&binary);
+    let first = TokioServerProcess::start(&binary);
     let output = run(
         &[
             "replay",
@@ -124,7 +124,7 @@ fn a_recording_of_tokio_server_replays_against_it_without_difference() {
     assert!(stdout.contains(" 0 invalid, 0 unchecked"), "{stdout}");
 
     // Replay against a fresh server: the same answers but the times.
-    let second = TokioServer::start(&binary);
+    let second = TokioServerProcess::start(&binary);
     let output = run(
         &["replay", &path(&recording), "--url", &second.url],
         None,
@@ -150,7 +150,7 @@ fn a_recording_of_tokio_server_replays_against_it_without_difference() {
         "the recording has an Authorize Accepted: {recorded}"
     );
     std::fs::write(&changed, text).expect("write changed");
-    let third = TokioServer::start(&binary);
+    let third = TokioServerProcess::start(&binary);
     let output = run(
         &["replay", &path(&changed), "--url", &third.url],
         None,

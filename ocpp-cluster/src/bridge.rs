@@ -16,8 +16,8 @@ use ocpp_proto::OcppVersion;
 use crate::cluster::lock;
 use crate::executor::BoxFuture;
 use crate::{
-    CallFailure, Claim, ClaimTicket, Cluster, ClusterConfig, ClusterError, ClusterEvent,
-    CommandOutcome, Executor,
+    CallFailure, Claim, ClaimTicket, Cluster, ClusterConfig, ClusterError, ClusterEvent, Executor,
+    JsonCallOutcome,
 };
 
 /// How many requests may wait for the cluster thread before [`BridgeError::Full`]: commands,
@@ -177,7 +177,7 @@ enum Request {
     },
 }
 
-type Jobs = Arc<Mutex<HashMap<u64, oneshot::Sender<CommandOutcome>>>>;
+type Jobs = Arc<Mutex<HashMap<u64, oneshot::Sender<JsonCallOutcome>>>>;
 
 /// The sink of every output: queue, then wake the loop.
 #[derive(Clone)]
@@ -219,7 +219,7 @@ impl Executor for BridgeExecutor {
         action: &str,
         payload_json: &str,
         timeout: Duration,
-    ) -> BoxFuture<CommandOutcome> {
+    ) -> BoxFuture<JsonCallOutcome> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         lock(&self.jobs).insert(id, tx);
@@ -247,7 +247,7 @@ impl Executor for BridgeExecutor {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use ocpp_cluster::{BridgeOutput, ClusterBridge, ClusterConfig, CommandOutcome};
+/// use ocpp_cluster::{BridgeOutput, ClusterBridge, ClusterConfig, JsonCallOutcome};
 ///
 /// # fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// // In the mio server: `let waker = Arc::new(mio::Waker::new(poll.registry(), WAKE)?);`
@@ -479,7 +479,7 @@ impl ClusterBridge {
 
     /// Answers the job `id` ([`BridgeOutput::Execute`]). An answer past the job's timeout is
     /// discarded (`false`).
-    pub fn complete(&self, id: JobId, outcome: CommandOutcome) -> bool {
+    pub fn complete(&self, id: JobId, outcome: JsonCallOutcome) -> bool {
         match lock(&self.jobs).remove(&id.0) {
             Some(tx) => tx.send(outcome).is_ok(),
             None => false,

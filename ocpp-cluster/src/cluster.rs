@@ -95,12 +95,12 @@ pub type ClusterEvents = mpsc::UnboundedReceiver<ClusterEvent>;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use ocpp_cluster::{BoxFuture, Cluster, ClusterConfig, ClusterEvent, CommandOutcome};
+/// use ocpp_cluster::{BoxFuture, Cluster, ClusterConfig, ClusterEvent, JsonCallOutcome};
 ///
 /// # async fn run() -> Result<(), ocpp_cluster::ClusterError> {
 /// // How this node runs a command for a charge point it holds (here: answers at once).
 /// let executor = |_id: &str, _action: &str, _payload: &str, _timeout: Duration|
-///     -> BoxFuture<CommandOutcome> { Box::pin(async { Ok("{}".to_owned()) }) };
+///     -> BoxFuture<JsonCallOutcome> { Box::pin(async { Ok("{}".to_owned()) }) };
 /// let config = ClusterConfig::new("redis://127.0.0.1:6379/", "csms-a");
 /// let (cluster, mut events) = Cluster::start(config, executor)?;
 ///

@@ -13,7 +13,7 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 /// point): the CALLRESULT's payload as JSON text, or the core's [`CallFailure`], the same
 /// vocabulary a local CALL ends with. Each failure says whether the CALL may have reached the
 /// charge point ([`CallFailure::delivery`]).
-pub type CommandOutcome = Result<String, CallFailure>;
+pub type JsonCallOutcome = Result<String, CallFailure>;
 
 /// How a local CALL ended, as the command's outcome: the typed CALLRESULT as JSON text, every
 /// failure as it is. The one conversion every node uses (mio and tokio alike).
@@ -24,7 +24,7 @@ pub type CommandOutcome = Result<String, CallFailure>;
 /// let lost = command_outcome(&Err(CallFailure::Disconnected));
 /// assert_eq!(lost, Err(CallFailure::Disconnected));
 /// ```
-pub fn command_outcome(outcome: &CallOutcome) -> CommandOutcome {
+pub fn command_outcome(outcome: &CallOutcome) -> JsonCallOutcome {
     match outcome {
         Ok(response) => serde_json::to_string(response).map_err(|e| CallFailure::InvalidResponse {
             description: format!("the CALLRESULT does not serialise: {e}"),
@@ -45,12 +45,12 @@ pub fn command_outcome(outcome: &CallOutcome) -> CommandOutcome {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ocpp_cluster::{BoxFuture, CommandOutcome, Executor};
+/// use ocpp_cluster::{BoxFuture, Executor, JsonCallOutcome};
 ///
 /// struct Echo;
 /// impl Executor for Echo {
 ///     fn execute(&self, _identity: &str, _action: &str, payload_json: &str, _timeout: Duration)
-///         -> BoxFuture<CommandOutcome>
+///         -> BoxFuture<JsonCallOutcome>
 ///     {
 ///         let payload = payload_json.to_owned();
 ///         Box::pin(async move { Ok(payload) })
@@ -66,12 +66,12 @@ pub trait Executor: Send + Sync + 'static {
         action: &str,
         payload_json: &str,
         timeout: Duration,
-    ) -> BoxFuture<CommandOutcome>;
+    ) -> BoxFuture<JsonCallOutcome>;
 }
 
 impl<F> Executor for F
 where
-    F: Fn(&str, &str, &str, Duration) -> BoxFuture<CommandOutcome> + Send + Sync + 'static,
+    F: Fn(&str, &str, &str, Duration) -> BoxFuture<JsonCallOutcome> + Send + Sync + 'static,
 {
     fn execute(
         &self,
@@ -79,7 +79,7 @@ where
         action: &str,
         payload_json: &str,
         timeout: Duration,
-    ) -> BoxFuture<CommandOutcome> {
+    ) -> BoxFuture<JsonCallOutcome> {
         self(identity, action, payload_json, timeout)
     }
 }

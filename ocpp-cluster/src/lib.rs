@@ -64,7 +64,7 @@ pub use cluster::{
 pub use config::ClusterConfig;
 pub use directory::{Listing, Located};
 pub use error::ClusterError;
-pub use executor::{command_outcome, BoxFuture, CommandOutcome, Executor};
+pub use executor::{command_outcome, BoxFuture, Executor, JsonCallOutcome};
 /// A routed command as the request its holder sends: the one decoding of an operator's
 /// command, local or routed ([`ocpp_proto::command_request`]).
 pub use ocpp_proto::command_request;

@@ -258,7 +258,7 @@ mod tests {
         );
         let config = ClusterConfig::new(url, "a").with_redis_timeout(Duration::from_millis(300));
         let executor =
-            |_: &str, _: &str, _: &str, _: Duration| -> crate::BoxFuture<crate::CommandOutcome> {
+            |_: &str, _: &str, _: &str, _: Duration| -> crate::BoxFuture<crate::JsonCallOutcome> {
                 Box::pin(async { Ok("{}".to_owned()) })
             };
         let (cluster, _events) = crate::Cluster::start(config, executor).expect("start");

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 
 use ocpp_proto::{CallFailure, ErrorCode, OcppVersion};
 
-use crate::CommandOutcome;
+use crate::JsonCallOutcome;
 
 /// Only the `type` field, read first to pick the message's shape.
 #[derive(Debug, Deserialize)]
@@ -19,7 +19,7 @@ pub(crate) struct Head<'a> {
 
 /// `{"type":"command",...}`: run a CALL on a charge point the receiver holds.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Command<'a> {
+pub(crate) struct WireCommand<'a> {
     #[serde(borrow, rename = "type")]
     pub(crate) kind: Cow<'a, str>,
     #[serde(borrow)]
@@ -41,7 +41,7 @@ pub(crate) struct Command<'a> {
 
 /// `{"type":"reply",...}`: the one answer to a command, on the caller's inbox.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Reply<'a> {
+pub(crate) struct WireReply<'a> {
     #[serde(borrow, rename = "type")]
     pub(crate) kind: Cow<'a, str>,
     #[serde(borrow)]
@@ -79,7 +79,7 @@ fn superseded_kind() -> Cow<'static, str> {
 
 /// Serialises the reply to command `id` with `outcome`. A payload or details that is not
 /// valid JSON text becomes a CALLERROR `InternalError` (the caller must get valid JSON).
-pub(crate) fn encode_reply(id: &str, outcome: &CommandOutcome) -> String {
+pub(crate) fn encode_reply(id: &str, outcome: &JsonCallOutcome) -> String {
     let invalid_json = |what: &str| CallFailure::InvalidResponse {
         description: format!("the charge point's {what} is not valid JSON"),
     };
@@ -87,7 +87,7 @@ pub(crate) fn encode_reply(id: &str, outcome: &CommandOutcome) -> String {
     let failure = match outcome {
         Ok(payload) => match serde_json::from_str::<&RawValue>(payload) {
             Ok(raw) => {
-                let mut reply = Reply::bare(id, "result");
+                let mut reply = WireReply::bare(id, "result");
                 reply.payload = Some(raw);
                 return to_json(&reply);
             }
@@ -104,7 +104,7 @@ pub(crate) fn encode_reply(id: &str, outcome: &CommandOutcome) -> String {
         }
         Err(failure) => failure,
     };
-    let mut reply = Reply::bare(id, failure.name());
+    let mut reply = WireReply::bare(id, failure.name());
     match failure {
         CallFailure::ErrorResponse {
             code,
@@ -125,7 +125,7 @@ pub(crate) fn encode_reply(id: &str, outcome: &CommandOutcome) -> String {
 }
 
 /// Serialising these strings and checked raw values cannot fail.
-fn to_json(reply: &Reply<'_>) -> String {
+fn to_json(reply: &WireReply<'_>) -> String {
     serde_json::to_string(reply).unwrap_or_default()
 }
 
@@ -137,9 +137,9 @@ fn details_or_empty(details: &str) -> &str {
     }
 }
 
-impl<'a> Reply<'a> {
+impl<'a> WireReply<'a> {
     fn bare(id: &'a str, status: &'a str) -> Self {
-        Reply {
+        WireReply {
             kind: "reply".into(),
             id: id.into(),
             status: status.into(),
@@ -153,7 +153,7 @@ impl<'a> Reply<'a> {
     /// The command's outcome this reply carries. A status this node does not know (a newer
     /// node's) reads as [`CallFailure::Timeout`]: nothing says the CALL was not sent, so the
     /// caller must treat it as one that may have run.
-    pub(crate) fn outcome(&self) -> CommandOutcome {
+    pub(crate) fn outcome(&self) -> JsonCallOutcome {
         let description = || self.description.as_deref().unwrap_or("").to_owned();
         match &*self.status {
             "result" => Ok(self
@@ -186,7 +186,7 @@ impl<'a> Reply<'a> {
 mod tests {
     use super::*;
 
-    fn call_error(code: ErrorCode, description: &str) -> CommandOutcome {
+    fn call_error(code: ErrorCode, description: &str) -> JsonCallOutcome {
         Err(CallFailure::ErrorResponse {
             code,
             description: description.to_owned(),
@@ -238,7 +238,7 @@ mod tests {
         ];
         for (outcome, text) in cases {
             assert_eq!(encode_reply("x", &outcome), text);
-            let reply: Reply<'_> = serde_json::from_str(text).unwrap();
+            let reply: WireReply<'_> = serde_json::from_str(text).unwrap();
             assert_eq!(reply.outcome(), outcome);
         }
     }
@@ -248,7 +248,7 @@ mod tests {
         let text = encode_reply("x", &call_error(ErrorCode::FormatViolation, ""));
         assert!(text.contains(r#""code":"FormatViolation""#), "{text}");
         let v16 = r#"{"type":"reply","id":"x","status":"call_error","code":"FormationViolation"}"#;
-        let reply: Reply<'_> = serde_json::from_str(v16).unwrap();
+        let reply: WireReply<'_> = serde_json::from_str(v16).unwrap();
         assert!(matches!(
             reply.outcome(),
             Err(CallFailure::ErrorResponse {
@@ -261,7 +261,7 @@ mod tests {
     #[test]
     fn an_answer_that_is_not_json_becomes_an_invalid_response() {
         let text = encode_reply("x", &Ok("not json".to_owned()));
-        let reply: Reply<'_> = serde_json::from_str(&text).unwrap();
+        let reply: WireReply<'_> = serde_json::from_str(&text).unwrap();
         assert!(matches!(
             reply.outcome(),
             Err(CallFailure::InvalidResponse { .. })
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn an_unknown_status_is_still_one_answer_and_may_have_run() {
-        let reply: Reply<'_> =
+        let reply: WireReply<'_> =
             serde_json::from_str(r#"{"type":"reply","id":"x","status":"maybe"}"#).unwrap();
         let failure = reply.outcome().unwrap_err();
         assert!(failure.may_have_reached_peer());
@@ -282,11 +282,11 @@ mod tests {
         // quote (OCPP 1.6 allows it). Borrowed `&str` fields could not read these back.
         let outcome = call_error(ErrorCode::GenericError, "say \"no\"\\\nthen stop");
         let json = encode_reply("id-\"1\"", &outcome);
-        let reply: Reply<'_> = serde_json::from_str(&json).unwrap();
+        let reply: WireReply<'_> = serde_json::from_str(&json).unwrap();
         assert_eq!(reply.id, "id-\"1\"");
         assert_eq!(reply.outcome(), outcome);
         let command = r#"{"type":"command","id":"a-1","reply_to":"a","identity":"CP\"7","action":"Reset","payload":{},"deadline_ms":1}"#;
-        let command: Command<'_> = serde_json::from_str(command).unwrap();
+        let command: WireCommand<'_> = serde_json::from_str(command).unwrap();
         assert_eq!(command.identity, "CP\"7");
     }
 
@@ -295,7 +295,7 @@ mod tests {
         let command = r#"{"type":"command","id":"a-5f0c9e1d2b3a4c5d-17","reply_to":"a","identity":"CP-1","action":"Reset","payload":{"type":"Soft"},"deadline_ms":1796121429478}"#;
         let head: Head<'_> = serde_json::from_str(command).unwrap();
         assert_eq!(head.kind, "command");
-        let command: Command<'_> = serde_json::from_str(command).unwrap();
+        let command: WireCommand<'_> = serde_json::from_str(command).unwrap();
         assert_eq!(command.payload.get(), r#"{"type":"Soft"}"#);
         assert_eq!(command.deadline_ms, 1_796_121_429_478);
         let superseded = r#"{"type":"superseded","identity":"CP-7","epoch":1796121429478310,"by_node":"b","by_epoch":1796121429478311}"#;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::wait_until;
 use ocpp_cluster::{
-    BoxFuture, CallFailure, Cluster, ClusterConfig, ClusterEvents, CommandOutcome, Executor,
+    BoxFuture, CallFailure, Cluster, ClusterConfig, ClusterEvents, Executor, JsonCallOutcome,
 };
 use sentinel_set::{query, Reply, SentinelSet};
 
@@ -51,7 +51,7 @@ impl Executor for Recorder {
         action: &str,
         payload_json: &str,
         _timeout: Duration,
-    ) -> BoxFuture<CommandOutcome> {
+    ) -> BoxFuture<JsonCallOutcome> {
         self.runs
             .lock()
             .unwrap()

@@ -1,7 +1,7 @@
 //! A Local Controller: `local_controller LISTEN CSMS_URL`, e.g.
 //! `local_controller 127.0.0.1:9100 ws://127.0.0.1:9000/ocpp`. Each station that connects to
 //! LISTEN as `/ocpp/CP1` is relayed, unchanged, to `CSMS_URL/CP1`.
-use ocpp_local_controller::{Direction, LocalController, LocalControllerError};
+use ocpp_local_controller::{Leg, LocalController, LocalControllerError};
 
 #[tokio::main]
 async fn main() -> Result<(), LocalControllerError> {
@@ -11,8 +11,8 @@ async fn main() -> Result<(), LocalControllerError> {
     let controller = LocalController::builder(&csms)?
         .on_message(|m| {
             let arrow = match m.direction {
-                Direction::StationToCsms => "->",
-                Direction::CsmsToStation => "<-",
+                Leg::StationToCsms => "->",
+                Leg::CsmsToStation => "<-",
                 _ => "--", // the controller's own (none here: it acts on nothing)
             };
             println!("{} {arrow} {}", m.identity, m.text);

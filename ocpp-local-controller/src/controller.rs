@@ -14,8 +14,8 @@ use crate::pair::{relay_pair, relay_tls_pair};
 use crate::relay::Hooks;
 use crate::upstream::server_name;
 #[cfg(doc)]
-use crate::Direction;
-use crate::{LocalControllerError, RelayedMessage, RelayedStations, Verdict};
+use crate::Leg;
+use crate::{LocalControllerError, RelayedMessage, RelayedStations, StationCallDecision};
 
 pub(crate) type UpstreamPassword = Arc<dyn Fn(&str) -> Option<Vec<u8>> + Send + Sync>;
 
@@ -23,17 +23,17 @@ pub(crate) type UpstreamPassword = Arc<dyn Fn(&str) -> Option<Vec<u8>> + Send + 
 ///
 /// ```no_run
 /// # async fn example() -> Result<(), ocpp_local_controller::LocalControllerError> {
-/// use ocpp_local_controller::{LocalController, Verdict};
+/// use ocpp_local_controller::{LocalController, StationCallDecision};
 ///
 /// let controller = LocalController::builder("ws://csms.example:9000/ocpp")?
 ///     .on_message(|m| println!("{} {:?} {}", m.identity, m.direction, m.text))
 ///     // Authorize locally every token, the central system never asked.
 ///     .on_station_call(|m| match m.envelope {
-///         Some(e) if e.action == Some("Authorize") => Verdict::result(
+///         Some(e) if e.action == Some("Authorize") => StationCallDecision::result(
 ///             e.id,
 ///             &serde_json::json!({"idTokenInfo": {"status": "Accepted"}}),
 ///         ),
-///         _ => Verdict::Forward,
+///         _ => StationCallDecision::Forward,
 ///     })
 ///     .bind("0.0.0.0:9100")
 ///     .await?;
@@ -83,12 +83,12 @@ impl LocalControllerBuilder {
         self
     }
 
-    /// Called for every CALL of a station (direction
-    /// [`Direction::StationToController`]) before it is relayed: [`Verdict::Forward`] relays
-    /// it, [`Verdict::Answer`] answers it here.
+    /// Called for every CALL of a station (leg [`Leg::StationToController`]) before it is
+    /// relayed: [`StationCallDecision::Forward`] relays it, [`StationCallDecision::Answer`]
+    /// answers it here.
     pub fn on_station_call(
         mut self,
-        hook: impl Fn(&RelayedMessage<'_>) -> Verdict + Send + Sync + 'static,
+        hook: impl Fn(&RelayedMessage<'_>) -> StationCallDecision + Send + Sync + 'static,
     ) -> Self {
         self.hooks.station_call = Some(Arc::new(hook));
         self

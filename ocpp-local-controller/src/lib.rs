@@ -51,7 +51,7 @@ mod upstream;
 
 pub use controller::{LocalController, LocalControllerBuilder};
 pub use error::{LocalControllerError, OwnCallError};
-pub use message::{RelayedMessage, Verdict};
+pub use message::{RelayedMessage, StationCallDecision};
 pub use ocpp_messages::envelope::MessageTypeId;
-pub use relay::{Direction, Envelope};
+pub use relay::{Envelope, Leg};
 pub use stations::RelayedStations;

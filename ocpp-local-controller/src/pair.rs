@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::controller::Shared;
 use crate::relay::{Output, Relay};
-use crate::stations::{Command, Mailbox};
+use crate::stations::{Mailbox, OwnCallRequest};
 use crate::upstream::connect_upstream;
 use crate::OwnCallError;
 
@@ -168,7 +168,7 @@ pub(crate) async fn relay_pair(
     let mut relay: Option<Relay> = None;
     let mut identity = String::new();
     let (commands_tx, mut commands) =
-        mpsc::channel::<Command>(shared.config.get_max_queued_calls().max(1));
+        mpsc::channel::<OwnCallRequest>(shared.config.get_max_queued_calls().max(1));
     let mut replies: HashMap<String, oneshot::Sender<Result<String, OwnCallError>>> =
         HashMap::new();
     let mut station_buf = vec![0u8; 16 * 1024];

@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 use ocpp_messages::envelope::{self, MessageTypeId};
 use ocpp_proto::OcppVersion;
 
-use super::{OwnCallError, RelayedMessage, Verdict};
+use super::{OwnCallError, RelayedMessage, StationCallDecision};
 
 /// The hook that observes every message.
 pub(crate) type Observe = Arc<dyn Fn(&RelayedMessage<'_>) + Send + Sync>;
 /// The hook that forwards a station's CALL or answers it here.
-pub(crate) type Decide = Arc<dyn Fn(&RelayedMessage<'_>) -> Verdict + Send + Sync>;
+pub(crate) type Decide = Arc<dyn Fn(&RelayedMessage<'_>) -> StationCallDecision + Send + Sync>;
 
 /// The hooks of a relay: every message observed; a station's CALL forwarded or answered here.
 #[derive(Clone, Default)]
@@ -33,10 +33,11 @@ pub(crate) struct Hooks {
     pub(crate) station_call: Option<Decide>,
 }
 
-/// Which way a message goes.
+/// The leg of the relay a message takes: which way it goes between the station, the controller
+/// and the central system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Direction {
+pub enum Leg {
     /// From the station, relayed to the central system.
     StationToCsms,
     /// From the central system, relayed to the station.
@@ -152,7 +153,7 @@ impl Relay {
         }
     }
 
-    fn observe(&self, direction: Direction, text: &str, envelope: Option<Envelope<'_>>) {
+    fn observe(&self, direction: Leg, text: &str, envelope: Option<Envelope<'_>>) {
         if let Some(observe) = &self.hooks.observe {
             observe(&RelayedMessage {
                 identity: &self.identity,
@@ -171,7 +172,7 @@ impl Relay {
         // The answer to our own CALL: consumed here.
         if is_answer(envelope.as_ref()) && self.own_in_flight.as_ref().map(|c| c.id.as_str()) == id
         {
-            self.observe(Direction::StationToController, &text, envelope);
+            self.observe(Leg::StationToController, &text, envelope);
             if let Some(call) = self.own_in_flight.take() {
                 self.output.push_back(Output::OwnOutcome {
                     id: call.id,
@@ -188,15 +189,15 @@ impl Relay {
             if let Some(decide) = &self.hooks.station_call {
                 let message = RelayedMessage {
                     identity: &self.identity,
-                    direction: Direction::StationToController,
+                    direction: Leg::StationToController,
                     text: &text,
                     envelope,
                 };
-                if let Verdict::Answer(answer) = decide(&message) {
-                    self.observe(Direction::StationToController, &text, envelope);
+                if let StationCallDecision::Answer(answer) = decide(&message) {
+                    self.observe(Leg::StationToController, &text, envelope);
                     let answer_parsed = parse(&answer, self.version);
                     self.observe(
-                        Direction::ControllerToStation,
+                        Leg::ControllerToStation,
                         &answer,
                         envelope_of(&answer_parsed),
                     );
@@ -206,7 +207,7 @@ impl Relay {
                 }
             }
         }
-        self.observe(Direction::StationToCsms, &text, envelope);
+        self.observe(Leg::StationToCsms, &text, envelope);
         let answers_csms = is_answer(envelope.as_ref())
             && self.csms_in_flight.as_ref().map(|c| c.0.as_str()) == id;
         drop(parsed);
@@ -221,7 +222,7 @@ impl Relay {
     pub(crate) fn handle_csms_text(&mut self, now: Instant, text: String) {
         let parsed = parse(&text, self.version);
         let envelope = envelope_of(&parsed);
-        self.observe(Direction::CsmsToStation, &text, envelope);
+        self.observe(Leg::CsmsToStation, &text, envelope);
         let call_id = envelope
             .filter(|e| e.message_type == MessageTypeId::Call)
             .map(|e| e.id.to_owned());
@@ -285,11 +286,7 @@ impl Relay {
                 }
                 Some(Waiting::Own(call)) => {
                     let parsed = parse(&call.text, self.version);
-                    self.observe(
-                        Direction::ControllerToStation,
-                        &call.text,
-                        envelope_of(&parsed),
-                    );
+                    self.observe(Leg::ControllerToStation, &call.text, envelope_of(&parsed));
                     drop(parsed);
                     self.output.push_back(Output::ToStation(call.text.clone()));
                     self.own_in_flight = Some(call);
@@ -404,11 +401,11 @@ mod tests {
             })),
             station_call: Some(Arc::new(|m: &RelayedMessage<'_>| {
                 match m.envelope.and_then(|e| e.action) {
-                    Some("Authorize") => Verdict::Answer(format!(
+                    Some("Authorize") => StationCallDecision::Answer(format!(
                         "[3,\"{}\",{{\"idTokenInfo\":{{\"status\":\"Accepted\"}}}}]",
                         m.envelope.map_or("", |e| e.id)
                     )),
-                    _ => Verdict::Forward,
+                    _ => StationCallDecision::Forward,
                 }
             })),
         };
@@ -423,8 +420,8 @@ mod tests {
             )]
         );
         let seen = seen.lock().unwrap();
-        assert_eq!(seen[0].0, Direction::StationToController);
-        assert_eq!(seen[1].0, Direction::ControllerToStation);
+        assert_eq!(seen[0].0, Leg::StationToController);
+        assert_eq!(seen[1].0, Leg::ControllerToStation);
     }
 
     #[test]

@@ -26,10 +26,12 @@ impl std::fmt::Debug for RelayedStations {
 #[derive(Clone)]
 pub(crate) struct Mailbox {
     pub(crate) pair: u64,
-    pub(crate) commands: mpsc::Sender<Command>,
+    pub(crate) commands: mpsc::Sender<OwnCallRequest>,
 }
 
-pub(crate) struct Command {
+/// A CALL of the controller's own for one station ([`RelayedStations::call`]), on its way to
+/// the station's pair, with where its answer goes.
+pub(crate) struct OwnCallRequest {
     pub(crate) action: String,
     pub(crate) payload: String,
     pub(crate) reply: oneshot::Sender<Result<String, OwnCallError>>,
@@ -80,7 +82,7 @@ impl RelayedStations {
         let mailbox = self.lock().get(identity).cloned();
         let mailbox = mailbox.ok_or(OwnCallError::NotConnected)?;
         let (reply, answer) = oneshot::channel();
-        let command = Command {
+        let command = OwnCallRequest {
             action: action.into(),
             payload: payload.into(),
             reply,

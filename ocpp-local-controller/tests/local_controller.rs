@@ -14,13 +14,15 @@ use std::time::{Duration, Instant};
 
 use common::raw_peer::{RawPeer, WAIT};
 use common::{example_binary, mio_server_binary, python, python_ocpp_present, Killed, TestServer};
-use ocpp_local_controller::{Direction, LocalController, MessageTypeId, RelayedStations, Verdict};
+use ocpp_local_controller::{
+    Leg, LocalController, MessageTypeId, RelayedStations, StationCallDecision,
+};
 use ocpp_proto::{CloseCode, CloseReason, ConnectionConfig, Event, OcppVersion};
 use ocpp_test_kit::WireChargePoint;
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 
-type Seen = Arc<Mutex<Vec<(Direction, String)>>>;
+type Seen = Arc<Mutex<Vec<(Leg, String)>>>;
 
 /// A controller relaying to `upstream`; Authorize answered locally; every message recorded.
 async fn start_controller(upstream: SocketAddr) -> (SocketAddr, RelayedStations, Seen) {
@@ -33,9 +35,9 @@ async fn start_controller(upstream: SocketAddr) -> (SocketAddr, RelayedStations,
         .on_station_call(|m| match m.envelope {
             Some(e) if e.action == Some("Authorize") => {
                 let info = serde_json::json!({"idTokenInfo": {"status": "Accepted"}});
-                Verdict::result(e.id, &info)
+                StationCallDecision::result(e.id, &info)
             }
-            _ => Verdict::Forward,
+            _ => StationCallDecision::Forward,
         })
         .bind("127.0.0.1:0")
         .await
@@ -123,20 +125,17 @@ async fn texts_are_relayed_byte_for_byte_and_the_controller_acts() {
 
     {
         let seen = seen.lock().unwrap();
-        let of = |d: Direction| -> Vec<&str> {
+        let of = |d: Leg| -> Vec<&str> {
             seen.iter()
                 .filter(|(x, _)| *x == d)
                 .map(|(_, t)| t.as_str())
                 .collect()
         };
+        assert_eq!(of(Leg::StationToCsms), vec![boot, reset_answer, heartbeat]);
+        assert_eq!(of(Leg::CsmsToStation), vec![answer, reset]);
+        assert_eq!(of(Leg::ControllerToStation).len(), 2, "{seen:?}");
         assert_eq!(
-            of(Direction::StationToCsms),
-            vec![boot, reset_answer, heartbeat]
-        );
-        assert_eq!(of(Direction::CsmsToStation), vec![answer, reset]);
-        assert_eq!(of(Direction::ControllerToStation).len(), 2, "{seen:?}");
-        assert_eq!(
-            of(Direction::StationToController),
+            of(Leg::StationToController),
             vec![
                 r#"[2,"m2","Authorize",{"idToken":{"idToken":"T","type":"ISO14443"}}]"#,
                 &own_answer
@@ -208,7 +207,7 @@ async fn stations_reach_an_ocpp_tokio_server_under_their_identity() {
         .lock()
         .unwrap()
         .iter()
-        .any(|(d, t)| *d == Direction::CsmsToStation && t.contains("\"Accepted\"")));
+        .any(|(d, t)| *d == Leg::CsmsToStation && t.contains("\"Accepted\"")));
 
     // The server's refusals reach the station: 404 for an unknown identity, 401 for wrong
     // credentials; the station's own credentials are passed on.

@@ -27,7 +27,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{free_port, mio_server_binary, python, python_ocpp_present, Killed};
-use ocpp_local_controller::{Direction, LocalController, RelayedStations};
+use ocpp_local_controller::{Leg, LocalController, RelayedStations};
 use serde_json::{json, Value};
 
 /// The longest one wait for a Python peer may take (an import of `ocpp` takes a second).
@@ -151,7 +151,7 @@ struct Controller {
     runtime: tokio::runtime::Runtime,
     addr: SocketAddr,
     stations: RelayedStations,
-    seen: Arc<Mutex<Vec<(String, Direction, String)>>>,
+    seen: Arc<Mutex<Vec<(String, Leg, String)>>>,
 }
 
 impl Controller {
@@ -204,7 +204,7 @@ impl Controller {
             .iter()
             .find(|(who, direction, text)| {
                 who == identity
-                    && *direction == Direction::ControllerToStation
+                    && *direction == Leg::ControllerToStation
                     && serde_json::from_str::<Value>(text).is_ok_and(|t| t[1] == id.as_str())
             })
             .map(|(_, _, text)| text.clone())
@@ -333,7 +333,7 @@ fn python_stations_reach_a_python_csms_unchanged_under_their_identity_and_take_a
             .lock()
             .unwrap()
             .iter()
-            .filter(|(who, d, _)| who == identity && *d == Direction::ControllerToStation)
+            .filter(|(who, d, _)| who == identity && *d == Leg::ControllerToStation)
             .filter_map(|(_, _, text)| message_id(text))
             .collect();
         assert_eq!(controller_ids.len(), 1, "one CALL of the controller's own");

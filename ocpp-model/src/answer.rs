@@ -3,9 +3,9 @@
 
 use ocpp_messages::{DateTime, DecodeOptions, OcppVersion, Request, Response};
 
-use crate::{Authorization, BootAnswer, Decimal, Event, ModelError};
+use crate::{Authorization, BootAnswer, Decimal, ModelError, StationEvent};
 
-/// What the CSMS answers to an [`Event`].
+/// What the CSMS answers to a [`StationEvent`].
 ///
 /// | event | answer |
 /// | --- | --- |
@@ -116,7 +116,7 @@ impl EventAnswer {
         }
     }
 
-    pub(crate) fn mismatch(&self, event: &Event) -> ModelError {
+    pub(crate) fn mismatch(&self, event: &StationEvent) -> ModelError {
         ModelError::AnswerMismatch {
             event: event.name(),
             answer: self.name(),
@@ -129,7 +129,7 @@ impl EventAnswer {
 ///
 /// ```
 /// use ocpp_messages::{v1_6, v2_0_1, DateTime, OcppVersion, Request};
-/// use ocpp_model::{respond, EventAnswer, Authorization, AuthorizationStatus, Event};
+/// use ocpp_model::{respond, Authorization, AuthorizationStatus, EventAnswer, StationEvent};
 ///
 /// let time: DateTime = "2025-01-02T03:04:05Z".parse().unwrap();
 /// let start: Request = v1_6::StartTransactionRequest::new(1, "04A2B3C4", 0, time).into();
@@ -137,7 +137,7 @@ impl EventAnswer {
 ///     Some(42),
 ///     Some(Authorization::new(AuthorizationStatus::Accepted)),
 /// );
-/// let response = respond(&Event::from_request(&start), &answer, OcppVersion::V1_6)?;
+/// let response = respond(&StationEvent::from_request(&start), &answer, OcppVersion::V1_6)?;
 /// assert_eq!(
 ///     serde_json::to_string(&response).unwrap(),
 ///     r#"{"idTagInfo":{"status":"Accepted"},"transactionId":42}"#
@@ -145,11 +145,11 @@ impl EventAnswer {
 /// # Ok::<(), ocpp_model::ModelError>(())
 /// ```
 pub fn respond(
-    event: &Event,
+    event: &StationEvent,
     answer: &EventAnswer,
     version: OcppVersion,
 ) -> Result<Response, ModelError> {
-    if let (Event::Other(request), EventAnswer::Received) = (event, answer) {
+    if let (StationEvent::Other(request), EventAnswer::Received) = (event, answer) {
         return acknowledge(request, version);
     }
     let response = match version {
@@ -176,16 +176,16 @@ fn acknowledge(request: &Request, version: OcppVersion) -> Result<Response, Mode
         .map_err(|_| not_modelled())
 }
 
-impl Event {
+impl StationEvent {
     /// [`respond`] as a method.
     ///
     /// ```
     /// use ocpp_messages::{v2_0_1, DateTime, OcppVersion, Request};
-    /// use ocpp_model::{EventAnswer, Event};
+    /// use ocpp_model::{EventAnswer, StationEvent};
     ///
     /// let heartbeat: Request = v2_0_1::HeartbeatRequest::default().into();
     /// let now = DateTime::from_unix_timestamp(0).unwrap();
-    /// let response = Event::from_request(&heartbeat)
+    /// let response = StationEvent::from_request(&heartbeat)
     ///     .respond(&EventAnswer::Heartbeat { current_time: now }, OcppVersion::V2_0_1)?;
     /// assert_eq!(response.action(), "Heartbeat");
     /// # Ok::<(), ocpp_model::ModelError>(())

@@ -9,12 +9,12 @@ use crate::IdToken;
 ///
 /// ```
 /// use ocpp_messages::{v1_6, Request};
-/// use ocpp_model::{AuthorizationRequested, Event, IdToken};
+/// use ocpp_model::{AuthorizationRequested, IdToken, StationEvent};
 ///
 /// let request: Request = v1_6::AuthorizeRequest::new("04A2B3C4").into();
 /// assert_eq!(
-///     Event::from_request(&request),
-///     Event::AuthorizationRequested(AuthorizationRequested {
+///     StationEvent::from_request(&request),
+///     StationEvent::AuthorizationRequested(AuthorizationRequested {
 ///         token: IdToken::from_id_tag("04A2B3C4"),
 ///     })
 /// );

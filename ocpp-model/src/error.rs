@@ -55,8 +55,9 @@ pub enum ModelError {
         /// The charge point's version.
         version: OcppVersion,
     },
-    /// The event is not one the model answers ([`Event::Other`](crate::Event::Other)): answer
-    /// the raw request with its typed response.
+    /// The event is not one the model answers
+    /// ([`StationEvent::Other`](crate::StationEvent::Other)): answer the raw request with its typed
+    /// response.
     #[error("{action} is not modelled: answer it with its typed response")]
     NotModelled {
         /// The request's action.

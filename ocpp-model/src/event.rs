@@ -1,4 +1,4 @@
-//! [`Event`]: what a charge point's request means, in one vocabulary for every version.
+//! [`StationEvent`]: what a charge point's request means, in one vocabulary for every version.
 
 use ocpp_messages::{Request, RequestRef};
 
@@ -9,13 +9,13 @@ use crate::{
 
 /// A charge point's request, read as a concept of the protocol.
 ///
-/// The model is a layer, not a wall: what it does not model is [`Event::Other`] with the typed
-/// request itself, and every event can be answered with [`Event::respond`] or, the raw way,
-/// with the typed response of its action.
+/// The model is a layer, not a wall: what it does not model is [`StationEvent::Other`] with the
+/// typed request itself, and every event can be answered with [`StationEvent::respond`] or, the raw
+/// way, with the typed response of its action.
 ///
 /// ```
 /// use ocpp_messages::{v2_0_1, DecodeOptions, OcppVersion, Request};
-/// use ocpp_model::{Event, IdToken, IdTokenType};
+/// use ocpp_model::{IdToken, IdTokenType, StationEvent};
 ///
 /// let request = Request::decode(
 ///     OcppVersion::V2_0_1,
@@ -23,8 +23,8 @@ use crate::{
 ///     r#"{"idToken":{"idToken":"04A2B3C4","type":"ISO14443"}}"#,
 ///     &DecodeOptions::strict(),
 /// )?;
-/// match Event::from_request(&request) {
-///     Event::AuthorizationRequested(asked) => {
+/// match StationEvent::from_request(&request) {
+///     StationEvent::AuthorizationRequested(asked) => {
 ///         assert_eq!(asked.token, IdToken::new("04A2B3C4", IdTokenType::Iso14443));
 ///     }
 ///     other => panic!("{other:?}"),
@@ -33,7 +33,7 @@ use crate::{
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum Event {
+pub enum StationEvent {
     /// `BootNotification`.
     Booted(Booted),
     /// `StatusNotification`.
@@ -61,19 +61,20 @@ pub enum Event {
     Other(Request),
 }
 
-impl Event {
+impl StationEvent {
     /// Reads a charge point's request of any version.
     ///
     /// ```
     /// use ocpp_messages::{v1_6, Request};
-    /// use ocpp_model::Event;
+    /// use ocpp_model::StationEvent;
     ///
     /// let heartbeat: Request = v1_6::HeartbeatRequest::default().into();
-    /// assert_eq!(Event::from_request(&heartbeat), Event::Heartbeat(ocpp_model::Heartbeat));
+    /// let read = StationEvent::from_request(&heartbeat);
+    /// assert_eq!(read, StationEvent::Heartbeat(ocpp_model::Heartbeat));
     /// let clear: Request = v1_6::ClearCacheRequest::default().into();
-    /// assert_eq!(Event::from_request(&clear), Event::Other(clear));
+    /// assert_eq!(StationEvent::from_request(&clear), StationEvent::Other(clear));
     /// ```
-    pub fn from_request(request: &Request) -> Event {
+    pub fn from_request(request: &Request) -> StationEvent {
         let event = match request.view() {
             RequestRef::V1_6(request) => crate::v1_6::event(request),
             RequestRef::V2_0_1(request) => crate::v2::v2_0_1::event(request),
@@ -81,31 +82,31 @@ impl Event {
             #[allow(unreachable_patterns)]
             _ => None,
         };
-        event.unwrap_or_else(|| Event::Other(request.clone()))
+        event.unwrap_or_else(|| StationEvent::Other(request.clone()))
     }
 
     /// The event's name, for errors and logs (`TransactionStarted`...).
     pub fn name(&self) -> &'static str {
         match self {
-            Event::Booted(_) => "Booted",
-            Event::StatusChanged(_) => "StatusChanged",
-            Event::AuthorizationRequested(_) => "AuthorizationRequested",
-            Event::TransactionStarted(_) => "TransactionStarted",
-            Event::TransactionUpdated(_) => "TransactionUpdated",
-            Event::TransactionEnded(_) => "TransactionEnded",
-            Event::MeterReadings(_) => "MeterReadings",
-            Event::Heartbeat(_) => "Heartbeat",
-            Event::SecurityEvent(_) => "SecurityEvent",
-            Event::FirmwareStatus(_) => "FirmwareStatus",
-            Event::LogStatus(_) => "LogStatus",
-            Event::Other(_) => "Other",
+            StationEvent::Booted(_) => "Booted",
+            StationEvent::StatusChanged(_) => "StatusChanged",
+            StationEvent::AuthorizationRequested(_) => "AuthorizationRequested",
+            StationEvent::TransactionStarted(_) => "TransactionStarted",
+            StationEvent::TransactionUpdated(_) => "TransactionUpdated",
+            StationEvent::TransactionEnded(_) => "TransactionEnded",
+            StationEvent::MeterReadings(_) => "MeterReadings",
+            StationEvent::Heartbeat(_) => "Heartbeat",
+            StationEvent::SecurityEvent(_) => "SecurityEvent",
+            StationEvent::FirmwareStatus(_) => "FirmwareStatus",
+            StationEvent::LogStatus(_) => "LogStatus",
+            StationEvent::Other(_) => "Other",
         }
     }
 }
 
-impl From<&Request> for Event {
-    fn from(request: &Request) -> Event {
-        Event::from_request(request)
+impl From<&Request> for StationEvent {
+    fn from(request: &Request) -> StationEvent {
+        StationEvent::from_request(request)
     }
 }
 
@@ -114,15 +115,15 @@ impl From<&Request> for Event {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Heartbeat;
 
-/// One concept of [`Event`], as a handler of that concept alone takes it (a router routes
+/// One concept of [`StationEvent`], as a handler of that concept alone takes it (a router routes
 /// each event to the handler of its concept: `ocpp_tokio::Router::on_concept`).
 ///
 /// ```
 /// use ocpp_messages::{v1_6, Request};
-/// use ocpp_model::{Concept, Event, Heartbeat, TransactionStarted};
+/// use ocpp_model::{Concept, Heartbeat, StationEvent, TransactionStarted};
 ///
 /// let heartbeat: Request = v1_6::HeartbeatRequest::default().into();
-/// let event = Event::from_request(&heartbeat);
+/// let event = StationEvent::from_request(&heartbeat);
 /// let event = TransactionStarted::from_event(event).unwrap_err(); // not this concept
 /// assert_eq!(Heartbeat::from_event(event), Ok(Heartbeat));
 /// ```
@@ -134,7 +135,7 @@ pub trait Concept: Sized {
     // The event comes back by value so that a router tries the next concept without a copy
     // or an allocation; it is as large as the `Ok` side anyway.
     #[allow(clippy::result_large_err)]
-    fn from_event(event: Event) -> Result<Self, Event>;
+    fn from_event(event: StationEvent) -> Result<Self, StationEvent>;
 }
 
 /// [`Concept`] for the events that carry one value, each variant named as its concept.
@@ -143,9 +144,9 @@ macro_rules! concepts {
         $(
             impl Concept for $concept {
                 #[allow(clippy::result_large_err)]
-                fn from_event(event: Event) -> Result<Self, Event> {
+                fn from_event(event: StationEvent) -> Result<Self, StationEvent> {
                     match event {
-                        Event::$concept(concept) => Ok(concept),
+                        StationEvent::$concept(concept) => Ok(concept),
                         other => Err(other),
                     }
                 }

@@ -47,11 +47,12 @@ impl StartKey {
     ///
     /// ```
     /// use ocpp_messages::{v1_6, DateTime, Request};
-    /// use ocpp_model::{Event, StartKey};
+    /// use ocpp_model::{StartKey, StationEvent};
     ///
     /// let time: DateTime = "2025-01-02T03:04:05Z".parse().unwrap();
     /// let start: Request = v1_6::StartTransactionRequest::new(1, "TAG", 10, time).into();
-    /// let Event::TransactionStarted(start) = Event::from_request(&start) else { panic!() };
+    /// let event = StationEvent::from_request(&start);
+    /// let StationEvent::TransactionStarted(start) = event else { panic!() };
     /// assert_eq!(StartKey::of(&start).unwrap().id_tag.as_deref(), Some("TAG"));
     /// ```
     pub fn of(start: &TransactionStarted) -> Option<StartKey> {
@@ -260,12 +261,13 @@ struct State {
 ///
 /// ```
 /// use ocpp_messages::{v1_6, DateTime, Request};
-/// use ocpp_model::{Event, InMemoryLedger, Recorded, TransactionId, TransactionLedger};
+/// use ocpp_model::{InMemoryLedger, Recorded, StationEvent, TransactionId, TransactionLedger};
 ///
 /// let ledger = InMemoryLedger::new();
 /// let time: DateTime = "2025-01-02T03:04:05Z".parse().unwrap();
 /// let start: Request = v1_6::StartTransactionRequest::new(1, "TAG", 10, time).into();
-/// let Event::TransactionStarted(start) = Event::from_request(&start) else { panic!() };
+/// let event = StationEvent::from_request(&start);
+/// let StationEvent::TransactionStarted(start) = event else { panic!() };
 /// let first = ledger.record_start("CP1", &start)?;
 /// assert_eq!(first, Recorded::New(TransactionId::Number(1)));
 /// // Sent again after a lost answer: the same id, nothing recorded twice.

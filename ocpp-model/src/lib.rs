@@ -76,7 +76,7 @@ pub use boot::{BootAnswer, BootReason, Booted, RegistrationStatus};
 pub use charging_limit::{ChargingLimit, ChargingProfilePurpose, LimitPeriod, RateUnit};
 pub use command::{Command, CommandOutcome, MessageTrigger, Outcome, ResetKind};
 pub use error::ModelError;
-pub use event::{Concept, Event, Heartbeat};
+pub use event::{Concept, Heartbeat, StationEvent};
 pub use id_token::{IdToken, IdTokenType};
 pub use ledger::{
     InMemoryLedger, InMemoryLedgerError, LedgerTransaction, Recorded, StartKey, StartKeyError,

@@ -23,7 +23,7 @@ pub const DEFAULT_UNIT: &str = "Wh";
 ///
 /// ```
 /// use ocpp_messages::{v1_6, DateTime, Request};
-/// use ocpp_model::{Decimal, Event};
+/// use ocpp_model::{Decimal, StationEvent};
 ///
 /// let time: DateTime = "2025-01-02T03:04:05Z".parse().unwrap();
 /// let request: Request = v1_6::MeterValuesRequest::new(
@@ -31,7 +31,8 @@ pub const DEFAULT_UNIT: &str = "Wh";
 ///     vec![v1_6::MeterValue::new(time, vec![v1_6::SampledValue::new("2935.600")])],
 /// )
 /// .into();
-/// let Event::MeterReadings(readings) = Event::from_request(&request) else { panic!() };
+/// let event = StationEvent::from_request(&request);
+/// let StationEvent::MeterReadings(readings) = event else { panic!() };
 /// let reading = &readings.readings[0];
 /// assert_eq!(reading.measurand, "Energy.Active.Import.Register");
 /// assert_eq!(reading.value.map(|v| v.to_string()), Some("2935.600".into()));

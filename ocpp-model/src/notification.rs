@@ -8,12 +8,12 @@ use ocpp_messages::DateTime;
 ///
 /// ```
 /// use ocpp_messages::{v2_0_1, DateTime, Request};
-/// use ocpp_model::Event;
+/// use ocpp_model::StationEvent;
 ///
 /// let time = DateTime::from_unix_timestamp(0).unwrap();
 /// let request: Request =
 ///     v2_0_1::SecurityEventNotificationRequest::new("StartupOfTheDevice", time).into();
-/// let Event::SecurityEvent(event) = Event::from_request(&request) else { panic!() };
+/// let StationEvent::SecurityEvent(event) = StationEvent::from_request(&request) else { panic!() };
 /// assert_eq!(event.kind, "StartupOfTheDevice");
 /// ```
 #[derive(Debug, Clone, PartialEq)]

@@ -46,7 +46,7 @@ impl ConnectorStatus {
 ///
 /// ```
 /// use ocpp_messages::{v1_6, Request};
-/// use ocpp_model::{ConnectorStatus, Event};
+/// use ocpp_model::{ConnectorStatus, StationEvent};
 ///
 /// let request: Request = v1_6::StatusNotificationRequest::new(
 ///     1,
@@ -54,7 +54,8 @@ impl ConnectorStatus {
 ///     v1_6::ChargePointStatus::Charging,
 /// )
 /// .into();
-/// let Event::StatusChanged(changed) = Event::from_request(&request) else { panic!() };
+/// let event = StationEvent::from_request(&request);
+/// let StationEvent::StatusChanged(changed) = event else { panic!() };
 /// assert_eq!((changed.evse, changed.connector), (1, None));
 /// assert_eq!(changed.status, ConnectorStatus::Occupied);
 /// assert_eq!(changed.raw_status, "Charging");

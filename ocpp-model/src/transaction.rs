@@ -156,11 +156,12 @@ impl StopReason {
 ///
 /// ```
 /// use ocpp_messages::{v1_6, DateTime, Request};
-/// use ocpp_model::{Event, IdToken};
+/// use ocpp_model::{IdToken, StationEvent};
 ///
 /// let time: DateTime = "2025-01-02T03:04:05Z".parse().unwrap();
 /// let request: Request = v1_6::StartTransactionRequest::new(1, "04A2B3C4", 2935, time).into();
-/// let Event::TransactionStarted(started) = Event::from_request(&request) else { panic!() };
+/// let event = StationEvent::from_request(&request);
+/// let StationEvent::TransactionStarted(started) = event else { panic!() };
 /// assert_eq!(started.id, None); // 1.6: given out by the CSMS in its answer
 /// assert_eq!(started.token, Some(IdToken::from_id_tag("04A2B3C4")));
 /// assert_eq!(started.readings[0].context, "Transaction.Begin");

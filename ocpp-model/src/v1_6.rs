@@ -10,9 +10,9 @@ use crate::command::{outcome_of, CommandOutcome};
 use crate::meter::{DEFAULT_CONTEXT, DEFAULT_LOCATION, DEFAULT_MEASURAND, DEFAULT_UNIT};
 use crate::{
     number, Authorization, AuthorizationRequested, BootReason, Booted, ChargingLimit,
-    ChargingProfilePurpose, Command, ConnectorStatus, Event, EventAnswer, FirmwareStatus, IdToken,
+    ChargingProfilePurpose, Command, ConnectorStatus, EventAnswer, FirmwareStatus, IdToken,
     LogStatus, MessageTrigger, MeterReading, MeterReadings, ModelError, ResetKind, SecurityEvent,
-    SignedMeterValue, StatusChanged, StopReason, TransactionEnded, TransactionId,
+    SignedMeterValue, StationEvent, StatusChanged, StopReason, TransactionEnded, TransactionId,
     TransactionStarted, TransactionUpdated,
 };
 
@@ -103,10 +103,10 @@ fn id(value: i32) -> Option<u32> {
     u32::try_from(value).ok()
 }
 
-/// The event of a 1.6 request; `None`: [`Event::Other`].
-pub(crate) fn event(request: &m::Request) -> Option<Event> {
+/// The event of a 1.6 request; `None`: [`StationEvent::Other`].
+pub(crate) fn event(request: &m::Request) -> Option<StationEvent> {
     Some(match request {
-        m::Request::BootNotification(boot) => Event::Booted(Booted {
+        m::Request::BootNotification(boot) => StationEvent::Booted(Booted {
             vendor: boot.charge_point_vendor.clone(),
             model: boot.charge_point_model.clone(),
             serial: boot
@@ -117,7 +117,7 @@ pub(crate) fn event(request: &m::Request) -> Option<Event> {
             reason: BootReason::Unknown,
             raw_reason: None,
         }),
-        m::Request::StatusNotification(status) => Event::StatusChanged(StatusChanged {
+        m::Request::StatusNotification(status) => StationEvent::StatusChanged(StatusChanged {
             evse: id(status.connector_id)?,
             connector: None,
             status: ConnectorStatus::from_1_6(status.status.as_str())?,
@@ -125,28 +125,32 @@ pub(crate) fn event(request: &m::Request) -> Option<Event> {
             error_code: Some(status.error_code.as_str().to_owned()),
             timestamp: status.timestamp.clone(),
         }),
-        m::Request::Authorize(authorize) => Event::AuthorizationRequested(AuthorizationRequested {
-            token: IdToken::from_id_tag(authorize.id_tag.as_str()),
-        }),
-        m::Request::StartTransaction(start) => Event::TransactionStarted(TransactionStarted {
-            id: None,
-            evse: Some(id(start.connector_id)?),
-            connector: None,
-            token: Some(IdToken::from_id_tag(start.id_tag.as_str())),
-            trigger: None,
-            raw_trigger: None,
-            seq_no: None,
-            offline: false,
-            timestamp: start.timestamp.clone(),
-            readings: vec![register(
-                &start.timestamp,
-                start.meter_start,
-                "Transaction.Begin",
-            )],
-            reservation: start.reservation_id,
-            remote_start_id: None,
-            charging_state: None,
-        }),
+        m::Request::Authorize(authorize) => {
+            StationEvent::AuthorizationRequested(AuthorizationRequested {
+                token: IdToken::from_id_tag(authorize.id_tag.as_str()),
+            })
+        }
+        m::Request::StartTransaction(start) => {
+            StationEvent::TransactionStarted(TransactionStarted {
+                id: None,
+                evse: Some(id(start.connector_id)?),
+                connector: None,
+                token: Some(IdToken::from_id_tag(start.id_tag.as_str())),
+                trigger: None,
+                raw_trigger: None,
+                seq_no: None,
+                offline: false,
+                timestamp: start.timestamp.clone(),
+                readings: vec![register(
+                    &start.timestamp,
+                    start.meter_start,
+                    "Transaction.Begin",
+                )],
+                reservation: start.reservation_id,
+                remote_start_id: None,
+                charging_state: None,
+            })
+        }
         m::Request::MeterValues(values) => {
             let mut readings = Vec::new();
             for value in &values.meter_value {
@@ -155,7 +159,7 @@ pub(crate) fn event(request: &m::Request) -> Option<Event> {
             }
             let evse = id(values.connector_id)?;
             match values.transaction_id {
-                Some(transaction) => Event::TransactionUpdated(TransactionUpdated {
+                Some(transaction) => StationEvent::TransactionUpdated(TransactionUpdated {
                     id: TransactionId::Number(transaction),
                     evse: Some(evse),
                     connector: None,
@@ -168,7 +172,7 @@ pub(crate) fn event(request: &m::Request) -> Option<Event> {
                     readings,
                     charging_state: None,
                 }),
-                None => Event::MeterReadings(MeterReadings { evse, readings }),
+                None => StationEvent::MeterReadings(MeterReadings { evse, readings }),
             }
         }
         m::Request::StopTransaction(stop) => {
@@ -183,7 +187,7 @@ pub(crate) fn event(request: &m::Request) -> Option<Event> {
                 "Transaction.End",
             ));
             let raw_reason = stop.reason.as_ref().map(|r| r.as_str().to_owned());
-            Event::TransactionEnded(TransactionEnded {
+            StationEvent::TransactionEnded(TransactionEnded {
                 id: TransactionId::Number(stop.transaction_id),
                 evse: None,
                 connector: None,
@@ -201,25 +205,29 @@ pub(crate) fn event(request: &m::Request) -> Option<Event> {
                 charging_state: None,
             })
         }
-        m::Request::Heartbeat(_) => Event::Heartbeat(crate::Heartbeat),
-        m::Request::SecurityEventNotification(event) => Event::SecurityEvent(SecurityEvent {
-            kind: event.r#type.clone(),
-            timestamp: event.timestamp.clone(),
-            tech_info: event.tech_info.clone(),
-        }),
-        m::Request::FirmwareStatusNotification(status) => Event::FirmwareStatus(FirmwareStatus {
-            status: status.status.as_str().to_owned(),
-            request_id: None,
-            signed_update: false,
-        }),
+        m::Request::Heartbeat(_) => StationEvent::Heartbeat(crate::Heartbeat),
+        m::Request::SecurityEventNotification(event) => {
+            StationEvent::SecurityEvent(SecurityEvent {
+                kind: event.r#type.clone(),
+                timestamp: event.timestamp.clone(),
+                tech_info: event.tech_info.clone(),
+            })
+        }
+        m::Request::FirmwareStatusNotification(status) => {
+            StationEvent::FirmwareStatus(FirmwareStatus {
+                status: status.status.as_str().to_owned(),
+                request_id: None,
+                signed_update: false,
+            })
+        }
         m::Request::SignedFirmwareStatusNotification(status) => {
-            Event::FirmwareStatus(FirmwareStatus {
+            StationEvent::FirmwareStatus(FirmwareStatus {
                 status: status.status.as_str().to_owned(),
                 request_id: status.request_id,
                 signed_update: true,
             })
         }
-        m::Request::LogStatusNotification(status) => Event::LogStatus(LogStatus {
+        m::Request::LogStatusNotification(status) => StationEvent::LogStatus(LogStatus {
             status: status.status.as_str().to_owned(),
             request_id: status.request_id,
         }),
@@ -248,27 +256,27 @@ fn id_tag_info(authorization: &Authorization) -> Result<m::IdTagInfo, ModelError
 }
 
 /// The 1.6 response answering `event` with `answer`.
-pub(crate) fn respond(event: &Event, answer: &EventAnswer) -> Result<Response, ModelError> {
+pub(crate) fn respond(event: &StationEvent, answer: &EventAnswer) -> Result<Response, ModelError> {
     let missing = |field| ModelError::Missing {
         event: event.name(),
         field,
         version: V,
     };
     Ok(match (event, answer) {
-        (Event::Booted(_), EventAnswer::Boot(boot)) => m::BootNotificationResponse::new(
+        (StationEvent::Booted(_), EventAnswer::Boot(boot)) => m::BootNotificationResponse::new(
             m::RegistrationStatus::from_wire(boot.status.as_str()),
             boot.current_time.clone(),
             i32::try_from(boot.interval_s).map_err(|_| out_of_range("interval"))?,
         )
         .into(),
-        (Event::Heartbeat(_), EventAnswer::Heartbeat { current_time }) => {
+        (StationEvent::Heartbeat(_), EventAnswer::Heartbeat { current_time }) => {
             m::HeartbeatResponse::new(current_time.clone()).into()
         }
-        (Event::AuthorizationRequested(_), EventAnswer::Authorization(authorization)) => {
+        (StationEvent::AuthorizationRequested(_), EventAnswer::Authorization(authorization)) => {
             m::AuthorizeResponse::new(id_tag_info(authorization)?).into()
         }
         (
-            Event::TransactionStarted(_),
+            StationEvent::TransactionStarted(_),
             EventAnswer::Transaction {
                 transaction_id,
                 authorization,
@@ -281,37 +289,37 @@ pub(crate) fn respond(event: &Event, answer: &EventAnswer) -> Result<Response, M
                 .ok_or_else(|| missing("authorization"))?;
             m::StartTransactionResponse::new(id_tag_info(authorization)?, id).into()
         }
-        (Event::TransactionEnded(_), EventAnswer::Transaction { authorization, .. }) => {
+        (StationEvent::TransactionEnded(_), EventAnswer::Transaction { authorization, .. }) => {
             let mut response = m::StopTransactionResponse::default();
             if let Some(authorization) = authorization {
                 response = response.with_id_tag_info(id_tag_info(authorization)?);
             }
             response.into()
         }
-        (Event::TransactionEnded(_), EventAnswer::Received) => {
+        (StationEvent::TransactionEnded(_), EventAnswer::Received) => {
             m::StopTransactionResponse::default().into()
         }
         (
-            Event::TransactionUpdated(_) | Event::MeterReadings(_),
+            StationEvent::TransactionUpdated(_) | StationEvent::MeterReadings(_),
             EventAnswer::Received | EventAnswer::Transaction { .. },
         ) => m::MeterValuesResponse::default().into(),
-        (Event::StatusChanged(_), EventAnswer::Received) => {
+        (StationEvent::StatusChanged(_), EventAnswer::Received) => {
             m::StatusNotificationResponse::default().into()
         }
-        (Event::SecurityEvent(_), EventAnswer::Received) => {
+        (StationEvent::SecurityEvent(_), EventAnswer::Received) => {
             m::SecurityEventNotificationResponse::default().into()
         }
-        (Event::FirmwareStatus(status), EventAnswer::Received) => {
+        (StationEvent::FirmwareStatus(status), EventAnswer::Received) => {
             if status.signed_update {
                 m::SignedFirmwareStatusNotificationResponse::default().into()
             } else {
                 m::FirmwareStatusNotificationResponse::default().into()
             }
         }
-        (Event::LogStatus(_), EventAnswer::Received) => {
+        (StationEvent::LogStatus(_), EventAnswer::Received) => {
             m::LogStatusNotificationResponse::default().into()
         }
-        (Event::Other(request), _) => {
+        (StationEvent::Other(request), _) => {
             return Err(ModelError::NotModelled {
                 action: request.action(),
             })

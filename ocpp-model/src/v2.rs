@@ -50,10 +50,10 @@ macro_rules! v2 {
             };
             use crate::{
                 Authorization, AuthorizationRequested, BootReason, Booted, ChargingLimit, Command,
-                ConnectorStatus, Event, EventAnswer, FirmwareStatus, IdToken, IdTokenType,
-                LogStatus, MeterReading, MeterReadings, ModelError, ResetKind, SecurityEvent,
-                SignedMeterValue, StatusChanged, StopReason, TransactionEnded, TransactionId,
-                TransactionStarted, TransactionUpdated, TriggerReason,
+                ConnectorStatus, EventAnswer, FirmwareStatus, IdToken, IdTokenType, LogStatus,
+                MeterReading, MeterReadings, ModelError, ResetKind, SecurityEvent,
+                SignedMeterValue, StationEvent, StatusChanged, StopReason, TransactionEnded,
+                TransactionId, TransactionStarted, TransactionUpdated, TriggerReason,
             };
 
             const V: OcppVersion = $v;
@@ -120,7 +120,7 @@ macro_rules! v2 {
                 Some(readings)
             }
 
-            fn transaction_event(event: &m::TransactionEventRequest) -> Option<Event> {
+            fn transaction_event(event: &m::TransactionEventRequest) -> Option<StationEvent> {
                 let id = TransactionId::Text(event.transaction_info.transaction_id.clone());
                 let evse = match &event.evse {
                     Some(evse) => Some(u32::try_from(evse.id).ok()?),
@@ -147,7 +147,7 @@ macro_rules! v2 {
                     .map(|state| state.as_str().to_owned());
                 Some(match event.event_type {
                     m::TransactionEventEnum::Started => {
-                        Event::TransactionStarted(TransactionStarted {
+                        StationEvent::TransactionStarted(TransactionStarted {
                             id: Some(id),
                             evse,
                             connector,
@@ -167,7 +167,7 @@ macro_rules! v2 {
                         })
                     }
                     m::TransactionEventEnum::Updated => {
-                        Event::TransactionUpdated(TransactionUpdated {
+                        StationEvent::TransactionUpdated(TransactionUpdated {
                             id,
                             evse,
                             connector,
@@ -187,7 +187,7 @@ macro_rules! v2 {
                             .stopped_reason
                             .as_ref()
                             .map(|r| r.as_str().to_owned());
-                        Event::TransactionEnded(TransactionEnded {
+                        StationEvent::TransactionEnded(TransactionEnded {
                             id,
                             evse,
                             connector,
@@ -209,10 +209,10 @@ macro_rules! v2 {
                 })
             }
 
-            /// The event of a request of this version; `None`: [`Event::Other`].
-            pub(crate) fn event(request: &m::Request) -> Option<Event> {
+            /// The event of a request of this version; `None`: [`StationEvent::Other`].
+            pub(crate) fn event(request: &m::Request) -> Option<StationEvent> {
                 Some(match request {
-                    m::Request::BootNotification(boot) => Event::Booted(Booted {
+                    m::Request::BootNotification(boot) => StationEvent::Booted(Booted {
                         vendor: boot.charging_station.vendor_name.clone(),
                         model: boot.charging_station.model.clone(),
                         serial: boot.charging_station.serial_number.clone(),
@@ -221,43 +221,47 @@ macro_rules! v2 {
                             .unwrap_or(BootReason::Unknown),
                         raw_reason: Some(boot.reason.as_str().to_owned()),
                     }),
-                    m::Request::StatusNotification(status) => Event::StatusChanged(StatusChanged {
-                        evse: u32::try_from(status.evse_id).ok()?,
-                        connector: Some(u32::try_from(status.connector_id).ok()?),
-                        status: ConnectorStatus::from_wire(status.connector_status.as_str())?,
-                        raw_status: status.connector_status.as_str().to_owned(),
-                        error_code: None,
-                        timestamp: Some(status.timestamp.clone()),
-                    }),
+                    m::Request::StatusNotification(status) => {
+                        StationEvent::StatusChanged(StatusChanged {
+                            evse: u32::try_from(status.evse_id).ok()?,
+                            connector: Some(u32::try_from(status.connector_id).ok()?),
+                            status: ConnectorStatus::from_wire(status.connector_status.as_str())?,
+                            raw_status: status.connector_status.as_str().to_owned(),
+                            error_code: None,
+                            timestamp: Some(status.timestamp.clone()),
+                        })
+                    }
                     m::Request::Authorize(authorize) => {
-                        Event::AuthorizationRequested(AuthorizationRequested {
+                        StationEvent::AuthorizationRequested(AuthorizationRequested {
                             token: id_token(&authorize.id_token),
                         })
                     }
                     m::Request::TransactionEvent(event) => transaction_event(event)?,
-                    m::Request::MeterValues(values) => Event::MeterReadings(MeterReadings {
+                    m::Request::MeterValues(values) => StationEvent::MeterReadings(MeterReadings {
                         evse: u32::try_from(values.evse_id).ok()?,
                         readings: readings(&values.meter_value)?,
                     }),
-                    m::Request::Heartbeat(_) => Event::Heartbeat(crate::Heartbeat),
+                    m::Request::Heartbeat(_) => StationEvent::Heartbeat(crate::Heartbeat),
                     m::Request::SecurityEventNotification(event) => {
-                        Event::SecurityEvent(SecurityEvent {
+                        StationEvent::SecurityEvent(SecurityEvent {
                             kind: event.r#type.clone(),
                             timestamp: event.timestamp.clone(),
                             tech_info: event.tech_info.clone(),
                         })
                     }
                     m::Request::FirmwareStatusNotification(status) => {
-                        Event::FirmwareStatus(FirmwareStatus {
+                        StationEvent::FirmwareStatus(FirmwareStatus {
                             status: status.status.as_str().to_owned(),
                             request_id: status.request_id,
                             signed_update: false,
                         })
                     }
-                    m::Request::LogStatusNotification(status) => Event::LogStatus(LogStatus {
-                        status: status.status.as_str().to_owned(),
-                        request_id: status.request_id,
-                    }),
+                    m::Request::LogStatusNotification(status) => {
+                        StationEvent::LogStatus(LogStatus {
+                            status: status.status.as_str().to_owned(),
+                            request_id: status.request_id,
+                        })
+                    }
                     _ => return None,
                 })
             }
@@ -277,11 +281,11 @@ macro_rules! v2 {
 
             /// The response of this version answering `event` with `answer`.
             pub(crate) fn respond(
-                event: &Event,
+                event: &StationEvent,
                 answer: &EventAnswer,
             ) -> Result<Response, ModelError> {
                 Ok(match (event, answer) {
-                    (Event::Booted(_), EventAnswer::Boot(boot)) => {
+                    (StationEvent::Booted(_), EventAnswer::Boot(boot)) => {
                         m::BootNotificationResponse::new(
                             boot.current_time.clone(),
                             convert(boot.interval_s, "interval", V)?,
@@ -289,17 +293,17 @@ macro_rules! v2 {
                         )
                         .into()
                     }
-                    (Event::Heartbeat(_), EventAnswer::Heartbeat { current_time }) => {
+                    (StationEvent::Heartbeat(_), EventAnswer::Heartbeat { current_time }) => {
                         m::HeartbeatResponse::new(current_time.clone()).into()
                     }
                     (
-                        Event::AuthorizationRequested(_),
+                        StationEvent::AuthorizationRequested(_),
                         EventAnswer::Authorization(authorization),
                     ) => m::AuthorizeResponse::new(id_token_info(authorization)).into(),
                     (
-                        Event::TransactionStarted(_)
-                        | Event::TransactionUpdated(_)
-                        | Event::TransactionEnded(_),
+                        StationEvent::TransactionStarted(_)
+                        | StationEvent::TransactionUpdated(_)
+                        | StationEvent::TransactionEnded(_),
                         EventAnswer::Transaction {
                             authorization,
                             total_cost,
@@ -316,27 +320,27 @@ macro_rules! v2 {
                         response.into()
                     }
                     (
-                        Event::TransactionStarted(_)
-                        | Event::TransactionUpdated(_)
-                        | Event::TransactionEnded(_),
+                        StationEvent::TransactionStarted(_)
+                        | StationEvent::TransactionUpdated(_)
+                        | StationEvent::TransactionEnded(_),
                         EventAnswer::Received,
                     ) => m::TransactionEventResponse::default().into(),
-                    (Event::MeterReadings(_), EventAnswer::Received) => {
+                    (StationEvent::MeterReadings(_), EventAnswer::Received) => {
                         m::MeterValuesResponse::default().into()
                     }
-                    (Event::StatusChanged(_), EventAnswer::Received) => {
+                    (StationEvent::StatusChanged(_), EventAnswer::Received) => {
                         m::StatusNotificationResponse::default().into()
                     }
-                    (Event::SecurityEvent(_), EventAnswer::Received) => {
+                    (StationEvent::SecurityEvent(_), EventAnswer::Received) => {
                         m::SecurityEventNotificationResponse::default().into()
                     }
-                    (Event::FirmwareStatus(_), EventAnswer::Received) => {
+                    (StationEvent::FirmwareStatus(_), EventAnswer::Received) => {
                         m::FirmwareStatusNotificationResponse::default().into()
                     }
-                    (Event::LogStatus(_), EventAnswer::Received) => {
+                    (StationEvent::LogStatus(_), EventAnswer::Received) => {
                         m::LogStatusNotificationResponse::default().into()
                     }
-                    (Event::Other(request), _) => {
+                    (StationEvent::Other(request), _) => {
                         return Err(ModelError::NotModelled {
                             action: request.action(),
                         })

@@ -3,12 +3,14 @@
 
 use ocpp_messages::{DateTime, DecodeOptions, OcppVersion, Request};
 use ocpp_model::{
-    respond, Authorization, AuthorizationStatus, BootAnswer, Event, EventAnswer, IdToken,
-    ModelError, RegistrationStatus,
+    respond, Authorization, AuthorizationStatus, BootAnswer, EventAnswer, IdToken, ModelError,
+    RegistrationStatus, StationEvent,
 };
 
-fn event(version: OcppVersion, action: &str, json: &str) -> Event {
-    Event::from_request(&Request::decode(version, action, json, &DecodeOptions::strict()).unwrap())
+fn event(version: OcppVersion, action: &str, json: &str) -> StationEvent {
+    StationEvent::from_request(
+        &Request::decode(version, action, json, &DecodeOptions::strict()).unwrap(),
+    )
 }
 
 fn time() -> DateTime {
@@ -249,7 +251,7 @@ fn received_acknowledges_any_notification_of_every_version() {
     ];
     for (version, action, payload) in cases {
         let e = event(version, action, payload);
-        assert!(matches!(e, Event::Other(_)), "{action}");
+        assert!(matches!(e, StationEvent::Other(_)), "{action}");
         let response = respond(&e, &EventAnswer::Received, version).unwrap();
         assert_eq!(response.action(), action);
         assert_eq!(serde_json::to_string(&response).unwrap(), "{}");

@@ -3,16 +3,16 @@
 
 use ocpp_messages::{DecodeOptions, OcppVersion, Request};
 use ocpp_model::{
-    BootReason, ConnectorStatus, Decimal, Event, IdToken, IdTokenType, StopReason, TransactionId,
-    TriggerReason,
+    BootReason, ConnectorStatus, Decimal, IdToken, IdTokenType, StationEvent, StopReason,
+    TransactionId, TriggerReason,
 };
 
 fn request(version: OcppVersion, action: &str, json: &str) -> Request {
     Request::decode(version, action, json, &DecodeOptions::strict()).unwrap()
 }
 
-fn event(version: OcppVersion, action: &str, json: &str) -> Event {
-    Event::from_request(&request(version, action, json))
+fn event(version: OcppVersion, action: &str, json: &str) -> StationEvent {
+    StationEvent::from_request(&request(version, action, json))
 }
 
 const V16: OcppVersion = OcppVersion::V1_6;
@@ -20,7 +20,7 @@ const V2: [OcppVersion; 2] = [OcppVersion::V2_0_1, OcppVersion::V2_1];
 
 #[test]
 fn booted() {
-    let Event::Booted(b) = event(
+    let StationEvent::Booted(b) = event(
         V16,
         "BootNotification",
         r#"{"chargePointVendor":"ACME","chargePointModel":"One","chargeBoxSerialNumber":"S1","firmwareVersion":"1.2"}"#,
@@ -34,7 +34,7 @@ fn booted() {
     );
     assert_eq!((b.reason, b.raw_reason), (BootReason::Unknown, None));
     for v in V2 {
-        let Event::Booted(b) = event(
+        let StationEvent::Booted(b) = event(
             v,
             "BootNotification",
             r#"{"chargingStation":{"vendorName":"ACME","model":"One","serialNumber":"S1","firmwareVersion":"1.2"},"reason":"PowerUp"}"#,
@@ -53,7 +53,7 @@ fn booted() {
 
 #[test]
 fn status_changed() {
-    let Event::StatusChanged(s) = event(
+    let StationEvent::StatusChanged(s) = event(
         V16,
         "StatusNotification",
         r#"{"connectorId":2,"errorCode":"NoError","status":"SuspendedEVSE"}"#,
@@ -67,7 +67,7 @@ fn status_changed() {
     );
     assert_eq!(s.error_code.as_deref(), Some("NoError"));
     for v in V2 {
-        let Event::StatusChanged(s) = event(
+        let StationEvent::StatusChanged(s) = event(
             v,
             "StatusNotification",
             r#"{"timestamp":"2025-01-02T03:04:05Z","connectorStatus":"Faulted","evseId":2,"connectorId":1}"#,
@@ -88,18 +88,19 @@ fn status_changed() {
         r#"{"connectorId":-1,"errorCode":"NoError","status":"Available"}"#,
     );
     assert_eq!(
-        Event::from_request(&negative),
-        Event::Other(negative.clone())
+        StationEvent::from_request(&negative),
+        StationEvent::Other(negative.clone())
     );
 }
 
 #[test]
 fn authorization_requested() {
-    let Event::AuthorizationRequested(a) = event(V16, "Authorize", r#"{"idTag":"04A2"}"#) else {
+    let StationEvent::AuthorizationRequested(a) = event(V16, "Authorize", r#"{"idTag":"04A2"}"#)
+    else {
         panic!()
     };
     assert_eq!(a.token, IdToken::new("04A2", IdTokenType::Iso14443));
-    let Event::AuthorizationRequested(a) = event(
+    let StationEvent::AuthorizationRequested(a) = event(
         OcppVersion::V2_0_1,
         "Authorize",
         r#"{"idToken":{"idToken":"EMP123","type":"eMAID"}}"#,
@@ -108,7 +109,7 @@ fn authorization_requested() {
     };
     assert_eq!(a.token, IdToken::new("EMP123", IdTokenType::EMaid));
     // 2.1: the type is free text.
-    let Event::AuthorizationRequested(a) = event(
+    let StationEvent::AuthorizationRequested(a) = event(
         OcppVersion::V2_1,
         "Authorize",
         r#"{"idToken":{"idToken":"X1","type":"DirectPayment"}}"#,
@@ -120,7 +121,7 @@ fn authorization_requested() {
 
 #[test]
 fn transaction_1_6() {
-    let Event::TransactionStarted(s) = event(
+    let StationEvent::TransactionStarted(s) = event(
         V16,
         "StartTransaction",
         r#"{"connectorId":1,"idTag":"T","meterStart":1000,"reservationId":5,"timestamp":"2025-01-02T03:04:05Z"}"#,
@@ -134,7 +135,7 @@ fn transaction_1_6() {
     assert_eq!(s.readings[0].value, Some(Decimal::from(1000)));
     assert_eq!(s.readings[0].context, "Transaction.Begin");
 
-    let Event::TransactionUpdated(u) = event(
+    let StationEvent::TransactionUpdated(u) = event(
         V16,
         "MeterValues",
         r#"{"connectorId":1,"transactionId":7,"meterValue":[{"timestamp":"2025-01-02T03:05:05Z","sampledValue":[{"value":"1234.5","unit":"kWh","measurand":"Energy.Active.Import.Register","phase":"L1","location":"Outlet","context":"Sample.Clock"}]}]}"#,
@@ -149,7 +150,7 @@ fn transaction_1_6() {
     );
     assert_eq!(r.value.map(|v| v.to_string()).as_deref(), Some("1234.5"));
 
-    let Event::TransactionEnded(e) = event(
+    let StationEvent::TransactionEnded(e) = event(
         V16,
         "StopTransaction",
         r#"{"transactionId":7,"meterStop":2000,"timestamp":"2025-01-02T04:00:00Z","reason":"SoftReset","idTag":"T"}"#,
@@ -164,7 +165,7 @@ fn transaction_1_6() {
     assert_eq!(e.readings.last().unwrap().value, Some(Decimal::from(2000)));
     assert_eq!(e.readings.last().unwrap().context, "Transaction.End");
     // No reason: Local.
-    let Event::TransactionEnded(e) = event(
+    let StationEvent::TransactionEnded(e) = event(
         V16,
         "StopTransaction",
         r#"{"transactionId":7,"meterStop":2000,"timestamp":"2025-01-02T04:00:00Z"}"#,
@@ -177,7 +178,7 @@ fn transaction_1_6() {
 #[test]
 fn transaction_2_x() {
     for v in V2 {
-        let Event::TransactionStarted(s) = event(
+        let StationEvent::TransactionStarted(s) = event(
             v,
             "TransactionEvent",
             r#"{"eventType":"Started","timestamp":"2025-01-02T03:04:05Z","triggerReason":"CablePluggedIn","seqNo":0,"offline":true,"transactionInfo":{"transactionId":"tx-1","remoteStartId":9},"evse":{"id":1,"connectorId":2},"idToken":{"idToken":"T","type":"ISO14443"}}"#,
@@ -195,7 +196,7 @@ fn transaction_2_x() {
         );
         assert_eq!(s.token, Some(IdToken::from_id_tag("T")));
 
-        let Event::TransactionUpdated(u) = event(
+        let StationEvent::TransactionUpdated(u) = event(
             v,
             "TransactionEvent",
             r#"{"eventType":"Updated","timestamp":"2025-01-02T03:05:05Z","triggerReason":"MeterValuePeriodic","seqNo":1,"transactionInfo":{"transactionId":"tx-1"},"meterValue":[{"timestamp":"2025-01-02T03:05:05Z","sampledValue":[{"value":7.25,"measurand":"Current.Import","phase":"L2","unitOfMeasure":{"unit":"A"}}]}]}"#,
@@ -213,7 +214,7 @@ fn transaction_2_x() {
         );
         assert_eq!(r.value, Some(Decimal::new(725, 2)));
 
-        let Event::TransactionEnded(e) = event(
+        let StationEvent::TransactionEnded(e) = event(
             v,
             "TransactionEvent",
             r#"{"eventType":"Ended","timestamp":"2025-01-02T04:00:00Z","triggerReason":"EVDeparted","seqNo":2,"transactionInfo":{"transactionId":"tx-1","stoppedReason":"EVDisconnected"}}"#,
@@ -231,7 +232,7 @@ fn transaction_2_x() {
 #[test]
 fn meter_readings_and_signed_values() {
     // 1.6: a signed sample is folded into the plain sample of the same reading.
-    let Event::MeterReadings(m) = event(
+    let StationEvent::MeterReadings(m) = event(
         V16,
         "MeterValues",
         r#"{"connectorId":0,"meterValue":[{"timestamp":"2025-01-02T03:05:05Z","sampledValue":[{"value":"OCMF|{}|{}","format":"SignedData"},{"value":"2935.600"},{"value":"230.1","measurand":"Voltage","unit":"V"},{"value":"LONE","format":"SignedData","measurand":"Power.Active.Import"}]}]}"#,
@@ -258,7 +259,8 @@ fn meter_readings_and_signed_values() {
     );
 
     let json_2_0_1 = r#"{"evseId":1,"meterValue":[{"timestamp":"2025-01-02T03:05:05Z","sampledValue":[{"value":2935.6,"signedMeterValue":{"signedMeterData":"DATA","signingMethod":"ECDSA","encodingMethod":"OCMF","publicKey":""}}]}]}"#;
-    let Event::MeterReadings(m) = event(OcppVersion::V2_0_1, "MeterValues", json_2_0_1) else {
+    let StationEvent::MeterReadings(m) = event(OcppVersion::V2_0_1, "MeterValues", json_2_0_1)
+    else {
         panic!()
     };
     let signed = m.readings[0].signed.as_ref().unwrap();
@@ -266,7 +268,7 @@ fn meter_readings_and_signed_values() {
     assert_eq!(signed.encoding_method.as_deref(), Some("OCMF"));
     assert_eq!(signed.public_key, None); // empty: left out
     let json_2_1 = r#"{"evseId":1,"meterValue":[{"timestamp":"2025-01-02T03:05:05Z","sampledValue":[{"value":2935.6,"signedMeterValue":{"signedMeterData":"DATA","encodingMethod":"OCMF"}}]}]}"#;
-    let Event::MeterReadings(m) = event(OcppVersion::V2_1, "MeterValues", json_2_1) else {
+    let StationEvent::MeterReadings(m) = event(OcppVersion::V2_1, "MeterValues", json_2_1) else {
         panic!()
     };
     let signed = m.readings[0].signed.as_ref().unwrap();
@@ -285,9 +287,9 @@ fn notifications() {
     for v in OcppVersion::ALL {
         assert_eq!(
             event(v, "Heartbeat", "{}"),
-            Event::Heartbeat(ocpp_model::Heartbeat)
+            StationEvent::Heartbeat(ocpp_model::Heartbeat)
         );
-        let Event::SecurityEvent(s) = event(
+        let StationEvent::SecurityEvent(s) = event(
             v,
             "SecurityEventNotification",
             r#"{"type":"FirmwareUpdated","timestamp":"2025-01-02T03:04:05Z","techInfo":"x"}"#,
@@ -298,7 +300,7 @@ fn notifications() {
             (s.kind.as_str(), s.tech_info.as_deref()),
             ("FirmwareUpdated", Some("x"))
         );
-        let Event::LogStatus(l) = event(
+        let StationEvent::LogStatus(l) = event(
             v,
             "LogStatusNotification",
             r#"{"status":"Uploaded","requestId":3}"#,
@@ -307,7 +309,7 @@ fn notifications() {
         };
         assert_eq!((l.status.as_str(), l.request_id), ("Uploaded", Some(3)));
     }
-    let Event::FirmwareStatus(f) = event(
+    let StationEvent::FirmwareStatus(f) = event(
         V16,
         "FirmwareStatusNotification",
         r#"{"status":"Installed"}"#,
@@ -316,7 +318,7 @@ fn notifications() {
     };
     assert_eq!((f.status.as_str(), f.request_id), ("Installed", None));
     for v in V2 {
-        let Event::FirmwareStatus(f) = event(
+        let StationEvent::FirmwareStatus(f) = event(
             v,
             "FirmwareStatusNotification",
             r#"{"status":"Installed","requestId":4}"#,
@@ -335,6 +337,9 @@ fn other_requests_stay_as_they_came() {
         (OcppVersion::V2_1, "ClearCache"),
     ] {
         let raw = request(v, action, "{}");
-        assert_eq!(Event::from_request(&raw), Event::Other(raw.clone()));
+        assert_eq!(
+            StationEvent::from_request(&raw),
+            StationEvent::Other(raw.clone())
+        );
     }
 }

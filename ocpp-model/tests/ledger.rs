@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use ocpp_messages::{v1_6, v2_0_1, DateTime, Request};
 use ocpp_model::{
-    Event, InMemoryLedger, Recorded, TransactionEnded, TransactionId, TransactionLedger,
+    InMemoryLedger, Recorded, StationEvent, TransactionEnded, TransactionId, TransactionLedger,
     TransactionStarted, TransactionUpdated,
 };
 use proptest::prelude::*;
@@ -75,8 +75,8 @@ enum Message {
     End(String, TransactionEnded),
 }
 
-fn read(request: Request) -> Event {
-    Event::from_request(&request)
+fn read(request: Request) -> StationEvent {
+    StationEvent::from_request(&request)
 }
 
 fn message(op: &Op, answered: &HashMap<String, Vec<i32>>) -> Option<Message> {
@@ -96,7 +96,7 @@ fn message(op: &Op, answered: &HashMap<String, Vec<i32>>) -> Option<Message> {
                 i32::from(meter),
                 time(minute),
             );
-            let Event::TransactionStarted(s) = read(request.into()) else {
+            let StationEvent::TransactionStarted(s) = read(request.into()) else {
                 unreachable!()
             };
             Message::Start(name(cp), s)
@@ -105,7 +105,7 @@ fn message(op: &Op, answered: &HashMap<String, Vec<i32>>) -> Option<Message> {
             let ids = answered.get(&name(cp))?;
             let id = ids[usize::from(nth) % ids.len()];
             let request = v1_6::StopTransactionRequest::new(100, time(9), id);
-            let Event::TransactionEnded(e) = read(request.into()) else {
+            let StationEvent::TransactionEnded(e) = read(request.into()) else {
                 unreachable!()
             };
             Message::End(name(cp), e)
@@ -118,7 +118,7 @@ fn message(op: &Op, answered: &HashMap<String, Vec<i32>>) -> Option<Message> {
                 0,
                 v2_0_1::Transaction::new(tx(t)),
             );
-            let Event::TransactionStarted(s) = read(request.into()) else {
+            let StationEvent::TransactionStarted(s) = read(request.into()) else {
                 unreachable!()
             };
             Message::Start(name(cp), s)
@@ -131,7 +131,7 @@ fn message(op: &Op, answered: &HashMap<String, Vec<i32>>) -> Option<Message> {
                 i32::from(seq),
                 v2_0_1::Transaction::new(tx(t)),
             );
-            let Event::TransactionUpdated(u) = read(request.into()) else {
+            let StationEvent::TransactionUpdated(u) = read(request.into()) else {
                 unreachable!()
             };
             Message::Update(name(cp), u)
@@ -144,7 +144,7 @@ fn message(op: &Op, answered: &HashMap<String, Vec<i32>>) -> Option<Message> {
                 9,
                 v2_0_1::Transaction::new(tx(t)),
             );
-            let Event::TransactionEnded(e) = read(request.into()) else {
+            let StationEvent::TransactionEnded(e) = read(request.into()) else {
                 unreachable!()
             };
             Message::End(name(cp), e)
@@ -258,7 +258,7 @@ proptest! {
 fn an_unknown_1_6_id_is_not_recorded() {
     let ledger = InMemoryLedger::new();
     let stop = v1_6::StopTransactionRequest::new(1, time(0), 99);
-    let Event::TransactionEnded(end) = read(stop.into()) else {
+    let StationEvent::TransactionEnded(end) = read(stop.into()) else {
         unreachable!()
     };
     assert_eq!(ledger.record_end("CP", &end).unwrap(), Recorded::Unknown);

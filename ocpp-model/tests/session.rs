@@ -6,14 +6,14 @@
 //! beside the signed data and 1.6 inside it.
 
 use ocpp_messages::{DecodeOptions, OcppVersion, Request};
-use ocpp_model::{Decimal, Event, MeterReading, TransactionId};
+use ocpp_model::{Decimal, MeterReading, StationEvent, TransactionId};
 
-fn events(version: OcppVersion, messages: &[(&str, &str)]) -> Vec<Event> {
+fn events(version: OcppVersion, messages: &[(&str, &str)]) -> Vec<StationEvent> {
     messages
         .iter()
         .map(|(action, json)| {
             let request = Request::decode(version, action, json, &DecodeOptions::strict()).unwrap();
-            Event::from_request(&request)
+            StationEvent::from_request(&request)
         })
         .collect()
 }
@@ -21,7 +21,7 @@ fn events(version: OcppVersion, messages: &[(&str, &str)]) -> Vec<Event> {
 const SIGNED: &str =
     "OCMF|{\"RD\":[{\"RV\":2935.600,\"RI\":\"1-b:1.8.0\",\"RU\":\"kWh\"}]}|{\"SD\":\"3045\"}";
 
-fn session_1_6() -> Vec<Event> {
+fn session_1_6() -> Vec<StationEvent> {
     let meter_values = format!(
         r#"{{"connectorId":1,"transactionId":17,"meterValue":[{{"timestamp":"2025-01-02T03:20:00Z","sampledValue":[{{"value":"2935.600","measurand":"Energy.Active.Import.Register","unit":"kWh","context":"Sample.Periodic"}},{{"value":{signed},"format":"SignedData","measurand":"Energy.Active.Import.Register","unit":"kWh","context":"Sample.Periodic"}}]}}]}}"#,
         signed = serde_json::to_string(SIGNED).unwrap()
@@ -43,7 +43,7 @@ fn session_1_6() -> Vec<Event> {
     )
 }
 
-fn session_2_0_1() -> Vec<Event> {
+fn session_2_0_1() -> Vec<StationEvent> {
     let updated = format!(
         r#"{{"eventType":"Updated","timestamp":"2025-01-02T03:20:00Z","triggerReason":"MeterValuePeriodic","seqNo":1,"transactionInfo":{{"transactionId":"tx-17"}},"evse":{{"id":1}},"meterValue":[{{"timestamp":"2025-01-02T03:20:00Z","sampledValue":[{{"value":2935.600,"measurand":"Energy.Active.Import.Register","unitOfMeasure":{{"unit":"kWh"}},"context":"Sample.Periodic","signedMeterValue":{{"signedMeterData":{signed},"signingMethod":"ECDSA-secp256r1-SHA256","encodingMethod":"OCMF","publicKey":"MFkw"}}}}]}}]}}"#,
         signed = serde_json::to_string(SIGNED).unwrap()
@@ -69,7 +69,7 @@ fn session_2_0_1() -> Vec<Event> {
 }
 
 /// Sets aside what only one version says (see the module).
-fn neutral(mut events: Vec<Event>) -> Vec<Event> {
+fn neutral(mut events: Vec<StationEvent>) -> Vec<StationEvent> {
     let id = TransactionId::Text("the transaction".into());
     let readings = |readings: &mut Vec<MeterReading>| {
         for reading in readings {
@@ -82,15 +82,15 @@ fn neutral(mut events: Vec<Event>) -> Vec<Event> {
     };
     for event in &mut events {
         match event {
-            Event::TransactionStarted(e) => {
+            StationEvent::TransactionStarted(e) => {
                 (e.id, e.seq_no, e.trigger, e.raw_trigger) = (None, None, None, None);
                 readings(&mut e.readings);
             }
-            Event::TransactionUpdated(e) => {
+            StationEvent::TransactionUpdated(e) => {
                 (e.id, e.seq_no, e.trigger, e.raw_trigger) = (id.clone(), None, None, None);
                 readings(&mut e.readings);
             }
-            Event::TransactionEnded(e) => {
+            StationEvent::TransactionEnded(e) => {
                 (e.id, e.seq_no, e.trigger, e.raw_trigger) = (id.clone(), None, None, None);
                 e.evse = None;
                 readings(&mut e.readings);
@@ -107,7 +107,7 @@ fn the_same_session_in_1_6_and_2_0_1_gives_the_same_events() {
     assert_eq!(neutral(v16.clone()), neutral(v201.clone()));
 
     // The values are exact, as sent.
-    let Event::TransactionUpdated(updated) = &v16[2] else {
+    let StationEvent::TransactionUpdated(updated) = &v16[2] else {
         panic!()
     };
     let register = &updated.readings[0];
@@ -117,7 +117,7 @@ fn the_same_session_in_1_6_and_2_0_1_gives_the_same_events() {
     );
     assert_eq!(register.value, Some(Decimal::new(2935600, 3)));
     assert_eq!(register.signed.as_ref().unwrap().signed_meter_data, SIGNED);
-    let Event::TransactionUpdated(updated) = &v201[2] else {
+    let StationEvent::TransactionUpdated(updated) = &v201[2] else {
         panic!()
     };
     assert_eq!(updated.readings[0].value, Some(Decimal::new(2935600, 3)));
@@ -127,7 +127,7 @@ fn the_same_session_in_1_6_and_2_0_1_gives_the_same_events() {
     assert_eq!(signed.public_key.as_deref(), Some("MFkw"));
 
     // What was set aside.
-    let Event::TransactionUpdated(u16) = &v16[2] else {
+    let StationEvent::TransactionUpdated(u16) = &v16[2] else {
         panic!()
     };
     assert_eq!(u16.id, TransactionId::Number(17));

@@ -10,7 +10,7 @@ use ocpp_model::signed_meter::{
     Curve, KeySource, MeterPublicKey, MeterStatus, OcmfRecord, SignedMeterError, SignedReading,
     TimeSync, TransactionPoint, Wrapping,
 };
-use ocpp_model::{Decimal, Event, SignedMeterValue};
+use ocpp_model::{Decimal, SignedMeterValue, StationEvent};
 use p256::ecdsa::signature::hazmat::PrehashSigner;
 use p256::ecdsa::signature::Signer;
 use proptest::prelude::*;
@@ -214,9 +214,9 @@ fn the_2_x_form_verifies_with_the_key_it_carries_and_the_1_6_form_base64_wrapped
 /// The first signed value of a MeterValues request decoded from `json`.
 fn signed_of(version: OcppVersion, json: &str) -> SignedMeterValue {
     let request = Request::decode(version, "MeterValues", json, &DecodeOptions::strict()).unwrap();
-    let readings = match Event::from_request(&request) {
-        Event::MeterReadings(m) => m.readings,
-        Event::TransactionUpdated(u) => u.readings,
+    let readings = match StationEvent::from_request(&request) {
+        StationEvent::MeterReadings(m) => m.readings,
+        StationEvent::TransactionUpdated(u) => u.readings,
         other => panic!("{other:?}"),
     };
     readings

@@ -17,7 +17,7 @@ pub enum Event<C = ()> {
     /// [`Connection::accept`](crate::Connection::accept) or
     /// [`Connection::reject`](crate::Connection::reject) (401 for bad credentials, 404 for an
     /// unknown identity) before the handshake deadline.
-    UpgradeRequested(Box<UpgradeRequest>),
+    UpgradeRequested(Box<IncomingUpgrade>),
     /// The WebSocket is open and the OCPP version negotiated.
     Connected {
         /// The version both ends speak.
@@ -79,10 +79,11 @@ pub enum Event<C = ()> {
     Closed(Box<Closed<C>>),
 }
 
-/// A charge point's upgrade request, as the CSMS sees it before deciding.
+/// A charge point's incoming upgrade request, as the CSMS sees it before deciding to accept or
+/// reject it (the HTTP request itself is [`ocpp_frame::handshake::UpgradeRequest`]).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct UpgradeRequest {
+pub struct IncomingUpgrade {
     /// The identity from the last path segment, percent-decoded.
     pub identity: ChargePointIdentity,
     /// The version the server will speak if it accepts; `None` if no offered subprotocol is

@@ -73,7 +73,7 @@ pub use rejection::Rejection;
 pub use config::{ConnectionConfig, DeflatePolicy, NoCommonVersion, VersionPolicy};
 // What a CSMS uses from the layers below, so that one dependency suffices.
 pub use connection::{ConnectTarget, Connection, RefusalReason, Refused, Side, WrongState};
-pub use event::{CloseReason, Closed, Event, UnansweredCall, UpgradeRequest};
+pub use event::{CloseReason, Closed, Event, IncomingUpgrade, UnansweredCall};
 pub use identity::{ChargePointIdentity, IdentityError};
 pub use identity_table::{IdentityTable, Superseded};
 pub use ocpp_frame::CloseCode;

@@ -92,7 +92,7 @@ pub use http::{
 };
 pub use json::{charge_point_json, TRANSACTIONS_LIMIT};
 use json::{parse_identity, response_json};
-pub use routes::{find, AdminRoute, Handler, Matched, ROUTES};
+pub use routes::{find, AdminHandler, AdminRoute, Matched, ROUTES};
 
 pub use crate::command::decode_command;
 use crate::{Csms, SplitCall, SplitEnd};

@@ -23,9 +23,9 @@ pub struct ChargePointRecord {
     /// The identity (last segment of the WebSocket URL), shared with the table's key.
     pub identity: ChargePointIdentity,
     /// The current connection, if any.
-    pub session: Option<Session>,
+    pub session: Option<LiveSession>,
     /// The last BootNotification.
-    pub registration: Option<Registration>,
+    pub registration: Option<BootDetails>,
     /// When the last Heartbeat arrived.
     pub last_heartbeat: Option<UnixTime>,
     /// Connector states by label: `"1"` (OCPP 1.6 connectorId) or `"1/1"` (2.x evse/connector).
@@ -218,7 +218,7 @@ pub enum TransactionStatusCheck {
 /// A live WebSocket connection of a charge point.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct Session {
+pub struct LiveSession {
     /// Its id.
     pub id: SessionId,
     /// The negotiated OCPP version.
@@ -232,7 +232,7 @@ pub struct Session {
 /// one's own.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct Registration {
+pub struct BootDetails {
     /// `chargePointVendor` (1.6) / `chargingStation.vendorName` (2.x).
     pub vendor: SharedText,
     /// `chargePointModel` (1.6) / `chargingStation.model` (2.x).
@@ -247,8 +247,8 @@ pub struct Registration {
     pub at: UnixTime,
 }
 
-impl Registration {
-    /// A registration as a BootNotification says it, at `at`.
+impl BootDetails {
+    /// The details as a BootNotification says them, at `at`.
     pub fn new(
         vendor: &str,
         model: &str,
@@ -257,7 +257,7 @@ impl Registration {
         reason: Option<&str>,
         at: UnixTime,
     ) -> Self {
-        Registration {
+        BootDetails {
             vendor: shared_text(vendor),
             model: shared_text(model),
             serial_number: serial_number.map(Box::from),

@@ -1,7 +1,7 @@
 //! Who is let in: an upgrade decided on the station's credentials and client certificate
 //! ([`Csms::on_upgrade`]), and the security profile and Basic password an operator sets.
 
-use ocpp_proto::{ChargePointIdentity, Rejection, UpgradeRequest};
+use ocpp_proto::{ChargePointIdentity, IncomingUpgrade, Rejection};
 
 use crate::{credentials, ChangeError, Credentials, Csms, Record, SecurityProfile};
 
@@ -66,7 +66,7 @@ impl Csms {
     /// ```
     pub fn on_upgrade(
         &self,
-        upgrade: &UpgradeRequest,
+        upgrade: &IncomingUpgrade,
         transport: &Transport,
     ) -> Result<(), Rejection> {
         let decided = credentials::decide(

@@ -45,7 +45,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ocpp_frame::handshake::BasicCredentials;
-use ocpp_proto::{ChargePointIdentity, Rejection, UpgradeRequest};
+use ocpp_proto::{ChargePointIdentity, IncomingUpgrade, Rejection};
 
 use super::{Csms, Transport};
 use ring::digest::{digest, SHA256};
@@ -94,7 +94,7 @@ impl SecurityProfile {
 
 /// An upgrade refused by [`decide`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Refusal {
+pub struct UpgradeRefusal {
     /// The HTTP status: 401 (credentials missing or wrong) or 403 (see the module docs).
     pub status: u16,
     /// Why, for the log (never a password).
@@ -131,8 +131,8 @@ pub fn decide(
     identity: &ChargePointIdentity,
     sent: Option<&BasicCredentials>,
     transport: &Transport,
-) -> Result<Option<SecurityProfile>, Refusal> {
-    let refuse = |status, reason| Err(Refusal { status, reason });
+) -> Result<Option<SecurityProfile>, UpgradeRefusal> {
+    let refuse = |status, reason| Err(UpgradeRefusal { status, reason });
     let (tls, certificate) = match transport {
         Transport::Plain => (false, None),
         Transport::Tls { client_certificate } => (true, client_certificate.as_ref()),
@@ -710,7 +710,7 @@ impl UpgradeGate {
     pub fn decide(
         &self,
         csms: &Csms,
-        upgrade: &UpgradeRequest,
+        upgrade: &IncomingUpgrade,
         transport: &Transport,
         peer: Option<IpAddr>,
         now: Instant,

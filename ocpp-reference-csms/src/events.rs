@@ -1,5 +1,5 @@
 //! What a charge point's CALL means, answered once for every version: one route per concept of
-//! the protocol ([`ocpp_model::Event`]), then the version's response made by
+//! the protocol ([`ocpp_model::StationEvent`]), then the version's response made by
 //! [`ocpp_model::respond`] (checked against its schema).
 //!
 //! | concept | handled in | recorded |
@@ -19,13 +19,13 @@
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_model::{
-    AuthorizationStatus, BootAnswer, Booted, Event, EventAnswer, IdToken, IdTokenType,
-    RegistrationStatus, StatusChanged,
+    AuthorizationStatus, BootAnswer, Booted, EventAnswer, IdToken, IdTokenType, RegistrationStatus,
+    StationEvent, StatusChanged,
 };
 use ocpp_proto::{Answer, Request};
 
 use super::{
-    transactions, v1_6, v2x, Answering, BootPolicy, ChargePointRecord, Context, Registration,
+    transactions, v1_6, v2x, Answering, BootDetails, BootPolicy, ChargePointRecord, Context,
 };
 
 /// Answers one CALL of a charge point of any version.
@@ -35,43 +35,45 @@ pub(super) fn handle(
     request: &Request,
 ) -> Answering {
     let version = request.version();
-    let event = Event::from_request(request);
+    let event = StationEvent::from_request(request);
     let answer = match &event {
-        Event::Booted(boot) => EventAnswer::Boot(booted(context, cp, boot)),
+        StationEvent::Booted(boot) => EventAnswer::Boot(booted(context, cp, boot)),
         // 1.6 §4.6, 2.x G02.
-        Event::Heartbeat(_) => {
+        StationEvent::Heartbeat(_) => {
             cp.last_heartbeat = Some(context.now);
             EventAnswer::heartbeat(context.current_time())
         }
-        Event::StatusChanged(status) => {
+        StationEvent::StatusChanged(status) => {
             status_changed(context, cp, status, version);
             EventAnswer::Received
         }
         // 1.6 §4.1, 2.x C01; C07 (2.x only): a contract certificate is checked off the I/O
         // loop, and the answer then says how it went.
-        Event::AuthorizationRequested(asked) => {
+        StationEvent::AuthorizationRequested(asked) => {
             let authorization = authorization(context, &asked.token, version);
             if let Some(job) = v2x::contract_check(request, &event, &authorization) {
                 return Answering::Later(job);
             }
             EventAnswer::Authorization(authorization)
         }
-        Event::TransactionStarted(start) => {
+        StationEvent::TransactionStarted(start) => {
             match transactions::started(context, cp, start, version) {
                 Ok(answer) => answer,
                 Err(error) => return Answer::Error(error).into(),
             }
         }
-        Event::TransactionUpdated(update) => transactions::updated(context, cp, update, version),
-        Event::TransactionEnded(end) => transactions::ended(context, cp, end, version),
-        Event::MeterReadings(readings) => {
+        StationEvent::TransactionUpdated(update) => {
+            transactions::updated(context, cp, update, version)
+        }
+        StationEvent::TransactionEnded(end) => transactions::ended(context, cp, end, version),
+        StationEvent::MeterReadings(readings) => {
             transactions::meter_readings(cp, readings, version);
             EventAnswer::Received
         }
         // Reports: kept as notifications (`Csms::handle`), acknowledged.
-        Event::SecurityEvent(_) | Event::FirmwareStatus(_) | Event::LogStatus(_) => {
-            EventAnswer::Received
-        }
+        StationEvent::SecurityEvent(_)
+        | StationEvent::FirmwareStatus(_)
+        | StationEvent::LogStatus(_) => EventAnswer::Received,
         _ => return other(context, cp, request, event),
     };
     respond(&event, &answer, version)
@@ -84,7 +86,7 @@ fn other(
     context: &Context<'_>,
     cp: &mut ChargePointRecord,
     request: &Request,
-    event: Event,
+    event: StationEvent,
 ) -> Answering {
     let own = match request {
         Request::V1_6(request) => v1_6::handle(context, cp, request),
@@ -103,7 +105,11 @@ fn other(
 
 /// The version's response for `answer`, or InternalError when the model refuses it (an
 /// answer this CSMS made wrong: a bug, said to the charge point rather than hidden).
-pub(super) fn respond(event: &Event, answer: &EventAnswer, version: OcppVersion) -> Answering {
+pub(super) fn respond(
+    event: &StationEvent,
+    answer: &EventAnswer,
+    version: OcppVersion,
+) -> Answering {
     match ocpp_model::respond(event, answer, version) {
         Ok(response) => Answer::Result(response).into(),
         Err(error) => {
@@ -116,7 +122,7 @@ pub(super) fn respond(event: &Event, answer: &EventAnswer, version: OcppVersion)
 /// 1.6 §4.2, 2.x B01-B03: records the registration and answers with the boot policy, our
 /// clock, and the heartbeat interval (or, when not Accepted, when to boot again).
 fn booted(context: &Context<'_>, cp: &mut ChargePointRecord, boot: &Booted) -> BootAnswer {
-    cp.registration = Some(Registration::new(
+    cp.registration = Some(BootDetails::new(
         &boot.vendor,
         &boot.model,
         boot.serial.as_deref(),

@@ -21,8 +21,8 @@
 //!
 //! # What a charge point's CALLs get
 //!
-//! A CALL is read as one concept of the protocol (`ocpp_model::Event`) and answered once for
-//! every version: `events.rs` routes each concept (booted, heartbeat, status changed,
+//! A CALL is read as one concept of the protocol (`ocpp_model::StationEvent`) and answered once
+//! for every version: `events.rs` routes each concept (booted, heartbeat, status changed,
 //! authorization requested, transaction started / updated / ended, meter readings, reports),
 //! `transactions.rs` keeps the transactions of 1.6 and 2.x in one place, and `ocpp_model`
 //! makes the version's response. Only what the model does not read keeps handlers per
@@ -206,9 +206,8 @@ pub use certificate_authority::{
     CERTIFICATE_VALIDITY,
 };
 pub use charge_point::{
-    CertificateSigning, ChargePointRecord, ConnectorState, Connectors, ExtraState, Extras,
-    Notification, Registration, SeqNoGap, Session, SignedMeter, Transaction,
-    TransactionStatusCheck,
+    BootDetails, CertificateSigning, ChargePointRecord, ConnectorState, Connectors, ExtraState,
+    Extras, LiveSession, Notification, SeqNoGap, SignedMeter, Transaction, TransactionStatusCheck,
 };
 pub use config::CsmsConfig;
 pub use connecting::{ClientCertificate, Transport};
@@ -407,7 +406,7 @@ impl Csms {
         if charge_point.session.is_none() {
             self.metrics.charge_points_connected.inc();
         }
-        charge_point.session = Some(Session {
+        charge_point.session = Some(LiveSession {
             id: session,
             version,
             since: UnixTime::now(),

@@ -54,9 +54,9 @@ impl Gauge {
 
 /// A count kept by another layer, read when the metrics are rendered.
 #[derive(Default)]
-pub struct Source(std::sync::OnceLock<Box<dyn Fn() -> usize + Send + Sync>>);
+pub struct CountSource(std::sync::OnceLock<Box<dyn Fn() -> usize + Send + Sync>>);
 
-impl Source {
+impl CountSource {
     /// Where the count comes from (set once; later calls are ignored).
     pub fn set(&self, source: impl Fn() -> usize + Send + Sync + 'static) {
         let _ = self.0.set(Box::new(source));
@@ -68,9 +68,9 @@ impl Source {
     }
 }
 
-impl std::fmt::Debug for Source {
+impl std::fmt::Debug for CountSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Source").field(&self.get()).finish()
+        f.debug_tuple("CountSource").field(&self.get()).finish()
     }
 }
 
@@ -96,7 +96,7 @@ pub struct Metrics {
     pub sockets_open: Gauge,
     /// Open TCP connections that another layer counts, added to `sockets_open` when rendered
     /// (tokio-server: those `ocpp-tokio` serves).
-    pub sockets_open_elsewhere: Source,
+    pub sockets_open_elsewhere: CountSource,
     /// WebSocket sessions opened since start.
     pub sessions_total: Counter,
     /// Charge points with an open session now.

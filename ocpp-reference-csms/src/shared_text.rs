@@ -8,7 +8,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, LazyLock, Mutex};
 
-/// A text kept once for the whole process (see [`Registration`](super::Registration)): one
+/// A text kept once for the whole process (see [`BootDetails`](super::BootDetails)): one
 /// pointer, 8 bytes where an `Arc<str>` is 16 (a fat pointer), so the charge-point record's
 /// four of them take 32 bytes less. The text behind it is one more allocation per distinct
 /// text, which the fleet shares.

@@ -327,7 +327,7 @@ fn ended_transactions_are_pruned() {
 }
 
 /// The `UpgradeRequested` of a connection to `/ocpp/CP1`, with Basic credentials if given.
-fn upgrade_request(basic: Option<(&[u8], &[u8])>) -> Box<ocpp_proto::UpgradeRequest> {
+fn upgrade_request(basic: Option<(&[u8], &[u8])>) -> Box<ocpp_proto::IncomingUpgrade> {
     let mut connection = ocpp_proto::Connection::accept_incoming(
         std::time::Instant::now(),
         std::sync::Arc::new(ocpp_proto::ConnectionConfig::default()),

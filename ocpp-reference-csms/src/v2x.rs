@@ -14,7 +14,7 @@
 //! those return `Answering::Later`, a job the servers run off their I/O loop, built from
 //! [`super::plug_and_charge`].
 
-use ocpp_model::{Authorization, Event};
+use ocpp_model::{Authorization, StationEvent};
 
 use super::{Later, Request};
 
@@ -24,7 +24,7 @@ use super::{Later, Request};
 /// request (1.6 has no contract certificates).
 pub(super) fn contract_check(
     request: &Request,
-    event: &Event,
+    event: &StationEvent,
     authorization: &Authorization,
 ) -> Option<Later> {
     match request {
@@ -63,7 +63,7 @@ macro_rules! handlers_2x {
                 NotifyEVChargingNeedsStatusEnum, NotifyEVChargingScheduleResponse, Request,
                 Response, SignCertificateResponse, StatusInfo,
             };
-            use ocpp_model::{EventAnswer, Authorization, AuthorizationStatus, Event};
+            use ocpp_model::{EventAnswer, Authorization, AuthorizationStatus, StationEvent};
             use ocpp_proto::Answer;
 
             use super::super::contract_certificate_service::ContractRequest;
@@ -250,7 +250,7 @@ macro_rules! handlers_2x {
             /// C07: see [`super::contract_check`].
             pub(crate) fn contract_check(
                 authorize: &AuthorizeRequest,
-                event: &Event,
+                event: &StationEvent,
                 authorization: &Authorization,
             ) -> Option<Later> {
                 let hash_data =

@@ -52,7 +52,8 @@ pub mod offline;
 pub use device_model::{DeviceModelError, DeviceModelStore};
 pub use local_auth::{LocalAuthError, LocalAuthStore};
 pub use offline::{
-    FileStore, MemoryStore, OfflineQueue, OfflineStore, QueueError, StoreError, StoredMessage,
+    FileStore, MemoryStore, OfflineQueue, OfflineStore, OfflineStoreError, QueueError,
+    StoredMessage,
 };
 
 /// The README's examples, compiled and run as doc tests.

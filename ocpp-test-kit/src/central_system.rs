@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::{
-    calls_of, payload_of, request_of, scripted_answer, Direction, Frame, Hook, Record, Script,
+    calls_of, payload_of, request_of, scripted_answer, Frame, Hook, MockDirection, Record, Script,
     TestKitError, DEFAULT_WAIT,
 };
 
@@ -131,9 +131,9 @@ impl MockCsmsBuilder {
     /// [`ServerBuilder::on_message`](ocpp_tokio::ServerBuilder::on_message) does.
     ///
     /// ```
-    /// use ocpp_tokio::hook::Message;
+    /// use ocpp_tokio::hook::Traffic;
     /// let builder = ocpp_test_kit::MockCsms::builder().on_message(|event| {
-    ///     if let Message::CallIn(request) = event.message {
+    ///     if let Traffic::CallIn(request) = event.message {
     ///         eprintln!("{} {}", event.identity, request.action());
     ///     }
     /// });
@@ -269,7 +269,7 @@ impl Handler for CsmsScript {
 ///
 /// ```
 /// use ocpp_tokio::station::Station;
-/// use ocpp_test_kit::{Direction, MockCsms};
+/// use ocpp_test_kit::{MockCsms, MockDirection};
 /// use ocpp_tokio::OcppVersion;
 /// use serde_json::json;
 ///
@@ -283,7 +283,10 @@ impl Handler for CsmsScript {
 /// assert!(answer.is_err());
 /// let boots = csms.calls("BootNotification");
 /// assert_eq!(boots[0]["chargePointModel"], "station");
-/// assert!(csms.frames().iter().any(|f| f.direction == Direction::Out && f.action == "ClearCache"));
+/// assert!(csms
+///     .frames()
+///     .iter()
+///     .any(|f| f.direction == MockDirection::Out && f.action == "ClearCache"));
 /// station.close();
 /// # Ok(()) }
 /// ```
@@ -368,9 +371,9 @@ impl MockCsms {
     ///
     /// ``` no_run
     /// # async fn example(csms: ocpp_test_kit::MockCsms) -> Result<(), Box<dyn std::error::Error>> {
-    /// use ocpp_test_kit::{Direction, FrameKind};
+    /// use ocpp_test_kit::{FrameKind, MockDirection};
     /// let answers = csms.frames().into_iter()
-    ///     .filter(|f| f.direction == Direction::Out && f.kind == FrameKind::CallResult)
+    ///     .filter(|f| f.direction == MockDirection::Out && f.kind == FrameKind::CallResult)
     ///     .count();
     /// # let _ = answers;
     /// # Ok(()) }
@@ -390,7 +393,7 @@ impl MockCsms {
     /// ```
     #[must_use]
     pub fn calls(&self, action: &str) -> Vec<Value> {
-        calls_of(&self.record.frames(), Direction::In, action)
+        calls_of(&self.record.frames(), MockDirection::In, action)
     }
 
     /// Waits until the stations sent `count` CALLs of `action` (at most the builder's

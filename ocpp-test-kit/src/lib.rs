@@ -66,7 +66,7 @@ use std::time::{Duration, SystemTime};
 
 use ocpp_messages::{DecodeOptions, Request, Response};
 use ocpp_proto::{Answer, CallFailure, ErrorCode, OcppVersion};
-use ocpp_tokio::hook::{Message, MessageEvent};
+use ocpp_tokio::hook::{MessageEvent, Traffic};
 use ocpp_tokio::station::StationError;
 use ocpp_tokio::IncomingCall;
 use serde_json::{json, Value};
@@ -80,7 +80,7 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
 /// Which way a message went, as the mock sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Direction {
+pub enum MockDirection {
     /// Received by the mock.
     In,
     /// Sent by the mock.
@@ -109,7 +109,7 @@ pub struct Frame {
     /// The station's identity.
     pub identity: String,
     /// In or out, from the mock's side.
-    pub direction: Direction,
+    pub direction: MockDirection,
     /// CALL, CALLRESULT, CALLERROR, SEND.
     pub kind: FrameKind,
     /// The message id.
@@ -199,7 +199,7 @@ impl Record {
     fn push(
         &self,
         identity: &str,
-        direction: Direction,
+        direction: MockDirection,
         kind: FrameKind,
         id: &str,
         action: String,
@@ -237,7 +237,7 @@ impl Record {
     fn request(
         &self,
         identity: &str,
-        direction: Direction,
+        direction: MockDirection,
         kind: FrameKind,
         id: &str,
         request: &Request,
@@ -254,7 +254,7 @@ impl Record {
         );
     }
 
-    fn result(&self, identity: &str, direction: Direction, id: &str, response: &Response) {
+    fn result(&self, identity: &str, direction: MockDirection, id: &str, response: &Response) {
         let payload = serde_json::to_value(response).unwrap_or(Value::Null);
         let action = response.action().to_owned();
         self.push(
@@ -270,7 +270,7 @@ impl Record {
     fn error(
         &self,
         identity: &str,
-        direction: Direction,
+        direction: MockDirection,
         id: &str,
         code: &ErrorCode,
         description: &str,
@@ -295,26 +295,28 @@ impl Record {
     fn on_message(&self, event: &MessageEvent<'_>) {
         let (identity, id) = (event.identity, event.id.as_str());
         match event.message {
-            Message::CallIn(request) => {
-                self.request(identity, Direction::In, FrameKind::Call, id, request)
+            Traffic::CallIn(request) => {
+                self.request(identity, MockDirection::In, FrameKind::Call, id, request)
             }
-            Message::CallOut(request) => {
-                self.request(identity, Direction::Out, FrameKind::Call, id, request)
+            Traffic::CallOut(request) => {
+                self.request(identity, MockDirection::Out, FrameKind::Call, id, request)
             }
-            Message::SendIn(request) => {
-                self.request(identity, Direction::In, FrameKind::Send, id, request)
+            Traffic::SendIn(request) => {
+                self.request(identity, MockDirection::In, FrameKind::Send, id, request)
             }
-            Message::SendOut(request) => {
-                self.request(identity, Direction::Out, FrameKind::Send, id, request)
+            Traffic::SendOut(request) => {
+                self.request(identity, MockDirection::Out, FrameKind::Send, id, request)
             }
-            Message::ResultOut(response) => self.result(identity, Direction::Out, id, response),
-            Message::ErrorOut { code, description } => {
-                self.error(identity, Direction::Out, id, code, description);
+            Traffic::ResultOut(response) => self.result(identity, MockDirection::Out, id, response),
+            Traffic::ErrorOut { code, description } => {
+                self.error(identity, MockDirection::Out, id, code, description);
             }
-            Message::OutcomeIn(Ok(response)) => self.result(identity, Direction::In, id, response),
-            Message::OutcomeIn(Err(CallFailure::ErrorResponse {
+            Traffic::OutcomeIn(Ok(response)) => {
+                self.result(identity, MockDirection::In, id, response)
+            }
+            Traffic::OutcomeIn(Err(CallFailure::ErrorResponse {
                 code, description, ..
-            })) => self.error(identity, Direction::In, id, code, description),
+            })) => self.error(identity, MockDirection::In, id, code, description),
             // No answer came (a timeout, a lost connection): no message to record.
             _ => {}
         }
@@ -353,7 +355,7 @@ impl Record {
     ) -> Result<Vec<Value>, TestKitError> {
         let what = format!("{count} {action} CALL(s)");
         self.wait_until(wait, &what, |frames| {
-            let calls = calls_of(frames, Direction::In, action);
+            let calls = calls_of(frames, MockDirection::In, action);
             (calls.len() >= count).then_some(calls)
         })
         .await
@@ -380,7 +382,7 @@ impl Record {
 }
 
 /// The payloads of the CALLs of `action` coming `direction`.
-fn calls_of(frames: &[Frame], direction: Direction, action: &str) -> Vec<Value> {
+fn calls_of(frames: &[Frame], direction: MockDirection, action: &str) -> Vec<Value> {
     frames
         .iter()
         .filter(|f| f.direction == direction && f.is_call(action))

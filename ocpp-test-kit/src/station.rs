@@ -11,7 +11,7 @@ use ocpp_tokio::{IncomingCall, Router, Session};
 use serde_json::Value;
 
 use crate::{
-    calls_of, payload_of, request_of, scripted_answer, Direction, Frame, Hook, Record, Script,
+    calls_of, payload_of, request_of, scripted_answer, Frame, Hook, MockDirection, Record, Script,
     TestKitError, DEFAULT_WAIT,
 };
 
@@ -305,7 +305,7 @@ impl MockStation {
     /// ```
     #[must_use]
     pub fn calls(&self, action: &str) -> Vec<Value> {
-        calls_of(&self.record.frames(), Direction::In, action)
+        calls_of(&self.record.frames(), MockDirection::In, action)
     }
 
     /// Waits until the central system sent `count` CALLs of `action`; their payloads.

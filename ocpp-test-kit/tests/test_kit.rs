@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use ocpp_test_kit::{Direction, FrameKind, MockCsms, MockStation, TestKitError};
+use ocpp_test_kit::{FrameKind, MockCsms, MockDirection, MockStation, TestKitError};
 use ocpp_tokio::station::{Evse, IdToken, Reading, SampledValue, Start, Station, StopReason};
 use ocpp_tokio::{v1_6, v2_0_1 as v, DateTime, OcppVersion, Reply, Router, Session};
 use serde_json::{json, Value};
@@ -230,11 +230,11 @@ async fn two_connector_station_against_the_mock_csms_2_0_1() {
 
     // The record: the boot first, the mock's CALLs out, each answered.
     let frames = csms.frames();
-    assert_eq!(frames[0].direction, Direction::In);
+    assert_eq!(frames[0].direction, MockDirection::In);
     assert!(frames[0].is_call("BootNotification"));
     let out: Vec<&str> = frames
         .iter()
-        .filter(|f| f.direction == Direction::Out && f.kind == FrameKind::Call)
+        .filter(|f| f.direction == MockDirection::Out && f.kind == FrameKind::Call)
         .map(|f| f.action.as_str())
         .collect();
     assert_eq!(
@@ -380,10 +380,10 @@ async fn mock_station_against_mock_csms_scripted_and_recorded() {
 
     // The station's record has its own boot (out) and its answer (in), and the CALLERRORs.
     let frames = station.frames();
-    assert!(frames[0].is_call("BootNotification") && frames[0].direction == Direction::Out);
+    assert!(frames[0].is_call("BootNotification") && frames[0].direction == MockDirection::Out);
     assert_eq!(frames[1].kind, FrameKind::CallResult);
     assert_eq!(frames[1].payload["status"], "Accepted");
-    let errors: Vec<(Direction, &str, &Value)> = frames
+    let errors: Vec<(MockDirection, &str, &Value)> = frames
         .iter()
         .filter(|f| f.kind == FrameKind::CallError)
         .map(|f| (f.direction, f.action.as_str(), &f.payload["errorCode"]))
@@ -391,8 +391,8 @@ async fn mock_station_against_mock_csms_scripted_and_recorded() {
     assert_eq!(
         errors,
         [
-            (Direction::In, "DataTransfer", &json!("InternalError")),
-            (Direction::Out, "ClearCache", &json!("NotSupported")),
+            (MockDirection::In, "DataTransfer", &json!("InternalError")),
+            (MockDirection::Out, "ClearCache", &json!("NotSupported")),
         ]
     );
     // Both records hold the same conversation.

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use ocpp_frame::handshake::BasicCredentials;
 use ocpp_messages::{Request, RequestRef};
 use ocpp_proto::{
-    Answer, ChargePointIdentity, Closed, MessageId, OcppVersion, Rejection, UpgradeRequest,
+    Answer, ChargePointIdentity, Closed, IncomingUpgrade, MessageId, OcppVersion, Rejection,
 };
 use rustls::pki_types::CertificateDer;
 
@@ -116,14 +116,14 @@ pub trait Handler: Send + Sync + 'static {
 /// and, over TLS, its client certificate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Connecting {
-    request: Box<UpgradeRequest>,
+    request: Box<IncomingUpgrade>,
     certificate: Option<PeerCertificate>,
     peer: Option<SocketAddr>,
 }
 
 impl Connecting {
     pub(crate) fn new(
-        request: Box<UpgradeRequest>,
+        request: Box<IncomingUpgrade>,
         certificate: Option<PeerCertificate>,
         peer: Option<SocketAddr>,
     ) -> Self {
@@ -164,7 +164,7 @@ impl Connecting {
     }
 
     /// The whole upgrade request (path, query, subprotocols offered).
-    pub fn request(&self) -> &UpgradeRequest {
+    pub fn request(&self) -> &IncomingUpgrade {
         &self.request
     }
 }

@@ -17,13 +17,13 @@ pub struct MessageEvent<'a> {
     /// The message id.
     pub id: &'a MessageId<'static>,
     /// What it is.
-    pub message: Message<'a>,
+    pub message: Traffic<'a>,
 }
 
-/// The message of a [`MessageEvent`], in or out.
+/// The traffic of a [`MessageEvent`]: which OCPP message went in or out.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
-pub enum Message<'a> {
+pub enum Traffic<'a> {
     /// In: a CALL of the charge point, handed to [`Handler::on_call`](crate::Handler::on_call).
     CallIn(&'a Request),
     /// Out: our CALLRESULT to it.
@@ -46,7 +46,7 @@ pub enum Message<'a> {
     SendOut(&'a Request),
 }
 
-impl<'a> Message<'a> {
+impl<'a> Traffic<'a> {
     /// What went out for `answer` given to the core's answer rule (`result`): the answer, the
     /// `InternalError` the rule sent in its place (its text kept in `replaced`), or nothing.
     /// One reading for the server's and the station's drivers.
@@ -54,18 +54,18 @@ impl<'a> Message<'a> {
         result: &Result<(), AnswerError>,
         answer: &'a Answer,
         replaced: &'a mut String,
-    ) -> Option<Message<'a>> {
+    ) -> Option<Traffic<'a>> {
         match (result, answer) {
             (Err(error), _) if error.was_answered() => {
                 *replaced = error.to_string();
                 let replaced: &'a String = replaced;
-                Some(Message::ErrorOut {
+                Some(Traffic::ErrorOut {
                     code: &ErrorCode::InternalError,
                     description: replaced,
                 })
             }
-            (Ok(()), Answer::Result(response)) => Some(Message::ResultOut(response)),
-            (Ok(()), Answer::Error(error)) => Some(Message::ErrorOut {
+            (Ok(()), Answer::Result(response)) => Some(Traffic::ResultOut(response)),
+            (Ok(()), Answer::Error(error)) => Some(Traffic::ErrorOut {
                 code: &error.code,
                 description: &error.description,
             }),

@@ -62,7 +62,7 @@ pub mod ocpp {
     pub use ocpp_proto::{
         v1_6, v2_0_1, v2_1, Answer, CallFailure, CallOutcome, ChargePointIdentity, CloseCode,
         CloseReason, Closed, ConnectionConfig, DateTime, Decimal, Delivery, ErrorAnswer, ErrorCode,
-        MessageId, OcppVersion, Rejection, UpgradeRequest,
+        IncomingUpgrade, MessageId, OcppVersion, Rejection,
     };
 }
 

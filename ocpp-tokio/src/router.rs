@@ -10,7 +10,7 @@ use std::pin::Pin;
 use ocpp_messages::action::ActionRequest;
 use ocpp_messages::ErrorCode;
 use ocpp_messages::{Request, Response};
-use ocpp_model::{Concept, Event};
+use ocpp_model::{Concept, StationEvent};
 use ocpp_proto::{Answer, Closed, ErrorAnswer, Rejection};
 
 use crate::typed::ResponseOf;
@@ -33,8 +33,9 @@ type OnClose<S, A> = Box<dyn Fn(Session<S, A>, Closed) -> BoxFuture<()> + Send +
 type Routes<S, A> = HashMap<&'static str, Vec<(TypeId, Route<S, A>)>>;
 /// One concept of every version: hands the event back when it is another concept. The
 /// future gives the answer with the event it answers (to make the version's response).
-type ConceptRoute<S, A> =
-    Box<dyn Fn(Session<S, A>, Event) -> Result<BoxFuture<Answer>, Event> + Send + Sync>;
+type ConceptRoute<S, A> = Box<
+    dyn Fn(Session<S, A>, StationEvent) -> Result<BoxFuture<Answer>, StationEvent> + Send + Sync,
+>;
 
 /// A [`Handler`] made of one async function per action: each takes the connection's
 /// [`Session`] and the action's request type, and returns that action's response type or a
@@ -429,7 +430,7 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
             }
         }
         if !self.concepts.is_empty() {
-            let mut event = Event::from_request(&request);
+            let mut event = StationEvent::from_request(&request);
             for (_, route) in &self.concepts {
                 match route(session.clone(), event) {
                     Ok(answer) => return answer,

@@ -104,7 +104,7 @@ fn run(addr: SocketAddr, deflate: Option<DeflateConfig>) -> io::Result<()> {
         .register(&mut listener, LISTENER, Interest::READABLE)?;
     eprintln!("echo-server listening on {}", listener.local_addr()?);
 
-    let mut server = Server::new(deflate);
+    let mut server = EchoServer::new(deflate);
     let mut events = Events::with_capacity(1024);
     loop {
         // Sleep until a socket is ready or the earliest deadline passes.
@@ -127,7 +127,7 @@ fn run(addr: SocketAddr, deflate: Option<DeflateConfig>) -> io::Result<()> {
 }
 
 /// Everything the event loop owns besides the poller and the listener.
-struct Server {
+struct EchoServer {
     connections: HashMap<Token, EchoConnection>,
     /// The next connection token; tokens are never reused, so a stale event or timer entry can
     /// never reach a newer connection.
@@ -142,9 +142,9 @@ struct Server {
     deflate: Option<DeflateConfig>,
 }
 
-impl Server {
+impl EchoServer {
     fn new(deflate: Option<DeflateConfig>) -> Self {
-        Server {
+        EchoServer {
             deflate,
             connections: HashMap::new(),
             next_token: LISTENER.0 + 1,

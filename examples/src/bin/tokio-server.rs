@@ -18,7 +18,7 @@
 use std::process::ExitCode;
 
 use ocpp_examples::server_cli::{self, Args};
-use ocpp_examples::tokio_server::{Server, ShutdownHandle};
+use ocpp_examples::tokio_server::{ShutdownHandle, TokioServer};
 use tokio::signal::unix::{signal, SignalKind};
 
 fn main() -> ExitCode {
@@ -43,7 +43,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // The configuration first: it refuses what must not start before anything is opened.
     let config = server_cli::server_config(&args)?;
     let csms = server_cli::csms(&args)?;
-    let server = Server::bind(config, std::sync::Arc::clone(&csms))?;
+    let server = TokioServer::bind(config, std::sync::Arc::clone(&csms))?;
 
     // Listen for the signals before announcing that we run.
     let interrupt = signal(SignalKind::interrupt())?;

@@ -15,7 +15,7 @@ use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{send_chunk, OcppSocket, Waiter};
 use super::slab::Key;
 use super::timers::Moment;
-use super::{Command, Handle};
+use super::{Handle, LoopCommand};
 use ocpp_reference_csms::admin::{self, AdminRequest, HttpResponse, Route};
 use ocpp_reference_csms::admin_auth::FetchHeaders;
 use ocpp_reference_csms::SplitCall;
@@ -31,7 +31,7 @@ pub(super) const ADMIN_CALL_GRACE: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum AdminStage {
     Reading,
-    /// A CALL was sent to a charge point; the answer comes as [`Command::AdminReply`].
+    /// A CALL was sent to a charge point; the answer comes as [`LoopCommand::AdminReply`].
     Waiting,
     Writing,
 }
@@ -214,7 +214,7 @@ impl EventLoop {
                     request_deadline(now, now + self.shared.connection_config.get_call_timeout());
                 self.shared.send(
                     handle.loop_index,
-                    Command::AdminCall {
+                    LoopCommand::AdminCall {
                         target: handle.key,
                         request,
                         reply_to: key,
@@ -233,7 +233,7 @@ impl EventLoop {
                 let deadline = request_deadline(now, split.deadline(now, call_timeout));
                 self.shared.send(
                     handle.loop_index,
-                    Command::AdminCalls {
+                    LoopCommand::AdminCalls {
                         target: handle.key,
                         split,
                         reply_to: key,

@@ -16,7 +16,7 @@
 use std::fs::File;
 use std::sync::Arc;
 
-use ocpp_cli::capture::{CaptureRecorder, Direction};
+use ocpp_cli::capture::{CaptureDirection, CaptureRecorder};
 use ocpp_frame::deflate::DeflateParams;
 use ocpp_frame::{Decoder, DecoderConfig, Message, Role};
 use ocpp_messages::version::OcppVersion;
@@ -40,7 +40,7 @@ pub(super) struct Tap {
 /// One direction's bytes.
 #[derive(Debug)]
 struct Stream {
-    dir: Direction,
+    dir: CaptureDirection,
     /// How many bytes of `\r\n\r\n` the head has matched so far; 4 once it ended.
     head: u8,
     /// The frames' decoder, made when the connection opened.
@@ -56,8 +56,8 @@ impl Tap {
     pub(super) fn new(recorder: &CaptureFile) -> Tap {
         Tap {
             recorder: Arc::clone(recorder),
-            inbound: Stream::new(Direction::In),
-            outbound: Stream::new(Direction::Out),
+            inbound: Stream::new(CaptureDirection::In),
+            outbound: Stream::new(CaptureDirection::Out),
             open: None,
         }
     }
@@ -73,8 +73,8 @@ impl Tap {
         for stream in [&mut self.inbound, &mut self.outbound] {
             let role = match stream.dir {
                 // The station's frames are masked, as a server receives them.
-                Direction::In => Role::Server,
-                Direction::Out => Role::Client,
+                CaptureDirection::In => Role::Server,
+                CaptureDirection::Out => Role::Client,
             };
             let config = DecoderConfig::default()
                 .max_frame_size(MAX_MESSAGE)
@@ -103,7 +103,7 @@ impl Tap {
 }
 
 impl Stream {
-    fn new(dir: Direction) -> Stream {
+    fn new(dir: CaptureDirection) -> Stream {
         Stream {
             dir,
             head: 0,
@@ -132,7 +132,7 @@ impl Stream {
             // Frames before the 101 (only a pipelining station sends any): kept until then.
             // Our own output never has frames before the connection opened: a refused upgrade
             // ends with its HTTP answer.
-            if self.dir == Direction::In && self.early.len() < 64 * 1024 {
+            if self.dir == CaptureDirection::In && self.early.len() < 64 * 1024 {
                 self.early.extend_from_slice(bytes);
             } else {
                 self.stopped = true;
@@ -194,7 +194,7 @@ mod tests {
 
     #[test]
     fn the_head_ends_at_the_first_blank_line_across_reads() {
-        let mut stream = Stream::new(Direction::In);
+        let mut stream = Stream::new(CaptureDirection::In);
         assert_eq!(stream.skip_head(b"GET / HTTP/1.1\r\nHost: x\r"), None);
         assert_eq!(stream.skip_head(b"\n\r"), None);
         assert_eq!(stream.skip_head(b"\nFRAME"), Some(&b"FRAME"[..]));
@@ -272,12 +272,13 @@ mod tests {
             ocpp_cli::capture::read_capture(std::io::BufReader::new(File::open(&path).unwrap()))
                 .unwrap();
         let _ = std::fs::remove_file(&path);
-        let seen: Vec<(Direction, &str)> = lines.iter().map(|l| (l.dir, l.text.as_str())).collect();
+        let seen: Vec<(CaptureDirection, &str)> =
+            lines.iter().map(|l| (l.dir, l.text.as_str())).collect();
         assert_eq!(
             seen,
             [
-                (Direction::In, call.as_str()),
-                (Direction::Out, answer.as_str())
+                (CaptureDirection::In, call.as_str()),
+                (CaptureDirection::Out, answer.as_str())
             ]
         );
         assert!(lines
@@ -287,7 +288,7 @@ mod tests {
 
     #[test]
     fn a_lone_carriage_return_restarts_the_match() {
-        let mut stream = Stream::new(Direction::Out);
+        let mut stream = Stream::new(CaptureDirection::Out);
         assert_eq!(stream.skip_head(b"A\r\r\n\r\nB"), Some(&b"B"[..]));
     }
 }

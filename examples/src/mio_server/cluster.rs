@@ -16,7 +16,7 @@
 //!   sent on its connection, and answered with [`ClusterBridge::complete`] exactly once
 //!   ([`JobAnswer`] answers for itself if it is dropped unanswered).
 //! - **Several loops**: loop 0's waker is the bridge's wake; loop 0 reads every output and
-//!   forwards jobs and takeovers to the loop holding the identity as [`Command`]s.
+//!   forwards jobs and takeovers to the loop holding the identity as [`LoopCommand`]s.
 //! - **Shutdown**: sockets close with 1012; loop 0 then calls [`ClusterBridge::drain`] (once
 //!   the identity table is empty, or shortly before the shutdown deadline) and exits on
 //!   [`BridgeOutput::Drained`] or at the deadline.
@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
-    command_request, BridgeOutput, ClaimTicket, ClusterBridge, ClusterEvent, CommandOutcome, Job,
-    JobId, RequestId,
+    command_request, BridgeOutput, ClaimTicket, ClusterBridge, ClusterEvent, Job, JobId,
+    JsonCallOutcome, RequestId,
 };
 use ocpp_proto::{CallFailure, ChargePointIdentity, Refused, Superseded};
 
@@ -34,7 +34,7 @@ use super::admin_socket::{AdminStage, ADMIN_CALL_GRACE};
 use super::event_loop::{Entry, EventLoop};
 use super::ocpp_socket::{SocketStage, Waiter};
 use super::slab::Key;
-use super::{Command, Handle};
+use super::{Handle, LoopCommand};
 use ocpp_reference_csms::admin::{self, HttpResponse};
 
 /// How often loop 0 looks whether every charge point is gone, during a shutdown, before it
@@ -97,7 +97,7 @@ impl JobAnswer {
     }
 
     /// Answers the job; `false` if the cluster no longer waits for it (past its deadline).
-    pub(super) fn complete(mut self, outcome: CommandOutcome) -> bool {
+    pub(super) fn complete(mut self, outcome: JsonCallOutcome) -> bool {
         self.done = true;
         self.node.bridge().complete(self.id, outcome)
     }
@@ -297,7 +297,7 @@ impl EventLoop {
                         }
                         Some(Handle { loop_index, key }) => self.shared.send(
                             loop_index,
-                            Command::Claimed {
+                            LoopCommand::Claimed {
                                 target: key,
                                 ticket,
                             },
@@ -365,7 +365,7 @@ impl EventLoop {
                         }
                         Some(Handle { loop_index, key }) => self.shared.send(
                             loop_index,
-                            Command::ClusterJob {
+                            LoopCommand::ClusterJob {
                                 target: key,
                                 job,
                                 answer,
@@ -387,7 +387,7 @@ impl EventLoop {
                     if let Some(Handle { loop_index, key }) = handle {
                         self.shared.send(
                             loop_index,
-                            Command::Superseded {
+                            LoopCommand::Superseded {
                                 target: key,
                                 ticket: lost.ticket,
                             },

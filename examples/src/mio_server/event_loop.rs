@@ -21,7 +21,7 @@ use super::cluster::{DrainState, RemoteCall, RemoteRead};
 use super::ocpp_socket::{OcppSocket, SocketStage};
 use super::slab::{Key, Slab};
 use super::timers::TimerHeap;
-use super::{Command, Shared, ADMIN_LISTENER, LISTENER, WAKER};
+use super::{LoopCommand, Shared, ADMIN_LISTENER, LISTENER, WAKER};
 use ocpp_reference_csms::admin::HttpResponse;
 use ocpp_reference_csms::admin_auth::{AdminRefused, AdminSlots};
 
@@ -70,7 +70,7 @@ pub(super) struct EventLoop {
     pub(super) poll: Poll,
     pub(super) listener: Option<TcpListener>,
     pub(super) admin_listener: Option<TcpListener>,
-    pub(super) commands: Receiver<Command>,
+    pub(super) commands: Receiver<LoopCommand>,
     pub(super) shared: Arc<Shared>,
     pub(super) sockets: Slab<Entry>,
     pub(super) timers: TimerHeap,
@@ -116,7 +116,7 @@ impl EventLoop {
         poll: Poll,
         mut listener: TcpListener,
         mut admin_listener: Option<TcpListener>,
-        commands: Receiver<Command>,
+        commands: Receiver<LoopCommand>,
         shared: Arc<Shared>,
     ) -> io::Result<Self> {
         poll.registry()
@@ -363,37 +363,37 @@ impl EventLoop {
     fn run_commands(&mut self, now: Instant) {
         while let Ok(command) = self.commands.try_recv() {
             match command {
-                Command::Shutdown => self.begin_shutdown(now),
-                Command::AdminCall {
+                LoopCommand::Shutdown => self.begin_shutdown(now),
+                LoopCommand::AdminCall {
                     target,
                     request,
                     reply_to,
                     deadline,
                 } => self.admin_call(target, request, reply_to, deadline, now),
-                Command::AdminCalls {
+                LoopCommand::AdminCalls {
                     target,
                     split,
                     reply_to,
                     deadline,
                 } => self.admin_calls(target, split, reply_to, deadline, now),
-                Command::AdminReply { to, response } => {
+                LoopCommand::AdminReply { to, response } => {
                     if let Some(Entry::Admin(a)) = self.sockets.get_mut(to) {
                         if a.stage == AdminStage::Waiting {
                             self.admin_respond(to, response, now);
                         }
                     }
                 }
-                Command::Answer { target, id, answer } => {
+                LoopCommand::Answer { target, id, answer } => {
                     self.answer_later(target, &id, answer, now);
                 }
-                Command::ClusterJob {
+                LoopCommand::ClusterJob {
                     target,
                     job,
                     answer,
                 } => self.run_job(target, job, answer, now),
-                Command::Superseded { target, ticket } => self.superseded(target, ticket, now),
-                Command::Claimed { target, ticket } => self.claimed(target, ticket, now),
-                Command::Replace { target } => {
+                LoopCommand::Superseded { target, ticket } => self.superseded(target, ticket, now),
+                LoopCommand::Claimed { target, ticket } => self.claimed(target, ticket, now),
+                LoopCommand::Replace { target } => {
                     if let Some(Entry::Ocpp(s)) = self.sockets.get_mut(target) {
                         let why = Superseded::NewerConnection;
                         tracing::info!(identity = ?s.identity, "{}", why.reason());

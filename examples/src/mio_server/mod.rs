@@ -32,10 +32,10 @@
 //! - `push`: the push tick;
 //! - `shutdown`: the graceful shutdown and its deadline;
 //! - `workers`: the threads that make the CSMS's slow answers ([`Answering::Later`](ocpp_reference_csms::Answering::Later): a commit, a
-//!   network round trip), so that no loop waits; the answer comes back as a `Command`;
+//!   network round trip), so that no loop waits; the answer comes back as a `LoopCommand`;
 //! - [`slab`], [`timers`]: the socket table and the deadline heap;
 //! - `uring` (Linux): `uring-server`'s loop, this one with the charge points' sockets on
-//!   io_uring ([`Server::bind_uring`]): multishot accept and receive (provided-buffer ring),
+//!   io_uring ([`MioServer::bind_uring`]): multishot accept and receive (provided-buffer ring),
 //!   batched sends, one `io_uring_enter` per turn; the rest (admin sockets, mailbox) stays on
 //!   epoll, whose descriptor the ring polls.
 //!
@@ -51,7 +51,7 @@
 //!   connection (taken on connect and disconnect only): a charge point that reconnects on
 //!   another loop replaces its old connection there, and the admin interface finds any charge
 //!   point through it;
-//! - `Command`s: one channel and one `mio::Waker` per loop. The admin interface (on loop 0)
+//! - `LoopCommand`s: one channel and one `mio::Waker` per loop. The admin interface (on loop 0)
 //!   sends a CALL to the loop that holds the charge point; that loop sends the HTTP answer back
 //!   when the CALL completes. Shutdown is a command too.
 //!
@@ -154,7 +154,7 @@ struct Handle {
 
 /// A message to one loop from another thread (or from itself).
 #[derive(Debug)]
-enum Command {
+enum LoopCommand {
     /// Close every connection and exit.
     Shutdown,
     /// Admin interface: send `request` on connection `target`, then answer the admin
@@ -203,7 +203,7 @@ enum Command {
 /// One loop's mailbox.
 #[derive(Debug)]
 struct Mailbox {
-    sender: Sender<Command>,
+    sender: Sender<LoopCommand>,
     /// Shared with the cluster bridge's wake (loop 0).
     waker: Arc<Waker>,
 }
@@ -238,7 +238,7 @@ struct Shared {
 
 impl Shared {
     /// Queues `command` for loop `loop_index` and wakes it.
-    fn send(&self, loop_index: usize, command: Command) {
+    fn send(&self, loop_index: usize, command: LoopCommand) {
         let Some(mailbox) = self.mailboxes.get(loop_index) else {
             return;
         };
@@ -253,7 +253,7 @@ impl Shared {
     /// Hands `response` to the admin socket `to` (admin sockets live on loop 0), which writes
     /// it if it still waits for one.
     fn admin_reply(&self, to: Key, response: HttpResponse) {
-        self.send(0, Command::AdminReply { to, response });
+        self.send(0, LoopCommand::AdminReply { to, response });
     }
 
     fn identities(&self) -> MutexGuard<'_, IdentityTable<Handle>> {
@@ -263,7 +263,7 @@ impl Shared {
     }
 }
 
-/// Stops a running [`Server`] gracefully; clone it into a signal handler thread.
+/// Stops a running [`MioServer`] gracefully; clone it into a signal handler thread.
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle(Arc<Shared>);
 
@@ -272,7 +272,7 @@ impl ShutdownHandle {
     /// leaves) and exit.
     pub fn shutdown(&self) {
         for index in 0..self.0.mailboxes.len() {
-            self.0.send(index, Command::Shutdown);
+            self.0.send(index, LoopCommand::Shutdown);
         }
     }
 }
@@ -282,31 +282,32 @@ impl ShutdownHandle {
 /// ```no_run
 /// use std::sync::Arc;
 /// use ocpp_reference_csms::{Csms, CsmsConfig};
-/// use ocpp_examples::mio_server::{Server, ServerConfig};
+/// use ocpp_examples::mio_server::{MioServer, ServerConfig};
 /// let csms = Arc::new(Csms::new(CsmsConfig::default()));
-/// let server = Server::bind(ServerConfig::new("127.0.0.1:9000".parse().unwrap()), csms).unwrap();
+/// let config = ServerConfig::new("127.0.0.1:9000".parse().unwrap());
+/// let server = MioServer::bind(config, csms).unwrap();
 /// println!("listening on {}", server.local_addr());
 /// server.run().unwrap(); // until a ShutdownHandle is used
 /// ```
 #[derive(Debug)]
-pub struct Server {
+pub struct MioServer {
     loops: Vec<EventLoop>,
     shared: Arc<Shared>,
     local_addr: SocketAddr,
     admin_addr: Option<SocketAddr>,
-    /// `uring-server`: the charge points' sockets on io_uring ([`Server::bind_uring`]).
+    /// `uring-server`: the charge points' sockets on io_uring ([`MioServer::bind_uring`]).
     io_uring: bool,
 }
 
-impl Server {
-    /// Like [`Server::bind`], for `uring-server`: each loop drives its charge points' sockets
+impl MioServer {
+    /// Like [`MioServer::bind`], for `uring-server`: each loop drives its charge points' sockets
     /// through io_uring (see `uring`), the admin interface and the mailbox stay on epoll.
     ///
     /// # Errors
-    /// Besides [`Server::bind`]'s: TLS or a cluster is configured (they are mio-server's and
+    /// Besides [`MioServer::bind`]'s: TLS or a cluster is configured (they are mio-server's and
     /// tokio-server's), refused with [`io::ErrorKind::Unsupported`].
     #[cfg(target_os = "linux")]
-    pub fn bind_uring(config: ServerConfig, csms: Arc<Csms>) -> io::Result<Server> {
+    pub fn bind_uring(config: ServerConfig, csms: Arc<Csms>) -> io::Result<MioServer> {
         let refused = if config.tls.is_some() {
             Some("TLS")
         } else if config.cluster.is_some() {
@@ -320,14 +321,14 @@ impl Server {
                 format!("uring-server serves plain ws:// only; {what} is mio-server's and tokio-server's"),
             ));
         }
-        let mut server = Server::bind(config, csms)?;
+        let mut server = MioServer::bind(config, csms)?;
         server.io_uring = true;
         Ok(server)
     }
 
     /// Binds the listeners (port 0 picks a free port, shared by every loop) and prepares the
     /// loops.
-    pub fn bind(config: ServerConfig, csms: Arc<Csms>) -> io::Result<Server> {
+    pub fn bind(config: ServerConfig, csms: Arc<Csms>) -> io::Result<MioServer> {
         let threads = config.threads.max(1);
         let mut polls = Vec::with_capacity(threads);
         let mut mailboxes = Vec::with_capacity(threads);
@@ -395,7 +396,7 @@ impl Server {
                 EventLoop::new(index, poll, listener, admin, receiver, Arc::clone(&shared))
             })
             .collect::<io::Result<Vec<_>>>()?;
-        Ok(Server {
+        Ok(MioServer {
             loops,
             shared,
             local_addr: addr,
@@ -467,14 +468,14 @@ pub fn serve(
     let csms = crate::server_cli::csms(args)?;
     #[cfg(target_os = "linux")]
     let server = if io_uring {
-        Server::bind_uring(config, Arc::clone(&csms))?
+        MioServer::bind_uring(config, Arc::clone(&csms))?
     } else {
-        Server::bind(config, Arc::clone(&csms))?
+        MioServer::bind(config, Arc::clone(&csms))?
     };
     #[cfg(not(target_os = "linux"))]
     let server = match io_uring {
         true => return Err("io_uring is Linux only".into()),
-        false => Server::bind(config, Arc::clone(&csms))?,
+        false => MioServer::bind(config, Arc::clone(&csms))?,
     };
 
     // Signals are read on their own thread, which asks the loops to shut down.

@@ -18,7 +18,7 @@ use super::cluster::JobAnswer;
 use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
 use super::timers::Moment;
-use super::{Command, Handle, DRAIN_TIMEOUT};
+use super::{Handle, LoopCommand, DRAIN_TIMEOUT};
 use crate::tls::{self, Received, TlsSession};
 use ocpp_reference_csms::admin::{self, HttpResponse};
 use ocpp_reference_csms::{Answering, Csms, SessionId, SplitCall};
@@ -392,7 +392,7 @@ impl EventLoop {
                     };
                     let replaced = shared.identities().register(identity.clone(), handle);
                     if let Some(old) = replaced {
-                        shared.send(old.loop_index, Command::Replace { target: old.key });
+                        shared.send(old.loop_index, LoopCommand::Replace { target: old.key });
                     }
                     if let Some(node) = &shared.cluster {
                         // Held locally at once; registered in Redis by the cluster thread. The
@@ -417,12 +417,12 @@ impl EventLoop {
                             send_answer(csms, &mut s.connection, identity, &id, answer, now);
                         }
                         Answering::Later(later) => {
-                            // Made on a worker; comes back as `Command::Answer`.
+                            // Made on a worker; comes back as `LoopCommand::Answer`.
                             let (to, index) = (Arc::clone(&shared), self.index);
                             shared.workers.run(later, move |answer| {
                                 to.send(
                                     index,
-                                    Command::Answer {
+                                    LoopCommand::Answer {
                                         target: key,
                                         id,
                                         answer,

@@ -36,8 +36,8 @@
 //! turn's submit, so that no queued entry can name a descriptor number already reused.
 //!
 //! # What is not here
-//! TLS and the cluster are mio-server's and tokio-server's: [`Server::bind_uring`](super::Server::bind_uring)
-//! refuses them.
+//! TLS and the cluster are mio-server's and tokio-server's:
+//! [`MioServer::bind_uring`](super::MioServer::bind_uring) refuses them.
 //!
 //! # `unsafe`
 //! io_uring writes into and reads from our memory after the call that queued the work

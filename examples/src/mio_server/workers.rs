@@ -1,6 +1,6 @@
 //! The worker threads that run the CSMS's [`Later`] jobs (a commit, a network round trip) so
 //! that no event loop waits for them: a job is queued with the function that takes its answer
-//! back to the loop holding the connection (a `Command` through that loop's mailbox).
+//! back to the loop holding the connection (a `LoopCommand` through that loop's mailbox).
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};

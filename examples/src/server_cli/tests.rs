@@ -35,7 +35,7 @@ fn capture_opens_its_file_for_appending_and_none_without() {
     recorder.record_text(
         "CP1",
         ocpp_messages::OcppVersion::V1_6,
-        ocpp_cli::capture::Direction::In,
+        ocpp_cli::capture::CaptureDirection::In,
         "[2,\"1\",\"Heartbeat\",{}]".into(),
     );
     let text = std::fs::read_to_string(&path).unwrap();

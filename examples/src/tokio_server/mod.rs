@@ -51,7 +51,7 @@ const BACKLOG: i32 = 4096;
 /// How long to wait before accepting again after running out of file descriptors.
 pub use crate::server_config::ServerConfig;
 
-/// Stops a running [`Server`] gracefully (on a cluster node: closes with 1012 and leaves the
+/// Stops a running [`TokioServer`] gracefully (on a cluster node: closes with 1012 and leaves the
 /// cluster).
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle(Arc<watch::Sender<bool>>);
@@ -68,16 +68,16 @@ impl ShutdownHandle {
 /// ```no_run
 /// use std::sync::Arc;
 /// use ocpp_reference_csms::{Csms, CsmsConfig};
-/// use ocpp_examples::tokio_server::{Server, ServerConfig};
+/// use ocpp_examples::tokio_server::{ServerConfig, TokioServer};
 /// # async fn run() -> std::io::Result<()> {
 /// let csms = Arc::new(Csms::new(CsmsConfig::default()));
-/// let server = Server::bind(ServerConfig::new("127.0.0.1:9000".parse().unwrap()), csms)?;
+/// let server = TokioServer::bind(ServerConfig::new("127.0.0.1:9000".parse().unwrap()), csms)?;
 /// println!("listening on {}", server.local_addr());
 /// server.run().await // until a ShutdownHandle is used
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct Server {
+pub struct TokioServer {
     /// The OCPP listener, at `--accept-rate` (the connections past it wait in the backlog).
     listener: PacedListener,
     admin: Option<TcpListener>,
@@ -103,10 +103,10 @@ pub struct Server {
     admin_limits: AdminLimits,
 }
 
-impl Server {
+impl TokioServer {
     /// Binds the listeners (port 0 picks a free port) and starts the cluster node, if any.
     /// Call it inside the runtime.
-    pub fn bind(config: ServerConfig, csms: Arc<Csms>) -> io::Result<Server> {
+    pub fn bind(config: ServerConfig, csms: Arc<Csms>) -> io::Result<TokioServer> {
         let listener = bind_listener(config.listen)?;
         let local_addr = listener.local_addr()?;
         let admin = config.admin.map(bind_listener).transpose()?;
@@ -160,7 +160,7 @@ impl Server {
             .set(move || served.upgrade().map_or(0, |ocpp| ocpp.connections()));
         let (shutdown, _) = watch::channel(false);
         let listener = PacedListener::new(listener, ocpp.accept_rate());
-        Ok(Server {
+        Ok(TokioServer {
             listener,
             admin,
             local_addr,
@@ -197,7 +197,7 @@ impl Server {
     /// with 1001 (1012 on a cluster node) and returns once they are gone or
     /// [`SHUTDOWN_TIMEOUT`] passed (a cluster node then leaves the cluster).
     pub async fn run(self) -> io::Result<()> {
-        let Server {
+        let TokioServer {
             mut listener,
             admin,
             app,
@@ -342,7 +342,7 @@ async fn openssl_accept(
 const TLS_FAILURE_DRAIN: Duration = Duration::from_secs(1);
 
 /// A socket in the OpenSSL handshake, counted in `ocpp_sockets_open` until it is handed to
-/// `ocpp-tokio` (whose connections are counted there too, see [`Server::bind`]) or closed.
+/// `ocpp-tokio` (whose connections are counted there too, see [`TokioServer::bind`]) or closed.
 #[cfg(feature = "openssl")]
 struct Handshaking(Arc<Csms>);
 

@@ -7,16 +7,16 @@ use ocpp_messages::v1_6;
 
 /// A server process (`binary`: mio-server or tokio-server) as node `id` on `redis`, once it
 /// reads its inbox (commands routed to it before then are refused as not sent).
-pub fn node(binary: &str, redis: &RedisServer, id: &str, extra: &[&str]) -> Server {
+pub fn node(binary: &str, redis: &RedisServer, id: &str, extra: &[&str]) -> ServerProcess {
     let url = redis.url();
     let mut args = vec!["--redis", url.as_str(), "--node-id", id];
     args.extend_from_slice(extra);
-    let server = Server::start(binary, &args);
+    let server = ServerProcess::start(binary, &args);
     redis.wait_inbox(id);
     server
 }
 
-pub fn connect(server: &Server, identity: &str) -> ChargePoint {
+pub fn connect(server: &ServerProcess, identity: &str) -> ChargePoint {
     ChargePoint::connect(server.ocpp, identity, &[OcppVersion::V1_6], None).expect("connected")
 }
 

@@ -43,21 +43,21 @@ pub mod contract_service;
 pub const WAIT: Duration = Duration::from_secs(10);
 
 /// The server process, killed (by its PID) when dropped.
-pub struct Server {
+pub struct ServerProcess {
     pub child: Child,
     pub ocpp: SocketAddr,
     pub admin: SocketAddr,
 }
 
-impl Server {
+impl ServerProcess {
     /// Starts the server binary at `binary` (`mio-server` or `tokio-server`, which share their
     /// command line and first output line).
-    pub fn start(binary: &str, extra: &[&str]) -> Server {
+    pub fn start(binary: &str, extra: &[&str]) -> ServerProcess {
         Self::start_with_env(binary, extra, &[])
     }
 
-    /// [`Server::start`] with these environment variables set for the server.
-    pub fn start_with_env(binary: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
+    /// [`ServerProcess::start`] with these environment variables set for the server.
+    pub fn start_with_env(binary: &str, extra: &[&str], env: &[(&str, &str)]) -> ServerProcess {
         let name = std::path::Path::new(binary)
             .file_name()
             .and_then(|n| n.to_str())
@@ -100,7 +100,7 @@ impl Server {
             .trim_end_matches(')')
             .parse()
             .expect("admin address");
-        Server { child, ocpp, admin }
+        ServerProcess { child, ocpp, admin }
     }
 
     /// Sends SIGTERM (graceful shutdown).
@@ -122,7 +122,7 @@ impl Server {
     }
 }
 
-impl Drop for Server {
+impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -200,7 +200,7 @@ impl TlsClient {
 
 /// Why a connection attempt did not open.
 #[derive(Debug)]
-pub enum Refusal {
+pub enum ConnectRefusal {
     /// The server answered the upgrade with an error status (or it failed otherwise).
     Upgrade(CloseReason),
     /// The TLS handshake or a later record failed: our own verification, or the server's
@@ -208,11 +208,11 @@ pub enum Refusal {
     Tls(rustls::Error),
 }
 
-impl Refusal {
+impl ConnectRefusal {
     /// The HTTP status of a refused upgrade.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Refusal::Upgrade(CloseReason::UpgradeRefused { status, .. }) => *status,
+            ConnectRefusal::Upgrade(CloseReason::UpgradeRefused { status, .. }) => *status,
             _ => None,
         }
     }
@@ -247,7 +247,7 @@ impl ChargePoint {
     ) -> Result<ChargePoint, CloseReason> {
         match Self::connect_with(addr, identity, versions, password, None) {
             Ok(cp) => Ok(cp),
-            Err(Refusal::Upgrade(reason)) => Err(reason),
+            Err(ConnectRefusal::Upgrade(reason)) => Err(reason),
             Err(other) => panic!("{other:?}"),
         }
     }
@@ -260,7 +260,7 @@ impl ChargePoint {
         versions: &[OcppVersion],
         password: Option<&[u8]>,
         tls: Option<&TlsClient>,
-    ) -> Result<ChargePoint, Refusal> {
+    ) -> Result<ChargePoint, ConnectRefusal> {
         let mut socket = TcpStream::connect_timeout(&addr, WAIT).expect("connect");
         socket.set_nodelay(true).unwrap();
         socket.set_read_timeout(Some(WAIT)).unwrap();
@@ -274,7 +274,7 @@ impl ChargePoint {
                 while session.is_handshaking() {
                     if let Err(e) = session.complete_io(&mut socket) {
                         let error = tls_error(&e).unwrap_or_else(|| panic!("handshake: {e}"));
-                        return Err(Refusal::Tls(error));
+                        return Err(ConnectRefusal::Tls(error));
                     }
                 }
                 Stream::Tls(Box::new(rustls::StreamOwned::new(session, socket)))
@@ -290,7 +290,7 @@ impl ChargePoint {
         identity: &str,
         versions: &[OcppVersion],
         password: Option<&[u8]>,
-    ) -> Result<ChargePoint, Refusal> {
+    ) -> Result<ChargePoint, ConnectRefusal> {
         stream
             .socket()
             .set_read_timeout(Some(Duration::from_millis(50)))
@@ -322,8 +322,8 @@ impl ChargePoint {
                 Ok(cp)
             }
             Event::Closed(closed) => match cp.tls_error.take() {
-                Some(error) => Err(Refusal::Tls(error)),
-                None => Err(Refusal::Upgrade(closed.reason)),
+                Some(error) => Err(ConnectRefusal::Tls(error)),
+                None => Err(ConnectRefusal::Upgrade(closed.reason)),
             },
             other => panic!("unexpected {other:?}"),
         }
@@ -479,7 +479,7 @@ pub fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
-pub fn charge_point_state(server: &Server, identity: &str) -> Value {
+pub fn charge_point_state(server: &ServerProcess, identity: &str) -> Value {
     let (status, body) = http(
         server.admin,
         "GET",

@@ -6,7 +6,7 @@
 //! runs every case against both servers.
 //!
 //! Every read has a deadline ([`WAIT`]); sockets are loopback only; the servers are the
-//! [`Server`]s of `common`, stopped by their PID when dropped.
+//! [`ServerProcess`]s of `common`, stopped by their PID when dropped.
 #![allow(dead_code, unreachable_pub)]
 
 use crate::common::*;
@@ -155,7 +155,7 @@ pub fn upgrade(
 }
 
 /// Connects `identity` offering exactly `protocol` (e.g. `ocpp1.6`) and checks that it opened.
-pub fn connect(server: &Server, identity: &str, protocol: &str) -> Ws {
+pub fn connect(server: &ServerProcess, identity: &str, protocol: &str) -> Ws {
     upgrade(server.ocpp, identity, Some(protocol), None).opened(protocol)
 }
 
@@ -386,7 +386,7 @@ pub struct Command {
 /// `POST /chargepoints/{identity}/call/{action}` with `body`; the charge point on `ws` receives
 /// the CALL (checked to be `action`) and answers it with `answer`.
 pub fn command(
-    server: &Server,
+    server: &ServerProcess,
     ws: &mut Ws,
     identity: &str,
     action: &str,
@@ -421,7 +421,7 @@ impl Command {
 }
 
 /// An admin request that is answered at once (no CALL): status and JSON body.
-pub fn admin(server: &Server, method: &str, path: &str, body: &str) -> (u16, Value) {
+pub fn admin(server: &ServerProcess, method: &str, path: &str, body: &str) -> (u16, Value) {
     let (status, text) = http(server.admin, method, path, body);
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }

@@ -10,7 +10,7 @@ fn availability(binary: &str, evse: Option<Value>, operational: &str) {
     if let Some(evse) = evse {
         body["evse"] = evse;
     }
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-G");
     let accepted = json!({"status": "Accepted"});
     command(
@@ -74,7 +74,7 @@ pub(crate) fn tc_g_08_change_availability_connector_operative(binary: &str) {
 /// ChangeAvailability of `evse` to Inoperative during a transaction: Scheduled; the change
 /// happens when the transaction ends (the StatusNotification Unavailable recorded).
 fn availability_with_transaction(binary: &str, evse: Option<Value>) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-G");
     let started = event(
         "Started",

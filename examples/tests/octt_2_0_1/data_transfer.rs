@@ -4,7 +4,7 @@ use super::*;
 
 /// TC_P_02_CSMS, Data Transfer to the CSMS - Rejected / Unknown VendorId / Unknown MessageId.
 pub(crate) fn tc_p_02_data_transfer_unknown_vendor(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-P02");
     let payload =
         json!({"vendorId": "com.example.unknown", "messageId": "TestMessage", "data": "x"});
@@ -19,7 +19,7 @@ pub(crate) fn tc_p_02_data_transfer_unknown_vendor(binary: &str) {
 /// carrying `customData` (a vendorId and a property of the vendor's) at the top level and in
 /// transactionInfo are answered as without it.
 pub(crate) fn tc_p_03_receive_custom_data(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-P03");
     let custom = json!({"vendorId": "com.example", "customKey": "custom value"});
     let status = with(

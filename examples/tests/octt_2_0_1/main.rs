@@ -50,7 +50,7 @@ fn boot_payload(reason: &str) -> Value {
 }
 
 /// Connects `identity` and boots it (Accepted).
-fn booted(server: &Server, identity: &str) -> Ws {
+fn booted(server: &ServerProcess, identity: &str) -> Ws {
     let mut ws = connect(server, identity, V201);
     let boot = ws.result("BootNotification", boot_payload("PowerUp"));
     assert_eq!(boot["status"], "Accepted");
@@ -107,8 +107,8 @@ fn tokens(name: &str) -> TempFile {
     )
 }
 
-fn server_with_tokens(binary: &str, file: &TempFile) -> Server {
-    Server::start(
+fn server_with_tokens(binary: &str, file: &TempFile) -> ServerProcess {
+    ServerProcess::start(
         binary,
         &["--tokens", &file.path(), "--master-pass", "MASTER"],
     )
@@ -119,7 +119,7 @@ fn server_with_tokens(binary: &str, file: &TempFile) -> Server {
 /// NotImplemented, and a payload without a required field OccurrenceConstraintViolation; the
 /// connection goes on.
 fn wrong_calls_get_call_errors(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-ERR");
     assert_eq!(
         ws.error("Reset", json!({"type": "Immediate"})),
@@ -136,7 +136,7 @@ fn wrong_calls_get_call_errors(binary: &str) {
 /// A command `action` with `body` answered `answer` by a booted station: checks the CALL's
 /// payload and the CALLRESULT the admin API reports; the connection carries on.
 fn simple_command(binary: &str, action: &str, body: Value, answer: Value) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-CMD");
     command(
         &server,

@@ -4,7 +4,7 @@ use super::*;
 
 /// TC_J_01_CSMS, Clock-aligned Meter Values - No transaction ongoing: MeterValues acknowledged.
 pub(crate) fn tc_j_01_clock_aligned_meter_values_no_transaction(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-J01");
     let values = json!({"evseId": 1, "meterValue": [{"timestamp": T0, "sampledValue": [
         {"value": 12345.5, "measurand": "Energy.Active.Import.Register", "context": "Sample.Clock",
@@ -16,7 +16,7 @@ pub(crate) fn tc_j_01_clock_aligned_meter_values_no_transaction(binary: &str) {
 /// TC_J_02_CSMS, Clock-aligned Meter Values - Transaction ongoing: TransactionEvent Updated
 /// (triggerReason MeterValueClock) acknowledged, the value recorded for the transaction.
 pub(crate) fn tc_j_02_clock_aligned_meter_values_transaction_ongoing(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-J02");
     let started = event(
         "Started",

@@ -6,7 +6,7 @@ use super::*;
 
 /// The Plug & Charge cases' station: booted, an EV connected on EVSE 1 before
 /// authorization (the reusable state EVConnectedPreSession), transaction `tx`.
-fn ev_connected_pre_session(server: &Server, identity: &str, tx: &str) -> Ws {
+fn ev_connected_pre_session(server: &ServerProcess, identity: &str, tx: &str) -> Ws {
     let mut ws = booted(server, identity);
     status(&mut ws, 1, 1, "Occupied");
     let started = event(
@@ -76,7 +76,7 @@ pub(crate) fn tc_c_50_contract_certificate_hash_data_accepted(binary: &str) {
     let leaf = pki.issue("contract", EMAID);
     let _responder = pki.responder(None);
     let root = pki.root.pem.display().to_string();
-    let server = Server::start(binary, &["--mo-root", &root]);
+    let server = ServerProcess::start(binary, &["--mo-root", &root]);
     let mut ws = ev_connected_pre_session(&server, "CS-C50", "TX-C50");
     let authorize =
         json!({"idToken": emaid(), "iso15118CertificateHashData": hash_data(&pki, &leaf)});
@@ -99,7 +99,7 @@ pub(crate) fn tc_c_51_contract_certificate_revoked(binary: &str) {
     let leaf = pki.issue("contract", EMAID);
     pki.revoke(&leaf);
     let root = pki.root.pem.display().to_string();
-    let server = Server::start(binary, &["--mo-root", &root]);
+    let server = ServerProcess::start(binary, &["--mo-root", &root]);
     let mut ws = ev_connected_pre_session(&server, "CS-C51", "TX-C51");
     // No responder yet: no status to be had.
     let authorize =
@@ -133,7 +133,7 @@ pub(crate) fn tc_c_52_contract_certificate_central_validation(binary: &str) {
     let leaf = pki.issue("contract", EMAID);
     let _responder = pki.responder(None);
     let root = pki.root.pem.display().to_string();
-    let server = Server::start(binary, &["--mo-root", &root]);
+    let server = ServerProcess::start(binary, &["--mo-root", &root]);
     let mut ws = ev_connected_pre_session(&server, "CS-C52", "TX-C52");
     let chain = format!("{}{}", leaf.pem_text(), pki.sub_ca.pem_text());
     let answer = ws.result(
@@ -166,7 +166,7 @@ pub(crate) fn tc_m_24_get_certificate_status(binary: &str) {
     let v2g = pki.issue("v2g", "CS-M24");
     let _responder = pki.responder(None);
     let root = pki.root.pem.display().to_string();
-    let server = Server::start(binary, &["--v2g-root", &root]);
+    let server = ServerProcess::start(binary, &["--v2g-root", &root]);
     let mut ws = booted(&server, "CS-M24");
     let data = hash_data(&pki, &v2g)[0].clone();
     let answer = ws.result(
@@ -208,7 +208,7 @@ pub(crate) fn tc_m_24_get_certificate_status(binary: &str) {
 /// with the service's exiResponse, which got the station's EXI request and schema version.
 fn contract_certificate_through_service(binary: &str, identity: &str, action: &str) {
     let service = contract_service::ContractService::start(true);
-    let server = Server::start(binary, &["--contract-certificate-service", &service.url]);
+    let server = ServerProcess::start(binary, &["--contract-certificate-service", &service.url]);
     let mut ws = booted(&server, identity);
     let exi = base64(format!("{action}-REQ-{identity}").as_bytes());
     let schema = "urn:iso:15118:2:2013:MsgDef";
@@ -234,12 +234,12 @@ pub(crate) fn tc_m_26_certificate_installation_ev(binary: &str) {
     let request = json!({"iso15118SchemaVersion": "urn:iso:15118:2:2013:MsgDef",
                          "action": "Install", "exiRequest": "AAAA"});
     let failing = contract_service::ContractService::start(false);
-    let server = Server::start(binary, &["--contract-certificate-service", &failing.url]);
+    let server = ServerProcess::start(binary, &["--contract-certificate-service", &failing.url]);
     let mut ws = booted(&server, "CS-M26-F");
     let answer = ws.result("Get15118EVCertificate", request.clone());
     assert_eq!(answer["status"], "Failed", "{answer}");
     ws.close();
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-M26-N");
     let answer = ws.result("Get15118EVCertificate", request);
     assert_eq!(answer["status"], "Failed", "{answer}");
@@ -264,7 +264,7 @@ pub(crate) fn pnc_ocsp_check_does_not_block_other_stations(binary: &str) {
         std::thread::sleep(Duration::from_secs(8));
         drop(held);
     });
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut waiting = booted(&server, "CS-PNC-A");
     let mut other = booted(&server, "CS-PNC-B");
     let data = json!([{"hashAlgorithm": "SHA256", "issuerNameHash": "00", "issuerKeyHash": "00",
@@ -309,7 +309,7 @@ pub(crate) fn pnc_ocpp_2_1_same_handlers(binary: &str) {
     let _responder = pki.responder(None);
     let service = contract_service::ContractService::start(true);
     let root = pki.root.pem.display().to_string();
-    let server = Server::start(
+    let server = ServerProcess::start(
         binary,
         &[
             "--mo-root",

@@ -8,7 +8,7 @@ use super::*;
 /// Accepted with the clock and the heartbeat interval; the connectors' state (StatusNotification
 /// and NotifyEvent) acknowledged and recorded; Heartbeat.
 pub(crate) fn tc_b_01_cold_boot_accepted(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = connect(&server, "CS-B01", V201);
     let boot = ws.result("BootNotification", boot_payload("PowerUp"));
     assert_eq!(boot["status"], "Accepted");
@@ -32,7 +32,7 @@ pub(crate) fn tc_b_01_cold_boot_accepted(binary: &str) {
 /// Pending the CSMS provisions the station (GetBaseReport, answered with NotifyReport, which is
 /// allowed); once the operator accepts it, its next boot is Accepted.
 pub(crate) fn tc_b_02_cold_boot_pending(binary: &str) {
-    let server = Server::start(binary, &["--boot-policy", "pending"]);
+    let server = ServerProcess::start(binary, &["--boot-policy", "pending"]);
     let mut ws = connect(&server, "CS-B02", V201);
     let boot = ws.result("BootNotification", boot_payload("PowerUp"));
     assert_eq!(boot["status"], "Pending");
@@ -70,7 +70,7 @@ pub(crate) fn tc_b_02_cold_boot_pending(binary: &str) {
 /// except what answers the CSMS's own requests (NotifyReport) and, once the CSMS sent a
 /// TriggerMessage, what it triggered (here Heartbeat).
 pub(crate) fn tc_b_30_security_error_while_pending(binary: &str) {
-    let server = Server::start(binary, &["--boot-policy", "pending"]);
+    let server = ServerProcess::start(binary, &["--boot-policy", "pending"]);
     let mut ws = connect(&server, "CS-B30", V201);
     assert_eq!(
         ws.result("BootNotification", boot_payload("PowerUp"))["status"],
@@ -116,7 +116,7 @@ pub(crate) fn tc_b_30_security_error_while_pending(binary: &str) {
 /// TC_B_30_CSMS, the Rejected half (B03.FR.07): only BootNotification is served, even the
 /// reports a Pending station may send get SecurityError.
 pub(crate) fn tc_b_30_security_error_while_rejected(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let (code, _) = admin(
         &server,
         "PUT",
@@ -145,7 +145,7 @@ pub(crate) fn tc_b_30_security_error_while_rejected(binary: &str) {
 /// TC_B_31_CSMS, Cold Boot Charging Station - Pending/Rejected - TriggerMessage: the CSMS
 /// triggers a BootNotification before the interval expired; the triggered boot is Accepted.
 pub(crate) fn tc_b_31_pending_trigger_message_boot_notification(binary: &str) {
-    let server = Server::start(binary, &["--boot-policy", "pending"]);
+    let server = ServerProcess::start(binary, &["--boot-policy", "pending"]);
     let mut ws = connect(&server, "CS-B31", V201);
     assert_eq!(
         ws.result("BootNotification", boot_payload("PowerUp"))["status"],
@@ -231,7 +231,7 @@ pub(crate) fn tc_b_10_set_variables_multiple_values(binary: &str) {
 /// GetBaseReport `base`, Accepted; the station then sends the report in two NotifyReport
 /// parts, both acknowledged and kept on the admin API.
 fn base_report(binary: &str, base: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-B12");
     let body = json!({"requestId": 12, "reportBase": base});
     let accepted = json!({"status": "Accepted"});
@@ -281,7 +281,7 @@ pub(crate) fn tc_b_14_get_base_report_summary_inventory(binary: &str) {
 /// Reset `body` answered `answer`; then, if `reboots`, the station ends its transaction
 /// (`ended_reason`) if it had one, reconnects and boots (reason RemoteReset), Accepted.
 fn reset(binary: &str, body: Value, answer: &str, transaction: Option<&str>) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-RESET");
     if transaction.is_some() {
         let started = event(
@@ -374,7 +374,7 @@ pub(crate) fn tc_b_25_reset_evse_without_transaction(binary: &str) {
 /// `--no-common-version reject-400`): `ocpp0.1` alone is refused with 400; `ocpp0.1,
 /// ocpp2.0.1` is upgraded with `ocpp2.0.1`.
 pub(crate) fn tc_b_58_no_common_subprotocol_rejected_400(binary: &str) {
-    let server = Server::start(binary, &["--no-common-version", "reject-400"]);
+    let server = ServerProcess::start(binary, &["--no-common-version", "reject-400"]);
     let refused = upgrade(server.ocpp, "CS-B58", Some("ocpp0.1"), None);
     assert_eq!(refused.status, 400);
     assert!(refused.ws.is_none());
@@ -386,7 +386,7 @@ pub(crate) fn tc_b_58_no_common_subprotocol_rejected_400(binary: &str) {
 /// upgraded without `Sec-WebSocket-Protocol`, then closed with 1002. Step 2 of the test case
 /// fails in this mode: a documented deviation (see the README).
 pub(crate) fn tc_b_58_no_common_subprotocol_accept_then_close(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let answer = upgrade(server.ocpp, "CS-B58", Some("ocpp0.1"), None);
     assert_eq!(answer.status, 101);
     assert_eq!(answer.header("sec-websocket-protocol"), None);

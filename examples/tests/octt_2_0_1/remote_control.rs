@@ -7,7 +7,7 @@ use super::*;
 /// CSMS sends RequestStartTransaction (Accepted); the station's Started / Updated event with
 /// triggerReason RemoteStart carries the remoteStartId and is answered with the token's info.
 fn remote_start(binary: &str, cable_first: bool) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-F");
     let mut seq_no = 0;
     if cable_first {
@@ -75,7 +75,7 @@ pub(crate) fn tc_f_02_remote_start_first(binary: &str) {
 /// Accepted; the station's Ended event (triggerReason RemoteStop, stoppedReason Remote) is
 /// acknowledged and recorded.
 pub(crate) fn tc_e_21_stop_authorized_remote(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-E21");
     let started = event(
         "Started",
@@ -123,8 +123,8 @@ pub(crate) fn tc_f_06_unlock_connector_without_transaction(binary: &str) {
 }
 
 /// TriggerMessage `body`, Accepted; then the station sends `action` with `payload`: answered.
-fn trigger(binary: &str, body: Value, action: &str, payload: Value) -> (Server, Value) {
-    let server = Server::start(binary, &[]);
+fn trigger(binary: &str, body: Value, action: &str, payload: Value) -> (ServerProcess, Value) {
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-TRIG");
     let accepted = json!({"status": "Accepted"});
     command(

@@ -3,8 +3,8 @@
 
 use super::*;
 
-fn basic_auth_server(binary: &str, file: &TempFile) -> Server {
-    Server::start(binary, &["--basic-auth", &file.path()])
+fn basic_auth_server(binary: &str, file: &TempFile) -> ServerProcess {
+    ServerProcess::start(binary, &["--basic-auth", &file.path()])
 }
 
 /// TC_A_01_CSMS, Basic Authentication - Valid username/password combination.

@@ -4,7 +4,7 @@
 use super::*;
 
 /// A station on the admin API's `/charging-profiles` (smart charging state).
-fn charging_profiles(server: &Server, identity: &str) -> Value {
+fn charging_profiles(server: &ServerProcess, identity: &str) -> Value {
     let (status, body) = admin(
         server,
         "GET",
@@ -18,7 +18,7 @@ fn charging_profiles(server: &Server, identity: &str) -> Value {
 /// The station's smart-charging state once every profile sent has an answer: the answer to
 /// a CALL of the CSMS reaches its record a moment after the station wrote it (on
 /// tokio-server, in the task that sent the CALL), so this polls, for at most 5 s.
-fn charging_profiles_answered(server: &Server, identity: &str) -> Value {
+fn charging_profiles_answered(server: &ServerProcess, identity: &str) -> Value {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         let state = charging_profiles(server, identity);
@@ -104,7 +104,7 @@ fn expect_tx_profile(
 /// the EV's schedule within it is Accepted. Needs on an EVSE without a transaction are
 /// Rejected and no profile follows. The profiles and answers are on the admin API.
 pub(crate) fn tc_k_53_load_leveling_needs_accepted_then_tx_profile(binary: &str) {
-    let server = Server::start(binary, &["--site-limit-amps", "24"]);
+    let server = ServerProcess::start(binary, &["--site-limit-amps", "24"]);
     let mut ws = booted(&server, "CS-K53");
     status(&mut ws, 1, 1, "Available");
     in_transaction(&mut ws, 1, "TX-K53", "EVConnected");
@@ -156,7 +156,7 @@ pub(crate) fn tc_k_53_load_leveling_needs_accepted_then_tx_profile(binary: &str)
 /// 16 A): Rejected, and the CSMS renegotiates with a new SetChargingProfile for the same
 /// transaction (the same profile id, so that it replaces the first).
 pub(crate) fn tc_k_55_ev_schedule_exceeding_limits_rejected_and_renegotiated(binary: &str) {
-    let server = Server::start(binary, &["--site-limit-amps", "16"]);
+    let server = ServerProcess::start(binary, &["--site-limit-amps", "16"]);
     let mut ws = booted(&server, "CS-K55");
     status(&mut ws, 1, 1, "Available");
     in_transaction(&mut ws, 1, "TX-K55", "EVConnected");
@@ -199,7 +199,7 @@ pub(crate) fn tc_k_55_ev_schedule_exceeding_limits_rejected_and_renegotiated(bin
 /// during the transaction (the EV now takes at most 10 A) is Accepted and a new TxProfile
 /// follows within the new needs.
 pub(crate) fn tc_k_57_renegotiation_initiated_by_ev(binary: &str) {
-    let server = Server::start(binary, &["--site-limit-amps", "24"]);
+    let server = ServerProcess::start(binary, &["--site-limit-amps", "24"]);
     let mut ws = booted(&server, "CS-K57");
     status(&mut ws, 1, 1, "Available");
     in_transaction(&mut ws, 1, "TX-K57", "Charging");
@@ -236,7 +236,7 @@ pub(crate) fn tc_k_57_renegotiation_initiated_by_ev(binary: &str) {
 /// each SetChargingProfile that follows with `Accepted`; checks each against `expected`
 /// (evse, transaction, limit in A) and returns the admin API's answer.
 fn put_site_limit(
-    server: &Server,
+    server: &ServerProcess,
     ws: &mut Ws,
     identity: &str,
     body: Value,
@@ -259,7 +259,7 @@ fn put_site_limit(
 /// SetChargingProfile each, one after the other, one admin answer); when the second ends,
 /// the first gets the whole limit again.
 pub(crate) fn tc_k_58_renegotiation_initiated_by_csms(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-K58");
     status(&mut ws, 1, 1, "Available");
     in_transaction(&mut ws, 1, "TX-K58", "Charging");
@@ -339,7 +339,7 @@ pub(crate) fn tc_k_58_renegotiation_initiated_by_csms(binary: &str) {
 /// station sends the EV's charging needs again; they are Accepted and another TxProfile
 /// follows.
 pub(crate) fn tc_k_59_renegotiation_by_csms_then_charging_needs(binary: &str) {
-    let server = Server::start(binary, &["--site-limit-amps", "20"]);
+    let server = ServerProcess::start(binary, &["--site-limit-amps", "20"]);
     let mut ws = booted(&server, "CS-K59");
     status(&mut ws, 1, 1, "Available");
     in_transaction(&mut ws, 1, "TX-K59", "Charging");
@@ -389,7 +389,7 @@ pub(crate) fn tc_k_59_renegotiation_by_csms_then_charging_needs(binary: &str) {
 /// K15 on OCPP 2.1: the same profile from the same policy; needs without a transaction get
 /// 2.1's own answer, NoChargingProfile.
 pub(crate) fn k15_on_ocpp_2_1(binary: &str) {
-    let server = Server::start(binary, &["--site-limit-watts", "11000"]);
+    let server = ServerProcess::start(binary, &["--site-limit-watts", "11000"]);
     let mut ws = connect(&server, "CS-K21", "ocpp2.1");
     let boot = ws.result("BootNotification", boot_payload("PowerUp"));
     assert_eq!(boot["status"], "Accepted");

@@ -34,7 +34,7 @@ fn cost_updated(ws: &mut Ws, tx: &str) -> Value {
 pub(crate) fn tc_i_01_running_cost_cost_updated(binary: &str) {
     let mut args = TARIFF.to_vec();
     args.extend(["--cost-updated-interval", "0"]);
-    let server = Server::start(binary, &args);
+    let server = ServerProcess::start(binary, &args);
     let mut ws = booted(&server, "CS-I01");
     status(&mut ws, 1, 1, "Available");
     let authorize = ws.result("Authorize", json!({"idToken": id_token("TAG-OK")}));
@@ -103,7 +103,7 @@ pub(crate) fn tc_i_01_running_cost_cost_updated(binary: &str) {
 /// first metered Updated goes at once; with the default interval (60 s) a second metered
 /// Updated a moment later gets none.
 pub(crate) fn tc_i_02_final_total_cost(binary: &str) {
-    let server = Server::start(binary, TARIFF);
+    let server = ServerProcess::start(binary, TARIFF);
     let mut ws = booted(&server, "CS-I02");
     let tx = "TX-I02";
     status(&mut ws, 1, 1, "Occupied");
@@ -216,7 +216,7 @@ fn priced_transaction(
 /// about cost is sent (no totalCost, no CostUpdated) nor shown. On OCPP 2.1 the running cost
 /// also goes in the Updated answer, which its schema allows.
 pub(crate) fn tariff_per_station_and_none(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let (code, tariff) = admin(&server, "GET", "/tariff", "");
     assert_eq!((code, &tariff["default"]), (200, &Value::Null), "{tariff}");
     // No tariff: the answers are as before, no CostUpdated follows.

@@ -5,7 +5,7 @@ use super::*;
 /// TC_E_30_CSMS, Check Transaction status - Transaction with id ongoing - without message in
 /// queue: GetTransactionStatus with the transactionId; the answer reaches the operator.
 pub(crate) fn tc_e_30_check_transaction_status_ongoing_without_messages(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-E30");
     let started = event(
         "Started",

@@ -7,7 +7,7 @@ use super::*;
 /// (plug in, then authorize), else TC_E_04 (authorize first). Every event is answered, the one
 /// with an idToken with its idTokenInfo, and the transaction is recorded with its energy.
 fn local_transaction(binary: &str, cable_first: bool) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-E");
     let token = json!({"idToken": id_token("TAG-OK")});
     let accepted = json!({"idTokenInfo": {"status": "Accepted"}});
@@ -91,7 +91,7 @@ pub(crate) fn tc_e_04_local_start_authorization_first(binary: &str) {
 /// TC_E_53_CSMS, Reset Sequence Number - CSMS accepting seqNo = 0 at start of transaction:
 /// two transactions one after the other, each numbered from 0, both answered, no gap counted.
 pub(crate) fn tc_e_53_seq_no_restarts_at_0_for_a_new_transaction(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-E53");
     for tx in ["TX-A", "TX-B"] {
         let started = event(
@@ -136,7 +136,7 @@ pub(crate) fn tc_e_53_seq_no_restarts_at_0_for_a_new_transaction(binary: &str) {
 /// CSMS asks the station right after its answer with GetTransactionStatus for that
 /// transaction (E14) whether messages are still queued; the answer is kept with the gap.
 pub(crate) fn tc_e_31_seq_no_gap_asks_get_transaction_status(binary: &str) {
-    let server = Server::start(binary, &[]);
+    let server = ServerProcess::start(binary, &[]);
     let mut ws = booted(&server, "CS-GAP");
     for (kind, seq_no) in [("Started", 0), ("Updated", 1), ("Updated", 4), ("Ended", 5)] {
         let payload = event(

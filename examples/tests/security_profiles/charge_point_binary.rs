@@ -13,7 +13,7 @@ impl Drop for Process {
 }
 
 /// Runs the `charge-point` binary with `args` until CP001 is booted on `server` (bounded).
-fn charge_point_boots(server: &Server, args: &[String]) {
+fn charge_point_boots(server: &ServerProcess, args: &[String]) {
     let _cp = Process(
         Command::new(env!("CARGO_BIN_EXE_charge-point"))
             .args(args)

@@ -40,13 +40,13 @@ fn passwords(pki: &Pki) -> String {
     path
 }
 
-fn start(binary: &str, args: &[String]) -> Server {
+fn start(binary: &str, args: &[String]) -> ServerProcess {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Server::start(binary, &args)
+    ServerProcess::start(binary, &args)
 }
 
 /// The server of profile 2 (TLS and Basic auth) or 3 (TLS and client certificates).
-fn start_profile(binary: &str, pki: &Pki, profile: u8) -> Server {
+fn start_profile(binary: &str, pki: &Pki, profile: u8) -> ServerProcess {
     let mut args = pki.server_args();
     match profile {
         2 => args.extend(["--basic-auth".into(), passwords(pki)]),
@@ -96,7 +96,7 @@ fn boots(cp: &mut ChargePoint) {
 }
 
 /// The value of the counter `name` in `GET /metrics`.
-fn metric(server: &Server, name: &str) -> u64 {
+fn metric(server: &ServerProcess, name: &str) -> u64 {
     let (_, metrics) = http(server.admin, "GET", "/metrics", "");
     let line = metrics
         .lines()
@@ -108,7 +108,7 @@ fn metric(server: &Server, name: &str) -> u64 {
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
-fn rejected_upgrades(server: &Server) -> u64 {
+fn rejected_upgrades(server: &ServerProcess) -> u64 {
     metric(server, "ocpp_upgrades_rejected_total")
 }
 

@@ -11,7 +11,7 @@ const CP003_PASSWORD: &[u8] = b"3333333333333333";
 
 /// One wss:// listener for stations of profiles 2 and 3: client certificates optional at the
 /// TLS layer, the CA of the PKI signing CSRs, CP001 at profile 3 and CP002 at profile 2.
-fn start_per_station(binary: &str, pki: &Pki) -> Server {
+fn start_per_station(binary: &str, pki: &Pki) -> ServerProcess {
     std::fs::write(pki.dir.join("mixed-passwords"), MIXED_PASSWORDS).unwrap();
     std::fs::write(
         pki.dir.join("profiles"),
@@ -84,7 +84,7 @@ fn answer_status(cp: &mut ChargePoint, id: &ocpp_proto::MessageId<'_>, action: &
 }
 
 /// Waits (bounded) until the charge point's record satisfies `done`; returns it.
-fn wait_for_record(server: &Server, identity: &str, done: impl Fn(&Value) -> bool) -> Value {
+fn wait_for_record(server: &ServerProcess, identity: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + WAIT;
     loop {
         let record = charge_point_state(server, identity);

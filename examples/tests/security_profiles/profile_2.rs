@@ -47,7 +47,7 @@ fn profile_2(binary: &str) {
     assert!(
         matches!(
             refusal,
-            Refusal::Tls(rustls::Error::InvalidCertificate(
+            ConnectRefusal::Tls(rustls::Error::InvalidCertificate(
                 CertificateError::UnknownIssuer
             ))
         ),

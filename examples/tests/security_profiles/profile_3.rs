@@ -34,8 +34,8 @@ fn profile_3_client_certificates_tokio() {
 fn profile_3_refusals(binary: &str) {
     let pki = Pki::new("p3-refusals");
     let server = start_profile(binary, &pki, 3);
-    let alert = |refusal: Refusal| match refusal {
-        Refusal::Tls(rustls::Error::AlertReceived(alert)) => alert,
+    let alert = |refusal: ConnectRefusal| match refusal {
+        ConnectRefusal::Tls(rustls::Error::AlertReceived(alert)) => alert,
         other => panic!("expected a TLS alert, got {other:?}"),
     };
 

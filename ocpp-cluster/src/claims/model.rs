@@ -159,8 +159,9 @@ enum Call {
     Release(u64),
 }
 
+/// A script's answer to a node's [`Call`].
 #[derive(Debug)]
-enum Answer {
+enum ScriptAnswer {
     Claim(u64),
     Refresh(RefreshReply),
     Release,
@@ -241,7 +242,7 @@ struct World {
     /// Sent, not run yet (in any order: the model does not rely on one connection's order).
     queued: Vec<Op>,
     /// Run; the answer is on its way to a node that waits for it.
-    answered: Vec<(Op, Answer)>,
+    answered: Vec<(Op, ScriptAnswer)>,
     next_ticket: u64,
     /// The connection (node, ticket) of the newest claim (the last `claim.lua` Redis ran) while
     /// the charge point keeps it open (`None` once it closed it itself).
@@ -411,18 +412,18 @@ impl World {
                 if let Some(message) = message {
                     self.publish(message);
                 }
-                Answer::Claim(epoch)
+                ScriptAnswer::Claim(epoch)
             }
             Call::Refresh(_, epoch) => {
                 let (reply, message) = self.redis.refresh(&name, epoch);
                 if let Some(message) = message {
                     self.publish(message);
                 }
-                Answer::Refresh(reply)
+                ScriptAnswer::Refresh(reply)
             }
             Call::Release(epoch) => {
                 self.redis.release(&name, epoch);
-                Answer::Release
+                ScriptAnswer::Release
             }
         };
         self.note(format!(
@@ -451,20 +452,20 @@ impl World {
         }
     }
 
-    fn answer(&mut self, op: Op, answer: Answer) {
+    fn answer(&mut self, op: Op, answer: ScriptAnswer) {
         let node = op.node;
         self.note(format!(
             "{} reads {answer:?} for {:?}",
             self.nodes[node].name, op.call
         ));
         match (op.call, answer) {
-            (Call::Claim(ticket), Answer::Claim(epoch)) => {
+            (Call::Claim(ticket), ScriptAnswer::Claim(epoch)) => {
                 let registered = self.nodes[node]
                     .table
                     .register_done(CP, ticket, Some(epoch));
                 self.registered(node, ticket, registered);
             }
-            (Call::Refresh(ticket, epoch), Answer::Refresh(reply)) => {
+            (Call::Refresh(ticket, epoch), ScriptAnswer::Refresh(reply)) => {
                 match self.nodes[node]
                     .table
                     .refresh_done(CP, ticket, epoch, reply)

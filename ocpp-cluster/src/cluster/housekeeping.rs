@@ -32,7 +32,7 @@ const HOUSEKEEPING_CONCURRENCY: usize = 64;
 /// One claim or release waiting in its queue, and where its answer goes.
 pub(super) struct Waiting<T, A> {
     job: T,
-    answer: Answer<A>,
+    answer: AnswerSender<A>,
 }
 
 /// A claim to register: `claim.lua`'s arguments of one claim.
@@ -115,17 +115,17 @@ async fn submit<T, A>(
 }
 
 /// Hands each waiter its answer, in order.
-fn answer_each<A>(waiters: Vec<Answer<A>>, answers: Vec<Result<A, ClusterError>>) {
+fn answer_each<A>(waiters: Vec<AnswerSender<A>>, answers: Vec<Result<A, ClusterError>>) {
     for (waiter, answer) in waiters.into_iter().zip(answers) {
         let _ = waiter.send(answer);
     }
 }
 
 /// Where the answer of one claim or release goes.
-type Answer<A> = oneshot::Sender<Result<A, ClusterError>>;
+type AnswerSender<A> = oneshot::Sender<Result<A, ClusterError>>;
 
 /// The jobs of `batch`, and their waiters in the same order.
-fn split<T, A>(batch: Vec<Waiting<T, A>>) -> (Vec<T>, Vec<Answer<A>>) {
+fn split<T, A>(batch: Vec<Waiting<T, A>>) -> (Vec<T>, Vec<AnswerSender<A>>) {
     batch
         .into_iter()
         .map(|waiting| (waiting.job, waiting.answer))

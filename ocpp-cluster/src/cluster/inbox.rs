@@ -108,7 +108,7 @@ impl Shared {
             return;
         };
         match &*head.kind {
-            "reply" => match serde_json::from_str::<wire::Reply<'_>>(text) {
+            "reply" => match serde_json::from_str::<wire::WireReply<'_>>(text) {
                 Ok(reply) => {
                     if let Some(pending) = lock(&self.pending).remove(&*reply.id) {
                         let _ = pending.reply.send(reply.outcome());
@@ -141,7 +141,7 @@ impl Shared {
     }
 
     async fn run_command(&self, text: &str) {
-        let command = match serde_json::from_str::<wire::Command<'_>>(text) {
+        let command = match serde_json::from_str::<wire::WireCommand<'_>>(text) {
             Ok(command) => command,
             Err(e) => {
                 tracing::warn!(error = %e, "bad command message");

@@ -643,7 +643,7 @@ mod tests {
         let config = ClusterConfig::new(server.url(), "a");
         assert_eq!(config.refresh_batch, 1000);
         let executor =
-            |_: &str, _: &str, _: &str, _: Duration| -> crate::BoxFuture<crate::CommandOutcome> {
+            |_: &str, _: &str, _: &str, _: Duration| -> crate::BoxFuture<crate::JsonCallOutcome> {
                 Box::pin(async { Ok("{}".to_owned()) })
             };
         let (cluster, _events) = crate::Cluster::start(config, executor).expect("start");

@@ -10,14 +10,14 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use super::{lock, millis, unix_ms, Shared};
-use crate::{wire, CallFailure, ClusterError, CommandOutcome};
+use crate::{wire, CallFailure, ClusterError, JsonCallOutcome};
 
 /// A remote call waiting for its reply.
 pub(super) struct PendingReply {
     /// The master the link used when the command was routed ([`RedisLink::generation`]): once
     /// the link moves from it, the reply may be lost in the switch.
     generation: Option<u64>,
-    pub(super) reply: oneshot::Sender<CommandOutcome>,
+    pub(super) reply: oneshot::Sender<JsonCallOutcome>,
 }
 
 /// Removes a pending call's reply slot however the call ends (answer, timeout, cancel).
@@ -39,7 +39,7 @@ impl Shared {
         action: &str,
         payload_json: &str,
         deadline_ms: u64,
-    ) -> CommandOutcome {
+    ) -> JsonCallOutcome {
         let now = unix_ms();
         if now >= deadline_ms {
             return Err(CallFailure::DeadlinePassed);
@@ -103,7 +103,7 @@ impl Shared {
                 self.instance,
                 self.next_request.fetch_add(1, Ordering::Relaxed)
             );
-            let message = serde_json::to_string(&wire::Command {
+            let message = serde_json::to_string(&wire::WireCommand {
                 kind: "command".into(),
                 id: id.as_str().into(),
                 reply_to: self.config.node_id.as_str().into(),

@@ -11,7 +11,7 @@ use ocpp_tokio::registry::{
 };
 
 use super::{Attached, NodeSeam};
-use crate::{command_outcome, command_request, BoxFuture, CommandOutcome, Executor, Located};
+use crate::{command_outcome, command_request, BoxFuture, Executor, JsonCallOutcome, Located};
 
 /// The node's [`Executor`]: a command from another node, sent on the connection held here
 /// with the command's deadline (still queued then, it is never written: the core's rule).
@@ -21,7 +21,7 @@ pub(super) fn executor(attached: &Arc<OnceLock<Attached>>) -> impl Executor {
           action: &str,
           payload_json: &str,
           timeout: Duration|
-          -> BoxFuture<CommandOutcome> {
+          -> BoxFuture<JsonCallOutcome> {
         let cp = attached
             .get()
             .and_then(|a| a.registry.upgrade())

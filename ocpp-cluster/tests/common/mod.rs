@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ocpp_cluster::{
-    BoxFuture, CallFailure, Cluster, ClusterConfig, ClusterEvents, CommandOutcome, Executor,
+    BoxFuture, CallFailure, Cluster, ClusterConfig, ClusterEvents, Executor, JsonCallOutcome,
 };
 use ocpp_proto::ErrorCode;
 
@@ -83,7 +83,7 @@ impl Executor for Probe {
         action: &str,
         payload_json: &str,
         _timeout: Duration,
-    ) -> BoxFuture<CommandOutcome> {
+    ) -> BoxFuture<JsonCallOutcome> {
         *self
             .runs
             .lock()

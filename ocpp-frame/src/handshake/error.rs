@@ -4,7 +4,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::handshake::Rejection;
+use crate::handshake::RejectionResponse;
 
 /// Why the server refuses a client's opening handshake (RFC 6455 §4.2.1, RFC 7230).
 ///
@@ -155,8 +155,8 @@ impl HandshakeError {
     /// The response describing this refusal: its status, the headers that status requires
     /// (`Allow: GET` for 405, `Upgrade` and `Sec-WebSocket-Version: 13` for 426),
     /// `Connection: close`, and [`HandshakeError::detail`] as body.
-    pub fn rejection(&self) -> Rejection<'static> {
-        Rejection::for_status(self.status()).with_body(self.detail())
+    pub fn rejection(&self) -> RejectionResponse<'static> {
+        RejectionResponse::for_status(self.status()).with_body(self.detail())
     }
 
     /// Appends the exact response bytes to `out`; send them, then close the connection.

@@ -5,10 +5,10 @@
 //! Feed the bytes read from a new connection to [`ServerHandshake::handle_data`] until it returns
 //! [`Progress::Complete`] with an [`UpgradeRequest`]. Inspect it (path, query, subprotocols in the
 //! client's order, Basic credentials, any header), then either write the `101 Switching Protocols`
-//! response with [`UpgradeRequest::accept`] or refuse with a [`Rejection`]. A request that breaks
-//! a rule of RFC 6455 §4.2.1 / RFC 7230 is refused by the parser itself with a [`HandshakeError`],
-//! which knows its status code ([`HandshakeError::status`]) and writes its own response
-//! ([`HandshakeError::write_response`]).
+//! response with [`UpgradeRequest::accept`] or refuse with a [`RejectionResponse`]. A request that
+//! breaks a rule of RFC 6455 §4.2.1 / RFC 7230 is refused by the parser itself with a
+//! [`HandshakeError`], which knows its status code ([`HandshakeError::status`]) and writes its own
+//! response ([`HandshakeError::write_response`]).
 //!
 //! # Client side (a charge point, a load generator)
 //! Build a [`ClientRequest`] (the caller supplies the 16-byte [`SecWebSocketKey`]), write it with
@@ -71,7 +71,7 @@ pub use client_request::ClientRequest;
 pub use config::HandshakeConfig;
 pub use error::{BuildError, ClientHandshakeError, HandshakeError};
 pub use request::UpgradeRequest;
-pub use response::{reason_phrase, Accept, Rejection};
+pub use response::{reason_phrase, Accept, RejectionResponse};
 pub use server::ServerHandshake;
 
 /// What feeding bytes to a handshake parser produced: not yet a whole HTTP head, or a complete,

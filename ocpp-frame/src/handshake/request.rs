@@ -21,7 +21,8 @@ enum Authorization {
 /// Basic credentials, `Origin`, extension offers and every header.
 ///
 /// It keeps the request's head bytes (at most the configured cap) and positions into them.
-/// Answer it with [`UpgradeRequest::accept`] or a [`Rejection`](crate::handshake::Rejection).
+/// Answer it with [`UpgradeRequest::accept`] or a
+/// [`RejectionResponse`](crate::handshake::RejectionResponse).
 ///
 /// ```
 /// use ocpp_frame::handshake::{Progress, ServerHandshake};

@@ -90,7 +90,7 @@ impl<'a> Accept<'a> {
     }
 }
 
-/// A refusal of the handshake: any 3xx, 4xx or 5xx response, always with `Connection: close`
+/// The HTTP response refusing the handshake: any 3xx, 4xx or 5xx, always with `Connection: close`
 /// and a `Content-Length` (RFC 7230 §6.6, §3.3.2), so the client never waits for more.
 ///
 /// Headers a status requires are added for it: `Allow: GET` for 405 (RFC 7231 §6.5.5),
@@ -99,10 +99,10 @@ impl<'a> Accept<'a> {
 /// `WWW-Authenticate: Basic realm="..."` when a realm is given (RFC 7617 §2).
 ///
 /// ```
-/// use ocpp_frame::handshake::Rejection;
+/// use ocpp_frame::handshake::RejectionResponse;
 ///
 /// let mut out = Vec::new();
-/// Rejection::unauthorized("CSMS").unwrap().write(&mut out);
+/// RejectionResponse::unauthorized("CSMS").unwrap().write(&mut out);
 /// assert_eq!(
 ///     out,
 ///     b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"CSMS\"\r\n\
@@ -110,19 +110,19 @@ impl<'a> Accept<'a> {
 /// );
 ///
 /// let mut out = Vec::new();
-/// Rejection::new(503).unwrap().with_body("try later\n").write(&mut out);
+/// RejectionResponse::new(503).unwrap().with_body("try later\n").write(&mut out);
 /// assert!(out.starts_with(b"HTTP/1.1 503 Service Unavailable\r\n"));
 /// assert!(out.ends_with(b"Content-Length: 10\r\n\r\ntry later\n"));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rejection<'a> {
+pub struct RejectionResponse<'a> {
     status: u16,
     realm: Option<&'a str>,
     headers: &'a [(&'a str, &'a [u8])],
     body: &'a str,
 }
 
-impl<'a> Rejection<'a> {
+impl<'a> RejectionResponse<'a> {
     /// A refusal with `status`, which must be in 300..=599.
     pub fn new(status: u16) -> Result<Self, BuildError> {
         if (300..=599).contains(&status) {
@@ -134,7 +134,7 @@ impl<'a> Rejection<'a> {
 
     /// A refusal with a status known to be valid.
     pub(crate) const fn for_status(status: u16) -> Self {
-        Rejection {
+        RejectionResponse {
             status,
             realm: None,
             headers: &[],

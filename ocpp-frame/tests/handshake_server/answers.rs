@@ -75,61 +75,66 @@ fn accept_refuses_what_would_break_the_response() {
 
 #[test]
 fn rejections_are_complete_responses() {
-    let written = |rejection: Rejection<'_>| {
+    let written = |rejection: RejectionResponse<'_>| {
         let mut out = Vec::new();
         rejection.write(&mut out);
         String::from_utf8(out).unwrap()
     };
     assert_eq!(
-        written(Rejection::unauthorized("OCPP CSMS").unwrap()),
+        written(RejectionResponse::unauthorized("OCPP CSMS").unwrap()),
         "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"OCPP CSMS\"\r\n\
          Connection: close\r\nContent-Length: 0\r\n\r\n"
     );
     assert_eq!(
-        written(Rejection::new(401).unwrap()),
+        written(RejectionResponse::new(401).unwrap()),
         "HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
     );
     assert_eq!(
-        written(Rejection::new(404).unwrap().with_body("unknown charge point\n")),
+        written(RejectionResponse::new(404).unwrap().with_body("unknown charge point\n")),
         "HTTP/1.1 404 Not Found\r\nConnection: close\r\n\
          Content-Type: text/plain; charset=utf-8\r\nContent-Length: 21\r\n\r\nunknown charge point\n"
     );
     let retry: &[(&str, &[u8])] = &[("Retry-After", b"30")];
     assert_eq!(
-        written(Rejection::new(503).unwrap().with_headers(retry).unwrap()),
+        written(
+            RejectionResponse::new(503)
+                .unwrap()
+                .with_headers(retry)
+                .unwrap()
+        ),
         "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 30\r\nConnection: close\r\n\
          Content-Length: 0\r\n\r\n"
     );
     assert_eq!(
-        written(Rejection::new(426).unwrap()),
+        written(RejectionResponse::new(426).unwrap()),
         "HTTP/1.1 426 Upgrade Required\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
          Connection: Upgrade, close\r\nContent-Length: 0\r\n\r\n"
     );
     for status in [403, 400, 409, 500] {
-        let text = written(Rejection::new(status).unwrap());
+        let text = written(RejectionResponse::new(status).unwrap());
         assert!(text.starts_with(&format!("HTTP/1.1 {status} {}\r\n", reason_phrase(status))));
     }
     assert_eq!(
-        written(Rejection::new(599).unwrap()).lines().next(),
+        written(RejectionResponse::new(599).unwrap()).lines().next(),
         Some("HTTP/1.1 599 ")
     );
     for status in [0, 101, 200, 299, 600] {
         assert_eq!(
-            Rejection::new(status),
+            RejectionResponse::new(status),
             Err(BuildError::InvalidStatus(status))
         );
     }
     assert_eq!(
-        Rejection::unauthorized("a\"b"),
+        RejectionResponse::unauthorized("a\"b"),
         Err(BuildError::InvalidRealm)
     );
     assert_eq!(
-        Rejection::unauthorized("a\r\nb"),
+        RejectionResponse::unauthorized("a\r\nb"),
         Err(BuildError::InvalidRealm)
     );
     let smuggle: &[(&str, &[u8])] = &[("Content-Length", b"5")];
     assert_eq!(
-        Rejection::new(403).unwrap().with_headers(smuggle),
+        RejectionResponse::new(403).unwrap().with_headers(smuggle),
         Err(BuildError::ReservedHeader)
     );
 }

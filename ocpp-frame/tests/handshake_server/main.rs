@@ -5,7 +5,7 @@ use std::io::{self, Cursor, Read, Write};
 use base64::Engine as _;
 use ocpp_frame::handshake::{
     reason_phrase, Accept, BasicAuthError, BuildError, HandshakeConfig, HandshakeError, Progress,
-    Rejection, SecWebSocketAccept, SecWebSocketKey, ServerHandshake, UpgradeRequest,
+    RejectionResponse, SecWebSocketAccept, SecWebSocketKey, ServerHandshake, UpgradeRequest,
 };
 use proptest::prelude::*;
 
@@ -17,7 +17,7 @@ mod split_independence;
 mod valid_request;
 mod vectors;
 
-/// Extra headers as `Accept` and `Rejection` take them.
+/// Extra headers as `Accept` and `RejectionResponse` take them.
 type Headers<'a> = &'a [(&'a str, &'a [u8])];
 
 const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";

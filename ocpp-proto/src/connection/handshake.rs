@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use ocpp_frame::handshake::{
-    Accept, BuildError, ClientHandshake, ClientRequest, Progress, Rejection, SecWebSocketKey,
+    Accept, BuildError, ClientHandshake, ClientRequest, Progress, RejectionResponse,
+    SecWebSocketKey,
 };
 use ocpp_frame::CloseCode;
 use ocpp_messages::version::OcppVersion;
@@ -254,9 +255,9 @@ impl<C> Connection<C> {
     ///
     /// ```
     /// use std::time::Instant;
-    /// use ocpp_proto::{Connection, Rejection, UpgradeRequest};
+    /// use ocpp_proto::{Connection, IncomingUpgrade, Rejection};
     ///
-    /// fn on_upgrade(csms: &mut Connection, upgrade: &UpgradeRequest) {
+    /// fn on_upgrade(csms: &mut Connection, upgrade: &IncomingUpgrade) {
     ///     let known = upgrade.identity.as_str().starts_with("CP");
     ///     let decision = if known { Ok(()) } else { Err(Rejection::NOT_FOUND) };
     ///     let _ = csms.decide(Instant::now(), decision);
@@ -298,7 +299,7 @@ impl<C> Connection<C> {
         } else {
             500
         };
-        if let Ok(rejection) = Rejection::new(status) {
+        if let Ok(rejection) = RejectionResponse::new(status) {
             let value = retry_after.map(|seconds| seconds.to_string());
             let headers = value.as_ref().map(|v| [("Retry-After", v.as_bytes())]);
             let rejection = match &headers {
@@ -357,7 +358,7 @@ impl<C> Connection<C> {
                 return;
             }
         };
-        let upgrade = crate::UpgradeRequest {
+        let upgrade = crate::IncomingUpgrade {
             identity,
             version,
             offered_subprotocols: offered,
@@ -441,7 +442,7 @@ impl<C> Connection<C> {
 
     /// Answers the upgrade with `status` and ends the connection.
     pub(super) fn fail_handshake(&mut self, status: u16, description: &str) {
-        if let Ok(rejection) = Rejection::new(status) {
+        if let Ok(rejection) = RejectionResponse::new(status) {
             // Every 401 carries its challenge (RFC 9110 §15.5.2), malformed Basic credentials
             // included.
             let rejection = if status == 401 {

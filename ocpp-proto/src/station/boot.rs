@@ -1,12 +1,13 @@
-//! What a station says at boot, per version: the BootNotification it sends, the Heartbeat, and
-//! what the CSMS's BootNotification answer means ([`BootAnswer`]).
+//! What a station says at boot, per version: the BootNotification it sends and the Heartbeat.
+//! What the CSMS's BootNotification answer means is the model's [`BootAnswer`], read with
+//! [`BootAnswer::from_response`].
 //!
 //! OCPP 1.6 §4.2 (`chargePointVendor`, `chargePointModel`, ...) and OCPP 2.0.1 / 2.1 B01
 //! (`chargingStation` with `vendorName`, `model`, ..., and a `reason`).
 
-use std::time::Duration;
-
-use ocpp_messages::{DateTime, OcppVersion, Request, Response, ResponseRef};
+use ocpp_messages::{OcppVersion, Request};
+#[cfg(doc)]
+use ocpp_model::BootAnswer;
 
 #[cfg(feature = "v1_6")]
 use ocpp_messages::v1_6;
@@ -246,96 +247,10 @@ pub fn heartbeat_request(version: OcppVersion) -> Option<Request> {
     }
 }
 
-/// The CSMS's verdict on a BootNotification (`RegistrationStatus`, 1.6 §7.28; 2.x
-/// `RegistrationStatusEnumType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RegistrationStatus {
-    /// The station is registered: it may send anything, and heartbeats at the interval.
-    Accepted,
-    /// The CSMS wants to inspect or configure the station first: it sends only what the CSMS
-    /// triggers, and boots again after the interval.
-    Pending,
-    /// The CSMS refuses the station: it sends nothing but the next BootNotification after the
-    /// interval.
-    Rejected,
-}
-
-/// A BootNotification answer, the same for every version.
-///
-/// ```
-/// use std::time::Duration;
-/// use ocpp_proto::station::{BootAnswer, RegistrationStatus};
-/// use ocpp_proto::{v1_6, DateTime, Response};
-///
-/// let time = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
-/// let response = Response::from(v1_6::BootNotificationResponse::new(
-///     v1_6::RegistrationStatus::Accepted,
-///     time,
-///     300,
-/// ));
-/// let answer = BootAnswer::from_response(&response).unwrap();
-/// assert_eq!(answer.status, RegistrationStatus::Accepted);
-/// assert_eq!(answer.interval, Duration::from_secs(300));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct BootAnswer {
-    /// Accepted, Pending or Rejected. A status the schema does not list (a lenient decode)
-    /// counts as [`RegistrationStatus::Rejected`], the reading that lets the station send least.
-    pub status: RegistrationStatus,
-    /// Accepted: the heartbeat interval; otherwise the least wait before the next
-    /// BootNotification. Zero when the CSMS sent 0 or a negative number.
-    pub interval: Duration,
-    /// The CSMS's clock (`currentTime`), to set the station's clock by.
-    pub current_time: DateTime,
-}
-
-impl BootAnswer {
-    /// A status as on the wire, an interval and a time as a [`BootAnswer`] (a status other
-    /// than `Accepted` or `Pending` counts as `Rejected`; a negative interval counts as 0).
-    fn new(status: &str, interval: i32, current_time: &DateTime) -> Self {
-        let status = match status {
-            "Accepted" => RegistrationStatus::Accepted,
-            "Pending" => RegistrationStatus::Pending,
-            _ => RegistrationStatus::Rejected,
-        };
-        BootAnswer {
-            status,
-            interval: Duration::from_secs(u64::try_from(interval).unwrap_or(0)),
-            current_time: current_time.clone(),
-        }
-    }
-
-    /// The answer a BootNotificationResponse of any version carries; `None` for a response of
-    /// another action.
-    pub fn from_response(response: &Response) -> Option<BootAnswer> {
-        let (status, interval, current_time) = match response.view() {
-            #[cfg(feature = "v1_6")]
-            ResponseRef::V1_6(v1_6::Response::BootNotification(boot)) => {
-                (boot.status.as_str(), boot.interval, &boot.current_time)
-            }
-            #[cfg(feature = "v2_0_1")]
-            ResponseRef::V2_0_1(v2_0_1::Response::BootNotification(boot)) => {
-                (boot.status.as_str(), boot.interval, &boot.current_time)
-            }
-            #[cfg(feature = "v2_1")]
-            ResponseRef::V2_1(v2_1::Response::BootNotification(boot)) => {
-                (boot.status.as_str(), boot.interval, &boot.current_time)
-            }
-            _ => return None,
-        };
-        Some(BootAnswer::new(status, interval, current_time))
-    }
-}
-
 #[cfg(all(test, feature = "v1_6", feature = "v2_0_1", feature = "v2_1"))]
 mod tests {
     use super::*;
     use ocpp_messages::RequestRef;
-
-    fn time() -> DateTime {
-        DateTime::from_unix_timestamp(1_780_000_000).unwrap()
-    }
 
     fn long_info() -> StationInfo {
         StationInfo::new("V".repeat(80), "é".repeat(30))
@@ -438,49 +353,6 @@ mod tests {
             );
             assert_eq!(serde_json::to_string(&request).unwrap(), "{}");
         }
-    }
-
-    #[test]
-    fn boot_answer_from_every_version() {
-        let v16 = Response::from(v1_6::BootNotificationResponse::new(
-            v1_6::RegistrationStatus::Pending,
-            time(),
-            5,
-        ));
-        let v201 = Response::from(v2_0_1::BootNotificationResponse::new(
-            time(),
-            -3,
-            v2_0_1::RegistrationStatusEnum::Rejected,
-        ));
-        let v21 = Response::from(v2_1::BootNotificationResponse::new(
-            time(),
-            30,
-            v2_1::RegistrationStatusEnum::Accepted,
-        ));
-        let expected = [
-            (v16, RegistrationStatus::Pending, 5),
-            (v201, RegistrationStatus::Rejected, 0),
-            (v21, RegistrationStatus::Accepted, 30),
-        ];
-        for (response, status, secs) in expected {
-            let answer = BootAnswer::from_response(&response).unwrap();
-            assert_eq!(answer.status, status);
-            assert_eq!(answer.interval, Duration::from_secs(secs));
-            assert_eq!(answer.current_time, time());
-        }
-    }
-
-    #[test]
-    fn boot_answer_unknown_status_is_rejected_and_other_actions_are_none() {
-        let odd = Response::from(v1_6::BootNotificationResponse::new(
-            v1_6::RegistrationStatus::from_wire("Maybe"),
-            time(),
-            10,
-        ));
-        let answer = BootAnswer::from_response(&odd).unwrap();
-        assert_eq!(answer.status, RegistrationStatus::Rejected);
-        let heartbeat = Response::from(v2_0_1::HeartbeatResponse::new(time()));
-        assert_eq!(BootAnswer::from_response(&heartbeat), None);
     }
 
     /// The reason asked for wins until a boot is accepted; without one, the first boot of the

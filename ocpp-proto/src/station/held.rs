@@ -166,7 +166,7 @@ mod tests {
     fn answer(status: RegistrationStatus) -> BootAnswer {
         BootAnswer {
             status,
-            interval: secs(10),
+            interval_s: 10,
             current_time: DateTime::from_unix_timestamp(1_780_000_000).unwrap(),
         }
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ocpp_messages::{ErrorCode, OcppVersion, Request, Response};
 
-use super::boot::{BootAnswer, RegistrationStatus};
+use super::{BootAnswer, RegistrationStatus};
 use crate::{Answer, ErrorAnswer};
 
 /// The wait before the next BootNotification when the CSMS gave no interval (0) with Pending or
@@ -187,7 +187,9 @@ impl Registration {
                     || (self.version.is_2x() && action == "NotifyReport")
                     || self.credits.contains(&action)
             }
-            None | Some(RegistrationStatus::Rejected) => action == "BootNotification",
+            // Rejected, and a status a later model may add: the reading that lets the station
+            // send least.
+            None | Some(_) => action == "BootNotification",
         }
     }
 
@@ -209,10 +211,6 @@ impl Registration {
     pub fn check_incoming(&self, action: &str) -> Result<(), ErrorAnswer> {
         match self.status {
             Some(RegistrationStatus::Accepted) => Ok(()),
-            Some(RegistrationStatus::Rejected) => Err(ErrorAnswer::new(
-                ErrorCode::SecurityError,
-                "the charging station is not accepted by the CSMS (BootNotification Rejected)",
-            )),
             None | Some(RegistrationStatus::Pending) => {
                 let refused = match self.version {
                     OcppVersion::V1_6 => {
@@ -231,6 +229,11 @@ impl Registration {
                     Ok(())
                 }
             }
+            // Rejected, and a status a later model may add: as Rejected.
+            Some(_) => Err(ErrorAnswer::new(
+                ErrorCode::SecurityError,
+                "the charging station is not accepted by the CSMS (BootNotification Rejected)",
+            )),
         }
     }
 
@@ -276,18 +279,19 @@ impl Registration {
         self.status = Some(answer.status);
         match answer.status {
             RegistrationStatus::Accepted => {
-                if !answer.interval.is_zero() {
-                    self.heartbeat_interval = answer.interval;
+                if answer.interval_s != 0 {
+                    self.heartbeat_interval = answer.interval();
                 }
                 self.next_boot = None;
                 self.credits.clear();
                 self.schedule_heartbeat(now);
             }
-            RegistrationStatus::Pending | RegistrationStatus::Rejected => {
-                let wait = if answer.interval.is_zero() {
+            // Pending, Rejected, and a status a later model may add.
+            _ => {
+                let wait = if answer.interval_s == 0 {
                     BOOT_RETRY_FALLBACK
                 } else {
-                    answer.interval
+                    answer.interval()
                 };
                 self.next_boot = Some(now.checked_add(wait).unwrap_or(now));
                 self.next_heartbeat = None;

@@ -16,7 +16,7 @@ use ocpp_proto::command_request;
 
 /// A route's function: the CSMS, the request, and the segments its pattern's `{name}`s
 /// matched, in order (raw, as in the path).
-pub type Handler = fn(&Csms, &AdminRequest, &[&str]) -> Route;
+pub type AdminHandler = fn(&Csms, &AdminRequest, &[&str]) -> Route;
 
 /// One route of the admin API.
 #[derive(Debug, Clone, Copy)]
@@ -27,7 +27,7 @@ pub struct AdminRoute {
     /// (`/chargepoints/{identity}/call/{action}`).
     pub path: &'static str,
     /// What answers it.
-    pub handler: Handler,
+    pub handler: AdminHandler,
 }
 
 /// Two routes are the same when their method and pattern are (the table has each pair once).
@@ -124,7 +124,7 @@ pub const ROUTES: &[AdminRoute] = &[
     r("GET", "/metrics", metrics),
 ];
 
-const fn r(method: &'static str, path: &'static str, handler: Handler) -> AdminRoute {
+const fn r(method: &'static str, path: &'static str, handler: AdminHandler) -> AdminRoute {
     AdminRoute {
         method,
         path,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use ocpp_messages::OcppVersion;
 use serde::{Deserialize, Serialize};
 
-use super::{Change, OfflineStore, Queue, Record, StoreError, StoredMessage};
+use super::{Change, OfflineStore, OfflineStoreError, Queue, Record, StoredMessage};
 use crate::durable::{self, tmp_path};
 
 /// On `open`, the journal is rewritten when it holds more dead records than live messages and
@@ -50,9 +50,9 @@ impl FileStore {
     ///
     /// # Errors
     ///
-    /// [`StoreError::Io`] if the file cannot be opened, read, repaired or compacted;
-    /// [`StoreError::Corrupt`] if a record other than a torn last one does not read.
-    pub fn open(path: impl AsRef<Path>) -> Result<FileStore, StoreError> {
+    /// [`OfflineStoreError::Io`] if the file cannot be opened, read, repaired or compacted;
+    /// [`OfflineStoreError::Corrupt`] if a record other than a torn last one does not read.
+    pub fn open(path: impl AsRef<Path>) -> Result<FileStore, OfflineStoreError> {
         let path = path.as_ref().to_path_buf();
         let tmp = tmp_path(&path);
         // What a crashed compaction left behind; the journal itself is intact.
@@ -112,13 +112,13 @@ impl FileStore {
         &self.path
     }
 
-    fn io(&self, source: io::Error) -> StoreError {
+    fn io(&self, source: io::Error) -> OfflineStoreError {
         io_error(&self.path, source)
     }
 
-    fn check_usable(&self) -> Result<(), StoreError> {
+    fn check_usable(&self) -> Result<(), OfflineStoreError> {
         if self.poisoned {
-            Err(StoreError::Poisoned {
+            Err(OfflineStoreError::Poisoned {
                 path: self.path.clone(),
             })
         } else {
@@ -127,7 +127,7 @@ impl FileStore {
     }
 
     /// Cuts the journal to `len` bytes, durably.
-    fn cut_to(&mut self, len: u64) -> Result<(), StoreError> {
+    fn cut_to(&mut self, len: u64) -> Result<(), OfflineStoreError> {
         self.file
             .set_len(len)
             .and_then(|()| self.file.sync_all())
@@ -137,7 +137,7 @@ impl FileStore {
     }
 
     /// Appends one record, durably; on failure, cuts the file back to its last record.
-    fn append(&mut self, record: &Record) -> Result<(), StoreError> {
+    fn append(&mut self, record: &Record) -> Result<(), OfflineStoreError> {
         self.check_usable()?;
         let line = encode(record).map_err(|e| self.io(e))?;
         let written = (&self.file)
@@ -159,14 +159,14 @@ impl FileStore {
     }
 
     /// Writes the state and the live messages to `<path>.tmp` and renames it over the journal.
-    fn rewrite(&mut self) -> Result<(), StoreError> {
+    fn rewrite(&mut self) -> Result<(), OfflineStoreError> {
         let bytes = journal_bytes(&self.queue.messages, self.queue.state.as_deref())
             .map_err(|e| self.io(e))?;
         self.rewrite_with(&bytes)
     }
 
     /// Writes `bytes` to `<path>.tmp` and renames it over the journal.
-    fn rewrite_with(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+    fn rewrite_with(&mut self, bytes: &[u8]) -> Result<(), OfflineStoreError> {
         let tmp = tmp_path(&self.path);
         let mut out = OpenOptions::new()
             .write(true)
@@ -202,23 +202,27 @@ impl FileStore {
 }
 
 impl OfflineStore for FileStore {
-    fn load(&mut self) -> Result<Vec<StoredMessage>, StoreError> {
+    fn load(&mut self) -> Result<Vec<StoredMessage>, OfflineStoreError> {
         Ok(self.queue.to_vec())
     }
 
-    fn push(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+    fn push(&mut self, message: &StoredMessage) -> Result<(), OfflineStoreError> {
         self.write(Change::Push(message.clone()).into())
     }
 
-    fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+    fn replace(&mut self, message: &StoredMessage) -> Result<(), OfflineStoreError> {
         self.write(Change::Replace(message.clone()).into())
     }
 
-    fn remove(&mut self, seq: u64) -> Result<(), StoreError> {
+    fn remove(&mut self, seq: u64) -> Result<(), OfflineStoreError> {
         self.write(Change::Remove(seq).into())
     }
 
-    fn push_with_state(&mut self, message: &StoredMessage, state: &str) -> Result<(), StoreError> {
+    fn push_with_state(
+        &mut self,
+        message: &StoredMessage,
+        state: &str,
+    ) -> Result<(), OfflineStoreError> {
         self.write(Record::with_state(Change::Push(message.clone()), state))
     }
 
@@ -226,29 +230,29 @@ impl OfflineStore for FileStore {
         &mut self,
         message: &StoredMessage,
         state: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), OfflineStoreError> {
         self.write(Record::with_state(Change::Replace(message.clone()), state))
     }
 
-    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), StoreError> {
+    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), OfflineStoreError> {
         self.write(Record::with_state(Change::Remove(seq), state))
     }
 
-    fn save_state(&mut self, state: &str) -> Result<(), StoreError> {
+    fn save_state(&mut self, state: &str) -> Result<(), OfflineStoreError> {
         self.write(Record {
             change: None,
             state: Some(state.to_owned()),
         })
     }
 
-    fn load_state(&mut self) -> Result<Option<String>, StoreError> {
+    fn load_state(&mut self) -> Result<Option<String>, OfflineStoreError> {
         Ok(self.queue.state.clone())
     }
 }
 
 impl FileStore {
     /// Checks, writes durably, then applies one record.
-    fn write(&mut self, record: Record) -> Result<(), StoreError> {
+    fn write(&mut self, record: Record) -> Result<(), OfflineStoreError> {
         self.queue.check(&record)?;
         let empties =
             matches!(record.change, Some(Change::Remove(_))) && self.queue.messages.len() == 1;
@@ -431,8 +435,8 @@ struct Replay {
     records: usize,
 }
 
-fn replay(path: &Path, bytes: &[u8]) -> Result<Replay, StoreError> {
-    let corrupt = |line: u64, reason: String| StoreError::Corrupt {
+fn replay(path: &Path, bytes: &[u8]) -> Result<Replay, OfflineStoreError> {
+    let corrupt = |line: u64, reason: String| OfflineStoreError::Corrupt {
         path: path.to_path_buf(),
         line,
         reason,
@@ -464,14 +468,14 @@ fn replay(path: &Path, bytes: &[u8]) -> Result<Replay, StoreError> {
     })
 }
 
-fn io_error(path: &Path, source: io::Error) -> StoreError {
-    StoreError::Io {
+fn io_error(path: &Path, source: io::Error) -> OfflineStoreError {
+    OfflineStoreError::Io {
         path: path.to_path_buf(),
         source,
     }
 }
 
 /// Makes the directory entries of `path`'s directory durable (a created or renamed journal).
-fn sync_dir(path: &Path) -> Result<(), StoreError> {
+fn sync_dir(path: &Path) -> Result<(), OfflineStoreError> {
     durable::sync_dir(path).map_err(|e| io_error(durable::dir_of(path), e))
 }

@@ -1,6 +1,6 @@
 //! [`MemoryStore`]: the offline queue in memory.
 
-use super::{Change, OfflineStore, Queue, Record, StoreError, StoredMessage};
+use super::{Change, OfflineStore, OfflineStoreError, Queue, Record, StoredMessage};
 
 /// An [`OfflineStore`] in memory: fast, and gone when the process ends.
 ///
@@ -10,7 +10,7 @@ use super::{Change, OfflineStore, Queue, Record, StoreError, StoredMessage};
 /// let mut store = MemoryStore::new();
 /// assert!(store.is_empty());
 /// assert!(store.load()?.is_empty());
-/// # Ok::<(), ocpp_station_store::offline::StoreError>(())
+/// # Ok::<(), ocpp_station_store::offline::OfflineStoreError>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct MemoryStore {
@@ -38,23 +38,27 @@ impl MemoryStore {
 }
 
 impl OfflineStore for MemoryStore {
-    fn load(&mut self) -> Result<Vec<StoredMessage>, StoreError> {
+    fn load(&mut self) -> Result<Vec<StoredMessage>, OfflineStoreError> {
         Ok(self.queue.to_vec())
     }
 
-    fn push(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+    fn push(&mut self, message: &StoredMessage) -> Result<(), OfflineStoreError> {
         self.queue.apply(Change::Push(message.clone()).into())
     }
 
-    fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+    fn replace(&mut self, message: &StoredMessage) -> Result<(), OfflineStoreError> {
         self.queue.apply(Change::Replace(message.clone()).into())
     }
 
-    fn remove(&mut self, seq: u64) -> Result<(), StoreError> {
+    fn remove(&mut self, seq: u64) -> Result<(), OfflineStoreError> {
         self.queue.apply(Change::Remove(seq).into())
     }
 
-    fn push_with_state(&mut self, message: &StoredMessage, state: &str) -> Result<(), StoreError> {
+    fn push_with_state(
+        &mut self,
+        message: &StoredMessage,
+        state: &str,
+    ) -> Result<(), OfflineStoreError> {
         self.queue
             .apply(Record::with_state(Change::Push(message.clone()), state))
     }
@@ -63,22 +67,22 @@ impl OfflineStore for MemoryStore {
         &mut self,
         message: &StoredMessage,
         state: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), OfflineStoreError> {
         self.queue
             .apply(Record::with_state(Change::Replace(message.clone()), state))
     }
 
-    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), StoreError> {
+    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), OfflineStoreError> {
         self.queue
             .apply(Record::with_state(Change::Remove(seq), state))
     }
 
-    fn save_state(&mut self, state: &str) -> Result<(), StoreError> {
+    fn save_state(&mut self, state: &str) -> Result<(), OfflineStoreError> {
         self.queue.state = Some(state.to_owned());
         Ok(())
     }
 
-    fn load_state(&mut self) -> Result<Option<String>, StoreError> {
+    fn load_state(&mut self) -> Result<Option<String>, OfflineStoreError> {
         Ok(self.queue.state.clone())
     }
 }

@@ -67,12 +67,13 @@
 //!   from an answer); the last state read is the store's ([`OfflineStore::load_state`]).
 //! - Each record is written with one `write_all` of the whole line, then `sync_data`, before the
 //!   method returns `Ok`. A failed write is undone (the file is cut back to its last record); if
-//!   even that fails, the store refuses further changes ([`StoreError::Poisoned`]) until reopened.
+//!   even that fails, the store refuses further changes ([`OfflineStoreError::Poisoned`]) until
+//!   reopened.
 //! - On [`FileStore::open`] the records are replayed. A last line that is not ended by `\n`, or
 //!   is not JSON at all, is a write torn by a crash: it is dropped and the file cut back to the
 //!   last good record. Anything else that does not read (a bad line followed by other lines, a
 //!   record of an unknown shape or version, a `remove` of a message that is not queued) is
-//!   [`StoreError::Corrupt`]: real data is never skipped silently.
+//!   [`OfflineStoreError::Corrupt`]: real data is never skipped silently.
 //! - Compaction: when a `remove` empties the queue, the file is truncated to zero length instead of
 //!   having the record appended; if the store holds a state, the file becomes that state's line
 //!   alone instead (written to `<path>.tmp` and renamed over, as below). On `open`, if the
@@ -120,18 +121,18 @@ pub struct StoredMessage {
 /// returns Ok has made its change durable (for a durable store) before returning.
 ///
 /// A store checks what it is asked: [`push`](OfflineStore::push) refuses a `seq` that is not
-/// greater than every queued one ([`StoreError::OutOfOrder`]), and
+/// greater than every queued one ([`OfflineStoreError::OutOfOrder`]), and
 /// [`replace`](OfflineStore::replace) and [`remove`](OfflineStore::remove) refuse a `seq` that is
-/// not queued ([`StoreError::NotQueued`]). A refused call changes nothing.
+/// not queued ([`OfflineStoreError::NotQueued`]). A refused call changes nothing.
 pub trait OfflineStore: Send + 'static {
     /// Every message still queued, in `seq` order (called once, when the station starts).
-    fn load(&mut self) -> Result<Vec<StoredMessage>, StoreError>;
+    fn load(&mut self) -> Result<Vec<StoredMessage>, OfflineStoreError>;
     /// Adds a message at the end.
-    fn push(&mut self, message: &StoredMessage) -> Result<(), StoreError>;
+    fn push(&mut self, message: &StoredMessage) -> Result<(), OfflineStoreError>;
     /// Replaces the message with the same `seq` (1.6: its transactionId filled in).
-    fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError>;
+    fn replace(&mut self, message: &StoredMessage) -> Result<(), OfflineStoreError>;
     /// Removes the message `seq` (answered, or given up).
-    fn remove(&mut self, seq: u64) -> Result<(), StoreError>;
+    fn remove(&mut self, seq: u64) -> Result<(), OfflineStoreError>;
 
     /// Adds a message at the end together with the state it goes with (e.g. a
     /// [`Transactions`](ocpp_proto::station::Transactions) snapshot), atomically: after a
@@ -141,7 +142,11 @@ pub trait OfflineStore: Send + 'static {
     /// whose default keeps nothing: a store that does not override these keeps no state (the
     /// station's transactions are then forgotten on restart, as with a store that does not
     /// survive one). [`MemoryStore`] and [`FileStore`] keep it.
-    fn push_with_state(&mut self, message: &StoredMessage, state: &str) -> Result<(), StoreError> {
+    fn push_with_state(
+        &mut self,
+        message: &StoredMessage,
+        state: &str,
+    ) -> Result<(), OfflineStoreError> {
         self.push(message)?;
         self.save_state(state)
     }
@@ -152,49 +157,53 @@ pub trait OfflineStore: Send + 'static {
         &mut self,
         message: &StoredMessage,
         state: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), OfflineStoreError> {
         self.replace(message)?;
         self.save_state(state)
     }
 
     /// [`remove`](OfflineStore::remove) and the new state, atomically (default: one after the
     /// other).
-    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), StoreError> {
+    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), OfflineStoreError> {
         self.remove(seq)?;
         self.save_state(state)
     }
 
     /// Replaces the state (a change that queues nothing). Default: kept nowhere.
-    fn save_state(&mut self, state: &str) -> Result<(), StoreError> {
+    fn save_state(&mut self, state: &str) -> Result<(), OfflineStoreError> {
         let _ = state;
         Ok(())
     }
 
     /// The last state saved (called once, when the station starts). Default: none.
-    fn load_state(&mut self) -> Result<Option<String>, StoreError> {
+    fn load_state(&mut self) -> Result<Option<String>, OfflineStoreError> {
         Ok(None)
     }
 }
 
 /// A boxed store is a store (to choose one at run time).
 impl<T: OfflineStore + ?Sized> OfflineStore for Box<T> {
-    fn load(&mut self) -> Result<Vec<StoredMessage>, StoreError> {
+    fn load(&mut self) -> Result<Vec<StoredMessage>, OfflineStoreError> {
         (**self).load()
     }
 
-    fn push(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+    fn push(&mut self, message: &StoredMessage) -> Result<(), OfflineStoreError> {
         (**self).push(message)
     }
 
-    fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+    fn replace(&mut self, message: &StoredMessage) -> Result<(), OfflineStoreError> {
         (**self).replace(message)
     }
 
-    fn remove(&mut self, seq: u64) -> Result<(), StoreError> {
+    fn remove(&mut self, seq: u64) -> Result<(), OfflineStoreError> {
         (**self).remove(seq)
     }
 
-    fn push_with_state(&mut self, message: &StoredMessage, state: &str) -> Result<(), StoreError> {
+    fn push_with_state(
+        &mut self,
+        message: &StoredMessage,
+        state: &str,
+    ) -> Result<(), OfflineStoreError> {
         (**self).push_with_state(message, state)
     }
 
@@ -202,19 +211,19 @@ impl<T: OfflineStore + ?Sized> OfflineStore for Box<T> {
         &mut self,
         message: &StoredMessage,
         state: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), OfflineStoreError> {
         (**self).replace_with_state(message, state)
     }
 
-    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), StoreError> {
+    fn remove_with_state(&mut self, seq: u64, state: &str) -> Result<(), OfflineStoreError> {
         (**self).remove_with_state(seq, state)
     }
 
-    fn save_state(&mut self, state: &str) -> Result<(), StoreError> {
+    fn save_state(&mut self, state: &str) -> Result<(), OfflineStoreError> {
         (**self).save_state(state)
     }
 
-    fn load_state(&mut self) -> Result<Option<String>, StoreError> {
+    fn load_state(&mut self) -> Result<Option<String>, OfflineStoreError> {
         (**self).load_state()
     }
 }
@@ -222,7 +231,7 @@ impl<T: OfflineStore + ?Sized> OfflineStore for Box<T> {
 /// Why an [`OfflineStore`] refused a call or could not open its journal.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum StoreError {
+pub enum OfflineStoreError {
     /// Reading, writing or syncing the journal (or its directory) failed.
     #[error("offline queue journal {}: {source}", path.display())]
     Io {
@@ -310,22 +319,22 @@ struct Queue {
 }
 
 impl Queue {
-    fn check_push(&self, seq: u64) -> Result<(), StoreError> {
+    fn check_push(&self, seq: u64) -> Result<(), OfflineStoreError> {
         match self.messages.last_key_value() {
-            Some((&last, _)) if seq <= last => Err(StoreError::OutOfOrder { seq, last }),
+            Some((&last, _)) if seq <= last => Err(OfflineStoreError::OutOfOrder { seq, last }),
             _ => Ok(()),
         }
     }
 
-    fn check_queued(&self, seq: u64) -> Result<(), StoreError> {
+    fn check_queued(&self, seq: u64) -> Result<(), OfflineStoreError> {
         if self.messages.contains_key(&seq) {
             Ok(())
         } else {
-            Err(StoreError::NotQueued { seq })
+            Err(OfflineStoreError::NotQueued { seq })
         }
     }
 
-    fn check(&self, record: &Record) -> Result<(), StoreError> {
+    fn check(&self, record: &Record) -> Result<(), OfflineStoreError> {
         match &record.change {
             Some(Change::Push(message)) => self.check_push(message.seq),
             Some(Change::Replace(message)) => self.check_queued(message.seq),
@@ -350,7 +359,7 @@ impl Queue {
         }
     }
 
-    fn apply(&mut self, record: Record) -> Result<(), StoreError> {
+    fn apply(&mut self, record: Record) -> Result<(), OfflineStoreError> {
         self.check(&record)?;
         self.commit(record);
         Ok(())

@@ -10,7 +10,7 @@ use ocpp_proto::station::{
 };
 use ocpp_proto::{CallFailure, CallOutcome};
 
-use super::{OfflineStore, StoreError, StoredMessage};
+use super::{OfflineStore, OfflineStoreError, StoredMessage};
 
 /// Why a message was not queued: nothing of it is in the store.
 #[derive(Debug, thiserror::Error)]
@@ -36,7 +36,7 @@ pub enum QueueError {
     Transaction(#[from] TransactionError),
     /// The store refused it: the message was not accepted.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] OfflineStoreError),
     /// The station that owns the queue stopped (a driver's answer to a caller it can no
     /// longer reach the queue for).
     #[error("the station stopped")]
@@ -200,12 +200,12 @@ impl<W> OfflineQueue<W> {
         attempts: u32,
         retry_interval: Duration,
         fresh: impl FnOnce() -> Transactions,
-    ) -> Result<(Self, Restart), StoreError> {
+    ) -> Result<(Self, Restart), OfflineStoreError> {
         let loaded = store.load()?;
         let next_seq = loaded.last().map_or(1, |m| m.seq + 1);
         let transactions = match store.load_state()? {
             Some(snapshot) => Transactions::from_snapshot(&snapshot)
-                .map_err(|e| StoreError::State(e.to_string()))?,
+                .map_err(|e| OfflineStoreError::State(e.to_string()))?,
             None => fresh(),
         };
         let restart = Restart {

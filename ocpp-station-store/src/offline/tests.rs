@@ -103,15 +103,15 @@ fn round_trip(store: &mut dyn OfflineStore) {
     // Refusals change nothing.
     assert!(matches!(
         store.push(&message(3, OcppVersion::V2_1, "TransactionEvent", "{}")),
-        Err(StoreError::OutOfOrder { seq: 3, last: 3 })
+        Err(OfflineStoreError::OutOfOrder { seq: 3, last: 3 })
     ));
     assert!(matches!(
         store.replace(&start),
-        Err(StoreError::NotQueued { seq: 1 })
+        Err(OfflineStoreError::NotQueued { seq: 1 })
     ));
     assert!(matches!(
         store.remove(9),
-        Err(StoreError::NotQueued { seq: 9 })
+        Err(OfflineStoreError::NotQueued { seq: 9 })
     ));
     assert_eq!(store.load().unwrap(), vec![filled, event]);
 
@@ -259,7 +259,7 @@ fn corrupt_middle_line_is_an_error() {
     records[1] = r#"{"push":{"seq":2,"vers"#;
     fs::write(dir.journal(), records.join("\n") + "\n").unwrap();
     match FileStore::open(dir.journal()) {
-        Err(StoreError::Corrupt { path, line, .. }) => {
+        Err(OfflineStoreError::Corrupt { path, line, .. }) => {
             assert_eq!(path, dir.journal());
             assert_eq!(line, 2);
         }
@@ -283,7 +283,7 @@ fn corrupt_middle_line_is_an_error() {
     ] {
         fs::write(dir.journal(), text.clone() + bad + "\n").unwrap();
         match FileStore::open(dir.journal()) {
-            Err(StoreError::Corrupt { line: l, .. }) => assert_eq!(l, line, "{bad}"),
+            Err(OfflineStoreError::Corrupt { line: l, .. }) => assert_eq!(l, line, "{bad}"),
             other => panic!("expected Corrupt for {bad}, got {other:?}"),
         }
     }
@@ -415,7 +415,7 @@ fn state_rides_with_the_change_of_its_line() {
         assert!(
             matches!(
                 FileStore::open(other.journal()),
-                Err(StoreError::Corrupt { .. })
+                Err(OfflineStoreError::Corrupt { .. })
             ),
             "{bad}"
         );

@@ -20,7 +20,7 @@ use crate::charge_point::{CallReply, Link, LinkCommand};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
-use crate::hook::{Message, MessageEvent};
+use crate::hook::{MessageEvent, Traffic};
 use crate::presence::PresenceTicket;
 use crate::{ChargePoint, Handler, Session};
 use ocpp_messages::Request;
@@ -134,7 +134,7 @@ impl<H: Handler> Serve<H> {
         }
     }
 
-    fn hook(&self, id: &MessageId<'static>, message: Message<'_>) {
+    fn hook(&self, id: &MessageId<'static>, message: Traffic<'_>) {
         if let Some(hook) = &self.shared.hook {
             let identity = self.identity().map_or("", |i| i.as_str());
             hook(&MessageEvent {
@@ -159,7 +159,7 @@ impl<H: Handler> Serve<H> {
                 match conn.call_for(now, request, reply, deadline) {
                     Ok(id) => {
                         if let Some(request) = &hook_request {
-                            self.hook(&id, Message::CallOut(request));
+                            self.hook(&id, Traffic::CallOut(request));
                         }
                     }
                     Err(refused) => {
@@ -194,7 +194,7 @@ impl<H: Handler> Serve<H> {
         match conn.send(now, request) {
             Ok(id) => {
                 if let Some(request) = &hook_request {
-                    self.hook(&id, Message::SendOut(request));
+                    self.hook(&id, Traffic::SendOut(request));
                 }
                 let _ = reply.send(Ok(()));
             }
@@ -230,7 +230,7 @@ impl<H: Handler> Serve<H> {
             return;
         };
         let mut replaced = String::new();
-        let Some(message) = Message::answered(&result, &answer, &mut replaced) else {
+        let Some(message) = Traffic::answered(&result, &answer, &mut replaced) else {
             return;
         };
         self.hook(&id, message);
@@ -240,7 +240,7 @@ impl<H: Handler> Serve<H> {
     /// caller that stopped waiting does not hear of it).
     fn complete(&mut self, id: &MessageId<'static>, outcome: CallOutcome, reply: CallReply) {
         if self.shared.hook.is_some() {
-            self.hook(id, Message::OutcomeIn(&outcome));
+            self.hook(id, Traffic::OutcomeIn(&outcome));
         }
         reply.send(outcome);
     }
@@ -338,7 +338,7 @@ impl<H: Handler> Side for Serve<H> {
             Event::Connected { version } => self.on_connected(conn, now, version),
             Event::Call { id, request } => {
                 if self.shared.hook.is_some() {
-                    self.hook(&id, Message::CallIn(&request));
+                    self.hook(&id, Traffic::CallIn(&request));
                 }
                 let Some(session) = self.session.clone() else {
                     let answer = Answer::not_supported(request.action());
@@ -353,7 +353,7 @@ impl<H: Handler> Side for Serve<H> {
             }
             Event::Send { id, request } => {
                 if self.shared.hook.is_some() {
-                    self.hook(&id, Message::SendIn(&request));
+                    self.hook(&id, Traffic::SendIn(&request));
                 }
                 let Some(session) = self.session.clone() else {
                     return;

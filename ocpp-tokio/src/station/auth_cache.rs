@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use ocpp_station_store::auth_cache::CacheFeed;
 
 use super::LocalAuthStore;
-use crate::hook::{Message, MessageEvent};
+use crate::hook::{MessageEvent, Traffic};
 
 /// The station's cache feeder: the message hook's part of [`StationBuilder::local_auth`].
 ///
@@ -41,9 +41,9 @@ impl CacheFeeder {
         let id = event.id.as_str();
         let mut feed = self.feed.lock().unwrap_or_else(|e| e.into_inner());
         let learnt = match event.message {
-            Message::CallOut(request) => return feed.on_call_out(id, request),
-            Message::OutcomeIn(Ok(response)) => feed.on_outcome(id, response),
-            Message::OutcomeIn(Err(_)) => return feed.forget(id),
+            Traffic::CallOut(request) => return feed.on_call_out(id, request),
+            Traffic::OutcomeIn(Ok(response)) => feed.on_outcome(id, response),
+            Traffic::OutcomeIn(Err(_)) => return feed.forget(id),
             _ => return,
         };
         drop(feed);

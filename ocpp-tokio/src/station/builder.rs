@@ -116,12 +116,12 @@ impl StationBuilder {
     /// messages included. It runs on the station's task: keep it short.
     ///
     /// ```
-    /// use ocpp_tokio::hook::Message;
+    /// use ocpp_tokio::hook::Traffic;
     /// use ocpp_tokio::station::Station;
     ///
     /// let builder = Station::builder("ws://127.0.0.1:9000/ocpp/CP001").unwrap()
     ///     .on_message(|event| {
-    ///         if let Message::CallOut(request) = event.message {
+    ///         if let Traffic::CallOut(request) = event.message {
     ///             println!("{} -> {}", event.identity, request.action());
     ///         }
     ///     });

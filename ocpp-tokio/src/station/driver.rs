@@ -29,7 +29,7 @@ use super::{app::*, dial::*, wire::*};
 use super::{App, Cause, PermanentFailure, Queued, StationCommand, StationUrl, Status};
 use crate::charge_point::{CallReply, Link, LinkCommand};
 use crate::driver::{Driver, TaskTimer};
-use crate::hook::{Hook, Message, MessageEvent};
+use crate::hook::{Hook, MessageEvent, Traffic};
 use crate::{ChargePoint, IncomingCall};
 
 pub(super) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -308,7 +308,7 @@ impl Task {
     }
 
     /// One event of the connection but its end.
-    pub(super) fn hook(&self, id: &MessageId<'static>, message: Message<'_>) {
+    pub(super) fn hook(&self, id: &MessageId<'static>, message: Traffic<'_>) {
         if let Some(hook) = &self.hook {
             hook(&MessageEvent {
                 identity: self.url.identity().as_str(),
@@ -331,7 +331,7 @@ impl Task {
         let hooked = self.hook.as_ref().map(|_| request.clone());
         let sent = conn.call_for(now, request, waiting, deadline);
         if let (Ok(id), Some(request)) = (&sent, &hooked) {
-            self.hook(id, Message::CallOut(request));
+            self.hook(id, Traffic::CallOut(request));
         }
         sent
     }
@@ -350,7 +350,7 @@ impl Task {
             return result;
         };
         let mut replaced = String::new();
-        let Some(message) = Message::answered(&result, &answer, &mut replaced) else {
+        let Some(message) = Traffic::answered(&result, &answer, &mut replaced) else {
             return result;
         };
         self.hook(id, message);
@@ -392,7 +392,7 @@ impl Task {
             }
             Event::Call { id, request } => {
                 if self.hook.is_some() {
-                    self.hook(&id, Message::CallIn(&request));
+                    self.hook(&id, Traffic::CallIn(&request));
                 }
                 let Some(on) = &wire.online else { return };
                 // What the registration does not allow is refused here (SecurityError).
@@ -426,7 +426,7 @@ impl Task {
             }
             Event::Send { id, request } => {
                 if self.hook.is_some() {
-                    self.hook(&id, Message::SendIn(&request));
+                    self.hook(&id, Traffic::SendIn(&request));
                 }
                 if let Some(on) = &mut wire.online {
                     let send = on.app.on_send(IncomingCall::new(id, request));
@@ -440,7 +440,7 @@ impl Task {
                 ..
             } => {
                 if self.hook.is_some() {
-                    self.hook(&id, Message::OutcomeIn(&outcome));
+                    self.hook(&id, Traffic::OutcomeIn(&outcome));
                 }
                 self.completed(now, wire.online.as_mut(), caller, outcome);
             }
@@ -674,7 +674,7 @@ impl Task {
                                 boot_failures: 0,
                             }
                         };
-                        tracing::info!(identity = %self.url.identity(), status = ?answer.status, interval_s = answer.interval.as_secs(), "boot answered");
+                        tracing::info!(identity = %self.url.identity(), status = ?answer.status, interval_s = answer.interval_s, "boot answered");
                         self.publish(status);
                     }
                     None => {

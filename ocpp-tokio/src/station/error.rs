@@ -14,7 +14,7 @@ pub enum StationError {
     Tls(String),
     /// The offline store could not be read.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] OfflineStoreError),
     /// No versions to offer.
     #[error("no OCPP version to offer")]
     NoVersion,

@@ -151,7 +151,9 @@ pub use ocpp_proto::station::{
 };
 pub use ocpp_proto::station::{StationUrl, UrlError};
 use store::TransactionOp;
-pub use store::{FileStore, MemoryStore, OfflineStore, QueueError, StoreError, StoredMessage};
+pub use store::{
+    FileStore, MemoryStore, OfflineStore, OfflineStoreError, QueueError, StoredMessage,
+};
 
 pub(crate) use app::App;
 pub use builder::StationBuilder;

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use ocpp_messages::{DateTime, OcppVersion, Request};
 use ocpp_proto::station::Transactions;
 use ocpp_proto::{CallFailure, CallOutcome};
-use ocpp_station_store::offline::{NotQueued, OfflineQueue, OfflineStore, Restart, StoreError};
+use ocpp_station_store::offline::{
+    NotQueued, OfflineQueue, OfflineStore, OfflineStoreError, Restart,
+};
 use tokio::sync::{oneshot, watch};
 
 use super::{QueueError, TransactionOp};
@@ -30,7 +32,7 @@ impl Queue {
         attempts: u32,
         retry_interval: Duration,
         fresh: impl FnOnce() -> Transactions,
-    ) -> Result<(Queue, Restart), StoreError> {
+    ) -> Result<(Queue, Restart), OfflineStoreError> {
         let (queue, restart) = OfflineQueue::open(store, attempts, retry_interval, fresh)?;
         let (published, _) = watch::channel(queue.transactions().clone());
         Ok((Queue { queue, published }, restart))

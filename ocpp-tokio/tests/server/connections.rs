@@ -83,12 +83,12 @@ async fn the_hook_sees_every_message() {
         let seen = seen.clone();
         move |event| {
             let what = match event.message {
-                Message::CallIn(r) => format!("in CALL {}", r.action()),
-                Message::ResultOut(r) => format!("out RESULT {}", r.action()),
-                Message::ErrorOut { code, .. } => format!("out ERROR {code:?}"),
-                Message::CallOut(r) => format!("out CALL {}", r.action()),
-                Message::OutcomeIn(Ok(r)) => format!("in RESULT {}", r.action()),
-                Message::OutcomeIn(other) => format!("in OUTCOME {other:?}"),
+                Traffic::CallIn(r) => format!("in CALL {}", r.action()),
+                Traffic::ResultOut(r) => format!("out RESULT {}", r.action()),
+                Traffic::ErrorOut { code, .. } => format!("out ERROR {code:?}"),
+                Traffic::CallOut(r) => format!("out CALL {}", r.action()),
+                Traffic::OutcomeIn(Ok(r)) => format!("in RESULT {}", r.action()),
+                Traffic::OutcomeIn(other) => format!("in OUTCOME {other:?}"),
                 other => format!("{other:?}"),
             };
             seen.lock()

@@ -177,7 +177,7 @@ async fn counting_calls_out() -> (TestServer, Arc<std::sync::atomic::AtomicUsize
     let builder = Server::builder().config(server_config()).on_message({
         let calls_out = calls_out.clone();
         move |event| {
-            if matches!(event.message, Message::CallOut(_)) {
+            if matches!(event.message, Traffic::CallOut(_)) {
                 calls_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }

@@ -16,7 +16,7 @@ use ocpp_test_kit::WireChargePoint;
 use tokio::io::AsyncWriteExt;
 // The test charge points speak the core's payload types; the server's API `ocpp_messages`'.
 use ocpp_proto::{CallFailure as CoreFailure, Event, Request, Response};
-use ocpp_tokio::hook::Message;
+use ocpp_tokio::hook::Traffic;
 use ocpp_tokio::ocpp::{CloseCode, CloseReason, Delivery};
 use ocpp_tokio::{v1_6, v2_0_1, CallFailure, ErrorCode, OcppVersion, Server};
 

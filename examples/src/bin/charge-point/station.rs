@@ -485,7 +485,7 @@ fn build(
     if let Some(dir) = &options.state_dir {
         std::fs::create_dir_all(dir).map_err(|source| {
             let path = dir.clone();
-            ocpp_tokio::station::StationError::Store(ocpp_tokio::station::StoreError::Io {
+            ocpp_tokio::station::StationError::Store(ocpp_tokio::station::OfflineStoreError::Io {
                 path,
                 source,
             })

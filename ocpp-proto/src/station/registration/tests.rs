@@ -12,10 +12,10 @@ fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
 }
 
-fn answer(status: RegistrationStatus, interval: u64) -> BootAnswer {
+fn answer(status: RegistrationStatus, interval_s: u32) -> BootAnswer {
     BootAnswer {
         status,
-        interval: secs(interval),
+        interval_s,
         current_time: DateTime::from_unix_timestamp(1_780_000_000).unwrap(),
     }
 }
@@ -31,7 +31,7 @@ fn booted(
     t0: Instant,
     version: OcppVersion,
     status: RegistrationStatus,
-    interval: u64,
+    interval: u32,
 ) -> Registration {
     let mut registration = Registration::new(t0, version);
     assert_eq!(registration.handle_timeout(t0), Some(Due::Boot));

@@ -19,39 +19,43 @@ struct Refusing {
 }
 
 impl Refusing {
-    fn check(&self) -> Result<(), StoreError> {
+    fn check(&self) -> Result<(), OfflineStoreError> {
         if self.refuse.load(Ordering::Relaxed) {
-            return Err(StoreError::State("refused by the test".into()));
+            return Err(OfflineStoreError::State("refused by the test".into()));
         }
         Ok(())
     }
 }
 
 impl OfflineStore for Refusing {
-    fn load(&mut self) -> Result<Vec<StoredMessage>, StoreError> {
+    fn load(&mut self) -> Result<Vec<StoredMessage>, OfflineStoreError> {
         self.store.load()
     }
-    fn push(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+    fn push(&mut self, message: &StoredMessage) -> Result<(), OfflineStoreError> {
         self.check()?;
         self.store.push(message)
     }
-    fn replace(&mut self, message: &StoredMessage) -> Result<(), StoreError> {
+    fn replace(&mut self, message: &StoredMessage) -> Result<(), OfflineStoreError> {
         self.check()?;
         self.store.replace(message)
     }
-    fn remove(&mut self, seq: u64) -> Result<(), StoreError> {
+    fn remove(&mut self, seq: u64) -> Result<(), OfflineStoreError> {
         self.check()?;
         self.store.remove(seq)
     }
-    fn push_with_state(&mut self, message: &StoredMessage, state: &str) -> Result<(), StoreError> {
+    fn push_with_state(
+        &mut self,
+        message: &StoredMessage,
+        state: &str,
+    ) -> Result<(), OfflineStoreError> {
         self.check()?;
         self.store.push_with_state(message, state)
     }
-    fn save_state(&mut self, state: &str) -> Result<(), StoreError> {
+    fn save_state(&mut self, state: &str) -> Result<(), OfflineStoreError> {
         self.check()?;
         self.store.save_state(state)
     }
-    fn load_state(&mut self) -> Result<Option<String>, StoreError> {
+    fn load_state(&mut self) -> Result<Option<String>, OfflineStoreError> {
         self.store.load_state()
     }
 }
