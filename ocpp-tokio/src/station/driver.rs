@@ -368,6 +368,7 @@ impl Task {
         match event {
             Event::Connected { version } => {
                 let link = Link::new(MAILBOX);
+                link.init_config(conn.config().clone());
                 let cp = ChargePoint::new(link.clone(), self.url.identity().clone(), version);
                 let app = self.app.session(cp);
                 tokio::spawn(app.on_connect());

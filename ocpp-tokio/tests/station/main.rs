@@ -291,3 +291,38 @@ fn journal_path() -> PathBuf {
         std::process::id()
     ))
 }
+
+/// The station's handle on its connection reports the connection's own keep-alive and
+/// timeouts (the station's `ConnectionConfig`), not the library's defaults.
+#[tokio::test]
+async fn a_stations_handle_reports_its_connections_settings() {
+    let csms = Csms::start(accepting(Router::<()>::default())).await;
+    let (seen, mut settings) = mpsc::unbounded_channel();
+    let station_router =
+        Router::<()>::default().on(move |session: Session<()>, _: v1_6::ClearCacheRequest| {
+            let _ = seen.send(session.charge_point().settings());
+            async {
+                Ok(v1_6::ClearCacheResponse::new(
+                    v1_6::ClearCacheStatus::Accepted,
+                ))
+            }
+        });
+    let config = ConnectionConfig::default()
+        .ping_interval(Some(Duration::from_secs(7)))
+        .call_timeout(Duration::from_secs(11));
+    let station = station(&csms, "CP-SETTINGS", OcppVersion::V1_6)
+        .config(config)
+        .router(station_router)
+        .connect()
+        .unwrap();
+    bounded("accepted", station.accepted()).await.unwrap();
+    let cp = csms.charge_points.get("CP-SETTINGS").expect("registered");
+    bounded("ClearCache", cp.call(v1_6::ClearCacheRequest {}))
+        .await
+        .expect("answered");
+    let settings = bounded("the settings", settings.recv()).await.unwrap();
+    assert_eq!(settings.get_ping_interval(), Some(Duration::from_secs(7)));
+    assert_eq!(settings.get_call_timeout(), Duration::from_secs(11));
+    close(&station).await;
+    csms.stop().await;
+}
