@@ -199,7 +199,9 @@ wire_names! {
 }
 
 wire_names! {
-    /// The hash of a signature algorithm.
+    /// A hash algorithm: the hash of an OCMF signature algorithm (`SA`), and OCPP 2.x
+    /// `HashAlgorithmEnumType` (the hash of a certificate's OCSP `CertID`, as in
+    /// `OCSPRequestDataType` and `CertificateHashDataType`).
     HashAlgorithm {
         /// SHA-256.
         Sha256 => "SHA256",
@@ -207,6 +209,24 @@ wire_names! {
         Sha384 => "SHA384",
         /// SHA-512.
         Sha512 => "SHA512",
+    }
+}
+
+impl HashAlgorithm {
+    /// The digest of `data`.
+    ///
+    /// ```
+    /// use ocpp_model::signed_meter::HashAlgorithm;
+    /// assert_eq!(HashAlgorithm::Sha256.digest(b"").len(), 32);
+    /// assert_eq!(HashAlgorithm::Sha512.digest(b"abc").len(), 64);
+    /// ```
+    pub fn digest(self, data: &[u8]) -> Vec<u8> {
+        use sha2::Digest as _;
+        match self {
+            HashAlgorithm::Sha256 => sha2::Sha256::digest(data).to_vec(),
+            HashAlgorithm::Sha384 => sha2::Sha384::digest(data).to_vec(),
+            HashAlgorithm::Sha512 => sha2::Sha512::digest(data).to_vec(),
+        }
     }
 }
 

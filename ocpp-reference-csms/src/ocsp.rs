@@ -41,6 +41,9 @@ use x509_ocsp::{
 use x509_parser::certificate::X509Certificate;
 use x509_parser::prelude::{FromDer, GeneralName, ParsedExtension};
 
+/// The hash of a CertID (OCPP `HashAlgorithmEnumType`): the model's.
+pub use ocpp_model::signed_meter::HashAlgorithm;
+
 /// The time one OCSP round trip may take (connect, send, read): 4 s.
 pub const TIMEOUT: Duration = Duration::from_secs(4);
 
@@ -108,54 +111,16 @@ pub enum OcspError {
     NotCurrent,
 }
 
-/// The hash of a CertID (OCPP `HashAlgorithmEnumType`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HashAlgorithm {
-    /// `SHA256`.
-    Sha256,
-    /// `SHA384`.
-    Sha384,
-    /// `SHA512`.
-    Sha512,
-}
-
-impl HashAlgorithm {
-    /// From the OCPP name (`SHA256`, `SHA384`, `SHA512`).
-    pub fn from_ocpp(name: &str) -> Result<Self, OcspError> {
-        match name {
-            "SHA256" => Ok(HashAlgorithm::Sha256),
-            "SHA384" => Ok(HashAlgorithm::Sha384),
-            "SHA512" => Ok(HashAlgorithm::Sha512),
-            other => Err(OcspError::HashAlgorithm(other.to_owned())),
-        }
-    }
-
-    /// The OCPP name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HashAlgorithm::Sha256 => "SHA256",
-            HashAlgorithm::Sha384 => "SHA384",
-            HashAlgorithm::Sha512 => "SHA512",
-        }
-    }
-
-    fn oid(self) -> der::oid::ObjectIdentifier {
-        der::oid::ObjectIdentifier::new_unwrap(match self {
-            HashAlgorithm::Sha256 => "2.16.840.1.101.3.4.2.1",
-            HashAlgorithm::Sha384 => "2.16.840.1.101.3.4.2.2",
-            HashAlgorithm::Sha512 => "2.16.840.1.101.3.4.2.3",
-        })
-    }
-
-    /// The digest of `data`.
-    pub fn digest(self, data: &[u8]) -> Vec<u8> {
-        let algorithm = match self {
-            HashAlgorithm::Sha256 => &ring::digest::SHA256,
-            HashAlgorithm::Sha384 => &ring::digest::SHA384,
-            HashAlgorithm::Sha512 => &ring::digest::SHA512,
-        };
-        ring::digest::digest(algorithm, data).as_ref().to_vec()
-    }
+/// The OID of `hash` in a CertID (NIST's, RFC 5754 §2); [`OcspError::HashAlgorithm`] for a
+/// hash without one here.
+fn hash_oid(hash: HashAlgorithm) -> Result<der::oid::ObjectIdentifier, OcspError> {
+    let oid = match hash {
+        HashAlgorithm::Sha256 => "2.16.840.1.101.3.4.2.1",
+        HashAlgorithm::Sha384 => "2.16.840.1.101.3.4.2.2",
+        HashAlgorithm::Sha512 => "2.16.840.1.101.3.4.2.3",
+        other => return Err(OcspError::HashAlgorithm(other.to_string())),
+    };
+    Ok(der::oid::ObjectIdentifier::new_unwrap(oid))
 }
 
 /// Which certificate to ask about and where: OCPP's `OCSPRequestDataType`, decoded.
@@ -190,7 +155,8 @@ impl OcspRequestData {
         serial_number: &str,
         responder_url: &str,
     ) -> Result<Self, OcspError> {
-        let hash_algorithm = HashAlgorithm::from_ocpp(hash_algorithm)?;
+        let hash_algorithm = HashAlgorithm::from_wire(hash_algorithm)
+            .ok_or_else(|| OcspError::HashAlgorithm(hash_algorithm.to_owned()))?;
         Ok(OcspRequestData {
             hash_algorithm,
             issuer_name_hash: hash_field("issuerNameHash", issuer_name_hash)?,
@@ -232,7 +198,7 @@ impl OcspRequestData {
     fn cert_id(&self) -> Result<CertId, OcspError> {
         Ok(CertId {
             hash_algorithm: AlgorithmIdentifierOwned {
-                oid: self.hash_algorithm.oid(),
+                oid: hash_oid(self.hash_algorithm)?,
                 parameters: Some(der::Any::null()),
             },
             issuer_name_hash: OctetString::new(self.issuer_name_hash.clone())?,

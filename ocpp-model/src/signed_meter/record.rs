@@ -2,13 +2,12 @@
 //! check of its signature.
 
 use ocpp_messages::DateTime;
-use sha2::Digest as _;
 
 use super::fields::{read_payload, read_signature, Fields};
 use super::key::{decode_base64, decode_hex, verify_p256, verify_p384};
 use super::{
-    Curve, HashAlgorithm, MeterPublicKey, MeterStatus, SignatureAlgorithm, SignedMeterError,
-    TimeSync, TransactionPoint, OCMF_HEADER,
+    Curve, MeterPublicKey, MeterStatus, SignatureAlgorithm, SignedMeterError, TimeSync,
+    TransactionPoint, OCMF_HEADER,
 };
 use crate::Decimal;
 
@@ -293,11 +292,7 @@ impl OcmfRecord {
         }
         let signature = self.signature.bytes()?;
         let message = self.payload_text().as_bytes();
-        let digest = match algorithm.hash {
-            HashAlgorithm::Sha256 => sha2::Sha256::digest(message).to_vec(),
-            HashAlgorithm::Sha384 => sha2::Sha384::digest(message).to_vec(),
-            HashAlgorithm::Sha512 => sha2::Sha512::digest(message).to_vec(),
-        };
+        let digest = algorithm.hash.digest(message);
         match algorithm.curve {
             Curve::Secp256r1 => verify_p256(&key.point, &digest, &signature),
             Curve::Secp384r1 => verify_p384(&key.point, &digest, &signature),
