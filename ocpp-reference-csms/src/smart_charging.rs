@@ -43,6 +43,8 @@ use super::{date_time, ChargePointRecord, UnixTime};
 
 mod records;
 
+/// A charging rate unit (`chargingRateUnit`: `A` or `W`): the model's.
+pub use ocpp_model::RateUnit;
 pub use records::{ChargingProfileRecord, ProfileReason, SmartCharging};
 
 /// The first charging profile id the CSMS gives (per station): clear of the small ids an
@@ -122,40 +124,13 @@ impl SiteLimit {
         match unit {
             RateUnit::Amps => self.amps,
             RateUnit::Watts => self.watts,
+            _ => None,
         }
     }
 
     /// `{"amps","watts"}` (null where unset).
     pub fn to_json(&self) -> Value {
         json!({ "amps": self.amps, "watts": self.watts })
-    }
-}
-
-/// A charging rate unit (`chargingRateUnit`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RateUnit {
-    /// `A`: amperes per phase.
-    Amps,
-    /// `W`: watts.
-    Watts,
-}
-
-impl RateUnit {
-    /// As on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RateUnit::Amps => "A",
-            RateUnit::Watts => "W",
-        }
-    }
-
-    /// From the wire.
-    pub fn parse(text: &str) -> Option<RateUnit> {
-        match text {
-            "A" => Some(RateUnit::Amps),
-            "W" => Some(RateUnit::Watts),
-            _ => None,
-        }
     }
 }
 
@@ -248,6 +223,7 @@ impl ChargingNeeds {
                 let phases = f64::from(self.phases().unwrap_or(3));
                 self.max_current.map(|amps| amps * volts * phases)
             }
+            _ => None,
         }
     }
 
@@ -368,7 +344,7 @@ pub fn schedule_limit(schedule: &Value) -> Option<(RateUnit, f64)> {
         Value::Null => schedule,
         other => other,
     };
-    let unit = RateUnit::parse(schedule["chargingRateUnit"].as_str()?)?;
+    let unit = RateUnit::from_wire(schedule["chargingRateUnit"].as_str()?)?;
     let highest = schedule["chargingSchedulePeriod"]
         .as_array()?
         .iter()
