@@ -12,6 +12,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ocpp_messages::DateTime;
+use ocpp_model::BootReason;
 
 mod calls;
 mod commands;
@@ -29,17 +30,6 @@ fn now_datetime() -> DateTime {
     DateTime::from_unix_timestamp(i64::try_from(secs).unwrap_or(0))
         .or_else(|| DateTime::from_unix_timestamp(0))
         .unwrap_or_else(|| unreachable!("1970 is a valid date"))
-}
-
-/// Why a charge point (re)booted (2.x `BootReasonEnum`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BootReason {
-    /// Switched on (`PowerUp`).
-    PowerUp,
-    /// After a Reset of the CSMS (`RemoteReset`).
-    RemoteReset,
-    /// TriggerMessage(BootNotification) (`Triggered`).
-    Triggered,
 }
 
 /// A connector's state, in the words of both versions.
@@ -104,7 +94,7 @@ pub enum Outgoing {
     Boot {
         /// The charge point's identity (its serial number in the payload).
         identity: String,
-        /// Why it booted.
+        /// Why it booted (2.x `reason`; 1.6 sends none).
         reason: BootReason,
     },
     /// Heartbeat.

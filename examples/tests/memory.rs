@@ -9,8 +9,9 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use ocpp_examples::charge_point_payload::{self as payload, BootReason, ConnectorState, Outgoing};
+use ocpp_examples::charge_point_payload::{self as payload, ConnectorState, Outgoing};
 use ocpp_messages::version::OcppVersion;
+use ocpp_model::BootReason;
 use ocpp_proto::Answer;
 use ocpp_proto::ChargePointIdentity;
 use ocpp_reference_csms::{ChargePointRecord, Csms, CsmsConfig};

@@ -34,7 +34,8 @@ pub struct Booted {
 }
 
 wire_names! {
-    /// Why a charge point booted: 2.x `BootReasonEnumType`.
+    /// Why a charge point booted: 2.x `BootReasonEnumType`, as a CSMS reads it and as a
+    /// station sends it (ocpp-proto's `boot_request`; 1.6 has no reason).
     BootReason {
         /// The application restarted.
         ApplicationReset => "ApplicationReset",
@@ -50,7 +51,8 @@ wire_names! {
         ScheduledReset => "ScheduledReset",
         /// Asked by TriggerMessage.
         Triggered => "Triggered",
-        /// Not known (and every 1.6 boot, and an unlisted value).
+        /// Not known (and every 1.6 boot, and an unlisted value). A station sends it for a
+        /// later connection of the same running station, which did not restart.
         Unknown => "Unknown",
         /// The watchdog restarted it.
         Watchdog => "Watchdog",

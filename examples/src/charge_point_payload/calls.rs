@@ -6,9 +6,7 @@ use ocpp_messages::version::OcppVersion;
 use ocpp_proto::{DecodeOptions, Request, Response};
 use serde_json::{json, Value};
 
-use super::{
-    now_datetime, BootReason, ConnectorState, Outgoing, PayloadError, Reading, StopReason, TxRef,
-};
+use super::{now_datetime, ConnectorState, Outgoing, PayloadError, Reading, StopReason, TxRef};
 
 /// The request for `message` in `version`.
 pub fn request(version: OcppVersion, message: &Outgoing) -> Result<Request, PayloadError> {
@@ -149,11 +147,7 @@ fn request_v2(message: &Outgoing) -> (&'static str, Value) {
                     "serialNumber": identity.chars().take(25).collect::<String>(),
                     "firmwareVersion": env!("CARGO_PKG_VERSION"),
                 },
-                "reason": match reason {
-                    BootReason::PowerUp => "PowerUp",
-                    BootReason::RemoteReset => "RemoteReset",
-                    BootReason::Triggered => "Triggered",
-                },
+                "reason": reason.as_str(),
             }),
         ),
         Outgoing::Heartbeat => ("Heartbeat", json!({})),

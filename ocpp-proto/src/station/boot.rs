@@ -8,6 +8,7 @@
 use ocpp_messages::{OcppVersion, Request};
 #[cfg(doc)]
 use ocpp_model::BootAnswer;
+use ocpp_model::BootReason;
 
 #[cfg(feature = "v1_6")]
 use ocpp_messages::v1_6;
@@ -92,52 +93,26 @@ impl StationInfo {
     }
 }
 
-/// Why the station sends this BootNotification: the 2.x `reason` (`BootReasonEnum`); OCPP 1.6
-/// has no such field and ignores it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BootReason {
-    /// The station was powered up (2.x `PowerUp`).
-    PowerUp,
-    /// A later connection of the same running station (the link was lost and came back, the
-    /// process did not restart). 2.x has no such reason; this sends `Unknown`, the only value
-    /// that does not claim a restart that did not happen.
-    Reconnect,
-    /// The CSMS asked for a reset (2.x `RemoteReset`).
-    RemoteReset,
-    /// A reset at the station, e.g. a button (2.x `LocalReset`).
-    LocalReset,
-    /// The station restarted after a firmware update (2.x `FirmwareUpdate`).
-    FirmwareUpdate,
-    /// The CSMS asked for a BootNotification with a TriggerMessage (2.x `Triggered`).
-    Triggered,
-    /// A watchdog restarted the station (2.x `Watchdog`).
-    Watchdog,
-    /// The station's application restarted (2.x `ApplicationReset`).
-    ApplicationReset,
-    /// A reset the station had scheduled (2.x `ScheduledReset`).
-    ScheduledReset,
-}
-
-impl BootReason {
-    /// The reason a connection's BootNotification gives: the one the station was asked to
-    /// give (a reboot's, kept until a boot is accepted), else [`Reconnect`](Self::Reconnect)
-    /// once a boot of this running station was accepted, else [`PowerUp`](Self::PowerUp).
-    ///
-    /// ```
-    /// use ocpp_proto::station::BootReason;
-    ///
-    /// assert_eq!(BootReason::for_connection(None, false), BootReason::PowerUp);
-    /// assert_eq!(BootReason::for_connection(None, true), BootReason::Reconnect);
-    /// let reset = Some(BootReason::RemoteReset);
-    /// assert_eq!(BootReason::for_connection(reset, true), BootReason::RemoteReset);
-    /// ```
-    pub fn for_connection(requested: Option<BootReason>, booted_before: bool) -> BootReason {
-        match (requested, booted_before) {
-            (Some(reason), _) => reason,
-            (None, true) => BootReason::Reconnect,
-            (None, false) => BootReason::PowerUp,
-        }
+/// The reason a connection's BootNotification gives (the 2.x `reason`; OCPP 1.6 has no such
+/// field): the one the station was asked to give (a reboot's, kept until a boot is accepted),
+/// else [`Unknown`](BootReason::Unknown) once a boot of this running station was accepted (a
+/// later connection: the link was lost and came back, the process did not restart; 2.x has no
+/// reason for that, and `Unknown` is the only value that does not claim a restart that did not
+/// happen), else [`PowerUp`](BootReason::PowerUp).
+///
+/// ```
+/// use ocpp_proto::station::{connection_boot_reason, BootReason};
+///
+/// assert_eq!(connection_boot_reason(None, false), BootReason::PowerUp);
+/// assert_eq!(connection_boot_reason(None, true), BootReason::Unknown);
+/// let reset = Some(BootReason::RemoteReset);
+/// assert_eq!(connection_boot_reason(reset, true), BootReason::RemoteReset);
+/// ```
+pub fn connection_boot_reason(requested: Option<BootReason>, booted_before: bool) -> BootReason {
+    match (requested, booted_before) {
+        (Some(reason), _) => reason,
+        (None, true) => BootReason::Unknown,
+        (None, false) => BootReason::PowerUp,
     }
 }
 
@@ -169,7 +144,6 @@ macro_rules! boot_v2 {
         station.firmware_version = cut_opt(&info.firmware_version, V2_FIRMWARE_MAX);
         let reason = match $reason {
             BootReason::PowerUp => R::PowerUp,
-            BootReason::Reconnect => R::Unknown,
             BootReason::RemoteReset => R::RemoteReset,
             BootReason::LocalReset => R::LocalReset,
             BootReason::FirmwareUpdate => R::FirmwareUpdate,
@@ -177,6 +151,9 @@ macro_rules! boot_v2 {
             BootReason::Watchdog => R::Watchdog,
             BootReason::ApplicationReset => R::ApplicationReset,
             BootReason::ScheduledReset => R::ScheduledReset,
+            // `Unknown` (a later connection of the same running station among others), and
+            // a value 2.x does not list.
+            _ => R::Unknown,
         };
         Request::from($v::BootNotificationRequest::new(station, reason))
     }};
@@ -282,7 +259,7 @@ mod tests {
             .with_firmware_version("1.2.3");
         let reasons = [
             (BootReason::PowerUp, "PowerUp"),
-            (BootReason::Reconnect, "Unknown"),
+            (BootReason::Unknown, "Unknown"),
             (BootReason::RemoteReset, "RemoteReset"),
             (BootReason::LocalReset, "LocalReset"),
             (BootReason::FirmwareUpdate, "FirmwareUpdate"),
@@ -356,15 +333,15 @@ mod tests {
     }
 
     /// The reason asked for wins until a boot is accepted; without one, the first boot of the
-    /// running station says PowerUp and a later connection's says Reconnect.
+    /// running station says PowerUp and a later connection's says Unknown.
     #[test]
     fn boot_reason_for_a_connection() {
         use BootReason::*;
-        assert_eq!(BootReason::for_connection(None, false), PowerUp);
-        assert_eq!(BootReason::for_connection(None, true), Reconnect);
+        assert_eq!(connection_boot_reason(None, false), PowerUp);
+        assert_eq!(connection_boot_reason(None, true), Unknown);
         for reason in [RemoteReset, LocalReset, FirmwareUpdate, Triggered] {
-            assert_eq!(BootReason::for_connection(Some(reason), false), reason);
-            assert_eq!(BootReason::for_connection(Some(reason), true), reason);
+            assert_eq!(connection_boot_reason(Some(reason), false), reason);
+            assert_eq!(connection_boot_reason(Some(reason), true), reason);
         }
     }
 }

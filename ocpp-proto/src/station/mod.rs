@@ -52,15 +52,16 @@ mod transactions;
 mod url;
 
 pub use backoff::{Reconnect, RetryBackOff, MIN_ESTABLISHED_LIFETIME};
-pub use boot::{boot_request, heartbeat_request, BootReason, StationInfo};
-// A BootNotification's answer and its status are the model's (one type for the CSMS that
-// answers and the station that reads the answer with `BootAnswer::from_response`).
+pub use boot::{boot_request, connection_boot_reason, heartbeat_request, StationInfo};
+// A BootNotification's reason, its answer and the answer's status are the model's (one type
+// for the CSMS that reads or answers and the station that sends or reads, the answer with
+// `BootAnswer::from_response`).
 pub use held::{HeldCall, HeldCalls, Release};
 pub use network_profile::{
     Attempt, NetworkProfile, NetworkProfiles, ProfileRejected, DEFAULT_CONNECTION_ATTEMPTS,
     DEFAULT_SLOT_COUNT,
 };
-pub use ocpp_model::{BootAnswer, RegistrationStatus};
+pub use ocpp_model::{BootAnswer, BootReason, RegistrationStatus};
 pub use profile_connection::answer_set_network_profile;
 pub use registration::{
     requested_by_trigger, trigger_accepted, triggered_action, Due, Registration,

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use ocpp_messages::Request;
 use ocpp_proto::station::{
-    answer_set_network_profile, boot_request, heartbeat_request, is_transaction_message,
-    requested_by_trigger, trigger_accepted, BootAnswer, BootReason, Due, NetworkProfiles,
-    Reconnect, Registration, RegistrationStatus, Release, StationInfo,
+    answer_set_network_profile, boot_request, connection_boot_reason, heartbeat_request,
+    is_transaction_message, requested_by_trigger, trigger_accepted, BootAnswer, BootReason, Due,
+    NetworkProfiles, Reconnect, Registration, RegistrationStatus, Release, StationInfo,
 };
 use ocpp_proto::{
     Answer, CallFailure, CallOutcome, CloseCode, Closed, ConnectionConfig, Event, MessageId,
@@ -547,7 +547,7 @@ impl Task {
         }
         let due = match on.registration.handle_timeout(now) {
             Some(Due::Boot) => {
-                let reason = BootReason::for_connection(self.boot_reason, self.booted_before);
+                let reason = connection_boot_reason(self.boot_reason, self.booted_before);
                 boot_request(version, &self.info, reason).map(|r| (r, Outgoing::Boot))
             }
             Some(Due::Heartbeat) => heartbeat_request(version).map(|r| (r, Outgoing::Heartbeat)),
