@@ -13,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use ocpp_messages::DateTime;
 use ocpp_model::BootReason;
+use ocpp_proto::station::StationStopReason;
 
 mod calls;
 mod commands;
@@ -43,22 +44,6 @@ pub enum ConnectorState {
     Charging,
     /// The session ended, the cable is still in (1.6 Finishing, 2.x Occupied).
     Finishing,
-}
-
-/// Why a transaction ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// Stopped at the charge point.
-    Local,
-    /// RemoteStopTransaction / RequestStopTransaction.
-    Remote,
-    /// A Reset command (`hard`: 1.6 Hard, 2.x Immediate).
-    Reset {
-        /// 1.6 Hard, 2.x Immediate.
-        hard: bool,
-    },
-    /// The CSMS did not accept the id tag.
-    DeAuthorized,
 }
 
 /// One energy reading of a transaction.
@@ -136,7 +121,7 @@ pub enum Outgoing {
         /// The meter at the end.
         reading: Reading,
         /// Why it ended.
-        reason: StopReason,
+        reason: StationStopReason,
     },
     /// 1.6 MeterValues outside a transaction (TriggerMessage).
     Meter {

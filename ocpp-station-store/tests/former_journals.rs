@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ocpp_messages::{DateTime, OcppVersion};
 use ocpp_model::{IdToken, IdTokenType};
-use ocpp_proto::station::{Reading, StopReason, Transactions};
+use ocpp_proto::station::{Reading, StationStopReason, Transactions};
 use ocpp_station_store::offline::{FileStore, OfflineQueue, TransactionOp};
 
 /// A copy of the journal `name` in a directory of its own, removed on drop.
@@ -87,7 +87,7 @@ fn former_journals_read_with_the_same_token_and_go_on_alike() {
         let stop = TransactionOp::Stop {
             evse: 1,
             reading: Reading::new(1_500),
-            reason: StopReason::Local,
+            reason: StationStopReason::Local,
         };
         queue
             .transaction(stop, at, ())

@@ -29,7 +29,7 @@
 //!   last frames ([`MockCsmsBuilder::keep_frames`]).
 //!
 //! ```
-//! use ocpp_tokio::station::{Evse, IdToken, Station, StopReason};
+//! use ocpp_tokio::station::{Evse, IdToken, Station, StationStopReason};
 //! use ocpp_test_kit::MockCsms;
 //! use ocpp_tokio::OcppVersion;
 //!
@@ -39,7 +39,7 @@
 //! let station = Station::builder(&csms.url("CP001"))?.versions([OcppVersion::V2_0_1]).connect()?;
 //! station.accepted().await?;
 //! station.start_transaction(Evse::new(1).with_connector(1), IdToken::new("TAG", "ISO14443"), 0).await?;
-//! station.stop_transaction(1, 1_200, StopReason::Local).await?;
+//! station.stop_transaction(1, 1_200, StationStopReason::Local).await?;
 //! let events = csms.wait_for_calls("TransactionEvent", 2).await?;
 //! assert_eq!(events[1]["transactionInfo"]["stoppedReason"], "Local");
 //! station.close();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use ocpp_test_kit::MockCsms;
 use ocpp_tokio::model::local_auth::{Decision, Settings, Source};
 use ocpp_tokio::model::{IdToken, IdTokenType};
-use ocpp_tokio::station::{Evse, LocalAuthStore, Station, Status, StopReason};
+use ocpp_tokio::station::{Evse, LocalAuthStore, Station, StationStopReason, Status};
 use ocpp_tokio::{v1_6, v2_0_1, OcppVersion};
 use serde_json::json;
 
@@ -106,7 +106,7 @@ async fn authorized_online_accepted_offline_from_the_cache_1_6() {
         .unwrap();
     started.outcome().await.unwrap();
     station
-        .stop_transaction(1, 10, StopReason::Local)
+        .stop_transaction(1, 10, StationStopReason::Local)
         .await
         .unwrap();
 

@@ -7,7 +7,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use ocpp_test_kit::{FrameKind, MockCsms, MockDirection, MockStation, TestKitError};
-use ocpp_tokio::station::{Evse, IdToken, Reading, SampledValue, Start, Station, StopReason};
+use ocpp_tokio::station::{
+    Evse, IdToken, Reading, SampledValue, Start, Station, StationStopReason,
+};
 use ocpp_tokio::{v1_6, v2_0_1 as v, DateTime, OcppVersion, Reply, Router, Session};
 use serde_json::{json, Value};
 
@@ -49,7 +51,7 @@ async fn stop_id(s: &Twin, id: &str) -> bool {
     let Some(evse) = evse else { return false };
     let reading = Reading::new(2_500).with_sampled_value(SampledValue::power_w(0));
     station
-        .stop_transaction_with(evse, reading, StopReason::Remote)
+        .stop_transaction_with(evse, reading, StationStopReason::Remote)
         .await
         .is_ok()
 }

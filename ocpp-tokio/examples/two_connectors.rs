@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ocpp_tokio::station::{Evse, FileStore, IdToken, MemoryStore, OfflineStore, Start};
-use ocpp_tokio::station::{Station, StationInfo, Status, StopReason, TransactionRef};
+use ocpp_tokio::station::{Station, StationInfo, StationStopReason, Status, TransactionRef};
 use ocpp_tokio::{v1_6, v2_0_1 as v, DateTime, OcppVersion, Reply, Router, Session};
 
 /// The station: a handle to it once connected (the transactions are the library's).
@@ -49,7 +49,7 @@ async fn stop_where(s: &Charger, matches: impl Fn(&TransactionRef) -> bool) -> b
     let Some(station) = s.station.get() else { return false };
     let open = station.transactions();
     let Some(evse) = open.open().find(|t| matches(&t.id)).map(|t| t.evse.id) else { return false };
-    station.stop_transaction(evse, meter_wh(evse), StopReason::Remote).await.is_ok()
+    station.stop_transaction(evse, meter_wh(evse), StationStopReason::Remote).await.is_ok()
 }
 
 async fn request_start(

@@ -6,7 +6,7 @@ use ocpp_messages::version::OcppVersion;
 use ocpp_proto::{DecodeOptions, Request, Response};
 use serde_json::{json, Value};
 
-use super::{now_datetime, ConnectorState, Outgoing, PayloadError, Reading, StopReason, TxRef};
+use super::{now_datetime, ConnectorState, Outgoing, PayloadError, Reading, TxRef};
 
 /// The request for `message` in `version`.
 pub fn request(version: OcppVersion, message: &Outgoing) -> Result<Request, PayloadError> {
@@ -94,13 +94,7 @@ fn request_v16(message: &Outgoing) -> v1_6::Request {
             meter_stop: meter_i32(reading.energy_wh),
             timestamp: now_datetime(),
             transaction_id: tx.csms_id.unwrap_or(0),
-            reason: Some(match reason {
-                StopReason::Local => v1_6::Reason::Local,
-                StopReason::Remote => v1_6::Reason::Remote,
-                StopReason::Reset { hard: true } => v1_6::Reason::HardReset,
-                StopReason::Reset { hard: false } => v1_6::Reason::SoftReset,
-                StopReason::DeAuthorized => v1_6::Reason::DeAuthorized,
-            }),
+            reason: Some(v1_6::Reason::from_wire(reason.as_str_in(OcppVersion::V1_6))),
             transaction_data: None,
         }
         .into(),
@@ -204,12 +198,11 @@ fn request_v2(message: &Outgoing) -> (&'static str, Value) {
             reading,
             reason,
         } => {
-            let (trigger, stopped) = match reason {
-                StopReason::Local => ("StopAuthorized", "Local"),
-                StopReason::Remote => ("RemoteStop", "Remote"),
-                StopReason::Reset { .. } => ("ResetCommand", "ImmediateReset"),
-                StopReason::DeAuthorized => ("Deauthorized", "DeAuthorized"),
-            };
+            // The same in 2.0.1 and 2.1.
+            let (trigger, stopped) = (
+                reason.trigger_reason(),
+                reason.as_str_in(OcppVersion::V2_0_1),
+            );
             let mut event = transaction_event_v2("Ended", trigger, tx, reading, "Transaction.End");
             event["transactionInfo"]["stoppedReason"] = json!(stopped);
             event["transactionInfo"]["chargingState"] = json!("EVConnected");

@@ -49,7 +49,7 @@ fn every_outgoing_message_passes_every_versions_schema() {
         Outgoing::TxEnded {
             tx: tx(),
             reading,
-            reason: StopReason::Reset { hard: true },
+            reason: StationStopReason::HardReset,
         },
         Outgoing::Meter {
             connector: 1,

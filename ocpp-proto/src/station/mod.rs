@@ -72,7 +72,7 @@ pub use transaction::{
     is_transaction_action, is_transaction_message, transaction_id_of, with_transaction_id,
 };
 pub use transactions::{
-    Evse, IdToken, IdTokenType, OpenTransaction, Reading, SampledValue, Start, StopReason,
+    Evse, IdToken, IdTokenType, OpenTransaction, Reading, SampledValue, Start, StationStopReason,
     TransactionError, TransactionMessage, TransactionRef, Transactions, ENERGY_REGISTER, MAX_ENDED,
     MAX_TRANSACTION_ID_PREFIX,
 };

@@ -13,7 +13,7 @@ mod start_stop;
 mod tests;
 
 pub use meter_values::{Reading, SampledValue, ENERGY_REGISTER};
-pub use start_stop::{Start, StopReason};
+pub use start_stop::{Start, StationStopReason};
 
 /// The longest 2.x `transactionId` (`identifierString[0..36]`).
 const MAX_TRANSACTION_ID: usize = 36;
@@ -178,7 +178,7 @@ pub enum TransactionError {
 ///   goes on with the next `seqNo`).
 ///
 /// ```
-/// use ocpp_proto::station::{Evse, IdToken, Start, StopReason, Transactions};
+/// use ocpp_proto::station::{Evse, IdToken, Start, StationStopReason, Transactions};
 /// use ocpp_proto::{DateTime, OcppVersion};
 ///
 /// let t0 = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
@@ -189,7 +189,7 @@ pub enum TransactionError {
 ///     .unwrap();
 /// assert_eq!(started.request.action(), "TransactionEvent");
 /// transactions.meter(evse.id, 1_500, t0.clone()).unwrap();
-/// let ended = transactions.stop(evse.id, 2_000, t0, StopReason::Local).unwrap();
+/// let ended = transactions.stop(evse.id, 2_000, t0, StationStopReason::Local).unwrap();
 /// let payload = serde_json::to_value(&ended.request).unwrap();
 /// assert_eq!(payload["seqNo"], 2);
 /// assert_eq!(payload["transactionInfo"]["stoppedReason"], "Local");
@@ -394,7 +394,7 @@ impl Transactions {
 
     /// Ends the transaction on `evse`: 1.6 StopTransaction (`meterStop`, `reason`), 2.x
     /// TransactionEvent `Ended` (the next `seqNo`, `stoppedReason`, the trigger of
-    /// [`StopReason::trigger_reason`], the reading with context `Transaction.End`).
+    /// [`StationStopReason::trigger_reason`], the reading with context `Transaction.End`).
     ///
     /// # Errors
     /// [`TransactionError::NotOpen`], [`TransactionError::OutOfRange`]; nothing changed.
@@ -403,7 +403,7 @@ impl Transactions {
         evse: i32,
         meter_wh: i64,
         timestamp: DateTime,
-        reason: StopReason,
+        reason: StationStopReason,
     ) -> Result<TransactionMessage, TransactionError> {
         self.stop_with(evse, Reading::new(meter_wh), timestamp, reason)
     }
@@ -413,14 +413,14 @@ impl Transactions {
     /// `Transaction.End`).
     ///
     /// ```
-    /// use ocpp_proto::station::{Evse, IdToken, Reading, SampledValue, Start, StopReason, Transactions};
+    /// use ocpp_proto::station::{Evse, IdToken, Reading, SampledValue, Start, StationStopReason, Transactions};
     /// use ocpp_proto::{DateTime, OcppVersion};
     ///
     /// let t0 = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
     /// let mut transactions = Transactions::new(OcppVersion::V2_1, "CP1-");
     /// transactions.start(Start::new(Evse::new(1), IdToken::new("TAG", "Central"), 0, t0.clone()), 1).unwrap();
     /// let reading = Reading::new(9_000).with_sampled_value(SampledValue::soc_percent(80));
-    /// let ended = transactions.stop_with(1, reading, t0, StopReason::EVDisconnected).unwrap();
+    /// let ended = transactions.stop_with(1, reading, t0, StationStopReason::EVDisconnected).unwrap();
     /// let payload = serde_json::to_value(&ended.request).unwrap();
     /// assert_eq!(payload["meterValue"][0]["sampledValue"][1]["measurand"], "SoC");
     /// ```
@@ -432,7 +432,7 @@ impl Transactions {
         evse: i32,
         reading: Reading,
         timestamp: DateTime,
-        reason: StopReason,
+        reason: StationStopReason,
     ) -> Result<TransactionMessage, TransactionError> {
         let message = message::ended(self.open_on(evse)?, &reading, timestamp, reason)?;
         if let Some(mut ended) = self.open.remove(&evse) {
@@ -447,7 +447,7 @@ impl Transactions {
     }
 
     /// After a restart: ends the transaction that was open on `evse` when the station lost
-    /// power, with the last meter reading known ([`StopReason::PowerLoss`]; 2.x trigger
+    /// power, with the last meter reading known ([`StationStopReason::PowerLoss`]; 2.x trigger
     /// `AbnormalCondition`, its `seqNo` going on from the last one sent).
     ///
     /// ```
@@ -475,7 +475,7 @@ impl Transactions {
         timestamp: DateTime,
     ) -> Result<TransactionMessage, TransactionError> {
         let meter_wh = self.open_on(evse)?.meter_wh;
-        self.stop(evse, meter_wh, timestamp, StopReason::PowerLoss)
+        self.stop(evse, meter_wh, timestamp, StationStopReason::PowerLoss)
     }
 
     /// OCPP 1.6: the StartTransaction queued at `start_seq` was answered with `id`. Returns the
@@ -511,7 +511,7 @@ impl Transactions {
     /// last reading: for the id a 1.6 central system gave one that ended before it answered.
     ///
     /// ```
-    /// use ocpp_proto::station::{Evse, IdToken, Start, StopReason, TransactionRef, Transactions};
+    /// use ocpp_proto::station::{Evse, IdToken, Start, StationStopReason, TransactionRef, Transactions};
     /// use ocpp_proto::{DateTime, OcppVersion};
     ///
     /// let t0 = DateTime::from_unix_timestamp(1_780_000_000).unwrap();

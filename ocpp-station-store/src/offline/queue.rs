@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use ocpp_messages::{DateTime, DecodeOptions, OcppVersion, Request};
 use ocpp_proto::station::{
-    transaction_id_of, with_transaction_id, OpenTransaction, Reading, Start, StopReason,
+    transaction_id_of, with_transaction_id, OpenTransaction, Reading, Start, StationStopReason,
     TransactionError, TransactionMessage, Transactions,
 };
 use ocpp_proto::{CallFailure, CallOutcome};
@@ -72,7 +72,7 @@ pub enum TransactionOp {
         /// The last reading.
         reading: Reading,
         /// Why.
-        reason: StopReason,
+        reason: StationStopReason,
     },
     /// The transaction open on `evse` ended with a power loss (found open at a restart).
     PowerLoss {

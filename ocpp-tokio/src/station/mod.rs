@@ -147,7 +147,7 @@ pub use local_auth::{LocalAuthError, LocalAuthExt, LocalAuthStore};
 pub use ocpp_proto::station::{
     BootReason, Evse, IdToken, IdTokenType, NetworkProfile, NetworkProfiles, OpenTransaction,
     ProfileRejected, Reading, RegistrationStatus, RetryBackOff, SampledValue, Start, StationInfo,
-    StopReason, TransactionError, TransactionRef, Transactions,
+    StationStopReason, TransactionError, TransactionRef, Transactions,
 };
 pub use ocpp_proto::station::{StationUrl, UrlError};
 use store::TransactionOp;
@@ -426,11 +426,11 @@ impl Station {
     ///
     /// ```no_run
     /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
-    /// use ocpp_tokio::station::{Evse, IdToken, StopReason};
+    /// use ocpp_tokio::station::{Evse, IdToken, StationStopReason};
     /// station.start_transaction(Evse::new(1).with_connector(1), IdToken::new("04A1B2", "ISO14443"), 1_000).await?;
     /// station.meter(1, 1_500).await?;
     /// println!("transaction {:?}", station.transaction_id(1));
-    /// station.stop_transaction(1, 2_000, StopReason::Local).await?;
+    /// station.stop_transaction(1, 2_000, StationStopReason::Local).await?;
     /// # Ok(()) }
     /// ```
     ///
@@ -512,8 +512,8 @@ impl Station {
     ///
     /// ```no_run
     /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
-    /// use ocpp_tokio::station::StopReason;
-    /// station.stop_transaction(1, 9_000, StopReason::Remote).await?;
+    /// use ocpp_tokio::station::StationStopReason;
+    /// station.stop_transaction(1, 9_000, StationStopReason::Remote).await?;
     /// # Ok(()) }
     /// ```
     ///
@@ -524,7 +524,7 @@ impl Station {
         &self,
         evse: i32,
         meter_wh: i64,
-        reason: StopReason,
+        reason: StationStopReason,
     ) -> Result<Queued, QueueError> {
         self.stop_transaction_with(evse, Reading::new(meter_wh), reason)
             .await
@@ -535,9 +535,9 @@ impl Station {
     ///
     /// ```no_run
     /// # async fn example(station: ocpp_tokio::station::Station) -> Result<(), ocpp_tokio::station::QueueError> {
-    /// use ocpp_tokio::station::{Reading, SampledValue, StopReason};
+    /// use ocpp_tokio::station::{Reading, SampledValue, StationStopReason};
     /// let reading = Reading::new(9_000).with_sampled_value(SampledValue::soc_percent(80));
-    /// station.stop_transaction_with(1, reading, StopReason::EVDisconnected).await?;
+    /// station.stop_transaction_with(1, reading, StationStopReason::EVDisconnected).await?;
     /// # Ok(()) }
     /// ```
     ///
@@ -547,7 +547,7 @@ impl Station {
         &self,
         evse: i32,
         reading: Reading,
-        reason: StopReason,
+        reason: StationStopReason,
     ) -> Result<Queued, QueueError> {
         self.transaction(TransactionOp::Stop {
             evse,

@@ -19,11 +19,12 @@
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use ocpp_examples::charge_point_payload::{self as payload, ConnectorState, Outgoing, StopReason};
+use ocpp_examples::charge_point_payload::{self as payload, ConnectorState, Outgoing};
 use ocpp_messages::version::OcppVersion;
 use ocpp_proto::{CallFailure, CallOutcome, Closed, Response};
 use ocpp_tokio::station::{
-    BootReason, Evse, IdToken, QueueError, Queued, Reading, SampledValue, Start, Station, Status,
+    BootReason, Evse, IdToken, QueueError, Queued, Reading, SampledValue, Start, Station,
+    StationStopReason, Status,
 };
 use ocpp_tokio::{Answer, ErrorCode, IncomingCall, Router, Session};
 use tokio::sync::{mpsc, watch, Notify};
@@ -97,7 +98,7 @@ enum Item {
     /// A reading of the transaction on the connector (the simulator's transaction's number).
     Meter(u32, Reading, u64),
     /// The transaction on the connector ends.
-    Stop(u32, Reading, ocpp_tokio::station::StopReason),
+    Stop(u32, Reading, StationStopReason),
     /// An accepted Reset: the queued messages delivered, close and boot again.
     Reboot,
 }
@@ -192,7 +193,12 @@ impl Sim {
     }
 
     /// Ends the transaction, if any: its messages.
-    fn end_transaction(&self, st: &mut State, now: Instant, reason: StopReason) -> Vec<Item> {
+    fn end_transaction(
+        &self,
+        st: &mut State,
+        now: Instant,
+        reason: StationStopReason,
+    ) -> Vec<Item> {
         if st.transaction.is_none() {
             return Vec::new();
         }
@@ -203,13 +209,6 @@ impl Sim {
         self.stats().transactions += 1;
         info!(identity = %self.identity, id = ?self.transaction_id(&t), ?reason, energy_wh = reading.energy_wh, "transaction ends");
         let connector = t.connector;
-        let reason = match reason {
-            StopReason::Local => ocpp_tokio::station::StopReason::Local,
-            StopReason::Remote => ocpp_tokio::station::StopReason::Remote,
-            StopReason::Reset { hard: true } => ocpp_tokio::station::StopReason::HardReset,
-            StopReason::Reset { hard: false } => ocpp_tokio::station::StopReason::SoftReset,
-            StopReason::DeAuthorized => ocpp_tokio::station::StopReason::DeAuthorized,
-        };
         let mut messages = vec![Item::Stop(connector, reading, reason)];
         if st.version == OcppVersion::V1_6 {
             messages.push(Item::Send(Outgoing::Status {
@@ -242,7 +241,7 @@ impl Sim {
         };
         if refused {
             warn!(identity = %self.identity, "id tag not accepted: ending the transaction");
-            let messages = self.end_transaction(&mut st, now, StopReason::DeAuthorized);
+            let messages = self.end_transaction(&mut st, now, StationStopReason::DeAuthorized);
             self.send(messages);
         }
     }
@@ -254,7 +253,7 @@ impl Sim {
             (t.stop_at.is_some_and(|at| at <= now), t.next_meter <= now)
         });
         if stop {
-            let messages = self.end_transaction(&mut st, now, StopReason::Local);
+            let messages = self.end_transaction(&mut st, now, StationStopReason::Local);
             self.send(messages);
         } else if meter {
             let interval = st.settings.meter_interval;

@@ -137,7 +137,7 @@ pub(super) fn ended(
     open: &OpenTransaction,
     reading: &Reading,
     timestamp: DateTime,
-    reason: StopReason,
+    reason: StationStopReason,
 ) -> Result<TransactionMessage, TransactionError> {
     let (request, transaction_of): (Request, _) = match open.version {
         #[cfg(feature = "v1_6")]
@@ -217,7 +217,7 @@ macro_rules! transaction_event {
 
             use super::{
                 known, known_if_any, number, start_trigger, transaction_id, update_context,
-                OpenTransaction, Reading, SampledValue, Start, StopReason, TransactionError,
+                OpenTransaction, Reading, SampledValue, Start, StationStopReason, TransactionError,
                 ENERGY, MAX_UNIT,
             };
 
@@ -266,7 +266,7 @@ macro_rules! transaction_event {
                 open: &OpenTransaction,
                 reading: &Reading,
                 timestamp: DateTime,
-                reason: StopReason,
+                reason: StationStopReason,
             ) -> Result<m::TransactionEventRequest, TransactionError> {
                 let mut event = event(
                     open,

@@ -1,4 +1,4 @@
-//! How a transaction starts ([`Start`]) and why it ends ([`StopReason`]).
+//! How a transaction starts ([`Start`]) and why it ends ([`StationStopReason`]).
 
 use ocpp_messages::{DateTime, OcppVersion};
 use serde::{Deserialize, Serialize};
@@ -72,10 +72,13 @@ impl Start {
     }
 }
 
-/// Why a transaction ended: the values 1.6 `Reason` and 2.x `ReasonEnumType` share.
+/// Why the station ends one of its transactions, as it sends it: the values 1.6 `Reason` and
+/// 2.x `ReasonEnumType` share, with 1.6's two resets apart (spelt per version by
+/// [`as_str_in`](Self::as_str_in)). A central system reads a stop as ocpp-model's
+/// `StopReason`, in 2.x's values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
-pub enum StopReason {
+pub enum StationStopReason {
     /// Stopped at the station (by the driver's token, a button).
     Local,
     /// Stopped by the central system (RemoteStopTransaction, RequestStopTransaction).
@@ -99,38 +102,38 @@ pub enum StopReason {
     Other,
 }
 
-impl StopReason {
+impl StationStopReason {
     /// The value on the wire (the same in 1.6 and 2.x but for the resets: 1.6's; see
-    /// [`StopReason::as_str_in`]).
+    /// [`StationStopReason::as_str_in`]).
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
-            StopReason::HardReset => "HardReset",
-            StopReason::SoftReset => "SoftReset",
-            StopReason::Local => "Local",
-            StopReason::Remote => "Remote",
-            StopReason::EVDisconnected => "EVDisconnected",
-            StopReason::PowerLoss => "PowerLoss",
-            StopReason::EmergencyStop => "EmergencyStop",
-            StopReason::DeAuthorized => "DeAuthorized",
-            StopReason::Reboot => "Reboot",
-            StopReason::Other => "Other",
+            StationStopReason::HardReset => "HardReset",
+            StationStopReason::SoftReset => "SoftReset",
+            StationStopReason::Local => "Local",
+            StationStopReason::Remote => "Remote",
+            StationStopReason::EVDisconnected => "EVDisconnected",
+            StationStopReason::PowerLoss => "PowerLoss",
+            StationStopReason::EmergencyStop => "EmergencyStop",
+            StationStopReason::DeAuthorized => "DeAuthorized",
+            StationStopReason::Reboot => "Reboot",
+            StationStopReason::Other => "Other",
         }
     }
 
     /// The value on the wire in `version` (1.6 `Reason`, 2.x `ReasonEnumType`).
     ///
     /// ```
-    /// use ocpp_proto::station::StopReason;
+    /// use ocpp_proto::station::StationStopReason;
     /// use ocpp_proto::OcppVersion;
-    /// assert_eq!(StopReason::HardReset.as_str_in(OcppVersion::V1_6), "HardReset");
-    /// assert_eq!(StopReason::HardReset.as_str_in(OcppVersion::V2_0_1), "ImmediateReset");
+    /// assert_eq!(StationStopReason::HardReset.as_str_in(OcppVersion::V1_6), "HardReset");
+    /// assert_eq!(StationStopReason::HardReset.as_str_in(OcppVersion::V2_0_1), "ImmediateReset");
     /// ```
     #[must_use]
     pub fn as_str_in(self, version: OcppVersion) -> &'static str {
         match (self, version) {
             (
-                StopReason::HardReset | StopReason::SoftReset,
+                StationStopReason::HardReset | StationStopReason::SoftReset,
                 OcppVersion::V2_0_1 | OcppVersion::V2_1,
             ) => "ImmediateReset",
             _ => self.as_str(),
@@ -147,12 +150,14 @@ impl StopReason {
     #[must_use]
     pub fn trigger_reason(self) -> &'static str {
         match self {
-            StopReason::Local | StopReason::Other => "StopAuthorized",
-            StopReason::Remote => "RemoteStop",
-            StopReason::EVDisconnected => "EVCommunicationLost",
-            StopReason::PowerLoss | StopReason::EmergencyStop => "AbnormalCondition",
-            StopReason::DeAuthorized => "Deauthorized",
-            StopReason::Reboot | StopReason::HardReset | StopReason::SoftReset => "ResetCommand",
+            StationStopReason::Local | StationStopReason::Other => "StopAuthorized",
+            StationStopReason::Remote => "RemoteStop",
+            StationStopReason::EVDisconnected => "EVCommunicationLost",
+            StationStopReason::PowerLoss | StationStopReason::EmergencyStop => "AbnormalCondition",
+            StationStopReason::DeAuthorized => "Deauthorized",
+            StationStopReason::Reboot
+            | StationStopReason::HardReset
+            | StationStopReason::SoftReset => "ResetCommand",
         }
     }
 }

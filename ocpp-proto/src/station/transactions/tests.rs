@@ -221,7 +221,7 @@ fn sampled_values_go_with_the_energy_register_in_every_version() {
         let mut t = Transactions::from_snapshot(&t.to_snapshot()).unwrap();
         assert_eq!(t.get(1).unwrap().sampled, reading().sampled);
         let ended = payload(
-            &t.stop_with(1, reading(), at(90), StopReason::Local)
+            &t.stop_with(1, reading(), at(90), StationStopReason::Local)
                 .unwrap(),
         );
         let (values, stop_values) = match version {
@@ -294,16 +294,16 @@ fn sampled_values_go_with_the_energy_register_in_every_version() {
 #[test]
 fn every_trigger_and_reason_is_a_value_of_the_version() {
     let reasons = [
-        StopReason::Local,
-        StopReason::Remote,
-        StopReason::EVDisconnected,
-        StopReason::PowerLoss,
-        StopReason::EmergencyStop,
-        StopReason::DeAuthorized,
-        StopReason::Reboot,
-        StopReason::HardReset,
-        StopReason::SoftReset,
-        StopReason::Other,
+        StationStopReason::Local,
+        StationStopReason::Remote,
+        StationStopReason::EVDisconnected,
+        StationStopReason::PowerLoss,
+        StationStopReason::EmergencyStop,
+        StationStopReason::DeAuthorized,
+        StationStopReason::Reboot,
+        StationStopReason::HardReset,
+        StationStopReason::SoftReset,
+        StationStopReason::Other,
     ];
     for reason in reasons {
         assert!(v1_6::Reason::from_wire(reason.as_str_in(OcppVersion::V1_6)).is_recognized());
@@ -452,7 +452,7 @@ fn run(version: OcppVersion, ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::Stop { evse } => {
                 queue_seq += 1;
-                match t.stop(evse, meter, at(queue_seq as i64), StopReason::Local) {
+                match t.stop(evse, meter, at(queue_seq as i64), StationStopReason::Local) {
                     Ok(message) => record(version, message, queue_seq, &given, &mut seen)?,
                     Err(e) => prop_assert_eq!(e, TransactionError::NotOpen(evse)),
                 }

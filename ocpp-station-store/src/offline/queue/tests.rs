@@ -77,7 +77,7 @@ fn stop(evse: i32) -> TransactionOp {
     TransactionOp::Stop {
         evse,
         reading: Reading::new(1_000),
-        reason: StopReason::Local,
+        reason: StationStopReason::Local,
     }
 }
 

@@ -3,11 +3,9 @@
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use ocpp_examples::charge_point_payload::{
-    CommandReply, CsmsCommand, Outgoing, StopReason, TriggerKind,
-};
+use ocpp_examples::charge_point_payload::{CommandReply, CsmsCommand, Outgoing, TriggerKind};
 use ocpp_messages::version::OcppVersion;
-use ocpp_tokio::station::Status;
+use ocpp_tokio::station::{StationStopReason, Status};
 use tracing::{debug, info};
 
 use super::{
@@ -59,7 +57,7 @@ impl Sim {
                     .and_then(|t| self.transaction_id(t))
                     .is_some_and(|id| id == transaction_id);
                 if ours {
-                    let messages = self.end_transaction(&mut st, now, StopReason::Remote);
+                    let messages = self.end_transaction(&mut st, now, StationStopReason::Remote);
                     self.send(messages);
                 }
                 CommandReply::StartStop {
@@ -70,7 +68,12 @@ impl Sim {
             CsmsCommand::Reset { hard } => {
                 info!(identity = %self.identity, hard, "reset accepted");
                 st.reset_requested = true;
-                let messages = self.end_transaction(&mut st, now, StopReason::Reset { hard });
+                let reason = if hard {
+                    StationStopReason::HardReset
+                } else {
+                    StationStopReason::SoftReset
+                };
+                let messages = self.end_transaction(&mut st, now, reason);
                 self.send(messages);
                 self.send([Item::Reboot]);
                 CommandReply::Reset { accepted: true }

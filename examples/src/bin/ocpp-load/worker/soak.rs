@@ -16,7 +16,8 @@ use ocpp_frame::CloseCode;
 use ocpp_proto::{CallOutcome, CloseReason, Closed};
 
 use super::{payload, CallAnswer, ConnectorState, Kind, LoadPhase, Outgoing, Reading, Worker};
-use ocpp_examples::charge_point_payload::{StopReason, TxRef};
+use ocpp_examples::charge_point_payload::TxRef;
+use ocpp_proto::station::StationStopReason;
 
 mod commands;
 
@@ -583,7 +584,7 @@ impl Worker {
             &Outgoing::TxEnded {
                 tx,
                 reading,
-                reason: StopReason::Local,
+                reason: StationStopReason::Local,
             },
             now,
         );
