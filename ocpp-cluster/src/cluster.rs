@@ -673,7 +673,7 @@ impl Shared {
         if !self.redis.is_cluster() || old_node.is_empty() || old_node == self.config.node_id {
             return;
         }
-        let message = crate::wire::Superseded {
+        let message = crate::wire::WireSuperseded {
             kind: "superseded".into(),
             identity: identity.into(),
             epoch: old_epoch.parse().unwrap_or(0),

@@ -12,7 +12,7 @@ use crate::JsonCallOutcome;
 
 /// Only the `type` field, read first to pick the message's shape.
 #[derive(Debug, Deserialize)]
-pub(crate) struct Head<'a> {
+pub(crate) struct WireHead<'a> {
     #[serde(rename = "type", borrow)]
     pub(crate) kind: Cow<'a, str>,
 }
@@ -61,7 +61,7 @@ pub(crate) struct WireReply<'a> {
 /// `{"type":"superseded",...}`: published by `claim.lua` (or `refresh.lua`) to the previous
 /// holder; on Redis Cluster by the node after the script (PROTOCOL.md 1.2).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Superseded<'a> {
+pub(crate) struct WireSuperseded<'a> {
     /// `"superseded"`.
     #[serde(rename = "type", borrow, default = "superseded_kind")]
     pub(crate) kind: Cow<'a, str>,
@@ -293,13 +293,13 @@ mod tests {
     #[test]
     fn the_documented_command_and_superseded_messages_parse() {
         let command = r#"{"type":"command","id":"a-5f0c9e1d2b3a4c5d-17","reply_to":"a","identity":"CP-1","action":"Reset","payload":{"type":"Soft"},"deadline_ms":1796121429478}"#;
-        let head: Head<'_> = serde_json::from_str(command).unwrap();
+        let head: WireHead<'_> = serde_json::from_str(command).unwrap();
         assert_eq!(head.kind, "command");
         let command: WireCommand<'_> = serde_json::from_str(command).unwrap();
         assert_eq!(command.payload.get(), r#"{"type":"Soft"}"#);
         assert_eq!(command.deadline_ms, 1_796_121_429_478);
         let superseded = r#"{"type":"superseded","identity":"CP-7","epoch":1796121429478310,"by_node":"b","by_epoch":1796121429478311}"#;
-        let superseded: Superseded<'_> = serde_json::from_str(superseded).unwrap();
+        let superseded: WireSuperseded<'_> = serde_json::from_str(superseded).unwrap();
         assert_eq!(superseded.by_epoch, 1_796_121_429_478_311);
     }
 }

@@ -103,7 +103,7 @@ impl Shared {
             tracing::warn!("inbox message is not UTF-8");
             return;
         };
-        let Ok(head) = serde_json::from_str::<wire::Head<'_>>(text) else {
+        let Ok(head) = serde_json::from_str::<wire::WireHead<'_>>(text) else {
             tracing::warn!(message = text, "inbox message without a type");
             return;
         };
@@ -121,7 +121,7 @@ impl Shared {
                 let text = text.to_owned();
                 tokio::spawn(async move { shared.run_command(&text).await });
             }
-            "superseded" => match serde_json::from_str::<wire::Superseded<'_>>(text) {
+            "superseded" => match serde_json::from_str::<wire::WireSuperseded<'_>>(text) {
                 Ok(msg) => self.superseded(msg),
                 Err(e) => tracing::warn!(error = %e, "bad superseded message"),
             },
@@ -132,7 +132,7 @@ impl Shared {
     }
 
     /// A `superseded` message (PROTOCOL.md 5.3); [`ClaimTable::superseded`] decides.
-    fn superseded(&self, msg: wire::Superseded<'_>) {
+    fn superseded(&self, msg: wire::WireSuperseded<'_>) {
         let lost =
             lock(&self.claims).superseded(&msg.identity, msg.epoch, &msg.by_node, msg.by_epoch);
         if let Some(lost) = lost {
