@@ -21,7 +21,9 @@ use crate::typed::{ResponseOf, TypedCall};
 use crate::handoff::handing;
 
 /// Where a CALL's outcome goes: to a caller waiting on a channel ([`ChargePoint::call_raw`]),
-/// or to a function the connection runs ([`ChargePoint::call_raw_then`]).
+/// or to a function the connection runs ([`ChargePoint::call_raw_then`]). The server's driver
+/// holds the core's `Connection<CallReply>`: each CALL of ours carries its `CallReply`, handed
+/// back by the core with that outcome (so the driver keeps no table of waiters).
 #[derive(Debug)]
 pub(crate) enum CallReply {
     Waiting(oneshot::Sender<Result<Response, CallFailure>>),

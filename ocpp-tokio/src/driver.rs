@@ -65,11 +65,6 @@ pub(crate) fn poll_sends(
     progressed
 }
 
-/// The core's connection as the server's driver holds it: each CALL of ours carries where
-/// its outcome goes, handed back by the core with that outcome (so the driver keeps no table
-/// of waiters).
-pub(crate) type Connection = ocpp_proto::Connection<CallReply>;
-
 /// What the handles' commands made of this turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Flow {
@@ -186,7 +181,7 @@ impl<S, H: Handler, T> Driver<S, Serve<H>, T> {
         shared: std::sync::Arc<ServerShared<H>>,
         link: std::sync::Arc<Link>,
         stream: S,
-        conn: Connection,
+        conn: ocpp_proto::Connection<CallReply>,
         certificate: Option<PeerCertificate>,
         timer: T,
     ) -> Self {
@@ -481,7 +476,7 @@ pub(crate) mod tests {
     #[test]
     fn the_driver_stays_small() {
         let size = std::mem::size_of::<Driver<tokio::net::TcpStream, Serve<Nothing>>>();
-        let core = std::mem::size_of::<Connection>();
+        let core = std::mem::size_of::<ocpp_proto::Connection<CallReply>>();
         eprintln!("Driver: {size} bytes, of which Connection {core}");
         assert!(size <= core + 176, "{size}");
     }

@@ -14,7 +14,7 @@ use ocpp_proto::ConnectionConfig;
 /// The accept rate of [`ServerBuilder::accept_rate`] (the policy is `ocpp-proto`'s).
 pub use ocpp_proto::accept::AcceptRate;
 
-use crate::driver::Connection;
+use ocpp_proto::Connection;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio_rustls::TlsAcceptor;

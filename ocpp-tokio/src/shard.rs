@@ -30,9 +30,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use crate::driver::Connection;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Token};
+use ocpp_proto::Connection;
 use slab::Slab;
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -41,7 +41,7 @@ use tokio::time::Sleep;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::{Accept, TlsAcceptor};
 
-use crate::charge_point::Link;
+use crate::charge_point::{CallReply, Link};
 use crate::driver::{Driver, Serve, ServerShared, Timer};
 use crate::handler::PeerCertificate;
 use crate::handoff::{self, DriveHere};
@@ -57,7 +57,7 @@ const EVENTS: usize = 1024;
 /// An accepted connection on its way to a shard.
 pub(crate) struct Incoming {
     pub(crate) stream: TcpStream,
-    pub(crate) conn: Connection,
+    pub(crate) conn: Connection<CallReply>,
     pub(crate) link: Arc<Link>,
 }
 
@@ -332,7 +332,7 @@ enum State<H: Handler> {
 
 struct Handshake {
     accept: Accept<ShardStream>,
-    conn: Connection,
+    conn: Connection<CallReply>,
     /// The peer's address, for [`Connecting::peer_addr`](crate::Connecting::peer_addr).
     peer: Option<std::net::SocketAddr>,
     link: Arc<Link>,
@@ -768,7 +768,7 @@ mod tests {
         let slot = std::mem::size_of::<Slot<Nothing>>() + 8;
         let plain =
             std::mem::size_of::<Driver<ShardStream, crate::driver::Serve<Nothing>, ShardTimer>>();
-        let core = std::mem::size_of::<Connection>();
+        let core = std::mem::size_of::<Connection<CallReply>>();
         eprintln!("slot: {slot} bytes; plain driver {plain}, of which Connection {core}");
         assert!(slot <= core + 176, "{slot}");
     }

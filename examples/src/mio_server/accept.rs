@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::ocpp_socket::Connection;
 use mio::net::{TcpListener, TcpStream};
 use mio::Interest;
 use ocpp_proto::accept::{after_accept_error, AcceptRetry};
+use ocpp_proto::Connection;
 
 use super::admin_socket::{AdminSocket, AdminStage};
 use super::capture::Tap;

@@ -11,7 +11,7 @@ use mio::net::TcpStream;
 use mio::Interest;
 use ocpp_cluster::{command_outcome, ClaimTicket};
 use ocpp_messages::version::OcppVersion;
-use ocpp_proto::{Answer, CallOutcome, ChargePointIdentity, Closed, Event, MessageId};
+use ocpp_proto::{Answer, CallOutcome, ChargePointIdentity, Closed, Connection, Event, MessageId};
 
 use super::capture::Tap;
 use super::cluster::JobAnswer;
@@ -49,7 +49,11 @@ impl SocketStage {
     }
 }
 
-/// Who waits for the answer to one of our CALLs.
+/// Who waits for the answer to one of our CALLs. mio-server holds the core's
+/// `Connection<Option<Box<Waiter>>>`: each CALL of ours carries who waits for its outcome
+/// (`None` for the central system's own CALLs), handed back by the core with that outcome, so
+/// no socket keeps a table of waiters. Boxed: the core's events carry it, and a pointer keeps
+/// them as small as they were for the messages that have none (every request).
 #[derive(Debug)]
 pub(super) enum Waiter {
     /// The admin socket to answer (loop 0).
@@ -66,19 +70,13 @@ pub(super) enum Waiter {
     Job(JobAnswer),
 }
 
-/// The core's connection as mio-server holds it: each CALL of ours carries who waits for its
-/// outcome (`None` for the central system's own CALLs), handed back by the core with that
-/// outcome, so no socket keeps a table of waiters. Boxed: the core's events carry it, and a
-/// pointer keeps them as small as they were for the messages that have none (every request).
-pub(super) type Connection = ocpp_proto::Connection<Option<Box<Waiter>>>;
-
 /// A charge point's socket and its Sans-IO connection.
 #[derive(Debug)]
 pub(super) struct OcppSocket {
     pub(super) socket: TcpStream,
     /// The TLS session with `wss://`; `None` (a null pointer) with plain `ws://`.
     pub(super) tls: Option<Box<TlsSession>>,
-    pub(super) connection: Connection,
+    pub(super) connection: Connection<Option<Box<Waiter>>>,
     pub(super) stage: SocketStage,
     /// The interest registered with the poller.
     pub(super) interest: Interest,
@@ -656,7 +654,7 @@ fn write_out(s: &mut OcppSocket, mut tap: Option<&mut Tap>) -> io::Result<()> {
 /// (CertificateSigned after an accepted SignCertificate...), behind the answer.
 fn send_answer(
     csms: &Csms,
-    connection: &mut Connection,
+    connection: &mut Connection<Option<Box<Waiter>>>,
     identity: &ChargePointIdentity,
     id: &MessageId<'static>,
     answer: Answer,
@@ -693,7 +691,7 @@ mod tests {
         println!(
             "OcppSocket {size} B (slab slot {slot}): Connection {}, stage {}, scheduled {}, \
              identity {}, session {}, opened {}, claim {}",
-            size_of::<Connection>(),
+            size_of::<Connection<Option<Box<Waiter>>>>(),
             size_of::<SocketStage>(),
             size_of::<Option<Moment>>(),
             size_of::<Option<ChargePointIdentity>>(),

@@ -11,11 +11,12 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use ocpp_proto::{
-    Answer, CallFailure, CallOutcome, Closed, Event, MessageId, RefusalReason, Rejection,
+    Answer, CallFailure, CallOutcome, Closed, Connection, Event, MessageId, RefusalReason,
+    Rejection,
 };
 use tokio::sync::oneshot;
 
-use super::{BoxFuture, Connection, Flow, ServerShared, Side};
+use super::{BoxFuture, Flow, ServerShared, Side};
 use crate::charge_point::{CallReply, Link, LinkCommand};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
@@ -148,7 +149,12 @@ impl<H: Handler> Serve<H> {
     // ---- commands from handles ----
 
     /// Applies one command; returns false for `Abort`.
-    fn on_command(&mut self, conn: &mut Connection, now: Instant, command: LinkCommand) -> bool {
+    fn on_command(
+        &mut self,
+        conn: &mut Connection<CallReply>,
+        now: Instant,
+        command: LinkCommand,
+    ) -> bool {
         match command {
             LinkCommand::Call {
                 request,
@@ -185,7 +191,7 @@ impl<H: Handler> Serve<H> {
     /// Sends a SEND; keeps it for a retry when the output is full (returns true then).
     fn try_send(
         &mut self,
-        conn: &mut Connection,
+        conn: &mut Connection<CallReply>,
         now: Instant,
         request: Request,
         reply: oneshot::Sender<Result<(), SendError>>,
@@ -216,7 +222,7 @@ impl<H: Handler> Serve<H> {
     /// cannot be sent as given); the hook sees what went out.
     fn respond(
         &mut self,
-        conn: &mut Connection,
+        conn: &mut Connection<CallReply>,
         now: Instant,
         id: MessageId<'static>,
         answer: Answer,
@@ -247,7 +253,7 @@ impl<H: Handler> Serve<H> {
 
     fn on_connected(
         &mut self,
-        conn: &mut Connection,
+        conn: &mut Connection<CallReply>,
         now: Instant,
         version: ocpp_proto::OcppVersion,
     ) {
@@ -310,7 +316,12 @@ impl<H: Handler> Side for Serve<H> {
     type Caller = CallReply;
 
     #[inline]
-    fn poll_commands(&mut self, cx: &mut Context<'_>, now: Instant, conn: &mut Connection) -> Flow {
+    fn poll_commands(
+        &mut self,
+        cx: &mut Context<'_>,
+        now: Instant,
+        conn: &mut Connection<CallReply>,
+    ) -> Flow {
         let mut flow = Flow::Idle;
         while let Some(command) = self.link.pop(cx.waker()) {
             flow = Flow::Busy;
@@ -323,7 +334,12 @@ impl<H: Handler> Side for Serve<H> {
     }
 
     #[inline]
-    fn on_event(&mut self, now: Instant, conn: &mut Connection, event: Event<CallReply>) {
+    fn on_event(
+        &mut self,
+        now: Instant,
+        conn: &mut Connection<CallReply>,
+        event: Event<CallReply>,
+    ) {
         match event {
             Event::UpgradeRequested(request) => {
                 let handler = self.shared.handler.clone();
@@ -392,7 +408,12 @@ impl<H: Handler> Side for Serve<H> {
     }
 
     #[inline]
-    fn poll_handlers(&mut self, cx: &mut Context<'_>, now: Instant, conn: &mut Connection) -> bool {
+    fn poll_handlers(
+        &mut self,
+        cx: &mut Context<'_>,
+        now: Instant,
+        conn: &mut Connection<CallReply>,
+    ) -> bool {
         let mut progressed = false;
         if let Some(upgrade) = self.rare.as_mut().and_then(|r| r.upgrade.as_mut()) {
             if let Poll::Ready(decision) = upgrade.as_mut().poll(cx) {
@@ -425,7 +446,7 @@ impl<H: Handler> Side for Serve<H> {
     /// Whether the output waits for the cluster claim (the charge point has not seen its 101
     /// yet); polls the wait, which ends with the registration or when the connection closed.
     #[inline]
-    fn holds_output(&mut self, cx: &mut Context<'_>, conn: &Connection) -> bool {
+    fn holds_output(&mut self, cx: &mut Context<'_>, conn: &Connection<CallReply>) -> bool {
         let Some(registered) = self.rare.as_mut().and_then(|r| r.claiming.as_mut()) else {
             return false;
         };
@@ -438,7 +459,7 @@ impl<H: Handler> Side for Serve<H> {
 
     /// SENDs refused for back-pressure go again.
     #[inline]
-    fn on_written(&mut self, now: Instant, conn: &mut Connection) -> bool {
+    fn on_written(&mut self, now: Instant, conn: &mut Connection<CallReply>) -> bool {
         let mut progressed = false;
         while let Some((request, reply)) = self.rare.as_mut().and_then(|r| r.send_retry.pop_front())
         {

@@ -4,7 +4,7 @@ use super::driver::*;
 use std::io;
 use std::time::Instant;
 
-use ocpp_proto::ConnectTarget;
+use ocpp_proto::{ConnectTarget, Connection};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 
@@ -94,7 +94,7 @@ impl Task {
     }
 
     /// The upgrade request of a new connection (`None`: it could not be built).
-    pub(super) fn dial(&mut self, now: Instant) -> Option<Connection> {
+    pub(super) fn dial(&mut self, now: Instant) -> Option<Connection<Outgoing>> {
         let mut target = ConnectTarget::new(
             self.url.authority(),
             self.url.endpoint(),

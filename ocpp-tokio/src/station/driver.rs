@@ -18,7 +18,8 @@ use ocpp_proto::station::{
     NetworkProfiles, Reconnect, Registration, RegistrationStatus, Release, StationInfo,
 };
 use ocpp_proto::{
-    Answer, CallFailure, CallOutcome, CloseCode, Closed, ConnectionConfig, Event, MessageId,
+    Answer, CallFailure, CallOutcome, CloseCode, Closed, Connection, ConnectionConfig, Event,
+    MessageId,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -51,11 +52,9 @@ pub(super) enum Ended {
     Reboot,
 }
 
-/// The core's connection as the station holds it: each CALL of ours carries who waits for
-/// its outcome, handed back by the core with it (the driver keeps no table of waiters).
-pub(super) type Connection = ocpp_proto::Connection<Outgoing>;
-
-/// Who waits for one of our CALLs.
+/// Who waits for one of our CALLs. The station holds the core's `Connection<Outgoing>`: each
+/// CALL of ours carries who waits for its outcome, handed back by the core with it (the driver
+/// keeps no table of waiters).
 pub(super) enum Outgoing {
     Boot,
     Heartbeat,
@@ -322,7 +321,7 @@ impl Task {
     /// once it went. Refused, `waiting` comes back with the request.
     pub(super) fn put_call(
         &self,
-        conn: &mut Connection,
+        conn: &mut Connection<Outgoing>,
         now: Instant,
         request: Request,
         waiting: Outgoing,
@@ -339,7 +338,7 @@ impl Task {
     /// An answer through the core's answer rule; the hook sees what went out.
     pub(super) fn put_answer(
         &self,
-        conn: &mut Connection,
+        conn: &mut Connection<Outgoing>,
         now: Instant,
         id: &MessageId<'static>,
         answer: Answer,
@@ -361,7 +360,7 @@ impl Task {
     pub(super) fn on_event(
         &mut self,
         wire: &mut Wire,
-        conn: &mut Connection,
+        conn: &mut Connection<Outgoing>,
         now: Instant,
         event: Event<Outgoing>,
     ) {
@@ -454,7 +453,7 @@ impl Task {
     pub(super) fn on_answer(
         &mut self,
         wire: &mut Wire,
-        conn: &mut Connection,
+        conn: &mut Connection<Outgoing>,
         (id, answer, trigger): HandlerAnswer,
     ) {
         let accepted_trigger = trigger.filter(|_| trigger_accepted(&answer));
@@ -470,7 +469,7 @@ impl Task {
     pub(super) fn on_command(
         &mut self,
         wire: &mut Wire,
-        conn: &mut Connection,
+        conn: &mut Connection<Outgoing>,
         command: Option<StationCommand>,
     ) {
         let now = Instant::now();
@@ -514,7 +513,7 @@ impl Task {
     pub(super) fn send_due(
         &mut self,
         wire: &mut Wire,
-        conn: &mut Connection,
+        conn: &mut Connection<Outgoing>,
         now: Instant,
     ) -> bool {
         let Some(on) = &mut wire.online else {

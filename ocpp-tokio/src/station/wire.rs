@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ocpp_messages::Request;
 use ocpp_proto::station::{is_transaction_message, HeldCalls};
-use ocpp_proto::{CloseCode, Closed, Event};
+use ocpp_proto::{CloseCode, Closed, Connection, Event};
 
 use super::queue::Queue;
 use super::Cause;
@@ -92,11 +92,16 @@ impl Side for StationSide<'_> {
 
     /// None here: the station's commands come after what was read (see
     /// [`poll_handlers`](Self::poll_handlers)).
-    fn poll_commands(&mut self, _: &mut Context<'_>, _: Instant, _: &mut Connection) -> Flow {
+    fn poll_commands(
+        &mut self,
+        _: &mut Context<'_>,
+        _: Instant,
+        _: &mut Connection<Outgoing>,
+    ) -> Flow {
         Flow::Idle
     }
 
-    fn on_event(&mut self, now: Instant, conn: &mut Connection, event: Event<Outgoing>) {
+    fn on_event(&mut self, now: Instant, conn: &mut Connection<Outgoing>, event: Event<Outgoing>) {
         match event {
             Event::Closed(closed) => self.wire.closed = Some(closed),
             event => self.task.on_event(self.wire, conn, now, event),
@@ -107,7 +112,12 @@ impl Side for StationSide<'_> {
     /// goes out after its answer), the station's commands (not once it is closing), the
     /// session handle's, then what is due. A close the application asks for acts after the
     /// bytes already read (the answer to a queued message that came with it counts).
-    fn poll_handlers(&mut self, cx: &mut Context<'_>, now: Instant, conn: &mut Connection) -> bool {
+    fn poll_handlers(
+        &mut self,
+        cx: &mut Context<'_>,
+        now: Instant,
+        conn: &mut Connection<Outgoing>,
+    ) -> bool {
         let mut progressed = false;
         if let Some((_, _, answer)) = &mut self.wire.answer {
             if let Poll::Ready(answer) = answer.as_mut().poll(cx) {
@@ -141,7 +151,7 @@ impl Side for StationSide<'_> {
     }
 
     /// Back to the higher-priority central systems when it is time (the 1.6 policy).
-    fn handle_timeout(&mut self, now: Instant, conn: &mut Connection) {
+    fn handle_timeout(&mut self, now: Instant, conn: &mut Connection<Outgoing>) {
         let wire = &mut *self.wire;
         if !wire.rebooting && !wire.closing && self.task.profiles.handle_timeout(now) {
             tracing::info!(identity = %self.task.url.identity(), "returning to the first central system");
@@ -163,7 +173,7 @@ impl Side for StationSide<'_> {
 /// its CALLs go the way of [`Station::call`](super::Station::call)'s.
 pub(super) fn on_link_command(
     wire: &mut Wire,
-    conn: &mut Connection,
+    conn: &mut Connection<Outgoing>,
     command: LinkCommand,
     queue: &mut Queue,
 ) {
