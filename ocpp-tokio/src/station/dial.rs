@@ -94,7 +94,7 @@ impl Task {
     }
 
     /// The upgrade request of a new connection (`None`: it could not be built).
-    pub(super) fn dial(&mut self, now: Instant) -> Option<Connection<Outgoing>> {
+    pub(super) fn dial(&mut self, now: Instant) -> Option<Connection<CallWaiter>> {
         let mut target = ConnectTarget::new(
             self.url.authority(),
             self.url.endpoint(),

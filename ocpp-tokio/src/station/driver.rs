@@ -52,10 +52,10 @@ pub(super) enum Ended {
     Reboot,
 }
 
-/// Who waits for one of our CALLs. The station holds the core's `Connection<Outgoing>`: each
+/// Who waits for one of our CALLs. The station holds the core's `Connection<CallWaiter>`: each
 /// CALL of ours carries who waits for its outcome, handed back by the core with it (the driver
 /// keeps no table of waiters).
-pub(super) enum Outgoing {
+pub(super) enum CallWaiter {
     Boot,
     Heartbeat,
     /// The application's CALL; a BootNotification (e.g. one a TriggerMessage asked for) also
@@ -321,12 +321,12 @@ impl Task {
     /// once it went. Refused, `waiting` comes back with the request.
     pub(super) fn put_call(
         &self,
-        conn: &mut Connection<Outgoing>,
+        conn: &mut Connection<CallWaiter>,
         now: Instant,
         request: Request,
-        waiting: Outgoing,
+        waiting: CallWaiter,
         deadline: Option<Instant>,
-    ) -> Result<MessageId<'static>, ocpp_proto::Refused<(Request, Outgoing)>> {
+    ) -> Result<MessageId<'static>, ocpp_proto::Refused<(Request, CallWaiter)>> {
         let hooked = self.hook.as_ref().map(|_| request.clone());
         let sent = conn.call_for(now, request, waiting, deadline);
         if let (Ok(id), Some(request)) = (&sent, &hooked) {
@@ -338,7 +338,7 @@ impl Task {
     /// An answer through the core's answer rule; the hook sees what went out.
     pub(super) fn put_answer(
         &self,
-        conn: &mut Connection<Outgoing>,
+        conn: &mut Connection<CallWaiter>,
         now: Instant,
         id: &MessageId<'static>,
         answer: Answer,
@@ -360,9 +360,9 @@ impl Task {
     pub(super) fn on_event(
         &mut self,
         wire: &mut Wire,
-        conn: &mut Connection<Outgoing>,
+        conn: &mut Connection<CallWaiter>,
         now: Instant,
-        event: Event<Outgoing>,
+        event: Event<CallWaiter>,
     ) {
         match event {
             Event::Connected { version } => {
@@ -453,7 +453,7 @@ impl Task {
     pub(super) fn on_answer(
         &mut self,
         wire: &mut Wire,
-        conn: &mut Connection<Outgoing>,
+        conn: &mut Connection<CallWaiter>,
         (id, answer, trigger): HandlerAnswer,
     ) {
         let accepted_trigger = trigger.filter(|_| trigger_accepted(&answer));
@@ -469,7 +469,7 @@ impl Task {
     pub(super) fn on_command(
         &mut self,
         wire: &mut Wire,
-        conn: &mut Connection<Outgoing>,
+        conn: &mut Connection<CallWaiter>,
         command: Option<StationCommand>,
     ) {
         let now = Instant::now();
@@ -513,7 +513,7 @@ impl Task {
     pub(super) fn send_due(
         &mut self,
         wire: &mut Wire,
-        conn: &mut Connection<Outgoing>,
+        conn: &mut Connection<CallWaiter>,
         now: Instant,
     ) -> bool {
         let Some(on) = &mut wire.online else {
@@ -537,7 +537,7 @@ impl Task {
             if let Some(request) = boot_request(version, &self.info, BootReason::Triggered) {
                 progressed = true;
                 if self
-                    .put_call(conn, now, request, Outgoing::Boot, None)
+                    .put_call(conn, now, request, CallWaiter::Boot, None)
                     .is_ok()
                 {
                     on.registration.on_call_sent(now, "BootNotification");
@@ -547,9 +547,9 @@ impl Task {
         let due = match on.registration.handle_timeout(now) {
             Some(Due::Boot) => {
                 let reason = connection_boot_reason(self.boot_reason, self.booted_before);
-                boot_request(version, &self.info, reason).map(|r| (r, Outgoing::Boot))
+                boot_request(version, &self.info, reason).map(|r| (r, CallWaiter::Boot))
             }
-            Some(Due::Heartbeat) => heartbeat_request(version).map(|r| (r, Outgoing::Heartbeat)),
+            Some(Due::Heartbeat) => heartbeat_request(version).map(|r| (r, CallWaiter::Heartbeat)),
             None => None,
         };
         if let Some((request, waiting)) = due {
@@ -559,7 +559,7 @@ impl Task {
                 Ok(_) => on.registration.on_call_sent(now, action),
                 Err(refused) => {
                     tracing::debug!(reason = ?refused.reason, "{action} not sent");
-                    if matches!(refused.message.1, Outgoing::Boot) {
+                    if matches!(refused.message.1, CallWaiter::Boot) {
                         on.registration.on_boot_failed(now);
                         self.publish_boot_failed(on);
                     }
@@ -579,14 +579,14 @@ impl Task {
                 Release::Send(held) => {
                     progressed = true;
                     let boot = held.request.action() == "BootNotification";
-                    let waiting = Outgoing::Call {
+                    let waiting = CallWaiter::Call {
                         reply: held.caller,
                         boot,
                     };
                     match self.put_call(conn, now, held.request, waiting, Some(held.deadline)) {
                         Ok(_) => true,
                         Err(refused) => {
-                            if let (_, Outgoing::Call { reply, .. }) = refused.message {
+                            if let (_, CallWaiter::Call { reply, .. }) = refused.message {
                                 reply.send(Err(CallFailure::from(refused.reason)));
                             }
                             false
@@ -600,7 +600,7 @@ impl Task {
         if let Some((seq, request)) = self.queue.next(now, version) {
             progressed = true;
             let action = request.action();
-            match self.put_call(conn, now, request, Outgoing::Queued(seq), None) {
+            match self.put_call(conn, now, request, CallWaiter::Queued(seq), None) {
                 Ok(_) => on.registration.on_call_sent(now, action),
                 Err(_) => self.queue.unsent(seq),
             }
@@ -648,11 +648,11 @@ impl Task {
         &mut self,
         now: Instant,
         online: Option<&mut Online>,
-        waiting: Outgoing,
+        waiting: CallWaiter,
         outcome: CallOutcome,
     ) {
         match waiting {
-            Outgoing::Boot => {
+            CallWaiter::Boot => {
                 let Some(on) = online else { return };
                 match outcome.as_ref().ok().and_then(BootAnswer::from_response) {
                     Some(answer) => {
@@ -686,21 +686,21 @@ impl Task {
                     }
                 }
             }
-            Outgoing::Heartbeat => {}
-            Outgoing::Call { reply, boot } => {
+            CallWaiter::Heartbeat => {}
+            CallWaiter::Call { reply, boot } => {
                 if boot {
-                    self.completed(now, online, Outgoing::Boot, outcome.clone());
+                    self.completed(now, online, CallWaiter::Boot, outcome.clone());
                 }
                 reply.send(outcome);
             }
-            Outgoing::Queued(seq) => self.queue.on_outcome(now, seq, outcome),
+            CallWaiter::Queued(seq) => self.queue.on_outcome(now, seq, outcome),
         }
     }
 
     /// What a close means for the station: every CALL left over ends as the core says (sent:
     /// it may have run; held or queued in the core: it was not sent); then reconnect, stop,
     /// or give up.
-    pub(super) fn ended(&mut self, mut wire: Wire, closed: Closed<Outgoing>) -> Ended {
+    pub(super) fn ended(&mut self, mut wire: Wire, closed: Closed<CallWaiter>) -> Ended {
         let now = Instant::now();
         // The registration ends with the connection: a boot left in flight is not counted.
         let closed = closed.settle_callers(|call, waiting| {

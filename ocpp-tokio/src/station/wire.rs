@@ -36,7 +36,7 @@ pub(super) struct Wire {
     /// id, the action a TriggerMessage asked for, the answer to come.
     pub(super) answer: Option<PendingAnswer>,
     /// The core's end of the connection, for [`Task::ended`].
-    pub(super) closed: Option<Box<Closed<Outgoing>>>,
+    pub(super) closed: Option<Box<Closed<CallWaiter>>>,
     /// Once closed: until when the last bytes may take to leave.
     linger: Option<Instant>,
 }
@@ -88,7 +88,7 @@ pub(super) struct StationSide<'a> {
 }
 
 impl Side for StationSide<'_> {
-    type Caller = Outgoing;
+    type Caller = CallWaiter;
 
     /// None here: the station's commands come after what was read (see
     /// [`poll_handlers`](Self::poll_handlers)).
@@ -96,12 +96,17 @@ impl Side for StationSide<'_> {
         &mut self,
         _: &mut Context<'_>,
         _: Instant,
-        _: &mut Connection<Outgoing>,
+        _: &mut Connection<CallWaiter>,
     ) -> Flow {
         Flow::Idle
     }
 
-    fn on_event(&mut self, now: Instant, conn: &mut Connection<Outgoing>, event: Event<Outgoing>) {
+    fn on_event(
+        &mut self,
+        now: Instant,
+        conn: &mut Connection<CallWaiter>,
+        event: Event<CallWaiter>,
+    ) {
         match event {
             Event::Closed(closed) => self.wire.closed = Some(closed),
             event => self.task.on_event(self.wire, conn, now, event),
@@ -116,7 +121,7 @@ impl Side for StationSide<'_> {
         &mut self,
         cx: &mut Context<'_>,
         now: Instant,
-        conn: &mut Connection<Outgoing>,
+        conn: &mut Connection<CallWaiter>,
     ) -> bool {
         let mut progressed = false;
         if let Some((_, _, answer)) = &mut self.wire.answer {
@@ -151,7 +156,7 @@ impl Side for StationSide<'_> {
     }
 
     /// Back to the higher-priority central systems when it is time (the 1.6 policy).
-    fn handle_timeout(&mut self, now: Instant, conn: &mut Connection<Outgoing>) {
+    fn handle_timeout(&mut self, now: Instant, conn: &mut Connection<CallWaiter>) {
         let wire = &mut *self.wire;
         if !wire.rebooting && !wire.closing && self.task.profiles.handle_timeout(now) {
             tracing::info!(identity = %self.task.url.identity(), "returning to the first central system");
@@ -173,7 +178,7 @@ impl Side for StationSide<'_> {
 /// its CALLs go the way of [`Station::call`](super::Station::call)'s.
 pub(super) fn on_link_command(
     wire: &mut Wire,
-    conn: &mut Connection<Outgoing>,
+    conn: &mut Connection<CallWaiter>,
     command: LinkCommand,
     queue: &mut Queue,
 ) {
