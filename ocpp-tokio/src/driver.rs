@@ -1,6 +1,6 @@
 //! A connection's driver, for both sides: drives an `ocpp_proto::Connection` on a stream,
 //! following the core's drain contract (one pass drains everything), with the side it serves
-//! beside it ([`Side`]: a charge point's connection to the central system, [`Serve`], or a
+//! beside it ([`DriverSide`]: a charge point's connection to the central system, [`Serve`], or a
 //! station's to its central system, `crate::station`). It is a task of its own (its timer a
 //! tokio `Sleep`), one of many on a shard (`crate::shard`, which keeps every timer in one
 //! heap), or the one connection a station's task awaits at a time.
@@ -40,7 +40,7 @@ mod timer;
 use past_readiness::Looked;
 pub(crate) use serve::Serve;
 pub(crate) use shared::ServerShared;
-pub(crate) use timer::{TaskTimer, Timer};
+pub(crate) use timer::{DriverTimer, TaskTimer};
 
 /// Polls a connection's SEND handlers in the order the SENDs came (one after the other, as
 /// `Router::on_send` promises, on both sides); returns whether one finished. The queue's
@@ -88,7 +88,7 @@ pub(crate) enum Flow {
 /// [`on_written`](Self::on_written)); once closed, [`finish`](Self::finish) and
 /// [`on_end`](Self::on_end), once each, and the linger; else the timeout of the core and of
 /// [`poll_timeout`](Self::poll_timeout).
-pub(crate) trait Side {
+pub(crate) trait DriverSide {
     /// Who waits for one of our CALLs, handed back by the core with its outcome.
     type Caller;
 
@@ -161,15 +161,15 @@ pub(crate) trait Side {
 ///
 /// Its size is memory per connection (a server's task is allocated at it): the side keeps
 /// what it rarely uses boxed (see [`Serve`]).
-pub(crate) struct Driver<S, D: Side, T = TaskTimer> {
+pub(crate) struct Driver<S, D: DriverSide, T = TaskTimer> {
     stream: S,
     conn: ocpp_proto::Connection<D::Caller>,
-    /// The connection's one timer, armed at or before the next deadline (see [`Timer`]).
+    /// The connection's one timer, armed at or before the next deadline (see [`DriverTimer`]).
     timer: T,
     side: D,
     needs_flush: bool,
     stream_failed: bool,
-    /// The side was told the end ([`Side::finish`]).
+    /// The side was told the end ([`DriverSide::finish`]).
     finished: bool,
 }
 
@@ -197,7 +197,7 @@ impl<S, H: Handler, T> Driver<S, Serve<H>, T> {
     }
 }
 
-impl<S, D: Side, T> Driver<S, D, T> {
+impl<S, D: DriverSide, T> Driver<S, D, T> {
     /// The driver of `conn` on `stream`, for `side`.
     pub(crate) fn with_side(
         stream: S,
@@ -257,8 +257,8 @@ impl<S, D: Side, T> Driver<S, D, T> {
 impl<S, D, T> Driver<S, D, T>
 where
     S: AsyncRead + AsyncWrite + Unpin + 'static,
-    D: Side,
-    T: Timer,
+    D: DriverSide,
+    T: DriverTimer,
 {
     /// Writes what the core has (step 2 of the drain contract), then flushes.
     fn poll_write(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
@@ -432,7 +432,7 @@ where
 impl<S, D> Future for Driver<S, D, TaskTimer>
 where
     S: AsyncRead + AsyncWrite + Unpin + 'static,
-    D: Side + Unpin,
+    D: DriverSide + Unpin,
     D::Caller: Unpin,
 {
     type Output = ();
@@ -442,7 +442,7 @@ where
     }
 }
 
-impl<S, D: Side, T> Drop for Driver<S, D, T> {
+impl<S, D: DriverSide, T> Drop for Driver<S, D, T> {
     fn drop(&mut self) {
         // Also when dropped without ending (the runtime shut down): the handles learn it.
         self.finish();

@@ -42,7 +42,7 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::{Accept, TlsAcceptor};
 
 use crate::charge_point::{CallReply, Link};
-use crate::driver::{Driver, Serve, ServerShared, Timer};
+use crate::driver::{Driver, DriverTimer, Serve, ServerShared};
 use crate::handler::PeerCertificate;
 use crate::handoff::{self, DriveHere};
 use crate::hook::TlsErrorHook;
@@ -191,7 +191,7 @@ pub(crate) struct ShardTimer {
     at: Option<Instant>,
 }
 
-impl Timer for ShardTimer {
+impl DriverTimer for ShardTimer {
     fn arm(&mut self, _: &mut Context<'_>, now: Instant, deadline: Instant) -> bool {
         if deadline <= now {
             return true;

@@ -16,7 +16,7 @@ use ocpp_proto::{
 };
 use tokio::sync::oneshot;
 
-use super::{BoxFuture, Flow, ServerShared, Side};
+use super::{BoxFuture, DriverSide, Flow, ServerShared};
 use crate::charge_point::{CallReply, Link, LinkCommand};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
@@ -312,7 +312,7 @@ impl<H: Handler> Serve<H> {
     }
 }
 
-impl<H: Handler> Side for Serve<H> {
+impl<H: Handler> DriverSide for Serve<H> {
     type Caller = CallReply;
 
     #[inline]

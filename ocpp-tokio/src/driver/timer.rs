@@ -12,7 +12,7 @@ use tokio::time::Sleep;
 /// It is armed at or before the deadline asked for: a deadline that moves later (the
 /// keep-alive, with every frame read) waits for the timer to fire early and the turn it wakes
 /// to arm it again, instead of a reset per frame.
-pub(crate) trait Timer {
+pub(crate) trait DriverTimer {
     /// Makes sure the driver is polled again at or before `deadline`; returns whether that
     /// moment has come already (the caller takes another turn at once).
     fn arm(&mut self, cx: &mut Context<'_>, now: Instant, deadline: Instant) -> bool;
@@ -34,7 +34,7 @@ impl TaskTimer {
     }
 }
 
-impl Timer for TaskTimer {
+impl DriverTimer for TaskTimer {
     /// A timer armed for an earlier moment is left alone. The waker registered when it was
     /// armed is still this task's: the driver is a task of its own (or the one future its
     /// task awaits), so every poll has the same waker.

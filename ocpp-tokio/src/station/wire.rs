@@ -13,7 +13,7 @@ use ocpp_proto::{CloseCode, Closed, Connection, Event};
 use super::queue::Queue;
 use super::Cause;
 use crate::charge_point::{CallReply, LinkCommand};
-use crate::driver::{Flow, Side};
+use crate::driver::{DriverSide, Flow};
 use crate::error::SendError;
 
 /// One connection of the station and what waits on it (the core's `Connection` is the
@@ -87,7 +87,7 @@ pub(super) struct StationSide<'a> {
     pub(super) wire: &'a mut Wire,
 }
 
-impl Side for StationSide<'_> {
+impl DriverSide for StationSide<'_> {
     type Caller = CallWaiter;
 
     /// None here: the station's commands come after what was read (see
