@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::raw_peer::{RawPeer, WAIT};
+use common::raw_peer::{RelayTextPeer, WAIT};
 use common::{example_binary, mio_server_binary, python, python_ocpp_present, Killed, TestServer};
 use ocpp_local_controller::{
     Leg, LocalController, MessageTypeId, RelayedStations, StationCallDecision,
@@ -49,12 +49,12 @@ async fn start_controller(upstream: SocketAddr) -> (SocketAddr, RelayedStations,
 }
 
 /// A station and a raw central system connected through a controller.
-async fn relayed_pair(identity: &str) -> (RawPeer, RawPeer, RelayedStations, Seen) {
+async fn relayed_pair(identity: &str) -> (RelayTextPeer, RelayTextPeer, RelayedStations, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (controller, stations, seen) = start_controller(listener.local_addr().unwrap()).await;
-    let mut station = RawPeer::station(controller, identity, OcppVersion::V2_0_1).await;
+    let mut station = RelayTextPeer::station(controller, identity, OcppVersion::V2_0_1).await;
     station.flush().await;
-    let (csms, path) = RawPeer::csms(&listener, OcppVersion::V2_0_1).await;
+    let (csms, path) = RelayTextPeer::csms(&listener, OcppVersion::V2_0_1).await;
     assert_eq!(
         path,
         format!("/ocpp/{identity}"),

@@ -25,7 +25,7 @@ use ring::signature::{EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_FIXED_SIGNIN
 use serde_json::value::RawValue;
 use tokio::net::TcpListener;
 
-use common::raw_peer::RawPeer;
+use common::raw_peer::RelayTextPeer;
 
 const VERSION: OcppVersion = OcppVersion::V2_1;
 
@@ -104,8 +104,8 @@ async fn signed_messages_cross_the_local_controller_and_still_verify() {
     let addr = controller.local_addr().unwrap();
     tokio::spawn(controller.run());
 
-    let mut station = RawPeer::station(addr, "CP-SIGNED", VERSION).await;
-    let mut csms = RawPeer::csms(&listener, VERSION).await.0;
+    let mut station = RelayTextPeer::station(addr, "CP-SIGNED", VERSION).await;
+    let mut csms = RelayTextPeer::csms(&listener, VERSION).await.0;
     assert!(matches!(
         station.next_event().await,
         Event::Connected { .. }

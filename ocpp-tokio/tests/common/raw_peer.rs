@@ -28,21 +28,21 @@ pub fn relay_config(version: OcppVersion) -> Arc<ConnectionConfig> {
     )
 }
 
-pub struct RawPeer {
+pub struct RelayTextPeer {
     pub stream: TcpStream,
     pub conn: Connection,
     events: VecDeque<Event>,
 }
 
-impl RawPeer {
+impl RelayTextPeer {
     /// A station: connects and writes its upgrade request (the 101 comes as `Connected`).
-    pub async fn station(addr: SocketAddr, identity: &str, version: OcppVersion) -> RawPeer {
+    pub async fn station(addr: SocketAddr, identity: &str, version: OcppVersion) -> RelayTextPeer {
         let stream = TcpStream::connect(addr).await.unwrap();
         let identity = ChargePointIdentity::new(identity.into(), false).unwrap();
         let target = ConnectTarget::new(&addr.to_string(), "/ocpp", identity);
         let conn = Connection::connect(Instant::now(), relay_config(version), &target, [3; 16], 9)
             .unwrap();
-        let mut peer = RawPeer {
+        let mut peer = RelayTextPeer {
             stream,
             conn,
             events: VecDeque::new(),
@@ -52,13 +52,13 @@ impl RawPeer {
     }
 
     /// A central system: accepts one connection and its upgrade; returns the request path.
-    pub async fn csms(listener: &TcpListener, version: OcppVersion) -> (RawPeer, String) {
+    pub async fn csms(listener: &TcpListener, version: OcppVersion) -> (RelayTextPeer, String) {
         let (stream, _) = tokio::time::timeout(WAIT, listener.accept())
             .await
             .unwrap()
             .unwrap();
         let conn = Connection::accept_incoming(Instant::now(), relay_config(version));
-        let mut peer = RawPeer {
+        let mut peer = RelayTextPeer {
             stream,
             conn,
             events: VecDeque::new(),
