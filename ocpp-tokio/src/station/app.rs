@@ -15,8 +15,9 @@ pub(crate) trait AppSession: Send + Sync {
     fn on_close(&self, closed: Closed) -> BoxFuture<()>;
 }
 
-/// A handler and the station's state.
-pub(super) struct Bound<H: Handler> {
+/// A handler and the station's state: the [`App`] behind a station, whose sessions are
+/// [`BoundSession`]s.
+pub(super) struct BoundApp<H: Handler> {
     pub(crate) handler: Arc<H>,
     pub(crate) state: Arc<H::State>,
 }
@@ -26,7 +27,7 @@ pub(super) struct BoundSession<H: Handler> {
     pub(super) session: Session<H::State>,
 }
 
-impl<H: Handler> App for Bound<H> {
+impl<H: Handler> App for BoundApp<H> {
     fn session(&self, cp: ChargePoint) -> Arc<dyn AppSession> {
         Arc::new(BoundSession {
             handler: self.handler.clone(),

@@ -308,7 +308,7 @@ impl StationBuilder {
     /// # let _ = builder;
     /// ```
     pub fn handler_shared<H: Handler>(mut self, handler: H, state: Arc<H::State>) -> Self {
-        self.app = Some(Arc::new(app::Bound {
+        self.app = Some(Arc::new(app::BoundApp {
             handler: Arc::new(handler),
             state,
         }));
@@ -500,7 +500,7 @@ impl StationBuilder {
         }
         let transactions = queue.watch_transactions();
         let app = self.app.unwrap_or_else(|| {
-            Arc::new(app::Bound {
+            Arc::new(app::BoundApp {
                 handler: Arc::new(Router::<()>::default()),
                 state: Arc::new(()),
             })
