@@ -201,7 +201,7 @@ pub(crate) fn looks_signed(payload: &RawValue) -> bool {
 }
 
 /// A signed payload, checked for everything but the signature.
-pub(crate) struct Decoded {
+pub(crate) struct DecodedSignedPayload {
     pub(crate) algorithm: super::JwsAlgorithm,
     pub(crate) thumbprint: Option<String>,
     pub(crate) payload: Box<RawValue>,
@@ -221,7 +221,7 @@ pub(crate) fn decode(
     signed_payload: &RawValue,
     message_type: MessageTypeId,
     action: &str,
-) -> Result<Decoded, SignatureError> {
+) -> Result<DecodedSignedPayload, SignatureError> {
     let jws: FlattenedJws<'_> = serde_json::from_str(signed_payload.get()).map_err(|e| {
         SignatureError::NotFlattenedJws {
             detail: alloc::format!("{e}"),
@@ -316,7 +316,7 @@ pub(crate) fn decode(
     signing_input.extend_from_slice(jws.protected.as_bytes());
     signing_input.push(b'.');
     signing_input.extend_from_slice(jws.payload.as_bytes());
-    Ok(Decoded {
+    Ok(DecodedSignedPayload {
         algorithm,
         thumbprint,
         payload,
@@ -325,7 +325,7 @@ pub(crate) fn decode(
     })
 }
 
-impl Decoded {
+impl DecodedSignedPayload {
     /// Asks `verifier` whether the signature is valid.
     pub(crate) fn verify(&self, verifier: &dyn MessageVerifier) -> Result<(), VerifyError> {
         verifier.verify(
