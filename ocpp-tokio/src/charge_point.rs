@@ -203,7 +203,7 @@ impl ConnectionSettings {
 
 /// What a connection's task and its handles share: the mailbox and, once connected, the
 /// application's state for the connection.
-pub(crate) struct Link {
+pub(crate) struct TaskLink {
     mailbox: Mutex<Mailbox>,
     pub(crate) state: OnceLock<Arc<dyn Any + Send + Sync>>,
     /// CALLs and SENDs that may wait (`u32`: beside `idle` in one word).
@@ -234,9 +234,9 @@ struct Mailbox {
     config: Option<Arc<ConnectionConfig>>,
 }
 
-impl Link {
-    pub(crate) fn new(capacity: usize) -> Arc<Link> {
-        Arc::new(Link {
+impl TaskLink {
+    pub(crate) fn new(capacity: usize) -> Arc<TaskLink> {
+        Arc::new(TaskLink {
             state: OnceLock::new(),
             mailbox: Mutex::new(Mailbox::default()),
             capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
@@ -282,7 +282,7 @@ impl Link {
         Ok(())
     }
 
-    /// [`Link::push`] for a CALL: when it is refused, its `reply` comes back (with `true` if
+    /// [`TaskLink::push`] for a CALL: when it is refused, its `reply` comes back (with `true` if
     /// the mailbox was full), so that the caller can hand the refusal to it.
     pub(crate) fn push_call(
         &self,
@@ -417,7 +417,7 @@ impl Link {
 /// ```
 #[derive(Clone)]
 pub struct ChargePoint {
-    link: Arc<Link>,
+    link: Arc<TaskLink>,
     identity: ChargePointIdentity,
 }
 
@@ -443,7 +443,7 @@ impl Eq for ChargePoint {}
 impl ChargePoint {
     /// The handle of an open connection.
     pub(crate) fn new(
-        link: Arc<Link>,
+        link: Arc<TaskLink>,
         identity: ChargePointIdentity,
         version: OcppVersion,
     ) -> Self {
@@ -453,12 +453,12 @@ impl ChargePoint {
 
     /// The handle of `link`, already made once with [`ChargePoint::new`] (the registry keeps
     /// the link alone and gives it back its identity, the table's key).
-    pub(crate) fn of_link(link: Arc<Link>, identity: ChargePointIdentity) -> Self {
+    pub(crate) fn of_link(link: Arc<TaskLink>, identity: ChargePointIdentity) -> Self {
         ChargePoint { link, identity }
     }
 
     /// Its link, as the registry keeps it.
-    pub(crate) fn link(&self) -> &Arc<Link> {
+    pub(crate) fn link(&self) -> &Arc<TaskLink> {
         &self.link
     }
 

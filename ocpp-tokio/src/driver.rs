@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use ocpp_proto::Event;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::charge_point::{CallReply, Link};
+use crate::charge_point::{CallReply, TaskLink};
 use crate::handler::PeerCertificate;
 use crate::Handler;
 
@@ -179,7 +179,7 @@ impl<S, H: Handler, T> Driver<S, Serve<H>, T> {
     /// task's own ([`TaskTimer`]) or the shard's.
     pub(crate) fn new(
         shared: std::sync::Arc<ServerShared<H>>,
-        link: std::sync::Arc<Link>,
+        link: std::sync::Arc<TaskLink>,
         stream: S,
         conn: ocpp_proto::Connection<CallReply>,
         certificate: Option<PeerCertificate>,

@@ -13,7 +13,7 @@ use ocpp_proto::{command_request, ChargePointIdentity, IdentityTable, OcppVersio
 
 use ocpp_proto::CallFailure;
 
-use crate::charge_point::Link;
+use crate::charge_point::TaskLink;
 use crate::presence::Presence;
 
 pub use crate::charge_point::{ChargePoint, ConnectionSettings};
@@ -169,7 +169,7 @@ pub trait Remote: Send + Sync + 'static {
 
 /// A charge point as the registry holds it: its link alone (one pointer; the identity is the
 /// table's key and the version is in the link), the same connection when the same link.
-struct Held(Arc<Link>);
+struct Held(Arc<TaskLink>);
 
 impl PartialEq for Held {
     fn eq(&self, other: &Self) -> bool {

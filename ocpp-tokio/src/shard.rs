@@ -41,7 +41,7 @@ use tokio::time::Sleep;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::{Accept, TlsAcceptor};
 
-use crate::charge_point::{CallReply, Link};
+use crate::charge_point::{CallReply, TaskLink};
 use crate::driver::{Driver, DriverTimer, Serve, ServerShared};
 use crate::handler::PeerCertificate;
 use crate::handoff::{self, DriveHere};
@@ -58,7 +58,7 @@ const EVENTS: usize = 1024;
 pub(crate) struct Incoming {
     pub(crate) stream: TcpStream,
     pub(crate) conn: Connection<CallReply>,
-    pub(crate) link: Arc<Link>,
+    pub(crate) link: Arc<TaskLink>,
 }
 
 /// A socket of a shard. Reading and writing never wait: "would block" is `Pending`, and the
@@ -335,7 +335,7 @@ struct Handshake {
     conn: Connection<CallReply>,
     /// The peer's address, for [`Connecting::peer_addr`](crate::Connecting::peer_addr).
     peer: Option<std::net::SocketAddr>,
-    link: Arc<Link>,
+    link: Arc<TaskLink>,
     deadline: Instant,
 }
 

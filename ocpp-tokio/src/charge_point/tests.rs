@@ -53,7 +53,7 @@ fn an_outcome_function_runs_exactly_once() {
 
 #[test]
 fn the_mailbox_is_bounded_and_refuses_once_closed() {
-    let link = Link::new(2);
+    let link = TaskLink::new(2);
     assert!(link.push(call()).is_ok());
     assert!(link.push(call()).is_ok());
     assert!(matches!(link.push(call()), Err((_, true))));
@@ -69,7 +69,7 @@ fn the_mailbox_is_bounded_and_refuses_once_closed() {
 
 #[test]
 fn only_calls_and_sends_count_against_the_bound() {
-    let link = Link::new(1);
+    let link = TaskLink::new(1);
     assert!(link.push(close()).is_ok());
     assert!(link.push(call()).is_ok());
     assert!(matches!(link.push(call()), Err((_, true))));
@@ -95,7 +95,7 @@ fn only_calls_and_sends_count_against_the_bound() {
 
 #[test]
 fn an_empty_mailbox_holds_no_queue() {
-    let link = Link::new(4);
+    let link = TaskLink::new(4);
     assert!(link.push(close()).is_ok());
     let waker = noop();
     assert!(link.pop(&waker).is_some());
@@ -113,7 +113,7 @@ fn a_push_after_an_empty_pop_is_found_and_wakes() {
     }
     let count = Arc::new(Count(Default::default()));
     let waker = Waker::from(count.clone());
-    let link = Link::new(4);
+    let link = TaskLink::new(4);
     assert!(link.pop(&waker).is_none());
     assert!(link.pop(&waker).is_none()); // the lock-free answer
     assert!(link.push(call()).is_ok());
@@ -128,7 +128,7 @@ fn a_push_after_an_empty_pop_is_found_and_wakes() {
 
 #[test]
 fn settings_are_the_connections_configuration_changed_in_order() {
-    let link = Link::new(4);
+    let link = TaskLink::new(4);
     let config = Arc::new(ConnectionConfig::default().ping_interval(None));
     link.init_config(config.clone());
     assert_eq!(link.settings(), ConnectionSettings::from_config(&config));

@@ -17,7 +17,7 @@ use ocpp_proto::{
 use tokio::sync::oneshot;
 
 use super::{BoxFuture, DriverSide, Flow, ServerShared};
-use crate::charge_point::{CallReply, Link, LinkCommand};
+use crate::charge_point::{CallReply, LinkCommand, TaskLink};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
@@ -35,7 +35,7 @@ use ocpp_messages::Request;
 /// the end takes it).
 pub(crate) struct Serve<H: Handler> {
     shared: Arc<ServerShared<H>>,
-    link: Arc<Link>,
+    link: Arc<TaskLink>,
     /// Once connected: the handle and the state, as the handlers get them.
     session: Option<Session<H::State>>,
     /// The handler's answer to the CALL being handled, with the CALL's id (kept in the
@@ -104,7 +104,7 @@ impl<H: Handler> Serve<H> {
     /// The side of an accepted stream whose upgrade request comes next.
     pub(super) fn new(
         shared: Arc<ServerShared<H>>,
-        link: Arc<Link>,
+        link: Arc<TaskLink>,
         certificate: Option<PeerCertificate>,
     ) -> Self {
         Serve {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use ocpp_proto::{CloseCode, ConnectionConfig};
 use tokio::sync::Notify;
 
-use crate::charge_point::{Link, LinkCommand};
+use crate::charge_point::{LinkCommand, TaskLink};
 use crate::hook::Hook;
 use crate::ChargePoints;
 
@@ -62,14 +62,14 @@ impl<H> ServerShared<H> {
     }
 
     /// A new task's link, recorded for shutdown.
-    pub(crate) fn enlist(&self) -> Arc<Link> {
-        let link = Link::new(self.mailbox_capacity);
+    pub(crate) fn enlist(&self) -> Arc<TaskLink> {
+        let link = TaskLink::new(self.mailbox_capacity);
         self.live().insert(Enlisted(link.clone()));
         link
     }
 
     /// The task of `link` ended.
-    pub(crate) fn discharge(&self, link: &Arc<Link>) {
+    pub(crate) fn discharge(&self, link: &Arc<TaskLink>) {
         let mut live = self.live();
         live.remove(&Enlisted(link.clone()));
         if live.is_empty() {
@@ -84,7 +84,7 @@ impl<H> ServerShared<H> {
 
     /// Sends `command` (close or abort) to every task.
     pub(crate) fn broadcast(&self, command: impl Fn() -> LinkCommand) {
-        let links: Vec<Arc<Link>> = self.live().iter().map(|e| e.0.clone()).collect();
+        let links: Vec<Arc<TaskLink>> = self.live().iter().map(|e| e.0.clone()).collect();
         for link in links {
             let _ = link.push(command());
         }
@@ -107,7 +107,7 @@ impl<H> ServerShared<H> {
 }
 
 /// A task's link in the table of live tasks: the same entry when the same link (its address).
-struct Enlisted(Arc<Link>);
+struct Enlisted(Arc<TaskLink>);
 
 impl PartialEq for Enlisted {
     fn eq(&self, other: &Self) -> bool {

@@ -28,7 +28,7 @@ use super::network::ProfilesHook;
 use super::queue::Queue;
 use super::{app::*, dial::*, wire::*};
 use super::{App, Cause, PermanentFailure, Queued, StationCommand, StationUrl, Status};
-use crate::charge_point::{CallReply, Link, LinkCommand};
+use crate::charge_point::{CallReply, LinkCommand, TaskLink};
 use crate::driver::{Driver, TaskTimer};
 use crate::hook::{Hook, MessageEvent, Traffic};
 use crate::{ChargePoint, IncomingCall};
@@ -70,7 +70,7 @@ pub(super) enum CallWaiter {
 /// The state of an open connection.
 pub(super) struct Online {
     pub(super) registration: Registration,
-    pub(super) link: Arc<Link>,
+    pub(super) link: Arc<TaskLink>,
     pub(super) app: Arc<dyn AppSession>,
     /// The central system's SENDs, handled one after the other in the order they came (as
     /// the server handles a charge point's, `Router::on_send`), polled by the driver.
@@ -366,7 +366,7 @@ impl Task {
     ) {
         match event {
             Event::Connected { version } => {
-                let link = Link::new(MAILBOX);
+                let link = TaskLink::new(MAILBOX);
                 link.init_config(conn.config().clone());
                 let cp = ChargePoint::new(link.clone(), self.url.identity().clone(), version);
                 let app = self.app.session(cp);
