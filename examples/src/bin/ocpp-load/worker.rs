@@ -82,7 +82,7 @@ impl Kind {
 
 /// A charge point's socket and connection, while it has one.
 #[derive(Debug)]
-struct Link {
+struct ChargePointSocket {
     stream: TcpStream,
     conn: Connection,
     /// The TCP connect has completed (first writable event).
@@ -94,7 +94,7 @@ struct Link {
 /// One simulated charge point.
 #[derive(Debug)]
 struct SimulatedChargePoint {
-    link: Option<Link>,
+    link: Option<ChargePointSocket>,
     booted: bool,
     /// Settled in the connect phase (booted, or failed for good).
     settled: bool,

@@ -11,7 +11,7 @@ use ocpp_proto::{ChargePointIdentity, ConnectTarget, Connection};
 use ocpp_reference_csms::push::unix_nanos_now;
 use socket2::{Domain, Socket, Type};
 
-use super::{read_stamped, Link, LoadPhase, Worker, CONNECTS_PER_TURN, READ_BUFFER};
+use super::{read_stamped, ChargePointSocket, LoadPhase, Worker, CONNECTS_PER_TURN, READ_BUFFER};
 
 impl Worker {
     pub(super) fn pace_connects(&mut self) {
@@ -54,7 +54,7 @@ impl Worker {
         self.reschedule(local);
     }
 
-    pub(super) fn open(&mut self, local: usize, now: Instant) -> io::Result<Link> {
+    pub(super) fn open(&mut self, local: usize, now: Instant) -> io::Result<ChargePointSocket> {
         let global = self.first + local;
         let source = self.sources[global % self.sources.len()];
         let socket = Socket::new(Domain::for_address(self.target), Type::STREAM, None)?;
@@ -89,7 +89,7 @@ impl Worker {
         self.rng.fill(&mut key);
         let conn = Connection::connect(now, self.config.clone(), &target, key, self.rng.u64(..))
             .map_err(|e| io::Error::other(e.to_string()))?;
-        Ok(Link {
+        Ok(ChargePointSocket {
             stream,
             conn,
             connected: false,
