@@ -1,9 +1,9 @@
 //! The local claim table of one node (PROTOCOL.md 5.3, 6.1-6.3): which charge points it holds,
 //! under which epoch, and what each script answer or `superseded` message does to them.
 //!
-//! Pure: no I/O, no lock, no clock. `cluster::Shared` keeps the table behind its mutex, runs the
-//! scripts it asks for and acts on what it decides (emit, release, refresh); the model test
-//! (`claims/model.rs`) drives it against a Redis modelled in plain Rust.
+//! Pure: no I/O, no lock, no clock. `cluster::ClusterShared` keeps the table behind its mutex,
+//! runs the scripts it asks for and acts on what it decides (emit, release, refresh); the model
+//! test (`claims/model.rs`) drives it against a Redis modelled in plain Rust.
 //!
 //! The rule every decision rests on: a node holds one connection per identity, and every claim
 //! of this node in Redis belongs to its current connection (`refresh.lua`'s ownership is the

@@ -123,13 +123,13 @@ pub type ClusterEvents = mpsc::UnboundedReceiver<ClusterEvent>;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Cluster {
-    shared: Arc<Shared>,
+    shared: Arc<ClusterShared>,
     _tasks: Arc<Tasks>,
 }
 
 /// One release in flight ([`Cluster::release_started`]); counted down when dropped (also when
 /// its task is cancelled).
-pub(crate) struct ReleaseInFlight(Arc<Shared>);
+pub(crate) struct ReleaseInFlight(Arc<ClusterShared>);
 
 impl Drop for ReleaseInFlight {
     fn drop(&mut self) {
@@ -157,7 +157,7 @@ impl Drop for Tasks {
     }
 }
 
-pub(crate) struct Shared {
+pub(crate) struct ClusterShared {
     pub(crate) config: ClusterConfig,
     /// Every command goes through it: one Redis, or the master Sentinel names (`link.rs`).
     pub(crate) redis: RedisLink,
@@ -198,9 +198,9 @@ pub(crate) struct Shared {
     refresh_round_trips: AtomicU64,
 }
 
-impl std::fmt::Debug for Shared {
+impl std::fmt::Debug for ClusterShared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
+        f.debug_struct("ClusterShared")
             .field("node_id", &self.config.node_id)
             .field("instance", &self.instance)
             .finish_non_exhaustive()
@@ -263,7 +263,7 @@ impl Cluster {
         let redis = RedisLink::open(&config, &runtime)?;
         let (events, events_rx) = mpsc::unbounded_channel();
         let (queues, queued) = housekeeping::queues();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(ClusterShared {
             config,
             redis,
             scripts: Scripts::new(),
@@ -429,7 +429,7 @@ impl Cluster {
         lock(&self.shared.claims).all()
     }
 
-    pub(crate) fn shared(&self) -> &Shared {
+    pub(crate) fn shared(&self) -> &ClusterShared {
         &self.shared
     }
 
@@ -515,7 +515,7 @@ impl Cluster {
 /// `Pending`, so that the next refresh round registers it (or drops it, if a `superseded`
 /// message kept meanwhile says so: [`ClaimTable::register_done`]).
 struct InFlight<'a> {
-    shared: &'a Shared,
+    shared: &'a ClusterShared,
     identity: &'a str,
     ticket: ClaimTicket,
     armed: bool,
@@ -532,7 +532,7 @@ impl Drop for InFlight<'_> {
     }
 }
 
-impl Shared {
+impl ClusterShared {
     /// Runs one Redis call within its [`Bound`].
     pub(crate) async fn bounded<T>(
         &self,
@@ -650,7 +650,7 @@ impl Shared {
 
     /// The inbox prefix `claim.lua` and `refresh.lua` publish a `superseded` message under;
     /// `""` on Redis Cluster, where the inbox is in another slot: the node publishes it itself
-    /// ([`Shared::notify_superseded`]).
+    /// ([`ClusterShared::notify_superseded`]).
     fn script_inbox_prefix(&self) -> String {
         if self.redis.is_cluster() {
             String::new()

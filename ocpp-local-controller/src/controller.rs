@@ -176,7 +176,7 @@ impl LocalControllerBuilder {
         LocalController {
             listener,
             station_tls: self.station_tls.map(tokio_rustls::TlsAcceptor::from),
-            shared: Arc::new(Shared {
+            shared: Arc::new(ControllerShared {
                 tls,
                 host: self.host,
                 endpoint: self.endpoint,
@@ -211,7 +211,7 @@ pub struct LocalController {
     listener: TcpListener,
     /// TLS towards the stations.
     station_tls: Option<tokio_rustls::TlsAcceptor>,
-    shared: Arc<Shared>,
+    shared: Arc<ControllerShared>,
 }
 
 impl std::fmt::Debug for LocalController {
@@ -225,7 +225,7 @@ impl std::fmt::Debug for LocalController {
     }
 }
 
-pub(crate) struct Shared {
+pub(crate) struct ControllerShared {
     /// TLS towards the central system, and the name its certificate must carry.
     pub(crate) tls: Option<(
         tokio_rustls::TlsConnector,

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::controller::Shared;
+use crate::controller::ControllerShared;
 use crate::relay::{Output, Relay};
 use crate::stations::{Mailbox, OwnCallRequest};
 use crate::upstream::connect_upstream;
@@ -135,7 +135,7 @@ fn may_read(hop: &Hop, other: Option<&Hop>) -> bool {
 /// Relays one station that connects over TLS: its handshake first, bounded by the handshake
 /// timeout; a station whose handshake fails or lasts too long is dropped.
 pub(crate) async fn relay_tls_pair(
-    shared: Arc<Shared>,
+    shared: Arc<ControllerShared>,
     acceptor: tokio_rustls::TlsAcceptor,
     socket: TcpStream,
 ) {
@@ -155,7 +155,7 @@ pub(crate) async fn relay_tls_pair(
 /// refused with 403 before anything reaches the central system (OCPP 2.0.1 A00, as the
 /// reference central system checks it).
 pub(crate) async fn relay_pair(
-    shared: Arc<Shared>,
+    shared: Arc<ControllerShared>,
     socket: impl AsyncRead + AsyncWrite + Send + 'static,
     certificate: Option<PeerCertificate>,
 ) {

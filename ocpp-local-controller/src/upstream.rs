@@ -7,7 +7,7 @@ use ocpp_proto::{ConnectTarget, Connection, OcppVersion};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
-use crate::controller::Shared;
+use crate::controller::ControllerShared;
 use crate::pair::Hop;
 
 /// A socket towards the central system: TCP, or TLS over it.
@@ -28,7 +28,7 @@ pub(crate) fn server_name(host: &str) -> Option<rustls::pki_types::ServerName<'s
 /// `identity` (the handshake then completes in the pair's loop); `None` when the central
 /// system cannot be reached within the handshake timeout.
 pub(crate) async fn connect_upstream(
-    shared: &Shared,
+    shared: &ControllerShared,
     identity: &ocpp_proto::ChargePointIdentity,
     versions: Vec<OcppVersion>,
     password: Option<Vec<u8>>,

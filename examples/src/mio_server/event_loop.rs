@@ -21,7 +21,7 @@ use super::cluster::{DrainState, RemoteCall, RemoteRead};
 use super::ocpp_socket::{OcppSocket, SocketStage};
 use super::slab::{Key, Slab};
 use super::timers::TimerHeap;
-use super::{LoopCommand, Shared, ADMIN_LISTENER, LISTENER, WAKER};
+use super::{LoopCommand, LoopShared, ADMIN_LISTENER, LISTENER, WAKER};
 use ocpp_reference_csms::admin::HttpResponse;
 use ocpp_reference_csms::admin_auth::{AdminRefused, AdminSlots};
 
@@ -71,7 +71,7 @@ pub(super) struct EventLoop {
     pub(super) listener: Option<TcpListener>,
     pub(super) admin_listener: Option<TcpListener>,
     pub(super) commands: Receiver<LoopCommand>,
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<LoopShared>,
     pub(super) sockets: Slab<Entry>,
     pub(super) timers: TimerHeap,
     pub(super) scratch: Box<[u8]>,
@@ -117,7 +117,7 @@ impl EventLoop {
         mut listener: TcpListener,
         mut admin_listener: Option<TcpListener>,
         commands: Receiver<LoopCommand>,
-        shared: Arc<Shared>,
+        shared: Arc<LoopShared>,
     ) -> io::Result<Self> {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;

@@ -57,7 +57,7 @@
 //!
 //! # Cluster (`--redis URL --node-id NAME`)
 //! With a [`ClusterConfig`](ocpp_cluster::ClusterConfig) the process is one node of a cluster sharing a Redis
-//! (`ocpp-cluster`): one [`ClusterBridge`] per process in `Shared`, on its own thread, which
+//! (`ocpp-cluster`): one [`ClusterBridge`] per process in `LoopShared`, on its own thread, which
 //! the loops only call without blocking. Connected charge points are claimed, a newer claim on
 //! another node closes our socket with 1008, and an admin command for a charge point no loop
 //! here holds is routed to the node that does; loop 0 reads the bridge's outputs (its waker is
@@ -210,7 +210,7 @@ struct Mailbox {
 
 /// What the loops share.
 #[derive(Debug)]
-struct Shared {
+struct LoopShared {
     csms: Arc<Csms>,
     /// Who may use the admin interface.
     admin_auth: AdminAuth,
@@ -236,7 +236,7 @@ struct Shared {
     accept_rate: Option<ocpp_proto::accept::AcceptRate>,
 }
 
-impl Shared {
+impl LoopShared {
     /// Queues `command` for loop `loop_index` and wakes it.
     fn send(&self, loop_index: usize, command: LoopCommand) {
         let Some(mailbox) = self.mailboxes.get(loop_index) else {
@@ -265,7 +265,7 @@ impl Shared {
 
 /// Stops a running [`MioServer`] gracefully; clone it into a signal handler thread.
 #[derive(Debug, Clone)]
-pub struct ShutdownHandle(Arc<Shared>);
+pub struct ShutdownHandle(Arc<LoopShared>);
 
 impl ShutdownHandle {
     /// Asks every loop to close its connections (1001; 1012 in a cluster, which it then
@@ -292,7 +292,7 @@ impl ShutdownHandle {
 #[derive(Debug)]
 pub struct MioServer {
     loops: Vec<EventLoop>,
-    shared: Arc<Shared>,
+    shared: Arc<LoopShared>,
     local_addr: SocketAddr,
     admin_addr: Option<SocketAddr>,
     /// `uring-server`: the charge points' sockets on io_uring ([`MioServer::bind_uring`]).
@@ -369,7 +369,7 @@ impl MioServer {
             }
             None => None,
         };
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(LoopShared {
             workers: Workers::new(Arc::clone(&csms)),
             csms,
             admin_auth: config.admin_auth,

@@ -4,10 +4,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{lock, millis, Shared};
+use super::{lock, millis, ClusterShared};
 use crate::ClusterError;
 
-impl Shared {
+impl ClusterShared {
     /// Every announcement interval: rewrites the node record (`announce.lua`, PROTOCOL.md
     /// 4.6), and runs a refresh round at once when Redis's `since` is not the one this node
     /// registered its claims under (Redis lost its data, or a failover).

@@ -4,14 +4,14 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{lock, Shared};
+use super::{lock, ClusterShared};
 use crate::ClusterError;
 
 /// How long a drain waits for the releases in flight (those of connections that closed just
 /// before the shutdown).
 const RELEASES_WAIT: Duration = Duration::from_secs(1);
 
-impl Shared {
+impl ClusterShared {
     /// Waits until no release is in flight, at most [`RELEASES_WAIT`].
     pub(super) async fn releases_done(&self) {
         let deadline = tokio::time::Instant::now() + RELEASES_WAIT;

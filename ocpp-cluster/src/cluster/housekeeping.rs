@@ -23,7 +23,7 @@ use futures_util::StreamExt;
 use ocpp_proto::OcppVersion;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{answers_of, millis, Shared};
+use super::{answers_of, millis, ClusterShared};
 use crate::ClusterError;
 
 /// How many calls of one batch run at once on Redis Cluster (a call per claim there).
@@ -51,14 +51,14 @@ pub(super) struct ToRelease {
     epoch: u64,
 }
 
-/// The two queues' sending halves, kept in [`Shared`].
+/// The two queues' sending halves, kept in [`ClusterShared`].
 pub(super) struct Queues {
     claims: mpsc::UnboundedSender<Waiting<ToClaim, ClaimAnswer>>,
     releases: mpsc::UnboundedSender<Waiting<ToRelease, bool>>,
 }
 
-/// The receiving halves, handed to the two tasks ([`Shared::claim_loop`],
-/// [`Shared::release_loop`]).
+/// The receiving halves, handed to the two tasks ([`ClusterShared::claim_loop`],
+/// [`ClusterShared::release_loop`]).
 pub(super) struct Receivers {
     claims: mpsc::UnboundedReceiver<Waiting<ToClaim, ClaimAnswer>>,
     releases: mpsc::UnboundedReceiver<Waiting<ToRelease, bool>>,
@@ -81,7 +81,7 @@ impl Receivers {
     /// Starts the two tasks on `runtime`.
     pub(super) fn spawn(
         self,
-        shared: &Arc<Shared>,
+        shared: &Arc<ClusterShared>,
         runtime: &tokio::runtime::Handle,
     ) -> [tokio::task::JoinHandle<()>; 2] {
         [
@@ -132,7 +132,7 @@ fn split<T, A>(batch: Vec<Waiting<T, A>>) -> (Vec<T>, Vec<AnswerSender<A>>) {
         .unzip()
 }
 
-impl Shared {
+impl ClusterShared {
     /// Runs `claim.lua` for this node's claim on `identity` (recorded with `version`), in the
     /// next batch; its answer.
     pub(super) async fn claim_script(
@@ -203,13 +203,13 @@ impl Shared {
         }
     }
 
-    /// `claim.lua` for `claims` ([`Shared::in_calls`]).
+    /// `claim.lua` for `claims` ([`ClusterShared::in_calls`]).
     async fn claim_batch(&self, claims: Vec<ToClaim>) -> Vec<Result<ClaimAnswer, ClusterError>> {
         self.in_calls(claims, |claims| self.claim_call(claims))
             .await
     }
 
-    /// `release.lua` for `releases` ([`Shared::in_calls`]).
+    /// `release.lua` for `releases` ([`ClusterShared::in_calls`]).
     async fn release_batch(&self, releases: Vec<ToRelease>) -> Vec<Result<bool, ClusterError>> {
         self.in_calls(releases, |releases| self.release_call(releases))
             .await

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::future::{Fuse, FusedFuture};
 use futures_util::FutureExt;
 
-use super::{lock, unix_ms, Shared};
+use super::{lock, unix_ms, ClusterShared};
 use crate::{wire, CallFailure, ClusterError};
 
 /// How long a command id is remembered past its deadline, to drop a duplicate delivery.
@@ -27,7 +27,7 @@ const INBOX_BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// busier still (2026-12-05).
 const INBOX_PING: Duration = Duration::from_secs(1);
 
-impl Shared {
+impl ClusterShared {
     pub(super) async fn inbox_loop(self: Arc<Self>) {
         let channel = format!("{}{}", self.config.inbox_prefix(), self.config.node_id);
         let mut backoff = INBOX_BACKOFF_MIN;

@@ -9,7 +9,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use ocpp_proto::OcppVersion;
 
-use super::{answers_of, lock, millis, parse_epoch, unix_ms, ClaimTicket, LostClaim, Shared};
+use super::{
+    answers_of, lock, millis, parse_epoch, unix_ms, ClaimTicket, ClusterShared, LostClaim,
+};
 use crate::claims::{RefreshReply, Refreshed, Work};
 use crate::link::Master;
 use crate::ClusterError;
@@ -25,7 +27,7 @@ struct ToRefresh {
     epoch: u64,
 }
 
-/// What one pass of a Redis Cluster refresh did ([`Shared::refresh_per_master`]).
+/// What one pass of a Redis Cluster refresh did ([`ClusterShared::refresh_per_master`]).
 #[derive(Default)]
 struct Pass {
     /// Each claim's outcome (or one error for a batch that timed out).
@@ -66,7 +68,7 @@ fn jittered(interval: Duration) -> Duration {
     interval.mul_f64(0.9 + 0.2 * fastrand::f64())
 }
 
-impl Shared {
+impl ClusterShared {
     pub(super) async fn refresh_loop(self: Arc<Self>) {
         let interval = self.config.refresh_interval();
         loop {
@@ -152,7 +154,7 @@ impl Shared {
 
     /// `refresh.lua` for one claim, as its own call (a claim registered while a round passed
     /// over it, or one whose epoch changed); a round sends them in batches
-    /// ([`Shared::refresh_batches`]).
+    /// ([`ClusterShared::refresh_batches`]).
     pub(super) async fn refresh_claim(
         &self,
         identity: &str,
@@ -206,12 +208,12 @@ impl Shared {
     /// Refreshes `claims` in batches of [`ClusterConfig::refresh_batch`](crate::ClusterConfig)
     /// (`refresh_batch`), one after the other, each one `refresh.lua` call for the whole batch
     /// (issue 38: Redis's cost of a script call is paid once per batch, not per claim): one
-    /// round trip per batch. Every answer is read as [`Shared::refresh_claim`] reads its own.
-    /// A batch that fails as a whole (an error, or no answer within the Redis timeout) gives
+    /// round trip per batch. Every answer is read as [`ClusterShared::refresh_claim`] reads its
+    /// own. A batch that fails as a whole (an error, or no answer within the Redis timeout) gives
     /// one error for all its claims, which stay as they are until the next round.
     ///
     /// On Redis Cluster the batches go per master, a call per claim
-    /// ([`Shared::refresh_per_master`]).
+    /// ([`ClusterShared::refresh_per_master`]).
     async fn refresh_batches(
         &self,
         claims: Vec<ToRefresh>,
@@ -251,7 +253,7 @@ impl Shared {
     }
 
     /// On one Redis: the claims of `batch` in one `refresh.lua` call (sent as a pipeline of
-    /// one, [`Shared::refresh_pipeline`], for its `NOSCRIPT` handling); its answers, one per
+    /// one, [`ClusterShared::refresh_pipeline`], for its `NOSCRIPT` handling); its answers, one per
     /// claim in the order of `batch`.
     async fn refresh_together(
         &self,
@@ -273,7 +275,7 @@ impl Shared {
 
     /// On Redis Cluster (issue 38): groups `claims` by the master that serves their key's slot
     /// (the link's slot map, [`RedisLink::slot_map`](crate::link::RedisLink::slot_map)), and
-    /// sends each master its batches as [`Shared::refresh_batches`] does on one Redis, one
+    /// sends each master its batches as [`ClusterShared::refresh_batches`] does on one Redis, one
     /// after the other, the masters at once: one round trip per master per batch, each
     /// pipeline sent to its master by address.
     ///
@@ -317,7 +319,7 @@ impl Shared {
         done.results
     }
 
-    /// One pass of [`Shared::refresh_per_master`]: the claims grouped by the slot map, each
+    /// One pass of [`ClusterShared::refresh_per_master`]: the claims grouped by the slot map, each
     /// master's batches sent to it.
     async fn refresh_by_slot_map(&self, claims: Vec<ToRefresh>) -> Pass {
         let map = match self.bounded(self.redis.slot_map()).await {
@@ -356,7 +358,7 @@ impl Shared {
         pass
     }
 
-    /// The batches of one master's claims ([`Shared::refresh_per_master`]), one after the
+    /// The batches of one master's claims ([`ClusterShared::refresh_per_master`]), one after the
     /// other, each a pipeline sent to `master`.
     async fn refresh_on_master(&self, master: &Master, claims: Vec<ToRefresh>) -> Pass {
         let mut pass = Pass::default();
@@ -420,8 +422,8 @@ impl Shared {
         pass
     }
 
-    /// Each claim by a call of its own ([`Shared::refresh_claim`]), [`REFRESH_CONCURRENCY`] at
-    /// once.
+    /// Each claim by a call of its own ([`ClusterShared::refresh_claim`]),
+    /// [`REFRESH_CONCURRENCY`] at once.
     async fn refresh_one_by_one(
         &self,
         claims: Vec<ToRefresh>,
@@ -436,7 +438,7 @@ impl Shared {
             .await
     }
 
-    /// One answer of a batch, read as that of a call of its own ([`Shared::refreshed`]).
+    /// One answer of a batch, read as that of a call of its own ([`ClusterShared::refreshed`]).
     async fn refresh_answered(
         &self,
         claim: ToRefresh,
@@ -448,7 +450,8 @@ impl Shared {
 
     /// On Redis Cluster: a `refresh.lua` call per claim of `batch` (each touches its one key:
     /// the claims of a master spread over its slots), in one pipeline to `master`
-    /// ([`Shared::refresh_pipeline`]); each claim's answer or error, in the order of `batch`.
+    /// ([`ClusterShared::refresh_pipeline`]); each claim's answer or error, in the order of
+    /// `batch`.
     async fn refresh_each(
         &self,
         batch: &[ToRefresh],
@@ -508,7 +511,7 @@ impl Shared {
 
     /// Sends one pipeline of `refresh.lua` calls (each answer or error of its own): one round
     /// trip, bounded by the Redis timeout; to the master `to` if given
-    /// ([`Shared::refresh_pipeline`]).
+    /// ([`ClusterShared::refresh_pipeline`]).
     async fn send_refreshes(
         &self,
         mut pipe: redis::Pipeline,

@@ -9,7 +9,7 @@ use futures_util::FutureExt;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
-use super::{lock, millis, unix_ms, Shared};
+use super::{lock, millis, unix_ms, ClusterShared};
 use crate::{wire, CallFailure, ClusterError, JsonCallOutcome};
 
 /// A remote call waiting for its reply.
@@ -22,7 +22,7 @@ pub(super) struct PendingReply {
 
 /// Removes a pending call's reply slot however the call ends (answer, timeout, cancel).
 pub(super) struct PendingSlot<'a> {
-    shared: &'a Shared,
+    shared: &'a ClusterShared,
     id: String,
 }
 
@@ -32,7 +32,7 @@ impl Drop for PendingSlot<'_> {
     }
 }
 
-impl Shared {
+impl ClusterShared {
     pub(super) async fn execute_local(
         &self,
         identity: &str,
@@ -217,7 +217,7 @@ impl Shared {
     }
 
     /// On every move of the Redis master (Sentinel; never on a plain URL), answers the remote
-    /// calls routed on an earlier master ([`Shared::replies_lost_in_move`]).
+    /// calls routed on an earlier master ([`ClusterShared::replies_lost_in_move`]).
     pub(super) async fn moves_loop(self: Arc<Self>) {
         loop {
             self.redis.moves().wait().await;
