@@ -14,9 +14,9 @@ use ocpp_messages::OcppVersion;
 
 /// A writer the test can read while the server writes.
 #[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
+struct SharedWriter(Arc<Mutex<Vec<u8>>>);
 
-impl Write for Shared {
+impl Write for SharedWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.0.lock().expect("lock").extend_from_slice(buf);
         Ok(buf.len())
@@ -28,7 +28,7 @@ impl Write for Shared {
 
 #[tokio::test]
 async fn a_recorded_capture_reads_back_with_the_wire_texts() {
-    let out = Shared::default();
+    let out = SharedWriter::default();
     let recorder = Arc::new(CaptureRecorder::new(out.clone()));
     let server = mock_csms::bind("127.0.0.1:0", 60, &recorder)
         .await

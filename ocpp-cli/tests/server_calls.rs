@@ -14,9 +14,9 @@ use ocpp_tokio::{v1_6, CallFailure, DateTime, Router, Server, Session};
 use tokio::sync::mpsc;
 
 #[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
+struct SharedWriter(Arc<Mutex<Vec<u8>>>);
 
-impl Write for Shared {
+impl Write for SharedWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.0.lock().expect("lock").extend_from_slice(buf);
         Ok(buf.len())
@@ -31,7 +31,7 @@ type Outcome = Result<v1_6::ResetResponse, CallFailure>;
 /// A server that accepts boots and calls Reset on every station that connects, telling `tx`
 /// how the call ended; recording into `out`.
 async fn server(
-    out: Shared,
+    out: SharedWriter,
     tx: mpsc::UnboundedSender<Outcome>,
 ) -> (String, tokio::task::JoinHandle<()>) {
     let recorder = Arc::new(CaptureRecorder::new(out));
@@ -59,7 +59,7 @@ async fn server(
     (url, task)
 }
 
-fn lines(out: &Shared) -> Vec<CaptureLine> {
+fn lines(out: &SharedWriter) -> Vec<CaptureLine> {
     let bytes = out.0.lock().expect("lock").clone();
     read_capture(io::BufReader::new(bytes.as_slice())).expect("read capture")
 }
@@ -67,7 +67,7 @@ fn lines(out: &Shared) -> Vec<CaptureLine> {
 #[tokio::test]
 async fn the_servers_calls_are_answered_from_the_capture() {
     // Record: a station driven by hand boots and answers Reset Accepted.
-    let out = Shared::default();
+    let out = SharedWriter::default();
     let (tx, mut outcomes) = mpsc::unbounded_channel();
     let (url, task) = server(out.clone(), tx).await;
     let mut link = Link::connect(&url, "CP9", OcppVersion::V1_6)
@@ -112,7 +112,7 @@ async fn the_servers_calls_are_answered_from_the_capture() {
     );
 
     // Replay against a fresh server: its Reset gets the recorded answer.
-    let again = Shared::default();
+    let again = SharedWriter::default();
     let (tx, mut outcomes) = mpsc::unbounded_channel();
     let (url, task) = server(again.clone(), tx).await;
     let options = ReplayOptions::new(url).linger(Duration::from_millis(500));

@@ -67,7 +67,7 @@ struct Policy {
 }
 
 #[derive(Debug)]
-struct Shared {
+struct CsmsShared {
     seen: Mutex<Vec<Seen>>,
     changed: Condvar,
     policy: Mutex<Policy>,
@@ -78,7 +78,7 @@ struct Shared {
     stop: AtomicBool,
 }
 
-impl Shared {
+impl CsmsShared {
     fn record(&self, seen: Seen) {
         self.seen.lock().unwrap().push(seen);
         self.changed.notify_all();
@@ -87,7 +87,7 @@ impl Shared {
 
 struct Csms {
     addr: SocketAddr,
-    shared: Arc<Shared>,
+    shared: Arc<CsmsShared>,
     acceptor: Option<JoinHandle<()>>,
 }
 
@@ -96,7 +96,7 @@ impl Csms {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(CsmsShared {
             seen: Mutex::new(Vec::new()),
             changed: Condvar::new(),
             policy: Mutex::new(policy),
@@ -228,7 +228,7 @@ fn position(seen: &[Seen], action: &str) -> usize {
 
 /// One connection of the test CSMS: blocking reads with a short timeout, then the connection's
 /// events, commands and output.
-fn serve(mut stream: TcpStream, shared: &Shared) {
+fn serve(mut stream: TcpStream, shared: &CsmsShared) {
     let generation = shared.drop_generation.load(Ordering::SeqCst);
     stream
         .set_read_timeout(Some(Duration::from_millis(5)))
