@@ -33,9 +33,10 @@ fn now_datetime() -> DateTime {
         .unwrap_or_else(|| unreachable!("1970 is a valid date"))
 }
 
-/// A connector's state, in the words of both versions.
+/// Where a connector is in a charging session, as StatusNotification reports it: four of 1.6's
+/// `ChargePointStatus` values; 2.x `connectorStatus` `Available`, else `Occupied`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectorState {
+pub enum ConnectorStage {
     /// Free for a new session.
     Available,
     /// A session is being set up (1.6 Preparing, 2.x Occupied).
@@ -46,9 +47,10 @@ pub enum ConnectorState {
     Finishing,
 }
 
-/// One energy reading of a transaction.
+/// The meter at one moment, as the charge point reports it in one meter value (1.6
+/// `MeterValue`, 2.x `meterValue`): the energy register and the power.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Reading {
+pub struct MeterSnapshot {
     /// The import register, in Wh.
     pub energy_wh: i64,
     /// The active power, in W.
@@ -89,7 +91,7 @@ pub enum Outgoing {
         /// The connector reported.
         connector: u32,
         /// Its state.
-        state: ConnectorState,
+        state: ConnectorStage,
     },
     /// Authorize.
     Authorize {
@@ -101,7 +103,7 @@ pub enum Outgoing {
         /// The transaction.
         tx: TxRef,
         /// The meter at the start.
-        reading: Reading,
+        reading: MeterSnapshot,
         /// Started by the CSMS (RemoteStart / RequestStartTransaction).
         remote: bool,
     },
@@ -110,7 +112,7 @@ pub enum Outgoing {
         /// The transaction.
         tx: TxRef,
         /// The meter now.
-        reading: Reading,
+        reading: MeterSnapshot,
         /// Asked for by TriggerMessage rather than periodic.
         triggered: bool,
     },
@@ -119,7 +121,7 @@ pub enum Outgoing {
         /// The transaction.
         tx: TxRef,
         /// The meter at the end.
-        reading: Reading,
+        reading: MeterSnapshot,
         /// Why it ended.
         reason: StationStopReason,
     },
@@ -128,7 +130,7 @@ pub enum Outgoing {
         /// The connector measured.
         connector: u32,
         /// The meter now.
-        reading: Reading,
+        reading: MeterSnapshot,
     },
 }
 
@@ -207,9 +209,10 @@ pub enum TriggerKind {
     Unsupported,
 }
 
-/// Status of a configuration change or a variable.
+/// The answer to setting one setting: a configuration key (1.6 ChangeConfiguration's
+/// `ConfigurationStatus`) or a variable (2.x SetVariables' `attributeStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SetStatus {
+pub enum SettingStatus {
     /// Accepted.
     Accepted,
     /// Rejected.
@@ -241,7 +244,7 @@ pub enum CommandReply {
         implemented: bool,
     },
     /// 1.6 ChangeConfiguration.
-    ChangeConfiguration(SetStatus),
+    ChangeConfiguration(SettingStatus),
     /// Known keys (key, value, read-only) and unknown ones.
     GetConfiguration {
         /// (key, value, read-only).
@@ -250,7 +253,7 @@ pub enum CommandReply {
         unknown: Vec<String>,
     },
     /// (component, variable, status).
-    SetVariables(Vec<(String, String, SetStatus)>),
+    SetVariables(Vec<(String, String, SettingStatus)>),
     /// (component, variable, value if known).
     GetVariables(Vec<(String, String, Option<String>)>),
     /// DataTransfer (Accepted).

@@ -9,7 +9,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use ocpp_examples::charge_point_payload::{self as payload, ConnectorState, Outgoing};
+use ocpp_examples::charge_point_payload::{self as payload, ConnectorStage, Outgoing};
 use ocpp_messages::version::OcppVersion;
 use ocpp_model::BootReason;
 use ocpp_proto::Answer;
@@ -109,7 +109,7 @@ fn per_charge_point(status: bool) -> (f64, f64, f64) {
         if status {
             let status = Outgoing::Status {
                 connector: 1 + (i % 2) as u32,
-                state: ConnectorState::Available,
+                state: ConnectorStage::Available,
             };
             call(&csms, identity, session, &status);
         }

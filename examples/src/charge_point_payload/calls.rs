@@ -6,7 +6,7 @@ use ocpp_messages::version::OcppVersion;
 use ocpp_proto::{DecodeOptions, Request, Response};
 use serde_json::{json, Value};
 
-use super::{now_datetime, ConnectorState, Outgoing, PayloadError, Reading, TxRef};
+use super::{now_datetime, ConnectorStage, MeterSnapshot, Outgoing, PayloadError, TxRef};
 
 /// The request for `message` in `version`.
 pub fn request(version: OcppVersion, message: &Outgoing) -> Result<Request, PayloadError> {
@@ -48,10 +48,10 @@ fn request_v16(message: &Outgoing) -> v1_6::Request {
             error_code: v1_6::ChargePointErrorCode::NoError,
             info: None,
             status: match state {
-                ConnectorState::Available => v1_6::ChargePointStatus::Available,
-                ConnectorState::Preparing => v1_6::ChargePointStatus::Preparing,
-                ConnectorState::Charging => v1_6::ChargePointStatus::Charging,
-                ConnectorState::Finishing => v1_6::ChargePointStatus::Finishing,
+                ConnectorStage::Available => v1_6::ChargePointStatus::Available,
+                ConnectorStage::Preparing => v1_6::ChargePointStatus::Preparing,
+                ConnectorStage::Charging => v1_6::ChargePointStatus::Charging,
+                ConnectorStage::Finishing => v1_6::ChargePointStatus::Finishing,
             },
             timestamp: Some(now_datetime()),
             vendor_id: None,
@@ -101,7 +101,7 @@ fn request_v16(message: &Outgoing) -> v1_6::Request {
     }
 }
 
-fn meter_value_v16(reading: &Reading, context: v1_6::ReadingContext) -> v1_6::MeterValue {
+fn meter_value_v16(reading: &MeterSnapshot, context: v1_6::ReadingContext) -> v1_6::MeterValue {
     let sample = |value: String, measurand, unit| v1_6::SampledValue {
         value,
         context: Some(context.clone()),
@@ -150,7 +150,7 @@ fn request_v2(message: &Outgoing) -> (&'static str, Value) {
             json!({
                 "timestamp": now,
                 "connectorStatus": match state {
-                    ConnectorState::Available => "Available",
+                    ConnectorStage::Available => "Available",
                     _ => "Occupied",
                 },
                 "evseId": (*connector).max(1),
@@ -222,7 +222,7 @@ fn transaction_event_v2(
     event_type: &str,
     trigger: &str,
     tx: &TxRef,
-    reading: &Reading,
+    reading: &MeterSnapshot,
     context: &str,
 ) -> Value {
     let mut info = json!({
@@ -242,7 +242,7 @@ fn transaction_event_v2(
     })
 }
 
-fn meter_value_v2(reading: &Reading, context: &str) -> Value {
+fn meter_value_v2(reading: &MeterSnapshot, context: &str) -> Value {
     json!({
         "timestamp": now_datetime(),
         "sampledValue": [

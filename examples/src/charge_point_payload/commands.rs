@@ -5,7 +5,7 @@ use ocpp_messages::version::OcppVersion;
 use ocpp_proto::{DecodeOptions, Request, Response};
 use serde_json::{json, Value};
 
-use super::{CommandReply, CsmsCommand, PayloadError, SetStatus, TriggerKind};
+use super::{CommandReply, CsmsCommand, PayloadError, SettingStatus, TriggerKind};
 
 /// Reads a CALL of the CSMS.
 pub fn read_command(request: &Request) -> CsmsCommand {
@@ -188,9 +188,9 @@ fn response_v16(action: &str, reply: &CommandReply) -> Result<v1_6::Response, Pa
         .into(),
         CommandReply::ChangeConfiguration(status) => v1_6::ChangeConfigurationResponse {
             status: match status {
-                SetStatus::Accepted => v1_6::ConfigurationStatus::Accepted,
-                SetStatus::Rejected => v1_6::ConfigurationStatus::Rejected,
-                SetStatus::Unknown => v1_6::ConfigurationStatus::NotSupported,
+                SettingStatus::Accepted => v1_6::ConfigurationStatus::Accepted,
+                SettingStatus::Rejected => v1_6::ConfigurationStatus::Rejected,
+                SettingStatus::Unknown => v1_6::ConfigurationStatus::NotSupported,
             },
         }
         .into(),
@@ -247,9 +247,9 @@ fn response_v2(reply: &CommandReply) -> Value {
                 let (component, variable) = component_variable(c, v);
                 json!({
                     "attributeStatus": match status {
-                        SetStatus::Accepted => "Accepted",
-                        SetStatus::Rejected => "Rejected",
-                        SetStatus::Unknown => "UnknownVariable",
+                        SettingStatus::Accepted => "Accepted",
+                        SettingStatus::Rejected => "Rejected",
+                        SettingStatus::Unknown => "UnknownVariable",
                     },
                     "component": component,
                     "variable": variable,

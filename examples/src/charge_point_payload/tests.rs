@@ -19,7 +19,7 @@ fn tx() -> TxRef {
 
 #[test]
 fn every_outgoing_message_passes_every_versions_schema() {
-    let reading = Reading {
+    let reading = MeterSnapshot {
         energy_wh: 1234,
         power_w: 11000.0,
     };
@@ -31,7 +31,7 @@ fn every_outgoing_message_passes_every_versions_schema() {
         Outgoing::Heartbeat,
         Outgoing::Status {
             connector: 1,
-            state: ConnectorState::Charging,
+            state: ConnectorStage::Charging,
         },
         Outgoing::Authorize {
             id_tag: "TAG1".into(),
@@ -100,7 +100,7 @@ fn replies_decode_in_every_version() {
             CommandReply::SetVariables(vec![(
                 "OCPPCommCtrlr".into(),
                 "X".into(),
-                SetStatus::Unknown,
+                SettingStatus::Unknown,
             )]),
         ),
         (

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use ocpp_examples::charge_point_payload::SetStatus;
+use ocpp_examples::charge_point_payload::SettingStatus;
 use ocpp_tokio::station::RetryBackOff;
 
 /// One setting, under its 1.6 key and its 2.x component and variable names.
@@ -103,11 +103,16 @@ impl Settings {
     }
 
     /// Sets a 1.6 key.
-    pub(crate) fn set_v16(&mut self, name: &str, value: &str, changed: &mut Changed) -> SetStatus {
+    pub(crate) fn set_v16(
+        &mut self,
+        name: &str,
+        value: &str,
+        changed: &mut Changed,
+    ) -> SettingStatus {
         match KEYS.iter().find(|k| k.1 == name) {
             Some((key, _, _, _, false)) => self.set(*key, value, changed),
-            Some(_) => SetStatus::Rejected,
-            None => SetStatus::Unknown,
+            Some(_) => SettingStatus::Rejected,
+            None => SettingStatus::Unknown,
         }
     }
 
@@ -118,11 +123,11 @@ impl Settings {
         variable: &str,
         value: &str,
         changed: &mut Changed,
-    ) -> SetStatus {
+    ) -> SettingStatus {
         match KEYS.iter().find(|k| k.2 == component && k.3 == variable) {
             Some((key, _, _, _, false)) => self.set(*key, value, changed),
-            Some(_) => SetStatus::Rejected,
-            None => SetStatus::Unknown,
+            Some(_) => SettingStatus::Rejected,
+            None => SettingStatus::Unknown,
         }
     }
 
@@ -137,7 +142,7 @@ impl Settings {
         }
     }
 
-    fn set(&mut self, key: Key, value: &str, changed: &mut Changed) -> SetStatus {
+    fn set(&mut self, key: Key, value: &str, changed: &mut Changed) -> SettingStatus {
         let secs = value
             .trim()
             .parse::<f64>()
@@ -156,11 +161,11 @@ impl Settings {
             (Key::RetryRandomRange, Some(d)) => self.back_off.random_range = d,
             (Key::RetryRepeatTimes, _) => match value.trim().parse::<u32>() {
                 Ok(n) if n <= 31 => self.back_off.repeat_times = n,
-                _ => return SetStatus::Rejected,
+                _ => return SettingStatus::Rejected,
             },
-            _ => return SetStatus::Rejected,
+            _ => return SettingStatus::Rejected,
         }
-        SetStatus::Accepted
+        SettingStatus::Accepted
     }
 }
 
@@ -197,7 +202,7 @@ mod tests {
         );
         assert_eq!(
             s.set_v16("HeartbeatInterval", "30", &mut changed),
-            SetStatus::Accepted
+            SettingStatus::Accepted
         );
         assert!(changed.heartbeat && !changed.meter);
         assert_eq!(
@@ -207,21 +212,21 @@ mod tests {
                 "2",
                 &mut changed
             ),
-            SetStatus::Accepted
+            SettingStatus::Accepted
         );
         assert_eq!(s.back_off.repeat_times, 2);
         for (name, value, status) in [
-            ("HeartbeatInterval", "soon", SetStatus::Rejected),
-            ("HeartbeatInterval", "0", SetStatus::Rejected),
-            ("NumberOfConnectors", "4", SetStatus::Rejected),
-            ("NoSuchKey", "4", SetStatus::Unknown),
+            ("HeartbeatInterval", "soon", SettingStatus::Rejected),
+            ("HeartbeatInterval", "0", SettingStatus::Rejected),
+            ("NumberOfConnectors", "4", SettingStatus::Rejected),
+            ("NoSuchKey", "4", SettingStatus::Unknown),
         ] {
             let set = s.set_v16(name, value, &mut changed);
             assert_eq!(set, status, "{name} = {value}");
         }
         assert_eq!(
             s.set_v2("X", "HeartbeatInterval", "4", &mut changed),
-            SetStatus::Unknown
+            SettingStatus::Unknown
         );
         assert_eq!(s.heartbeat_interval, Duration::from_secs(30));
         assert_eq!(s.all_v16().len(), KEYS.len());

@@ -19,7 +19,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use ocpp_examples::charge_point_payload::{self as payload, ConnectorState, Outgoing};
+use ocpp_examples::charge_point_payload::{self as payload, ConnectorStage, Outgoing};
 use ocpp_messages::version::OcppVersion;
 use ocpp_proto::{CallFailure, CallOutcome, Closed, Response};
 use ocpp_tokio::station::{
@@ -160,7 +160,7 @@ impl Sim {
         if st.version == OcppVersion::V1_6 {
             messages.push(Item::Send(Outgoing::Status {
                 connector,
-                state: ConnectorState::Preparing,
+                state: ConnectorStage::Preparing,
             }));
         }
         let number = st.transactions_started;
@@ -187,7 +187,7 @@ impl Sim {
         messages.push(Item::Start(start, number));
         messages.push(Item::Send(Outgoing::Status {
             connector,
-            state: ConnectorState::Charging,
+            state: ConnectorStage::Charging,
         }));
         messages
     }
@@ -213,12 +213,12 @@ impl Sim {
         if st.version == OcppVersion::V1_6 {
             messages.push(Item::Send(Outgoing::Status {
                 connector,
-                state: ConnectorState::Finishing,
+                state: ConnectorStage::Finishing,
             }));
         }
         messages.push(Item::Send(Outgoing::Status {
             connector,
-            state: ConnectorState::Available,
+            state: ConnectorStage::Available,
         }));
         messages
     }
@@ -283,8 +283,8 @@ fn statuses(st: &State, only: Option<u32>) -> Vec<Item> {
             Item::Send(Outgoing::Status {
                 connector,
                 state: match &st.transaction {
-                    Some(t) if t.connector == connector => ConnectorState::Charging,
-                    _ => ConnectorState::Available,
+                    Some(t) if t.connector == connector => ConnectorStage::Charging,
+                    _ => ConnectorStage::Available,
                 },
             })
         })
@@ -310,13 +310,13 @@ fn read_meter(st: &mut State, now: Instant) -> Reading {
 }
 
 /// A reading as the payload module writes a MeterValues outside a transaction.
-fn payload_reading(reading: &Reading) -> payload::Reading {
+fn payload_reading(reading: &Reading) -> payload::MeterSnapshot {
     let power = reading
         .sampled
         .iter()
         .find(|v| v.measurand == "Power.Active.Import")
         .map_or(0.0, |v| v.value.to_f64());
-    payload::Reading {
+    payload::MeterSnapshot {
         energy_wh: reading.energy_wh,
         power_w: power,
     }

@@ -37,7 +37,7 @@ use super::cli::{Deflate, Options, Scenario, WorkerSlot};
 use super::phase::PhaseStats;
 use super::procfs;
 use ocpp_examples::charge_point_payload::{
-    self as payload, CallAnswer, CommandReply, ConnectorState, Outgoing, Reading,
+    self as payload, CallAnswer, CommandReply, ConnectorStage, MeterSnapshot, Outgoing,
 };
 
 mod connecting;
@@ -128,7 +128,7 @@ struct Prebuilt {
 impl Prebuilt {
     fn new(version: OcppVersion) -> io::Result<Self> {
         let bad = |e: payload::PayloadError| io::Error::other(e.to_string());
-        let reading = Reading {
+        let reading = MeterSnapshot {
             energy_wh: 12_345,
             power_w: 7_400.0,
         };
@@ -138,7 +138,7 @@ impl Prebuilt {
                 version,
                 &Outgoing::Status {
                     connector: 1,
-                    state: ConnectorState::Available,
+                    state: ConnectorStage::Available,
                 },
             )
             .map_err(bad)?,

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use ocpp_frame::CloseCode;
 use ocpp_proto::{CallOutcome, CloseReason, Closed};
 
-use super::{payload, CallAnswer, ConnectorState, Kind, LoadPhase, Outgoing, Reading, Worker};
+use super::{
+    payload, CallAnswer, ConnectorStage, Kind, LoadPhase, MeterSnapshot, Outgoing, Worker,
+};
 use ocpp_examples::charge_point_payload::TxRef;
 use ocpp_proto::station::StationStopReason;
 
@@ -94,17 +96,17 @@ impl SoakCp {
             .flatten()
     }
 
-    fn state(&self) -> ConnectorState {
+    fn state(&self) -> ConnectorStage {
         match self.stage {
-            Stage::Idle => ConnectorState::Available,
-            Stage::Authorizing | Stage::Starting => ConnectorState::Preparing,
-            Stage::Charging { .. } => ConnectorState::Charging,
-            Stage::Stopping => ConnectorState::Finishing,
+            Stage::Idle => ConnectorStage::Available,
+            Stage::Authorizing | Stage::Starting => ConnectorStage::Preparing,
+            Stage::Charging { .. } => ConnectorStage::Charging,
+            Stage::Stopping => ConnectorStage::Finishing,
         }
     }
 
-    fn reading(&self) -> Reading {
-        Reading {
+    fn reading(&self) -> MeterSnapshot {
+        MeterSnapshot {
             energy_wh: self.meter_wh,
             power_w: 7_400.0,
         }

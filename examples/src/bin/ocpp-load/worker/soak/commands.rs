@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use ocpp_examples::charge_point_payload::{CsmsCommand, SetStatus, TriggerKind};
+use ocpp_examples::charge_point_payload::{CsmsCommand, SettingStatus, TriggerKind};
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_proto::{MessageId, Request};
 
@@ -82,9 +82,9 @@ impl Worker {
                 // Never the Basic password: it would lock the swarm out.
                 Some(CommandReply::ChangeConfiguration(
                     if key == "AuthorizationKey" {
-                        SetStatus::Rejected
+                        SettingStatus::Rejected
                     } else {
-                        SetStatus::Accepted
+                        SettingStatus::Accepted
                     },
                 ))
             }
@@ -118,7 +118,7 @@ impl Worker {
             CsmsCommand::SetVariables(items) => Some(CommandReply::SetVariables(
                 items
                     .into_iter()
-                    .map(|(c, v, _)| (c, v, SetStatus::Rejected))
+                    .map(|(c, v, _)| (c, v, SettingStatus::Rejected))
                     .collect(),
             )),
             CsmsCommand::GetVariables(items) => Some(CommandReply::GetVariables(
