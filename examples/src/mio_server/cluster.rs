@@ -118,7 +118,7 @@ impl Drop for JobAnswer {
 
 /// An admin command routed through the cluster, waiting for its [`BridgeOutput::CallDone`].
 #[derive(Debug)]
-pub(super) struct RemoteCall {
+pub(super) struct RemoteAdminCall {
     admin: Key,
     identity: String,
     action: String,
@@ -254,7 +254,7 @@ impl EventLoop {
             .schedule(key, Some(a.deadline), &mut a.scheduled);
         self.remote_calls.insert(
             request,
-            RemoteCall {
+            RemoteAdminCall {
                 admin: key,
                 identity: identity.as_str().to_owned(),
                 action,

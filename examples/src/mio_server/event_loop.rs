@@ -17,7 +17,7 @@ use ocpp_proto::Superseded;
 
 use super::admin_socket::{AdminSocket, AdminStage};
 use super::capture::Tap;
-use super::cluster::{DrainState, RemoteCall, RemoteRead};
+use super::cluster::{DrainState, RemoteAdminCall, RemoteRead};
 use super::ocpp_socket::{OcppSocket, SocketStage};
 use super::slab::{Key, Slab};
 use super::timers::TimerHeap;
@@ -94,7 +94,7 @@ pub(super) struct EventLoop {
     /// socket was read ([`EventLoop::expire_timers`]).
     pub(super) input_left: bool,
     /// Loop 0 of a cluster node: admin commands routed through the cluster, by request.
-    pub(super) remote_calls: HashMap<RequestId, RemoteCall>,
+    pub(super) remote_calls: HashMap<RequestId, RemoteAdminCall>,
     /// Loop 0 of a cluster node: admin reads waiting for the cluster's presence records.
     pub(super) remote_reads: HashMap<RequestId, RemoteRead>,
     /// Loop 0 of a cluster node: leaving the cluster during a shutdown.
