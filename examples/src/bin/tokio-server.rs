@@ -18,7 +18,7 @@
 use std::process::ExitCode;
 
 use ocpp_examples::server_cli::{self, Args};
-use ocpp_examples::tokio_server::{ShutdownHandle, TokioServer};
+use ocpp_examples::tokio_server::{TokioServer, TokioShutdownHandle};
 use tokio::signal::unix::{signal, SignalKind};
 
 fn main() -> ExitCode {
@@ -63,7 +63,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 async fn on_signals(
     mut interrupt: tokio::signal::unix::Signal,
     mut terminate: tokio::signal::unix::Signal,
-    shutdown: ShutdownHandle,
+    shutdown: TokioShutdownHandle,
 ) {
     for first in [true, false] {
         let name = tokio::select! {

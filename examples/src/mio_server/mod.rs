@@ -265,9 +265,9 @@ impl LoopShared {
 
 /// Stops a running [`MioServer`] gracefully; clone it into a signal handler thread.
 #[derive(Debug, Clone)]
-pub struct ShutdownHandle(Arc<LoopShared>);
+pub struct MioShutdownHandle(Arc<LoopShared>);
 
-impl ShutdownHandle {
+impl MioShutdownHandle {
     /// Asks every loop to close its connections (1001; 1012 in a cluster, which it then
     /// leaves) and exit.
     pub fn shutdown(&self) {
@@ -287,7 +287,7 @@ impl ShutdownHandle {
 /// let config = ServerConfig::new("127.0.0.1:9000".parse().unwrap());
 /// let server = MioServer::bind(config, csms).unwrap();
 /// println!("listening on {}", server.local_addr());
-/// server.run().unwrap(); // until a ShutdownHandle is used
+/// server.run().unwrap(); // until a MioShutdownHandle is used
 /// ```
 #[derive(Debug)]
 pub struct MioServer {
@@ -416,8 +416,8 @@ impl MioServer {
     }
 
     /// A handle that stops the server.
-    pub fn shutdown_handle(&self) -> ShutdownHandle {
-        ShutdownHandle(Arc::clone(&self.shared))
+    pub fn shutdown_handle(&self) -> MioShutdownHandle {
+        MioShutdownHandle(Arc::clone(&self.shared))
     }
 
     /// Runs loop 0 on this thread and the others on their own, until shutdown.

@@ -54,9 +54,9 @@ pub use crate::server_config::ServerConfig;
 /// Stops a running [`TokioServer`] gracefully (on a cluster node: closes with 1012 and leaves the
 /// cluster).
 #[derive(Debug, Clone)]
-pub struct ShutdownHandle(Arc<watch::Sender<bool>>);
+pub struct TokioShutdownHandle(Arc<watch::Sender<bool>>);
 
-impl ShutdownHandle {
+impl TokioShutdownHandle {
     /// Asks every connection to close (1001) and the server to exit.
     pub fn shutdown(&self) {
         self.0.send_replace(true);
@@ -73,7 +73,7 @@ impl ShutdownHandle {
 /// let csms = Arc::new(Csms::new(CsmsConfig::default()));
 /// let server = TokioServer::bind(ServerConfig::new("127.0.0.1:9000".parse().unwrap()), csms)?;
 /// println!("listening on {}", server.local_addr());
-/// server.run().await // until a ShutdownHandle is used
+/// server.run().await // until a TokioShutdownHandle is used
 /// # }
 /// ```
 #[derive(Debug)]
@@ -189,8 +189,8 @@ impl TokioServer {
     }
 
     /// A handle that stops the server.
-    pub fn shutdown_handle(&self) -> ShutdownHandle {
-        ShutdownHandle(Arc::clone(&self.shutdown))
+    pub fn shutdown_handle(&self) -> TokioShutdownHandle {
+        TokioShutdownHandle(Arc::clone(&self.shutdown))
     }
 
     /// Accepts charge points (and admin clients) until shutdown, then closes every connection
