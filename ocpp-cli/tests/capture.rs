@@ -2,29 +2,18 @@
 //! ([`CaptureRecorder`]) writes lines that [`read_capture`] reads back, with the texts that
 //! went over the wire, and that `validate` accepts.
 
-use std::io::{self, Write};
-use std::sync::{Arc, Mutex};
+mod common;
+
+use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::SharedWriter;
 use ocpp_cli::capture::{read_capture, CaptureDirection, CaptureLine, CaptureRecorder};
 use ocpp_cli::mock_csms;
 use ocpp_cli::validate::{Validator, Verdict};
 use ocpp_cli::websocket::Link;
 use ocpp_messages::OcppVersion;
-
-/// A writer the test can read while the server writes.
-#[derive(Clone, Default)]
-struct SharedWriter(Arc<Mutex<Vec<u8>>>);
-
-impl Write for SharedWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test]
 async fn a_recorded_capture_reads_back_with_the_wire_texts() {

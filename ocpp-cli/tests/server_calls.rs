@@ -1,10 +1,13 @@
 //! Replay answers the server's CALLs with the station's recorded answers: a server that calls
 //! Reset when a station connects, recorded once with a hand-driven station, then replayed.
 
-use std::io::{self, Write};
-use std::sync::{Arc, Mutex};
+mod common;
+
+use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::SharedWriter;
 use ocpp_cli::capture::{read_capture, CaptureDirection, CaptureLine, CaptureRecorder};
 use ocpp_cli::replay::{replay, ReplayOptions};
 use ocpp_cli::websocket::Link;
@@ -12,19 +15,6 @@ use ocpp_messages::OcppVersion;
 use ocpp_model::{BootAnswer, Booted};
 use ocpp_tokio::{v1_6, CallFailure, DateTime, Router, Server, Session};
 use tokio::sync::mpsc;
-
-#[derive(Clone, Default)]
-struct SharedWriter(Arc<Mutex<Vec<u8>>>);
-
-impl Write for SharedWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 type Outcome = Result<v1_6::ResetResponse, CallFailure>;
 

@@ -1,11 +1,11 @@
 //! Running the `ocpp` binary in tests: bounded waits, and only the processes started here are
-//! killed (by their handle, on drop).
+//! killed (by their handle, on drop). And a writer the tests read back ([`SharedWriter`]).
 #![allow(dead_code, unreachable_pub)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The binary under test.
@@ -13,7 +13,6 @@ pub const OCPP: &str = env!("CARGO_BIN_EXE_ocpp");
 
 /// Runs `ocpp args...` to the end (at most `limit`), with `stdin` as its input.
 pub fn run(args: &[&str], stdin: Option<&str>, limit: Duration) -> Output {
-    use std::io::Write;
     let mut child = Command::new(OCPP)
         .args(args)
         .stdin(Stdio::piped())
@@ -148,3 +147,17 @@ pub const SCRIPT: &[&str] = &[
     r#"{"t_ms":9,"identity":"CP2","version":"ocpp2.0.1","dir":"in","text":"[2,\"b\",\"TransactionEvent\",{\"eventType\":\"Started\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"triggerReason\":\"Authorized\",\"seqNo\":0,\"transactionInfo\":{\"transactionId\":\"T1\"},\"idToken\":{\"idToken\":\"TAG2\",\"type\":\"ISO14443\"}}]"}"#,
     r#"{"t_ms":10,"identity":"CP2","version":"ocpp2.0.1","dir":"in","text":"[2,\"c\",\"Heartbeat\",{}]"}"#,
 ];
+
+/// A writer the test can read while the server writes.
+#[derive(Clone, Default)]
+pub struct SharedWriter(pub Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
