@@ -234,6 +234,24 @@ struct Mailbox {
     config: Option<Arc<ConnectionConfig>>,
 }
 
+/// A link as a key of the server's tables (the registry's, the live tasks'): the same
+/// connection when the same link, compared and hashed by its address.
+pub(crate) struct LinkKey(pub(crate) Arc<TaskLink>);
+
+impl PartialEq for LinkKey {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for LinkKey {}
+
+impl std::hash::Hash for LinkKey {
+    fn hash<S: std::hash::Hasher>(&self, state: &mut S) {
+        std::ptr::hash(Arc::as_ptr(&self.0), state);
+    }
+}
+
 impl TaskLink {
     pub(crate) fn new(capacity: usize) -> Arc<TaskLink> {
         Arc::new(TaskLink {

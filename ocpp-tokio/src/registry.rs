@@ -13,7 +13,7 @@ use ocpp_proto::{command_request, ChargePointIdentity, IdentityTable, OcppVersio
 
 use ocpp_proto::CallFailure;
 
-use crate::charge_point::TaskLink;
+use crate::charge_point::LinkKey;
 use crate::presence::Presence;
 
 pub use crate::charge_point::{ChargePoint, ConnectionSettings};
@@ -168,23 +168,15 @@ pub trait Remote: Send + Sync + 'static {
 }
 
 /// A charge point as the registry holds it: its link alone (one pointer; the identity is the
-/// table's key and the version is in the link), the same connection when the same link.
-struct Held(Arc<TaskLink>);
-
-impl PartialEq for Held {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Held {
+/// table's key and the version is in the link).
+impl LinkKey {
     fn charge_point(&self, identity: &ChargePointIdentity) -> ChargePoint {
         ChargePoint::of_link(self.0.clone(), identity.clone())
     }
 }
 
 struct Inner {
-    table: RwLock<IdentityTable<Held>>,
+    table: RwLock<IdentityTable<LinkKey>>,
     remote: Option<Arc<dyn Remote>>,
     /// This server's presence in a cluster, if it is a node of one.
     presence: Option<Arc<dyn Presence>>,
@@ -277,11 +269,11 @@ impl ChargePoints {
         WeakChargePoints(Arc::downgrade(&self.inner))
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, IdentityTable<Held>> {
+    fn read(&self) -> RwLockReadGuard<'_, IdentityTable<LinkKey>> {
         self.inner.table.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, IdentityTable<Held>> {
+    fn write(&self) -> RwLockWriteGuard<'_, IdentityTable<LinkKey>> {
         self.inner.table.write().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -498,7 +490,7 @@ impl ChargePoints {
     ) -> Option<ChargePoint> {
         let replaced = self
             .write()
-            .register(identity.clone(), Held(cp.link().clone()))?;
+            .register(identity.clone(), LinkKey(cp.link().clone()))?;
         Some(replaced.charge_point(&identity))
     }
 
@@ -507,6 +499,6 @@ impl ChargePoints {
     /// that calls for it go through the [`Remote`] at once. The server does it itself when a
     /// connection ends.
     pub fn remove(&self, identity: &ChargePointIdentity, cp: &ChargePoint) -> bool {
-        self.write().remove(identity, &Held(cp.link().clone()))
+        self.write().remove(identity, &LinkKey(cp.link().clone()))
     }
 }

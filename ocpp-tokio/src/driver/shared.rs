@@ -2,14 +2,13 @@
 //! shutdown.
 
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use ocpp_proto::{CloseCode, ConnectionConfig};
 use tokio::sync::Notify;
 
-use crate::charge_point::{LinkCommand, TaskLink};
+use crate::charge_point::{LinkCommand, LinkKey, TaskLink};
 use crate::hook::Hook;
 use crate::ChargePoints;
 
@@ -21,7 +20,7 @@ pub(crate) struct ServerShared<H> {
     pub(crate) hook: Option<Hook>,
     pub(crate) mailbox_capacity: usize,
     /// Every connection task, connected or not, for shutdown: its link, one pointer each.
-    live: Mutex<HashSet<Enlisted>>,
+    live: Mutex<HashSet<LinkKey>>,
     /// Set once shutdown began: new connections are closed with 1001 as soon as they open.
     pub(crate) draining: AtomicBool,
     /// Notified when the last task ends.
@@ -57,21 +56,21 @@ impl<H> ServerShared<H> {
         (CloseCode::GOING_AWAY, "server shutting down")
     }
 
-    fn live(&self) -> std::sync::MutexGuard<'_, HashSet<Enlisted>> {
+    fn live(&self) -> std::sync::MutexGuard<'_, HashSet<LinkKey>> {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A new task's link, recorded for shutdown.
     pub(crate) fn enlist(&self) -> Arc<TaskLink> {
         let link = TaskLink::new(self.mailbox_capacity);
-        self.live().insert(Enlisted(link.clone()));
+        self.live().insert(LinkKey(link.clone()));
         link
     }
 
     /// The task of `link` ended.
     pub(crate) fn discharge(&self, link: &Arc<TaskLink>) {
         let mut live = self.live();
-        live.remove(&Enlisted(link.clone()));
+        live.remove(&LinkKey(link.clone()));
         if live.is_empty() {
             self.all_gone.notify_waiters();
         }
@@ -103,22 +102,5 @@ impl<H> ServerShared<H> {
                 return self.live().is_empty();
             }
         }
-    }
-}
-
-/// A task's link in the table of live tasks: the same entry when the same link (its address).
-struct Enlisted(Arc<TaskLink>);
-
-impl PartialEq for Enlisted {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for Enlisted {}
-
-impl Hash for Enlisted {
-    fn hash<S: Hasher>(&self, state: &mut S) {
-        std::ptr::hash(Arc::as_ptr(&self.0), state);
     }
 }
