@@ -160,6 +160,19 @@ async fn a_transaction_resumed_then_ended_after_power_loss(version: OcppVersion)
                 .any(|m| m["action"] == "StopTransaction" || m["eventType"] == "Ended")
         };
         seen_where(&watched, "the end", ended).await;
+        // Its answer reaches the station before it closes: a CALL of ours goes out only once
+        // the end's is answered (one in flight). Closed before that, the station would send
+        // the end again in run 4, as it may (its journal keeps what was not answered).
+        let heartbeat = match version {
+            OcppVersion::V1_6 => v1_6::HeartbeatRequest::default().into(),
+            OcppVersion::V2_0_1 => v2_0_1::HeartbeatRequest::default().into(),
+            OcppVersion::V2_1 => ocpp_tokio::v2_1::HeartbeatRequest::default().into(),
+        };
+        let answered = bounded("a heartbeat after the end", station.call_raw(heartbeat)).await;
+        assert!(
+            !matches!(answered, Err(CallFailure::WrongVersion)),
+            "{answered:?}"
+        );
     })
     .await;
     // Run 4: nothing open any more.
