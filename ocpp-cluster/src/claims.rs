@@ -201,6 +201,13 @@ impl ClaimTable {
         }
     }
 
+    /// Whether the claim made with `ticket` is current and its `claim.lua` in flight.
+    pub(crate) fn is_registering(&self, identity: &str, ticket: ClaimTicket) -> bool {
+        self.claims
+            .get(identity)
+            .is_some_and(|c| c.ticket == ticket && c.state == ClaimState::Registering)
+    }
+
     /// The state of the current claim on `identity` (tests and the model).
     #[cfg(test)]
     pub(crate) fn state(&self, identity: &str) -> Option<(ClaimTicket, ClaimState)> {

@@ -558,27 +558,21 @@ impl ClusterShared {
     }
 
     /// Runs `claim.lua` for a local claim in state `Pending` (moved to `Registering` for the
-    /// time it runs; back to `Pending` if this future is dropped or Redis fails). `Ok(None)`:
-    /// nothing to do (released, or another registration of it is in flight). What the answer
+    /// time it runs; back to `Pending` if this future is dropped or Redis fails). A registration
+    /// of it already in flight (a refresh round's) is waited for instead, bounded. `Ok(None)`:
+    /// no epoch (released, or the registration waited for got none). What the answer
     /// means is [`ClaimTable::register_done`]'s.
     async fn register(
         &self,
         identity: &str,
         ticket: ClaimTicket,
     ) -> Result<Option<u64>, ClusterError> {
-        // Another registration of this claim (a refresh round) may be in flight: wait for it
-        // (bounded) rather than run claim.lua twice.
-        let done = self.registered.notified();
-        tokio::pin!(done);
-        done.as_mut().enable();
         let begin = lock(&self.claims).begin_register(identity, ticket);
         match begin {
             Begin::Run => {}
-            Begin::InFlight => {
-                let wait = self.config.redis_timeout + Duration::from_millis(100);
-                let _ = tokio::time::timeout(wait, done).await;
-                return Ok(self.epoch_of(identity, ticket));
-            }
+            // Another registration of this claim (a refresh round) is in flight: wait for it
+            // rather than run claim.lua twice.
+            Begin::InFlight => return Ok(self.registration_settled(identity, ticket).await),
             Begin::Held(epoch) => return Ok(Some(epoch)),
             Begin::Gone => return Ok(None),
         }
@@ -696,6 +690,28 @@ impl ClusterShared {
         if let Err(e) = sent {
             tracing::warn!(identity, node = old_node, error = %e, "superseded message not sent");
         }
+    }
+
+    /// Waits until the registration in flight of the claim made with `ticket` is settled, at
+    /// most the Redis timeout (and a little): its epoch, if it got one. Every registration
+    /// that settles wakes every waiter, so a waiter looks again at its own claim each time (a
+    /// round registers a batch's worth at once: the first to settle is seldom this one).
+    async fn registration_settled(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
+        let deadline =
+            tokio::time::Instant::now() + self.config.redis_timeout + Duration::from_millis(100);
+        loop {
+            // Enabled before the look, so that a registration settling in between wakes it.
+            let done = self.registered.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            if !lock(&self.claims).is_registering(identity, ticket) {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, done).await.is_err() {
+                break;
+            }
+        }
+        self.epoch_of(identity, ticket)
     }
 
     fn epoch_of(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {

@@ -240,9 +240,9 @@ async fn a_bridge_takes_a_storm_of_claims_and_releases_past_its_request_queue() 
             outputs
         };
         // Connected first: a claim made before the node reaches Redis is left to a round.
-        // (30 s: a loaded machine may take a while to start Redis and reach it; a claim batch
-        // made before then comes back held locally, `epoch: None`, as the assertion below
-        // would count as lost.)
+        // (The round that follows the subscription may take some of the storm's claims: the
+        // bridge's registration of each waits for the round's, which once answered
+        // `epoch: None` as soon as another of the round's claims settled.)
         let deadline = Instant::now() + Duration::from_secs(30);
         while !bridge.is_connected() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
