@@ -23,6 +23,8 @@ mod housekeeping;
 mod inbox;
 mod refresh;
 mod routing;
+#[cfg(test)]
+mod tests;
 
 use routing::PendingReply;
 
@@ -187,7 +189,7 @@ pub(crate) struct ClusterShared {
     /// round without an error), announced in its node record (`announce.lua`): `None` before
     /// its first such round.
     synced: Mutex<Option<String>>,
-    /// Woken after each claim.lua, for a registration that waits on another.
+    /// Woken after each claim.lua (or one abandoned), for a registration that waits on another.
     registered: Notify,
     round: tokio::sync::Mutex<()>,
     /// The claims and releases waiting for their `claim.lua` or `release.lua` call
@@ -513,7 +515,8 @@ impl Cluster {
 
 /// Puts a claim whose `claim.lua` did not complete (the future was dropped) back to
 /// `Pending`, so that the next refresh round registers it (or drops it, if a `superseded`
-/// message kept meanwhile says so: [`ClaimTable::register_done`]).
+/// message kept meanwhile says so: [`ClaimTable::register_done`]), and wakes the
+/// registrations that wait on it, as a registration that ends does: nothing else would.
 struct InFlight<'a> {
     shared: &'a ClusterShared,
     identity: &'a str,
@@ -525,6 +528,7 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if self.armed {
             let lost = lock(&self.shared.claims).register_abandoned(self.identity, self.ticket);
+            self.shared.registered.notify_waiters();
             if let Some(lost) = lost {
                 self.shared.emit(lost);
             }
