@@ -563,7 +563,7 @@ impl ClusterShared {
 
     /// Runs `claim.lua` for a local claim in state `Pending` (moved to `Registering` for the
     /// time it runs; back to `Pending` if this future is dropped or Redis fails). A registration
-    /// of it already in flight (a refresh round's) is waited for instead, bounded. `Ok(None)`:
+    /// of it already in flight (a refresh round's) is waited for instead. `Ok(None)`:
     /// no epoch (released, or the registration waited for got none). What the answer
     /// means is [`ClaimTable::register_done`]'s.
     async fn register(
@@ -696,13 +696,14 @@ impl ClusterShared {
         }
     }
 
-    /// Waits until the registration in flight of the claim made with `ticket` is settled, at
-    /// most the Redis timeout (and a little): its epoch, if it got one. Every registration
-    /// that settles wakes every waiter, so a waiter looks again at its own claim each time (a
-    /// round registers a batch's worth at once: the first to settle is seldom this one).
+    /// Waits until the registration in flight of the claim made with `ticket` is settled,
+    /// however long that takes: its `claim.lua` may wait in the claim queue for the call in
+    /// flight, then run in the next, each bounded by the Redis timeout and the node's stall
+    /// ([`Bound`]), so a bound of the waiter's own gave up on registrations about to succeed.
+    /// Every registration that settles, or is abandoned ([`InFlight`]), wakes every waiter, so
+    /// a waiter looks again at its own claim each time (a round registers a batch's worth at
+    /// once: the first to settle is seldom this one). Its epoch, if it got one.
     async fn registration_settled(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
-        let deadline =
-            tokio::time::Instant::now() + self.config.redis_timeout + Duration::from_millis(100);
         loop {
             // Enabled before the look, so that a registration settling in between wakes it.
             let done = self.registered.notified();
@@ -711,9 +712,7 @@ impl ClusterShared {
             if !lock(&self.claims).is_registering(identity, ticket) {
                 break;
             }
-            if tokio::time::timeout_at(deadline, done).await.is_err() {
-                break;
-            }
+            done.await;
         }
         self.epoch_of(identity, ticket)
     }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use futures_util::FutureExt;
 
 use super::*;
+use crate::claims::Begin;
 use crate::test_redis::RedisServer;
 
 /// A node of `config`, its inbox subscribed and a first round run.
@@ -46,4 +47,32 @@ async fn a_registration_dropped_in_flight_wakes_the_one_waiting_on_it() {
         .await
         .expect("the waiter woke when the registration it waited on was dropped");
     assert_eq!(epoch, cluster.holds("A").and_then(|claim| claim.epoch));
+}
+
+/// A registration waits for the one in flight of its claim until that one settles, however
+/// long it takes: its `claim.lua` may wait in the claim queue behind a batch in flight, then
+/// run in its own call, each bounded by the Redis timeout (and the node's stall). Before, the
+/// waiter gave up after one Redis timeout and answered `epoch: None` for a claim about to be
+/// registered.
+#[tokio::test]
+async fn a_registration_waits_for_the_one_in_flight_past_the_redis_timeout() {
+    let server = RedisServer::start();
+    let config =
+        ClusterConfig::new(server.url(), "a").with_redis_timeout(Duration::from_millis(100));
+    let (cluster, _events) = started(config).await;
+    let shared = cluster.shared();
+    // A round runs claim.lua for A (by hand: no await in between, the node's own rounds
+    // cannot take it first).
+    let a = cluster.hold("A", None);
+    assert_eq!(lock(&shared.claims).begin_register("A", a), Begin::Run);
+    let mut waiting = Box::pin(cluster.register("A", a));
+    // Five Redis timeouts, and A's claim.lua is still on its way.
+    let early = tokio::time::timeout(Duration::from_millis(500), waiting.as_mut()).await;
+    assert!(
+        early.is_err(),
+        "the waiter answered {early:?} while the registration it waited on was in flight"
+    );
+    lock(&shared.claims).register_done("A", a, Some(42));
+    shared.registered.notify_waiters();
+    assert_eq!(waiting.await, Some(42));
 }
