@@ -190,17 +190,6 @@ impl ClaimTable {
             .collect()
     }
 
-    /// The epoch of the claim made with `ticket`, if it is current and registered.
-    pub(crate) fn epoch_of(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
-        match self.claims.get(identity) {
-            Some(c) if c.ticket == ticket => match c.state {
-                ClaimState::Held(epoch) => Some(epoch),
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-
     /// Whether the claim made with `ticket` is current and its `claim.lua` in flight.
     pub(crate) fn is_registering(&self, identity: &str, ticket: ClaimTicket) -> bool {
         self.claims

@@ -563,22 +563,27 @@ impl ClusterShared {
 
     /// Runs `claim.lua` for a local claim in state `Pending` (moved to `Registering` for the
     /// time it runs; back to `Pending` if this future is dropped or Redis fails). A registration
-    /// of it already in flight (a refresh round's) is waited for instead. `Ok(None)`:
-    /// no epoch (released, or the registration waited for got none). What the answer
-    /// means is [`ClaimTable::register_done`]'s.
+    /// of it already in flight (a refresh round's, the bridge's) is waited for instead; if it
+    /// left the claim pending (it failed, or was abandoned), this one runs `claim.lua` itself,
+    /// so that its caller has an answer of its own: a round that took another's failure for
+    /// an `Ok` announced every claim registered (`synced`, PROTOCOL.md 6.3 step 3) with that
+    /// one pending. `Ok(None)`: no epoch (released, or replaced by a newer connection). What
+    /// the answer means is [`ClaimTable::register_done`]'s.
     async fn register(
         &self,
         identity: &str,
         ticket: ClaimTicket,
     ) -> Result<Option<u64>, ClusterError> {
-        let begin = lock(&self.claims).begin_register(identity, ticket);
-        match begin {
-            Begin::Run => {}
-            // Another registration of this claim (a refresh round) is in flight: wait for it
-            // rather than run claim.lua twice.
-            Begin::InFlight => return Ok(self.registration_settled(identity, ticket).await),
-            Begin::Held(epoch) => return Ok(Some(epoch)),
-            Begin::Gone => return Ok(None),
+        loop {
+            let begin = lock(&self.claims).begin_register(identity, ticket);
+            match begin {
+                Begin::Run => break,
+                // Another registration of this claim is in flight: wait for it rather than run
+                // claim.lua twice, then look again.
+                Begin::InFlight => self.registration_settled(identity, ticket).await,
+                Begin::Held(epoch) => return Ok(Some(epoch)),
+                Begin::Gone => return Ok(None),
+            }
         }
         let mut in_flight = InFlight {
             shared: self,
@@ -702,8 +707,8 @@ impl ClusterShared {
     /// ([`Bound`]), so a bound of the waiter's own gave up on registrations about to succeed.
     /// Every registration that settles, or is abandoned ([`InFlight`]), wakes every waiter, so
     /// a waiter looks again at its own claim each time (a round registers a batch's worth at
-    /// once: the first to settle is seldom this one). Its epoch, if it got one.
-    async fn registration_settled(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
+    /// once: the first to settle is seldom this one).
+    async fn registration_settled(&self, identity: &str, ticket: ClaimTicket) {
         loop {
             // Enabled before the look, so that a registration settling in between wakes it.
             let done = self.registered.notified();
@@ -714,11 +719,6 @@ impl ClusterShared {
             }
             done.await;
         }
-        self.epoch_of(identity, ticket)
-    }
-
-    fn epoch_of(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
-        lock(&self.claims).epoch_of(identity, ticket)
     }
 
     fn holds(&self, identity: &str) -> bool {

@@ -25,6 +25,15 @@ pub(super) async fn started(config: ClusterConfig) -> (Cluster, ClusterEvents) {
     (cluster, events)
 }
 
+/// Yields to the node's tasks until `done` holds (at most 10 s).
+pub(super) async fn until(mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(10), "never got there");
+        tokio::task::yield_now().await;
+    }
+}
+
 /// A registration whose future is dropped while its `claim.lua` is in flight (a caller that
 /// gave up on [`Cluster::claim`]) wakes a registration that waits on it, as one that ends
 /// does. Before, nothing woke the waiter: it waited out its whole bound (the Redis timeout)
@@ -75,4 +84,59 @@ async fn a_registration_waits_for_the_one_in_flight_past_the_redis_timeout() {
     lock(&shared.claims).register_done("A", a, Some(42));
     shared.registered.notify_waiters();
     assert_eq!(waiting.await, Some(42));
+}
+
+/// A refresh round that finds a claim's registration in flight (the bridge's, say) and waits
+/// for it counts that claim as registered only if it was: a registration that fails leaves the
+/// claim pending, and the round registers it itself. Before, the round took the waited-for
+/// failure for success and announced `synced` (every claim in Redis under `since`, PROTOCOL.md
+/// 6.3 step 3) with the claim pending: a reader then took the charge point for connected
+/// nowhere (`not_connected`) rather than `unknown`.
+#[tokio::test]
+async fn a_round_that_waited_on_a_failed_registration_registers_the_claim_itself() {
+    let server = RedisServer::start();
+    // A claim at a time: the round's second registration starts once its first is done.
+    let config = ClusterConfig::new(server.url(), "a").with_refresh_batch(1);
+    let (cluster, _events) = started(config).await;
+    let shared = cluster.shared();
+    let (a, b) = {
+        // No round runs meanwhile: the next one finds both pending.
+        let _round = shared.round.lock().await;
+        *lock(&shared.synced) = None;
+        (cluster.hold("A", None), cluster.hold("B", None))
+    };
+    shared.refresh_now.notify_one();
+    // The round registers one of them (the table's order) ...
+    let mut first = None;
+    until(|| {
+        let claims = lock(&shared.claims);
+        first = [("A", a), ("B", b)]
+            .into_iter()
+            .find(|(identity, ticket)| claims.is_registering(identity, *ticket));
+        first.is_some()
+    })
+    .await;
+    let (first, _) = first.expect("found");
+    let (other, ticket) = if first == "A" { ("B", b) } else { ("A", a) };
+    // ... while another registration of the other begins.
+    assert_eq!(lock(&shared.claims).begin_register(other, ticket), Begin::Run);
+    // Once the first is registered the round's registration of the other waits on that one
+    // (the same poll of the round's task).
+    until(|| cluster.holds(first).is_some_and(|claim| claim.epoch.is_some())).await;
+    // Which fails (Redis did not answer it in time).
+    lock(&shared.claims).register_done(other, ticket, None);
+    shared.registered.notify_waiters();
+    // The round ends.
+    let _round = shared.round.lock().await;
+    let synced = lock(&shared.synced).clone();
+    let pending: Vec<_> = cluster
+        .claims()
+        .into_iter()
+        .filter(|claim| claim.epoch.is_none())
+        .collect();
+    assert!(
+        synced.is_none() || pending.is_empty(),
+        "the round announced synced = {synced:?} with {pending:?} pending"
+    );
+    assert!(pending.is_empty(), "{pending:?} left pending");
 }
