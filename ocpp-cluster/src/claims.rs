@@ -280,6 +280,13 @@ impl ClaimTable {
         }
     }
 
+    /// `claim.lua` answered `epoch` for this node's claim on `identity` and no registration
+    /// waits for the answer (its future was dropped, [`Self::register_abandoned`]): read as
+    /// [`Self::register_done`] reads an answer for a claim no longer registering.
+    pub(crate) fn claimed_unawaited(&mut self, identity: &str, epoch: u64) -> Settle {
+        self.foreign(identity, epoch)
+    }
+
     /// A `superseded` message: this node's claim on `identity` under `epoch` was replaced by
     /// `by_node`'s claim under `by_epoch` (PROTOCOL.md 5.3). The claim to report as gone, if the
     /// message applies to the current one.

@@ -398,8 +398,7 @@ impl Cluster {
     /// (bounded) before it leaves, so that a shutdown does not end before the releases of the
     /// connections that closed just before it reached Redis.
     pub(crate) fn release_started(&self) -> ReleaseInFlight {
-        self.shared.releases.fetch_add(1, Ordering::AcqRel);
-        ReleaseInFlight(Arc::clone(&self.shared))
+        self.shared.release_started()
     }
 
     /// Drops the local claim made with `ticket` if it is still the current one; its epoch if it
@@ -537,6 +536,12 @@ impl Drop for InFlight<'_> {
 }
 
 impl ClusterShared {
+    /// Counts a release in flight until the guard drops ([`Cluster::release_started`]).
+    pub(crate) fn release_started(self: &Arc<Self>) -> ReleaseInFlight {
+        self.releases.fetch_add(1, Ordering::AcqRel);
+        ReleaseInFlight(Arc::clone(self))
+    }
+
     /// Runs one Redis call within its [`Bound`].
     pub(crate) async fn bounded<T>(
         &self,

@@ -23,7 +23,8 @@ use futures_util::StreamExt;
 use ocpp_proto::OcppVersion;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{answers_of, millis, ClusterShared};
+use super::{answers_of, lock, millis, ClusterShared};
+use crate::claims::Settle;
 use crate::ClusterError;
 
 /// How many calls of one batch run at once on Redis Cluster (a call per claim there).
@@ -187,9 +188,47 @@ impl ClusterShared {
     ) {
         while let Some(batch) = next_batch(&mut queue, self.config.refresh_batch.max(1)).await {
             let (jobs, waiters) = split(batch);
+            let identities: Vec<String> = jobs.iter().map(|job| job.identity.clone()).collect();
             let answers = self.claim_batch(jobs).await;
-            answer_each(waiters, answers);
+            for ((waiter, answer), identity) in waiters.into_iter().zip(answers).zip(identities) {
+                if let Err(Ok(answer)) = waiter.send(answer) {
+                    self.claimed_unawaited(identity, answer);
+                }
+            }
         }
+    }
+
+    /// A claim `claim.lua` made for a registration that no longer waits (its future was
+    /// dropped once the claim was queued: a caller that gave up): the call ran all the same,
+    /// and what it made is settled here as the registration would have settled it
+    /// ([`ClaimTable::claimed_unawaited`](crate::claims::ClaimTable::claimed_unawaited)). A
+    /// connection that left meanwhile had nothing registered to release; its claim is given
+    /// back now (a release in flight, which a drain waits for), or it would stay this node's
+    /// in Redis for its TTL.
+    fn claimed_unawaited(self: &Arc<Self>, identity: String, answer: ClaimAnswer) {
+        let field = |i: usize| answer.get(i).cloned().unwrap_or_default();
+        let Ok(epoch) = super::parse_epoch(&field(0)) else {
+            return;
+        };
+        let settle = lock(&self.claims).claimed_unawaited(&identity, epoch);
+        let in_flight = matches!(settle, Settle::GiveBack(_)).then(|| self.release_started());
+        let shared = Arc::clone(self);
+        let (node, node_epoch) = (field(1), field(2));
+        self.runtime.spawn(async move {
+            shared
+                .notify_superseded(&identity, &node, &node_epoch, epoch)
+                .await;
+            match settle {
+                Settle::GiveBack(epoch) => {
+                    let _ = shared.release_epoch(&identity, epoch).await;
+                }
+                Settle::Again { ticket, epoch } => {
+                    let _ = shared.refresh_claim(&identity, ticket, epoch).await;
+                }
+                Settle::Nothing => {}
+            }
+            drop(in_flight);
+        });
     }
 
     async fn release_loop(
@@ -284,5 +323,47 @@ impl ClusterShared {
         let answers: Vec<i64> = self.bounded(call.invoke_async(&mut redis)).await?;
         let answers = answers_of(answers, releases.len(), "release.lua")?;
         Ok(answers.into_iter().map(|released| released == 1).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use futures_util::FutureExt;
+
+    use crate::cluster::tests::started;
+    use crate::test_redis::RedisServer;
+    use crate::ClusterConfig;
+
+    /// A registration dropped once its `claim.lua` is queued (a caller that gave up on
+    /// [`Cluster::claim`](crate::Cluster::claim)) leaves the claim pending, but the call still
+    /// runs in Redis. If the connection has left by the time it answers, the claim it made is
+    /// given back, as a registration that finds its claim released does. Before, the answer
+    /// went to no one: the claim stayed this node's in Redis for its whole TTL, a charge point
+    /// connected nowhere found on this node.
+    #[tokio::test]
+    async fn a_claim_answered_after_its_registration_was_dropped_is_given_back() {
+        let server = RedisServer::start();
+        let (cluster, _events) = started(ClusterConfig::new(server.url(), "a")).await;
+        let a = cluster.hold("A", None);
+        let mut registering = Box::pin(cluster.register("A", a));
+        assert!(registering.as_mut().now_or_never().is_none(), "claim.lua queued");
+        drop(registering);
+        // The connection leaves: nothing registered to release.
+        assert!(!cluster.release("A", a).await.expect("release"));
+        // claim.lua ran all the same; its claim goes (a tombstone: node "").
+        let start = Instant::now();
+        loop {
+            let node = server.query("HGET ocpp:cp:A node");
+            if node.as_deref() == Some("") {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "the claim of a connection gone is still this node's: node {node:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }
