@@ -68,7 +68,8 @@ pub(crate) enum Begin {
     InFlight,
     /// Already registered under this epoch.
     Held(u64),
-    /// Not this node's current claim (released, or replaced by a newer connection).
+    /// Not this node's current claim (released, or replaced by a newer connection), or the
+    /// node is leaving the cluster.
     Gone,
 }
 
@@ -133,6 +134,8 @@ pub(crate) enum Refreshed {
 #[derive(Debug, Default)]
 pub(crate) struct ClaimTable {
     claims: HashMap<String, LocalClaim>,
+    /// The node is leaving the cluster (a drain, PROTOCOL.md 6.6): it registers nothing more.
+    leaving: bool,
 }
 
 impl ClaimTable {
@@ -203,8 +206,18 @@ impl ClaimTable {
         self.claims.get(identity).map(|c| (c.ticket, c.state))
     }
 
-    /// Before `claim.lua` for the claim made with `ticket`: `Pending` becomes `Registering`.
+    /// The node leaves the cluster (a drain): no registration begins from now on
+    /// ([`Self::begin_register`] answers [`Begin::Gone`]); a claim held afterwards stays local.
+    pub(crate) fn leave(&mut self) {
+        self.leaving = true;
+    }
+
+    /// Before `claim.lua` for the claim made with `ticket`: `Pending` becomes `Registering`;
+    /// none begins once the node leaves ([`Self::leave`]).
     pub(crate) fn begin_register(&mut self, identity: &str, ticket: ClaimTicket) -> Begin {
+        if self.leaving {
+            return Begin::Gone;
+        }
         match self.claims.get_mut(identity) {
             Some(c) if c.ticket == ticket => match c.state {
                 ClaimState::Pending => {

@@ -136,7 +136,7 @@ pub(crate) struct ReleaseInFlight(Arc<ClusterShared>);
 impl Drop for ReleaseInFlight {
     fn drop(&mut self) {
         if self.0.releases.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.releases_done.notify_waiters();
+            self.0.settled.notify_waiters();
         }
     }
 }
@@ -179,9 +179,11 @@ pub(crate) struct ClusterShared {
     started_ms: u64,
     inbox_up: AtomicBool,
     draining: AtomicBool,
-    /// Releases in flight ([`Cluster::release_started`]), and their end.
+    /// Releases in flight ([`Cluster::release_started`]).
     releases: AtomicUsize,
-    releases_done: Notify,
+    /// Registrations in flight: from the `claim.lua` they begin until they end, a release of
+    /// what they registered included ([`InFlight`]).
+    registrations: AtomicUsize,
     /// The runtime the node started on (tasks of [`Cluster::release_later`]).
     runtime: tokio::runtime::Handle,
     refresh_now: Notify,
@@ -189,8 +191,10 @@ pub(crate) struct ClusterShared {
     /// round without an error), announced in its node record (`announce.lua`): `None` before
     /// its first such round.
     synced: Mutex<Option<String>>,
-    /// Woken after each claim.lua (or one abandoned), for a registration that waits on another.
-    registered: Notify,
+    /// Woken after each claim.lua (or one abandoned), and when the last release in flight
+    /// ends: for a registration that waits on another, and a drain that waits for both. A
+    /// waiter looks again at what it waits for each time.
+    settled: Notify,
     round: tokio::sync::Mutex<()>,
     /// The claims and releases waiting for their `claim.lua` or `release.lua` call
     /// (`housekeeping.rs`).
@@ -281,11 +285,11 @@ impl Cluster {
             inbox_up: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             releases: AtomicUsize::new(0),
-            releases_done: Notify::new(),
+            registrations: AtomicUsize::new(0),
             runtime: runtime.clone(),
             refresh_now: Notify::new(),
             synced: Mutex::new(None),
-            registered: Notify::new(),
+            settled: Notify::new(),
             round: tokio::sync::Mutex::new(()),
             queues,
             refresh_round_trips: AtomicU64::new(0),
@@ -502,12 +506,11 @@ impl Cluster {
         self.shared.round().await
     }
 
-    /// Leaves the cluster (SIGTERM, after the server closed its sockets with 1012): waits
-    /// (at most a second) for the releases in flight, releases every claim still this node's
-    /// and deletes the node record; the node registers nothing more afterwards. Returns how
-    /// many claims were released in Redis by the drain itself.
+    /// Leaves the cluster (SIGTERM, after the server closed its sockets with 1012): registers
+    /// nothing more from now on, waits (at most a second) for the releases and registrations
+    /// in flight, releases every claim still this node's and deletes the node record. Returns
+    /// how many claims were released in Redis by the drain itself.
     pub async fn drain(&self) -> Result<usize, ClusterError> {
-        self.shared.releases_done().await;
         self.shared.drain().await
     }
 }
@@ -516,6 +519,7 @@ impl Cluster {
 /// `Pending`, so that the next refresh round registers it (or drops it, if a `superseded`
 /// message kept meanwhile says so: [`ClaimTable::register_done`]), and wakes the
 /// registrations that wait on it, as a registration that ends does: nothing else would.
+/// Counts the registration in flight until it ends, however it ends.
 struct InFlight<'a> {
     shared: &'a ClusterShared,
     identity: &'a str,
@@ -527,10 +531,13 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if self.armed {
             let lost = lock(&self.shared.claims).register_abandoned(self.identity, self.ticket);
-            self.shared.registered.notify_waiters();
+            self.shared.settled.notify_waiters();
             if let Some(lost) = lost {
                 self.shared.emit(lost);
             }
+        }
+        if self.shared.registrations.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.settled.notify_waiters();
         }
     }
 }
@@ -580,7 +587,16 @@ impl ClusterShared {
         ticket: ClaimTicket,
     ) -> Result<Option<u64>, ClusterError> {
         loop {
-            let begin = lock(&self.claims).begin_register(identity, ticket);
+            let begin = {
+                let mut claims = lock(&self.claims);
+                let begin = claims.begin_register(identity, ticket);
+                if begin == Begin::Run {
+                    // Counted under the lock it began under: a drain that begins after it
+                    // (`ClaimTable::leave`) waits for it.
+                    self.registrations.fetch_add(1, Ordering::AcqRel);
+                }
+                begin
+            };
             match begin {
                 Begin::Run => break,
                 // Another registration of this claim is in flight: wait for it rather than run
@@ -609,7 +625,7 @@ impl ClusterShared {
         in_flight.armed = false;
         let then = lock(&self.claims).register_done(identity, ticket, epoch.as_ref().ok().copied());
         // Wake a registration waiting on this one, now that the state is settled.
-        self.registered.notify_waiters();
+        self.settled.notify_waiters();
         if let (Ok(epoch), Some((node, node_epoch))) = (&epoch, &previous) {
             self.notify_superseded(identity, node, node_epoch, *epoch)
                 .await;
@@ -716,7 +732,7 @@ impl ClusterShared {
     async fn registration_settled(&self, identity: &str, ticket: ClaimTicket) {
         loop {
             // Enabled before the look, so that a registration settling in between wakes it.
-            let done = self.registered.notified();
+            let done = self.settled.notified();
             tokio::pin!(done);
             done.as_mut().enable();
             if !lock(&self.claims).is_registering(identity, ticket) {

@@ -785,7 +785,7 @@ mod tests {
         // B settles first: A's waiter wakes, finds A still in flight and waits on.
         let settle = |identity: &str, ticket, epoch| {
             let then = lock(&shared.claims).register_done(identity, ticket, Some(epoch));
-            shared.registered.notify_waiters();
+            shared.settled.notify_waiters();
             then
         };
         assert!(matches!(

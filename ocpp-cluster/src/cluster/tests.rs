@@ -82,7 +82,7 @@ async fn a_registration_waits_for_the_one_in_flight_past_the_redis_timeout() {
         "the waiter answered {early:?} while the registration it waited on was in flight"
     );
     lock(&shared.claims).register_done("A", a, Some(42));
-    shared.registered.notify_waiters();
+    shared.settled.notify_waiters();
     assert_eq!(waiting.await, Some(42));
 }
 
@@ -125,7 +125,7 @@ async fn a_round_that_waited_on_a_failed_registration_registers_the_claim_itself
     until(|| cluster.holds(first).is_some_and(|claim| claim.epoch.is_some())).await;
     // Which fails (Redis did not answer it in time).
     lock(&shared.claims).register_done(other, ticket, None);
-    shared.registered.notify_waiters();
+    shared.settled.notify_waiters();
     // The round ends.
     let _round = shared.round.lock().await;
     let synced = lock(&shared.synced).clone();
