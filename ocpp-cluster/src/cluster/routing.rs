@@ -20,6 +20,32 @@ pub(super) struct PendingReply {
     pub(super) reply: oneshot::Sender<JsonCallOutcome>,
 }
 
+/// Why a command was not routed ([`ClusterShared::route`]): the error, and whether the script
+/// that publishes the command may have run all the same (it got no answer in time, or its
+/// connection dropped once it was sent), so that the holder may run it.
+struct Unrouted {
+    error: ClusterError,
+    maybe_sent: bool,
+}
+
+impl Unrouted {
+    /// A failure of a script that publishes the command (`route.lua` on one Redis,
+    /// `deliver.lua` on Redis Cluster).
+    fn publishing(error: ClusterError) -> Self {
+        let maybe_sent = error.is_timeout()
+            || matches!(&error, ClusterError::Redis(e) if e.is_connection_dropped());
+        Self { error, maybe_sent }
+    }
+
+    /// A failure before anything was published.
+    fn unsent(error: ClusterError) -> Self {
+        Self {
+            error,
+            maybe_sent: false,
+        }
+    }
+}
+
 /// Removes a pending call's reply slot however the call ends (answer, timeout, cancel).
 pub(super) struct PendingSlot<'a> {
     shared: &'a ClusterShared,
@@ -129,8 +155,17 @@ impl ClusterShared {
             };
             let routed = match self.route(identity, &message).await {
                 Ok(routed) => routed,
-                Err(e) => {
-                    tracing::warn!(identity, error = %e, "routing failed");
+                // The command may be on its way to the holder, which may run it: not a status
+                // a client retries (PROTOCOL.md 6.4 step 3).
+                Err(Unrouted {
+                    error,
+                    maybe_sent: true,
+                }) => {
+                    tracing::warn!(identity, %error, "routing got no answer: the command may run");
+                    return Err(CallFailure::Timeout);
+                }
+                Err(Unrouted { error, .. }) => {
+                    tracing::warn!(identity, %error, "routing failed");
                     return Err(CallFailure::OwnerUnreachable);
                 }
             };
@@ -168,7 +203,7 @@ impl ClusterShared {
     /// round trip on one Redis; on Redis Cluster `route.lua` on the claim's slot, then
     /// `absent.lua` (no claim) or `deliver.lua` (another node's live claim) on the node-level
     /// slot (PROTOCOL.md 1.2). The answer is `route.lua`'s on one Redis.
-    async fn route(&self, identity: &str, message: &str) -> Result<Vec<String>, ClusterError> {
+    async fn route(&self, identity: &str, message: &str) -> Result<Vec<String>, Unrouted> {
         let config = &self.config;
         let cluster = self.redis.is_cluster();
         let mut redis = self.redis.clone();
@@ -182,7 +217,15 @@ impl ClusterShared {
             .arg(&config.node_id)
             .arg(if cluster { "" } else { message })
             .arg(millis(config.node_ttl));
-        let routed: Vec<String> = self.bounded(route.invoke_async(&mut redis)).await?;
+        // On one Redis route.lua publishes the command; on Redis Cluster deliver.lua does.
+        let routed: Vec<String> = self
+            .bounded(route.invoke_async(&mut redis))
+            .await
+            .map_err(if cluster {
+                Unrouted::unsent
+            } else {
+                Unrouted::publishing
+            })?;
         match routed.first().map(String::as_str) {
             Some("absent") => {
                 let mut absent = self.scripts.absent.key(config.since_key());
@@ -190,15 +233,17 @@ impl ClusterShared {
                     .key(config.nodes_key())
                     .arg(config.node_prefix())
                     .arg(millis(config.node_ttl));
-                self.bounded(absent.invoke_async(&mut redis)).await
+                self.bounded(absent.invoke_async(&mut redis))
+                    .await
+                    .map_err(Unrouted::unsent)
             }
             Some("holder") => {
                 let (node, epoch) = match (routed.get(1), routed.get(2)) {
                     (Some(node), Some(epoch)) => (node, epoch),
                     _ => {
-                        return Err(ClusterError::Protocol(format!(
+                        return Err(Unrouted::unsent(ClusterError::Protocol(format!(
                             "route.lua answered {routed:?}"
-                        )))
+                        ))))
                     }
                 };
                 let mut deliver = self
@@ -208,7 +253,10 @@ impl ClusterShared {
                 deliver
                     .arg(format!("{}{node}", config.inbox_prefix()))
                     .arg(message);
-                let delivered: Vec<String> = self.bounded(deliver.invoke_async(&mut redis)).await?;
+                let delivered: Vec<String> = self
+                    .bounded(deliver.invoke_async(&mut redis))
+                    .await
+                    .map_err(Unrouted::publishing)?;
                 let verdict = delivered.into_iter().next().unwrap_or_default();
                 Ok(vec![verdict, node.clone(), epoch.clone()])
             }
@@ -251,5 +299,70 @@ impl ClusterShared {
         for pending in lost {
             let _ = pending.reply.send(Err(CallFailure::Timeout));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use crate::cluster::tests::started;
+    use crate::test_redis::RedisServer;
+    use crate::{CallFailure, Cluster, ClusterConfig};
+
+    /// A caller whose `route.lua` gets no answer within the Redis timeout cannot tell whether
+    /// it ran: if it did, it published the command and the holder runs it. The answer says
+    /// the CALL may have run (`timeout`), never `owner_unreachable` (not sent, a status a
+    /// client retries). Before, it was `owner_unreachable`, and the holder ran the command:
+    /// a client that retried ran it twice.
+    #[tokio::test]
+    async fn a_command_whose_route_got_no_answer_in_time_may_have_run() {
+        let server = RedisServer::start();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let executor = {
+            let runs = Arc::clone(&runs);
+            move |_: &str, _: &str, _: &str, _: Duration| -> crate::BoxFuture<crate::JsonCallOutcome> {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Box::pin(async { Ok("{}".to_owned()) })
+            }
+        };
+        let (holder, _events) = Cluster::start(ClusterConfig::new(server.url(), "b"), executor)
+            .expect("start");
+        assert!(holder.claim("X").await.epoch.is_some(), "b holds X");
+        server.wait_inbox("b");
+        let config =
+            ClusterConfig::new(server.url(), "a").with_redis_timeout(Duration::from_millis(100));
+        let (caller, _events) = started(config).await;
+        // With Redis quick, the command reaches b (once b's first round made it readable).
+        let start = Instant::now();
+        loop {
+            let quick = caller
+                .call("X", "Reset", r#"{"type":"Soft"}"#, Duration::from_secs(5))
+                .await;
+            if quick.is_ok() {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(5), "never reached b: {quick:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let before = runs.load(Ordering::SeqCst);
+        // Redis holds every command for 250 ms (a busy Redis): route.lua runs after the
+        // caller's Redis timeout, 100 ms (and before the `redis` crate's own, 400 ms).
+        assert_eq!(server.query("CLIENT PAUSE 250 ALL").as_deref(), Some("+OK"));
+        let answer = caller
+            .call("X", "Reset", r#"{"type":"Soft"}"#, Duration::from_secs(5))
+            .await;
+        // Once Redis serves again, the command reaches b.
+        let start = Instant::now();
+        while runs.load(Ordering::SeqCst) == before && start.elapsed() < Duration::from_secs(3) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), before + 1, "the holder ran the command");
+        assert!(
+            answer.as_ref().is_err_and(CallFailure::may_have_reached_peer),
+            "the caller answered {answer:?} for a command that ran"
+        );
     }
 }
