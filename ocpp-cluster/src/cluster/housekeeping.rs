@@ -348,7 +348,10 @@ mod tests {
         let (cluster, _events) = started(ClusterConfig::new(server.url(), "a")).await;
         let a = cluster.hold("A", None);
         let mut registering = Box::pin(cluster.register("A", a));
-        assert!(registering.as_mut().now_or_never().is_none(), "claim.lua queued");
+        assert!(
+            registering.as_mut().now_or_never().is_none(),
+            "claim.lua queued"
+        );
         drop(registering);
         // The connection leaves: nothing registered to release.
         assert!(!cluster.release("A", a).await.expect("release"));

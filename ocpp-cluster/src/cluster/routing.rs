@@ -218,14 +218,14 @@ impl ClusterShared {
             .arg(if cluster { "" } else { message })
             .arg(millis(config.node_ttl));
         // On one Redis route.lua publishes the command; on Redis Cluster deliver.lua does.
-        let routed: Vec<String> = self
-            .bounded(route.invoke_async(&mut redis))
-            .await
-            .map_err(if cluster {
-                Unrouted::unsent
-            } else {
-                Unrouted::publishing
-            })?;
+        let routed: Vec<String> =
+            self.bounded(route.invoke_async(&mut redis))
+                .await
+                .map_err(if cluster {
+                    Unrouted::unsent
+                } else {
+                    Unrouted::publishing
+                })?;
         match routed.first().map(String::as_str) {
             Some("absent") => {
                 let mut absent = self.scripts.absent.key(config.since_key());
@@ -323,13 +323,17 @@ mod tests {
         let runs = Arc::new(AtomicUsize::new(0));
         let executor = {
             let runs = Arc::clone(&runs);
-            move |_: &str, _: &str, _: &str, _: Duration| -> crate::BoxFuture<crate::JsonCallOutcome> {
+            move |_: &str,
+                  _: &str,
+                  _: &str,
+                  _: Duration|
+                  -> crate::BoxFuture<crate::JsonCallOutcome> {
                 runs.fetch_add(1, Ordering::SeqCst);
                 Box::pin(async { Ok("{}".to_owned()) })
             }
         };
-        let (holder, _events) = Cluster::start(ClusterConfig::new(server.url(), "b"), executor)
-            .expect("start");
+        let (holder, _events) =
+            Cluster::start(ClusterConfig::new(server.url(), "b"), executor).expect("start");
         assert!(holder.claim("X").await.epoch.is_some(), "b holds X");
         server.wait_inbox("b");
         let config =
@@ -344,7 +348,10 @@ mod tests {
             if quick.is_ok() {
                 break;
             }
-            assert!(start.elapsed() < Duration::from_secs(5), "never reached b: {quick:?}");
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "never reached b: {quick:?}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let before = runs.load(Ordering::SeqCst);
@@ -359,9 +366,15 @@ mod tests {
         while runs.load(Ordering::SeqCst) == before && start.elapsed() < Duration::from_secs(3) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert_eq!(runs.load(Ordering::SeqCst), before + 1, "the holder ran the command");
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            before + 1,
+            "the holder ran the command"
+        );
         assert!(
-            answer.as_ref().is_err_and(CallFailure::may_have_reached_peer),
+            answer
+                .as_ref()
+                .is_err_and(CallFailure::may_have_reached_peer),
             "the caller answered {answer:?} for a command that ran"
         );
     }

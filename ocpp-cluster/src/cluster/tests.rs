@@ -12,9 +12,10 @@ use crate::test_redis::RedisServer;
 
 /// A node of `config`, its inbox subscribed and a first round run.
 pub(super) async fn started(config: ClusterConfig) -> (Cluster, ClusterEvents) {
-    let executor = |_: &str, _: &str, _: &str, _: Duration| -> crate::BoxFuture<crate::JsonCallOutcome> {
-        Box::pin(async { Ok("{}".to_owned()) })
-    };
+    let executor =
+        |_: &str, _: &str, _: &str, _: Duration| -> crate::BoxFuture<crate::JsonCallOutcome> {
+            Box::pin(async { Ok("{}".to_owned()) })
+        };
     let (cluster, events) = Cluster::start(config, executor).expect("start");
     let start = Instant::now();
     while !cluster.is_connected() && start.elapsed() < Duration::from_secs(10) {
@@ -42,15 +43,17 @@ pub(super) async fn until(mut done: impl FnMut() -> bool) {
 async fn a_registration_dropped_in_flight_wakes_the_one_waiting_on_it() {
     let server = RedisServer::start();
     // A Redis timeout longer than the test waits: a waiter not woken waits it out.
-    let config =
-        ClusterConfig::new(server.url(), "a").with_redis_timeout(Duration::from_secs(20));
+    let config = ClusterConfig::new(server.url(), "a").with_redis_timeout(Duration::from_secs(20));
     let (cluster, _events) = started(config).await;
     let a = cluster.hold("A", None);
     let mut first = Box::pin(cluster.register("A", a));
     assert!(first.as_mut().now_or_never().is_none(), "claim.lua queued");
     assert!(lock(&cluster.shared().claims).is_registering("A", a));
     let mut waiting = Box::pin(cluster.register("A", a));
-    assert!(waiting.as_mut().now_or_never().is_none(), "it waits on the first");
+    assert!(
+        waiting.as_mut().now_or_never().is_none(),
+        "it waits on the first"
+    );
     drop(first);
     let epoch = tokio::time::timeout(Duration::from_secs(5), waiting)
         .await
@@ -119,10 +122,18 @@ async fn a_round_that_waited_on_a_failed_registration_registers_the_claim_itself
     let (first, _) = first.expect("found");
     let (other, ticket) = if first == "A" { ("B", b) } else { ("A", a) };
     // ... while another registration of the other begins.
-    assert_eq!(lock(&shared.claims).begin_register(other, ticket), Begin::Run);
+    assert_eq!(
+        lock(&shared.claims).begin_register(other, ticket),
+        Begin::Run
+    );
     // Once the first is registered the round's registration of the other waits on that one
     // (the same poll of the round's task).
-    until(|| cluster.holds(first).is_some_and(|claim| claim.epoch.is_some())).await;
+    until(|| {
+        cluster
+            .holds(first)
+            .is_some_and(|claim| claim.epoch.is_some())
+    })
+    .await;
     // Which fails (Redis did not answer it in time).
     lock(&shared.claims).register_done(other, ticket, None);
     shared.settled.notify_waiters();
