@@ -730,15 +730,36 @@ impl ClusterShared {
     /// a waiter looks again at its own claim each time (a round registers a batch's worth at
     /// once: the first to settle is seldom this one).
     async fn registration_settled(&self, identity: &str, ticket: ClaimTicket) {
+        self.settled_until(None, || {
+            !lock(&self.claims).is_registering(identity, ticket)
+        })
+        .await;
+    }
+
+    /// Waits until `done` holds, looking again each time [`ClusterShared::settled`] wakes (a
+    /// registration that settles or is abandoned, the last release in flight that ends), and
+    /// at most until `deadline` if there is one: whether it holds.
+    async fn settled_until(
+        &self,
+        deadline: Option<tokio::time::Instant>,
+        mut done: impl FnMut() -> bool,
+    ) -> bool {
         loop {
-            // Enabled before the look, so that a registration settling in between wakes it.
-            let done = self.settled.notified();
-            tokio::pin!(done);
-            done.as_mut().enable();
-            if !lock(&self.claims).is_registering(identity, ticket) {
-                break;
+            // Enabled before the look, so that a wake in between is not missed.
+            let woken = self.settled.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if done() {
+                return true;
             }
-            done.await;
+            match deadline {
+                Some(deadline) => {
+                    if tokio::time::timeout_at(deadline, woken).await.is_err() {
+                        return done();
+                    }
+                }
+                None => woken.await,
+            }
         }
     }
 

@@ -15,18 +15,14 @@ impl ClusterShared {
     /// Waits until no release and no registration is in flight, at most [`IN_FLIGHT_WAIT`].
     async fn in_flight_done(&self) {
         let deadline = tokio::time::Instant::now() + IN_FLIGHT_WAIT;
-        loop {
-            let done = self.settled.notified();
-            tokio::pin!(done);
-            done.as_mut().enable();
-            let releases = self.releases.load(Ordering::Acquire);
-            if releases == 0 && self.registrations.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, done).await.is_err() {
-                tracing::warn!("claims still being released or registered when leaving the cluster");
-                return;
-            }
+        let done = self
+            .settled_until(Some(deadline), || {
+                self.releases.load(Ordering::Acquire) == 0
+                    && self.registrations.load(Ordering::Acquire) == 0
+            })
+            .await;
+        if !done {
+            tracing::warn!("claims still being released or registered when leaving the cluster");
         }
     }
 
@@ -98,7 +94,10 @@ mod tests {
         let shared = cluster.shared();
         let a = cluster.hold("A", None);
         let mut registering = Box::pin(cluster.register("A", a));
-        assert!(registering.as_mut().now_or_never().is_none(), "claim.lua queued");
+        assert!(
+            registering.as_mut().now_or_never().is_none(),
+            "claim.lua queued"
+        );
         let drain = tokio::spawn({
             let cluster = cluster.clone();
             async move { cluster.drain().await }
@@ -108,7 +107,10 @@ mod tests {
         until(|| shared.draining.load(Ordering::Acquire)).await;
         registering.await;
         let released = drain.await.expect("the drain").expect("drained");
-        assert_eq!(released, 1, "the drain released the claim registered meanwhile");
+        assert_eq!(
+            released, 1,
+            "the drain released the claim registered meanwhile"
+        );
         assert_eq!(server.query("HGET ocpp:cp:A node").as_deref(), Some(""));
     }
 
