@@ -6,14 +6,18 @@
 -- Claim i (of KEYS[i]): ARGV[i+2] = the epoch the node holds
 -- A claim released becomes a tombstone (node "", same epoch) that expires after the TTL, so a
 -- node that missed a takeover cannot mistake the released key for a lost one and restore it.
--- Returns one answer per claim, in the order of KEYS: 1 if released, 0 if the claim was not
--- ours (any more).
+-- Returns one answer per claim, in the order of KEYS: 1 if released (now, or already: the
+-- key is the tombstone of that epoch, which a key holds for one claim only, so an earlier
+-- release of this node's made it, such as a give-back of a refresh round that ran meanwhile),
+-- 0 if the claim was not ours (any more).
 local answers = {}
 for i, key in ipairs(KEYS) do
   local cur = redis.call('HMGET', key, 'node', 'epoch')
   if cur[1] == ARGV[1] and cur[2] == ARGV[i + 2] then
     redis.call('HSET', key, 'node', '')
     redis.call('PEXPIRE', key, ARGV[2])
+    answers[i] = 1
+  elseif cur[1] == '' and cur[2] == ARGV[i + 2] then
     answers[i] = 1
   else
     answers[i] = 0
