@@ -764,7 +764,10 @@ mod tests {
         let shared = cluster.shared();
         // A round's refresh.lua for A is on its way ...
         let mut refresh = Box::pin(shared.refresh_claim("A", claim.ticket, epoch));
-        assert!(refresh.as_mut().now_or_never().is_none(), "refresh.lua sent");
+        assert!(
+            refresh.as_mut().now_or_never().is_none(),
+            "refresh.lua sent"
+        );
         // ... when the connection leaves: its release of the epoch follows.
         assert_eq!(cluster.forget("A", claim.ticket), Some(epoch));
         // refresh.lua answers `held` for a claim gone here: the round gives the epoch back.
