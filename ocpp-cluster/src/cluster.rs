@@ -135,9 +135,7 @@ pub(crate) struct ReleaseInFlight(Arc<ClusterShared>);
 
 impl Drop for ReleaseInFlight {
     fn drop(&mut self) {
-        if self.0.releases.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.settled.notify_waiters();
-        }
+        self.0.releases_ended(1);
     }
 }
 
@@ -543,6 +541,13 @@ impl Drop for InFlight<'_> {
 }
 
 impl ClusterShared {
+    /// `count` releases in flight ended: wakes the waiters once none is left.
+    pub(crate) fn releases_ended(&self, count: usize) {
+        if self.releases.fetch_sub(count, Ordering::AcqRel) == count {
+            self.settled.notify_waiters();
+        }
+    }
+
     /// Counts a release in flight until the guard drops ([`Cluster::release_started`]).
     pub(crate) fn release_started(self: &Arc<Self>) -> ReleaseInFlight {
         self.releases.fetch_add(1, Ordering::AcqRel);

@@ -17,6 +17,7 @@
 //!
 //! [`ClusterConfig::refresh_batch`]: crate::ClusterConfig::refresh_batch
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
@@ -103,15 +104,21 @@ async fn next_batch<T>(queue: &mut mpsc::UnboundedReceiver<T>, max: usize) -> Op
     }
 }
 
-/// Queues `job` and waits for its answer.
-async fn submit<T, A>(
+/// Queues `job` (at once: it runs whether its answer is waited for or not); where its answer
+/// comes.
+fn submit<T, A>(
     queue: &mpsc::UnboundedSender<Waiting<T, A>>,
     job: T,
-) -> Result<A, ClusterError> {
+) -> Result<AnswerReceiver<A>, ClusterError> {
     let (answer, answered) = oneshot::channel();
     queue
         .send(Waiting { job, answer })
         .map_err(|_| ClusterError::Stopped)?;
+    Ok(answered)
+}
+
+/// The answer of a job queued by [`submit`].
+async fn answer<A>(answered: AnswerReceiver<A>) -> Result<A, ClusterError> {
     answered.await.map_err(|_| ClusterError::Stopped)?
 }
 
@@ -124,6 +131,9 @@ fn answer_each<A>(waiters: Vec<AnswerSender<A>>, answers: Vec<Result<A, ClusterE
 
 /// Where the answer of one claim or release goes.
 type AnswerSender<A> = oneshot::Sender<Result<A, ClusterError>>;
+
+/// Where the answer of one claim or release comes.
+type AnswerReceiver<A> = oneshot::Receiver<Result<A, ClusterError>>;
 
 /// The jobs of `batch`, and their waiters in the same order.
 fn split<T, A>(batch: Vec<Waiting<T, A>>) -> (Vec<T>, Vec<AnswerSender<A>>) {
@@ -145,11 +155,14 @@ impl ClusterShared {
             identity: identity.to_owned(),
             version,
         };
-        submit(&self.queues.claims, job).await
+        answer(submit(&self.queues.claims, job)?).await
     }
 
     /// Runs `release.lua` for this node's claim on `identity` under `epoch`, in the next batch:
-    /// `Ok(true)` released, `Ok(false)` not this node's claim (any more).
+    /// `Ok(true)` released, `Ok(false)` not this node's claim (any more). A release in flight
+    /// from the moment it is queued until `release.lua` answers (the release queue's task counts
+    /// it down), whether its caller still waits or not: a caller that stops waiting (its
+    /// future dropped) leaves the release queued, and a drain waits for it all the same.
     pub(super) async fn release_epoch(
         &self,
         identity: &str,
@@ -159,7 +172,12 @@ impl ClusterShared {
             identity: identity.to_owned(),
             epoch,
         };
-        submit(&self.queues.releases, job).await
+        self.releases.fetch_add(1, Ordering::AcqRel);
+        let queued = submit(&self.queues.releases, job);
+        if queued.is_err() {
+            self.releases_ended(1);
+        }
+        answer(queued?).await
     }
 
     /// `release.lua` for each of `held` (identity, epoch; a drain's), in calls of
@@ -237,8 +255,10 @@ impl ClusterShared {
     ) {
         while let Some(batch) = next_batch(&mut queue, self.config.refresh_batch.max(1)).await {
             let (jobs, waiters) = split(batch);
+            let count = jobs.len();
             let answers = self.release_batch(jobs).await;
             answer_each(waiters, answers);
+            self.releases_ended(count);
         }
     }
 
@@ -332,7 +352,9 @@ mod tests {
 
     use futures_util::FutureExt;
 
-    use crate::cluster::tests::started;
+    use std::sync::atomic::Ordering;
+
+    use crate::cluster::tests::{started, until};
     use crate::test_redis::RedisServer;
     use crate::ClusterConfig;
 
@@ -368,5 +390,31 @@ mod tests {
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// A release whose caller stops waiting once it is queued (its future dropped: a task
+    /// cancelled) still runs, and counts as in flight until `release.lua` answers, so that a
+    /// drain waits for it. Before, it counted only while its caller waited: a drain that
+    /// followed did not wait for it, and a node that left at once left the claim in Redis.
+    #[tokio::test]
+    async fn a_release_queued_counts_in_flight_until_it_is_answered() {
+        let server = RedisServer::start();
+        let (cluster, _events) = started(ClusterConfig::new(server.url(), "a")).await;
+        let claim = cluster.claim("A").await;
+        assert!(claim.epoch.is_some(), "registered");
+        let shared = cluster.shared();
+        let mut release = Box::pin(cluster.release("A", claim.ticket));
+        assert!(
+            release.as_mut().now_or_never().is_none(),
+            "release.lua queued"
+        );
+        drop(release);
+        assert_eq!(
+            shared.releases.load(Ordering::Acquire),
+            1,
+            "the release queued counts in flight"
+        );
+        until(|| shared.releases.load(Ordering::Acquire) == 0).await;
+        assert_eq!(server.query("HGET ocpp:cp:A node").as_deref(), Some(""));
     }
 }
