@@ -343,7 +343,12 @@ impl Cluster {
     /// ```
     pub async fn claim_as(&self, identity: &str, version: Option<OcppVersion>) -> Claim {
         let ticket = self.shared.hold(identity, version);
-        let epoch = self.shared.register(identity, ticket).await.ok().flatten();
+        let epoch = self
+            .shared
+            .register(identity, ticket, None)
+            .await
+            .ok()
+            .flatten();
         Claim {
             identity: identity.to_owned(),
             ticket,
@@ -358,7 +363,11 @@ impl Cluster {
     }
 
     pub(crate) async fn register(&self, identity: &str, ticket: ClaimTicket) -> Option<u64> {
-        self.shared.register(identity, ticket).await.ok().flatten()
+        self.shared
+            .register(identity, ticket, None)
+            .await
+            .ok()
+            .flatten()
     }
 
     /// The charge point left: drops the local claim made with `ticket` (if it is still the
@@ -584,13 +593,19 @@ impl ClusterShared {
     /// left the claim pending (it failed, or was abandoned), this one runs `claim.lua` itself,
     /// so that its caller has an answer of its own: a round that took another's failure for
     /// an `Ok` announced every claim registered (`synced`, PROTOCOL.md 6.3 step 3) with that
-    /// one pending. `Ok(None)`: no epoch (released, or replaced by a newer connection). What
-    /// the answer means is [`ClaimTable::register_done`]'s.
-    async fn register(
+    /// one pending. `patience` bounds that wait (a round's: a registration whose future is
+    /// held but no longer polled never settles, and must not hold up the node's rounds); past
+    /// it the claim is not known registered ([`ClusterError::RedisTimeout`]). `Ok(None)`: no
+    /// epoch (released, or replaced by a newer connection). What the answer means is
+    /// [`ClaimTable::register_done`]'s.
+    pub(crate) async fn register(
         &self,
         identity: &str,
         ticket: ClaimTicket,
+        patience: Option<Duration>,
     ) -> Result<Option<u64>, ClusterError> {
+        let start = tokio::time::Instant::now();
+        let deadline = patience.map(|patience| start + patience);
         loop {
             let begin = {
                 let mut claims = lock(&self.claims);
@@ -606,7 +621,14 @@ impl ClusterShared {
                 Begin::Run => break,
                 // Another registration of this claim is in flight: wait for it rather than run
                 // claim.lua twice, then look again.
-                Begin::InFlight => self.registration_settled(identity, ticket).await,
+                Begin::InFlight => {
+                    if !self.registration_settled(identity, ticket, deadline).await {
+                        return Err(ClusterError::RedisTimeout {
+                            waited: start.elapsed(),
+                            stalled: Duration::ZERO,
+                        });
+                    }
+                }
                 Begin::Held(epoch) => return Ok(Some(epoch)),
                 Begin::Gone => return Ok(None),
             }
@@ -727,18 +749,23 @@ impl ClusterShared {
         }
     }
 
-    /// Waits until the registration in flight of the claim made with `ticket` is settled,
-    /// however long that takes: its `claim.lua` may wait in the claim queue for the call in
-    /// flight, then run in the next, each bounded by the Redis timeout and the node's stall
-    /// ([`Bound`]), so a bound of the waiter's own gave up on registrations about to succeed.
-    /// Every registration that settles, or is abandoned ([`InFlight`]), wakes every waiter, so
-    /// a waiter looks again at its own claim each time (a round registers a batch's worth at
-    /// once: the first to settle is seldom this one).
-    async fn registration_settled(&self, identity: &str, ticket: ClaimTicket) {
-        self.settled_until(None, || {
+    /// Waits until the registration in flight of the claim made with `ticket` is settled
+    /// (at most until `deadline`, if there is one: whether it settled). Its `claim.lua` may
+    /// wait in the claim queue for the call in flight, then run in the next, each bounded by
+    /// the Redis timeout and the node's stall ([`Bound`]), so a bound of one Redis timeout gave
+    /// up on registrations about to succeed. Every registration that settles, or is abandoned
+    /// ([`InFlight`]), wakes every waiter, so a waiter looks again at its own claim each time
+    /// (a round registers a batch's worth at once: the first to settle is seldom this one).
+    async fn registration_settled(
+        &self,
+        identity: &str,
+        ticket: ClaimTicket,
+        deadline: Option<tokio::time::Instant>,
+    ) -> bool {
+        self.settled_until(deadline, || {
             !lock(&self.claims).is_registering(identity, ticket)
         })
-        .await;
+        .await
     }
 
     /// Waits until `done` holds, looking again each time [`ClusterShared::settled`] wakes (a

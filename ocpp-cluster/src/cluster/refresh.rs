@@ -107,9 +107,14 @@ impl ClusterShared {
         // Claims without an epoch run claim.lua in the node's batches of claims (a batch's
         // worth at once, PROTOCOL.md 6.2.1); the others go in batches of refresh.lua, one
         // round trip each (PROTOCOL.md 6.3).
+        // A registration of another's in flight is waited for at most a refresh interval: the
+        // round then fails, and the next one looks again.
+        let patience = Some(self.config.refresh_interval());
         let registered = futures_util::stream::iter(registrations)
             .map(|(identity, ticket)| async move {
-                self.register(&identity, ticket).await.map(|_| None)
+                self.register(&identity, ticket, patience)
+                    .await
+                    .map(|_| None)
             })
             .buffer_unordered(self.config.refresh_batch.max(1))
             .collect::<Vec<_>>();

@@ -151,3 +151,47 @@ async fn a_round_that_waited_on_a_failed_registration_registers_the_claim_itself
     );
     assert!(pending.is_empty(), "{pending:?} left pending");
 }
+
+/// A round whose registration waits on another's that never settles (a registration future
+/// polled once, then held and no longer polled) gives up after a refresh interval: the round
+/// fails and the node's rounds go on. A bound of the round's own: other waiters wait until the
+/// registration settles, however long its claim.lua waits in the claim queue.
+#[tokio::test]
+async fn a_round_gives_up_on_a_registration_that_never_settles() {
+    let server = RedisServer::start();
+    let config = ClusterConfig::new(server.url(), "a")
+        .with_refresh_batch(1)
+        .with_refresh_interval(Duration::from_millis(300));
+    let (cluster, _events) = started(config).await;
+    let shared = cluster.shared();
+    let (a, b) = {
+        let _round = shared.round.lock().await;
+        (cluster.hold("A", None), cluster.hold("B", None))
+    };
+    shared.refresh_now.notify_one();
+    let mut first = None;
+    until(|| {
+        let claims = lock(&shared.claims);
+        first = [("A", a), ("B", b)]
+            .into_iter()
+            .find(|(identity, ticket)| claims.is_registering(identity, *ticket));
+        first.is_some()
+    })
+    .await;
+    let (first, _) = first.expect("found");
+    let (other, ticket) = if first == "A" { ("B", b) } else { ("A", a) };
+    // A registration of the other begins, and never settles.
+    assert_eq!(
+        lock(&shared.claims).begin_register(other, ticket),
+        Begin::Run
+    );
+    until(|| {
+        cluster
+            .holds(first)
+            .is_some_and(|claim| claim.epoch.is_some())
+    })
+    .await;
+    // The round that waits on it ends.
+    let ended = tokio::time::timeout(Duration::from_secs(5), shared.round.lock()).await;
+    assert!(ended.is_ok(), "the round still waits");
+}
