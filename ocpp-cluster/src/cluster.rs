@@ -177,7 +177,9 @@ pub(crate) struct ClusterShared {
     started_ms: u64,
     inbox_up: AtomicBool,
     draining: AtomicBool,
-    /// Releases in flight ([`Cluster::release_started`]).
+    /// Releases in flight: a caller's, from before it forgets the claim
+    /// ([`Cluster::release_started`]), and each release queued, until `release.lua` answers
+    /// (`housekeeping.rs`).
     releases: AtomicUsize,
     /// Registrations in flight: from the `claim.lua` they begin until they end, a release of
     /// what they registered included ([`InFlight`]).
@@ -598,7 +600,7 @@ impl ClusterShared {
     /// it the claim is not known registered ([`ClusterError::RedisTimeout`]). `Ok(None)`: no
     /// epoch (released, or replaced by a newer connection). What the answer means is
     /// [`ClaimTable::register_done`]'s.
-    pub(crate) async fn register(
+    async fn register(
         &self,
         identity: &str,
         ticket: ClaimTicket,
