@@ -212,6 +212,12 @@ impl ClaimTable {
         self.leaving = true;
     }
 
+    /// Whether a round marked the claim on `identity` to be refreshed once registered (tests).
+    #[cfg(test)]
+    pub(crate) fn marked_recheck(&self, identity: &str) -> bool {
+        self.claims.get(identity).is_some_and(|c| c.recheck)
+    }
+
     /// Before `claim.lua` for the claim made with `ticket`: `Pending` becomes `Registering`;
     /// none begins once the node leaves ([`Self::leave`]).
     pub(crate) fn begin_register(&mut self, identity: &str, ticket: ClaimTicket) -> Begin {
@@ -348,17 +354,20 @@ impl ClaimTable {
     }
 
     /// A refresh round: the work for every claim. A claim whose `claim.lua` is in flight is
-    /// left to it and marked to be refreshed once registered.
+    /// marked to be refreshed once registered, and registered by the round too: its
+    /// registration waits for the one in flight ([`Begin::InFlight`]) and runs `claim.lua`
+    /// itself if that one fails, so that the round counts the claim registered (`synced`,
+    /// PROTOCOL.md 6.3 step 3) only if it is.
     pub(crate) fn round(&mut self) -> Vec<(String, ClaimTicket, Work)> {
         self.claims
             .iter_mut()
-            .filter_map(|(identity, c)| match c.state {
-                ClaimState::Pending => Some((identity.clone(), c.ticket, Work::Register)),
+            .map(|(identity, c)| match c.state {
+                ClaimState::Pending => (identity.clone(), c.ticket, Work::Register),
                 ClaimState::Registering => {
                     c.recheck = true;
-                    None
+                    (identity.clone(), c.ticket, Work::Register)
                 }
-                ClaimState::Held(epoch) => Some((identity.clone(), c.ticket, Work::Refresh(epoch))),
+                ClaimState::Held(epoch) => (identity.clone(), c.ticket, Work::Refresh(epoch)),
             })
             .collect()
     }

@@ -91,7 +91,8 @@ impl ClusterShared {
         lock(&self.seen).retain(|_, forget_at| *forget_at > now);
         // The `since` this round registers the claims under (PROTOCOL.md 6.3).
         let since = self.announce().await;
-        // A claim whose claim.lua is in flight is refreshed once registered (`recheck`).
+        // A claim whose claim.lua is in flight is waited for (and refreshed once registered,
+        // `recheck`).
         let mut registrations = Vec::new();
         let mut refreshes = Vec::new();
         for (identity, ticket, work) in lock(&self.claims).round() {

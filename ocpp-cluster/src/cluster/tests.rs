@@ -195,3 +195,39 @@ async fn a_round_gives_up_on_a_registration_that_never_settles() {
     let ended = tokio::time::timeout(Duration::from_secs(5), shared.round.lock()).await;
     assert!(ended.is_ok(), "the round still waits");
 }
+
+/// A round that finds a claim's registration in flight (the bridge's, a caller's) counts the
+/// claim registered only once that registration succeeded: it waits for it, and registers the
+/// claim itself if it failed. Before, the round passed over the claim and announced `synced`
+/// (every claim in Redis under `since`, PROTOCOL.md 6.3 step 3) while that registration was
+/// still on its way, and it failed: the claim pending, a reader took the charge point for
+/// connected nowhere (`not_connected`) rather than `unknown`.
+#[tokio::test]
+async fn a_round_counts_a_registration_in_flight_once_it_succeeded() {
+    let server = RedisServer::start();
+    let (cluster, _events) = started(ClusterConfig::new(server.url(), "a")).await;
+    let shared = cluster.shared();
+    let a = {
+        // No round runs meanwhile: the next one finds A's registration in flight.
+        let _round = shared.round.lock().await;
+        *lock(&shared.synced) = None;
+        let a = cluster.hold("A", None);
+        assert_eq!(lock(&shared.claims).begin_register("A", a), Begin::Run);
+        a
+    };
+    shared.refresh_now.notify_one();
+    // The round found it.
+    until(|| lock(&shared.claims).marked_recheck("A")).await;
+    // That registration fails (Redis did not answer it in time).
+    lock(&shared.claims).register_done("A", a, None);
+    shared.settled.notify_waiters();
+    // The round ends.
+    let _round = shared.round.lock().await;
+    let synced = lock(&shared.synced).clone();
+    let epoch = cluster.holds("A").and_then(|claim| claim.epoch);
+    assert!(
+        synced.is_none() || epoch.is_some(),
+        "the round announced synced = {synced:?} with A pending"
+    );
+    assert!(epoch.is_some(), "A left pending");
+}
