@@ -68,10 +68,10 @@ struct Rare<H: Handler> {
 }
 
 impl<H: Handler> Rare<H> {
-    fn new(certificate: Option<PeerCertificate>) -> Self {
+    fn new(certificate: Option<PeerCertificate>, peer: Option<std::net::SocketAddr>) -> Self {
         Rare {
             certificate,
-            peer: None,
+            peer,
             identity: None,
             upgrade: None,
             state: None,
@@ -101,29 +101,27 @@ impl<H: Handler> Rare<H> {
 }
 
 impl<H: Handler> Serve<H> {
-    /// The side of an accepted stream whose upgrade request comes next.
+    /// The side of an accepted stream whose upgrade request comes next; the handler learns
+    /// `certificate` and `peer` from [`Connecting`].
     pub(super) fn new(
         shared: Arc<ServerShared<H>>,
         link: Arc<TaskLink>,
         certificate: Option<PeerCertificate>,
+        peer: Option<std::net::SocketAddr>,
     ) -> Self {
         Serve {
             shared,
             link,
             session: None,
             answer: None,
-            rare: Some(Box::new(Rare::new(certificate))),
+            rare: Some(Box::new(Rare::new(certificate, peer))),
         }
-    }
-
-    /// The peer's address, for [`Connecting::peer_addr`].
-    pub(super) fn set_peer(&mut self, peer: std::net::SocketAddr) {
-        self.rare().peer = Some(peer);
     }
 
     /// The rarely used state, made when first needed.
     fn rare(&mut self) -> &mut Rare<H> {
-        self.rare.get_or_insert_with(|| Box::new(Rare::new(None)))
+        self.rare
+            .get_or_insert_with(|| Box::new(Rare::new(None, None)))
     }
 
     /// The charge point's identity, once its upgrade request was read.
