@@ -606,15 +606,9 @@ impl<H: Handler> Inner<H> {
         let waker = Waker::from(entry.wake.clone());
         let mut cx = Context::from_waker(&waker);
         let over = loop {
-            let (poll, timer, before) = match &mut entry.state {
-                State::Plain(driver) => {
-                    let before = driver.timer_mut().at;
-                    (driver.turn(&mut cx, Some(now)), driver.timer_mut(), before)
-                }
-                State::Tls(driver) => {
-                    let before = driver.timer_mut().at;
-                    (driver.turn(&mut cx, Some(now)), driver.timer_mut(), before)
-                }
+            let (over, asked) = match &mut entry.state {
+                State::Plain(driver) => turn(driver, &mut cx, now),
+                State::Tls(driver) => turn(driver, &mut cx, now),
                 State::Handshake(handshake) => {
                     match Pin::new(&mut handshake.accept).poll(&mut cx) {
                         Poll::Pending if now < handshake.deadline => break false,
@@ -651,12 +645,10 @@ impl<H: Handler> Inner<H> {
                 }
                 State::Moving => break true,
             };
-            if timer.at != before {
-                if let Some(at) = timer.at {
-                    self.timers.push(Reverse((at, slot)));
-                }
+            if let Some(at) = asked {
+                self.timers.push(Reverse((at, slot)));
             }
-            break poll.is_ready();
+            break over;
         };
         if over {
             // The socket closes with the driver, which takes it out of the epoll set.
@@ -681,6 +673,23 @@ impl<H: Handler> Inner<H> {
             }
         }
     }
+}
+
+/// One turn of a shard's connection at `now`: whether it is over, and the moment it asked to
+/// be driven again if that changed (the shard puts it on its heap).
+fn turn<S, H>(
+    driver: &mut Driver<S, Serve<H>, ShardTimer>,
+    cx: &mut Context<'_>,
+    now: Instant,
+) -> (bool, Option<Instant>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + 'static,
+    H: Handler,
+{
+    let before = driver.timer_mut().at;
+    let over = driver.turn(cx, Some(now)).is_ready();
+    let at = driver.timer_mut().at;
+    (over, at.filter(|_| at != before))
 }
 
 impl<H: Handler> Future for Shard<H> {
