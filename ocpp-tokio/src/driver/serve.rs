@@ -476,17 +476,7 @@ impl<H: Handler> DriverSide for Serve<H> {
     /// Frees everything the connection held; the handles see it as gone (the socket may
     /// still be flushing its last bytes).
     fn finish(&mut self) {
-        for command in self.link.close() {
-            match command {
-                LinkCommand::Call { reply, .. } => {
-                    reply.send(Err(CallFailure::NotConnected));
-                }
-                LinkCommand::Send { reply, .. } => {
-                    let _ = reply.send(Err(SendError::NotConnected));
-                }
-                _ => {}
-            }
-        }
+        self.link.end();
         // Dropped without its `Closed` event (the runtime shut down), the connection drops the
         // callers of its CALLs with it: each learns `Disconnected` (they may have been written).
         let retries = self

@@ -28,7 +28,7 @@ use super::network::ProfilesHook;
 use super::queue::Queue;
 use super::{app::*, dial::*, wire::*};
 use super::{App, Cause, PermanentFailure, Queued, StationCommand, StationUrl, Status};
-use crate::charge_point::{CallReply, LinkCommand, TaskLink};
+use crate::charge_point::{CallReply, TaskLink};
 use crate::driver::{Driver, TaskTimer};
 use crate::hook::{Hook, MessageEvent, Traffic};
 use crate::{ChargePoint, IncomingCall};
@@ -710,11 +710,7 @@ impl Task {
             held.caller.send(Err(CallFailure::ClosedBeforeSent));
         }
         if let Some(on) = wire.online.take() {
-            for command in on.link.close() {
-                if let LinkCommand::Call { reply, .. } = command {
-                    reply.send(Err(CallFailure::NotConnected));
-                }
-            }
+            on.link.end();
             tokio::spawn(on.app.on_close(closed.clone()));
         }
         tracing::info!(identity = %self.url.identity(), reason = ?closed.reason, "connection ended");
