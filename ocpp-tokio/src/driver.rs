@@ -23,14 +23,12 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::charge_point::{CallReply, TaskLink};
 use crate::handler::PeerCertificate;
-use crate::Handler;
+use crate::{BoxFuture, Handler};
 
 /// Bytes read per `read` call: on the thread's stack, never in the connection's memory.
 const READ_CHUNK: usize = 8 * 1024;
 /// Turns of the loop before the task yields to others.
 const TURNS_PER_POLL: usize = 64;
-
-pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 mod past_readiness;
 mod serve;

@@ -16,14 +16,14 @@ use ocpp_proto::{
 };
 use tokio::sync::oneshot;
 
-use super::{BoxFuture, DriverSide, Flow, ServerShared};
+use super::{DriverSide, Flow, ServerShared};
 use crate::charge_point::{CallReply, LinkCommand, TaskLink};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
 use crate::hook::{MessageEvent, Traffic};
 use crate::presence::PresenceTicket;
-use crate::{ChargePoint, Handler, Session};
+use crate::{BoxFuture, ChargePoint, Handler, Session};
 use ocpp_messages::Request;
 
 /// The central system's side of one charge point's connection.

@@ -5,8 +5,6 @@
 //! connection means for the station.
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,9 +29,7 @@ use super::{App, Cause, PermanentFailure, Queued, StationCommand, StationUrl, St
 use crate::charge_point::{CallReply, TaskLink};
 use crate::driver::{Driver, TaskTimer};
 use crate::hook::{Hook, MessageEvent, Traffic};
-use crate::{ChargePoint, IncomingCall};
-
-pub(super) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+use crate::{BoxFuture, ChargePoint, IncomingCall};
 
 /// The most a TCP connect (and TLS handshake) may take.
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
