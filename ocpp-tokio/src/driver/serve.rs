@@ -21,7 +21,7 @@ use crate::charge_point::{CallReply, LinkCommand, TaskLink};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
-use crate::hook::{MessageEvent, Traffic};
+use crate::hook::{self, ConnectionHook, Traffic};
 use crate::presence::PresenceTicket;
 use crate::{BoxFuture, ChargePoint, Handler, Session};
 use ocpp_messages::Request;
@@ -133,15 +133,12 @@ impl<H: Handler> Serve<H> {
         }
     }
 
-    fn hook(&self, id: &MessageId<'static>, message: Traffic<'_>) {
-        if let Some(hook) = &self.shared.hook {
-            let identity = self.identity().map_or("", |i| i.as_str());
-            hook(&MessageEvent {
-                identity,
-                id,
-                message,
-            });
-        }
+    /// The message hook, if set, naming the charge point (nobody before its upgrade request).
+    fn message_hook(&self) -> Option<ConnectionHook<'_>> {
+        Some(ConnectionHook {
+            hook: self.shared.hook.as_ref()?,
+            identity: self.identity().map_or("", |i| i.as_str()),
+        })
     }
 
     // ---- commands from handles ----
@@ -159,17 +156,10 @@ impl<H: Handler> Serve<H> {
                 reply,
                 deadline,
             } => {
-                let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
-                match conn.call_for(now, request, reply, deadline) {
-                    Ok(id) => {
-                        if let Some(request) = &hook_request {
-                            self.hook(&id, Traffic::CallOut(request));
-                        }
-                    }
-                    Err(refused) => {
-                        let (_, reply) = refused.message;
-                        reply.send(Err(CallFailure::from(refused.reason)));
-                    }
+                let sent = hook::put_call(conn, self.message_hook(), now, request, reply, deadline);
+                if let Err(refused) = sent {
+                    let (_, reply) = refused.message;
+                    reply.send(Err(CallFailure::from(refused.reason)));
                 }
             }
             LinkCommand::Send { request, reply } => match &mut self.rare {
@@ -194,11 +184,11 @@ impl<H: Handler> Serve<H> {
         request: Request,
         reply: oneshot::Sender<Result<(), SendError>>,
     ) -> bool {
-        let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
+        let hooked = self.message_hook().map(|hook| (hook, request.clone()));
         match conn.send(now, request) {
             Ok(id) => {
-                if let Some(request) = &hook_request {
-                    self.hook(&id, Traffic::SendOut(request));
+                if let Some((hook, request)) = &hooked {
+                    hook.see(&id, Traffic::SendOut(request));
                 }
                 let _ = reply.send(Ok(()));
             }
@@ -225,26 +215,16 @@ impl<H: Handler> Serve<H> {
         id: MessageId<'static>,
         answer: Answer,
     ) {
-        let hooked = self.shared.hook.is_some().then(|| answer.clone());
-        let result = conn.answer(now, &id, answer);
-        if let Err(error) = &result {
+        if let Err(error) = hook::put_answer(conn, self.message_hook(), now, &id, answer) {
             tracing::warn!(identity = ?self.identity(), "answer: {error}");
         }
-        let Some(answer) = hooked else {
-            return;
-        };
-        let mut replaced = String::new();
-        let Some(message) = Traffic::answered(&result, &answer, &mut replaced) else {
-            return;
-        };
-        self.hook(&id, message);
     }
 
     /// Hands the outcome of our CALL `id` to its caller, the one the core kept with it (a
     /// caller that stopped waiting does not hear of it).
     fn complete(&mut self, id: &MessageId<'static>, outcome: CallOutcome, reply: CallReply) {
-        if self.shared.hook.is_some() {
-            self.hook(id, Traffic::OutcomeIn(&outcome));
+        if let Some(hook) = self.message_hook() {
+            hook.see(id, Traffic::OutcomeIn(&outcome));
         }
         reply.send(outcome);
     }
@@ -351,8 +331,8 @@ impl<H: Handler> DriverSide for Serve<H> {
             }
             Event::Connected { version } => self.on_connected(conn, now, version),
             Event::Call { id, request } => {
-                if self.shared.hook.is_some() {
-                    self.hook(&id, Traffic::CallIn(&request));
+                if let Some(hook) = self.message_hook() {
+                    hook.see(&id, Traffic::CallIn(&request));
                 }
                 let Some(session) = self.session.clone() else {
                     let answer = Answer::not_supported(request.action());
@@ -366,8 +346,8 @@ impl<H: Handler> DriverSide for Serve<H> {
                 }));
             }
             Event::Send { id, request } => {
-                if self.shared.hook.is_some() {
-                    self.hook(&id, Traffic::SendIn(&request));
+                if let Some(hook) = self.message_hook() {
+                    hook.see(&id, Traffic::SendIn(&request));
                 }
                 let Some(session) = self.session.clone() else {
                     return;

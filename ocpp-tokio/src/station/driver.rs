@@ -28,7 +28,7 @@ use super::{app::*, dial::*, wire::*};
 use super::{App, Cause, PermanentFailure, Queued, StationCommand, StationUrl, Status};
 use crate::charge_point::{CallReply, TaskLink};
 use crate::driver::{Driver, TaskTimer};
-use crate::hook::{Hook, MessageEvent, Traffic};
+use crate::hook::{put_answer, put_call, ConnectionHook, Hook, Traffic};
 use crate::{BoxFuture, ChargePoint, IncomingCall};
 
 /// The most a TCP connect (and TLS handshake) may take.
@@ -302,54 +302,12 @@ impl Task {
         }
     }
 
-    /// One event of the connection but its end.
-    pub(super) fn hook(&self, id: &MessageId<'static>, message: Traffic<'_>) {
-        if let Some(hook) = &self.hook {
-            hook(&MessageEvent {
-                identity: self.url.identity().as_str(),
-                id,
-                message,
-            });
-        }
-    }
-
-    /// A CALL onto the connection for `waiting` (with a deadline, if any); the hook sees it
-    /// once it went. Refused, `waiting` comes back with the request.
-    pub(super) fn put_call(
-        &self,
-        conn: &mut Connection<CallWaiter>,
-        now: Instant,
-        request: Request,
-        waiting: CallWaiter,
-        deadline: Option<Instant>,
-    ) -> Result<MessageId<'static>, ocpp_proto::Refused<(Request, CallWaiter)>> {
-        let hooked = self.hook.as_ref().map(|_| request.clone());
-        let sent = conn.call_for(now, request, waiting, deadline);
-        if let (Ok(id), Some(request)) = (&sent, &hooked) {
-            self.hook(id, Traffic::CallOut(request));
-        }
-        sent
-    }
-
-    /// An answer through the core's answer rule; the hook sees what went out.
-    pub(super) fn put_answer(
-        &self,
-        conn: &mut Connection<CallWaiter>,
-        now: Instant,
-        id: &MessageId<'static>,
-        answer: Answer,
-    ) -> Result<(), ocpp_proto::AnswerError> {
-        let hooked = self.hook.as_ref().map(|_| answer.clone());
-        let result = conn.answer(now, id, answer);
-        let Some(answer) = hooked else {
-            return result;
-        };
-        let mut replaced = String::new();
-        let Some(message) = Traffic::answered(&result, &answer, &mut replaced) else {
-            return result;
-        };
-        self.hook(id, message);
-        result
+    /// The message hook, if set, naming the station.
+    pub(super) fn message_hook(&self) -> Option<ConnectionHook<'_>> {
+        Some(ConnectionHook {
+            hook: self.hook.as_ref()?,
+            identity: self.url.identity().as_str(),
+        })
     }
 
     /// One event of the connection but its end (which the side keeps for [`Self::ended`]).
@@ -387,13 +345,13 @@ impl Task {
                 });
             }
             Event::Call { id, request } => {
-                if self.hook.is_some() {
-                    self.hook(&id, Traffic::CallIn(&request));
+                if let Some(hook) = self.message_hook() {
+                    hook.see(&id, Traffic::CallIn(&request));
                 }
                 let Some(on) = &wire.online else { return };
                 // What the registration does not allow is refused here (SecurityError).
                 if let Err(refusal) = on.registration.check_incoming(request.action()) {
-                    let _ = self.put_answer(conn, now, &id, Answer::Error(refusal));
+                    let _ = put_answer(conn, self.message_hook(), now, &id, Answer::Error(refusal));
                     return;
                 }
                 if request.action() == "SetNetworkProfile" {
@@ -412,7 +370,7 @@ impl Task {
                             keep,
                         );
                         self.publish_profiles();
-                        let _ = self.put_answer(conn, now, &id, answer);
+                        let _ = put_answer(conn, self.message_hook(), now, &id, answer);
                         return;
                     }
                 }
@@ -421,8 +379,8 @@ impl Task {
                 wire.answer = Some((id, trigger, answer));
             }
             Event::Send { id, request } => {
-                if self.hook.is_some() {
-                    self.hook(&id, Traffic::SendIn(&request));
+                if let Some(hook) = self.message_hook() {
+                    hook.see(&id, Traffic::SendIn(&request));
                 }
                 if let Some(on) = &mut wire.online {
                     let send = on.app.on_send(IncomingCall::new(id, request));
@@ -435,8 +393,8 @@ impl Task {
                 caller,
                 ..
             } => {
-                if self.hook.is_some() {
-                    self.hook(&id, Traffic::OutcomeIn(&outcome));
+                if let Some(hook) = self.message_hook() {
+                    hook.see(&id, Traffic::OutcomeIn(&outcome));
                 }
                 self.completed(now, wire.online.as_mut(), caller, outcome);
             }
@@ -453,7 +411,7 @@ impl Task {
         (id, answer, trigger): HandlerAnswer,
     ) {
         let accepted_trigger = trigger.filter(|_| trigger_accepted(&answer));
-        if let Err(error) = self.put_answer(conn, Instant::now(), &id, answer) {
+        if let Err(error) = put_answer(conn, self.message_hook(), Instant::now(), &id, answer) {
             tracing::warn!(identity = %self.url.identity(), "answer: {error}");
         } else if let (Some(action), Some(on)) = (accepted_trigger, &mut wire.online) {
             on.registration.on_trigger_accepted(action);
@@ -532,10 +490,8 @@ impl Task {
         if std::mem::take(&mut wire.boot_now) {
             if let Some(request) = boot_request(version, &self.info, BootReason::Triggered) {
                 progressed = true;
-                if self
-                    .put_call(conn, now, request, CallWaiter::Boot, None)
-                    .is_ok()
-                {
+                let hook = self.message_hook();
+                if put_call(conn, hook, now, request, CallWaiter::Boot, None).is_ok() {
                     on.registration.on_call_sent(now, "BootNotification");
                 }
             }
@@ -551,7 +507,7 @@ impl Task {
         if let Some((request, waiting)) = due {
             progressed = true;
             let action = request.action();
-            match self.put_call(conn, now, request, waiting, None) {
+            match put_call(conn, self.message_hook(), now, request, waiting, None) {
                 Ok(_) => on.registration.on_call_sent(now, action),
                 Err(refused) => {
                     tracing::debug!(reason = ?refused.reason, "{action} not sent");
@@ -579,7 +535,9 @@ impl Task {
                         reply: held.caller,
                         boot,
                     };
-                    match self.put_call(conn, now, held.request, waiting, Some(held.deadline)) {
+                    let deadline = Some(held.deadline);
+                    let hook = self.message_hook();
+                    match put_call(conn, hook, now, held.request, waiting, deadline) {
                         Ok(_) => true,
                         Err(refused) => {
                             if let (_, CallWaiter::Call { reply, .. }) = refused.message {
@@ -596,7 +554,8 @@ impl Task {
         if let Some((seq, request)) = self.queue.next(now, version) {
             progressed = true;
             let action = request.action();
-            match self.put_call(conn, now, request, CallWaiter::Queued(seq), None) {
+            let waiting = CallWaiter::Queued(seq);
+            match put_call(conn, self.message_hook(), now, request, waiting, None) {
                 Ok(_) => on.registration.on_call_sent(now, action),
                 Err(_) => self.queue.unsent(seq),
             }
