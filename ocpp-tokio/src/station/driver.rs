@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ocpp_messages::Request;
 use ocpp_proto::station::{
     answer_set_network_profile, boot_request, connection_boot_reason, heartbeat_request,
     is_transaction_message, requested_by_trigger, trigger_accepted, BootAnswer, BootReason, Due,
@@ -20,12 +19,12 @@ use ocpp_proto::{
     MessageId,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 
 use super::network::ProfilesHook;
 use super::queue::Queue;
 use super::{app::*, dial::*, wire::*};
-use super::{App, Cause, PermanentFailure, Queued, StationCommand, StationUrl, Status};
+use super::{App, Cause, PermanentFailure, StationCommand, StationUrl, Status};
 use crate::charge_point::{CallReply, TaskLink};
 use crate::driver::{Driver, TaskTimer};
 use crate::hook::{put_answer, put_call, ConnectionHook, Hook, Traffic};
@@ -222,8 +221,8 @@ impl Task {
         }
     }
 
-    /// A command while no connection is open: transaction messages are queued, other CALLs
-    /// are not sent.
+    /// A command while no connection is open (and, connected, one a connection does not
+    /// change): transaction messages are queued, other CALLs are not sent.
     pub(super) fn offline_command(&mut self, command: StationCommand) {
         match command {
             StationCommand::Call { request, reply } if is_transaction_message(&request) => {
@@ -236,8 +235,12 @@ impl Task {
                 request,
                 transaction_of,
                 reply,
-            } => self.queue_message(&request, transaction_of, reply),
-            StationCommand::Transaction { op, reply } => self.transaction(op, reply),
+            } => {
+                let _ = reply.send(self.queue.push(&request, transaction_of));
+            }
+            StationCommand::Transaction { op, reply } => {
+                let _ = reply.send(self.queue.transaction(op, ocpp_messages::DateTime::now()));
+            }
             StationCommand::Reboot(reason) => self.boot_reason = Some(reason),
             StationCommand::BackOff(back_off) => self.reconnect.set_policy(back_off),
             StationCommand::Network(change) => self.change_profiles(change),
@@ -251,32 +254,6 @@ impl Task {
     pub(super) fn remember_heartbeat(&self, interval: Duration) {
         let ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
         self.heartbeat_ms.store(ms, Ordering::Relaxed);
-    }
-
-    pub(super) fn queue_message(
-        &mut self,
-        request: &Request,
-        transaction_of: Option<u64>,
-        reply: oneshot::Sender<Result<Queued, super::QueueError>>,
-    ) {
-        let result = self
-            .queue
-            .push(request, transaction_of)
-            .map(|(seq, outcome)| Queued { seq, outcome });
-        let _ = reply.send(result);
-    }
-
-    /// A change of the station's transactions: its message and state in the store.
-    pub(super) fn transaction(
-        &mut self,
-        op: super::TransactionOp,
-        reply: oneshot::Sender<Result<Queued, super::QueueError>>,
-    ) {
-        let result = self
-            .queue
-            .transaction(op, ocpp_messages::DateTime::now())
-            .map(|(seq, outcome)| Queued { seq, outcome });
-        let _ = reply.send(result);
     }
 
     /// One WebSocket connection, from the upgrade request to its end, driven by the shared
@@ -437,12 +414,6 @@ impl Task {
                 let reply = CallReply::Waiting(reply);
                 wire.call(call_timeout, request, reply, None, &mut self.queue)
             }
-            Some(StationCommand::Queue {
-                request,
-                transaction_of,
-                reply,
-            }) => self.queue_message(&request, transaction_of, reply),
-            Some(StationCommand::Transaction { op, reply }) => self.transaction(op, reply),
             Some(StationCommand::Reboot(reason)) => {
                 self.boot_reason = Some(reason);
                 wire.rebooting = true;
@@ -455,8 +426,8 @@ impl Task {
                 }
                 None => self.remember_heartbeat(interval),
             },
-            Some(StationCommand::BackOff(back_off)) => self.reconnect.set_policy(back_off),
-            Some(StationCommand::Network(change)) => self.change_profiles(change),
+            // The others mean the same connected or not.
+            Some(command) => self.offline_command(command),
         }
     }
 
