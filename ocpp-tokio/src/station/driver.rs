@@ -244,14 +244,15 @@ impl Task {
             StationCommand::Reboot(reason) => self.boot_reason = Some(reason),
             StationCommand::BackOff(back_off) => self.reconnect.set_policy(back_off),
             StationCommand::Network(change) => self.change_profiles(change),
-            StationCommand::HeartbeatInterval(interval) => self.remember_heartbeat(interval),
+            StationCommand::HeartbeatInterval(interval) => self.publish_heartbeat(interval),
             StationCommand::Close => {}
         }
     }
 
-    /// The heartbeat interval set while no connection is registered: the next one starts
-    /// from it ([`Station::heartbeat_interval`](super::Station::heartbeat_interval) reads it).
-    pub(super) fn remember_heartbeat(&self, interval: Duration) {
+    /// The heartbeat interval in force, for
+    /// [`Station::heartbeat_interval`](super::Station::heartbeat_interval): a registration's,
+    /// or one set while no connection is registered (the next one starts from it).
+    pub(super) fn publish_heartbeat(&self, interval: Duration) {
         let ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
         self.heartbeat_ms.store(ms, Ordering::Relaxed);
     }
@@ -422,9 +423,9 @@ impl Task {
             Some(StationCommand::HeartbeatInterval(interval)) => match &mut wire.online {
                 Some(on) => {
                     on.registration.set_heartbeat_interval(now, interval);
-                    self.publish_heartbeat(on);
+                    self.publish_heartbeat(on.registration.heartbeat_interval());
                 }
-                None => self.remember_heartbeat(interval),
+                None => self.publish_heartbeat(interval),
             },
             // The others mean the same connected or not.
             Some(command) => self.offline_command(command),
@@ -563,12 +564,6 @@ impl Task {
         });
     }
 
-    pub(super) fn publish_heartbeat(&self, on: &Online) {
-        let ms = on.registration.heartbeat_interval().as_millis();
-        self.heartbeat_ms
-            .store(u64::try_from(ms).unwrap_or(u64::MAX), Ordering::Relaxed);
-    }
-
     /// One of our CALLs came to `outcome`.
     pub(super) fn completed(
         &mut self,
@@ -583,7 +578,7 @@ impl Task {
                 match outcome.as_ref().ok().and_then(BootAnswer::from_response) {
                     Some(answer) => {
                         on.registration.on_boot_answer(now, &answer);
-                        self.publish_heartbeat(on);
+                        self.publish_heartbeat(on.registration.heartbeat_interval());
                         let version = on.registration.version();
                         let status = if answer.status == RegistrationStatus::Accepted {
                             self.booted_before = true;
