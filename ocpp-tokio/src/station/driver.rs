@@ -411,9 +411,8 @@ impl Task {
                 conn.close(now, CloseCode::NORMAL, "station stopping");
             }
             Some(StationCommand::Call { request, reply }) => {
-                let call_timeout = conn.config().get_call_timeout();
                 let reply = CallReply::Waiting(reply);
-                wire.call(call_timeout, request, reply, None, &mut self.queue)
+                wire.call(conn, request, reply, None, &mut self.queue)
             }
             Some(StationCommand::Reboot(reason)) => {
                 self.boot_reason = Some(reason);
