@@ -541,17 +541,13 @@ impl StationBuilder {
             boot_reason: None,
             hook: match (self.hook, self.local_auth) {
                 (hook, None) => hook,
-                (None, Some(store)) => {
-                    let feeder = auth_cache::CacheFeeder::new(store);
-                    Some(Arc::new(move |event: &crate::hook::MessageEvent<'_>| {
-                        feeder.on_message(event)
-                    }))
-                }
-                (Some(hook), Some(store)) => {
+                (hook, Some(store)) => {
                     let feeder = auth_cache::CacheFeeder::new(store);
                     Some(Arc::new(move |event: &crate::hook::MessageEvent<'_>| {
                         feeder.on_message(event);
-                        hook(event);
+                        if let Some(hook) = &hook {
+                            hook(event);
+                        }
                     }))
                 }
             },
