@@ -465,12 +465,10 @@ impl StationBuilder {
                 ))
             }
             (true, Some(config)) => {
-                let name =
-                    rustls::pki_types::ServerName::try_from(self.url.server_name().to_owned())
-                        .map_err(|e| {
-                            StationError::Tls(format!("{}: {e}", self.url.server_name()))
-                        })?;
-                let _ = name;
+                // A host TLS can check the certificate against.
+                let name = self.url.server_name();
+                rustls::pki_types::ServerName::try_from(name.to_owned())
+                    .map_err(|e| StationError::Tls(format!("{name}: {e}")))?;
                 Some(config)
             }
         };
