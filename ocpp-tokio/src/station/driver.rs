@@ -5,6 +5,7 @@
 //! connection means for the station.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -152,7 +153,7 @@ impl Task {
             let wait = self.reconnect.on_lost(Instant::now(), self.rng.f64());
             tracing::info!(identity = %self.url.identity(), wait_ms = wait.as_millis() as u64, %cause, "reconnecting after back-off");
             self.publish(Status::Waiting { wait, cause });
-            if !self.wait_offline(Instant::now() + wait).await {
+            if self.offline_while(tokio::time::sleep(wait)).await.is_none() {
                 break Ok(());
             }
         };
@@ -206,15 +207,15 @@ impl Task {
         });
     }
 
-    /// Waits until `until` while disconnected, taking commands; `false` if closed.
-    pub(super) async fn wait_offline(&mut self, until: Instant) -> bool {
-        let sleep = tokio::time::sleep_until(until.into());
-        tokio::pin!(sleep);
+    /// Runs `work` (a connect, the back-off's wait) while no connection is open, taking the
+    /// handles' commands meanwhile; `None` if the station was closed first.
+    pub(super) async fn offline_while<F: Future>(&mut self, work: F) -> Option<F::Output> {
+        tokio::pin!(work);
         loop {
             tokio::select! {
-                _ = &mut sleep => return true,
+                done = &mut work => return Some(done),
                 command = self.commands.recv() => match command {
-                    None | Some(StationCommand::Close) => return false,
+                    None | Some(StationCommand::Close) => return None,
                     Some(command) => self.offline_command(command),
                 },
             }
