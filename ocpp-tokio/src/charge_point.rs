@@ -387,6 +387,20 @@ impl TaskLink {
         std::mem::take(&mut mailbox.commands)
     }
 
+    /// The connection is over: [`TaskLink::close`], and each CALL and SEND still queued ends
+    /// `NotConnected` (both sides' drivers end their links so).
+    pub(crate) fn end(&self) {
+        for command in self.close() {
+            match command {
+                LinkCommand::Call { reply, .. } => reply.send(Err(CallFailure::NotConnected)),
+                LinkCommand::Send { reply, .. } => {
+                    let _ = reply.send(Err(SendError::NotConnected));
+                }
+                _ => {}
+            }
+        }
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.lock().closed
     }

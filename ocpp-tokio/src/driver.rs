@@ -23,14 +23,12 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::charge_point::{CallReply, TaskLink};
 use crate::handler::PeerCertificate;
-use crate::Handler;
+use crate::{BoxFuture, Handler};
 
 /// Bytes read per `read` call: on the thread's stack, never in the connection's memory.
 const READ_CHUNK: usize = 8 * 1024;
 /// Turns of the loop before the task yields to others.
 const TURNS_PER_POLL: usize = 64;
-
-pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 mod past_readiness;
 mod serve;
@@ -174,26 +172,22 @@ pub(crate) struct Driver<S, D: DriverSide, T = TaskTimer> {
 }
 
 impl<S, H: Handler, T> Driver<S, Serve<H>, T> {
-    /// The driver of an accepted stream whose upgrade request comes next; `conn` was created
-    /// when the socket was accepted, so its handshake deadline covers TLS. `timer` is a
-    /// task's own ([`TaskTimer`]) or the shard's.
+    /// The driver of an accepted stream whose upgrade request comes next; `link` and `conn`
+    /// are [`ServerShared::admit`]'s, made when the socket was accepted, so the handshake
+    /// deadline covers TLS. The handler learns `certificate` and `peer` (the peer's address)
+    /// from [`Connecting`](crate::Connecting). `timer` is a task's own ([`TaskTimer`]) or the
+    /// shard's.
     pub(crate) fn new(
         shared: std::sync::Arc<ServerShared<H>>,
         link: std::sync::Arc<TaskLink>,
         stream: S,
         conn: ocpp_proto::Connection<CallReply>,
         certificate: Option<PeerCertificate>,
+        peer: Option<std::net::SocketAddr>,
         timer: T,
     ) -> Self {
-        Driver::with_side(stream, conn, timer, Serve::new(shared, link, certificate))
-    }
-
-    /// The peer's address, for [`Connecting::peer_addr`](crate::Connecting::peer_addr).
-    pub(crate) fn with_peer(mut self, peer: Option<std::net::SocketAddr>) -> Self {
-        if let Some(peer) = peer {
-            self.side.set_peer(peer);
-        }
-        self
+        let side = Serve::new(shared, link, certificate, peer);
+        Driver::with_side(stream, conn, timer, side)
     }
 }
 

@@ -2,9 +2,10 @@
 
 use std::io;
 use std::sync::Arc;
+use std::time::Instant;
 
 use ocpp_messages::{Request, Response};
-use ocpp_proto::{Answer, AnswerError, CallOutcome, ErrorCode, MessageId};
+use ocpp_proto::{Answer, AnswerError, CallOutcome, Connection, ErrorCode, MessageId, Refused};
 
 /// The hook's type: see [`ServerBuilder::on_message`](crate::ServerBuilder::on_message).
 pub(crate) type Hook = Arc<dyn Fn(&MessageEvent<'_>) + Send + Sync>;
@@ -46,32 +47,75 @@ pub enum Traffic<'a> {
     SendOut(&'a Request),
 }
 
-impl<'a> Traffic<'a> {
-    /// What went out for `answer` given to the core's answer rule (`result`): the answer, the
-    /// `InternalError` the rule sent in its place (its text kept in `replaced`), or nothing.
-    /// One reading for the server's and the station's drivers.
-    pub(crate) fn answered(
-        result: &Result<(), AnswerError>,
-        answer: &'a Answer,
-        replaced: &'a mut String,
-    ) -> Option<Traffic<'a>> {
-        match (result, answer) {
-            (Err(error), _) if error.was_answered() => {
-                *replaced = error.to_string();
-                let replaced: &'a String = replaced;
-                Some(Traffic::ErrorOut {
-                    code: &ErrorCode::InternalError,
-                    description: replaced,
-                })
-            }
-            (Ok(()), Answer::Result(response)) => Some(Traffic::ResultOut(response)),
-            (Ok(()), Answer::Error(error)) => Some(Traffic::ErrorOut {
-                code: &error.code,
-                description: &error.description,
-            }),
-            _ => None, // nothing went out
-        }
+/// The hook of one connection, with the identity its events name.
+#[derive(Clone, Copy)]
+pub(crate) struct ConnectionHook<'a> {
+    pub(crate) hook: &'a Hook,
+    pub(crate) identity: &'a str,
+}
+
+impl ConnectionHook<'_> {
+    /// The hook sees `message`, of the message `id`.
+    pub(crate) fn see(self, id: &MessageId<'static>, message: Traffic<'_>) {
+        (self.hook)(&MessageEvent {
+            identity: self.identity,
+            id,
+            message,
+        });
     }
+}
+
+/// Our CALL onto the connection, for `caller` ([`Connection::call_for`]); `hook`, if any, sees
+/// it once it went. One path for the server's and the station's drivers.
+pub(crate) fn put_call<C>(
+    conn: &mut Connection<C>,
+    hook: Option<ConnectionHook<'_>>,
+    now: Instant,
+    request: Request,
+    caller: C,
+    deadline: Option<Instant>,
+) -> Result<MessageId<'static>, Refused<(Request, C)>> {
+    let hooked = hook.map(|hook| (hook, request.clone()));
+    let sent = conn.call_for(now, request, caller, deadline);
+    if let (Ok(id), Some((hook, request))) = (&sent, &hooked) {
+        hook.see(id, Traffic::CallOut(request));
+    }
+    sent
+}
+
+/// An answer through the core's answer rule ([`Connection::answer`]); `hook`, if any, sees what
+/// went out: the answer, the `InternalError` the rule sent in its place, or nothing. One path
+/// for the server's and the station's drivers.
+pub(crate) fn put_answer<C>(
+    conn: &mut Connection<C>,
+    hook: Option<ConnectionHook<'_>>,
+    now: Instant,
+    id: &MessageId<'static>,
+    answer: Answer,
+) -> Result<(), AnswerError> {
+    let Some(hook) = hook else {
+        return conn.answer(now, id, answer);
+    };
+    let hooked = answer.clone();
+    let result = conn.answer(now, id, answer);
+    let replaced;
+    let message = match (&result, &hooked) {
+        (Err(error), _) if error.was_answered() => {
+            replaced = error.to_string();
+            Traffic::ErrorOut {
+                code: &ErrorCode::InternalError,
+                description: &replaced,
+            }
+        }
+        (Ok(()), Answer::Result(response)) => Traffic::ResultOut(response),
+        (Ok(()), Answer::Error(error)) => Traffic::ErrorOut {
+            code: &error.code,
+            description: &error.description,
+        },
+        _ => return result, // nothing went out
+    };
+    hook.see(id, message);
+    result
 }
 
 /// The hook of [`ServerBuilder::on_tls_error`](crate::ServerBuilder::on_tls_error).

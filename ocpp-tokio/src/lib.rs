@@ -53,6 +53,10 @@ mod shard;
 pub mod station;
 mod typed;
 
+/// A boxed future that may move between threads: the application's work as the drivers, the
+/// station and the router hold it.
+pub(crate) type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
 /// The protocol types of the layers below, in one place: the typed payloads of each version,
 /// the answer rule's and the call outcome's types, identities, close codes and the connection
 /// settings.

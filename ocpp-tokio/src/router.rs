@@ -5,7 +5,6 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 
 use ocpp_messages::action::ActionRequest;
 use ocpp_messages::ErrorCode;
@@ -14,9 +13,7 @@ use ocpp_model::{Concept, StationEvent};
 use ocpp_proto::{Answer, Closed, ErrorAnswer, Rejection};
 
 use crate::typed::ResponseOf;
-use crate::{Connecting, Handler, IncomingCall, Session};
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+use crate::{BoxFuture, Connecting, Handler, IncomingCall, Session};
 
 /// What an action's handler returns: the action's response (a CALLRESULT), or a CALLERROR.
 pub type Reply<T> = Result<T, ErrorAnswer>;

@@ -14,7 +14,6 @@ use ocpp_proto::ConnectionConfig;
 /// The accept rate of [`ServerBuilder::accept_rate`] (the policy is `ocpp-proto`'s).
 pub use ocpp_proto::accept::AcceptRate;
 
-use ocpp_proto::Connection;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio_rustls::TlsAcceptor;
@@ -242,12 +241,12 @@ impl<H: Handler> ServerBuilder<H> {
             Arc::new(self.config),
             registry,
             self.hook,
+            self.tls_error,
             capacity,
         );
         Service {
             shared: Arc::new(shared),
             tls: self.tls.map(TlsAcceptor::from),
-            tls_error: self.tls_error,
             shutdown_timeout: self.shutdown_timeout,
             shards: Shards::new(self.shards),
             accept_rate: self.accept_rate,
@@ -273,7 +272,6 @@ impl<H: Handler> ServerBuilder<H> {
 pub struct Service<H: Handler> {
     shared: Arc<ServerShared<H>>,
     tls: Option<TlsAcceptor>,
-    tls_error: Option<TlsErrorHook>,
     shutdown_timeout: Duration,
     shards: Shards,
     accept_rate: Option<AcceptRate>,
@@ -467,46 +465,24 @@ impl<H: Handler> Service<H> {
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        let Some(acceptor) = self.tls.clone() else {
+            return self.serve_authenticated_from(stream, None, peer);
+        };
         let shared = self.shared.clone();
         let now = Instant::now();
-        let conn = Connection::accept_incoming_with_callers(now, shared.config.clone());
-        let link = shared.enlist();
-        match &self.tls {
-            None => {
-                let timer = TaskTimer::new(now);
-                tokio::spawn(Driver::new(shared, link, stream, conn, None, timer).with_peer(peer));
+        let (conn, link) = shared.admit(now);
+        let deadline = now + shared.config.get_handshake_timeout();
+        tokio::spawn(async move {
+            match tokio::time::timeout_at(deadline.into(), acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => {
+                    let certificate = PeerCertificate::of(tls.get_ref().1);
+                    let timer = TaskTimer::new(Instant::now());
+                    Driver::new(shared, link, tls, conn, certificate, peer, timer).await;
+                }
+                Ok(Err(error)) => shared.tls_failed(&link, Some(&error)),
+                Err(_) => shared.tls_failed(&link, None),
             }
-            Some(acceptor) => {
-                let acceptor = acceptor.clone();
-                let tls_error = self.tls_error.clone();
-                let deadline = now + shared.config.get_handshake_timeout();
-                tokio::spawn(async move {
-                    let accept = acceptor.accept(stream);
-                    match tokio::time::timeout_at(deadline.into(), accept).await {
-                        Ok(Ok(tls)) => {
-                            let certificate = PeerCertificate::of(tls.get_ref().1);
-                            let timer = TaskTimer::new(Instant::now());
-                            Driver::new(shared, link, tls, conn, certificate, timer)
-                                .with_peer(peer)
-                                .await;
-                        }
-                        Ok(Err(error)) => {
-                            tracing::debug!(%error, "TLS handshake failed");
-                            if let Some(hook) = &tls_error {
-                                hook(&error);
-                            }
-                            link.close();
-                            shared.discharge(&link);
-                        }
-                        Err(_) => {
-                            tracing::debug!("TLS handshake timed out");
-                            link.close();
-                            shared.discharge(&link);
-                        }
-                    }
-                });
-            }
-        }
+        });
     }
 
     /// Serves one accepted TCP connection: on a shard when the service has them
@@ -536,12 +512,8 @@ impl<H: Handler> Service<H> {
             let mut senders = Vec::with_capacity(self.shards.count);
             for _ in 0..self.shards.count {
                 let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-                let shard = crate::shard::Shard::new(
-                    self.shared.clone(),
-                    self.tls.clone(),
-                    self.tls_error.clone(),
-                    receiver,
-                );
+                let shard =
+                    crate::shard::Shard::new(self.shared.clone(), self.tls.clone(), receiver);
                 match shard {
                     Ok(shard) => {
                         // The shard shares out its own time (rounds, then it yields): tokio's
@@ -562,13 +534,10 @@ impl<H: Handler> Service<H> {
             return tracing::error!("no shard runs: a connection is refused");
         }
         let next = self.shards.next.fetch_add(1, Ordering::Relaxed) % senders.len();
-        let conn =
-            Connection::accept_incoming_with_callers(Instant::now(), self.shared.config.clone());
-        let link = self.shared.enlist();
+        let (conn, link) = self.shared.admit(Instant::now());
         let incoming = crate::shard::Incoming { stream, conn, link };
         if let Err(returned) = senders[next].send(incoming) {
-            returned.0.link.close();
-            self.shared.discharge(&returned.0.link);
+            self.shared.abandon(&returned.0.link);
         }
     }
 
@@ -606,10 +575,10 @@ impl<H: Handler> Service<H> {
     {
         let shared = self.shared.clone();
         let now = Instant::now();
-        let conn = Connection::accept_incoming_with_callers(now, shared.config.clone());
-        let link = shared.enlist();
+        let (conn, link) = shared.admit(now);
         let timer = TaskTimer::new(now);
-        tokio::spawn(Driver::new(shared, link, stream, conn, certificate, timer).with_peer(peer));
+        let driver = Driver::new(shared, link, stream, conn, certificate, peer, timer);
+        tokio::spawn(driver);
     }
 
     /// Graceful shutdown of what is being served (the listener, if any, is not touched):

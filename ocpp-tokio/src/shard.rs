@@ -45,7 +45,6 @@ use crate::charge_point::{CallReply, TaskLink};
 use crate::driver::{Driver, DriverTimer, Serve, ServerShared};
 use crate::handler::PeerCertificate;
 use crate::handoff::{self, DriveHere};
-use crate::hook::TlsErrorHook;
 use crate::Handler;
 
 /// Rounds of a shard's loop (each drives every connection that was woken) before it yields
@@ -353,7 +352,6 @@ struct Core<H: Handler> {
     /// The runtime of the shard's task: a handle that drives a connection enters it, so what
     /// the turn spawns (`on_connect`, `on_close`) runs where the shard's own turns put it.
     runtime: tokio::runtime::Handle,
-    tls_error: Option<TlsErrorHook>,
     wake_list: WakeList,
     /// Held by the shard's task for each of its polls, and by a handle while it drives a
     /// connection.
@@ -395,7 +393,6 @@ impl<H: Handler> Shard<H> {
     pub(crate) fn new(
         shared: Arc<ServerShared<H>>,
         tls: Option<TlsAcceptor>,
-        tls_error: Option<TlsErrorHook>,
         incoming: mpsc::UnboundedReceiver<Incoming>,
     ) -> io::Result<Self> {
         // SAFETY: `register` asks that the descriptor stay open, the same, and what
@@ -414,7 +411,6 @@ impl<H: Handler> Shard<H> {
             core: Arc::new(Core {
                 shared,
                 runtime: tokio::runtime::Handle::try_current().map_err(io::Error::other)?,
-                tls_error,
                 wake_list: WakeList::default(),
                 inner: Mutex::new(inner),
             }),
@@ -455,24 +451,17 @@ impl<H: Handler> Shard<H> {
                 .register(&mut stream, Token(slot), interest);
         if let Err(error) = registered {
             tracing::warn!(%error, "a shard could not watch a socket");
-            link.close();
-            shared.discharge(&link);
+            shared.abandon(&link);
             return;
         }
         let peer = stream.peer_addr().ok();
         let stream = ShardStream::new(stream);
         let state = match &self.tls {
-            None => State::Plain(
-                Driver::new(
-                    shared.clone(),
-                    link,
-                    stream,
-                    conn,
-                    None,
-                    ShardTimer::default(),
-                )
-                .with_peer(peer),
-            ),
+            None => {
+                let timer = ShardTimer::default();
+                let driver = Driver::new(shared.clone(), link, stream, conn, None, peer, timer);
+                State::Plain(driver)
+            }
             Some(acceptor) => {
                 let deadline = now + shared.config.get_handshake_timeout();
                 inner.timers.push(Reverse((deadline, slot)));
@@ -617,31 +606,18 @@ impl<H: Handler> Inner<H> {
         let waker = Waker::from(entry.wake.clone());
         let mut cx = Context::from_waker(&waker);
         let over = loop {
-            let (poll, timer, before) = match &mut entry.state {
-                State::Plain(driver) => {
-                    let before = driver.timer_mut().at;
-                    (driver.turn(&mut cx, Some(now)), driver.timer_mut(), before)
-                }
-                State::Tls(driver) => {
-                    let before = driver.timer_mut().at;
-                    (driver.turn(&mut cx, Some(now)), driver.timer_mut(), before)
-                }
+            let (over, asked) = match &mut entry.state {
+                State::Plain(driver) => turn(driver, &mut cx, now),
+                State::Tls(driver) => turn(driver, &mut cx, now),
                 State::Handshake(handshake) => {
                     match Pin::new(&mut handshake.accept).poll(&mut cx) {
                         Poll::Pending if now < handshake.deadline => break false,
                         Poll::Pending => {
-                            tracing::debug!("TLS handshake timed out");
-                            handshake.link.close();
-                            core.shared.discharge(&handshake.link);
+                            core.shared.tls_failed(&handshake.link, None);
                             break true;
                         }
                         Poll::Ready(Err(error)) => {
-                            tracing::debug!(%error, "TLS handshake failed");
-                            if let Some(hook) = &core.tls_error {
-                                hook(&error);
-                            }
-                            handshake.link.close();
-                            core.shared.discharge(&handshake.link);
+                            core.shared.tls_failed(&handshake.link, Some(&error));
                             break true;
                         }
                         Poll::Ready(Ok(tls)) => {
@@ -654,29 +630,25 @@ impl<H: Handler> Inner<H> {
                                 conn, link, peer, ..
                             } = *handshake;
                             let certificate = PeerCertificate::of(tls.get_ref().1);
-                            entry.state = State::Tls(
-                                Driver::new(
-                                    core.shared.clone(),
-                                    link,
-                                    Box::new(tls),
-                                    conn,
-                                    certificate,
-                                    ShardTimer::default(),
-                                )
-                                .with_peer(peer),
-                            );
+                            entry.state = State::Tls(Driver::new(
+                                core.shared.clone(),
+                                link,
+                                Box::new(tls),
+                                conn,
+                                certificate,
+                                peer,
+                                ShardTimer::default(),
+                            ));
                             continue;
                         }
                     }
                 }
                 State::Moving => break true,
             };
-            if timer.at != before {
-                if let Some(at) = timer.at {
-                    self.timers.push(Reverse((at, slot)));
-                }
+            if let Some(at) = asked {
+                self.timers.push(Reverse((at, slot)));
             }
-            break poll.is_ready();
+            break over;
         };
         if over {
             // The socket closes with the driver, which takes it out of the epoll set.
@@ -701,6 +673,23 @@ impl<H: Handler> Inner<H> {
             }
         }
     }
+}
+
+/// One turn of a shard's connection at `now`: whether it is over, and the moment it asked to
+/// be driven again if that changed (the shard puts it on its heap).
+fn turn<S, H>(
+    driver: &mut Driver<S, Serve<H>, ShardTimer>,
+    cx: &mut Context<'_>,
+    now: Instant,
+) -> (bool, Option<Instant>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + 'static,
+    H: Handler,
+{
+    let before = driver.timer_mut().at;
+    let over = driver.turn(cx, Some(now)).is_ready();
+    let at = driver.timer_mut().at;
+    (over, at.filter(|_| at != before))
 }
 
 impl<H: Handler> Future for Shard<H> {

@@ -16,14 +16,14 @@ use ocpp_proto::{
 };
 use tokio::sync::oneshot;
 
-use super::{BoxFuture, DriverSide, Flow, ServerShared};
+use super::{DriverSide, Flow, ServerShared};
 use crate::charge_point::{CallReply, LinkCommand, TaskLink};
 use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
-use crate::hook::{MessageEvent, Traffic};
+use crate::hook::{self, ConnectionHook, Traffic};
 use crate::presence::PresenceTicket;
-use crate::{ChargePoint, Handler, Session};
+use crate::{BoxFuture, ChargePoint, Handler, Session};
 use ocpp_messages::Request;
 
 /// The central system's side of one charge point's connection.
@@ -68,10 +68,10 @@ struct Rare<H: Handler> {
 }
 
 impl<H: Handler> Rare<H> {
-    fn new(certificate: Option<PeerCertificate>) -> Self {
+    fn new(certificate: Option<PeerCertificate>, peer: Option<std::net::SocketAddr>) -> Self {
         Rare {
             certificate,
-            peer: None,
+            peer,
             identity: None,
             upgrade: None,
             state: None,
@@ -101,29 +101,27 @@ impl<H: Handler> Rare<H> {
 }
 
 impl<H: Handler> Serve<H> {
-    /// The side of an accepted stream whose upgrade request comes next.
+    /// The side of an accepted stream whose upgrade request comes next; the handler learns
+    /// `certificate` and `peer` from [`Connecting`].
     pub(super) fn new(
         shared: Arc<ServerShared<H>>,
         link: Arc<TaskLink>,
         certificate: Option<PeerCertificate>,
+        peer: Option<std::net::SocketAddr>,
     ) -> Self {
         Serve {
             shared,
             link,
             session: None,
             answer: None,
-            rare: Some(Box::new(Rare::new(certificate))),
+            rare: Some(Box::new(Rare::new(certificate, peer))),
         }
-    }
-
-    /// The peer's address, for [`Connecting::peer_addr`].
-    pub(super) fn set_peer(&mut self, peer: std::net::SocketAddr) {
-        self.rare().peer = Some(peer);
     }
 
     /// The rarely used state, made when first needed.
     fn rare(&mut self) -> &mut Rare<H> {
-        self.rare.get_or_insert_with(|| Box::new(Rare::new(None)))
+        self.rare
+            .get_or_insert_with(|| Box::new(Rare::new(None, None)))
     }
 
     /// The charge point's identity, once its upgrade request was read.
@@ -135,15 +133,12 @@ impl<H: Handler> Serve<H> {
         }
     }
 
-    fn hook(&self, id: &MessageId<'static>, message: Traffic<'_>) {
-        if let Some(hook) = &self.shared.hook {
-            let identity = self.identity().map_or("", |i| i.as_str());
-            hook(&MessageEvent {
-                identity,
-                id,
-                message,
-            });
-        }
+    /// The message hook, if set, naming the charge point (nobody before its upgrade request).
+    fn message_hook(&self) -> Option<ConnectionHook<'_>> {
+        Some(ConnectionHook {
+            hook: self.shared.hook.as_ref()?,
+            identity: self.identity().map_or("", |i| i.as_str()),
+        })
     }
 
     // ---- commands from handles ----
@@ -161,17 +156,10 @@ impl<H: Handler> Serve<H> {
                 reply,
                 deadline,
             } => {
-                let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
-                match conn.call_for(now, request, reply, deadline) {
-                    Ok(id) => {
-                        if let Some(request) = &hook_request {
-                            self.hook(&id, Traffic::CallOut(request));
-                        }
-                    }
-                    Err(refused) => {
-                        let (_, reply) = refused.message;
-                        reply.send(Err(CallFailure::from(refused.reason)));
-                    }
+                let sent = hook::put_call(conn, self.message_hook(), now, request, reply, deadline);
+                if let Err(refused) = sent {
+                    let (_, reply) = refused.message;
+                    reply.send(Err(CallFailure::from(refused.reason)));
                 }
             }
             LinkCommand::Send { request, reply } => match &mut self.rare {
@@ -196,11 +184,11 @@ impl<H: Handler> Serve<H> {
         request: Request,
         reply: oneshot::Sender<Result<(), SendError>>,
     ) -> bool {
-        let hook_request = self.shared.hook.as_ref().map(|_| request.clone());
+        let hooked = self.message_hook().map(|hook| (hook, request.clone()));
         match conn.send(now, request) {
             Ok(id) => {
-                if let Some(request) = &hook_request {
-                    self.hook(&id, Traffic::SendOut(request));
+                if let Some((hook, request)) = &hooked {
+                    hook.see(&id, Traffic::SendOut(request));
                 }
                 let _ = reply.send(Ok(()));
             }
@@ -227,26 +215,16 @@ impl<H: Handler> Serve<H> {
         id: MessageId<'static>,
         answer: Answer,
     ) {
-        let hooked = self.shared.hook.is_some().then(|| answer.clone());
-        let result = conn.answer(now, &id, answer);
-        if let Err(error) = &result {
+        if let Err(error) = hook::put_answer(conn, self.message_hook(), now, &id, answer) {
             tracing::warn!(identity = ?self.identity(), "answer: {error}");
         }
-        let Some(answer) = hooked else {
-            return;
-        };
-        let mut replaced = String::new();
-        let Some(message) = Traffic::answered(&result, &answer, &mut replaced) else {
-            return;
-        };
-        self.hook(&id, message);
     }
 
     /// Hands the outcome of our CALL `id` to its caller, the one the core kept with it (a
     /// caller that stopped waiting does not hear of it).
     fn complete(&mut self, id: &MessageId<'static>, outcome: CallOutcome, reply: CallReply) {
-        if self.shared.hook.is_some() {
-            self.hook(id, Traffic::OutcomeIn(&outcome));
+        if let Some(hook) = self.message_hook() {
+            hook.see(id, Traffic::OutcomeIn(&outcome));
         }
         reply.send(outcome);
     }
@@ -353,8 +331,8 @@ impl<H: Handler> DriverSide for Serve<H> {
             }
             Event::Connected { version } => self.on_connected(conn, now, version),
             Event::Call { id, request } => {
-                if self.shared.hook.is_some() {
-                    self.hook(&id, Traffic::CallIn(&request));
+                if let Some(hook) = self.message_hook() {
+                    hook.see(&id, Traffic::CallIn(&request));
                 }
                 let Some(session) = self.session.clone() else {
                     let answer = Answer::not_supported(request.action());
@@ -368,8 +346,8 @@ impl<H: Handler> DriverSide for Serve<H> {
                 }));
             }
             Event::Send { id, request } => {
-                if self.shared.hook.is_some() {
-                    self.hook(&id, Traffic::SendIn(&request));
+                if let Some(hook) = self.message_hook() {
+                    hook.see(&id, Traffic::SendIn(&request));
                 }
                 let Some(session) = self.session.clone() else {
                     return;
@@ -478,17 +456,7 @@ impl<H: Handler> DriverSide for Serve<H> {
     /// Frees everything the connection held; the handles see it as gone (the socket may
     /// still be flushing its last bytes).
     fn finish(&mut self) {
-        for command in self.link.close() {
-            match command {
-                LinkCommand::Call { reply, .. } => {
-                    reply.send(Err(CallFailure::NotConnected));
-                }
-                LinkCommand::Send { reply, .. } => {
-                    let _ = reply.send(Err(SendError::NotConnected));
-                }
-                _ => {}
-            }
-        }
+        self.link.end();
         // Dropped without its `Closed` event (the runtime shut down), the connection drops the
         // callers of its CALLs with it: each learns `Disconnected` (they may have been written).
         let retries = self

@@ -2,14 +2,16 @@
 //! shutdown.
 
 use std::collections::HashSet;
+use std::io;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-use ocpp_proto::{CloseCode, ConnectionConfig};
+use ocpp_proto::{CloseCode, Connection, ConnectionConfig};
 use tokio::sync::Notify;
 
-use crate::charge_point::{LinkCommand, LinkKey, TaskLink};
-use crate::hook::Hook;
+use crate::charge_point::{CallReply, LinkCommand, LinkKey, TaskLink};
+use crate::hook::{Hook, TlsErrorHook};
 use crate::ChargePoints;
 
 /// What every connection task of one server shares.
@@ -18,7 +20,8 @@ pub(crate) struct ServerShared<H> {
     pub(crate) config: Arc<ConnectionConfig>,
     pub(crate) registry: ChargePoints,
     pub(crate) hook: Option<Hook>,
-    pub(crate) mailbox_capacity: usize,
+    tls_error: Option<TlsErrorHook>,
+    mailbox_capacity: usize,
     /// Every connection task, connected or not, for shutdown: its link, one pointer each.
     live: Mutex<HashSet<LinkKey>>,
     /// Set once shutdown began: new connections are closed with 1001 as soon as they open.
@@ -33,6 +36,7 @@ impl<H> ServerShared<H> {
         config: Arc<ConnectionConfig>,
         registry: ChargePoints,
         hook: Option<Hook>,
+        tls_error: Option<TlsErrorHook>,
         mailbox_capacity: usize,
     ) -> Self {
         ServerShared {
@@ -40,6 +44,7 @@ impl<H> ServerShared<H> {
             config,
             registry,
             hook,
+            tls_error,
             mailbox_capacity,
             live: Mutex::new(HashSet::new()),
             draining: AtomicBool::new(false),
@@ -60,11 +65,14 @@ impl<H> ServerShared<H> {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A new task's link, recorded for shutdown.
-    pub(crate) fn enlist(&self) -> Arc<TaskLink> {
+    /// A connection accepted at `now`, whichever way it is served: its core (its handshake
+    /// deadline runs from now, a TLS handshake included) and its task's link, recorded for
+    /// shutdown until [`discharge`](Self::discharge).
+    pub(crate) fn admit(&self, now: Instant) -> (Connection<CallReply>, Arc<TaskLink>) {
+        let conn = Connection::accept_incoming_with_callers(now, self.config.clone());
         let link = TaskLink::new(self.mailbox_capacity);
         self.live().insert(LinkKey(link.clone()));
-        link
+        (conn, link)
     }
 
     /// The task of `link` ended.
@@ -74,6 +82,29 @@ impl<H> ServerShared<H> {
         if live.is_empty() {
             self.all_gone.notify_waiters();
         }
+    }
+
+    /// An admitted connection that ends before a driver took it (a shard could not take it,
+    /// its TLS handshake failed): its link closed, its task gone.
+    pub(crate) fn abandon(&self, link: &Arc<TaskLink>) {
+        link.close();
+        self.discharge(link);
+    }
+
+    /// The TLS handshake of `link`'s connection failed with `error` (the
+    /// [`on_tls_error`](crate::ServerBuilder::on_tls_error) hook hears of it), or timed out
+    /// (`None`): the connection is abandoned.
+    pub(crate) fn tls_failed(&self, link: &Arc<TaskLink>, error: Option<&io::Error>) {
+        match error {
+            Some(error) => {
+                tracing::debug!(%error, "TLS handshake failed");
+                if let Some(hook) = &self.tls_error {
+                    hook(error);
+                }
+            }
+            None => tracing::debug!("TLS handshake timed out"),
+        }
+        self.abandon(link);
     }
 
     /// How many connection tasks run.

@@ -1,11 +1,10 @@
 //! The application behind a station's connection, type-erased for the task.
 
-use super::driver::*;
 use std::sync::Arc;
 
 use ocpp_proto::{Answer, Closed};
 
-use crate::{ChargePoint, Handler, IncomingCall, Session};
+use crate::{BoxFuture, ChargePoint, Handler, IncomingCall, Session};
 
 /// One connection's application session (type-erased [`Session`] and handler).
 pub(crate) trait AppSession: Send + Sync {

@@ -465,12 +465,10 @@ impl StationBuilder {
                 ))
             }
             (true, Some(config)) => {
-                let name =
-                    rustls::pki_types::ServerName::try_from(self.url.server_name().to_owned())
-                        .map_err(|e| {
-                            StationError::Tls(format!("{}: {e}", self.url.server_name()))
-                        })?;
-                let _ = name;
+                // A host TLS can check the certificate against.
+                let name = self.url.server_name();
+                rustls::pki_types::ServerName::try_from(name.to_owned())
+                    .map_err(|e| StationError::Tls(format!("{name}: {e}")))?;
                 Some(config)
             }
         };
@@ -541,17 +539,13 @@ impl StationBuilder {
             boot_reason: None,
             hook: match (self.hook, self.local_auth) {
                 (hook, None) => hook,
-                (None, Some(store)) => {
-                    let feeder = auth_cache::CacheFeeder::new(store);
-                    Some(Arc::new(move |event: &crate::hook::MessageEvent<'_>| {
-                        feeder.on_message(event)
-                    }))
-                }
-                (Some(hook), Some(store)) => {
+                (hook, Some(store)) => {
                     let feeder = auth_cache::CacheFeeder::new(store);
                     Some(Arc::new(move |event: &crate::hook::MessageEvent<'_>| {
                         feeder.on_message(event);
-                        hook(event);
+                        if let Some(hook) = &hook {
+                            hook(event);
+                        }
                     }))
                 }
             },

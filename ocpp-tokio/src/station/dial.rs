@@ -8,7 +8,7 @@ use ocpp_proto::{ConnectTarget, Connection};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 
-use super::{Cause, StationCommand};
+use super::Cause;
 
 /// A plain or TLS stream.
 pub(super) enum Stream {
@@ -72,24 +72,14 @@ impl Task {
             Ok(Stream::Tls(Box::new(tls)))
         };
         let connect = tokio::time::timeout(CONNECT_TIMEOUT, connect);
-        tokio::pin!(connect);
-        loop {
-            tokio::select! {
-                result = &mut connect => {
-                    return match result {
-                        Ok(Ok(stream)) => Ok(Some(stream)),
-                        Ok(Err(failed)) => Err(failed),
-                        Err(_) => Err((
-                            Cause::Connect(io::ErrorKind::TimedOut),
-                            io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
-                        )),
-                    };
-                }
-                command = self.commands.recv() => match command {
-                    None | Some(StationCommand::Close) => return Ok(None),
-                    Some(command) => self.offline_command(command),
-                },
-            }
+        match self.offline_while(connect).await {
+            None => Ok(None),
+            Some(Ok(Ok(stream))) => Ok(Some(stream)),
+            Some(Ok(Err(failed))) => Err(failed),
+            Some(Err(_)) => Err((
+                Cause::Connect(io::ErrorKind::TimedOut),
+                io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
+            )),
         }
     }
 

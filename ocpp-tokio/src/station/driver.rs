@@ -6,12 +6,10 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ocpp_messages::Request;
 use ocpp_proto::station::{
     answer_set_network_profile, boot_request, connection_boot_reason, heartbeat_request,
     is_transaction_message, requested_by_trigger, trigger_accepted, BootAnswer, BootReason, Due,
@@ -22,18 +20,16 @@ use ocpp_proto::{
     MessageId,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 
 use super::network::ProfilesHook;
 use super::queue::Queue;
 use super::{app::*, dial::*, wire::*};
-use super::{App, Cause, PermanentFailure, Queued, StationCommand, StationUrl, Status};
-use crate::charge_point::{CallReply, LinkCommand, TaskLink};
+use super::{App, Cause, PermanentFailure, StationCommand, StationUrl, Status};
+use crate::charge_point::{CallReply, TaskLink};
 use crate::driver::{Driver, TaskTimer};
-use crate::hook::{Hook, MessageEvent, Traffic};
-use crate::{ChargePoint, IncomingCall};
-
-pub(super) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+use crate::hook::{put_answer, put_call, ConnectionHook, Hook, Traffic};
+use crate::{BoxFuture, ChargePoint, IncomingCall};
 
 /// The most a TCP connect (and TLS handshake) may take.
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -157,7 +153,7 @@ impl Task {
             let wait = self.reconnect.on_lost(Instant::now(), self.rng.f64());
             tracing::info!(identity = %self.url.identity(), wait_ms = wait.as_millis() as u64, %cause, "reconnecting after back-off");
             self.publish(Status::Waiting { wait, cause });
-            if !self.wait_offline(Instant::now() + wait).await {
+            if self.offline_while(tokio::time::sleep(wait)).await.is_none() {
                 break Ok(());
             }
         };
@@ -211,23 +207,23 @@ impl Task {
         });
     }
 
-    /// Waits until `until` while disconnected, taking commands; `false` if closed.
-    pub(super) async fn wait_offline(&mut self, until: Instant) -> bool {
-        let sleep = tokio::time::sleep_until(until.into());
-        tokio::pin!(sleep);
+    /// Runs `work` (a connect, the back-off's wait) while no connection is open, taking the
+    /// handles' commands meanwhile; `None` if the station was closed first.
+    pub(super) async fn offline_while<F: Future>(&mut self, work: F) -> Option<F::Output> {
+        tokio::pin!(work);
         loop {
             tokio::select! {
-                _ = &mut sleep => return true,
+                done = &mut work => return Some(done),
                 command = self.commands.recv() => match command {
-                    None | Some(StationCommand::Close) => return false,
+                    None | Some(StationCommand::Close) => return None,
                     Some(command) => self.offline_command(command),
                 },
             }
         }
     }
 
-    /// A command while no connection is open: transaction messages are queued, other CALLs
-    /// are not sent.
+    /// A command while no connection is open (and, connected, one a connection does not
+    /// change): transaction messages are queued, other CALLs are not sent.
     pub(super) fn offline_command(&mut self, command: StationCommand) {
         match command {
             StationCommand::Call { request, reply } if is_transaction_message(&request) => {
@@ -240,47 +236,26 @@ impl Task {
                 request,
                 transaction_of,
                 reply,
-            } => self.queue_message(&request, transaction_of, reply),
-            StationCommand::Transaction { op, reply } => self.transaction(op, reply),
+            } => {
+                let _ = reply.send(self.queue.push(&request, transaction_of));
+            }
+            StationCommand::Transaction { op, reply } => {
+                let _ = reply.send(self.queue.transaction(op, ocpp_messages::DateTime::now()));
+            }
             StationCommand::Reboot(reason) => self.boot_reason = Some(reason),
             StationCommand::BackOff(back_off) => self.reconnect.set_policy(back_off),
             StationCommand::Network(change) => self.change_profiles(change),
-            StationCommand::HeartbeatInterval(interval) => self.remember_heartbeat(interval),
+            StationCommand::HeartbeatInterval(interval) => self.publish_heartbeat(interval),
             StationCommand::Close => {}
         }
     }
 
-    /// The heartbeat interval set while no connection is registered: the next one starts
-    /// from it ([`Station::heartbeat_interval`](super::Station::heartbeat_interval) reads it).
-    pub(super) fn remember_heartbeat(&self, interval: Duration) {
+    /// The heartbeat interval in force, for
+    /// [`Station::heartbeat_interval`](super::Station::heartbeat_interval): a registration's,
+    /// or one set while no connection is registered (the next one starts from it).
+    pub(super) fn publish_heartbeat(&self, interval: Duration) {
         let ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
         self.heartbeat_ms.store(ms, Ordering::Relaxed);
-    }
-
-    pub(super) fn queue_message(
-        &mut self,
-        request: &Request,
-        transaction_of: Option<u64>,
-        reply: oneshot::Sender<Result<Queued, super::QueueError>>,
-    ) {
-        let result = self
-            .queue
-            .push(request, transaction_of)
-            .map(|(seq, outcome)| Queued { seq, outcome });
-        let _ = reply.send(result);
-    }
-
-    /// A change of the station's transactions: its message and state in the store.
-    pub(super) fn transaction(
-        &mut self,
-        op: super::TransactionOp,
-        reply: oneshot::Sender<Result<Queued, super::QueueError>>,
-    ) {
-        let result = self
-            .queue
-            .transaction(op, ocpp_messages::DateTime::now())
-            .map(|(seq, outcome)| Queued { seq, outcome });
-        let _ = reply.send(result);
     }
 
     /// One WebSocket connection, from the upgrade request to its end, driven by the shared
@@ -306,54 +281,12 @@ impl Task {
         }
     }
 
-    /// One event of the connection but its end.
-    pub(super) fn hook(&self, id: &MessageId<'static>, message: Traffic<'_>) {
-        if let Some(hook) = &self.hook {
-            hook(&MessageEvent {
-                identity: self.url.identity().as_str(),
-                id,
-                message,
-            });
-        }
-    }
-
-    /// A CALL onto the connection for `waiting` (with a deadline, if any); the hook sees it
-    /// once it went. Refused, `waiting` comes back with the request.
-    pub(super) fn put_call(
-        &self,
-        conn: &mut Connection<CallWaiter>,
-        now: Instant,
-        request: Request,
-        waiting: CallWaiter,
-        deadline: Option<Instant>,
-    ) -> Result<MessageId<'static>, ocpp_proto::Refused<(Request, CallWaiter)>> {
-        let hooked = self.hook.as_ref().map(|_| request.clone());
-        let sent = conn.call_for(now, request, waiting, deadline);
-        if let (Ok(id), Some(request)) = (&sent, &hooked) {
-            self.hook(id, Traffic::CallOut(request));
-        }
-        sent
-    }
-
-    /// An answer through the core's answer rule; the hook sees what went out.
-    pub(super) fn put_answer(
-        &self,
-        conn: &mut Connection<CallWaiter>,
-        now: Instant,
-        id: &MessageId<'static>,
-        answer: Answer,
-    ) -> Result<(), ocpp_proto::AnswerError> {
-        let hooked = self.hook.as_ref().map(|_| answer.clone());
-        let result = conn.answer(now, id, answer);
-        let Some(answer) = hooked else {
-            return result;
-        };
-        let mut replaced = String::new();
-        let Some(message) = Traffic::answered(&result, &answer, &mut replaced) else {
-            return result;
-        };
-        self.hook(id, message);
-        result
+    /// The message hook, if set, naming the station.
+    pub(super) fn message_hook(&self) -> Option<ConnectionHook<'_>> {
+        Some(ConnectionHook {
+            hook: self.hook.as_ref()?,
+            identity: self.url.identity().as_str(),
+        })
     }
 
     /// One event of the connection but its end (which the side keeps for [`Self::ended`]).
@@ -391,13 +324,13 @@ impl Task {
                 });
             }
             Event::Call { id, request } => {
-                if self.hook.is_some() {
-                    self.hook(&id, Traffic::CallIn(&request));
+                if let Some(hook) = self.message_hook() {
+                    hook.see(&id, Traffic::CallIn(&request));
                 }
                 let Some(on) = &wire.online else { return };
                 // What the registration does not allow is refused here (SecurityError).
                 if let Err(refusal) = on.registration.check_incoming(request.action()) {
-                    let _ = self.put_answer(conn, now, &id, Answer::Error(refusal));
+                    let _ = put_answer(conn, self.message_hook(), now, &id, Answer::Error(refusal));
                     return;
                 }
                 if request.action() == "SetNetworkProfile" {
@@ -416,7 +349,7 @@ impl Task {
                             keep,
                         );
                         self.publish_profiles();
-                        let _ = self.put_answer(conn, now, &id, answer);
+                        let _ = put_answer(conn, self.message_hook(), now, &id, answer);
                         return;
                     }
                 }
@@ -425,8 +358,8 @@ impl Task {
                 wire.answer = Some((id, trigger, answer));
             }
             Event::Send { id, request } => {
-                if self.hook.is_some() {
-                    self.hook(&id, Traffic::SendIn(&request));
+                if let Some(hook) = self.message_hook() {
+                    hook.see(&id, Traffic::SendIn(&request));
                 }
                 if let Some(on) = &mut wire.online {
                     let send = on.app.on_send(IncomingCall::new(id, request));
@@ -439,8 +372,8 @@ impl Task {
                 caller,
                 ..
             } => {
-                if self.hook.is_some() {
-                    self.hook(&id, Traffic::OutcomeIn(&outcome));
+                if let Some(hook) = self.message_hook() {
+                    hook.see(&id, Traffic::OutcomeIn(&outcome));
                 }
                 self.completed(now, wire.online.as_mut(), caller, outcome);
             }
@@ -457,7 +390,7 @@ impl Task {
         (id, answer, trigger): HandlerAnswer,
     ) {
         let accepted_trigger = trigger.filter(|_| trigger_accepted(&answer));
-        if let Err(error) = self.put_answer(conn, Instant::now(), &id, answer) {
+        if let Err(error) = put_answer(conn, self.message_hook(), Instant::now(), &id, answer) {
             tracing::warn!(identity = %self.url.identity(), "answer: {error}");
         } else if let (Some(action), Some(on)) = (accepted_trigger, &mut wire.online) {
             on.registration.on_trigger_accepted(action);
@@ -479,16 +412,9 @@ impl Task {
                 conn.close(now, CloseCode::NORMAL, "station stopping");
             }
             Some(StationCommand::Call { request, reply }) => {
-                let call_timeout = conn.config().get_call_timeout();
                 let reply = CallReply::Waiting(reply);
-                wire.call(call_timeout, request, reply, None, &mut self.queue)
+                wire.call(conn, request, reply, None, &mut self.queue)
             }
-            Some(StationCommand::Queue {
-                request,
-                transaction_of,
-                reply,
-            }) => self.queue_message(&request, transaction_of, reply),
-            Some(StationCommand::Transaction { op, reply }) => self.transaction(op, reply),
             Some(StationCommand::Reboot(reason)) => {
                 self.boot_reason = Some(reason);
                 wire.rebooting = true;
@@ -497,12 +423,12 @@ impl Task {
             Some(StationCommand::HeartbeatInterval(interval)) => match &mut wire.online {
                 Some(on) => {
                     on.registration.set_heartbeat_interval(now, interval);
-                    self.publish_heartbeat(on);
+                    self.publish_heartbeat(on.registration.heartbeat_interval());
                 }
-                None => self.remember_heartbeat(interval),
+                None => self.publish_heartbeat(interval),
             },
-            Some(StationCommand::BackOff(back_off)) => self.reconnect.set_policy(back_off),
-            Some(StationCommand::Network(change)) => self.change_profiles(change),
+            // The others mean the same connected or not.
+            Some(command) => self.offline_command(command),
         }
     }
 
@@ -536,10 +462,8 @@ impl Task {
         if std::mem::take(&mut wire.boot_now) {
             if let Some(request) = boot_request(version, &self.info, BootReason::Triggered) {
                 progressed = true;
-                if self
-                    .put_call(conn, now, request, CallWaiter::Boot, None)
-                    .is_ok()
-                {
+                let hook = self.message_hook();
+                if put_call(conn, hook, now, request, CallWaiter::Boot, None).is_ok() {
                     on.registration.on_call_sent(now, "BootNotification");
                 }
             }
@@ -555,7 +479,7 @@ impl Task {
         if let Some((request, waiting)) = due {
             progressed = true;
             let action = request.action();
-            match self.put_call(conn, now, request, waiting, None) {
+            match put_call(conn, self.message_hook(), now, request, waiting, None) {
                 Ok(_) => on.registration.on_call_sent(now, action),
                 Err(refused) => {
                     tracing::debug!(reason = ?refused.reason, "{action} not sent");
@@ -583,7 +507,9 @@ impl Task {
                         reply: held.caller,
                         boot,
                     };
-                    match self.put_call(conn, now, held.request, waiting, Some(held.deadline)) {
+                    let deadline = Some(held.deadline);
+                    let hook = self.message_hook();
+                    match put_call(conn, hook, now, held.request, waiting, deadline) {
                         Ok(_) => true,
                         Err(refused) => {
                             if let (_, CallWaiter::Call { reply, .. }) = refused.message {
@@ -600,7 +526,8 @@ impl Task {
         if let Some((seq, request)) = self.queue.next(now, version) {
             progressed = true;
             let action = request.action();
-            match self.put_call(conn, now, request, CallWaiter::Queued(seq), None) {
+            let waiting = CallWaiter::Queued(seq);
+            match put_call(conn, self.message_hook(), now, request, waiting, None) {
                 Ok(_) => on.registration.on_call_sent(now, action),
                 Err(_) => self.queue.unsent(seq),
             }
@@ -637,12 +564,6 @@ impl Task {
         });
     }
 
-    pub(super) fn publish_heartbeat(&self, on: &Online) {
-        let ms = on.registration.heartbeat_interval().as_millis();
-        self.heartbeat_ms
-            .store(u64::try_from(ms).unwrap_or(u64::MAX), Ordering::Relaxed);
-    }
-
     /// One of our CALLs came to `outcome`.
     pub(super) fn completed(
         &mut self,
@@ -657,7 +578,7 @@ impl Task {
                 match outcome.as_ref().ok().and_then(BootAnswer::from_response) {
                     Some(answer) => {
                         on.registration.on_boot_answer(now, &answer);
-                        self.publish_heartbeat(on);
+                        self.publish_heartbeat(on.registration.heartbeat_interval());
                         let version = on.registration.version();
                         let status = if answer.status == RegistrationStatus::Accepted {
                             self.booted_before = true;
@@ -710,11 +631,7 @@ impl Task {
             held.caller.send(Err(CallFailure::ClosedBeforeSent));
         }
         if let Some(on) = wire.online.take() {
-            for command in on.link.close() {
-                if let LinkCommand::Call { reply, .. } = command {
-                    reply.send(Err(CallFailure::NotConnected));
-                }
-            }
+            on.link.end();
             tokio::spawn(on.app.on_close(closed.clone()));
         }
         tracing::info!(identity = %self.url.identity(), reason = ?closed.reason, "connection ended");

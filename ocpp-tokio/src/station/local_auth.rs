@@ -71,78 +71,41 @@ pub trait LocalAuthExt {
         A: Clone + Send + Sync + 'static;
 }
 
+/// The three routes of one version (`$v`, its module): SendLocalList (its list update read by
+/// `ListUpdate::$from`), GetLocalListVersion and ClearCache, each outcome made that version's
+/// answer by `$to`.
+macro_rules! version_routes {
+    ($router:expr, $store:expr, $v:ident, $from:ident, $to:ident) => {{
+        let (send, get, clear) = ($store.clone(), $store.clone(), $store.clone());
+        $router
+            .on(move |_: Session<S, A>, request: $v::SendLocalListRequest| {
+                let store = send.clone();
+                async move {
+                    let update = ListUpdate::$from(&request);
+                    Ok(blocking(move || store.send_local_list(&update))
+                        .await?
+                        .$to())
+                }
+            })
+            .on(move |_: Session<S, A>, _: $v::GetLocalListVersionRequest| {
+                let version = get.local_list_version();
+                std::future::ready(Ok($v::GetLocalListVersionResponse::new(version)))
+            })
+            .on(move |_: Session<S, A>, _: $v::ClearCacheRequest| {
+                let store = clear.clone();
+                async move { Ok(blocking(move || store.clear_cache()).await?.$to()) }
+            })
+    }};
+}
+
 impl LocalAuthExt for LocalAuthStore {
     fn routes<S, A>(&self, router: Router<S, A>) -> Router<S, A>
     where
         S: Send + Sync + 'static,
         A: Clone + Send + Sync + 'static,
     {
-        let (s16, g16, c16) = (self.clone(), self.clone(), self.clone());
-        let (s201, g201, c201) = (self.clone(), self.clone(), self.clone());
-        let (s21, g21, c21) = (self.clone(), self.clone(), self.clone());
-        router
-            .on(
-                move |_: Session<S, A>, request: v1_6::SendLocalListRequest| {
-                    let store = s16.clone();
-                    async move {
-                        let update = ListUpdate::from_v1_6(&request);
-                        Ok(blocking(move || store.send_local_list(&update))
-                            .await?
-                            .to_v1_6())
-                    }
-                },
-            )
-            .on(
-                move |_: Session<S, A>, _: v1_6::GetLocalListVersionRequest| {
-                    let version = g16.local_list_version();
-                    std::future::ready(Ok(v1_6::GetLocalListVersionResponse::new(version)))
-                },
-            )
-            .on(move |_: Session<S, A>, _: v1_6::ClearCacheRequest| {
-                let store = c16.clone();
-                async move { Ok(blocking(move || store.clear_cache()).await?.to_v1_6()) }
-            })
-            .on(
-                move |_: Session<S, A>, request: v2_0_1::SendLocalListRequest| {
-                    let store = s201.clone();
-                    async move {
-                        let update = ListUpdate::from_v2_0_1(&request);
-                        Ok(blocking(move || store.send_local_list(&update))
-                            .await?
-                            .to_v2_0_1())
-                    }
-                },
-            )
-            .on(
-                move |_: Session<S, A>, _: v2_0_1::GetLocalListVersionRequest| {
-                    let version = g201.local_list_version();
-                    std::future::ready(Ok(v2_0_1::GetLocalListVersionResponse::new(version)))
-                },
-            )
-            .on(move |_: Session<S, A>, _: v2_0_1::ClearCacheRequest| {
-                let store = c201.clone();
-                async move { Ok(blocking(move || store.clear_cache()).await?.to_v2_0_1()) }
-            })
-            .on(
-                move |_: Session<S, A>, request: v2_1::SendLocalListRequest| {
-                    let store = s21.clone();
-                    async move {
-                        let update = ListUpdate::from_v2_1(&request);
-                        Ok(blocking(move || store.send_local_list(&update))
-                            .await?
-                            .to_v2_1())
-                    }
-                },
-            )
-            .on(
-                move |_: Session<S, A>, _: v2_1::GetLocalListVersionRequest| {
-                    let version = g21.local_list_version();
-                    std::future::ready(Ok(v2_1::GetLocalListVersionResponse::new(version)))
-                },
-            )
-            .on(move |_: Session<S, A>, _: v2_1::ClearCacheRequest| {
-                let store = c21.clone();
-                async move { Ok(blocking(move || store.clear_cache()).await?.to_v2_1()) }
-            })
+        let router = version_routes!(router, self, v1_6, from_v1_6, to_v1_6);
+        let router = version_routes!(router, self, v2_0_1, from_v2_0_1, to_v2_0_1);
+        version_routes!(router, self, v2_1, from_v2_1, to_v2_1)
     }
 }

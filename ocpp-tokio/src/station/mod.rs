@@ -353,16 +353,22 @@ impl Station {
     /// # Errors
     /// As [`Station::call`].
     pub async fn call_raw(&self, request: Request) -> Result<Response, CallFailure> {
-        let (reply, outcome) = oneshot::channel();
-        if self
-            .shared
-            .commands
-            .send(StationCommand::Call { request, reply })
-            .is_err()
-        {
-            return Err(CallFailure::NotConnected);
+        let call = |reply| StationCommand::Call { request, reply };
+        self.ask(call, Err(CallFailure::NotConnected)).await
+    }
+
+    /// Hands the task the command `command` makes of a reply channel, and waits for the reply;
+    /// `gone` when the task is not there to reply (the station stopped).
+    async fn ask<T>(
+        &self,
+        command: impl FnOnce(oneshot::Sender<T>) -> StationCommand,
+        gone: T,
+    ) -> T {
+        let (reply, answer) = oneshot::channel();
+        if self.shared.commands.send(command(reply)).is_err() {
+            return gone;
         }
-        outcome.await.unwrap_or(Err(CallFailure::NotConnected))
+        answer.await.unwrap_or(gone)
     }
 
     /// Puts a transaction message in the offline queue and returns once the store has it
@@ -406,16 +412,12 @@ impl Station {
             }
             _ => {}
         }
-        let (reply, queued) = oneshot::channel();
-        let command = StationCommand::Queue {
+        let queue = |reply| StationCommand::Queue {
             request,
             transaction_of,
             reply,
         };
-        if self.shared.commands.send(command).is_err() {
-            return Err(QueueError::Stopped);
-        }
-        queued.await.unwrap_or(Err(QueueError::Stopped))
+        self.ask(queue, Err(QueueError::Stopped)).await
     }
 
     /// Starts a transaction on `evse` for `id_token`, the meter at `meter_wh` (Wh), now: the
@@ -576,16 +578,8 @@ impl Station {
     }
 
     async fn transaction(&self, op: TransactionOp) -> Result<Queued, QueueError> {
-        let (reply, queued) = oneshot::channel();
-        if self
-            .shared
-            .commands
-            .send(StationCommand::Transaction { op, reply })
-            .is_err()
-        {
-            return Err(QueueError::Stopped);
-        }
-        queued.await.unwrap_or(Err(QueueError::Stopped))
+        let transaction = |reply| StationCommand::Transaction { op, reply };
+        self.ask(transaction, Err(QueueError::Stopped)).await
     }
 
     /// The transactionId of the transaction open on `evse`: 2.x the one the station made; 1.6
@@ -753,12 +747,8 @@ impl Station {
     }
 
     async fn change_network(&self, change: Box<NetworkEdit>) -> Result<(), NetworkProfileError> {
-        let (reply, done) = oneshot::channel();
-        let command = StationCommand::Network(NetworkChange { change, reply });
-        if self.shared.commands.send(command).is_err() {
-            return Err(NetworkProfileError::Stopped);
-        }
-        done.await.unwrap_or(Err(NetworkProfileError::Stopped))
+        let network = |reply| StationCommand::Network(NetworkChange { change, reply });
+        self.ask(network, Err(NetworkProfileError::Stopped)).await
     }
 
     /// Every change of [`Station::network_profiles`]: each attempt's central system, an

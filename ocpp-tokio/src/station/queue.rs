@@ -13,7 +13,7 @@ use ocpp_station_store::offline::{
 };
 use tokio::sync::{oneshot, watch};
 
-use super::{QueueError, TransactionOp};
+use super::{QueueError, Queued, TransactionOp};
 use crate::charge_point::CallReply;
 
 /// The queue of one station, and where the application sees its transactions.
@@ -23,7 +23,7 @@ pub(crate) struct Queue {
 }
 
 /// A message's place in the queue and where its outcome comes.
-type Pushed = Result<(u64, oneshot::Receiver<CallOutcome>), QueueError>;
+type Pushed = Result<Queued, QueueError>;
 
 impl Queue {
     /// The queue left in `store` ([`OfflineQueue::open`]).
@@ -114,6 +114,6 @@ fn on_a_channel(push: impl FnOnce(CallReply) -> Result<u64, NotQueued<CallReply>
     let (reply, outcome) = oneshot::channel();
     let pushed = push(CallReply::Waiting(reply));
     pushed
-        .map(|seq| (seq, outcome))
+        .map(|seq| Queued { seq, outcome })
         .map_err(|refused| refused.error)
 }

@@ -62,7 +62,7 @@ impl Wire {
     /// flight (a held CALL past it ends [`CallFailure::DeadlinePassed`], never sent).
     pub(super) fn call(
         &mut self,
-        call_timeout: Duration,
+        conn: &Connection<CallWaiter>,
         request: Request,
         reply: CallReply,
         deadline: Option<Instant>,
@@ -71,6 +71,7 @@ impl Wire {
         if is_transaction_message(&request) {
             queue.push_call(&request, reply);
         } else {
+            let call_timeout = conn.config().get_call_timeout();
             let deadline = deadline.unwrap_or_else(|| Instant::now() + call_timeout);
             self.held.push(request, reply, deadline);
         }
@@ -188,10 +189,7 @@ pub(super) fn on_link_command(
             request,
             reply,
             deadline,
-        } => {
-            let call_timeout = conn.config().get_call_timeout();
-            wire.call(call_timeout, request, reply, deadline, queue)
-        }
+        } => wire.call(conn, request, reply, deadline, queue),
         LinkCommand::Send { request, reply } => {
             let result = conn
                 .send(now, request)
