@@ -328,7 +328,9 @@ impl Cluster {
     /// Takes `identity` for this node: held locally at once, then registered in Redis under a
     /// new epoch (`claim.lua`); a previous holder on another node is told at once. Never fails:
     /// with Redis down the claim has no epoch yet and is registered when Redis returns. Waits
-    /// at most the Redis timeout.
+    /// a few Redis timeouts at most: its `claim.lua` may wait for the batch of claims in
+    /// flight before it runs in the next one, and a registration of the same claim already in
+    /// flight (a refresh round's) is waited for first, each bounded by the Redis timeout.
     pub async fn claim(&self, identity: &str) -> Claim {
         self.claim_as(identity, None).await
     }
