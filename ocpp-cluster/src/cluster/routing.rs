@@ -21,8 +21,14 @@ pub(super) struct PendingReply {
 }
 
 /// Why a command was not routed ([`ClusterShared::route`]): the error, and whether the script
-/// that publishes the command may have run all the same (it got no answer in time, or its
-/// connection dropped once it was sent), so that the holder may run it.
+/// that publishes the command may have run all the same (it got no answer in time), so that
+/// the holder may run it.
+///
+/// An error other than a timeout counts as not sent, a connection that dropped included: with
+/// Redis down that is what every call meets until the inbox notices (then step 2 answers
+/// `owner_unreachable` at once), and there the script did not run. A connection that drops
+/// after Redis ran the script and before its answer is the one case this reads wrong; the
+/// client cannot tell it from the other here (PROTOCOL.md 6.4).
 struct Unrouted {
     error: ClusterError,
     maybe_sent: bool,
@@ -32,8 +38,7 @@ impl Unrouted {
     /// A failure of a script that publishes the command (`route.lua` on one Redis,
     /// `deliver.lua` on Redis Cluster).
     fn publishing(error: ClusterError) -> Self {
-        let maybe_sent = error.is_timeout()
-            || matches!(&error, ClusterError::Redis(e) if e.is_connection_dropped());
+        let maybe_sent = error.is_timeout();
         Self { error, maybe_sent }
     }
 

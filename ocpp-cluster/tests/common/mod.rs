@@ -136,6 +136,10 @@ pub async fn node(redis: &impl Backend, name: &str) -> Node {
     let probe = Probe::new(name);
     let (cluster, events) = Cluster::start(config(redis, name), probe.clone()).expect("start");
     wait_until(Duration::from_secs(5), || cluster.is_connected()).await;
+    // A round done, so that the node record says every claim of this node is in Redis
+    // (`synced`, PROTOCOL.md 6.3 step 3): before it, Redis cannot tell a charge point held by
+    // nobody from one this node has not registered yet, and routes answer `unknown`.
+    cluster.refresh().await.expect("the node's first round");
     Node {
         cluster,
         events,
