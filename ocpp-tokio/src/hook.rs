@@ -67,6 +67,7 @@ impl ConnectionHook<'_> {
 
 /// Our CALL onto the connection, for `caller` ([`Connection::call_for`]); `hook`, if any, sees
 /// it once it went. One path for the server's and the station's drivers.
+#[inline]
 pub(crate) fn put_call<C>(
     conn: &mut Connection<C>,
     hook: Option<ConnectionHook<'_>>,
@@ -86,6 +87,7 @@ pub(crate) fn put_call<C>(
 /// An answer through the core's answer rule ([`Connection::answer`]); `hook`, if any, sees what
 /// went out: the answer, the `InternalError` the rule sent in its place, or nothing. One path
 /// for the server's and the station's drivers.
+#[inline]
 pub(crate) fn put_answer<C>(
     conn: &mut Connection<C>,
     hook: Option<ConnectionHook<'_>>,
