@@ -795,17 +795,7 @@ mod tests {
     async fn a_registration_in_flight_is_waited_for_until_its_own_claim_settles() {
         let server = RedisServer::start();
         let config = ClusterConfig::new(server.url(), "a");
-        let executor =
-            |_: &str, _: &str, _: &str, _: Duration| -> crate::BoxFuture<crate::JsonCallOutcome> {
-                Box::pin(async { Ok("{}".to_owned()) })
-            };
-        let (cluster, _events) = crate::Cluster::start(config, executor).expect("start");
-        let start = Instant::now();
-        while !cluster.is_connected() && start.elapsed() < Duration::from_secs(10) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(cluster.is_connected(), "the inbox subscribed");
-        cluster.refresh().await.expect("a first round");
+        let (cluster, _events) = crate::cluster::tests::started(config).await;
         let shared = cluster.shared();
         // A round runs claim.lua for two claims (no await in between: this runtime has one
         // thread, and the node's own rounds cannot take them first).

@@ -35,6 +35,42 @@ pub(super) async fn until(mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Runs a round over the pending claims `A` (ticket `a`) and `B` (`b`), registered a claim at a
+/// time (`refresh_batch` 1): once the round registers one of them (the table's order), another
+/// registration of the other begins, by hand; returns when the first is registered, so that the
+/// round's registration of the other now waits on that one (the same poll of the round's
+/// task). The other claim and its ticket; its registration is the caller's to settle.
+async fn round_registers_one_while_the_other_begins(
+    cluster: &Cluster,
+    a: ClaimTicket,
+    b: ClaimTicket,
+) -> (&'static str, ClaimTicket) {
+    let shared = cluster.shared();
+    shared.refresh_now.notify_one();
+    let mut first = None;
+    until(|| {
+        let claims = lock(&shared.claims);
+        first = [("A", a), ("B", b)]
+            .into_iter()
+            .find(|(identity, ticket)| claims.is_registering(identity, *ticket));
+        first.is_some()
+    })
+    .await;
+    let (first, _) = first.expect("found");
+    let (other, ticket) = if first == "A" { ("B", b) } else { ("A", a) };
+    assert_eq!(
+        lock(&shared.claims).begin_register(other, ticket),
+        Begin::Run
+    );
+    until(|| {
+        cluster
+            .holds(first)
+            .is_some_and(|claim| claim.epoch.is_some())
+    })
+    .await;
+    (other, ticket)
+}
+
 /// A registration whose future is dropped while its `claim.lua` is in flight (a caller that
 /// gave up on [`Cluster::claim`]) wakes a registration that waits on it, as one that ends
 /// does. Before, nothing woke the waiter: it waited out its whole bound (the Redis timeout)
@@ -108,32 +144,8 @@ async fn a_round_that_waited_on_a_failed_registration_registers_the_claim_itself
         *lock(&shared.synced) = None;
         (cluster.hold("A", None), cluster.hold("B", None))
     };
-    shared.refresh_now.notify_one();
-    // The round registers one of them (the table's order) ...
-    let mut first = None;
-    until(|| {
-        let claims = lock(&shared.claims);
-        first = [("A", a), ("B", b)]
-            .into_iter()
-            .find(|(identity, ticket)| claims.is_registering(identity, *ticket));
-        first.is_some()
-    })
-    .await;
-    let (first, _) = first.expect("found");
-    let (other, ticket) = if first == "A" { ("B", b) } else { ("A", a) };
-    // ... while another registration of the other begins.
-    assert_eq!(
-        lock(&shared.claims).begin_register(other, ticket),
-        Begin::Run
-    );
-    // Once the first is registered the round's registration of the other waits on that one
-    // (the same poll of the round's task).
-    until(|| {
-        cluster
-            .holds(first)
-            .is_some_and(|claim| claim.epoch.is_some())
-    })
-    .await;
+    // The round registers one of them while another registration of the other begins.
+    let (other, ticket) = round_registers_one_while_the_other_begins(&cluster, a, b).await;
     // Which fails (Redis did not answer it in time).
     lock(&shared.claims).register_done(other, ticket, None);
     shared.settled.notify_waiters();
@@ -168,29 +180,8 @@ async fn a_round_gives_up_on_a_registration_that_never_settles() {
         let _round = shared.round.lock().await;
         (cluster.hold("A", None), cluster.hold("B", None))
     };
-    shared.refresh_now.notify_one();
-    let mut first = None;
-    until(|| {
-        let claims = lock(&shared.claims);
-        first = [("A", a), ("B", b)]
-            .into_iter()
-            .find(|(identity, ticket)| claims.is_registering(identity, *ticket));
-        first.is_some()
-    })
-    .await;
-    let (first, _) = first.expect("found");
-    let (other, ticket) = if first == "A" { ("B", b) } else { ("A", a) };
-    // A registration of the other begins, and never settles.
-    assert_eq!(
-        lock(&shared.claims).begin_register(other, ticket),
-        Begin::Run
-    );
-    until(|| {
-        cluster
-            .holds(first)
-            .is_some_and(|claim| claim.epoch.is_some())
-    })
-    .await;
+    // A registration of the other begins (and, here, never settles).
+    round_registers_one_while_the_other_begins(&cluster, a, b).await;
     // The round that waits on it ends.
     let ended = tokio::time::timeout(Duration::from_secs(5), shared.round.lock()).await;
     assert!(ended.is_ok(), "the round still waits");
