@@ -249,7 +249,7 @@ mod tests {
     fn a_trigger_credit_releases_one_call() {
         let t0 = Instant::now();
         let mut pending = registration(t0, RegistrationStatus::Pending);
-        pending.on_trigger_accepted("StatusNotification");
+        pending.on_trigger_accepted(t0, "StatusNotification");
         let mut held = holding(
             t0,
             [(status_notification(), 30), (status_notification(), 30)],
@@ -263,7 +263,7 @@ mod tests {
     fn a_refused_call_keeps_the_credit() {
         let t0 = Instant::now();
         let mut pending = registration(t0, RegistrationStatus::Pending);
-        pending.on_trigger_accepted("StatusNotification");
+        pending.on_trigger_accepted(t0, "StatusNotification");
         let mut held = holding(t0, [(status_notification(), 30)]);
         assert_eq!(release(&mut held, t0, &mut pending, false), [(1, "send")]);
         assert!(held.is_empty());

@@ -39,6 +39,12 @@ pub enum Due {
     Boot,
     /// A Heartbeat ([`heartbeat_request`](super::heartbeat_request)).
     Heartbeat,
+    /// A BootNotification that a TriggerMessage of the CSMS asked for
+    /// ([`on_trigger_accepted`](Registration::on_trigger_accepted)), with the reason
+    /// [`BootReason::Triggered`](super::BootReason::Triggered): in flight from now on, as
+    /// [`Due::Boot`]. Its answer is the registration's like any other's (1.6 §5.17, 2.0.1 F06:
+    /// the CSMS may ask an accepted station to boot again).
+    TriggeredBoot,
 }
 
 /// The registration state of one connection of a station, in the Sans-IO shape: the driver
@@ -94,6 +100,9 @@ pub struct Registration {
     next_heartbeat: Option<Instant>,
     /// One action name per accepted TriggerMessage not yet sent.
     credits: Vec<&'static str>,
+    /// A TriggerMessage(BootNotification) was accepted: from when its boot is due (it waits
+    /// for the BootNotification in flight, if any).
+    triggered_boot: Option<Instant>,
     /// BootNotifications that failed in a row on this connection.
     boot_failures: u32,
     /// How many may fail before the connection is given up (at least 1).
@@ -114,6 +123,7 @@ impl Registration {
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             next_heartbeat: None,
             credits: Vec::new(),
+            triggered_boot: None,
             boot_failures: 0,
             boot_attempts: DEFAULT_BOOT_ATTEMPTS,
             boot_retry_interval: BOOT_RETRY_FALLBACK,
@@ -158,15 +168,18 @@ impl Registration {
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next: the next BootNotification
     /// (`None` while one is in flight) until the station is accepted, the next Heartbeat after
-    /// (`None` when heartbeats are disabled).
+    /// (`None` when heartbeats are disabled), and a triggered BootNotification when none is in
+    /// flight.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.is_accepted() {
+        let registration = if self.is_accepted() {
             self.next_heartbeat
         } else if self.boot_in_flight {
             None
         } else {
             self.next_boot
-        }
+        };
+        let triggered = self.triggered_boot.filter(|_| !self.boot_in_flight);
+        registration.into_iter().chain(triggered).min()
     }
 
     /// Whether the station may send a CALL of `action` now (OCPP 1.6 §4.2, 2.0.1 B01-B03):
@@ -240,10 +253,19 @@ impl Registration {
     // handle_*.
 
     /// The time has come ([`poll_timeout`](Self::poll_timeout)): what to send now, if anything.
-    /// [`Due::Boot`] marks the BootNotification as in flight; [`Due::Heartbeat`] schedules the
+    /// [`Due::Boot`] and [`Due::TriggeredBoot`] mark the BootNotification as in flight (a
+    /// triggered one goes first, once none is in flight); [`Due::Heartbeat`] schedules the
     /// next one an interval from `now` (sending it, [`on_call_sent`](Self::on_call_sent),
     /// schedules it again from the time it went out).
     pub fn handle_timeout(&mut self, now: Instant) -> Option<Due> {
+        if !self.boot_in_flight && self.triggered_boot.is_some_and(|at| at <= now) {
+            self.triggered_boot = None;
+            self.boot_in_flight = true;
+            if !self.is_accepted() {
+                self.next_boot = None;
+            }
+            return Some(Due::TriggeredBoot);
+        }
         if self.is_accepted() {
             if !self.next_heartbeat.is_some_and(|at| at <= now) {
                 return None;
@@ -348,7 +370,8 @@ impl Registration {
     /// The station sent a CALL of `action` at `now`:
     ///
     /// - BootNotification: it is in flight (also one sent outside
-    ///   [`handle_timeout`](Self::handle_timeout), e.g. triggered).
+    ///   [`handle_timeout`](Self::handle_timeout), e.g. the application's own), and it answers
+    ///   a TriggerMessage(BootNotification) accepted before: no triggered one is due any more.
     /// - Not accepted: a trigger credit for `action` is used up.
     /// - Accepted, 2.0.1 and 2.1: any CALL pushes the next heartbeat to `now` plus the interval
     ///   (G02: a station may skip a heartbeat when other messages went out within the interval).
@@ -357,6 +380,7 @@ impl Registration {
     pub fn on_call_sent(&mut self, now: Instant, action: &str) {
         if action == "BootNotification" {
             self.boot_in_flight = true;
+            self.triggered_boot = None;
             if !self.is_accepted() {
                 self.next_boot = None;
             }
@@ -383,8 +407,10 @@ impl Registration {
     }
 
     /// The station accepted a TriggerMessage (1.6 TriggerMessage or ExtendedTriggerMessage,
-    /// 2.x TriggerMessage) for `requested`: one CALL of that message may go out while Pending
-    /// ([`may_send`](Self::may_send)), used up by [`on_call_sent`](Self::on_call_sent).
+    /// 2.x TriggerMessage) for `requested` at `now`: one CALL of that message may go out while
+    /// Pending ([`may_send`](Self::may_send)), used up by [`on_call_sent`](Self::on_call_sent).
+    /// A BootNotification is the registration's own to send: it is due at once
+    /// ([`Due::TriggeredBoot`], whatever the status), after the one in flight if any.
     ///
     /// `requested` is the trigger's `requestedMessage` value, mapped by [`triggered_action`]
     /// (`SignChargingStationCertificate` allows a `SignCertificate`), or an action name the
@@ -392,14 +418,30 @@ impl Registration {
     /// 1.6 station with signed firmware). Call it once per message the trigger asks for: a 2.x
     /// StatusNotification trigger without an EVSE allows one StatusNotification per connector.
     /// A name that is neither is ignored, as are credits beyond [`MAX_TRIGGER_CREDITS`].
-    pub fn on_trigger_accepted(&mut self, requested: &str) {
-        if self.credits.len() >= MAX_TRIGGER_CREDITS {
-            return;
-        }
-        if let Some(action) = triggered_action(self.version, requested)
-            .or_else(|| station_action(self.version, requested))
-        {
-            self.credits.push(action);
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use ocpp_proto::station::{Due, Registration};
+    /// use ocpp_proto::OcppVersion;
+    ///
+    /// let t0 = Instant::now();
+    /// let mut registration = Registration::new(t0, OcppVersion::V2_0_1);
+    /// assert_eq!(registration.handle_timeout(t0), Some(Due::Boot));
+    /// // The CSMS triggers a boot while the first is in flight: it waits for that one's answer.
+    /// registration.on_trigger_accepted(t0, "BootNotification");
+    /// assert_eq!(registration.handle_timeout(t0), None);
+    /// registration.on_boot_failed(t0);
+    /// assert_eq!(registration.handle_timeout(t0), Some(Due::TriggeredBoot));
+    /// ```
+    pub fn on_trigger_accepted(&mut self, now: Instant, requested: &str) {
+        let action = triggered_action(self.version, requested)
+            .or_else(|| station_action(self.version, requested));
+        match action {
+            Some("BootNotification") => {
+                self.triggered_boot.get_or_insert(now);
+            }
+            Some(action) if self.credits.len() < MAX_TRIGGER_CREDITS => self.credits.push(action),
+            _ => {}
         }
     }
 

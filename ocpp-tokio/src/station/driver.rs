@@ -381,20 +381,20 @@ impl Task {
         }
     }
 
-    /// A handler's answer, through the core's answer rule; an accepted TriggerMessage lets
-    /// its message out while Pending (and a triggered BootNotification goes now).
+    /// A handler's answer, through the core's answer rule; an accepted TriggerMessage is the
+    /// registration's to honour (its message let out while Pending, a BootNotification due).
     pub(super) fn on_answer(
         &mut self,
         wire: &mut Wire,
         conn: &mut Connection<CallWaiter>,
         (id, answer, trigger): HandlerAnswer,
     ) {
+        let now = Instant::now();
         let accepted_trigger = trigger.filter(|_| trigger_accepted(&answer));
-        if let Err(error) = put_answer(conn, self.message_hook(), Instant::now(), &id, answer) {
+        if let Err(error) = put_answer(conn, self.message_hook(), now, &id, answer) {
             tracing::warn!(identity = %self.url.identity(), "answer: {error}");
         } else if let (Some(action), Some(on)) = (accepted_trigger, &mut wire.online) {
-            on.registration.on_trigger_accepted(action);
-            wire.boot_now |= action == "BootNotification";
+            on.registration.on_trigger_accepted(now, action);
         }
     }
 
@@ -432,8 +432,8 @@ impl Task {
         }
     }
 
-    /// Step 2: puts on the connection what is due and allowed now, in this order: a boot a
-    /// TriggerMessage asked for, the registration's boot or heartbeat, the application's
+    /// Step 2: puts on the connection what is due and allowed now, in this order: the
+    /// registration's boot (triggered or not) or heartbeat, the application's
     /// held CALLs the registration allows, and the offline queue's head once Accepted.
     /// Whether anything was done.
     pub(super) fn send_due(
@@ -459,20 +459,13 @@ impl Task {
         }
         let mut progressed = false;
         let version = on.registration.version();
-        if std::mem::take(&mut wire.boot_now) {
-            if let Some(request) = boot_request(version, &self.info, BootReason::Triggered) {
-                progressed = true;
-                let hook = self.message_hook();
-                if put_call(conn, hook, now, request, CallWaiter::Boot, None).is_ok() {
-                    on.registration.on_call_sent(now, "BootNotification");
-                }
-            }
-        }
         let due = match on.registration.handle_timeout(now) {
             Some(Due::Boot) => {
                 let reason = connection_boot_reason(self.boot_reason, self.booted_before);
                 boot_request(version, &self.info, reason).map(|r| (r, CallWaiter::Boot))
             }
+            Some(Due::TriggeredBoot) => boot_request(version, &self.info, BootReason::Triggered)
+                .map(|r| (r, CallWaiter::Boot)),
             Some(Due::Heartbeat) => heartbeat_request(version).map(|r| (r, CallWaiter::Heartbeat)),
             None => None,
         };

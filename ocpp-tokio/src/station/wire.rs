@@ -27,8 +27,6 @@ pub(super) struct Wire {
     pub(super) closing: bool,
     /// [`Station::reboot`](super::Station::reboot) closed it.
     pub(super) rebooting: bool,
-    /// A TriggerMessage(BootNotification) was accepted: boot now.
-    pub(super) boot_now: bool,
     /// The station closed it for this reason (the boot went unanswered).
     pub(super) given_up: Option<Cause>,
     /// The handler's answer to the central system's CALL being handled (the core delivers
@@ -48,7 +46,6 @@ impl Wire {
             held: HeldCalls::new(),
             closing: false,
             rebooting: false,
-            boot_now: false,
             given_up: None,
             answer: None,
             closed: None,

@@ -304,3 +304,51 @@ async fn a_triggered_message_goes_out_while_pending() {
     close(&station).await;
     csms.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_triggered_boot_goes_out_once_its_trigger_is_accepted_and_after_the_one_in_flight() {
+    // The central system answers the first boot only after it triggered another: the
+    // triggered boot waits for the one in flight (one BootNotification in flight at a time),
+    // then goes out with reason Triggered, and its answer is the registration's.
+    let reasons: Arc<Mutex<Vec<String>>> = Arc::default();
+    let router = Router::<()>::default().on(with(
+        &reasons,
+        |reasons, session: Session<()>, boot: v2_0_1::BootNotificationRequest| async move {
+            let reason = serde_json::to_value(&boot.reason).unwrap();
+            let first = {
+                let mut reasons = reasons.lock().unwrap();
+                reasons.push(reason.as_str().unwrap().to_owned());
+                reasons.len() == 1
+            };
+            if first {
+                let cp = session.charge_point().clone();
+                let trigger: v2_0_1::TriggerMessageRequest =
+                    j(json!({"requestedMessage": "BootNotification"}));
+                let answer = bounded("TriggerMessage", cp.call(trigger)).await.unwrap();
+                assert_eq!(answer.status, j(json!("Accepted")));
+            }
+            Ok(boot201(v2_0_1::RegistrationStatusEnum::Accepted, 300))
+        },
+    ));
+    let csms = Csms::start(router).await;
+    let station_router = Router::<()>::default().on(|_, _: v2_0_1::TriggerMessageRequest| async {
+        Ok(j::<v2_0_1::TriggerMessageResponse>(
+            json!({"status": "Accepted"}),
+        ))
+    });
+    let station = station(&csms, "TRIGGERBOOT", OcppVersion::V2_0_1)
+        .router(station_router)
+        .connect()
+        .unwrap();
+    bounded("accepted", station.accepted()).await.unwrap();
+    eventually("the triggered BootNotification", || {
+        reasons.lock().unwrap().len() == 2
+    })
+    .await;
+    assert_eq!(*reasons.lock().unwrap(), ["PowerUp", "Triggered"]);
+    // Nothing more: one trigger, one boot.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(reasons.lock().unwrap().len(), 2);
+    close(&station).await;
+    csms.stop().await;
+}

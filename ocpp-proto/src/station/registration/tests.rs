@@ -192,7 +192,7 @@ fn failed_triggered_boot_after_acceptance_keeps_the_heartbeat() {
 fn boot_sent_outside_handle_timeout_is_in_flight() {
     let t0 = Instant::now();
     let mut registration = answered(t0, V16, RegistrationStatus::Pending);
-    registration.on_trigger_accepted("BootNotification");
+    registration.on_trigger_accepted(t0, "BootNotification");
     registration.on_call_sent(t0 + secs(1), "BootNotification");
     assert_eq!(registration.poll_timeout(), None);
     assert_eq!(registration.handle_timeout(t0 + secs(20)), None);
@@ -274,10 +274,10 @@ fn may_send_table() {
 fn trigger_credits_are_consumed() {
     let t0 = Instant::now();
     let mut registration = answered(t0, V201, RegistrationStatus::Pending);
-    registration.on_trigger_accepted("StatusNotification");
-    registration.on_trigger_accepted("StatusNotification");
-    registration.on_trigger_accepted("SignChargingStationCertificate");
-    registration.on_trigger_accepted("NoSuchMessage");
+    registration.on_trigger_accepted(t0, "StatusNotification");
+    registration.on_trigger_accepted(t0, "StatusNotification");
+    registration.on_trigger_accepted(t0, "SignChargingStationCertificate");
+    registration.on_trigger_accepted(t0, "NoSuchMessage");
     assert!(registration.may_send("StatusNotification"));
     assert!(registration.may_send("SignCertificate"));
     assert!(!registration.may_send("Heartbeat"));
@@ -295,10 +295,10 @@ fn trigger_credits_are_consumed() {
 fn trigger_credits_accept_action_names_are_bounded_and_cleared() {
     let t0 = Instant::now();
     let mut registration = answered(t0, V16, RegistrationStatus::Pending);
-    registration.on_trigger_accepted("SignedFirmwareStatusNotification");
+    registration.on_trigger_accepted(t0, "SignedFirmwareStatusNotification");
     assert!(registration.may_send("SignedFirmwareStatusNotification"));
     for _ in 0..1000 {
-        registration.on_trigger_accepted("MeterValues");
+        registration.on_trigger_accepted(t0, "MeterValues");
     }
     assert_eq!(registration.credits.len(), MAX_TRIGGER_CREDITS);
     registration.on_call_sent(t0, "BootNotification");
@@ -432,4 +432,56 @@ fn trigger_accepted_only_by_an_accepted_result() {
     let not_implemented = result(V16, "TriggerMessage", r#"{"status":"NotImplemented"}"#);
     assert!(!trigger_accepted(&not_implemented));
     assert!(!trigger_accepted(&Answer::not_supported("TriggerMessage")));
+}
+
+#[test]
+fn a_triggered_boot_is_due_at_once_when_accepted_and_answered_like_any_boot() {
+    let t0 = Instant::now();
+    let mut registration = booted(t0, V201, RegistrationStatus::Accepted, 300);
+    registration.on_trigger_accepted(t0 + secs(5), "BootNotification");
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(5)));
+    assert_eq!(
+        registration.handle_timeout(t0 + secs(5)),
+        Some(Due::TriggeredBoot)
+    );
+    // In flight: not due again, and the heartbeat goes on meanwhile.
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(300)));
+    assert_eq!(registration.handle_timeout(t0 + secs(6)), None);
+    // Its answer is the registration's: Pending now.
+    registration.on_boot_answer(t0 + secs(7), &answer(RegistrationStatus::Pending, 20));
+    assert_eq!(registration.status(), Some(RegistrationStatus::Pending));
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(27)));
+}
+
+#[test]
+fn a_triggered_boot_waits_for_the_one_in_flight_and_goes_once() {
+    let t0 = Instant::now();
+    let mut registration = Registration::new(t0, V16);
+    assert_eq!(registration.handle_timeout(t0), Some(Due::Boot));
+    registration.on_trigger_accepted(t0 + secs(1), "BootNotification");
+    registration.on_trigger_accepted(t0 + secs(2), "BootNotification");
+    assert_eq!(registration.poll_timeout(), None);
+    assert_eq!(registration.handle_timeout(t0 + secs(2)), None);
+    registration.on_boot_answer(t0 + secs(3), &answer(RegistrationStatus::Pending, 60));
+    // Due since the first trigger, before the Pending retry.
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(1)));
+    assert_eq!(
+        registration.handle_timeout(t0 + secs(3)),
+        Some(Due::TriggeredBoot)
+    );
+    registration.on_boot_answer(t0 + secs(4), &answer(RegistrationStatus::Accepted, 60));
+    assert_eq!(registration.handle_timeout(t0 + secs(5)), None);
+    assert_eq!(registration.poll_timeout(), Some(t0 + secs(64)));
+    // A trigger gives no credit: a Pending station may boot anyway.
+    assert!(registration.credits.is_empty());
+}
+
+#[test]
+fn a_boot_sent_by_the_application_answers_the_trigger() {
+    let t0 = Instant::now();
+    let mut registration = booted(t0, V201, RegistrationStatus::Accepted, 300);
+    registration.on_trigger_accepted(t0, "BootNotification");
+    registration.on_call_sent(t0, "BootNotification");
+    registration.on_boot_answer(t0 + secs(1), &answer(RegistrationStatus::Accepted, 300));
+    assert_eq!(registration.handle_timeout(t0 + secs(1)), None);
 }
