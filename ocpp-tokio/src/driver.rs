@@ -31,11 +31,13 @@ const READ_CHUNK: usize = 8 * 1024;
 const TURNS_PER_POLL: usize = 64;
 
 mod past_readiness;
+mod sends;
 mod serve;
 mod shared;
 mod timer;
 
 use past_readiness::Looked;
+pub(crate) use sends::SendRetry;
 pub(crate) use serve::Serve;
 pub(crate) use shared::ServerShared;
 pub(crate) use timer::{DriverTimer, TaskTimer};

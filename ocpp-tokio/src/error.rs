@@ -16,8 +16,8 @@ pub enum SendError {
     QueueFull,
 }
 
-/// Why the core refused a SEND, as a handle's error (back-pressure reads as a full queue; a
-/// driver may rather keep the SEND and retry after its next write).
+/// Why the core refused a SEND, as a handle's error. Back-pressure reads as a full queue, but
+/// neither side answers it: both keep such a SEND and write it after the next write, in order.
 impl From<ocpp_proto::RefusalReason> for SendError {
     fn from(reason: ocpp_proto::RefusalReason) -> Self {
         match reason {

@@ -11,20 +11,18 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use ocpp_proto::{
-    Answer, CallFailure, CallOutcome, Closed, Connection, Event, MessageId, RefusalReason,
-    Rejection,
+    Answer, CallFailure, CallOutcome, Closed, Connection, Event, MessageId, Rejection,
 };
 use tokio::sync::oneshot;
 
+use super::sends::SendRetry;
 use super::{DriverSide, Flow, ServerShared};
 use crate::charge_point::{CallReply, LinkCommand, TaskLink};
-use crate::error::SendError;
 use crate::handler::PeerCertificate;
 use crate::handler::{Connecting, IncomingCall};
 use crate::hook::{self, ConnectionHook, Traffic};
 use crate::presence::PresenceTicket;
 use crate::{BoxFuture, ChargePoint, Handler, Session};
-use ocpp_messages::Request;
 
 /// The central system's side of one charge point's connection.
 ///
@@ -56,7 +54,7 @@ struct Rare<H: Handler> {
     state: Option<Arc<H::State>>,
     sends: VecDeque<BoxFuture<()>>,
     /// SENDs refused for back-pressure, retried after the next write.
-    send_retry: VecDeque<(Request, oneshot::Sender<Result<(), SendError>>)>,
+    send_retry: SendRetry,
     /// The cluster claim this connection made.
     claim: Option<PresenceTicket>,
     /// Until the other nodes can find the charge point (or the wait is over): the output, the
@@ -76,7 +74,7 @@ impl<H: Handler> Rare<H> {
             upgrade: None,
             state: None,
             sends: VecDeque::new(),
-            send_retry: VecDeque::new(),
+            send_retry: SendRetry::default(),
             claim: None,
             claiming: None,
             closed: None,
@@ -162,48 +160,31 @@ impl<H: Handler> Serve<H> {
                     reply.send(Err(CallFailure::from(refused.reason)));
                 }
             }
-            LinkCommand::Send { request, reply } => match &mut self.rare {
-                Some(rare) if !rare.send_retry.is_empty() => {
-                    rare.send_retry.push_back((request, reply));
-                }
-                _ => {
-                    self.try_send(conn, now, request, reply);
-                }
-            },
+            LinkCommand::Send { request, reply } => {
+                self.with_send_retry(|retry, hook| retry.send(conn, hook, now, request, reply));
+            }
             LinkCommand::Abort => return false,
             common => common.apply_common(conn, now),
         }
         true
     }
 
-    /// Sends a SEND; keeps it for a retry when the output is full (returns true then).
-    fn try_send(
+    /// Runs `f` on the SENDs waiting for a retry (the shared path, [`SendRetry`]), with the
+    /// message hook; they stay in [`Rare`] only while some wait.
+    fn with_send_retry<T>(
         &mut self,
-        conn: &mut Connection<CallReply>,
-        now: Instant,
-        request: Request,
-        reply: oneshot::Sender<Result<(), SendError>>,
-    ) -> bool {
-        let hooked = self.message_hook().map(|hook| (hook, request.clone()));
-        match conn.send(now, request) {
-            Ok(id) => {
-                if let Some((hook, request)) = &hooked {
-                    hook.see(&id, Traffic::SendOut(request));
-                }
-                let _ = reply.send(Ok(()));
-            }
-            Err(refused) => match refused.reason {
-                RefusalReason::Backpressure => {
-                    let retry = (refused.message, reply);
-                    self.rare().send_retry.push_front(retry);
-                    return true;
-                }
-                other => {
-                    let _ = reply.send(Err(SendError::from(other)));
-                }
-            },
+        f: impl FnOnce(&mut SendRetry, Option<ConnectionHook<'_>>) -> T,
+    ) -> T {
+        let mut retry = self
+            .rare
+            .as_mut()
+            .map(|rare| std::mem::take(&mut rare.send_retry))
+            .unwrap_or_default();
+        let result = f(&mut retry, self.message_hook());
+        if !retry.is_empty() {
+            self.rare().send_retry = retry;
         }
-        false
+        result
     }
 
     /// The handler's answer, through the core's answer rule (which owns what happens when it
@@ -438,15 +419,11 @@ impl<H: Handler> DriverSide for Serve<H> {
     /// SENDs refused for back-pressure go again.
     #[inline]
     fn on_written(&mut self, now: Instant, conn: &mut Connection<CallReply>) -> bool {
-        let mut progressed = false;
-        while let Some((request, reply)) = self.rare.as_mut().and_then(|r| r.send_retry.pop_front())
-        {
-            if self.try_send(conn, now, request, reply) {
-                break; // still full
-            }
-            progressed = true;
+        let waiting = self.rare.as_ref().is_some_and(|r| !r.send_retry.is_empty());
+        if !waiting {
+            return false;
         }
-        progressed
+        self.with_send_retry(|retry, hook| retry.on_written(conn, hook, now))
     }
 
     fn linger_until(&mut self, now: Instant, linger: Duration) -> Instant {
@@ -459,12 +436,8 @@ impl<H: Handler> DriverSide for Serve<H> {
         self.link.end();
         // Dropped without its `Closed` event (the runtime shut down), the connection drops the
         // callers of its CALLs with it: each learns `Disconnected` (they may have been written).
-        let retries = self
-            .rare
-            .as_mut()
-            .map(|r| std::mem::take(&mut r.send_retry));
-        for (_, reply) in retries.into_iter().flatten() {
-            let _ = reply.send(Err(SendError::NotConnected));
+        if let Some(rare) = &mut self.rare {
+            rare.send_retry.end();
         }
         if let Some(session) = &self.session {
             let cp = session.charge_point();

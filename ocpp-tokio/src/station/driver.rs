@@ -623,6 +623,7 @@ impl Task {
         for held in wire.held.drain() {
             held.caller.send(Err(CallFailure::ClosedBeforeSent));
         }
+        wire.send_retry.end();
         if let Some(on) = wire.online.take() {
             on.link.end();
             tokio::spawn(on.app.on_close(closed.clone()));

@@ -13,8 +13,7 @@ use ocpp_proto::{CloseCode, Closed, Connection, Event};
 use super::queue::Queue;
 use super::Cause;
 use crate::charge_point::{CallReply, LinkCommand};
-use crate::driver::{DriverSide, Flow};
-use crate::error::SendError;
+use crate::driver::{DriverSide, Flow, SendRetry};
 
 /// One connection of the station and what waits on it (the core's `Connection` is the
 /// driver's).
@@ -23,6 +22,8 @@ pub(super) struct Wire {
     pub(super) online: Option<Online>,
     /// The application's CALLs the registration does not allow yet.
     pub(super) held: HeldCalls<CallReply>,
+    /// The session handle's SENDs refused for back-pressure, retried after the next write.
+    pub(super) send_retry: SendRetry,
     /// [`Station::close`](super::Station::close) closed it.
     pub(super) closing: bool,
     /// [`Station::reboot`](super::Station::reboot) closed it.
@@ -44,6 +45,7 @@ impl Wire {
         Wire {
             online: None,
             held: HeldCalls::new(),
+            send_retry: SendRetry::default(),
             closing: false,
             rebooting: false,
             given_up: None,
@@ -143,10 +145,16 @@ impl DriverSide for StationSide<'_> {
         if let Some(link) = self.wire.online.as_ref().map(|on| on.link.clone()) {
             while let Some(command) = link.pop(cx.waker()) {
                 progressed = true;
-                on_link_command(self.wire, conn, command, &mut self.task.queue);
+                on_link_command(self.task, self.wire, conn, command);
             }
         }
         progressed | self.task.send_due(self.wire, conn, now)
+    }
+
+    /// SENDs refused for back-pressure go again.
+    fn on_written(&mut self, now: Instant, conn: &mut Connection<CallWaiter>) -> bool {
+        let hook = self.task.message_hook();
+        self.wire.send_retry.on_written(conn, hook, now)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -173,12 +181,13 @@ impl DriverSide for StationSide<'_> {
 }
 
 /// A command of the session's handle ([`Session::charge_point`](crate::Session::charge_point)):
-/// its CALLs go the way of [`Station::call`](super::Station::call)'s.
+/// its CALLs go the way of [`Station::call`](super::Station::call)'s, its SENDs the way of a
+/// server's ([`SendRetry`]).
 pub(super) fn on_link_command(
+    task: &mut Task,
     wire: &mut Wire,
     conn: &mut Connection<CallWaiter>,
     command: LinkCommand,
-    queue: &mut Queue,
 ) {
     let now = Instant::now();
     match command {
@@ -186,13 +195,10 @@ pub(super) fn on_link_command(
             request,
             reply,
             deadline,
-        } => wire.call(conn, request, reply, deadline, queue),
+        } => wire.call(conn, request, reply, deadline, &mut task.queue),
         LinkCommand::Send { request, reply } => {
-            let result = conn
-                .send(now, request)
-                .map(|_| ())
-                .map_err(|refused| SendError::from(refused.reason));
-            let _ = reply.send(result);
+            let hook = task.message_hook();
+            wire.send_retry.send(conn, hook, now, request, reply);
         }
         LinkCommand::Abort => conn.handle_eof(now),
         common => common.apply_common(conn, now),

@@ -399,3 +399,203 @@ async fn the_stations_sends_are_handled_one_after_the_other_in_order() {
     close(&station).await;
     csms.stop().await;
 }
+
+/// The station's own SENDs go through the message hook as its CALLs do (`Traffic::SendOut`),
+/// and reach the central system's `on_send`; before, the station wrote them past the hook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stations_own_sends_are_shown_to_its_message_hook() {
+    let received: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let router = Router::<()>::default()
+        .on(|_, _: ocpp_tokio::v2_1::BootNotificationRequest| async {
+            Ok(j::<ocpp_tokio::v2_1::BootNotificationResponse>(json!({
+                "currentTime": "2026-05-01T10:00:00Z", "interval": 300, "status": "Accepted"
+            })))
+        })
+        .on_send({
+            let received = Arc::clone(&received);
+            move |_, send| {
+                let received = Arc::clone(&received);
+                async move {
+                    if let ocpp_tokio::ocpp::Request::V2_1(request) = send.request() {
+                        if let ocpp_tokio::v2_1::Request::NotifyPeriodicEventStream(s) = &**request
+                        {
+                            received.lock().unwrap().push(s.id);
+                        }
+                    }
+                }
+            }
+        });
+    let config = server_config().versions(vec![OcppVersion::V2_1]);
+    let csms = Csms::start_with(Server::builder().config(config).handler(router)).await;
+    // The station sends a stream's values when the central system triggers it.
+    let station_router = Router::<()>::for_station().on(
+        |session: Session<()>, _: ocpp_tokio::v2_1::TriggerMessageRequest| {
+            let cp = session.charge_point().clone();
+            async move {
+                let element =
+                    ocpp_tokio::v2_1::StreamDataElement::new(ocpp_tokio::Decimal::new(0, 1), "1.5");
+                let stream = ocpp_tokio::v2_1::NotifyPeriodicEventStreamRequest::new(
+                    vec![element],
+                    7,
+                    0,
+                    time(),
+                );
+                cp.send(ocpp_tokio::v2_1::Request::from(stream))
+                    .await
+                    .expect("written");
+                Ok(j::<ocpp_tokio::v2_1::TriggerMessageResponse>(
+                    json!({"status": "Accepted"}),
+                ))
+            }
+        },
+    );
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let station = station(&csms, "CP-SENDS-OUT", OcppVersion::V2_1)
+        .router(station_router)
+        .on_message({
+            let seen = Arc::clone(&seen);
+            move |event| {
+                if let ocpp_tokio::hook::Traffic::SendOut(request) = event.message {
+                    seen.lock().unwrap().push(request.action().to_owned());
+                }
+            }
+        })
+        .connect()
+        .unwrap();
+    bounded("accepted", station.accepted()).await.unwrap();
+    let cp = csms.charge_points.get("CP-SENDS-OUT").expect("connected");
+    let trigger: ocpp_tokio::v2_1::TriggerMessageRequest =
+        j(json!({"requestedMessage": "Heartbeat"}));
+    bounded("TriggerMessage", cp.call(trigger)).await.unwrap();
+    eventually("the SEND received", || *received.lock().unwrap() == [7]).await;
+    assert_eq!(*seen.lock().unwrap(), ["NotifyPeriodicEventStream"]);
+    close(&station).await;
+    csms.stop().await;
+}
+
+/// A TCP proxy to `upstream` for one connection, whose station-to-central-system direction
+/// stops while `paused` says so: the station's writes then fill the proxy's small receive
+/// buffer, the kernel's, and the station's own output.
+async fn pausable_proxy(
+    upstream: SocketAddr,
+    mut paused: tokio::sync::watch::Receiver<bool>,
+) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(1).unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (station, _) = listener.accept().await.unwrap();
+        let csms = tokio::net::TcpStream::connect(upstream).await.unwrap();
+        let (mut from_station, mut to_station) = station.into_split();
+        let (mut from_csms, mut to_csms) = csms.into_split();
+        tokio::spawn(async move { tokio::io::copy(&mut from_csms, &mut to_station).await });
+        let mut buf = vec![0u8; 4096];
+        loop {
+            while *paused.borrow_and_update() {
+                if paused.changed().await.is_err() {
+                    return;
+                }
+            }
+            match from_station.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if to_csms.write_all(&buf[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    addr
+}
+
+/// The station's SENDs under back-pressure are kept and written once there is room, in
+/// order, as a server's are (`tests/backpressure.rs`); before, the station answered
+/// `QueueFull` at once and the SEND was lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stations_sends_wait_out_back_pressure_and_arrive_in_order() {
+    const COUNT: u32 = 600; // about 5 MB: more than the kernel buffers hold
+    let received: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let router = Router::<()>::default()
+        .on(|_, _: ocpp_tokio::v2_1::BootNotificationRequest| async {
+            Ok(j::<ocpp_tokio::v2_1::BootNotificationResponse>(json!({
+                "currentTime": "2026-05-01T10:00:00Z", "interval": 300, "status": "Accepted"
+            })))
+        })
+        .on_send({
+            let received = Arc::clone(&received);
+            move |_, send| {
+                let received = Arc::clone(&received);
+                async move {
+                    if let ocpp_tokio::ocpp::Request::V2_1(request) = send.request() {
+                        if let ocpp_tokio::v2_1::Request::NotifyPeriodicEventStream(s) = &**request
+                        {
+                            received.lock().unwrap().push(s.id);
+                        }
+                    }
+                }
+            }
+        });
+    let config = server_config().versions(vec![OcppVersion::V2_1]);
+    let csms = Csms::start_with(Server::builder().config(config).handler(router)).await;
+    let (pause, paused) = tokio::sync::watch::channel(false);
+    let proxy = pausable_proxy(csms.addr, paused).await;
+    let (handles, mut handle) = mpsc::unbounded_channel();
+    let station_router = Router::<()>::for_station().on_connect(move |session: Session<()>| {
+        let _ = handles.send(session.charge_point().clone());
+        async {}
+    });
+    let station = station_at(&format!("ws://{proxy}/ocpp/CP-FULL"), OcppVersion::V2_1)
+        .config(ConnectionConfig::default().max_outbound_bytes(64 * 1024))
+        .router(station_router)
+        .connect()
+        .unwrap();
+    bounded("accepted", station.accepted()).await.unwrap();
+    let cp = bounded("the session's handle", handle.recv())
+        .await
+        .unwrap();
+
+    pause.send(true).unwrap();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let sender = tokio::spawn({
+        let sent = Arc::clone(&sent);
+        async move {
+            for id in 0..COUNT {
+                let element = ocpp_tokio::v2_1::StreamDataElement::new(
+                    ocpp_tokio::Decimal::new(0, 1),
+                    "x".repeat(2000),
+                );
+                let stream = ocpp_tokio::v2_1::NotifyPeriodicEventStreamRequest::new(
+                    vec![element; 4],
+                    id,
+                    0,
+                    time(),
+                );
+                cp.send(ocpp_tokio::v2_1::Request::from(stream)).await?;
+                sent.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok::<(), ocpp_tokio::registry::SendError>(())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = sent.load(Ordering::Relaxed);
+    assert!(
+        before < COUNT as usize,
+        "the output was never full ({before} sent)"
+    );
+    pause.send(false).unwrap();
+    bounded("every SEND written", sender)
+        .await
+        .unwrap()
+        .unwrap();
+    eventually("every SEND received", || {
+        received.lock().unwrap().len() == COUNT as usize
+    })
+    .await;
+    assert_eq!(*received.lock().unwrap(), (0..COUNT).collect::<Vec<_>>());
+    close(&station).await;
+    csms.stop().await;
+}
