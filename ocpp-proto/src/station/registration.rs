@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use ocpp_messages::{ErrorCode, OcppVersion, Request, Response};
+use ocpp_messages::{DecodeOptions, ErrorCode, OcppVersion, Request, Response};
 
 use super::{BootAnswer, RegistrationStatus};
 use crate::{Answer, ErrorAnswer};
@@ -42,8 +42,9 @@ pub enum Due {
     /// A BootNotification that a TriggerMessage of the CSMS asked for
     /// ([`on_trigger_accepted`](Registration::on_trigger_accepted)), with the reason
     /// [`BootReason::Triggered`](super::BootReason::Triggered): in flight from now on, as
-    /// [`Due::Boot`]. Its answer is the registration's like any other's (1.6 §5.17, 2.0.1 F06:
-    /// the CSMS may ask an accepted station to boot again).
+    /// [`Due::Boot`]. Its answer is the registration's like any other's. A 1.6 station may be
+    /// asked to boot again once Accepted (§5.17); a 2.x one refuses that trigger
+    /// ([`Registration::own_answer`], F06.FR.17).
     TriggeredBoot,
 }
 
@@ -248,6 +249,47 @@ impl Registration {
                 "the charging station is not accepted by the CSMS (BootNotification Rejected)",
             )),
         }
+    }
+
+    /// The answer the registration gives a CALL of the CSMS itself, before the application
+    /// sees it; `None` when the application answers. On 2.0.1 and 2.1 a TriggerMessage for a
+    /// BootNotification while Accepted is `Rejected` (F06.FR.17), with the reason code
+    /// `AlreadyAccepted`; 1.6 lets the station boot again on request (§5.17), so there the
+    /// application's answer stands.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use ocpp_messages::DecodeOptions;
+    /// use ocpp_proto::station::{BootAnswer, Registration};
+    /// use ocpp_proto::{v2_0_1, Answer, DateTime, OcppVersion, Request, Response};
+    ///
+    /// let t0 = Instant::now();
+    /// let mut registration = Registration::new(t0, OcppVersion::V2_0_1);
+    /// let payload = r#"{"requestedMessage":"BootNotification"}"#;
+    /// let trigger = Request::decode(OcppVersion::V2_0_1, "TriggerMessage", payload, &DecodeOptions::strict()).unwrap();
+    /// // Not accepted yet: the application answers.
+    /// assert!(registration.own_answer(&trigger).is_none());
+    /// let time = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
+    /// let accepted = v2_0_1::BootNotificationResponse::new(time, 300, v2_0_1::RegistrationStatusEnum::Accepted);
+    /// registration.on_boot_answer(t0, &BootAnswer::from_response(&Response::from(accepted)).unwrap());
+    /// let Some(Answer::Result(response)) = registration.own_answer(&trigger) else { panic!() };
+    /// assert_eq!(serde_json::to_value(&response).unwrap()["status"], "Rejected");
+    /// ```
+    pub fn own_answer(&self, request: &Request) -> Option<Answer> {
+        if !self.is_accepted()
+            || !self.version.is_2x()
+            || requested_by_trigger(request) != Some("BootNotification")
+        {
+            return None;
+        }
+        let rejected = r#"{"status":"Rejected","statusInfo":{"reasonCode":"AlreadyAccepted"}}"#;
+        let options = DecodeOptions::strict();
+        Some(
+            match Response::decode(self.version, "TriggerMessage", rejected, &options) {
+                Ok(response) => Answer::Result(response),
+                Err(error) => Answer::error(ErrorCode::InternalError, error.to_string()),
+            },
+        )
     }
 
     // handle_*.

@@ -328,9 +328,14 @@ impl Task {
                     hook.see(&id, Traffic::CallIn(&request));
                 }
                 let Some(on) = &wire.online else { return };
-                // What the registration does not allow is refused here (SecurityError).
-                if let Err(refusal) = on.registration.check_incoming(request.action()) {
-                    let _ = put_answer(conn, self.message_hook(), now, &id, Answer::Error(refusal));
+                // What the registration does not allow is refused here (SecurityError), and
+                // what it answers itself is answered here.
+                let own = match on.registration.check_incoming(request.action()) {
+                    Err(refusal) => Some(Answer::Error(refusal)),
+                    Ok(()) => on.registration.own_answer(&request),
+                };
+                if let Some(answer) = own {
+                    let _ = put_answer(conn, self.message_hook(), now, &id, answer);
                     return;
                 }
                 if request.action() == "SetNetworkProfile" {

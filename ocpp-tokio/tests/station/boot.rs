@@ -352,3 +352,75 @@ async fn a_triggered_boot_goes_out_once_its_trigger_is_accepted_and_after_the_on
     close(&station).await;
     csms.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accepted_2_x_station_rejects_a_triggered_boot_itself() {
+    // OCPP 2.0.1 F06.FR.17: once Accepted, a TriggerMessage for a BootNotification is
+    // Rejected, whatever the application would say (its handler accepts every trigger); on
+    // 1.6 the application's answer stands and the boot goes.
+    for version in [OcppVersion::V2_0_1, OcppVersion::V1_6] {
+        let boots = Arc::new(AtomicUsize::new(0));
+        let router = Router::<()>::default()
+            .on(with(
+                &boots,
+                |boots, _, _: v2_0_1::BootNotificationRequest| async move {
+                    boots.fetch_add(1, Ordering::Relaxed);
+                    Ok(boot201(v2_0_1::RegistrationStatusEnum::Accepted, 300))
+                },
+            ))
+            .on(with(
+                &boots,
+                |boots, _, _: v1_6::BootNotificationRequest| async move {
+                    boots.fetch_add(1, Ordering::Relaxed);
+                    Ok(boot16(v1_6::RegistrationStatus::Accepted, 300))
+                },
+            ));
+        let csms = Csms::start(router).await;
+        let handled = Arc::new(AtomicUsize::new(0));
+        let station_router = Router::<()>::default()
+            .on(with(
+                &handled,
+                |handled, _, _: v2_0_1::TriggerMessageRequest| async move {
+                    handled.fetch_add(1, Ordering::Relaxed);
+                    Ok(j::<v2_0_1::TriggerMessageResponse>(
+                        json!({"status": "Accepted"}),
+                    ))
+                },
+            ))
+            .on(with(
+                &handled,
+                |handled, _, _: v1_6::TriggerMessageRequest| async move {
+                    handled.fetch_add(1, Ordering::Relaxed);
+                    Ok(j::<v1_6::TriggerMessageResponse>(
+                        json!({"status": "Accepted"}),
+                    ))
+                },
+            ));
+        let station = station(&csms, "TRIGGERED", version)
+            .router(station_router)
+            .connect()
+            .unwrap();
+        bounded("accepted", station.accepted()).await.unwrap();
+        let cp = csms.charge_points.get("TRIGGERED").unwrap();
+        if version == OcppVersion::V1_6 {
+            let trigger: v1_6::TriggerMessageRequest =
+                j(json!({"requestedMessage": "BootNotification"}));
+            let answer = bounded("TriggerMessage", cp.call(trigger)).await.unwrap();
+            assert_eq!(answer.status, j(json!("Accepted")));
+            eventually("the triggered boot", || boots.load(Ordering::Relaxed) == 2).await;
+            assert_eq!(handled.load(Ordering::Relaxed), 1);
+        } else {
+            let trigger: v2_0_1::TriggerMessageRequest =
+                j(json!({"requestedMessage": "BootNotification"}));
+            let answer = bounded("TriggerMessage", cp.call(trigger)).await.unwrap();
+            assert_eq!(answer.status, j(json!("Rejected")));
+            let reason = answer.status_info.map(|info| info.reason_code);
+            assert_eq!(reason.as_deref(), Some("AlreadyAccepted"));
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            assert_eq!(boots.load(Ordering::Relaxed), 1);
+            assert_eq!(handled.load(Ordering::Relaxed), 0, "the application saw it");
+        }
+        close(&station).await;
+        csms.stop().await;
+    }
+}

@@ -5,7 +5,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use ocpp_examples::charge_point_payload::{CommandReply, CsmsCommand, Outgoing, TriggerKind};
 use ocpp_messages::version::OcppVersion;
-use ocpp_tokio::station::{StationStopReason, Status};
+use ocpp_tokio::station::StationStopReason;
 use tracing::{debug, info};
 
 use super::{
@@ -79,14 +79,11 @@ impl Sim {
                 CommandReply::Reset { accepted: true }
             }
             CsmsCommand::Trigger { message, connector } => {
-                let accepted_boot = self
-                    .station
-                    .get()
-                    .is_some_and(|s| matches!(s.status(), Status::Accepted { .. }));
                 let (accepted, implemented) = match message {
                     TriggerKind::Unsupported => (false, false),
-                    // 2.x (F06.FR.17): no BootNotification on request once accepted.
-                    TriggerKind::Boot => (v16 || !accepted_boot, true),
+                    // A 2.x station once Accepted never gets here: the library rejects that
+                    // trigger itself (F06.FR.17, `Registration::own_answer`).
+                    TriggerKind::Boot => (true, true),
                     TriggerKind::TransactionEvent => (!v16 && st.transaction.is_some(), !v16),
                     _ => (true, true),
                 };
