@@ -20,6 +20,10 @@
 //!   comes in (while Pending, not RemoteStart/RemoteStop or RequestStart/RequestStop; while
 //!   Rejected, nothing: CALLERROR SecurityError). Calls made meanwhile wait for Accepted, at
 //!   most their call timeout (then `DeadlinePassed`: never sent).
+//! - **TriggerMessage for a BootNotification**: once the application accepts it, the station
+//!   boots again (reason `Triggered`, after the boot in flight, if any), and that boot's
+//!   answer is the registration's. A 2.x station already Accepted answers such a trigger
+//!   `Rejected` itself (F06.FR.17); the application does not see it.
 //! - **Heartbeat** at the interval the central system gave (2.x: skipped while other
 //!   messages keep the connection alive).
 //! - **Reconnect** after any loss (close, reset, refused or failed handshake, TLS failure)
@@ -57,8 +61,9 @@
 //! it answers) is the application's: a router and the station's state.
 //!
 //! A handler reaches the central system of its connection through
-//! [`Session::charge_point`](crate::Session::charge_point) (`call`, `close`); to reach the
-//! [`Station`] itself (to [`queue`](Station::queue) a transaction message,
+//! [`Session::charge_point`](crate::Session::charge_point) (`call`, `send`, `close`: a SEND
+//! refused for a full output is written after the next write, in order, as on a server); to
+//! reach the [`Station`] itself (to [`queue`](Station::queue) a transaction message,
 //! [`reboot`](Station::reboot) after a Reset, change the back-off), put a
 //! [`OnceLock`](std::sync::OnceLock) in the station's state and set it once
 //! [`StationBuilder::connect`] returned (the state then holds a handle: the station runs
