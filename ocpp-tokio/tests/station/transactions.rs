@@ -400,33 +400,36 @@ async fn the_stations_sends_are_handled_one_after_the_other_in_order() {
     csms.stop().await;
 }
 
-/// The station's own SENDs go through the message hook as its CALLs do (`Traffic::SendOut`),
-/// and reach the central system's `on_send`; before, the station wrote them past the hook.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_stations_own_sends_are_shown_to_its_message_hook() {
-    let received: Arc<Mutex<Vec<u32>>> = Arc::default();
+/// A 2.1 central system that accepts every boot and keeps, in `received`, the `id` of every
+/// NotifyPeriodicEventStream SEND in the order its `on_send` got them.
+async fn csms_keeping_streams(received: &Arc<Mutex<Vec<u32>>>) -> Csms {
+    let received = Arc::clone(received);
     let router = Router::<()>::default()
         .on(|_, _: ocpp_tokio::v2_1::BootNotificationRequest| async {
             Ok(j::<ocpp_tokio::v2_1::BootNotificationResponse>(json!({
                 "currentTime": "2026-05-01T10:00:00Z", "interval": 300, "status": "Accepted"
             })))
         })
-        .on_send({
+        .on_send(move |_, send| {
             let received = Arc::clone(&received);
-            move |_, send| {
-                let received = Arc::clone(&received);
-                async move {
-                    if let ocpp_tokio::ocpp::Request::V2_1(request) = send.request() {
-                        if let ocpp_tokio::v2_1::Request::NotifyPeriodicEventStream(s) = &**request
-                        {
-                            received.lock().unwrap().push(s.id);
-                        }
+            async move {
+                if let ocpp_tokio::ocpp::Request::V2_1(request) = send.request() {
+                    if let ocpp_tokio::v2_1::Request::NotifyPeriodicEventStream(s) = &**request {
+                        received.lock().unwrap().push(s.id);
                     }
                 }
             }
         });
     let config = server_config().versions(vec![OcppVersion::V2_1]);
-    let csms = Csms::start_with(Server::builder().config(config).handler(router)).await;
+    Csms::start_with(Server::builder().config(config).handler(router)).await
+}
+
+/// The station's own SENDs go through the message hook as its CALLs do (`Traffic::SendOut`),
+/// and reach the central system's `on_send`; before, the station wrote them past the hook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stations_own_sends_are_shown_to_its_message_hook() {
+    let received: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let csms = csms_keeping_streams(&received).await;
     // The station sends a stream's values when the central system triggers it.
     let station_router = Router::<()>::for_station().on(
         |session: Session<()>, _: ocpp_tokio::v2_1::TriggerMessageRequest| {
@@ -519,28 +522,7 @@ async fn pausable_proxy(
 async fn the_stations_sends_wait_out_back_pressure_and_arrive_in_order() {
     const COUNT: u32 = 600; // about 5 MB: more than the kernel buffers hold
     let received: Arc<Mutex<Vec<u32>>> = Arc::default();
-    let router = Router::<()>::default()
-        .on(|_, _: ocpp_tokio::v2_1::BootNotificationRequest| async {
-            Ok(j::<ocpp_tokio::v2_1::BootNotificationResponse>(json!({
-                "currentTime": "2026-05-01T10:00:00Z", "interval": 300, "status": "Accepted"
-            })))
-        })
-        .on_send({
-            let received = Arc::clone(&received);
-            move |_, send| {
-                let received = Arc::clone(&received);
-                async move {
-                    if let ocpp_tokio::ocpp::Request::V2_1(request) = send.request() {
-                        if let ocpp_tokio::v2_1::Request::NotifyPeriodicEventStream(s) = &**request
-                        {
-                            received.lock().unwrap().push(s.id);
-                        }
-                    }
-                }
-            }
-        });
-    let config = server_config().versions(vec![OcppVersion::V2_1]);
-    let csms = Csms::start_with(Server::builder().config(config).handler(router)).await;
+    let csms = csms_keeping_streams(&received).await;
     let (pause, paused) = tokio::sync::watch::channel(false);
     let proxy = pausable_proxy(csms.addr, paused).await;
     let (handles, mut handle) = mpsc::unbounded_channel();
