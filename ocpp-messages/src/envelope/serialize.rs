@@ -84,9 +84,7 @@ pub fn write_call_result<T: Serialize + ?Sized>(
     payload: &T,
 ) -> Result<(), SerializeError> {
     let start = buf.len();
-    buf.extend_from_slice(b"[3,");
-    write_json_string(buf, id.as_str());
-    buf.push(b',');
+    write_head(buf, MessageTypeId::CallResult, id);
     let result = write_object(buf, payload, SerializeError::PayloadNotAnObject);
     finish(buf, start, result)
 }
@@ -217,7 +215,8 @@ fn write_error_parts(
     finish(buf, start, result)
 }
 
-/// `[<type>,"<id>",`
+/// `[<type>,"<id>",`: how every frame begins.
+#[inline]
 fn write_head(buf: &mut Vec<u8>, message_type: MessageTypeId, id: &MessageId<'_>) {
     buf.extend_from_slice(&[b'[', b'0' + message_type.number(), b',']);
     write_json_string(buf, id.as_str());
