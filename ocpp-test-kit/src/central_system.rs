@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::{
-    calls_of, payload_of, request_of, scripted_answer, Frame, Hook, MockDirection, Record, Script,
-    TestKitError, DEFAULT_WAIT,
+    payload_of, request_of, scripted_answer, Frame, Hook, Record, Script, TestKitError,
+    DEFAULT_WAIT,
 };
 
 /// Configures a [`MockCsms`]: from [`MockCsms::builder`].
@@ -393,7 +393,7 @@ impl MockCsms {
     /// ```
     #[must_use]
     pub fn calls(&self, action: &str) -> Vec<Value> {
-        calls_of(&self.record.frames(), MockDirection::In, action)
+        self.record.calls(action)
     }
 
     /// Waits until the stations sent `count` CALLs of `action` (at most the builder's

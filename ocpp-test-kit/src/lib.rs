@@ -346,6 +346,12 @@ impl Record {
         (record, hook)
     }
 
+    /// The payloads of the CALLs of `action` the peer sent so far: what both mocks' `calls`
+    /// give.
+    fn calls(&self, action: &str) -> Vec<Value> {
+        calls_of(&lock(&self.frames), MockDirection::In, action)
+    }
+
     /// Waits (at most `wait`) until the peer sent `count` CALLs of `action`; their payloads.
     async fn wait_for_calls(
         &self,

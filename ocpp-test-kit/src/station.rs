@@ -11,8 +11,8 @@ use ocpp_tokio::{IncomingCall, Router, Session};
 use serde_json::Value;
 
 use crate::{
-    calls_of, payload_of, request_of, scripted_answer, Frame, Hook, MockDirection, Record, Script,
-    TestKitError, DEFAULT_WAIT,
+    payload_of, request_of, scripted_answer, Frame, Hook, Record, Script, TestKitError,
+    DEFAULT_WAIT,
 };
 
 /// Configures a [`MockStation`]: from [`MockStation::builder`].
@@ -305,7 +305,7 @@ impl MockStation {
     /// ```
     #[must_use]
     pub fn calls(&self, action: &str) -> Vec<Value> {
-        calls_of(&self.record.frames(), MockDirection::In, action)
+        self.record.calls(action)
     }
 
     /// Waits until the central system sent `count` CALLs of `action`; their payloads.
