@@ -11,7 +11,8 @@
 //!   retried after the CSMS's interval while Pending or Rejected, and a bounded number of times
 //!   after a failure (no answer, CALLERROR) before the connection is given up; heartbeats once
 //!   accepted; what the station may send ([`Registration::may_send`]) and which CALLs of the
-//!   CSMS it refuses ([`Registration::check_incoming`]) meanwhile (1.6 §4.2; 2.0.1 and 2.1 B02, B03).
+//!   CSMS it refuses ([`Registration::check_incoming`]) meanwhile (1.6 §4.2; 2.0.1 and 2.1 B02, B03);
+//!   what it answers itself, refusals included ([`Registration::own_answer`]; F06.FR.17).
 //! - [`HeldCalls`]: the station's CALLs that wait for the registration to allow them, and
 //!   when each is done (sent once allowed, never sent past its deadline).
 //! - [`is_transaction_message`] and its helpers: which messages are transaction-related and go

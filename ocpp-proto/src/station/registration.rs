@@ -252,10 +252,13 @@ impl Registration {
     }
 
     /// The answer the registration gives a CALL of the CSMS itself, before the application
-    /// sees it; `None` when the application answers. On 2.0.1 and 2.1 a TriggerMessage for a
-    /// BootNotification while Accepted is `Rejected` (F06.FR.17), with the reason code
-    /// `AlreadyAccepted`; 1.6 lets the station boot again on request (§5.17), so there the
-    /// application's answer stands.
+    /// sees it; `None` when the application answers. Two cases:
+    ///
+    /// - a CALL the registration does not serve now: the CALLERROR of
+    ///   [`check_incoming`](Self::check_incoming);
+    /// - on 2.0.1 and 2.1, a TriggerMessage for a BootNotification while Accepted: `Rejected`
+    ///   (F06.FR.17), with the reason code `AlreadyAccepted`. 1.6 lets the station boot again
+    ///   on request (§5.17), so there the application's answer stands.
     ///
     /// ```
     /// use std::time::Instant;
@@ -276,6 +279,9 @@ impl Registration {
     /// assert_eq!(serde_json::to_value(&response).unwrap()["status"], "Rejected");
     /// ```
     pub fn own_answer(&self, request: &Request) -> Option<Answer> {
+        if let Err(refusal) = self.check_incoming(request.action()) {
+            return Some(Answer::Error(refusal));
+        }
         if !self.is_accepted()
             || !self.version.is_2x()
             || requested_by_trigger(request) != Some("BootNotification")

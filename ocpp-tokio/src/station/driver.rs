@@ -328,13 +328,9 @@ impl Task {
                     hook.see(&id, Traffic::CallIn(&request));
                 }
                 let Some(on) = &wire.online else { return };
-                // What the registration does not allow is refused here (SecurityError), and
-                // what it answers itself is answered here.
-                let own = match on.registration.check_incoming(request.action()) {
-                    Err(refusal) => Some(Answer::Error(refusal)),
-                    Ok(()) => on.registration.own_answer(&request),
-                };
-                if let Some(answer) = own {
+                // What the registration answers itself (a refusal, SecurityError; F06.FR.17)
+                // is answered here.
+                if let Some(answer) = on.registration.own_answer(&request) {
                     let _ = put_answer(conn, self.message_hook(), now, &id, answer);
                     return;
                 }

@@ -485,3 +485,16 @@ fn a_boot_sent_by_the_application_answers_the_trigger() {
     registration.on_boot_answer(t0 + secs(1), &answer(RegistrationStatus::Accepted, 300));
     assert_eq!(registration.handle_timeout(t0 + secs(1)), None);
 }
+
+#[test]
+fn own_answer_gives_the_refusal_of_check_incoming() {
+    let t0 = Instant::now();
+    let pending = answered(t0, V16, RegistrationStatus::Pending);
+    let payload = r#"{"idTag":"TAG"}"#;
+    let options = ocpp_messages::DecodeOptions::strict();
+    let start = Request::decode(V16, "RemoteStartTransaction", payload, &options).unwrap();
+    let Some(Answer::Error(refusal)) = pending.own_answer(&start) else {
+        panic!("not refused");
+    };
+    assert_eq!(refusal.code, ErrorCode::SecurityError);
+}

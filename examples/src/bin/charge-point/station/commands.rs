@@ -81,10 +81,9 @@ impl Sim {
             CsmsCommand::Trigger { message, connector } => {
                 let (accepted, implemented) = match message {
                     TriggerKind::Unsupported => (false, false),
-                    // A 2.x station once Accepted never gets here: the library rejects that
-                    // trigger itself (F06.FR.17, `Registration::own_answer`).
-                    TriggerKind::Boot => (true, true),
                     TriggerKind::TransactionEvent => (!v16 && st.transaction.is_some(), !v16),
+                    // Boot included: a 2.x station once Accepted never gets that trigger here,
+                    // the library rejects it itself (F06.FR.17, `Registration::own_answer`).
                     _ => (true, true),
                 };
                 if accepted {
