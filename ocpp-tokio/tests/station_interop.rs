@@ -7,6 +7,10 @@
 //! the station prints `Waiting`, the central system comes back on the same port, and the
 //! station reconnects by itself (default back-off: 3 s + up to 10 s) and boots again.
 //!
+//! The `sans_io_` tests run the same checks on `ocpp-proto`'s `station_loop` example: the
+//! same program on the Sans-IO core and blocking std sockets, every decision
+//! `ocpp_proto::station::Lifecycle`'s (built with cargo when missing).
+//!
 //! The Python tests need python3 with `ocpp` and `websockets` (`bash scripts/interop-ocpp.sh
 //! --deps-only`): skipped with a printed reason when missing, failed when
 //! `OCPP_INTEROP_REQUIRED=1`. mio-server is built with cargo when target/debug/mio-server is
@@ -142,12 +146,33 @@ impl Process {
     }
 }
 
-/// The README's station program: `station URL VERSION`.
-fn start_station(url: &str, version: &str) -> Process {
-    Process::spawn(
-        "station",
-        Command::new(example_binary("station")).args([url, version]),
-    )
+/// A station program, `PROGRAM URL VERSION`: the README's `station` (on ocpp-tokio), or
+/// `station_loop` (ocpp-proto's example on the Sans-IO core and std sockets).
+fn start_station(program: &str, url: &str, version: &str) -> Process {
+    let binary = match program {
+        "station_loop" => station_loop_binary(),
+        name => example_binary(name),
+    };
+    Process::spawn(program, Command::new(binary).args([url, version]))
+}
+
+/// target/debug/examples/station_loop (the workspace's `cargo test` builds it), built with
+/// cargo if missing (once per test binary).
+fn station_loop_binary() -> PathBuf {
+    static BUILD: Mutex<()> = Mutex::new(());
+    let binary = target_dir()
+        .join("examples")
+        .join(format!("station_loop{}", std::env::consts::EXE_SUFFIX));
+    let _once = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    if !binary.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "ocpp-proto", "--example", "station_loop"])
+            .status()
+            .expect("cargo");
+        assert!(status.success(), "cargo build --example station_loop");
+    }
+    binary
 }
 
 /// Waits for the station's `Accepted { version: .. }` and `remote start for TAG-1` lines after
@@ -239,14 +264,14 @@ fn python_session(
     station_from
 }
 
-fn station_against_python_csms(version: &str, identity: &str) {
+fn station_against_python_csms(program: &str, version: &str, identity: &str) {
     if !python_ocpp_present() {
         return;
     }
     let port = free_port();
     let mut csms = start_python_csms(port, version);
     let url = format!("ws://127.0.0.1:{port}/ocpp/{identity}");
-    let mut station = start_station(&url, version);
+    let mut station = start_station(program, &url, version);
     let first_reason = if version == "1.6" {
         Value::Null
     } else {
@@ -288,12 +313,22 @@ fn station_against_python_csms(version: &str, identity: &str) {
 
 #[test]
 fn station_against_python_csms_1_6() {
-    station_against_python_csms("1.6", "CP-PY-16");
+    station_against_python_csms("station", "1.6", "CP-PY-16");
 }
 
 #[test]
 fn station_against_python_csms_2_0_1() {
-    station_against_python_csms("2.0.1", "CP-PY-201");
+    station_against_python_csms("station", "2.0.1", "CP-PY-201");
+}
+
+#[test]
+fn sans_io_station_against_python_csms_1_6() {
+    station_against_python_csms("station_loop", "1.6", "CP-SIO-PY-16");
+}
+
+#[test]
+fn sans_io_station_against_python_csms_2_0_1() {
+    station_against_python_csms("station_loop", "2.0.1", "CP-SIO-PY-201");
 }
 
 // ---- mio-server ----
@@ -403,10 +438,10 @@ fn mio_session(
     station_accepted_and_started(station, station_from, version, START)
 }
 
-fn station_against_mio_server(version: &str, identity: &str) {
+fn station_against_mio_server(program: &str, version: &str, identity: &str) {
     let mio = start_mio("127.0.0.1:0");
     let url = format!("ws://{}/ocpp/{identity}", mio.listen);
-    let mut station = start_station(&url, version);
+    let mut station = start_station(program, &url, version);
     let (first_reason, later_reason) = if version == "1.6" {
         (Value::Null, Value::Null)
     } else {
@@ -447,10 +482,20 @@ fn station_against_mio_server(version: &str, identity: &str) {
 
 #[test]
 fn station_against_mio_server_1_6() {
-    station_against_mio_server("1.6", "CP-MIO-16");
+    station_against_mio_server("station", "1.6", "CP-MIO-16");
 }
 
 #[test]
 fn station_against_mio_server_2_0_1() {
-    station_against_mio_server("2.0.1", "CP-MIO-201");
+    station_against_mio_server("station", "2.0.1", "CP-MIO-201");
+}
+
+#[test]
+fn sans_io_station_against_mio_server_1_6() {
+    station_against_mio_server("station_loop", "1.6", "CP-SIO-MIO-16");
+}
+
+#[test]
+fn sans_io_station_against_mio_server_2_0_1() {
+    station_against_mio_server("station_loop", "2.0.1", "CP-SIO-MIO-201");
 }

@@ -25,14 +25,14 @@ pub struct HeldCall<C> {
     pub deadline: Instant,
 }
 
-/// What [`HeldCalls::release`] hands the driver, one CALL at a time, in order.
+/// What [`HeldCalls::next_release`] hands the driver, one CALL at a time, in order.
 #[derive(Debug)]
 pub enum Release<C> {
     /// Its deadline passed while held: it was never sent (its caller learns
     /// [`CallFailure::DeadlinePassed`](crate::CallFailure::DeadlinePassed)).
     Expired(HeldCall<C>),
-    /// The registration allows it: put it on the connection, with its deadline, and say
-    /// whether it was taken.
+    /// The registration allows it: put it on the connection, with its deadline (and, once
+    /// taken, tell the registration).
     Send(HeldCall<C>),
 }
 
@@ -44,19 +44,15 @@ pub enum Release<C> {
 /// use ocpp_proto::{v1_6, OcppVersion};
 ///
 /// let t0 = Instant::now();
-/// let registration = &mut Registration::new(t0, OcppVersion::V1_6);
+/// let registration = &Registration::new(t0, OcppVersion::V1_6);
 /// let mut held = HeldCalls::new();
 /// held.push(v1_6::HeartbeatRequest {}.into(), "caller", t0 + Duration::from_secs(30));
 /// // Not accepted yet: the Heartbeat waits.
-/// held.release(t0, registration, |_| unreachable!());
+/// assert!(held.next_release(t0, registration).is_none());
 /// assert_eq!(held.poll_timeout(), Some(t0 + Duration::from_secs(30)));
 /// // Past its deadline: never sent.
-/// let mut expired = Vec::new();
-/// held.release(t0 + Duration::from_secs(30), registration, |release| {
-///     expired.push(matches!(release, Release::Expired(_)));
-///     false
-/// });
-/// assert_eq!(expired, [true]);
+/// let later = t0 + Duration::from_secs(30);
+/// assert!(matches!(held.next_release(later, registration), Some(Release::Expired(_))));
 /// assert!(held.is_empty());
 /// ```
 #[derive(Debug)]
@@ -97,38 +93,32 @@ impl<C> HeldCalls<C> {
         });
     }
 
-    /// The earliest deadline of a held CALL: by then [`release`](Self::release) ends it.
+    /// The earliest deadline of a held CALL: by then [`next_release`](Self::next_release) ends
+    /// it.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.calls.iter().map(|call| call.deadline).min()
     }
 
-    /// Hands `release` every held CALL that is done at `now`, in order: [`Release::Expired`]
-    /// past its deadline, [`Release::Send`] when `registration` allows its action now
-    /// (`release` returns whether the connection took it; then the registration hears it was
-    /// sent, [`Registration::on_call_sent`], before the next CALL is looked at: a trigger's
-    /// credit is spent once). The others stay held, in order.
-    pub fn release(
+    /// The next held CALL that is done at `now`, in order: [`Release::Expired`] past its
+    /// deadline, [`Release::Send`] when `registration` allows its action now (once the
+    /// connection took it, the registration hears it was sent,
+    /// [`Registration::on_call_sent`], before the next is asked for: a trigger's credit is
+    /// spent once). The others stay held, in order.
+    pub fn next_release(
         &mut self,
         now: Instant,
-        registration: &mut Registration,
-        mut release: impl FnMut(Release<C>) -> bool,
-    ) {
-        let mut kept = VecDeque::new();
-        while let Some(call) = self.calls.pop_front() {
-            if call.deadline <= now {
-                release(Release::Expired(call));
-                continue;
-            }
-            let action = call.request.action();
-            if !registration.may_send(action) {
-                kept.push_back(call);
-                continue;
-            }
-            if release(Release::Send(call)) {
-                registration.on_call_sent(now, action);
-            }
-        }
-        self.calls = kept;
+        registration: &Registration,
+    ) -> Option<Release<C>> {
+        let done = |call: &HeldCall<C>| {
+            call.deadline <= now || registration.may_send(call.request.action())
+        };
+        let at = self.calls.iter().position(done)?;
+        let call = self.calls.remove(at)?;
+        Some(if call.deadline <= now {
+            Release::Expired(call)
+        } else {
+            Release::Send(call)
+        })
     }
 
     /// The connection ended: every CALL still held, in order (none was sent).
@@ -188,7 +178,8 @@ mod tests {
         held
     }
 
-    /// What `release` handed out, as (caller, sent) with `taken` for every Send.
+    /// What `next_release` handed out until `None`, as (caller, sent), every Send `taken`
+    /// by the connection or not.
     fn release(
         held: &mut HeldCalls<u32>,
         now: Instant,
@@ -196,16 +187,17 @@ mod tests {
         taken: bool,
     ) -> Vec<(u32, &'static str)> {
         let mut out = Vec::new();
-        held.release(now, registration, |release| match release {
-            Release::Expired(call) => {
-                out.push((call.caller, "expired"));
-                false
+        while let Some(release) = held.next_release(now, registration) {
+            match release {
+                Release::Expired(call) => out.push((call.caller, "expired")),
+                Release::Send(call) => {
+                    out.push((call.caller, "send"));
+                    if taken {
+                        registration.on_call_sent(now, call.request.action());
+                    }
+                }
             }
-            Release::Send(call) => {
-                out.push((call.caller, "send"));
-                taken
-            }
-        });
+        }
         out
     }
 

@@ -32,18 +32,24 @@
 //! - [`Status`], [`Cause`], [`PermanentFailure`]: where a station stands, and what a
 //!   connection's end means for it ([`Cause::of`]; [`PermanentFailure::of`]: a refusal that
 //!   retrying cannot cure stops the station).
+//! - [`Lifecycle`]: all of the above working together, across connections: which central
+//!   system each attempt opens, what the registration sends and in which order (its own
+//!   BootNotification or Heartbeat, then the held CALLs it allows, then the offline queue once
+//!   Accepted, [`Transmit`]), what a boot's answer and a connection's end mean for the
+//!   [`Status`], and what is next ([`Next`]: wait, reconnect at once, stop).
 //!
-//! A driver's loop, roughly: on connect, `Registration::new(now, version)`; sleep until the
-//! earliest of [`Registration::poll_timeout`] and the connection's own deadline; on wake,
-//! [`Registration::handle_timeout`] says whether a BootNotification or a Heartbeat is due;
-//! every CALL sent is reported with [`Registration::on_call_sent`], every boot answer with
-//! [`Registration::on_boot_answer`]; before each attempt [`Reconnect::begin_attempt`], on an
-//! accepted boot [`Reconnect::on_accepted`], on loss [`Reconnect::on_lost`] says how long to
-//! wait.
+//! A driver's loop: [`Lifecycle::begin_attempt`], open what it says; on the WebSocket's open,
+//! [`Lifecycle::on_connected`]; after every step, [`Lifecycle::poll_transmit`] until `None`
+//! (and the queue's head while [`Lifecycle::may_send_queued`]); sleep until the earliest of
+//! [`Lifecycle::poll_timeout`] and the connection's own deadline; every CALL the connection
+//! took goes to [`Lifecycle::on_call_sent`], every outcome to
+//! [`Lifecycle::on_call_completed`]; at the end, [`Lifecycle::on_closed`] says what is next.
+//! `ocpp_tokio`'s station is that loop on tokio.
 
 mod backoff;
 mod boot;
 mod held;
+mod lifecycle;
 mod network_profile;
 mod profile_connection;
 mod registration;
@@ -58,6 +64,7 @@ pub use boot::{boot_request, connection_boot_reason, heartbeat_request, StationI
 // for the CSMS that reads or answers and the station that sends or reads, the answer with
 // `BootAnswer::from_response`).
 pub use held::{HeldCall, HeldCalls, Release};
+pub use lifecycle::{Lifecycle, Next, Transmit};
 pub use network_profile::{
     Attempt, NetworkProfile, NetworkProfiles, ProfileRejected, DEFAULT_CONNECTION_ATTEMPTS,
     DEFAULT_SLOT_COUNT,

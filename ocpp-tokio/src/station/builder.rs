@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ocpp_proto::station::Lifecycle;
 use ocpp_proto::{ConnectionConfig, OcppVersion};
 use tokio::sync::{mpsc, watch};
 
@@ -454,9 +455,6 @@ impl StationBuilder {
         for profile in profiles.profiles() {
             profile.station_url(self.url.identity())?;
         }
-        // Starting is a reboot: the first entry of the priority list first (B10.FR.04), even
-        // with profiles kept from an earlier run.
-        profiles.on_restart();
         let tls = match (self.url.tls(), self.tls) {
             (false, config) => config,
             (true, None) => {
@@ -510,9 +508,13 @@ impl StationBuilder {
         let heartbeat_ms = Arc::new(AtomicU64::new(
             ocpp_proto::station::DEFAULT_HEARTBEAT_INTERVAL.as_millis() as u64,
         ));
-        let (profiles_watch, profiles_rx) = watch::channel(profiles.clone());
-        let mut reconnect = ocpp_proto::station::Reconnect::new(self.back_off);
-        reconnect.set_min_lifetime(self.established_after);
+        // Starting is a reboot: the lifecycle tries the first entry of the priority list
+        // first (B10.FR.04), even with profiles kept from an earlier run.
+        let mut lifecycle = Lifecycle::new(self.info, self.back_off, profiles);
+        lifecycle.set_established_after(self.established_after);
+        lifecycle.set_boot_retries(self.boot_attempts, self.boot_retry_interval);
+        lifecycle.set_retry_refusals(self.retry_refusals);
+        let (profiles_watch, profiles_rx) = watch::channel(lifecycle.profiles().clone());
         let config = Arc::new(self.config.versions(self.versions));
         let task = driver::Task {
             base_config: config.clone(),
@@ -520,23 +522,17 @@ impl StationBuilder {
             url: self.url,
             password: self.password,
             tls,
-            profiles,
+            lifecycle,
             profiles_watch,
             set_network_profile: self.set_network_profile,
-            info: self.info,
             app,
-            reconnect,
-            boot_retries: (self.boot_attempts, self.boot_retry_interval),
             queue,
             commands: receiver,
             status: status_tx,
-            retry_refusals: self.retry_refusals,
             rng: self
                 .seed
                 .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed),
             heartbeat_ms: heartbeat_ms.clone(),
-            booted_before: false,
-            boot_reason: None,
             hook: match (self.hook, self.local_auth) {
                 (hook, None) => hook,
                 (hook, Some(store)) => {

@@ -4,6 +4,7 @@ use super::driver::*;
 use std::io;
 use std::time::Instant;
 
+use ocpp_proto::station::Attempt;
 use ocpp_proto::{ConnectTarget, Connection};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
@@ -17,13 +18,15 @@ pub(super) enum Stream {
 }
 
 impl Task {
-    /// The central system of the next attempt, by the core's [`NetworkProfiles`]: the URL
-    /// connected to from now on (unchanged when there is no profile at all).
-    pub(super) fn next_target(&mut self) -> Result<(), (Cause, io::Error)> {
-        let Some(attempt) = self.profiles.begin_attempt() else {
+    /// The central system of the lifecycle's attempt: the URL connected to from now on
+    /// (unchanged when there is no profile at all).
+    pub(super) fn next_target(
+        &mut self,
+        attempt: Option<Attempt>,
+    ) -> Result<(), (Cause, io::Error)> {
+        let Some(attempt) = attempt else {
             return Ok(());
         };
-        self.publish_profiles();
         self.config = attempt.profile.connection_config(&self.base_config);
         let url = attempt
             .profile

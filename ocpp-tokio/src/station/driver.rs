@@ -1,8 +1,9 @@
 //! The station's task: connect, have the shared [`Driver`] drive one `Connection` at a time
-//! on the socket (with the station's side of it, [`StationSide`]), boot and heartbeat by the
-//! core's [`Registration`], deliver the offline queue, reconnect after the back-off. The
-//! rules are the core's; this file owns the task across connections and what each step of a
-//! connection means for the station.
+//! on the socket (with the station's side of it, [`StationSide`]), deliver the offline queue,
+//! reconnect after the back-off. What each step means for the station (which central system,
+//! the boot, the heartbeat, the order of what is sent, what an end means, the status) is the
+//! core's [`Lifecycle`]; this file moves its decisions to the socket, the application and the
+//! handles.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -11,13 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ocpp_proto::station::{
-    answer_set_network_profile, boot_request, connection_boot_reason, heartbeat_request,
-    is_transaction_message, requested_by_trigger, trigger_accepted, BootAnswer, BootReason, Due,
-    NetworkProfiles, Reconnect, Registration, RegistrationStatus, Release, StationInfo,
+    answer_set_network_profile, is_transaction_message, requested_by_trigger, trigger_accepted,
+    Lifecycle, NetworkProfiles, Next, Transmit,
 };
 use ocpp_proto::{
-    Answer, CallFailure, CallOutcome, CloseCode, Closed, Connection, ConnectionConfig, Event,
-    MessageId,
+    Answer, CallFailure, CloseCode, Closed, Connection, ConnectionConfig, Event, MessageId,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
@@ -36,36 +35,21 @@ pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// CALLs and SENDs a session's handle may have waiting for the task.
 pub(super) const MAILBOX: usize = 64;
 
-/// How one connection ended.
-pub(super) enum Ended {
-    /// Reconnect after the back-off.
-    Lost(Cause),
-    /// [`Station::close`](super::Station::close).
-    Closed,
-    /// Retrying cannot help.
-    Failed(PermanentFailure),
-    /// [`Station::reboot`](super::Station::reboot): connect again at once.
-    Reboot,
-}
-
 /// Who waits for one of our CALLs. The station holds the core's `Connection<CallWaiter>`: each
 /// CALL of ours carries who waits for its outcome, handed back by the core with it (the driver
-/// keeps no table of waiters).
+/// keeps no table of waiters). Every outcome also goes to the [`Lifecycle`] (a
+/// BootNotification's is its own, whoever sent it).
 pub(super) enum CallWaiter {
-    Boot,
-    Heartbeat,
-    /// The application's CALL; a BootNotification (e.g. one a TriggerMessage asked for) also
-    /// tells the registration its answer.
-    Call {
-        reply: CallReply,
-        boot: bool,
-    },
+    /// The registration's own BootNotification or Heartbeat.
+    Own,
+    /// The application's CALL.
+    Call(CallReply),
+    /// The offline queue's message.
     Queued(u64),
 }
 
 /// The state of an open connection.
 pub(super) struct Online {
-    pub(super) registration: Registration,
     pub(super) link: Arc<TaskLink>,
     pub(super) app: Arc<dyn AppSession>,
     /// The central system's SENDs, handled one after the other in the order they came (as
@@ -88,31 +72,24 @@ pub(crate) struct Task {
     /// The TLS configuration for `wss://` central systems (the server name is the current
     /// URL's).
     pub(crate) tls: Option<Arc<rustls::ClientConfig>>,
-    /// The central systems, and which one the next attempt goes to.
-    pub(crate) profiles: NetworkProfiles,
+    /// The station across its connections: central systems, back-off, registration, held
+    /// CALLs, status.
+    pub(crate) lifecycle: Lifecycle<CallReply>,
     /// Where [`Station::network_profiles`](super::Station::network_profiles) reads them.
     pub(crate) profiles_watch: watch::Sender<NetworkProfiles>,
     /// Whether the station answers SetNetworkProfile itself, and the application's
     /// persistence of the profiles.
     pub(crate) set_network_profile: Option<Option<Arc<ProfilesHook>>>,
-    pub(crate) info: StationInfo,
     pub(crate) app: Arc<dyn App>,
     pub(crate) config: Arc<ConnectionConfig>,
     /// The settings before a profile's `messageTimeout` and `ocppVersion` apply.
     pub(crate) base_config: Arc<ConnectionConfig>,
-    pub(crate) reconnect: Reconnect,
     pub(crate) queue: Queue,
     pub(crate) commands: mpsc::UnboundedReceiver<StationCommand>,
     pub(crate) status: watch::Sender<Status>,
-    pub(crate) retry_refusals: bool,
     pub(crate) rng: fastrand::Rng,
-    pub(crate) booted_before: bool,
     /// What [`Station::heartbeat_interval`](super::Station::heartbeat_interval) reads.
     pub(crate) heartbeat_ms: Arc<AtomicU64>,
-    /// The reason the next BootNotification gives, if not the default.
-    pub(crate) boot_reason: Option<BootReason>,
-    /// How many BootNotifications may fail in a row on a connection, and the wait after one.
-    pub(crate) boot_retries: (u32, Duration),
     /// [`StationBuilder::on_message`](super::StationBuilder::on_message).
     pub(crate) hook: Option<Hook>,
 }
@@ -121,43 +98,37 @@ impl Task {
     /// Connects, runs, reconnects, until closed or a permanent failure.
     pub(crate) async fn run(mut self) -> Result<(), PermanentFailure> {
         let result = loop {
-            let attempt = self.reconnect.begin_attempt();
-            self.publish(Status::Connecting { attempt });
-            let target = self.next_target();
-            let opened = match target {
+            let attempt = self.lifecycle.begin_attempt();
+            self.publish();
+            let opened = match self.next_target(attempt) {
                 Ok(()) => self.open().await,
                 Err(failed) => Err(failed),
             };
-            let ended = match opened {
+            let next = match opened {
                 Ok(Some(Stream::Plain(tcp))) => self.drive(tcp).await,
                 Ok(Some(Stream::Tls(tls))) => self.drive(*tls).await,
-                Ok(None) => Ended::Closed,
+                Ok(None) => Next::Stop(Ok(())),
                 Err((cause, error)) => {
                     tracing::info!(identity = %self.url.identity(), %error, "connect failed");
-                    Ended::Lost(cause)
+                    let draw = self.rng.u64(..);
+                    self.lifecycle
+                        .on_connect_failed(Instant::now(), cause, draw)
                 }
             };
-            let cause = match ended {
-                Ended::Closed => break Ok(()),
-                Ended::Failed(failure) => break Err(failure),
-                Ended::Reboot => {
-                    self.reconnect.on_restart(Instant::now());
-                    self.profiles.on_restart();
-                    self.publish_profiles();
-                    continue;
+            self.publish();
+            match next {
+                Next::Stop(result) => break result,
+                Next::ReconnectNow => {}
+                Next::Reconnect(wait) => {
+                    tracing::info!(identity = %self.url.identity(), wait_ms = wait.as_millis() as u64, status = ?self.lifecycle.status(), "reconnecting after back-off");
+                    if self.offline_while(tokio::time::sleep(wait)).await.is_none() {
+                        break Ok(());
+                    }
                 }
-                Ended::Lost(cause) => cause,
-            };
-            self.profiles.on_lost(Instant::now());
-            self.publish_profiles();
-            let wait = self.reconnect.on_lost(Instant::now(), self.rng.f64());
-            tracing::info!(identity = %self.url.identity(), wait_ms = wait.as_millis() as u64, %cause, "reconnecting after back-off");
-            self.publish(Status::Waiting { wait, cause });
-            if self.offline_while(tokio::time::sleep(wait)).await.is_none() {
-                break Ok(());
             }
         };
-        self.publish(Status::Stopped);
+        self.lifecycle.on_stopped();
+        self.publish();
         // Whoever still waits learns it now; queued messages stay in the store.
         self.commands.close();
         while let Ok(command) = self.commands.try_recv() {
@@ -167,12 +138,25 @@ impl Task {
         result
     }
 
-    /// A new status, published only if it differs from the current one (so that a watcher
-    /// sees every attempt once).
-    pub(super) fn publish(&self, status: Status) {
+    /// What the application sees of the lifecycle: its status (published only if it differs
+    /// from the current one, so that a watcher sees every attempt once), the heartbeat
+    /// interval in force, the profiles.
+    pub(super) fn publish(&self) {
+        let status = self.lifecycle.status();
         self.status.send_if_modified(|current| {
             let changed = *current != status;
             *current = status;
+            changed
+        });
+        let interval = self.lifecycle.heartbeat_interval();
+        let ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
+        self.heartbeat_ms.store(ms, Ordering::Relaxed);
+        let profiles = self.lifecycle.profiles();
+        self.profiles_watch.send_if_modified(|current| {
+            let changed = current != profiles;
+            if changed {
+                current.clone_from(profiles);
+            }
             changed
         });
     }
@@ -180,7 +164,7 @@ impl Task {
     /// A change of the profiles by the application, kept by the hook first.
     pub(super) fn change_profiles(&mut self, change: super::network::NetworkChange) {
         let super::network::NetworkChange { change, reply } = change;
-        let mut changed = self.profiles.clone();
+        let mut changed = self.lifecycle.profiles().clone();
         let result = change(&mut changed)
             .map_err(super::NetworkProfileError::Rejected)
             .and_then(
@@ -190,21 +174,10 @@ impl Task {
                 },
             );
         if result.is_ok() {
-            self.profiles = changed;
-            self.publish_profiles();
+            *self.lifecycle.profiles_mut() = changed;
+            self.publish();
         }
         let _ = reply.send(result);
-    }
-
-    /// The profiles, for [`Station::network_profiles`](super::Station::network_profiles).
-    pub(super) fn publish_profiles(&self) {
-        self.profiles_watch.send_if_modified(|current| {
-            let changed = *current != self.profiles;
-            if changed {
-                current.clone_from(&self.profiles);
-            }
-            changed
-        });
     }
 
     /// Runs `work` (a connect, the back-off's wait) while no connection is open, taking the
@@ -242,20 +215,16 @@ impl Task {
             StationCommand::Transaction { op, reply } => {
                 let _ = reply.send(self.queue.transaction(op, ocpp_messages::DateTime::now()));
             }
-            StationCommand::Reboot(reason) => self.boot_reason = Some(reason),
-            StationCommand::BackOff(back_off) => self.reconnect.set_policy(back_off),
+            StationCommand::Reboot(reason) => self.lifecycle.reboot(reason),
+            StationCommand::BackOff(back_off) => self.lifecycle.set_back_off(back_off),
             StationCommand::Network(change) => self.change_profiles(change),
-            StationCommand::HeartbeatInterval(interval) => self.publish_heartbeat(interval),
+            StationCommand::HeartbeatInterval(interval) => {
+                self.lifecycle
+                    .set_heartbeat_interval(Instant::now(), interval);
+                self.publish();
+            }
             StationCommand::Close => {}
         }
-    }
-
-    /// The heartbeat interval in force, for
-    /// [`Station::heartbeat_interval`](super::Station::heartbeat_interval): a registration's,
-    /// or one set while no connection is registered (the next one starts from it).
-    pub(super) fn publish_heartbeat(&self, interval: Duration) {
-        let ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
-        self.heartbeat_ms.store(ms, Ordering::Relaxed);
     }
 
     /// One WebSocket connection, from the upgrade request to its end, driven by the shared
@@ -263,10 +232,11 @@ impl Task {
     pub(super) async fn drive<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         &mut self,
         stream: S,
-    ) -> Ended {
+    ) -> Next {
         let now = Instant::now();
         let Some(conn) = self.dial(now) else {
-            return Ended::Lost(Cause::Other);
+            let draw = self.rng.u64(..);
+            return self.lifecycle.on_connect_failed(now, Cause::Other, draw);
         };
         let mut wire = Wire::new();
         let side = StationSide {
@@ -277,7 +247,11 @@ impl Task {
         match wire.closed.take() {
             Some(closed) => self.ended(wire, *closed),
             // Not reached: the driver ends once the core closed, after its `Closed` event.
-            None => Ended::Lost(Cause::Other),
+            None => {
+                let draw = self.rng.u64(..);
+                self.lifecycle
+                    .on_connect_failed(Instant::now(), Cause::Other, draw)
+            }
         }
     }
 
@@ -289,7 +263,8 @@ impl Task {
         })
     }
 
-    /// One event of the connection but its end (which the side keeps for [`Self::ended`]).
+    /// One event of the connection but its end (which the side keeps for [`Self::ended`]);
+    /// the side publishes what it changed.
     pub(super) fn on_event(
         &mut self,
         wire: &mut Wire,
@@ -304,23 +279,11 @@ impl Task {
                 let cp = ChargePoint::new(link.clone(), self.url.identity().clone(), version);
                 let app = self.app.session(cp);
                 tokio::spawn(app.on_connect());
-                let mut registration = Registration::new(now, version);
-                let (attempts, interval) = self.boot_retries;
-                registration.set_boot_retries(attempts, interval);
-                // The interval in force goes on over a new connection: its boot's answer
-                // replaces it, unless that says 0 (the station keeps its own).
-                let in_force = self.heartbeat_ms.load(Ordering::Relaxed);
-                registration.set_heartbeat_interval(now, Duration::from_millis(in_force));
+                self.lifecycle.on_connected(now, version);
                 wire.online = Some(Online {
-                    registration,
                     link,
                     app,
                     sends: VecDeque::new(),
-                });
-                self.publish(Status::Registering {
-                    version,
-                    registration: None,
-                    boot_failures: 0,
                 });
             }
             Event::Call { id, request } => {
@@ -330,7 +293,7 @@ impl Task {
                 let Some(on) = &wire.online else { return };
                 // What the registration answers itself (a refusal, SecurityError; F06.FR.17)
                 // is answered here.
-                if let Some(answer) = on.registration.own_answer(&request) {
+                if let Some(answer) = self.lifecycle.own_answer(&request) {
                     let _ = put_answer(conn, self.message_hook(), now, &id, answer);
                     return;
                 }
@@ -344,12 +307,11 @@ impl Task {
                             kept
                         };
                         let answer = answer_set_network_profile(
-                            &mut self.profiles,
+                            self.lifecycle.profiles_mut(),
                             &request,
                             self.tls.is_some(),
                             keep,
                         );
-                        self.publish_profiles();
                         let _ = put_answer(conn, self.message_hook(), now, &id, answer);
                         return;
                     }
@@ -369,14 +331,22 @@ impl Task {
             }
             Event::CallCompleted {
                 id,
+                action,
                 outcome,
                 caller,
-                ..
             } => {
                 if let Some(hook) = self.message_hook() {
                     hook.see(&id, Traffic::OutcomeIn(&outcome));
                 }
-                self.completed(now, wire.online.as_mut(), caller, outcome);
+                let accepted = self.lifecycle.on_call_completed(now, action, &outcome);
+                if action == "BootNotification" {
+                    let status = self.lifecycle.status();
+                    tracing::info!(identity = %self.url.identity(), ?status, "boot answered");
+                }
+                if let Some(version) = conn.version().filter(|_| accepted) {
+                    self.queue.set_transaction_version(version);
+                }
+                self.completed(now, caller, outcome);
             }
             _ => {}
         }
@@ -386,7 +356,6 @@ impl Task {
     /// registration's to honour (its message let out while Pending, a BootNotification due).
     pub(super) fn on_answer(
         &mut self,
-        wire: &mut Wire,
         conn: &mut Connection<CallWaiter>,
         (id, answer, trigger): HandlerAnswer,
     ) {
@@ -394,234 +363,140 @@ impl Task {
         let accepted_trigger = trigger.filter(|_| trigger_accepted(&answer));
         if let Err(error) = put_answer(conn, self.message_hook(), now, &id, answer) {
             tracing::warn!(identity = %self.url.identity(), "answer: {error}");
-        } else if let (Some(action), Some(on)) = (accepted_trigger, &mut wire.online) {
-            on.registration.on_trigger_accepted(now, action);
+        } else if let Some(action) = accepted_trigger {
+            self.lifecycle.on_trigger_accepted(now, action);
         }
     }
 
     /// A command of a [`Station`](super::Station) handle while connected.
     pub(super) fn on_command(
         &mut self,
-        wire: &mut Wire,
         conn: &mut Connection<CallWaiter>,
         command: Option<StationCommand>,
     ) {
-        let now = Instant::now();
         match command {
-            None | Some(StationCommand::Close) => {
-                wire.closing = true;
-                conn.close(now, CloseCode::NORMAL, "station stopping");
-            }
+            None | Some(StationCommand::Close) => self.lifecycle.stop(),
             Some(StationCommand::Call { request, reply }) => {
-                let reply = CallReply::Waiting(reply);
-                wire.call(conn, request, reply, None, &mut self.queue)
+                self.call(conn, request, CallReply::Waiting(reply), None)
             }
-            Some(StationCommand::Reboot(reason)) => {
-                self.boot_reason = Some(reason);
-                wire.rebooting = true;
-                conn.close(now, CloseCode::NORMAL, "reboot");
-            }
-            Some(StationCommand::HeartbeatInterval(interval)) => match &mut wire.online {
-                Some(on) => {
-                    on.registration.set_heartbeat_interval(now, interval);
-                    self.publish_heartbeat(on.registration.heartbeat_interval());
-                }
-                None => self.publish_heartbeat(interval),
-            },
             // The others mean the same connected or not.
             Some(command) => self.offline_command(command),
         }
     }
 
-    /// Step 2: puts on the connection what is due and allowed now, in this order: the
-    /// registration's boot (triggered or not) or heartbeat, the application's
-    /// held CALLs the registration allows, and the offline queue's head once Accepted.
-    /// Whether anything was done.
-    pub(super) fn send_due(
+    /// An application's CALL: a transaction message joins the queue; any other waits in the
+    /// lifecycle until the registration allows it (also during the handshake), or the
+    /// connection ends. Its deadline (by default `call_timeout` from now) covers it held,
+    /// queued and in flight (a held CALL past it ends [`CallFailure::DeadlinePassed`], never
+    /// sent).
+    pub(super) fn call(
         &mut self,
-        wire: &mut Wire,
-        conn: &mut Connection<CallWaiter>,
-        now: Instant,
-    ) -> bool {
-        let Some(on) = &mut wire.online else {
-            return false;
-        };
-        if on.registration.boot_given_up() {
-            // The central system did not answer the boots: give the connection up, reconnect
-            // after the back-off (which grows: the connection was never established).
-            if wire.given_up.is_none() {
-                let attempts = on.registration.boot_failures();
-                tracing::warn!(identity = %self.url.identity(), attempts, "BootNotification unanswered: closing");
-                wire.given_up = Some(Cause::BootUnanswered { attempts });
-                conn.close(now, CloseCode::NORMAL, "BootNotification unanswered");
-                return true;
-            }
-            return false;
+        conn: &Connection<CallWaiter>,
+        request: ocpp_messages::Request,
+        reply: CallReply,
+        deadline: Option<Instant>,
+    ) {
+        if is_transaction_message(&request) {
+            self.queue.push_call(&request, reply);
+        } else {
+            let call_timeout = conn.config().get_call_timeout();
+            let deadline = deadline.unwrap_or_else(|| Instant::now() + call_timeout);
+            self.lifecycle.hold(request, reply, deadline);
         }
+    }
+
+    /// Step 2: puts on the connection what the lifecycle says is due, in its order (the
+    /// registration's own CALL, the held CALLs it allows, or a close), then the offline
+    /// queue's head once allowed. Whether anything was done.
+    pub(super) fn send_due(&mut self, conn: &mut Connection<CallWaiter>, now: Instant) -> bool {
         let mut progressed = false;
-        let version = on.registration.version();
-        let due = match on.registration.handle_timeout(now) {
-            Some(Due::Boot) => {
-                let reason = connection_boot_reason(self.boot_reason, self.booted_before);
-                boot_request(version, &self.info, reason).map(|r| (r, CallWaiter::Boot))
-            }
-            Some(Due::TriggeredBoot) => boot_request(version, &self.info, BootReason::Triggered)
-                .map(|r| (r, CallWaiter::Boot)),
-            Some(Due::Heartbeat) => heartbeat_request(version).map(|r| (r, CallWaiter::Heartbeat)),
-            None => None,
-        };
-        if let Some((request, waiting)) = due {
+        while let Some(transmit) = self.lifecycle.poll_transmit(now) {
             progressed = true;
-            let action = request.action();
-            match put_call(conn, self.message_hook(), now, request, waiting, None) {
-                Ok(_) => on.registration.on_call_sent(now, action),
-                Err(refused) => {
-                    tracing::debug!(reason = ?refused.reason, "{action} not sent");
-                    if matches!(refused.message.1, CallWaiter::Boot) {
-                        on.registration.on_boot_failed(now);
-                        self.publish_boot_failed(on);
-                    }
-                }
-            }
-        }
-        // The held CALLs that are done (the core's rule): past their deadline, never sent;
-        // allowed, onto the connection with the same deadline (in the core's queue and in
-        // flight).
-        wire.held
-            .release(now, &mut on.registration, |release| match release {
-                Release::Expired(held) => {
-                    progressed = true;
-                    held.caller.send(Err(CallFailure::DeadlinePassed));
-                    false
-                }
-                Release::Send(held) => {
-                    progressed = true;
-                    let boot = held.request.action() == "BootNotification";
-                    let waiting = CallWaiter::Call {
-                        reply: held.caller,
-                        boot,
-                    };
-                    let deadline = Some(held.deadline);
+            match transmit {
+                Transmit::Own(request) => {
+                    let action = request.action();
                     let hook = self.message_hook();
-                    match put_call(conn, hook, now, held.request, waiting, deadline) {
-                        Ok(_) => true,
+                    match put_call(conn, hook, now, request, CallWaiter::Own, None) {
+                        Ok(_) => self.lifecycle.on_call_sent(now, action),
                         Err(refused) => {
-                            if let (_, CallWaiter::Call { reply, .. }) = refused.message {
-                                reply.send(Err(CallFailure::from(refused.reason)));
-                            }
-                            false
+                            tracing::debug!(reason = ?refused.reason, "{action} not sent");
+                            self.lifecycle.on_own_call_refused(now, action);
                         }
                     }
                 }
-            });
-        if !on.registration.is_accepted() {
-            return progressed;
-        }
-        if let Some((seq, request)) = self.queue.next(now, version) {
-            progressed = true;
-            let action = request.action();
-            let waiting = CallWaiter::Queued(seq);
-            match put_call(conn, self.message_hook(), now, request, waiting, None) {
-                Ok(_) => on.registration.on_call_sent(now, action),
-                Err(_) => self.queue.unsent(seq),
+                Transmit::Held(held) => {
+                    let action = held.request.action();
+                    let waiting = CallWaiter::Call(held.caller);
+                    let deadline = Some(held.deadline);
+                    let hook = self.message_hook();
+                    match put_call(conn, hook, now, held.request, waiting, deadline) {
+                        Ok(_) => self.lifecycle.on_call_sent(now, action),
+                        Err(refused) => {
+                            if let (_, CallWaiter::Call(reply)) = refused.message {
+                                reply.send(Err(CallFailure::from(refused.reason)));
+                            }
+                        }
+                    }
+                }
+                Transmit::Expired(held) => held.caller.send(Err(CallFailure::DeadlinePassed)),
+                Transmit::Close(reason) => {
+                    tracing::info!(identity = %self.url.identity(), reason, "closing");
+                    conn.close(now, CloseCode::NORMAL, reason);
+                }
             }
+        }
+        if self.lifecycle.may_send_queued() {
+            let version = conn.version();
+            if let Some((seq, request)) = version.and_then(|v| self.queue.next(now, v)) {
+                progressed = true;
+                let action = request.action();
+                let waiting = CallWaiter::Queued(seq);
+                match put_call(conn, self.message_hook(), now, request, waiting, None) {
+                    Ok(_) => self.lifecycle.on_call_sent(now, action),
+                    Err(_) => self.queue.unsent(seq),
+                }
+            }
+        }
+        if progressed {
+            self.publish();
         }
         progressed
     }
 
-    /// The station's next deadline beside the connection's: the registration's, the queue's
-    /// retry (which matters only once its head may go), a held CALL's (which
-    /// [`Self::send_due`] ends once online), the return to the first central system.
-    pub(super) fn deadline(&self, wire: &Wire) -> Option<Instant> {
-        let registration = wire.online.as_ref().map(|on| &on.registration);
-        [
-            registration.and_then(Registration::poll_timeout),
-            registration
-                .filter(|r| r.is_accepted())
-                .and_then(|_| self.queue.poll_timeout()),
-            registration.and_then(|_| wire.held.poll_timeout()),
-            self.profiles
-                .poll_timeout()
-                .filter(|_| !wire.rebooting && !wire.closing),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+    /// The station's next deadline beside the connection's: the lifecycle's, and the queue's
+    /// retry (which matters only once its head may go).
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        let queue = self.queue.poll_timeout();
+        let queue = queue.filter(|_| self.lifecycle.may_send_queued());
+        self.lifecycle.poll_timeout().into_iter().chain(queue).min()
     }
 
-    /// A BootNotification failed: the count, in the status.
-    pub(super) fn publish_boot_failed(&self, on: &Online) {
-        self.publish(Status::Registering {
-            version: on.registration.version(),
-            registration: on.registration.status(),
-            boot_failures: on.registration.boot_failures(),
-        });
-    }
-
-    /// One of our CALLs came to `outcome`.
+    /// One of our CALLs came to `outcome`: its waiter learns it.
     pub(super) fn completed(
         &mut self,
         now: Instant,
-        online: Option<&mut Online>,
         waiting: CallWaiter,
-        outcome: CallOutcome,
+        outcome: ocpp_proto::CallOutcome,
     ) {
         match waiting {
-            CallWaiter::Boot => {
-                let Some(on) = online else { return };
-                match outcome.as_ref().ok().and_then(BootAnswer::from_response) {
-                    Some(answer) => {
-                        on.registration.on_boot_answer(now, &answer);
-                        self.publish_heartbeat(on.registration.heartbeat_interval());
-                        let version = on.registration.version();
-                        let status = if answer.status == RegistrationStatus::Accepted {
-                            self.booted_before = true;
-                            self.boot_reason = None;
-                            self.reconnect.on_accepted(now);
-                            self.profiles.on_accepted(now);
-                            self.publish_profiles();
-                            self.queue.set_transaction_version(version);
-                            Status::Accepted { version }
-                        } else {
-                            Status::Registering {
-                                version,
-                                registration: Some(answer.status),
-                                boot_failures: 0,
-                            }
-                        };
-                        tracing::info!(identity = %self.url.identity(), status = ?answer.status, interval_s = answer.interval_s, "boot answered");
-                        self.publish(status);
-                    }
-                    None => {
-                        tracing::info!(identity = %self.url.identity(), ?outcome, "boot failed");
-                        on.registration.on_boot_failed(now);
-                        if !on.registration.is_accepted() {
-                            self.publish_boot_failed(on);
-                        }
-                    }
-                }
-            }
-            CallWaiter::Heartbeat => {}
-            CallWaiter::Call { reply, boot } => {
-                if boot {
-                    self.completed(now, online, CallWaiter::Boot, outcome.clone());
-                }
-                reply.send(outcome);
-            }
+            CallWaiter::Own => {}
+            CallWaiter::Call(reply) => reply.send(outcome),
             CallWaiter::Queued(seq) => self.queue.on_outcome(now, seq, outcome),
         }
     }
 
-    /// What a close means for the station: every CALL left over ends as the core says (sent:
-    /// it may have run; held or queued in the core: it was not sent); then reconnect, stop,
-    /// or give up.
-    pub(super) fn ended(&mut self, mut wire: Wire, closed: Closed<CallWaiter>) -> Ended {
+    /// What a close means for the station (the lifecycle says what is next): every CALL left
+    /// over ends as the core says (sent: it may have run; held or queued in the core: it was
+    /// not sent).
+    pub(super) fn ended(&mut self, mut wire: Wire, closed: Closed<CallWaiter>) -> Next {
         let now = Instant::now();
+        let draw = self.rng.u64(..);
         // The registration ends with the connection: a boot left in flight is not counted.
+        let next = self.lifecycle.on_closed(now, &closed.reason, draw);
         let closed = closed.settle_callers(|call, waiting| {
-            self.completed(now, None, waiting, Err(call.failure()));
+            self.completed(now, waiting, Err(call.failure()));
         });
-        for held in wire.held.drain() {
+        for held in self.lifecycle.drain_held() {
             held.caller.send(Err(CallFailure::ClosedBeforeSent));
         }
         wire.send_retry.end();
@@ -629,17 +504,7 @@ impl Task {
             on.link.end();
             tokio::spawn(on.app.on_close(closed.clone()));
         }
-        tracing::info!(identity = %self.url.identity(), reason = ?closed.reason, "connection ended");
-        if wire.closing {
-            return Ended::Closed;
-        }
-        if wire.rebooting {
-            return Ended::Reboot;
-        }
-        let failure = PermanentFailure::of(&closed.reason);
-        match failure {
-            Some(failure) if !self.retry_refusals => Ended::Failed(failure),
-            _ => Ended::Lost(wire.given_up.unwrap_or(Cause::of(&closed.reason))),
-        }
+        tracing::info!(identity = %self.url.identity(), reason = ?closed.reason, ?next, "connection ended");
+        next
     }
 }

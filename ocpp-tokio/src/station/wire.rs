@@ -1,18 +1,14 @@
-//! One connection of the station and what waits on it (the CALLs the registration holds, the
-//! session handle's commands, what a TriggerMessage asks for), and the station's side of the
-//! shared [`Driver`](crate::driver::Driver): [`StationSide`].
+//! One connection of the station and what waits on it (the session handle's commands, the
+//! handler's answer, SENDs refused for back-pressure), and the station's side of the shared
+//! [`Driver`](crate::driver::Driver): [`StationSide`].
 
 use super::driver::*;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use ocpp_messages::Request;
-use ocpp_proto::station::{is_transaction_message, HeldCalls};
-use ocpp_proto::{CloseCode, Closed, Connection, Event};
+use ocpp_proto::{Closed, Connection, Event};
 
-use super::queue::Queue;
-use super::Cause;
-use crate::charge_point::{CallReply, LinkCommand};
+use crate::charge_point::LinkCommand;
 use crate::driver::{DriverSide, Flow, SendRetry};
 
 /// One connection of the station and what waits on it (the core's `Connection` is the
@@ -20,16 +16,8 @@ use crate::driver::{DriverSide, Flow, SendRetry};
 pub(super) struct Wire {
     /// Once the WebSocket is open.
     pub(super) online: Option<Online>,
-    /// The application's CALLs the registration does not allow yet.
-    pub(super) held: HeldCalls<CallReply>,
     /// The session handle's SENDs refused for back-pressure, retried after the next write.
     pub(super) send_retry: SendRetry,
-    /// [`Station::close`](super::Station::close) closed it.
-    pub(super) closing: bool,
-    /// [`Station::reboot`](super::Station::reboot) closed it.
-    pub(super) rebooting: bool,
-    /// The station closed it for this reason (the boot went unanswered).
-    pub(super) given_up: Option<Cause>,
     /// The handler's answer to the central system's CALL being handled (the core delivers
     /// one at a time), polled by the driver as the server's side polls its own: the CALL's
     /// id, the action a TriggerMessage asked for, the answer to come.
@@ -44,35 +32,10 @@ impl Wire {
     pub(super) fn new() -> Self {
         Wire {
             online: None,
-            held: HeldCalls::new(),
             send_retry: SendRetry::default(),
-            closing: false,
-            rebooting: false,
-            given_up: None,
             answer: None,
             closed: None,
             linger: None,
-        }
-    }
-
-    /// An application's CALL: a transaction message joins the queue; any other waits here
-    /// until the registration allows it (also during the handshake), or the connection ends.
-    /// Its deadline (by default `call_timeout` from now) covers it held, queued and in
-    /// flight (a held CALL past it ends [`CallFailure::DeadlinePassed`], never sent).
-    pub(super) fn call(
-        &mut self,
-        conn: &Connection<CallWaiter>,
-        request: Request,
-        reply: CallReply,
-        deadline: Option<Instant>,
-        queue: &mut Queue,
-    ) {
-        if is_transaction_message(&request) {
-            queue.push_call(&request, reply);
-        } else {
-            let call_timeout = conn.config().get_call_timeout();
-            let deadline = deadline.unwrap_or_else(|| Instant::now() + call_timeout);
-            self.held.push(request, reply, deadline);
         }
     }
 }
@@ -109,7 +72,10 @@ impl DriverSide for StationSide<'_> {
     ) {
         match event {
             Event::Closed(closed) => self.wire.closed = Some(closed),
-            event => self.task.on_event(self.wire, conn, now, event),
+            event => {
+                self.task.on_event(self.wire, conn, now, event);
+                self.task.publish();
+            }
         }
     }
 
@@ -128,16 +94,16 @@ impl DriverSide for StationSide<'_> {
             if let Poll::Ready(answer) = answer.as_mut().poll(cx) {
                 progressed = true;
                 if let Some((id, trigger, _)) = self.wire.answer.take() {
-                    self.task.on_answer(self.wire, conn, (id, answer, trigger));
+                    self.task.on_answer(conn, (id, answer, trigger));
                 }
             }
         }
-        while !self.wire.closing {
+        while !self.task.lifecycle.is_stopping() {
             let Poll::Ready(command) = self.task.commands.poll_recv(cx) else {
                 break;
             };
             progressed = true;
-            self.task.on_command(self.wire, conn, command);
+            self.task.on_command(conn, command);
         }
         if let Some(on) = &mut self.wire.online {
             progressed |= crate::driver::poll_sends(&mut on.sends, cx);
@@ -148,7 +114,7 @@ impl DriverSide for StationSide<'_> {
                 on_link_command(self.task, self.wire, conn, command);
             }
         }
-        progressed | self.task.send_due(self.wire, conn, now)
+        progressed | self.task.send_due(conn, now)
     }
 
     /// SENDs refused for back-pressure go again.
@@ -158,21 +124,13 @@ impl DriverSide for StationSide<'_> {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.task.deadline(self.wire)
+        self.task.deadline()
     }
 
-    /// Back to the higher-priority central systems when it is time (the 1.6 policy).
-    fn handle_timeout(&mut self, now: Instant, conn: &mut Connection<CallWaiter>) {
-        let wire = &mut *self.wire;
-        if !wire.rebooting && !wire.closing && self.task.profiles.handle_timeout(now) {
-            tracing::info!(identity = %self.task.url.identity(), "returning to the first central system");
-            wire.rebooting = true;
-            conn.close(
-                now,
-                CloseCode::NORMAL,
-                "returning to the first central system",
-            );
-        }
+    /// Back to the higher-priority central systems when it is time (the close goes out with
+    /// what is due next, [`Task::send_due`]).
+    fn handle_timeout(&mut self, now: Instant, _: &mut Connection<CallWaiter>) {
+        self.task.lifecycle.handle_timeout(now);
     }
 
     fn linger_until(&mut self, now: Instant, linger: Duration) -> Instant {
@@ -195,7 +153,7 @@ pub(super) fn on_link_command(
             request,
             reply,
             deadline,
-        } => wire.call(conn, request, reply, deadline, &mut task.queue),
+        } => task.call(conn, request, reply, deadline),
         LinkCommand::Send { request, reply } => {
             let hook = task.message_hook();
             wire.send_retry.send(conn, hook, now, request, reply);

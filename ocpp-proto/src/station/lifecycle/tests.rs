@@ -1,0 +1,299 @@
+//! The lifecycle's decisions, one scenario each: what goes out and in which order, what a
+//! boot's answer and a connection's end mean, the status after each step.
+
+use std::time::{Duration, Instant};
+
+use ocpp_messages::{v1_6, DateTime, OcppVersion, Request, Response};
+
+use super::*;
+use crate::station::{NetworkProfiles, RegistrationStatus};
+use crate::{CallFailure, CloseCode};
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+fn station() -> Lifecycle<u32> {
+    let info = StationInfo::new("ACME", "Wallbox One");
+    let profiles = NetworkProfiles::from_urls(["ws://a.example/ocpp/CP1"]);
+    Lifecycle::new(info, RetryBackOff::default(), profiles)
+}
+
+fn boot_answer(status: v1_6::RegistrationStatus, interval: i32) -> CallOutcome {
+    let time = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
+    Ok(Response::from(v1_6::BootNotificationResponse::new(
+        status, time, interval,
+    )))
+}
+
+fn status_notification() -> Request {
+    v1_6::StatusNotificationRequest::new(
+        1,
+        v1_6::ChargePointErrorCode::NoError,
+        v1_6::ChargePointStatus::Available,
+    )
+    .into()
+}
+
+/// Connected on 1.6 at `t0`; the boot handed out and taken; its reason.
+fn connect_and_boot(station: &mut Lifecycle<u32>, t0: Instant) -> String {
+    station.begin_attempt();
+    station.on_connected(t0, OcppVersion::V1_6);
+    let Some(Transmit::Own(boot)) = station.poll_transmit(t0) else {
+        panic!("a boot is due at once");
+    };
+    assert_eq!(boot.action(), "BootNotification");
+    station.on_call_sent(t0, boot.action());
+    let payload = serde_json::to_value(&boot).unwrap();
+    payload["reason"]
+        .as_str()
+        .unwrap_or("none (1.6)")
+        .to_owned()
+}
+
+fn accept(station: &mut Lifecycle<u32>, now: Instant) {
+    let accepted = boot_answer(v1_6::RegistrationStatus::Accepted, 300);
+    assert!(station.on_call_completed(now, "BootNotification", &accepted));
+}
+
+#[test]
+fn held_calls_wait_for_acceptance_and_go_after_the_boot_in_order() {
+    let t0 = Instant::now();
+    let mut station = station();
+    station.hold(status_notification(), 1, t0 + secs(60));
+    station.hold(v1_6::HeartbeatRequest {}.into(), 2, t0 + secs(60));
+    station.hold(status_notification(), 3, t0 + secs(5));
+    connect_and_boot(&mut station, t0);
+    assert!(
+        station.poll_transmit(t0).is_none(),
+        "nothing before acceptance"
+    );
+    assert!(!station.may_send_queued());
+    assert_eq!(station.poll_timeout(), Some(t0 + secs(5)));
+    // The third one's deadline passes while Pending: never sent.
+    let pending = boot_answer(v1_6::RegistrationStatus::Pending, 30);
+    assert!(!station.on_call_completed(t0, "BootNotification", &pending));
+    let at = t0 + secs(5);
+    assert!(matches!(station.poll_transmit(at), Some(Transmit::Expired(c)) if c.caller == 3));
+    assert!(station.poll_transmit(at).is_none());
+    // Accepted: the others go, in the order they were made.
+    accept(&mut station, at);
+    let mut sent = Vec::new();
+    while let Some(transmit) = station.poll_transmit(at) {
+        let Transmit::Held(call) = transmit else {
+            panic!("only held CALLs are due");
+        };
+        station.on_call_sent(at, call.request.action());
+        sent.push(call.caller);
+    }
+    assert_eq!(sent, [1, 2]);
+    assert!(station.may_send_queued());
+}
+
+#[test]
+fn the_status_follows_each_step() {
+    let t0 = Instant::now();
+    let mut station = station();
+    station.begin_attempt();
+    assert_eq!(station.status(), Status::Connecting { attempt: 1 });
+    let Next::Reconnect(wait) = station.on_connect_failed(t0, Cause::Tls, 0) else {
+        panic!("a failed attempt is retried");
+    };
+    assert_eq!(
+        station.status(),
+        Status::Waiting {
+            wait,
+            cause: Cause::Tls
+        }
+    );
+    connect_and_boot(&mut station, t0);
+    assert_eq!(
+        station.status(),
+        Status::Registering {
+            version: OcppVersion::V1_6,
+            registration: None,
+            boot_failures: 0
+        }
+    );
+    let pending = boot_answer(v1_6::RegistrationStatus::Pending, 30);
+    station.on_call_completed(t0, "BootNotification", &pending);
+    assert_eq!(
+        station.status(),
+        Status::Registering {
+            version: OcppVersion::V1_6,
+            registration: Some(RegistrationStatus::Pending),
+            boot_failures: 0
+        }
+    );
+    accept(&mut station, t0 + secs(30));
+    let version = OcppVersion::V1_6;
+    assert_eq!(station.status(), Status::Accepted { version });
+}
+
+#[test]
+fn an_unanswered_boot_gives_the_connection_up_and_waits() {
+    let t0 = Instant::now();
+    let mut station = station();
+    station.set_boot_retries(2, secs(5));
+    connect_and_boot(&mut station, t0);
+    let timeout = Err(CallFailure::Timeout);
+    station.on_call_completed(t0 + secs(30), "BootNotification", &timeout);
+    let Status::Registering { boot_failures, .. } = station.status() else {
+        panic!("still registering");
+    };
+    assert_eq!(boot_failures, 1);
+    // Refused by the connection: a failure too.
+    let at = t0 + secs(35);
+    assert!(matches!(station.poll_transmit(at), Some(Transmit::Own(_))));
+    station.on_own_call_refused(at, "BootNotification");
+    let reason = "BootNotification unanswered";
+    assert!(matches!(station.poll_transmit(at), Some(Transmit::Close(r)) if r == reason));
+    assert!(station.poll_transmit(at).is_none(), "one close");
+    let closed = CloseReason::LocalClose {
+        code: CloseCode::NORMAL,
+    };
+    let next = station.on_closed(at, &closed, 0);
+    assert!(matches!(next, Next::Reconnect(_)));
+    let attempts = 2;
+    assert!(matches!(
+        station.status(),
+        Status::Waiting { cause: Cause::BootUnanswered { attempts: a }, .. } if a == attempts
+    ));
+}
+
+#[test]
+fn a_reboot_closes_and_reconnects_at_once_with_its_reason_until_accepted() {
+    let t0 = Instant::now();
+    let mut station = station();
+    station.on_connected(t0, OcppVersion::V2_0_1);
+    let _ = station.poll_transmit(t0);
+    station.reboot(BootReason::RemoteReset);
+    assert!(matches!(
+        station.poll_transmit(t0),
+        Some(Transmit::Close("reboot"))
+    ));
+    let closed = CloseReason::LocalClose {
+        code: CloseCode::NORMAL,
+    };
+    assert_eq!(station.on_closed(t0, &closed, 0), Next::ReconnectNow);
+    // 2.0.1 says why it boots: the reboot's reason, until a boot is accepted.
+    let reason_of_next_boot = |station: &mut Lifecycle<u32>, now| {
+        station.begin_attempt();
+        station.on_connected(now, OcppVersion::V2_0_1);
+        let Some(Transmit::Own(boot)) = station.poll_transmit(now) else {
+            panic!("a boot is due");
+        };
+        station.on_call_sent(now, boot.action());
+        serde_json::to_value(&boot).unwrap()["reason"].clone()
+    };
+    assert_eq!(reason_of_next_boot(&mut station, t0), "RemoteReset");
+    let lost = CloseReason::Eof;
+    station.on_closed(t0, &lost, 0);
+    assert_eq!(reason_of_next_boot(&mut station, t0), "RemoteReset");
+    let time = DateTime::from_unix_timestamp(1_780_000_000).unwrap();
+    let accepted = crate::v2_0_1::BootNotificationResponse::new(
+        time,
+        300,
+        crate::v2_0_1::RegistrationStatusEnum::Accepted,
+    );
+    assert!(station.on_call_completed(t0, "BootNotification", &Ok(accepted.into())));
+    station.on_closed(t0, &lost, 0);
+    // Booted before, the link came back: no restart to claim.
+    assert_eq!(reason_of_next_boot(&mut station, t0), "Unknown");
+}
+
+#[test]
+fn a_stop_during_the_handshake_closes_and_stops() {
+    let t0 = Instant::now();
+    let mut station = station();
+    station.begin_attempt();
+    station.stop();
+    assert!(station.is_stopping());
+    let close = station.poll_transmit(t0);
+    assert!(matches!(close, Some(Transmit::Close("station stopping"))));
+    assert!(station.poll_transmit(t0).is_none());
+    let closed = CloseReason::LocalClose {
+        code: CloseCode::NORMAL,
+    };
+    assert_eq!(station.on_closed(t0, &closed, 0), Next::Stop(Ok(())));
+    assert_eq!(station.status(), Status::Stopped);
+}
+
+#[test]
+fn a_refusal_retrying_cannot_cure_stops_unless_told_to_retry() {
+    let t0 = Instant::now();
+    let refused = CloseReason::UpgradeRefused {
+        status: Some(401),
+        description: String::new(),
+    };
+    let mut station = station();
+    station.begin_attempt();
+    let next = station.on_closed(t0, &refused, 0);
+    assert_eq!(next, Next::Stop(Err(PermanentFailure::Unauthorized)));
+    assert_eq!(station.status(), Status::Stopped);
+
+    let mut retrying = self::station();
+    retrying.set_retry_refusals(true);
+    retrying.begin_attempt();
+    assert!(matches!(
+        retrying.on_closed(t0, &refused, 0),
+        Next::Reconnect(_)
+    ));
+}
+
+#[test]
+fn the_station_returns_to_its_first_central_system_when_told_to() {
+    let t0 = Instant::now();
+    let info = StationInfo::new("ACME", "Wallbox One");
+    let urls = ["ws://a.example/ocpp/CP1", "ws://b.example/ocpp/CP1"];
+    let profiles = NetworkProfiles::from_urls(urls)
+        .with_attempts(1)
+        .with_return_after(secs(600));
+    let mut station = Lifecycle::<u32>::new(info, RetryBackOff::default(), profiles);
+    let first = station.begin_attempt().unwrap();
+    assert_eq!(first.profile.csms_url, urls[0]);
+    station.on_connect_failed(t0, Cause::Other, 0);
+    let second = station.begin_attempt().unwrap();
+    assert_eq!(second.profile.csms_url, urls[1]);
+    station.on_connected(t0, OcppVersion::V1_6);
+    let Some(Transmit::Own(boot)) = station.poll_transmit(t0) else {
+        panic!("a boot is due");
+    };
+    station.on_call_sent(t0, boot.action());
+    accept(&mut station, t0);
+    assert_eq!(
+        station.poll_timeout(),
+        Some(t0 + secs(300)),
+        "the heartbeat first"
+    );
+    station.on_call_sent(t0 + secs(300), "Heartbeat");
+    let back = t0 + secs(600);
+    assert!(station.poll_timeout().is_some_and(|at| at <= back));
+    station.handle_timeout(back);
+    let reason = "returning to the first central system";
+    assert!(matches!(station.poll_transmit(back), Some(Transmit::Close(r)) if r == reason));
+    let closed = CloseReason::LocalClose {
+        code: CloseCode::NORMAL,
+    };
+    assert_eq!(station.on_closed(back, &closed, 0), Next::ReconnectNow);
+    let again = station.begin_attempt().unwrap();
+    assert_eq!(again.profile.csms_url, urls[0]);
+}
+
+#[test]
+fn the_heartbeat_interval_in_force_outlives_a_connection() {
+    let t0 = Instant::now();
+    let mut station = station();
+    station.set_heartbeat_interval(t0, secs(60));
+    connect_and_boot(&mut station, t0);
+    // Accepted with an interval of 0: the station keeps its own.
+    let accepted = boot_answer(v1_6::RegistrationStatus::Accepted, 0);
+    assert!(station.on_call_completed(t0, "BootNotification", &accepted));
+    assert_eq!(station.heartbeat_interval(), secs(60));
+    assert_eq!(station.poll_timeout(), Some(t0 + secs(60)));
+    // A CSMS's interval replaces it, and stays for the next connection.
+    station.set_heartbeat_interval(t0, secs(90));
+    station.on_closed(t0, &CloseReason::Eof, 0);
+    assert_eq!(station.heartbeat_interval(), secs(90));
+    assert!(station.poll_transmit(t0).is_none(), "nothing offline");
+}
