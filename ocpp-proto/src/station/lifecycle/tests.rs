@@ -297,3 +297,214 @@ fn the_heartbeat_interval_in_force_outlives_a_connection() {
     assert_eq!(station.heartbeat_interval(), secs(90));
     assert!(station.poll_transmit(t0).is_none(), "nothing offline");
 }
+
+/// One step of a driver that follows the lifecycle's protocol, as the property test makes
+/// them: what the network, the central system, the clock and the application do.
+#[derive(Debug, Clone)]
+enum Op {
+    BeginAttempt,
+    ConnectFailed,
+    Connected(bool),
+    /// Everything due, each taken by the connection or refused.
+    Transmit(bool),
+    /// A BootNotification's outcome: an answer (status by index, interval in seconds) or a
+    /// failure.
+    Boot(Option<(u8, u32)>),
+    Advance(u32),
+    /// A held CALL: a Heartbeat (or a StatusNotification), due within the seconds given.
+    Hold(bool, u16),
+    Trigger(bool),
+    Heartbeat(u16),
+    Reboot,
+    Stop,
+    Closed(u8),
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    // Short steps of time against deadlines of up to ten minutes, so that held CALLs expire
+    // out of order; the clock sometimes jumps far.
+    prop_oneof![
+        3 => Just(Op::BeginAttempt),
+        1 => Just(Op::ConnectFailed),
+        3 => any::<bool>().prop_map(Op::Connected),
+        8 => any::<bool>().prop_map(Op::Transmit),
+        4 => proptest::option::of((0u8..3, prop_oneof![0u32..700, any::<u32>()])).prop_map(Op::Boot),
+        6 => prop_oneof![0u32..120, 0u32..100_000].prop_map(Op::Advance),
+        6 => (any::<bool>(), 0u16..600).prop_map(|(h, d)| Op::Hold(h, d)),
+        2 => any::<bool>().prop_map(Op::Trigger),
+        1 => any::<u16>().prop_map(Op::Heartbeat),
+        1 => Just(Op::Reboot),
+        1 => Just(Op::Stop),
+        2 => (0u8..4).prop_map(Op::Closed),
+    ]
+}
+
+/// Where the driver stands (which calls the protocol allows).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Between,
+    Attempting,
+    Open,
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Any sequence a driver may make: no panic; every held CALL ends exactly once (sent,
+    /// expired, refused or drained at the close); one close per attempt, and nothing after
+    /// it; the registration's own CALLs only on an open connection, schema-valid; a stop
+    /// ends the station.
+    #[test]
+    fn every_held_call_ends_once_and_a_close_is_the_last_transmit(
+        ops in proptest::collection::vec(op(), 0..120),
+    ) {
+        let t0 = Instant::now();
+        let mut now = t0;
+        let mut station = station();
+        let mut phase = Phase::Between;
+        let mut next_caller = 0u32;
+        let mut ended: Vec<u32> = Vec::new();
+        let mut closes_this_attempt = 0;
+        let mut stopped = false;
+        let versions = [OcppVersion::V1_6, OcppVersion::V2_0_1];
+        let mut version = versions[0];
+        let close = |phase: &mut Phase, station: &mut Lifecycle<u32>, ended: &mut Vec<u32>,
+                     reason: &CloseReason, now| {
+            let next = station.on_closed(now, reason, 7);
+            ended.extend(station.drain_held().map(|call| call.caller));
+            *phase = Phase::Between;
+            match next {
+                Next::Stop(_) => assert_eq!(station.status(), Status::Stopped),
+                Next::Reconnect(_) => {
+                    assert!(matches!(station.status(), Status::Waiting { .. }))
+                }
+                Next::ReconnectNow => {}
+            }
+            matches!(next, Next::Stop(_))
+        };
+        for op in ops {
+            if stopped {
+                break;
+            }
+            match (op, phase) {
+                (Op::BeginAttempt, Phase::Between) => {
+                    station.begin_attempt();
+                    closes_this_attempt = 0;
+                    phase = Phase::Attempting;
+                }
+                (Op::ConnectFailed, Phase::Attempting) => {
+                    let next = station.on_connect_failed(now, Cause::Other, 3);
+                    proptest::prop_assert!(matches!(next, Next::Reconnect(_)));
+                    phase = Phase::Between;
+                }
+                (Op::Connected(v2), Phase::Attempting) => {
+                    version = versions[usize::from(v2)];
+                    station.on_connected(now, version);
+                    phase = Phase::Open;
+                }
+                (Op::Transmit(taken), Phase::Attempting | Phase::Open) => {
+                    let mut steps = 0;
+                    while let Some(transmit) = station.poll_transmit(now) {
+                        steps += 1;
+                        proptest::prop_assert!(steps <= next_caller as usize + 3, "endless");
+                        proptest::prop_assert_eq!(closes_this_attempt, 0, "after the close");
+                        match transmit {
+                            Transmit::Own(request) => {
+                                proptest::prop_assert_eq!(phase, Phase::Open);
+                                proptest::prop_assert_eq!(request.version(), version);
+                                proptest::prop_assert!(request.validate().is_ok());
+                                if taken {
+                                    station.on_call_sent(now, request.action());
+                                } else {
+                                    station.on_own_call_refused(now, request.action());
+                                }
+                            }
+                            Transmit::Held(call) => {
+                                proptest::prop_assert!(call.deadline > now);
+                                if taken {
+                                    station.on_call_sent(now, call.request.action());
+                                }
+                                ended.push(call.caller);
+                            }
+                            Transmit::Expired(call) => {
+                                proptest::prop_assert!(call.deadline <= now);
+                                ended.push(call.caller);
+                            }
+                            Transmit::Close(_) => closes_this_attempt += 1,
+                        }
+                    }
+                }
+                (Op::Boot(outcome), Phase::Open) => {
+                    let outcome = match outcome {
+                        Some((status, interval)) => {
+                            let status = match status {
+                                0 => v1_6::RegistrationStatus::Accepted,
+                                1 => v1_6::RegistrationStatus::Pending,
+                                _ => v1_6::RegistrationStatus::Rejected,
+                            };
+                            boot_answer(status, i32::try_from(interval).unwrap_or(i32::MAX))
+                        }
+                        None => Err(CallFailure::Timeout),
+                    };
+                    let accepted = station.on_call_completed(now, "BootNotification", &outcome);
+                    if accepted {
+                        proptest::prop_assert_eq!(station.status(), Status::Accepted { version });
+                    }
+                }
+                (Op::Advance(secs), Phase::Attempting | Phase::Open) => {
+                    now += secs_f(secs);
+                    station.handle_timeout(now);
+                }
+                (Op::Advance(secs), Phase::Between) => now += secs_f(secs),
+                (Op::Hold(heartbeat, deadline), _) => {
+                    next_caller += 1;
+                    let request = if heartbeat {
+                        v1_6::HeartbeatRequest {}.into()
+                    } else {
+                        status_notification()
+                    };
+                    let deadline = now + secs_f(u32::from(deadline));
+                    station.hold(request, next_caller, deadline);
+                }
+                (Op::Trigger(boot), Phase::Open) => {
+                    let action = if boot { "BootNotification" } else { "StatusNotification" };
+                    station.on_trigger_accepted(now, action);
+                }
+                (Op::Heartbeat(secs), _) => {
+                    station.set_heartbeat_interval(now, secs_f(u32::from(secs)));
+                }
+                (Op::Reboot, _) => station.reboot(BootReason::RemoteReset),
+                (Op::Stop, Phase::Between) => {
+                    station.on_stopped();
+                    stopped = true;
+                }
+                (Op::Stop, _) => station.stop(),
+                (Op::Closed(reason), Phase::Attempting | Phase::Open) => {
+                    let reason = match reason {
+                        0 => CloseReason::Eof,
+                        1 => CloseReason::LocalClose { code: CloseCode::NORMAL },
+                        2 => CloseReason::UpgradeRefused { status: Some(401), description: String::new() },
+                        _ => CloseReason::NoCommonVersion,
+                    };
+                    stopped = close(&mut phase, &mut station, &mut ended, &reason, now);
+                }
+                _ => {}
+            }
+            if let Some(at) = station.poll_timeout() {
+                proptest::prop_assert!(phase != Phase::Between, "no deadline between attempts: {at:?}");
+            }
+        }
+        if phase != Phase::Between {
+            close(&mut phase, &mut station, &mut ended, &CloseReason::Eof, now);
+        }
+        ended.extend(station.drain_held().map(|call| call.caller));
+        ended.sort_unstable();
+        let expected: Vec<u32> = (1..=next_caller).collect();
+        proptest::prop_assert_eq!(ended, expected, "each held CALL ends once");
+    }
+}
+
+fn secs_f(secs: u32) -> Duration {
+    Duration::from_secs(u64::from(secs))
+}
