@@ -20,12 +20,14 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{mpsc, Mutex};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{example_binary, free_port, python, python_ocpp_present, target_dir, Killed};
+use common::{
+    example_binary, free_port, mio_server_binary, python, python_ocpp_present, station_loop_binary,
+    Killed,
+};
 use serde_json::Value;
 
 const CSMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/python_csms.py");
@@ -33,26 +35,6 @@ const CSMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/python_cs
 const START: Duration = Duration::from_secs(10);
 /// How long a reconnection may take: the default back-off (3 s + up to 10 s) and a margin.
 const RECONNECT: Duration = Duration::from_secs(20);
-
-/// target/debug/mio-server, built with cargo if missing (once per test binary).
-fn mio_server_binary() -> PathBuf {
-    static BUILD: Mutex<()> = Mutex::new(());
-    let binary = target_dir().join(format!("mio-server{}", std::env::consts::EXE_SUFFIX));
-    let _once = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    if !binary.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "ocpp-examples", "--bin", "mio-server"])
-            .status()
-            .expect("cargo runs");
-        assert!(
-            status.success(),
-            "cargo build -p ocpp-examples --bin mio-server"
-        );
-    }
-    assert!(binary.exists(), "{}", binary.display());
-    binary
-}
 
 /// A child process, killed (SIGKILL) and reaped when dropped, and the lines it prints on
 /// stdout, each with the time it was read; echoed with `name` for `--nocapture`.
@@ -154,25 +136,6 @@ fn start_station(program: &str, url: &str, version: &str) -> Process {
         name => example_binary(name),
     };
     Process::spawn(program, Command::new(binary).args([url, version]))
-}
-
-/// target/debug/examples/station_loop (the workspace's `cargo test` builds it), built with
-/// cargo if missing (once per test binary).
-fn station_loop_binary() -> PathBuf {
-    static BUILD: Mutex<()> = Mutex::new(());
-    let binary = target_dir()
-        .join("examples")
-        .join(format!("station_loop{}", std::env::consts::EXE_SUFFIX));
-    let _once = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    if !binary.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "ocpp-proto", "--example", "station_loop"])
-            .status()
-            .expect("cargo");
-        assert!(status.success(), "cargo build --example station_loop");
-    }
-    binary
 }
 
 /// Waits for the station's `Accepted { version: .. }` and `remote start for TAG-1` lines after

@@ -435,25 +435,39 @@ pub fn example_binary(name: &str) -> PathBuf {
     binary
 }
 
-/// target/debug/mio-server (the workspace's `cargo test` builds it), built with cargo if missing
-/// (once per test binary: never two cargos at once).
+/// target/debug/mio-server (the workspace's `cargo test` builds it), built with cargo if missing.
 pub fn mio_server_binary() -> PathBuf {
+    built_if_missing(
+        "mio-server",
+        &["-p", "ocpp-examples", "--bin", "mio-server"],
+    )
+}
+
+/// target/debug/examples/station_loop, `ocpp-proto`'s station on the Sans-IO core and std
+/// sockets (the workspace's `cargo test` builds it), built with cargo if missing.
+pub fn station_loop_binary() -> PathBuf {
+    let name = "examples/station_loop";
+    built_if_missing(name, &["-p", "ocpp-proto", "--example", "station_loop"])
+}
+
+/// The program at `path` in the target directory, built by `cargo build ARGS` if missing
+/// (once per test binary: never two cargos at once).
+fn built_if_missing(path: &str, args: &[&str]) -> PathBuf {
     static BUILT: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _once = BUILT
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let binary = target_dir().join(format!("mio-server{}", std::env::consts::EXE_SUFFIX));
+    let binary = target_dir().join(format!("{path}{}", std::env::consts::EXE_SUFFIX));
     if !binary.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "-p", "ocpp-examples", "--bin", "mio-server"])
+        let status = Command::new(cargo)
+            .arg("build")
+            .args(args)
             .status()
             .expect("cargo runs");
-        assert!(
-            status.success(),
-            "cargo build -p ocpp-examples --bin mio-server"
-        );
+        assert!(status.success(), "cargo build {}", args.join(" "));
     }
+    assert!(binary.exists(), "{}", binary.display());
     binary
 }
 
