@@ -30,7 +30,7 @@ use nix::sys::time::TimeSpec;
 use ocpp_frame::deflate::DeflateConfig;
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
-use ocpp_proto::{Connection, ConnectionConfig, DeflatePolicy, MessageId, Request, Response};
+use ocpp_proto::{Connection, ConnectionConfig, DeflatePolicy, Request, Response};
 use ocpp_reference_csms::push::unix_nanos_now;
 
 use super::cli::{Deflate, Options, Scenario, WorkerSlot};
@@ -52,6 +52,13 @@ const READ_BUFFER: usize = 64 * 1024;
 const CONNECTS_PER_TURN: usize = 32;
 /// The longest a worker waits for its connections to close at the end.
 const CLOSE_GRACE: Duration = Duration::from_secs(3);
+
+/// What one of our CALLs is and when it was made: the caller each CALL carries in the core.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    kind: Kind,
+    at: Instant,
+}
 
 /// A message the swarm sends on a schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +91,9 @@ impl Kind {
 #[derive(Debug)]
 struct ChargePointSocket {
     stream: TcpStream,
-    conn: Connection,
+    /// Each CALL of ours carries what it is and when `call` was made ([`Sent`]), handed back
+    /// with its outcome: the worker keeps no table of them.
+    conn: Connection<Sent>,
     /// The TCP connect has completed (first writable event).
     connected: bool,
     /// `WRITABLE` interest is registered.
@@ -106,8 +115,6 @@ struct SimulatedChargePoint {
     /// When to send the BootNotification again (it was answered Pending).
     boot_at: Option<Instant>,
     attempts: u32,
-    /// Our CALLs in flight or queued: id, kind, when `call` was made.
-    calls: Vec<(MessageId<'static>, Kind, Instant)>,
     last_seq: u64,
     next: [Option<Instant>; 3],
     /// The deadline this charge point has in the heap.
@@ -271,7 +278,6 @@ pub(crate) fn run(options: Options, slot: WorkerSlot) -> io::Result<()> {
             retry_at: None,
             boot_at: None,
             attempts: 0,
-            calls: Vec::new(),
             last_seq: 0,
             next: [None; 3],
             scheduled: None,

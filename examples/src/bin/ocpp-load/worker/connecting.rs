@@ -87,7 +87,8 @@ impl Worker {
         }
         let mut key = [0u8; 16];
         self.rng.fill(&mut key);
-        let conn = Connection::connect(now, self.config.clone(), &target, key, self.rng.u64(..))
+        let seed = self.rng.u64(..);
+        let conn = Connection::connect_with_callers(now, self.config.clone(), &target, key, seed)
             .map_err(|e| io::Error::other(e.to_string()))?;
         Ok(ChargePointSocket {
             stream,

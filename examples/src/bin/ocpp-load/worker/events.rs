@@ -12,7 +12,7 @@ use ocpp_reference_csms::push::unix_nanos_now;
 
 use ocpp_examples::charge_point_payload::{self as payload, CallAnswer};
 
-use super::{push_stamp, Kind, LoadPhase, Worker};
+use super::{push_stamp, Kind, LoadPhase, Sent, Worker};
 
 impl Worker {
     /// Hands every event of `local`'s connection to the scenario. `stamp`: when the bytes that
@@ -29,9 +29,9 @@ impl Worker {
             match event {
                 Event::Connected { version } => self.send_boot(local, version, now),
                 Event::Call { id, request } => self.on_call(local, &id, &request, stamp, now),
-                Event::CallCompleted { id, outcome, .. } => {
-                    self.on_completed(local, &id, outcome, now);
-                }
+                Event::CallCompleted {
+                    outcome, caller, ..
+                } => self.on_completed(local, caller, outcome, now),
                 Event::UnmatchedResponse { .. } => self.stats.add("unmatched_responses", 1),
                 Event::Closed(closed) => {
                     if self.accounting {
@@ -44,7 +44,6 @@ impl Worker {
                         );
                     }
                     tracing::debug!(local, reason = ?closed.reason, "closed");
-                    self.cps[local].calls.clear();
                     // The link goes once its output is flushed (`after`).
                 }
                 _ => {}
@@ -123,9 +122,11 @@ impl Worker {
         let Some(link) = self.cps[local].link.as_mut() else {
             return;
         };
-        match link.conn.call(now, request) {
-            Ok(id) => {
-                self.cps[local].calls.push((id, kind, now));
+        match link
+            .conn
+            .call_for(now, request, Sent { kind, at: now }, None)
+        {
+            Ok(_) => {
                 if measuring && kind != Kind::Boot {
                     self.stats.add("requests_sent", 1);
                 }
@@ -140,16 +141,10 @@ impl Worker {
     pub(super) fn on_completed(
         &mut self,
         local: usize,
-        id: &MessageId<'_>,
+        Sent { kind, at: started }: Sent,
         outcome: CallOutcome,
         now: Instant,
     ) {
-        let cp = &mut self.cps[local];
-        let Some(at) = cp.calls.iter().position(|(call_id, _, _)| call_id == id) else {
-            self.stats.add("unknown_completions", 1);
-            return;
-        };
-        let (_, kind, started) = cp.calls.swap_remove(at);
         if self.accounting {
             self.stats.add(
                 match &outcome {

@@ -16,7 +16,7 @@ use ocpp_frame::CloseCode;
 use ocpp_proto::{CallOutcome, CloseReason, Closed};
 
 use super::{
-    payload, CallAnswer, ConnectorStage, Kind, LoadPhase, MeterSnapshot, Outgoing, Worker,
+    payload, CallAnswer, ConnectorStage, Kind, LoadPhase, MeterSnapshot, Outgoing, Sent, Worker,
 };
 use ocpp_examples::charge_point_payload::TxRef;
 use ocpp_proto::station::StationStopReason;
@@ -215,11 +215,17 @@ impl Worker {
             let busy = self
                 .cps
                 .iter()
-                .any(|cp| cp.link.is_some() && !cp.calls.is_empty());
+                .filter_map(|cp| cp.link.as_ref())
+                .any(|link| link.conn.has_call_in_flight() || link.conn.queued_calls() > 0);
             if busy && now < close_at {
                 return false;
             }
-            let in_flight: usize = self.cps.iter().map(|cp| cp.calls.len()).sum();
+            let in_flight: usize = self
+                .cps
+                .iter()
+                .filter_map(|cp| cp.link.as_ref())
+                .map(|link| usize::from(link.conn.has_call_in_flight()) + link.conn.queued_calls())
+                .sum();
             self.stats.add("calls_in_flight_at_end", in_flight as u64);
             for local in 0..self.cps.len() {
                 if self.cps[local].link.is_none() {
@@ -293,7 +299,7 @@ impl Worker {
 
     /// A connection of ours ended (the `Closed` event): counts what it left unanswered, by
     /// who ended it.
-    pub(super) fn soak_closed(&mut self, local: usize, closed: &Closed) {
+    pub(super) fn soak_closed(&mut self, local: usize, closed: &Closed<Sent>) {
         let cp = &mut self.cps[local];
         let closer = cp.soak.closer.take();
         let cause = match closer {
