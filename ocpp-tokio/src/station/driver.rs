@@ -195,8 +195,10 @@ impl Task {
         }
     }
 
-    /// A command while no connection is open (and, connected, one a connection does not
-    /// change): transaction messages are queued, other CALLs are not sent.
+    /// A command while no connection is open, and, connected, any but a CALL or a close:
+    /// transaction messages are queued, other CALLs are not sent; a reboot, the back-off,
+    /// the heartbeat interval go to the lifecycle (a reboot closes the connection through
+    /// it, if there is one).
     pub(super) fn offline_command(&mut self, command: StationCommand) {
         match command {
             StationCommand::Call { request, reply } if is_transaction_message(&request) => {
