@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use ocpp_messages::Request;
 
 use super::{
-    boot_request, connection_boot_reason, heartbeat_request, Attempt, BootAnswer, BootReason,
-    Cause, Due, HeldCall, HeldCalls, NetworkProfiles, PermanentFailure, Reconnect, Registration,
-    RetryBackOff, StationInfo, Status, DEFAULT_HEARTBEAT_INTERVAL,
+    boot_request, connection_boot_reason, heartbeat_request, requested_by_trigger,
+    trigger_accepted, Attempt, BootAnswer, BootReason, Cause, Due, HeldCall, HeldCalls,
+    NetworkProfiles, PermanentFailure, Reconnect, Registration, RetryBackOff, StationInfo, Status,
+    DEFAULT_HEARTBEAT_INTERVAL,
 };
 use crate::{Answer, CallOutcome, CloseReason, OcppVersion};
 
@@ -150,6 +151,8 @@ pub struct Lifecycle<C> {
     registration: Option<Registration>,
     /// The application's CALLs the registration does not allow yet.
     held: HeldCalls<C>,
+    /// The message a TriggerMessage being answered by the application asks for.
+    answering_trigger: Option<&'static str>,
     /// Why the station closes the current connection, once it decided to.
     leaving: Option<Leaving>,
     /// Whether the close for `leaving` was handed out.
@@ -174,6 +177,7 @@ impl<C> Lifecycle<C> {
             retry_refusals: false,
             registration: None,
             held: HeldCalls::new(),
+            answering_trigger: None,
             leaving: None,
             close_sent: false,
         }
@@ -256,10 +260,33 @@ impl<C> Lifecycle<C> {
         self.leaving.is_none() && self.registration.as_ref().is_some_and(|r| r.is_accepted())
     }
 
-    /// What the registration answers itself to the central system's CALL, refusals included
-    /// ([`Registration::own_answer`]); `None` before the WebSocket is open.
-    pub fn own_answer(&self, request: &Request) -> Option<Answer> {
-        self.registration.as_ref()?.own_answer(request)
+    // The central system's CALLs.
+
+    /// The central system's CALL (the connection hands them out one at a time): what the
+    /// station answers itself, refusals included ([`Registration::own_answer`]: e.g.
+    /// SecurityError while not Accepted, a 2.x TriggerMessage(BootNotification) once Accepted,
+    /// F06.FR.17). `None`: the application answers it, and its answer goes to
+    /// [`on_answered`](Self::on_answered).
+    pub fn on_incoming(&mut self, request: &Request) -> Option<Answer> {
+        let answer = self.registration.as_ref()?.own_answer(request);
+        self.answering_trigger = match answer {
+            None => requested_by_trigger(request),
+            Some(_) => None,
+        };
+        answer
+    }
+
+    /// The application answered the CALL [`on_incoming`](Self::on_incoming) handed it, at `now`
+    /// (before the answer is written). An accepted TriggerMessage is the registration's to
+    /// honour: the message it asks for may go out once while Pending, and a BootNotification
+    /// it asks for is due ([`Registration::on_trigger_accepted`]).
+    pub fn on_answered(&mut self, now: Instant, answer: &Answer) {
+        let Some(requested) = self.answering_trigger.take() else {
+            return;
+        };
+        if let (true, Some(registration)) = (trigger_accepted(answer), &mut self.registration) {
+            registration.on_trigger_accepted(now, requested);
+        }
     }
 
     // Attempts.
@@ -292,6 +319,7 @@ impl<C> Lifecycle<C> {
         // unless that says 0 (the station keeps its own).
         registration.set_heartbeat_interval(now, self.heartbeat_interval);
         self.registration = Some(registration);
+        self.answering_trigger = None;
         self.status = Status::Registering {
             version,
             registration: None,
@@ -321,14 +349,6 @@ impl<C> Lifecycle<C> {
     pub fn reboot(&mut self, reason: BootReason) {
         self.boot_reason = Some(reason);
         self.leave(Leaving::Reboot);
-    }
-
-    /// The station accepted a TriggerMessage for `requested` at `now`
-    /// ([`Registration::on_trigger_accepted`]).
-    pub fn on_trigger_accepted(&mut self, now: Instant, requested: &str) {
-        if let Some(registration) = &mut self.registration {
-            registration.on_trigger_accepted(now, requested);
-        }
     }
 
     // The connection.

@@ -12,8 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ocpp_proto::station::{
-    answer_set_network_profile, is_transaction_message, requested_by_trigger, trigger_accepted,
-    Lifecycle, NetworkProfiles, Next, Transmit,
+    answer_set_network_profile, is_transaction_message, Lifecycle, NetworkProfiles, Next, Transmit,
 };
 use ocpp_proto::{
     Answer, CallFailure, CloseCode, Closed, Connection, ConnectionConfig, Event, MessageId,
@@ -57,13 +56,8 @@ pub(super) struct Online {
     pub(super) sends: VecDeque<BoxFuture<()>>,
 }
 
-/// An answer from a handler: the CALL's id, the answer, and the action a TriggerMessage asked
-/// for (to let it out while Pending once the trigger is Accepted).
-pub(super) type HandlerAnswer = (MessageId<'static>, Answer, Option<&'static str>);
-
-/// A handler's answer on its way ([`Wire::answer`]): the CALL's id, the action a
-/// TriggerMessage asked for, the answer.
-pub(super) type PendingAnswer = (MessageId<'static>, Option<&'static str>, BoxFuture<Answer>);
+/// A handler's answer on its way ([`Wire::answer`]): the CALL's id, the answer.
+pub(super) type PendingAnswer = (MessageId<'static>, BoxFuture<Answer>);
 
 /// The station's task.
 pub(crate) struct Task {
@@ -295,7 +289,7 @@ impl Task {
                 let Some(on) = &wire.online else { return };
                 // What the registration answers itself (a refusal, SecurityError; F06.FR.17)
                 // is answered here.
-                if let Some(answer) = self.lifecycle.own_answer(&request) {
+                if let Some(answer) = self.lifecycle.on_incoming(&request) {
                     let _ = put_answer(conn, self.message_hook(), now, &id, answer);
                     return;
                 }
@@ -318,9 +312,8 @@ impl Task {
                         return;
                     }
                 }
-                let trigger = requested_by_trigger(&request);
                 let answer = on.app.on_call(IncomingCall::new(id.clone(), request));
-                wire.answer = Some((id, trigger, answer));
+                wire.answer = Some((id, answer));
             }
             Event::Send { id, request } => {
                 if let Some(hook) = self.message_hook() {
@@ -354,19 +347,18 @@ impl Task {
         }
     }
 
-    /// A handler's answer, through the core's answer rule; an accepted TriggerMessage is the
-    /// registration's to honour (its message let out while Pending, a BootNotification due).
+    /// A handler's answer: the lifecycle hears it (an accepted TriggerMessage is the
+    /// registration's to honour), then it goes out through the core's answer rule.
     pub(super) fn on_answer(
         &mut self,
         conn: &mut Connection<CallWaiter>,
-        (id, answer, trigger): HandlerAnswer,
+        id: MessageId<'static>,
+        answer: Answer,
     ) {
         let now = Instant::now();
-        let accepted_trigger = trigger.filter(|_| trigger_accepted(&answer));
+        self.lifecycle.on_answered(now, &answer);
         if let Err(error) = put_answer(conn, self.message_hook(), now, &id, answer) {
             tracing::warn!(identity = %self.url.identity(), "answer: {error}");
-        } else if let Some(action) = accepted_trigger {
-            self.lifecycle.on_trigger_accepted(now, action);
         }
     }
 

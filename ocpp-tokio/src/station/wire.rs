@@ -20,7 +20,7 @@ pub(super) struct Wire {
     pub(super) send_retry: SendRetry,
     /// The handler's answer to the central system's CALL being handled (the core delivers
     /// one at a time), polled by the driver as the server's side polls its own: the CALL's
-    /// id, the action a TriggerMessage asked for, the answer to come.
+    /// id, the answer to come.
     pub(super) answer: Option<PendingAnswer>,
     /// The core's end of the connection, for [`Task::ended`].
     pub(super) closed: Option<Box<Closed<CallWaiter>>>,
@@ -90,11 +90,11 @@ impl DriverSide for StationSide<'_> {
         conn: &mut Connection<CallWaiter>,
     ) -> bool {
         let mut progressed = false;
-        if let Some((_, _, answer)) = &mut self.wire.answer {
+        if let Some((_, answer)) = &mut self.wire.answer {
             if let Poll::Ready(answer) = answer.as_mut().poll(cx) {
                 progressed = true;
-                if let Some((id, trigger, _)) = self.wire.answer.take() {
-                    self.task.on_answer(conn, (id, answer, trigger));
+                if let Some((id, _)) = self.wire.answer.take() {
+                    self.task.on_answer(conn, id, answer);
                 }
             }
         }

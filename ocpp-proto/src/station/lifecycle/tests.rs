@@ -91,6 +91,37 @@ fn held_calls_wait_for_acceptance_and_go_after_the_boot_in_order() {
 }
 
 #[test]
+fn an_accepted_trigger_lets_its_message_out_once_while_pending() {
+    let t0 = Instant::now();
+    let mut station = station();
+    station.hold(status_notification(), 1, t0 + secs(60));
+    station.hold(status_notification(), 2, t0 + secs(60));
+    connect_and_boot(&mut station, t0);
+    let pending = boot_answer(v1_6::RegistrationStatus::Pending, 30);
+    station.on_call_completed(t0, "BootNotification", &pending);
+    assert!(station.poll_transmit(t0).is_none(), "nothing while Pending");
+    let trigger: Request =
+        v1_6::TriggerMessageRequest::new(v1_6::MessageTrigger::StatusNotification).into();
+    let answer = |status| Answer::result(v1_6::TriggerMessageResponse::new(status));
+    // Rejected by the application: nothing more may go.
+    assert!(station.on_incoming(&trigger).is_none(), "the application answers");
+    station.on_answered(t0, &answer(v1_6::TriggerMessageStatus::Rejected));
+    assert!(station.poll_transmit(t0).is_none());
+    // Accepted: one StatusNotification goes, the other waits.
+    assert!(station.on_incoming(&trigger).is_none());
+    station.on_answered(t0, &answer(v1_6::TriggerMessageStatus::Accepted));
+    let Some(Transmit::Held(call)) = station.poll_transmit(t0) else {
+        panic!("the triggered message goes");
+    };
+    assert_eq!(call.caller, 1);
+    station.on_call_sent(t0, call.request.action());
+    assert!(station.poll_transmit(t0).is_none(), "one per trigger");
+    // A CALL the registration refuses itself is not the application's to answer.
+    let start = v1_6::RemoteStartTransactionRequest::new("TAG");
+    assert!(station.on_incoming(&start.into()).is_some());
+}
+
+#[test]
 fn the_status_follows_each_step() {
     let t0 = Instant::now();
     let mut station = station();
@@ -468,8 +499,17 @@ proptest::proptest! {
                     station.hold(request, next_caller, deadline);
                 }
                 (Op::Trigger(boot), Phase::Open) => {
-                    let action = if boot { "BootNotification" } else { "StatusNotification" };
-                    station.on_trigger_accepted(now, action);
+                    let requested = if boot {
+                        v1_6::MessageTrigger::BootNotification
+                    } else {
+                        v1_6::MessageTrigger::StatusNotification
+                    };
+                    let trigger = v1_6::TriggerMessageRequest::new(requested);
+                    if station.on_incoming(&trigger.into()).is_none() {
+                        let accepted = v1_6::TriggerMessageStatus::Accepted;
+                        let answer = Answer::result(v1_6::TriggerMessageResponse::new(accepted));
+                        station.on_answered(now, &answer);
+                    }
                 }
                 (Op::Heartbeat(secs), _) => {
                     station.set_heartbeat_interval(now, secs_f(u32::from(secs)));
