@@ -88,7 +88,9 @@ impl Leaving {
 /// and at [`poll_timeout`](Self::poll_timeout), [`poll_transmit`](Self::poll_transmit) until
 /// `None`, then the offline queue's head if [`may_send_queued`](Self::may_send_queued); every
 /// CALL the connection took is [`on_call_sent`](Self::on_call_sent), every outcome
-/// [`on_call_completed`](Self::on_call_completed). When the connection ended,
+/// [`on_call_completed`](Self::on_call_completed). The central system's CALLs go to
+/// [`on_incoming`](Self::on_incoming) (the station may answer itself), the application's
+/// answers to [`on_answered`](Self::on_answered). When the connection ended,
 /// [`on_closed`](Self::on_closed) says what is next. [`status`](Self::status) is what to show
 /// the application after each step.
 ///

@@ -43,7 +43,9 @@
 //! (and the queue's head while [`Lifecycle::may_send_queued`]); sleep until the earliest of
 //! [`Lifecycle::poll_timeout`] and the connection's own deadline; every CALL the connection
 //! took goes to [`Lifecycle::on_call_sent`], every outcome to
-//! [`Lifecycle::on_call_completed`]; at the end, [`Lifecycle::on_closed`] says what is next.
+//! [`Lifecycle::on_call_completed`]; the central system's CALLs go through
+//! [`Lifecycle::on_incoming`] (and the application's answer through
+//! [`Lifecycle::on_answered`]); at the end, [`Lifecycle::on_closed`] says what is next.
 //! `ocpp_tokio`'s station is that loop on tokio.
 
 mod backoff;

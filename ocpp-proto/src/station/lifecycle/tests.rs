@@ -104,7 +104,10 @@ fn an_accepted_trigger_lets_its_message_out_once_while_pending() {
         v1_6::TriggerMessageRequest::new(v1_6::MessageTrigger::StatusNotification).into();
     let answer = |status| Answer::result(v1_6::TriggerMessageResponse::new(status));
     // Rejected by the application: nothing more may go.
-    assert!(station.on_incoming(&trigger).is_none(), "the application answers");
+    assert!(
+        station.on_incoming(&trigger).is_none(),
+        "the application answers"
+    );
     station.on_answered(t0, &answer(v1_6::TriggerMessageStatus::Rejected));
     assert!(station.poll_transmit(t0).is_none());
     // Accepted: one StatusNotification goes, the other waits.
