@@ -104,9 +104,7 @@ impl Task {
                 Ok(None) => Next::Stop(Ok(())),
                 Err((cause, error)) => {
                     tracing::info!(identity = %self.url.identity(), %error, "connect failed");
-                    let draw = self.rng.u64(..);
-                    self.lifecycle
-                        .on_connect_failed(Instant::now(), cause, draw)
+                    self.connect_failed(cause)
                 }
             };
             self.publish();
@@ -153,6 +151,14 @@ impl Task {
             }
             changed
         });
+    }
+
+    /// The attempt failed before its WebSocket was open: the lifecycle's wait, with a draw of
+    /// the task's random numbers.
+    fn connect_failed(&mut self, cause: Cause) -> Next {
+        let draw = self.rng.u64(..);
+        self.lifecycle
+            .on_connect_failed(Instant::now(), cause, draw)
     }
 
     /// A change of the profiles by the application, kept by the hook first.
@@ -231,8 +237,7 @@ impl Task {
     ) -> Next {
         let now = Instant::now();
         let Some(conn) = self.dial(now) else {
-            let draw = self.rng.u64(..);
-            return self.lifecycle.on_connect_failed(now, Cause::Other, draw);
+            return self.connect_failed(Cause::Other);
         };
         let mut wire = Wire::new();
         let side = StationSide {
@@ -243,11 +248,7 @@ impl Task {
         match wire.closed.take() {
             Some(closed) => self.ended(wire, *closed),
             // Not reached: the driver ends once the core closed, after its `Closed` event.
-            None => {
-                let draw = self.rng.u64(..);
-                self.lifecycle
-                    .on_connect_failed(Instant::now(), Cause::Other, draw)
-            }
+            None => self.connect_failed(Cause::Other),
         }
     }
 

@@ -212,20 +212,15 @@ impl Worker {
             return false;
         };
         if !closed {
-            let busy = self
-                .cps
-                .iter()
-                .filter_map(|cp| cp.link.as_ref())
-                .any(|link| link.conn.has_call_in_flight() || link.conn.queued_calls() > 0);
-            if busy && now < close_at {
+            // Our CALLs in flight or queued, per connection (the core keeps them).
+            let pending = |link: &super::ChargePointSocket| {
+                usize::from(link.conn.has_call_in_flight()) + link.conn.queued_calls()
+            };
+            let links = || self.cps.iter().filter_map(|cp| cp.link.as_ref());
+            if links().any(|link| pending(link) > 0) && now < close_at {
                 return false;
             }
-            let in_flight: usize = self
-                .cps
-                .iter()
-                .filter_map(|cp| cp.link.as_ref())
-                .map(|link| usize::from(link.conn.has_call_in_flight()) + link.conn.queued_calls())
-                .sum();
+            let in_flight: usize = links().map(pending).sum();
             self.stats.add("calls_in_flight_at_end", in_flight as u64);
             for local in 0..self.cps.len() {
                 if self.cps[local].link.is_none() {
