@@ -90,11 +90,13 @@ fn run(
             match event {
                 Event::Connected { version } => station.on_connected(now, version),
                 Event::Call { id, request } => {
-                    let answer = station.on_incoming(&request).unwrap_or_else(|| {
-                        let answer = answer_to(&request);
-                        station.on_answered(now, &answer);
-                        answer
-                    });
+                    let answer = station
+                        .on_incoming(&request, |_| Ok(()))
+                        .unwrap_or_else(|| {
+                            let answer = answer_to(&request);
+                            station.on_answered(now, &answer);
+                            answer
+                        });
                     let _ = conn.answer(now, &id, answer);
                 }
                 Event::CallCompleted {

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use ocpp_messages::Request;
 
 use super::{
-    boot_request, connection_boot_reason, heartbeat_request, requested_by_trigger,
-    trigger_accepted, Attempt, BootAnswer, BootReason, Cause, Due, HeldCall, HeldCalls,
-    NetworkProfiles, PermanentFailure, Reconnect, Registration, RetryBackOff, StationInfo, Status,
-    DEFAULT_HEARTBEAT_INTERVAL,
+    answer_set_network_profile, boot_request, connection_boot_reason, heartbeat_request,
+    requested_by_trigger, trigger_accepted, Attempt, BootAnswer, BootReason, Cause, Due, HeldCall,
+    HeldCalls, NetworkProfiles, PermanentFailure, Reconnect, Registration, RetryBackOff,
+    StationInfo, Status, DEFAULT_HEARTBEAT_INTERVAL,
 };
 use crate::{Answer, CallOutcome, CloseReason, OcppVersion};
 
@@ -159,6 +159,9 @@ pub struct Lifecycle<C> {
     leaving: Option<Leaving>,
     /// Whether the close for `leaving` was handed out.
     close_sent: bool,
+    /// Whether the station answers SetNetworkProfile itself, and with TLS (it can open
+    /// `wss://`): [`answer_set_network_profile`](Self::answer_set_network_profile).
+    answers_network_profile: Option<bool>,
 }
 
 impl<C> Lifecycle<C> {
@@ -182,6 +185,7 @@ impl<C> Lifecycle<C> {
             answering_trigger: None,
             leaving: None,
             close_sent: false,
+            answers_network_profile: None,
         }
     }
 
@@ -221,6 +225,16 @@ impl<C> Lifecycle<C> {
             }
             None => self.heartbeat_interval = interval,
         }
+    }
+
+    /// Makes the station answer the central system's SetNetworkProfile itself (2.0.1 and
+    /// 2.1, B09) by [`answer_set_network_profile`](super::answer_set_network_profile):
+    /// [`on_incoming`](Self::on_incoming) validates the profile, has the driver's `keep` keep
+    /// the changed profiles, and changes [`profiles`](Self::profiles) only when Accepted.
+    /// `tls`: the station can open `wss://` central systems (without it, a `wss://` profile is
+    /// Rejected). Without this, SetNetworkProfile is the application's to answer.
+    pub fn answer_set_network_profile(&mut self, tls: bool) {
+        self.answers_network_profile = Some(tls);
     }
 
     // Getters.
@@ -267,10 +281,22 @@ impl<C> Lifecycle<C> {
     /// The central system's CALL (the connection hands them out one at a time): what the
     /// station answers itself, refusals included ([`Registration::own_answer`]: e.g.
     /// SecurityError while not Accepted, a 2.x TriggerMessage(BootNotification) once Accepted,
-    /// F06.FR.17). `None`: the application answers it, and its answer goes to
+    /// F06.FR.17), and, once [`answer_set_network_profile`](Self::answer_set_network_profile)
+    /// was asked for, a SetNetworkProfile (the changed profiles handed to `keep` first, the
+    /// application's persistence: its error answers Failed and changes nothing, B09.FR.03).
+    /// `None`: the application answers it, and its answer goes to
     /// [`on_answered`](Self::on_answered).
-    pub fn on_incoming(&mut self, request: &Request) -> Option<Answer> {
-        let answer = self.registration.as_ref()?.own_answer(request);
+    pub fn on_incoming(
+        &mut self,
+        request: &Request,
+        keep: impl FnOnce(&NetworkProfiles) -> Result<(), String>,
+    ) -> Option<Answer> {
+        let registration = self.registration.as_ref()?;
+        let answer = registration.own_answer(request).or_else(|| {
+            let tls = self.answers_network_profile?;
+            (request.action() == "SetNetworkProfile")
+                .then(|| answer_set_network_profile(&mut self.profiles, request, tls, keep))
+        });
         self.answering_trigger = match answer {
             None => requested_by_trigger(request),
             Some(_) => None,

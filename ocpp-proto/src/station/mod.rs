@@ -35,8 +35,10 @@
 //! - [`Lifecycle`]: all of the above working together, across connections: which central
 //!   system each attempt opens, what the registration sends and in which order (its own
 //!   BootNotification or Heartbeat, then the held CALLs it allows, then the offline queue once
-//!   Accepted, [`Transmit`]), what a boot's answer and a connection's end mean for the
-//!   [`Status`], and what is next ([`Next`]: wait, reconnect at once, stop).
+//!   Accepted, [`Transmit`]), which of the central system's CALLs the station answers itself
+//!   (refusals before acceptance, a TriggerMessage for a boot, SetNetworkProfile once
+//!   [`Lifecycle::answer_set_network_profile`]), what a boot's answer and a connection's end
+//!   mean for the [`Status`], and what is next ([`Next`]: wait, reconnect at once, stop).
 //!
 //! A driver's loop: [`Lifecycle::begin_attempt`], open what it says; on the WebSocket's open,
 //! [`Lifecycle::on_connected`]; after every step, [`Lifecycle::poll_transmit`] until `None`

@@ -514,6 +514,9 @@ impl StationBuilder {
         lifecycle.set_established_after(self.established_after);
         lifecycle.set_boot_retries(self.boot_attempts, self.boot_retry_interval);
         lifecycle.set_retry_refusals(self.retry_refusals);
+        if self.set_network_profile.is_some() {
+            lifecycle.answer_set_network_profile(tls.is_some());
+        }
         let (profiles_watch, profiles_rx) = watch::channel(lifecycle.profiles().clone());
         let config = Arc::new(self.config.versions(self.versions));
         let task = driver::Task {
@@ -524,7 +527,7 @@ impl StationBuilder {
             tls,
             lifecycle,
             profiles_watch,
-            set_network_profile: self.set_network_profile,
+            profiles_hook: self.set_network_profile.flatten(),
             app,
             queue,
             commands: receiver,

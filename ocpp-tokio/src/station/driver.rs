@@ -11,9 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ocpp_proto::station::{
-    answer_set_network_profile, is_transaction_message, Lifecycle, NetworkProfiles, Next, Transmit,
-};
+use ocpp_proto::station::{is_transaction_message, Lifecycle, NetworkProfiles, Next, Transmit};
 use ocpp_proto::{
     Answer, CallFailure, CloseCode, Closed, Connection, ConnectionConfig, Event, MessageId,
 };
@@ -71,9 +69,9 @@ pub(crate) struct Task {
     pub(crate) lifecycle: Lifecycle<CallReply>,
     /// Where [`Station::network_profiles`](super::Station::network_profiles) reads them.
     pub(crate) profiles_watch: watch::Sender<NetworkProfiles>,
-    /// Whether the station answers SetNetworkProfile itself, and the application's
-    /// persistence of the profiles.
-    pub(crate) set_network_profile: Option<Option<Arc<ProfilesHook>>>,
+    /// The application's persistence of the profiles, called before a change is accepted
+    /// (SetNetworkProfile's, when the lifecycle answers it, or the application's own).
+    pub(crate) profiles_hook: Option<Arc<ProfilesHook>>,
     pub(crate) app: Arc<dyn App>,
     pub(crate) config: Arc<ConnectionConfig>,
     /// The settings before a profile's `messageTimeout` and `ocppVersion` apply.
@@ -167,12 +165,10 @@ impl Task {
         let mut changed = self.lifecycle.profiles().clone();
         let result = change(&mut changed)
             .map_err(super::NetworkProfileError::Rejected)
-            .and_then(
-                |()| match self.set_network_profile.as_ref().and_then(Option::as_ref) {
-                    Some(hook) => hook(&changed).map_err(super::NetworkProfileError::NotKept),
-                    None => Ok(()),
-                },
-            );
+            .and_then(|()| match &self.profiles_hook {
+                Some(hook) => hook(&changed).map_err(super::NetworkProfileError::NotKept),
+                None => Ok(()),
+            });
         if result.is_ok() {
             *self.lifecycle.profiles_mut() = changed;
             self.publish();
@@ -288,30 +284,21 @@ impl Task {
                     hook.see(&id, Traffic::CallIn(&request));
                 }
                 let Some(on) = &wire.online else { return };
-                // What the registration answers itself (a refusal, SecurityError; F06.FR.17)
-                // is answered here.
-                if let Some(answer) = self.lifecycle.on_incoming(&request) {
+                // What the station answers itself (a refusal, SecurityError, F06.FR.17; a
+                // SetNetworkProfile, kept by the application's hook first) is answered here.
+                let keep = |profiles: &NetworkProfiles| {
+                    let kept = self
+                        .profiles_hook
+                        .as_deref()
+                        .map_or(Ok(()), |hook| hook(profiles));
+                    if let Err(error) = &kept {
+                        tracing::warn!(%error, "SetNetworkProfile: the profiles were not kept");
+                    }
+                    kept
+                };
+                if let Some(answer) = self.lifecycle.on_incoming(&request, keep) {
                     let _ = put_answer(conn, self.message_hook(), now, &id, answer);
                     return;
-                }
-                if request.action() == "SetNetworkProfile" {
-                    if let Some(hook) = &self.set_network_profile {
-                        let keep = |profiles: &NetworkProfiles| {
-                            let kept = hook.as_deref().map_or(Ok(()), |hook| hook(profiles));
-                            if let Err(error) = &kept {
-                                tracing::warn!(%error, "SetNetworkProfile: the profiles were not kept");
-                            }
-                            kept
-                        };
-                        let answer = answer_set_network_profile(
-                            self.lifecycle.profiles_mut(),
-                            &request,
-                            self.tls.is_some(),
-                            keep,
-                        );
-                        let _ = put_answer(conn, self.message_hook(), now, &id, answer);
-                        return;
-                    }
                 }
                 let answer = on.app.on_call(IncomingCall::new(id.clone(), request));
                 wire.answer = Some((id, answer));

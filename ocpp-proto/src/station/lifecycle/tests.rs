@@ -105,13 +105,13 @@ fn an_accepted_trigger_lets_its_message_out_once_while_pending() {
     let answer = |status| Answer::result(v1_6::TriggerMessageResponse::new(status));
     // Rejected by the application: nothing more may go.
     assert!(
-        station.on_incoming(&trigger).is_none(),
+        station.on_incoming(&trigger, |_| Ok(())).is_none(),
         "the application answers"
     );
     station.on_answered(t0, &answer(v1_6::TriggerMessageStatus::Rejected));
     assert!(station.poll_transmit(t0).is_none());
     // Accepted: one StatusNotification goes, the other waits.
-    assert!(station.on_incoming(&trigger).is_none());
+    assert!(station.on_incoming(&trigger, |_| Ok(())).is_none());
     station.on_answered(t0, &answer(v1_6::TriggerMessageStatus::Accepted));
     let Some(Transmit::Held(call)) = station.poll_transmit(t0) else {
         panic!("the triggered message goes");
@@ -121,7 +121,7 @@ fn an_accepted_trigger_lets_its_message_out_once_while_pending() {
     assert!(station.poll_transmit(t0).is_none(), "one per trigger");
     // A CALL the registration refuses itself is not the application's to answer.
     let start = v1_6::RemoteStartTransactionRequest::new("TAG");
-    assert!(station.on_incoming(&start.into()).is_some());
+    assert!(station.on_incoming(&start.into(), |_| Ok(())).is_some());
 }
 
 #[test]
@@ -508,7 +508,7 @@ proptest::proptest! {
                         v1_6::MessageTrigger::StatusNotification
                     };
                     let trigger = v1_6::TriggerMessageRequest::new(requested);
-                    if station.on_incoming(&trigger.into()).is_none() {
+                    if station.on_incoming(&trigger.into(), |_| Ok(())).is_none() {
                         let accepted = v1_6::TriggerMessageStatus::Accepted;
                         let answer = Answer::result(v1_6::TriggerMessageResponse::new(accepted));
                         station.on_answered(now, &answer);
@@ -550,4 +550,62 @@ proptest::proptest! {
 
 fn secs_f(secs: u32) -> Duration {
     Duration::from_secs(u64::from(secs))
+}
+
+#[test]
+fn set_network_profile_is_answered_by_the_station_once_asked_and_kept_first() {
+    use crate::DecodeOptions;
+    let t0 = Instant::now();
+    let mut station = station();
+    station.begin_attempt();
+    station.on_connected(t0, OcppVersion::V2_0_1);
+    let Some(Transmit::Own(boot)) = station.poll_transmit(t0) else {
+        panic!("a boot is due at once");
+    };
+    station.on_call_sent(t0, boot.action());
+    let accepted = r#"{"currentTime":"2026-12-07T00:00:00Z","interval":300,"status":"Accepted"}"#;
+    let accepted = Response::decode(
+        OcppVersion::V2_0_1,
+        "BootNotification",
+        accepted,
+        &DecodeOptions::strict(),
+    );
+    assert!(station.on_call_completed(t0, "BootNotification", &Ok(accepted.unwrap())));
+    let set = |url: &str| {
+        let payload = format!(
+            r#"{{"configurationSlot":1,"connectionData":{{"ocppVersion":"OCPP20",
+            "ocppTransport":"JSON","ocppCsmsUrl":"{url}","messageTimeout":30,
+            "securityProfile":0,"ocppInterface":"Wired0"}}}}"#
+        );
+        let options = DecodeOptions::strict();
+        Request::decode(OcppVersion::V2_0_1, "SetNetworkProfile", &payload, &options).unwrap()
+    };
+    let status = |answer: Option<Answer>| match answer {
+        Some(Answer::Result(response)) => serde_json::to_value(&response).unwrap()["status"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+        other => panic!("the station answers: {other:?}"),
+    };
+    let backup = set("ws://b.example/ocpp");
+    // Not asked for: the application's to answer, and nothing is kept.
+    let untouched = |_: &NetworkProfiles| -> Result<(), String> { panic!("not kept") };
+    assert!(station.on_incoming(&backup, untouched).is_none());
+    station.answer_set_network_profile(false);
+    // The application could not keep them: Failed, and nothing changed (B09.FR.03).
+    let failed = station.on_incoming(&backup, |_| Err("disk full".into()));
+    assert_eq!(status(failed), "Failed");
+    assert!(station.profiles().profile(1).is_none());
+    // Kept: Accepted, the profiles the hook saw are the station's.
+    let mut kept = None;
+    let answer = station.on_incoming(&backup, |profiles| {
+        kept = Some(profiles.clone());
+        Ok(())
+    });
+    assert_eq!(status(answer), "Accepted");
+    assert_eq!(kept.as_ref(), Some(station.profiles()));
+    assert!(station.profiles().profile(1).is_some());
+    // A wss:// central system without TLS: Rejected, never kept.
+    let secure = set("wss://c.example/ocpp");
+    assert_eq!(status(station.on_incoming(&secure, untouched)), "Rejected");
 }
