@@ -1,6 +1,5 @@
 use ocpp_tokio::model::{AuthorizationStatus::Accepted, *};
-use ocpp_tokio::{server::ServerError, ConnectionConfig, DateTime, ErrorAnswer};
-use ocpp_tokio::{OcppVersion, Reply, Router, Server, Session};
+use ocpp_tokio::{server::ServerError, DateTime, ErrorAnswer, Reply, Router, Server, Session};
 
 /// A connection, and the application's state: the transactions, which outlive it.
 type Cp = Session<(), std::sync::Arc<InMemoryLedger>>;
@@ -21,7 +20,6 @@ fn transaction(transaction_id: Option<i32>) -> Reply<EventAnswer> {
 #[tokio::main]
 async fn main() -> Result<(), ServerError> {
     let listen = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:9000".into());
-    let config = ConnectionConfig::default().versions(vec![OcppVersion::V1_6, OcppVersion::V2_0_1]);
     let router = Router::<()>::default()
         .with_state(std::sync::Arc::new(InMemoryLedger::new()))
         .on_concept(|_: Cp, _: Booted| async { Ok(BootAnswer::accepted(300, DateTime::now())) })
@@ -51,7 +49,8 @@ async fn main() -> Result<(), ServerError> {
             println!("{} ended {} {}", cp.identity(), end.id, end.reason);
             transaction(None)
         });
-    let server = Server::builder().config(config).handler(router).bind(listen).await?;
+    // Every version this build knows is offered: 2.1, 2.0.1 and 1.6.
+    let server = Server::builder().handler(router).bind(listen).await?;
     println!("listening on {}", server.local_addr()?);
     server.run().await
 }

@@ -1,5 +1,6 @@
 //! The README's two programs (`examples/csms.rs` and `examples/stations.rs`, built by `cargo
-//! test`) against charge points on the PyPI `ocpp` library (2.1.0), OCPP 1.6 and 2.0.1: boots,
+//! test`) against charge points on the PyPI `ocpp` library (2.1.0), OCPP 1.6 and 2.0.1 (and
+//! 2.1 for the one-handler program, `examples/every_version.rs`): boots,
 //! heartbeats, the typed result of the RemoteStartTransaction the first sends once a 1.6
 //! charge point has booted; Authorize against the token list and the StatusNotifications
 //! counted in each connection's state, printed at its close, for the second.
@@ -114,17 +115,18 @@ fn the_readme_stations_against_python_ocpp_charge_points() {
 }
 
 /// The README's one-handler program (`examples/every_version.rs`) against the same charging
-/// session played by a Python `ocpp` charge point as 1.6 and as 2.0.1 (Authorize, a start,
-/// meter values with a `2935.600` register and a signed meter value, a stop): the same events
-/// in the same order, each register value printed as the charge point wrote it.
+/// session played by a Python `ocpp` charge point as 1.6, as 2.0.1 and as 2.1 (Authorize, a
+/// start, meter values with a `2935.600` register and a signed meter value, a stop), each
+/// version's messages built and checked by the library's own classes and schemas: the same
+/// events in the same order, each register value printed as the charge point wrote it.
 #[test]
-fn one_handler_per_concept_sees_the_same_session_in_1_6_and_2_0_1() {
+fn one_handler_per_concept_sees_the_same_session_in_1_6_2_0_1_and_2_1() {
     if !python_ocpp_present() {
         return;
     }
     let Example { lines, url, .. } = &start("every_version");
     let mut sessions = Vec::new();
-    for (version, identity) in [("1.6", "PY16"), ("2.0.1", "PY201")] {
+    for (version, identity) in [("1.6", "PY16"), ("2.0.1", "PY201"), ("2.1", "PY21")] {
         let written: Vec<String> =
             run_python(&[SESSION, url, version, identity, "--timeout", "20"])
                 .lines()
@@ -144,12 +146,13 @@ fn one_handler_per_concept_sees_the_same_session_in_1_6_and_2_0_1() {
         }
         expected.push(format!("{identity} ended {id} EVDisconnected"));
         assert_eq!(printed, expected, "{version}");
-        // The neutral events, without the identity and the id: the same for both versions.
+        // The neutral events, without the identity and the id: the same in every version.
         let neutral: Vec<String> = printed
             .iter()
             .map(|line| line.replacen(identity, "CP", 1).replacen(&id, "TX", 1))
             .collect();
         sessions.push(neutral);
     }
-    assert_eq!(sessions[0], sessions[1]);
+    assert_eq!(sessions[0], sessions[1], "1.6 and 2.0.1");
+    assert_eq!(sessions[0], sessions[2], "1.6 and 2.1");
 }

@@ -93,7 +93,7 @@ async def run201(cp):
 
 async def drive(args, classes, runs, *extra):
     """Connects as `args.identity` on `args.version`, runs that version's scenario, closes."""
-    subprotocol = {"1.6": "ocpp1.6", "2.0.1": "ocpp2.0.1"}[args.version]
+    subprotocol = {"1.6": "ocpp1.6", "2.0.1": "ocpp2.0.1", "2.1": "ocpp2.1"}[args.version]
     url = f"{args.url.rstrip('/')}/{args.identity}"
     async with websockets.connect(url, subprotocols=[subprotocol], open_timeout=5, close_timeout=2) as ws:
         check(ws.subprotocol == subprotocol, f"subprotocol {ws.subprotocol!r}")
@@ -114,7 +114,7 @@ def cli(add_arguments, scenario):
     within --timeout, and exits 0 on success, 1 with a `FAIL:` line otherwise."""
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
-    parser.add_argument("version", choices=["1.6", "2.0.1"])
+    parser.add_argument("version", choices=["1.6", "2.0.1", "2.1"])
     parser.add_argument("identity")
     add_arguments(parser)
     parser.add_argument("--timeout", type=float, default=20.0)
