@@ -23,13 +23,14 @@ use ocpp_proto::station::{
     Status, Transmit,
 };
 use ocpp_proto::{
-    v1_6, v2_0_1, Answer, CloseCode, ConnectTarget, Connection, ConnectionConfig, Event, Request,
+    v1_6, v2_0_1, v2_1, Answer, CloseCode, ConnectTarget, Connection, ConnectionConfig, Event,
+    Request,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let (Some(url), Some(version)) = (args.next(), args.next()) else {
-        return Err("usage: station_loop ws://host:port/path/IDENTITY 1.6|2.0.1".into());
+        return Err("usage: station_loop ws://host:port/path/IDENTITY 1.6|2.0.1|2.1".into());
     };
     let url = StationUrl::parse(&url)?;
     let config = Arc::new(ConnectionConfig::default().versions(vec![version.parse()?]));
@@ -177,6 +178,14 @@ fn answer_to(request: &Request) -> Answer {
                 println!("remote start for {}", start.id_token.id_token);
                 let accepted = v2_0_1::RequestStartStopStatusEnum::Accepted;
                 Answer::result(v2_0_1::RequestStartTransactionResponse::new(accepted))
+            }
+            other => Answer::not_supported(other.action().as_str()),
+        },
+        Request::V2_1(request) => match &**request {
+            v2_1::Request::RequestStartTransaction(start) => {
+                println!("remote start for {}", start.id_token.id_token);
+                let accepted = v2_1::RequestStartStopStatusEnum::Accepted;
+                Answer::result(v2_1::RequestStartTransactionResponse::new(accepted))
             }
             other => Answer::not_supported(other.action().as_str()),
         },

@@ -1,7 +1,7 @@
 //! The README's station program (`examples/station.rs`, built by `cargo test`) against central
 //! systems it was not written with: one on the PyPI `ocpp` library (2.1.0,
 //! `tests/interop/python_csms.py`) and mio-server (the repository's main example server), OCPP
-//! 1.6 and 2.0.1. Each test: the station boots and is Accepted, heartbeats (Python: every second,
+//! 1.6, 2.0.1 and 2.1. Each test: the station boots and is Accepted, heartbeats (Python: every second,
 //! the interval it answered), takes a remote start (Python: sent after the boot; mio-server:
 //! sent through its admin HTTP API) and answers Accepted; then the central system is killed,
 //! the station prints `Waiting`, the central system comes back on the same port, and the
@@ -294,6 +294,16 @@ fn sans_io_station_against_python_csms_2_0_1() {
     station_against_python_csms("station_loop", "2.0.1", "CP-SIO-PY-201");
 }
 
+#[test]
+fn station_against_python_csms_2_1() {
+    station_against_python_csms("station", "2.1", "CP-PY-21");
+}
+
+#[test]
+fn sans_io_station_against_python_csms_2_1() {
+    station_against_python_csms("station_loop", "2.1", "CP-SIO-PY-21");
+}
+
 // ---- mio-server ----
 
 /// A running mio-server: its process, and its WebSocket and admin addresses.
@@ -461,4 +471,14 @@ fn sans_io_station_against_mio_server_1_6() {
 #[test]
 fn sans_io_station_against_mio_server_2_0_1() {
     station_against_mio_server("station_loop", "2.0.1", "CP-SIO-MIO-201");
+}
+
+#[test]
+fn station_against_mio_server_2_1() {
+    station_against_mio_server("station", "2.1", "CP-MIO-21");
+}
+
+#[test]
+fn sans_io_station_against_mio_server_2_1() {
+    station_against_mio_server("station_loop", "2.1", "CP-SIO-MIO-21");
 }

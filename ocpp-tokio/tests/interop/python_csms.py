@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """A central system on the PyPI `ocpp` library (2.1.0) for ocpp-tokio's station client.
 
-usage: python_csms.py --port P --version 1.6|2.0.1
+usage: python_csms.py --port P --version 1.6|2.0.1|2.1
 
-Serves ws://127.0.0.1:P/ocpp/<identity> with the one subprotocol (ocpp1.6 or ocpp2.0.1).
+Serves ws://127.0.0.1:P/ocpp/<identity> with the one subprotocol (ocpp1.6, ocpp2.0.1 or ocpp2.1).
 Answers BootNotification Accepted with interval 1 (a heartbeat every second), Heartbeat with the
 current time, StatusNotification (and Authorize, MeterValues, the transaction messages) if they
 come. Once a station's BootNotification has been answered it sends RemoteStartTransaction (1.6,
-idTag TAG-1) or RequestStartTransaction (2.0.1, idToken TAG-1 ISO14443, remoteStartId 1) and
+idTag TAG-1) or RequestStartTransaction (2.x, idToken TAG-1 ISO14443, remoteStartId 1) and
 prints the typed status it got back.
 
 Prints one JSON line per event on stdout, flushed:
@@ -37,6 +37,10 @@ from ocpp.v201 import ChargePoint as Cp201Base
 from ocpp.v201 import call as call201
 from ocpp.v201 import call_result as result201
 from ocpp.v201 import enums as enums201
+from ocpp.v21 import ChargePoint as Cp21Base
+from ocpp.v21 import call as call21
+from ocpp.v21 import call_result as result21
+from ocpp.v21 import enums as enums21
 
 REMOTE_START_TIMEOUT = 10  # seconds for the station to answer the remote start
 
@@ -106,52 +110,62 @@ class Cs16(Cp16Base):
         return result16.MeterValues()
 
 
-class Cs201(Cp201Base):
-    """OCPP 2.0.1 central system side of one connection."""
+def cs2x(base, call, result, enums):
+    """The central system side of one connection on OCPP 2.0.1 or 2.1 (`base`, `call`,
+    `result`, `enums`: that version's classes of the library)."""
 
-    @on("BootNotification")
-    def on_boot(self, charging_station, reason, **_):
-        emit("boot", id=self.id, reason=status_text(reason), vendor=charging_station.get("vendor_name"))
-        return result201.BootNotification(
-            current_time=now(), interval=1, status=enums201.RegistrationStatusEnumType.accepted
-        )
+    class Cs2x(base):
+        @on("BootNotification")
+        def on_boot(self, charging_station, reason, **_):
+            emit("boot", id=self.id, reason=status_text(reason), vendor=charging_station.get("vendor_name"))
+            return result.BootNotification(
+                current_time=now(), interval=1, status=enums.RegistrationStatusEnumType.accepted
+            )
 
-    @after("BootNotification")
-    async def after_boot(self, **_):
-        request = call201.RequestStartTransaction(
-            id_token={"id_token": "TAG-1", "type": enums201.IdTokenEnumType.iso14443},
-            remote_start_id=1,
-        )
-        await remote_start(self, request)
+        @after("BootNotification")
+        async def after_boot(self, **_):
+            request = call.RequestStartTransaction(
+                id_token={"id_token": "TAG-1", "type": "ISO14443"},
+                remote_start_id=1,
+            )
+            await remote_start(self, request)
 
-    @on("Heartbeat")
-    def on_heartbeat(self, **_):
-        emit("heartbeat", id=self.id)
-        return result201.Heartbeat(current_time=now())
+        @on("Heartbeat")
+        def on_heartbeat(self, **_):
+            emit("heartbeat", id=self.id)
+            return result.Heartbeat(current_time=now())
 
-    @on("StatusNotification")
-    def on_status(self, timestamp, connector_status, evse_id, connector_id, **_):
-        emit("status_notification", id=self.id, evse=evse_id, connector=connector_id, status=connector_status)
-        return result201.StatusNotification()
+        @on("StatusNotification")
+        def on_status(self, timestamp, connector_status, evse_id, connector_id, **_):
+            emit("status_notification", id=self.id, evse=evse_id, connector=connector_id, status=connector_status)
+            return result.StatusNotification()
 
-    @on("Authorize")
-    def on_authorize(self, id_token, **_):
-        emit("authorize", id=self.id, id_token=id_token.get("id_token"))
-        return result201.Authorize(id_token_info={"status": enums201.AuthorizationStatusEnumType.accepted})
+        @on("Authorize")
+        def on_authorize(self, id_token, **_):
+            emit("authorize", id=self.id, id_token=id_token.get("id_token"))
+            return result.Authorize(id_token_info={"status": enums.AuthorizationStatusEnumType.accepted})
 
-    @on("TransactionEvent")
-    def on_transaction_event(self, event_type, **_):
-        emit("transaction_event", id=self.id, event_type=event_type)
-        return result201.TransactionEvent()
+        @on("TransactionEvent")
+        def on_transaction_event(self, event_type, **_):
+            emit("transaction_event", id=self.id, event_type=event_type)
+            return result.TransactionEvent()
 
-    @on("MeterValues")
-    def on_meter_values(self, evse_id, **_):
-        emit("meter_values", id=self.id, evse=evse_id)
-        return result201.MeterValues()
+        @on("MeterValues")
+        def on_meter_values(self, evse_id, **_):
+            emit("meter_values", id=self.id, evse=evse_id)
+            return result.MeterValues()
+
+    return Cs2x
+
+
+Cs201 = cs2x(Cp201Base, call201, result201, enums201)
+Cs21 = cs2x(Cp21Base, call21, result21, enums21)
 
 
 async def serve(args):
-    subprotocol, cls = {"1.6": ("ocpp1.6", Cs16), "2.0.1": ("ocpp2.0.1", Cs201)}[args.version]
+    subprotocol, cls = {"1.6": ("ocpp1.6", Cs16), "2.0.1": ("ocpp2.0.1", Cs201), "2.1": ("ocpp2.1", Cs21)}[
+        args.version
+    ]
 
     async def handler(ws):
         path = ws.request.path.split("?", 1)[0]
@@ -177,7 +191,7 @@ async def serve(args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--version", choices=["1.6", "2.0.1"], required=True)
+    parser.add_argument("--version", choices=["1.6", "2.0.1", "2.1"], required=True)
     args = parser.parse_args()
     try:
         asyncio.run(serve(args))
