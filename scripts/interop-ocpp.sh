@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # OCPP interop checks: mio-server (the example CSMS) against charge points built on third-party
-# OCPP libraries -- the PyPI `ocpp` library (OCPP 1.6 and 2.0.1) and npm `ocpp-rpc`'s RPCClient
+# OCPP libraries -- the PyPI `ocpp` library (OCPP 1.6, 2.0.1 and 2.1) and npm `ocpp-rpc`'s RPCClient
 # (OCPP 1.6 and 2.0.1, strict schema validation on).
 #
 # usage: bash scripts/interop-ocpp.sh [--deps-only] [-v]
@@ -169,6 +169,7 @@ run() {
 
 run "python-ocpp 1.6" "$PYTHON" "$INTEROP/python_cp.py" "$WS_URL" 1.6 --admin "$ADMIN_URL"
 run "python-ocpp 2.0.1" "$PYTHON" "$INTEROP/python_cp.py" "$WS_URL" 2.0.1 --admin "$ADMIN_URL"
+run "python-ocpp 2.1" "$PYTHON" "$INTEROP/python_cp.py" "$WS_URL" 2.1 --admin "$ADMIN_URL"
 run "ocpp-rpc 1.6" node "$INTEROP/node_cp.js" "$WS_URL" --admin "$ADMIN_URL" --version 1.6
 run "ocpp-rpc 2.0.1" node "$INTEROP/node_cp.js" "$WS_URL" --admin "$ADMIN_URL" --version 2.0.1
 

@@ -4,20 +4,21 @@
 usage: python_cp.py WS_URL VERSION --admin HTTP_URL [--identity ID] [--timeout S] [-v]
 
   WS_URL   base URL of the CSMS, e.g. ws://127.0.0.1:9000/ocpp (the identity is appended)
-  VERSION  1.6 or 2.0.1
+  VERSION  1.6, 2.0.1 or 2.1
   --admin  base URL of mio-server's admin API, e.g. http://127.0.0.1:9001
 
-Connects with the matching subprotocol (ocpp1.6 / ocpp2.0.1), then, through the library's
+Connects with the matching subprotocol (ocpp1.6 / ocpp2.0.1 / ocpp2.1), then, through the library's
 ChargePoint (which validates every message against the OCPP JSON schemas):
   * BootNotification: expects status Accepted and an interval > 0
   * Heartbeat: expects currentTime, an ISO 8601 date-time
   * StatusNotification: expects a (schema-valid) empty CALLRESULT
   * commands down: while the ChargePoint runs, POSTs to the admin API
       1.6:   Reset {"type":"Soft"}, ChangeConfiguration {"key":..,"value":..}
-      2.0.1: Reset {"type":"Immediate"}, SetVariables [..]
+      2.x:   Reset {"type":"Immediate"}, SetVariables [..]
     checks that the handler received exactly that payload and that the HTTP 200 body carries
     the handler's answer; and ClearCache (no handler here) must come back as a 502 CALLERROR
-    NotImplemented.
+    NotImplemented (on 2.1, which the library leaves unanswered, as a 504 at the caller's
+    deadline).
 Exits 0 on success; 1 with a `FAIL: ...` line on any mismatch; 2 on a usage error. The whole
 run is bounded by --timeout (default 20 s).
 """
@@ -49,6 +50,11 @@ from ocpp.v201 import call as call201
 from ocpp.v201 import call_result as result201
 from ocpp.v201 import datatypes as types201
 from ocpp.v201 import enums as enums201
+from ocpp.v21 import ChargePoint as ChargePoint21
+from ocpp.v21 import call as call21
+from ocpp.v21 import call_result as result21
+from ocpp.v21 import datatypes as types21
+from ocpp.v21 import enums as enums21
 
 HTTP_TIMEOUT = 10  # seconds for one admin request
 
@@ -86,36 +92,48 @@ class Cp16(ChargePoint16):
         return result16.ChangeConfiguration(status=ConfigurationStatus.reboot_required)
 
 
-class Cp201(ChargePoint201):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.received = []
+def cp2x(base, result, types, enums):
+    """The charge point's handlers on OCPP 2.0.1 or 2.1 (`base`, `result`, `types`, `enums`:
+    that version's classes of the library)."""
 
-    @on("Reset")
-    def on_reset(self, **payload):
-        self.received.append(("Reset", payload))
-        return result201.Reset(status=enums201.ResetStatusEnumType.scheduled)
+    class Cp2x(base):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.received = []
 
-    @on("SetVariables")
-    def on_set_variables(self, **payload):
-        self.received.append(("SetVariables", payload))
-        results = [
-            types201.SetVariableResultType(
-                attribute_status=enums201.SetVariableStatusEnumType.accepted,
-                component=types201.ComponentType(name=item["component"]["name"]),
-                variable=types201.VariableType(name=item["variable"]["name"]),
-            )
-            for item in payload["set_variable_data"]
-        ]
-        return result201.SetVariables(set_variable_result=results)
+        @on("Reset")
+        def on_reset(self, **payload):
+            self.received.append(("Reset", payload))
+            return result.Reset(status=enums.ResetStatusEnumType.scheduled)
+
+        @on("SetVariables")
+        def on_set_variables(self, **payload):
+            self.received.append(("SetVariables", payload))
+            results = [
+                types.SetVariableResultType(
+                    attribute_status=enums.SetVariableStatusEnumType.accepted,
+                    # Said on both versions (2.1's class sets it by default, 2.0.1's does not).
+                    attribute_type=enums.AttributeEnumType.actual,
+                    component=types.ComponentType(name=item["component"]["name"]),
+                    variable=types.VariableType(name=item["variable"]["name"]),
+                )
+                for item in payload["set_variable_data"]
+            ]
+            return result.SetVariables(set_variable_result=results)
+
+    return Cp2x
 
 
-def admin_post(admin, identity, action, payload):
+Cp201 = cp2x(ChargePoint201, result201, types201, enums201)
+Cp21 = cp2x(ChargePoint21, result21, types21, enums21)
+
+
+def admin_post(admin, identity, action, payload, headers=None):
     """POST /chargepoints/{identity}/call/{action}; returns (status, parsed JSON body)."""
     url = f"{admin}/chargepoints/{identity}/call/{action}"
     data = json.dumps(payload).encode()
     request = urllib.request.Request(
-        url, data=data, method="POST", headers={"Content-Type": "application/json"}
+        url, data=data, method="POST", headers={"Content-Type": "application/json", **(headers or {})}
     )
     try:
         with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT) as response:
@@ -158,6 +176,17 @@ async def unhandled_command(admin, identity, action, payload):
     print(f"  {action} down (no handler): 502 {code}")
 
 
+async def unanswered_command(admin, identity, action, payload):
+    """A command the charge point never answers: the library's 2.1 ChargePoint (ocpp 2.1.0)
+    sends no CALLERROR for an action it has no handler for (its `_raise_key_error` knows 1.6
+    and 2.0.1 only), so the server's side must end the CALL itself: with the caller's deadline
+    of 2 s (`x-deadline-ms`), HTTP 504 (it may have reached the charge point)."""
+    headers = {"x-deadline-ms": "2000"}
+    status, body = await asyncio.to_thread(admin_post, admin, identity, action, payload, headers)
+    check(status == 504, f"{action} (unanswered): admin API answered HTTP {status}, expected 504: {body}")
+    print(f"  {action} down (never answered): 504 {body}")
+
+
 async def run_v16(cp, admin, identity):
     boot = await cp.call(
         call16.BootNotification(charge_point_vendor="ACME", charge_point_model="PyOCPP-16"),
@@ -195,30 +224,32 @@ async def run_v16(cp, admin, identity):
     await unhandled_command(admin, identity, "ClearCache", {})
 
 
-async def run_v201(cp, admin, identity):
+async def run_v2x(cp, admin, identity, call, enums, model, unhandled=unhandled_command):
+    """The scenario on 2.0.1 or 2.1 (`call`, `enums`: that version's modules; `unhandled`:
+    the check of a command the charge point has no handler for)."""
     boot = await cp.call(
-        call201.BootNotification(
-            charging_station={"vendor_name": "ACME", "model": "PyOCPP-201"},
-            reason=enums201.BootReasonEnumType.power_up,
+        call.BootNotification(
+            charging_station={"vendor_name": "ACME", "model": model},
+            reason=enums.BootReasonEnumType.power_up,
         ),
         suppress=False,
     )
     check(
-        boot.status == enums201.RegistrationStatusEnumType.accepted,
+        boot.status == enums.RegistrationStatusEnumType.accepted,
         f"BootNotification: status {boot.status!r}, expected Accepted",
     )
     check(isinstance(boot.interval, int) and boot.interval > 0, f"BootNotification: interval {boot.interval!r}")
     check_datetime(boot.current_time, "BootNotification currentTime")
     print(f"  BootNotification: {boot.status} interval={boot.interval}")
 
-    beat = await cp.call(call201.Heartbeat(), suppress=False)
+    beat = await cp.call(call.Heartbeat(), suppress=False)
     check_datetime(beat.current_time, "Heartbeat currentTime")
     print(f"  Heartbeat: currentTime={beat.current_time}")
 
     await cp.call(
-        call201.StatusNotification(
+        call.StatusNotification(
             timestamp=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            connector_status=enums201.ConnectorStatusEnumType.available,
+            connector_status=enums.ConnectorStatusEnumType.available,
             evse_id=1,
             connector_id=1,
         ),
@@ -245,26 +276,35 @@ async def run_v201(cp, admin, identity):
             "setVariableResult": [
                 {
                     "attributeStatus": "Accepted",
+                    "attributeType": "Actual",
                     "component": {"name": "OCPPCommCtrlr"},
                     "variable": {"name": "HeartbeatInterval"},
                 }
             ]
         },
     )
-    await unhandled_command(admin, identity, "ClearCache", {})
+    await unhandled(admin, identity, "ClearCache", {})
+
+
+async def run_v201(cp, admin, identity):
+    await run_v2x(cp, admin, identity, call201, enums201, "PyOCPP-201")
+
+
+async def run_v21(cp, admin, identity):
+    await run_v2x(cp, admin, identity, call21, enums21, "PyOCPP-21", unanswered_command)
 
 
 async def main(args):
-    subprotocol = {"1.6": "ocpp1.6", "2.0.1": "ocpp2.0.1"}[args.version]
+    subprotocol = {"1.6": "ocpp1.6", "2.0.1": "ocpp2.0.1", "2.1": "ocpp2.1"}[args.version]
     url = f"{args.url.rstrip('/')}/{args.identity}"
     print(f"python-ocpp {args.version}: connecting to {url} ({subprotocol})")
     async with websockets.connect(url, subprotocols=[subprotocol], open_timeout=5, close_timeout=2) as ws:
         check(ws.subprotocol == subprotocol, f"handshake: subprotocol {ws.subprotocol!r}, expected {subprotocol!r}")
-        cls = Cp16 if args.version == "1.6" else Cp201
+        cls = {"1.6": Cp16, "2.0.1": Cp201, "2.1": Cp21}[args.version]
         cp = cls(args.identity, ws, response_timeout=5)
         receiver = asyncio.create_task(cp.start())
         try:
-            scenario = run_v16 if args.version == "1.6" else run_v201
+            scenario = {"1.6": run_v16, "2.0.1": run_v201, "2.1": run_v21}[args.version]
             work = asyncio.create_task(scenario(cp, args.admin.rstrip("/"), args.identity))
             done, _ = await asyncio.wait({work, receiver}, return_when=asyncio.FIRST_COMPLETED)
             if work not in done:
@@ -286,7 +326,7 @@ async def main(args):
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("url", help="ws://HOST:PORT[/path] (the identity is appended)")
-    parser.add_argument("version", choices=["1.6", "2.0.1"])
+    parser.add_argument("version", choices=["1.6", "2.0.1", "2.1"])
     parser.add_argument("--admin", required=True, help="http://HOST:PORT of the admin API")
     parser.add_argument("--identity", help="charge point identity (default py<version>-<pid>)")
     parser.add_argument("--timeout", type=float, default=20.0, help="overall timeout in seconds")
