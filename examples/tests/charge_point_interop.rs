@@ -1,5 +1,5 @@
 //! Interop: the `charge-point` binary against a central system written with the Python `ocpp`
-//! package (2.1.0) on `websockets` (`tests/interop/python_csms.py`), on OCPP 1.6 and 2.0.1.
+//! package (2.1.0) on `websockets` (`tests/interop/python_csms.py`), on OCPP 1.6, 2.0.1 and 2.1.
 //!
 //! Skipped, with a note on stderr, when `python3` or its `ocpp`/`websockets` modules are missing
 //! (`pip install ocpp==2.1.0 websockets`); set `OCPP_INTEROP_REQUIRED=1` to make that a failure.
@@ -119,4 +119,5 @@ fn boots_against_the_python_ocpp_central_system() {
     }
     run_against_python("1.6");
     run_against_python("2.0.1");
+    run_against_python("2.1");
 }

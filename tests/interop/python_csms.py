@@ -3,7 +3,7 @@
 interop test of our `charge-point` simulator (examples/tests/charge_point_interop.rs).
 
 It listens on 127.0.0.1 (port 0: a free one), prints `listening <port>` on stdout, accepts one
-charge point on ocpp1.6 or ocpp2.0.1, answers BootNotification (Accepted, interval 1 s),
+charge point on ocpp1.6, ocpp2.0.1 or ocpp2.1, answers BootNotification (Accepted, interval 1 s),
 Heartbeat and StatusNotification, prints one JSON line per CALL it saw, and exits 0 as soon as
 it has seen all three, or 1 after --timeout seconds.
 
@@ -24,8 +24,10 @@ from ocpp.v16.enums import Action as Action16
 from ocpp.v16.enums import RegistrationStatus
 from ocpp.v201 import ChargePoint as ChargePoint201
 from ocpp.v201 import call_result as result201
-from ocpp.v201.enums import Action as Action201
-from ocpp.v201.enums import RegistrationStatusEnumType
+from ocpp.v201 import enums as enums201
+from ocpp.v21 import ChargePoint as ChargePoint21
+from ocpp.v21 import call_result as result21
+from ocpp.v21 import enums as enums21
 
 NEEDED = {"BootNotification", "Heartbeat", "StatusNotification"}
 
@@ -76,26 +78,29 @@ def central_system_16(seen):
     return CentralSystem16
 
 
-def central_system_201(seen):
-    class CentralSystem201(ChargePoint201):
-        @on(Action201.boot_notification)
+def central_system_2x(seen, version, base, result, enums):
+    """The central system on OCPP 2.0.1 or 2.1 (`base`, `result`, `enums`: that version's
+    classes of the library)."""
+
+    class CentralSystem2x(base):
+        @on(enums.Action.boot_notification)
         def on_boot(self, **payload):
-            seen.add(self.id, "2.0.1", "BootNotification", payload)
-            return result201.BootNotification(
-                current_time=now(), interval=1, status=RegistrationStatusEnumType.accepted
+            seen.add(self.id, version, "BootNotification", payload)
+            return result.BootNotification(
+                current_time=now(), interval=1, status=enums.RegistrationStatusEnumType.accepted
             )
 
-        @on(Action201.heartbeat)
+        @on(enums.Action.heartbeat)
         def on_heartbeat(self, **payload):
-            seen.add(self.id, "2.0.1", "Heartbeat", payload)
-            return result201.Heartbeat(current_time=now())
+            seen.add(self.id, version, "Heartbeat", payload)
+            return result.Heartbeat(current_time=now())
 
-        @on(Action201.status_notification)
+        @on(enums.Action.status_notification)
         def on_status(self, **payload):
-            seen.add(self.id, "2.0.1", "StatusNotification", payload)
-            return result201.StatusNotification()
+            seen.add(self.id, version, "StatusNotification", payload)
+            return result.StatusNotification()
 
-    return CentralSystem201
+    return CentralSystem2x
 
 
 async def main():
@@ -104,7 +109,11 @@ async def main():
     parser.add_argument("--timeout", type=float, default=30.0)
     args = parser.parse_args()
     seen = Seen()
-    classes = {"ocpp1.6": central_system_16(seen), "ocpp2.0.1": central_system_201(seen)}
+    classes = {
+        "ocpp1.6": central_system_16(seen),
+        "ocpp2.0.1": central_system_2x(seen, "2.0.1", ChargePoint201, result201, enums201),
+        "ocpp2.1": central_system_2x(seen, "2.1", ChargePoint21, result21, enums21),
+    }
 
     async def handler(connection):
         identity = connection.request.path.rstrip("/").rsplit("/", 1)[-1]
