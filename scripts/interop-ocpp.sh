@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # OCPP interop checks: mio-server (the example CSMS) against charge points built on third-party
 # OCPP libraries -- the PyPI `ocpp` library (OCPP 1.6, 2.0.1 and 2.1) and npm `ocpp-rpc`'s RPCClient
-# (OCPP 1.6 and 2.0.1, strict schema validation on).
+# (OCPP 1.6 and 2.0.1 with strict schema validation on; 2.1 without, see below).
 #
 # usage: bash scripts/interop-ocpp.sh [--deps-only] [-v]
 #
@@ -172,6 +172,11 @@ run "python-ocpp 2.0.1" "$PYTHON" "$INTEROP/python_cp.py" "$WS_URL" 2.0.1 --admi
 run "python-ocpp 2.1" "$PYTHON" "$INTEROP/python_cp.py" "$WS_URL" 2.1 --admin "$ADMIN_URL"
 run "ocpp-rpc 1.6" node "$INTEROP/node_cp.js" "$WS_URL" --admin "$ADMIN_URL" --version 1.6
 run "ocpp-rpc 2.0.1" node "$INTEROP/node_cp.js" "$WS_URL" --admin "$ADMIN_URL" --version 2.0.1
+# ocpp-rpc 2.2.1's strict mode cannot validate 2.1: it looks its schemas up as
+# `urn:BootNotification.req` (the 1.6 and 2.0.1 files' ids) while its ocpp2_1.json names them
+# `urn:BootNotificationRequest` ("Schema ... is missing from subprotocol schema 'ocpp2.1'"). On
+# 2.1 it runs unvalidated; the Python library above validates 2.1 against its schemas.
+run "ocpp-rpc 2.1" node "$INTEROP/node_cp.js" "$WS_URL" --admin "$ADMIN_URL" --version 2.1 --no-strict
 
 if ! kill -0 "$SERVER_PID" 2>/dev/null; then
   echo "interop-ocpp.sh: mio-server exited during the run"

@@ -2,13 +2,13 @@
 // Interop check: a charge point built on the npm `ocpp-rpc` library's RPCClient against
 // mio-server.
 //
-// usage: node node_cp.js WS_URL --admin HTTP_URL [--version 1.6|2.0.1] [--identity ID]
+// usage: node node_cp.js WS_URL --admin HTTP_URL [--version 1.6|2.0.1|2.1] [--identity ID]
 //                        [--no-strict] [--timeout S]
 //
 //   WS_URL   base URL of the CSMS, e.g. ws://127.0.0.1:9000/ocpp (ocpp-rpc appends the identity)
 //   --admin  base URL of mio-server's admin API, e.g. http://127.0.0.1:9001
 //
-// Connects with protocols ['ocpp1.6'] (or ['ocpp2.0.1']) in strict mode (every message, both
+// Connects with protocols ['ocpp1.6'] (or ['ocpp2.0.1'], ['ocpp2.1']) in strict mode (every message, both
 // ways, validated against ocpp-rpc's OCPP JSON schemas; --no-strict turns that off), then:
 //   * BootNotification: expects status Accepted and an interval > 0
 //   * Heartbeat: expects currentTime, an ISO 8601 date-time
@@ -27,7 +27,7 @@ const HTTP_TIMEOUT_MS = 10000;
 
 function usage(message) {
   console.error(`node_cp.js: ${message}`);
-  console.error('usage: node node_cp.js WS_URL --admin HTTP_URL [--version 1.6|2.0.1] [--identity ID] [--no-strict] [--timeout S]');
+  console.error('usage: node node_cp.js WS_URL --admin HTTP_URL [--version 1.6|2.0.1|2.1] [--identity ID] [--no-strict] [--timeout S]');
   process.exit(2);
 }
 
@@ -50,7 +50,7 @@ function parseArgs(argv) {
   }
   if (!args.url) usage('WS_URL is required');
   if (!args.admin) usage('--admin is required');
-  if (!['1.6', '2.0.1'].includes(args.version)) usage(`unsupported version ${args.version}`);
+  if (!['1.6', '2.0.1', '2.1'].includes(args.version)) usage(`unsupported version ${args.version}`);
   if (!(args.timeout > 0)) usage('--timeout must be a positive number');
   args.identity = args.identity || `node${args.version.replace(/\./g, '')}-${process.pid}`;
   return args;
@@ -131,7 +131,7 @@ async function main(args) {
 
   const bootParams = v16
     ? { chargePointVendor: 'ACME', chargePointModel: 'OcppRpc-16' }
-    : { chargingStation: { vendorName: 'ACME', model: 'OcppRpc-201' }, reason: 'PowerUp' };
+    : { chargingStation: { vendorName: 'ACME', model: `OcppRpc-${args.version.replace(/\./g, '')}` }, reason: 'PowerUp' };
   const boot = await client.call('BootNotification', bootParams);
   check(boot.status === 'Accepted', `BootNotification: status ${JSON.stringify(boot.status)}, expected Accepted`);
   check(Number.isInteger(boot.interval) && boot.interval > 0, `BootNotification: interval ${JSON.stringify(boot.interval)}`);
