@@ -2,9 +2,13 @@
 //! the charge point's version ([`Command::to_request`]); and the answer back as an
 //! [`Outcome`] ([`Command::outcome`]).
 //!
+//! The station's side reads the same vocabulary: the central system's request of any version
+//! as a [`Command`] ([`Command::from_request`]), and its [`Outcome`] made into that version's
+//! response ([`Command::answer`]).
+//!
 //! What a version cannot say is [`ModelError::NotExpressible`], before anything is sent.
 
-use ocpp_messages::{OcppVersion, Request, Response};
+use ocpp_messages::{DecodeOptions, OcppVersion, Request, RequestRef, Response};
 
 use crate::{ChargingLimit, IdToken, ModelError, Setting, TransactionId};
 
@@ -189,6 +193,96 @@ impl Command {
             command: self.name(),
             action: response.action(),
         })
+    }
+}
+
+/// The station's side: a command read from the central system's request, and answered.
+impl Command {
+    /// The command a central system's request says, of any version, as a station reads it;
+    /// `None`: another action, or a request carrying what a [`Command`] does not hold (a
+    /// remote start's charging profile or 2.x group token, a 2.x trigger for one connector, a
+    /// configuration key or several variables that are not one [`Setting`]). Reading a
+    /// request of a version and making it again ([`to_request`](Self::to_request)) gives the
+    /// same request; a 1.6 remote start reads with `remote_start_id` 0.
+    ///
+    /// ```
+    /// use ocpp_messages::{v1_6, v2_0_1, Request};
+    /// use ocpp_model::{Command, IdToken};
+    ///
+    /// let v16 = Request::from(v1_6::RemoteStartTransactionRequest::new("TAG-1"));
+    /// let token = v2_0_1::IdToken::new("TAG-1", v2_0_1::IdTokenEnum::ISO14443);
+    /// let v201 = Request::from(v2_0_1::RequestStartTransactionRequest::new(token, 7));
+    /// for request in [v16, v201] {
+    ///     let Some(Command::RemoteStart { token, .. }) = Command::from_request(&request) else {
+    ///         panic!("a remote start");
+    ///     };
+    ///     assert_eq!(token.value, "TAG-1");
+    /// }
+    /// ```
+    pub fn from_request(request: &Request) -> Option<Command> {
+        match request.view() {
+            RequestRef::V1_6(request) => crate::v1_6::read_command(request),
+            RequestRef::V2_0_1(request) => crate::v2::v2_0_1::read_command(request),
+            RequestRef::V2_1(request) => crate::v2::v2_1::read_command(request),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// The station's answer to this command in `version`: the response whose status says
+    /// `outcome` (`Accepted` is an UnlockConnector's `Unlocked`, `Failed` its `UnlockFailed`,
+    /// `NotSupported` a TriggerMessage's `NotImplemented` and a 2.x SetVariables'
+    /// `UnknownVariable`), checked against the version's schema. A 2.x
+    /// RequestStartTransaction's answer carries no `transactionId` (answer its typed request
+    /// to give one).
+    ///
+    /// # Errors
+    /// [`ModelError::NotExpressible`] when the version's response has no status for
+    /// `outcome` (a 1.6 Reset `Scheduled`, an UnlockConnector `Rejected`...), or the command
+    /// has no request in `version`.
+    ///
+    /// ```
+    /// use ocpp_messages::OcppVersion;
+    /// use ocpp_model::{Command, ModelError, Outcome, ResetKind};
+    ///
+    /// let reset = Command::Reset { kind: ResetKind::Immediate, evse: None };
+    /// let answer = reset.answer(OcppVersion::V2_0_1, Outcome::Scheduled)?;
+    /// assert_eq!(serde_json::to_string(&answer).unwrap(), r#"{"status":"Scheduled"}"#);
+    /// assert!(matches!(
+    ///     reset.answer(OcppVersion::V1_6, Outcome::Scheduled),
+    ///     Err(ModelError::NotExpressible { .. })
+    /// ));
+    /// # Ok::<(), ModelError>(())
+    /// ```
+    pub fn answer(&self, version: OcppVersion, outcome: Outcome) -> Result<Response, ModelError> {
+        let request = self.to_request(version)?;
+        let candidates: &[&str] = match outcome {
+            Outcome::Accepted => &["Accepted", "Unlocked"],
+            Outcome::Rejected => &["Rejected"],
+            Outcome::Scheduled => &["Scheduled"],
+            Outcome::RebootRequired => &["RebootRequired"],
+            Outcome::NotSupported => &["NotSupported", "NotImplemented", "UnknownVariable"],
+            Outcome::Failed => &["UnlockFailed"],
+        };
+        let payload = |status: &str| match self {
+            Command::Configure { setting, .. } if version != OcppVersion::V1_6 => {
+                let (component, variable) = setting.component_variable();
+                format!(
+                    r#"{{"setVariableResult":[{{"attributeStatus":"{status}","component":{{"name":"{component}"}},"variable":{{"name":"{variable}"}}}}]}}"#
+                )
+            }
+            _ => format!(r#"{{"status":"{status}"}}"#),
+        };
+        candidates
+            .iter()
+            .find_map(|status| {
+                let text = payload(status);
+                Response::decode(version, request.action(), &text, &DecodeOptions::strict()).ok()
+            })
+            .ok_or(ModelError::NotExpressible {
+                command: self.name(),
+                version,
+            })
     }
 }
 

@@ -465,6 +465,62 @@ pub(crate) fn command(command: &Command) -> Result<Request, ModelError> {
     })
 }
 
+/// The command a 1.6 request of the central system says; `None`: another action, or one
+/// carrying what [`Command`] does not hold (a remote start's charging profile, a key that is
+/// not a [`Setting`](crate::Setting)).
+pub(crate) fn read_command(request: &m::Request) -> Option<Command> {
+    let id = |value: i32| u32::try_from(value).ok();
+    Some(match request {
+        m::Request::RemoteStartTransaction(r) if r.charging_profile.is_none() => {
+            Command::RemoteStart {
+                evse: match r.connector_id {
+                    Some(connector) => Some(id(connector)?),
+                    None => None,
+                },
+                token: IdToken::from_id_tag(r.id_tag.as_str()),
+                // 1.6 has none: the station's transaction is not tied to the request.
+                remote_start_id: 0,
+                limit: None,
+            }
+        }
+        m::Request::RemoteStopTransaction(r) => Command::RemoteStop {
+            transaction: TransactionId::Number(r.transaction_id),
+        },
+        m::Request::Reset(r) => Command::Reset {
+            kind: match r.r#type.as_str() {
+                "Hard" => ResetKind::Immediate,
+                "Soft" => ResetKind::Soft,
+                _ => return None,
+            },
+            evse: None,
+        },
+        m::Request::UnlockConnector(r) => Command::UnlockConnector {
+            evse: id(r.connector_id)?,
+            connector: None,
+        },
+        m::Request::ChangeAvailability(r) => Command::ChangeAvailability {
+            evse: match r.connector_id {
+                0 => None,
+                connector => Some(id(connector)?),
+            },
+            connector: None,
+            operative: r.r#type.as_str() == "Operative",
+        },
+        m::Request::TriggerMessage(r) => Command::TriggerMessage {
+            message: MessageTrigger::from_wire(r.requested_message.as_str())?,
+            evse: match r.connector_id {
+                Some(connector) => Some(id(connector)?),
+                None => None,
+            },
+        },
+        m::Request::ChangeConfiguration(r) => Command::Configure {
+            setting: crate::Setting::from_wire(&r.key)?,
+            value: r.value.clone(),
+        },
+        _ => return None,
+    })
+}
+
 /// The outcome of a 1.6 response to `command`; `None`: it does not answer it.
 pub(crate) fn outcome(command: &Command, response: &m::Response) -> Option<CommandOutcome> {
     let status = match (command, response) {

@@ -508,6 +508,88 @@ macro_rules! v2 {
                 })
             }
 
+            /// The command a request of this version says; `None`: another action, or one
+            /// carrying what [`Command`] does not hold (a remote start's charging profile or
+            /// group token, a trigger for one connector, several variables or one that is
+            /// not a [`Setting`](crate::Setting), an attribute other than `Actual`).
+            pub(crate) fn read_command(request: &m::Request) -> Option<Command> {
+                fn id<T: TryInto<u32>>(value: T) -> Option<u32> {
+                    value.try_into().ok()
+                }
+                // `None` when there is one and it does not fit.
+                fn optional<T: TryInto<u32>>(value: Option<T>) -> Option<Option<u32>> {
+                    match value {
+                        Some(value) => id(value).map(Some),
+                        None => Some(None),
+                    }
+                }
+                Some(match request {
+                    m::Request::RequestStartTransaction(r)
+                        if r.charging_profile.is_none() && r.group_id_token.is_none() =>
+                    {
+                        Command::RemoteStart {
+                            evse: optional(r.evse_id)?,
+                            token: id_token(&r.id_token),
+                            remote_start_id: r.remote_start_id,
+                            limit: None,
+                        }
+                    }
+                    m::Request::RequestStopTransaction(r) => Command::RemoteStop {
+                        transaction: TransactionId::Text(r.transaction_id.clone()),
+                    },
+                    m::Request::Reset(r) => Command::Reset {
+                        kind: ResetKind::from_wire(r.r#type.as_str())?,
+                        evse: optional(r.evse_id)?,
+                    },
+                    m::Request::UnlockConnector(r) => Command::UnlockConnector {
+                        evse: id(r.evse_id)?,
+                        connector: Some(id(r.connector_id)?),
+                    },
+                    m::Request::ChangeAvailability(r) => {
+                        let (evse, connector) = match &r.evse {
+                            Some(target) => (Some(id(target.id)?), optional(target.connector_id)?),
+                            None => (None, None),
+                        };
+                        Command::ChangeAvailability {
+                            evse,
+                            connector,
+                            operative: r.operational_status.as_str() == "Operative",
+                        }
+                    }
+                    m::Request::TriggerMessage(r) => Command::TriggerMessage {
+                        message: crate::MessageTrigger::from_wire(r.requested_message.as_str())?,
+                        evse: match &r.evse {
+                            Some(target) if target.connector_id.is_none() => Some(id(target.id)?),
+                            Some(_) => return None,
+                            None => None,
+                        },
+                    },
+                    m::Request::SetVariables(r) => {
+                        let [data] = r.set_variable_data.as_slice() else {
+                            return None;
+                        };
+                        let actual = data
+                            .attribute_type
+                            .as_ref()
+                            .map_or(true, |kind| kind.as_str() == "Actual");
+                        let plain = data.component.evse.is_none()
+                            && data.component.instance.is_none()
+                            && data.variable.instance.is_none();
+                        if !actual || !plain {
+                            return None;
+                        }
+                        Command::Configure {
+                            setting: crate::Setting::from_component_variable(
+                                &data.component.name,
+                                &data.variable.name,
+                            )?,
+                            value: data.attribute_value.clone(),
+                        }
+                    }
+                    _ => return None,
+                })
+            }
+
             /// The outcome of a response of this version to `command`; `None`: it does not
             /// answer it.
             pub(crate) fn outcome(

@@ -4,7 +4,8 @@
 //!
 //! It is the same program as `ocpp-tokio`'s `station` example, and `ocpp-tokio`'s
 //! `station_interop` tests run both against the same central systems. It connects, boots
-//! until Accepted, and heartbeats at the interval it is given. It accepts remote starts. When
+//! until Accepted, and heartbeats at the interval it is given. It accepts remote starts (read
+//! in one vocabulary for every version, `ocpp_model::Command`). When
 //! the central system goes away, it reconnects after the back-off and boots again. It prints
 //! each change of its status.
 //!
@@ -18,13 +19,13 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ocpp_model::{Command, Outcome};
 use ocpp_proto::station::{
     Cause, Lifecycle, NetworkProfile, NetworkProfiles, Next, RetryBackOff, StationInfo, StationUrl,
     Status, Transmit,
 };
 use ocpp_proto::{
-    v1_6, v2_0_1, v2_1, Answer, CloseCode, ConnectTarget, Connection, ConnectionConfig, Event,
-    Request,
+    Answer, CloseCode, ConnectTarget, Connection, ConnectionConfig, ErrorCode, Event, Request,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -162,34 +163,18 @@ fn run(
     }
 }
 
-/// The application's answer to the central system's CALL: remote starts are accepted.
+/// The application's answer to the central system's CALL, in any version (read as an
+/// `ocpp_model::Command`): remote starts are accepted.
 fn answer_to(request: &Request) -> Answer {
-    match request {
-        Request::V1_6(request) => match &**request {
-            v1_6::Request::RemoteStartTransaction(start) => {
-                println!("remote start for {}", start.id_tag);
-                let accepted = v1_6::RemoteStartStopStatus::Accepted;
-                Answer::result(v1_6::RemoteStartTransactionResponse::new(accepted))
-            }
-            other => Answer::not_supported(other.action().as_str()),
-        },
-        Request::V2_0_1(request) => match &**request {
-            v2_0_1::Request::RequestStartTransaction(start) => {
-                println!("remote start for {}", start.id_token.id_token);
-                let accepted = v2_0_1::RequestStartStopStatusEnum::Accepted;
-                Answer::result(v2_0_1::RequestStartTransactionResponse::new(accepted))
-            }
-            other => Answer::not_supported(other.action().as_str()),
-        },
-        Request::V2_1(request) => match &**request {
-            v2_1::Request::RequestStartTransaction(start) => {
-                println!("remote start for {}", start.id_token.id_token);
-                let accepted = v2_1::RequestStartStopStatusEnum::Accepted;
-                Answer::result(v2_1::RequestStartTransactionResponse::new(accepted))
-            }
-            other => Answer::not_supported(other.action().as_str()),
-        },
-        other => Answer::not_supported(other.action()),
+    let command = Command::from_request(request);
+    let Some(Command::RemoteStart { token, .. }) = &command else {
+        return Answer::not_supported(request.action());
+    };
+    println!("remote start for {}", token.value);
+    match command.map(|start| start.answer(request.version(), Outcome::Accepted)) {
+        Some(Ok(response)) => Answer::Result(response),
+        Some(Err(error)) => Answer::error(ErrorCode::InternalError, error.to_string()),
+        None => Answer::not_supported(request.action()),
     }
 }
 

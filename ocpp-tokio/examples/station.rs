@@ -1,35 +1,21 @@
 //! A charging station: `station URL VERSION`, e.g.
 //! `cargo run -p ocpp-tokio --example station -- ws://127.0.0.1:9000/ocpp/CP001 1.6`.
-//! It connects, boots until Accepted, heartbeats at the interval given, accepts remote starts,
-//! and reconnects (with the back-off) and boots again whenever the central system goes away.
+//! It connects, boots until Accepted, heartbeats at the interval given, accepts remote starts
+//! (of 1.6, 2.0.1 and 2.1 alike), and reconnects (with the back-off) and boots again whenever
+//! the central system goes away.
+use ocpp_tokio::model::{Command, Outcome};
 use ocpp_tokio::station::{Station, StationInfo, Status};
-use ocpp_tokio::{v1_6, v2_0_1, v2_1, OcppVersion, Reply, Router, Session};
+use ocpp_tokio::{ErrorAnswer, OcppVersion, Reply, Router, Session};
 
-async fn remote_start(
-    _: Session<()>,
-    request: v1_6::RemoteStartTransactionRequest,
-) -> Reply<v1_6::RemoteStartTransactionResponse> {
-    println!("remote start for {}", request.id_tag);
-    let accepted = v1_6::RemoteStartStopStatus::Accepted;
-    Ok(v1_6::RemoteStartTransactionResponse::new(accepted))
-}
-
-async fn request_start(
-    _: Session<()>,
-    request: v2_0_1::RequestStartTransactionRequest,
-) -> Reply<v2_0_1::RequestStartTransactionResponse> {
-    println!("remote start for {}", request.id_token.id_token);
-    let accepted = v2_0_1::RequestStartStopStatusEnum::Accepted;
-    Ok(v2_0_1::RequestStartTransactionResponse::new(accepted))
-}
-
-async fn request_start_2_1(
-    _: Session<()>,
-    request: v2_1::RequestStartTransactionRequest,
-) -> Reply<v2_1::RequestStartTransactionResponse> {
-    println!("remote start for {}", request.id_token.id_token);
-    let accepted = v2_1::RequestStartStopStatusEnum::Accepted;
-    Ok(v2_1::RequestStartTransactionResponse::new(accepted))
+/// What the central system asks, in any version: remote starts are accepted, the rest refused.
+async fn asked(_: Session<()>, command: Command) -> Reply<Outcome> {
+    match command {
+        Command::RemoteStart { token, .. } => {
+            println!("remote start for {}", token.value);
+            Ok(Outcome::Accepted)
+        }
+        other => Err(ErrorAnswer::not_supported(other.name())),
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -39,7 +25,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: station ws://host:port/path/IDENTITY 1.6|2.0.1|2.1".into());
     };
     let version: OcppVersion = version.parse()?;
-    let router = Router::<()>::default().on(remote_start).on(request_start).on(request_start_2_1);
+    let router = Router::<()>::default().on_command(asked);
     let station = Station::builder(&url)?
         .versions([version])
         .info(StationInfo::new("ACME", "Example"))

@@ -9,7 +9,7 @@ use std::future::Future;
 use ocpp_messages::action::ActionRequest;
 use ocpp_messages::ErrorCode;
 use ocpp_messages::{Request, Response};
-use ocpp_model::{Concept, StationEvent};
+use ocpp_model::{Command, Concept, Outcome, StationEvent};
 use ocpp_proto::{Answer, Closed, ErrorAnswer, Rejection};
 
 use crate::typed::ResponseOf;
@@ -33,6 +33,8 @@ type Routes<S, A> = HashMap<&'static str, Vec<(TypeId, Route<S, A>)>>;
 type ConceptRoute<S, A> = Box<
     dyn Fn(Session<S, A>, StationEvent) -> Result<BoxFuture<Answer>, StationEvent> + Send + Sync,
 >;
+/// Every command of the central system, of every version, to one handler (a station's).
+type CommandRoute<S, A> = Box<dyn Fn(Session<S, A>, Command) -> BoxFuture<Answer> + Send + Sync>;
 
 /// A [`Handler`] made of one async function per action: each takes the connection's
 /// [`Session`] and the action's request type, and returns that action's response type or a
@@ -89,6 +91,7 @@ pub struct Router<S, A = ()> {
     app: A,
     routes: Routes<S, A>,
     concepts: Vec<(TypeId, ConceptRoute<S, A>)>,
+    commands: Option<CommandRoute<S, A>>,
     fallback: Option<OnCall<S, A>>,
     on_connect: Option<OnSession<S, A>>,
     on_send: Option<OnSend<S, A>>,
@@ -194,6 +197,7 @@ impl<S: Send + Sync + 'static> Router<S> {
             app: (),
             routes: HashMap::new(),
             concepts: Vec::new(),
+            commands: None,
             fallback: None,
             on_connect: None,
             on_send: None,
@@ -261,6 +265,10 @@ impl<S: Send + Sync + 'static> Router<S> {
             app,
             routes,
             concepts,
+            commands: self.commands.map(|f| {
+                Box::new(move |session: Session<S, B>, command| f(session.without_app(), command))
+                    as CommandRoute<S, B>
+            }),
             fallback: self.fallback.map(|f| {
                 Box::new(move |session: Session<S, B>, call| f(session.without_app(), call))
                     as OnCall<S, B>
@@ -365,6 +373,55 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
         self
     }
 
+    /// Routes every command of the central system, in every version, to `handler`: a
+    /// station's one handler for what it is asked ([`Command::from_request`]: a 1.6
+    /// RemoteStartTransaction and a 2.x RequestStartTransaction are one
+    /// [`Command::RemoteStart`]; Reset, UnlockConnector, ChangeAvailability, TriggerMessage,
+    /// a [`Setting`](ocpp_model::Setting) changed by ChangeConfiguration or SetVariables...).
+    /// The handler answers with an [`Outcome`], which the router makes into the version's
+    /// response, checked against its schema ([`Command::answer`]; an outcome the version has
+    /// no word for, a 1.6 Reset `Scheduled`, goes out as CALLERROR `InternalError`), or with a
+    /// CALLERROR. A CALL that a typed route ([`Router::on`]) or a concept takes is not offered
+    /// here; one that does not read as a command (a remote start with a charging profile...)
+    /// goes to the [fallback](Router::fallback). Routing commands again replaces the handler.
+    ///
+    /// ```
+    /// use ocpp_model::{Command, Outcome};
+    /// use ocpp_tokio::{ErrorAnswer, Reply, Router, Session};
+    ///
+    /// // Remote starts of 1.6, 2.0.1 and 2.1 alike; every other command refused.
+    /// async fn asked(_: Session<()>, command: Command) -> Reply<Outcome> {
+    ///     match command {
+    ///         Command::RemoteStart { token, .. } if token.value == "TAG-OK" => Ok(Outcome::Accepted),
+    ///         Command::RemoteStart { .. } => Ok(Outcome::Rejected),
+    ///         other => Err(ErrorAnswer::not_supported(other.name())),
+    ///     }
+    /// }
+    ///
+    /// let router = Router::<()>::for_station().on_command(asked);
+    /// # let _ = router;
+    /// ```
+    pub fn on_command<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Session<S, A>, Command) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Reply<Outcome>> + Send + 'static,
+    {
+        self.commands = Some(Box::new(move |session, command| {
+            let version = session.version();
+            let answer = handler(session, command.clone());
+            Box::pin(async move {
+                match answer.await {
+                    Ok(outcome) => match command.answer(version, outcome) {
+                        Ok(response) => Answer::Result(response),
+                        Err(e) => Answer::error(ErrorCode::InternalError, e.to_string()),
+                    },
+                    Err(error) => Answer::Error(error),
+                }
+            })
+        }));
+        self
+    }
+
     /// Answers the CALLs no route takes (default: `NotSupported`), untyped: the answer goes
     /// through the core's answer rule, so one of another action is sent as CALLERROR
     /// `InternalError`, never as a wrong payload.
@@ -433,6 +490,11 @@ impl<S: Send + Sync + 'static, A: Clone + Send + Sync + 'static> Router<S, A> {
                     Ok(answer) => return answer,
                     Err(other) => event = other,
                 }
+            }
+        }
+        if let Some(route) = &self.commands {
+            if let Some(command) = Command::from_request(&request) {
+                return route(session, command);
             }
         }
         match &self.fallback {

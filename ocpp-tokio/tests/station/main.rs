@@ -1,10 +1,12 @@
 //! The charging-station client against a real `Server` on loopback sockets: boot until
 //! Accepted (and what is refused or held meanwhile), the reconnect back-off, refusals that stop
 //! the station, the offline queue across a lost connection (1.6 and 2.0.1), the file store
-//! across a killed process (the test re-executes itself as the station), and security profiles
-//! 2 and 3. Every wait is bounded.
+//! across a killed process (the test re-executes itself as the station), security profiles
+//! 2 and 3, and one handler for the central system's commands of every version. Every wait is
+//! bounded.
 
 mod boot;
+mod commands;
 #[path = "../common/mod.rs"]
 mod common;
 mod killed;
