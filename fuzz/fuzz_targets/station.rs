@@ -10,9 +10,14 @@
 //! script. Each attempt opens as a central system that accepts the upgrade would open it (a
 //! 101 with the right accept key); everything after is the script's.
 //!
+//! The application reads the central system's CALLs as `ocpp_model::Command`s and answers
+//! them with an `Outcome` of the script's choosing (`Command::answer`).
+//!
 //! Invariants: no panic; every application CALL the lifecycle holds ends exactly once (its
 //! outcome, its close, its deadline, or drained when a connection ended); nothing is handed
-//! out after `Transmit::Close` on the same connection; once `Next::Stop`, nothing more.
+//! out after `Transmit::Close` on the same connection; once `Next::Stop`, nothing more; a
+//! command read and made again is the request made from it; an answer made of an outcome
+//! reads back as that outcome.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -21,6 +26,7 @@ use std::time::{Duration, Instant};
 use libfuzzer_sys::fuzz_target;
 use ocpp_frame::handshake::SecWebSocketKey;
 use ocpp_frame::{CloseCode, Encoder, Role};
+use ocpp_model::{Command, Outcome};
 use ocpp_proto::station::{
     BootReason, Cause, Lifecycle, NetworkProfiles, Next, RetryBackOff, StationInfo, Transmit,
 };
@@ -126,13 +132,36 @@ impl Harness {
         }
     }
 
-    /// The application's answer to the central system's oldest CALL.
-    fn answer_incoming(&mut self, accept: bool) {
+    /// The application's answer to the central system's oldest CALL: a command (read in the
+    /// model's vocabulary, `Command::from_request`) answered with `outcome`, a TriggerMessage
+    /// the model does not read accepted or not, anything else NotSupported.
+    fn answer_incoming(&mut self, accept: bool, outcome: Outcome) {
         let Some(conn) = &mut self.conn else { return };
         if self.incoming.is_empty() {
             return;
         }
         let (id, request) = self.incoming.remove(0);
+        let version = request.version();
+        if let Some(command) = Command::from_request(&request) {
+            // What was read says the same request again, once made (the first making may
+            // normalise what the version's schema allows two ways).
+            if let Ok(made) = command.to_request(version) {
+                let again = Command::from_request(&made).expect("a made request reads");
+                let remade = again.to_request(version).expect("a read request is made");
+                assert_eq!(wire(&remade), wire(&made), "{command:?}");
+            }
+            let answer = match command.answer(version, outcome) {
+                Ok(response) => {
+                    let read = command.outcome(&response).expect("an answer reads back");
+                    assert_eq!(read.outcome, outcome, "{command:?}");
+                    Answer::Result(response)
+                }
+                Err(_) => Answer::not_supported(request.action()),
+            };
+            self.station.on_answered(self.now, &answer);
+            let _ = conn.answer(self.now, &id, answer);
+            return;
+        }
         let status = if accept { "Accepted" } else { "Rejected" };
         let answer = match request.action() {
             "TriggerMessage" => Response::decode(
@@ -237,6 +266,15 @@ impl Harness {
         ended.into_iter().for_each(|call| self.end(call));
         // The close's own events come with the next turn's pump.
     }
+}
+
+/// A request as it goes on the wire, to compare two.
+fn wire(request: &Request) -> String {
+    format!(
+        "{} {}",
+        request.action(),
+        serde_json::to_string(request).unwrap_or_default()
+    )
 }
 
 /// A CALL of the application's (a StatusNotification on 1.6, where the registration holds it
@@ -369,7 +407,21 @@ fuzz_target!(|data: &[u8]| {
                     let deadline = h.now + Duration::from_secs(u64::from(op >> 5) * 10 + 1);
                     h.station.hold(request, call, deadline);
                 }
-                2 => h.answer_incoming(op & 0x80 != 0),
+                2 => {
+                    let outcomes = [
+                        Outcome::Accepted,
+                        Outcome::Rejected,
+                        Outcome::Scheduled,
+                        Outcome::RebootRequired,
+                        Outcome::NotSupported,
+                        Outcome::Failed,
+                    ];
+                    // The outcome is the next byte's pick.
+                    let pick = script.first().copied().unwrap_or(0);
+                    script = script.get(1..).unwrap_or_default();
+                    let outcome = outcomes[usize::from(pick) % outcomes.len()];
+                    h.answer_incoming(op & 0x80 != 0, outcome);
+                }
                 3 => h.station.reboot(BootReason::RemoteReset),
                 _ if op & 0x80 != 0 => h.station.stop(),
                 _ => {
