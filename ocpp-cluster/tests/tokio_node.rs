@@ -408,10 +408,20 @@ async fn a_json_command_reaches_the_charge_point_wherever_it_is() {
             "{path}: {unfit:?}"
         );
     }
-    let nobody = a
-        .charge_points
-        .call_json("NOBODY", None, "Reset", r#"{"type":"Soft"}"#, CALL_TIMEOUT)
-        .await;
+    // Nobody holds it: NotConnected, once Redis answered within the nodes' Redis timeout
+    // (300 ms here; on a machine loaded enough to miss it, OwnerUnreachable is the right
+    // answer, and a retry the right response to it: at most 5).
+    let mut nobody = Err(CallFailure::OwnerUnreachable);
+    for _ in 0..5 {
+        nobody = a
+            .charge_points
+            .call_json("NOBODY", None, "Reset", r#"{"type":"Soft"}"#, CALL_TIMEOUT)
+            .await;
+        if nobody != Err(CallFailure::OwnerUnreachable) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     assert_eq!(nobody, Err(CallFailure::NotConnected));
     assert!(a.charge_points.remote().is_some());
     assert_eq!(a.cluster.node_id(), "a");
