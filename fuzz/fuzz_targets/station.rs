@@ -408,14 +408,7 @@ fuzz_target!(|data: &[u8]| {
                     h.station.hold(request, call, deadline);
                 }
                 2 => {
-                    let outcomes = [
-                        Outcome::Accepted,
-                        Outcome::Rejected,
-                        Outcome::Scheduled,
-                        Outcome::RebootRequired,
-                        Outcome::NotSupported,
-                        Outcome::Failed,
-                    ];
+                    let outcomes = Outcome::ALL;
                     // The outcome is the next byte's pick.
                     let pick = script.first().copied().unwrap_or(0);
                     script = script.get(1..).unwrap_or_default();

@@ -305,6 +305,23 @@ pub enum Outcome {
     Failed,
 }
 
+impl Outcome {
+    /// Every outcome, in the order of the type.
+    ///
+    /// ```
+    /// use ocpp_model::Outcome;
+    /// assert_eq!(Outcome::ALL.len(), 6);
+    /// ```
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Accepted,
+        Outcome::Rejected,
+        Outcome::Scheduled,
+        Outcome::RebootRequired,
+        Outcome::NotSupported,
+        Outcome::Failed,
+    ];
+}
+
 /// A command's [`Outcome`], with the status as the charge point sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandOutcome {

@@ -10,14 +10,6 @@ use ocpp_model::{
 };
 
 const VERSIONS: [OcppVersion; 3] = [OcppVersion::V1_6, OcppVersion::V2_0_1, OcppVersion::V2_1];
-const OUTCOMES: [Outcome; 6] = [
-    Outcome::Accepted,
-    Outcome::Rejected,
-    Outcome::Scheduled,
-    Outcome::RebootRequired,
-    Outcome::NotSupported,
-    Outcome::Failed,
-];
 
 /// Every kind of command, with the parameters each version can say and some it cannot.
 fn commands() -> Vec<Command> {
@@ -187,7 +179,7 @@ fn every_outcome_a_version_can_say_is_read_back_as_it_was_given() {
             if command.to_request(version).is_err() {
                 continue;
             }
-            for outcome in OUTCOMES {
+            for outcome in Outcome::ALL {
                 match command.answer(version, outcome) {
                     Ok(response) => {
                         response.validate().unwrap();
