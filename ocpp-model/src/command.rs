@@ -238,8 +238,7 @@ impl Command {
     ///
     /// # Errors
     /// [`ModelError::NotExpressible`] when the version's response has no status for
-    /// `outcome` (a 1.6 Reset `Scheduled`, an UnlockConnector `Rejected`...), or the command
-    /// has no request in `version`.
+    /// `outcome` (a 1.6 Reset `Scheduled`, an UnlockConnector `Rejected`...).
     ///
     /// ```
     /// use ocpp_messages::OcppVersion;
@@ -255,7 +254,7 @@ impl Command {
     /// # Ok::<(), ModelError>(())
     /// ```
     pub fn answer(&self, version: OcppVersion, outcome: Outcome) -> Result<Response, ModelError> {
-        let request = self.to_request(version)?;
+        let action = self.action(version);
         let candidates: &[&str] = match outcome {
             Outcome::Accepted => &["Accepted", "Unlocked"],
             Outcome::Rejected => &["Rejected"],
@@ -277,12 +276,30 @@ impl Command {
             .iter()
             .find_map(|status| {
                 let text = payload(status);
-                Response::decode(version, request.action(), &text, &DecodeOptions::strict()).ok()
+                Response::decode(version, action, &text, &DecodeOptions::strict()).ok()
             })
             .ok_or(ModelError::NotExpressible {
                 command: self.name(),
                 version,
             })
+    }
+
+    /// The action that says this command in `version`.
+    fn action(&self, version: OcppVersion) -> &'static str {
+        let v1_6 = version == OcppVersion::V1_6;
+        match self {
+            Command::RemoteStart { .. } if v1_6 => "RemoteStartTransaction",
+            Command::RemoteStart { .. } => "RequestStartTransaction",
+            Command::RemoteStop { .. } if v1_6 => "RemoteStopTransaction",
+            Command::RemoteStop { .. } => "RequestStopTransaction",
+            Command::Configure { .. } if v1_6 => "ChangeConfiguration",
+            Command::Configure { .. } => "SetVariables",
+            Command::Reset { .. } => "Reset",
+            Command::UnlockConnector { .. } => "UnlockConnector",
+            Command::ChangeAvailability { .. } => "ChangeAvailability",
+            Command::TriggerMessage { .. } => "TriggerMessage",
+            Command::SetChargingProfile(_) => "SetChargingProfile",
+        }
     }
 }
 

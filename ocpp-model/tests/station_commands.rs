@@ -183,6 +183,8 @@ fn every_outcome_a_version_can_say_is_read_back_as_it_was_given() {
                 match command.answer(version, outcome) {
                     Ok(response) => {
                         response.validate().unwrap();
+                        let request = command.to_request(version).unwrap();
+                        assert_eq!(response.action(), request.action(), "{version}");
                         let read = command.outcome(&response).unwrap();
                         assert_eq!(read.outcome, outcome, "{version} {command:?}");
                         answered += 1;
