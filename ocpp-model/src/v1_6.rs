@@ -504,7 +504,11 @@ pub(crate) fn read_command(request: &m::Request) -> Option<Command> {
                 connector => Some(id(connector)?),
             },
             connector: None,
-            operative: r.r#type.as_str() == "Operative",
+            operative: match r.r#type.as_str() {
+                "Operative" => true,
+                "Inoperative" => false,
+                _ => return None,
+            },
         },
         m::Request::TriggerMessage(r) => Command::TriggerMessage {
             message: MessageTrigger::from_wire(r.requested_message.as_str())?,

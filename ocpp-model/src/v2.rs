@@ -553,7 +553,11 @@ macro_rules! v2 {
                         Command::ChangeAvailability {
                             evse,
                             connector,
-                            operative: r.operational_status.as_str() == "Operative",
+                            operative: match r.operational_status.as_str() {
+                                "Operative" => true,
+                                "Inoperative" => false,
+                                _ => return None,
+                            },
                         }
                     }
                     m::Request::TriggerMessage(r) => Command::TriggerMessage {

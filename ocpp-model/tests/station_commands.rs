@@ -167,6 +167,16 @@ fn what_a_command_does_not_hold_is_not_read() {
         r#"{"requestedMessage":"StatusNotification","evse":{"id":1,"connectorId":2}}"#,
     );
     assert_eq!(Command::from_request(&connector), None);
+    // A value the version does not define (kept by a lenient decoding) is not guessed at.
+    let lenient = DecodeOptions::lenient();
+    for (version, payload) in [
+        (OcppVersion::V2_0_1, r#"{"operationalStatus":"Sleeping"}"#),
+        (OcppVersion::V1_6, r#"{"connectorId":0,"type":"Sleeping"}"#),
+    ] {
+        let request = Request::decode(version, "ChangeAvailability", payload, &lenient)
+            .expect("a lenient decoding keeps a value it does not know");
+        assert_eq!(Command::from_request(&request), None, "{version}");
+    }
     let clear = Request::from(v2_0_1::ClearCacheRequest::default());
     assert_eq!(Command::from_request(&clear), None);
 }
