@@ -470,13 +470,15 @@ pub(crate) fn command(command: &Command) -> Result<Request, ModelError> {
 /// not a [`Setting`](crate::Setting)).
 pub(crate) fn read_command(request: &m::Request) -> Option<Command> {
     let id = |value: i32| u32::try_from(value).ok();
+    // `None` when there is one and it does not fit.
+    let optional = |value: Option<i32>| match value {
+        Some(value) => id(value).map(Some),
+        None => Some(None),
+    };
     Some(match request {
         m::Request::RemoteStartTransaction(r) if r.charging_profile.is_none() => {
             Command::RemoteStart {
-                evse: match r.connector_id {
-                    Some(connector) => Some(id(connector)?),
-                    None => None,
-                },
+                evse: optional(r.connector_id)?,
                 token: IdToken::from_id_tag(r.id_tag.as_str()),
                 // 1.6 has none: the station's transaction is not tied to the request.
                 remote_start_id: 0,
@@ -512,10 +514,7 @@ pub(crate) fn read_command(request: &m::Request) -> Option<Command> {
         },
         m::Request::TriggerMessage(r) => Command::TriggerMessage {
             message: MessageTrigger::from_wire(r.requested_message.as_str())?,
-            evse: match r.connector_id {
-                Some(connector) => Some(id(connector)?),
-                None => None,
-            },
+            evse: optional(r.connector_id)?,
         },
         m::Request::ChangeConfiguration(r) => Command::Configure {
             setting: crate::Setting::from_wire(&r.key)?,

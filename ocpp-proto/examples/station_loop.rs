@@ -166,15 +166,16 @@ fn run(
 /// The application's answer to the central system's CALL, in any version (read as an
 /// `ocpp_model::Command`): remote starts are accepted.
 fn answer_to(request: &Request) -> Answer {
-    let command = Command::from_request(request);
-    let Some(Command::RemoteStart { token, .. }) = &command else {
+    let Some(command) = Command::from_request(request) else {
+        return Answer::not_supported(request.action());
+    };
+    let Command::RemoteStart { token, .. } = &command else {
         return Answer::not_supported(request.action());
     };
     println!("remote start for {}", token.value);
-    match command.map(|start| start.answer(request.version(), Outcome::Accepted)) {
-        Some(Ok(response)) => Answer::Result(response),
-        Some(Err(error)) => Answer::error(ErrorCode::InternalError, error.to_string()),
-        None => Answer::not_supported(request.action()),
+    match command.answer(request.version(), Outcome::Accepted) {
+        Ok(response) => Answer::Result(response),
+        Err(error) => Answer::error(ErrorCode::InternalError, error.to_string()),
     }
 }
 
