@@ -12,7 +12,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ocpp_messages::DateTime;
-use ocpp_model::BootReason;
+use ocpp_model::{BootReason, Command, Outcome};
 use ocpp_proto::station::StationStopReason;
 
 mod calls;
@@ -137,33 +137,11 @@ pub enum Outgoing {
 /// A CALL of the CSMS, read into what the charge point acts on.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CsmsCommand {
-    /// 1.6 RemoteStartTransaction, 2.x RequestStartTransaction.
-    RemoteStart {
-        /// The id tag (2.x idToken) to charge for.
-        id_tag: String,
-        /// The connector asked for (`None`: the charge point picks).
-        connector: Option<u32>,
-        /// 2.x: the remoteStartId to report in TransactionEvent.
-        remote_start_id: Option<i32>,
-    },
-    /// 1.6 RemoteStopTransaction, 2.x RequestStopTransaction.
-    RemoteStop {
-        /// The transaction to stop, as the CSMS knows it.
-        transaction_id: String,
-    },
-    /// Reset.
-    Reset {
-        /// 1.6 Hard, 2.x Immediate.
-        hard: bool,
-    },
-    /// TriggerMessage.
-    Trigger {
-        /// What to send.
-        message: TriggerKind,
-        /// The connector it is about, if any.
-        connector: Option<u32>,
-    },
-    /// 1.6 ChangeConfiguration.
+    /// A command of the model ([`Command::from_request`]: remote start and stop, reset,
+    /// trigger, a standard setting...), answered with an [`Outcome`](ocpp_model::Outcome)
+    /// through [`Command::answer`].
+    Model(Command),
+    /// 1.6 ChangeConfiguration of a key the model does not name.
     ChangeConfiguration {
         /// The configuration key.
         key: String,
@@ -175,7 +153,8 @@ pub enum CsmsCommand {
         /// The keys asked for (`None`: all keys).
         keys: Option<Vec<String>>,
     },
-    /// 2.x SetVariables: (component, variable, value).
+    /// 2.x SetVariables the model does not read (several variables, or not a standard
+    /// setting): (component, variable, value).
     SetVariables(Vec<(String, String, String)>),
     /// 2.x GetVariables: (component, variable).
     GetVariables(Vec<(String, String)>),
@@ -188,25 +167,11 @@ pub enum CsmsCommand {
         /// data, if given.
         data: Option<String>,
     },
+    /// A TriggerMessage the model does not read (a message it does not name, a 2.x
+    /// connector): answered NotImplemented.
+    OtherTrigger,
     /// Anything else: answered NotSupported.
     Other(&'static str),
-}
-
-/// What TriggerMessage asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TriggerKind {
-    /// BootNotification.
-    Boot,
-    /// Heartbeat.
-    Heartbeat,
-    /// StatusNotification.
-    Status,
-    /// MeterValues.
-    Meter,
-    /// 2.x TransactionEvent.
-    TransactionEvent,
-    /// Anything else (answered NotImplemented).
-    Unsupported,
 }
 
 /// The answer to setting one setting: a configuration key (1.6 ChangeConfiguration's
@@ -221,28 +186,32 @@ pub enum SettingStatus {
     Unknown,
 }
 
-/// The answer to a [`CsmsCommand`].
+impl From<SettingStatus> for Outcome {
+    /// The model's word for it (an unknown setting is `NotSupported`: 1.6 `NotSupported`,
+    /// 2.x `UnknownVariable`).
+    fn from(status: SettingStatus) -> Outcome {
+        match status {
+            SettingStatus::Accepted => Outcome::Accepted,
+            SettingStatus::Rejected => Outcome::Rejected,
+            SettingStatus::Unknown => Outcome::NotSupported,
+        }
+    }
+}
+
+/// `Accepted` or `Rejected`: a command's outcome when it is taken or not.
+pub fn accepted(yes: bool) -> Outcome {
+    if yes {
+        Outcome::Accepted
+    } else {
+        Outcome::Rejected
+    }
+}
+
+/// The answer to a [`CsmsCommand`] that is not the model's.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CommandReply {
-    /// RemoteStart/RemoteStop/RequestStart/RequestStop, with the 2.x transactionId if one runs.
-    StartStop {
-        /// Whether the command is accepted.
-        accepted: bool,
-        /// 2.x: the transactionId of the running transaction, if any.
-        transaction_id: Option<String>,
-    },
-    /// Reset.
-    Reset {
-        /// Whether the reset is accepted.
-        accepted: bool,
-    },
-    /// TriggerMessage.
-    Trigger {
-        /// Whether the message will be sent.
-        accepted: bool,
-        /// `false`: the trigger is not implemented (NotImplemented).
-        implemented: bool,
-    },
+    /// TriggerMessage: NotImplemented.
+    TriggerNotImplemented,
     /// 1.6 ChangeConfiguration.
     ChangeConfiguration(SettingStatus),
     /// Known keys (key, value, read-only) and unknown ones.

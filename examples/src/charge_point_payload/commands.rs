@@ -1,14 +1,24 @@
-//! The CSMS's CALLs read as [`CsmsCommand`]s, and the charge point's [`CommandReply`] to each, per version.
+//! The CSMS's CALLs read as [`CsmsCommand`]s, and the charge point's [`CommandReply`] to those
+//! the model does not answer, per version.
+//!
+//! What `ocpp_model` reads ([`Command::from_request`]: remote start and stop, reset, trigger, a
+//! standard setting...) is answered with an `Outcome` through [`Command::answer`]; what is
+//! left is the simulators' own: configuration keys and variables the model does not name,
+//! reading them, and DataTransfer.
 
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
+use ocpp_model::Command;
 use ocpp_proto::{DecodeOptions, Request, Response};
 use serde_json::{json, Value};
 
-use super::{CommandReply, CsmsCommand, PayloadError, SettingStatus, TriggerKind};
+use super::{CommandReply, CsmsCommand, PayloadError, SettingStatus};
 
-/// Reads a CALL of the CSMS.
+/// Reads a CALL of the CSMS: the model's command if it reads one, the simulators' own else.
 pub fn read_command(request: &Request) -> CsmsCommand {
+    if let Some(command) = Command::from_request(request) {
+        return CsmsCommand::Model(command);
+    }
     match request {
         Request::V1_6(r) => read_command_v16(r),
         other => read_command_v2(
@@ -20,29 +30,8 @@ pub fn read_command(request: &Request) -> CsmsCommand {
 
 fn read_command_v16(request: &v1_6::Request) -> CsmsCommand {
     use v1_6::Request as R;
-    let connector = |c: Option<i32>| c.and_then(|c| u32::try_from(c).ok());
     match request {
-        R::RemoteStartTransaction(r) => CsmsCommand::RemoteStart {
-            id_tag: r.id_tag.clone(),
-            connector: connector(r.connector_id),
-            remote_start_id: None,
-        },
-        R::RemoteStopTransaction(r) => CsmsCommand::RemoteStop {
-            transaction_id: r.transaction_id.to_string(),
-        },
-        R::Reset(r) => CsmsCommand::Reset {
-            hard: r.r#type == v1_6::ResetType::Hard,
-        },
-        R::TriggerMessage(r) => CsmsCommand::Trigger {
-            message: match r.requested_message {
-                v1_6::MessageTrigger::BootNotification => TriggerKind::Boot,
-                v1_6::MessageTrigger::Heartbeat => TriggerKind::Heartbeat,
-                v1_6::MessageTrigger::StatusNotification => TriggerKind::Status,
-                v1_6::MessageTrigger::MeterValues => TriggerKind::Meter,
-                _ => TriggerKind::Unsupported,
-            },
-            connector: connector(r.connector_id),
-        },
+        R::TriggerMessage(_) => CsmsCommand::OtherTrigger,
         R::ChangeConfiguration(r) => CsmsCommand::ChangeConfiguration {
             key: r.key.clone(),
             value: r.value.clone(),
@@ -67,53 +56,21 @@ fn read_command_v2(action: &'static str, json: &Value) -> CsmsCommand {
             text(&item["variable"]["name"]),
         )
     };
+    let items = |key: &str| json[key].as_array().map(Vec::as_slice).unwrap_or_default();
     match action {
-        "RequestStartTransaction" => CsmsCommand::RemoteStart {
-            id_tag: text(&json["idToken"]["idToken"]),
-            connector: json["evseId"].as_u64().and_then(|c| u32::try_from(c).ok()),
-            remote_start_id: json["remoteStartId"]
-                .as_i64()
-                .and_then(|c| i32::try_from(c).ok()),
-        },
-        "RequestStopTransaction" => CsmsCommand::RemoteStop {
-            transaction_id: text(&json["transactionId"]),
-        },
-        "Reset" => CsmsCommand::Reset {
-            hard: json["type"] == "Immediate",
-        },
-        "TriggerMessage" => CsmsCommand::Trigger {
-            message: match json["requestedMessage"].as_str().unwrap_or_default() {
-                "BootNotification" => TriggerKind::Boot,
-                "Heartbeat" => TriggerKind::Heartbeat,
-                "StatusNotification" => TriggerKind::Status,
-                "MeterValues" => TriggerKind::Meter,
-                "TransactionEvent" => TriggerKind::TransactionEvent,
-                _ => TriggerKind::Unsupported,
-            },
-            connector: json["evse"]["id"]
-                .as_u64()
-                .and_then(|c| u32::try_from(c).ok()),
-        },
+        "TriggerMessage" => CsmsCommand::OtherTrigger,
         "SetVariables" => CsmsCommand::SetVariables(
-            json["setVariableData"]
-                .as_array()
-                .map(|items| {
-                    items
-                        .iter()
-                        .map(|item| {
-                            let (c, v) = names(item);
-                            (c, v, text(&item["attributeValue"]))
-                        })
-                        .collect()
+            items("setVariableData")
+                .iter()
+                .map(|item| {
+                    let (c, v) = names(item);
+                    (c, v, text(&item["attributeValue"]))
                 })
-                .unwrap_or_default(),
+                .collect(),
         ),
-        "GetVariables" => CsmsCommand::GetVariables(
-            json["getVariableData"]
-                .as_array()
-                .map(|items| items.iter().map(names).collect())
-                .unwrap_or_default(),
-        ),
+        "GetVariables" => {
+            CsmsCommand::GetVariables(items("getVariableData").iter().map(names).collect())
+        }
         "DataTransfer" => CsmsCommand::DataTransfer {
             vendor_id: text(&json["vendorId"]),
             message_id: json["messageId"].as_str().map(str::to_owned),
@@ -127,14 +84,14 @@ fn read_command_v2(action: &'static str, json: &Value) -> CsmsCommand {
     }
 }
 
-/// The response to a command, in `version`.
+/// The response to a command the model does not answer, in `version`.
 pub fn response(
     version: OcppVersion,
     action: &str,
     reply: &CommandReply,
 ) -> Result<Response, PayloadError> {
     match version {
-        OcppVersion::V1_6 => response_v16(action, reply).map(Response::from),
+        OcppVersion::V1_6 => response_v16(reply).map(Response::from),
         OcppVersion::V2_0_1 | OcppVersion::V2_1 => {
             // Built as JSON, then checked against the version's schema.
             let payload = response_v2(reply).to_string();
@@ -144,46 +101,10 @@ pub fn response(
     }
 }
 
-fn response_v16(action: &str, reply: &CommandReply) -> Result<v1_6::Response, PayloadError> {
-    let start_stop = |accepted: bool| {
-        if accepted {
-            v1_6::RemoteStartStopStatus::Accepted
-        } else {
-            v1_6::RemoteStartStopStatus::Rejected
-        }
-    };
+fn response_v16(reply: &CommandReply) -> Result<v1_6::Response, PayloadError> {
     Ok(match reply {
-        // RemoteStart and RemoteStop answer with the same shape; the action decides the type.
-        CommandReply::StartStop { accepted, .. } => {
-            if action == "RemoteStopTransaction" {
-                v1_6::RemoteStopTransactionResponse {
-                    status: start_stop(*accepted),
-                }
-                .into()
-            } else {
-                v1_6::RemoteStartTransactionResponse {
-                    status: start_stop(*accepted),
-                }
-                .into()
-            }
-        }
-        CommandReply::Reset { accepted } => v1_6::ResetResponse {
-            status: if *accepted {
-                v1_6::ResetStatus::Accepted
-            } else {
-                v1_6::ResetStatus::Rejected
-            },
-        }
-        .into(),
-        CommandReply::Trigger {
-            accepted,
-            implemented,
-        } => v1_6::TriggerMessageResponse {
-            status: match (implemented, accepted) {
-                (false, _) => v1_6::TriggerMessageStatus::NotImplemented,
-                (true, true) => v1_6::TriggerMessageStatus::Accepted,
-                (true, false) => v1_6::TriggerMessageStatus::Rejected,
-            },
+        CommandReply::TriggerNotImplemented => v1_6::TriggerMessageResponse {
+            status: v1_6::TriggerMessageStatus::NotImplemented,
         }
         .into(),
         CommandReply::ChangeConfiguration(status) => v1_6::ChangeConfigurationResponse {
@@ -222,26 +143,9 @@ fn response_v16(action: &str, reply: &CommandReply) -> Result<v1_6::Response, Pa
 }
 
 fn response_v2(reply: &CommandReply) -> Value {
-    let accepted = |yes: bool| if yes { "Accepted" } else { "Rejected" };
     let component_variable = |c: &str, v: &str| (json!({ "name": c }), json!({ "name": v }));
     match reply {
-        CommandReply::StartStop {
-            accepted: yes,
-            transaction_id,
-        } => {
-            let mut json = json!({ "status": accepted(*yes) });
-            if let Some(id) = transaction_id {
-                json["transactionId"] = json!(id);
-            }
-            json
-        }
-        CommandReply::Reset { accepted: yes } => json!({ "status": accepted(*yes) }),
-        CommandReply::Trigger {
-            accepted: yes,
-            implemented,
-        } => json!({
-            "status": if *implemented { accepted(*yes) } else { "NotImplemented" },
-        }),
+        CommandReply::TriggerNotImplemented => json!({ "status": "NotImplemented" }),
         CommandReply::SetVariables(results) => json!({
             "setVariableResult": results.iter().map(|(c, v, status)| {
                 let (component, variable) = component_variable(c, v);

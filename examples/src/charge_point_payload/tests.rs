@@ -73,28 +73,7 @@ fn every_outgoing_message_passes_every_versions_schema() {
 #[test]
 fn replies_decode_in_every_version() {
     let cases_v2 = [
-        (
-            "RequestStartTransaction",
-            CommandReply::StartStop {
-                accepted: true,
-                transaction_id: Some("t".into()),
-            },
-        ),
-        (
-            "RequestStopTransaction",
-            CommandReply::StartStop {
-                accepted: false,
-                transaction_id: None,
-            },
-        ),
-        ("Reset", CommandReply::Reset { accepted: true }),
-        (
-            "TriggerMessage",
-            CommandReply::Trigger {
-                accepted: true,
-                implemented: false,
-            },
-        ),
+        ("TriggerMessage", CommandReply::TriggerNotImplemented),
         (
             "SetVariables",
             CommandReply::SetVariables(vec![(
@@ -119,26 +98,30 @@ fn replies_decode_in_every_version() {
             assert_eq!(response.action(), *action);
         }
     }
-    let stop = CommandReply::StartStop {
-        accepted: true,
-        transaction_id: None,
-    };
-    let r = response(OcppVersion::V1_6, "RemoteStopTransaction", &stop).unwrap();
-    assert_eq!(r.action(), "RemoteStopTransaction");
-    let get = CommandReply::GetConfiguration {
-        known: vec![("HeartbeatInterval".into(), "10".into(), false)],
-        unknown: vec![],
-    };
-    assert_eq!(
-        response(OcppVersion::V1_6, "GetConfiguration", &get)
-            .unwrap()
-            .action(),
-        "GetConfiguration"
-    );
+    let cases_v16 = [
+        ("TriggerMessage", CommandReply::TriggerNotImplemented),
+        (
+            "ChangeConfiguration",
+            CommandReply::ChangeConfiguration(SettingStatus::Unknown),
+        ),
+        (
+            "GetConfiguration",
+            CommandReply::GetConfiguration {
+                known: vec![("HeartbeatInterval".into(), "10".into(), false)],
+                unknown: vec![],
+            },
+        ),
+        ("DataTransfer", CommandReply::DataTransfer),
+    ];
+    for (action, reply) in &cases_v16 {
+        let response = response(OcppVersion::V1_6, action, reply).unwrap();
+        assert_eq!(response.action(), *action);
+    }
 }
 
 #[test]
 fn commands_read_in_both_families() {
+    // What the model reads is the model's command.
     let request = Request::from(
         v2_0_1::decode_call(
             "RequestStartTransaction",
@@ -146,14 +129,45 @@ fn commands_read_in_both_families() {
         )
         .unwrap(),
     );
-    assert_eq!(
+    assert!(matches!(
         read_command(&request),
-        CsmsCommand::RemoteStart {
-            id_tag: "ABC".into(),
-            connector: Some(1),
-            remote_start_id: Some(9)
-        }
+        CsmsCommand::Model(Command::RemoteStart {
+            evse: Some(1),
+            remote_start_id: 9,
+            ..
+        })
+    ));
+    let request = Request::from(
+        v1_6::decode_call(
+            "ChangeConfiguration",
+            r#"{"key":"HeartbeatInterval","value":"30"}"#,
+        )
+        .unwrap(),
     );
+    assert!(matches!(
+        read_command(&request),
+        CsmsCommand::Model(Command::Configure { .. })
+    ));
+    // The rest is the simulators' own.
+    let request = Request::from(
+        v1_6::decode_call(
+            "ChangeConfiguration",
+            r#"{"key":"RetryBackOffWaitMinimum","value":"30"}"#,
+        )
+        .unwrap(),
+    );
+    assert!(matches!(
+        read_command(&request),
+        CsmsCommand::ChangeConfiguration { key, .. } if key == "RetryBackOffWaitMinimum"
+    ));
+    let request = Request::from(
+        v2_0_1::decode_call(
+            "TriggerMessage",
+            r#"{"requestedMessage":"SignChargingStationCertificate"}"#,
+        )
+        .unwrap(),
+    );
+    assert_eq!(read_command(&request), CsmsCommand::OtherTrigger);
     let request = Request::from(v1_6::Request::from(v1_6::DataTransferRequest {
         vendor_id: "bench".into(),
         message_id: Some("ts".into()),

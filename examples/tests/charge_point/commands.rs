@@ -1,4 +1,6 @@
-//! The CSMS's commands answered, in 1.6 and 2.0.1.
+//! The CSMS's commands answered, in 1.6 and 2.0.1: the model's commands (`Router::on_command`)
+//! and the simulator's own (configuration keys and variables the model does not name, a
+//! trigger it does not read).
 
 use super::*;
 
@@ -31,6 +33,29 @@ fn answers_commands_v16() {
         .unwrap();
     assert_eq!(change["status"], "Accepted");
     csms.wait_call("Heartbeat", 1);
+    // Keys the model does not name go to the simulator's own reader.
+    for (key, status) in [
+        ("RetryBackOffWaitMinimum", "Accepted"),
+        ("NumberOfConnectors", "Rejected"),
+        ("Nope", "NotSupported"),
+    ] {
+        let change = csms
+            .command(request(
+                v,
+                "ChangeConfiguration",
+                json!({"key": key, "value": "3"}),
+            ))
+            .unwrap();
+        assert_eq!(change["status"], status, "{key}");
+    }
+    let diagnostics = csms
+        .command(request(
+            v,
+            "TriggerMessage",
+            json!({"requestedMessage": "DiagnosticsStatusNotification"}),
+        ))
+        .unwrap();
+    assert_eq!(diagnostics["status"], "NotImplemented");
 
     let trigger = csms
         .command(request(
@@ -130,6 +155,38 @@ fn answers_commands_v201() {
         ))
         .unwrap();
     assert_eq!(set["setVariableResult"][0]["attributeStatus"], "Accepted");
+    // One standard variable is the model's `Configure`; its answer names it back.
+    let set = csms
+        .command(request(
+            v,
+            "SetVariables",
+            json!({"setVariableData": [{
+                "component": {"name": "OCPPCommCtrlr"},
+                "variable": {"name": "HeartbeatInterval"},
+                "attributeValue": "45",
+            }]}),
+        ))
+        .unwrap();
+    assert_eq!(
+        set["setVariableResult"][0],
+        json!({
+            "attributeStatus": "Accepted",
+            "component": {"name": "OCPPCommCtrlr"},
+            "variable": {"name": "HeartbeatInterval"},
+        })
+    );
+    // A trigger the model reads but the simulator does not send, and one the model does not
+    // read: NotImplemented both.
+    for message in ["LogStatusNotification", "SignChargingStationCertificate"] {
+        let trigger = csms
+            .command(request(
+                v,
+                "TriggerMessage",
+                json!({"requestedMessage": message}),
+            ))
+            .unwrap();
+        assert_eq!(trigger["status"], "NotImplemented", "{message}");
+    }
 
     let start = csms
         .command(request(

@@ -21,12 +21,13 @@ use std::time::{Duration, Instant};
 
 use ocpp_examples::charge_point_payload::{self as payload, ConnectorStage, Outgoing};
 use ocpp_messages::version::OcppVersion;
+use ocpp_model::{Command, Outcome};
 use ocpp_proto::{CallFailure, CallOutcome, Closed, Response};
 use ocpp_tokio::station::{
     BootReason, Evse, IdToken, QueueError, Queued, Reading, SampledValue, Start, Station,
     StationStopReason, Status,
 };
-use ocpp_tokio::{Answer, ErrorCode, IncomingCall, Router, Session};
+use ocpp_tokio::{Answer, ErrorCode, IncomingCall, Reply, Router, Session};
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
@@ -329,16 +330,25 @@ fn evse_id(connector: u32) -> i32 {
 
 // ---- the router ----
 
-/// Answers the CSMS's commands: one untyped route, since [`payload::read_command`] reads
-/// every version's commands into one [`CsmsCommand`](payload::CsmsCommand).
+/// Answers the CSMS's commands: the model's commands of every version in one handler
+/// ([`Router::on_command`]), the rest (configuration keys and variables the model does not
+/// name, DataTransfer) read by [`payload::read_command`] in the fallback.
 pub(crate) fn router() -> Router<Arc<Sim>> {
     Router::for_station()
-        .fallback(command)
+        .on_command(command)
+        .fallback(other_call)
         .on_connect(connected)
         .on_close(closed)
 }
 
-async fn command(session: Session<Arc<Sim>>, call: IncomingCall) -> Answer {
+async fn command(session: Session<Arc<Sim>>, command: Command) -> Reply<Outcome> {
+    let sim = session.state();
+    sim.stats().commands += 1;
+    info!(identity = %sim.identity, command = command.name(), "command");
+    sim.command(session.version(), command)
+}
+
+async fn other_call(session: Session<Arc<Sim>>, call: IncomingCall) -> Answer {
     let sim = session.state();
     sim.stats().commands += 1;
     let (version, action) = (call.version(), call.action());

@@ -1,11 +1,14 @@
-//! The CSMS's commands to the simulated station: the reply to each, what a trigger sends, the
-//! settings applied, the bench data recorded.
+//! The CSMS's commands to the simulated station: the model's commands answered with an
+//! outcome, the rest (configuration keys and variables, DataTransfer) with the simulator's own
+//! reply; what a trigger sends, the settings applied, the bench data recorded.
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use ocpp_examples::charge_point_payload::{CommandReply, CsmsCommand, Outgoing, TriggerKind};
+use ocpp_examples::charge_point_payload::{self as payload, CommandReply, CsmsCommand, Outgoing};
 use ocpp_messages::version::OcppVersion;
+use ocpp_model::{Command, MessageTrigger, Outcome, ResetKind};
 use ocpp_tokio::station::StationStopReason;
+use ocpp_tokio::{ErrorAnswer, Reply};
 use tracing::{debug, info};
 
 use super::{
@@ -14,58 +17,49 @@ use super::{
 use crate::settings::Changed;
 
 impl Sim {
-    /// The reply to a command (`None`: not supported); what follows goes to the sender.
-    pub(super) fn decide(
-        &self,
-        version: OcppVersion,
-        command: CsmsCommand,
-    ) -> Option<CommandReply> {
+    /// The outcome of one of the model's commands, in every version.
+    pub(super) fn command(&self, version: OcppVersion, command: Command) -> Reply<Outcome> {
         let v16 = version == OcppVersion::V1_6;
         let now = Instant::now();
         let mut st = self.lock();
-        // The interval in force: the boot's answer's, or the CSMS's change since.
-        if let Some(station) = self.station.get() {
-            st.settings.heartbeat_interval = station.heartbeat_interval();
-        }
-        Some(match command {
-            CsmsCommand::RemoteStart {
-                id_tag,
-                connector,
+        self.follow_heartbeat(&mut st);
+        Ok(match command {
+            Command::RemoteStart {
+                evse,
+                token,
                 remote_start_id,
+                ..
             } => {
-                let connector = connector.unwrap_or(1);
-                let running = st.transaction.as_ref().map(|t| self.transaction_id(t));
-                let ok = running.is_none()
+                let connector = evse.unwrap_or(1);
+                let ok = st.transaction.is_none()
                     && (1..=st.settings.connectors).contains(&connector)
                     && !st.reset_requested;
                 if ok {
+                    // 1.6 has no remoteStartId (the model reads it as 0).
+                    let remote_start_id = (!v16).then_some(remote_start_id);
                     let messages =
-                        self.begin(&mut st, now, connector, id_tag, remote_start_id, true);
+                        self.begin(&mut st, now, connector, token.value, remote_start_id, true);
                     self.send(messages);
                     self.wake.notify_one();
                 }
-                CommandReply::StartStop {
-                    accepted: ok,
-                    transaction_id: running.flatten().filter(|_| !v16),
-                }
+                payload::accepted(ok)
             }
-            CsmsCommand::RemoteStop { transaction_id } => {
+            Command::RemoteStop { transaction } => {
                 // 1.6: the id the CSMS gave (none until it answered); 2.x: the station's.
                 let ours = st
                     .transaction
                     .as_ref()
                     .and_then(|t| self.transaction_id(t))
-                    .is_some_and(|id| id == transaction_id);
+                    .is_some_and(|id| id == transaction.to_string());
                 if ours {
                     let messages = self.end_transaction(&mut st, now, StationStopReason::Remote);
                     self.send(messages);
                 }
-                CommandReply::StartStop {
-                    accepted: ours,
-                    transaction_id: None,
-                }
+                payload::accepted(ours)
             }
-            CsmsCommand::Reset { hard } => {
+            Command::Reset { kind, .. } => {
+                // 1.6 Hard and 2.x Immediate; 1.6 Soft and 2.x OnIdle end the transaction softly.
+                let hard = matches!(kind, ResetKind::Immediate | ResetKind::ImmediateAndResume);
                 info!(identity = %self.identity, hard, "reset accepted");
                 st.reset_requested = true;
                 let reason = if hard {
@@ -76,25 +70,53 @@ impl Sim {
                 let messages = self.end_transaction(&mut st, now, reason);
                 self.send(messages);
                 self.send([Item::Reboot]);
-                CommandReply::Reset { accepted: true }
+                Outcome::Accepted
             }
-            CsmsCommand::Trigger { message, connector } => {
-                let (accepted, implemented) = match message {
-                    TriggerKind::Unsupported => (false, false),
-                    TriggerKind::TransactionEvent => (!v16 && st.transaction.is_some(), !v16),
+            Command::TriggerMessage { message, evse } => {
+                let outcome = match message {
+                    MessageTrigger::TransactionEvent => payload::accepted(st.transaction.is_some()),
                     // Boot included: a 2.x station once Accepted never gets that trigger here,
                     // the library rejects it itself (F06.FR.17, `Registration::own_answer`).
-                    _ => (true, true),
+                    MessageTrigger::BootNotification
+                    | MessageTrigger::Heartbeat
+                    | MessageTrigger::StatusNotification
+                    | MessageTrigger::MeterValues => Outcome::Accepted,
+                    _ => Outcome::NotSupported,
                 };
-                if accepted {
-                    let messages = self.triggered(&mut st, now, message, connector);
+                if outcome == Outcome::Accepted {
+                    let messages = self.triggered(&mut st, now, message, evse);
                     self.send(messages);
                 }
-                CommandReply::Trigger {
-                    accepted,
-                    implemented,
-                }
+                outcome
             }
+            Command::Configure { setting, value } => {
+                let mut changed = Changed::default();
+                let status = if v16 {
+                    st.settings.set_v16(setting.key_1_6(), &value, &mut changed)
+                } else {
+                    let (component, variable) = setting.component_variable();
+                    st.settings
+                        .set_v2(component, variable, &value, &mut changed)
+                };
+                self.apply(&mut st, now, changed);
+                status.into()
+            }
+            other => return Err(ErrorAnswer::not_supported(other.name())),
+        })
+    }
+
+    /// The reply to a CALL the model does not read (`None`: not supported).
+    pub(super) fn decide(
+        &self,
+        version: OcppVersion,
+        command: CsmsCommand,
+    ) -> Option<CommandReply> {
+        let v16 = version == OcppVersion::V1_6;
+        let now = Instant::now();
+        let mut st = self.lock();
+        self.follow_heartbeat(&mut st);
+        Some(match command {
+            CsmsCommand::OtherTrigger => CommandReply::TriggerNotImplemented,
             CsmsCommand::ChangeConfiguration { key, value } if v16 => {
                 let mut changed = Changed::default();
                 let status = st.settings.set_v16(&key, &value, &mut changed);
@@ -149,7 +171,9 @@ impl Sim {
                 }
                 CommandReply::DataTransfer
             }
-            CsmsCommand::ChangeConfiguration { .. }
+            // The router's `on_command` takes the model's commands before this.
+            CsmsCommand::Model(_)
+            | CsmsCommand::ChangeConfiguration { .. }
             | CsmsCommand::GetConfiguration { .. }
             | CsmsCommand::SetVariables(_)
             | CsmsCommand::GetVariables(_)
@@ -157,24 +181,29 @@ impl Sim {
         })
     }
 
+    /// The interval in force: the boot's answer's, or the CSMS's change since.
+    fn follow_heartbeat(&self, st: &mut State) {
+        if let Some(station) = self.station.get() {
+            st.settings.heartbeat_interval = station.heartbeat_interval();
+        }
+    }
+
     /// The messages a TriggerMessage asks for.
     pub(super) fn triggered(
         &self,
         st: &mut State,
         now: Instant,
-        kind: TriggerKind,
+        message: MessageTrigger,
         connector: Option<u32>,
     ) -> Vec<Item> {
         let v16 = st.version == OcppVersion::V1_6;
-        match kind {
-            // The client sends the BootNotification a trigger asked for.
-            TriggerKind::Boot | TriggerKind::Unsupported => Vec::new(),
-            TriggerKind::Heartbeat => vec![Item::Send(Outgoing::Heartbeat)],
-            TriggerKind::Status => statuses(st, connector),
-            TriggerKind::Meter | TriggerKind::TransactionEvent => {
+        match message {
+            MessageTrigger::Heartbeat => vec![Item::Send(Outgoing::Heartbeat)],
+            MessageTrigger::StatusNotification => statuses(st, connector),
+            MessageTrigger::MeterValues | MessageTrigger::TransactionEvent => {
                 let reading = read_meter(st, now);
                 match &st.transaction {
-                    Some(t) if v16 || kind == TriggerKind::TransactionEvent => {
+                    Some(t) if v16 || message == MessageTrigger::TransactionEvent => {
                         vec![Item::Meter(t.connector, reading.triggered(), t.number)]
                     }
                     _ => vec![Item::Send(Outgoing::Meter {
@@ -183,6 +212,8 @@ impl Sim {
                     })],
                 }
             }
+            // The client sends the BootNotification a trigger asked for.
+            _ => Vec::new(),
         }
     }
 
