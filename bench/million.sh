@@ -39,8 +39,11 @@
 #   MILLION_LOG          the nodes' RUST_LOG [warn]; with
 #                        warn,ocpp_examples::mio_server::ocpp_socket=info each connection's
 #                        end and its reason is logged (server-disconnects.txt counts them)
-#   MILLION_PROFILE      the cargo profile to build and run [release]; CI's: ci (Cargo.toml)
+#   MILLION_PROFILE      the cargo profile to build and run [release]; `ci` (Cargo.toml)
+#                        builds in about 2/3 of release's time
 #   MILLION_SKIP_BUILD=1 use the binaries already built (of MILLION_PROFILE)
+#   SERVER_BIN_DIR       run the binaries in this folder without building (CI: target/debug,
+#                        the test step's build; a debug build holds 50,000 charge points)
 #
 # Bounded: every wait has a limit, ocpp-load runs under `timeout`, every process this script
 # starts is stopped by its PID. Loopback only. No CPU pinning (2 cores: every process shares
@@ -54,6 +57,7 @@ TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 PROFILE=${MILLION_PROFILE:-release}
 BIN=$TARGET/$PROFILE
 [ "$PROFILE" = dev ] && BIN=$TARGET/debug # cargo's one profile whose folder has another name
+[ -n "${SERVER_BIN_DIR:-}" ] && BIN=$SERVER_BIN_DIR && MILLION_SKIP_BUILD=1
 SIZE=${MILLION_SIZE:-1000000}
 NODES=${MILLION_NODES:-$(( (SIZE + 15999) / 16000 ))}
 [ "$NODES" -lt 3 ] && NODES=3

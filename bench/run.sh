@@ -22,8 +22,9 @@
 #   BENCH_OUT        results folder [bench/results/latest]
 #   BENCH_SKIP_INSTALL=1  do not install the peers (already installed)
 #   BENCH_SKIP_REPORT=1   do not write BENCHMARKS.md's tables and plots
-#   BENCH_PROFILE    cargo profile of mio-server and ocpp-load [release]; CI's quick check
-#                    uses dev (the test build) to save a release build
+#   BENCH_PROFILE    cargo profile of mio-server and ocpp-load [release]
+#   SERVER_BIN_DIR   run the binaries in this folder without building (CI's quick check:
+#                    target/debug, the test step's build)
 #
 # Bounded: every ocpp-load run has its own time limits plus `timeout`; every server this
 # script starts is stopped by its PID. Loopback only.
@@ -88,9 +89,14 @@ trap stop_servers EXIT
 PROFILE=${BENCH_PROFILE:-release}
 PROFILE_DIR=$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")
 BIN=$TARGET/$PROFILE_DIR
-log "building mio-server, tokio-server, uring-server and ocpp-load ($PROFILE)"
-cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin mio-server --bin tokio-server \
-    --bin uring-server --bin ocpp-load || exit 1
+if [ -n "${SERVER_BIN_DIR:-}" ]; then
+    BIN=$SERVER_BIN_DIR
+    log "using the binaries in $BIN (SERVER_BIN_DIR; not building)"
+else
+    log "building mio-server, tokio-server, uring-server and ocpp-load ($PROFILE)"
+    cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin mio-server --bin tokio-server \
+        --bin uring-server --bin ocpp-load || exit 1
+fi
 if [ "${BENCH_SKIP_INSTALL:-0}" != 1 ]; then
     for server in $SERVERS; do
         case $server in

@@ -112,8 +112,12 @@ trap 'exit 130' INT TERM
 if [ -n "${MIO_SERVER_BIN:-}" ]; then
   BIN="$MIO_SERVER_BIN"
   echo "interop-ocpp.sh: using $BIN (MIO_SERVER_BIN; not building)"
+elif [ -n "${SERVER_BIN_DIR:-}" ]; then
+  # .ci/run: the binaries the test step's `cargo test` built.
+  BIN="$SERVER_BIN_DIR/mio-server"
+  echo "interop-ocpp.sh: using $BIN (SERVER_BIN_DIR; not building)"
 else
-  # SERVER_PROFILE=dev (what .ci/run sets) reuses the debug build of the test step.
+  # SERVER_PROFILE=P builds it in profile P; the default is an optimised build.
   PROFILE="${SERVER_PROFILE:-release}"
   echo "interop-ocpp.sh: building mio-server (profile $PROFILE)"
   cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin mio-server
