@@ -202,7 +202,7 @@ impl<W: Write + Send + 'static> CaptureRecorder<W> {
     }
 
     /// The function to give [`ServerBuilder::on_message`](ocpp_tokio::ServerBuilder::on_message).
-    pub fn hook(self: &Arc<Self>) -> impl Fn(&MessageEvent<'_>) + Send + Sync + 'static {
+    pub fn hook(self: &Arc<Self>) -> impl Fn(&MessageEvent<'_>) + Send + Sync + 'static + use<W> {
         let recorder = Arc::clone(self);
         move |event| recorder.record(event)
     }

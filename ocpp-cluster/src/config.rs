@@ -219,13 +219,13 @@ impl ClusterConfig {
         if self.redis_timeout.is_zero() {
             return bad("the Redis timeout is zero");
         }
-        if let RedisTarget::Cluster(_) = self.redis_target()? {
-            if self.key_prefix.contains(['{', '}']) {
-                return bad(
-                    "on Redis Cluster the key prefix may not hold '{' or '}' (it is the hash tag \
+        if let RedisTarget::Cluster(_) = self.redis_target()?
+            && self.key_prefix.contains(['{', '}'])
+        {
+            return bad(
+                "on Redis Cluster the key prefix may not hold '{' or '}' (it is the hash tag \
                      of the node records and inboxes)",
-                );
-            }
+            );
         }
         Ok(())
     }

@@ -169,10 +169,10 @@ impl Cluster {
                     let now = crate::cluster::unix_ms();
                     for (key, record) in keys.iter().zip(records) {
                         let identity = key.strip_prefix(&prefix).unwrap_or(key);
-                        if let Some(cp) = located(identity, record, now)? {
-                            if all.len() < limit {
-                                all.push(cp);
-                            }
+                        if let Some(cp) = located(identity, record, now)?
+                            && all.len() < limit
+                        {
+                            all.push(cp);
                         }
                     }
                 }

@@ -73,7 +73,10 @@ async fn hset(redis: &mut redis::aio::MultiplexedConnection, key: &str, node: &s
 }
 
 /// `SUBSCRIBE`s to `node`'s inbox; its messages.
-async fn inbox_of(redis: &RedisServer, node: &str) -> impl futures_util::Stream<Item = redis::Msg> {
+async fn inbox_of(
+    redis: &RedisServer,
+    node: &str,
+) -> impl futures_util::Stream<Item = redis::Msg> + use<> {
     let client = redis::Client::open(redis.url()).expect("client");
     let mut inbox = client.get_async_pubsub().await.expect("pubsub");
     inbox

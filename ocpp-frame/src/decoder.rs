@@ -367,7 +367,7 @@ impl Decoder {
 
     /// Whether the decoder is between frames and between messages (nothing partial held).
     pub fn is_idle(&self) -> bool {
-        self.partial.as_deref().map_or(true, Partial::is_idle)
+        self.partial.as_deref().is_none_or(Partial::is_idle)
     }
 
     /// The heap bytes this decoder holds: while a frame or message is partial, its boxed state

@@ -51,7 +51,8 @@ fn signed(size: usize) -> isize {
 // bookkeeping and never influences an allocation.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let ptr = System.alloc(layout);
+        // SAFETY: the caller's contract for this call, passed on unchanged.
+        let ptr = unsafe { System.alloc(layout) };
         if !ptr.is_null() {
             count(signed(layout.size()));
         }
@@ -59,7 +60,8 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let ptr = System.alloc_zeroed(layout);
+        // SAFETY: the caller's contract for this call, passed on unchanged.
+        let ptr = unsafe { System.alloc_zeroed(layout) };
         if !ptr.is_null() {
             count(signed(layout.size()));
         }
@@ -67,12 +69,14 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
+        // SAFETY: the caller's contract for this call, passed on unchanged.
+        unsafe { System.dealloc(ptr, layout) };
         count(-signed(layout.size()));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let new = System.realloc(ptr, layout, new_size);
+        // SAFETY: the caller's contract for this call, passed on unchanged.
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
         if !new.is_null() {
             count(-signed(layout.size()));
             count(signed(new_size));

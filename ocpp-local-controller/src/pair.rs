@@ -185,7 +185,7 @@ pub(crate) async fn relay_pair(
                     identity = upgrade.identity.as_str().to_owned();
                     let certified = certificate
                         .as_ref()
-                        .map_or(true, |c| c.common_name() == Some(identity.as_str()));
+                        .is_none_or(|c| c.common_name() == Some(identity.as_str()));
                     if !certified {
                         tracing::info!(identity, "the client certificate's CN is not the identity");
                         if let Some(s) = station.as_mut() {

@@ -261,7 +261,7 @@ fn site_limit(version: &str) -> Value {
 fn texts(lines: &[Value], kind: &str, identity: Option<&str>) -> Vec<String> {
     lines
         .iter()
-        .filter(|l| event(l, kind) && identity.map_or(true, |id| l["id"] == id))
+        .filter(|l| event(l, kind) && identity.is_none_or(|id| l["id"] == id))
         .filter_map(|l| l["text"].as_str().map(str::to_owned))
         .collect()
 }

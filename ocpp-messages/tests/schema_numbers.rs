@@ -46,9 +46,9 @@ fn fits(node: &Value, x: Decimal) -> bool {
         let at = |d: Decimal| i128::from(d.mantissa()) * 10i128.pow(s - d.scale());
         at(x) % at(step) == 0
     };
-    bound(node, "minimum").map_or(true, |m| x >= m)
-        && bound(node, "maximum").map_or(true, |m| x <= m)
-        && bound(node, "multipleOf").map_or(true, multiple)
+    bound(node, "minimum").is_none_or(|m| x >= m)
+        && bound(node, "maximum").is_none_or(|m| x <= m)
+        && bound(node, "multipleOf").is_none_or(multiple)
 }
 
 /// Replaces every number of `value` (an instance of `node`) by a marker string, noting the

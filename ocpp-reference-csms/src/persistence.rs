@@ -289,7 +289,7 @@ impl Csms {
                 query
                     .identity
                     .as_deref()
-                    .map_or(true, |id| cp.identity.as_str() == id)
+                    .is_none_or(|id| cp.identity.as_str() == id)
             })
             .flat_map(|cp| {
                 cp.transactions
@@ -328,7 +328,7 @@ impl Csms {
     /// The store's failure.
     pub fn remove_token(&self, id: &str) -> Result<bool, StoreError> {
         let _changes = self.settings_changes();
-        if self.tokens().map_or(true, |store| store.get(id).is_none()) {
+        if self.tokens().is_none_or(|store| store.get(id).is_none()) {
             return Ok(false);
         }
         self.keep(
@@ -408,7 +408,7 @@ pub(super) fn changed_transactions(
             continue;
         }
         let started = old.is_none();
-        let ended = transaction.ended.is_some() && old.map_or(true, |t| t.ended.is_none());
+        let ended = transaction.ended.is_some() && old.is_none_or(|t| t.ended.is_none());
         if started || ended {
             durability = Durability::Committed;
         }

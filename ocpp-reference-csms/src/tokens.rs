@@ -188,7 +188,7 @@ impl TokenStore {
         let entry = self.tokens.get(token);
         if let Some(master) = &self.master_pass {
             let in_group = entry.and_then(|e| e.group.as_deref()) == Some(master.as_str());
-            let usable = entry.map_or(true, |e| e.status == AuthorizationStatus::Accepted);
+            let usable = entry.is_none_or(|e| e.status == AuthorizationStatus::Accepted);
             if (token == master || in_group) && usable {
                 let mut answer = Authorization::new(AuthorizationStatus::Accepted);
                 answer.group = Some(group(master));

@@ -28,7 +28,7 @@ async fn start_on(
 ) -> Option<i32> {
     let station = s.station.get()?;
     let open = station.transactions();
-    let evse = (1..=2).find(|&e| open.get(e).is_none() && wanted.map_or(true, |w| w == e))?;
+    let evse = (1..=2).find(|&e| open.get(e).is_none() && wanted.is_none_or(|w| w == e))?;
     let mut start = Start::new(
         Evse::new(evse).with_connector(1),
         token,

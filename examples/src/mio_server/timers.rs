@@ -79,7 +79,7 @@ impl TimerHeap {
     ) {
         let Some(deadline) = deadline else { return };
         let deadline = self.deadline(deadline);
-        if scheduled.map_or(true, |current| deadline < current) {
+        if scheduled.is_none_or(|current| deadline < current) {
             self.heap.push(Reverse((deadline, key)));
             *scheduled = Some(deadline);
         }

@@ -125,10 +125,10 @@ impl ClusterShared {
         // manager reconnect): claims registered but no node record would read as a dead node
         // until the next announcement. Announce again; `synced` waits for a round whose first
         // announcement succeeded (the announcements that follow run one at once).
-        if since.is_err() {
-            if let Err(e) = self.announce().await {
-                tracing::debug!(node = %self.config.node_id, error = %e, "announcement failed");
-            }
+        if since.is_err()
+            && let Err(e) = self.announce().await
+        {
+            tracing::debug!(node = %self.config.node_id, error = %e, "announcement failed");
         }
         let mut lost = Vec::new();
         let mut first_error = None;
@@ -146,11 +146,11 @@ impl ClusterShared {
                 // Every claim is in Redis under `since`: say so in the node record (if this
                 // announcement fails, the next one says it).
                 *lock(&self.synced) = Some(since.clone());
-                if let Ok(now) = self.announce().await {
-                    if now != since {
-                        // Redis lost its data during the round: register everything again.
-                        self.refresh_now.notify_one();
-                    }
+                if let Ok(now) = self.announce().await
+                    && now != since
+                {
+                    // Redis lost its data during the round: register everything again.
+                    self.refresh_now.notify_one();
                 }
                 Ok(lost)
             }

@@ -15,7 +15,7 @@ use crate::{command_outcome, command_request, BoxFuture, Executor, JsonCallOutco
 
 /// The node's [`Executor`]: a command from another node, sent on the connection held here
 /// with the command's deadline (still queued then, it is never written: the core's rule).
-pub(super) fn executor(attached: &Arc<OnceLock<Attached>>) -> impl Executor {
+pub(super) fn executor(attached: &Arc<OnceLock<Attached>>) -> impl Executor + use<> {
     let attached = Arc::clone(attached);
     move |identity: &str,
           action: &str,

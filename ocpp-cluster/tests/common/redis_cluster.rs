@@ -383,10 +383,10 @@ impl RedisCluster {
         let start = Instant::now();
         loop {
             let counts = query(port, &["PUBSUB", "SHARDNUMSUB", &channel]);
-            if let Some(Reply::Array(items)) = &counts {
-                if items.get(1) == Some(&Reply::Int(1)) {
-                    return;
-                }
+            if let Some(Reply::Array(items)) = &counts
+                && items.get(1) == Some(&Reply::Int(1))
+            {
+                return;
             }
             assert!(
                 start.elapsed() < FORM,

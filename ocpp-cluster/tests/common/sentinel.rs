@@ -289,11 +289,12 @@ impl SentinelSet {
                     },
                 )
                 .collect();
-            if let Some(Some(port)) = named.first() {
-                if *port != old && named.iter().all(|n| *n == Some(*port)) && Self::is_master(*port)
-                {
-                    return *port;
-                }
+            if let Some(Some(port)) = named.first()
+                && *port != old
+                && named.iter().all(|n| *n == Some(*port))
+                && Self::is_master(*port)
+            {
+                return *port;
             }
             assert!(
                 start.elapsed() < limit,

@@ -275,7 +275,7 @@ impl Schema for ChargingProfile {
             && self
                 .recurrency_kind
                 .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f5| f5.conforms(mode))
             && f8.conforms(mode)
     }
 }
@@ -425,7 +425,7 @@ impl Schema for ChargingSchedule {
         let f3 = &self.charging_schedule_period;
         f2.conforms(mode)
             && f3.iter().all(|item0| item0.conforms(mode))
-            && self.min_charging_rate.as_ref().map_or(true, |f4| {
+            && self.min_charging_rate.as_ref().is_none_or(|f4| {
                 check::number_fits(*f4, None, None, Some(crate::Decimal::new(1, 1)))
             })
     }
@@ -612,7 +612,7 @@ impl Schema for IdTagInfo {
         let f2 = &self.status;
         self.parent_id_tag
             .as_ref()
-            .map_or(true, |f1| check::fits(f1, 20))
+            .is_none_or(|f1| check::fits(f1, 20))
             && f2.conforms(mode)
     }
 }

@@ -223,15 +223,15 @@ pub fn number_fits(
     max: Option<Decimal>,
     multiple_of: Option<Decimal>,
 ) -> bool {
-    min.map_or(true, |min| x >= min)
-        && max.map_or(true, |max| x <= max)
-        && multiple_of.map_or(true, |step| is_multiple(x, step))
+    min.is_none_or(|min| x >= min)
+        && max.is_none_or(|max| x <= max)
+        && multiple_of.is_none_or(|step| is_multiple(x, step))
 }
 
 /// `minItems` and `maxItems` of an array of `n` items (see [`array()`]).
 pub fn count_fits(n: usize, min: Option<u64>, max: Option<u64>) -> bool {
     let n = n as u64;
-    min.map_or(true, |min| n >= min) && max.map_or(true, |max| n <= max)
+    min.is_none_or(|min| n >= min) && max.is_none_or(|max| n <= max)
 }
 
 /// Whether `x` is an integral multiple of `step`, exactly (a step of zero or below: always).

@@ -145,7 +145,7 @@ impl ConfigurationKey {
                     }
                     seen.push(member);
                 }
-                self.max_members.map_or(true, |max| seen.len() <= max)
+                self.max_members.is_none_or(|max| seen.len() <= max)
             }
         }
     }

@@ -99,12 +99,12 @@ impl DeviceModel {
                         let c = &cv.component;
                         c.name == component.id.name
                             && (c.instance.is_none() || c.instance == component.id.instance)
-                            && c.evse.as_ref().map_or(true, |e| {
+                            && c.evse.as_ref().is_none_or(|e| {
                                 Some(e.id) == component.id.evse
                                     && (e.connector_id.is_none()
                                         || e.connector_id == component.id.connector)
                             })
-                            && cv.variable.as_ref().map_or(true, |v| {
+                            && cv.variable.as_ref().is_none_or(|v| {
                                 v.name == variable.name
                                     && (v.instance.is_none() || v.instance == variable.instance)
                             })

@@ -81,7 +81,7 @@ fn der_signature(bytes: &[u8], size: usize) -> Option<Vec<u8>> {
         if magnitude.len() > size {
             return None;
         }
-        rs.extend(core::iter::repeat(0).take(size - magnitude.len()));
+        rs.extend(std::iter::repeat_n(0, size - magnitude.len()));
         rs.extend_from_slice(magnitude);
         body = rest;
     }

@@ -67,7 +67,7 @@ impl NetworkProfile {
         let versions: Vec<OcppVersion> = offered
             .iter()
             .copied()
-            .filter(|v| named.map_or(true, |named| named.contains(v)))
+            .filter(|v| named.is_none_or(|named| named.contains(v)))
             .collect();
         let timeout = self.message_timeout.filter(|t| *t > 0);
         if timeout.is_none() && (versions.is_empty() || versions.len() == offered.len()) {

@@ -315,7 +315,7 @@ impl Registration {
             return Some(Due::TriggeredBoot);
         }
         if self.is_accepted() {
-            if !self.next_heartbeat.is_some_and(|at| at <= now) {
+            if self.next_heartbeat.is_none_or(|at| at > now) {
                 return None;
             }
             self.next_heartbeat = now.checked_add(self.heartbeat_interval);

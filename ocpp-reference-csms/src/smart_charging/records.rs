@@ -175,7 +175,7 @@ impl SmartCharging {
             .find(|p| {
                 p.transaction_id
                     .as_deref()
-                    .map_or(true, |t| t == transaction_id)
+                    .is_none_or(|t| t == transaction_id)
             })
             .and_then(|p| schedule_limit(&p.profile))
     }

@@ -179,10 +179,7 @@ pub(super) fn struct_conforms_code(fields: &[Field]) -> String {
             let _ = writeln!(lets, "        let {var} = &self.{};", f.rust);
             terms.push(e);
         } else {
-            terms.push(format!(
-                "self.{}.as_ref().map_or(true, |{var}| {e})",
-                f.rust
-            ));
+            terms.push(format!("self.{}.as_ref().is_none_or(|{var}| {e})", f.rust));
         }
     }
     let mut body = if terms.is_empty() {

@@ -202,25 +202,25 @@ impl Schema for BootNotificationRequest {
             && self
                 .charge_point_serial_number
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 25))
+                .is_none_or(|f2| check::fits(f2, 25))
             && self
                 .charge_box_serial_number
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 25))
+                .is_none_or(|f3| check::fits(f3, 25))
             && self
                 .firmware_version
                 .as_ref()
-                .map_or(true, |f4| check::fits(f4, 50))
-            && self.iccid.as_ref().map_or(true, |f5| check::fits(f5, 20))
-            && self.imsi.as_ref().map_or(true, |f6| check::fits(f6, 20))
+                .is_none_or(|f4| check::fits(f4, 50))
+            && self.iccid.as_ref().is_none_or(|f5| check::fits(f5, 20))
+            && self.imsi.as_ref().is_none_or(|f6| check::fits(f6, 20))
             && self
                 .meter_type
                 .as_ref()
-                .map_or(true, |f7| check::fits(f7, 25))
+                .is_none_or(|f7| check::fits(f7, 25))
             && self
                 .meter_serial_number
                 .as_ref()
-                .map_or(true, |f8| check::fits(f8, 25))
+                .is_none_or(|f8| check::fits(f8, 25))
     }
 }
 

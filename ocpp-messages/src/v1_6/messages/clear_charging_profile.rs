@@ -107,7 +107,7 @@ impl Schema for ClearChargingProfileRequest {
     fn conforms(&self, mode: Mode) -> bool {
         self.charging_profile_purpose
             .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+            .is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -92,7 +92,7 @@ impl Schema for DataTransferRequest {
             && self
                 .message_id
                 .as_ref()
-                .map_or(true, |f1| check::fits(f1, 50))
+                .is_none_or(|f1| check::fits(f1, 50))
     }
 }
 

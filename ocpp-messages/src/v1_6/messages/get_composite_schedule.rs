@@ -88,7 +88,7 @@ impl Schema for GetCompositeScheduleRequest {
     fn conforms(&self, mode: Mode) -> bool {
         self.charging_rate_unit
             .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+            .is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -201,7 +201,7 @@ impl Schema for GetCompositeScheduleResponse {
             && self
                 .charging_schedule
                 .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f3| f3.conforms(mode))
     }
 }
 

@@ -61,7 +61,7 @@ impl Schema for GetConfigurationRequest {
         let _ = mode;
         self.key
             .as_ref()
-            .map_or(true, |f0| f0.iter().all(|item0| check::fits(item0, 50)))
+            .is_none_or(|f0| f0.iter().all(|item0| check::fits(item0, 50)))
     }
 }
 
@@ -134,11 +134,11 @@ impl Schema for GetConfigurationResponse {
     fn conforms(&self, mode: Mode) -> bool {
         self.configuration_key
             .as_ref()
-            .map_or(true, |f0| f0.iter().all(|item0| item0.conforms(mode)))
+            .is_none_or(|f0| f0.iter().all(|item0| item0.conforms(mode)))
             && self
                 .unknown_key
                 .as_ref()
-                .map_or(true, |f1| f1.iter().all(|item0| check::fits(item0, 50)))
+                .is_none_or(|f1| f1.iter().all(|item0| check::fits(item0, 50)))
     }
 }
 
@@ -224,7 +224,7 @@ impl Schema for KeyValue {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.key;
         let _ = mode;
-        check::fits(f0, 50) && self.value.as_ref().map_or(true, |f2| check::fits(f2, 500))
+        check::fits(f0, 50) && self.value.as_ref().is_none_or(|f2| check::fits(f2, 500))
     }
 }
 

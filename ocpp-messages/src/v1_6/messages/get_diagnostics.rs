@@ -194,7 +194,7 @@ impl Schema for GetDiagnosticsResponse {
         let _ = mode;
         self.file_name
             .as_ref()
-            .map_or(true, |f0| check::fits(f0, 255))
+            .is_none_or(|f0| check::fits(f0, 255))
     }
 }
 

@@ -124,7 +124,7 @@ impl Schema for GetInstalledCertificateIdsResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.certificate_hash_data.as_ref().map_or(true, |f0| {
+        self.certificate_hash_data.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| item0.conforms(mode))
         }) && f1.conforms(mode)

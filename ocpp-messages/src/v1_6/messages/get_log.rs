@@ -188,11 +188,7 @@ impl Schema for GetLogResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
-        f0.conforms(mode)
-            && self
-                .filename
-                .as_ref()
-                .map_or(true, |f1| check::fits(f1, 255))
+        f0.conforms(mode) && self.filename.as_ref().is_none_or(|f1| check::fits(f1, 255))
     }
 }
 

@@ -349,12 +349,12 @@ impl Schema for SampledValue {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.context.as_ref().map_or(true, |f1| f1.conforms(mode))
-            && self.format.as_ref().map_or(true, |f2| f2.conforms(mode))
-            && self.measurand.as_ref().map_or(true, |f3| f3.conforms(mode))
-            && self.phase.as_ref().map_or(true, |f4| f4.conforms(mode))
-            && self.location.as_ref().map_or(true, |f5| f5.conforms(mode))
-            && self.unit.as_ref().map_or(true, |f6| f6.conforms(mode))
+        self.context.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.format.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.measurand.as_ref().is_none_or(|f3| f3.conforms(mode))
+            && self.phase.as_ref().is_none_or(|f4| f4.conforms(mode))
+            && self.location.as_ref().is_none_or(|f5| f5.conforms(mode))
+            && self.unit.as_ref().is_none_or(|f6| f6.conforms(mode))
     }
 }
 

@@ -97,7 +97,7 @@ impl Schema for RemoteStartTransactionRequest {
             && self
                 .charging_profile
                 .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f2| f2.conforms(mode))
     }
 }
 

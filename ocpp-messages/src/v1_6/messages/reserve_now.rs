@@ -120,7 +120,7 @@ impl Schema for ReserveNowRequest {
             && self
                 .parent_id_tag
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 20))
+                .is_none_or(|f3| check::fits(f3, 20))
     }
 }
 

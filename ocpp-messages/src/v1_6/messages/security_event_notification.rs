@@ -86,7 +86,7 @@ impl Schema for SecurityEventNotificationRequest {
             && self
                 .tech_info
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 255))
+                .is_none_or(|f2| check::fits(f2, 255))
     }
 }
 

@@ -92,7 +92,7 @@ impl Schema for SendLocalListRequest {
         let f2 = &self.update_type;
         self.local_authorization_list
             .as_ref()
-            .map_or(true, |f1| f1.iter().all(|item0| item0.conforms(mode)))
+            .is_none_or(|f1| f1.iter().all(|item0| item0.conforms(mode)))
             && f2.conforms(mode)
     }
 }
@@ -214,11 +214,7 @@ impl Schema for AuthorizationData {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.id_tag;
-        check::fits(f0, 20)
-            && self
-                .id_tag_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+        check::fits(f0, 20) && self.id_tag_info.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 

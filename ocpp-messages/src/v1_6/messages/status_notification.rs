@@ -157,16 +157,16 @@ impl Schema for StatusNotificationRequest {
         let f1 = &self.error_code;
         let f3 = &self.status;
         f1.conforms(mode)
-            && self.info.as_ref().map_or(true, |f2| check::fits(f2, 50))
+            && self.info.as_ref().is_none_or(|f2| check::fits(f2, 50))
             && f3.conforms(mode)
             && self
                 .vendor_id
                 .as_ref()
-                .map_or(true, |f5| check::fits(f5, 255))
+                .is_none_or(|f5| check::fits(f5, 255))
             && self
                 .vendor_error_code
                 .as_ref()
-                .map_or(true, |f6| check::fits(f6, 50))
+                .is_none_or(|f6| check::fits(f6, 50))
     }
 }
 

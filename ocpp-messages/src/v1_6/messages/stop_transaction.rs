@@ -138,12 +138,12 @@ impl Schema for StopTransactionRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.id_tag.as_ref().map_or(true, |f0| check::fits(f0, 20))
-            && self.reason.as_ref().map_or(true, |f4| f4.conforms(mode))
+        self.id_tag.as_ref().is_none_or(|f0| check::fits(f0, 20))
+            && self.reason.as_ref().is_none_or(|f4| f4.conforms(mode))
             && self
                 .transaction_data
                 .as_ref()
-                .map_or(true, |f5| f5.iter().all(|item0| item0.conforms(mode)))
+                .is_none_or(|f5| f5.iter().all(|item0| item0.conforms(mode)))
     }
 }
 
@@ -207,9 +207,7 @@ impl Schema for StopTransactionResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.id_tag_info
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.id_tag_info.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -465,12 +463,12 @@ impl Schema for TransactionDataSampledValue {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.context.as_ref().map_or(true, |f1| f1.conforms(mode))
-            && self.format.as_ref().map_or(true, |f2| f2.conforms(mode))
-            && self.measurand.as_ref().map_or(true, |f3| f3.conforms(mode))
-            && self.phase.as_ref().map_or(true, |f4| f4.conforms(mode))
-            && self.location.as_ref().map_or(true, |f5| f5.conforms(mode))
-            && self.unit.as_ref().map_or(true, |f6| f6.conforms(mode))
+        self.context.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.format.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.measurand.as_ref().is_none_or(|f3| f3.conforms(mode))
+            && self.phase.as_ref().is_none_or(|f4| f4.conforms(mode))
+            && self.location.as_ref().is_none_or(|f5| f5.conforms(mode))
+            && self.unit.as_ref().is_none_or(|f6| f6.conforms(mode))
     }
 }
 

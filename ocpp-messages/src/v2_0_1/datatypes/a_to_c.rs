@@ -81,9 +81,7 @@ impl Schema for AdditionalInfo {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.additional_id_token;
         let f2 = &self.r#type;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 36)
             && check::fits(f2, 50)
     }
@@ -209,9 +207,7 @@ impl Schema for CertificateHashData {
         let f2 = &self.issuer_name_hash;
         let f3 = &self.issuer_key_hash;
         let f4 = &self.serial_number;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && check::fits(f2, 128)
             && check::fits(f3, 128)
@@ -436,21 +432,19 @@ impl Schema for ChargingProfile {
         let f3 = &self.charging_profile_purpose;
         let f4 = &self.charging_profile_kind;
         let f8 = &self.charging_schedule;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f3.conforms(mode)
             && f4.conforms(mode)
             && self
                 .recurrency_kind
                 .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f5| f5.conforms(mode))
             && check::count_fits(f8.len(), Some(1), Some(3))
             && f8.iter().all(|item0| item0.conforms(mode))
             && self
                 .transaction_id
                 .as_ref()
-                .map_or(true, |f9| check::fits(f9, 36))
+                .is_none_or(|f9| check::fits(f9, 36))
     }
 }
 
@@ -663,16 +657,14 @@ impl Schema for ChargingSchedule {
     fn conforms(&self, mode: Mode) -> bool {
         let f4 = &self.charging_rate_unit;
         let f5 = &self.charging_schedule_period;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f4.conforms(mode)
             && check::count_fits(f5.len(), Some(1), Some(1024))
             && f5.iter().all(|item0| item0.conforms(mode))
             && self
                 .sales_tariff
                 .as_ref()
-                .map_or(true, |f7| f7.conforms(mode))
+                .is_none_or(|f7| f7.conforms(mode))
     }
 }
 
@@ -819,9 +811,7 @@ impl Schema for ChargingSchedulePeriod {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -940,15 +930,10 @@ impl Schema for Component {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.name;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.evse.as_ref().map_or(true, |f1| f1.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.evse.as_ref().is_none_or(|f1| f1.conforms(mode))
             && check::fits(f2, 50)
-            && self
-                .instance
-                .as_ref()
-                .map_or(true, |f3| check::fits(f3, 50))
+            && self.instance.as_ref().is_none_or(|f3| check::fits(f3, 50))
     }
 }
 
@@ -1040,11 +1025,9 @@ impl Schema for ComponentVariable {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.component;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self.variable.as_ref().map_or(true, |f2| f2.conforms(mode))
+            && self.variable.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -1133,9 +1116,7 @@ impl Schema for ConsumptionCost {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.cost;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f2.len(), Some(1), Some(3))
             && f2.iter().all(|item0| item0.conforms(mode))
     }

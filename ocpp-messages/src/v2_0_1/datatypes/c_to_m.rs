@@ -97,10 +97,7 @@ impl Schema for Cost {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.cost_kind;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f1.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f1.conforms(mode)
     }
 }
 
@@ -256,9 +253,7 @@ impl Schema for EVSE {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -368,10 +363,8 @@ impl Schema for IdToken {
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.id_token;
         let f3 = &self.r#type;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.additional_info.as_ref().map_or(true, |f1| {
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.additional_info.as_ref().is_none_or(|f1| {
                 check::count_fits(f1.len(), Some(1), None)
                     && f1.iter().all(|item0| item0.conforms(mode))
             })
@@ -600,30 +593,22 @@ impl Schema for IdTokenInfo {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .language1
-                .as_ref()
-                .map_or(true, |f4| check::fits(f4, 8))
+            && self.language1.as_ref().is_none_or(|f4| check::fits(f4, 8))
             && self
                 .evse_id
                 .as_ref()
-                .map_or(true, |f5| check::count_fits(f5.len(), Some(1), None))
+                .is_none_or(|f5| check::count_fits(f5.len(), Some(1), None))
             && self
                 .group_id_token
                 .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
-            && self
-                .language2
-                .as_ref()
-                .map_or(true, |f7| check::fits(f7, 8))
+                .is_none_or(|f6| f6.conforms(mode))
+            && self.language2.as_ref().is_none_or(|f7| check::fits(f7, 8))
             && self
                 .personal_message
                 .as_ref()
-                .map_or(true, |f8| f8.conforms(mode))
+                .is_none_or(|f8| f8.conforms(mode))
     }
 }
 
@@ -757,11 +742,9 @@ impl Schema for MessageContent {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.format;
         let f3 = &self.content;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self.language.as_ref().map_or(true, |f2| check::fits(f2, 8))
+            && self.language.as_ref().is_none_or(|f2| check::fits(f2, 8))
             && check::fits(f3, 512)
     }
 }
@@ -970,16 +953,14 @@ impl Schema for MessageInfo {
     fn conforms(&self, mode: Mode) -> bool {
         let f3 = &self.priority;
         let f8 = &self.message;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.display.as_ref().map_or(true, |f1| f1.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.display.as_ref().is_none_or(|f1| f1.conforms(mode))
             && f3.conforms(mode)
-            && self.state.as_ref().map_or(true, |f4| f4.conforms(mode))
+            && self.state.as_ref().is_none_or(|f4| f4.conforms(mode))
             && self
                 .transaction_id
                 .as_ref()
-                .map_or(true, |f7| check::fits(f7, 36))
+                .is_none_or(|f7| check::fits(f7, 36))
             && f8.conforms(mode)
     }
 }
@@ -1089,9 +1070,7 @@ impl Schema for MeterValue {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.sampled_value;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f1.len(), Some(1), None)
             && f1.iter().all(|item0| item0.conforms(mode))
     }

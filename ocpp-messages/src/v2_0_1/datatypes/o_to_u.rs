@@ -125,9 +125,7 @@ impl Schema for OCSPRequestData {
         let f3 = &self.issuer_key_hash;
         let f4 = &self.serial_number;
         let f5 = &self.responder_url;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && check::fits(f2, 128)
             && check::fits(f3, 128)
@@ -233,9 +231,7 @@ impl Schema for RelativeTimeInterval {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -378,13 +374,11 @@ impl Schema for SalesTariff {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f4 = &self.sales_tariff_entry;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .sales_tariff_description
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 32))
+                .is_none_or(|f2| check::fits(f2, 32))
             && check::count_fits(f4.len(), Some(1), Some(1024))
             && f4.iter().all(|item0| item0.conforms(mode))
     }
@@ -512,11 +506,9 @@ impl Schema for SalesTariffEntry {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.relative_time_interval;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self.consumption_cost.as_ref().map_or(true, |f3| {
+            && self.consumption_cost.as_ref().is_none_or(|f3| {
                 check::count_fits(f3.len(), Some(1), Some(3))
                     && f3.iter().all(|item0| item0.conforms(mode))
             })
@@ -713,21 +705,19 @@ impl Schema for SampledValue {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.context.as_ref().map_or(true, |f2| f2.conforms(mode))
-            && self.measurand.as_ref().map_or(true, |f3| f3.conforms(mode))
-            && self.phase.as_ref().map_or(true, |f4| f4.conforms(mode))
-            && self.location.as_ref().map_or(true, |f5| f5.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.context.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.measurand.as_ref().is_none_or(|f3| f3.conforms(mode))
+            && self.phase.as_ref().is_none_or(|f4| f4.conforms(mode))
+            && self.location.as_ref().is_none_or(|f5| f5.conforms(mode))
             && self
                 .signed_meter_value
                 .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+                .is_none_or(|f6| f6.conforms(mode))
             && self
                 .unit_of_measure
                 .as_ref()
-                .map_or(true, |f7| f7.conforms(mode))
+                .is_none_or(|f7| f7.conforms(mode))
     }
 }
 
@@ -865,9 +855,7 @@ impl Schema for SignedMeterValue {
         let f2 = &self.signing_method;
         let f3 = &self.encoding_method;
         let f4 = &self.public_key;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 2500)
             && check::fits(f2, 50)
             && check::fits(f3, 50)
@@ -974,14 +962,12 @@ impl Schema for StatusInfo {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.reason_code;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 20)
             && self
                 .additional_info
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 512))
+                .is_none_or(|f2| check::fits(f2, 512))
     }
 }
 
@@ -1074,10 +1060,8 @@ impl Schema for UnitOfMeasure {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.unit.as_ref().map_or(true, |f1| check::fits(f1, 20))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.unit.as_ref().is_none_or(|f1| check::fits(f1, 20))
     }
 }
 

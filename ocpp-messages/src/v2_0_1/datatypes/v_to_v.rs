@@ -76,14 +76,9 @@ impl Schema for Variable {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.name;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 50)
-            && self
-                .instance
-                .as_ref()
-                .map_or(true, |f2| check::fits(f2, 50))
+            && self.instance.as_ref().is_none_or(|f2| check::fits(f2, 50))
     }
 }
 

@@ -120,18 +120,16 @@ impl Schema for AuthorizeRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.id_token;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && self
                 .certificate
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 5500))
+                .is_none_or(|f2| check::fits(f2, 5500))
             && self
                 .iso15118_certificate_hash_data
                 .as_ref()
-                .map_or(true, |f3| {
+                .is_none_or(|f3| {
                     check::count_fits(f3.len(), Some(1), Some(4))
                         && f3.iter().all(|item0| item0.conforms(mode))
                 })
@@ -232,14 +230,12 @@ impl Schema for AuthorizeResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.id_token_info;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && self
                 .certificate_status
                 .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f2| f2.conforms(mode))
     }
 }
 

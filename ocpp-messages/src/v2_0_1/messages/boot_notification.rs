@@ -88,9 +88,7 @@ impl Schema for BootNotificationRequest {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.charging_station;
         let f2 = &self.reason;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && f2.conforms(mode)
     }
@@ -213,14 +211,9 @@ impl Schema for BootNotificationResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f3 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f3.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -408,20 +401,18 @@ impl Schema for ChargingStation {
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.model;
         let f4 = &self.vendor_name;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .serial_number
                 .as_ref()
-                .map_or(true, |f1| check::fits(f1, 25))
+                .is_none_or(|f1| check::fits(f1, 25))
             && check::fits(f2, 20)
-            && self.modem.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self.modem.as_ref().is_none_or(|f3| f3.conforms(mode))
             && check::fits(f4, 50)
             && self
                 .firmware_version
                 .as_ref()
-                .map_or(true, |f5| check::fits(f5, 50))
+                .is_none_or(|f5| check::fits(f5, 50))
     }
 }
 
@@ -521,11 +512,9 @@ impl Schema for Modem {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.iccid.as_ref().map_or(true, |f1| check::fits(f1, 20))
-            && self.imsi.as_ref().map_or(true, |f2| check::fits(f2, 20))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.iccid.as_ref().is_none_or(|f1| check::fits(f1, 20))
+            && self.imsi.as_ref().is_none_or(|f2| check::fits(f2, 20))
     }
 }
 

@@ -73,9 +73,7 @@ impl Schema for ClearDisplayMessageRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -161,14 +159,9 @@ impl Schema for ClearDisplayMessageResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

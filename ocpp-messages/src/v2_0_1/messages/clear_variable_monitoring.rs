@@ -78,9 +78,7 @@ impl Schema for ClearVariableMonitoringRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.id;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f1.len(), Some(1), None)
     }
 }
@@ -154,9 +152,7 @@ impl Schema for ClearVariableMonitoringResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.clear_monitoring_result;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f1.len(), Some(1), None)
             && f1.iter().all(|item0| item0.conforms(mode))
     }
@@ -260,14 +256,9 @@ impl Schema for ClearMonitoringResult {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

@@ -94,10 +94,7 @@ impl Schema for ClearedChargingLimitRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.charging_limit_source;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f1.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f1.conforms(mode)
     }
 }
 
@@ -152,9 +149,7 @@ impl Schema for ClearedChargingLimitResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

@@ -91,10 +91,7 @@ impl Schema for CostUpdatedRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.transaction_id;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && check::fits(f2, 36)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && check::fits(f2, 36)
     }
 }
 
@@ -149,9 +146,7 @@ impl Schema for CostUpdatedResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

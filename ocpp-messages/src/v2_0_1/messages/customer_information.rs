@@ -159,18 +159,16 @@ impl Schema for CustomerInformationRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .customer_certificate
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self.id_token.as_ref().map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
+            && self.id_token.as_ref().is_none_or(|f2| f2.conforms(mode))
             && self
                 .customer_identifier
                 .as_ref()
-                .map_or(true, |f6| check::fits(f6, 64))
+                .is_none_or(|f6| check::fits(f6, 64))
     }
 }
 
@@ -268,14 +266,9 @@ impl Schema for CustomerInformationResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

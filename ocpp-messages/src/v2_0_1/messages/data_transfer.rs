@@ -115,13 +115,11 @@ impl Schema for DataTransferRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f3 = &self.vendor_id;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .message_id
                 .as_ref()
-                .map_or(true, |f1| check::fits(f1, 50))
+                .is_none_or(|f1| check::fits(f1, 50))
             && check::fits(f3, 255)
     }
 }
@@ -235,14 +233,9 @@ impl Schema for DataTransferResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

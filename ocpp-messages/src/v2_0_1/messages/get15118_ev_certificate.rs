@@ -110,9 +110,7 @@ impl Schema for Get15118EVCertificateRequest {
         let f1 = &self.iso15118_schema_version;
         let f2 = &self.action;
         let f3 = &self.exi_request;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 50)
             && f2.conforms(mode)
             && check::fits(f3, 5600)
@@ -222,14 +220,9 @@ impl Schema for Get15118EVCertificateResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
         let f3 = &self.exi_response;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
             && check::fits(f3, 7500)
     }
 }

@@ -72,10 +72,7 @@ impl Schema for GetCertificateStatusRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.ocsp_request_data;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f1.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f1.conforms(mode)
     }
 }
 
@@ -184,18 +181,13 @@ impl Schema for GetCertificateStatusResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
             && self
                 .ocsp_result
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 5500))
+                .is_none_or(|f3| check::fits(f3, 5500))
     }
 }
 

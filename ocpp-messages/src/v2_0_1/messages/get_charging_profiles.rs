@@ -107,10 +107,7 @@ impl Schema for GetChargingProfilesRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f3 = &self.charging_profile;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f3.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f3.conforms(mode)
     }
 }
 
@@ -200,14 +197,9 @@ impl Schema for GetChargingProfilesResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -349,18 +341,16 @@ impl Schema for ChargingProfileCriterion {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .charging_profile_purpose
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && self
                 .charging_profile_id
                 .as_ref()
-                .map_or(true, |f3| check::count_fits(f3.len(), Some(1), None))
-            && self.charging_limit_source.as_ref().map_or(true, |f4| {
+                .is_none_or(|f3| check::count_fits(f3.len(), Some(1), None))
+            && self.charging_limit_source.as_ref().is_none_or(|f4| {
                 check::count_fits(f4.len(), Some(1), Some(4))
                     && f4.iter().all(|item0| item0.conforms(mode))
             })

@@ -108,13 +108,11 @@ impl Schema for GetCompositeScheduleRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .charging_rate_unit
                 .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -225,15 +223,10 @@ impl Schema for GetCompositeScheduleResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
-            && self.schedule.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.schedule.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -377,9 +370,7 @@ impl Schema for CompositeSchedule {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.charging_schedule_period;
         let f5 = &self.charging_rate_unit;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f1.len(), Some(1), None)
             && f1.iter().all(|item0| item0.conforms(mode))
             && f5.conforms(mode)

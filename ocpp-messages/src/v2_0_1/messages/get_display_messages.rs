@@ -132,15 +132,13 @@ impl Schema for GetDisplayMessagesRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .id
                 .as_ref()
-                .map_or(true, |f1| check::count_fits(f1.len(), Some(1), None))
-            && self.priority.as_ref().map_or(true, |f3| f3.conforms(mode))
-            && self.state.as_ref().map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f1| check::count_fits(f1.len(), Some(1), None))
+            && self.priority.as_ref().is_none_or(|f3| f3.conforms(mode))
+            && self.state.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -235,14 +233,9 @@ impl Schema for GetDisplayMessagesResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -76,10 +76,8 @@ impl Schema for GetInstalledCertificateIdsRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.certificate_type.as_ref().map_or(true, |f1| {
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.certificate_type.as_ref().is_none_or(|f1| {
                 check::count_fits(f1.len(), Some(1), None)
                     && f1.iter().all(|item0| item0.conforms(mode))
             })
@@ -203,21 +201,13 @@ impl Schema for GetInstalledCertificateIdsResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
-            && self
-                .certificate_hash_data_chain
-                .as_ref()
-                .map_or(true, |f3| {
-                    check::count_fits(f3.len(), Some(1), None)
-                        && f3.iter().all(|item0| item0.conforms(mode))
-                })
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.certificate_hash_data_chain.as_ref().is_none_or(|f3| {
+                check::count_fits(f3.len(), Some(1), None)
+                    && f3.iter().all(|item0| item0.conforms(mode))
+            })
     }
 }
 
@@ -336,18 +326,13 @@ impl Schema for CertificateHashDataChain {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.certificate_hash_data;
         let f2 = &self.certificate_type;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && f2.conforms(mode)
-            && self
-                .child_certificate_hash_data
-                .as_ref()
-                .map_or(true, |f3| {
-                    check::count_fits(f3.len(), Some(1), Some(4))
-                        && f3.iter().all(|item0| item0.conforms(mode))
-                })
+            && self.child_certificate_hash_data.as_ref().is_none_or(|f3| {
+                check::count_fits(f3.len(), Some(1), Some(4))
+                    && f3.iter().all(|item0| item0.conforms(mode))
+            })
     }
 }
 

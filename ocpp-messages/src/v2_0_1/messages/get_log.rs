@@ -142,9 +142,7 @@ impl Schema for GetLogRequest {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.log;
         let f2 = &self.log_type;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && f2.conforms(mode)
     }
@@ -263,18 +261,10 @@ impl Schema for GetLogResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
-            && self
-                .filename
-                .as_ref()
-                .map_or(true, |f3| check::fits(f3, 255))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.filename.as_ref().is_none_or(|f3| check::fits(f3, 255))
     }
 }
 
@@ -422,10 +412,7 @@ impl Schema for LogParameters {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.remote_location;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && check::fits(f1, 512)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && check::fits(f1, 512)
     }
 }
 

@@ -72,13 +72,11 @@ impl Schema for GetTransactionStatusRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .transaction_id
                 .as_ref()
-                .map_or(true, |f1| check::fits(f1, 36))
+                .is_none_or(|f1| check::fits(f1, 36))
     }
 }
 
@@ -172,9 +170,7 @@ impl Schema for GetTransactionStatusResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

@@ -76,9 +76,7 @@ impl Schema for GetVariablesRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.get_variable_data;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f1.len(), Some(1), None)
             && f1.iter().all(|item0| item0.conforms(mode))
     }
@@ -153,9 +151,7 @@ impl Schema for GetVariablesResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.get_variable_result;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f1.len(), Some(1), None)
             && f1.iter().all(|item0| item0.conforms(mode))
     }
@@ -260,13 +256,11 @@ impl Schema for GetVariableData {
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.component;
         let f3 = &self.variable;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .attribute_type
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && f2.conforms(mode)
             && f3.conforms(mode)
     }
@@ -433,22 +427,20 @@ impl Schema for GetVariableResult {
         let f2 = &self.attribute_status;
         let f5 = &self.component;
         let f6 = &self.variable;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .attribute_status_info
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && f2.conforms(mode)
             && self
                 .attribute_type
                 .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f3| f3.conforms(mode))
             && self
                 .attribute_value
                 .as_ref()
-                .map_or(true, |f4| check::fits(f4, 2500))
+                .is_none_or(|f4| check::fits(f4, 2500))
             && f5.conforms(mode)
             && f6.conforms(mode)
     }

@@ -91,9 +91,7 @@ impl Schema for MeterValuesRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.meter_value;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f2.len(), Some(1), None)
             && f2.iter().all(|item0| item0.conforms(mode))
     }
@@ -150,9 +148,7 @@ impl Schema for MeterValuesResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

@@ -114,10 +114,8 @@ impl Schema for NotifyChargingLimitRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f3 = &self.charging_limit;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.charging_schedule.as_ref().map_or(true, |f1| {
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.charging_schedule.as_ref().is_none_or(|f1| {
                 check::count_fits(f1.len(), Some(1), None)
                     && f1.iter().all(|item0| item0.conforms(mode))
             })
@@ -181,9 +179,7 @@ impl Schema for NotifyChargingLimitResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -277,10 +273,7 @@ impl Schema for ChargingLimit {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.charging_limit_source;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f1.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f1.conforms(mode)
     }
 }
 

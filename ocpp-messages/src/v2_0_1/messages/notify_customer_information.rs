@@ -143,10 +143,7 @@ impl Schema for NotifyCustomerInformationRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.data;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && check::fits(f1, 512)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && check::fits(f1, 512)
     }
 }
 
@@ -209,9 +206,7 @@ impl Schema for NotifyCustomerInformationResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

@@ -115,10 +115,8 @@ impl Schema for NotifyDisplayMessagesRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.message_info.as_ref().map_or(true, |f1| {
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.message_info.as_ref().is_none_or(|f1| {
                 check::count_fits(f1.len(), Some(1), None)
                     && f1.iter().all(|item0| item0.conforms(mode))
             })
@@ -181,9 +179,7 @@ impl Schema for NotifyDisplayMessagesResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

@@ -107,10 +107,7 @@ impl Schema for NotifyEVChargingNeedsRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.charging_needs;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f2.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f2.conforms(mode)
     }
 }
 
@@ -200,14 +197,9 @@ impl Schema for NotifyEVChargingNeedsResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -336,9 +328,7 @@ impl Schema for ACChargingParameters {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -478,17 +468,15 @@ impl Schema for ChargingNeeds {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f3 = &self.requested_energy_transfer;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .ac_charging_parameters
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && self
                 .dc_charging_parameters
                 .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f2| f2.conforms(mode))
             && f3.conforms(mode)
     }
 }
@@ -711,21 +699,19 @@ impl Schema for DCChargingParameters {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .state_of_charge
                 .as_ref()
-                .map_or(true, |f5| (0..=100).contains(&i64::from(*f5)))
+                .is_none_or(|f5| (0..=100).contains(&i64::from(*f5)))
             && self
                 .full_so_c
                 .as_ref()
-                .map_or(true, |f7| (0..=100).contains(&i64::from(*f7)))
+                .is_none_or(|f7| (0..=100).contains(&i64::from(*f7)))
             && self
                 .bulk_so_c
                 .as_ref()
-                .map_or(true, |f8| (0..=100).contains(&i64::from(*f8)))
+                .is_none_or(|f8| (0..=100).contains(&i64::from(*f8)))
     }
 }
 

@@ -99,10 +99,7 @@ impl Schema for NotifyEVChargingScheduleRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.charging_schedule;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f2.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f2.conforms(mode)
     }
 }
 
@@ -192,14 +189,9 @@ impl Schema for NotifyEVChargingScheduleResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -122,9 +122,7 @@ impl Schema for NotifyEventRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f4 = &self.event_data;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f4.len(), Some(1), None)
             && f4.iter().all(|item0| item0.conforms(mode))
     }
@@ -185,9 +183,7 @@ impl Schema for NotifyEventResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -457,23 +453,18 @@ impl Schema for EventData {
         let f10 = &self.component;
         let f12 = &self.event_notification_type;
         let f13 = &self.variable;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f3.conforms(mode)
             && check::fits(f5, 2500)
-            && self
-                .tech_code
-                .as_ref()
-                .map_or(true, |f6| check::fits(f6, 50))
+            && self.tech_code.as_ref().is_none_or(|f6| check::fits(f6, 50))
             && self
                 .tech_info
                 .as_ref()
-                .map_or(true, |f7| check::fits(f7, 500))
+                .is_none_or(|f7| check::fits(f7, 500))
             && self
                 .transaction_id
                 .as_ref()
-                .map_or(true, |f9| check::fits(f9, 36))
+                .is_none_or(|f9| check::fits(f9, 36))
             && f10.conforms(mode)
             && f12.conforms(mode)
             && f13.conforms(mode)

@@ -146,10 +146,8 @@ impl Schema for NotifyMonitoringReportRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.monitor.as_ref().map_or(true, |f1| {
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.monitor.as_ref().is_none_or(|f1| {
                 check::count_fits(f1.len(), Some(1), None)
                     && f1.iter().all(|item0| item0.conforms(mode))
             })
@@ -218,9 +216,7 @@ impl Schema for NotifyMonitoringReportResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -320,9 +316,7 @@ impl Schema for MonitoringData {
         let f1 = &self.component;
         let f2 = &self.variable;
         let f3 = &self.variable_monitoring;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && f2.conforms(mode)
             && check::count_fits(f3.len(), Some(1), None)
@@ -487,10 +481,7 @@ impl Schema for VariableMonitoring {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f4 = &self.r#type;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f4.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f4.conforms(mode)
     }
 }
 

@@ -147,10 +147,8 @@ impl Schema for NotifyReportRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.report_data.as_ref().map_or(true, |f3| {
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.report_data.as_ref().is_none_or(|f3| {
                 check::count_fits(f3.len(), Some(1), None)
                     && f3.iter().all(|item0| item0.conforms(mode))
             })
@@ -217,9 +215,7 @@ impl Schema for NotifyReportResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -385,9 +381,7 @@ impl Schema for ReportData {
         let f1 = &self.component;
         let f2 = &self.variable;
         let f3 = &self.variable_attribute;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && f2.conforms(mode)
             && check::count_fits(f3.len(), Some(1), Some(4))
@@ -395,7 +389,7 @@ impl Schema for ReportData {
             && self
                 .variable_characteristics
                 .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -551,15 +545,10 @@ impl Schema for VariableAttribute {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.r#type.as_ref().map_or(true, |f1| f1.conforms(mode))
-            && self.value.as_ref().map_or(true, |f2| check::fits(f2, 2500))
-            && self
-                .mutability
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.r#type.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.value.as_ref().is_none_or(|f2| check::fits(f2, 2500))
+            && self.mutability.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -745,15 +734,13 @@ impl Schema for VariableCharacteristics {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.data_type;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.unit.as_ref().map_or(true, |f1| check::fits(f1, 16))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.unit.as_ref().is_none_or(|f1| check::fits(f1, 16))
             && f2.conforms(mode)
             && self
                 .values_list
                 .as_ref()
-                .map_or(true, |f5| check::fits(f5, 1000))
+                .is_none_or(|f5| check::fits(f5, 1000))
     }
 }
 

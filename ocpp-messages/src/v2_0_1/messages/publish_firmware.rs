@@ -153,9 +153,7 @@ impl Schema for PublishFirmwareRequest {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.location;
         let f3 = &self.checksum;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 512)
             && check::fits(f3, 32)
     }
@@ -251,14 +249,9 @@ impl Schema for PublishFirmwareResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -120,11 +120,9 @@ impl Schema for PublishFirmwareStatusNotificationRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self.location.as_ref().map_or(true, |f2| {
+            && self.location.as_ref().is_none_or(|f2| {
                 check::count_fits(f2.len(), Some(1), None)
                     && f2.iter().all(|item0| check::fits(item0, 512))
             })
@@ -189,9 +187,7 @@ impl Schema for PublishFirmwareStatusNotificationResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

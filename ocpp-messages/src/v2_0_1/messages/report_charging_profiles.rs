@@ -142,9 +142,7 @@ impl Schema for ReportChargingProfilesRequest {
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.charging_limit_source;
         let f3 = &self.charging_profile;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f2.conforms(mode)
             && check::count_fits(f3.len(), Some(1), None)
             && f3.iter().all(|item0| item0.conforms(mode))
@@ -210,9 +208,7 @@ impl Schema for ReportChargingProfilesResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

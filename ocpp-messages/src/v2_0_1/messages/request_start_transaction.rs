@@ -145,18 +145,16 @@ impl Schema for RequestStartTransactionRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f3 = &self.id_token;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .group_id_token
                 .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f2| f2.conforms(mode))
             && f3.conforms(mode)
             && self
                 .charging_profile
                 .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -275,18 +273,13 @@ impl Schema for RequestStartTransactionResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
             && self
                 .transaction_id
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 36))
+                .is_none_or(|f3| check::fits(f3, 36))
     }
 }
 

@@ -74,10 +74,7 @@ impl Schema for RequestStopTransactionRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.transaction_id;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && check::fits(f1, 36)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && check::fits(f1, 36)
     }
 }
 
@@ -163,14 +160,9 @@ impl Schema for RequestStopTransactionResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

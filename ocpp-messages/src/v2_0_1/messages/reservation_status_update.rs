@@ -91,10 +91,7 @@ impl Schema for ReservationStatusUpdateRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.reservation_update_status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f2.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f2.conforms(mode)
     }
 }
 
@@ -149,9 +146,7 @@ impl Schema for ReservationStatusUpdateResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

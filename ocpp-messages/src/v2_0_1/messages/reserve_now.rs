@@ -158,18 +158,16 @@ impl Schema for ReserveNowRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f4 = &self.id_token;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .connector_type
                 .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f3| f3.conforms(mode))
             && f4.conforms(mode)
             && self
                 .group_id_token
                 .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+                .is_none_or(|f6| f6.conforms(mode))
     }
 }
 
@@ -265,14 +263,9 @@ impl Schema for ReserveNowResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -90,10 +90,7 @@ impl Schema for ResetRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.r#type;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f1.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f1.conforms(mode)
     }
 }
 
@@ -181,14 +178,9 @@ impl Schema for ResetResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

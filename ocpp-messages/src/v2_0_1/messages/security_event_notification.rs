@@ -109,14 +109,12 @@ impl Schema for SecurityEventNotificationRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.r#type;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 50)
             && self
                 .tech_info
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 255))
+                .is_none_or(|f3| check::fits(f3, 255))
     }
 }
 
@@ -173,9 +171,7 @@ impl Schema for SecurityEventNotificationResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

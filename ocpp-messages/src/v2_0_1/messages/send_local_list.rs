@@ -113,10 +113,8 @@ impl Schema for SendLocalListRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f3 = &self.update_type;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.local_authorization_list.as_ref().map_or(true, |f1| {
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.local_authorization_list.as_ref().is_none_or(|f1| {
                 check::count_fits(f1.len(), Some(1), None)
                     && f1.iter().all(|item0| item0.conforms(mode))
             })
@@ -213,14 +211,9 @@ impl Schema for SendLocalListResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -315,14 +308,12 @@ impl Schema for AuthorizationData {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.id_token;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && self
                 .id_token_info
                 .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f2| f2.conforms(mode))
     }
 }
 

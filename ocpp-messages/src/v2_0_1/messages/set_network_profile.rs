@@ -88,10 +88,7 @@ impl Schema for SetNetworkProfileRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.connection_data;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f2.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f2.conforms(mode)
     }
 }
 
@@ -179,14 +176,9 @@ impl Schema for SetNetworkProfileResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -386,22 +378,20 @@ impl Schema for APN {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.apn;
         let f7 = &self.apn_authentication;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 512)
             && self
                 .apn_user_name
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 20))
+                .is_none_or(|f2| check::fits(f2, 20))
             && self
                 .apn_password
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 20))
+                .is_none_or(|f3| check::fits(f3, 20))
             && self
                 .preferred_network
                 .as_ref()
-                .map_or(true, |f5| check::fits(f5, 6))
+                .is_none_or(|f5| check::fits(f5, 6))
             && f7.conforms(mode)
     }
 }
@@ -618,15 +608,13 @@ impl Schema for NetworkConnectionProfile {
         let f3 = &self.ocpp_transport;
         let f4 = &self.ocpp_csms_url;
         let f7 = &self.ocpp_interface;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.apn.as_ref().map_or(true, |f1| f1.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.apn.as_ref().is_none_or(|f1| f1.conforms(mode))
             && f2.conforms(mode)
             && f3.conforms(mode)
             && check::fits(f4, 512)
             && f7.conforms(mode)
-            && self.vpn.as_ref().map_or(true, |f8| f8.conforms(mode))
+            && self.vpn.as_ref().is_none_or(|f8| f8.conforms(mode))
     }
 }
 
@@ -887,12 +875,10 @@ impl Schema for VPN {
         let f4 = &self.password;
         let f5 = &self.key;
         let f6 = &self.r#type;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 512)
             && check::fits(f2, 20)
-            && self.group.as_ref().map_or(true, |f3| check::fits(f3, 20))
+            && self.group.as_ref().is_none_or(|f3| check::fits(f3, 20))
             && check::fits(f4, 20)
             && check::fits(f5, 255)
             && f6.conforms(mode)

@@ -77,9 +77,7 @@ impl Schema for SetVariableMonitoringRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.set_monitoring_data;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f1.len(), Some(1), None)
             && f1.iter().all(|item0| item0.conforms(mode))
     }
@@ -154,9 +152,7 @@ impl Schema for SetVariableMonitoringResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.set_monitoring_result;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f1.len(), Some(1), None)
             && f1.iter().all(|item0| item0.conforms(mode))
     }
@@ -351,9 +347,7 @@ impl Schema for SetMonitoringData {
         let f4 = &self.r#type;
         let f6 = &self.component;
         let f7 = &self.variable;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f4.conforms(mode)
             && f6.conforms(mode)
             && f7.conforms(mode)
@@ -557,13 +551,8 @@ impl Schema for SetMonitoringResult {
         let f4 = &self.r#type;
         let f5 = &self.component;
         let f6 = &self.variable;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
             && f3.conforms(mode)
             && f4.conforms(mode)
             && f5.conforms(mode)

@@ -76,9 +76,7 @@ impl Schema for SetVariablesRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.set_variable_data;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f1.len(), Some(1), None)
             && f1.iter().all(|item0| item0.conforms(mode))
     }
@@ -153,9 +151,7 @@ impl Schema for SetVariablesResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.set_variable_result;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f1.len(), Some(1), None)
             && f1.iter().all(|item0| item0.conforms(mode))
     }
@@ -282,13 +278,11 @@ impl Schema for SetVariableData {
         let f2 = &self.attribute_value;
         let f3 = &self.component;
         let f4 = &self.variable;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .attribute_type
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && check::fits(f2, 1000)
             && f3.conforms(mode)
             && f4.conforms(mode)
@@ -435,18 +429,16 @@ impl Schema for SetVariableResult {
         let f2 = &self.attribute_status;
         let f4 = &self.component;
         let f5 = &self.variable;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .attribute_type
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && f2.conforms(mode)
             && self
                 .attribute_status_info
                 .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f3| f3.conforms(mode))
             && f4.conforms(mode)
             && f5.conforms(mode)
     }

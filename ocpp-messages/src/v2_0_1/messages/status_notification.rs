@@ -122,10 +122,7 @@ impl Schema for StatusNotificationRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.connector_status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f2.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f2.conforms(mode)
     }
 }
 
@@ -184,9 +181,7 @@ impl Schema for StatusNotificationResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

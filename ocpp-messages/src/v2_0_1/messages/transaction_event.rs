@@ -265,21 +265,16 @@ impl Schema for TransactionEventRequest {
         let f1 = &self.event_type;
         let f4 = &self.trigger_reason;
         let f10 = &self.transaction_info;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self.meter_value.as_ref().map_or(true, |f2| {
+            && self.meter_value.as_ref().is_none_or(|f2| {
                 check::count_fits(f2.len(), Some(1), None)
                     && f2.iter().all(|item0| item0.conforms(mode))
             })
             && f4.conforms(mode)
             && f10.conforms(mode)
-            && self.evse.as_ref().map_or(true, |f11| f11.conforms(mode))
-            && self
-                .id_token
-                .as_ref()
-                .map_or(true, |f12| f12.conforms(mode))
+            && self.evse.as_ref().is_none_or(|f11| f11.conforms(mode))
+            && self.id_token.as_ref().is_none_or(|f12| f12.conforms(mode))
     }
 }
 
@@ -440,17 +435,15 @@ impl Schema for TransactionEventResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .id_token_info
                 .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f3| f3.conforms(mode))
             && self
                 .updated_personal_message
                 .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -684,18 +677,16 @@ impl Schema for Transaction {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.transaction_id;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 36)
             && self
                 .charging_state
                 .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f2| f2.conforms(mode))
             && self
                 .stopped_reason
                 .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f4| f4.conforms(mode))
     }
 }
 

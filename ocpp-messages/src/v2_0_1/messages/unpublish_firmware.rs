@@ -74,10 +74,7 @@ impl Schema for UnpublishFirmwareRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.checksum;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && check::fits(f1, 32)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && check::fits(f1, 32)
     }
 }
 
@@ -147,10 +144,7 @@ impl Schema for UnpublishFirmwareResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f1.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f1.conforms(mode)
     }
 }
 

@@ -131,10 +131,7 @@ impl Schema for UpdateFirmwareRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f4 = &self.firmware;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && f4.conforms(mode)
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode)) && f4.conforms(mode)
     }
 }
 
@@ -226,14 +223,9 @@ impl Schema for UpdateFirmwareResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.status;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -397,18 +389,16 @@ impl Schema for Firmware {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.location;
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 512)
             && self
                 .signing_certificate
                 .as_ref()
-                .map_or(true, |f4| check::fits(f4, 5500))
+                .is_none_or(|f4| check::fits(f4, 5500))
             && self
                 .signature
                 .as_ref()
-                .map_or(true, |f5| check::fits(f5, 800))
+                .is_none_or(|f5| check::fits(f5, 800))
     }
 }
 

@@ -263,39 +263,39 @@ impl Schema for AbsolutePriceSchedule {
         let f8 = &self.price_rule_stacks;
         self.price_schedule_description
             .as_ref()
-            .map_or(true, |f2| check::fits(f2, 160))
+            .is_none_or(|f2| check::fits(f2, 160))
             && check::fits(f3, 3)
             && check::fits(f4, 8)
             && check::fits(f5, 2000)
             && self
                 .minimum_cost
                 .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+                .is_none_or(|f6| f6.conforms(mode))
             && self
                 .maximum_cost
                 .as_ref()
-                .map_or(true, |f7| f7.conforms(mode))
+                .is_none_or(|f7| f7.conforms(mode))
             && check::count_fits(f8.len(), Some(1), Some(1024))
             && f8.iter().all(|item0| item0.conforms(mode))
-            && self.tax_rules.as_ref().map_or(true, |f9| {
+            && self.tax_rules.as_ref().is_none_or(|f9| {
                 check::count_fits(f9.len(), Some(1), Some(10))
                     && f9.iter().all(|item0| item0.conforms(mode))
             })
             && self
                 .overstay_rule_list
                 .as_ref()
-                .map_or(true, |f10| f10.conforms(mode))
+                .is_none_or(|f10| f10.conforms(mode))
             && self
                 .additional_selected_services
                 .as_ref()
-                .map_or(true, |f11| {
+                .is_none_or(|f11| {
                     check::count_fits(f11.len(), Some(1), Some(5))
                         && f11.iter().all(|item0| item0.conforms(mode))
                 })
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f12| f12.conforms(mode))
+                .is_none_or(|f12| f12.conforms(mode))
     }
 }
 
@@ -424,10 +424,7 @@ impl Schema for AdditionalInfo {
         let f1 = &self.r#type;
         check::fits(f0, 255)
             && check::fits(f1, 50)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -520,10 +517,7 @@ impl Schema for AdditionalSelectedServices {
         let f1 = &self.service_name;
         f0.conforms(mode)
             && check::fits(f1, 80)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -691,20 +685,14 @@ impl Schema for Address {
         let f5 = &self.country;
         check::fits(f0, 50)
             && check::fits(f1, 100)
-            && self
-                .address2
-                .as_ref()
-                .map_or(true, |f2| check::fits(f2, 100))
+            && self.address2.as_ref().is_none_or(|f2| check::fits(f2, 100))
             && check::fits(f3, 100)
             && self
                 .postal_code
                 .as_ref()
-                .map_or(true, |f4| check::fits(f4, 20))
+                .is_none_or(|f4| check::fits(f4, 20))
             && check::fits(f5, 50)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f6| f6.conforms(mode))
     }
 }
 
@@ -847,10 +835,7 @@ impl Schema for CertificateHashData {
             && check::fits(f1, 128)
             && check::fits(f2, 128)
             && check::fits(f3, 40)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -1174,21 +1159,21 @@ impl Schema for ChargingProfile {
             && self
                 .recurrency_kind
                 .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f4| f4.conforms(mode))
             && self
                 .transaction_id
                 .as_ref()
-                .map_or(true, |f7| check::fits(f7, 36))
+                .is_none_or(|f7| check::fits(f7, 36))
             && check::count_fits(f9.len(), Some(1), Some(3))
             && f9.iter().all(|item0| item0.conforms(mode))
             && self
                 .price_schedule_signature
                 .as_ref()
-                .map_or(true, |f13| check::fits(f13, 256))
+                .is_none_or(|f13| check::fits(f13, 256))
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f14| f14.conforms(mode))
+                .is_none_or(|f14| f14.conforms(mode))
     }
 }
 

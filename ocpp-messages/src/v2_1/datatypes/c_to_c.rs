@@ -327,30 +327,30 @@ impl Schema for ChargingSchedule {
         let f10 = &self.charging_schedule_period;
         self.limit_at_so_c
             .as_ref()
-            .map_or(true, |f1| f1.conforms(mode))
+            .is_none_or(|f1| f1.conforms(mode))
             && f4.conforms(mode)
             && self
                 .digest_value
                 .as_ref()
-                .map_or(true, |f8| check::fits(f8, 88))
+                .is_none_or(|f8| check::fits(f8, 88))
             && check::count_fits(f10.len(), Some(1), Some(1024))
             && f10.iter().all(|item0| item0.conforms(mode))
             && self
                 .sales_tariff
                 .as_ref()
-                .map_or(true, |f12| f12.conforms(mode))
+                .is_none_or(|f12| f12.conforms(mode))
             && self
                 .absolute_price_schedule
                 .as_ref()
-                .map_or(true, |f13| f13.conforms(mode))
+                .is_none_or(|f13| f13.conforms(mode))
             && self
                 .price_level_schedule
                 .as_ref()
-                .map_or(true, |f14| f14.conforms(mode))
+                .is_none_or(|f14| f14.conforms(mode))
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f15| f15.conforms(mode))
+                .is_none_or(|f15| f15.conforms(mode))
     }
 }
 
@@ -861,36 +861,36 @@ impl Schema for ChargingSchedulePeriod {
     fn conforms(&self, mode: Mode) -> bool {
         self.number_phases
             .as_ref()
-            .map_or(true, |f4| (0..=3).contains(&i64::from(*f4)))
+            .is_none_or(|f4| (0..=3).contains(&i64::from(*f4)))
             && self
                 .phase_to_use
                 .as_ref()
-                .map_or(true, |f5| (0..=3).contains(&i64::from(*f5)))
-            && self.discharge_limit.as_ref().map_or(true, |f6| {
+                .is_none_or(|f5| (0..=3).contains(&i64::from(*f5)))
+            && self.discharge_limit.as_ref().is_none_or(|f6| {
                 check::number_fits(*f6, None, Some(crate::Decimal::new(0, 0)), None)
             })
-            && self.discharge_limit_l2.as_ref().map_or(true, |f7| {
+            && self.discharge_limit_l2.as_ref().is_none_or(|f7| {
                 check::number_fits(*f7, None, Some(crate::Decimal::new(0, 0)), None)
             })
-            && self.discharge_limit_l3.as_ref().map_or(true, |f8| {
+            && self.discharge_limit_l3.as_ref().is_none_or(|f8| {
                 check::number_fits(*f8, None, Some(crate::Decimal::new(0, 0)), None)
             })
             && self
                 .operation_mode
                 .as_ref()
-                .map_or(true, |f18| f18.conforms(mode))
-            && self.v2x_freq_watt_curve.as_ref().map_or(true, |f19| {
+                .is_none_or(|f18| f18.conforms(mode))
+            && self.v2x_freq_watt_curve.as_ref().is_none_or(|f19| {
                 check::count_fits(f19.len(), Some(1), Some(20))
                     && f19.iter().all(|item0| item0.conforms(mode))
             })
-            && self.v2x_signal_watt_curve.as_ref().map_or(true, |f20| {
+            && self.v2x_signal_watt_curve.as_ref().is_none_or(|f20| {
                 check::count_fits(f20.len(), Some(1), Some(20))
                     && f20.iter().all(|item0| item0.conforms(mode))
             })
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f21| f21.conforms(mode))
+                .is_none_or(|f21| f21.conforms(mode))
     }
 }
 
@@ -1245,16 +1245,19 @@ impl Schema for ChargingScheduleUpdate {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.discharge_limit.as_ref().map_or(true, |f3| {
-            check::number_fits(*f3, None, Some(crate::Decimal::new(0, 0)), None)
-        }) && self.discharge_limit_l2.as_ref().map_or(true, |f4| {
-            check::number_fits(*f4, None, Some(crate::Decimal::new(0, 0)), None)
-        }) && self.discharge_limit_l3.as_ref().map_or(true, |f5| {
-            check::number_fits(*f5, None, Some(crate::Decimal::new(0, 0)), None)
-        }) && self
-            .custom_data
+        self.discharge_limit
             .as_ref()
-            .map_or(true, |f12| f12.conforms(mode))
+            .is_none_or(|f3| check::number_fits(*f3, None, Some(crate::Decimal::new(0, 0)), None))
+            && self.discharge_limit_l2.as_ref().is_none_or(|f4| {
+                check::number_fits(*f4, None, Some(crate::Decimal::new(0, 0)), None)
+            })
+            && self.discharge_limit_l3.as_ref().is_none_or(|f5| {
+                check::number_fits(*f5, None, Some(crate::Decimal::new(0, 0)), None)
+            })
+            && self
+                .custom_data
+                .as_ref()
+                .is_none_or(|f12| f12.conforms(mode))
     }
 }
 
@@ -1409,16 +1412,10 @@ impl Schema for Component {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.name;
-        self.evse.as_ref().map_or(true, |f0| f0.conforms(mode))
+        self.evse.as_ref().is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 50)
-            && self
-                .instance
-                .as_ref()
-                .map_or(true, |f2| check::fits(f2, 50))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.instance.as_ref().is_none_or(|f2| check::fits(f2, 50))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

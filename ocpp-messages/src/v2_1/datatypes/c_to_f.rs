@@ -79,11 +79,8 @@ impl Schema for ComponentVariable {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.component;
         f0.conforms(mode)
-            && self.variable.as_ref().map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.variable.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -182,11 +179,7 @@ impl Schema for ConstantStreamData {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.params;
-        f1.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+        f1.conforms(mode) && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -276,10 +269,7 @@ impl Schema for ConsumptionCost {
         let f1 = &self.cost;
         check::count_fits(f1.len(), Some(1), Some(3))
             && f1.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -385,11 +375,7 @@ impl Schema for Cost {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.cost_kind;
-        f0.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+        f0.conforms(mode) && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -665,23 +651,17 @@ impl Schema for DERCurve {
         let f5 = &self.y_unit;
         check::count_fits(f0.len(), Some(1), Some(10))
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .hysteresis
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.hysteresis.as_ref().is_none_or(|f1| f1.conforms(mode))
             && self
                 .reactive_power_params
                 .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f3| f3.conforms(mode))
             && self
                 .voltage_params
                 .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f4| f4.conforms(mode))
             && f5.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f9| f9.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f9| f9.conforms(mode))
     }
 }
 
@@ -783,9 +763,7 @@ impl Schema for DERCurvePoints {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -878,9 +856,7 @@ impl Schema for EVSE {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -1072,9 +1048,7 @@ impl Schema for EnterService {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f8| f8.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f8| f8.conforms(mode))
     }
 }
 
@@ -1233,9 +1207,7 @@ impl Schema for FixedPF {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f5| f5.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -1385,11 +1357,7 @@ impl Schema for FixedVar {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.unit;
-        f2.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+        f2.conforms(mode) && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 

@@ -174,9 +174,7 @@ impl Schema for FreqDroop {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f8| f8.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f8| f8.conforms(mode))
     }
 }
 
@@ -292,9 +290,7 @@ impl Schema for Gradient {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f3| f3.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -430,9 +426,7 @@ impl Schema for Hysteresis {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f4| f4.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -548,15 +542,12 @@ impl Schema for IdToken {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.id_token;
         let f2 = &self.r#type;
-        self.additional_info.as_ref().map_or(true, |f0| {
+        self.additional_info.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| item0.conforms(mode))
         }) && check::fits(f1, 255)
             && check::fits(f2, 20)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -780,27 +771,18 @@ impl Schema for IdTokenInfo {
             && self
                 .group_id_token
                 .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
-            && self
-                .language1
-                .as_ref()
-                .map_or(true, |f4| check::fits(f4, 8))
-            && self
-                .language2
-                .as_ref()
-                .map_or(true, |f5| check::fits(f5, 8))
+                .is_none_or(|f3| f3.conforms(mode))
+            && self.language1.as_ref().is_none_or(|f4| check::fits(f4, 8))
+            && self.language2.as_ref().is_none_or(|f5| check::fits(f5, 8))
             && self
                 .evse_id
                 .as_ref()
-                .map_or(true, |f6| check::count_fits(f6.len(), Some(1), None))
+                .is_none_or(|f6| check::count_fits(f6.len(), Some(1), None))
             && self
                 .personal_message
                 .as_ref()
-                .map_or(true, |f7| f7.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f8| f8.conforms(mode))
+                .is_none_or(|f7| f7.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f8| f8.conforms(mode))
     }
 }
 
@@ -903,10 +885,7 @@ impl Schema for LimitAtSoC {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.soc;
         (0..=100).contains(&i64::from(*f0))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -1065,11 +1044,8 @@ impl Schema for LimitMaxDischarge {
     fn conforms(&self, mode: Mode) -> bool {
         self.power_monitoring_must_trip
             .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+            .is_none_or(|f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -1187,12 +1163,9 @@ impl Schema for MessageContent {
         let f0 = &self.format;
         let f2 = &self.content;
         f0.conforms(mode)
-            && self.language.as_ref().map_or(true, |f1| check::fits(f1, 8))
+            && self.language.as_ref().is_none_or(|f1| check::fits(f1, 8))
             && check::fits(f2, 1024)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -1412,22 +1385,19 @@ impl Schema for MessageInfo {
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.priority;
         let f7 = &self.message;
-        self.display.as_ref().map_or(true, |f0| f0.conforms(mode))
+        self.display.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f2.conforms(mode)
-            && self.state.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self.state.as_ref().is_none_or(|f3| f3.conforms(mode))
             && self
                 .transaction_id
                 .as_ref()
-                .map_or(true, |f6| check::fits(f6, 36))
+                .is_none_or(|f6| check::fits(f6, 36))
             && f7.conforms(mode)
-            && self.message_extra.as_ref().map_or(true, |f8| {
+            && self.message_extra.as_ref().is_none_or(|f8| {
                 check::count_fits(f8.len(), Some(1), Some(4))
                     && f8.iter().all(|item0| item0.conforms(mode))
             })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f9| f9.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f9| f9.conforms(mode))
     }
 }
 

@@ -80,10 +80,7 @@ impl Schema for MeterValue {
         let f0 = &self.sampled_value;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -235,10 +232,7 @@ impl Schema for OCSPRequestData {
             && check::fits(f2, 128)
             && check::fits(f3, 40)
             && check::fits(f4, 2000)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -373,11 +367,8 @@ impl Schema for OverstayRule {
             && self
                 .overstay_rule_description
                 .as_ref()
-                .map_or(true, |f1| check::fits(f1, 32))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f1| check::fits(f1, 32))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -504,13 +495,10 @@ impl Schema for OverstayRuleList {
         let f1 = &self.overstay_rule;
         self.overstay_power_threshold
             .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+            .is_none_or(|f0| f0.conforms(mode))
             && check::count_fits(f1.len(), Some(1), Some(5))
             && f1.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -601,9 +589,7 @@ impl Schema for PeriodicEventStreamParams {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -717,13 +703,10 @@ impl Schema for Price {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.tax_rates.as_ref().map_or(true, |f2| {
+        self.tax_rates.as_ref().is_none_or(|f2| {
             check::count_fits(f2.len(), Some(1), Some(5))
                 && f2.iter().all(|item0| item0.conforms(mode))
-        }) && self
-            .custom_data
-            .as_ref()
-            .map_or(true, |f3| f3.conforms(mode))
+        }) && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -881,11 +864,8 @@ impl Schema for PriceLevelSchedule {
             && self
                 .price_schedule_description
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 32))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f3| check::fits(f3, 32))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -982,9 +962,7 @@ impl Schema for PriceLevelScheduleEntry {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -1154,17 +1132,11 @@ impl Schema for PriceRule {
         let f5 = &self.power_range_start;
         self.renewable_generation_percentage
             .as_ref()
-            .map_or(true, |f2| (0..=100).contains(&i64::from(*f2)))
+            .is_none_or(|f2| (0..=100).contains(&i64::from(*f2)))
             && f3.conforms(mode)
-            && self
-                .parking_fee
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.parking_fee.as_ref().is_none_or(|f4| f4.conforms(mode))
             && f5.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f6| f6.conforms(mode))
     }
 }
 
@@ -1262,10 +1234,7 @@ impl Schema for PriceRuleStack {
         let f1 = &self.price_rule;
         check::count_fits(f1.len(), Some(1), Some(8))
             && f1.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -1351,9 +1320,7 @@ impl Schema for RationalNumber {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

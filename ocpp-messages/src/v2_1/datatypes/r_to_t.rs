@@ -104,9 +104,7 @@ impl Schema for ReactivePowerParams {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f3| f3.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -199,9 +197,7 @@ impl Schema for RelativeTimeInterval {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -342,13 +338,10 @@ impl Schema for SalesTariff {
         let f3 = &self.sales_tariff_entry;
         self.sales_tariff_description
             .as_ref()
-            .map_or(true, |f1| check::fits(f1, 32))
+            .is_none_or(|f1| check::fits(f1, 32))
             && check::count_fits(f3.len(), Some(1), Some(1024))
             && f3.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -472,14 +465,11 @@ impl Schema for SalesTariffEntry {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.relative_time_interval;
         f0.conforms(mode)
-            && self.consumption_cost.as_ref().map_or(true, |f2| {
+            && self.consumption_cost.as_ref().is_none_or(|f2| {
                 check::count_fits(f2.len(), Some(1), Some(3))
                     && f2.iter().all(|item0| item0.conforms(mode))
             })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -671,22 +661,19 @@ impl Schema for SampledValue {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.measurand.as_ref().map_or(true, |f1| f1.conforms(mode))
-            && self.context.as_ref().map_or(true, |f2| f2.conforms(mode))
-            && self.phase.as_ref().map_or(true, |f3| f3.conforms(mode))
-            && self.location.as_ref().map_or(true, |f4| f4.conforms(mode))
+        self.measurand.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.context.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.phase.as_ref().is_none_or(|f3| f3.conforms(mode))
+            && self.location.as_ref().is_none_or(|f4| f4.conforms(mode))
             && self
                 .signed_meter_value
                 .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f5| f5.conforms(mode))
             && self
                 .unit_of_measure
                 .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f7| f7.conforms(mode))
+                .is_none_or(|f6| f6.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f7| f7.conforms(mode))
     }
 }
 
@@ -835,16 +822,13 @@ impl Schema for SignedMeterValue {
             && self
                 .signing_method
                 .as_ref()
-                .map_or(true, |f1| check::fits(f1, 50))
+                .is_none_or(|f1| check::fits(f1, 50))
             && check::fits(f2, 50)
             && self
                 .public_key
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 2500))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f3| check::fits(f3, 2500))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -951,11 +935,8 @@ impl Schema for StatusInfo {
             && self
                 .additional_info
                 .as_ref()
-                .map_or(true, |f1| check::fits(f1, 1024))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f1| check::fits(f1, 1024))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -1237,38 +1218,32 @@ impl Schema for Tariff {
         let f0 = &self.tariff_id;
         let f2 = &self.currency;
         check::fits(f0, 60)
-            && self.description.as_ref().map_or(true, |f1| {
+            && self.description.as_ref().is_none_or(|f1| {
                 check::count_fits(f1.len(), Some(1), Some(10))
                     && f1.iter().all(|item0| item0.conforms(mode))
             })
             && check::fits(f2, 3)
-            && self.energy.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self.energy.as_ref().is_none_or(|f3| f3.conforms(mode))
             && self
                 .charging_time
                 .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
-            && self.idle_time.as_ref().map_or(true, |f6| f6.conforms(mode))
-            && self.fixed_fee.as_ref().map_or(true, |f7| f7.conforms(mode))
+                .is_none_or(|f5| f5.conforms(mode))
+            && self.idle_time.as_ref().is_none_or(|f6| f6.conforms(mode))
+            && self.fixed_fee.as_ref().is_none_or(|f7| f7.conforms(mode))
             && self
                 .reservation_time
                 .as_ref()
-                .map_or(true, |f8| f8.conforms(mode))
+                .is_none_or(|f8| f8.conforms(mode))
             && self
                 .reservation_fixed
                 .as_ref()
-                .map_or(true, |f9| f9.conforms(mode))
-            && self
-                .min_cost
-                .as_ref()
-                .map_or(true, |f10| f10.conforms(mode))
-            && self
-                .max_cost
-                .as_ref()
-                .map_or(true, |f11| f11.conforms(mode))
+                .is_none_or(|f9| f9.conforms(mode))
+            && self.min_cost.as_ref().is_none_or(|f10| f10.conforms(mode))
+            && self.max_cost.as_ref().is_none_or(|f11| f11.conforms(mode))
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f12| f12.conforms(mode))
+                .is_none_or(|f12| f12.conforms(mode))
     }
 }
 

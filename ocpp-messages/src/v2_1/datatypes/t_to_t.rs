@@ -416,14 +416,14 @@ impl Schema for TariffConditions {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.day_of_week.as_ref().map_or(true, |f2| {
+        self.day_of_week.as_ref().is_none_or(|f2| {
             check::count_fits(f2.len(), Some(1), Some(7))
                 && f2.iter().all(|item0| item0.conforms(mode))
-        }) && self.evse_kind.as_ref().map_or(true, |f5| f5.conforms(mode))
+        }) && self.evse_kind.as_ref().is_none_or(|f5| f5.conforms(mode))
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f18| f18.conforms(mode))
+                .is_none_or(|f18| f18.conforms(mode))
     }
 }
 
@@ -696,22 +696,19 @@ impl Schema for TariffConditionsFixed {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.day_of_week.as_ref().map_or(true, |f2| {
+        self.day_of_week.as_ref().is_none_or(|f2| {
             check::count_fits(f2.len(), Some(1), Some(7))
                 && f2.iter().all(|item0| item0.conforms(mode))
-        }) && self.evse_kind.as_ref().map_or(true, |f5| f5.conforms(mode))
+        }) && self.evse_kind.as_ref().is_none_or(|f5| f5.conforms(mode))
             && self
                 .payment_brand
                 .as_ref()
-                .map_or(true, |f6| check::fits(f6, 20))
+                .is_none_or(|f6| check::fits(f6, 20))
             && self
                 .payment_recognition
                 .as_ref()
-                .map_or(true, |f7| check::fits(f7, 20))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f8| f8.conforms(mode))
+                .is_none_or(|f7| check::fits(f7, 20))
+            && self.custom_data.as_ref().is_none_or(|f8| f8.conforms(mode))
     }
 }
 
@@ -830,14 +827,11 @@ impl Schema for TariffEnergy {
         let f0 = &self.prices;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self.tax_rates.as_ref().map_or(true, |f1| {
+            && self.tax_rates.as_ref().is_none_or(|f1| {
                 check::count_fits(f1.len(), Some(1), Some(5))
                     && f1.iter().all(|item0| item0.conforms(mode))
             })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -936,13 +930,8 @@ impl Schema for TariffEnergyPrice {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.conditions
-            .as_ref()
-            .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        self.conditions.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -1038,14 +1027,11 @@ impl Schema for TariffFixed {
         let f0 = &self.prices;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self.tax_rates.as_ref().map_or(true, |f1| {
+            && self.tax_rates.as_ref().is_none_or(|f1| {
                 check::count_fits(f1.len(), Some(1), Some(5))
                     && f1.iter().all(|item0| item0.conforms(mode))
             })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -1144,13 +1130,8 @@ impl Schema for TariffFixedPrice {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.conditions
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        self.conditions.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -1248,14 +1229,11 @@ impl Schema for TariffTime {
         let f0 = &self.prices;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self.tax_rates.as_ref().map_or(true, |f1| {
+            && self.tax_rates.as_ref().is_none_or(|f1| {
                 check::count_fits(f1.len(), Some(1), Some(5))
                     && f1.iter().all(|item0| item0.conforms(mode))
             })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -1354,13 +1332,8 @@ impl Schema for TariffTimePrice {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.conditions
-            .as_ref()
-            .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        self.conditions.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -91,11 +91,7 @@ impl Schema for TaxRate {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.r#type;
-        check::fits(f0, 20)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+        check::fits(f0, 20) && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -286,12 +282,9 @@ impl Schema for TaxRule {
         let f7 = &self.tax_rate;
         self.tax_rule_name
             .as_ref()
-            .map_or(true, |f1| check::fits(f1, 100))
+            .is_none_or(|f1| check::fits(f1, 100))
             && f7.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f8| f8.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f8| f8.conforms(mode))
     }
 }
 
@@ -401,11 +394,8 @@ impl Schema for UnitOfMeasure {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.unit.as_ref().map_or(true, |f0| check::fits(f0, 20))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        self.unit.as_ref().is_none_or(|f0| check::fits(f0, 20))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -491,9 +481,7 @@ impl Schema for V2XFreqWattPoint {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -579,9 +567,7 @@ impl Schema for V2XSignalWattPoint {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -676,14 +662,8 @@ impl Schema for Variable {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.name;
         check::fits(f0, 50)
-            && self
-                .instance
-                .as_ref()
-                .map_or(true, |f1| check::fits(f1, 50))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.instance.as_ref().is_none_or(|f1| check::fits(f1, 50))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -805,11 +785,8 @@ impl Schema for VoltageParams {
     fn conforms(&self, mode: Mode) -> bool {
         self.power_during_cessation
             .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            .is_none_or(|f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

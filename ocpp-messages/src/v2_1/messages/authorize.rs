@@ -127,18 +127,15 @@ impl Schema for AuthorizeRequest {
             && self
                 .certificate
                 .as_ref()
-                .map_or(true, |f1| check::fits(f1, 10000))
+                .is_none_or(|f1| check::fits(f1, 10000))
             && self
                 .iso15118_certificate_hash_data
                 .as_ref()
-                .map_or(true, |f2| {
+                .is_none_or(|f2| {
                     check::count_fits(f2.len(), Some(1), Some(4))
                         && f2.iter().all(|item0| item0.conforms(mode))
                 })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -283,16 +280,13 @@ impl Schema for AuthorizeResponse {
             && self
                 .certificate_status
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self.allowed_energy_transfer.as_ref().map_or(true, |f2| {
+                .is_none_or(|f1| f1.conforms(mode))
+            && self.allowed_energy_transfer.as_ref().is_none_or(|f2| {
                 check::count_fits(f2.len(), Some(1), None)
                     && f2.iter().all(|item0| item0.conforms(mode))
             })
-            && self.tariff.as_ref().map_or(true, |f3| f3.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.tariff.as_ref().is_none_or(|f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 

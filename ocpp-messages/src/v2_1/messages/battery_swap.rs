@@ -129,10 +129,7 @@ impl Schema for BatterySwapRequest {
             && f0.iter().all(|item0| item0.conforms(mode))
             && f1.conforms(mode)
             && f2.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -193,9 +190,7 @@ impl Schema for BatterySwapResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -380,11 +375,8 @@ impl Schema for BatteryData {
             && self
                 .vendor_info
                 .as_ref()
-                .map_or(true, |f5| check::fits(f5, 500))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+                .is_none_or(|f5| check::fits(f5, 500))
+            && self.custom_data.as_ref().is_none_or(|f6| f6.conforms(mode))
     }
 }
 

@@ -90,10 +90,7 @@ impl Schema for BootNotificationRequest {
         let f1 = &self.reason;
         f0.conforms(mode)
             && f1.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -215,14 +212,8 @@ impl Schema for BootNotificationResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.status;
         f2.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -409,18 +400,15 @@ impl Schema for ChargingStation {
         let f3 = &self.vendor_name;
         self.serial_number
             .as_ref()
-            .map_or(true, |f0| check::fits(f0, 25))
+            .is_none_or(|f0| check::fits(f0, 25))
             && check::fits(f1, 20)
-            && self.modem.as_ref().map_or(true, |f2| f2.conforms(mode))
+            && self.modem.as_ref().is_none_or(|f2| f2.conforms(mode))
             && check::fits(f3, 50)
             && self
                 .firmware_version
                 .as_ref()
-                .map_or(true, |f4| check::fits(f4, 50))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f4| check::fits(f4, 50))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -517,12 +505,9 @@ impl Schema for Modem {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.iccid.as_ref().map_or(true, |f0| check::fits(f0, 20))
-            && self.imsi.as_ref().map_or(true, |f1| check::fits(f1, 20))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        self.iccid.as_ref().is_none_or(|f0| check::fits(f0, 20))
+            && self.imsi.as_ref().is_none_or(|f1| check::fits(f1, 20))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -93,12 +93,9 @@ impl Schema for ChangeAvailabilityRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.operational_status;
-        self.evse.as_ref().map_or(true, |f0| f0.conforms(mode))
+        self.evse.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -187,14 +184,8 @@ impl Schema for ChangeAvailabilityResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -114,15 +114,12 @@ impl Schema for ClearDERControlRequest {
     fn conforms(&self, mode: Mode) -> bool {
         self.control_type
             .as_ref()
-            .map_or(true, |f1| f1.conforms(mode))
+            .is_none_or(|f1| f1.conforms(mode))
             && self
                 .control_id
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 36))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f2| check::fits(f2, 36))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -213,14 +210,8 @@ impl Schema for ClearDERControlResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -93,13 +93,10 @@ impl Schema for ClearTariffsRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.tariff_ids.as_ref().map_or(true, |f0| {
+        self.tariff_ids.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| check::fits(item0, 60))
-        }) && self
-            .custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        }) && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -179,10 +176,7 @@ impl Schema for ClearTariffsResponse {
         let f0 = &self.clear_tariffs_result;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -291,18 +285,10 @@ impl Schema for ClearTariffsResult {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.status;
-        self.status_info
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self
-                .tariff_id
-                .as_ref()
-                .map_or(true, |f1| check::fits(f1, 60))
+        self.status_info.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.tariff_id.as_ref().is_none_or(|f1| check::fits(f1, 60))
             && f2.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

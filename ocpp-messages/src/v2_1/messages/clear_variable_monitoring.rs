@@ -79,10 +79,7 @@ impl Schema for ClearVariableMonitoringRequest {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.id;
         check::count_fits(f0.len(), Some(1), None)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -157,10 +154,7 @@ impl Schema for ClearVariableMonitoringResponse {
         let f0 = &self.clear_monitoring_result;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -263,14 +257,8 @@ impl Schema for ClearMonitoringResult {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

@@ -97,11 +97,7 @@ impl Schema for ClearedChargingLimitRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.charging_limit_source;
-        check::fits(f0, 20)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        check::fits(f0, 20) && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -156,9 +152,7 @@ impl Schema for ClearedChargingLimitResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

@@ -91,11 +91,7 @@ impl Schema for CostUpdatedRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.transaction_id;
-        check::fits(f1, 36)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        check::fits(f1, 36) && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -150,9 +146,7 @@ impl Schema for CostUpdatedResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

@@ -161,16 +161,13 @@ impl Schema for CustomerInformationRequest {
     fn conforms(&self, mode: Mode) -> bool {
         self.customer_certificate
             .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
-            && self.id_token.as_ref().map_or(true, |f1| f1.conforms(mode))
+            .is_none_or(|f0| f0.conforms(mode))
+            && self.id_token.as_ref().is_none_or(|f1| f1.conforms(mode))
             && self
                 .customer_identifier
                 .as_ref()
-                .map_or(true, |f5| check::fits(f5, 64))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+                .is_none_or(|f5| check::fits(f5, 64))
+            && self.custom_data.as_ref().is_none_or(|f6| f6.conforms(mode))
     }
 }
 
@@ -269,14 +266,8 @@ impl Schema for CustomerInformationResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

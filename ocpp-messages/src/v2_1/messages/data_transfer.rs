@@ -117,12 +117,9 @@ impl Schema for DataTransferRequest {
         let f2 = &self.vendor_id;
         self.message_id
             .as_ref()
-            .map_or(true, |f0| check::fits(f0, 50))
+            .is_none_or(|f0| check::fits(f0, 50))
             && check::fits(f2, 255)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -236,14 +233,8 @@ impl Schema for DataTransferResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

@@ -157,14 +157,11 @@ impl Schema for Get15118EVCertificateRequest {
         check::fits(f0, 50)
             && f1.conforms(mode)
             && check::fits(f2, 11000)
-            && self.prioritized_emai_ds.as_ref().map_or(true, |f4| {
+            && self.prioritized_emai_ds.as_ref().is_none_or(|f4| {
                 check::count_fits(f4.len(), Some(1), Some(8))
                     && f4.iter().all(|item0| check::fits(item0, 255))
             })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -304,15 +301,9 @@ impl Schema for Get15118EVCertificateResponse {
         let f0 = &self.status;
         let f2 = &self.exi_response;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
             && check::fits(f2, 17000)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 

@@ -84,10 +84,7 @@ impl Schema for GetCertificateChainStatusRequest {
         let f0 = &self.certificate_status_requests;
         check::count_fits(f0.len(), Some(1), Some(4))
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -165,10 +162,7 @@ impl Schema for GetCertificateChainStatusResponse {
         let f0 = &self.certificate_status;
         check::count_fits(f0.len(), Some(1), Some(4))
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -288,10 +282,7 @@ impl Schema for CertificateStatus {
         f0.conforms(mode)
             && f1.conforms(mode)
             && f2.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -426,10 +417,7 @@ impl Schema for CertificateStatusRequestInfo {
             && f1.conforms(mode)
             && check::count_fits(f2.len(), Some(1), Some(5))
             && f2.iter().all(|item0| check::fits(item0, 2000))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

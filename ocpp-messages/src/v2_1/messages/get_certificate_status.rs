@@ -72,11 +72,7 @@ impl Schema for GetCertificateStatusRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.ocsp_request_data;
-        f0.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+        f0.conforms(mode) && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -187,18 +183,12 @@ impl Schema for GetCertificateStatusResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
             && self
                 .ocsp_result
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 18000))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f2| check::fits(f2, 18000))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

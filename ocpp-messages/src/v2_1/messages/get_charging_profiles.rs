@@ -108,11 +108,7 @@ impl Schema for GetChargingProfilesRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.charging_profile;
-        f2.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+        f2.conforms(mode) && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -203,14 +199,8 @@ impl Schema for GetChargingProfilesResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -352,19 +342,16 @@ impl Schema for ChargingProfileCriterion {
     fn conforms(&self, mode: Mode) -> bool {
         self.charging_profile_purpose
             .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+            .is_none_or(|f0| f0.conforms(mode))
             && self
                 .charging_profile_id
                 .as_ref()
-                .map_or(true, |f2| check::count_fits(f2.len(), Some(1), None))
-            && self.charging_limit_source.as_ref().map_or(true, |f3| {
+                .is_none_or(|f2| check::count_fits(f2.len(), Some(1), None))
+            && self.charging_limit_source.as_ref().is_none_or(|f3| {
                 check::count_fits(f3.len(), Some(1), Some(4))
                     && f3.iter().all(|item0| check::fits(item0, 20))
             })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 

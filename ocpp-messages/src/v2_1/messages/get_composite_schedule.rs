@@ -110,11 +110,8 @@ impl Schema for GetCompositeScheduleRequest {
     fn conforms(&self, mode: Mode) -> bool {
         self.charging_rate_unit
             .as_ref()
-            .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            .is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -226,15 +223,9 @@ impl Schema for GetCompositeScheduleResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self.schedule.as_ref().map_or(true, |f2| f2.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.schedule.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -369,10 +360,7 @@ impl Schema for CompositeSchedule {
         f3.conforms(mode)
             && check::count_fits(f4.len(), Some(1), None)
             && f4.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 

@@ -138,15 +138,12 @@ impl Schema for GetDERControlRequest {
     fn conforms(&self, mode: Mode) -> bool {
         self.control_type
             .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+            .is_none_or(|f2| f2.conforms(mode))
             && self
                 .control_id
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 36))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f3| check::fits(f3, 36))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -239,14 +236,8 @@ impl Schema for GetDERControlResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

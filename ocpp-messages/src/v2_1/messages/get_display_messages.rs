@@ -134,13 +134,10 @@ impl Schema for GetDisplayMessagesRequest {
     fn conforms(&self, mode: Mode) -> bool {
         self.id
             .as_ref()
-            .map_or(true, |f0| check::count_fits(f0.len(), Some(1), None))
-            && self.priority.as_ref().map_or(true, |f2| f2.conforms(mode))
-            && self.state.as_ref().map_or(true, |f3| f3.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            .is_none_or(|f0| check::count_fits(f0.len(), Some(1), None))
+            && self.priority.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.state.as_ref().is_none_or(|f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -233,14 +230,8 @@ impl Schema for GetDisplayMessagesResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -76,13 +76,10 @@ impl Schema for GetInstalledCertificateIdsRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.certificate_type.as_ref().map_or(true, |f0| {
+        self.certificate_type.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| item0.conforms(mode))
-        }) && self
-            .custom_data
-            .as_ref()
-            .map_or(true, |f1| f1.conforms(mode))
+        }) && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -204,21 +201,12 @@ impl Schema for GetInstalledCertificateIdsResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .certificate_hash_data_chain
-                .as_ref()
-                .map_or(true, |f2| {
-                    check::count_fits(f2.len(), Some(1), None)
-                        && f2.iter().all(|item0| item0.conforms(mode))
-                })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.certificate_hash_data_chain.as_ref().is_none_or(|f2| {
+                check::count_fits(f2.len(), Some(1), None)
+                    && f2.iter().all(|item0| item0.conforms(mode))
+            })
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -339,17 +327,11 @@ impl Schema for CertificateHashDataChain {
         let f1 = &self.certificate_type;
         f0.conforms(mode)
             && f1.conforms(mode)
-            && self
-                .child_certificate_hash_data
-                .as_ref()
-                .map_or(true, |f2| {
-                    check::count_fits(f2.len(), Some(1), Some(4))
-                        && f2.iter().all(|item0| item0.conforms(mode))
-                })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.child_certificate_hash_data.as_ref().is_none_or(|f2| {
+                check::count_fits(f2.len(), Some(1), Some(4))
+                    && f2.iter().all(|item0| item0.conforms(mode))
+            })
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

@@ -144,10 +144,7 @@ impl Schema for GetLogRequest {
         let f1 = &self.log_type;
         f0.conforms(mode)
             && f1.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -265,18 +262,9 @@ impl Schema for GetLogResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .filename
-                .as_ref()
-                .map_or(true, |f2| check::fits(f2, 255))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.filename.as_ref().is_none_or(|f2| check::fits(f2, 255))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -418,11 +406,7 @@ impl Schema for LogParameters {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.remote_location;
-        check::fits(f0, 2000)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+        check::fits(f0, 2000) && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

@@ -57,9 +57,7 @@ impl Schema for GetPeriodicEventStreamRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -126,13 +124,10 @@ impl Schema for GetPeriodicEventStreamResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.constant_stream_data.as_ref().map_or(true, |f0| {
+        self.constant_stream_data.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| item0.conforms(mode))
-        }) && self
-            .custom_data
-            .as_ref()
-            .map_or(true, |f1| f1.conforms(mode))
+        }) && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 

@@ -124,16 +124,13 @@ impl Schema for GetReportRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.component_variable.as_ref().map_or(true, |f0| {
+        self.component_variable.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| item0.conforms(mode))
-        }) && self.component_criteria.as_ref().map_or(true, |f2| {
+        }) && self.component_criteria.as_ref().is_none_or(|f2| {
             check::count_fits(f2.len(), Some(1), Some(4))
                 && f2.iter().all(|item0| item0.conforms(mode))
-        }) && self
-            .custom_data
-            .as_ref()
-            .map_or(true, |f3| f3.conforms(mode))
+        }) && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -230,14 +227,8 @@ impl Schema for GetReportResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -75,9 +75,7 @@ impl Schema for GetTariffsRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f1| f1.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -188,18 +186,12 @@ impl Schema for GetTariffsResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self.tariff_assignments.as_ref().map_or(true, |f2| {
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.tariff_assignments.as_ref().is_none_or(|f2| {
                 check::count_fits(f2.len(), Some(1), None)
                     && f2.iter().all(|item0| item0.conforms(mode))
             })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -365,15 +357,12 @@ impl Schema for TariffAssignment {
             && self
                 .evse_ids
                 .as_ref()
-                .map_or(true, |f3| check::count_fits(f3.len(), Some(1), None))
-            && self.id_tokens.as_ref().map_or(true, |f4| {
+                .is_none_or(|f3| check::count_fits(f3.len(), Some(1), None))
+            && self.id_tokens.as_ref().is_none_or(|f4| {
                 check::count_fits(f4.len(), Some(1), None)
                     && f4.iter().all(|item0| check::fits(item0, 255))
             })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 

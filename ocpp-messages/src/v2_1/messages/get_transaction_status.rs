@@ -74,11 +74,8 @@ impl Schema for GetTransactionStatusRequest {
     fn conforms(&self, mode: Mode) -> bool {
         self.transaction_id
             .as_ref()
-            .map_or(true, |f0| check::fits(f0, 36))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            .is_none_or(|f0| check::fits(f0, 36))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -172,9 +169,7 @@ impl Schema for GetTransactionStatusResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

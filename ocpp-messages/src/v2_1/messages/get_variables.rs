@@ -78,10 +78,7 @@ impl Schema for GetVariablesRequest {
         let f0 = &self.get_variable_data;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -156,10 +153,7 @@ impl Schema for GetVariablesResponse {
         let f0 = &self.get_variable_result;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -264,13 +258,10 @@ impl Schema for GetVariableData {
         let f2 = &self.variable;
         self.attribute_type
             .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+            .is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && f2.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -439,21 +430,18 @@ impl Schema for GetVariableResult {
             && self
                 .attribute_status_info
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && self
                 .attribute_type
                 .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f2| f2.conforms(mode))
             && self
                 .attribute_value
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 2500))
+                .is_none_or(|f3| check::fits(f3, 2500))
             && f4.conforms(mode)
             && f5.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f6| f6.conforms(mode))
     }
 }
 

@@ -115,14 +115,11 @@ impl Schema for NotifyChargingLimitRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.charging_limit;
-        self.charging_schedule.as_ref().map_or(true, |f0| {
+        self.charging_schedule.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| item0.conforms(mode))
         }) && f2.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -182,9 +179,7 @@ impl Schema for NotifyChargingLimitResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -298,11 +293,7 @@ impl Schema for ChargingLimit {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.charging_limit_source;
-        check::fits(f0, 20)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+        check::fits(f0, 20) && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

@@ -143,11 +143,7 @@ impl Schema for NotifyCustomerInformationRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.data;
-        check::fits(f0, 512)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+        check::fits(f0, 512) && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -210,9 +206,7 @@ impl Schema for NotifyCustomerInformationResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

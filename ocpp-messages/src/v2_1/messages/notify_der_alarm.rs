@@ -153,15 +153,12 @@ impl Schema for NotifyDERAlarmRequest {
             && self
                 .grid_event_fault
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && self
                 .extra_info
                 .as_ref()
-                .map_or(true, |f4| check::fits(f4, 200))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f4| check::fits(f4, 200))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -222,9 +219,7 @@ impl Schema for NotifyDERAlarmResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

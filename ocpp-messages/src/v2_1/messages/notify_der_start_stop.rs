@@ -132,14 +132,11 @@ impl Schema for NotifyDERStartStopRequest {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.control_id;
         check::fits(f0, 36)
-            && self.superseded_ids.as_ref().map_or(true, |f3| {
+            && self.superseded_ids.as_ref().is_none_or(|f3| {
                 check::count_fits(f3.len(), Some(1), Some(24))
                     && f3.iter().all(|item0| check::fits(item0, 36))
             })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -201,9 +198,7 @@ impl Schema for NotifyDERStartStopResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

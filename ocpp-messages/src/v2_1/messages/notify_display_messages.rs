@@ -115,13 +115,10 @@ impl Schema for NotifyDisplayMessagesRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.message_info.as_ref().map_or(true, |f0| {
+        self.message_info.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| item0.conforms(mode))
-        }) && self
-            .custom_data
-            .as_ref()
-            .map_or(true, |f3| f3.conforms(mode))
+        }) && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -181,9 +178,7 @@ impl Schema for NotifyDisplayMessagesResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

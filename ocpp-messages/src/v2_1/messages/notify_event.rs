@@ -124,10 +124,7 @@ impl Schema for NotifyEventRequest {
         let f3 = &self.event_data;
         check::count_fits(f3.len(), Some(1), None)
             && f3.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -186,9 +183,7 @@ impl Schema for NotifyEventResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -479,25 +474,22 @@ impl Schema for EventData {
         let f12 = &self.variable;
         f2.conforms(mode)
             && check::fits(f4, 2500)
-            && self
-                .tech_code
-                .as_ref()
-                .map_or(true, |f5| check::fits(f5, 50))
+            && self.tech_code.as_ref().is_none_or(|f5| check::fits(f5, 50))
             && self
                 .tech_info
                 .as_ref()
-                .map_or(true, |f6| check::fits(f6, 500))
+                .is_none_or(|f6| check::fits(f6, 500))
             && self
                 .transaction_id
                 .as_ref()
-                .map_or(true, |f8| check::fits(f8, 36))
+                .is_none_or(|f8| check::fits(f8, 36))
             && f9.conforms(mode)
             && f11.conforms(mode)
             && f12.conforms(mode)
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f14| f14.conforms(mode))
+                .is_none_or(|f14| f14.conforms(mode))
     }
 }
 

@@ -146,13 +146,10 @@ impl Schema for NotifyMonitoringReportRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.monitor.as_ref().map_or(true, |f0| {
+        self.monitor.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| item0.conforms(mode))
-        }) && self
-            .custom_data
-            .as_ref()
-            .map_or(true, |f5| f5.conforms(mode))
+        }) && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -218,9 +215,7 @@ impl Schema for NotifyMonitoringReportResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -324,10 +319,7 @@ impl Schema for MonitoringData {
             && f1.conforms(mode)
             && check::count_fits(f2.len(), Some(1), None)
             && f2.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -502,10 +494,7 @@ impl Schema for VariableMonitoring {
         let f5 = &self.event_notification_type;
         f3.conforms(mode)
             && f5.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f6| f6.conforms(mode))
     }
 }
 

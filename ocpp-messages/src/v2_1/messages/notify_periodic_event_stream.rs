@@ -114,10 +114,7 @@ impl Schema for NotifyPeriodicEventStreamRequest {
         let f0 = &self.data;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -204,11 +201,7 @@ impl Schema for StreamDataElement {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.v;
-        check::fits(f1, 2500)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        check::fits(f1, 2500) && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

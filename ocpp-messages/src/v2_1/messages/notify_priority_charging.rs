@@ -90,11 +90,7 @@ impl Schema for NotifyPriorityChargingRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.transaction_id;
-        check::fits(f0, 36)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        check::fits(f0, 36) && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -151,9 +147,7 @@ impl Schema for NotifyPriorityChargingResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

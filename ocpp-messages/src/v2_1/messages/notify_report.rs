@@ -147,13 +147,10 @@ impl Schema for NotifyReportRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.report_data.as_ref().map_or(true, |f2| {
+        self.report_data.as_ref().is_none_or(|f2| {
             check::count_fits(f2.len(), Some(1), None)
                 && f2.iter().all(|item0| item0.conforms(mode))
-        }) && self
-            .custom_data
-            .as_ref()
-            .map_or(true, |f5| f5.conforms(mode))
+        }) && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -217,9 +214,7 @@ impl Schema for NotifyReportResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -392,11 +387,8 @@ impl Schema for ReportData {
             && self
                 .variable_characteristics
                 .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -552,16 +544,10 @@ impl Schema for VariableAttribute {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.r#type.as_ref().map_or(true, |f0| f0.conforms(mode))
-            && self.value.as_ref().map_or(true, |f1| check::fits(f1, 2500))
-            && self
-                .mutability
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+        self.r#type.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.value.as_ref().is_none_or(|f1| check::fits(f1, 2500))
+            && self.mutability.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -768,20 +754,17 @@ impl Schema for VariableCharacteristics {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.data_type;
-        self.unit.as_ref().map_or(true, |f0| check::fits(f0, 16))
+        self.unit.as_ref().is_none_or(|f0| check::fits(f0, 16))
             && f1.conforms(mode)
             && self
                 .max_elements
                 .as_ref()
-                .map_or(true, |f4| (1..=4294967295).contains(&i64::from(*f4)))
+                .is_none_or(|f4| (1..=4294967295).contains(&i64::from(*f4)))
             && self
                 .values_list
                 .as_ref()
-                .map_or(true, |f5| check::fits(f5, 1000))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f7| f7.conforms(mode))
+                .is_none_or(|f5| check::fits(f5, 1000))
+            && self.custom_data.as_ref().is_none_or(|f7| f7.conforms(mode))
     }
 }
 

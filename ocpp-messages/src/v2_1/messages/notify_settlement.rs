@@ -236,33 +236,30 @@ impl Schema for NotifySettlementRequest {
         let f2 = &self.status;
         self.transaction_id
             .as_ref()
-            .map_or(true, |f0| check::fits(f0, 36))
+            .is_none_or(|f0| check::fits(f0, 36))
             && check::fits(f1, 255)
             && f2.conforms(mode)
             && self
                 .status_info
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 500))
+                .is_none_or(|f3| check::fits(f3, 500))
             && self
                 .receipt_id
                 .as_ref()
-                .map_or(true, |f6| check::fits(f6, 50))
+                .is_none_or(|f6| check::fits(f6, 50))
             && self
                 .receipt_url
                 .as_ref()
-                .map_or(true, |f7| check::fits(f7, 2000))
-            && self
-                .vat_company
-                .as_ref()
-                .map_or(true, |f8| f8.conforms(mode))
+                .is_none_or(|f7| check::fits(f7, 2000))
+            && self.vat_company.as_ref().is_none_or(|f8| f8.conforms(mode))
             && self
                 .vat_number
                 .as_ref()
-                .map_or(true, |f9| check::fits(f9, 20))
+                .is_none_or(|f9| check::fits(f9, 20))
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f10| f10.conforms(mode))
+                .is_none_or(|f10| f10.conforms(mode))
     }
 }
 
@@ -380,15 +377,12 @@ impl Schema for NotifySettlementResponse {
     fn conforms(&self, mode: Mode) -> bool {
         self.receipt_url
             .as_ref()
-            .map_or(true, |f0| check::fits(f0, 2000))
+            .is_none_or(|f0| check::fits(f0, 2000))
             && self
                 .receipt_id
                 .as_ref()
-                .map_or(true, |f1| check::fits(f1, 50))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f1| check::fits(f1, 50))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -71,11 +71,7 @@ impl Schema for OpenPeriodicEventStreamRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.constant_stream_data;
-        f0.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+        f0.conforms(mode) && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -162,14 +158,8 @@ impl Schema for OpenPeriodicEventStreamResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

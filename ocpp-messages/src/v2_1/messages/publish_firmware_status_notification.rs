@@ -143,18 +143,12 @@ impl Schema for PublishFirmwareStatusNotificationRequest {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self.location.as_ref().map_or(true, |f1| {
+            && self.location.as_ref().is_none_or(|f1| {
                 check::count_fits(f1.len(), Some(1), None)
                     && f1.iter().all(|item0| check::fits(item0, 2000))
             })
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -218,9 +212,7 @@ impl Schema for PublishFirmwareStatusNotificationResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

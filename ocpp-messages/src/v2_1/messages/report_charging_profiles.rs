@@ -148,10 +148,7 @@ impl Schema for ReportChargingProfilesRequest {
         check::fits(f1, 20)
             && check::count_fits(f2.len(), Some(1), None)
             && f2.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -214,9 +211,7 @@ impl Schema for ReportChargingProfilesResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

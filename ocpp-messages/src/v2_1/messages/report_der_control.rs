@@ -265,34 +265,34 @@ impl Schema for ReportDERControlRequest {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.curve.as_ref().map_or(true, |f0| {
+        self.curve.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), Some(24))
                 && f0.iter().all(|item0| item0.conforms(mode))
-        }) && self.enter_service.as_ref().map_or(true, |f1| {
+        }) && self.enter_service.as_ref().is_none_or(|f1| {
             check::count_fits(f1.len(), Some(1), Some(24))
                 && f1.iter().all(|item0| item0.conforms(mode))
-        }) && self.fixed_pf_absorb.as_ref().map_or(true, |f2| {
+        }) && self.fixed_pf_absorb.as_ref().is_none_or(|f2| {
             check::count_fits(f2.len(), Some(1), Some(24))
                 && f2.iter().all(|item0| item0.conforms(mode))
-        }) && self.fixed_pf_inject.as_ref().map_or(true, |f3| {
+        }) && self.fixed_pf_inject.as_ref().is_none_or(|f3| {
             check::count_fits(f3.len(), Some(1), Some(24))
                 && f3.iter().all(|item0| item0.conforms(mode))
-        }) && self.fixed_var.as_ref().map_or(true, |f4| {
+        }) && self.fixed_var.as_ref().is_none_or(|f4| {
             check::count_fits(f4.len(), Some(1), Some(24))
                 && f4.iter().all(|item0| item0.conforms(mode))
-        }) && self.freq_droop.as_ref().map_or(true, |f5| {
+        }) && self.freq_droop.as_ref().is_none_or(|f5| {
             check::count_fits(f5.len(), Some(1), Some(24))
                 && f5.iter().all(|item0| item0.conforms(mode))
-        }) && self.gradient.as_ref().map_or(true, |f6| {
+        }) && self.gradient.as_ref().is_none_or(|f6| {
             check::count_fits(f6.len(), Some(1), Some(24))
                 && f6.iter().all(|item0| item0.conforms(mode))
-        }) && self.limit_max_discharge.as_ref().map_or(true, |f7| {
+        }) && self.limit_max_discharge.as_ref().is_none_or(|f7| {
             check::count_fits(f7.len(), Some(1), Some(24))
                 && f7.iter().all(|item0| item0.conforms(mode))
         }) && self
             .custom_data
             .as_ref()
-            .map_or(true, |f10| f10.conforms(mode))
+            .is_none_or(|f10| f10.conforms(mode))
     }
 }
 
@@ -395,9 +395,7 @@ impl Schema for ReportDERControlResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 
@@ -528,10 +526,7 @@ impl Schema for DERCurveGet {
         f0.conforms(mode)
             && check::fits(f1, 36)
             && f2.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -623,10 +618,7 @@ impl Schema for EnterServiceGet {
         let f1 = &self.id;
         f0.conforms(mode)
             && check::fits(f1, 36)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -744,10 +736,7 @@ impl Schema for FixedPFGet {
         let f1 = &self.id;
         f0.conforms(mode)
             && check::fits(f1, 36)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -869,10 +858,7 @@ impl Schema for FixedVarGet {
         let f1 = &self.id;
         f0.conforms(mode)
             && check::fits(f1, 36)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -994,10 +980,7 @@ impl Schema for FreqDroopGet {
         let f1 = &self.id;
         f0.conforms(mode)
             && check::fits(f1, 36)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -1087,10 +1070,7 @@ impl Schema for GradientGet {
         let f1 = &self.id;
         f0.conforms(mode)
             && check::fits(f1, 36)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -1214,10 +1194,7 @@ impl Schema for LimitMaxDischargeGet {
         let f3 = &self.limit_max_discharge;
         check::fits(f0, 36)
             && f3.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 

@@ -82,11 +82,7 @@ impl Schema for RequestBatterySwapRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.id_token;
-        f0.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        f0.conforms(mode) && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -175,14 +171,8 @@ impl Schema for RequestBatterySwapResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -147,20 +147,17 @@ impl Schema for RequestStartTransactionRequest {
         let f2 = &self.id_token;
         self.evse_id
             .as_ref()
-            .map_or(true, |f0| (1..=4294967295).contains(&i64::from(*f0)))
+            .is_none_or(|f0| (1..=4294967295).contains(&i64::from(*f0)))
             && self
                 .group_id_token
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && f2.conforms(mode)
             && self
                 .charging_profile
                 .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -280,18 +277,12 @@ impl Schema for RequestStartTransactionResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
             && self
                 .transaction_id
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 36))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f2| check::fits(f2, 36))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

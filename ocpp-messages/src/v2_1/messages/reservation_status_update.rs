@@ -91,11 +91,7 @@ impl Schema for ReservationStatusUpdateRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.reservation_update_status;
-        f1.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        f1.conforms(mode) && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -150,9 +146,7 @@ impl Schema for ReservationStatusUpdateResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

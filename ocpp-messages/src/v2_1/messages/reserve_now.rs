@@ -162,16 +162,13 @@ impl Schema for ReserveNowRequest {
         let f3 = &self.id_token;
         self.connector_type
             .as_ref()
-            .map_or(true, |f2| check::fits(f2, 20))
+            .is_none_or(|f2| check::fits(f2, 20))
             && f3.conforms(mode)
             && self
                 .group_id_token
                 .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+                .is_none_or(|f5| f5.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f6| f6.conforms(mode))
     }
 }
 
@@ -268,14 +265,8 @@ impl Schema for ReserveNowResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

@@ -113,11 +113,8 @@ impl Schema for SecurityEventNotificationRequest {
             && self
                 .tech_info
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 255))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f2| check::fits(f2, 255))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -174,9 +171,7 @@ impl Schema for SecurityEventNotificationResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

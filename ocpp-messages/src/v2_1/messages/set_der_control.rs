@@ -251,33 +251,30 @@ impl Schema for SetDERControlRequest {
         let f2 = &self.control_type;
         check::fits(f1, 36)
             && f2.conforms(mode)
-            && self.curve.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self.curve.as_ref().is_none_or(|f3| f3.conforms(mode))
             && self
                 .enter_service
                 .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f4| f4.conforms(mode))
             && self
                 .fixed_pf_absorb
                 .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f5| f5.conforms(mode))
             && self
                 .fixed_pf_inject
                 .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
-            && self.fixed_var.as_ref().map_or(true, |f7| f7.conforms(mode))
-            && self
-                .freq_droop
-                .as_ref()
-                .map_or(true, |f8| f8.conforms(mode))
-            && self.gradient.as_ref().map_or(true, |f9| f9.conforms(mode))
+                .is_none_or(|f6| f6.conforms(mode))
+            && self.fixed_var.as_ref().is_none_or(|f7| f7.conforms(mode))
+            && self.freq_droop.as_ref().is_none_or(|f8| f8.conforms(mode))
+            && self.gradient.as_ref().is_none_or(|f9| f9.conforms(mode))
             && self
                 .limit_max_discharge
                 .as_ref()
-                .map_or(true, |f10| f10.conforms(mode))
+                .is_none_or(|f10| f10.conforms(mode))
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f11| f11.conforms(mode))
+                .is_none_or(|f11| f11.conforms(mode))
     }
 }
 
@@ -416,18 +413,12 @@ impl Schema for SetDERControlResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self.superseded_ids.as_ref().map_or(true, |f2| {
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.superseded_ids.as_ref().is_none_or(|f2| {
                 check::count_fits(f2.len(), Some(1), Some(24))
                     && f2.iter().all(|item0| check::fits(item0, 36))
             })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 

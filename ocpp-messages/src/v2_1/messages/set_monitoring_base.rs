@@ -72,11 +72,7 @@ impl Schema for SetMonitoringBaseRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.monitoring_base;
-        f0.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+        f0.conforms(mode) && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -163,14 +159,8 @@ impl Schema for SetMonitoringBaseResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

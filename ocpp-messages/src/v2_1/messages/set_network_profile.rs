@@ -88,11 +88,7 @@ impl Schema for SetNetworkProfileRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.connection_data;
-        f1.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        f1.conforms(mode) && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -181,14 +177,8 @@ impl Schema for SetNetworkProfileResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -385,20 +375,17 @@ impl Schema for APN {
             && self
                 .apn_user_name
                 .as_ref()
-                .map_or(true, |f1| check::fits(f1, 50))
+                .is_none_or(|f1| check::fits(f1, 50))
             && self
                 .apn_password
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 64))
+                .is_none_or(|f2| check::fits(f2, 64))
             && self
                 .preferred_network
                 .as_ref()
-                .map_or(true, |f4| check::fits(f4, 6))
+                .is_none_or(|f4| check::fits(f4, 6))
             && f6.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f7| f7.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f7| f7.conforms(mode))
     }
 }
 
@@ -655,27 +642,24 @@ impl Schema for NetworkConnectionProfile {
         let f2 = &self.ocpp_interface;
         let f3 = &self.ocpp_transport;
         let f5 = &self.ocpp_csms_url;
-        self.apn.as_ref().map_or(true, |f0| f0.conforms(mode))
+        self.apn.as_ref().is_none_or(|f0| f0.conforms(mode))
             && self
                 .ocpp_version
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && f2.conforms(mode)
             && f3.conforms(mode)
             && check::fits(f5, 2000)
-            && self
-                .identity
-                .as_ref()
-                .map_or(true, |f7| check::fits(f7, 48))
+            && self.identity.as_ref().is_none_or(|f7| check::fits(f7, 48))
             && self
                 .basic_auth_password
                 .as_ref()
-                .map_or(true, |f8| check::fits(f8, 64))
-            && self.vpn.as_ref().map_or(true, |f9| f9.conforms(mode))
+                .is_none_or(|f8| check::fits(f8, 64))
+            && self.vpn.as_ref().is_none_or(|f9| f9.conforms(mode))
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f10| f10.conforms(mode))
+                .is_none_or(|f10| f10.conforms(mode))
     }
 }
 
@@ -942,14 +926,11 @@ impl Schema for VPN {
         let f5 = &self.r#type;
         check::fits(f0, 2000)
             && check::fits(f1, 50)
-            && self.group.as_ref().map_or(true, |f2| check::fits(f2, 50))
+            && self.group.as_ref().is_none_or(|f2| check::fits(f2, 50))
             && check::fits(f3, 64)
             && check::fits(f4, 255)
             && f5.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f6| f6.conforms(mode))
     }
 }
 

@@ -81,10 +81,7 @@ impl Schema for SetVariableMonitoringRequest {
         let f0 = &self.set_monitoring_data;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -159,10 +156,7 @@ impl Schema for SetVariableMonitoringResponse {
         let f0 = &self.set_monitoring_result;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -374,14 +368,11 @@ impl Schema for SetMonitoringData {
         let f7 = &self.variable;
         self.periodic_event_stream
             .as_ref()
-            .map_or(true, |f1| f1.conforms(mode))
+            .is_none_or(|f1| f1.conforms(mode))
             && f4.conforms(mode)
             && f6.conforms(mode)
             && f7.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f8| f8.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f8| f8.conforms(mode))
     }
 }
 
@@ -590,17 +581,12 @@ impl Schema for SetMonitoringResult {
         let f3 = &self.r#type;
         let f4 = &self.component;
         let f5 = &self.variable;
-        self.status_info
-            .as_ref()
-            .map_or(true, |f1| f1.conforms(mode))
+        self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
             && f2.conforms(mode)
             && f3.conforms(mode)
             && f4.conforms(mode)
             && f5.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f7| f7.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f7| f7.conforms(mode))
     }
 }
 

@@ -78,10 +78,7 @@ impl Schema for SetVariablesRequest {
         let f0 = &self.set_variable_data;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -156,10 +153,7 @@ impl Schema for SetVariablesResponse {
         let f0 = &self.set_variable_result;
         check::count_fits(f0.len(), Some(1), None)
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -287,14 +281,11 @@ impl Schema for SetVariableData {
         let f3 = &self.variable;
         self.attribute_type
             .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+            .is_none_or(|f0| f0.conforms(mode))
             && check::fits(f1, 2500)
             && f2.conforms(mode)
             && f3.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -440,18 +431,15 @@ impl Schema for SetVariableResult {
         let f4 = &self.variable;
         self.attribute_type
             .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+            .is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && self
                 .attribute_status_info
                 .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f2| f2.conforms(mode))
             && f3.conforms(mode)
             && f4.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 

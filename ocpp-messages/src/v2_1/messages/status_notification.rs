@@ -122,11 +122,7 @@ impl Schema for StatusNotificationRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.connector_status;
-        f1.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+        f1.conforms(mode) && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -185,9 +181,7 @@ impl Schema for StatusNotificationResponse {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f0| f0.conforms(mode))
     }
 }
 

@@ -111,16 +111,13 @@ impl Schema for TriggerMessageRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.requested_message;
-        self.evse.as_ref().map_or(true, |f0| f0.conforms(mode))
+        self.evse.as_ref().is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
             && self
                 .custom_trigger
                 .as_ref()
-                .map_or(true, |f2| check::fits(f2, 50))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f2| check::fits(f2, 50))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -211,14 +208,8 @@ impl Schema for TriggerMessageResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

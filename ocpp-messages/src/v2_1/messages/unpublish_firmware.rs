@@ -74,11 +74,7 @@ impl Schema for UnpublishFirmwareRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.checksum;
-        check::fits(f0, 32)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+        check::fits(f0, 32) && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 
@@ -148,11 +144,7 @@ impl Schema for UnpublishFirmwareResponse {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
-        f0.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+        f0.conforms(mode) && self.custom_data.as_ref().is_none_or(|f1| f1.conforms(mode))
     }
 }
 

@@ -132,11 +132,7 @@ impl Schema for UpdateFirmwareRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f3 = &self.firmware;
-        f3.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+        f3.conforms(mode) && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -229,14 +225,8 @@ impl Schema for UpdateFirmwareResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -394,15 +384,12 @@ impl Schema for Firmware {
             && self
                 .signing_certificate
                 .as_ref()
-                .map_or(true, |f3| check::fits(f3, 5500))
+                .is_none_or(|f3| check::fits(f3, 5500))
             && self
                 .signature
                 .as_ref()
-                .map_or(true, |f4| check::fits(f4, 800))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f4| check::fits(f4, 800))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 

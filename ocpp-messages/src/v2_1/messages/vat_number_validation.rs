@@ -92,11 +92,7 @@ impl Schema for VatNumberValidationRequest {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.vat_number;
-        check::fits(f0, 20)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        check::fits(f0, 20) && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -242,17 +238,11 @@ impl Schema for VatNumberValidationResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f2 = &self.vat_number;
         let f4 = &self.status;
-        self.company.as_ref().map_or(true, |f0| f0.conforms(mode))
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+        self.company.as_ref().is_none_or(|f0| f0.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
             && check::fits(f2, 20)
             && f4.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 

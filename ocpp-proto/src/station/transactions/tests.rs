@@ -69,8 +69,7 @@ fn snapshots_of_the_former_id_token_read_and_are_written_the_same() {
         .iter()
         .map(|(_, _, state, _)| {
             let t = Transactions::from_snapshot(state).unwrap();
-            let kind = t.open().next().unwrap().id_token.kind.clone();
-            kind
+            t.open().next().unwrap().id_token.kind.clone()
         })
         .collect();
     assert_eq!(
@@ -386,7 +385,7 @@ fn record(
                 (_, None) => {
                     // The id must be one given.
                     let id = value["transactionId"].as_i64().unwrap() as i32;
-                    let start = given.iter().find(|(_, &g)| g == id).map(|(s, _)| *s);
+                    let start = given.iter().find(|&(_, &g)| g == id).map(|(s, _)| *s);
                     prop_assert!(start.is_some(), "id {} was never given", id);
                     start.unwrap()
                 }

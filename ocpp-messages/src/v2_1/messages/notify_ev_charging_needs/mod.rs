@@ -140,10 +140,7 @@ impl Schema for NotifyEVChargingNeedsRequest {
         let f2 = &self.charging_needs;
         (1..=4294967295).contains(&i64::from(*f0))
             && f2.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -236,14 +233,8 @@ impl Schema for NotifyEVChargingNeedsResponse {
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.status;
         f0.conforms(mode)
-            && self
-                .status_info
-                .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.status_info.as_ref().is_none_or(|f1| f1.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

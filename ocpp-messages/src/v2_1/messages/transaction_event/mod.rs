@@ -326,9 +326,9 @@ impl Schema for TransactionEventRequest {
         let f12 = &self.transaction_info;
         self.cost_details
             .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+            .is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self.meter_value.as_ref().map_or(true, |f2| {
+            && self.meter_value.as_ref().is_none_or(|f2| {
                 check::count_fits(f2.len(), Some(1), None)
                     && f2.iter().all(|item0| item0.conforms(mode))
             })
@@ -336,21 +336,18 @@ impl Schema for TransactionEventRequest {
             && self
                 .number_of_phases_used
                 .as_ref()
-                .map_or(true, |f7| (0..=3).contains(&i64::from(*f7)))
+                .is_none_or(|f7| (0..=3).contains(&i64::from(*f7)))
             && self
                 .preconditioning_status
                 .as_ref()
-                .map_or(true, |f10| f10.conforms(mode))
+                .is_none_or(|f10| f10.conforms(mode))
             && f12.conforms(mode)
-            && self.evse.as_ref().map_or(true, |f13| f13.conforms(mode))
-            && self
-                .id_token
-                .as_ref()
-                .map_or(true, |f14| f14.conforms(mode))
+            && self.evse.as_ref().is_none_or(|f13| f13.conforms(mode))
+            && self.id_token.as_ref().is_none_or(|f14| f14.conforms(mode))
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f15| f15.conforms(mode))
+                .is_none_or(|f15| f15.conforms(mode))
     }
 }
 
@@ -554,26 +551,23 @@ impl Schema for TransactionEventResponse {
     fn conforms(&self, mode: Mode) -> bool {
         self.id_token_info
             .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+            .is_none_or(|f2| f2.conforms(mode))
             && self
                 .transaction_limit
                 .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f3| f3.conforms(mode))
             && self
                 .updated_personal_message
                 .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f4| f4.conforms(mode))
             && self
                 .updated_personal_message_extra
                 .as_ref()
-                .map_or(true, |f5| {
+                .is_none_or(|f5| {
                     check::count_fits(f5.len(), Some(1), Some(4))
                         && f5.iter().all(|item0| item0.conforms(mode))
                 })
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f6| f6.conforms(mode))
     }
 }
 

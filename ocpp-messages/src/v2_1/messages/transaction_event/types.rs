@@ -102,17 +102,11 @@ impl Schema for ChargingPeriod {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.dimensions.as_ref().map_or(true, |f0| {
+        self.dimensions.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| item0.conforms(mode))
-        }) && self
-            .tariff_id
-            .as_ref()
-            .map_or(true, |f1| check::fits(f1, 60))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+        }) && self.tariff_id.as_ref().is_none_or(|f1| check::fits(f1, 60))
+            && self.custom_data.as_ref().is_none_or(|f3| f3.conforms(mode))
     }
 }
 
@@ -292,7 +286,7 @@ impl Schema for CostDetails {
     fn conforms(&self, mode: Mode) -> bool {
         let f1 = &self.total_cost;
         let f2 = &self.total_usage;
-        self.charging_periods.as_ref().map_or(true, |f0| {
+        self.charging_periods.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| item0.conforms(mode))
         }) && f1.conforms(mode)
@@ -300,11 +294,8 @@ impl Schema for CostDetails {
             && self
                 .failure_reason
                 .as_ref()
-                .map_or(true, |f4| check::fits(f4, 500))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f4| check::fits(f4, 500))
+            && self.custom_data.as_ref().is_none_or(|f5| f5.conforms(mode))
     }
 }
 
@@ -398,11 +389,7 @@ impl Schema for CostDimension {
 
     fn conforms(&self, mode: Mode) -> bool {
         let f0 = &self.r#type;
-        f0.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+        f0.conforms(mode) && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -729,26 +716,23 @@ impl Schema for TotalCost {
         let f8 = &self.total;
         check::fits(f0, 3)
             && f1.conforms(mode)
-            && self.fixed.as_ref().map_or(true, |f2| f2.conforms(mode))
-            && self.energy.as_ref().map_or(true, |f3| f3.conforms(mode))
+            && self.fixed.as_ref().is_none_or(|f2| f2.conforms(mode))
+            && self.energy.as_ref().is_none_or(|f3| f3.conforms(mode))
             && self
                 .charging_time
                 .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
-            && self.idle_time.as_ref().map_or(true, |f5| f5.conforms(mode))
+                .is_none_or(|f4| f4.conforms(mode))
+            && self.idle_time.as_ref().is_none_or(|f5| f5.conforms(mode))
             && self
                 .reservation_time
                 .as_ref()
-                .map_or(true, |f6| f6.conforms(mode))
+                .is_none_or(|f6| f6.conforms(mode))
             && self
                 .reservation_fixed
                 .as_ref()
-                .map_or(true, |f7| f7.conforms(mode))
+                .is_none_or(|f7| f7.conforms(mode))
             && f8.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f9| f9.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f9| f9.conforms(mode))
     }
 }
 
@@ -857,9 +841,7 @@ impl Schema for TotalPrice {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -983,9 +965,7 @@ impl Schema for TotalUsage {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f4| f4.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -1200,27 +1180,21 @@ impl Schema for Transaction {
             && self
                 .charging_state
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && self
                 .stopped_reason
                 .as_ref()
-                .map_or(true, |f3| f3.conforms(mode))
+                .is_none_or(|f3| f3.conforms(mode))
             && self
                 .operation_mode
                 .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
-            && self
-                .tariff_id
-                .as_ref()
-                .map_or(true, |f6| check::fits(f6, 60))
+                .is_none_or(|f5| f5.conforms(mode))
+            && self.tariff_id.as_ref().is_none_or(|f6| check::fits(f6, 60))
             && self
                 .transaction_limit
                 .as_ref()
-                .map_or(true, |f7| f7.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f8| f8.conforms(mode))
+                .is_none_or(|f7| f7.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f8| f8.conforms(mode))
     }
 }
 
@@ -1386,11 +1360,8 @@ impl Schema for TransactionLimit {
     fn conforms(&self, mode: Mode) -> bool {
         self.max_so_c
             .as_ref()
-            .map_or(true, |f3| (0..=100).contains(&i64::from(*f3)))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            .is_none_or(|f3| (0..=100).contains(&i64::from(*f3)))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 

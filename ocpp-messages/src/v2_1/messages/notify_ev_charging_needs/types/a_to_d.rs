@@ -121,9 +121,7 @@ impl Schema for ACChargingParameters {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f4| f4.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -371,40 +369,40 @@ impl Schema for ChargingNeeds {
         let f3 = &self.requested_energy_transfer;
         self.ac_charging_parameters
             .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+            .is_none_or(|f0| f0.conforms(mode))
             && self
                 .der_charging_parameters
                 .as_ref()
-                .map_or(true, |f1| f1.conforms(mode))
+                .is_none_or(|f1| f1.conforms(mode))
             && self
                 .ev_energy_offer
                 .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+                .is_none_or(|f2| f2.conforms(mode))
             && f3.conforms(mode)
             && self
                 .dc_charging_parameters
                 .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+                .is_none_or(|f4| f4.conforms(mode))
             && self
                 .v2x_charging_parameters
                 .as_ref()
-                .map_or(true, |f5| f5.conforms(mode))
-            && self.available_energy_transfer.as_ref().map_or(true, |f6| {
+                .is_none_or(|f5| f5.conforms(mode))
+            && self.available_energy_transfer.as_ref().is_none_or(|f6| {
                 check::count_fits(f6.len(), Some(1), None)
                     && f6.iter().all(|item0| item0.conforms(mode))
             })
             && self
                 .control_mode
                 .as_ref()
-                .map_or(true, |f7| f7.conforms(mode))
+                .is_none_or(|f7| f7.conforms(mode))
             && self
                 .mobility_needs_mode
                 .as_ref()
-                .map_or(true, |f8| f8.conforms(mode))
+                .is_none_or(|f8| f8.conforms(mode))
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f10| f10.conforms(mode))
+                .is_none_or(|f10| f10.conforms(mode))
     }
 }
 
@@ -673,19 +671,16 @@ impl Schema for DCChargingParameters {
     fn conforms(&self, mode: Mode) -> bool {
         self.state_of_charge
             .as_ref()
-            .map_or(true, |f5| (0..=100).contains(&i64::from(*f5)))
+            .is_none_or(|f5| (0..=100).contains(&i64::from(*f5)))
             && self
                 .full_so_c
                 .as_ref()
-                .map_or(true, |f6| (0..=100).contains(&i64::from(*f6)))
+                .is_none_or(|f6| (0..=100).contains(&i64::from(*f6)))
             && self
                 .bulk_so_c
                 .as_ref()
-                .map_or(true, |f7| (0..=100).contains(&i64::from(*f7)))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f8| f8.conforms(mode))
+                .is_none_or(|f7| (0..=100).contains(&i64::from(*f7)))
+            && self.custom_data.as_ref().is_none_or(|f8| f8.conforms(mode))
     }
 }
 

@@ -875,40 +875,40 @@ impl Schema for DERChargingParameters {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.ev_supported_der_control.as_ref().map_or(true, |f0| {
+        self.ev_supported_der_control.as_ref().is_none_or(|f0| {
             check::count_fits(f0.len(), Some(1), None)
                 && f0.iter().all(|item0| item0.conforms(mode))
         }) && self
             .ev_inverter_manufacturer
             .as_ref()
-            .map_or(true, |f28| check::fits(f28, 50))
+            .is_none_or(|f28| check::fits(f28, 50))
             && self
                 .ev_inverter_model
                 .as_ref()
-                .map_or(true, |f29| check::fits(f29, 50))
+                .is_none_or(|f29| check::fits(f29, 50))
             && self
                 .ev_inverter_serial_number
                 .as_ref()
-                .map_or(true, |f30| check::fits(f30, 50))
+                .is_none_or(|f30| check::fits(f30, 50))
             && self
                 .ev_inverter_sw_version
                 .as_ref()
-                .map_or(true, |f31| check::fits(f31, 50))
+                .is_none_or(|f31| check::fits(f31, 50))
             && self
                 .ev_inverter_hw_version
                 .as_ref()
-                .map_or(true, |f32| check::fits(f32, 50))
+                .is_none_or(|f32| check::fits(f32, 50))
             && self
                 .ev_islanding_detection_method
                 .as_ref()
-                .map_or(true, |f33| {
+                .is_none_or(|f33| {
                     check::count_fits(f33.len(), Some(1), None)
                         && f33.iter().all(|item0| item0.conforms(mode))
                 })
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f41| f41.conforms(mode))
+                .is_none_or(|f41| f41.conforms(mode))
     }
 }
 

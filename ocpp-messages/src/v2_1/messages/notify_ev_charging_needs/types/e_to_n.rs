@@ -120,10 +120,7 @@ impl Schema for EVAbsolutePriceSchedule {
             && check::count_fits(f2.len(), Some(1), Some(1024))
             && f2.iter().all(|item0| item0.conforms(mode))
             && check::fits(f3, 2000)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f4| f4.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f4| f4.conforms(mode))
     }
 }
 
@@ -225,10 +222,7 @@ impl Schema for EVAbsolutePriceScheduleEntry {
         let f1 = &self.ev_price_rule;
         check::count_fits(f1.len(), Some(1), Some(8))
             && f1.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -325,12 +319,9 @@ impl Schema for EVEnergyOffer {
         let f1 = &self.ev_power_schedule;
         self.ev_absolute_price_schedule
             .as_ref()
-            .map_or(true, |f0| f0.conforms(mode))
+            .is_none_or(|f0| f0.conforms(mode))
             && f1.conforms(mode)
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -431,10 +422,7 @@ impl Schema for EVPowerSchedule {
         let f0 = &self.ev_power_schedule_entries;
         check::count_fits(f0.len(), Some(1), Some(1024))
             && f0.iter().all(|item0| item0.conforms(mode))
-            && self
-                .custom_data
-                .as_ref()
-                .map_or(true, |f2| f2.conforms(mode))
+            && self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -520,9 +508,7 @@ impl Schema for EVPowerScheduleEntry {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 
@@ -613,9 +599,7 @@ impl Schema for EVPriceRule {
     }
 
     fn conforms(&self, mode: Mode) -> bool {
-        self.custom_data
-            .as_ref()
-            .map_or(true, |f2| f2.conforms(mode))
+        self.custom_data.as_ref().is_none_or(|f2| f2.conforms(mode))
     }
 }
 

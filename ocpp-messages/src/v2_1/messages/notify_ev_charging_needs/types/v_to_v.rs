@@ -541,11 +541,11 @@ impl Schema for V2XChargingParameters {
     fn conforms(&self, mode: Mode) -> bool {
         self.target_so_c
             .as_ref()
-            .map_or(true, |f23| (0..=100).contains(&i64::from(*f23)))
+            .is_none_or(|f23| (0..=100).contains(&i64::from(*f23)))
             && self
                 .custom_data
                 .as_ref()
-                .map_or(true, |f24| f24.conforms(mode))
+                .is_none_or(|f24| f24.conforms(mode))
     }
 }
 
