@@ -138,7 +138,7 @@ pub enum Outgoing {
 #[derive(Debug, Clone, PartialEq)]
 pub enum CsmsCommand {
     /// A command of the model ([`Command::from_request`]: remote start and stop, reset,
-    /// trigger, a standard setting...), answered with an [`Outcome`](ocpp_model::Outcome)
+    /// trigger, a standard setting...), answered with an [`Outcome`]
     /// through [`Command::answer`].
     Model(Command),
     /// 1.6 ChangeConfiguration of a key the model does not name.
