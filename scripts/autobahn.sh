@@ -23,22 +23,9 @@ cd "$ROOT"
 RUN_SH="${AUTOBAHN_RUN_SH:-../shared/tools/autobahn/run.sh}"
 [ -f "$RUN_SH" ] || { echo "autobahn.sh: $RUN_SH not found (expected the shared tools beside the repo)" >&2; exit 2; }
 
-# SERVER_BIN_DIR=DIR (what .ci/run sets: target/debug, where the test step's `cargo test` put
-# every binary of ocpp-examples for its integration tests) runs DIR/echo-server without
-# building; SERVER_PROFILE=P builds it in profile P; the default is an optimised build.
-if [ -n "${SERVER_BIN_DIR:-}" ]; then
-  BIN="$SERVER_BIN_DIR/echo-server"
-  echo "autobahn.sh: using $BIN (SERVER_BIN_DIR; not building)"
-else
-  PROFILE="${SERVER_PROFILE:-release}"
-  echo "autobahn.sh: building echo-server (profile $PROFILE)"
-  cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin echo-server
-  TARGET_DIR="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps \
-    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
-  case "$PROFILE" in dev | test) PROFILE_DIR=debug ;; bench) PROFILE_DIR=release ;; *) PROFILE_DIR="$PROFILE" ;; esac
-  BIN="$TARGET_DIR/$PROFILE_DIR/echo-server"
-fi
-[ -x "$BIN" ] || { echo "autobahn.sh: $BIN is not an executable" >&2; exit 2; }
+# The echo server: SERVER_BIN_DIR's (what .ci/run sets), or built (scripts/server-bin.sh).
+source "$ROOT/scripts/server-bin.sh"
+server_bin autobahn.sh echo-server || exit
 
 WORK="$(mktemp -d /tmp/echo-autobahn.XXXXXX)"
 SERVER_PID=""

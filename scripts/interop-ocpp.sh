@@ -112,19 +112,10 @@ trap 'exit 130' INT TERM
 if [ -n "${MIO_SERVER_BIN:-}" ]; then
   BIN="$MIO_SERVER_BIN"
   echo "interop-ocpp.sh: using $BIN (MIO_SERVER_BIN; not building)"
-elif [ -n "${SERVER_BIN_DIR:-}" ]; then
-  # .ci/run: the binaries the test step's `cargo test` built.
-  BIN="$SERVER_BIN_DIR/mio-server"
-  echo "interop-ocpp.sh: using $BIN (SERVER_BIN_DIR; not building)"
 else
-  # SERVER_PROFILE=P builds it in profile P; the default is an optimised build.
-  PROFILE="${SERVER_PROFILE:-release}"
-  echo "interop-ocpp.sh: building mio-server (profile $PROFILE)"
-  cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin mio-server
-  TARGET_DIR="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps \
-    | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
-  case "$PROFILE" in dev | test) PROFILE_DIR=debug ;; bench) PROFILE_DIR=release ;; *) PROFILE_DIR="$PROFILE" ;; esac
-  BIN="$TARGET_DIR/$PROFILE_DIR/mio-server"
+  # SERVER_BIN_DIR's (what .ci/run sets), or built (scripts/server-bin.sh).
+  source "$ROOT/scripts/server-bin.sh"
+  server_bin interop-ocpp.sh mio-server || exit
 fi
 
 # Start on free ports; wait (bounded) for `mio-server listening on ADDR (admin on ADDR)`.

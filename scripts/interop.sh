@@ -44,22 +44,9 @@ install_deps() {
 install_deps
 [ "${1:-}" = "--deps-only" ] && exit 0
 
-# SERVER_BIN_DIR=DIR (what .ci/run sets: target/debug, where the test step's `cargo test` put
-# every binary of ocpp-examples for its integration tests) runs DIR/echo-server without
-# building; SERVER_PROFILE=P builds it in profile P; the default is an optimised build.
-if [ -n "${SERVER_BIN_DIR:-}" ]; then
-  BIN="$SERVER_BIN_DIR/echo-server"
-  echo "interop.sh: using $BIN (SERVER_BIN_DIR; not building)"
-else
-  PROFILE="${SERVER_PROFILE:-release}"
-  echo "interop.sh: building echo-server (profile $PROFILE)"
-  cargo build --profile "$PROFILE" --quiet -p ocpp-examples --bin echo-server
-  TARGET_DIR="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps \
-    | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
-  case "$PROFILE" in dev | test) PROFILE_DIR=debug ;; bench) PROFILE_DIR=release ;; *) PROFILE_DIR="$PROFILE" ;; esac
-  BIN="$TARGET_DIR/$PROFILE_DIR/echo-server"
-fi
-[ -x "$BIN" ] || { echo "interop.sh: $BIN is not an executable" >&2; exit 2; }
+# The echo server: SERVER_BIN_DIR's (what .ci/run sets), or built (scripts/server-bin.sh).
+source "$ROOT/scripts/server-bin.sh"
+server_bin interop.sh echo-server || exit
 
 WORK="$(mktemp -d /tmp/echo-interop.XXXXXX)"
 SERVER_PID=""
