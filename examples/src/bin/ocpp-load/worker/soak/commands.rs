@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use ocpp_examples::charge_point_payload::{CsmsCommand, SettingStatus};
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
-use ocpp_model::{Command, MessageTrigger, Outcome, Setting};
+use ocpp_model::{Command, MessageTrigger, Outcome, Setting, TransactionId};
 use ocpp_proto::{MessageId, Request};
 
 use super::{Stage, Then};
@@ -45,7 +45,7 @@ impl Worker {
                             .tx
                             .as_ref()
                             .and_then(|tx| tx.csms_id)
-                            .is_some_and(|id| id.to_string() == transaction.to_string());
+                            .is_some_and(|id| *transaction == TransactionId::Number(id));
                         let accepted = running && matches!(stage, Stage::Charging { .. });
                         if accepted {
                             self.cps[local].soak.stage = Stage::Charging { meters_left: 0 };
