@@ -119,71 +119,60 @@ fn replies_decode_in_every_version() {
     }
 }
 
+/// A CSMS's CALL of `version`, read.
+fn read(version: OcppVersion, action: &str, payload: &str) -> CsmsCommand {
+    let request = match version {
+        OcppVersion::V1_6 => Request::from(v1_6::decode_call(action, payload).unwrap()),
+        OcppVersion::V2_0_1 => Request::from(v2_0_1::decode_call(action, payload).unwrap()),
+        OcppVersion::V2_1 => Request::from(v2_1::decode_call(action, payload).unwrap()),
+    };
+    read_command(&request)
+}
+
 #[test]
 fn commands_read_in_both_families() {
     // What the model reads is the model's command.
-    let request = Request::from(
-        v2_0_1::decode_call(
+    assert!(matches!(
+        read(
+            OcppVersion::V2_0_1,
             "RequestStartTransaction",
             r#"{"idToken":{"idToken":"ABC","type":"ISO14443"},"remoteStartId":9,"evseId":1}"#,
-        )
-        .unwrap(),
-    );
-    assert!(matches!(
-        read_command(&request),
+        ),
         CsmsCommand::Model(Command::RemoteStart {
             evse: Some(1),
             remote_start_id: 9,
             ..
         })
     ));
-    let request = Request::from(
-        v1_6::decode_call(
+    assert!(matches!(
+        read(
+            OcppVersion::V1_6,
             "ChangeConfiguration",
             r#"{"key":"HeartbeatInterval","value":"30"}"#,
-        )
-        .unwrap(),
-    );
-    assert!(matches!(
-        read_command(&request),
+        ),
         CsmsCommand::Model(Command::Configure { .. })
     ));
     // The rest is the simulators' own.
-    let request = Request::from(
-        v1_6::decode_call(
+    assert!(matches!(
+        read(
+            OcppVersion::V1_6,
             "ChangeConfiguration",
             r#"{"key":"RetryBackOffWaitMinimum","value":"30"}"#,
-        )
-        .unwrap(),
-    );
-    assert!(matches!(
-        read_command(&request),
+        ),
         CsmsCommand::ChangeConfiguration { key, .. } if key == "RetryBackOffWaitMinimum"
     ));
-    let request = Request::from(
-        v2_0_1::decode_call(
+    assert_eq!(
+        read(
+            OcppVersion::V2_0_1,
             "TriggerMessage",
             r#"{"requestedMessage":"SignChargingStationCertificate"}"#,
-        )
-        .unwrap(),
+        ),
+        CsmsCommand::OtherTrigger
     );
-    assert_eq!(read_command(&request), CsmsCommand::OtherTrigger);
-    let request = Request::from(v1_6::Request::from(v1_6::DataTransferRequest {
-        vendor_id: "bench".into(),
-        message_id: Some("ts".into()),
-        data: Some("1:2".into()),
-    }));
-    assert!(
-        matches!(read_command(&request), CsmsCommand::DataTransfer { data: Some(d), .. } if d == "1:2")
-    );
-    let request = Request::from(
-        v2_1::decode_call(
-            "DataTransfer",
-            r#"{"vendorId":"bench","messageId":"ts","data":"5:6"}"#,
-        )
-        .unwrap(),
-    );
-    assert!(
-        matches!(read_command(&request), CsmsCommand::DataTransfer { data: Some(d), .. } if d == "5:6")
-    );
+    for (version, data) in [(OcppVersion::V1_6, "1:2"), (OcppVersion::V2_1, "5:6")] {
+        let payload = format!(r#"{{"vendorId":"bench","messageId":"ts","data":"{data}"}}"#);
+        assert!(
+            matches!(read(version, "DataTransfer", &payload), CsmsCommand::DataTransfer { data: Some(d), .. } if d == data)
+        );
+    }
 }
