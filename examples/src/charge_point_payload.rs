@@ -9,9 +9,7 @@
 //!
 //! The `charge-point` simulator and the `ocpp-load` swarm both build their messages here.
 
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use ocpp_messages::DateTime;
 use ocpp_model::{BootReason, Command, Outcome};
 use ocpp_proto::station::StationStopReason;
 
@@ -22,16 +20,6 @@ mod tests;
 
 pub use calls::{read_answer, request, CallAnswer};
 pub use commands::{read_command, response};
-
-/// The wall clock as an OCPP date-time (UTC, whole seconds).
-fn now_datetime() -> DateTime {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    DateTime::from_unix_timestamp(i64::try_from(secs).unwrap_or(0))
-        .or_else(|| DateTime::from_unix_timestamp(0))
-        .unwrap_or_else(|| unreachable!("1970 is a valid date"))
-}
 
 /// Where a connector is in a charging session, as StatusNotification reports it: four of 1.6's
 /// `ChargePointStatus` values; 2.x `connectorStatus` `Available`, else `Occupied`.

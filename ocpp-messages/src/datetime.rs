@@ -255,8 +255,30 @@ impl DateTime {
     /// ```
     #[cfg(feature = "std")]
     pub fn now() -> Self {
-        use std::time::{SystemTime, UNIX_EPOCH};
-        let secs = match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Self::from_system_time(std::time::SystemTime::now())
+    }
+
+    /// A system time as an OCPP date-time: UTC, whole seconds (the fraction truncated towards
+    /// the past), printed with `Z`. Feature `std`.
+    ///
+    /// Total: a time before the year 0 or after 9999 gives the nearest date-time that can be
+    /// written (`0000-01-01T00:00:00Z`, `9999-12-31T23:59:59Z`).
+    ///
+    /// ```
+    /// use ocpp_messages::DateTime;
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    ///
+    /// let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_999);
+    /// assert_eq!(DateTime::from_system_time(at).as_str(), "2023-11-14T22:13:20Z");
+    /// let before = UNIX_EPOCH - Duration::from_millis(500);
+    /// assert_eq!(DateTime::from_system_time(before).as_str(), "1969-12-31T23:59:59Z");
+    /// let far = UNIX_EPOCH + Duration::from_secs(1 << 40);
+    /// assert_eq!(DateTime::from_system_time(far).as_str(), "9999-12-31T23:59:59Z");
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn from_system_time(time: std::time::SystemTime) -> Self {
+        use std::time::UNIX_EPOCH;
+        let secs = match time.duration_since(UNIX_EPOCH) {
             Ok(after) => i64::try_from(after.as_secs()).unwrap_or(i64::MAX),
             // Before 1970: round towards the past, as for a time after it.
             Err(before) => {

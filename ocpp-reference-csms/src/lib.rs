@@ -150,6 +150,12 @@
 //! operator's change before it takes effect. Metrics are atomic counters ([`Metrics`]) that
 //! need no lock.
 
+#![deny(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod admin;
 pub mod admin_auth;
 pub mod admission;
@@ -720,14 +726,9 @@ impl Csms {
     }
 }
 
-/// A system time as an OCPP date-time (UTC, whole seconds; the epoch for times before it).
+/// A system time as an OCPP date-time (UTC, whole seconds): [`DateTime::from_system_time`].
 pub fn date_time(time: SystemTime) -> DateTime {
-    let secs = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    DateTime::from_unix_timestamp(i64::try_from(secs).unwrap_or(0))
-        .or_else(|| DateTime::from_unix_timestamp(0))
-        .expect("the epoch is within DateTime's range")
+    DateTime::from_system_time(time)
 }
 
 #[cfg(test)]

@@ -3,10 +3,11 @@
 
 use ocpp_messages::v1_6;
 use ocpp_messages::version::OcppVersion;
+use ocpp_messages::DateTime;
 use ocpp_proto::{DecodeOptions, Request, Response};
 use serde_json::{json, Value};
 
-use super::{now_datetime, ConnectorStage, MeterSnapshot, Outgoing, PayloadError, TxRef};
+use super::{ConnectorStage, MeterSnapshot, Outgoing, PayloadError, TxRef};
 
 /// The request for `message` in `version`.
 pub fn request(version: OcppVersion, message: &Outgoing) -> Result<Request, PayloadError> {
@@ -53,7 +54,7 @@ fn request_v16(message: &Outgoing) -> v1_6::Request {
                 ConnectorStage::Charging => v1_6::ChargePointStatus::Charging,
                 ConnectorStage::Finishing => v1_6::ChargePointStatus::Finishing,
             },
-            timestamp: Some(now_datetime()),
+            timestamp: Some(DateTime::now()),
             vendor_id: None,
             vendor_error_code: None,
         }
@@ -67,7 +68,7 @@ fn request_v16(message: &Outgoing) -> v1_6::Request {
             id_tag: tx.id_tag.clone(),
             meter_start: meter_i32(reading.energy_wh),
             reservation_id: None,
-            timestamp: now_datetime(),
+            timestamp: DateTime::now(),
         }
         .into(),
         Outgoing::TxUpdated { tx, reading, .. } => v1_6::MeterValuesRequest {
@@ -92,7 +93,7 @@ fn request_v16(message: &Outgoing) -> v1_6::Request {
         } => v1_6::StopTransactionRequest {
             id_tag: Some(tx.id_tag.clone()),
             meter_stop: meter_i32(reading.energy_wh),
-            timestamp: now_datetime(),
+            timestamp: DateTime::now(),
             transaction_id: tx.csms_id.unwrap_or(0),
             reason: Some(v1_6::Reason::from_wire(reason.as_str_in(OcppVersion::V1_6))),
             transaction_data: None,
@@ -112,7 +113,7 @@ fn meter_value_v16(reading: &MeterSnapshot, context: v1_6::ReadingContext) -> v1
         unit: Some(unit),
     };
     v1_6::MeterValue {
-        timestamp: now_datetime(),
+        timestamp: DateTime::now(),
         sampled_value: vec![
             sample(
                 reading.energy_wh.to_string(),
@@ -130,7 +131,7 @@ fn meter_value_v16(reading: &MeterSnapshot, context: v1_6::ReadingContext) -> v1
 
 /// The 2.x action and JSON payload of `message` (the same for 2.0.1 and 2.1).
 fn request_v2(message: &Outgoing) -> (&'static str, Value) {
-    let now = now_datetime();
+    let now = DateTime::now();
     match message {
         Outgoing::Boot { identity, reason } => (
             "BootNotification",
@@ -234,7 +235,7 @@ fn transaction_event_v2(
     }
     json!({
         "eventType": event_type,
-        "timestamp": now_datetime(),
+        "timestamp": DateTime::now(),
         "triggerReason": trigger,
         "seqNo": tx.seq_no,
         "transactionInfo": info,
@@ -244,7 +245,7 @@ fn transaction_event_v2(
 
 fn meter_value_v2(reading: &MeterSnapshot, context: &str) -> Value {
     json!({
-        "timestamp": now_datetime(),
+        "timestamp": DateTime::now(),
         "sampledValue": [
             {
                 "value": reading.energy_wh,
