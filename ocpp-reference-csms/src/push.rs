@@ -38,6 +38,22 @@ fn push_data(seq: u64, unix_nanos: u128) -> String {
     data
 }
 
+/// The `<seq>:<unix_nanos>` stamp of a push's `data` ([`data_transfer`] writes it), as the
+/// charge point that answers it reads it back to measure the push's latency. Lenient as a
+/// simulator should be: surrounding quotes and spaces are ignored.
+///
+/// ```
+/// use ocpp_reference_csms::push;
+/// assert_eq!(push::read_stamp("12:1700000000000000000"), Some((12, 1_700_000_000_000_000_000)));
+/// assert_eq!(push::read_stamp("\"3: 42\""), Some((3, 42)));
+/// assert_eq!(push::read_stamp("12"), None);
+/// assert_eq!(push::read_stamp("x:1"), None);
+/// ```
+pub fn read_stamp(data: &str) -> Option<(u64, u128)> {
+    let (seq, nanos) = data.trim_matches('"').split_once(':')?;
+    Some((seq.trim().parse().ok()?, nanos.trim().parse().ok()?))
+}
+
 /// The push DataTransfer for `version`, stamped with `seq` and `unix_nanos` ([`tick`] builds
 /// it). Build it right before the driver's connection takes it, when no CALL is in flight,
 /// so that the connection serialises it at once and the stamp is the encode time.

@@ -666,25 +666,3 @@ async fn send_loop(sim: Arc<Sim>, station: Station, mut items: mpsc::UnboundedRe
         }));
     }
 }
-
-/// `"<seq>:<unix_nanos>"`.
-fn parse_bench(data: &str) -> Option<(u64, u128)> {
-    let (seq, nanos) = data.trim_matches('"').split_once(':')?;
-    Some((seq.trim().parse().ok()?, nanos.trim().parse().ok()?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bench_data() {
-        assert_eq!(
-            parse_bench("12:1700000000000000000"),
-            Some((12, 1_700_000_000_000_000_000))
-        );
-        assert_eq!(parse_bench("\"3:4\""), Some((3, 4)));
-        assert_eq!(parse_bench("x:4"), None);
-        assert_eq!(parse_bench("34"), None);
-    }
-}

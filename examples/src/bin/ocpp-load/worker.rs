@@ -379,8 +379,7 @@ fn push_stamp(request: &Request) -> Option<(u64, u128)> {
             .to_string(),
         _ => return None,
     };
-    let (seq, nanos) = data.split_once(':')?;
-    Some((seq.parse().ok()?, nanos.parse().ok()?))
+    ocpp_reference_csms::push::read_stamp(&data)
 }
 
 impl Worker {

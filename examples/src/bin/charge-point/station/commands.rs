@@ -2,17 +2,18 @@
 //! outcome, the rest (configuration keys and variables, DataTransfer) with the simulator's own
 //! reply; what a trigger sends, the settings applied, the bench data recorded.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use ocpp_examples::charge_point_payload::{self as payload, CommandReply, CsmsCommand, Outgoing};
 use ocpp_messages::version::OcppVersion;
+use ocpp_reference_csms::push;
 use ocpp_model::{Command, MessageTrigger, Outcome, ResetKind};
 use ocpp_tokio::station::StationStopReason;
 use ocpp_tokio::{ErrorAnswer, Reply};
 use tracing::{debug, info};
 
 use super::{
-    evse_id, parse_bench, payload_reading, read_meter, statuses, Item, Sim, State, Transaction,
+    evse_id, payload_reading, read_meter, statuses, Item, Sim, State, Transaction,
 };
 use crate::settings::Changed;
 
@@ -243,13 +244,11 @@ impl Sim {
     /// A bench DataTransfer: data `"<seq>:<unix_nanos>"`; latency is the wall clock now minus
     /// the timestamp; a sequence number that skips counts the missing ones as gaps.
     fn record_bench(&self, st: &mut State, data: Option<&str>) {
-        let Some((seq, nanos)) = data.and_then(parse_bench) else {
+        let Some((seq, nanos)) = data.and_then(push::read_stamp) else {
             debug!(identity = %self.identity, ?data, "bench DataTransfer without <seq>:<nanos>");
             return;
         };
-        let now_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
+        let now_ns = push::unix_nanos_now();
         let latency_us = u64::try_from(now_ns.saturating_sub(nanos) / 1000).unwrap_or(u64::MAX);
         let mut stats = self.stats();
         stats.record_latency_us(latency_us);
