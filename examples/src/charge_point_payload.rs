@@ -9,7 +9,6 @@
 //!
 //! The `charge-point` simulator and the `ocpp-load` swarm both build their messages here.
 
-
 use ocpp_model::{BootReason, Command, Outcome};
 use ocpp_proto::station::StationStopReason;
 

@@ -6,15 +6,13 @@ use std::time::Instant;
 
 use ocpp_examples::charge_point_payload::{self as payload, CommandReply, CsmsCommand, Outgoing};
 use ocpp_messages::version::OcppVersion;
-use ocpp_reference_csms::push;
 use ocpp_model::{Command, MessageTrigger, Outcome, ResetKind};
+use ocpp_reference_csms::push;
 use ocpp_tokio::station::StationStopReason;
 use ocpp_tokio::{ErrorAnswer, Reply};
 use tracing::{debug, info};
 
-use super::{
-    evse_id, payload_reading, read_meter, statuses, Item, Sim, State, Transaction,
-};
+use super::{evse_id, payload_reading, read_meter, statuses, Item, Sim, State, Transaction};
 use crate::settings::Changed;
 
 impl Sim {
