@@ -2,8 +2,9 @@
 # Builds the floor peer in release mode into ./target (its own workspace and Cargo.lock).
 set -euo pipefail
 cd "$(dirname "$0")"
+# Into its own target/ whatever CARGO_TARGET_DIR says: run.sh runs the binary from there.
 if [ -f Cargo.lock ]; then
-    cargo build --release --locked --quiet
+    cargo build --release --locked --quiet --target-dir target
 else
-    cargo build --release --quiet
+    cargo build --release --quiet --target-dir target
 fi
