@@ -10,8 +10,8 @@ use ocpp_proto::Request;
 
 use crate::outgoing::queue_follow_up;
 use crate::{
-    date_time, transaction_ids, BootPolicy, CertificateSigning, CertificateUse, ChargePointRecord,
-    CsmsConfig, SignedCertificate, TokenStore, Transaction, UnixTime,
+    transaction_ids, BootPolicy, CertificateSigning, CertificateUse, ChargePointRecord, CsmsConfig,
+    SignedCertificate, TokenStore, Transaction, UnixTime,
 };
 use ocpp_model::{Authorization, AuthorizationStatus};
 
@@ -167,7 +167,7 @@ impl Context<'_> {
 
     /// `now` as an OCPP date-time (UTC, whole seconds).
     pub(crate) fn current_time(&self) -> DateTime {
-        date_time(self.now.into())
+        DateTime::from_system_time(self.now.into())
     }
 
     /// A new OCPP 1.6 transaction id, never given before ([`transaction_ids`]); `None` when

@@ -193,13 +193,11 @@ mod v2x;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, RwLock};
-use std::time::SystemTime;
 
 use context::{certificate_use, Context, NO_CA};
 use fleet::Fleet;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
-use ocpp_messages::DateTime;
 use ocpp_proto::{Answer, CallOutcome, ChargePointIdentity, CloseReason, Closed, Request};
 pub use shared_text::SharedText;
 pub use unix_time::UnixTime;
@@ -724,11 +722,6 @@ impl Csms {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-}
-
-/// A system time as an OCPP date-time (UTC, whole seconds): [`DateTime::from_system_time`].
-pub fn date_time(time: SystemTime) -> DateTime {
-    DateTime::from_system_time(time)
 }
 
 #[cfg(test)]

@@ -36,10 +36,11 @@
 //! are kept per EVSE ([`ChargingNeeds`]). Site limits set through the admin API live in memory.
 
 use ocpp_messages::version::OcppVersion;
+use ocpp_messages::DateTime;
 use ocpp_proto::Request;
 use serde_json::{json, Value};
 
-use super::{date_time, ChargePointRecord, UnixTime};
+use super::{ChargePointRecord, UnixTime};
 
 mod records;
 
@@ -240,7 +241,7 @@ impl ChargingNeeds {
             "energy": self.energy,
             "max_schedule_tuples": self.max_schedule_tuples,
             "departure_time": self.departure_time,
-            "at": date_time(self.at.into()).as_str(),
+            "at": DateTime::from_system_time(self.at.into()).as_str(),
         })
     }
 }
@@ -449,7 +450,7 @@ pub fn profile_for(
     let needs = state.needs_of(evse_id, &transaction).cloned();
     let share = share(site, sharing, needs.as_ref())?;
     let id = state.profile_id_for(evse_id, &transaction);
-    let start = date_time(now.into());
+    let start = DateTime::from_system_time(now.into());
     let payload = set_charging_profile(
         id,
         evse_id,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use ocpp_frame::handshake::BasicCredentials;
 use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
-use ocpp_messages::{v1_6, v2_0_1, v2_1, Decimal};
+use ocpp_messages::{v1_6, v2_0_1, v2_1, DateTime, Decimal};
 use ocpp_proto::{
     CallFailure, CallOutcome, ChargePointIdentity, CloseReason, Closed, Rejection, Request,
     Response,

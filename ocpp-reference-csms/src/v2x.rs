@@ -365,7 +365,9 @@ handlers_2x!(v2_1(V2_1), request_id(sign): sign.request_id, extra(context): {
     // certificate of the chain Failed, until its next update in a day. GetCertificateStatus
     // (one certificate, OCSP) is.
     Request::GetCertificateChainStatus(chain) => {
-        let next_update = super::super::date_time(std::time::SystemTime::from(context.now) + std::time::Duration::from_secs(86_400));
+        let next_update = ocpp_messages::DateTime::from_system_time(
+            std::time::SystemTime::from(context.now) + std::time::Duration::from_secs(86_400),
+        );
         let statuses = chain
             .certificate_status_requests
             .iter()

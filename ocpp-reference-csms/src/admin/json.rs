@@ -1,6 +1,7 @@
 //! The admin API's JSON: how it shows charge points, transactions, tokens and tariffs, and how
 //! it reads what an operator sends.
 
+use ocpp_messages::DateTime;
 use ocpp_model::AuthorizationStatus;
 use ocpp_proto::{ChargePointIdentity, Response};
 use serde_json::{json, Value};
@@ -8,8 +9,8 @@ use serde_json::{json, Value};
 use super::{AdminRequest, HttpResponse};
 use crate::store::TransactionQuery;
 use crate::{
-    date_time, BootPolicy, ChangeError, ChargePointRecord, Csms, Currency, Price, Tariff,
-    TokenEntry, Transaction, TransactionStatusCheck, UnixTime,
+    BootPolicy, ChangeError, ChargePointRecord, Csms, Currency, Price, Tariff, TokenEntry,
+    Transaction, TransactionStatusCheck, UnixTime,
 };
 
 pub(super) fn response_json(response: &Response) -> Value {
@@ -227,7 +228,7 @@ pub(super) fn parse_identity(segment: &str) -> Result<ChargePointIdentity, HttpR
 }
 
 pub(super) fn time_json(time: UnixTime) -> Value {
-    Value::String(date_time(time.into()).as_str().to_owned())
+    Value::String(DateTime::from_system_time(time.into()).as_str().to_owned())
 }
 
 /// A charge point as the admin API shows it.

@@ -3,10 +3,11 @@
 
 use std::collections::VecDeque;
 
+use ocpp_messages::DateTime;
 use serde_json::{json, Value};
 
 use super::{schedule_limit, ChargingNeeds, RateUnit, SiteLimit, FIRST_PROFILE_ID, PROFILES_KEPT};
-use crate::{date_time, UnixTime};
+use crate::UnixTime;
 
 /// Why a charging profile was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,9 +96,9 @@ impl ChargingProfileRecord {
             "id": self.id,
             "transaction_id": self.transaction_id,
             "reason": self.reason.as_str(),
-            "sent_at": date_time(self.sent_at.into()).as_str(),
+            "sent_at": DateTime::from_system_time(self.sent_at.into()).as_str(),
             "answer": self.answer,
-            "answered_at": self.answered_at.map(|at| date_time(at.into()).as_str().to_owned()),
+            "answered_at": self.answered_at.map(|at| DateTime::from_system_time(at.into()).as_str().to_owned()),
             "cleared": self.cleared,
             "charging_profile": self.profile,
         })
