@@ -157,6 +157,14 @@ pub(crate) trait DriverSide {
     fn on_idle(&mut self) {}
 }
 
+/// The earlier of the core's and the side's deadlines.
+fn earliest(core: Option<Instant>, side: Option<Instant>) -> Option<Instant> {
+    match (core, side) {
+        (Some(core), Some(side)) => Some(core.min(side)),
+        (core, side) => core.or(side),
+    }
+}
+
 /// The connection task: a future that ends when the connection is over.
 ///
 /// Its size is memory per connection (a server's task is allocated at it): the side keeps
@@ -215,6 +223,16 @@ impl<S, D: DriverSide, T> Driver<S, D, T> {
     /// The stream of this connection (a shard tells it what epoll reports).
     pub(crate) fn stream_mut(&mut self) -> &mut S {
         &mut self.stream
+    }
+
+    /// The deadline the driver's next turn would arm if nothing happened before it: the
+    /// core's or the side's, whichever comes first (`Some(None)`: none). `None` for a closed
+    /// connection, whose linger deadline only a turn knows. A shard moves a timer entry that
+    /// came before it there, instead of waking for it.
+    #[cfg(unix)]
+    pub(crate) fn next_deadline(&self) -> Option<Option<Instant>> {
+        (!self.conn.is_closed())
+            .then(|| earliest(self.conn.poll_timeout(), self.side.poll_timeout()))
     }
 
     /// The timer of this connection (a shard reads what was asked of it after each turn).
@@ -391,10 +409,7 @@ where
                 return Poll::Pending;
             }
             let core = this.conn.poll_timeout();
-            let deadline = match (core, this.side.poll_timeout()) {
-                (Some(core), Some(side)) => Some(core.min(side)),
-                (core, side) => core.or(side),
-            };
+            let deadline = earliest(core, this.side.poll_timeout());
             if let Some(deadline) = deadline {
                 let core_due = core.is_some_and(|core| core <= now);
                 if core_due

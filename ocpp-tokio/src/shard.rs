@@ -52,6 +52,9 @@ use crate::Handler;
 const ROUNDS_PER_POLL: usize = 4;
 /// Readiness events taken from epoll at once.
 const EVENTS: usize = 1024;
+/// Timer entries [`Inner::settle`] may move or drop before the shard sleeps (each a pop and
+/// at most one push): bounded so that going to sleep stays short whatever the heap holds.
+const SETTLE_PER_SLEEP: usize = 256;
 
 /// An accepted connection on its way to a shard.
 pub(crate) struct Incoming {
@@ -184,9 +187,10 @@ impl AsyncWrite for ShardStream {
 /// its heap after the turn ([`Inner::drive`]: a turn that changed it asked for it).
 #[derive(Default)]
 pub(crate) struct ShardTimer {
-    /// The moment the shard will drive the connection again (its heap has it). Set only to a
-    /// moment to come that differs from the one before, and cleared only by the shard when
-    /// the moment has come.
+    /// The moment the shard will drive the connection again (its heap has it). Set by the
+    /// driver only to a moment to come that differs from the one before; cleared by the
+    /// shard when the moment has come, or moved later by it to the connection's deadline
+    /// before it sleeps ([`Inner::settle`]).
     at: Option<Instant>,
 }
 
@@ -570,6 +574,45 @@ impl<H: Handler> Inner<H> {
         }
     }
 
+    /// Takes off the heap's top, before the shard sleeps, the entries it need not wake for
+    /// (at most [`SETTLE_PER_SLEEP`]): a stale one (its connection is gone or asked for
+    /// another moment since), and one that came before its connection's deadline, which
+    /// the driver's timer leaves behind when a deadline moves later (the WebSocket
+    /// handshake's, once the connection is up), moved to that deadline
+    /// ([`Driver::next_deadline`]). Without this, each woke the shard once for nothing: a
+    /// wake per connection in the seconds after a storm of connections. Nothing is judged
+    /// here: an entry only ever moves later.
+    fn settle(&mut self) {
+        for _ in 0..SETTLE_PER_SLEEP {
+            let Some(&Reverse((at, slot))) = self.timers.peek() else {
+                return;
+            };
+            let (real, timer) = match self.slots.get_mut(slot).map(|entry| &mut entry.state) {
+                Some(State::Plain(driver)) => (driver.next_deadline(), driver.timer_mut()),
+                Some(State::Tls(driver)) => (driver.next_deadline(), driver.timer_mut()),
+                Some(State::Handshake(_) | State::Moving) => return,
+                None => {
+                    self.timers.pop(); // the connection is gone
+                    continue;
+                }
+            };
+            if timer.at != Some(at) {
+                self.timers.pop(); // stale: it asked for another moment since
+                continue;
+            }
+            match real {
+                Some(real) if real.is_none_or(|real| real > at) => {
+                    self.timers.pop();
+                    timer.at = real;
+                    if let Some(real) = real {
+                        self.timers.push(Reverse((real, slot)));
+                    }
+                }
+                _ => return, // its deadline (or a closed connection's linger): wake for it
+            }
+        }
+    }
+
     /// Marks the slots whose moment has come.
     fn expire(&mut self, now: Instant) {
         while let Some(&Reverse((at, slot))) = self.timers.peek() {
@@ -716,6 +759,7 @@ impl<H: Handler> Future for Shard<H> {
                 if this.incoming_closed && inner.slots.is_empty() {
                     return Poll::Ready(());
                 }
+                inner.settle();
                 let Some(&Reverse((at, _))) = inner.timers.peek() else {
                     return Poll::Pending;
                 };
@@ -746,6 +790,77 @@ impl<H: Handler> Future for Shard<H> {
 mod tests {
     use super::*;
     use crate::driver::tests::Nothing;
+
+    /// Polls `shard` once.
+    async fn poll_once(shard: &mut Shard<Nothing>) {
+        std::future::poll_fn(|cx| {
+            let _ = Pin::new(&mut *shard).poll(cx);
+            Poll::Ready(())
+        })
+        .await;
+    }
+
+    /// A connection that came up is not woken at its WebSocket handshake's deadline, the
+    /// first its timer asked for: before the shard sleeps, that entry moves to the
+    /// connection's real deadline (the keep-alive's), and the shard sleeps until then.
+    #[tokio::test]
+    async fn an_open_connection_does_not_wake_the_shard_at_its_handshake_deadline() {
+        use std::io::Read;
+        let config = ocpp_proto::ConnectionConfig::default()
+            .handshake_timeout(Duration::from_secs(5))
+            .ping_interval(Some(Duration::from_secs(60)));
+        let registry = crate::ChargePoints::new(None, None);
+        let shared =
+            ServerShared::new(Arc::new(Nothing), Arc::new(config), registry, None, None, 4);
+        let shared = Arc::new(shared);
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let mut shard = Shard::new(shared.clone(), None, receiver).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (socket, _) = listener.accept().unwrap();
+        socket.set_nonblocking(true).unwrap();
+        let start = Instant::now();
+        let (conn, link) = shared.admit(start);
+        let stream = TcpStream::from_std(socket);
+        assert!(sender.send(Incoming { stream, conn, link }).is_ok());
+        // Taken before the request comes: the handshake's deadline is the one asked for.
+        poll_once(&mut shard).await;
+        let first = shard.core.lock().sleeping_until.map(|at| at - start);
+        assert_eq!(first, Some(Duration::from_secs(5)));
+        client
+            .write_all(
+                b"GET /ocpp/CP1 HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n\
+                  Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+                  Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ocpp1.6\r\n\r\n",
+            )
+            .unwrap();
+        client.set_nonblocking(true).unwrap();
+        let mut response = Vec::new();
+        let mut asleep = None;
+        for _ in 0..1000 {
+            poll_once(&mut shard).await;
+            let mut chunk = [0u8; 512];
+            if let Ok(n) = client.read(&mut chunk) {
+                response.extend_from_slice(&chunk[..n]);
+            }
+            asleep = shard.core.lock().sleeping_until;
+            if response.ends_with(b"\r\n\r\n") && asleep.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert!(response.starts_with(b"HTTP/1.1 101"), "{response:?}");
+        let asleep = asleep.expect("the shard sleeps on a timer") - start;
+        assert!(
+            asleep >= Duration::from_secs(59),
+            "it sleeps until {asleep:?}"
+        );
+        assert_eq!(
+            shard.core.lock().timers.len(),
+            1,
+            "the handshake's entry is gone"
+        );
+    }
 
     /// A shard's slab holds each connection's slot inline, so its size is memory per
     /// connection (the slab's pages are touched only as slots are used). Of it, the core's

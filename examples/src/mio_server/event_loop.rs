@@ -20,7 +20,7 @@ use super::capture::Tap;
 use super::cluster::{DrainState, RemoteAdminCall, RemoteRead};
 use super::ocpp_socket::{OcppSocket, SocketStage};
 use super::slab::{Key, Slab};
-use super::timers::TimerHeap;
+use super::timers::{Settle, TimerHeap};
 use super::{LoopCommand, LoopShared, ADMIN_LISTENER, LISTENER, WAKER};
 use ocpp_reference_csms::admin::HttpResponse;
 use ocpp_reference_csms::admin_auth::{AdminRefused, AdminSlots};
@@ -29,6 +29,10 @@ use ocpp_reference_csms::admin_auth::{AdminRefused, AdminSlots};
 const SCRATCH_SIZE: usize = 64 * 1024;
 /// Readiness events taken from `poll` per turn; more ready sockets wait for the next turn.
 const EVENTS_PER_TURN: usize = 1024;
+/// Timer entries [`EventLoop::settle_timers`] may move or drop in a turn (each is a pop and at
+/// most one push on the heap): enough for the entries a turn can reach, bounded so that a
+/// turn stays short whatever the heap holds.
+const SETTLE_PER_TURN: usize = 256;
 
 /// The instant up to which a turn knows the peers' input: a deadline that passed later is
 /// not judged in this turn (a Pong or a CALLRESULT that came after it may be in the kernel).
@@ -175,6 +179,7 @@ impl EventLoop {
             }
             // Sockets with unread data left from the last turn: do not sleep.
             let timeout = if self.read_again.is_empty() {
+                self.settle_timers();
                 self.next_wakeup()
                     .map(|at| at.saturating_duration_since(Instant::now()))
             } else {
@@ -254,6 +259,32 @@ impl EventLoop {
         if self.shutdown_deadline.is_some_and(|at| at <= now) {
             self.force_close_all(now);
         }
+    }
+
+    /// Takes off the timer heap's top, before the loop sleeps, the entries it need not wake
+    /// for (at most [`SETTLE_PER_TURN`] a turn): a stale one (its connection scheduled an
+    /// earlier one since, or is gone), and one that comes before its connection's real
+    /// deadline, which lazy deletion leaves behind (the WebSocket handshake's, once the
+    /// connection is up), moved to that deadline. Without this, each woke the loop once for
+    /// nothing: 10,000 wakes in the ten seconds after 10,000 charge points connected.
+    /// Nothing is judged here: an entry only ever moves later, to the connection's own
+    /// deadline.
+    pub(super) fn settle_timers(&mut self) {
+        let sockets = &mut self.sockets;
+        self.timers.settle(SETTLE_PER_TURN, |timers, at, key| {
+            match sockets.get_mut(key) {
+                Some(Entry::Ocpp(s)) if s.scheduled == Some(at) => {
+                    let real = s.deadline(timers).map(|real| timers.deadline(real));
+                    if real.is_some_and(|real| real <= at) {
+                        return Settle::Due;
+                    }
+                    s.scheduled = real;
+                    Settle::Move(real)
+                }
+                Some(Entry::Admin(a)) if a.scheduled == Some(at) => Settle::Due,
+                _ => Settle::Stale,
+            }
+        });
     }
 
     /// The earliest of: a connection deadline, the push timer, an accept retry, the accept

@@ -4,7 +4,9 @@
 //! # One loop
 //! Each loop (`event_loop`) owns a `mio::Poll`, its own listening socket, a [`slab::Slab`]
 //! of connections, a [`timers::TimerHeap`] and one 64 KiB read buffer. It sleeps in `poll`
-//! until a socket is ready, a command arrives, or the earliest deadline passes, then:
+//! until a socket is ready, a command arrives, or the earliest deadline passes (having first
+//! moved the entries at the heap's top that came before their connections' deadlines to
+//! those deadlines, [`timers::TimerHeap::settle`], so that they do not wake it), then:
 //!
 //! 1. reads each readable socket into the shared buffer, while the connection
 //!    [wants input](ocpp_proto::Connection::wants_read), and hands the bytes to its
@@ -16,8 +18,8 @@
 //!    then writes `pending_transmit()` until the socket would block, keeping `WRITABLE`
 //!    interest only while output is left: one pass of the core's drain contract, in
 //!    `ocpp_socket::service`, the one place that handles events;
-//! 4. schedules the connection's `poll_timeout()` in the timer heap;
-//! 5. fires the timers that passed and the push timer (`--push-interval-ms`).
+//! 3. schedules the connection's `poll_timeout()` in the timer heap;
+//! 4. fires the timers that passed and the push timer (`--push-interval-ms`).
 //!
 //! # Files
 //! - `event_loop`: the loop itself: `poll`, dispatch by token, commands, timers, the slab;

@@ -17,7 +17,7 @@ use super::capture::Tap;
 use super::cluster::JobAnswer;
 use super::event_loop::{Entry, EventLoop};
 use super::slab::Key;
-use super::timers::Moment;
+use super::timers::{Moment, TimerHeap};
 use super::{Handle, LoopCommand, DRAIN_TIMEOUT};
 use crate::tls::{self, Received, TlsSession};
 use ocpp_reference_csms::admin::{self, HttpResponse};
@@ -99,6 +99,26 @@ pub(super) struct OcppSocket {
     /// The cluster claim of this connection's identity (clustered, once connected); `None`
     /// again once released or superseded.
     pub(super) claim: Option<ClaimTicket>,
+}
+
+impl OcppSocket {
+    /// The connection's next deadline: its own, or its stage's.
+    pub(super) fn deadline(&self, timers: &TimerHeap) -> Option<Instant> {
+        match self.stage {
+            SocketStage::Live => self.connection.poll_timeout(),
+            SocketStage::Claiming { deadline } => {
+                let claim = timers.instant(deadline);
+                Some(
+                    self.connection
+                        .poll_timeout()
+                        .map_or(claim, |t| t.min(claim)),
+                )
+            }
+            SocketStage::Flushing { deadline } | SocketStage::Draining { deadline } => {
+                Some(timers.instant(deadline))
+            }
+        }
+    }
 }
 
 /// The peer's address, for logs (asked of the socket, not kept per connection).
@@ -298,21 +318,12 @@ impl EventLoop {
         self.schedule(key);
     }
 
-    /// Schedules the connection's next deadline: its own, or its stage's.
+    /// Schedules the connection's next deadline ([`OcppSocket::deadline`]).
     fn schedule(&mut self, key: Key) {
         let Some(Entry::Ocpp(s)) = self.sockets.get_mut(key) else {
             return;
         };
-        let deadline = match s.stage {
-            SocketStage::Live => s.connection.poll_timeout(),
-            SocketStage::Claiming { deadline } => {
-                let claim = self.timers.instant(deadline);
-                Some(s.connection.poll_timeout().map_or(claim, |t| t.min(claim)))
-            }
-            SocketStage::Flushing { deadline } | SocketStage::Draining { deadline } => {
-                Some(self.timers.instant(deadline))
-            }
-        };
+        let deadline = s.deadline(&self.timers);
         self.timers.schedule(key, deadline, &mut s.scheduled);
     }
 

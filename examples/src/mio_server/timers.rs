@@ -7,6 +7,8 @@
 //! the connection's `handle_timeout` is called early (harmless, the core checks its own
 //! timers) and its real deadline is scheduled then. So the heap holds about one entry per
 //! connection, and an entry whose key or deadline no longer matches is skipped when popped.
+//! Before the loop sleeps, it takes such entries off the heap's top, and moves a connection's
+//! early entry to its real deadline ([`TimerHeap::settle`]), so that neither wakes it.
 //!
 //! Compact: the loop's instants are kept as [`Moment`]s, milliseconds after the heap's epoch
 //! in 8 bytes where an `Instant` takes 16. A heap entry is 16 bytes (24 with an `Instant`),
@@ -35,6 +37,18 @@ impl Moment {
     fn millis(self) -> u64 {
         self.0.get() - 1
     }
+}
+
+/// What [`TimerHeap::settle`] is told of an entry at the heap's top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// Its owner is gone, or scheduled an earlier entry since: dropped.
+    Stale,
+    /// Its owner's deadline: the loop wakes for it.
+    Due,
+    /// It came before its owner's real deadline, which is this moment (`None`: none at all),
+    /// already recorded as the owner's `scheduled`: moved there.
+    Move(Option<Moment>),
 }
 
 /// The deadline heap, and the epoch its [`Moment`]s count from.
@@ -103,6 +117,36 @@ impl TimerHeap {
         }
     }
 
+    /// Takes off the heap's top the entries the loop need not wake for, before it sleeps, at
+    /// most `most` of them: `owner` says of each (its deadline, its key) whether it is
+    /// [stale](Settle::Stale), [due](Settle::Due) (it stops there) or to
+    /// [move](Settle::Move) to a later moment (the owner's real deadline, which the owner has
+    /// already recorded as its `scheduled`). An entry never moves earlier, and nothing is
+    /// judged: this only spares the wakes that lazy deletion would cause.
+    pub fn settle(
+        &mut self,
+        most: usize,
+        mut owner: impl FnMut(&TimerHeap, Moment, Key) -> Settle,
+    ) {
+        for _ in 0..most {
+            let Some(&Reverse((at, key))) = self.heap.peek() else {
+                return;
+            };
+            match owner(self, at, key) {
+                Settle::Due => return,
+                Settle::Stale => {
+                    self.heap.pop();
+                }
+                Settle::Move(to) => {
+                    self.heap.pop();
+                    if let Some(to) = to.filter(|to| *to > at) {
+                        self.heap.push(Reverse((to, key)));
+                    }
+                }
+            }
+        }
+    }
+
     /// How many entries (live and stale) the heap holds.
     pub fn len(&self) -> usize {
         self.heap.len()
@@ -145,6 +189,77 @@ mod tests {
         let (stale, _) = heap.pop_expired(t0 + Duration::from_secs(11)).unwrap();
         assert_ne!(Some(stale), scheduled, "stale: skipped by the caller");
         assert!(heap.is_empty());
+    }
+
+    #[test]
+    fn settling_drops_stale_entries_and_moves_early_ones_to_the_real_deadline() {
+        let mut slab = Slab::default();
+        let (up, gone, due) = (slab.insert(()), slab.insert(()), slab.insert(()));
+        let t0 = Instant::now();
+        let secs = |s| t0 + Duration::from_secs(s);
+        let mut heap = TimerHeap::new(t0);
+        // `up`: the handshake's deadline (10 s) was scheduled; the connection came up, and
+        // its real deadline is now the ping's (60 s), which pushed nothing (later).
+        let mut up_scheduled = None;
+        heap.schedule(up, Some(secs(10)), &mut up_scheduled);
+        heap.schedule(up, Some(secs(60)), &mut up_scheduled);
+        // `gone`: closed since (its entry is stale); `due`: a real deadline at 20 s.
+        let mut gone_scheduled = None;
+        heap.schedule(gone, Some(secs(5)), &mut gone_scheduled);
+        let mut due_scheduled = None;
+        heap.schedule(due, Some(secs(20)), &mut due_scheduled);
+        let real = |key| match key {
+            k if k == up => Some(secs(60)),
+            k if k == due => Some(secs(20)),
+            _ => None,
+        };
+        let mut asked = Vec::new();
+        heap.settle(16, |heap, at, key| {
+            asked.push(key);
+            if key == gone {
+                return Settle::Stale;
+            }
+            let Some(real) = real(key).map(|r| heap.deadline(r)) else {
+                return Settle::Move(None);
+            };
+            if real <= at {
+                return Settle::Due;
+            }
+            up_scheduled = Some(real);
+            Settle::Move(Some(real))
+        });
+        assert_eq!(
+            asked,
+            [gone, up, due],
+            "in deadline order, stopping at the due one"
+        );
+        assert_eq!(
+            heap.next_deadline(),
+            Some(secs(20)),
+            "the loop sleeps until 20 s"
+        );
+        assert_eq!(heap.len(), 2);
+        assert_eq!(up_scheduled.map(|m| heap.instant(m)), Some(secs(60)));
+        let (first, key) = heap.pop_expired(secs(60)).unwrap();
+        assert_eq!((heap.instant(first), key), (secs(20), due));
+        let (second, key) = heap.pop_expired(secs(60)).unwrap();
+        assert_eq!(
+            (Some(second), key),
+            (up_scheduled, up),
+            "live where it moved"
+        );
+
+        // At most `most` entries a call.
+        let mut heap = TimerHeap::new(t0);
+        for s in 1..=10 {
+            heap.schedule(up, Some(secs(s)), &mut None);
+        }
+        let mut calls = 0;
+        heap.settle(3, |_, _, _| {
+            calls += 1;
+            Settle::Stale
+        });
+        assert_eq!((calls, heap.len()), (3, 7));
     }
 
     #[test]

@@ -466,6 +466,7 @@ impl EventLoop {
             }
             self.arm();
             let timeout = if self.read_again.is_empty() {
+                self.settle_timers();
                 self.next_wakeup()
                     .map(|at| at.saturating_duration_since(Instant::now()))
             } else {
