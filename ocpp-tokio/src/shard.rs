@@ -579,9 +579,9 @@ impl<H: Handler> Inner<H> {
     /// another moment since), and one that came before its connection's deadline, which
     /// the driver's timer leaves behind when a deadline moves later (the WebSocket
     /// handshake's, once the connection is up), moved to that deadline
-    /// ([`Driver::next_deadline`]). Without this, each woke the shard once for nothing: a
-    /// wake per connection in the seconds after a storm of connections. Nothing is judged
-    /// here: an entry only ever moves later.
+    /// ([`Driver::next_deadline`]). Without this, each drove its connection once for
+    /// nothing in the seconds after a storm of connections, and woke the shard when nothing
+    /// else did. Nothing is judged here: an entry only ever moves later.
     fn settle(&mut self) {
         for _ in 0..SETTLE_PER_SLEEP {
             let Some(&Reverse((at, slot))) = self.timers.peek() else {
