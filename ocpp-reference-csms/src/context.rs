@@ -167,7 +167,7 @@ impl Context<'_> {
 
     /// `now` as an OCPP date-time (UTC, whole seconds).
     pub(crate) fn current_time(&self) -> DateTime {
-        DateTime::from_system_time(self.now.into())
+        self.now.date_time()
     }
 
     /// A new OCPP 1.6 transaction id, never given before ([`transaction_ids`]); `None` when

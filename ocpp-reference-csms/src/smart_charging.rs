@@ -36,7 +36,6 @@
 //! are kept per EVSE ([`ChargingNeeds`]). Site limits set through the admin API live in memory.
 
 use ocpp_messages::version::OcppVersion;
-use ocpp_messages::DateTime;
 use ocpp_proto::Request;
 use serde_json::{json, Value};
 
@@ -241,7 +240,7 @@ impl ChargingNeeds {
             "energy": self.energy,
             "max_schedule_tuples": self.max_schedule_tuples,
             "departure_time": self.departure_time,
-            "at": DateTime::from_system_time(self.at.into()).as_str(),
+            "at": self.at.date_time().as_str(),
         })
     }
 }
@@ -450,7 +449,7 @@ pub fn profile_for(
     let needs = state.needs_of(evse_id, &transaction).cloned();
     let share = share(site, sharing, needs.as_ref())?;
     let id = state.profile_id_for(evse_id, &transaction);
-    let start = DateTime::from_system_time(now.into());
+    let start = now.date_time();
     let payload = set_charging_profile(
         id,
         evse_id,

@@ -3,6 +3,8 @@
 use std::num::NonZeroU64;
 use std::time::{Duration, SystemTime};
 
+use ocpp_messages::DateTime;
+
 /// A wall-clock time as milliseconds since the Unix epoch (times before it are the epoch).
 ///
 /// A `SystemTime` is 16 bytes and an `Option` of it 16; this is 8 for both (the value is
@@ -30,6 +32,18 @@ impl UnixTime {
     /// Milliseconds since the Unix epoch.
     pub fn millis(self) -> u64 {
         self.0.get() - 1
+    }
+
+    /// This time as an OCPP date-time (UTC, whole seconds:
+    /// [`DateTime::from_system_time`]).
+    ///
+    /// ```
+    /// use ocpp_reference_csms::UnixTime;
+    /// let time = UnixTime::from_millis(1_700_000_000_999);
+    /// assert_eq!(time.date_time().as_str(), "2023-11-14T22:13:20Z");
+    /// ```
+    pub fn date_time(self) -> DateTime {
+        DateTime::from_system_time(self.into())
     }
 
     /// The time `millis` milliseconds after the Unix epoch.

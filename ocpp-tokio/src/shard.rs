@@ -587,7 +587,7 @@ impl<H: Handler> Inner<H> {
             let Some(&Reverse((at, slot))) = self.timers.peek() else {
                 return;
             };
-            let (real, timer) = match self.slots.get_mut(slot).map(|entry| &mut entry.state) {
+            let (next, timer) = match self.slots.get_mut(slot).map(|entry| &mut entry.state) {
                 Some(State::Plain(driver)) => (driver.next_deadline(), driver.timer_mut()),
                 Some(State::Tls(driver)) => (driver.next_deadline(), driver.timer_mut()),
                 Some(State::Handshake(_) | State::Moving) => return,
@@ -600,15 +600,15 @@ impl<H: Handler> Inner<H> {
                 self.timers.pop(); // stale: it asked for another moment since
                 continue;
             }
-            match real {
-                Some(real) if real.is_none_or(|real| real > at) => {
-                    self.timers.pop();
-                    timer.at = real;
-                    if let Some(real) = real {
-                        self.timers.push(Reverse((real, slot)));
-                    }
-                }
-                _ => return, // its deadline (or a closed connection's linger): wake for it
+            // A closed connection lingers on a deadline only its turn knows.
+            let Some(next) = next else { return };
+            if next.is_some_and(|next| next <= at) {
+                return; // its deadline: wake for it
+            }
+            self.timers.pop();
+            timer.at = next;
+            if let Some(next) = next {
+                self.timers.push(Reverse((next, slot)));
             }
         }
     }

@@ -139,7 +139,7 @@ impl TimerHeap {
                 }
                 Settle::Move(to) => {
                     self.heap.pop();
-                    if let Some(to) = to.filter(|to| *to > at) {
+                    if let Some(to) = to {
                         self.heap.push(Reverse((to, key)));
                     }
                 }

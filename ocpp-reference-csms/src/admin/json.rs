@@ -1,7 +1,6 @@
 //! The admin API's JSON: how it shows charge points, transactions, tokens and tariffs, and how
 //! it reads what an operator sends.
 
-use ocpp_messages::DateTime;
 use ocpp_model::AuthorizationStatus;
 use ocpp_proto::{ChargePointIdentity, Response};
 use serde_json::{json, Value};
@@ -228,7 +227,7 @@ pub(super) fn parse_identity(segment: &str) -> Result<ChargePointIdentity, HttpR
 }
 
 pub(super) fn time_json(time: UnixTime) -> Value {
-    Value::String(DateTime::from_system_time(time.into()).as_str().to_owned())
+    Value::String(time.date_time().as_str().to_owned())
 }
 
 /// A charge point as the admin API shows it.

@@ -3,7 +3,6 @@
 
 use std::collections::VecDeque;
 
-use ocpp_messages::DateTime;
 use serde_json::{json, Value};
 
 use super::{schedule_limit, ChargingNeeds, RateUnit, SiteLimit, FIRST_PROFILE_ID, PROFILES_KEPT};
@@ -96,9 +95,9 @@ impl ChargingProfileRecord {
             "id": self.id,
             "transaction_id": self.transaction_id,
             "reason": self.reason.as_str(),
-            "sent_at": DateTime::from_system_time(self.sent_at.into()).as_str(),
+            "sent_at": self.sent_at.date_time().as_str(),
             "answer": self.answer,
-            "answered_at": self.answered_at.map(|at| DateTime::from_system_time(at.into()).as_str().to_owned()),
+            "answered_at": self.answered_at.map(|at| at.date_time().as_str().to_owned()),
             "cleared": self.cleared,
             "charging_profile": self.profile,
         })
