@@ -54,6 +54,35 @@ pub fn read_stamp(data: &str) -> Option<(u64, u128)> {
     Some((seq.trim().parse().ok()?, nanos.trim().parse().ok()?))
 }
 
+/// The stamp of `request` if it is a push ([`data_transfer`]'s inverse, for every version):
+/// its DataTransfer's `data` read in place with [`read_stamp`], nothing copied.
+///
+/// ```
+/// use ocpp_reference_csms::push;
+/// use ocpp_messages::version::OcppVersion;
+/// for version in [OcppVersion::V1_6, OcppVersion::V2_0_1, OcppVersion::V2_1] {
+///     assert_eq!(push::stamp_of(&push::data_transfer(version, 7, 42)), Some((7, 42)));
+/// }
+/// ```
+pub fn stamp_of(request: &Request) -> Option<(u64, u128)> {
+    let data = match request {
+        Request::V1_6(r) => match r.as_ref() {
+            v1_6::Request::DataTransfer(d) => d.data.as_deref()?,
+            _ => return None,
+        },
+        Request::V2_0_1(r) => match r.as_ref() {
+            v2_0_1::Request::DataTransfer(d) => d.data.as_ref()?.as_str()?,
+            _ => return None,
+        },
+        Request::V2_1(r) => match r.as_ref() {
+            v2_1::Request::DataTransfer(d) => d.data.as_ref()?.as_str()?,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    read_stamp(data)
+}
+
 /// The push DataTransfer for `version`, stamped with `seq` and `unix_nanos` ([`tick`] builds
 /// it). Build it right before the driver's connection takes it, when no CALL is in flight,
 /// so that the connection serialises it at once and the stamp is the encode time.

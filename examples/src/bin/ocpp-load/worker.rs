@@ -29,7 +29,6 @@ use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
 use nix::sys::time::TimeSpec;
 use ocpp_frame::deflate::DeflateConfig;
 use ocpp_messages::version::OcppVersion;
-use ocpp_messages::{v1_6, v2_0_1, v2_1};
 use ocpp_proto::{Connection, ConnectionConfig, DeflatePolicy, Request, Response};
 use ocpp_reference_csms::push::unix_nanos_now;
 
@@ -365,27 +364,6 @@ fn read_stamped(
         }
     }
     Ok((message.bytes, stamp))
-}
-
-/// `<seq>:<unix_nanos>` of a push, if `request` is one: its DataTransfer's `data`, read in
-/// place (a push is answered per message, so nothing is copied or serialised again).
-fn push_stamp(request: &Request) -> Option<(u64, u128)> {
-    let data = match request {
-        Request::V1_6(r) => match r.as_ref() {
-            v1_6::Request::DataTransfer(d) => d.data.as_deref()?,
-            _ => return None,
-        },
-        Request::V2_0_1(r) => match r.as_ref() {
-            v2_0_1::Request::DataTransfer(d) => d.data.as_ref()?.as_str()?,
-            _ => return None,
-        },
-        Request::V2_1(r) => match r.as_ref() {
-            v2_1::Request::DataTransfer(d) => d.data.as_ref()?.as_str()?,
-            _ => return None,
-        },
-        _ => return None,
-    };
-    ocpp_reference_csms::push::read_stamp(data)
 }
 
 impl Worker {

@@ -8,11 +8,11 @@ use ocpp_messages::error_code::ErrorCode;
 use ocpp_messages::version::OcppVersion;
 use ocpp_proto::station::{boot_request, BootReason, StationInfo};
 use ocpp_proto::{CallFailure, CallOutcome, Event, MessageId, Request};
-use ocpp_reference_csms::push::unix_nanos_now;
+use ocpp_reference_csms::push::{self, unix_nanos_now};
 
 use ocpp_examples::charge_point_payload::{self as payload, CallAnswer};
 
-use super::{push_stamp, Kind, LoadPhase, Sent, Worker};
+use super::{Kind, LoadPhase, Sent, Worker};
 
 impl Worker {
     /// Hands every event of `local`'s connection to the scenario. `stamp`: when the bytes that
@@ -66,7 +66,7 @@ impl Worker {
         let Some(link) = self.cps[local].link.as_mut() else {
             return;
         };
-        let Some((seq, sent_ns)) = push_stamp(request) else {
+        let Some((seq, sent_ns)) = push::stamp_of(request) else {
             let _ = link.conn.answer(
                 now,
                 id,
