@@ -56,9 +56,7 @@ struct SqliteLock {
 
 impl Database {
     fn sqlite(name: &str) -> Database {
-        let dir = std::env::temp_dir().join(format!("durability-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = sqlite_dir(&format!("durability-{name}"));
         let url = format!("sqlite://{}", dir.join("csms.sqlite3").display());
         Database::Sqlite {
             dir,

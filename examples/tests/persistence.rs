@@ -188,12 +188,10 @@ fn survives_kill_9(binary: &str, database: &str) {
 }
 
 fn sqlite_survives_kill_9(binary: &str) {
-    let dir = std::env::temp_dir().join(format!(
-        "persistence-{}-{}",
-        binary.rsplit('/').next().unwrap_or("server"),
-        std::process::id()
+    let dir = sqlite_dir(&format!(
+        "persistence-{}",
+        binary.rsplit('/').next().unwrap_or("server")
     ));
-    std::fs::create_dir_all(&dir).unwrap();
     let database = format!("sqlite://{}", dir.join("csms.sqlite3").display());
     survives_kill_9(binary, &database);
     let _ = std::fs::remove_dir_all(&dir);

@@ -188,10 +188,9 @@ fn same_as_in_memory(sql: &SqlLedger, ops: &[Op]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// A fresh SQLite database (see `common::sqlite_dir`).
 fn sqlite(name: &str) -> (std::path::PathBuf, String) {
-    let dir = std::env::temp_dir().join(format!("sql-ledger-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::sqlite_dir(&format!("sql-ledger-{name}"));
     let url = format!("sqlite://{}", dir.join("ledger.sqlite3").display());
     (dir, url)
 }

@@ -42,6 +42,26 @@ pub mod contract_service;
 /// The longest any single wait in these tests may take.
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// A fresh, empty directory for a test's SQLite database, on `/dev/shm` where there is one.
+///
+/// A server answers a CALL that must be kept within its database wait (3 s) or refuses it, as
+/// it must; these tests check what is kept, not how fast a disk syncs. In CI, PostgreSQL's
+/// `create database` (in the same test binary, at the same moment) once kept the shared disk
+/// busy past that wait for a SQLite commit.
+pub fn sqlite_dir(name: &str) -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = base.join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|e| panic!("create the directory {}: {e}", dir.display()));
+    dir
+}
+
 /// The server process, killed (by its PID) when dropped.
 pub struct ServerProcess {
     pub child: Child,
