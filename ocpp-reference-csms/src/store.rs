@@ -215,9 +215,13 @@ pub enum StoreError {
     /// The commit of a group of writes failed (the database's error; nothing of them kept).
     #[error("the commit failed: {0}")]
     Commit(String),
-    /// The store's thread is gone, or did not answer in time.
+    /// The database did not answer in time (the write, when there was one, was not kept or,
+    /// past its `COMMIT`, see [`StoreError::Commit`]).
     #[error("the database did not answer within {DATABASE_WAIT:?}")]
     Unavailable,
+    /// The store's thread has stopped (it failed at start or panicked): nothing more is kept.
+    #[error("the store's thread has stopped")]
+    Stopped,
     /// A stored row could not be read back (a value out of range, an unknown status).
     #[error("stored row not understood: {0}")]
     BadRow(String),
@@ -388,18 +392,16 @@ impl SqlStore {
                 });
             })
             .map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
-        match started.recv_timeout(DATABASE_WAIT * 3) {
-            Ok(Ok(())) => Ok(SqlStore { jobs, described }),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(StoreError::Unavailable),
-        }
+        answered(started.recv_timeout(DATABASE_WAIT * 3))?;
+        Ok(SqlStore { jobs, described })
     }
 
     /// Runs `work` on the store's thread (in order with the other jobs) and waits for its
     /// outcome, at most the database wait.
     ///
     /// # Errors
-    /// What `work` returns, or [`StoreError::Unavailable`] when it did not answer in time.
+    /// What `work` returns, [`StoreError::Unavailable`] when it did not answer in time, or
+    /// [`StoreError::Stopped`].
     pub(crate) fn run<T, F, Fut>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
@@ -420,8 +422,8 @@ impl SqlStore {
         job: Job,
         answer: std_mpsc::Receiver<Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        self.jobs.send(job).map_err(|_| StoreError::Unavailable)?;
-        wait(|| answer.recv_timeout(DATABASE_WAIT)).map_err(|_| StoreError::Unavailable)?
+        self.jobs.send(job).map_err(|_| StoreError::Stopped)?;
+        answered(wait(|| answer.recv_timeout(DATABASE_WAIT)))
     }
 }
 
@@ -455,7 +457,7 @@ impl Store for SqlStore {
                     records,
                     waiter: None,
                 })
-                .map_err(|_| StoreError::Unavailable),
+                .map_err(|_| StoreError::Stopped),
             Durability::Committed => self.commit_by(records, Instant::now() + DATABASE_WAIT),
         }
     }
@@ -478,14 +480,12 @@ impl Store for SqlStore {
             records,
             waiter: Some(waiter),
         };
-        self.jobs.send(job).map_err(|_| StoreError::Unavailable)?;
+        self.jobs.send(job).map_err(|_| StoreError::Stopped)?;
         wait(|| {
             let left = deadline.saturating_duration_since(Instant::now());
             match answer.recv_timeout(left) {
                 Ok(outcome) => return outcome,
-                Err(std_mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(StoreError::Unavailable)
-                }
+                Err(std_mpsc::RecvTimeoutError::Disconnected) => return Err(StoreError::Stopped),
                 Err(std_mpsc::RecvTimeoutError::Timeout) => {}
             }
             let withdrawn = claim
@@ -534,6 +534,17 @@ impl fmt::Debug for SqlStore {
         f.debug_struct("SqlStore")
             .field("database", &self.described)
             .finish()
+    }
+}
+
+/// The outcome the store's thread sent, or why none came.
+fn answered<T>(
+    answer: Result<Result<T, StoreError>, std_mpsc::RecvTimeoutError>,
+) -> Result<T, StoreError> {
+    match answer {
+        Ok(outcome) => outcome,
+        Err(std_mpsc::RecvTimeoutError::Timeout) => Err(StoreError::Unavailable),
+        Err(std_mpsc::RecvTimeoutError::Disconnected) => Err(StoreError::Stopped),
     }
 }
 

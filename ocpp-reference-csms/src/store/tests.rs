@@ -265,3 +265,28 @@ fn passwords_are_kept_out_of_the_logs() {
     assert_eq!(unhex(&hex(&[0xab; 32])), Some([0xab; 32]));
     assert_eq!(unhex("zz"), None);
 }
+
+/// A store whose thread has died says so on every later call (a `Stopped`, not the
+/// `Unavailable` of a database that did not answer in time).
+#[test]
+fn a_store_whose_thread_died_says_it_stopped() {
+    let (dir, url) = temp_database("stopped");
+    let store = SqlStore::open(&url).unwrap();
+    let died = store.run(|_pool| async {
+        panic!("a job that panics takes the store's thread with it");
+        #[allow(unreachable_code)]
+        Ok(())
+    });
+    assert!(matches!(died, Err(StoreError::Stopped)), "{died:?}");
+    assert!(matches!(store.load(), Err(StoreError::Stopped)));
+    let saved = store.save(
+        vec![Record::Transaction {
+            identity: "CP1".into(),
+            transaction: transaction("1", None),
+        }],
+        Durability::Committed,
+    );
+    assert!(matches!(saved, Err(StoreError::Stopped)), "{saved:?}");
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
