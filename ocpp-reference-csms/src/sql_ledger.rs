@@ -4,7 +4,13 @@
 //!
 //! It keeps the transactions in the same table as the CSMS ([`super::store`]) and follows the
 //! trait's contract: each call is one atomic step, durable when it returns `Ok`, nothing kept
-//! when it returns `Err`; a 1.6 StartTransaction sent again is recognised by its
+//! when it returns `Err`. A call waits at most [`DATABASE_WAIT`]; its write is claimed as the
+//! CSMS's are ([`Store::commit_by`]): still queued behind other jobs at that moment, it is
+//! withdrawn and never runs; taken, it runs in a database transaction of its own, rolled
+//! back if its statements outlast the wait. The one outcome no database client can know, a
+//! `COMMIT` sent and never answered ([`StoreError::Commit`]), is an error too: the message
+//! sent again is then recognised ([`Recorded::Repeated`]). A 1.6 StartTransaction sent again
+//! is recognised by its
 //! [`StartKey`] (kept in `start_key`); 1.6 ids come from the database's counter
 //! ([`Store::reserve_transaction_ids`], shared by every node), never from this process's
 //! memory.
@@ -25,6 +31,7 @@
 //! ```
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use ocpp_messages::DateTime;
 use ocpp_model::{
@@ -34,7 +41,7 @@ use ocpp_model::{
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
-use super::store::{SqlStore, Store, StoreError};
+use super::store::{SqlStore, Store, StoreError, DATABASE_WAIT};
 
 /// [`TransactionLedger`] on a [`SqlStore`] (see the [module](self)).
 #[derive(Debug, Clone)]
@@ -90,8 +97,8 @@ impl SqlLedger {
     }
 
     /// Inserts a transaction first seen now (nothing when the row exists): whether it was.
-    fn insert(&self, new: NewRow) -> Result<bool, StoreError> {
-        self.store.run(move |pool| async move {
+    fn insert(&self, new: NewRow, deadline: Instant) -> Result<bool, StoreError> {
+        self.store.write_by(deadline, move |mut tx| async move {
             let done = sqlx::query(
                 "INSERT INTO transactions (identity, id, connector, id_tag, id_token_type, \
                  started_ms, ended_ms, stop_reason, samples, last_seq_no, start_key, id_is_text) \
@@ -109,20 +116,20 @@ impl SqlLedger {
             .bind(new.last_seq_no)
             .bind(new.start_key)
             .bind(i64::from(matches!(new.id, TransactionId::Text(_))))
-            .execute(&pool)
+            .execute(&mut *tx)
             .await?;
-            Ok(done.rows_affected() == 1)
+            Ok((done.rows_affected() == 1, tx))
         })
     }
 
     /// A transaction first seen in an update or an end: a 2.x one (the station named it) is
     /// recorded; a 1.6 id this ledger never gave out is [`Recorded::Unknown`].
-    fn first_seen(&self, new: NewRow) -> Result<Recorded, StoreError> {
+    fn first_seen(&self, new: NewRow, deadline: Instant) -> Result<Recorded, StoreError> {
         let id = new.id.clone();
         if matches!(id, TransactionId::Number(_)) {
             return Ok(Recorded::Unknown);
         }
-        self.insert(new)?;
+        self.insert(new, deadline)?;
         Ok(Recorded::New(id))
     }
 
@@ -133,9 +140,10 @@ impl SqlLedger {
         id: &TransactionId,
         last_seq_no: Option<i64>,
         ended: Option<(i64, String)>,
+        deadline: Instant,
     ) -> Result<(), StoreError> {
         let (charge_point, id) = (charge_point.to_owned(), id.to_string());
-        self.store.run(move |pool| async move {
+        self.store.write_by(deadline, move |mut tx| async move {
             sqlx::query(
                 "UPDATE transactions SET last_seq_no = $1, \
                  ended_ms = COALESCE($2, ended_ms), stop_reason = COALESCE($3, stop_reason) \
@@ -146,9 +154,9 @@ impl SqlLedger {
             .bind(ended.map(|(_, reason)| reason))
             .bind(charge_point)
             .bind(id)
-            .execute(&pool)
+            .execute(&mut *tx)
             .await?;
-            Ok(())
+            Ok(((), tx))
         })
     }
 
@@ -232,6 +240,7 @@ impl TransactionLedger for SqlLedger {
         charge_point: &str,
         start: &TransactionStarted,
     ) -> Result<Recorded, StoreError> {
+        let deadline = Instant::now() + DATABASE_WAIT;
         let key = StartKey::of(start).map(|key| key.to_string());
         let id = match (&start.id, &key) {
             (Some(id), _) => id.clone(),
@@ -247,11 +256,12 @@ impl TransactionLedger for SqlLedger {
             (None, None) => return Ok(Recorded::Unknown),
         };
         let place = (start.evse, start.connector);
-        let inserted = self.insert(NewRow {
+        let row = NewRow {
             last_seq_no: start.seq_no.map(i64::from),
             start_key: key,
             ..NewRow::new(charge_point, &id, place, &start.token, &start.timestamp)
-        })?;
+        };
+        let inserted = self.insert(row, deadline)?;
         Ok(if inserted {
             Recorded::New(id)
         } else {
@@ -264,13 +274,15 @@ impl TransactionLedger for SqlLedger {
         charge_point: &str,
         update: &TransactionUpdated,
     ) -> Result<Recorded, StoreError> {
+        let deadline = Instant::now() + DATABASE_WAIT;
         let seq_no = update.seq_no.map(i64::from);
         match self.find(charge_point, &update.id)? {
             Some(row) if row.ended || seen(seq_no, row.last_seq_no) => {
                 Ok(Recorded::Repeated(update.id.clone()))
             }
             Some(row) => {
-                self.update(charge_point, &update.id, seq_no.or(row.last_seq_no), None)?;
+                let last = seq_no.or(row.last_seq_no);
+                self.update(charge_point, &update.id, last, None, deadline)?;
                 Ok(Recorded::New(update.id.clone()))
             }
             None => {
@@ -282,10 +294,11 @@ impl TransactionLedger for SqlLedger {
                     &update.token,
                     &update.timestamp,
                 );
-                self.first_seen(NewRow {
+                let row = NewRow {
                     last_seq_no: seq_no,
                     ..row
-                })
+                };
+                self.first_seen(row, deadline)
             }
         }
     }
@@ -295,6 +308,7 @@ impl TransactionLedger for SqlLedger {
         charge_point: &str,
         end: &TransactionEnded,
     ) -> Result<Recorded, StoreError> {
+        let deadline = Instant::now() + DATABASE_WAIT;
         // When and why it ended, as the row keeps it.
         let reason = end
             .raw_reason
@@ -306,17 +320,18 @@ impl TransactionLedger for SqlLedger {
             Some(row) if row.ended => Ok(Recorded::Repeated(end.id.clone())),
             Some(row) => {
                 let last = seq_no.max(row.last_seq_no);
-                self.update(charge_point, &end.id, last, ended)?;
+                self.update(charge_point, &end.id, last, ended, deadline)?;
                 Ok(Recorded::New(end.id.clone()))
             }
             None => {
                 let place = (end.evse, end.connector);
                 let row = NewRow::new(charge_point, &end.id, place, &end.token, &end.timestamp);
-                self.first_seen(NewRow {
+                let row = NewRow {
                     ended,
                     last_seq_no: seq_no,
                     ..row
-                })
+                };
+                self.first_seen(row, deadline)
             }
         }
     }
@@ -403,3 +418,6 @@ fn ledger_transaction(row: &AnyRow) -> Result<LedgerTransaction, StoreError> {
         id,
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -19,9 +19,10 @@
 //! - **Group commit**: the store's thread takes every write queued by the time it is free and
 //!   commits them in one database transaction, so that many charge points starting
 //!   transactions at once share one disk flush.
-//! - **A refused write is never written** ([`Store::commit_by`]): a caller that gets an error
-//!   may tell its charge point or operator "not saved"; nothing of what it asked is kept,
-//!   then or later. A write waits in the queue until the store's thread *claims* it; a
+//! - **A refused write is never written** ([`Store::commit_by`], and each write of a
+//!   [`SqlLedger`](crate::SqlLedger)): a caller that gets an error may tell its charge
+//!   point or operator "not saved"; nothing of what it asked is kept, then or later
+//!   (`store/claim.rs`). A write waits in the queue until the store's thread *claims* it; a
 //!   caller whose deadline passes first withdraws it (a compare-and-set on the claim), so
 //!   the thread skips it. Once claimed, the write's statements are bounded by the earliest
 //!   deadline of its group and the caller waits for the commit's own outcome. The one
@@ -43,9 +44,7 @@
 
 use std::fmt;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc as std_mpsc;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sqlx::any::AnyPoolOptions;
@@ -55,11 +54,13 @@ use tokio::sync::mpsc;
 
 use super::{BootPolicy, SecurityProfile, Tariff, TokenEntry, Transaction, UnixTime};
 
+mod claim;
 mod read;
 mod write;
 
+use claim::Claim;
 use read::{load, settings, transactions};
-use write::{reserve_ids, save_all};
+use write::{in_transaction, reserve_ids, save_all};
 
 /// The schema's migrations, in order: (version, description, SQL). Applied at start by
 /// [`SqlStore::open`] (sqlx's `_sqlx_migrations` table remembers which ran).
@@ -308,36 +309,24 @@ enum Job {
     ReserveIds(u32, std_mpsc::SyncSender<Result<Range<i32>, StoreError>>),
     /// Any work on the pool ([`SqlStore::run`]); it answers its caller itself.
     Run(Box<dyn FnOnce(AnyPool) -> BoxFuture + Send>),
+    /// A write in a database transaction of its own ([`SqlStore::write_by`]), run only if
+    /// taken; it answers its caller itself.
+    Write {
+        claim: Claim,
+        work: Box<dyn FnOnce(AnyPool) -> BoxFuture + Send>,
+    },
 }
+
+/// A database transaction of the store's pool.
+pub(crate) type AnyTransaction = sqlx::Transaction<'static, sqlx::Any>;
 
 /// A job's work on the store's thread.
 type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
-/// A caller waiting for its write's commit: the claim it and the store's thread race for.
+/// A caller waiting for its write's commit.
 struct Waiter {
     done: std_mpsc::SyncSender<Result<(), StoreError>>,
-    claim: Arc<AtomicU8>,
-    deadline: Instant,
-}
-
-/// [`Waiter::claim`]: queued, neither taken nor withdrawn yet.
-const QUEUED: u8 = 0;
-/// The store's thread took the write: its outcome is the commit's.
-const TAKEN: u8 = 1;
-/// The caller gave up first: the write is skipped, never written.
-const WITHDRAWN: u8 = 2;
-
-impl Waiter {
-    /// The store's thread takes the write, unless its caller withdrew it or its deadline
-    /// passed (then the caller is told so, and it is never written).
-    fn take(&self) -> bool {
-        if Instant::now() >= self.deadline {
-            return false;
-        }
-        self.claim
-            .compare_exchange(QUEUED, TAKEN, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    }
+    claim: Claim,
 }
 
 /// [`Store`] on SQLite or PostgreSQL (see the [module](self)).
@@ -417,6 +406,37 @@ impl SqlStore {
         self.ask(job, answer)
     }
 
+    /// Runs `work` as one write, in a database transaction of its own, under the rule of
+    /// [`Store::commit_by`]: not taken by `deadline`, it is never run
+    /// ([`StoreError::Unavailable`]); taken, its statements end by `deadline` (else it is
+    /// rolled back) and its `COMMIT` within [`COMMIT_WAIT`]. `work` runs its statements on
+    /// the transaction it is given and hands it back, with what it found, to be committed.
+    ///
+    /// # Errors
+    /// As [`Store::commit_by`], or what `work` returns (nothing of it kept).
+    pub(crate) fn write_by<T, F, Fut>(&self, deadline: Instant, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(AnyTransaction) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<(T, AnyTransaction), StoreError>> + Send + 'static,
+    {
+        if Instant::now() >= deadline {
+            return Err(StoreError::Unavailable);
+        }
+        let claim = Claim::new(deadline);
+        let (reply, answer) = std_mpsc::sync_channel(1);
+        let job = Job::Write {
+            claim: claim.clone(),
+            work: Box::new(move |pool| {
+                Box::pin(async move {
+                    let _ = reply.send(in_transaction(&pool, deadline, work).await);
+                })
+            }),
+        };
+        self.jobs.send(job).map_err(|_| StoreError::Stopped)?;
+        wait(|| claim.outcome(&answer))
+    }
+
     fn ask<T>(
         &self,
         job: Job,
@@ -469,37 +489,18 @@ impl Store for SqlStore {
         if Instant::now() >= deadline {
             return Err(StoreError::Unavailable);
         }
-        let claim = Arc::new(AtomicU8::new(QUEUED));
+        let claim = Claim::new(deadline);
         let (done, answer) = std_mpsc::sync_channel(1);
         let waiter = Waiter {
             done,
-            claim: Arc::clone(&claim),
-            deadline,
+            claim: claim.clone(),
         };
         let job = Job::Save {
             records,
             waiter: Some(waiter),
         };
         self.jobs.send(job).map_err(|_| StoreError::Stopped)?;
-        wait(|| {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match answer.recv_timeout(left) {
-                Ok(outcome) => return outcome,
-                Err(std_mpsc::RecvTimeoutError::Disconnected) => return Err(StoreError::Stopped),
-                Err(std_mpsc::RecvTimeoutError::Timeout) => {}
-            }
-            let withdrawn = claim
-                .compare_exchange(QUEUED, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok();
-            if withdrawn {
-                return Err(StoreError::Unavailable);
-            }
-            // Taken: its statements end by the deadline and its COMMIT within COMMIT_WAIT;
-            // the outcome is the commit's (a second more for the thread to send it).
-            answer
-                .recv_timeout(COMMIT_WAIT + Duration::from_secs(1))
-                .unwrap_or_else(|_| Err(StoreError::Commit("no answer from the commit".into())))
-        })
+        wait(|| claim.outcome(&answer))
     }
 
     fn transactions(
@@ -640,7 +641,7 @@ async fn serve(pool: AnyPool, mut jobs: mpsc::UnboundedReceiver<Job>) {
                     let Some(waiter) = waiter else {
                         return true;
                     };
-                    let taken = waiter.take();
+                    let taken = waiter.claim.take();
                     if !taken {
                         let _ = waiter.done.send(Err(StoreError::Unavailable));
                     }
@@ -648,7 +649,7 @@ async fn serve(pool: AnyPool, mut jobs: mpsc::UnboundedReceiver<Job>) {
                 });
                 let deadline = batch
                     .iter()
-                    .filter_map(|(_, waiter)| waiter.as_ref().map(|w| w.deadline))
+                    .filter_map(|(_, waiter)| waiter.as_ref().map(|w| w.claim.deadline()))
                     .min();
                 let result = if batch.is_empty() {
                     Ok(())
@@ -697,6 +698,11 @@ async fn answer(pool: &AnyPool, job: Job) {
             let _ = reply.send(reserve_ids(pool, count).await);
         }
         Job::Run(work) => work(pool.clone()).await,
+        Job::Write { claim, work } => {
+            if claim.take() {
+                work(pool.clone()).await;
+            }
+        }
     }
 }
 
@@ -746,4 +752,4 @@ pub fn without_password(url: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

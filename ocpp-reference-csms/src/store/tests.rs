@@ -1,3 +1,6 @@
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use ocpp_messages::{DateTime, Decimal};
 
 use super::*;
@@ -287,6 +290,99 @@ fn a_store_whose_thread_died_says_it_stopped() {
         Durability::Committed,
     );
     assert!(matches!(saved, Err(StoreError::Stopped)), "{saved:?}");
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Keeps the store's thread busy for `how_long` (a job that sleeps), from another thread;
+/// returns once that job has started.
+pub(crate) fn keep_busy(store: &Arc<SqlStore>, how_long: Duration) -> std::thread::JoinHandle<()> {
+    let (started, busy) = std_mpsc::sync_channel(1);
+    let store = Arc::clone(store);
+    let sleeper = std::thread::spawn(move || {
+        let _ = store.run(move |_pool| async move {
+            let _ = started.send(());
+            tokio::time::sleep(how_long).await;
+            Ok(())
+        });
+    });
+    busy.recv_timeout(DATABASE_WAIT)
+        .expect("the store's thread took the job");
+    sleeper
+}
+
+/// A write still queued when its caller's deadline passes is withdrawn: the caller hears
+/// `Unavailable`, and the store's thread, free again, never runs it.
+#[test]
+fn a_write_still_queued_at_its_deadline_is_never_written() {
+    let (dir, url) = temp_database("withdrawn");
+    let store = Arc::new(SqlStore::open(&url).unwrap());
+    let sleeper = keep_busy(&store, Duration::from_millis(600));
+    let deadline = Instant::now() + Duration::from_millis(200);
+    let saved = Record::Transaction {
+        identity: "CP1".into(),
+        transaction: transaction("41", None),
+    };
+    let committed = store.commit_by(vec![saved], deadline);
+    assert!(
+        matches!(committed, Err(StoreError::Unavailable)),
+        "{committed:?}"
+    );
+    let ran = Arc::new(AtomicBool::new(false));
+    let written = {
+        let ran = Arc::clone(&ran);
+        store.write_by(Instant::now() + Duration::from_millis(200), move |tx| {
+            ran.store(true, Ordering::SeqCst);
+            async move { Ok(((), tx)) }
+        })
+    };
+    assert!(
+        matches!(written, Err(StoreError::Unavailable)),
+        "{written:?}"
+    );
+    sleeper.join().unwrap();
+    store.flush();
+    assert!(!ran.load(Ordering::SeqCst));
+    assert_eq!(store.load().unwrap().transactions, vec![]);
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A write taken whose statements outlast its deadline is rolled back: `Unavailable`, and
+/// nothing of it kept.
+#[test]
+fn a_write_past_its_deadline_is_rolled_back() {
+    let (dir, url) = temp_database("rolled-back");
+    let store = SqlStore::open(&url).unwrap();
+    let deadline = Instant::now() + Duration::from_millis(300);
+    let written = store.write_by(deadline, |mut tx| async move {
+        sqlx::query("INSERT INTO settings (name, value) VALUES ('late', 'yes')")
+            .execute(&mut *tx)
+            .await?;
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        Ok(((), tx))
+    });
+    assert!(
+        matches!(written, Err(StoreError::Unavailable)),
+        "{written:?}"
+    );
+    let kept: i64 = store
+        .run(|pool| async move {
+            let row = sqlx::query("SELECT COUNT(*) FROM settings WHERE name = 'late'")
+                .fetch_one(&pool)
+                .await?;
+            Ok(sqlx::Row::try_get(&row, 0)?)
+        })
+        .unwrap();
+    assert_eq!(kept, 0);
+    // In time, the same write is kept.
+    let written = store.write_by(Instant::now() + DATABASE_WAIT, |mut tx| async move {
+        let done = sqlx::query("INSERT INTO settings (name, value) VALUES ('late', 'yes')")
+            .execute(&mut *tx)
+            .await?;
+        Ok((done.rows_affected(), tx))
+    });
+    assert_eq!(written.unwrap(), 1);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,5 +1,6 @@
-//! Writing the records: one commit for the saves queued together, and the 1.6 transaction
-//! ids reserved from the database's counter.
+//! Writing the records: one commit for the saves queued together, a write of its own in a
+//! database transaction ([`in_transaction`]), and the 1.6 transaction ids reserved from the
+//! database's counter.
 
 use std::ops::Range;
 use std::time::Instant;
@@ -9,8 +10,8 @@ use sqlx::{AnyPool, Row};
 
 use super::read::highest_transaction_id;
 use super::{
-    hex, millis, Record, StoreError, BOOT_POLICY_CLEARED, COMMIT_WAIT, PROFILE_CLEARED,
-    TARIFF_CLEARED, TARIFF_PREFIX,
+    hex, millis, AnyTransaction, Record, StoreError, BOOT_POLICY_CLEARED, COMMIT_WAIT,
+    PROFILE_CLEARED, TARIFF_CLEARED, TARIFF_PREFIX,
 };
 use crate::{BootPolicy, Tariff};
 
@@ -68,6 +69,31 @@ pub(super) async fn save_all<'a>(
         // Only queued writes: the pool's own timeouts bound them.
         None => statements.await?,
     };
+    commit(tx).await
+}
+
+/// Runs `work`'s statements in a database transaction, by `deadline` (else it is rolled
+/// back), then commits it ([`commit`]).
+pub(super) async fn in_transaction<T, F, Fut>(
+    pool: &AnyPool,
+    deadline: Instant,
+    work: F,
+) -> Result<T, StoreError>
+where
+    F: FnOnce(AnyTransaction) -> Fut,
+    Fut: std::future::Future<Output = Result<(T, AnyTransaction), StoreError>>,
+{
+    let statements = async { work(pool.begin().await?).await };
+    let (found, tx) = tokio::time::timeout_at(deadline.into(), statements)
+        .await
+        .map_err(|_| StoreError::Unavailable)??;
+    commit(tx).await?;
+    Ok(found)
+}
+
+/// Commits `tx`, within [`COMMIT_WAIT`]: a `COMMIT` not answered by then is an error whose
+/// outcome nobody knows.
+async fn commit(tx: AnyTransaction) -> Result<(), StoreError> {
     match tokio::time::timeout(COMMIT_WAIT, tx.commit()).await {
         Ok(committed) => Ok(committed?),
         Err(_) => Err(StoreError::Commit(format!(
