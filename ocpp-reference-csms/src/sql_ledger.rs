@@ -4,16 +4,15 @@
 //!
 //! It keeps the transactions in the same table as the CSMS ([`super::store`]) and follows the
 //! trait's contract: each call is one atomic step, durable when it returns `Ok`, nothing kept
-//! when it returns `Err`. A call waits at most [`DATABASE_WAIT`]; its write is claimed as the
-//! CSMS's are ([`Store::commit_by`]): still queued behind other jobs at that moment, it is
-//! withdrawn and never runs; taken, it runs in a database transaction of its own, rolled
-//! back if its statements outlast the wait. The one outcome no database client can know, a
-//! `COMMIT` sent and never answered ([`StoreError::Commit`]), is an error too: the message
-//! sent again is then recognised ([`Recorded::Repeated`]). A 1.6 StartTransaction sent again
-//! is recognised by its
-//! [`StartKey`] (kept in `start_key`); 1.6 ids come from the database's counter
-//! ([`Store::reserve_transaction_ids`], shared by every node), never from this process's
-//! memory.
+//! when it returns `Err`. A call's write is claimed as the CSMS's are ([`Store::commit_by`]),
+//! with a deadline [`DATABASE_WAIT`] after the call began: still queued behind other jobs
+//! then, it is withdrawn and never runs; taken, it runs in a database transaction of its
+//! own, rolled back if its statements outlast the deadline. The one outcome no database
+//! client can know, a `COMMIT` sent and never answered ([`StoreError::Commit`]), is an error
+//! too: the message sent again is then recognised ([`Recorded::Repeated`]). A 1.6
+//! StartTransaction sent again is recognised by its [`StartKey`] (kept in `start_key`); 1.6
+//! ids come from the database's counter ([`Store::reserve_transaction_ids`], shared by every
+//! node), never from this process's memory.
 //!
 //! What it reads back: times to the second, in UTC (the table keeps milliseconds since the
 //! epoch); a token's type when this ledger wrote it (a row the CSMS's own path wrote keeps the
