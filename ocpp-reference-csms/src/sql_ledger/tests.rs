@@ -5,7 +5,7 @@ use ocpp_messages::{v2_0_1, DateTime};
 use ocpp_model::{Recorded, StationEvent, TransactionId, TransactionLedger};
 
 use super::SqlLedger;
-use crate::store::tests::keep_busy;
+use crate::store::tests::{keep_busy, temp_database};
 use crate::store::{SqlStore, Store, StoreError, DATABASE_WAIT};
 
 /// The trait's contract: a call that returns `Err` records nothing, then or later. A 2.x
@@ -13,10 +13,7 @@ use crate::store::{SqlStore, Store, StoreError, DATABASE_WAIT};
 /// thread, free again, does not write it after all: the start sent again is new.
 #[test]
 fn a_start_refused_while_the_database_is_busy_is_never_recorded() {
-    let dir = std::env::temp_dir().join(format!("sql-ledger-busy-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let url = format!("sqlite://{}", dir.join("ledger.sqlite3").display());
+    let (dir, url) = temp_database("ledger-busy");
     let store = Arc::new(SqlStore::open(&url).unwrap());
     let ledger = SqlLedger::new(Arc::clone(&store));
     let event = v2_0_1::TransactionEventRequest::new(

@@ -24,7 +24,7 @@ fn transaction(id: &str, ended: Option<u64>) -> Transaction {
     }
 }
 
-fn temp_database(name: &str) -> (std::path::PathBuf, String) {
+pub(crate) fn temp_database(name: &str) -> (std::path::PathBuf, String) {
     let dir = std::env::temp_dir().join(format!("store-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
