@@ -188,7 +188,10 @@ pub struct LedgerTransaction {
 /// durable (it survives a crash of this process, and every other node sharing the store sees
 /// it from then on), so the caller may acknowledge the message; when it returns `Err`, nothing
 /// of that call is recorded, now or later, and the caller answers CALLERROR `InternalError`
-/// so that the charge point sends the message again. Methods may block (a database round
+/// so that the charge point sends the message again. (The one outcome no database client can
+/// know, a `COMMIT` sent and never answered, is an `Err` that may have been recorded; the
+/// implementation's error says so, and the message sent again is then
+/// [`Recorded::Repeated`]: the steps are idempotent for that reason.) Methods may block (a database round
 /// trip): call them off an event loop, or from the job a mio loop hands to a worker.
 ///
 /// Calls about one charge point come one at a time (one connection, one CALL at a time); calls
