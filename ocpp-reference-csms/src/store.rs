@@ -213,7 +213,9 @@ pub enum StoreError {
     /// The URL names no backend this store speaks.
     #[error("unsupported database URL `{0}`: use sqlite://FILE or postgres://...")]
     UnsupportedUrl(String),
-    /// The commit of a group of writes failed (the database's error; nothing of them kept).
+    /// The commit of a write (or of a group of them) failed: the database's error (nothing of
+    /// them kept), or a `COMMIT` never answered (whether it was kept nobody knows; the
+    /// message says so).
     #[error("the commit failed: {0}")]
     Commit(String),
     /// The database did not answer in time (the write, when there was one, was not kept or,
