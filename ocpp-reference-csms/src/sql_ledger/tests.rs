@@ -1,12 +1,11 @@
 use std::sync::Arc;
-use std::time::Duration;
 
 use ocpp_messages::{v2_0_1, DateTime};
 use ocpp_model::{Recorded, StationEvent, TransactionId, TransactionLedger};
 
 use super::SqlLedger;
-use crate::store::tests::{keep_busy, temp_database};
-use crate::store::{SqlStore, Store, StoreError, DATABASE_WAIT};
+use crate::store::tests::{temp_database, Busy};
+use crate::store::{SqlStore, Store, StoreError};
 
 /// The trait's contract: a call that returns `Err` records nothing, then or later. A 2.x
 /// start that waited past its database wait behind another job is refused, and the store's
@@ -27,13 +26,13 @@ fn a_start_refused_while_the_database_is_busy_is_never_recorded() {
     let StationEvent::TransactionStarted(start) = StationEvent::from_request(&event.into()) else {
         panic!("a TransactionEvent Started is a start")
     };
-    let sleeper = keep_busy(&store, DATABASE_WAIT + Duration::from_millis(500));
+    let busy = Busy::start(&store);
     let refused = ledger.record_start("CP1", &start);
     assert!(
         matches!(refused, Err(StoreError::Unavailable)),
         "{refused:?}"
     );
-    sleeper.join().unwrap();
+    busy.release();
     store.flush();
     let id = TransactionId::Text("TX-1".into());
     assert_eq!(ledger.transaction("CP1", &id).unwrap(), None);

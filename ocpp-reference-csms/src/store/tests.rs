@@ -294,21 +294,41 @@ fn a_store_whose_thread_died_says_it_stopped() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Keeps the store's thread busy for `how_long` (a job that sleeps), from another thread;
-/// returns once that job has started.
-pub(crate) fn keep_busy(store: &Arc<SqlStore>, how_long: Duration) -> std::thread::JoinHandle<()> {
-    let (started, busy) = std_mpsc::sync_channel(1);
-    let store = Arc::clone(store);
-    let sleeper = std::thread::spawn(move || {
-        let _ = store.run(move |_pool| async move {
-            let _ = started.send(());
-            tokio::time::sleep(how_long).await;
-            Ok(())
+/// The store's thread kept busy by a job that waits until [`Busy::release`] (at most
+/// [`WAIT`]), so that what is queued meanwhile waits behind it, however slow the machine.
+pub(crate) struct Busy {
+    release: tokio::sync::oneshot::Sender<()>,
+    caller: std::thread::JoinHandle<()>,
+}
+
+/// The longest [`Busy`] keeps the thread.
+const WAIT: Duration = Duration::from_secs(30);
+
+impl Busy {
+    /// Sends the waiting job from another thread; returns once the store's thread runs it.
+    pub(crate) fn start(store: &Arc<SqlStore>) -> Busy {
+        let (started, running) = std_mpsc::sync_channel(1);
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let store = Arc::clone(store);
+        // Its caller stops waiting after the database wait; the job goes on until released.
+        let caller = std::thread::spawn(move || {
+            let _ = store.run(move |_pool| async move {
+                let _ = started.send(());
+                let _ = tokio::time::timeout(WAIT, released).await;
+                Ok(())
+            });
         });
-    });
-    busy.recv_timeout(DATABASE_WAIT)
-        .expect("the store's thread took the job");
-    sleeper
+        running
+            .recv_timeout(WAIT)
+            .expect("the store's thread took the job");
+        Busy { release, caller }
+    }
+
+    /// Lets the job end (what was queued behind it runs then, or is skipped).
+    pub(crate) fn release(self) {
+        let _ = self.release.send(());
+        self.caller.join().unwrap();
+    }
 }
 
 /// A write still queued when its caller's deadline passes is withdrawn: the caller hears
@@ -317,7 +337,7 @@ pub(crate) fn keep_busy(store: &Arc<SqlStore>, how_long: Duration) -> std::threa
 fn a_write_still_queued_at_its_deadline_is_never_written() {
     let (dir, url) = temp_database("withdrawn");
     let store = Arc::new(SqlStore::open(&url).unwrap());
-    let sleeper = keep_busy(&store, Duration::from_millis(600));
+    let busy = Busy::start(&store);
     let deadline = Instant::now() + Duration::from_millis(200);
     let saved = Record::Transaction {
         identity: "CP1".into(),
@@ -340,7 +360,7 @@ fn a_write_still_queued_at_its_deadline_is_never_written() {
         matches!(written, Err(StoreError::Unavailable)),
         "{written:?}"
     );
-    sleeper.join().unwrap();
+    busy.release();
     store.flush();
     assert!(!ran.load(Ordering::SeqCst));
     assert_eq!(store.load().unwrap().transactions, vec![]);
