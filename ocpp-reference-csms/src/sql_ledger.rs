@@ -4,15 +4,20 @@
 //!
 //! It keeps the transactions in the same table as the CSMS ([`super::store`]) and follows the
 //! trait's contract: each call is one atomic step, durable when it returns `Ok`, nothing kept
-//! when it returns `Err`. A call's write is claimed as the CSMS's are ([`Store::commit_by`]),
-//! with a deadline [`DATABASE_WAIT`] after the call began: still queued behind other jobs
-//! then, it is withdrawn and never runs; taken, it runs in a database transaction of its
-//! own, rolled back if its statements outlast the deadline. The one outcome no database
-//! client can know, a `COMMIT` sent and never answered ([`StoreError::Commit`]), is an error
-//! too: the message sent again is then recognised ([`Recorded::Repeated`]). A 1.6
-//! StartTransaction sent again is recognised by its [`StartKey`] (kept in `start_key`); 1.6
-//! ids come from the database's counter ([`Store::reserve_transaction_ids`], shared by every
-//! node), never from this process's memory.
+//! when it returns `Err`. A call waits for the database until [`DATABASE_WAIT`] after it
+//! began (a `COMMIT` under way, [`COMMIT_WAIT`] more). Its write is claimed as the CSMS's
+//! are ([`Store::commit_by`]): still queued behind other jobs at that deadline, it is
+//! withdrawn and never runs; taken, it runs in a database transaction of its own, rolled
+//! back if its statements outlast the deadline. The one outcome no database client can
+//! know, a `COMMIT` sent and never answered ([`StoreError::Commit`]), is an error too: the
+//! message sent again is then recognised ([`Recorded::Repeated`]). A 1.6 StartTransaction
+//! sent again is recognised by its [`StartKey`] (kept in `start_key`); 1.6 ids come from the
+//! database's counter ([`Store::reserve_transaction_ids`], shared by every node), never from
+//! this process's memory.
+//!
+//! [`COMMIT_WAIT`]: crate::store::COMMIT_WAIT
+//! [`Store::commit_by`]: crate::store::Store::commit_by
+//! [`Store::reserve_transaction_ids`]: crate::store::Store::reserve_transaction_ids
 //!
 //! What it reads back: times to the second, in UTC (the table keeps milliseconds since the
 //! epoch); a token's type when this ledger wrote it (a row the CSMS's own path wrote keeps the
@@ -40,7 +45,7 @@ use ocpp_model::{
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
-use super::store::{SqlStore, Store, StoreError, DATABASE_WAIT};
+use super::store::{SqlStore, StoreError, DATABASE_WAIT};
 
 /// [`TransactionLedger`] on a [`SqlStore`] (see the [module](self)).
 #[derive(Debug, Clone)]
@@ -68,24 +73,30 @@ impl SqlLedger {
     }
 
     /// The row that `sql` selects from `charge_point`'s transactions (`$1`) by one more
-    /// value (`$2`), if there is one.
+    /// value (`$2`), if there is one (waited for until `deadline`).
     fn select_row(
         &self,
         sql: &'static str,
         charge_point: &str,
         value: String,
+        deadline: Instant,
     ) -> Result<Option<AnyRow>, StoreError> {
         let charge_point = charge_point.to_owned();
-        self.store.run(move |pool| async move {
+        self.store.run_by(deadline, move |pool| async move {
             let query = sqlx::query(sql).bind(charge_point).bind(value);
             Ok(query.fetch_optional(&pool).await?)
         })
     }
 
     /// The charge point's transaction with this id, as the table has it.
-    fn find(&self, charge_point: &str, id: &TransactionId) -> Result<Option<Found>, StoreError> {
+    fn find(
+        &self,
+        charge_point: &str,
+        id: &TransactionId,
+        deadline: Instant,
+    ) -> Result<Option<Found>, StoreError> {
         let sql = "SELECT ended_ms, last_seq_no FROM transactions WHERE identity = $1 AND id = $2";
-        let row = self.select_row(sql, charge_point, id.to_string())?;
+        let row = self.select_row(sql, charge_point, id.to_string(), deadline)?;
         row.map(|row| {
             Ok(Found {
                 ended: row.try_get::<Option<i64>, _>(0)?.is_some(),
@@ -228,10 +239,8 @@ impl TransactionLedger for SqlLedger {
     type Error = StoreError;
 
     fn next_transaction_id(&self) -> Result<i32, StoreError> {
-        match self.store.reserve_transaction_ids(1)? {
-            Some(block) => Ok(block.start),
-            None => Err(StoreError::BadRow("the store keeps no id counter".into())),
-        }
+        let block = self.store.reserve_by(1, Instant::now() + DATABASE_WAIT)?;
+        Ok(block.start)
     }
 
     fn record_start(
@@ -245,12 +254,12 @@ impl TransactionLedger for SqlLedger {
             (Some(id), _) => id.clone(),
             (None, Some(key)) => {
                 let sql = "SELECT id FROM transactions WHERE identity = $1 AND start_key = $2";
-                let row = self.select_row(sql, charge_point, key.clone())?;
+                let row = self.select_row(sql, charge_point, key.clone(), deadline)?;
                 let given: Option<String> = row.map(|row| row.try_get(0)).transpose()?;
                 if let Some(id) = given.and_then(|id| id.parse().ok()) {
                     return Ok(Recorded::Repeated(TransactionId::Number(id)));
                 }
-                TransactionId::Number(self.next_transaction_id()?)
+                TransactionId::Number(self.store.reserve_by(1, deadline)?.start)
             }
             (None, None) => return Ok(Recorded::Unknown),
         };
@@ -275,7 +284,7 @@ impl TransactionLedger for SqlLedger {
     ) -> Result<Recorded, StoreError> {
         let deadline = Instant::now() + DATABASE_WAIT;
         let seq_no = update.seq_no.map(i64::from);
-        match self.find(charge_point, &update.id)? {
+        match self.find(charge_point, &update.id, deadline)? {
             Some(row) if row.ended || seen(seq_no, row.last_seq_no) => {
                 Ok(Recorded::Repeated(update.id.clone()))
             }
@@ -315,7 +324,7 @@ impl TransactionLedger for SqlLedger {
             .unwrap_or_else(|| end.reason.as_str().to_owned());
         let ended = Some((millis(&end.timestamp), reason));
         let seq_no = end.seq_no.map(i64::from);
-        match self.find(charge_point, &end.id)? {
+        match self.find(charge_point, &end.id, deadline)? {
             Some(row) if row.ended => Ok(Recorded::Repeated(end.id.clone())),
             Some(row) => {
                 let last = seq_no.max(row.last_seq_no);

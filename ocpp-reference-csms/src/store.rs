@@ -388,12 +388,12 @@ impl SqlStore {
     }
 
     /// Runs `work` on the store's thread (in order with the other jobs) and waits for its
-    /// outcome, at most the database wait.
+    /// outcome until `deadline` (a read: answered late, it is not waited for).
     ///
     /// # Errors
     /// What `work` returns, [`StoreError::Unavailable`] when it did not answer in time, or
     /// [`StoreError::Stopped`].
-    pub(crate) fn run<T, F, Fut>(&self, work: F) -> Result<T, StoreError>
+    pub(crate) fn run_by<T, F, Fut>(&self, deadline: Instant, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(AnyPool) -> Fut + Send + 'static,
@@ -405,7 +405,34 @@ impl SqlStore {
                 let _ = reply.send(work(pool).await);
             })
         }));
-        self.ask(job, answer)
+        self.ask_by(job, answer, deadline)
+    }
+
+    /// [`SqlStore::run_by`] with the database wait from now.
+    ///
+    /// # Errors
+    /// As [`SqlStore::run_by`].
+    pub(crate) fn run<T, F, Fut>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(AnyPool) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        self.run_by(Instant::now() + DATABASE_WAIT, work)
+    }
+
+    /// [`Store::reserve_transaction_ids`], waited for until `deadline` (a block reserved
+    /// after it is spent, unused: ids may have gaps, never repeats).
+    ///
+    /// # Errors
+    /// As [`SqlStore::run_by`].
+    pub(crate) fn reserve_by(
+        &self,
+        count: u32,
+        deadline: Instant,
+    ) -> Result<Range<i32>, StoreError> {
+        let (reply, answer) = std_mpsc::sync_channel(1);
+        self.ask_by(Job::ReserveIds(count, reply), answer, deadline)
     }
 
     /// Runs `work` as one write, in a database transaction of its own, under the rule of
@@ -444,8 +471,18 @@ impl SqlStore {
         job: Job,
         answer: std_mpsc::Receiver<Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
+        self.ask_by(job, answer, Instant::now() + DATABASE_WAIT)
+    }
+
+    fn ask_by<T>(
+        &self,
+        job: Job,
+        answer: std_mpsc::Receiver<Result<T, StoreError>>,
+        deadline: Instant,
+    ) -> Result<T, StoreError> {
         self.jobs.send(job).map_err(|_| StoreError::Stopped)?;
-        answered(wait(|| answer.recv_timeout(DATABASE_WAIT)))
+        let left = deadline.saturating_duration_since(Instant::now());
+        answered(wait(|| answer.recv_timeout(left)))
     }
 }
 
@@ -514,8 +551,8 @@ impl Store for SqlStore {
     }
 
     fn reserve_transaction_ids(&self, count: u32) -> Result<Option<Range<i32>>, StoreError> {
-        let (reply, answer) = std_mpsc::sync_channel(1);
-        self.ask(Job::ReserveIds(count, reply), answer).map(Some)
+        self.reserve_by(count, Instant::now() + DATABASE_WAIT)
+            .map(Some)
     }
 
     fn describe(&self) -> String {
