@@ -309,13 +309,11 @@ enum Job {
     Flush(std_mpsc::SyncSender<()>),
     /// [`Store::reserve_transaction_ids`].
     ReserveIds(u32, std_mpsc::SyncSender<Result<Range<i32>, StoreError>>),
-    /// Any work on the pool ([`SqlStore::run`]); it answers its caller itself.
-    Run(Box<dyn FnOnce(AnyPool) -> BoxFuture + Send>),
-    /// A write in a database transaction of its own ([`SqlStore::write_by`]), run only if
-    /// taken; it answers its caller itself.
-    Write {
-        claim: Claim,
+    /// Any work on the pool ([`SqlStore::run_by`]; with a claim, a write of
+    /// [`SqlStore::write_by`], run only if taken); it answers its caller itself.
+    Run {
         work: Box<dyn FnOnce(AnyPool) -> BoxFuture + Send>,
+        claim: Option<Claim>,
     },
 }
 
@@ -400,11 +398,14 @@ impl SqlStore {
         Fut: std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
     {
         let (reply, answer) = std_mpsc::sync_channel(1);
-        let job = Job::Run(Box::new(move |pool| {
-            Box::pin(async move {
-                let _ = reply.send(work(pool).await);
-            })
-        }));
+        let job = Job::Run {
+            work: Box::new(move |pool| {
+                Box::pin(async move {
+                    let _ = reply.send(work(pool).await);
+                })
+            }),
+            claim: None,
+        };
         self.ask_by(job, answer, deadline)
     }
 
@@ -449,20 +450,32 @@ impl SqlStore {
         F: FnOnce(AnyTransaction) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<(T, AnyTransaction), StoreError>> + Send + 'static,
     {
-        if Instant::now() >= deadline {
-            return Err(StoreError::Unavailable);
-        }
-        let claim = Claim::new(deadline);
-        let (reply, answer) = std_mpsc::sync_channel(1);
-        let job = Job::Write {
-            claim: claim.clone(),
+        self.claimed(deadline, |claim, reply| Job::Run {
             work: Box::new(move |pool| {
                 Box::pin(async move {
                     let _ = reply.send(in_transaction(&pool, deadline, work).await);
                 })
             }),
-        };
-        self.jobs.send(job).map_err(|_| StoreError::Stopped)?;
+            claim: Some(claim),
+        })
+    }
+
+    /// Sends the write that `job` makes of its claim and reply channel, and waits for its
+    /// outcome under the claim's rule ([`Claim::outcome`]): the one path of
+    /// [`Store::commit_by`] and [`SqlStore::write_by`].
+    fn claimed<T>(
+        &self,
+        deadline: Instant,
+        job: impl FnOnce(Claim, std_mpsc::SyncSender<Result<T, StoreError>>) -> Job,
+    ) -> Result<T, StoreError> {
+        if Instant::now() >= deadline {
+            return Err(StoreError::Unavailable);
+        }
+        let claim = Claim::new(deadline);
+        let (reply, answer) = std_mpsc::sync_channel(1);
+        self.jobs
+            .send(job(claim.clone(), reply))
+            .map_err(|_| StoreError::Stopped)?;
         wait(|| claim.outcome(&answer))
     }
 
@@ -525,21 +538,10 @@ impl Store for SqlStore {
         if records.is_empty() {
             return Ok(());
         }
-        if Instant::now() >= deadline {
-            return Err(StoreError::Unavailable);
-        }
-        let claim = Claim::new(deadline);
-        let (done, answer) = std_mpsc::sync_channel(1);
-        let waiter = Waiter {
-            done,
-            claim: claim.clone(),
-        };
-        let job = Job::Save {
+        self.claimed(deadline, |claim, done| Job::Save {
             records,
-            waiter: Some(waiter),
-        };
-        self.jobs.send(job).map_err(|_| StoreError::Stopped)?;
-        wait(|| claim.outcome(&answer))
+            waiter: Some(Waiter { done, claim }),
+        })
     }
 
     fn transactions(
@@ -675,17 +677,9 @@ async fn serve(pool: AnyPool, mut jobs: mpsc::UnboundedReceiver<Job>) {
                         }
                     }
                 }
-                // Claimed now or never: a write whose caller gave up is dropped unwritten.
-                batch.retain(|(_, waiter)| {
-                    let Some(waiter) = waiter else {
-                        return true;
-                    };
-                    let taken = waiter.claim.take();
-                    if !taken {
-                        let _ = waiter.done.send(Err(StoreError::Unavailable));
-                    }
-                    taken
-                });
+                // Claimed now or never: a write whose caller gave up (or whose deadline
+                // passed) is dropped unwritten; its caller hears `Unavailable`.
+                batch.retain(|(_, waiter)| waiter.as_ref().is_none_or(|w| w.claim.take()));
                 let deadline = batch
                     .iter()
                     .filter_map(|(_, waiter)| waiter.as_ref().map(|w| w.claim.deadline()))
@@ -736,9 +730,8 @@ async fn answer(pool: &AnyPool, job: Job) {
         Job::ReserveIds(count, reply) => {
             let _ = reply.send(reserve_ids(pool, count).await);
         }
-        Job::Run(work) => work(pool.clone()).await,
-        Job::Write { claim, work } => {
-            if claim.take() {
+        Job::Run { work, claim } => {
+            if claim.is_none_or(|claim| claim.take()) {
                 work(pool.clone()).await;
             }
         }

@@ -80,7 +80,8 @@ impl Claim {
         }
     }
 
-    /// Why the store's thread sent nothing: a write it withdrew was never written; one it
+    /// Why the store's thread sent nothing: a write withdrawn (by its caller, or by the
+    /// thread at its deadline, which then drops it unanswered) was never written; one it
     /// took may have been (the thread stopped, or its `COMMIT` was never answered); one
     /// still queued was dropped with the stopped thread's queue.
     fn unanswered(&self) -> StoreError {
